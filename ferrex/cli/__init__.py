@@ -1,0 +1,75 @@
+"""The ``ferrex`` command line: parses arguments and calls the composition root, nothing more.
+
+Exit codes (stable): 0 ok, 1 unexpected failure, 2 usage or invalid input, 3 journal damage
+or journal refusal, 4 a model is unavailable, 5 a store cannot be reached.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ferrex.app import App, resolve_home
+from ferrex.errors import FerrexError
+
+
+class _Group(click.Group):
+    """Maps ferrex errors to their documented exit codes, once, for every subcommand."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except FerrexError as exc:
+            click.echo(f"error [{exc.code}]: {exc.message}", err=True)
+            if exc.hint:
+                click.echo(f"hint: {exc.hint}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=str),
+    envvar="FERREX_HOME",
+    help="Data directory (journal, read model, vectors). Default: $FERREX_HOME or ~/.ferrex.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Configuration file. Default: ferrex.toml in the data directory.",
+)
+@click.option("--qdrant-url", help="Use an external Qdrant server at this URL.")
+@click.version_option(package_name="ferrex")
+@click.pass_context
+def cli(
+    ctx: click.Context, home: str | None, config_file: str | None, qdrant_url: str | None
+) -> None:
+    """ferrex: a local-first memory server for AI agents.
+
+    Every change is an event in an fsynced journal; everything else is rebuilt from it.
+    """
+    from pathlib import Path
+
+    app = App(
+        home=resolve_home(home),
+        config_file=Path(config_file) if config_file else None,
+        qdrant_url=qdrant_url,
+    )
+    ctx.obj = app
+    ctx.call_on_close(app.close)
+
+
+def _register() -> None:
+    from ferrex.cli import journal as journal_cmds
+
+    cli.add_command(journal_cmds.journal)
+
+
+_register()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(cli.main(standalone_mode=True))

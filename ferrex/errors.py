@@ -1,0 +1,57 @@
+"""The errors ferrex raises, each with a stable code, a message and an optional hint.
+
+    FerrexError                 root; ``code`` is stable, ``exit_code`` is the CLI's
+    ├── UsageError              bad input from a person or an agent (exit 2)
+    ├── JournalFailure          the journal refused: damage, lock, I/O (exit 3)
+    ├── ModelUnavailable        a configured model cannot be loaded (exit 4)
+    └── BackendUnavailable      a store (Qdrant, SQLite) cannot be reached (exit 5)
+
+Errors from the ``journal`` package (which imports nothing of ours) are translated into
+``JournalFailure`` once, at the edge, by :func:`from_journal_error`.
+"""
+
+from __future__ import annotations
+
+from journal.errors import JournalError
+
+
+class FerrexError(Exception):
+    """Root of ferrex's errors. ``code`` never changes once published."""
+
+    code = "error"
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return self.message if self.hint is None else f"{self.message} (hint: {self.hint})"
+
+
+class UsageError(FerrexError):
+    code = "invalid_input"
+    exit_code = 2
+
+
+class JournalFailure(FerrexError):
+    code = "journal"
+    exit_code = 3
+
+
+class ModelUnavailable(FerrexError):
+    code = "model_unavailable"
+    exit_code = 4
+
+
+class BackendUnavailable(FerrexError):
+    code = "backend_unavailable"
+    exit_code = 5
+
+
+def from_journal_error(exc: JournalError) -> JournalFailure:
+    """Translate a journal error, keeping its stable code and hint."""
+    return JournalFailure(str(exc.message), hint=exc.hint, code=f"journal.{exc.code}")

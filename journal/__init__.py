@@ -1,0 +1,55 @@
+"""The journal: ferrex's only source of truth, an fsynced, hash-chained event log.
+
+Imports nothing of ferrex's (DESIGN.md section 1). The on-disk format is documented in
+``journal.segment`` (files) and ``journal.record`` (frames, hashing).
+"""
+
+from journal.errors import EncodeError, JournalDamaged, JournalError, JournalFormatError
+from journal.events import (
+    Access,
+    AnyEvent,
+    EntityAliasAdded,
+    EntityCreated,
+    Event,
+    MemoriesAccessed,
+    MemoriesForgotten,
+    MemoriesValidated,
+    MemoryBody,
+    MemoryStored,
+    MemorySuperseded,
+    tag_of,
+)
+from journal.log import Head, Journal, TornTail
+from journal.record import Record, to_builtins
+from journal.repairs import RepairEntry, plan_repair, repair
+from journal.verify import Problem, VerifyReport, verify
+
+__all__ = [
+    "Access",
+    "AnyEvent",
+    "EncodeError",
+    "EntityAliasAdded",
+    "EntityCreated",
+    "Event",
+    "Head",
+    "Journal",
+    "JournalDamaged",
+    "JournalError",
+    "JournalFormatError",
+    "MemoriesAccessed",
+    "MemoriesForgotten",
+    "MemoriesValidated",
+    "MemoryBody",
+    "MemoryStored",
+    "MemorySuperseded",
+    "Problem",
+    "Record",
+    "RepairEntry",
+    "TornTail",
+    "VerifyReport",
+    "plan_repair",
+    "repair",
+    "tag_of",
+    "to_builtins",
+    "verify",
+]

@@ -1,0 +1,169 @@
+"""The event catalogue, version 1: every change to ferrex's memory is one of these facts.
+
+Invariants (DESIGN.md section 2):
+
+- Events are frozen msgspec Structs in one tagged union. The tag (``event`` on the wire) is a
+  stable string such as ``"memory.stored"``; it never changes once published.
+- A new field always gets a default, and ``omit_defaults`` keeps it off the wire while it is
+  at its default, so records written before the field existed still hash and verify the same.
+- A field is never renamed on the wire: ``msgspec.field(name=...)`` keeps the old name.
+- Times are timezone-aware datetimes; a naive datetime is rejected when encoding.
+- Memory text (content, triple, steps, context, source) lives in a separate *body* that
+  enters the record's hash chain only through ``body_hash``. A later redaction drops the body
+  and keeps the hash, so the chain still verifies (see ``journal.record``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+UtcTime = Annotated[datetime, msgspec.Meta(tz=True)]
+"""A timezone-aware datetime. msgpack carries it as a timestamp (UTC)."""
+
+MemoryType = Literal["episodic", "semantic", "procedural"]
+Visibility = Literal["private", "shared"]
+SupersedeReason = Literal["explicit", "conflict"]
+ForgetReason = Literal["request", "eviction", "cascade", "import"]
+ValidationSource = Literal["agent", "citation", "supersede", "duplicate", "operator"]
+AliasMatch = Literal["exact", "normalized", "fuzzy", "embedding", "operator"]
+
+
+class MemoryBody(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True, gc=False):
+    """The redactable text of a stored memory. Absent (None) once redacted."""
+
+    content: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    predicate_normalized: str | None = None
+    procedure_name: str | None = None
+    conditions: tuple[str, ...] = ()
+    steps: tuple[str, ...] = ()
+    source: str | None = None
+    context: dict[str, Any] | None = None
+
+
+class Event(
+    msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True, tag_field="event", gc=False
+):
+    """Base of every event. Subclasses declare ``tag=...``; the tag is the wire name.
+
+    ``gc=False``: events hold only strings, numbers, times, tuples and JSON-like dicts, never
+    a cycle, so the garbage collector need not track them. A replay creates millions.
+    """
+
+
+class MemoryStored(Event, tag="memory.stored", frozen=True):
+    """A memory was stored. ``body`` carries its text; ``body_hash`` is set by the journal."""
+
+    memory_id: str
+    namespace: str
+    memory_type: MemoryType
+    t_valid: UtcTime
+    confidence: float = 1.0
+    entity_ids: tuple[str, ...] = ()
+    supersedes: str | None = None
+    procedure_version: int | None = None
+    agent_id: str | None = None
+    visibility: Visibility = "shared"
+    body_hash: bytes | None = None
+    body: MemoryBody | None = None
+
+    @property
+    def redacted(self) -> bool:
+        """True when the text was purged from the journal (only the hash remains)."""
+        return self.body is None and self.body_hash is not None
+
+
+class MemorySuperseded(Event, tag="memory.superseded", frozen=True):
+    """A memory stopped being valid at ``t_invalid``, replaced by ``superseded_by`` if any."""
+
+    memory_id: str
+    namespace: str
+    t_invalid: UtcTime
+    superseded_by: str | None = None
+    reason: SupersedeReason = "explicit"
+
+
+class MemoriesForgotten(Event, tag="memories.forgotten", frozen=True):
+    """Memories removed from every projection. ``dropped_entity_ids``: links no longer used."""
+
+    memory_ids: tuple[str, ...]
+    namespace: str
+    reason: ForgetReason = "request"
+    dropped_entity_ids: tuple[str, ...] = ()
+
+
+class MemoriesValidated(Event, tag="memories.validated", frozen=True):
+    """Memories confirmed correct at ``at`` (by an agent, a citation, a supersede...)."""
+
+    memory_ids: tuple[str, ...]
+    at: UtcTime
+    source: ValidationSource = "agent"
+
+
+class Access(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """``count`` recall hits of one memory, the last of them at ``last_at``."""
+
+    memory_id: str
+    last_at: UtcTime
+    count: int = 1
+
+
+class MemoriesAccessed(Event, tag="memories.accessed", frozen=True):
+    """Recall hits, journaled in batches so a replay reproduces staleness."""
+
+    accesses: tuple[Access, ...]
+
+
+class EntityCreated(Event, tag="entity.created", frozen=True):
+    """A new entity in a namespace. Entity names are not redactable in format v1."""
+
+    entity_id: str
+    namespace: str
+    name: str
+    normalized: str
+    kind: str | None = None
+
+
+class EntityAliasAdded(Event, tag="entity.alias_added", frozen=True):
+    """``alias`` was resolved to ``entity_id``; ``match`` and ``score`` say how."""
+
+    entity_id: str
+    namespace: str
+    alias: str
+    normalized: str
+    match: AliasMatch
+    score: float = 1.0
+
+
+AnyEvent = (
+    MemoryStored
+    | MemorySuperseded
+    | MemoriesForgotten
+    | MemoriesValidated
+    | MemoriesAccessed
+    | EntityCreated
+    | EntityAliasAdded
+)
+"""The union every reader decodes. Add new event classes here, at the end."""
+
+EVENT_TYPES: tuple[type[Event], ...] = (
+    MemoryStored,
+    MemorySuperseded,
+    MemoriesForgotten,
+    MemoriesValidated,
+    MemoriesAccessed,
+    EntityCreated,
+    EntityAliasAdded,
+)
+
+KNOWN_TAGS: frozenset[str] = frozenset(str(t.__struct_config__.tag) for t in EVENT_TYPES)
+
+
+def tag_of(event: Event) -> str:
+    """The stable wire tag of an event."""
+    return str(type(event).__struct_config__.tag)

@@ -1,0 +1,477 @@
+"""The durable log: open and recover, append (fsynced, group-committed), read, follow.
+
+Invariants:
+
+- ``append`` and ``append_batch`` return only after the bytes are fsynced (and the directory,
+  when a segment was created). A batch is one write and one fsync for many records.
+- Appends hold an exclusive OS lock (``flock`` on ``LOCK``), so several processes can append
+  to one journal; positions stay unique and contiguous and every record chains to the one
+  before it, whichever process wrote it.
+- Only a torn tail is ever cut: bad bytes at the end of the active segment with no valid frame
+  after them (a crash mid-append). They are copied to ``<segment>.corrupt-<offset>-<time>``
+  first. Anything else that is bad is damage: open refuses, naming the segment and offset.
+- Readers take no lock. A reader that meets incomplete bytes at the end of the active
+  segment stops there (a writer may be mid-append); it never cuts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fcntl
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from journal.errors import EncodeError, JournalDamaged, JournalError, JournalFormatError
+from journal.events import Event
+from journal.record import (
+    GENESIS_HASH,
+    Record,
+    decode_frames,
+    decode_recorded_at,
+    encode_record,
+    head_bytes,
+    record_hash,
+)
+from journal.repairs import load_gaps
+from journal.segment import (
+    HEADER_SIZE,
+    fsync_dir,
+    header_problem,
+    list_segments,
+    next_valid_frame,
+    scan_frames,
+    segment_header,
+    segment_name,
+)
+
+log = logging.getLogger("journal")
+
+DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
+LOCK_NAME = "LOCK"
+_REPAIR_HINT = "run `ferrex journal verify` for details; `ferrex journal repair` sets it aside"
+
+
+@dataclass(frozen=True)
+class Head:
+    """The last record: its position (0 when empty), hash and time."""
+
+    position: int
+    hash: bytes
+    recorded_at: datetime | None
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """Bytes cut from the end of the active segment at open, and where they were kept."""
+
+    segment: Path
+    offset: int
+    length: int
+    reason: str
+    saved_to: Path
+
+
+@dataclass
+class _Tail:
+    first: int  # first position of the active segment
+    path: Path
+    size: int
+    position: int
+    hash: bytes
+    recorded_at: datetime | None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
+    """The file's bytes from ``offset`` on, and the file's size."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(offset)
+        return f.read(), size
+
+
+class Journal:
+    """An append-only, fsynced, hash-chained log of records in a directory."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        clock: Callable[[], datetime] = _now,
+    ) -> None:
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self._clock = clock
+        self._tail: _Tail | None = None
+        self._thread_lock = threading.Lock()
+        self._lock_fd: int | None = None
+        self._fd: int | None = None
+        self._fd_path: Path | None = None
+        self._gaps: frozenset[int] = frozenset()
+        self._cursor: tuple[int, Path, int] | None = None
+        self.torn_tails: list[TornTail] = []
+        """What open (or a later append) cut as torn tails, for reporting."""
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        clock: Callable[[], datetime] = _now,
+    ) -> Journal:
+        """Open (creating if needed) and recover the journal in ``directory``.
+
+        Raises JournalDamaged when a bad record has valid records after it.
+        """
+        path = Path(directory)
+        if segment_bytes < 1024:
+            raise JournalError("segment_bytes must be at least 1024")
+        if not path.exists():
+            path.mkdir(parents=True)
+            fsync_dir(path.parent)
+        elif not path.is_dir():
+            raise JournalError(f"{path} is not a directory")
+        journal = cls(path, segment_bytes=segment_bytes, clock=clock)
+        try:
+            journal._lock_fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+            with journal._locked():
+                journal._gaps = load_gaps(path)
+                journal._advance(from_start=True)
+        except BaseException:
+            journal.close()
+            raise
+        return journal
+
+    def close(self) -> None:
+        for fd in (self._fd, self._lock_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._lock_fd = None
+        self._fd_path = None
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def head(self) -> Head:
+        """The last record this process knows of (appends by others show after ``refresh``)."""
+        tail = self._tail
+        if tail is None:
+            return Head(0, GENESIS_HASH, None)
+        return Head(tail.position, tail.hash, tail.recorded_at)
+
+    def refresh(self) -> Head:
+        """Catch up with records other processes appended, and return the head."""
+        with self._thread_lock, self._locked():
+            self._advance(from_start=False)
+        return self.head
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        if self._lock_fd is None:
+            raise JournalError("the journal is closed")
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def _advance(self, *, from_start: bool) -> None:
+        """Walk forward from the known tail (or position 1), checking every frame and link.
+
+        Runs under the lock. Cuts a torn tail; raises JournalDamaged on anything else.
+        """
+        segments = list_segments(self.directory)
+        tail = self._tail
+        if from_start or tail is None:
+            expected, prev_hash, recorded_at = 1, GENESIS_HASH, None
+            start_index, start_offset = 0, HEADER_SIZE
+            if segments and segments[0][0] != 1:
+                raise JournalDamaged(
+                    f"the first segment {segments[0][1].name} does not start at position 1",
+                    segment=segments[0][1],
+                    offset=0,
+                    hint="a segment file is missing from the journal directory",
+                )
+        else:
+            firsts = [first for first, _ in segments]
+            start_index = bisect.bisect_left(firsts, tail.first)
+            if start_index >= len(segments) or segments[start_index][0] != tail.first:
+                raise JournalDamaged(
+                    f"the active segment {tail.path.name} disappeared",
+                    segment=tail.path,
+                    offset=0,
+                )
+            expected, prev_hash, recorded_at = tail.position + 1, tail.hash, tail.recorded_at
+            start_offset = tail.size
+            if start_index == len(segments) - 1 and tail.path.stat().st_size == tail.size:
+                return  # nobody appended since we last looked: the common case, kept cheap
+        new_tail = tail if not from_start else None
+        for index in range(start_index, len(segments)):
+            first, path = segments[index]
+            is_last = index == len(segments) - 1
+            # ``base`` is the file offset of data[0]: a catch-up reads only what is new.
+            base = start_offset if index == start_index and start_offset > HEADER_SIZE else 0
+            data, file_size = _read_from(path, base)
+            if file_size < base:
+                raise JournalDamaged(
+                    f"{path.name} is shorter ({file_size} bytes) than what was already "
+                    f"acknowledged ({base} bytes)",
+                    segment=path,
+                    offset=file_size,
+                    position=expected,
+                )
+            if base == 0:
+                problem = header_problem(data)
+                if problem is not None:
+                    if is_last and next_valid_frame(data, 0) is None:
+                        self._set_aside(path, data, 0, problem, whole=True)
+                        break
+                    raise JournalFormatError(
+                        f"{path.name}: {problem}", hint="is this a ferrex journal directory?"
+                    )
+                if first != expected and not (first in self._gaps and first > expected):
+                    raise JournalDamaged(
+                        f"{path.name} starts at position {first}, but the journal before it "
+                        f"ends at {expected - 1}",
+                        segment=path,
+                        offset=0,
+                        position=expected,
+                        hint=_REPAIR_HINT,
+                    )
+            scan = scan_frames(data, HEADER_SIZE if base == 0 else 0, expected, gaps=self._gaps)
+            for info in scan.frames:
+                if info.prev_hash != prev_hash and info.position not in self._gaps:
+                    raise JournalDamaged(
+                        f"{path.name}: the record at offset {base + info.offset} (position "
+                        f"{info.position}) does not chain to the record before it",
+                        segment=path,
+                        offset=base + info.offset,
+                        position=info.position,
+                        hint=_REPAIR_HINT,
+                    )
+                prev_hash = record_hash(info.position, info.prev_hash, head_bytes(data, info))
+                expected = info.position + 1
+            if scan.frames:
+                recorded_at = decode_recorded_at(data, scan.frames[-1])
+            end = base + scan.end
+            if scan.bad_offset is not None:
+                bad = base + scan.bad_offset
+                if is_last and next_valid_frame(data, scan.bad_offset) is None:
+                    self._set_aside(path, data[scan.bad_offset :], bad, scan.reason or "bad bytes")
+                    end = bad
+                else:
+                    raise JournalDamaged(
+                        f"{path.name}: damaged record at offset {bad} "
+                        f"({scan.reason}), and valid records follow it",
+                        segment=path,
+                        offset=bad,
+                        position=expected,
+                        hint=_REPAIR_HINT,
+                    )
+            new_tail = _Tail(first, path, end, expected - 1, prev_hash, recorded_at)
+        self._tail = new_tail
+
+    def _set_aside(
+        self, path: Path, torn: bytes, offset: int, reason: str, *, whole: bool = False
+    ) -> None:
+        """Keep the torn bytes in a .corrupt file, then cut them off (or drop the file)."""
+        stamp = self._clock().strftime("%Y%m%dT%H%M%S%fZ")
+        saved = path.with_name(f"{path.name}.corrupt-{offset}-{stamp}")
+        with open(saved, "wb") as out:
+            out.write(torn)
+            out.flush()
+            os.fsync(out.fileno())
+        if whole:
+            path.unlink()
+        else:
+            os.truncate(path, offset)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(self.directory)
+        if self._fd_path == path:
+            self._close_fd()
+        self.torn_tails.append(TornTail(path, offset, len(torn), reason, saved))
+        log.warning(
+            "journal: cut a torn tail of %d bytes from %s at offset %d (%s); kept in %s",
+            len(torn),
+            path.name,
+            offset,
+            reason,
+            saved.name,
+        )
+
+    # -- appending --------------------------------------------------------------------------
+
+    def append(self, events: Sequence[Event]) -> Record:
+        """Append one command's events as one record; returns after fsync."""
+        return self.append_batch([events])[0]
+
+    def append_batch(self, commands: Sequence[Sequence[Event]]) -> list[Record]:
+        """Append one record per command with a single write and fsync (group commit).
+
+        Nothing is written if any command cannot be encoded (EncodeError).
+        """
+        if not commands:
+            return []
+        with self._thread_lock, self._locked():
+            self._advance(from_start=False)
+            tail = self._tail
+            position = tail.position + 1 if tail else 1
+            prev_hash = tail.hash if tail else GENESIS_HASH
+            now = self._clock()
+            if now.tzinfo is None:
+                raise EncodeError("the journal clock must return timezone-aware times")
+            if tail is not None and tail.recorded_at is not None and now < tail.recorded_at:
+                now = tail.recorded_at  # recorded_at never goes backwards along the log
+            writes: list[tuple[Path, bool, bytearray]] = []
+            if tail is not None:
+                path, first, size = tail.path, tail.first, tail.size
+                writes.append((path, False, bytearray()))
+            records: list[Record] = []
+            for events in commands:
+                if not writes or size >= self.segment_bytes:
+                    first, size = position, HEADER_SIZE
+                    path = self.directory / segment_name(position)
+                    writes.append((path, True, bytearray(segment_header())))
+                frame, record = encode_record(position, now, prev_hash, events)
+                writes[-1][2].extend(frame)
+                size += len(frame)
+                records.append(record)
+                position += 1
+                assert record.hash is not None  # encode_record always computes it
+                prev_hash = record.hash
+            for path, created, buf in writes:
+                if buf:
+                    self._write(path, created, bytes(buf))
+            self._tail = _Tail(first, path, size, position - 1, prev_hash, now)
+            return records
+
+    def _write(self, path: Path, created: bool, data: bytes) -> None:
+        if created:
+            self._close_fd()
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            self._fd, self._fd_path = fd, path
+        elif self._fd_path != path or self._fd is None:
+            self._close_fd()
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            self._fd_path = path
+        fd = self._fd
+        assert fd is not None
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fdatasync(fd)
+        if created:
+            fsync_dir(self.directory)
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = None
+        self._fd_path = None
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def read(self, after: int = 0, *, hashes: bool = False) -> Iterator[Record]:
+        """Records with position > ``after``, in order, as far as they are complete now.
+
+        Takes no lock: safe while other processes append. Raises JournalDamaged for a bad
+        record that has valid records after it. ``hashes=True`` also computes each record's
+        chain hash (``Record.hash``), which costs about a fifth of the read time.
+        """
+        segments = list_segments(self.directory)
+        if not segments:
+            return
+        firsts = [first for first, _ in segments]
+        index = max(bisect.bisect_right(firsts, after + 1) - 1, 0)
+        for i in range(index, len(segments)):
+            first, path = segments[i]
+            is_last = i == len(segments) - 1
+            # Sequential readers (projections, followers) resume where they stopped instead
+            # of re-reading the segment: ``base`` is the file offset of data[0].
+            base, start, expected = 0, HEADER_SIZE, first
+            cursor = self._cursor
+            if cursor is not None and cursor[1] == path and cursor[0] <= after:
+                base, start, expected = cursor[2], 0, cursor[0] + 1
+            data, _ = _read_from(path, base)
+            if base == 0:
+                problem = header_problem(data)
+                if problem is not None:
+                    if is_last:
+                        return  # a segment being created right now
+                    raise JournalFormatError(f"{path.name}: {problem}")
+            try:
+                found = decode_frames(
+                    data, start, expected, after=after, gaps=self._gaps, hashes=hashes
+                )
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                raise JournalFormatError(
+                    f"{path.name}: a record passed its checksum but cannot be decoded: {exc}",
+                    hint="was it written by a newer, incompatible ferrex?",
+                ) from exc
+            if found.records:
+                self._cursor = (found.records[-1].position, path, base + found.end)
+            yield from found.records
+            if found.bad_offset is not None:
+                if is_last:
+                    return  # incomplete bytes at the very end: an append in progress
+                raise JournalDamaged(
+                    f"{path.name}: damaged record at offset {base + found.bad_offset} "
+                    f"({found.reason})",
+                    segment=path,
+                    offset=base + found.bad_offset,
+                    position=expected,
+                    hint=_REPAIR_HINT,
+                )
+
+    def follow(
+        self, after: int = 0, *, stop: threading.Event, poll_ms: int = 1000
+    ) -> Iterator[Record]:
+        """Yield records after ``after`` as they are appended, by any process, until ``stop``.
+
+        Watches the directory (not a file: segments roll) with watchfiles, and re-reads at
+        least every ``poll_ms`` so that a missed notification only delays, never loses.
+        """
+        import watchfiles
+
+        last = after
+        for record in self.read(after=last):
+            last = record.position
+            yield record
+        for _changes in watchfiles.watch(
+            self.directory,
+            stop_event=stop,
+            debounce=20,
+            step=10,
+            rust_timeout=poll_ms,
+            yield_on_timeout=True,
+            raise_interrupt=False,
+        ):
+            for record in self.read(after=last):
+                last = record.position
+                yield record
+            if stop.is_set():
+                return

@@ -1,0 +1,141 @@
+"""The journal on real files: append, group commit, segments, read, reopen, follow."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from journal import EncodeError, Journal, MemoryStored, verify
+from journal.segment import list_segments
+from tests.strategies import T0, stored
+
+
+def test_append_read_and_reopen(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as journal:
+        written = [journal.append([stored(i)]) for i in range(1, 21)]
+        assert [r.position for r in written] == list(range(1, 21))
+        assert journal.head.position == 20 and journal.head.hash == written[-1].hash
+        assert list(journal.read(hashes=True)) == written
+        assert [r.position for r in journal.read(after=15)] == [16, 17, 18, 19, 20]
+        assert list(journal.read(after=20)) == []
+    with Journal.open(tmp_path / "j") as reopened:
+        assert reopened.head.position == 20 and reopened.head.hash == written[-1].hash
+        assert list(reopened.read(hashes=True)) == written
+        assert [r.hash for r in reopened.read()] == [None] * 20
+        assert reopened.append([stored(21)]).prev_hash == written[-1].hash
+
+
+def test_batch_is_one_group_commit_with_contiguous_positions(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as journal:
+        journal.append([stored(0)])
+        batch = journal.append_batch([[stored(i), stored(i + 1000)] for i in range(1, 101)])
+        assert [r.position for r in batch] == list(range(2, 102))
+        assert all(b.prev_hash == a.hash for a, b in itertools.pairwise(batch))
+        assert [len(r.events) for r in journal.read(after=1)] == [2] * 100
+        assert journal.append_batch([]) == []
+
+
+def test_segments_roll_at_the_size_limit_and_are_named_by_first_position(
+    tmp_path: Path,
+) -> None:
+    with Journal.open(tmp_path / "j", segment_bytes=4096) as journal:
+        journal.append_batch([[stored(i, "x" * 300)] for i in range(1, 61)])
+        for i in range(61, 81):
+            journal.append([stored(i, "y" * 300)])
+        segments = list_segments(tmp_path / "j")
+        assert len(segments) > 3
+        sizes = [path.stat().st_size for _, path in segments]
+        # Every sealed segment stopped growing once it passed the limit (one record over).
+        assert all(size < 4096 + 600 for size in sizes)
+        positions = [r.position for r in journal.read()]
+        assert positions == list(range(1, 81))
+        starts = {first for first, _ in segments}
+        assert {r.position for r in journal.read() if r.position in starts} == starts
+        assert [r.position for r in journal.read(after=45)] == list(range(46, 81))
+    report = verify(tmp_path / "j")
+    assert report.ok and report.records == 80 and report.segments == len(segments)
+
+
+def test_a_bad_event_in_a_batch_writes_nothing(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as journal:
+        journal.append([stored(1)])
+        naive = MemoryStored(
+            memory_id="m2", namespace="n", memory_type="episodic", t_valid=datetime(2026, 1, 1)
+        )
+        size_before = sum(p.stat().st_size for _, p in list_segments(tmp_path / "j"))
+        with pytest.raises(EncodeError):
+            journal.append_batch([[stored(2)], [naive]])
+        size_after = sum(p.stat().st_size for _, p in list_segments(tmp_path / "j"))
+        assert size_after == size_before
+        assert journal.head.position == 1
+        assert journal.append([stored(2)]).position == 2
+
+
+def test_recorded_at_never_goes_backwards(tmp_path: Path) -> None:
+    times = iter([T0, T0 - timedelta(hours=1), T0 + timedelta(seconds=1)])
+    with Journal.open(tmp_path / "j", clock=lambda: next(times)) as journal:
+        a, b, c = (journal.append([stored(i)]) for i in range(3))
+    assert a.recorded_at == T0 and b.recorded_at == T0 and c.recorded_at > T0
+
+
+def test_two_journal_objects_see_each_others_appends(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as one, Journal.open(tmp_path / "j") as two:
+        one.append([stored(1)])
+        two.append([stored(2)])  # catches up under the lock before appending
+        one.append([stored(3)])
+        assert [r.position for r in two.read()] == [1, 2, 3]
+        assert two.refresh().position == 3
+        assert verify(tmp_path / "j").ok
+
+
+def test_follow_sees_appends_and_stops_cleanly(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as writer, Journal.open(tmp_path / "j") as reader:
+        writer.append([stored(1)])
+        stop = threading.Event()
+        seen: list[int] = []
+        done = threading.Event()
+
+        def consume() -> None:
+            for record in reader.follow(after=0, stop=stop, poll_ms=200):
+                seen.append(record.position)
+                if len(seen) == 4:
+                    done.set()
+            done.set()
+
+        thread = threading.Thread(target=consume)
+        thread.start()
+        for i in range(2, 5):
+            writer.append([stored(i)])
+        assert done.wait(10), f"follower saw only {seen}"
+        stop.set()
+        thread.join(10)
+        assert not thread.is_alive()
+        assert seen == [1, 2, 3, 4]
+
+
+def test_open_refuses_a_file_in_place_of_the_directory(tmp_path: Path) -> None:
+    (tmp_path / "j").write_text("not a journal")
+    with pytest.raises(Exception, match="not a directory"):
+        Journal.open(tmp_path / "j")
+
+
+def test_a_foreign_file_named_like_a_segment_is_refused(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as journal:
+        journal.append([stored(1)])
+    seg = list_segments(tmp_path / "j")[0][1]
+    data = seg.read_bytes()
+    (tmp_path / "j" / "00000000000000000002.seg").write_bytes(b"hello world, not ours" + data)
+    from journal import JournalError
+
+    with pytest.raises(JournalError):
+        Journal.open(tmp_path / "j")
+
+
+def test_empty_journal(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as journal:
+        assert journal.head.position == 0 and list(journal.read()) == []
+    assert verify(tmp_path / "j").ok

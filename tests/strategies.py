@@ -1,0 +1,121 @@
+"""Hypothesis strategies for journal events, shared by the property tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+from hypothesis import strategies as st
+
+from journal import (
+    Access,
+    EntityAliasAdded,
+    EntityCreated,
+    Event,
+    MemoriesAccessed,
+    MemoriesForgotten,
+    MemoriesValidated,
+    MemoryBody,
+    MemoryStored,
+    MemorySuperseded,
+)
+
+ids = st.text(alphabet="0123456789abcdefghjkmnpqrstvwxyz", min_size=1, max_size=26)
+texts = st.text(max_size=200)
+names = st.text(min_size=1, max_size=40)
+offsets = st.integers(min_value=-14 * 60, max_value=14 * 60).map(
+    lambda m: timezone(timedelta(minutes=m))
+)
+times = st.datetimes(
+    min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1), timezones=offsets
+)
+json_scalars = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | texts
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=8,
+)
+bodies = st.builds(
+    MemoryBody,
+    content=st.none() | texts,
+    subject=st.none() | texts,
+    predicate=st.none() | texts,
+    object=st.none() | texts,
+    predicate_normalized=st.none() | texts,
+    procedure_name=st.none() | texts,
+    conditions=st.lists(texts, max_size=3).map(tuple),
+    steps=st.lists(texts, max_size=5).map(tuple),
+    source=st.none() | texts,
+    context=st.none() | st.dictionaries(texts, json_values, max_size=4),
+)
+confidence = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+memory_stored = st.builds(
+    MemoryStored,
+    memory_id=ids,
+    namespace=names,
+    memory_type=st.sampled_from(["episodic", "semantic", "procedural"]),
+    t_valid=times,
+    confidence=confidence,
+    entity_ids=st.lists(ids, max_size=4).map(tuple),
+    supersedes=st.none() | ids,
+    procedure_version=st.none() | st.integers(1, 10_000),
+    agent_id=st.none() | names,
+    visibility=st.sampled_from(["private", "shared"]),
+    body=st.none() | bodies,
+)
+events: st.SearchStrategy[Event] = st.one_of(
+    memory_stored,
+    st.builds(
+        MemorySuperseded,
+        memory_id=ids,
+        namespace=names,
+        t_invalid=times,
+        superseded_by=st.none() | ids,
+        reason=st.sampled_from(["explicit", "conflict"]),
+    ),
+    st.builds(
+        MemoriesForgotten,
+        memory_ids=st.lists(ids, min_size=1, max_size=5).map(tuple),
+        namespace=names,
+        reason=st.sampled_from(["request", "eviction", "cascade", "import"]),
+        dropped_entity_ids=st.lists(ids, max_size=3).map(tuple),
+    ),
+    st.builds(
+        MemoriesValidated,
+        memory_ids=st.lists(ids, min_size=1, max_size=5).map(tuple),
+        at=times,
+        source=st.sampled_from(["agent", "citation", "supersede", "duplicate", "operator"]),
+    ),
+    st.builds(
+        MemoriesAccessed,
+        accesses=st.lists(
+            st.builds(Access, memory_id=ids, last_at=times, count=st.integers(1, 1000)),
+            min_size=1,
+            max_size=5,
+        ).map(tuple),
+    ),
+    st.builds(EntityCreated, entity_id=ids, namespace=names, name=names, normalized=names),
+    st.builds(
+        EntityAliasAdded,
+        entity_id=ids,
+        namespace=names,
+        alias=names,
+        normalized=names,
+        match=st.sampled_from(["exact", "normalized", "fuzzy", "embedding", "operator"]),
+        score=confidence,
+    ),
+)
+commands = st.lists(events, min_size=1, max_size=4)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def stored(i: int, text: str | None = None) -> MemoryStored:
+    """A plain episodic memory, for tests that need many simple records."""
+    return MemoryStored(
+        memory_id=f"m{i}",
+        namespace="default",
+        memory_type="episodic",
+        t_valid=T0,
+        body=MemoryBody(content=text if text is not None else f"memory number {i}"),
+    )
