@@ -1,0 +1,113 @@
+"""`ferrex journal …` end to end: through click's CliRunner and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ferrex.cli import cli
+from journal import Journal
+from journal.segment import list_segments
+from tests.strategies import stored
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    with Journal.open(tmp_path / "home" / "journal", segment_bytes=2048) as journal:
+        journal.append_batch([[stored(i)] for i in range(1, 31)])
+    return tmp_path / "home"
+
+
+def run(home: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_verify_ok(home: Path) -> None:
+    code, out, _ = run(home, "journal", "verify", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["ok"] and doc["records"] == 30 and doc["problem"] is None
+    code, out, _ = run(home, "journal", "verify")
+    assert code == 0 and "30 records" in out and "ok" in out
+
+
+def test_verify_reports_damage_with_exit_code_3(home: Path) -> None:
+    _, seg = list_segments(home / "journal")[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    code, out, _ = run(home, "journal", "verify", "--json")
+    doc = json.loads(out)
+    assert code == 3 and not doc["ok"]
+    assert doc["problem"]["segment"] == seg.name and doc["problem"]["kind"] == "frame"
+    code, out, _ = run(home, "journal", "verify")
+    assert code == 3 and "DAMAGED" in out and seg.name in out
+
+
+def test_show_filters_and_limits(home: Path) -> None:
+    code, out, _ = run(home, "journal", "show", "--after", "10", "--limit", "3", "--json")
+    records = json.loads(out)
+    assert code == 0 and [r["position"] for r in records] == [11, 12, 13]
+    assert records[0]["events"][0]["body"]["content"] == "memory number 11"
+    assert len(records[0]["hash"]) == 64
+    code, out, _ = run(home, "journal", "show", "--limit", "2")
+    assert code == 0 and [json.loads(line)["position"] for line in out.splitlines()] == [1, 2]
+    code, out, _ = run(home, "journal", "show", "--type", "memory.superseded", "--json")
+    assert code == 0 and json.loads(out) == []
+
+
+def test_bad_input_is_a_usage_error_and_changes_nothing(home: Path) -> None:
+    before = {p.name: p.read_bytes() for p in (home / "journal").iterdir()}
+    code, _, err = run(home, "journal", "show", "--type", "no.such.event")
+    assert code == 2 and "unknown event type" in err and "memory.stored" in err
+    code, _, err = run(home, "journal", "show", "--after", "-1")
+    assert code == 2
+    code, _, err = run(home.parent / "nowhere", "journal", "verify")
+    assert code == 2 and "no journal" in err
+    assert not (home.parent / "nowhere").exists()
+    assert {p.name: p.read_bytes() for p in (home / "journal").iterdir()} == before
+
+
+def test_repair_is_a_dry_run_unless_applied(home: Path) -> None:
+    _, seg = list_segments(home / "journal")[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    code, out, err = run(home, "journal", "repair")
+    assert code == 0 and "would set aside" in out and "lost: positions 1..1" in out
+    assert "dry run" in err and seg.read_bytes() == bytes(data)
+    code, out, _ = run(home, "journal", "repair", "--apply")
+    assert code == 0 and "set aside" in out and "positions 1..1" in out
+    code, out, _ = run(home, "journal", "verify", "--json")
+    assert code == 0 and json.loads(out)["accepted_gaps"] == [2]
+    code, out, _ = run(home, "journal", "repair")
+    assert code == 0 and "nothing to repair" in out
+
+
+def test_open_refuses_damage_through_the_cli(home: Path) -> None:
+    _, seg = list_segments(home / "journal")[0]
+    data = bytearray(seg.read_bytes())
+    data[200] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    code, _, err = run(home, "journal", "show")
+    assert code == 3 and "journal.damaged" in err and seg.name in err and "repair" in err
+
+
+def test_as_a_subprocess(home: Path) -> None:
+    exe = Path(sys.executable).with_name("ferrex")
+    done = subprocess.run(
+        [str(exe), "--home", str(home), "journal", "verify", "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["records"] == 30
+    done = subprocess.run(
+        [str(exe), "journal", "--help"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and "verify" in done.stdout and "repair" in done.stdout
