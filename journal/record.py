@@ -359,9 +359,9 @@ def decode_frames(
             if bodies_len:
                 envelopes = bodies_decode(view[head_end : head_end + bodies_len])
                 for i in range(min(len(envelopes), len(events))):
-                    env = envelopes[i]
-                    if env is not None and type(events[i]) is MemoryStored:
-                        setattr_(events[i], "body", env.body)
+                    env, event = envelopes[i], events[i]
+                    if env is not None and type(event) is MemoryStored:
+                        setattr_(event, "body", env.body)
             if skipped:
                 events = tuple(e for e in events if e is not None)
             append(

@@ -18,10 +18,31 @@ from pathlib import Path
 from journal import Journal, MemoryBody, MemoryStored
 from journal.segment import list_segments
 
-WORDS = (
-    "deploy api server tokio postgres migration incident rollback cache latency config "
-    "alice bob release pipeline staging prod feature flag retry timeout queue worker"
-).split()
+WORDS = [
+    "deploy",
+    "api",
+    "server",
+    "tokio",
+    "postgres",
+    "migration",
+    "incident",
+    "rollback",
+    "cache",
+    "latency",
+    "config",
+    "alice",
+    "bob",
+    "release",
+    "pipeline",
+    "staging",
+    "prod",
+    "feature",
+    "flag",
+    "retry",
+    "timeout",
+    "queue",
+    "worker",
+]
 
 
 def memory(i: int) -> MemoryStored:
