@@ -62,9 +62,11 @@ def cli(
 
 
 def _register() -> None:
+    from ferrex.cli import doctor
     from ferrex.cli import journal as journal_cmds
 
     cli.add_command(journal_cmds.journal)
+    cli.add_command(doctor.doctor)
 
 
 _register()

@@ -1,0 +1,205 @@
+"""``ferrex doctor``: what is configured, what is loaded, what is missing, and whether it works.
+
+Every model is actually loaded and run on a test string; a report is printed even when
+something fails. Exit codes: 0 when the dense model works (a missing reranker only degrades
+recall, so it is reported, not failed), 4 when the dense model is unavailable, 2 when a
+setting is invalid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from ferrex.app import App
+from ferrex.embedding import (
+    DOWNLOAD_ENV,
+    MODEL_ENV,
+    Embedder,
+    EmbeddingCache,
+    cache_path,
+    choose_embedding_model,
+    downloads_allowed,
+    models_dir,
+)
+from ferrex.errors import FerrexError
+from ferrex.rerank import RERANKER_ENV, choose_reranker, load_reranker
+from ferrex.sparse import Bm25Encoder
+
+_TEST_TEXT = "ferrex doctor: the deploy of INC-90312 moved to v2.3.1 on Friday."
+_TEST_QUERY = "when was INC-90312 deployed?"
+_TEST_DOCS = (_TEST_TEXT, "Bananas are rich in potassium.")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def doctor(app: App, as_json: bool) -> None:
+    """Show the configured models, load each one and run it on a test string.
+
+    Also shows the data directory and the Qdrant mode. Exits 4 when the dense embedding model
+    is unavailable (the report says why and how to fix it), 0 otherwise.
+    """
+    allow_download = downloads_allowed(os.environ)
+    failures: list[FerrexError] = []
+    report: dict[str, Any] = {
+        "data_dir": str(app.home),
+        "qdrant": _qdrant(app),
+        "downloads": {
+            "allowed": allow_download,
+            "switch": DOWNLOAD_ENV,
+            "fastembed_cache": str(models_dir(app.home) / "fastembed"),
+        },
+        "dense": _dense(app.home, allow_download, failures),
+        "sparse": _sparse(),
+        "reranker": _reranker(app.home, allow_download, failures),
+        "embedding_cache": _cache(app.home),
+    }
+    report["ok"] = not failures
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        _print_text(report)
+    if failures:
+        raise failures[0]
+
+
+def _qdrant(app: App) -> dict[str, Any]:
+    if app.qdrant_url:
+        return {"mode": "qdrant-client (external server)", "url": app.qdrant_url, "path": None}
+    return {"mode": "embedded (Qdrant Edge)", "url": None, "path": str(app.home / "qdrant")}
+
+
+def _dense(home: Path, allow_download: bool, failures: list[FerrexError]) -> dict[str, Any]:
+    section: dict[str, Any] = {"setting_from": MODEL_ENV}
+    try:
+        choice = choose_embedding_model(None, os.environ)
+    except FerrexError as exc:
+        failures.append(exc)
+        return {**section, "status": "invalid", "error": exc.message, "hint": exc.hint}
+    section.update(
+        configured=choice.setting,
+        origin=choice.origin,
+        kind=choice.kind,
+        model=choice.model_name,
+    )
+    # The cache is bypassed on purpose: the point is to run the model itself.
+    embedder = Embedder(home, choice, allow_download=allow_download, use_cache=False)
+    try:
+        loaded = embedder.model()
+        started = time.perf_counter()
+        vector = embedder.embed(_TEST_TEXT)
+        embed_ms = (time.perf_counter() - started) * 1000.0
+    except FerrexError as exc:
+        failures.append(exc)
+        return {**section, "status": "unavailable", "error": exc.message, "hint": exc.hint}
+    finally:
+        embedder.close()
+    identity = loaded.identity
+    section.update(
+        status="ok",
+        source=str(loaded.source) if loaded.source is not None else None,
+        identity={"name": identity.name, "dim": identity.dim, "file_sha256": identity.file_sha256},
+        load_seconds=round(loaded.load_seconds, 3),
+        test_embed_ms=round(embed_ms, 2),
+        test_vector_norm=round(float(np.linalg.norm(vector)), 4),
+    )
+    return section
+
+
+def _sparse() -> dict[str, Any]:
+    encoder = Bm25Encoder()
+    document = encoder.encode_document(_TEST_TEXT)
+    query = encoder.encode_query(_TEST_QUERY)
+    shared = len(set(document.indices) & set(query.indices))
+    return {
+        "encoder": encoder.identity,
+        "source": "computed by ferrex (Qdrant's BM25 recipe plus identifier tokens)",
+        "status": "ok" if shared else "broken",
+        "test_document_terms": len(document),
+        "test_query_terms_matched": shared,
+    }
+
+
+def _reranker(home: Path, allow_download: bool, failures: list[FerrexError]) -> dict[str, Any]:
+    section: dict[str, Any] = {"setting_from": RERANKER_ENV}
+    try:
+        choice = choose_reranker(None, os.environ)
+    except FerrexError as exc:
+        failures.append(exc)
+        return {**section, "status": "invalid", "error": exc.message, "hint": exc.hint}
+    section.update(configured=choice.setting, origin=choice.origin, model=choice.model_name)
+    stage = load_reranker(choice, home, allow_download=allow_download)
+    section["status"] = stage.status
+    if stage.state == "unavailable":
+        section["fallback"] = "recall runs without reranking"
+    encoder = stage.encoder
+    if encoder is not None:
+        started = time.perf_counter()
+        scores = encoder.rerank(_TEST_QUERY, list(_TEST_DOCS))
+        section.update(
+            source=str(encoder.source) if encoder.source is not None else None,
+            file_sha256=encoder.file_sha256,
+            load_seconds=round(encoder.load_seconds, 3),
+            test_scores=[round(score, 4) for score in scores],
+            test_rerank_ms=round((time.perf_counter() - started) * 1000.0, 2),
+        )
+    return section
+
+
+def _cache(home: Path) -> dict[str, Any]:
+    path = cache_path(home)
+    entries: int | None = None
+    if path.is_file():
+        cache = EmbeddingCache(path)
+        try:
+            entries = cache.count()
+        finally:
+            cache.close()
+    return {"path": str(path), "entries": entries}
+
+
+def _print_text(report: dict[str, Any]) -> None:
+    dense, sparse, reranker = report["dense"], report["sparse"], report["reranker"]
+    click.echo(f"data dir   {report['data_dir']}")
+    qdrant = report["qdrant"]
+    click.echo(f"qdrant     {qdrant['mode']}  {qdrant['url'] or qdrant['path']}")
+    downloads = report["downloads"]
+    state = "allowed" if downloads["allowed"] else f"off (set {downloads['switch']}=1 to allow)"
+    click.echo(f"downloads  {state}")
+    click.echo(
+        f"dense      {dense.get('configured', '?')} ({dense.get('origin', '?')})  {dense['status']}"
+    )
+    if dense["status"] == "ok":
+        identity = dense["identity"]
+        click.echo(f"           model   {identity['name']}  dim {identity['dim']}")
+        click.echo(f"           sha256  {identity['file_sha256']}")
+        click.echo(f"           source  {dense['source']}")
+        click.echo(
+            f"           loaded in {dense['load_seconds']:.2f} s, "
+            f"test string embedded in {dense['test_embed_ms']:.1f} ms"
+        )
+    else:
+        click.echo(f"           {dense['error']}")
+        if dense.get("hint"):
+            click.echo(f"           hint: {dense['hint']}")
+    click.echo(f"sparse     {sparse['encoder']}  {sparse['status']}")
+    click.echo(
+        f"reranker   {reranker.get('configured', '?')} ({reranker.get('origin', '?')})  "
+        f"{reranker['status']}"
+    )
+    if "error" in reranker:
+        click.echo(f"           {reranker['error']}")
+    if "fallback" in reranker:
+        click.echo(f"           {reranker['fallback']}")
+    if "source" in reranker:
+        click.echo(f"           source  {reranker['source']}")
+    cache = report["embedding_cache"]
+    entries = "not created yet" if cache["entries"] is None else f"{cache['entries']} vectors"
+    click.echo(f"cache      {cache['path']}  {entries}")

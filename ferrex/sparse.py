@@ -1,0 +1,199 @@
+"""BM25 sparse vectors for Qdrant: pure, deterministic, and kind to identifiers.
+
+ferrex computes the sparse side of hybrid search itself and sends plain ``(indices, values)``
+vectors to every Qdrant backend, whose IDF modifier supplies the inverse document frequency;
+so the embedded engine and a remote server rank alike. The recipe is Qdrant's own BM25
+(DESIGN.md section 6), plus one addition for identifiers.
+
+Tokens of a text, in this order:
+
+1. **Word tokens** (exactly Qdrant's ``Bm25`` recipe): lowercase the text with
+   ``str.lower``; take every maximal run of ``[^\\W_]+`` (Unicode letters and digits, so ``_``
+   and all punctuation split); drop the English stop words of :data:`ENGLISH_STOP_WORDS`
+   (matched before stemming); stem what is left with the Snowball English stemmer.
+2. **Identifier tokens** (ferrex's addition): every maximal run of letters and digits joined
+   by the joiners ``- . / \\ _ : # @`` (a joiner run may be longer than one character, as in
+   ``https://``), optionally led by a ``#``, that contains at least one joiner, is also emitted
+   whole: lowercased, never stemmed, never dropped as a stop word. ``INC-90312``,
+   ``v2.3.1``, ``src/app/main.py``, ``#260`` (from ``PR #260``) and ``snake_case`` are such
+   tokens; a trailing joiner is not part of one (``v2.3.1.`` at the end of a sentence gives
+   ``v2.3.1``). An identifier with a path separator (``/`` or ``\\``) also emits each of its
+   segments that is itself an identifier, so ``src/app/main.py`` emits ``main.py`` too and a
+   query for the file name alone matches. Single runs such as ``E1234`` need nothing extra:
+   the word token already keeps them whole.
+
+Word tokens alone would make ``INC-90312`` and ``INC-90313`` share the token ``inc`` and
+differ only in their number tokens; the identifier token makes an exact identifier query
+match its own document on one more, rarer token, and never the neighbouring identifier.
+
+A token's index is ``abs(murmur3_32(token, seed=0))`` of its UTF-8 bytes (the signed 32-bit
+MurmurHash3, as Qdrant computes it). Tokens whose indices collide are one term.
+
+Weights. A document token gets ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))``,
+where ``tf`` counts the token in the document, ``|d|`` counts all its tokens (word and
+identifier tokens, after stop-word removal), ``k1 = 1.2`` and ``b = 0.75``. A query gets
+weight 1.0 per distinct token. Indices are sorted ascending and unique. An empty text (or one
+of stop words only) gives an empty vector.
+
+``avgdl`` defaults to :data:`DEFAULT_AVG_DOC_LEN` = 32, not Qdrant's 256: ferrex stores
+memories (a fact, an event, a step, mostly one to three sentences), and with 256 every memory
+would look short and the length normalisation would barely act. The weights are written into
+the vector index, so ``avgdl`` is part of :attr:`Bm25Encoder.identity`; changing it means a
+replay of the Qdrant projection, never a mix of old and new weights.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final, Protocol, cast
+
+import mmh3
+import py_rust_stemmers  # type: ignore[import-untyped]
+
+K1: Final = 1.2
+B: Final = 0.75
+DEFAULT_AVG_DOC_LEN: Final = 32.0
+
+#: Bumped whenever a tokenisation rule changes, so projections notice and rebuild.
+RECIPE_VERSION: Final = 1
+
+# English stop words. The tokenizer splits on apostrophes, so contractions appear only as
+# their pieces ("don", "t", "ll"). Checked against Qdrant Edge's ``Bm25`` by a unit test.
+_STOP_WORDS_TEXT: Final = """
+    i me my myself we our ours ourselves you your yours yourself yourselves
+    he him his himself she her hers herself it its itself
+    they them their theirs themselves what which who whom this that these those
+    am is are was were be been being have has had having do does did doing
+    a an the and but if or because as until while of at by for with about against
+    between into through during before after above below to from up down in out on off
+    over under again further then once here there when where why how all any both each
+    few more most other some such no nor not only own same so than too very
+    s t can will just don should now d ll m o re ve y ain aren couldn didn doesn hadn
+    hasn haven isn ma mightn mustn needn shan shouldn wasn weren won wouldn
+"""
+ENGLISH_STOP_WORDS: Final[frozenset[str]] = frozenset(_STOP_WORDS_TEXT.split())
+
+_WORD = re.compile(r"[^\W_]+")
+_IDENTIFIER = re.compile(r"#?[^\W_]+(?:[-./\\_:#@]+[^\W_]+)*")
+_PATH_SEPARATOR = re.compile(r"[/\\]+")
+_JOINERS: Final = frozenset("-./\\_:#@")
+
+
+class _Stemmer(Protocol):
+    def stem_word(self, word: str) -> str: ...
+
+
+# py_rust_stemmers ships no type information; the one method used is typed by _Stemmer.
+_STEMMER = cast(_Stemmer, py_rust_stemmers.SnowballStemmer("english"))
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    """A sparse vector as Qdrant takes it: ascending unique ``indices`` and their ``values``."""
+
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def as_dict(self) -> dict[int, float]:
+        return dict(zip(self.indices, self.values, strict=True))
+
+
+def word_tokens(text: str) -> list[str]:
+    """Qdrant's BM25 word tokens of ``text``: split, stop words dropped, stemmed."""
+    stem = _STEMMER.stem_word
+    return [stem(word) for word in _WORD.findall(text.lower()) if word not in ENGLISH_STOP_WORDS]
+
+
+def identifier_tokens(text: str) -> list[str]:
+    """The whole-identifier tokens of ``text`` (see the module docstring), in text order."""
+    tokens: list[str] = []
+    for match in _IDENTIFIER.finditer(text.lower()):
+        candidate = match.group()
+        if not _has_joiner(candidate):
+            continue
+        tokens.append(candidate)
+        segments = _PATH_SEPARATOR.split(candidate)
+        if len(segments) > 1:
+            tokens.extend(s for s in segments if _has_joiner(s) and _IDENTIFIER.fullmatch(s))
+    return tokens
+
+
+def tokens(text: str) -> list[str]:
+    """All tokens of ``text``: word tokens, then identifier tokens."""
+    return word_tokens(text) + identifier_tokens(text)
+
+
+def token_index(token: str) -> int:
+    """The sparse index of ``token``: ``abs`` of its signed 32-bit MurmurHash3, seed 0."""
+    return abs(mmh3.hash(token, 0, signed=True))
+
+
+def _has_joiner(token: str) -> bool:
+    return any(char in _JOINERS for char in token)
+
+
+def _sorted_vector(weights: dict[int, float]) -> SparseVector:
+    ordered = sorted(weights.items())
+    return SparseVector(
+        indices=tuple(index for index, _ in ordered),
+        values=tuple(value for _, value in ordered),
+    )
+
+
+class Bm25Encoder:
+    """Encodes documents and queries into BM25 sparse vectors with fixed parameters."""
+
+    def __init__(
+        self, *, avg_doc_len: float = DEFAULT_AVG_DOC_LEN, k1: float = K1, b: float = B
+    ) -> None:
+        if avg_doc_len <= 0:
+            raise ValueError(f"avg_doc_len must be positive, got {avg_doc_len}")
+        if k1 < 0:
+            raise ValueError(f"k1 must not be negative, got {k1}")
+        if not 0.0 <= b <= 1.0:
+            raise ValueError(f"b must be within [0, 1], got {b}")
+        self.avg_doc_len = avg_doc_len
+        self.k1 = k1
+        self.b = b
+
+    @property
+    def identity(self) -> str:
+        """Everything that shapes the stored weights; a projection rebuilds when it changes."""
+        return f"bm25-v{RECIPE_VERSION};k1={self.k1:g};b={self.b:g};avgdl={self.avg_doc_len:g}"
+
+    def encode_document(self, text: str) -> SparseVector:
+        """The document-side vector of ``text``: saturated, length-normalised term weights."""
+        term_counts = _term_counts(tokens(text))
+        doc_len = sum(term_counts.values())
+        norm = self.k1 * (1.0 - self.b + self.b * doc_len / self.avg_doc_len)
+        return _sorted_vector(
+            {index: tf * (self.k1 + 1.0) / (tf + norm) for index, tf in term_counts.items()}
+        )
+
+    def encode_query(self, text: str) -> SparseVector:
+        """The query-side vector of ``text``: weight 1.0 for each distinct token."""
+        return _sorted_vector(dict.fromkeys((token_index(t) for t in tokens(text)), 1.0))
+
+
+def _term_counts(all_tokens: Iterable[str]) -> Counter[int]:
+    # Counted by index, not by string: two tokens that collide are one term to Qdrant.
+    return Counter(token_index(token) for token in all_tokens)
+
+
+_DEFAULT_ENCODER: Final = Bm25Encoder()
+
+
+def encode_document(text: str) -> SparseVector:
+    """:meth:`Bm25Encoder.encode_document` with the default parameters."""
+    return _DEFAULT_ENCODER.encode_document(text)
+
+
+def encode_query(text: str) -> SparseVector:
+    """:meth:`Bm25Encoder.encode_query` with the default parameters."""
+    return _DEFAULT_ENCODER.encode_query(text)
