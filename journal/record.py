@@ -5,19 +5,22 @@ The byte layout of one record (a *frame*), all integers little-endian::
 
     offset  size  field
     0       4     magic  b"FXRC"
-    4       4     crc    CRC-32 (zlib) of bytes [8, 56 + H + B): everything after it
-    8       4     H      length of the head (u32)
-    12      4     B      length of the bodies (u32; 0 when no event has a body)
+    4       4     crc    CRC-32 (zlib) of bytes [8, 56 + N): everything after it
+    8       4     H      length of the hashed prefix of the payload (u32)
+    12      4     N      length of the payload (u32)
     16      8     position (u64), assigned by the journal, contiguous from 1
     24      32    prev_hash: the hash of the previous record (32 zero bytes before the first)
-    56      H     head: msgpack array [recorded_at (timestamp), [event, ...]]
-    56+H    B     bodies: msgpack array aligned with the events: nil, or [salt (16 bytes), body]
+    56      N     payload: one msgpack array [recorded_at, [event, ...], bodies]
+
+``recorded_at`` is a msgpack timestamp. ``bodies`` is nil when no event has a body, else an
+array aligned with the events whose items are nil or ``[salt (16 bytes), body]``. The first
+H bytes of the payload (the array header, the time and the events) are the record's *head*.
 
 The record's hash is ``blake2b-256(position_u64 || prev_hash || head)``: the chain covers the
 stored head bytes exactly (nothing is re-encoded to verify it). Memory text lives only in the
 bodies. Each body enters the chain through ``body_hash = blake2b-256(body bytes)`` inside its
 event in the head; the random salt inside the body keeps a redacted text from being guessed
-back from its hash. Redaction replaces a body with nil: the head, so the chain, is untouched.
+back from its hash. Redaction rewrites only the bodies: the head, so the chain, is untouched.
 """
 
 from __future__ import annotations
@@ -58,45 +61,52 @@ MAX_PART = 64 * 1024 * 1024
 _POSITION = struct.Struct("<Q")
 
 
-class Record(msgspec.Struct, frozen=True, gc=False):
-    """One command's events as read back from (or appended to) the journal."""
+class _Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    salt: bytes
+    body: MemoryBody
 
-    position: int
-    recorded_at: datetime
-    prev_hash: bytes
-    hash: bytes | None
-    """This record's chain hash; None when read without ``hashes=True`` (it costs time)."""
+
+class Record(msgspec.Struct, frozen=True, array_like=True, gc=False, kw_only=True):
+    """One command's events as read back from (or appended to) the journal.
+
+    The first three fields mirror the payload array, so a payload decodes straight into a
+    Record (the read path's hottest step); the rest come from the frame header.
+    """
+
+    recorded_at: UtcTime
     events: tuple[AnyEvent, ...]
+    envelopes: tuple[_Envelope | None, ...] | None = None
+    """Codec internal: the bodies as decoded, moved into their events and then cleared."""
+    position: int = 0
+    prev_hash: bytes = b""
+    hash: bytes | None = None
+    """This record's chain hash; None when read without ``hashes=True`` (it costs time)."""
     skipped: tuple[str, ...] = ()
     """Tags of events this version does not know (written by a newer ferrex), not decoded."""
 
 
-class _Head(msgspec.Struct, frozen=True, array_like=True):
+class _Payload(msgspec.Struct, frozen=True, array_like=True):
     recorded_at: UtcTime
     events: tuple[AnyEvent, ...]
+    bodies: tuple[_Envelope | None, ...] | None = None
 
 
-class _RawHead(msgspec.Struct, frozen=True, array_like=True):
+class _RawPayload(msgspec.Struct, frozen=True, array_like=True):
     recorded_at: UtcTime
     events: list[msgspec.Raw]
+    bodies: list[msgspec.Raw] | None = None
 
 
 class _TagOnly(msgspec.Struct):
     event: str = ""
 
 
-class _Envelope(msgspec.Struct, frozen=True, array_like=True):
-    salt: bytes
-    body: MemoryBody
-
-
 _encoder = msgspec.msgpack.Encoder()
-_head_decoder = msgspec.msgpack.Decoder(_Head)
-_raw_head_decoder = msgspec.msgpack.Decoder(_RawHead)
+_payload_decoder = msgspec.msgpack.Decoder(_Payload)
+_record_decoder = msgspec.msgpack.Decoder(Record)
+_raw_payload_decoder = msgspec.msgpack.Decoder(_RawPayload)
 _event_decoder: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)
 _tag_decoder = msgspec.msgpack.Decoder(_TagOnly)
-_bodies_decoder = msgspec.msgpack.Decoder(list[_Envelope | None])
-_raw_bodies_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
 _warned_tags: set[str] = set()
 
 
@@ -167,20 +177,25 @@ def encode_record(
             stored_events.append(event)
             envelopes.append(None)
     try:
-        head = _encoder.encode(_Head(recorded_at, tuple(head_events)))
+        # Encoded with nil bodies, the payload is the head followed by one nil byte.
+        head = _encoder.encode(_Payload(recorded_at, tuple(head_events)))[:-1]
         # Decoding what we are about to write proves a reader can read it back; msgspec's
         # encoder alone would let a naive datetime through as a string.
-        _head_decoder.decode(head)
+        _payload_decoder.decode(head + b"\xc0")
     except (msgspec.ValidationError, msgspec.EncodeError, TypeError) as exc:
         raise EncodeError(f"event cannot be journaled: {exc}") from exc
-    bodies = b""
-    if any(blob is not None for blob in envelopes):
-        bodies = _encode_bodies(envelopes)
-    if len(head) > MAX_PART or len(bodies) > MAX_PART:
+    bodies = _encode_bodies(envelopes)
+    if len(head) + len(bodies) > MAX_PART:
         raise EncodeError(f"record too large ({len(head) + len(bodies)} bytes)")
     frame = _frame(position, prev_hash, head, bodies)
     this_hash = record_hash(position, prev_hash, head)
-    record = Record(position, recorded_at, prev_hash, this_hash, tuple(stored_events))
+    record = Record(
+        recorded_at=recorded_at,
+        events=tuple(stored_events),
+        position=position,
+        prev_hash=prev_hash,
+        hash=this_hash,
+    )
     return frame, record
 
 
@@ -188,12 +203,15 @@ _LENGTHS = struct.Struct("<IIQ32s")
 
 
 def _frame(position: int, prev_hash: bytes, head: bytes, bodies: bytes) -> bytes:
-    covered = _LENGTHS.pack(len(head), len(bodies), position, prev_hash) + head + bodies
+    payload_len = len(head) + len(bodies)
+    covered = _LENGTHS.pack(len(head), payload_len, position, prev_hash) + head + bodies
     return MAGIC + struct.pack("<I", zlib.crc32(covered)) + covered
 
 
 def _encode_bodies(envelopes: Sequence[bytes | None]) -> bytes:
-    """A msgpack array whose items are the already-encoded envelopes (or nil)."""
+    """nil when there is no body, else an array of the encoded envelopes (or nil)."""
+    if all(blob is None for blob in envelopes):
+        return b"\xc0"
     out = bytearray()
     n = len(envelopes)
     if n < 16:
@@ -215,24 +233,24 @@ class FrameInfo(msgspec.Struct, frozen=True):
     position: int
     prev_hash: bytes
     head_len: int
-    bodies_len: int
+    payload_len: int
 
 
 def check_frame(buf: bytes | memoryview, offset: int, end: int) -> FrameInfo | str:
     """Parse and checksum the frame at ``offset``; return its info or why it is not valid."""
     if end - offset < FRAME_SIZE:
         return "incomplete frame header"
-    magic, crc, head_len, bodies_len, position, prev_hash = FRAME.unpack_from(buf, offset)
+    magic, crc, head_len, payload_len, position, prev_hash = FRAME.unpack_from(buf, offset)
     if magic != MAGIC:
         return "bad frame magic"
-    if head_len > MAX_PART or bodies_len > MAX_PART or head_len == 0:
+    if payload_len > MAX_PART or head_len >= payload_len or head_len == 0:
         return "implausible frame length"
-    length = FRAME_SIZE + head_len + bodies_len
+    length = FRAME_SIZE + payload_len
     if end - offset < length:
         return "incomplete frame"
     if zlib.crc32(memoryview(buf)[offset + 8 : offset + length]) != crc:
         return "checksum mismatch"
-    return FrameInfo(offset, length, position, prev_hash, head_len, bodies_len)
+    return FrameInfo(offset, length, position, prev_hash, head_len, payload_len)
 
 
 def head_bytes(buf: bytes | memoryview, info: FrameInfo) -> memoryview:
@@ -240,9 +258,9 @@ def head_bytes(buf: bytes | memoryview, info: FrameInfo) -> memoryview:
     return memoryview(buf)[start : start + info.head_len]
 
 
-def bodies_bytes(buf: bytes | memoryview, info: FrameInfo) -> memoryview:
-    start = info.offset + FRAME_SIZE + info.head_len
-    return memoryview(buf)[start : start + info.bodies_len]
+def _payload(buf: bytes | memoryview, info: FrameInfo) -> memoryview:
+    start = info.offset + FRAME_SIZE
+    return memoryview(buf)[start : start + info.payload_len]
 
 
 def decode_record(buf: bytes | memoryview, info: FrameInfo, *, hashes: bool = True) -> Record:
@@ -251,45 +269,21 @@ def decode_record(buf: bytes | memoryview, info: FrameInfo, *, hashes: bool = Tr
     Raises msgspec.DecodeError/ValidationError for a frame whose checksum is right but whose
     content this version cannot understand as a known event; callers report that as damage.
     """
-    start = info.offset + FRAME_SIZE
-    return _decode(
-        memoryview(buf),
-        start,
-        start + info.head_len,
-        info.bodies_len,
-        info.position,
-        info.prev_hash,
-        hashes,
+    decoded = decode_frames(
+        bytes(_frame_bytes(buf, info)), 0, info.position, hashes=hashes, strict=True
     )
+    return decoded.records[0]
 
 
-def _decode(
-    view: memoryview,
-    head_start: int,
-    head_end: int,
-    bodies_len: int,
-    position: int,
-    prev_hash: bytes,
-    hashes: bool,
-) -> Record:
-    head = view[head_start:head_end]
-    skipped: tuple[str, ...] = ()
-    try:
-        parsed = _head_decoder.decode(head)
-        recorded_at = parsed.recorded_at
-        events: tuple[AnyEvent | None, ...] = parsed.events
-    except msgspec.ValidationError:
-        recorded_at, events, skipped = _decode_tolerant(head)
-    if bodies_len:
-        for event, env in zip(
-            events, _bodies_decoder.decode(view[head_end : head_end + bodies_len]), strict=False
-        ):
-            if env is not None and type(event) is MemoryStored:
-                msgspec.structs.force_setattr(event, "body", env.body)
-    if skipped:
-        events = tuple(e for e in events if e is not None)
-    this_hash = record_hash(position, prev_hash, head) if hashes else None
-    return Record(position, recorded_at, prev_hash, this_hash, events, skipped)  # type: ignore[arg-type]
+def _frame_bytes(buf: bytes | memoryview, info: FrameInfo) -> memoryview:
+    return memoryview(buf)[info.offset : info.offset + info.length]
+
+
+def _attach(events: Sequence[AnyEvent | None], bodies: Sequence[_Envelope | None]) -> None:
+    for i in range(min(len(events), len(bodies))):
+        env, event = bodies[i], events[i]
+        if env is not None and type(event) is MemoryStored:
+            msgspec.structs.force_setattr(event, "body", env.body)
 
 
 class Decoded(msgspec.Struct):
@@ -310,11 +304,13 @@ def decode_frames(
     after: int = 0,
     gaps: frozenset[int] = frozenset(),
     hashes: bool = False,
+    strict: bool = False,
 ) -> Decoded:
     """Check and decode the frames from ``start`` with position > ``after``, in one pass.
 
     The read path: the same checks as ``check_frame`` and ``scan_frames``, inlined, because
-    reading is what replays spend their time on. Stops at the first invalid frame.
+    reading is what replays spend their time on. Stops at the first invalid frame
+    (``strict``: raises ValueError instead).
     """
     view = memoryview(buf)
     end = len(buf)
@@ -322,20 +318,19 @@ def decode_frames(
     offset = start
     unpack = FRAME.unpack_from
     crc32 = zlib.crc32
-    head_decode = _head_decoder.decode
-    bodies_decode = _bodies_decoder.decode
-    setattr_ = msgspec.structs.force_setattr
+    decode = _record_decoder.decode
+    set_field = msgspec.structs.force_setattr
     append = records.append
     reason: str | None = None
     while offset < end:
         if end - offset < FRAME_SIZE:
             reason = "incomplete frame header"
             break
-        magic, crc, head_len, bodies_len, position, prev_hash = unpack(buf, offset)
-        if magic != MAGIC or head_len == 0 or head_len > MAX_PART or bodies_len > MAX_PART:
+        magic, crc, head_len, payload_len, position, prev_hash = unpack(buf, offset)
+        if magic != MAGIC or head_len == 0 or head_len >= payload_len or payload_len > MAX_PART:
             reason = "bad frame magic or length"
             break
-        length = FRAME_SIZE + head_len + bodies_len
+        length = FRAME_SIZE + payload_len
         if end - offset < length:
             reason = "incomplete frame"
             break
@@ -346,44 +341,37 @@ def decode_frames(
             reason = f"position {position} where {expected} was expected"
             break
         if position > after:
-            # Inlined _decode: a function call per record is a measurable share of a replay.
-            head_end = offset + FRAME_SIZE + head_len
-            head = view[offset + FRAME_SIZE : head_end]
+            payload = view[offset + FRAME_SIZE : offset + length]
             try:
-                parsed = head_decode(head)
-                events: tuple[AnyEvent | None, ...] = parsed.events
-                skipped: tuple[str, ...] = ()
-                recorded_at = parsed.recorded_at
+                record = decode(payload)
             except msgspec.ValidationError:
-                recorded_at, events, skipped = _decode_tolerant(head)
-            if bodies_len:
-                envelopes = bodies_decode(view[head_end : head_end + bodies_len])
-                for i in range(min(len(envelopes), len(events))):
-                    env, event = envelopes[i], events[i]
-                    if env is not None and type(event) is MemoryStored:
-                        setattr_(event, "body", env.body)
-            if skipped:
-                events = tuple(e for e in events if e is not None)
-            append(
-                Record(
-                    position,
-                    recorded_at,
-                    prev_hash,
-                    record_hash(position, prev_hash, head) if hashes else None,
-                    events,  # type: ignore[arg-type]
-                    skipped,
-                )
-            )
+                record = _decode_tolerant(payload)
+            set_field(record, "position", position)
+            set_field(record, "prev_hash", prev_hash)
+            envelopes = record.envelopes
+            if envelopes is not None:
+                events = record.events
+                if len(envelopes) == 1 == len(events):
+                    # One memory per record is the common case: no loop, no call.
+                    env = envelopes[0]
+                    if env is not None and type(events[0]) is MemoryStored:
+                        set_field(events[0], "body", env.body)
+                else:
+                    _attach(events, envelopes)
+                set_field(record, "envelopes", None)
+            if hashes:
+                set_field(record, "hash", record_hash(position, prev_hash, payload[:head_len]))
+            append(record)
         expected = position + 1
         offset += length
+    if strict and reason is not None:
+        raise ValueError(reason)
     return Decoded(records, offset, None if reason is None else offset, reason)
 
 
-def _decode_tolerant(
-    head: memoryview,
-) -> tuple[datetime, tuple[AnyEvent | None, ...], tuple[str, ...]]:
-    """Slow path: decode event by event, keeping a None slot for each unknown tag."""
-    raw = _raw_head_decoder.decode(head)
+def _decode_tolerant(payload: memoryview) -> Record:
+    """Slow path: decode event by event, skipping (with a warning) tags we do not know."""
+    raw = _raw_payload_decoder.decode(payload)
     events: list[AnyEvent | None] = []
     skipped: list[str] = []
     for item in raw.events:
@@ -396,24 +384,24 @@ def _decode_tolerant(
             events.append(None)
             continue
         events.append(_event_decoder.decode(item))
-    return raw.recorded_at, tuple(events), tuple(skipped)
+    if raw.bodies is not None:
+        _attach(events, [_envelope_decoder.decode(b) for b in raw.bodies])
+    known = tuple(e for e in events if e is not None)
+    return Record(recorded_at=raw.recorded_at, events=known, skipped=tuple(skipped))
 
 
 def decode_recorded_at(buf: bytes | memoryview, info: FrameInfo) -> datetime:
-    return _raw_head_decoder.decode(head_bytes(buf, info)).recorded_at
+    return _raw_payload_decoder.decode(_payload(buf, info)).recorded_at
 
 
 def body_problems(buf: bytes | memoryview, info: FrameInfo) -> list[str]:
     """Bodies whose bytes no longer match the ``body_hash`` their event carries."""
-    if not info.bodies_len:
-        return []
-    raw_events = _raw_head_decoder.decode(head_bytes(buf, info)).events
-    blobs = _raw_bodies_decoder.decode(bodies_bytes(buf, info))
+    raw = _raw_payload_decoder.decode(_payload(buf, info))
     problems = []
-    for i, blob in enumerate(blobs):
+    for i, blob in enumerate(raw.bodies or ()):
         if bytes(blob) == b"\xc0":
             continue
-        expected = _body_hash_of(raw_events[i]) if i < len(raw_events) else None
+        expected = _body_hash_of(raw.events[i]) if i < len(raw.events) else None
         if expected is None or digest(bytes(blob)) != expected:
             problems.append(f"body of event {i} does not match its hash")
     return problems
@@ -424,6 +412,7 @@ class _BodyHashOnly(msgspec.Struct):
 
 
 _body_hash_decoder = msgspec.msgpack.Decoder(_BodyHashOnly)
+_envelope_decoder = msgspec.msgpack.Decoder(_Envelope | None)
 
 
 def _body_hash_of(raw_event: msgspec.Raw) -> bytes | None:
@@ -435,24 +424,25 @@ def redact_frame(buf: bytes | memoryview, info: FrameInfo, memory_ids: set[str])
 
     The head is copied byte for byte, so the record's hash and the chain are unchanged.
     """
-    if not info.bodies_len:
+    raw = _raw_payload_decoder.decode(_payload(buf, info))
+    if raw.bodies is None:
         return None
-    raw_events = _raw_head_decoder.decode(head_bytes(buf, info)).events
-    blobs = [bytes(b) for b in _raw_bodies_decoder.decode(bodies_bytes(buf, info))]
     changed = False
     out: list[bytes | None] = []
-    for i, blob in enumerate(blobs):
-        keep: bytes | None = None if blob == b"\xc0" else blob
-        if keep is not None and i < len(raw_events):
-            mid = _memory_id_decoder.decode(raw_events[i]).memory_id
-            if mid in memory_ids:
-                keep = None
-                changed = True
+    for i, blob in enumerate(raw.bodies):
+        keep: bytes | None = None if bytes(blob) == b"\xc0" else bytes(blob)
+        if (
+            keep is not None
+            and i < len(raw.events)
+            and _memory_id_decoder.decode(raw.events[i]).memory_id in memory_ids
+        ):
+            keep = None
+            changed = True
         out.append(keep)
     if not changed:
         return None
-    bodies = _encode_bodies(out) if any(b is not None for b in out) else b""
-    return _frame(info.position, info.prev_hash, bytes(head_bytes(buf, info)), bodies)
+    head = bytes(head_bytes(buf, info))
+    return _frame(info.position, info.prev_hash, head, _encode_bodies(out))
 
 
 class _MemoryIdOnly(msgspec.Struct):

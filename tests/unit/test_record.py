@@ -106,30 +106,33 @@ class FutureEvent(Event, tag="future.thing"):
     payload: str
 
 
-class _FutureHead(msgspec.Struct, array_like=True):
+class _FuturePayload(msgspec.Struct, array_like=True):
     recorded_at: datetime
     events: list[MemoryStored | FutureEvent]
+    bodies: None = None
 
 
-def _frame_by_hand(position: int, prev: bytes, head: bytes) -> bytes:
+def _frame_by_hand(position: int, prev: bytes, payload: bytes) -> bytes:
     """A frame built from the documented layout alone (journal.record docstring)."""
-    covered = struct.pack("<IIQ32s", len(head), 0, position, prev) + head
+    head_len = len(payload) - 1  # everything but the trailing nil of the bodies
+    covered = struct.pack("<IIQ32s", head_len, len(payload), position, prev) + payload
     return b"FXRC" + struct.pack("<I", zlib.crc32(covered)) + covered
 
 
 def test_unknown_event_types_are_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     known = MemoryStored(memory_id="m1", namespace="n", memory_type="episodic", t_valid=T0)
-    head = msgspec.msgpack.encode(_FutureHead(T0, [FutureEvent(payload="hi"), known]))
-    frame = _frame_by_hand(1, GENESIS_HASH, head)
+    payload = msgspec.msgpack.encode(_FuturePayload(T0, [FutureEvent(payload="hi"), known]))
+    assert payload.endswith(b"\xc0")
+    frame = _frame_by_hand(1, GENESIS_HASH, payload)
     info = check_frame(frame, 0, len(frame))
     assert not isinstance(info, str)
-    assert len(frame) == FRAME_SIZE + len(head)
+    assert len(frame) == FRAME_SIZE + len(payload)
     with caplog.at_level(logging.WARNING, logger="journal"):
         record = decode_record(frame, info)
     assert record.events == (known,)
     assert record.skipped == ("future.thing",)
     assert "future.thing" in caplog.text
     expected_hash = hashlib.blake2b(
-        struct.pack("<Q", 1) + GENESIS_HASH + head, digest_size=32
+        struct.pack("<Q", 1) + GENESIS_HASH + payload[:-1], digest_size=32
     ).digest()
     assert record.hash == expected_hash
