@@ -1,0 +1,426 @@
+"""The embedded vector backend: Qdrant Edge (``qdrant-edge-py``) running in this process.
+
+One Edge shard per collection, in ``<root>/<collection>/``; its lock file is
+``<root>/<collection>.lock``.
+
+Invariants:
+
+- One process at a time opens a shard. We hold an exclusive ``flock`` on the lock file for
+  as long as the shard is open, so a second process (or a second backend in this one) gets
+  :class:`StoreLocked` with a clear message, instead of Edge's own WAL-lock error text.
+- A write returns only after ``flush()``: Edge appends to its WAL through a memory map
+  without fsync, which survives the process being killed but not the machine losing power,
+  and the projection's checkpoint advances as soon as a write returns.
+- Every error raised by Edge (which raises bare ``Exception``) becomes a
+  :class:`VectorStoreError` here, once.
+- ``optimize()`` builds HNSW and payload-index structures; Edge never does it by itself, and
+  it blocks and holds the GIL, so the caller chooses when.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, assert_never
+
+import qdrant_edge as edge
+
+from projections.vectors import (
+    DENSE,
+    FLOAT_FIELDS,
+    KEYWORD_FIELDS,
+    RRF_K,
+    SPARSE,
+    AnyOf,
+    Clause,
+    Either,
+    Hit,
+    Range,
+    SparseVector,
+    StoreLocked,
+    Unset,
+    VectorFilter,
+    VectorPoint,
+    VectorStoreError,
+    filter_clauses,
+    settle_ties,
+)
+
+_CONFIG_FILE = "edge_config.json"  # written by Edge in every shard directory it creates
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")  # no dot: "x.lock" is the lock of "x"
+_UPSERT_BATCH = 512  # points per WAL record: bounds one record's size for big imports
+
+
+@contextlib.contextmanager
+def _translated(what: str) -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:  # Edge raises plain Exception for everything
+        raise VectorStoreError(f"Qdrant Edge could not {what}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _OpenShard:
+    """A loaded shard and the lock that gives this process the right to hold it."""
+
+    shard: edge.EdgeShard
+    lock_fd: int
+    dim: int | None  # the dimension Edge checked on opening; None when opened lazily
+
+
+class EdgeBackend:
+    """Collections as Qdrant Edge shards under ``root``; opened on first use."""
+
+    def __init__(self, root: str | os.PathLike[str], *, indexing_threshold_kb: int | None = None):
+        """``indexing_threshold_kb``: segments larger than this get an HNSW index on
+        ``optimize()`` (Qdrant's default, 10,000 KB, is about 6,500 vectors of 384 floats).
+        It is stored in a shard by ``ensure_collection``."""
+        self.root = Path(root)
+        self._indexing_threshold_kb = indexing_threshold_kb
+        self._open: dict[str, _OpenShard] = {}
+        self._guard = threading.Lock()  # opening and closing shards, not their operations
+        self._closed = False
+
+    # -- collections -------------------------------------------------------------------
+
+    def ensure_collection(self, name: str, dim: int) -> None:
+        with self._guard:
+            held = self._open.get(name)
+            if held is not None and held.dim is None:
+                # Opened lazily without a schema to check: reopen so that Edge checks it.
+                self._release(name, self._open.pop(name))
+                held = None
+            if held is None:
+                held = self._open[name] = self._load(name, create_dim=dim)
+            elif held.dim != dim:
+                raise VectorStoreError(
+                    f"collection {name!r} holds {held.dim}-dimensional vectors, not {dim}"
+                )
+        shard = held.shard
+        with _translated(f"read the payload indexes of {name!r}"):
+            present = set(shard.info().payload_schema)
+        wanted = [(f, edge.PayloadSchemaType.Keyword) for f in KEYWORD_FIELDS] + [
+            (f, edge.PayloadSchemaType.Float) for f in FLOAT_FIELDS
+        ]
+        missing = [(f, kind) for f, kind in wanted if f not in present]
+        for field, kind in missing:
+            with _translated(f"index payload field {field!r} of {name!r}"):
+                shard.update(edge.UpdateOperation.create_field_index(field, kind))
+        if missing:
+            self._flush(name, shard)
+
+    def collections(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if (p / _CONFIG_FILE).is_file())
+
+    def drop_collection(self, name: str) -> None:
+        with self._guard:
+            held = self._open.pop(name, None)
+            if held is None and not (self._path(name) / _CONFIG_FILE).is_file():
+                return
+            lock_fd = self._lock(name) if held is None else held.lock_fd
+            try:
+                if held is not None:
+                    with _translated(f"close {name!r}"):
+                        held.shard.close()
+                shutil.rmtree(self._path(name))
+                # Unlinked while still locked: a process that opened the old file fails to
+                # lock it, one that comes later creates a fresh file and finds no shard.
+                self._lock_path(name).unlink(missing_ok=True)
+            finally:
+                os.close(lock_fd)
+
+    # -- writes ------------------------------------------------------------------------
+
+    def upsert(self, name: str, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        shard = self._shard(name)
+        for start in range(0, len(points), _UPSERT_BATCH):
+            batch = [_point(p) for p in points[start : start + _UPSERT_BATCH]]
+            with _translated(f"upsert {len(batch)} points into {name!r}"):
+                shard.update(edge.UpdateOperation.upsert_points(batch))
+        self._flush(name, shard)
+
+    def delete(self, name: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        shard = self._shard(name)
+        with _translated(f"delete points from {name!r}"):
+            shard.update(edge.UpdateOperation.delete_points(list(ids)))
+        self._flush(name, shard)
+
+    def delete_by_memory(self, name: str, memory_ids: Sequence[str]) -> None:
+        if not memory_ids:
+            return
+        shard = self._shard(name)
+        with _translated(f"delete memories from {name!r}"):
+            shard.update(edge.UpdateOperation.delete_points_by_filter(_of_memories(memory_ids)))
+        self._flush(name, shard)
+
+    def set_payload(self, name: str, memory_ids: Sequence[str], payload: dict[str, Any]) -> None:
+        if not memory_ids or not payload:
+            return
+        shard = self._shard(name)
+        with _translated(f"set the payload of memories in {name!r}"):
+            shard.update(
+                edge.UpdateOperation.set_payload_by_filter(_of_memories(memory_ids), payload)
+            )
+        self._flush(name, shard)
+
+    # -- reads -------------------------------------------------------------------------
+
+    def count(self, name: str) -> int:
+        shard = self._shard(name)
+        with _translated(f"count the points of {name!r}"):
+            return shard.count(edge.CountRequest(exact=True))
+
+    def scroll(self, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        shard = self._shard(name)
+        offset: edge.PointId | None = None
+        while True:
+            with _translated(f"scroll {name!r}"):
+                records, offset = shard.scroll(
+                    edge.ScrollRequest(
+                        offset=offset, limit=256, with_payload=True, with_vector=False
+                    )
+                )
+            for record in records:
+                yield str(record.id), dict(record.payload or {})
+            if offset is None:
+                return
+
+    def retrieve(
+        self, name: str, ids: Sequence[str]
+    ) -> dict[str, tuple[list[float], SparseVector, dict[str, Any]]]:
+        if not ids:
+            return {}
+        shard = self._shard(name)
+        with _translated(f"retrieve points from {name!r}"):
+            records = shard.retrieve(list(ids), with_payload=True, with_vector=True)
+        found = {}
+        for record in records:
+            vectors = record.vector
+            named: dict[str, object] = dict(vectors) if isinstance(vectors, dict) else {}
+            dense, sparse = named.get(DENSE), named.get(SPARSE)
+            found[str(record.id)] = (
+                [float(x) for x in dense] if isinstance(dense, list) else [],
+                _from_edge_sparse(sparse)
+                if isinstance(sparse, edge.SparseVector)
+                else SparseVector((), ()),
+                dict(record.payload or {}),
+            )
+        return found
+
+    def query_hybrid(
+        self,
+        name: str,
+        dense: Sequence[float],
+        sparse: SparseVector,
+        flt: VectorFilter,
+        prefetch: int,
+        limit: int,
+    ) -> list[Hit]:
+        shard = self._shard(name)
+        where = _filter(flt)
+        legs = [
+            edge.Prefetch(
+                limit=prefetch, query=edge.Query.Nearest(list(dense), using=DENSE), filter=where
+            ),
+            edge.Prefetch(
+                limit=prefetch,
+                query=edge.Query.Nearest(_to_edge_sparse(sparse), using=SPARSE),
+                filter=where,
+            ),
+        ]
+
+        def fetch(n: int) -> list[Hit]:
+            # The stub lists Fusion, not its nested Rrf class, among the query types.
+            rrf: Any = edge.Fusion.Rrf(k=RRF_K)
+            request = edge.QueryRequest(limit=n, prefetches=legs, query=rrf, with_payload=True)
+            with _translated(f"run a hybrid query on {name!r}"):
+                return _hits(shard.query(request))
+
+        return settle_ties(fetch, limit, most=2 * prefetch)
+
+    def query_dense(
+        self, name: str, dense: Sequence[float], flt: VectorFilter, limit: int
+    ) -> list[Hit]:
+        return self._query_leg(name, edge.Query.Nearest(list(dense), using=DENSE), flt, limit)
+
+    def query_sparse(
+        self, name: str, sparse: SparseVector, flt: VectorFilter, limit: int
+    ) -> list[Hit]:
+        query = edge.Query.Nearest(_to_edge_sparse(sparse), using=SPARSE)
+        return self._query_leg(name, query, flt, limit)
+
+    # -- maintenance -------------------------------------------------------------------
+
+    def optimize(self, name: str) -> bool:
+        shard = self._shard(name)
+        with _translated(f"optimize {name!r}"):
+            changed = shard.optimize()
+        self._flush(name, shard)
+        return changed
+
+    def close(self) -> None:
+        with self._guard:
+            self._closed = True
+            errors = []
+            for name, held in self._open.items():
+                try:
+                    self._release(name, held)
+                except VectorStoreError as exc:
+                    errors.append(exc)
+            self._open.clear()
+        if errors:
+            raise errors[0]
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _query_leg(self, name: str, query: edge.Query, flt: VectorFilter, limit: int) -> list[Hit]:
+        shard = self._shard(name)
+        where = _filter(flt)
+
+        def fetch(n: int) -> list[Hit]:
+            request = edge.QueryRequest(limit=n, query=query, filter=where, with_payload=True)
+            with _translated(f"query {name!r}"):
+                return _hits(shard.query(request))
+
+        return settle_ties(fetch, limit, most=None)
+
+    def _shard(self, name: str) -> edge.EdgeShard:
+        held = self._open.get(name)
+        if held is not None:
+            return held.shard
+        with self._guard:
+            if name not in self._open:
+                self._open[name] = self._load(name, create_dim=None)
+            return self._open[name].shard
+
+    def _load(self, name: str, create_dim: int | None) -> _OpenShard:
+        """Lock and open a shard; create it when ``create_dim`` is given and it is missing."""
+        if self._closed:
+            raise VectorStoreError("the Qdrant Edge backend is closed")
+        path = self._path(name)
+        exists = (path / _CONFIG_FILE).is_file()
+        if not exists and create_dim is None:
+            raise VectorStoreError(f"collection {name!r} does not exist under {self.root}")
+        lock_fd = self._lock(name)
+        try:
+            if create_dim is None:
+                # Without a config, Edge keeps the shard's own (as ensure_collection left it).
+                with _translated(f"open collection {name!r} in {path}"):
+                    shard = edge.EdgeShard.load(str(path))
+            elif not exists:
+                with _translated(f"create collection {name!r} in {path}"):
+                    shard = edge.EdgeShard.create(str(path), self._config(create_dim))
+            else:
+                # With a config, Edge checks that the stored vectors have this schema.
+                what = (
+                    f"open collection {name!r} in {path} as {create_dim}-dimensional"
+                    " (a new embedding model needs a new collection)"
+                )
+                with _translated(what):
+                    shard = edge.EdgeShard.load(str(path), self._config(create_dim))
+        except BaseException:
+            os.close(lock_fd)
+            raise
+        return _OpenShard(shard, lock_fd, create_dim)
+
+    def _release(self, name: str, held: _OpenShard) -> None:
+        try:
+            with _translated(f"close {name!r}"):
+                held.shard.flush()
+                held.shard.close()
+        finally:
+            os.close(held.lock_fd)
+
+    def _config(self, dim: int) -> edge.EdgeConfig:
+        optimizers = (
+            edge.EdgeOptimizersConfig(indexing_threshold=self._indexing_threshold_kb)
+            if self._indexing_threshold_kb is not None
+            else None
+        )
+        return edge.EdgeConfig(
+            vectors={DENSE: edge.EdgeVectorParams(size=dim, distance=edge.Distance.Cosine)},
+            sparse_vectors={SPARSE: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+            optimizers=optimizers,
+        )
+
+    def _flush(self, name: str, shard: edge.EdgeShard) -> None:
+        with _translated(f"flush {name!r} to disk"):
+            shard.flush()
+
+    def _lock(self, name: str) -> int:
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._lock_path(name), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreLocked(
+                f"the Qdrant Edge collection {name!r} in {self.root} is open in another process;"
+                " embedded Qdrant allows one process at a time (stop the other ferrex, or run"
+                " a Qdrant server and pass --qdrant-url)"
+            ) from None
+        return fd
+
+    def _path(self, name: str) -> Path:
+        if not _NAME.fullmatch(name):
+            raise VectorStoreError(f"invalid collection name {name!r}")
+        return self.root / name
+
+    def _lock_path(self, name: str) -> Path:
+        return self.root / f"{name}.lock"
+
+
+def _point(p: VectorPoint) -> edge.Point:
+    vectors: dict[str, edge.NamedVector] = {
+        DENSE: [float(x) for x in p.dense],
+        SPARSE: _to_edge_sparse(p.sparse),
+    }
+    return edge.Point(p.id, vectors, p.payload)
+
+
+def _to_edge_sparse(v: SparseVector) -> edge.SparseVector:
+    return edge.SparseVector(list(v.indices), [float(x) for x in v.values])
+
+
+def _from_edge_sparse(v: edge.SparseVector) -> SparseVector:
+    return SparseVector(tuple(int(i) for i in v.indices), tuple(float(x) for x in v.values))
+
+
+def _hits(points: list[edge.ScoredPoint]) -> list[Hit]:
+    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+
+
+def _of_memories(memory_ids: Sequence[str]) -> edge.Filter:
+    return edge.Filter(must=[_condition(AnyOf("memory_id", tuple(memory_ids)))])
+
+
+def _filter(flt: VectorFilter) -> edge.Filter | None:
+    clauses = filter_clauses(flt)
+    return edge.Filter(must=[_condition(c) for c in clauses]) if clauses else None
+
+
+def _condition(clause: Clause) -> edge.ConditionType:
+    match clause:
+        case AnyOf(key, values):
+            return edge.FieldCondition(key, match=edge.MatchAny(list(values)))
+        case Range(key, gte, gt, lte, lt):
+            return edge.FieldCondition(key, range=edge.RangeFloat(gte=gte, gt=gt, lte=lte, lt=lt))
+        case Unset(key):
+            return edge.IsEmptyCondition(key)
+        case Either(options):
+            return edge.Filter(should=[_condition(o) for o in options])
+        case _:
+            assert_never(clause)

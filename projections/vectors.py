@@ -1,0 +1,283 @@
+"""The vector store's contract: points, filters, hits, errors and the ``VectorBackend`` protocol.
+
+Two real backends implement it (DESIGN.md section 6): Qdrant Edge in-process
+(``projections.qdrant_edge``) and qdrant-client against a server or its local mode
+(``projections.qdrant_server``). This module is plain data and pure functions, so importing
+it loads no Qdrant code.
+
+Invariants every backend keeps:
+
+- One collection schema: a named dense vector ``dense`` (cosine) and a named sparse vector
+  ``bm25`` with the IDF modifier; keyword payload indexes on :data:`KEYWORD_FIELDS` and float
+  indexes on :data:`FLOAT_FIELDS` (the float index on ``t_invalid`` also serves its null check).
+- A :class:`VectorFilter` means the same on every backend: :func:`filter_clauses` states it
+  once, each backend only spells the clauses in its own types.
+- Hybrid queries fuse a dense and a sparse leg, both filtered, by RRF with k = 60 inside
+  Qdrant. Results are ordered by ``(-score, id)``: equal scores never come back in an
+  arbitrary order (see :func:`settle_ties`).
+- Writes return once the backend has acknowledged them.
+
+Errors::
+
+    VectorStoreError        any failure of the vector store, with a message a person can act on
+    ├── StoreLocked         another process holds the store (Qdrant Edge: one process per shard)
+    └── StoreUnreachable    the Qdrant server cannot be reached
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+DENSE = "dense"
+"""Name of the dense vector in every collection."""
+SPARSE = "bm25"
+"""Name of the sparse vector in every collection."""
+RRF_K = 60
+"""The RRF constant: score = sum over legs of 1 / (k + rank), rank counted from 0."""
+KEYWORD_FIELDS = ("namespace", "type", "entity_ids", "memory_id", "agent_id", "visibility")
+FLOAT_FIELDS = ("t_valid", "t_invalid")
+TIE_SLACK = 8
+"""How many hits beyond ``limit`` a query asks for first, to see whether a tie crosses the cut."""
+
+
+class VectorStoreError(Exception):
+    """The vector store failed; the message says what and, where it can, what to do."""
+
+
+class StoreLocked(VectorStoreError):
+    """Another process has the store open."""
+
+
+class StoreUnreachable(VectorStoreError):
+    """The Qdrant server did not answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVector:
+    indices: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorPoint:
+    id: str
+    """A UUID string; deterministic, so writing the same point twice overwrites it."""
+    dense: Sequence[float]
+    sparse: SparseVector
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorFilter:
+    """Which points a query may return. The defaults restrict nothing.
+
+    Times are epoch seconds. An empty tuple means "no restriction", not "match nothing".
+    """
+
+    namespace: str | None = None
+    types: tuple[str, ...] = ()
+    """Any of these ``type`` values."""
+    entity_ids: tuple[str, ...] = ()
+    """Points linked to any of these entities."""
+    t_valid_from: float | None = None
+    """Inclusive lower bound on ``t_valid``."""
+    t_valid_to: float | None = None
+    """Exclusive upper bound on ``t_valid``."""
+    valid_at: float | None = None
+    """As-of time x: ``t_valid <= x`` and ``t_invalid`` unset or ``> x``."""
+    only_valid: bool = False
+    """Only points whose ``t_invalid`` is unset (null or absent)."""
+    agent_id: str | None = None
+    """When set, what this agent may see: shared points, points of no agent, and its own.
+    When None, every point (the operator's view)."""
+    memory_ids: tuple[str, ...] = ()
+
+
+# The clauses a filter is made of. Every clause of a list must hold.
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    """The keyword field ``key`` holds one of ``values`` (for a list field: any element does)."""
+
+    key: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    key: str
+    gte: float | None = None
+    gt: float | None = None
+    lte: float | None = None
+    lt: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unset:
+    """The field is null, absent or an empty list (Qdrant's ``is_empty``)."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Either:
+    """At least one of the options holds."""
+
+    options: tuple[Clause, ...]
+
+
+Clause = AnyOf | Range | Unset | Either
+
+
+def filter_clauses(flt: VectorFilter) -> list[Clause]:
+    """The conditions, all of which a point must meet to pass ``flt``.
+
+    "Unset" rather than "null" for ``t_invalid`` and ``agent_id``: a point that lacks the key
+    altogether is then still valid and still visible, instead of silently disappearing.
+    """
+    clauses: list[Clause] = []
+    if flt.namespace is not None:
+        clauses.append(AnyOf("namespace", (flt.namespace,)))
+    if flt.types:
+        clauses.append(AnyOf("type", flt.types))
+    if flt.entity_ids:
+        clauses.append(AnyOf("entity_ids", flt.entity_ids))
+    if flt.memory_ids:
+        clauses.append(AnyOf("memory_id", flt.memory_ids))
+    if flt.t_valid_from is not None or flt.t_valid_to is not None:
+        clauses.append(Range("t_valid", gte=flt.t_valid_from, lt=flt.t_valid_to))
+    if flt.valid_at is not None:
+        clauses.append(Range("t_valid", lte=flt.valid_at))
+        clauses.append(Either((Unset("t_invalid"), Range("t_invalid", gt=flt.valid_at))))
+    if flt.only_valid:
+        clauses.append(Unset("t_invalid"))
+    if flt.agent_id is not None:
+        clauses.append(
+            Either(
+                (
+                    AnyOf("visibility", ("shared",)),
+                    Unset("agent_id"),
+                    AnyOf("agent_id", (flt.agent_id,)),
+                )
+            )
+        )
+    return clauses
+
+
+def settle_ties(fetch: Callable[[int], list[Hit]], limit: int, most: int | None) -> list[Hit]:
+    """The first ``limit`` hits in ``(-score, id)`` order, whatever order the engine used.
+
+    ``fetch(n)`` runs the query for its best ``n`` hits. Qdrant orders equal scores
+    arbitrarily, so which of several tied points survives the cut would be arbitrary too.
+    Ask for a few more than needed; while the last hit fetched still ties with the one at
+    the cut, ask for twice as many. ``most`` is how many hits the query can ever return
+    (a fused query: both prefetch limits together), if bounded.
+    """
+    if limit <= 0:
+        return []
+    want = limit + TIE_SLACK
+    while True:
+        if most is not None:
+            want = min(want, most)
+        hits = sorted(fetch(want), key=lambda h: (-h.score, h.id))
+        complete = len(hits) < want or (most is not None and want >= most)
+        # Not complete means len(hits) == want > limit, so the cut is inside the list.
+        if complete or hits[limit - 1].score > hits[-1].score:
+            return hits[:limit]
+        want *= 2
+
+
+class VectorBackend(Protocol):
+    """A Qdrant deployment holding ferrex's collections."""
+
+    def ensure_collection(self, name: str, dim: int) -> None:
+        """Create the collection with ferrex's schema, or check that the existing one has it.
+
+        Idempotent. An existing collection with another dimension raises
+        :class:`VectorStoreError` (a new model means a new collection, never mixed vectors).
+        """
+        ...
+
+    def collections(self) -> list[str]:
+        """Names of the existing collections, sorted."""
+        ...
+
+    def drop_collection(self, name: str) -> None:
+        """Delete a collection and its data; nothing happens if there is none."""
+        ...
+
+    def upsert(self, name: str, points: Sequence[VectorPoint]) -> None:
+        """Insert or overwrite points; acknowledged when this returns."""
+        ...
+
+    def delete(self, name: str, ids: Sequence[str]) -> None:
+        """Delete points by id; ids that are not there are ignored."""
+        ...
+
+    def delete_by_memory(self, name: str, memory_ids: Sequence[str]) -> None:
+        """Delete every point (every step) of these memories."""
+        ...
+
+    def set_payload(self, name: str, memory_ids: Sequence[str], payload: dict[str, Any]) -> None:
+        """Merge ``payload``'s keys into every point of these memories."""
+        ...
+
+    def count(self, name: str) -> int:
+        """The exact number of points."""
+        ...
+
+    def scroll(self, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every point's id and payload, in id order."""
+        ...
+
+    def retrieve(
+        self, name: str, ids: Sequence[str]
+    ) -> dict[str, tuple[list[float], SparseVector, dict[str, Any]]]:
+        """Dense vector, sparse vector and payload of the points found among ``ids``.
+
+        Dense vectors come back as stored: cosine collections keep them normalized.
+        """
+        ...
+
+    def query_hybrid(
+        self,
+        name: str,
+        dense: Sequence[float],
+        sparse: SparseVector,
+        flt: VectorFilter,
+        prefetch: int,
+        limit: int,
+    ) -> list[Hit]:
+        """One query: ``prefetch`` dense and ``prefetch`` sparse candidates, both filtered,
+        fused by RRF (k = 60); the best ``limit`` in ``(-score, id)`` order."""
+        ...
+
+    def query_dense(
+        self, name: str, dense: Sequence[float], flt: VectorFilter, limit: int
+    ) -> list[Hit]:
+        """The dense leg alone (cosine similarity), in ``(-score, id)`` order."""
+        ...
+
+    def query_sparse(
+        self, name: str, sparse: SparseVector, flt: VectorFilter, limit: int
+    ) -> list[Hit]:
+        """The sparse leg alone (BM25 weights times IDF), in ``(-score, id)`` order."""
+        ...
+
+    def optimize(self, name: str) -> bool:
+        """Build indexes now; True if anything was rebuilt. May block for a long time."""
+        ...
+
+    def close(self) -> None:
+        """Release the store; the backend is unusable afterwards."""
+        ...
