@@ -1,7 +1,7 @@
 """The composition root: resolves the data directory and opens what a command needs.
 
 Both the MCP server and the CLI go through here; neither opens files, models or stores
-itself. Everything is opened lazily so that start-up stays fast.
+itself. Everything is opened lazily (on first use) so that start-up stays fast.
 """
 
 from __future__ import annotations
@@ -10,8 +10,14 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ferrex.errors import UsageError, from_journal_error
+from ferrex.embedding import Embedder
+from ferrex.errors import BackendUnavailable, UsageError, from_journal_error
+from ferrex.sparse import Bm25Encoder
 from journal import Journal, JournalError
+from projections.replay import Progress, Projections
+from projections.sqlite import ReadModelError
+from projections.vector_sink import Encoders
+from projections.vectors import VectorBackend, VectorStoreError
 
 DEFAULT_HOME = Path("~/.ferrex")
 
@@ -28,6 +34,19 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
     return path.absolute()
 
 
+def build_encoders(embedder: Embedder) -> Encoders:
+    """The dense model (loaded now) and the BM25 recipe, as the projections take them."""
+    model = embedder.model()
+    bm25 = Bm25Encoder()
+    return Encoders(
+        identity=f"{model.identity.key}+{bm25.identity}",
+        dim=model.identity.dim,
+        dense=embedder.embed_many,
+        sparse=bm25.encode_document,
+        fits=model.fits,
+    )
+
+
 @dataclass
 class App:
     """Everything a command can use, opened on first use and closed by :meth:`close`."""
@@ -35,7 +54,11 @@ class App:
     home: Path
     config_file: Path | None = None
     qdrant_url: str | None = None
+    embedding_model: str | None = None
     _journal: Journal | None = field(default=None, repr=False)
+    _embedder: Embedder | None = field(default=None, repr=False)
+    _backend: VectorBackend | None = field(default=None, repr=False)
+    _projections: Projections | None = field(default=None, repr=False)
 
     @property
     def journal_dir(self) -> Path:
@@ -49,7 +72,67 @@ class App:
                 raise from_journal_error(exc) from exc
         return self._journal
 
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = Embedder.from_env(self.home, self.embedding_model)
+        return self._embedder
+
+    def encoders(self) -> Encoders:
+        return build_encoders(self.embedder())
+
+    def backend(self) -> VectorBackend:
+        if self._backend is None:
+            try:
+                if self.qdrant_url:
+                    from projections.qdrant_server import ClientBackend
+
+                    self._backend = ClientBackend(url=self.qdrant_url)
+                else:
+                    from projections.qdrant_edge import EdgeBackend
+
+                    self._backend = EdgeBackend(self.home / "qdrant")
+            except VectorStoreError as exc:
+                raise BackendUnavailable(str(exc)) from exc
+        return self._backend
+
+    def projections(self, progress: Progress | None = None) -> Projections:
+        """The live projections, caught up with the journal (rebuilt first if they must be)."""
+        if self._projections is None:
+            try:
+                self._projections = Projections.open(
+                    self.home, self.journal(), self.backend(), self.encoders(), progress=progress
+                )
+            except JournalError as exc:
+                raise from_journal_error(exc) from exc
+            except (VectorStoreError, ReadModelError) as exc:
+                raise BackendUnavailable(str(exc)) from exc
+        return self._projections
+
+    def replay(self, progress: Progress | None = None) -> Projections:
+        """Rebuild the projections from the journal into a new generation, switch to it."""
+        if self._projections is not None:
+            self._projections.rebuild(progress)
+            return self._projections
+        try:
+            self._projections = Projections.replay(
+                self.home, self.journal(), self.backend(), self.encoders(), progress=progress
+            )
+        except JournalError as exc:
+            raise from_journal_error(exc) from exc
+        except (VectorStoreError, ReadModelError) as exc:
+            raise BackendUnavailable(str(exc)) from exc
+        return self._projections
+
     def close(self) -> None:
+        if self._projections is not None:
+            self._projections.close()
+            self._projections = None
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+        if self._embedder is not None:
+            self._embedder.close()
+            self._embedder = None
         if self._journal is not None:
             self._journal.close()
             self._journal = None

@@ -48,6 +48,7 @@ from ferrex.errors import ModelUnavailable, UsageError
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -346,6 +347,38 @@ class LoadedModel:
         self.source = source
         self.load_seconds = load_seconds
         self._embedding = embedding
+        self._counter: Tokenizer | None = None
+        self._counter_lock = threading.Lock()
+
+    @property
+    def window(self) -> int:
+        """How many tokens the model reads; the rest of a longer text is cut off."""
+        config = self.source / "tokenizer_config.json" if self.source else None
+        if config is not None and config.is_file():
+            value = json.loads(config.read_text()).get("model_max_length")
+            if isinstance(value, int) and 0 < value < 100_000:
+                return value
+        return 512 if self.source is None else MAX_TOKENS
+
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` including the special ones, untruncated; None if unknown."""
+        with self._counter_lock:
+            if self._counter is None:
+                path = self.source / "tokenizer.json" if self.source else None
+                if path is None or not path.is_file():
+                    return None
+                from tokenizers import Tokenizer as _Tokenizer
+
+                counter = _Tokenizer.from_file(str(path))
+                counter.no_truncation()
+                counter.no_padding()
+                self._counter = counter
+            return len(self._counter.encode(text).ids)
+
+    def fits(self, text: str) -> bool:
+        """Whether the model reads all of ``text`` (unknown tokenizers: assume it does)."""
+        count = self.count_tokens(text)
+        return count is None or count <= self.window
 
     def run(self, texts: Sequence[str], batch_size: int) -> NDArray[np.float32]:
         """Embed ``texts`` with the model, no cache: an ``(n, dim)`` float32 array, rows of

@@ -1,7 +1,8 @@
 """The ``ferrex`` command line: parses arguments and calls the composition root, nothing more.
 
 Exit codes (stable): 0 ok, 1 unexpected failure, 2 usage or invalid input, 3 journal damage
-or journal refusal, 4 a model is unavailable, 5 a store cannot be reached.
+or journal refusal, 4 a model is unavailable, 5 a store cannot be reached, 6 reconcile found
+drift.
 """
 
 from __future__ import annotations
@@ -64,9 +65,14 @@ def cli(
 def _register() -> None:
     from ferrex.cli import doctor
     from ferrex.cli import journal as journal_cmds
+    from ferrex.cli import projections as projection_cmds
 
     cli.add_command(journal_cmds.journal)
     cli.add_command(doctor.doctor)
+    cli.add_command(projection_cmds.replay)
+    cli.add_command(projection_cmds.reconcile)
+    cli.add_command(projection_cmds.optimize)
+    cli.add_command(projection_cmds.audit)
 
 
 _register()

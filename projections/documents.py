@@ -1,0 +1,65 @@
+"""What text of a memory is indexed: one pure function shared by every sink and the store.
+
+The text a memory is found by is derived from its event alone (no clock, no config), so a
+rebuild indexes exactly what the incremental projection indexed:
+
+- episodic: the content;
+- semantic: the content when given, else ``subject predicate object``;
+- procedural: the name, the conditions and the steps, one per line. A procedure longer
+  than the embedding window is split into *parts* on step boundaries by the caller (the
+  part texts come from :func:`procedure_parts`), each part one vector of the same memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from journal import MemoryBody
+
+
+def memory_text(memory_type: str, body: MemoryBody) -> str:
+    """The whole searchable text of a memory."""
+    if memory_type == "semantic" and not body.content:
+        return " ".join(p for p in (body.subject, body.predicate, body.object) if p)
+    if memory_type == "procedural":
+        return "\n".join(_procedure_header(body) + _procedure_steps(body))
+    return body.content or ""
+
+
+def _procedure_header(body: MemoryBody) -> list[str]:
+    lines: list[str] = []
+    if body.procedure_name:
+        lines.append(body.procedure_name)
+    if body.content:
+        lines.append(body.content)
+    lines.extend(f"when: {c}" for c in body.conditions)
+    return lines
+
+
+def _procedure_steps(body: MemoryBody) -> list[str]:
+    return [f"{i}. {step}" for i, step in enumerate(body.steps, start=1)]
+
+
+def procedure_parts(body: MemoryBody, fits: Callable[[str], bool]) -> list[str]:
+    """Split a procedure into texts that each ``fits`` the embedding window.
+
+    Every part starts with the procedure's name (and conditions) so that it is found on its
+    own; steps are never cut in the middle. A single step too long to fit becomes a part of
+    its own (the caller's model truncates it; the store refuses such input up front).
+    """
+    header = _procedure_header(body)
+    steps = _procedure_steps(body)
+    whole = "\n".join(header + steps)
+    if fits(whole) or not steps:
+        return [whole]
+    parts: list[str] = []
+    current: list[str] = []
+    for step in steps:
+        candidate = "\n".join(header + current + [step])
+        if current and not fits(candidate):
+            parts.append("\n".join(header + current))
+            current = [step]
+        else:
+            current.append(step)
+    parts.append("\n".join(header + current))
+    return parts

@@ -1,0 +1,503 @@
+"""Keeping the projections in step with the journal: catch up, rebuild, reconcile.
+
+Invariants:
+
+- What is live is named by one pointer file, ``projections.json`` in the data directory: the
+  generation number, the SQLite file and the two Qdrant collections, and the versions and
+  encoder identity they were built with. It is replaced atomically (write, fsync, rename).
+- A rebuild (``replay``) builds a *new* generation from position 0 while the old one keeps
+  serving, then switches the pointer and drops the old one. A crash before the switch
+  leaves the old generation live; its leftovers are cleared by the next rebuild.
+- A version or encoder mismatch at open is resolved by a rebuild, never by mixing.
+- The SQLite checkpoint advances in the same transaction as its writes; the Qdrant one is
+  stored in the read model after the vector writes were acknowledged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from journal import (
+    EntityAliasAdded,
+    EntityCreated,
+    Journal,
+    MemoryStored,
+    MemorySuperseded,
+    Record,
+)
+from projections.sqlite import SCHEMA_VERSION, ReadModel, ReadModelError
+from projections.vector_sink import Collections, Encoders, VectorSink, alias_point_id
+from projections.vectors import VectorBackend
+
+log = logging.getLogger("ferrex.projections")
+
+POINTER = "projections.json"
+QDRANT = "qdrant"
+VECTOR_VERSION = 1
+"""Bump when what the vector sink derives from events changes (payload, text, parts)."""
+BATCH = 512
+
+Progress = Callable[[int, int], None]
+"""Called with (records done, records in all) during long work."""
+
+
+class Live(msgspec.Struct, frozen=True, kw_only=True):
+    """The pointer file: which generation of the projections is live."""
+
+    generation: int
+    sqlite: str
+    memories: str
+    entities: str
+    encoders: str
+    schema_version: int
+    vector_version: int
+
+
+def _slug(identity: str) -> str:
+    readable = re.sub(r"[^a-z0-9]+", "-", identity.lower()).strip("-")[:40]
+    return f"{readable}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
+
+
+def plan_generation(number: int, encoders: Encoders) -> Live:
+    slug = _slug(encoders.identity)
+    return Live(
+        generation=number,
+        sqlite=f"readmodel-{number}.sqlite",
+        memories=f"memories-{slug}-g{number}",
+        entities=f"entities-{slug}-g{number}",
+        encoders=encoders.identity,
+        schema_version=SCHEMA_VERSION,
+        vector_version=VECTOR_VERSION,
+    )
+
+
+def read_pointer(home: Path) -> Live | None:
+    path = home / POINTER
+    if not path.exists():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=Live)
+    except msgspec.DecodeError as exc:
+        log.warning("projections: %s is unreadable (%s); rebuilding", path, exc)
+        return None
+
+
+def write_pointer(home: Path, live: Live) -> None:
+    tmp = home / (POINTER + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(msgspec.json.format(msgspec.json.encode(live)))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, home / POINTER)
+    fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
+    chunk: list[Record] = []
+    for record in records:
+        chunk.append(record)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _remove_sqlite(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(str(path) + suffix).unlink()
+
+
+@dataclass
+class Drift:
+    """What ``reconcile`` found. Empty lists and zero lag mean no drift."""
+
+    journal_head: int = 0
+    sqlite_checkpoint: int = 0
+    qdrant_checkpoint: int = 0
+    sqlite_rows: list[str] = field(default_factory=list)
+    """Memory or entity ids whose read-model rows differ from a replay of the journal."""
+    missing_points: list[str] = field(default_factory=list)
+    orphan_points: list[str] = field(default_factory=list)
+    stale_payloads: list[str] = field(default_factory=list)
+    entity_drift: list[str] = field(default_factory=list)
+
+    @property
+    def lag(self) -> int:
+        return self.journal_head - min(self.sqlite_checkpoint, self.qdrant_checkpoint)
+
+    @property
+    def clean(self) -> bool:
+        return self.lag == 0 and not (
+            self.sqlite_rows
+            or self.missing_points
+            or self.orphan_points
+            or self.stale_payloads
+            or self.entity_drift
+        )
+
+    def as_dict(self, examples: int = 5) -> dict[str, Any]:
+        def part(items: list[str]) -> dict[str, Any]:
+            return {"count": len(items), "examples": sorted(items)[:examples]}
+
+        return {
+            "clean": self.clean,
+            "journal_head": self.journal_head,
+            "sqlite_checkpoint": self.sqlite_checkpoint,
+            "qdrant_checkpoint": self.qdrant_checkpoint,
+            "lag": self.lag,
+            "sqlite_rows": part(self.sqlite_rows),
+            "missing_points": part(self.missing_points),
+            "orphan_points": part(self.orphan_points),
+            "stale_payloads": part(self.stale_payloads),
+            "entity_drift": part(self.entity_drift),
+        }
+
+
+_PAYLOAD_KEYS = ("namespace", "type", "t_valid", "t_invalid", "agent_id", "visibility")
+
+
+class Projections:
+    """The live read model and vector collections, and the operations that maintain them."""
+
+    def __init__(
+        self,
+        home: Path,
+        journal: Journal,
+        backend: VectorBackend,
+        encoders: Encoders,
+        live: Live,
+    ) -> None:
+        self.home = home
+        self.journal = journal
+        self.backend = backend
+        self.encoders = encoders
+        self.live = live
+        self.read_model = ReadModel.open(home / live.sqlite)
+        self.sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
+
+    @classmethod
+    def open(
+        cls,
+        home: Path,
+        journal: Journal,
+        backend: VectorBackend,
+        encoders: Encoders,
+        *,
+        progress: Progress | None = None,
+    ) -> Projections:
+        """Open what is live, rebuilding first if it is missing, stale or broken."""
+        live = read_pointer(home)
+        reason = cls._unusable(home, backend, encoders, live)
+        if reason is not None:
+            log.warning("projections: rebuilding from the journal: %s", reason)
+            live = cls._build(home, journal, backend, encoders, live, progress)
+        assert live is not None
+        projections = cls(home, journal, backend, encoders, live)
+        checkpoint = projections.read_model.checkpoint()
+        head = journal.refresh().position
+        if checkpoint > head:
+            projections.close()
+            log.warning(
+                "projections: checkpoint %d is ahead of the journal head %d; rebuilding",
+                checkpoint,
+                head,
+            )
+            live = cls._build(home, journal, backend, encoders, live, progress)
+            projections = cls(home, journal, backend, encoders, live)
+        projections.catch_up(progress=progress)
+        return projections
+
+    @classmethod
+    def replay(
+        cls,
+        home: Path,
+        journal: Journal,
+        backend: VectorBackend,
+        encoders: Encoders,
+        *,
+        progress: Progress | None = None,
+    ) -> Projections:
+        """Build a new generation from the journal (whatever is live now), switch to it."""
+        live = cls._build(home, journal, backend, encoders, read_pointer(home), progress)
+        return cls(home, journal, backend, encoders, live)
+
+    @staticmethod
+    def _unusable(
+        home: Path, backend: VectorBackend, encoders: Encoders, live: Live | None
+    ) -> str | None:
+        if live is None:
+            return "no projections yet"
+        if live.schema_version != SCHEMA_VERSION:
+            return f"read model schema {live.schema_version} -> {SCHEMA_VERSION}"
+        if live.vector_version != VECTOR_VERSION:
+            return f"vector projection version {live.vector_version} -> {VECTOR_VERSION}"
+        if live.encoders != encoders.identity:
+            return f"encoders changed ({live.encoders} -> {encoders.identity})"
+        if not (home / live.sqlite).exists():
+            return f"the read model {live.sqlite} is missing"
+        collections = set(backend.collections())
+        if live.memories not in collections or live.entities not in collections:
+            return "a Qdrant collection is missing"
+        try:
+            ReadModel.open(home / live.sqlite).close()
+        except ReadModelError as exc:
+            return str(exc)
+        return None
+
+    @staticmethod
+    def _build(
+        home: Path,
+        journal: Journal,
+        backend: VectorBackend,
+        encoders: Encoders,
+        old: Live | None,
+        progress: Progress | None,
+    ) -> Live:
+        """Build a new generation from position 0, switch to it, drop the old one."""
+        live = plan_generation((old.generation if old else 0) + 1, encoders)
+        # Leftovers of a rebuild that crashed before its switch.
+        _remove_sqlite(home / live.sqlite)
+        for name in (live.memories, live.entities):
+            if name in backend.collections():
+                backend.drop_collection(name)
+        read_model = ReadModel.open(home / live.sqlite)
+        try:
+            sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
+            sink.ensure()
+            _apply_all(journal, read_model, sink, after=0, progress=progress)
+        finally:
+            read_model.close()
+        write_pointer(home, live)
+        if old is not None and old.generation != live.generation:
+            _remove_sqlite(home / old.sqlite)
+            for name in (old.memories, old.entities):
+                if name in backend.collections():
+                    backend.drop_collection(name)
+        return live
+
+    def rebuild(self, progress: Progress | None = None) -> Live:
+        """``ferrex replay``: a fresh generation from the journal, switched in atomically."""
+        old = self.live
+        new = self._build_beside(old, progress)
+        self.read_model.close()
+        self.live = new
+        self.read_model = ReadModel.open(self.home / new.sqlite)
+        self.sink = VectorSink(self.backend, Collections(new.memories, new.entities), self.encoders)
+        return new
+
+    def _build_beside(self, old: Live, progress: Progress | None) -> Live:
+        # The old read model stays open (and serving) until the switch.
+        return self._build(self.home, self.journal, self.backend, self.encoders, old, progress)
+
+    def catch_up(self, progress: Progress | None = None) -> int:
+        """Apply what the journal has beyond the checkpoints; returns records applied."""
+        return _apply_all(
+            self.journal,
+            self.read_model,
+            self.sink,
+            after=min(self.read_model.checkpoint(), self.read_model.checkpoint(QDRANT)),
+            progress=progress,
+        )
+
+    # -- reconcile ---------------------------------------------------------------------------
+
+    def reconcile(self, *, fix: bool = False) -> Drift:
+        """Compare journal, read model and vectors; with ``fix``, repair what differs."""
+        drift = self._compare()
+        if fix and not drift.clean:
+            self._fix(drift)
+            drift = self._compare()
+        return drift
+
+    def _compare(self) -> Drift:
+        rm = self.read_model
+        drift = Drift(
+            journal_head=self.journal.refresh().position,
+            sqlite_checkpoint=rm.checkpoint(),
+            qdrant_checkpoint=rm.checkpoint(QDRANT),
+        )
+        scratch_path = self.home / f"reconcile-{os.getpid()}.sqlite"
+        _remove_sqlite(scratch_path)
+        scratch = ReadModel.open(scratch_path)
+        try:
+            for chunk in _chunks(self.journal.read(), BATCH):
+                if chunk[0].position > drift.sqlite_checkpoint:
+                    break
+                scratch.apply([r for r in chunk if r.position <= drift.sqlite_checkpoint])
+            drift.sqlite_rows = _row_differences(rm, scratch)
+        finally:
+            scratch.close()
+            _remove_sqlite(scratch_path)
+
+        memories = {m.memory_id: m for m in rm.memories() if not m.redacted}
+        seen: set[str] = set()
+        for pid, payload in self.backend.scroll(self.live.memories):
+            memory_id = payload.get("memory_id")
+            memory = memories.get(memory_id) if isinstance(memory_id, str) else None
+            if memory is None:
+                drift.orphan_points.append(pid)
+                continue
+            seen.add(memory.memory_id)
+            expected = {
+                "namespace": memory.namespace,
+                "type": memory.type,
+                "t_valid": memory.t_valid,
+                "t_invalid": memory.t_invalid,
+                "agent_id": memory.agent_id,
+                "visibility": memory.visibility,
+            }
+            differs = any(payload.get(k) != expected[k] for k in _PAYLOAD_KEYS)
+            differs |= sorted(payload.get("entity_ids") or []) != sorted(memory.entity_ids)
+            if differs and memory.memory_id not in drift.stale_payloads:
+                drift.stale_payloads.append(memory.memory_id)
+        drift.missing_points = sorted(set(memories) - seen)
+
+        # One entity point per alias row: (namespace, normalized spelling) -> entity.
+        owners = {pid: spelling[2] for pid, spelling in _alias_points(rm).items()}
+        actual = {
+            pid: payload.get("entity_id")
+            for pid, payload in self.backend.scroll(self.live.entities)
+        }
+        drift.entity_drift = sorted(
+            pid for pid in owners.keys() | actual.keys() if actual.get(pid) != owners.get(pid)
+        )
+        return drift
+
+    def _fix(self, drift: Drift) -> None:
+        self.catch_up()
+        if drift.sqlite_rows:
+            self._fix_rows(set(drift.sqlite_rows))
+        if drift.orphan_points:
+            self.backend.delete(self.live.memories, drift.orphan_points)
+        affected = set(drift.missing_points) | set(drift.stale_payloads)
+        if drift.entity_drift:
+            self.backend.delete(self.live.entities, drift.entity_drift)
+        expected = _alias_points(self.read_model)
+        spellings = {expected[p][:2] for p in drift.entity_drift if p in expected}
+        if affected or spellings:
+            if affected:
+                self.backend.delete_by_memory(self.live.memories, sorted(affected))
+            self.sink.apply(list(_restricted(self.journal.read(), affected, spellings)))
+
+    def _fix_rows(self, keys: set[str]) -> None:
+        """Replace the differing rows with those of a replay of just the affected keys."""
+        rm = self.read_model
+        ids = sorted(keys)
+        marks = ",".join("?" * len(ids))
+        scratch_path = self.home / f"reconcile-fix-{os.getpid()}.sqlite"
+        _remove_sqlite(scratch_path)
+        scratch = ReadModel.open(scratch_path)
+        try:
+            for chunk in _chunks(self.journal.read(), BATCH):
+                scratch.apply(chunk)
+        finally:
+            scratch.close()
+        try:
+            rm.db.execute("ATTACH DATABASE ? AS scratch", (str(scratch_path),))
+            rm.db.execute("BEGIN IMMEDIATE")
+            try:
+                for table, key in (
+                    ("memories", "memory_id"),
+                    ("memory_entities", "memory_id"),
+                    ("entities", "entity_id"),
+                    ("aliases", "entity_id"),
+                ):
+                    rm.db.execute(f"DELETE FROM main.{table} WHERE {key} IN ({marks})", ids)
+                    rm.db.execute(
+                        f"INSERT INTO main.{table} SELECT * FROM scratch.{table} "
+                        f"WHERE {key} IN ({marks})",
+                        ids,
+                    )
+                rm.db.execute("COMMIT")
+            except BaseException:
+                rm.db.execute("ROLLBACK")
+                raise
+            finally:
+                rm.db.execute("DETACH DATABASE scratch")
+        finally:
+            _remove_sqlite(scratch_path)
+
+    def close(self) -> None:
+        self.read_model.close()
+
+
+def _apply_all(
+    journal: Journal,
+    read_model: ReadModel,
+    sink: VectorSink,
+    *,
+    after: int,
+    progress: Progress | None,
+) -> int:
+    total = max(journal.refresh().position - after, 0)
+    done = 0
+    sqlite_at = read_model.checkpoint()
+    qdrant_at = read_model.checkpoint(QDRANT)
+    for chunk in _chunks(journal.read(after=after), BATCH):
+        read_model.apply([r for r in chunk if r.position > sqlite_at])
+        vector_part = [r for r in chunk if r.position > qdrant_at]
+        if vector_part:
+            sink.apply(vector_part)
+            read_model.set_checkpoint(QDRANT, vector_part[-1].position)
+        done += len(chunk)
+        if progress is not None:
+            progress(done, max(total, done))
+    return done
+
+
+def _row_differences(live: ReadModel, replayed: ReadModel) -> list[str]:
+    """Keys (memory or entity ids) whose rows differ between two read models."""
+    keys: set[str] = set()
+    for table, key_index in (("memories", 0), ("memory_entities", 0), ("entities", 0)):
+        a = {row for row in live.db.execute(f"SELECT * FROM {table}")}
+        b = {row for row in replayed.db.execute(f"SELECT * FROM {table}")}
+        keys.update(str(row[key_index]) for row in a ^ b)
+    a = set(live.db.execute("SELECT * FROM aliases"))
+    b = set(replayed.db.execute("SELECT * FROM aliases"))
+    keys.update(str(row[3]) for row in a ^ b)  # the alias's entity id
+    return sorted(keys)
+
+
+def _alias_points(rm: ReadModel) -> dict[str, tuple[str, str, str]]:
+    """The entity points the read model implies: id -> (namespace, normalized, entity)."""
+    return {
+        alias_point_id(ns, norm): (str(ns), str(norm), str(entity))
+        for ns, norm, entity in rm.db.execute(
+            "SELECT namespace, normalized, entity_id FROM aliases"
+        )
+    }
+
+
+def _restricted(
+    records: Iterator[Record], memory_ids: set[str], spellings: set[tuple[str, str]]
+) -> Iterator[Record]:
+    """The records, keeping only the events that shape the given memories' vectors (stores,
+    supersedes) and the given entity spellings' vectors (entity names, aliases)."""
+    for record in records:
+        kept = tuple(
+            e
+            for e in record.events
+            if (isinstance(e, MemoryStored | MemorySuperseded) and e.memory_id in memory_ids)
+            or (
+                isinstance(e, EntityCreated | EntityAliasAdded)
+                and (e.namespace, e.normalized) in spellings
+            )
+        )
+        if kept:
+            yield msgspec.structs.replace(record, events=kept)

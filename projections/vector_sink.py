@@ -1,0 +1,189 @@
+"""The Qdrant projection: journal events → points (memories) and entity-name vectors.
+
+Invariants:
+
+- One point per memory, or one per *part* of a procedure longer than the model's window,
+  all carrying the memory's id in the payload. Point ids are derived from the memory id and
+  the part number, so re-applying an event overwrites instead of duplicating.
+- One entity point per spelling (an entity's name and each alias), keyed like the read
+  model's alias rows by (namespace, normalized spelling).
+- Encoders are injected (``projections`` cannot import ``ferrex``); everything else comes
+  from the events: no clock, no randomness.
+- Writes are acknowledged (the backend waits) before ``apply`` returns, so the caller can
+  advance the checkpoint afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from journal import (
+    EntityAliasAdded,
+    EntityCreated,
+    MemoriesAccessed,
+    MemoriesForgotten,
+    MemoriesValidated,
+    MemoryStored,
+    MemorySuperseded,
+    Record,
+)
+from projections.documents import memory_text, procedure_parts
+from projections.vectors import SparseVector, VectorBackend, VectorPoint
+
+_POINT_NAMESPACE = uuid.UUID("6f1c2d0e-8b7a-4c3e-9d51-2a7e4b8f0c11")
+
+
+def point_id(memory_id: str, part: int = 0) -> str:
+    """The deterministic point id of one part of a memory."""
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"{memory_id}#{part}"))
+
+
+def alias_point_id(namespace: str, normalized: str) -> str:
+    """The point of one spelling of an entity: like the read model's alias rows, one per
+    (namespace, normalized name), so re-pointing a spelling overwrites its point."""
+    return str(uuid.uuid5(_POINT_NAMESPACE, f"alias\x00{namespace}\x00{normalized}"))
+
+
+class _Sparse(Protocol):
+    @property
+    def indices(self) -> tuple[int, ...]: ...
+
+    @property
+    def values(self) -> tuple[float, ...]: ...
+
+
+@dataclass(frozen=True)
+class Encoders:
+    """How text becomes vectors, supplied by the composition root."""
+
+    identity: str
+    """Names the dense model (with its dimension and hash) and the sparse recipe."""
+    dim: int
+    dense: Callable[[Sequence[str]], Iterable[Iterable[float]]]
+    sparse: Callable[[str], _Sparse]
+    fits: Callable[[str], bool]
+    """Whether a text fits the dense model's window (procedures are split if not)."""
+
+
+@dataclass(frozen=True)
+class Collections:
+    memories: str
+    entities: str
+
+
+class VectorSink:
+    """Applies records to a memories collection and an entities collection."""
+
+    def __init__(
+        self, backend: VectorBackend, collections: Collections, encoders: Encoders
+    ) -> None:
+        self.backend = backend
+        self.collections = collections
+        self.encoders = encoders
+
+    def ensure(self) -> None:
+        self.backend.ensure_collection(self.collections.memories, self.encoders.dim)
+        self.backend.ensure_collection(self.collections.entities, self.encoders.dim)
+
+    def apply(self, records: Sequence[Record]) -> None:
+        """Apply records in order; texts of the whole batch are embedded in one call."""
+        pending: list[tuple[str, str, dict[str, Any]]] = []  # (point id, text, payload)
+        entities: list[tuple[str, str, dict[str, Any]]] = []
+        for record in records:
+            for event in record.events:
+                match event:
+                    case MemoryStored():
+                        pending.extend(self._memory_points(event))
+                    case MemorySuperseded():
+                        self._flush(pending, self.collections.memories)
+                        self.backend.set_payload(
+                            self.collections.memories,
+                            [event.memory_id],
+                            {"t_invalid": event.t_invalid.timestamp()},
+                        )
+                    case MemoriesForgotten():
+                        self._flush(pending, self.collections.memories)
+                        self.backend.delete_by_memory(
+                            self.collections.memories, list(event.memory_ids)
+                        )
+                        if event.dropped_entity_ids:
+                            self._flush(entities, self.collections.entities)
+                            # The entity's name and all its aliases.
+                            self.backend.delete_by_memory(
+                                self.collections.entities, list(event.dropped_entity_ids)
+                            )
+                    case EntityCreated():
+                        entities.append(
+                            (
+                                alias_point_id(event.namespace, event.normalized),
+                                event.name,
+                                _entity_payload(event.entity_id, event.namespace),
+                            )
+                        )
+                    case EntityAliasAdded():
+                        entities.append(
+                            (
+                                alias_point_id(event.namespace, event.normalized),
+                                event.alias,
+                                _entity_payload(event.entity_id, event.namespace),
+                            )
+                        )
+                    case MemoriesValidated() | MemoriesAccessed():
+                        pass  # freshness lives in the read model; vectors do not change
+        self._flush(pending, self.collections.memories)
+        self._flush(entities, self.collections.entities)
+
+    def _memory_points(self, event: MemoryStored) -> list[tuple[str, str, dict[str, Any]]]:
+        body = event.body
+        if body is None:
+            return []  # redacted: nothing left to index
+        if event.memory_type == "procedural":
+            texts = procedure_parts(body, self.encoders.fits)
+        else:
+            texts = [memory_text(event.memory_type, body)]
+        base = {
+            "memory_id": event.memory_id,
+            "namespace": event.namespace,
+            "type": event.memory_type,
+            "entity_ids": list(dict.fromkeys(event.entity_ids)),
+            "t_valid": event.t_valid.timestamp(),
+            "t_invalid": None,
+            "agent_id": event.agent_id,
+            "visibility": event.visibility,
+        }
+        return [
+            (point_id(event.memory_id, part), text, base | {"step": part})
+            for part, text in enumerate(texts)
+        ]
+
+    def _flush(self, pending: list[tuple[str, str, dict[str, Any]]], collection: str) -> None:
+        if not pending:
+            return
+        dense = self.encoders.dense([text for _, text, _ in pending])
+        points = []
+        for (pid, text, payload), vector in zip(pending, dense, strict=True):
+            sparse = self.encoders.sparse(text)
+            points.append(
+                VectorPoint(
+                    id=pid,
+                    dense=[float(x) for x in vector],
+                    sparse=SparseVector(tuple(sparse.indices), tuple(sparse.values)),
+                    payload=payload,
+                )
+            )
+        self.backend.upsert(collection, points)
+        pending.clear()
+
+
+def _entity_payload(entity_id: str, namespace: str) -> dict[str, Any]:
+    # ``memory_id`` is the owner key the backends delete and filter by; for an entity's
+    # name and aliases the owner is the entity.
+    return {
+        "entity_id": entity_id,
+        "memory_id": entity_id,
+        "namespace": namespace,
+        "type": "entity",
+    }

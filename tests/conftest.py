@@ -1,0 +1,32 @@
+"""Fixtures shared across the suites: the real default model, loaded once per session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ferrex.app import build_encoders
+from ferrex.embedding import Embedder, choose_embedding_model
+from projections.vector_sink import Encoders
+
+
+@pytest.fixture(scope="session")
+def model_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory holding the assembled default model and an embedding cache."""
+    return tmp_path_factory.mktemp("model-home")
+
+
+@pytest.fixture(scope="session")
+def shared_embedder(model_home: Path) -> Iterator[Embedder]:
+    embedder = Embedder(model_home, choose_embedding_model("small", {}))
+    embedder.model()
+    yield embedder
+    embedder.close()
+
+
+@pytest.fixture(scope="session")
+def encoders(shared_embedder: Embedder) -> Encoders:
+    """The real encoders, as the composition root builds them."""
+    return build_encoders(shared_embedder)

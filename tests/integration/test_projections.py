@@ -1,0 +1,267 @@
+"""Projections on real parts: journal files, apsw, Qdrant Edge, the real model.
+
+Incremental application with restarts equals a rebuild; start-up repairs what is missing;
+reconcile finds drift and --fix repairs it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from journal import (
+    Access,
+    EntityCreated,
+    Event,
+    Journal,
+    MemoriesAccessed,
+    MemoriesForgotten,
+    MemoryBody,
+    MemoryStored,
+    MemorySuperseded,
+)
+from projections.qdrant_edge import EdgeBackend
+from projections.replay import POINTER, QDRANT, Projections, read_pointer
+from projections.vector_sink import Encoders, alias_point_id, point_id
+from projections.vectors import SparseVector, VectorPoint
+from tests.integration.test_read_model import interacting
+from tests.strategies import T0
+
+Snapshot = tuple[dict[str, list[tuple[Any, ...]]], dict[str, Any]]
+
+
+def snapshot(p: Projections) -> Snapshot:
+    """Every read-model row and every point (payload and both vectors), by id."""
+    points: dict[str, Any] = {}
+    for collection in (p.live.memories, p.live.entities):
+        ids = [pid for pid, _ in p.backend.scroll(collection)]
+        for pid, (dense, sparse, payload) in p.backend.retrieve(collection, ids).items():
+            key = f"{'m' if collection == p.live.memories else 'e'}:{pid}"
+            points[key] = (
+                payload,
+                [round(x, 5) for x in dense],
+                sparse.indices,
+                [round(x, 5) for x in sparse.values],
+            )
+    return p.read_model.dump(), points
+
+
+@pytest.fixture
+def parts(tmp_path: Path, encoders: Encoders) -> Iterator[tuple[Path, Journal, EdgeBackend]]:
+    journal = Journal.open(tmp_path / "journal")
+    backend = EdgeBackend(tmp_path / "qdrant")
+    yield tmp_path, journal, backend
+    backend.close()
+    journal.close()
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # shrinking real stores is slow
+)
+@given(
+    sessions=st.lists(
+        st.lists(st.lists(interacting, min_size=1, max_size=3), min_size=1, max_size=6),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_incremental_with_restarts_equals_a_rebuild(
+    encoders: Encoders, sessions: list[list[list[Event]]]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        with Journal.open(home / "journal") as journal:
+            for commands in sessions:  # each session: a process that appends, applies, exits
+                backend = EdgeBackend(home / "qdrant")
+                projections = Projections.open(home, journal, backend, encoders)
+                for events in commands:
+                    journal.append(events)
+                    projections.catch_up()
+                projections.close()
+                backend.close()
+            backend = EdgeBackend(home / "qdrant")
+            projections = Projections.open(home, journal, backend, encoders)
+            incremental = snapshot(projections)
+            generation = projections.live.generation
+            projections.rebuild()
+            assert projections.live.generation == generation + 1
+            assert snapshot(projections) == incremental
+            assert projections.reconcile().clean
+            projections.close()
+            backend.close()
+
+
+def memory(mid: str, text: str, **kw: Any) -> MemoryStored:
+    return MemoryStored(
+        memory_id=mid,
+        namespace="default",
+        memory_type="episodic",
+        t_valid=T0,
+        body=MemoryBody(content=text),
+        **kw,
+    )
+
+
+def seed(journal: Journal) -> None:
+    journal.append(
+        [EntityCreated(entity_id="e1", namespace="default", name="Tokio", normalized="tokio")]
+    )
+    for i in range(12):
+        journal.append(
+            [
+                memory(
+                    f"m{i}",
+                    f"incident INC-{9000 + i} fixed by restarting worker {i}",
+                    entity_ids=("e1",),
+                )
+            ]
+        )
+    journal.append(
+        [MemorySuperseded(memory_id="m1", namespace="default", t_invalid=T0, superseded_by="m2")]
+    )
+    journal.append([MemoriesAccessed(accesses=(Access("m3", T0, 2),))])
+    journal.append([MemoriesForgotten(memory_ids=("m4",), namespace="default")])
+
+
+def test_a_long_procedure_becomes_several_points_of_one_memory(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    home, journal, backend = parts
+    steps = tuple(f"step {k}: " + "configure the load balancer pool " * 8 for k in range(10))
+    body = MemoryBody(procedure_name="deploy api", steps=steps)
+    journal.append(
+        [
+            MemoryStored(
+                memory_id="p1", namespace="default", memory_type="procedural", t_valid=T0, body=body
+            )
+        ]
+    )
+    p = Projections.open(home, journal, backend, encoders)
+    payloads = [payload for _, payload in backend.scroll(p.live.memories)]
+    assert len(payloads) > 2 and {pl["memory_id"] for pl in payloads} == {"p1"}
+    assert sorted(pl["step"] for pl in payloads) == list(range(len(payloads)))
+    journal.append([MemoriesForgotten(memory_ids=("p1",), namespace="default")])
+    p.catch_up()
+    assert backend.count(p.live.memories) == 0
+    p.close()
+
+
+def test_start_catches_up_what_was_appended_but_never_applied(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    home, journal, backend = parts
+    p = Projections.open(home, journal, backend, encoders)
+    p.close()
+    seed(journal)  # appended with no projection running: the "killed before apply" case
+    p = Projections.open(home, journal, backend, encoders)
+    assert p.read_model.checkpoint() == p.read_model.checkpoint(QDRANT) == journal.head.position
+    assert backend.count(p.live.memories) == 11
+    m1 = p.read_model.get("m1")
+    assert m1 is not None and m1.superseded_by == "m2"
+    assert p.reconcile().clean
+    p.close()
+
+
+def test_deleted_qdrant_or_sqlite_is_rebuilt_at_start(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    home, journal, backend = parts
+    seed(journal)
+    p = Projections.open(home, journal, backend, encoders)
+    before = snapshot(p)
+    p.close()
+    backend.close()
+    shutil.rmtree(home / "qdrant")
+    backend = EdgeBackend(home / "qdrant")
+    p = Projections.open(home, journal, backend, encoders)
+    assert snapshot(p) == before
+    live = p.live
+    p.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(home / live.sqlite) + suffix).unlink(missing_ok=True)
+    p = Projections.open(home, journal, backend, encoders)
+    assert snapshot(p) == before and p.live.generation == live.generation + 1
+    assert p.reconcile().clean
+    p.close()
+    backend.close()
+
+
+def test_reconcile_reports_and_fixes_vector_drift(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    home, journal, backend = parts
+    seed(journal)
+    p = Projections.open(home, journal, backend, encoders)
+    before = snapshot(p)
+    name = p.live.memories
+    backend.delete(name, [point_id("m5")])  # a missing point
+    backend.set_payload(name, ["m1"], {"t_invalid": None})  # superseded, but says valid
+    stray = VectorPoint(
+        id=point_id("ghost"),
+        dense=[0.1] * encoders.dim,
+        sparse=SparseVector((1,), (1.0,)),
+        payload={"memory_id": "ghost"},
+    )
+    backend.upsert(name, [stray])  # an orphan
+    backend.delete(p.live.entities, [alias_point_id("default", "tokio")])  # a lost spelling
+    drift = p.reconcile()
+    assert not drift.clean
+    assert drift.missing_points == ["m5"]
+    assert drift.stale_payloads == ["m1"]
+    assert drift.orphan_points == [point_id("ghost")]
+    assert drift.entity_drift == [alias_point_id("default", "tokio")]
+    fixed = p.reconcile(fix=True)
+    assert fixed.clean, fixed.as_dict()
+    assert snapshot(p) == before
+    p.close()
+
+
+def test_reconcile_detects_a_corrupted_checkpoint(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    home, journal, backend = parts
+    seed(journal)
+    p = Projections.open(home, journal, backend, encoders)
+    before = snapshot(p)
+    head = journal.head.position
+    # A checkpoint set back makes the access event apply twice: reconcile must notice.
+    p.read_model.set_checkpoint("sqlite", head - 2)
+    p.catch_up()
+    drift = p.reconcile()
+    assert "m3" in drift.sqlite_rows
+    assert p.reconcile(fix=True).clean
+    assert snapshot(p) == before
+    # A checkpoint beyond the journal belongs to another journal: rebuilt at start.
+    p.read_model.set_checkpoint("sqlite", head + 10)
+    generation = p.live.generation
+    p.close()
+    p = Projections.open(home, journal, backend, encoders)
+    assert p.live.generation == generation + 1 and snapshot(p) == before
+    p.close()
+
+
+def test_a_changed_encoder_identity_triggers_a_rebuild(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    home, journal, backend = parts
+    seed(journal)
+    p = Projections.open(home, journal, backend, encoders)
+    old = p.live
+    p.close()
+    other = Encoders(identity=encoders.identity + "+v2", dim=encoders.dim, dense=encoders.dense,
+                     sparse=encoders.sparse, fits=encoders.fits)  # fmt: skip
+    p = Projections.open(home, journal, backend, other)
+    assert p.live.encoders == other.identity and p.live.memories != old.memories
+    assert old.memories not in backend.collections()
+    assert read_pointer(home) == p.live and (home / POINTER).exists()
+    p.close()

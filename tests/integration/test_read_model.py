@@ -1,0 +1,197 @@
+"""The SQLite read model on a real file: event semantics, checkpoints, rebuild equality."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from journal import (
+    Access,
+    EntityAliasAdded,
+    EntityCreated,
+    Event,
+    Journal,
+    MemoriesAccessed,
+    MemoriesForgotten,
+    MemoriesValidated,
+    MemoryBody,
+    MemoryStored,
+    MemorySuperseded,
+)
+from projections.sqlite import ReadModel
+from tests.strategies import T0, times
+
+# Small pools of ids, so that random events hit the same memories and entities.
+memory_ids = st.sampled_from([f"m{i}" for i in range(6)])
+entity_ids = st.sampled_from([f"e{i}" for i in range(4)])
+interacting: st.SearchStrategy[Event] = st.one_of(
+    st.builds(
+        MemoryStored,
+        memory_id=memory_ids,
+        namespace=st.sampled_from(["a", "b"]),
+        memory_type=st.sampled_from(["episodic", "semantic", "procedural"]),
+        t_valid=times,
+        entity_ids=st.lists(entity_ids, max_size=3).map(tuple),
+        body=st.builds(MemoryBody, content=st.text(max_size=30), steps=st.just(("x", "y"))),
+    ),
+    st.builds(MemorySuperseded, memory_id=memory_ids, namespace=st.just("a"), t_invalid=times),
+    st.builds(
+        MemoriesForgotten,
+        memory_ids=st.lists(memory_ids, min_size=1, max_size=2).map(tuple),
+        namespace=st.just("a"),
+        dropped_entity_ids=st.lists(entity_ids, max_size=1).map(tuple),
+    ),
+    st.builds(MemoriesValidated, memory_ids=st.lists(memory_ids, min_size=1).map(tuple), at=times),
+    st.builds(
+        MemoriesAccessed,
+        accesses=st.lists(
+            st.builds(Access, memory_id=memory_ids, last_at=times, count=st.integers(1, 5)),
+            min_size=1,
+            max_size=3,
+        ).map(tuple),
+    ),
+    st.builds(
+        EntityCreated,
+        entity_id=entity_ids,
+        namespace=st.just("a"),
+        name=st.sampled_from(["Tokio", "tokio runtime", "Postgres"]),
+        normalized=st.sampled_from(["tokio", "tokio runtime", "postgres"]),
+    ),
+    st.builds(
+        EntityAliasAdded,
+        entity_id=entity_ids,
+        namespace=st.just("a"),
+        alias=st.just("PG"),
+        normalized=st.sampled_from(["pg", "postgresql"]),
+        match=st.just("fuzzy"),
+        score=st.floats(0.8, 1.0),
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    commands=st.lists(st.lists(interacting, min_size=1, max_size=3), min_size=1, max_size=25),
+    cuts=st.lists(st.integers(1, 6), min_size=1, max_size=10),
+)
+def test_incremental_application_with_restarts_equals_a_rebuild(
+    commands: list[list[Event]], cuts: list[int]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        with Journal.open(root / "journal") as journal:
+            journal.append_batch(commands)
+            records = list(journal.read())
+        # Incremental: chunks of random sizes, the model closed and reopened between.
+        position, i = 0, 0
+        while position < len(records):
+            size = cuts[i % len(cuts)]
+            i += 1
+            model = ReadModel.open(root / "incremental.sqlite")
+            chunk = records[position : position + size]
+            # Re-offering already applied records must change nothing.
+            model.apply(records[max(0, position - 2) : position + size])
+            assert model.checkpoint() == chunk[-1].position
+            model.close()
+            position += size
+        incremental = ReadModel.open(root / "incremental.sqlite")
+        rebuilt = ReadModel.open(root / "rebuilt.sqlite")
+        rebuilt.apply(records)
+        assert incremental.dump() == rebuilt.dump()
+        incremental.close()
+        rebuilt.close()
+
+
+def stored(mid: str, **kw: object) -> MemoryStored:
+    return MemoryStored(
+        memory_id=mid,
+        namespace="acme",
+        memory_type="semantic",
+        t_valid=T0,
+        entity_ids=("e1",),
+        body=MemoryBody(subject="api", predicate="uses", object="tokio 1.36"),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_event_semantics(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as journal:
+        journal.append(
+            [EntityCreated(entity_id="e1", namespace="acme", name="Tokio", normalized="tokio")]
+        )
+        journal.append([stored("m1"), stored("m2")])
+        journal.append(
+            [
+                MemorySuperseded(
+                    memory_id="m1",
+                    namespace="acme",
+                    t_invalid=T0 + timedelta(days=1),
+                    superseded_by="m2",
+                )
+            ]
+        )
+        journal.append([MemoriesValidated(memory_ids=("m2",), at=T0 + timedelta(days=3))])
+        journal.append([MemoriesValidated(memory_ids=("m2",), at=T0 + timedelta(days=2))])
+        journal.append(
+            [
+                MemoriesAccessed(
+                    accesses=(Access("m2", T0 + timedelta(days=4), 2), Access("m2", T0, 1))
+                )
+            ]
+        )
+        journal.append([MemoriesForgotten(memory_ids=("m1",), namespace="acme")])
+        records = list(journal.read())
+    model = ReadModel.open(tmp_path / "rm.sqlite")
+    assert model.apply(records) == 7
+    assert model.apply(records) == 0, "applied records are never applied twice"
+    assert model.get("m1") is None
+    m2 = model.get("m2")
+    assert m2 is not None
+    assert m2.subject == "api" and m2.object == "tokio 1.36" and m2.entity_ids == ("e1",)
+    assert m2.t_invalid is None and m2.access_count == 3
+    assert m2.last_validated == (T0 + timedelta(days=3)).timestamp()
+    assert m2.last_accessed == (T0 + timedelta(days=4)).timestamp()
+    assert model.checkpoint() == 7
+    # m1 was superseded before it was forgotten; an earlier snapshot shows it.
+    early = ReadModel.open(tmp_path / "early.sqlite")
+    early.apply(records[:3])
+    m1 = early.get("m1")
+    assert m1 is not None and m1.superseded_by == "m2" and m1.t_invalid is not None
+    early.close()
+    model.close()
+
+
+def test_two_connections_catching_up_at_once_apply_each_record_once(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as journal:
+        journal.append([stored("m1")])
+        journal.append_batch(
+            [[MemoriesAccessed(accesses=(Access("m1", T0, 1),))] for _ in range(200)]
+        )
+        records = list(journal.read())
+    ReadModel.open(tmp_path / "rm.sqlite").close()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            model = ReadModel.open(tmp_path / "rm.sqlite")
+            for i in range(0, len(records), 7):
+                model.apply(records[: i + 7])
+            model.close()
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    model = ReadModel.open(tmp_path / "rm.sqlite")
+    m1 = model.get("m1")
+    assert m1 is not None and m1.access_count == 200
+    model.close()
