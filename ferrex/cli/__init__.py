@@ -7,6 +7,7 @@ drift.
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -42,10 +43,15 @@ class _Group(click.Group):
     help="Configuration file. Default: ferrex.toml in the data directory.",
 )
 @click.option("--qdrant-url", help="Use an external Qdrant server at this URL.")
+@click.option("-v", "--verbose", is_flag=True, help="Log progress details on stderr.")
 @click.version_option(package_name="ferrex")
 @click.pass_context
 def cli(
-    ctx: click.Context, home: str | None, config_file: str | None, qdrant_url: str | None
+    ctx: click.Context,
+    home: str | None,
+    config_file: str | None,
+    qdrant_url: str | None,
+    verbose: bool,
 ) -> None:
     """ferrex: a local-first memory server for AI agents.
 
@@ -53,6 +59,7 @@ def cli(
     """
     from pathlib import Path
 
+    _log_to_stderr(logging.INFO if verbose else logging.WARNING)
     app = App(
         home=resolve_home(home),
         config_file=Path(config_file) if config_file else None,
@@ -60,6 +67,27 @@ def cli(
     )
     ctx.obj = app
     ctx.call_on_close(app.close)
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is at the time (click's test runner swaps it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # logging must never take a command down
+            self.handleError(record)
+
+
+def _log_to_stderr(level: int) -> None:
+    """Our loggers (ferrex.*, journal) go to stderr only: stdout carries results."""
+    for name in ("ferrex", "journal"):
+        logger = logging.getLogger(name)
+        logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)]
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("ferrex: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(level)
 
 
 def _register() -> None:
