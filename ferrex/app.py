@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ferrex.config import Config
 from ferrex.embedding import Embedder
 from ferrex.errors import BackendUnavailable, UsageError, from_journal_error
 from ferrex.sparse import Bm25Encoder
@@ -52,9 +53,7 @@ class App:
     """Everything a command can use, opened on first use and closed by :meth:`close`."""
 
     home: Path
-    config_file: Path | None = None
-    qdrant_url: str | None = None
-    embedding_model: str | None = None
+    config: Config
     _journal: Journal | None = field(default=None, repr=False)
     _embedder: Embedder | None = field(default=None, repr=False)
     _backend: VectorBackend | None = field(default=None, repr=False)
@@ -67,14 +66,16 @@ class App:
     def journal(self) -> Journal:
         if self._journal is None:
             try:
-                self._journal = Journal.open(self.journal_dir)
+                self._journal = Journal.open(
+                    self.journal_dir, segment_bytes=self.config["journal.segment_bytes"]
+                )
             except JournalError as exc:
                 raise from_journal_error(exc) from exc
         return self._journal
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = Embedder.from_env(self.home, self.embedding_model)
+            self._embedder = Embedder.from_env(self.home, self.config["models.dense"])
         return self._embedder
 
     def encoders(self) -> Encoders:
@@ -83,10 +84,11 @@ class App:
     def backend(self) -> VectorBackend:
         if self._backend is None:
             try:
-                if self.qdrant_url:
+                url = self.config["qdrant.url"]
+                if url:
                     from projections.qdrant_server import ClientBackend
 
-                    self._backend = ClientBackend(url=self.qdrant_url)
+                    self._backend = ClientBackend(url=url)
                 else:
                     from projections.qdrant_edge import EdgeBackend
 
@@ -108,9 +110,20 @@ class App:
                 raise BackendUnavailable(str(exc)) from exc
         return self._projections
 
-    def replay(self, progress: Progress | None = None) -> Projections:
-        """Rebuild the projections from the journal into a new generation, switch to it."""
-        if self._projections is not None:
+    def replay(
+        self, progress: Progress | None = None, *, embedder: Embedder | None = None
+    ) -> Projections:
+        """Rebuild the projections from the journal into a new generation, switch to it.
+
+        With ``embedder`` (a re-embed), the new generation uses that model; the old one
+        keeps serving until the switch.
+        """
+        if embedder is not None:
+            self.close_projections()
+            if self._embedder is not None:
+                self._embedder.close()
+            self._embedder = embedder
+        elif self._projections is not None:
             self._projections.rebuild(progress)
             return self._projections
         try:
@@ -123,10 +136,13 @@ class App:
             raise BackendUnavailable(str(exc)) from exc
         return self._projections
 
-    def close(self) -> None:
+    def close_projections(self) -> None:
         if self._projections is not None:
             self._projections.close()
             self._projections = None
+
+    def close(self) -> None:
+        self.close_projections()
         if self._backend is not None:
             self._backend.close()
             self._backend = None

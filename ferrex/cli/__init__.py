@@ -13,6 +13,7 @@ import sys
 import click
 
 from ferrex.app import App, resolve_home
+from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
 
 
@@ -60,11 +61,13 @@ def cli(
     from pathlib import Path
 
     _log_to_stderr(logging.INFO if verbose else logging.WARNING)
-    app = App(
-        home=resolve_home(home),
-        config_file=Path(config_file) if config_file else None,
-        qdrant_url=qdrant_url,
+    resolved = resolve_home(home)
+    config = load_config(
+        resolved,
+        Path(config_file) if config_file else None,
+        flags={"qdrant.url": qdrant_url},
     )
+    app = App(home=resolved, config=config)
     ctx.obj = app
     ctx.call_on_close(app.close)
 
@@ -91,6 +94,7 @@ def _log_to_stderr(level: int) -> None:
 
 
 def _register() -> None:
+    from ferrex.cli import config as config_cmds
     from ferrex.cli import doctor
     from ferrex.cli import journal as journal_cmds
     from ferrex.cli import projections as projection_cmds
@@ -101,6 +105,8 @@ def _register() -> None:
     cli.add_command(projection_cmds.reconcile)
     cli.add_command(projection_cmds.optimize)
     cli.add_command(projection_cmds.audit)
+    cli.add_command(projection_cmds.reembed)
+    cli.add_command(config_cmds.config_group)
 
 
 _register()

@@ -56,9 +56,9 @@ def doctor(app: App, as_json: bool) -> None:
             "switch": DOWNLOAD_ENV,
             "fastembed_cache": str(models_dir(app.home) / "fastembed"),
         },
-        "dense": _dense(app.home, allow_download, failures),
+        "dense": _dense(app, allow_download, failures),
         "sparse": _sparse(),
-        "reranker": _reranker(app.home, allow_download, failures),
+        "reranker": _reranker(app, allow_download, failures),
         "embedding_cache": _cache(app.home),
     }
     report["ok"] = not failures
@@ -71,21 +71,23 @@ def doctor(app: App, as_json: bool) -> None:
 
 
 def _qdrant(app: App) -> dict[str, Any]:
-    if app.qdrant_url:
-        return {"mode": "qdrant-client (external server)", "url": app.qdrant_url, "path": None}
+    url = app.config["qdrant.url"]
+    if url:
+        return {"mode": "qdrant-client (external server)", "url": url, "path": None}
     return {"mode": "embedded (Qdrant Edge)", "url": None, "path": str(app.home / "qdrant")}
 
 
-def _dense(home: Path, allow_download: bool, failures: list[FerrexError]) -> dict[str, Any]:
-    section: dict[str, Any] = {"setting_from": MODEL_ENV}
+def _dense(app: App, allow_download: bool, failures: list[FerrexError]) -> dict[str, Any]:
+    home = app.home
+    section: dict[str, Any] = {"setting_from": f"models.dense in ferrex.toml, or {MODEL_ENV}"}
     try:
-        choice = choose_embedding_model(None, os.environ)
+        choice = choose_embedding_model(app.config["models.dense"], {})
     except FerrexError as exc:
         failures.append(exc)
         return {**section, "status": "invalid", "error": exc.message, "hint": exc.hint}
     section.update(
         configured=choice.setting,
-        origin=choice.origin,
+        origin=app.config.origin("models.dense"),
         kind=choice.kind,
         model=choice.model_name,
     )
@@ -127,14 +129,19 @@ def _sparse() -> dict[str, Any]:
     }
 
 
-def _reranker(home: Path, allow_download: bool, failures: list[FerrexError]) -> dict[str, Any]:
-    section: dict[str, Any] = {"setting_from": RERANKER_ENV}
+def _reranker(app: App, allow_download: bool, failures: list[FerrexError]) -> dict[str, Any]:
+    home = app.home
+    section: dict[str, Any] = {"setting_from": f"models.reranker in ferrex.toml, or {RERANKER_ENV}"}
     try:
-        choice = choose_reranker(None, os.environ)
+        choice = choose_reranker(app.config["models.reranker"], {})
     except FerrexError as exc:
         failures.append(exc)
         return {**section, "status": "invalid", "error": exc.message, "hint": exc.hint}
-    section.update(configured=choice.setting, origin=choice.origin, model=choice.model_name)
+    section.update(
+        configured=choice.setting,
+        origin=app.config.origin("models.reranker"),
+        model=choice.model_name,
+    )
     stage = load_reranker(choice, home, allow_download=allow_download)
     section["status"] = stage.status
     if stage.state == "unavailable":

@@ -12,6 +12,8 @@ import click
 
 from ferrex.app import App
 from ferrex.cli.progress import progress
+from ferrex.config import set_in_file
+from ferrex.embedding import Embedder
 
 DRIFT_EXIT = 6
 
@@ -82,6 +84,51 @@ def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
         click.echo("no drift" if drift.clean else "DRIFT found (run with --fix to repair)")
     if not drift.clean:
         raise click.exceptions.Exit(DRIFT_EXIT)
+
+
+@click.command()
+@click.option(
+    "--model",
+    required=True,
+    help="The dense model to move to: small, mid, best, or a model directory.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def reembed(app: App, model: str, as_json: bool) -> None:
+    """Re-embed every memory with another dense model, then switch to it.
+
+    The new vectors are built by a replay into a new generation while the current one keeps
+    answering; when it is complete, ferrex switches over, drops the old one, and records the
+    model in ferrex.toml so that later runs use it. Only new texts are embedded: vectors of
+    the new model already in the cache are reused.
+    """
+    embedder = Embedder.from_env(app.home, model)
+    embedder.model()  # fail now, before anything changes, if the model is unavailable
+    started = time.perf_counter()
+    with progress("re-embedding") as update:
+        projections = app.replay(progress=update, embedder=embedder)
+    set_in_file(app.config.file, "models.dense", model)
+    if app.config.origin("models.dense").startswith("env"):
+        click.echo(
+            f"note: {app.config.origin('models.dense')} is set and overrides ferrex.toml; "
+            f"change or unset it to keep using {model}",
+            err=True,
+        )
+    live = projections.live
+    doc = {
+        "model": embedder.identity.key,
+        "generation": live.generation,
+        "records": projections.read_model.checkpoint(),
+        "seconds": round(time.perf_counter() - started, 3),
+        "config": str(app.config.file),
+    }
+    if as_json:
+        click.echo(json.dumps(doc))
+    else:
+        click.echo(
+            f"re-embedded with {embedder.identity.name} ({embedder.identity.dim} dims) into "
+            f"generation {live.generation} in {doc['seconds']} s; recorded in {doc['config']}"
+        )
 
 
 @click.group()

@@ -20,7 +20,10 @@ from tests.strategies import T0
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("cli-home")
+    return seeded(tmp_path_factory.mktemp("cli-home"))
+
+
+def seeded(home: Path) -> Path:
     with Journal.open(home / "journal") as journal:
         journal.append(
             [EntityCreated(entity_id="e1", namespace="default", name="Tokio", normalized="tokio")]
@@ -117,3 +120,33 @@ def test_as_a_subprocess_with_help(home: Path) -> None:
     for command in ("replay", "reconcile", "optimize"):
         done = subprocess.run([exe, command, "--help"], capture_output=True, text=True, check=False)
         assert done.returncode == 0 and "Usage" in done.stdout
+
+
+def test_reembed_switches_model_and_records_it(tmp_path: Path) -> None:
+    home = seeded(tmp_path / "home")
+    code, out, _ = run(home, "replay", "--json")
+    assert code == 0
+    before = read_pointer(home)
+    assert before is not None
+    # A second model: the same weights from another directory have another identity.
+    other = tmp_path / "other-minilm"
+    shutil.copytree(home / "models" / "all-MiniLM-L6-v2-int8", other)
+
+    code, _, err = run(home, "reembed", "--model", "mid")  # not downloadable here
+    assert code == 4 and "bge-small" in err
+    assert read_pointer(home) == before, "a failed re-embed changes nothing"
+
+    code, out, _ = run(home, "reembed", "--model", str(other), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["records"] == 22 and "other-minilm" in doc["model"]
+    after = read_pointer(home)
+    assert after is not None and after.generation == before.generation + 1
+    assert "other-minilm" in after.encoders and after.memories != before.memories
+    assert str(other) in (home / "ferrex.toml").read_text()
+    code, out, _ = run(home, "config", "show", "--json")
+    settings = {row["key"]: row for row in json.loads(out)["settings"]}
+    assert settings["models.dense"]["value"] == str(other)
+    assert settings["models.dense"]["origin"].endswith("ferrex.toml")
+    # The next command starts on the new model without rebuilding anything.
+    code, out, _ = run(home, "reconcile", "--json")
+    assert code == 0 and json.loads(out)["clean"] and read_pointer(home) == after

@@ -30,7 +30,7 @@ from journal import (
 from projections.qdrant_edge import EdgeBackend
 from projections.replay import POINTER, QDRANT, Projections, read_pointer
 from projections.vector_sink import Encoders, alias_point_id, point_id
-from projections.vectors import SparseVector, VectorPoint
+from projections.vectors import SparseVector, VectorFilter, VectorPoint
 from tests.integration.test_read_model import interacting
 from tests.strategies import T0
 
@@ -264,4 +264,29 @@ def test_a_changed_encoder_identity_triggers_a_rebuild(
     assert p.live.encoders == other.identity and p.live.memories != old.memories
     assert old.memories not in backend.collections()
     assert read_pointer(home) == p.live and (home / POINTER).exists()
+    p.close()
+
+
+def test_the_old_generation_answers_while_a_rebuild_runs(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    home, journal, backend = parts
+    seed(journal)
+    p = Projections.open(home, journal, backend, encoders)
+    old = p.live
+    query = list(encoders.dense(["which worker was restarted for INC-9007"])[0])
+    sparse = encoders.sparse("INC-9007")
+    answers: list[list[str]] = []
+
+    def during(done: int, total: int) -> None:
+        flt = VectorFilter(namespace="default")
+        hits = backend.query_hybrid(
+            old.memories, query, SparseVector(sparse.indices, sparse.values), flt, 30, 3
+        )
+        answers.append([h.payload["memory_id"] for h in hits])
+        assert p.read_model.get("m7") is not None  # the old read model still serves
+
+    p.rebuild(progress=during)
+    assert answers and all(a[0] == "m7" for a in answers)
+    assert old.memories not in backend.collections()
     p.close()

@@ -1,0 +1,42 @@
+"""``ferrex config show``: the effective configuration and where each value came from."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ferrex.app import App
+from ferrex.config import KEYS
+
+
+@click.group("config")
+def config_group() -> None:
+    """Inspect the configuration (ferrex.toml, environment, flags)."""
+
+
+@config_group.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def show(app: App, as_json: bool) -> None:
+    """Print every setting, its value and its origin (default, file, env VAR or flag).
+
+    Precedence, highest first: flags, environment variables, the file, defaults.
+    """
+    helps = {key.name: key for key in KEYS}
+    rows = [
+        {
+            "key": name,
+            "value": setting.value,
+            "origin": setting.origin,
+            "env": helps[name].env,
+            "help": helps[name].help,
+        }
+        for name, setting in app.config.items()
+    ]
+    if as_json:
+        click.echo(json.dumps({"file": str(app.config.file), "settings": rows}))
+        return
+    click.echo(f"file: {app.config.file}{'' if app.config.file.exists() else ' (absent)'}")
+    for row in rows:
+        click.echo(f"{row['key']} = {json.dumps(row['value'])}    # {row['origin']}")

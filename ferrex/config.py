@@ -1,0 +1,170 @@
+"""Configuration: ``ferrex.toml``, environment variables and flags, in that rising precedence.
+
+Every key is declared once in :data:`KEYS` with its type, default and environment variable.
+The result records where each value came from (``default``, the file, ``env VAR`` or
+``flag``) so that ``ferrex config show`` can say it. Unknown keys and values of the wrong
+type are errors that name the key; nothing is silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ferrex.errors import UsageError
+
+CONFIG_NAME = "ferrex.toml"
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str  # dotted: "models.dense" is [models] dense = ...
+    type: type
+    default: Any
+    env: str | None
+    help: str
+
+
+KEYS: tuple[Key, ...] = (
+    Key("models.dense", str, "small", "FERREX_EMBEDDING_MODEL",
+        "dense embedding model: small, mid, best, or a model directory"),
+    Key("models.reranker", str, "none", "FERREX_RERANKER",
+        "cross-encoder reranker: none, bge-reranker-base, ms-marco-MiniLM, or a directory"),
+    Key("qdrant.url", str, None, "FERREX_QDRANT_URL",
+        "an external Qdrant server; unset: the embedded Qdrant Edge"),
+    Key("journal.segment_bytes", int, 64 * 1024 * 1024, None,
+        "size at which the active journal segment is sealed and a new one started"),
+)  # fmt: skip
+_BY_NAME = {key.name: key for key in KEYS}
+
+
+@dataclass(frozen=True)
+class Setting:
+    value: Any
+    origin: str
+
+
+class Config:
+    """The effective configuration: every declared key, its value and its origin."""
+
+    def __init__(self, settings: Mapping[str, Setting], file: Path) -> None:
+        self._settings = dict(settings)
+        self.file = file
+
+    def __getitem__(self, name: str) -> Any:
+        return self._settings[name].value
+
+    def origin(self, name: str) -> str:
+        return self._settings[name].origin
+
+    def items(self) -> list[tuple[str, Setting]]:
+        return sorted(self._settings.items())
+
+
+def load(
+    home: Path,
+    config_file: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, Any] | None = None,
+) -> Config:
+    """Defaults, then the file (``--config`` or ``<home>/ferrex.toml``), then env, then flags."""
+    environ = os.environ if env is None else env
+    file = config_file if config_file is not None else home / CONFIG_NAME
+    settings = {key.name: Setting(key.default, "default") for key in KEYS}
+    if config_file is not None and not file.is_file():
+        raise UsageError(f"config file {file} does not exist", hint="check --config")
+    if file.is_file():
+        for name, value in _flatten(_read_toml(file)).items():
+            settings[name] = Setting(_check(name, value, str(file)), str(file))
+    for key in KEYS:
+        if key.env and environ.get(key.env, "").strip():
+            raw = environ[key.env].strip()
+            settings[key.name] = Setting(_from_text(key, raw, f"env {key.env}"), f"env {key.env}")
+    for name, value in (flags or {}).items():
+        if value is not None:
+            settings[name] = Setting(_check(name, value, "flag"), "flag")
+    return Config(settings, file)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path} is not valid TOML: {exc}", hint="fix or remove the file") from exc
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in table.items():
+        dotted = f"{prefix}{name}"
+        if isinstance(value, dict) and dotted not in _BY_NAME:
+            out.update(_flatten(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out
+
+
+def _check(name: str, value: Any, where: str) -> Any:
+    key = _BY_NAME.get(name)
+    if key is None:
+        raise UsageError(
+            f"unknown configuration key {name!r} in {where}",
+            hint=f"known keys: {', '.join(sorted(_BY_NAME))}",
+        )
+    # A bool is an int to Python, never to us.
+    if not isinstance(value, key.type) or (key.type is int and isinstance(value, bool)):
+        raise UsageError(
+            f"configuration key {name!r} in {where} must be {key.type.__name__}, "
+            f"got {type(value).__name__} {value!r}",
+            hint=key.help,
+        )
+    return value
+
+
+def _from_text(key: Key, raw: str, where: str) -> Any:
+    if key.type is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise UsageError(f"{where} must be an integer, got {raw!r}", hint=key.help) from None
+    return raw
+
+
+def set_in_file(file: Path, name: str, value: str) -> None:
+    """Write one string key into a ferrex.toml, keeping every other line as it is."""
+    _check(name, value, "the new value")
+    table, leaf = name.rsplit(".", 1)
+    lines = file.read_text(encoding="utf-8").splitlines() if file.exists() else []
+    rendered = f"{leaf} = {_toml_string(value)}"
+    current: str | None = None
+    header_at: int | None = None
+    for i, line in enumerate(lines):
+        header = re.fullmatch(r"\s*\[([^\[\]]+)\]\s*(#.*)?", line)
+        if header:
+            current = header.group(1).strip()
+            if current == table:
+                header_at = i
+            continue
+        if current == table and re.match(rf"\s*{re.escape(leaf)}\s*=", line):
+            lines[i] = rendered
+            break
+    else:
+        if header_at is None:
+            lines += (["", f"[{table}]"] if lines else [f"[{table}]"]) + [rendered]
+        else:
+            lines.insert(header_at + 1, rendered)
+    tmp = file.with_name(file.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(tmp, file)
+    _read_toml(file)  # what we wrote must still parse
+
+
+def _toml_string(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'

@@ -1,0 +1,61 @@
+"""Configuration: precedence, validation that names the key, and in-place edits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ferrex.config import KEYS, _from_text, load, set_in_file
+from ferrex.errors import UsageError
+
+
+def test_precedence_flags_over_env_over_file_over_defaults(tmp_path: Path) -> None:
+    (tmp_path / "ferrex.toml").write_text('[models]\ndense = "mid"\nreranker = "ms-marco-MiniLM"\n')
+    config = load(tmp_path, env={"FERREX_RERANKER": "none", "FERREX_QDRANT_URL": "http://x:6333"},
+                  flags={"qdrant.url": "http://flag:6333"})  # fmt: skip
+    assert config["models.dense"] == "mid" and config.origin("models.dense").endswith("ferrex.toml")
+    assert config["models.reranker"] == "none"
+    assert config.origin("models.reranker") == "env FERREX_RERANKER"
+    assert config["qdrant.url"] == "http://flag:6333" and config.origin("qdrant.url") == "flag"
+    assert config["journal.segment_bytes"] == 64 * 1024 * 1024
+    assert config.origin("journal.segment_bytes") == "default"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[models]\ndense = 3\n", "'models.dense'.*must be str"),
+        ("[journal]\nsegment_bytes = true\n", "'journal.segment_bytes'.*must be int"),
+        ('[modles]\ndense = "small"\n', "unknown configuration key 'modles.dense'"),
+        ("[models\n", "not valid TOML"),
+    ],
+)
+def test_bad_files_are_errors_that_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "ferrex.toml").write_text(text)
+    with pytest.raises(UsageError, match=message):
+        load(tmp_path, env={})
+
+
+def test_bad_env_and_missing_config_file(tmp_path: Path) -> None:
+    # No integer key has an environment variable yet; the parsing is checked directly.
+    key = next(k for k in KEYS if k.name == "journal.segment_bytes")
+    with pytest.raises(UsageError, match="env X must be an integer"):
+        _from_text(key, "lots", "env X")
+    with pytest.raises(UsageError, match="does not exist"):
+        load(tmp_path, tmp_path / "nope.toml", env={})
+
+
+def test_set_in_file_keeps_everything_else(tmp_path: Path) -> None:
+    file = tmp_path / "ferrex.toml"
+    set_in_file(file, "models.dense", "small")
+    assert load(tmp_path, env={})["models.dense"] == "small"
+    file.write_text('# my settings\n[models]\n# which model\ndense = "small"\n\n[qdrant]\n')
+    set_in_file(file, "models.dense", "/opt/models/my model")
+    text = file.read_text()
+    assert "# my settings" in text and "# which model" in text
+    assert load(tmp_path, env={})["models.dense"] == "/opt/models/my model"
+    set_in_file(file, "qdrant.url", 'http://h:6333/"x"')
+    assert load(tmp_path, env={})["qdrant.url"] == 'http://h:6333/"x"'
+    with pytest.raises(UsageError, match="unknown configuration key"):
+        set_in_file(file, "models.colour", "blue")
