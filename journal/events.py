@@ -25,7 +25,7 @@ UtcTime = Annotated[datetime, msgspec.Meta(tz=True)]
 
 MemoryType = Literal["episodic", "semantic", "procedural"]
 Visibility = Literal["private", "shared"]
-SupersedeReason = Literal["explicit", "conflict"]
+SupersedeReason = Literal["explicit", "conflict", "version"]
 ForgetReason = Literal["request", "eviction", "cascade", "import"]
 ValidationSource = Literal["agent", "citation", "supersede", "duplicate", "operator"]
 AliasMatch = Literal["exact", "normalized", "fuzzy", "embedding", "operator"]

@@ -115,7 +115,8 @@ class Journal:
         self.segment_bytes = segment_bytes
         self._clock = clock
         self._tail: _Tail | None = None
-        self._thread_lock = threading.Lock()
+        self._thread_lock = threading.RLock()
+        self._lock_depth = 0
         self._lock_fd: int | None = None
         self._fd: int | None = None
         self._fd_path: Path | None = None
@@ -149,7 +150,7 @@ class Journal:
         journal = cls(path, segment_bytes=segment_bytes, clock=clock)
         try:
             journal._lock_fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-            with journal._locked():
+            with journal._thread_lock, journal._locked():
                 journal._gaps = load_gaps(path)
                 journal._advance(from_start=True)
         except BaseException:
@@ -186,13 +187,29 @@ class Journal:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        """The OS lock, taken once however deeply nested (callers hold ``_thread_lock``)."""
         if self._lock_fd is None:
             raise JournalError("the journal is closed")
-        fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        if self._lock_depth == 0:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+        self._lock_depth += 1
         try:
             yield
         finally:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            self._lock_depth -= 1
+            if self._lock_depth == 0:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    @contextmanager
+    def exclusive(self) -> Iterator[Head]:
+        """Hold the writer lock across a read-decide-append sequence.
+
+        Inside, no other process or thread can append, so a decision taken on the head
+        yielded here is still true when its record is appended. Appends inside nest.
+        """
+        with self._thread_lock, self._locked():
+            self._advance(from_start=False)
+            yield self.head
 
     def _advance(self, *, from_start: bool) -> None:
         """Walk forward from the known tail (or position 1), checking every frame and link.

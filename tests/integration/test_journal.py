@@ -139,3 +139,25 @@ def test_empty_journal(tmp_path: Path) -> None:
     with Journal.open(tmp_path / "j") as journal:
         assert journal.head.position == 0 and list(journal.read()) == []
     assert verify(tmp_path / "j").ok
+
+
+def test_exclusive_holds_other_writers_off_until_released(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as one, Journal.open(tmp_path / "j") as two:
+        one.append([stored(1)])
+        appended = threading.Event()
+
+        def other() -> None:
+            two.append([stored(99)])
+            appended.set()
+
+        with one.exclusive() as head:
+            assert head.position == 1
+            thread = threading.Thread(target=other)
+            thread.start()
+            assert not appended.wait(0.5), "another writer appended inside exclusive()"
+            record = one.append([stored(2)])  # nested append: the lock is re-entrant
+            assert record.position == 2
+        assert appended.wait(10)
+        thread.join()
+        assert [r.position for r in one.read()] == [1, 2, 3]
+        assert verify(tmp_path / "j").ok
