@@ -14,6 +14,7 @@ from ferrex.config import Config
 from ferrex.embedding import Embedder
 from ferrex.errors import BackendUnavailable, UsageError, from_journal_error
 from ferrex.sparse import Bm25Encoder
+from ferrex.store import StoreSettings, Writer
 from journal import Journal, JournalError
 from projections.replay import Progress, Projections
 from projections.sqlite import ReadModelError
@@ -58,6 +59,7 @@ class App:
     _embedder: Embedder | None = field(default=None, repr=False)
     _backend: VectorBackend | None = field(default=None, repr=False)
     _projections: Projections | None = field(default=None, repr=False)
+    _writer: Writer | None = field(default=None, repr=False)
 
     @property
     def journal_dir(self) -> Path:
@@ -110,6 +112,23 @@ class App:
                 raise BackendUnavailable(str(exc)) from exc
         return self._projections
 
+    def writer(self) -> Writer:
+        """The command side: store, forget, validate."""
+        if self._writer is None:
+            c = self.config
+            settings = StoreSettings(
+                default_namespace=c["store.default_namespace"],
+                agent_id=c["store.agent_id"],
+                dedup_threshold=c["store.dedup_threshold"],
+                conflict_duplicate=c["store.conflict_duplicate"],
+                conflict_different=c["store.conflict_different"],
+                entity_fuzzy=c["store.entity_fuzzy"],
+                entity_embedding=c["store.entity_embedding"],
+                predicate_fuzzy=c["store.predicate_fuzzy"],
+            )
+            self._writer = Writer(self.journal(), self.projections(), self.embedder(), settings)
+        return self._writer
+
     def replay(
         self, progress: Progress | None = None, *, embedder: Embedder | None = None
     ) -> Projections:
@@ -137,6 +156,7 @@ class App:
         return self._projections
 
     def close_projections(self) -> None:
+        self._writer = None
         if self._projections is not None:
             self._projections.close()
             self._projections = None

@@ -39,6 +39,22 @@ KEYS: tuple[Key, ...] = (
         "an external Qdrant server; unset: the embedded Qdrant Edge"),
     Key("journal.segment_bytes", int, 64 * 1024 * 1024, None,
         "size at which the active journal segment is sealed and a new one started"),
+    Key("store.default_namespace", str, "default", "FERREX_NAMESPACE",
+        "namespace used when a store or recall names none"),
+    Key("store.agent_id", str, None, "FERREX_AGENT_ID",
+        "agent id stamped on stored memories (their visibility defaults to private)"),
+    Key("store.dedup_threshold", float, 0.95, None,
+        "cosine similarity at or above which a new memory is refused as a duplicate"),
+    Key("store.conflict_duplicate", float, 0.95, None,
+        "object similarity at or above which a fact repeats the active one"),
+    Key("store.conflict_different", float, 0.80, None,
+        "object similarity below which a fact replaces the active one"),
+    Key("store.entity_fuzzy", float, 0.85, None,
+        "Jaro-Winkler similarity above which an entity name matches a known one"),
+    Key("store.entity_embedding", float, 0.92, None,
+        "name-embedding cosine above which an entity name matches a known one"),
+    Key("store.predicate_fuzzy", float, 0.85, None,
+        "Jaro-Winkler similarity above which a predicate matches a known one"),
 )  # fmt: skip
 _BY_NAME = {key.name: key for key in KEYS}
 
@@ -117,8 +133,10 @@ def _check(name: str, value: Any, where: str) -> Any:
             f"unknown configuration key {name!r} in {where}",
             hint=f"known keys: {', '.join(sorted(_BY_NAME))}",
         )
+    if key.type is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
     # A bool is an int to Python, never to us.
-    if not isinstance(value, key.type) or (key.type is int and isinstance(value, bool)):
+    if not isinstance(value, key.type) or (key.type is not bool and isinstance(value, bool)):
         raise UsageError(
             f"configuration key {name!r} in {where} must be {key.type.__name__}, "
             f"got {type(value).__name__} {value!r}",

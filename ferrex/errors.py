@@ -4,13 +4,19 @@
     ├── UsageError              bad input from a person or an agent (exit 2)
     ├── JournalFailure          the journal refused: damage, lock, I/O (exit 3)
     ├── ModelUnavailable        a configured model cannot be loaded (exit 4)
-    └── BackendUnavailable      a store (Qdrant, SQLite) cannot be reached (exit 5)
+    ├── BackendUnavailable      a store (Qdrant, SQLite) cannot be reached (exit 5)
+    └── Refused                 a store the memory rules refuse (exit 7):
+                                ``duplicate``, ``conflict_ambiguous``, ``not_found``
+
+Errors may carry ``details``: the ids involved and scores, for agents and ``--json``.
 
 Errors from the ``journal`` package (which imports nothing of ours) are translated into
 ``JournalFailure`` once, at the edge, by :func:`from_journal_error`.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from journal.errors import JournalError
 
@@ -21,12 +27,23 @@ class FerrexError(Exception):
     code = "error"
     exit_code = 1
 
-    def __init__(self, message: str, *, hint: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.details = details or {}
         if code is not None:
             self.code = code
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "hint": self.hint, **self.details}
 
     def __str__(self) -> str:
         return self.message if self.hint is None else f"{self.message} (hint: {self.hint})"
@@ -50,6 +67,13 @@ class ModelUnavailable(FerrexError):
 class BackendUnavailable(FerrexError):
     code = "backend_unavailable"
     exit_code = 5
+
+
+class Refused(FerrexError):
+    """The memory rules refuse this store; ``details`` names the memories involved."""
+
+    code = "refused"
+    exit_code = 7
 
 
 def from_journal_error(exc: JournalError) -> JournalFailure:

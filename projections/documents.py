@@ -12,9 +12,20 @@ rebuild indexes exactly what the incremental projection indexed:
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Callable
 
 from journal import MemoryBody
+
+_SEPARATORS = re.compile(r"[\s\-_.]+")
+
+
+def subject_key(subject: str) -> str:
+    """The comparable form of a fact's subject: NFKC, case-folded, separators to one space,
+    so ``API-Server`` and ``api server`` are one subject."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", subject).casefold())
+    return _SEPARATORS.sub(" ", folded).strip()
 
 
 def memory_text(memory_type: str, body: MemoryBody) -> str:

@@ -205,7 +205,9 @@ class Projections:
         live = read_pointer(home)
         reason = cls._unusable(home, backend, encoders, live)
         if reason is not None:
-            log.warning("projections: rebuilding from the journal: %s", reason)
+            # A first start is routine; anything else is worth a warning.
+            level = logging.INFO if live is None else logging.WARNING
+            log.log(level, "projections: rebuilding from the journal: %s", reason)
             live = cls._build(home, journal, backend, encoders, live, progress)
         assert live is not None
         projections = cls(home, journal, backend, encoders, live)

@@ -36,6 +36,7 @@ from journal import (
     MemorySuperseded,
     Record,
 )
+from projections.documents import subject_key
 
 SCHEMA_VERSION = 1
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
@@ -51,6 +52,7 @@ CREATE TABLE IF NOT EXISTS memories (
     type TEXT NOT NULL,
     content TEXT,
     subject TEXT,
+    subject_key TEXT,
     predicate TEXT,
     object TEXT,
     predicate_normalized TEXT,
@@ -75,7 +77,7 @@ CREATE TABLE IF NOT EXISTS memories (
     last_validated REAL
 );
 CREATE INDEX IF NOT EXISTS memories_ns_type ON memories (namespace, type);
-CREATE INDEX IF NOT EXISTS memories_fact ON memories (namespace, subject, predicate_normalized);
+CREATE INDEX IF NOT EXISTS memories_fact ON memories (namespace, subject_key, predicate_normalized);
 CREATE INDEX IF NOT EXISTS memories_procedure ON memories (namespace, procedure_name);
 CREATE TABLE IF NOT EXISTS entities (
     entity_id TEXT PRIMARY KEY,
@@ -242,17 +244,18 @@ class ReadModel:
                 body = event.body
                 db.execute(
                     "INSERT OR REPLACE INTO memories (memory_id, namespace, type, content, "
-                    "subject, predicate, object, predicate_normalized, procedure_name, "
-                    "procedure_version, conditions, steps, source, context, confidence, "
-                    "agent_id, visibility, supersedes, t_valid, t_invalid, superseded_by, "
-                    "created_at, position, redacted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                    "?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
+                    "subject, subject_key, predicate, object, predicate_normalized, "
+                    "procedure_name, procedure_version, conditions, steps, source, context, "
+                    "confidence, agent_id, visibility, supersedes, t_valid, t_invalid, "
+                    "superseded_by, created_at, position, redacted) VALUES (?, ?, ?, ?, ?, ?, "
+                    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
                     (
                         event.memory_id,
                         event.namespace,
                         event.memory_type,
                         body.content if body else None,
                         body.subject if body else None,
+                        subject_key(body.subject) if body and body.subject else None,
                         body.predicate if body else None,
                         body.object if body else None,
                         body.predicate_normalized if body else None,
@@ -370,7 +373,7 @@ class ReadModel:
         return out
 
     def _memory(self, row: tuple[Any, ...]) -> Memory:
-        (mid, ns, typ, content, subj, pred, obj, pnorm, pname, pver, conds, steps, source,
+        (mid, ns, typ, content, subj, _skey, pred, obj, pnorm, pname, pver, conds, steps, source,
          context, conf, agent, vis, sup, tv, ti, sby, created, pos, red, acount, lacc,
          lval) = row  # fmt: skip
         entity_ids = tuple(

@@ -71,7 +71,7 @@ events: st.SearchStrategy[Event] = st.one_of(
         namespace=names,
         t_invalid=times,
         superseded_by=st.none() | ids,
-        reason=st.sampled_from(["explicit", "conflict"]),
+        reason=st.sampled_from(["explicit", "conflict", "version"]),
     ),
     st.builds(
         MemoriesForgotten,

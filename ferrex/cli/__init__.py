@@ -2,7 +2,7 @@
 
 Exit codes (stable): 0 ok, 1 unexpected failure, 2 usage or invalid input, 3 journal damage
 or journal refusal, 4 a model is unavailable, 5 a store cannot be reached, 6 reconcile found
-drift.
+drift, 7 the memory rules refused a store (duplicate, ambiguous conflict, unknown target).
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ def _register() -> None:
     from ferrex.cli import config as config_cmds
     from ferrex.cli import doctor
     from ferrex.cli import journal as journal_cmds
+    from ferrex.cli import memory as memory_cmds
     from ferrex.cli import projections as projection_cmds
 
     cli.add_command(journal_cmds.journal)
@@ -107,6 +108,9 @@ def _register() -> None:
     cli.add_command(projection_cmds.audit)
     cli.add_command(projection_cmds.reembed)
     cli.add_command(config_cmds.config_group)
+    cli.add_command(memory_cmds.store)
+    cli.add_command(memory_cmds.forget)
+    cli.add_command(memory_cmds.import_)
 
 
 _register()

@@ -1,0 +1,526 @@
+"""The store request and its validation: reject bad input before anything is written.
+
+:func:`validate` turns a :class:`StoreRequest` (as an adapter parsed it from MCP arguments,
+CLI options or an import line) into a :class:`ValidStore`, or raises :class:`UsageError`
+(code ``invalid_input``) whose message names the field and what is wrong with it, and whose
+hint says what to do. It reads no clock, no store and no model: the one model-dependent check
+(an episodic memory must fit the embedding model's window) takes the token counter and the
+window as parameters.
+
+Rules, and why:
+
+- **Type.** An explicit type (``episodic``, ``semantic``, ``procedural``; case-insensitive)
+  wins; otherwise :func:`detect_type` infers it from the fields given. A field that belongs to
+  another type is an error, never silently dropped: ``steps`` on a semantic fact would
+  otherwise vanish without the agent knowing.
+- **Text.** Strings are stripped; an empty or whitespace-only string is an error, not
+  "absent" (an agent that sent ``source: ""`` meant something). ``\\r\\n`` and lone ``\\r``
+  become ``\\n``. Control characters other than newline and tab are rejected; in one-line
+  fields (entity names, predicate, procedure name, namespace, agent id, supersedes) newline
+  and tab are rejected too. Lengths count characters after stripping.
+- **Time.** ``valid_from`` is a timezone-aware datetime or an ISO 8601 string with an offset
+  (``2024-05-01T09:00:00Z``, ``...+02:00``). A naive time is *rejected*, not read as UTC:
+  agents run in every timezone, and a silent guess would shift a fact by hours with nobody
+  noticing; the error costs one retry. The result is converted to UTC.
+- **Context** is a JSON object (string keys all the way down, finite numbers), at most
+  ``max_context_bytes`` as compact UTF-8 JSON. It is structured data that is escaped wherever
+  it is shown, so its strings are not checked for control characters.
+- **Entities** are deduplicated case-insensitively, keeping the first spelling.
+- **Window.** An episodic memory is embedded as one vector, so content longer than the
+  model's window would be silently truncated: it is rejected. Semantic facts are short, and a
+  procedure is embedded one step per vector downstream, so neither is window-checked here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final, assert_never, cast
+
+from ferrex.errors import UsageError
+from ferrex.predicates import predicate_shape
+from journal.events import MemoryType, Visibility
+
+MEMORY_TYPES: Final[tuple[MemoryType, ...]] = ("episodic", "semantic", "procedural")
+VISIBILITIES: Final[tuple[Visibility, ...]] = ("private", "shared")
+SUPERSEDES_CHARS: Final = 64
+CONTEXT_DEPTH: Final = 32
+
+_TRIPLE: Final = ("subject", "predicate", "object")
+_PROCEDURE: Final = ("name", "steps", "conditions")
+_MULTILINE_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NEWLINES = re.compile(r"\r\n?")
+_WHITESPACE = re.compile(r"\s")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Size limits of a store request, in characters unless the name says otherwise."""
+
+    content_chars: int = 8000
+    field_chars: int = 500
+    step_chars: int = 2000
+    max_steps: int = 100
+    max_conditions: int = 32
+    max_entities: int = 32
+    max_context_bytes: int = 16384
+    source_chars: int = 500
+    namespace_chars: int = 128
+    agent_id_chars: int = 128
+
+
+@dataclass(frozen=True, slots=True)
+class StoreRequest:
+    """A store request as an adapter received it: nothing checked yet."""
+
+    type: str | None = None
+    content: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    confidence: float = 1.0
+    source: str | None = None
+    entities: tuple[str, ...] = ()
+    context: dict[str, Any] | None = None
+    supersedes: str | None = None
+    namespace: str | None = None
+    valid_from: datetime | str | None = None
+    name: str | None = None
+    conditions: tuple[str, ...] = ()
+    steps: tuple[str, ...] = ()
+    agent_id: str | None = None
+    visibility: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ValidStore:
+    """A checked, cleaned store request.
+
+    ``t_valid`` is timezone-aware UTC, or None for "now" (the caller takes the time from the
+    record). ``namespace`` and ``visibility`` are None when not given; the caller applies its
+    defaults. ``context`` is a fresh plain-JSON copy (lists, never tuples).
+    """
+
+    type: MemoryType
+    content: str | None
+    subject: str | None
+    predicate: str | None
+    object: str | None
+    confidence: float
+    source: str | None
+    entities: tuple[str, ...]
+    context: dict[str, Any] | None
+    supersedes: str | None
+    namespace: str | None
+    t_valid: datetime | None
+    name: str | None
+    conditions: tuple[str, ...]
+    steps: tuple[str, ...]
+    agent_id: str | None
+    visibility: Visibility | None
+
+
+def detect_type(req: StoreRequest) -> MemoryType:
+    """The memory type ``req`` asks for.
+
+    An explicit valid type wins. Otherwise: a full triple → semantic; any of name, steps or
+    conditions → procedural; part of a triple → semantic (so the error names what is missing
+    from it, rather than the triple being ignored); otherwise episodic.
+    """
+    explicit = req.type.strip().lower() if isinstance(req.type, str) else None
+    if explicit in MEMORY_TYPES:
+        return explicit
+    triple = [_given(getattr(req, field)) for field in _TRIPLE]
+    if all(triple):
+        return "semantic"
+    if any(_given(getattr(req, field)) for field in _PROCEDURE):
+        return "procedural"
+    if any(triple):
+        return "semantic"
+    return "episodic"
+
+
+DEFAULT_LIMITS: Final = Limits()
+
+
+def validate(
+    req: StoreRequest,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    count_tokens: Callable[[str], int | None] | None = None,
+    window: int | None = None,
+) -> ValidStore:
+    """Check and clean ``req`` (rules in the module docstring); raise UsageError if it is bad.
+
+    ``count_tokens(content)`` and ``window`` (both optional) bound an episodic memory's
+    content by the embedding model's window; a count of None means "unknown", not checked.
+    """
+    if req.type is not None and (
+        not isinstance(req.type, str) or req.type.strip().lower() not in MEMORY_TYPES
+    ):
+        raise _error(
+            f"type {_show(req.type)} is not a memory type",
+            "use episodic, semantic or procedural, or leave type out to have it inferred",
+        )
+    memory_type = detect_type(req)
+    _check_fields_belong(req, memory_type)
+
+    content = _text("content", req.content, limits.content_chars)
+    subject = _text("subject", req.subject, limits.field_chars)
+    predicate = _text("predicate", req.predicate, limits.field_chars, one_line=True)
+    object_ = _text("object", req.object, limits.field_chars)
+    name = _text("name", req.name, limits.field_chars, one_line=True)
+    conditions = _texts("conditions", req.conditions, limits.field_chars, limits.max_conditions)
+    steps = _texts("steps", req.steps, limits.step_chars, limits.max_steps)
+    _check_required(memory_type, content, subject, predicate, object_, name, steps)
+    if predicate is not None and not predicate_shape(predicate):
+        raise _error(
+            f"predicate {_show(predicate)} has no letters or digits",
+            "name the relation in words, for example 'depends on' or 'version'",
+        )
+    if memory_type == "episodic" and content is not None:
+        _check_window(content, count_tokens, window)
+
+    return ValidStore(
+        type=memory_type,
+        content=content,
+        subject=subject,
+        predicate=predicate,
+        object=object_,
+        confidence=_confidence(req.confidence),
+        source=_text("source", req.source, limits.source_chars),
+        entities=_entities(req.entities, limits),
+        context=_context(req.context, limits.max_context_bytes),
+        supersedes=_supersedes(req.supersedes),
+        namespace=_text("namespace", req.namespace, limits.namespace_chars, one_line=True),
+        t_valid=_time(req.valid_from),
+        name=name,
+        conditions=conditions,
+        steps=steps,
+        agent_id=_text("agent_id", req.agent_id, limits.agent_id_chars, one_line=True),
+        visibility=_visibility(req.visibility),
+    )
+
+
+def _error(message: str, hint: str) -> UsageError:
+    return UsageError(message, hint=hint, code="invalid_input")
+
+
+def _check_fields_belong(req: StoreRequest, memory_type: MemoryType) -> None:
+    owners: tuple[tuple[MemoryType, tuple[str, ...]], ...] = (
+        ("semantic", _TRIPLE),
+        ("procedural", _PROCEDURE),
+    )
+    for owner, fields in owners:
+        if owner == memory_type:
+            continue
+        given = [field for field in fields if _given(getattr(req, field))]
+        if given:
+            raise _error(
+                f"{_join(given)} {'is' if len(given) == 1 else 'are'} only for {owner} "
+                f"memories, but this is {_article(memory_type)} {memory_type} memory",
+                f"leave {_join(given, 'or')} out, or store it with type {owner}",
+            )
+
+
+def _check_required(
+    memory_type: MemoryType,
+    content: str | None,
+    subject: str | None,
+    predicate: str | None,
+    object_: str | None,
+    name: str | None,
+    steps: tuple[str, ...],
+) -> None:
+    match memory_type:
+        case "semantic":
+            values = {"subject": subject, "predicate": predicate, "object": object_}
+            missing = [field for field, value in values.items() if value is None]
+            needs = "subject, predicate and object"
+            hint = (
+                "give all three, for example subject 'api', predicate 'depends on', "
+                "object 'tokio'; or store free text as an episodic memory with content"
+            )
+        case "procedural":
+            missing = [
+                field for field, absent in (("name", name is None), ("steps", not steps)) if absent
+            ]
+            needs = "a name and at least one step"
+            hint = "give the procedure a name and its steps, in order"
+        case "episodic":
+            missing = ["content"] if content is None else []
+            needs = "content"
+            hint = "give the event's text as content"
+        case _:
+            assert_never(memory_type)
+    if missing:
+        raise _error(
+            f"{_article(memory_type)} {memory_type} memory needs {needs}; "
+            f"missing: {_join(missing)}",
+            hint,
+        )
+
+
+def _check_window(
+    content: str, count_tokens: Callable[[str], int | None] | None, window: int | None
+) -> None:
+    if count_tokens is None or window is None:
+        return
+    tokens = count_tokens(content)
+    if tokens is not None and tokens > window:
+        raise _error(
+            f"content is {tokens} tokens, longer than the model's window of {window}; "
+            "break it into separate events",
+            "split it into several memories, one event each, so none is cut short when embedded",
+        )
+
+
+def _text(field: str, value: object, limit: int, *, one_line: bool = False) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _error(
+            f"{field} must be a string, got {type(value).__name__}", f"pass {field} as text"
+        )
+    text = _NEWLINES.sub("\n", value).strip()
+    if not text:
+        raise _error(f"{field} is empty", f"leave {field} out, or give it a value")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _error(
+            f"{field} is not valid Unicode (a lone surrogate at character {exc.start})",
+            "send the text as UTF-8",
+        ) from exc
+    control = (_ANY_CONTROL if one_line else _MULTILINE_CONTROL).search(text)
+    if control is not None:
+        allowed = "one line, with no control characters" if one_line else "newline and tab"
+        raise _error(
+            f"{field} contains the control character U+{ord(control.group()):04X} at "
+            f"character {control.start()}",
+            f"remove it; {field} allows {allowed}"
+            if one_line
+            else f"remove it; only {allowed} are allowed",
+        )
+    if len(text) > limit:
+        raise _error(
+            f"{field} is {len(text)} characters, longer than the limit of {limit}",
+            f"shorten {field}, or split the memory into several",
+        )
+    return text
+
+
+def _texts(field: str, values: object, limit: int, max_items: int) -> tuple[str, ...]:
+    items = _sequence(field, values)
+    if len(items) > max_items:
+        raise _error(
+            f"{field} has {len(items)} items, more than the limit of {max_items}",
+            f"keep at most {max_items} {field}, or split it into several memories",
+        )
+    return tuple(cast(str, _text(f"{field}[{i}]", item, limit)) for i, item in enumerate(items))
+
+
+def _sequence(field: str, values: object) -> Sequence[object]:
+    # A bare string is a Sequence too; taken as a list it would become one item per letter.
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise _error(
+            f"{field} must be a list of strings, got {type(values).__name__}",
+            f"pass {field} as a list, even for one item",
+        )
+    return values
+
+
+def _entities(values: object, limits: Limits) -> tuple[str, ...]:
+    items = _sequence("entities", values)
+    kept: dict[str, str] = {}
+    for i, item in enumerate(items):
+        name = cast(str, _text(f"entities[{i}]", item, limits.field_chars, one_line=True))
+        kept.setdefault(name.casefold(), name)
+    if len(kept) > limits.max_entities:
+        raise _error(
+            f"entities has {len(kept)} distinct names, more than the limit of "
+            f"{limits.max_entities}",
+            "link only the entities the memory is about",
+        )
+    return tuple(kept.values())
+
+
+def _confidence(value: object) -> float:
+    # bool is an int subclass; True is not a confidence.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _error(
+            f"confidence must be a number, got {type(value).__name__}",
+            "give a number from 0 to 1",
+        )
+    # Compare before converting: float() of a huge int overflows.
+    if not 0 <= value <= 1 or not math.isfinite(value):
+        raise _error(
+            f"confidence {_show(value)} is not a finite number from 0 to 1",
+            "give a number from 0 (a guess) to 1 (certain)",
+        )
+    return float(value)
+
+
+def _context(value: object, max_bytes: int) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _error(
+            f"context must be a JSON object, got {type(value).__name__}",
+            'pass context as an object, for example {"ticket": "INC-1"}',
+        )
+    _check_json("context", value, 0)
+    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    size = len(encoded.encode("utf-8"))
+    if size > max_bytes:
+        raise _error(
+            f"context is {size} bytes as JSON, larger than the limit of {max_bytes}",
+            "keep context to a few small fields; put long text in content",
+        )
+    return cast(dict[str, Any], json.loads(encoded))
+
+
+def _check_json(path: str, value: object, depth: int) -> None:
+    if depth > CONTEXT_DEPTH:
+        raise _error(
+            f"context is nested deeper than {CONTEXT_DEPTH} levels (at {path})",
+            "flatten the context",
+        )
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, str):
+        _check_encodable(path, value)
+        return
+    if isinstance(value, int):
+        # The journal stores context as msgpack, whose integers are 64-bit.
+        if not -(2**63) <= value < 2**64:
+            raise _error(
+                f"{path} is an integer too large to store (64 bits at most)",
+                "store a number this large as a string",
+            )
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _error(
+                f"{path} is {value!r}, which JSON cannot carry", "use a finite number or null"
+            )
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _error(
+                    f"{path} has a key {_show(key)} that is not a string",
+                    "JSON object keys are strings",
+                )
+            _check_encodable(f"{path} key", key)
+            _check_json(f"{path}.{key}", item, depth + 1)
+        return
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_json(f"{path}[{i}]", item, depth + 1)
+        return
+    raise _error(
+        f"{path} is a {type(value).__name__}, which is not JSON",
+        "use strings, numbers, booleans, null, lists and objects only",
+    )
+
+
+def _check_encodable(path: str, text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _error(f"{path} is not valid Unicode", "send the text as UTF-8") from exc
+
+
+def _supersedes(value: object) -> str | None:
+    if value is None:
+        return None
+    hint = "pass the id of the memory to replace, as a store or recall returned it"
+    if not isinstance(value, str):
+        raise _error(f"supersedes must be a memory id, got {type(value).__name__}", hint)
+    memory_id = value.strip()
+    if not memory_id:
+        raise _error("supersedes is empty", hint)
+    if len(memory_id) > SUPERSEDES_CHARS:
+        raise _error(
+            f"supersedes is {len(memory_id)} characters, longer than any memory id "
+            f"({SUPERSEDES_CHARS} at most)",
+            hint,
+        )
+    if _WHITESPACE.search(memory_id) or not memory_id.isprintable():
+        raise _error(
+            f"supersedes {memory_id!r} is not a memory id: it contains whitespace or "
+            "control characters",
+            hint,
+        )
+    return memory_id
+
+
+def _time(value: object) -> datetime | None:
+    if value is None:
+        return None
+    example = "2024-05-01T09:00:00Z or 2024-05-01T09:00:00+02:00"
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError as exc:
+            raise _error(
+                f"valid_from {_show(value)} is not an ISO 8601 time", f"write it like {example}"
+            ) from exc
+    elif isinstance(value, datetime):
+        parsed = value
+    else:
+        raise _error(
+            f"valid_from must be an ISO 8601 time, got {type(value).__name__}",
+            f"write it like {example}",
+        )
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise _error(
+            f"valid_from {value!s} has no timezone",
+            f"add one, for example {example}; ferrex does not guess the timezone",
+        )
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError as exc:
+        raise _error(f"valid_from {value!s} is out of range", f"write it like {example}") from exc
+
+
+def _visibility(value: object) -> Visibility | None:
+    if value is None:
+        return None
+    cleaned = value.strip().lower() if isinstance(value, str) else None
+    if cleaned not in VISIBILITIES:
+        raise _error(
+            f"visibility {_show(value)} is not private or shared",
+            "use private (only this agent) or shared (every agent in the namespace)",
+        )
+    return cleaned
+
+
+def _show(value: object, width: int = 80) -> str:
+    """``repr(value)`` cut to ``width`` characters, for quoting bad input in a message."""
+    try:
+        shown = repr(value)
+    except ValueError:  # an int of thousands of digits (CPython's int-to-str limit)
+        return f"(a {type(value).__name__} too large to show)"
+    return shown if len(shown) <= width else f"{shown[: width - 3]}..."
+
+
+def _given(value: object) -> bool:
+    # An empty list from an adapter means "none", like None.
+    return value is not None and not (isinstance(value, list | tuple) and not value)
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def _join(items: Sequence[str], conjunction: str = "and") -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} {conjunction} {items[-1]}"

@@ -1,0 +1,107 @@
+"""`ferrex store`, `forget` and `import` end to end, with their exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ferrex.cli import cli
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("memory-home")
+
+
+def run(home: Path, *args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args], input=stdin)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def journal_head(home: Path) -> int:
+    code, out, _ = run(home, "journal", "verify", "--json")
+    assert code == 0
+    return int(json.loads(out)["head_position"])
+
+
+def test_store_then_duplicate_then_supersede(home: Path) -> None:
+    code, out, _ = run(home, "store", "--content", "The VPN certificate expires on 2027-01-15",
+                       "--entity", "VPN", "--json")  # fmt: skip
+    first = json.loads(out)
+    assert code == 0 and first["status"] == "stored" and first["type"] == "episodic"
+    head = journal_head(home)
+    code, _, err = run(home, "store", "--content", "The VPN certificate expires on 2027-01-15.")
+    assert code == 7 and "duplicate" in err and first["id"] in err
+    assert journal_head(home) == head
+    code, out, _ = run(home, "store", "--content", "The VPN certificate was renewed until 2028",
+                       "--supersedes", first["id"], "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["superseded"] == [first["id"]]
+
+
+def test_store_bad_input_exits_2_and_writes_nothing(home: Path) -> None:
+    head = journal_head(home) if (home / "journal").exists() else 0
+    for args in (
+        ["store", "--subject", "api"],
+        ["store", "--content", "ok", "--confidence", "2"],
+        ["store", "--content", "ok", "--context", "{not json"],
+        ["store", "--content", "ok", "--valid-from", "yesterday"],
+        ["store"],
+    ):
+        code, _, err = run(home, *args)
+        assert code == 2 and "error [invalid_input]" in err, (args, err)
+    assert (journal_head(home) if (home / "journal").exists() else 0) == head
+
+
+def test_forget(home: Path) -> None:
+    code, out, _ = run(home, "store", "--content", "Carol is on call this week", "--json")
+    memory_id = json.loads(out)["id"]
+    code, out, _ = run(home, "forget", memory_id, "mem_NOPE", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["forgotten"] == [memory_id] and doc["not_found"] == ["mem_NOPE"]
+    code, _, err = run(home, "forget", "two words")
+    assert code == 2 and "not a memory id" in err
+
+
+def test_import_reports_every_line(home: Path, tmp_path: Path) -> None:
+    lines = [
+        {"subject": "web", "predicate": "uses", "object": "react 18", "entities": ["React"]},
+        {"subject": "web", "predicate": "depends on", "object": "react 19"},
+        {"content": "Shipped the onboarding redesign on 2026-10-02",
+         "valid_from": "2026-10-02T12:00:00Z"},
+        {"content": "Shipped the onboarding redesign on 2026-10-02."},
+        {"name": "release web", "steps": ["npm run build", "upload to CDN"]},
+        {"content": ""},
+        {"content": "ok", "colour": "blue"},
+        {"subject": "web", "predicate": "owned by", "object": "team A", "multi_valued": True},
+        {"subject": "web", "predicate": "owned by", "object": "team B", "multi_valued": True},
+    ]  # fmt: skip
+    file = tmp_path / "in.jsonl"
+    file.write_text("\n".join(json.dumps(line) for line in lines) + "\nnot json\n")
+    code, out, _ = run(home, "import", str(file), "--json")
+    doc = json.loads(out)
+    statuses = [line["status"] for line in doc["lines"]]
+    assert statuses == ["stored", "stored", "stored", "refused", "stored", "invalid",
+                        "invalid", "stored", "stored", "invalid"]  # fmt: skip
+    assert code == 2, "invalid lines make the exit code 2"
+    assert doc["lines"][1]["superseded"] == [doc["lines"][0]["id"]]
+    assert doc["lines"][3]["code"] == "duplicate"
+    assert doc["lines"][3]["ids"] == [doc["lines"][2]["id"]]
+    assert "colour" in doc["lines"][6]["message"]
+    # The same file again: repeated texts are refused, the current fact is confirmed, the
+    # procedure gets a new version, and the facts replay their history in file order.
+    code, out, _ = run(home, "import", str(file), "--json")
+    again = [(line["status"], line.get("code")) for line in json.loads(out)["lines"]]
+    assert again[:2] == [("stored", None), ("stored", None)]  # 18 replaces 19, then back
+    assert again[2:5] == [("refused", "duplicate"), ("refused", "duplicate"), ("stored", None)]
+    assert again[7:9] == [("refused", "duplicate"), ("refused", "duplicate")]
+
+
+def test_import_from_stdin_and_unreadable_file(home: Path, tmp_path: Path) -> None:
+    line = json.dumps({"content": "Dana joined the SRE team in May"}) + "\n"
+    code, out, _ = run(home, "import", "-", "--json", stdin=line)
+    assert code == 0 and json.loads(out)["counts"] == {"stored": 1}
+    code, _, err = run(home, "import", str(tmp_path / "missing.jsonl"))
+    assert code == 2 and "cannot read" in err

@@ -1,0 +1,240 @@
+"""The store pipeline on real parts: journal, read model, Qdrant Edge and the real model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ferrex.embedding import Embedder
+from ferrex.errors import Refused, UsageError
+from ferrex.memory_input import StoreRequest
+from ferrex.store import StoreSettings, Writer
+from journal import Journal, MemorySuperseded, verify
+from projections.qdrant_edge import EdgeBackend
+from projections.replay import Projections
+from projections.vector_sink import Encoders
+from tests.integration.test_projections import snapshot
+
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+@pytest.fixture
+def writer(tmp_path: Path, encoders: Encoders, shared_embedder: Embedder) -> Iterator[Writer]:
+    journal = Journal.open(tmp_path / "journal")
+    backend = EdgeBackend(tmp_path / "qdrant")
+    projections = Projections.open(tmp_path, journal, backend, encoders)
+    yield Writer(journal, projections, shared_embedder, StoreSettings(), clock=Clock())
+    projections.close()
+    backend.close()
+    journal.close()
+
+
+def fact(s: str, p: str, o: str, **kw: object) -> StoreRequest:
+    return StoreRequest(subject=s, predicate=p, object=o, **kw)  # type: ignore[arg-type]
+
+
+def note(text: str, **kw: object) -> StoreRequest:
+    return StoreRequest(content=text, **kw)  # type: ignore[arg-type]
+
+
+def replay_matches(writer: Writer) -> None:
+    """A rebuild from the journal reproduces exactly the incrementally built state."""
+    before = snapshot(writer.projections)
+    writer.projections.rebuild()
+    assert snapshot(writer.projections) == before
+    assert writer.projections.reconcile().clean
+    assert verify(writer.journal.directory).ok
+
+
+def test_a_changed_dependency_supersedes_the_old_fact(writer: Writer) -> None:
+    first = writer.store(fact("api-server", "uses", "tokio 1.36", entities=("Tokio",)))
+    second = writer.store(
+        fact("api-server", "depends-on", "tokio 1.38", entities=("tokio runtime",))
+    )
+    assert first.status == second.status == "stored" and second.superseded == (first.id,)
+    rm = writer.projections.read_model
+    old, new = rm.get(first.id), rm.get(second.id)
+    assert old is not None and new is not None
+    assert old.superseded_by == second.id and old.t_invalid == new.t_valid
+    assert old.predicate_normalized == new.predicate_normalized == "depends_on"
+    # "Tokio" and "tokio runtime" are one entity; the alias records how it matched.
+    assert second.entities[0].entity_id == first.entities[0].entity_id
+    assert second.entities[0].match in ("fuzzy", "embedding")
+    assert new.entity_ids == old.entity_ids
+    match, alias = rm.db.execute(
+        "SELECT match, alias FROM aliases WHERE normalized='tokio runtime'"
+    ).get  # type: ignore[misc]
+    assert alias == "tokio runtime" and match in ("fuzzy", "embedding")
+    replay_matches(writer)
+
+
+def test_the_same_fact_again_is_revalidated_not_stored(writer: Writer) -> None:
+    first = writer.store(fact("alice", "prefers", "tabs"))
+    again = writer.store(fact("Alice", "likes", "Tabs"))
+    assert again.status == "duplicate" and again.id == first.id
+    memory = writer.projections.read_model.get(first.id)
+    assert memory is not None and memory.last_validated is not None
+    assert writer.projections.read_model.db.execute("SELECT count(*) FROM memories").get == 1
+    replay_matches(writer)
+
+
+def test_a_near_identical_rewording_is_refused_with_the_original_id(writer: Writer) -> None:
+    first = writer.store(note("Alice prefers tabs over spaces in Python code"))
+    head = writer.journal.head.position
+    with pytest.raises(Refused) as caught:
+        writer.store(note("Alice prefers tabs instead of spaces in Python code"))
+    assert caught.value.code == "duplicate" and caught.value.details["ids"] == [first.id]
+    assert caught.value.details["similarity"] >= 0.95 and "supersedes=" in str(caught.value.hint)
+    assert writer.journal.refresh().position == head, "a refused store writes nothing"
+    # supersedes bypasses dedup
+    newer = writer.store(
+        note("Alice prefers tabs instead of spaces in Python code", supersedes=first.id)
+    )
+    assert newer.superseded == (first.id,) and newer.validated == (newer.id,)
+
+
+def test_different_identifiers_are_different_facts(
+    writer: Writer, shared_embedder: Embedder
+) -> None:
+    a = "Deployed api-server v1.36 to production after the canary passed"
+    b = "Deployed api-server v1.38 to production after the canary passed"
+    vectors = shared_embedder.embed_many([a, b])
+    assert float(np.dot(vectors[0], vectors[1])) >= 0.95, "the guard must be what keeps both"
+    writer.store(note(a))
+    writer.store(note(b))
+    writer.store(note("Merged PR #260 into main"))
+    writer.store(note("Merged PR #480 into main"))
+    assert writer.projections.read_model.db.execute("SELECT count(*) FROM memories").get == 4
+
+
+def test_an_ambiguous_object_asks_for_supersedes(writer: Writer) -> None:
+    # Thresholds from the configuration: everything short of identical is ambiguous here.
+    writer.settings = replace(writer.settings, conflict_duplicate=0.9999, conflict_different=0.0)
+    first = writer.store(fact("billing", "owned by", "the payments team"))
+    with pytest.raises(Refused) as caught:
+        writer.store(fact("billing", "owned by", "the platform team"))
+    assert caught.value.code == "conflict_ambiguous"
+    assert caught.value.details["ids"] == [first.id]
+    # Stored explicitly as multi-valued, both stay active (reflect reports them).
+    both = writer.store(fact("billing", "owned by", "the platform team"), multi_valued=True)
+    rm = writer.projections.read_model
+    assert both.superseded == ()
+    assert rm.get(first.id).t_invalid is None  # type: ignore[union-attr]
+
+
+def test_unrelated_predicates_do_not_conflict(writer: Writer) -> None:
+    writer.store(fact("api-server", "uses", "tokio"))
+    other = writer.store(fact("api-server", "owned by", "platform team"))
+    assert other.superseded == ()
+
+
+def test_supersedes_errors(writer: Writer) -> None:
+    with pytest.raises(Refused) as caught:
+        writer.store(note("a replacement", supersedes="mem_NOPE"))
+    assert caught.value.code == "not_found"
+    first = writer.store(note("the staging database runs on port 5433"))
+    second = writer.store(note("the staging database now runs on port 6543", supersedes=first.id))
+    with pytest.raises(Refused) as caught:
+        writer.store(note("it runs on port 7000", supersedes=first.id))
+    assert caught.value.code == "already_superseded"
+    assert caught.value.details["superseded_by"] == second.id
+
+
+def test_procedures_get_versions_and_keep_history(writer: Writer) -> None:
+    v1 = writer.store(StoreRequest(name="deploy api-server", steps=("build", "migrate", "roll")))
+    v2 = writer.store(
+        StoreRequest(name="deploy api-server", steps=("build", "migrate", "canary", "roll"))
+    )
+    assert (v1.type, v1.version, v2.version) == ("procedural", 1, 2)
+    assert v2.superseded == (v1.id,)
+    records = list(writer.journal.read())
+    reasons = [e.reason for r in records for e in r.events if isinstance(e, MemorySuperseded)]
+    assert reasons == ["version"]
+    old = writer.projections.read_model.get(v1.id)
+    assert old is not None and old.steps == ("build", "migrate", "roll")
+    replay_matches(writer)
+
+
+def test_citing_a_memory_validates_it(writer: Writer) -> None:
+    cited = writer.store(note("the cache TTL is 300 seconds"))
+    writer.store(note("raised the cache TTL alarms threshold", source=f"memory:{cited.id}"))
+    memory = writer.projections.read_model.get(cited.id)
+    assert memory is not None and memory.last_validated is not None
+
+
+def test_forget(writer: Writer) -> None:
+    kept = writer.store(note("the release train leaves on Thursdays", entities=("release",)))
+    gone = writer.store(note("Bob owns the flaky test quarantine", entities=("Bob",)))
+    head = writer.journal.head.position
+    with pytest.raises(UsageError):
+        writer.forget(["has space"])
+    with pytest.raises(UsageError):
+        writer.forget([])
+    assert writer.journal.refresh().position == head
+    result = writer.forget([gone.id, "mem_UNKNOWN"], cascade=True)
+    assert result.forgotten == (gone.id,) and result.not_found == ("mem_UNKNOWN",)
+    assert result.dropped_entities == (gone.entities[0].entity_id,)
+    rm = writer.projections.read_model
+    assert rm.get(gone.id) is None and rm.get(kept.id) is not None
+    assert writer.forget([gone.id]).not_found == (gone.id,)
+    replay_matches(writer)
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        StoreRequest(),
+        StoreRequest(type="semantic", subject="x", predicate="is"),
+        StoreRequest(content="x" * 9000),
+        StoreRequest(content="ok", confidence=1.5),
+        StoreRequest(content="bell \x07 here"),
+        StoreRequest(content="word " * 400),
+        StoreRequest(content="ok", visibility="public"),
+    ],
+)
+def test_bad_input_is_refused_and_writes_nothing(writer: Writer, request_: StoreRequest) -> None:
+    head = writer.journal.head.position
+    with pytest.raises(UsageError) as caught:
+        writer.store(request_)
+    assert caught.value.code == "invalid_input" and caught.value.message
+    assert writer.journal.refresh().position == head
+
+
+def test_a_batch_sees_its_own_earlier_requests(writer: Writer) -> None:
+    outcomes = writer.store_many(
+        [
+            fact("api-server", "uses", "tokio 1.36", entities=("Tokio",)),
+            fact("api-server", "depends on", "tokio 1.38", entities=("tokio runtime",)),
+            note("Alice prefers tabs over spaces in Python code"),
+            note("Alice prefers tabs instead of spaces in Python code"),
+            StoreRequest(name="deploy", steps=("build", "ship")),
+            StoreRequest(name="deploy", steps=("build", "test", "ship")),
+            StoreRequest(content=""),
+        ]
+    )
+    first, second, tabs, tabs_again, v1, v2, bad = outcomes
+    assert not isinstance(first, Exception) and not isinstance(second, Exception)
+    assert second.superseded == (first.id,)
+    assert second.entities[0].entity_id == first.entities[0].entity_id
+    assert not isinstance(tabs, Exception)
+    assert isinstance(tabs_again, Refused) and tabs_again.details["ids"] == [tabs.id]
+    assert not isinstance(v1, Exception) and not isinstance(v2, Exception)
+    assert (v1.version, v2.version, v2.superseded) == (1, 2, (v1.id,))
+    assert isinstance(bad, UsageError)
+    positions = [o.position for o in outcomes if not isinstance(o, Exception)]
+    assert positions == sorted(positions) and len(set(positions)) == 5
+    replay_matches(writer)
