@@ -6,6 +6,8 @@ itself. Everything is opened lazily (on first use) so that start-up stays fast.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,11 +15,12 @@ from pathlib import Path
 from ferrex.config import Config
 from ferrex.embedding import Embedder
 from ferrex.errors import BackendUnavailable, UsageError, from_journal_error
+from ferrex.predicates import DEFAULT_SYNONYMS, merge_synonyms, normalize_predicate, synonym_map
 from ferrex.sparse import Bm25Encoder
 from ferrex.store import StoreSettings, Writer
-from journal import Journal, JournalError
-from projections.replay import Progress, Projections
-from projections.sqlite import ReadModelError
+from journal import Journal, JournalError, MemoryStored
+from projections.replay import Progress, Projections, read_pointer
+from projections.sqlite import ReadModel, ReadModelError, Rules
 from projections.vector_sink import Encoders
 from projections.vectors import VectorBackend, VectorStoreError
 
@@ -34,6 +37,35 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
             hint="pass --home DIR or set FERREX_HOME to a directory",
         )
     return path.absolute()
+
+
+def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The global synonym map and each namespace's, from the built-ins and the config."""
+    extra = config["predicates.synonyms"]
+    base = merge_synonyms(DEFAULT_SYNONYMS, synonym_map(extra)) if extra else dict(DEFAULT_SYNONYMS)
+    namespaces: dict[str, dict[str, str]] = {}
+    for namespace, groups in config["predicates.namespaces"].items():
+        if not isinstance(groups, dict):
+            raise UsageError(
+                f"predicates.namespaces.{namespace} must be a table of synonym groups",
+                hint='write [predicates.namespaces.NAME] canonical = ["variant", ...]',
+            )
+        namespaces[str(namespace)] = merge_synonyms(base, synonym_map(groups))
+    return base, namespaces
+
+
+def build_rules(config: Config) -> Rules:
+    """What the read model derives with changeable rules: normalized predicates."""
+    base, namespaces = build_synonyms(config)
+    identity = hashlib.sha256(
+        json.dumps([sorted(base.items()), sorted((n, sorted(m.items())) for n, m in
+                    namespaces.items())]).encode()
+    ).hexdigest()[:16]  # fmt: skip
+
+    def predicate(namespace: str, recorded: str) -> str:
+        return normalize_predicate(recorded, namespaces.get(namespace, base))
+
+    return Rules(identity=f"predicates:{identity}", predicate=predicate)
 
 
 def build_encoders(embedder: Embedder) -> Encoders:
@@ -104,7 +136,12 @@ class App:
         if self._projections is None:
             try:
                 self._projections = Projections.open(
-                    self.home, self.journal(), self.backend(), self.encoders(), progress=progress
+                    self.home,
+                    self.journal(),
+                    self.backend(),
+                    self.encoders(),
+                    rules=build_rules(self.config),
+                    progress=progress,
                 )
             except JournalError as exc:
                 raise from_journal_error(exc) from exc
@@ -116,7 +153,10 @@ class App:
         """The command side: store, forget, validate."""
         if self._writer is None:
             c = self.config
+            synonyms, namespace_synonyms = build_synonyms(c)
             settings = StoreSettings(
+                synonyms=synonyms,
+                namespace_synonyms=namespace_synonyms,
                 default_namespace=c["store.default_namespace"],
                 agent_id=c["store.agent_id"],
                 dedup_threshold=c["store.dedup_threshold"],
@@ -147,7 +187,12 @@ class App:
             return self._projections
         try:
             self._projections = Projections.replay(
-                self.home, self.journal(), self.backend(), self.encoders(), progress=progress
+                self.home,
+                self.journal(),
+                self.backend(),
+                self.encoders(),
+                rules=build_rules(self.config),
+                progress=progress,
             )
         except JournalError as exc:
             raise from_journal_error(exc) from exc
@@ -172,3 +217,44 @@ class App:
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+
+
+def predicate_changes(app: App) -> list[dict[str, str | None]]:
+    """Facts whose normalized predicate in the live read model differs from what the current
+    rules give for the predicate their store recorded; read-only."""
+    live = read_pointer(app.home)
+    if live is None or not (app.home / live.sqlite).exists():
+        return []
+    rules = build_rules(app.config)
+    assert rules.predicate is not None
+    recorded: dict[str, tuple[str, str]] = {}
+    for record in app.journal().read():
+        for event in record.events:
+            if isinstance(event, MemoryStored) and event.body and event.body.predicate:
+                body = event.body
+                recorded[event.memory_id] = (
+                    event.namespace,
+                    body.predicate_normalized or body.predicate or "",
+                )
+    model = ReadModel.open(app.home / live.sqlite)
+    try:
+        rows = list(
+            model.db.execute(
+                "SELECT memory_id, subject, predicate, predicate_normalized FROM memories "
+                "WHERE type='semantic' AND predicate IS NOT NULL ORDER BY memory_id"
+            )
+        )
+    finally:
+        model.close()
+    changes: list[dict[str, str | None]] = []
+    for memory_id, subject, predicate, current in rows:
+        if memory_id not in recorded:
+            continue
+        namespace, stored = recorded[memory_id]
+        after = rules.predicate(namespace, stored)
+        if after != current:
+            changes.append(
+                {"id": memory_id, "subject": subject, "predicate": predicate,
+                 "before": current, "after": after}
+            )  # fmt: skip
+    return changes

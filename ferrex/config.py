@@ -55,6 +55,10 @@ KEYS: tuple[Key, ...] = (
         "name-embedding cosine above which an entity name matches a known one"),
     Key("store.predicate_fuzzy", float, 0.85, None,
         "Jaro-Winkler similarity above which a predicate matches a known one"),
+    Key("predicates.synonyms", dict, {}, None,
+        "extra synonym groups, canonical = [variants], merged over the built-in groups"),
+    Key("predicates.namespaces", dict, {}, None,
+        "per-namespace synonym groups: [predicates.namespaces.NS] canonical = [variants]"),
 )  # fmt: skip
 _BY_NAME = {key.name: key for key in KEYS}
 

@@ -35,7 +35,7 @@ from journal import (
     MemorySuperseded,
     Record,
 )
-from projections.sqlite import SCHEMA_VERSION, ReadModel, ReadModelError
+from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
 from projections.vector_sink import Collections, Encoders, VectorSink, alias_point_id
 from projections.vectors import VectorBackend
 
@@ -61,6 +61,7 @@ class Live(msgspec.Struct, frozen=True, kw_only=True):
     encoders: str
     schema_version: int
     vector_version: int
+    rules: str = ""
 
 
 def _slug(identity: str) -> str:
@@ -68,7 +69,7 @@ def _slug(identity: str) -> str:
     return f"{readable}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
 
 
-def plan_generation(number: int, encoders: Encoders) -> Live:
+def plan_generation(number: int, encoders: Encoders, rules: Rules = NO_RULES) -> Live:
     slug = _slug(encoders.identity)
     return Live(
         generation=number,
@@ -78,6 +79,7 @@ def plan_generation(number: int, encoders: Encoders) -> Live:
         encoders=encoders.identity,
         schema_version=SCHEMA_VERSION,
         vector_version=VECTOR_VERSION,
+        rules=rules.identity,
     )
 
 
@@ -182,13 +184,15 @@ class Projections:
         backend: VectorBackend,
         encoders: Encoders,
         live: Live,
+        rules: Rules = NO_RULES,
     ) -> None:
         self.home = home
         self.journal = journal
         self.backend = backend
         self.encoders = encoders
+        self.rules = rules
         self.live = live
-        self.read_model = ReadModel.open(home / live.sqlite)
+        self.read_model = ReadModel.open(home / live.sqlite, rules=rules)
         self.sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
 
     @classmethod
@@ -199,18 +203,19 @@ class Projections:
         backend: VectorBackend,
         encoders: Encoders,
         *,
+        rules: Rules = NO_RULES,
         progress: Progress | None = None,
     ) -> Projections:
         """Open what is live, rebuilding first if it is missing, stale or broken."""
         live = read_pointer(home)
-        reason = cls._unusable(home, backend, encoders, live)
+        reason = cls._unusable(home, backend, encoders, rules, live)
         if reason is not None:
             # A first start is routine; anything else is worth a warning.
             level = logging.INFO if live is None else logging.WARNING
             log.log(level, "projections: rebuilding from the journal: %s", reason)
-            live = cls._build(home, journal, backend, encoders, live, progress)
+            live = cls._build(home, journal, backend, encoders, rules, live, progress)
         assert live is not None
-        projections = cls(home, journal, backend, encoders, live)
+        projections = cls(home, journal, backend, encoders, live, rules)
         checkpoint = projections.read_model.checkpoint()
         head = journal.refresh().position
         if checkpoint > head:
@@ -220,8 +225,8 @@ class Projections:
                 checkpoint,
                 head,
             )
-            live = cls._build(home, journal, backend, encoders, live, progress)
-            projections = cls(home, journal, backend, encoders, live)
+            live = cls._build(home, journal, backend, encoders, rules, live, progress)
+            projections = cls(home, journal, backend, encoders, live, rules)
         projections.catch_up(progress=progress)
         return projections
 
@@ -233,15 +238,16 @@ class Projections:
         backend: VectorBackend,
         encoders: Encoders,
         *,
+        rules: Rules = NO_RULES,
         progress: Progress | None = None,
     ) -> Projections:
         """Build a new generation from the journal (whatever is live now), switch to it."""
-        live = cls._build(home, journal, backend, encoders, read_pointer(home), progress)
-        return cls(home, journal, backend, encoders, live)
+        live = cls._build(home, journal, backend, encoders, rules, read_pointer(home), progress)
+        return cls(home, journal, backend, encoders, live, rules)
 
     @staticmethod
     def _unusable(
-        home: Path, backend: VectorBackend, encoders: Encoders, live: Live | None
+        home: Path, backend: VectorBackend, encoders: Encoders, rules: Rules, live: Live | None
     ) -> str | None:
         if live is None:
             return "no projections yet"
@@ -251,6 +257,8 @@ class Projections:
             return f"vector projection version {live.vector_version} -> {VECTOR_VERSION}"
         if live.encoders != encoders.identity:
             return f"encoders changed ({live.encoders} -> {encoders.identity})"
+        if live.rules != rules.identity:
+            return f"derivation rules changed ({live.rules!r} -> {rules.identity!r}): a backfill"
         if not (home / live.sqlite).exists():
             return f"the read model {live.sqlite} is missing"
         collections = set(backend.collections())
@@ -268,17 +276,18 @@ class Projections:
         journal: Journal,
         backend: VectorBackend,
         encoders: Encoders,
+        rules: Rules,
         old: Live | None,
         progress: Progress | None,
     ) -> Live:
         """Build a new generation from position 0, switch to it, drop the old one."""
-        live = plan_generation((old.generation if old else 0) + 1, encoders)
+        live = plan_generation((old.generation if old else 0) + 1, encoders, rules)
         # Leftovers of a rebuild that crashed before its switch.
         _remove_sqlite(home / live.sqlite)
         for name in (live.memories, live.entities):
             if name in backend.collections():
                 backend.drop_collection(name)
-        read_model = ReadModel.open(home / live.sqlite)
+        read_model = ReadModel.open(home / live.sqlite, rules=rules)
         try:
             sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
             sink.ensure()
@@ -299,13 +308,15 @@ class Projections:
         new = self._build_beside(old, progress)
         self.read_model.close()
         self.live = new
-        self.read_model = ReadModel.open(self.home / new.sqlite)
+        self.read_model = ReadModel.open(self.home / new.sqlite, rules=self.rules)
         self.sink = VectorSink(self.backend, Collections(new.memories, new.entities), self.encoders)
         return new
 
     def _build_beside(self, old: Live, progress: Progress | None) -> Live:
         # The old read model stays open (and serving) until the switch.
-        return self._build(self.home, self.journal, self.backend, self.encoders, old, progress)
+        return self._build(
+            self.home, self.journal, self.backend, self.encoders, self.rules, old, progress
+        )
 
     def catch_up(self, progress: Progress | None = None) -> int:
         """Apply what the journal has beyond the checkpoints; returns records applied."""
@@ -336,7 +347,7 @@ class Projections:
         )
         scratch_path = self.home / f"reconcile-{os.getpid()}.sqlite"
         _remove_sqlite(scratch_path)
-        scratch = ReadModel.open(scratch_path)
+        scratch = ReadModel.open(scratch_path, rules=self.rules)
         try:
             for chunk in _chunks(self.journal.read(), BATCH):
                 if chunk[0].position > drift.sqlite_checkpoint:
@@ -404,7 +415,7 @@ class Projections:
         marks = ",".join("?" * len(ids))
         scratch_path = self.home / f"reconcile-fix-{os.getpid()}.sqlite"
         _remove_sqlite(scratch_path)
-        scratch = ReadModel.open(scratch_path)
+        scratch = ReadModel.open(scratch_path, rules=self.rules)
         try:
             for chunk in _chunks(self.journal.read(), BATCH):
                 scratch.apply(chunk)

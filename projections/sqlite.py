@@ -15,7 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +32,7 @@ from journal import (
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
+    MemoryBody,
     MemoryStored,
     MemorySuperseded,
     Record,
@@ -109,6 +110,23 @@ CREATE INDEX IF NOT EXISTS memory_entities_entity ON memory_entities (entity_id)
 TABLES = ("memories", "entities", "aliases", "memory_entities")
 
 
+@dataclass(frozen=True)
+class Rules:
+    """Values the read model derives with rules that may change (a change is a backfill).
+
+    ``predicate(namespace, recorded)`` re-normalizes the predicate a fact's event recorded at
+    store time with the current rules; None keeps the recorded one. ``identity`` names the
+    rules: the live projection records it, and a different one at start rebuilds the read
+    model.
+    """
+
+    identity: str = ""
+    predicate: Callable[[str, str], str] | None = None
+
+
+NO_RULES = Rules()
+
+
 class ReadModelError(Exception):
     """The read model file cannot be used (corrupt, or written by another schema)."""
 
@@ -160,12 +178,15 @@ def _json(value: object) -> str | None:
 class ReadModel:
     """The read model in one SQLite file. Open with :meth:`open`; close when done."""
 
-    def __init__(self, path: Path, connection: apsw.Connection) -> None:
+    def __init__(self, path: Path, connection: apsw.Connection, rules: Rules = NO_RULES) -> None:
         self.path = path
         self.db = connection
+        self.rules = rules
 
     @classmethod
-    def open(cls, path: Path, *, busy_timeout_ms: int = 10_000) -> ReadModel:
+    def open(
+        cls, path: Path, *, rules: Rules = NO_RULES, busy_timeout_ms: int = 10_000
+    ) -> ReadModel:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             db = apsw.Connection(str(path))
@@ -182,7 +203,7 @@ class ReadModel:
                     )
         except apsw.Error as exc:
             raise ReadModelError(f"cannot open the read model {path}: {exc}") from exc
-        return cls(path, db)
+        return cls(path, db, rules)
 
     def close(self) -> None:
         self.db.close()
@@ -258,7 +279,7 @@ class ReadModel:
                         subject_key(body.subject) if body and body.subject else None,
                         body.predicate if body else None,
                         body.object if body else None,
-                        body.predicate_normalized if body else None,
+                        self._predicate(event.namespace, body),
                         body.procedure_name if body else None,
                         event.procedure_version,
                         _json(body.conditions) if body else None,
@@ -342,6 +363,15 @@ class ReadModel:
                 )
             case _:
                 assert_never(event)
+
+    def _predicate(self, namespace: str, body: MemoryBody | None) -> str | None:
+        # The current rules re-normalize what the store decided (which may have been a
+        # fuzzy match to a known predicate); normalization is idempotent, so only a changed
+        # rule changes the result.
+        recorded = body.predicate_normalized or body.predicate if body else None
+        if recorded and self.rules.predicate is not None:
+            return self.rules.predicate(namespace, recorded)
+        return recorded
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -107,6 +107,7 @@ def _register() -> None:
     cli.add_command(projection_cmds.optimize)
     cli.add_command(projection_cmds.audit)
     cli.add_command(projection_cmds.reembed)
+    cli.add_command(projection_cmds.backfill)
     cli.add_command(config_cmds.config_group)
     cli.add_command(memory_cmds.store)
     cli.add_command(memory_cmds.forget)

@@ -10,7 +10,7 @@ import time
 
 import click
 
-from ferrex.app import App
+from ferrex.app import App, predicate_changes
 from ferrex.cli.progress import progress
 from ferrex.config import set_in_file
 from ferrex.embedding import Embedder
@@ -161,3 +161,40 @@ def optimize(app: App, as_json: bool) -> None:
         for name, changed in done.items():
             click.echo(f"{name}: {'optimized' if changed else 'nothing to do'}")
         click.echo(f"took {seconds:.1f} s")
+
+
+@click.group()
+def backfill() -> None:
+    """Recompute derived values with the current rules (a backfill is a rebuild)."""
+
+
+@backfill.command("normalized-predicates")
+@click.option("--dry-run", is_flag=True, help="List what would change; change nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def normalized_predicates(app: App, dry_run: bool, as_json: bool) -> None:
+    """Re-normalize the predicates of every fact with the current synonym groups.
+
+    After changing [predicates] in ferrex.toml, facts stored earlier keep the predicate
+    their store decided; this rebuilds the read model so that conflicts and contradictions
+    are found under the new groups. The dry run lists the facts whose normalized predicate
+    would change. (Any command also rebuilds when it finds the rules changed; the dry run
+    is the way to look first.)
+    """
+    changes = predicate_changes(app)
+    doc: dict[str, object] = {"changes": changes, "count": len(changes), "applied": False}
+    if not dry_run:
+        with progress("backfilling") as update:
+            projections = app.replay(progress=update)
+        doc["applied"] = True
+        doc["generation"] = projections.live.generation
+    if as_json:
+        click.echo(json.dumps(doc))
+        return
+    for change in changes:
+        click.echo(
+            f"{change['id']}: {change['subject']} [{change['predicate']}] "
+            f"{change['before']} -> {change['after']}"
+        )
+    verb = "would change" if dry_run else "changed"
+    click.echo(f"{len(changes)} fact(s) {verb}")

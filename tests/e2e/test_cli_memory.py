@@ -105,3 +105,29 @@ def test_import_from_stdin_and_unreadable_file(home: Path, tmp_path: Path) -> No
     assert code == 0 and json.loads(out)["counts"] == {"stored": 1}
     code, _, err = run(home, "import", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "cannot read" in err
+
+
+def test_backfill_normalized_predicates(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    code, out, _ = run(home, "store", "--subject", "web", "--predicate", "talks to",
+                       "--object", "the api v1", "--json")  # fmt: skip
+    old_id = json.loads(out)["id"]
+    (home / "ferrex.toml").write_text('[predicates.synonyms]\ncalls = ["talks to"]\n')
+    code, out, _ = run(home, "backfill", "normalized-predicates", "--dry-run", "--json")
+    doc = json.loads(out)
+    assert code == 0 and not doc["applied"]
+    assert doc["changes"] == [
+        {"id": old_id, "subject": "web", "predicate": "talks to", "before": "talks_to",
+         "after": "calls"}
+    ]  # fmt: skip
+    code, out, _ = run(home, "backfill", "normalized-predicates", "--json")
+    assert code == 0 and json.loads(out)["applied"]
+    code, out, _ = run(home, "backfill", "normalized-predicates", "--dry-run", "--json")
+    assert json.loads(out)["count"] == 0
+    # Under the new groups, "calls" is the same relation: the new fact replaces the old.
+    code, out, _ = run(home, "store", "--subject", "web", "--predicate", "calls",
+                       "--object", "the api v2", "--json")  # fmt: skip
+    assert code == 0 and json.loads(out)["superseded"] == [old_id]
+    (home / "ferrex.toml").write_text('[predicates.synonyms]\ncalls = "talks to"\n')
+    code, _, err = run(home, "backfill", "normalized-predicates", "--dry-run")
+    assert code == 2 and "must be a list" in err
