@@ -20,6 +20,7 @@ from ferrex.sparse import Bm25Encoder
 from ferrex.store import StoreSettings, Writer
 from journal import Journal, JournalError, MemoryStored
 from projections.replay import Progress, Projections, read_pointer
+from projections.sidecar import Sidecar
 from projections.sqlite import ReadModel, ReadModelError, Rules
 from projections.vector_sink import Encoders
 from projections.vectors import VectorBackend, VectorStoreError
@@ -92,6 +93,7 @@ class App:
     _backend: VectorBackend | None = field(default=None, repr=False)
     _projections: Projections | None = field(default=None, repr=False)
     _writer: Writer | None = field(default=None, repr=False)
+    _sidecar: Sidecar | None = field(default=None, repr=False)
 
     @property
     def journal_dir(self) -> Path:
@@ -119,6 +121,15 @@ class App:
         if self._backend is None:
             try:
                 url = self.config["qdrant.url"]
+                binary = self.config["qdrant.binary"]
+                if not url and binary:
+                    self._sidecar = Sidecar(
+                        Path(binary).expanduser(),
+                        self.home / "qdrant-server",
+                        self.home / "run",
+                        self.config["qdrant.port"],
+                    )
+                    url = self._sidecar.ensure()
                 if url:
                     from projections.qdrant_server import ClientBackend
 
@@ -211,6 +222,9 @@ class App:
         if self._backend is not None:
             self._backend.close()
             self._backend = None
+        if self._sidecar is not None:
+            self._sidecar.stop()  # only if this process started it
+            self._sidecar = None
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None

@@ -74,6 +74,12 @@ def _qdrant(app: App) -> dict[str, Any]:
     url = app.config["qdrant.url"]
     if url:
         return {"mode": "qdrant-client (external server)", "url": url, "path": None}
+    if app.config["qdrant.binary"]:
+        return {
+            "mode": f"sidecar ({app.config['qdrant.binary']})",
+            "url": f"http://127.0.0.1:{app.config['qdrant.port']}",
+            "path": str(app.home / "qdrant-server"),
+        }
     return {"mode": "embedded (Qdrant Edge)", "url": None, "path": str(app.home / "qdrant")}
 
 
