@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +40,17 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
             hint="pass --home DIR or set FERREX_HOME to a directory",
         )
     return path.absolute()
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """Third-party and lower-layer errors become ferrex errors once, here."""
+    try:
+        yield
+    except JournalError as exc:
+        raise from_journal_error(exc) from exc
+    except (VectorStoreError, ReadModelError) as exc:
+        raise BackendUnavailable(str(exc)) from exc
 
 
 def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
@@ -145,7 +158,7 @@ class App:
     def projections(self, progress: Progress | None = None) -> Projections:
         """The live projections, caught up with the journal (rebuilt first if they must be)."""
         if self._projections is None:
-            try:
+            with _translated():
                 self._projections = Projections.open(
                     self.home,
                     self.journal(),
@@ -154,10 +167,6 @@ class App:
                     rules=build_rules(self.config),
                     progress=progress,
                 )
-            except JournalError as exc:
-                raise from_journal_error(exc) from exc
-            except (VectorStoreError, ReadModelError) as exc:
-                raise BackendUnavailable(str(exc)) from exc
         return self._projections
 
     def writer(self) -> Writer:
@@ -196,7 +205,7 @@ class App:
         elif self._projections is not None:
             self._projections.rebuild(progress)
             return self._projections
-        try:
+        with _translated():
             self._projections = Projections.replay(
                 self.home,
                 self.journal(),
@@ -205,10 +214,6 @@ class App:
                 rules=build_rules(self.config),
                 progress=progress,
             )
-        except JournalError as exc:
-            raise from_journal_error(exc) from exc
-        except (VectorStoreError, ReadModelError) as exc:
-            raise BackendUnavailable(str(exc)) from exc
         return self._projections
 
     def close_projections(self) -> None:
