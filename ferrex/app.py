@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ferrex.config import Config
-from ferrex.embedding import Embedder
+from ferrex.embedding import Embedder, downloads_allowed
 from ferrex.errors import BackendUnavailable, UsageError, from_journal_error
+from ferrex.freshness import params_for
 from ferrex.predicates import DEFAULT_SYNONYMS, merge_synonyms, normalize_predicate, synonym_map
+from ferrex.recall import AccessLog, Reader, RecallSettings
+from ferrex.rerank import RerankStage, choose_reranker, load_reranker
 from ferrex.sparse import Bm25Encoder
 from ferrex.store import StoreSettings, Writer
 from journal import Journal, JournalError, MemoryStored
@@ -107,6 +110,9 @@ class App:
     _projections: Projections | None = field(default=None, repr=False)
     _writer: Writer | None = field(default=None, repr=False)
     _sidecar: Sidecar | None = field(default=None, repr=False)
+    _reranker: RerankStage | None = field(default=None, repr=False)
+    _reader: Reader | None = field(default=None, repr=False)
+    access: AccessLog = field(default_factory=AccessLog, repr=False)
 
     @property
     def journal_dir(self) -> Path:
@@ -189,6 +195,38 @@ class App:
             self._writer = Writer(self.journal(), self.projections(), self.embedder(), settings)
         return self._writer
 
+    def reranker(self) -> RerankStage:
+        if self._reranker is None:
+            choice = choose_reranker(self.config["models.reranker"], {})
+            self._reranker = load_reranker(
+                choice, self.home, allow_download=downloads_allowed(os.environ)
+            )
+        return self._reranker
+
+    def reader(self) -> Reader:
+        """The query side: recall (hits are counted in the access log)."""
+        if self._reader is None:
+            c = self.config
+            overrides = c["staleness.namespaces"]
+            settings = RecallSettings(
+                default_namespace=c["store.default_namespace"],
+                default_limit=c["recall.limit"],
+                prefetch=max(30, c["recall.prefetch"]),
+                rerank_pool=c["recall.rerank_pool"],
+                namespace_staleness={str(ns): params_for(str(ns), overrides) for ns in overrides},
+            )
+            self._reader = Reader(
+                self.projections(), self.embedder(), self.reranker(), settings, self.access
+            )
+        return self._reader
+
+    def flush_access(self) -> int | None:
+        """Journal the recall hits counted so far (done at close, and by the server's timer)."""
+        if not len(self.access):
+            return None
+        with _translated():
+            return self.access.flush(self.journal())
+
     def replay(
         self, progress: Progress | None = None, *, embedder: Embedder | None = None
     ) -> Projections:
@@ -218,11 +256,18 @@ class App:
 
     def close_projections(self) -> None:
         self._writer = None
+        self._reader = None
         if self._projections is not None:
             self._projections.close()
             self._projections = None
 
     def close(self) -> None:
+        try:
+            self.flush_access()
+        finally:
+            self._close_all()
+
+    def _close_all(self) -> None:
         self.close_projections()
         if self._backend is not None:
             self._backend.close()

@@ -499,7 +499,7 @@ class Writer:
             old = pending.get(memory_id, rm)
             if old is None or old.t_invalid is not None:
                 continue
-            old_text = memory_text(old.type, _body_of(old))
+            old_text = memory_text(old.type, old.body())
             if is_duplicate(min(score, 1.0), text, old_text, self.settings.dedup_threshold):
                 raise Refused(
                     f"a similar memory exists: {memory_id} (similarity {score:.3f})",
@@ -721,15 +721,3 @@ def _alias_match(found: Resolution) -> Literal["fuzzy", "embedding"]:
 
 def _fields(body: MemoryBody) -> dict[str, Any]:
     return {name: getattr(body, name) for name in body.__struct_fields__}
-
-
-def _body_of(memory: Memory) -> MemoryBody:
-    return MemoryBody(
-        content=memory.content,
-        subject=memory.subject,
-        predicate=memory.predicate,
-        object=memory.object,
-        procedure_name=memory.procedure_name,
-        conditions=memory.conditions,
-        steps=memory.steps,
-    )

@@ -99,6 +99,7 @@ def _register() -> None:
     from ferrex.cli import journal as journal_cmds
     from ferrex.cli import memory as memory_cmds
     from ferrex.cli import projections as projection_cmds
+    from ferrex.cli import recall as recall_cmds
 
     cli.add_command(journal_cmds.journal)
     cli.add_command(doctor.doctor)
@@ -112,6 +113,7 @@ def _register() -> None:
     cli.add_command(memory_cmds.store)
     cli.add_command(memory_cmds.forget)
     cli.add_command(memory_cmds.import_)
+    cli.add_command(recall_cmds.recall)
 
 
 _register()

@@ -1,0 +1,89 @@
+"""``ferrex recall``: hybrid retrieval with freshness, from a shell."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ferrex.app import App
+from ferrex.recall import RecallRequest
+
+MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
+
+
+@click.command()
+@click.argument("query")
+@click.option("--type", "types", type=MEMORY_TYPES, multiple=True, help="Only these types.")
+@click.option("--entity", "entities", multiple=True, help="Only memories about this entity.")
+@click.option("--limit", type=click.IntRange(1, 100), help="How many results (default 5).")
+@click.option("--include-stale", is_flag=True, help="Also show memories labelled stale.")
+@click.option("--include-invalidated", is_flag=True, help="Also show superseded memories.")
+@click.option("--as-of", help="What was valid at this time (ISO 8601), superseded since or not.")
+@click.option("--after", help="Only memories whose event time is at or after this.")
+@click.option("--before", help="Only memories whose event time is before this.")
+@click.option("--namespace", help="Default: store.default_namespace of the configuration.")
+@click.option("--agent-id", help="Recall as this agent (its private memories and shared ones).")
+@click.option("--explain", is_flag=True, help="Show the score of every stage.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def recall(
+    app: App,
+    /,
+    query: str,
+    types: tuple[str, ...],
+    entities: tuple[str, ...],
+    limit: int | None,
+    include_stale: bool,
+    include_invalidated: bool,
+    as_of: str | None,
+    after: str | None,
+    before: str | None,
+    namespace: str | None,
+    agent_id: str | None,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Find the memories that answer QUERY (dense + BM25, fused, freshest first on ties).
+
+    Each result shows its freshness: fresh, aging, stale (hidden unless --include-stale) or
+    superseded (hidden unless --include-invalidated or --as-of). A recall counts as an
+    access of each result, never as a validation.
+    """
+    request = RecallRequest(
+        query=query,
+        types=types,
+        entities=entities,
+        namespace=namespace,
+        limit=limit or app.config["recall.limit"],
+        include_stale=include_stale,
+        include_invalidated=include_invalidated,
+        as_of=as_of,
+        after=after,
+        before=before,
+        explain=explain,
+        agent_id=agent_id,
+    )
+    result = app.reader().recall(request)
+    if as_json:
+        click.echo(json.dumps(result.as_dict()))
+        return
+    if not result.results:
+        click.echo("no memories found")
+    for item in result.results:
+        label = item["freshness"]["label"]
+        if item["type"] == "semantic":
+            text = f"{item['subject']} {item['predicate']} {item['object']}"
+        elif item["type"] == "procedural":
+            text = f"{item['name']} (v{item['version']}): " + "; ".join(item["steps"])
+        else:
+            text = item["content"]
+        flags = " CONTRADICTED" if item.get("contradiction") else ""
+        click.echo(f"{item['id']}  [{item['type']}, {label}{flags}]  {text}")
+        if explain:
+            click.echo(f"    {json.dumps(item['explain'])}")
+    if result.hidden:
+        held = ", ".join(f"{n} {why}" for why, n in sorted(result.hidden.items()))
+        click.echo(f"(held back: {held})", err=True)
+    if result.unknown_entities:
+        click.echo(f"(unknown entities: {', '.join(result.unknown_entities)})", err=True)
