@@ -1,0 +1,178 @@
+"""Recall on real parts: hybrid legs, staleness over time, as-of, visibility, replay."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from ferrex.embedding import Embedder
+from ferrex.errors import UsageError
+from ferrex.memory_input import StoreRequest
+from ferrex.recall import AccessLog, Reader, RecallRequest
+from ferrex.rerank import RerankStage, choose_reranker
+from ferrex.store import StoreSettings, Writer
+from journal import Journal
+from projections.qdrant_edge import EdgeBackend
+from projections.replay import Projections
+from projections.vector_sink import Encoders
+
+START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(milliseconds=1)
+        return self.now
+
+
+@dataclass
+class World:
+    writer: Writer
+    reader: Reader
+    clock: Clock
+    journal: Journal
+
+    def ids(self, query: str, **kw: object) -> list[str]:
+        result = self.reader.recall(RecallRequest(query=query, **kw))  # type: ignore[arg-type]
+        return [r["id"] for r in result.results]
+
+
+@pytest.fixture
+def world(tmp_path: Path, encoders: Encoders, shared_embedder: Embedder) -> Iterator[World]:
+    clock = Clock()  # one clock for the journal, the store and recall
+    journal = Journal.open(tmp_path / "journal", clock=clock)
+    backend = EdgeBackend(tmp_path / "qdrant")
+    projections = Projections.open(tmp_path, journal, backend, encoders)
+    writer = Writer(journal, projections, shared_embedder, StoreSettings(), clock=clock)
+    off = RerankStage(choose_reranker("none", {}))
+    reader = Reader(projections, shared_embedder, off, access=AccessLog(), clock=clock)
+    yield World(writer, reader, clock, journal)
+    projections.close()
+    backend.close()
+    journal.close()
+
+
+def note(text: str, **kw: object) -> StoreRequest:
+    return StoreRequest(content=text, **kw)  # type: ignore[arg-type]
+
+
+def test_identifier_and_paraphrase_both_come_back(world: World) -> None:
+    exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
+    meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
+    for i in range(8):
+        world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
+    # The identifier only BM25 can match; the paraphrase only the dense vector can.
+    ids = world.ids("INC-90312 and the storage on the test db filling up", limit=3)
+    assert exact.id in ids and meaning.id in ids
+    result = world.reader.recall(
+        RecallRequest(query="INC-90312 storage filling up on test db", limit=5, explain=True)
+    )
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert explained[exact.id]["sparse_rank"] == 1
+    assert explained[meaning.id]["sparse_rank"] is None
+    assert explained[meaning.id]["dense_rank"] is not None
+
+
+def test_staleness_moves_fresh_aging_stale_and_stale_is_hidden(world: World) -> None:
+    old = world.writer.store(note("We pinned numpy below 2.0 for the ingest job"))
+    assert world.ids("numpy pin for ingest") == [old.id]
+    labels = []
+    for days in (10, 20, 60):  # episodic: aging from about 14 days, stale from about 35
+        world.clock.now = START + timedelta(days=days)
+        result = world.reader.recall(RecallRequest(query="numpy pin", include_stale=True))
+        labels.append(result.results[0]["freshness"]["label"])
+    assert labels == ["fresh", "aging", "stale"]
+    hidden = world.reader.recall(RecallRequest(query="numpy pin"))
+    assert hidden.results == [] and hidden.hidden == {"stale": 1}
+
+
+def test_as_of_returns_the_fact_valid_then(world: World) -> None:
+    first = world.writer.store(
+        StoreRequest(
+            subject="api", predicate="uses", object="tokio 1.36", valid_from="2026-01-01T00:00:00Z"
+        )
+    )
+    second = world.writer.store(
+        StoreRequest(
+            subject="api", predicate="uses", object="tokio 1.38", valid_from="2026-02-01T00:00:00Z"
+        )
+    )
+    assert world.ids("which tokio does api use") == [second.id]
+    assert world.ids("which tokio does api use", as_of="2026-01-15T00:00:00Z") == [first.id]
+    both = world.ids("which tokio does api use", include_invalidated=True)
+    assert set(both) == {first.id, second.id}
+
+
+def test_filters_types_entities_time_and_namespace(world: World) -> None:
+    fact = world.writer.store(
+        StoreRequest(subject="web", predicate="uses", object="react", entities=("React",))
+    )
+    event = world.writer.store(
+        note(
+            "Upgraded the React router in the web app",
+            entities=("react",),
+            valid_from="2026-02-20T00:00:00Z",
+        )
+    )
+    world.writer.store(note("Upgraded the React router in another team", namespace="other"))
+    assert world.ids("react", types=("semantic",)) == [fact.id]
+    assert set(world.ids("react", entities=("REACT",))) == {fact.id, event.id}
+    assert world.ids(
+        "react router", before="2026-02-21T00:00:00Z", after="2026-02-19T00:00:00Z"
+    ) == [event.id]
+    other = world.reader.recall(RecallRequest(query="react router", namespace="other"))
+    assert len(other.results) == 1 and other.results[0]["id"] not in {fact.id, event.id}
+    unknown = world.reader.recall(RecallRequest(query="react", entities=("angular",)))
+    assert unknown.results == [] and unknown.unknown_entities == ["angular"]
+
+
+def test_private_memories_are_invisible_to_other_agents(world: World) -> None:
+    mine = world.writer.store(note("My scratch idea about caching tokens", agent_id="agent-a"))
+    shared = world.writer.store(
+        note("Team decision about caching tokens", agent_id="agent-a", visibility="shared")
+    )
+    assert set(world.ids("caching tokens", agent_id="agent-a")) == {mine.id, shared.id}
+    assert world.ids("caching tokens", agent_id="agent-b") == [shared.id]
+    assert set(world.ids("caching tokens")) == {mine.id, shared.id}  # the operator's view
+
+
+def test_access_is_journaled_and_replay_reproduces_staleness(world: World) -> None:
+    memory = world.writer.store(note("The on-call rota lives in the ops wiki"))
+    for _ in range(3):
+        world.ids("where is the on-call rota")
+    assert world.reader.access.flush(world.journal) is not None
+    world.writer.projections.catch_up()
+    row = world.writer.projections.read_model.get(memory.id)
+    assert row is not None and row.access_count == 3 and row.last_validated is None
+    world.clock.now = START + timedelta(days=20)
+    before = world.reader.recall(RecallRequest(query="on-call rota", include_stale=True))
+    world.writer.projections.rebuild()
+    after = world.reader.recall(RecallRequest(query="on-call rota", include_stale=True))
+    # The hits of these two recalls are still in the access log, not yet journaled.
+    assert before.results[0]["freshness"] == after.results[0]["freshness"]
+    assert after.results[0]["freshness"]["access_count"] == 3
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        RecallRequest(query=""),
+        RecallRequest(query="x" * 3000),
+        RecallRequest(query="ok", limit=0),
+        RecallRequest(query="ok", limit=101),
+        RecallRequest(query="ok", types=("opinion",)),
+        RecallRequest(query="ok", as_of="last tuesday"),
+        RecallRequest(query="ok", after="2026-01-01T00:00:00"),
+        RecallRequest(query="bell \x07"),
+    ],
+)
+def test_bad_queries_are_clear_errors(world: World, request_: RecallRequest) -> None:
+    with pytest.raises(UsageError):
+        world.reader.recall(request_)
