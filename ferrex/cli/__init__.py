@@ -96,6 +96,7 @@ def _log_to_stderr(level: int) -> None:
 def _register() -> None:
     from ferrex.cli import config as config_cmds
     from ferrex.cli import doctor
+    from ferrex.cli import insight as insight_cmds
     from ferrex.cli import journal as journal_cmds
     from ferrex.cli import memory as memory_cmds
     from ferrex.cli import projections as projection_cmds
@@ -114,6 +115,8 @@ def _register() -> None:
     cli.add_command(memory_cmds.forget)
     cli.add_command(memory_cmds.import_)
     cli.add_command(recall_cmds.recall)
+    cli.add_command(insight_cmds.stats_cmd)
+    cli.add_command(insight_cmds.reflect_cmd)
 
 
 _register()

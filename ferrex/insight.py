@@ -1,0 +1,221 @@
+"""What ferrex tells about the memory as a whole: stats (brief and detailed) and reflect.
+
+Both read the read model only. ``stats`` is what an agent asks at the start of a
+conversation (a few hundred bytes), ``reflect`` what needs attention: stale and never
+validated memories with reasons, contradictions, forget candidates and dormant entities.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ferrex.eviction import EvictionCandidate, eviction_reason
+from ferrex.freshness import DAY, FreshnessInput, StalenessParams, staleness
+from ferrex.predicates import match_known
+from projections.documents import memory_text, subject_key
+from projections.sqlite import Memory, ReadModel
+
+
+@dataclass(frozen=True)
+class Assessed:
+    memory: Memory
+    score: float
+    label: str
+    components: dict[str, float]
+
+
+def assess(memories: list[Memory], now: float, params: StalenessParams) -> list[Assessed]:
+    out = []
+    for m in memories:
+        state = staleness(
+            FreshnessInput(m.type, m.t_valid, m.t_invalid, m.created_at, m.last_accessed,
+                           m.last_validated, m.access_count),
+            now,
+            params,
+        )  # fmt: skip
+        out.append(Assessed(m, state.score, state.label, state.components))
+    return out
+
+
+def one_line(m: Memory, width: int = 80) -> str:
+    text = " ".join(memory_text(m.type, m.body()).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
+    """Active facts that disagree: same subject and predicate (fuzzy-matched), different
+    objects."""
+    by_subject: dict[tuple[str, str], list[Memory]] = defaultdict(list)
+    for m in memories:
+        if m.type == "semantic" and m.t_invalid is None and m.subject and m.predicate_normalized:
+            by_subject[(m.namespace, subject_key(m.subject))].append(m)
+    found: list[dict[str, Any]] = []
+    for (namespace, _), facts in sorted(by_subject.items()):
+        predicates = sorted({str(f.predicate_normalized) for f in facts})
+        canonical: dict[str, str] = {}
+        for p in predicates:
+            # A typo of an earlier predicate of the subject counts as that predicate.
+            canonical[p] = match_known(p, [q for q in canonical.values() if q != p]) or p
+        groups: dict[str, list[Memory]] = defaultdict(list)
+        for f in facts:
+            groups[canonical[str(f.predicate_normalized)]].append(f)
+        for predicate, group in sorted(groups.items()):
+            objects = {" ".join((f.object or "").casefold().split()) for f in group}
+            if len(group) > 1 and len(objects) > 1:
+                found.append(
+                    {
+                        "namespace": namespace,
+                        "subject": group[0].subject,
+                        "predicate": predicate,
+                        "facts": [
+                            {"id": f.memory_id, "object": f.object} for f in sorted(
+                                group, key=lambda f: f.memory_id)
+                        ],
+                    }
+                )  # fmt: skip
+    return found
+
+
+def _memories(rm: ReadModel, namespace: str | None) -> list[Memory]:
+    return rm.memories(namespace=namespace)
+
+
+def directory_bytes(path: Path) -> int:
+    """Bytes on disk (allocated blocks: Qdrant's preallocated files are sparse)."""
+    if path.is_file():
+        return path.stat().st_blocks * 512
+    if not path.exists():
+        return 0
+    return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+
+
+def stats(
+    rm: ReadModel,
+    now: float,
+    params: StalenessParams,
+    *,
+    namespace: str | None,
+    detailed: bool,
+    recent: int = 3,
+) -> dict[str, Any]:
+    memories = _memories(rm, namespace)
+    active = [m for m in memories if m.t_invalid is None]
+    assessed = assess(active, now, params)
+    conflicts = contradictions(active)
+    latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:recent]
+    doc: dict[str, Any] = {
+        "namespace": namespace,
+        "total": len(active),
+        "recent": [{"id": m.memory_id, "type": m.type, "summary": one_line(m)} for m in latest],
+        "needs_attention": {
+            "stale": sum(1 for a in assessed if a.label == "stale"),
+            "conflicts": len(conflicts),
+            "unvalidated": sum(1 for m in active if m.last_validated is None),
+        },
+    }
+    if detailed:
+        by_type: dict[str, int] = defaultdict(int)
+        labels: dict[str, int] = defaultdict(int)
+        for a in assessed:
+            by_type[a.memory.type] += 1
+            labels[a.label] += 1
+        labels["superseded"] = len(memories) - len(active)
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        doc.update(
+            by_type=dict(sorted(by_type.items())),
+            staleness=dict(sorted(labels.items())),
+            conflicts=conflicts[:10],
+            entities=rm.db.execute(f"SELECT count(*) FROM entities {where}", args).get,
+        )
+    return doc
+
+
+def reflect(
+    rm: ReadModel,
+    now: float,
+    params: StalenessParams,
+    *,
+    namespace: str | None,
+    limit: int = 10,
+    unvalidated_after_days: float = 30.0,
+    dormant_after_days: float = 90.0,
+) -> dict[str, Any]:
+    memories = _memories(rm, namespace)
+    active = [m for m in memories if m.t_invalid is None]
+    assessed = assess(active, now, params)
+    stale = sorted((a for a in assessed if a.label == "stale"), key=lambda a: (-a.score,
+                   a.memory.memory_id))  # fmt: skip
+    unvalidated = sorted(
+        (m for m in active if m.last_validated is None
+         and now - m.created_at >= unvalidated_after_days * DAY),
+        key=lambda m: (m.created_at, m.memory_id),
+    )  # fmt: skip
+    least_used = sorted(
+        (a for a in assessed if a.memory.type == "episodic"),
+        key=lambda a: (a.memory.access_count, a.memory.last_accessed or a.memory.created_at,
+                       a.memory.memory_id),
+    )  # fmt: skip
+    by_id = {m.memory_id: m for m in memories}
+    last_use: dict[str, float] = {}
+    for entity_id, memory_id in rm.db.execute("SELECT entity_id, memory_id FROM memory_entities"):
+        m = by_id.get(str(memory_id))
+        if m is not None and m.t_invalid is None:
+            last_use[str(entity_id)] = max(last_use.get(str(entity_id), 0.0), m.t_valid)
+    where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+    sql = f"SELECT entity_id, name FROM entities {where} ORDER BY entity_id"
+    dormant = [
+        {"id": str(e), "name": str(n), "last_referenced": last_use.get(str(e))}
+        for e, n in rm.db.execute(sql, args)
+        if now - last_use.get(str(e), 0.0) >= dormant_after_days * DAY
+    ]
+    return {
+        "namespace": namespace,
+        "stale": [
+            {"id": a.memory.memory_id, "summary": one_line(a.memory),
+             "staleness": round(a.score, 4), "reasons": _reasons(a)}
+            for a in stale[:limit]
+        ],
+        "unvalidated": [
+            {"id": m.memory_id, "summary": one_line(m),
+             "age_days": round((now - m.created_at) / DAY, 1)}
+            for m in unvalidated[:limit]
+        ],
+        "contradictions": contradictions(active)[:limit],
+        "forget_candidates": [
+            {"id": a.memory.memory_id, "summary": one_line(a.memory),
+             "access_count": a.memory.access_count, "label": a.label,
+             "eviction": eviction_reason(_candidate(a), now)}
+            for a in least_used[:limit]
+        ],
+        "dormant_entities": dormant[:limit],
+    }  # fmt: skip
+
+
+def _reasons(a: Assessed) -> list[str]:
+    """The components that make a memory stale, in words, largest first."""
+    words = {
+        "age": "old",
+        "access": "not recalled for long",
+        "validation": "not confirmed for long",
+        "count": "rarely used",
+    }
+    ranked = sorted(a.components.items(), key=lambda kv: -kv[1])
+    return [f"{words[k]} ({v:.2f})" for k, v in ranked if v >= 0.5] or ["overall decay"]
+
+
+def _candidate(a: Assessed) -> EvictionCandidate:
+    m = a.memory
+    return EvictionCandidate(
+        memory_id=m.memory_id,
+        type=m.type,
+        size_bytes=len(memory_text(m.type, m.body()).encode()),
+        t_invalid=m.t_invalid,
+        staleness=a.score,
+        label=a.label,  # type: ignore[arg-type]
+        access_count=m.access_count,
+        last_accessed=m.last_accessed,
+        referenced_by_entities=bool(m.entity_ids),
+    )

@@ -1,0 +1,81 @@
+"""`ferrex recall`, `stats` and `reflect` end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ferrex.cli import cli
+
+
+def run(home: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("read-home")
+    lines = [
+        {
+            "content": "INC-4411: the payments webhook retried forever after a 502",
+            "entities": ["payments"],
+        },
+        {"content": "The staging cluster was moved to the new region in October"},
+        {"subject": "billing", "predicate": "owned by", "object": "payments team",
+         "multi_valued": True},
+        {"subject": "billing", "predicate": "owned by", "object": "platform team",
+         "multi_valued": True},
+        {"name": "rotate webhook secret",
+         "steps": ["create a new secret", "deploy", "revoke the old one"]},
+    ]  # fmt: skip
+    file = home / "seed.jsonl"
+    file.write_text("\n".join(json.dumps(line) for line in lines))
+    code, out, _ = run(home, "import", str(file), "--json")
+    assert code == 0, out
+    return home
+
+
+def test_recall_json_and_text(home: Path) -> None:
+    code, out, _ = run(home, "recall", "INC-4411 webhook", "--json", "--explain", "--limit", "2")
+    doc = json.loads(out)
+    assert code == 0 and doc["results"][0]["content"].startswith("INC-4411")
+    first = doc["results"][0]
+    assert first["freshness"]["label"] == "fresh" and first["entities"] == ["payments"]
+    assert {"dense_rank", "sparse_rank", "rrf", "boost", "staleness"} <= set(first["explain"])
+    code, out, _ = run(home, "recall", "how do I rotate the webhook secret", "--type", "procedural")
+    assert code == 0 and "rotate webhook secret (v1)" in out
+    code, out, _ = run(home, "recall", "who owns billing", "--type", "semantic")
+    assert code == 0 and "CONTRADICTED" in out
+
+
+def test_recall_bad_input(home: Path) -> None:
+    assert run(home, "recall", "")[0] == 2
+    assert run(home, "recall", "x", "--limit", "0")[0] == 2
+    code, _, err = run(home, "recall", "x", "--as-of", "yesterday")
+    assert code == 2 and "ISO 8601" in err
+
+
+def test_stats_and_reflect(home: Path) -> None:
+    code, out, _ = run(home, "stats", "--json")
+    brief = json.loads(out)
+    assert code == 0 and brief["total"] == 5 and len(brief["recent"]) == 3
+    assert brief["needs_attention"]["conflicts"] == 1
+    assert len(out) < 1500, "the brief stats stay small enough for every conversation start"
+    code, out, _ = run(home, "stats", "--detailed", "--json")
+    detailed = json.loads(out)
+    assert detailed["by_type"] == {"episodic": 2, "procedural": 1, "semantic": 2}
+    assert detailed["journal"]["lag"] == {"sqlite": 0, "qdrant": 0}
+    assert detailed["models"]["reranker"] == "off" and detailed["storage_bytes"]["journal"] > 0
+    code, out, _ = run(home, "reflect", "--json")
+    doc = json.loads(out)
+    assert code == 0 and len(doc["contradictions"]) == 1
+    assert {f["object"] for f in doc["contradictions"][0]["facts"]} == {
+        "payments team",
+        "platform team",
+    }
+    code, out, _ = run(home, "reflect")
+    assert code == 0 and "contradictions: 1" in out
