@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +19,7 @@ from ferrex.embedding import Embedder, downloads_allowed
 from ferrex.errors import BackendUnavailable, UsageError, from_journal_error
 from ferrex.freshness import params_for
 from ferrex.predicates import DEFAULT_SYNONYMS, merge_synonyms, normalize_predicate, synonym_map
-from ferrex.recall import AccessLog, Reader, RecallSettings
+from ferrex.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
 from ferrex.rerank import RerankStage, choose_reranker, load_reranker
 from ferrex.sparse import Bm25Encoder
 from ferrex.store import StoreSettings, Writer
@@ -191,6 +191,7 @@ class App:
                 entity_fuzzy=c["store.entity_fuzzy"],
                 entity_embedding=c["store.entity_embedding"],
                 predicate_fuzzy=c["store.predicate_fuzzy"],
+                budget_bytes=c["store.budget_bytes"],
             )
             self._writer = Writer(self.journal(), self.projections(), self.embedder(), settings)
         return self._writer
@@ -219,6 +220,21 @@ class App:
                 self.projections(), self.embedder(), self.reranker(), settings, self.access
             )
         return self._reader
+
+    def recall(self, request: RecallRequest, validate_ids: Sequence[str] = ()) -> RecallResult:
+        """Recall; ``validate_ids``: results of this recall the agent confirms as correct."""
+        result = self.reader().recall(request)
+        if validate_ids:
+            returned = {r["id"] for r in result.results}
+            foreign = [i for i in validate_ids if i not in returned]
+            if foreign:
+                raise UsageError(
+                    f"validate_ids must be ids this recall returned; not returned: "
+                    f"{', '.join(foreign[:5])}",
+                    hint="confirm only memories you were shown; recall them first",
+                )
+            self.writer().validate_memories(list(validate_ids))
+        return result
 
     def flush_access(self) -> int | None:
         """Journal the recall hits counted so far (done at close, and by the server's timer)."""

@@ -58,6 +58,8 @@ KEYS: tuple[Key, ...] = (
         "name-embedding cosine above which an entity name matches a known one"),
     Key("store.predicate_fuzzy", float, 0.85, None,
         "Jaro-Winkler similarity above which a predicate matches a known one"),
+    Key("store.budget_bytes", int, None, None,
+        "memory text budget; beyond it the least valuable memories are evicted (forgotten)"),
     Key("recall.limit", int, 5, None, "results a recall returns when it asks for no number"),
     Key("recall.prefetch", int, 40, None,
         "candidates each leg (dense, BM25) contributes before fusion (at least 30)"),

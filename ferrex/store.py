@@ -22,7 +22,10 @@ from ferrex.dedup import classify_object_change, is_duplicate
 from ferrex.embedding import Embedder
 from ferrex.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.errors import FerrexError, Refused, UsageError
+from ferrex.eviction import EvictionCandidate, eviction_plan
+from ferrex.freshness import DEFAULT_STALENESS
 from ferrex.ids import new_id, plausible_id
+from ferrex.insight import assess
 from ferrex.memory_input import DEFAULT_LIMITS, Limits, StoreRequest, ValidStore, validate
 from ferrex.predicates import DEFAULT_SYNONYMS, match_known, normalize_predicate
 from journal import (
@@ -61,6 +64,8 @@ class StoreSettings:
     limits: Limits = DEFAULT_LIMITS
     agent_id: str | None = None
     """Stamped on memories stored without one (the server's ``--agent-id``)."""
+    budget_bytes: int | None = None
+    """Memory text beyond this is evicted after a store, in the documented priority."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,7 @@ class Writer:
         self.embedder = embedder
         self.settings = settings or StoreSettings()
         self.clock = clock
+        self.staleness = DEFAULT_STALENESS
 
     # -- store ------------------------------------------------------------------------------
 
@@ -203,6 +209,8 @@ class Writer:
                 self.projections.catch_up()
             for (i, result), record in zip(decided, records, strict=True):
                 outcomes[i] = replace(result, position=record.position)
+            if self.settings.budget_bytes is not None and records:
+                self.enforce_budget(self.settings.budget_bytes)
             done += len(part)
             if progress is not None:
                 progress(done, len(requests))
@@ -595,6 +603,47 @@ class Writer:
             self.projections.catch_up()
         order = [i for i in wanted if i in found_ids]
         return ForgetResult(tuple(order), not_found, tuple(all_dropped), record.position)
+
+    def enforce_budget(self, budget: int) -> ForgetResult | None:
+        """Evict (forget, reason ``eviction``) what the budget cannot hold, in the priority
+        of ``ferrex.eviction``; active facts and procedures are never evicted."""
+        with self.journal.exclusive():
+            self.projections.catch_up()
+            memories = self.projections.read_model.memories()
+            sizes = {m.memory_id: len(memory_text(m.type, m.body()).encode()) for m in memories}
+            over = sum(sizes.values()) - budget
+            if over <= 0:
+                return None
+            now = self.clock().timestamp()
+            candidates = [
+                EvictionCandidate(
+                    memory_id=a.memory.memory_id, type=a.memory.type,
+                    size_bytes=sizes[a.memory.memory_id], t_invalid=a.memory.t_invalid,
+                    staleness=a.score, label=a.label,  # type: ignore[arg-type]
+                    access_count=a.memory.access_count, last_accessed=a.memory.last_accessed,
+                    referenced_by_entities=bool(a.memory.entity_ids),
+                )
+                for a in assess(memories, now, self.staleness)
+            ]  # fmt: skip
+            plan = eviction_plan(candidates, over, now)
+            if not plan:
+                return None
+            by_id = {m.memory_id: m for m in memories}
+            events: list[Event] = []
+            namespaces = sorted({by_id[mid].namespace for mid, _ in plan})
+            for namespace in namespaces:
+                chosen = [(mid, why) for mid, why in plan if by_id[mid].namespace == namespace]
+                events.append(
+                    MemoriesForgotten(
+                        memory_ids=tuple(mid for mid, _ in chosen),
+                        namespace=namespace,
+                        reason="eviction",
+                        details=tuple(why for _, why in chosen),
+                    )
+                )
+            record = self.journal.append(events)
+            self.projections.catch_up()
+        return ForgetResult(tuple(mid for mid, _ in plan), (), (), record.position)
 
     def _unused_entities(self, memories: Sequence[Memory], leaving: set[str]) -> tuple[str, ...]:
         db = self.projections.read_model.db

@@ -95,6 +95,8 @@ class MemoriesForgotten(Event, tag="memories.forgotten", frozen=True):
     namespace: str
     reason: ForgetReason = "request"
     dropped_entity_ids: tuple[str, ...] = ()
+    details: tuple[str, ...] = ()
+    """Per memory, why (for evictions: which rule of the budget chose it); may be empty."""
 
 
 class MemoriesValidated(Event, tag="memories.validated", frozen=True):

@@ -25,6 +25,12 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.option("--namespace", help="Default: store.default_namespace of the configuration.")
 @click.option("--agent-id", help="Recall as this agent (its private memories and shared ones).")
 @click.option("--explain", is_flag=True, help="Show the score of every stage.")
+@click.option(
+    "--validate",
+    "validate_ids",
+    multiple=True,
+    help="Confirm this result id as correct (marks it validated now). Repeatable.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
 def recall(
@@ -42,6 +48,7 @@ def recall(
     namespace: str | None,
     agent_id: str | None,
     explain: bool,
+    validate_ids: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Find the memories that answer QUERY (dense + BM25, fused, freshest first on ties).
@@ -64,7 +71,7 @@ def recall(
         explain=explain,
         agent_id=agent_id,
     )
-    result = app.reader().recall(request)
+    result = app.recall(request, validate_ids)
     if as_json:
         click.echo(json.dumps(result.as_dict()))
         return

@@ -79,3 +79,16 @@ def test_stats_and_reflect(home: Path) -> None:
     }
     code, out, _ = run(home, "reflect")
     assert code == 0 and "contradictions: 1" in out
+
+
+def test_recall_validate_marks_results_confirmed(home: Path) -> None:
+    code, out, _ = run(home, "recall", "staging cluster region", "--json", "--limit", "1")
+    memory_id = json.loads(out)["results"][0]["id"]
+    code, out, _ = run(home, "recall", "staging cluster region", "--json", "--limit", "1",
+                       "--validate", memory_id)  # fmt: skip
+    assert code == 0
+    code, out, _ = run(home, "recall", "staging cluster region", "--json", "--limit", "1")
+    assert json.loads(out)["results"][0]["freshness"]["last_validated"] is not None
+    code, _, err = run(home, "recall", "staging cluster region", "--limit", "1",
+                       "--validate", "mem_NOT_RETURNED")  # fmt: skip
+    assert code == 2 and "not returned" in err

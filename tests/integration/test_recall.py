@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -176,3 +176,25 @@ def test_access_is_journaled_and_replay_reproduces_staleness(world: World) -> No
 def test_bad_queries_are_clear_errors(world: World, request_: RecallRequest) -> None:
     with pytest.raises(UsageError):
         world.reader.recall(request_)
+
+
+def test_a_storage_budget_evicts_stale_episodes_never_facts(world: World) -> None:
+    from journal import MemoriesForgotten
+
+    fact = world.writer.store(StoreRequest(subject="db", predicate="runs on", object="port 5432"))
+    old = [
+        world.writer.store(note(f"Standup {i}: nothing blocked, reviewed ticket {1000 + i}"))
+        for i in range(4)
+    ]
+    world.clock.now = START + timedelta(days=120)  # the standups are stale by now
+    budget = sum(len(f"Standup {i}: nothing blocked, reviewed ticket {1000 + i}") for i in range(2))
+    world.writer.settings = replace(world.writer.settings, budget_bytes=budget + 60)
+    fresh = world.writer.store(note("Deploy freeze starts on Friday for the audit"))
+    rm = world.writer.projections.read_model
+    assert rm.get(fact.id) is not None and rm.get(fresh.id) is not None
+    gone = [m.id for m in old if rm.get(m.id) is None]
+    assert gone, "over budget: some stale standups are evicted"
+    events = [e for r in world.journal.read() for e in r.events if isinstance(e, MemoriesForgotten)]
+    assert [e.reason for e in events] == ["eviction"]
+    assert set(events[0].memory_ids) == set(gone)
+    assert set(events[0].details) <= {"stale_unreferenced_episodic", "stale_episodic"}
