@@ -26,6 +26,7 @@ import re
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, assert_never
@@ -87,6 +88,7 @@ class EdgeBackend:
         self._open: dict[str, _OpenShard] = {}
         self._guard = threading.Lock()  # opening and closing shards, not their operations
         self._closed = False
+        self._deferred: set[str] = set()
 
     # -- collections -------------------------------------------------------------------
 
@@ -356,7 +358,18 @@ class EdgeBackend:
             optimizers=optimizers,
         )
 
+    @contextmanager
+    def bulk(self, name: str) -> Iterator[None]:
+        self._deferred.add(name)
+        try:
+            yield
+        finally:
+            self._deferred.discard(name)
+        self._flush(name, self._shard(name))
+
     def _flush(self, name: str, shard: edge.EdgeShard) -> None:
+        if name in self._deferred:
+            return  # flushed once when the bulk block ends
         with _translated(f"flush {name!r} to disk"):
             shard.flush()
 
@@ -385,7 +398,7 @@ class EdgeBackend:
 
 def _point(p: VectorPoint) -> edge.Point:
     vectors: dict[str, edge.NamedVector] = {
-        DENSE: [float(x) for x in p.dense],
+        DENSE: p.dense if isinstance(p.dense, list) else [float(x) for x in p.dense],
         SPARSE: _to_edge_sparse(p.sparse),
     }
     return edge.Point(p.id, vectors, p.payload)

@@ -21,6 +21,7 @@ import contextlib
 import os
 import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, assert_never
 
 from qdrant_client import QdrantClient
@@ -69,6 +70,11 @@ def _translated(what: str) -> Iterator[None]:
 
 class ClientBackend:
     """Collections in a Qdrant server (``url``) or in qdrant-client's local mode (``path``)."""
+
+    @contextmanager
+    def bulk(self, name: str) -> Iterator[None]:
+        # Every write already waits for the server's acknowledgement; nothing to defer.
+        yield
 
     def __init__(
         self,

@@ -291,7 +291,10 @@ class Projections:
         try:
             sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
             sink.ensure()
-            _apply_all(journal, read_model, sink, after=0, progress=progress)
+            # One flush at the end instead of one per batch: an interrupted build is
+            # discarded (the pointer still names the old generation), never resumed.
+            with backend.bulk(live.memories), backend.bulk(live.entities):
+                _apply_all(journal, read_model, sink, after=0, progress=progress)
         finally:
             read_model.close()
         write_pointer(home, live)

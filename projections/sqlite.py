@@ -164,6 +164,21 @@ class Memory:
     last_validated: float | None
     entity_ids: tuple[str, ...] = ()
 
+    def body(self) -> MemoryBody:
+        """The memory's text fields, as its event carried them."""
+        return MemoryBody(
+            content=self.content,
+            subject=self.subject,
+            predicate=self.predicate,
+            object=self.object,
+            predicate_normalized=self.predicate_normalized,
+            procedure_name=self.procedure_name,
+            conditions=self.conditions,
+            steps=self.steps,
+            source=self.source,
+            context=self.context,
+        )
+
 
 def _ts(value: datetime) -> float:
     return value.timestamp()

@@ -169,7 +169,7 @@ class VectorSink:
             points.append(
                 VectorPoint(
                     id=pid,
-                    dense=[float(x) for x in vector],
+                    dense=_floats(vector),
                     sparse=SparseVector(tuple(sparse.indices), tuple(sparse.values)),
                     payload=payload,
                 )
@@ -187,3 +187,9 @@ def _entity_payload(entity_id: str, namespace: str) -> dict[str, Any]:
         "namespace": namespace,
         "type": "entity",
     }
+
+
+def _floats(vector: Iterable[float]) -> list[float]:
+    # numpy rows convert in C; anything else element by element.
+    tolist = getattr(vector, "tolist", None)
+    return list(tolist()) if tolist is not None else [float(x) for x in vector]

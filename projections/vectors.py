@@ -27,6 +27,7 @@ Errors::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -276,6 +277,12 @@ class VectorBackend(Protocol):
 
     def optimize(self, name: str) -> bool:
         """Build indexes now; True if anything was rebuilt. May block for a long time."""
+        ...
+
+    def bulk(self, name: str) -> AbstractContextManager[None]:
+        """Writes to ``name`` inside need not be durable one by one: the backend makes them
+        durable together when the block ends (a rebuild, whose result is discarded anyway
+        if it is interrupted). Outside a bulk block every write is durable on return."""
         ...
 
     def close(self) -> None:

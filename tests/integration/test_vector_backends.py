@@ -567,3 +567,20 @@ def test_client_fails_fast_when_no_server_listens() -> None:
         ClientBackend(url=url)
     assert time.monotonic() - started < 3.5
     assert str(caught.value) == f"cannot connect to Qdrant at {url} — is it running?"
+
+
+def test_bulk_writes_are_queryable_inside_and_durable_after(
+    backend: VectorBackend, tmp_path: Path
+) -> None:
+    backend.ensure_collection(NAME, DIM)
+    with backend.bulk(NAME):
+        backend.upsert(NAME, [r.point() for r in ROWS])
+        backend.set_payload(NAME, ["m1"], {"t_invalid": 1.0})
+        assert backend.count(NAME) == len(ROWS)
+    backend.close()
+    again = make("edge" if isinstance(backend, EdgeBackend) else "client", tmp_path)
+    try:
+        assert again.count(NAME) == len(ROWS)
+        assert again.retrieve(NAME, [pid(1)])[pid(1)][2]["t_invalid"] == 1.0
+    finally:
+        again.close()
