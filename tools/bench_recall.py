@@ -1,0 +1,179 @@
+"""Recall and store latency (p50/p95) on the embedded Qdrant, at several memory counts.
+
+    python tools/bench_recall.py [--sizes 1000,10000] [--homes DIR,...] [--queries 200]
+
+Each size needs a data directory holding that many memories. ``--homes`` reuses existing
+ones (for example those ``tools/bench_replay.py --keep`` leaves, whose embedding caches are
+warm); otherwise a home is built here through the real import path (``store_many``), which
+embeds every text once (about 200 texts/s on 2 cores). Recall runs in-process through the
+composition root, without and with a small test reranker (built like the test suite's), so
+its cost shows; stores are new, distinct memories. Speed is reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ferrex.app import App  # noqa: E402
+from ferrex.config import load  # noqa: E402
+from ferrex.memory_input import StoreRequest  # noqa: E402
+from ferrex.recall import RecallRequest  # noqa: E402
+from ferrex.rerank import choose_reranker, load_reranker  # noqa: E402
+
+WORDS = [
+    "deploy",
+    "api",
+    "server",
+    "tokio",
+    "postgres",
+    "migration",
+    "incident",
+    "rollback",
+    "cache",
+    "latency",
+    "config",
+    "alice",
+    "bob",
+    "release",
+    "pipeline",
+    "staging",
+    "prod",
+    "feature",
+    "flag",
+    "retry",
+    "timeout",
+    "queue",
+    "worker",
+    "billing",
+    "search",
+    "index",
+    "shard",
+    "replica",
+    "backup",
+    "restore",
+    "audit",
+    "token",
+    "secret",
+    "rotate",
+    "webhook",
+    "payments",
+    "cluster",
+]
+
+
+def text(rng: random.Random, i: int) -> str:
+    words = " ".join(rng.choice(WORDS) for _ in range(14))
+    return f"INC-{20000 + i}: {words} (note {i})"
+
+
+def build(home: Path, n: int, rng: random.Random) -> None:
+    app = App(home=home, config=load(home, env={}))
+    try:
+        requests = [StoreRequest(content=text(rng, i)) for i in range(n)]
+        app.writer().store_many(requests, chunk=512)
+    finally:
+        app.close()
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def measure(
+    home: Path, queries: int, stores: int, rng: random.Random, reranker: Path | None
+) -> tuple[int, list[float], list[float], list[float]]:
+    app = App(home=home, config=load(home, env={}))
+    try:
+        reader = app.reader()
+        count = reader.projections.read_model.db.execute("SELECT count(*) FROM memories").get
+        rows = list(reader.projections.read_model.db.execute(
+            "SELECT content, subject, object FROM memories LIMIT 2000"))  # fmt: skip
+        probes = []
+        for _ in range(queries):
+            content, subject, obj = rng.choice(rows)
+            words = (content or f"{subject} {obj}").split()
+            start = rng.randrange(max(1, len(words) - 6))
+            probes.append(" ".join(words[start : start + 6]))
+        reader.recall(RecallRequest(query="warm up the model"))
+        recall_ms = []
+        for probe in probes:
+            t = time.perf_counter()
+            reader.recall(RecallRequest(query=probe, limit=5))
+            recall_ms.append((time.perf_counter() - t) * 1000)
+        rerank_ms: list[float] = []
+        if reranker is not None:
+            reader.reranker = load_reranker(choose_reranker(str(reranker), {}), home)
+            for probe in probes[: queries // 2]:
+                t = time.perf_counter()
+                reader.recall(RecallRequest(query=probe, limit=5))
+                rerank_ms.append((time.perf_counter() - t) * 1000)
+        writer = app.writer()
+        store_ms = []
+        for i in range(stores):
+            request = StoreRequest(content=text(rng, 10_000_000 + rng.randrange(10**6) + i))
+            t = time.perf_counter()
+            writer.store(request)
+            store_ms.append((time.perf_counter() - t) * 1000)
+        return int(count or 0), recall_ms, rerank_ms, store_ms
+    finally:
+        app.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000", help="memory counts to build")
+    parser.add_argument("--homes", default="", help="existing data directories to measure")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--stores", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
+    work = Path(tempfile.mkdtemp(prefix="ferrex-bench-recall-"))
+    homes = [Path(h) for h in args.homes.split(",") if h]
+    for size in (int(s) for s in args.sizes.split(",") if s):
+        home = work / f"n{size}"
+        started = time.perf_counter()
+        build(home, size, rng)
+        print(f"built {size} memories in {time.perf_counter() - started:.1f} s")
+        homes.append(home)
+    reranker = None
+    try:
+        from tests.integration.test_rerank import _token_table, _write_cross_encoder
+
+        reranker = work / "tiny-reranker"
+        reranker.mkdir()
+        _write_cross_encoder(reranker, _token_table())
+    except ImportError as exc:  # the test suite is not there (an installed ferrex)
+        print(f"no test reranker ({exc}); rerank cost not measured")
+    rows = []
+    for home in homes:
+        count, recall_ms, rerank_ms, store_ms = measure(
+            home, args.queries, args.stores, rng, reranker
+        )
+        rows.append((count, recall_ms, rerank_ms, store_ms))
+    print("\n| memories | recall p50 ms | recall p95 ms | + tiny reranker p50 / p95 ms "
+          "| store p50 ms | store p95 ms |\n|---:|---:|---:|---:|---:|---:|")  # fmt: skip
+    for count, recall_ms, rerank_ms, store_ms in rows:
+        rr = (f"{statistics.median(rerank_ms):.1f} / {pct(rerank_ms, 0.95):.1f}"
+              if rerank_ms else "-")  # fmt: skip
+        print(
+            f"| {count:,} | {statistics.median(recall_ms):.1f} | {pct(recall_ms, 0.95):.1f} "
+            f"| {rr} | {statistics.median(store_ms):.1f} | {pct(store_ms, 0.95):.1f} |"
+        )
+    print(f"\nload average after: {os.getloadavg()}; work dir {work}")
+
+
+if __name__ == "__main__":
+    main()
