@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from ferrex.config import Config
 from ferrex.embedding import Embedder, downloads_allowed
-from ferrex.errors import BackendUnavailable, UsageError, from_journal_error
+from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
 from ferrex.freshness import params_for
 from ferrex.predicates import DEFAULT_SYNONYMS, merge_synonyms, normalize_predicate, synonym_map
 from ferrex.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
@@ -31,6 +33,7 @@ from projections.vector_sink import Encoders
 from projections.vectors import VectorBackend, VectorStoreError
 
 DEFAULT_HOME = Path("~/.ferrex")
+log = logging.getLogger("ferrex")
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
@@ -113,6 +116,7 @@ class App:
     _reranker: RerankStage | None = field(default=None, repr=False)
     _reader: Reader | None = field(default=None, repr=False)
     access: AccessLog = field(default_factory=AccessLog, repr=False)
+    _stop_flusher: threading.Event | None = field(default=None, repr=False)
 
     @property
     def journal_dir(self) -> Path:
@@ -236,6 +240,22 @@ class App:
             self.writer().validate_memories(list(validate_ids))
         return result
 
+    def start_access_flusher(self, every_seconds: float = 5.0) -> threading.Event:
+        """Journal the access log every few seconds in a background thread (a server's
+        recalls); returns the event that stops it. The last flush happens at close."""
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.wait(every_seconds):
+                try:
+                    self.flush_access()
+                except FerrexError:
+                    log.exception("ferrex: could not journal recall accesses; will retry")
+
+        threading.Thread(target=run, name="ferrex-access-flusher", daemon=True).start()
+        self._stop_flusher = stop
+        return stop
+
     def flush_access(self) -> int | None:
         """Journal the recall hits counted so far (done at close, and by the server's timer)."""
         if not len(self.access):
@@ -278,6 +298,8 @@ class App:
             self._projections = None
 
     def close(self) -> None:
+        if self._stop_flusher is not None:
+            self._stop_flusher.set()
         try:
             self.flush_access()
         finally:

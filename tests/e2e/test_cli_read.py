@@ -92,3 +92,32 @@ def test_recall_validate_marks_results_confirmed(home: Path) -> None:
     code, _, err = run(home, "recall", "staging cluster region", "--limit", "1",
                        "--validate", "mem_NOT_RETURNED")  # fmt: skip
     assert code == 2 and "not returned" in err
+
+
+def test_recall_hits_are_journaled_by_the_flusher_and_at_close(home: Path) -> None:
+    import threading
+    import time
+
+    from ferrex.app import App
+    from ferrex.config import load
+    from ferrex.recall import RecallRequest
+
+    app = App(home=home, config=load(home, env={}))
+    try:
+        head = app.journal().refresh().position
+        app.start_access_flusher(every_seconds=0.1)
+        app.reader().recall(RecallRequest(query="payments webhook"))
+        deadline = time.monotonic() + 10
+        while app.journal().refresh().position == head and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert app.journal().refresh().position == head + 1, "the timer journaled the hits"
+        app.reader().recall(RecallRequest(query="payments webhook"))
+    finally:
+        app.close()  # the last hits are journaled here
+    code, out, _ = run(home, "journal", "show", "--after", str(head), "--json")
+    records = json.loads(out)
+    assert code == 0
+    assert [r["events"][0]["event"] for r in records] == ["memories.accessed"] * 2
+    flushers = [t for t in threading.enumerate() if t.name == "ferrex-access-flusher"]
+    time.sleep(0.3)
+    assert not any(t.is_alive() for t in flushers), "close stops the flusher"
