@@ -442,14 +442,14 @@ CLASS_STAGES: tuple[tuple[type, str, str], ...] = (
     (ReadModel, "set_checkpoint", "SQLite: Qdrant checkpoint transaction"),
     (VectorSink, "apply", "sink: VectorSink.apply event loop"),
     (VectorSink, "_memory_points", "sink: _memory_points (payload, uuid5 ids, parts)"),
-    (VectorSink, "_flush", "sink: _flush (VectorPoint build, float lists)"),
+    (VectorSink, "_flush", "sink: _flush (VectorPoint build, dense rows to lists)"),
     (EmbeddingCache, "get_many", "embedding cache: get_many (SQLite lookups)"),
     (EmbeddingCache, "put_many", "embedding cache: put_many (inserts)"),
     (LoadedModel, "run", "model inference (cache misses)"),
 )
 MODULE_STAGES: tuple[tuple[Any, str, str], ...] = (
     (embedding_module, "text_key", "embedding cache: text_key (SHA-256 of texts)"),
-    (edge_module, "_point", "Edge: VectorPoint -> edge.Point (float lists again)"),
+    (edge_module, "_point", "Edge: _point (VectorPoint -> edge.Point: dense, sparse, payload)"),
 )
 
 
