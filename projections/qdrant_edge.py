@@ -89,6 +89,7 @@ class EdgeBackend:
         self._guard = threading.Lock()  # opening and closing shards, not their operations
         self._closed = False
         self._deferred: set[str] = set()
+        self._dirty: set[str] = set()
 
     # -- collections -------------------------------------------------------------------
 
@@ -360,16 +361,22 @@ class EdgeBackend:
 
     @contextmanager
     def bulk(self, name: str) -> Iterator[None]:
+        if name in self._deferred:  # nested: the outer block flushes
+            yield
+            return
         self._deferred.add(name)
         try:
             yield
         finally:
             self._deferred.discard(name)
-        self._flush(name, self._shard(name))
+        if name in self._dirty:
+            self._dirty.discard(name)
+            self._flush(name, self._shard(name))
 
     def _flush(self, name: str, shard: edge.EdgeShard) -> None:
         if name in self._deferred:
-            return  # flushed once when the bulk block ends
+            self._dirty.add(name)  # flushed once when the bulk block ends
+            return
         with _translated(f"flush {name!r} to disk"):
             shard.flush()
 

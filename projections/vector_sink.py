@@ -89,7 +89,18 @@ class VectorSink:
         self.backend.ensure_collection(self.collections.entities, self.encoders.dim)
 
     def apply(self, records: Sequence[Record]) -> None:
-        """Apply records in order; texts of the whole batch are embedded in one call."""
+        """Apply records in order; texts of the whole batch are embedded in one call.
+
+        The batch is durable when this returns, with one flush per collection written
+        rather than one per write.
+        """
+        with (
+            self.backend.bulk(self.collections.memories),
+            self.backend.bulk(self.collections.entities),
+        ):
+            self._apply(records)
+
+    def _apply(self, records: Sequence[Record]) -> None:
         pending: list[tuple[str, str, dict[str, Any]]] = []  # (point id, text, payload)
         entities: list[tuple[str, str, dict[str, Any]]] = []
         for record in records:
