@@ -142,11 +142,12 @@ class Journal:
         path = Path(directory)
         if segment_bytes < 1024:
             raise JournalError("segment_bytes must be at least 1024")
-        if not path.exists():
-            path.mkdir(parents=True)
-            fsync_dir(path.parent)
-        elif not path.is_dir():
+        if path.exists() and not path.is_dir():
             raise JournalError(f"{path} is not a directory")
+        if not path.exists():
+            # Another process may create it at the same moment: that is fine.
+            path.mkdir(parents=True, exist_ok=True)
+            fsync_dir(path.parent)
         journal = cls(path, segment_bytes=segment_bytes, clock=clock)
         try:
             journal._lock_fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
