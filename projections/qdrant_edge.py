@@ -360,8 +360,8 @@ class EdgeBackend:
         )
 
     @contextmanager
-    def bulk(self, name: str) -> Iterator[None]:
-        if name in self._deferred:  # nested: the outer block flushes
+    def bulk(self, name: str, *, flush: bool = True) -> Iterator[None]:
+        if name in self._deferred:  # nested: the outer block decides
             yield
             return
         self._deferred.add(name)
@@ -369,6 +369,10 @@ class EdgeBackend:
             yield
         finally:
             self._deferred.discard(name)
+        if flush:
+            self.sync(name)
+
+    def sync(self, name: str) -> None:
         if name in self._dirty:
             self._dirty.discard(name)
             self._flush(name, self._shard(name))

@@ -72,9 +72,12 @@ class ClientBackend:
     """Collections in a Qdrant server (``url``) or in qdrant-client's local mode (``path``)."""
 
     @contextmanager
-    def bulk(self, name: str) -> Iterator[None]:
+    def bulk(self, name: str, *, flush: bool = True) -> Iterator[None]:
         # Every write already waits for the server's acknowledgement; nothing to defer.
         yield
+
+    def sync(self, name: str) -> None:
+        pass  # writes are acknowledged by the server one by one
 
     def __init__(
         self,

@@ -20,6 +20,7 @@ import hashlib
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,11 @@ QDRANT = "qdrant"
 VECTOR_VERSION = 1
 """Bump when what the vector sink derives from events changes (payload, text, parts)."""
 BATCH = 512
+SYNC_RECORDS = 1000
+SYNC_SECONDS = 1.0
+"""Incremental vector writes are made durable (and the Qdrant checkpoint advanced) at least
+this often, at close, and before a reconcile. Until then they are served from memory, and a
+crash re-applies them from the durable checkpoint (vector writes are idempotent)."""
 
 Progress = Callable[[int, int], None]
 """Called with (records done, records in all) during long work."""
@@ -194,6 +200,8 @@ class Projections:
         self.live = live
         self.read_model = ReadModel.open(home / live.sqlite, rules=rules)
         self.sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
+        self._qdrant_applied = self.read_model.checkpoint(QDRANT)
+        self._synced_at = time.monotonic()
 
     @classmethod
     def open(
@@ -228,6 +236,7 @@ class Projections:
             live = cls._build(home, journal, backend, encoders, rules, live, progress)
             projections = cls(home, journal, backend, encoders, live, rules)
         projections.catch_up(progress=progress)
+        projections.sync()
         return projections
 
     @classmethod
@@ -313,6 +322,7 @@ class Projections:
         self.live = new
         self.read_model = ReadModel.open(self.home / new.sqlite, rules=self.rules)
         self.sink = VectorSink(self.backend, Collections(new.memories, new.entities), self.encoders)
+        self._qdrant_applied = self.read_model.checkpoint(QDRANT)
         return new
 
     def _build_beside(self, old: Live, progress: Progress | None) -> Live:
@@ -322,22 +332,47 @@ class Projections:
         )
 
     def catch_up(self, progress: Progress | None = None) -> int:
-        """Apply what the journal has beyond the checkpoints; returns records applied."""
-        return _apply_all(
+        """Apply what the journal has beyond the checkpoints; returns records applied.
+
+        Vector writes are made durable in batches (see :data:`SYNC_RECORDS`)."""
+        applied, self._qdrant_applied = _apply_all(
             self.journal,
             self.read_model,
             self.sink,
-            after=min(self.read_model.checkpoint(), self.read_model.checkpoint(QDRANT)),
+            after=min(self.read_model.checkpoint(), self._qdrant_applied),
             progress=progress,
+            qdrant_at=self._qdrant_applied,
+            durable=False,
         )
+        durable = self.read_model.checkpoint(QDRANT)
+        if self._qdrant_applied - durable >= SYNC_RECORDS or (
+            self._qdrant_applied > durable and time.monotonic() - self._synced_at >= SYNC_SECONDS
+        ):
+            self.sync()
+        return applied
+
+    @property
+    def qdrant_position(self) -> int:
+        """The last record applied to the vectors (durable or not yet)."""
+        return self._qdrant_applied
+
+    def sync(self) -> None:
+        """Make the applied vector writes durable, then record the Qdrant checkpoint."""
+        self._synced_at = time.monotonic()
+        if self._qdrant_applied <= self.read_model.checkpoint(QDRANT):
+            return
+        self.sink.sync()
+        self.read_model.set_checkpoint(QDRANT, self._qdrant_applied)
 
     # -- reconcile ---------------------------------------------------------------------------
 
     def reconcile(self, *, fix: bool = False) -> Drift:
         """Compare journal, read model and vectors; with ``fix``, repair what differs."""
+        self.sync()
         drift = self._compare()
         if fix and not drift.clean:
             self._fix(drift)
+            self.sync()
             drift = self._compare()
         return drift
 
@@ -450,7 +485,10 @@ class Projections:
             _remove_sqlite(scratch_path)
 
     def close(self) -> None:
-        self.read_model.close()
+        try:
+            self.sync()
+        finally:
+            self.read_model.close()
 
 
 def _apply_all(
@@ -460,21 +498,30 @@ def _apply_all(
     *,
     after: int,
     progress: Progress | None,
-) -> int:
+    qdrant_at: int | None = None,
+    durable: bool = True,
+) -> tuple[int, int]:
+    """Apply records after ``after`` to both sinks; (records read, last vector position).
+
+    ``durable``: advance the Qdrant checkpoint after each acknowledged batch; otherwise the
+    caller does, after a sync.
+    """
     total = max(journal.refresh().position - after, 0)
     done = 0
     sqlite_at = read_model.checkpoint()
-    qdrant_at = read_model.checkpoint(QDRANT)
+    vectors_at = read_model.checkpoint(QDRANT) if qdrant_at is None else qdrant_at
     for chunk in _chunks(journal.read(after=after), BATCH):
         read_model.apply([r for r in chunk if r.position > sqlite_at])
-        vector_part = [r for r in chunk if r.position > qdrant_at]
+        vector_part = [r for r in chunk if r.position > vectors_at]
         if vector_part:
-            sink.apply(vector_part)
-            read_model.set_checkpoint(QDRANT, vector_part[-1].position)
+            sink.apply(vector_part, durable=durable)
+            vectors_at = vector_part[-1].position
+            if durable:
+                read_model.set_checkpoint(QDRANT, vectors_at)
         done += len(chunk)
         if progress is not None:
             progress(done, max(total, done))
-    return done
+    return done, vectors_at
 
 
 def _row_differences(live: ReadModel, replayed: ReadModel) -> list[str]:

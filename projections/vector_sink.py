@@ -88,17 +88,21 @@ class VectorSink:
         self.backend.ensure_collection(self.collections.memories, self.encoders.dim)
         self.backend.ensure_collection(self.collections.entities, self.encoders.dim)
 
-    def apply(self, records: Sequence[Record]) -> None:
+    def apply(self, records: Sequence[Record], *, durable: bool = True) -> None:
         """Apply records in order; texts of the whole batch are embedded in one call.
 
-        The batch is durable when this returns, with one flush per collection written
-        rather than one per write.
+        With ``durable`` the batch is durable when this returns, with one flush per
+        collection written rather than one per write; without, at the next :meth:`sync`.
         """
         with (
-            self.backend.bulk(self.collections.memories),
-            self.backend.bulk(self.collections.entities),
+            self.backend.bulk(self.collections.memories, flush=durable),
+            self.backend.bulk(self.collections.entities, flush=durable),
         ):
             self._apply(records)
+
+    def sync(self) -> None:
+        self.backend.sync(self.collections.memories)
+        self.backend.sync(self.collections.entities)
 
     def _apply(self, records: Sequence[Record]) -> None:
         pending: list[tuple[str, str, dict[str, Any]]] = []  # (point id, text, payload)

@@ -279,10 +279,15 @@ class VectorBackend(Protocol):
         """Build indexes now; True if anything was rebuilt. May block for a long time."""
         ...
 
-    def bulk(self, name: str) -> AbstractContextManager[None]:
+    def bulk(self, name: str, *, flush: bool = True) -> AbstractContextManager[None]:
         """Writes to ``name`` inside need not be durable one by one: the backend makes them
-        durable together when the block ends (a rebuild, whose result is discarded anyway
-        if it is interrupted). Outside a bulk block every write is durable on return."""
+        durable together when the block ends, or with ``flush=False`` at the next
+        :meth:`sync` (or flushing block end). Outside a bulk block every write is durable on
+        return."""
+        ...
+
+    def sync(self, name: str) -> None:
+        """Make every write to ``name`` so far durable."""
         ...
 
     def close(self) -> None:

@@ -43,7 +43,8 @@ def stats_cmd(app: App, namespace: str | None, detailed: bool, as_json: bool) ->
         live = projections.live
         doc["journal"] = {
             "position": head,
-            "lag": {"sqlite": head - rm.checkpoint(), "qdrant": head - rm.checkpoint("qdrant")},
+            "lag": {"sqlite": head - rm.checkpoint(), "qdrant": head - projections.qdrant_position},
+            "qdrant_unsynced": projections.qdrant_position - rm.checkpoint("qdrant"),
         }
         doc["storage_bytes"] = {
             "journal": directory_bytes(app.journal_dir),
