@@ -29,46 +29,7 @@ from ferrex.config import load  # noqa: E402
 from ferrex.memory_input import StoreRequest  # noqa: E402
 from ferrex.recall import QueryCache, RecallRequest  # noqa: E402
 from ferrex.rerank import choose_reranker, load_reranker  # noqa: E402
-
-WORDS = [
-    "deploy",
-    "api",
-    "server",
-    "tokio",
-    "postgres",
-    "migration",
-    "incident",
-    "rollback",
-    "cache",
-    "latency",
-    "config",
-    "alice",
-    "bob",
-    "release",
-    "pipeline",
-    "staging",
-    "prod",
-    "feature",
-    "flag",
-    "retry",
-    "timeout",
-    "queue",
-    "worker",
-    "billing",
-    "search",
-    "index",
-    "shard",
-    "replica",
-    "backup",
-    "restore",
-    "audit",
-    "token",
-    "secret",
-    "rotate",
-    "webhook",
-    "payments",
-    "cluster",
-]
+from tools.bench_journal import WORDS  # noqa: E402
 
 
 def text(rng: random.Random, i: int) -> str:
