@@ -58,25 +58,26 @@ def measure(
     try:
         reader = app.reader()
         count = reader.projections.read_model.db.execute("SELECT count(*) FROM memories").get
-        rows = list(reader.projections.read_model.db.execute(
-            "SELECT content, subject, object FROM memories LIMIT 2000"))  # fmt: skip
+        sql = "SELECT content, subject, object, namespace FROM memories ORDER BY memory_id"
+        rows = list(reader.projections.read_model.db.execute(sql + " LIMIT 5000"))
         probes = []
         for _ in range(queries):
-            content, subject, obj = rng.choice(rows)
+            content, subject, obj, namespace = rng.choice(rows)
             words = (content or f"{subject} {obj}").split()
             start = rng.randrange(max(1, len(words) - 6))
-            probes.append(" ".join(words[start : start + 6]))
+            # Recall in the probe's own namespace: that is where its neighbours are.
+            probes.append((" ".join(words[start : start + 6]), namespace))
         reader.recall(RecallRequest(query="warm up the model"))
         recall_ms = []  # new query texts: the model embeds each query
         for probe in probes:
             t = time.perf_counter()
-            reader.recall(RecallRequest(query=probe, limit=5))
+            reader.recall(RecallRequest(query=probe[0], namespace=probe[1], limit=5))
             recall_ms.append((time.perf_counter() - t) * 1000)
         seen_ms = []  # the same texts again: their vectors come from the embedding cache
         reader.queries = QueryCache(app.embedder())
         for probe in probes:
             t = time.perf_counter()
-            reader.recall(RecallRequest(query=probe, limit=5))
+            reader.recall(RecallRequest(query=probe[0], namespace=probe[1], limit=5))
             seen_ms.append((time.perf_counter() - t) * 1000)
         rerank_ms: list[float] = []  # as seen_ms, plus the tiny reranker
         if reranker is not None:
@@ -84,7 +85,7 @@ def measure(
             reader.queries = QueryCache(app.embedder())
             for probe in probes:
                 t = time.perf_counter()
-                reader.recall(RecallRequest(query=probe, limit=5))
+                reader.recall(RecallRequest(query=probe[0], namespace=probe[1], limit=5))
                 rerank_ms.append((time.perf_counter() - t) * 1000)
         writer = app.writer()
         store_ms = []
