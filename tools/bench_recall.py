@@ -90,7 +90,8 @@ def measure(
         writer = app.writer()
         store_ms = []
         for i in range(stores):
-            request = StoreRequest(content=text(rng, 10_000_000 + rng.randrange(10**6) + i))
+            # Distinct from any earlier run's stores on the same home (or dedup refuses them).
+            request = StoreRequest(content=f"{text(rng, i)} run {time.time_ns()}")
             t = time.perf_counter()
             writer.store(request)
             store_ms.append((time.perf_counter() - t) * 1000)
