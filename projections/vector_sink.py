@@ -107,20 +107,27 @@ class VectorSink:
     def _apply(self, records: Sequence[Record]) -> None:
         pending: list[tuple[str, str, dict[str, Any]]] = []  # (point id, text, payload)
         entities: list[tuple[str, str, dict[str, Any]]] = []
+        # Invalidations wait for the upserts before them, so that a supersede does not cut
+        # the batch in two (a batch embeds and upserts in one call); they keep their order.
+        invalidations: list[tuple[str, float]] = []
+
+        def flush_memories() -> None:
+            self._flush(pending, self.collections.memories)
+            for memory_id, t_invalid in invalidations:
+                self.backend.set_payload(
+                    self.collections.memories, [memory_id], {"t_invalid": t_invalid}
+                )
+            invalidations.clear()
+
         for record in records:
             for event in record.events:
                 match event:
                     case MemoryStored():
                         pending.extend(self._memory_points(event))
                     case MemorySuperseded():
-                        self._flush(pending, self.collections.memories)
-                        self.backend.set_payload(
-                            self.collections.memories,
-                            [event.memory_id],
-                            {"t_invalid": event.t_invalid.timestamp()},
-                        )
+                        invalidations.append((event.memory_id, event.t_invalid.timestamp()))
                     case MemoriesForgotten():
-                        self._flush(pending, self.collections.memories)
+                        flush_memories()
                         self.backend.delete_by_memory(
                             self.collections.memories, list(event.memory_ids)
                         )
@@ -148,7 +155,7 @@ class VectorSink:
                         )
                     case MemoriesValidated() | MemoriesAccessed():
                         pass  # freshness lives in the read model; vectors do not change
-        self._flush(pending, self.collections.memories)
+        flush_memories()
         self._flush(entities, self.collections.entities)
 
     def _memory_points(self, event: MemoryStored) -> list[tuple[str, str, dict[str, Any]]]:
