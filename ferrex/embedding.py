@@ -168,7 +168,11 @@ def models_dir(home: Path) -> Path:
 
 
 def cache_path(home: Path) -> Path:
-    return home / "cache" / "embeddings.sqlite3"
+    # v2: rowid table, model ids (the first version stored 4.7 KB a vector, this ~2 KB).
+    return home / "cache" / "embeddings-v2.sqlite3"
+
+
+_OLD_CACHE_NAMES = ("embeddings.sqlite3",)
 
 
 def sha256_file(path: Path) -> str:
@@ -581,24 +585,46 @@ class EmbeddingCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         # Losing the newest cache rows on power loss is harmless: they are recomputed.
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # A rowid table keeps each 1.5 KB vector in its leaf page (a WITHOUT ROWID table
+        # spilled every row to an overflow page), and models are referred to by a small id.
         self._db.execute(
+            "CREATE TABLE IF NOT EXISTS models (id INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL);"
             "CREATE TABLE IF NOT EXISTS vectors ("
-            " model TEXT NOT NULL, text_sha256 BLOB NOT NULL, vector BLOB NOT NULL,"
-            " PRIMARY KEY (model, text_sha256)) WITHOUT ROWID"
+            " model INTEGER NOT NULL, text_sha256 BLOB NOT NULL, vector BLOB NOT NULL);"
+            "CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, text_sha256);"
         )
+        self._model_ids: dict[str, int] = {}
+        for name in _OLD_CACHE_NAMES:  # an older cache format: its vectors are re-made
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    (path.parent / f"{name}{suffix}").unlink()
+
+    def _model_id(self, identity: ModelIdentity, *, create: bool) -> int | None:
+        key = identity.key
+        if key not in self._model_ids:
+            row = self._db.execute("SELECT id FROM models WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                if not create:
+                    return None
+                self._db.execute("INSERT OR IGNORE INTO models (key) VALUES (?)", (key,))
+                row = self._db.execute("SELECT id FROM models WHERE key = ?", (key,)).fetchone()
+            assert row is not None
+            self._model_ids[key] = int(row[0])
+        return self._model_ids[key]
 
     def get_many(
         self, identity: ModelIdentity, keys: Iterable[bytes]
     ) -> dict[bytes, NDArray[np.float32]]:
         wanted = list(dict.fromkeys(keys))
         found: dict[bytes, NDArray[np.float32]] = {}
-        for start in range(0, len(wanted), _LOOKUP_CHUNK):
+        model = self._model_id(identity, create=False)
+        for start in range(0, len(wanted) if model is not None else 0, _LOOKUP_CHUNK):
             chunk = wanted[start : start + _LOOKUP_CHUNK]
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
                 "SELECT text_sha256, vector FROM vectors"
                 f" WHERE model = ? AND text_sha256 IN ({marks})",
-                (identity.key, *chunk),
+                (model, *chunk),
             )
             for key, blob in rows:
                 assert isinstance(key, bytes) and isinstance(blob, bytes)
@@ -612,19 +638,20 @@ class EmbeddingCache:
     def put_many(
         self, identity: ModelIdentity, items: Iterable[tuple[bytes, NDArray[np.float32]]]
     ) -> None:
-        rows = [
-            (identity.key, key, np.asarray(vector, dtype="<f4").tobytes()) for key, vector in items
-        ]
-        if not rows:
+        pairs = list(items)
+        if not pairs:
             return
         self._db.execute("BEGIN IMMEDIATE")
         try:
+            model = self._model_id(identity, create=True)
+            rows = [(model, key, np.asarray(v, dtype="<f4").tobytes()) for key, v in pairs]
             self._db.executemany(
                 "INSERT OR REPLACE INTO vectors (model, text_sha256, vector) VALUES (?, ?, ?)",
                 rows,
             )
         except BaseException:
             self._db.execute("ROLLBACK")
+            self._model_ids.clear()  # a model row inserted here was rolled back too
             raise
         self._db.execute("COMMIT")
 
