@@ -123,6 +123,8 @@ class VectorSink:
             for event in record.events:
                 match event:
                     case MemoryStored():
+                        if any(m == event.memory_id for m, _ in invalidations):
+                            flush_memories()  # stored again after its invalidation: in order
                         pending.extend(self._memory_points(event))
                     case MemorySuperseded():
                         invalidations.append((event.memory_id, event.t_invalid.timestamp()))
