@@ -198,7 +198,7 @@ def validate(
         context=_context(req.context, limits.max_context_bytes),
         supersedes=_supersedes(req.supersedes),
         namespace=_text("namespace", req.namespace, limits.namespace_chars, one_line=True),
-        t_valid=_time(req.valid_from),
+        t_valid=parse_time(req.valid_from),
         name=name,
         conditions=conditions,
         steps=steps,
@@ -461,7 +461,11 @@ def _supersedes(value: object) -> str | None:
     return memory_id
 
 
-def _time(value: object) -> datetime | None:
+def parse_time(value: object, name: str = "valid_from") -> datetime | None:
+    """An aware UTC datetime from an ISO 8601 string or a datetime (None stays None).
+
+    ``name`` is the field the errors name. A time without a timezone is refused.
+    """
     if value is None:
         return None
     example = "2024-05-01T09:00:00Z or 2024-05-01T09:00:00+02:00"
@@ -470,24 +474,24 @@ def _time(value: object) -> datetime | None:
             parsed = datetime.fromisoformat(value.strip())
         except ValueError as exc:
             raise _error(
-                f"valid_from {_show(value)} is not an ISO 8601 time", f"write it like {example}"
+                f"{name} {_show(value)} is not an ISO 8601 time", f"write it like {example}"
             ) from exc
     elif isinstance(value, datetime):
         parsed = value
     else:
         raise _error(
-            f"valid_from must be an ISO 8601 time, got {type(value).__name__}",
+            f"{name} must be an ISO 8601 time, got {type(value).__name__}",
             f"write it like {example}",
         )
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise _error(
-            f"valid_from {value!s} has no timezone",
+            f"{name} {value!s} has no timezone",
             f"add one, for example {example}; ferrex does not guess the timezone",
         )
     try:
         return parsed.astimezone(UTC)
     except OverflowError as exc:
-        raise _error(f"valid_from {value!s} is out of range", f"write it like {example}") from exc
+        raise _error(f"{name} {value!s} is out of range", f"write it like {example}") from exc
 
 
 def _visibility(value: object) -> Visibility | None:

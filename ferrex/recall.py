@@ -35,7 +35,7 @@ from ferrex.freshness import (
     recency_boost,
     staleness,
 )
-from ferrex.memory_input import MEMORY_TYPES
+from ferrex.memory_input import MEMORY_TYPES, parse_time
 from ferrex.rerank import RerankStage
 from ferrex.sparse import Bm25Encoder
 from journal import Access, Journal, MemoriesAccessed
@@ -94,23 +94,6 @@ class RecallResult:
             "unknown_entities": self.unknown_entities,
             "reranker": self.reranker,
         }
-
-
-def parse_time(value: datetime | str | None, name: str) -> datetime | None:
-    """An aware datetime from an ISO 8601 string (or a datetime); a clear error otherwise."""
-    if value is None or isinstance(value, datetime):
-        if isinstance(value, datetime) and value.tzinfo is None:
-            raise UsageError(f"{name} needs a time zone", hint="e.g. 2026-05-01T12:00:00Z")
-        return value
-    try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"{name} is not an ISO 8601 time: {value[:80]!r}", hint="e.g. 2026-05-01T12:00:00Z"
-        ) from None
-    if parsed.tzinfo is None:
-        raise UsageError(f"{name} needs a time zone: {value[:80]!r}", hint="append Z for UTC")
-    return parsed
 
 
 def _check(req: RecallRequest) -> None:
