@@ -49,12 +49,13 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from rapidfuzz.distance import OSA, JaroWinkler
+
+from projections.documents import subject_key
 
 #: The shortest word a one-edit typo may be corrected in (see the module docstring).
 TYPO_MIN_WORD: Final = 8
@@ -96,7 +97,6 @@ DESCRIPTOR_WORDS: Final[frozenset[str]] = frozenset(
     }
 )
 
-_SEPARATORS = re.compile(r"[\s\-_.]+")
 _DIGIT_RUNS = re.compile(r"\d+")
 
 MatchKind = Literal["exact", "normalized", "fuzzy", "embedding", "new"]
@@ -108,10 +108,8 @@ def normalize_entity(name: str) -> str:
     Whitespace, ``-``, ``_`` and ``.`` are separators; other punctuation is kept, so ``c++``
     and ``c#`` stay apart from ``c``.
     """
-    text = unicodedata.normalize("NFKC", name)
-    # NFKC again after case folding: folding can produce sequences NFKC would compose.
-    text = unicodedata.normalize("NFKC", text.casefold())
-    return _SEPARATORS.sub(" ", text).strip()
+    # The same comparable form the read model keys facts' subjects by.
+    return subject_key(name)
 
 
 @dataclass(frozen=True, slots=True)

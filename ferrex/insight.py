@@ -27,17 +27,30 @@ class Assessed:
     components: dict[str, float]
 
 
+def freshness_input(m: Memory) -> FreshnessInput:
+    """What staleness reads of a read-model row."""
+    return FreshnessInput(
+        type=m.type,
+        t_valid=m.t_valid,
+        t_invalid=m.t_invalid,
+        created_at=m.created_at,
+        last_accessed=m.last_accessed,
+        last_validated=m.last_validated,
+        access_count=m.access_count,
+    )
+
+
 def assess(memories: list[Memory], now: float, params: StalenessParams) -> list[Assessed]:
     out = []
     for m in memories:
-        state = staleness(
-            FreshnessInput(m.type, m.t_valid, m.t_invalid, m.created_at, m.last_accessed,
-                           m.last_validated, m.access_count),
-            now,
-            params,
-        )  # fmt: skip
+        state = staleness(freshness_input(m), now, params)
         out.append(Assessed(m, state.score, state.label, state.components))
     return out
+
+
+def text_bytes(m: Memory) -> int:
+    """A memory's size for the storage budget: its text, UTF-8."""
+    return len(memory_text(m.type, m.body()).encode())
 
 
 def one_line(m: Memory, width: int = 80) -> str:
@@ -187,7 +200,7 @@ def reflect(
         "forget_candidates": [
             {"id": a.memory.memory_id, "summary": one_line(a.memory),
              "access_count": a.memory.access_count, "label": a.label,
-             "eviction": eviction_reason(_candidate(a), now)}
+             "eviction": eviction_reason(eviction_candidate(a, text_bytes(a.memory)), now)}
             for a in least_used[:limit]
         ],
         "dormant_entities": dormant[:limit],
@@ -206,12 +219,13 @@ def _reasons(a: Assessed) -> list[str]:
     return [f"{words[k]} ({v:.2f})" for k, v in ranked if v >= 0.5] or ["overall decay"]
 
 
-def _candidate(a: Assessed) -> EvictionCandidate:
+def eviction_candidate(a: Assessed, size_bytes: int) -> EvictionCandidate:
+    """An assessed memory as the eviction rules see it."""
     m = a.memory
     return EvictionCandidate(
         memory_id=m.memory_id,
         type=m.type,
-        size_bytes=len(memory_text(m.type, m.body()).encode()),
+        size_bytes=size_bytes,
         t_invalid=m.t_invalid,
         staleness=a.score,
         label=a.label,  # type: ignore[arg-type]

@@ -28,13 +28,13 @@ from ferrex.entities import Candidate, resolve_entity
 from ferrex.errors import UsageError
 from ferrex.freshness import (
     DEFAULT_STALENESS,
-    FreshnessInput,
     StalenessParams,
     boosted,
     freshness,
     recency_boost,
     staleness,
 )
+from ferrex.insight import freshness_input
 from ferrex.memory_input import MEMORY_TYPES, parse_time
 from ferrex.rerank import RerankStage
 from ferrex.sparse import Bm25Encoder
@@ -249,7 +249,7 @@ class Reader:
             base = hit.score if base is None else base
             age = now.timestamp() - memory.t_valid
             boost = recency_boost(memory.type, age)
-            state = staleness(_freshness_input(memory), now.timestamp(), params)
+            state = staleness(freshness_input(memory), now.timestamp(), params)
             label = state.label
             if label == "superseded" and not (req.include_invalidated or as_of is not None):
                 hidden["superseded"] = hidden.get("superseded", 0) + 1
@@ -312,7 +312,7 @@ class Reader:
             "score": round(score, 6),
             "entities": [names.get(e, e) for e in memory.entity_ids],
             "event_time": _iso(memory.t_valid),
-            "freshness": freshness(_freshness_input(memory), now.timestamp(), params),
+            "freshness": freshness(freshness_input(memory), now.timestamp(), params),
         }
         if memory.type == "semantic":
             result.update(subject=memory.subject, predicate=memory.predicate, object=memory.object)
@@ -391,18 +391,6 @@ def _ranks(hits: Sequence[Hit]) -> dict[str, int]:
         memory_id = str(hit.payload.get("memory_id"))
         ranks.setdefault(memory_id, len(ranks) + 1)
     return ranks
-
-
-def _freshness_input(m: Memory) -> FreshnessInput:
-    return FreshnessInput(
-        type=m.type,
-        t_valid=m.t_valid,
-        t_invalid=m.t_invalid,
-        created_at=m.created_at,
-        last_accessed=m.last_accessed,
-        last_validated=m.last_validated,
-        access_count=m.access_count,
-    )
 
 
 def _iso(value: float | None) -> str | None:

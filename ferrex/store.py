@@ -22,10 +22,10 @@ from ferrex.dedup import classify_object_change, is_duplicate
 from ferrex.embedding import Embedder
 from ferrex.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.errors import FerrexError, Refused, UsageError
-from ferrex.eviction import EvictionCandidate, eviction_plan
+from ferrex.eviction import eviction_plan
 from ferrex.freshness import DEFAULT_STALENESS
 from ferrex.ids import new_id, plausible_id
-from ferrex.insight import assess
+from ferrex.insight import assess, eviction_candidate, text_bytes
 from ferrex.memory_input import DEFAULT_LIMITS, Limits, StoreRequest, ValidStore, validate
 from ferrex.predicates import DEFAULT_SYNONYMS, match_known, normalize_predicate
 from journal import (
@@ -610,21 +610,15 @@ class Writer:
         with self.journal.exclusive():
             self.projections.catch_up()
             memories = self.projections.read_model.memories()
-            sizes = {m.memory_id: len(memory_text(m.type, m.body()).encode()) for m in memories}
+            sizes = {m.memory_id: text_bytes(m) for m in memories}
             over = sum(sizes.values()) - budget
             if over <= 0:
                 return None
             now = self.clock().timestamp()
             candidates = [
-                EvictionCandidate(
-                    memory_id=a.memory.memory_id, type=a.memory.type,
-                    size_bytes=sizes[a.memory.memory_id], t_invalid=a.memory.t_invalid,
-                    staleness=a.score, label=a.label,  # type: ignore[arg-type]
-                    access_count=a.memory.access_count, last_accessed=a.memory.last_accessed,
-                    referenced_by_entities=bool(a.memory.entity_ids),
-                )
+                eviction_candidate(a, sizes[a.memory.memory_id])
                 for a in assess(memories, now, self.staleness)
-            ]  # fmt: skip
+            ]
             plan = eviction_plan(candidates, over, now)
             if not plan:
                 return None

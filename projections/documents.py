@@ -24,6 +24,7 @@ _SEPARATORS = re.compile(r"[\s\-_.]+")
 def subject_key(subject: str) -> str:
     """The comparable form of a fact's subject: NFKC, case-folded, separators to one space,
     so ``API-Server`` and ``api server`` are one subject."""
+    # NFKC again after case folding: folding can produce sequences NFKC would compose.
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", subject).casefold())
     return _SEPARATORS.sub(" ", folded).strip()
 
