@@ -237,17 +237,7 @@ class Writer:
         superseded: list[str] = []
         validated: list[str] = []
         version: int | None = None
-        body = MemoryBody(
-            content=valid.content,
-            subject=valid.subject,
-            predicate=valid.predicate,
-            object=valid.object,
-            procedure_name=valid.name,
-            conditions=valid.conditions,
-            steps=valid.steps,
-            source=valid.source,
-            context=valid.context,
-        )
+        body = _body(valid)
 
         if valid.supersedes is not None:
             old = self._active(valid.supersedes, namespace, pending)
@@ -730,13 +720,22 @@ class _Pending:
                 self.invalidated[old] = event.memory_id
 
 
-def _text(valid: ValidStore) -> str:
-    body = MemoryBody(
-        content=valid.content, subject=valid.subject, predicate=valid.predicate,
-        object=valid.object, procedure_name=valid.name, conditions=valid.conditions,
+def _body(valid: ValidStore) -> MemoryBody:
+    return MemoryBody(
+        content=valid.content,
+        subject=valid.subject,
+        predicate=valid.predicate,
+        object=valid.object,
+        procedure_name=valid.name,
+        conditions=valid.conditions,
         steps=valid.steps,
-    )  # fmt: skip
-    return memory_text(valid.type, body)
+        source=valid.source,
+        context=valid.context,
+    )
+
+
+def _text(valid: ValidStore) -> str:
+    return memory_text(valid.type, _body(valid))
 
 
 def _checked_ids(ids: Sequence[str]) -> list[str]:
