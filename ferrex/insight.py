@@ -8,6 +8,7 @@ validated memories with reasons, contradictions, forget candidates and dormant e
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,8 +93,15 @@ def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
     return found
 
 
-def _memories(rm: ReadModel, namespace: str | None) -> list[Memory]:
-    return rm.memories(namespace=namespace)
+Visible = Callable[[str | None, str], bool]
+"""Whether a caller may see a memory, from its owning agent and its visibility."""
+
+
+def _memories(rm: ReadModel, namespace: str | None, visible: Visible | None) -> list[Memory]:
+    memories = rm.memories(namespace=namespace)
+    if visible is None:
+        return memories
+    return [m for m in memories if visible(m.agent_id, m.visibility)]
 
 
 def directory_bytes(path: Path) -> int:
@@ -113,8 +121,9 @@ def stats(
     namespace: str | None,
     detailed: bool,
     recent: int = 3,
+    visible: Visible | None = None,
 ) -> dict[str, Any]:
-    memories = _memories(rm, namespace)
+    memories = _memories(rm, namespace, visible)
     active = [m for m in memories if m.t_invalid is None]
     assessed = assess(active, now, params)
     conflicts = contradictions(active)
@@ -155,8 +164,9 @@ def reflect(
     limit: int = 10,
     unvalidated_after_days: float = 30.0,
     dormant_after_days: float = 90.0,
+    visible: Visible | None = None,
 ) -> dict[str, Any]:
-    memories = _memories(rm, namespace)
+    memories = _memories(rm, namespace, visible)
     active = [m for m in memories if m.t_invalid is None]
     assessed = assess(active, now, params)
     stale = sorted((a for a in assessed if a.label == "stale"), key=lambda a: (-a.score,

@@ -30,7 +30,11 @@ class _Group(click.Group):
             ctx.exit(exc.exit_code)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=_Group,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=str),
@@ -44,6 +48,15 @@ class _Group(click.Group):
     help="Configuration file. Default: ferrex.toml in the data directory.",
 )
 @click.option("--qdrant-url", help="Use an external Qdrant server at this URL.")
+@click.option(
+    "--agent-id",
+    help="The agent this server speaks for: stamps its stores, limits what it sees "
+    "(config store.agent_id, FERREX_AGENT_ID). Without one: the operator, who sees all.",
+)
+@click.option(
+    "--namespace",
+    help="Default namespace (project) for this server's calls (store.default_namespace).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log progress details on stderr.")
 @click.version_option(package_name="ferrex")
 @click.pass_context
@@ -52,11 +65,14 @@ def cli(
     home: str | None,
     config_file: str | None,
     qdrant_url: str | None,
+    agent_id: str | None,
+    namespace: str | None,
     verbose: bool,
 ) -> None:
     """ferrex: a local-first memory server for AI agents.
 
-    Every change is an event in an fsynced journal; everything else is rebuilt from it.
+    With no command, serves MCP on stdio (what an MCP client launches). Every change is an
+    event in an fsynced journal; everything else is rebuilt from it.
     """
     from pathlib import Path
 
@@ -65,11 +81,19 @@ def cli(
     config = load_config(
         resolved,
         Path(config_file) if config_file else None,
-        flags={"qdrant.url": qdrant_url},
+        flags={
+            "qdrant.url": qdrant_url,
+            "store.agent_id": agent_id,
+            "store.default_namespace": namespace,
+        },
     )
     app = App(home=resolved, config=config)
     ctx.obj = app
     ctx.call_on_close(app.close)
+    if ctx.invoked_subcommand is None:
+        from ferrex.cli.serve import run_server
+
+        run_server(app)
 
 
 class _StderrHandler(logging.Handler):
@@ -101,6 +125,7 @@ def _register() -> None:
     from ferrex.cli import memory as memory_cmds
     from ferrex.cli import projections as projection_cmds
     from ferrex.cli import recall as recall_cmds
+    from ferrex.cli import serve as serve_cmds
 
     cli.add_command(journal_cmds.journal)
     cli.add_command(doctor.doctor)
@@ -117,6 +142,7 @@ def _register() -> None:
     cli.add_command(recall_cmds.recall)
     cli.add_command(insight_cmds.stats_cmd)
     cli.add_command(insight_cmds.reflect_cmd)
+    cli.add_command(serve_cmds.serve)
 
 
 _register()

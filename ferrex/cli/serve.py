@@ -1,0 +1,96 @@
+"""``ferrex`` (no subcommand) and ``ferrex serve``: the MCP server.
+
+stdio is what an MCP client launches: stdout carries protocol only, logs go to stderr.
+``--http HOST:PORT`` serves Streamable HTTP at ``/mcp`` instead. Either way the process
+joins the data directory's hub (see :mod:`ferrex.hub`): it owns the stores, or asks the
+process that does, and hands them over cleanly when it exits.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import sys
+from types import FrameType
+
+import click
+
+from ferrex.app import App
+from ferrex.errors import UsageError
+from ferrex.service import Caller
+
+log = logging.getLogger("ferrex")
+
+
+def run_server(app: App, http: str | None = None) -> None:
+    """Serve MCP for the configured agent until the client goes away (or a signal)."""
+    from ferrex.hub import Hub
+    from ferrex.mcp_server import build_server
+
+    address = _address(http) if http else None
+    caller = Caller(agent_id=app.config["store.agent_id"],
+                    namespace=app.config["store.default_namespace"])  # fmt: skip
+    hub = Hub(app.home, lambda: App(home=app.home, config=app.config), caller)
+    server = build_server(hub)
+    _exit_on_terminate()
+    hub.start()
+    try:
+        if address is None:
+            server.run("stdio")
+        else:
+            host, port = address
+            click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp", err=True)
+            server.run("streamable-http", host=host, port=port, streamable_http_path="/mcp")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        hub.close()
+
+
+def _address(value: str) -> tuple[str, int]:
+    host, sep, port_text = value.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UsageError(
+            f"--http {value!r} is not HOST:PORT", hint="for example --http 127.0.0.1:8765"
+        )
+    host = host.strip("[]")
+    try:
+        if not ipaddress.ip_address(host).is_loopback:
+            log.warning("ferrex: serving on %s, which is not a loopback address: any host "
+                        "that reaches it can read and change this memory", host)  # fmt: skip
+    except ValueError:
+        if host != "localhost":
+            raise UsageError(
+                f"--http host {host!r} must be an IP address or localhost",
+                hint="for example --http 127.0.0.1:8765",
+            ) from None
+    return host, int(port_text)
+
+
+def _exit_on_terminate() -> None:
+    """SIGTERM ends the server like the end of its input: through ``finally``, handing over."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+@click.command()
+@click.option(
+    "--http",
+    metavar="HOST:PORT",
+    help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@click.pass_obj
+def serve(app: App, http: str | None) -> None:
+    """Run the MCP server (stdio by default; what `ferrex` with no subcommand does).
+
+    Any number of ferrex servers may share one data directory: the first owns the stores and
+    the others send it their calls over a local socket; when it exits another takes over.
+    Agent identity and default namespace come from --agent-id / --namespace on `ferrex`
+    (or FERREX_AGENT_ID / FERREX_NAMESPACE, or ferrex.toml).
+    """
+    run_server(app, http)
+    sys.stdout.flush()

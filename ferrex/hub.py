@@ -1,0 +1,459 @@
+"""Many ferrex processes on one data directory: one owns the stores, the others ask it.
+
+MCP clients start one server process per session, so several ``ferrex`` processes on one
+data directory is the normal case. The embedded Qdrant can be opened by one process only,
+and one writer applying the journal to the projections keeps them simple, so:
+
+- **Election.** ``<home>/run/owner.lock`` is an exclusive ``flock``. The process that holds it
+  is the *owner*: it opens the journal, the projections and the models, and listens on a
+  loopback TCP port. The kernel drops the lock when the owner exits, however it exits.
+- **Endpoint.** Once listening, the owner writes ``<home>/run/owner.json`` (port, pid and a
+  random token; mode 0600, written to a temporary file and renamed). Every request carries the
+  token, so only a process that can read the data directory can talk to the owner.
+- **Peers.** A process that does not get the lock connects to the owner and sends each tool
+  call as one frame (4-byte big-endian length + JSON), ``{"token", "tool", "args",
+  "caller"}``; the answer is ``{"ok": document}`` or ``{"error": {...}}`` carrying the
+  ferrex error's kind, code, message and hint. The owner runs every call through the same
+  :class:`~ferrex.service.Service` as its own, so each agent sees every other's writes.
+- **Hand-over.** When the owner exits cleanly it stops taking calls, finishes the one in
+  progress, closes its stores (flushing the access log), removes the endpoint and releases the
+  lock, in that order. Peers see their connection close and elect again: one becomes the new
+  owner (catching its projections up from the journal), the others connect to it. If the owner
+  is killed, the kernel closes its sockets and releases both locks, and the same happens.
+- **A call cut off.** A call whose connection drops before the answer arrives is sent again
+  to the next owner. Reads are safe to repeat; a forget repeated reports the ids as not found;
+  a store repeated after it had landed is recognised by dedup, and the agent is told the
+  existing id. Nothing acknowledged is lost: an answer is only sent after the journal append
+  was fsynced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+import socketserver
+import struct
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ferrex.app import App
+from ferrex.errors import (
+    BackendUnavailable,
+    FerrexError,
+    JournalFailure,
+    ModelUnavailable,
+    Refused,
+    UsageError,
+)
+from ferrex.service import Caller, Service, error_document
+
+log = logging.getLogger("ferrex.hub")
+
+_HEADER = struct.Struct(">I")
+MAX_FRAME = 64 * 1024 * 1024
+_KINDS: dict[str, type[FerrexError]] = {
+    cls.__name__: cls
+    for cls in (FerrexError, UsageError, JournalFailure, ModelUnavailable, BackendUnavailable,
+                Refused)
+}  # fmt: skip
+
+
+class OwnerGone(Exception):
+    """The owner closed the connection or cannot be reached: elect again."""
+
+
+class ServiceClosed(Exception):
+    """This process has handed its stores over; the call must go to the next owner."""
+
+
+# -- framing ----------------------------------------------------------------------------
+
+
+def send_frame(sock: socket.socket, doc: Mapping[str, Any]) -> None:
+    payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+    sock.sendall(_HEADER.pack(len(payload)) + payload)
+
+
+def recv_frame(sock: socket.socket) -> dict[str, Any] | None:
+    """The next frame, or None at a clean end of stream."""
+    header = _recv_exactly(sock, _HEADER.size)
+    if header is None:
+        return None
+    (size,) = _HEADER.unpack(header)
+    if size > MAX_FRAME:
+        raise ValueError(f"frame of {size} bytes is larger than {MAX_FRAME}")
+    payload = _recv_exactly(sock, size)
+    if payload is None:
+        raise ConnectionError("connection closed inside a frame")
+    doc = json.loads(payload)
+    if not isinstance(doc, dict):
+        raise ValueError("a frame must hold a JSON object")
+    return doc
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes | None:
+    chunks: list[bytes] = []
+    left = size
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            if left == size:
+                return None
+            raise ConnectionError("connection closed inside a frame")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def error_from_document(doc: Mapping[str, Any]) -> FerrexError:
+    """Rebuild the ferrex error an owner reported (same class, code, message, hint)."""
+    fields = dict(doc)
+    cls = _KINDS.get(str(fields.pop("kind", "")), FerrexError)
+    code = str(fields.pop("code", "error"))
+    message = str(fields.pop("message", "the memory server failed"))
+    hint = fields.pop("hint", None)
+    return cls(message, hint=hint if isinstance(hint, str) else None, code=code, details=fields)
+
+
+# -- the owner's side -------------------------------------------------------------------
+
+
+class GuardedService:
+    """A :class:`Service` that refuses calls once this process has started handing over."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._gate = threading.Lock()
+        self._closed = False
+        self._busy = 0
+        self._idle = threading.Condition(self._gate)
+
+    def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+        with self._gate:
+            if self._closed:
+                raise ServiceClosed()
+            self._busy += 1
+        try:
+            return self.service.call(tool, args, caller)
+        finally:
+            with self._gate:
+                self._busy -= 1
+                self._idle.notify_all()
+
+    def close(self) -> None:
+        """Refuse new calls, wait for the running ones, then close the stores."""
+        with self._gate:
+            self._closed = True
+            while self._busy:
+                self._idle.wait()
+        self.service.close()
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: _Listener
+
+    def handle(self) -> None:
+        sock: socket.socket = self.request
+        self.server.track(sock, True)
+        try:
+            while True:
+                try:
+                    request = recv_frame(sock)
+                except (OSError, ValueError) as exc:
+                    log.debug("peer connection dropped: %s", exc)
+                    return
+                if request is None:
+                    return
+                reply = self.server.answer(request)
+                if reply is None:  # handing over: close, the peer will elect again
+                    return
+                try:
+                    send_frame(sock, reply)
+                except OSError:
+                    return
+        finally:
+            self.server.track(sock, False)
+
+
+class _Listener(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, service: GuardedService, token: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.service = service
+        self.token = token
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def track(self, sock: socket.socket, opened: bool) -> None:
+        with self._open_lock:
+            (self._open.add if opened else self._open.discard)(sock)
+
+    def drop_connections(self) -> None:
+        with self._open_lock:
+            for sock in list(self._open):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def answer(self, request: Mapping[str, Any]) -> dict[str, Any] | None:
+        token = request.get("token")
+        if not isinstance(token, str) or not hmac.compare_digest(token, self.token):
+            return {"error": error_document(UsageError("wrong token for this data directory"))}
+        tool, args = request.get("tool"), request.get("args")
+        if not isinstance(tool, str) or not isinstance(args, Mapping):
+            return {"error": error_document(UsageError("a request needs a tool and arguments"))}
+        try:
+            return {"ok": self.service.call(tool, args, Caller.from_dict(request.get("caller")))}
+        except ServiceClosed:
+            return None
+        except FerrexError as exc:
+            return {"error": error_document(exc)}
+        except Exception:
+            log.exception("ferrex: a tool call from another process failed")
+            internal = "[internal] the memory server failed; see its log"
+            return {"error": {"kind": "FerrexError", "code": "internal", "message": internal}}
+
+
+class _Ownership:
+    """What this process holds while it is the owner."""
+
+    def __init__(self, home: Path, lock_fd: int, app: App) -> None:
+        self.home = home
+        self.lock_fd = lock_fd
+        self.service = GuardedService(Service(app))
+        self.listener = _Listener(self.service, secrets.token_hex(16))
+        self.thread = threading.Thread(
+            target=self.listener.serve_forever, name="ferrex-owner", daemon=True
+        )
+        self.thread.start()
+        self.endpoint = Endpoint(self.listener.server_address[1], os.getpid(), self.listener.token)
+        self.endpoint.write(home)
+
+    def close(self) -> None:
+        self.listener.shutdown()
+        self.listener.server_close()
+        try:
+            self.service.close()
+        finally:
+            self.listener.drop_connections()
+            with contextlib.suppress(OSError):
+                if Endpoint.read(self.home) == self.endpoint:
+                    _endpoint_path(self.home).unlink()
+            os.close(self.lock_fd)  # releases the election lock: a peer takes over
+
+
+# -- the peer's side --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    port: int
+    pid: int
+    token: str
+
+    def write(self, home: Path) -> None:
+        path = _endpoint_path(home)
+        tmp = path.with_name(f".owner.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, json.dumps({"port": self.port, "pid": self.pid,
+                                     "token": self.token}).encode())  # fmt: skip
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+
+    @classmethod
+    def read(cls, home: Path) -> Endpoint | None:
+        try:
+            raw = json.loads(_endpoint_path(home).read_text())
+            return cls(int(raw["port"]), int(raw["pid"]), str(raw["token"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+
+class _Remote:
+    """One connection to the owner; calls on it take turns."""
+
+    def __init__(self, endpoint: Endpoint, timeout: float) -> None:
+        self.endpoint = endpoint
+        try:
+            self.sock = socket.create_connection(("127.0.0.1", endpoint.port), timeout=timeout)
+        except OSError as exc:
+            raise OwnerGone(str(exc)) from exc
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._lock = threading.Lock()
+
+    def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+        request = {"token": self.endpoint.token, "tool": tool, "args": dict(args),
+                   "caller": caller.as_dict()}  # fmt: skip
+        with self._lock:
+            try:
+                send_frame(self.sock, request)
+                reply = recv_frame(self.sock)
+            except (OSError, ValueError) as exc:
+                raise OwnerGone(str(exc)) from exc
+        if reply is None:
+            raise OwnerGone("the owner closed the connection")
+        if "ok" in reply and isinstance(reply["ok"], dict):
+            return reply["ok"]
+        error = reply.get("error")
+        raise error_from_document(error if isinstance(error, Mapping) else {})
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+def _endpoint_path(home: Path) -> Path:
+    return home / "run" / "owner.json"
+
+
+# -- the hub ----------------------------------------------------------------------------
+
+
+class Hub:
+    """Routes this process's tool calls to the stores, wherever they are open.
+
+    ``open_app`` builds the App when this process becomes the owner. ``start()`` runs the
+    first election (and, as owner, loads the models) in the background, so a server answers
+    ``initialize`` at once; the first call waits for it.
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        open_app: Callable[[], App],
+        caller: Caller,
+        *,
+        wait_seconds: float = 120.0,
+        call_timeout: float = 600.0,
+    ) -> None:
+        self.home = home
+        self.open_app = open_app
+        self.caller = caller
+        self.wait_seconds = wait_seconds
+        self.call_timeout = call_timeout
+        self._elect_lock = threading.Lock()
+        self._ownership: _Ownership | None = None
+        self._remote: _Remote | None = None
+        self._closed = False
+        self._started: threading.Thread | None = None
+
+    @property
+    def role(self) -> str:
+        if self._ownership is not None:
+            return "owner"
+        return "peer" if self._remote is not None else "none"
+
+    def start(self) -> None:
+        """Elect (and, as owner, warm up) in the background."""
+
+        def run() -> None:
+            try:
+                self._settle(time.monotonic() + self.wait_seconds)
+                if self._ownership is not None:
+                    self._ownership.service.service.warm()
+            except FerrexError as exc:  # the first tool call reports it to the agent
+                log.warning("ferrex: %s", exc)
+            except Exception:
+                log.exception("ferrex: start-up failed; the first tool call will retry")
+
+        self._started = threading.Thread(target=run, name="ferrex-start", daemon=True)
+        self._started.start()
+
+    def call(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """One tool call, as this process's agent. Raises FerrexError."""
+        deadline = time.monotonic() + self.wait_seconds
+        while True:
+            target = self._settle(deadline)
+            try:
+                if isinstance(target, _Ownership):
+                    return target.service.call(tool, args, self.caller)
+                return target.call(tool, args, self.caller)
+            except (OwnerGone, ServiceClosed) as exc:
+                log.info("ferrex: the owner went away (%s); electing again", exc)
+                self._forget_remote(target)
+                if time.monotonic() > deadline:
+                    raise BackendUnavailable(
+                        "the process serving this data directory went away and no other "
+                        "took over in time",
+                        hint="check `ferrex doctor`; a stuck ferrex process may hold "
+                        f"{self.home / 'run' / 'owner.lock'}",
+                    ) from exc
+
+    def _settle(self, deadline: float) -> _Ownership | _Remote:
+        """Become the owner or connect to it, waiting while another process starts up."""
+        delay = 0.02
+        while True:
+            with self._elect_lock:
+                if self._closed:
+                    raise BackendUnavailable("this ferrex process is shutting down")
+                if self._ownership is not None:
+                    return self._ownership
+                if self._remote is not None:
+                    return self._remote
+                owned = self._try_own()
+                if owned is not None:
+                    return owned
+                endpoint = Endpoint.read(self.home)
+                if endpoint is not None:
+                    with contextlib.suppress(OwnerGone):
+                        self._remote = _Remote(endpoint, self.call_timeout)
+                        log.info("ferrex: serving through the owner process %d", endpoint.pid)
+                        return self._remote
+            if time.monotonic() > deadline:
+                raise BackendUnavailable(
+                    f"another process holds {self.home / 'run' / 'owner.lock'} but does not answer",
+                    hint="a ferrex process may be stuck starting; check `ferrex doctor`",
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+    def _try_own(self) -> _Ownership | None:
+        run = self.home / "run"
+        run.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return None
+            raise
+        try:
+            self._ownership = _Ownership(self.home, fd, self.open_app())
+        except BaseException:
+            os.close(fd)
+            raise
+        log.info("ferrex: this process owns %s", self.home)
+        return self._ownership
+
+    def _forget_remote(self, target: object) -> None:
+        with self._elect_lock:
+            if self._remote is not None and self._remote is target:
+                self._remote.close()
+                self._remote = None
+
+    def close(self) -> None:
+        """Hand over: stop serving, close the stores, let a peer take over."""
+        with self._elect_lock:
+            self._closed = True
+            ownership, self._ownership = self._ownership, None
+            remote, self._remote = self._remote, None
+        if remote is not None:
+            remote.close()
+        if ownership is not None:
+            ownership.close()

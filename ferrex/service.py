@@ -1,0 +1,266 @@
+"""The five agent tools (store, recall, forget, reflect, stats) over one :class:`App`.
+
+This is the one place the tools' semantics live: the MCP server calls it in the process that
+owns the data directory, and other processes reach it through :mod:`ferrex.hub`. Arguments
+arrive as plain JSON values (already shaped by the MCP schema in the usual case, but a call
+over the local socket is checked again here), answers leave as JSON documents, and failures
+are :class:`FerrexError` with a stable code.
+
+Who is asking matters: a :class:`Caller` carries the agent id and default namespace of the
+process the agent talks to. An agent sees shared memories, memories with no owner and its
+own private ones; a caller without an agent id is the operator and sees everything.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ferrex.app import App
+from ferrex.errors import FerrexError, Refused, UsageError
+from ferrex.freshness import StalenessParams
+from ferrex.insight import reflect, stats
+from ferrex.memory_input import StoreRequest
+from ferrex.recall import RecallRequest
+
+TOOLS = ("store", "recall", "forget", "reflect", "stats")
+READ_ONLY = frozenset({"recall", "reflect", "stats"})
+
+_STORE_FIELDS = frozenset(
+    {
+        "type", "content", "subject", "predicate", "object", "name", "steps", "conditions",
+        "entities", "supersedes", "source", "confidence", "context", "namespace",
+        "valid_from", "visibility",
+    }
+)  # fmt: skip
+_LIST_FIELDS = frozenset({"steps", "conditions", "entities"})
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a tool call comes from: the agent (None: the operator) and its default namespace."""
+
+    agent_id: str | None = None
+    namespace: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"agent_id": self.agent_id, "namespace": self.namespace}
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Caller:
+        if not isinstance(raw, Mapping):
+            return cls()
+        agent, namespace = raw.get("agent_id"), raw.get("namespace")
+        return cls(
+            agent_id=agent if isinstance(agent, str) and agent else None,
+            namespace=namespace if isinstance(namespace, str) and namespace else None,
+        )
+
+    def sees(self, agent_id: str | None, visibility: str) -> bool:
+        """Whether this caller may see a memory owned by ``agent_id`` with ``visibility``."""
+        return (
+            self.agent_id is None
+            or visibility == "shared"
+            or agent_id is None
+            or agent_id == self.agent_id
+        )
+
+
+class Service:
+    """The tools over one App; one call at a time (the stores are not shared across threads)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._lock = threading.RLock()
+        self._tools: dict[str, Callable[[dict[str, Any], Caller], dict[str, Any]]] = {
+            "store": self._store,
+            "recall": self._recall,
+            "forget": self._forget,
+            "reflect": self._reflect,
+            "stats": self._stats,
+        }
+
+    def warm(self) -> None:
+        """Open the journal, the projections and the models now rather than at the first call."""
+        with self._lock:
+            self.app.writer()
+            self.app.reader()
+
+    def close(self) -> None:
+        """Close the stores once the call (or warm-up) in progress has finished."""
+        with self._lock:
+            self.app.close()
+
+    def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+        handler = self._tools.get(tool)
+        if handler is None:
+            raise UsageError(f"unknown tool {tool!r}", hint=f"tools: {', '.join(TOOLS)}")
+        if not isinstance(args, Mapping):
+            raise UsageError("tool arguments must be a JSON object")
+        clean = {k: v for k, v in args.items() if v is not None}
+        with self._lock:
+            return handler(clean, caller)
+
+    # -- the tools ------------------------------------------------------------------------
+
+    def _store(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        multi_valued = _flag(args.pop("multi_valued", False), "multi_valued")
+        unknown = sorted(set(args) - _STORE_FIELDS)
+        if unknown:
+            raise UsageError(
+                f"unknown field {unknown[0]!r} for store",
+                hint=f"fields: {', '.join(sorted(_STORE_FIELDS))}, multi_valued",
+            )
+        fields: dict[str, Any] = {}
+        for key, value in args.items():
+            if key in _LIST_FIELDS:
+                value = _texts(value, key)
+            fields[key] = value
+        fields.setdefault("namespace", caller.namespace)
+        if "supersedes" in fields and isinstance(fields["supersedes"], str):
+            self._check_visible([fields["supersedes"]], caller, "supersedes")
+        request = StoreRequest(**fields, agent_id=caller.agent_id)
+        return self.app.writer().store(request, multi_valued=multi_valued).as_dict()
+
+    def _recall(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        query = args.get("query")
+        if not isinstance(query, str):
+            raise UsageError("query is required: the words to look for")
+        limit = args.get("limit", self.app.config["recall.limit"])
+        request = RecallRequest(
+            query=query,
+            types=_texts(args.get("types", []), "types"),
+            entities=_texts(args.get("entities", []), "entities"),
+            namespace=_optional_text(args.get("namespace"), "namespace") or caller.namespace,
+            limit=limit,
+            include_stale=_flag(args.get("include_stale", False), "include_stale"),
+            include_invalidated=_flag(
+                args.get("include_invalidated", False), "include_invalidated"
+            ),
+            as_of=_optional_text(args.get("as_of"), "as_of"),
+            after=_optional_text(args.get("after"), "after"),
+            before=_optional_text(args.get("before"), "before"),
+            explain=_flag(args.get("explain", False), "explain"),
+            agent_id=caller.agent_id,
+        )
+        validate = _texts(args.get("validate_ids", []), "validate_ids")
+        return self.app.recall(request, validate).as_dict()
+
+    def _forget(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        ids = _texts(args.get("ids", []), "ids")
+        if not ids:
+            raise UsageError("ids is required: the ids of the memories to forget")
+        cascade = _flag(args.get("cascade", False), "cascade")
+        hidden = self._invisible(ids, caller)
+        visible = [i for i in ids if i not in hidden]
+        doc: dict[str, Any] = {
+            "forgotten": [], "not_found": [], "dropped_entities": [], "position": None}  # fmt: skip
+        if visible:
+            result = self.app.writer().forget(visible, cascade=cascade)
+            doc.update(
+                forgotten=list(result.forgotten),
+                not_found=list(result.not_found),
+                dropped_entities=list(result.dropped_entities),
+                position=result.position,
+            )
+        doc["not_found"] += [i for i in ids if i in hidden]
+        return doc
+
+    def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        namespace = _optional_text(args.get("namespace"), "namespace") or caller.namespace
+        limit = _whole(args.get("limit", 10), "limit", 1, 100)
+        projections = self.app.projections()
+        projections.catch_up()
+        return reflect(
+            projections.read_model,
+            _now(),
+            self._staleness(namespace),
+            namespace=namespace,
+            limit=limit,
+            visible=caller.sees,
+        )
+
+    def _stats(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        namespace = _optional_text(args.get("namespace"), "namespace") or caller.namespace
+        detailed = _flag(args.get("detailed", False), "detailed")
+        projections = self.app.projections()
+        projections.catch_up()
+        return stats(
+            projections.read_model,
+            _now(),
+            self._staleness(namespace),
+            namespace=namespace,
+            detailed=detailed,
+            visible=caller.sees,
+        )
+
+    def _staleness(self, namespace: str | None) -> StalenessParams:
+        settings = self.app.reader().settings
+        return settings.namespace_staleness.get(namespace or "", settings.staleness)
+
+    # -- visibility -----------------------------------------------------------------------
+
+    def _invisible(self, ids: tuple[str, ...], caller: Caller) -> set[str]:
+        """The ids among ``ids`` that exist but belong privately to another agent."""
+        if caller.agent_id is None:
+            return set()
+        projections = self.app.projections()
+        projections.catch_up()
+        rm = projections.read_model
+        hidden: set[str] = set()
+        for memory_id in ids:
+            memory = rm.get(memory_id)
+            if memory is not None and not caller.sees(memory.agent_id, memory.visibility):
+                hidden.add(memory_id)
+        return hidden
+
+    def _check_visible(self, ids: list[str], caller: Caller, field: str) -> None:
+        hidden = self._invisible(tuple(ids), caller)
+        if hidden:
+            raise Refused(
+                f"{field}: no memory {sorted(hidden)[0]} exists",
+                code="not_found",
+                hint="recall first and pass the id of a memory you were shown",
+            )
+
+
+def _now() -> float:
+    return datetime.now(UTC).timestamp()
+
+
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"{name} must be true or false")
+    return value
+
+
+def _whole(value: object, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{name} must be a whole number")
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _optional_text(value: object, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{name} must be text")
+    return value
+
+
+def _texts(value: object, name: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise UsageError(f"{name} must be a list of strings")
+    if not all(isinstance(v, str) for v in value):
+        raise UsageError(f"every item of {name} must be a string")
+    return tuple(value)
+
+
+def error_document(exc: FerrexError) -> dict[str, Any]:
+    """The JSON form of an error that crosses a process boundary or reaches an agent."""
+    return {"kind": type(exc).__name__, **exc.as_dict()}

@@ -1,0 +1,81 @@
+"""Helpers for the MCP end-to-end tests: real server processes, the SDK's own client."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import CallToolResult
+
+FERREX = str(Path(sys.executable).with_name("ferrex"))
+
+
+def server_params(home: Path, *extra: str) -> StdioServerParameters:
+    return StdioServerParameters(command=FERREX, args=["--home", str(home), *extra])
+
+
+@asynccontextmanager
+async def stdio_client(home: Path, *extra: str) -> AsyncIterator[Client]:
+    async with Client(server_params(home, *extra), read_timeout_seconds=120) as client:
+        yield client
+
+
+async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A tool call that must succeed; returns its structured content."""
+    result = await client.call_tool(tool, args)
+    assert isinstance(result, CallToolResult)
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+async def error(client: Client, tool: str, args: dict[str, Any]) -> tuple[str, str]:
+    """A tool call that must fail as a tool error; returns (code, text)."""
+    result = await client.call_tool(tool, args)
+    assert isinstance(result, CallToolResult)
+    assert result.is_error, result.structured_content
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert result.structured_content is not None
+    code = result.structured_content["error"]["code"]
+    assert text.startswith(f"[{code}]"), text
+    return code, text
+
+
+def ferrex(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [FERREX, "--home", str(home), *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def journal_head(home: Path) -> int:
+    done = ferrex(home, "journal", "verify", "--json")
+    assert done.returncode == 0, done.stderr
+    return int(json.loads(done.stdout)["head_position"])
+
+
+def inspector_cli() -> Path:
+    """The MCP Inspector CLI (npm, version 0.15.0), installed once into a cache directory."""
+    npm = shutil.which("npm")
+    if npm is None:
+        raise RuntimeError("npm is not installed; the inspector test needs Node.js 20 and npm")
+    cache = Path(
+        os.environ.get("FERREX_TEST_CACHE", Path.home() / ".cache" / "ferrex-tests")
+    ).joinpath("inspector-0.15.0")
+    binary = cache / "node_modules" / ".bin" / "mcp-inspector"
+    if not binary.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
+             "@modelcontextprotocol/inspector@0.15.0"],
+            check=True, capture_output=True, timeout=600,
+        )  # fmt: skip
+    return binary

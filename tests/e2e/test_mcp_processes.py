@@ -1,0 +1,140 @@
+"""Several ferrex server processes on one data directory: the normal case with MCP clients."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+from mcp import Client
+from mcp_types import CallToolResult
+
+from tests.e2e.mcp_helpers import FERREX, call, ferrex, stdio_client
+
+
+def _owner_pid(home: Path, timeout: float = 60) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return int(json.loads((home / "run" / "owner.json").read_text())["pid"])
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.05)
+    raise AssertionError("no process became the owner")
+
+
+def test_two_servers_store_concurrently_and_see_each_other(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with (
+            stdio_client(home, "--agent-id", "alice") as a,
+            stdio_client(home, "--agent-id", "bob") as b,
+        ):
+            ids: dict[str, list[str]] = {"alice": [], "bob": []}
+
+            async def store(client: Client, who: str, n: int) -> None:
+                for i in range(n):
+                    text = (f"Ticket {who.upper()}-{100 + i}: {who} rotated the credentials "
+                            f"of service svc-{who}-{i}")  # fmt: skip
+                    doc = await call(client, "store", {"content": text, "visibility": "shared"})
+                    ids[who].append(doc["id"])
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(store, a, "alice", 12)
+                tg.start_soon(store, b, "bob", 12)
+            # each sees what the other stored a moment ago
+            seen_by_a = await call(a, "recall", {"query": "bob rotated credentials",
+                                                 "limit": 30})  # fmt: skip
+            assert set(ids["bob"]) <= {r["id"] for r in seen_by_a["results"]}
+            seen_by_b = await call(b, "recall", {"query": "alice rotated credentials",
+                                                 "limit": 30})  # fmt: skip
+            assert set(ids["alice"]) <= {r["id"] for r in seen_by_b["results"]}
+            assert (await call(a, "stats", {}))["total"] == 24
+
+    anyio.run(main)
+    verify = ferrex(home, "journal", "verify", "--json")
+    assert verify.returncode == 0 and json.loads(verify.stdout)["records"] >= 24
+    reconcile = ferrex(home, "reconcile")
+    assert reconcile.returncode == 0, reconcile.stdout + reconcile.stderr
+    assert "no drift" in reconcile.stdout
+
+
+def test_owner_killed_mid_write_the_survivor_keeps_every_acked_store(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    owner = subprocess.Popen(
+        [FERREX, "--home", str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    acked: list[str] = []
+    try:
+        assert _owner_pid(home) == owner.pid
+
+        async def main() -> None:
+            async with stdio_client(home) as peer:
+                for i in range(30):
+                    if i == 10:
+                        os.kill(owner.pid, signal.SIGKILL)
+                    result = await peer.call_tool("store", {
+                        "content": f"Incident INC-{7000 + i}: queue worker {i} restarted after "
+                        "an out-of-memory kill"})  # fmt: skip
+                    assert isinstance(result, CallToolResult)
+                    doc = result.structured_content or {}
+                    if result.is_error:
+                        # a store cut off with the owner and sent again: dedup names the
+                        # copy that had landed
+                        assert doc["error"]["code"] == "duplicate", doc
+                        acked.append(doc["error"]["existing"][0]["id"])
+                    else:
+                        acked.append(doc["id"])
+                assert _owner_pid(home) != owner.pid  # the survivor took over
+                total = (await call(peer, "stats", {}))["total"]
+                assert total == 30 == len(set(acked))
+                found = await call(peer, "recall", {"query": "INC-7003 queue worker"})
+                assert found["results"][0]["id"] == acked[3]
+
+        anyio.run(main)
+    finally:
+        owner.kill()
+        owner.communicate(timeout=30)  # reaps it and closes the pipes
+    assert ferrex(home, "journal", "verify").returncode == 0
+    assert ferrex(home, "reconcile").returncode == 0
+
+
+def test_private_memories_stay_private(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with (
+            stdio_client(home, "--agent-id", "alice") as alice,
+            stdio_client(home, "--agent-id", "bob") as bob,
+            stdio_client(home) as operator,
+        ):
+            secret = await call(alice, "store", {"content": "Alice keeps the on-call pager "
+                                                 "PIN for prod-east in her notes"})  # fmt: skip
+            shared = await call(
+                alice,
+                "store",
+                {
+                    "content": "The prod-east on-call rotation changes on Mondays",
+                    "visibility": "shared",
+                },
+            )
+            query = {"query": "prod-east on-call pager PIN", "limit": 10}
+            bob_sees = {r["id"] for r in (await call(bob, "recall", query))["results"]}
+            assert secret["id"] not in bob_sees and shared["id"] in bob_sees
+            alice_sees = {r["id"] for r in (await call(alice, "recall", query))["results"]}
+            assert {secret["id"], shared["id"]} <= alice_sees
+            all_seen = {r["id"] for r in (await call(operator, "recall", query))["results"]}
+            assert {secret["id"], shared["id"]} <= all_seen
+            assert (await call(bob, "stats", {}))["total"] == 1
+            assert (await call(operator, "stats", {}))["total"] == 2
+            refused = await call(bob, "forget", {"ids": [secret["id"]]})
+            assert refused["forgotten"] == [] and refused["not_found"] == [secret["id"]]
+            assert secret["id"] in {
+                r["id"] for r in (await call(alice, "recall", query))["results"]}  # fmt: skip
+
+    anyio.run(main)
