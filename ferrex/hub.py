@@ -229,10 +229,16 @@ class _Listener(socketserver.ThreadingTCPServer):
 class _Ownership:
     """What this process holds while it is the owner."""
 
-    def __init__(self, home: Path, lock_fd: int, app: App) -> None:
+    def __init__(self, home: Path, lock_fd: int, app: App, flush_every: float | None) -> None:
         self.home = home
         self.lock_fd = lock_fd
         self.service = GuardedService(Service(app))
+        self._stop = threading.Event()
+        if flush_every is not None:
+            threading.Thread(
+                target=self._flush_access, args=(flush_every,), name="ferrex-access",
+                daemon=True,
+            ).start()  # fmt: skip
         self.listener = _Listener(self.service, secrets.token_hex(16))
         self.thread = threading.Thread(
             target=self.listener.serve_forever, name="ferrex-owner", daemon=True
@@ -241,7 +247,16 @@ class _Ownership:
         self.endpoint = Endpoint(self.listener.server_address[1], os.getpid(), self.listener.token)
         self.endpoint.write(home)
 
+    def _flush_access(self, every: float) -> None:
+        """Journal recall hits every few seconds, so staleness survives even a kill."""
+        while not self._stop.wait(every):
+            try:
+                self.service.service.flush_access()
+            except FerrexError as exc:
+                log.warning("ferrex: could not journal recall accesses (will retry): %s", exc)
+
     def close(self) -> None:
+        self._stop.set()
         self.listener.shutdown()
         self.listener.server_close()
         try:
@@ -340,12 +355,14 @@ class Hub:
         *,
         wait_seconds: float = 120.0,
         call_timeout: float = 600.0,
+        flush_every: float | None = 5.0,
     ) -> None:
         self.home = home
         self.open_app = open_app
         self.caller = caller
         self.wait_seconds = wait_seconds
         self.call_timeout = call_timeout
+        self.flush_every = flush_every
         self._elect_lock = threading.Lock()
         self._ownership: _Ownership | None = None
         self._remote: _Remote | None = None
@@ -434,7 +451,7 @@ class Hub:
                 return None
             raise
         try:
-            self._ownership = _Ownership(self.home, fd, self.open_app())
+            self._ownership = _Ownership(self.home, fd, self.open_app(), self.flush_every)
         except BaseException:
             os.close(fd)
             raise

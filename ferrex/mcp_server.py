@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError
 from ferrex import __version__
 from ferrex.errors import FerrexError
 from ferrex.hub import Hub
+from ferrex.memory_input import DEFAULT_LIMITS
 from ferrex.service import error_document
 
 log = logging.getLogger("ferrex.mcp")
@@ -40,8 +41,12 @@ Each recalled memory carries a freshness label: fresh, aging, stale (old and unu
 before relying on it) or superseded (replaced by a newer memory)."""
 
 MemoryType = Literal["episodic", "semantic", "procedural"]
-Text = Annotated[str, Field(max_length=100_000)]
-ShortText = Annotated[str, Field(min_length=1, max_length=512)]
+_L = DEFAULT_LIMITS
+Content = Annotated[str, Field(max_length=_L.content_chars)]
+Field500 = Annotated[str, Field(max_length=_L.field_chars)]
+Step = Annotated[str, Field(max_length=_L.step_chars)]
+ShortText = Annotated[str, Field(min_length=1, max_length=_L.field_chars)]
+Namespace = Annotated[str, Field(min_length=1, max_length=_L.namespace_chars)]
 IsoTime = Annotated[
     str,
     Field(
@@ -177,7 +182,7 @@ def build_server(hub: Hub) -> FerrexMCP:
     )  # fmt: skip
     def store(
         content: Annotated[
-            Text | None, Field(description="An event or note, self-contained (episodic).")
+            Content | None, Field(description="An event or note, self-contained (episodic).")
         ] = None,
         subject: Annotated[
             ShortText | None, Field(description="A fact's subject, e.g. api-server.")
@@ -186,18 +191,18 @@ def build_server(hub: Hub) -> FerrexMCP:
             ShortText | None, Field(description="A fact's relation, e.g. uses, owns, runs on.")
         ] = None,
         object: Annotated[
-            Text | None, Field(description="A fact's value, e.g. tokio 1.36.")
+            Field500 | None, Field(description="A fact's value, e.g. tokio 1.36.")
         ] = None,
         name: Annotated[
             ShortText | None, Field(description="A procedure's name, e.g. deploy api-server.")
         ] = None,
         steps: Annotated[
-            list[Text] | None,
-            Field(description="A procedure's steps, in order.", max_length=200),
+            list[Step] | None,
+            Field(description="A procedure's steps, in order.", max_length=_L.max_steps),
         ] = None,
         conditions: Annotated[
-            list[Text] | None,
-            Field(description="When the procedure applies.", max_length=50),
+            list[Field500] | None,
+            Field(description="When the procedure applies.", max_length=_L.max_conditions),
         ] = None,
         type: Annotated[
             MemoryType | None,
@@ -208,7 +213,7 @@ def build_server(hub: Hub) -> FerrexMCP:
             Field(
                 description="Projects, people, services or tools it is about; spelling "
                 "variants are matched to known entities.",
-                max_length=50,
+                max_length=_L.max_entities,
             ),
         ] = None,
         supersedes: Annotated[
@@ -239,7 +244,7 @@ def build_server(hub: Hub) -> FerrexMCP:
             ),
         ] = None,
         namespace: Annotated[
-            ShortText | None, Field(description="Project namespace; default from the server.")
+            Namespace | None, Field(description="Project namespace; default from the server.")
         ] = None,
     ) -> dict[str, Any]:
         return call(
@@ -290,7 +295,7 @@ def build_server(hub: Hub) -> FerrexMCP:
             bool, Field(description="Include the score of every ranking stage.")
         ] = False,
         namespace: Annotated[
-            ShortText | None, Field(description="Project namespace; default from the server.")
+            Namespace | None, Field(description="Project namespace; default from the server.")
         ] = None,
     ) -> dict[str, Any]:
         return call(
@@ -328,7 +333,7 @@ def build_server(hub: Hub) -> FerrexMCP:
     def reflect(
         limit: Annotated[int, Field(ge=1, le=100, description="Items per section.")] = 10,
         namespace: Annotated[
-            ShortText | None, Field(description="Project namespace; default from the server.")
+            Namespace | None, Field(description="Project namespace; default from the server.")
         ] = None,
     ) -> dict[str, Any]:
         return call("reflect", {"limit": limit, "namespace": namespace})
@@ -342,7 +347,7 @@ def build_server(hub: Hub) -> FerrexMCP:
     def stats(
         detailed: Annotated[bool, Field(description="Add counts, storage and models.")] = False,
         namespace: Annotated[
-            ShortText | None, Field(description="Project namespace; default from the server.")
+            Namespace | None, Field(description="Project namespace; default from the server.")
         ] = None,
     ) -> dict[str, Any]:
         return call("stats", {"detailed": detailed, "namespace": namespace})

@@ -89,6 +89,11 @@ class Service:
             self.app.writer()
             self.app.reader()
 
+    def flush_access(self) -> None:
+        """Journal the recall hits counted so far (a server does it every few seconds)."""
+        with self._lock:
+            self.app.flush_access()
+
     def close(self) -> None:
         """Close the stores once the call (or warm-up) in progress has finished."""
         with self._lock:
