@@ -6,6 +6,9 @@ itself. Everything is opened lazily (on first use) so that start-up stays fast.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import logging
@@ -117,6 +120,43 @@ class App:
     _reader: Reader | None = field(default=None, repr=False)
     access: AccessLog = field(default_factory=AccessLog, repr=False)
     _stop_flusher: threading.Event | None = field(default=None, repr=False)
+    _owner_fd: int | None = field(default=None, repr=False)
+
+    def claim(self) -> bool:
+        """Take the data directory's owner lock (``run/owner.lock``) without waiting.
+
+        The process holding it is the only one that opens the stores (see ferrex.hub); it is
+        released by :meth:`close`. False when another process holds it.
+        """
+        if self._owner_fd is not None:
+            return True
+        run = self.home / "run"
+        run.mkdir(parents=True, exist_ok=True)
+        fd = os.open(run / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return False
+            raise
+        self._owner_fd = fd
+        return True
+
+    def _require_ownership(self) -> None:
+        if self.claim():
+            return
+        owner = ""
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            owner = (
+                f" (pid {int(json.loads((self.home / 'run' / 'owner.json').read_text())['pid'])})"
+            )
+        raise BackendUnavailable(
+            f"another ferrex process{owner} is using the stores of {self.home}",
+            hint="this command needs the data directory to itself: stop the MCP servers that "
+            "use it (close their clients) and run it again",
+            code="busy",
+        )
 
     @property
     def journal_dir(self) -> Path:
@@ -142,6 +182,7 @@ class App:
 
     def backend(self) -> VectorBackend:
         if self._backend is None:
+            self._require_ownership()
             try:
                 url = self.config["qdrant.url"]
                 binary = self.config["qdrant.binary"]
@@ -290,6 +331,13 @@ class App:
             )
         return self._projections
 
+    def reconfigure(self, config: Config) -> None:
+        """Take a new configuration whose store-opening keys are unchanged (see
+        ferrex.reload): the writer and reader are rebuilt with it at their next use."""
+        self.config = config
+        self._writer = None
+        self._reader = None
+
     def close_projections(self) -> None:
         self._writer = None
         self._reader = None
@@ -306,19 +354,24 @@ class App:
             self._close_all()
 
     def _close_all(self) -> None:
-        self.close_projections()
-        if self._backend is not None:
-            self._backend.close()
-            self._backend = None
-        if self._sidecar is not None:
-            self._sidecar.stop()  # only if this process started it
-            self._sidecar = None
-        if self._embedder is not None:
-            self._embedder.close()
-            self._embedder = None
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        try:
+            self.close_projections()
+            if self._backend is not None:
+                self._backend.close()
+                self._backend = None
+            if self._sidecar is not None:
+                self._sidecar.stop()  # only if this process started it
+                self._sidecar = None
+            if self._embedder is not None:
+                self._embedder.close()
+                self._embedder = None
+            if self._journal is not None:
+                self._journal.close()
+                self._journal = None
+        finally:
+            if self._owner_fd is not None:
+                os.close(self._owner_fd)  # another process may own the stores from now on
+                self._owner_fd = None
 
 
 def predicate_changes(app: App) -> list[dict[str, str | None]]:

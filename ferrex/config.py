@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,13 @@ KEYS: tuple[Key, ...] = (
 )  # fmt: skip
 _BY_NAME = {key.name: key for key in KEYS}
 
+RESTART_KEYS: frozenset[str] = frozenset(
+    {"models.dense", "models.reranker", "qdrant.url", "qdrant.binary", "qdrant.port",
+     "journal.segment_bytes", "predicates.synonyms", "predicates.namespaces"}
+)  # fmt: skip
+"""Keys a running server cannot take on the fly: they choose the models, the stores, the
+journal layout or the rules the projections were built with. The rest apply at once."""
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -95,6 +102,17 @@ class Config:
 
     def items(self) -> list[tuple[str, Setting]]:
         return sorted(self._settings.items())
+
+    def changed(self, other: Config) -> list[str]:
+        """The keys whose value differs in ``other``."""
+        return sorted(k for k, s in self._settings.items() if other[k] != s.value)
+
+    def keeping(self, base: Config, keys: Iterable[str]) -> Config:
+        """This configuration with ``keys`` kept at their value (and origin) in ``base``."""
+        settings = dict(self._settings)
+        for key in keys:
+            settings[key] = base._settings[key]
+        return Config(settings, self.file)
 
 
 def load(

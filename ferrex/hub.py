@@ -4,7 +4,8 @@ MCP clients start one server process per session, so several ``ferrex`` processe
 data directory is the normal case. The embedded Qdrant can be opened by one process only,
 and one writer applying the journal to the projections keeps them simple, so:
 
-- **Election.** ``<home>/run/owner.lock`` is an exclusive ``flock``. The process that holds it
+- **Election.** ``<home>/run/owner.lock`` is an exclusive ``flock`` (taken by
+  :meth:`App.claim`, which every opening of the stores requires). The process that holds it
   is the *owner*: it opens the journal, the projections and the models, and listens on a
   loopback TCP port. The kernel drops the lock when the owner exits, however it exits.
 - **Endpoint.** Once listening, the owner writes ``<home>/run/owner.json`` (port, pid and a
@@ -30,8 +31,6 @@ and one writer applying the journal to the projections keeps them simple, so:
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hmac
 import json
 import logging
@@ -48,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ferrex.app import App
+from ferrex.config import Config
 from ferrex.errors import (
     BackendUnavailable,
     FerrexError,
@@ -229,9 +229,8 @@ class _Listener(socketserver.ThreadingTCPServer):
 class _Ownership:
     """What this process holds while it is the owner."""
 
-    def __init__(self, home: Path, lock_fd: int, app: App, flush_every: float | None) -> None:
+    def __init__(self, home: Path, app: App, flush_every: float | None) -> None:
         self.home = home
-        self.lock_fd = lock_fd
         self.service = GuardedService(Service(app))
         self._stop = threading.Event()
         if flush_every is not None:
@@ -259,14 +258,13 @@ class _Ownership:
         self._stop.set()
         self.listener.shutdown()
         self.listener.server_close()
+        with contextlib.suppress(OSError):
+            if Endpoint.read(self.home) == self.endpoint:
+                _endpoint_path(self.home).unlink()
         try:
-            self.service.close()
+            self.service.close()  # closing the App releases the owner lock: a peer takes over
         finally:
             self.listener.drop_connections()
-            with contextlib.suppress(OSError):
-                if Endpoint.read(self.home) == self.endpoint:
-                    _endpoint_path(self.home).unlink()
-            os.close(self.lock_fd)  # releases the election lock: a peer takes over
 
 
 # -- the peer's side --------------------------------------------------------------------
@@ -391,15 +389,18 @@ class Hub:
         self._started = threading.Thread(target=run, name="ferrex-start", daemon=True)
         self._started.start()
 
-    def call(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        """One tool call, as this process's agent. Raises FerrexError."""
+    def call(
+        self, tool: str, args: Mapping[str, Any], caller: Caller | None = None
+    ) -> dict[str, Any]:
+        """One tool call, as this process's agent (or ``caller``). Raises FerrexError."""
+        who = caller or self.caller
         deadline = time.monotonic() + self.wait_seconds
         while True:
             target = self._settle(deadline)
             try:
                 if isinstance(target, _Ownership):
-                    return target.service.call(tool, args, self.caller)
-                return target.call(tool, args, self.caller)
+                    return target.service.call(tool, args, who)
+                return target.call(tool, args, who)
             except (OwnerGone, ServiceClosed) as exc:
                 log.info("ferrex: the owner went away (%s); electing again", exc)
                 self._forget_remote(target)
@@ -440,23 +441,26 @@ class Hub:
             delay = min(delay * 2, 0.25)
 
     def _try_own(self) -> _Ownership | None:
-        run = self.home / "run"
-        run.mkdir(parents=True, exist_ok=True)
-        fd = os.open(run / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        app = self.open_app()
+        if not app.claim():
+            return None  # nothing was opened: the App is dropped
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                return None
-            raise
-        try:
-            self._ownership = _Ownership(self.home, fd, self.open_app(), self.flush_every)
+            self._ownership = _Ownership(self.home, app, self.flush_every)
         except BaseException:
-            os.close(fd)
+            app.close()
             raise
         log.info("ferrex: this process owns %s", self.home)
         return self._ownership
+
+    def reconfigure(self, config: Config) -> None:
+        """A new configuration (see ferrex.reload): this process's agent and namespace, and
+        the owner's settings if this process is the owner."""
+        self.caller = Caller(agent_id=config["store.agent_id"],
+                             namespace=config["store.default_namespace"])  # fmt: skip
+        with self._elect_lock:
+            ownership = self._ownership
+        if ownership is not None:
+            ownership.service.service.reconfigure(config)
 
     def _forget_remote(self, target: object) -> None:
         with self._elect_lock:

@@ -20,11 +20,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ferrex.app import App
+from ferrex.config import Config
 from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.freshness import StalenessParams
-from ferrex.insight import reflect, stats
+from ferrex.insight import directory_bytes, reflect, stats
 from ferrex.memory_input import StoreRequest
 from ferrex.recall import RecallRequest
+from ferrex.sparse import Bm25Encoder
 
 TOOLS = ("store", "recall", "forget", "reflect", "stats")
 READ_ONLY = frozenset({"recall", "reflect", "stats"})
@@ -88,6 +90,10 @@ class Service:
         with self._lock:
             self.app.writer()
             self.app.reader()
+
+    def reconfigure(self, config: Config) -> None:
+        with self._lock:
+            self.app.reconfigure(config)
 
     def flush_access(self) -> None:
         """Journal the recall hits counted so far (a server does it every few seconds)."""
@@ -193,7 +199,7 @@ class Service:
         detailed = _flag(args.get("detailed", False), "detailed")
         projections = self.app.projections()
         projections.catch_up()
-        return stats(
+        doc = stats(
             projections.read_model,
             _now(),
             self._staleness(namespace),
@@ -201,6 +207,39 @@ class Service:
             detailed=detailed,
             visible=caller.sees,
         )
+        if detailed:
+            doc.update(self._health())
+        return doc
+
+    def _health(self) -> dict[str, Any]:
+        """Journal position, projection lag, storage sizes and the models in use."""
+        app = self.app
+        projections = app.projections()
+        head = app.journal().refresh().position
+        rm = projections.read_model
+        live = projections.live
+        sqlite = sum(directory_bytes(app.home / f"{live.sqlite}{s}") for s in ("", "-wal", "-shm"))
+        identity = app.embedder().identity
+        return {
+            "journal": {
+                "position": head,
+                "lag": {"sqlite": head - rm.checkpoint(),
+                        "qdrant": head - projections.qdrant_position},
+                "qdrant_unsynced": projections.qdrant_position - rm.checkpoint("qdrant"),
+            },
+            "storage_bytes": {
+                "journal": directory_bytes(app.journal_dir),
+                "sqlite": sqlite,
+                "qdrant": directory_bytes(app.home / "qdrant"),
+                "embedding_cache": directory_bytes(app.home / "cache"),
+            },
+            "models": {
+                "dense": {"name": identity.name, "dim": identity.dim,
+                          "sha256": identity.file_sha256},
+                "sparse": Bm25Encoder().identity,
+                "reranker": app.reranker().status,
+            },
+        }  # fmt: skip
 
     def _staleness(self, namespace: str | None) -> StalenessParams:
         settings = self.app.reader().settings

@@ -13,6 +13,7 @@ import sys
 import click
 
 from ferrex.app import App, resolve_home
+from ferrex.config import Config
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
 
@@ -78,22 +79,23 @@ def cli(
 
     _log_to_stderr(logging.INFO if verbose else logging.WARNING)
     resolved = resolve_home(home)
-    config = load_config(
-        resolved,
-        Path(config_file) if config_file else None,
-        flags={
-            "qdrant.url": qdrant_url,
-            "store.agent_id": agent_id,
-            "store.default_namespace": namespace,
-        },
-    )
-    app = App(home=resolved, config=config)
+    flags = {
+        "qdrant.url": qdrant_url,
+        "store.agent_id": agent_id,
+        "store.default_namespace": namespace,
+    }
+
+    def reload() -> Config:
+        return load_config(resolved, Path(config_file) if config_file else None, flags=flags)
+
+    app = App(home=resolved, config=reload())
     ctx.obj = app
+    ctx.meta["ferrex.reload_config"] = reload
     ctx.call_on_close(app.close)
     if ctx.invoked_subcommand is None:
         from ferrex.cli.serve import run_server
 
-        run_server(app)
+        run_server(app, reload)
 
 
 class _StderrHandler(logging.Handler):

@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-from typing import Any
 
 import click
 
 from ferrex.app import App
-from ferrex.insight import directory_bytes, reflect, stats
-from ferrex.sparse import Bm25Encoder
-
-
-def _params(app: App, namespace: str | None) -> Any:
-    reader = app.reader()
-    settings = reader.settings
-    return settings.namespace_staleness.get(namespace or "", settings.staleness)
+from ferrex.cli.through import call_tool
 
 
 @click.command("stats")
@@ -31,35 +22,7 @@ def stats_cmd(app: App, namespace: str | None, detailed: bool, as_json: bool) ->
     counts per type, the staleness distribution, conflicts, entities, storage sizes, the
     journal position and projection lag, and the models in use.
     """
-    projections = app.projections()
-    now = datetime.now(UTC).timestamp()
-    doc = stats(
-        projections.read_model, now, _params(app, namespace), namespace=namespace,
-        detailed=detailed,
-    )  # fmt: skip
-    if detailed:
-        head = app.journal().refresh().position
-        rm = projections.read_model
-        live = projections.live
-        doc["journal"] = {
-            "position": head,
-            "lag": {"sqlite": head - rm.checkpoint(), "qdrant": head - projections.qdrant_position},
-            "qdrant_unsynced": projections.qdrant_position - rm.checkpoint("qdrant"),
-        }
-        doc["storage_bytes"] = {
-            "journal": directory_bytes(app.journal_dir),
-            "sqlite": sum(
-                directory_bytes(app.home / f"{live.sqlite}{s}") for s in ("", "-wal", "-shm")
-            ),
-            "qdrant": directory_bytes(app.home / "qdrant"),
-            "embedding_cache": directory_bytes(app.home / "cache"),
-        }
-        identity = app.embedder().identity
-        doc["models"] = {
-            "dense": {"name": identity.name, "dim": identity.dim, "sha256": identity.file_sha256},
-            "sparse": Bm25Encoder().identity,
-            "reranker": app.reranker().status,
-        }
+    doc = call_tool(app, "stats", {"namespace": namespace, "detailed": detailed})
     if as_json:
         click.echo(json.dumps(doc))
         return
@@ -77,17 +40,13 @@ def stats_cmd(app: App, namespace: str | None, detailed: bool, as_json: bool) ->
 
 @click.command("reflect")
 @click.option("--namespace", help="Only this namespace (default: all).")
-@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
 def reflect_cmd(app: App, namespace: str | None, limit: int, as_json: bool) -> None:
     """What needs attention: stale and never-validated memories (with reasons), active
     contradictions, forget candidates (least used), and entities nobody mentions lately."""
-    projections = app.projections()
-    now = datetime.now(UTC).timestamp()
-    doc = reflect(
-        projections.read_model, now, _params(app, namespace), namespace=namespace, limit=limit
-    )
+    doc = call_tool(app, "reflect", {"namespace": namespace, "limit": limit})
     if as_json:
         click.echo(json.dumps(doc))
         return

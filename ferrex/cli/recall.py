@@ -7,7 +7,7 @@ import json
 import click
 
 from ferrex.app import App
-from ferrex.recall import RecallRequest
+from ferrex.cli.through import call_tool
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 
@@ -57,27 +57,20 @@ def recall(
     superseded (hidden unless --include-invalidated or --as-of). A recall counts as an
     access of each result, never as a validation.
     """
-    request = RecallRequest(
-        query=query,
-        types=types,
-        entities=entities,
-        namespace=namespace,
-        limit=limit or app.config["recall.limit"],
-        include_stale=include_stale,
-        include_invalidated=include_invalidated,
-        as_of=as_of,
-        after=after,
-        before=before,
-        explain=explain,
-        agent_id=agent_id,
-    )
-    result = app.recall(request, validate_ids)
+    args = {
+        "query": query, "types": list(types), "entities": list(entities),
+        "namespace": namespace, "limit": limit or app.config["recall.limit"],
+        "include_stale": include_stale, "include_invalidated": include_invalidated,
+        "as_of": as_of, "after": after, "before": before, "explain": explain,
+        "validate_ids": list(validate_ids),
+    }  # fmt: skip
+    result = call_tool(app, "recall", args, agent_id=agent_id)
     if as_json:
-        click.echo(json.dumps(result.as_dict()))
+        click.echo(json.dumps(result))
         return
-    if not result.results:
+    if not result["results"]:
         click.echo("no memories found")
-    for item in result.results:
+    for item in result["results"]:
         label = item["freshness"]["label"]
         if item["type"] == "semantic":
             text = f"{item['subject']} {item['predicate']} {item['object']}"
@@ -89,8 +82,8 @@ def recall(
         click.echo(f"{item['id']}  [{item['type']}, {label}{flags}]  {text}")
         if explain:
             click.echo(f"    {json.dumps(item['explain'])}")
-    if result.hidden:
-        held = ", ".join(f"{n} {why}" for why, n in sorted(result.hidden.items()))
+    if result["hidden"]:
+        held = ", ".join(f"{n} {why}" for why, n in sorted(result["hidden"].items()))
         click.echo(f"(held back: {held})", err=True)
-    if result.unknown_entities:
-        click.echo(f"(unknown entities: {', '.join(result.unknown_entities)})", err=True)
+    if result["unknown_entities"]:
+        click.echo(f"(unknown entities: {', '.join(result['unknown_entities'])})", err=True)

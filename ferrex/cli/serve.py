@@ -12,29 +12,44 @@ import ipaddress
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
 
 import click
 
 from ferrex.app import App
+from ferrex.config import Config
 from ferrex.errors import UsageError
 from ferrex.service import Caller
 
 log = logging.getLogger("ferrex")
 
 
-def run_server(app: App, http: str | None = None) -> None:
-    """Serve MCP for the configured agent until the client goes away (or a signal)."""
+def run_server(app: App, reload: Callable[[], Config], http: str | None = None) -> None:
+    """Serve MCP for the configured agent until the client goes away (or a signal).
+
+    ``reload`` reads the configuration again (file, environment, flags): the server follows
+    changes to its file while it runs (see ferrex.reload).
+    """
     from ferrex.hub import Hub
     from ferrex.mcp_server import build_server
+    from ferrex.reload import ConfigWatcher
 
     address = _address(http) if http else None
     caller = Caller(agent_id=app.config["store.agent_id"],
                     namespace=app.config["store.default_namespace"])  # fmt: skip
-    hub = Hub(app.home, lambda: App(home=app.home, config=app.config), caller)
+    latest = [app.config]  # the configuration a process taking over the stores starts with
+    hub = Hub(app.home, lambda: App(home=app.home, config=latest[0]), caller)
+
+    def apply(config: Config) -> None:
+        latest[0] = config
+        hub.reconfigure(config)
+
+    watcher = ConfigWatcher(app.config.file, app.config, reload, apply)
     server = build_server(hub)
     _exit_on_terminate()
     hub.start()
+    watcher.start()
     try:
         if address is None:
             server.run("stdio")
@@ -45,6 +60,7 @@ def run_server(app: App, http: str | None = None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        watcher.stop()
         hub.close()
 
 
@@ -83,8 +99,8 @@ def _exit_on_terminate() -> None:
     metavar="HOST:PORT",
     help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
 )
-@click.pass_obj
-def serve(app: App, http: str | None) -> None:
+@click.pass_context
+def serve(ctx: click.Context, http: str | None) -> None:
     """Run the MCP server (stdio by default; what `ferrex` with no subcommand does).
 
     Any number of ferrex servers may share one data directory: the first owns the stores and
@@ -92,5 +108,6 @@ def serve(app: App, http: str | None) -> None:
     Agent identity and default namespace come from --agent-id / --namespace on `ferrex`
     (or FERREX_AGENT_ID / FERREX_NAMESPACE, or ferrex.toml).
     """
-    run_server(app, http)
+    root = ctx.find_root()
+    run_server(ctx.obj, root.meta["ferrex.reload_config"], http)
     sys.stdout.flush()

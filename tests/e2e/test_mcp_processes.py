@@ -138,3 +138,27 @@ def test_private_memories_stay_private(tmp_path: Path) -> None:
                 r["id"] for r in (await call(alice, "recall", query))["results"]}  # fmt: skip
 
     anyio.run(main)
+
+
+def test_cli_works_beside_a_running_server(tmp_path: Path) -> None:
+    """With a server owning the data directory, the CLI's tool commands go through it and
+    maintenance commands refuse clearly instead of fighting over the stores."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as server:
+            stored = await call(server, "store", {"content": "The CI runners for harbor-web "
+                                                  "moved to the ci-east pool"})  # fmt: skip
+            done = ferrex(home, "recall", "--json", "where do the harbor-web CI runners run")
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout)["results"][0]["id"] == stored["id"]
+            stats = ferrex(home, "stats", "--json")
+            assert stats.returncode == 0 and json.loads(stats.stdout)["total"] == 1
+            busy = ferrex(home, "replay")
+            assert busy.returncode == 5, busy.stderr
+            assert "error [busy]" in busy.stderr and "stop the MCP servers" in busy.stderr
+            # and the server was not disturbed
+            found = await call(server, "recall", {"query": "harbor-web CI runners"})
+            assert found["results"][0]["id"] == stored["id"]
+
+    anyio.run(main)

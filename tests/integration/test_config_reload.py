@@ -1,0 +1,85 @@
+"""A running server follows its configuration file: hot keys apply, the others wait."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ferrex.config import Config, load
+from ferrex.reload import ConfigWatcher
+from tests.e2e.mcp_helpers import call, stdio_client
+
+
+def _watch(home: Path) -> tuple[ConfigWatcher, list[Config], threading.Event]:
+    seen: list[Config] = []
+    arrived = threading.Event()
+
+    def apply(config: Config) -> None:
+        seen.append(config)
+        arrived.set()
+
+    watcher = ConfigWatcher(home / "ferrex.toml", load(home, None), lambda: load(home, None),
+                            apply)  # fmt: skip
+    return watcher, seen, arrived
+
+
+def test_hot_keys_apply_and_restart_keys_wait(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    watcher, seen, arrived = _watch(home)
+    watcher.start()
+    try:
+        time.sleep(0.5)  # the watch is in place
+        with caplog.at_level(logging.WARNING, logger="ferrex"):
+            (home / "ferrex.toml").write_text(
+                '[recall]\nlimit = 9\n[store]\ndedup_threshold = 0.9\n[models]\ndense = "best"\n'
+            )
+            assert arrived.wait(20), "the change was not noticed"
+        config = seen[-1]
+        assert config["recall.limit"] == 9 and config["store.dedup_threshold"] == 0.9
+        assert config["models.dense"] == "small"  # waits for a restart
+        assert "restart the server for it to take effect" in caplog.text
+        assert "models.dense" in caplog.text
+    finally:
+        watcher.stop()
+
+
+def test_a_broken_file_changes_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    watcher, seen, _ = _watch(home)
+    (home / "ferrex.toml").write_text("[recall\nlimit = ")
+    with caplog.at_level(logging.ERROR, logger="ferrex"):
+        outcome = watcher.check()
+    assert outcome.applied == [] and seen == []
+    assert "keeping the running configuration" in caplog.text
+    (home / "ferrex.toml").write_text('[recall]\nlimit = "many"\n')
+    assert watcher.check().applied == [] and seen == []
+
+
+def test_a_running_server_takes_a_new_default_namespace(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as server:
+            first = await call(server, "store", {"content": "Namespaces test: first note"})
+            assert first["namespace"] == "default"
+            (home / "ferrex.toml").write_text('[store]\ndefault_namespace = "proj-x"\n')
+            deadline = time.monotonic() + 30
+            namespace = "default"
+            while namespace != "proj-x" and time.monotonic() < deadline:
+                await anyio.sleep(0.3)
+                doc = await call(server, "stats", {})
+                namespace = doc["namespace"]
+            assert namespace == "proj-x", "the server did not reload its configuration"
+            later = await call(server, "store", {"content": "Namespaces test: a later note"})
+            assert later["namespace"] == "proj-x"
+
+    anyio.run(main)
