@@ -91,6 +91,9 @@ class StoreResult:
     validated: tuple[str, ...]
     position: int
     version: int | None = None
+    superseded_by: str | None = None
+    """Set when a back-dated fact arrived after a newer one: it is kept as history, ended by
+    this memory."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +106,7 @@ class StoreResult:
             "validated": list(self.validated),
             "position": self.position,
             **({"version": self.version} if self.version is not None else {}),
+            **({"superseded_by": self.superseded_by} if self.superseded_by else {}),
         }
 
 
@@ -237,6 +241,7 @@ class Writer:
         superseded: list[str] = []
         validated: list[str] = []
         version: int | None = None
+        successor: Memory | None = None  # a newer active fact that outlives this one
         body = _body(valid)
 
         if valid.supersedes is not None:
@@ -263,7 +268,16 @@ class Writer:
                     )  # fmt: skip
                     candidates.extend(new_candidates)
                     return events, result
-                superseded.extend(m for m in outcome if m not in superseded)
+                # A back-dated fact older than an active one is history, not the new truth:
+                # it is stored already ended, where the newer fact began.
+                later = [
+                    m for m in (pending.get(i, rm) for i in outcome)
+                    if m is not None and m.t_valid > t_valid.timestamp()
+                ]  # fmt: skip
+                if later:
+                    successor = min(later, key=lambda m: (m.t_valid, m.memory_id))
+                skip = {m.memory_id for m in later}
+                superseded.extend(m for m in outcome if m not in superseded and m not in skip)
         if valid.type == "procedural":
             assert valid.name is not None
             previous = self._procedure_versions(namespace, valid.name, pending)
@@ -305,6 +319,16 @@ class Writer:
                     reason=reason,
                 )
             )
+        if successor is not None:
+            events.append(
+                MemorySuperseded(
+                    memory_id=memory_id,
+                    namespace=namespace,
+                    t_invalid=datetime.fromtimestamp(successor.t_valid, UTC),
+                    superseded_by=successor.memory_id,
+                    reason="conflict",
+                )
+            )
         for old in current:
             events.append(
                 MemorySuperseded(
@@ -324,6 +348,10 @@ class Writer:
         stored = events[[isinstance(e, MemoryStored) for e in events].index(True)]
         assert isinstance(stored, MemoryStored)
         pending.add(stored, vector, superseded=[*superseded, *(m.memory_id for m in current)])
+        if successor is not None:
+            pending.memories[memory_id] = replace(
+                pending.memories[memory_id], t_invalid=0.0, superseded_by=successor.memory_id
+            )
         candidates.extend(new_candidates)
         result = StoreResult(
             "stored",
@@ -335,6 +363,7 @@ class Writer:
             tuple(validated),
             0,
             version,
+            successor.memory_id if successor is not None else None,
         )
         return events, result
 

@@ -82,6 +82,29 @@ def test_a_changed_dependency_supersedes_the_old_fact(writer: Writer) -> None:
     replay_matches(writer)
 
 
+def test_a_back_dated_fact_older_than_the_current_one_is_kept_as_history(
+    writer: Writer,
+) -> None:
+    newer = writer.store(
+        fact("ledger-api", "tokio version", "1.38.1", valid_from="2026-05-14T09:00:00Z")
+    )
+    older = writer.store(
+        fact("ledger-api", "tokio version", "1.36.0", valid_from="2025-09-10T09:00:00Z")
+    )
+    assert older.status == "stored" and older.superseded == ()
+    assert older.superseded_by == newer.id
+    rm = writer.projections.read_model
+    current, history = rm.get(newer.id), rm.get(older.id)
+    assert current is not None and history is not None
+    assert current.t_invalid is None  # the newer fact stays the current one
+    assert history.t_invalid == current.t_valid and history.superseded_by == newer.id
+    assert history.t_valid < history.t_invalid
+    # a fact newer than both still supersedes the current one, as usual
+    newest = writer.store(fact("ledger-api", "tokio version", "1.41.0"))
+    assert newest.superseded == (newer.id,)
+    replay_matches(writer)
+
+
 def test_the_same_fact_again_is_revalidated_not_stored(writer: Writer) -> None:
     first = writer.store(fact("alice", "prefers", "tabs"))
     again = writer.store(fact("Alice", "likes", "Tabs"))
