@@ -243,6 +243,7 @@ class Writer:
         version: int | None = None
         successor: Memory | None = None  # a newer active fact that outlives this one
         body = _body(valid)
+        agent_id = valid.agent_id or s.agent_id
 
         if valid.supersedes is not None:
             old = self._active(valid.supersedes, namespace, pending)
@@ -255,7 +256,7 @@ class Writer:
             )
             body = MemoryBody(**{**_fields(body), "predicate_normalized": predicate})
             if valid.supersedes is None and not multi_valued:
-                outcome = self._fact_conflicts(valid, namespace, predicate, pending)
+                outcome = self._fact_conflicts(valid, namespace, predicate, pending, agent_id)
                 if isinstance(outcome, Memory):  # the same fact again: confirm it
                     events.append(
                         MemoriesValidated(
@@ -280,7 +281,7 @@ class Writer:
                 superseded.extend(m for m in outcome if m not in superseded and m not in skip)
         if valid.type == "procedural":
             assert valid.name is not None
-            previous = self._procedure_versions(namespace, valid.name, pending)
+            previous = self._procedure_versions(namespace, valid.name, pending, agent_id)
             version = 1 + max((m.procedure_version or 0 for m in previous), default=0)
             current = [m for m in previous if m.t_invalid is None]
         else:
@@ -289,9 +290,8 @@ class Writer:
         vector = self.embedder.embed(text)
         if valid.supersedes is None:
             skip = {*superseded, *(m.memory_id for m in current)}
-            self._refuse_duplicates(valid.type, namespace, text, vector, pending, skip)
+            self._refuse_duplicates(valid.type, namespace, text, vector, pending, skip, agent_id)
 
-        agent_id = valid.agent_id or s.agent_id
         events.append(
             MemoryStored(
                 memory_id=memory_id,
@@ -420,7 +420,12 @@ class Writer:
         )
 
     def _fact_conflicts(
-        self, valid: ValidStore, namespace: str, predicate: str, pending: _Pending
+        self,
+        valid: ValidStore,
+        namespace: str,
+        predicate: str,
+        pending: _Pending,
+        agent_id: str | None,
     ) -> Memory | list[str]:
         """The existing same fact (a duplicate), or the active facts the new one replaces.
 
@@ -449,7 +454,10 @@ class Writer:
             and m.predicate_normalized == predicate
         ]
         found = [pending.get(i, rm) for i in dict.fromkeys(ids)]
-        actives = [m for m in found if m is not None and m.object and m.t_invalid is None]
+        actives = [
+            m for m in found
+            if m is not None and m.object and m.t_invalid is None and _sees(agent_id, m)
+        ]  # fmt: skip
         if not actives:
             return []
         vectors = self.embedder.embed_many([valid.object, *(m.object or "" for m in actives)])
@@ -479,7 +487,9 @@ class Writer:
             replaced.append(old.memory_id)
         return replaced
 
-    def _procedure_versions(self, namespace: str, name: str, pending: _Pending) -> list[Memory]:
+    def _procedure_versions(
+        self, namespace: str, name: str, pending: _Pending, agent_id: str | None
+    ) -> list[Memory]:
         rm = self.projections.read_model
         ids = [
             str(m)
@@ -494,7 +504,8 @@ class Writer:
             for m in pending.memories.values()
             if m.namespace == namespace and m.type == "procedural" and m.procedure_name == name
         ]
-        return [m for m in (pending.get(i, rm) for i in dict.fromkeys(ids)) if m is not None]
+        found = (pending.get(i, rm) for i in dict.fromkeys(ids))
+        return [m for m in found if m is not None and _sees(agent_id, m)]
 
     def _refuse_duplicates(
         self,
@@ -504,13 +515,19 @@ class Writer:
         vector: np.ndarray[Any, Any],
         pending: _Pending,
         skip: set[str],
+        agent_id: str | None,
     ) -> None:
         hits = [
             (str(hit.payload.get("memory_id")), hit.score)
             for hit in self.projections.backend.query_dense(
                 self.projections.live.memories,
                 [float(x) for x in vector],
-                VectorFilter(namespace=namespace, types=(memory_type,), only_valid=True),
+                VectorFilter(
+                    namespace=namespace,
+                    types=(memory_type,),
+                    only_valid=True,
+                    agent_id=agent_id,
+                ),
                 5,
             )
         ]
@@ -524,7 +541,7 @@ class Writer:
             if memory_id in skip or score < self.settings.dedup_threshold:
                 continue
             old = pending.get(memory_id, rm)
-            if old is None or old.t_invalid is not None:
+            if old is None or old.t_invalid is not None or not _sees(agent_id, old):
                 continue
             old_text = memory_text(old.type, old.body())
             if is_duplicate(min(score, 1.0), text, old_text, self.settings.dedup_threshold):
@@ -747,6 +764,17 @@ class _Pending:
                 )
             else:
                 self.invalidated[old] = event.memory_id
+
+
+def _sees(agent_id: str | None, memory: Memory) -> bool:
+    """Whether a store by ``agent_id`` may take ``memory`` into account: another agent's
+    private memories neither make it a duplicate nor get superseded by it."""
+    return (
+        agent_id is None
+        or memory.visibility == "shared"
+        or memory.agent_id is None
+        or memory.agent_id == agent_id
+    )
 
 
 def _body(valid: ValidStore) -> MemoryBody:

@@ -87,7 +87,7 @@ def test_owner_killed_mid_write_the_survivor_keeps_every_acked_store(tmp_path: P
                         # a store cut off with the owner and sent again: dedup names the
                         # copy that had landed
                         assert doc["error"]["code"] == "duplicate", doc
-                        acked.append(doc["error"]["existing"][0]["id"])
+                        acked.append(doc["error"]["ids"][0])
                     else:
                         acked.append(doc["id"])
                 assert _owner_pid(home) != owner.pid  # the survivor took over

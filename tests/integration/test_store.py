@@ -105,6 +105,27 @@ def test_a_back_dated_fact_older_than_the_current_one_is_kept_as_history(
     replay_matches(writer)
 
 
+def test_another_agents_private_memories_do_not_steer_a_store(writer: Writer) -> None:
+    """Bob's store is neither refused as a copy of Alice's private memory (which would show
+    him its id) nor allowed to supersede her private fact."""
+    alice = writer.store(note("The staging database password rotates every Friday",
+                              agent_id="alice"))  # fmt: skip
+    bob = writer.store(note("The staging database password rotates every Friday",
+                            agent_id="bob"))  # fmt: skip
+    assert bob.status == "stored" and bob.id != alice.id
+    her_fact = writer.store(fact("staging-db", "runs on", "pg 15", agent_id="alice"))
+    his_fact = writer.store(fact("staging-db", "runs on", "pg 16", agent_id="bob"))
+    assert his_fact.superseded == ()
+    memory = writer.projections.read_model.get(her_fact.id)
+    assert memory is not None and memory.t_invalid is None
+    # a shared memory still counts for everyone
+    writer.store(note("The release freeze starts on 2026-12-18", visibility="shared",
+                      agent_id="alice"))  # fmt: skip
+    with pytest.raises(Refused) as refused:
+        writer.store(note("The release freeze starts on 2026-12-18", agent_id="bob"))
+    assert refused.value.code == "duplicate"
+
+
 def test_the_same_fact_again_is_revalidated_not_stored(writer: Writer) -> None:
     first = writer.store(fact("alice", "prefers", "tabs"))
     again = writer.store(fact("Alice", "likes", "Tabs"))
