@@ -31,6 +31,7 @@ and one writer applying the journal to the projections keeps them simple, so:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hmac
 import json
 import logging
@@ -332,6 +333,24 @@ class _Remote:
 
 def _endpoint_path(home: Path) -> Path:
     return home / "run" / "owner.json"
+
+
+def owner_status(home: Path) -> dict[str, Any]:
+    """Whether a process owns ``home``'s stores now, and which (for ``ferrex doctor``)."""
+    lock = home / "run" / "owner.lock"
+    if not lock.exists():
+        return {"running": False}
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        endpoint = Endpoint.read(home)
+        if endpoint is None:
+            return {"running": True, "pid": None, "port": None}
+        return {"running": True, "pid": endpoint.pid, "port": endpoint.port}
+    finally:
+        os.close(fd)  # also drops the lock if it was ours for this look
+    return {"running": False}
 
 
 # -- the hub ----------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ferrex.embedding import (
     models_dir,
 )
 from ferrex.errors import FerrexError
+from ferrex.hub import owner_status
 from ferrex.rerank import RERANKER_ENV, choose_reranker, load_reranker
 from ferrex.sparse import Bm25Encoder
 
@@ -43,7 +44,8 @@ _TEST_DOCS = (_TEST_TEXT, "Bananas are rich in potassium.")
 def doctor(app: App, as_json: bool) -> None:
     """Show the configured models, load each one and run it on a test string.
 
-    Also shows the data directory and the Qdrant mode. Exits 4 when the dense embedding model
+    Also shows the data directory, the Qdrant mode and the server process that owns the
+    stores, if one runs. Exits 4 when the dense embedding model
     is unavailable (the report says why and how to fix it), 0 otherwise.
     """
     allow_download = downloads_allowed(os.environ)
@@ -51,6 +53,7 @@ def doctor(app: App, as_json: bool) -> None:
     report: dict[str, Any] = {
         "data_dir": str(app.home),
         "qdrant": _qdrant(app),
+        "server": owner_status(app.home),
         "downloads": {
             "allowed": allow_download,
             "switch": DOWNLOAD_ENV,
@@ -183,6 +186,12 @@ def _print_text(report: dict[str, Any]) -> None:
     click.echo(f"data dir   {report['data_dir']}")
     qdrant = report["qdrant"]
     click.echo(f"qdrant     {qdrant['mode']}  {qdrant['url'] or qdrant['path']}")
+    server = report["server"]
+    if server["running"]:
+        click.echo(f"server     running: pid {server['pid']} owns the stores, "
+                   f"port {server['port']} on 127.0.0.1")  # fmt: skip
+    else:
+        click.echo("server     none running on this data directory")
     downloads = report["downloads"]
     state = "allowed" if downloads["allowed"] else f"off (set {downloads['switch']}=1 to allow)"
     click.echo(f"downloads  {state}")

@@ -154,6 +154,9 @@ def test_cli_works_beside_a_running_server(tmp_path: Path) -> None:
             assert json.loads(done.stdout)["results"][0]["id"] == stored["id"]
             stats = ferrex(home, "stats", "--json")
             assert stats.returncode == 0 and json.loads(stats.stdout)["total"] == 1
+            doctor = ferrex(home, "doctor", "--json")
+            server_state = json.loads(doctor.stdout)["server"]
+            assert server_state["running"] is True and server_state["pid"] == _owner_pid(home)
             busy = ferrex(home, "replay")
             assert busy.returncode == 5, busy.stderr
             assert "error [busy]" in busy.stderr and "stop the MCP servers" in busy.stderr
