@@ -225,3 +225,44 @@ def _wait_for_port(port: int, process: subprocess.Popen[str], timeout: float = 6
         except OSError:
             time.sleep(0.1)
     pytest.fail("the HTTP server did not start listening")
+
+
+def test_stdout_carries_nothing_but_protocol(tmp_path: Path) -> None:
+    """Raw JSON-RPC over the pipes: every byte on stdout is a protocol message, even while
+    the models load and a memory is stored and recalled; logs go to stderr."""
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "store", "arguments": {"content": "Raw protocol check: the "
+                                                   "build bot is called tern"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "recall", "arguments": {"query": "what is the build bot called"}}},
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        [FERREX, "--home", str(tmp_path / "home"), "-v"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    answers: dict[int, dict[str, object]] = {}
+    for message in messages:
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+        if "id" in message:
+            while message["id"] not in answers:
+                line = process.stdout.readline()
+                assert line, "the server closed stdout early"
+                parsed = json.loads(line)  # anything but JSON here fails the test
+                assert parsed["jsonrpc"] == "2.0"
+                if "id" in parsed:
+                    answers[parsed["id"]] = parsed
+    out, err = process.communicate(timeout=120)
+    for line in out.splitlines():
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert process.returncode == 0, err
+    recalled = answers[3]["result"]["structuredContent"]  # type: ignore[index]
+    stored = answers[2]["result"]["structuredContent"]  # type: ignore[index]
+    assert recalled["results"][0]["id"] == stored["id"]  # type: ignore[index]
+    assert "ferrex" in err  # -v logged something, and it went to stderr
