@@ -7,6 +7,7 @@ import os
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -230,7 +231,7 @@ def _wait_for_port(port: int, process: subprocess.Popen[str], timeout: float = 6
 def test_stdout_carries_nothing_but_protocol(tmp_path: Path) -> None:
     """Raw JSON-RPC over the pipes: every byte on stdout is a protocol message, even while
     the models load and a memory is stored and recalled; logs go to stderr."""
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
          "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                     "clientInfo": {"name": "raw", "version": "1"}}},
@@ -246,7 +247,7 @@ def test_stdout_carries_nothing_but_protocol(tmp_path: Path) -> None:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert process.stdin is not None and process.stdout is not None
-    answers: dict[int, dict[str, object]] = {}
+    answers: dict[int, dict[str, Any]] = {}
     for message in messages:
         process.stdin.write(json.dumps(message) + "\n")
         process.stdin.flush()
@@ -262,7 +263,7 @@ def test_stdout_carries_nothing_but_protocol(tmp_path: Path) -> None:
     for line in out.splitlines():
         assert json.loads(line)["jsonrpc"] == "2.0"
     assert process.returncode == 0, err
-    recalled = answers[3]["result"]["structuredContent"]  # type: ignore[index]
-    stored = answers[2]["result"]["structuredContent"]  # type: ignore[index]
-    assert recalled["results"][0]["id"] == stored["id"]  # type: ignore[index]
+    recalled = answers[3]["result"]["structuredContent"]
+    stored = answers[2]["result"]["structuredContent"]
+    assert recalled["results"][0]["id"] == stored["id"]
     assert "ferrex" in err  # -v logged something, and it went to stderr
