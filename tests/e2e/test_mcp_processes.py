@@ -63,6 +63,11 @@ def test_two_servers_store_concurrently_and_see_each_other(tmp_path: Path) -> No
     assert "no drift" in reconcile.stdout
 
 
+async def _kill_soon(pid: int) -> None:
+    await anyio.sleep(0.005)
+    os.kill(pid, signal.SIGKILL)
+
+
 def test_owner_killed_mid_write_the_survivor_keeps_every_acked_store(tmp_path: Path) -> None:
     home = tmp_path / "home"
     owner = subprocess.Popen(
@@ -76,11 +81,15 @@ def test_owner_killed_mid_write_the_survivor_keeps_every_acked_store(tmp_path: P
         async def main() -> None:
             async with stdio_client(home) as peer:
                 for i in range(30):
-                    if i == 10:
-                        os.kill(owner.pid, signal.SIGKILL)
-                    result = await peer.call_tool("store", {
-                        "content": f"Incident INC-{7000 + i}: queue worker {i} restarted after "
-                        "an out-of-memory kill"})  # fmt: skip
+                    args = {"content": f"Incident INC-{7000 + i}: queue worker {i} restarted "
+                            "after an out-of-memory kill"}  # fmt: skip
+                    if i == 10:  # kill the owner while this store is in flight
+                        with anyio.fail_after(120):
+                            async with anyio.create_task_group() as tg:
+                                tg.start_soon(_kill_soon, owner.pid)
+                                result = await peer.call_tool("store", args)
+                    else:
+                        result = await peer.call_tool("store", args)
                     assert isinstance(result, CallToolResult)
                     doc = result.structured_content or {}
                     if result.is_error:
