@@ -44,7 +44,7 @@ import apsw
 import numpy as np
 from numpy.typing import NDArray
 
-from ferrex.errors import ModelUnavailable, UsageError
+from ferrex.errors import BackendUnavailable, ModelUnavailable, UsageError
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
@@ -654,6 +654,44 @@ class EmbeddingCache:
             self._model_ids.clear()  # a model row inserted here was rolled back too
             raise
         self._db.execute("COMMIT")
+
+    def forget(self, keys: Iterable[bytes]) -> int:
+        """Delete the vectors of these texts (under every model) and rewrite the file, so
+        that no copy of a deleted row is left in a free page, in unused space of a page or
+        in the WAL. Returns the rows deleted. The file is rewritten even when no row was
+        left to delete (a run stopped after the delete, before the rewrite); with no keys,
+        nothing is written.
+
+        Raises BackendUnavailable when another process keeps the WAL from being emptied.
+        """
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return 0
+        deleted = 0
+        self._db.execute("PRAGMA secure_delete=ON")
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for start in range(0, len(wanted), _LOOKUP_CHUNK):
+                chunk = wanted[start : start + _LOOKUP_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                self._db.execute(f"DELETE FROM vectors WHERE text_sha256 IN ({marks})", chunk)
+                deleted += self._db.changes()
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+        # VACUUM rebuilds every page (older copies of a row can sit in the unused space of
+        # pages it left); the checkpoint then copies the result over the file and empties
+        # the WAL, which held the pages as they were before.
+        self._db.execute("VACUUM")
+        row = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if row is None or row[0] != 0:
+            raise BackendUnavailable(
+                f"the embedding cache {self.path} is in use by another process, so its "
+                "write-ahead log still holds deleted vectors",
+                hint="stop the other ferrex process and run the command again",
+            )
+        return deleted
 
     def count(self) -> int:
         for (total,) in self._db.execute("SELECT count(*) FROM vectors"):

@@ -12,6 +12,10 @@ Invariants:
   first. Anything else that is bad is damage: open refuses, naming the segment and offset.
 - Readers take no lock. A reader that meets incomplete bytes at the end of the active
   segment stops there (a writer may be mid-append); it never cuts.
+- A sealed segment may be replaced, by rename, with a compacted copy (``journal.compact``):
+  the same records with the same heads and hashes, at other offsets. So a remembered offset
+  (the writer's tail, a reader's cursor) is trusted only when the record it points at is
+  still found there; otherwise the record is found again by its position.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from journal.errors import EncodeError, JournalDamaged, JournalError, JournalFor
 from journal.events import Event
 from journal.record import (
     GENESIS_HASH,
+    Decoded,
     Record,
+    check_frame,
     decode_frames,
     decode_recorded_at,
     encode_record,
@@ -56,6 +62,8 @@ log = logging.getLogger("journal")
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 LOCK_NAME = "LOCK"
+SEALING_SUFFIX = ".sealing"
+"""A segment being created by ``seal``; left behind only by a crash, and never read."""
 _REPAIR_HINT = "run `ferrex journal verify` for details; `ferrex journal repair` sets it aside"
 
 
@@ -87,10 +95,30 @@ class _Tail:
     position: int
     hash: bytes
     recorded_at: datetime | None
+    last: int | None = None
+    """Offset of the record at ``position`` in this segment; None if it holds no record yet."""
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _decode(
+    path: Path,
+    data: bytes,
+    start: int,
+    expected: int,
+    after: int,
+    gaps: frozenset[int],
+    hashes: bool,
+) -> Decoded:
+    try:
+        return decode_frames(data, start, expected, after=after, gaps=gaps, hashes=hashes)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise JournalFormatError(
+            f"{path.name}: a record passed its checksum but cannot be decoded: {exc}",
+            hint="was it written by a newer, incompatible ferrex?",
+        ) from exc
 
 
 def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
@@ -122,6 +150,7 @@ class Journal:
         self._fd_path: Path | None = None
         self._gaps: frozenset[int] = frozenset()
         self._cursor: tuple[int, Path, int] | None = None
+        """(position, segment, offset of that record's frame): where ``read`` resumes."""
         self.torn_tails: list[TornTail] = []
         """What open (or a later append) cut as torn tails, for reporting."""
 
@@ -221,7 +250,7 @@ class Journal:
         tail = self._tail
         if from_start or tail is None:
             expected, prev_hash, recorded_at = 1, GENESIS_HASH, None
-            start_index, start_offset = 0, HEADER_SIZE
+            start_index = 0
             if segments and segments[0][0] != 1:
                 raise JournalDamaged(
                     f"the first segment {segments[0][1].name} does not start at position 1",
@@ -239,25 +268,21 @@ class Journal:
                     offset=0,
                 )
             expected, prev_hash, recorded_at = tail.position + 1, tail.hash, tail.recorded_at
-            start_offset = tail.size
             if start_index == len(segments) - 1 and tail.path.stat().st_size == tail.size:
                 return  # nobody appended since we last looked: the common case, kept cheap
         new_tail = tail if not from_start else None
+        last = None if from_start or tail is None else tail.last
         for index in range(start_index, len(segments)):
             first, path = segments[index]
             is_last = index == len(segments) - 1
-            # ``base`` is the file offset of data[0]: a catch-up reads only what is new.
-            base = start_offset if index == start_index and start_offset > HEADER_SIZE else 0
-            data, file_size = _read_from(path, base)
-            if file_size < base:
-                raise JournalDamaged(
-                    f"{path.name} is shorter ({file_size} bytes) than what was already "
-                    f"acknowledged ({base} bytes)",
-                    segment=path,
-                    offset=file_size,
-                    position=expected,
-                )
-            if base == 0:
+            resuming = index == start_index and not from_start and tail is not None
+            if resuming and tail is not None and tail.last is not None:
+                # A catch-up reads only what is new: from the tail record on (``base`` is
+                # the file offset of data[0]).
+                data, base, start = self._resume(path, tail)
+            else:
+                data, _ = _read_from(path, 0)
+                base, start = 0, HEADER_SIZE
                 problem = header_problem(data)
                 if problem is not None:
                     if is_last and next_valid_frame(data, 0) is None:
@@ -275,7 +300,7 @@ class Journal:
                         position=expected,
                         hint=_REPAIR_HINT,
                     )
-            scan = scan_frames(data, HEADER_SIZE if base == 0 else 0, expected, gaps=self._gaps)
+            scan = scan_frames(data, start, expected, gaps=self._gaps)
             for info in scan.frames:
                 if info.prev_hash != prev_hash and info.position not in self._gaps:
                     raise JournalDamaged(
@@ -290,6 +315,9 @@ class Journal:
                 expected = info.position + 1
             if scan.frames:
                 recorded_at = decode_recorded_at(data, scan.frames[-1])
+                last = base + scan.frames[-1].offset
+            elif not resuming:
+                last = None
             end = base + scan.end
             if scan.bad_offset is not None:
                 bad = base + scan.bad_offset
@@ -305,8 +333,41 @@ class Journal:
                         position=expected,
                         hint=_REPAIR_HINT,
                     )
-            new_tail = _Tail(first, path, end, expected - 1, prev_hash, recorded_at)
+            new_tail = _Tail(first, path, end, expected - 1, prev_hash, recorded_at, last)
         self._tail = new_tail
+
+    def _resume(self, path: Path, tail: _Tail) -> tuple[bytes, int, int]:
+        """The tail segment from the tail record on: (data, file offset of data[0], offset
+        in data where the records after the tail begin).
+
+        The remembered offset is trusted only if the tail record is still there: since we
+        last looked, the segment may have been sealed by another process and compacted.
+        Otherwise the record is found again by its position, and must have the same hash.
+        """
+        assert tail.last is not None
+        data, _ = _read_from(path, tail.last)
+        info = check_frame(data, 0, len(data))
+        if (
+            not isinstance(info, str)
+            and info.position == tail.position
+            and record_hash(info.position, info.prev_hash, head_bytes(data, info)) == tail.hash
+        ):
+            return data, tail.last, info.length
+        data, size = _read_from(path, 0)
+        scan = scan_frames(data, HEADER_SIZE, tail.first, gaps=self._gaps)
+        for info in scan.frames:
+            if info.position == tail.position:
+                if record_hash(info.position, info.prev_hash, head_bytes(data, info)) != tail.hash:
+                    break
+                return data, 0, info.offset + info.length
+        raise JournalDamaged(
+            f"{path.name} ({size} bytes) no longer holds the acknowledged record at position "
+            f"{tail.position} as it was",
+            segment=path,
+            offset=tail.last,
+            position=tail.position,
+            hint=_REPAIR_HINT,
+        )
 
     def _set_aside(
         self, path: Path, torn: bytes, offset: int, reason: str, *, whole: bool = False
@@ -368,6 +429,7 @@ class Journal:
                 path, first, size = tail.path, tail.first, tail.size
                 writes.append((path, False, bytearray()))
             records: list[Record] = []
+            last = HEADER_SIZE
             for events in commands:
                 if not writes or size >= self.segment_bytes:
                     first, size = position, HEADER_SIZE
@@ -375,6 +437,7 @@ class Journal:
                     writes.append((path, True, bytearray(segment_header())))
                 frame, record = encode_record(position, now, prev_hash, events)
                 writes[-1][2].extend(frame)
+                last = size
                 size += len(frame)
                 records.append(record)
                 position += 1
@@ -383,7 +446,7 @@ class Journal:
             for path, created, buf in writes:
                 if buf:
                     self._write(path, created, bytes(buf))
-            self._tail = _Tail(first, path, size, position - 1, prev_hash, now)
+            self._tail = _Tail(first, path, size, position - 1, prev_hash, now, last)
             return records
 
     def _write(self, path: Path, created: bool, data: bytes) -> None:
@@ -404,6 +467,33 @@ class Journal:
         os.fdatasync(fd)
         if created:
             fsync_dir(self.directory)
+
+    def seal(self) -> Path | None:
+        """Seal the active segment: the next append starts a new one. Returns the new
+        (empty) segment, or None when the active segment holds no record yet.
+
+        Compaction uses it to reach text in the active segment without rewriting a file
+        that writers append to. The new segment is created complete (header written to a
+        temporary file, fsynced, renamed), so a crash leaves it whole or absent.
+        """
+        with self._thread_lock, self._locked():
+            self._advance(from_start=False)
+            tail = self._tail
+            if tail is None or tail.last is None:
+                return None
+            path = self.directory / segment_name(tail.position + 1)
+            tmp = path.with_name(path.name + SEALING_SUFFIX)
+            with open(tmp, "wb") as f:
+                f.write(segment_header())
+                f.flush()
+                os.fsync(f.fileno())
+            os.rename(tmp, path)
+            fsync_dir(self.directory)
+            self._close_fd()
+            self._tail = _Tail(
+                tail.position + 1, path, HEADER_SIZE, tail.position, tail.hash, tail.recorded_at
+            )
+            return path
 
     def _close_fd(self) -> None:
         if self._fd is not None:
@@ -428,30 +518,29 @@ class Journal:
         for i in range(index, len(segments)):
             first, path = segments[i]
             is_last = i == len(segments) - 1
-            # Sequential readers (projections, followers) resume where they stopped instead
-            # of re-reading the segment: ``base`` is the file offset of data[0].
-            base, start, expected = 0, HEADER_SIZE, first
+            found: Decoded | None = None
             cursor = self._cursor
             if cursor is not None and cursor[1] == path and cursor[0] <= after:
-                base, start, expected = cursor[2], 0, cursor[0] + 1
-            data, _ = _read_from(path, base)
-            if base == 0:
+                # Sequential readers (projections, followers) resume at the last record they
+                # read instead of re-reading the segment: ``base`` is the file offset of
+                # data[0]. If that record is not there any more, the segment was compacted
+                # since: read it from its start.
+                base = cursor[2]
+                data, _ = _read_from(path, base)
+                found = _decode(path, data, 0, cursor[0], after, self._gaps, hashes)
+                if found.last is None:
+                    found = None
+            if found is None:
+                base = 0
+                data, _ = _read_from(path, 0)
                 problem = header_problem(data)
                 if problem is not None:
                     if is_last:
                         return  # a segment being created right now
                     raise JournalFormatError(f"{path.name}: {problem}")
-            try:
-                found = decode_frames(
-                    data, start, expected, after=after, gaps=self._gaps, hashes=hashes
-                )
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                raise JournalFormatError(
-                    f"{path.name}: a record passed its checksum but cannot be decoded: {exc}",
-                    hint="was it written by a newer, incompatible ferrex?",
-                ) from exc
-            if found.records:
-                self._cursor = (found.records[-1].position, path, base + found.end)
+                found = _decode(path, data, HEADER_SIZE, first, after, self._gaps, hashes)
+            if found.records and found.last is not None:
+                self._cursor = (found.records[-1].position, path, base + found.last)
             yield from found.records
             if found.bad_offset is not None:
                 if is_last:
@@ -461,7 +550,6 @@ class Journal:
                     f"({found.reason})",
                     segment=path,
                     offset=base + found.bad_offset,
-                    position=expected,
                     hint=_REPAIR_HINT,
                 )
 

@@ -294,6 +294,8 @@ class Decoded(msgspec.Struct):
     """Offset just after the last valid frame."""
     bad_offset: int | None = None
     reason: str | None = None
+    last: int | None = None
+    """Offset of the last valid frame (None when there was none)."""
 
 
 def decode_frames(
@@ -322,6 +324,7 @@ def decode_frames(
     set_field = msgspec.structs.force_setattr
     append = records.append
     reason: str | None = None
+    last: int | None = None
     while offset < end:
         if end - offset < FRAME_SIZE:
             reason = "incomplete frame header"
@@ -363,10 +366,11 @@ def decode_frames(
                 set_field(record, "hash", record_hash(position, prev_hash, payload[:head_len]))
             append(record)
         expected = position + 1
+        last = offset
         offset += length
     if strict and reason is not None:
         raise ValueError(reason)
-    return Decoded(records, offset, None if reason is None else offset, reason)
+    return Decoded(records, offset, None if reason is None else offset, reason, last)
 
 
 def _decode_tolerant(payload: memoryview) -> Record:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from journal import MemoryBody
 
@@ -50,6 +50,19 @@ def _procedure_header(body: MemoryBody) -> list[str]:
 
 def _procedure_steps(body: MemoryBody) -> list[str]:
     return [f"{i}. {step}" for i, step in enumerate(body.steps, start=1)]
+
+
+def procedure_windows(body: MemoryBody) -> Iterator[str]:
+    """Every text :func:`procedure_parts` can make of this procedure, whatever the window:
+    the header with each contiguous run of steps (n·(n+1)/2 texts for n steps). Lets a purge
+    find the cached vectors of a procedure without loading the model that split it."""
+    header = _procedure_header(body)
+    steps = _procedure_steps(body)
+    if not steps:
+        yield "\n".join(header)
+    for i in range(len(steps)):
+        for j in range(i + 1, len(steps) + 1):
+            yield "\n".join(header + steps[i:j])
 
 
 def procedure_parts(body: MemoryBody, fits: Callable[[str], bool]) -> list[str]:

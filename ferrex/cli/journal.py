@@ -10,6 +10,7 @@ import click
 
 from ferrex.app import App
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
+from ferrex.porting.gitexport import AgainstReport, verify_against
 from journal import JournalError, plan_repair, repair, to_builtins, verify
 from journal.events import KNOWN_TAGS
 
@@ -29,19 +30,34 @@ def _journal_dir(app: App) -> Path:
 
 
 @journal.command("verify")
+@click.option(
+    "--against",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Also check that the git export in DIR (`ferrex export git DIR`) matches the "
+    "journal, record by record.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
-def verify_cmd(app: App, as_json: bool) -> None:
+def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
     """Check every record: framing, checksums, positions, the hash chain and memory bodies.
 
     Read-only: it changes nothing and can run while ferrex is serving. Exits 0 when the
     journal is intact, 3 when it is damaged (the first problem is printed precisely).
+    With --against DIR it also reads the journal as other commands do (opening it sets a
+    torn tail aside) and exits 3 when the export differs from the journal: an edited,
+    missing or extra record, named by file, line and position.
     """
     try:
         report = verify(_journal_dir(app))
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     problem = report.problem
+    export = None
+    if against is not None and problem is None:
+        try:
+            export = verify_against(app.journal(), against.absolute())
+        except JournalError as exc:
+            raise from_journal_error(exc) from exc
     doc: dict[str, Any] = {
         "ok": report.ok,
         "segments": report.segments,
@@ -69,6 +85,8 @@ def verify_cmd(app: App, as_json: bool) -> None:
             "reason": report.torn_tail.reason,
         },
     }
+    if export is not None:
+        doc["export"] = export.as_dict()
     if as_json:
         click.echo(json.dumps(doc))
     else:
@@ -90,8 +108,29 @@ def verify_cmd(app: App, as_json: bool) -> None:
             )
         else:
             click.echo("ok: framing, positions, hash chain and bodies verified")
-    if problem is not None:
+        if export is not None:
+            _echo_against(export)
+    if problem is not None or (export is not None and not export.ok):
         raise click.exceptions.Exit(JournalFailure.exit_code)
+
+
+def _echo_against(export: AgainstReport) -> None:
+    behind = max(0, export.journal_head - export.position)
+    pending = f"; {behind} newer records not exported yet" if behind else ""
+    if export.ok:
+        click.echo(
+            f"export {export.directory}: {export.checked} records match the journal "
+            f"(up to position {export.position}){pending}"
+        )
+        return
+    click.echo(
+        f"EXPORT MISMATCH: {export.directory}: {export.problem_count} problem"
+        f"{'s' if export.problem_count != 1 else ''} in {export.checked} records checked"
+    )
+    for mismatch in export.problems[:20]:
+        click.echo(f"  {mismatch.kind}: {mismatch.describe()}")
+    if export.problem_count > 20:
+        click.echo(f"  … and {export.problem_count - 20} more (--json lists up to 100)")
 
 
 @journal.command("show")
@@ -169,3 +208,127 @@ def repair_cmd(app: App, apply: bool) -> None:
         click.echo(f"the damaged bytes are kept in {directory / entry.saved_to}")
     if not apply:
         click.echo("dry run: nothing changed. Run again with --apply to do it.", err=True)
+
+
+@journal.command("compact")
+@click.option("--dry-run", is_flag=True, help="Only say what would be purged; change nothing.")
+@click.option(
+    "--journal-only",
+    is_flag=True,
+    help="Purge the journal, its leftovers and the embedding cache, but do not rebuild the "
+    "projections yet (safe beside a running server; run compact again later).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def compact_cmd(app: App, dry_run: bool, journal_only: bool, as_json: bool) -> None:
+    """Purge the text of forgotten memories from the data directory, for real.
+
+    `ferrex forget` takes a memory out of recall and of every projection at once, but its
+    text stays in the journal (and in free space of the read model, Qdrant and the embedding
+    cache). compact removes it everywhere under the data directory:
+
+    \b
+    - journal: sealed segments are rewritten with the forgotten bodies redacted (copy,
+      fsync, rename: a crash leaves the old file or the new one, both valid). Each record
+      keeps the hash of its text, so the hash chain and `journal verify` still pass. The
+      active segment is sealed first if it holds such text (the next append starts a new
+      segment). Torn tails and repair leftovers beside the segments are scrubbed too.
+    - embedding cache: the vectors of those texts are deleted and the file rewritten.
+    - projections: rebuilt into a new generation from the compacted journal; the old read
+      model and Qdrant collections are deleted (deleted rows and points leave bytes behind).
+
+    \b
+    Only forgotten memories are purged: superseded versions keep their text (history is
+    kept on purpose), and entity names are not memory text. Copies outside the data
+    directory (a git export, backups) are not touched: regenerate an export from the
+    compacted journal. Writers wait while the journal is rewritten; readers are not
+    disturbed. With embedded Qdrant, stop a running server before the rebuild (or use
+    --journal-only now and compact again later). Compacting again changes nothing.
+
+    \b
+    Exit codes: 0 done (or nothing to do; --dry-run changes nothing), 2 usage, 3 the
+    journal does not verify (nothing changed), 4 the embedding model is unavailable for
+    the rebuild, 5 a store is held by another process or unreachable (the journal may be
+    compacted already; run compact again once it is free), 1 unexpected failure.
+    """
+    import os
+
+    from ferrex import purge
+    from ferrex.cli.progress import progress
+
+    _journal_dir(app)
+    crash = os.environ.get(purge.CRASH_ENV)
+    step = purge.crash_hook(crash) if crash else None
+    with progress("compacting", unit="segment reads") as update, progress("rebuilding") as rebuilt:
+        outcome = purge.compact(
+            app,
+            dry_run=dry_run,
+            journal_only=journal_only,
+            step=step,
+            progress=update,
+            rebuild_progress=rebuilt,
+        )
+    doc = outcome.as_dict()
+    if as_json:
+        click.echo(json.dumps(doc))
+    else:
+        for line in _compact_lines(doc):
+            click.echo(line)
+    if outcome.error is not None:
+        raise outcome.error
+    if outcome.check is not None and not outcome.check.ok:
+        raise click.exceptions.Exit(JournalFailure.exit_code)
+
+
+def _compact_lines(doc: dict[str, Any]) -> list[str]:
+    would = doc["dry_run"]
+    redacted = doc["redacted"]
+    positions = ", ".join(str(r["position"]) for r in redacted[:20])
+    more = f" and {len(redacted) - 20} more" if len(redacted) > 20 else ""
+    lines = [
+        f"{doc['forgotten_memories']} forgotten memories in the journal; "
+        f"{doc['already_redacted']} already redacted"
+    ]
+    if redacted:
+        verb = "would redact" if would else "redacted"
+        lines.append(f"{verb} {len(redacted)} bodies at positions {positions}{more}")
+    segments = doc["segments_to_rewrite"] if would else [s["segment"] for s in doc[
+        "segments_rewritten"]]  # fmt: skip
+    if segments:
+        verb = "would rewrite" if would else "rewrote"
+        lines.append(f"{verb} {len(segments)} segments: {', '.join(segments)}")
+    if doc["sealed"]:
+        lines.append(f"sealed the active segment; appends continue in {doc['sealed']}")
+    if doc["would_seal"]:
+        lines.append("would seal the active segment (it holds forgotten text)")
+    if doc["leftovers_scrubbed"]:
+        verb = "would scrub" if would else "scrubbed"
+        lines.append(f"{verb} leftover files: {', '.join(doc['leftovers_scrubbed'])}")
+    if doc["temps_removed"]:
+        verb = "would remove" if would else "removed"
+        lines.append(f"{verb} unfinished copies: {', '.join(doc['temps_removed'])}")
+    cache = doc["cache"]
+    if cache["texts"]:
+        lines.append(
+            f"embedding cache: {cache['texts']} text hashes "
+            + ("to look up" if would else f"looked up, {cache['rows_deleted']} vectors deleted")
+        )
+    state = doc["projections"]["state"]
+    if state == "rebuilt":
+        lines.append(f"projections: rebuilt as generation {doc['projections']['generation']}")
+    elif state != "unchanged":
+        lines.append(f"projections: {state}")
+    if doc["verify"] is not None:
+        v = doc["verify"]
+        lines.append(
+            f"verify: {'ok' if v['ok'] else 'FAILED'}, head {v['head_position']}, "
+            f"{v['redacted_bodies']} redacted bodies, hash chain intact"
+            if v["ok"]
+            else f"verify: FAILED at head {v['head_position']}"
+        )
+    lines.extend(f"note: {n}" for n in doc["notes"])
+    if would:
+        lines.append("dry run: nothing changed")
+    elif not doc["changed"]:
+        lines.append("nothing to compact")
+    return lines

@@ -2,14 +2,16 @@
 
 Exit codes beyond the common ones: 7 when the memory rules refuse a store (duplicate,
 ambiguous conflict, a superseded or unknown target). ``import`` exits 0 when every line was
-stored or recognised as a duplicate fact, 7 when some were refused, 2 when the file or a
-line is not valid input (nothing of that line is written; the others are).
+stored, recognised as a duplicate fact or skipped (a dump's id that exists, a memory-server
+memory already known), 7 when some were refused, 2 when the file or a line is not valid
+input (nothing of that line is written; the others are).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,10 @@ from ferrex.app import App
 from ferrex.cli.progress import progress
 from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.memory_input import StoreRequest
+from ferrex.porting.dump import Restored, is_dump_line, parse_line
+from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
+from ferrex.porting.restore import restore_many
+from ferrex.store import StoreResult, Writer
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 
@@ -130,62 +136,186 @@ def _request(raw: dict[str, Any], *, where: str) -> StoreRequest:
         raise UsageError(f"invalid {where}: {exc}") from exc
 
 
+SAME_TEXT = 0.9999
+"""Cosine similarity of a text's embedding with itself, up to rounding."""
+FORMATS = click.Choice(["auto", "store", "dump", "memory-server"])
+
+
 @click.command("import")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=str))
+@click.option(
+    "--format",
+    "file_format",
+    type=FORMATS,
+    default="auto",
+    show_default=True,
+    help="store: store requests; dump: a `ferrex export jsonl` dump; memory-server: the "
+    "MCP reference memory server's graph file. auto: told apart by the first line.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
-def import_(app: App, file: str, as_json: bool) -> None:
-    """Store every line of a JSON-lines FILE (- for stdin), one memory per line.
+def import_(app: App, file: str, file_format: str, as_json: bool) -> None:
+    """Import the JSON lines of FILE (- for stdin).
 
-    Each line is an object with the fields of the store tool (content, subject, predicate,
-    object, name, steps, conditions, entities, supersedes, source, confidence, context,
-    namespace, valid_from, agent_id, visibility, multi_valued). Lines are decided in order
-    and written in group commits with batched embedding. Reports the outcome of every line.
+    store (the default for lines without an id): each line is a store request with the
+    fields of the store tool (content, subject, predicate, object, name, steps,
+    conditions, entities, supersedes, source, confidence, context, namespace, valid_from,
+    agent_id, visibility, multi_valued), decided in order like an agent's store.
+
+    dump (lines with an id, from `ferrex export jsonl`): each memory is restored as it
+    was, without re-deciding: id, validity, supersede links, last validation and access
+    kept (created_at becomes the import's time). A line whose id exists is skipped, so
+    importing a dump twice adds nothing. Restore a dump into an empty home.
+
+    memory-server: entities (their type becomes a fact "NAME is a TYPE", each observation
+    an episodic memory about NAME) and relations (multi-valued facts FROM RELATION TO).
+    Memories already known with the same text are skipped; near-duplicates are refused
+    as for a store.
+
+    All formats are written in group commits with batched embedding. Reports the outcome
+    of every line; exits 2 if a line was invalid, 7 if one was refused.
     """
     text = sys.stdin.read() if file == "-" else _read(Path(file))
-    requests: list[tuple[int, StoreRequest, bool]] = []
-    outcomes: dict[int, dict[str, Any]] = {}
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    outcomes: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             raw = json.loads(line)
-            if not isinstance(raw, dict):
-                raise UsageError("a line must be a JSON object")
-            requests.append(
-                (number, _request(raw, where=f"line {number}"), bool(raw.get("multi_valued")))
-            )
-        except (json.JSONDecodeError, UsageError) as exc:
-            error = exc if isinstance(exc, FerrexError) else UsageError(f"not JSON: {exc}")
-            outcomes[number] = {"line": number, "status": "invalid", **error.as_dict()}
+        except json.JSONDecodeError as exc:
+            outcomes.append(_invalid(number, UsageError(f"not JSON: {exc}")))
+            continue
+        if not isinstance(raw, dict):
+            outcomes.append(_invalid(number, UsageError("a line must be a JSON object")))
+            continue
+        parsed.append((number, raw))
+    if file_format == "auto":
+        file_format = _detect(parsed[0][1]) if parsed else "store"
     writer = app.writer()
     with progress("importing", "lines") as update:
-        for multi in (False, True):
-            group = [(n, r) for n, r, m in requests if m is multi]
-            results = writer.store_many([r for _, r in group], multi_valued=multi, progress=update)
-            for (number, _), result in zip(group, results, strict=True):
-                if isinstance(result, FerrexError):
-                    status = "refused" if isinstance(result, Refused) else "invalid"
-                    outcomes[number] = {"line": number, "status": status, **result.as_dict()}
-                else:
-                    outcomes[number] = {"line": number, **result.as_dict()}
-    lines = [outcomes[n] for n in sorted(outcomes)]
+        if file_format == "dump":
+            outcomes += _import_dump(writer, parsed, update)
+        elif file_format == "memory-server":
+            outcomes += _import_graph(writer, parsed, update)
+        else:
+            outcomes += _import_requests(writer, parsed, update)
+    outcomes.sort(key=lambda o: o["line"])
     counts: dict[str, int] = {}
-    for line in lines:
-        counts[line["status"]] = counts.get(line["status"], 0) + 1
+    for outcome in outcomes:
+        counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
     if as_json:
-        click.echo(json.dumps({"counts": counts, "lines": lines}))
+        click.echo(json.dumps({"format": file_format, "counts": counts, "lines": outcomes}))
     else:
-        for line in lines:
-            if line["status"] in ("invalid", "refused"):
-                click.echo(
-                    f"line {line['line']}: {line['status']} [{line['code']}] {line['message']}"
-                )
+        for o in outcomes:
+            if o["status"] in ("invalid", "refused"):
+                what = f" ({o['item']})" if "item" in o else ""
+                click.echo(f"line {o['line']}{what}: {o['status']} [{o['code']}] {o['message']}")
         click.echo(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty")
     if counts.get("invalid"):
         raise click.exceptions.Exit(UsageError.exit_code)
     if counts.get("refused"):
         raise click.exceptions.Exit(Refused.exit_code)
+
+
+def _detect(first: dict[str, Any]) -> str:
+    if is_dump_line(first):
+        return "dump"
+    if is_graph_line(first):
+        return "memory-server"
+    return "store"
+
+
+def _invalid(number: int, error: FerrexError, **extra: Any) -> dict[str, Any]:
+    return {"line": number, **extra, "status": "invalid", **error.as_dict()}
+
+
+def _import_requests(
+    writer: Writer, parsed: list[tuple[int, dict[str, Any]]], update: Callable[[int, int], None]
+) -> list[dict[str, Any]]:
+    """Store requests, one per line, decided in file order (multi-valued facts last)."""
+    outcomes: list[dict[str, Any]] = []
+    requests: list[tuple[int, StoreRequest, bool]] = []
+    for number, raw in parsed:
+        try:
+            request = _request(raw, where=f"line {number}")
+        except UsageError as exc:
+            outcomes.append(_invalid(number, exc))
+            continue
+        requests.append((number, request, bool(raw.get("multi_valued"))))
+    for multi in (False, True):
+        group = [(n, r) for n, r, m in requests if m is multi]
+        results = writer.store_many([r for _, r in group], multi_valued=multi, progress=update)
+        for (number, _), result in zip(group, results, strict=True):
+            outcomes.append(_stored(number, result))
+    return outcomes
+
+
+def _stored(number: int, result: StoreResult | FerrexError, **extra: Any) -> dict[str, Any]:
+    if isinstance(result, FerrexError):
+        status = "refused" if isinstance(result, Refused) else "invalid"
+        return {"line": number, **extra, "status": status, **result.as_dict()}
+    return {"line": number, **extra, **result.as_dict()}
+
+
+def _import_dump(
+    writer: Writer, parsed: list[tuple[int, dict[str, Any]]], update: Callable[[int, int], None]
+) -> list[dict[str, Any]]:
+    """Restore a dump: ids and times kept; ids that exist are skipped."""
+    model = writer.embedder.model()
+    outcomes: list[dict[str, Any]] = []
+    items: list[tuple[int, Restored]] = []
+    for number, raw in parsed:
+        try:
+            items.append(
+                (number, parse_line(raw, f"line {number}", writer.settings.limits,
+                                    count_tokens=model.count_tokens, window=model.window))
+            )  # fmt: skip
+        except UsageError as exc:
+            outcomes.append(_invalid(number, exc))
+    results = restore_many(writer, [item for _, item in items], progress=update)
+    for (number, _), result in zip(items, results, strict=True):
+        outcomes.append(
+            {"line": number, "status": result.status, "id": result.id,
+             **({"position": result.position} if result.position is not None else {})}
+        )  # fmt: skip
+    return outcomes
+
+
+def _known(result: StoreResult | FerrexError) -> bool:
+    """A duplicate of a memory with the very same text: importing it again changes nothing.
+    A near-duplicate stays refused, so that a relation the dedup rule took for another one
+    (``alice knows bob`` / ``alice knows rob``) is shown, not silently dropped."""
+    return (
+        isinstance(result, Refused)
+        and result.code == "duplicate"
+        and float(result.details.get("similarity", 0.0)) >= SAME_TEXT
+    )
+
+
+def _import_graph(
+    writer: Writer, parsed: list[tuple[int, dict[str, Any]]], update: Callable[[int, int], None]
+) -> list[dict[str, Any]]:
+    """The memory server's graph: entity types and relations as facts, observations as
+    episodic memories. A memory already known (a duplicate) is skipped, not refused."""
+    outcomes: list[dict[str, Any]] = []
+    items: list[GraphItem] = []
+    for number, raw in parsed:
+        try:
+            items.extend(graph_items(raw, number))
+        except UsageError as exc:
+            outcomes.append(_invalid(number, exc))
+    for multi in (False, True):
+        group = [item for item in items if item.multi_valued is multi]
+        results = writer.store_many(
+            [item.request for item in group], multi_valued=multi, progress=update
+        )
+        for item, result in zip(group, results, strict=True):
+            outcome = _stored(item.line, result, item=item.what)
+            if _known(result):
+                outcome["status"] = "skipped"
+            outcomes.append(outcome)
+    return outcomes
 
 
 def _read(path: Path) -> str:

@@ -1,0 +1,136 @@
+"""``ferrex export git | jsonl``: the journal as a git audit trail; live memories as a dump.
+
+Exit codes beyond the common ones: 2 when the target is not ours to write (a non-empty
+directory that is no export, the export of another journal, local changes), 3 when the
+export's resume point is not in the journal, 5 when git is missing or fails.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ferrex.app import App
+from ferrex.cli.progress import progress
+from ferrex.errors import UsageError
+from ferrex.porting.dump import write_dump, write_dump_file
+from ferrex.porting.gitexport import export_git
+
+
+@click.group("export")
+def export() -> None:
+    """Export the journal to git (audit) or the live memories to JSON lines (portable)."""
+
+
+@export.command("git")
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--rewrite",
+    is_flag=True,
+    help="Regenerate the whole history from the journal (after `journal compact`) and "
+    "prune the old one from DIR.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
+    """Write the journal into the git repository DIR as JSON lines, one record per line.
+
+    Incremental: only the records after the last export, as one commit whose message
+    counts what they changed. The resume point is committed with them, so a clone of DIR
+    resumes too. Deterministic: the same journal exported in the same batches gives the
+    same commit ids. DIR is created if missing; a non-empty DIR must be an export of this
+    journal. Check an export with `ferrex journal verify --against DIR`.
+    """
+    _require_journal(app)
+    with progress("exporting", "records") as update:
+        result = export_git(app.journal(), directory.absolute(), rewrite=rewrite, progress=update)
+    if as_json:
+        click.echo(json.dumps(result.as_dict()))
+        return
+    s = result.summary
+    if result.up_to_date:
+        click.echo(f"{directory} is up to date (journal head {result.head_position})")
+        return
+    verb = "rewrote" if rewrite else "exported"
+    click.echo(
+        f"{verb} positions {s.first}..{s.last} ({s.records} records) in "
+        f"{len(result.commits)} commit{'s' if len(result.commits) != 1 else ''}, "
+        f"head {result.commits[-1][:12]}"
+    )
+    click.echo(
+        f"{s.stored} stored, {s.superseded} superseded, {s.forgotten} forgotten, "
+        f"{s.validated} validated ({s.redacted} bodies redacted)"
+    )
+    if result.still_reachable:
+        click.echo(
+            "note: the replaced history is still reachable from "
+            f"{', '.join(result.still_reachable)}; force-push the export and re-clone copies "
+            "so the purged text leaves them too",
+            err=True,
+        )
+
+
+@export.command("jsonl")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=str))
+@click.option(
+    "--include-invalidated", is_flag=True, help="Also superseded memories (their history)."
+)
+@click.option("--namespace", "only_namespace", help="Only this namespace.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
+@click.pass_obj
+def jsonl_cmd(
+    app: App, file: str, include_invalidated: bool, only_namespace: str | None, as_json: bool
+) -> None:
+    """Dump the live memories to FILE (- for stdout), one JSON object per line.
+
+    Forgotten memories are never dumped; superseded ones only with --include-invalidated.
+    Each line keeps the memory's id, type, text, entities (by name), namespace, agent,
+    visibility, source, confidence, times and supersede links, so `ferrex import FILE`
+    into an empty home restores them with their ids and times (all but created_at, which
+    becomes the time of the import).
+    """
+    if file == "-" and as_json:
+        raise UsageError("--json prints on stdout, where the dump goes with FILE -",
+                         hint="write the dump to a file to get the JSON summary")  # fmt: skip
+    _require_journal(app)
+    read_model = app.projections().read_model
+    with progress("exporting", "memories") as update:
+        if file == "-":
+            result = write_dump(
+                read_model,
+                sys.stdout.buffer,
+                include_invalidated=include_invalidated,
+                namespace=only_namespace,
+                progress=update,
+            )
+            sys.stdout.buffer.flush()
+        else:
+            result = write_dump_file(
+                read_model,
+                Path(file),
+                include_invalidated=include_invalidated,
+                namespace=only_namespace,
+                progress=update,
+            )
+    if as_json:
+        click.echo(json.dumps({"file": file, **result.as_dict()}))
+        return
+    note = f", {result.invalidated} of them invalidated" if include_invalidated else ""
+    skipped = f"; {result.redacted} redacted memories left out" if result.redacted else ""
+    click.echo(
+        f"exported {result.memories} memories to {'stdout' if file == '-' else file}"
+        f"{note}{skipped}",
+        err=file == "-",
+    )
+
+
+def _require_journal(app: App) -> None:
+    """Exports read a home; they never create one (a mistyped --home would be silent)."""
+    if not app.journal_dir.is_dir():
+        raise UsageError(
+            f"no journal at {app.journal_dir}",
+            hint="check --home / FERREX_HOME; a journal is created by the first store",
+        )

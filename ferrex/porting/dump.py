@@ -1,0 +1,300 @@
+"""The portable dump: live memories as JSON lines, and those lines read back for a restore.
+
+One line per memory, keys in a fixed order, absent values left out::
+
+    {"id": "mem_01J…", "type": "semantic", "namespace": "default",
+     "subject": "api", "predicate": "uses", "object": "tokio 1.36",
+     "predicate_normalized": "depends_on", "entities": ["Tokio", "api"],
+     "source": "…", "confidence": 1.0, "visibility": "shared",
+     "t_valid": "2026-11-28T09:00:00Z", "created_at": "2026-11-28T09:00:01.5Z",
+     "last_validated": "…", "last_accessed": "…", "access_count": 3}
+
+Episodic memories carry ``content``; procedures ``name``, ``version``, ``steps`` and
+``conditions``; invalidated memories (``--include-invalidated``) ``t_invalid`` and
+``superseded_by``. Entities are listed by name, sorted, since ids are local to a home.
+
+Invariants: lines are in journal order (a memory comes after any it supersedes); the same
+read model always dumps to the same bytes; a line read back (:func:`parse_line`) passes the
+same validation as a store, so a dump restores only what a store could have written.
+Memories whose text was redacted cannot be restored and are not dumped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any, Final
+
+from ferrex.errors import UsageError
+from ferrex.ids import plausible_id
+from ferrex.memory_input import (
+    DEFAULT_LIMITS,
+    Limits,
+    StoreRequest,
+    ValidStore,
+    parse_time,
+    validate,
+)
+from projections.sqlite import Memory, ReadModel
+
+FIELDS: Final = (
+    "id", "type", "namespace", "content", "subject", "predicate", "object",
+    "predicate_normalized", "name", "version", "steps", "conditions", "entities", "source",
+    "confidence", "context", "agent_id", "visibility", "t_valid", "t_invalid",
+    "superseded_by", "supersedes", "created_at", "last_validated", "last_accessed",
+    "access_count",
+)  # fmt: skip
+"""Every key a dump line may have, in the order it is written."""
+
+NOT_RESTORED: Final = ("created_at",)
+"""Dumped, but a restore cannot keep it: the journal records when the restore happened."""
+
+
+def iso(timestamp: float) -> str:
+    """A read-model time (float seconds, UTC) as RFC 3339 with ``Z``."""
+    text = datetime.fromtimestamp(timestamp, UTC).isoformat()
+    return text.removesuffix("+00:00") + "Z"
+
+
+def live_memories(
+    read_model: ReadModel, *, include_invalidated: bool = False, namespace: str | None = None
+) -> tuple[list[Memory], int]:
+    """The memories to dump, in journal order, and how many were left out as redacted."""
+    memories = read_model.memories(namespace=namespace)
+    kept = [m for m in memories if not m.redacted and (include_invalidated or m.t_invalid is None)]
+    kept.sort(key=lambda m: (m.position, m.memory_id))
+    redacted = sum(1 for m in memories if m.redacted)
+    return kept, redacted
+
+
+def entity_names(read_model: ReadModel) -> dict[str, str]:
+    """Entity id → its name, for every entity of the read model."""
+    return {
+        str(entity_id): str(name)
+        for entity_id, name in read_model.db.execute("SELECT entity_id, name FROM entities")
+    }
+
+
+def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
+    """One memory as one dump line (without the newline)."""
+    m = memory
+    entities = sorted(
+        {names[e] for e in m.entity_ids if e in names}, key=lambda n: (n.casefold(), n)
+    )
+    values: dict[str, Any] = {
+        "id": m.memory_id,
+        "type": m.type,
+        "namespace": m.namespace,
+        "content": m.content,
+        "subject": m.subject,
+        "predicate": m.predicate,
+        "object": m.object,
+        "predicate_normalized": m.predicate_normalized if m.type == "semantic" else None,
+        "name": m.procedure_name,
+        "version": m.procedure_version,
+        "steps": list(m.steps) or None,
+        "conditions": list(m.conditions) or None,
+        "entities": entities or None,
+        "source": m.source,
+        "confidence": m.confidence,
+        "context": m.context,
+        "agent_id": m.agent_id,
+        "visibility": m.visibility,
+        "t_valid": iso(m.t_valid),
+        "t_invalid": None if m.t_invalid is None else iso(m.t_invalid),
+        "superseded_by": m.superseded_by,
+        "supersedes": m.supersedes,
+        "created_at": iso(m.created_at),
+        "last_validated": None if m.last_validated is None else iso(m.last_validated),
+        "last_accessed": None if m.last_accessed is None else iso(m.last_accessed),
+        "access_count": m.access_count or None,
+    }
+    line = {key: values[key] for key in FIELDS if values[key] is not None}
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class Restored:
+    """One dump line, checked: the memory as it was, to be journaled as it was."""
+
+    memory_id: str
+    valid: ValidStore
+    predicate_normalized: str | None
+    version: int | None
+    t_invalid: datetime | None
+    superseded_by: str | None
+    last_validated: datetime | None
+    last_accessed: datetime | None
+    access_count: int
+
+
+_STORE_FIELDS: Final = (
+    "type", "content", "subject", "predicate", "object", "name", "source", "confidence",
+    "context", "supersedes", "namespace", "agent_id", "visibility",
+)  # fmt: skip
+_LISTS: Final = ("steps", "conditions", "entities")
+
+
+def is_dump_line(raw: Mapping[str, Any]) -> bool:
+    """Whether a parsed JSON line is a dump line (store lines never carry an ``id``)."""
+    return "id" in raw
+
+
+def parse_line(
+    raw: Mapping[str, Any],
+    where: str,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    count_tokens: Callable[[str], int | None] | None = None,
+    window: int | None = None,
+) -> Restored:
+    """Check one parsed dump line; raise UsageError naming ``where`` and the field."""
+    unknown = sorted(set(raw) - set(FIELDS))
+    if unknown:
+        raise UsageError(
+            f"unknown field {unknown[0]!r} in {where}",
+            hint=f"a dump line has: {', '.join(FIELDS)}",
+        )
+    memory_id = raw.get("id")
+    if not plausible_id(memory_id):
+        raise UsageError(f"id in {where} is not a memory id", hint="ids come from a dump")
+    assert isinstance(memory_id, str)
+    for key in ("type", "t_valid"):
+        if key not in raw:
+            raise UsageError(f"{where} has no {key}", hint="a dump line names its type and t_valid")
+    fields: dict[str, Any] = {k: raw[k] for k in _STORE_FIELDS if k in raw}
+    for key in _LISTS:
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, str) or not isinstance(value, list):
+                raise UsageError(f"{key} in {where} must be a list of strings")
+            fields[key] = tuple(value)
+    try:
+        valid = validate(
+            StoreRequest(valid_from=raw["t_valid"], **fields),
+            limits,
+            count_tokens=count_tokens,
+            window=window,
+        )
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
+    superseded_by = raw.get("superseded_by")
+    if superseded_by is not None and not plausible_id(superseded_by):
+        raise UsageError(f"superseded_by in {where} is not a memory id")
+    version = _count(raw, "version", where, minimum=1)
+    if version is not None and valid.type != "procedural":
+        raise UsageError(f"version in {where} is only for procedural memories")
+    try:
+        t_invalid = parse_time(raw.get("t_invalid"), "t_invalid")
+        last_validated = parse_time(raw.get("last_validated"), "last_validated")
+        last_accessed = parse_time(raw.get("last_accessed"), "last_accessed")
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
+    if superseded_by is not None and t_invalid is None:
+        raise UsageError(f"{where} has superseded_by but no t_invalid")
+    access_count = _count(raw, "access_count", where, minimum=0) or 0
+    if access_count and last_accessed is None:
+        raise UsageError(f"{where} has access_count but no last_accessed")
+    return Restored(
+        memory_id=memory_id,
+        valid=valid,
+        predicate_normalized=_optional_text(raw, "predicate_normalized", where),
+        version=version,
+        t_invalid=t_invalid,
+        superseded_by=superseded_by,
+        last_validated=last_validated,
+        last_accessed=last_accessed,
+        access_count=access_count,
+    )
+
+
+def _optional_text(raw: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise UsageError(f"{key} in {where} must be a non-empty string")
+    return value
+
+
+def _count(raw: Mapping[str, Any], key: str, where: str, *, minimum: int) -> int | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 2**63:
+        raise UsageError(f"{key} in {where} must be an integer of at least {minimum}")
+    return value
+
+
+@dataclass(frozen=True)
+class DumpResult:
+    memories: int
+    invalidated: int
+    """How many of them are invalidated (only with ``include_invalidated``)."""
+    redacted: int
+    """Memories left out because their text was redacted."""
+
+    def as_dict(self) -> dict[str, int]:
+        return {"memories": self.memories, "invalidated": self.invalidated,
+                "redacted_left_out": self.redacted}  # fmt: skip
+
+
+def write_dump(
+    read_model: ReadModel,
+    out: IO[bytes],
+    *,
+    include_invalidated: bool = False,
+    namespace: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> DumpResult:
+    """Write the dump of ``read_model`` to ``out``, one line per memory."""
+    memories, redacted = live_memories(
+        read_model, include_invalidated=include_invalidated, namespace=namespace
+    )
+    names = entity_names(read_model)
+    for done, memory in enumerate(memories, start=1):
+        out.write(dump_line(memory, names) + b"\n")
+        if progress is not None and (done % 512 == 0 or done == len(memories)):
+            progress(done, len(memories))
+    invalidated = sum(1 for m in memories if m.t_invalid is not None)
+    return DumpResult(len(memories), invalidated, redacted)
+
+
+def write_dump_file(
+    read_model: ReadModel,
+    path: Path,
+    *,
+    include_invalidated: bool = False,
+    namespace: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> DumpResult:
+    """Write the dump to ``path`` atomically: a reader sees the old file or the whole new one."""
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory", hint="give a file name for the dump")
+    if not path.parent.is_dir():
+        raise UsageError(
+            f"cannot write {path}: {path.parent} is not a directory",
+            hint="create the directory first",
+        )
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            result = write_dump(
+                read_model,
+                out,
+                include_invalidated=include_invalidated,
+                namespace=namespace,
+                progress=progress,
+            )
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return result
