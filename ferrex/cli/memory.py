@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import click
 
 from ferrex.app import App
 from ferrex.cli.progress import progress
+from ferrex.cli.through import call_tool
 from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.memory_input import StoreRequest
 from ferrex.porting.dump import Restored, is_dump_line, parse_line
@@ -59,15 +62,20 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
     """
     multi_valued = bool(fields.pop("multi_valued"))
     request = _request({k: v for k, v in fields.items() if v not in (None, ())}, where="options")
-    result = app.writer().store(request, multi_valued=multi_valued)
+    args: dict[str, Any] = {"multi_valued": multi_valued}
+    for key, value in asdict(request).items():
+        if key != "agent_id" and value is not None and value is not False and value != ():
+            args[key] = list(value) if isinstance(value, tuple) else value
+    result = call_tool(app, "store", args, agent_id=request.agent_id)
     if as_json:
-        click.echo(json.dumps(result.as_dict()))
+        click.echo(json.dumps(result))
         return
-    if result.status == "duplicate":
-        click.echo(f"{result.id} (already known; confirmed)")
+    if result["status"] == "duplicate":
+        click.echo(f"{result['id']} (already known; confirmed)")
     else:
-        extra = f", superseded {', '.join(result.superseded)}" if result.superseded else ""
-        click.echo(f"{result.id} ({result.type}{extra})")
+        superseded = result["superseded"]
+        extra = f", superseded {', '.join(superseded)}" if superseded else ""
+        click.echo(f"{result['id']} ({result['type']}{extra})")
 
 
 @click.command()
@@ -81,19 +89,13 @@ def forget(app: App, ids: tuple[str, ...], cascade: bool, as_json: bool) -> None
     The journal keeps the event for audit; `ferrex journal compact` purges the text too.
     Unknown ids are reported, not errors.
     """
-    result = app.writer().forget(list(ids), cascade=cascade)
-    doc = {
-        "forgotten": list(result.forgotten),
-        "not_found": list(result.not_found),
-        "dropped_entities": list(result.dropped_entities),
-        "position": result.position,
-    }
+    doc = call_tool(app, "forget", {"ids": list(ids), "cascade": cascade})
     if as_json:
         click.echo(json.dumps(doc))
         return
-    for memory_id in result.forgotten:
+    for memory_id in doc["forgotten"]:
         click.echo(f"forgot {memory_id}")
-    for memory_id in result.not_found:
+    for memory_id in doc["not_found"]:
         click.echo(f"not found: {memory_id}")
 
 
@@ -233,7 +235,8 @@ def _invalid(number: int, error: FerrexError, **extra: Any) -> dict[str, Any]:
 def _import_requests(
     writer: Writer, parsed: list[tuple[int, dict[str, Any]]], update: Callable[[int, int], None]
 ) -> list[dict[str, Any]]:
-    """Store requests, one per line, decided in file order (multi-valued facts last)."""
+    """Store requests, one per line, decided in file order (runs of lines with the same
+    multi_valued flag go to the writer together)."""
     outcomes: list[dict[str, Any]] = []
     requests: list[tuple[int, StoreRequest, bool]] = []
     for number, raw in parsed:
@@ -243,8 +246,8 @@ def _import_requests(
             outcomes.append(_invalid(number, exc))
             continue
         requests.append((number, request, bool(raw.get("multi_valued"))))
-    for multi in (False, True):
-        group = [(n, r) for n, r, m in requests if m is multi]
+    for multi, run in groupby(requests, key=lambda item: item[2]):
+        group = [(n, r) for n, r, _ in run]
         results = writer.store_many([r for _, r in group], multi_valued=multi, progress=update)
         for (number, _), result in zip(group, results, strict=True):
             outcomes.append(_stored(number, result))
