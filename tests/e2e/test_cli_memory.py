@@ -131,3 +131,20 @@ def test_backfill_normalized_predicates(tmp_path: Path) -> None:
     (home / "ferrex.toml").write_text('[predicates.synonyms]\ncalls = "talks to"\n')
     code, _, err = run(home, "backfill", "normalized-predicates", "--dry-run")
     assert code == 2 and "must be a list" in err
+
+
+def test_import_decides_lines_in_file_order(tmp_path: Path) -> None:
+    """A multi-valued fact, then a single-valued one on the same subject and predicate: in
+    file order the second replaces the first, as two stores one after the other would."""
+    lines = [
+        {"subject": "billing-svc", "predicate": "owner", "object": "Ann Weller",
+         "multi_valued": True},
+        {"subject": "billing-svc", "predicate": "owner", "object": "Bob Okafor"},
+    ]  # fmt: skip
+    file = tmp_path / "ordered.jsonl"
+    file.write_text("\n".join(json.dumps(line) for line in lines))
+    code, out, _ = run(tmp_path / "home", "import", str(file), "--json")
+    assert code == 0, out
+    first, second = json.loads(out)["lines"]
+    assert second["superseded"] == [first["id"]]
+    assert first["position"] < second["position"]
