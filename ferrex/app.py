@@ -22,7 +22,7 @@ from pathlib import Path
 from ferrex.config import Config
 from ferrex.embedding import Embedder, downloads_allowed
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
-from ferrex.freshness import params_for
+from ferrex.freshness import DEFAULT_STALENESS, params_for
 from ferrex.predicates import DEFAULT_SYNONYMS, merge_synonyms, normalize_predicate, synonym_map
 from ferrex.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
 from ferrex.rerank import RerankStage, choose_reranker, load_reranker
@@ -254,12 +254,21 @@ class App:
         if self._reader is None:
             c = self.config
             overrides = c["staleness.namespaces"]
+            defaults = c["staleness.defaults"]
+            base = (
+                params_for("(defaults)", {"(defaults)": defaults})
+                if defaults
+                else DEFAULT_STALENESS
+            )
             settings = RecallSettings(
                 default_namespace=c["store.default_namespace"],
                 default_limit=c["recall.limit"],
                 prefetch=max(30, c["recall.prefetch"]),
                 rerank_pool=c["recall.rerank_pool"],
-                namespace_staleness={str(ns): params_for(str(ns), overrides) for ns in overrides},
+                staleness=base,
+                namespace_staleness={
+                    str(ns): params_for(str(ns), overrides, base) for ns in overrides
+                },
             )
             self._reader = Reader(
                 self.projections(), self.embedder(), self.reranker(), settings, self.access

@@ -64,6 +64,9 @@ KEYS: tuple[Key, ...] = (
     Key("recall.prefetch", int, 40, None,
         "candidates each leg (dense, BM25) contributes before fusion (at least 30)"),
     Key("recall.rerank_pool", int, 20, None, "top candidates the reranker re-scores"),
+    Key("staleness.defaults", dict, {}, None,
+        "staleness for every namespace: [staleness.defaults] weights.age = 0.5, "
+        "episodic.stale = 0.7, semantic.age_half_life_days = 120 ..."),
     Key("staleness.namespaces", dict, {}, None,
         "per-namespace staleness overrides: [staleness.namespaces.NS] weights.age = 0.5 ..."),
     Key("predicates.synonyms", dict, {}, None,

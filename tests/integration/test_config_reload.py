@@ -83,3 +83,28 @@ def test_a_running_server_takes_a_new_default_namespace(tmp_path: Path) -> None:
             assert later["namespace"] == "proj-x"
 
     anyio.run(main)
+
+
+def test_staleness_defaults_apply_to_every_namespace(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ferrex.app import App
+    from ferrex.cli import cli
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "ferrex.toml").write_text(
+        "[staleness.defaults]\nweights.age = 0.5\nweights.count = 0.0\n"
+        "[staleness.namespaces.ops]\nepisodic.stale = 0.9\n"
+    )
+    app = App(home=home, config=load(home, None))
+    try:
+        settings = app.reader().settings
+        assert settings.staleness.weights.age == 0.5
+        ops = settings.namespace_staleness["ops"]
+        assert ops.weights.age == 0.5 and ops.episodic.stale == 0.9  # over the defaults
+    finally:
+        app.close()
+    (home / "ferrex.toml").write_text("[staleness.defaults]\nweights.age = 0.9\n")
+    done = CliRunner().invoke(cli, ["--home", str(home), "stats"])
+    assert done.exit_code == 2 and "weights must sum to 1" in done.stderr
