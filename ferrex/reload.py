@@ -86,14 +86,14 @@ class ConfigWatcher:
         changed = self.current.changed(new)
         pending = [k for k in changed if k in RESTART_KEYS]
         applied = [k for k in changed if k not in RESTART_KEYS]
-        if applied:
-            merged = new.keeping(self.current, pending)
-            self.apply(merged)
-            self.current = merged
-            log.warning("ferrex: reloaded %s: %s", self.path.name, ", ".join(applied))
         if pending:
             log.warning(
                 "ferrex: %s changed %s; restart the server for %s to take effect",
                 self.path.name, ", ".join(pending), "it" if len(pending) == 1 else "them",
             )  # fmt: skip
+        if applied:
+            log.warning("ferrex: reloaded %s: %s", self.path.name, ", ".join(applied))
+            merged = new.keeping(self.current, pending)
+            self.apply(merged)
+            self.current = merged
         return Reload(applied, pending)

@@ -42,11 +42,12 @@ def test_hot_keys_apply_and_restart_keys_wait(
                 '[recall]\nlimit = 9\n[store]\ndedup_threshold = 0.9\n[models]\ndense = "best"\n'
             )
             assert arrived.wait(20), "the change was not noticed"
+            # the warnings are logged before the new configuration is applied
+            assert "restart the server for it to take effect" in caplog.text
+            assert "models.dense" in caplog.text
         config = seen[-1]
         assert config["recall.limit"] == 9 and config["store.dedup_threshold"] == 0.9
         assert config["models.dense"] == "small"  # waits for a restart
-        assert "restart the server for it to take effect" in caplog.text
-        assert "models.dense" in caplog.text
     finally:
         watcher.stop()
 
