@@ -16,7 +16,7 @@ so a boost never pushes a memory down.
 
 Staleness is a score in [0, 1] (1 = stale), the weighted sum of four components in [0, 1]::
 
-    age         1 - 2^(-(now - t_valid) / age half-life)
+    age         1 - 2^(-(now - max(t_valid, created_at)) / age half-life)
     access      1 - 2^(-(now - last_accessed, or created_at if never) / access half-life)
     validation  1 - 2^(-(now - last_validated, or created_at if never) / validation half-life)
     count       1 - min(1, log1p(access_count) / log1p(count_saturation))
@@ -33,6 +33,12 @@ the score. A memory stored at ``t`` and never touched again scores ``0.1 + 0.9 �
 at age ``a``: it turns aging at ``h · log2(0.9/0.65)`` ≈ 0.47 h and stale at
 ``h · log2(0.9/0.4)`` ≈ 1.17 h, that is at 14 d and 35 d (episodic), 42 d and 105 d
 (procedural), 85 d and 211 d (semantic).
+
+The age clock starts when ferrex learned the memory: at its event time, or at the store if
+that came later. A back-dated memory (an imported conversation from last year, a fact valid
+since 2025) is as fresh as any new one on the day it is stored and then ages like it; counting
+from the event time would label a whole deliberate import stale within days of storing it
+and hide it. The recency boost and ``age_days`` still use the event time.
 
 Access is not validation. A recall hit moves ``last_accessed`` and ``access_count``, which feed
 the access and count components only; only ``last_validated`` (an agent or an operator
@@ -254,7 +260,7 @@ def staleness(
     validated = m.last_validated if m.last_validated is not None else m.created_at
     uses = math.log1p(max(0, m.access_count)) / math.log1p(params.count_saturation)
     components = {
-        "age": _decay(now - m.t_valid, rules.age_half_life_days),
+        "age": _decay(now - max(m.t_valid, m.created_at), rules.age_half_life_days),
         "access": _decay(now - accessed, rules.access_half_life_days),
         "validation": _decay(now - validated, rules.validation_half_life_days),
         "count": 1.0 - min(1.0, uses),

@@ -223,6 +223,14 @@ def build_server(hub: Hub) -> FerrexMCP:
             bool,
             Field(description="A fact that holds alongside other values (e.g. languages)."),
         ] = False,
+        split_long: Annotated[
+            bool,
+            Field(
+                description="Keep an event longer than the embedding window (an article, a "
+                "transcript) as one memory, searched in parts; without it such content is "
+                "refused with a hint to split it."
+            ),
+        ] = False,
         source: Annotated[
             ShortText | None,
             Field(
@@ -252,6 +260,7 @@ def build_server(hub: Hub) -> FerrexMCP:
             {"content": content, "subject": subject, "predicate": predicate, "object": object,
              "name": name, "steps": steps, "conditions": conditions, "type": type,
              "entities": entities, "supersedes": supersedes, "multi_valued": multi_valued,
+             "split_long": split_long,
              "source": source, "confidence": confidence, "valid_from": valid_from,
              "visibility": visibility, "namespace": namespace},
         )  # fmt: skip

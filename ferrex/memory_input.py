@@ -26,9 +26,13 @@ Rules, and why:
   ``max_context_bytes`` as compact UTF-8 JSON. It is structured data that is escaped wherever
   it is shown, so its strings are not checked for control characters.
 - **Entities** are deduplicated case-insensitively, keeping the first spelling.
-- **Window.** An episodic memory is embedded as one vector, so content longer than the
-  model's window would be silently truncated: it is rejected. Semantic facts are short, and a
-  procedure is embedded one step per vector downstream, so neither is window-checked here.
+- **Window.** An episodic memory is one event, embedded as one vector: content longer than
+  the model's window is rejected ("break it into separate events"), never cut short. A
+  request with ``split_long`` keeps a long text (an article, an abstract, a transcript) as
+  *one* memory instead: the vector projection embeds it in parts that each fit the window
+  (split on sentence boundaries, one vector per part, the memory found by its best part) and
+  indexes the whole text for BM25, so nothing is truncated. Semantic facts are short, and a
+  procedure is embedded in parts on step boundaries downstream, so neither is window-checked.
 """
 
 from __future__ import annotations
@@ -95,6 +99,9 @@ class StoreRequest:
     steps: tuple[str, ...] = ()
     agent_id: str | None = None
     visibility: str | None = None
+    split_long: bool = False
+    """Store an episodic text longer than the model's window whole, embedded in parts,
+    instead of refusing it (see the module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +190,12 @@ def validate(
             f"predicate {_show(predicate)} has no letters or digits",
             "name the relation in words, for example 'depends on' or 'version'",
         )
-    if memory_type == "episodic" and content is not None:
+    if not isinstance(req.split_long, bool):
+        raise _error(
+            f"split_long must be true or false, got {type(req.split_long).__name__}",
+            "pass split_long: true to keep a long text as one memory embedded in parts",
+        )
+    if memory_type == "episodic" and content is not None and not req.split_long:
         _check_window(content, count_tokens, window)
 
     return ValidStore(
@@ -276,7 +288,8 @@ def _check_window(
         raise _error(
             f"content is {tokens} tokens, longer than the model's window of {window}; "
             "break it into separate events",
-            "split it into several memories, one event each, so none is cut short when embedded",
+            "split it into several memories, one event each, so none is cut short when embedded;"
+            " or pass split_long to keep one long text whole, embedded in parts",
         )
 
 

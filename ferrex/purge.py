@@ -23,10 +23,11 @@ memory text and are kept.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,10 +43,12 @@ from journal.compact import Plan, Progress, Report, Step, plan
 from journal.compact import compact as compact_journal
 from journal.segment import fsync_dir
 from journal.verify import VerifyReport
-from projections.documents import memory_text, procedure_windows
+from projections.documents import memory_text, procedure_windows, text_parts
 from projections.replay import read_pointer
 from projections.sqlite import ReadModelError
 from projections.vectors import VectorStoreError
+
+log = logging.getLogger("ferrex")
 
 STATE = "compact.json"
 QDRANT_DIR = "qdrant"  # where App keeps the embedded Qdrant's shards
@@ -153,7 +156,7 @@ def compact(
     if dry_run:
         with _translated():
             found = plan(directory, progress)
-        outcome = Outcome(True, found, cache_texts=len(_cache_keys(found)))
+        outcome = Outcome(True, found, cache_texts=len(_cache_keys(found, _window(app))))
         outcome.projections = (
             "would rebuild" if _projections_stale(app.home, found) else "unchanged"
         )
@@ -173,7 +176,7 @@ def compact(
                 hint="run `ferrex journal verify`, then `ferrex journal repair`",
                 code="journal.damaged",
             )
-        keys = _cache_keys(found)
+        keys = _cache_keys(found, _window(app))
         rows = _forget_cached(app.home, keys)
         cache_done.append((len(keys), rows))
         _step(step, "cache-purged")
@@ -229,17 +232,33 @@ def crash_hook(spec: str) -> Step:
 # -- the pieces ------------------------------------------------------------------------------
 
 
-def _cache_keys(found: Plan) -> set[bytes]:
-    """Hashes of every text the store or the projection may have embedded for a target."""
+def _cache_keys(found: Plan, fits: Callable[[str], bool] | None) -> set[bytes]:
+    """Hashes of every text the store or the projection may have embedded for a target.
+
+    A text longer than the window was embedded in parts (``split_long``); those parts are
+    found with ``fits``, the window of the configured model (None: it cannot be loaded, and
+    only whole texts are purged from the cache; the rebuild still drops their points).
+    """
     keys: set[bytes] = set()
     for target in found.targets:
         body = target.body
-        keys.add(text_key(memory_text(target.memory_type, body)))
+        text = memory_text(target.memory_type, body)
+        keys.add(text_key(text))
         if body.object:
             keys.add(text_key(body.object))  # a fact's object is embedded on its own
         if target.memory_type == "procedural":
-            keys.update(text_key(text) for text in procedure_windows(body))
+            keys.update(text_key(window) for window in procedure_windows(body))
+        elif fits is not None:
+            keys.update(text_key(part) for part in text_parts(text, fits))
     return keys
+
+
+def _window(app: App) -> Callable[[str], bool] | None:
+    try:
+        return app.embedder().model().fits
+    except FerrexError as exc:
+        log.warning("ferrex: %s; parts of long memories stay in the embedding cache", exc)
+        return None
 
 
 def _forget_cached(home: Path, keys: set[bytes]) -> int:

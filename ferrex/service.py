@@ -35,7 +35,7 @@ _STORE_FIELDS = frozenset(
     {
         "type", "content", "subject", "predicate", "object", "name", "steps", "conditions",
         "entities", "supersedes", "source", "confidence", "context", "namespace",
-        "valid_from", "visibility",
+        "valid_from", "visibility", "split_long",
     }
 )  # fmt: skip
 _LIST_FIELDS = frozenset({"steps", "conditions", "entities"})
@@ -129,6 +129,8 @@ class Service:
         for key, value in args.items():
             if key in _LIST_FIELDS:
                 value = _texts(value, key)
+            elif key == "split_long":
+                value = _flag(value, key)
             fields[key] = value
         fields.setdefault("namespace", caller.namespace)
         if "supersedes" in fields and isinstance(fields["supersedes"], str):

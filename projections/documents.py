@@ -8,6 +8,10 @@ rebuild indexes exactly what the incremental projection indexed:
 - procedural: the name, the conditions and the steps, one per line. A procedure longer
   than the embedding window is split into *parts* on step boundaries by the caller (the
   part texts come from :func:`procedure_parts`), each part one vector of the same memory.
+
+Any other text longer than the window (an episodic memory stored with ``split_long``, a long
+semantic ``content``) is split into parts on sentence boundaries by :func:`text_parts`. Parts
+are for the dense model only: a memory's BM25 document is always its whole text.
 """
 
 from __future__ import annotations
@@ -19,6 +23,10 @@ from collections.abc import Callable, Iterator
 from journal import MemoryBody
 
 _SEPARATORS = re.compile(r"[\s\-_.]+")
+# A sentence ends at . ! ? (optionally closed by a quote or bracket) before white space, or
+# at a line break; the separator stays with the sentence before it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+_WORD_GAP = re.compile(r"(?<=\S)(?=\s)")
 
 
 def subject_key(subject: str) -> str:
@@ -88,3 +96,49 @@ def procedure_parts(body: MemoryBody, fits: Callable[[str], bool]) -> list[str]:
             current.append(step)
     parts.append("\n".join(header + current))
     return parts
+
+
+def text_parts(text: str, fits: Callable[[str], bool]) -> list[str]:
+    """Split ``text`` into consecutive parts that each ``fits`` the embedding window.
+
+    Whole sentences are packed greedily, in order, into as few parts as that allows; a
+    sentence too long to fit on its own starts a new part and is cut between words, and a
+    single "word" too long to fit (a URL, a base64 blob) becomes a part of its own, which
+    the model truncates. A text that fits is one part, itself. Joining the parts gives back
+    the text up to the white space at the cuts.
+    """
+    if fits(text):
+        return [text]
+    parts: list[str] = []
+    current = ""
+    for sentence in _pieces(text, _SENTENCE_END):
+        if fits((current + sentence).strip()):
+            current += sentence
+            continue
+        if current.strip():
+            parts.append(current.strip())
+        current = ""
+        if fits(sentence.strip()):
+            current = sentence
+            continue
+        for word in _pieces(sentence, _WORD_GAP):  # a sentence longer than the window
+            if current.strip() and not fits((current + word).strip()):
+                parts.append(current.strip())
+                current = ""
+            current += word
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+def _pieces(text: str, boundary: re.Pattern[str]) -> list[str]:
+    """``text`` cut after every match of ``boundary``; the pieces join back to ``text``."""
+    pieces: list[str] = []
+    start = 0
+    for match in boundary.finditer(text):
+        if match.end() > start:
+            pieces.append(text[start : match.end()])
+            start = match.end()
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces

@@ -44,7 +44,7 @@ log = logging.getLogger("ferrex.projections")
 
 POINTER = "projections.json"
 QDRANT = "qdrant"
-VECTOR_VERSION = 1
+VECTOR_VERSION = 2
 """Bump when what the vector sink derives from events changes (payload, text, parts)."""
 BATCH = 512
 SYNC_RECORDS = 1000

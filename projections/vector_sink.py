@@ -2,9 +2,13 @@
 
 Invariants:
 
-- One point per memory, or one per *part* of a procedure longer than the model's window,
-  all carrying the memory's id in the payload. Point ids are derived from the memory id and
-  the part number, so re-applying an event overwrites instead of duplicating.
+- One point per memory, or one per *part* of a text longer than the model's window (a
+  procedure's parts end on step boundaries, any other text's on sentence boundaries), all
+  carrying the memory's id in the payload. Point ids are derived from the memory id and the
+  part number, so re-applying an event overwrites instead of duplicating.
+- Parts are for the dense model only. The BM25 vector of a memory is that of its whole text
+  and rides on its first point; the other parts carry an empty one. So BM25 ranks memories,
+  not fragments, and a memory counts once in the document frequencies behind the IDF.
 - One entity point per spelling (an entity's name and each alias), keyed like the read
   model's alias rows by (namespace, normalized spelling).
 - Encoders are injected (``projections`` cannot import ``ferrex``); everything else comes
@@ -30,7 +34,7 @@ from journal import (
     MemorySuperseded,
     Record,
 )
-from projections.documents import memory_text, procedure_parts
+from projections.documents import memory_text, procedure_parts, text_parts
 from projections.vectors import SparseVector, VectorBackend, VectorPoint
 
 _POINT_NAMESPACE = uuid.UUID("6f1c2d0e-8b7a-4c3e-9d51-2a7e4b8f0c11")
@@ -65,7 +69,7 @@ class Encoders:
     dense: Callable[[Sequence[str]], Iterable[Iterable[float]]]
     sparse: Callable[[str], _Sparse]
     fits: Callable[[str], bool]
-    """Whether a text fits the dense model's window (procedures are split if not)."""
+    """Whether a text fits the dense model's window (longer texts are embedded in parts)."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +109,8 @@ class VectorSink:
         self.backend.sync(self.collections.entities)
 
     def _apply(self, records: Sequence[Record]) -> None:
-        pending: list[tuple[str, str, dict[str, Any]]] = []  # (point id, text, payload)
-        entities: list[tuple[str, str, dict[str, Any]]] = []
+        pending: list[_Pending] = []
+        entities: list[_Pending] = []
         # Invalidations wait for the upserts before them, so that a supersede does not cut
         # the batch in two (a batch embeds and upserts in one call); they keep their order.
         invalidations: list[tuple[str, float]] = []
@@ -141,16 +145,18 @@ class VectorSink:
                             )
                     case EntityCreated():
                         entities.append(
-                            (
+                            _Pending(
                                 alias_point_id(event.namespace, event.normalized),
+                                event.name,
                                 event.name,
                                 _entity_payload(event.entity_id, event.namespace),
                             )
                         )
                     case EntityAliasAdded():
                         entities.append(
-                            (
+                            _Pending(
                                 alias_point_id(event.namespace, event.normalized),
+                                event.alias,
                                 event.alias,
                                 _entity_payload(event.entity_id, event.namespace),
                             )
@@ -160,14 +166,15 @@ class VectorSink:
         flush_memories()
         self._flush(entities, self.collections.entities)
 
-    def _memory_points(self, event: MemoryStored) -> list[tuple[str, str, dict[str, Any]]]:
+    def _memory_points(self, event: MemoryStored) -> list[_Pending]:
         body = event.body
         if body is None:
             return []  # redacted: nothing left to index
+        text = memory_text(event.memory_type, body)
         if event.memory_type == "procedural":
-            texts = procedure_parts(body, self.encoders.fits)
+            parts = procedure_parts(body, self.encoders.fits)
         else:
-            texts = [memory_text(event.memory_type, body)]
+            parts = text_parts(text, self.encoders.fits)
         base = {
             "memory_id": event.memory_id,
             "namespace": event.namespace,
@@ -179,27 +186,44 @@ class VectorSink:
             "visibility": event.visibility,
         }
         return [
-            (point_id(event.memory_id, part), text, base | {"step": part})
-            for part, text in enumerate(texts)
-        ]
+            _Pending(point_id(event.memory_id, n), part, text if n == 0 else None,
+                     base | {"step": n})
+            for n, part in enumerate(parts)
+        ]  # fmt: skip
 
-    def _flush(self, pending: list[tuple[str, str, dict[str, Any]]], collection: str) -> None:
+    def _flush(self, pending: list[_Pending], collection: str) -> None:
         if not pending:
             return
-        dense = self.encoders.dense([text for _, text, _ in pending])
+        dense = self.encoders.dense([p.dense_text for p in pending])
         points = []
-        for (pid, text, payload), vector in zip(pending, dense, strict=True):
-            sparse = self.encoders.sparse(text)
+        for p, vector in zip(pending, dense, strict=True):
             points.append(
                 VectorPoint(
-                    id=pid,
+                    id=p.point_id,
                     dense=_floats(vector),
-                    sparse=SparseVector(tuple(sparse.indices), tuple(sparse.values)),
-                    payload=payload,
+                    sparse=self._sparse(p.sparse_text),
+                    payload=p.payload,
                 )
             )
         self.backend.upsert(collection, points)
         pending.clear()
+
+    def _sparse(self, text: str | None) -> SparseVector:
+        if text is None:
+            return SparseVector((), ())
+        sparse = self.encoders.sparse(text)
+        return SparseVector(tuple(sparse.indices), tuple(sparse.values))
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """A point waiting to be embedded and written."""
+
+    point_id: str
+    dense_text: str
+    sparse_text: str | None
+    """None: this point carries no BM25 terms (a later part of a memory)."""
+    payload: dict[str, Any]
 
 
 def _entity_payload(entity_id: str, namespace: str) -> dict[str, Any]:

@@ -105,7 +105,7 @@ _FIELDS = {
     "steps": "steps", "conditions": "conditions", "entities": "entities",
     "supersedes": "supersedes", "source": "source", "confidence": "confidence",
     "context": "context", "namespace": "namespace", "valid_from": "valid_from",
-    "agent_id": "agent_id", "visibility": "visibility",
+    "agent_id": "agent_id", "visibility": "visibility", "split_long": "split_long",
 }  # fmt: skip
 _LISTS = {"steps", "conditions", "entities"}
 

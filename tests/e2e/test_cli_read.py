@@ -45,7 +45,7 @@ def test_recall_json_and_text(home: Path) -> None:
     assert code == 0 and doc["results"][0]["content"].startswith("INC-4411")
     first = doc["results"][0]
     assert first["freshness"]["label"] == "fresh" and first["entities"] == ["payments"]
-    assert {"dense_rank", "sparse_rank", "rrf", "boost", "staleness"} <= set(first["explain"])
+    assert {"dense_rank", "sparse_rank", "fused", "boost", "staleness"} <= set(first["explain"])
     code, out, _ = run(home, "recall", "how do I rotate the webhook secret", "--type", "procedural")
     assert code == 0 and "rotate webhook secret (v1)" in out
     code, out, _ = run(home, "recall", "who owns billing", "--type", "semantic")

@@ -198,3 +198,95 @@ def test_a_storage_budget_evicts_stale_episodes_never_facts(world: World) -> Non
     assert [e.reason for e in events] == ["eviction"]
     assert set(events[0].memory_ids) == set(gone)
     assert set(events[0].details) <= {"stale_unreferenced_episodic", "stale_episodic"}
+
+
+def test_each_leg_alone_finds_what_only_it_can(world: World) -> None:
+    exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
+    meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
+    query = "INC-90312 storage filling up on the test db"
+    bm25 = world.reader.recall(RecallRequest(query=query, legs="bm25", explain=True))
+    assert [r["id"] for r in bm25.results] == [exact.id]  # no shared word with the other
+    assert bm25.results[0]["explain"]["legs"] == "bm25"
+    assert bm25.results[0]["explain"]["dense_rank"] is None
+    dense = world.ids(query, legs="dense")
+    assert meaning.id in dense
+    assert set(world.ids(query)) == {exact.id, meaning.id}
+
+
+def test_bad_legs_are_a_clear_error(world: World) -> None:
+    with pytest.raises(UsageError, match="legs"):
+        world.reader.recall(RecallRequest(query="ok", legs="both"))  # type: ignore[arg-type]
+
+
+def turn(text: str, at: str, source: str | None = "chat/1", **kw: object) -> StoreRequest:
+    return StoreRequest(content=text, valid_from=at, source=source, **kw)  # type: ignore[arg-type]
+
+
+def test_an_episode_lends_its_neighbours_part_of_its_score(world: World) -> None:
+    asked = world.writer.store(
+        turn("Joanna: Could you send me that lasagna recipe of yours?", "2025-05-01T10:00:00Z")
+    )
+    answer = world.writer.store(
+        turn("Nate: Sure thing, I can give it to you tomorrow!", "2025-05-01T10:01:00Z")
+    )
+    later = world.writer.store(
+        turn("Nate: Happy to share anything that helps you.", "2025-05-01T13:00:00Z")
+    )
+    for i in range(6):
+        world.writer.store(
+            turn(f"Ops: rotated log bucket {i} again", f"2025-05-0{i + 2}T10:00:00Z")
+        )
+    result = world.reader.recall(RecallRequest(query="lasagna recipe", limit=10, explain=True))
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert result.results[0]["id"] == asked.id
+    assert explained[answer.id]["context"]["from"] == asked.id
+    assert [r["id"] for r in result.results].index(answer.id) == 1
+    # Three hours after: not the same episode, whatever its source.
+    assert later.id not in explained or explained[later.id]["context"] is None
+    # Turned off, the answer is no longer pulled up by its neighbour.
+    world.reader.settings = replace(world.reader.settings, context_share=0.0)
+    plain = world.reader.recall(RecallRequest(query="lasagna recipe", limit=10, explain=True))
+    assert all(r["explain"]["context"] is None for r in plain.results)
+
+
+def test_episodes_without_a_source_or_hidden_by_the_filter_lend_nothing(world: World) -> None:
+    asked = world.writer.store(
+        turn("Joanna: Could you send me that lasagna recipe?", "2025-05-01T10:00:00Z", None)
+    )
+    answer = world.writer.store(turn("Nate: Sure thing, tomorrow!", "2025-05-01T10:01:00Z", None))
+    private_asked = world.writer.store(
+        turn("Joanna: And the tiramisu recipe?", "2025-05-01T11:00:00Z", "chat/2")
+    )
+    private_answer = world.writer.store(
+        turn("Nate: Mine only.", "2025-05-01T11:01:00Z", "chat/2", agent_id="agent-n")
+    )
+    result = world.reader.recall(
+        RecallRequest(query="lasagna tiramisu recipe", limit=10, explain=True, agent_id="agent-j")
+    )
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert {asked.id, private_asked.id} <= explained.keys()
+    assert answer.id not in explained or explained[answer.id]["context"] is None
+    assert private_answer.id not in explained  # another agent's private memory
+
+
+def test_a_long_text_is_one_memory_embedded_in_parts(world: World) -> None:
+    filler = [
+        f"Paragraph {i} describes the quarterly budget review for department {i} in detail."
+        for i in range(40)
+    ]
+    text = " ".join([*filler, "At dawn the lighthouse keeper fed the seagulls on the pier."])
+    with pytest.raises(UsageError, match="window"):
+        world.writer.store(note(text))
+    long = world.writer.store(note(text, split_long=True))
+    for i in range(5):
+        world.writer.store(note(f"The quarterly budget of team {i} was approved"))
+    projections = world.writer.projections
+    backend, name = projections.backend, projections.live.memories
+    points = [pid for pid, p in backend.scroll(name) if p["memory_id"] == long.id]
+    assert len(points) > 1
+    stored = backend.retrieve(name, points)
+    sparse_sizes = sorted(len(sparse.indices) for _, sparse, _ in stored.values())
+    assert sparse_sizes[:-1] == [0] * (len(points) - 1) and sparse_sizes[-1] > 20
+    # The last sentence is far beyond the first window: only its own part can match it.
+    assert world.ids("lighthouse keeper feeding seagulls", legs="dense")[0] == long.id
+    assert world.ids("lighthouse keeper feeding seagulls", legs="bm25")[0] == long.id

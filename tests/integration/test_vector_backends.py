@@ -317,6 +317,19 @@ def test_sparse_leg_finds_exact_tokens_only(loaded: VectorBackend) -> None:
     assert loaded.query_sparse(NAME, SparseVector((), ()), VectorFilter(), 10) == []
 
 
+def test_a_point_without_sparse_terms_is_found_by_the_dense_leg_only(
+    loaded: VectorBackend,
+) -> None:
+    # The later parts of a long memory carry no BM25 terms (the first part has them all).
+    part = replace(ROWS[0], n=8, memory="m8", dense=unit((4, 1)), sparse=SparseVector((), ()))
+    loaded.upsert(NAME, [part.point()])
+    assert ns(loaded.query_dense(NAME, unit((4, 1)), VectorFilter(), 1)) == [8]
+    common = loaded.query_sparse(NAME, sparse(t7=1.0), VectorFilter(), 10)
+    assert 8 not in ns(common) and len(common) == 7
+    stored = loaded.retrieve(NAME, [pid(8)])[pid(8)]
+    assert stored[1] == SparseVector((), ())
+
+
 def test_sparse_scores_carry_idf(loaded: VectorBackend) -> None:
     # IDF = ln(1 + (N - n + 0.5) / (n + 0.5)) with N = 7 points: a token in 1 point
     # outweighs a token in all 7 at equal stored weight.

@@ -194,12 +194,24 @@ def test_the_count_component_saturates_logarithmically() -> None:
 
 
 def test_each_clock_falls_back_to_created_at() -> None:
-    # Stored today about an event a year ago: old by event time, but just recorded.
+    # Stored today about an event a year ago: old by event time, but just learned, so every
+    # clock (age included) starts today.
     m = untouched("semantic", 0.0, t_valid=NOW - YEAR)
     result = staleness(m, NOW)
-    assert result.components["age"] == pytest.approx(1 - 2 ** (-365 / 180))
+    assert result.components["age"] == 0.0
     assert result.components["access"] == 0.0
     assert result.components["validation"] == 0.0
+    assert result.label == "fresh"
+
+
+def test_a_back_dated_import_ages_like_a_new_memory() -> None:
+    """Episodes imported today from two years ago: not stale ten days (or a month) later
+    just because they happened long ago; they age from the import, as new memories do."""
+    imported = NOW - 10 * DAY
+    m = FreshnessInput("episodic", imported - 2 * YEAR, None, imported, None, None, 0)
+    fresh = FreshnessInput("episodic", imported, None, imported, None, None, 0)
+    assert staleness(m, NOW).score == pytest.approx(staleness(fresh, NOW).score)
+    assert staleness(m, NOW).label != "stale"
 
 
 @pytest.mark.parametrize(

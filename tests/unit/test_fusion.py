@@ -1,0 +1,121 @@
+"""Recall's pure ranking steps: score normalisation, fusion, episode context; text parts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ferrex.recall import Leg, fuse, lend_to_neighbours, normalized
+from projections.documents import text_parts
+from projections.vectors import Hit
+
+
+def hits(*scored: tuple[str, float]) -> list[Hit]:
+    return [Hit(f"p-{memory_id}", score, {"memory_id": memory_id}) for memory_id, score in scored]
+
+
+def leg(*scored: tuple[str, float], asked: int | None = None) -> Leg:
+    return Leg.of(hits(*scored), len(scored) if asked is None else asked)
+
+
+def test_a_cut_off_leg_is_normalised_from_its_last_to_its_best_point() -> None:
+    cut = Leg.of(hits(("a", 0.8), ("b", 0.6), ("c", 0.4)), asked=3)
+    assert cut.floor == 0.4
+    assert normalized([0.8, 0.6, 0.4], cut.floor) == pytest.approx([1.0, 0.5, 0.0])
+
+
+def test_a_leg_that_returned_fewer_than_asked_has_a_floor_of_zero() -> None:
+    # BM25 returns only memories sharing a term: the rest score 0, not "the last one".
+    assert Leg.of(hits(("a", 4.0), ("b", 2.0)), asked=40).floor == 0.0
+    assert Leg.of(hits(("a", 0.5), ("b", -0.5)), asked=40).floor == -0.5
+    assert Leg.of([], asked=40) == Leg({}, 0.0)
+    assert normalized([4.0, 2.0], 0.0) == pytest.approx([1.0, 0.5])
+    assert normalized([0.7, 0.7], 0.7) == [1.0, 1.0]
+    assert normalized([], 0.0) == []
+
+
+def test_a_memory_is_ranked_by_its_best_part_and_the_floor_by_the_last_point() -> None:
+    parts = Leg.of(hits(("a", 0.9), ("b", 0.8), ("a", 0.7), ("c", 0.6)), asked=4)
+    assert list(parts.best) == ["a", "b", "c"] and parts.best["a"].score == 0.9
+    assert parts.floor == 0.6  # four points asked, four returned: cut off
+
+
+def test_fusion_is_a_convex_combination_of_normalised_scores() -> None:
+    dense = leg(("a", 1.0), ("b", 0.75), ("c", 0.5))
+    bm25 = leg(("c", 10.0), ("d", 5.0), asked=40)
+    fused = dict(fuse([dense, bm25], (0.5, 0.5)))
+    assert fused == pytest.approx({"a": 0.5, "b": 0.25, "c": 0.5, "d": 0.25})
+    # Ties are broken by id, best first.
+    assert [m for m, _ in fuse([dense, bm25], (0.5, 0.5))] == ["a", "c", "b", "d"]
+
+
+def test_fusion_weights_shift_the_balance_between_legs() -> None:
+    dense = leg(("a", 0.9), ("b", 0.1))
+    bm25 = leg(("b", 9.0), ("a", 1.0))
+    assert fuse([dense, bm25], (0.7, 0.3))[0][0] == "a"
+    assert fuse([dense, bm25], (0.3, 0.7))[0][0] == "b"
+    with pytest.raises(ValueError):
+        fuse([dense, bm25], (1.0,))
+
+
+def test_a_memory_found_by_both_legs_beats_one_found_by_one() -> None:
+    dense = leg(("both", 0.8), ("dense-only", 0.81), ("x", 0.2))
+    bm25 = leg(("both", 3.0), ("bm25-only", 3.1), ("y", 0.5))
+    assert fuse([dense, bm25], (0.5, 0.5))[0][0] == "both"
+
+
+def test_neighbours_get_a_share_of_the_best_lender_and_keep_their_own() -> None:
+    fused = [("hit", 1.0), ("other", 0.4), ("near", 0.1)]
+    neighbours = {"hit": ["near", "new"], "other": ["near"], "near": ["hit"]}
+    ranking, loans = lend_to_neighbours(fused, neighbours, share=0.5)
+    scores = dict(ranking)
+    assert scores["near"] == pytest.approx(0.1 + 0.5)  # the larger loan, from "hit"
+    assert scores["new"] == pytest.approx(0.5)  # not a candidate before: joins
+    assert scores["hit"] == pytest.approx(1.0 + 0.05)
+    assert scores["other"] == pytest.approx(0.4)
+    assert loans["near"] == ("hit", pytest.approx(0.5))
+    assert [m for m, _ in ranking] == ["hit", "near", "new", "other"]
+
+
+def test_without_neighbours_the_ranking_is_unchanged() -> None:
+    fused = [("a", 0.9), ("b", 0.3)]
+    assert lend_to_neighbours(fused, {}, share=0.5) == (fused, {})
+
+
+def words_fit(limit: int):  # type: ignore[no-untyped-def]
+    return lambda text: len(text.split()) <= limit
+
+
+def test_a_text_that_fits_is_one_part() -> None:
+    assert text_parts("Short. Text.", words_fit(5)) == ["Short. Text."]
+
+
+def test_long_text_is_packed_into_whole_sentences() -> None:
+    text = "One two three. Four five! Six seven eight? Nine."
+    assert text_parts(text, words_fit(5)) == ["One two three. Four five!", "Six seven eight? Nine."]
+
+
+def test_a_sentence_longer_than_the_window_starts_a_part_and_is_cut_between_words() -> None:
+    text = "Intro here. a b c d e f g h i j k l. Outro."
+    assert text_parts(text, words_fit(5)) == [
+        "Intro here.",
+        "a b c d e",
+        "f g h i j",
+        "k l. Outro.",
+    ]
+
+
+@given(st.lists(st.text(alphabet="abc .!?\n", min_size=1, max_size=30), min_size=1, max_size=20))
+def test_parts_fit_and_keep_every_word_in_order(chunks: list[str]) -> None:
+    text = " ".join(chunks).strip()
+    if not text:
+        return
+    parts = text_parts(text, words_fit(4))
+    assert all(len(p.split()) <= 4 or len(p.split()) == 1 for p in parts)
+    assert " ".join(parts).split() == text.split()
+
+
+def test_a_negative_score_lends_nothing() -> None:
+    ranking, loans = lend_to_neighbours([("a", 0.2), ("b", -0.4)], {"b": ["a", "c"]}, 0.5)
+    assert dict(ranking) == {"a": 0.2, "b": -0.4} and loans == {}

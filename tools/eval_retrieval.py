@@ -1,0 +1,540 @@
+"""Retrieval quality on public benchmarks, through ferrex's real import and real recall.
+
+    python tools/eval_retrieval.py beir   [--data DIR]  [--cache-home DIR] [--home DIR]
+    python tools/eval_retrieval.py locomo [--data FILE] [--cache-home DIR] [--home DIR]
+    python tools/eval_retrieval.py all    (both, one after the other)
+        [--reranker NAME] [--later-days N] [--setting dense_weight=0.5 ...] [--json FILE]
+
+With a warm embedding cache ``all`` takes about three minutes on two cores; the first run
+embeds every text (SciFact's abstracts in about 15,000 window-sized parts), which takes
+20-40 minutes on a busy two-core machine.
+
+Each benchmark is stored as memories in a fresh data directory (a temporary one, or
+``--home DIR`` to keep it; a home that already holds the data is reused as it is) through
+``Writer.store_many``, the path ``ferrex import`` takes, and every query is asked through
+``Reader.recall`` as an agent would ask it, once per retrieval mode, in the same run:
+
+- ``bm25``, ``dense``: one leg alone (``RecallRequest(legs=...)``), episode context off;
+- ``hybrid, no episode context``: both legs fused, episode context off (LoCoMo only);
+- ``bm25 + episode context``: the BM25 leg with episode context (LoCoMo only), so the
+  default is also compared with the best single leg given the same later stages;
+- ``hybrid (ferrex default)``: what ``App.reader()`` does with the default configuration;
+- ``hybrid+rerank``: the default with a cross-encoder reranker, when ``--reranker`` names
+  one that loads; none ships offline, so by default the row says "unavailable";
+- ``..., N days later``: the default recall with its clock moved ``--later-days`` ahead,
+  with and without ``include_stale``, to show what staleness does to imported history.
+
+Every later stage of recall (recency boost, staleness labels and the hiding of stale
+memories) runs in every mode, so the table measures what an agent gets. Metrics are nDCG@10
+(binary relevance), recall@5 and recall@10 (the share of a query's relevant memories in the
+top k), averaged over queries.
+
+**BEIR SciFact** (``--data``, default ``../shared/data/scifact``): each abstract is one
+episodic memory, ``title + " " + text``, in namespace ``scifact``. Most abstracts are longer
+than the embedding model's window, so they are stored with ``split_long``: one memory,
+embedded in parts, the whole text indexed for BM25 (see ``ferrex.memory_input``).
+**LoCoMo** (``--data``, default ``../shared/data/locomo/locomo10.json``): the retrieval-only
+protocol of its README. One namespace per conversation; each dialog turn one episodic memory
+``"Speaker: text"`` back-dated to its session's date (read as UTC; turn *i* of a session at
+the session's time plus *i* minutes, so the turns keep their order), with the conversation
+as its ``source`` (which is what lets episode context find a turn's neighbours); each
+question asked in its conversation's namespace; relevant = its evidence turns, normalised
+(``D8:6; D9:17`` is two turns, ``D30:05`` is ``D30:5``, ids of turns that do not exist are
+dropped, and the four questions left without evidence are skipped). Reported overall and
+per category (adversarial questions, which name the wrong speaker, as their own category).
+
+``--cache-home DIR`` (default ``~/.cache/ferrex-eval``) keeps the assembled model and the
+embedding cache across runs: the data directory's ``models/`` and ``cache/`` are links to
+it, so a second run embeds only the queries it has never seen. The data sets are read where
+they are and never copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ferrex.app import App  # noqa: E402
+from ferrex.config import load  # noqa: E402
+from ferrex.errors import FerrexError  # noqa: E402
+from ferrex.memory_input import StoreRequest  # noqa: E402
+from ferrex.recall import AccessLog, Legs, Reader, RecallRequest  # noqa: E402
+from ferrex.rerank import choose_reranker, load_reranker  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+K = 10
+DEFAULT = "hybrid (ferrex default)"
+RERANK = "hybrid+rerank"
+LOCOMO_CATEGORIES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
+
+# -- metrics (pure) ------------------------------------------------------------------------
+
+
+def dcg(ranked: Sequence[str], relevant: set[str], k: int = K) -> float:
+    return sum(1.0 / math.log2(rank + 2) for rank, d in enumerate(ranked[:k]) if d in relevant)
+
+
+def ndcg_at(ranked: Sequence[str], relevant: set[str], k: int = K) -> float:
+    """nDCG@k with binary relevance; 0 when nothing is relevant."""
+    ideal = sum(1.0 / math.log2(rank + 2) for rank in range(min(k, len(relevant))))
+    return dcg(ranked, relevant, k) / ideal if ideal else 0.0
+
+
+def recall_at(ranked: Sequence[str], relevant: set[str], k: int) -> float:
+    """The share of ``relevant`` found in the first ``k`` of ``ranked``."""
+    if not relevant:
+        return 0.0
+    return len(relevant.intersection(ranked[:k])) / len(relevant)
+
+
+@dataclass
+class Scores:
+    """Per-query metrics of one retrieval mode, averaged on demand."""
+
+    ndcg: list[float] = field(default_factory=list)
+    r5: list[float] = field(default_factory=list)
+    r10: list[float] = field(default_factory=list)
+
+    def add(self, ranked: Sequence[str], relevant: set[str]) -> None:
+        self.ndcg.append(ndcg_at(ranked, relevant, 10))
+        self.r5.append(recall_at(ranked, relevant, 5))
+        self.r10.append(recall_at(ranked, relevant, 10))
+
+    def mean(self) -> dict[str, float]:
+        n = len(self.ndcg)
+        if not n:
+            return {"n": 0, "ndcg@10": math.nan, "recall@5": math.nan, "recall@10": math.nan}
+        return {
+            "n": n,
+            "ndcg@10": sum(self.ndcg) / n,
+            "recall@5": sum(self.r5) / n,
+            "recall@10": sum(self.r10) / n,
+        }
+
+
+# -- data (pure parsing) ---------------------------------------------------------------------
+
+_DIA_ID = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+def normalize_evidence(raw: Iterable[str]) -> list[str]:
+    """LoCoMo evidence ids, cleaned: several ids in one string are split (``"D8:6; D9:17"``,
+    ``"D9:1 D4:4"``), zero padding and a stray colon are dropped (``D30:05`` → ``D30:5``,
+    ``D:11:26`` → ``D11:26``), anything else unreadable is left out; first occurrence kept."""
+    found: list[str] = []
+    for entry in raw:
+        for match in _DIA_ID.finditer(str(entry)):
+            dia_id = f"D{int(match.group(1))}:{int(match.group(2))}"
+            if dia_id not in found:
+                found.append(dia_id)
+    return found
+
+
+def parse_session_time(text: str) -> datetime:
+    """A LoCoMo session time such as ``1:56 pm on 8 May, 2023``, read as UTC."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Doc:
+    key: str
+    """The benchmark's id of the document (a SciFact ``_id``, a LoCoMo ``dia_id``)."""
+    request: StoreRequest
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    namespace: str
+    relevant: frozenset[str]
+    group: str = "all"
+
+
+@dataclass(frozen=True)
+class Bench:
+    name: str
+    docs: list[Doc]
+    queries: list[Query]
+    notes: list[str]
+    episodes: bool = False
+    """Whether the documents are episodes with a source (episode context can apply)."""
+
+
+def beir_bench(data: Path) -> Bench:
+    namespace = "scifact"
+    docs = []
+    for line in (data / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+        raw = json.loads(line)
+        text = f"{raw['title']} {raw['text']}".strip()
+        docs.append(Doc(str(raw["_id"]), StoreRequest(content=text, namespace=namespace,
+                                                       split_long=True)))  # fmt: skip
+    texts = {}
+    for line in (data / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        raw = json.loads(line)
+        texts[str(raw["_id"])] = str(raw["text"])
+    qrels: dict[str, set[str]] = {}
+    for line in (data / "qrels-test.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        query_id, doc_id, score = line.split("\t")
+        if int(score) > 0:
+            qrels.setdefault(query_id, set()).add(doc_id)
+    queries = [
+        Query(texts[q], namespace, frozenset(rel)) for q, rel in sorted(qrels.items(), key=_num)
+    ]
+    return Bench("BEIR SciFact (test)", docs, queries, [])
+
+
+def _num(item: tuple[str, Any]) -> tuple[int, str]:
+    key = item[0]
+    return (int(key), key) if key.isdigit() else (0, key)
+
+
+def locomo_bench(path: Path) -> Bench:
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    docs: list[Doc] = []
+    queries: list[Query] = []
+    dropped_ids = 0
+    skipped = 0
+    for sample in samples:
+        namespace = f"locomo-{sample['sample_id']}"
+        conversation = sample["conversation"]
+        turns: set[str] = set()
+        for key, session in conversation.items():
+            if not re.fullmatch(r"session_\d+", key):
+                continue
+            start = parse_session_time(conversation[f"{key}_date_time"])
+            for index, turn in enumerate(session):
+                dia_id = normalize_evidence([turn["dia_id"]])[0]
+                turns.add(dia_id)
+                request = StoreRequest(
+                    content=f"{turn['speaker']}: {turn['text']}",
+                    namespace=namespace,
+                    valid_from=start + timedelta(minutes=index),
+                    source=f"locomo/{sample['sample_id']}",
+                    context={"dia_id": dia_id},
+                )
+                docs.append(Doc(f"{namespace}/{dia_id}", request))
+        for qa in sample["qa"]:
+            evidence = normalize_evidence(qa.get("evidence", []))
+            known = [e for e in evidence if e in turns]
+            dropped_ids += len(evidence) - len(known)
+            if not known:
+                skipped += 1
+                continue
+            group = LOCOMO_CATEGORIES.get(int(qa["category"]), f"category {qa['category']}")
+            relevant = frozenset(f"{namespace}/{e}" for e in known)
+            queries.append(Query(str(qa["question"]), namespace, relevant, group))
+    notes = [
+        f"{skipped} questions without a readable evidence turn skipped; "
+        f"{dropped_ids} evidence ids naming no turn dropped"
+    ]
+    return Bench("LoCoMo (10 conversations, turn level)", docs, queries, notes, episodes=True)
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def prepare_home(home: Path, cache_home: Path) -> None:
+    """Point ``home``'s model and cache directories at ``cache_home``'s, so that the
+    assembled model and the embedding cache outlive the (temporary) data directory."""
+    home.mkdir(parents=True, exist_ok=True)
+    for name in ("models", "cache"):
+        shared = cache_home / name
+        shared.mkdir(parents=True, exist_ok=True)
+        link = home / name
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to(shared, target_is_directory=True)
+
+
+@dataclass
+class Stored:
+    by_memory: dict[str, str]
+    """memory id → the benchmark's document key."""
+    refused: dict[str, int]
+    seconds: float
+
+
+def store(app: App, bench: Bench, progress: Callable[[str], None]) -> Stored:
+    """Import the documents (or find them in a reused home) and map memory ids to keys."""
+    started = time.perf_counter()
+    existing = {
+        str(key): str(memory_id)
+        for memory_id, key in app.projections().read_model.db.execute(
+            "SELECT memory_id, json_extract(context, '$.eval_key') FROM memories"
+        )
+        if key is not None
+    }
+    wanted = [d for d in bench.docs if d.key not in existing]
+    refused: dict[str, int] = {}
+    if wanted:
+        requests = [_with_key(d) for d in wanted]
+        last = [0.0]
+
+        def report(done: int, total: int) -> None:
+            now = time.perf_counter()
+            if now - last[0] > 15 or done == total:
+                last[0] = now
+                progress(f"  stored {done}/{total} ({now - started:.0f} s)")
+
+        outcomes = app.writer().store_many(requests, chunk=256, progress=report)
+        for doc, outcome in zip(wanted, outcomes, strict=True):
+            if isinstance(outcome, FerrexError):
+                refused[outcome.code] = refused.get(outcome.code, 0) + 1
+                progress(f"  refused {doc.key}: [{outcome.code}] {outcome}")
+            else:
+                existing[doc.key] = outcome.id
+    by_memory = {memory_id: key for key, memory_id in existing.items()}
+    return Stored(by_memory, refused, time.perf_counter() - started)
+
+
+def _with_key(doc: Doc) -> StoreRequest:
+    context = dict(doc.request.context or {})
+    context["eval_key"] = doc.key
+    r = doc.request
+    return StoreRequest(
+        content=r.content, namespace=r.namespace, valid_from=r.valid_from, context=context,
+        source=r.source, entities=r.entities, split_long=r.split_long,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Mode:
+    label: str
+    reader: Reader
+    legs: Legs
+    include_stale: bool = False
+
+
+@dataclass
+class Run:
+    scores: dict[str, dict[str, Scores]]
+    """mode → group → scores (the group ``all`` holds every query)."""
+    hidden: dict[str, dict[str, int]]
+    seconds: dict[str, float]
+
+
+def ask(
+    modes: Sequence[Mode], bench: Bench, stored: Stored, progress: Callable[[str], None]
+) -> Run:
+    run = Run({}, {}, {})
+    for mode in modes:
+        started = time.perf_counter()
+        scores = run.scores[mode.label] = {}
+        hidden = run.hidden[mode.label] = {}
+        for query in bench.queries:
+            request = RecallRequest(
+                query=query.text,
+                namespace=query.namespace,
+                limit=K,
+                legs=mode.legs,
+                include_stale=mode.include_stale,
+            )
+            result = mode.reader.recall(request)
+            ranked = [stored.by_memory.get(r["id"], "?") for r in result.results]
+            for group in dict.fromkeys(("all", query.group)):
+                scores.setdefault(group, Scores()).add(ranked, set(query.relevant))
+            for reason, count in result.hidden.items():
+                hidden[reason] = hidden.get(reason, 0) + count
+        run.seconds[mode.label] = time.perf_counter() - started
+        progress(f"  {mode.label}: {len(bench.queries)} queries in {run.seconds[mode.label]:.1f} s")
+    return run
+
+
+def evaluate(
+    bench: Bench,
+    home: Path,
+    cache_home: Path,
+    reranker: str,
+    later_days: float,
+    progress: Callable[[str], None],
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    prepare_home(home, cache_home)
+    app = App(home=home, config=load(home, env={}))
+    try:
+        progress(f"{bench.name}: {len(bench.docs)} documents, {len(bench.queries)} queries")
+        stored = store(app, bench, progress)
+        progress(f"  {len(stored.by_memory)} memories ready in {stored.seconds:.0f} s")
+        default = app.reader()
+        if overrides:
+            default.settings = replace(default.settings, **overrides)
+        settings = default.settings
+        projections, embedder = app.projections(), app.embedder()
+        plain = Reader(projections, embedder, default.reranker,
+                       replace(settings, context_share=0.0), AccessLog())  # fmt: skip
+        modes = [Mode("bm25", plain, "bm25"), Mode("dense", plain, "dense")]
+        if bench.episodes:
+            modes += [
+                Mode("hybrid, no episode context", plain, "hybrid"),
+                Mode("bm25 + episode context", default, "bm25"),
+            ]
+        modes.append(Mode(DEFAULT, default, "hybrid"))
+        stage = load_reranker(choose_reranker(reranker, {}), home)
+        if stage.state == "ready":
+            modes.append(Mode(RERANK, Reader(projections, embedder, stage, settings), "hybrid"))
+        if later_days:
+            later = datetime.now(UTC) + timedelta(days=later_days)
+            shifted = Reader(projections, embedder, default.reranker, settings, AccessLog(),
+                             clock=lambda: later)  # fmt: skip
+            label = f"{DEFAULT}, {later_days:g} days later"
+            modes.append(Mode(label, shifted, "hybrid"))
+            modes.append(Mode(f"{label}, include_stale", shifted, "hybrid", include_stale=True))
+        run = ask(modes, bench, stored, progress)
+    finally:
+        app.close()
+    table = {
+        mode: {group: s.mean() for group, s in sorted(groups.items())}
+        for mode, groups in run.scores.items()
+    }
+    return {
+        "bench": bench.name,
+        "documents": len(bench.docs),
+        "memories": len(stored.by_memory),
+        "refused": stored.refused,
+        "queries": len(bench.queries),
+        "notes": bench.notes,
+        "store_seconds": round(stored.seconds, 1),
+        "query_seconds": {m: round(s, 1) for m, s in run.seconds.items()},
+        "hidden": {m: h for m, h in run.hidden.items() if h},
+        "reranker": "ready" if stage.state == "ready" else f"unavailable ({stage.status})",
+        "settings": {k: v for k, v in asdict(settings).items() if k != "namespace_staleness"},
+        "results": table,
+    }
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [f"## {report['bench']}", ""]
+    lines.append(
+        f"{report['documents']} documents → {report['memories']} memories"
+        + (f" (refused: {report['refused']})" if report["refused"] else "")
+        + f", {report['queries']} queries; import {report['store_seconds']} s; queries "
+        + ", ".join(f"{m} {s} s" for m, s in report["query_seconds"].items())
+    )
+    lines += report["notes"]
+    lines.append(f"held back by recall (stale, superseded): {report['hidden'] or 'nothing'}")
+    lines.append("")
+    results = report["results"]
+    lines.append("| mode | nDCG@10 | recall@5 | recall@10 |")
+    lines.append("|---|---|---|---|")
+    for mode, by_group in results.items():
+        m = by_group["all"]
+        lines.append(
+            f"| {mode} | {m['ndcg@10']:.3f} | {m['recall@5']:.3f} | {m['recall@10']:.3f} |"
+        )
+    if RERANK not in results:
+        lines.append(f"| {RERANK} | {report['reranker']} | | |")
+    groups = [g for g in results[DEFAULT] if g != "all"]
+    if groups:
+        lines += ["", "recall@10 (nDCG@10) by category:", ""]
+        sizes = [f"{g} (n={results[DEFAULT][g]['n']})" for g in groups]
+        lines.append("| mode | " + " | ".join(sizes) + " |")
+        lines.append("|---" * (len(groups) + 1) + "|")
+        for mode, by_group in results.items():
+            cells = [
+                f"{by_group[g]['recall@10']:.3f} ({by_group[g]['ndcg@10']:.3f})" for g in groups
+            ]
+            lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+_SETTINGS = {"dense_weight": float, "context_share": float, "context_reach": int,
+             "context_gap": float, "prefetch": int}  # fmt: skip
+
+
+def parse_setting(item: str) -> tuple[str, Any]:
+    name, _, value = item.partition("=")
+    if name not in _SETTINGS:
+        raise SystemExit(f"--setting {item!r}: one of {', '.join(_SETTINGS)}")
+    return name, _SETTINGS[name](value)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("bench", choices=("beir", "locomo", "all"))
+    parser.add_argument("--data", type=Path, help="the data set (directory or file)")
+    parser.add_argument("--home", type=Path, help="keep (or reuse) the data directory here")
+    parser.add_argument(
+        "--cache-home",
+        type=Path,
+        default=Path("~/.cache/ferrex-eval").expanduser(),
+        help="where the model files and the embedding cache persist across runs",
+    )
+    parser.add_argument("--reranker", default="none", help="a reranker setting (models.reranker)")
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a RecallSettings number for this run (dense_weight, context_share, "
+        "context_reach, context_gap, prefetch); repeatable",
+    )
+    parser.add_argument(
+        "--later-days",
+        type=float,
+        default=30.0,
+        help="also run the default recall as if this many days had passed (0: skip)",
+    )
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    overrides = dict(parse_setting(item) for item in args.setting)
+
+    def progress(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    benches: list[tuple[str, Callable[[], Bench]]] = []
+    if args.bench in ("beir", "all"):
+        path = args.data if args.bench == "beir" and args.data else DATA / "scifact"
+        benches.append(("beir", lambda: beir_bench(path)))
+    if args.bench in ("locomo", "all"):
+        file = args.data if args.bench == "locomo" and args.data else DATA / "locomo/locomo10.json"
+        benches.append(("locomo", lambda: locomo_bench(file)))
+
+    started = time.perf_counter()
+    reports = []
+    for name, build in benches:
+        bench = build()
+        if args.home is not None:
+            home = args.home / name
+            reports.append(evaluate(bench, home, args.cache_home, args.reranker,
+                                    args.later_days, progress, overrides))  # fmt: skip
+        else:
+            with tempfile.TemporaryDirectory(prefix=f"ferrex-eval-{name}-") as tmp:
+                reports.append(evaluate(bench, Path(tmp), args.cache_home, args.reranker,
+                                        args.later_days, progress, overrides))  # fmt: skip
+    load_avg = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    total = time.perf_counter() - started
+    print(f"# ferrex retrieval evaluation ({total:.0f} s; {load_avg})\n")
+    for report in reports:
+        print(render(report) + "\n")
+    if args.json:
+        args.json.write_text(json.dumps({"seconds": total, "uptime": load_avg,
+                                         "reports": reports}, indent=2))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
