@@ -265,6 +265,10 @@ class App:
                 default_limit=c["recall.limit"],
                 prefetch=max(30, c["recall.prefetch"]),
                 rerank_pool=c["recall.rerank_pool"],
+                dense_weight=_within(c, "recall.dense_weight", 0.0, 1.0),
+                context_share=_within(c, "recall.context_share", 0.0, 1.0),
+                context_reach=int(_within(c, "recall.context_reach", 0, 10)),
+                context_gap=_within(c, "recall.context_gap_seconds", 0.0, 30 * 86400.0),
                 staleness=base,
                 namespace_staleness={
                     str(ns): params_for(str(ns), overrides, base) for ns in overrides
@@ -381,6 +385,16 @@ class App:
             if self._owner_fd is not None:
                 os.close(self._owner_fd)  # another process may own the stores from now on
                 self._owner_fd = None
+
+
+def _within(config: Config, key: str, low: float, high: float) -> float:
+    value = float(config[key])
+    if not low <= value <= high:
+        raise UsageError(
+            f"configuration key {key!r} must be between {low:g} and {high:g}, got {value:g}",
+            hint=f"set it in {config.origin(key)}",
+        )
+    return value
 
 
 def predicate_changes(app: App) -> list[dict[str, str | None]]:

@@ -109,3 +109,23 @@ def test_staleness_defaults_apply_to_every_namespace(tmp_path: Path) -> None:
     (home / "ferrex.toml").write_text("[staleness.defaults]\nweights.age = 0.9\n")
     done = CliRunner().invoke(cli, ["--home", str(home), "stats"])
     assert done.exit_code == 2 and "weights must sum to 1" in done.stderr
+
+
+def test_recall_tuning_keys_are_checked(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ferrex.app import App
+    from ferrex.cli import cli
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "ferrex.toml").write_text("[recall]\ndense_weight = 0.7\ncontext_share = 0.0\n")
+    app = App(home=home, config=load(home, None))
+    try:
+        settings = app.reader().settings
+        assert settings.dense_weight == 0.7 and settings.context_share == 0.0
+    finally:
+        app.close()
+    (home / "ferrex.toml").write_text("[recall]\ndense_weight = 1.5\n")
+    done = CliRunner().invoke(cli, ["--home", str(home), "recall", "anything"])
+    assert done.exit_code == 2 and "recall.dense_weight" in done.stderr
