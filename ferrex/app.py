@@ -52,7 +52,7 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
 
 
 @contextmanager
-def _translated() -> Iterator[None]:
+def translated() -> Iterator[None]:
     """Third-party and lower-layer errors become ferrex errors once, here."""
     try:
         yield
@@ -209,7 +209,7 @@ class App:
     def projections(self, progress: Progress | None = None) -> Projections:
         """The live projections, caught up with the journal (rebuilt first if they must be)."""
         if self._projections is None:
-            with _translated():
+            with translated():
                 self._projections = Projections.open(
                     self.home,
                     self.journal(),
@@ -314,7 +314,7 @@ class App:
         """Journal the recall hits counted so far (done at close, and by the server's timer)."""
         if not len(self.access):
             return None
-        with _translated():
+        with translated():
             return self.access.flush(self.journal())
 
     def replay(
@@ -333,7 +333,7 @@ class App:
         elif self._projections is not None:
             self._projections.rebuild(progress)
             return self._projections
-        with _translated():
+        with translated():
             self._projections = Projections.replay(
                 self.home,
                 self.journal(),

@@ -27,18 +27,17 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ferrex.app import App
+from ferrex.app import App, translated
 from ferrex.embedding import EmbeddingCache, cache_path, text_key
-from ferrex.errors import BackendUnavailable, FerrexError, JournalFailure, from_journal_error
-from journal import JournalError, verify
+from ferrex.errors import BackendUnavailable, FerrexError, JournalFailure
+from journal import verify
 from journal.compact import Plan, Progress, Report, Step, plan
 from journal.compact import compact as compact_journal
 from journal.segment import fsync_dir
@@ -154,7 +153,7 @@ def compact(
     started = time.perf_counter()
     directory = app.journal_dir
     if dry_run:
-        with _translated():
+        with translated():
             found = plan(directory, progress)
         outcome = Outcome(True, found, cache_texts=len(_cache_keys(found, _window(app))))
         outcome.projections = (
@@ -181,7 +180,7 @@ def compact(
         cache_done.append((len(keys), rows))
         _step(step, "cache-purged")
 
-    with _translated():
+    with translated():
         report = compact_journal(
             app.journal(), before_rewrite=before_rewrite, step=step, progress=progress
         )
@@ -351,12 +350,3 @@ def _write_state(home: Path, state: _State) -> None:
 def _step(step: Step | None, name: str) -> None:
     if step is not None:
         step(name)
-
-
-@contextmanager
-def _translated() -> Iterator[None]:
-    """Journal errors become ferrex errors, once, here."""
-    try:
-        yield
-    except JournalError as exc:
-        raise from_journal_error(exc) from exc

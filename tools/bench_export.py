@@ -12,10 +12,13 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ferrex.porting.gitexport import export_git, verify_against
 from journal import (
@@ -27,32 +30,8 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
+from tools.bench_journal import WORDS
 
-WORDS = [
-    "deploy",
-    "api",
-    "server",
-    "tokio",
-    "postgres",
-    "migration",
-    "incident",
-    "rollback",
-    "cache",
-    "latency",
-    "config",
-    "alice",
-    "bob",
-    "release",
-    "pipeline",
-    "staging",
-    "prod",
-    "feature",
-    "flag",
-    "retry",
-    "timeout",
-    "queue",
-    "worker",
-]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
