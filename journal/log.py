@@ -539,8 +539,9 @@ class Journal:
                         return  # a segment being created right now
                     raise JournalFormatError(f"{path.name}: {problem}")
                 found = _decode(path, data, HEADER_SIZE, first, after, self._gaps, hashes)
-            if found.records and found.last is not None:
-                self._cursor = (found.records[-1].position, path, base + found.last)
+            if found.last is not None and found.last_position is not None:
+                # also when nothing was new: a caught-up reader must not rescan the segment
+                self._cursor = (found.last_position, path, base + found.last)
             yield from found.records
             if found.bad_offset is not None:
                 if is_last:

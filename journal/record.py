@@ -296,6 +296,8 @@ class Decoded(msgspec.Struct):
     reason: str | None = None
     last: int | None = None
     """Offset of the last valid frame (None when there was none)."""
+    last_position: int | None = None
+    """Position of that frame."""
 
 
 def decode_frames(
@@ -370,7 +372,10 @@ def decode_frames(
         offset += length
     if strict and reason is not None:
         raise ValueError(reason)
-    return Decoded(records, offset, None if reason is None else offset, reason, last)
+    return Decoded(
+        records, offset, None if reason is None else offset, reason, last,
+        None if last is None else expected - 1,
+    )  # fmt: skip
 
 
 def _decode_tolerant(payload: memoryview) -> Record:

@@ -161,3 +161,22 @@ def test_exclusive_holds_other_writers_off_until_released(tmp_path: Path) -> Non
         thread.join()
         assert [r.position for r in one.read()] == [1, 2, 3]
         assert verify(tmp_path / "j").ok
+
+
+def test_a_caught_up_reader_resumes_at_the_head_instead_of_rescanning(tmp_path: Path) -> None:
+    """A process that opened the journal and read nothing new still remembers where the head
+    record is, so its next ``read(after=head)`` decodes one frame, not the whole segment
+    (recall in a fresh server process at 100k memories spent ~100 ms a call rescanning)."""
+    with Journal.open(tmp_path / "j") as writer:
+        writer.append_batch([[stored(i)] for i in range(50)])
+        head = writer.head.position
+    reader = Journal.open(tmp_path / "j")
+    try:
+        assert list(reader.read(after=head)) == []
+        cursor = reader._cursor
+        assert cursor is not None and cursor[0] == head and cursor[2] > 0
+        with Journal.open(tmp_path / "j") as other:
+            other.append([stored(99)])
+        assert [r.position for r in reader.read(after=head)] == [head + 1]
+    finally:
+        reader.close()
