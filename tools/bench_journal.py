@@ -12,6 +12,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -68,6 +69,44 @@ def bench_appends(directory: Path, n: int, batch: int) -> float:
         return n / (time.perf_counter() - start)
 
 
+APPEND_RUNS = ((500, 1), (50_000, 100), (200_000, 1000))  # (records, records per fsync)
+
+
+@dataclass(frozen=True, slots=True)
+class JournalNumbers:
+    """Medians over the repeats; ``append_per_s`` maps records per fsync to records/s."""
+
+    append_per_s: dict[int, float]
+    records: int  # in the journal read back
+    read_per_s: float
+    open_s: float  # one open of that journal: the recovery scan
+    bytes_per_memory: float
+
+
+def run(root: Path, records: int, repeat: int) -> JournalNumbers:
+    """Write and read journals under ``root`` (left there: the caller removes it)."""
+    append_per_s = {}
+    for n, batch in APPEND_RUNS:
+        runs = [bench_appends(root / "a", n, batch) for _ in range(repeat)]
+        append_per_s[batch] = statistics.median(runs)
+    big = root / "big"
+    shutil.rmtree(big, ignore_errors=True)
+    with Journal.open(big) as journal:
+        for i in range(0, records, 1000):
+            journal.append_batch([[memory(j)] for j in range(i, min(i + 1000, records))])
+    size = sum(p.stat().st_size for _, p in list_segments(big))
+    runs = []
+    for _ in range(repeat):
+        with Journal.open(big) as journal:
+            start = time.perf_counter()
+            count = sum(1 for _ in journal.read())
+            runs.append(count / (time.perf_counter() - start))
+    start = time.perf_counter()
+    Journal.open(big).close()
+    open_s = time.perf_counter() - start
+    return JournalNumbers(append_per_s, records, statistics.median(runs), open_s, size / records)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="records for the read run")
@@ -79,46 +118,23 @@ def main() -> None:
     root = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-bench-"))
     root.mkdir(parents=True, exist_ok=True)
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}, dir: {root}")
-    rows: list[tuple[str, str]] = []
     try:
-        for label, n, batch in (
-            ("append, 1 record per fsync", 500, 1),
-            ("append, batches of 100", 50_000, 100),
-            ("append, batches of 1000", 200_000, 1000),
-        ):
-            runs = [bench_appends(root / "a", n, batch) for _ in range(args.repeat)]
-            rows.append((label, f"{statistics.median(runs):,.0f} records/s"))
-
-        big = root / "big"
-        shutil.rmtree(big, ignore_errors=True)
-        with Journal.open(big) as journal:
-            for i in range(0, args.records, 1000):
-                journal.append_batch([[memory(j)] for j in range(i, min(i + 1000, args.records))])
-        size = sum(p.stat().st_size for _, p in list_segments(big))
-        runs = []
-        for _ in range(args.repeat):
-            with Journal.open(big) as journal:
-                start = time.perf_counter()
-                count = sum(1 for _ in journal.read())
-                runs.append(count / (time.perf_counter() - start))
-        rows.append(
-            (
-                f"read + decode, {args.records:,} records",
-                f"{statistics.median(runs):,.0f} records/s",
-            )
-        )
-        start = time.perf_counter()
-        Journal.open(big).close()
-        rows.append(
-            (
-                f"open (recover scan) of {args.records:,} records",
-                f"{time.perf_counter() - start:.2f} s",
-            )
-        )
-        rows.append(("journal bytes per stored memory", f"{size / args.records:,.0f} B"))
+        numbers = run(root, args.records, args.repeat)
     finally:
         if args.dir is None:
             shutil.rmtree(root, ignore_errors=True)
+    rows = [
+        (
+            "append, 1 record per fsync" if batch == 1 else f"append, batches of {batch}",
+            f"{rate:,.0f} records/s",
+        )
+        for batch, rate in numbers.append_per_s.items()
+    ]
+    rows += [
+        (f"read + decode, {args.records:,} records", f"{numbers.read_per_s:,.0f} records/s"),
+        (f"open (recover scan) of {args.records:,} records", f"{numbers.open_s:.2f} s"),
+        ("journal bytes per stored memory", f"{numbers.bytes_per_memory:,.0f} B"),
+    ]
     print("\n| measure | result |\n|---|---|")
     for label, value in rows:
         print(f"| {label} | {value} |")

@@ -19,7 +19,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -37,11 +39,20 @@ def text(rng: random.Random, i: int) -> str:
     return f"INC-{20000 + i}: {words} (note {i})"
 
 
-def build(home: Path, n: int, rng: random.Random) -> None:
+def build(
+    home: Path,
+    n: int,
+    rng: random.Random,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Store ``n`` distinct memories into ``home`` through the import path (``store_many``).
+
+    ``progress(done, total)`` is called as chunks are committed (a 100k build takes minutes).
+    """
     app = App(home=home, config=load(home, env={}))
     try:
         requests = [StoreRequest(content=text(rng, i)) for i in range(n)]
-        app.writer().store_many(requests, chunk=512)
+        app.writer().store_many(requests, chunk=512, progress=progress)
     finally:
         app.close()
 
@@ -51,9 +62,19 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+class Measured(NamedTuple):
+    """Wall-clock latencies in ms, one per call, on a home holding ``memories`` memories."""
+
+    memories: int
+    recall_ms: list[float]  # new query texts: the model embeds each query
+    seen_ms: list[float]  # the same texts again: query vectors from the cache
+    rerank_ms: list[float]  # as seen_ms plus the tiny test reranker; empty without one
+    store_ms: list[float]  # new, distinct memories, one store each
+
+
 def measure(
     home: Path, queries: int, stores: int, rng: random.Random, reranker: Path | None
-) -> tuple[int, list[float], list[float], list[float], list[float]]:
+) -> Measured:
     app = App(home=home, config=load(home, env={}))
     try:
         reader = app.reader()
@@ -95,7 +116,7 @@ def measure(
             t = time.perf_counter()
             writer.store(request)
             store_ms.append((time.perf_counter() - t) * 1000)
-        return int(count or 0), recall_ms, seen_ms, rerank_ms, store_ms
+        return Measured(int(count or 0), recall_ms, seen_ms, rerank_ms, store_ms)
     finally:
         app.close()
 
@@ -127,7 +148,7 @@ def main() -> None:
         _write_cross_encoder(reranker, _token_table())
     except ImportError as exc:  # the test suite is not there (an installed ferrex)
         print(f"no test reranker ({exc}); rerank cost not measured")
-    rows: list[tuple[int, list[float], list[float], list[float], list[float]]] = []
+    rows: list[Measured] = []
     for home in homes:
         rows.append(measure(home, args.queries, args.stores, rng, reranker))
     print(
