@@ -6,9 +6,6 @@ itself. Everything is opened lazily (on first use) so that start-up stays fast.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import hashlib
 import json
 import logging
@@ -23,6 +20,7 @@ from ferrex.config import Config
 from ferrex.embedding import Embedder, downloads_allowed
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
 from ferrex.freshness import DEFAULT_STALENESS, params_for
+from ferrex.owner import Endpoint, try_lock
 from ferrex.predicates import DEFAULT_SYNONYMS, merge_synonyms, normalize_predicate, synonym_map
 from ferrex.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
 from ferrex.rerank import RerankStage, choose_reranker, load_reranker
@@ -128,29 +126,15 @@ class App:
         The process holding it is the only one that opens the stores (see ferrex.hub); it is
         released by :meth:`close`. False when another process holds it.
         """
-        if self._owner_fd is not None:
-            return True
-        run = self.home / "run"
-        run.mkdir(parents=True, exist_ok=True)
-        fd = os.open(run / "owner.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                return False
-            raise
-        self._owner_fd = fd
-        return True
+        if self._owner_fd is None:
+            self._owner_fd = try_lock(self.home)
+        return self._owner_fd is not None
 
     def _require_ownership(self) -> None:
         if self.claim():
             return
-        owner = ""
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            owner = (
-                f" (pid {int(json.loads((self.home / 'run' / 'owner.json').read_text())['pid'])})"
-            )
+        endpoint = Endpoint.read(self.home)
+        owner = f" (pid {endpoint.pid})" if endpoint is not None else ""
         raise BackendUnavailable(
             f"another ferrex process{owner} is using the stores of {self.home}",
             hint="this command needs the data directory to itself: stop the MCP servers that "

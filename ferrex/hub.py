@@ -31,7 +31,6 @@ and one writer applying the journal to the projections keeps them simple, so:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hmac
 import json
 import logging
@@ -43,7 +42,6 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +55,7 @@ from ferrex.errors import (
     Refused,
     UsageError,
 )
+from ferrex.owner import Endpoint, is_held, lock_path
 from ferrex.service import Caller, Service, error_document
 
 log = logging.getLogger("ferrex.hub")
@@ -261,7 +260,7 @@ class _Ownership:
         self.listener.server_close()
         with contextlib.suppress(OSError):
             if Endpoint.read(self.home) == self.endpoint:
-                _endpoint_path(self.home).unlink()
+                Endpoint.path(self.home).unlink()
         try:
             self.service.close()  # closing the App releases the owner lock: a peer takes over
         finally:
@@ -269,33 +268,6 @@ class _Ownership:
 
 
 # -- the peer's side --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    port: int
-    pid: int
-    token: str
-
-    def write(self, home: Path) -> None:
-        path = _endpoint_path(home)
-        tmp = path.with_name(f".owner.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, json.dumps({"port": self.port, "pid": self.pid,
-                                     "token": self.token}).encode())  # fmt: skip
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-
-    @classmethod
-    def read(cls, home: Path) -> Endpoint | None:
-        try:
-            raw = json.loads(_endpoint_path(home).read_text())
-            return cls(int(raw["port"]), int(raw["pid"]), str(raw["token"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
 
 
 class _Remote:
@@ -331,26 +303,14 @@ class _Remote:
             self.sock.close()
 
 
-def _endpoint_path(home: Path) -> Path:
-    return home / "run" / "owner.json"
-
-
 def owner_status(home: Path) -> dict[str, Any]:
     """Whether a process owns ``home``'s stores now, and which (for ``ferrex doctor``)."""
-    lock = home / "run" / "owner.lock"
-    if not lock.exists():
+    if not is_held(home):
         return {"running": False}
-    fd = os.open(lock, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        endpoint = Endpoint.read(home)
-        if endpoint is None:
-            return {"running": True, "pid": None, "port": None}
-        return {"running": True, "pid": endpoint.pid, "port": endpoint.port}
-    finally:
-        os.close(fd)  # also drops the lock if it was ours for this look
-    return {"running": False}
+    endpoint = Endpoint.read(home)
+    if endpoint is None:  # an owner that serves no one (a CLI command), or one starting
+        return {"running": True, "pid": None, "port": None}
+    return {"running": True, "pid": endpoint.pid, "port": endpoint.port}
 
 
 # -- the hub ----------------------------------------------------------------------------
@@ -428,7 +388,7 @@ class Hub:
                         "the process serving this data directory went away and no other "
                         "took over in time",
                         hint="check `ferrex doctor`; a stuck ferrex process may hold "
-                        f"{self.home / 'run' / 'owner.lock'}",
+                        f"{lock_path(self.home)}",
                     ) from exc
 
     def _settle(self, deadline: float) -> _Ownership | _Remote:
@@ -453,7 +413,7 @@ class Hub:
                         return self._remote
             if time.monotonic() > deadline:
                 raise BackendUnavailable(
-                    f"another process holds {self.home / 'run' / 'owner.lock'} but does not answer",
+                    f"another process holds {lock_path(self.home)} but does not answer",
                     hint="a ferrex process may be stuck starting; check `ferrex doctor`",
                 )
             time.sleep(delay)
@@ -474,8 +434,7 @@ class Hub:
     def reconfigure(self, config: Config) -> None:
         """A new configuration (see ferrex.reload): this process's agent and namespace, and
         the owner's settings if this process is the owner."""
-        self.caller = Caller(agent_id=config["store.agent_id"],
-                             namespace=config["store.default_namespace"])  # fmt: skip
+        self.caller = Caller.from_config(config)
         with self._elect_lock:
             ownership = self._ownership
         if ownership is not None:

@@ -171,7 +171,7 @@ def build_server(hub: Hub) -> FerrexMCP:
     )
 
     def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        return hub.call(tool, {k: v for k, v in args.items() if v is not None})
+        return hub.call(tool, args)  # None (an omitted argument) is dropped by the service
 
     @server.tool(
         description=STORE_DOC,

@@ -27,6 +27,7 @@ from ferrex.insight import directory_bytes, reflect, stats
 from ferrex.memory_input import StoreRequest
 from ferrex.recall import RecallRequest
 from ferrex.sparse import Bm25Encoder
+from projections.sqlite import ReadModel
 
 TOOLS = ("store", "recall", "forget", "reflect", "stats")
 READ_ONLY = frozenset({"recall", "reflect", "stats"})
@@ -50,6 +51,12 @@ class Caller:
 
     def as_dict(self) -> dict[str, str | None]:
         return {"agent_id": self.agent_id, "namespace": self.namespace}
+
+    @classmethod
+    def from_config(cls, config: Config) -> Caller:
+        """A server's caller: its configured agent id and default namespace."""
+        return cls(agent_id=config["store.agent_id"],
+                   namespace=config["store.default_namespace"])  # fmt: skip
 
     @classmethod
     def from_dict(cls, raw: object) -> Caller:
@@ -147,7 +154,7 @@ class Service:
             query=query,
             types=_texts(args.get("types", []), "types"),
             entities=_texts(args.get("entities", []), "entities"),
-            namespace=_optional_text(args.get("namespace"), "namespace") or caller.namespace,
+            namespace=_namespace(args, caller),
             limit=limit,
             include_stale=_flag(args.get("include_stale", False), "include_stale"),
             include_invalidated=_flag(
@@ -183,12 +190,10 @@ class Service:
         return doc
 
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        namespace = _optional_text(args.get("namespace"), "namespace") or caller.namespace
+        namespace = _namespace(args, caller)
         limit = _whole(args.get("limit", 10), "limit", 1, 100)
-        projections = self.app.projections()
-        projections.catch_up()
         return reflect(
-            projections.read_model,
+            self._read_model(),
             _now(),
             self._staleness(namespace),
             namespace=namespace,
@@ -197,12 +202,10 @@ class Service:
         )
 
     def _stats(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        namespace = _optional_text(args.get("namespace"), "namespace") or caller.namespace
+        namespace = _namespace(args, caller)
         detailed = _flag(args.get("detailed", False), "detailed")
-        projections = self.app.projections()
-        projections.catch_up()
         doc = stats(
-            projections.read_model,
+            self._read_model(),
             _now(),
             self._staleness(namespace),
             namespace=namespace,
@@ -243,6 +246,12 @@ class Service:
             },
         }  # fmt: skip
 
+    def _read_model(self) -> ReadModel:
+        """The read model, caught up with the journal (other processes' writes included)."""
+        projections = self.app.projections()
+        projections.catch_up()
+        return projections.read_model
+
     def _staleness(self, namespace: str | None) -> StalenessParams:
         settings = self.app.reader().settings
         return settings.namespace_staleness.get(namespace or "", settings.staleness)
@@ -253,9 +262,7 @@ class Service:
         """The ids among ``ids`` that exist but belong privately to another agent."""
         if caller.agent_id is None:
             return set()
-        projections = self.app.projections()
-        projections.catch_up()
-        rm = projections.read_model
+        rm = self._read_model()
         hidden: set[str] = set()
         for memory_id in ids:
             memory = rm.get(memory_id)
@@ -275,6 +282,11 @@ class Service:
 
 def _now() -> float:
     return datetime.now(UTC).timestamp()
+
+
+def _namespace(args: Mapping[str, Any], caller: Caller) -> str | None:
+    """The namespace a call names, else the caller's default (None: the configured one)."""
+    return _optional_text(args.get("namespace"), "namespace") or caller.namespace
 
 
 def _flag(value: object, name: str) -> bool:

@@ -36,8 +36,7 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
     from ferrex.reload import ConfigWatcher
 
     address = _address(http) if http else None
-    caller = Caller(agent_id=app.config["store.agent_id"],
-                    namespace=app.config["store.default_namespace"])  # fmt: skip
+    caller = Caller.from_config(app.config)
     latest = [app.config]  # the configuration a process taking over the stores starts with
     hub = Hub(app.home, lambda: App(home=app.home, config=latest[0]), caller)
 

@@ -27,4 +27,4 @@ def call_tool(app: App, tool: str, args: dict[str, Any], agent_id: str | None = 
     # no default namespace here: store and recall apply the configured one themselves, and
     # stats and reflect without --namespace cover every namespace, as the operator expects
     caller = Caller(agent_id=agent_id or app.config["store.agent_id"])
-    return hub.call(tool, {k: v for k, v in args.items() if v is not None}, caller=caller)
+    return hub.call(tool, args, caller=caller)  # the service drops None (not given)
