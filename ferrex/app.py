@@ -17,14 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ferrex.config import Config
-from ferrex.embedding import Embedder, downloads_allowed
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
-from ferrex.freshness import DEFAULT_STALENESS, params_for
-from ferrex.owner import Endpoint, try_lock
-from ferrex.predicates import DEFAULT_SYNONYMS, merge_synonyms, normalize_predicate, synonym_map
-from ferrex.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
-from ferrex.rerank import RerankStage, choose_reranker, load_reranker
-from ferrex.sparse import Bm25Encoder
+from ferrex.models.embedding import Embedder, downloads_allowed
+from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
+from ferrex.models.sparse import Bm25Encoder
+from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
+from ferrex.rules.freshness import DEFAULT_STALENESS, params_for
+from ferrex.rules.predicates import (
+    DEFAULT_SYNONYMS,
+    merge_synonyms,
+    normalize_predicate,
+    synonym_map,
+)
+from ferrex.server.owner import Endpoint, try_lock
 from ferrex.store import StoreSettings, Writer
 from journal import Journal, JournalError, MemoryStored
 from projections.replay import Progress, Projections, read_pointer
@@ -123,7 +128,7 @@ class App:
     def claim(self) -> bool:
         """Take the data directory's owner lock (``run/owner.lock``) without waiting.
 
-        The process holding it is the only one that opens the stores (see ferrex.hub); it is
+        The process holding it is the only one that opens the stores (see ferrex.server.hub); it is
         released by :meth:`close`. False when another process holds it.
         """
         if self._owner_fd is None:
@@ -330,7 +335,7 @@ class App:
 
     def reconfigure(self, config: Config) -> None:
         """Take a new configuration whose store-opening keys are unchanged (see
-        ferrex.reload): the writer and reader are rebuilt with it at their next use."""
+        ferrex.server.reload): the writer and reader are rebuilt with it at their next use."""
         self.config = config
         self._writer = None
         self._reader = None

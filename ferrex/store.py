@@ -3,7 +3,7 @@
 Every command: validate the input (nothing written on bad input) → take the journal's
 writer lock → bring the projections up to the journal head → decide (entity resolution,
 predicate normalization, conflicts, dedup, procedure versions: pure rules from
-``ferrex.entities``, ``ferrex.predicates``, ``ferrex.dedup``) → append one record (fsync) →
+``ferrex.rules``) → append one record (fsync) →
 apply it → answer with ids and the journal position. The events record the *outcomes* of
 the decisions, so a replay never decides again.
 """
@@ -18,16 +18,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ferrex.dedup import classify_object_change, is_duplicate
-from ferrex.embedding import Embedder
-from ferrex.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.errors import FerrexError, Refused, UsageError
-from ferrex.eviction import eviction_plan
-from ferrex.freshness import DEFAULT_STALENESS
 from ferrex.ids import new_id, plausible_id
-from ferrex.insight import assess, eviction_candidate, text_bytes
-from ferrex.memory_input import DEFAULT_LIMITS, Limits, StoreRequest, ValidStore, validate
-from ferrex.predicates import DEFAULT_SYNONYMS, match_known, normalize_predicate
+from ferrex.models.embedding import Embedder
+from ferrex.read.insight import assess, eviction_candidate, text_bytes
+from ferrex.rules.dedup import classify_object_change, is_duplicate
+from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
+from ferrex.rules.eviction import eviction_plan
+from ferrex.rules.freshness import DEFAULT_STALENESS
+from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits, StoreRequest, ValidStore, validate
+from ferrex.rules.predicates import DEFAULT_SYNONYMS, match_known, normalize_predicate
 from journal import (
     EntityAliasAdded,
     EntityCreated,
@@ -642,7 +642,7 @@ class Writer:
 
     def enforce_budget(self, budget: int) -> ForgetResult | None:
         """Evict (forget, reason ``eviction``) what the budget cannot hold, in the priority
-        of ``ferrex.eviction``; active facts and procedures are never evicted."""
+        of ``ferrex.rules.eviction``; active facts and procedures are never evicted."""
         with self.journal.exclusive():
             self.projections.catch_up()
             memories = self.projections.read_model.memories()

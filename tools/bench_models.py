@@ -15,14 +15,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ferrex.embedding import (
+from ferrex.models.embedding import (
     Embedder,
     EmbeddingCache,
     cache_path,
     choose_embedding_model,
     text_key,
 )
-from ferrex.sparse import Bm25Encoder
+from ferrex.models.sparse import Bm25Encoder
 
 SUBJECTS = ("the deploy", "INC-90312", "the billing service", "our staging cluster", "Alice")
 VERBS = ("failed after", "was fixed by", "depends on", "moved to", "was reviewed in")

@@ -28,9 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
-from ferrex.memory_input import StoreRequest  # noqa: E402
-from ferrex.recall import QueryCache, RecallRequest  # noqa: E402
-from ferrex.rerank import choose_reranker, load_reranker  # noqa: E402
+from ferrex.models.rerank import choose_reranker, load_reranker  # noqa: E402
+from ferrex.read.recall import QueryCache, RecallRequest  # noqa: E402
+from ferrex.rules.memory_input import StoreRequest  # noqa: E402
 from tools.bench_journal import WORDS  # noqa: E402
 
 

@@ -41,10 +41,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import ferrex.embedding as embedding_module
+import ferrex.models.embedding as embedding_module
 import projections.qdrant_edge as edge_module
 from ferrex.app import build_encoders
-from ferrex.embedding import Embedder, EmbeddingCache, LoadedModel, cache_path
+from ferrex.models.embedding import Embedder, EmbeddingCache, LoadedModel, cache_path
 from journal import (
     EntityCreated,
     Event,

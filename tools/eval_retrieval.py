@@ -32,7 +32,7 @@ top k), averaged over queries.
 **BEIR SciFact** (``--data``, default ``../shared/data/scifact``): each abstract is one
 episodic memory, ``title + " " + text``, in namespace ``scifact``. Most abstracts are longer
 than the embedding model's window, so they are stored with ``split_long``: one memory,
-embedded in parts, the whole text indexed for BM25 (see ``ferrex.memory_input``).
+embedded in parts, the whole text indexed for BM25 (see ``ferrex.rules.memory_input``).
 **LoCoMo** (``--data``, default ``../shared/data/locomo/locomo10.json``): the retrieval-only
 protocol of its README. One namespace per conversation; each dialog turn one episodic memory
 ``"Speaker: text"`` back-dated to its session's date (read as UTC; turn *i* of a session at
@@ -72,9 +72,9 @@ sys.path.insert(0, str(ROOT))
 from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
 from ferrex.errors import FerrexError  # noqa: E402
-from ferrex.memory_input import StoreRequest  # noqa: E402
-from ferrex.recall import AccessLog, Legs, Reader, RecallRequest  # noqa: E402
-from ferrex.rerank import choose_reranker, load_reranker  # noqa: E402
+from ferrex.models.rerank import choose_reranker, load_reranker  # noqa: E402
+from ferrex.read.recall import AccessLog, Legs, Reader, RecallRequest  # noqa: E402
+from ferrex.rules.memory_input import StoreRequest  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 K = 10

@@ -18,7 +18,8 @@ import click
 import numpy as np
 
 from ferrex.app import App
-from ferrex.embedding import (
+from ferrex.errors import FerrexError
+from ferrex.models.embedding import (
     DOWNLOAD_ENV,
     MODEL_ENV,
     Embedder,
@@ -28,10 +29,9 @@ from ferrex.embedding import (
     downloads_allowed,
     models_dir,
 )
-from ferrex.errors import FerrexError
-from ferrex.hub import owner_status
-from ferrex.rerank import RERANKER_ENV, choose_reranker, load_reranker
-from ferrex.sparse import Bm25Encoder
+from ferrex.models.rerank import RERANKER_ENV, choose_reranker, load_reranker
+from ferrex.models.sparse import Bm25Encoder
+from ferrex.server.hub import owner_status
 
 _TEST_TEXT = "ferrex doctor: the deploy of INC-90312 moved to v2.3.1 on Friday."
 _TEST_QUERY = "when was INC-90312 deployed?"

@@ -23,10 +23,10 @@ from ferrex.app import App
 from ferrex.cli.progress import progress
 from ferrex.cli.through import call_tool
 from ferrex.errors import FerrexError, Refused, UsageError
-from ferrex.memory_input import StoreRequest
 from ferrex.porting.dump import Restored, is_dump_line, parse_line
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
+from ferrex.rules.memory_input import StoreRequest
 from ferrex.store import StoreResult, Writer
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])

@@ -2,7 +2,7 @@
 
 stdio is what an MCP client launches: stdout carries protocol only, logs go to stderr.
 ``--http HOST:PORT`` serves Streamable HTTP at ``/mcp`` instead. Either way the process
-joins the data directory's hub (see :mod:`ferrex.hub`): it owns the stores, or asks the
+joins the data directory's hub (see :mod:`ferrex.server.hub`): it owns the stores, or asks the
 process that does, and hands them over cleanly when it exits.
 """
 
@@ -20,7 +20,7 @@ import click
 from ferrex.app import App
 from ferrex.config import Config
 from ferrex.errors import UsageError
-from ferrex.service import Caller
+from ferrex.server.service import Caller
 
 log = logging.getLogger("ferrex")
 
@@ -29,11 +29,11 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
     """Serve MCP for the configured agent until the client goes away (or a signal).
 
     ``reload`` reads the configuration again (file, environment, flags): the server follows
-    changes to its file while it runs (see ferrex.reload).
+    changes to its file while it runs (see ferrex.server.reload).
     """
-    from ferrex.hub import Hub
-    from ferrex.mcp_server import build_server
-    from ferrex.reload import ConfigWatcher
+    from ferrex.server.hub import Hub
+    from ferrex.server.mcp_server import build_server
+    from ferrex.server.reload import ConfigWatcher
 
     address = _address(http) if http else None
     caller = Caller.from_config(app.config)

@@ -12,8 +12,8 @@ from typing import Any
 import click
 
 from ferrex.app import App
-from ferrex.hub import Hub
-from ferrex.service import Caller
+from ferrex.server.hub import Hub
+from ferrex.server.service import Caller
 
 
 def call_tool(app: App, tool: str, args: dict[str, Any], agent_id: str | None = None) -> Any:

@@ -33,7 +33,7 @@ from typing import IO, Any, Final
 
 from ferrex.errors import UsageError
 from ferrex.ids import plausible_id
-from ferrex.memory_input import (
+from ferrex.rules.memory_input import (
     DEFAULT_LIMITS,
     Limits,
     StoreRequest,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ferrex.errors import UsageError
-from ferrex.memory_input import StoreRequest
+from ferrex.rules.memory_input import StoreRequest
 
 SOURCE: Final = "memory-server"
 TYPE_PREDICATE: Final = "is a"

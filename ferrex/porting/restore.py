@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ferrex.entities import normalize_entity
 from ferrex.ids import new_id
 from ferrex.porting.dump import Restored
-from ferrex.predicates import normalize_predicate
+from ferrex.rules.entities import normalize_entity
+from ferrex.rules.predicates import normalize_predicate
 from ferrex.store import Writer
 from journal import (
     Access,

@@ -100,7 +100,7 @@ def test_recall_hits_are_journaled_by_the_flusher_and_at_close(home: Path) -> No
 
     from ferrex.app import App
     from ferrex.config import load
-    from ferrex.recall import RecallRequest
+    from ferrex.read.recall import RecallRequest
 
     app = App(home=home, config=load(home, env={}))
     try:

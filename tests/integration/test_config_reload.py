@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from ferrex.config import Config, load
-from ferrex.reload import ConfigWatcher
+from ferrex.server.reload import ConfigWatcher
 from tests.e2e.mcp_helpers import call, stdio_client
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ferrex.embedding import (
+from ferrex.errors import ModelUnavailable
+from ferrex.models.embedding import (
     BUNDLED_DIR_NAME,
     BUNDLED_MODEL,
     Embedder,
@@ -28,7 +29,6 @@ from ferrex.embedding import (
     models_dir,
     text_key,
 )
-from ferrex.errors import ModelUnavailable
 
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
@@ -99,7 +99,7 @@ def test_same_text_same_vector_in_another_process(embedder: Embedder, tmp_path: 
         f"""
         import json, sys
         from pathlib import Path
-        from ferrex.embedding import Embedder, choose_embedding_model
+        from ferrex.models.embedding import Embedder, choose_embedding_model
         embedder = Embedder(Path({str(tmp_path)!r}), choose_embedding_model("small", {{}}),
                             use_cache=False)
         vector = embedder.embed({text!r})
@@ -154,7 +154,7 @@ def test_two_processes_share_a_fresh_home_and_its_cache(tmp_path: Path) -> None:
         f"""
         import sys
         from pathlib import Path
-        from ferrex.embedding import Embedder, choose_embedding_model
+        from ferrex.models.embedding import Embedder, choose_embedding_model
         start = int(sys.argv[1])
         embedder = Embedder(Path({str(tmp_path)!r}), choose_embedding_model("small", {{}}))
         for round in range(5):
@@ -267,7 +267,7 @@ def test_a_tampered_source_file_is_refused_before_assembly(tmp_path: Path) -> No
 
 def test_importing_the_model_modules_loads_no_runtime() -> None:
     script = (
-        "import sys, ferrex.embedding, ferrex.rerank, ferrex.sparse; "
+        "import sys, ferrex.models.embedding, ferrex.models.rerank, ferrex.models.sparse; "
         "print(sorted(m for m in ('fastembed', 'onnxruntime', 'tokenizers') if m in sys.modules))"
     )
     done = subprocess.run(

@@ -14,14 +14,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from ferrex.embedding import Embedder
 from ferrex.errors import BackendUnavailable, JournalFailure, UsageError
-from ferrex.memory_input import StoreRequest
+from ferrex.models.embedding import Embedder
 from ferrex.porting.dump import dump_line, entity_names, live_memories, parse_line
 from ferrex.porting.gitexport import export_git, verify_against
 from ferrex.porting.memory_server import graph_items
 from ferrex.porting.records import RECORDS_PER_FILE, file_for, render
 from ferrex.porting.restore import restore_many
+from ferrex.rules.memory_input import StoreRequest
 from ferrex.store import StoreSettings, Writer
 from journal import (
     Access,

@@ -22,10 +22,10 @@ from mcp_types import CallToolResult
 
 from ferrex.app import App
 from ferrex.config import load as load_config
-from ferrex.embedding import Embedder
-from ferrex.hub import Hub
-from ferrex.mcp_server import FerrexMCP, build_server
-from ferrex.service import Caller
+from ferrex.models.embedding import Embedder
+from ferrex.server.hub import Hub
+from ferrex.server.mcp_server import FerrexMCP, build_server
+from ferrex.server.service import Caller
 
 KNOWN_CODES = {"invalid_input", "duplicate", "conflict_ambiguous", "not_found", "refused"}
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ferrex.embedding import Embedder
 from ferrex.errors import UsageError
-from ferrex.memory_input import StoreRequest
-from ferrex.recall import AccessLog, Reader, RecallRequest
-from ferrex.rerank import RerankStage, choose_reranker
+from ferrex.models.embedding import Embedder
+from ferrex.models.rerank import RerankStage, choose_reranker
+from ferrex.read.recall import AccessLog, Reader, RecallRequest
+from ferrex.rules.memory_input import StoreRequest
 from ferrex.store import StoreSettings, Writer
 from journal import Journal
 from projections.qdrant_edge import EdgeBackend

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from ferrex.embedding import BUNDLED_MODEL
-from ferrex.rerank import (
+from ferrex.models.embedding import BUNDLED_MODEL
+from ferrex.models.rerank import (
     DEFAULT_POOL,
     CrossEncoder,
     RerankStage,

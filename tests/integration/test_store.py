@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ferrex.embedding import Embedder
 from ferrex.errors import Refused, UsageError
-from ferrex.memory_input import StoreRequest
+from ferrex.models.embedding import Embedder
+from ferrex.rules.memory_input import StoreRequest
 from ferrex.store import StoreSettings, Writer
 from journal import Journal, MemorySuperseded, verify
 from projections.qdrant_edge import EdgeBackend

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferrex.dedup import classify_object_change, identifiers, is_duplicate
+from ferrex.rules.dedup import classify_object_change, identifiers, is_duplicate
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rapidfuzz.distance import JaroWinkler
 
-from ferrex.entities import Candidate, Resolution, normalize_entity, resolve_entity
+from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
 
 
 def known(entity_id: str, name: str) -> Candidate:

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferrex.errors import UsageError
-from ferrex.eviction import EvictionCandidate, EvictionParams, eviction_plan, eviction_reason
-from ferrex.freshness import DAY
+from ferrex.rules.eviction import EvictionCandidate, EvictionParams, eviction_plan, eviction_reason
+from ferrex.rules.freshness import DAY
 
 NOW = 1_800_000_000.0
 EVERYTHING = 10**12

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferrex.errors import UsageError
-from ferrex.freshness import (
+from ferrex.rules.freshness import (
     DAY,
     DEFAULT_STALENESS,
     OVERRIDE_KEYS,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferrex.recall import Leg, fuse, lend_to_neighbours, normalized
+from ferrex.rules.fusion import Leg, fuse, lend_to_neighbours, normalized
 from projections.documents import text_parts
 from projections.vectors import Hit
 

@@ -34,14 +34,14 @@ def test_packages_import_only_downwards() -> None:
 
 
 def test_adapters_own_their_libraries() -> None:
-    """Only ferrex/cli imports click; only ferrex/mcp* imports mcp."""
+    """Only ferrex/cli imports click; only ferrex/server/mcp* imports mcp."""
     wrong = []
     for _, path in modules():
         rel = path.relative_to(ROOT).as_posix()
         names = imports_of(path)
         if "click" in names and not rel.startswith("ferrex/cli"):
             wrong.append(f"{rel} imports click")
-        if "mcp" in names and not rel.startswith("ferrex/mcp"):
+        if "mcp" in names and not rel.startswith("ferrex/server/mcp"):
             wrong.append(f"{rel} imports mcp")
     assert not wrong, wrong
 

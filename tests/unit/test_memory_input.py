@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferrex.errors import UsageError
-from ferrex.memory_input import (
+from ferrex.rules.memory_input import (
     DEFAULT_LIMITS,
     Limits,
     StoreRequest,

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from ferrex.embedding import (
+from ferrex.errors import UsageError
+from ferrex.models.embedding import (
     BUNDLED_MODEL,
     Embedder,
     ModelIdentity,
     choose_embedding_model,
     downloads_allowed,
 )
-from ferrex.errors import UsageError
-from ferrex.rerank import RerankerChoice, RerankStage, choose_reranker, rerank_order
+from ferrex.models.rerank import RerankerChoice, RerankStage, choose_reranker, rerank_order
 
 
 def test_default_is_the_bundled_small_model() -> None:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from rapidfuzz.distance import JaroWinkler
 
 from ferrex.errors import UsageError
-from ferrex.predicates import (
+from ferrex.rules.predicates import (
     DEFAULT_SYNONYM_GROUPS,
     DEFAULT_SYNONYMS,
     match_known,

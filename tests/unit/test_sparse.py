@@ -8,8 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferrex import sparse
-from ferrex.sparse import Bm25Encoder, SparseVector, encode_document, encode_query, token_index
+from ferrex.models import sparse
+from ferrex.models.sparse import (
+    Bm25Encoder,
+    SparseVector,
+    encode_document,
+    encode_query,
+    token_index,
+)
 
 
 def _dot(query: SparseVector, document: SparseVector) -> float:

@@ -2,7 +2,7 @@
 
 ``<home>/run/owner.lock`` is an exclusive ``flock``: the process holding it is the only one
 that opens the stores (see :meth:`ferrex.app.App.claim`). An owner that serves others writes
-``<home>/run/owner.json`` (port, pid, token; see :mod:`ferrex.hub`).
+``<home>/run/owner.json`` (port, pid, token; see :mod:`ferrex.server.hub`).
 """
 
 from __future__ import annotations

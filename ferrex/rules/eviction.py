@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ferrex.errors import UsageError
-from ferrex.freshness import DAY, StalenessLabel
+from ferrex.rules.freshness import DAY, StalenessLabel
 
 EvictionReason = Literal[
     "superseded_past_retention", "stale_unreferenced_episodic", "stale_episodic"

@@ -1,7 +1,7 @@
 """The five agent tools (store, recall, forget, reflect, stats) over one :class:`App`.
 
 This is the one place the tools' semantics live: the MCP server calls it in the process that
-owns the data directory, and other processes reach it through :mod:`ferrex.hub`. Arguments
+owns the data directory, and other processes reach it through :mod:`ferrex.server.hub`. Arguments
 arrive as plain JSON values (already shaped by the MCP schema in the usual case, but a call
 over the local socket is checked again here), answers leave as JSON documents, and failures
 are :class:`FerrexError` with a stable code.
@@ -22,11 +22,11 @@ from typing import Any
 from ferrex.app import App
 from ferrex.config import Config
 from ferrex.errors import FerrexError, Refused, UsageError
-from ferrex.freshness import StalenessParams
-from ferrex.insight import directory_bytes, reflect, stats
-from ferrex.memory_input import StoreRequest
-from ferrex.recall import RecallRequest
-from ferrex.sparse import Bm25Encoder
+from ferrex.models.sparse import Bm25Encoder
+from ferrex.read.insight import directory_bytes, reflect, stats
+from ferrex.read.recall import RecallRequest
+from ferrex.rules.freshness import StalenessParams
+from ferrex.rules.memory_input import StoreRequest
 from projections.sqlite import ReadModel
 
 TOOLS = ("store", "recall", "forget", "reflect", "stats")

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
-from ferrex.embedding import (
+from ferrex.errors import UsageError
+from ferrex.models.embedding import (
     DOWNLOAD_ENV,
     downloaded_model_file,
     find_onnx_file,
@@ -40,7 +41,6 @@ from ferrex.embedding import (
     models_dir,
     sha256_file,
 )
-from ferrex.errors import UsageError
 
 if TYPE_CHECKING:
     from fastembed.rerank.cross_encoder import TextCrossEncoder

@@ -1,8 +1,9 @@
 """The MCP server: five tools an agent uses to keep and find its memories.
 
 Built on the MCP SDK's ``MCPServer``. The tools only shape arguments and answers: what they
-do lives in :mod:`ferrex.service`, reached through :class:`~ferrex.hub.Hub` (this process
-owns the data directory, or asks the process that does). Nothing but protocol is written to
+do lives in :mod:`ferrex.server.service`, reached through
+:class:`~ferrex.server.hub.Hub` (this process owns the data directory, or asks the process
+that does). Nothing but protocol is written to
 stdout; logs go to stderr.
 
 Errors an agent can act on come back as tool errors (``isError``) whose text starts with the
@@ -22,9 +23,9 @@ from pydantic import Field, ValidationError
 
 from ferrex import __version__
 from ferrex.errors import FerrexError
-from ferrex.hub import Hub
-from ferrex.memory_input import DEFAULT_LIMITS
-from ferrex.service import error_document
+from ferrex.rules.memory_input import DEFAULT_LIMITS
+from ferrex.server.hub import Hub
+from ferrex.server.service import error_document
 
 log = logging.getLogger("ferrex.mcp")
 

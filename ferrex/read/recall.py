@@ -44,17 +44,20 @@ from __future__ import annotations
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 import numpy as np
 
-from ferrex.embedding import Embedder
-from ferrex.entities import Candidate, resolve_entity
 from ferrex.errors import UsageError
-from ferrex.freshness import (
+from ferrex.models.embedding import Embedder
+from ferrex.models.rerank import RerankStage
+from ferrex.models.sparse import Bm25Encoder
+from ferrex.read.insight import freshness_input
+from ferrex.rules.entities import Candidate, resolve_entity
+from ferrex.rules.freshness import (
     DEFAULT_STALENESS,
     StalenessParams,
     boosted,
@@ -62,10 +65,8 @@ from ferrex.freshness import (
     recency_boost,
     staleness,
 )
-from ferrex.insight import freshness_input
-from ferrex.memory_input import MEMORY_TYPES, parse_time
-from ferrex.rerank import RerankStage
-from ferrex.sparse import Bm25Encoder
+from ferrex.rules.fusion import Leg, fuse, lend_to_neighbours
+from ferrex.rules.memory_input import MEMORY_TYPES, parse_time
 from journal import Access, Journal, MemoriesAccessed
 from projections.documents import memory_text, subject_key
 from projections.replay import Projections
@@ -490,87 +491,12 @@ class Reader:
         return tuple(found), unknown
 
 
-def _best_part(hits: Sequence[Hit]) -> dict[str, Hit]:
-    """One hit per memory (a long procedure has several parts): its best, in hit order."""
-    best: dict[str, Hit] = {}
-    for hit in hits:
-        memory_id = str(hit.payload.get("memory_id"))
-        if memory_id not in best:
-            best[memory_id] = hit
-    return best
-
-
 def _ranks(ranking: dict[str, Hit]) -> dict[str, int]:
     return {memory_id: rank for rank, memory_id in enumerate(ranking, start=1)}
 
 
 def _score(hit: Hit | None) -> float | None:
     return None if hit is None else round(hit.score, 6)
-
-
-@dataclass(frozen=True)
-class Leg:
-    """What one leg returned: each memory's best part, best first, and the floor its scores
-    are normalised against."""
-
-    best: dict[str, Hit]
-    floor: float
-    """The score of the last point when the leg was cut off at the number asked for; when
-    it returned fewer it returned every point it scores at all, so 0 (or that last score,
-    if negative)."""
-
-    @classmethod
-    def of(cls, hits: Sequence[Hit], asked: int) -> Leg:
-        if not hits:
-            return cls({}, 0.0)
-        last = hits[-1].score
-        return cls(_best_part(hits), last if len(hits) >= asked else min(last, 0.0))
-
-
-def normalized(scores: Sequence[float], floor: float) -> list[float]:
-    """Scores (best first) mapped by min-max onto [0, 1]: the best is 1, ``floor`` is 0."""
-    if not scores:
-        return []
-    high = scores[0]
-    if high <= floor:
-        return [1.0] * len(scores)
-    return [max(0.0, x - floor) / (high - floor) for x in scores]
-
-
-def fuse(legs: Sequence[Leg], weights: Sequence[float]) -> list[tuple[str, float]]:
-    """Convex combination of the legs' min-max normalised scores: ``score(m) = sum of
-    weight * normalised score`` over the legs that returned ``m`` (0 from the others);
-    best first, ties by id."""
-    if len(weights) != len(legs):
-        raise ValueError(f"{len(legs)} legs but {len(weights)} weights")
-    fused: dict[str, float] = {}
-    for leg, weight in zip(legs, weights, strict=True):
-        ids = list(leg.best)
-        values = normalized([leg.best[i].score for i in ids], leg.floor)
-        for memory_id, value in zip(ids, values, strict=True):
-            fused[memory_id] = fused.get(memory_id, 0.0) + weight * value
-    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
-
-
-def lend_to_neighbours(
-    fused: Sequence[tuple[str, float]], neighbours: Mapping[str, Sequence[str]], share: float
-) -> tuple[list[tuple[str, float]], dict[str, tuple[str, float]]]:
-    """Episode context as a pure function. Each candidate lends ``share`` of its score to
-    each of its ``neighbours``; a memory keeps its own score plus the largest loan it got
-    (from the best-scoring lender; ties by id). Returns the new ranking, best first, ties by
-    id, and for each memory that got a loan, the lender and the amount."""
-    own = dict(fused)
-    loans: dict[str, tuple[str, float]] = {}
-    for memory_id, score in fused:
-        amount = share * score
-        if amount <= 0:  # a leg alone may score below zero (cosine): nothing to lend
-            continue
-        for neighbour in neighbours.get(memory_id, ()):
-            if neighbour not in loans or amount > loans[neighbour][1]:
-                loans[neighbour] = (memory_id, amount)
-    total = {m: own.get(m, 0.0) + loans[m][1] if m in loans else own[m]
-             for m in own.keys() | loans.keys()}  # fmt: skip
-    return sorted(total.items(), key=lambda item: (-item[1], item[0])), loans
 
 
 def _iso(value: float | None) -> str | None:

@@ -15,7 +15,7 @@ and one writer applying the journal to the projections keeps them simple, so:
   call as one frame (4-byte big-endian length + JSON), ``{"token", "tool", "args",
   "caller"}``; the answer is ``{"ok": document}`` or ``{"error": {...}}`` carrying the
   ferrex error's kind, code, message and hint. The owner runs every call through the same
-  :class:`~ferrex.service.Service` as its own, so each agent sees every other's writes.
+  :class:`~ferrex.server.service.Service` as its own, so each agent sees every other's writes.
 - **Hand-over.** When the owner exits cleanly it stops taking calls, finishes the one in
   progress, closes its stores (flushing the access log), removes the endpoint and releases the
   lock, in that order. Peers see their connection close and elect again: one becomes the new
@@ -55,8 +55,8 @@ from ferrex.errors import (
     Refused,
     UsageError,
 )
-from ferrex.owner import Endpoint, is_held, lock_path
-from ferrex.service import Caller, Service, error_document
+from ferrex.server.owner import Endpoint, is_held, lock_path
+from ferrex.server.service import Caller, Service, error_document
 
 log = logging.getLogger("ferrex.hub")
 
@@ -432,7 +432,7 @@ class Hub:
         return self._ownership
 
     def reconfigure(self, config: Config) -> None:
-        """A new configuration (see ferrex.reload): this process's agent and namespace, and
+        """A new configuration (see ferrex.server.reload): this process's agent and namespace, and
         the owner's settings if this process is the owner."""
         self.caller = Caller.from_config(config)
         with self._elect_lock:

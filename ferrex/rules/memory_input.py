@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, assert_never, cast
 
 from ferrex.errors import UsageError
-from ferrex.predicates import predicate_shape
+from ferrex.rules.predicates import predicate_shape
 from journal.events import MemoryType, Visibility
 
 MEMORY_TYPES: Final[tuple[MemoryType, ...]] = ("episodic", "semantic", "procedural")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ferrex.eviction import EvictionCandidate, eviction_reason
-from ferrex.freshness import DAY, FreshnessInput, StalenessParams, staleness
-from ferrex.predicates import match_known
+from ferrex.rules.eviction import EvictionCandidate, eviction_reason
+from ferrex.rules.freshness import DAY, FreshnessInput, StalenessParams, staleness
+from ferrex.rules.predicates import match_known
 from projections.documents import memory_text, subject_key
 from projections.sqlite import Memory, ReadModel
 
