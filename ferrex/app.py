@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ferrex.config import Config
+from ferrex.core.settings import StoreSettings, build_synonyms
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
 from ferrex.models.embedding import Embedder, downloads_allowed
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
@@ -24,13 +25,10 @@ from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
 from ferrex.rules.freshness import DEFAULT_STALENESS, params_for
 from ferrex.rules.predicates import (
-    DEFAULT_SYNONYMS,
-    merge_synonyms,
     normalize_predicate,
-    synonym_map,
 )
 from ferrex.server.owner import Endpoint, try_lock
-from ferrex.store import StoreSettings, Writer
+from ferrex.store import Writer
 from journal import Journal, JournalError, MemoryStored
 from projections.replay import Progress, Projections, read_pointer
 from projections.sidecar import Sidecar
@@ -63,21 +61,6 @@ def translated() -> Iterator[None]:
         raise from_journal_error(exc) from exc
     except (VectorStoreError, ReadModelError) as exc:
         raise BackendUnavailable(str(exc)) from exc
-
-
-def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """The global synonym map and each namespace's, from the built-ins and the config."""
-    extra = config["predicates.synonyms"]
-    base = merge_synonyms(DEFAULT_SYNONYMS, synonym_map(extra)) if extra else dict(DEFAULT_SYNONYMS)
-    namespaces: dict[str, dict[str, str]] = {}
-    for namespace, groups in config["predicates.namespaces"].items():
-        if not isinstance(groups, dict):
-            raise UsageError(
-                f"predicates.namespaces.{namespace} must be a table of synonym groups",
-                hint='write [predicates.namespaces.NAME] canonical = ["variant", ...]',
-            )
-        namespaces[str(namespace)] = merge_synonyms(base, synonym_map(groups))
-    return base, namespaces
 
 
 def build_rules(config: Config) -> Rules:
@@ -212,21 +195,7 @@ class App:
     def writer(self) -> Writer:
         """The command side: store, forget, validate."""
         if self._writer is None:
-            c = self.config
-            synonyms, namespace_synonyms = build_synonyms(c)
-            settings = StoreSettings(
-                synonyms=synonyms,
-                namespace_synonyms=namespace_synonyms,
-                default_namespace=c["store.default_namespace"],
-                agent_id=c["store.agent_id"],
-                dedup_threshold=c["store.dedup_threshold"],
-                conflict_duplicate=c["store.conflict_duplicate"],
-                conflict_different=c["store.conflict_different"],
-                entity_fuzzy=c["store.entity_fuzzy"],
-                entity_embedding=c["store.entity_embedding"],
-                predicate_fuzzy=c["store.predicate_fuzzy"],
-                budget_bytes=c["store.budget_bytes"],
-            )
+            settings = StoreSettings.from_config(self.config)
             self._writer = Writer(self.journal(), self.projections(), self.embedder(), settings)
         return self._writer
 
@@ -280,7 +249,7 @@ class App:
                     f"{', '.join(foreign[:5])}",
                     hint="confirm only memories you were shown; recall them first",
                 )
-            self.writer().validate_memories(list(validate_ids))
+            self.writer().validate_memories(list(validate_ids), caller=request.agent_id)
         return result
 
     def start_access_flusher(self, every_seconds: float = 5.0) -> threading.Event:
@@ -299,12 +268,13 @@ class App:
         self._stop_flusher = stop
         return stop
 
-    def flush_access(self) -> int | None:
-        """Journal the recall hits counted so far (done at close, and by the server's timer)."""
+    def flush_access(self) -> int:
+        """Journal the recall hits counted so far (done at close, and by the server's timer),
+        through the writer like every other write; returns how many memories they cover."""
         if not len(self.access):
-            return None
+            return 0
         with translated():
-            return self.access.flush(self.journal())
+            return self.access.flush(self.writer().journal_accesses)
 
     def replay(
         self, progress: Progress | None = None, *, embedder: Embedder | None = None
@@ -405,12 +375,11 @@ def predicate_changes(app: App) -> list[dict[str, str | None]]:
                 )
     model = ReadModel.open(app.home / live.sqlite)
     try:
-        rows = list(
-            model.db.execute(
-                "SELECT memory_id, subject, predicate, predicate_normalized FROM memories "
-                "WHERE type='semantic' AND predicate IS NOT NULL ORDER BY memory_id"
-            )
-        )
+        rows = [
+            (m.memory_id, m.subject, m.predicate, m.predicate_normalized)
+            for m in model.memories()
+            if m.type == "semantic" and m.predicate is not None
+        ]
     finally:
         model.close()
     changes: list[dict[str, str | None]] = []

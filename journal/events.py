@@ -71,6 +71,9 @@ class MemoryStored(Event, tag="memory.stored", frozen=True):
     visibility: Visibility = "shared"
     body_hash: bytes | None = None
     body: MemoryBody | None = None
+    multi_valued: bool = False
+    """A fact that holds alongside others of its subject and predicate (several owners,
+    several dependencies): never a conflict, never a contradiction."""
 
     @property
     def redacted(self) -> bool:
@@ -129,6 +132,9 @@ class EntityCreated(Event, tag="entity.created", frozen=True):
     name: str
     normalized: str
     kind: str | None = None
+    agent_id: str | None = None
+    """Set when a private memory of this agent named the entity first: the entity and its
+    spellings are then that agent's alone (other agents neither see nor resolve to it)."""
 
 
 class EntityAliasAdded(Event, tag="entity.alias_added", frozen=True):
@@ -140,6 +146,8 @@ class EntityAliasAdded(Event, tag="entity.alias_added", frozen=True):
     normalized: str
     match: AliasMatch
     score: float = 1.0
+    agent_id: str | None = None
+    """Set when a private memory of this agent added the spelling: it is that agent's alone."""
 
 
 AnyEvent = (

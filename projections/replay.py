@@ -540,7 +540,7 @@ def _row_differences(live: ReadModel, replayed: ReadModel) -> list[str]:
 def _alias_points(rm: ReadModel) -> dict[str, tuple[str, str, str]]:
     """The entity points the read model implies: id -> (namespace, normalized, entity)."""
     return {
-        alias_point_id(ns, norm): (str(ns), str(norm), str(entity))
+        alias_point_id(ns, norm, entity): (str(ns), str(norm), str(entity))
         for ns, norm, entity in rm.db.execute(
             "SELECT namespace, normalized, entity_id FROM aliases"
         )

@@ -39,7 +39,7 @@ from journal import (
 )
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -75,7 +75,8 @@ CREATE TABLE IF NOT EXISTS memories (
     redacted INTEGER NOT NULL DEFAULT 0,
     access_count INTEGER NOT NULL DEFAULT 0,
     last_accessed REAL,
-    last_validated REAL
+    last_validated REAL,
+    multi_valued INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS memories_ns_type ON memories (namespace, type);
 CREATE INDEX IF NOT EXISTS memories_fact ON memories (namespace, subject_key, predicate_normalized);
@@ -87,7 +88,8 @@ CREATE TABLE IF NOT EXISTS entities (
     name TEXT NOT NULL,
     normalized TEXT NOT NULL,
     kind TEXT,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    agent_id TEXT
 );
 CREATE INDEX IF NOT EXISTS entities_ns_norm ON entities (namespace, normalized);
 CREATE TABLE IF NOT EXISTS aliases (
@@ -97,7 +99,8 @@ CREATE TABLE IF NOT EXISTS aliases (
     entity_id TEXT NOT NULL,
     match TEXT NOT NULL,
     score REAL NOT NULL,
-    PRIMARY KEY (namespace, normalized)
+    agent_id TEXT,
+    PRIMARY KEY (namespace, normalized, entity_id)
 );
 CREATE INDEX IF NOT EXISTS aliases_entity ON aliases (entity_id);
 CREATE TABLE IF NOT EXISTS memory_entities (
@@ -164,6 +167,42 @@ class Memory:
     last_accessed: float | None
     last_validated: float | None
     entity_ids: tuple[str, ...] = ()
+    multi_valued: bool = False
+
+    @classmethod
+    def from_event(
+        cls,
+        event: MemoryStored,
+        *,
+        position: int,
+        created_at: float,
+        predicate_normalized: str | None,
+    ) -> Memory:
+        """The memory a ``memory.stored`` event makes, before any later event touches it.
+
+        The one place a stored event becomes a row: the SQLite projection writes exactly
+        this, and the command side's overlay (``ferrex.core.view``) holds exactly this for
+        a decision not yet applied. ``predicate_normalized`` comes from the read model's
+        rules (see :class:`Rules`)."""
+        body = event.body or MemoryBody()
+        return cls(
+            memory_id=event.memory_id, namespace=event.namespace, type=event.memory_type,
+            content=body.content, subject=body.subject, predicate=body.predicate,
+            object=body.object, predicate_normalized=predicate_normalized,
+            procedure_name=body.procedure_name, procedure_version=event.procedure_version,
+            conditions=body.conditions, steps=body.steps, source=body.source,
+            context=body.context, confidence=event.confidence, agent_id=event.agent_id,
+            visibility=event.visibility, supersedes=event.supersedes,
+            t_valid=_ts(event.t_valid), t_invalid=None, superseded_by=None,
+            created_at=created_at, position=position, redacted=event.redacted,
+            access_count=0, last_accessed=None, last_validated=None,
+            entity_ids=tuple(sorted(set(event.entity_ids))),
+            multi_valued=event.multi_valued,
+        )  # fmt: skip
+
+    @property
+    def subject_key(self) -> str | None:
+        return subject_key(self.subject) if self.subject else None
 
     def body(self) -> MemoryBody:
         """The memory's text fields, as its event carried them."""
@@ -179,6 +218,27 @@ class Memory:
             source=self.source,
             context=self.context,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Spelling:
+    """One known spelling of an entity (its name or an alias) in a namespace.
+
+    ``agent_id``: the agent whose private memory introduced it (then only that agent sees or
+    resolves to it); None for a spelling every caller may use."""
+
+    entity_id: str
+    alias: str
+    normalized: str
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    entity_id: str
+    namespace: str
+    name: str
+    agent_id: str | None = None
 
 
 def _ts(value: datetime) -> float:
@@ -278,45 +338,33 @@ class ReadModel:
         db = self.db
         match event:
             case MemoryStored():
-                body = event.body
+                m = Memory.from_event(
+                    event,
+                    position=record.position,
+                    created_at=_ts(record.recorded_at),
+                    predicate_normalized=self._predicate(event.namespace, event.body),
+                )
                 db.execute(
                     "INSERT OR REPLACE INTO memories (memory_id, namespace, type, content, "
                     "subject, subject_key, predicate, object, predicate_normalized, "
                     "procedure_name, procedure_version, conditions, steps, source, context, "
                     "confidence, agent_id, visibility, supersedes, t_valid, t_invalid, "
-                    "superseded_by, created_at, position, redacted) VALUES (?, ?, ?, ?, ?, ?, "
-                    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?)",
+                    "superseded_by, created_at, position, redacted, multi_valued) VALUES (?, ?, "
+                    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
                     (
-                        event.memory_id,
-                        event.namespace,
-                        event.memory_type,
-                        body.content if body else None,
-                        body.subject if body else None,
-                        subject_key(body.subject) if body and body.subject else None,
-                        body.predicate if body else None,
-                        body.object if body else None,
-                        self._predicate(event.namespace, body),
-                        body.procedure_name if body else None,
-                        event.procedure_version,
-                        _json(body.conditions) if body else None,
-                        _json(body.steps) if body else None,
-                        body.source if body else None,
-                        _json(body.context) if body else None,
-                        event.confidence,
-                        event.agent_id,
-                        event.visibility,
-                        event.supersedes,
-                        _ts(event.t_valid),
-                        _ts(record.recorded_at),
-                        record.position,
-                        1 if event.redacted else 0,
+                        m.memory_id, m.namespace, m.type, m.content, m.subject, m.subject_key,
+                        m.predicate, m.object, m.predicate_normalized, m.procedure_name,
+                        m.procedure_version, _json(m.conditions), _json(m.steps), m.source,
+                        _json(m.context), m.confidence, m.agent_id, m.visibility, m.supersedes,
+                        m.t_valid, m.created_at, m.position, 1 if m.redacted else 0,
+                        1 if m.multi_valued else 0,
                     ),
-                )
-                db.execute("DELETE FROM memory_entities WHERE memory_id=?", (event.memory_id,))
-                for entity_id in dict.fromkeys(event.entity_ids):
+                )  # fmt: skip
+                db.execute("DELETE FROM memory_entities WHERE memory_id=?", (m.memory_id,))
+                for entity_id in m.entity_ids:
                     db.execute(
                         "INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
-                        (event.memory_id, entity_id),
+                        (m.memory_id, entity_id),
                     )
             case MemorySuperseded():
                 db.execute(
@@ -349,7 +397,7 @@ class ReadModel:
             case EntityCreated():
                 db.execute(
                     "INSERT OR REPLACE INTO entities (entity_id, namespace, name, normalized, "
-                    "kind, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                    "kind, created_at, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
                         event.entity_id,
                         event.namespace,
@@ -357,17 +405,19 @@ class ReadModel:
                         event.normalized,
                         event.kind,
                         _ts(record.recorded_at),
+                        event.agent_id,
                     ),
                 )
                 db.execute(
                     "INSERT OR REPLACE INTO aliases (namespace, normalized, alias, entity_id, "
-                    "match, score) VALUES (?, ?, ?, ?, 'exact', 1.0)",
-                    (event.namespace, event.normalized, event.name, event.entity_id),
-                )
+                    "match, score, agent_id) VALUES (?, ?, ?, ?, 'exact', 1.0, ?)",
+                    (event.namespace, event.normalized, event.name, event.entity_id,
+                     event.agent_id),
+                )  # fmt: skip
             case EntityAliasAdded():
                 db.execute(
                     "INSERT OR REPLACE INTO aliases (namespace, normalized, alias, entity_id, "
-                    "match, score) VALUES (?, ?, ?, ?, ?, ?)",
+                    "match, score, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
                         event.namespace,
                         event.normalized,
@@ -375,6 +425,7 @@ class ReadModel:
                         event.entity_id,
                         event.match,
                         event.score,
+                        event.agent_id,
                     ),
                 )
             case _:
@@ -421,7 +472,7 @@ class ReadModel:
     def _memory(self, row: tuple[Any, ...]) -> Memory:
         (mid, ns, typ, content, subj, _skey, pred, obj, pnorm, pname, pver, conds, steps, source,
          context, conf, agent, vis, sup, tv, ti, sby, created, pos, red, acount, lacc,
-         lval) = row  # fmt: skip
+         lval, multi) = row  # fmt: skip
         entity_ids = tuple(
             str(e)
             for (e,) in self.db.execute(
@@ -458,7 +509,120 @@ class ReadModel:
             last_accessed=lacc,
             last_validated=lval,
             entity_ids=entity_ids,
+            multi_valued=bool(multi),
         )
+
+    def _where(self, sql: str, args: Sequence[Any]) -> list[Memory]:
+        return [self._memory(row) for row in self.db.execute(sql, args)]
+
+    def active_facts(self, namespace: str, key: str, predicate: str) -> list[Memory]:
+        """Semantic memories still valid for one subject (its :func:`subject_key`) and
+        normalized predicate, by id."""
+        return self._where(
+            "SELECT * FROM memories WHERE namespace=? AND subject_key=? "
+            "AND predicate_normalized=? AND t_invalid IS NULL AND type='semantic' "
+            "ORDER BY memory_id",
+            (namespace, key, predicate),
+        )
+
+    def subject_facts(self, namespace: str, key: str) -> list[Memory]:
+        """Every semantic memory of one subject (valid or not), by id."""
+        return self._where(
+            "SELECT * FROM memories WHERE namespace=? AND subject_key=? AND type='semantic' "
+            "ORDER BY memory_id",
+            (namespace, key),
+        )
+
+    def procedures(self, namespace: str, name: str) -> list[Memory]:
+        """Every version of one named procedure, by id."""
+        return self._where(
+            "SELECT * FROM memories WHERE namespace=? AND type='procedural' "
+            "AND procedure_name=? ORDER BY memory_id",
+            (namespace, name),
+        )
+
+    def spellings(self, namespace: str) -> list[Spelling]:
+        """Every known spelling of every entity of a namespace, by normalized form."""
+        return [
+            Spelling(str(e), str(a), str(n), None if g is None else str(g))
+            for e, a, n, g in self.db.execute(
+                "SELECT entity_id, alias, normalized, agent_id FROM aliases WHERE namespace=? "
+                "ORDER BY normalized, entity_id",
+                (namespace,),
+            )
+        ]
+
+    def entities(self, namespace: str | None = None) -> list[Entity]:
+        """The entities of a namespace (of all of them when None), by id."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            Entity(str(e), str(ns), str(n), None if g is None else str(g))
+            for e, ns, n, g in self.db.execute(
+                f"SELECT entity_id, namespace, name, agent_id FROM entities {where} "
+                "ORDER BY entity_id",
+                args,
+            )
+        ]
+
+    def entity_names(self, entity_ids: Sequence[str] | None = None) -> dict[str, str]:
+        """Entity id → name, for the given ids (every entity when None)."""
+        if entity_ids is None:
+            rows = self.db.execute("SELECT entity_id, name FROM entities")
+        elif not entity_ids:
+            return {}
+        else:
+            rows = self.db.execute(
+                f"SELECT entity_id, name FROM entities WHERE entity_id IN "
+                f"({','.join('?' * len(entity_ids))})",
+                list(entity_ids),
+            )
+        return {str(e): str(n) for e, n in rows}
+
+    def links(self, entity_ids: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """(entity id, memory id) pairs, for the given entities (every link when None)."""
+        if entity_ids is None:
+            rows = self.db.execute("SELECT entity_id, memory_id FROM memory_entities")
+        elif not entity_ids:
+            return []
+        else:
+            rows = self.db.execute(
+                f"SELECT entity_id, memory_id FROM memory_entities WHERE entity_id IN "
+                f"({','.join('?' * len(entity_ids))})",
+                list(entity_ids),
+            )
+        return sorted((str(e), str(m)) for e, m in rows)
+
+    def episode_neighbours(
+        self, memory: Memory, reach: int, *, agent_id: str | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """The episodes of ``memory``'s namespace and source just before it (nearest first)
+        and just after it, up to ``reach`` each: ``[before, after]`` as (id, t_valid).
+
+        With ``agent_id``, only episodes that agent may see (shared, unowned or its own:
+        the rule of ``ferrex.rules.visibility``), so another agent's private episodes are not
+        even stepping stones."""
+        sides: list[list[tuple[str, float]]] = []
+        seen = (
+            ""
+            if agent_id is None
+            else (" AND (visibility='shared' OR agent_id IS NULL OR agent_id=?)")
+        )
+        for direction, order in (("<", "DESC"), (">", "ASC")):
+            args: list[Any] = [memory.namespace, memory.source, memory.t_valid, memory.memory_id]
+            if agent_id is not None:
+                args.append(agent_id)
+            rows = self.db.execute(
+                "SELECT memory_id, t_valid FROM memories WHERE namespace=? AND source=? "
+                f"AND type='episodic' AND (t_valid, memory_id) {direction} (?, ?){seen} "
+                f"ORDER BY t_valid {order}, memory_id {order} LIMIT ?",
+                (*args, reach),
+            )
+            sides.append([(str(m), float(t)) for m, t in rows])
+        return sides
+
+    def count(self) -> int:
+        """How many memories the read model holds."""
+        return int(self.db.execute("SELECT count(*) FROM memories").get or 0)
 
     def dump(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every row of every projected table, sorted: what a rebuild must reproduce."""

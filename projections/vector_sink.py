@@ -45,10 +45,11 @@ def point_id(memory_id: str, part: int = 0) -> str:
     return str(uuid.uuid5(_POINT_NAMESPACE, f"{memory_id}#{part}"))
 
 
-def alias_point_id(namespace: str, normalized: str) -> str:
+def alias_point_id(namespace: str, normalized: str, entity_id: str) -> str:
     """The point of one spelling of an entity: like the read model's alias rows, one per
-    (namespace, normalized name), so re-pointing a spelling overwrites its point."""
-    return str(uuid.uuid5(_POINT_NAMESPACE, f"alias\x00{namespace}\x00{normalized}"))
+    (namespace, normalized name, entity); two agents' private entities may share a spelling."""
+    key = f"alias\x00{namespace}\x00{normalized}\x00{entity_id}"
+    return str(uuid.uuid5(_POINT_NAMESPACE, key))
 
 
 class _Sparse(Protocol):
@@ -146,7 +147,7 @@ class VectorSink:
                     case EntityCreated():
                         entities.append(
                             _Pending(
-                                alias_point_id(event.namespace, event.normalized),
+                                alias_point_id(event.namespace, event.normalized, event.entity_id),
                                 event.name,
                                 event.name,
                                 _entity_payload(event.entity_id, event.namespace),
@@ -155,7 +156,7 @@ class VectorSink:
                     case EntityAliasAdded():
                         entities.append(
                             _Pending(
-                                alias_point_id(event.namespace, event.normalized),
+                                alias_point_id(event.namespace, event.normalized, event.entity_id),
                                 event.alias,
                                 event.alias,
                                 _entity_payload(event.entity_id, event.namespace),

@@ -34,7 +34,7 @@ def replay(app: App, as_json: bool) -> None:
     live = projections.live
     seconds = time.perf_counter() - started
     records = projections.read_model.checkpoint()
-    memories = projections.read_model.db.execute("SELECT count(*) FROM memories").get
+    memories = projections.read_model.count()
     doc = {
         "generation": live.generation,
         "records": records,

@@ -75,10 +75,7 @@ def live_memories(
 
 def entity_names(read_model: ReadModel) -> dict[str, str]:
     """Entity id → its name, for every entity of the read model."""
-    return {
-        str(entity_id): str(name)
-        for entity_id, name in read_model.db.execute("SELECT entity_id, name FROM entities")
-    }
+    return read_model.entity_names()
 
 
 def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:

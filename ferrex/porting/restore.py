@@ -10,7 +10,8 @@ Each memory is one record: its new entities, ``memory.stored`` with the dumped i
 t_valid, links and text, then ``memory.superseded`` (t_invalid, superseded_by),
 ``memories.validated`` (last_validated, source ``operator``) and ``memories.accessed``
 (access_count, last_accessed) when the dump has them. Chunks are group-committed and their
-texts embedded in one batch, as in :meth:`ferrex.store.Writer.store_many`.
+texts embedded in one batch, through the same command runner as every store
+(:mod:`ferrex.core.runner`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ferrex.ids import new_id
+from ferrex.core.decide import Decision, NewId
+from ferrex.core.runner import Batch
+from ferrex.core.settings import StoreSettings
+from ferrex.core.view import View
 from ferrex.porting.dump import Restored
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.predicates import normalize_predicate
+from ferrex.rules.visibility import in_scope, scope_of
 from ferrex.store import Writer
 from journal import (
     Access,
@@ -35,15 +40,15 @@ from journal import (
     MemorySuperseded,
 )
 from projections.documents import memory_text
-from projections.sqlite import ReadModel
 
 
 @dataclass(frozen=True)
 class Restore:
     status: Literal["stored", "skipped"]
     id: str
-    position: int | None
+    position: int | None = None
     """The record that restored it; None when skipped (the id exists)."""
+    warnings: tuple[str, ...] = ()
 
 
 def restore_many(
@@ -54,64 +59,52 @@ def restore_many(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Restore]:
     """Restore every item not already present; one outcome per item, in order."""
-    outcomes: list[Restore] = []
-    seen: set[str] = set()
-    for start in range(0, len(items), chunk):
-        part = items[start : start + chunk]
+
+    def prepare(part: Sequence[Restored]) -> None:
         writer.embedder.embed_many([memory_text(i.valid.type, _body(i, None)) for i in part])
-        with writer.journal.exclusive():
-            writer.projections.catch_up()
-            rm = writer.projections.read_model
-            present = {m.memory_id for m in rm.memories(memory_ids=[i.memory_id for i in part])}
-            entities = _Entities(rm, writer)
-            commands: list[list[Event]] = []
-            fresh: list[int] = []
-            for item in part:
-                if item.memory_id in present or item.memory_id in seen:
-                    outcomes.append(Restore("skipped", item.memory_id, None))
-                    continue
-                seen.add(item.memory_id)
-                commands.append(_events(item, writer, entities))
-                fresh.append(len(outcomes))
-                outcomes.append(Restore("stored", item.memory_id, None))
-            records = writer.journal.append_batch(commands)
-            writer.projections.catch_up()
-        for at, record in zip(fresh, records, strict=True):
-            outcomes[at] = Restore("stored", outcomes[at].id, record.position)
-        if writer.settings.budget_bytes is not None and records:
-            writer.enforce_budget(writer.settings.budget_bytes)
-        if progress is not None:
-            progress(len(outcomes), len(items))
-    return outcomes
+
+    def decide(item: Restored, batch: Batch) -> Decision[Restore]:
+        return decide_restore(item, batch.view, new_id=writer.new_id, settings=writer.settings)
+
+    outcomes = writer.runner.run(items, decide, chunk=chunk, prepare=prepare, progress=progress)
+    restored = [o for o in outcomes if isinstance(o, Restore)]
+    assert len(restored) == len(items)  # a restore decision never refuses
+    if writer.settings.budget_bytes is not None and any(r.status == "stored" for r in restored):
+        writer.enforce_budget(writer.settings.budget_bytes)
+    return restored
 
 
-class _Entities:
-    """Names → entity ids in one chunk: known spellings of the namespace, then the ones this
-    chunk creates."""
+def decide_restore(
+    item: Restored, view: View, *, new_id: NewId, settings: StoreSettings
+) -> Decision[Restore]:
+    """The events that journal one dumped memory as it was; skipped when its id exists."""
+    if view.memory(item.memory_id) is not None:
+        return Decision((), Restore("skipped", item.memory_id))
+    return Decision(tuple(_events(item, view, new_id, settings)), Restore("stored", item.memory_id))
 
-    def __init__(self, read_model: ReadModel, writer: Writer) -> None:
-        self.rm = read_model
-        self.writer = writer
-        self.created: dict[tuple[str, str], str] = {}
 
-    def resolve(self, namespace: str, name: str, events: list[Event]) -> str:
-        normalized = normalize_entity(name)
-        key = (namespace, normalized)
-        if key in self.created:
-            return self.created[key]
-        known = self.rm.db.execute(
-            "SELECT entity_id FROM aliases WHERE namespace=? AND normalized=?", key
-        ).get
-        if known is not None:
-            return str(known)
-        entity_id = new_id("ent", self.writer.clock())
-        events.append(
-            EntityCreated(
-                entity_id=entity_id, namespace=namespace, name=name, normalized=normalized
-            )
+def _entity(
+    namespace: str, scope: str | None, name: str, view: View, new_id: NewId, events: list[Event]
+) -> str:
+    """The entity of that namespace and scope with that normalized name, else a new one."""
+    normalized = normalize_entity(name)
+    for spelling in view.spellings(namespace):
+        if spelling.normalized == normalized and in_scope(scope, spelling.agent_id):
+            return spelling.entity_id
+    for event in events:  # created earlier in this same memory
+        if isinstance(event, EntityCreated) and event.normalized == normalized:
+            return event.entity_id
+    entity_id = new_id("ent")
+    events.append(
+        EntityCreated(
+            entity_id=entity_id,
+            namespace=namespace,
+            name=name,
+            normalized=normalized,
+            agent_id=scope,
         )
-        self.created[key] = entity_id
-        return entity_id
+    )
+    return entity_id
 
 
 def _body(item: Restored, predicate_normalized: str | None) -> MemoryBody:
@@ -130,17 +123,19 @@ def _body(item: Restored, predicate_normalized: str | None) -> MemoryBody:
     )
 
 
-def _events(item: Restored, writer: Writer, entities: _Entities) -> list[Event]:
+def _events(item: Restored, view: View, new_id: NewId, settings: StoreSettings) -> list[Event]:
     v = item.valid
-    settings = writer.settings
     namespace = v.namespace or settings.default_namespace
     assert v.t_valid is not None  # a dump line always has t_valid
     events: list[Event] = []
-    entity_ids = tuple(dict.fromkeys(entities.resolve(namespace, n, events) for n in v.entities))
+    visibility = v.visibility or "shared"
+    scope = scope_of(v.agent_id, visibility)
+    entity_ids = tuple(
+        dict.fromkeys(_entity(namespace, scope, n, view, new_id, events) for n in v.entities)
+    )
     predicate = item.predicate_normalized if v.predicate is not None else None
     if v.predicate is not None and predicate is None:
-        synonyms = settings.namespace_synonyms.get(namespace, settings.synonyms)
-        predicate = normalize_predicate(v.predicate, synonyms)
+        predicate = normalize_predicate(v.predicate, settings.synonyms_for(namespace))
     events.append(
         MemoryStored(
             memory_id=item.memory_id,
@@ -152,7 +147,7 @@ def _events(item: Restored, writer: Writer, entities: _Entities) -> list[Event]:
             supersedes=v.supersedes,
             procedure_version=item.version,
             agent_id=v.agent_id,
-            visibility=v.visibility or "shared",
+            visibility=visibility,
             body=_body(item, predicate),
         )
     )

@@ -17,7 +17,7 @@ from ferrex.rules.eviction import EvictionCandidate, eviction_reason
 from ferrex.rules.freshness import DAY, FreshnessInput, StalenessParams, staleness
 from ferrex.rules.predicates import match_known
 from projections.documents import memory_text, subject_key
-from projections.sqlite import Memory, ReadModel
+from projections.sqlite import Entity, Memory, ReadModel
 
 
 @dataclass(frozen=True)
@@ -60,11 +60,17 @@ def one_line(m: Memory, width: int = 80) -> str:
 
 
 def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
-    """Active facts that disagree: same subject and predicate (fuzzy-matched), different
-    objects."""
+    """Active single-valued facts that disagree: same subject and predicate (fuzzy-matched),
+    different objects. Multi-valued facts never contradict anything."""
     by_subject: dict[tuple[str, str], list[Memory]] = defaultdict(list)
     for m in memories:
-        if m.type == "semantic" and m.t_invalid is None and m.subject and m.predicate_normalized:
+        if (
+            m.type == "semantic"
+            and m.t_invalid is None
+            and not m.multi_valued
+            and m.subject
+            and m.predicate_normalized
+        ):
             by_subject[(m.namespace, subject_key(m.subject))].append(m)
     found: list[dict[str, Any]] = []
     for (namespace, _), facts in sorted(by_subject.items()):
@@ -102,6 +108,15 @@ def _memories(rm: ReadModel, namespace: str | None, visible: Visible | None) -> 
     if visible is None:
         return memories
     return [m for m in memories if visible(m.agent_id, m.visibility)]
+
+
+def _entities(rm: ReadModel, namespace: str | None, visible: Visible | None) -> list[Entity]:
+    """The entities a caller may see: shared ones, and those an agent's own private memory
+    introduced (an entity's scope is the agent of the private memory that named it first)."""
+    entities = rm.entities(namespace)
+    if visible is None:
+        return entities
+    return [e for e in entities if visible(e.agent_id, "private")]
 
 
 def directory_bytes(path: Path) -> int:
@@ -145,12 +160,11 @@ def stats(
             by_type[a.memory.type] += 1
             labels[a.label] += 1
         labels["superseded"] = len(memories) - len(active)
-        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
         doc.update(
             by_type=dict(sorted(by_type.items())),
             staleness=dict(sorted(labels.items())),
             conflicts=conflicts[:10],
-            entities=rm.db.execute(f"SELECT count(*) FROM entities {where}", args).get,
+            entities=len(_entities(rm, namespace, visible)),
         )
     return doc
 
@@ -183,16 +197,14 @@ def reflect(
     )  # fmt: skip
     by_id = {m.memory_id: m for m in memories}
     last_use: dict[str, float] = {}
-    for entity_id, memory_id in rm.db.execute("SELECT entity_id, memory_id FROM memory_entities"):
-        m = by_id.get(str(memory_id))
+    for entity_id, memory_id in rm.links():
+        m = by_id.get(memory_id)
         if m is not None and m.t_invalid is None:
-            last_use[str(entity_id)] = max(last_use.get(str(entity_id), 0.0), m.t_valid)
-    where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
-    sql = f"SELECT entity_id, name FROM entities {where} ORDER BY entity_id"
+            last_use[entity_id] = max(last_use.get(entity_id, 0.0), m.t_valid)
     dormant = [
-        {"id": str(e), "name": str(n), "last_referenced": last_use.get(str(e))}
-        for e, n in rm.db.execute(sql, args)
-        if now - last_use.get(str(e), 0.0) >= dormant_after_days * DAY
+        {"id": e.entity_id, "name": e.name, "last_referenced": last_use.get(e.entity_id)}
+        for e in _entities(rm, namespace, visible)
+        if now - last_use.get(e.entity_id, 0.0) >= dormant_after_days * DAY
     ]
     return {
         "namespace": namespace,

@@ -44,7 +44,7 @@ from __future__ import annotations
 import threading
 import unicodedata
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
@@ -67,8 +67,8 @@ from ferrex.rules.freshness import (
 )
 from ferrex.rules.fusion import Leg, fuse, lend_to_neighbours
 from ferrex.rules.memory_input import MEMORY_TYPES, parse_time
-from journal import Access, Journal, MemoriesAccessed
-from projections.documents import memory_text, subject_key
+from ferrex.rules.visibility import sees, sees_scope
+from projections.documents import memory_text
 from projections.replay import Projections
 from projections.sqlite import Memory
 from projections.vectors import Hit, SparseVector, VectorFilter
@@ -205,23 +205,23 @@ class AccessLog:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def flush(self, journal: Journal) -> int | None:
-        """Append one ``memories.accessed`` record for everything pending; its position."""
+    def flush(self, write: Callable[[Mapping[str, tuple[int, datetime]]], object]) -> int:
+        """Hand everything pending to ``write`` (the writer journals it as one
+        ``memories.accessed`` record); returns how many memories it covered. Kept for the
+        next flush if ``write`` fails."""
         with self._lock:
             pending, self._pending = self._pending, {}
         if not pending:
-            return None
-        accesses = tuple(
-            Access(memory_id, last, count) for memory_id, (count, last) in sorted(pending.items())
-        )
+            return 0
         try:
-            return journal.append([MemoriesAccessed(accesses=accesses)]).position
+            write(pending)
         except BaseException:
             with self._lock:  # nothing acknowledged: keep them for the next flush
                 for memory_id, (count, last) in pending.items():
                     old_count, old_last = self._pending.get(memory_id, (0, last))
                     self._pending[memory_id] = (old_count + count, max(old_last, last))
             raise
+        return len(pending)
 
 
 def _now() -> datetime:
@@ -257,7 +257,7 @@ class Reader:
         namespace = req.namespace or self.settings.default_namespace
         self.projections.catch_up()
         rm = self.projections.read_model
-        entity_ids, unknown = self._entity_ids(namespace, req.entities)
+        entity_ids, unknown = self._entity_ids(namespace, req.entities, req.agent_id)
         if req.entities and not entity_ids:
             return RecallResult(req.query, namespace, [], {}, unknown, self.reranker.status)
         flt = VectorFilter(
@@ -332,7 +332,7 @@ class Reader:
         scored.sort(key=lambda item: (-item[0], item[1].memory_id))
         top = scored[: req.limit]
         results = [
-            self._result(memory, score, stages, now, params, req.explain)
+            self._result(memory, score, stages, now, params, req.explain, req.agent_id)
             for score, memory, stages in top
         ]
         self.access.record([m.memory_id for _, m, _ in top], now)
@@ -360,7 +360,8 @@ class Reader:
         join, if the recall's filter admits them. Adds them to ``memories``."""
         s = self.settings
         neighbours = {
-            mid: self._neighbours(memories[mid], s.context_reach, s.context_gap) for mid, _ in fused
+            mid: self._neighbours(memories[mid], s.context_reach, s.context_gap, flt.agent_id)
+            for mid, _ in fused
         }
         new = sorted({n for ns in neighbours.values() for n in ns} - memories.keys())
         if new:
@@ -382,26 +383,23 @@ class Reader:
             neighbours = {mid: [n for n in ns if n in memories] for mid, ns in neighbours.items()}
         return lend_to_neighbours(fused, neighbours, s.context_share)
 
-    def _neighbours(self, memory: Memory, reach: int, gap: float) -> list[str]:
-        """The episodes of ``memory``'s source just before and after it, nearest first, up to
-        ``reach`` on each side, each at most ``gap`` seconds from the one before it."""
+    def _neighbours(
+        self, memory: Memory, reach: int, gap: float, agent_id: str | None
+    ) -> list[str]:
+        """The episodes of ``memory``'s source just before and after it that the caller may
+        see, nearest first, up to ``reach`` on each side, each at most ``gap`` seconds from
+        the one before it."""
         if memory.type != "episodic" or not memory.source:
             return []
         found: list[str] = []
-        db = self.projections.read_model.db
-        for direction, order in (("<", "DESC"), (">", "ASC")):
-            rows = db.execute(
-                "SELECT memory_id, t_valid FROM memories WHERE namespace=? AND source=? "
-                f"AND type='episodic' AND (t_valid, memory_id) {direction} (?, ?) "
-                f"ORDER BY t_valid {order}, memory_id {order} LIMIT ?",
-                (memory.namespace, memory.source, memory.t_valid, memory.memory_id, reach),
-            )
+        rm = self.projections.read_model
+        for side in rm.episode_neighbours(memory, reach, agent_id=agent_id):
             previous = memory.t_valid
-            for memory_id, t_valid in rows:
-                if abs(float(t_valid) - previous) > gap:
+            for memory_id, t_valid in side:
+                if abs(t_valid - previous) > gap:
                     break
-                found.append(str(memory_id))
-                previous = float(t_valid)
+                found.append(memory_id)
+                previous = t_valid
         return found
 
     def _result(
@@ -412,16 +410,9 @@ class Reader:
         now: datetime,
         params: StalenessParams,
         explain: bool,
+        agent_id: str | None,
     ) -> dict[str, Any]:
-        rm = self.projections.read_model
-        names = {
-            str(e): str(n)
-            for e, n in rm.db.execute(
-                f"SELECT entity_id, name FROM entities WHERE entity_id IN "
-                f"({','.join('?' * len(memory.entity_ids))})",
-                memory.entity_ids,
-            )
-        } if memory.entity_ids else {}  # fmt: skip
+        names = self.projections.read_model.entity_names(memory.entity_ids)
         result: dict[str, Any] = {
             "id": memory.memory_id,
             "type": memory.type,
@@ -434,7 +425,7 @@ class Reader:
             result.update(subject=memory.subject, predicate=memory.predicate, object=memory.object)
             if memory.content:
                 result["content"] = memory.content
-            result["contradiction"] = self._contradicted(memory)
+            result["contradiction"] = self._contradicted(memory, agent_id)
         elif memory.type == "procedural":
             result.update(
                 name=memory.procedure_name,
@@ -451,34 +442,36 @@ class Reader:
             result["explain"] = stages
         return result
 
-    def _contradicted(self, memory: Memory) -> bool:
-        """Another active fact for the same subject and predicate (multi-valued or not)."""
-        if memory.t_invalid is not None or not memory.predicate_normalized or not memory.subject:
+    def _contradicted(self, memory: Memory, agent_id: str | None) -> bool:
+        """Another active single-valued fact the caller may see, for the same subject and
+        predicate (multi-valued facts are never contradictions)."""
+        if (
+            memory.t_invalid is not None
+            or memory.multi_valued
+            or not memory.predicate_normalized
+            or not memory.subject_key
+        ):
             return False
-        other = self.projections.read_model.db.execute(
-            "SELECT count(*) FROM memories WHERE namespace=? AND subject_key=? "
-            "AND predicate_normalized=? AND t_invalid IS NULL AND memory_id<>?",
-            (
-                memory.namespace,
-                subject_key(memory.subject),
-                memory.predicate_normalized,
-                memory.memory_id,
-            ),
-        ).get
-        return bool(other)
+        same = self.projections.read_model.active_facts(
+            memory.namespace, memory.subject_key, memory.predicate_normalized
+        )
+        return any(
+            m.memory_id != memory.memory_id
+            and not m.multi_valued
+            and sees(agent_id, m.agent_id, m.visibility)
+            for m in same
+        )
 
     def _entity_ids(
-        self, namespace: str, names: Sequence[str]
+        self, namespace: str, names: Sequence[str], agent_id: str | None
     ) -> tuple[tuple[str, ...], list[str]]:
         """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime")."""
         if not names:
             return (), []
         candidates = [
-            Candidate(str(e), str(a), str(n))
-            for e, a, n in self.projections.read_model.db.execute(
-                "SELECT entity_id, alias, normalized FROM aliases WHERE namespace=?",
-                (namespace,),
-            )
+            Candidate(s.entity_id, s.alias, s.normalized)
+            for s in self.projections.read_model.spellings(namespace)
+            if sees_scope(agent_id, s.agent_id)
         ]
         found: list[str] = []
         unknown: list[str] = []

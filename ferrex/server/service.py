@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ferrex.app import App
+from ferrex.app import App, translated
 from ferrex.config import Config
-from ferrex.errors import FerrexError, Refused, UsageError
+from ferrex.errors import FerrexError, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.recall import RecallRequest
 from ferrex.rules.freshness import StalenessParams
 from ferrex.rules.memory_input import StoreRequest
+from ferrex.rules.visibility import sees
 from projections.sqlite import ReadModel
 
 TOOLS = ("store", "recall", "forget", "reflect", "stats")
@@ -70,12 +71,7 @@ class Caller:
 
     def sees(self, agent_id: str | None, visibility: str) -> bool:
         """Whether this caller may see a memory owned by ``agent_id`` with ``visibility``."""
-        return (
-            self.agent_id is None
-            or visibility == "shared"
-            or agent_id is None
-            or agent_id == self.agent_id
-        )
+        return sees(self.agent_id, agent_id, visibility)
 
 
 class Service:
@@ -119,7 +115,7 @@ class Service:
         if not isinstance(args, Mapping):
             raise UsageError("tool arguments must be a JSON object")
         clean = {k: v for k, v in args.items() if v is not None}
-        with self._lock:
+        with self._lock, translated():
             return handler(clean, caller)
 
     # -- the tools ------------------------------------------------------------------------
@@ -140,8 +136,6 @@ class Service:
                 value = _flag(value, key)
             fields[key] = value
         fields.setdefault("namespace", caller.namespace)
-        if "supersedes" in fields and isinstance(fields["supersedes"], str):
-            self._check_visible([fields["supersedes"]], caller, "supersedes")
         request = StoreRequest(**fields, agent_id=caller.agent_id)
         return self.app.writer().store(request, multi_valued=multi_valued).as_dict()
 
@@ -174,19 +168,16 @@ class Service:
         if not ids:
             raise UsageError("ids is required: the ids of the memories to forget")
         cascade = _flag(args.get("cascade", False), "cascade")
-        hidden = self._invisible(ids, caller)
-        visible = [i for i in ids if i not in hidden]
+        # Another agent's private memory is reported exactly like one that does not exist.
+        result = self.app.writer().forget(ids, cascade=cascade, caller=caller.agent_id)
         doc: dict[str, Any] = {
-            "forgotten": [], "not_found": [], "dropped_entities": [], "position": None}  # fmt: skip
-        if visible:
-            result = self.app.writer().forget(visible, cascade=cascade)
-            doc.update(
-                forgotten=list(result.forgotten),
-                not_found=list(result.not_found),
-                dropped_entities=list(result.dropped_entities),
-                position=result.position,
-            )
-        doc["not_found"] += [i for i in ids if i in hidden]
+            "forgotten": list(result.forgotten),
+            "not_found": list(result.not_found),
+            "dropped_entities": list(result.dropped_entities),
+            "position": result.position,
+        }
+        if result.warnings:
+            doc["warnings"] = list(result.warnings)
         return doc
 
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -213,7 +204,12 @@ class Service:
             visible=caller.sees,
         )
         if detailed:
-            doc.update(self._health())
+            health = self._health()
+            if caller.agent_id is not None:
+                # Journal positions and storage sizes count every agent's writes, private
+                # ones included: only the operator sees them.
+                health = {"models": health["models"]}
+            doc.update(health)
         return doc
 
     def _health(self) -> dict[str, Any]:
@@ -255,29 +251,6 @@ class Service:
     def _staleness(self, namespace: str | None) -> StalenessParams:
         settings = self.app.reader().settings
         return settings.namespace_staleness.get(namespace or "", settings.staleness)
-
-    # -- visibility -----------------------------------------------------------------------
-
-    def _invisible(self, ids: tuple[str, ...], caller: Caller) -> set[str]:
-        """The ids among ``ids`` that exist but belong privately to another agent."""
-        if caller.agent_id is None:
-            return set()
-        rm = self._read_model()
-        hidden: set[str] = set()
-        for memory_id in ids:
-            memory = rm.get(memory_id)
-            if memory is not None and not caller.sees(memory.agent_id, memory.visibility):
-                hidden.add(memory_id)
-        return hidden
-
-    def _check_visible(self, ids: list[str], caller: Caller, field: str) -> None:
-        hidden = self._invisible(tuple(ids), caller)
-        if hidden:
-            raise Refused(
-                f"{field}: no memory {sorted(hidden)[0]} exists",
-                code="not_found",
-                hint="recall first and pass the id of a memory you were shown",
-            )
 
 
 def _now() -> float:

@@ -25,10 +25,15 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "entities": ["payments"],
         },
         {"content": "The staging cluster was moved to the new region in October"},
+        # A shared fact, and an agent's private fact that disagrees: a private memory never
+        # supersedes a shared one, so both stand, and the operator sees the contradiction.
         {"subject": "billing", "predicate": "owned by", "object": "payments team",
-         "multi_valued": True},
-        {"subject": "billing", "predicate": "owned by", "object": "platform team",
-         "multi_valued": True},
+         "visibility": "shared"},
+        {"subject": "billing", "predicate": "owner", "object": "platform team",
+         "agent_id": "ops-bot"},
+        # Multi-valued facts hold side by side: never a contradiction.
+        {"subject": "search", "predicate": "depends on", "object": "redis", "multi_valued": True},
+        {"subject": "search", "predicate": "uses", "object": "kafka", "multi_valued": True},
         {"name": "rotate webhook secret",
          "steps": ["create a new secret", "deploy", "revoke the old one"]},
     ]  # fmt: skip
@@ -50,6 +55,8 @@ def test_recall_json_and_text(home: Path) -> None:
     assert code == 0 and "rotate webhook secret (v1)" in out
     code, out, _ = run(home, "recall", "who owns billing", "--type", "semantic")
     assert code == 0 and "CONTRADICTED" in out
+    code, out, _ = run(home, "recall", "what does search depend on", "--type", "semantic")
+    assert code == 0 and "redis" in out and "kafka" in out and "CONTRADICTED" not in out
 
 
 def test_recall_bad_input(home: Path) -> None:
@@ -62,12 +69,12 @@ def test_recall_bad_input(home: Path) -> None:
 def test_stats_and_reflect(home: Path) -> None:
     code, out, _ = run(home, "stats", "--json")
     brief = json.loads(out)
-    assert code == 0 and brief["total"] == 5 and len(brief["recent"]) == 3
+    assert code == 0 and brief["total"] == 7 and len(brief["recent"]) == 3
     assert brief["needs_attention"]["conflicts"] == 1
     assert len(out) < 1500, "the brief stats stay small enough for every conversation start"
     code, out, _ = run(home, "stats", "--detailed", "--json")
     detailed = json.loads(out)
-    assert detailed["by_type"] == {"episodic": 2, "procedural": 1, "semantic": 2}
+    assert detailed["by_type"] == {"episodic": 2, "procedural": 1, "semantic": 4}
     assert detailed["journal"]["lag"] == {"sqlite": 0, "qdrant": 0}
     assert detailed["models"]["reranker"] == "off" and detailed["storage_bytes"]["journal"] > 0
     code, out, _ = run(home, "reflect", "--json")

@@ -213,13 +213,13 @@ def test_reconcile_reports_and_fixes_vector_drift(
         payload={"memory_id": "ghost"},
     )
     backend.upsert(name, [stray])  # an orphan
-    backend.delete(p.live.entities, [alias_point_id("default", "tokio")])  # a lost spelling
+    backend.delete(p.live.entities, [alias_point_id("default", "tokio", "e1")])  # a lost spelling
     drift = p.reconcile()
     assert not drift.clean
     assert drift.missing_points == ["m5"]
     assert drift.stale_payloads == ["m1"]
     assert drift.orphan_points == [point_id("ghost")]
-    assert drift.entity_drift == [alias_point_id("default", "tokio")]
+    assert drift.entity_drift == [alias_point_id("default", "tokio", "e1")]
     fixed = p.reconcile(fix=True)
     assert fixed.clean, fixed.as_dict()
     assert snapshot(p) == before

@@ -50,3 +50,63 @@ def test_the_checker_sees_a_wrong_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("from ferrex.app import App\nimport projections.x\n")
     assert imports_of(bad) == {"ferrex", "projections"}
+
+
+#: The adapters that own a storage library: nothing else may import it.
+OWNERS = {
+    "apsw": ("projections/sqlite.py", "ferrex/models/"),  # the read model; the embedding cache
+    "qdrant_edge": ("projections/qdrant_edge.py",),
+    "qdrant_client": ("projections/qdrant_server.py",),
+}
+#: Where SQL may be written inside ferrex/: the embedding cache (its own small SQLite file).
+SQL_ALLOWED = ("ferrex/models/",)
+_SQL_START = ("select ", "insert ", "update ", "delete ", "create ", "replace ", "pragma ")
+
+
+def _owned(rel: str, owners: tuple[str, ...]) -> bool:
+    return any(rel == o or (o.endswith("/") and rel.startswith(o)) for o in owners)
+
+
+def storage_faults(path: Path, rel: str) -> list[str]:
+    """What ``path`` does that only the storage adapters may: import apsw or a Qdrant
+    library, write SQL, or touch the read model's connection (``.db``)."""
+    found = []
+    for name in imports_of(path):
+        if name in OWNERS and not _owned(rel, OWNERS[name]):
+            found.append(f"{rel} imports {name}")
+    if not rel.startswith("ferrex/") or _owned(rel, SQL_ALLOWED):
+        return found
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Attribute) and node.attr == "db":
+            found.append(f"{rel}:{node.lineno} touches a connection (.db)")
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.lstrip().casefold().startswith(_SQL_START)
+            and " " in node.value.strip()
+            and node.value.strip().split()[0].isupper()
+        ):
+            found.append(f"{rel}:{node.lineno} holds SQL")
+    return found
+
+
+def test_storage_libraries_and_sql_stay_in_their_adapters() -> None:
+    """No SQL in ferrex/ outside the embedding cache; the read model's connection is the
+    projections' own; apsw and Qdrant are imported only by the adapters that own them."""
+    wrong = []
+    for _, path in modules():
+        wrong += storage_faults(path, path.relative_to(ROOT).as_posix())
+    assert not wrong, wrong
+
+
+def test_the_storage_checker_sees_sql_and_connections(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import apsw\ndef f(rm):\n    return rm.db.execute('SELECT count(*) FROM memories')\n"
+    )
+    assert sorted(storage_faults(bad, "ferrex/read/bad.py")) == [
+        "ferrex/read/bad.py imports apsw",
+        "ferrex/read/bad.py:3 holds SQL",
+        "ferrex/read/bad.py:3 touches a connection (.db)",
+    ]
+    assert storage_faults(bad, "ferrex/models/cache.py") == []

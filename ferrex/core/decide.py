@@ -1,0 +1,753 @@
+"""The decisions of the write side, as pure functions.
+
+Each ``decide_*`` function takes a validated request, a :class:`~ferrex.core.view.View` of
+the committed state (plus what is pending in the batch), the measurements the caller made
+beforehand (:class:`Similar`: the nearest memories by dense vector, cosine similarities of
+short texts), the time and an id generator, and returns a :class:`Decision`: the events to
+append and the answer to give. It reads no clock, draws no id, runs no SQL, asks no Qdrant
+and embeds nothing; so every rule here is unit-tested with a small in-memory view.
+
+What a caller must measure first is itself a pure function of the request and the view:
+:func:`wanted` names the text pairs whose cosine the decision may ask for. The command
+runner (:mod:`ferrex.core.runner`) calls them in order: wanted → measure → decide → append.
+
+The rules of a store, in order:
+
+1. **Entities** are resolved against the spellings the memory's scope may use (shared
+   spellings, and the agent's own for its private memory; see :mod:`ferrex.rules.visibility`)
+   by :func:`ferrex.rules.entities.resolve_entity`; a new name makes a new entity, a fuzzy or
+   embedding match records the new spelling as an alias. Both carry the scope.
+2. **Explicit supersede** (``supersedes``): the memory must exist, be visible, be in the
+   same namespace and still be valid.
+3. **Facts** (semantic): the predicate is normalized (:mod:`ferrex.rules.predicates`),
+   matched against the subject's known predicates (typos only). The active single-valued
+   facts of the same relation are compared by object (:mod:`ferrex.rules.dedup`): the same
+   object again is a *duplicate* (the old fact is re-validated, nothing new stored), a
+   different object *supersedes* it, an unclear one is refused as ``conflict_ambiguous``. A
+   back-dated fact older than an active one is stored as history, already ended by it.
+   Multi-valued facts (``multi_valued``) never conflict: they sit beside each other. A
+   later single-valued store states the one current value: it replaces them (a different
+   object) or confirms one (the same object), and its answer says which it replaced
+   (``replaced_multi_valued``).
+4. **Procedures**: the next version of the name; the current version is superseded.
+5. **Dedup**: a memory of the same namespace and type whose text is a near copy (dense
+   cosine and the identifier check of :func:`ferrex.rules.dedup.is_duplicate`) refuses the
+   store as ``duplicate``.
+6. **Citations**: ``source = "memory:<id>"`` validates that memory if the caller may see it
+   (an invisible id behaves exactly like a nonexistent one).
+
+Another agent's private memories take no part in any of this, and a private memory changes
+nothing another agent sees (:func:`ferrex.rules.visibility.may_change`): it supersedes,
+versions and re-validates only its own agent's private memories. It still *reads* shared
+ones: a private fact that repeats a shared one is answered as a duplicate, one that
+disagrees is stored beside it (the agent's recall then flags the contradiction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from ferrex.errors import Refused, UsageError
+from ferrex.ids import plausible_id
+from ferrex.read.insight import assess, eviction_candidate, text_bytes
+from ferrex.rules.dedup import classify_object_change, is_duplicate
+from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
+from ferrex.rules.eviction import eviction_plan
+from ferrex.rules.freshness import StalenessParams
+from ferrex.rules.memory_input import ValidStore
+from ferrex.rules.predicates import match_known, normalize_predicate
+from ferrex.rules.visibility import in_scope, may_change, scope_of, sees
+from journal import (
+    Access,
+    EntityAliasAdded,
+    EntityCreated,
+    Event,
+    MemoriesAccessed,
+    MemoriesForgotten,
+    MemoriesValidated,
+    MemoryBody,
+    MemoryStored,
+    MemorySuperseded,
+)
+from journal.events import SupersedeReason, ValidationSource
+from projections.documents import memory_text, subject_key
+from projections.sqlite import Memory
+
+from .settings import StoreSettings
+from .view import View
+
+NewId = Callable[[str], str]
+"""Draws a new id with the given prefix (``mem``, ``ent``)."""
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class ResolvedEntity:
+    name: str
+    entity_id: str
+    match: str
+    """exact, normalized, fuzzy, embedding, or new."""
+    score: float
+    matched: str | None
+    """The known spelling it matched, if any."""
+
+
+@dataclass(frozen=True)
+class StoreResult:
+    status: Literal["stored", "duplicate"]
+    id: str
+    """The new memory, or for a repeated fact the existing one (re-validated)."""
+    type: str
+    namespace: str
+    entities: tuple[ResolvedEntity, ...]
+    superseded: tuple[str, ...]
+    validated: tuple[str, ...]
+    position: int = 0
+    version: int | None = None
+    superseded_by: str | None = None
+    """Set when a back-dated fact arrived after a newer one: it is kept as history, ended by
+    this memory."""
+    replaced_multi_valued: tuple[str, ...] = ()
+    """Multi-valued facts of the same relation this single-valued fact replaced: a fact
+    stored without ``multi_valued`` states the one current value."""
+    multi_valued: bool = False
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "id": self.id,
+            "type": self.type,
+            "namespace": self.namespace,
+            "entities": [e.__dict__ for e in self.entities],
+            "superseded": list(self.superseded),
+            "validated": list(self.validated),
+            "position": self.position,
+            **({"version": self.version} if self.version is not None else {}),
+            **({"superseded_by": self.superseded_by} if self.superseded_by else {}),
+            **({"multi_valued": True} if self.multi_valued else {}),
+            **(
+                {
+                    "replaced_multi_valued": list(self.replaced_multi_valued),
+                    "note": f"replaced {len(self.replaced_multi_valued)} multi-valued fact(s) "
+                    "of this relation; store with multi_valued=true to add a value instead",
+                }
+                if self.replaced_multi_valued
+                else {}
+            ),
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
+        }
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    forgotten: tuple[str, ...]
+    not_found: tuple[str, ...]
+    dropped_entities: tuple[str, ...]
+    position: int | None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ValidateResult:
+    validated: tuple[str, ...]
+    not_found: tuple[str, ...]
+    position: int | None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision(Generic[R]):
+    """The events one command appends (none: nothing to write) and its answer, whose
+    ``position`` and ``warnings`` the runner fills in once the record is appended."""
+
+    events: tuple[Event, ...]
+    result: R
+
+
+class MissingMeasure(LookupError):
+    """A decision asked for a similarity its caller did not measure (a bug in
+    :func:`wanted`, never an agent's fault)."""
+
+
+@dataclass(frozen=True)
+class Similar:
+    """What the caller measured before a decision.
+
+    ``neighbours``: (memory id, dense cosine to the new memory's text) for the nearest
+    memories of its namespace and type, committed or pending in the batch, any order.
+    ``cosines``: the cosine similarity of each text pair :func:`wanted` named.
+    """
+
+    neighbours: Sequence[tuple[str, float]] = ()
+    cosines: Mapping[tuple[str, str], float] = field(default_factory=dict)
+
+    def cosine(self, a: str, b: str) -> float:
+        if a == b:
+            return 1.0
+        try:
+            return self.cosines[(a, b)]
+        except KeyError:
+            raise MissingMeasure(f"no similarity measured for {a!r} / {b!r}") from None
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What to measure before :func:`decide_store`: text pairs, and whether the nearest
+    memories by dense vector matter (not for an explicit supersede)."""
+
+    pairs: tuple[tuple[str, str], ...]
+    neighbours: bool
+
+
+# -- store -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Who:
+    namespace: str
+    agent_id: str | None
+    visibility: Literal["private", "shared"]
+
+    @property
+    def scope(self) -> str | None:
+        return scope_of(self.agent_id, self.visibility)
+
+    def sees(self, memory: Memory) -> bool:
+        return sees(self.agent_id, memory.agent_id, memory.visibility)
+
+    def may_change(self, memory: Memory) -> bool:
+        return may_change(self.agent_id, self.visibility, memory.agent_id, memory.visibility)
+
+
+def _who(valid: ValidStore, settings: StoreSettings) -> _Who:
+    agent_id = valid.agent_id or settings.agent_id
+    # An agent's own memories are private unless it shares them.
+    visibility = valid.visibility or ("private" if agent_id else "shared")
+    return _Who(valid.namespace or settings.default_namespace, agent_id, visibility)
+
+
+def _candidates(view: View, who: _Who) -> list[Candidate]:
+    return [
+        Candidate(s.entity_id, s.alias, s.normalized)
+        for s in view.spellings(who.namespace)
+        if in_scope(who.scope, s.agent_id)
+    ]
+
+
+def normalized_predicate(valid: ValidStore, view: View, who: _Who, settings: StoreSettings) -> str:
+    """The fact's predicate in the form its relation is stored under: normalized, then a
+    typo of one of the subject's known predicates corrected to it."""
+    assert valid.subject is not None and valid.predicate is not None
+    normalized = normalize_predicate(valid.predicate, settings.synonyms_for(who.namespace))
+    known = sorted(
+        {
+            m.predicate_normalized
+            for m in view.subject_facts(who.namespace, subject_key(valid.subject))
+            if m.predicate_normalized and who.sees(m)
+        }
+    )
+    if normalized in known:
+        return normalized
+    return match_known(normalized, known, settings.predicate_fuzzy) or normalized
+
+
+def _same_relation(valid: ValidStore, view: View, who: _Who, predicate: str) -> list[Memory]:
+    assert valid.subject is not None
+    return [
+        m
+        for m in view.active_facts(who.namespace, subject_key(valid.subject), predicate)
+        if m.object and who.sees(m)
+    ]
+
+
+def wanted(
+    valid: ValidStore, view: View, settings: StoreSettings, *, multi_valued: bool = False
+) -> Wanted:
+    """The measurements :func:`decide_store` may ask for, given the same inputs."""
+    who = _who(valid, settings)
+    pairs: list[tuple[str, str]] = []
+    known = _candidates(view, who)
+    earlier: list[Candidate] = []
+    for name in valid.entities:
+        found = resolve_entity(name, [*known, *earlier], fuzzy_threshold=settings.entity_fuzzy)
+        if found.entity_id is None:
+            pairs += [(name, c.name) for c in [*known, *earlier]]
+            earlier.append(Candidate("", name, normalize_entity(name)))
+    if valid.type == "semantic" and valid.supersedes is None and not multi_valued:
+        assert valid.object is not None
+        predicate = normalized_predicate(valid, view, who, settings)
+        for old in _same_relation(valid, view, who, predicate):
+            assert old.object is not None
+            pairs.append((valid.object, old.object))
+    return Wanted(tuple(dict.fromkeys(pairs)), neighbours=valid.supersedes is None)
+
+
+def decide_store(
+    valid: ValidStore,
+    view: View,
+    similar: Similar,
+    *,
+    now: datetime,
+    new_id: NewId,
+    settings: StoreSettings,
+    multi_valued: bool = False,
+) -> Decision[StoreResult]:
+    """The events and answer for one store (see the module docstring). Raises a
+    :class:`FerrexError` (nothing to write) when the rules refuse it."""
+    who = _who(valid, settings)
+    namespace = who.namespace
+    t_valid = valid.t_valid or now
+    memory_id = new_id("mem")
+    events: list[Event] = []
+    entities = _resolve_entities(valid.entities, view, who, similar, settings, new_id, events)
+    superseded: list[str] = []
+    validated: list[str] = []
+    replaced_multi: list[str] = []
+    version: int | None = None
+    successor: Memory | None = None  # a newer active fact that outlives this one
+    body = _body(valid)
+
+    if valid.supersedes is not None:
+        old = _supersedable(valid.supersedes, namespace, view, who)
+        superseded.append(old.memory_id)
+        validated.append(memory_id)
+    if valid.type == "semantic":
+        predicate = normalized_predicate(valid, view, who, settings)
+        body = replace_body(body, predicate_normalized=predicate)
+        if valid.supersedes is None and not multi_valued:
+            actives = _same_relation(valid, view, who, predicate)
+            outcome = _fact_conflicts(valid, actives, similar, settings)
+            if isinstance(outcome, Memory):  # the same fact again: confirm it
+                confirmed: tuple[str, ...] = ()
+                if who.may_change(outcome):
+                    events.append(
+                        MemoriesValidated(
+                            memory_ids=(outcome.memory_id,), at=now, source="duplicate"
+                        )
+                    )
+                    confirmed = (outcome.memory_id,)
+                result = StoreResult(
+                    "duplicate", outcome.memory_id, "semantic", namespace, entities,
+                    (), confirmed,
+                )  # fmt: skip
+                return Decision(tuple(events), result)
+            # A back-dated fact older than an active one is history, not the new truth: it is
+            # stored already ended, where the newer fact began.
+            later = [m for m in outcome if m.t_valid > t_valid.timestamp()]
+            if later:
+                successor = min(later, key=lambda m: (m.t_valid, m.memory_id))
+            taken = {*superseded, *(m.memory_id for m in later)}
+            # A private fact leaves shared ones standing (the agent then sees both, flagged
+            # as a contradiction): what it keeps to itself changes nothing others see.
+            superseded += [
+                m.memory_id for m in outcome if m.memory_id not in taken and who.may_change(m)
+            ]
+            replaced_multi = [
+                m.memory_id for m in outcome if m.multi_valued and m.memory_id in superseded
+            ]
+    current: list[Memory] = []
+    if valid.type == "procedural":
+        assert valid.name is not None
+        previous = [m for m in view.procedures(namespace, valid.name) if who.sees(m)]
+        version = 1 + max((m.procedure_version or 0 for m in previous), default=0)
+        current = [m for m in previous if m.t_invalid is None and who.may_change(m)]
+    text = memory_text(valid.type, body)
+    if valid.supersedes is None:
+        skip_ids = {*superseded, *(m.memory_id for m in current)}
+        _refuse_duplicates(valid.type, text, view, who, similar, skip_ids, settings)
+
+    events.append(
+        MemoryStored(
+            memory_id=memory_id,
+            namespace=namespace,
+            memory_type=valid.type,
+            t_valid=t_valid,
+            confidence=valid.confidence,
+            entity_ids=tuple(dict.fromkeys(e.entity_id for e in entities)),
+            supersedes=valid.supersedes,
+            procedure_version=version,
+            agent_id=who.agent_id,
+            visibility=who.visibility,
+            body=body,
+            multi_valued=multi_valued and valid.type == "semantic",
+        )
+    )
+    for old_id in superseded:
+        reason: SupersedeReason = "explicit" if old_id == valid.supersedes else "conflict"
+        events.append(
+            MemorySuperseded(
+                memory_id=old_id,
+                namespace=namespace,
+                t_invalid=t_valid,
+                superseded_by=memory_id,
+                reason=reason,
+            )
+        )
+    if successor is not None:
+        events.append(
+            MemorySuperseded(
+                memory_id=memory_id,
+                namespace=namespace,
+                t_invalid=datetime.fromtimestamp(successor.t_valid, UTC),
+                superseded_by=successor.memory_id,
+                reason="conflict",
+            )
+        )
+    for old in current:
+        events.append(
+            MemorySuperseded(
+                memory_id=old.memory_id,
+                namespace=namespace,
+                t_invalid=t_valid,
+                superseded_by=memory_id,
+                reason="version",
+            )
+        )
+    cited = _cited(valid.source)
+    if cited is not None and cited != memory_id:
+        memory = view.memory(cited)
+        if memory is not None and who.may_change(memory):
+            events.append(MemoriesValidated(memory_ids=(cited,), at=now, source="citation"))
+            validated.append(cited)
+    if valid.supersedes is not None:
+        events.append(MemoriesValidated(memory_ids=(memory_id,), at=now, source="supersede"))
+    result = StoreResult(
+        "stored",
+        memory_id,
+        valid.type,
+        namespace,
+        entities,
+        tuple(superseded) + tuple(m.memory_id for m in current),
+        tuple(validated),
+        version=version,
+        superseded_by=successor.memory_id if successor is not None else None,
+        replaced_multi_valued=tuple(replaced_multi),
+        multi_valued=multi_valued and valid.type == "semantic",
+    )
+    return Decision(tuple(events), result)
+
+
+def replace_body(body: MemoryBody, **changes: Any) -> MemoryBody:
+    fields = {name: getattr(body, name) for name in body.__struct_fields__}
+    return MemoryBody(**{**fields, **changes})
+
+
+def _supersedable(memory_id: str, namespace: str, view: View, who: _Who) -> Memory:
+    old = view.memory(memory_id)
+    if old is None or not who.sees(old):
+        raise Refused(
+            f"cannot supersede {memory_id}: no such memory",
+            code="not_found",
+            hint="check the id (recall shows ids); it may have been forgotten",
+            details={"ids": [memory_id]},
+        )
+    if old.namespace != namespace:
+        raise UsageError(
+            f"cannot supersede {memory_id}: it is in namespace {old.namespace!r}, "
+            f"not {namespace!r}",
+            hint="store the replacement in the same namespace",
+        )
+    if not who.may_change(old):
+        raise UsageError(
+            f"cannot supersede {memory_id} with a private memory: it is shared, and a "
+            "private memory never changes what other agents see",
+            hint='store the replacement with visibility "shared"',
+        )
+    if old.t_invalid is not None:
+        raise Refused(
+            f"{memory_id} is already superseded by {old.superseded_by}",
+            code="already_superseded",
+            hint=f"supersede the current version, {old.superseded_by}, instead",
+            details={"ids": [memory_id], "superseded_by": old.superseded_by},
+        )
+    return old
+
+
+def _fact_conflicts(
+    valid: ValidStore, actives: Sequence[Memory], similar: Similar, settings: StoreSettings
+) -> Memory | list[Memory]:
+    """The existing same fact (a duplicate), or the active facts the new one replaces.
+
+    Raises ``conflict_ambiguous`` when an object is neither clearly the same nor clearly
+    different."""
+    assert valid.object is not None
+    replaced: list[Memory] = []
+    for old in actives:
+        assert old.object is not None
+        similarity = similar.cosine(valid.object, old.object)
+        change = classify_object_change(
+            valid.object,
+            old.object,
+            similarity,
+            duplicate=settings.conflict_duplicate,
+            different=settings.conflict_different,
+        )
+        if change == "duplicate":
+            return old
+        if change == "ambiguous":
+            raise Refused(
+                f"{valid.subject} {valid.predicate} {valid.object!r} may or may not replace "
+                f"{old.memory_id} ({old.subject} {old.predicate} {old.object!r}); "
+                f"object similarity {similarity:.2f}",
+                code="conflict_ambiguous",
+                hint=f"pass supersedes={old.memory_id} to replace it, or store it as a "
+                "multi-valued fact to keep both",
+                details={"ids": [old.memory_id], "similarity": round(similarity, 4)},
+            )
+        replaced.append(old)
+    return replaced
+
+
+def _refuse_duplicates(
+    memory_type: str,
+    text: str,
+    view: View,
+    who: _Who,
+    similar: Similar,
+    skip: set[str],
+    settings: StoreSettings,
+) -> None:
+    for memory_id, score in sorted(similar.neighbours, key=lambda h: (-h[1], h[0])):
+        if memory_id in skip or score < settings.dedup_threshold:
+            continue
+        old = view.memory(memory_id)
+        if (
+            old is None
+            or old.t_invalid is not None
+            or old.namespace != who.namespace
+            or old.type != memory_type
+            or not who.sees(old)
+        ):
+            continue
+        old_text = memory_text(old.type, old.body())
+        if is_duplicate(min(score, 1.0), text, old_text, settings.dedup_threshold):
+            raise Refused(
+                f"a similar memory exists: {memory_id} (similarity {score:.3f})",
+                code="duplicate",
+                hint=f"pass supersedes={memory_id} to replace it",
+                details={"ids": [memory_id], "similarity": round(score, 4)},
+            )
+
+
+def _resolve_entities(
+    names: Sequence[str],
+    view: View,
+    who: _Who,
+    similar: Similar,
+    settings: StoreSettings,
+    new_id: NewId,
+    events: list[Event],
+) -> tuple[ResolvedEntity, ...]:
+    known = _candidates(view, who)
+    added: list[Candidate] = []
+    resolved: list[ResolvedEntity] = []
+    for name in names:
+        candidates = [*known, *added]
+        found = resolve_entity(
+            name,
+            candidates,
+            fuzzy_threshold=settings.entity_fuzzy,
+            embedding_threshold=settings.entity_embedding,
+            embedding_scores=lambda n, cs: [similar.cosine(n, c.name) for c in cs],
+        )
+        normalized = normalize_entity(name)
+        if found.entity_id is None:
+            entity_id = new_id("ent")
+            events.append(
+                EntityCreated(
+                    entity_id=entity_id,
+                    namespace=who.namespace,
+                    name=name,
+                    normalized=normalized,
+                    agent_id=who.scope,
+                )
+            )
+            added.append(Candidate(entity_id, name, normalized))
+            resolved.append(ResolvedEntity(name, entity_id, "new", 1.0, None))
+            continue
+        if found.kind in ("fuzzy", "embedding") and not any(
+            c.normalized == normalized for c in candidates
+        ):
+            events.append(
+                EntityAliasAdded(
+                    entity_id=found.entity_id,
+                    namespace=who.namespace,
+                    alias=name,
+                    normalized=normalized,
+                    match=_alias_match(found),
+                    score=round(found.score, 6),
+                    agent_id=who.scope,
+                )
+            )
+            added.append(Candidate(found.entity_id, name, normalized))
+        resolved.append(
+            ResolvedEntity(name, found.entity_id, found.kind, found.score, found.matched)
+        )
+    return tuple(resolved)
+
+
+def _alias_match(found: Resolution) -> Literal["fuzzy", "embedding"]:
+    return "embedding" if found.kind == "embedding" else "fuzzy"
+
+
+def _body(valid: ValidStore) -> MemoryBody:
+    return MemoryBody(
+        content=valid.content,
+        subject=valid.subject,
+        predicate=valid.predicate,
+        object=valid.object,
+        procedure_name=valid.name,
+        conditions=valid.conditions,
+        steps=valid.steps,
+        source=valid.source,
+        context=valid.context,
+    )
+
+
+def store_text(valid: ValidStore) -> str:
+    """The text a store embeds (and dedups on)."""
+    return memory_text(valid.type, _body(valid))
+
+
+def _cited(source: str | None) -> str | None:
+    if source and source.startswith("memory:"):
+        cited = source.removeprefix("memory:").strip()
+        return cited if plausible_id(cited) else None
+    return None
+
+
+# -- forget, validate, access, eviction --------------------------------------------------
+
+
+def checked_ids(ids: Sequence[str]) -> list[str]:
+    """Memory ids as given, checked for shape, without repeats (a usage error otherwise)."""
+    if isinstance(ids, str) or not ids:
+        raise UsageError("give at least one memory id", hint="recall shows memory ids")
+    bad = [repr(i) for i in ids if not plausible_id(i)]
+    if bad:
+        raise UsageError(
+            f"not a memory id: {', '.join(bad[:5])}",
+            hint="ids are printable, without spaces, at most 64 characters",
+        )
+    return list(dict.fromkeys(ids))
+
+
+def decide_forget(
+    ids: Sequence[str], view: View, *, cascade: bool = False, caller: str | None = None
+) -> Decision[ForgetResult]:
+    """Forget the memories ``caller`` may see among ``ids``; the others are not found.
+
+    ``cascade``: also drop the entities no remaining memory names."""
+    wanted_ids = checked_ids(ids)
+    found = [m for m in (view.memory(i) for i in wanted_ids) if m is not None]
+    found = [m for m in found if sees(caller, m.agent_id, m.visibility)]
+    found_ids = {m.memory_id for m in found}
+    not_found = tuple(i for i in wanted_ids if i not in found_ids)
+    if not found:
+        return Decision((), ForgetResult((), not_found, (), None))
+    by_namespace: dict[str, list[Memory]] = {}
+    for memory in sorted(found, key=lambda m: m.memory_id):
+        by_namespace.setdefault(memory.namespace, []).append(memory)
+    events: list[Event] = []
+    all_dropped: list[str] = []
+    for namespace, memories in sorted(by_namespace.items()):
+        dropped: tuple[str, ...] = ()
+        if cascade:
+            linked = sorted({e for m in memories for e in m.entity_ids})
+            dropped = tuple(e for e in linked if not set(view.linked(e)) - found_ids)
+        all_dropped.extend(dropped)
+        events.append(
+            MemoriesForgotten(
+                memory_ids=tuple(m.memory_id for m in memories),
+                namespace=namespace,
+                reason="request",
+                dropped_entity_ids=dropped,
+            )
+        )
+    order = tuple(i for i in wanted_ids if i in found_ids)
+    return Decision(tuple(events), ForgetResult(order, not_found, tuple(all_dropped), None))
+
+
+def decide_validate(
+    ids: Sequence[str],
+    view: View,
+    *,
+    now: datetime,
+    source: ValidationSource = "agent",
+    caller: str | None = None,
+) -> Decision[ValidateResult]:
+    """Mark the memories ``caller`` may see among ``ids`` as confirmed correct ``now``."""
+    wanted_ids = checked_ids(ids)
+    found = {
+        m.memory_id
+        for m in (view.memory(i) for i in wanted_ids)
+        if m is not None and sees(caller, m.agent_id, m.visibility)
+    }
+    ok = tuple(i for i in wanted_ids if i in found)
+    missing = tuple(i for i in wanted_ids if i not in found)
+    if not ok:
+        return Decision((), ValidateResult((), missing, None))
+    events = (MemoriesValidated(memory_ids=ok, at=now, source=source),)
+    return Decision(events, ValidateResult(ok, missing, None))
+
+
+def decide_access(
+    pending: Mapping[str, tuple[int, datetime]], view: View
+) -> Decision[tuple[str, ...]]:
+    """Journal recall hits of memories that still exist (one forgotten since its recall is
+    dropped); the answer is the ids journaled."""
+    accesses = tuple(
+        Access(memory_id, last, count)
+        for memory_id, (count, last) in sorted(pending.items())
+        if view.memory(memory_id) is not None
+    )
+    if not accesses:
+        return Decision((), ())
+    return Decision((MemoriesAccessed(accesses=accesses),), tuple(a.memory_id for a in accesses))
+
+
+def decide_eviction(
+    memories: Sequence[Memory],
+    *,
+    budget: int,
+    now: datetime,
+    staleness: Callable[[str], StalenessParams],
+) -> Decision[ForgetResult]:
+    """Forget (reason ``eviction``) what ``budget`` bytes of memory text cannot hold, in the
+    priority of :mod:`ferrex.rules.eviction`; active facts and procedures are never evicted.
+    ``staleness(namespace)`` is the configured staleness, as recall and reflect use it."""
+    sizes = {m.memory_id: text_bytes(m) for m in memories}
+    over = sum(sizes.values()) - budget
+    empty: Decision[ForgetResult] = Decision((), ForgetResult((), (), (), None))
+    if over <= 0:
+        return empty
+    at = now.timestamp()
+    by_namespace: dict[str, list[Memory]] = {}
+    for memory in memories:
+        by_namespace.setdefault(memory.namespace, []).append(memory)
+    candidates = [
+        eviction_candidate(a, sizes[a.memory.memory_id])
+        for namespace, group in sorted(by_namespace.items())
+        for a in assess(group, at, staleness(namespace))
+    ]
+    plan = eviction_plan(candidates, over, at)
+    if not plan:
+        return empty
+    by_id = {m.memory_id: m for m in memories}
+    events: list[Event] = []
+    for namespace in sorted({by_id[mid].namespace for mid, _ in plan}):
+        chosen = [(mid, why) for mid, why in plan if by_id[mid].namespace == namespace]
+        events.append(
+            MemoriesForgotten(
+                memory_ids=tuple(mid for mid, _ in chosen),
+                namespace=namespace,
+                reason="eviction",
+                details=tuple(why for _, why in chosen),
+            )
+        )
+    return Decision(tuple(events), ForgetResult(tuple(mid for mid, _ in plan), (), (), None))

@@ -1,0 +1,86 @@
+"""Settings of the write side, built once from the configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ferrex.config import Config
+from ferrex.errors import UsageError
+from ferrex.rules.freshness import DEFAULT_STALENESS, StalenessParams, params_for
+from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits
+from ferrex.rules.predicates import DEFAULT_SYNONYMS, merge_synonyms, synonym_map
+
+
+def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The global synonym map and each namespace's, from the built-ins and the config."""
+    extra = config["predicates.synonyms"]
+    base = merge_synonyms(DEFAULT_SYNONYMS, synonym_map(extra)) if extra else dict(DEFAULT_SYNONYMS)
+    namespaces: dict[str, dict[str, str]] = {}
+    for namespace, groups in config["predicates.namespaces"].items():
+        if not isinstance(groups, dict):
+            raise UsageError(
+                f"predicates.namespaces.{namespace} must be a table of synonym groups",
+                hint='write [predicates.namespaces.NAME] canonical = ["variant", ...]',
+            )
+        namespaces[str(namespace)] = merge_synonyms(base, synonym_map(groups))
+    return base, namespaces
+
+
+def build_staleness(config: Config) -> tuple[StalenessParams, dict[str, StalenessParams]]:
+    """The staleness every reader and the eviction use: defaults, then each namespace's."""
+    overrides = config["staleness.namespaces"]
+    defaults = config["staleness.defaults"]
+    base = params_for("(defaults)", {"(defaults)": defaults}) if defaults else DEFAULT_STALENESS
+    return base, {str(ns): params_for(str(ns), overrides, base) for ns in overrides}
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """The thresholds and defaults the store rules use (from the configuration)."""
+
+    default_namespace: str = "default"
+    dedup_threshold: float = 0.95
+    conflict_duplicate: float = 0.95
+    conflict_different: float = 0.80
+    entity_fuzzy: float = 0.85
+    entity_embedding: float = 0.92
+    predicate_fuzzy: float = 0.85
+    synonyms: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SYNONYMS))
+    namespace_synonyms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    limits: Limits = DEFAULT_LIMITS
+    agent_id: str | None = None
+    """Stamped on memories stored without one (the server's ``--agent-id``)."""
+    budget_bytes: int | None = None
+    """Memory text beyond this is evicted after a store, in the documented priority."""
+    staleness: StalenessParams = DEFAULT_STALENESS
+    """The staleness the eviction priority uses (the same as recall's and reflect's)."""
+    namespace_staleness: Mapping[str, StalenessParams] = field(default_factory=dict)
+
+    def staleness_for(self, namespace: str) -> StalenessParams:
+        return self.namespace_staleness.get(namespace, self.staleness)
+
+    @classmethod
+    def from_config(cls, config: Config) -> StoreSettings:
+        c = config
+        synonyms, namespace_synonyms = build_synonyms(c)
+        staleness, per_namespace = build_staleness(c)
+        return cls(
+            synonyms=synonyms,
+            namespace_synonyms=namespace_synonyms,
+            default_namespace=c["store.default_namespace"],
+            agent_id=c["store.agent_id"],
+            dedup_threshold=c["store.dedup_threshold"],
+            conflict_duplicate=c["store.conflict_duplicate"],
+            conflict_different=c["store.conflict_different"],
+            entity_fuzzy=c["store.entity_fuzzy"],
+            entity_embedding=c["store.entity_embedding"],
+            predicate_fuzzy=c["store.predicate_fuzzy"],
+            budget_bytes=c["store.budget_bytes"],
+            staleness=staleness,
+            namespace_staleness=per_namespace,
+        )
+
+    def synonyms_for(self, namespace: str) -> Mapping[str, str]:
+        """The predicate synonyms of ``namespace`` (its own groups over the global ones)."""
+        return self.namespace_synonyms.get(namespace, self.synonyms)

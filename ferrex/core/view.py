@@ -1,0 +1,190 @@
+"""What a decision reads, and the two real things that answer it.
+
+:class:`View` is the whole of what the decisions in :mod:`ferrex.core.decide` may ask about
+the committed state: a memory by id, the active facts of one relation, the facts of one
+subject, the versions of a procedure, the spellings of a namespace's entities, and which
+memories name an entity. Two implementations:
+
+- :class:`ReadModelView`: the SQLite read model, through its named queries;
+- :class:`Overlay`: a view plus the events decided earlier in the same batch but not yet
+  appended. It turns a ``memory.stored`` into a memory with the same
+  :meth:`projections.sqlite.Memory.from_event` the projection uses, so a later request of the
+  batch sees exactly what it would see once the batch is applied.
+
+Unit tests of the decisions use a small in-memory view of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from journal import (
+    EntityAliasAdded,
+    EntityCreated,
+    Event,
+    MemoriesAccessed,
+    MemoriesForgotten,
+    MemoriesValidated,
+    MemoryStored,
+    MemorySuperseded,
+)
+from projections.sqlite import Memory, ReadModel, Spelling
+
+
+class View(Protocol):
+    """The committed state as decisions see it (every list ordered by id)."""
+
+    def memory(self, memory_id: str) -> Memory | None: ...
+
+    def active_facts(self, namespace: str, key: str, predicate: str) -> list[Memory]: ...
+
+    def subject_facts(self, namespace: str, key: str) -> list[Memory]: ...
+
+    def procedures(self, namespace: str, name: str) -> list[Memory]: ...
+
+    def spellings(self, namespace: str) -> list[Spelling]: ...
+
+    def linked(self, entity_id: str) -> list[str]: ...
+
+
+class ReadModelView:
+    """The read model as a :class:`View`."""
+
+    def __init__(self, read_model: ReadModel) -> None:
+        self._rm = read_model
+
+    def memory(self, memory_id: str) -> Memory | None:
+        return self._rm.get(memory_id)
+
+    def active_facts(self, namespace: str, key: str, predicate: str) -> list[Memory]:
+        return self._rm.active_facts(namespace, key, predicate)
+
+    def subject_facts(self, namespace: str, key: str) -> list[Memory]:
+        return self._rm.subject_facts(namespace, key)
+
+    def procedures(self, namespace: str, name: str) -> list[Memory]:
+        return self._rm.procedures(namespace, name)
+
+    def spellings(self, namespace: str) -> list[Spelling]:
+        return self._rm.spellings(namespace)
+
+    def linked(self, entity_id: str) -> list[str]:
+        return [m for _, m in self._rm.links([entity_id])]
+
+
+class Overlay:
+    """A :class:`View` plus decisions not yet applied (see the module docstring)."""
+
+    def __init__(self, base: View) -> None:
+        self._base = base
+        self._changed: dict[str, Memory | None] = {}  # None: forgotten in this batch
+        self._spellings: dict[str, list[Spelling]] = {}
+        self._dropped: set[str] = set()
+
+    # -- applying ---------------------------------------------------------------------------
+
+    def apply(self, events: Sequence[Event]) -> None:
+        """Take one command's events as if they had been applied."""
+        for event in events:
+            match event:
+                case MemoryStored():
+                    body = event.body
+                    predicate = body.predicate_normalized or body.predicate if body else None
+                    self._changed[event.memory_id] = Memory.from_event(
+                        event, position=0, created_at=0.0, predicate_normalized=predicate
+                    )
+                case MemorySuperseded():
+                    self._update(
+                        event.memory_id,
+                        t_invalid=event.t_invalid.timestamp(),
+                        superseded_by=event.superseded_by,
+                    )
+                case MemoriesForgotten():
+                    for memory_id in event.memory_ids:
+                        self._changed[memory_id] = None
+                    self._dropped.update(event.dropped_entity_ids)
+                case MemoriesValidated():
+                    at = event.at.timestamp()
+                    for memory_id in event.memory_ids:
+                        old = self.memory(memory_id)
+                        if old is not None:
+                            self._update(memory_id, last_validated=max(old.last_validated or at,
+                                                                       at))  # fmt: skip
+                case MemoriesAccessed():
+                    for access in event.accesses:
+                        old = self.memory(access.memory_id)
+                        if old is not None:
+                            at = access.last_at.timestamp()
+                            self._update(
+                                access.memory_id,
+                                access_count=old.access_count + access.count,
+                                last_accessed=max(old.last_accessed or at, at),
+                            )
+                case EntityCreated():
+                    self._spell(event.namespace).append(
+                        Spelling(event.entity_id, event.name, event.normalized, event.agent_id)
+                    )
+                case EntityAliasAdded():
+                    self._spell(event.namespace).append(
+                        Spelling(event.entity_id, event.alias, event.normalized, event.agent_id)
+                    )
+
+    def _update(self, memory_id: str, **changes: object) -> None:
+        old = self.memory(memory_id)
+        if old is not None:
+            self._changed[memory_id] = replace(old, **changes)  # type: ignore[arg-type]
+
+    def _spell(self, namespace: str) -> list[Spelling]:
+        return self._spellings.setdefault(namespace, [])
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def memory(self, memory_id: str) -> Memory | None:
+        if memory_id in self._changed:
+            return self._changed[memory_id]
+        return self._base.memory(memory_id)
+
+    def _merged(self, base: Sequence[Memory], keep: _Keep) -> list[Memory]:
+        ids = [m.memory_id for m in base]
+        ids += [i for i, m in self._changed.items() if m is not None and keep(m)]
+        found = (self.memory(i) for i in sorted(set(ids)))
+        return [m for m in found if m is not None and keep(m)]
+
+    def active_facts(self, namespace: str, key: str, predicate: str) -> list[Memory]:
+        def keep(m: Memory) -> bool:
+            return (
+                m.namespace == namespace
+                and m.type == "semantic"
+                and m.subject_key == key
+                and m.predicate_normalized == predicate
+                and m.t_invalid is None
+            )
+
+        return self._merged(self._base.active_facts(namespace, key, predicate), keep)
+
+    def subject_facts(self, namespace: str, key: str) -> list[Memory]:
+        def keep(m: Memory) -> bool:
+            return m.namespace == namespace and m.type == "semantic" and m.subject_key == key
+
+        return self._merged(self._base.subject_facts(namespace, key), keep)
+
+    def procedures(self, namespace: str, name: str) -> list[Memory]:
+        def keep(m: Memory) -> bool:
+            return m.namespace == namespace and m.type == "procedural" and m.procedure_name == name
+
+        return self._merged(self._base.procedures(namespace, name), keep)
+
+    def spellings(self, namespace: str) -> list[Spelling]:
+        found = [*self._base.spellings(namespace), *self._spellings.get(namespace, ())]
+        return [s for s in found if s.entity_id not in self._dropped]
+
+    def linked(self, entity_id: str) -> list[str]:
+        ids = {m for m in self._base.linked(entity_id) if self.memory(m) is not None}
+        ids |= {i for i, m in self._changed.items() if m is not None and entity_id in m.entity_ids}
+        return sorted(ids)
+
+
+class _Keep(Protocol):
+    def __call__(self, memory: Memory, /) -> bool: ...

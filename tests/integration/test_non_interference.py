@@ -1,0 +1,241 @@
+"""Non-interference: another agent learns nothing of a private memory.
+
+For random interleavings of alice's private calls and bob's calls, every answer bob gets in a
+home where alice made her calls equals the answer he gets in a home where she never did
+(memory and entity ids, times, scores and journal positions aside: ids are compared by the
+order bob met them, and results as sets, because BM25's collection-wide IDF lets any text,
+private or not, move scores a little; see the README's Security section).
+
+Both homes are real: the service over the real journal, SQLite read model, Qdrant Edge and
+the bundled model, the same path an MCP call takes after its transport. Each example runs in
+a namespace of its own, so the two homes serve every example.
+
+**Adding a read surface** is adding one more entry to :data:`BOB_CALLS` (a strategy that
+draws bob's call to it); alice's side (:data:`ALICE_CALLS`) grows the same way when a new
+kind of private write appears. The comparison needs nothing else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ferrex.app import App
+from ferrex.config import load as load_config
+from ferrex.errors import FerrexError
+from ferrex.models.embedding import Embedder
+from ferrex.server.service import Caller, Service
+
+# A small shared vocabulary, so that alice's private calls collide with bob's on subjects,
+# predicates, entity names, procedure names and sources.
+SUBJECTS = ["billing-api", "search", "the build"]
+PREDICATES = ["uses", "depends on", "owned by", "owner", "written in", "version"]
+OBJECTS = ["PostgreSQL", "Postgres 16", "team payments", "Rust", "Go", "v2.3", "Kafka"]
+ENTITIES = ["Postgres", "PostgreSQL", "Kafka", "tokio", "Tokio runtime", "Grafana"]
+WORDS = ["deploy", "rollback", "backup", "cache", "latency", "incident", "migration", "on-call"]
+SOURCES = ["chat-7", "chat-8"]
+PROCEDURES = ["deploy", "restore"]
+
+_ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
+#: Keys whose values are times, scores or positions: set aside by the comparison.
+_ASIDE = {
+    "score", "explain", "similarity", "staleness", "position", "event_time", "invalidated_at",
+    "last_validated", "last_accessed", "last_referenced", "age_days", "created_at",
+}  # fmt: skip
+
+
+def _sentence(draw: st.DrawFn) -> str:
+    words = draw(st.lists(st.sampled_from(WORDS), min_size=2, max_size=5))
+    return f"Note about {' '.join(words)} {draw(st.integers(0, 999))}"
+
+
+@st.composite
+def _store(draw: st.DrawFn, visibility: str | None) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["episode", "fact", "procedure"]))
+    args: dict[str, Any]
+    if kind == "episode":
+        args = {"content": _sentence(draw)}
+        if draw(st.booleans()):
+            args["source"] = draw(st.sampled_from(SOURCES))
+    elif kind == "fact":
+        args = {
+            "subject": draw(st.sampled_from(SUBJECTS)),
+            "predicate": draw(st.sampled_from(PREDICATES)),
+            "object": draw(st.sampled_from(OBJECTS)),
+        }
+        if draw(st.booleans()):
+            args["multi_valued"] = True
+    else:
+        args = {
+            "name": draw(st.sampled_from(PROCEDURES)),
+            "steps": draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
+        }
+    entities = draw(st.lists(st.sampled_from(ENTITIES), max_size=2, unique=True))
+    if entities:
+        args["entities"] = entities
+    if visibility is not None:
+        args["visibility"] = visibility
+    return args
+
+
+# Each call is (tool, arguments); "@bob:K" / "@alice:K" stand for the id of that agent's K-th
+# stored memory in the home the call runs in (alice's only exist where she made her calls).
+ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
+    "store": _store("private").map(lambda a: ("store", a)),
+    "store citing her own": st.integers(0, 5).map(
+        lambda k: ("store", {"content": f"follow-up on backup {k}", "source": f"@alice:{k}"})
+    ),
+    "forget her own": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@alice:{k}"]})),
+}
+
+BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
+    "store": st.one_of(_store(None), _store("shared")).map(lambda a: ("store", a)),
+    "recall": st.builds(
+        lambda q, stale, history, entities: (
+            "recall",
+            {"query": q, "limit": 100, "include_stale": stale, "include_invalidated": history,
+             **({"entities": entities} if entities else {})},
+        ),
+        st.sampled_from([*WORDS, *SUBJECTS, *ENTITIES, "what does billing-api use"]),
+        st.booleans(),
+        st.booleans(),
+        st.lists(st.sampled_from(ENTITIES), max_size=1),
+    ),  # fmt: skip
+    "stats": st.booleans().map(lambda d: ("stats", {"detailed": d})),
+    "reflect": st.just(("reflect", {"limit": 100})),
+    "forget": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@bob:{k}"]})),
+    # An invisible id must behave exactly like one that does not exist.
+    "forget alice's": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@alice:{k}"]})),
+    "cite alice's": st.integers(0, 5).map(
+        lambda k: ("store", {"content": f"bob read incident {k}", "source": f"@alice:{k}"})
+    ),
+    "supersede alice's": st.integers(0, 5).map(
+        lambda k: ("store", {"content": f"bob's rollback plan {k}", "supersedes": f"@alice:{k}"})
+    ),
+    "validate via recall": st.integers(0, 5).map(
+        lambda k: ("recall", {"query": "rollback", "limit": 100, "validate_ids": [f"@bob:{k}"]})
+    ),
+}
+
+
+@dataclass
+class Home:
+    service: Service
+    stored: dict[str, list[str]] = field(default_factory=lambda: {"alice": [], "bob": []})
+
+    def resolve(self, value: Any, alice_ids: list[str]) -> Any:
+        """Replace ``@who:K`` by that memory's id (alice's ids come from the home where she
+        acted, so in the other home they name memories that do not exist)."""
+        if isinstance(value, str) and value.startswith("@"):
+            who, k = value[1:].split(":")
+            ids = alice_ids if who == "alice" else self.stored[who]
+            if not ids:
+                return "mem_00000000000000000000000000"
+            return ids[int(k) % len(ids)]
+        if isinstance(value, list):
+            return [self.resolve(v, alice_ids) for v in value]
+        if isinstance(value, dict):
+            return {k: self.resolve(v, alice_ids) for k, v in value.items()}
+        return value
+
+    def call(
+        self, who: str, tool: str, args: dict[str, Any], namespace: str, alice_ids: list[str]
+    ) -> dict[str, Any]:
+        real = self.resolve(args, alice_ids)
+        try:
+            answer = self.service.call(tool, real, Caller(agent_id=who, namespace=namespace))
+        except FerrexError as exc:
+            return {"error": exc.code, "message": exc.message}
+        if tool == "store" and answer.get("status") == "stored":
+            self.stored[who].append(answer["id"])
+        return answer
+
+
+class Canon:
+    """Turns one home's answers into a comparable form: ids by order of first meeting."""
+
+    def __init__(self) -> None:
+        self.labels: dict[str, str] = {}
+        self.counter = itertools.count()
+
+    def label(self, raw: str) -> str:
+        if raw not in self.labels:
+            self.labels[raw] = f"{raw[:3]}#{next(self.counter)}"
+        return self.labels[raw]
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            out = {k: self(v) for k, v in value.items() if k not in _ASIDE}
+            if "results" in out and isinstance(out["results"], list):
+                out["results"] = sorted(out["results"], key=repr)  # a set: see the docstring
+            return out
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if isinstance(value, str):
+            return _ID.sub(lambda m: self.label(m.group(0)), value)
+        return value
+
+
+@pytest.fixture(scope="module")
+def homes(
+    tmp_path_factory: pytest.TempPathFactory, shared_embedder: Embedder
+) -> Iterator[tuple[Home, Home]]:
+    made = []
+    for name in ("with-alice", "without-alice"):
+        home = tmp_path_factory.mktemp(name) / "home"
+        app = App(home=home, config=load_config(home, None), _embedder=shared_embedder)
+        assert app.claim()
+        made.append(Home(Service(app)))
+    yield made[0], made[1]
+    for h in made:
+        h.service.app.flush_access()
+        h.service.app._close_all()
+
+
+_examples = itertools.count()
+
+step = st.one_of(
+    *(s.map(lambda c: ("alice", *c)) for s in ALICE_CALLS.values()),
+    *(s.map(lambda c: ("bob", *c)) for s in BOB_CALLS.values()),
+)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
+                                 HealthCheck.data_too_large])  # fmt: skip
+@given(steps=st.lists(step, min_size=2, max_size=14))
+def test_bob_cannot_tell_whether_alice_made_her_private_calls(
+    homes: tuple[Home, Home], steps: list[tuple[str, str, dict[str, Any]]]
+) -> None:
+    acted, control = homes
+    namespace = f"ni-{next(_examples)}"
+    seen_with, seen_without = Canon(), Canon()
+    for who, tool, args in steps:
+        if who == "alice":
+            acted.call("alice", tool, args, namespace, acted.stored["alice"])
+            continue
+        alice_ids = acted.stored["alice"]
+        with_alice = acted.call("bob", tool, args, namespace, alice_ids)
+        without = control.call("bob", tool, args, namespace, alice_ids)
+        assert seen_with(with_alice) == seen_without(without), (tool, args)
+
+
+def test_the_property_can_see_a_leak(homes: tuple[Home, Home]) -> None:
+    """A positive control: what alice stores *shared* does change bob's answers, and the
+    comparison notices."""
+    acted, control = homes
+    namespace = "ni-control"
+    acted.call("alice", "store", {"content": "Shared runbook for the cache incident",
+                                  "visibility": "shared"}, namespace, [])  # fmt: skip
+    args = {"query": "cache incident", "limit": 100}
+    with_alice = acted.call("bob", "recall", args, namespace, [])
+    without = control.call("bob", "recall", args, namespace, [])
+    assert Canon()(with_alice) != Canon()(without)

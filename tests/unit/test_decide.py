@@ -1,0 +1,447 @@
+"""The write side's decisions on the pure core, with an in-memory view (no Qdrant, no model).
+
+The view here is a test double on purpose: the decisions are pure functions of what they are
+given, and these tests give them exactly the state each rule is about.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from ferrex.core.decide import (
+    MissingMeasure,
+    Similar,
+    decide_access,
+    decide_eviction,
+    decide_forget,
+    decide_store,
+    decide_validate,
+    wanted,
+)
+from ferrex.core.settings import StoreSettings
+from ferrex.core.view import Overlay
+from ferrex.errors import Refused, UsageError
+from ferrex.rules.freshness import DEFAULT_STALENESS
+from ferrex.rules.memory_input import StoreRequest, validate
+from journal import (
+    EntityAliasAdded,
+    EntityCreated,
+    Event,
+    MemoriesAccessed,
+    MemoriesForgotten,
+    MemoriesValidated,
+    MemoryBody,
+    MemoryStored,
+    MemorySuperseded,
+)
+from projections.sqlite import Memory, Spelling
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+SETTINGS = StoreSettings()
+
+
+class FakeView:
+    """Memories and spellings in dictionaries: the committed state a test sets up."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Memory] = {}
+        self.spelled: dict[str, list[Spelling]] = {}
+
+    def add(self, events: list[Event]) -> None:
+        overlay = Overlay(self)
+        overlay.apply(events)
+        for event in events:
+            if isinstance(event, MemoryStored | MemorySuperseded):
+                memory = overlay.memory(event.memory_id)
+                assert memory is not None
+                self.rows[memory.memory_id] = memory
+            elif isinstance(event, EntityCreated | EntityAliasAdded):
+                name = event.name if isinstance(event, EntityCreated) else event.alias
+                self.spelled.setdefault(event.namespace, []).append(
+                    Spelling(event.entity_id, name, event.normalized, event.agent_id)
+                )
+
+    def memory(self, memory_id: str) -> Memory | None:
+        return self.rows.get(memory_id)
+
+    def _sorted(self, keep: object) -> list[Memory]:
+        return [m for _, m in sorted(self.rows.items()) if keep(m)]  # type: ignore[operator]
+
+    def active_facts(self, namespace: str, key: str, predicate: str) -> list[Memory]:
+        return self._sorted(
+            lambda m: (
+                m.namespace == namespace
+                and m.type == "semantic"
+                and m.subject_key == key
+                and m.predicate_normalized == predicate
+                and m.t_invalid is None
+            )
+        )
+
+    def subject_facts(self, namespace: str, key: str) -> list[Memory]:
+        return self._sorted(
+            lambda m: m.namespace == namespace and m.type == "semantic" and m.subject_key == key
+        )
+
+    def procedures(self, namespace: str, name: str) -> list[Memory]:
+        return self._sorted(
+            lambda m: (
+                m.namespace == namespace and m.type == "procedural" and m.procedure_name == name
+            )
+        )
+
+    def spellings(self, namespace: str) -> list[Spelling]:
+        return list(self.spelled.get(namespace, []))
+
+    def linked(self, entity_id: str) -> list[str]:
+        return sorted(i for i, m in self.rows.items() if entity_id in m.entity_ids)
+
+
+def ids() -> object:
+    counter = itertools.count(1)
+    return lambda prefix: f"{prefix}_{next(counter):03d}"
+
+
+def fact(subject: str, predicate: str, obj: str, **kw: object) -> object:
+    return validate(StoreRequest(subject=subject, predicate=predicate, object=obj, **kw))  # type: ignore[arg-type]
+
+
+def note(content: str, **kw: object) -> object:
+    return validate(StoreRequest(content=content, **kw))  # type: ignore[arg-type]
+
+
+def store(view: FakeView, valid: object, similar: Similar | None = None, **kw: object):  # type: ignore[no-untyped-def]
+    """Decide a store, with every wanted pair measured as ``cosine`` (default 0.1), and
+    commit it into ``view``."""
+    cosine = kw.pop("cosine", 0.1)
+    multi = bool(kw.pop("multi_valued", False))
+    settings = kw.pop("settings", SETTINGS)
+    new_id = kw.pop("new_id", ids())
+    if similar is None:
+        want = wanted(valid, view, settings, multi_valued=multi)  # type: ignore[arg-type]
+        similar = Similar((), {pair: cosine for pair in want.pairs})  # type: ignore[misc]
+    decision = decide_store(
+        valid,  # type: ignore[arg-type]
+        view,
+        similar,
+        now=kw.pop("now", NOW),  # type: ignore[arg-type]
+        new_id=new_id,  # type: ignore[arg-type]
+        settings=settings,  # type: ignore[arg-type]
+        multi_valued=multi,
+    )
+    view.add(list(decision.events))
+    return decision
+
+
+# -- facts -------------------------------------------------------------------------------
+
+
+def test_a_changed_fact_supersedes_the_old_one() -> None:
+    view = FakeView()
+    first = store(view, fact("payments-api", "uses", "PostgreSQL 15"), new_id=ids())
+    second = store(
+        view, fact("payments-api", "depends on", "CockroachDB"), new_id=lambda p: f"{p}_new"
+    )
+    assert second.result.superseded == (first.result.id,)
+    old = view.memory(first.result.id)
+    assert old is not None and old.superseded_by == second.result.id
+    superseded = [e for e in second.events if isinstance(e, MemorySuperseded)]
+    assert [(e.memory_id, e.reason) for e in superseded] == [(first.result.id, "conflict")]
+
+
+def test_the_same_fact_again_is_a_duplicate_that_revalidates() -> None:
+    view = FakeView()
+    first = store(view, fact("billing", "owned by", "team payments"))
+    again = store(view, fact("billing", "owned_by", "Team  Payments"), new_id=lambda p: f"{p}_x")
+    assert again.result.status == "duplicate" and again.result.id == first.result.id
+    assert [type(e) for e in again.events] == [MemoriesValidated]
+
+
+def test_an_unclear_object_is_refused_as_ambiguous() -> None:
+    view = FakeView()
+    first = store(view, fact("api", "hosted on", "the EU cluster"))
+    with pytest.raises(Refused) as caught:
+        store(view, fact("api", "hosted on", "EU cloud"), cosine=0.9, new_id=lambda p: p + "_2")
+    assert caught.value.code == "conflict_ambiguous"
+    assert caught.value.details["ids"] == [first.result.id]
+
+
+def test_a_back_dated_fact_is_kept_as_history_ended_by_the_newer_one() -> None:
+    view = FakeView()
+    newer = store(view, fact("ci", "runs on", "GitHub Actions", valid_from="2026-06-01T00:00:00Z"))
+    older = store(
+        view,
+        fact("ci", "runs on", "Jenkins", valid_from="2025-01-01T00:00:00Z"),
+        new_id=lambda p: f"{p}_old",
+    )
+    assert older.result.superseded == () and older.result.superseded_by == newer.result.id
+    current = view.memory(newer.result.id)
+    history = view.memory(older.result.id)
+    assert current is not None and current.t_invalid is None
+    assert history is not None and history.superseded_by == newer.result.id
+
+
+def test_multi_valued_facts_sit_side_by_side_and_a_later_single_one_replaces_them_saying_so() -> (
+    None
+):
+    view = FakeView()
+    a = store(view, fact("web", "depends on", "redis"), multi_valued=True)
+    b = store(view, fact("web", "requires", "kafka"), multi_valued=True, new_id=lambda p: p + "b")
+    assert a.result.multi_valued and b.result.superseded == ()
+    stored = [e for e in b.events if isinstance(e, MemoryStored)]
+    assert stored[0].multi_valued is True
+    single = store(view, fact("web", "needs", "nginx"), new_id=lambda p: p + "c")
+    assert single.result.superseded == (a.result.id, b.result.id)
+    assert single.result.replaced_multi_valued == (a.result.id, b.result.id)
+    assert "multi_valued=true" in single.result.as_dict()["note"]
+
+
+def test_an_explicit_supersede_needs_a_visible_valid_memory() -> None:
+    view = FakeView()
+    secret = store(view, note("alice's private plan", agent_id="alice"))
+    with pytest.raises(Refused) as hidden:
+        store(view, note("bob replaces it", agent_id="bob", supersedes=secret.result.id),
+              new_id=lambda p: p + "_b")  # fmt: skip
+    with pytest.raises(Refused) as missing:
+        store(view, note("bob replaces nothing", agent_id="bob", supersedes="mem_nothing"),
+              new_id=lambda p: p + "_c")  # fmt: skip
+    assert hidden.value.code == missing.value.code == "not_found"
+    assert str(hidden.value).replace(secret.result.id, "X") == str(missing.value).replace(
+        "mem_nothing", "X"
+    )
+    renewed = note("alice's new plan", agent_id="alice", supersedes=secret.result.id)
+    replaced = store(view, renewed, new_id=lambda p: p + "_d")
+    assert replaced.result.superseded == (secret.result.id,)
+    with pytest.raises(Refused) as again:
+        store(view, note("again", agent_id="alice", supersedes=secret.result.id),
+              new_id=lambda p: p + "_e")  # fmt: skip
+    assert again.value.code == "already_superseded"
+
+
+def test_another_agents_private_fact_is_neither_superseded_nor_a_duplicate() -> None:
+    view = FakeView()
+    alice = store(view, fact("laptop", "runs", "Fedora", agent_id="alice"))
+    bob = store(view, fact("laptop", "runs", "Fedora", agent_id="bob"), new_id=lambda p: p + "b")
+    assert bob.result.status == "stored" and bob.result.superseded == ()
+    assert view.memory(alice.result.id).t_invalid is None  # type: ignore[union-attr]
+
+
+# -- dedup ---------------------------------------------------------------------------------
+
+
+def test_a_near_copy_is_refused_but_not_one_the_caller_cannot_see() -> None:
+    view = FakeView()
+    shared = store(view, note("Deploys go out on Tuesdays", visibility="shared"))
+    private = store(view, note("Standup is at nine", agent_id="alice"), new_id=lambda p: p + "a")
+    near = Similar([(shared.result.id, 0.99)])
+    with pytest.raises(Refused) as caught:
+        store(view, note("Deploys go out on Tuesdays."), near, new_id=lambda p: p + "b")
+    assert caught.value.code == "duplicate"
+    hidden = Similar([(private.result.id, 0.99)])
+    ok = store(view, note("Standup is at nine.", agent_id="bob"), hidden, new_id=lambda p: p + "c")
+    assert ok.result.status == "stored"
+
+
+def test_a_measure_the_decision_was_not_given_is_a_bug_not_a_guess() -> None:
+    view = FakeView()
+    store(view, fact("api", "version", "2.4"))
+    with pytest.raises(MissingMeasure):
+        store(view, fact("api", "version", "3.0"), Similar(), new_id=lambda p: p + "_2")
+
+
+# -- procedures ------------------------------------------------------------------------------
+
+
+def test_procedure_versions_count_up_and_supersede_the_current_one() -> None:
+    view = FakeView()
+    one = store(view, validate(StoreRequest(name="deploy", steps=("build", "ship"))))
+    two = store(
+        view,
+        validate(StoreRequest(name="deploy", steps=("build", "test", "ship"))),
+        new_id=lambda p: p + "_2",
+    )
+    assert (one.result.version, two.result.version) == (1, 2)
+    assert two.result.superseded == (one.result.id,)
+    # Unowned versions are everyone's; an agent's private version is its own line.
+    alice = store(
+        view,
+        validate(StoreRequest(name="backup", steps=("dump", "upload"), agent_id="alice")),
+        new_id=lambda p: p + "_a",
+    )
+    bob = store(
+        view,
+        validate(StoreRequest(name="backup", steps=("snapshot",), agent_id="bob")),
+        new_id=lambda p: p + "_b",
+    )
+    assert (alice.result.version, bob.result.version) == (1, 1)
+    assert bob.result.superseded == ()
+    assert view.memory(alice.result.id).t_invalid is None  # type: ignore[union-attr]
+
+
+# -- entities --------------------------------------------------------------------------------
+
+
+def test_entities_resolve_within_the_callers_scope_only() -> None:
+    view = FakeView()
+    alice = store(view, note("Postgres tuning notes", entities=["Postgres"], agent_id="alice"))
+    created = [e for e in alice.events if isinstance(e, EntityCreated)]
+    assert created[0].agent_id == "alice"  # a private memory's new entity is alice's
+    bob = store(
+        view,
+        note("Bob's Postgres notes", entities=["Postgres"], agent_id="bob"),
+        new_id=lambda p: p + "_b",
+    )
+    assert bob.result.entities[0].match == "new"  # bob does not resolve to alice's entity
+    assert bob.result.entities[0].entity_id != alice.result.entities[0].entity_id
+    again = store(
+        view,
+        note("More notes", entities=["postgres"], agent_id="alice"),
+        new_id=lambda p: p + "_c",
+    )
+    assert again.result.entities[0].entity_id == alice.result.entities[0].entity_id
+
+
+def test_an_embedding_match_adds_a_scoped_alias() -> None:
+    view = FakeView()
+    first = store(view, note("k8s upgrade", entities=["Kubernetes"], visibility="shared"))
+    second = store(
+        view, note("cluster notes", entities=["k8s"], visibility="shared"), cosine=0.95,
+        new_id=lambda p: p + "_2",
+    )  # fmt: skip
+    assert second.result.entities[0].entity_id == first.result.entities[0].entity_id
+    aliases = [e for e in second.events if isinstance(e, EntityAliasAdded)]
+    assert aliases[0].match == "embedding" and aliases[0].agent_id is None
+
+
+def test_citing_a_memory_validates_it_only_if_the_caller_sees_it() -> None:
+    view = FakeView()
+    secret = store(view, note("alice's secret", agent_id="alice"))
+    public = store(view, note("shared fact", visibility="shared"), new_id=lambda p: p + "_p")
+    bob = store(
+        view,
+        note("bob cites both", agent_id="bob", source=f"memory:{secret.result.id}"),
+        new_id=lambda p: p + "_b",
+    )
+    assert bob.result.validated == ()
+    private = store(
+        view,
+        note("bob cites privately", agent_id="bob", source=f"memory:{public.result.id}"),
+        new_id=lambda p: p + "_c",
+    )
+    assert private.result.validated == ()  # a private memory changes nothing shared
+    cites = store(
+        view,
+        note("bob cites", agent_id="bob", visibility="shared",
+             source=f"memory:{public.result.id}"),
+        new_id=lambda p: p + "_d",
+    )  # fmt: skip
+    assert cites.result.validated == (public.result.id,)
+
+
+def test_a_private_memory_changes_nothing_shared() -> None:
+    view = FakeView()
+    shared = store(view, fact("db", "hosted on", "rack 4", visibility="shared"))
+    mine = store(
+        view, fact("db", "hosted on", "rack 9", agent_id="alice"), new_id=lambda p: p + "a"
+    )
+    assert mine.result.superseded == ()
+    assert view.memory(shared.result.id).t_invalid is None  # type: ignore[union-attr]
+    same = store(view, fact("db", "hosted on", "Rack 4", agent_id="bob"), new_id=lambda p: p + "b")
+    assert same.result.status == "duplicate" and same.events == ()
+    with pytest.raises(UsageError, match="private memory never changes"):
+        store(view, fact("db", "hosted on", "rack 5", agent_id="bob",
+                         supersedes=shared.result.id), new_id=lambda p: p + "c")  # fmt: skip
+    proc = store(
+        view,
+        validate(StoreRequest(name="restore", steps=("a",), visibility="shared")),
+        new_id=lambda p: p + "e",
+    )
+    private = store(
+        view,
+        validate(StoreRequest(name="restore", steps=("b",), agent_id="alice")),
+        new_id=lambda p: p + "d",
+    )
+    assert private.result.version == 2 and private.result.superseded == ()
+    assert view.memory(proc.result.id).t_invalid is None  # type: ignore[union-attr]
+
+
+# -- forget, validate, accesses, eviction ---------------------------------------------------
+
+
+def test_forget_hides_what_the_caller_cannot_see_and_cascades_entities() -> None:
+    view = FakeView()
+    a = store(view, note("one", entities=["Solo"], visibility="shared"))
+    secret = store(view, note("two", agent_id="alice"), new_id=lambda p: p + "_s")
+    decision = decide_forget([a.result.id, secret.result.id], view, cascade=True, caller="bob")
+    assert decision.result.forgotten == (a.result.id,)
+    assert decision.result.not_found == (secret.result.id,)
+    assert decision.result.dropped_entities == (a.result.entities[0].entity_id,)
+    forgotten = [e for e in decision.events if isinstance(e, MemoriesForgotten)]
+    assert forgotten[0].memory_ids == (a.result.id,)
+    with pytest.raises(UsageError):
+        decide_forget([], view)
+
+
+def test_validate_reports_invisible_ids_as_not_found() -> None:
+    view = FakeView()
+    secret = store(view, note("alice's", agent_id="alice"))
+    decision = decide_validate([secret.result.id], view, now=NOW, caller="bob")
+    assert decision.events == () and decision.result.not_found == (secret.result.id,)
+    mine = decide_validate([secret.result.id], view, now=NOW, caller="alice")
+    assert isinstance(mine.events[0], MemoriesValidated)
+
+
+def test_accesses_of_forgotten_memories_are_dropped() -> None:
+    view = FakeView()
+    kept = store(view, note("kept"))
+    decision = decide_access({kept.result.id: (2, NOW), "mem_gone": (1, NOW)}, view)
+    event = decision.events[0]
+    assert isinstance(event, MemoriesAccessed)
+    assert [(a.memory_id, a.count) for a in event.accesses] == [(kept.result.id, 2)]
+
+
+def test_eviction_uses_the_staleness_it_is_given() -> None:
+    view = FakeView()
+    old = store(view, note("x" * 400, valid_from="2020-01-01T00:00:00Z"))
+    memories = [replace(m, created_at=(NOW - timedelta(days=2000)).timestamp())
+                for m in view.rows.values()]  # fmt: skip
+    calls: list[str] = []
+
+    def staleness(namespace: str):  # type: ignore[no-untyped-def]
+        calls.append(namespace)
+        return DEFAULT_STALENESS
+
+    decision = decide_eviction(memories, budget=10, now=NOW, staleness=staleness)
+    assert decision.result.forgotten == (old.result.id,)
+    assert calls == ["default"]
+    assert decide_eviction(memories, budget=10_000, now=NOW, staleness=staleness).events == ()
+
+
+# -- the overlay -------------------------------------------------------------------------------
+
+
+def test_the_overlay_shows_pending_decisions_like_applied_ones() -> None:
+    base = FakeView()
+    overlay = Overlay(base)
+    stored = MemoryStored(
+        memory_id="mem_1",
+        namespace="default",
+        memory_type="semantic",
+        t_valid=NOW,
+        body=MemoryBody(subject="API", predicate="version", object="1",
+                        predicate_normalized="version"),
+    )  # fmt: skip
+    overlay.apply([stored])
+    assert [m.memory_id for m in overlay.active_facts("default", "api", "version")] == ["mem_1"]
+    overlay.apply(
+        [MemorySuperseded(memory_id="mem_1", namespace="default", t_invalid=NOW,
+                          superseded_by="mem_2")]
+    )  # fmt: skip
+    assert overlay.active_facts("default", "api", "version") == []
+    assert overlay.memory("mem_1").superseded_by == "mem_2"  # type: ignore[union-attr]
+    overlay.apply([MemoriesForgotten(memory_ids=("mem_1",), namespace="default")])
+    assert overlay.memory("mem_1") is None and base.memory("mem_1") is None
