@@ -20,7 +20,7 @@ import numpy as np
 
 from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.ids import new_id, plausible_id
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from ferrex.read.insight import assess, eviction_candidate, text_bytes
 from ferrex.rules.dedup import classify_object_change, is_duplicate
 from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
