@@ -20,8 +20,9 @@ from journal.events import (
     tag_of,
 )
 from journal.log import Head, Journal, TornTail
+from journal.manifest import RepairEntry
 from journal.record import Record, to_builtins
-from journal.repairs import RepairEntry, plan_repair, repair
+from journal.repairs import plan_repair, repair
 from journal.verify import Problem, VerifyReport, verify
 
 __all__ = [

@@ -35,6 +35,7 @@ import msgspec
 
 from journal.errors import EncodeError, JournalDamaged, JournalError, JournalFormatError
 from journal.events import Event
+from journal.manifest import load_gaps
 from journal.record import (
     GENESIS_HASH,
     Decoded,
@@ -46,7 +47,6 @@ from journal.record import (
     head_bytes,
     record_hash,
 )
-from journal.repairs import load_gaps
 from journal.segment import (
     HEADER_SIZE,
     fsync_dir,
