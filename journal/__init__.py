@@ -4,7 +4,13 @@ Imports nothing of ferrex's (DESIGN.md section 1). The on-disk format is documen
 ``journal.segment`` (files) and ``journal.record`` (frames, hashing).
 """
 
-from journal.errors import EncodeError, JournalDamaged, JournalError, JournalFormatError
+from journal.errors import (
+    EncodeError,
+    JournalDamaged,
+    JournalError,
+    JournalFormatError,
+    JournalTooNew,
+)
 from journal.events import (
     Access,
     AnyEvent,
@@ -21,11 +27,12 @@ from journal.events import (
 )
 from journal.log import Head, Journal, TornTail
 from journal.manifest import RepairEntry
-from journal.record import Record, to_builtins
+from journal.record import FORMAT_VERSION, Record, to_builtins
 from journal.repairs import plan_repair, repair
 from journal.verify import Problem, VerifyReport, verify
 
 __all__ = [
+    "FORMAT_VERSION",
     "Access",
     "AnyEvent",
     "EncodeError",
@@ -37,6 +44,7 @@ __all__ = [
     "JournalDamaged",
     "JournalError",
     "JournalFormatError",
+    "JournalTooNew",
     "MemoriesAccessed",
     "MemoriesForgotten",
     "MemoriesValidated",
