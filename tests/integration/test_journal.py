@@ -278,3 +278,14 @@ def test_a_record_of_an_unknown_layout_is_refused(tmp_path: Path) -> None:
         Journal.open(directory)
     assert raised.value.found is None
     assert "format this ferrex does not know" in raised.value.message
+
+
+def test_first_is_the_first_record_with_its_hash(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j", segment_bytes=1024) as journal:
+        assert journal.first() is None
+        journal.append_batch([[stored(i, "x" * 200)] for i in range(1, 20)])
+        first = journal.first()
+        expected = next(iter(journal.read(hashes=True)))
+    assert len(list_segments(tmp_path / "j")) > 1
+    assert first is not None and first.position == 1
+    assert first.hash == expected.hash and first.events == expected.events
