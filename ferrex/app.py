@@ -19,7 +19,7 @@ from pathlib import Path
 from ferrex.config import Config
 from ferrex.core.settings import StoreSettings, build_synonyms
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
-from ferrex.models.embedding import Embedder, downloads_allowed
+from ferrex.models import Embedder, downloads_allowed
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings

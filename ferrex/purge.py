@@ -36,7 +36,7 @@ import msgspec
 
 from ferrex.app import App, translated
 from ferrex.errors import BackendUnavailable, FerrexError, JournalFailure
-from ferrex.models.embedding import EmbeddingCache, cache_path, text_key
+from ferrex.models import EmbeddingCache, cache_path, text_key
 from journal import verify
 from journal.compact import Plan, Progress, Report, Step, plan
 from journal.compact import compact as compact_journal

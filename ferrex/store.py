@@ -35,7 +35,7 @@ from ferrex.core.runner import Batch, CommandRunner
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import FerrexError
 from ferrex.ids import new_id
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
 from journal import Journal
 from projections.replay import Projections

@@ -4,7 +4,13 @@ Imports nothing of ferrex's (DESIGN.md section 1). The on-disk format is documen
 ``journal.segment`` (files) and ``journal.record`` (frames, hashing).
 """
 
-from journal.errors import EncodeError, JournalDamaged, JournalError, JournalFormatError
+from journal.errors import (
+    EncodeError,
+    JournalDamaged,
+    JournalError,
+    JournalFormatError,
+    JournalTooNew,
+)
 from journal.events import (
     Access,
     AnyEvent,
@@ -20,11 +26,13 @@ from journal.events import (
     tag_of,
 )
 from journal.log import Head, Journal, TornTail
-from journal.record import Record, to_builtins
-from journal.repairs import RepairEntry, plan_repair, repair
+from journal.manifest import RepairEntry
+from journal.record import FORMAT_VERSION, Record, to_builtins
+from journal.repairs import plan_repair, repair
 from journal.verify import Problem, VerifyReport, verify
 
 __all__ = [
+    "FORMAT_VERSION",
     "Access",
     "AnyEvent",
     "EncodeError",
@@ -36,6 +44,7 @@ __all__ = [
     "JournalDamaged",
     "JournalError",
     "JournalFormatError",
+    "JournalTooNew",
     "MemoriesAccessed",
     "MemoriesForgotten",
     "MemoriesValidated",

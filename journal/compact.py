@@ -41,6 +41,7 @@ import msgspec
 from journal.errors import JournalDamaged, JournalError
 from journal.events import MemoriesForgotten, MemoryBody, MemoryStored
 from journal.log import SEALING_SUFFIX, Journal
+from journal.manifest import load_gaps
 from journal.record import (
     MAGIC,
     FrameInfo,
@@ -53,7 +54,6 @@ from journal.record import (
     record_hash,
     redact_frame,
 )
-from journal.repairs import load_gaps
 from journal.segment import HEADER_SIZE, fsync_dir, list_segments, scan_frames
 
 TEMP_SUFFIX = ".compacting"

@@ -3,6 +3,7 @@
 JournalError            root; ``code`` is stable, ``hint`` says what to do
 ├── JournalDamaged      a bad record with valid records after it, or a broken chain
 ├── JournalFormatError  a file that is not a ferrex journal segment (or a newer format)
+│   └── JournalTooNew   records of a newer format than this code writes: it will not write
 └── EncodeError         an event that cannot be written (bad field values)
 """
 
@@ -45,6 +46,25 @@ class JournalDamaged(JournalError):
 
 class JournalFormatError(JournalError):
     code = "format"
+
+
+class JournalTooNew(JournalFormatError):
+    """The journal holds records of a format newer than this code understands.
+
+    Raised when a process would open the journal (which may cut a torn tail) or append to
+    it: a writer must never add records, or decisions, beside ones it cannot fully read.
+    """
+
+    code = "too_new"
+
+    def __init__(self, message: str, *, found: int | None, supported: int) -> None:
+        super().__init__(
+            message,
+            hint="upgrade ferrex to the version that wrote these records (or a newer one)",
+        )
+        self.found = found
+        """The newest format found; None for a record of a layout no format has."""
+        self.supported = supported
 
 
 class EncodeError(JournalError):

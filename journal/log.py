@@ -12,6 +12,10 @@ Invariants:
   first. Anything else that is bad is damage: open refuses, naming the segment and offset.
 - Readers take no lock. A reader that meets incomplete bytes at the end of the active
   segment stops there (a writer may be mid-append); it never cuts.
+- Every record carries its format version (``journal.record``). A journal holding records
+  newer than :data:`~journal.record.FORMAT_VERSION` is refused (:class:`JournalTooNew`) at
+  open and at every write, before anything is cut or appended: this code must not write
+  beside records it cannot fully read.
 - A sealed segment may be replaced, by rename, with a compacted copy (``journal.compact``):
   the same records with the same heads and hashes, at other offsets. So a remembered offset
   (the writer's tail, a reader's cursor) is trusted only when the record it points at is
@@ -33,20 +37,33 @@ from pathlib import Path
 
 import msgspec
 
-from journal.errors import EncodeError, JournalDamaged, JournalError, JournalFormatError
+from journal.errors import (
+    EncodeError,
+    JournalDamaged,
+    JournalError,
+    JournalFormatError,
+    JournalTooNew,
+)
 from journal.events import Event
+from journal.manifest import load_gaps
 from journal.record import (
+    FORMAT_VERSION,
+    FRAME,
+    FRAME_SIZE,
     GENESIS_HASH,
+    MAX_PART,
     Decoded,
+    FrameInfo,
     Record,
     check_frame,
     decode_frames,
+    decode_record,
     decode_recorded_at,
     encode_record,
+    frame_version,
     head_bytes,
     record_hash,
 )
-from journal.repairs import load_gaps
 from journal.segment import (
     HEADER_SIZE,
     fsync_dir,
@@ -153,6 +170,9 @@ class Journal:
         """(position, segment, offset of that record's frame): where ``read`` resumes."""
         self.torn_tails: list[TornTail] = []
         """What open (or a later append) cut as torn tails, for reporting."""
+        self._newest_version = 0
+        self._unknown_format: tuple[Path, int] | None = None
+        """(segment, offset) of a record whose payload has a layout no format has."""
 
     # -- opening ----------------------------------------------------------------------------
 
@@ -183,6 +203,7 @@ class Journal:
             with journal._thread_lock, journal._locked():
                 journal._gaps = load_gaps(path)
                 journal._advance(from_start=True)
+                journal._refuse_if_too_new()
         except BaseException:
             journal.close()
             raise
@@ -208,6 +229,68 @@ class Journal:
         if tail is None:
             return Head(0, GENESIS_HASH, None)
         return Head(tail.position, tail.hash, tail.recorded_at)
+
+    @property
+    def newest_version(self) -> int:
+        """The newest record format version in the journal (0 when it is empty)."""
+        return self._newest_version
+
+    def first(self) -> Record | None:
+        """The first record, with its hash; None when the journal is empty.
+
+        Read from the first frame alone (an export names a journal by its first record;
+        decoding the whole first segment for it would cost a second per 100,000 records).
+        """
+        segments = list_segments(self.directory)
+        if segments:
+            with open(segments[0][1], "rb") as f:
+                data = f.read(HEADER_SIZE + FRAME_SIZE)
+                if len(data) == HEADER_SIZE + FRAME_SIZE and header_problem(data) is None:
+                    payload_len = FRAME.unpack_from(data, HEADER_SIZE)[3]
+                    data += f.read(min(payload_len, MAX_PART))
+                    info = check_frame(data, HEADER_SIZE, len(data))
+                    if not isinstance(info, str):
+                        try:
+                            return decode_record(data, info)
+                        except (ValueError, msgspec.DecodeError, msgspec.ValidationError):
+                            pass  # the reader below says what is wrong with it
+        # An unusual first segment (being created, torn): let the reader decide.
+        for record in self.read(hashes=True):
+            return record
+        return None
+
+    def _note_versions(
+        self, path: Path, base: int, data: bytes, frames: Sequence[FrameInfo]
+    ) -> None:
+        newest = self._newest_version
+        for info in frames:
+            version = frame_version(data, info)
+            if version is None:
+                if self._unknown_format is None:
+                    self._unknown_format = (path, base + info.offset)
+            elif version > newest:
+                newest = version
+        self._newest_version = newest
+
+    def _refuse_if_too_new(self) -> None:
+        """Raise JournalTooNew when a record is newer than this code (before any write)."""
+        if self._unknown_format is not None:
+            path, offset = self._unknown_format
+            raise JournalTooNew(
+                f"{path.name}: the record at offset {offset} has a format this ferrex does "
+                f"not know (it writes and reads record format {FORMAT_VERSION}); it will not "
+                "write to this journal",
+                found=None,
+                supported=FORMAT_VERSION,
+            )
+        if self._newest_version > FORMAT_VERSION:
+            raise JournalTooNew(
+                f"the journal in {self.directory} holds records of format version "
+                f"{self._newest_version}, newer than this ferrex's {FORMAT_VERSION}; it will "
+                "not write to this journal",
+                found=self._newest_version,
+                supported=FORMAT_VERSION,
+            )
 
     def refresh(self) -> Head:
         """Catch up with records other processes appended, and return the head."""
@@ -239,6 +322,7 @@ class Journal:
         """
         with self._thread_lock, self._locked():
             self._advance(from_start=False)
+            self._refuse_if_too_new()
             yield self.head
 
     def _advance(self, *, from_start: bool) -> None:
@@ -301,6 +385,9 @@ class Journal:
                         hint=_REPAIR_HINT,
                     )
             scan = scan_frames(data, start, expected, gaps=self._gaps)
+            self._note_versions(path, base, data, scan.frames)
+            if self._unknown_format is not None:
+                self._refuse_if_too_new()  # its time cannot even be read
             for info in scan.frames:
                 if info.prev_hash != prev_hash and info.position not in self._gaps:
                     raise JournalDamaged(
@@ -322,6 +409,7 @@ class Journal:
             if scan.bad_offset is not None:
                 bad = base + scan.bad_offset
                 if is_last and next_valid_frame(data, scan.bad_offset) is None:
+                    self._refuse_if_too_new()  # cutting is writing
                     self._set_aside(path, data[scan.bad_offset :], bad, scan.reason or "bad bytes")
                     end = bad
                 else:
@@ -416,6 +504,7 @@ class Journal:
             return []
         with self._thread_lock, self._locked():
             self._advance(from_start=False)
+            self._refuse_if_too_new()
             tail = self._tail
             position = tail.position + 1 if tail else 1
             prev_hash = tail.hash if tail else GENESIS_HASH
@@ -446,6 +535,7 @@ class Journal:
             for path, created, buf in writes:
                 if buf:
                     self._write(path, created, bytes(buf))
+            self._newest_version = max(self._newest_version, FORMAT_VERSION)
             self._tail = _Tail(first, path, size, position - 1, prev_hash, now, last)
             return records
 
@@ -478,6 +568,7 @@ class Journal:
         """
         with self._thread_lock, self._locked():
             self._advance(from_start=False)
+            self._refuse_if_too_new()
             tail = self._tail
             if tail is None or tail.last is None:
                 return None

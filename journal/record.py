@@ -10,11 +10,19 @@ The byte layout of one record (a *frame*), all integers little-endian::
     12      4     N      length of the payload (u32)
     16      8     position (u64), assigned by the journal, contiguous from 1
     24      32    prev_hash: the hash of the previous record (32 zero bytes before the first)
-    56      N     payload: one msgpack array [recorded_at, [event, ...], bodies]
+    56      N     payload: one msgpack array [recorded_at, [event, ...], bodies, version]
 
 ``recorded_at`` is a msgpack timestamp. ``bodies`` is nil when no event has a body, else an
 array aligned with the events whose items are nil or ``[salt (16 bytes), body]``. The first
 H bytes of the payload (the array header, the time and the events) are the record's *head*.
+
+``version`` is the record's format version (:data:`FORMAT_VERSION` for what this code
+writes). Records of format 1 have no fourth element: their payload is the three-element
+array, and they read as version 1. Later formats keep the version as the fourth element and
+add anything new after it, so every version can tell a record newer than itself; decoders
+ignore trailing elements they do not know. The version sits after the bodies, outside the
+head: the checksum covers it, the hash chain does not (a changed version alters no memory,
+and a journal whose versions were raised only refuses writers).
 
 The record's hash is ``blake2b-256(position_u64 || prev_hash || head)``: the chain covers the
 stored head bytes exactly (nothing is re-encoded to verify it). Memory text lives only in the
@@ -36,7 +44,7 @@ from typing import Any, cast
 
 import msgspec
 
-from journal.errors import EncodeError
+from journal.errors import EncodeError, JournalFormatError
 from journal.events import (
     EVENT_TYPES,
     KNOWN_TAGS,
@@ -60,6 +68,14 @@ MAX_PART = 64 * 1024 * 1024
 
 _POSITION = struct.Struct("<Q")
 
+FORMAT_VERSION = 2
+"""The record format this code writes, and the newest it understands. 1: the payload without
+a version; 2: the version as the payload's fourth element. (The segment file header has its
+own version, ``journal.segment.FORMAT_VERSION``, unchanged at 1.)"""
+
+_V1_ARRAY = 0x93  # msgpack fixarray of 3: a format 1 payload
+_FIXARRAY = range(0x94, 0xA0)  # fixarrays of 4 to 15: a payload that carries its version
+
 
 class _Envelope(msgspec.Struct, frozen=True, array_like=True, gc=False):
     salt: bytes
@@ -77,6 +93,8 @@ class Record(msgspec.Struct, frozen=True, array_like=True, gc=False, kw_only=Tru
     events: tuple[AnyEvent, ...]
     envelopes: tuple[_Envelope | None, ...] | None = None
     """Codec internal: the bodies as decoded, moved into their events and then cleared."""
+    version: int = 1
+    """The record's format version (1 for records written before versions were recorded)."""
     position: int = 0
     prev_hash: bytes = b""
     hash: bytes | None = None
@@ -89,12 +107,26 @@ class _Payload(msgspec.Struct, frozen=True, array_like=True):
     recorded_at: UtcTime
     events: tuple[AnyEvent, ...]
     bodies: tuple[_Envelope | None, ...] | None = None
+    version: int = 1
+
+
+class _Head(msgspec.Struct, frozen=True, array_like=True):
+    recorded_at: UtcTime
+    events: tuple[AnyEvent, ...]
 
 
 class _RawPayload(msgspec.Struct, frozen=True, array_like=True):
     recorded_at: UtcTime
     events: list[msgspec.Raw]
     bodies: list[msgspec.Raw] | None = None
+    version: int = 1
+
+
+class _VersionOnly(msgspec.Struct, frozen=True, array_like=True):
+    recorded_at: msgspec.Raw
+    events: msgspec.Raw
+    bodies: msgspec.Raw
+    version: int = 1
 
 
 class _TagOnly(msgspec.Struct):
@@ -107,6 +139,7 @@ _record_decoder = msgspec.msgpack.Decoder(Record)
 _raw_payload_decoder = msgspec.msgpack.Decoder(_RawPayload)
 _event_decoder: msgspec.msgpack.Decoder[AnyEvent] = msgspec.msgpack.Decoder(AnyEvent)
 _tag_decoder = msgspec.msgpack.Decoder(_TagOnly)
+_version_decoder = msgspec.msgpack.Decoder(_VersionOnly)
 _warned_tags: set[str] = set()
 
 
@@ -159,6 +192,7 @@ def encode_record(
         raise EncodeError(f"bad position {position} or previous hash")
     if recorded_at.tzinfo is None:
         raise EncodeError("recorded_at must be timezone-aware")
+    version = _encoder.encode(FORMAT_VERSION)
     head_events: list[AnyEvent] = []
     stored_events: list[AnyEvent] = []
     envelopes: list[bytes | None] = []
@@ -177,14 +211,15 @@ def encode_record(
             stored_events.append(event)
             envelopes.append(None)
     try:
-        # Encoded with nil bodies, the payload is the head followed by one nil byte.
-        head = _encoder.encode(_Payload(recorded_at, tuple(head_events)))[:-1]
+        # The head is the two-element array [time, events] relabelled as the first two of
+        # the payload's four elements (a fixarray header is one byte either way).
+        head = bytes([_FIXARRAY[0]]) + _encoder.encode(_Head(recorded_at, tuple(head_events)))[1:]
         # Decoding what we are about to write proves a reader can read it back; msgspec's
         # encoder alone would let a naive datetime through as a string.
-        _payload_decoder.decode(head + b"\xc0")
+        _payload_decoder.decode(head + b"\xc0" + version)
     except (msgspec.ValidationError, msgspec.EncodeError, TypeError) as exc:
         raise EncodeError(f"event cannot be journaled: {exc}") from exc
-    bodies = _encode_bodies(envelopes)
+    bodies = _encode_bodies(envelopes) + version
     if len(head) + len(bodies) > MAX_PART:
         raise EncodeError(f"record too large ({len(head) + len(bodies)} bytes)")
     frame = _frame(position, prev_hash, head, bodies)
@@ -192,6 +227,7 @@ def encode_record(
     record = Record(
         recorded_at=recorded_at,
         events=tuple(stored_events),
+        version=FORMAT_VERSION,
         position=position,
         prev_hash=prev_hash,
         hash=this_hash,
@@ -202,9 +238,10 @@ def encode_record(
 _LENGTHS = struct.Struct("<IIQ32s")
 
 
-def _frame(position: int, prev_hash: bytes, head: bytes, bodies: bytes) -> bytes:
-    payload_len = len(head) + len(bodies)
-    covered = _LENGTHS.pack(len(head), payload_len, position, prev_hash) + head + bodies
+def _frame(position: int, prev_hash: bytes, head: bytes, rest: bytes) -> bytes:
+    """The frame of a payload: ``head`` and the ``rest`` (bodies, then version if any)."""
+    payload_len = len(head) + len(rest)
+    covered = _LENGTHS.pack(len(head), payload_len, position, prev_hash) + head + rest
     return MAGIC + struct.pack("<I", zlib.crc32(covered)) + covered
 
 
@@ -251,6 +288,22 @@ def check_frame(buf: bytes | memoryview, offset: int, end: int) -> FrameInfo | s
     if zlib.crc32(memoryview(buf)[offset + 8 : offset + length]) != crc:
         return "checksum mismatch"
     return FrameInfo(offset, length, position, prev_hash, head_len, payload_len)
+
+
+def frame_version(buf: bytes | memoryview, info: FrameInfo) -> int | None:
+    """The format version of a checked frame's record, without decoding its events; None
+    when its payload has a layout no version of the format has (not an array of 3 or more).
+    """
+    start = info.offset + FRAME_SIZE
+    kind = buf[start]
+    if kind == _V1_ARRAY:
+        return 1
+    if kind not in _FIXARRAY:
+        return None
+    try:
+        return _version_decoder.decode(_payload(buf, info)).version
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def head_bytes(buf: bytes | memoryview, info: FrameInfo) -> memoryview:
@@ -396,7 +449,9 @@ def _decode_tolerant(payload: memoryview) -> Record:
     if raw.bodies is not None:
         _attach(events, [_envelope_decoder.decode(b) for b in raw.bodies])
     known = tuple(e for e in events if e is not None)
-    return Record(recorded_at=raw.recorded_at, events=known, skipped=tuple(skipped))
+    return Record(
+        recorded_at=raw.recorded_at, events=known, version=raw.version, skipped=tuple(skipped)
+    )
 
 
 def decode_recorded_at(buf: bytes | memoryview, info: FrameInfo) -> datetime:
@@ -433,6 +488,13 @@ def redact_frame(buf: bytes | memoryview, info: FrameInfo, memory_ids: set[str])
 
     The head is copied byte for byte, so the record's hash and the chain are unchanged.
     """
+    if buf[info.offset + FRAME_SIZE] not in (_V1_ARRAY, _FIXARRAY[0]):
+        # Rewriting the bodies of a newer layout would drop what follows its version.
+        raise JournalFormatError(
+            f"the record at position {info.position} has a newer format than this ferrex "
+            "can rewrite",
+            hint="redact it with the ferrex version that wrote it",
+        )
     raw = _raw_payload_decoder.decode(_payload(buf, info))
     if raw.bodies is None:
         return None
@@ -451,7 +513,9 @@ def redact_frame(buf: bytes | memoryview, info: FrameInfo, memory_ids: set[str])
     if not changed:
         return None
     head = bytes(head_bytes(buf, info))
-    return _frame(info.position, info.prev_hash, head, _encode_bodies(out))
+    # A format 1 head announces three elements: no version follows its bodies.
+    version = b"" if head[0] == _V1_ARRAY else _encoder.encode(raw.version)
+    return _frame(info.position, info.prev_hash, head, _encode_bodies(out) + version)
 
 
 class _MemoryIdOnly(msgspec.Struct):

@@ -1,8 +1,8 @@
-"""Explicit repair of a damaged journal, and the manifest of holes repairs have left.
+"""Explicit repair of a damaged journal: set the damaged span aside, record what was lost.
 
 A repair is never implicit: open refuses a damaged journal, and an operator runs
 ``ferrex journal repair`` to set the damaged bytes aside. Each repair is recorded in
-``repairs.json`` (written atomically) with exactly what was lost: the byte range, the
+``repairs.json`` (:mod:`journal.manifest`) with exactly what was lost: the byte range, the
 positions, and the file the bytes were saved to. Readers and verify accept a position jump
 or a chain break only at a ``resume_position`` listed there.
 """
@@ -14,49 +14,10 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-import msgspec
-
 from journal.errors import JournalError
+from journal.manifest import RepairEntry, load_entries, write_manifest
 from journal.segment import fsync_dir, list_segments
-
-MANIFEST = "repairs.json"
-
-
-class RepairEntry(msgspec.Struct, frozen=True, kw_only=True):
-    kind: str
-    segment: str
-    offset: int
-    length: int
-    lost_positions: tuple[int, ...]
-    """First and last position lost (empty when no record was lost)."""
-    resume_position: int
-    saved_to: str | None
-    reason: str
-    at: str
-
-
-def load_entries(directory: Path) -> list[RepairEntry]:
-    path = directory / MANIFEST
-    if not path.exists():
-        return []
-    try:
-        return msgspec.json.decode(path.read_bytes(), type=list[RepairEntry])
-    except msgspec.DecodeError as exc:
-        raise JournalError(f"{path} is unreadable: {exc}") from exc
-
-
-def load_gaps(directory: Path) -> frozenset[int]:
-    return frozenset(entry.resume_position for entry in load_entries(directory))
-
-
-def _write_manifest(directory: Path, entries: list[RepairEntry]) -> None:
-    tmp = directory / (MANIFEST + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(msgspec.json.format(msgspec.json.encode(entries)))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, directory / MANIFEST)
-    fsync_dir(directory)
+from journal.verify import verify
 
 
 def _rewrite(path: Path, data: bytes) -> None:
@@ -72,8 +33,6 @@ def _rewrite(path: Path, data: bytes) -> None:
 
 def plan_repair(directory: Path) -> RepairEntry | None:
     """What ``repair`` would do about the first problem, without doing it (None: healthy)."""
-    from journal.verify import verify
-
     report = verify(directory, decode=False)
     problem = report.problem
     if problem is None:
@@ -147,7 +106,7 @@ def repair(directory: Path) -> RepairEntry | None:
         # found and planned again, whereas a hole with no manifest entry would be new damage.
         entries = load_entries(directory)
         if entry.resume_position not in {e.resume_position for e in entries}:
-            _write_manifest(directory, [*entries, entry])
+            write_manifest(directory, [*entries, entry])
         if entry.kind == "frame" and entry.length > 0:
             path = directory / entry.segment
             data = path.read_bytes()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 
+from journal.manifest import load_gaps
 from journal.record import (
     GENESIS_HASH,
     body_problems,
@@ -19,7 +20,6 @@ from journal.record import (
     head_bytes,
     record_hash,
 )
-from journal.repairs import load_gaps
 from journal.segment import (
     HEADER_SIZE,
     header_problem,

@@ -1,4 +1,6 @@
-"""Keeping the projections in step with the journal: catch up, rebuild, reconcile.
+"""Keeping the projections in step with the journal: open, catch up, rebuild.
+
+(Comparing them with the journal, ``reconcile``, is :mod:`projections.reconcile`.)
 
 Invariants:
 
@@ -22,23 +24,18 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from journal import (
-    EntityAliasAdded,
-    EntityCreated,
-    Journal,
-    MemoryStored,
-    MemorySuperseded,
-    Record,
-)
+from journal import Journal, Record
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
-from projections.vector_sink import Collections, Encoders, VectorSink, alias_point_id
+from projections.vector_sink import Collections, Encoders, VectorSink
 from projections.vectors import VectorBackend
+
+if TYPE_CHECKING:
+    from projections.reconcile import Drift
 
 log = logging.getLogger("ferrex.projections")
 
@@ -114,7 +111,8 @@ def write_pointer(home: Path, live: Live) -> None:
         os.close(fd)
 
 
-def _chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
+def chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
+    """The records in lists of ``size`` (the last one shorter)."""
     chunk: list[Record] = []
     for record in records:
         chunk.append(record)
@@ -125,59 +123,11 @@ def _chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
         yield chunk
 
 
-def _remove_sqlite(path: Path) -> None:
+def remove_sqlite(path: Path) -> None:
+    """Delete an SQLite file with its WAL and shared-memory files, if they exist."""
     for suffix in ("", "-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             Path(str(path) + suffix).unlink()
-
-
-@dataclass
-class Drift:
-    """What ``reconcile`` found. Empty lists and zero lag mean no drift."""
-
-    journal_head: int = 0
-    sqlite_checkpoint: int = 0
-    qdrant_checkpoint: int = 0
-    sqlite_rows: list[str] = field(default_factory=list)
-    """Memory or entity ids whose read-model rows differ from a replay of the journal."""
-    missing_points: list[str] = field(default_factory=list)
-    orphan_points: list[str] = field(default_factory=list)
-    stale_payloads: list[str] = field(default_factory=list)
-    entity_drift: list[str] = field(default_factory=list)
-
-    @property
-    def lag(self) -> int:
-        return self.journal_head - min(self.sqlite_checkpoint, self.qdrant_checkpoint)
-
-    @property
-    def clean(self) -> bool:
-        return self.lag == 0 and not (
-            self.sqlite_rows
-            or self.missing_points
-            or self.orphan_points
-            or self.stale_payloads
-            or self.entity_drift
-        )
-
-    def as_dict(self, examples: int = 5) -> dict[str, Any]:
-        def part(items: list[str]) -> dict[str, Any]:
-            return {"count": len(items), "examples": sorted(items)[:examples]}
-
-        return {
-            "clean": self.clean,
-            "journal_head": self.journal_head,
-            "sqlite_checkpoint": self.sqlite_checkpoint,
-            "qdrant_checkpoint": self.qdrant_checkpoint,
-            "lag": self.lag,
-            "sqlite_rows": part(self.sqlite_rows),
-            "missing_points": part(self.missing_points),
-            "orphan_points": part(self.orphan_points),
-            "stale_payloads": part(self.stale_payloads),
-            "entity_drift": part(self.entity_drift),
-        }
-
-
-_PAYLOAD_KEYS = ("namespace", "type", "t_valid", "t_invalid", "agent_id", "visibility")
 
 
 class Projections:
@@ -292,7 +242,7 @@ class Projections:
         """Build a new generation from position 0, switch to it, drop the old one."""
         live = plan_generation((old.generation if old else 0) + 1, encoders, rules)
         # Leftovers of a rebuild that crashed before its switch.
-        _remove_sqlite(home / live.sqlite)
+        remove_sqlite(home / live.sqlite)
         for name in (live.memories, live.entities):
             if name in backend.collections():
                 backend.drop_collection(name)
@@ -308,7 +258,7 @@ class Projections:
             read_model.close()
         write_pointer(home, live)
         if old is not None and old.generation != live.generation:
-            _remove_sqlite(home / old.sqlite)
+            remove_sqlite(home / old.sqlite)
             for name in (old.memories, old.entities):
                 if name in backend.collections():
                     backend.drop_collection(name)
@@ -364,125 +314,13 @@ class Projections:
         self.sink.sync()
         self.read_model.set_checkpoint(QDRANT, self._qdrant_applied)
 
-    # -- reconcile ---------------------------------------------------------------------------
-
     def reconcile(self, *, fix: bool = False) -> Drift:
-        """Compare journal, read model and vectors; with ``fix``, repair what differs."""
-        self.sync()
-        drift = self._compare()
-        if fix and not drift.clean:
-            self._fix(drift)
-            self.sync()
-            drift = self._compare()
-        return drift
+        """Compare journal, read model and vectors; with ``fix``, repair what differs
+        (:func:`projections.reconcile.reconcile`)."""
+        # Imported here: projections.reconcile builds on this module.
+        from projections.reconcile import reconcile
 
-    def _compare(self) -> Drift:
-        rm = self.read_model
-        drift = Drift(
-            journal_head=self.journal.refresh().position,
-            sqlite_checkpoint=rm.checkpoint(),
-            qdrant_checkpoint=rm.checkpoint(QDRANT),
-        )
-        scratch_path = self.home / f"reconcile-{os.getpid()}.sqlite"
-        _remove_sqlite(scratch_path)
-        scratch = ReadModel.open(scratch_path, rules=self.rules)
-        try:
-            for chunk in _chunks(self.journal.read(), BATCH):
-                if chunk[0].position > drift.sqlite_checkpoint:
-                    break
-                scratch.apply([r for r in chunk if r.position <= drift.sqlite_checkpoint])
-            drift.sqlite_rows = _row_differences(rm, scratch)
-        finally:
-            scratch.close()
-            _remove_sqlite(scratch_path)
-
-        memories = {m.memory_id: m for m in rm.memories() if not m.redacted}
-        seen: set[str] = set()
-        for pid, payload in self.backend.scroll(self.live.memories):
-            memory_id = payload.get("memory_id")
-            memory = memories.get(memory_id) if isinstance(memory_id, str) else None
-            if memory is None:
-                drift.orphan_points.append(pid)
-                continue
-            seen.add(memory.memory_id)
-            expected = {
-                "namespace": memory.namespace,
-                "type": memory.type,
-                "t_valid": memory.t_valid,
-                "t_invalid": memory.t_invalid,
-                "agent_id": memory.agent_id,
-                "visibility": memory.visibility,
-            }
-            differs = any(payload.get(k) != expected[k] for k in _PAYLOAD_KEYS)
-            differs |= sorted(payload.get("entity_ids") or []) != sorted(memory.entity_ids)
-            if differs and memory.memory_id not in drift.stale_payloads:
-                drift.stale_payloads.append(memory.memory_id)
-        drift.missing_points = sorted(set(memories) - seen)
-
-        # One entity point per alias row: (namespace, normalized spelling) -> entity.
-        owners = {pid: spelling[2] for pid, spelling in _alias_points(rm).items()}
-        actual = {
-            pid: payload.get("entity_id")
-            for pid, payload in self.backend.scroll(self.live.entities)
-        }
-        drift.entity_drift = sorted(
-            pid for pid in owners.keys() | actual.keys() if actual.get(pid) != owners.get(pid)
-        )
-        return drift
-
-    def _fix(self, drift: Drift) -> None:
-        self.catch_up()
-        if drift.sqlite_rows:
-            self._fix_rows(set(drift.sqlite_rows))
-        if drift.orphan_points:
-            self.backend.delete(self.live.memories, drift.orphan_points)
-        affected = set(drift.missing_points) | set(drift.stale_payloads)
-        if drift.entity_drift:
-            self.backend.delete(self.live.entities, drift.entity_drift)
-        expected = _alias_points(self.read_model)
-        spellings = {expected[p][:2] for p in drift.entity_drift if p in expected}
-        if affected or spellings:
-            if affected:
-                self.backend.delete_by_memory(self.live.memories, sorted(affected))
-            self.sink.apply(list(_restricted(self.journal.read(), affected, spellings)))
-
-    def _fix_rows(self, keys: set[str]) -> None:
-        """Replace the differing rows with those of a replay of just the affected keys."""
-        rm = self.read_model
-        ids = sorted(keys)
-        marks = ",".join("?" * len(ids))
-        scratch_path = self.home / f"reconcile-fix-{os.getpid()}.sqlite"
-        _remove_sqlite(scratch_path)
-        scratch = ReadModel.open(scratch_path, rules=self.rules)
-        try:
-            for chunk in _chunks(self.journal.read(), BATCH):
-                scratch.apply(chunk)
-        finally:
-            scratch.close()
-        try:
-            rm.db.execute("ATTACH DATABASE ? AS scratch", (str(scratch_path),))
-            rm.db.execute("BEGIN IMMEDIATE")
-            try:
-                for table, key in (
-                    ("memories", "memory_id"),
-                    ("memory_entities", "memory_id"),
-                    ("entities", "entity_id"),
-                    ("aliases", "entity_id"),
-                ):
-                    rm.db.execute(f"DELETE FROM main.{table} WHERE {key} IN ({marks})", ids)
-                    rm.db.execute(
-                        f"INSERT INTO main.{table} SELECT * FROM scratch.{table} "
-                        f"WHERE {key} IN ({marks})",
-                        ids,
-                    )
-                rm.db.execute("COMMIT")
-            except BaseException:
-                rm.db.execute("ROLLBACK")
-                raise
-            finally:
-                rm.db.execute("DETACH DATABASE scratch")
-        finally:
-            _remove_sqlite(scratch_path)
+        return reconcile(self, fix=fix)
 
     def close(self) -> None:
         try:
@@ -510,7 +348,7 @@ def _apply_all(
     done = 0
     sqlite_at = read_model.checkpoint()
     vectors_at = read_model.checkpoint(QDRANT) if qdrant_at is None else qdrant_at
-    for chunk in _chunks(journal.read(after=after), BATCH):
+    for chunk in chunks(journal.read(after=after), BATCH):
         read_model.apply([r for r in chunk if r.position > sqlite_at])
         vector_part = [r for r in chunk if r.position > vectors_at]
         if vector_part:
@@ -522,45 +360,3 @@ def _apply_all(
         if progress is not None:
             progress(done, max(total, done))
     return done, vectors_at
-
-
-def _row_differences(live: ReadModel, replayed: ReadModel) -> list[str]:
-    """Keys (memory or entity ids) whose rows differ between two read models."""
-    keys: set[str] = set()
-    for table, key_index in (("memories", 0), ("memory_entities", 0), ("entities", 0)):
-        a = {row for row in live.db.execute(f"SELECT * FROM {table}")}
-        b = {row for row in replayed.db.execute(f"SELECT * FROM {table}")}
-        keys.update(str(row[key_index]) for row in a ^ b)
-    a = set(live.db.execute("SELECT * FROM aliases"))
-    b = set(replayed.db.execute("SELECT * FROM aliases"))
-    keys.update(str(row[3]) for row in a ^ b)  # the alias's entity id
-    return sorted(keys)
-
-
-def _alias_points(rm: ReadModel) -> dict[str, tuple[str, str, str]]:
-    """The entity points the read model implies: id -> (namespace, normalized, entity)."""
-    return {
-        alias_point_id(ns, norm, entity): (str(ns), str(norm), str(entity))
-        for ns, norm, entity in rm.db.execute(
-            "SELECT namespace, normalized, entity_id FROM aliases"
-        )
-    }
-
-
-def _restricted(
-    records: Iterator[Record], memory_ids: set[str], spellings: set[tuple[str, str]]
-) -> Iterator[Record]:
-    """The records, keeping only the events that shape the given memories' vectors (stores,
-    supersedes) and the given entity spellings' vectors (entity names, aliases)."""
-    for record in records:
-        kept = tuple(
-            e
-            for e in record.events
-            if (isinstance(e, MemoryStored | MemorySuperseded) and e.memory_id in memory_ids)
-            or (
-                isinstance(e, EntityCreated | EntityAliasAdded)
-                and (e.namespace, e.normalized) in spellings
-            )
-        )
-        if kept:
-            yield msgspec.structs.replace(record, events=kept)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ferrex.app import build_encoders
-from ferrex.models.embedding import Embedder, choose_embedding_model
+from ferrex.models import Embedder, choose_embedding_model
 from projections.vector_sink import Encoders
 
 

@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
-from ferrex.models.embedding import choose_embedding_model  # noqa: E402
+from ferrex.models import choose_embedding_model  # noqa: E402
 from tools import bench_journal  # noqa: E402
 from tools.bench_recall import Measured, build, measure, pct  # noqa: E402
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ferrex.porting.gitexport import export_git, verify_against
+from ferrex.porting.gitexport import export_git
+from ferrex.porting.gitverify import verify_against
 from journal import (
     EntityCreated,
     Event,

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ferrex.models.embedding import (
+from ferrex.models import (
     Embedder,
     EmbeddingCache,
     cache_path,

@@ -41,10 +41,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import ferrex.models.embedding as embedding_module
+import ferrex.models.embedder as embedder_module
 import projections.qdrant_edge as edge_module
 from ferrex.app import build_encoders
-from ferrex.models.embedding import Embedder, EmbeddingCache, LoadedModel, cache_path
+from ferrex.models import Embedder, EmbeddingCache, LoadedModel, cache_path
 from journal import (
     EntityCreated,
     Event,
@@ -448,7 +448,7 @@ CLASS_STAGES: tuple[tuple[type, str, str], ...] = (
     (LoadedModel, "run", "model inference (cache misses)"),
 )
 MODULE_STAGES: tuple[tuple[Any, str, str], ...] = (
-    (embedding_module, "text_key", "embedding cache: text_key (SHA-256 of texts)"),
+    (embedder_module, "text_key", "embedding cache: text_key (SHA-256 of texts)"),
     (edge_module, "_point", "Edge: _point (VectorPoint -> edge.Point: dense, sparse, payload)"),
 )
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
 from ferrex.errors import FerrexError, Refused  # noqa: E402
-from ferrex.models.embedding import Embedder  # noqa: E402
+from ferrex.models import Embedder  # noqa: E402
 from ferrex.read.recall import RecallRequest  # noqa: E402
 from ferrex.rules.memory_input import StoreRequest, parse_time  # noqa: E402
 from ferrex.store import StoreResult  # noqa: E402

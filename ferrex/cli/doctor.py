@@ -19,7 +19,7 @@ import numpy as np
 
 from ferrex.app import App
 from ferrex.errors import FerrexError
-from ferrex.models.embedding import (
+from ferrex.models import (
     DOWNLOAD_ENV,
     MODEL_ENV,
     Embedder,

@@ -10,7 +10,7 @@ import click
 
 from ferrex.app import App
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
-from ferrex.porting.gitexport import AgainstReport, verify_against
+from ferrex.porting.gitverify import AgainstReport, verify_against
 from journal import JournalError, plan_repair, repair, to_builtins, verify
 from journal.events import KNOWN_TAGS
 

@@ -13,7 +13,7 @@ import click
 from ferrex.app import App, predicate_changes
 from ferrex.cli.progress import progress
 from ferrex.config import set_in_file
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 
 DRIFT_EXIT = 6
 

@@ -33,14 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
 from ferrex.errors import UsageError
-from ferrex.models.embedding import (
-    DOWNLOAD_ENV,
-    downloaded_model_file,
-    find_onnx_file,
-    hub_offline,
-    models_dir,
-    sha256_file,
-)
+from ferrex.models.choice import DOWNLOAD_ENV
+from ferrex.models.identity import models_dir, sha256_file
+from ferrex.models.loading import downloaded_model_file, find_onnx_file, hub_offline
 
 if TYPE_CHECKING:
     from fastembed.rerank.cross_encoder import TextCrossEncoder

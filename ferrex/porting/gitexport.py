@@ -1,4 +1,4 @@
-"""The journal's audit export to git, and its verification against the journal.
+"""The journal's audit export to git: ``ferrex export git DIR``.
 
 ``export_git`` writes the records after the export's resume point as canonical JSON lines
 (:mod:`ferrex.porting.records`) into a git repository, through ONE ``git fast-import``
@@ -22,6 +22,9 @@ Invariants:
   boundaries, moves the branch to it and prunes the old objects from the repository, so
   purged text leaves this repository too (clones and remotes keep theirs; we say which
   local refs still reach it).
+
+Git plumbing (running git, fast-import) is :mod:`ferrex.porting.git`; checking an export
+against the journal is :mod:`ferrex.porting.gitverify`.
 """
 
 from __future__ import annotations
@@ -35,36 +38,40 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
 import msgspec
 
-from ferrex.errors import BackendUnavailable, JournalFailure, UsageError
+from ferrex.errors import JournalFailure, UsageError
+from ferrex.porting.git import (
+    FastImportStream,
+    GitFailed,
+    Repo,
+    find_repo,
+    git_env,
+    git_error,
+    git_missing,
+    init_repo,
+    on_branch,
+)
 from ferrex.porting.records import (
     FORMAT,
     README,
     README_FILE,
-    RECORDS_DIR,
     RECORDS_PER_FILE,
     STATE_FILE,
     ExportState,
     Summary,
-    difference,
     file_for,
-    file_range,
     render,
-    unredacted,
 )
 from journal import Journal, Record
-from journal.record import FRAME, FRAME_SIZE, check_frame, head_bytes, record_hash
-from journal.segment import HEADER_SIZE, header_problem, list_segments
 
 AUTHOR: Final = "ferrex <ferrex@localhost>"
 INCOMING: Final = "refs/ferrex-export/incoming"
 BRANCH: Final = "main"
 LOCK: Final = "ferrex-export.lock"
 _POSITIONS = re.compile(r"^Ferrex-Positions: (\d+)\.\.(\d+)$", re.MULTILINE)
-_LINE_POSITION = re.compile(rb'^\{"position":(\d+),')
 _PROGRESS_EVERY: Final = 256
 
 Progress = Callable[[int, int], None]
@@ -72,112 +79,6 @@ Progress = Callable[[int, int], None]
 
 def _no_progress(done: int, total: int) -> None:
     pass
-
-
-# -- git ------------------------------------------------------------------------------------
-
-
-def _git_env() -> dict[str, str]:
-    # The user's and the system's git configuration must not change what we write or how
-    # (autocrlf, hooks paths, default branch...): the export is deterministic.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_TERMINAL_PROMPT="0",
-        LC_ALL="C",
-    )
-    return env
-
-
-@dataclass(frozen=True)
-class Repo:
-    """A git repository at ``root``: its git directory and, unless bare, its work tree."""
-
-    root: Path
-    git_dir: Path
-    work_tree: Path | None
-
-    def git(self, *args: str, data: bytes | None = None, check: bool = True) -> bytes:
-        cmd = ["git", f"--git-dir={self.git_dir}"]
-        if self.work_tree is not None:
-            cmd.append(f"--work-tree={self.work_tree}")
-        return _run([*cmd, *args], data=data, check=check, cwd=self.root)
-
-    def head_commit(self) -> str | None:
-        out = self.git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
-        return out.decode().strip() or None
-
-    def read(self, commit: str, path: str) -> bytes | None:
-        """A file's bytes at ``commit``, or None when the commit has no such file."""
-        kind = self.git("cat-file", "-t", f"{commit}:{path}", check=False).strip()
-        if kind != b"blob":
-            return None
-        return self.git("cat-file", "blob", f"{commit}:{path}")
-
-    def dirty(self) -> list[str]:
-        """Tracked files with changes in the work tree or the index (none when bare)."""
-        if self.work_tree is None:
-            return []
-        out = self.git("status", "--porcelain=v1", "-z", "--untracked-files=no")
-        return [entry[3:].decode() for entry in out.split(b"\0") if entry]
-
-
-class _GitFailed(Exception):
-    def __init__(self, cmd: Sequence[str], code: int, stderr: bytes) -> None:
-        super().__init__(f"{' '.join(cmd[:3])}: exit {code}")
-        self.cmd = list(cmd)
-        self.code = code
-        self.stderr = stderr.decode(errors="replace").strip()
-
-
-def _run(cmd: Sequence[str], *, data: bytes | None, check: bool, cwd: Path) -> bytes:
-    try:
-        done = subprocess.run(
-            list(cmd), input=data, capture_output=True, check=False, env=_git_env(), cwd=cwd
-        )
-    except FileNotFoundError as exc:
-        raise _git_missing() from exc
-    if check and done.returncode != 0:
-        raise _GitFailed(cmd, done.returncode, done.stderr)
-    return done.stdout
-
-
-def _git_missing() -> BackendUnavailable:
-    return BackendUnavailable(
-        "git is not installed (the audit export is a git repository)",
-        hint="install git, or use `ferrex export jsonl` for a plain dump",
-        code="git_unavailable",
-    )
-
-
-def _git_error(exc: _GitFailed, what: str) -> BackendUnavailable:
-    return BackendUnavailable(
-        f"git failed while {what}: {exc.stderr or exc}",
-        hint="run the export again: it resumes from what the export's branch holds (the "
-        "branch moves only once every new object is written)",
-        code="git_failed",
-    )
-
-
-def find_repo(directory: Path) -> Repo | None:
-    """The repository rooted exactly at ``directory`` (never one of its parents), or None."""
-    env = _git_env()
-    env["GIT_CEILING_DIRECTORIES"] = str(directory.parent)
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--absolute-git-dir", "--is-bare-repository"],
-            cwd=directory,
-            capture_output=True,
-            env=env,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise _git_missing() from exc
-    if done.returncode != 0:
-        return None
-    git_dir, bare = done.stdout.decode().split("\n")[:2]
-    return Repo(directory, Path(git_dir), None if bare == "true" else directory)
 
 
 # -- the target directory -------------------------------------------------------------------
@@ -202,21 +103,21 @@ def inspect_target(directory: Path) -> Target:
     repo = find_repo(directory)
     if repo is None:
         if any(directory.iterdir()):
-            raise _not_an_export(directory)
+            raise not_an_export(directory)
         return Target(directory, None, None, None)
     head = repo.head_commit()
     if head is None:
         others = [p for p in directory.iterdir() if p.name != ".git"]
         if repo.work_tree is not None and others:
-            raise _not_an_export(directory)
+            raise not_an_export(directory)
         return Target(directory, repo, None, None)
     raw = repo.read(head, STATE_FILE)
     if raw is None:
-        raise _not_an_export(directory)
+        raise not_an_export(directory)
     return Target(directory, repo, head, ExportState.decode(raw, f"{directory}/{STATE_FILE}"))
 
 
-def _not_an_export(directory: Path) -> UsageError:
+def not_an_export(directory: Path) -> UsageError:
     return UsageError(
         f"{directory} is not empty and holds no ferrex export (no committed {STATE_FILE})",
         hint="export into a new or empty directory, or into an earlier export of this journal",
@@ -233,26 +134,12 @@ class Identity:
 
 
 def journal_identity(journal: Journal) -> Identity | None:
-    """The journal's first record's position and hash (None when it is empty).
-
-    Read from the first frame alone: decoding the whole first segment to learn one hash
-    would cost about a second per 100,000 records.
-    """
-    segments = list_segments(journal.directory)
-    if segments:
-        with open(segments[0][1], "rb") as f:
-            data = f.read(HEADER_SIZE + FRAME_SIZE)
-            if len(data) == HEADER_SIZE + FRAME_SIZE and header_problem(data) is None:
-                data += f.read(FRAME.unpack_from(data, HEADER_SIZE)[3])
-                info = check_frame(data, HEADER_SIZE, len(data))
-                if not isinstance(info, str):
-                    digest = record_hash(info.position, info.prev_hash, head_bytes(data, info))
-                    return Identity(info.position, digest.hex())
-    # An unusual first segment (being created, torn): let the reader decide.
-    for record in journal.read(hashes=True):
-        assert record.hash is not None
-        return Identity(record.position, record.hash.hex())
-    return None
+    """The journal's first record's position and hash (None when it is empty)."""
+    first = journal.first()
+    if first is None:
+        return None
+    assert first.hash is not None  # Journal.first always computes it
+    return Identity(first.position, first.hash.hex())
 
 
 def _check_identity(target: Target, identity: Identity) -> None:
@@ -339,8 +226,8 @@ def export_git(
             code="export_dirty",
         )
     ends = _batch_ends(target, head.position) if rewrite else [head.position]
-    repo = target.repo or _init(directory)
-    if not _on_branch(repo):
+    repo = target.repo or init_repo(directory, BRANCH)
+    if not on_branch(repo):
         raise UsageError(
             f"HEAD is detached in {directory}",
             hint=f"check out the export's branch first: git -C {directory} checkout {BRANCH}",
@@ -364,8 +251,8 @@ def export_git(
                 result.still_reachable = _refs_reaching_replaced(repo, old, new)
                 repo.git("reflog", "expire", "--expire=now", "--all")
                 repo.git("gc", "-q", "--prune=now")
-        except _GitFailed as exc:
-            raise _git_error(exc, "writing the export") from exc
+        except GitFailed as exc:
+            raise git_error(exc, "writing the export") from exc
     result.commits = commits
     return result
 
@@ -404,17 +291,6 @@ def _batch_ends(target: Target, head: int) -> list[int]:
     return ends
 
 
-def _init(directory: Path) -> Repo:
-    directory.mkdir(parents=True, exist_ok=True)
-    _run(["git", "init", "-q", "-b", BRANCH, str(directory)], data=None, check=True,
-         cwd=directory)  # fmt: skip
-    return Repo(directory, directory / ".git", directory)
-
-
-def _on_branch(repo: Repo) -> bool:
-    return bool(repo.git("symbolic-ref", "-q", "HEAD", check=False).strip())
-
-
 @contextmanager
 def _locked(repo: Repo) -> Iterator[None]:
     """One export at a time per repository."""
@@ -433,49 +309,6 @@ def _refs_reaching_replaced(repo: Repo, old: str, new: str) -> list[str]:
         return []
     out = repo.git("for-each-ref", "--contains", replaced[0], "--format=%(refname)")
     return [line for line in out.decode().splitlines() if line]
-
-
-class _Stream:
-    """Writes one fast-import stream: blobs as record files fill up, a commit per batch."""
-
-    def __init__(self, out: IO[bytes]) -> None:
-        self.out = out
-        self.marks = 0
-
-    def mark(self) -> int:
-        self.marks += 1
-        return self.marks
-
-    def data(self, payload: bytes) -> None:
-        self.out.write(b"data %d\n" % len(payload))
-        self.out.write(payload)
-        self.out.write(b"\n")
-
-    def blob(self, payload: bytes) -> int:
-        mark = self.mark()
-        self.out.write(b"blob\nmark :%d\n" % mark)
-        self.data(payload)
-        return mark
-
-    def commit(
-        self, when: int, message: str, parent: str | None, files: dict[str, int | bytes]
-    ) -> int:
-        mark = self.mark()
-        self.out.write(b"commit %s\nmark :%d\n" % (INCOMING.encode(), mark))
-        for role in (b"author", b"committer"):
-            self.out.write(b"%s %s %d +0000\n" % (role, AUTHOR.encode(), when))
-        self.data(message.encode())
-        if parent is not None:
-            self.out.write(b"from %s\n" % parent.encode())
-        for path in sorted(files):
-            content = files[path]
-            if isinstance(content, int):
-                self.out.write(b"M 100644 :%d %s\n" % (content, path.encode()))
-            else:
-                self.out.write(b"M 100644 inline %s\n" % path.encode())
-                self.data(content)
-        self.out.write(b"\n")
-        return mark
 
 
 _FAST_IMPORT: Final = (
@@ -521,13 +354,13 @@ def _fast_import(
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
-                env=_git_env(),
+                env=git_env(),
                 cwd=repo.root,
             )  # fmt: skip
         except FileNotFoundError as exc:
-            raise _git_missing() from exc
+            raise git_missing() from exc
         assert proc.stdin is not None
-        stream = _Stream(proc.stdin)
+        stream = FastImportStream(proc.stdin, ref=INCOMING, author=AUTHOR)
         try:
             proc.stdin.write(b"feature done\n")
             for record in records:
@@ -567,7 +400,7 @@ def _fast_import(
         progress(done, total)
         if code != 0:
             errors.seek(0)
-            raise _GitFailed(["git", "fast-import"], code, errors.read()[-2000:])
+            raise GitFailed(["git", "fast-import"], code, errors.read()[-2000:])
     summary.files = sorted(changed)
     # Marks are private to fast-import; the commit ids are read back from the ref.
     tip = repo.git("rev-parse", INCOMING).decode().strip()
@@ -576,7 +409,7 @@ def _fast_import(
 
 
 def _commit(
-    stream: _Stream,
+    stream: FastImportStream,
     batch: Summary,
     last: Record,
     identity: Identity,
@@ -597,249 +430,3 @@ def _commit(
     files = {**files, STATE_FILE: state.encode(), README_FILE: README.encode()}
     when = int(last.recorded_at.timestamp())
     return stream.commit(when, batch.message(identity.hash, last.hash.hex()), parent, files)
-
-
-# -- verification against the journal ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Mismatch:
-    kind: str
-    """changed, unredacted, missing, extra, misplaced, unreadable, unexpected_file, state,
-    foreign, ahead, uncommitted."""
-    reason: str
-    file: str | None = None
-    line: int | None = None
-    position: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
-
-    def describe(self) -> str:
-        where = [f"position {self.position}"] if self.position is not None else []
-        if self.file is not None:
-            where.insert(0, self.file if self.line is None else f"{self.file} line {self.line}")
-        return f"{' '.join(where)}: {self.reason}" if where else self.reason
-
-
-@dataclass
-class AgainstReport:
-    directory: Path
-    position: int = 0
-    """The last position the export claims (its state file)."""
-    checked: int = 0
-    journal_head: int = 0
-    problems: list[Mismatch] = field(default_factory=list)
-    problem_count: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return self.problem_count == 0
-
-    def add(self, problem: Mismatch, keep: int = 100) -> None:
-        self.problem_count += 1
-        if len(self.problems) < keep:
-            self.problems.append(problem)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "dir": str(self.directory),
-            "ok": self.ok,
-            "exported_position": self.position,
-            "records_checked": self.checked,
-            "not_yet_exported": max(0, self.journal_head - self.position),
-            "problem_count": self.problem_count,
-            "problems": [p.as_dict() for p in self.problems],
-        }
-
-
-def verify_against(journal: Journal, directory: Path) -> AgainstReport:
-    """Compare every record the export in ``directory`` holds with the journal's.
-
-    Reads the files as they are in ``directory`` (its work tree, or any copy of one);
-    for a bare repository, the files of HEAD.
-    """
-    report = AgainstReport(directory)
-    source = _ExportFiles.at(directory)
-    state = ExportState.decode(source.read(STATE_FILE) or b"", f"{directory}/{STATE_FILE}")
-    report.position = state.position
-    report.journal_head = journal.refresh().position
-    identity = journal_identity(journal)
-    if identity is None or identity.hash != state.journal_first_hash:
-        report.add(
-            Mismatch(
-                "foreign",
-                f"the export is of another journal (first record hash "
-                f"{state.journal_first_hash[:16]}…, this journal's "
-                f"{identity.hash[:16] + '…' if identity else 'none: it is empty'})",
-            )
-        )
-        return report
-    if state.position > report.journal_head:
-        report.add(
-            Mismatch(
-                "ahead",
-                f"the export claims positions up to {state.position}, the journal ends at "
-                f"{report.journal_head}",
-            )
-        )
-    records = iter(journal.read(hashes=True))
-    pending = next(records, None)
-    missing: list[int] = []
-    last_position = 0
-    last_hash: str | None = None
-    for path, number, raw in source.lines(state.records_per_file, report):
-        match = _LINE_POSITION.match(raw)
-        position = int(match.group(1)) if match else _position_of(raw)
-        if position is None:
-            report.add(Mismatch("unreadable", "not a record line", path, number))
-            continue
-        if position <= last_position:
-            report.add(
-                Mismatch("extra", "repeats or reorders an earlier position", path, number, position)
-            )
-            continue
-        while pending is not None and pending.position < position:
-            missing.append(pending.position)
-            pending = next(records, None)
-        _flush_missing(missing, report)
-        last_position = position
-        if file_for(position, state.records_per_file) != path:
-            report.add(Mismatch("misplaced", "this position belongs in another file", path,
-                                number, position))  # fmt: skip
-        if pending is None or pending.position != position:
-            report.add(
-                Mismatch("extra", "the journal has no record at this position", path, number,
-                         position)
-            )  # fmt: skip
-            continue
-        rendered = render(pending)
-        reason = difference(raw, rendered)
-        if reason is not None:
-            if unredacted(raw, pending, rendered):
-                report.add(
-                    Mismatch(
-                        "unredacted",
-                        "still holds memory text that `ferrex journal compact` purged from "
-                        "the journal; regenerate the export with `ferrex export git --rewrite`",
-                        path,
-                        number,
-                        position,
-                    )
-                )
-            else:
-                report.add(Mismatch("changed", reason, path, number, position))
-        report.checked += 1
-        assert pending.hash is not None
-        last_hash = pending.hash.hex()
-        pending = next(records, None)
-    while pending is not None and pending.position <= state.position:
-        missing.append(pending.position)
-        pending = next(records, None)
-    _flush_missing(missing, report)
-    if last_position != state.position:
-        report.add(
-            Mismatch(
-                "state",
-                f"{STATE_FILE} says the export ends at position {state.position}, but its "
-                f"records end at {last_position or 'no position: there are none'}",
-                STATE_FILE,
-            )
-        )
-    elif last_hash is not None and last_hash != state.hash:
-        report.add(
-            Mismatch(
-                "state",
-                f"{STATE_FILE} names hash {state.hash[:16]}… for position {state.position}, "
-                f"the journal's record there has {last_hash[:16]}…",
-                STATE_FILE,
-            )
-        )
-    for path in source.dirty():
-        report.add(Mismatch("uncommitted", "changed in the work tree, not committed", path))
-    return report
-
-
-def _position_of(raw: bytes) -> int | None:
-    try:
-        value = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        return None
-    position = value.get("position") if isinstance(value, dict) else None
-    return position if isinstance(position, int) and position > 0 else None
-
-
-def _flush_missing(missing: list[int], report: AgainstReport) -> None:
-    if not missing:
-        return
-    start = prev = missing[0]
-    for position in [*missing[1:], None]:
-        if position is not None and position == prev + 1:
-            prev = position
-            continue
-        shown = f"position {start}" if start == prev else f"positions {start}..{prev}"
-        report.add(Mismatch("missing", f"{shown} of the journal are not in the export",
-                            position=start))  # fmt: skip
-        if position is not None:
-            start = prev = position
-    missing.clear()
-
-
-class _ExportFiles:
-    """The files of an export: from a directory (work tree or copy), or from a bare
-    repository's HEAD."""
-
-    def __init__(self, directory: Path, repo: Repo | None, commit: str | None) -> None:
-        self.directory = directory
-        self.repo = repo
-        self.commit = commit
-
-    @classmethod
-    def at(cls, directory: Path) -> _ExportFiles:
-        if not directory.is_dir():
-            raise UsageError(f"{directory} is not a directory", code="export_target")
-        repo = find_repo(directory)
-        if (directory / STATE_FILE).is_file():
-            return cls(directory, repo, None)
-        if repo is not None and repo.work_tree is None:
-            commit = repo.head_commit()
-            if commit is not None:
-                return cls(directory, repo, commit)
-        raise _not_an_export(directory)
-
-    def read(self, path: str) -> bytes | None:
-        if self.commit is not None:
-            assert self.repo is not None
-            return self.repo.read(self.commit, path)
-        file = self.directory / path
-        return file.read_bytes() if file.is_file() else None
-
-    def names(self) -> list[str]:
-        if self.commit is not None:
-            assert self.repo is not None
-            out = self.repo.git("ls-tree", "-r", "-z", "--name-only", self.commit, RECORDS_DIR)
-            return sorted(n.decode() for n in out.split(b"\0") if n)
-        folder = self.directory / RECORDS_DIR
-        if not folder.is_dir():
-            return []
-        return sorted(f"{RECORDS_DIR}/{p.name}" for p in folder.iterdir())
-
-    def lines(self, per_file: int, report: AgainstReport) -> Iterator[tuple[str, int, bytes]]:
-        """(file, line number, line) of every record line, files in position order."""
-        ranged: list[tuple[int, str]] = []
-        for name in self.names():
-            span = file_range(name)
-            if span is None or span[1] - span[0] + 1 != per_file or (span[0] - 1) % per_file:
-                report.add(Mismatch("unexpected_file", "not a records file of this export", name))
-                continue
-            ranged.append((span[0], name))
-        for _, name in sorted(ranged):
-            data = self.read(name) or b""
-            for number, raw in enumerate(data.split(b"\n"), start=1):
-                if raw:
-                    yield name, number, raw
-
-    def dirty(self) -> list[str]:
-        if self.commit is not None or self.repo is None:
-            return []
-        return self.repo.dirty()

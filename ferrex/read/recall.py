@@ -52,7 +52,7 @@ from typing import Any, Final, Literal
 import numpy as np
 
 from ferrex.errors import UsageError
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import freshness_input

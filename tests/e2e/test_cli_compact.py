@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from ferrex.cli import cli
-from ferrex.models.embedding import Embedder, text_key
+from ferrex.models import Embedder, text_key
 from journal import Journal, MemoriesForgotten
 from journal.segment import list_segments
 from projections.qdrant_edge import EdgeBackend

@@ -1,12 +1,13 @@
 """The golden journal of format v1: the commands it holds and how it was written.
 
-``python -m tests.golden.journal_v1`` rewrites ``tests/golden/journal-v1/``. Do that only
-for a deliberate format change; the test proves every later ferrex still reads this file.
+``tests/golden/journal-v1/`` is frozen: it was written by the format 1 encoder, which no
+longer exists (records of format 2 carry their version, see ``journal.record``). The test
+proves every later ferrex still reads it. The same commands, written by today's encoder, are
+the golden journal of the current format (``tests.golden.journal_v2``).
 """
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,8 +23,6 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
-from journal.record import GENESIS_HASH, encode_record
-from journal.segment import segment_header, segment_name
 
 DIRECTORY = Path(__file__).parent / "journal-v1"
 T0 = datetime(2026, 3, 14, 9, 26, 53, tzinfo=UTC)
@@ -107,23 +106,3 @@ def commands() -> list[list[Event]]:
 
 def salt(n: int) -> bytes:
     return bytes(range(n))
-
-
-def encode() -> bytes:
-    out = bytearray(segment_header())
-    prev = GENESIS_HASH
-    for i, events in enumerate(commands()):
-        frame, record = encode_record(i + 1, T0 + timedelta(seconds=i), prev, events, salt=salt)
-        out += frame
-        prev = record.hash
-    return bytes(out)
-
-
-def main() -> None:
-    DIRECTORY.mkdir(exist_ok=True)
-    (DIRECTORY / segment_name(1)).write_bytes(encode())
-    sys.stdout.write(f"wrote {DIRECTORY}\n")
-
-
-if __name__ == "__main__":
-    main()

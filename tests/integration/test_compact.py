@@ -16,7 +16,7 @@ import apsw
 import numpy as np
 import pytest
 
-from ferrex.models.embedding import EmbeddingCache, ModelIdentity, cache_path, text_key
+from ferrex.models import EmbeddingCache, ModelIdentity, cache_path, text_key
 from journal import (
     Journal,
     JournalDamaged,

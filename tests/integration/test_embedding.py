@@ -15,20 +15,21 @@ import numpy as np
 import pytest
 
 from ferrex.errors import ModelUnavailable
-from ferrex.models.embedding import (
+from ferrex.models import (
     BUNDLED_DIR_NAME,
     BUNDLED_MODEL,
     Embedder,
     EmbeddingCache,
+    LoadedModel,
     ModelIdentity,
     assemble_bundled_model,
-    bundled_sources,
     cache_path,
     choose_embedding_model,
     load_model,
     models_dir,
     text_key,
 )
+from ferrex.models.bundled import bundled_sources
 
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
@@ -92,6 +93,21 @@ def test_the_window_is_256_tokens(embedder: Embedder) -> None:
     assert not np.array_equal(short_a, short_b)
 
 
+def test_the_window_is_read_from_the_model_directory_once(embedder: Embedder) -> None:
+    # A copy of the model directory, so the tokenizer config can change under the model.
+    source = embedder.model().source
+    assert source is not None
+    copy = source.parent / f"window-copy-{uuid.uuid4().hex[:8]}"
+    copy.mkdir()
+    config = copy / "tokenizer_config.json"
+    config.write_text(json.dumps({"model_max_length": 128}))
+    model = LoadedModel(embedder.identity, copy, embedder.model()._embedding, 0.0)
+    assert model.window == 128
+    config.write_text(json.dumps({"model_max_length": 64}))
+    assert model.window == 128  # not re-read for every text the sink splits
+    assert embedder.model().window == 256
+
+
 def test_same_text_same_vector_in_another_process(embedder: Embedder, tmp_path: Path) -> None:
     text = "Identical text must give identical vectors, whichever process embeds it."
     here = embedder.model().run([text], batch_size=1)[0]
@@ -99,7 +115,7 @@ def test_same_text_same_vector_in_another_process(embedder: Embedder, tmp_path: 
         f"""
         import json, sys
         from pathlib import Path
-        from ferrex.models.embedding import Embedder, choose_embedding_model
+        from ferrex.models import Embedder, choose_embedding_model
         embedder = Embedder(Path({str(tmp_path)!r}), choose_embedding_model("small", {{}}),
                             use_cache=False)
         vector = embedder.embed({text!r})
@@ -154,7 +170,7 @@ def test_two_processes_share_a_fresh_home_and_its_cache(tmp_path: Path) -> None:
         f"""
         import sys
         from pathlib import Path
-        from ferrex.models.embedding import Embedder, choose_embedding_model
+        from ferrex.models import Embedder, choose_embedding_model
         start = int(sys.argv[1])
         embedder = Embedder(Path({str(tmp_path)!r}), choose_embedding_model("small", {{}}))
         for round in range(5):
@@ -267,7 +283,7 @@ def test_a_tampered_source_file_is_refused_before_assembly(tmp_path: Path) -> No
 
 def test_importing_the_model_modules_loads_no_runtime() -> None:
     script = (
-        "import sys, ferrex.models.embedding, ferrex.models.rerank, ferrex.models.sparse; "
+        "import sys, ferrex.models, ferrex.models.rerank, ferrex.models.sparse; "
         "print(sorted(m for m in ('fastembed', 'onnxruntime', 'tokenizers') if m in sys.modules))"
     )
     done = subprocess.run(

@@ -15,9 +15,10 @@ import msgspec
 import pytest
 
 from ferrex.errors import BackendUnavailable, JournalFailure, UsageError
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from ferrex.porting.dump import dump_line, entity_names, live_memories, parse_line
-from ferrex.porting.gitexport import export_git, verify_against
+from ferrex.porting.gitexport import export_git
+from ferrex.porting.gitverify import verify_against
 from ferrex.porting.memory_server import graph_items
 from ferrex.porting.records import RECORDS_PER_FILE, file_for, render
 from ferrex.porting.restore import restore_many

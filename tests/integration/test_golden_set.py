@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from tools.eval_golden import GoldenSetError, Report, evaluate, load_set, render
 
 GATE = 0.7

@@ -7,9 +7,11 @@ import threading
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from journal import EncodeError, Journal, MemoryStored, verify
+import journal.record as record_module
+from journal import FORMAT_VERSION, EncodeError, Journal, JournalTooNew, MemoryStored, verify
 from journal.segment import list_segments
 from tests.strategies import T0, stored
 
@@ -180,3 +182,110 @@ def test_a_caught_up_reader_resumes_at_the_head_instead_of_rescanning(tmp_path: 
         assert [r.position for r in reader.read(after=head)] == [head + 1]
     finally:
         reader.close()
+
+
+# --- record format versions -------------------------------------------------------------------
+
+
+def _snapshot(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.name != "LOCK"}
+
+
+def _append_as_version(directory: Path, version: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Append one record with the real writer, as a ferrex whose format is ``version``."""
+    with monkeypatch.context() as patched:
+        patched.setattr(record_module, "FORMAT_VERSION", version)
+        with Journal.open(directory) as newer:
+            assert newer.append([stored(99, "written by a newer ferrex")]).version == version
+
+
+def test_records_carry_the_format_version(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j") as journal:
+        assert journal.newest_version == 0
+        assert journal.append([stored(1)]).version == FORMAT_VERSION == 2
+        assert journal.newest_version == FORMAT_VERSION
+    with Journal.open(tmp_path / "j") as journal:
+        assert [r.version for r in journal.read()] == [FORMAT_VERSION]
+        assert journal.newest_version == FORMAT_VERSION
+
+
+def test_a_journal_with_newer_records_is_refused_at_open_and_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "j"
+    with Journal.open(directory) as journal:
+        journal.append([stored(1)])
+    _append_as_version(directory, FORMAT_VERSION + 1, monkeypatch)
+    before = _snapshot(directory)
+    with pytest.raises(JournalTooNew) as raised:
+        Journal.open(directory)
+    error = raised.value
+    assert error.code == "too_new"
+    assert (error.found, error.supported) == (FORMAT_VERSION + 1, FORMAT_VERSION)
+    assert f"format version {FORMAT_VERSION + 1}" in error.message
+    assert f"this ferrex's {FORMAT_VERSION}" in error.message
+    assert _snapshot(directory) == before
+    assert verify(directory).ok  # the chain holds across versions
+
+
+def test_a_torn_tail_after_newer_records_is_not_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "j"
+    _append_as_version(directory, FORMAT_VERSION + 1, monkeypatch)
+    (_, segment), *_ = list_segments(directory)
+    with segment.open("ab") as f:
+        f.write(b"FXRC torn")
+    before = _snapshot(directory)
+    with pytest.raises(JournalTooNew):
+        Journal.open(directory)
+    assert _snapshot(directory) == before  # no cut, no .corrupt file
+
+
+def test_an_open_journal_refuses_to_append_once_newer_records_arrive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "j"
+    with Journal.open(directory) as journal:
+        journal.append([stored(1)])
+        _append_as_version(directory, FORMAT_VERSION + 1, monkeypatch)
+        with pytest.raises(JournalTooNew):
+            journal.append([stored(2)])
+        with pytest.raises(JournalTooNew), journal.exclusive():
+            pass
+        # Reading what it understands still works: the newer record reads as far as it can.
+        assert [(r.position, r.version) for r in journal.read()] == [
+            (1, FORMAT_VERSION),
+            (2, FORMAT_VERSION + 1),
+        ]
+    assert [p.name for p in sorted(directory.iterdir()) if p.suffix == ".seg"] == [
+        "00000000000000000001.seg"
+    ]
+
+
+def test_a_record_of_an_unknown_layout_is_refused(tmp_path: Path) -> None:
+    directory = tmp_path / "j"
+    with Journal.open(directory) as journal:
+        journal.append([stored(1)])
+    (_, segment), *_ = list_segments(directory)
+    with Journal.open(directory) as journal:
+        prev = journal.head.hash
+    # A checksummed frame whose payload is a map: a layout no format version has.
+    head = msgspec.msgpack.encode({"format": "from the future"})
+    with segment.open("ab") as f:
+        f.write(record_module._frame(2, prev, head, b"\xc0"))
+    with pytest.raises(JournalTooNew) as raised:
+        Journal.open(directory)
+    assert raised.value.found is None
+    assert "format this ferrex does not know" in raised.value.message
+
+
+def test_first_is_the_first_record_with_its_hash(tmp_path: Path) -> None:
+    with Journal.open(tmp_path / "j", segment_bytes=1024) as journal:
+        assert journal.first() is None
+        journal.append_batch([[stored(i, "x" * 200)] for i in range(1, 20)])
+        first = journal.first()
+        expected = next(iter(journal.read(hashes=True)))
+    assert len(list_segments(tmp_path / "j")) > 1
+    assert first is not None and first.position == 1
+    assert first.hash == expected.hash and first.events == expected.events

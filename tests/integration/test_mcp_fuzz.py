@@ -22,7 +22,7 @@ from mcp_types import CallToolResult
 
 from ferrex.app import App
 from ferrex.config import load as load_config
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_server import FerrexMCP, build_server
 from ferrex.server.service import Caller

@@ -21,7 +21,6 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,7 +30,7 @@ from hypothesis import strategies as st
 from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from ferrex.server.service import Caller, Service
 
 # A small shared vocabulary, so that alice's private calls collide with bob's on subjects,
@@ -101,8 +100,13 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "recall": st.builds(
         lambda q, stale, history, entities: (
             "recall",
-            {"query": q, "limit": 100, "include_stale": stale, "include_invalidated": history,
-             **({"entities": entities} if entities else {})},
+            {
+                "query": q,
+                "limit": 100,
+                "include_stale": stale,
+                "include_invalidated": history,
+                **({"entities": entities} if entities else {}),
+            },
         ),
         st.sampled_from([*WORDS, *SUBJECTS, *ENTITIES, "what does billing-api use"]),
         st.booleans(),

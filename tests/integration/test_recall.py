@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ferrex.errors import UsageError
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
 from ferrex.read.recall import AccessLog, Reader, RecallRequest
 from ferrex.rules.memory_input import StoreRequest

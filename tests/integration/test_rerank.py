@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from ferrex.models.embedding import BUNDLED_MODEL
+from ferrex.models import BUNDLED_MODEL
 from ferrex.models.rerank import (
     DEFAULT_POOL,
     CrossEncoder,

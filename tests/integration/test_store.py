@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ferrex.errors import Refused, UsageError
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.store import StoreSettings, Writer
 from journal import Journal, MemorySuperseded, verify

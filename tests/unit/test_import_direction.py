@@ -110,3 +110,74 @@ def test_the_storage_checker_sees_sql_and_connections(tmp_path: Path) -> None:
         "ferrex/read/bad.py:3 touches a connection (.db)",
     ]
     assert storage_faults(bad, "ferrex/models/cache.py") == []
+
+
+def package_imports(package: str, base: Path = ROOT) -> dict[str, set[str]]:
+    """Each module of ``package`` (dotted name) -> the modules of ``package`` it imports,
+    wherever the import statement is (a function-level import is still an edge)."""
+    root = base / package
+    names = {
+        ".".join((package, *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        for p in root.rglob("*.py")
+    }
+    graph: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = (package, *path.relative_to(root).with_suffix("").parts)
+        module = ".".join(parts).removesuffix(".__init__")
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            edges.update(t for t in targets if t in names and t != module)
+        graph[module] = edges
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` as a path that ends where it starts, or None."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        if node in path:
+            return [*path[path.index(node) :], node]
+        if node in done:
+            return None
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            cycle = visit(target)
+            if cycle is not None:
+                return cycle
+        path.pop()
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        cycle = visit(start)
+        if cycle is not None:
+            return cycle
+    return None
+
+
+def test_the_journal_package_has_no_import_cycles() -> None:
+    graph = package_imports("journal")
+    assert "journal.repairs" in graph and "journal.verify" in graph["journal.repairs"]
+    cycle = find_cycle(graph)
+    assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path: Path) -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+    # The shape journal.repairs <-> journal.verify had: one side imported inside a function.
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "repairs.py").write_text("def plan():\n    from pkg.verify import verify\n")
+    (package / "verify.py").write_text("from pkg import repairs\n")
+    graph = package_imports("pkg", tmp_path)
+    assert graph["pkg.verify"] == {"pkg", "pkg.repairs"}
+    assert find_cycle(graph) == ["pkg.repairs", "pkg.verify", "pkg.repairs"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ferrex.errors import UsageError
-from ferrex.models.embedding import (
+from ferrex.models import (
     BUNDLED_MODEL,
     Embedder,
     ModelIdentity,

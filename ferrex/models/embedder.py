@@ -1,0 +1,136 @@
+"""The Embedder: texts to unit vectors with the configured model, through the cache.
+
+The model loads on first use (an MCP server must answer ``initialize`` fast); texts already in
+the cache are not embedded again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ferrex.models.cache import CacheStats, EmbeddingCache, cache_path, text_key
+from ferrex.models.choice import EmbeddingChoice, choose_embedding_model, downloads_allowed
+from ferrex.models.identity import ModelIdentity
+from ferrex.models.loading import LoadedModel, load_model
+
+
+class Embedder:
+    """Embeds texts with the chosen model through the cache; the model loads on first use.
+
+    Safe to share between threads: the model loads once, under a lock.
+    """
+
+    def __init__(
+        self,
+        home: Path,
+        choice: EmbeddingChoice,
+        *,
+        allow_download: bool = False,
+        use_cache: bool = True,
+        batch_size: int = 64,
+        threads: int | None = None,
+    ) -> None:
+        self.home = home
+        self.choice = choice
+        self.allow_download = allow_download
+        self.batch_size = batch_size
+        self.threads = threads
+        self._use_cache = use_cache
+        self._cache: EmbeddingCache | None = None
+        self._model: LoadedModel | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_env(
+        cls,
+        home: Path,
+        setting: str | None = None,
+        env: Mapping[str, str] | None = None,
+        *,
+        use_cache: bool = True,
+        batch_size: int = 64,
+        threads: int | None = None,
+    ) -> Embedder:
+        """The embedder that ``setting`` or the environment (``os.environ`` by default) asks for."""
+        environ: Mapping[str, str] = os.environ if env is None else env
+        return cls(
+            home,
+            choose_embedding_model(setting, environ),
+            allow_download=downloads_allowed(environ),
+            use_cache=use_cache,
+            batch_size=batch_size,
+            threads=threads,
+        )
+
+    def model(self) -> LoadedModel:
+        """The loaded model, loading it now if needed."""
+        with self._lock:
+            if self._model is None:
+                self._model = load_model(
+                    self.choice,
+                    self.home,
+                    allow_download=self.allow_download,
+                    threads=self.threads,
+                )
+            return self._model
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return self.model().identity
+
+    def cache(self) -> EmbeddingCache | None:
+        with self._lock:
+            if self._cache is None and self._use_cache:
+                self._cache = EmbeddingCache(cache_path(self.home))
+            return self._cache
+
+    def embed(self, text: str) -> NDArray[np.float32]:
+        """The vector of one text (a query, typically)."""
+        vectors: NDArray[np.float32] = self.embed_many([text])[0]
+        return vectors
+
+    def embed_many(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """An ``(n, dim)`` float32 array, row ``i`` the unit vector of ``texts[i]``.
+
+        Cached texts are not embedded again; the rest are embedded in batches of similar
+        length (less padding) and added to the cache.
+        """
+        model = self.model()
+        identity = model.identity
+        result = np.empty((len(texts), identity.dim), dtype=np.float32)
+        if not texts:
+            return result
+        keys = [text_key(text) for text in texts]
+        cache = self.cache()
+        vectors = cache.get_many(identity, keys) if cache is not None else {}
+        missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in vectors}
+        if missing:
+            ordered = sorted(missing.items(), key=lambda item: len(item[1]))
+            fresh = model.run([text for _, text in ordered], self.batch_size)
+            new = {key: fresh[row] for row, (key, _) in enumerate(ordered)}
+            if cache is not None:
+                cache.put_many(identity, new.items())
+            vectors.update(new)
+        for row, key in enumerate(keys):
+            result[row] = vectors[key]
+        return result
+
+    def cache_stats(self) -> CacheStats:
+        cache = self._cache
+        return cache.stats() if cache is not None else CacheStats(0, 0)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._cache is not None:
+                self._cache.close()
+                self._cache = None

@@ -1,0 +1,327 @@
+"""Loading a dense model with fastembed (imported lazily), offline unless told otherwise.
+
+Loading never touches the network unless downloads are explicitly allowed
+(``FERREX_ALLOW_DOWNLOAD=1``): ``HF_HUB_OFFLINE=1`` is set while fastembed loads, so a missing
+model fails in seconds with :class:`~ferrex.errors.ModelUnavailable`. Every loaded model is
+probed once, and its vectors are float32 and L2-normalised. Importing this module imports
+neither fastembed nor onnxruntime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, assert_never
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ferrex.errors import ModelUnavailable
+from ferrex.models.bundled import (
+    BUNDLED_DIR_NAME,
+    BUNDLED_FASTEMBED_NAME,
+    BUNDLED_FILES,
+    MAX_TOKENS,
+    assemble_bundled_model,
+)
+from ferrex.models.choice import BUNDLED_DIM, DOWNLOAD_ENV, MODEL_ENV, EmbeddingChoice
+from ferrex.models.identity import ModelIdentity, models_dir, sha256_file
+
+if TYPE_CHECKING:
+    from fastembed import TextEmbedding
+    from tokenizers import Tokenizer
+
+log = logging.getLogger(__name__)
+
+_ONNX_CANDIDATES: Final = ("model.onnx", "onnx/model.onnx", "model_optimized.onnx")
+_PROBE_TEXT: Final = "ferrex checks that this model loads and embeds."
+
+
+@contextlib.contextmanager
+def hub_offline(offline: bool) -> Iterator[None]:
+    """Set ``HF_HUB_OFFLINE=1`` while fastembed loads, so a missing model fails fast.
+
+    huggingface_hub reads the variable once, when it is first imported (by fastembed, inside
+    this block); a process that starts offline therefore stays offline for the hub, which is
+    what its configuration asked for.
+    """
+    if not offline:
+        yield
+        return
+    previous = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = previous
+
+
+_REGISTRATION_LOCK = threading.Lock()
+
+
+def _register_dense(name: str, *, model_file: str, dim: int, mean_pooling: bool) -> None:
+    """Make a local ONNX model known to fastembed under ``name`` (once per process)."""
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    with _REGISTRATION_LOCK:
+        known = {m["model"].lower() for m in TextEmbedding.list_supported_models()}
+        if name.lower() in known:
+            return
+        TextEmbedding.add_custom_model(
+            name,
+            pooling=PoolingType.MEAN if mean_pooling else PoolingType.CLS,
+            normalization=True,
+            # Never contacted: every registered model is loaded with specific_model_path,
+            # which fastembed returns before it considers any source.
+            sources=ModelSource(hf=name),
+            dim=dim,
+            model_file=model_file,
+        )
+
+
+def _uses_mean_pooling(directory: Path) -> bool:
+    """A sentence-transformers directory says how it pools; mean pooling is the default."""
+    pooling_config = directory / "1_Pooling" / "config.json"
+    if not pooling_config.is_file():
+        return True
+    config = json.loads(pooling_config.read_text(encoding="utf-8"))
+    if config.get("pooling_mode_mean_tokens"):
+        return True
+    return not config.get("pooling_mode_cls_token")
+
+
+def find_onnx_file(directory: Path) -> str | None:
+    """The model file of a model directory, relative to it, or None."""
+    for candidate in _ONNX_CANDIDATES:
+        if (directory / candidate).is_file():
+            return candidate
+    return None
+
+
+class LoadedModel:
+    """A loaded dense model: its identity, where its files are, and a batch embed function."""
+
+    def __init__(
+        self,
+        identity: ModelIdentity,
+        source: Path | None,
+        embedding: TextEmbedding,
+        load_seconds: float,
+    ) -> None:
+        self.identity = identity
+        self.source = source
+        self.load_seconds = load_seconds
+        self._embedding = embedding
+        self._counter: Tokenizer | None = None
+        self._counter_lock = threading.Lock()
+
+    @functools.cached_property
+    def window(self) -> int:
+        """How many tokens the model reads; the rest of a longer text is cut off.
+
+        Read once: the vector sink asks for it for every long text it splits.
+        """
+        config = self.source / "tokenizer_config.json" if self.source else None
+        if config is not None and config.is_file():
+            value = json.loads(config.read_text()).get("model_max_length")
+            if isinstance(value, int) and 0 < value < 100_000:
+                return value
+        return 512 if self.source is None else MAX_TOKENS
+
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` including the special ones, untruncated; None if unknown."""
+        with self._counter_lock:
+            if self._counter is None:
+                path = self.source / "tokenizer.json" if self.source else None
+                if path is None or not path.is_file():
+                    return None
+                from tokenizers import Tokenizer as _Tokenizer
+
+                counter = _Tokenizer.from_file(str(path))
+                counter.no_truncation()
+                counter.no_padding()
+                self._counter = counter
+            return len(self._counter.encode(text).ids)
+
+    def fits(self, text: str) -> bool:
+        """Whether the model reads all of ``text`` (unknown tokenizers: assume it does)."""
+        count = self.count_tokens(text)
+        return count is None or count <= self.window
+
+    def run(self, texts: Sequence[str], batch_size: int) -> NDArray[np.float32]:
+        """Embed ``texts`` with the model, no cache: an ``(n, dim)`` float32 array, rows of
+        unit length."""
+        if not texts:
+            return np.empty((0, self.identity.dim), dtype=np.float32)
+        return _embed_rows(self._embedding, texts, batch_size)
+
+
+def _embed_rows(
+    embedding: TextEmbedding, texts: Sequence[str], batch_size: int
+) -> NDArray[np.float32]:
+    matrix = np.asarray(list(embedding.embed(list(texts), batch_size=batch_size)), np.float32)
+    # fastembed normalises already; this keeps the invariant for any custom directory too.
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    result: NDArray[np.float32] = (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
+    return result
+
+
+def load_model(
+    choice: EmbeddingChoice,
+    home: Path,
+    *,
+    allow_download: bool = False,
+    threads: int | None = None,
+) -> LoadedModel:
+    """Load the chosen dense model, or raise :class:`ModelUnavailable` saying what to do."""
+    started = time.perf_counter()
+    fastembed_cache = models_dir(home) / "fastembed"
+    offline = not allow_download
+    source: Path | None
+    match choice.kind:
+        case "bundled":
+            source = assemble_bundled_model(models_dir(home) / BUNDLED_DIR_NAME)
+            registered = BUNDLED_FASTEMBED_NAME
+            file_sha256 = BUNDLED_FILES["model.onnx"]
+            _register_dense(registered, model_file="model.onnx", dim=BUNDLED_DIM, mean_pooling=True)
+            embedding = _open_local(registered, source, fastembed_cache, threads, choice)
+        case "directory":
+            assert choice.directory is not None
+            source = choice.directory.expanduser().resolve()
+            model_file = _check_directory(source, choice)
+            file_sha256 = sha256_file(source / model_file)
+            registered = f"ferrex-dir/{file_sha256[:16]}"
+            _register_dense(
+                registered,
+                model_file=model_file,
+                # fastembed wants a dimension up front; the real one is measured below.
+                dim=choice.expected_dim or 0,
+                mean_pooling=_uses_mean_pooling(source),
+            )
+            embedding = _open_local(registered, source, fastembed_cache, threads, choice)
+        case "download":
+            embedding = _open_download(choice, fastembed_cache, offline, threads)
+            source, file_sha256 = downloaded_model_file(embedding.model)
+        case _:
+            assert_never(choice.kind)
+    try:
+        probe = _embed_rows(embedding, [_PROBE_TEXT], batch_size=1)
+    except Exception as exc:
+        raise ModelUnavailable(
+            f"embedding model {choice.model_name} loaded but could not embed: {exc}",
+            hint="check that the directory holds a text embedding model in ONNX format",
+        ) from exc
+    dim = int(probe.shape[1])
+    if choice.expected_dim is not None and dim != choice.expected_dim:
+        raise ModelUnavailable(
+            f"embedding model {choice.model_name} produced {dim} dimensions, "
+            f"expected {choice.expected_dim}",
+        )
+    identity = ModelIdentity(choice.model_name, dim, file_sha256)
+    loaded = LoadedModel(identity, source, embedding, time.perf_counter() - started)
+    log.info("loaded embedding model %s in %.2fs", loaded.identity.key, loaded.load_seconds)
+    return loaded
+
+
+def _check_directory(directory: Path, choice: EmbeddingChoice) -> str:
+    hint = (
+        "a model directory holds model.onnx (or onnx/model.onnx), tokenizer.json and "
+        f"tokenizer_config.json; set {MODEL_ENV} to such a directory, or to small"
+    )
+    if not directory.is_dir():
+        raise ModelUnavailable(
+            f"embedding model directory {directory} (from {choice.origin}) does not exist",
+            hint=hint,
+        )
+    model_file = find_onnx_file(directory)
+    if model_file is None:
+        raise ModelUnavailable(f"no ONNX model file in {directory}", hint=hint)
+    for required in ("tokenizer.json", "tokenizer_config.json"):
+        if not (directory / required).is_file():
+            raise ModelUnavailable(f"{required} is missing from {directory}", hint=hint)
+    return model_file
+
+
+def _open_local(
+    registered: str,
+    directory: Path,
+    fastembed_cache: Path,
+    threads: int | None,
+    choice: EmbeddingChoice,
+) -> TextEmbedding:
+    with hub_offline(True):
+        from fastembed import TextEmbedding
+
+        try:
+            return TextEmbedding(
+                registered,
+                cache_dir=str(fastembed_cache),
+                threads=threads,
+                specific_model_path=str(directory),
+                local_files_only=True,
+            )
+        except Exception as exc:
+            raise ModelUnavailable(
+                f"embedding model {choice.model_name} in {directory} could not be loaded: {exc}",
+                hint=f"check the files in {directory}",
+            ) from exc
+
+
+def _open_download(
+    choice: EmbeddingChoice, fastembed_cache: Path, offline: bool, threads: int | None
+) -> TextEmbedding:
+    with hub_offline(offline):
+        from fastembed import TextEmbedding
+
+        try:
+            return TextEmbedding(
+                choice.model_name,
+                cache_dir=str(fastembed_cache),
+                threads=threads,
+                local_files_only=offline,
+            )
+        except Exception as exc:
+            if offline:
+                raise ModelUnavailable(
+                    f"embedding model {choice.model_name} (tier {choice.setting}, from "
+                    f"{choice.origin}) is not in {fastembed_cache} and downloads are off",
+                    hint=(
+                        f"on a machine with internet run `{DOWNLOAD_ENV}=1 "
+                        f"{MODEL_ENV}={choice.setting} ferrex doctor` and copy its "
+                        f"models/fastembed directory to {fastembed_cache}; or set {DOWNLOAD_ENV}=1 "
+                        f"here if this machine can reach huggingface.co; or set {MODEL_ENV} to a "
+                        "model directory; or use small, which ships with ferrex"
+                    ),
+                ) from exc
+            raise ModelUnavailable(
+                f"embedding model {choice.model_name} could not be downloaded into "
+                f"{fastembed_cache}: {exc}",
+                hint=f"check the network, or set {MODEL_ENV}=small to use the bundled model",
+            ) from exc
+
+
+def downloaded_model_file(inner: object) -> tuple[Path | None, str]:
+    """Where fastembed put a downloaded model, and the SHA-256 of its ONNX file.
+
+    fastembed keeps both on its inner model object (``TextEmbedding.model``: ``_model_dir``,
+    ``model_description``), not in its public API; without them the file hash is "unknown".
+    """
+    model_dir = getattr(inner, "_model_dir", None)
+    description = getattr(inner, "model_description", None)
+    model_file = getattr(description, "model_file", None)
+    if isinstance(model_dir, Path) and isinstance(model_file, str):
+        path = model_dir / model_file
+        if path.is_file():
+            return model_dir, sha256_file(path)
+    return None, "unknown"

@@ -1,0 +1,231 @@
+"""Reconcile: compare the journal, the read model and the vectors, and repair the drift.
+
+``ferrex reconcile`` (DESIGN.md section 3) reports missing points, orphan points, stale
+payloads, rows that differ from a replay of the journal, and checkpoint lag; ``--fix``
+repairs them by replaying only what is affected. It reads the journal and the live
+projections of a :class:`~projections.replay.Projections` and changes nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from journal import EntityAliasAdded, EntityCreated, MemoryStored, MemorySuperseded, Record
+from projections.replay import BATCH, QDRANT, Projections, chunks, remove_sqlite
+from projections.sqlite import ReadModel
+from projections.vector_sink import alias_point_id
+
+
+@dataclass
+class Drift:
+    """What ``reconcile`` found. Empty lists and zero lag mean no drift."""
+
+    journal_head: int = 0
+    sqlite_checkpoint: int = 0
+    qdrant_checkpoint: int = 0
+    sqlite_rows: list[str] = field(default_factory=list)
+    """Memory or entity ids whose read-model rows differ from a replay of the journal."""
+    missing_points: list[str] = field(default_factory=list)
+    orphan_points: list[str] = field(default_factory=list)
+    stale_payloads: list[str] = field(default_factory=list)
+    entity_drift: list[str] = field(default_factory=list)
+
+    @property
+    def lag(self) -> int:
+        return self.journal_head - min(self.sqlite_checkpoint, self.qdrant_checkpoint)
+
+    @property
+    def clean(self) -> bool:
+        return self.lag == 0 and not (
+            self.sqlite_rows
+            or self.missing_points
+            or self.orphan_points
+            or self.stale_payloads
+            or self.entity_drift
+        )
+
+    def as_dict(self, examples: int = 5) -> dict[str, Any]:
+        def part(items: list[str]) -> dict[str, Any]:
+            return {"count": len(items), "examples": sorted(items)[:examples]}
+
+        return {
+            "clean": self.clean,
+            "journal_head": self.journal_head,
+            "sqlite_checkpoint": self.sqlite_checkpoint,
+            "qdrant_checkpoint": self.qdrant_checkpoint,
+            "lag": self.lag,
+            "sqlite_rows": part(self.sqlite_rows),
+            "missing_points": part(self.missing_points),
+            "orphan_points": part(self.orphan_points),
+            "stale_payloads": part(self.stale_payloads),
+            "entity_drift": part(self.entity_drift),
+        }
+
+
+_PAYLOAD_KEYS = ("namespace", "type", "t_valid", "t_invalid", "agent_id", "visibility")
+
+
+def reconcile(p: Projections, *, fix: bool = False) -> Drift:
+    """Compare journal, read model and vectors; with ``fix``, repair what differs."""
+    p.sync()
+    drift = _compare(p)
+    if fix and not drift.clean:
+        _fix(p, drift)
+        p.sync()
+        drift = _compare(p)
+    return drift
+
+
+def _compare(p: Projections) -> Drift:
+    rm = p.read_model
+    drift = Drift(
+        journal_head=p.journal.refresh().position,
+        sqlite_checkpoint=rm.checkpoint(),
+        qdrant_checkpoint=rm.checkpoint(QDRANT),
+    )
+    scratch_path = p.home / f"reconcile-{os.getpid()}.sqlite"
+    remove_sqlite(scratch_path)
+    scratch = ReadModel.open(scratch_path, rules=p.rules)
+    try:
+        for chunk in chunks(p.journal.read(), BATCH):
+            if chunk[0].position > drift.sqlite_checkpoint:
+                break
+            scratch.apply([r for r in chunk if r.position <= drift.sqlite_checkpoint])
+        drift.sqlite_rows = _row_differences(rm, scratch)
+    finally:
+        scratch.close()
+        remove_sqlite(scratch_path)
+
+    memories = {m.memory_id: m for m in rm.memories() if not m.redacted}
+    seen: set[str] = set()
+    for pid, payload in p.backend.scroll(p.live.memories):
+        memory_id = payload.get("memory_id")
+        memory = memories.get(memory_id) if isinstance(memory_id, str) else None
+        if memory is None:
+            drift.orphan_points.append(pid)
+            continue
+        seen.add(memory.memory_id)
+        expected = {
+            "namespace": memory.namespace,
+            "type": memory.type,
+            "t_valid": memory.t_valid,
+            "t_invalid": memory.t_invalid,
+            "agent_id": memory.agent_id,
+            "visibility": memory.visibility,
+        }
+        differs = any(payload.get(k) != expected[k] for k in _PAYLOAD_KEYS)
+        differs |= sorted(payload.get("entity_ids") or []) != sorted(memory.entity_ids)
+        if differs and memory.memory_id not in drift.stale_payloads:
+            drift.stale_payloads.append(memory.memory_id)
+    drift.missing_points = sorted(set(memories) - seen)
+
+    # One entity point per alias row: (namespace, normalized spelling) -> entity.
+    owners = {pid: spelling[2] for pid, spelling in _alias_points(rm).items()}
+    actual = {pid: payload.get("entity_id") for pid, payload in p.backend.scroll(p.live.entities)}
+    drift.entity_drift = sorted(
+        pid for pid in owners.keys() | actual.keys() if actual.get(pid) != owners.get(pid)
+    )
+    return drift
+
+
+def _fix(p: Projections, drift: Drift) -> None:
+    p.catch_up()
+    if drift.sqlite_rows:
+        _fix_rows(p, set(drift.sqlite_rows))
+    if drift.orphan_points:
+        p.backend.delete(p.live.memories, drift.orphan_points)
+    affected = set(drift.missing_points) | set(drift.stale_payloads)
+    if drift.entity_drift:
+        p.backend.delete(p.live.entities, drift.entity_drift)
+    expected = _alias_points(p.read_model)
+    spellings = {expected[p][:2] for p in drift.entity_drift if p in expected}
+    if affected or spellings:
+        if affected:
+            p.backend.delete_by_memory(p.live.memories, sorted(affected))
+        p.sink.apply(list(_restricted(p.journal.read(), affected, spellings)))
+
+
+def _fix_rows(p: Projections, keys: set[str]) -> None:
+    """Replace the differing rows with those of a replay of just the affected keys."""
+    rm = p.read_model
+    ids = sorted(keys)
+    marks = ",".join("?" * len(ids))
+    scratch_path = p.home / f"reconcile-fix-{os.getpid()}.sqlite"
+    remove_sqlite(scratch_path)
+    scratch = ReadModel.open(scratch_path, rules=p.rules)
+    try:
+        for chunk in chunks(p.journal.read(), BATCH):
+            scratch.apply(chunk)
+    finally:
+        scratch.close()
+    try:
+        rm.db.execute("ATTACH DATABASE ? AS scratch", (str(scratch_path),))
+        rm.db.execute("BEGIN IMMEDIATE")
+        try:
+            for table, key in (
+                ("memories", "memory_id"),
+                ("memory_entities", "memory_id"),
+                ("entities", "entity_id"),
+                ("aliases", "entity_id"),
+            ):
+                rm.db.execute(f"DELETE FROM main.{table} WHERE {key} IN ({marks})", ids)
+                rm.db.execute(
+                    f"INSERT INTO main.{table} SELECT * FROM scratch.{table} "
+                    f"WHERE {key} IN ({marks})",
+                    ids,
+                )
+            rm.db.execute("COMMIT")
+        except BaseException:
+            rm.db.execute("ROLLBACK")
+            raise
+        finally:
+            rm.db.execute("DETACH DATABASE scratch")
+    finally:
+        remove_sqlite(scratch_path)
+
+
+def _row_differences(live: ReadModel, replayed: ReadModel) -> list[str]:
+    """Keys (memory or entity ids) whose rows differ between two read models."""
+    keys: set[str] = set()
+    for table, key_index in (("memories", 0), ("memory_entities", 0), ("entities", 0)):
+        a = {row for row in live.db.execute(f"SELECT * FROM {table}")}
+        b = {row for row in replayed.db.execute(f"SELECT * FROM {table}")}
+        keys.update(str(row[key_index]) for row in a ^ b)
+    a = set(live.db.execute("SELECT * FROM aliases"))
+    b = set(replayed.db.execute("SELECT * FROM aliases"))
+    keys.update(str(row[3]) for row in a ^ b)  # the alias's entity id
+    return sorted(keys)
+
+
+def _alias_points(rm: ReadModel) -> dict[str, tuple[str, str, str]]:
+    """The entity points the read model implies: id -> (namespace, normalized, entity)."""
+    return {
+        alias_point_id(ns, norm, entity): (str(ns), str(norm), str(entity))
+        for ns, norm, entity in rm.db.execute(
+            "SELECT namespace, normalized, entity_id FROM aliases"
+        )
+    }
+
+
+def _restricted(
+    records: Iterator[Record], memory_ids: set[str], spellings: set[tuple[str, str]]
+) -> Iterator[Record]:
+    """The records, keeping only the events that shape the given memories' vectors (stores,
+    supersedes) and the given entity spellings' vectors (entity names, aliases)."""
+    for record in records:
+        kept = tuple(
+            e
+            for e in record.events
+            if (isinstance(e, MemoryStored | MemorySuperseded) and e.memory_id in memory_ids)
+            or (
+                isinstance(e, EntityCreated | EntityAliasAdded)
+                and (e.namespace, e.normalized) in spellings
+            )
+        )
+        if kept:
+            yield msgspec.structs.replace(record, events=kept)
