@@ -45,7 +45,14 @@ sys.path.insert(0, str(ROOT))
 
 from ferrex.models.embedding import Embedder, choose_embedding_model  # noqa: E402
 from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity  # noqa: E402
-from ferrex.rules.predicates import match_known, normalize_predicate  # noqa: E402
+from ferrex.rules.predicates import (  # noqa: E402
+    PREDICATE_EMBEDDING_THRESHOLD,
+    match_known,
+    may_reword,
+    normalize_predicate,
+    predicate_phrase,
+    unplaced_neighbour,
+)
 
 PREDICATE_PAIRS: Final = ROOT / "golden_set" / "predicate_pairs.jsonl"
 ENTITY_PAIRS: Final = ROOT / "golden_set" / "entity_pairs.jsonl"
@@ -131,6 +138,52 @@ def known_match(pair: Pair) -> bool:
     return a == b or match_known(a, [b]) == b
 
 
+def neighbour_match(
+    pair: Pair, similarity: Similarity, threshold: float = PREDICATE_EMBEDDING_THRESHOLD
+) -> bool:
+    """Merged by the two steps above, or ``unplaced_neighbour`` names ``b`` for ``a``."""
+    if known_match(pair):
+        return True
+    a, b = normalize_predicate(pair.a), normalize_predicate(pair.b)
+    return unplaced_neighbour(a, [b], similarity, threshold) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaced:
+    """A pair the first two stages leave apart: its cosine and whether the guard allows it."""
+
+    pair: Pair
+    a: str
+    b: str
+    cosine: float
+    allowed: bool
+
+
+def unplaced_pairs(pairs: Sequence[Pair], similarity: Similarity) -> list[Unplaced]:
+    out = []
+    for pair in pairs:
+        if known_match(pair):
+            continue
+        a, b = normalize_predicate(pair.a), normalize_predicate(pair.b)
+        (cosine,) = similarity(predicate_phrase(a), [predicate_phrase(b)])
+        out.append(Unplaced(pair, a, b, cosine, a != b and may_reword(a, b)))
+    return sorted(out, key=lambda u: -u.cosine)
+
+
+def threshold_table(unplaced: Sequence[Unplaced], thresholds: Sequence[float]) -> list[str]:
+    """Precision and recall of the neighbour stage alone, on the unplaced pairs, by threshold."""
+    lines = []
+    for threshold in thresholds:
+        result = score(
+            [u.pair for u in unplaced],
+            lambda p, t=threshold: any(
+                u.pair is p and u.allowed and u.cosine > t for u in unplaced
+            ),
+        )
+        lines.append(f"  > {threshold:.2f}: {_counts(result)}")
+    return lines
+
+
 # --- entities -------------------------------------------------------------------------------
 
 
@@ -184,12 +237,16 @@ def _clamp(value: float) -> float:
 # --- report ---------------------------------------------------------------------------------
 
 
-def _line(name: str, result: Score) -> str:
+def _counts(result: Score) -> str:
     return (
-        f"  {name:<28} precision {result.precision:.3f}  recall {result.recall:.3f}  "
+        f"precision {result.precision:.3f}  recall {result.recall:.3f}  "
         f"({result.true_merges} merged right, {result.false_merges} wrong, "
         f"{result.missed} missed)"
     )
+
+
+def _line(name: str, result: Score) -> str:
+    return f"  {name:<28} {_counts(result)}"
 
 
 def _misses(pairs: Sequence[Pair], merged: Callable[[Pair], bool]) -> list[str]:
@@ -217,7 +274,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     entity_stages: dict[str, Callable[[Pair], bool]] = {"fuzzy": entity_merged}
 
     with bundled_embedder() as embedder:
+        unplaced: list[Unplaced] = []
         if not args.no_model:
+            similarity = cosine_similarity(embedder)
+            stage = f"+ unplaced_neighbour ({PREDICATE_EMBEDDING_THRESHOLD})"
+            predicate_stages[stage] = lambda p: neighbour_match(p, similarity)
+            unplaced = unplaced_pairs(predicate_pairs, similarity)
             scores_of = entity_cosine(embedder)
             entity_stages["+ embedding (0.92)"] = lambda p: entity_merged(p, scores_of)
         results = {
@@ -245,6 +307,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(_line(name, results[kind][name]))
                 if args.verbose:
                     print("\n".join(_misses(pairs, merged)))
+        if unplaced:
+            print(
+                "\npredicate pairs the first two stages leave apart, by cosine "
+                "(+ same, - different; guard: ok or REFUSED):"
+            )
+            for u in unplaced:
+                sign = "+" if u.pair.same else "-"
+                guard = "ok" if u.allowed else "REFUSED"
+                print(f"  {u.cosine:.3f} {sign} {guard:<7} {u.a} / {u.b}")
+            print("\nthe neighbour stage alone (guard, then cosine) on those pairs, by threshold:")
+            print("\n".join(threshold_table(unplaced, [0.6 + 0.025 * i for i in range(15)])))
     return 0
 
 
