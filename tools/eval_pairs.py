@@ -230,6 +230,15 @@ def entity_cosine(embedder: Embedder) -> Callable[[str, Sequence[Candidate]], li
     return lambda name, candidates: similarity(name, [c.name for c in candidates])
 
 
+def entity_cosines(
+    pairs: Sequence[Pair], scores_of: Callable[[str, Sequence[Candidate]], list[float]]
+) -> list[tuple[float, Pair]]:
+    """The cosine of every pair the fuzzy tier leaves apart, highest first."""
+    apart = [p for p in pairs if not entity_merged(p)]
+    scored = [(scores_of(p.a, [_candidate(p.b)])[0], p) for p in apart]
+    return sorted(scored, key=lambda item: -item[0])
+
+
 def _clamp(value: float) -> float:
     return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
 
@@ -318,6 +327,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  {u.cosine:.3f} {sign} {guard:<7} {u.a} / {u.b}")
             print("\nthe neighbour stage alone (guard, then cosine) on those pairs, by threshold:")
             print("\n".join(threshold_table(unplaced, [0.6 + 0.025 * i for i in range(15)])))
+            print("\nentity pairs the fuzzy tier leaves apart, by cosine (+ same, - different):")
+            for cosine, pair in entity_cosines(entity_pairs, scores_of):
+                print(f"  {cosine:.3f} {'+' if pair.same else '-'} {pair.a} / {pair.b}")
     return 0
 
 
