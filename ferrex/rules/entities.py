@@ -246,7 +246,7 @@ def _is_product_suffix(left: list[str], right: list[str]) -> bool:
     if len(base) < SUFFIX_MIN_BASE or not whole.startswith(base):
         return False
     suffix = whole[len(base) :]
-    if suffix in ("js", "db"):
+    if suffix in PRODUCT_SUFFIXES and suffix != "sql":  # sql: attached only, below
         return True
     last = longer[-1]
     attached = len(last) > 3 and last.endswith("sql")
