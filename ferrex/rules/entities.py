@@ -29,11 +29,20 @@ threshold separates them, so a fuzzy match must also be one of:
   :data:`TYPO_MIN_WORD` = 8 characters long. Below that, one-letter differences are mostly
   different names (all the short pairs above); ``kubernetes``/``kuberentes`` (0.980) is the
   kind of typo this corrects.
-- **a descriptor extension**: one name is the other followed only by generic descriptor
-  words (:data:`DESCRIPTOR_WORDS`: ``runtime``, ``library``, ``server``, ``inc``...):
-  ``tokio runtime`` is ``tokio``, ``redis server`` is ``redis``. A whole-word prefix alone is
-  not enough: ``react native``, ``kafka streams`` and ``rust analyzer`` (0.862 against
-  ``rust``) are other things.
+- **the same core**: once trailing generic descriptor words (:data:`DESCRIPTOR_WORDS`:
+  ``runtime``, ``library``, ``server``, ``database``, ``inc``...) are dropped, the names are
+  the same: ``tokio runtime`` is ``tokio``, ``redis server`` is ``redis``, ``Acme Inc.`` is
+  ``Acme``. A whole-word prefix alone is not enough: ``react native``, ``kafka streams`` and
+  ``rust analyzer`` (0.862 against ``rust``) are other things.
+- **a product suffix**: one core is the other plus one of :data:`PRODUCT_SUFFIXES`, spaces
+  ignored, on a base of at least :data:`SUFFIX_MIN_BASE` letters: ``MongoDB`` is ``Mongo``,
+  ``Node.js`` is ``Node``, and ``PostgreSQL`` is ``Postgres`` (``sql`` after a final ``s`` is
+  ``ql``). ``sql`` counts only attached to the word: ``Spark SQL`` is a module of Spark,
+  not Spark; ``ql`` alone is no suffix (``graph``/``graphql``). The price, accepted: a word
+  that happens to precede ``db`` or ``js`` merges with the product (``duck``/``duckdb``).
+
+A leading article is ignored in this tier (``the tokio runtime`` is compared as ``tokio
+runtime``); the stored normalized form keeps it.
 
 And in the fuzzy and embedding tiers, two names that both carry numbers merge only if their
 numbers are the same (``python 2``/``python 3``, ``s3``/``s4`` never do): an embedding model
@@ -96,6 +105,16 @@ DESCRIPTOR_WORDS: Final[frozenset[str]] = frozenset(
         "gmbh",
     }
 )
+
+#: Endings that name a product's kind inside its name: ``MongoDB`` is ``Mongo``, ``Node.js``
+#: is ``Node``. ``sql`` only when attached (``PostgreSQL``; ``Spark SQL`` is a module of
+#: Spark), and after a final ``s`` as ``ql`` (``Postgres``/``PostgreSQL``).
+PRODUCT_SUFFIXES: Final[frozenset[str]] = frozenset({"js", "db", "sql"})
+
+#: The shortest name a product suffix may extend: ``MS``/``MSSQL``, ``my``/``MySQL`` stay apart.
+SUFFIX_MIN_BASE: Final = 3
+
+_ARTICLES: Final = frozenset({"the", "a", "an"})
 
 _DIGIT_RUNS = re.compile(r"\d+")
 
@@ -168,11 +187,13 @@ def resolve_entity(
         return _best("normalized", [(1.0, c) for c in same])
 
     fuzzy = []
+    bare = _without_article(normalized)
     for candidate in candidates:
-        if not candidate.normalized:
+        other = _without_article(candidate.normalized)
+        if not other:
             continue
-        score = JaroWinkler.normalized_similarity(normalized, candidate.normalized)
-        if score > fuzzy_threshold and _fuzzy_guard(normalized, candidate.normalized):
+        score = JaroWinkler.normalized_similarity(bare, other)
+        if score > fuzzy_threshold and _fuzzy_guard(bare, other):
             fuzzy.append((score, candidate))
     if fuzzy:
         return _best("fuzzy", fuzzy)
@@ -197,10 +218,39 @@ def _best(kind: MatchKind, scored: Sequence[tuple[float, Candidate]]) -> Resolut
     return Resolution(kind, winner.entity_id, score, winner.name)
 
 
+def _without_article(normalized: str) -> str:
+    words = normalized.split(" ")
+    return " ".join(words[1:]) if len(words) > 1 and words[0] in _ARTICLES else normalized
+
+
 def _fuzzy_guard(left: str, right: str) -> bool:
     if not _same_numbers(left, right):
         return False
-    return _is_typo(left, right) or _is_descriptor_extension(left, right)
+    if _is_typo(left, right):
+        return True
+    left_core, right_core = _core(left), _core(right)
+    return left_core == right_core or _is_product_suffix(left_core, right_core)
+
+
+def _core(normalized: str) -> list[str]:
+    # The name without its trailing descriptor words, keeping at least one word.
+    words = normalized.split(" ")
+    while len(words) > 1 and words[-1] in DESCRIPTOR_WORDS:
+        words = words[:-1]
+    return words
+
+
+def _is_product_suffix(left: list[str], right: list[str]) -> bool:
+    shorter, longer = sorted((left, right), key=lambda words: len("".join(words)))
+    base, whole = "".join(shorter), "".join(longer)
+    if len(base) < SUFFIX_MIN_BASE or not whole.startswith(base):
+        return False
+    suffix = whole[len(base) :]
+    if suffix in PRODUCT_SUFFIXES and suffix != "sql":  # sql: attached only, below
+        return True
+    last = longer[-1]
+    attached = len(last) > 3 and last.endswith("sql")
+    return attached and (suffix == "sql" or (suffix == "ql" and base.endswith("s")))
 
 
 def _same_numbers(left: str, right: str) -> bool:
@@ -216,10 +266,3 @@ def _is_typo(left: str, right: str) -> bool:
         a == b or (min(len(a), len(b)) >= TYPO_MIN_WORD and OSA.distance(a, b) <= 1)
         for a, b in zip(left_words, right_words, strict=True)
     )
-
-
-def _is_descriptor_extension(left: str, right: str) -> bool:
-    shorter, longer = sorted((left.split(" "), right.split(" ")), key=len)
-    if len(shorter) == len(longer) or longer[: len(shorter)] != shorter:
-        return False
-    return all(word in DESCRIPTOR_WORDS for word in longer[len(shorter) :])

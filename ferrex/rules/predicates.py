@@ -1,23 +1,43 @@
 """Predicate normalization: one spelling per relation, so facts about it can conflict.
 
 Two semantic facts conflict only when they share a subject and a *predicate*; agents write the
-same relation many ways (``uses``, ``depends-on``, ``dependsOn``, ``relies on``), so the
-predicate is normalized before it is compared, in two steps:
+same relation many ways (``uses``, ``depends-on``, ``dependsOn``, ``is dependent on``,
+``X | dependency | Y``), so the predicate is normalized before it is compared, in steps:
 
 1. **Shape** (:func:`predicate_shape`): Unicode NFKC; camelCase boundaries become separators
    (``dependsOn`` → ``depends_On``, ``HTTPServer`` → ``HTTP_Server``); case-folded; apostrophes
    dropped (``owner's`` → ``owners``); every run of other characters that are not letters or
    digits (space, ``-``, ``_``, ``.``, ``/``, punctuation) becomes one ``_``; leading and
-   trailing ``_`` stripped.
-2. **Synonyms**: the shaped form is looked up in a synonym map (variant → canonical); a form
-   that is not in the map is its own canonical form.
+   trailing ``_`` stripped. A shaped form the synonym map names is mapped at once (so a map
+   may name ``is_a`` itself).
+2. **Wording** (:func:`predicate_wording`): copulas, auxiliaries and articles do not make a
+   relation (:data:`FUNCTION_WORDS`: ``is``, ``was``, ``been``, ``has``, ``does``, ``the``,
+   ...): leading ones are dropped while what remains still holds a content word, so
+   ``is owned by`` is ``owned by`` and ``has been using`` is ``using``, while a bare ``is``
+   (→ ``is_a``), ``has_a`` and ``is_in`` stay. Negations are content: ``does not use`` is
+   ``not_use``, never ``uses``.
+3. **Synonyms**: the worded form is looked up in the synonym map (variant → canonical);
+   failing that, a *typo* of a form the map names (the rule of :func:`match_known` below,
+   ``maintianed by`` → ``owned_by``) maps to that form's canonical; otherwise the worded form
+   is its own canonical form.
 
 :func:`normalize_predicate` is idempotent for any map built by :func:`synonym_map` or
 :func:`merge_synonyms`: every canonical form maps to itself and no chain is left behind.
 
-The default groups (:data:`DEFAULT_SYNONYM_GROUPS`) cover the relations agents state most
-often. Inverse relations are never grouped with their relation: ``maintained_by`` is not
-``owns``, ``employs`` is not ``works_at``.
+The default groups (:data:`DEFAULT_SYNONYM_GROUPS`) are the design's: ``uses``, ``requires``,
+``needs`` → ``depends_on``; ``written in``, ``implemented in``, ``built with`` →
+``built_with`` (a language or toolkit is not a dependency to conflict with); ``runs version``,
+``at version`` → ``version``; ``owned by``, ``maintained by``, ``managed by`` → ``owned_by``;
+plus ``is_a``, ``works_at``, ``prefers``, ``located_in``, ``owns``, ``created_by``,
+``part_of``. A **role noun** names the relation whose object plays that role:
+``X | owner | Y`` says Y owns X, so ``owner``, ``maintainer`` and ``manager`` are
+``owned_by``; ``author`` is ``created_by``, ``language`` is ``built_with``, ``employer`` is
+``works_at``, ``location`` is ``located_in``, ``dependency`` is ``depends_on``, ``type`` is
+``is_a``. Inverse relations are never grouped with their relation: ``owns`` (with
+``maintains``, ``owner of``, ``maintainer of``: X owns Y) is not ``owned_by``, ``employs`` is
+not ``works_at``, ``created`` and ``created_at`` are not ``created_by``, ``used_by`` is not
+``depends_on``. ``golden_set/predicate_pairs.jsonl`` holds these cases and
+``tools/eval_pairs.py`` measures them.
 
 Fuzzy matching (:func:`match_known`) corrects a *typo* against the predicates a namespace
 already uses; it never merges two different relations. Jaro-Winkler alone cannot tell them
@@ -29,20 +49,40 @@ but not sufficient; the two forms must also be one of:
 - the same once separators are dropped (``dependson`` and ``depends_on``);
 - the same number of words, where every word that differs is a one-edit typo (Damerau-style
   optimal string alignment distance 1) of a word at least :data:`TYPO_MIN_WORD` = 6
-  characters long and carries no digit. Short words (``at``, ``by``, ``in``, ``to``, ``of``,
-  ``owns``, ``reads``) are exactly the ones whose one-letter changes make another relation;
-  they must match exactly. ``depnds_on`` → ``depends_on`` (0.977) passes; ``created_by`` →
-  ``created_at`` fails on ``by``/``at``; ``parent_of`` → ``part_of`` fails (two edits).
+  characters long, carries no digit and does not differ in its last letter alone. Short
+  words (``at``, ``by``, ``in``, ``to``, ``of``, ``owns``, ``reads``) are exactly the ones
+  whose one-letter changes make another relation; they must match exactly. A different last
+  letter is a different ending: ``manages``/``manager``, ``employee``/``employer``.
+  ``depnds_on`` → ``depends_on`` (0.977) passes; ``created_by`` → ``created_at`` fails on
+  ``by``/``at``; ``parent_of`` → ``part_of`` fails (two edits).
+
+A relation nothing places (:func:`unplaced_neighbour`): when a new fact's predicate is none of
+its subject's known predicates, not even by a typo, the known predicate whose phrase embeds
+closest (``X located in Y``, :func:`predicate_phrase`) strictly above
+:data:`PREDICATE_EMBEDDING_THRESHOLD` is named, so the caller can refuse the fact as
+ambiguous or flag a possible contradiction; it never merges. An embedding scores a relation
+and its inverse as near-identical (``owns``/``owned_by`` 0.947, ``deployed_to``/``deployed_by``
+0.954 with the bundled model), so :func:`may_reword` first rules out, whatever the score: a
+form of function words only (``is_a``/``has_a``); an agent phrase (``..._by``) against one
+that is not; a negation on one side only; different numbers; and two forms sharing a word
+root whose prepositions differ (``created_by``/``created_at``, ``depends_on``/
+``dependency_of``, ``located_in``/``location_of``). The threshold was chosen on the pair set
+with the bundled model: above every negative the guard lets through (``parent_of``/
+``child_of`` 0.807), below the positives it can find (``situated_in``/``located_in`` 0.880,
+``invented_by``/``created_by`` 0.845). The bundled model finds few: most paraphrases it
+scores lower than some unrelated pair.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
 
+from rapidfuzz import process
 from rapidfuzz.distance import OSA, JaroWinkler
 
 from ferrex.errors import UsageError
@@ -50,27 +90,54 @@ from ferrex.errors import UsageError
 #: The shortest word a one-edit typo may be corrected in (see the module docstring).
 TYPO_MIN_WORD: Final = 6
 
+#: The Jaro-Winkler score a typo must beat (the default of :func:`match_known`).
+TYPO_THRESHOLD: Final = 0.85
+
 #: Canonical predicate → the other ways agents say it. Canonical forms are already shaped.
+#: Forms that step 2 (wording) reduces to a listed one are not listed: ``is owned by`` is
+#: ``owned by``, ``has version`` is ``version``. Role nouns name the object's role:
+#: ``X | owner | Y`` says Y owns X, so ``owner`` is ``owned_by``, and ``owner of`` is ``owns``.
 DEFAULT_SYNONYM_GROUPS: Final[Mapping[str, tuple[str, ...]]] = {
     "depends_on": (
         "uses",
         "use",
+        "using",
         "depends",
         "depends upon",
         "requires",
+        "require",
         "needs",
+        "need",
         "imports",
         "relies on",
+        "relies upon",
+        "dependent on",
         "built on",
-        "built with",
+        "dependency",
+        "dependencies",
+        "requirement",
+        "requirements",
     ),
-    "is_a": ("is", "is an", "is type of", "is kind of", "kind of", "type of", "instance of"),
+    "built_with": (
+        "written in",
+        "implemented in",
+        "coded in",
+        "programmed in",
+        "developed in",
+        "made with",
+        "language",
+        "languages",
+        "programming language",
+        "implementation language",
+    ),
+    "is_a": ("is", "is an", "type of", "kind of", "instance of", "type", "kind"),
     "works_at": (
         "works for",
         "employed by",
         "employed at",
         "employee of",
-        "is employed by",
+        "employer",
+        "workplace",
     ),
     "prefers": (
         "prefer",
@@ -82,6 +149,9 @@ DEFAULT_SYNONYM_GROUPS: Final[Mapping[str, tuple[str, ...]]] = {
         "favor",
         "loves",
         "prefers using",
+        "preference",
+        "favourite",
+        "favorite",
     ),
     "located_in": (
         "located at",
@@ -89,22 +159,57 @@ DEFAULT_SYNONYM_GROUPS: Final[Mapping[str, tuple[str, ...]]] = {
         "lives at",
         "based in",
         "resides in",
-        "is located in",
-        "is based in",
+        "location",
     ),
-    "owns": ("own", "maintains", "is owner of", "owner of", "is maintainer of", "maintainer of"),
+    "owns": ("own", "maintains", "manages", "owner of", "maintainer of"),
+    "owned_by": (
+        "maintained by",
+        "managed by",
+        "owner",
+        "owners",
+        "maintainer",
+        "maintainers",
+        "manager",
+        "property of",
+    ),
     "version": (
-        "has version",
         "runs version",
-        "is on version",
+        "runs on version",
+        "on version",
         "uses version",
         "at version",
         "version is",
         "pinned to version",
+        "current version",
+        "release",
     ),
-    "created_by": ("authored by", "written by", "made by", "built by", "is created by"),
-    "part_of": ("is part of", "belongs to", "component of", "is component of"),
+    "created_by": (
+        "authored by",
+        "written by",
+        "made by",
+        "built by",
+        "developed by",
+        "author",
+        "authors",
+        "creator",
+        "creators",
+    ),
+    "part_of": ("belongs to", "component of"),
 }
+
+#: Leading words that do not make a relation of their own (step 2 of the module docstring).
+FUNCTION_WORDS: Final[frozenset[str]] = frozenset(
+    {"is", "are", "am", "was", "were", "be", "been", "being"}
+    | {"has", "have", "had", "having", "does", "do", "did"}
+    | {"the", "a", "an"}
+)
+
+#: Words that carry a relation's direction or argument, never its content.
+PREPOSITIONS: Final[frozenset[str]] = frozenset(
+    {"in", "on", "at", "by", "of", "to", "for", "from", "with", "into", "onto", "upon", "as"}
+)
+
+_NEGATIONS: Final[frozenset[str]] = frozenset({"not", "no", "never", "non", "without"})
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _APOSTROPHES = re.compile(r"['\u2019]")
@@ -187,16 +292,45 @@ def _shaped_or_fail(text: str, group: str) -> str:
 DEFAULT_SYNONYMS: Final[Mapping[str, str]] = MappingProxyType(synonym_map(DEFAULT_SYNONYM_GROUPS))
 
 
-def normalize_predicate(predicate: str, synonyms: Mapping[str, str] = DEFAULT_SYNONYMS) -> str:
-    """The canonical form of ``predicate``: shaped, then mapped through ``synonyms``.
+def predicate_wording(shaped: str) -> str:
+    """``shaped`` without its leading :data:`FUNCTION_WORDS` (step 2 of the module docstring).
 
-    An empty result means the predicate has no letters or digits; validation rejects those.
+    A leading word is dropped only while what follows still holds a content word (one that
+    is neither a function word, a preposition nor a negation): ``is_owned_by`` → ``owned_by``,
+    ``has_been_using`` → ``using``, but ``is``, ``is_a``, ``has_a`` and ``is_in`` stay.
+    """
+    words = shaped.split("_")
+    while len(words) > 1 and words[0] in FUNCTION_WORDS and _has_content(words[1:]):
+        words = words[1:]
+    return "_".join(words)
+
+
+def _has_content(words: Sequence[str]) -> bool:
+    return any(
+        w not in FUNCTION_WORDS and w not in PREPOSITIONS and w not in _NEGATIONS for w in words
+    )
+
+
+def normalize_predicate(predicate: str, synonyms: Mapping[str, str] = DEFAULT_SYNONYMS) -> str:
+    """The canonical form of ``predicate``: shaped, worded, then mapped through ``synonyms``.
+
+    The shaped form is looked up before its leading function words are dropped, so a map
+    may name ``is_a`` or ``has_part`` itself. An empty result means the predicate has no
+    letters or digits; validation rejects those.
     """
     shaped = predicate_shape(predicate)
-    return synonyms.get(shaped, shaped)
+    if shaped in synonyms:
+        return synonyms[shaped]
+    worded = predicate_wording(shaped)
+    if worded in synonyms:
+        return synonyms[worded]
+    corrected = _typo_of_known(worded, synonyms.keys())
+    return worded if corrected is None else synonyms[corrected]
 
 
-def match_known(normalized: str, known: Sequence[str], threshold: float = 0.85) -> str | None:
+def match_known(
+    normalized: str, known: Sequence[str], threshold: float = TYPO_THRESHOLD
+) -> str | None:
     """The known predicate ``normalized`` is a typo of, or None.
 
     ``normalized`` itself if it is known. Otherwise the known predicate with the highest
@@ -209,6 +343,20 @@ def match_known(normalized: str, known: Sequence[str], threshold: float = 0.85) 
     for candidate in known:
         score = JaroWinkler.normalized_similarity(normalized, candidate)
         if score <= threshold or not _typo_of(normalized, candidate):
+            continue
+        if best is None or (-score, candidate) < (-best[0], best[1]):
+            best = (score, candidate)
+    return None if best is None else best[1]
+
+
+def _typo_of_known(normalized: str, known: Iterable[str]) -> str | None:
+    # match_known's rule over many forms; the Jaro-Winkler prefilter runs at C speed.
+    # (Keys, not a mapping: rapidfuzz would score a mapping's values.)
+    best: tuple[float, str] | None = None
+    for candidate, score, _ in process.extract_iter(
+        normalized, known, scorer=JaroWinkler.normalized_similarity, score_cutoff=TYPO_THRESHOLD
+    ):
+        if score <= TYPO_THRESHOLD or not _typo_of(normalized, candidate):
             continue
         if best is None or (-score, candidate) < (-best[0], best[1]):
             best = (score, candidate)
@@ -231,4 +379,110 @@ def _one_word_typo(a: str, b: str) -> bool:
         return False
     if any(char.isdigit() for char in a + b):
         return False
+    if len(a) == len(b) and a[:-1] == b[:-1]:
+        # A different last letter is a different ending, not a slip: manages/manager,
+        # employee/employer, followed/follower name other relations (often the inverse).
+        return False
     return OSA.distance(a, b) <= 1
+
+
+# --- a relation we cannot place ---------------------------------------------------------------
+
+#: The cosine (bundled model, phrases of the normalized forms) above which
+#: :func:`unplaced_neighbour` names a known predicate; chosen on our pair set.
+PREDICATE_EMBEDDING_THRESHOLD: Final = 0.83
+
+#: ``similarity(phrase, phrases)``: one cosine per phrase, in order.
+PhraseSimilarity = Callable[[str, Sequence[str]], Sequence[float]]
+
+
+def predicate_phrase(normalized: str) -> str:
+    """The text :func:`unplaced_neighbour` embeds for a normalized predicate: ``X located in Y``.
+
+    Its words between two placeholder arguments. Bare, a phrase embeds as a topic; between
+    arguments the bundled model reads it as a relation, and on our pair set the positives
+    score higher against the negatives (``tools/eval_pairs.py`` shows both).
+    """
+    return f"X {normalized.replace('_', ' ')} Y"
+
+
+def unplaced_neighbour(
+    normalized: str,
+    known: Sequence[str],
+    similarity: PhraseSimilarity,
+    threshold: float = PREDICATE_EMBEDDING_THRESHOLD,
+) -> tuple[str, float] | None:
+    """The known predicate ``normalized`` probably rewords, with its score, or None.
+
+    For a predicate that normalization and :func:`match_known` could not place among the
+    subject's ``known`` predicates: the known one whose phrase embeds closest, strictly above
+    ``threshold``, among those :func:`may_reword` allows. ``similarity`` gets the phrase of
+    ``normalized`` and those of the allowed candidates only (none: it is not called). Ties
+    go to the alphabetically first. None when ``normalized`` is known, or nothing qualifies.
+
+    It never merges: the caller refuses or flags, because an embedding cannot tell a
+    relation from its neighbour for certain.
+    """
+    if not normalized or normalized in known:
+        return None
+    allowed = sorted({k for k in known if k and may_reword(normalized, k)})
+    if not allowed:
+        return None
+    scores = similarity(predicate_phrase(normalized), [predicate_phrase(k) for k in allowed])
+    if len(scores) != len(allowed):
+        raise ValueError(f"similarity gave {len(scores)} scores for {len(allowed)} phrases")
+    best: tuple[float, str] | None = None
+    for raw, candidate in zip(scores, allowed, strict=True):
+        score = float(raw)
+        if not math.isfinite(score) or score <= threshold:
+            continue
+        if best is None or score > best[0]:
+            best = (score, candidate)
+    return None if best is None else (best[1], best[0])
+
+
+def may_reword(left: str, right: str) -> bool:
+    """Whether two different normalized predicates may be one relation in other words.
+
+    False for the pairs no similarity score may join (see the module docstring): a side made
+    of function words and prepositions only; one side an agent phrase (ends in ``by``) and
+    the other not; a negation on one side only; different numbers; or a shared word root
+    with different prepositions.
+    """
+    if left == right:
+        return False
+    left_words, right_words = left.split("_"), right.split("_")
+    if not _has_content(left_words) or not _has_content(right_words):
+        return False  # is_a, has_a, is_in: too little said to reword
+    if (left_words[-1] == "by") != (right_words[-1] == "by"):
+        return False
+    if _negated(left_words) != _negated(right_words):
+        return False
+    if _DIGITS.findall(left) != _DIGITS.findall(right):
+        return False
+    left_content = [w for w in left_words if w not in PREPOSITIONS]
+    right_content = [w for w in right_words if w not in PREPOSITIONS]
+    shared_root = any(_same_root(a, b) for a in left_content for b in right_content)
+    return not shared_root or _prepositions(left_words) == _prepositions(right_words)
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _negated(words: Sequence[str]) -> bool:
+    return any(w in _NEGATIONS for w in words)
+
+
+def _prepositions(words: Sequence[str]) -> list[str]:
+    return [w for w in words if w in PREPOSITIONS]
+
+
+def _same_root(a: str, b: str) -> bool:
+    # A crude stem: the words agree on all but their endings (owns/owned, depends/dependency,
+    # created/creator). Short words must agree on all but one letter.
+    common = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common += 1
+    return common >= 3 and common >= min(len(a), len(b)) - 2

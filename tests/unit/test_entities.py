@@ -248,3 +248,50 @@ def test_the_embedding_model_is_not_asked_without_candidates() -> None:
 def test_resolution_is_order_independent(name: str, names: list[str]) -> None:
     candidates = [known(f"e{i}", n) for i, n in enumerate(names)]
     assert resolve_entity(name, candidates) == resolve_entity(name, candidates[::-1])
+
+
+# --- product suffixes, cores and articles ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("Postgres", "PostgreSQL"),  # sql after a final s is ql
+        ("Postgres", "PostgreSQL database"),
+        ("Mongo", "MongoDB"),
+        ("mongo", "mongo db"),
+        ("Node", "Node.js"),
+        ("React", "ReactJS"),
+        ("Vue", "Vue.js"),
+        ("Timescale", "TimescaleDB"),
+        ("Tokio", "the tokio runtime"),
+        ("Redis", "the redis database"),
+    ],
+)
+def test_a_product_suffix_or_descriptor_does_not_make_a_new_entity(left: str, right: str) -> None:
+    assert resolve_entity(left, [known("e1", right)]).kind == "fuzzy"
+    assert resolve_entity(right, [known("e1", left)]).kind == "fuzzy"
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("graph", "graphql"),  # ql alone is no suffix
+        ("spark", "spark sql"),  # sql as a word of its own is a module
+        ("my", "mysql"),  # too short a base
+        ("ms", "mssql"),
+        ("java", "javascript"),
+        ("vue", "vuex"),
+        ("mongo", "mongoose"),
+        ("postgres", "postgis"),
+        ("postgres", "postgres 16"),
+        ("the redis", "redis cluster"),
+    ],
+)
+def test_what_only_looks_like_a_suffix_stays_apart(left: str, right: str) -> None:
+    assert resolve_entity(left, [known("e1", right)]).kind == "new"
+    assert resolve_entity(right, [known("e1", left)]).kind == "new"
+
+
+def test_an_article_alone_is_not_a_name() -> None:
+    assert resolve_entity("the", [known("e1", "a")]).kind == "new"

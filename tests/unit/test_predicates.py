@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,11 +13,16 @@ from ferrex.errors import UsageError
 from ferrex.rules.predicates import (
     DEFAULT_SYNONYM_GROUPS,
     DEFAULT_SYNONYMS,
+    PREDICATE_EMBEDDING_THRESHOLD,
     match_known,
+    may_reword,
     merge_synonyms,
     normalize_predicate,
+    predicate_phrase,
     predicate_shape,
+    predicate_wording,
     synonym_map,
+    unplaced_neighbour,
 )
 
 
@@ -57,6 +64,16 @@ def test_shape(predicate: str, shape: str) -> None:
         ("favours", "prefers"),
         ("lives in", "located_in"),
         ("maintains", "owns"),
+        ("needs", "depends_on"),
+        ("written in", "built_with"),
+        ("implemented in", "built_with"),
+        ("built with", "built_with"),
+        ("built on", "depends_on"),
+        ("runs version", "version"),
+        ("at_version", "version"),
+        ("owned by", "owned_by"),
+        ("maintained by", "owned_by"),
+        ("managed by", "owned_by"),
         ("is on version", "version"),
         ("authored by", "created_by"),
         ("belongs to", "part_of"),
@@ -74,9 +91,112 @@ def test_uses_and_depends_on_are_one_relation_but_owns_is_another() -> None:
     assert match_known(normalize_predicate("uses"), ["owns"]) is None
 
 
-def test_inverse_relations_stay_apart() -> None:
-    assert normalize_predicate("maintained by") != normalize_predicate("owns")
-    assert normalize_predicate("employs") != normalize_predicate("works at")
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("maintained by", "owns"),
+        ("employs", "works at"),
+        ("owns", "owned by"),
+        ("maintains", "maintained by"),
+        ("owner", "owner of"),  # X | owner | Y: Y owns X; X is owner of Y: X owns Y
+        ("maintainer", "maintains"),
+        ("manager", "manages"),
+        ("created by", "created at"),
+        ("created by", "created"),
+        ("uses", "used by"),
+        ("depends on", "dependency of"),
+        ("written by", "written in"),
+        ("built by", "built with"),
+        ("employee", "employer"),
+    ],
+)
+def test_inverse_relations_stay_apart(left: str, right: str) -> None:
+    a, b = normalize_predicate(left), normalize_predicate(right)
+    assert a != b
+    assert match_known(a, [b]) is None
+    assert match_known(b, [a]) is None
+
+
+@pytest.mark.parametrize(
+    ("predicate", "canonical"),
+    [
+        ("is owned by", "owned_by"),
+        ("is written in", "built_with"),
+        ("was written in", "built_with"),
+        ("are maintained by", "owned_by"),
+        ("has been using", "depends_on"),
+        ("does use", "depends_on"),
+        ("is the owner of", "owns"),
+        ("has version", "version"),
+        ("is kind of", "is_a"),
+        ("is being used by", "used_by"),
+        ("does not use", "not_use"),  # a negation is content: never "uses"
+        ("is blocking", "blocking"),  # in no group: the copula still goes
+    ],
+)
+def test_copulas_auxiliaries_and_articles_do_not_make_a_relation(
+    predicate: str, canonical: str
+) -> None:
+    assert normalize_predicate(predicate) == canonical
+
+
+@pytest.mark.parametrize("shaped", ["is", "is_a", "has_a", "is_in", "the", "is_not", "has"])
+def test_a_function_word_stays_when_nothing_would_remain(shaped: str) -> None:
+    assert predicate_wording(shaped) == shaped
+
+
+def test_a_bare_is_is_still_is_a_and_has_a_is_not() -> None:
+    assert normalize_predicate("is") == "is_a"
+    assert normalize_predicate("has a") == "has_a"
+
+
+@pytest.mark.parametrize(
+    ("predicate", "canonical"),
+    [
+        ("owner", "owned_by"),
+        ("the owner", "owned_by"),
+        ("has owner", "owned_by"),
+        ("maintainer", "owned_by"),
+        ("manager", "owned_by"),
+        ("language", "built_with"),
+        ("programming language", "built_with"),
+        ("author", "created_by"),
+        ("creator", "created_by"),
+        ("employer", "works_at"),
+        ("location", "located_in"),
+        ("dependency", "depends_on"),
+        ("current version", "version"),
+        ("type", "is_a"),
+        ("database", "database"),  # too broad a role to name one relation
+    ],
+)
+def test_a_role_noun_names_its_relation(predicate: str, canonical: str) -> None:
+    assert normalize_predicate(predicate) == canonical
+
+
+@pytest.mark.parametrize(
+    ("typo", "canonical"),
+    [
+        ("maintianed by", "owned_by"),
+        ("implemnted in", "built_with"),
+        ("emplyed by", "works_at"),
+        ("is maintianed by", "owned_by"),
+    ],
+)
+def test_a_typo_of_a_synonym_maps_to_its_canonical_form(typo: str, canonical: str) -> None:
+    assert normalize_predicate(typo) == canonical
+
+
+def test_a_typo_is_corrected_only_by_the_typo_rule() -> None:
+    assert normalize_predicate("employee") == "employee"  # not employer: the last letter
+    assert normalize_predicate("relies in") == "relies_in"  # short words must match
+    assert normalize_predicate("createdd by", {}) == "createdd_by"  # nothing to correct to
+
+
+def test_a_user_map_may_name_a_form_with_a_leading_function_word() -> None:
+    mapping = synonym_map({"contains": ["has part"]})
+    assert normalize_predicate("has part", mapping) == "contains"
+    assert normalize_predicate("has part", {}) == "part"
 
 
 def test_every_default_canonical_form_is_shaped_and_maps_to_itself() -> None:
@@ -185,15 +305,16 @@ def test_a_typo_with_digits_is_not_corrected() -> None:
 
 
 def test_the_highest_score_wins_over_the_alphabet() -> None:
-    known = ["abcdefgh", "mbcdefgx"]
+    known = ["abcdefgh", "mbcdefxh"]
     scores = {k: JaroWinkler.normalized_similarity("mbcdefgh", k) for k in known}
-    assert scores["mbcdefgx"] > scores["abcdefgh"] > 0.85
-    assert match_known("mbcdefgh", known) == "mbcdefgx"
+    assert scores["mbcdefxh"] > scores["abcdefgh"] > 0.85
+    assert match_known("mbcdefgh", known) == "mbcdefxh"
 
 
 def test_ties_go_to_the_alphabetically_first() -> None:
-    assert match_known("abcdefgh", ["abcdefgy", "abcdefgx"]) == "abcdefgx"
-    assert match_known("abcdefgh", ["abcdefgx", "abcdefgy"]) == "abcdefgx"
+    # (A middle letter: a different last letter is never a typo.)
+    assert match_known("abcdefgh", ["abcdefyh", "abcdefxh"]) == "abcdefxh"
+    assert match_known("abcdefgh", ["abcdefxh", "abcdefyh"]) == "abcdefxh"
 
 
 def test_nothing_known_matches_nothing() -> None:
@@ -203,8 +324,20 @@ def test_nothing_known_matches_nothing() -> None:
 
 # --- properties -----------------------------------------------------------------------------
 
-_predicates = st.text(max_size=40) | st.sampled_from(
-    ["dependsOn", "HTTPServer", "is an", "Relies-On", "owner's", "ǅemo", "ﬁle", "ß"]
+_predicates = (
+    st.text(max_size=40)
+    | st.sampled_from(
+        ["dependsOn", "HTTPServer", "is an", "Relies-On", "owner's", "ǅemo", "ﬁle", "ß"]
+    )
+    | st.lists(
+        st.sampled_from(
+            [
+                *("is", "has", "been", "the", "a", "not", "owned", "by", "in", "owner", "of"),
+                *("uses", "maintianed", "written", "version", "_", "-", " "),
+            ]
+        ),
+        max_size=6,
+    ).map(" ".join)
 )
 
 
@@ -234,3 +367,90 @@ def test_merged_maps_stay_idempotent(override: dict[str, str]) -> None:
     for form in [*merged, "uses", "requires", "owns"]:
         once = normalize_predicate(form, merged)
         assert normalize_predicate(once, merged) == once
+
+
+# --- unplaced_neighbour --------------------------------------------------------------------
+
+
+def scores(table: dict[str, float]) -> Callable[[str, Sequence[str]], list[float]]:
+    """A similarity that looks the candidate's phrase up (pure logic: no model needed)."""
+
+    def similarity(text: str, phrases: Sequence[str]) -> list[float]:
+        assert text.startswith("X ")
+        return [table[phrase] for phrase in phrases]
+
+    return similarity
+
+
+def test_the_closest_allowed_known_predicate_is_named() -> None:
+    similarity = scores({"X located in Y": 0.9, "X created by Y": 0.95})
+    found = unplaced_neighbour("situated_in", ["located_in", "created_by"], similarity)
+    # created_by scores higher, but an agent phrase never rewords one that is not.
+    assert found == ("located_in", 0.9)
+
+
+def test_the_neighbour_threshold_is_strict() -> None:
+    at = scores({"X located in Y": PREDICATE_EMBEDDING_THRESHOLD})
+    assert unplaced_neighbour("situated_in", ["located_in"], at) is None
+    above = scores({"X located in Y": PREDICATE_EMBEDDING_THRESHOLD + 1e-6})
+    assert unplaced_neighbour("situated_in", ["located_in"], above) is not None
+
+
+def test_a_known_or_empty_predicate_is_not_unplaced() -> None:
+    def never(text: str, phrases: Sequence[str]) -> list[float]:
+        raise AssertionError("no similarity is needed")
+
+    assert unplaced_neighbour("located_in", ["located_in"], never) is None
+    assert unplaced_neighbour("", ["located_in"], never) is None
+    assert unplaced_neighbour("owns", ["owned_by"], never) is None  # only the inverse is known
+
+
+def test_ties_go_to_the_alphabetically_first_and_nan_is_ignored() -> None:
+    similarity = scores({"X beta in Y": 0.99, "X alpha in Y": 0.99, "X gamma in Y": float("nan")})
+    known = ["gamma_in", "beta_in", "alpha_in"]
+    assert unplaced_neighbour("zeta_in", known, similarity) == ("alpha_in", 0.99)
+    assert unplaced_neighbour("zeta_in", ["gamma_in"], similarity) is None
+
+
+def test_the_similarity_must_score_every_phrase() -> None:
+    with pytest.raises(ValueError, match="1 scores for 2"):
+        unplaced_neighbour("zeta_in", ["alpha_in", "beta_in"], lambda text, phrases: [0.9])
+
+
+def test_the_phrase_embedded_is_the_relation_between_placeholders() -> None:
+    assert predicate_phrase("located_in") == "X located in Y"
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("owns", "owned_by"),  # an agent phrase against one that is not
+        ("depends_on", "used_by"),
+        ("created_by", "created_at"),  # one root, other prepositions
+        ("reports_to", "reports_on"),
+        ("depends_on", "dependency_of"),
+        ("located_in", "location_of"),
+        ("works_at", "works_on"),
+        ("is_a", "has_a"),  # nothing but function words
+        ("depends_on", "not_use"),  # a negation on one side only
+        ("version2_of", "version3_of"),  # other numbers
+        ("located_in", "located_in"),
+    ],
+)
+def test_may_reword_refuses_what_no_score_may_join(left: str, right: str) -> None:
+    assert not may_reword(left, right)
+    assert not may_reword(right, left)
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("situated_in", "located_in"),
+        ("invented_by", "created_by"),
+        ("utilizes", "depends_on"),
+        ("dependent_on", "depends_on"),  # one root, the same preposition
+    ],
+)
+def test_may_reword_lets_a_paraphrase_be_scored(left: str, right: str) -> None:
+    assert may_reword(left, right)
+    assert may_reword(right, left)

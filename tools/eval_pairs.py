@@ -1,0 +1,337 @@
+"""Precision and recall of predicate normalization and entity resolution on our pair sets.
+
+    python tools/eval_pairs.py [--no-model] [--json] [--verbose]
+
+The sets (``golden_set/predicate_pairs.jsonl`` and ``golden_set/entity_pairs.jsonl``,
+described in ``golden_set/README.md``) are lines ``{"a", "b", "same", "note"}``: two ways of
+saying a relation (or naming an entity) and whether they are the same one.
+
+A pair counts as *merged* by a stage when:
+
+- predicates, ``normalization``: ``normalize_predicate(a) == normalize_predicate(b)``;
+- predicates, ``+ match_known``: merged by normalization, or ``match_known`` places the
+  normalized ``a`` on the normalized ``b`` (``b`` is the subject's one known predicate);
+- predicates, ``+ unplaced_neighbour``: merged by the above, or ``unplaced_neighbour`` finds
+  ``b`` for ``a`` with the real bundled model's cosine over the phrases (``_`` as a space).
+  This stage does not merge in the store (the lead refuses with ``conflict_ambiguous``), so
+  its precision is how often such a refusal would be right;
+- entities, ``fuzzy``: ``resolve_entity(a, [b])`` without embeddings is not ``new``;
+- entities, ``+ embedding``: the same with the real model's cosine of the names, as the
+  store computes it, at the default embedding threshold.
+
+Precision is merged-and-same over merged, recall merged-and-same over same. For predicate
+pairs that the first two stages leave apart, the cosine of every pair is printed (positives
+and negatives side by side, with what the guard says) and a table of thresholds, which is
+how :data:`ferrex.rules.predicates.PREDICATE_EMBEDDING_THRESHOLD` was chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ferrex.models.embedding import Embedder, choose_embedding_model  # noqa: E402
+from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity  # noqa: E402
+from ferrex.rules.predicates import (  # noqa: E402
+    PREDICATE_EMBEDDING_THRESHOLD,
+    match_known,
+    may_reword,
+    normalize_predicate,
+    predicate_phrase,
+    unplaced_neighbour,
+)
+
+PREDICATE_PAIRS: Final = ROOT / "golden_set" / "predicate_pairs.jsonl"
+ENTITY_PAIRS: Final = ROOT / "golden_set" / "entity_pairs.jsonl"
+
+Similarity = Callable[[str, Sequence[str]], list[float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    a: str
+    b: str
+    same: bool
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """One stage's confusion counts over a pair set."""
+
+    true_merges: int
+    false_merges: int
+    missed: int
+    kept_apart: int
+
+    @property
+    def precision(self) -> float:
+        merged = self.true_merges + self.false_merges
+        return self.true_merges / merged if merged else 1.0
+
+    @property
+    def recall(self) -> float:
+        same = self.true_merges + self.missed
+        return self.true_merges / same if same else 1.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "precision": round(self.precision, 4),
+            "recall": round(self.recall, 4),
+            "true_merges": self.true_merges,
+            "false_merges": self.false_merges,
+            "missed": self.missed,
+            "kept_apart": self.kept_apart,
+        }
+
+
+def load_pairs(path: Path) -> list[Pair]:
+    """The pairs of a set; a malformed line is an error naming the file and the line."""
+    pairs = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if (
+            not isinstance(row, dict)
+            or set(row) != {"a", "b", "same", "note"}
+            or not isinstance(row["a"], str)
+            or not isinstance(row["b"], str)
+            or not isinstance(row["same"], bool)
+            or not isinstance(row["note"], str)
+        ):
+            raise ValueError(f"{path}:{number}: expected {{a, b, same, note}}, got {line!r}")
+        pairs.append(Pair(row["a"], row["b"], row["same"], row["note"]))
+    return pairs
+
+
+def score(pairs: Sequence[Pair], merged: Callable[[Pair], bool]) -> Score:
+    counts = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
+    for pair in pairs:
+        counts[(merged(pair), pair.same)] += 1
+    return Score(counts[True, True], counts[True, False], counts[False, True], counts[False, False])
+
+
+# --- predicates -----------------------------------------------------------------------------
+
+
+def normalized_alike(pair: Pair) -> bool:
+    return normalize_predicate(pair.a) == normalize_predicate(pair.b)
+
+
+def known_match(pair: Pair) -> bool:
+    """Merged by normalization or by the typo step against ``b`` as the one known predicate."""
+    a, b = normalize_predicate(pair.a), normalize_predicate(pair.b)
+    return a == b or match_known(a, [b]) == b
+
+
+def neighbour_match(
+    pair: Pair, similarity: Similarity, threshold: float = PREDICATE_EMBEDDING_THRESHOLD
+) -> bool:
+    """Merged by the two steps above, or ``unplaced_neighbour`` names ``b`` for ``a``."""
+    if known_match(pair):
+        return True
+    a, b = normalize_predicate(pair.a), normalize_predicate(pair.b)
+    return unplaced_neighbour(a, [b], similarity, threshold) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaced:
+    """A pair the first two stages leave apart: its cosine and whether the guard allows it."""
+
+    pair: Pair
+    a: str
+    b: str
+    cosine: float
+    allowed: bool
+
+
+def unplaced_pairs(pairs: Sequence[Pair], similarity: Similarity) -> list[Unplaced]:
+    out = []
+    for pair in pairs:
+        if known_match(pair):
+            continue
+        a, b = normalize_predicate(pair.a), normalize_predicate(pair.b)
+        (cosine,) = similarity(predicate_phrase(a), [predicate_phrase(b)])
+        out.append(Unplaced(pair, a, b, cosine, a != b and may_reword(a, b)))
+    return sorted(out, key=lambda u: -u.cosine)
+
+
+def threshold_table(unplaced: Sequence[Unplaced], thresholds: Sequence[float]) -> list[str]:
+    """Precision and recall of the neighbour stage alone, on the unplaced pairs, by threshold."""
+    lines = []
+    for threshold in thresholds:
+        result = score(
+            [u.pair for u in unplaced],
+            lambda p, t=threshold: any(
+                u.pair is p and u.allowed and u.cosine > t for u in unplaced
+            ),
+        )
+        lines.append(f"  > {threshold:.2f}: {_counts(result)}")
+    return lines
+
+
+# --- entities -------------------------------------------------------------------------------
+
+
+def _candidate(name: str) -> Candidate:
+    return Candidate("e1", name, normalize_entity(name))
+
+
+def entity_merged(
+    pair: Pair,
+    embedding_scores: Callable[[str, Sequence[Candidate]], Sequence[float]] | None = None,
+) -> bool:
+    return resolve_entity(pair.a, [_candidate(pair.b)], embedding_scores=embedding_scores).kind != (
+        "new"
+    )
+
+
+# --- the real model -------------------------------------------------------------------------
+
+
+@contextmanager
+def bundled_embedder() -> Iterator[Embedder]:
+    """The default (offline, bundled) model in a throw-away data directory."""
+    with tempfile.TemporaryDirectory(prefix="ferrex-pairs-") as home:
+        embedder = Embedder(Path(home), choose_embedding_model("small", {}))
+        try:
+            yield embedder
+        finally:
+            embedder.close()
+
+
+def cosine_similarity(embedder: Embedder) -> Similarity:
+    """``similarity(text, others)``: cosine of the text's vector to each of the others'."""
+
+    def similarity(text: str, others: Sequence[str]) -> list[float]:
+        vectors = embedder.embed_many([text, *others])
+        return [_clamp(float(np.dot(vectors[0], v))) for v in vectors[1:]]
+
+    return similarity
+
+
+def entity_cosine(embedder: Embedder) -> Callable[[str, Sequence[Candidate]], list[float]]:
+    """The store's embedding scores: the name against each candidate's spelling."""
+    similarity = cosine_similarity(embedder)
+    return lambda name, candidates: similarity(name, [c.name for c in candidates])
+
+
+def entity_cosines(
+    pairs: Sequence[Pair], scores_of: Callable[[str, Sequence[Candidate]], list[float]]
+) -> list[tuple[float, Pair]]:
+    """The cosine of every pair the fuzzy tier leaves apart, highest first."""
+    apart = [p for p in pairs if not entity_merged(p)]
+    scored = [(scores_of(p.a, [_candidate(p.b)])[0], p) for p in apart]
+    return sorted(scored, key=lambda item: -item[0])
+
+
+def _clamp(value: float) -> float:
+    return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
+
+
+# --- report ---------------------------------------------------------------------------------
+
+
+def _counts(result: Score) -> str:
+    return (
+        f"precision {result.precision:.3f}  recall {result.recall:.3f}  "
+        f"({result.true_merges} merged right, {result.false_merges} wrong, "
+        f"{result.missed} missed)"
+    )
+
+
+def _line(name: str, result: Score) -> str:
+    return f"  {name:<28} {_counts(result)}"
+
+
+def _misses(pairs: Sequence[Pair], merged: Callable[[Pair], bool]) -> list[str]:
+    out = []
+    for pair in pairs:
+        if merged(pair) != pair.same:
+            kind = "WRONG MERGE" if not pair.same else "missed"
+            out.append(f"    {kind:<11} {pair.a!r} / {pair.b!r}  ({pair.note})")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-model", action="store_true", help="skip the embedding stages")
+    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser.add_argument("--verbose", action="store_true", help="list every wrong outcome")
+    args = parser.parse_args(argv)
+
+    predicate_pairs = load_pairs(PREDICATE_PAIRS)
+    entity_pairs = load_pairs(ENTITY_PAIRS)
+    predicate_stages: dict[str, Callable[[Pair], bool]] = {
+        "normalization": normalized_alike,
+        "+ match_known": known_match,
+    }
+    entity_stages: dict[str, Callable[[Pair], bool]] = {"fuzzy": entity_merged}
+
+    with bundled_embedder() as embedder:
+        unplaced: list[Unplaced] = []
+        if not args.no_model:
+            similarity = cosine_similarity(embedder)
+            stage = f"+ unplaced_neighbour ({PREDICATE_EMBEDDING_THRESHOLD})"
+            predicate_stages[stage] = lambda p: neighbour_match(p, similarity)
+            unplaced = unplaced_pairs(predicate_pairs, similarity)
+            scores_of = entity_cosine(embedder)
+            entity_stages["+ embedding (0.92)"] = lambda p: entity_merged(p, scores_of)
+        results = {
+            "predicates": {n: score(predicate_pairs, f) for n, f in predicate_stages.items()},
+            "entities": {n: score(entity_pairs, f) for n, f in entity_stages.items()},
+        }
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        kind: {name: r.as_dict() for name, r in stages.items()}
+                        for kind, stages in results.items()
+                    },
+                    indent=2,
+                )
+            )
+            return 0
+        for kind, pairs, stages in (
+            ("predicates", predicate_pairs, predicate_stages),
+            ("entities", entity_pairs, entity_stages),
+        ):
+            same = sum(p.same for p in pairs)
+            print(f"{kind}: {len(pairs)} pairs ({same} same, {len(pairs) - same} different)")
+            for name, merged in stages.items():
+                print(_line(name, results[kind][name]))
+                if args.verbose:
+                    print("\n".join(_misses(pairs, merged)))
+        if unplaced:
+            print(
+                "\npredicate pairs the first two stages leave apart, by cosine "
+                "(+ same, - different; guard: ok or REFUSED):"
+            )
+            for u in unplaced:
+                sign = "+" if u.pair.same else "-"
+                guard = "ok" if u.allowed else "REFUSED"
+                print(f"  {u.cosine:.3f} {sign} {guard:<7} {u.a} / {u.b}")
+            print("\nthe neighbour stage alone (guard, then cosine) on those pairs, by threshold:")
+            print("\n".join(threshold_table(unplaced, [0.6 + 0.025 * i for i in range(15)])))
+            print("\nentity pairs the fuzzy tier leaves apart, by cosine (+ same, - different):")
+            for cosine, pair in entity_cosines(entity_pairs, scores_of):
+                print(f"  {cosine:.3f} {'+' if pair.same else '-'} {pair.a} / {pair.b}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
