@@ -23,7 +23,6 @@ from ferrex.models import Embedder, downloads_allowed
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
-from ferrex.rules.freshness import DEFAULT_STALENESS, params_for
 from ferrex.rules.predicates import (
     normalize_predicate,
 )
@@ -210,28 +209,7 @@ class App:
     def reader(self) -> Reader:
         """The query side: recall (hits are counted in the access log)."""
         if self._reader is None:
-            c = self.config
-            overrides = c["staleness.namespaces"]
-            defaults = c["staleness.defaults"]
-            base = (
-                params_for("(defaults)", {"(defaults)": defaults})
-                if defaults
-                else DEFAULT_STALENESS
-            )
-            settings = RecallSettings(
-                default_namespace=c["store.default_namespace"],
-                default_limit=c["recall.limit"],
-                prefetch=max(30, c["recall.prefetch"]),
-                rerank_pool=c["recall.rerank_pool"],
-                dense_weight=_within(c, "recall.dense_weight", 0.0, 1.0),
-                context_share=_within(c, "recall.context_share", 0.0, 1.0),
-                context_reach=int(_within(c, "recall.context_reach", 0, 10)),
-                context_gap=_within(c, "recall.context_gap_seconds", 0.0, 30 * 86400.0),
-                staleness=base,
-                namespace_staleness={
-                    str(ns): params_for(str(ns), overrides, base) for ns in overrides
-                },
-            )
+            settings = RecallSettings.from_config(self.config)
             self._reader = Reader(
                 self.projections(), self.embedder(), self.reranker(), settings, self.access
             )
@@ -344,16 +322,6 @@ class App:
             if self._owner_fd is not None:
                 os.close(self._owner_fd)  # another process may own the stores from now on
                 self._owner_fd = None
-
-
-def _within(config: Config, key: str, low: float, high: float) -> float:
-    value = float(config[key])
-    if not low <= value <= high:
-        raise UsageError(
-            f"configuration key {key!r} must be between {low:g} and {high:g}, got {value:g}",
-            hint=f"set it in {config.origin(key)}",
-        )
-    return value
 
 
 def predicate_changes(app: App) -> list[dict[str, str | None]]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ferrex.errors import UsageError
+from ferrex.rules.freshness import StalenessConfig
 
 CONFIG_NAME = "ferrex.toml"
 
@@ -73,10 +74,11 @@ KEYS: tuple[Key, ...] = (
     Key("recall.context_gap_seconds", float, 1800.0, None,
         "episodes further apart than this are not neighbours"),
     Key("staleness.defaults", dict, {}, None,
-        "staleness for every namespace: [staleness.defaults] weights.age = 0.5, "
-        "episodic.stale = 0.7, semantic.age_half_life_days = 120 ..."),
+        "staleness for every namespace, ages in days: [staleness.defaults] "
+        "episodic = { fresh = 30, aging = 90, stale = 90 } (fresh below 30 days, stale from 90)"),
     Key("staleness.namespaces", dict, {}, None,
-        "per-namespace staleness overrides: [staleness.namespaces.NS] weights.age = 0.5 ..."),
+        "per-namespace staleness over the defaults: [staleness.namespaces.NS] "
+        "procedural = { fresh = 7, aging = 14, stale = 30 }"),
     Key("predicates.synonyms", dict, {}, None,
         "extra synonym groups, canonical = [variants], merged over the built-in groups"),
     Key("predicates.namespaces", dict, {}, None,
@@ -230,3 +232,10 @@ def set_in_file(file: Path, name: str, value: str) -> None:
 def _toml_string(value: str) -> str:
     escaped = value.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
+
+
+def staleness_config(config: Config) -> StalenessConfig:
+    """The one staleness configuration (recall, reflect, stats, eviction) of ``config``.
+
+    Errors name the key (``staleness.namespaces.ops: episodic: ...``)."""
+    return StalenessConfig.from_tables(config["staleness.defaults"], config["staleness.namespaces"])

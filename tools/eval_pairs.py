@@ -43,7 +43,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferrex.models.embedding import Embedder, choose_embedding_model  # noqa: E402
+from ferrex.models import Embedder, choose_embedding_model  # noqa: E402
 from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity  # noqa: E402
 from ferrex.rules.predicates import (  # noqa: E402
     PREDICATE_EMBEDDING_THRESHOLD,

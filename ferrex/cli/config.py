@@ -6,8 +6,10 @@ import json
 
 import click
 
-from ferrex.app import App
+from ferrex.app import App, build_rules
 from ferrex.config import KEYS
+from ferrex.core.settings import build_synonyms
+from ferrex.read.recall import RecallSettings
 
 
 @click.group("config")
@@ -21,8 +23,13 @@ def config_group() -> None:
 def show(app: App, as_json: bool) -> None:
     """Print every setting, its value and its origin (default, file, env VAR or flag).
 
-    Precedence, highest first: flags, environment variables, the file, defaults.
+    Precedence, highest first: flags, environment variables, the file, defaults. The
+    settings are built as a call builds them, so a value every recall would refuse (a
+    staleness table, a weight out of range) is an error here too.
     """
+    RecallSettings.from_config(app.config)
+    build_synonyms(app.config)
+    build_rules(app.config)
     helps = {key.name: key for key in KEYS}
     rows = [
         {

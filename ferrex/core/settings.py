@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ferrex.config import Config
+from ferrex.config import Config, staleness_config
 from ferrex.errors import UsageError
-from ferrex.rules.freshness import DEFAULT_STALENESS, StalenessParams, params_for
+from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits
 from ferrex.rules.predicates import DEFAULT_SYNONYMS, merge_synonyms, synonym_map
 
@@ -25,14 +25,6 @@ def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, 
             )
         namespaces[str(namespace)] = merge_synonyms(base, synonym_map(groups))
     return base, namespaces
-
-
-def build_staleness(config: Config) -> tuple[StalenessParams, dict[str, StalenessParams]]:
-    """The staleness every reader and the eviction use: defaults, then each namespace's."""
-    overrides = config["staleness.namespaces"]
-    defaults = config["staleness.defaults"]
-    base = params_for("(defaults)", {"(defaults)": defaults}) if defaults else DEFAULT_STALENESS
-    return base, {str(ns): params_for(str(ns), overrides, base) for ns in overrides}
 
 
 @dataclass(frozen=True)
@@ -53,18 +45,17 @@ class StoreSettings:
     """Stamped on memories stored without one (the server's ``--agent-id``)."""
     budget_bytes: int | None = None
     """Memory text beyond this is evicted after a store, in the documented priority."""
-    staleness: StalenessParams = DEFAULT_STALENESS
-    """The staleness the eviction priority uses (the same as recall's and reflect's)."""
-    namespace_staleness: Mapping[str, StalenessParams] = field(default_factory=dict)
+    staleness: StalenessConfig = field(default_factory=StalenessConfig)
+    """The staleness the eviction priority uses: the one configuration recall, reflect and
+    stats use too."""
 
     def staleness_for(self, namespace: str) -> StalenessParams:
-        return self.namespace_staleness.get(namespace, self.staleness)
+        return self.staleness.for_namespace(namespace)
 
     @classmethod
     def from_config(cls, config: Config) -> StoreSettings:
         c = config
         synonyms, namespace_synonyms = build_synonyms(c)
-        staleness, per_namespace = build_staleness(c)
         return cls(
             synonyms=synonyms,
             namespace_synonyms=namespace_synonyms,
@@ -77,8 +68,7 @@ class StoreSettings:
             entity_embedding=c["store.entity_embedding"],
             predicate_fuzzy=c["store.predicate_fuzzy"],
             budget_bytes=c["store.budget_bytes"],
-            staleness=staleness,
-            namespace_staleness=per_namespace,
+            staleness=staleness_config(c),
         )
 
     def synonyms_for(self, namespace: str) -> Mapping[str, str]:

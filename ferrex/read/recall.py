@@ -51,6 +51,7 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
+from ferrex.config import Config, staleness_config
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage
@@ -58,7 +59,7 @@ from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import freshness_input
 from ferrex.rules.entities import Candidate, resolve_entity
 from ferrex.rules.freshness import (
-    DEFAULT_STALENESS,
+    StalenessConfig,
     StalenessParams,
     boosted,
     freshness,
@@ -68,6 +69,7 @@ from ferrex.rules.freshness import (
 from ferrex.rules.fusion import Leg, fuse, lend_to_neighbours
 from ferrex.rules.memory_input import MEMORY_TYPES, parse_time
 from ferrex.rules.visibility import sees, sees_scope
+from ferrex.times import rfc3339
 from projections.documents import memory_text
 from projections.replay import Projections
 from projections.sqlite import Memory
@@ -114,8 +116,34 @@ class RecallSettings:
     """Neighbours on each side of an episode that receive a share."""
     context_gap: float = 1800.0
     """Seconds between two consecutive episodes beyond which they are not neighbours."""
-    staleness: StalenessParams = DEFAULT_STALENESS
-    namespace_staleness: dict[str, StalenessParams] = field(default_factory=dict)
+    staleness: StalenessConfig = field(default_factory=StalenessConfig)
+    """Staleness per namespace (``staleness.for_namespace(ns)``), as reflect and stats use it."""
+
+    @classmethod
+    def from_config(cls, config: Config) -> RecallSettings:
+        """The settings of ``config``, every value checked (errors name the key)."""
+        c = config
+        return cls(
+            default_namespace=c["store.default_namespace"],
+            default_limit=c["recall.limit"],
+            prefetch=max(30, c["recall.prefetch"]),
+            rerank_pool=c["recall.rerank_pool"],
+            dense_weight=_within(c, "recall.dense_weight", 0.0, 1.0),
+            context_share=_within(c, "recall.context_share", 0.0, 1.0),
+            context_reach=int(_within(c, "recall.context_reach", 0, 10)),
+            context_gap=_within(c, "recall.context_gap_seconds", 0.0, 30 * 86400.0),
+            staleness=staleness_config(c),
+        )
+
+
+def _within(config: Config, key: str, low: float, high: float) -> float:
+    value = float(config[key])
+    if not low <= value <= high:
+        raise UsageError(
+            f"configuration key {key!r} must be between {low:g} and {high:g}, got {value:g}",
+            hint=f"set it in {config.origin(key)}",
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -204,6 +232,11 @@ class AccessLog:
 
     def __len__(self) -> int:
         return len(self._pending)
+
+    def snapshot(self) -> dict[str, tuple[int, float]]:
+        """The hits not journaled yet: memory id -> (count, last hit as float epoch seconds)."""
+        with self._lock:
+            return {mid: (n, last.timestamp()) for mid, (n, last) in self._pending.items()}
 
     def flush(self, write: Callable[[Mapping[str, tuple[int, datetime]]], object]) -> int:
         """Hand everything pending to ``write`` (the writer journals it as one
@@ -297,7 +330,7 @@ class Reader:
             ordered = [ordered[i] for i, _ in order]
             rerank_scores = {ordered[k][1].memory_id: s for k, (_, s) in enumerate(order)}
 
-        params = self.settings.namespace_staleness.get(namespace, self.settings.staleness)
+        params = self.settings.staleness.for_namespace(namespace)
         hidden: dict[str, int] = {}
         scored: list[tuple[float, Memory, dict[str, Any]]] = []
         for fused_score, memory in ordered:
@@ -418,7 +451,7 @@ class Reader:
             "type": memory.type,
             "score": round(score, 6),
             "entities": [names.get(e, e) for e in memory.entity_ids],
-            "event_time": _iso(memory.t_valid),
+            "event_time": rfc3339(memory.t_valid),
             "freshness": freshness(freshness_input(memory), now.timestamp(), params),
         }
         if memory.type == "semantic":
@@ -436,7 +469,7 @@ class Reader:
         else:
             result["content"] = memory.content
         if memory.t_invalid is not None:
-            result["invalidated_at"] = _iso(memory.t_invalid)
+            result["invalidated_at"] = rfc3339(memory.t_invalid)
             result["superseded_by"] = memory.superseded_by
         if explain:
             result["explain"] = stages
@@ -490,9 +523,3 @@ def _ranks(ranking: dict[str, Hit]) -> dict[str, int]:
 
 def _score(hit: Hit | None) -> float | None:
     return None if hit is None else round(hit.score, 6)
-
-
-def _iso(value: float | None) -> str | None:
-    if value is None:
-        return None
-    return datetime.fromtimestamp(value, UTC).isoformat().replace("+00:00", "Z")

@@ -14,25 +14,37 @@ Recency boost (recall ranks by ``boosted(score, recency_boost(type, now - t_vali
 boost is at least 1; :func:`boosted` divides a negative score by it instead of multiplying,
 so a boost never pushes a memory down.
 
-Staleness is a score in [0, 1] (1 = stale), the weighted sum of four components in [0, 1]::
+**Labels by age.** A memory nobody touched since it was stored is ``fresh`` below ``fresh``
+days, ``aging`` from there and ``stale`` from ``stale`` days, per type (:class:`TypeStaleness`)::
+
+    episodic    fresh < 30 d    aging < 90 d     stale >= 90 d
+    semantic    fresh < 90 d    aging < 180 d    stale >= 180 d
+    procedural  fresh < 180 d   aging < 365 d    stale >= 365 d
+
+``aging`` is the third number of the design's form ``{ fresh = 30, aging = 90, stale = 90 }``:
+the day the aging label ends at the latest, ``fresh <= aging <= stale``. The aging label in
+fact runs until ``stale``; where the two differ (``{ fresh = 7, aging = 14, stale = 30 }``)
+the days between are still aging, because a memory that is no longer aging but not yet stale
+has no other label to take. ``superseded`` is the label whenever ``t_invalid <= now``.
+
+**The score behind them.** Staleness is a score in [0, 1] (1 = stale), the weighted sum of
+four components in [0, 1], which orders memories and explains a label::
 
     age         1 - 2^(-(now - max(t_valid, created_at)) / age half-life)
     access      1 - 2^(-(now - last_accessed, or created_at if never) / access half-life)
     validation  1 - 2^(-(now - last_validated, or created_at if never) / validation half-life)
     count       1 - min(1, log1p(access_count) / log1p(count_saturation))
 
-Default weights 0.40 / 0.25 / 0.25 / 0.10 (they must sum to 1); ``count_saturation`` 10: ten
-recalls are enough evidence that a memory is in use, and the logarithm makes the first few
-count most. Half-lives per type, the same for the three clocks by default so that an
-untouched memory crosses the thresholds at one predictable age: episodic 30 d (the recency
-boost's half-life), semantic 180 d (facts about a project change over months), procedural
-90 d (procedures drift with tooling, faster than facts, slower than events). Each can be
-tuned alone. Labels: ``fresh`` below ``aging`` (0.35), ``aging`` from there, ``stale`` from
-``stale`` (0.60), thresholds per type; ``superseded`` whenever ``t_invalid <= now``, whatever
-the score. A memory stored at ``t`` and never touched again scores ``0.1 + 0.9 · (1 - 2^(-a/h))``
-at age ``a``: it turns aging at ``h · log2(0.9/0.65)`` ≈ 0.47 h and stale at
-``h · log2(0.9/0.4)`` ≈ 1.17 h, that is at 14 d and 35 d (episodic), 42 d and 105 d
-(procedural), 85 d and 211 d (semantic).
+Default weights 0.40 / 0.25 / 0.25 / 0.10 (they must sum to 1, and the three clocks must
+weigh something); ``count_saturation`` 10. The half-lives default to the type's ``stale``
+age. The label thresholds are *derived*: ``aging_score`` is the score of an untouched memory
+at ``fresh`` days and ``stale_score`` its score at ``stale`` days, computed by the same
+formula with the same weights and half-lives, so the boundaries above hold exactly for an
+untouched memory (its score only grows with age) whatever the parameters. With the defaults
+an untouched memory scores ``0.1 + 0.9 · (1 - 2^(-a/stale))``: 0.55 at the stale age for
+every type; ``aging_score`` is 0.286 (episodic), 0.364 (semantic), 0.361 (procedural).
+``aging_score`` and ``stale_score`` may also be set by hand (then the day boundaries no longer
+hold exactly for an untouched memory).
 
 The age clock starts when ferrex learned the memory: at its event time, or at the store if
 that came later. A back-dated memory (an imported conversation from last year, a fact valid
@@ -43,32 +55,36 @@ and hide it. The recency boost and ``age_days`` still use the event time.
 Access is not validation. A recall hit moves ``last_accessed`` and ``access_count``, which feed
 the access and count components only; only ``last_validated`` (an agent or an operator
 confirming the memory) resets the validation component. A memory recalled every day but never
-confirmed still goes stale, at 0.40 + 0.25 = 0.65 once its age and validation clocks run out.
+confirmed still goes stale, at 0.40 + 0.25 = 0.65 > 0.55 once its age and validation clocks run
+out; one confirmed and recalled lately scores at most 0.40 and is never stale.
 
-Per-namespace overrides (:func:`params_for`) use flat dotted keys, one per field of
-:class:`StalenessParams` (:data:`OVERRIDE_KEYS`): ``weights.age``, ``weights.access``,
-``weights.validation``, ``weights.count``; ``<type>.age_half_life_days``,
-``<type>.access_half_life_days``, ``<type>.validation_half_life_days``, ``<type>.aging``,
-``<type>.stale`` for ``<type>`` in episodic, semantic, procedural; and ``count_saturation``.
-Nested tables are flattened first, so TOML's ``episodic.stale = 0.7`` and an
-``[... .episodic]`` table both mean the key ``episodic.stale``.
+Configuration (:class:`StalenessConfig`, :func:`params_for`) uses flat dotted keys, one per
+field (:data:`OVERRIDE_KEYS`): ``weights.age``, ``weights.access``, ``weights.validation``,
+``weights.count``; ``<type>.fresh``, ``<type>.aging``, ``<type>.stale`` (days),
+``<type>.aging_score``, ``<type>.stale_score``, ``<type>.age_half_life_days``,
+``<type>.access_half_life_days``, ``<type>.validation_half_life_days`` for ``<type>`` in
+episodic, semantic, procedural; and ``count_saturation``. Nested tables are flattened first,
+so TOML's ``episodic = { fresh = 30, aging = 90, stale = 90 }`` and ``episodic.fresh = 30``
+mean the same keys. A table that gives ``aging`` or ``stale`` at most 1 without ``fresh``
+is an old-style score threshold and is refused with a hint.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final, Literal
 
 from ferrex.errors import UsageError
+from ferrex.times import rfc3339
 
 DAY: Final = 86_400.0
 
 StalenessLabel = Literal["fresh", "aging", "stale", "superseded"]
 
 _TYPES_HINT: Final = "use episodic, semantic or procedural"
+_TYPE_SECTIONS: Final = ("episodic", "semantic", "procedural")
 
 
 def _unknown_type(memory_type: str) -> UsageError:
@@ -174,36 +190,108 @@ class StalenessWeights:
                 f" + count {self.count:g})",
                 hint="change the weights together, e.g. weights.age = 0.5 with weights.count = 0",
             )
+        if self.age + self.access + self.validation <= 0:
+            raise UsageError(
+                "staleness weights age, access and validation are all 0: nothing would age",
+                hint="give at least one of weights.age, weights.access, weights.validation",
+            )
+
+
+def _check_days(name: str, days: float) -> None:
+    if not (math.isfinite(days) and days >= 0):
+        raise UsageError(f"{name} must be a number of days >= 0, got {days!r}")
+
+
+def _check_score(name: str, score: float | None) -> None:
+    if score is not None and not (math.isfinite(score) and 0.0 <= score <= 1.0):
+        raise UsageError(f"{name} must be a staleness score from 0 to 1, got {score!r}")
 
 
 @dataclass(frozen=True)
 class TypeStaleness:
-    """One memory type's half-lives (days) and label thresholds."""
+    """One memory type's label ages (days), the clocks' half-lives and the score thresholds.
 
-    age_half_life_days: float
-    access_half_life_days: float
-    validation_half_life_days: float
-    aging: float = 0.35
-    stale: float = 0.60
+    A half-life left at None is the ``stale`` age; a score threshold left at None is derived
+    from the ages (see the module docstring).
+    """
+
+    fresh: float
+    aging: float
+    stale: float
+    age_half_life_days: float | None = None
+    access_half_life_days: float | None = None
+    validation_half_life_days: float | None = None
+    aging_score: float | None = None
+    stale_score: float | None = None
 
     def __post_init__(self) -> None:
-        _check_half_life("age_half_life_days", self.age_half_life_days)
-        _check_half_life("access_half_life_days", self.access_half_life_days)
-        _check_half_life("validation_half_life_days", self.validation_half_life_days)
-        if not 0.0 <= self.aging <= self.stale <= 1.0:
+        for name in ("fresh", "aging", "stale"):
+            _check_days(name, getattr(self, name))
+        if not self.fresh <= self.aging <= self.stale:
             raise UsageError(
-                f"staleness thresholds need 0 <= aging <= stale <= 1, "
-                f"got aging {self.aging!r} and stale {self.stale!r}"
+                f"staleness ages need fresh <= aging <= stale, got fresh {self.fresh:g}, "
+                f"aging {self.aging:g} and stale {self.stale:g}",
+                hint="fresh: the day aging starts; stale: the day stale starts; aging: between",
             )
+        if self.stale <= 0:
+            raise UsageError(f"stale must be more than 0 days, got {self.stale!r}")
+        for name in ("age_half_life_days", "access_half_life_days", "validation_half_life_days"):
+            value = getattr(self, name)
+            if value is not None:
+                _check_half_life(name, value)
+        _check_score("aging_score", self.aging_score)
+        _check_score("stale_score", self.stale_score)
+
+    def half_lives(self) -> tuple[float, float, float]:
+        """The age, access and validation half-lives in days."""
+        return (
+            self.stale if self.age_half_life_days is None else self.age_half_life_days,
+            self.stale if self.access_half_life_days is None else self.access_half_life_days,
+            self.stale
+            if self.validation_half_life_days is None
+            else self.validation_half_life_days,
+        )
+
+
+def _components(
+    rules: TypeStaleness,
+    count_saturation: int,
+    since_learned: float,
+    since_accessed: float,
+    since_validated: float,
+    access_count: int,
+) -> dict[str, float]:
+    age_h, access_h, validation_h = rules.half_lives()
+    uses = math.log1p(max(0, access_count)) / math.log1p(count_saturation)
+    return {
+        "age": _decay(since_learned, age_h),
+        "access": _decay(since_accessed, access_h),
+        "validation": _decay(since_validated, validation_h),
+        "count": 1.0 - min(1.0, uses),
+    }
+
+
+def _weighted(weights: StalenessWeights, components: Mapping[str, float]) -> float:
+    score = (
+        weights.age * components["age"]
+        + weights.access * components["access"]
+        + weights.validation * components["validation"]
+        + weights.count * components["count"]
+    )
+    # The weights may sum to 1 within a tolerance; keep the promise of [0, 1] exactly.
+    return min(1.0, max(0.0, score))
 
 
 @dataclass(frozen=True)
 class StalenessParams:
     weights: StalenessWeights = StalenessWeights()
-    episodic: TypeStaleness = TypeStaleness(30.0, 30.0, 30.0)
-    semantic: TypeStaleness = TypeStaleness(180.0, 180.0, 180.0)
-    procedural: TypeStaleness = TypeStaleness(90.0, 90.0, 90.0)
+    episodic: TypeStaleness = TypeStaleness(fresh=30.0, aging=90.0, stale=90.0)
+    semantic: TypeStaleness = TypeStaleness(fresh=90.0, aging=180.0, stale=180.0)
+    procedural: TypeStaleness = TypeStaleness(fresh=180.0, aging=365.0, stale=365.0)
     count_saturation: int = 10
+    _thresholds: dict[str, tuple[float, float]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.count_saturation, bool) or not (
@@ -212,6 +300,21 @@ class StalenessParams:
             raise UsageError(
                 f"count_saturation must be an integer >= 1, got {self.count_saturation!r}"
             )
+        for name in _TYPE_SECTIONS:
+            rules: TypeStaleness = getattr(self, name)
+            aging = rules.aging_score
+            stale = rules.stale_score
+            if aging is None:
+                aging = self.untouched_score(name, rules.fresh * DAY)
+            if stale is None:
+                stale = self.untouched_score(name, rules.stale * DAY)
+            if aging > stale:
+                raise UsageError(
+                    f"{name}: the aging score threshold {aging:.4g} is above the stale one "
+                    f"{stale:.4g}",
+                    hint="set aging_score <= stale_score, or leave them to the ages",
+                )
+            self._thresholds[name] = (aging, stale)
 
     def for_type(self, memory_type: str) -> TypeStaleness:
         match memory_type:
@@ -223,6 +326,20 @@ class StalenessParams:
                 return self.procedural
             case _:
                 raise _unknown_type(memory_type)
+
+    def untouched_score(self, memory_type: str, age_seconds: float) -> float:
+        """The score of a memory ``age_seconds`` after it was stored, never touched since."""
+        rules = self.for_type(memory_type)
+        components = _components(
+            rules, self.count_saturation, age_seconds, age_seconds, age_seconds, 0
+        )
+        return _weighted(self.weights, components)
+
+    def thresholds(self, memory_type: str) -> tuple[float, float]:
+        """The scores from which a memory of this type is aging and stale."""
+        if memory_type not in self._thresholds:
+            raise _unknown_type(memory_type)
+        return self._thresholds[memory_type]
 
 
 DEFAULT_STALENESS: Final = StalenessParams()
@@ -250,64 +367,59 @@ class Staleness:
     components: dict[str, float]
 
 
+# ``now - created_at`` of a memory exactly 30 days old can miss 30 days by a rounding error
+# (epoch seconds are large floats); this keeps such a memory on the boundary's later side. A
+# second of age moves a score by more than 1e-8, so no real difference is blurred.
+_AT_THE_BOUNDARY: Final = 1e-12
+
+
 def staleness(
     m: FreshnessInput, now: float, params: StalenessParams = DEFAULT_STALENESS
 ) -> Staleness:
     """The staleness of ``m`` at ``now`` (see the module docstring for the formula)."""
     rules = params.for_type(m.type)
-    weights = params.weights
     accessed = m.last_accessed if m.last_accessed is not None else m.created_at
     validated = m.last_validated if m.last_validated is not None else m.created_at
-    uses = math.log1p(max(0, m.access_count)) / math.log1p(params.count_saturation)
-    components = {
-        "age": _decay(now - max(m.t_valid, m.created_at), rules.age_half_life_days),
-        "access": _decay(now - accessed, rules.access_half_life_days),
-        "validation": _decay(now - validated, rules.validation_half_life_days),
-        "count": 1.0 - min(1.0, uses),
-    }
-    score = (
-        weights.age * components["age"]
-        + weights.access * components["access"]
-        + weights.validation * components["validation"]
-        + weights.count * components["count"]
+    components = _components(
+        rules,
+        params.count_saturation,
+        now - max(m.t_valid, m.created_at),
+        now - accessed,
+        now - validated,
+        m.access_count,
     )
-    # The weights may sum to 1 within a tolerance; keep the promise of [0, 1] exactly.
-    score = min(1.0, max(0.0, score))
+    score = _weighted(params.weights, components)
+    aging, stale = params.thresholds(m.type)
     label: StalenessLabel
     if m.t_invalid is not None and m.t_invalid <= now:
         label = "superseded"
-    elif score >= rules.stale:
+    elif score >= stale - _AT_THE_BOUNDARY:
         label = "stale"
-    elif score >= rules.aging:
+    elif score >= aging - _AT_THE_BOUNDARY:
         label = "aging"
     else:
         label = "fresh"
     return Staleness(score, label, components)
 
 
-def _iso(t: float | None) -> str | None:
-    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
-
-
 def freshness(
     m: FreshnessInput, now: float, params: StalenessParams = DEFAULT_STALENESS
 ) -> dict[str, Any]:
-    """The freshness block of a recall result: ages in days, times in ISO 8601 UTC."""
+    """The freshness block of a recall result: ages in days, times in RFC 3339 UTC."""
     result = staleness(m, now, params)
     return {
         "age_days": round(max(0.0, now - m.t_valid) / DAY, 2),
-        "last_accessed": _iso(m.last_accessed),
-        "last_validated": _iso(m.last_validated),
+        "last_accessed": rfc3339(m.last_accessed),
+        "last_validated": rfc3339(m.last_validated),
         "access_count": m.access_count,
         "staleness": round(result.score, 4),
         "label": result.label,
     }
 
 
-# --- Per-namespace overrides ---------------------------------------------------------------
+# --- Configuration -------------------------------------------------------------------------
 
-_TYPE_SECTIONS: Final = ("episodic", "semantic", "procedural")
-# Every override key and the type its value must have (an int is accepted for a float).
+# Every key and the type its value must have (an int is accepted for a float).
 _KEY_TYPES: Final[dict[str, type]] = {
     **{f"weights.{f.name}": float for f in fields(StalenessWeights)},
     **{f"{section}.{f.name}": float for section in _TYPE_SECTIONS for f in fields(TypeStaleness)},
@@ -332,50 +444,112 @@ def _fits(value: Any, wanted: type) -> bool:
     return isinstance(value, int) if wanted is int else isinstance(value, int | float)
 
 
-def params_for(
-    namespace: str,
-    overrides: Mapping[str, Mapping[str, Any]],
-    base: StalenessParams = DEFAULT_STALENESS,
+def apply_table(
+    base: StalenessParams, table: Mapping[str, Any], where: str, namespace: str | None = None
 ) -> StalenessParams:
-    """``base`` with ``overrides[namespace]`` applied (keys: see the module docstring).
+    """``base`` with the keys of ``table`` (see the module docstring) applied.
 
-    A namespace without overrides gets ``base`` itself. Unknown keys, values of the wrong type
-    and values the parameters refuse (weights that no longer sum to 1, aging above stale)
-    raise :class:`UsageError` naming the namespace and the key.
+    ``where`` names the table in errors (``staleness.defaults``). Unknown keys, values of the
+    wrong type, old-style score thresholds and values the parameters refuse raise
+    :class:`UsageError` naming the key.
     """
-    given = overrides.get(namespace)
-    if given is None:
-        return base
-    where = f"staleness overrides for namespace {namespace!r}"
-    if not isinstance(given, Mapping):
-        raise UsageError(f"{where} must be a table of key = value, got {type(given).__name__}")
+    details: dict[str, Any] = {} if namespace is None else {"namespace": namespace}
+    if not isinstance(table, Mapping):
+        raise UsageError(
+            f"{where} must be a table of key = value, got {type(table).__name__}",
+            details=details,
+        )
     sections: dict[str, dict[str, float]] = {}
     top: dict[str, Any] = {}
-    for key, value in _flatten(given):
+    for key, value in _flatten(table):
         wanted = _KEY_TYPES.get(key)
         if wanted is None:
             raise UsageError(
                 f"{where}: unknown key {key!r}",
                 hint="known keys: " + ", ".join(OVERRIDE_KEYS),
-                details={"namespace": namespace, "key": key},
+                details={**details, "key": key},
             )
         if not _fits(value, wanted):
             kind = "an integer" if wanted is int else "a number"
             raise UsageError(
                 f"{where}: {key!r} must be {kind}, got {type(value).__name__} {value!r}",
-                details={"namespace": namespace, "key": key},
+                details={**details, "key": key},
             )
         section, dot, leaf = key.partition(".")
         if dot:
             sections.setdefault(section, {})[leaf] = float(value)
         else:
             top[key] = value
+    for section, leaves in sections.items():
+        if section == "weights" or "fresh" in leaves:
+            continue
+        for leaf in ("aging", "stale"):
+            if leaf in leaves and leaves[leaf] <= 1.0:
+                key = f"{section}.{leaf}"
+                raise UsageError(
+                    f"{where}: {key!r} = {leaves[leaf]:g} reads as an old staleness score "
+                    f"threshold; {key!r} is now a number of days",
+                    hint=f"for the score threshold write {key}_score = {leaves[leaf]:g}; for "
+                    f"days give {section}.fresh as well, e.g. {section} = "
+                    "{ fresh = 30, aging = 90, stale = 90 }",
+                    details={**details, "key": key},
+                )
     changes: dict[str, Any] = dict(top)
-    try:
-        for section, leaves in sections.items():
+    for section, leaves in sections.items():
+        try:
             changes[section] = replace(getattr(base, section), **leaves)
+        except UsageError as exc:
+            raise UsageError(
+                f"{where}: {section}: {exc.message}",
+                hint=exc.hint,
+                details={**details, "key": section},
+            ) from exc
+    try:
         return replace(base, **changes)
     except UsageError as exc:
-        raise UsageError(
-            f"{where}: {exc.message}", hint=exc.hint, details={"namespace": namespace}
-        ) from exc
+        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, details=details) from exc
+
+
+def params_for(
+    namespace: str,
+    overrides: Mapping[str, Mapping[str, Any]],
+    base: StalenessParams = DEFAULT_STALENESS,
+) -> StalenessParams:
+    """``base`` with ``overrides[namespace]`` applied; ``base`` itself when it has none."""
+    given = overrides.get(namespace)
+    if given is None:
+        return base
+    where = f"staleness.namespaces.{_toml_key(namespace)}"
+    return apply_table(base, given, where, namespace)
+
+
+def _toml_key(name: str) -> str:
+    bare = name.replace("-", "").replace("_", "").isalnum() and name.isascii()
+    return name if bare else '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass(frozen=True)
+class StalenessConfig:
+    """The one staleness configuration of recall, reflect, stats and eviction."""
+
+    base: StalenessParams = DEFAULT_STALENESS
+    namespaces: dict[str, StalenessParams] = field(default_factory=dict)
+
+    def for_namespace(self, namespace: str | None) -> StalenessParams:
+        """The parameters of ``namespace`` (None, or one without overrides: the base)."""
+        if namespace is None:
+            return self.base
+        return self.namespaces.get(namespace, self.base)
+
+    @classmethod
+    def from_tables(
+        cls, defaults: Mapping[str, Any], namespaces: Mapping[str, Any]
+    ) -> StalenessConfig:
+        """From ``[staleness.defaults]`` and ``[staleness.namespaces.NS]`` (every namespace's
+        table applies over the defaults). Errors name the key."""
+        base = (
+            apply_table(DEFAULT_STALENESS, defaults, "staleness.defaults")
+            if defaults
+            else DEFAULT_STALENESS
+        )
+        return cls(base, {str(ns): params_for(str(ns), namespaces, base) for ns in namespaces})

@@ -474,21 +474,29 @@ def _supersedes(value: object) -> str | None:
     return memory_id
 
 
+_DATE_ONLY: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def parse_time(value: object, name: str = "valid_from") -> datetime | None:
     """An aware UTC datetime from an ISO 8601 string or a datetime (None stays None).
 
-    ``name`` is the field the errors name. A time without a timezone is refused.
+    ``name`` is the field the errors name. A date alone (``2026-11-20``, as the tool schemas
+    write it) is that day at 00:00 UTC; a time without a timezone is refused, since ferrex
+    does not guess the timezone of a clock reading.
     """
     if value is None:
         return None
-    example = "2024-05-01T09:00:00Z or 2024-05-01T09:00:00+02:00"
+    example = "2024-05-01T09:00:00Z, 2024-05-01T09:00:00+02:00 or the date 2024-05-01"
     if isinstance(value, str):
+        text = value.strip()
         try:
-            parsed = datetime.fromisoformat(value.strip())
+            parsed = datetime.fromisoformat(text)
         except ValueError as exc:
             raise _error(
                 f"{name} {_show(value)} is not an ISO 8601 time", f"write it like {example}"
             ) from exc
+        if _DATE_ONLY.fullmatch(text):
+            parsed = parsed.replace(tzinfo=UTC)
     elif isinstance(value, datetime):
         parsed = value
     else:

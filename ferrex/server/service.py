@@ -20,12 +20,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ferrex.app import App, translated
-from ferrex.config import Config
+from ferrex.config import Config, staleness_config
 from ferrex.errors import FerrexError, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.recall import RecallRequest
-from ferrex.rules.freshness import StalenessParams
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.visibility import sees
 from projections.sqlite import ReadModel
@@ -186,10 +185,11 @@ class Service:
         return reflect(
             self._read_model(),
             _now(),
-            self._staleness(namespace),
+            staleness_config(self.app.config),
             namespace=namespace,
             limit=limit,
             visible=caller.sees,
+            pending=self.app.access.snapshot(),
         )
 
     def _stats(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -198,10 +198,11 @@ class Service:
         doc = stats(
             self._read_model(),
             _now(),
-            self._staleness(namespace),
+            staleness_config(self.app.config),
             namespace=namespace,
             detailed=detailed,
             visible=caller.sees,
+            pending=self.app.access.snapshot(),
         )
         if detailed:
             health = self._health()
@@ -247,10 +248,6 @@ class Service:
         projections = self.app.projections()
         projections.catch_up()
         return projections.read_model
-
-    def _staleness(self, namespace: str | None) -> StalenessParams:
-        settings = self.app.reader().settings
-        return settings.namespace_staleness.get(namespace or "", settings.staleness)
 
 
 def _now() -> float:

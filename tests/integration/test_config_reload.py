@@ -96,19 +96,25 @@ def test_staleness_defaults_apply_to_every_namespace(tmp_path: Path) -> None:
     home.mkdir()
     (home / "ferrex.toml").write_text(
         "[staleness.defaults]\nweights.age = 0.5\nweights.count = 0.0\n"
-        "[staleness.namespaces.ops]\nepisodic.stale = 0.9\n"
+        '[staleness.namespaces."ci-infra"]\nprocedural = { fresh = 7, aging = 14, stale = 30 }\n'
     )
     app = App(home=home, config=load(home, None))
     try:
         settings = app.reader().settings
-        assert settings.staleness.weights.age == 0.5
-        ops = settings.namespace_staleness["ops"]
-        assert ops.weights.age == 0.5 and ops.episodic.stale == 0.9  # over the defaults
+        assert settings.staleness.base.weights.age == 0.5
+        ci = settings.staleness.for_namespace("ci-infra")
+        assert ci.weights.age == 0.5 and ci.procedural.stale == 30.0  # over the defaults
     finally:
         app.close()
     (home / "ferrex.toml").write_text("[staleness.defaults]\nweights.age = 0.9\n")
     done = CliRunner().invoke(cli, ["--home", str(home), "stats"])
     assert done.exit_code == 2 and "weights must sum to 1" in done.stderr
+    (home / "ferrex.toml").write_text("[staleness.namespaces.ops]\nepisodic.stale = 0.9\n")
+    for command in (["stats"], ["config", "show"]):
+        done = CliRunner().invoke(cli, ["--home", str(home), *command])
+        assert done.exit_code == 2, command
+        assert "staleness.namespaces.ops: 'episodic.stale' = 0.9 reads as an old" in done.stderr
+        assert "episodic.stale_score = 0.9" in done.stderr
 
 
 def test_recall_tuning_keys_are_checked(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
         st.booleans(),
         st.booleans(),
         st.lists(st.sampled_from(ENTITIES), max_size=1),
-    ),  # fmt: skip
+    ),
     "stats": st.booleans().map(lambda d: ("stats", {"detailed": d})),
     "reflect": st.just(("reflect", {"limit": 100})),
     "forget": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@bob:{k}"]})),

@@ -7,7 +7,7 @@ embedding tier at its default 0.92 must not name a negative pair; the recall flo
 
 from __future__ import annotations
 
-from ferrex.models.embedding import Embedder
+from ferrex.models import Embedder
 from ferrex.rules.predicates import normalize_predicate, unplaced_neighbour
 from tools.eval_pairs import (
     ENTITY_PAIRS,

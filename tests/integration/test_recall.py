@@ -84,7 +84,8 @@ def test_staleness_moves_fresh_aging_stale_and_stale_is_hidden(world: World) -> 
     old = world.writer.store(note("We pinned numpy below 2.0 for the ingest job"))
     assert world.ids("numpy pin for ingest") == [old.id]
     labels = []
-    for days in (10, 20, 60):  # episodic: aging from about 14 days, stale from about 35
+    # Episodic: aging from 30 days, stale from 90 (later here: each recall is an access).
+    for days in (20, 45, 200):
         world.clock.now = START + timedelta(days=days)
         result = world.reader.recall(RecallRequest(query="numpy pin", include_stale=True))
         labels.append(result.results[0]["freshness"]["label"])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ferrex.config import KEYS, _from_text, load, set_in_file
+from ferrex.config import KEYS, _from_text, load, set_in_file, staleness_config
 from ferrex.errors import UsageError
 
 
@@ -59,3 +59,31 @@ def test_set_in_file_keeps_everything_else(tmp_path: Path) -> None:
     assert load(tmp_path, env={})["qdrant.url"] == 'http://h:6333/"x"'
     with pytest.raises(UsageError, match="unknown configuration key"):
         set_in_file(file, "models.colour", "blue")
+
+
+def test_staleness_in_the_design_form(tmp_path: Path) -> None:
+    (tmp_path / "ferrex.toml").write_text(
+        "[staleness.defaults]\nepisodic = { fresh = 30, aging = 90, stale = 90 }\n"
+        '[staleness.namespaces."ci-infra"]\nprocedural = { fresh = 7, aging = 14, stale = 30.5 }\n'
+    )
+    staleness = staleness_config(load(tmp_path, env={}))
+    assert staleness.for_namespace("ci-infra").procedural.stale == 30.5
+    assert staleness.for_namespace("other") is staleness.base
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[staleness.defaults]\nepisodic.stale = 0.6\n",
+         r"staleness.defaults: 'episodic.stale' = 0.6 reads as an old"),
+        ("[staleness.namespaces.ops]\nsemantic = { fresh = 9, aging = 5, stale = 7 }\n",
+         r"staleness.namespaces.ops: semantic: staleness ages need fresh <= aging <= stale"),
+        ("[staleness.namespaces.ops]\nepisodic = { fresh = 1, stael = 7 }\n",
+         r"staleness.namespaces.ops: unknown key 'episodic.stael'"),
+    ],
+)  # fmt: skip
+def test_staleness_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "ferrex.toml").write_text(text)
+    config = load(tmp_path, env={})
+    with pytest.raises(UsageError, match=message):
+        staleness_config(config)

@@ -17,6 +17,7 @@ from ferrex.rules.freshness import (
     FreshnessInput,
     RecencyParams,
     RecencyRule,
+    StalenessConfig,
     StalenessParams,
     StalenessWeights,
     TypeStaleness,
@@ -140,46 +141,84 @@ def test_boosted_keeps_the_order_of_scores_for_one_boost(a: float, b: float, boo
 # --- Staleness -----------------------------------------------------------------------------
 
 
-def crossing_age(half_life_days: float, threshold: float) -> float:
-    """Where an untouched memory with equal half-lives reaches ``threshold``, from its formula.
+AGES = {"episodic": (30, 90), "semantic": (90, 180), "procedural": (180, 365)}
+"""The design's ages: fresh below the first, aging from there, stale from the second."""
 
-    score(a) = 0.1 + 0.9 · (1 - 2^(-a/h)) with the default weights (count component 1).
-    """
-    return half_life_days * DAY * math.log2(0.9 / (1 - threshold))
+
+@pytest.mark.parametrize("memory_type", TYPES)
+def test_an_untouched_memory_is_labelled_by_the_design_ages(memory_type: str) -> None:
+    fresh, stale = AGES[memory_type]
+    expected = {
+        0: "fresh",
+        fresh - 1: "fresh",
+        fresh: "aging",
+        fresh + 1: "aging",
+        stale - 1: "aging",
+        stale: "stale",
+        stale + 1: "stale",
+        10 * 365: "stale",
+    }
+    got = {days: staleness(untouched(memory_type, days * DAY), NOW).label for days in expected}
+    assert got == expected
 
 
 @pytest.mark.parametrize(
-    ("memory_type", "half_life"), [("episodic", 30.0), ("semantic", 180.0), ("procedural", 90.0)]
-)
-def test_labels_move_fresh_aging_stale_at_the_thresholds(
-    memory_type: str, half_life: float
-) -> None:
-    to_aging = crossing_age(half_life, 0.35)
-    to_stale = crossing_age(half_life, 0.60)
-    second = 1.0
-    assert staleness(untouched(memory_type, 0.0), NOW).label == "fresh"
-    assert staleness(untouched(memory_type, to_aging - second), NOW).label == "fresh"
-    assert staleness(untouched(memory_type, to_aging + second), NOW).label == "aging"
-    assert staleness(untouched(memory_type, to_stale - second), NOW).label == "aging"
-    assert staleness(untouched(memory_type, to_stale + second), NOW).label == "stale"
-    assert staleness(untouched(memory_type, 10 * YEAR), NOW).label == "stale"
+    ("memory_type", "days", "label"),
+    [
+        ("episodic", 29, "fresh"), ("episodic", 30, "aging"), ("episodic", 31, "aging"),
+        ("episodic", 89, "aging"), ("episodic", 90, "stale"), ("episodic", 91, "stale"),
+        ("semantic", 89, "fresh"), ("semantic", 90, "aging"), ("semantic", 91, "aging"),
+        ("semantic", 179, "aging"), ("semantic", 180, "stale"), ("semantic", 181, "stale"),
+        ("procedural", 179, "fresh"), ("procedural", 180, "aging"), ("procedural", 181, "aging"),
+        ("procedural", 364, "aging"), ("procedural", 365, "stale"), ("procedural", 366, "stale"),
+    ],
+)  # fmt: skip
+def test_the_boundaries_day_by_day(memory_type: str, days: int, label: str) -> None:
+    assert staleness(untouched(memory_type, days * DAY), NOW).label == label
 
 
-def test_the_documented_crossing_ages() -> None:
-    days = {
-        t: (round(crossing_age(h, 0.35) / DAY), round(crossing_age(h, 0.60) / DAY))
-        for t, h in [("episodic", 30), ("procedural", 90), ("semantic", 180)]
-    }
-    assert days == {"episodic": (14, 35), "procedural": (42, 105), "semantic": (85, 211)}
+@pytest.mark.parametrize("memory_type", TYPES)
+def test_the_boundaries_hold_to_the_second_at_any_clock_reading(memory_type: str) -> None:
+    """Real clocks are not whole seconds: ``now - created_at`` carries a rounding error."""
+    fresh, stale = AGES[memory_type]
+    for now in (NOW + 0.123456, 1_734_567_890.987654, 2_000_000_000.5):
+        for days, before, after in ((fresh, "fresh", "aging"), (stale, "aging", "stale")):
+            stored = now - days * DAY
+            m = FreshnessInput(memory_type, stored, None, stored, None, None, 0)
+            assert staleness(m, now).label == after
+            assert staleness(m, now - 1.0).label == before
+
+
+def test_the_derived_score_thresholds() -> None:
+    """An untouched memory scores 0.1 + 0.9 · (1 - 2^(-a/stale)) with the defaults."""
+    for memory_type, (fresh, stale) in AGES.items():
+        aging_score, stale_score = DEFAULT_STALENESS.thresholds(memory_type)
+        assert stale_score == pytest.approx(0.55)
+        assert aging_score == pytest.approx(0.1 + 0.9 * (1 - 2 ** (-fresh / stale)))
 
 
 def test_an_untouched_memory_scores_the_documented_curve() -> None:
-    result = staleness(untouched("episodic", 30 * DAY), NOW)
+    result = staleness(untouched("episodic", 90 * DAY), NOW)
     assert result.components == pytest.approx(
         {"age": 0.5, "access": 0.5, "validation": 0.5, "count": 1.0}
     )
     assert result.score == pytest.approx(0.1 + 0.9 * 0.5)
     assert staleness(untouched("episodic", 0.0), NOW).score == pytest.approx(0.1)
+
+
+def test_access_keeps_a_memory_fresh_longer_and_validation_too() -> None:
+    """The score still orders: used or confirmed memories cross the boundaries later."""
+    old = untouched("episodic", 40 * DAY)
+    assert staleness(old, NOW).label == "aging"
+    recalled = replace(old, last_accessed=NOW - DAY, access_count=3)
+    confirmed = replace(old, last_validated=NOW - DAY)
+    assert staleness(recalled, NOW).label == "fresh"
+    assert staleness(confirmed, NOW).label == "fresh"
+    assert staleness(recalled, NOW).score < staleness(old, NOW).score
+    stale = untouched("episodic", 100 * DAY)
+    assert staleness(stale, NOW).label == "stale"
+    assert staleness(replace(stale, last_validated=NOW), NOW).label == "aging"
+    assert staleness(replace(stale, last_accessed=NOW, access_count=1), NOW).label == "aging"
 
 
 def test_the_count_component_saturates_logarithmically() -> None:
@@ -222,7 +261,7 @@ def test_superseded_is_the_label_whatever_the_score(t_invalid: float | None, lab
     m = untouched("semantic", DAY, t_invalid=t_invalid)
     result = staleness(m, NOW)
     assert result.label == label
-    assert result.score < 0.35
+    assert result.score < DEFAULT_STALENESS.thresholds("semantic")[0]
 
 
 def test_a_superseded_stale_memory_is_labelled_superseded() -> None:
@@ -252,8 +291,9 @@ def test_validation_resets_only_the_validation_component() -> None:
     }
 
 
-def test_a_memory_used_daily_but_never_validated_still_goes_stale() -> None:
-    m = untouched("semantic", 20 * YEAR, last_accessed=NOW, access_count=1000)
+@pytest.mark.parametrize("memory_type", TYPES)
+def test_a_memory_used_daily_but_never_validated_still_goes_stale(memory_type: str) -> None:
+    m = untouched(memory_type, 20 * YEAR, last_accessed=NOW, access_count=1000)
     result = staleness(m, NOW)
     assert result.score == pytest.approx(0.65)
     assert result.label == "stale"
@@ -298,17 +338,35 @@ def test_the_score_stays_within_one_when_the_weights_sum_within_tolerance() -> N
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"aging": 0.7, "stale": 0.6}, "aging <= stale"),
-        ({"stale": 1.5}, "aging <= stale <= 1"),
-        ({"aging": -0.1}, "0 <= aging"),
+        ({"fresh": 100.0}, "fresh <= aging <= stale"),
+        ({"aging": 100.0}, "fresh <= aging <= stale"),
+        ({"fresh": -1.0}, "fresh must be a number of days >= 0"),
+        ({"fresh": 0.0, "aging": 0.0, "stale": 0.0}, "stale must be more than 0 days"),
+        ({"stale": math.inf}, "stale must be a number of days"),
         ({"age_half_life_days": 0.0}, "age_half_life_days must be a positive"),
         ({"validation_half_life_days": math.inf}, "validation_half_life_days"),
+        ({"aging_score": 1.5}, "aging_score must be a staleness score from 0 to 1"),
+        ({"stale_score": -0.1}, "stale_score must be a staleness score"),
     ],
 )
 def test_type_parameters_are_checked(kwargs: dict[str, float], message: str) -> None:
-    base = {"age_half_life_days": 1.0, "access_half_life_days": 1.0}
     with pytest.raises(UsageError, match=message):
-        TypeStaleness(**{**base, "validation_half_life_days": 1.0, **kwargs})
+        TypeStaleness(**{"fresh": 30.0, "aging": 90.0, "stale": 90.0, **kwargs})
+
+
+def test_score_thresholds_set_by_hand_must_keep_their_order() -> None:
+    with pytest.raises(UsageError, match=r"threshold 0\.7 is above the stale one 0\.55"):
+        StalenessParams(episodic=TypeStaleness(30.0, 90.0, 90.0, aging_score=0.7))
+    by_hand = StalenessParams(
+        episodic=TypeStaleness(30.0, 90.0, 90.0, aging_score=0.2, stale_score=0.9)
+    )
+    assert by_hand.thresholds("episodic") == (0.2, 0.9)
+    assert staleness(untouched("episodic", 100 * DAY), NOW, by_hand).label == "aging"
+
+
+def test_weights_that_leave_every_clock_out_are_refused() -> None:
+    with pytest.raises(UsageError, match="nothing would age"):
+        StalenessWeights(age=0.0, access=0.0, validation=0.0, count=1.0)
 
 
 @pytest.mark.parametrize("saturation", [0, True, 2.5])
@@ -321,38 +379,58 @@ def test_count_saturation_is_a_positive_integer(saturation: object) -> None:
 
 
 def test_a_namespace_without_overrides_gets_the_base() -> None:
-    overrides = {"work": {"episodic.stale": 0.9}}
+    overrides = {"work": {"episodic.stale": 120}}
     assert params_for("home", overrides) is DEFAULT_STALENESS
     assert params_for("home", {}) is DEFAULT_STALENESS
 
 
 def test_flat_and_nested_keys_mean_the_same() -> None:
-    flat = params_for("work", {"work": {"episodic.stale": 0.9, "semantic.age_half_life_days": 7}})
+    flat = params_for(
+        "work", {"work": {"episodic.fresh": 10, "episodic.stale": 120, "semantic.stale": 200}}
+    )
     nested = params_for(
-        "work", {"work": {"episodic": {"stale": 0.9}, "semantic": {"age_half_life_days": 7}}}
+        "work", {"work": {"episodic": {"fresh": 10, "stale": 120}, "semantic": {"stale": 200}}}
     )
     assert flat == nested
-    assert flat.episodic == replace(DEFAULT_STALENESS.episodic, stale=0.9)
-    assert flat.semantic.age_half_life_days == 7.0
+    assert flat.episodic == replace(DEFAULT_STALENESS.episodic, fresh=10.0, stale=120.0)
+    assert flat.semantic.stale == 200.0
     assert flat.weights == DEFAULT_STALENESS.weights
     assert flat.procedural == DEFAULT_STALENESS.procedural
 
 
+def test_the_design_form_sets_the_boundaries_in_days() -> None:
+    """`procedural = { fresh = 7, aging = 14, stale = 30 }` as the design writes it."""
+    ci = params_for(
+        "ci-infra", {"ci-infra": {"procedural": {"fresh": 7, "aging": 14, "stale": 30}}}
+    )
+    labels = {d: staleness(untouched("procedural", d * DAY), NOW, ci).label for d in (6, 7, 29, 30)}
+    assert labels == {6: "fresh", 7: "aging", 29: "aging", 30: "stale"}
+    half_days = params_for("x", {"x": {"episodic": {"fresh": 0.5, "aging": 1.5, "stale": 1.5}}})
+    assert staleness(untouched("episodic", 0.5 * DAY - 1), NOW, half_days).label == "fresh"
+    assert staleness(untouched("episodic", 0.5 * DAY), NOW, half_days).label == "aging"
+    assert staleness(untouched("episodic", 1.5 * DAY), NOW, half_days).label == "stale"
+
+
 def test_every_documented_key_is_accepted() -> None:
     clocks = ("age", "access", "validation")
-    per_type = (*(f"{clock}_half_life_days" for clock in clocks), "aging", "stale")
+    per_type = (
+        *(f"{clock}_half_life_days" for clock in clocks),
+        *("fresh", "aging", "stale", "aging_score", "stale_score"),
+    )
     assert set(OVERRIDE_KEYS) == {
         *(f"weights.{w}" for w in ("age", "access", "validation", "count")),
         *(f"{t}.{leaf}" for t in TYPES for leaf in per_type),
         "count_saturation",
     }
+    values = {"fresh": 0.0, "stale": 400.0, "aging_score": 0.0}
     for key in OVERRIDE_KEYS:
         if key.startswith("weights."):
             continue  # one weight alone cannot keep the sum at 1; set together below
-        # A value every non-weight field accepts (aging may equal stale).
-        value = 12 if key == "count_saturation" else 0.6
-        params = params_for("ns", {"ns": {key: value}})
         section, _, leaf = key.partition(".")
+        value = 12 if key == "count_saturation" else values.get(leaf, 0.95)
+        if leaf == "aging":  # between the type's own fresh and stale ages
+            value = float(AGES[section][1])
+        params = params_for("ns", {"ns": {key: value}})
         got = getattr(getattr(params, section), leaf) if leaf else getattr(params, section)
         assert got == value
     weights = {"weights": {"age": 0.7, "access": 0.1, "validation": 0.2, "count": 0}}
@@ -360,10 +438,12 @@ def test_every_documented_key_is_accepted() -> None:
 
 
 def test_an_override_changes_the_label() -> None:
-    m = untouched("episodic", 60 * DAY)
+    m = untouched("episodic", 100 * DAY)
     assert staleness(m, NOW).label == "stale"
-    lenient = params_for("archive", {"archive": {"episodic": {"stale": 0.95}}})
+    lenient = params_for("archive", {"archive": {"episodic": {"stale": 200}}})
     assert staleness(m, NOW, lenient).label == "aging"
+    by_score = params_for("archive", {"archive": {"episodic": {"stale_score": 0.95}}})
+    assert staleness(m, NOW, by_score).label == "aging"
 
 
 @pytest.mark.parametrize(
@@ -372,18 +452,34 @@ def test_an_override_changes_the_label() -> None:
         ({"episodic.stael": 0.9}, "unknown key 'episodic.stael'", "episodic.stael"),
         ({"thresholds": {"stale": 0.9}}, "unknown key 'thresholds.stale'", "thresholds.stale"),
         ({"weights": 0.5}, "unknown key 'weights'", "weights"),
-        ({"episodic.stale": "0.9"}, "'episodic.stale' must be a number, got str", "episodic.stale"),
+        ({"episodic.stale": "90"}, "'episodic.stale' must be a number, got str", "episodic.stale"),
         ({"episodic.stale": True}, "'episodic.stale' must be a number, got bool", "episodic.stale"),
         ({"count_saturation": 5.0}, "'count_saturation' must be an integer", "count_saturation"),
+        ({"episodic.stale": 0.6}, "'episodic.stale' = 0.6 reads as an old", "episodic.stale"),
+        ({"semantic": {"aging": 0.35}}, "'semantic.aging' = 0.35 reads as an old",
+         "semantic.aging"),
+        ({"procedural": {"fresh": 7, "aging": 20, "stale": 14}}, "fresh <= aging <= stale",
+         "procedural"),
     ],
-)
+)  # fmt: skip
 def test_bad_override_keys_and_types_are_named(
     given: dict[str, object], message: str, key: str
 ) -> None:
     with pytest.raises(UsageError, match=message) as info:
         params_for("work", {"work": given})
-    assert "namespace 'work'" in info.value.message
+    assert info.value.message.startswith("staleness.namespaces.work: ")
     assert info.value.details == {"namespace": "work", "key": key}
+
+
+def test_an_old_style_threshold_gets_a_hint_saying_what_it_means_now() -> None:
+    with pytest.raises(UsageError) as info:
+        params_for("ops", {"ops": {"episodic": {"aging": 0.35, "stale": 0.6}}})
+    assert info.value.hint is not None
+    assert "episodic.aging_score = 0.35" in info.value.hint
+    assert "fresh" in info.value.hint
+    # With `fresh`, small numbers are days (a namespace whose episodes age within hours).
+    quick = params_for("ops", {"ops": {"episodic": {"fresh": 0.25, "aging": 0.5, "stale": 1}}})
+    assert quick.episodic.stale == 1.0
 
 
 def test_unknown_key_hint_lists_the_known_keys() -> None:
@@ -397,22 +493,38 @@ def test_unknown_key_hint_lists_the_known_keys() -> None:
     ("given", "message"),
     [
         ({"weights.age": 0.5}, "weights must sum to 1"),
-        ({"semantic.aging": 0.8}, "aging <= stale"),
+        ({"semantic.fresh": 200}, "semantic: staleness ages need fresh <= aging <= stale"),
         ({"procedural.access_half_life_days": -1}, "must be a positive number of days"),
         ({"count_saturation": 0}, "count_saturation must be an integer >= 1"),
+        ({"episodic.aging_score": 0.9}, "aging score threshold 0.9 is above the stale one"),
     ],
 )
-def test_overrides_the_parameters_refuse_name_the_namespace(
+def test_overrides_the_parameters_refuse_name_the_table(
     given: dict[str, object], message: str
 ) -> None:
     with pytest.raises(UsageError, match=message) as info:
-        params_for("work", {"work": given})
-    assert info.value.message.startswith("staleness overrides for namespace 'work': ")
+        params_for("ci-infra", {"ci-infra": given})
+    assert info.value.message.startswith("staleness.namespaces.ci-infra: ")
 
 
 def test_a_namespace_entry_must_be_a_table() -> None:
     with pytest.raises(UsageError, match="must be a table"):
         params_for("work", {"work": 0.5})  # type: ignore[dict-item]
+
+
+def test_one_configuration_for_every_namespace() -> None:
+    config = StalenessConfig.from_tables(
+        {"episodic": {"fresh": 10, "aging": 40, "stale": 40}},
+        {"ci-infra": {"procedural": {"fresh": 7, "aging": 14, "stale": 30}}},
+    )
+    assert config.for_namespace(None) is config.base
+    assert config.for_namespace("home") is config.base
+    assert config.base.episodic.fresh == 10.0
+    ci = config.for_namespace("ci-infra")
+    assert ci.procedural.stale == 30.0 and ci.episodic.fresh == 10.0  # over the defaults
+    assert StalenessConfig.from_tables({}, {}).base is DEFAULT_STALENESS
+    with pytest.raises(UsageError, match=r"^staleness.defaults: unknown key 'episodic.old'"):
+        StalenessConfig.from_tables({"episodic": {"old": 1}}, {})
 
 
 # --- The freshness block of a result -------------------------------------------------------
@@ -431,13 +543,13 @@ def test_freshness_block() -> None:
     block = freshness(m, NOW)
     assert block == {
         "age_days": 10.5,
-        "last_accessed": "2027-01-15T07:00:00+00:00",
+        "last_accessed": "2027-01-15T07:00:00Z",
         "last_validated": None,
         "access_count": 3,
         "staleness": round(staleness(m, NOW).score, 4),
         "label": "fresh",
     }
-    assert 0 < block["staleness"] < 0.35
+    assert 0 < block["staleness"] < DEFAULT_STALENESS.thresholds("semantic")[0]
 
 
 def test_freshness_of_a_future_event_has_age_zero() -> None:

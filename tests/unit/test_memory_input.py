@@ -16,6 +16,7 @@ from ferrex.rules.memory_input import (
     StoreRequest,
     ValidStore,
     detect_type,
+    parse_time,
     validate,
 )
 
@@ -247,7 +248,9 @@ def test_valid_from_becomes_utc(valid_from: datetime | str | None, expected: dat
         ({"content": "x", "valid_from": "yesterday"}, "valid_from 'yesterday' is not an ISO 8601"),
         ({"content": "x", "valid_from": ""}, "valid_from '' is not an ISO 8601 time"),
         ({"content": "x", "valid_from": "2024-05-01T09:00:00"}, "has no timezone"),
-        ({"content": "x", "valid_from": "2024-05-01"}, "valid_from 2024-05-01 has no timezone"),
+        ({"content": "x", "valid_from": "2024-05-01T09:00"}, "2024-05-01T09:00 has no timezone"),
+        ({"content": "x", "valid_from": "2024-13-01"}, "valid_from '2024-13-01' is not an ISO"),
+        ({"content": "x", "valid_from": "20240501"}, "valid_from 20240501 has no timezone"),
         ({"content": "x", "valid_from": datetime(2024, 5, 1)}, "has no timezone"),
         ({"content": "x", "valid_from": 1714554000}, "valid_from must be an ISO 8601 time, got"),
         ({"content": "x", "valid_from": "0001-01-01T00:00:00+01:00"}, "is out of range"),
@@ -435,3 +438,16 @@ def test_validate_raises_nothing_but_usage_errors(req: StoreRequest) -> None:
     assert len({e.casefold() for e in valid.entities}) == len(valid.entities)
     for text in (valid.content, valid.subject, valid.predicate, valid.object, valid.name):
         assert text is None or (text == text.strip() and text)
+
+
+@pytest.mark.parametrize("name", ["valid_from", "after", "before", "as_of"])
+def test_a_date_alone_is_that_day_at_midnight_utc(name: str) -> None:
+    assert parse_time("2026-11-20", name) == datetime(2026, 11, 20, tzinfo=UTC)
+    assert parse_time(" 2026-11-20 ", name) == datetime(2026, 11, 20, tzinfo=UTC)
+    with pytest.raises(UsageError, match=f"{name} 2026-11-20T00:00:00 has no timezone"):
+        parse_time("2026-11-20T00:00:00", name)
+
+
+def test_a_stored_date_is_its_event_time() -> None:
+    t_valid = validate(StoreRequest(content="x", valid_from="2026-11-20")).t_valid
+    assert t_valid == datetime(2026, 11, 20, tzinfo=UTC)
