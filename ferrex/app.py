@@ -30,6 +30,7 @@ from ferrex.rules.predicates import (
     synonym_map,
 )
 from ferrex.server.owner import Endpoint, try_lock
+from ferrex.storage import is_read_only, read_only_error, secure_home, set_reserve
 from ferrex.store import StoreSettings, Writer
 from journal import Journal, JournalError, MemoryStored
 from projections.replay import Progress, Projections, read_pointer
@@ -124,13 +125,25 @@ class App:
     access: AccessLog = field(default_factory=AccessLog, repr=False)
     _stop_flusher: threading.Event | None = field(default=None, repr=False)
     _owner_fd: int | None = field(default=None, repr=False)
+    read_only: bool = field(default=False, init=False)
+    """The home is on a read-only file system: reading commands work, writes get
+    ``read_only`` (see ferrex.storage)."""
+
+    def __post_init__(self) -> None:
+        self.read_only = is_read_only(self.home)
+        if not self.read_only:
+            secure_home(self.home)  # 0700/0600, and one line on stderr if it was not
+        set_reserve(self.home, self.config["storage.reserve_bytes"])
 
     def claim(self) -> bool:
         """Take the data directory's owner lock (``run/owner.lock``) without waiting.
 
         The process holding it is the only one that opens the stores (see ferrex.server.hub); it is
-        released by :meth:`close`. False when another process holds it.
+        released by :meth:`close`. False when another process holds it. A read-only home has
+        no lock to take and no writer to defer to: this process may open its stores to read.
         """
+        if self.read_only:
+            return True
         if self._owner_fd is None:
             self._owner_fd = try_lock(self.home)
         return self._owner_fd is not None
@@ -211,6 +224,8 @@ class App:
 
     def writer(self) -> Writer:
         """The command side: store, forget, validate."""
+        if self.read_only:
+            raise read_only_error(self.home, "store, forget or validate memories")
         if self._writer is None:
             c = self.config
             synonyms, namespace_synonyms = build_synonyms(c)
@@ -301,8 +316,8 @@ class App:
 
     def flush_access(self) -> int | None:
         """Journal the recall hits counted so far (done at close, and by the server's timer)."""
-        if not len(self.access):
-            return None
+        if not len(self.access) or self.read_only:
+            return None  # a read-only home keeps no access counts
         with translated():
             return self.access.flush(self.journal())
 

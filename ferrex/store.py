@@ -28,6 +28,7 @@ from ferrex.rules.eviction import eviction_plan
 from ferrex.rules.freshness import DEFAULT_STALENESS
 from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits, StoreRequest, ValidStore, validate
 from ferrex.rules.predicates import DEFAULT_SYNONYMS, match_known, normalize_predicate
+from ferrex.storage import check_journal_reserve
 from journal import (
     EntityAliasAdded,
     EntityCreated,
@@ -197,6 +198,7 @@ class Writer:
             # Batched embedding: the decisions and the projection then hit the cache.
             self.embedder.embed_many([_text(v) for _, v in part])
             with self.journal.exclusive():
+                check_journal_reserve(self.journal.directory)
                 self.projections.catch_up()
                 pending = _Pending()
                 commands: list[list[Event]] = []
@@ -612,6 +614,7 @@ class Writer:
         """Remove memories from every projection; unknown ids are reported, not errors."""
         wanted = _checked_ids(ids)
         with self.journal.exclusive():
+            check_journal_reserve(self.journal.directory)
             self.projections.catch_up()
             rm = self.projections.read_model
             found = rm.memories(memory_ids=wanted)
@@ -697,6 +700,7 @@ class Writer:
         """Mark memories as confirmed correct now."""
         wanted = _checked_ids(ids)
         with self.journal.exclusive():
+            check_journal_reserve(self.journal.directory)
             self.projections.catch_up()
             found = {m.memory_id for m in self.projections.read_model.memories(memory_ids=wanted)}
             ok = tuple(i for i in wanted if i in found)

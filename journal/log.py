@@ -35,6 +35,7 @@ import msgspec
 
 from journal.errors import EncodeError, JournalDamaged, JournalError, JournalFormatError
 from journal.events import Event
+from journal.files import make_private_dir, open_private, private_opener
 from journal.record import (
     GENESIS_HASH,
     Decoded,
@@ -175,11 +176,11 @@ class Journal:
             raise JournalError(f"{path} is not a directory")
         if not path.exists():
             # Another process may create it at the same moment: that is fine.
-            path.mkdir(parents=True, exist_ok=True)
+            make_private_dir(path)
             fsync_dir(path.parent)
         journal = cls(path, segment_bytes=segment_bytes, clock=clock)
         try:
-            journal._lock_fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+            journal._lock_fd = open_private(path / LOCK_NAME, os.O_RDWR | os.O_CREAT)
             with journal._thread_lock, journal._locked():
                 journal._gaps = load_gaps(path)
                 journal._advance(from_start=True)
@@ -375,7 +376,7 @@ class Journal:
         """Keep the torn bytes in a .corrupt file, then cut them off (or drop the file)."""
         stamp = self._clock().strftime("%Y%m%dT%H%M%S%fZ")
         saved = path.with_name(f"{path.name}.corrupt-{offset}-{stamp}")
-        with open(saved, "wb") as out:
+        with open(saved, "wb", opener=private_opener) as out:
             out.write(torn)
             out.flush()
             os.fsync(out.fileno())
@@ -452,7 +453,7 @@ class Journal:
     def _write(self, path: Path, created: bool, data: bytes) -> None:
         if created:
             self._close_fd()
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
             self._fd, self._fd_path = fd, path
         elif self._fd_path != path or self._fd is None:
             self._close_fd()
@@ -483,7 +484,7 @@ class Journal:
                 return None
             path = self.directory / segment_name(tail.position + 1)
             tmp = path.with_name(path.name + SEALING_SUFFIX)
-            with open(tmp, "wb") as f:
+            with open(tmp, "wb", opener=private_opener) as f:
                 f.write(segment_header())
                 f.flush()
                 os.fsync(f.fileno())

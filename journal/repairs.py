@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from journal.errors import JournalError
+from journal.files import open_private, private_opener
 from journal.segment import fsync_dir, list_segments
 
 MANIFEST = "repairs.json"
@@ -51,7 +52,7 @@ def load_gaps(directory: Path) -> frozenset[int]:
 
 def _write_manifest(directory: Path, entries: list[RepairEntry]) -> None:
     tmp = directory / (MANIFEST + ".tmp")
-    with open(tmp, "wb") as f:
+    with open(tmp, "wb", opener=private_opener) as f:
         f.write(msgspec.json.format(msgspec.json.encode(entries)))
         f.flush()
         os.fsync(f.fileno())
@@ -62,7 +63,7 @@ def _write_manifest(directory: Path, entries: list[RepairEntry]) -> None:
 def _rewrite(path: Path, data: bytes) -> None:
     """Replace a segment by copy, fsync, rename: a crash leaves the old or the new file."""
     tmp = path.with_name(path.name + ".rewrite")
-    with open(tmp, "wb") as f:
+    with open(tmp, "wb", opener=private_opener) as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -137,7 +138,7 @@ def repair(directory: Path) -> RepairEntry | None:
 
     Run it with no ferrex process using the journal. Returns None when nothing needs repair.
     """
-    lock_fd = os.open(directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    lock_fd = open_private(directory / "LOCK", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         entry = plan_repair(directory)
@@ -154,7 +155,7 @@ def repair(directory: Path) -> RepairEntry | None:
             damaged = data[entry.offset : entry.offset + entry.length]
             assert entry.saved_to is not None
             saved = directory / entry.saved_to
-            with open(saved, "wb") as f:
+            with open(saved, "wb", opener=private_opener) as f:
                 f.write(damaged)
                 f.flush()
                 os.fsync(f.fileno())

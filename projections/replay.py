@@ -36,6 +36,7 @@ from journal import (
     MemorySuperseded,
     Record,
 )
+from journal.files import private_opener
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
 from projections.vector_sink import Collections, Encoders, VectorSink, alias_point_id
 from projections.vectors import VectorBackend
@@ -102,7 +103,7 @@ def read_pointer(home: Path) -> Live | None:
 
 def write_pointer(home: Path, live: Live) -> None:
     tmp = home / (POINTER + ".tmp")
-    with open(tmp, "wb") as f:
+    with open(tmp, "wb", opener=private_opener) as f:
         f.write(msgspec.json.format(msgspec.json.encode(live)))
         f.flush()
         os.fsync(f.fileno())

@@ -37,6 +37,7 @@ from journal import (
     MemorySuperseded,
     Record,
 )
+from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
 SCHEMA_VERSION = 1
@@ -203,7 +204,8 @@ class ReadModel:
     def open(
         cls, path: Path, *, rules: Rules = NO_RULES, busy_timeout_ms: int = 10_000
     ) -> ReadModel:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
+        create_private_file(path)  # SQLite gives its -wal and -shm files this file's mode
         try:
             db = apsw.Connection(str(path))
             db.setbusytimeout(busy_timeout_ms)

@@ -45,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ferrex.errors import BackendUnavailable, ModelUnavailable, UsageError
+from journal.files import create_private_file, make_private_dir
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
@@ -245,7 +246,7 @@ def assemble_bundled_model(target: Path, sources: Mapping[str, Path] | None = No
                 _SOURCE_TOKENIZER_CONFIG_SHA256 if name == "tokenizer_config.json" else expected
             )
             _check_file(files[name], pinned, hint=reinstall)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(target.parent)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
         try:
             for name, source in files.items():
@@ -576,7 +577,8 @@ class EmbeddingCache:
     """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
+        create_private_file(path)  # before SQLite creates it with the umask's mode
         self.path = path
         self.hits = 0
         self.misses = 0
