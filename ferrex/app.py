@@ -211,6 +211,13 @@ class App:
     def projections(self, progress: Progress | None = None) -> Projections:
         """The live projections, caught up with the journal (rebuilt first if they must be)."""
         if self._projections is None:
+            if self.read_only and not self.config["qdrant.url"]:
+                raise read_only_error(
+                    self.home,
+                    "open the embedded Qdrant Edge store, which maps its files for writing "
+                    "(recall, stats, reflect and export jsonl need it; journal verify, journal "
+                    "show and export git do not)",
+                )
             with translated():
                 self._projections = Projections.open(
                     self.home,

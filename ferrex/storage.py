@@ -32,7 +32,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferrex.errors import ReadOnlyHome, StorageFull
+from ferrex.errors import FerrexError, ReadOnlyHome, StorageFull
 from journal.files import DIR_MODE, FILE_MODE
 
 MIB = 1024 * 1024
@@ -185,13 +185,27 @@ def read_only_error(home: Path, what: str) -> ReadOnlyHome:
     """The error a writing command gets on a read-only home."""
     return ReadOnlyHome(
         f"the data directory {home} is on a read-only file system: cannot {what}",
-        hint="reading commands (recall, stats, reflect, export, journal verify/show) still "
-        "work; to write, remount it read-write or pass --home DIR on a writable disk",
+        hint="journal verify, journal show and export git work on a read-only home; for the "
+        "rest, remount it read-write, or copy it to a writable disk and pass --home DIR",
     )
 
 
-def is_read_only_error(exc: OSError) -> bool:
-    return exc.errno == errno.EROFS
+def from_os_error(exc: OSError) -> FerrexError | None:
+    """A read-only or full disk met outside the checks above, as a coded error (None for any
+    other OSError): the CLI's last line of defence against a traceback."""
+    where = exc.filename if exc.filename is not None else "the data directory"
+    if exc.errno == errno.EROFS:
+        return ReadOnlyHome(
+            f"{where} is on a read-only file system and this command writes there",
+            hint="remount it read-write, or copy the data directory to a writable disk and "
+            "pass --home DIR",
+        )
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return StorageFull(
+            f"the disk holding {where} is full",
+            hint="free some space and run the command again; acknowledged writes are safe",
+        )
+    return None
 
 
 # -- the free-space reserve ---------------------------------------------------------------

@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import bisect
+import errno
 import fcntl
 import logging
 import os
@@ -122,6 +123,18 @@ def _decode(
         ) from exc
 
 
+def _open_lock(directory: Path) -> int:
+    """The writer lock's descriptor. On a read-only file system no one can append, so a read
+    descriptor (of the lock file, or of the directory when there is none) serves to read."""
+    try:
+        return open_private(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+    lock = directory / LOCK_NAME
+    return os.open(lock, os.O_RDONLY) if lock.exists() else os.open(directory, os.O_RDONLY)
+
+
 def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
     """The file's bytes from ``offset`` on, and the file's size."""
     with open(path, "rb") as f:
@@ -180,7 +193,7 @@ class Journal:
             fsync_dir(path.parent)
         journal = cls(path, segment_bytes=segment_bytes, clock=clock)
         try:
-            journal._lock_fd = open_private(path / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+            journal._lock_fd = _open_lock(path)
             with journal._thread_lock, journal._locked():
                 journal._gaps = load_gaps(path)
                 journal._advance(from_start=True)
