@@ -7,8 +7,8 @@ import json
 import logging
 import os
 import stat
-from datetime import UTC, datetime
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
@@ -183,7 +183,9 @@ def test_exports_keep_their_own_modes(tmp_path: Path, umask_022: None) -> None:
     assert objects and all(_mode(p) & 0o044 for p in objects)
 
 
-def test_apsw_cannot_create_a_wal_on_a_private_file_loosely(tmp_path: Path, umask_022: None) -> None:
+def test_apsw_cannot_create_a_wal_on_a_private_file_loosely(
+    tmp_path: Path, umask_022: None
+) -> None:
     """Guard on the assumption above: SQLite copies the database file's mode to its -wal."""
     path = tmp_path / "x.sqlite"
     fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
