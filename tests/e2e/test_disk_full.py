@@ -78,8 +78,8 @@ def test_store_until_full_then_recover(tmp_path: Path) -> None:
         # Restart: every acknowledged store is in the journal and the read model.
         shown = ferrex(home, "journal", "show")
         assert shown.returncode == 0, shown.stderr
-        journaled = {e["memory_id"] for line in shown.stdout.splitlines()
-                     for e in json.loads(line)["events"] if e["event"] == "memory.stored"}  # fmt: skip
+        events = [e for line in shown.stdout.splitlines() for e in json.loads(line)["events"]]
+        journaled = {e["memory_id"] for e in events if e["event"] == "memory.stored"}
         assert set(acked) <= journaled
         stats = ferrex(home, "stats", "--json")
         assert stats.returncode == 0, stats.stderr

@@ -150,7 +150,7 @@ def test_the_cli_reports_tightening_on_stderr(tmp_path: Path, umask_022: None) -
     os.chmod(home, 0o755)
     (home / "ferrex.toml").write_text("")
     os.chmod(home / "ferrex.toml", 0o644)
-    code, _, err = _ferrex(home, "journal", "verify")
+    _, _, err = _ferrex(home, "journal", "verify")
     assert "ferrex: tightened permissions of 2 files" in err
     assert _mode(home) == 0o700 and _mode(home / "ferrex.toml") == 0o600
 
