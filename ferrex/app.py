@@ -27,6 +27,7 @@ from ferrex.rules.predicates import (
     normalize_predicate,
 )
 from ferrex.server.owner import Endpoint, try_lock
+from ferrex.storage import check_reserve, is_read_only, read_only_error, secure_home
 from ferrex.store import Writer
 from journal import Journal, JournalError, MemoryStored
 from projections.replay import Progress, Projections, read_pointer
@@ -106,13 +107,24 @@ class App:
     access: AccessLog = field(default_factory=AccessLog, repr=False)
     _stop_flusher: threading.Event | None = field(default=None, repr=False)
     _owner_fd: int | None = field(default=None, repr=False)
+    read_only: bool = field(default=False, init=False)
+    """The home is on a read-only file system: reading commands work, writes get
+    ``read_only`` (see ferrex.storage)."""
+
+    def __post_init__(self) -> None:
+        self.read_only = is_read_only(self.home)
+        if not self.read_only:
+            secure_home(self.home)  # 0700/0600, and one line on stderr if it was not
 
     def claim(self) -> bool:
         """Take the data directory's owner lock (``run/owner.lock``) without waiting.
 
-        The process holding it is the only one that opens the stores (see ferrex.server.hub); it is
-        released by :meth:`close`. False when another process holds it.
+        The process holding it is the only one that opens the stores (see ferrex.server.hub);
+        it is released by :meth:`close`. False when another process holds it. A read-only home has
+        no lock to take and no writer to defer to: this process may open its stores to read.
         """
+        if self.read_only:
+            return True
         if self._owner_fd is None:
             self._owner_fd = try_lock(self.home)
         return self._owner_fd is not None
@@ -180,6 +192,13 @@ class App:
     def projections(self, progress: Progress | None = None) -> Projections:
         """The live projections, caught up with the journal (rebuilt first if they must be)."""
         if self._projections is None:
+            if self.read_only and not self.config["qdrant.url"]:
+                raise read_only_error(
+                    self.home,
+                    "open the embedded Qdrant Edge store, which maps its files for writing "
+                    "(recall, stats, reflect and export jsonl need it; journal verify, journal "
+                    "show and export git do not)",
+                )
             with translated():
                 self._projections = Projections.open(
                     self.home,
@@ -193,9 +212,19 @@ class App:
 
     def writer(self) -> Writer:
         """The command side: store, forget, validate."""
+        if self.read_only:
+            raise read_only_error(self.home, "store, forget or validate memories")
         if self._writer is None:
             settings = StoreSettings.from_config(self.config)
-            self._writer = Writer(self.journal(), self.projections(), self.embedder(), settings)
+            reserve = self.config["storage.reserve_bytes"]
+            self._writer = Writer(
+                self.journal(),
+                self.projections(),
+                self.embedder(),
+                settings,
+                # Checked under the writer lock before every write (ferrex.core.runner).
+                before_write=lambda: check_reserve(self.home, reserve),
+            )
         return self._writer
 
     def reranker(self) -> RerankStage:
@@ -249,8 +278,8 @@ class App:
     def flush_access(self) -> int:
         """Journal the recall hits counted so far (done at close, and by the server's timer),
         through the writer like every other write; returns how many memories they cover."""
-        if not len(self.access):
-            return 0
+        if not len(self.access) or self.read_only:
+            return 0  # a read-only home keeps no access counts
         with translated():
             return self.access.flush(self.writer().journal_accesses)
 
@@ -300,6 +329,10 @@ class App:
             self._stop_flusher.set()
         try:
             self.flush_access()
+        except FerrexError as exc:
+            # Recall counts are the one thing a close may drop (a full disk, a failed
+            # journal): the memories themselves were journaled when they were stored.
+            log.warning("could not journal %d recall hits at close: %s", len(self.access), exc)
         finally:
             self._close_all()
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ferrex.errors import UsageError
 from ferrex.rules.freshness import StalenessConfig
+from ferrex.storage import DEFAULT_RESERVE_BYTES
 
 CONFIG_NAME = "ferrex.toml"
 
@@ -43,6 +44,8 @@ KEYS: tuple[Key, ...] = (
     Key("qdrant.port", int, 6333, None, "the HTTP port of the sidecar Qdrant"),
     Key("journal.segment_bytes", int, 64 * 1024 * 1024, None,
         "size at which the active journal segment is sealed and a new one started"),
+    Key("storage.reserve_bytes", int, DEFAULT_RESERVE_BYTES, None,
+        "free space a write leaves on the disk, or is refused (storage_full); 0: no check"),
     Key("store.default_namespace", str, "default", "FERREX_NAMESPACE",
         "namespace used when a store or recall names none"),
     Key("store.agent_id", str, None, "FERREX_AGENT_ID",

@@ -5,8 +5,11 @@
     ├── JournalFailure          the journal refused: damage, lock, I/O (exit 3)
     ├── ModelUnavailable        a configured model cannot be loaded (exit 4)
     ├── BackendUnavailable      a store (Qdrant, SQLite) cannot be reached (exit 5)
-    └── Refused                 a store the memory rules refuse (exit 7):
-                                ``duplicate``, ``conflict_ambiguous``, ``not_found``
+    ├── Refused                 a store the memory rules refuse (exit 7):
+    │                           ``duplicate``, ``conflict_ambiguous``, ``not_found``
+    ├── ReadOnlyHome            a write on a read-only data directory (exit 8): ``read_only``
+    └── StorageFull             a write refused to keep the free-space reserve (exit 9):
+                                ``storage_full``
 
 Errors may carry ``details``: the ids involved and scores, for agents and ``--json``.
 
@@ -74,6 +77,20 @@ class Refused(FerrexError):
 
     code = "refused"
     exit_code = 7
+
+
+class ReadOnlyHome(FerrexError):
+    """The data directory is on a read-only file system; reading commands still work."""
+
+    code = "read_only"
+    exit_code = 8
+
+
+class StorageFull(FerrexError):
+    """Too little free space is left to write safely; nothing was written."""
+
+    code = "storage_full"
+    exit_code = 9
 
 
 def from_journal_error(exc: JournalError) -> JournalFailure:

@@ -74,7 +74,7 @@ class Writer:
         embedder: Embedder,
         settings: StoreSettings | None = None,
         clock: Clock = _now,
-        before_append: Callable[[], None] | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> None:
         self.journal = journal
         self.projections = projections
@@ -82,7 +82,7 @@ class Writer:
         self.settings = settings or StoreSettings()
         self.clock = clock
         self.runner: CommandRunner[Any, Any] = CommandRunner(
-            journal, projections, before_append=before_append
+            journal, projections, before_write=before_write
         )
 
     def new_id(self, prefix: str) -> str:

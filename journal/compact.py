@@ -40,6 +40,7 @@ import msgspec
 
 from journal.errors import JournalDamaged, JournalError
 from journal.events import MemoriesForgotten, MemoryBody, MemoryStored
+from journal.files import open_private
 from journal.log import SEALING_SUFFIX, Journal
 from journal.manifest import load_gaps
 from journal.record import (
@@ -350,7 +351,7 @@ def _check(
 def _replace(path: Path, data: bytes, what: str, step: Step | None) -> None:
     """Copy → fsync → rename → directory fsync: a crash leaves the old file or the new."""
     tmp = path.with_name(path.name + TEMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     try:
         view = memoryview(data)
         while view:

@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import bisect
+import errno
 import fcntl
 import logging
 import os
@@ -45,6 +46,7 @@ from journal.errors import (
     JournalTooNew,
 )
 from journal.events import Event
+from journal.files import make_private_dir, open_private, private_opener
 from journal.manifest import load_gaps
 from journal.record import (
     FORMAT_VERSION,
@@ -138,6 +140,18 @@ def _decode(
         ) from exc
 
 
+def _open_lock(directory: Path) -> int:
+    """The writer lock's descriptor. On a read-only file system no one can append, so a read
+    descriptor (of the lock file, or of the directory when there is none) serves to read."""
+    try:
+        return open_private(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        if exc.errno != errno.EROFS:
+            raise
+    lock = directory / LOCK_NAME
+    return os.open(lock, os.O_RDONLY) if lock.exists() else os.open(directory, os.O_RDONLY)
+
+
 def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
     """The file's bytes from ``offset`` on, and the file's size."""
     with open(path, "rb") as f:
@@ -195,11 +209,11 @@ class Journal:
             raise JournalError(f"{path} is not a directory")
         if not path.exists():
             # Another process may create it at the same moment: that is fine.
-            path.mkdir(parents=True, exist_ok=True)
+            make_private_dir(path)
             fsync_dir(path.parent)
         journal = cls(path, segment_bytes=segment_bytes, clock=clock)
         try:
-            journal._lock_fd = os.open(path / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+            journal._lock_fd = _open_lock(path)
             with journal._thread_lock, journal._locked():
                 journal._gaps = load_gaps(path)
                 journal._advance(from_start=True)
@@ -463,7 +477,7 @@ class Journal:
         """Keep the torn bytes in a .corrupt file, then cut them off (or drop the file)."""
         stamp = self._clock().strftime("%Y%m%dT%H%M%S%fZ")
         saved = path.with_name(f"{path.name}.corrupt-{offset}-{stamp}")
-        with open(saved, "wb") as out:
+        with open(saved, "wb", opener=private_opener) as out:
             out.write(torn)
             out.flush()
             os.fsync(out.fileno())
@@ -542,7 +556,7 @@ class Journal:
     def _write(self, path: Path, created: bool, data: bytes) -> None:
         if created:
             self._close_fd()
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND)
             self._fd, self._fd_path = fd, path
         elif self._fd_path != path or self._fd is None:
             self._close_fd()
@@ -574,7 +588,7 @@ class Journal:
                 return None
             path = self.directory / segment_name(tail.position + 1)
             tmp = path.with_name(path.name + SEALING_SUFFIX)
-            with open(tmp, "wb") as f:
+            with open(tmp, "wb", opener=private_opener) as f:
                 f.write(segment_header())
                 f.flush()
                 os.fsync(f.fileno())

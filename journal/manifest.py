@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 
 from journal.errors import JournalError
+from journal.files import private_opener
 from journal.segment import fsync_dir
 
 MANIFEST = "repairs.json"
@@ -47,7 +48,7 @@ def load_gaps(directory: Path) -> frozenset[int]:
 
 def write_manifest(directory: Path, entries: list[RepairEntry]) -> None:
     tmp = directory / (MANIFEST + ".tmp")
-    with open(tmp, "wb") as f:
+    with open(tmp, "wb", opener=private_opener) as f:
         f.write(msgspec.json.format(msgspec.json.encode(entries)))
         f.flush()
         os.fsync(f.fileno())

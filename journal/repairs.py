@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from journal.errors import JournalError
+from journal.files import open_private, private_opener
 from journal.manifest import RepairEntry, load_entries, write_manifest
 from journal.segment import fsync_dir, list_segments
 from journal.verify import verify
@@ -23,7 +24,7 @@ from journal.verify import verify
 def _rewrite(path: Path, data: bytes) -> None:
     """Replace a segment by copy, fsync, rename: a crash leaves the old or the new file."""
     tmp = path.with_name(path.name + ".rewrite")
-    with open(tmp, "wb") as f:
+    with open(tmp, "wb", opener=private_opener) as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
@@ -96,7 +97,7 @@ def repair(directory: Path) -> RepairEntry | None:
 
     Run it with no ferrex process using the journal. Returns None when nothing needs repair.
     """
-    lock_fd = os.open(directory / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    lock_fd = open_private(directory / "LOCK", os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         entry = plan_repair(directory)
@@ -113,7 +114,7 @@ def repair(directory: Path) -> RepairEntry | None:
             damaged = data[entry.offset : entry.offset + entry.length]
             assert entry.saved_to is not None
             saved = directory / entry.saved_to
-            with open(saved, "wb") as f:
+            with open(saved, "wb", opener=private_opener) as f:
                 f.write(damaged)
                 f.flush()
                 os.fsync(f.fileno())

@@ -33,6 +33,7 @@ from typing import Any, assert_never
 
 import qdrant_edge as edge
 
+from journal.files import make_private_dir, open_private
 from projections.vectors import (
     DENSE,
     FLOAT_FIELDS,
@@ -385,8 +386,8 @@ class EdgeBackend:
             shard.flush()
 
     def _lock(self, name: str) -> int:
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._lock_path(name), os.O_RDWR | os.O_CREAT, 0o644)
+        make_private_dir(self.root)  # Edge's own files take the umask's mode: this guards them
+        fd = open_private(self._lock_path(name), os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from journal import Journal, Record
+from journal.files import private_opener
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
 from projections.vector_sink import Collections, Encoders, VectorSink
 from projections.vectors import VectorBackend
@@ -99,7 +100,7 @@ def read_pointer(home: Path) -> Live | None:
 
 def write_pointer(home: Path, live: Live) -> None:
     tmp = home / (POINTER + ".tmp")
-    with open(tmp, "wb") as f:
+    with open(tmp, "wb", opener=private_opener) as f:
         f.write(msgspec.json.format(msgspec.json.encode(live)))
         f.flush()
         os.fsync(f.fileno())

@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from journal import (
     MemorySuperseded,
     Record,
 )
+from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
 SCHEMA_VERSION = 2
@@ -251,6 +253,10 @@ def _json(value: object) -> str | None:
     return msgspec.json.encode(value).decode()
 
 
+def _on_read_only_disk(path: Path) -> bool:
+    return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+
+
 class ReadModel:
     """The read model in one SQLite file. Open with :meth:`open`; close when done."""
 
@@ -263,7 +269,10 @@ class ReadModel:
     def open(
         cls, path: Path, *, rules: Rules = NO_RULES, busy_timeout_ms: int = 10_000
     ) -> ReadModel:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and _on_read_only_disk(path):
+            return cls._open_immutable(path, rules)
+        make_private_dir(path.parent)
+        create_private_file(path)  # SQLite gives its -wal and -shm files this file's mode
         try:
             db = apsw.Connection(str(path))
             db.setbusytimeout(busy_timeout_ms)
@@ -279,6 +288,20 @@ class ReadModel:
                     )
         except apsw.Error as exc:
             raise ReadModelError(f"cannot open the read model {path}: {exc}") from exc
+        return cls(path, db, rules)
+
+    @classmethod
+    def _open_immutable(cls, path: Path, rules: Rules) -> ReadModel:
+        # On a read-only disk SQLite cannot create the -shm file a WAL database needs; nothing
+        # can change the file there, so it is opened as immutable (queries only).
+        try:
+            db = apsw.Connection(
+                f"file:{path}?immutable=1",
+                flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI,
+            )
+            db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchall()
+        except apsw.Error as exc:
+            raise ReadModelError(f"cannot open the read model {path} (read-only): {exc}") from exc
         return cls(path, db, rules)
 
     def close(self) -> None:

@@ -2,7 +2,9 @@
 
 Exit codes (stable): 0 ok, 1 unexpected failure, 2 usage or invalid input, 3 journal damage
 or journal refusal, 4 a model is unavailable, 5 a store cannot be reached, 6 reconcile found
-drift, 7 the memory rules refused a store (duplicate, ambiguous conflict, unknown target).
+drift, 7 the memory rules refused a store (duplicate, ambiguous conflict, unknown target),
+8 the data directory is read-only (``read_only``), 9 the disk is too full to write safely
+(``storage_full``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ferrex.app import App, resolve_home
 from ferrex.config import Config
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
+from ferrex.storage import from_os_error
 
 
 class _Group(click.Group):
@@ -23,7 +26,13 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> object:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except OSError as exc:  # a read-only or full disk the stores did not expect
+                error = from_os_error(exc)
+                if error is None:
+                    raise
+                raise error from exc
         except FerrexError as exc:
             click.echo(f"error [{exc.code}]: {exc.message}", err=True)
             if exc.hint:

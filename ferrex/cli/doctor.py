@@ -32,6 +32,7 @@ from ferrex.models import (
 from ferrex.models.rerank import RERANKER_ENV, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.server.hub import owner_status
+from ferrex.storage import free_bytes, inspect_modes, is_read_only
 
 _TEST_TEXT = "ferrex doctor: the deploy of INC-90312 moved to v2.3.1 on Friday."
 _TEST_QUERY = "when was INC-90312 deployed?"
@@ -52,6 +53,7 @@ def doctor(app: App, as_json: bool) -> None:
     failures: list[FerrexError] = []
     report: dict[str, Any] = {
         "data_dir": str(app.home),
+        "permissions": _permissions(app),
         "qdrant": _qdrant(app),
         "server": owner_status(app.home),
         "downloads": {
@@ -169,10 +171,18 @@ def _reranker(app: App, allow_download: bool, failures: list[FerrexError]) -> di
     return section
 
 
+def _permissions(app: App) -> dict[str, Any]:
+    """The home's mode and whether anything under it is group- or other-accessible (the App
+    tightened what it could when it opened the home, so what is left could not be changed)."""
+    modes = inspect_modes(app.home)
+    return {**modes.as_dict(), "free_bytes": free_bytes(app.home),
+            "reserve_bytes": app.config["storage.reserve_bytes"]}  # fmt: skip
+
+
 def _cache(home: Path) -> dict[str, Any]:
     path = cache_path(home)
     entries: int | None = None
-    if path.is_file():
+    if path.is_file() and not is_read_only(home):  # SQLite cannot open its WAL read-only
         cache = EmbeddingCache(path)
         try:
             entries = cache.count()
@@ -184,6 +194,16 @@ def _cache(home: Path) -> dict[str, Any]:
 def _print_text(report: dict[str, Any]) -> None:
     dense, sparse, reranker = report["dense"], report["sparse"], report["reranker"]
     click.echo(f"data dir   {report['data_dir']}")
+    perms = report["permissions"]
+    if perms["home_mode"] is None:
+        click.echo("           not created yet (it will be mode 0700)")
+    else:
+        others = perms["accessible_to_others"]
+        state = "private" if not others else f"{others} entries group/other-accessible"
+        ro = ", read-only file system" if perms["read_only"] else ""
+        click.echo(f"           mode {perms['home_mode']}, {state}{ro}; "
+                   f"{perms['free_bytes'] // (1024 * 1024)} MiB free "
+                   f"(reserve {perms['reserve_bytes'] // (1024 * 1024)} MiB)")  # fmt: skip
     qdrant = report["qdrant"]
     click.echo(f"qdrant     {qdrant['mode']}  {qdrant['url'] or qdrant['path']}")
     server = report["server"]

@@ -1,10 +1,11 @@
 """The one path every write takes.
 
 :meth:`CommandRunner.run` takes a list of requests and a decide function and, chunk by
-chunk: takes the journal's writer lock → brings the projections up to the head → decides
-each request against an :class:`~ferrex.core.view.Overlay` (so later requests see earlier
-ones of the same chunk) → checks the free-space reserve → appends every decided command as
-one group commit (fsync) → applies the records to the projections. Store, forget, validate,
+chunk: takes the journal's writer lock → checks the free-space reserve → brings the
+projections up to the head → decides each request against an
+:class:`~ferrex.core.view.Overlay` (so later requests see earlier ones of the same chunk) →
+appends every decided command as one group commit (fsync) → applies the records to the
+projections. Store, forget, validate,
 dump restore, access flushes and eviction all come through here (``ferrex.store``,
 ``ferrex.porting.restore``, ``ferrex.app``).
 
@@ -64,11 +65,11 @@ class CommandRunner(Generic[T, R]):
         journal: Journal,
         projections: Projections,
         *,
-        before_append: Callable[[], None] | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> None:
         self.journal = journal
         self.projections = projections
-        self.before_append = before_append
+        self.before_write = before_write
 
     def run(
         self,
@@ -104,6 +105,8 @@ class CommandRunner(Generic[T, R]):
     def _run_chunk(self, part: Sequence[T], decide: Decide[T, R]) -> list[R | FerrexError]:
         outcomes: list[R | FerrexError] = []
         with self.journal.exclusive():
+            if self.before_write is not None:
+                self.before_write()
             self.projections.catch_up()
             batch = Batch(Overlay(ReadModelView(self.projections.read_model)))
             commands: list[tuple[Event, ...]] = []
@@ -121,8 +124,6 @@ class CommandRunner(Generic[T, R]):
                 outcomes.append(decision.result)
             if not commands:
                 return outcomes
-            if self.before_append is not None:
-                self.before_append()
             records = self.journal.append_batch(commands)
             warning = self._apply()
         for at, record in zip(written, records, strict=True):

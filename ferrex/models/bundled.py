@@ -20,6 +20,7 @@ from typing import Final
 from ferrex.errors import ModelUnavailable
 from ferrex.models.choice import BUNDLED_MODEL
 from ferrex.models.identity import sha256_file
+from journal.files import make_private_dir
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ def assemble_bundled_model(target: Path, sources: Mapping[str, Path] | None = No
                 _SOURCE_TOKENIZER_CONFIG_SHA256 if name == "tokenizer_config.json" else expected
             )
             _check_file(files[name], pinned, hint=reinstall)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(target.parent)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
         try:
             for name, source in files.items():

@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from ferrex.errors import BackendUnavailable
 from ferrex.models.identity import ModelIdentity
+from journal.files import create_private_file, make_private_dir
 
 _BUSY_TIMEOUT_MS: Final = 10_000
 _LOOKUP_CHUNK: Final = 500
@@ -52,7 +53,8 @@ class EmbeddingCache:
     """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
+        create_private_file(path)  # before SQLite creates it with the umask's mode
         self.path = path
         self.hits = 0
         self.misses = 0

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from journal.files import make_private_dir, open_private
+
 
 def lock_path(home: Path) -> Path:
     return home / "run" / "owner.lock"
@@ -24,10 +26,15 @@ def try_lock(home: Path, *, create: bool = True) -> int | None:
     with ``create=False``, when there is no lock file). Closing the descriptor releases it."""
     path = lock_path(home)
     if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
     elif not path.exists():
         return None
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fd = open_private(path, os.O_RDWR | os.O_CREAT)
+    except OSError as exc:
+        if exc.errno != errno.EROFS or not path.exists():
+            raise
+        fd = os.open(path, os.O_RDONLY)  # a read-only home: a read descriptor locks as well
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -62,10 +69,16 @@ class Endpoint:
         return home / "run" / "owner.json"
 
     def write(self, home: Path) -> None:
-        """Written to a temporary file (mode 0600), fsynced, renamed into place."""
+        """Written to a temporary file (mode 0600), fsynced, renamed into place; not at all on a
+        read-only home (nobody can write there, so no reader needs to defer to this one)."""
         path = self.path(home)
         tmp = path.with_name(f".owner.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            fd = open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        except OSError as exc:
+            if exc.errno == errno.EROFS:
+                return  # a read-only home: every reader opens the stores itself
+            raise
         try:
             os.write(fd, json.dumps({"port": self.port, "pid": self.pid,
                                      "token": self.token}).encode())  # fmt: skip
