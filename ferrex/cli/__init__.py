@@ -98,6 +98,15 @@ def cli(
         run_server(app, reload)
 
 
+class _Prefixed(logging.Formatter):
+    """``ferrex: message``; the prefix is the formatter's job, so a message that already
+    carries it (older call sites) is not prefixed twice."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return text if text.startswith("ferrex: ") else f"ferrex: {text}"
+
+
 class _StderrHandler(logging.Handler):
     """Writes to whatever ``sys.stderr`` is at the time (click's test runner swaps it)."""
 
@@ -114,7 +123,7 @@ def _log_to_stderr(level: int) -> None:
         logger = logging.getLogger(name)
         logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)]
         handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("ferrex: %(message)s"))
+        handler.setFormatter(_Prefixed("%(message)s"))
         logger.addHandler(handler)
         logger.setLevel(level)
 

@@ -221,8 +221,8 @@ class _Listener(socketserver.ThreadingTCPServer):
         except FerrexError as exc:
             return {"error": error_document(exc)}
         except Exception:
-            log.exception("ferrex: a tool call from another process failed")
-            internal = "[internal] the memory server failed; see its log"
+            log.exception("a tool call from another process failed")
+            internal = "the memory server failed; the error is in its log"
             return {"error": {"kind": "FerrexError", "code": "internal", "message": internal}}
 
 
@@ -252,7 +252,7 @@ class _Ownership:
             try:
                 self.service.service.flush_access()
             except FerrexError as exc:
-                log.warning("ferrex: could not journal recall accesses (will retry): %s", exc)
+                log.warning("could not journal recall accesses (will retry): %s", exc)
 
     def close(self) -> None:
         self._stop.set()
@@ -361,9 +361,9 @@ class Hub:
                 if self._ownership is not None:
                     self._ownership.service.service.warm()
             except FerrexError as exc:  # the first tool call reports it to the agent
-                log.warning("ferrex: %s", exc)
+                log.warning("%s", exc)
             except Exception:
-                log.exception("ferrex: start-up failed; the first tool call will retry")
+                log.exception("start-up failed; the first tool call will retry")
 
         self._started = threading.Thread(target=run, name="ferrex-start", daemon=True)
         self._started.start()
@@ -381,7 +381,7 @@ class Hub:
                     return target.service.call(tool, args, who)
                 return target.call(tool, args, who)
             except (OwnerGone, ServiceClosed) as exc:
-                log.info("ferrex: the owner went away (%s); electing again", exc)
+                log.info("the owner went away (%s); electing again", exc)
                 self._forget_remote(target)
                 if time.monotonic() > deadline:
                     raise BackendUnavailable(
@@ -409,7 +409,7 @@ class Hub:
                 if endpoint is not None:
                     with contextlib.suppress(OwnerGone):
                         self._remote = _Remote(endpoint, self.call_timeout)
-                        log.info("ferrex: serving through the owner process %d", endpoint.pid)
+                        log.info("serving through the owner process %d", endpoint.pid)
                         return self._remote
             if time.monotonic() > deadline:
                 raise BackendUnavailable(
@@ -428,7 +428,7 @@ class Hub:
         except BaseException:
             app.close()
             raise
-        log.info("ferrex: this process owns %s", self.home)
+        log.info("this process owns %s", self.home)
         return self._ownership
 
     def reconfigure(self, config: Config) -> None:

@@ -18,23 +18,34 @@ of storing something it did not mean.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from typing import Annotated, Any, Literal
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import AnyHttpUrl, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from ferrex import __version__
 from ferrex.errors import FerrexError
 from ferrex.rules.memory_input import DEFAULT_LIMITS
 from ferrex.rules.spelling import did_you_mean
+from ferrex.server.auth import Grant, TokenTable
 from ferrex.server.hub import Hub
-from ferrex.server.service import error_document
+from ferrex.server.service import Caller, error_document
 
 log = logging.getLogger("ferrex.mcp")
+
+# The caller of the tool call in progress when its HTTP token names one (None: the hub's).
+_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+    "ferrex_caller", default=None
+)
 
 INSTRUCTIONS = """\
 ferrex is your long-term memory; it outlives this conversation.
@@ -115,9 +126,15 @@ distribution, storage and models."""
 
 
 class FerrexMCP(MCPServer[Any]):
-    """MCPServer whose failures all reach the agent as tool errors with a stable code."""
+    """MCPServer whose failures all reach the agent as tool errors with a stable code, and
+    whose tool calls over HTTP speak for the agent their bearer token names."""
+
+    def __init__(self, hub: Hub, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hub = hub
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        scope = _caller.set(self._caller(context))
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
@@ -135,6 +152,19 @@ class FerrexMCP(MCPServer[Any]):
             if isinstance(cause, ValidationError):
                 return _error_result(_invalid_arguments(name, cause, self._argument_names(name)))
             return _error_result({"code": "invalid_input", "message": str(exc)})
+        finally:
+            _caller.reset(scope)
+
+    def _caller(self, context: Any) -> Caller | None:
+        """The caller a request's token grants (the operator or one agent), if it has one."""
+        request = getattr(getattr(context, "request_context", None), "request", None)
+        if not isinstance(request, Request):
+            return None
+        user = request.scope.get("user")
+        if not isinstance(user, AuthenticatedUser):
+            return None
+        grant = Grant.from_client_id(user.access_token.client_id)
+        return Caller(agent_id=grant.agent, namespace=self.hub.caller.namespace)
 
     def _argument_names(self, tool: str) -> list[str]:
         found = self._tool_manager.get_tool(tool)
@@ -205,9 +235,20 @@ def _make_exact(server: MCPServer[Any]) -> None:
         tool.parameters = strict.model_json_schema(by_alias=True)
 
 
-def build_server(hub: Hub) -> FerrexMCP:
-    """The server with its five tools, calling through ``hub``."""
+def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
+    """The server with its five tools, calling through ``hub``.
+
+    With ``tokens``, its HTTP app refuses (401) every request without a token they know, and
+    each call speaks for the agent its token names; ``/healthz`` needs none and tells nothing.
+    """
     server = FerrexMCP(
+        hub,
+        token_verifier=tokens,
+        # The SDK's resource-server mode: tokens checked by our verifier, no OAuth server
+        # (the issuer URL is required by its settings but serves nothing here).
+        auth=AuthSettings(issuer_url=AnyHttpUrl("http://localhost"), resource_server_url=None)
+        if tokens is not None
+        else None,
         name="ferrex",
         title="ferrex memory",
         instructions=INSTRUCTIONS,
@@ -216,7 +257,12 @@ def build_server(hub: Hub) -> FerrexMCP:
     )
 
     def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        return hub.call(tool, args)  # None (an omitted argument) is dropped by the service
+        # None (an omitted argument) is dropped by the service
+        return hub.call(tool, args, _caller.get())
+
+    @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"ok": True})
 
     @server.tool(
         description=STORE_DOC,
