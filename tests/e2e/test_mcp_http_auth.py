@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import socket
 import stat
@@ -115,8 +114,8 @@ def test_each_token_sees_what_its_agent_may(served: tuple[Path, str]) -> None:
         async with http_client(f"{url}/mcp", "alice-secret") as alice:
             mine = await call(alice, "store", {"content": "Alice's private note: the staging "
                                                "database password rotates on Fridays"})  # fmt: skip
-            shared = await call(alice, "store", {"content": "Team note: the staging database "
-                                                 "lives on db-stage-2", "visibility": "shared"})  # fmt: skip
+            note = "Team note: the staging database lives on db-stage-2"
+            shared = await call(alice, "store", {"content": note, "visibility": "shared"})
         async with http_client(f"{url}/mcp", "bob-secret") as bob:
             seen = await call(bob, "recall", {"query": "staging database", "limit": 10})
             ids = {r["id"] for r in seen["results"]}

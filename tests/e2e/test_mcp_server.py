@@ -11,7 +11,6 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
 
 from tests.e2e.mcp_helpers import (
     FERREX,
