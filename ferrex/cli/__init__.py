@@ -95,6 +95,12 @@ def cli(
     if ctx.invoked_subcommand is None:
         from ferrex.cli.serve import run_server
 
+        if sys.stdin.isatty():  # a person, not an MCP client, started it
+            click.echo(
+                "ferrex: this is an MCP server on stdio, for an MCP client to launch (see the "
+                "README); `ferrex --help` lists the commands. Ctrl-C ends it.",
+                err=True,
+            )
         run_server(app, reload)
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -60,6 +62,13 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
     server = build_server(hub, tokens)
     _keep_our_logs_apart()
     _exit_on_terminate()
+    if address is None and sys.stdin.isatty():
+
+        def hand_over() -> None:
+            watcher.stop()
+            hub.close()
+
+        _end_on_ctrl_c(hand_over)
     hub.start()
     watcher.start()
     try:
@@ -148,6 +157,30 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _end_on_ctrl_c(hand_over: Callable[[], None]) -> None:
+    """Ctrl-C in a terminal ends the server even while it waits for a line.
+
+    The transport reads the terminal in a worker thread that an interrupt cannot wake, so the
+    usual KeyboardInterrupt would wait for Enter. Instead the stores are handed over in a
+    thread of their own and the process exits (130, as a shell reports Ctrl-C).
+    """
+    started = threading.Event()
+
+    def finish() -> None:
+        try:
+            hand_over()
+        finally:
+            sys.stderr.flush()
+            os._exit(130)
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        if not started.is_set():
+            started.set()
+            threading.Thread(target=finish, name="ferrex-ctrl-c", daemon=True).start()
+
+    signal.signal(signal.SIGINT, interrupted)
 
 
 def _exit_on_terminate() -> None:
