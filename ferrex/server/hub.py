@@ -11,6 +11,10 @@ and one writer applying the journal to the projections keeps them simple, so:
 - **Endpoint.** Once listening, the owner writes ``<home>/run/owner.json`` (port, pid and a
   random token; mode 0600, written to a temporary file and renamed). Every request carries the
   token, so only a process that can read the data directory can talk to the owner.
+- **Versions.** Every request also carries the peer's ferrex version and hub
+  :data:`PROTOCOL`; the owner answers a request whose pair differs from its own with a
+  ``version_mismatch`` error naming both, rather than running a call it may read wrongly
+  (two ferrex versions side by side during an upgrade).
 - **Peers.** A process that does not get the lock connects to the owner and sends each tool
   call as one frame (4-byte big-endian length + JSON), ``{"token", "tool", "args",
   "caller"}``; the answer is ``{"ok": document}`` or ``{"error": {...}}`` carrying the
@@ -45,6 +49,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ferrex import __version__
 from ferrex.app import App
 from ferrex.config import Config
 from ferrex.errors import (
@@ -60,6 +65,8 @@ from ferrex.server.service import Caller, Service, error_document
 
 log = logging.getLogger("ferrex.hub")
 
+PROTOCOL = 1
+"""The hub's request format; raised whenever a frame's fields or meaning change."""
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024
 _KINDS: dict[str, type[FerrexError]] = {
@@ -124,6 +131,25 @@ def error_from_document(doc: Mapping[str, Any]) -> FerrexError:
     message = str(fields.pop("message", "the memory server failed"))
     hint = fields.pop("hint", None)
     return cls(message, hint=hint if isinstance(hint, str) else None, code=code, details=fields)
+
+
+def versions() -> dict[str, object]:
+    """What a peer says about itself in every request."""
+    return {"ferrex": __version__, "protocol": PROTOCOL}
+
+
+def version_mismatch(request: Mapping[str, Any]) -> FerrexError | None:
+    """The error for a request from a peer of another ferrex version or hub protocol."""
+    theirs = (request.get("ferrex"), request.get("protocol"))
+    if theirs == (__version__, PROTOCOL):
+        return None
+    peer = f"ferrex {theirs[0] or 'unknown'} (hub protocol {theirs[1] or 'unknown'})"
+    return FerrexError(
+        f"this data directory is served by ferrex {__version__} (hub protocol {PROTOCOL}); "
+        f"the calling process is {peer}",
+        code="version_mismatch",
+        hint="restart every ferrex process on this data directory with the same version",
+    )
 
 
 # -- the owner's side -------------------------------------------------------------------
@@ -211,6 +237,9 @@ class _Listener(socketserver.ThreadingTCPServer):
         token = request.get("token")
         if not isinstance(token, str) or not hmac.compare_digest(token, self.token):
             return {"error": error_document(UsageError("wrong token for this data directory"))}
+        mismatch = version_mismatch(request)
+        if mismatch is not None:
+            return {"error": error_document(mismatch)}
         tool, args = request.get("tool"), request.get("args")
         if not isinstance(tool, str) or not isinstance(args, Mapping):
             return {"error": error_document(UsageError("a request needs a tool and arguments"))}
@@ -284,7 +313,7 @@ class _Remote:
 
     def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
         request = {"token": self.endpoint.token, "tool": tool, "args": dict(args),
-                   "caller": caller.as_dict()}  # fmt: skip
+                   "caller": caller.as_dict(), **versions()}  # fmt: skip
         with self._lock:
             try:
                 send_frame(self.sock, request)
