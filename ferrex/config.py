@@ -198,7 +198,7 @@ def _check(name: str, value: Any, where: str) -> Any:
 
 def _check_token_entries(value: object, where: str) -> None:
     """``auth.tokens`` as written: a list of ``{sha256, agent}`` or ``{sha256, operator}``
-    tables (see ferrex.server.auth)."""
+    tables (see ferrex.server.mcp_auth)."""
     if not isinstance(value, list):
         raise UsageError(f"auth.tokens in {where} must be a list of [[auth.tokens]] tables")
     seen: set[str] = set()

@@ -2,7 +2,7 @@
 
 stdio is what an MCP client launches: stdout carries protocol only, logs go to stderr.
 ``--http HOST:PORT`` serves Streamable HTTP at ``/mcp`` instead, behind bearer tokens (see
-:mod:`ferrex.server.auth`), with ``/healthz`` open. Either way the process
+:mod:`ferrex.server.mcp_auth`), with ``/healthz`` open. Either way the process
 joins the data directory's hub (see :mod:`ferrex.server.hub`): it owns the stores, or asks the
 process that does, and hands them over cleanly when it exits.
 """
@@ -27,7 +27,7 @@ from ferrex.errors import UsageError
 from ferrex.server.service import Caller
 
 if TYPE_CHECKING:
-    from ferrex.server.auth import TokenTable
+    from ferrex.server.mcp_auth import TokenTable
     from ferrex.server.mcp_server import FerrexMCP
 
 log = logging.getLogger("ferrex")
@@ -54,7 +54,7 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
         latest[0] = config
         hub.reconfigure(config)
         if tokens is not None:
-            from ferrex.server.auth import grants
+            from ferrex.server.mcp_auth import grants
 
             tokens.replace(grants(config["auth.tokens"], file_token))
 
@@ -73,7 +73,7 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
     watcher.start()
     try:
         if address is None:
-            from ferrex.server.stdio import run_stdio
+            from ferrex.server.mcp_stdio import run_stdio
 
             run_stdio(server)
         else:
@@ -87,7 +87,7 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
 
 def _tokens(app: App, address: tuple[str, int] | None) -> tuple[TokenTable | None, str | None]:
     """The HTTP token table (None: stdio, or an open loopback server) and the file token."""
-    from ferrex.server.auth import TokenTable, ensure_token_file, grants, read_token_file
+    from ferrex.server.mcp_auth import TokenTable, ensure_token_file, grants, read_token_file
 
     if address is None:
         return None, None

@@ -36,8 +36,8 @@ from ferrex import __version__
 from ferrex.errors import FerrexError
 from ferrex.rules.memory_input import DEFAULT_LIMITS
 from ferrex.rules.spelling import did_you_mean
-from ferrex.server.auth import Grant, TokenTable
 from ferrex.server.hub import Hub
+from ferrex.server.mcp_auth import Grant, TokenTable
 from ferrex.server.service import Caller, error_document
 
 log = logging.getLogger("ferrex.mcp")
