@@ -153,3 +153,31 @@ def test_a_bad_token_entry_is_a_clear_error(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2
     assert "sha256 must be 64 lowercase hex digits" in done.stderr
+
+
+def test_open_loopback_serves_without_a_token_only_when_asked(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "ferrex.toml").write_text("[auth]\nopen_loopback = true\n")
+    port = _free_port()
+    server = subprocess.Popen(
+        [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline and server.poll() is None
+            time.sleep(0.1)
+        assert _initialize(url, {}).status_code == 200
+        assert not (home / "run" / "http.token").exists()
+    finally:
+        server.terminate()
+        _, err = server.communicate(timeout=30)
+    assert "open_loopback" in err  # it says so loudly
