@@ -86,6 +86,11 @@ KEYS: tuple[Key, ...] = (
         "extra synonym groups, canonical = [variants], merged over the built-in groups"),
     Key("predicates.namespaces", dict, {}, None,
         "per-namespace synonym groups: [predicates.namespaces.NS] canonical = [variants]"),
+    Key("auth.tokens", list, [], None,
+        "HTTP bearer tokens: [[auth.tokens]] sha256 = \"<hex of the token>\" and agent = \"id\" "
+        "or operator = true"),
+    Key("auth.open_loopback", bool, False, None,
+        "serve HTTP on a loopback address without tokens (anyone on this machine can call it)"),
 )  # fmt: skip
 _BY_NAME = {key.name: key for key in KEYS}
 
@@ -191,7 +196,45 @@ def _check(name: str, value: Any, where: str) -> Any:
             f"got {type(value).__name__} {value!r}",
             hint=key.help,
         )
+    if name == "auth.tokens":
+        _check_token_entries(value, where)
     return value
+
+
+def _check_token_entries(value: object, where: str) -> None:
+    """``auth.tokens`` as written: a list of ``{sha256, agent}`` or ``{sha256, operator}``
+    tables (see ferrex.server.mcp_auth)."""
+    if not isinstance(value, list):
+        raise UsageError(f"auth.tokens in {where} must be a list of [[auth.tokens]] tables")
+    seen: set[str] = set()
+    for i, entry in enumerate(value, 1):
+        at = f"[[auth.tokens]] entry {i} in {where}"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{at} must be a table")
+        unknown = sorted(set(entry) - {"sha256", "agent", "operator"})
+        if unknown:
+            raise UsageError(f"{at} has unknown key {unknown[0]!r}",
+                             hint="keys: sha256, agent, operator")  # fmt: skip
+        digest = entry.get("sha256")
+        if (
+            not isinstance(digest, str)
+            or len(digest) != 64
+            or set(digest) - set("0123456789abcdef")
+        ):
+            raise UsageError(
+                f"{at}: sha256 must be 64 lowercase hex digits: the token's hash, never the token",
+                hint="printf %s TOKEN | sha256sum",
+            )
+        if digest in seen:
+            raise UsageError(f"{at}: the same sha256 appears twice")
+        seen.add(digest)
+        agent, operator = entry.get("agent"), entry.get("operator", False)
+        if not isinstance(operator, bool):
+            raise UsageError(f"{at}: operator must be true or false")
+        if operator == (agent is not None):
+            raise UsageError(f'{at} needs exactly one of agent = "id" or operator = true')
+        if agent is not None and (not isinstance(agent, str) or not agent.strip()):
+            raise UsageError(f"{at}: agent must be a non-empty agent id")
 
 
 def _from_text(key: Key, raw: str, where: str) -> Any:

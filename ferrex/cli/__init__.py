@@ -104,7 +104,22 @@ def cli(
     if ctx.invoked_subcommand is None:
         from ferrex.cli.serve import run_server
 
+        if sys.stdin.isatty():  # a person, not an MCP client, started it
+            click.echo(
+                "ferrex: this is an MCP server on stdio, for an MCP client to launch (see the "
+                "README); `ferrex --help` lists the commands. Ctrl-C ends it.",
+                err=True,
+            )
         run_server(app, reload)
+
+
+class _Prefixed(logging.Formatter):
+    """``ferrex: message``; the prefix is the formatter's job, so a message that already
+    carries it (older call sites) is not prefixed twice."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return text if text.startswith("ferrex: ") else f"ferrex: {text}"
 
 
 class _StderrHandler(logging.Handler):
@@ -123,7 +138,7 @@ def _log_to_stderr(level: int) -> None:
         logger = logging.getLogger(name)
         logger.handlers = [h for h in logger.handlers if not isinstance(h, _StderrHandler)]
         handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("ferrex: %(message)s"))
+        handler.setFormatter(_Prefixed("%(message)s"))
         logger.addHandler(handler)
         logger.setLevel(level)
 

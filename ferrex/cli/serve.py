@@ -1,7 +1,8 @@
 """``ferrex`` (no subcommand) and ``ferrex serve``: the MCP server.
 
 stdio is what an MCP client launches: stdout carries protocol only, logs go to stderr.
-``--http HOST:PORT`` serves Streamable HTTP at ``/mcp`` instead. Either way the process
+``--http HOST:PORT`` serves Streamable HTTP at ``/mcp`` instead, behind bearer tokens (see
+:mod:`ferrex.server.mcp_auth`), with ``/healthz`` open. Either way the process
 joins the data directory's hub (see :mod:`ferrex.server.hub`): it owns the stores, or asks the
 process that does, and hands them over cleanly when it exits.
 """
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,7 +26,12 @@ from ferrex.config import Config
 from ferrex.errors import UsageError
 from ferrex.server.service import Caller
 
+if TYPE_CHECKING:
+    from ferrex.server.mcp_auth import TokenTable
+    from ferrex.server.mcp_server import FerrexMCP
+
 log = logging.getLogger("ferrex")
+_GRACE_SECONDS = 3
 
 
 def run_server(app: App, reload: Callable[[], Config], http: str | None = None) -> None:
@@ -39,28 +48,86 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
     caller = Caller.from_config(app.config)
     latest = [app.config]  # the configuration a process taking over the stores starts with
     hub = Hub(app.home, lambda: App(home=app.home, config=latest[0]), caller)
+    tokens, file_token = _tokens(app, address)
 
     def apply(config: Config) -> None:
         latest[0] = config
         hub.reconfigure(config)
+        if tokens is not None:
+            from ferrex.server.mcp_auth import grants
+
+            tokens.replace(grants(config["auth.tokens"], file_token))
 
     watcher = ConfigWatcher(app.config.file, app.config, reload, apply)
-    server = build_server(hub)
+    server = build_server(hub, tokens)
+    _keep_our_logs_apart()
     _exit_on_terminate()
+    if address is None and sys.stdin.isatty():
+
+        def hand_over() -> None:
+            watcher.stop()
+            hub.close()
+
+        _end_on_ctrl_c(hand_over)
     hub.start()
     watcher.start()
     try:
         if address is None:
-            server.run("stdio")
+            from ferrex.server.mcp_stdio import run_stdio
+
+            run_stdio(server)
         else:
-            host, port = address
-            click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp", err=True)
-            server.run("streamable-http", host=host, port=port, streamable_http_path="/mcp")
+            _serve_http(server, *address)
     except KeyboardInterrupt:
         pass
     finally:
         watcher.stop()
         hub.close()
+
+
+def _tokens(app: App, address: tuple[str, int] | None) -> tuple[TokenTable | None, str | None]:
+    """The HTTP token table (None: stdio, or an open loopback server) and the file token."""
+    from ferrex.server.mcp_auth import TokenTable, ensure_token_file, grants, read_token_file
+
+    if address is None:
+        return None, None
+    if app.config["auth.open_loopback"] and _is_loopback(address[0]):
+        log.warning("auth.open_loopback is set: HTTP requests need no token; any local "
+                    "process or user can read and change this memory")  # fmt: skip
+        return None, None
+    path = ensure_token_file(app.home)
+    file_token = read_token_file(path)
+    click.echo(f"ferrex: HTTP clients need a bearer token; the operator's is in {path}", err=True)
+    return TokenTable(grants(app.config["auth.tokens"], file_token)), file_token
+
+
+def _serve_http(server: FerrexMCP, host: str, port: int) -> None:
+    import anyio
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=False,  # a forwarded-for header must not change who a request is
+        server_header=False,
+        # Open streams (a client's SSE GET) would otherwise hold a SIGTERM up indefinitely.
+        timeout_graceful_shutdown=_GRACE_SECONDS,
+    )
+    click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp", err=True)
+    anyio.run(uvicorn.Server(config).serve)
+
+
+def _keep_our_logs_apart() -> None:
+    """The SDK gives the root logger a handler of its own (logging.basicConfig); ours already
+    print to stderr, so they stop there instead of printing every line twice."""
+    for name in ("ferrex", "journal"):
+        logger = logging.getLogger(name)
+        if logger.handlers:
+            logger.propagate = False
 
 
 def _address(value: str) -> tuple[str, int]:
@@ -70,17 +137,50 @@ def _address(value: str) -> tuple[str, int]:
             f"--http {value!r} is not HOST:PORT", hint="for example --http 127.0.0.1:8765"
         )
     host = host.strip("[]")
-    try:
-        if not ipaddress.ip_address(host).is_loopback:
-            log.warning("ferrex: serving on %s, which is not a loopback address: any host "
-                        "that reaches it can read and change this memory", host)  # fmt: skip
-    except ValueError:
-        if host != "localhost":
+    if host != "localhost":
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
             raise UsageError(
                 f"--http host {host!r} must be an IP address or localhost",
                 hint="for example --http 127.0.0.1:8765",
             ) from None
+    if not _is_loopback(host):
+        log.warning("serving on %s, which is not a loopback address: whoever reaches it with "
+                    "a token can use this memory, and plain HTTP shows the token to the "
+                    "network; put a TLS proxy in front", host)  # fmt: skip
     return host, int(port_text)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _end_on_ctrl_c(hand_over: Callable[[], None]) -> None:
+    """Ctrl-C in a terminal ends the server even while it waits for a line.
+
+    The transport reads the terminal in a worker thread that an interrupt cannot wake, so the
+    usual KeyboardInterrupt would wait for Enter. Instead the stores are handed over in a
+    thread of their own and the process exits (130, as a shell reports Ctrl-C).
+    """
+    started = threading.Event()
+
+    def finish() -> None:
+        try:
+            hand_over()
+        finally:
+            sys.stderr.flush()
+            os._exit(130)
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        if not started.is_set():
+            started.set()
+            threading.Thread(target=finish, name="ferrex-ctrl-c", daemon=True).start()
+
+    signal.signal(signal.SIGINT, interrupted)
 
 
 def _exit_on_terminate() -> None:

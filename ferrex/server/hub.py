@@ -11,6 +11,10 @@ and one writer applying the journal to the projections keeps them simple, so:
 - **Endpoint.** Once listening, the owner writes ``<home>/run/owner.json`` (port, pid and a
   random token; mode 0600, written to a temporary file and renamed). Every request carries the
   token, so only a process that can read the data directory can talk to the owner.
+- **Versions.** Every request also carries the peer's ferrex version and hub
+  :data:`PROTOCOL`; the owner answers a request whose pair differs from its own with a
+  ``version_mismatch`` error naming both, rather than running a call it may read wrongly
+  (two ferrex versions side by side during an upgrade).
 - **Peers.** A process that does not get the lock connects to the owner and sends each tool
   call as one frame (4-byte big-endian length + JSON), ``{"token", "tool", "args",
   "caller"}``; the answer is ``{"ok": document}`` or ``{"error": {...}}`` carrying the
@@ -45,6 +49,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ferrex import __version__
 from ferrex.app import App
 from ferrex.config import Config
 from ferrex.errors import (
@@ -57,9 +62,12 @@ from ferrex.errors import (
 )
 from ferrex.server.owner import Endpoint, is_held, lock_path
 from ferrex.server.service import Caller, Service, error_document
+from journal import FORMAT_VERSION
 
 log = logging.getLogger("ferrex.hub")
 
+PROTOCOL = 1
+"""The hub's request format; raised whenever a frame's fields or meaning change."""
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024
 _KINDS: dict[str, type[FerrexError]] = {
@@ -124,6 +132,28 @@ def error_from_document(doc: Mapping[str, Any]) -> FerrexError:
     message = str(fields.pop("message", "the memory server failed"))
     hint = fields.pop("hint", None)
     return cls(message, hint=hint if isinstance(hint, str) else None, code=code, details=fields)
+
+
+def versions() -> dict[str, object]:
+    """What a peer says about itself in every request."""
+    return {"ferrex": __version__, "protocol": PROTOCOL, "journal": FORMAT_VERSION}
+
+
+def version_mismatch(request: Mapping[str, Any]) -> FerrexError | None:
+    """The error for a request from a peer of another ferrex version or hub protocol."""
+    theirs = (request.get("ferrex"), request.get("protocol"), request.get("journal"))
+    if theirs == (__version__, PROTOCOL, FORMAT_VERSION):
+        return None
+    peer = (
+        f"ferrex {theirs[0] or 'unknown'} (hub protocol {theirs[1] or 'unknown'}, journal "
+        f"format {theirs[2] or 'unknown'})"
+    )
+    return FerrexError(
+        f"this data directory is served by ferrex {__version__} (hub protocol {PROTOCOL}, "
+        f"journal format {FORMAT_VERSION}); the calling process is {peer}",
+        code="version_mismatch",
+        hint="restart every ferrex process on this data directory with the same version",
+    )
 
 
 # -- the owner's side -------------------------------------------------------------------
@@ -211,6 +241,9 @@ class _Listener(socketserver.ThreadingTCPServer):
         token = request.get("token")
         if not isinstance(token, str) or not hmac.compare_digest(token, self.token):
             return {"error": error_document(UsageError("wrong token for this data directory"))}
+        mismatch = version_mismatch(request)
+        if mismatch is not None:
+            return {"error": error_document(mismatch)}
         tool, args = request.get("tool"), request.get("args")
         if not isinstance(tool, str) or not isinstance(args, Mapping):
             return {"error": error_document(UsageError("a request needs a tool and arguments"))}
@@ -221,8 +254,8 @@ class _Listener(socketserver.ThreadingTCPServer):
         except FerrexError as exc:
             return {"error": error_document(exc)}
         except Exception:
-            log.exception("ferrex: a tool call from another process failed")
-            internal = "[internal] the memory server failed; see its log"
+            log.exception("a tool call from another process failed")
+            internal = "the memory server failed; the error is in its log"
             return {"error": {"kind": "FerrexError", "code": "internal", "message": internal}}
 
 
@@ -252,7 +285,7 @@ class _Ownership:
             try:
                 self.service.service.flush_access()
             except FerrexError as exc:
-                log.warning("ferrex: could not journal recall accesses (will retry): %s", exc)
+                log.warning("could not journal recall accesses (will retry): %s", exc)
 
     def close(self) -> None:
         self._stop.set()
@@ -284,7 +317,7 @@ class _Remote:
 
     def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
         request = {"token": self.endpoint.token, "tool": tool, "args": dict(args),
-                   "caller": caller.as_dict()}  # fmt: skip
+                   "caller": caller.as_dict(), **versions()}  # fmt: skip
         with self._lock:
             try:
                 send_frame(self.sock, request)
@@ -361,9 +394,9 @@ class Hub:
                 if self._ownership is not None:
                     self._ownership.service.service.warm()
             except FerrexError as exc:  # the first tool call reports it to the agent
-                log.warning("ferrex: %s", exc)
+                log.warning("%s", exc)
             except Exception:
-                log.exception("ferrex: start-up failed; the first tool call will retry")
+                log.exception("start-up failed; the first tool call will retry")
 
         self._started = threading.Thread(target=run, name="ferrex-start", daemon=True)
         self._started.start()
@@ -381,7 +414,7 @@ class Hub:
                     return target.service.call(tool, args, who)
                 return target.call(tool, args, who)
             except (OwnerGone, ServiceClosed) as exc:
-                log.info("ferrex: the owner went away (%s); electing again", exc)
+                log.info("the owner went away (%s); electing again", exc)
                 self._forget_remote(target)
                 if time.monotonic() > deadline:
                     raise BackendUnavailable(
@@ -409,7 +442,7 @@ class Hub:
                 if endpoint is not None:
                     with contextlib.suppress(OwnerGone):
                         self._remote = _Remote(endpoint, self.call_timeout)
-                        log.info("ferrex: serving through the owner process %d", endpoint.pid)
+                        log.info("serving through the owner process %d", endpoint.pid)
                         return self._remote
             if time.monotonic() > deadline:
                 raise BackendUnavailable(
@@ -428,7 +461,7 @@ class Hub:
         except BaseException:
             app.close()
             raise
-        log.info("ferrex: this process owns %s", self.home)
+        log.info("this process owns %s", self.home)
         return self._ownership
 
     def reconfigure(self, config: Config) -> None:

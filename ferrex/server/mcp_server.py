@@ -9,25 +9,43 @@ stdout; logs go to stderr.
 Errors an agent can act on come back as tool errors (``isError``) whose text starts with the
 stable code in brackets and ends with a hint, and whose structured content carries the same
 fields. Anything unexpected is logged with its traceback and the agent gets ``[internal]``.
+
+Arguments are exact: an argument the tool does not declare is refused (naming the nearest
+declared one), and values are checked strictly, so ``"true"`` is not a boolean, ``"5"`` not a
+number and ``"[...]"`` not a list. An agent that sends the wrong shape hears about it instead
+of storing something it did not mean.
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from typing import Annotated, Any, Literal
 
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import AnyHttpUrl, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from ferrex import __version__
 from ferrex.errors import FerrexError
 from ferrex.rules.memory_input import DEFAULT_LIMITS
+from ferrex.rules.spelling import did_you_mean
 from ferrex.server.hub import Hub
-from ferrex.server.service import error_document
+from ferrex.server.mcp_auth import Grant, TokenTable
+from ferrex.server.service import Caller, error_document
 
 log = logging.getLogger("ferrex.mcp")
+
+# The caller of the tool call in progress when its HTTP token names one (None: the hub's).
+_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+    "ferrex_caller", default=None
+)
 
 INSTRUCTIONS = """\
 ferrex is your long-term memory; it outlives this conversation.
@@ -108,29 +126,49 @@ distribution, storage and models."""
 
 
 class FerrexMCP(MCPServer[Any]):
-    """MCPServer whose failures all reach the agent as tool errors with a stable code."""
+    """MCPServer whose failures all reach the agent as tool errors with a stable code, and
+    whose tool calls over HTTP speak for the agent their bearer token names."""
+
+    def __init__(self, hub: Hub, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hub = hub
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        scope = _caller.set(self._caller(context))
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, FerrexError):
                 return tool_error(cause)
-            log.error("ferrex: tool %s failed unexpectedly", name, exc_info=cause or exc)
+            log.error("tool %s failed unexpectedly", name, exc_info=cause or exc)
             return _error_result(
-                {
-                    "code": "internal",
-                    "message": "[internal] the memory server failed; the error is in its log",
-                }
+                {"code": "internal", "message": "the memory server failed; the error is in its log"}
             )
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, FerrexError):
                 return tool_error(cause)
             if isinstance(cause, ValidationError):
-                return _error_result(_invalid_arguments(name, cause))
+                return _error_result(_invalid_arguments(name, cause, self._argument_names(name)))
             return _error_result({"code": "invalid_input", "message": str(exc)})
+        finally:
+            _caller.reset(scope)
+
+    def _caller(self, context: Any) -> Caller | None:
+        """The caller a request's token grants (the operator or one agent), if it has one."""
+        request = getattr(getattr(context, "request_context", None), "request", None)
+        if not isinstance(request, Request):
+            return None
+        user = request.scope.get("user")
+        if not isinstance(user, AuthenticatedUser):
+            return None
+        grant = Grant.from_client_id(user.access_token.client_id)
+        return Caller(agent_id=grant.agent, namespace=self.hub.caller.namespace)
+
+    def _argument_names(self, tool: str) -> list[str]:
+        found = self._tool_manager.get_tool(tool)
+        return sorted(found.parameters.get("properties", {})) if found is not None else []
 
 
 def tool_error(exc: FerrexError) -> CallToolResult:
@@ -148,22 +186,69 @@ def _error_result(doc: dict[str, Any]) -> CallToolResult:
     )
 
 
-def _invalid_arguments(tool: str, exc: ValidationError) -> dict[str, Any]:
+def _invalid_arguments(tool: str, exc: ValidationError, known: list[str]) -> dict[str, Any]:
+    errors = exc.errors()
+    # Unknown arguments first: a misspelt name is the likeliest mistake and the easiest fix.
+    errors.sort(key=lambda e: e["type"] != "extra_forbidden")
     problems = []
-    for err in exc.errors()[:5]:
+    for err in errors[:5]:
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
-        problems.append(f"{where}: {err['msg']}")
+        if err["type"] == "extra_forbidden":
+            problems.append(f"unknown argument {where!r}{did_you_mean(where, known)}")
+        else:
+            problems.append(f"{where}: {err['msg']}")
     return {
         "code": "invalid_input",
         "message": f"invalid arguments for {tool}: " + "; ".join(problems),
-        "hint": "check the tool's input schema",
-        "fields": sorted({".".join(str(p) for p in e["loc"]) for e in exc.errors()}),
+        "hint": f"{tool} takes: {', '.join(known)}",
+        "fields": sorted({".".join(str(p) for p in e["loc"]) for e in errors}),
     }
 
 
-def build_server(hub: Hub) -> FerrexMCP:
-    """The server with its five tools, calling through ``hub``."""
+class _ExactArguments(FuncMetadata):
+    """The SDK's argument metadata without its JSON-in-a-string rescue.
+
+    The SDK parses a string sent for a list (or an optional) field as JSON, so ``"null"`` as
+    a content would vanish and ``"[1]"`` would pass as a list; ferrex takes values as sent.
+    """
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        return dict(data)
+
+
+def _make_exact(server: MCPServer[Any]) -> None:
+    """Every tool refuses undeclared arguments and coerces no value (pydantic strict)."""
+    for tool in server._tool_manager.list_tools():
+        loose = tool.fn_metadata
+        strict: type[ArgModelBase] = type(
+            loose.arg_model.__name__,
+            (loose.arg_model,),
+            {"model_config": ConfigDict(strict=True, extra="forbid",
+                                        arbitrary_types_allowed=True)},
+        )  # fmt: skip
+        tool.fn_metadata = _ExactArguments(
+            arg_model=strict,
+            output_schema=loose.output_schema,
+            output_model=loose.output_model,
+            wrap_output=loose.wrap_output,
+        )
+        tool.parameters = strict.model_json_schema(by_alias=True)
+
+
+def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
+    """The server with its five tools, calling through ``hub``.
+
+    With ``tokens``, its HTTP app refuses (401) every request without a token they know, and
+    each call speaks for the agent its token names; ``/healthz`` needs none and tells nothing.
+    """
     server = FerrexMCP(
+        hub,
+        token_verifier=tokens,
+        # The SDK's resource-server mode: tokens checked by our verifier, no OAuth server
+        # (the issuer URL is required by its settings but serves nothing here).
+        auth=AuthSettings(issuer_url=AnyHttpUrl("http://localhost"), resource_server_url=None)
+        if tokens is not None
+        else None,
         name="ferrex",
         title="ferrex memory",
         instructions=INSTRUCTIONS,
@@ -172,7 +257,12 @@ def build_server(hub: Hub) -> FerrexMCP:
     )
 
     def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        return hub.call(tool, args)  # None (an omitted argument) is dropped by the service
+        # None (an omitted argument) is dropped by the service
+        return hub.call(tool, args, _caller.get())
+
+    @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"ok": True})
 
     @server.tool(
         description=STORE_DOC,
@@ -239,6 +329,10 @@ def build_server(hub: Hub) -> FerrexMCP:
                 "memory and confirms it."
             ),
         ] = None,
+        context: Annotated[
+            dict[str, Any] | None,
+            Field(description='Structured details kept with it, e.g. {"ticket": "INC-1"}.'),
+        ] = None,
         confidence: Annotated[
             float, Field(ge=0.0, le=1.0, description="How sure, from 0 to 1.")
         ] = 1.0,
@@ -262,7 +356,8 @@ def build_server(hub: Hub) -> FerrexMCP:
              "name": name, "steps": steps, "conditions": conditions, "type": type,
              "entities": entities, "supersedes": supersedes, "multi_valued": multi_valued,
              "split_long": split_long,
-             "source": source, "confidence": confidence, "valid_from": valid_from,
+             "source": source, "context": context, "confidence": confidence,
+             "valid_from": valid_from,
              "visibility": visibility, "namespace": namespace},
         )  # fmt: skip
 
@@ -362,4 +457,5 @@ def build_server(hub: Hub) -> FerrexMCP:
     ) -> dict[str, Any]:
         return call("stats", {"detailed": detailed, "namespace": namespace})
 
+    _make_exact(server)
     return server

@@ -74,25 +74,25 @@ class ConfigWatcher:
                 if changes:
                     self.check()
         except Exception:  # the server keeps serving on the configuration it has
-            log.exception("ferrex: stopped watching %s", self.path)
+            log.exception("stopped watching %s", self.path)
 
     def check(self) -> Reload:
         """Read the file again and apply what can be applied; returns what happened."""
         try:
             new = self.load()
         except FerrexError as exc:
-            log.error("ferrex: %s: %s; keeping the running configuration", self.path, exc)
+            log.error("%s: %s; keeping the running configuration", self.path, exc)
             return Reload([], [])
         changed = self.current.changed(new)
         pending = [k for k in changed if k in RESTART_KEYS]
         applied = [k for k in changed if k not in RESTART_KEYS]
         if pending:
             log.warning(
-                "ferrex: %s changed %s; restart the server for %s to take effect",
+                "%s changed %s; restart the server for %s to take effect",
                 self.path.name, ", ".join(pending), "it" if len(pending) == 1 else "them",
             )  # fmt: skip
         if applied:
-            log.warning("ferrex: reloaded %s: %s", self.path.name, ", ".join(applied))
+            log.warning("reloaded %s: %s", self.path.name, ", ".join(applied))
             merged = new.keeping(self.current, pending)
             self.apply(merged)
             self.current = merged

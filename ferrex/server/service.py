@@ -26,6 +26,7 @@ from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.recall import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
+from ferrex.rules.spelling import did_you_mean
 from ferrex.rules.visibility import sees
 from projections.sqlite import ReadModel
 
@@ -123,9 +124,10 @@ class Service:
         multi_valued = _flag(args.pop("multi_valued", False), "multi_valued")
         unknown = sorted(set(args) - _STORE_FIELDS)
         if unknown:
+            known = sorted(_STORE_FIELDS | {"multi_valued"})
             raise UsageError(
-                f"unknown field {unknown[0]!r} for store",
-                hint=f"fields: {', '.join(sorted(_STORE_FIELDS))}, multi_valued",
+                f"unknown argument {unknown[0]!r} for store{did_you_mean(unknown[0], known)}",
+                hint=f"store takes: {', '.join(known)}",
             )
         fields: dict[str, Any] = {}
         for key, value in args.items():
@@ -260,17 +262,36 @@ def _namespace(args: Mapping[str, Any], caller: Caller) -> str | None:
 
 
 def _flag(value: object, name: str) -> bool:
+    """A JSON boolean; the text "true" is not one."""
     if not isinstance(value, bool):
-        raise UsageError(f"{name} must be true or false")
+        raise UsageError(f"{name} must be true or false, got {_kind(value)}")
     return value
 
 
 def _whole(value: object, name: str, low: int, high: int) -> int:
+    """A JSON integer in [low, high]; a boolean, a float or the text "5" is not one."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise UsageError(f"{name} must be a whole number")
+        raise UsageError(f"{name} must be a whole number, got {_kind(value)}")
     if not low <= value <= high:
         raise UsageError(f"{name} must be between {low} and {high}, got {value}")
     return value
+
+
+def _kind(value: object) -> str:
+    """The JSON kind of a value, for an error message (the value itself may be private)."""
+    match value:
+        case bool():
+            return "a boolean"
+        case int() | float():
+            return "a number"
+        case str():
+            return "text"
+        case list() | tuple():
+            return "a list"
+        case None:
+            return "null"
+        case _:
+            return "an object"
 
 
 def _optional_text(value: object, name: str) -> str | None:

@@ -79,3 +79,16 @@ def inspector_cli() -> Path:
             check=True, capture_output=True, timeout=600,
         )  # fmt: skip
     return binary
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str | None) -> AsyncIterator[Client]:
+    """The SDK's client over Streamable HTTP, sending ``token`` as its bearer token."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else None
+    async with create_mcp_http_client(headers=headers) as http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, read_timeout_seconds=120) as client:
+            yield client

@@ -11,13 +11,13 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
 
 from tests.e2e.mcp_helpers import (
     FERREX,
     call,
     error,
     ferrex,
+    http_client,
     inspector_cli,
     journal_head,
     stdio_client,
@@ -148,9 +148,10 @@ def test_http_transport(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         _wait_for_port(port, server)
+        token = (home / "run" / "http.token").read_text().strip()
 
         async def main() -> None:
-            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as c:
+            async with http_client(f"http://127.0.0.1:{port}/mcp", token) as c:
                 tools = {t.name for t in (await c.list_tools()).tools}
                 assert tools == {"store", "recall", "forget", "reflect", "stats"}
                 stored = await call(
@@ -169,6 +170,8 @@ def test_http_transport(tmp_path: Path) -> None:
         out, err = server.communicate(timeout=60)
     assert server.returncode in (0, -15), err
     assert out == ""  # nothing but protocol on stdout, and HTTP has none there
+    assert token not in err  # the token is in its file, never in the log
+    assert str(home / "run" / "http.token") in err
     assert ferrex(home, "journal", "verify").returncode == 0
 
 
@@ -267,3 +270,32 @@ def test_stdout_carries_nothing_but_protocol(tmp_path: Path) -> None:
     stored = answers[2]["result"]["structuredContent"]
     assert recalled["results"][0]["id"] == stored["id"]
     assert "ferrex" in err  # -v logged something, and it went to stderr
+    lines = err.splitlines()
+    assert not [line for line in lines if line.startswith("ferrex: ferrex:")], err
+    assert len(set(lines)) == len(lines), f"a log line was printed twice: {err}"
+
+
+def test_a_bad_frame_on_stdio_gets_an_answer(tmp_path: Path) -> None:
+    """A line that is not JSON-RPC gets an error with id null, and the server keeps serving."""
+    process = subprocess.Popen(
+        [FERREX, "--home", str(tmp_path / "home")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    bad = ["{not json", '{"jsonrpc": "2.0", "id": 5, "method": "ping", "x": "\\ud800"}',
+           "[" * 5000 + "]" * 5000, '{"hello": "world"}']  # fmt: skip
+    codes = []
+    for line in bad:
+        process.stdin.write(line + "\n")
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())  # a hang here fails by timeout
+        assert answer["id"] is None and answer["jsonrpc"] == "2.0"
+        codes.append(answer["error"]["code"])
+    assert codes == [-32700, -32700, -32700, -32600]
+    process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping"}) + "\n")
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline()) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert err.count("not a JSON-RPC message") == 1  # logged once
+    assert "ud800" not in err and "hello" not in err  # never the line itself
