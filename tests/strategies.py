@@ -62,6 +62,7 @@ memory_stored = st.builds(
     agent_id=st.none() | names,
     visibility=st.sampled_from(["private", "shared"]),
     body=st.none() | bodies,
+    multi_valued=st.booleans(),
 )
 events: st.SearchStrategy[Event] = st.one_of(
     memory_stored,
@@ -94,7 +95,14 @@ events: st.SearchStrategy[Event] = st.one_of(
             max_size=5,
         ).map(tuple),
     ),
-    st.builds(EntityCreated, entity_id=ids, namespace=names, name=names, normalized=names),
+    st.builds(
+        EntityCreated,
+        entity_id=ids,
+        namespace=names,
+        name=names,
+        normalized=names,
+        agent_id=st.none() | names,
+    ),
     st.builds(
         EntityAliasAdded,
         entity_id=ids,
@@ -103,6 +111,7 @@ events: st.SearchStrategy[Event] = st.one_of(
         normalized=names,
         match=st.sampled_from(["exact", "normalized", "fuzzy", "embedding", "operator"]),
         score=confidence,
+        agent_id=st.none() | names,
     ),
 )
 commands = st.lists(events, min_size=1, max_size=4)

@@ -1,4 +1,4 @@
-"""Run ferrex's benchmarks and write bench/results.json, bench/results.md and bench/latency.png.
+"""Run ferrex's benchmarks and write docs/bench/results.json, results.md and latency.png.
 
     python tools/bench.py [--quick] [--sizes 1000,10000,100000] [--reuse DIR] [--all]
 
@@ -510,7 +510,10 @@ def parse() -> tuple[argparse.Namespace, Plan]:
     )
     parser.add_argument("--seed", type=int, default=7, help="texts and probes (default 7)")
     parser.add_argument(
-        "--out", type=Path, default=ROOT / "bench", help="output directory (default bench/)"
+        "--out",
+        type=Path,
+        default=ROOT / "docs" / "bench",
+        help="output directory (default docs/bench/)",
     )
     parser.add_argument(
         "--replot", type=Path, metavar="RESULTS_JSON",

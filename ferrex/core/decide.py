@@ -20,7 +20,10 @@ The rules of a store, in order:
 2. **Explicit supersede** (``supersedes``): the memory must exist, be visible, be in the
    same namespace and still be valid.
 3. **Facts** (semantic): the predicate is normalized (:mod:`ferrex.rules.predicates`),
-   matched against the subject's known predicates (typos only). The active single-valued
+   matched against the subject's known predicates (typos only). A predicate still unknown
+   for the subject whose phrase embeds close to one the subject has (and that the guard
+   allows: never an inverse) is refused as ``conflict_ambiguous`` naming that fact, unless
+   the agent says ``supersedes`` or ``multi_valued``. The active single-valued
    facts of the same relation are compared by object (:mod:`ferrex.rules.dedup`): the same
    object again is a *duplicate* (the old fact is re-validated, nothing new stored), a
    different object *supersedes* it, an unclear one is refused as ``conflict_ambiguous``. A
@@ -58,7 +61,13 @@ from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resol
 from ferrex.rules.eviction import eviction_plan
 from ferrex.rules.freshness import StalenessParams
 from ferrex.rules.memory_input import ValidStore
-from ferrex.rules.predicates import match_known, normalize_predicate
+from ferrex.rules.predicates import (
+    match_known,
+    may_reword,
+    normalize_predicate,
+    predicate_phrase,
+    unplaced_neighbour,
+)
 from ferrex.rules.visibility import in_scope, may_change, scope_of, sees
 from journal import (
     Access,
@@ -265,6 +274,47 @@ def _same_relation(valid: ValidStore, view: View, who: _Who, predicate: str) -> 
     ]
 
 
+def _other_relations(valid: ValidStore, view: View, who: _Who, predicate: str) -> list[Memory]:
+    """The subject's active single-valued facts the caller sees under other predicates."""
+    assert valid.subject is not None
+    return [
+        m
+        for m in view.subject_facts(who.namespace, subject_key(valid.subject))
+        if m.t_invalid is None
+        and not m.multi_valued
+        and m.predicate_normalized
+        and m.predicate_normalized != predicate
+        and who.sees(m)
+    ]
+
+
+def _refuse_unplaced(
+    valid: ValidStore, view: View, who: _Who, predicate: str, similar: Similar
+) -> None:
+    """A predicate no rule places, whose phrase embeds close to one the subject already has
+    (guarded by :func:`ferrex.rules.predicates.may_reword`): rather than keep two "current"
+    answers, ask the agent which it means."""
+    others = _other_relations(valid, view, who, predicate)
+    known = sorted({str(m.predicate_normalized) for m in others})
+    found = unplaced_neighbour(
+        predicate, known, lambda text, texts: [similar.cosine(text, x) for x in texts]
+    )
+    if found is None:
+        return
+    neighbour, score = found
+    old = min((m for m in others if m.predicate_normalized == neighbour),
+              key=lambda m: m.memory_id)  # fmt: skip
+    raise Refused(
+        f"{valid.subject} {valid.predicate!r} may be the relation {neighbour!r} it already has "
+        f"({old.memory_id}: {old.subject} {old.predicate} {old.object!r}); phrase similarity "
+        f"{score:.2f}",
+        code="conflict_ambiguous",
+        hint=f"pass supersedes={old.memory_id} if it replaces that fact, or multi_valued=true "
+        "to keep it as a relation of its own",
+        details={"ids": [old.memory_id], "predicate": neighbour, "similarity": round(score, 4)},
+    )
+
+
 def wanted(
     valid: ValidStore, view: View, settings: StoreSettings, *, multi_valued: bool = False
 ) -> Wanted:
@@ -284,6 +334,12 @@ def wanted(
         for old in _same_relation(valid, view, who, predicate):
             assert old.object is not None
             pairs.append((valid.object, old.object))
+        phrase = predicate_phrase(predicate)
+        for other in sorted(
+            {str(m.predicate_normalized) for m in _other_relations(valid, view, who, predicate)}
+        ):
+            if may_reword(predicate, other):
+                pairs.append((phrase, predicate_phrase(other)))
     return Wanted(tuple(dict.fromkeys(pairs)), neighbours=valid.supersedes is None)
 
 
@@ -321,6 +377,8 @@ def decide_store(
         body = replace_body(body, predicate_normalized=predicate)
         if valid.supersedes is None and not multi_valued:
             actives = _same_relation(valid, view, who, predicate)
+            if not actives:
+                _refuse_unplaced(valid, view, who, predicate, similar)
             outcome = _fact_conflicts(valid, actives, similar, settings)
             if isinstance(outcome, Memory):  # the same fact again: confirm it
                 confirmed: tuple[str, ...] = ()

@@ -68,6 +68,7 @@ from ferrex.rules.freshness import (
 )
 from ferrex.rules.fusion import Leg, fuse, lend_to_neighbours
 from ferrex.rules.memory_input import MEMORY_TYPES, parse_time
+from ferrex.rules.predicates import unplaced_neighbour
 from ferrex.rules.visibility import sees, sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
@@ -476,8 +477,10 @@ class Reader:
         return result
 
     def _contradicted(self, memory: Memory, agent_id: str | None) -> bool:
-        """Another active single-valued fact the caller may see, for the same subject and
-        predicate (multi-valued facts are never contradictions)."""
+        """Another active single-valued fact the caller may see that disagrees: the same
+        subject and predicate, or a predicate of the subject that is probably this one in
+        other words (:func:`ferrex.rules.predicates.unplaced_neighbour`). Multi-valued facts
+        are never contradictions."""
         if (
             memory.t_invalid is not None
             or memory.multi_valued
@@ -485,15 +488,27 @@ class Reader:
             or not memory.subject_key
         ):
             return False
-        same = self.projections.read_model.active_facts(
-            memory.namespace, memory.subject_key, memory.predicate_normalized
-        )
-        return any(
-            m.memory_id != memory.memory_id
+        facts = [
+            m
+            for m in self.projections.read_model.subject_facts(memory.namespace, memory.subject_key)
+            if m.memory_id != memory.memory_id
+            and m.t_invalid is None
             and not m.multi_valued
+            and m.predicate_normalized
             and sees(agent_id, m.agent_id, m.visibility)
-            for m in same
+        ]
+        if any(m.predicate_normalized == memory.predicate_normalized for m in facts):
+            return True
+        others = sorted({str(m.predicate_normalized) for m in facts})
+        return (
+            bool(others)
+            and unplaced_neighbour(memory.predicate_normalized, others, self._phrase_similarity)
+            is not None
         )
+
+    def _phrase_similarity(self, text: str, texts: Sequence[str]) -> list[float]:
+        vector = self.queries.vector(text)
+        return [float(np.dot(vector, self.queries.vector(other))) for other in texts]
 
     def _entity_ids(
         self, namespace: str, names: Sequence[str], agent_id: str | None

@@ -38,6 +38,9 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         t_valid=times,
         entity_ids=st.lists(entity_ids, max_size=3).map(tuple),
         body=st.builds(MemoryBody, content=st.text(max_size=30), steps=st.just(("x", "y"))),
+        multi_valued=st.booleans(),
+        agent_id=st.sampled_from([None, "alice"]),
+        visibility=st.sampled_from(["private", "shared"]),
     ),
     st.builds(MemorySuperseded, memory_id=memory_ids, namespace=st.just("a"), t_invalid=times),
     st.builds(
@@ -61,6 +64,7 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         namespace=st.just("a"),
         name=st.sampled_from(["Tokio", "tokio runtime", "Postgres"]),
         normalized=st.sampled_from(["tokio", "tokio runtime", "postgres"]),
+        agent_id=st.sampled_from([None, "alice", "bob"]),
     ),
     st.builds(
         EntityAliasAdded,
@@ -70,6 +74,7 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         normalized=st.sampled_from(["pg", "postgresql"]),
         match=st.just("fuzzy"),
         score=st.floats(0.8, 1.0),
+        agent_id=st.sampled_from([None, "alice"]),
     ),
 )
 

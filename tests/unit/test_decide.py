@@ -445,3 +445,41 @@ def test_the_overlay_shows_pending_decisions_like_applied_ones() -> None:
     assert overlay.memory("mem_1").superseded_by == "mem_2"  # type: ignore[union-attr]
     overlay.apply([MemoriesForgotten(memory_ids=("mem_1",), namespace="default")])
     assert overlay.memory("mem_1") is None and base.memory("mem_1") is None
+
+
+def test_a_relation_no_rule_places_but_that_embeds_close_is_refused_as_ambiguous() -> None:
+    view = FakeView()
+    first = store(view, fact("office", "located in", "Berlin"))
+    with pytest.raises(Refused) as caught:
+        store(view, fact("office", "situated in", "Munich"), cosine=0.88,
+              new_id=lambda p: p + "_2")  # fmt: skip
+    assert caught.value.code == "conflict_ambiguous"
+    assert caught.value.details["ids"] == [first.result.id]
+    assert caught.value.details["predicate"] == "located_in"
+    # Far apart: another relation of its own.
+    other = store(view, fact("office", "situated in", "Munich"), cosine=0.5,
+                  new_id=lambda p: p + "_3")  # fmt: skip
+    assert other.result.status == "stored" and other.result.superseded == ()
+
+
+def test_an_inverse_relation_is_never_asked_about() -> None:
+    view = FakeView()
+    store(view, fact("ledger", "owned by", "team payments"))
+    inverse = store(view, fact("ledger", "owns", "the invoices table"), cosine=0.99,
+                    new_id=lambda p: p + "_2")  # fmt: skip
+    assert inverse.result.status == "stored" and inverse.result.superseded == ()
+
+
+def test_multi_valued_or_supersedes_settles_an_ambiguous_relation() -> None:
+    view = FakeView()
+    first = store(view, fact("office", "located in", "Berlin"))
+    both = store(view, fact("office", "situated in", "Munich"), cosine=0.88, multi_valued=True,
+                 new_id=lambda p: p + "_2")  # fmt: skip
+    assert both.result.status == "stored"
+    replaced = store(
+        view,
+        fact("office", "situated in", "Hamburg", supersedes=first.result.id),
+        cosine=0.88,
+        new_id=lambda p: p + "_3",
+    )
+    assert replaced.result.superseded == (first.result.id,)
