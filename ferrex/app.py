@@ -321,8 +321,15 @@ class App:
         self._writer = None
         self._reader = None
         if self._projections is not None:
-            self._projections.close()
-            self._projections = None
+            try:
+                self._projections.close()
+            except VectorStoreError as exc:
+                # Everything acknowledged is in the journal; the vectors that could not be
+                # made durable are rebuilt from it when the projections next open.
+                log.warning("the vector store could not be flushed at close (%s); it will "
+                            "catch up from the journal at the next start", exc)  # fmt: skip
+            finally:
+                self._projections = None
 
     def close(self) -> None:
         if self._stop_flusher is not None:
@@ -340,8 +347,13 @@ class App:
         try:
             self.close_projections()
             if self._backend is not None:
-                self._backend.close()
-                self._backend = None
+                try:
+                    self._backend.close()
+                except VectorStoreError as exc:
+                    log.warning("the vector store did not close cleanly (%s); it will catch "
+                                "up from the journal at the next start", exc)  # fmt: skip
+                finally:
+                    self._backend = None
             if self._sidecar is not None:
                 self._sidecar.stop()  # only if this process started it
                 self._sidecar = None

@@ -10,6 +10,7 @@ decisions, so a replay never decides again.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -19,6 +20,7 @@ import numpy as np
 
 from ferrex.core.decide import (
     ForgetResult,
+    MissingMeasure,
     ResolvedEntity,
     Similar,
     StoreResult,
@@ -51,7 +53,9 @@ __all__ = [
 ]
 
 Clock = Callable[[], datetime]
+log = logging.getLogger("ferrex")
 
+_REMEASURES = 20
 _VECTORS = "vectors"  # Batch.scratch key: memory id -> vector of the chunk's pending stores
 
 
@@ -161,15 +165,25 @@ class Writer:
         pending: dict[str, np.ndarray[Any, Any]] = batch.scratch.setdefault(_VECTORS, {})
         neighbours = self._neighbours(valid, vector, pending) if want.neighbours else []
         now = self.clock()
-        decision = decide_store(
-            valid,
-            view,
-            Similar(neighbours, cosines),
-            now=now,
-            new_id=lambda prefix: new_id(prefix, now),
-            settings=self.settings,
-            multi_valued=multi_valued,
-        )
+        for _ in range(_REMEASURES):
+            try:
+                decision = decide_store(
+                    valid,
+                    view,
+                    Similar(neighbours, cosines),
+                    now=now,
+                    new_id=lambda prefix: new_id(prefix, now),
+                    settings=self.settings,
+                    multi_valued=multi_valued,
+                )
+                break
+            except MissingMeasure as missing:
+                # wanted() should have named it; measure it and decide again (the
+                # decision is pure, so deciding twice is safe).
+                log.warning("store decision needed an unplanned measure: %s", missing)
+                cosines.update(self._cosines([missing.pair]))
+        else:
+            raise RuntimeError("a store decision kept asking for new measures")
         if decision.result.status == "stored":
             pending[decision.result.id] = vector
         return decision

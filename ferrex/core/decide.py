@@ -179,8 +179,12 @@ class Decision(Generic[R]):
 
 
 class MissingMeasure(LookupError):
-    """A decision asked for a similarity its caller did not measure (a bug in
-    :func:`wanted`, never an agent's fault)."""
+    """A decision asked for a similarity its caller did not measure (:func:`wanted` missed
+    it): ``pair`` names it, so the caller can measure it and decide again."""
+
+    def __init__(self, pair: tuple[str, str]) -> None:
+        super().__init__(f"no similarity measured for {pair[0]!r} / {pair[1]!r}")
+        self.pair = pair
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,7 @@ class Similar:
         try:
             return self.cosines[(a, b)]
         except KeyError:
-            raise MissingMeasure(f"no similarity measured for {a!r} / {b!r}") from None
+            raise MissingMeasure((a, b)) from None
 
 
 @dataclass(frozen=True)
@@ -324,10 +328,16 @@ def wanted(
     known = _candidates(view, who)
     earlier: list[Candidate] = []
     for name in valid.entities:
-        found = resolve_entity(name, [*known, *earlier], fuzzy_threshold=settings.entity_fuzzy)
-        if found.entity_id is None:
-            pairs += [(name, c.name) for c in [*known, *earlier]]
-            earlier.append(Candidate("", name, normalize_entity(name)))
+        # Mirrors _resolve_entities: which spellings a later name of the same request is
+        # compared with depends on what the earlier names added.
+        candidates = [*known, *earlier]
+        found = resolve_entity(name, candidates, fuzzy_threshold=settings.entity_fuzzy)
+        normalized = normalize_entity(name)
+        if found.entity_id is None:  # the embedding tier decides: new entity or alias
+            pairs += [(name, c.name) for c in candidates]
+            earlier.append(Candidate("", name, normalized))
+        elif found.kind == "fuzzy" and not any(c.normalized == normalized for c in candidates):
+            earlier.append(Candidate(found.entity_id, name, normalized))
     if valid.type == "semantic" and valid.supersedes is None and not multi_valued:
         assert valid.object is not None
         predicate = normalized_predicate(valid, view, who, settings)

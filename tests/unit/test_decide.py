@@ -483,3 +483,17 @@ def test_multi_valued_or_supersedes_settles_an_ambiguous_relation() -> None:
         new_id=lambda p: p + "_3",
     )
     assert replaced.result.superseded == (first.result.id,)
+
+
+def test_what_a_request_measures_covers_the_spellings_its_earlier_names_add() -> None:
+    view = FakeView()
+    store(view, note("db notes", entities=["PostgreSQL"], visibility="shared"))
+    # "Postgres" joins PostgreSQL by the fuzzy tier and becomes a spelling that "staging",
+    # new, is then compared with by embedding: wanted() must have asked for that pair.
+    decision = store(
+        view,
+        note("staging db", entities=["Postgres", "staging"], visibility="shared"),
+        new_id=lambda p: p + "_2",
+    )
+    kinds = [e.match for e in decision.result.entities]
+    assert kinds == ["fuzzy", "new"]
