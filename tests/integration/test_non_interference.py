@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ferrex.app import App
@@ -77,7 +77,10 @@ def _store(draw: st.DrawFn, visibility: str | None) -> dict[str, Any]:
             "name": draw(st.sampled_from(PROCEDURES)),
             "steps": draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
         }
-    entities = draw(st.lists(st.sampled_from(ENTITIES), max_size=2, unique=True))
+    # Mostly one or two names from a few, so that agents often name the same entities.
+    entities = draw(st.lists(st.sampled_from(ENTITIES[:4]), min_size=0, max_size=2, unique=True))
+    if not entities and draw(st.integers(0, 3)):
+        entities = [draw(st.sampled_from(ENTITIES[:4]))]
     if entities:
         args["entities"] = entities
     if visibility is not None:
@@ -135,6 +138,10 @@ class Home:
     service: Service
     stored: dict[str, list[str]] = field(default_factory=lambda: {"alice": [], "bob": []})
 
+    def fresh(self) -> None:
+        """Forget the ids of the previous example (each example has a namespace of its own)."""
+        self.stored = {"alice": [], "bob": []}
+
     def resolve(self, value: Any, alice_ids: list[str]) -> Any:
         """Replace ``@who:K`` by that memory's id (alice's ids come from the home where she
         acted, so in the other home they name memories that do not exist)."""
@@ -178,11 +185,18 @@ class Canon:
     def __call__(self, value: Any) -> Any:
         if isinstance(value, dict):
             out = {k: self(v) for k, v in value.items() if k not in _ASIDE}
-            if "results" in out and isinstance(out["results"], list):
-                out["results"] = sorted(out["results"], key=repr)  # a set: see the docstring
+            if isinstance(out.get("entities"), list) and all(
+                isinstance(e, str) for e in out["entities"]
+            ):  # listed by entity id, and ids are random
+                out["entities"] = sorted(out["entities"])
             return out
         if isinstance(value, list):
-            return [self(v) for v in value]
+            items = [self(v) for v in value]
+            if items and all(isinstance(i, dict) and "id" in i for i in items):
+                # Compared as sets: results are ordered by score (see the docstring), other
+                # lists by time or id, which differ between homes for reasons of their own.
+                return sorted(items, key=repr)
+            return items
         if isinstance(value, str):
             return _ID.sub(lambda m: self.label(m.group(0)), value)
         return value
@@ -212,14 +226,57 @@ step = st.one_of(
 )
 
 
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])  # fmt: skip
 @given(steps=st.lists(step, min_size=2, max_size=14))
+# The four leaks the issue found, always tried: entity names in reflect and stats, entity
+# resolution, a citation of an invisible id, a contradiction with an invisible fact.
+@example(
+    steps=[
+        (
+            "alice",
+            "store",
+            {"content": "Note about cache 1", "entities": ["Postgres"], "visibility": "private"},
+        ),
+        ("bob", "reflect", {"limit": 100}),
+        ("bob", "stats", {"detailed": True}),
+        ("bob", "store", {"content": "Note about deploy 2", "entities": ["postgres"]}),
+    ]
+)
+@example(
+    steps=[
+        ("alice", "store", {"content": "Note about backup 3", "visibility": "private"}),
+        ("bob", "store", {"content": "bob read incident 0", "source": "@alice:0"}),
+    ]
+)
+@example(
+    steps=[
+        (
+            "bob",
+            "store",
+            {"subject": "search", "predicate": "uses", "object": "Kafka", "visibility": "shared"},
+        ),
+        (
+            "alice",
+            "store",
+            {
+                "subject": "search",
+                "predicate": "depends on",
+                "object": "Rust",
+                "visibility": "private",
+            },
+        ),
+        ("bob", "recall", {"query": "search uses", "limit": 100}),
+        ("bob", "stats", {"detailed": False}),
+    ]
+)
 def test_bob_cannot_tell_whether_alice_made_her_private_calls(
     homes: tuple[Home, Home], steps: list[tuple[str, str, dict[str, Any]]]
 ) -> None:
     acted, control = homes
+    acted.fresh()
+    control.fresh()
     namespace = f"ni-{next(_examples)}"
     seen_with, seen_without = Canon(), Canon()
     for who, tool, args in steps:
@@ -236,6 +293,8 @@ def test_the_property_can_see_a_leak(homes: tuple[Home, Home]) -> None:
     """A positive control: what alice stores *shared* does change bob's answers, and the
     comparison notices."""
     acted, control = homes
+    acted.fresh()
+    control.fresh()
     namespace = "ni-control"
     acted.call("alice", "store", {"content": "Shared runbook for the cache incident",
                                   "visibility": "shared"}, namespace, [])  # fmt: skip
