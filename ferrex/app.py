@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -322,12 +322,7 @@ class App:
         self._reader = None
         if self._projections is not None:
             try:
-                self._projections.close()
-            except VectorStoreError as exc:
-                # Everything acknowledged is in the journal; the vectors that could not be
-                # made durable are rebuilt from it when the projections next open.
-                log.warning("the vector store could not be flushed at close (%s); it will "
-                            "catch up from the journal at the next start", exc)  # fmt: skip
+                _close_vectors(self._projections.close)
             finally:
                 self._projections = None
 
@@ -348,10 +343,7 @@ class App:
             self.close_projections()
             if self._backend is not None:
                 try:
-                    self._backend.close()
-                except VectorStoreError as exc:
-                    log.warning("the vector store did not close cleanly (%s); it will catch "
-                                "up from the journal at the next start", exc)  # fmt: skip
+                    _close_vectors(self._backend.close)
                 finally:
                     self._backend = None
             if self._sidecar is not None:
@@ -367,6 +359,17 @@ class App:
             if self._owner_fd is not None:
                 os.close(self._owner_fd)  # another process may own the stores from now on
                 self._owner_fd = None
+
+
+def _close_vectors(close: Callable[[], None]) -> None:
+    """Close what holds vectors; a failure is logged, not raised. Everything acknowledged is
+    in the journal, and vectors that could not be made durable are rebuilt from it when the
+    projections next open."""
+    try:
+        close()
+    except VectorStoreError as exc:
+        log.warning("the vector store did not close cleanly (%s); it will catch up from the "
+                    "journal at the next start", exc)  # fmt: skip
 
 
 def predicate_changes(app: App) -> list[dict[str, str | None]]:
