@@ -71,3 +71,24 @@ def create_private_file(path: Path) -> None:
         os.fchmod(fd, FILE_MODE)
     finally:
         os.close(fd)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a directory's entries (a create, a rename) durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def replace_durably(path: Path, data: bytes, *, suffix: str = ".tmp") -> None:
+    """Replace ``path`` by ``data``: write a private temporary file beside it, fsync,
+    rename over, fsync the directory. A crash leaves the old file or the new one, whole."""
+    tmp = path.with_name(path.name + suffix)
+    with open(tmp, "wb", opener=private_opener) as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)

@@ -7,14 +7,12 @@ listed here. The file is replaced atomically (write, fsync, rename, directory fs
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import msgspec
 
 from journal.errors import JournalError
-from journal.files import private_opener
-from journal.segment import fsync_dir
+from journal.files import replace_durably
 
 MANIFEST = "repairs.json"
 
@@ -47,10 +45,4 @@ def load_gaps(directory: Path) -> frozenset[int]:
 
 
 def write_manifest(directory: Path, entries: list[RepairEntry]) -> None:
-    tmp = directory / (MANIFEST + ".tmp")
-    with open(tmp, "wb", opener=private_opener) as f:
-        f.write(msgspec.json.format(msgspec.json.encode(entries)))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, directory / MANIFEST)
-    fsync_dir(directory)
+    replace_durably(directory / MANIFEST, msgspec.json.format(msgspec.json.encode(entries)))

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from journal.errors import JournalError
-from journal.files import open_private, private_opener
+from journal.files import open_private, private_opener, replace_durably
 from journal.manifest import RepairEntry, load_entries, write_manifest
 from journal.segment import fsync_dir, list_segments
 from journal.verify import verify
@@ -23,13 +23,7 @@ from journal.verify import verify
 
 def _rewrite(path: Path, data: bytes) -> None:
     """Replace a segment by copy, fsync, rename: a crash leaves the old or the new file."""
-    tmp = path.with_name(path.name + ".rewrite")
-    with open(tmp, "wb", opener=private_opener) as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+    replace_durably(path, data, suffix=".rewrite")
 
 
 def plan_repair(directory: Path) -> RepairEntry | None:

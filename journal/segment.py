@@ -21,7 +21,10 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from journal.files import fsync_dir
 from journal.record import FRAME_SIZE, MAGIC, FrameInfo, check_frame
+
+__all__ = ["fsync_dir"]
 
 SEGMENT_MAGIC = b"FERREXJ\x00"
 FORMAT_VERSION = 1
@@ -123,11 +126,3 @@ def next_valid_frame(data: bytes | memoryview, after: int) -> FrameInfo | None:
         info = check_frame(raw, offset, len(raw))
         if not isinstance(info, str):
             return info
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from journal import Journal, Record
-from journal.files import private_opener
+from journal.files import replace_durably
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
 from projections.vector_sink import Collections, Encoders, VectorSink
 from projections.vectors import VectorBackend
@@ -99,17 +98,7 @@ def read_pointer(home: Path) -> Live | None:
 
 
 def write_pointer(home: Path, live: Live) -> None:
-    tmp = home / (POINTER + ".tmp")
-    with open(tmp, "wb", opener=private_opener) as f:
-        f.write(msgspec.json.format(msgspec.json.encode(live)))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, home / POINTER)
-    fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    replace_durably(home / POINTER, msgspec.json.format(msgspec.json.encode(live)))
 
 
 def chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
