@@ -33,6 +33,17 @@ SEED = [
     "INC-4411: the cache stampede was fixed by request coalescing.",
 ]
 
+# Distinct texts, so no store of the benchmark is a duplicate of another.
+TOPICS = [
+    "The build cache lives in /var/cache/ci on every runner.",
+    "Grafana dashboards are provisioned from the ops repository.",
+    "Marta reviews every schema migration before it ships.",
+    "The mobile app pins TLS certificates since version 4.2.",
+    "Nightly backups are copied to a second region at 02:00.",
+    "The search index is rebuilt from scratch every Sunday.",
+    "Feature flags older than 90 days are removed in cleanup week.",
+]
+
 # (label, arguments); {n} is the run number, {tmp} a scratch directory.
 COMMANDS: list[tuple[str, list[str]]] = [
     ("--help", ["--help"]),
@@ -45,7 +56,7 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("journal show", ["journal", "show", "--limit", "5"]),
     ("config show", ["config", "show"]),
     ("doctor --quick", ["doctor", "--quick"]),
-    ("store", ["store", "--content", "Bench note {n}: the build cache lives in /var/cache/ci."]),
+    ("store", ["store", "--content", "{topic}"]),
     ("recall", ["recall", "where does the build cache live?"]),
 ]
 
@@ -67,7 +78,9 @@ def run(ferrex: str, home: Path, args: list[str], env: dict[str, str]) -> tuple[
 def store_ids(ferrex: str, home: Path, env: dict[str, str], count: int) -> list[str]:
     ids = []
     for i in range(count):
-        _, out, code = run(ferrex, home, ["store", "--content", f"Disposable bench memory {i}.", "--json"], env)
+        _, out, code = run(
+            ferrex, home, ["store", "--content", f"Disposable bench memory {i}.", "--json"], env
+        )
         if code != 0:
             raise SystemExit(f"seeding failed: {out}")
         ids.append(json.loads(out[: out.rindex("}") + 1])["id"])
@@ -101,7 +114,12 @@ def bench(ferrex: str, runs: int, home: Path, tmp: Path, env: dict[str, str]) ->
         failed = ""
         for n in range(runs + 1):  # the first run warms the page cache and is not counted
             args = [
-                a.format(n=n, tmp=tmp, forget_id=forget_ids[n] if n < len(forget_ids) else "")
+                a.format(
+                    n=n,
+                    tmp=tmp,
+                    topic=TOPICS[n % len(TOPICS)],
+                    forget_id=forget_ids[n] if n < len(forget_ids) else "",
+                )
                 for a in template
             ]
             seconds, out, code = run(ferrex, home, args, env)
@@ -124,7 +142,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="ferrex-bench-cli-") as scratch:
         tmp = Path(scratch)
-        env = {**os.environ, "FERREX_CACHE_DIR": os.environ.get("FERREX_CACHE_DIR", str(tmp / "cache"))}
+        env = {
+            **os.environ,
+            "FERREX_CACHE_DIR": os.environ.get("FERREX_CACHE_DIR", str(tmp / "cache")),
+        }
         home = tmp / "home"
         for text in SEED:
             _, out, code = run(options.ferrex, home, ["store", "--content", text], env)
