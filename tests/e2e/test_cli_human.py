@@ -53,7 +53,7 @@ def _subprocess(home: Path, *args: str, cache: Path) -> subprocess.CompletedProc
 def test_commands_that_embed_nothing_load_no_model(home: Path, tmp_path: Path) -> None:
     # A fresh user cache: a command that loaded the default model would assemble it there.
     cache = tmp_path / "empty-cache"
-    code, out, _ = run(home, "recall", "Disposable note to forget", "--json", "--limit", "1")
+    _, out, _ = run(home, "recall", "Disposable note to forget", "--json", "--limit", "1")
     victim = json.loads(out)["results"][0]["id"]
     for args in (
         ("stats",), ("stats", "--detailed"), ("reflect",), ("forget", victim),
