@@ -51,6 +51,7 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("stats --detailed", ["stats", "--detailed"]),
     ("reflect", ["reflect"]),
     ("forget", ["forget", "{forget_id}"]),
+    # needs the data directory to itself: "failed" with a server running, by design
     ("export jsonl", ["export", "jsonl", "{tmp}/dump-{n}.jsonl"]),
     ("journal verify", ["journal", "verify"]),
     ("journal show", ["journal", "show", "--limit", "5"]),
@@ -106,7 +107,9 @@ def start_server(ferrex: str, home: Path, env: dict[str, str]) -> subprocess.Pop
     return server
 
 
-def bench(ferrex: str, runs: int, home: Path, tmp: Path, env: dict[str, str]) -> dict[str, dict]:
+def bench(
+    ferrex: str, runs: int, home: Path, tmp: Path, env: dict[str, str], offset: int = 0
+) -> dict[str, dict]:
     forget_ids = store_ids(ferrex, home, env, runs + 1)
     results: dict[str, dict] = {}
     for label, template in COMMANDS:
@@ -117,7 +120,7 @@ def bench(ferrex: str, runs: int, home: Path, tmp: Path, env: dict[str, str]) ->
                 a.format(
                     n=n,
                     tmp=tmp,
-                    topic=TOPICS[n % len(TOPICS)],
+                    topic=TOPICS[(n + offset) % len(TOPICS)],
                     forget_id=forget_ids[n] if n < len(forget_ids) else "",
                 )
                 for a in template
@@ -154,7 +157,7 @@ def main() -> None:
         alone = bench(options.ferrex, options.runs, home, tmp, env)
         server = start_server(options.ferrex, home, env)
         try:
-            served = bench(options.ferrex, options.runs, home, tmp, env)
+            served = bench(options.ferrex, options.runs, home, tmp, env, offset=options.runs + 1)
         finally:
             server.stdin.close()  # type: ignore[union-attr]
             try:
