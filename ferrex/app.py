@@ -78,15 +78,20 @@ def build_rules(config: Config) -> Rules:
 
 
 def build_encoders(embedder: Embedder) -> Encoders:
-    """The dense model (loaded now) and the BM25 recipe, as the projections take them."""
-    model = embedder.model()
+    """The dense model and the BM25 recipe, as the projections take them.
+
+    The model loads when a text must be embedded, not before: opening caught-up projections
+    (stats, reflect, forget, export) needs only its identity, which the default model's pinned
+    hash gives without loading it. Another model is loaded now, to learn its identity.
+    """
+    identity = embedder.identity
     bm25 = Bm25Encoder()
     return Encoders(
-        identity=f"{model.identity.key}+{bm25.identity}",
-        dim=model.identity.dim,
+        identity=f"{identity.key}+{bm25.identity}",
+        dim=identity.dim,
         dense=embedder.embed_many,
         sparse=bm25.encode_document,
-        fits=model.fits,
+        fits=embedder.fits,
     )
 
 
@@ -107,6 +112,8 @@ class App:
     access: AccessLog = field(default_factory=AccessLog, repr=False)
     _stop_flusher: threading.Event | None = field(default=None, repr=False)
     _owner_fd: int | None = field(default=None, repr=False)
+    before_model_load: Callable[[], None] | None = field(default=None, repr=False)
+    """Called just before the embedding model loads (the CLI's "loading model…")."""
     read_only: bool = field(default=False, init=False)
     """The home is on a read-only file system: reading commands work, writes get
     ``read_only`` (see ferrex.storage)."""
@@ -158,6 +165,7 @@ class App:
     def embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = Embedder.from_env(self.home, self.config["models.dense"])
+            self._embedder.before_load = self.before_model_load
         return self._embedder
 
     def encoders(self) -> Encoders:
@@ -178,8 +186,15 @@ class App:
                     )
                     url = self._sidecar.ensure()
                 if url:
-                    from projections.qdrant_server import ClientBackend
-
+                    try:
+                        from projections.qdrant_server import ClientBackend
+                    except ImportError as exc:  # an optional extra (pyproject.toml)
+                        raise BackendUnavailable(
+                            f"a Qdrant server is configured ({url}) but {exc.name} is not "
+                            "installed",
+                            hint="pip install 'ferrex[qdrant-server]', or unset qdrant.url "
+                            "and qdrant.binary to use the embedded Qdrant Edge",
+                        ) from exc
                     self._backend = ClientBackend(url=url)
                 else:
                     from projections.qdrant_edge import EdgeBackend

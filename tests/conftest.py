@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,7 +10,22 @@ import pytest
 
 from ferrex.app import build_encoders
 from ferrex.models import Embedder, choose_embedding_model
+from ferrex.models.identity import CACHE_ENV
 from projections.vector_sink import Encoders
+
+
+@pytest.fixture(scope="session", autouse=True)
+def user_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The per-user cache (where the default model is assembled) of every test and every
+    process a test starts: a temporary directory, never the real ~/.cache."""
+    path = tmp_path_factory.mktemp("user-cache")
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = before
 
 
 @pytest.fixture(scope="session")

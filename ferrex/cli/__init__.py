@@ -60,12 +60,14 @@ class _Group(click.Group):
 @click.option("--qdrant-url", help="Use an external Qdrant server at this URL.")
 @click.option(
     "--agent-id",
-    help="The agent this server speaks for: stamps its stores, limits what it sees "
-    "(config store.agent_id, FERREX_AGENT_ID). Without one: the operator, who sees all.",
+    help="The agent every command speaks for: stamps stores, limits what is seen "
+    "(config store.agent_id, FERREX_AGENT_ID). Without one: the operator, who sees all. "
+    "Each command's own --agent-id overrides it.",
 )
 @click.option(
     "--namespace",
-    help="Default namespace (project) for this server's calls (store.default_namespace).",
+    help="Default namespace (project) of stores and recalls (store.default_namespace). "
+    "stats and reflect cover every namespace unless given their own --namespace.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log progress details on stderr.")
 @click.version_option(package_name="ferrex")
@@ -98,8 +100,11 @@ def cli(
         return load_config(resolved, Path(config_file) if config_file else None, flags=flags)
 
     app = App(home=resolved, config=reload())
+    if sys.stderr.isatty():  # a person waits: say why the first store or recall takes a while
+        app.before_model_load = lambda: click.echo("loading model…", err=True)
     ctx.obj = app
     ctx.meta["ferrex.reload_config"] = reload
+    ctx.meta["ferrex.flags"] = flags  # `serve --agent-id/--namespace` set them too
     ctx.call_on_close(app.close)
     if ctx.invoked_subcommand is None:
         from ferrex.cli.serve import run_server

@@ -20,6 +20,7 @@ import numpy as np
 from ferrex.app import App
 from ferrex.errors import FerrexError
 from ferrex.models import (
+    BUNDLED_DIR_NAME,
     DOWNLOAD_ENV,
     MODEL_ENV,
     Embedder,
@@ -29,6 +30,7 @@ from ferrex.models import (
     downloads_allowed,
     models_dir,
 )
+from ferrex.models.identity import shared_models_dir
 from ferrex.models.rerank import RERANKER_ENV, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.server.hub import owner_status
@@ -40,14 +42,20 @@ _TEST_DOCS = (_TEST_TEXT, "Bananas are rich in potassium.")
 
 
 @click.command()
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Check the configuration, paths and permissions only; load no model (fast).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
-def doctor(app: App, as_json: bool) -> None:
+def doctor(app: App, quick: bool, as_json: bool) -> None:
     """Show the configured models, load each one and run it on a test string.
 
     Also shows the data directory, the Qdrant mode and the server process that owns the
     stores, if one runs. Exits 4 when the dense embedding model
-    is unavailable (the report says why and how to fix it), 0 otherwise.
+    is unavailable (the report says why and how to fix it), 0 otherwise. With --quick no
+    model is loaded (their status is "not loaded"): only an invalid setting fails (exit 2).
     """
     allow_download = downloads_allowed(os.environ)
     failures: list[FerrexError] = []
@@ -61,9 +69,9 @@ def doctor(app: App, as_json: bool) -> None:
             "switch": DOWNLOAD_ENV,
             "fastembed_cache": str(models_dir(app.home) / "fastembed"),
         },
-        "dense": _dense(app, allow_download, failures),
+        "dense": _dense(app, allow_download, failures, quick),
         "sparse": _sparse(),
-        "reranker": _reranker(app, allow_download, failures),
+        "reranker": _reranker(app, allow_download, failures, quick),
         "embedding_cache": _cache(app.home),
     }
     report["ok"] = not failures
@@ -88,7 +96,12 @@ def _qdrant(app: App) -> dict[str, Any]:
     return {"mode": "embedded (Qdrant Edge)", "url": None, "path": str(app.home / "qdrant")}
 
 
-def _dense(app: App, allow_download: bool, failures: list[FerrexError]) -> dict[str, Any]:
+_NOT_LOADED = "not loaded (--quick)"
+
+
+def _dense(
+    app: App, allow_download: bool, failures: list[FerrexError], quick: bool = False
+) -> dict[str, Any]:
     home = app.home
     section: dict[str, Any] = {"setting_from": f"models.dense in ferrex.toml, or {MODEL_ENV}"}
     try:
@@ -104,6 +117,17 @@ def _dense(app: App, allow_download: bool, failures: list[FerrexError]) -> dict[
     )
     # The cache is bypassed on purpose: the point is to run the model itself.
     embedder = Embedder(home, choice, allow_download=allow_download, use_cache=False)
+    if quick:
+        known = embedder.known_identity()
+        source = shared_models_dir(os.environ) / BUNDLED_DIR_NAME
+        section.update(
+            status=_NOT_LOADED,
+            identity=None if known is None else {
+                "name": known.name, "dim": known.dim, "file_sha256": known.file_sha256},
+            source=str(source) if choice.kind == "bundled" else None,
+            assembled=source.is_dir() if choice.kind == "bundled" else None,
+        )  # fmt: skip
+        return section
     try:
         loaded = embedder.model()
         started = time.perf_counter()
@@ -140,7 +164,9 @@ def _sparse() -> dict[str, Any]:
     }
 
 
-def _reranker(app: App, allow_download: bool, failures: list[FerrexError]) -> dict[str, Any]:
+def _reranker(
+    app: App, allow_download: bool, failures: list[FerrexError], quick: bool = False
+) -> dict[str, Any]:
     home = app.home
     section: dict[str, Any] = {"setting_from": f"models.reranker in ferrex.toml, or {RERANKER_ENV}"}
     try:
@@ -153,6 +179,9 @@ def _reranker(app: App, allow_download: bool, failures: list[FerrexError]) -> di
         origin=app.config.origin("models.reranker"),
         model=choice.model_name,
     )
+    if quick:
+        section["status"] = _NOT_LOADED if choice.model_name else "off"
+        return section
     stage = load_reranker(choice, home, allow_download=allow_download)
     section["status"] = stage.status
     if stage.state == "unavailable":
@@ -218,7 +247,13 @@ def _print_text(report: dict[str, Any]) -> None:
     click.echo(
         f"dense      {dense.get('configured', '?')} ({dense.get('origin', '?')})  {dense['status']}"
     )
-    if dense["status"] == "ok":
+    if dense["status"] == _NOT_LOADED:
+        if dense.get("identity"):
+            click.echo(f"           sha256  {dense['identity']['file_sha256']}")
+        if dense.get("source"):
+            state = "assembled" if dense["assembled"] else "assembled at first use"
+            click.echo(f"           source  {dense['source']} ({state})")
+    elif dense["status"] == "ok":
         identity = dense["identity"]
         click.echo(f"           model   {identity['name']}  dim {identity['dim']}")
         click.echo(f"           sha256  {identity['file_sha256']}")

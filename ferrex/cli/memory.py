@@ -21,7 +21,7 @@ import click
 
 from ferrex.app import App
 from ferrex.cli.progress import progress
-from ferrex.cli.through import call_tool
+from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.porting.dump import Restored, is_dump_line, parse_line
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
@@ -47,9 +47,14 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.option("--source", help='Where it came from; "memory:ID" also confirms memory ID.')
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="0 to 1.")
 @click.option("--context", help="A JSON object of extra context.")
-@click.option("--namespace", help="Default: store.default_namespace of the configuration.")
+@click.option("--namespace", help=SCOPED_NAMESPACE_HELP)
 @click.option("--valid-from", help="When it became true (ISO 8601), for back-dated memories.")
-@click.option("--agent-id", help="The agent it belongs to.")
+@click.option(
+    "--split-long",
+    is_flag=True,
+    help="Keep a text longer than the model's window as one memory, embedded in parts.",
+)
+@click.option("--agent-id", help=AGENT_HELP)
 @click.option("--visibility", type=click.Choice(["private", "shared"]))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
@@ -66,7 +71,12 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
     for key, value in asdict(request).items():
         if key != "agent_id" and value is not None and value is not False and value != ():
             args[key] = list(value) if isinstance(value, tuple) else value
-    result = call_tool(app, "store", args, agent_id=request.agent_id)
+    try:
+        result = call_tool(app, "store", args, agent_id=request.agent_id)
+    except FerrexError as exc:
+        if exc.hint and "split_long" in exc.hint:  # the tool's argument is this flag here
+            exc.hint = exc.hint.replace("split_long", "--split-long")
+        raise
     if as_json:
         click.echo(json.dumps(result))
         return
@@ -81,15 +91,18 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
 @click.command()
 @click.argument("ids", nargs=-1, required=True)
 @click.option("--cascade", is_flag=True, help="Also drop entities no other memory refers to.")
+@agent_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
-def forget(app: App, ids: tuple[str, ...], cascade: bool, as_json: bool) -> None:
+def forget(
+    app: App, ids: tuple[str, ...], cascade: bool, agent_id: str | None, as_json: bool
+) -> None:
     """Remove memories from recall and from every projection.
 
     The journal keeps the event for audit; `ferrex journal compact` purges the text too.
     Unknown ids are reported, not errors.
     """
-    doc = call_tool(app, "forget", {"ids": list(ids), "cascade": cascade})
+    doc = call_tool(app, "forget", {"ids": list(ids), "cascade": cascade}, agent_id=agent_id)
     if as_json:
         click.echo(json.dumps(doc))
         return

@@ -7,7 +7,8 @@ import json
 import click
 
 from ferrex.app import App
-from ferrex.cli.through import call_tool
+from ferrex.cli.render import flatten
+from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, call_tool
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 
@@ -22,8 +23,8 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.option("--as-of", help="What was valid at this time (ISO 8601), superseded since or not.")
 @click.option("--after", help="Only memories whose event time is at or after this.")
 @click.option("--before", help="Only memories whose event time is before this.")
-@click.option("--namespace", help="Default: store.default_namespace of the configuration.")
-@click.option("--agent-id", help="Recall as this agent (its private memories and shared ones).")
+@click.option("--namespace", help=SCOPED_NAMESPACE_HELP)
+@click.option("--agent-id", help=AGENT_HELP)
 @click.option("--explain", is_flag=True, help="Show the score of every stage.")
 @click.option(
     "--validate",
@@ -80,8 +81,9 @@ def recall(
             text = item["content"]
         flags = " CONTRADICTED" if item.get("contradiction") else ""
         click.echo(f"{item['id']}  [{item['type']}, {label}{flags}]  {text}")
-        if explain:
-            click.echo(f"    {json.dumps(item['explain'])}")
+        if explain:  # every stage's score, the ones that did not run left out
+            stages = [(k, v) for k, v in flatten(item["explain"]) if v != "-"]
+            click.echo("    " + "  ".join(f"{k} {v}" for k, v in stages))
     if result["hidden"]:
         held = ", ".join(f"{n} {why}" for why, n in sorted(result["hidden"].items()))
         click.echo(f"(held back: {held})", err=True)

@@ -198,15 +198,35 @@ def _exit_on_terminate() -> None:
     metavar="HOST:PORT",
     help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
 )
+@click.option(
+    "--agent-id",
+    help="The agent this server speaks for: stamps its stores, limits what it sees "
+    "(same as `ferrex --agent-id`, store.agent_id, FERREX_AGENT_ID).",
+)
+@click.option(
+    "--namespace",
+    help="Default namespace of this server's calls (same as `ferrex --namespace`, "
+    "store.default_namespace, FERREX_NAMESPACE; default `default`).",
+)
 @click.pass_context
-def serve(ctx: click.Context, http: str | None) -> None:
+def serve(
+    ctx: click.Context, http: str | None, agent_id: str | None, namespace: str | None
+) -> None:
     """Run the MCP server (stdio by default; what `ferrex` with no subcommand does).
 
     Any number of ferrex servers may share one data directory: the first owns the stores and
     the others send it their calls over a local socket; when it exits another takes over.
-    Agent identity and default namespace come from --agent-id / --namespace on `ferrex`
+    Agent identity and default namespace: --agent-id / --namespace here or on `ferrex`
     (or FERREX_AGENT_ID / FERREX_NAMESPACE, or ferrex.toml).
     """
     root = ctx.find_root()
-    run_server(ctx.obj, root.meta["ferrex.reload_config"], http)
+    reload: Callable[[], Config] = root.meta["ferrex.reload_config"]
+    flags: dict[str, str | None] = root.meta["ferrex.flags"]
+    if agent_id is not None or namespace is not None:
+        if agent_id is not None:
+            flags["store.agent_id"] = agent_id
+        if namespace is not None:
+            flags["store.default_namespace"] = namespace
+        ctx.obj.reconfigure(reload())  # nothing is open yet; reloads keep these flags
+    run_server(ctx.obj, reload, http)
     sys.stdout.flush()

@@ -7,7 +7,8 @@ answers are the documents the MCP tools return, so the CLI and the agents see th
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -28,3 +29,21 @@ def call_tool(app: App, tool: str, args: dict[str, Any], agent_id: str | None = 
     # stats and reflect without --namespace cover every namespace, as the operator expects
     caller = Caller(agent_id=agent_id or app.config["store.agent_id"])
     return hub.call(tool, args, caller=caller)  # the service drops None (not given)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+AGENT_HELP = (
+    "Act as this agent: its private memories and shared ones (default: the global "
+    "--agent-id, store.agent_id or FERREX_AGENT_ID; none: the operator, who sees all)."
+)
+SCOPED_NAMESPACE_HELP = "Default: store.default_namespace of the configuration (`default`)."
+OVERVIEW_NAMESPACE_HELP = (
+    "Only this namespace. Default: every namespace (an overview is of the whole memory, "
+    "unlike store and recall, which use store.default_namespace)."
+)
+
+
+def agent_option(command: _F) -> _F:
+    """``--agent-id``, the same on every command that acts as an agent."""
+    return click.option("--agent-id", help=AGENT_HELP)(command)

@@ -1,21 +1,28 @@
 """The Embedder: texts to unit vectors with the configured model, through the cache.
 
-The model loads on first use (an MCP server must answer ``initialize`` fast); texts already in
-the cache are not embedded again.
+The model loads on first use (an MCP server must answer ``initialize`` fast, and a command that
+embeds nothing loads none); texts already in the cache are not embedded again.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ferrex.models.bundled import BUNDLED_FILES
 from ferrex.models.cache import CacheStats, EmbeddingCache, cache_path, text_key
-from ferrex.models.choice import EmbeddingChoice, choose_embedding_model, downloads_allowed
+from ferrex.models.choice import (
+    BUNDLED_DIM,
+    BUNDLED_MODEL,
+    EmbeddingChoice,
+    choose_embedding_model,
+    downloads_allowed,
+)
 from ferrex.models.identity import ModelIdentity
 from ferrex.models.loading import LoadedModel, load_model
 
@@ -35,6 +42,7 @@ class Embedder:
         use_cache: bool = True,
         batch_size: int = 64,
         threads: int | None = None,
+        before_load: Callable[[], None] | None = None,
     ) -> None:
         self.home = home
         self.choice = choice
@@ -45,6 +53,8 @@ class Embedder:
         self._cache: EmbeddingCache | None = None
         self._model: LoadedModel | None = None
         self._lock = threading.Lock()
+        self.before_load = before_load
+        """Called once, just before the model loads (the CLI says "loading model…")."""
 
     @classmethod
     def from_env(
@@ -72,6 +82,8 @@ class Embedder:
         """The loaded model, loading it now if needed."""
         with self._lock:
             if self._model is None:
+                if self.before_load is not None:
+                    self.before_load()
                 self._model = load_model(
                     self.choice,
                     self.home,
@@ -84,9 +96,25 @@ class Embedder:
     def loaded(self) -> bool:
         return self._model is not None
 
+    def known_identity(self) -> ModelIdentity | None:
+        """The model's identity if it is known without loading the model: always for the
+        default model (its ONNX file's hash is pinned, and checked when it loads), else only
+        once loaded."""
+        if self._model is not None:
+            return self._model.identity
+        if self.choice.kind == "bundled":
+            return ModelIdentity(BUNDLED_MODEL, BUNDLED_DIM, BUNDLED_FILES["model.onnx"])
+        return None
+
     @property
     def identity(self) -> ModelIdentity:
-        return self.model().identity
+        """The model's identity; loads the model only when that is the only way to know it."""
+        known = self.known_identity()
+        return known if known is not None else self.model().identity
+
+    def fits(self, text: str) -> bool:
+        """Whether the model reads all of ``text`` (loads the model)."""
+        return self.model().fits(text)
 
     def cache(self) -> EmbeddingCache | None:
         with self._lock:

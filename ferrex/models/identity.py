@@ -1,5 +1,8 @@
 """What a vector was made by (a model's identity), and where model files live.
 
+Downloaded models live in the data directory (``<home>/models/fastembed``); the default model,
+assembled from installed files, lives once per user in :func:`shared_models_dir`.
+
 Every vector is tagged by the :class:`ModelIdentity` (name, dimension, SHA-256 of the model
 file) of the model that made it; the cache and the projections key on that identity, so
 vectors of two models are never mixed.
@@ -8,8 +11,13 @@ vectors of two models are never mixed.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
+
+#: Overrides the per-user cache directory (tests point it at a temporary directory).
+CACHE_ENV: Final = "FERREX_CACHE_DIR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,3 +40,19 @@ def models_dir(home: Path) -> Path:
 def sha256_file(path: Path) -> str:
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def user_cache_dir(env: Mapping[str, str]) -> Path:
+    """ferrex's per-user cache: ``$FERREX_CACHE_DIR``, else ``$XDG_CACHE_HOME/ferrex``, else
+    ``~/.cache/ferrex`` (created 0700 by whoever writes into it)."""
+    explicit = env.get(CACHE_ENV, "").strip()
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    xdg = env.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path("~/.cache")
+    return (base.expanduser() / "ferrex").absolute()
+
+
+def shared_models_dir(env: Mapping[str, str]) -> Path:
+    """Where models ferrex assembles itself live, shared by every data directory of the user."""
+    return user_cache_dir(env) / "models"

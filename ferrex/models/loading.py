@@ -32,7 +32,7 @@ from ferrex.models.bundled import (
     assemble_bundled_model,
 )
 from ferrex.models.choice import BUNDLED_DIM, DOWNLOAD_ENV, MODEL_ENV, EmbeddingChoice
-from ferrex.models.identity import ModelIdentity, models_dir, sha256_file
+from ferrex.models.identity import ModelIdentity, models_dir, sha256_file, shared_models_dir
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
@@ -183,15 +183,21 @@ def load_model(
     *,
     allow_download: bool = False,
     threads: int | None = None,
+    shared: Path | None = None,
 ) -> LoadedModel:
-    """Load the chosen dense model, or raise :class:`ModelUnavailable` saying what to do."""
+    """Load the chosen dense model, or raise :class:`ModelUnavailable` saying what to do.
+
+    The default model is assembled in ``shared`` (the user's :func:`shared_models_dir` unless
+    given), once for every data directory; downloads go to ``home``'s own models directory.
+    """
     started = time.perf_counter()
     fastembed_cache = models_dir(home) / "fastembed"
     offline = not allow_download
     source: Path | None
     match choice.kind:
         case "bundled":
-            source = assemble_bundled_model(models_dir(home) / BUNDLED_DIR_NAME)
+            shared = shared_models_dir(os.environ) if shared is None else shared
+            source = assemble_bundled_model(shared / BUNDLED_DIR_NAME)
             registered = BUNDLED_FASTEMBED_NAME
             file_sha256 = BUNDLED_FILES["model.onnx"]
             _register_dense(registered, model_file="model.onnx", dim=BUNDLED_DIM, mean_pooling=True)

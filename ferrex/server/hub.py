@@ -272,9 +272,12 @@ class _Ownership:
                 daemon=True,
             ).start()  # fmt: skip
         self.listener = _Listener(self.service, secrets.token_hex(16))
+        # A short poll: shutdown() waits for the loop to notice, and every CLI command that
+        # owns the stores pays that wait at exit (the default 0.5 s was most of `ferrex stats`).
         self.thread = threading.Thread(
-            target=self.listener.serve_forever, name="ferrex-owner", daemon=True
-        )
+            target=self.listener.serve_forever, kwargs={"poll_interval": 0.05},
+            name="ferrex-owner", daemon=True,
+        )  # fmt: skip
         self.thread.start()
         self.endpoint = Endpoint(self.listener.server_address[1], os.getpid(), self.listener.token)
         self.endpoint.write(home)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -130,7 +131,9 @@ def test_reembed_switches_model_and_records_it(tmp_path: Path) -> None:
     assert before is not None
     # A second model: the same weights from another directory have another identity.
     other = tmp_path / "other-minilm"
-    shutil.copytree(home / "models" / "all-MiniLM-L6-v2-int8", other)
+    shutil.copytree(
+        Path(os.environ["FERREX_CACHE_DIR"]) / "models" / "all-MiniLM-L6-v2-int8", other
+    )
 
     code, _, err = run(home, "reembed", "--model", "mid")  # not downloadable here
     assert code == 4 and "bge-small" in err

@@ -47,7 +47,11 @@ def test_doctor_json_reports_working_models(tmp_path: Path) -> None:
         "dim": 384,
         "file_sha256": MINILM_ONNX_SHA256,
     }
-    assert dense["source"] == str(tmp_path / "models" / "all-MiniLM-L6-v2-int8")
+    # The assembled model is the user's (the tests' cache), shared by every data directory.
+    assert dense["source"] == str(
+        Path(os.environ["FERREX_CACHE_DIR"]) / "models" / "all-MiniLM-L6-v2-int8"
+    )
+    assert not (tmp_path / "models" / "all-MiniLM-L6-v2-int8").exists()
     assert dense["test_vector_norm"] == pytest.approx(1.0, abs=1e-3)
     assert report["sparse"]["status"] == "ok"
     assert report["sparse"]["test_query_terms_matched"] > 0

@@ -1,4 +1,5 @@
-"""The dense model for real: files from installed packages, pinned hashes, real vectors, cache."""
+"""The dense model for real: files from the installed package and ferrex's own data, pinned
+hashes, one assembled copy per user, real vectors, cache."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from ferrex.models import (
     text_key,
 )
 from ferrex.models.bundled import bundled_sources
+from ferrex.models.identity import shared_models_dir
 
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
@@ -54,7 +56,9 @@ def _unique(text: str) -> str:
 
 def test_identity_is_minilm_384_pinned(embedder: Embedder, home: Path) -> None:
     assert embedder.identity == ModelIdentity(BUNDLED_MODEL, 384, MINILM_ONNX_SHA256)
-    assert embedder.model().source == models_dir(home) / BUNDLED_DIR_NAME
+    # One copy per user, in the (test) cache directory, none in the data directory.
+    assert embedder.model().source == shared_models_dir(os.environ) / BUNDLED_DIR_NAME
+    assert not (models_dir(home) / BUNDLED_DIR_NAME).exists()
 
 
 def test_vectors_are_unit_length_float32(embedder: Embedder) -> None:
@@ -213,7 +217,7 @@ def test_empty_input_gives_an_empty_matrix(embedder: Embedder) -> None:
 
 
 def test_a_model_directory_loads_like_the_bundled_model(embedder: Embedder, home: Path) -> None:
-    directory = models_dir(home) / BUNDLED_DIR_NAME
+    directory = shared_models_dir(os.environ) / BUNDLED_DIR_NAME
     custom = Embedder(home, choose_embedding_model(str(directory), {}), use_cache=False)
     try:
         identity = custom.identity
@@ -258,7 +262,7 @@ def test_a_tampered_model_file_fails_the_hash_check(tmp_path: Path, name: str) -
     target = assemble_bundled_model(models_dir(tmp_path) / BUNDLED_DIR_NAME)
     _flip_last_byte(target / name)
     with pytest.raises(ModelUnavailable) as raised:
-        load_model(choose_embedding_model("small", {}), tmp_path)
+        load_model(choose_embedding_model("small", {}), tmp_path, shared=models_dir(tmp_path))
     message = raised.value.message
     assert str(target / name) in message
     assert "SHA-256" in message
