@@ -1,4 +1,4 @@
-"""The MCP server: five tools an agent uses to keep and find its memories.
+"""The MCP server: six tools an agent uses to keep and find its memories, and resources.
 
 Built on the MCP SDK's ``MCPServer``. The tools only shape arguments and answers: what they
 do lives in :mod:`ferrex.server.service`, reached through
@@ -36,9 +36,11 @@ from ferrex import __version__
 from ferrex.errors import FerrexError
 from ferrex.rules.memory_input import DEFAULT_LIMITS
 from ferrex.rules.spelling import did_you_mean
+from ferrex.server import answers
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import Grant, TokenTable
-from ferrex.server.service import Caller, error_document
+from ferrex.server.mcp_resources import add_resources_and_prompts
+from ferrex.server.service import RESOURCES, Caller, error_document
 
 log = logging.getLogger("ferrex.mcp")
 
@@ -55,6 +57,7 @@ ferrex is your long-term memory; it outlives this conversation.
   is done, a preference), call `store` with one self-contained memory: name the project,
   people and versions, and give dates; it must make sense to a reader with no context.
 - When the user asks you to forget something, or a memory proves wrong, call `forget`.
+- When a recalled memory proved right, call `confirm` with its id.
 - Now and then call `reflect` to find stale, contradicted or never-confirmed memories.
 Each recalled memory carries a freshness label: fresh, aging, stale (old and unused: verify
 before relying on it) or superseded (replaced by a newer memory)."""
@@ -66,63 +69,40 @@ Field500 = Annotated[str, Field(max_length=_L.field_chars)]
 Step = Annotated[str, Field(max_length=_L.step_chars)]
 ShortText = Annotated[str, Field(min_length=1, max_length=_L.field_chars)]
 Namespace = Annotated[str, Field(min_length=1, max_length=_L.namespace_chars)]
-IsoTime = Annotated[
-    str,
-    Field(
-        max_length=64,
-        description="ISO 8601 with a timezone, e.g. 2026-11-28T09:30:00Z or 2026-11-28.",
-    ),
-]
+IsoTime = Annotated[str, Field(max_length=64)]
+NamespaceArg = Namespace | None  # omitted: the server's default namespace
 
 STORE_DOC = """\
-Remember one thing for later conversations. Call it whenever you learn something worth \
-keeping: a fact about a project or a person, something that happened, or how a task is done.
-
-Write each memory so it stands alone: name the project, the people and the versions, and \
-give dates, because whoever reads it later has none of this conversation. One memory per \
-thing learned.
-
-Three kinds, inferred from the fields you fill:
-- a fact (semantic): subject + predicate + object, e.g. api-server / uses / tokio 1.36. A \
-newer fact about the same subject and predicate replaces the old one automatically (the old \
-one stays in history); set multi_valued when several values hold at once.
-- an event (episodic): content, e.g. "On 2026-11-28 the nightly backup of billing-db failed: \
-disk full". Use valid_from for something that happened earlier.
-- a procedure (procedural): name + steps in order (+ conditions when it applies). Storing a \
-procedure with an existing name makes a new version.
-
-A near-copy of an existing memory is refused with its id: pass supersedes=ID to replace it, \
-or leave it. Answers with the new id, the entities it was linked to and what it superseded."""
+Remember one thing for later conversations, one memory per thing learned. Make it stand \
+alone: name the project, people and versions, give dates. Its fields set its kind:
+- fact: subject+predicate+object (api-server / uses / tokio 1.36); a newer value for the \
+same subject and predicate replaces the old (kept as history) unless multi_valued;
+- event: content, dated;
+- procedure: name+steps (+conditions); the same name again is a new version.
+A near-copy is refused with its id: pass supersedes=ID to replace it."""
 
 RECALL_DOC = """\
-Find memories relevant to a question. Call it before answering anything that may depend on \
-earlier conversations, decisions, facts about projects or people, or how a task is done.
+Find memories relevant to a question; call it before answering from earlier work. Words \
+and exact identifiers (INC-4417, versions, file names) both match. One line per memory, \
+best first: id, type, freshness unless fresh (aging; stale: verify it; superseded: \
+replaced), age, text. Stale and superseded ones are hidden unless asked for. Times are \
+ISO 8601. Changes nothing but use counts: confirm what proved right with confirm."""
 
-Ask in plain words or with exact identifiers (INC-4417, a version, a file name); both are \
-searched. Results come best first, each with its freshness: fresh, aging, stale (old and not \
-used or confirmed lately: check before relying on it; hidden unless include_stale) or \
-superseded (replaced by a newer memory; hidden unless include_invalidated or as_of). A \
-result flagged contradiction disagrees with another active memory. If a result proved right, \
-pass its id in validate_ids to confirm it. By default you see current knowledge; use as_of \
-to see what was believed at a past time."""
+CONFIRM_DOC = """\
+Mark memories that proved right as confirmed (keeps them fresh). Ids you cannot see count \
+as not_found."""
 
 FORGET_DOC = """\
-Remove memories for good from recall. Call it when the user asks you to forget something, \
-or when a memory is wrong and should not be replaced (to correct a memory, store the new one \
-with supersedes instead). Ids not found, or not yours to see, are reported as not_found. The \
-audit journal keeps a record that the memory existed until an operator compacts it."""
+Remove memories from recall for good: when the user asks, or one is wrong (to correct \
+one, store the new one with supersedes). Ids you cannot see count as not_found."""
 
 REFLECT_DOC = """\
-Review the memory's health: stale memories (with reasons), memories never confirmed, active \
-contradictions, least-used memories that could be forgotten, and entities nobody mentions \
-any more. Call it now and then, e.g. at the end of a long task, and act on what it finds: \
-confirm with recall validate_ids, correct with store supersedes, or forget."""
+Memory health: stale, never confirmed, contradicted and rarely used memories, forgotten \
+entities. Call it now and then; act with confirm, store supersedes=ID, or forget."""
 
 STATS_DOC = """\
-A short overview of what is remembered: how many memories, the most recent ones, and how \
-many need attention (stale, contradicted, never confirmed). Call it at the start of a \
-conversation to know what memory you have. detailed adds counts per type, the staleness \
-distribution, storage and models."""
+Overview: memory counts, the latest, what needs attention. Call it when a conversation \
+starts."""
 
 
 class FerrexMCP(MCPServer[Any]):
@@ -136,7 +116,10 @@ class FerrexMCP(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         scope = _caller.set(self._caller(context))
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
+            if name in WRITES and not getattr(result, "is_error", False):
+                await _notify_changed(context)
+            return result
         except UnexpectedToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, FerrexError):
@@ -155,6 +138,22 @@ class FerrexMCP(MCPServer[Any]):
         finally:
             _caller.reset(scope)
 
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        scope = _caller.set(self._caller(context))
+        try:
+            return await super().read_resource(uri, context)
+        finally:
+            _caller.reset(scope)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> Any:
+        scope = _caller.set(self._caller(context))
+        try:
+            return await super().get_prompt(name, arguments, context)
+        finally:
+            _caller.reset(scope)
+
     def _caller(self, context: Any) -> Caller | None:
         """The caller a request's token grants (the operator or one agent), if it has one."""
         request = getattr(getattr(context, "request_context", None), "request", None)
@@ -169,6 +168,22 @@ class FerrexMCP(MCPServer[Any]):
     def _argument_names(self, tool: str) -> list[str]:
         found = self._tool_manager.get_tool(tool)
         return sorted(found.parameters.get("properties", {})) if found is not None else []
+
+
+#: The tools that change memories: after one succeeds, the resources' readers hear of it.
+WRITES = frozenset({"store", "confirm", "forget"})
+
+
+async def _notify_changed(context: Any) -> None:
+    """Tell ``subscriptions/listen`` streams that the overview and the recent list changed
+    (the SDK's bus; clients of earlier protocol versions are not subscribed, so none hear)."""
+    if context is None:
+        return
+    try:
+        for uri in RESOURCES:
+            await context.notify_resource_updated(uri)
+    except Exception:  # a notification is a courtesy: never fail the write that caused it
+        log.debug("resource update notification failed", exc_info=True)
 
 
 def tool_error(exc: FerrexError) -> CallToolResult:
@@ -226,17 +241,33 @@ def _make_exact(server: MCPServer[Any]) -> None:
             {"model_config": ConfigDict(strict=True, extra="forbid",
                                         arbitrary_types_allowed=True)},
         )  # fmt: skip
-        tool.fn_metadata = _ExactArguments(
-            arg_model=strict,
-            output_schema=loose.output_schema,
-            output_model=loose.output_model,
-            wrap_output=loose.wrap_output,
-        )
-        tool.parameters = strict.model_json_schema(by_alias=True)
+        # Answers are JSON objects sent as structured content beside their text rendering;
+        # an output schema of {"type": "object"} would tell a client nothing more.
+        tool.fn_metadata = _ExactArguments(arg_model=strict)
+        tool.parameters = lean_schema(strict.model_json_schema(by_alias=True))
+
+
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema without what says nothing to an agent: titles, and the
+    ``anyOf: [T, null]`` with ``default: null`` of an optional argument (omitting it is how
+    an agent leaves it out). Validation is the argument model's, unchanged: strict, exact."""
+    schema.pop("title", None)
+    properties: dict[str, Any] = schema.get("properties", {})
+    for name, prop in list(properties.items()):
+        prop.pop("title", None)
+        alternatives = prop.get("anyOf")
+        if alternatives and "default" in prop and prop["default"] is None:
+            kept = [a for a in alternatives if a != {"type": "null"}]
+            if len(kept) == 1:
+                outer = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
+                properties[name] = {**kept[0], **outer}
+        if properties[name].get("additionalProperties") is True:  # JSON Schema's default
+            del properties[name]["additionalProperties"]
+    return schema
 
 
 def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
-    """The server with its five tools, calling through ``hub``.
+    """The server with its six tools, resources and prompts, calling through ``hub``.
 
     With ``tokens``, its HTTP app refuses (401) every request without a token they know, and
     each call speaks for the agent its token names; ``/healthz`` needs none and tells nothing.
@@ -256,9 +287,13 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         log_level="WARNING",
     )
 
-    def call(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    def call(tool: str, args: dict[str, Any]) -> CallToolResult:
         # None (an omitted argument) is dropped by the service
-        return hub.call(tool, args, _caller.get())
+        doc = hub.call(tool, args, _caller.get())
+        return CallToolResult(
+            content=[TextContent(type="text", text=answers.text(tool, doc))],
+            structured_content=doc,
+        )
 
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
     async def healthz(request: Request) -> JSONResponse:
@@ -267,89 +302,54 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     @server.tool(
         description=STORE_DOC,
         annotations=ToolAnnotations(
-            title="Store a memory", read_only_hint=False, destructive_hint=False,
+            read_only_hint=False, destructive_hint=False,
             idempotent_hint=False, open_world_hint=False,
         ),
     )  # fmt: skip
     def store(
-        content: Annotated[
-            Content | None, Field(description="An event or note, self-contained (episodic).")
-        ] = None,
-        subject: Annotated[
-            ShortText | None, Field(description="A fact's subject, e.g. api-server.")
-        ] = None,
-        predicate: Annotated[
-            ShortText | None, Field(description="A fact's relation, e.g. uses, owns, runs on.")
-        ] = None,
-        object: Annotated[
-            Field500 | None, Field(description="A fact's value, e.g. tokio 1.36.")
-        ] = None,
-        name: Annotated[
-            ShortText | None, Field(description="A procedure's name, e.g. deploy api-server.")
-        ] = None,
-        steps: Annotated[
-            list[Step] | None,
-            Field(description="A procedure's steps, in order.", max_length=_L.max_steps),
-        ] = None,
-        conditions: Annotated[
-            list[Field500] | None,
-            Field(description="When the procedure applies.", max_length=_L.max_conditions),
-        ] = None,
+        content: Content | None = None,
+        subject: ShortText | None = None,
+        predicate: ShortText | None = None,
+        object: Field500 | None = None,
+        name: ShortText | None = None,
+        steps: Annotated[list[Step] | None, Field(max_length=_L.max_steps)] = None,
+        conditions: Annotated[list[Field500] | None, Field(max_length=_L.max_conditions)] = None,
         type: Annotated[
-            MemoryType | None,
-            Field(description="Only to override the type inferred from the fields."),
+            MemoryType | None, Field(description="Overrides the inferred kind.")
         ] = None,
         entities: Annotated[
             list[ShortText] | None,
             Field(
-                description="Projects, people, services or tools it is about; spelling "
-                "variants are matched to known entities.",
+                description="Projects, people, tools it is about (any spelling).",
                 max_length=_L.max_entities,
             ),
         ] = None,
         supersedes: Annotated[
-            ShortText | None, Field(description="Id of a memory this one replaces.")
+            ShortText | None, Field(description="Id of the memory this replaces.")
         ] = None,
         multi_valued: Annotated[
-            bool,
-            Field(description="A fact that holds alongside other values (e.g. languages)."),
+            bool, Field(description="The fact holds alongside other values.")
         ] = False,
         split_long: Annotated[
             bool,
-            Field(
-                description="Keep an event longer than the embedding window (an article, a "
-                "transcript) as one memory, searched in parts; without it such content is "
-                "refused with a hint to split it."
-            ),
+            Field(description="Keep a long event (over the model's window) whole."),
         ] = False,
         source: Annotated[
             ShortText | None,
-            Field(
-                description='Where it came from (a URL, a file, "user"); "memory:ID" cites a '
-                "memory and confirms it."
-            ),
+            Field(description='Where it came from (URL, file, "user"); "memory:ID" cites one.'),
         ] = None,
-        context: Annotated[
-            dict[str, Any] | None,
-            Field(description='Structured details kept with it, e.g. {"ticket": "INC-1"}.'),
-        ] = None,
-        confidence: Annotated[
-            float, Field(ge=0.0, le=1.0, description="How sure, from 0 to 1.")
-        ] = 1.0,
+        context: dict[str, Any] | None = None,
+        confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
         valid_from: Annotated[
-            IsoTime | None, Field(description="When it became true or happened, if not now.")
+            IsoTime | None,
+            Field(description="When it became true or happened (ISO 8601), if not now."),
         ] = None,
         visibility: Annotated[
             Literal["private", "shared"] | None,
-            Field(
-                description="private: only this agent; shared: every agent. Default "
-                "private when the server has an agent id."
-            ),
+            Field(description="private (this agent only; the default with an agent id)."),
         ] = None,
-        namespace: Annotated[
-            Namespace | None, Field(description="Project namespace; default from the server.")
-        ] = None,
-    ) -> dict[str, Any]:
+        namespace: NamespaceArg = None,
+    ) -> CallToolResult:
         return call(
             "store",
             {"content": content, "subject": subject, "predicate": predicate, "object": object,
@@ -363,99 +363,84 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
 
     @server.tool(
         description=RECALL_DOC,
-        annotations=ToolAnnotations(
-            title="Recall memories", read_only_hint=True, open_world_hint=False
-        ),
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
     def recall(
-        query: Annotated[
-            str,
-            Field(min_length=1, max_length=2000, description="What to look for, in words."),
-        ],
-        limit: Annotated[int, Field(ge=1, le=100, description="How many results.")] = 5,
-        types: Annotated[
-            list[MemoryType] | None, Field(description="Only these memory types.")
-        ] = None,
+        query: Annotated[str, Field(min_length=1, max_length=2000)],
+        limit: Annotated[int, Field(ge=1, le=100)] = 5,
+        types: list[MemoryType] | None = None,
         entities: Annotated[
             list[ShortText] | None,
-            Field(description="Only memories about these entities (any spelling).", max_length=20),
+            Field(description="Only memories about these (any spelling).", max_length=20),
         ] = None,
-        include_stale: Annotated[bool, Field(description="Also return stale memories.")] = False,
-        include_invalidated: Annotated[
-            bool, Field(description="Also return superseded memories (history).")
-        ] = False,
-        as_of: Annotated[IsoTime | None, Field(description="What was valid at this time.")] = None,
-        after: Annotated[
-            IsoTime | None, Field(description="Only memories from this time on.")
+        include_stale: bool = False,
+        include_invalidated: Annotated[bool, Field(description="Superseded too.")] = False,
+        as_of: Annotated[IsoTime | None, Field(description="What was valid then.")] = None,
+        after: IsoTime | None = None,
+        before: IsoTime | None = None,
+        max_tokens: Annotated[
+            int | None, Field(ge=50, le=100_000, description="Cut the answer to fit.")
         ] = None,
-        before: Annotated[IsoTime | None, Field(description="Only memories before this.")] = None,
-        validate_ids: Annotated[
-            list[ShortText] | None,
-            Field(
-                description="Ids from this recall's results that you confirmed are right.",
-                max_length=100,
-            ),
-        ] = None,
-        explain: Annotated[
-            bool, Field(description="Include the score of every ranking stage.")
-        ] = False,
-        namespace: Annotated[
-            Namespace | None, Field(description="Project namespace; default from the server.")
-        ] = None,
-    ) -> dict[str, Any]:
+        explain: bool = False,
+        namespace: NamespaceArg = None,
+    ) -> CallToolResult:
         return call(
             "recall",
             {"query": query, "limit": limit, "types": types, "entities": entities,
              "include_stale": include_stale, "include_invalidated": include_invalidated,
-             "as_of": as_of, "after": after, "before": before, "validate_ids": validate_ids,
+             "as_of": as_of, "after": after, "before": before, "max_tokens": max_tokens,
              "explain": explain, "namespace": namespace},
         )  # fmt: skip
 
     @server.tool(
+        description=CONFIRM_DOC,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False,
+            idempotent_hint=True, open_world_hint=False,
+        ),
+    )  # fmt: skip
+    def confirm(
+        ids: Annotated[list[ShortText], Field(min_length=1, max_length=100)],
+    ) -> CallToolResult:
+        return call("confirm", {"ids": ids})
+
+    @server.tool(
         description=FORGET_DOC,
         annotations=ToolAnnotations(
-            title="Forget memories", read_only_hint=False, destructive_hint=True,
+            read_only_hint=False, destructive_hint=True,
             idempotent_hint=True, open_world_hint=False,
         ),
     )  # fmt: skip
     def forget(
-        ids: Annotated[
-            list[ShortText],
-            Field(min_length=1, max_length=1000, description="Ids of the memories to forget."),
-        ],
+        ids: Annotated[list[ShortText], Field(min_length=1, max_length=1000)],
         cascade: Annotated[
-            bool, Field(description="Also drop entities no remaining memory mentions.")
+            bool, Field(description="Also drop entities no memory mentions any more.")
         ] = False,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         return call("forget", {"ids": ids, "cascade": cascade})
 
     @server.tool(
         description=REFLECT_DOC,
-        annotations=ToolAnnotations(
-            title="Review memory health", read_only_hint=True, open_world_hint=False
-        ),
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
     def reflect(
         limit: Annotated[int, Field(ge=1, le=100, description="Items per section.")] = 10,
-        namespace: Annotated[
-            Namespace | None, Field(description="Project namespace; default from the server.")
-        ] = None,
-    ) -> dict[str, Any]:
+        namespace: NamespaceArg = None,
+    ) -> CallToolResult:
         return call("reflect", {"limit": limit, "namespace": namespace})
 
     @server.tool(
         description=STATS_DOC,
-        annotations=ToolAnnotations(
-            title="Memory overview", read_only_hint=True, open_world_hint=False
-        ),
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
     def stats(
-        detailed: Annotated[bool, Field(description="Add counts, storage and models.")] = False,
-        namespace: Annotated[
-            Namespace | None, Field(description="Project namespace; default from the server.")
-        ] = None,
-    ) -> dict[str, Any]:
+        detailed: Annotated[
+            bool, Field(description="Counts by type and staleness, storage, models.")
+        ] = False,
+        namespace: NamespaceArg = None,
+    ) -> CallToolResult:
         return call("stats", {"detailed": detailed, "namespace": namespace})
 
     _make_exact(server)
+    add_resources_and_prompts(server, hub, _caller)
     return server

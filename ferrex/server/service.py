@@ -1,4 +1,4 @@
-"""The five agent tools (store, recall, forget, reflect, stats) over one :class:`App`.
+"""The agent tools (store, recall, confirm, forget, reflect, stats) and resources over one App.
 
 This is the one place the tools' semantics live: the MCP server calls it in the process that
 owns the data directory, and other processes reach it through :mod:`ferrex.server.hub`. Arguments
@@ -8,7 +8,9 @@ are :class:`FerrexError` with a stable code.
 
 Who is asking matters: a :class:`Caller` carries the agent id and default namespace of the
 process the agent talks to. An agent sees shared memories, memories with no owner and its
-own private ones; a caller without an agent id is the operator and sees everything.
+own private ones; a caller without an agent id is the operator and sees everything. The
+resources (:meth:`Service.resource`) follow the same rule: an id the caller may not see reads
+exactly like one that does not exist, an entity only invisible memories name is unknown.
 """
 
 from __future__ import annotations
@@ -18,20 +20,31 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import unquote
 
 from ferrex.app import App, translated
 from ferrex.config import Config, staleness_config
-from ferrex.errors import FerrexError, UsageError
+from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.models.sparse import Bm25Encoder
-from ferrex.read.insight import directory_bytes, reflect, stats
+from ferrex.read.insight import directory_bytes, one_line, reflect, stats, with_pending
 from ferrex.read.recall import RecallRequest
+from ferrex.rules.entities import Candidate, resolve_entity
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.spelling import did_you_mean
-from ferrex.rules.visibility import sees
-from projections.sqlite import ReadModel
+from ferrex.rules.visibility import sees, sees_scope
+from ferrex.server.answers import recall_text
+from ferrex.times import rfc3339
+from projections.sqlite import Memory, ReadModel
 
-TOOLS = ("store", "recall", "forget", "reflect", "stats")
-READ_ONLY = frozenset({"recall", "reflect", "stats"})
+TOOLS = ("store", "recall", "confirm", "forget", "reflect", "stats")
+READ_ONLY = frozenset({"recall", "reflect", "stats", "resource"})
+#: The resources every client may list; ``memory/{id}`` and ``entity/{name}`` are templates.
+RESOURCES = ("ferrex://stats", "ferrex://recent")
+RESOURCE_TEMPLATES = ("ferrex://memory/{id}", "ferrex://entity/{name}")
+_RESOURCE_HINT = f"resources: {', '.join(RESOURCES + RESOURCE_TEMPLATES)}"
+_RECENT = 10
+#: The longest supersede chain a memory resource walks, each way.
+_CHAIN = 50
 
 _STORE_FIELDS = frozenset(
     {
@@ -83,9 +96,12 @@ class Service:
         self._tools: dict[str, Callable[[dict[str, Any], Caller], dict[str, Any]]] = {
             "store": self._store,
             "recall": self._recall,
+            "confirm": self._confirm,
             "forget": self._forget,
             "reflect": self._reflect,
             "stats": self._stats,
+            # Not a tool: the resources' reads, routed like tools to the owning process.
+            "resource": lambda args, caller: self._resource(args.get("uri"), caller),
         }
 
     def warm(self) -> None:
@@ -161,8 +177,54 @@ class Service:
             explain=_flag(args.get("explain", False), "explain"),
             agent_id=caller.agent_id,
         )
+        max_tokens = args.get("max_tokens")
+        if max_tokens is not None:
+            max_tokens = _whole(max_tokens, "max_tokens", 50, 100_000)
+        # validate_ids stays for the CLI's --validate; the MCP tool confirms with `confirm`.
         validate = _texts(args.get("validate_ids", []), "validate_ids")
-        return self.app.recall(request, validate).as_dict()
+        doc = self.app.recall(request, validate).as_dict()
+        if max_tokens is not None:
+            doc = self._fit(doc, max_tokens)
+        return doc
+
+    def _fit(self, doc: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+        """The answer cut to ``max_tokens`` tokens of its text (best results kept, in order),
+        saying how many were cut; the first result is kept even if alone it is longer."""
+        count = self.app.embedder().model().count_tokens
+        results = list(doc["results"])
+
+        def tokens(kept: int) -> int:
+            trial = {**doc, "results": results[:kept]}
+            if kept < len(results):
+                trial["truncated"] = {"max_tokens": max_tokens, "omitted": len(results) - kept}
+            measured = count(recall_text(trial))
+            return len(recall_text(trial)) // 4 if measured is None else measured
+
+        kept = len(results)
+        while kept > 1 and tokens(kept) > max_tokens:
+            kept -= 1
+        if kept == len(results):
+            return doc
+        return {
+            **doc,
+            "results": results[:kept],
+            "truncated": {"max_tokens": max_tokens, "omitted": len(results) - kept},
+        }
+
+    def _confirm(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        ids = _texts(args.get("ids", []), "ids")
+        if not ids:
+            raise UsageError("ids is required: the ids of the memories you confirmed")
+        # Another agent's private memory is reported exactly like one that does not exist.
+        result = self.app.writer().validate_memories(list(ids), caller=caller.agent_id)
+        doc: dict[str, Any] = {
+            "validated": list(result.validated),
+            "not_found": list(result.not_found),
+            "position": result.position,
+        }
+        if result.warnings:
+            doc["warnings"] = list(result.warnings)
+        return doc
 
     def _forget(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         ids = _texts(args.get("ids", []), "ids")
@@ -215,6 +277,105 @@ class Service:
             doc.update(health)
         return doc
 
+    # -- the resources ----------------------------------------------------------------------
+
+    def resource(self, uri: str, caller: Caller) -> dict[str, Any]:
+        """The document a resource URI names, as ``caller`` may see it (see RESOURCES)."""
+        return self.call("resource", {"uri": uri}, caller)
+
+    def _resource(self, uri: object, caller: Caller) -> dict[str, Any]:
+        if not isinstance(uri, str) or not uri.startswith("ferrex://"):
+            raise UsageError("a resource URI starts with ferrex://", hint=_RESOURCE_HINT)
+        path = uri.removeprefix("ferrex://")
+        kind, _, rest = path.partition("/")
+        if kind == "stats" and not rest:
+            return self._stats({}, caller)
+        if kind == "recent" and not rest:
+            return self._recent(caller)
+        if kind == "memory" and rest:
+            return self._memory(unquote(rest), caller)
+        if kind == "entity" and rest:
+            return self._entity(unquote(rest), caller)
+        raise UsageError(f"unknown resource {uri!r}", hint=_RESOURCE_HINT)
+
+    def _visible(self, rm: ReadModel, ids: list[str], caller: Caller) -> list[Memory]:
+        pending = self.app.access.snapshot()
+        return [
+            with_pending(m, pending)
+            for m in rm.memories(memory_ids=ids)
+            if caller.sees(m.agent_id, m.visibility)
+        ]
+
+    def _recent(self, caller: Caller) -> dict[str, Any]:
+        """The latest active memories of the caller's namespace, newest first."""
+        namespace = _namespace({}, caller) or self.app.config["store.default_namespace"]
+        rm = self._read_model()
+        active = [
+            m
+            for m in rm.memories(namespace=namespace)
+            if m.t_invalid is None and caller.sees(m.agent_id, m.visibility)
+        ]
+        latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:_RECENT]
+        return {"namespace": namespace, "memories": [_brief(m) for m in latest]}
+
+    def _memory(self, memory_id: str, caller: Caller) -> dict[str, Any]:
+        """One memory with its supersede chain (oldest first) and its use."""
+        rm = self._read_model()
+        found = self._visible(rm, [memory_id], caller)
+        if not found:
+            raise Refused(f"no memory {memory_id!r}", code="not_found",
+                          hint="recall to find a memory's id")  # fmt: skip
+        memory = found[0]
+        older: list[Memory] = []
+        newer: list[Memory] = []
+        for side, step in ((older, "supersedes"), (newer, "superseded_by")):
+            current = memory
+            while len(side) < _CHAIN:
+                nxt = getattr(current, step)
+                got = self._visible(rm, [nxt], caller) if nxt else []
+                if not got or got[0].memory_id in {m.memory_id for m in (*older, *newer)}:
+                    break
+                side.append(got[0])
+                current = got[0]
+        names = rm.entity_names(memory.entity_ids)
+        doc = {
+            **_brief(memory),
+            "namespace": memory.namespace,
+            "visibility": memory.visibility,
+            "entities": sorted(names.get(e, e) for e in memory.entity_ids),
+            "body": _body(memory),
+            "confidence": memory.confidence,
+            "access_count": memory.access_count,
+            "last_accessed": rfc3339(memory.last_accessed),
+            "last_validated": rfc3339(memory.last_validated),
+            "history": [_link(m) for m in (*reversed(older), memory, *newer)],
+        }
+        return doc
+
+    def _entity(self, name: str, caller: Caller) -> dict[str, Any]:
+        """What is known about an entity (any of its spellings the caller may see)."""
+        namespace = _namespace({}, caller) or self.app.config["store.default_namespace"]
+        rm = self._read_model()
+        spellings = [s for s in rm.spellings(namespace) if sees_scope(caller.agent_id, s.agent_id)]
+        resolution = resolve_entity(
+            name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
+        )
+        entity_id = resolution.entity_id
+        names = rm.entity_names([entity_id]) if entity_id else {}
+        memory_ids = [m for e, m in rm.links([entity_id])] if entity_id else []
+        memories = [m for m in self._visible(rm, memory_ids, caller) if m.t_invalid is None]
+        if entity_id is None or entity_id not in names or not memories:
+            # An entity only memories the caller may not see (or none) name is unknown.
+            raise Refused(f"no entity {name!r} in {namespace}", code="not_found",
+                          hint="stats or recall show the entities memories name")  # fmt: skip
+        memories.sort(key=lambda m: (-m.t_valid, m.memory_id))
+        return {
+            "namespace": namespace,
+            "name": names[entity_id],
+            "aliases": sorted({s.alias for s in spellings if s.entity_id == entity_id}),
+            "memories": [_brief(m) for m in memories],
+        }
+
     def _health(self) -> dict[str, Any]:
         """Journal position, projection lag, storage sizes and the models in use."""
         app = self.app
@@ -250,6 +411,28 @@ class Service:
         projections = self.app.projections()
         projections.catch_up()
         return projections.read_model
+
+
+def _brief(m: Memory) -> dict[str, Any]:
+    return {"id": m.memory_id, "type": m.type, "event_time": rfc3339(m.t_valid),
+            "created_at": rfc3339(m.created_at), "summary": one_line(m, 200)}  # fmt: skip
+
+
+def _body(m: Memory) -> dict[str, Any]:
+    """A memory's own fields, those it has."""
+    fields = {
+        "content": m.content, "subject": m.subject, "predicate": m.predicate,
+        "object": m.object, "name": m.procedure_name, "version": m.procedure_version,
+        "steps": list(m.steps), "conditions": list(m.conditions), "source": m.source,
+        "context": m.context,
+    }  # fmt: skip
+    return {k: v for k, v in fields.items() if v not in (None, [])}
+
+
+def _link(m: Memory) -> dict[str, Any]:
+    """One step of a supersede chain: when the memory held and what it said."""
+    return {"id": m.memory_id, "t_valid": rfc3339(m.t_valid), "t_invalid": rfc3339(m.t_invalid),
+            "summary": one_line(m, 200)}  # fmt: skip
 
 
 def _now() -> float:

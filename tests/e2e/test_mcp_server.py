@@ -34,21 +34,33 @@ def _tool_listing(tools: list[object]) -> list[dict[str, object]]:
 
 
 def test_tools_match_the_golden_schemas(tmp_path: Path) -> None:
-    async def main() -> list[dict[str, object]]:
+    async def main() -> dict[str, list[dict[str, object]]]:
         async with stdio_client(tmp_path / "home") as client:
             assert client.instructions and "recall" in client.instructions
-            return _tool_listing(list((await client.list_tools()).tools))
+            return {
+                "tools": _tool_listing(list((await client.list_tools()).tools)),
+                "resources": _tool_listing(list((await client.list_resources()).resources)),
+                "resource_templates": _tool_listing(
+                    list((await client.list_resource_templates()).resource_templates)
+                ),
+                "prompts": _tool_listing(list((await client.list_prompts()).prompts)),
+            }
 
-    listing = anyio.run(main)
+    everything = anyio.run(main)
     if os.environ.get("FERREX_UPDATE_GOLDEN") == "1":
-        GOLDEN.write_text(json.dumps(listing, indent=2, ensure_ascii=False) + "\n")
-    assert listing == json.loads(GOLDEN.read_text()), (
-        "the tool schemas changed; if on purpose, rerun with FERREX_UPDATE_GOLDEN=1"
+        GOLDEN.write_text(json.dumps(everything, indent=2, ensure_ascii=False) + "\n")
+    assert everything == json.loads(GOLDEN.read_text()), (
+        "the tool, resource or prompt listings changed; if on purpose, rerun with "
+        "FERREX_UPDATE_GOLDEN=1"
     )
+    listing = everything["tools"]
     by_name = {str(t["name"]): t for t in listing}
-    assert sorted(by_name) == ["forget", "recall", "reflect", "stats", "store"]
+    assert sorted(by_name) == ["confirm", "forget", "recall", "reflect", "stats", "store"]
     for name in ("recall", "reflect", "stats"):
         assert by_name[name]["annotations"]["readOnlyHint"] is True  # type: ignore[index]
+    # recall writes nothing an agent asked for (use counts aside): confirming is its own tool
+    assert by_name["confirm"]["annotations"]["readOnlyHint"] is False  # type: ignore[index]
+    assert "validate_ids" not in by_name["recall"]["inputSchema"]["properties"]  # type: ignore[index]
     assert by_name["forget"]["annotations"]["destructiveHint"] is True  # type: ignore[index]
     assert by_name["recall"]["inputSchema"]["required"] == ["query"]  # type: ignore[index]
     assert by_name["forget"]["inputSchema"]["required"] == ["ids"]  # type: ignore[index]
@@ -76,9 +88,9 @@ def test_store_recall_forget_round_trip(tmp_path: Path) -> None:
                 "query": "api-server tokio", "include_invalidated": True, "limit": 10})  # fmt: skip
             labels = {r["id"]: r["freshness"]["label"] for r in history["results"]}
             assert labels[fact["id"]] == "superseded" and labels[newer["id"]] == "fresh"
-            confirmed = await call(client, "recall", {
-                "query": "api-server tokio", "validate_ids": [newer["id"]]})  # fmt: skip
-            assert confirmed["results"]
+            confirmed = await call(client, "confirm", {"ids": [newer["id"], "mem_unknown"]})
+            assert confirmed["validated"] == [newer["id"]]
+            assert confirmed["not_found"] == ["mem_unknown"]
             stats = await call(client, "stats", {"detailed": True})
             assert stats["total"] == 2
             reflect = await call(client, "reflect", {})
@@ -153,7 +165,7 @@ def test_http_transport(tmp_path: Path) -> None:
         async def main() -> None:
             async with http_client(f"http://127.0.0.1:{port}/mcp", token) as c:
                 tools = {t.name for t in (await c.list_tools()).tools}
-                assert tools == {"store", "recall", "forget", "reflect", "stats"}
+                assert tools == {"store", "recall", "confirm", "forget", "reflect", "stats"}
                 stored = await call(
                     c,
                     "store",
@@ -196,7 +208,7 @@ def test_third_party_client_mcp_inspector(tmp_path: Path) -> None:
 
     listed = run("--method", "tools/list")
     assert {t["name"] for t in listed["tools"]} == {  # type: ignore[attr-defined]
-        "store", "recall", "forget", "reflect", "stats"}  # fmt: skip
+        "store", "recall", "confirm", "forget", "reflect", "stats"}  # fmt: skip
     stored = run("--method", "tools/call", "--tool-name", "store",
                  "--tool-arg", "content=Grafana dashboards for api-server live in folder "
                  "SRE-7")  # fmt: skip

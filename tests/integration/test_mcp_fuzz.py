@@ -147,5 +147,5 @@ def test_any_input_gets_an_answer_or_a_coded_tool_error(
 def test_fuzz_setup_is_real(served: tuple[FerrexMCP, App, dict[str, dict[str, Any]]]) -> None:
     """The fuzzed server stores into a real journal under a real data directory."""
     _, app, tools = served
-    assert sorted(tools) == ["forget", "recall", "reflect", "stats", "store"]
+    assert sorted(tools) == ["confirm", "forget", "recall", "reflect", "stats", "store"]
     assert _position(app) >= 1 and Path(app.journal_dir).is_dir()

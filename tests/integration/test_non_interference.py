@@ -48,6 +48,7 @@ _ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
 _ASIDE = {
     "score", "explain", "similarity", "staleness", "position", "event_time", "invalidated_at",
     "last_validated", "last_accessed", "last_referenced", "age_days", "created_at",
+    "t_valid", "t_invalid",
 }  # fmt: skip
 
 
@@ -130,6 +131,22 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "validate via recall": st.integers(0, 5).map(
         lambda k: ("recall", {"query": "rollback", "limit": 100, "validate_ids": [f"@bob:{k}"]})
     ),
+    "confirm": st.tuples(st.sampled_from(["bob", "alice"]), st.integers(0, 5)).map(
+        lambda wk: ("confirm", {"ids": [f"@{wk[0]}:{wk[1]}"]})
+    ),
+    "cut recall": st.sampled_from([*WORDS, *ENTITIES]).map(
+        lambda q: ("recall", {"query": q, "limit": 100, "max_tokens": 60})
+    ),
+    # Resources: "{id}" in a URI is filled with the resolved "id" argument (see Home.call).
+    "resource stats, recent": st.sampled_from(["ferrex://stats", "ferrex://recent"]).map(
+        lambda uri: ("resource", {"uri": uri})
+    ),
+    "resource memory": st.tuples(st.sampled_from(["bob", "alice"]), st.integers(0, 5)).map(
+        lambda wk: ("resource", {"uri": "ferrex://memory/{id}", "id": f"@{wk[0]}:{wk[1]}"})
+    ),
+    "resource entity": st.sampled_from([*ENTITIES, "postgres", "kafka", "Tokio"]).map(
+        lambda name: ("resource", {"uri": f"ferrex://entity/{name}"})
+    ),
 }
 
 
@@ -161,6 +178,8 @@ class Home:
         self, who: str, tool: str, args: dict[str, Any], namespace: str, alice_ids: list[str]
     ) -> dict[str, Any]:
         real = self.resolve(args, alice_ids)
+        if tool == "resource" and "id" in real:
+            real = {"uri": real["uri"].replace("{id}", real.pop("id"))}
         try:
             answer = self.service.call(tool, real, Caller(agent_id=who, namespace=namespace))
         except FerrexError as exc:
