@@ -26,10 +26,12 @@ often shares no words with the question ("Sure, I'll send it tomorrow"), while t
 before it does. So every candidate episode lends half its fused score
 (``context_share``) to its neighbours: the episodic memories of the same namespace and the
 same ``source``, consecutive in event time, up to two on each side (``context_reach``) and
-at most 30 minutes apart step by step (``context_gap``). A neighbour keeps its own score
-plus the largest loan, and joins the candidates if it was not one, provided the recall's
-filter admits it. Memories without a source have no neighbours, so independent documents
-stored in one batch do not lend to each other.
+at most 30 minutes apart step by step (``context_gap``). Episodes stored without a source
+have a *derived episode* instead (``ferrex.core.decide.episode_of``: one agent's
+consecutive episodic stores in a namespace, an import's lines in file order) and their
+neighbours are the episode's, in arrival order. A neighbour keeps its own score plus the
+largest loan, and joins the candidates if it was not one, provided the recall's filter
+admits it. Semantic and procedural memories have no neighbours.
 
 ``RecallRequest.legs`` picks ``hybrid`` (the default), ``dense`` or ``bm25``: a single leg
 ranks by its own score (cosine, or BM25 with IDF) and goes through every later stage
@@ -420,17 +422,18 @@ class Reader:
     def _neighbours(
         self, memory: Memory, reach: int, gap: float, agent_id: str | None
     ) -> list[str]:
-        """The episodes of ``memory``'s source just before and after it that the caller may
-        see, nearest first, up to ``reach`` on each side, each at most ``gap`` seconds from
-        the one before it."""
-        if memory.type != "episodic" or not memory.source:
+        """The episodes of ``memory``'s source (or derived episode) just before and after it
+        that the caller may see, nearest first, up to ``reach`` on each side; with a source,
+        each at most ``gap`` seconds from the one before it (a derived episode had its gap
+        applied when it was stored: ``ferrex.core.decide.episode_of``)."""
+        if memory.type != "episodic" or not (memory.source or memory.episode):
             return []
         found: list[str] = []
         rm = self.projections.read_model
         for side in rm.episode_neighbours(memory, reach, agent_id=agent_id):
             previous = memory.t_valid
             for memory_id, t_valid in side:
-                if abs(t_valid - previous) > gap:
+                if memory.source and abs(t_valid - previous) > gap:
                     break
                 found.append(memory_id)
                 previous = t_valid
