@@ -86,7 +86,8 @@ CREATE INDEX IF NOT EXISTS memories_ns_type ON memories (namespace, type);
 CREATE INDEX IF NOT EXISTS memories_fact ON memories (namespace, subject_key, predicate_normalized);
 CREATE INDEX IF NOT EXISTS memories_procedure ON memories (namespace, procedure_name);
 CREATE INDEX IF NOT EXISTS memories_episodes ON memories (namespace, source, t_valid, memory_id);
-CREATE INDEX IF NOT EXISTS memories_derived_episodes ON memories (namespace, episode, episode_index);
+CREATE INDEX IF NOT EXISTS memories_derived_episodes
+    ON memories (namespace, episode, episode_index);
 CREATE INDEX IF NOT EXISTS memories_episode_tails ON memories (namespace, agent_id, position)
     WHERE episode IS NOT NULL;
 CREATE TABLE IF NOT EXISTS entities (

@@ -44,9 +44,9 @@ The rules of a store, in order:
    seconds old (or decided in the same batch: an import's lines, in file order), and
    starts a new episode otherwise. A text longer than ``StoreSettings.episode_max_chars``
    is a document, not a turn: it stands alone (no episode), so a corpus imported in one
-   go does not lend scores across unrelated documents. Recall's episode context treats an episode like a
-   source. Private and shared stores chain separately, so a private store never changes
-   the episodes others see.
+   go does not lend scores across unrelated documents. Recall's episode context treats
+   an episode like a source. Private and shared stores chain separately, so a private
+   store never changes the episodes others see.
 
 Another agent's private memories take no part in any of this, and a private memory changes
 nothing another agent sees (:func:`ferrex.rules.visibility.may_change`): it supersedes,

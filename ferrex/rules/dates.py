@@ -58,14 +58,14 @@ _PATTERNS: Final = [
             r"\b(?P<n>\d+|an?|one|two|three|four|five|six|seven|ten)\s+"
             r"(?P<unit>day|week)s?\s+ago\b"
         ),
-    ),  # fmt: skip
+    ),
     (
         "named",
         re.compile(
             r"\b(?P<word>yesterday|today|tonight|this morning|"
             r"(?:last|this|past) (?:week|month|year|weekend))\b"
         ),
-    ),  # fmt: skip
+    ),
     ("month_year", re.compile(rf"\b(?:in\s+|during\s+|of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b")),
     ("year", re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b")),
 ]

@@ -402,13 +402,20 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         namespace: Annotated[
             Namespace | None, Field(description="Project namespace; default from the server.")
         ] = None,
+        strategy: Annotated[
+            Literal["balanced", "semantic", "lexical", "recent", "relational"],
+            Field(
+                description="How to weigh the evidence: balanced (default), semantic "
+                "(meaning), lexical (exact words), recent, relational (the query's entities)."
+            ),
+        ] = "balanced",
     ) -> dict[str, Any]:
         return call(
             "recall",
             {"query": query, "limit": limit, "types": types, "entities": entities,
              "include_stale": include_stale, "include_invalidated": include_invalidated,
              "as_of": as_of, "after": after, "before": before, "validate_ids": validate_ids,
-             "explain": explain, "namespace": namespace},
+             "explain": explain, "namespace": namespace, "strategy": strategy},
         )  # fmt: skip
 
     @server.tool(

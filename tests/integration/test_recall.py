@@ -323,3 +323,66 @@ def test_a_long_text_is_one_memory_embedded_in_parts(world: World) -> None:
     # The last sentence is far beyond the first window: only its own part can match it.
     assert world.ids("lighthouse keeper feeding seagulls", legs="dense")[0] == long.id
     assert world.ids("lighthouse keeper feeding seagulls", legs="bm25")[0] == long.id
+
+
+def test_strategies_reweigh_without_switching_a_leg_off(world: World) -> None:
+    exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
+    meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
+    query = "INC-90312 storage filling up on the test db"
+    for strategy in ("balanced", "semantic", "lexical", "recent", "relational"):
+        result = world.reader.recall(RecallRequest(query=query, strategy=strategy, explain=True))
+        assert {r["id"] for r in result.results} == {exact.id, meaning.id}, strategy
+        assert result.results[0]["explain"]["strategy"] == strategy
+    semantic = world.reader.recall(RecallRequest(query=query, strategy="semantic", explain=True))
+    lexical = world.reader.recall(RecallRequest(query=query, strategy="lexical", explain=True))
+    fused = {s: {r["id"]: r["explain"]["fused"] for r in res.results}
+             for s, res in (("semantic", semantic), ("lexical", lexical))}  # fmt: skip
+    # The dense-only match weighs more under semantic than under lexical.
+    assert fused["semantic"][meaning.id] > fused["lexical"][meaning.id]
+    with pytest.raises(UsageError, match="strategy"):
+        world.reader.recall(RecallRequest(query="ok", strategy="fast"))  # type: ignore[arg-type]
+
+
+def test_recent_strongly_prefers_newer_events(world: World) -> None:
+    old = world.writer.store(turn("The deploy window moved to Friday", "2020-01-01T10:00:00Z"))
+    new = world.writer.store(turn("Deploy window: Friday, again", None, None))
+    ids = [r["id"] for r in world.reader.recall(RecallRequest(query="deploy window",
+                                                              strategy="recent")).results]  # fmt: skip
+    assert ids.index(new.id) < ids.index(old.id)
+
+
+def test_relational_lifts_memories_naming_the_querys_entities(world: World) -> None:
+    named = world.writer.store(note("the cache layer was rewritten", entities=["Grafana"]))
+    other = world.writer.store(note("the cache layer was rewritten twice over the summer"))
+    private = world.writer.store(
+        note("Kafka note: the cache layer", entities=["Kafka"], agent_id="agent-a")
+    )
+    result = world.reader.recall(
+        RecallRequest(query="what about Grafana and Kafka? the cache layer", limit=10,
+                      strategy="relational", explain=True, agent_id="agent-b")
+    )  # fmt: skip
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert explained[named.id]["entities"] == ["Grafana"]
+    assert explained[other.id]["entities"] is None
+    assert private.id not in explained  # and its spelling lifts nothing for agent-b
+    assert result.results[0]["id"] == named.id
+
+
+def test_a_date_in_the_question_boosts_memories_of_that_period(world: World) -> None:
+    may = world.writer.store(turn("Sam went hiking with friends", "2023-05-07T15:00:00Z"))
+    june = world.writer.store(turn("Sam hiking trip up the ridge in rain", "2023-06-20T15:00:00Z"))
+    result = world.reader.recall(
+        RecallRequest(query="What did Sam do on May 7, 2023?", explain=True,
+                      as_of="2023-07-01T00:00:00Z", include_invalidated=True)
+    )  # fmt: skip
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert result.results[0]["id"] == may.id
+    assert explained[may.id]["date"]["phrase"] == "May 7, 2023"
+    assert explained[may.id]["date"]["within"] is True
+    assert explained[june.id]["date"]["within"] is False
+    # Relative to as_of: "last month" asked on July 1st is June.
+    relative = world.reader.recall(
+        RecallRequest(query="Sam hiking last month", explain=True, as_of="2023-07-01T00:00:00Z")
+    )
+    assert relative.results[0]["id"] == june.id
+    assert relative.results[0]["explain"]["date"]["phrase"] == "last month"
