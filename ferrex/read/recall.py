@@ -33,6 +33,14 @@ neighbours are the episode's, in arrival order. A neighbour keeps its own score 
 largest loan, and joins the candidates if it was not one, provided the recall's filter
 admits it. Semantic and procedural memories have no neighbours.
 
+**Strategies** (``RecallRequest.strategy``, :data:`STRATEGY_WEIGHTS`) reweigh the stages
+and never switch a leg off: the dense share of fusion, a multiplier of the recency boost,
+and for ``relational`` a lift (a share of the best fused score) for candidates naming an
+entity the query names through the spellings the caller may see. **Dates in the
+question** (:func:`ferrex.rules.dates.when`, relative to ``as_of`` when given, else now)
+multiply the score of memories whose event time falls in the named period by
+``1 + date_boost``; ``explain`` shows the phrase.
+
 ``RecallRequest.legs`` picks ``hybrid`` (the default), ``dense`` or ``bm25``: a single leg
 ranks by its own score (cosine, or BM25 with IDF) and goes through every later stage
 unchanged, which is how the evaluation tools measure each leg on its own.
