@@ -346,8 +346,8 @@ def test_strategies_reweigh_without_switching_a_leg_off(world: World) -> None:
 def test_recent_strongly_prefers_newer_events(world: World) -> None:
     old = world.writer.store(turn("The deploy window moved to Friday", "2020-01-01T10:00:00Z"))
     new = world.writer.store(turn("Deploy window: Friday, again", None, None))
-    ids = [r["id"] for r in world.reader.recall(RecallRequest(query="deploy window",
-                                                              strategy="recent")).results]  # fmt: skip
+    found = world.reader.recall(RecallRequest(query="deploy window", strategy="recent"))
+    ids = [r["id"] for r in found.results]
     assert ids.index(new.id) < ids.index(old.id)
 
 
