@@ -205,6 +205,8 @@ def test_each_leg_alone_finds_what_only_it_can(world: World) -> None:
     exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
     meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
     query = "INC-90312 storage filling up on the test db"
+    # Stored back to back, the two notes are one derived episode: context off, legs alone.
+    world.reader.settings = replace(world.reader.settings, context_share=0.0)
     bm25 = world.reader.recall(RecallRequest(query=query, legs="bm25", explain=True))
     assert [r["id"] for r in bm25.results] == [exact.id]  # no shared word with the other
     assert bm25.results[0]["explain"]["legs"] == "bm25"
