@@ -74,6 +74,12 @@ class MemoryStored(Event, tag="memory.stored", frozen=True):
     multi_valued: bool = False
     """A fact that holds alongside others of its subject and predicate (several owners,
     several dependencies): never a conflict, never a contradiction."""
+    episode: str | None = None
+    """For an episodic memory stored without a ``source``: the episode it arrived in (the id
+    of the episode's first memory), derived at store time by ``ferrex.core.decide`` from one
+    agent's consecutive stores, so a replay reproduces it. None: no derived episode."""
+    episode_index: int = 0
+    """Its place in ``episode``: 0 for the first memory, then one more per arrival."""
 
     @property
     def redacted(self) -> bool:

@@ -41,7 +41,7 @@ from journal import (
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -78,12 +78,18 @@ CREATE TABLE IF NOT EXISTS memories (
     access_count INTEGER NOT NULL DEFAULT 0,
     last_accessed REAL,
     last_validated REAL,
-    multi_valued INTEGER NOT NULL DEFAULT 0
+    multi_valued INTEGER NOT NULL DEFAULT 0,
+    episode TEXT,
+    episode_index INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS memories_ns_type ON memories (namespace, type);
 CREATE INDEX IF NOT EXISTS memories_fact ON memories (namespace, subject_key, predicate_normalized);
 CREATE INDEX IF NOT EXISTS memories_procedure ON memories (namespace, procedure_name);
 CREATE INDEX IF NOT EXISTS memories_episodes ON memories (namespace, source, t_valid, memory_id);
+CREATE INDEX IF NOT EXISTS memories_derived_episodes
+    ON memories (namespace, episode, episode_index);
+CREATE INDEX IF NOT EXISTS memories_episode_tails ON memories (namespace, agent_id, position)
+    WHERE episode IS NOT NULL;
 CREATE TABLE IF NOT EXISTS entities (
     entity_id TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,
@@ -170,6 +176,9 @@ class Memory:
     last_validated: float | None
     entity_ids: tuple[str, ...] = ()
     multi_valued: bool = False
+    episode: str | None = None
+    """The derived episode of an episodic memory stored without a source (see the event)."""
+    episode_index: int = 0
 
     @classmethod
     def from_event(
@@ -199,7 +208,8 @@ class Memory:
             created_at=created_at, position=position, redacted=event.redacted,
             access_count=0, last_accessed=None, last_validated=None,
             entity_ids=tuple(sorted(set(event.entity_ids))),
-            multi_valued=event.multi_valued,
+            multi_valued=event.multi_valued, episode=event.episode,
+            episode_index=event.episode_index,
         )  # fmt: skip
 
     @property
@@ -372,15 +382,16 @@ class ReadModel:
                     "subject, subject_key, predicate, object, predicate_normalized, "
                     "procedure_name, procedure_version, conditions, steps, source, context, "
                     "confidence, agent_id, visibility, supersedes, t_valid, t_invalid, "
-                    "superseded_by, created_at, position, redacted, multi_valued) VALUES (?, ?, "
-                    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
+                    "superseded_by, created_at, position, redacted, multi_valued, episode, "
+                    "episode_index) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    "?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?)",
                     (
                         m.memory_id, m.namespace, m.type, m.content, m.subject, m.subject_key,
                         m.predicate, m.object, m.predicate_normalized, m.procedure_name,
                         m.procedure_version, _json(m.conditions), _json(m.steps), m.source,
                         _json(m.context), m.confidence, m.agent_id, m.visibility, m.supersedes,
                         m.t_valid, m.created_at, m.position, 1 if m.redacted else 0,
-                        1 if m.multi_valued else 0,
+                        1 if m.multi_valued else 0, m.episode, m.episode_index,
                     ),
                 )  # fmt: skip
                 db.execute("DELETE FROM memory_entities WHERE memory_id=?", (m.memory_id,))
@@ -495,7 +506,7 @@ class ReadModel:
     def _memory(self, row: tuple[Any, ...]) -> Memory:
         (mid, ns, typ, content, subj, _skey, pred, obj, pnorm, pname, pver, conds, steps, source,
          context, conf, agent, vis, sup, tv, ti, sby, created, pos, red, acount, lacc,
-         lval, multi) = row  # fmt: skip
+         lval, multi, episode, episode_index) = row  # fmt: skip
         entity_ids = tuple(
             str(e)
             for (e,) in self.db.execute(
@@ -533,6 +544,8 @@ class ReadModel:
             last_validated=lval,
             entity_ids=entity_ids,
             multi_valued=bool(multi),
+            episode=episode,
+            episode_index=int(episode_index),
         )
 
     def _where(self, sql: str, args: Sequence[Any]) -> list[Memory]:
@@ -618,30 +631,51 @@ class ReadModel:
     def episode_neighbours(
         self, memory: Memory, reach: int, *, agent_id: str | None = None
     ) -> list[list[tuple[str, float]]]:
-        """The episodes of ``memory``'s namespace and source just before it (nearest first)
-        and just after it, up to ``reach`` each: ``[before, after]`` as (id, t_valid).
+        """The episodes just before ``memory`` (nearest first) and just after it, up to
+        ``reach`` each: ``[before, after]`` as (id, t_valid). With a ``source``: the episodes
+        of its namespace and source, in event time. Without one, those of its derived
+        ``episode``, in arrival order. Neither: no neighbours.
 
         With ``agent_id``, only episodes that agent may see (shared, unowned or its own:
         the rule of ``ferrex.rules.visibility``), so another agent's private episodes are not
         even stepping stones."""
-        sides: list[list[tuple[str, float]]] = []
+        if memory.source:
+            key, place = "source=? AND type='episodic'", "(t_valid, memory_id)"
+            args: list[Any] = [memory.namespace, memory.source, memory.t_valid, memory.memory_id]
+            by = "t_valid {0}, memory_id {0}"
+        elif memory.episode is not None:
+            key, place = "episode=?", "episode_index"
+            args = [memory.namespace, memory.episode, memory.episode_index]
+            by = "episode_index {0}"
+        else:
+            return [[], []]
         seen = (
             ""
             if agent_id is None
             else (" AND (visibility='shared' OR agent_id IS NULL OR agent_id=?)")
         )
+        sides: list[list[tuple[str, float]]] = []
         for direction, order in (("<", "DESC"), (">", "ASC")):
-            args: list[Any] = [memory.namespace, memory.source, memory.t_valid, memory.memory_id]
-            if agent_id is not None:
-                args.append(agent_id)
+            values = [*args, agent_id] if agent_id is not None else list(args)
+            placeholder = "(?, ?)" if memory.source else "?"
             rows = self.db.execute(
-                "SELECT memory_id, t_valid FROM memories WHERE namespace=? AND source=? "
-                f"AND type='episodic' AND (t_valid, memory_id) {direction} (?, ?){seen} "
-                f"ORDER BY t_valid {order}, memory_id {order} LIMIT ?",
-                (*args, reach),
+                f"SELECT memory_id, t_valid FROM memories WHERE namespace=? AND {key} "
+                f"AND {place} {direction} {placeholder}{seen} "
+                f"ORDER BY {by.format(order)} LIMIT ?",
+                (*values, reach),
             )
             sides.append([(str(m), float(t)) for m, t in rows])
         return sides
+
+    def episode_tail(self, namespace: str, agent_id: str | None, visibility: str) -> Memory | None:
+        """The last memory of ``agent_id``'s derived episodes in ``namespace`` with
+        ``visibility`` (by journal position): where the next store of that agent may join."""
+        rows = self._where(
+            "SELECT * FROM memories WHERE namespace=? AND agent_id IS ? AND visibility=? "
+            "AND episode IS NOT NULL ORDER BY position DESC LIMIT 1",
+            (namespace, agent_id, visibility),
+        )
+        return rows[0] if rows else None
 
     def count(self) -> int:
         """How many memories the read model holds."""

@@ -63,6 +63,8 @@ memory_stored = st.builds(
     visibility=st.sampled_from(["private", "shared"]),
     body=st.none() | bodies,
     multi_valued=st.booleans(),
+    episode=st.none() | ids,
+    episode_index=st.integers(0, 10_000),
 )
 events: st.SearchStrategy[Event] = st.one_of(
     memory_stored,

@@ -80,6 +80,8 @@ DATA = ROOT.parent / "shared" / "data"
 K = 10
 DEFAULT = "hybrid (ferrex default)"
 RERANK = "hybrid+rerank"
+TUNE, HELD_OUT = "tune half", "held-out half"
+"""Queries alternate between the half settings are chosen on and the half reported."""
 LOCOMO_CATEGORIES = {
     1: "multi-hop",
     2: "temporal",
@@ -113,23 +115,35 @@ class Scores:
     """Per-query metrics of one retrieval mode, averaged on demand."""
 
     ndcg: list[float] = field(default_factory=list)
+    r1: list[float] = field(default_factory=list)
     r5: list[float] = field(default_factory=list)
     r10: list[float] = field(default_factory=list)
+    session: list[float] = field(default_factory=list)
+    """Whether any document of an evidence session is in the top 10 (when sessions exist)."""
 
-    def add(self, ranked: Sequence[str], relevant: set[str]) -> None:
+    def add(
+        self, ranked: Sequence[str], relevant: set[str], session: Callable[[str], str] | None
+    ) -> None:
         self.ndcg.append(ndcg_at(ranked, relevant, 10))
+        self.r1.append(recall_at(ranked, relevant, 1))
         self.r5.append(recall_at(ranked, relevant, 5))
         self.r10.append(recall_at(ranked, relevant, 10))
+        if session is not None:
+            wanted = {session(d) for d in relevant}
+            self.session.append(float(any(session(d) in wanted for d in ranked[:K])))
 
     def mean(self) -> dict[str, float]:
         n = len(self.ndcg)
         if not n:
-            return {"n": 0, "ndcg@10": math.nan, "recall@5": math.nan, "recall@10": math.nan}
+            return {"n": 0, "ndcg@10": math.nan, "recall@1": math.nan, "recall@5": math.nan,
+                    "recall@10": math.nan, "session@10": math.nan}  # fmt: skip
         return {
             "n": n,
             "ndcg@10": sum(self.ndcg) / n,
+            "recall@1": sum(self.r1) / n,
             "recall@5": sum(self.r5) / n,
             "recall@10": sum(self.r10) / n,
+            "session@10": sum(self.session) / n if self.session else math.nan,
         }
 
 
@@ -178,7 +192,9 @@ class Bench:
     queries: list[Query]
     notes: list[str]
     episodes: bool = False
-    """Whether the documents are episodes with a source (episode context can apply)."""
+    """Whether the documents are episodes (episode context can apply)."""
+    session: Callable[[str], str] | None = None
+    """A document key's session (for the session-level recall), when documents have one."""
 
 
 def beir_bench(data: Path) -> Bench:
@@ -209,7 +225,15 @@ def _num(item: tuple[str, Any]) -> tuple[int, str]:
     return (int(key), key) if key.isdigit() else (0, key)
 
 
-def locomo_bench(path: Path) -> Bench:
+def locomo_session(key: str) -> str:
+    """``locomo-conv-26/D3:5`` → ``locomo-conv-26/D3``."""
+    return key.rsplit(":", 1)[0]
+
+
+def locomo_bench(path: Path, plain: bool = False) -> Bench:
+    """LoCoMo's turns as memories. ``plain``: the plain-lines protocol, what an import of
+    ``{"content": ..., "namespace": ...}`` lines gives (no source, no time: the turns arrive
+    in file order and episode context must come from that alone)."""
     samples = json.loads(path.read_text(encoding="utf-8"))
     docs: list[Doc] = []
     queries: list[Query] = []
@@ -229,9 +253,9 @@ def locomo_bench(path: Path) -> Bench:
                 request = StoreRequest(
                     content=f"{turn['speaker']}: {turn['text']}",
                     namespace=namespace,
-                    valid_from=start + timedelta(minutes=index),
-                    source=f"locomo/{sample['sample_id']}",
-                    context={"dia_id": dia_id},
+                    valid_from=None if plain else start + timedelta(minutes=index),
+                    source=None if plain else f"locomo/{sample['sample_id']}",
+                    context=None if plain else {"dia_id": dia_id},
                 )
                 docs.append(Doc(f"{namespace}/{dia_id}", request))
         for qa in sample["qa"]:
@@ -248,7 +272,9 @@ def locomo_bench(path: Path) -> Bench:
         f"{skipped} questions without a readable evidence turn skipped; "
         f"{dropped_ids} evidence ids naming no turn dropped"
     ]
-    return Bench("LoCoMo (10 conversations, turn level)", docs, queries, notes, episodes=True)
+    name = "LoCoMo (10 conversations, turn level)"
+    name += ", plain lines (no source, no time)" if plain else ", with source and session time"
+    return Bench(name, docs, queries, notes, episodes=True, session=locomo_session)
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -341,7 +367,7 @@ def ask(
         started = time.perf_counter()
         scores = run.scores[mode.label] = {}
         hidden = run.hidden[mode.label] = {}
-        for query in bench.queries:
+        for number, query in enumerate(bench.queries):
             request = RecallRequest(
                 query=query.text,
                 namespace=query.namespace,
@@ -351,8 +377,9 @@ def ask(
             )
             result = mode.reader.recall(request)
             ranked = [stored.by_memory.get(r["id"], "?") for r in result.results]
-            for group in dict.fromkeys(("all", query.group)):
-                scores.setdefault(group, Scores()).add(ranked, set(query.relevant))
+            half = HELD_OUT if number % 2 else TUNE
+            for group in dict.fromkeys(("all", half, query.group)):
+                scores.setdefault(group, Scores()).add(ranked, set(query.relevant), bench.session)
             for reason, count in result.hidden.items():
                 hidden[reason] = hidden.get(reason, 0) + count
         run.seconds[mode.label] = time.perf_counter() - started
@@ -425,6 +452,11 @@ def evaluate(
 # -- report ----------------------------------------------------------------------------------
 
 
+def _row(mode: str, m: dict[str, float]) -> str:
+    cells = [m["recall@1"], m["recall@5"], m["recall@10"], m["ndcg@10"], m["session@10"]]
+    return f"| {mode} | " + " | ".join("" if math.isnan(c) else f"{c:.3f}" for c in cells) + " |"
+
+
 def render(report: dict[str, Any]) -> str:
     lines = [f"## {report['bench']}", ""]
     lines.append(
@@ -435,26 +467,23 @@ def render(report: dict[str, Any]) -> str:
     )
     lines += report["notes"]
     lines.append(f"held back by recall (stale, superseded): {report['hidden'] or 'nothing'}")
-    lines.append("")
     results = report["results"]
-    lines.append("| mode | nDCG@10 | recall@5 | recall@10 |")
-    lines.append("|---|---|---|---|")
-    for mode, by_group in results.items():
-        m = by_group["all"]
-        lines.append(
-            f"| {mode} | {m['ndcg@10']:.3f} | {m['recall@5']:.3f} | {m['recall@10']:.3f} |"
-        )
-    if RERANK not in results:
-        lines.append(f"| {RERANK} | {report['reranker']} | | |")
-    groups = [g for g in results[DEFAULT] if g != "all"]
+    header = ["| mode | recall@1 | recall@5 | recall@10 | nDCG@10 | session@10 |",
+              "|---|---|---|---|---|---|"]  # fmt: skip
+    for title, group in (("all queries", "all"), (HELD_OUT, HELD_OUT)):
+        lines += ["", f"{title}:", "", *header]
+        lines += [_row(mode, by_group[group]) for mode, by_group in results.items()]
+        if RERANK not in results:
+            lines.append(f"| {RERANK} | {report['reranker']} | | | | |")
+    groups = [g for g in results[DEFAULT] if g not in ("all", TUNE, HELD_OUT)]
     if groups:
-        lines += ["", "recall@10 (nDCG@10) by category:", ""]
+        lines += ["", "recall@10 (recall@1) by category, all queries:", ""]
         sizes = [f"{g} (n={results[DEFAULT][g]['n']})" for g in groups]
         lines.append("| mode | " + " | ".join(sizes) + " |")
         lines.append("|---" * (len(groups) + 1) + "|")
         for mode, by_group in results.items():
             cells = [
-                f"{by_group[g]['recall@10']:.3f} ({by_group[g]['ndcg@10']:.3f})" for g in groups
+                f"{by_group[g]['recall@10']:.3f} ({by_group[g]['recall@1']:.3f})" for g in groups
             ]
             lines.append(f"| {mode} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -483,6 +512,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="where the model files and the embedding cache persist across runs",
     )
     parser.add_argument("--reranker", default="none", help="a reranker setting (models.reranker)")
+    parser.add_argument(
+        "--protocol",
+        default="plain,source",
+        help="LoCoMo protocols, comma-separated: plain (lines without source or time, in "
+        "file order) and source (the conversation as source, the session time)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument(
         "--setting",
@@ -511,7 +546,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         benches.append(("beir", lambda: beir_bench(path)))
     if args.bench in ("locomo", "all"):
         file = args.data if args.bench == "locomo" and args.data else DATA / "locomo/locomo10.json"
-        benches.append(("locomo", lambda: locomo_bench(file)))
+        if "plain" in args.protocol:
+            benches.append(("locomo-plain", lambda: locomo_bench(file, plain=True)))
+        if "source" in args.protocol:
+            benches.append(("locomo", lambda: locomo_bench(file)))
 
     started = time.perf_counter()
     reports = []

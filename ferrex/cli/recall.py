@@ -27,6 +27,13 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.option("--agent-id", help=AGENT_HELP)
 @click.option("--explain", is_flag=True, help="Show the score of every stage.")
 @click.option(
+    "--strategy",
+    type=click.Choice(["balanced", "semantic", "lexical", "recent", "relational"]),
+    default="balanced",
+    show_default=True,
+    help="How to weigh the evidence (no strategy switches a leg off).",
+)
+@click.option(
     "--validate",
     "validate_ids",
     multiple=True,
@@ -49,6 +56,7 @@ def recall(
     namespace: str | None,
     agent_id: str | None,
     explain: bool,
+    strategy: str,
     validate_ids: tuple[str, ...],
     as_json: bool,
 ) -> None:
@@ -63,7 +71,7 @@ def recall(
         "namespace": namespace, "limit": limit or app.config["recall.limit"],
         "include_stale": include_stale, "include_invalidated": include_invalidated,
         "as_of": as_of, "after": after, "before": before, "explain": explain,
-        "validate_ids": list(validate_ids),
+        "validate_ids": list(validate_ids), "strategy": strategy,
     }  # fmt: skip
     result = call_tool(app, "recall", args, agent_id=agent_id)
     if as_json:

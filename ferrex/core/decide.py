@@ -38,6 +38,15 @@ The rules of a store, in order:
    store as ``duplicate``.
 6. **Citations**: ``source = "memory:<id>"`` validates that memory if the caller may see it
    (an invisible id behaves exactly like a nonexistent one).
+7. **Derived episodes** (:func:`episode_of`): an episodic memory stored without a
+   ``source`` joins the episode of the same agent's previous such store in the same
+   namespace and visibility when that store is at most ``StoreSettings.episode_gap``
+   seconds old (or decided in the same batch: an import's lines, in file order), and
+   starts a new episode otherwise. A text longer than ``StoreSettings.episode_max_chars``
+   is a document, not a turn: it stands alone (no episode), so a corpus imported in one
+   go does not lend scores across unrelated documents. Recall's episode context treats
+   an episode like a source. Private and shared stores chain separately, so a private
+   store never changes the episodes others see.
 
 Another agent's private memories take no part in any of this, and a private memory changes
 nothing another agent sees (:func:`ferrex.rules.visibility.may_change`): it supersedes,
@@ -86,7 +95,7 @@ from projections.documents import memory_text, subject_key
 from projections.sqlite import Memory
 
 from .settings import StoreSettings
-from .view import View
+from .view import EpisodeTail, View
 
 NewId = Callable[[str], str]
 """Draws a new id with the given prefix (``mem``, ``ent``)."""
@@ -429,6 +438,14 @@ def decide_store(
         skip_ids = {*superseded, *(m.memory_id for m in current)}
         _refuse_duplicates(valid.type, text, view, who, similar, skip_ids, settings)
 
+    episode, episode_index = (None, 0)
+    if (
+        valid.type == "episodic"
+        and not valid.source
+        and len(valid.content or "") <= settings.episode_max_chars
+    ):
+        tail = view.episode_tail(namespace, who.agent_id, who.visibility)
+        episode, episode_index = episode_of(tail, memory_id, now, settings.episode_gap)
     events.append(
         MemoryStored(
             memory_id=memory_id,
@@ -443,6 +460,8 @@ def decide_store(
             visibility=who.visibility,
             body=body,
             multi_valued=multi_valued and valid.type == "semantic",
+            episode=episode,
+            episode_index=episode_index,
         )
     )
     for old_id in superseded:
@@ -498,6 +517,18 @@ def decide_store(
         multi_valued=multi_valued and valid.type == "semantic",
     )
     return Decision(tuple(events), result)
+
+
+def episode_of(
+    tail: EpisodeTail | None, memory_id: str, now: datetime, gap: float
+) -> tuple[str, int]:
+    """The derived episode of a new episodic memory without a source, and its place in it:
+    the next place of ``tail``'s episode (the same agent's last such store in the namespace
+    and visibility) when that store is at most ``gap`` seconds before ``now`` or in the
+    same batch; else a new episode named by ``memory_id``."""
+    if tail is not None and (tail.at is None or 0.0 <= now.timestamp() - tail.at <= gap):
+        return tail.episode, tail.index + 1
+    return memory_id, 0
 
 
 def replace_body(body: MemoryBody, **changes: Any) -> MemoryBody:

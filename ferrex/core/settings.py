@@ -48,6 +48,11 @@ class StoreSettings:
     staleness: StalenessConfig = field(default_factory=StalenessConfig)
     """The staleness the eviction priority uses: the one configuration recall, reflect and
     stats use too."""
+    episode_gap: float = 1800.0
+    """Seconds after an agent's last episodic store (without a source) within which its
+    next one continues the same derived episode."""
+    episode_max_chars: int = 1000
+    """Longer episodic texts are documents, not turns: they get no derived episode."""
 
     def staleness_for(self, namespace: str) -> StalenessParams:
         return self.staleness.for_namespace(namespace)

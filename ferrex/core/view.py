@@ -2,8 +2,8 @@
 
 :class:`View` is the whole of what the decisions in :mod:`ferrex.core.decide` may ask about
 the committed state: a memory by id, the active facts of one relation, the facts of one
-subject, the versions of a procedure, the spellings of a namespace's entities, and which
-memories name an entity. Two implementations:
+subject, the versions of a procedure, the spellings of a namespace's entities, which
+memories name an entity, and where an agent's last derived episode ends. Two implementations:
 
 - :class:`ReadModelView`: the SQLite read model, through its named queries;
 - :class:`Overlay`: a view plus the events decided earlier in the same batch but not yet
@@ -17,7 +17,7 @@ Unit tests of the decisions use a small in-memory view of their own.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from journal import (
@@ -31,6 +31,16 @@ from journal import (
     MemorySuperseded,
 )
 from projections.sqlite import Memory, ReadModel, Spelling
+
+
+@dataclass(frozen=True)
+class EpisodeTail:
+    """The last memory of an agent's derived episodes (see ``decide.episode_of``)."""
+
+    episode: str
+    index: int
+    at: float | None
+    """When it was recorded (epoch seconds); None: decided earlier in the same batch."""
 
 
 class View(Protocol):
@@ -47,6 +57,10 @@ class View(Protocol):
     def spellings(self, namespace: str) -> list[Spelling]: ...
 
     def linked(self, entity_id: str) -> list[str]: ...
+
+    def episode_tail(
+        self, namespace: str, agent_id: str | None, visibility: str
+    ) -> EpisodeTail | None: ...
 
 
 class ReadModelView:
@@ -73,6 +87,14 @@ class ReadModelView:
     def linked(self, entity_id: str) -> list[str]:
         return [m for _, m in self._rm.links([entity_id])]
 
+    def episode_tail(
+        self, namespace: str, agent_id: str | None, visibility: str
+    ) -> EpisodeTail | None:
+        m = self._rm.episode_tail(namespace, agent_id, visibility)
+        if m is None or m.episode is None:
+            return None
+        return EpisodeTail(m.episode, m.episode_index, m.created_at)
+
 
 class Overlay:
     """A :class:`View` plus decisions not yet applied (see the module docstring)."""
@@ -82,6 +104,7 @@ class Overlay:
         self._changed: dict[str, Memory | None] = {}  # None: forgotten in this batch
         self._spellings: dict[str, list[Spelling]] = {}
         self._dropped: set[str] = set()
+        self._tails: dict[tuple[str, str | None, str], EpisodeTail] = {}
 
     # -- applying ---------------------------------------------------------------------------
 
@@ -95,6 +118,9 @@ class Overlay:
                     self._changed[event.memory_id] = Memory.from_event(
                         event, position=0, created_at=0.0, predicate_normalized=predicate
                     )
+                    if event.episode is not None:
+                        key = (event.namespace, event.agent_id, event.visibility)
+                        self._tails[key] = EpisodeTail(event.episode, event.episode_index, None)
                 case MemorySuperseded():
                     self._update(
                         event.memory_id,
@@ -184,6 +210,12 @@ class Overlay:
         ids = {m for m in self._base.linked(entity_id) if self.memory(m) is not None}
         ids |= {i for i, m in self._changed.items() if m is not None and entity_id in m.entity_ids}
         return sorted(ids)
+
+    def episode_tail(
+        self, namespace: str, agent_id: str | None, visibility: str
+    ) -> EpisodeTail | None:
+        pending = self._tails.get((namespace, agent_id, visibility))
+        return pending or self._base.episode_tail(namespace, agent_id, visibility)
 
 
 class _Keep(Protocol):

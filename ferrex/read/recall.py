@@ -26,10 +26,20 @@ often shares no words with the question ("Sure, I'll send it tomorrow"), while t
 before it does. So every candidate episode lends half its fused score
 (``context_share``) to its neighbours: the episodic memories of the same namespace and the
 same ``source``, consecutive in event time, up to two on each side (``context_reach``) and
-at most 30 minutes apart step by step (``context_gap``). A neighbour keeps its own score
-plus the largest loan, and joins the candidates if it was not one, provided the recall's
-filter admits it. Memories without a source have no neighbours, so independent documents
-stored in one batch do not lend to each other.
+at most 30 minutes apart step by step (``context_gap``). Episodes stored without a source
+have a *derived episode* instead (``ferrex.core.decide.episode_of``: one agent's
+consecutive episodic stores in a namespace, an import's lines in file order) and their
+neighbours are the episode's, in arrival order. A neighbour keeps its own score plus the
+largest loan, and joins the candidates if it was not one, provided the recall's filter
+admits it. Semantic and procedural memories have no neighbours.
+
+**Strategies** (``RecallRequest.strategy``, :data:`STRATEGY_WEIGHTS`) reweigh the stages
+and never switch a leg off: the dense share of fusion, a multiplier of the recency boost,
+and for ``relational`` a lift (a share of the best fused score) for candidates naming an
+entity the query names through the spellings the caller may see. **Dates in the
+question** (:func:`ferrex.rules.dates.when`, relative to ``as_of`` when given, else now)
+multiply the score of memories whose event time falls in the named period by
+``1 + date_boost``; ``explain`` shows the phrase.
 
 ``RecallRequest.legs`` picks ``hybrid`` (the default), ``dense`` or ``bm25``: a single leg
 ranks by its own score (cosine, or BM25 with IDF) and goes through every later stage
@@ -41,6 +51,7 @@ and journaled in batches (``memories.accessed``), so a replay reproduces stalene
 
 from __future__ import annotations
 
+import re
 import threading
 import unicodedata
 from collections import OrderedDict
@@ -57,7 +68,8 @@ from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import freshness_input
-from ferrex.rules.entities import Candidate, resolve_entity
+from ferrex.rules.dates import when
+from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity
 from ferrex.rules.freshness import (
     StalenessConfig,
     StalenessParams,
@@ -80,6 +92,32 @@ MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
 Legs = Literal["hybrid", "dense", "bm25"]
 LEGS: Final[tuple[Legs, ...]] = ("hybrid", "dense", "bm25")
+Strategy = Literal["balanced", "semantic", "lexical", "recent", "relational"]
+STRATEGIES: Final[tuple[Strategy, ...]] = ("balanced", "semantic", "lexical", "recent",
+                                           "relational")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How a strategy weighs recall's stages. No strategy switches a leg off: an
+    identifier query still finds its memory under ``semantic``."""
+
+    dense: float | None
+    """The dense leg's share of the fused score; None: ``RecallSettings.dense_weight``."""
+    recency: float = 1.0
+    """A multiplier of the recency boost's excess over 1."""
+    entity: float = 0.0
+    """The share of the best fused score given to candidates that name an entity the query
+    names (through the spellings the caller may see)."""
+
+
+STRATEGY_WEIGHTS: Final[Mapping[str, Weights]] = {
+    "balanced": Weights(None),
+    "semantic": Weights(0.7),
+    "lexical": Weights(0.15),
+    "recent": Weights(None, recency=4.0),
+    "relational": Weights(None, entity=0.3),
+}
 _PARTS_PER_NEIGHBOUR: Final = 16
 
 
@@ -101,6 +139,10 @@ class RecallRequest:
     legs: Legs = "hybrid"
     """Which retrieval legs rank the candidates: ``hybrid`` (dense and BM25 fused), or
     ``dense`` or ``bm25`` alone (diagnostics, evaluation). Later stages are the same."""
+    strategy: Strategy = "balanced"
+    """How the stages are weighed (:data:`STRATEGY_WEIGHTS`): ``balanced`` (the default),
+    ``semantic`` (more dense), ``lexical`` (more BM25), ``recent`` (a stronger recency
+    boost), ``relational`` (memories naming the query's entities rise)."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +159,9 @@ class RecallSettings:
     """Neighbours on each side of an episode that receive a share."""
     context_gap: float = 1800.0
     """Seconds between two consecutive episodes beyond which they are not neighbours."""
+    date_boost: float = 0.5
+    """A memory whose event time falls in the period the query names ("on May 4, 2023",
+    "last week": :func:`ferrex.rules.dates.when`) has its score multiplied by 1 + this."""
     staleness: StalenessConfig = field(default_factory=StalenessConfig)
     """Staleness per namespace (``staleness.for_namespace(ns)``), as reflect and stats use it."""
 
@@ -193,6 +238,11 @@ def _check(req: RecallRequest) -> None:
     if req.legs not in LEGS:
         raise UsageError(
             f"unknown legs {req.legs!r}", hint="use hybrid (the default), dense or bm25"
+        )
+    if req.strategy not in STRATEGIES:
+        raise UsageError(
+            f"unknown strategy {req.strategy!r}",
+            hint="use balanced (the default), semantic, lexical, recent or relational",
         )
 
 
@@ -307,9 +357,10 @@ class Reader:
         prefetch = max(self.settings.prefetch, 30, req.limit * 4)
         pool = max(self.settings.rerank_pool, req.limit * 3)
         legs = self._legs(req, flt, prefetch)
+        strategy = STRATEGY_WEIGHTS[req.strategy]
         if req.legs == "hybrid":
-            weights = (self.settings.dense_weight, 1.0 - self.settings.dense_weight)
-            fused = fuse([legs["dense"], legs["bm25"]], weights)
+            share = self.settings.dense_weight if strategy.dense is None else strategy.dense
+            fused = fuse([legs["dense"], legs["bm25"]], (share, 1.0 - share))
         else:
             fused = [(mid, hit.score) for mid, hit in legs[req.legs].best.items()]
         fused = fused[:pool]
@@ -319,6 +370,10 @@ class Reader:
         if self.settings.context_share > 0 and self.settings.context_reach > 0:
             fused, lent = self._with_context(fused, memories, flt)
             fused = fused[:pool]
+        named: dict[str, str] = {}
+        if strategy.entity > 0 and fused:
+            named = self._named_entities(namespace, req.query, req.agent_id)
+            fused = _entity_lift(fused, memories, named, strategy.entity)
         ordered = [(score, memories[mid]) for mid, score in fused]
         dense = legs["dense"].best if "dense" in legs else {}
         bm25 = legs["bm25"].best if "bm25" in legs else {}
@@ -332,13 +387,17 @@ class Reader:
             rerank_scores = {ordered[k][1].memory_id: s for k, (_, s) in enumerate(order)}
 
         params = self.settings.staleness.for_namespace(namespace)
+        period = when(req.query, as_of or now)
         hidden: dict[str, int] = {}
         scored: list[tuple[float, Memory, dict[str, Any]]] = []
         for fused_score, memory in ordered:
             base = rerank_scores.get(memory.memory_id)
             base = fused_score if base is None else base
             age = now.timestamp() - memory.t_valid
-            boost = recency_boost(memory.type, age)
+            boost = 1.0 + strategy.recency * (recency_boost(memory.type, age) - 1.0)
+            in_period = period is not None and period.holds(memory.t_valid)
+            if in_period:
+                boost *= 1.0 + self.settings.date_boost
             state = staleness(freshness_input(memory), now.timestamp(), params)
             label = state.label
             if label == "superseded" and not (req.include_invalidated or as_of is not None):
@@ -360,6 +419,16 @@ class Reader:
                 else None,
                 "rerank": rerank_scores.get(memory.memory_id),
                 "boost": round(boost, 4),
+                "strategy": req.strategy,
+                "date": {
+                    "phrase": period.phrase,
+                    "from": rfc3339(period.start.timestamp()),
+                    "to": rfc3339(period.end.timestamp()),
+                    "within": in_period,
+                }
+                if period is not None
+                else None,
+                "entities": sorted(named[e] for e in memory.entity_ids if e in named) or None,
                 "staleness": {k: round(v, 4) for k, v in state.components.items()},
             }
             scored.append((boosted(base, boost), memory, stages))
@@ -420,17 +489,18 @@ class Reader:
     def _neighbours(
         self, memory: Memory, reach: int, gap: float, agent_id: str | None
     ) -> list[str]:
-        """The episodes of ``memory``'s source just before and after it that the caller may
-        see, nearest first, up to ``reach`` on each side, each at most ``gap`` seconds from
-        the one before it."""
-        if memory.type != "episodic" or not memory.source:
+        """The episodes of ``memory``'s source (or derived episode) just before and after it
+        that the caller may see, nearest first, up to ``reach`` on each side; with a source,
+        each at most ``gap`` seconds from the one before it (a derived episode had its gap
+        applied when it was stored: ``ferrex.core.decide.episode_of``)."""
+        if memory.type != "episodic" or not (memory.source or memory.episode):
             return []
         found: list[str] = []
         rm = self.projections.read_model
         for side in rm.episode_neighbours(memory, reach, agent_id=agent_id):
             previous = memory.t_valid
             for memory_id, t_valid in side:
-                if abs(t_valid - previous) > gap:
+                if memory.source and abs(t_valid - previous) > gap:
                     break
                 found.append(memory_id)
                 previous = t_valid
@@ -510,6 +580,22 @@ class Reader:
         vector = self.queries.vector(text)
         return [float(np.dot(vector, self.queries.vector(other))) for other in texts]
 
+    def _named_entities(self, namespace: str, query: str, agent_id: str | None) -> dict[str, str]:
+        """The entities the query names, by id (with the spelling found): every spelling
+        the caller may see whose normalized form occurs in the query as whole words."""
+        spaced = re.sub(r"[^\w+#]+", " ", normalize_entity(query))
+        words = f" {' '.join(spaced.split())} "
+        found: dict[str, str] = {}
+        for s in self.projections.read_model.spellings(namespace):
+            if (
+                s.normalized
+                and sees_scope(agent_id, s.agent_id)
+                and f" {s.normalized} " in words
+                and s.entity_id not in found
+            ):
+                found[s.entity_id] = s.alias
+        return found
+
     def _entity_ids(
         self, namespace: str, names: Sequence[str], agent_id: str | None
     ) -> tuple[tuple[str, ...], list[str]]:
@@ -530,6 +616,23 @@ class Reader:
             elif resolution.entity_id not in found:
                 found.append(resolution.entity_id)
         return tuple(found), unknown
+
+
+def _entity_lift(
+    fused: list[tuple[str, float]],
+    memories: Mapping[str, Memory],
+    named: Mapping[str, str],
+    share: float,
+) -> list[tuple[str, float]]:
+    """Candidates that name one of the query's entities get ``share`` of the best score."""
+    if not named:
+        return fused
+    lift = share * max(score for _, score in fused)
+    lifted = [
+        (mid, score + lift if any(e in named for e in memories[mid].entity_ids) else score)
+        for mid, score in fused
+    ]
+    return sorted(lifted, key=lambda item: (-item[1], item[0]))
 
 
 def _ranks(ranking: dict[str, Hit]) -> dict[str, int]:

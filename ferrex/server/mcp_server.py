@@ -383,13 +383,17 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         ] = None,
         explain: bool = False,
         namespace: NamespaceArg = None,
+        strategy: Annotated[
+            Literal["balanced", "semantic", "lexical", "recent", "relational"],
+            Field(description="Lean on meaning, exact words, recency or the query's entities."),
+        ] = "balanced",
     ) -> CallToolResult:
         return call(
             "recall",
             {"query": query, "limit": limit, "types": types, "entities": entities,
              "include_stale": include_stale, "include_invalidated": include_invalidated,
              "as_of": as_of, "after": after, "before": before, "max_tokens": max_tokens,
-             "explain": explain, "namespace": namespace},
+             "explain": explain, "namespace": namespace, "strategy": strategy},
         )  # fmt: skip
 
     @server.tool(

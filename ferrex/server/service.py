@@ -176,6 +176,7 @@ class Service:
             before=_optional_text(args.get("before"), "before"),
             explain=_flag(args.get("explain", False), "explain"),
             agent_id=caller.agent_id,
+            strategy=_optional_text(args.get("strategy"), "strategy") or "balanced",  # type: ignore[arg-type]
         )
         max_tokens = args.get("max_tokens")
         if max_tokens is not None:

@@ -117,6 +117,17 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
         st.booleans(),
         st.lists(st.sampled_from(ENTITIES), max_size=1),
     ),
+    # Strategies reweigh the legs and lift memories naming the query's entities (through
+    # the spellings bob may see); the query names entities alice's private memories add.
+    "recall by strategy": st.builds(
+        lambda strategy, entity, word: (
+            "recall",
+            {"query": f"{entity} {word}", "limit": 100, "strategy": strategy},
+        ),
+        st.sampled_from(["balanced", "semantic", "lexical", "recent", "relational"]),
+        st.sampled_from(ENTITIES),
+        st.sampled_from(WORDS),
+    ),
     "stats": st.booleans().map(lambda d: ("stats", {"detailed": d})),
     "reflect": st.just(("reflect", {"limit": 100})),
     "forget": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@bob:{k}"]})),

@@ -205,6 +205,8 @@ def test_each_leg_alone_finds_what_only_it_can(world: World) -> None:
     exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
     meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
     query = "INC-90312 storage filling up on the test db"
+    # Stored back to back, the two notes are one derived episode: context off, legs alone.
+    world.reader.settings = replace(world.reader.settings, context_share=0.0)
     bm25 = world.reader.recall(RecallRequest(query=query, legs="bm25", explain=True))
     assert [r["id"] for r in bm25.results] == [exact.id]  # no shared word with the other
     assert bm25.results[0]["explain"]["legs"] == "bm25"
@@ -250,11 +252,44 @@ def test_an_episode_lends_its_neighbours_part_of_its_score(world: World) -> None
     assert all(r["explain"]["context"] is None for r in plain.results)
 
 
-def test_episodes_without_a_source_or_hidden_by_the_filter_lend_nothing(world: World) -> None:
-    asked = world.writer.store(
-        turn("Joanna: Could you send me that lasagna recipe?", "2025-05-01T10:00:00Z", None)
+def test_episodes_without_a_source_lend_through_their_derived_episode(world: World) -> None:
+    asked = world.writer.store(turn("Joanna: Could you send me that lasagna recipe?", None, None))
+    hidden = world.writer.store(turn("Nate: Only for me.", None, None, agent_id="agent-n"))
+    answer = world.writer.store(turn("Nate: Sure thing, tomorrow!", None, None))
+    fact = world.writer.store(StoreRequest(subject="Nate", predicate="likes", object="pasta"))
+    result = world.reader.recall(
+        RecallRequest(query="lasagna recipe", limit=10, explain=True, agent_id="agent-j")
     )
-    answer = world.writer.store(turn("Nate: Sure thing, tomorrow!", "2025-05-01T10:01:00Z", None))
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert result.results[0]["id"] == asked.id
+    assert explained[answer.id]["context"]["from"] == asked.id  # shares no word with it
+    assert hidden.id not in explained  # another agent's private store: not even a step
+    assert fact.id not in explained or explained[fact.id]["context"] is None
+
+
+def test_an_imports_lines_are_neighbours_in_file_order(world: World) -> None:
+    lines = [
+        "Ops: rotated the log bucket",
+        "Mia: Did anyone book the venue for the offsite?",
+        "Leo: Done, the barn near the lake, for Friday.",
+        "Kim: The printer on floor two is jammed.",
+        "Raj: Payroll closes on the 25th this month.",
+        "Ana: My cat knocked the monitor off the desk.",
+    ]
+    stored = world.writer.store_many([turn(text, None, None) for text in lines])
+    ids = [s.id for s in stored]  # type: ignore[union-attr]
+    rm = world.writer.projections.read_model
+    rows = {m.memory_id: m for m in rm.memories(memory_ids=ids)}
+    assert len({rows[i].episode for i in ids}) == 1
+    assert [rows[i].episode_index for i in ids] == sorted(rows[i].episode_index for i in ids)
+    result = world.reader.recall(RecallRequest(query="book the venue offsite", limit=3,
+                                               explain=True))  # fmt: skip
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert result.results[0]["id"] == ids[1]
+    assert explained[ids[2]]["context"]["from"] == ids[1]
+
+
+def test_episodes_hidden_by_the_filter_lend_nothing(world: World) -> None:
     private_asked = world.writer.store(
         turn("Joanna: And the tiramisu recipe?", "2025-05-01T11:00:00Z", "chat/2")
     )
@@ -262,11 +297,10 @@ def test_episodes_without_a_source_or_hidden_by_the_filter_lend_nothing(world: W
         turn("Nate: Mine only.", "2025-05-01T11:01:00Z", "chat/2", agent_id="agent-n")
     )
     result = world.reader.recall(
-        RecallRequest(query="lasagna tiramisu recipe", limit=10, explain=True, agent_id="agent-j")
+        RecallRequest(query="tiramisu recipe", limit=10, explain=True, agent_id="agent-j")
     )
     explained = {r["id"]: r["explain"] for r in result.results}
-    assert {asked.id, private_asked.id} <= explained.keys()
-    assert answer.id not in explained or explained[answer.id]["context"] is None
+    assert private_asked.id in explained
     assert private_answer.id not in explained  # another agent's private memory
 
 
@@ -291,3 +325,66 @@ def test_a_long_text_is_one_memory_embedded_in_parts(world: World) -> None:
     # The last sentence is far beyond the first window: only its own part can match it.
     assert world.ids("lighthouse keeper feeding seagulls", legs="dense")[0] == long.id
     assert world.ids("lighthouse keeper feeding seagulls", legs="bm25")[0] == long.id
+
+
+def test_strategies_reweigh_without_switching_a_leg_off(world: World) -> None:
+    exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
+    meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
+    query = "INC-90312 storage filling up on the test db"
+    for strategy in ("balanced", "semantic", "lexical", "recent", "relational"):
+        result = world.reader.recall(RecallRequest(query=query, strategy=strategy, explain=True))
+        assert {r["id"] for r in result.results} == {exact.id, meaning.id}, strategy
+        assert result.results[0]["explain"]["strategy"] == strategy
+    semantic = world.reader.recall(RecallRequest(query=query, strategy="semantic", explain=True))
+    lexical = world.reader.recall(RecallRequest(query=query, strategy="lexical", explain=True))
+    fused = {s: {r["id"]: r["explain"]["fused"] for r in res.results}
+             for s, res in (("semantic", semantic), ("lexical", lexical))}  # fmt: skip
+    # The dense-only match weighs more under semantic than under lexical.
+    assert fused["semantic"][meaning.id] > fused["lexical"][meaning.id]
+    with pytest.raises(UsageError, match="strategy"):
+        world.reader.recall(RecallRequest(query="ok", strategy="fast"))  # type: ignore[arg-type]
+
+
+def test_recent_strongly_prefers_newer_events(world: World) -> None:
+    old = world.writer.store(turn("The deploy window moved to Friday", "2020-01-01T10:00:00Z"))
+    new = world.writer.store(turn("Deploy window: Friday, again", None, None))
+    found = world.reader.recall(RecallRequest(query="deploy window", strategy="recent"))
+    ids = [r["id"] for r in found.results]
+    assert ids.index(new.id) < ids.index(old.id)
+
+
+def test_relational_lifts_memories_naming_the_querys_entities(world: World) -> None:
+    named = world.writer.store(note("the cache layer was rewritten", entities=["Grafana"]))
+    other = world.writer.store(note("the cache layer was rewritten twice over the summer"))
+    private = world.writer.store(
+        note("Kafka note: the cache layer", entities=["Kafka"], agent_id="agent-a")
+    )
+    result = world.reader.recall(
+        RecallRequest(query="what about Grafana and Kafka? the cache layer", limit=10,
+                      strategy="relational", explain=True, agent_id="agent-b")
+    )  # fmt: skip
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert explained[named.id]["entities"] == ["Grafana"]
+    assert explained[other.id]["entities"] is None
+    assert private.id not in explained  # and its spelling lifts nothing for agent-b
+    assert result.results[0]["id"] == named.id
+
+
+def test_a_date_in_the_question_boosts_memories_of_that_period(world: World) -> None:
+    may = world.writer.store(turn("Sam went hiking with friends", "2023-05-07T15:00:00Z"))
+    june = world.writer.store(turn("Sam hiking trip up the ridge in rain", "2023-06-20T15:00:00Z"))
+    result = world.reader.recall(
+        RecallRequest(query="What did Sam do on May 7, 2023?", explain=True,
+                      as_of="2023-07-01T00:00:00Z", include_invalidated=True)
+    )  # fmt: skip
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert result.results[0]["id"] == may.id
+    assert explained[may.id]["date"]["phrase"] == "May 7, 2023"
+    assert explained[may.id]["date"]["within"] is True
+    assert explained[june.id]["date"]["within"] is False
+    # Relative to as_of: "last month" asked on July 1st is June.
+    relative = world.reader.recall(
+        RecallRequest(query="Sam hiking last month", explain=True, as_of="2023-07-01T00:00:00Z")
+    )
+    assert relative.results[0]["id"] == june.id
+    assert relative.results[0]["explain"]["date"]["phrase"] == "last month"

@@ -20,10 +20,11 @@ from ferrex.core.decide import (
     decide_forget,
     decide_store,
     decide_validate,
+    episode_of,
     wanted,
 )
 from ferrex.core.settings import StoreSettings
-from ferrex.core.view import Overlay
+from ferrex.core.view import EpisodeTail, Overlay
 from ferrex.errors import Refused, UsageError
 from ferrex.rules.freshness import DEFAULT_STALENESS
 from ferrex.rules.memory_input import StoreRequest, validate
@@ -50,11 +51,16 @@ class FakeView:
     def __init__(self) -> None:
         self.rows: dict[str, Memory] = {}
         self.spelled: dict[str, list[Spelling]] = {}
+        self.tails: dict[tuple[str, str | None, str], EpisodeTail] = {}
 
-    def add(self, events: list[Event]) -> None:
+    def add(self, events: list[Event], at: datetime = NOW) -> None:
+        """Commit ``events`` as if recorded at ``at``."""
         overlay = Overlay(self)
         overlay.apply(events)
         for event in events:
+            if isinstance(event, MemoryStored) and event.episode is not None:
+                key = (event.namespace, event.agent_id, event.visibility)
+                self.tails[key] = EpisodeTail(event.episode, event.episode_index, at.timestamp())
             if isinstance(event, MemoryStored | MemorySuperseded):
                 memory = overlay.memory(event.memory_id)
                 assert memory is not None
@@ -100,6 +106,11 @@ class FakeView:
     def linked(self, entity_id: str) -> list[str]:
         return sorted(i for i, m in self.rows.items() if entity_id in m.entity_ids)
 
+    def episode_tail(
+        self, namespace: str, agent_id: str | None, visibility: str
+    ) -> EpisodeTail | None:
+        return self.tails.get((namespace, agent_id, visibility))
+
 
 def ids() -> object:
     counter = itertools.count(1)
@@ -124,16 +135,17 @@ def store(view: FakeView, valid: object, similar: Similar | None = None, **kw: o
     if similar is None:
         want = wanted(valid, view, settings, multi_valued=multi)  # type: ignore[arg-type]
         similar = Similar((), {pair: cosine for pair in want.pairs})  # type: ignore[misc]
+    now = kw.pop("now", NOW)
     decision = decide_store(
         valid,  # type: ignore[arg-type]
         view,
         similar,
-        now=kw.pop("now", NOW),  # type: ignore[arg-type]
+        now=now,  # type: ignore[arg-type]
         new_id=new_id,  # type: ignore[arg-type]
         settings=settings,  # type: ignore[arg-type]
         multi_valued=multi,
     )
-    view.add(list(decision.events))
+    view.add(list(decision.events), at=now)  # type: ignore[arg-type]
     return decision
 
 
@@ -497,3 +509,68 @@ def test_what_a_request_measures_covers_the_spellings_its_earlier_names_add() ->
     )
     kinds = [e.match for e in decision.result.entities]
     assert kinds == ["fuzzy", "new"]
+
+
+# -- derived episodes ----------------------------------------------------------------------
+
+
+def _episode(decision: object) -> tuple[str | None, int]:
+    stored = [e for e in decision.events if isinstance(e, MemoryStored)]  # type: ignore[attr-defined]
+    return stored[0].episode, stored[0].episode_index
+
+
+def test_one_agents_consecutive_notes_form_an_episode_until_a_gap() -> None:
+    view, new_id = FakeView(), ids()
+    first = store(view, note("we met at the cafe", agent_id="a"), new_id=new_id)
+    second = store(view, note("she ordered tea", agent_id="a"), new_id=new_id,
+                   now=NOW + timedelta(minutes=20))  # fmt: skip
+    third = store(view, note("then we left", agent_id="a"), new_id=new_id,
+                  now=NOW + timedelta(minutes=49))  # fmt: skip
+    later = store(view, note("the next day, rain", agent_id="a"), new_id=new_id,
+                  now=NOW + timedelta(minutes=49, seconds=1801))  # fmt: skip
+    assert _episode(first) == (first.result.id, 0)
+    assert _episode(second) == (first.result.id, 1)
+    assert _episode(third) == (first.result.id, 2)  # the gap is step by step
+    assert _episode(later) == (later.result.id, 0)
+
+
+def test_a_source_facts_and_other_chains_do_not_join_an_episode() -> None:
+    view, new_id = FakeView(), ids()
+    first = store(view, note("line one", agent_id="a"), new_id=new_id)
+    assert _episode(store(view, note("cited", agent_id="a", source="chat/1"),
+                          new_id=new_id)) == (None, 0)  # fmt: skip
+    assert _episode(store(view, fact("a", "likes", "tea", agent_id="a"),
+                          new_id=new_id)) == (None, 0)  # fmt: skip
+    assert _episode(store(view, note("a document " * 100, agent_id="a"),
+                          new_id=new_id)) == (None, 0)  # fmt: skip
+    other_agent = store(view, note("line of b", agent_id="b"), new_id=new_id)
+    shared = store(view, note("shared line", agent_id="a", visibility="shared"), new_id=new_id)
+    elsewhere = store(view, note("other ns", agent_id="a", namespace="x"), new_id=new_id)
+    for decision in (other_agent, shared, elsewhere):
+        assert _episode(decision) == (decision.result.id, 0)
+    assert _episode(store(view, note("line two", agent_id="a"), new_id=new_id)) == (
+        first.result.id, 1)  # fmt: skip
+
+
+def test_an_episode_continues_across_a_batch_through_the_overlay() -> None:
+    base = FakeView()
+    base.tails[("default", None, "shared")] = EpisodeTail("mem_old", 4, NOW.timestamp() - 7200)
+    overlay, new_id = Overlay(base), ids()
+    decisions = []
+    for text in ("import line one", "import line two", "import line three"):
+        decision = decide_store(note(text), overlay, Similar((), {}), now=NOW,  # type: ignore[arg-type]
+                                new_id=new_id, settings=SETTINGS)  # type: ignore[arg-type]  # fmt: skip
+        overlay.apply(decision.events)
+        decisions.append(decision)
+    head = decisions[0].result.id
+    assert [_episode(d) for d in decisions] == [(head, 0), (head, 1), (head, 2)]
+
+
+def test_episode_of_is_a_pure_rule() -> None:
+    assert episode_of(None, "mem_1", NOW, 60.0) == ("mem_1", 0)
+    tail = EpisodeTail("mem_0", 3, NOW.timestamp() - 60.0)
+    assert episode_of(tail, "mem_1", NOW, 60.0) == ("mem_0", 4)
+    assert episode_of(tail, "mem_1", NOW, 59.0) == ("mem_1", 0)
+    future = EpisodeTail("mem_0", 3, NOW.timestamp() + 5)  # a clock that went back
+    assert episode_of(future, "mem_1", NOW, 60.0) == ("mem_1", 0)
+    assert episode_of(EpisodeTail("mem_0", 0, None), "mem_1", NOW, 0.0) == ("mem_0", 1)

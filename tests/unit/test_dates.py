@@ -1,0 +1,99 @@
+"""Dates and periods in questions (ferrex.rules.dates): many phrasings, time zones, bad input."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from ferrex.rules.dates import Period, when
+
+NOW = datetime(2024, 3, 13, 15, 0, tzinfo=UTC)  # a Wednesday
+
+
+def span(question: str, now: datetime = NOW) -> tuple[str, str, str]:
+    found = when(question, now)
+    assert found is not None, question
+    return found.phrase, found.start.date().isoformat(), found.end.date().isoformat()
+
+
+@pytest.mark.parametrize(
+    ("question", "phrase", "start", "end"),
+    [
+        ("What was Sam doing on December 4, 2023?", "December 4, 2023", "2023-12-04", "2023-12-05"),
+        ("what happened on dec. 4th 2023", "dec. 4th 2023", "2023-12-04", "2023-12-05"),
+        ("Where was she on 4 December 2023?", "4 December 2023", "2023-12-04", "2023-12-05"),
+        ("the 7th of May, 2022 party", "7th of May, 2022", "2022-05-07", "2022-05-08"),
+        ("log of 2023-12-04", "2023-12-04", "2023-12-04", "2023-12-05"),
+        ("What did we ship on March 3?", "March 3", "2024-03-03", "2024-03-04"),
+        ("notes from June 9", "June 9", "2023-06-09", "2023-06-10"),  # the last June 9
+        ("What did Caroline do in May 2023?", "in May 2023", "2023-05-01", "2023-06-01"),
+        ("Who visited in May?", "in May", "2023-05-01", "2023-06-01"),
+        ("plans for February", "February", "2024-02-01", "2024-03-01"),
+        ("trip in July", "in July", "2023-07-01", "2023-08-01"),
+        ("June party photos", "June", "2023-06-01", "2023-07-01"),
+        ("the December trip", "December", "2023-12-01", "2024-01-01"),
+        ("What did I do yesterday?", "yesterday", "2024-03-12", "2024-03-13"),
+        ("what broke today", "today", "2024-03-13", "2024-03-14"),
+        ("decisions from last week", "last week", "2024-03-04", "2024-03-11"),
+        ("this week's incidents", "this week", "2024-03-11", "2024-03-18"),
+        ("over the past week", "past week", "2024-03-07", "2024-03-14"),
+        ("last weekend hike", "last weekend", "2024-03-09", "2024-03-11"),
+        ("budget last month", "last month", "2024-02-01", "2024-03-01"),
+        ("this month so far", "this month", "2024-03-01", "2024-04-01"),
+        ("goals last year", "last year", "2023-01-01", "2024-01-01"),
+        ("What happened 3 days ago?", "3 days ago", "2024-03-10", "2024-03-11"),
+        ("a week ago at the gym", "a week ago", "2024-03-03", "2024-03-10"),
+        ("moved in 2019", "in 2019", "2019-01-01", "2020-01-01"),
+    ],
+)
+def test_phrasings(question: str, phrase: str, start: str, end: str) -> None:
+    assert span(question) == (phrase, start, end)
+
+
+def test_the_most_specific_phrase_wins_and_case_is_kept_in_the_phrase() -> None:
+    assert span("In May, on May 7, 2023, what happened?")[0] == "May 7, 2023"
+
+
+def test_relative_phrases_count_in_the_reference_times_own_zone() -> None:
+    tokyo = timezone(timedelta(hours=9))
+    late = datetime(2024, 3, 13, 16, 30, tzinfo=UTC)  # already the 14th in Tokyo
+    found = when("yesterday", late.astimezone(tokyo))
+    assert found is not None
+    assert found.start == datetime(2024, 3, 13, tzinfo=tokyo)
+    assert found.start.astimezone(UTC) == datetime(2024, 3, 12, 15, tzinfo=UTC)
+    assert found.holds(datetime(2024, 3, 13, 12, tzinfo=UTC).timestamp())
+    assert not found.holds(datetime(2024, 3, 13, 16, tzinfo=UTC).timestamp())
+    assert span("yesterday", late)[1] == "2024-03-12"  # UTC's yesterday
+
+
+def test_as_of_moves_relative_phrases() -> None:
+    then = datetime(2023, 5, 25, 9, tzinfo=UTC)
+    assert span("what happened last week?", then)[1:] == ("2023-05-15", "2023-05-22")
+    assert span("in May", then)[1:] == ("2023-05-01", "2023-06-01")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How may I help?",  # "may" as a verb
+        "What does Sam like?",
+        "on February 30, 2023",  # no such day
+        "2023-13-45",
+        "room 1204 on floor 3",
+        "",
+        "I decided to march on",
+    ],
+)
+def test_no_date_or_an_impossible_one_names_no_period(question: str) -> None:
+    assert when(question, NOW) is None
+
+
+def test_a_naive_reference_time_is_refused() -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        when("yesterday", datetime(2024, 3, 13))
+
+
+def test_a_period_is_half_open() -> None:
+    p = Period("x", datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC))
+    assert p.holds(p.start.timestamp()) and not p.holds(p.end.timestamp())
