@@ -83,7 +83,7 @@ A near-copy is refused with its id: pass supersedes=ID to replace it."""
 
 RECALL_DOC = """\
 Find memories relevant to a question; call it before answering from earlier work. Words \
-and exact identifiers (INC-4417, versions, file names) both match. One line per memory, \
+and identifiers (INC-4417, v2.3) both match. One line per memory, \
 best first: id, type, freshness unless fresh (aging; stale: verify it; superseded: \
 replaced), age, text. Stale and superseded ones are hidden unless asked for. Times are \
 ISO 8601. Changes nothing but use counts: confirm what proved right with confirm."""
@@ -385,7 +385,7 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         namespace: NamespaceArg = None,
         strategy: Annotated[
             Literal["balanced", "semantic", "lexical", "recent", "relational"],
-            Field(description="Lean on meaning, exact words, recency or the query's entities."),
+            Field(description="Favour meaning, words, recency or entities."),
         ] = "balanced",
     ) -> CallToolResult:
         return call(
