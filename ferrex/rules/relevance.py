@@ -9,10 +9,9 @@ is computed from the legs' *absolute* evidence instead, two numbers per result:
   cut-off stands in for it (an upper bound); with no dense leg at all it counts as 0.
 - ``coverage``: the share of the query's BM25 terms (:func:`ferrex.models.sparse.tokens`:
   stemmed words without stop words, plus whole identifiers) that occur in the memory's text,
-  an identifier counting :data:`IDENTIFIER_WEIGHT` times a word. ``INC-4471`` covers one of
-  the three terms of ``INC-4417`` (``inc``), not the identifier.
+  an identifier and the words it is made of counting as one term (:func:`coverage`).
 
-Coverage is weighted by the kind of term, not by IDF: IDF is a statistic of the whole
+Coverage counts terms, it does not weight them by IDF: IDF is a statistic of the whole
 collection (every agent's text, every namespace), so an IDF-weighted coverage would let one
 agent's private memories move the relevance another agent sees, and it would drift with the
 size of the store, so thresholds chosen on a small set would not hold on a large one. Both
@@ -31,6 +30,7 @@ results it returns reaches ``weak``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -38,16 +38,17 @@ from typing import Final, Literal
 Label = Literal["strong", "weak", "none"]
 LABELS: Final[tuple[Label, ...]] = ("strong", "weak", "none")
 
-IDENTIFIER_WEIGHT: Final = 2.0
-"""A whole identifier (``INC-4417``, ``main.py``) weighs this many words in coverage."""
+PIECE_CREDIT: Final = 0.5
+"""What an identifier missing from a memory still earns for the pieces of it the memory has."""
+_PIECE: Final = re.compile(r"[\W_]+")
 
 # Fitted by ``tools/eval_relevance.py --fit`` on the calibration half (see the module
 # docstring); the tool prints these lines.
-COSINE_WEIGHT: Final = 12.0
-COVERAGE_WEIGHT: Final = 6.0
-BIAS: Final = -8.0
-WEAK_FROM: Final = 0.3
-STRONG_FROM: Final = 0.7
+COSINE_WEIGHT: Final = 7.308
+COVERAGE_WEIGHT: Final = 8.093
+BIAS: Final = -6.192
+WEAK_FROM: Final = 0.46
+STRONG_FROM: Final = 0.76
 
 NOTE_NOTHING_RELEVANT: Final = (
     "nothing relevant: no memory matches this query well; the results are the nearest "
@@ -113,16 +114,31 @@ def _is_identifier(token: str) -> bool:
     return not token.isalnum()
 
 
+def _pieces(identifier: str) -> set[str]:
+    return {p for p in _PIECE.split(identifier) if p}
+
+
 def coverage(query_tokens: Iterable[str], document_tokens: Iterable[str]) -> float:
-    """The weighted share of the query's distinct terms that occur in the document; 0 for a
-    query without terms."""
+    """The share of the query's terms that occur in the document; 0 for a query without
+    terms. A whole identifier is one term, and the words it is made of are part of it, not
+    terms of their own (``ledger-api`` is one term, not three); when the document lacks the
+    identifier it still earns :data:`PIECE_CREDIT` of the share of its pieces it has (so
+    ``INC-4471`` earns a little for ``INC-4417``: the piece ``inc``)."""
     terms = set(query_tokens)
     if not terms:
         return 0.0
     present = set(document_tokens)
-    weights = {t: IDENTIFIER_WEIGHT if _is_identifier(t) else 1.0 for t in terms}
-    found = sum(w for t, w in weights.items() if t in present)
-    return found / sum(weights.values())
+    identifiers = {t for t in terms if _is_identifier(t)}
+    pieces = {i: _pieces(i) for i in identifiers}
+    absorbed = set().union(*pieces.values()) if pieces else set()
+    words = terms - identifiers - absorbed
+    found = float(len(words & present))
+    for identifier, parts in pieces.items():
+        if identifier in present:
+            found += 1.0
+        elif parts:
+            found += PIECE_CREDIT * len(parts & present) / len(parts)
+    return found / (len(words) + len(identifiers))
 
 
 def evidence(
