@@ -26,6 +26,12 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.option("--agent-id", help="Recall as this agent (its private memories and shared ones).")
 @click.option("--explain", is_flag=True, help="Show the score of every stage.")
 @click.option(
+    "--min-relevance",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    help="Drop results less relevant than this, 0 to 1 (default 0: keep all).",
+)
+@click.option(
     "--validate",
     "validate_ids",
     multiple=True,
@@ -48,6 +54,7 @@ def recall(
     namespace: str | None,
     agent_id: str | None,
     explain: bool,
+    min_relevance: float,
     validate_ids: tuple[str, ...],
     as_json: bool,
 ) -> None:
@@ -62,7 +69,7 @@ def recall(
         "namespace": namespace, "limit": limit or app.config["recall.limit"],
         "include_stale": include_stale, "include_invalidated": include_invalidated,
         "as_of": as_of, "after": after, "before": before, "explain": explain,
-        "validate_ids": list(validate_ids),
+        "validate_ids": list(validate_ids), "min_relevance": min_relevance,
     }  # fmt: skip
     result = call_tool(app, "recall", args, agent_id=agent_id)
     if as_json:
@@ -70,6 +77,8 @@ def recall(
         return
     if not result["results"]:
         click.echo("no memories found")
+    elif result.get("nothing_relevant"):
+        click.echo(f"({result['note']})", err=True)
     for item in result["results"]:
         label = item["freshness"]["label"]
         if item["type"] == "semantic":
@@ -79,7 +88,8 @@ def recall(
         else:
             text = item["content"]
         flags = " CONTRADICTED" if item.get("contradiction") else ""
-        click.echo(f"{item['id']}  [{item['type']}, {label}{flags}]  {text}")
+        relevant = item["relevance_label"]
+        click.echo(f"{item['id']}  [{item['type']}, {label}, {relevant}{flags}]  {text}")
         if explain:
             click.echo(f"    {json.dumps(item['explain'])}")
     if result["hidden"]:

@@ -402,13 +402,17 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         namespace: Annotated[
             Namespace | None, Field(description="Project namespace; default from the server.")
         ] = None,
+        min_relevance: Annotated[
+            float,
+            Field(ge=0, le=1, description="Drop results less relevant than this (0 keeps all)."),
+        ] = 0.0,
     ) -> dict[str, Any]:
         return call(
             "recall",
             {"query": query, "limit": limit, "types": types, "entities": entities,
              "include_stale": include_stale, "include_invalidated": include_invalidated,
              "as_of": as_of, "after": after, "before": before, "validate_ids": validate_ids,
-             "explain": explain, "namespace": namespace},
+             "explain": explain, "namespace": namespace, "min_relevance": min_relevance},
         )  # fmt: skip
 
     @server.tool(

@@ -160,6 +160,7 @@ class Service:
             before=_optional_text(args.get("before"), "before"),
             explain=_flag(args.get("explain", False), "explain"),
             agent_id=caller.agent_id,
+            min_relevance=args.get("min_relevance", 0.0),
         )
         validate = _texts(args.get("validate_ids", []), "validate_ids")
         return self.app.recall(request, validate).as_dict()
