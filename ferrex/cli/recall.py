@@ -34,6 +34,12 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
     help="How to weigh the evidence (no strategy switches a leg off).",
 )
 @click.option(
+    "--min-relevance",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    help="Drop results less relevant than this, 0 to 1 (default 0: keep all).",
+)
+@click.option(
     "--validate",
     "validate_ids",
     multiple=True,
@@ -57,6 +63,7 @@ def recall(
     agent_id: str | None,
     explain: bool,
     strategy: str,
+    min_relevance: float,
     validate_ids: tuple[str, ...],
     as_json: bool,
 ) -> None:
@@ -72,6 +79,7 @@ def recall(
         "include_stale": include_stale, "include_invalidated": include_invalidated,
         "as_of": as_of, "after": after, "before": before, "explain": explain,
         "validate_ids": list(validate_ids), "strategy": strategy,
+        "min_relevance": min_relevance,
     }  # fmt: skip
     result = call_tool(app, "recall", args, agent_id=agent_id)
     if as_json:
@@ -79,6 +87,8 @@ def recall(
         return
     if not result["results"]:
         click.echo("no memories found")
+    elif result.get("nothing_relevant"):
+        click.echo(f"({result['note']})", err=True)
     for item in result["results"]:
         label = item["freshness"]["label"]
         if item["type"] == "semantic":
@@ -88,7 +98,8 @@ def recall(
         else:
             text = item["content"]
         flags = " CONTRADICTED" if item.get("contradiction") else ""
-        click.echo(f"{item['id']}  [{item['type']}, {label}{flags}]  {text}")
+        relevant = item["relevance_label"]
+        click.echo(f"{item['id']}  [{item['type']}, {label}, {relevant}{flags}]  {text}")
         if explain:  # every stage's score, the ones that did not run left out
             stages = [(k, v) for k, v in flatten(item["explain"]) if v != "-"]
             click.echo("    " + "  ".join(f"{k} {v}" for k, v in stages))

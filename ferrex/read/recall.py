@@ -41,6 +41,13 @@ question** (:func:`ferrex.rules.dates.when`, relative to ``as_of`` when given, e
 multiply the score of memories whose event time falls in the named period by
 ``1 + date_boost``; ``explain`` shows the phrase.
 
+**Relevance** (:mod:`ferrex.rules.relevance`): every result also gets a calibrated
+``relevance`` in [0, 1] and a label (``strong``, ``weak``, ``none``) from the legs' absolute
+evidence (the raw dense cosine, the share of the query's terms the memory contains), since
+the fused score is relative and cannot say that nothing matches. ``min_relevance`` drops
+candidates below it (counted as ``hidden["irrelevant"]``); when no returned result reaches
+``weak`` the answer says ``nothing_relevant`` with a ``note``.
+
 ``RecallRequest.legs`` picks ``hybrid`` (the default), ``dense`` or ``bm25``: a single leg
 ranks by its own score (cosine, or BM25 with IDF) and goes through every later stage
 unchanged, which is how the evaluation tools measure each leg on its own.
@@ -66,8 +73,9 @@ from ferrex.config import Config, staleness_config
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage
-from ferrex.models.sparse import Bm25Encoder
+from ferrex.models.sparse import Bm25Encoder, tokens
 from ferrex.read.insight import freshness_input
+from ferrex.rules import relevance
 from ferrex.rules.dates import when
 from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity
 from ferrex.rules.freshness import (
@@ -143,6 +151,8 @@ class RecallRequest:
     """How the stages are weighed (:data:`STRATEGY_WEIGHTS`): ``balanced`` (the default),
     ``semantic`` (more dense), ``lexical`` (more BM25), ``recent`` (a stronger recency
     boost), ``relational`` (memories naming the query's entities rise)."""
+    min_relevance: float = 0.0
+    """Drop candidates whose relevance is below this (0, the default, keeps every one)."""
 
 
 @dataclass(frozen=True)
@@ -201,16 +211,22 @@ class RecallResult:
     """How many candidates were held back, by reason (stale, superseded)."""
     unknown_entities: list[str]
     reranker: str
+    nothing_relevant: bool = False
+    """No returned result reaches the ``weak`` relevance label (or none is returned)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "query": self.query,
             "namespace": self.namespace,
             "results": self.results,
             "hidden": self.hidden,
             "unknown_entities": self.unknown_entities,
             "reranker": self.reranker,
+            "nothing_relevant": self.nothing_relevant,
         }
+        if self.nothing_relevant:
+            doc["note"] = relevance.NOTE_NOTHING_RELEVANT
+        return doc
 
 
 def _check(req: RecallRequest) -> None:
@@ -235,6 +251,13 @@ def _check(req: RecallRequest) -> None:
         )
     if any(not isinstance(e, str) or not e.strip() for e in req.entities):
         raise UsageError("entity names must be non-empty text")
+    try:
+        relevance.check_min_relevance(req.min_relevance)
+    except ValueError as exc:
+        weak = relevance.DEFAULT_MODEL.weak_from
+        raise UsageError(
+            str(exc), hint=f"0 keeps every result; {weak:g} drops those labelled none"
+        ) from exc
     if req.legs not in LEGS:
         raise UsageError(
             f"unknown legs {req.legs!r}", hint="use hybrid (the default), dense or bm25"
@@ -343,7 +366,9 @@ class Reader:
         rm = self.projections.read_model
         entity_ids, unknown = self._entity_ids(namespace, req.entities, req.agent_id)
         if req.entities and not entity_ids:
-            return RecallResult(req.query, namespace, [], {}, unknown, self.reranker.status)
+            return RecallResult(
+                req.query, namespace, [], {}, unknown, self.reranker.status, nothing_relevant=True
+            )
         flt = VectorFilter(
             namespace=namespace,
             types=tuple(dict.fromkeys(req.types)),
@@ -433,13 +458,50 @@ class Reader:
             }
             scored.append((boosted(base, boost), memory, stages))
         scored.sort(key=lambda item: (-item[0], item[1].memory_id))
-        top = scored[: req.limit]
+        judged = self._judged(req, legs, scored, hidden)
+        top = judged[: req.limit]
         results = [
             self._result(memory, score, stages, now, params, req.explain, req.agent_id)
-            for score, memory, stages in top
+            | judgement.fields(req.explain)
+            for (score, memory, stages), judgement in top
         ]
-        self.access.record([m.memory_id for _, m, _ in top], now)
-        return RecallResult(req.query, namespace, results, hidden, unknown, self.reranker.status)
+        self.access.record([m.memory_id for (_, m, _), _ in top], now)
+        verdict = relevance.nothing_relevant([j.label for _, j in top])
+        return RecallResult(
+            req.query, namespace, results, hidden, unknown, self.reranker.status, verdict
+        )
+
+    # --- Relevance (ferrex/rules/relevance.py): absolute evidence → relevance, label, cut ---
+
+    def _judged(
+        self,
+        req: RecallRequest,
+        legs: Mapping[str, Leg],
+        scored: Sequence[tuple[float, Memory, dict[str, Any]]],
+        hidden: dict[str, int],
+    ) -> list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]]:
+        """Each candidate with its relevance, in order, without those below
+        ``req.min_relevance`` (counted in ``hidden["irrelevant"]``)."""
+        query_tokens = tokens(req.query)
+        dense = legs.get("dense")
+        floor = None if dense is None else dense.floor
+        kept: list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]] = []
+        for item in scored:
+            memory = item[1]
+            hit = None if dense is None else dense.best.get(memory.memory_id)
+            evidence = relevance.evidence(
+                query_tokens,
+                tokens(memory_text(memory.type, memory.body())),
+                None if hit is None else hit.score,
+                floor,
+            )
+            value = relevance.DEFAULT_MODEL.relevance(evidence)
+            if value < req.min_relevance:
+                hidden["irrelevant"] = hidden.get("irrelevant", 0) + 1
+                continue
+            judgement = _Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
+            kept.append((item, judgement))
+        return kept
 
     def _legs(self, req: RecallRequest, flt: VectorFilter, n: int) -> dict[str, Leg]:
         """Each leg's best ``n`` points, as a ranking of memories."""
@@ -633,6 +695,23 @@ def _entity_lift(
         for mid, score in fused
     ]
     return sorted(lifted, key=lambda item: (-item[1], item[0]))
+
+
+@dataclass(frozen=True, slots=True)
+class _Judgement:
+    value: float
+    label: relevance.Label
+    evidence: relevance.Evidence
+
+    def fields(self, explain: bool) -> dict[str, Any]:
+        """The result's relevance fields; with ``explain``, the evidence too."""
+        doc: dict[str, Any] = {"relevance": round(self.value, 4), "relevance_label": self.label}
+        if explain:
+            doc["relevance_evidence"] = {
+                "cosine": round(self.evidence.cosine, 6),
+                "coverage": round(self.evidence.coverage, 6),
+            }
+        return doc
 
 
 def _ranks(ranking: dict[str, Hit]) -> dict[str, int]:

@@ -48,12 +48,15 @@ def memory_text(result: Mapping[str, Any]) -> str:
 
 
 def recall_line(result: Mapping[str, Any]) -> str:
-    """``id type [label] age: text [flags]``; the label only when it is not ``fresh``."""
+    """``id type [label] relevance age: text [flags]``; the freshness label only when it is
+    not ``fresh``, the relevance label (strong, weak, none) when recall gave one."""
     fresh = result.get("freshness") or {}
     parts = [str(result.get("id")), str(result.get("type"))]
     label = fresh.get("label")
     if label and label != "fresh":
         parts.append(str(label))
+    if result.get("relevance_label"):
+        parts.append(str(result["relevance_label"]))
     if "age_days" in fresh:
         parts.append(age(float(fresh["age_days"])))
     line = " ".join(parts) + ": " + memory_text(result)
@@ -82,6 +85,8 @@ def recall_head(doc: Mapping[str, Any]) -> str:
             notes.append(f"{hidden[reason]} {reason} hidden ({flag})")
     if doc.get("unknown_entities"):
         notes.append("unknown entities: " + ", ".join(doc["unknown_entities"]))
+    if doc.get("nothing_relevant"):
+        notes.append(str(doc.get("note") or "nothing relevant"))
     cut = doc.get("truncated")
     if isinstance(cut, Mapping):
         notes.append(f"{cut['omitted']} more cut to fit max_tokens={cut['max_tokens']}")

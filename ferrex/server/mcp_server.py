@@ -73,7 +73,7 @@ IsoTime = Annotated[str, Field(max_length=64)]
 NamespaceArg = Namespace | None  # omitted: the server's default namespace
 
 STORE_DOC = """\
-Remember one thing for later conversations, one memory per thing learned. Make it stand \
+Remember one thing, one memory per thing learned. Make it stand \
 alone: name the project, people and versions, give dates. Its fields set its kind:
 - fact: subject+predicate+object (api-server / uses / tokio 1.36); a newer value for the \
 same subject and predicate replaces the old (kept as history) unless multi_valued;
@@ -84,9 +84,9 @@ A near-copy is refused with its id: pass supersedes=ID to replace it."""
 RECALL_DOC = """\
 Find memories relevant to a question; call it before answering from earlier work. Words \
 and identifiers (INC-4417, v2.3) both match. One line per memory, \
-best first: id, type, freshness unless fresh (aging; stale: verify it; superseded: \
-replaced), age, text. Stale and superseded ones are hidden unless asked for. Times are \
-ISO 8601. Changes nothing but use counts: confirm what proved right with confirm."""
+best first: id, type, freshness unless fresh (stale: verify it), relevance, age, text. \
+Stale and superseded ones are hidden unless asked for. Changes nothing but use counts: \
+confirm what proved right with confirm."""
 
 CONFIRM_DOC = """\
 Mark memories that proved right as confirmed (keeps them fresh). Ids you cannot see count \
@@ -387,13 +387,15 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
             Literal["balanced", "semantic", "lexical", "recent", "relational"],
             Field(description="Favour meaning, words, recency or entities."),
         ] = "balanced",
+        min_relevance: Annotated[float, Field(ge=0, le=1)] = 0.0,
     ) -> CallToolResult:
         return call(
             "recall",
             {"query": query, "limit": limit, "types": types, "entities": entities,
              "include_stale": include_stale, "include_invalidated": include_invalidated,
              "as_of": as_of, "after": after, "before": before, "max_tokens": max_tokens,
-             "explain": explain, "namespace": namespace, "strategy": strategy},
+             "explain": explain, "namespace": namespace, "strategy": strategy,
+             "min_relevance": min_relevance},
         )  # fmt: skip
 
     @server.tool(

@@ -177,6 +177,7 @@ class Service:
             explain=_flag(args.get("explain", False), "explain"),
             agent_id=caller.agent_id,
             strategy=_optional_text(args.get("strategy"), "strategy") or "balanced",  # type: ignore[arg-type]
+            min_relevance=args.get("min_relevance", 0.0),
         )
         max_tokens = args.get("max_tokens")
         if max_tokens is not None:

@@ -128,6 +128,12 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
         st.sampled_from(ENTITIES),
         st.sampled_from(WORDS),
     ),
+    # Relevance and its cut: labels, nothing_relevant and hidden["irrelevant"] too.
+    "recall above a relevance": st.builds(
+        lambda q, cut: ("recall", {"query": q, "limit": 100, "min_relevance": cut}),
+        st.sampled_from([*WORDS, *SUBJECTS, "what does billing-api use"]),
+        st.sampled_from([0.2, 0.46, 0.76]),
+    ),
     "stats": st.booleans().map(lambda d: ("stats", {"detailed": d})),
     "reflect": st.just(("reflect", {"limit": 100})),
     "forget": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@bob:{k}"]})),

@@ -1,0 +1,170 @@
+"""How relevant a recalled memory is to its query, on an absolute scale: pure functions.
+
+Recall's fused score is relative: each leg is min-max normalised over what it returned, so
+the best candidate scores high even when nothing in the store is about the query. Relevance
+is computed from the legs' *absolute* evidence instead, two numbers per result:
+
+- ``cosine``: the raw cosine between the query's and the memory's dense vectors (its best
+  part). A memory the dense leg did not return scored at most the leg's cut-off, so the
+  cut-off stands in for it (an upper bound); with no dense leg at all it counts as 0.
+- ``coverage``: the share of the query's BM25 terms (:func:`ferrex.models.sparse.tokens`:
+  stemmed words without stop words, plus whole identifiers) that occur in the memory's text,
+  an identifier and the words it is made of counting as one term (:func:`coverage`).
+
+Coverage counts terms, it does not weight them by IDF: IDF is a statistic of the whole
+collection (every agent's text, every namespace), so an IDF-weighted coverage would let one
+agent's private memories move the relevance another agent sees, and it would drift with the
+size of the store, so thresholds chosen on a small set would not hold on a large one. Both
+numbers here depend on the query and the one memory only.
+
+They are combined by a logistic model, ``relevance = 1 / (1 + exp(-(a·cosine + b·coverage
++ c)))``, whose coefficients were fitted on half of the golden set's queries and of the
+unanswerable queries (``golden_set/unanswerable.json``) with ``tools/eval_relevance.py
+--fit``; the thresholds of the labels were chosen on the same half and the tool reports the
+other half. So a relevance reads as the chance, on data like the golden set, that the memory
+is one the query was after. Labels: ``strong`` from :data:`STRONG_FROM`, ``weak`` from
+:data:`WEAK_FROM`, ``none`` below it. A recall says *nothing relevant* when none of the
+results it returns reaches ``weak``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Label = Literal["strong", "weak", "none"]
+LABELS: Final[tuple[Label, ...]] = ("strong", "weak", "none")
+
+PIECE_CREDIT: Final = 0.5
+"""What an identifier missing from a memory still earns for the pieces of it the memory has."""
+_PIECE: Final = re.compile(r"[\W_]+")
+
+# Fitted by ``tools/eval_relevance.py --fit`` on the calibration half (see the module
+# docstring); the tool prints these lines.
+COSINE_WEIGHT: Final = 7.308
+COVERAGE_WEIGHT: Final = 8.093
+BIAS: Final = -6.192
+WEAK_FROM: Final = 0.46
+STRONG_FROM: Final = 0.76
+
+NOTE_NOTHING_RELEVANT: Final = (
+    "nothing relevant: no memory matches this query well; the results are the nearest "
+    "there are, not answers"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What the legs say about one memory, on absolute scales."""
+
+    cosine: float
+    """Raw dense cosine in [-1, 1] (or the dense leg's cut-off, an upper bound)."""
+    coverage: float
+    """Weighted share of the query's terms found in the memory, in [0, 1]."""
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """The logistic model and its label thresholds."""
+
+    cosine_weight: float = COSINE_WEIGHT
+    coverage_weight: float = COVERAGE_WEIGHT
+    bias: float = BIAS
+    weak_from: float = WEAK_FROM
+    strong_from: float = STRONG_FROM
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.weak_from <= self.strong_from <= 1.0:
+            raise ValueError(
+                f"need 0 < weak_from <= strong_from <= 1, got {self.weak_from}, {self.strong_from}"
+            )
+
+    def relevance(self, evidence: Evidence) -> float:
+        """The calibrated relevance in [0, 1]."""
+        z = (
+            self.cosine_weight * evidence.cosine
+            + self.coverage_weight * evidence.coverage
+            + self.bias
+        )
+        return _sigmoid(z)
+
+    def label(self, relevance: float) -> Label:
+        if relevance >= self.strong_from:
+            return "strong"
+        if relevance >= self.weak_from:
+            return "weak"
+        return "none"
+
+
+DEFAULT_MODEL: Final = Model()
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def _is_identifier(token: str) -> bool:
+    # An identifier token keeps its joiners (ferrex.models.sparse); a word token has none.
+    return not token.isalnum()
+
+
+def _pieces(identifier: str) -> set[str]:
+    return {p for p in _PIECE.split(identifier) if p}
+
+
+def coverage(query_tokens: Iterable[str], document_tokens: Iterable[str]) -> float:
+    """The share of the query's terms that occur in the document; 0 for a query without
+    terms. A whole identifier is one term, and the words it is made of are part of it, not
+    terms of their own (``ledger-api`` is one term, not three); when the document lacks the
+    identifier it still earns :data:`PIECE_CREDIT` of the share of its pieces it has (so
+    ``INC-4471`` earns a little for ``INC-4417``: the piece ``inc``)."""
+    terms = set(query_tokens)
+    if not terms:
+        return 0.0
+    present = set(document_tokens)
+    identifiers = {t for t in terms if _is_identifier(t)}
+    pieces = {i: _pieces(i) for i in identifiers}
+    absorbed = set().union(*pieces.values()) if pieces else set()
+    words = terms - identifiers - absorbed
+    found = float(len(words & present))
+    for identifier, parts in pieces.items():
+        if identifier in present:
+            found += 1.0
+        elif parts:
+            found += PIECE_CREDIT * len(parts & present) / len(parts)
+    return found / (len(words) + len(identifiers))
+
+
+def evidence(
+    query_tokens: Sequence[str],
+    document_tokens: Sequence[str],
+    cosine: float | None,
+    dense_floor: float | None,
+) -> Evidence:
+    """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
+    cut-off (it scored no higher), else 0 (no dense leg); and its coverage."""
+    if cosine is None:
+        cosine = dense_floor if dense_floor is not None else 0.0
+    return Evidence(max(-1.0, min(1.0, cosine)), coverage(query_tokens, document_tokens))
+
+
+def nothing_relevant(labels: Sequence[Label]) -> bool:
+    """True when no result reaches ``weak`` (also when there are no results)."""
+    return all(label == "none" for label in labels)
+
+
+def check_min_relevance(value: object) -> float:
+    """``min_relevance`` as a float in [0, 1]; raises ``ValueError`` with a message an agent
+    can act on otherwise (the caller turns it into a coded usage error)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("min_relevance must be a number between 0 and 1")
+    number = float(value)
+    if math.isnan(number) or not 0.0 <= number <= 1.0:
+        raise ValueError(f"min_relevance must be between 0 and 1, got {value}")
+    return number

@@ -1,0 +1,93 @@
+"""Relevance on real parts (journal, SQLite, Qdrant Edge, the bundled model): after the only
+memory about a topic is forgotten, recall of that topic says nothing relevant."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ferrex.errors import UsageError
+from ferrex.models import Embedder
+from ferrex.models.rerank import RerankStage, choose_reranker
+from ferrex.read.recall import Reader, RecallRequest
+from ferrex.rules.memory_input import StoreRequest
+from ferrex.rules.relevance import NOTE_NOTHING_RELEVANT
+from ferrex.store import StoreSettings, Writer
+from journal import Journal
+from projections.qdrant_edge import EdgeBackend
+from projections.replay import Projections
+from projections.vector_sink import Encoders
+
+OTHERS = (
+    "The staging database was moved to a larger instance with 64 GB of memory.",
+    "Aiko prefers pnpm over npm for every frontend repository.",
+    "The nightly CronJob of the data pipeline writes Parquet files to the lake bucket.",
+    "Release 4.0 of the web frontend shipped with the React 19 upgrade.",
+    "On-call handover happens every Monday at 10:00 in the SRE channel.",
+)
+TOPIC = "The office espresso machine is descaled every Friday by Jonas with citric acid."
+QUERY = "who descales the espresso machine"
+
+
+@pytest.fixture
+def parts(
+    tmp_path: Path, encoders: Encoders, shared_embedder: Embedder
+) -> Iterator[tuple[Writer, Reader]]:
+    journal = Journal.open(tmp_path / "journal")
+    backend = EdgeBackend(tmp_path / "qdrant")
+    projections = Projections.open(tmp_path, journal, backend, encoders)
+    writer = Writer(journal, projections, shared_embedder, StoreSettings())
+    reader = Reader(projections, shared_embedder, RerankStage(choose_reranker("none", {})))
+    yield writer, reader
+    projections.close()
+    backend.close()
+    journal.close()
+
+
+def test_a_forgotten_topic_is_nothing_relevant(parts: tuple[Writer, Reader]) -> None:
+    writer, reader = parts
+    for text in OTHERS:
+        writer.store(StoreRequest(content=text))
+    topic = writer.store(StoreRequest(content=TOPIC)).id
+
+    before = reader.recall(RecallRequest(QUERY, explain=True))
+    assert before.results[0]["id"] == topic
+    assert before.results[0]["relevance_label"] != "none"
+    assert before.nothing_relevant is False
+    assert "note" not in before.as_dict()
+
+    writer.forget([topic])
+    after = reader.recall(RecallRequest(QUERY, explain=True))
+    assert after.results, "the nearest memories are still returned at the default"
+    assert topic not in [r["id"] for r in after.results]
+    assert {r["relevance_label"] for r in after.results} == {"none"}, after.results
+    assert after.nothing_relevant is True
+    doc = after.as_dict()
+    assert doc["nothing_relevant"] is True and doc["note"] == NOTE_NOTHING_RELEVANT
+    for r in after.results:
+        assert 0.0 <= r["relevance"] <= 1.0
+        assert set(r["relevance_evidence"]) == {"cosine", "coverage"}
+
+
+def test_min_relevance_drops_and_counts_what_falls_below(parts: tuple[Writer, Reader]) -> None:
+    writer, reader = parts
+    for text in (*OTHERS, TOPIC):
+        writer.store(StoreRequest(content=text))
+    everything = reader.recall(RecallRequest(QUERY, limit=10))
+    assert len(everything.results) == len(OTHERS) + 1
+    assert "irrelevant" not in everything.hidden
+    cut = 0.5
+    kept = reader.recall(RecallRequest(QUERY, limit=10, min_relevance=cut))
+    expected = [r["id"] for r in everything.results if r["relevance"] >= cut]
+    assert [r["id"] for r in kept.results] == expected
+    assert expected, "the memory about the topic passes"
+    assert kept.hidden.get("irrelevant") == len(everything.results) - len(expected)
+
+
+@pytest.mark.parametrize("value", [-0.5, 2.0, "high"])
+def test_a_bad_min_relevance_is_a_usage_error(parts: tuple[Writer, Reader], value: object) -> None:
+    _, reader = parts
+    with pytest.raises(UsageError, match="min_relevance"):
+        reader.recall(RecallRequest(QUERY, min_relevance=value))  # type: ignore[arg-type]

@@ -1,0 +1,116 @@
+"""The relevance rule: coverage, the logistic model, labels, the verdict, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ferrex.models.sparse import tokens
+from ferrex.rules.relevance import (
+    DEFAULT_MODEL,
+    PIECE_CREDIT,
+    Evidence,
+    Model,
+    check_min_relevance,
+    coverage,
+    evidence,
+    nothing_relevant,
+)
+
+
+def cov(query: str, document: str) -> float:
+    return coverage(tokens(query), tokens(document))
+
+
+def test_coverage_counts_the_query_terms_the_document_has() -> None:
+    assert cov("nightly backup failed", "The nightly backup job failed at 02:00") == 1.0
+    assert cov("nightly backup failed", "The nightly deploy") == pytest.approx(1 / 3)
+    assert cov("sourdough bread", "The nightly backup job failed") == 0.0
+
+
+def test_an_identifier_and_its_pieces_are_one_term() -> None:
+    # ledger-api is one term of three, not three of five.
+    assert cov("will ledger-api move to CockroachDB", "ledger-api listens on 8080") == (
+        pytest.approx(1 / 3)
+    )
+
+
+def test_a_neighbouring_identifier_earns_only_the_piece_credit() -> None:
+    assert cov("INC-4417", "INC-4417: the API returned 502") == 1.0
+    # INC-4471 shares the piece "inc" (one of two pieces) and the word term "inc" is absorbed.
+    assert cov("INC-4417", "INC-4471: the CDN served old code") == pytest.approx(PIECE_CREDIT / 2)
+
+
+def test_a_query_of_stop_words_covers_nothing() -> None:
+    assert coverage(tokens("what is it"), tokens("it is what it is")) == 0.0
+
+
+@given(
+    st.lists(st.sampled_from(["pool", "size", "inc-1", "inc", "1", "redis", "#12"]), max_size=6),
+    st.lists(st.sampled_from(["pool", "size", "inc-1", "inc", "1", "redis", "#12"]), max_size=6),
+)
+def test_coverage_is_a_share(query: list[str], document: list[str]) -> None:
+    value = coverage(query, document)
+    assert 0.0 <= value <= 1.0
+    assert coverage(query, query) == (1.0 if query else 0.0)
+
+
+def test_a_result_the_dense_leg_missed_gets_the_legs_cut_off() -> None:
+    assert evidence(["a"], ["a"], None, 0.31).cosine == 0.31
+    assert evidence(["a"], ["a"], 0.8, 0.31).cosine == 0.8
+    assert evidence(["a"], ["a"], None, None).cosine == 0.0
+
+
+def test_relevance_grows_with_each_kind_of_evidence() -> None:
+    m = DEFAULT_MODEL
+    low = m.relevance(Evidence(0.1, 0.0))
+    assert m.relevance(Evidence(0.6, 0.0)) > low
+    assert m.relevance(Evidence(0.1, 1.0)) > low
+    assert 0.0 < low < m.relevance(Evidence(0.9, 1.0)) < 1.0
+
+
+def test_default_labels_at_the_calibrated_extremes() -> None:
+    # An unrelated memory (low cosine, no shared term) and an exact one (high cosine, every
+    # term): the fitted model must put them at the two ends.
+    m = DEFAULT_MODEL
+    assert m.label(m.relevance(Evidence(0.05, 0.0))) == "none"
+    assert m.label(m.relevance(Evidence(0.8, 1.0))) == "strong"
+
+
+def test_labels_follow_the_thresholds() -> None:
+    m = Model(1.0, 1.0, 0.0, weak_from=0.4, strong_from=0.7)
+    assert m.label(0.39) == "none"
+    assert m.label(0.4) == "weak"
+    assert m.label(0.7) == "strong"
+
+
+def test_thresholds_out_of_order_are_refused() -> None:
+    with pytest.raises(ValueError, match="weak_from"):
+        Model(weak_from=0.8, strong_from=0.5)
+
+
+def test_sigmoid_is_stable_far_out() -> None:
+    m = Model(1000.0, 0.0, 0.0)
+    assert m.relevance(Evidence(1.0, 0.0)) == 1.0
+    assert m.relevance(Evidence(-1.0, 0.0)) == 0.0
+
+
+def test_nothing_relevant_when_no_result_reaches_weak() -> None:
+    assert nothing_relevant([])
+    assert nothing_relevant(["none", "none"])
+    assert not nothing_relevant(["none", "weak"])
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, math.nan, "0.5", True, None])
+def test_bad_min_relevance_is_refused(value: object) -> None:
+    with pytest.raises(ValueError, match="min_relevance"):
+        check_min_relevance(value)
+
+
+def test_good_min_relevance_is_a_float() -> None:
+    assert check_min_relevance(0) == 0.0
+    assert check_min_relevance(1) == 1.0
+    assert check_min_relevance(0.46) == 0.46
