@@ -208,7 +208,7 @@ class Memory:
             created_at=created_at, position=position, redacted=event.redacted,
             access_count=0, last_accessed=None, last_validated=None,
             entity_ids=tuple(sorted(set(event.entity_ids))),
-            multi_valued=event.multi_valued, episode=event.episode,
+            multi_valued=event.multi_valued, episode=event.episode_id,
             episode_index=event.episode_index,
         )  # fmt: skip
 

@@ -18,6 +18,7 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
+from journal.events import EpisodeRef
 
 ids = st.text(alphabet="0123456789abcdefghjkmnpqrstvwxyz", min_size=1, max_size=26)
 texts = st.text(max_size=200)
@@ -63,8 +64,7 @@ memory_stored = st.builds(
     visibility=st.sampled_from(["private", "shared"]),
     body=st.none() | bodies,
     multi_valued=st.booleans(),
-    episode=st.none() | ids,
-    episode_index=st.integers(0, 10_000),
+    episode=st.none() | st.builds(EpisodeRef, id=ids, index=st.integers(0, 10_000)),
 )
 events: st.SearchStrategy[Event] = st.one_of(
     memory_stored,

@@ -90,7 +90,7 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
-from journal.events import SupersedeReason, ValidationSource
+from journal.events import EpisodeRef, SupersedeReason, ValidationSource
 from projections.documents import memory_text, subject_key
 from projections.sqlite import Memory
 
@@ -460,8 +460,7 @@ def decide_store(
             visibility=who.visibility,
             body=body,
             multi_valued=multi_valued and valid.type == "semantic",
-            episode=episode,
-            episode_index=episode_index,
+            episode=EpisodeRef(episode, episode_index) if episode is not None else None,
         )
     )
     for old_id in superseded:

@@ -118,9 +118,9 @@ class Overlay:
                     self._changed[event.memory_id] = Memory.from_event(
                         event, position=0, created_at=0.0, predicate_normalized=predicate
                     )
-                    if event.episode is not None:
+                    if event.episode_id is not None:
                         key = (event.namespace, event.agent_id, event.visibility)
-                        self._tails[key] = EpisodeTail(event.episode, event.episode_index, None)
+                        self._tails[key] = EpisodeTail(event.episode_id, event.episode_index, None)
                 case MemorySuperseded():
                     self._update(
                         event.memory_id,

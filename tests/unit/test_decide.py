@@ -58,9 +58,9 @@ class FakeView:
         overlay = Overlay(self)
         overlay.apply(events)
         for event in events:
-            if isinstance(event, MemoryStored) and event.episode is not None:
+            if isinstance(event, MemoryStored) and event.episode_id is not None:
                 key = (event.namespace, event.agent_id, event.visibility)
-                self.tails[key] = EpisodeTail(event.episode, event.episode_index, at.timestamp())
+                self.tails[key] = EpisodeTail(event.episode_id, event.episode_index, at.timestamp())
             if isinstance(event, MemoryStored | MemorySuperseded):
                 memory = overlay.memory(event.memory_id)
                 assert memory is not None
@@ -516,7 +516,7 @@ def test_what_a_request_measures_covers_the_spellings_its_earlier_names_add() ->
 
 def _episode(decision: object) -> tuple[str | None, int]:
     stored = [e for e in decision.events if isinstance(e, MemoryStored)]  # type: ignore[attr-defined]
-    return stored[0].episode, stored[0].episode_index
+    return stored[0].episode_id, stored[0].episode_index
 
 
 def test_one_agents_consecutive_notes_form_an_episode_until_a_gap() -> None:

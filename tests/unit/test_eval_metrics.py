@@ -43,12 +43,17 @@ def test_recall_is_the_share_of_relevant_found_within_k() -> None:
 
 def test_scores_average_over_queries() -> None:
     scores = Scores()
-    scores.add(["a"], {"a"})
-    scores.add(["x"], {"a"})
+    def session(turn: str) -> str:
+        return turn.split(":")[0]
+
+    scores.add(["s1:a"], {"s1:a"}, session)
+    scores.add(["s1:x"], {"s1:a"}, session)  # the right session, not the right turn
     mean = scores.mean()
     assert mean["n"] == 2
     assert mean["ndcg@10"] == pytest.approx(0.5)
+    assert mean["recall@1"] == pytest.approx(0.5)
     assert mean["recall@5"] == pytest.approx(0.5) and mean["recall@10"] == pytest.approx(0.5)
+    assert mean["session@10"] == pytest.approx(1.0)
     assert math.isnan(Scores().mean()["ndcg@10"])
 
 
