@@ -43,6 +43,7 @@ def test_recall_is_the_share_of_relevant_found_within_k() -> None:
 
 def test_scores_average_over_queries() -> None:
     scores = Scores()
+
     def session(turn: str) -> str:
         return turn.split(":")[0]
 
