@@ -129,7 +129,7 @@ STRATEGY_WEIGHTS: Final[Mapping[str, Weights]] = {
     "semantic": Weights(0.7),
     "lexical": Weights(0.15),
     "recent": Weights(None, recency=4.0),
-    "relational": Weights(None, graph=0.4),
+    "relational": Weights(None, graph=1.0),
 }
 _PARTS_PER_NEIGHBOUR: Final = 16
 _GRAPH_HOP: Final = 0.5
