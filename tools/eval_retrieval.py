@@ -406,6 +406,7 @@ def evaluate(
     progress: Callable[[str], None],
     overrides: dict[str, Any] | None = None,
     kinds: Sequence[str] = MODE_KINDS,
+    variants: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     prepare_home(home, cache_home)
     app = App(home=home, config=load(home, env={}))
@@ -432,6 +433,11 @@ def evaluate(
         if "strategies" in kinds:
             modes += [Mode(f"strategy {name}", default, "hybrid", strategy=name)
                       for name in STRATEGIES if name != "balanced"]  # fmt: skip
+        for variant in variants:
+            label = ", ".join(f"{k}={v}" for k, v in variant.items())
+            tried = Reader(projections, embedder, default.reranker,
+                           replace(settings, **variant), AccessLog())  # fmt: skip
+            modes.append(Mode(f"{DEFAULT} with {label}", tried, "hybrid"))
         stage = load_reranker(choose_reranker(reranker, {}), home)
         if stage.state == "ready":
             modes.append(Mode(RERANK, Reader(projections, embedder, stage, settings), "hybrid"))
@@ -553,6 +559,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "context_reach, context_gap, prefetch); repeatable",
     )
     parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE[,NAME=VALUE]",
+        help="also run the default with these settings overridden, as one more row "
+        "(same names as --setting); repeatable, so settings are compared in one run",
+    )
+    parser.add_argument(
         "--later-days",
         type=float,
         default=30.0,
@@ -561,6 +575,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     overrides = dict(parse_setting(item) for item in args.setting)
+    variants = [dict(parse_setting(i) for i in v.split(",")) for v in args.variant]
     kinds = [k for k in args.modes.split(",") if k]
     if any(k not in MODE_KINDS for k in kinds):
         raise SystemExit(f"--modes {args.modes!r}: each one of {', '.join(MODE_KINDS)}")
@@ -579,18 +594,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "source" in args.protocol:
             benches.append(("locomo", lambda: locomo_bench(file)))
 
+    def run(bench: Bench, home: Path) -> dict[str, Any]:
+        return evaluate(bench, home, args.cache_home, args.reranker, args.later_days,
+                        progress, overrides, kinds, variants)  # fmt: skip
+
     started = time.perf_counter()
     reports = []
     for name, build in benches:
         bench = build()
         if args.home is not None:
             home = args.home / name
-            reports.append(evaluate(bench, home, args.cache_home, args.reranker,
-                                    args.later_days, progress, overrides, kinds))  # fmt: skip
+            reports.append(run(bench, home))
         else:
             with tempfile.TemporaryDirectory(prefix=f"ferrex-eval-{name}-") as tmp:
-                reports.append(evaluate(bench, Path(tmp), args.cache_home, args.reranker,
-                                        args.later_days, progress, overrides, kinds))  # fmt: skip
+                reports.append(run(bench, Path(tmp)))
     load_avg = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     total = time.perf_counter() - started
     print(f"# ferrex retrieval evaluation ({total:.0f} s; {load_avg})\n")
