@@ -172,9 +172,11 @@ class RecallSettings:
     rerank_pool: int = 20
     dense_weight: float = 0.4
     """The dense leg's share of the fused score; the BM25 leg has the rest."""
-    dense_adapt: float = 0.0
+    dense_adapt: float = 1.0
     """How far the BM25 leg's confidence in its best memory lowers the dense share, per
-    query (:func:`ferrex.rules.fusion.adaptive_dense_share`; 0: a fixed share)."""
+    query (:func:`ferrex.rules.fusion.adaptive_dense_share`; 0: a fixed share). Applies
+    to ``dense_weight``, not to a strategy that names its own share (``semantic``,
+    ``lexical``)."""
     graph_weight: float = 0.0
     """The entity graph leg's weight in fusion beside the other two (0 under ``balanced``
     unless set; a strategy may raise it)."""
@@ -403,9 +405,12 @@ class Reader:
         named: dict[str, str] = {}
         via: dict[str, list[str]] = {}
         if req.legs == "hybrid":
-            share = self.settings.dense_weight if strategy.dense is None else strategy.dense
-            sure = bm25_confidence([h.score for h in legs["bm25"].best.values()])
-            share = adaptive_dense_share(share, sure, self.settings.dense_adapt)
+            if strategy.dense is None:  # a strategy's own share is what it asks for
+                sure = bm25_confidence([h.score for h in legs["bm25"].best.values()])
+                share = adaptive_dense_share(self.settings.dense_weight, sure,
+                                             self.settings.dense_adapt)  # fmt: skip
+            else:
+                share = strategy.dense
             parts, weights = [legs["dense"], legs["bm25"]], [share, 1.0 - share]
             graph_share = self.settings.graph_weight if strategy.graph is None else strategy.graph
             if graph_share > 0:
