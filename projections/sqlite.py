@@ -628,6 +628,48 @@ class ReadModel:
             )
         return sorted((str(e), str(m)) for e, m in rows)
 
+    def entity_links(
+        self,
+        namespace: str,
+        entity_ids: Sequence[str],
+        *,
+        agent_id: str | None = None,
+        only_valid: bool = True,
+        limit: int = 200,
+    ) -> list[tuple[str, str]]:
+        """(memory id, entity id) pairs of the memories of ``namespace`` that name one of
+        ``entity_ids``, from the latest memories (by journal position) back, at most
+        ``limit`` memories. With ``agent_id``, only memories that agent may see (the rule
+        of ``ferrex.rules.visibility``), chosen before the limit, so another agent's
+        private memories never take a place; ``only_valid`` leaves out invalidated ones."""
+        if not entity_ids:
+            return []
+        marks = ",".join("?" * len(entity_ids))
+        seen = (
+            ""
+            if agent_id is None
+            else " AND (m.visibility='shared' OR m.agent_id IS NULL OR m.agent_id=?)"
+        )
+        valid = " AND m.t_invalid IS NULL" if only_valid else ""
+        args: list[Any] = [namespace, *entity_ids]
+        if agent_id is not None:
+            args.append(agent_id)
+        rows = self.db.execute(
+            f"SELECT m.memory_id FROM memories m WHERE m.namespace=? AND m.memory_id IN "
+            f"(SELECT memory_id FROM memory_entities WHERE entity_id IN ({marks})){seen}{valid} "
+            f"ORDER BY m.position DESC, m.memory_id LIMIT ?",
+            (*args, limit),
+        )
+        chosen = [str(m) for (m,) in rows]
+        if not chosen:
+            return []
+        pairs = self.db.execute(
+            f"SELECT memory_id, entity_id FROM memory_entities WHERE memory_id IN "
+            f"({','.join('?' * len(chosen))}) AND entity_id IN ({marks})",
+            (*chosen, *entity_ids),
+        )
+        return sorted((str(m), str(e)) for m, e in pairs)
+
     def episode_neighbours(
         self, memory: Memory, reach: int, *, agent_id: str | None = None
     ) -> list[list[tuple[str, float]]]:

@@ -73,7 +73,14 @@ from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
 from ferrex.errors import FerrexError  # noqa: E402
 from ferrex.models.rerank import choose_reranker, load_reranker  # noqa: E402
-from ferrex.read.recall import AccessLog, Legs, Reader, RecallRequest  # noqa: E402
+from ferrex.read.recall import (  # noqa: E402
+    STRATEGIES,
+    AccessLog,
+    Legs,
+    Reader,
+    RecallRequest,
+    Strategy,
+)
 from ferrex.rules.memory_input import StoreRequest  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
@@ -81,6 +88,7 @@ K = 10
 DEFAULT = "hybrid (ferrex default)"
 RERANK = "hybrid+rerank"
 TUNE, HELD_OUT = "tune half", "held-out half"
+MODE_KINDS = ("legs", "context", "strategies", "later")
 """Queries alternate between the half settings are chosen on and the half reported."""
 LOCOMO_CATEGORIES = {
     1: "multi-hop",
@@ -349,6 +357,7 @@ class Mode:
     reader: Reader
     legs: Legs
     include_stale: bool = False
+    strategy: Strategy = "balanced"
 
 
 @dataclass
@@ -374,6 +383,7 @@ def ask(
                 limit=K,
                 legs=mode.legs,
                 include_stale=mode.include_stale,
+                strategy=mode.strategy,
             )
             result = mode.reader.recall(request)
             ranked = [stored.by_memory.get(r["id"], "?") for r in result.results]
@@ -395,6 +405,8 @@ def evaluate(
     later_days: float,
     progress: Callable[[str], None],
     overrides: dict[str, Any] | None = None,
+    kinds: Sequence[str] = MODE_KINDS,
+    variants: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     prepare_home(home, cache_home)
     app = App(home=home, config=load(home, env={}))
@@ -409,17 +421,27 @@ def evaluate(
         projections, embedder = app.projections(), app.embedder()
         plain = Reader(projections, embedder, default.reranker,
                        replace(settings, context_share=0.0), AccessLog())  # fmt: skip
-        modes = [Mode("bm25", plain, "bm25"), Mode("dense", plain, "dense")]
-        if bench.episodes:
+        modes = [Mode("bm25", plain, "bm25")]
+        if "legs" in kinds:
+            modes.append(Mode("dense", plain, "dense"))
+        if bench.episodes and "context" in kinds:
             modes += [
                 Mode("hybrid, no episode context", plain, "hybrid"),
                 Mode("bm25 + episode context", default, "bm25"),
             ]
         modes.append(Mode(DEFAULT, default, "hybrid"))
+        if "strategies" in kinds:
+            modes += [Mode(f"strategy {name}", default, "hybrid", strategy=name)
+                      for name in STRATEGIES if name != "balanced"]  # fmt: skip
+        for variant in variants:
+            label = ", ".join(f"{k}={v}" for k, v in variant.items())
+            tried = Reader(projections, embedder, default.reranker,
+                           replace(settings, **variant), AccessLog())  # fmt: skip
+            modes.append(Mode(f"{DEFAULT} with {label}", tried, "hybrid"))
         stage = load_reranker(choose_reranker(reranker, {}), home)
         if stage.state == "ready":
             modes.append(Mode(RERANK, Reader(projections, embedder, stage, settings), "hybrid"))
-        if later_days:
+        if later_days and "later" in kinds:
             later = datetime.now(UTC) + timedelta(days=later_days)
             shifted = Reader(projections, embedder, default.reranker, settings, AccessLog(),
                              clock=lambda: later)  # fmt: skip
@@ -470,7 +492,7 @@ def render(report: dict[str, Any]) -> str:
     results = report["results"]
     header = ["| mode | recall@1 | recall@5 | recall@10 | nDCG@10 | session@10 |",
               "|---|---|---|---|---|---|"]  # fmt: skip
-    for title, group in (("all queries", "all"), (HELD_OUT, HELD_OUT)):
+    for title, group in (("all queries", "all"), (TUNE, TUNE), (HELD_OUT, HELD_OUT)):
         lines += ["", f"{title}:", "", *header]
         lines += [_row(mode, by_group[group]) for mode, by_group in results.items()]
         if RERANK not in results:
@@ -490,7 +512,9 @@ def render(report: dict[str, Any]) -> str:
 
 
 _SETTINGS = {"dense_weight": float, "context_share": float, "context_reach": int,
-             "context_gap": float, "prefetch": int}  # fmt: skip
+             "context_gap": float, "prefetch": int, "dense_adapt": float,
+             "graph_weight": float, "date_boost": float,
+             "context_below_lender": lambda v: v.lower() in ("1", "true", "yes")}  # fmt: skip
 
 
 def parse_setting(item: str) -> tuple[str, Any]:
@@ -520,12 +544,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument(
+        "--modes",
+        default=",".join(MODE_KINDS),
+        help="which modes beside bm25 and the default, comma-separated: legs (dense alone), "
+        "context (hybrid without and bm25 with episode context), strategies (each "
+        "non-default strategy), later (the clock moved --later-days ahead)",
+    )
+    parser.add_argument(
         "--setting",
         action="append",
         default=[],
         metavar="NAME=VALUE",
         help="override a RecallSettings number for this run (dense_weight, context_share, "
         "context_reach, context_gap, prefetch); repeatable",
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE[,NAME=VALUE]",
+        help="also run the default with these settings overridden, as one more row "
+        "(same names as --setting); repeatable, so settings are compared in one run",
     )
     parser.add_argument(
         "--later-days",
@@ -536,6 +575,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     overrides = dict(parse_setting(item) for item in args.setting)
+    variants = [dict(parse_setting(i) for i in v.split(",")) for v in args.variant]
+    kinds = [k for k in args.modes.split(",") if k]
+    if any(k not in MODE_KINDS for k in kinds):
+        raise SystemExit(f"--modes {args.modes!r}: each one of {', '.join(MODE_KINDS)}")
 
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -551,18 +594,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "source" in args.protocol:
             benches.append(("locomo", lambda: locomo_bench(file)))
 
+    def run(bench: Bench, home: Path) -> dict[str, Any]:
+        return evaluate(bench, home, args.cache_home, args.reranker, args.later_days,
+                        progress, overrides, kinds, variants)  # fmt: skip
+
     started = time.perf_counter()
     reports = []
     for name, build in benches:
         bench = build()
         if args.home is not None:
             home = args.home / name
-            reports.append(evaluate(bench, home, args.cache_home, args.reranker,
-                                    args.later_days, progress, overrides))  # fmt: skip
+            reports.append(run(bench, home))
         else:
             with tempfile.TemporaryDirectory(prefix=f"ferrex-eval-{name}-") as tmp:
-                reports.append(evaluate(bench, Path(tmp), args.cache_home, args.reranker,
-                                        args.later_days, progress, overrides))  # fmt: skip
+                reports.append(run(bench, Path(tmp)))
     load_avg = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     total = time.perf_counter() - started
     print(f"# ferrex retrieval evaluation ({total:.0f} s; {load_avg})\n")

@@ -42,9 +42,11 @@ The rules of a store, in order:
    ``source`` joins the episode of the same agent's previous such store in the same
    namespace and visibility when that store is at most ``StoreSettings.episode_gap``
    seconds old (or decided in the same batch: an import's lines, in file order), and
-   starts a new episode otherwise. A text longer than ``StoreSettings.episode_max_chars``
-   is a document, not a turn: it stands alone (no episode), so a corpus imported in one
-   go does not lend scores across unrelated documents. Recall's episode context treats
+   starts a new episode otherwise. Only a text that looks like a conversation turn
+   (:func:`looks_like_turn`: at most half of ``StoreSettings.episode_max_chars``, or at
+   most all of it when it opens with a speaker's label, ``"Sam: ..."``) joins one; any
+   other is a document and stands alone (no episode), so a corpus imported in one go does
+   not lend scores across unrelated documents. Recall's episode context treats
    an episode like a source. Private and shared stores chain separately, so a private
    store never changes the episodes others see.
 
@@ -57,6 +59,7 @@ disagrees is stored beside it (the agent's recall then flags the contradiction).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -442,7 +445,7 @@ def decide_store(
     if (
         valid.type == "episodic"
         and not valid.source
-        and len(valid.content or "") <= settings.episode_max_chars
+        and looks_like_turn(valid.content or "", settings.episode_max_chars)
     ):
         tail = view.episode_tail(namespace, who.agent_id, who.visibility)
         episode, episode_index = episode_of(tail, memory_id, now, settings.episode_gap)
@@ -516,6 +519,20 @@ def decide_store(
         multi_valued=multi_valued and valid.type == "semantic",
     )
     return Decision(tuple(events), result)
+
+
+_SPEAKER = re.compile(r"[^\W\d_][\w'.-]*(?: [\w'.-]+){0,2}: \S")
+"""A speaker's label opening a turn: one to three words, a colon ("Sam: ", "Dr. Lee: ")."""
+
+
+def looks_like_turn(text: str, max_chars: int) -> bool:
+    """Whether an episodic text is a conversation turn (it may join a derived episode)
+    rather than a document (it stands alone): at most half of ``max_chars``, or at most
+    ``max_chars`` and opening with a speaker's label. Abstracts or notes imported one
+    after the other are not a conversation, and must not lend each other scores."""
+    if len(text) <= max_chars // 2:
+        return True
+    return len(text) <= max_chars and _SPEAKER.match(text) is not None
 
 
 def episode_of(

@@ -86,7 +86,13 @@ from ferrex.rules.freshness import (
     recency_boost,
     staleness,
 )
-from ferrex.rules.fusion import Leg, fuse, lend_to_neighbours
+from ferrex.rules.fusion import (
+    Leg,
+    adaptive_dense_share,
+    bm25_confidence,
+    fuse,
+    lend_to_neighbours,
+)
 from ferrex.rules.memory_input import MEMORY_TYPES, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
 from ferrex.rules.visibility import sees, sees_scope
@@ -114,9 +120,8 @@ class Weights:
     """The dense leg's share of the fused score; None: ``RecallSettings.dense_weight``."""
     recency: float = 1.0
     """A multiplier of the recency boost's excess over 1."""
-    entity: float = 0.0
-    """The share of the best fused score given to candidates that name an entity the query
-    names (through the spellings the caller may see)."""
+    graph: float | None = None
+    """The entity graph leg's weight in fusion; None: ``RecallSettings.graph_weight``."""
 
 
 STRATEGY_WEIGHTS: Final[Mapping[str, Weights]] = {
@@ -124,9 +129,13 @@ STRATEGY_WEIGHTS: Final[Mapping[str, Weights]] = {
     "semantic": Weights(0.7),
     "lexical": Weights(0.15),
     "recent": Weights(None, recency=4.0),
-    "relational": Weights(None, entity=0.3),
+    "relational": Weights(None, graph=1.0),
 }
 _PARTS_PER_NEIGHBOUR: Final = 16
+_GRAPH_HOP: Final = 0.5
+"""A memory one hop away (naming an entity co-mentioned with the query's) scores this much
+of one naming the query's entity itself."""
+_GRAPH_CO_ENTITIES: Final = 32
 
 
 @dataclass(frozen=True)
@@ -163,12 +172,22 @@ class RecallSettings:
     rerank_pool: int = 20
     dense_weight: float = 0.4
     """The dense leg's share of the fused score; the BM25 leg has the rest."""
+    dense_adapt: float = 1.0
+    """How far the BM25 leg's confidence in its best memory lowers the dense share, per
+    query (:func:`ferrex.rules.fusion.adaptive_dense_share`; 0: a fixed share). Applies
+    to ``dense_weight``, not to a strategy that names its own share (``semantic``,
+    ``lexical``)."""
+    graph_weight: float = 0.0
+    """The entity graph leg's weight in fusion beside the other two (0 under ``balanced``
+    unless set; a strategy may raise it)."""
     context_share: float = 0.5
     """How much of an episode's score its neighbours receive (0 turns episode context off)."""
     context_reach: int = 2
     """Neighbours on each side of an episode that receive a share."""
     context_gap: float = 1800.0
     """Seconds between two consecutive episodes beyond which they are not neighbours."""
+    context_below_lender: bool = False
+    """A loan lifts a neighbour at most to just below the episode that lent it."""
     date_boost: float = 0.5
     """A memory whose event time falls in the period the query names ("on May 4, 2023",
     "last week": :func:`ferrex.rules.dates.when`) has its score multiplied by 1 + this."""
@@ -383,9 +402,24 @@ class Reader:
         pool = max(self.settings.rerank_pool, req.limit * 3)
         legs = self._legs(req, flt, prefetch)
         strategy = STRATEGY_WEIGHTS[req.strategy]
+        named: dict[str, str] = {}
+        via: dict[str, list[str]] = {}
         if req.legs == "hybrid":
-            share = self.settings.dense_weight if strategy.dense is None else strategy.dense
-            fused = fuse([legs["dense"], legs["bm25"]], (share, 1.0 - share))
+            if strategy.dense is None:  # a strategy's own share is what it asks for
+                sure = bm25_confidence([h.score for h in legs["bm25"].best.values()])
+                share = adaptive_dense_share(self.settings.dense_weight, sure,
+                                             self.settings.dense_adapt)  # fmt: skip
+            else:
+                share = strategy.dense
+            parts, weights = [legs["dense"], legs["bm25"]], [share, 1.0 - share]
+            graph_share = self.settings.graph_weight if strategy.graph is None else strategy.graph
+            if graph_share > 0:
+                named = self._named_entities(namespace, req.query, req.agent_id)
+                if named:
+                    legs["graph"], via = self._graph_leg(named, flt, prefetch)
+                    parts.append(legs["graph"])
+                    weights.append(graph_share)
+            fused = fuse(parts, weights)
         else:
             fused = [(mid, hit.score) for mid, hit in legs[req.legs].best.items()]
         fused = fused[:pool]
@@ -395,13 +429,10 @@ class Reader:
         if self.settings.context_share > 0 and self.settings.context_reach > 0:
             fused, lent = self._with_context(fused, memories, flt)
             fused = fused[:pool]
-        named: dict[str, str] = {}
-        if strategy.entity > 0 and fused:
-            named = self._named_entities(namespace, req.query, req.agent_id)
-            fused = _entity_lift(fused, memories, named, strategy.entity)
         ordered = [(score, memories[mid]) for mid, score in fused]
         dense = legs["dense"].best if "dense" in legs else {}
         bm25 = legs["bm25"].best if "bm25" in legs else {}
+        graph = legs["graph"].best if "graph" in legs else {}
         dense_ranks, sparse_ranks = _ranks(dense), _ranks(bm25)
 
         texts = [memory_text(m.type, m.body()) for _, m in ordered]
@@ -454,6 +485,9 @@ class Reader:
                 if period is not None
                 else None,
                 "entities": sorted(named[e] for e in memory.entity_ids if e in named) or None,
+                "graph": {"score": round(graph[mid].score, 6), "via": via[mid]}
+                if mid in graph
+                else None,
                 "staleness": {k: round(v, 4) for k, v in state.components.items()},
             }
             scored.append((boosted(base, boost), memory, stages))
@@ -517,6 +551,61 @@ class Reader:
             legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n)
         return legs
 
+    def _graph_leg(
+        self, named: Mapping[str, str], flt: VectorFilter, n: int
+    ) -> tuple[Leg, dict[str, list[str]]]:
+        """The entity graph leg: memories the caller may see (under the recall's filter)
+        that name the query's entities (``named``, resolved through the caller's visible
+        spellings), scored by the share of those entities they name; and one hop out,
+        memories naming an entity co-mentioned with one of them in a memory the caller may
+        see, at :data:`_GRAPH_HOP` of that. Best ``n``, ties newest first; with, for each
+        memory, the names it was reached through (``co-mention`` marks the hop)."""
+        rm = self.projections.read_model
+        query_ids = sorted(named)
+        agent, valid, cap = flt.agent_id, flt.only_valid, 4 * n
+        direct: dict[str, set[str]] = {}
+        for memory_id, entity_id in rm.entity_links(
+            flt.namespace or "", query_ids, agent_id=agent, only_valid=valid, limit=cap
+        ):
+            direct.setdefault(memory_id, set()).add(entity_id)  # fmt: skip
+        direct = {m: e for m, e in direct.items() if m in self._admitted(direct, flt)}
+        co: dict[str, set[str]] = {}
+        for memory in rm.memories(memory_ids=sorted(direct)):
+            for entity_id in memory.entity_ids:
+                if entity_id not in named:
+                    co.setdefault(entity_id, set()).update(direct[memory.memory_id])
+        common = sorted(co, key=lambda e: (-len(co[e]), e))[:_GRAPH_CO_ENTITIES]
+        hop: dict[str, set[str]] = {}
+        for memory_id, entity_id in rm.entity_links(
+            flt.namespace or "", common, agent_id=agent, only_valid=valid, limit=cap
+        ):
+            if memory_id not in direct:
+                hop.setdefault(memory_id, set()).update(co[entity_id])  # fmt: skip
+        hop = {m: e for m, e in hop.items() if m in self._admitted(hop, flt)}
+        k = len(named)
+        scores = {m: len(e) / k for m, e in direct.items()}
+        scores |= {m: _GRAPH_HOP * len(e) / k for m, e in hop.items()}
+        best = sorted(scores, key=lambda m: (-scores[m], tuple(-ord(c) for c in m)))[:n]
+        hits = {m: Hit(m, scores[m], {"memory_id": m}) for m in best}
+        via = {m: sorted(named[e] for e in direct[m]) if m in direct
+               else [*sorted(named[e] for e in hop[m]), "co-mention"] for m in best}  # fmt: skip
+        return Leg(hits, 0.0), via
+
+    def _admitted(self, memory_ids: Mapping[str, object], flt: VectorFilter) -> set[str]:
+        """Those of ``memory_ids`` the recall's filter admits (visibility, validity, types,
+        entities, times): a dense query restricted to them returns them whatever the
+        vector; a memory may have several parts, hence the generous limit."""
+        if not memory_ids:
+            return set()
+        probe = [1.0] + [0.0] * (self.projections.encoders.dim - 1)
+        admitted = self.projections.backend.query_dense(
+            self.projections.live.memories,
+            probe,
+            replace(flt, memory_ids=tuple(sorted(memory_ids))),
+            _PARTS_PER_NEIGHBOUR * len(memory_ids),
+        )
+        return {str(h.payload.get("memory_id")) for h in admitted}
+
     def _with_context(
         self, fused: list[tuple[str, float]], memories: dict[str, Memory], flt: VectorFilter
     ) -> tuple[list[tuple[str, float]], dict[str, tuple[str, float]]]:
@@ -530,23 +619,13 @@ class Reader:
         }
         new = sorted({n for ns in neighbours.values() for n in ns} - memories.keys())
         if new:
-            # Under the legs' filter (visibility, validity, types, entities, times): a dense
-            # query restricted to these memories returns those the filter admits, whatever
-            # the vector; a memory may have several parts, hence the generous limit.
-            probe = [1.0] + [0.0] * (self.projections.encoders.dim - 1)
-            admitted = self.projections.backend.query_dense(
-                self.projections.live.memories,
-                probe,
-                replace(flt, memory_ids=tuple(new)),
-                _PARTS_PER_NEIGHBOUR * len(new),
-            )
-            found = {str(h.payload.get("memory_id")) for h in admitted}
+            found = self._admitted(dict.fromkeys(new), flt)
             memories.update(
                 (m.memory_id, m) for m in self.projections.read_model.memories(
                     memory_ids=sorted(found))
             )  # fmt: skip
             neighbours = {mid: [n for n in ns if n in memories] for mid, ns in neighbours.items()}
-        return lend_to_neighbours(fused, neighbours, s.context_share)
+        return lend_to_neighbours(fused, neighbours, s.context_share, s.context_below_lender)
 
     def _neighbours(
         self, memory: Memory, reach: int, gap: float, agent_id: str | None
@@ -678,23 +757,6 @@ class Reader:
             elif resolution.entity_id not in found:
                 found.append(resolution.entity_id)
         return tuple(found), unknown
-
-
-def _entity_lift(
-    fused: list[tuple[str, float]],
-    memories: Mapping[str, Memory],
-    named: Mapping[str, str],
-    share: float,
-) -> list[tuple[str, float]]:
-    """Candidates that name one of the query's entities get ``share`` of the best score."""
-    if not named:
-        return fused
-    lift = share * max(score for _, score in fused)
-    lifted = [
-        (mid, score + lift if any(e in named for e in memories[mid].entity_ids) else score)
-        for mid, score in fused
-    ]
-    return sorted(lifted, key=lambda item: (-item[1], item[0]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,13 +65,39 @@ def fuse(legs: Sequence[Leg], weights: Sequence[float]) -> list[tuple[str, float
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
 
+def bm25_confidence(scores: Sequence[float]) -> float:
+    """How sure the BM25 leg is of its best memory, in [0, 1]: the gap between its best
+    and its second raw score, over the best (scores best first). One scored memory is
+    certainty (1); none, or a best score that is not positive, is none (0)."""
+    if not scores or scores[0] <= 0:
+        return 0.0
+    if len(scores) == 1:
+        return 1.0
+    return min(1.0, max(0.0, (scores[0] - scores[1]) / scores[0]))
+
+
+def adaptive_dense_share(base: float, confidence: float, pull: float) -> float:
+    """The dense leg's share of fusion for one query: ``base`` lowered by ``pull`` times
+    the BM25 leg's :func:`bm25_confidence`, so that a query whose words single out one
+    memory keeps the lexical top, and a query the words cannot separate leans on meaning.
+    ``pull`` 0 is the fixed share; 1 gives the BM25 leg everything when it is certain."""
+    if not (0.0 <= base <= 1.0 and 0.0 <= confidence <= 1.0 and 0.0 <= pull <= 1.0):
+        raise ValueError(f"share {base}, confidence {confidence}, pull {pull}: each in [0, 1]")
+    return base * (1.0 - pull * confidence)
+
+
 def lend_to_neighbours(
-    fused: Sequence[tuple[str, float]], neighbours: Mapping[str, Sequence[str]], share: float
+    fused: Sequence[tuple[str, float]],
+    neighbours: Mapping[str, Sequence[str]],
+    share: float,
+    below_lender: bool = False,
 ) -> tuple[list[tuple[str, float]], dict[str, tuple[str, float]]]:
     """Episode context as a pure function. Each candidate lends ``share`` of its score to
     each of its ``neighbours``; a memory keeps its own score plus the largest loan it got
-    (from the best-scoring lender; ties by id). Returns the new ranking, best first, ties by
-    id, and for each memory that got a loan, the lender and the amount."""
+    (from the best-scoring lender; ties by id). With ``below_lender``, a loan lifts a
+    memory at most to just below its lender's own score (never above the memory that
+    found it; a memory already above keeps its own score). Returns the new ranking, best
+    first, ties by id, and for each memory that got a loan, the lender and the amount."""
     own = dict(fused)
     loans: dict[str, tuple[str, float]] = {}
     for memory_id, score in fused:
@@ -81,6 +107,12 @@ def lend_to_neighbours(
         for neighbour in neighbours.get(memory_id, ()):
             if neighbour not in loans or amount > loans[neighbour][1]:
                 loans[neighbour] = (memory_id, amount)
+    if below_lender:
+        for memory_id, (lender, amount) in list(loans.items()):
+            mine = own.get(memory_id, 0.0)
+            room = max(0.0, own[lender] * (1.0 - 1e-9) - mine)
+            if room < amount:
+                loans[memory_id] = (lender, room)
     total = {m: own.get(m, 0.0) + loans[m][1] if m in loans else own[m]
              for m in own.keys() | loans.keys()}  # fmt: skip
     return sorted(total.items(), key=lambda item: (-item[1], item[0])), loans

@@ -128,6 +128,16 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
         st.sampled_from(ENTITIES),
         st.sampled_from(WORDS),
     ),
+    # The entity graph leg: memories naming the query's entities or one hop out (entities
+    # co-mentioned with them); alice's private memories add entities and co-mentions.
+    "recall through the entity graph": st.builds(
+        lambda names, word: (
+            "recall",
+            {"query": f"{' and '.join(names)} {word}", "limit": 100, "strategy": "relational"},
+        ),
+        st.lists(st.sampled_from(ENTITIES), min_size=1, max_size=2, unique=True),
+        st.sampled_from(["", *WORDS]),
+    ),
     # Relevance and its cut: labels, nothing_relevant and hidden["irrelevant"] too.
     "recall above a relevance": st.builds(
         lambda q, cut: ("recall", {"query": q, "limit": 100, "min_relevance": cut}),

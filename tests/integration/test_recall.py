@@ -388,3 +388,45 @@ def test_a_date_in_the_question_boosts_memories_of_that_period(world: World) -> 
     )
     assert relative.results[0]["id"] == june.id
     assert relative.results[0]["explain"]["date"]["phrase"] == "last month"
+
+
+def test_the_graph_leg_finds_memories_naming_the_querys_entity_without_its_words(
+    world: World,
+) -> None:
+    for i in range(6):
+        world.writer.store(note(f"Grafana dashboards review number {i} went fine"))
+    named = world.writer.store(note("the nightly job failed twice", entities=["Grafana"]))
+    both = world.writer.store(note("alerts moved", entities=["Grafana", "Prometheus"]))
+    hop = world.writer.store(note("retention set to ninety days", entities=["Prometheus"]))
+    query = "Grafana?"
+    result = world.reader.recall(
+        RecallRequest(query=query, limit=10, strategy="relational", explain=True)
+    )
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert explained[named.id]["graph"] == {"score": 1.0, "via": ["Grafana"]}
+    assert explained[named.id]["bm25"] is None  # no word in common with the query
+    assert explained[both.id]["graph"]["via"] == ["Grafana"]
+    assert explained[hop.id]["graph"] == {"score": 0.5, "via": ["Grafana", "co-mention"]}
+    ids = [r["id"] for r in result.results]
+    assert ids.index(named.id) < ids.index(hop.id) and ids.index(both.id) < ids.index(hop.id)
+    assert set(ids[:2]) == {named.id, both.id}
+
+
+def test_the_graph_leg_learns_nothing_from_another_agents_private_memories(
+    world: World,
+) -> None:
+    world.writer.store(note("Grafana alerting rules", entities=["Grafana"]))
+    zoo = world.writer.store(note("quorum of five nodes", entities=["Zookeeper"]))
+    # Only agent-a's private memory links Grafana to Zookeeper, and names Kafka at all.
+    world.writer.store(
+        note("ops notes", entities=["Grafana", "Zookeeper", "Kafka"], agent_id="agent-a")
+    )
+    shared_kafka = world.writer.store(note("the broker count is three"))
+    for agent, sees_hop in (("agent-b", False), ("agent-a", True)):
+        result = world.reader.recall(
+            RecallRequest(query="Grafana and Kafka", limit=10, strategy="relational",
+                          explain=True, agent_id=agent)
+        )  # fmt: skip
+        graph = {r["id"]: r["explain"]["graph"] for r in result.results}
+        assert (graph.get(zoo.id) is not None) is sees_hop, agent
+        assert graph.get(shared_kafka.id) is None

@@ -21,6 +21,7 @@ from ferrex.core.decide import (
     decide_store,
     decide_validate,
     episode_of,
+    looks_like_turn,
     wanted,
 )
 from ferrex.core.settings import StoreSettings
@@ -574,3 +575,20 @@ def test_episode_of_is_a_pure_rule() -> None:
     future = EpisodeTail("mem_0", 3, NOW.timestamp() + 5)  # a clock that went back
     assert episode_of(future, "mem_1", NOW, 60.0) == ("mem_1", 0)
     assert episode_of(EpisodeTail("mem_0", 0, None), "mem_1", NOW, 0.0) == ("mem_0", 1)
+
+
+def test_only_texts_that_look_like_turns_join_a_derived_episode() -> None:
+    assert looks_like_turn("short note about the deploy", 1000)
+    assert looks_like_turn("x" * 500, 1000) and not looks_like_turn("x" * 501, 1000)
+    # A longer text joins when a speaker's label opens it, up to the whole limit.
+    assert looks_like_turn("Sam: " + "so much to say " * 50, 1000)
+    assert looks_like_turn("Dr. Lee: " + "a long answer " * 50, 1000)
+    assert not looks_like_turn("Sam: " + "x" * 1000, 1000)
+    # An abstract is not a turn, even with a colon somewhere in its first line.
+    abstract = "Microglia in the developing brain: a review. " + "Cells were counted. " * 30
+    assert not looks_like_turn(abstract, 1000)
+    assert not looks_like_turn("42: " + "x" * 600, 1000)
+    view, new_id = FakeView(), ids()
+    store(view, note("first line", agent_id="a"), new_id=new_id)
+    assert _episode(store(view, note("Sentences. " * 60, agent_id="a"), new_id=new_id)) == (
+        None, 0)  # fmt: skip

@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferrex.rules.fusion import Leg, fuse, lend_to_neighbours, normalized
+from ferrex.rules.fusion import (
+    Leg,
+    adaptive_dense_share,
+    bm25_confidence,
+    fuse,
+    lend_to_neighbours,
+    normalized,
+)
 from projections.documents import text_parts
 from projections.vectors import Hit
 
@@ -119,3 +126,48 @@ def test_parts_fit_and_keep_every_word_in_order(chunks: list[str]) -> None:
 def test_a_negative_score_lends_nothing() -> None:
     ranking, loans = lend_to_neighbours([("a", 0.2), ("b", -0.4)], {"b": ["a", "c"]}, 0.5)
     assert dict(ranking) == {"a": 0.2, "b": -0.4} and loans == {}
+
+
+def test_bm25_confidence_is_the_gap_between_its_best_two_scores() -> None:
+    assert bm25_confidence([8.0, 2.0, 1.0]) == pytest.approx(0.75)
+    assert bm25_confidence([5.0, 5.0]) == 0.0  # a tie: the words cannot choose
+    assert bm25_confidence([3.0]) == 1.0  # one memory shares any word at all
+    assert bm25_confidence([]) == 0.0
+    assert bm25_confidence([0.0, 0.0]) == 0.0
+
+
+@given(st.lists(st.floats(0.0, 100.0), min_size=1, max_size=8))
+def test_bm25_confidence_stays_in_the_unit_interval(scores: list[float]) -> None:
+    assert 0.0 <= bm25_confidence(sorted(scores, reverse=True)) <= 1.0
+
+
+def test_the_dense_share_falls_as_the_bm25_leg_grows_sure() -> None:
+    assert adaptive_dense_share(0.4, 0.0, 0.8) == pytest.approx(0.4)
+    assert adaptive_dense_share(0.4, 1.0, 0.8) == pytest.approx(0.08)
+    assert adaptive_dense_share(0.4, 0.5, 0.0) == pytest.approx(0.4)  # pull 0: fixed share
+    sure = [adaptive_dense_share(0.4, c / 10, 0.5) for c in range(11)]
+    assert sure == sorted(sure, reverse=True)
+    with pytest.raises(ValueError, match="pull"):
+        adaptive_dense_share(0.4, 0.5, 1.5)
+
+
+def test_a_sure_bm25_leg_keeps_its_top_under_adaptive_fusion() -> None:
+    bm25 = leg(("exact", 9.0), ("near", 1.0), ("far", 0.5))
+    dense = leg(("near", 0.9), ("exact", 0.6), ("far", 0.55), asked=3)
+    fixed = fuse([dense, bm25], (0.6, 0.4))
+    assert fixed[0][0] == "near"
+    share = adaptive_dense_share(0.6, bm25_confidence([9.0, 1.0, 0.5]), 1.0)
+    assert fuse([dense, bm25], (share, 1 - share))[0][0] == "exact"
+
+
+def test_a_loan_below_the_lender_never_lifts_a_neighbour_above_it() -> None:
+    fused = [("q", 1.0), ("a", 0.8), ("x", 0.9)]
+    free, _ = lend_to_neighbours(fused, {"q": ["a"]}, 0.5)
+    assert free[0] == ("a", pytest.approx(1.3))
+    capped, loans = lend_to_neighbours(fused, {"q": ["a"]}, 0.5, below_lender=True)
+    assert [m for m, _ in capped] == ["q", "a", "x"]
+    assert loans["a"][0] == "q" and loans["a"][1] < 0.5
+    # A newcomer joins just below the lender; one already above keeps its own score.
+    joined, _ = lend_to_neighbours([("q", 1.0), ("z", 2.0)], {"q": ["n", "z"]}, 0.5, True)
+    assert [m for m, _ in joined] == ["z", "q", "n"]
+    assert dict(joined)["z"] == 2.0
