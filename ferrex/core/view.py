@@ -16,9 +16,9 @@ Unit tests of the decisions use a small in-memory view of their own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from journal import (
     EntityAliasAdded,
@@ -64,33 +64,59 @@ class View(Protocol):
 
 
 class ReadModelView:
-    """The read model as a :class:`View`."""
+    """The read model as a :class:`View`, for one chunk of the command runner.
+
+    The runner builds one under the writer lock, after catching up, and drops it before the
+    chunk's records are applied: the read model cannot change while it lives, so each
+    question is asked of SQLite once (``wanted()`` and the decision it plans ask the same
+    ones) and answered from memory after that."""
 
     def __init__(self, read_model: ReadModel) -> None:
         self._rm = read_model
+        self._answers: dict[tuple[object, ...], Any] = {}
+
+    def _once(self, key: tuple[object, ...], ask: Callable[[], Any]) -> Any:
+        if key not in self._answers:
+            self._answers[key] = ask()
+        return self._answers[key]
 
     def memory(self, memory_id: str) -> Memory | None:
-        return self._rm.get(memory_id)
+        found: Memory | None = self._once(("memory", memory_id), lambda: self._rm.get(memory_id))
+        return found
 
     def active_facts(self, namespace: str, key: str, predicate: str) -> list[Memory]:
-        return self._rm.active_facts(namespace, key, predicate)
+        def ask() -> list[Memory]:
+            return self._rm.active_facts(namespace, key, predicate)
+
+        return list(self._once(("active", namespace, key, predicate), ask))
 
     def subject_facts(self, namespace: str, key: str) -> list[Memory]:
-        return self._rm.subject_facts(namespace, key)
+        return list(
+            self._once(("subject", namespace, key), lambda: self._rm.subject_facts(namespace, key))
+        )
 
     def procedures(self, namespace: str, name: str) -> list[Memory]:
-        return self._rm.procedures(namespace, name)
+        return list(
+            self._once(
+                ("procedures", namespace, name), lambda: self._rm.procedures(namespace, name)
+            )
+        )
 
     def spellings(self, namespace: str) -> list[Spelling]:
-        return self._rm.spellings(namespace)
+        return list(self._once(("spellings", namespace), lambda: self._rm.spellings(namespace)))
 
     def linked(self, entity_id: str) -> list[str]:
-        return [m for _, m in self._rm.links([entity_id])]
+        return list(
+            self._once(("linked", entity_id), lambda: [m for _, m in self._rm.links([entity_id])])
+        )
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
     ) -> EpisodeTail | None:
-        m = self._rm.episode_tail(namespace, agent_id, visibility)
+        m: Memory | None = self._once(
+            ("tail", namespace, agent_id, visibility),
+            lambda: self._rm.episode_tail(namespace, agent_id, visibility),
+        )
         if m is None or m.episode is None:
             return None
         return EpisodeTail(m.episode, m.episode_index, m.created_at)
@@ -136,8 +162,9 @@ class Overlay:
                     for memory_id in event.memory_ids:
                         old = self.memory(memory_id)
                         if old is not None:
-                            self._update(memory_id, last_validated=max(old.last_validated or at,
-                                                                       at))  # fmt: skip
+                            self._update(
+                                memory_id, last_validated=max(old.last_validated or at, at)
+                            )
                 case MemoriesAccessed():
                     for access in event.accesses:
                         old = self.memory(access.memory_id)
