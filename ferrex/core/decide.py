@@ -172,6 +172,9 @@ class ForgetResult:
     position: int | None
     warnings: tuple[str, ...] = ()
 
+    def as_dict(self) -> dict[str, Any]:
+        return _answer(self)
+
 
 @dataclass(frozen=True)
 class ValidateResult:
@@ -179,6 +182,22 @@ class ValidateResult:
     not_found: tuple[str, ...]
     position: int | None
     warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return _answer(self)
+
+
+def _answer(result: ForgetResult | ValidateResult) -> dict[str, Any]:
+    """A result as the tools answer it: every field, lists for tuples, warnings only when
+    there are some."""
+    doc: dict[str, Any] = {
+        name: list(value) if isinstance(value, tuple) else value
+        for name, value in vars(result).items()
+        if name != "warnings"
+    }
+    if result.warnings:
+        doc["warnings"] = list(result.warnings)
+    return doc
 
 
 @dataclass(frozen=True)

@@ -219,14 +219,7 @@ class Service:
             raise UsageError("ids is required: the ids of the memories you confirmed")
         # Another agent's private memory is reported exactly like one that does not exist.
         result = self.app.writer().validate_memories(list(ids), caller=caller.agent_id)
-        doc: dict[str, Any] = {
-            "validated": list(result.validated),
-            "not_found": list(result.not_found),
-            "position": result.position,
-        }
-        if result.warnings:
-            doc["warnings"] = list(result.warnings)
-        return doc
+        return result.as_dict()
 
     def _forget(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         ids = _texts(args.get("ids", []), "ids")
@@ -235,15 +228,7 @@ class Service:
         cascade = _flag(args.get("cascade", False), "cascade")
         # Another agent's private memory is reported exactly like one that does not exist.
         result = self.app.writer().forget(ids, cascade=cascade, caller=caller.agent_id)
-        doc: dict[str, Any] = {
-            "forgotten": list(result.forgotten),
-            "not_found": list(result.not_found),
-            "dropped_entities": list(result.dropped_entities),
-            "position": result.position,
-        }
-        if result.warnings:
-            doc["warnings"] = list(result.warnings)
-        return doc
+        return result.as_dict()
 
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)
