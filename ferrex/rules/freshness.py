@@ -91,6 +91,14 @@ def _unknown_type(memory_type: str) -> UsageError:
     return UsageError(f"unknown memory type {memory_type!r}", hint=_TYPES_HINT)
 
 
+def _of_type(holder: Any, memory_type: str) -> Any:
+    """``holder``'s setting for one memory type (its ``episodic``, ``semantic`` or
+    ``procedural`` attribute); an unknown type is a usage error."""
+    if memory_type not in ("episodic", "semantic", "procedural"):
+        raise _unknown_type(memory_type)
+    return getattr(holder, memory_type)
+
+
 def _check_half_life(name: str, days: float) -> None:
     if not (math.isfinite(days) and days > 0):
         raise UsageError(f"{name} must be a positive number of days, got {days!r}")
@@ -125,15 +133,8 @@ class RecencyParams:
     procedural: RecencyRule = RecencyRule(0.0, 90.0)
 
     def for_type(self, memory_type: str) -> RecencyRule:
-        match memory_type:
-            case "episodic":
-                return self.episodic
-            case "semantic":
-                return self.semantic
-            case "procedural":
-                return self.procedural
-            case _:
-                raise _unknown_type(memory_type)
+        rule: RecencyRule = _of_type(self, memory_type)
+        return rule
 
 
 DEFAULT_RECENCY: Final = RecencyParams()
@@ -317,15 +318,8 @@ class StalenessParams:
             self._thresholds[name] = (aging, stale)
 
     def for_type(self, memory_type: str) -> TypeStaleness:
-        match memory_type:
-            case "episodic":
-                return self.episodic
-            case "semantic":
-                return self.semantic
-            case "procedural":
-                return self.procedural
-            case _:
-                raise _unknown_type(memory_type)
+        rule: TypeStaleness = _of_type(self, memory_type)
+        return rule
 
     def untouched_score(self, memory_type: str, age_seconds: float) -> float:
         """The score of a memory ``age_seconds`` after it was stored, never touched since."""
