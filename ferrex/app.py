@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ferrex.config import Config
@@ -23,6 +24,7 @@ from ferrex.models import Embedder, downloads_allowed
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
+from ferrex.rules.lifecycle import expired
 from ferrex.rules.predicates import (
     normalize_predicate,
 )
@@ -297,6 +299,18 @@ class App:
             return 0  # a read-only home keeps no access counts
         with translated():
             return self.access.flush(self.writer().journal_accesses)
+
+    def sweep_expired(self) -> int:
+        """Forget what has expired (the owner's periodic sweep); how many were forgotten."""
+        if self.read_only:
+            return 0
+        with translated():
+            self.projections().catch_up()
+            now = datetime.now(UTC).timestamp()
+            expiring = self.projections().read_model.expiring()
+            if not any(expired(m.expires_at, now) for m in expiring):
+                return 0  # nothing is due: take no writer lock
+            return len(self.writer().sweep_expired().forgotten)
 
     def replay(
         self, progress: Progress | None = None, *, embedder: Embedder | None = None

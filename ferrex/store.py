@@ -20,6 +20,7 @@ import numpy as np
 
 from ferrex.core.decide import (
     ForgetResult,
+    MarkResult,
     MissingMeasure,
     ResolvedEntity,
     Similar,
@@ -27,7 +28,9 @@ from ferrex.core.decide import (
     ValidateResult,
     decide_access,
     decide_eviction,
+    decide_expiry,
     decide_forget,
+    decide_mark,
     decide_store,
     decide_validate,
     store_text,
@@ -45,6 +48,7 @@ from projections.vectors import VectorFilter
 
 __all__ = [
     "ForgetResult",
+    "MarkResult",
     "ResolvedEntity",
     "StoreResult",
     "StoreSettings",
@@ -245,6 +249,38 @@ class Writer:
                 i, batch.view, now=self.clock(), source=source, caller=caller
             ),
         )
+        return result
+
+    def mark(
+        self,
+        ids: Sequence[str],
+        *,
+        importance: object = None,
+        pinned: object = None,
+        caller: str | None = None,
+    ) -> MarkResult:
+        """Set the lifecycle marks of memories (None: that mark unchanged); unknown,
+        invisible or expired ids are reported as not found."""
+        result: MarkResult = self.runner.run_one(
+            ids,
+            lambda i, batch: decide_mark(
+                i, batch.view, now=self.clock(), importance=importance, pinned=pinned,
+                caller=caller,
+            ),
+        )  # fmt: skip
+        return result
+
+    def sweep_expired(self) -> ForgetResult:
+        """Forget the memories whose time to live has run out (the owner runs it
+        periodically: ``ferrex.server.hub``)."""
+
+        def decide(_: None, batch: Batch) -> Any:
+            expiring = self.projections.read_model.expiring()
+            # The chunk's own pending changes (none for a sweep of its own) are in the view.
+            current = [m for m in (batch.view.memory(e.memory_id) for e in expiring) if m]
+            return decide_expiry(current, now=self.clock())
+
+        result: ForgetResult = self.runner.run_one(None, decide)
         return result
 
     def journal_accesses(self, pending: Mapping[str, tuple[int, datetime]]) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ UtcTime = Annotated[datetime, msgspec.Meta(tz=True)]
 MemoryType = Literal["episodic", "semantic", "procedural"]
 Visibility = Literal["private", "shared"]
 SupersedeReason = Literal["explicit", "conflict", "version"]
-ForgetReason = Literal["request", "eviction", "cascade", "import"]
+ForgetReason = Literal["request", "eviction", "cascade", "import", "expired"]
 ValidationSource = Literal["agent", "citation", "supersede", "duplicate", "operator"]
 AliasMatch = Literal["exact", "normalized", "fuzzy", "embedding", "operator"]
 
@@ -144,6 +144,22 @@ class MemoriesAccessed(Event, tag="memories.accessed", frozen=True):
     accesses: tuple[Access, ...]
 
 
+class MemoryMarked(Event, tag="memory.marked", frozen=True):
+    """A memory's lifecycle marks, all three as they stand after this event (not a
+    difference): its importance, whether it is pinned, and when it expires.
+
+    A store with marks other than the defaults appends one right after its
+    ``memory.stored`` (one more field on that event would change how every one of them is
+    encoded); a later change of marks appends another. ``expires_at`` is absolute, decided
+    at store time, so a replay reads no clock (``ferrex.rules.lifecycle``)."""
+
+    memory_id: str
+    namespace: str
+    importance: float = 0.5
+    pinned: bool = False
+    expires_at: UtcTime | None = None
+
+
 class EntityCreated(Event, tag="entity.created", frozen=True):
     """A new entity in a namespace. Entity names are not redactable in format v1."""
 
@@ -178,6 +194,7 @@ AnyEvent = (
     | MemoriesAccessed
     | EntityCreated
     | EntityAliasAdded
+    | MemoryMarked
 )
 """The union every reader decodes. Add new event classes here, at the end."""
 
@@ -189,6 +206,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     MemoriesAccessed,
     EntityCreated,
     EntityAliasAdded,
+    MemoryMarked,
 )
 
 KNOWN_TAGS: frozenset[str] = frozenset(str(t.__struct_config__.tag) for t in EVENT_TYPES)

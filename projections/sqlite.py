@@ -34,6 +34,7 @@ from journal import (
     MemoriesForgotten,
     MemoriesValidated,
     MemoryBody,
+    MemoryMarked,
     MemoryStored,
     MemorySuperseded,
     Record,
@@ -41,7 +42,7 @@ from journal import (
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -80,7 +81,10 @@ CREATE TABLE IF NOT EXISTS memories (
     last_validated REAL,
     multi_valued INTEGER NOT NULL DEFAULT 0,
     episode TEXT,
-    episode_index INTEGER NOT NULL DEFAULT 0
+    episode_index INTEGER NOT NULL DEFAULT 0,
+    importance REAL NOT NULL DEFAULT 0.5,
+    pinned INTEGER NOT NULL DEFAULT 0,
+    expires_at REAL
 );
 CREATE INDEX IF NOT EXISTS memories_ns_type ON memories (namespace, type);
 CREATE INDEX IF NOT EXISTS memories_fact ON memories (namespace, subject_key, predicate_normalized);
@@ -90,6 +94,8 @@ CREATE INDEX IF NOT EXISTS memories_derived_episodes
     ON memories (namespace, episode, episode_index);
 CREATE INDEX IF NOT EXISTS memories_episode_tails ON memories (namespace, agent_id, position)
     WHERE episode IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_expiring ON memories (expires_at)
+    WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS entities (
     entity_id TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,
@@ -179,6 +185,10 @@ class Memory:
     episode: str | None = None
     """The derived episode of an episodic memory stored without a source (see the event)."""
     episode_index: int = 0
+    importance: float = 0.5
+    pinned: bool = False
+    expires_at: float | None = None
+    """Lifecycle marks (the last ``memory.marked``; ``ferrex.rules.lifecycle``)."""
 
     @classmethod
     def from_event(
@@ -428,6 +438,12 @@ class ReadModel:
                         "last_accessed=max(coalesce(last_accessed, ?), ?) WHERE memory_id=?",
                         (access.count, at, at, access.memory_id),
                     )
+            case MemoryMarked():
+                expires = None if event.expires_at is None else _ts(event.expires_at)
+                db.execute(
+                    "UPDATE memories SET importance=?, pinned=?, expires_at=? WHERE memory_id=?",
+                    (event.importance, 1 if event.pinned else 0, expires, event.memory_id),
+                )
             case EntityCreated():
                 db.execute(
                     "INSERT OR REPLACE INTO entities (entity_id, namespace, name, normalized, "
@@ -506,7 +522,7 @@ class ReadModel:
     def _memory(self, row: tuple[Any, ...]) -> Memory:
         (mid, ns, typ, content, subj, _skey, pred, obj, pnorm, pname, pver, conds, steps, source,
          context, conf, agent, vis, sup, tv, ti, sby, created, pos, red, acount, lacc,
-         lval, multi, episode, episode_index) = row  # fmt: skip
+         lval, multi, episode, episode_index, importance, pinned, expires_at) = row  # fmt: skip
         entity_ids = tuple(
             str(e)
             for (e,) in self.db.execute(
@@ -546,6 +562,9 @@ class ReadModel:
             multi_valued=bool(multi),
             episode=episode,
             episode_index=int(episode_index),
+            importance=float(importance),
+            pinned=bool(pinned),
+            expires_at=expires_at,
         )
 
     def _where(self, sql: str, args: Sequence[Any]) -> list[Memory]:
@@ -718,6 +737,13 @@ class ReadModel:
             (namespace, agent_id, visibility),
         )
         return rows[0] if rows else None
+
+    def expiring(self) -> list[Memory]:
+        """Every memory with an expiry (``expires_at``), soonest first."""
+        return self._where(
+            "SELECT * FROM memories WHERE expires_at IS NOT NULL ORDER BY expires_at, memory_id",
+            (),
+        )
 
     def count(self) -> int:
         """How many memories the read model holds."""

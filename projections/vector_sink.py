@@ -30,6 +30,7 @@ from journal import (
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
+    MemoryMarked,
     MemoryStored,
     MemorySuperseded,
     Record,
@@ -162,8 +163,8 @@ class VectorSink:
                                 _entity_payload(event.entity_id, event.namespace),
                             )
                         )
-                    case MemoriesValidated() | MemoriesAccessed():
-                        pass  # freshness lives in the read model; vectors do not change
+                    case MemoriesValidated() | MemoriesAccessed() | MemoryMarked():
+                        pass  # freshness and marks live in the read model; vectors do not change
         flush_memories()
         self._flush(entities, self.collections.entities)
 

@@ -170,6 +170,7 @@ def _register() -> None:
     cli.add_command(config_cmds.config_group)
     cli.add_command(memory_cmds.store)
     cli.add_command(memory_cmds.forget)
+    cli.add_command(memory_cmds.mark)
     cli.add_command(memory_cmds.import_)
     cli.add_command(export_cmds.export)
     cli.add_command(recall_cmds.recall)

@@ -1,4 +1,4 @@
-"""``ferrex store``, ``forget`` and ``import``: the write side from a shell.
+"""``ferrex store``, ``forget``, ``mark`` and ``import``: the write side from a shell.
 
 Exit codes beyond the common ones: 7 when the memory rules refuse a store (duplicate,
 ambiguous conflict, a superseded or unknown target). ``import`` exits 0 when every line was
@@ -56,6 +56,9 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 )
 @click.option("--agent-id", help=AGENT_HELP)
 @click.option("--visibility", type=click.Choice(["private", "shared"]))
+@click.option("--importance", type=float, help="0 to 1 (default 0.5): a ranking signal.")
+@click.option("--pinned", is_flag=True, help="Keep it: never stale, never evicted.")
+@click.option("--ttl", help="Scratch: forget it after this long (3600, 90s, 15m, 2h, 7d).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
 def store(app: App, /, as_json: bool, **fields: Any) -> None:
@@ -112,6 +115,37 @@ def forget(
         click.echo(f"not found: {memory_id}")
 
 
+@click.command()
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--importance", type=float, help="0 to 1 (0.5 is the default of a store).")
+@click.option("--pin/--unpin", "pinned", default=None, help="Pin (keep) or unpin.")
+@agent_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def mark(
+    app: App,
+    ids: tuple[str, ...],
+    importance: float | None,
+    pinned: bool | None,
+    agent_id: str | None,
+    as_json: bool,
+) -> None:
+    """Set the importance of memories, or pin or unpin them (a ``memory.marked`` event);
+    like the confirm tool with those arguments, it also confirms them. Pinning a memory
+    with a time to live keeps it: the expiry is cleared. Unknown ids are reported."""
+    if importance is None and pinned is None:
+        raise UsageError("say what to mark", hint="pass --importance, --pin or --unpin")
+    args: dict[str, Any] = {"ids": list(ids), "importance": importance, "pinned": pinned}
+    doc = call_tool(app, "confirm", args, agent_id=agent_id)
+    if as_json:
+        click.echo(json.dumps(doc))
+        return
+    for memory_id in doc.get("marked", []):
+        click.echo(f"marked {memory_id}")
+    for memory_id in doc["not_found"]:
+        click.echo(f"not found: {memory_id}")
+
+
 _FIELDS = {
     "type": "type", "memory_type": "type", "content": "content", "subject": "subject",
     "predicate": "predicate", "object": "object", "object_": "object", "name": "name",
@@ -119,6 +153,7 @@ _FIELDS = {
     "supersedes": "supersedes", "source": "source", "confidence": "confidence",
     "context": "context", "namespace": "namespace", "valid_from": "valid_from",
     "agent_id": "agent_id", "visibility": "visibility", "split_long": "split_long",
+    "importance": "importance", "pinned": "pinned", "ttl": "ttl",
 }  # fmt: skip
 _LISTS = {"steps", "conditions", "entities"}
 

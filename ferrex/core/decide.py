@@ -62,7 +62,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
 
 from ferrex.errors import Refused, UsageError
@@ -72,6 +72,13 @@ from ferrex.rules.dedup import classify_object_change, is_duplicate
 from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.rules.eviction import eviction_plan
 from ferrex.rules.freshness import StalenessParams
+from ferrex.rules.lifecycle import (
+    DEFAULT_IMPORTANCE,
+    check_importance,
+    check_pinned,
+    expired,
+    marks_doc,
+)
 from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.predicates import (
     match_known,
@@ -81,6 +88,7 @@ from ferrex.rules.predicates import (
     unplaced_neighbour,
 )
 from ferrex.rules.visibility import in_scope, may_change, scope_of, sees
+from ferrex.times import rfc3339
 from journal import (
     Access,
     EntityAliasAdded,
@@ -90,6 +98,7 @@ from journal import (
     MemoriesForgotten,
     MemoriesValidated,
     MemoryBody,
+    MemoryMarked,
     MemoryStored,
     MemorySuperseded,
 )
@@ -136,6 +145,9 @@ class StoreResult:
     """Multi-valued facts of the same relation this single-valued fact replaced: a fact
     stored without ``multi_valued`` states the one current value."""
     multi_valued: bool = False
+    importance: float = DEFAULT_IMPORTANCE
+    pinned: bool = False
+    expires_at: datetime | None = None
     warnings: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
@@ -151,6 +163,7 @@ class StoreResult:
             **({"version": self.version} if self.version is not None else {}),
             **({"superseded_by": self.superseded_by} if self.superseded_by else {}),
             **({"multi_valued": True} if self.multi_valued else {}),
+            **marks_doc(self.importance, self.pinned, self.expires_at),
             **(
                 {
                     "replaced_multi_valued": list(self.replaced_multi_valued),
@@ -187,7 +200,18 @@ class ValidateResult:
         return _answer(self)
 
 
-def _answer(result: ForgetResult | ValidateResult) -> dict[str, Any]:
+@dataclass(frozen=True)
+class MarkResult:
+    marked: tuple[str, ...]
+    not_found: tuple[str, ...]
+    position: int | None
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return _answer(self)
+
+
+def _answer(result: ForgetResult | ValidateResult | MarkResult) -> dict[str, Any]:
     """A result as the tools answer it: every field, lists for tuples, warnings only when
     there are some."""
     doc: dict[str, Any] = {
@@ -441,6 +465,7 @@ def decide_store(
             if later:
                 successor = min(later, key=lambda m: (m.t_valid, m.memory_id))
             taken = {*superseded, *(m.memory_id for m in later)}
+            _refuse_replacing_pinned(valid, [m for m in outcome if m.memory_id not in taken])
             # A private fact leaves shared ones standing (the agent then sees both, flagged
             # as a contradiction): what it keeps to itself changes nothing others see.
             superseded += [
@@ -485,6 +510,19 @@ def decide_store(
             episode=EpisodeRef(episode, episode_index) if episode is not None else None,
         )
     )
+    expires_at = None
+    if valid.ttl_seconds is not None:
+        expires_at = now + timedelta(seconds=valid.ttl_seconds)
+    if valid.marked:
+        events.append(
+            MemoryMarked(
+                memory_id=memory_id,
+                namespace=namespace,
+                importance=valid.importance,
+                pinned=valid.pinned,
+                expires_at=expires_at,
+            )
+        )
     for old_id in superseded:
         reason: SupersedeReason = "explicit" if old_id == valid.supersedes else "conflict"
         events.append(
@@ -536,6 +574,9 @@ def decide_store(
         superseded_by=successor.memory_id if successor is not None else None,
         replaced_multi_valued=tuple(replaced_multi),
         multi_valued=multi_valued and valid.type == "semantic",
+        importance=valid.importance,
+        pinned=valid.pinned,
+        expires_at=expires_at,
     )
     return Decision(tuple(events), result)
 
@@ -635,6 +676,22 @@ def _fact_conflicts(
             )
         replaced.append(old)
     return replaced
+
+
+def _refuse_replacing_pinned(valid: ValidStore, replaced: Sequence[Memory]) -> None:
+    """A pinned fact yields to an explicit supersede only: a new object for its relation is
+    refused (naming it) rather than replacing it silently."""
+    pinned = sorted((m for m in replaced if m.pinned), key=lambda m: m.memory_id)
+    if not pinned:
+        return
+    old = pinned[0]
+    raise Refused(
+        f"{valid.subject} {valid.predicate} {valid.object!r} would replace the pinned fact "
+        f"{old.memory_id} ({old.subject} {old.predicate} {old.object!r})",
+        code="conflict_ambiguous",
+        hint=f"pass supersedes={old.memory_id} to replace it, or multi_valued=true to keep both",
+        details={"ids": [m.memory_id for m in pinned], "pinned": True},
+    )
 
 
 def _refuse_duplicates(
@@ -828,6 +885,81 @@ def decide_validate(
         return Decision((), ValidateResult((), missing, None))
     events = (MemoriesValidated(memory_ids=ok, at=now, source=source),)
     return Decision(events, ValidateResult(ok, missing, None))
+
+
+def decide_mark(
+    ids: Sequence[str],
+    view: View,
+    *,
+    now: datetime,
+    importance: object = None,
+    pinned: object = None,
+    caller: str | None = None,
+) -> Decision[MarkResult]:
+    """Set the lifecycle marks of the memories ``caller`` may see among ``ids`` (None: that
+    mark unchanged). Pinning a memory that expires keeps it: its expiry is cleared. A memory
+    that has expired counts as not found, like one already swept."""
+    wanted_ids = checked_ids(ids)
+    if importance is None and pinned is None:
+        raise UsageError("say what to mark: importance, pinned or both")
+    level = None if importance is None else check_importance(importance)
+    pin = None if pinned is None else check_pinned(pinned)
+    at = now.timestamp()
+    found = [
+        m
+        for m in (view.memory(i) for i in wanted_ids)
+        if m is not None
+        and sees(caller, m.agent_id, m.visibility)
+        and not expired(m.expires_at, at)
+    ]
+    found_ids = {m.memory_id for m in found}
+    missing = tuple(i for i in wanted_ids if i not in found_ids)
+    events: list[Event] = []
+    for m in found:
+        new_pin = m.pinned if pin is None else pin
+        new_level = m.importance if level is None else level
+        expires = None if new_pin or m.expires_at is None else datetime.fromtimestamp(
+            m.expires_at, UTC
+        )
+        if (new_pin, new_level, expires is None) == (m.pinned, m.importance, m.expires_at is None):
+            continue  # nothing changes: nothing to journal
+        events.append(
+            MemoryMarked(
+                memory_id=m.memory_id,
+                namespace=m.namespace,
+                importance=new_level,
+                pinned=new_pin,
+                expires_at=expires,
+            )
+        )
+    marked = tuple(i for i in wanted_ids if i in found_ids)
+    return Decision(tuple(events), MarkResult(marked, missing, None))
+
+
+def decide_expiry(memories: Sequence[Memory], *, now: datetime) -> Decision[ForgetResult]:
+    """Forget (reason ``expired``) the memories among ``memories`` whose ``expires_at`` has
+    passed at ``now``; each forget's ``details`` say when it expired. The caller passes the
+    memories that have an expiry (``ReadModel.expiring``); the time is the sweep's, and the
+    events carry it, so a replay repeats the outcome without a clock."""
+    at = now.timestamp()
+    due = sorted(
+        (m for m in memories if not m.pinned and expired(m.expires_at, at)),
+        key=lambda m: m.memory_id,
+    )
+    if not due:
+        return Decision((), ForgetResult((), (), (), None))
+    events: list[Event] = []
+    for namespace in sorted({m.namespace for m in due}):
+        group = [m for m in due if m.namespace == namespace]
+        events.append(
+            MemoriesForgotten(
+                memory_ids=tuple(m.memory_id for m in group),
+                namespace=namespace,
+                reason="expired",
+                details=tuple(f"expired at {rfc3339(m.expires_at)}" for m in group),
+            )
+        )
+    return Decision(tuple(events), ForgetResult(tuple(m.memory_id for m in due), (), (), None))
 
 
 def decide_access(

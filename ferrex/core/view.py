@@ -27,6 +27,7 @@ from journal import (
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
+    MemoryMarked,
     MemoryStored,
     MemorySuperseded,
 )
@@ -175,6 +176,14 @@ class Overlay:
                                 access_count=old.access_count + access.count,
                                 last_accessed=max(old.last_accessed or at, at),
                             )
+                case MemoryMarked():
+                    expires = None if event.expires_at is None else event.expires_at.timestamp()
+                    self._update(
+                        event.memory_id,
+                        importance=event.importance,
+                        pinned=event.pinned,
+                        expires_at=expires,
+                    )
                 case EntityCreated():
                     self._spell(event.namespace).append(
                         Spelling(event.entity_id, event.name, event.normalized, event.agent_id)

@@ -12,6 +12,9 @@ One line per memory, keys in a fixed order, absent values left out::
 Episodic memories carry ``content``; procedures ``name``, ``version``, ``steps`` and
 ``conditions``; invalidated memories (``--include-invalidated``) ``t_invalid`` and
 ``superseded_by``. Entities are listed by name, sorted, since ids are local to a home.
+Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
+``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
+absolute time, so one already past is hidden at once and swept).
 
 Invariants: lines are in journal order (a memory comes after any it supersedes); the same
 read model always dumps to the same bytes; a line read back (:func:`parse_line`) passes the
@@ -33,6 +36,7 @@ from typing import IO, Any, Final
 
 from ferrex.errors import UsageError
 from ferrex.ids import plausible_id
+from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.memory_input import (
     DEFAULT_LIMITS,
     Limits,
@@ -48,7 +52,7 @@ FIELDS: Final = (
     "predicate_normalized", "name", "version", "steps", "conditions", "entities", "source",
     "confidence", "context", "agent_id", "visibility", "t_valid", "t_invalid",
     "superseded_by", "supersedes", "created_at", "last_validated", "last_accessed",
-    "access_count",
+    "access_count", "importance", "pinned", "expires_at",
 )  # fmt: skip
 """Every key a dump line may have, in the order it is written."""
 
@@ -111,6 +115,9 @@ def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
         "last_validated": None if m.last_validated is None else iso(m.last_validated),
         "last_accessed": None if m.last_accessed is None else iso(m.last_accessed),
         "access_count": m.access_count or None,
+        "importance": m.importance if m.importance != DEFAULT_IMPORTANCE else None,
+        "pinned": True if m.pinned else None,
+        "expires_at": None if m.expires_at is None else iso(m.expires_at),
     }
     line = {key: values[key] for key in FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -129,11 +136,13 @@ class Restored:
     last_validated: datetime | None
     last_accessed: datetime | None
     access_count: int
+    expires_at: datetime | None = None
+    """Its lifecycle marks are ``valid.importance`` and ``valid.pinned``, and this."""
 
 
 _STORE_FIELDS: Final = (
     "type", "content", "subject", "predicate", "object", "name", "source", "confidence",
-    "context", "supersedes", "namespace", "agent_id", "visibility",
+    "context", "supersedes", "namespace", "agent_id", "visibility", "importance", "pinned",
 )  # fmt: skip
 _LISTS: Final = ("steps", "conditions", "entities")
 
@@ -191,10 +200,16 @@ def parse_line(
         t_invalid = parse_time(raw.get("t_invalid"), "t_invalid")
         last_validated = parse_time(raw.get("last_validated"), "last_validated")
         last_accessed = parse_time(raw.get("last_accessed"), "last_accessed")
+        expires_at = parse_time(raw.get("expires_at"), "expires_at")
     except UsageError as exc:
         raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
     if superseded_by is not None and t_invalid is None:
         raise UsageError(f"{where} has superseded_by but no t_invalid")
+    if expires_at is not None and valid.pinned:
+        raise UsageError(
+            f"{where} is both pinned and expiring (expires_at)",
+            hint="a pinned memory does not expire: drop one of the two",
+        )
     access_count = _count(raw, "access_count", where, minimum=0) or 0
     if access_count and last_accessed is None:
         raise UsageError(f"{where} has access_count but no last_accessed")
@@ -208,6 +223,7 @@ def parse_line(
         last_validated=last_validated,
         last_accessed=last_accessed,
         access_count=access_count,
+        expires_at=expires_at,
     )
 
 

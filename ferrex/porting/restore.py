@@ -8,8 +8,9 @@ does not re-run dedup, conflict resolution or versioning: the dump records their
 
 Each memory is one record: its new entities, ``memory.stored`` with the dumped id, type,
 t_valid, links and text, then ``memory.superseded`` (t_invalid, superseded_by),
-``memories.validated`` (last_validated, source ``operator``) and ``memories.accessed``
-(access_count, last_accessed) when the dump has them. Chunks are group-committed and their
+``memories.validated`` (last_validated, source ``operator``), ``memories.accessed``
+(access_count, last_accessed) and ``memory.marked`` (importance, pinned, expires_at) when
+the dump has them. Chunks are group-committed and their
 texts embedded in one batch, through the same command runner as every store
 (:mod:`ferrex.core.runner`).
 """
@@ -26,6 +27,7 @@ from ferrex.core.settings import StoreSettings
 from ferrex.core.view import View
 from ferrex.porting.dump import Restored
 from ferrex.rules.entities import normalize_entity
+from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.predicates import normalize_predicate
 from ferrex.rules.visibility import in_scope, scope_of
 from ferrex.store import Writer
@@ -36,6 +38,7 @@ from journal import (
     MemoriesAccessed,
     MemoriesValidated,
     MemoryBody,
+    MemoryMarked,
     MemoryStored,
     MemorySuperseded,
 )
@@ -165,6 +168,16 @@ def _events(item: Restored, view: View, new_id: NewId, settings: StoreSettings) 
         events.append(
             MemoriesValidated(
                 memory_ids=(item.memory_id,), at=item.last_validated, source="operator"
+            )
+        )
+    if v.importance != DEFAULT_IMPORTANCE or v.pinned or item.expires_at is not None:
+        events.append(
+            MemoryMarked(
+                memory_id=item.memory_id,
+                namespace=namespace,
+                importance=v.importance,
+                pinned=v.pinned,
+                expires_at=item.expires_at,
             )
         )
     if item.access_count and item.last_accessed is not None:

@@ -24,6 +24,7 @@ from ferrex.rules.freshness import (
     StalenessParams,
     staleness,
 )
+from ferrex.rules.lifecycle import expired
 from ferrex.rules.predicates import match_known
 from ferrex.times import rfc3339
 from projections.documents import memory_text, subject_key
@@ -48,6 +49,7 @@ def freshness_input(m: Memory) -> FreshnessInput:
         last_accessed=m.last_accessed,
         last_validated=m.last_validated,
         access_count=m.access_count,
+        pinned=m.pinned,
     )
 
 
@@ -114,9 +116,14 @@ Visible = Callable[[str | None, str], bool]
 
 
 def _memories(
-    rm: ReadModel, namespace: str | None, visible: Visible | None, pending: Pending | None
+    rm: ReadModel,
+    namespace: str | None,
+    visible: Visible | None,
+    pending: Pending | None,
+    now: float,
 ) -> list[Memory]:
-    memories = rm.memories(namespace=namespace)
+    # An expired memory is gone the moment it expires, before the owner's sweep forgets it.
+    memories = [m for m in rm.memories(namespace=namespace) if not expired(m.expires_at, now)]
     if visible is not None:
         memories = [m for m in memories if visible(m.agent_id, m.visibility)]
     if pending:
@@ -235,7 +242,7 @@ def stats(
     pending: Pending | None = None,
 ) -> dict[str, Any]:
     """What an agent reads first: totals, the latest memories, the counts of :class:`Attention`."""
-    memories = _memories(rm, namespace, visible, pending)
+    memories = _memories(rm, namespace, visible, pending, now)
     active = [m for m in memories if m.t_invalid is None]
     assessed, needs = attention(active, now, staleness_of)
     latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:recent]
@@ -244,6 +251,8 @@ def stats(
         "total": len(active),
         "recent": [{"id": m.memory_id, "type": m.type, "summary": one_line(m)} for m in latest],
         "needs_attention": needs.counts(),
+        # Working memory: active memories with a time to live, which the sweep will forget.
+        "expiring": sum(1 for m in active if m.expires_at is not None),
     }
     if detailed:
         by_type: dict[str, int] = defaultdict(int)
@@ -274,7 +283,7 @@ def reflect(
     pending: Pending | None = None,
 ) -> dict[str, Any]:
     """What needs attention, listed (``limit`` each) with the same counts as :func:`stats`."""
-    memories = _memories(rm, namespace, visible, pending)
+    memories = _memories(rm, namespace, visible, pending, now)
     active = [m for m in memories if m.t_invalid is None]
     _, needs = attention(active, now, staleness_of, unvalidated_after_days=unvalidated_after_days)
     by_id = {m.memory_id: m for m in memories}
@@ -338,4 +347,5 @@ def eviction_candidate(a: Assessed, size_bytes: int) -> EvictionCandidate:
         access_count=m.access_count,
         last_accessed=m.last_accessed,
         referenced_by_entities=bool(m.entity_ids),
+        pinned=m.pinned,
     )

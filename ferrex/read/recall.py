@@ -52,6 +52,13 @@ candidates below it (counted as ``hidden["irrelevant"]``); when no returned resu
 ranks by its own score (cosine, or BM25 with IDF) and goes through every later stage
 unchanged, which is how the evaluation tools measure each leg on its own.
 
+**Lifecycle marks** (:mod:`ferrex.rules.lifecycle`): a memory's importance multiplies its
+score beside the recency boost (:func:`~ferrex.rules.lifecycle.importance_factor`, exactly 1
+at the default 0.5, so unmarked memories rank as before); ``explain`` shows the value and the
+factor. A memory whose time to live has run out is hidden (``hidden["expired"]``) until the
+owner's sweep forgets it; a pinned one is never labelled stale, so never hidden as stale.
+Results carry ``pinned``, ``importance`` and ``expires_at`` only when not at their default.
+
 A recall hit is an *access*, never a validation: hits are counted in an :class:`AccessLog`
 and journaled in batches (``memories.accessed``), so a replay reproduces staleness.
 """
@@ -93,6 +100,7 @@ from ferrex.rules.fusion import (
     fuse,
     lend_to_neighbours,
 )
+from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, expired, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
 from ferrex.rules.visibility import sees, sees_scope
@@ -193,6 +201,9 @@ class RecallSettings:
     date_boost: float = 0.5
     """A memory whose event time falls in the period the query names ("on May 4, 2023",
     "last week": :func:`ferrex.rules.dates.when`) has its score multiplied by 1 + this."""
+    importance_weight: float = IMPORTANCE_WEIGHT
+    """How far a memory's importance moves its score (``ferrex.rules.lifecycle``): the
+    factor is ``1 + weight · (importance - 0.5)``, 1 for an unmarked memory."""
     staleness: StalenessConfig = field(default_factory=StalenessConfig)
     """Staleness per namespace (``staleness.for_namespace(ns)``), as reflect and stats use it."""
 
@@ -456,6 +467,12 @@ class Reader:
             in_period = period is not None and period.holds(memory.t_valid)
             if in_period:
                 boost *= 1.0 + self.settings.date_boost
+            # Lifecycle (ferrex/rules/lifecycle.py): importance scales the score beside the
+            # boosts (exactly 1 at the default 0.5); an expired memory is hidden at once.
+            weight = importance_factor(memory.importance, self.settings.importance_weight)
+            if expired(memory.expires_at, now.timestamp()):
+                hidden["expired"] = hidden.get("expired", 0) + 1
+                continue
             state = staleness(freshness_input(memory), now.timestamp(), params)
             label = state.label
             if label == "superseded" and not (req.include_invalidated or as_of is not None):
@@ -491,8 +508,9 @@ class Reader:
                 if mid in graph
                 else None,
                 "staleness": {k: round(v, 4) for k, v in state.components.items()},
+                "importance": {"value": memory.importance, "factor": round(weight, 4)},
             }
-            scored.append((boosted(base, boost), memory, stages))
+            scored.append((boosted(base, boost * weight), memory, stages))
         scored.sort(key=lambda item: (-item[0], item[1].memory_id))
         judged = self._judged(req, legs, scored, hidden)
         top = judged[: req.limit]
@@ -685,6 +703,7 @@ class Reader:
         if memory.t_invalid is not None:
             result["invalidated_at"] = rfc3339(memory.t_invalid)
             result["superseded_by"] = memory.superseded_by
+        result.update(marks_doc(memory.importance, memory.pinned, memory.expires_at))
         if explain:
             result["explain"] = stages
         return result

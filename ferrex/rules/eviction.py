@@ -11,10 +11,10 @@ A pure plan over plain values; the caller journals it as forget events (reason
    ``unused_after_days`` (90). Most stale first.
 3. ``stale_episodic``: every other active episodic memory labelled ``stale``. Most stale first.
 
-Never evicted by a budget: active semantic facts and procedures (the agent's knowledge; only
-supersede or an explicit forget removes them), superseded memories within retention, and
-episodic memories that are fresh or aging. Ties are broken by memory id, so one input always
-gives one plan.
+Never evicted by a budget: pinned memories (``ferrex.rules.lifecycle``), active semantic
+facts and procedures (the agent's knowledge; only supersede or an explicit forget removes
+them), superseded memories within retention, and episodic memories that are fresh or aging.
+Ties are broken by memory id, so one input always gives one plan.
 
 The plan is greedy in priority order: it stops as soon as the freed bytes cover the overshoot,
 which may forget one large low-priority memory rather than several small ones further down;
@@ -66,12 +66,15 @@ class EvictionCandidate:
     access_count: int
     last_accessed: float | None
     referenced_by_entities: bool
+    pinned: bool = False
 
 
 def eviction_reason(
     c: EvictionCandidate, now: float, params: EvictionParams = DEFAULT_EVICTION
 ) -> EvictionReason | None:
     """Why ``c`` may be evicted at ``now``, or ``None`` when a budget must not touch it."""
+    if c.pinned:
+        return None
     if c.t_invalid is not None and c.t_invalid <= now:
         past_retention = now - c.t_invalid >= params.superseded_retention_days * DAY
         return "superseded_past_retention" if past_retention else None

@@ -350,6 +350,9 @@ class FreshnessInput:
     last_accessed: float | None
     last_validated: float | None
     access_count: int
+    pinned: bool = False
+    """Pinned by an agent (``ferrex.rules.lifecycle``): its score is still computed, but it
+    is labelled fresh until superseded, so nothing hides, flags or evicts it as stale."""
 
 
 @dataclass(frozen=True)
@@ -387,6 +390,8 @@ def staleness(
     label: StalenessLabel
     if m.t_invalid is not None and m.t_invalid <= now:
         label = "superseded"
+    elif m.pinned:
+        label = "fresh"
     elif score >= stale - _AT_THE_BOUNDARY:
         label = "stale"
     elif score >= aging - _AT_THE_BOUNDARY:

@@ -46,6 +46,13 @@ from datetime import UTC, datetime
 from typing import Any, Final, assert_never, cast
 
 from ferrex.errors import UsageError
+from ferrex.rules.lifecycle import (
+    DEFAULT_IMPORTANCE,
+    check_importance,
+    check_marks,
+    check_pinned,
+    parse_ttl,
+)
 from ferrex.rules.predicates import predicate_shape
 from journal.events import MemoryType, Visibility
 
@@ -102,6 +109,10 @@ class StoreRequest:
     split_long: bool = False
     """Store an episodic text longer than the model's window whole, embedded in parts,
     instead of refusing it (see the module docstring)."""
+    importance: float = DEFAULT_IMPORTANCE
+    pinned: bool = False
+    ttl: int | str | None = None
+    """Lifecycle marks (:mod:`ferrex.rules.lifecycle`): a ttl in seconds or ``\\d+[smhd]``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +141,17 @@ class ValidStore:
     steps: tuple[str, ...]
     agent_id: str | None
     visibility: Visibility | None
+    importance: float = DEFAULT_IMPORTANCE
+    pinned: bool = False
+    ttl_seconds: int | None = None
+    """How long after the store it expires (None: never)."""
+
+    @property
+    def marked(self) -> bool:
+        """Whether any lifecycle mark differs from the default."""
+        return (
+            self.importance != DEFAULT_IMPORTANCE or self.pinned or self.ttl_seconds is not None
+        )
 
 
 def detect_type(req: StoreRequest) -> MemoryType:
@@ -197,6 +219,10 @@ def validate(
         )
     if memory_type == "episodic" and content is not None and not req.split_long:
         _check_window(content, count_tokens, window)
+    importance = check_importance(req.importance)
+    pinned = check_pinned(req.pinned)
+    ttl_seconds = parse_ttl(req.ttl)
+    check_marks(pinned, ttl_seconds)
 
     return ValidStore(
         type=memory_type,
@@ -216,6 +242,9 @@ def validate(
         steps=steps,
         agent_id=_text("agent_id", req.agent_id, limits.agent_id_chars, one_line=True),
         visibility=_visibility(req.visibility),
+        importance=importance,
+        pinned=pinned,
+        ttl_seconds=ttl_seconds,
     )
 
 

@@ -65,6 +65,12 @@ def recall_line(result: Mapping[str, Any]) -> str:
         flags.append("contradicted")
     if result.get("superseded_by"):
         flags.append(f"superseded by {result['superseded_by']}")
+    if result.get("pinned"):
+        flags.append("pinned")
+    if "importance" in result:
+        flags.append(f"importance {result['importance']:g}")
+    if result.get("expires_at"):
+        flags.append(f"expires {result['expires_at']}")
     if flags:
         line += f" [{'; '.join(flags)}]"
     if result.get("explain"):
@@ -122,13 +128,13 @@ def stats_text(doc: Mapping[str, Any]) -> str:
     lines = [
         f"{doc.get('total', 0)} active memories in {namespace}; "
         f"needs attention: {_counts(doc.get('needs_attention') or {})}"
+        + (f"; {doc['expiring']} expiring" if doc.get("expiring") else "")
     ]
     if doc.get("recent"):
         lines.append("recent:")
         lines.extend(_summaries(doc["recent"]))
-    rest = {
-        k: v for k, v in doc.items() if k not in {"namespace", "total", "recent", "needs_attention"}
-    }
+    shown = {"namespace", "total", "recent", "needs_attention", "expiring"}
+    rest = {k: v for k, v in doc.items() if k not in shown}
     if rest:
         lines.append(json.dumps(rest, separators=(",", ":"), ensure_ascii=False))
     return "\n".join(lines)

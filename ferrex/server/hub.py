@@ -262,13 +262,24 @@ class _Listener(socketserver.ThreadingTCPServer):
 class _Ownership:
     """What this process holds while it is the owner."""
 
-    def __init__(self, home: Path, app: App, flush_every: float | None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        app: App,
+        flush_every: float | None,
+        sweep_every: float | None = None,
+    ) -> None:
         self.home = home
         self.service = GuardedService(Service(app))
         self._stop = threading.Event()
         if flush_every is not None:
             threading.Thread(
                 target=self._flush_access, args=(flush_every,), name="ferrex-access",
+                daemon=True,
+            ).start()  # fmt: skip
+        if sweep_every is not None:
+            threading.Thread(
+                target=self._sweep_expired, args=(sweep_every,), name="ferrex-expiry",
                 daemon=True,
             ).start()  # fmt: skip
         self.listener = _Listener(self.service, secrets.token_hex(16))
@@ -289,6 +300,15 @@ class _Ownership:
                 self.service.service.flush_access()
             except FerrexError as exc:
                 log.warning("could not journal recall accesses (will retry): %s", exc)
+
+    def _sweep_expired(self, every: float) -> None:
+        """Forget expired memories every few seconds (``memories.forgotten``, reason
+        ``expired``); recall already hides them from the moment they expire."""
+        while not self._stop.wait(every):
+            try:
+                self.service.service.sweep_expired()
+            except FerrexError as exc:
+                log.warning("could not forget expired memories (will retry): %s", exc)
 
     def close(self) -> None:
         self._stop.set()
@@ -369,6 +389,7 @@ class Hub:
         wait_seconds: float = 120.0,
         call_timeout: float = 600.0,
         flush_every: float | None = 5.0,
+        sweep_every: float | None = 30.0,
     ) -> None:
         self.home = home
         self.open_app = open_app
@@ -376,6 +397,7 @@ class Hub:
         self.wait_seconds = wait_seconds
         self.call_timeout = call_timeout
         self.flush_every = flush_every
+        self.sweep_every = sweep_every
         self._elect_lock = threading.Lock()
         self._ownership: _Ownership | None = None
         self._remote: _Remote | None = None
@@ -460,7 +482,7 @@ class Hub:
         if not app.claim():
             return None  # nothing was opened: the App is dropped
         try:
-            self._ownership = _Ownership(self.home, app, self.flush_every)
+            self._ownership = _Ownership(self.home, app, self.flush_every, self.sweep_every)
         except BaseException:
             app.close()
             raise

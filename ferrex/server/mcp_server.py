@@ -73,36 +73,33 @@ IsoTime = Annotated[str, Field(max_length=64)]
 NamespaceArg = Namespace | None  # omitted: the server's default namespace
 
 STORE_DOC = """\
-Remember one thing, one memory per thing learned. Make it stand \
-alone: name the project, people and versions, give dates. Its fields set its kind:
-- fact: subject+predicate+object (api-server / uses / tokio 1.36); a newer value for the \
-same subject and predicate replaces the old (kept as history) unless multi_valued;
-- event: content, dated;
+One memory per thing learned, standing alone (name the project, people, versions, \
+dates). Its fields set its kind:
+- fact: subject+predicate+object; a new object replaces the old unless multi_valued;
+- event: content;
 - procedure: name+steps (+conditions); the same name again is a new version.
-A near-copy is refused with its id: pass supersedes=ID to replace it."""
+A near-copy is refused with its id: pass supersedes=ID."""
 
 RECALL_DOC = """\
 Find memories relevant to a question; call it before answering from earlier work. Words \
-and identifiers (INC-4417, v2.3) both match. One line per memory, \
-best first: id, type, freshness unless fresh (stale: verify it), relevance, age, text. \
-Stale and superseded ones are hidden unless asked for. Changes nothing but use counts: \
-confirm what proved right with confirm."""
+and identifiers both match. One line per memory, best first: id, type, freshness unless \
+fresh (stale: verify it), relevance, age, text. Stale and superseded ones are hidden \
+unless asked for."""
 
 CONFIRM_DOC = """\
-Mark memories that proved right as confirmed (keeps them fresh). Ids you cannot see count \
-as not_found."""
+Mark memories that proved right (keeps them fresh), or set pinned/importance. Ids you \
+cannot see count as not_found."""
 
 FORGET_DOC = """\
-Remove memories from recall for good: when the user asks, or one is wrong (to correct \
-one, store the new one with supersedes). Ids you cannot see count as not_found."""
+Remove memories for good: the user asks, or one is wrong (to correct one, store it anew \
+with supersedes). Ids you cannot see count as not_found."""
 
 REFLECT_DOC = """\
-Memory health: stale, never confirmed, contradicted and rarely used memories, forgotten \
-entities. Call it now and then; act with confirm, store supersedes=ID, or forget."""
+Memory health: stale, unconfirmed, contradicted, rarely used memories; dormant entities. \
+Act with confirm, supersedes or forget."""
 
 STATS_DOC = """\
-Overview: memory counts, the latest, what needs attention. Call it when a conversation \
-starts."""
+Overview: counts, the latest, what needs attention. Call it when a conversation starts."""
 
 
 class FerrexMCP(MCPServer[Any]):
@@ -258,9 +255,11 @@ def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
         alternatives = prop.get("anyOf")
         if alternatives and "default" in prop and prop["default"] is None:
             kept = [a for a in alternatives if a != {"type": "null"}]
+            outer = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
             if len(kept) == 1:
-                outer = {k: v for k, v in prop.items() if k not in ("anyOf", "default")}
                 properties[name] = {**kept[0], **outer}
+            elif all(set(a) == {"type"} for a in kept):  # int | str: one list of types
+                properties[name] = {"type": [a["type"] for a in kept], **outer}
         if properties[name].get("additionalProperties") is True:  # JSON Schema's default
             del properties[name]["additionalProperties"]
     return schema
@@ -314,13 +313,11 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         name: ShortText | None = None,
         steps: Annotated[list[Step] | None, Field(max_length=_L.max_steps)] = None,
         conditions: Annotated[list[Field500] | None, Field(max_length=_L.max_conditions)] = None,
-        type: Annotated[
-            MemoryType | None, Field(description="Overrides the inferred kind.")
-        ] = None,
+        type: MemoryType | None = None,
         entities: Annotated[
             list[ShortText] | None,
             Field(
-                description="Projects, people, tools it is about (any spelling).",
+                description="What it is about (any spelling).",
                 max_length=_L.max_entities,
             ),
         ] = None,
@@ -328,27 +325,33 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
             ShortText | None, Field(description="Id of the memory this replaces.")
         ] = None,
         multi_valued: Annotated[
-            bool, Field(description="The fact holds alongside other values.")
+            bool, Field(description="Keeps the other values too.")
         ] = False,
         split_long: Annotated[
             bool,
-            Field(description="Keep a long event (over the model's window) whole."),
+            Field(description="Keep a long event whole."),
         ] = False,
         source: Annotated[
             ShortText | None,
-            Field(description='Where it came from (URL, file, "user"); "memory:ID" cites one.'),
+            Field(description='Origin; "memory:ID" cites a memory.'),
         ] = None,
         context: dict[str, Any] | None = None,
         confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
         valid_from: Annotated[
             IsoTime | None,
-            Field(description="When it became true or happened (ISO 8601), if not now."),
+            Field(description="When it became true (ISO 8601); default now."),
         ] = None,
         visibility: Annotated[
             Literal["private", "shared"] | None,
-            Field(description="private (this agent only; the default with an agent id)."),
+            Field(description="private: this agent only."),
         ] = None,
         namespace: NamespaceArg = None,
+        importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
+        pinned: Annotated[bool, Field(description="Never stale or evicted.")] = False,
+        ttl: Annotated[
+            int | str | None,
+            Field(description='Forget after N seconds, "90s", "2h".'),
+        ] = None,
     ) -> CallToolResult:
         return call(
             "store",
@@ -358,7 +361,8 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
              "split_long": split_long,
              "source": source, "context": context, "confidence": confidence,
              "valid_from": valid_from,
-             "visibility": visibility, "namespace": namespace},
+             "visibility": visibility, "namespace": namespace, "importance": importance,
+             "pinned": pinned, "ttl": ttl},
         )  # fmt: skip
 
     @server.tool(
@@ -407,8 +411,10 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     )  # fmt: skip
     def confirm(
         ids: Annotated[list[ShortText], Field(min_length=1, max_length=100)],
+        pinned: bool | None = None,
+        importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
     ) -> CallToolResult:
-        return call("confirm", {"ids": ids})
+        return call("confirm", {"ids": ids, "pinned": pinned, "importance": importance})
 
     @server.tool(
         description=FORGET_DOC,
@@ -420,7 +426,7 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     def forget(
         ids: Annotated[list[ShortText], Field(min_length=1, max_length=1000)],
         cascade: Annotated[
-            bool, Field(description="Also drop entities no memory mentions any more.")
+            bool, Field(description="Also drop entities no longer mentioned.")
         ] = False,
     ) -> CallToolResult:
         return call("forget", {"ids": ids, "cascade": cascade})
@@ -441,7 +447,7 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     )
     def stats(
         detailed: Annotated[
-            bool, Field(description="Counts by type and staleness, storage, models.")
+            bool, Field(description="By type and staleness; storage, models.")
         ] = False,
         namespace: NamespaceArg = None,
     ) -> CallToolResult:

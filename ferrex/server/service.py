@@ -29,6 +29,7 @@ from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, one_line, reflect, stats, with_pending
 from ferrex.read.recall import RecallRequest
 from ferrex.rules.entities import Candidate, resolve_entity
+from ferrex.rules.lifecycle import check_importance, marks_doc
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.spelling import did_you_mean
 from ferrex.rules.visibility import sees, sees_scope
@@ -50,7 +51,7 @@ _STORE_FIELDS = frozenset(
     {
         "type", "content", "subject", "predicate", "object", "name", "steps", "conditions",
         "entities", "supersedes", "source", "confidence", "context", "namespace",
-        "valid_from", "visibility", "split_long",
+        "valid_from", "visibility", "split_long", "importance", "pinned", "ttl",
     }
 )  # fmt: skip
 _LIST_FIELDS = frozenset({"steps", "conditions", "entities"})
@@ -119,6 +120,12 @@ class Service:
         with self._lock:
             self.app.flush_access()
 
+    def sweep_expired(self) -> int:
+        """Forget the memories whose time to live has run out (the owner does it every
+        few seconds); how many."""
+        with self._lock:
+            return self.app.sweep_expired()
+
     def close(self) -> None:
         """Close the stores once the call (or warm-up) in progress has finished."""
         with self._lock:
@@ -149,7 +156,7 @@ class Service:
         for key, value in args.items():
             if key in _LIST_FIELDS:
                 value = _texts(value, key)
-            elif key == "split_long":
+            elif key in ("split_long", "pinned"):
                 value = _flag(value, key)
             fields[key] = value
         fields.setdefault("namespace", caller.namespace)
@@ -217,9 +224,23 @@ class Service:
         ids = _texts(args.get("ids", []), "ids")
         if not ids:
             raise UsageError("ids is required: the ids of the memories you confirmed")
+        importance, pinned = args.get("importance"), args.get("pinned")
+        if pinned is not None:
+            pinned = _flag(pinned, "pinned")
+        writer = self.app.writer()
+        if importance is not None or pinned is not None:
+            # Checked before anything is written: bad marks confirm nothing either.
+            check_importance(importance if importance is not None else 0.5)
         # Another agent's private memory is reported exactly like one that does not exist.
-        result = self.app.writer().validate_memories(list(ids), caller=caller.agent_id)
-        return result.as_dict()
+        doc = writer.validate_memories(list(ids), caller=caller.agent_id).as_dict()
+        if importance is not None or pinned is not None:
+            marked = writer.mark(ids, importance=importance, pinned=pinned, caller=caller.agent_id)
+            doc["marked"] = list(marked.marked)
+            if marked.position is not None:
+                doc["position"] = marked.position
+            if marked.warnings:
+                doc["warnings"] = [*doc.get("warnings", []), *marked.warnings]
+        return doc
 
     def _forget(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         ids = _texts(args.get("ids", []), "ids")
@@ -335,6 +356,7 @@ class Service:
             "access_count": memory.access_count,
             "last_accessed": rfc3339(memory.last_accessed),
             "last_validated": rfc3339(memory.last_validated),
+            **marks_doc(memory.importance, memory.pinned, memory.expires_at),
             "history": [_link(m) for m in (*reversed(older), memory, *newer)],
         }
         return doc
