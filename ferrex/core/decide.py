@@ -918,8 +918,8 @@ def decide_mark(
     for m in found:
         new_pin = m.pinned if pin is None else pin
         new_level = m.importance if level is None else level
-        expires = None if new_pin or m.expires_at is None else datetime.fromtimestamp(
-            m.expires_at, UTC
+        expires = (
+            None if new_pin or m.expires_at is None else datetime.fromtimestamp(m.expires_at, UTC)
         )
         if (new_pin, new_level, expires is None) == (m.pinned, m.importance, m.expires_at is None):
             continue  # nothing changes: nothing to journal

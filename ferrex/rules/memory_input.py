@@ -149,9 +149,7 @@ class ValidStore:
     @property
     def marked(self) -> bool:
         """Whether any lifecycle mark differs from the default."""
-        return (
-            self.importance != DEFAULT_IMPORTANCE or self.pinned or self.ttl_seconds is not None
-        )
+        return self.importance != DEFAULT_IMPORTANCE or self.pinned or self.ttl_seconds is not None
 
 
 def detect_type(req: StoreRequest) -> MemoryType:

@@ -324,9 +324,7 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         supersedes: Annotated[
             ShortText | None, Field(description="Id of the memory this replaces.")
         ] = None,
-        multi_valued: Annotated[
-            bool, Field(description="Keeps the other values too.")
-        ] = False,
+        multi_valued: Annotated[bool, Field(description="Keeps the other values too.")] = False,
         split_long: Annotated[
             bool,
             Field(description="Keep a long event whole."),
