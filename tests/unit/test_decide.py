@@ -17,7 +17,9 @@ from ferrex.core.decide import (
     Similar,
     decide_access,
     decide_eviction,
+    decide_expiry,
     decide_forget,
+    decide_mark,
     decide_store,
     decide_validate,
     episode_of,
@@ -37,6 +39,7 @@ from journal import (
     MemoriesForgotten,
     MemoriesValidated,
     MemoryBody,
+    MemoryMarked,
     MemoryStored,
     MemorySuperseded,
 )
@@ -62,7 +65,7 @@ class FakeView:
             if isinstance(event, MemoryStored) and event.episode_id is not None:
                 key = (event.namespace, event.agent_id, event.visibility)
                 self.tails[key] = EpisodeTail(event.episode_id, event.episode_index, at.timestamp())
-            if isinstance(event, MemoryStored | MemorySuperseded):
+            if isinstance(event, MemoryStored | MemorySuperseded | MemoryMarked):
                 memory = overlay.memory(event.memory_id)
                 assert memory is not None
                 self.rows[memory.memory_id] = memory
@@ -592,3 +595,144 @@ def test_only_texts_that_look_like_turns_join_a_derived_episode() -> None:
     store(view, note("first line", agent_id="a"), new_id=new_id)
     assert _episode(store(view, note("Sentences. " * 60, agent_id="a"), new_id=new_id)) == (
         None, 0)  # fmt: skip
+
+
+# -- lifecycle marks: importance, pin, time to live -------------------------------------------
+
+
+def test_a_store_at_the_default_marks_appends_no_marked_event() -> None:
+    view = FakeView()
+    plain = store(view, note("deploy notes for billing"))
+    assert not any(isinstance(e, MemoryMarked) for e in plain.events)
+    assert "pinned" not in plain.result.as_dict() and "importance" not in plain.result.as_dict()
+    explicit = store(view, note("rollback notes for billing", importance=0.5))
+    assert not any(isinstance(e, MemoryMarked) for e in explicit.events)
+
+
+def test_a_marked_store_carries_its_marks_and_an_absolute_expiry() -> None:
+    view = FakeView()
+    kept = store(view, note("the on-call rota lives in the wiki", importance=0.9, pinned=True))
+    marked = [e for e in kept.events if isinstance(e, MemoryMarked)]
+    assert [(e.memory_id, e.importance, e.pinned, e.expires_at) for e in marked] == [
+        (kept.result.id, 0.9, True, None)
+    ]
+    assert kept.result.as_dict()["pinned"] is True and kept.result.as_dict()["importance"] == 0.9
+    scratch = store(view, note("scratch: trying the cache flag", ttl="2h"), new_id=lambda p: "m2")
+    (event,) = [e for e in scratch.events if isinstance(e, MemoryMarked)]
+    assert event.expires_at == NOW + timedelta(hours=2)
+    assert scratch.result.as_dict()["expires_at"] == "2026-12-01T14:00:00Z"
+    memory = view.memory("m2")
+    assert memory is not None and memory.expires_at == (NOW + timedelta(hours=2)).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"importance": 1.5}, "importance 1.5"),
+        ({"importance": True}, "importance must be a number"),
+        ({"importance": float("nan")}, "importance nan"),
+        ({"ttl": "5x"}, "not a duration"),
+        ({"ttl": 0}, "between 1 second"),
+        ({"ttl": "400d"}, "between 1 second"),
+        ({"ttl": 1.5}, "ttl must be seconds"),
+        ({"pinned": "yes"}, "pinned must be true or false"),
+        ({"pinned": True, "ttl": "90s"}, "both pinned and expiring"),
+    ],
+)
+def test_bad_marks_are_refused_before_any_decision(fields: dict[str, object], words: str) -> None:
+    with pytest.raises(UsageError, match=words) as caught:
+        note("a note", **fields)
+    assert caught.value.code == "invalid_input"
+
+
+def test_a_pinned_fact_yields_to_an_explicit_supersede_but_not_to_a_conflict() -> None:
+    view = FakeView()
+    pinned = store(view, fact("billing", "uses", "PostgreSQL 15", pinned=True))
+    with pytest.raises(Refused) as caught:
+        store(view, fact("billing", "uses", "CockroachDB"), new_id=lambda p: f"{p}_new")
+    assert caught.value.code == "conflict_ambiguous"
+    assert caught.value.details["ids"] == [pinned.result.id] and caught.value.details["pinned"]
+    assert f"supersedes={pinned.result.id}" in (caught.value.hint or "")
+    still = view.memory(pinned.result.id)
+    assert still is not None and still.t_invalid is None
+    replaced = store(
+        view,
+        fact("billing", "uses", "CockroachDB", supersedes=pinned.result.id),
+        new_id=lambda p: f"{p}_explicit",
+    )
+    assert replaced.result.superseded == (pinned.result.id,)
+    gone = view.memory(pinned.result.id)
+    assert gone is not None and gone.superseded_by == replaced.result.id
+
+
+def test_mark_sets_only_what_it_is_given_and_journals_only_changes() -> None:
+    view = FakeView()
+    a = store(view, note("billing runbook", importance=0.8))
+    decision = decide_mark([a.result.id], view, now=NOW, pinned=True)
+    (event,) = decision.events
+    assert isinstance(event, MemoryMarked)
+    assert (event.importance, event.pinned, event.expires_at) == (0.8, True, None)
+    view.add(list(decision.events))
+    assert decide_mark([a.result.id], view, now=NOW, pinned=True).events == ()
+    lower = decide_mark([a.result.id, "mem_gone"], view, now=NOW, importance=0.2)
+    assert lower.result.marked == (a.result.id,) and lower.result.not_found == ("mem_gone",)
+    assert [(e.importance, e.pinned) for e in lower.events] == [(0.2, True)]  # type: ignore[attr-defined]
+    with pytest.raises(UsageError, match="say what to mark"):
+        decide_mark([a.result.id], view, now=NOW)
+    with pytest.raises(UsageError, match="importance 2"):
+        decide_mark([a.result.id], view, now=NOW, importance=2)
+
+
+def test_pinning_an_expiring_memory_keeps_it_and_an_expired_one_is_not_found() -> None:
+    view = FakeView()
+    scratch = store(view, note("scratch: cache experiment", ttl=600))
+    keep = decide_mark([scratch.result.id], view, now=NOW, pinned=True)
+    (event,) = keep.events
+    assert isinstance(event, MemoryMarked) and event.pinned and event.expires_at is None
+    later = NOW + timedelta(seconds=600)
+    late = decide_mark([scratch.result.id], view, now=later, pinned=True)
+    assert late.events == () and late.result.not_found == (scratch.result.id,)
+
+
+def test_marks_follow_visibility() -> None:
+    view = FakeView()
+    secret = store(view, note("alice's private plan", agent_id="alice"))
+    theirs = decide_mark([secret.result.id], view, now=NOW, pinned=True, caller="bob")
+    assert theirs.events == () and theirs.result.not_found == (secret.result.id,)
+    mine = decide_mark([secret.result.id], view, now=NOW, pinned=True, caller="alice")
+    assert mine.result.marked == (secret.result.id,)
+
+
+def test_expiry_forgets_what_is_due_and_nothing_else() -> None:
+    view = FakeView()
+    soon = store(view, note("scratch one", ttl="90s"), new_id=lambda p: "m_soon")
+    later = store(view, note("scratch two", ttl="2h"), new_id=lambda p: "m_later")
+    other = store(view, note("scratch three", ttl="1m", namespace="ops"), new_id=lambda p: "m_ops")
+    kept = store(view, note("kept forever"), new_id=lambda p: "m_kept")
+    memories = list(view.rows.values())
+    assert decide_expiry(memories, now=NOW + timedelta(seconds=59)).events == ()
+    decision = decide_expiry(memories, now=NOW + timedelta(seconds=90))
+    assert decision.result.forgotten == ("m_ops", "m_soon")
+    assert [(e.namespace, e.memory_ids, e.reason, e.details) for e in decision.events] == [  # type: ignore[attr-defined]
+        ("default", ("m_soon",), "expired", ("expired at 2026-12-01T12:01:30Z",)),
+        ("ops", ("m_ops",), "expired", ("expired at 2026-12-01T12:01:00Z",)),
+    ]
+    assert later.result.id not in decision.result.forgotten
+    assert kept.result.id not in decision.result.forgotten and soon.result.id == "m_soon"
+    assert other.result.id == "m_ops"
+
+
+def test_eviction_never_takes_a_pinned_memory() -> None:
+    view = FakeView()
+    store(view, note("x" * 400, valid_from="2020-01-01T00:00:00Z", pinned=True))
+    memories = [replace(m, created_at=(NOW - timedelta(days=2000)).timestamp())
+                for m in view.rows.values()]  # fmt: skip
+    decision = decide_eviction(
+        memories, budget=10, now=NOW, staleness=lambda namespace: DEFAULT_STALENESS
+    )
+    assert decision.events == ()
+    unpinned = [replace(m, pinned=False) for m in memories]
+    evicted = decide_eviction(
+        unpinned, budget=10, now=NOW, staleness=lambda namespace: DEFAULT_STALENESS
+    )
+    assert evicted.result.forgotten == (memories[0].memory_id,)
