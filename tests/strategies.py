@@ -14,6 +14,7 @@ from journal import (
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
+    MemoryMarked,
     MemoryBody,
     MemoryStored,
     MemorySuperseded,
@@ -80,7 +81,7 @@ events: st.SearchStrategy[Event] = st.one_of(
         MemoriesForgotten,
         memory_ids=st.lists(ids, min_size=1, max_size=5).map(tuple),
         namespace=names,
-        reason=st.sampled_from(["request", "eviction", "cascade", "import"]),
+        reason=st.sampled_from(["request", "eviction", "cascade", "import", "expired"]),
         dropped_entity_ids=st.lists(ids, max_size=3).map(tuple),
     ),
     st.builds(
@@ -114,6 +115,14 @@ events: st.SearchStrategy[Event] = st.one_of(
         match=st.sampled_from(["exact", "normalized", "fuzzy", "embedding", "operator"]),
         score=confidence,
         agent_id=st.none() | names,
+    ),
+    st.builds(
+        MemoryMarked,
+        memory_id=ids,
+        namespace=names,
+        importance=confidence,
+        pinned=st.booleans(),
+        expires_at=st.none() | times,
     ),
 )
 commands = st.lists(events, min_size=1, max_size=4)

@@ -20,6 +20,7 @@ from journal import (
     MemoriesForgotten,
     MemoriesValidated,
     MemoryBody,
+    MemoryMarked,
     MemoryStored,
     MemorySuperseded,
 )
@@ -50,6 +51,14 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         dropped_entity_ids=st.lists(entity_ids, max_size=1).map(tuple),
     ),
     st.builds(MemoriesValidated, memory_ids=st.lists(memory_ids, min_size=1).map(tuple), at=times),
+    st.builds(
+        MemoryMarked,
+        memory_id=memory_ids,
+        namespace=st.just("a"),
+        importance=st.sampled_from([0.0, 0.5, 0.9]),
+        pinned=st.booleans(),
+        expires_at=st.none() | times,
+    ),
     st.builds(
         MemoriesAccessed,
         accesses=st.lists(
