@@ -62,6 +62,8 @@ KEYS: tuple[Key, ...] = (
         "name-embedding cosine above which an entity name matches a known one"),
     Key("store.predicate_fuzzy", float, 0.85, None,
         "Jaro-Winkler similarity above which a predicate matches a known one"),
+    Key("store.expiry_sweep_seconds", int, 30, "FERREX_EXPIRY_SWEEP_SECONDS",
+        "how often the owning process forgets memories whose ttl ran out; 0: never"),
     Key("store.budget_bytes", int, None, None,
         "memory text budget; beyond it the least valuable memories are evicted (forgotten)"),
     Key("recall.limit", int, 5, None, "results a recall returns when it asks for no number"),

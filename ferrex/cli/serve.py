@@ -47,7 +47,9 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
     address = _address(http) if http else None
     caller = Caller.from_config(app.config)
     latest = [app.config]  # the configuration a process taking over the stores starts with
-    hub = Hub(app.home, lambda: App(home=app.home, config=latest[0]), caller)
+    sweep = app.config["store.expiry_sweep_seconds"]
+    hub = Hub(app.home, lambda: App(home=app.home, config=latest[0]), caller,
+              sweep_every=sweep if sweep > 0 else None)  # fmt: skip
     tokens, file_token = _tokens(app, address)
 
     def apply(config: Config) -> None:
