@@ -14,8 +14,8 @@ from journal import (
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
-    MemoryMarked,
     MemoryBody,
+    MemoryMarked,
     MemoryStored,
     MemorySuperseded,
 )

@@ -60,7 +60,7 @@ def test_pins_importance_and_expiry_over_mcp(tmp_path: Path) -> None:
                 "pinned": True, "importance": 0.9})  # fmt: skip
             assert pinned["pinned"] is True and pinned["importance"] == 0.9
             scratch = await call(client, "store", {
-                "content": "Scratch: billing-api deploy attempt 3 is running", "ttl": "3s"})  # fmt: skip
+                "content": "Scratch: billing-api deploy attempt 3 runs", "ttl": "3s"})  # fmt: skip
             assert scratch["expires_at"].endswith("Z")
             swept.append(scratch["id"])
 
