@@ -48,7 +48,7 @@ _ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
 _ASIDE = {
     "score", "explain", "similarity", "staleness", "position", "event_time", "invalidated_at",
     "last_validated", "last_accessed", "last_referenced", "age_days", "created_at",
-    "t_valid", "t_invalid",
+    "t_valid", "t_invalid", "expires_at",
 }  # fmt: skip
 
 
@@ -97,6 +97,16 @@ ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
         lambda k: ("store", {"content": f"follow-up on backup {k}", "source": f"@alice:{k}"})
     ),
     "forget her own": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@alice:{k}"]})),
+    # Lifecycle marks on her private memories: pinned, important, or scratch that expires
+    # (already expired, or not yet); and marking her own later.
+    "store marked": st.tuples(
+        _store("private"),
+        st.sampled_from([{"pinned": True}, {"importance": 0.95}, {"importance": 0.05},
+                         {"ttl": 1}, {"ttl": "2h"}]),
+    ).map(lambda am: ("store", {**am[0], **am[1]})),  # fmt: skip
+    "mark her own": st.tuples(
+        st.integers(0, 5), st.sampled_from([{"pinned": True}, {"importance": 1.0}])
+    ).map(lambda km: ("confirm", {"ids": [f"@alice:{km[0]}"], **km[1]})),
 }
 
 BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
@@ -161,6 +171,17 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "confirm": st.tuples(st.sampled_from(["bob", "alice"]), st.integers(0, 5)).map(
         lambda wk: ("confirm", {"ids": [f"@{wk[0]}:{wk[1]}"]})
     ),
+    # Marking: alice's private ids must read as unknown; bob's own marks and expiring
+    # stores next to hers must answer alike (recall's hidden counts, stats' expiring).
+    "mark": st.tuples(
+        st.sampled_from(["bob", "alice"]),
+        st.integers(0, 5),
+        st.sampled_from([{"pinned": True}, {"pinned": False}, {"importance": 0.9}]),
+    ).map(lambda wkm: ("confirm", {"ids": [f"@{wkm[0]}:{wkm[1]}"], **wkm[2]})),
+    "store marked": st.tuples(
+        st.one_of(_store(None), _store("shared")),
+        st.sampled_from([{"pinned": True}, {"importance": 0.9}, {"ttl": "2h"}]),
+    ).map(lambda am: ("store", {**am[0], **am[1]})),
     "cut recall": st.sampled_from([*WORDS, *ENTITIES]).map(
         lambda q: ("recall", {"query": q, "limit": 100, "max_tokens": 60})
     ),
