@@ -147,7 +147,7 @@ class StoreResult:
     multi_valued: bool = False
     importance: float = DEFAULT_IMPORTANCE
     pinned: bool = False
-    expires_at: datetime | None = None
+    expires_at: datetime | float | None = None
     warnings: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
@@ -454,9 +454,12 @@ def decide_store(
                         )
                     )
                     confirmed = (outcome.memory_id,)
+                    events += _repeated_marks(valid, outcome)
+                marks = _marks_after(outcome, events)
                 result = StoreResult(
                     "duplicate", outcome.memory_id, "semantic", namespace, entities,
-                    (), confirmed,
+                    (), confirmed, importance=marks[0], pinned=marks[1],
+                    expires_at=marks[2],
                 )  # fmt: skip
                 return Decision(tuple(events), result)
             # A back-dated fact older than an active one is history, not the new truth: it is
@@ -676,6 +679,37 @@ def _fact_conflicts(
             )
         replaced.append(old)
     return replaced
+
+
+def _repeated_marks(valid: ValidStore, old: Memory) -> list[Event]:
+    """A fact stored again with a pin or an importance marks the fact it repeats: pinned
+    stays pinned (and loses any expiry), an importance other than the default replaces
+    the old one; a ttl on a repeat is not applied (the fact is already known for good)."""
+    if not valid.pinned and valid.importance == DEFAULT_IMPORTANCE:
+        return []
+    pinned = old.pinned or valid.pinned
+    importance = valid.importance if valid.importance != DEFAULT_IMPORTANCE else old.importance
+    expires = None if pinned or old.expires_at is None else old.expires_at
+    if (pinned, importance, expires) == (old.pinned, old.importance, old.expires_at):
+        return []
+    return [
+        MemoryMarked(
+            memory_id=old.memory_id,
+            namespace=old.namespace,
+            importance=importance,
+            pinned=pinned,
+            expires_at=None if expires is None else datetime.fromtimestamp(expires, UTC),
+        )
+    ]
+
+
+def _marks_after(old: Memory, events: Sequence[Event]) -> tuple[float, bool, float | None]:
+    """The marks ``old`` has once ``events`` apply."""
+    for event in reversed(events):
+        if isinstance(event, MemoryMarked) and event.memory_id == old.memory_id:
+            at = event.expires_at
+            return event.importance, event.pinned, None if at is None else at.timestamp()
+    return old.importance, old.pinned, old.expires_at
 
 
 def _refuse_replacing_pinned(valid: ValidStore, replaced: Sequence[Memory]) -> None:

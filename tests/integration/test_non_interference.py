@@ -101,9 +101,16 @@ ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     # (already expired, or not yet); and marking her own later.
     "store marked": st.tuples(
         _store("private"),
-        st.sampled_from([{"pinned": True}, {"importance": 0.95}, {"importance": 0.05},
-                         {"ttl": 1}, {"ttl": "2h"}]),
-    ).map(lambda am: ("store", {**am[0], **am[1]})),  # fmt: skip
+        st.sampled_from(
+            [
+                {"pinned": True},
+                {"importance": 0.95},
+                {"importance": 0.05},
+                {"ttl": 1},
+                {"ttl": "2h"},
+            ]
+        ),
+    ).map(lambda am: ("store", {**am[0], **am[1]})),
     "mark her own": st.tuples(
         st.integers(0, 5), st.sampled_from([{"pinned": True}, {"importance": 1.0}])
     ).map(lambda km: ("confirm", {"ids": [f"@alice:{km[0]}"], **km[1]})),

@@ -736,3 +736,17 @@ def test_eviction_never_takes_a_pinned_memory() -> None:
         unpinned, budget=10, now=NOW, staleness=lambda namespace: DEFAULT_STALENESS
     )
     assert evicted.result.forgotten == (memories[0].memory_id,)
+
+
+def test_a_fact_stored_again_with_a_pin_pins_the_fact_it_repeats() -> None:
+    view = FakeView()
+    first = store(view, fact("billing", "owned by", "team payments", importance=0.7))
+    again = store(view, fact("billing", "owned by", "team payments", pinned=True),
+                  new_id=lambda p: f"{p}_x")  # fmt: skip
+    assert again.result.status == "duplicate" and again.result.pinned
+    assert again.result.importance == 0.7
+    (marked,) = [e for e in again.events if isinstance(e, MemoryMarked)]
+    assert (marked.memory_id, marked.pinned, marked.importance) == (first.result.id, True, 0.7)
+    plain = store(view, fact("billing", "owned by", "team payments"), new_id=lambda p: f"{p}_y")
+    assert not any(isinstance(e, MemoryMarked) for e in plain.events)
+    assert plain.result.as_dict()["pinned"] is True  # the answer tells the marks it has
