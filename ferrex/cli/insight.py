@@ -35,6 +35,7 @@ def stats_cmd(
     click.echo(
         f"{doc['total']} memories; needs attention: {attention['stale']} stale, "
         f"{attention['conflicts']} conflicts, {attention['unvalidated']} never validated"
+        + (f"; {doc['expiring']} expiring" if doc.get("expiring") else "")
     )
     echo_table(doc["recent"], ("id", "type", "summary"))
     if not detailed:

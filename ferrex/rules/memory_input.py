@@ -26,6 +26,9 @@ Rules, and why:
   ``max_context_bytes`` as compact UTF-8 JSON. It is structured data that is escaped wherever
   it is shown, so its strings are not checked for control characters.
 - **Entities** are deduplicated case-insensitively, keeping the first spelling.
+- **Marks** (:mod:`ferrex.rules.lifecycle`): ``importance`` a finite number from 0 to 1,
+  ``pinned`` a boolean, ``ttl`` whole seconds or ``\\d+[smhd]`` up to a year; pinned with
+  a ttl is refused (a kept memory does not expire).
 - **Window.** An episodic memory is one event, embedded as one vector: content longer than
   the model's window is rejected ("break it into separate events"), never cut short. A
   request with ``split_long`` keeps a long text (an article, an abstract, a transcript) as

@@ -58,6 +58,7 @@ ferrex is your long-term memory; it outlives this conversation.
   people and versions, and give dates; it must make sense to a reader with no context.
 - When the user asks you to forget something, or a memory proves wrong, call `forget`.
 - When a recalled memory proved right, call `confirm` with its id.
+- Pin what must not fade (`pinned`); give scratch notes a `ttl` so they expire.
 - Now and then call `reflect` to find stale, contradicted or never-confirmed memories.
 Each recalled memory carries a freshness label: fresh, aging, stale (old and unused: verify
 before relying on it) or superseded (replaced by a newer memory)."""

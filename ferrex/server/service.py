@@ -29,7 +29,7 @@ from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, one_line, reflect, stats, with_pending
 from ferrex.read.recall import RecallRequest
 from ferrex.rules.entities import Candidate, resolve_entity
-from ferrex.rules.lifecycle import check_importance, marks_doc
+from ferrex.rules.lifecycle import check_importance, expired, marks_doc
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.spelling import did_you_mean
 from ferrex.rules.visibility import sees, sees_scope
@@ -308,20 +308,24 @@ class Service:
 
     def _visible(self, rm: ReadModel, ids: list[str], caller: Caller) -> list[Memory]:
         pending = self.app.access.snapshot()
+        now = _now()
         return [
             with_pending(m, pending)
             for m in rm.memories(memory_ids=ids)
-            if caller.sees(m.agent_id, m.visibility)
+            if caller.sees(m.agent_id, m.visibility) and not expired(m.expires_at, now)
         ]
 
     def _recent(self, caller: Caller) -> dict[str, Any]:
         """The latest active memories of the caller's namespace, newest first."""
         namespace = _namespace({}, caller) or self.app.config["store.default_namespace"]
         rm = self._read_model()
+        now = _now()
         active = [
             m
             for m in rm.memories(namespace=namespace)
-            if m.t_invalid is None and caller.sees(m.agent_id, m.visibility)
+            if m.t_invalid is None
+            and caller.sees(m.agent_id, m.visibility)
+            and not expired(m.expires_at, now)
         ]
         latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:_RECENT]
         return {"namespace": namespace, "memories": [_brief(m) for m in latest]}
