@@ -24,7 +24,6 @@ from ferrex.models import Embedder, downloads_allowed
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
-from ferrex.rules.lifecycle import expired
 from ferrex.rules.predicates import (
     normalize_predicate,
 )
@@ -306,9 +305,8 @@ class App:
             return 0
         with translated():
             self.projections().catch_up()
-            now = datetime.now(UTC).timestamp()
-            expiring = self.projections().read_model.expiring()
-            if not any(expired(m.expires_at, now) for m in expiring):
+            due = self.projections().read_model.expiring(by=datetime.now(UTC).timestamp())
+            if not due:
                 return 0  # nothing is due: take no writer lock
             return len(self.writer().sweep_expired().forgotten)
 

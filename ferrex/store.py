@@ -275,10 +275,9 @@ class Writer:
         periodically: ``ferrex.server.hub``)."""
 
         def decide(_: None, batch: Batch) -> Any:
-            expiring = self.projections.read_model.expiring()
-            # The chunk's own pending changes (none for a sweep of its own) are in the view.
-            current = [m for m in (batch.view.memory(e.memory_id) for e in expiring) if m]
-            return decide_expiry(current, now=self.clock())
+            now = self.clock()
+            due = self.projections.read_model.expiring(by=now.timestamp())
+            return decide_expiry(due, now=now)
 
         result: ForgetResult = self.runner.run_one(None, decide)
         return result

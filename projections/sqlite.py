@@ -738,11 +738,17 @@ class ReadModel:
         )
         return rows[0] if rows else None
 
-    def expiring(self) -> list[Memory]:
-        """Every memory with an expiry (``expires_at``), soonest first."""
+    def expiring(self, *, by: float | None = None) -> list[Memory]:
+        """The memories with an expiry (``expires_at``), soonest first; with ``by``, only
+        those expiring at or before it (what a sweep at ``by`` forgets)."""
+        if by is None:
+            return self._where(
+                "SELECT * FROM memories WHERE expires_at IS NOT NULL "
+                "ORDER BY expires_at, memory_id",
+                (),
+            )
         return self._where(
-            "SELECT * FROM memories WHERE expires_at IS NOT NULL ORDER BY expires_at, memory_id",
-            (),
+            "SELECT * FROM memories WHERE expires_at <= ? ORDER BY expires_at, memory_id", (by,)
         )
 
     def count(self) -> int:
