@@ -50,6 +50,14 @@ The rules of a store, in order:
    an episode like a source. Private and shared stores chain separately, so a private
    store never changes the episodes others see.
 
+8. **Marks** (:mod:`ferrex.rules.lifecycle`): a store whose importance, pin or ttl is not
+   the default appends ``memory.marked`` after its ``memory.stored`` (the ttl becomes an
+   absolute ``expires_at`` from ``now``); a fact repeated with a pin or an importance
+   marks the fact it repeats. A pinned fact is never replaced by a conflict: the store is
+   refused as ``conflict_ambiguous`` naming it, and an explicit ``supersedes`` still
+   replaces it. :func:`decide_mark` changes marks later; :func:`decide_expiry` forgets
+   what has expired (reason ``expired``).
+
 Another agent's private memories take no part in any of this, and a private memory changes
 nothing another agent sees (:func:`ferrex.rules.visibility.may_change`): it supersedes,
 versions and re-validates only its own agent's private memories. It still *reads* shared
