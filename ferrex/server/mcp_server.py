@@ -78,7 +78,7 @@ One memory per thing learned, standing alone (name the project, people, versions
 dates). Its fields set its kind:
 - fact: subject+predicate+object; a new object replaces the old unless multi_valued;
 - event: content;
-- procedure: name+steps (+conditions); the same name again is a new version.
+- procedure: name+steps; the same name again is a new version.
 A near-copy is refused with its id: pass supersedes=ID."""
 
 RECALL_DOC = """\
@@ -88,12 +88,12 @@ fresh (stale: verify it), relevance, age, text. Stale and superseded ones are hi
 unless asked for."""
 
 CONFIRM_DOC = """\
-Mark memories that proved right (keeps them fresh), or set pinned/importance. Ids you \
-cannot see count as not_found."""
+Mark memories that proved right (keeps them fresh); pinned/importance set those. Unseen \
+ids count as not_found."""
 
 FORGET_DOC = """\
-Remove memories for good: the user asks, or one is wrong (to correct one, store it anew \
-with supersedes). Ids you cannot see count as not_found."""
+Remove memories for good: the user asks, or one is wrong (to correct one, store anew with \
+supersedes). Unseen ids count as not_found."""
 
 REFLECT_DOC = """\
 Memory health: stale, unconfirmed, contradicted, rarely used memories; dormant entities. \
@@ -332,13 +332,13 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         ] = False,
         source: Annotated[
             ShortText | None,
-            Field(description='Origin; "memory:ID" cites a memory.'),
+            Field(description="Origin; memory:ID cites a memory."),
         ] = None,
         context: dict[str, Any] | None = None,
         confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
         valid_from: Annotated[
             IsoTime | None,
-            Field(description="When it became true (ISO 8601); default now."),
+            Field(description="When it became true (ISO 8601)."),
         ] = None,
         visibility: Annotated[
             Literal["private", "shared"] | None,
@@ -349,7 +349,7 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         pinned: Annotated[bool, Field(description="Never stale or evicted.")] = False,
         ttl: Annotated[
             int | str | None,
-            Field(description='Forget after N seconds, "90s", "2h".'),
+            Field(description="Forget it after N seconds, or 90s, 2h, 7d."),
         ] = None,
     ) -> CallToolResult:
         return call(
@@ -411,7 +411,7 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     def confirm(
         ids: Annotated[list[ShortText], Field(min_length=1, max_length=100)],
         pinned: bool | None = None,
-        importance: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+        importance: float | None = None,  # 0 to 1, checked by the service
     ) -> CallToolResult:
         return call("confirm", {"ids": ids, "pinned": pinned, "importance": importance})
 
