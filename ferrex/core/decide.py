@@ -442,14 +442,20 @@ def decide_store(
     body = _body(valid)
 
     if valid.supersedes is not None:
-        old = _supersedable(valid.supersedes, namespace, view, who)
+        old = _supersedable(valid.supersedes, namespace, view, who, now)
         superseded.append(old.memory_id)
         validated.append(memory_id)
     if valid.type == "semantic":
         predicate = normalized_predicate(valid, view, who, settings)
         body = replace_body(body, predicate_normalized=predicate)
         if valid.supersedes is None and not multi_valued:
-            actives = _same_relation(valid, view, who, predicate)
+            # An expired fact is gone the moment it expires: it neither repeats nor
+            # conflicts (the sweep forgets it soon after).
+            actives = [
+                m
+                for m in _same_relation(valid, view, who, predicate)
+                if not expired(m.expires_at, now.timestamp())
+            ]
             if not actives:
                 _refuse_unplaced(valid, view, who, predicate, similar)
             outcome = _fact_conflicts(valid, actives, similar, settings)
@@ -494,7 +500,7 @@ def decide_store(
     text = memory_text(valid.type, body)
     if valid.supersedes is None:
         skip_ids = {*superseded, *(m.memory_id for m in current)}
-        _refuse_duplicates(valid.type, text, view, who, similar, skip_ids, settings)
+        _refuse_duplicates(valid.type, text, view, who, similar, skip_ids, settings, now)
 
     episode, episode_index = (None, 0)
     if (
@@ -623,9 +629,9 @@ def replace_body(body: MemoryBody, **changes: Any) -> MemoryBody:
     return MemoryBody(**{**fields, **changes})
 
 
-def _supersedable(memory_id: str, namespace: str, view: View, who: _Who) -> Memory:
+def _supersedable(memory_id: str, namespace: str, view: View, who: _Who, now: datetime) -> Memory:
     old = view.memory(memory_id)
-    if old is None or not who.sees(old):
+    if old is None or not who.sees(old) or expired(old.expires_at, now.timestamp()):
         raise Refused(
             f"cannot supersede {memory_id}: no such memory",
             code="not_found",
@@ -744,6 +750,7 @@ def _refuse_duplicates(
     similar: Similar,
     skip: set[str],
     settings: StoreSettings,
+    now: datetime,
 ) -> None:
     for memory_id, score in sorted(similar.neighbours, key=lambda h: (-h[1], h[0])):
         if memory_id in skip or score < settings.dedup_threshold:
@@ -752,6 +759,7 @@ def _refuse_duplicates(
         if (
             old is None
             or old.t_invalid is not None
+            or expired(old.expires_at, now.timestamp())
             or old.namespace != who.namespace
             or old.type != memory_type
             or not who.sees(old)
@@ -916,10 +924,13 @@ def decide_validate(
 ) -> Decision[ValidateResult]:
     """Mark the memories ``caller`` may see among ``ids`` as confirmed correct ``now``."""
     wanted_ids = checked_ids(ids)
+    at = now.timestamp()
     found = {
         m.memory_id
         for m in (view.memory(i) for i in wanted_ids)
-        if m is not None and sees(caller, m.agent_id, m.visibility)
+        if m is not None
+        and sees(caller, m.agent_id, m.visibility)
+        and not expired(m.expires_at, at)  # gone the moment it expired
     }
     ok = tuple(i for i in wanted_ids if i in found)
     missing = tuple(i for i in wanted_ids if i not in found)

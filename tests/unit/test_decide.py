@@ -750,3 +750,31 @@ def test_a_fact_stored_again_with_a_pin_pins_the_fact_it_repeats() -> None:
     plain = store(view, fact("billing", "owned by", "team payments"), new_id=lambda p: f"{p}_y")
     assert not any(isinstance(e, MemoryMarked) for e in plain.events)
     assert plain.result.as_dict()["pinned"] is True  # the answer tells the marks it has
+
+
+def test_an_expired_memory_is_gone_for_the_decisions_before_the_sweep() -> None:
+    view = FakeView()
+    scratch = store(view, fact("cache", "state", "on", ttl="1m"), new_id=lambda p: "m_old")
+    later = NOW + timedelta(minutes=1)
+    again = store(view, fact("cache", "state", "on"), now=later, new_id=lambda p: "m_new")
+    assert again.result.status == "stored" and again.result.superseded == ()
+    with pytest.raises(Refused) as caught:
+        store(view, note("x", supersedes=scratch.result.id), now=later, new_id=lambda p: "m3")
+    assert caught.value.code == "not_found"
+    checked = decide_validate([scratch.result.id], view, now=later)
+    assert checked.events == () and checked.result.not_found == (scratch.result.id,)
+    before = decide_validate([scratch.result.id], view, now=NOW)
+    assert before.result.validated == (scratch.result.id,)
+
+
+def test_a_near_copy_of_an_expired_memory_is_no_duplicate() -> None:
+    view = FakeView()
+    text = "Scratch: the staging cache flag is on"
+    scratch = store(view, note(text, ttl="1m"), new_id=lambda p: "m_old")
+    near = Similar(((scratch.result.id, 0.99),), {})
+    with pytest.raises(Refused) as caught:
+        store(view, note(text), near, now=NOW, new_id=lambda p: "m_dup")
+    assert caught.value.code == "duplicate"
+    later = NOW + timedelta(minutes=1)
+    again = store(view, note(text), near, now=later, new_id=lambda p: "m_new")
+    assert again.result.status == "stored"
