@@ -56,7 +56,9 @@ The rules of a store, in order:
    marks the fact it repeats. A pinned fact is never replaced by a conflict: the store is
    refused as ``conflict_ambiguous`` naming it, and an explicit ``supersedes`` still
    replaces it. :func:`decide_mark` changes marks later; :func:`decide_expiry` forgets
-   what has expired (reason ``expired``).
+   what has expired (reason ``expired``). Until then an expired memory is already gone
+   for the decisions: no duplicate of it, no conflict with it, no supersede or validation
+   of it.
 
 Another agent's private memories take no part in any of this, and a private memory changes
 nothing another agent sees (:func:`ferrex.rules.visibility.may_change`): it supersedes,
