@@ -98,6 +98,9 @@ def recall(
         else:
             text = item["content"]
         flags = " CONTRADICTED" if item.get("contradiction") else ""
+        flags += ", pinned" if item.get("pinned") else ""
+        flags += f", importance {item['importance']:g}" if "importance" in item else ""
+        flags += f", expires {item['expires_at']}" if item.get("expires_at") else ""
         relevant = item["relevance_label"]
         click.echo(f"{item['id']}  [{item['type']}, {label}, {relevant}{flags}]  {text}")
         if explain:  # every stage's score, the ones that did not run left out
