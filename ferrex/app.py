@@ -29,7 +29,8 @@ from ferrex.rules.predicates import (
 from ferrex.server.owner import Endpoint, try_lock
 from ferrex.storage import check_reserve, is_read_only, read_only_error, secure_home
 from ferrex.store import Writer
-from journal import Journal, JournalError, MemoryStored
+from journal import Journal, JournalBackend, JournalError, MemoryStored
+from journal.errors import JournalUnavailable
 from projections.replay import Progress, Projections, read_pointer
 from projections.sidecar import Sidecar
 from projections.sqlite import ReadModel, ReadModelError, Rules
@@ -57,6 +58,8 @@ def translated() -> Iterator[None]:
     """Third-party and lower-layer errors become ferrex errors once, here."""
     try:
         yield
+    except JournalUnavailable as exc:  # PostgreSQL away: nothing half-written, retry later
+        raise BackendUnavailable(exc.message, hint=exc.hint) from exc
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     except (VectorStoreError, ReadModelError) as exc:
@@ -101,7 +104,7 @@ class App:
 
     home: Path
     config: Config
-    _journal: Journal | None = field(default=None, repr=False)
+    _journal: JournalBackend | None = field(default=None, repr=False)
     _embedder: Embedder | None = field(default=None, repr=False)
     _backend: VectorBackend | None = field(default=None, repr=False)
     _projections: Projections | None = field(default=None, repr=False)
@@ -152,14 +155,30 @@ class App:
     def journal_dir(self) -> Path:
         return self.home / "journal"
 
-    def journal(self) -> Journal:
+    @property
+    def journal_url(self) -> str | None:
+        """The PostgreSQL journal's URL (``journal.url``); None: the files in journal_dir."""
+        url: str | None = self.config["journal.url"]
+        return url or None
+
+    def journal(self) -> JournalBackend:
         if self._journal is None:
-            try:
-                self._journal = Journal.open(
-                    self.journal_dir, segment_bytes=self.config["journal.segment_bytes"]
-                )
-            except JournalError as exc:
-                raise from_journal_error(exc) from exc
+            url = self.journal_url
+            with translated():
+                if url is not None:
+                    from journal.postgres import PostgresJournal, is_url
+
+                    if not is_url(url):
+                        raise UsageError(
+                            "journal.url must be a postgresql:// URL",
+                            hint="unset it to keep the journal in files under the data "
+                            "directory",
+                        )
+                    self._journal = PostgresJournal.open(url)
+                else:
+                    self._journal = Journal.open(
+                        self.journal_dir, segment_bytes=self.config["journal.segment_bytes"]
+                    )
         return self._journal
 
     def embedder(self) -> Embedder:

@@ -59,6 +59,14 @@ class JournalBackend(Protocol):
         """Yield records after ``after`` as they are appended, by anyone, until ``stop``."""
         ...
 
+    def frames(self, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        """(position, frame bytes) of the records after ``after``, as stored."""
+        ...
+
+    def append_frames(self, frames: Sequence[bytes]) -> Head:
+        """Append records framed elsewhere, checked to continue the chain; all or none."""
+        ...
+
     def first(self) -> Record | None:
         """The first record, with its hash; None when the journal is empty."""
         ...

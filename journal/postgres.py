@@ -165,7 +165,7 @@ def connect(url: str) -> psycopg.Connection[Any]:
             keepalives_count=3,
         )
     except pg.OperationalError as exc:
-        raise _connect_error(exc, where) from exc
+        raise _connect_error(exc, where, url) from exc
     try:
         conn.execute("SET synchronous_commit = on")
     except pg.Error as exc:
@@ -178,22 +178,45 @@ _REFUSED = {
     "28P01": "refused the login (wrong password)",
     "28000": "refused the login (no such role, or not allowed to connect from here)",
     "3D000": "has no such database",
-    "42501": "refused the connection (insufficient privilege)",
+    "42501": "refused (insufficient privilege)",
 }
 
 
-def _connect_error(exc: Exception, where: str) -> JournalError:
-    """A failed connection: refused (the URL or login is wrong) or unreachable."""
+def _connect_error(exc: Exception, where: str, url: str | None = None) -> JournalError:
+    """A failed connection: refused (the URL or login is wrong) or unreachable.
+
+    libpq reports a refused login with no SQLSTATE, so which it is is found out, not read
+    from the message: if the server's address takes a TCP connection, PostgreSQL is there
+    and refused us (its own message then says why: password, role, database, pg_hba).
+    """
     state = getattr(exc, "sqlstate", None)
-    if state in _REFUSED:
+    if state in _REFUSED or (state is None and url is not None and _reachable(url)):
+        why = _REFUSED.get(state or "", "refused the connection")
         return JournalConnectError(
-            f"PostgreSQL at {where} {_REFUSED[state]}: {_first_line(exc)}",
+            f"PostgreSQL at {where} {why}: {_first_line(exc)}",
             hint="check the user, password and database of journal.url (FERREX_JOURNAL_URL)",
         )
     return JournalUnavailable(
         f"cannot reach PostgreSQL at {where}: {_first_line(exc)}",
         hint="is PostgreSQL running, and is journal.url's host and port right?",
     )
+
+
+def _reachable(url: str) -> bool:
+    """Whether the first host of the URL accepts a connection on its port (or socket)."""
+    import os
+    import socket
+
+    params = _psycopg().conninfo.conninfo_to_dict(url)
+    host = str(params.get("host") or "localhost").split(",")[0]
+    port = int(str(params.get("port") or "5432").split(",")[0])
+    if host.startswith("/"):
+        return os.path.exists(os.path.join(host, f".s.PGSQL.{port}"))
+    try:
+        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT):
+            return True
+    except OSError:
+        return False
 
 
 def _first_line(exc: Exception) -> str:
@@ -517,8 +540,7 @@ class PostgresJournal:
                         raise JournalFormatError(
                             f"the record at position {info.position} does not continue the "
                             f"journal at {self.where} (head {head.position})",
-                            hint="copy into an empty journal, or resume the copy that "
-                            "started it",
+                            hint="copy into an empty journal, or resume the copy that started it",
                         )
                     record = self._decoded(frame, info.position, hashes=True)
                     assert record.hash is not None
@@ -571,8 +593,7 @@ class PostgresJournal:
         for position, frame in self.frames(after):
             if position != expected:
                 raise JournalDamaged(
-                    f"{self.where}: position {expected} is missing (the next record is "
-                    f"{position})",
+                    f"{self.where}: position {expected} is missing (the next record is {position})",
                     segment=LABEL,
                     offset=0,
                     position=expected,
@@ -720,9 +741,7 @@ def verify(journal: PostgresJournal, *, decode: bool = True) -> VerifyReport:
                 report.problem = Problem("decode", LABEL, 0, position, f"cannot decode: {exc}")
                 return report
             report.events += len(record.events)
-            report.redacted_bodies += sum(
-                1 for e in record.events if getattr(e, "redacted", False)
-            )
+            report.redacted_bodies += sum(1 for e in record.events if getattr(e, "redacted", False))
         prev_hash = record_hash(position, info.prev_hash, head_bytes(frame, info))
         expected = position + 1
         report.records += 1
