@@ -94,7 +94,7 @@ def test_nothing_listening_is_unavailable(pg_cluster: Cluster) -> None:
 def test_a_partial_schema_is_refused_naming_what_is_missing(pg_url: str) -> None:
     PostgresJournal.open(pg_url).close()
     _sql(pg_url, "DROP TABLE ferrex_journal_head")
-    with pytest.raises(JournalFormatError, match="partial .* no ferrex_journal_head"):
+    with pytest.raises(JournalFormatError, match=r"partial .* no ferrex_journal_head"):
         PostgresJournal.open(pg_url)
     assert "ferrex_journal_head" not in _tables(pg_url)  # nothing was recreated
 
