@@ -219,4 +219,3 @@ def test_files_and_postgres_hold_the_same_frames(tmp_path: Path, pg_url: str) ->
         assert [f for _, f in pg.frames()] == frames
         assert pg.append([stored(6)]).prev_hash == files.head.hash
         assert verify_pg(pg).ok
-

@@ -50,9 +50,7 @@ def test_each_server_recalls_the_others_memories(servers: tuple[Service, Service
     )
     assert stored["status"] == "stored"
     assert "The api server deploys on Fridays" in _recalled(b, "when does the api deploy", BOB)
-    b.call(
-        "store", {"content": "Postgres migrations run at 03:00", "visibility": "shared"}, BOB
-    )
+    b.call("store", {"content": "Postgres migrations run at 03:00", "visibility": "shared"}, BOB)
     assert "Postgres migrations run at 03:00" in _recalled(a, "postgres migrations", ALICE)
     # a private memory stays private across servers too
     b.call("store", {"content": "Bob's locker code is 4471", "visibility": "private"}, BOB)
