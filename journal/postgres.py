@@ -475,7 +475,10 @@ class PostgresJournal:
             raise EncodeError("the journal clock must return timezone-aware times")
         with self._thread_lock, self._mapped():
             conn = self._writer()
-            with conn.transaction():
+            # Pipelined: BEGIN, the lock and the head go in one round trip, the rows, the
+            # head's move and COMMIT in another. The advisory lock comes before the row lock,
+            # always, so an exclusive() holder elsewhere and this append cannot deadlock.
+            with conn.pipeline(), conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
                 row = conn.execute(
                     f"SELECT position, hash, recorded_at, newest_version FROM {HEAD} "
@@ -504,10 +507,10 @@ class PostgresJournal:
                     )
                 conn.execute(
                     f"UPDATE {HEAD} SET position = %s, hash = %s, recorded_at = %s, "
-                    "newest_version = GREATEST(newest_version, %s) WHERE id = 1",
-                    (position - 1, prev_hash, now, FORMAT_VERSION),
+                    "newest_version = GREATEST(newest_version, %s) WHERE id = 1 "
+                    "RETURNING pg_notify(%s, position::text)",
+                    (position - 1, prev_hash, now, FORMAT_VERSION, CHANNEL),
                 )
-                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(position - 1)))
             self._head = Head(position - 1, prev_hash, now)
             self._newest_version = max(self._newest_version, FORMAT_VERSION)
         return records
@@ -554,10 +557,9 @@ class PostgresJournal:
                     )
                 conn.execute(
                     f"UPDATE {HEAD} SET position = %s, hash = %s, recorded_at = %s, "
-                    "newest_version = %s WHERE id = 1",
-                    (expected - 1, prev_hash, recorded_at, newest),
+                    "newest_version = %s WHERE id = 1 RETURNING pg_notify(%s, position::text)",
+                    (expected - 1, prev_hash, recorded_at, newest, CHANNEL),
                 )
-                conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(expected - 1)))
             self._head = Head(expected - 1, prev_hash, recorded_at)
             self._newest_version = newest
         return self._head
@@ -575,6 +577,7 @@ class PostgresJournal:
                         f"SELECT position, frame FROM {RECORDS} WHERE position > %s "
                         "ORDER BY position LIMIT %s",
                         (last, PAGE),
+                        binary=True,  # bytea as bytes, not hex text to decode
                     )
                     .fetchall()
                 )

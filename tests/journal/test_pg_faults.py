@@ -94,6 +94,10 @@ def _check(url: str, writers: list[Writer]) -> dict[str, int]:
     return counts
 
 
+def _ids(journal: PostgresJournal) -> set[str]:
+    return {e.memory_id for r in journal.read() for e in r.events if isinstance(e, MemoryStored)}
+
+
 def test_a_writer_killed_mid_append_loses_no_acknowledged_record(pg_url: str) -> None:
     PostgresJournal.open(pg_url).close()
     victim, _ = _start(pg_url, "victim", 100000, 5)
@@ -105,9 +109,10 @@ def test_a_writer_killed_mid_append_loses_no_acknowledged_record(pg_url: str) ->
     assert other.done and other.process.wait(10) == 0  # its lock died with the session
     counts = _check(pg_url, [victim, other])
     print(f"SIGKILL trial: {counts}")
-    with PostgresJournal.open(pg_url) as journal:  # and the writer lock is free again
-        with journal.exclusive():
-            pass
+    # and the writer lock died with the killed session: it can be taken at once
+    with PostgresJournal.open(pg_url) as journal, journal.exclusive() as head:
+        assert head.position == sum(len(ids) for w in (victim, other) for ids in w.tried.values()
+                                    if ids[0] in _ids(journal))  # fmt: skip
 
 
 def test_postgres_stopped_immediately_mid_stream_loses_no_acknowledged_record(

@@ -1,0 +1,107 @@
+"""`ferrex journal copy` files → PostgreSQL → files, through the CLI: the same head hash on
+every side, resumable, and a target holding another journal refused. And the journal
+commands on a home whose journal is on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ferrex.cli import cli
+from journal import Journal, verify
+from journal.postgres import PostgresJournal
+from tests.strategies import stored
+
+
+def run(home: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    with Journal.open(tmp_path / "home" / "journal", segment_bytes=2048) as journal:
+        journal.append_batch([[stored(i)] for i in range(1, 41)])
+    return tmp_path / "home"
+
+
+def _pg_home(tmp_path: Path, url: str) -> Path:
+    home = tmp_path / "pg-home"
+    home.mkdir()
+    (home / "ferrex.toml").write_text(f'[journal]\nurl = "{url}"\n')
+    (home / "ferrex.toml").chmod(0o600)
+    return home
+
+
+def test_copy_round_trip_keeps_the_head_hash(home: Path, tmp_path: Path, pg_url: str) -> None:
+    files_head = verify(home / "journal")
+    code, out, err = run(home, "journal", "copy", "--to", pg_url, "--json")
+    assert code == 0, out + err
+    doc = json.loads(out)
+    assert doc["copied"] == 40 and doc["head_hash"] == files_head.head_hash.hex()
+    assert "ferrex-test" not in out  # the password is not echoed
+
+    pg_home = _pg_home(tmp_path, pg_url)
+    code, out, _ = run(pg_home, "journal", "verify", "--json")
+    assert code == 0 and json.loads(out)["head_hash"] == files_head.head_hash.hex()
+    code, out, _ = run(pg_home, "journal", "show", "--after", "38", "--json")
+    assert [r["position"] for r in json.loads(out)] == [39, 40]
+
+    back = tmp_path / "back"
+    code, out, err = run(pg_home, "journal", "copy", "--to", str(back))
+    assert code == 0, out + err
+    assert "copied 40 records" in out and "verified" in out
+    again = verify(back)
+    assert again.ok and again.head_hash == files_head.head_hash
+    assert (home / "journal").joinpath(sorted(p.name for p in (home / "journal").glob(
+        "*.seg"))[0]).read_bytes()[:200] == sorted(back.glob("*.seg"))[0].read_bytes()[:200]  # fmt: skip
+
+
+def test_an_interrupted_copy_resumes(home: Path, pg_url: str) -> None:
+    with Journal.open(home / "journal") as files, PostgresJournal.open(pg_url) as pg:
+        pg.append_frames([f for p, f in files.frames() if p <= 15])  # as if cut at 15
+    code, out, _ = run(home, "journal", "copy", "--to", pg_url)
+    assert code == 0 and "copied 25 records" in out and "resumed after position 15" in out
+    code, out, _ = run(home, "journal", "copy", "--to", pg_url)  # nothing left to do
+    assert code == 0 and "copied 0 records" in out
+
+
+def test_a_target_holding_another_journal_is_refused(home: Path, pg_url: str) -> None:
+    with PostgresJournal.open(pg_url) as pg:
+        pg.append([stored(999)])
+        before = pg.head
+    code, out, err = run(home, "journal", "copy", "--to", pg_url)
+    assert code == 3 and "another journal" in err
+    with PostgresJournal.open(pg_url) as pg:
+        assert pg.head == before
+
+
+def test_repair_and_compact_on_postgres(tmp_path: Path, pg_url: str) -> None:
+    import psycopg
+
+    from journal import MemoriesForgotten
+
+    pg_home = _pg_home(tmp_path, pg_url)
+    with PostgresJournal.open(pg_url) as pg:
+        pg.append_batch([[stored(i)] for i in range(1, 4)])
+        pg.append([MemoriesForgotten(memory_ids=("m2",), namespace="default")])
+    code, out, _ = run(pg_home, "journal", "compact")
+    assert code == 0 and "redacted forgotten bodies in 1 records" in out
+    assert "ferrex replay" in out  # what each server must do with its own projections
+    code, out, _ = run(pg_home, "journal", "verify", "--json")
+    assert code == 0 and json.loads(out)["redacted_bodies"] == 1
+
+    code, out, _ = run(pg_home, "journal", "repair")
+    assert code == 0 and "nothing to repair" in out
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE ferrex_journal_records SET frame = overlay(frame placing '\\x00'::bytea "
+            "from 70 for 1) WHERE position = 2"
+        )
+    code, out, _ = run(pg_home, "journal", "repair")
+    assert code == 3 and "DAMAGED: position 2" in out
+    code, _, err = run(pg_home, "journal", "repair", "--apply")
+    assert code == 2 and "backup" in err
