@@ -30,7 +30,7 @@ def home(tmp_path: Path) -> Path:
 
 def _pg_home(tmp_path: Path, url: str) -> Path:
     home = tmp_path / "pg-home"
-    home.mkdir()
+    home.mkdir(mode=0o700)
     (home / "ferrex.toml").write_text(f'[journal]\nurl = "{url}"\n')
     (home / "ferrex.toml").chmod(0o600)
     return home
@@ -105,3 +105,20 @@ def test_repair_and_compact_on_postgres(tmp_path: Path, pg_url: str) -> None:
     assert code == 3 and "DAMAGED: position 2" in out
     code, _, err = run(pg_home, "journal", "repair", "--apply")
     assert code == 2 and "backup" in err
+
+
+def test_export_git_and_verify_against_work_on_postgres(
+    home: Path, tmp_path: Path, pg_url: str
+) -> None:
+    code, _, _ = run(home, "journal", "copy", "--to", pg_url)
+    assert code == 0
+    pg_home = _pg_home(tmp_path, pg_url)
+    target = tmp_path / "audit"
+    code, out, err = run(pg_home, "export", "git", str(target))
+    assert code == 0, out + err
+    code, out, err = run(pg_home, "journal", "verify", "--against", str(target), "--json")
+    assert code == 0, out + err
+    assert json.loads(out)["export"]["records_checked"] == 40
+    # and the export of the files journal is the same audit trail
+    code, out, err = run(home, "journal", "verify", "--against", str(target), "--json")
+    assert code == 0 and json.loads(out)["export"]["ok"], out + err

@@ -22,7 +22,7 @@ BOB = Caller(agent_id="bob")
 
 
 def _server(home: Path, url: str, embedder: Embedder) -> Service:
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     config = home / "ferrex.toml"
     config.write_text(f'[journal]\nurl = "{url}"\n')
     config.chmod(0o600)  # it holds the database password
