@@ -171,8 +171,7 @@ class App:
                     if not is_url(url):
                         raise UsageError(
                             "journal.url must be a postgresql:// URL",
-                            hint="unset it to keep the journal in files under the data "
-                            "directory",
+                            hint="unset it to keep the journal in files under the data directory",
                         )
                     self._journal = PostgresJournal.open(url)
                 else:

@@ -56,8 +56,8 @@ def test_copy_round_trip_keeps_the_head_hash(home: Path, tmp_path: Path, pg_url:
     assert "copied 40 records" in out and "verified" in out
     again = verify(back)
     assert again.ok and again.head_hash == files_head.head_hash
-    assert (home / "journal").joinpath(sorted(p.name for p in (home / "journal").glob(
-        "*.seg"))[0]).read_bytes()[:200] == sorted(back.glob("*.seg"))[0].read_bytes()[:200]  # fmt: skip
+    with Journal.open(home / "journal") as original, Journal.open(back) as copied:
+        assert list(copied.frames()) == list(original.frames())  # byte for byte
 
 
 def test_an_interrupted_copy_resumes(home: Path, pg_url: str) -> None:
@@ -73,7 +73,7 @@ def test_a_target_holding_another_journal_is_refused(home: Path, pg_url: str) ->
     with PostgresJournal.open(pg_url) as pg:
         pg.append([stored(999)])
         before = pg.head
-    code, out, err = run(home, "journal", "copy", "--to", pg_url)
+    code, _, err = run(home, "journal", "copy", "--to", pg_url)
     assert code == 3 and "another journal" in err
     with PostgresJournal.open(pg_url) as pg:
         assert pg.head == before
