@@ -4,6 +4,8 @@ error naming what is wrong, and none writes anything."""
 from __future__ import annotations
 
 import threading
+import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -162,3 +164,50 @@ def test_a_closed_journal_refuses(pg_url: str) -> None:
     journal.close()
     with pytest.raises(JournalError, match="closed"):
         journal.append([stored(1)])
+
+
+def test_a_follower_polls_when_no_notification_comes(pg_url: str) -> None:
+    """A record committed without a notification (as if it were lost) is still followed,
+    within the polling interval."""
+    from datetime import UTC, datetime
+
+    from journal.record import encode_record
+
+    with PostgresJournal.open(pg_url) as writer, PostgresJournal.open(pg_url) as reader:
+        first = writer.append([stored(1)])
+        assert first.hash is not None
+        stop = threading.Event()
+        seen: list[int] = []
+        got = threading.Event()
+
+        def follow() -> None:
+            for record in reader.follow(after=1, stop=stop, poll_ms=300):
+                seen.append(record.position)
+                got.set()
+
+        thread = threading.Thread(target=follow)
+        thread.start()
+        frame, _ = encode_record(2, datetime.now(UTC), first.hash, [stored(2)])
+        time.sleep(0.5)  # the follower has read what there was and waits; no NOTIFY below
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO ferrex_journal_records (position, frame) VALUES (2, %s)", (frame,)
+            )
+        assert got.wait(5), "the follower did not poll"
+        stop.set()
+        thread.join(5)
+        assert seen == [2] and not thread.is_alive()
+
+
+def test_a_journal_url_that_is_not_postgresql_is_a_usage_error(tmp_path: Path) -> None:
+    from ferrex.app import App
+    from ferrex.config import load
+    from ferrex.errors import UsageError
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "ferrex.toml").write_text('[journal]\nurl = "mysql://db/ferrex"\n')
+    app = App(home=home, config=load(home, None))
+    with pytest.raises(UsageError, match="postgresql:// URL"):
+        app.journal()
+    assert not (home / "journal").exists()  # nor did it fall back to files
