@@ -760,36 +760,45 @@ def verify(journal: PostgresJournal, *, decode: bool = True) -> VerifyReport:
     return report
 
 
+def redactions(journal: PostgresJournal) -> list[tuple[bytes, int, bytes]]:
+    """(new frame, position, old frame) for every record holding a forgotten memory's body
+    not yet redacted. Reads only."""
+    forgotten: set[str] = set()
+    for record in journal.read():
+        for event in record.events:
+            if isinstance(event, MemoriesForgotten):
+                forgotten.update(event.memory_ids)
+    changes: list[tuple[bytes, int, bytes]] = []
+    if not forgotten:
+        return changes
+    for position, frame in journal.frames():
+        info = check_frame(frame, 0, len(frame))
+        if isinstance(info, str):
+            raise JournalDamaged(
+                f"{journal.where}: damaged record at position {position} ({info})",
+                segment=LABEL,
+                offset=0,
+                position=position,
+            )
+        new = redact_frame(frame, info, forgotten)
+        if new is None:
+            continue
+        new_info = check_frame(new, 0, len(new))
+        assert not isinstance(new_info, str)
+        if bytes(head_bytes(new, new_info)) != bytes(head_bytes(frame, info)) or body_problems(
+            new, new_info
+        ):
+            raise JournalError(f"redacting position {position} would change its record")
+        changes.append((new, position, frame))
+    return changes
+
+
 def compact(journal: PostgresJournal) -> int:
     """Redact the bodies of every forgotten memory, in place, in one transaction under the
     writer lock; returns how many records changed. Heads are kept byte for byte, so hashes
     and the chain are unchanged (``journal.record.redact_frame``). Idempotent."""
     with journal.exclusive():
-        forgotten: set[str] = set()
-        for record in journal.read():
-            for event in record.events:
-                if isinstance(event, MemoriesForgotten):
-                    forgotten.update(event.memory_ids)
-        changes: list[tuple[bytes, int, bytes]] = []
-        for position, frame in journal.frames():
-            info = check_frame(frame, 0, len(frame))
-            if isinstance(info, str):
-                raise JournalDamaged(
-                    f"{journal.where}: damaged record at position {position} ({info})",
-                    segment=LABEL,
-                    offset=0,
-                    position=position,
-                )
-            new = redact_frame(frame, info, forgotten)
-            if new is None:
-                continue
-            new_info = check_frame(new, 0, len(new))
-            assert not isinstance(new_info, str)
-            if bytes(head_bytes(new, new_info)) != bytes(head_bytes(frame, info)) or body_problems(
-                new, new_info
-            ):
-                raise JournalError(f"redacting position {position} would change its record")
-            changes.append((new, position, frame))
+        changes = redactions(journal)
         if changes:
             with journal._thread_lock, journal._mapped():
                 conn = journal._writer()

@@ -340,13 +340,21 @@ def _compact_shared(app: App, dry_run: bool, as_json: bool) -> None:
     from journal.postgres import compact as compact_pg
     from journal.postgres import verify as verify_pg
 
-    if dry_run:
-        raise UsageError(
-            "--dry-run is not available for a journal on PostgreSQL yet",
-            hint="`ferrex journal show --type memories.forgotten` lists what compact redacts",
-        )
     journal = app.journal()
     assert isinstance(journal, PostgresJournal)
+    if dry_run:
+        from journal.postgres import redactions
+
+        try:
+            positions = [position for _, position, _ in redactions(journal)]
+        except JournalError as exc:
+            raise from_journal_error(exc) from exc
+        if as_json:
+            click.echo(json.dumps({"dry_run": True, "would_redact_positions": positions}))
+        else:
+            click.echo(f"would redact forgotten bodies in {len(positions)} records")
+            click.echo("dry run: nothing changed")
+        return
     try:
         changed = compact_pg(journal)
         check = verify_pg(journal)

@@ -88,6 +88,8 @@ def test_repair_and_compact_on_postgres(tmp_path: Path, pg_url: str) -> None:
     with PostgresJournal.open(pg_url) as pg:
         pg.append_batch([[stored(i)] for i in range(1, 4)])
         pg.append([MemoriesForgotten(memory_ids=("m2",), namespace="default")])
+    code, out, _ = run(pg_home, "journal", "compact", "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["would_redact_positions"] == [2]
     code, out, _ = run(pg_home, "journal", "compact")
     assert code == 0 and "redacted forgotten bodies in 1 records" in out
     assert "ferrex replay" in out  # what each server must do with its own projections
