@@ -118,6 +118,26 @@ def is_url(value: str | None) -> bool:
     return value is not None and value.startswith(("postgresql://", "postgres://"))
 
 
+def redacted(url: str) -> str:
+    """The URL with any password replaced by ``***`` (for ``ferrex config show``); needs no
+    driver."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            credentials, _, hosts = netloc.rpartition("@")
+            user, colon, _password = credentials.partition(":")
+            netloc = f"{user}{':***' if colon else ''}@{hosts}"
+        query = urlencode(
+            [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query)]
+        )
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return "(a URL that does not parse)"
+
+
 def _psycopg() -> Any:
     try:
         import psycopg

@@ -124,3 +124,12 @@ def test_export_git_and_verify_against_work_on_postgres(
     # and the export of the files journal is the same audit trail
     code, out, err = run(home, "journal", "verify", "--against", str(target), "--json")
     assert code == 0 and json.loads(out)["export"]["ok"], out + err
+
+
+def test_config_show_never_prints_the_database_password(tmp_path: Path, pg_url: str) -> None:
+    pg_home = _pg_home(tmp_path, pg_url + "?sslmode=disable")
+    code, out, _ = run(pg_home, "config", "show", "--json")
+    assert code == 0
+    shown = {r["key"]: r["value"] for r in json.loads(out)["settings"]}["journal.url"]
+    assert "ferrex-test" not in out and shown.startswith("postgresql://postgres:***@127.0.0.1:")
+    assert shown.endswith("?sslmode=disable")
