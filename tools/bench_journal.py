@@ -1,6 +1,7 @@
 """Journal benchmark, on both backends (files, PostgreSQL): appends/s single and batched,
 read records/s, follow latency (append on handle A → yielded by a follower on handle B) p50/p95,
-the writer lock's cost (``exclusive()``: lock + head) p50, store p50 through the MCP server.
+the writer lock's cost (``exclusive()``: lock + head) p50, store p50 through the MCP server,
+and on PostgreSQL: a store on one server until a recall on another returns it, p50/p95.
 Prints a markdown table; speed is reported, never asserted.
 
     python tools/bench_journal.py [--records 100000] [--postgres URL] [--backends files,postgres]
@@ -101,6 +102,7 @@ class Numbers:
     follow_ms: tuple[float, float]  # p50, p95
     lock_ms: float
     store_ms: float | None
+    cross_ms: tuple[float, float] | None = None  # store on A → recalled on B
 
 
 def follow_latency(open_journal: Opener, samples: int) -> tuple[float, float]:
@@ -176,6 +178,43 @@ def store_p50(home: Path, url: str | None, stores: int) -> float:
     return statistics.median(asyncio.run(main()))
 
 
+def cross_server(url: str, root: Path, stores: int) -> tuple[float, float]:
+    """Two servers (two data directories, one PostgreSQL journal), in this process: after a
+    store on A has been answered, how long until a recall on B returns it (p50, p95 ms). Each
+    call catches up from the journal first, so B's first recall should already find it."""
+    from ferrex.app import App
+    from ferrex.config import load
+    from ferrex.server.service import Caller, Service
+
+    caller = Caller(agent_id="bench")
+    services = []
+    for name in ("a", "b"):
+        home = root / f"server-{name}"
+        home.mkdir(mode=0o700, parents=True)
+        config = home / "ferrex.toml"
+        config.write_text(f'[journal]\nurl = "{url}"\n')
+        config.chmod(0o600)
+        services.append(Service(App(home=home, config=load(home, None))))
+    a, b = services
+    try:
+        a.call("stats", {}, caller)
+        b.call("stats", {}, caller)
+        times = []
+        for i in range(stores):
+            content = f"server a noted deploy {i} of service-{i * 13} at {i % 24}:00"
+            a.call("store", {"content": content, "visibility": "shared"}, caller)
+            began = time.perf_counter()
+            while True:
+                found = b.call("recall", {"query": content, "limit": 3}, caller)
+                if any(r["content"] == content for r in found["results"]):
+                    break
+            times.append((time.perf_counter() - began) * 1000)
+    finally:
+        a.close()
+        b.close()
+    return pct(times, 0.5), pct(times, 0.95)
+
+
 def run(open_fresh: Opener, open_again: Opener, args: argparse.Namespace, home: Path,
         url: str | None) -> Numbers:  # fmt: skip
     append_per_s = {}
@@ -194,7 +233,15 @@ def run(open_fresh: Opener, open_again: Opener, args: argparse.Namespace, home: 
     follow = follow_latency(open_again, args.follow_samples)
     lock = lock_cost(open_again)
     store = store_p50(home, url, args.mcp_stores) if args.mcp_stores else None
-    return Numbers(append_per_s, statistics.median(runs), follow, lock, store)
+    cross = None
+    if url is not None and args.cross_stores:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:  # a fresh journal for it
+            conn.execute("DROP TABLE ferrex_journal_records, ferrex_journal_head, "
+                         "ferrex_journal_meta")  # fmt: skip
+        cross = cross_server(url, home.parent / "cross", args.cross_stores)
+    return Numbers(append_per_s, statistics.median(runs), follow, lock, store, cross)
 
 
 @contextmanager
@@ -245,12 +292,18 @@ def bench_postgres(fresh_db: Callable[[], str], root: Path, args: argparse.Names
     return run(fresh, again, args, root / "home-pg", fresh_db())
 
 
+def cross_cell(r: Numbers) -> str:
+    return "n/a" if r.cross_ms is None else f"{r.cross_ms[0]:.1f} / {r.cross_ms[1]:.1f} ms"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000, help="records for the read run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measure; median shown")
     parser.add_argument("--follow-samples", type=int, default=200)
     parser.add_argument("--mcp-stores", type=int, default=40, help="stores through MCP (0: skip)")
+    parser.add_argument("--cross-stores", type=int, default=20,
+                        help="stores on server A recalled on server B (0: skip)")  # fmt: skip
     parser.add_argument("--postgres", default=None, help="a PostgreSQL URL (its ferrex tables "
                         "are dropped!); default: a throwaway cluster")  # fmt: skip
     parser.add_argument("--backends", default="files,postgres")
@@ -282,6 +335,7 @@ def main() -> None:
     row(f"read + decode, {args.records:,} records", lambda r: f"{r.read_per_s:,.0f} records/s")
     row("follow latency p50 / p95", lambda r: f"{r.follow_ms[0]:.1f} / {r.follow_ms[1]:.1f} ms")
     row("writer lock (exclusive(): lock + head) p50", lambda r: f"{r.lock_ms:.2f} ms")
+    row("store on server A → recalled on server B p50 / p95", cross_cell)
     row("store p50 through the MCP server (stdio)",
         lambda r: "skipped" if r.store_ms is None else f"{r.store_ms:.1f} ms")  # fmt: skip
 
