@@ -130,9 +130,7 @@ def redacted(url: str) -> str:
             credentials, _, hosts = netloc.rpartition("@")
             user, colon, _password = credentials.partition(":")
             netloc = f"{user}{':***' if colon else ''}@{hosts}"
-        query = urlencode(
-            [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query)]
-        )
+        query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query)])
         return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:
         return "(a URL that does not parse)"
