@@ -173,12 +173,37 @@ class App:
                             "journal.url must be a postgresql:// URL",
                             hint="unset it to keep the journal in files under the data directory",
                         )
-                    self._journal = PostgresJournal.open(url)
+                    journal = PostgresJournal.open(url)
+                    try:
+                        self._refuse_another_log(journal)
+                    except BaseException:
+                        journal.close()
+                        raise
+                    self._journal = journal
                 else:
                     self._journal = Journal.open(
                         self.journal_dir, segment_bytes=self.config["journal.segment_bytes"]
                     )
         return self._journal
+
+    def _refuse_another_log(self, journal: JournalBackend) -> None:
+        """A data directory that also holds a journal in files must hold the start of the
+        PostgreSQL one: its projections were built from that log, and catching them up with
+        another would mix two memories."""
+        if not any(self.journal_dir.glob("*.seg")):
+            return
+        # Reads the first frame only: the file journal is not opened (nor locked, nor cut).
+        here = Journal(self.journal_dir).first()
+        there = journal.first()
+        if here is None or (there is not None and there.hash == here.hash):
+            return
+        raise UsageError(
+            f"{self.home} holds a journal in files (journal/) that is not the start of the "
+            "journal at journal.url: its projections were built from another log",
+            hint="to move it there, unset journal.url and run `ferrex journal copy --to URL`; "
+            "to use the PostgreSQL journal instead, move journal/ out of the data directory "
+            "and run `ferrex replay`",
+        )
 
     def embedder(self) -> Embedder:
         if self._embedder is None:

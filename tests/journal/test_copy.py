@@ -133,3 +133,26 @@ def test_config_show_never_prints_the_database_password(tmp_path: Path, pg_url: 
     shown = {r["key"]: r["value"] for r in json.loads(out)["settings"]}["journal.url"]
     assert "ferrex-test" not in out and shown.startswith("postgresql://postgres:***@127.0.0.1:")
     assert shown.endswith("?sslmode=disable")
+
+
+def test_a_home_with_another_file_journal_refuses_the_postgres_one(home: Path, pg_url: str) -> None:
+    """Setting journal.url on a data directory whose projections come from its file journal:
+    refused until that journal was copied there."""
+    from ferrex.app import App
+    from ferrex.config import load
+    from ferrex.errors import UsageError
+
+    (home / "ferrex.toml").write_text(f'[journal]\nurl = "{pg_url}"\n')
+    (home / "ferrex.toml").chmod(0o600)
+    with pytest.raises(UsageError, match=r"not the start of the journal at journal\.url"):
+        App(home=home, config=load(home, None)).journal()
+    with Journal.open(home / "journal") as files, PostgresJournal.open(pg_url) as pg:
+        from journal.copy import copy
+
+        copy(files, pg)
+        pg.append([stored(100)])  # others have appended since
+    app = App(home=home, config=load(home, None))
+    try:
+        assert app.journal().refresh().position == 41
+    finally:
+        app.close()
