@@ -30,7 +30,8 @@ from ferrex.rules.predicates import (
 from ferrex.server.owner import Endpoint, try_lock
 from ferrex.storage import check_reserve, is_read_only, read_only_error, secure_home
 from ferrex.store import Writer
-from journal import Journal, JournalError, MemoryStored
+from journal import Journal, JournalBackend, JournalError, MemoryStored
+from journal.errors import JournalUnavailable
 from projections.replay import Progress, Projections, read_pointer
 from projections.sidecar import Sidecar
 from projections.sqlite import ReadModel, ReadModelError, Rules
@@ -58,6 +59,8 @@ def translated() -> Iterator[None]:
     """Third-party and lower-layer errors become ferrex errors once, here."""
     try:
         yield
+    except JournalUnavailable as exc:  # PostgreSQL away: nothing half-written, retry later
+        raise BackendUnavailable(exc.message, hint=exc.hint) from exc
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     except (VectorStoreError, ReadModelError) as exc:
@@ -102,7 +105,7 @@ class App:
 
     home: Path
     config: Config
-    _journal: Journal | None = field(default=None, repr=False)
+    _journal: JournalBackend | None = field(default=None, repr=False)
     _embedder: Embedder | None = field(default=None, repr=False)
     _backend: VectorBackend | None = field(default=None, repr=False)
     _projections: Projections | None = field(default=None, repr=False)
@@ -153,15 +156,55 @@ class App:
     def journal_dir(self) -> Path:
         return self.home / "journal"
 
-    def journal(self) -> Journal:
+    @property
+    def journal_url(self) -> str | None:
+        """The PostgreSQL journal's URL (``journal.url``); None: the files in journal_dir."""
+        url: str | None = self.config["journal.url"]
+        return url or None
+
+    def journal(self) -> JournalBackend:
         if self._journal is None:
-            try:
-                self._journal = Journal.open(
-                    self.journal_dir, segment_bytes=self.config["journal.segment_bytes"]
-                )
-            except JournalError as exc:
-                raise from_journal_error(exc) from exc
+            url = self.journal_url
+            with translated():
+                if url is not None:
+                    from journal.postgres import PostgresJournal, is_url
+
+                    if not is_url(url):
+                        raise UsageError(
+                            "journal.url must be a postgresql:// URL",
+                            hint="unset it to keep the journal in files under the data directory",
+                        )
+                    journal = PostgresJournal.open(url)
+                    try:
+                        self._refuse_another_log(journal)
+                    except BaseException:
+                        journal.close()
+                        raise
+                    self._journal = journal
+                else:
+                    self._journal = Journal.open(
+                        self.journal_dir, segment_bytes=self.config["journal.segment_bytes"]
+                    )
         return self._journal
+
+    def _refuse_another_log(self, journal: JournalBackend) -> None:
+        """A data directory that also holds a journal in files must hold the start of the
+        PostgreSQL one: its projections were built from that log, and catching them up with
+        another would mix two memories."""
+        if not any(self.journal_dir.glob("*.seg")):
+            return
+        # Reads the first frame only: the file journal is not opened (nor locked, nor cut).
+        here = Journal(self.journal_dir).first()
+        there = journal.first()
+        if here is None or (there is not None and there.hash == here.hash):
+            return
+        raise UsageError(
+            f"{self.home} holds a journal in files (journal/) that is not the start of the "
+            "journal at journal.url: its projections were built from another log",
+            hint="to move it there, unset journal.url and run `ferrex journal copy --to URL`; "
+            "to use the PostgreSQL journal instead, move journal/ out of the data directory "
+            "and run `ferrex replay`",
+        )
 
     def embedder(self) -> Embedder:
         if self._embedder is None:

@@ -42,6 +42,8 @@ KEYS: tuple[Key, ...] = (
     Key("qdrant.binary", str, None, "FERREX_QDRANT_BINARY",
         "a qdrant server binary ferrex starts (and reuses) itself, when no url is set"),
     Key("qdrant.port", int, 6333, None, "the HTTP port of the sidecar Qdrant"),
+    Key("journal.url", str, None, "FERREX_JOURNAL_URL",
+        "the journal on PostgreSQL (postgresql://…), shared by servers; unset: files"),
     Key("journal.segment_bytes", int, 64 * 1024 * 1024, None,
         "size at which the active journal segment is sealed and a new one started"),
     Key("storage.reserve_bytes", int, DEFAULT_RESERVE_BYTES, None,
@@ -98,7 +100,7 @@ _BY_NAME = {key.name: key for key in KEYS}
 
 RESTART_KEYS: frozenset[str] = frozenset(
     {"models.dense", "models.reranker", "qdrant.url", "qdrant.binary", "qdrant.port",
-     "journal.segment_bytes", "predicates.synonyms", "predicates.namespaces"}
+     "journal.url", "journal.segment_bytes", "predicates.synonyms", "predicates.namespaces"}
 )  # fmt: skip
 """Keys a running server cannot take on the fly: they choose the models, the stores, the
 journal layout or the rules the projections were built with. The rest apply at once."""

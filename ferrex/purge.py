@@ -37,7 +37,7 @@ import msgspec
 from ferrex.app import App, translated
 from ferrex.errors import BackendUnavailable, FerrexError, JournalFailure
 from ferrex.models import EmbeddingCache, cache_path, text_key
-from journal import verify
+from journal import Journal, verify
 from journal.compact import Plan, Progress, Report, Step, plan
 from journal.compact import compact as compact_journal
 from journal.segment import fsync_dir
@@ -181,8 +181,12 @@ def compact(
         _step(step, "cache-purged")
 
     with translated():
+        journal = app.journal()
+        # A journal on PostgreSQL is compacted by ``ferrex journal compact`` itself
+        # (journal.postgres.compact): it has no segment files to rewrite.
+        assert isinstance(journal, Journal)
         report = compact_journal(
-            app.journal(), before_rewrite=before_rewrite, step=step, progress=progress
+            journal, before_rewrite=before_rewrite, step=step, progress=progress
         )
     _step(step, "journal-compacted")
     found = report.plan

@@ -42,7 +42,7 @@ from ferrex.errors import FerrexError
 from ferrex.ids import new_id
 from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
-from journal import Journal
+from journal import JournalBackend
 from projections.replay import Projections
 from projections.vectors import VectorFilter
 
@@ -77,7 +77,7 @@ class Writer:
 
     def __init__(
         self,
-        journal: Journal,
+        journal: JournalBackend,
         projections: Projections,
         embedder: Embedder,
         settings: StoreSettings | None = None,

@@ -4,6 +4,7 @@ Imports nothing of ferrex's (DESIGN.md section 1). The on-disk format is documen
 ``journal.segment`` (files) and ``journal.record`` (frames, hashing).
 """
 
+from journal.backend import JournalBackend
 from journal.errors import (
     EncodeError,
     JournalDamaged,
@@ -42,6 +43,7 @@ __all__ = [
     "Event",
     "Head",
     "Journal",
+    "JournalBackend",
     "JournalDamaged",
     "JournalError",
     "JournalFormatError",

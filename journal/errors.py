@@ -3,8 +3,10 @@
 JournalError            root; ``code`` is stable, ``hint`` says what to do
 ├── JournalDamaged      a bad record with valid records after it, or a broken chain
 ├── JournalFormatError  a file that is not a ferrex journal segment (or a newer format)
-│   └── JournalTooNew   records of a newer format than this code writes: it will not write
-└── EncodeError         an event that cannot be written (bad field values)
+│   └── JournalTooNew   records (or a PostgreSQL schema) newer than this code: it will not write
+├── EncodeError         an event that cannot be written (bad field values)
+├── JournalConnectError a PostgreSQL journal that cannot be used as configured (URL, login)
+└── JournalUnavailable  PostgreSQL is unreachable or went away mid-call (nothing half-written)
 """
 
 from __future__ import annotations
@@ -69,3 +71,17 @@ class JournalTooNew(JournalFormatError):
 
 class EncodeError(JournalError):
     code = "encode"
+
+
+class JournalConnectError(JournalError):
+    """The configured PostgreSQL journal cannot be used: a malformed URL, a refused login, a
+    database that does not exist, or no permission to use (or create) the schema."""
+
+    code = "connect"
+
+
+class JournalUnavailable(JournalError):
+    """PostgreSQL cannot be reached, or went away during a call. A transaction it interrupted
+    is rolled back whole: nothing of it was written unless its commit had been acknowledged."""
+
+    code = "unavailable"

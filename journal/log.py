@@ -527,31 +527,100 @@ class Journal:
                 raise EncodeError("the journal clock must return timezone-aware times")
             if tail is not None and tail.recorded_at is not None and now < tail.recorded_at:
                 now = tail.recorded_at  # recorded_at never goes backwards along the log
-            writes: list[tuple[Path, bool, bytearray]] = []
-            if tail is not None:
-                path, first, size = tail.path, tail.first, tail.size
-                writes.append((path, False, bytearray()))
             records: list[Record] = []
-            last = HEADER_SIZE
+            frames: list[bytes] = []
             for events in commands:
-                if not writes or size >= self.segment_bytes:
-                    first, size = position, HEADER_SIZE
-                    path = self.directory / segment_name(position)
-                    writes.append((path, True, bytearray(segment_header())))
                 frame, record = encode_record(position, now, prev_hash, events)
-                writes[-1][2].extend(frame)
-                last = size
-                size += len(frame)
+                frames.append(frame)
                 records.append(record)
                 position += 1
                 assert record.hash is not None  # encode_record always computes it
                 prev_hash = record.hash
-            for path, created, buf in writes:
-                if buf:
-                    self._write(path, created, bytes(buf))
-            self._newest_version = max(self._newest_version, FORMAT_VERSION)
-            self._tail = _Tail(first, path, size, position - 1, prev_hash, now, last)
+            self._write_frames(frames, prev_hash, now, FORMAT_VERSION)
             return records
+
+    def append_frames(self, frames: Sequence[bytes]) -> Head:
+        """Append records framed elsewhere (``ferrex journal copy``), byte for byte, after
+        checking that each is a valid frame continuing the chain from the head. One write
+        and one fsync, like a batch; nothing is written if any frame is refused."""
+        with self._thread_lock, self._locked():
+            self._advance(from_start=False)
+            self._refuse_if_too_new()
+            head = self.head
+            expected, prev_hash = head.position + 1, head.hash
+            recorded_at, newest = head.recorded_at, self._newest_version
+            for frame in frames:
+                info = check_frame(frame, 0, len(frame))
+                if isinstance(info, str) or info.length != len(frame):
+                    raise JournalFormatError(f"the frame for position {expected}: {info}")
+                if info.position != expected or info.prev_hash != prev_hash:
+                    raise JournalFormatError(
+                        f"the record at position {info.position} does not continue the journal "
+                        f"in {self.directory} (head {head.position})",
+                        hint="copy into an empty journal, or resume the copy that started it",
+                    )
+                prev_hash = record_hash(info.position, info.prev_hash, head_bytes(frame, info))
+                recorded_at = decode_recorded_at(frame, info)
+                newest = max(newest, frame_version(frame, info) or 0)
+                expected += 1
+            if frames:
+                assert recorded_at is not None
+                self._write_frames(list(frames), prev_hash, recorded_at, newest)
+            return self.head
+
+    def _write_frames(
+        self, frames: list[bytes], last_hash: bytes, recorded_at: datetime, newest: int
+    ) -> None:
+        """Write frames that continue the tail, rolling segments at the size limit (under
+        the lock)."""
+        tail = self._tail
+        position = tail.position + 1 if tail else 1
+        writes: list[tuple[Path, bool, bytearray]] = []
+        if tail is not None:
+            path, first, size = tail.path, tail.first, tail.size
+            writes.append((path, False, bytearray()))
+        last = HEADER_SIZE
+        for frame in frames:
+            if not writes or size >= self.segment_bytes:
+                first, size = position, HEADER_SIZE
+                path = self.directory / segment_name(position)
+                writes.append((path, True, bytearray(segment_header())))
+            writes[-1][2].extend(frame)
+            last = size
+            size += len(frame)
+            position += 1
+        for path, created, buf in writes:
+            if buf:
+                self._write(path, created, bytes(buf))
+        self._newest_version = max(self._newest_version, newest)
+        self._tail = _Tail(first, path, size, position - 1, last_hash, recorded_at, last)
+
+    def frames(self, after: int = 0) -> Iterator[tuple[int, bytes]]:
+        """(position, frame bytes) of the complete records after ``after``, as stored (for
+        ``ferrex journal copy``, which moves records without re-encoding them). No lock."""
+        segments = list_segments(self.directory)
+        firsts = [first for first, _ in segments]
+        index = max(bisect.bisect_right(firsts, after + 1) - 1, 0)
+        for i in range(index, len(segments)):
+            first, path = segments[i]
+            is_last = i == len(segments) - 1
+            data = path.read_bytes()
+            problem = header_problem(data)
+            if problem is not None:
+                if is_last:
+                    return
+                raise JournalFormatError(f"{path.name}: {problem}")
+            scan = scan_frames(data, HEADER_SIZE, first, gaps=self._gaps)
+            for info in scan.frames:
+                if info.position > after:
+                    yield info.position, data[info.offset : info.offset + info.length]
+            if scan.bad_offset is not None and not is_last:
+                raise JournalDamaged(
+                    f"{path.name}: damaged record at offset {scan.bad_offset} ({scan.reason})",
+                    segment=path,
+                    offset=scan.bad_offset,
+                    hint=_REPAIR_HINT,
+                )
 
     def _write(self, path: Path, created: bool, data: bytes) -> None:
         if created:

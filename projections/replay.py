@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from journal import Journal, Record
+from journal import JournalBackend, Record
 from journal.files import replace_durably
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
 from projections.vector_sink import Collections, Encoders, VectorSink
@@ -126,7 +126,7 @@ class Projections:
     def __init__(
         self,
         home: Path,
-        journal: Journal,
+        journal: JournalBackend,
         backend: VectorBackend,
         encoders: Encoders,
         live: Live,
@@ -147,7 +147,7 @@ class Projections:
     def open(
         cls,
         home: Path,
-        journal: Journal,
+        journal: JournalBackend,
         backend: VectorBackend,
         encoders: Encoders,
         *,
@@ -183,7 +183,7 @@ class Projections:
     def replay(
         cls,
         home: Path,
-        journal: Journal,
+        journal: JournalBackend,
         backend: VectorBackend,
         encoders: Encoders,
         *,
@@ -222,7 +222,7 @@ class Projections:
     @staticmethod
     def _build(
         home: Path,
-        journal: Journal,
+        journal: JournalBackend,
         backend: VectorBackend,
         encoders: Encoders,
         rules: Rules,
@@ -320,7 +320,7 @@ class Projections:
 
 
 def _apply_all(
-    journal: Journal,
+    journal: JournalBackend,
     read_model: ReadModel,
     sink: VectorSink,
     *,

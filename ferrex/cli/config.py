@@ -10,11 +10,19 @@ from ferrex.app import App, build_rules
 from ferrex.config import KEYS
 from ferrex.core.settings import build_synonyms
 from ferrex.read.recall import RecallSettings
+from journal.postgres import redacted
 
 
 @click.group("config")
 def config_group() -> None:
     """Inspect the configuration (ferrex.toml, environment, flags)."""
+
+
+def _shown(name: str, value: object) -> object:
+    """The value to print: the journal's URL may carry the database password, never shown."""
+    if name == "journal.url" and isinstance(value, str):
+        return redacted(value)
+    return value
 
 
 @config_group.command("show")
@@ -34,7 +42,7 @@ def show(app: App, as_json: bool) -> None:
     rows = [
         {
             "key": name,
-            "value": setting.value,
+            "value": _shown(name, setting.value),
             "origin": setting.origin,
             "env": helps[name].env,
             "help": helps[name].help,

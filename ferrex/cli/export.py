@@ -129,7 +129,7 @@ def jsonl_cmd(
 
 def _require_journal(app: App) -> None:
     """Exports read a home; they never create one (a mistyped --home would be silent)."""
-    if not app.journal_dir.is_dir():
+    if app.journal_url is None and not app.journal_dir.is_dir():
         raise UsageError(
             f"no journal at {app.journal_dir}",
             hint="check --home / FERREX_HOME; a journal is created by the first store",

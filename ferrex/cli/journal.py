@@ -1,4 +1,4 @@
-"""``ferrex journal …``: inspect, verify and repair the event journal."""
+"""``ferrex journal …``: inspect, verify, repair, compact and copy the event journal."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from typing import Any
 
 import click
 
-from ferrex.app import App
+from ferrex.app import App, translated
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
 from ferrex.porting.gitverify import AgainstReport, verify_against
 from journal import JournalError, plan_repair, repair, to_builtins, verify
 from journal.events import KNOWN_TAGS
+from journal.verify import VerifyReport
 
 
 @click.group()
@@ -21,6 +22,12 @@ def journal() -> None:
 
 
 def _journal_dir(app: App) -> Path:
+    if app.journal_url is not None:
+        raise UsageError(
+            "this command works on a journal in files; journal.url puts this one on PostgreSQL",
+            hint="PostgreSQL's own backups and replicas protect a journal there; `ferrex "
+            "journal verify` checks it",
+        )
     if not app.journal_dir.is_dir():
         raise UsageError(
             f"no journal at {app.journal_dir}",
@@ -48,7 +55,7 @@ def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
     missing or extra record, named by file, line and position.
     """
     try:
-        report = verify(_journal_dir(app))
+        report = _verified(app)
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     problem = report.problem
@@ -114,6 +121,17 @@ def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
         raise click.exceptions.Exit(JournalFailure.exit_code)
 
 
+def _verified(app: App) -> VerifyReport:
+    if app.journal_url is None:
+        return verify(_journal_dir(app))
+    from journal.postgres import PostgresJournal
+    from journal.postgres import verify as verify_pg
+
+    journal = app.journal()
+    assert isinstance(journal, PostgresJournal)
+    return verify_pg(journal)
+
+
 def _echo_against(export: AgainstReport) -> None:
     behind = max(0, export.journal_head - export.position)
     pending = f"; {behind} newer records not exported yet" if behind else ""
@@ -156,7 +174,8 @@ def show_cmd(
         )
     out: list[dict[str, Any]] = []
     shown = 0
-    _journal_dir(app)
+    if app.journal_url is None:
+        _journal_dir(app)
     try:
         for record in app.journal().read(after=after, hashes=True):
             if limit is not None and shown >= limit:
@@ -185,6 +204,9 @@ def repair_cmd(app: App, apply: bool) -> None:
     first. The damaged bytes are kept in a file beside the segment, and the repair is
     recorded in repairs.json; run it again if `journal verify` still reports damage.
     """
+    if app.journal_url is not None:
+        _report_only(app, apply)
+        return
     directory = _journal_dir(app)
     try:
         entry = repair(directory) if apply else plan_repair(directory)
@@ -208,6 +230,28 @@ def repair_cmd(app: App, apply: bool) -> None:
         click.echo(f"the damaged bytes are kept in {directory / entry.saved_to}")
     if not apply:
         click.echo("dry run: nothing changed. Run again with --apply to do it.", err=True)
+
+
+def _report_only(app: App, apply: bool) -> None:
+    """repair on PostgreSQL: say what is damaged; the repair is a restore from its backups."""
+    try:
+        report = _verified(app)
+    except JournalError as exc:
+        raise from_journal_error(exc) from exc
+    if report.problem is None:
+        click.echo("nothing to repair: the journal verifies")
+        return
+    problem = report.problem
+    click.echo(
+        f"DAMAGED: position {problem.position}: {problem.kind}: {problem.reason}; a journal on "
+        "PostgreSQL is repaired from PostgreSQL (a replica or a backup), not by ferrex"
+    )
+    if apply:
+        raise UsageError(
+            "ferrex does not set records aside in a journal on PostgreSQL",
+            hint="restore the damaged rows of ferrex_journal_records from a replica or backup",
+        )
+    raise click.exceptions.Exit(JournalFailure.exit_code)
 
 
 @journal.command("compact")
@@ -256,6 +300,9 @@ def compact_cmd(app: App, dry_run: bool, journal_only: bool, as_json: bool) -> N
     from ferrex import purge
     from ferrex.cli.progress import progress
 
+    if app.journal_url is not None:
+        _compact_shared(app, dry_run, as_json)
+        return
     _journal_dir(app)
     crash = os.environ.get(purge.CRASH_ENV)
     step = purge.crash_hook(crash) if crash else None
@@ -278,6 +325,117 @@ def compact_cmd(app: App, dry_run: bool, journal_only: bool, as_json: bool) -> N
         raise outcome.error
     if outcome.check is not None and not outcome.check.ok:
         raise click.exceptions.Exit(JournalFailure.exit_code)
+
+
+PURGE_EACH_SERVER = (
+    "each ferrex server that shares this journal still holds the forgotten text in its own "
+    "projections and embedding cache: on each, stop the server and run `ferrex replay` "
+    "(a new generation is built from the compacted journal and the old one deleted)"
+)
+
+
+def _compact_shared(app: App, dry_run: bool, as_json: bool) -> None:
+    """compact on PostgreSQL: redact the shared journal's forgotten bodies in place."""
+    from journal.postgres import PostgresJournal
+    from journal.postgres import compact as compact_pg
+    from journal.postgres import verify as verify_pg
+
+    journal = app.journal()
+    assert isinstance(journal, PostgresJournal)
+    if dry_run:
+        from journal.postgres import redactions
+
+        try:
+            positions = [position for _, position, _ in redactions(journal)]
+        except JournalError as exc:
+            raise from_journal_error(exc) from exc
+        if as_json:
+            click.echo(json.dumps({"dry_run": True, "would_redact_positions": positions}))
+        else:
+            click.echo(f"would redact forgotten bodies in {len(positions)} records")
+            click.echo("dry run: nothing changed")
+        return
+    try:
+        changed = compact_pg(journal)
+        check = verify_pg(journal)
+    except JournalError as exc:
+        raise from_journal_error(exc) from exc
+    doc = {
+        "redacted_records": changed,
+        "verify": {"ok": check.ok, "head_position": check.head_position},
+        "each_server": PURGE_EACH_SERVER,
+    }
+    if as_json:
+        click.echo(json.dumps(doc))
+    else:
+        click.echo(f"redacted forgotten bodies in {changed} records of {journal.where}")
+        click.echo(
+            f"verify: {'ok' if check.ok else 'FAILED'}, head {check.head_position}, "
+            f"{check.redacted_bodies} redacted bodies"
+        )
+        click.echo(f"note: {PURGE_EACH_SERVER}")
+    if not check.ok:
+        raise click.exceptions.Exit(JournalFailure.exit_code)
+
+
+@journal.command("copy")
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    metavar="URL|DIR",
+    help="A postgresql:// URL (an empty database, or an unfinished copy), or a directory for "
+    "a journal in files.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def copy_cmd(app: App, to: str, as_json: bool) -> None:
+    """Copy this journal, record for record, to PostgreSQL or to files.
+
+    The records move byte for byte: positions, hashes and the hash chain are the same on
+    both sides, which the copy checks at the end by comparing head hashes. Interrupted, it
+    resumes: run it again and it continues where the target stops. A target holding
+    another journal is refused. Then point journal.url (or FERREX_JOURNAL_URL) at the copy,
+    or unset it to use a copied directory as this home's journal.
+    """
+    from ferrex.cli.progress import progress
+    from journal import Journal
+    from journal.copy import copy
+    from journal.postgres import PostgresJournal, is_url
+
+    if app.journal_url is None:
+        _journal_dir(app)
+    source = app.journal()
+    target_dir = None if is_url(to) else Path(to).expanduser().absolute()
+    if (target_dir is not None and target_dir == app.journal_dir.absolute() and
+            app.journal_url is None) or to == app.journal_url:  # fmt: skip
+        raise UsageError("--to names this journal itself", hint="name another database or "
+                         "directory")  # fmt: skip
+    with translated():
+        target = PostgresJournal.open(to) if target_dir is None else Journal.open(target_dir)
+        try:
+            with progress("copying") as update:
+                report = copy(source, target, update)
+        finally:
+            target.close()
+    where = target.where if isinstance(target, PostgresJournal) else str(target_dir)
+    doc = {
+        "to": where,
+        "copied": report.copied,
+        "resumed_at": report.resumed_at,
+        "head_position": report.head_position,
+        "head_hash": report.head_hash.hex(),
+        "verified": True,
+    }
+    if as_json:
+        click.echo(json.dumps(doc))
+    else:
+        resumed = f" (resumed after position {report.resumed_at})" if report.resumed_at else ""
+        click.echo(f"copied {report.copied} records to {where}{resumed}")
+        click.echo(
+            f"verified: both heads are position {report.head_position} "
+            f"({report.head_hash.hex()[:16]}…)"
+        )
 
 
 def _compact_lines(doc: dict[str, Any]) -> list[str]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 from ferrex.errors import FerrexError
-from journal import Event, Journal
+from journal import Event, JournalBackend
 from projections.replay import Projections
 
 from .decide import Decision
@@ -62,7 +62,7 @@ class CommandRunner(Generic[T, R]):
 
     def __init__(
         self,
-        journal: Journal,
+        journal: JournalBackend,
         projections: Projections,
         *,
         before_write: Callable[[], None] | None = None,

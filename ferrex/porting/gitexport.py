@@ -65,7 +65,7 @@ from ferrex.porting.records import (
     file_for,
     render,
 )
-from journal import Journal, Record
+from journal import JournalBackend, Record
 
 AUTHOR: Final = "ferrex <ferrex@localhost>"
 INCOMING: Final = "refs/ferrex-export/incoming"
@@ -133,7 +133,7 @@ class Identity:
     hash: str
 
 
-def journal_identity(journal: Journal) -> Identity | None:
+def journal_identity(journal: JournalBackend) -> Identity | None:
     """The journal's first record's position and hash (None when it is empty)."""
     first = journal.first()
     if first is None:
@@ -184,7 +184,7 @@ class ExportResult:
 
 
 def export_git(
-    journal: Journal,
+    journal: JournalBackend,
     directory: Path,
     *,
     rewrite: bool = False,

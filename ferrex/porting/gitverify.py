@@ -30,7 +30,7 @@ from ferrex.porting.records import (
     render,
     unredacted,
 )
-from journal import Journal
+from journal import JournalBackend
 
 _LINE_POSITION = re.compile(rb'^\{"position":(\d+),')
 
@@ -86,7 +86,7 @@ class AgainstReport:
         }
 
 
-def verify_against(journal: Journal, directory: Path) -> AgainstReport:
+def verify_against(journal: JournalBackend, directory: Path) -> AgainstReport:
     """Compare every record the export in ``directory`` holds with the journal's.
 
     Reads the files as they are in ``directory`` (its work tree, or any copy of one);
