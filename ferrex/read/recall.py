@@ -206,6 +206,8 @@ class RecallSettings:
             prefetch=max(30, c["recall.prefetch"]),
             rerank_pool=c["recall.rerank_pool"],
             dense_weight=_within(c, "recall.dense_weight", 0.0, 1.0),
+            dense_adapt=_within(c, "recall.dense_adapt", 0.0, 1.0),
+            graph_weight=_within(c, "recall.graph_weight", 0.0, 1.0),
             context_share=_within(c, "recall.context_share", 0.0, 1.0),
             context_reach=int(_within(c, "recall.context_reach", 0, 10)),
             context_gap=_within(c, "recall.context_gap_seconds", 0.0, 30 * 86400.0),
