@@ -63,7 +63,7 @@ import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
@@ -100,7 +100,7 @@ from ferrex.times import rfc3339
 from projections.documents import memory_text
 from projections.replay import Projections
 from projections.sqlite import Memory
-from projections.vectors import Hit, SparseVector, VectorFilter
+from projections.vectors import Hit, SparseVector, VectorFilter, filter_clauses, passes
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
@@ -131,7 +131,6 @@ STRATEGY_WEIGHTS: Final[Mapping[str, Weights]] = {
     "recent": Weights(None, recency=4.0),
     "relational": Weights(None, graph=1.0),
 }
-_PARTS_PER_NEIGHBOUR: Final = 16
 _GRAPH_HOP: Final = 0.5
 """A memory one hop away (naming an entity co-mentioned with the query's) scores this much
 of one naming the query's entity itself."""
@@ -519,12 +518,15 @@ class Reader:
         hidden: dict[str, int],
     ) -> list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]]:
         """Each candidate with its relevance, in order, without those below
-        ``req.min_relevance`` (counted in ``hidden["irrelevant"]``)."""
+        ``req.min_relevance`` (counted in ``hidden["irrelevant"]``). Without a
+        ``min_relevance`` nothing is dropped, so only the first ``req.limit`` are judged."""
         query_tokens = tokens(req.query)
         dense = legs.get("dense")
         floor = None if dense is None else dense.floor
         kept: list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]] = []
         for item in scored:
+            if req.min_relevance <= 0 and len(kept) >= req.limit:
+                break
             memory = item[1]
             hit = None if dense is None else dense.best.get(memory.memory_id)
             evidence = relevance.evidence(
@@ -572,9 +574,10 @@ class Reader:
             flt.namespace or "", query_ids, agent_id=agent, only_valid=valid, limit=cap
         ):
             direct.setdefault(memory_id, set()).add(entity_id)  # fmt: skip
-        direct = {m: e for m, e in direct.items() if m in self._admitted(direct, flt)}
+        rows = self._admitted(rm.memories(memory_ids=sorted(direct)), flt)
+        direct = {m.memory_id: direct[m.memory_id] for m in rows}
         co: dict[str, set[str]] = {}
-        for memory in rm.memories(memory_ids=sorted(direct)):
+        for memory in rows:
             for entity_id in memory.entity_ids:
                 if entity_id not in named:
                     co.setdefault(entity_id, set()).update(direct[memory.memory_id])
@@ -585,7 +588,8 @@ class Reader:
         ):
             if memory_id not in direct:
                 hop.setdefault(memory_id, set()).update(co[entity_id])  # fmt: skip
-        hop = {m: e for m, e in hop.items() if m in self._admitted(hop, flt)}
+        hop = {m.memory_id: hop[m.memory_id]
+               for m in self._admitted(rm.memories(memory_ids=sorted(hop)), flt)}  # fmt: skip
         k = len(named)
         scores = {m: len(e) / k for m, e in direct.items()}
         scores |= {m: _GRAPH_HOP * len(e) / k for m, e in hop.items()}
@@ -595,20 +599,14 @@ class Reader:
                else [*sorted(named[e] for e in hop[m]), "co-mention"] for m in best}  # fmt: skip
         return Leg(hits, 0.0), via
 
-    def _admitted(self, memory_ids: Mapping[str, object], flt: VectorFilter) -> set[str]:
-        """Those of ``memory_ids`` the recall's filter admits (visibility, validity, types,
-        entities, times): a dense query restricted to them returns them whatever the
-        vector; a memory may have several parts, hence the generous limit."""
-        if not memory_ids:
-            return set()
-        probe = [1.0] + [0.0] * (self.projections.encoders.dim - 1)
-        admitted = self.projections.backend.query_dense(
-            self.projections.live.memories,
-            probe,
-            replace(flt, memory_ids=tuple(sorted(memory_ids))),
-            _PARTS_PER_NEIGHBOUR * len(memory_ids),
-        )
-        return {str(h.payload.get("memory_id")) for h in admitted}
+    @staticmethod
+    def _admitted(memories: Sequence[Memory], flt: VectorFilter) -> list[Memory]:
+        """Those of ``memories`` the recall's filter admits (visibility, validity, types,
+        entities, times), judged on their read-model rows by the rule both vector backends
+        apply to a point's payload (:func:`projections.vectors.passes`; the payload is the
+        row's, as ``reconcile`` checks), instead of asking the backend once more."""
+        clauses = filter_clauses(flt)
+        return [m for m in memories if not m.redacted and passes(clauses, _payload(m))]
 
     def _with_context(
         self, fused: list[tuple[str, float]], memories: dict[str, Memory], flt: VectorFilter
@@ -623,11 +621,8 @@ class Reader:
         }
         new = sorted({n for ns in neighbours.values() for n in ns} - memories.keys())
         if new:
-            found = self._admitted(dict.fromkeys(new), flt)
-            memories.update(
-                (m.memory_id, m) for m in self.projections.read_model.memories(
-                    memory_ids=sorted(found))
-            )  # fmt: skip
+            rows = self.projections.read_model.memories(memory_ids=new)
+            memories.update((m.memory_id, m) for m in self._admitted(rows, flt))
             neighbours = {mid: [n for n in ns if n in memories] for mid, ns in neighbours.items()}
         return lend_to_neighbours(fused, neighbours, s.context_share, s.context_below_lender)
 
@@ -778,6 +773,20 @@ class _Judgement:
                 "coverage": round(self.evidence.coverage, 6),
             }
         return doc
+
+
+def _payload(memory: Memory) -> dict[str, Any]:
+    """The payload the vector store holds for ``memory``'s points (what a filter reads)."""
+    return {
+        "memory_id": memory.memory_id,
+        "namespace": memory.namespace,
+        "type": memory.type,
+        "entity_ids": list(memory.entity_ids),
+        "t_valid": memory.t_valid,
+        "t_invalid": memory.t_invalid,
+        "agent_id": memory.agent_id,
+        "visibility": memory.visibility,
+    }
 
 
 def _ranks(ranking: dict[str, Hit]) -> dict[str, int]:
