@@ -74,6 +74,8 @@ KEYS: tuple[Key, ...] = (
         "how far BM25's confidence in its best memory lowers the dense share, 0 to 1 (0: off)"),
     Key("recall.graph_weight", float, 0.0, None,
         "the entity graph leg's weight in fusion under balanced, 0 to 1 (0: off)"),
+    Key("recall.top_guard", bool, True, None,
+        "the BM25 leg's best memory is ranked first (balanced and lexical strategies)"),
     Key("recall.context_share", float, 0.5, None,
         "share of an episode's score lent to its neighbouring episodes, 0 to 1 (0: off)"),
     Key("recall.context_reach", int, 2, None,

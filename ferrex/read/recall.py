@@ -91,6 +91,7 @@ from ferrex.rules.fusion import (
     adaptive_dense_share,
     bm25_confidence,
     fuse,
+    keep_top,
     lend_to_neighbours,
 )
 from ferrex.rules.memory_input import MEMORY_TYPES, parse_time
@@ -122,12 +123,15 @@ class Weights:
     """A multiplier of the recency boost's excess over 1."""
     graph: float | None = None
     """The entity graph leg's weight in fusion; None: ``RecallSettings.graph_weight``."""
+    guard: bool = False
+    """The top guard applies (``RecallSettings.top_guard``): the strategies that lean on
+    meaning, recency or the graph leave the first place to what they lift."""
 
 
 STRATEGY_WEIGHTS: Final[Mapping[str, Weights]] = {
-    "balanced": Weights(None),
+    "balanced": Weights(None, guard=True),
     "semantic": Weights(0.7),
-    "lexical": Weights(0.15),
+    "lexical": Weights(0.15, guard=True),
     "recent": Weights(None, recency=4.0),
     "relational": Weights(None, graph=1.0),
 }
@@ -192,6 +196,9 @@ class RecallSettings:
     date_boost: float = 0.5
     """A memory whose event time falls in the period the query names ("on May 4, 2023",
     "last week": :func:`ferrex.rules.dates.when`) has its score multiplied by 1 + this."""
+    top_guard: bool = True
+    """The BM25 leg's best memory is ranked first (:func:`ferrex.rules.fusion.keep_top`)
+    under ``balanced`` and ``lexical``, hybrid legs only."""
     staleness: StalenessConfig = field(default_factory=StalenessConfig)
     """Staleness per namespace (``staleness.for_namespace(ns)``), as reflect and stats use it."""
 
@@ -210,6 +217,7 @@ class RecallSettings:
             context_share=_within(c, "recall.context_share", 0.0, 1.0),
             context_reach=int(_within(c, "recall.context_reach", 0, 10)),
             context_gap=_within(c, "recall.context_gap_seconds", 0.0, 30 * 86400.0),
+            top_guard=c["recall.top_guard"],
             staleness=staleness_config(c),
         )
 
@@ -449,6 +457,7 @@ class Reader:
         period = when(req.query, as_of or now)
         hidden: dict[str, int] = {}
         scored: list[tuple[float, Memory, dict[str, Any]]] = []
+        lexical: list[tuple[float, str]] = []
         for fused_score, memory in ordered:
             base = rerank_scores.get(memory.memory_id)
             base = fused_score if base is None else base
@@ -494,7 +503,14 @@ class Reader:
                 "staleness": {k: round(v, 4) for k, v in state.components.items()},
             }
             scored.append((boosted(base, boost), memory, stages))
+            if mid in bm25:  # the BM25 leg's own ranking after the same later stages
+                lexical.append((boosted(bm25[mid].score, boost), mid))
         scored.sort(key=lambda item: (-item[0], item[1].memory_id))
+        if req.legs == "hybrid" and self.settings.top_guard and strategy.guard and lexical:
+            first = min(lexical, key=lambda item: (-item[0], item[1]))[1]
+            if scored[0][1].memory_id != first:
+                scored = keep_top(scored, lambda item: item[1].memory_id, first)
+                scored[0][2]["top_guard"] = True  # first by the guard, not by its score
         judged = self._judged(req, legs, scored, hidden)
         top = judged[: req.limit]
         results = [

@@ -430,3 +430,28 @@ def test_the_graph_leg_learns_nothing_from_another_agents_private_memories(
         graph = {r["id"]: r["explain"]["graph"] for r in result.results}
         assert (graph.get(zoo.id) is not None) is sees_hop, agent
         assert graph.get(shared_kafka.id) is None
+
+
+def test_the_top_guard_keeps_the_lexical_best_first(world: World) -> None:
+    lexical = world.writer.store(note("The password column of the legacy users table is unused"))
+    meaning = world.writer.store(
+        note("To reset access to your account, use the forgot-login link on the sign-in page")
+    )
+    for i in range(6):
+        world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
+    ask = RecallRequest(query="how do I reset my password", limit=3, explain=True)
+    world.reader.settings = replace(world.reader.settings, top_guard=False)
+    unguarded = world.reader.recall(ask).results
+    # Fused, the dense leg's best wins; BM25 ranks the other first.
+    assert [r["id"] for r in unguarded[:2]] == [meaning.id, lexical.id]
+    assert unguarded[1]["explain"]["sparse_rank"] == 1
+    world.reader.settings = replace(world.reader.settings, top_guard=True)
+    guarded = world.reader.recall(ask).results
+    assert [r["id"] for r in guarded[:2]] == [lexical.id, meaning.id]
+    assert guarded[0]["explain"]["top_guard"] is True
+    assert "top_guard" not in guarded[1]["explain"]
+    # Only balanced and lexical keep it; semantic leaves the first place to meaning.
+    semantic = world.reader.recall(replace(ask, strategy="semantic")).results
+    assert semantic[0]["id"] == meaning.id
+    # A single leg ranks by itself.
+    assert world.ids("how do I reset my password", legs="dense", limit=1) == [meaning.id]
