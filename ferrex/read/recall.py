@@ -507,10 +507,7 @@ class Reader:
                 lexical.append((boosted(bm25[mid].score, boost), mid))
         scored.sort(key=lambda item: (-item[0], item[1].memory_id))
         if req.legs == "hybrid" and self.settings.top_guard and strategy.guard and lexical:
-            first = min(lexical, key=lambda item: (-item[0], item[1]))[1]
-            if scored[0][1].memory_id != first:
-                scored = keep_top(scored, lambda item: item[1].memory_id, first)
-                scored[0][2]["top_guard"] = True  # first by the guard, not by its score
+            scored = self._guarded(req.query, legs, scored, lexical, memories)
         judged = self._judged(req, legs, scored, hidden)
         top = judged[: req.limit]
         results = [
@@ -523,6 +520,30 @@ class Reader:
         return RecallResult(
             req.query, namespace, results, hidden, unknown, self.reranker.status, verdict
         )
+
+    def _guarded(
+        self,
+        query: str,
+        legs: Mapping[str, Leg],
+        scored: list[tuple[float, Memory, dict[str, Any]]],
+        lexical: Sequence[tuple[float, str]],
+        memories: Mapping[str, Memory],
+    ) -> list[tuple[float, Memory, dict[str, Any]]]:
+        """The top guard: the BM25 leg's best candidate (by its own score after the same
+        boosts) takes the first place unless the fused best is more relevant than it (the
+        calibrated relevance of :mod:`ferrex.rules.relevance`, fitted on other data than
+        the benchmarks): a paraphrase the dense leg is sure of keeps it."""
+        first = min(lexical, key=lambda item: (-item[0], item[1]))[1]
+        if scored[0][1].memory_id == first:
+            return scored
+        query_tokens = tokens(query)
+        dense = legs.get("dense")
+        fused_best = _relevance(query_tokens, scored[0][1], dense)
+        if _relevance(query_tokens, memories[first], dense) < fused_best:
+            return scored
+        guarded = keep_top(scored, lambda item: item[1].memory_id, first)
+        guarded[0][2]["top_guard"] = True  # first by the guard, not by its score
+        return guarded
 
     # --- Relevance (ferrex/rules/relevance.py): absolute evidence → relevance, label, cut ---
 
@@ -538,19 +559,11 @@ class Reader:
         ``min_relevance`` nothing is dropped, so only the first ``req.limit`` are judged."""
         query_tokens = tokens(req.query)
         dense = legs.get("dense")
-        floor = None if dense is None else dense.floor
         kept: list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]] = []
         for item in scored:
             if req.min_relevance <= 0 and len(kept) >= req.limit:
                 break
-            memory = item[1]
-            hit = None if dense is None else dense.best.get(memory.memory_id)
-            evidence = relevance.evidence(
-                query_tokens,
-                tokens(memory_text(memory.type, memory.body())),
-                None if hit is None else hit.score,
-                floor,
-            )
+            evidence = _evidence(query_tokens, item[1], dense)
             value = relevance.DEFAULT_MODEL.relevance(evidence)
             if value < req.min_relevance:
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + 1
@@ -789,6 +802,20 @@ class _Judgement:
                 "coverage": round(self.evidence.coverage, 6),
             }
         return doc
+
+
+def _evidence(query_tokens: Sequence[str], memory: Memory, dense: Leg | None) -> relevance.Evidence:
+    hit = None if dense is None else dense.best.get(memory.memory_id)
+    return relevance.evidence(
+        query_tokens,
+        tokens(memory_text(memory.type, memory.body())),
+        None if hit is None else hit.score,
+        None if dense is None else dense.floor,
+    )
+
+
+def _relevance(query_tokens: Sequence[str], memory: Memory, dense: Leg | None) -> float:
+    return relevance.DEFAULT_MODEL.relevance(_evidence(query_tokens, memory, dense))
 
 
 def _payload(memory: Memory) -> dict[str, Any]:
