@@ -433,25 +433,35 @@ def test_the_graph_leg_learns_nothing_from_another_agents_private_memories(
 
 
 def test_the_top_guard_keeps_the_lexical_best_first(world: World) -> None:
-    lexical = world.writer.store(note("The password column of the legacy users table is unused"))
-    meaning = world.writer.store(
-        note("To reset access to your account, use the forgot-login link on the sign-in page")
-    )
+    asked = world.writer.store(note("Sam: what time is the standup tomorrow?", source="chat"))
+    answer = world.writer.store(note("Ana: standup at ten as usual, notes in the wiki",
+                                     source="chat"))  # fmt: skip
     for i in range(6):
         world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
-    ask = RecallRequest(query="how do I reset my password", limit=3, explain=True)
-    world.reader.settings = replace(world.reader.settings, top_guard=False)
+    # A neighbour that receives its lender's whole score outranks the lender once fused.
+    world.reader.settings = replace(world.reader.settings, context_share=1.0, top_guard=False)
+    ask = RecallRequest(query="what time is the standup", limit=3, explain=True)
     unguarded = world.reader.recall(ask).results
-    # Fused, the dense leg's best wins; BM25 ranks the other first.
-    assert [r["id"] for r in unguarded[:2]] == [meaning.id, lexical.id]
+    assert [r["id"] for r in unguarded[:2]] == [answer.id, asked.id]
     assert unguarded[1]["explain"]["sparse_rank"] == 1
+    assert unguarded[1]["relevance"] > unguarded[0]["relevance"]
+    # The guard gives the first place back to BM25's best, which is also the more relevant.
     world.reader.settings = replace(world.reader.settings, top_guard=True)
     guarded = world.reader.recall(ask).results
-    assert [r["id"] for r in guarded[:2]] == [lexical.id, meaning.id]
+    assert [r["id"] for r in guarded[:2]] == [asked.id, answer.id]
     assert guarded[0]["explain"]["top_guard"] is True
     assert "top_guard" not in guarded[1]["explain"]
-    # Only balanced and lexical keep it; semantic leaves the first place to meaning.
-    semantic = world.reader.recall(replace(ask, strategy="semantic")).results
-    assert semantic[0]["id"] == meaning.id
-    # A single leg ranks by itself.
-    assert world.ids("how do I reset my password", legs="dense", limit=1) == [meaning.id]
+    # Only balanced and lexical keep it; recent leaves the first place to what it lifts.
+    assert world.reader.recall(replace(ask, strategy="recent")).results[0]["id"] == answer.id
+
+
+def test_the_top_guard_leaves_a_more_relevant_paraphrase_first(world: World) -> None:
+    lexical = world.writer.store(note("France exports a lot of cheese and wine"))
+    meaning = world.writer.store(note("Paris is the capital city, seat of the French government"))
+    for i in range(6):
+        world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
+    result = world.reader.recall(
+        RecallRequest(query="what is the capital of France", limit=2, explain=True)
+    ).results
+    assert [r["id"] for r in result] == [meaning.id, lexical.id]
+    assert result[1]["explain"]["sparse_rank"] == 1 and "top_guard" not in result[0]["explain"]
