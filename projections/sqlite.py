@@ -514,22 +514,31 @@ class ReadModel:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY memory_id"
-        out = []
-        for row in self.db.execute(sql, args):
-            out.append(self._memory(row))
-        return out
+        rows = list(self.db.execute(sql, args))
+        if memory_ids is None:
+            return [self._memory(row) for row in rows]
+        # By ids (recall asks for dozens at a time): every row's entities in one query.
+        linked: dict[str, list[str]] = {}
+        for m, e in self.db.execute(
+            f"SELECT memory_id, entity_id FROM memory_entities WHERE memory_id IN "
+            f"({','.join('?' * len(memory_ids))}) ORDER BY memory_id, entity_id",
+            list(memory_ids),
+        ):
+            linked.setdefault(str(m), []).append(str(e))
+        return [self._memory(row, tuple(linked.get(str(row[0]), ()))) for row in rows]
 
-    def _memory(self, row: tuple[Any, ...]) -> Memory:
+    def _memory(self, row: tuple[Any, ...], entity_ids: tuple[str, ...] | None = None) -> Memory:
         (mid, ns, typ, content, subj, _skey, pred, obj, pnorm, pname, pver, conds, steps, source,
          context, conf, agent, vis, sup, tv, ti, sby, created, pos, red, acount, lacc,
          lval, multi, episode, episode_index, importance, pinned, expires_at) = row  # fmt: skip
-        entity_ids = tuple(
-            str(e)
-            for (e,) in self.db.execute(
-                "SELECT entity_id FROM memory_entities WHERE memory_id=? ORDER BY entity_id",
-                (mid,),
+        if entity_ids is None:
+            entity_ids = tuple(
+                str(e)
+                for (e,) in self.db.execute(
+                    "SELECT entity_id FROM memory_entities WHERE memory_id=? ORDER BY entity_id",
+                    (mid,),
+                )
             )
-        )
         return Memory(
             memory_id=mid,
             namespace=ns,

@@ -26,10 +26,10 @@ Errors::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
 DENSE = "dense"
 """Name of the dense vector in every collection."""
@@ -173,6 +173,33 @@ def filter_clauses(flt: VectorFilter) -> list[Clause]:
             )
         )
     return clauses
+
+
+def passes(clauses: Sequence[Clause], payload: Mapping[str, Any]) -> bool:
+    """Whether a point with ``payload`` meets every clause (``filter_clauses(flt)``), read
+    the way both backends read them: for callers that hold the payload already (recall
+    checks a memory's neighbours against its filter from their read-model rows)."""
+    return all(_holds(clause, payload) for clause in clauses)
+
+
+def _holds(clause: Clause, payload: Mapping[str, Any]) -> bool:
+    match clause:
+        case AnyOf(key, values):
+            value = payload.get(key)
+            held = value if isinstance(value, list | tuple) else [value]
+            return any(v in values for v in held)
+        case Range(key, gte, gt, lte, lt):
+            x = payload.get(key)
+            if not isinstance(x, int | float):
+                return False
+            return ((gte is None or x >= gte) and (gt is None or x > gt)
+                    and (lte is None or x <= lte) and (lt is None or x < lt))  # fmt: skip
+        case Unset(key):
+            value = payload.get(key)
+            return value is None or (isinstance(value, list | tuple) and not value)
+        case Either(options):
+            return any(_holds(option, payload) for option in options)
+    assert_never(clause)
 
 
 def settle_ties(fetch: Callable[[int], list[Hit]], limit: int, most: int | None) -> list[Hit]:

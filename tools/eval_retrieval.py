@@ -514,7 +514,8 @@ def render(report: dict[str, Any]) -> str:
 _SETTINGS = {"dense_weight": float, "context_share": float, "context_reach": int,
              "context_gap": float, "prefetch": int, "dense_adapt": float,
              "graph_weight": float, "date_boost": float,
-             "context_below_lender": lambda v: v.lower() in ("1", "true", "yes")}  # fmt: skip
+             "context_below_lender": lambda v: v.lower() in ("1", "true", "yes"),
+             "top_guard": lambda v: v.lower() in ("1", "true", "yes")}  # fmt: skip
 
 
 def parse_setting(item: str) -> tuple[str, Any]:
@@ -555,8 +556,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="override a RecallSettings number for this run (dense_weight, context_share, "
-        "context_reach, context_gap, prefetch); repeatable",
+        help="override a RecallSettings value for this run (dense_weight, dense_adapt, "
+        "context_share, context_reach, context_gap, prefetch, graph_weight, date_boost, "
+        "context_below_lender, top_guard); repeatable",
     )
     parser.add_argument(
         "--variant",

@@ -5,10 +5,13 @@ See :mod:`ferrex.read.recall` for why recall fuses per memory rather than with R
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from projections.vectors import Hit
+
+T = TypeVar("T")
 
 
 def best_part(hits: Sequence[Hit]) -> dict[str, Hit]:
@@ -116,3 +119,16 @@ def lend_to_neighbours(
     total = {m: own.get(m, 0.0) + loans[m][1] if m in loans else own[m]
              for m in own.keys() | loans.keys()}  # fmt: skip
     return sorted(total.items(), key=lambda item: (-item[1], item[0])), loans
+
+
+def keep_top(ranking: Sequence[T], memory_id: Callable[[T], str], top: str | None) -> list[T]:
+    """The top guard: ``ranking`` with the memory ``top`` (the BM25 leg's best) moved first
+    and every other in its order; unchanged when ``top`` is None or not in it (held back as
+    stale, say). Fusion, episode context and the boosts reorder the rest, but the first
+    place goes to the memory whose words match the question best: on LoCoMo the fused
+    first place was right less often than BM25's (recall@1 0.328 against 0.358), the dense
+    leg's best being a near miss more often than the lexical one."""
+    at = next((i for i, item in enumerate(ranking) if memory_id(item) == top), None)
+    if at is None:
+        return list(ranking)
+    return [ranking[at], *ranking[:at], *ranking[at + 1 :]]

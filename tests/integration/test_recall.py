@@ -430,3 +430,38 @@ def test_the_graph_leg_learns_nothing_from_another_agents_private_memories(
         graph = {r["id"]: r["explain"]["graph"] for r in result.results}
         assert (graph.get(zoo.id) is not None) is sees_hop, agent
         assert graph.get(shared_kafka.id) is None
+
+
+def test_the_top_guard_keeps_the_lexical_best_first(world: World) -> None:
+    asked = world.writer.store(note("Sam: what time is the standup tomorrow?", source="chat"))
+    answer = world.writer.store(note("Ana: standup at ten as usual, notes in the wiki",
+                                     source="chat"))  # fmt: skip
+    for i in range(6):
+        world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
+    # A neighbour that receives its lender's whole score outranks the lender once fused.
+    world.reader.settings = replace(world.reader.settings, context_share=1.0, top_guard=False)
+    ask = RecallRequest(query="what time is the standup", limit=3, explain=True)
+    unguarded = world.reader.recall(ask).results
+    assert [r["id"] for r in unguarded[:2]] == [answer.id, asked.id]
+    assert unguarded[1]["explain"]["sparse_rank"] == 1
+    assert unguarded[1]["relevance"] > unguarded[0]["relevance"]
+    # The guard gives the first place back to BM25's best, which is also the more relevant.
+    world.reader.settings = replace(world.reader.settings, top_guard=True)
+    guarded = world.reader.recall(ask).results
+    assert [r["id"] for r in guarded[:2]] == [asked.id, answer.id]
+    assert guarded[0]["explain"]["top_guard"] is True
+    assert "top_guard" not in guarded[1]["explain"]
+    # Only balanced and lexical keep it; recent leaves the first place to what it lifts.
+    assert world.reader.recall(replace(ask, strategy="recent")).results[0]["id"] == answer.id
+
+
+def test_the_top_guard_leaves_a_more_relevant_paraphrase_first(world: World) -> None:
+    lexical = world.writer.store(note("France exports a lot of cheese and wine"))
+    meaning = world.writer.store(note("Paris is the capital city, seat of the French government"))
+    for i in range(6):
+        world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
+    result = world.reader.recall(
+        RecallRequest(query="what is the capital of France", limit=2, explain=True)
+    ).results
+    assert [r["id"] for r in result] == [meaning.id, lexical.id]
+    assert result[1]["explain"]["sparse_rank"] == 1 and "top_guard" not in result[0]["explain"]

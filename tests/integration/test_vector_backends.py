@@ -37,6 +37,8 @@ from projections.vectors import (
     VectorFilter,
     VectorPoint,
     VectorStoreError,
+    filter_clauses,
+    passes,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -285,6 +287,9 @@ def test_every_leg_applies_the_filter(
     assert set(ns(loaded.query_sparse(NAME, sparse(t7=1.0), flt, 100))) == expected
     hybrid = loaded.query_hybrid(NAME, E0, sparse(t7=1.0), flt, prefetch=100, limit=100)
     assert set(ns(hybrid)) == expected
+    # The pure reading of the same clauses (recall admits neighbours with it) agrees.
+    clauses = filter_clauses(flt)
+    assert {r.n for r in ROWS if passes(clauses, r.point().payload)} == expected
 
 
 def test_a_point_without_t_invalid_or_agent_counts_as_valid_and_unowned(
@@ -296,6 +301,7 @@ def test_a_point_without_t_invalid_or_agent_counts_as_valid_and_unowned(
     loaded.upsert(NAME, [bare])
     flt = VectorFilter(only_valid=True, agent_id="carol", valid_at=500)
     assert 60 in ns(loaded.query_dense(NAME, E0, flt, 100))
+    assert passes(filter_clauses(flt), bare.payload)
 
 
 # -- ranking -----------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from ferrex.rules.fusion import (
     adaptive_dense_share,
     bm25_confidence,
     fuse,
+    keep_top,
     lend_to_neighbours,
     normalized,
 )
@@ -171,3 +172,22 @@ def test_a_loan_below_the_lender_never_lifts_a_neighbour_above_it() -> None:
     joined, _ = lend_to_neighbours([("q", 1.0), ("z", 2.0)], {"q": ["n", "z"]}, 0.5, True)
     assert [m for m, _ in joined] == ["z", "q", "n"]
     assert dict(joined)["z"] == 2.0
+
+
+def test_the_top_guard_moves_the_lexical_best_first_and_keeps_the_rest_in_order() -> None:
+    ranking = [(0.9, "a"), (0.8, "b"), (0.7, "c"), (0.6, "d")]
+    assert keep_top(ranking, lambda x: x[1], "c") == [(0.7, "c"), (0.9, "a"), (0.8, "b"),
+                                                      (0.6, "d")]  # fmt: skip
+    assert keep_top(ranking, lambda x: x[1], "a") == ranking
+    # Not among the candidates (held back, or no lexical match at all): nothing moves.
+    assert keep_top(ranking, lambda x: x[1], "z") == ranking
+    assert keep_top(ranking, lambda x: x[1], None) == ranking
+    assert keep_top([], lambda x: x, "a") == []
+
+
+@given(st.lists(st.sampled_from("abcdefgh"), unique=True), st.sampled_from("abcdefgh"))
+def test_the_top_guard_is_a_permutation_with_the_top_first(ids: list[str], top: str) -> None:
+    guarded = keep_top(ids, lambda x: x, top)
+    assert sorted(guarded) == sorted(ids)
+    assert guarded[0] == top if top in ids else guarded == ids
+    assert [i for i in guarded if i != top] == [i for i in ids if i != top]
