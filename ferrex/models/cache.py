@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,7 @@ class EmbeddingCache:
         self.hits = 0
         self.misses = 0
         self._db = apsw.Connection(str(path))
+        self._writing = threading.Lock()
         self._db.set_busy_timeout(_BUSY_TIMEOUT_MS)
         self._db.execute("PRAGMA journal_mode=WAL")
         # Losing the newest cache rows on power loss is harmless: they are recomputed.
@@ -119,6 +121,10 @@ class EmbeddingCache:
         pairs = list(items)
         if not pairs:
             return
+        with self._writing:  # one transaction at a time on this connection, across threads
+            self._put(identity, pairs)
+
+    def _put(self, identity: ModelIdentity, pairs: list[tuple[bytes, NDArray[np.float32]]]) -> None:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             model = self._model_id(identity, create=True)
