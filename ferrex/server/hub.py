@@ -25,6 +25,10 @@ and one writer applying the journal to the projections keeps them simple, so:
   lock, in that order. Peers see their connection close and elect again: one becomes the new
   owner (catching its projections up from the journal), the others connect to it. If the owner
   is killed, the kernel closes its sockets and releases both locks, and the same happens.
+- **Warm peers.** After a peer's first answered call it loads the models in the background
+  into a spare App (unclaimed: it opens no store), so a takeover is only opening the stores
+  and catching up, not loading models. A peer that is never called loads nothing; one that
+  is costs a model's memory (see README "Performance").
 - **A call cut off.** A call whose connection drops before the answer arrives is sent again
   to the next owner. Reads are safe to repeat; a forget repeated reports the ids as not found;
   a store repeated after it had landed is recognised by dedup, and the agent is told the
@@ -381,6 +385,8 @@ class Hub:
         self._remote: _Remote | None = None
         self._closed = False
         self._started: threading.Thread | None = None
+        self._spare: App | None = None  # a peer's App with its models loaded, no stores open
+        self._warming = False
 
     @property
     def role(self) -> str:
@@ -415,7 +421,9 @@ class Hub:
             try:
                 if isinstance(target, _Ownership):
                     return target.service.call(tool, args, who)
-                return target.call(tool, args, who)
+                answer = target.call(tool, args, who)
+                self._warm_spare()
+                return answer
             except (OwnerGone, ServiceClosed) as exc:
                 log.info("the owner went away (%s); electing again", exc)
                 self._forget_remote(target)
@@ -455,10 +463,39 @@ class Hub:
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
 
+    def _warm_spare(self) -> None:
+        """As a peer that has been called, load the models once, in the background."""
+        with self._elect_lock:
+            if self._warming or self._closed:
+                return
+            self._warming = True
+
+        def run() -> None:
+            try:
+                spare = self.open_app()
+                began = time.monotonic()
+                spare.embedder().model()
+                spare.reranker()
+                log.info("models warm for a takeover (%.2f s)", time.monotonic() - began)
+            except Exception as exc:  # a cold takeover still works: it loads them then
+                log.warning("could not keep the models warm for a takeover: %s", exc)
+                return
+            drop: App | None
+            with self._elect_lock:
+                if self._closed or self._ownership is not None:
+                    drop = spare
+                else:
+                    drop, self._spare = self._spare, spare
+            if drop is not None:
+                drop.close()
+
+        threading.Thread(target=run, name="ferrex-warm", daemon=True).start()
+
     def _try_own(self) -> _Ownership | None:
-        app = self.open_app()
+        app = self._spare if self._spare is not None else self.open_app()
         if not app.claim():
-            return None  # nothing was opened: the App is dropped
+            return None  # nothing was opened (a spare keeps only its models)
+        self._spare = None
         try:
             self._ownership = _Ownership(self.home, app, self.flush_every)
         except BaseException:
@@ -475,6 +512,11 @@ class Hub:
             ownership = self._ownership
         if ownership is not None:
             ownership.service.service.reconfigure(config)
+        with self._elect_lock:
+            spare, self._spare = self._spare, None
+            self._warming = False  # warmed again, with the new configuration, at the next call
+        if spare is not None:
+            spare.close()
 
     def _forget_remote(self, target: object) -> None:
         with self._elect_lock:
@@ -488,7 +530,10 @@ class Hub:
             self._closed = True
             ownership, self._ownership = self._ownership, None
             remote, self._remote = self._remote, None
+            spare, self._spare = self._spare, None
         if remote is not None:
             remote.close()
+        if spare is not None:
+            spare.close()
         if ownership is not None:
             ownership.close()
