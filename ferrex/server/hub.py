@@ -15,7 +15,8 @@ and one writer applying the journal to the projections keeps them simple, so:
   :data:`PROTOCOL`; the owner answers a request whose pair differs from its own with a
   ``version_mismatch`` error naming both, rather than running a call it may read wrongly
   (two ferrex versions side by side during an upgrade).
-- **Peers.** A process that does not get the lock connects to the owner and sends each tool
+- **Peers.** A process that does not get the lock connects to the owner (one connection per
+  call in progress, so a peer's concurrent calls run side by side) and sends each tool
   call as one frame (4-byte big-endian length + JSON), ``{"token", "tool", "args",
   "caller"}``; the answer is ``{"ok": document}`` or ``{"error": {...}}`` carrying the
   ferrex error's kind, code, message and hint. The owner runs every call through the same
@@ -74,6 +75,7 @@ PROTOCOL = 1
 """The hub's request format; raised whenever a frame's fields or meaning change."""
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024
+_IDLE_CONNECTIONS = 8  # a peer keeps this many connections to the owner open between calls
 _KINDS: dict[str, type[FerrexError]] = {
     cls.__name__: cls
     for cls in (FerrexError, UsageError, JournalFailure, ModelUnavailable, BackendUnavailable,
@@ -311,36 +313,59 @@ class _Ownership:
 
 
 class _Remote:
-    """One connection to the owner; calls on it take turns."""
+    """Connections to the owner: one per call in progress (calls from several threads of
+    this process run side by side at the owner), kept open for the next calls."""
 
     def __init__(self, endpoint: Endpoint, timeout: float) -> None:
         self.endpoint = endpoint
+        self.timeout = timeout
+        self._idle: list[socket.socket] = [self._connect()]  # the owner is there now
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _connect(self) -> socket.socket:
         try:
-            self.sock = socket.create_connection(("127.0.0.1", endpoint.port), timeout=timeout)
+            sock = socket.create_connection(("127.0.0.1", self.endpoint.port), timeout=self.timeout)
         except OSError as exc:
             raise OwnerGone(str(exc)) from exc
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._lock = threading.Lock()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
 
     def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
         request = {"token": self.endpoint.token, "tool": tool, "args": dict(args),
                    "caller": caller.as_dict(), **versions()}  # fmt: skip
         with self._lock:
-            try:
-                send_frame(self.sock, request)
-                reply = recv_frame(self.sock)
-            except (OSError, ValueError) as exc:
-                raise OwnerGone(str(exc)) from exc
+            if self._closed:
+                raise OwnerGone("the connection to the owner was closed")
+            sock = self._idle.pop() if self._idle else None
+        if sock is None:
+            sock = self._connect()
+        try:
+            send_frame(sock, request)
+            reply = recv_frame(sock)
+        except (OSError, ValueError) as exc:
+            sock.close()
+            raise OwnerGone(str(exc)) from exc
         if reply is None:
+            sock.close()
             raise OwnerGone("the owner closed the connection")
+        with self._lock:
+            if self._closed or len(self._idle) >= _IDLE_CONNECTIONS:
+                sock.close()
+            else:
+                self._idle.append(sock)
         if "ok" in reply and isinstance(reply["ok"], dict):
             return reply["ok"]
         error = reply.get("error")
         raise error_from_document(error if isinstance(error, Mapping) else {})
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for sock in idle:
+            with contextlib.suppress(OSError):
+                sock.close()
 
 
 def owner_status(home: Path) -> dict[str, Any]:
