@@ -282,14 +282,13 @@ class ReadModel:
         rules: Rules = NO_RULES,
         *,
         busy_timeout_ms: int = 10_000,
-        shared_reads: bool = True,
+        immutable: bool = False,
     ) -> None:
         self.path = path
         self._primary = connection
         self.rules = rules
         self._busy_timeout_ms = busy_timeout_ms
-        # An immutable file (read-only disk) never changes: its one connection serves all.
-        self._shared_reads = shared_reads
+        self._immutable = immutable
         self._local = threading.local()  # this thread's reader connection and snapshot depth
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
@@ -306,7 +305,7 @@ class ReadModel:
 
         A WAL read transaction on the thread's own read-only connection: applies in other
         threads or processes go on, and are seen by the next snapshot."""
-        if not self._shared_reads or getattr(self._local, "snapshot", None) is not None:
+        if getattr(self._local, "snapshot", None) is not None:
             yield
             return
         reader = self._reader()
@@ -329,7 +328,14 @@ class ReadModel:
         reader: apsw.Connection | None = getattr(self._local, "reader", None)
         if reader is None:
             try:
-                reader = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+                # apsw refuses a connection busy in another thread: each thread has its own.
+                if self._immutable:
+                    reader = apsw.Connection(
+                        f"file:{self.path}?immutable=1",
+                        flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI,
+                    )
+                else:
+                    reader = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
                 reader.setbusytimeout(self._busy_timeout_ms)
             except apsw.Error as exc:
                 raise ReadModelError(f"cannot open the read model {self.path}: {exc}") from exc
@@ -375,7 +381,7 @@ class ReadModel:
             db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchall()
         except apsw.Error as exc:
             raise ReadModelError(f"cannot open the read model {path} (read-only): {exc}") from exc
-        return cls(path, db, rules, shared_reads=False)
+        return cls(path, db, rules, immutable=True)
 
     def close(self) -> None:
         with self._readers_lock:

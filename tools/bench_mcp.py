@@ -151,7 +151,8 @@ async def two_clients(home: Path, seconds: float) -> tuple[float, float]:
 async def _client_run(
     url: str,
     token: str,
-    start_at: float,
+    go: Any,
+    ready: Any,
     seconds: float,
     writes: float,
     seed: int,
@@ -167,7 +168,9 @@ async def _client_run(
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, read_timeout_seconds=600) as client:
             await client.call_tool("stats", {})
-            await asyncio.sleep(max(0.0, start_at - time.time()))
+            ready.put(seed)
+            await asyncio.to_thread(go.wait)  # every client is connected: start together
+            start_at = time.time()
             n = 0
             while time.time() < start_at + seconds:
                 n += 1
@@ -187,10 +190,30 @@ async def _client_run(
     return out
 
 
-def _client_process(
-    args: tuple[str, str, float, float, float, int, float],
-) -> list[tuple[str, float]]:
-    return asyncio.run(_client_run(*args))
+def _client_process(results: Any, *args: Any) -> None:
+    results.put(asyncio.run(_client_run(*args)))
+
+
+def _clients(url: str, token: str, seconds: float, plan: list[tuple[float, float]], seed: int
+             ) -> list[list[tuple[str, float]]]:  # fmt: skip
+    """Run one client process per (share of writes, calls per second or 0: as fast as it
+    can) in ``plan``, started together once all are connected; their calls and latencies."""
+    spawn = multiprocessing.get_context("spawn")
+    go, ready, results = spawn.Event(), spawn.Queue(), spawn.Queue()
+    procs = [
+        spawn.Process(target=_client_process,
+                      args=(results, url, token, go, ready, seconds, writes, seed + i, rate))
+        for i, (writes, rate) in enumerate(plan)
+    ]  # fmt: skip
+    for proc in procs:
+        proc.start()
+    for _ in procs:
+        ready.get(timeout=600)
+    go.set()
+    out = [results.get(timeout=600 + seconds) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=60)
+    return out
 
 
 def _http_server(home: Path) -> tuple[subprocess.Popen[bytes], str, str]:
@@ -215,40 +238,29 @@ def concurrency(home: Path, seconds: float) -> list[dict[str, Any]]:
     """The table: per mix and client count, calls/s and recall/store p50/p95 (seconds)."""
     server, url, token = _http_server(home)
     cells: list[dict[str, Any]] = []
-    spawn = multiprocessing.get_context("spawn")
     try:
         for mix, writes in (("read-only", 0.0), ("80/20", 0.2)):
             for clients in (1, 2, 4, 8):
-                start_at = time.time() + 4.0 + clients  # every client connected first
-                jobs = [(url, token, start_at, seconds, writes, 100 * clients + i, 0.0)
-                        for i in range(clients)]  # fmt: skip
-                with spawn.Pool(clients) as pool:
-                    results = pool.map(_client_process, jobs)
-                calls = [c for r in results for c in r]
-                cell: dict[str, Any] = {"mix": mix, "clients": clients,
-                                        "calls_per_s": len(calls) / seconds}  # fmt: skip
-                for tool in ("recall", "store"):
-                    times = [t for name, t in calls if name == tool]
-                    if times:
-                        cell[tool] = (statistics.median(times), pct(times, 0.95))
-                cells.append(cell)
-                print(f"  {mix} x{clients}: {cell['calls_per_s']:.1f} calls/s", file=sys.stderr)
+                results = _clients(url, token, seconds, [(writes, 0.0)] * clients, 100 * clients)
+                cells.append(_cell(mix, clients, seconds, [c for r in results for c in r]))
+                print(f"  {mix} x{clients}: {cells[-1]['calls_per_s']:.1f} calls/s",
+                      file=sys.stderr)  # fmt: skip
         # One client recalling while another stores 20 memories a second.
-        start_at = time.time() + 6.0
-        jobs = [(url, token, start_at, seconds, 0.0, 900, 0.0),
-                (url, token, start_at, seconds, 1.0, 901, 20.0)]  # fmt: skip
-        with spawn.Pool(2) as pool:
-            recalls, stores = pool.map(_client_process, jobs)
-        cells.append({"mix": "recall beside 20 stores/s", "clients": 2,
-                      "calls_per_s": (len(recalls) + len(stores)) / seconds,
-                      "recall": (statistics.median([t for _, t in recalls]),
-                                 pct([t for _, t in recalls], 0.95)),
-                      "store": (statistics.median([t for _, t in stores]),
-                                pct([t for _, t in stores], 0.95))})  # fmt: skip
+        recalls, stores = _clients(url, token, seconds, [(0.0, 0.0), (1.0, 20.0)], 900)
+        cells.append(_cell("recall beside 20 stores/s", 2, seconds, recalls + stores))
     finally:
         server.terminate()
         server.wait(timeout=120)
     return cells
+
+
+def _cell(mix: str, clients: int, seconds: float, calls: list[tuple[str, float]]) -> dict[str, Any]:
+    cell: dict[str, Any] = {"mix": mix, "clients": clients, "calls_per_s": len(calls) / seconds}
+    for tool in ("recall", "store"):
+        times = [t for name, t in calls if name == tool]
+        if times:
+            cell[tool] = (statistics.median(times), pct(times, 0.95), len(times))
+    return cell
 
 
 def handover(home: Path, rounds: int) -> list[float]:

@@ -60,7 +60,8 @@ class EmbeddingCache:
         self.hits = 0
         self.misses = 0
         self._db = apsw.Connection(str(path))
-        self._writing = threading.Lock()
+        # apsw refuses a connection busy in another thread: one statement at a time.
+        self._lock = threading.Lock()
         self._db.set_busy_timeout(_BUSY_TIMEOUT_MS)
         self._db.execute("PRAGMA journal_mode=WAL")
         # Losing the newest cache rows on power loss is harmless: they are recomputed.
@@ -95,6 +96,12 @@ class EmbeddingCache:
     def get_many(
         self, identity: ModelIdentity, keys: Iterable[bytes]
     ) -> dict[bytes, NDArray[np.float32]]:
+        with self._lock:
+            return self._get(identity, keys)
+
+    def _get(
+        self, identity: ModelIdentity, keys: Iterable[bytes]
+    ) -> dict[bytes, NDArray[np.float32]]:
         wanted = list(dict.fromkeys(keys))
         found: dict[bytes, NDArray[np.float32]] = {}
         model = self._model_id(identity, create=False)
@@ -121,7 +128,7 @@ class EmbeddingCache:
         pairs = list(items)
         if not pairs:
             return
-        with self._writing:  # one transaction at a time on this connection, across threads
+        with self._lock:
             self._put(identity, pairs)
 
     def _put(self, identity: ModelIdentity, pairs: list[tuple[bytes, NDArray[np.float32]]]) -> None:
