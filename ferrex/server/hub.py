@@ -29,7 +29,8 @@ and one writer applying the journal to the projections keeps them simple, so:
 - **Warm peers.** After a peer's first answered call it loads the models in the background
   into a spare App (unclaimed: it opens no store), so a takeover is only opening the stores
   and catching up, not loading models. A peer that is never called loads nothing; one that
-  is costs a model's memory (see README "Performance").
+  is costs a model's memory (see README "Performance"; ``server.warm_peers = false`` turns
+  it off).
 - **A call cut off.** A call whose connection drops before the answer arrives is sent again
   to the next owner. Reads are safe to repeat; a forget repeated reports the ids as not found;
   a store repeated after it had landed is recognised by dedup, and the agent is told the
@@ -498,6 +499,8 @@ class Hub:
         def run() -> None:
             try:
                 spare = self.open_app()
+                if not spare.config["server.warm_peers"]:
+                    return  # nothing was opened: the App is dropped
                 began = time.monotonic()
                 spare.embedder().model()
                 spare.reranker()
