@@ -321,6 +321,8 @@ def main() -> None:
     parser.add_argument("--cell-seconds", type=float, default=10.0,
                         help="length of each cell of the concurrency table")  # fmt: skip
     parser.add_argument("--handovers", type=int, default=5, help="owner kills to time")
+    parser.add_argument("--skip-table", action="store_true",
+                        help="with --only-concurrency: only the hand-over")  # fmt: skip
     args = parser.parse_args()
     if args.only_concurrency:
         concurrency_main(args)
@@ -362,7 +364,7 @@ def concurrency_main(args: argparse.Namespace) -> None:
         if not (home / "journal").exists():
             print(f"building {args.memories} memories in {home} ...", file=sys.stderr)
             build(home, args.memories, rng)
-        cells = concurrency(home, args.cell_seconds)
+        cells = [] if args.skip_table else concurrency(home, args.cell_seconds)
         handovers = handover(home, args.handovers)
     load = os.getloadavg()
     print(f"ferrex MCP concurrency, {args.memories} memories, stateless HTTP, clients in "

@@ -27,8 +27,9 @@ and one writer applying the journal to the projections keeps them simple, so:
   owner (catching its projections up from the journal), the others connect to it. If the owner
   is killed, the kernel closes its sockets and releases both locks, and the same happens.
 - **Warm peers.** After a peer's first answered call it loads the models in the background
-  into a spare App (unclaimed: it opens no store), so a takeover is only opening the stores
-  and catching up, not loading models. A peer that is never called loads nothing; one that
+  into a spare App (unclaimed: it opens no store but the journal, which any process may
+  read), so a takeover is only opening the projections and catching up, not loading models
+  or checking the whole journal. A peer that is never called loads nothing; one that
   is costs a model's memory (see README "Performance"; ``server.warm_peers = false`` turns
   it off).
 - **A call cut off.** A call whose connection drops before the answer arrives is sent again
@@ -504,6 +505,9 @@ class Hub:
                 began = time.monotonic()
                 spare.embedder().model()
                 spare.reranker()
+                # Reading the journal is open to every process; opening it now checks every
+                # record once, so a takeover reads only what was appended since.
+                spare.journal()
                 log.info("models warm for a takeover (%.2f s)", time.monotonic() - began)
             except Exception as exc:  # a cold takeover still works: it loads them then
                 log.warning("could not keep the models warm for a takeover: %s", exc)

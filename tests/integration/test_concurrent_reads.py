@@ -272,3 +272,39 @@ def test_many_threads_share_a_read_model_file(tmp_path: Path, shared_embedder: E
     finally:
         service.close()
     assert not rm._readers
+
+
+def test_try_exclusive_takes_the_writer_lock_only_when_it_is_free(tmp_path: Path) -> None:
+    from journal import Journal
+
+    journal = Journal.open(tmp_path / "journal")
+    try:
+        with journal.try_exclusive() as head:
+            assert head is not None  # free: taken (and re-entrant in this thread)
+            with journal.try_exclusive() as inner:
+                assert inner is not None
+        holding, release = threading.Event(), threading.Event()
+        seen: list[object] = []
+
+        def hold() -> None:
+            with journal.exclusive():
+                holding.set()
+                release.wait(60)
+
+        def attempt() -> None:
+            with journal.try_exclusive() as got:
+                seen.append(got)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert holding.wait(60)
+        other = threading.Thread(target=attempt)
+        other.start()
+        other.join(60)
+        release.set()
+        holder.join(60)
+        assert seen == [None]  # held by another thread: not waited for
+        with journal.try_exclusive() as again:
+            assert again is not None
+    finally:
+        journal.close()

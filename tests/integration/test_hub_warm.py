@@ -39,7 +39,7 @@ def test_a_called_peer_takes_over_with_the_models_it_warmed(
             time.sleep(0.1)
         spare = peer._spare
         assert spare is not None and spare._embedder is not None and spare._embedder.loaded
-        assert spare._projections is None and spare._journal is None  # no store opened
+        assert spare._projections is None and spare._backend is None  # no store opened
         assert idle._spare is None and not idle._warming  # never called: nothing loaded
         assert cold._spare is None  # server.warm_peers = false: called, nothing loaded
         owner.close()
