@@ -371,7 +371,7 @@ def concurrency_main(args: argparse.Namespace) -> None:
           f"separate processes; load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")  # fmt: skip
     print("| mix | clients | calls/s | recall p50 ms | recall p95 ms | store p50 ms | "
           "store p95 ms |\n|---|---|---|---|---|---|---|")  # fmt: skip
-    for c in cells:
+    for c in cells:  # none with --skip-table
         rec, sto = c.get("recall"), c.get("store")
         print(f"| {c['mix']} | {c['clients']} | {c['calls_per_s']:.1f} | "
               + (f"{rec[0] * 1000:.0f} | {rec[1] * 1000:.0f} | " if rec else "- | - | ")
