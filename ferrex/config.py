@@ -101,6 +101,9 @@ KEYS: tuple[Key, ...] = (
         "or operator = true"),
     Key("auth.open_loopback", bool, False, None,
         "serve HTTP on a loopback address without tokens (anyone on this machine can call it)"),
+    Key("server.warm_peers", bool, True, None,
+        "a server that is not the owner loads the models after its first call, for a fast "
+        "takeover (costs a model's memory per such process)"),
 )  # fmt: skip
 _BY_NAME = {key.name: key for key in KEYS}
 

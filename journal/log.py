@@ -339,6 +339,34 @@ class Journal:
             self._refuse_if_too_new()
             yield self.head
 
+    @contextmanager
+    def try_exclusive(self) -> Iterator[Head | None]:
+        """:meth:`exclusive` if the writer lock is free this instant, else ``None`` at once
+        (holding nothing): for work that may be skipped while another thread or process
+        writes, such as a read catching the projections up."""
+        if not self._thread_lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            if self._lock_fd is None:
+                raise JournalError("the journal is closed")
+            if self._lock_depth == 0:
+                try:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    yield None
+                    return
+            self._lock_depth += 1
+            try:
+                with self.exclusive() as head:
+                    yield head
+            finally:
+                self._lock_depth -= 1
+                if self._lock_depth == 0:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        finally:
+            self._thread_lock.release()
+
     def _advance(self, *, from_start: bool) -> None:
         """Walk forward from the known tail (or position 1), checking every frame and link.
 

@@ -13,6 +13,12 @@ Invariants:
 - A version or encoder mismatch at open is resolved by a rebuild, never by mixing.
 - The SQLite checkpoint advances in the same transaction as its writes; the Qdrant one is
   stored in the read model after the vector writes were acknowledged.
+- Reads run in many threads at once, beside a write, each on one consistent state: every
+  apply (:meth:`Projections.catch_up`) passes the :class:`~projections.gate.Gate`
+  exclusively, every read (:meth:`Projections.reading`) shares it and runs its SQLite
+  queries in one snapshot. So the read model and the vectors a read sees are at the same
+  journal position (the read model is the authority on what a memory is; a vector hit is
+  only a candidate), and a record is seen whole or not at all.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import msgspec
 
 from journal import JournalBackend, Record
 from journal.files import replace_durably
+from projections.gate import Gate
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
 from projections.vector_sink import Collections, Encoders, VectorSink
 from projections.vectors import VectorBackend
@@ -142,6 +149,27 @@ class Projections:
         self.sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
         self._qdrant_applied = self.read_model.checkpoint(QDRANT)
         self._synced_at = time.monotonic()
+        self.gate = Gate()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """One consistent read of both projections (see the module docstring; re-entrant).
+
+        What other processes appended is applied first when the journal's writer lock is free
+        this instant; while a write is in progress the read goes on without waiting for it
+        and sees the state before it (the write's caller is answered only after its apply)."""
+        if not self.gate.held_here():
+            with self.journal.try_exclusive() as head:
+                if head is not None and head.position > min(
+                    self._sqlite_applied(), self._qdrant_applied
+                ):
+                    self.catch_up()
+        with self.gate.shared(), self.read_model.snapshot():
+            yield
+
+    def _sqlite_applied(self) -> int:
+        with self.read_model.snapshot():
+            return self.read_model.checkpoint()
 
     @classmethod
     def open(
@@ -258,11 +286,14 @@ class Projections:
         """``ferrex replay``: a fresh generation from the journal, switched in atomically."""
         old = self.live
         new = self._build_beside(old, progress)
-        self.read_model.close()
-        self.live = new
-        self.read_model = ReadModel.open(self.home / new.sqlite, rules=self.rules)
-        self.sink = VectorSink(self.backend, Collections(new.memories, new.entities), self.encoders)
-        self._qdrant_applied = self.read_model.checkpoint(QDRANT)
+        with self.gate.exclusive():
+            self.read_model.close()
+            self.live = new
+            self.read_model = ReadModel.open(self.home / new.sqlite, rules=self.rules)
+            self.sink = VectorSink(
+                self.backend, Collections(new.memories, new.entities), self.encoders
+            )
+            self._qdrant_applied = self.read_model.checkpoint(QDRANT)
         return new
 
     def _build_beside(self, old: Live, progress: Progress | None) -> Live:
@@ -274,7 +305,12 @@ class Projections:
     def catch_up(self, progress: Progress | None = None) -> int:
         """Apply what the journal has beyond the checkpoints; returns records applied.
 
-        Vector writes are made durable in batches (see :data:`SYNC_RECORDS`)."""
+        Vector writes are made durable in batches (see :data:`SYNC_RECORDS`); reads wait
+        while it applies (:meth:`reading`)."""
+        with self.gate.exclusive():
+            return self._catch_up(progress)
+
+    def _catch_up(self, progress: Progress | None) -> int:
         applied, self._qdrant_applied = _apply_all(
             self.journal,
             self.read_model,
@@ -298,11 +334,12 @@ class Projections:
 
     def sync(self) -> None:
         """Make the applied vector writes durable, then record the Qdrant checkpoint."""
-        self._synced_at = time.monotonic()
-        if self._qdrant_applied <= self.read_model.checkpoint(QDRANT):
-            return
-        self.sink.sync()
-        self.read_model.set_checkpoint(QDRANT, self._qdrant_applied)
+        with self.gate.exclusive():
+            self._synced_at = time.monotonic()
+            if self._qdrant_applied <= self.read_model.checkpoint(QDRANT):
+                return
+            self.sink.sync()
+            self.read_model.set_checkpoint(QDRANT, self._qdrant_applied)
 
     def reconcile(self, *, fix: bool = False) -> Drift:
         """Compare journal, read model and vectors; with ``fix``, repair what differs

@@ -9,6 +9,10 @@ Invariants:
 - ``apply`` reads no clock, no randomness, no environment: every value comes from the
   event or its record, so a rebuild from position 0 equals incremental application.
 - WAL mode and a busy timeout let several processes share the file.
+- Reads may run in many threads at once: inside :meth:`ReadModel.snapshot` every named query
+  of that thread goes through the thread's own read-only connection, in one WAL read
+  transaction, so it sees one committed state (never half of an ``apply``) while another
+  thread applies. Outside a snapshot the queries use the writer's connection.
 - Times are stored as float seconds since the epoch (UTC), as in the Qdrant payload.
 """
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -280,10 +285,74 @@ def _on_read_only_disk(path: Path) -> bool:
 class ReadModel:
     """The read model in one SQLite file. Open with :meth:`open`; close when done."""
 
-    def __init__(self, path: Path, connection: apsw.Connection, rules: Rules = NO_RULES) -> None:
+    def __init__(
+        self,
+        path: Path,
+        connection: apsw.Connection,
+        rules: Rules = NO_RULES,
+        *,
+        busy_timeout_ms: int = 10_000,
+        immutable: bool = False,
+    ) -> None:
         self.path = path
-        self.db = connection
+        self._primary = connection
         self.rules = rules
+        self._busy_timeout_ms = busy_timeout_ms
+        self._immutable = immutable
+        self._local = threading.local()  # this thread's reader connection and snapshot depth
+        self._readers: list[apsw.Connection] = []
+        self._readers_lock = threading.Lock()
+
+    @property
+    def db(self) -> apsw.Connection:
+        """The connection this thread's queries use: its snapshot's, else the writer's."""
+        snapshot: apsw.Connection | None = getattr(self._local, "snapshot", None)
+        return self._primary if snapshot is None else snapshot
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Run this thread's queries on one committed state of the file (re-entrant).
+
+        A WAL read transaction on the thread's own read-only connection: applies in other
+        threads or processes go on, and are seen by the next snapshot."""
+        if getattr(self._local, "snapshot", None) is not None:
+            yield
+            return
+        reader = self._reader()
+        try:
+            reader.execute("BEGIN")
+            # The snapshot is fixed by the first read of the transaction, not by BEGIN.
+            reader.execute("SELECT count(*) FROM checkpoints").fetchall()
+        except apsw.Error as exc:
+            if reader.in_transaction:
+                reader.execute("ROLLBACK")
+            raise ReadModelError(f"cannot read the read model {self.path}: {exc}") from exc
+        self._local.snapshot = reader
+        try:
+            yield
+        finally:
+            self._local.snapshot = None
+            reader.execute("ROLLBACK")  # a read transaction: nothing to keep
+
+    def _reader(self) -> apsw.Connection:
+        reader: apsw.Connection | None = getattr(self._local, "reader", None)
+        if reader is None:
+            try:
+                # apsw refuses a connection busy in another thread: each thread has its own.
+                if self._immutable:
+                    reader = apsw.Connection(
+                        f"file:{self.path}?immutable=1",
+                        flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI,
+                    )
+                else:
+                    reader = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+                reader.setbusytimeout(self._busy_timeout_ms)
+            except apsw.Error as exc:
+                raise ReadModelError(f"cannot open the read model {self.path}: {exc}") from exc
+            with self._readers_lock:
+                self._readers.append(reader)
+            self._local.reader = reader
+        return reader
 
     @classmethod
     def open(
@@ -308,7 +377,7 @@ class ReadModel:
                     )
         except apsw.Error as exc:
             raise ReadModelError(f"cannot open the read model {path}: {exc}") from exc
-        return cls(path, db, rules)
+        return cls(path, db, rules, busy_timeout_ms=busy_timeout_ms)
 
     @classmethod
     def _open_immutable(cls, path: Path, rules: Rules) -> ReadModel:
@@ -322,10 +391,14 @@ class ReadModel:
             db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchall()
         except apsw.Error as exc:
             raise ReadModelError(f"cannot open the read model {path} (read-only): {exc}") from exc
-        return cls(path, db, rules)
+        return cls(path, db, rules, immutable=True)
 
     def close(self) -> None:
-        self.db.close()
+        with self._readers_lock:
+            readers, self._readers = self._readers, []
+        for reader in readers:
+            reader.close()
+        self._primary.close()
 
     # -- metadata and checkpoints -----------------------------------------------------------
 

@@ -2,7 +2,11 @@
 
 stdio is what an MCP client launches: stdout carries protocol only, logs go to stderr.
 ``--http HOST:PORT`` serves Streamable HTTP at ``/mcp`` instead, behind bearer tokens (see
-:mod:`ferrex.server.mcp_auth`), with ``/healthz`` open. Either way the process
+:mod:`ferrex.server.mcp_auth`), with ``/healthz`` open. HTTP is stateless by default (the
+SDK's stateless mode: every request stands alone, so many clients pin no server state and
+each call runs in parallel with the others); ``--sessions`` serves the session-based
+transport instead, for clients that need server-to-client streams (resource update
+notifications) or that require an ``Mcp-Session-Id``. Either way the process
 joins the data directory's hub (see :mod:`ferrex.server.hub`): it owns the stores, or asks the
 process that does, and hands them over cleanly when it exits.
 """
@@ -34,7 +38,9 @@ log = logging.getLogger("ferrex")
 _GRACE_SECONDS = 3
 
 
-def run_server(app: App, reload: Callable[[], Config], http: str | None = None) -> None:
+def run_server(
+    app: App, reload: Callable[[], Config], http: str | None = None, *, sessions: bool = False
+) -> None:
     """Serve MCP for the configured agent until the client goes away (or a signal).
 
     ``reload`` reads the configuration again (file, environment, flags): the server follows
@@ -79,7 +85,7 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
 
             run_stdio(server)
         else:
-            _serve_http(server, *address)
+            _serve_http(server, *address, stateless=not sessions)
     except KeyboardInterrupt:
         pass
     finally:
@@ -103,11 +109,13 @@ def _tokens(app: App, address: tuple[str, int] | None) -> tuple[TokenTable | Non
     return TokenTable(grants(app.config["auth.tokens"], file_token)), file_token
 
 
-def _serve_http(server: FerrexMCP, host: str, port: int) -> None:
+def _serve_http(server: FerrexMCP, host: str, port: int, *, stateless: bool) -> None:
     import anyio
     import uvicorn
 
-    app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp", host=host, stateless_http=stateless
+    )
     config = uvicorn.Config(
         app,
         host=host,
@@ -119,7 +127,8 @@ def _serve_http(server: FerrexMCP, host: str, port: int) -> None:
         # Open streams (a client's SSE GET) would otherwise hold a SIGTERM up indefinitely.
         timeout_graceful_shutdown=_GRACE_SECONDS,
     )
-    click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp", err=True)
+    mode = "stateless" if stateless else "with sessions"
+    click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp ({mode})", err=True)
     anyio.run(uvicorn.Server(config).serve)
 
 
@@ -201,6 +210,12 @@ def _exit_on_terminate() -> None:
     help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
 )
 @click.option(
+    "--sessions",
+    is_flag=True,
+    help="With --http: the session-based transport (server-to-client streams, resource "
+    "update notifications) instead of the stateless default.",
+)
+@click.option(
     "--agent-id",
     help="The agent this server speaks for: stamps its stores, limits what it sees "
     "(same as `ferrex --agent-id`, store.agent_id, FERREX_AGENT_ID).",
@@ -212,7 +227,11 @@ def _exit_on_terminate() -> None:
 )
 @click.pass_context
 def serve(
-    ctx: click.Context, http: str | None, agent_id: str | None, namespace: str | None
+    ctx: click.Context,
+    http: str | None,
+    sessions: bool,
+    agent_id: str | None,
+    namespace: str | None,
 ) -> None:
     """Run the MCP server (stdio by default; what `ferrex` with no subcommand does).
 
@@ -230,5 +249,9 @@ def serve(
         if namespace is not None:
             flags["store.default_namespace"] = namespace
         ctx.obj.reconfigure(reload())  # nothing is open yet; reloads keep these flags
-    run_server(ctx.obj, reload, http)
+    if sessions and http is None:
+        raise UsageError(
+            "--sessions applies to --http", hint="ferrex serve --http HOST:PORT --sessions"
+        )
+    run_server(ctx.obj, reload, http, sessions=sessions)
     sys.stdout.flush()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,8 @@ class EmbeddingCache:
         self.hits = 0
         self.misses = 0
         self._db = apsw.Connection(str(path))
+        # apsw refuses a connection busy in another thread: one statement at a time.
+        self._lock = threading.Lock()
         self._db.set_busy_timeout(_BUSY_TIMEOUT_MS)
         self._db.execute("PRAGMA journal_mode=WAL")
         # Losing the newest cache rows on power loss is harmless: they are recomputed.
@@ -93,6 +96,12 @@ class EmbeddingCache:
     def get_many(
         self, identity: ModelIdentity, keys: Iterable[bytes]
     ) -> dict[bytes, NDArray[np.float32]]:
+        with self._lock:
+            return self._get(identity, keys)
+
+    def _get(
+        self, identity: ModelIdentity, keys: Iterable[bytes]
+    ) -> dict[bytes, NDArray[np.float32]]:
         wanted = list(dict.fromkeys(keys))
         found: dict[bytes, NDArray[np.float32]] = {}
         model = self._model_id(identity, create=False)
@@ -119,6 +128,10 @@ class EmbeddingCache:
         pairs = list(items)
         if not pairs:
             return
+        with self._lock:
+            self._put(identity, pairs)
+
+    def _put(self, identity: ModelIdentity, pairs: list[tuple[bytes, NDArray[np.float32]]]) -> None:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             model = self._model_id(identity, create=True)

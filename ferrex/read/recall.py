@@ -408,13 +408,18 @@ class Reader:
         self.bm25 = Bm25Encoder()
 
     def recall(self, req: RecallRequest) -> RecallResult:
+        # One consistent state of the read model and the vectors, beside other reads and
+        # writes (Projections.reading): a vector hit the snapshot does not hold is dropped.
+        with self.projections.reading():
+            return self._recall(req)
+
+    def _recall(self, req: RecallRequest) -> RecallResult:
         _check(req)
         as_of = parse_time(req.as_of, "as_of")
         after = parse_time(req.after, "after")
         before = parse_time(req.before, "before")
         now = self.clock()
         namespace = req.namespace or self.settings.default_namespace
-        self.projections.catch_up()
         rm = self.projections.read_model
         entity_ids, unknown = self._entity_ids(namespace, req.entities, req.agent_id)
         if req.entities and not entity_ids:

@@ -15,7 +15,8 @@ and one writer applying the journal to the projections keeps them simple, so:
   :data:`PROTOCOL`; the owner answers a request whose pair differs from its own with a
   ``version_mismatch`` error naming both, rather than running a call it may read wrongly
   (two ferrex versions side by side during an upgrade).
-- **Peers.** A process that does not get the lock connects to the owner and sends each tool
+- **Peers.** A process that does not get the lock connects to the owner (one connection per
+  call in progress, so a peer's concurrent calls run side by side) and sends each tool
   call as one frame (4-byte big-endian length + JSON), ``{"token", "tool", "args",
   "caller"}``; the answer is ``{"ok": document}`` or ``{"error": {...}}`` carrying the
   ferrex error's kind, code, message and hint. The owner runs every call through the same
@@ -25,6 +26,12 @@ and one writer applying the journal to the projections keeps them simple, so:
   lock, in that order. Peers see their connection close and elect again: one becomes the new
   owner (catching its projections up from the journal), the others connect to it. If the owner
   is killed, the kernel closes its sockets and releases both locks, and the same happens.
+- **Warm peers.** After a peer's first answered call it loads the models in the background
+  into a spare App (unclaimed: it opens no store but the journal, which any process may
+  read), so a takeover is only opening the projections and catching up, not loading models
+  or checking the whole journal. A peer that is never called loads nothing; one that
+  is costs a model's memory (see README "Performance"; ``server.warm_peers = false`` turns
+  it off).
 - **A call cut off.** A call whose connection drops before the answer arrives is sent again
   to the next owner. Reads are safe to repeat; a forget repeated reports the ids as not found;
   a store repeated after it had landed is recognised by dedup, and the agent is told the
@@ -70,6 +77,7 @@ PROTOCOL = 1
 """The hub's request format; raised whenever a frame's fields or meaning change."""
 _HEADER = struct.Struct(">I")
 MAX_FRAME = 64 * 1024 * 1024
+_IDLE_CONNECTIONS = 8  # a peer keeps this many connections to the owner open between calls
 _KINDS: dict[str, type[FerrexError]] = {
     cls.__name__: cls
     for cls in (FerrexError, UsageError, JournalFailure, ModelUnavailable, BackendUnavailable,
@@ -327,36 +335,59 @@ class _Ownership:
 
 
 class _Remote:
-    """One connection to the owner; calls on it take turns."""
+    """Connections to the owner: one per call in progress (calls from several threads of
+    this process run side by side at the owner), kept open for the next calls."""
 
     def __init__(self, endpoint: Endpoint, timeout: float) -> None:
         self.endpoint = endpoint
+        self.timeout = timeout
+        self._idle: list[socket.socket] = [self._connect()]  # the owner is there now
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _connect(self) -> socket.socket:
         try:
-            self.sock = socket.create_connection(("127.0.0.1", endpoint.port), timeout=timeout)
+            sock = socket.create_connection(("127.0.0.1", self.endpoint.port), timeout=self.timeout)
         except OSError as exc:
             raise OwnerGone(str(exc)) from exc
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._lock = threading.Lock()
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
 
     def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
         request = {"token": self.endpoint.token, "tool": tool, "args": dict(args),
                    "caller": caller.as_dict(), **versions()}  # fmt: skip
         with self._lock:
-            try:
-                send_frame(self.sock, request)
-                reply = recv_frame(self.sock)
-            except (OSError, ValueError) as exc:
-                raise OwnerGone(str(exc)) from exc
+            if self._closed:
+                raise OwnerGone("the connection to the owner was closed")
+            sock = self._idle.pop() if self._idle else None
+        if sock is None:
+            sock = self._connect()
+        try:
+            send_frame(sock, request)
+            reply = recv_frame(sock)
+        except (OSError, ValueError) as exc:
+            sock.close()
+            raise OwnerGone(str(exc)) from exc
         if reply is None:
+            sock.close()
             raise OwnerGone("the owner closed the connection")
+        with self._lock:
+            if self._closed or len(self._idle) >= _IDLE_CONNECTIONS:
+                sock.close()
+            else:
+                self._idle.append(sock)
         if "ok" in reply and isinstance(reply["ok"], dict):
             return reply["ok"]
         error = reply.get("error")
         raise error_from_document(error if isinstance(error, Mapping) else {})
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for sock in idle:
+            with contextlib.suppress(OSError):
+                sock.close()
 
 
 def owner_status(home: Path) -> dict[str, Any]:
@@ -403,6 +434,8 @@ class Hub:
         self._remote: _Remote | None = None
         self._closed = False
         self._started: threading.Thread | None = None
+        self._spare: App | None = None  # a peer's App with its models loaded, no stores open
+        self._warming = False
 
     @property
     def role(self) -> str:
@@ -437,7 +470,9 @@ class Hub:
             try:
                 if isinstance(target, _Ownership):
                     return target.service.call(tool, args, who)
-                return target.call(tool, args, who)
+                answer = target.call(tool, args, who)
+                self._warm_spare()
+                return answer
             except (OwnerGone, ServiceClosed) as exc:
                 log.info("the owner went away (%s); electing again", exc)
                 self._forget_remote(target)
@@ -477,10 +512,44 @@ class Hub:
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
 
+    def _warm_spare(self) -> None:
+        """As a peer that has been called, load the models once, in the background."""
+        with self._elect_lock:
+            if self._warming or self._closed:
+                return
+            self._warming = True
+
+        def run() -> None:
+            try:
+                spare = self.open_app()
+                if not spare.config["server.warm_peers"]:
+                    return  # nothing was opened: the App is dropped
+                began = time.monotonic()
+                spare.embedder().model()
+                spare.reranker()
+                # Reading the journal is open to every process; opening it now checks every
+                # record once, so a takeover reads only what was appended since.
+                spare.journal()
+                log.info("models warm for a takeover (%.2f s)", time.monotonic() - began)
+            except Exception as exc:  # a cold takeover still works: it loads them then
+                log.warning("could not keep the models warm for a takeover: %s", exc)
+                return
+            drop: App | None
+            with self._elect_lock:
+                if self._closed or self._ownership is not None:
+                    drop = spare
+                else:
+                    drop, self._spare = self._spare, spare
+            if drop is not None:
+                drop.close()
+
+        threading.Thread(target=run, name="ferrex-warm", daemon=True).start()
+
     def _try_own(self) -> _Ownership | None:
-        app = self.open_app()
+        app = self._spare if self._spare is not None else self.open_app()
         if not app.claim():
-            return None  # nothing was opened: the App is dropped
+            return None  # nothing was opened (a spare keeps only its models)
+        self._spare = None
         try:
             self._ownership = _Ownership(self.home, app, self.flush_every, self.sweep_every)
         except BaseException:
@@ -497,6 +566,11 @@ class Hub:
             ownership = self._ownership
         if ownership is not None:
             ownership.service.service.reconfigure(config)
+        with self._elect_lock:
+            spare, self._spare = self._spare, None
+            self._warming = False  # warmed again, with the new configuration, at the next call
+        if spare is not None:
+            spare.close()
 
     def _forget_remote(self, target: object) -> None:
         with self._elect_lock:
@@ -510,7 +584,10 @@ class Hub:
             self._closed = True
             ownership, self._ownership = self._ownership, None
             remote, self._remote = self._remote, None
+            spare, self._spare = self._spare, None
         if remote is not None:
             remote.close()
+        if spare is not None:
+            spare.close()
         if ownership is not None:
             ownership.close()

@@ -35,6 +35,7 @@ from ferrex.rules.spelling import did_you_mean
 from ferrex.rules.visibility import sees, sees_scope
 from ferrex.server.answers import recall_text
 from ferrex.times import rfc3339
+from projections.gate import Gate
 from projections.sqlite import Memory, ReadModel
 
 TOOLS = ("store", "recall", "confirm", "forget", "reflect", "stats")
@@ -89,11 +90,20 @@ class Caller:
 
 
 class Service:
-    """The tools over one App; one call at a time (the stores are not shared across threads)."""
+    """The tools over one App, called from many threads at once.
+
+    Reads (recall, stats, reflect, the resources) run in parallel with each other and with a
+    write, each on one consistent state of the projections (``Projections.reading``: a SQLite
+    snapshot on the thread's own connection, applies held off while it runs). Writes take
+    turns here and then the journal's writer lock (``ferrex.core.runner``). Opening the
+    stores takes its own lock, and :meth:`close` waits for the calls in progress.
+    """
 
     def __init__(self, app: App) -> None:
         self.app = app
-        self._lock = threading.RLock()
+        self._calls = Gate()  # calls share it; close() takes it alone
+        self._opening = threading.Lock()  # the App opens its parts lazily, once
+        self._writes = threading.Lock()
         self._tools: dict[str, Callable[[dict[str, Any], Caller], dict[str, Any]]] = {
             "store": self._store,
             "recall": self._recall,
@@ -107,17 +117,17 @@ class Service:
 
     def warm(self) -> None:
         """Open the journal, the projections and the models now rather than at the first call."""
-        with self._lock:
+        with self._calls.shared(), self._opening:
             self.app.writer()
             self.app.reader()
 
     def reconfigure(self, config: Config) -> None:
-        with self._lock:
+        with self._calls.shared(), self._writes, self._opening:
             self.app.reconfigure(config)
 
     def flush_access(self) -> None:
         """Journal the recall hits counted so far (a server does it every few seconds)."""
-        with self._lock:
+        with self._calls.shared(), self._writes:
             self.app.flush_access()
 
     def sweep_expired(self) -> int:
@@ -127,8 +137,8 @@ class Service:
             return self.app.sweep_expired()
 
     def close(self) -> None:
-        """Close the stores once the call (or warm-up) in progress has finished."""
-        with self._lock:
+        """Close the stores once the calls (or warm-up) in progress have finished."""
+        with self._calls.exclusive():
             self.app.close()
 
     def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
@@ -138,8 +148,21 @@ class Service:
         if not isinstance(args, Mapping):
             raise UsageError("tool arguments must be a JSON object")
         clean = {k: v for k, v in args.items() if v is not None}
-        with self._lock, translated():
-            return handler(clean, caller)
+        with self._calls.shared(), translated():
+            if tool not in READ_ONLY or clean.get("validate_ids"):
+                with self._writes:
+                    with self._opening:
+                        self.app.writer()
+                    return handler(clean, caller)
+            with self._opening:
+                if tool == "recall":
+                    self.app.reader()
+                else:
+                    self.app.projections()
+            if tool == "recall":  # the reader takes its own snapshot (Reader.recall)
+                return handler(clean, caller)
+            with self.app.projections().reading():
+                return handler(clean, caller)
 
     # -- the tools ------------------------------------------------------------------------
 
@@ -393,7 +416,10 @@ class Service:
         """Journal position, projection lag, storage sizes and the models in use."""
         app = self.app
         projections = app.projections()
-        head = app.journal().refresh().position
+        # Not refresh(): it waits for the writer lock, and a write in progress waits for
+        # this read to end before it applies (Projections.reading) — what reading() caught
+        # up to is the head this snapshot is at.
+        head = app.journal().head.position
         rm = projections.read_model
         live = projections.live
         sqlite = sum(directory_bytes(app.home / f"{live.sqlite}{s}") for s in ("", "-wal", "-shm"))
@@ -420,10 +446,9 @@ class Service:
         }  # fmt: skip
 
     def _read_model(self) -> ReadModel:
-        """The read model, caught up with the journal (other processes' writes included)."""
-        projections = self.app.projections()
-        projections.catch_up()
-        return projections.read_model
+        """The read model, at the snapshot :meth:`call` took (caught up with the journal
+        when no write was in progress)."""
+        return self.app.projections().read_model
 
 
 def _brief(m: Memory) -> dict[str, Any]:
