@@ -41,6 +41,11 @@ class JournalBackend(Protocol):
         """Hold the writer lock across a read-decide-append sequence; appends inside nest."""
         ...
 
+    def try_exclusive(self) -> AbstractContextManager[Head | None]:
+        """:meth:`exclusive` if the writer lock is free this instant, else ``None`` at once,
+        holding nothing (a read catching up skips the catch-up while someone writes)."""
+        ...
+
     def append(self, events: Sequence[Event]) -> Record:
         """Append one command's events as one record; returns once it is durable."""
         ...

@@ -468,6 +468,36 @@ class PostgresJournal:
                 if self._lock_depth == 0:
                     self._unlock()
 
+    @contextmanager
+    def try_exclusive(self) -> Iterator[Head | None]:
+        """:meth:`exclusive` if the advisory lock is free this instant (``pg_try_advisory_lock``),
+        else ``None`` at once, holding nothing."""
+        if not self._thread_lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            if self._lock_depth == 0:
+                with self._mapped():
+                    row = (
+                        self._writer()
+                        .execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,))
+                        .fetchone()
+                    )
+                if not row or not row[0]:
+                    yield None
+                    return
+            self._lock_depth += 1
+            try:
+                head = self.refresh()
+                self._refuse_if_too_new()
+                yield head
+            finally:
+                self._lock_depth -= 1
+                if self._lock_depth == 0:
+                    self._unlock()
+        finally:
+            self._thread_lock.release()
+
     def _unlock(self) -> None:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:

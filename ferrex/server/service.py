@@ -133,7 +133,7 @@ class Service:
     def sweep_expired(self) -> int:
         """Forget the memories whose time to live has run out (the owner does it every
         few seconds); how many."""
-        with self._lock:
+        with self._calls.shared(), self._writes:
             return self.app.sweep_expired()
 
     def close(self) -> None:

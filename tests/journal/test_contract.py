@@ -134,6 +134,19 @@ def test_exclusive_holds_other_writers_off_until_released(open_journal: Opener) 
     assert verified(one).ok
 
 
+def test_try_exclusive_takes_a_free_lock_and_skips_a_held_one(open_journal: Opener) -> None:
+    one, two = open_journal(), open_journal()
+    one.append([stored(1)])
+    with one.try_exclusive() as head:
+        assert head is not None and head.position == 1
+        with two.try_exclusive() as other:
+            assert other is None  # another handle (a process, on files) holds it
+    with two.try_exclusive() as head:  # released: free again
+        assert head is not None and head.position == 1
+        assert two.append([stored(2)]).position == 2
+    assert [r.position for r in one.read()] == [1, 2]
+
+
 def test_concurrent_writers_keep_positions_contiguous(open_journal: Opener) -> None:
     handles = [open_journal() for _ in range(4)]
 
