@@ -1,0 +1,175 @@
+"""Benchmark dense embedding: the previous path (fastembed) against ferrex's own, in one run.
+
+Usage: ``nice -n 10 .venv/bin/python tools/bench_embed.py [--rounds N] [--variants]``.
+
+Both paths load the bundled all-MiniLM-L6-v2 in this process. The previous path is what
+``Embedder.embed_many`` did before: texts sorted by character count, then fastembed's
+``embed`` in batches of 64 on its default ONNX session. The current path is
+:class:`~ferrex.models.encoder.OnnxEncoder`. Rounds alternate which path goes first and the
+ratio is taken per round, so a change in the machine's load hits both; medians are reported,
+with the load average before and after. ``--variants`` adds session settings (threads,
+spinning) to the table.
+
+The ceiling: FLOPs per text are counted from the model's shapes (2 x weights x tokens for the
+matrix products, plus attention's 4 x tokens^2 x width per layer), and the machine's float32
+GFLOP/s is measured with numpy matrix products of the model's own shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ferrex.models.choice import choose_embedding_model
+from ferrex.models.encoder import OnnxEncoder, SessionSettings, usable_cores
+from ferrex.models.loading import LoadedModel, load_model
+
+LAYERS, WIDTH, FFN = 6, 384, 1536  # all-MiniLM-L6-v2
+GOLDEN = Path(__file__).resolve().parents[1] / "golden_set" / "memories.jsonl"
+
+
+def vocabulary() -> list[str]:
+    """Words from the golden set's memories: text that tokenizes like real memories."""
+    words: list[str] = []
+    for line in GOLDEN.read_text(encoding="utf-8").splitlines():
+        for value in json.loads(line).values():
+            if isinstance(value, str):
+                words.extend(value.split())
+    return words
+
+
+def make_texts(count: int, low: int, high: int, count_tokens: Callable[[str], int | None],
+               seed: int) -> list[str]:  # fmt: skip
+    """``count`` texts of ``low`` to ``high`` tokens (special tokens included), uniformly."""
+    rng = random.Random(seed)
+    words = vocabulary()
+    texts = []
+    while len(texts) < count:
+        target = rng.randint(low, high)
+        text = f"note {len(texts)}:"
+        while (count_tokens(text) or 0) < target:
+            text += " " + rng.choice(words)
+        while (count_tokens(text) or 0) > target:
+            text = text.rsplit(" ", 1)[0]
+        texts.append(text)
+    return texts
+
+
+def flops_per_text(tokens: float) -> float:
+    per_layer = 2 * (4 * WIDTH * WIDTH + 2 * WIDTH * FFN) * tokens + 4 * tokens * tokens * WIDTH
+    return LAYERS * per_layer
+
+
+def machine_gflops(rows: int) -> float:
+    """Best float32 GFLOP per CPU-second of numpy matrix products shaped like the model's
+    (``rows`` tokens by the width, times the feed-forward weights): what one core does when it
+    runs, whatever else the machine is doing."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((rows, WIDTH), dtype=np.float32)
+    b = rng.standard_normal((WIDTH, FFN), dtype=np.float32)
+    best = 0.0
+    for _ in range(20):
+        started = time.process_time()
+        for _ in range(10):
+            a @ b
+        seconds = time.process_time() - started
+        best = max(best, 10 * 2 * rows * WIDTH * FFN / seconds / 1e9)
+    return best
+
+
+def previous_path(model: LoadedModel) -> Callable[[Sequence[str]], object]:
+    return lambda texts: model.run(sorted(texts, key=len), 64)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--short", type=int, default=512, help="short texts per round")
+    parser.add_argument("--long", type=int, default=96, help="long texts per round")
+    parser.add_argument("--variants", action="store_true", help="also time session settings")
+    args = parser.parse_args()
+    print(f"load before: {Path('/proc/loadavg').read_text().strip()}; cores usable: "
+          f"{usable_cores()}")  # fmt: skip
+    home = Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-"))
+    choice = choose_embedding_model("small", {})
+    old = load_model(choice, home, runner="fastembed")
+    new = load_model(choice, home)
+    assert new.source is not None
+    count = old.count_tokens
+    sets = {
+        "short (5-40 tokens)": make_texts(args.short, 5, 40, count, seed=1),
+        "long (60-256 tokens)": make_texts(args.long, 60, 256, count, seed=2),
+    }
+    paths: dict[str, Callable[[Sequence[str]], object]] = {
+        "previous (fastembed)": previous_path(old),
+        "current": lambda texts: new.run(texts, 64),
+    }
+    if args.variants:
+        variants = {
+            "current, 1 thread": SessionSettings(intra_op_threads=1),
+            "current, spinning threads": SessionSettings(usable_cores(), spinning=True),
+            "current, no memory arena": SessionSettings(usable_cores(), memory_arena=False),
+        }
+        for label, settings in variants.items():
+            paths[label] = OnnxEncoder(
+                new.source, "model.onnx", mean_pooling=True, settings=settings
+            ).run
+    one_at_a_time = sets["short (5-40 tokens)"][:64]
+    rates: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[float]] = {}
+    singles: dict[str, list[float]] = {name: [] for name in paths}
+    names = list(paths)
+    for round_ in range(args.rounds):
+        order = names if round_ % 2 == 0 else names[::-1]
+        for set_name, texts in sets.items():
+            for name in order:
+                started, cpu_started = time.perf_counter(), time.process_time()
+                paths[name](texts)
+                rates.setdefault((set_name, name), []).append(
+                    len(texts) / (time.perf_counter() - started)
+                )
+                cpu.setdefault((set_name, name), []).append(
+                    len(texts) / (time.process_time() - cpu_started)
+                )
+        for name in order:
+            for text in one_at_a_time:
+                started = time.perf_counter()
+                paths[name]([text])
+                singles[name].append((time.perf_counter() - started) * 1000)
+    base = names[0]
+    mean_tokens = {
+        set_name: statistics.fmean(count(t) or 0 for t in texts) for set_name, texts in sets.items()
+    }
+    peak = machine_gflops(rows=2048)
+    print(f"numpy float32 matmul: {peak:.1f} GFLOP per CPU-second (best of 20)")
+    print(f"{'texts':<22} {'path':<27} {'texts/s':>7} {'ratio':>6} {'per CPU-s':>9} {'ratio':>6} "
+          f"{'GFLOP/CPU-s':>11} {'of numpy':>8}")  # fmt: skip
+    for set_name in sets:
+        per_text = flops_per_text(mean_tokens[set_name])
+        for name in names:
+            key, old = (set_name, name), (set_name, base)
+            rate = statistics.median(rates[key])
+            ratio = statistics.median(a / b for a, b in zip(rates[key], rates[old], strict=True))
+            per_cpu = statistics.median(cpu[key])
+            cpu_ratio = statistics.median(a / b for a, b in zip(cpu[key], cpu[old], strict=True))
+            gflops = per_cpu * per_text / 1e9
+            print(f"{set_name:<22} {name:<27} {rate:7.0f} {ratio:5.2f}x {per_cpu:9.0f} "
+                  f"{cpu_ratio:5.2f}x {gflops:11.1f} {gflops / peak:8.0%}")  # fmt: skip
+    for set_name, tokens in mean_tokens.items():
+        print(f"{set_name}: {tokens:.1f} tokens on average, "
+              f"{flops_per_text(tokens) / 1e6:.0f} MFLOP per text")  # fmt: skip
+    for name in names:
+        print(f"one short text at a time, {name}: p50 {statistics.median(singles[name]):.1f} ms")
+    print(f"load after: {Path('/proc/loadavg').read_text().strip()}")
+
+
+if __name__ == "__main__":
+    main()
