@@ -1,6 +1,7 @@
 """Benchmark dense embedding: the previous path (fastembed) against ferrex's own, in one run.
 
-Usage: ``nice -n 10 .venv/bin/python tools/bench_embed.py [--rounds N] [--variants]``.
+Usage: ``nice -n 10 .venv/bin/python tools/bench_embed.py [--rounds N] [--variants]
+[--home DIR --stores N]``.
 
 Both paths load the bundled all-MiniLM-L6-v2 in this process. The previous path is what
 ``Embedder.embed_many`` did before: texts sorted by character count, then fastembed's
@@ -13,6 +14,10 @@ spinning) to the table.
 The ceiling: FLOPs per text are counted from the model's shapes (2 x weights x tokens for the
 matrix products, plus attention's 4 x tokens^2 x width per layer), and the machine's float32
 GFLOP/s is measured with numpy matrix products of the model's own shapes.
+
+``--home DIR`` (a data directory, e.g. one ``tools/bench_recall.py`` builds) adds store latency
+in-process: two fresh copies of DIR, one per path, stores alternating between them, so both
+see the same load. Each store is a new, distinct memory, fsynced.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -28,9 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ferrex.app import App
+from ferrex.config import load
 from ferrex.models.choice import choose_embedding_model
 from ferrex.models.encoder import OnnxEncoder, SessionSettings, usable_cores
-from ferrex.models.loading import LoadedModel, load_model
+from ferrex.models.loading import LoadedModel, Runner, load_model
+from ferrex.rules.memory_input import StoreRequest
 
 LAYERS, WIDTH, FFN = 6, 384, 1536  # all-MiniLM-L6-v2
 GOLDEN = Path(__file__).resolve().parents[1] / "golden_set" / "memories.jsonl"
@@ -89,12 +98,43 @@ def previous_path(model: LoadedModel) -> Callable[[Sequence[str]], object]:
     return lambda texts: model.run(sorted(texts, key=len), 64)
 
 
+def store_latency(home: Path, stores: int) -> dict[Runner, list[float]]:
+    """Milliseconds per store on a copy of ``home`` per path, stores alternating."""
+    work = Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-store-"))
+    apps: dict[Runner, App] = {}
+    for runner in ("fastembed", "direct"):
+        copy = work / runner
+        shutil.copytree(home, copy)
+        app = App(home=copy, config=load(copy, env={}))
+        app.embedder().runner = runner
+        app.writer().store(StoreRequest(content=f"warm-up store {time.time_ns()}"))
+        apps[runner] = app
+    samples: dict[Runner, list[float]] = {runner: [] for runner in apps}
+    rng = random.Random(3)
+    words = vocabulary()
+    try:
+        for i in range(stores):
+            for runner, app in apps.items():
+                content = f"note {i}: {' '.join(rng.choice(words) for _ in range(14))}"
+                request = StoreRequest(content=f"{content} ({runner} {time.time_ns()})")
+                started = time.perf_counter()
+                app.writer().store(request)
+                samples[runner].append((time.perf_counter() - started) * 1000)
+    finally:
+        for app in apps.values():
+            app.close()
+        shutil.rmtree(work, ignore_errors=True)
+    return samples
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--short", type=int, default=512, help="short texts per round")
     parser.add_argument("--long", type=int, default=96, help="long texts per round")
     parser.add_argument("--variants", action="store_true", help="also time session settings")
+    parser.add_argument("--home", type=Path, help="a data directory to time stores on")
+    parser.add_argument("--stores", type=int, default=60, help="stores per path with --home")
     args = parser.parse_args()
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}; cores usable: "
           f"{usable_cores()}")  # fmt: skip
@@ -116,6 +156,7 @@ def main() -> None:
         variants = {
             "current, 1 thread": SessionSettings(intra_op_threads=1),
             "current, spinning threads": SessionSettings(usable_cores(), spinning=True),
+            "current, arena kept": SessionSettings(usable_cores(), shrink_arena=False),
             "current, no memory arena": SessionSettings(usable_cores(), memory_arena=False),
         }
         for label, settings in variants.items():
@@ -168,6 +209,13 @@ def main() -> None:
               f"{flops_per_text(tokens) / 1e6:.0f} MFLOP per text")  # fmt: skip
     for name in names:
         print(f"one short text at a time, {name}: p50 {statistics.median(singles[name]):.1f} ms")
+    if args.home is not None:
+        print(f"load before the stores: {Path('/proc/loadavg').read_text().strip()}")
+        for runner, ms in store_latency(args.home, args.stores).items():
+            ordered = sorted(ms)
+            p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+            print(f"store on {args.home.name}, {runner} path: p50 {statistics.median(ms):.1f} ms, "
+                  f"p95 {p95:.1f} ms ({len(ms)} stores)")  # fmt: skip
     print(f"load after: {Path('/proc/loadavg').read_text().strip()}")
 
 

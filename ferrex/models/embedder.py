@@ -28,7 +28,13 @@ from ferrex.models.choice import (
     downloads_allowed,
 )
 from ferrex.models.identity import ModelIdentity
-from ferrex.models.loading import LoadedModel, TokenCounter, load_model, local_source
+from ferrex.models.loading import (
+    LoadedModel,
+    Runner,
+    TokenCounter,
+    load_model,
+    local_source,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +55,15 @@ class Embedder:
         batch_size: int = 64,
         threads: int | None = None,
         before_load: Callable[[], None] | None = None,
+        runner: Runner = "direct",
     ) -> None:
         self.home = home
         self.choice = choice
         self.allow_download = allow_download
         self.batch_size = batch_size
         self.threads = threads
+        self.runner: Runner = runner
+        """Which code runs a local model (see :data:`~ferrex.models.loading.Runner`)."""
         self._use_cache = use_cache
         self._cache: EmbeddingCache | None = None
         self._model: LoadedModel | None = None
@@ -97,6 +106,7 @@ class Embedder:
                     self.home,
                     allow_download=self.allow_download,
                     threads=self.threads,
+                    runner=self.runner,
                 )
                 if self._counter is not None:  # one tokenizer for counting, not two
                     model.counter = self._counter

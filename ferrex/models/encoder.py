@@ -6,7 +6,8 @@ busy machine's cores from everything else). Here texts are tokenized in one batc
 sorted by their token count, cut into batches whose padded size stays under a token budget
 (short texts in big batches, long ones in small), padded to each batch's longest, and the
 outputs put back in input order. The session runs one inter-op thread and as many intra-op
-threads as the process may use cores, without spinning.
+threads as the process may use cores, without spinning; its memory arena is shrunk back after
+each run, so the activations of a batch of long texts are not kept for the process's life.
 
 The tokenizer is fastembed's own loader (the same truncation window, special tokens and pad
 token), so the token ids, and therefore the vectors, are those of the previous path; the
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 #: Padded tokens (batch rows times the batch's longest text) per ONNX call: large enough that
-#: short texts run 64 at a time, small enough that a batch's activations stay in cache.
-TOKEN_BUDGET: Final = 4096
+#: texts up to 32 tokens run 64 at a time, small enough that a batch of long texts stays
+#: within about 200 MB of activations (attention's scores grow with rows x length squared).
+TOKEN_BUDGET: Final = 2048
 #: The most texts in one ONNX call, however short.
 MAX_BATCH: Final = 64
 
@@ -54,6 +56,9 @@ class SessionSettings:
     inter_op_threads: int = 1
     spinning: bool = False
     memory_arena: bool = True
+    shrink_arena: bool = True
+    """Give the arena's memory back after each run: a batch of long texts would otherwise
+    keep hundreds of MB of activations for the life of the process."""
 
     @classmethod
     def for_machine(cls, threads: int | None = None) -> SessionSettings:
@@ -77,6 +82,16 @@ def open_session(model_path: Path, settings: SessionSettings) -> ort.InferenceSe
     return ort.InferenceSession(
         str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
     )
+
+
+def run_options(settings: SessionSettings) -> ort.RunOptions:
+    """The options of every run: shrink the CPU arena back at its end if asked."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    if settings.memory_arena and settings.shrink_arena:
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
 
 
 def plan_batches(
@@ -121,6 +136,7 @@ class OnnxEncoder:
         tokenizer.no_padding()
         self._tokenizer: Tokenizer = tokenizer
         self._session = open_session(directory / model_file, settings)
+        self._run_options = run_options(settings)
         self._inputs = {node.name for node in self._session.get_inputs()}
 
     def run(
@@ -148,7 +164,9 @@ class OnnxEncoder:
             feed["attention_mask"] = mask
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(input_ids)
-        output: NDArray[Any] = np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
+        output: NDArray[Any] = np.asarray(
+            self._session.run(None, feed, self._run_options)[0], dtype=np.float32
+        )
         pooled = _pool(output, mask) if self.mean_pooling else _first(output)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
