@@ -9,12 +9,13 @@ outputs put back in input order. The session runs one inter-op thread and as man
 threads as the process may use cores, without spinning; its memory arena is shrunk back after
 each run, so the activations of a batch of long texts are not kept for the process's life.
 
-The tokenizer is fastembed's own loader (the same truncation window, special tokens and pad
-token), so the token ids, and therefore the vectors, are those of the previous path; the
-pooling (mean over the attention mask, or the first token) and the L2 normalisation are
-computed in float32.
+The tokenizer is read from the model directory as fastembed reads it (the same truncation
+window, special tokens and pad token), so the token ids, and therefore the vectors, are those
+of the previous path; the pooling (mean over the attention mask, or the first token) and the
+L2 normalisation are computed in float32.
 
-Importing this module imports neither onnxruntime nor tokenizers.
+Importing this module imports neither onnxruntime nor tokenizers; using it never imports
+fastembed.
 """
 
 from __future__ import annotations
@@ -94,6 +95,79 @@ def run_options(settings: SessionSettings) -> ort.RunOptions:
     return options
 
 
+def load_tokenizer(directory: Path) -> tuple[Tokenizer, int]:
+    """The model's tokenizer, truncating as fastembed's does, without padding; and the pad
+    token's id (padding is done per planned batch).
+
+    As fastembed reads a model directory: the window is the smaller of ``model_max_length``
+    and ``max_length`` in ``tokenizer_config.json``; the special tokens of
+    ``special_tokens_map.json`` are added; the pad id comes from ``tokenizer.json``'s padding,
+    else ``config.json``'s ``pad_token_id``, else the pad token's id. (fastembed itself is not
+    imported: it costs a server some 35 MB.)
+    """
+    import json
+
+    from tokenizers import AddedToken
+    from tokenizers import Tokenizer as _Tokenizer
+
+    def read(name: str) -> dict[str, Any]:
+        path = directory / name
+        loaded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    config, model_config = read("tokenizer_config.json"), read("config.json")
+    tokenizer = _Tokenizer.from_file(str(directory / "tokenizer.json"))
+    limits = [
+        value
+        for value in (config.get("model_max_length"), config.get("max_length"))
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1_000_000
+    ]
+    if not limits:
+        raise ValueError(f"tokenizer_config.json in {directory} gives no model_max_length")
+    direction = config.get("truncation_side") or (tokenizer.truncation or {}).get("direction")
+    tokenizer.enable_truncation(max_length=min(limits), direction=direction or "right")
+    for token in _special_tokens(read("special_tokens_map.json")):
+        if isinstance(token, str):
+            tokenizer.add_special_tokens([token])
+        elif isinstance(token, dict):
+            tokenizer.add_special_tokens([AddedToken(**token)])
+    padding = tokenizer.padding or {}
+    pad_id = padding.get("pad_id", model_config.get("pad_token_id"))
+    if pad_id is None:
+        pad_token = padding.get("pad_token") or config.get("pad_token")
+        pad_id = tokenizer.token_to_id(pad_token) if isinstance(pad_token, str) else None
+    if not isinstance(pad_id, int):
+        raise ValueError(f"the tokenizer in {directory} names no pad token")
+    tokenizer.no_padding()
+    return tokenizer, pad_id
+
+
+def _special_tokens(tokens_map: dict[str, Any]) -> list[Any]:
+    tokens: list[Any] = []
+    for value in tokens_map.values():
+        tokens.extend(value if isinstance(value, list) else [value])
+    return tokens
+
+
+def release_freed_memory() -> None:
+    """Hand memory the C heap holds but no longer uses back to the system (glibc only).
+
+    Optimising the session folds the int8 weights into float32 copies; the intermediate
+    copies are freed into glibc's heap, which keeps them (about 60 MB) unless trimmed.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
+
+
 def plan_batches(
     lengths: Sequence[int], *, budget: int = TOKEN_BUDGET, max_batch: int = MAX_BATCH
 ) -> list[list[int]]:
@@ -125,18 +199,12 @@ class OnnxEncoder:
         mean_pooling: bool,
         settings: SessionSettings,
     ) -> None:
-        from fastembed.common.preprocessor_utils import load_tokenizer
-
         self.settings = settings
         self.mean_pooling = mean_pooling
-        tokenizer, _special = load_tokenizer(directory)
-        # The loader resolved the pad token; padding itself is done per planned batch below
-        # (the truncation window stays as loaded).
-        self._pad_id = int((tokenizer.padding or {}).get("pad_id", 0))
-        tokenizer.no_padding()
-        self._tokenizer: Tokenizer = tokenizer
+        self._tokenizer, self._pad_id = load_tokenizer(directory)
         self._session = open_session(directory / model_file, settings)
         self._run_options = run_options(settings)
+        release_freed_memory()
         self._inputs = {node.name for node in self._session.get_inputs()}
 
     def run(
