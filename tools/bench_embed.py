@@ -17,7 +17,9 @@ GFLOP/s is measured with numpy matrix products of the model's own shapes.
 
 ``--home DIR`` (a data directory, e.g. one ``tools/bench_recall.py`` builds) adds store latency
 in-process: two fresh copies of DIR, one per path, stores alternating between them, so both
-see the same load. Each store is a new, distinct memory, fsynced.
+see the same load. Each store is a new, distinct memory, fsynced. ``--imports N`` adds the
+import path: N new memories through ``store_many`` into a fresh home, per path, twice,
+alternating.
 """
 
 from __future__ import annotations
@@ -127,6 +129,33 @@ def store_latency(home: Path, stores: int) -> dict[Runner, list[float]]:
     return samples
 
 
+def import_rates(count: int, rounds: int = 2) -> dict[Runner, list[float]]:
+    """Memories per second imported through ``store_many`` into a fresh home, per path."""
+    rates: dict[Runner, list[float]] = {"fastembed": [], "direct": []}
+    words = vocabulary()
+    for _ in range(rounds):
+        for runner in rates:
+            home = Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-import-"))
+            app = App(home=home, config=load(home, env={}))
+            try:
+                app.embedder().runner = runner
+                app.embedder().model()
+                rng = random.Random(11)
+                requests = [
+                    StoreRequest(
+                        content=f"turn {i}: {' '.join(rng.choice(words) for _ in range(14))}"
+                    )
+                    for i in range(count)
+                ]
+                started = time.perf_counter()
+                app.writer().store_many(requests, chunk=256)
+                rates[runner].append(count / (time.perf_counter() - started))
+            finally:
+                app.close()
+                shutil.rmtree(home, ignore_errors=True)
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -135,6 +164,7 @@ def main() -> None:
     parser.add_argument("--variants", action="store_true", help="also time session settings")
     parser.add_argument("--home", type=Path, help="a data directory to time stores on")
     parser.add_argument("--stores", type=int, default=60, help="stores per path with --home")
+    parser.add_argument("--imports", type=int, default=0, help="memories to import per path")
     args = parser.parse_args()
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}; cores usable: "
           f"{usable_cores()}")  # fmt: skip
@@ -216,6 +246,11 @@ def main() -> None:
             p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
             print(f"store on {args.home.name}, {runner} path: p50 {statistics.median(ms):.1f} ms, "
                   f"p95 {p95:.1f} ms ({len(ms)} stores)")  # fmt: skip
+    if args.imports:
+        print(f"load before the imports: {Path('/proc/loadavg').read_text().strip()}")
+        for runner, values in import_rates(args.imports).items():
+            print(f"import of {args.imports} memories, {runner} path: "
+                  f"{statistics.median(values):.0f} memories/s")  # fmt: skip
     print(f"load after: {Path('/proc/loadavg').read_text().strip()}")
 
 
