@@ -25,10 +25,14 @@ alternating.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
+import os
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -156,6 +160,57 @@ def import_rates(count: int, rounds: int = 2) -> dict[Runner, list[float]]:
     return rates
 
 
+def _memory(pid: int) -> str:
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "RssAnon", "RssFile"):
+            fields[key] = int(value.split()[0]) // 1024
+    return f"RSS {fields['VmRSS']} MB ({fields['RssAnon']} anonymous, {fields['RssFile']} file)"
+
+
+def _child_pid() -> int:
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            parts = stat.read_text().rsplit(")", 1)[1].split()
+            if int(parts[1]) == os.getpid():
+                return int(stat.parent.name)
+    raise RuntimeError("the ferrex server process was not found")
+
+
+async def server_memory(home: Path) -> None:
+    """What a server on a copy of ``home`` holds in memory, and its first answers' times."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    copy = Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-rss-")) / "home"
+    shutil.copytree(home, copy)
+    ferrex = str(Path(sys.executable).with_name("ferrex"))
+    params = StdioServerParameters(command=ferrex, args=["--home", str(copy)], env=dict(os.environ))
+    rng = random.Random(5)
+    words = vocabulary()
+    try:
+        async with Client(params, read_timeout_seconds=600) as client:
+            pid = _child_pid()
+            print(f"server started: {_memory(pid)}")
+            started = time.perf_counter()
+            bad = await client.call_tool("store", {"content": "   "})
+            print(f"a bad first store answered in {time.perf_counter() - started:.2f} s "
+                  f"(error: {bad.is_error})")  # fmt: skip
+            started = time.perf_counter()
+            first = await client.call_tool("store", {"content": f"first {time.time_ns()}"})
+            body = first.structured_content or json.loads(first.content[0].text)  # type: ignore[union-attr]
+            print(f"the first store answered in {time.perf_counter() - started:.2f} s, "
+                  f"warnings {body.get('warnings')}; {_memory(pid)}")  # fmt: skip
+            for i in range(30):
+                content = f"note {i}: {' '.join(rng.choice(words) for _ in range(14))}"
+                await client.call_tool("store", {"content": f"{content} {time.time_ns()}"})
+                await client.call_tool("recall", {"query": " ".join(rng.sample(words, 5))})
+            print(f"after 30 stores and 30 recalls: {_memory(pid)}")
+    finally:
+        shutil.rmtree(copy.parent, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -165,6 +220,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="a data directory to time stores on")
     parser.add_argument("--stores", type=int, default=60, help="stores per path with --home")
     parser.add_argument("--imports", type=int, default=0, help="memories to import per path")
+    parser.add_argument("--server-rss", action="store_true", help="a server's memory (--home)")
     args = parser.parse_args()
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}; cores usable: "
           f"{usable_cores()}")  # fmt: skip
@@ -246,6 +302,8 @@ def main() -> None:
             p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
             print(f"store on {args.home.name}, {runner} path: p50 {statistics.median(ms):.1f} ms, "
                   f"p95 {p95:.1f} ms ({len(ms)} stores)")  # fmt: skip
+    if args.server_rss and args.home is not None:
+        asyncio.run(server_memory(args.home))
     if args.imports:
         print(f"load before the imports: {Path('/proc/loadavg').read_text().strip()}")
         for runner, values in import_rates(args.imports).items():
