@@ -1,4 +1,6 @@
-"""Loading a dense model with fastembed (imported lazily), offline unless told otherwise.
+"""Loading a dense model, offline unless told otherwise: a local one (the default model, a
+model directory) on ferrex's :class:`~ferrex.models.encoder.OnnxEncoder`, a downloaded one
+with fastembed (both imported lazily).
 
 Loading never touches the network unless downloads are explicitly allowed
 (``FERREX_ALLOW_DOWNLOAD=1``): ``HF_HUB_OFFLINE=1`` is set while fastembed loads, so a missing
