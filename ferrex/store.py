@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -60,6 +61,8 @@ Clock = Callable[[], datetime]
 log = logging.getLogger("ferrex")
 
 _REMEASURES = 20
+#: A store that waited this long for the embedding model to load says so in its warnings.
+WAIT_WORTH_SAYING = 0.1
 _VECTORS = "vectors"  # Batch.scratch key: memory id -> vector of the chunk's pending stores
 
 
@@ -123,18 +126,26 @@ class Writer:
         same chunk) and appended as one group commit; texts are embedded in batches first.
         A refused request does not stop the others.
         """
-        model = self.embedder.model()
+        # Validation needs the tokenizer only: a bad store is refused without waiting for the
+        # model, which the dedup check is the first to need.
+        counter = self.embedder.counter()
         outcomes: list[StoreResult | FerrexError | None] = [None] * len(requests)
         valids: list[tuple[int, ValidStore]] = []
         for i, request in enumerate(requests):
             try:
                 valids.append(
-                    (i, validate(request, self.settings.limits, count_tokens=model.count_tokens,
-                                 window=model.window))
+                    (i, validate(request, self.settings.limits, count_tokens=counter.count_tokens,
+                                 window=counter.window))
                 )  # fmt: skip
             except FerrexError as exc:
                 outcomes[i] = exc
         done = len(requests) - len(valids)
+        if not valids:
+            if progress is not None:
+                progress(done, len(requests))
+            return [o for o in outcomes if o is not None]
+        # Loaded outside the writer lock, so a first store does not hold up other writers.
+        waited = self.embedder.wait_for_model()
 
         def decide(valid: ValidStore, batch: Batch) -> Any:
             return self._decide(valid, batch, multi_valued)
@@ -150,7 +161,14 @@ class Writer:
         decided = self.runner.run(
             [v for _, v in valids], decide, chunk=chunk, prepare=prepare, progress=report
         )
+        wait_note = (
+            (f"waited {waited:.1f} s for the embedding model to load",)
+            if waited >= WAIT_WORTH_SAYING
+            else ()
+        )
         for (i, _), outcome in zip(valids, decided, strict=True):
+            if wait_note and isinstance(outcome, StoreResult):
+                outcome = replace(outcome, warnings=(*outcome.warnings, *wait_note))
             outcomes[i] = outcome
         if self.settings.budget_bytes is not None and any(
             isinstance(o, StoreResult) and o.status == "stored" for o in decided

@@ -5,7 +5,8 @@ One job per module:
 - :mod:`~ferrex.models.choice`: which dense model is configured (pure).
 - :mod:`~ferrex.models.identity`: what a vector was made by, where model files live.
 - :mod:`~ferrex.models.bundled`: the default model, assembled from installed packages.
-- :mod:`~ferrex.models.loading`: loading a model with fastembed (lazily imported).
+- :mod:`~ferrex.models.loading`: loading a model (lazily imported runtimes), the token counter.
+- :mod:`~ferrex.models.encoder`: running a local model on ONNX Runtime, batched by token length.
 - :mod:`~ferrex.models.cache`: the persistent vector cache.
 - :mod:`~ferrex.models.embedder`: the :class:`Embedder` that ties them together.
 - :mod:`~ferrex.models.sparse` and :mod:`~ferrex.models.rerank`: BM25 and cross-encoders.

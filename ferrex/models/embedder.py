@@ -1,13 +1,17 @@
 """The Embedder: texts to unit vectors with the configured model, through the cache.
 
 The model loads on first use (an MCP server must answer ``initialize`` fast, and a command that
-embeds nothing loads none); texts already in the cache are not embedded again.
+embeds nothing loads none), or in the background when a server asks it to
+(:meth:`Embedder.load_in_background`); texts already in the cache are not embedded again.
+Counting tokens (what validating a store needs) takes only the tokenizer, never the model.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -24,7 +28,15 @@ from ferrex.models.choice import (
     downloads_allowed,
 )
 from ferrex.models.identity import ModelIdentity
-from ferrex.models.loading import LoadedModel, load_model
+from ferrex.models.loading import (
+    LoadedModel,
+    Runner,
+    TokenCounter,
+    load_model,
+    local_source,
+)
+
+log = logging.getLogger(__name__)
 
 
 class Embedder:
@@ -43,16 +55,21 @@ class Embedder:
         batch_size: int = 64,
         threads: int | None = None,
         before_load: Callable[[], None] | None = None,
+        runner: Runner = "direct",
     ) -> None:
         self.home = home
         self.choice = choice
         self.allow_download = allow_download
         self.batch_size = batch_size
         self.threads = threads
+        self.runner: Runner = runner
+        """Which code runs a local model (see :data:`~ferrex.models.loading.Runner`)."""
         self._use_cache = use_cache
         self._cache: EmbeddingCache | None = None
         self._model: LoadedModel | None = None
+        self._counter: TokenCounter | None = None
         self._lock = threading.Lock()
+        self._loader: threading.Thread | None = None
         self.before_load = before_load
         """Called once, just before the model loads (the CLI says "loading model…")."""
 
@@ -84,17 +101,64 @@ class Embedder:
             if self._model is None:
                 if self.before_load is not None:
                     self.before_load()
-                self._model = load_model(
+                model = load_model(
                     self.choice,
                     self.home,
                     allow_download=self.allow_download,
                     threads=self.threads,
+                    runner=self.runner,
                 )
+                if self._counter is not None:  # one tokenizer for counting, not two
+                    model.counter = self._counter
+                self._model = model
             return self._model
 
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    def wait_for_model(self) -> float:
+        """Load the model now if it is not loaded (or wait for the background load to end);
+        the seconds this call waited, 0.0 if the model was already there. Raises what
+        :meth:`model` raises."""
+        if self._model is not None:
+            return 0.0
+        started = time.perf_counter()
+        self.model()
+        waited = time.perf_counter() - started
+        log.info("waited %.1f s for the embedding model %s", waited, self.choice.model_name)
+        return waited
+
+    def load_in_background(self) -> None:
+        """Start loading the model on a daemon thread, if it is neither loaded nor loading.
+
+        A failure is only logged: the model stays unloaded, and the next call that needs it
+        loads it again and reports the error to its caller.
+        """
+
+        def load() -> None:
+            try:
+                self.model()
+            except Exception as exc:  # reported again by the call that needs the model
+                log.warning("loading the embedding model in the background failed: %s", exc)
+
+        with self._lock:
+            if self._model is not None or (self._loader is not None and self._loader.is_alive()):
+                return
+            self._loader = threading.Thread(target=load, name="ferrex-model-load", daemon=True)
+            self._loader.start()
+
+    def counter(self) -> TokenCounter:
+        """The model's token counter and window, without loading the model where its files are
+        local (the default model, a model directory); a downloaded model is loaded first."""
+        if self._model is not None:
+            return self._model.counter
+        if self._counter is None:
+            source = local_source(self.choice)
+            if source is None:
+                return self.model().counter
+            self._counter = TokenCounter(source)
+        return self._counter
 
     def known_identity(self) -> ModelIdentity | None:
         """The model's identity if it is known without loading the model: always for the

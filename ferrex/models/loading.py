@@ -1,4 +1,6 @@
-"""Loading a dense model with fastembed (imported lazily), offline unless told otherwise.
+"""Loading a dense model, offline unless told otherwise: a local one (the default model, a
+model directory) on ferrex's :class:`~ferrex.models.encoder.OnnxEncoder`, a downloaded one
+with fastembed (both imported lazily).
 
 Loading never touches the network unless downloads are explicitly allowed
 (``FERREX_ALLOW_DOWNLOAD=1``): ``HF_HUB_OFFLINE=1`` is set while fastembed loads, so a missing
@@ -18,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, assert_never
+from typing import TYPE_CHECKING, Final, Literal, assert_never
 
 import numpy as np
 from numpy.typing import NDArray
@@ -37,6 +39,8 @@ from ferrex.models.identity import ModelIdentity, models_dir, sha256_file, share
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
     from tokenizers import Tokenizer
+
+    from ferrex.models.encoder import OnnxEncoder, SessionSettings
 
 log = logging.getLogger(__name__)
 
@@ -109,22 +113,14 @@ def find_onnx_file(directory: Path) -> str | None:
     return None
 
 
-class LoadedModel:
-    """A loaded dense model: its identity, where its files are, and a batch embed function."""
+class TokenCounter:
+    """A model's tokenizer for counting, and its window; needs no ONNX session, so a store is
+    validated before (and without) the model loading. ``source`` None: unknown tokenizer."""
 
-    def __init__(
-        self,
-        identity: ModelIdentity,
-        source: Path | None,
-        embedding: TextEmbedding,
-        load_seconds: float,
-    ) -> None:
-        self.identity = identity
+    def __init__(self, source: Path | None) -> None:
         self.source = source
-        self.load_seconds = load_seconds
-        self._embedding = embedding
-        self._counter: Tokenizer | None = None
-        self._counter_lock = threading.Lock()
+        self._tokenizer: Tokenizer | None = None
+        self._lock = threading.Lock()
 
     @functools.cached_property
     def window(self) -> int:
@@ -141,8 +137,8 @@ class LoadedModel:
 
     def count_tokens(self, text: str) -> int | None:
         """Tokens of ``text`` including the special ones, untruncated; None if unknown."""
-        with self._counter_lock:
-            if self._counter is None:
+        with self._lock:
+            if self._tokenizer is None:
                 path = self.source / "tokenizer.json" if self.source else None
                 if path is None or not path.is_file():
                     return None
@@ -151,30 +147,98 @@ class LoadedModel:
                 counter = _Tokenizer.from_file(str(path))
                 counter.no_truncation()
                 counter.no_padding()
-                self._counter = counter
-            return len(self._counter.encode(text).ids)
+                self._tokenizer = counter
+            return len(self._tokenizer.encode(text).ids)
 
     def fits(self, text: str) -> bool:
         """Whether the model reads all of ``text`` (unknown tokenizers: assume it does)."""
         count = self.count_tokens(text)
         return count is None or count <= self.window
 
+
+#: Which code runs the model: ferrex's own batching over ONNX Runtime (the default for every
+#: local model), or fastembed's ``embed`` (downloaded models; and the previous path, kept for
+#: ``tools/bench_embed.py`` and the test that the two give the same vectors).
+Runner = Literal["direct", "fastembed"]
+
+
+class LoadedModel:
+    """A loaded dense model: its identity, where its files are, and a batch embed function."""
+
+    def __init__(
+        self,
+        identity: ModelIdentity,
+        source: Path | None,
+        engine: OnnxEncoder | TextEmbedding,
+        load_seconds: float,
+    ) -> None:
+        self.identity = identity
+        self.source = source
+        self.load_seconds = load_seconds
+        self.counter = TokenCounter(source)
+        self._engine = engine
+
+    @property
+    def runner(self) -> Runner:
+        from ferrex.models.encoder import OnnxEncoder
+
+        return "direct" if isinstance(self._engine, OnnxEncoder) else "fastembed"
+
+    @property
+    def session_settings(self) -> SessionSettings | None:
+        """How the ONNX session runs (None: fastembed's defaults)."""
+        from ferrex.models.encoder import OnnxEncoder
+
+        return self._engine.settings if isinstance(self._engine, OnnxEncoder) else None
+
+    @property
+    def window(self) -> int:
+        return self.counter.window
+
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens of ``text`` including the special ones, untruncated; None if unknown."""
+        return self.counter.count_tokens(text)
+
+    def fits(self, text: str) -> bool:
+        """Whether the model reads all of ``text`` (unknown tokenizers: assume it does)."""
+        return self.counter.fits(text)
+
     def run(self, texts: Sequence[str], batch_size: int) -> NDArray[np.float32]:
         """Embed ``texts`` with the model, no cache: an ``(n, dim)`` float32 array, rows of
-        unit length."""
+        unit length, in the order of ``texts``."""
         if not texts:
             return np.empty((0, self.identity.dim), dtype=np.float32)
-        return _embed_rows(self._embedding, texts, batch_size)
+        return _embed_rows(self._engine, texts, batch_size)
 
 
 def _embed_rows(
-    embedding: TextEmbedding, texts: Sequence[str], batch_size: int
+    engine: OnnxEncoder | TextEmbedding, texts: Sequence[str], batch_size: int
 ) -> NDArray[np.float32]:
-    matrix = np.asarray(list(embedding.embed(list(texts), batch_size=batch_size)), np.float32)
+    from ferrex.models.encoder import OnnxEncoder
+
+    if isinstance(engine, OnnxEncoder):
+        return engine.run(texts, max_batch=batch_size)
+    matrix = np.asarray(list(engine.embed(list(texts), batch_size=batch_size)), np.float32)
     # fastembed normalises already; this keeps the invariant for any custom directory too.
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     result: NDArray[np.float32] = (matrix / np.maximum(norms, 1e-12)).astype(np.float32)
     return result
+
+
+def local_source(choice: EmbeddingChoice, *, shared: Path | None = None) -> Path | None:
+    """The directory a local model's files are in, without loading it (the default model is
+    assembled there first if needed); None for a model that is downloaded."""
+    match choice.kind:
+        case "bundled":
+            shared = shared_models_dir(os.environ) if shared is None else shared
+            return assemble_bundled_model(shared / BUNDLED_DIR_NAME)
+        case "directory":
+            assert choice.directory is not None
+            return choice.directory.expanduser().resolve()
+        case "download":
+            return None
+        case _:
+            assert_never(choice.kind)
 
 
 def load_model(
@@ -184,45 +248,53 @@ def load_model(
     allow_download: bool = False,
     threads: int | None = None,
     shared: Path | None = None,
+    runner: Runner = "direct",
 ) -> LoadedModel:
     """Load the chosen dense model, or raise :class:`ModelUnavailable` saying what to do.
 
     The default model is assembled in ``shared`` (the user's :func:`shared_models_dir` unless
     given), once for every data directory; downloads go to ``home``'s own models directory.
+    Local models run on ferrex's own :class:`~ferrex.models.encoder.OnnxEncoder` unless
+    ``runner`` asks for fastembed; downloaded ones always run on fastembed.
     """
     started = time.perf_counter()
     fastembed_cache = models_dir(home) / "fastembed"
     offline = not allow_download
     source: Path | None
+    engine: OnnxEncoder | TextEmbedding
     match choice.kind:
         case "bundled":
-            shared = shared_models_dir(os.environ) if shared is None else shared
-            source = assemble_bundled_model(shared / BUNDLED_DIR_NAME)
+            source = local_source(choice, shared=shared)
+            assert source is not None
             registered = BUNDLED_FASTEMBED_NAME
             file_sha256 = BUNDLED_FILES["model.onnx"]
-            _register_dense(registered, model_file="model.onnx", dim=BUNDLED_DIM, mean_pooling=True)
-            embedding = _open_local(registered, source, fastembed_cache, threads, choice)
+            engine = _open_local(
+                registered, source, "model.onnx", True, fastembed_cache, threads, choice, runner
+            )
         case "directory":
-            assert choice.directory is not None
-            source = choice.directory.expanduser().resolve()
+            source = local_source(choice)
+            assert source is not None
             model_file = _check_directory(source, choice)
             file_sha256 = sha256_file(source / model_file)
-            registered = f"ferrex-dir/{file_sha256[:16]}"
-            _register_dense(
-                registered,
-                model_file=model_file,
+            engine = _open_local(
+                f"ferrex-dir/{file_sha256[:16]}",
+                source,
+                model_file,
+                _uses_mean_pooling(source),
+                fastembed_cache,
+                threads,
+                choice,
+                runner,
                 # fastembed wants a dimension up front; the real one is measured below.
                 dim=choice.expected_dim or 0,
-                mean_pooling=_uses_mean_pooling(source),
             )
-            embedding = _open_local(registered, source, fastembed_cache, threads, choice)
         case "download":
-            embedding = _open_download(choice, fastembed_cache, offline, threads)
-            source, file_sha256 = downloaded_model_file(embedding.model)
+            engine = _open_download(choice, fastembed_cache, offline, threads)
+            source, file_sha256 = downloaded_model_file(engine.model)
         case _:
             assert_never(choice.kind)
     try:
-        probe = _embed_rows(embedding, [_PROBE_TEXT], batch_size=1)
+        probe = _embed_rows(engine, [_PROBE_TEXT], batch_size=1)
     except Exception as exc:
         raise ModelUnavailable(
             f"embedding model {choice.model_name} loaded but could not embed: {exc}",
@@ -235,7 +307,7 @@ def load_model(
             f"expected {choice.expected_dim}",
         )
     identity = ModelIdentity(choice.model_name, dim, file_sha256)
-    loaded = LoadedModel(identity, source, embedding, time.perf_counter() - started)
+    loaded = LoadedModel(identity, source, engine, time.perf_counter() - started)
     log.info("loaded embedding model %s in %.2fs", loaded.identity.key, loaded.load_seconds)
     return loaded
 
@@ -262,14 +334,29 @@ def _check_directory(directory: Path, choice: EmbeddingChoice) -> str:
 def _open_local(
     registered: str,
     directory: Path,
+    model_file: str,
+    mean_pooling: bool,
     fastembed_cache: Path,
     threads: int | None,
     choice: EmbeddingChoice,
-) -> TextEmbedding:
+    runner: Runner,
+    *,
+    dim: int = BUNDLED_DIM,
+) -> OnnxEncoder | TextEmbedding:
     with hub_offline(True):
-        from fastembed import TextEmbedding
-
         try:
+            if runner == "direct":
+                from ferrex.models.encoder import OnnxEncoder, SessionSettings
+
+                return OnnxEncoder(
+                    directory,
+                    model_file,
+                    mean_pooling=mean_pooling,
+                    settings=SessionSettings.for_machine(threads),
+                )
+            from fastembed import TextEmbedding
+
+            _register_dense(registered, model_file=model_file, dim=dim, mean_pooling=mean_pooling)
             return TextEmbedding(
                 registered,
                 cache_dir=str(fastembed_cache),

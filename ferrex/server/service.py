@@ -118,6 +118,8 @@ class Service:
     def warm(self) -> None:
         """Open the journal, the projections and the models now rather than at the first call."""
         with self._calls.shared(), self._opening:
+            # On its own thread: a first call that needs no model does not wait for it.
+            self.app.embedder().load_in_background()
             self.app.writer()
             self.app.reader()
 

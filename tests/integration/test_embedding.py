@@ -105,7 +105,7 @@ def test_the_window_is_read_from_the_model_directory_once(embedder: Embedder) ->
     copy.mkdir()
     config = copy / "tokenizer_config.json"
     config.write_text(json.dumps({"model_max_length": 128}))
-    model = LoadedModel(embedder.identity, copy, embedder.model()._embedding, 0.0)
+    model = LoadedModel(embedder.identity, copy, embedder.model()._engine, 0.0)
     assert model.window == 128
     config.write_text(json.dumps({"model_max_length": 64}))
     assert model.window == 128  # not re-read for every text the sink splits

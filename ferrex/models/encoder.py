@@ -1,0 +1,261 @@
+"""Running a local ONNX text encoder directly: tokenize once, batch by token length, pool.
+
+fastembed (the previous path, still used for downloaded models) pads each batch of texts in the
+order given and runs ONNX Runtime with its default threads (spinning workers, which steal a
+busy machine's cores from everything else). Here texts are tokenized in one batched call,
+sorted by their token count, cut into batches whose padded size stays under a token budget
+(short texts in big batches, long ones in small), padded to each batch's longest, and the
+outputs put back in input order. The session runs one inter-op thread and as many intra-op
+threads as the process may use cores, without spinning; its memory arena is shrunk back after a
+batch of long texts, so their activations are not kept for the process's life.
+
+The tokenizer is read from the model directory as fastembed reads it (the same truncation
+window, special tokens and pad token), so the token ids, and therefore the vectors, are those
+of the previous path; the pooling (mean over the attention mask, or the first token) and the
+L2 normalisation are computed in float32.
+
+Importing this module imports neither onnxruntime nor tokenizers; using it never imports
+fastembed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    import onnxruntime as ort  # type: ignore[import-untyped]
+    from tokenizers import Tokenizer
+
+#: Padded tokens (batch rows times the batch's longest text) per ONNX call: large enough that
+#: texts up to 32 tokens run 64 at a time, small enough that a batch of long texts stays
+#: within about 200 MB of activations (attention's scores grow with rows x length squared).
+TOKEN_BUDGET: Final = 2048
+#: The most texts in one ONNX call, however short.
+MAX_BATCH: Final = 64
+#: A batch whose longest text has more tokens than this gives its arena memory back after.
+SHRINK_ABOVE: Final = 64
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """How the ONNX session runs: what :func:`open_session` sets, and what ``stats`` shows."""
+
+    intra_op_threads: int
+    inter_op_threads: int = 1
+    spinning: bool = False
+    memory_arena: bool = True
+    shrink_arena: bool = True
+    """Give the arena's memory back after a run of long texts (see :data:`SHRINK_ABOVE`): such
+    a batch would otherwise keep hundreds of MB of activations for the life of the process.
+    Short batches keep theirs: giving it back and taking it again costs them a fifth of their
+    speed."""
+
+    @classmethod
+    def for_machine(cls, threads: int | None = None) -> SessionSettings:
+        """``threads`` intra-op threads, or one per usable core (at least one)."""
+        return cls(intra_op_threads=max(1, threads if threads else usable_cores()))
+
+
+def open_session(model_path: Path, settings: SessionSettings) -> ort.InferenceSession:
+    """An ONNX Runtime CPU session over ``model_path`` with ``settings``, fully optimised."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.intra_op_num_threads = settings.intra_op_threads
+    options.inter_op_num_threads = settings.inter_op_threads
+    options.enable_cpu_mem_arena = settings.memory_arena
+    spin = "1" if settings.spinning else "0"
+    options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+    options.add_session_config_entry("session.inter_op.allow_spinning", spin)
+    return ort.InferenceSession(
+        str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
+def run_options(settings: SessionSettings) -> ort.RunOptions:
+    """The options of a run of long texts: shrink the CPU arena back at its end if asked."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    if settings.memory_arena and settings.shrink_arena:
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
+def load_tokenizer(directory: Path) -> tuple[Tokenizer, int]:
+    """The model's tokenizer, truncating as fastembed's does, without padding; and the pad
+    token's id (padding is done per planned batch).
+
+    As fastembed reads a model directory: the window is the smaller of ``model_max_length``
+    and ``max_length`` in ``tokenizer_config.json``; the special tokens of
+    ``special_tokens_map.json`` are added; the pad id comes from ``tokenizer.json``'s padding,
+    else ``config.json``'s ``pad_token_id``, else the pad token's id. (fastembed itself is not
+    imported: it costs a server some 35 MB.)
+    """
+    import json
+
+    from tokenizers import AddedToken
+    from tokenizers import Tokenizer as _Tokenizer
+
+    def read(name: str) -> dict[str, Any]:
+        path = directory / name
+        loaded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        return loaded if isinstance(loaded, dict) else {}
+
+    config, model_config = read("tokenizer_config.json"), read("config.json")
+    tokenizer = _Tokenizer.from_file(str(directory / "tokenizer.json"))
+    limits = [
+        value
+        for value in (config.get("model_max_length"), config.get("max_length"))
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1_000_000
+    ]
+    if not limits:
+        raise ValueError(f"tokenizer_config.json in {directory} gives no model_max_length")
+    direction = config.get("truncation_side") or (tokenizer.truncation or {}).get("direction")
+    tokenizer.enable_truncation(max_length=min(limits), direction=direction or "right")
+    for token in _special_tokens(read("special_tokens_map.json")):
+        if isinstance(token, str):
+            tokenizer.add_special_tokens([token])
+        elif isinstance(token, dict):
+            tokenizer.add_special_tokens([AddedToken(**token)])
+    padding = tokenizer.padding or {}
+    pad_id = padding.get("pad_id", model_config.get("pad_token_id"))
+    if pad_id is None:
+        pad_token = padding.get("pad_token") or config.get("pad_token")
+        pad_id = tokenizer.token_to_id(pad_token) if isinstance(pad_token, str) else None
+    if not isinstance(pad_id, int):
+        raise ValueError(f"the tokenizer in {directory} names no pad token")
+    tokenizer.no_padding()
+    return tokenizer, pad_id
+
+
+def _special_tokens(tokens_map: dict[str, Any]) -> list[Any]:
+    tokens: list[Any] = []
+    for value in tokens_map.values():
+        tokens.extend(value if isinstance(value, list) else [value])
+    return tokens
+
+
+def release_freed_memory() -> None:
+    """Hand memory the C heap holds but no longer uses back to the system (glibc only).
+
+    Optimising the session folds the int8 weights into float32 copies; the intermediate
+    copies are freed into glibc's heap, which keeps them (about 60 MB) unless trimmed.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
+
+
+def plan_batches(
+    lengths: Sequence[int], *, budget: int = TOKEN_BUDGET, max_batch: int = MAX_BATCH
+) -> list[list[int]]:
+    """Indices of ``lengths`` grouped into batches, shortest first: each batch's rows times its
+    longest length stays within ``budget`` (a single text longer than that runs alone), and
+    no batch has more than ``max_batch`` rows. Every index appears exactly once."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        # Sorted ascending: this text is the longest of the batch if it joins.
+        if current and (len(current) >= max_batch or (len(current) + 1) * lengths[index] > budget):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches
+
+
+class OnnxEncoder:
+    """A local BERT-like ONNX encoder: texts to unit float32 vectors, in input order."""
+
+    def __init__(
+        self,
+        directory: Path,
+        model_file: str,
+        *,
+        mean_pooling: bool,
+        settings: SessionSettings,
+    ) -> None:
+        self.settings = settings
+        self.mean_pooling = mean_pooling
+        self._tokenizer, self._pad_id = load_tokenizer(directory)
+        self._session = open_session(directory / model_file, settings)
+        self._run_options = run_options(settings)
+        release_freed_memory()
+        self._inputs = {node.name for node in self._session.get_inputs()}
+
+    def run(
+        self, texts: Sequence[str], *, budget: int = TOKEN_BUDGET, max_batch: int = MAX_BATCH
+    ) -> NDArray[np.float32]:
+        """An ``(n, dim)`` float32 array, row ``i`` the unit vector of ``texts[i]``."""
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = [encoding.ids for encoding in encodings]
+        rows: list[NDArray[np.float32]] = [np.empty(0, np.float32)] * len(ids)
+        for batch in plan_batches([len(i) for i in ids], budget=budget, max_batch=max_batch):
+            vectors = self._run_batch([ids[i] for i in batch])
+            for row, index in enumerate(batch):
+                rows[index] = vectors[row]
+        return np.stack(rows) if rows else np.empty((0, 0), np.float32)
+
+    def _run_batch(self, ids: Sequence[Sequence[int]]) -> NDArray[np.float32]:
+        longest = max(len(i) for i in ids)
+        input_ids = np.full((len(ids), longest), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(ids), longest), dtype=np.int64)
+        for row, tokens in enumerate(ids):
+            input_ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        feed: dict[str, NDArray[np.int64]] = {"input_ids": input_ids}
+        if "attention_mask" in self._inputs:
+            feed["attention_mask"] = mask
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+        options = self._run_options if longest > SHRINK_ABOVE else None
+        output: NDArray[Any] = np.asarray(
+            self._session.run(None, feed, options)[0], dtype=np.float32
+        )
+        pooled = _pool(output, mask) if self.mean_pooling else _first(output)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return result
+
+
+def _pool(hidden: NDArray[np.float32], mask: NDArray[np.int64]) -> NDArray[np.float32]:
+    if hidden.ndim == 2:  # the model pools itself
+        return hidden
+    weights = mask.astype(np.float32)
+    summed = np.einsum("bt,btd->bd", weights, hidden)
+    counts = np.maximum(weights.sum(axis=1, keepdims=True), 1e-9)
+    pooled: NDArray[np.float32] = summed / counts
+    return pooled
+
+
+def _first(hidden: NDArray[np.float32]) -> NDArray[np.float32]:
+    first: NDArray[np.float32] = hidden if hidden.ndim == 2 else hidden[:, 0]
+    return first
