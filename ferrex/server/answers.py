@@ -91,7 +91,7 @@ def recall_head(doc: Mapping[str, Any]) -> str:
             notes.append(f"{hidden[reason]} {reason} hidden ({flag})")
     if doc.get("unknown_entities"):
         notes.append("unknown entities: " + ", ".join(doc["unknown_entities"]))
-    if doc.get("nothing_relevant"):
+    if doc.get("nothing_relevant") and results:  # with no results, "no memories found" says it
         notes.append(str(doc.get("note") or "nothing relevant"))
     cut = doc.get("truncated")
     if isinstance(cut, Mapping):
