@@ -27,6 +27,7 @@ import contextlib
 import hashlib
 import logging
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -79,13 +80,35 @@ def _slug(identity: str) -> str:
     return f"{readable}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
 
 
-def plan_generation(number: int, encoders: Encoders, rules: Rules = NO_RULES) -> Live:
+HOME_TAG = "projections-tag"
+"""A file in the home holding a random tag that the home's Qdrant collections carry."""
+
+
+def home_tag(home: Path) -> str:
+    """This home's tag, made on its first build: the collections of two homes on one Qdrant
+    server (two ferrex servers sharing a PostgreSQL journal, or two unrelated homes) never
+    share a name, so neither writes, rebuilds or drops the other's vectors."""
+    path = home / HOME_TAG
+    if path.exists():
+        tag = path.read_text(encoding="ascii").strip()
+        if re.fullmatch(r"[0-9a-f]{8}", tag):
+            return tag
+        log.warning("projections: %s is unreadable; making a new tag", path)
+    tag = secrets.token_hex(4)
+    replace_durably(path, tag.encode("ascii") + b"\n")
+    return tag
+
+
+def plan_generation(
+    number: int, encoders: Encoders, rules: Rules = NO_RULES, *, tag: str = ""
+) -> Live:
     slug = _slug(encoders.identity)
+    own = f"{tag}-" if tag else ""
     return Live(
         generation=number,
         sqlite=f"readmodel-{number}.sqlite",
-        memories=f"memories-{slug}-g{number}",
-        entities=f"entities-{slug}-g{number}",
+        memories=f"memories-{own}{slug}-g{number}",
+        entities=f"entities-{own}{slug}-g{number}",
         encoders=encoders.identity,
         schema_version=SCHEMA_VERSION,
         vector_version=VECTOR_VERSION,
@@ -258,7 +281,8 @@ class Projections:
         progress: Progress | None,
     ) -> Live:
         """Build a new generation from position 0, switch to it, drop the old one."""
-        live = plan_generation((old.generation if old else 0) + 1, encoders, rules)
+        number = (old.generation if old else 0) + 1
+        live = plan_generation(number, encoders, rules, tag=home_tag(home))
         # Leftovers of a rebuild that crashed before its switch.
         remove_sqlite(home / live.sqlite)
         for name in (live.memories, live.entities):

@@ -28,7 +28,7 @@ from journal import (
     MemorySuperseded,
 )
 from projections.qdrant_edge import EdgeBackend
-from projections.replay import POINTER, QDRANT, Projections, read_pointer
+from projections.replay import HOME_TAG, POINTER, QDRANT, Projections, read_pointer
 from projections.vector_sink import Encoders, alias_point_id, point_id
 from projections.vectors import SparseVector, VectorFilter, VectorPoint
 from tests.integration.test_read_model import interacting
@@ -290,3 +290,30 @@ def test_the_old_generation_answers_while_a_rebuild_runs(
     assert answers and all(a[0] == "m7" for a in answers)
     assert old.memories not in backend.collections()
     p.close()
+
+
+def test_two_homes_on_one_vector_store_keep_their_own_collections(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    """Two servers sharing one journal and one Qdrant (here one backend object stands for a
+    server): each home writes, rebuilds and drops only its own collections."""
+    root, journal, backend = parts
+    seed(journal)
+    home_a, home_b = root / "a", root / "b"
+    home_a.mkdir()
+    home_b.mkdir()
+    a = Projections.open(home_a, journal, backend, encoders)
+    b = Projections.open(home_b, journal, backend, encoders)
+    assert {a.live.memories, a.live.entities}.isdisjoint({b.live.memories, b.live.entities})
+    assert backend.count(a.live.memories) == backend.count(b.live.memories) == 11
+    old_b = b.live.memories
+    a.rebuild()  # drops a's old generation only
+    assert old_b in backend.collections() and backend.count(old_b) == 11
+    assert a.reconcile().clean and b.reconcile().clean
+    tag = (home_a / HOME_TAG).read_text().strip()
+    assert tag in a.live.memories and tag not in b.live.memories
+    a.close()
+    b.close()
+    reopened = Projections.open(home_a, journal, backend, encoders)  # the tag is kept
+    assert tag in reopened.live.memories
+    reopened.close()
