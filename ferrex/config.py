@@ -91,6 +91,8 @@ KEYS: tuple[Key, ...] = (
         "or operator = true"),
     Key("auth.open_loopback", bool, False, None,
         "serve HTTP on a loopback address without tokens (anyone on this machine can call it)"),
+    Key("dashboard.git_export", str, None, None,
+        "the `ferrex export git` directory whose state the dashboard's journal page shows"),
 )  # fmt: skip
 _BY_NAME = {key.name: key for key in KEYS}
 

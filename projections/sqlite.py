@@ -246,6 +246,17 @@ class Spelling:
 
 
 @dataclass(frozen=True, slots=True)
+class AliasMatch:
+    """One spelling of an entity and how the resolver matched it (see ``alias_matches``)."""
+
+    entity_id: str
+    alias: str
+    match: str
+    score: float
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Entity:
     entity_id: str
     namespace: str
@@ -585,6 +596,20 @@ class ReadModel:
                 "SELECT entity_id, alias, normalized, agent_id FROM aliases WHERE namespace=? "
                 "ORDER BY normalized, entity_id",
                 (namespace,),
+            )
+        ]
+
+    def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
+        """Every spelling of the given entities with how it was matched when first seen
+        (``exact``, ``fuzzy``, ``embedding``, …) and that match's score, by entity and alias."""
+        if not entity_ids:
+            return []
+        return [
+            AliasMatch(str(e), str(a), str(m), float(s), None if g is None else str(g))
+            for e, a, m, s, g in self.db.execute(
+                f"SELECT entity_id, alias, match, score, agent_id FROM aliases WHERE entity_id "
+                f"IN ({','.join('?' * len(entity_ids))}) ORDER BY entity_id, alias",
+                list(entity_ids),
             )
         ]
 

@@ -13,6 +13,7 @@ import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -34,21 +35,34 @@ log = logging.getLogger("ferrex")
 _GRACE_SECONDS = 3
 
 
-def run_server(app: App, reload: Callable[[], Config], http: str | None = None) -> None:
+def run_server(
+    app: App, reload: Callable[[], Config], http: str | None = None, *, ui: bool = False
+) -> None:
     """Serve MCP for the configured agent until the client goes away (or a signal).
 
     ``reload`` reads the configuration again (file, environment, flags): the server follows
-    changes to its file while it runs (see ferrex.server.reload).
+    changes to its file while it runs (see ferrex.server.reload). ``ui``: serve HTTP on a
+    free loopback port and print the dashboard's URL with the operator's token.
     """
     from ferrex.server.hub import Hub
     from ferrex.server.mcp_server import build_server
     from ferrex.server.reload import ConfigWatcher
 
-    address = _address(http) if http else None
+    listening = _free_loopback_socket() if ui else None
+    if listening is not None:
+        host, port = listening.getsockname()[:2]
+        address: tuple[str, int] | None = (host, port)
+    else:
+        address = _address(http) if http else None
     caller = Caller.from_config(app.config)
     latest = [app.config]  # the configuration a process taking over the stores starts with
     hub = Hub(app.home, lambda: App(home=app.home, config=latest[0]), caller)
     tokens, file_token = _tokens(app, address)
+    if listening is not None and address is not None:
+        # The one place the token is shown: the page trades it for a cookie at once.
+        query = "" if tokens is None or file_token is None else "/?token=" + file_token
+        click.echo(f"http://{address[0]}:{address[1]}{query or '/'}")
+        sys.stdout.flush()
 
     def apply(config: Config) -> None:
         latest[0] = config
@@ -77,7 +91,7 @@ def run_server(app: App, reload: Callable[[], Config], http: str | None = None) 
 
             run_stdio(server)
         else:
-            _serve_http(server, *address)
+            _serve_http(server, tokens, *address, listening=listening)
     except KeyboardInterrupt:
         pass
     finally:
@@ -101,11 +115,20 @@ def _tokens(app: App, address: tuple[str, int] | None) -> tuple[TokenTable | Non
     return TokenTable(grants(app.config["auth.tokens"], file_token)), file_token
 
 
-def _serve_http(server: FerrexMCP, host: str, port: int) -> None:
+def _serve_http(
+    server: FerrexMCP,
+    tokens: TokenTable | None,
+    host: str,
+    port: int,
+    listening: socket.socket | None = None,
+) -> None:
     import anyio
     import uvicorn
 
+    from ferrex.server.dashboard import mount
+
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
+    mount(app, server.hub, tokens)  # the dashboard at / beside /mcp, behind the same tokens
     config = uvicorn.Config(
         app,
         host=host,
@@ -117,8 +140,18 @@ def _serve_http(server: FerrexMCP, host: str, port: int) -> None:
         # Open streams (a client's SSE GET) would otherwise hold a SIGTERM up indefinitely.
         timeout_graceful_shutdown=_GRACE_SECONDS,
     )
-    click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp", err=True)
-    anyio.run(uvicorn.Server(config).serve)
+    click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp and the dashboard at "
+               f"http://{host}:{port}/", err=True)  # fmt: skip
+    anyio.run(uvicorn.Server(config).serve, None if listening is None else [listening])
+
+
+def _free_loopback_socket() -> socket.socket:
+    """A socket listening on a port the kernel picked on 127.0.0.1 (no race for the port)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock
 
 
 def _keep_our_logs_apart() -> None:

@@ -174,6 +174,20 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "resource entity": st.sampled_from([*ENTITIES, "postgres", "kafka", "Tokio"]).map(
         lambda name: ("resource", {"uri": f"ferrex://entity/{name}"})
     ),
+    # The dashboard's reads (its /api/v1/history and /api/v1/entities, and the journal page,
+    # which is the operator's only).
+    "dashboard history": st.tuples(st.sampled_from(["bob", "alice"]), st.integers(0, 5)).map(
+        lambda wk: ("dashboard", {"view": "history", "id": f"@{wk[0]}:{wk[1]}"})
+    ),
+    "dashboard entity": st.tuples(
+        st.sampled_from([*ENTITIES, "postgres", "kafka", "Tokio"]), st.sampled_from([0, 1])
+    ).map(lambda no: ("dashboard", {"view": "entity", "name": no[0], "offset": no[1]})),
+    "dashboard entities": st.sampled_from(["", "p", "k", "t"]).map(
+        lambda prefix: ("dashboard", {"view": "entities", "prefix": prefix})
+    ),
+    "dashboard journal": st.sampled_from(["journal", "verify"]).map(
+        lambda view: ("dashboard", {"view": view})
+    ),
 }
 
 

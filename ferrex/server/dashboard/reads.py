@@ -1,0 +1,329 @@
+"""The dashboard's reads that no tool gives: run in the process that owns the stores.
+
+Reached as the ``dashboard`` entry of :meth:`ferrex.server.service.Service.call` (so through
+the hub like a tool call), with the caller of the request. Every read follows
+:mod:`ferrex.rules.visibility` exactly as the tools and resources do: a memory the caller may
+not see is not found, an entity only such memories name is unknown, a spelling of another
+agent's private scope is never listed, and what counts every agent's writes (the journal,
+its verification, the git export) is the operator's only.
+
+Views (``args["view"]``):
+
+- ``history``: a memory's supersede chain (from the ``memory`` resource) with each version's
+  times, confidence and use, for the timeline;
+- ``entity``: an entity by any spelling the caller may see: its spellings with how each was
+  matched, the memories naming it (newest first, a page at a time) and the entities that
+  co-occur with it in those memories (the graph);
+- ``entities``: the entity names the caller may see, a page at a time, optionally by prefix;
+- ``journal``: the latest records, the head, the last ``verify`` and the git export's state;
+- ``verify``: run ``journal verify`` now and remember its outcome for the journal view.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ferrex.app import App
+from ferrex.errors import FerrexError, Refused, UsageError, from_journal_error
+from ferrex.read.insight import Pending, one_line, with_pending
+from ferrex.rules.entities import Candidate, resolve_entity
+from ferrex.rules.visibility import sees, sees_scope
+from ferrex.times import rfc3339
+from journal.errors import JournalError
+from journal.record import to_builtins
+from journal.verify import verify
+from projections.sqlite import Memory, ReadModel
+
+VIEWS = ("history", "entity", "entities", "journal", "verify")
+#: Memories an entity page lists per page, and the most it reads to draw the graph.
+PAGE = 25
+GRAPH_MEMORIES = 200
+GRAPH_NODES = 12
+JOURNAL_RECORDS = 20
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a view reads: the app, the caught-up read model, pending recall hits, the
+    memory resource (for the chain it already walks) and who asks."""
+
+    app: App
+    rm: ReadModel
+    pending: Pending
+    memory_doc: Callable[[str], dict[str, Any]]
+    agent_id: str | None
+    namespace: str
+
+
+# The outcome of the last verify, per journal directory (verify reads the whole journal,
+# so the journal view shows the last one and runs it only when asked).
+_VERIFIED: dict[Path, dict[str, Any]] = {}
+
+
+def answer(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
+    view = args.get("view")
+    if view == "history":
+        return _history(ctx, _text(args.get("id"), "id"))
+    if view == "entity":
+        return _entity(ctx, _text(args.get("name"), "name"), _offset(args))
+    if view == "entities":
+        prefix = args.get("prefix", "")
+        if not isinstance(prefix, str):
+            raise UsageError("prefix must be text")
+        return _entities(ctx, prefix, _offset(args))
+    if view == "journal":
+        return _journal(ctx)
+    if view == "verify":
+        return _verify(ctx)
+    raise UsageError(f"unknown dashboard view {view!r}", hint=f"views: {', '.join(VIEWS)}")
+
+
+def _history(ctx: Context, memory_id: str) -> dict[str, Any]:
+    doc = ctx.memory_doc(memory_id)  # not_found for an id the caller may not see
+    ids = [link["id"] for link in doc["history"]]
+    by_id = {m.memory_id: with_pending(m, ctx.pending) for m in ctx.rm.memories(memory_ids=ids)}
+    versions = []
+    for link in doc["history"]:
+        m = by_id.get(link["id"])
+        if m is None:
+            continue
+        versions.append(
+            {
+                **link,
+                "type": m.type,
+                "created_at": rfc3339(m.created_at),
+                "superseded_by": m.superseded_by,
+                "confidence": m.confidence,
+                "access_count": m.access_count,
+                "last_accessed": rfc3339(m.last_accessed),
+                "last_validated": rfc3339(m.last_validated),
+                "position": m.position,
+                "current": m.memory_id == memory_id,
+            }
+        )
+    return {"id": memory_id, "versions": versions}
+
+
+def _visible_spellings(ctx: Context) -> list[Any]:
+    return [s for s in ctx.rm.spellings(ctx.namespace) if sees_scope(ctx.agent_id, s.agent_id)]
+
+
+def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
+    spellings = _visible_spellings(ctx)
+    found = resolve_entity(
+        name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
+    ).entity_id
+    visible_ids = {s.entity_id for s in spellings}
+    chosen = (
+        [
+            m
+            for m, _ in ctx.rm.entity_links(
+                ctx.namespace,
+                [found],
+                agent_id=ctx.agent_id,
+                only_valid=False,
+                limit=GRAPH_MEMORIES + offset,
+            )
+        ]
+        if found
+        else []
+    )
+    ordered = list(dict.fromkeys(chosen))
+    memories = {m.memory_id: m for m in _seen(ctx, ctx.rm.memories(memory_ids=ordered))}
+    newest = sorted(memories.values(), key=lambda m: (-m.position, m.memory_id))
+    names = ctx.rm.entity_names([found]) if found else {}
+    if found is None or found not in names or not newest:
+        raise Refused(
+            f"no entity {name!r} in {ctx.namespace}",
+            code="not_found",
+            hint="the entities page lists the names you can see",
+        )
+    aliases = [
+        {"alias": a.alias, "match": a.match, "score": round(a.score, 4)}
+        for a in ctx.rm.alias_matches([found])
+        if sees_scope(ctx.agent_id, a.agent_id)
+    ]
+    together: Counter[str] = Counter()
+    pairs: Counter[tuple[str, str]] = Counter()
+    window = newest[:GRAPH_MEMORIES]
+    for m in window:
+        others = sorted(e for e in m.entity_ids if e != found and e in visible_ids)
+        together.update(others)
+        for i, a in enumerate(others):
+            for b in others[i + 1 :]:
+                pairs[(a, b)] += 1
+    # Ordered by names, never by ids (random): the same memories draw the same graph.
+    every = ctx.rm.entity_names(list(together))
+    ranked = sorted(
+        together, key=lambda e: (-together[e], every.get(e, e).lower(), every.get(e, e))
+    )
+    top = ranked[:GRAPH_NODES]
+    kept = set(top)
+    edges = []
+    for (a, b), n in pairs.items():
+        if a in kept and b in kept:
+            first, second = sorted((every.get(a, a), every.get(b, b)))
+            edges.append({"a": first, "b": second, "count": n})
+    edges.sort(key=lambda edge: (str(edge["a"]), str(edge["b"])))
+    page = newest[offset : offset + PAGE]
+    return {
+        "namespace": ctx.namespace,
+        "name": names[found],
+        "aliases": aliases,
+        "memories": [_brief(m) for m in page],
+        "offset": offset,
+        "more": len(newest) > offset + PAGE,
+        "graph": {
+            "memories_read": len(window),
+            "nodes": [{"name": every.get(e, e), "count": together[e]} for e in top],
+            "edges": edges,
+        },
+    }
+
+
+def _entities(ctx: Context, prefix: str, offset: int) -> dict[str, Any]:
+    wanted = prefix.strip().lower()
+    spellings = _visible_spellings(ctx)
+    ids = sorted({s.entity_id for s in spellings})
+    names = ctx.rm.entity_names(ids)
+    listed = sorted(
+        {n for e, n in names.items() if not wanted or n.lower().startswith(wanted)},
+        key=lambda n: (n.lower(), n),
+    )
+    return {
+        "namespace": ctx.namespace,
+        "prefix": prefix,
+        "names": listed[offset : offset + PAGE * 4],
+        "offset": offset,
+        "total": len(listed),
+    }
+
+
+def _operator_only(ctx: Context, what: str) -> None:
+    if ctx.agent_id is not None:
+        # The journal holds every agent's writes, private ones included.
+        raise Refused(
+            f"{what} is the operator's only",
+            code="forbidden",
+            hint="open the dashboard with the operator's token (`ferrex ui`)",
+        )
+
+
+def _journal(ctx: Context) -> dict[str, Any]:
+    _operator_only(ctx, "the journal")
+    app = ctx.app
+    try:
+        journal = app.journal()
+        head = journal.refresh()
+        after = max(0, head.position - JOURNAL_RECORDS)
+        records = [_record(r) for r in journal.read(after=after, hashes=True)]
+    except JournalError as exc:
+        raise from_journal_error(exc) from exc
+    return {
+        "head": {
+            "position": head.position,
+            "hash": head.hash.hex(),
+            "recorded_at": rfc3339(head.recorded_at) if head.recorded_at else None,
+        },
+        "records": list(reversed(records)),
+        "verify": _VERIFIED.get(app.journal_dir),
+        "git_export": _git_export(app, head.position),
+    }
+
+
+def _record(record: Any) -> dict[str, Any]:
+    view = to_builtins(record)
+    events = []
+    for event in view["events"]:
+        ids = event.get("memory_id") or event.get("memory_ids") or event.get("entity_id")
+        events.append({"event": event.get("event"), "ids": ids})
+    return {
+        "position": view["position"],
+        "recorded_at": view["recorded_at"],
+        "hash": view["hash"],
+        "events": events,
+    }
+
+
+def _verify(ctx: Context) -> dict[str, Any]:
+    _operator_only(ctx, "verifying the journal")
+    directory = ctx.app.journal_dir
+    started = time.monotonic()
+    try:
+        report = verify(directory)
+    except JournalError as exc:
+        raise from_journal_error(exc) from exc
+    problem = report.problem
+    doc = {
+        "ok": report.ok,
+        "records": report.records,
+        "head_position": report.head_position,
+        "checked_at": rfc3339(time.time()),
+        "seconds": round(time.monotonic() - started, 3),
+        "problem": None
+        if problem is None
+        else f"{problem.segment.name} offset {problem.offset}: {problem.kind}: {problem.reason}",
+    }
+    _VERIFIED[directory] = doc
+    return doc
+
+
+def _git_export(app: App, head: int) -> dict[str, Any] | None:
+    """The configured export's resume point and whether it holds every record."""
+    configured = app.config["dashboard.git_export"]
+    if not configured:
+        return None
+    from ferrex.porting.gitexport import inspect_target
+
+    directory = Path(configured).expanduser()
+    try:
+        target = inspect_target(directory)
+    except FerrexError as exc:
+        return {"directory": str(directory), "error": exc.message}
+    if target.state is None:
+        return {"directory": str(directory), "error": "no export there yet"}
+    state = target.state
+    return {
+        "directory": str(directory),
+        "position": state.position,
+        "recorded_at": state.recorded_at,
+        "commit": target.head,
+        "behind": max(0, head - state.position),
+        "current": state.position >= head,
+    }
+
+
+def _seen(ctx: Context, memories: list[Memory]) -> list[Memory]:
+    return [
+        with_pending(m, ctx.pending)
+        for m in memories
+        if sees(ctx.agent_id, m.agent_id, m.visibility)
+    ]
+
+
+def _brief(m: Memory) -> dict[str, Any]:
+    return {
+        "id": m.memory_id,
+        "type": m.type,
+        "event_time": rfc3339(m.t_valid),
+        "t_invalid": rfc3339(m.t_invalid),
+        "summary": one_line(m, 200),
+    }
+
+
+def _text(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{name} is required")
+    return value
+
+
+def _offset(args: Mapping[str, Any]) -> int:
+    value = args.get("offset", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100_000:
+        raise UsageError("offset must be a whole number from 0 to 100000")
+    return value
