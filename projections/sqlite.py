@@ -588,6 +588,13 @@ class ReadModel:
             (namespace, name),
         )
 
+    def replaced_by(self, memory_id: str) -> list[Memory]:
+        """The memories ``memory_id`` superseded (an explicit ``supersedes`` or a newer value
+        of a fact), by id: a history walks back through them."""
+        return self._where(
+            "SELECT * FROM memories WHERE superseded_by=? ORDER BY memory_id", (memory_id,)
+        )
+
     def spellings(self, namespace: str) -> list[Spelling]:
         """Every known spelling of every entity of a namespace, by normalized form."""
         return [

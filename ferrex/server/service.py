@@ -375,7 +375,6 @@ class Service:
             app=self.app,
             rm=self._read_model(),
             pending=self.app.access.snapshot(),
-            memory_doc=lambda memory_id: self._memory(memory_id, caller),
             agent_id=caller.agent_id,
             namespace=namespace,
         )

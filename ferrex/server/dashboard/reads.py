@@ -9,8 +9,8 @@ its verification, the git export) is the operator's only.
 
 Views (``args["view"]``):
 
-- ``history``: a memory's supersede chain (from the ``memory`` resource) with each version's
-  times, confidence and use, for the timeline;
+- ``history``: a memory's supersede chain (explicit supersedes and a fact's older values)
+  with each version's times, confidence and use, for the timeline;
 - ``entity``: an entity by any spelling the caller may see: its spellings with how each was
   matched, the memories naming it (newest first, a page at a time) and the entities that
   co-occur with it in those memories (the graph);
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,18 +44,19 @@ VIEWS = ("history", "entity", "entities", "journal", "verify")
 PAGE = 25
 GRAPH_MEMORIES = 200
 GRAPH_NODES = 12
+#: The longest supersede chain a history walks, each way.
+CHAIN = 50
 JOURNAL_RECORDS = 20
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a view reads: the app, the caught-up read model, pending recall hits, the
-    memory resource (for the chain it already walks) and who asks."""
+    """What a view reads: the app, the caught-up read model, pending recall hits and who
+    asks (an agent id, None for the operator, and the namespace)."""
 
     app: App
     rm: ReadModel
     pending: Pending
-    memory_doc: Callable[[str], dict[str, Any]]
     agent_id: str | None
     namespace: str
 
@@ -84,29 +85,49 @@ def answer(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _history(ctx: Context, memory_id: str) -> dict[str, Any]:
-    doc = ctx.memory_doc(memory_id)  # not_found for an id the caller may not see
-    ids = [link["id"] for link in doc["history"]]
-    by_id = {m.memory_id: with_pending(m, ctx.pending) for m in ctx.rm.memories(memory_ids=ids)}
-    versions = []
-    for link in doc["history"]:
-        m = by_id.get(link["id"])
-        if m is None:
-            continue
-        versions.append(
-            {
-                **link,
-                "type": m.type,
-                "created_at": rfc3339(m.created_at),
-                "superseded_by": m.superseded_by,
-                "confidence": m.confidence,
-                "access_count": m.access_count,
-                "last_accessed": rfc3339(m.last_accessed),
-                "last_validated": rfc3339(m.last_validated),
-                "position": m.position,
-                "current": m.memory_id == memory_id,
-            }
-        )
+    """The chain of versions through ``memory_id``, oldest first: back through what each
+    replaced (``supersedes``, or a fact's older value), forward through ``superseded_by``;
+    only versions the caller may see, at most :data:`CHAIN` each way."""
+    found = _seen(ctx, ctx.rm.memories(memory_ids=[memory_id]))
+    if not found:
+        raise Refused(f"no memory {memory_id!r}", code="not_found",
+                      hint="recall to find a memory's id")  # fmt: skip
+    memory = found[0]
+    chain = {memory.memory_id}
+    older: list[Memory] = []
+    current = memory
+    while len(older) < CHAIN:
+        before = _seen(ctx, ctx.rm.replaced_by(current.memory_id))
+        if current.supersedes:
+            before += _seen(ctx, ctx.rm.memories(memory_ids=[current.supersedes]))
+        before = [m for m in before if m.memory_id not in chain]
+        if not before:
+            break
+        current = max(before, key=lambda m: (m.t_valid, m.memory_id))
+        chain.add(current.memory_id)
+        older.append(current)
+    newer: list[Memory] = []
+    current = memory
+    while len(newer) < CHAIN and current.superseded_by:
+        after = [m for m in _seen(ctx, ctx.rm.memories(memory_ids=[current.superseded_by]))
+                 if m.memory_id not in chain]  # fmt: skip
+        if not after:
+            break
+        current = after[0]
+        chain.add(current.memory_id)
+        newer.append(current)
+    versions = [_version(m, m.memory_id == memory_id) for m in (*reversed(older), memory, *newer)]
     return {"id": memory_id, "versions": versions}
+
+
+def _version(m: Memory, current: bool) -> dict[str, Any]:
+    return {"id": m.memory_id, "type": m.type, "summary": one_line(m, 200),
+            "t_valid": rfc3339(m.t_valid), "t_invalid": rfc3339(m.t_invalid),
+            "created_at": rfc3339(m.created_at), "superseded_by": m.superseded_by,
+            "confidence": m.confidence, "access_count": m.access_count,
+            "last_accessed": rfc3339(m.last_accessed),
+            "last_validated": rfc3339(m.last_validated), "position": m.position,
+            "current": current}  # fmt: skip
 
 
 def _visible_spellings(ctx: Context) -> list[Any]:
@@ -159,15 +180,17 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
                 pairs[(a, b)] += 1
     # Ordered by names, never by ids (random): the same memories draw the same graph.
     every = ctx.rm.entity_names(list(together))
-    ranked = sorted(
-        together, key=lambda e: (-together[e], every.get(e, e).lower(), every.get(e, e))
-    )
+
+    def name_of(entity_id: str) -> str:
+        return every.get(entity_id) or entity_id
+
+    ranked = sorted(together, key=lambda i: (-together[i], name_of(i).lower(), name_of(i)))
     top = ranked[:GRAPH_NODES]
     kept = set(top)
     edges = []
     for (a, b), n in pairs.items():
         if a in kept and b in kept:
-            first, second = sorted((every.get(a, a), every.get(b, b)))
+            first, second = sorted((name_of(a), name_of(b)))
             edges.append({"a": first, "b": second, "count": n})
     edges.sort(key=lambda edge: (str(edge["a"]), str(edge["b"])))
     page = newest[offset : offset + PAGE]
@@ -180,7 +203,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
         "more": len(newest) > offset + PAGE,
         "graph": {
             "memories_read": len(window),
-            "nodes": [{"name": every.get(e, e), "count": together[e]} for e in top],
+            "nodes": [{"name": name_of(e), "count": together[e]} for e in top],
             "edges": edges,
         },
     }
