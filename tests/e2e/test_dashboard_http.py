@@ -56,7 +56,7 @@ def test_the_token_becomes_a_strict_httponly_session_and_leaves_the_url(served: 
         page = browser.get("/?q=tokio")
         assert page.status_code == 200 and "tokio 1.38" in page.text
         assert browser.get("/api/v1/stats").json()["total"] == 6
-    assert answer.headers["referrer-policy"] == "no-referrer"
+    assert answer.headers["referrer-policy"] == "same-origin"
     assert "default-src 'none'" in answer.headers["content-security-policy"]
 
 

@@ -494,7 +494,12 @@ def health_page(
     for k, v in (stats.get("storage_bytes") or {}).items():
         counts.append((f"bytes: {k}", v))
     table = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in counts)
-    sections = []
+    latest = "".join(
+        f'<tr class="finding"><td>{memory_link(str(i["id"]), i.get("summary"))}</td>'
+        f"<td>{e(i.get('type'))}</td><td>{_actions([str(i['id'])]) if can_act else ''}</td></tr>"
+        for i in stats.get("recent", [])
+    )
+    sections = [f'<h2>Latest</h2><table id="latest">{latest}</table>']
     for key, title in (
         ("stale", "Stale"),
         ("unvalidated", "Never confirmed"),

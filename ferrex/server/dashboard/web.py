@@ -18,7 +18,7 @@ Actions (confirm, forget, verify) are POST forms; a POST must carry an ``Origin`
 to the server's own origin (``http://`` + ``Host``), so another site cannot make a browser
 act, and the SameSite cookie is not sent cross-site either. Forget shows a confirmation page
 first. Responses forbid framing and every external load (Content-Security-Policy) and send no
-referrer.
+referrer beyond the dashboard itself.
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ MAX_SESSIONS = 256
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
+    # dashboard's own POSTs, and no address (the login URL with its token) leaves the site.
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-store",
 }
