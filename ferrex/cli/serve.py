@@ -2,9 +2,10 @@
 
 stdio is what an MCP client launches: stdout carries protocol only, logs go to stderr.
 ``--http HOST:PORT`` serves Streamable HTTP at ``/mcp`` instead, behind bearer tokens (see
-:mod:`ferrex.server.mcp_auth`), with ``/healthz`` open. Either way the process
-joins the data directory's hub (see :mod:`ferrex.server.hub`): it owns the stores, or asks the
-process that does, and hands them over cleanly when it exits.
+:mod:`ferrex.server.mcp_auth`), with ``/healthz`` open, and the web dashboard at ``/``
+(:mod:`ferrex.server.dashboard`, the same tokens; ``ferrex ui`` is this on a free port).
+Either way the process joins the data directory's hub (see :mod:`ferrex.server.hub`): it
+owns the stores, or asks the process that does, and hands them over cleanly when it exits.
 """
 
 from __future__ import annotations
@@ -229,7 +230,7 @@ def _exit_on_terminate() -> None:
 @click.option(
     "--http",
     metavar="HOST:PORT",
-    help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+    help="Serve Streamable HTTP at http://HOST:PORT/mcp, and the dashboard at /, not stdio.",
 )
 @click.option(
     "--agent-id",

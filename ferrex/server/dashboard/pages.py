@@ -624,7 +624,7 @@ def _events(events: Iterable[Mapping[str, Any]]) -> str:
     out = []
     for ev in events:
         ids = ev.get("ids")
-        listed = ids if isinstance(ids, list) else [ids] if ids else []
+        listed = list(ids) if isinstance(ids, list | tuple) else [ids] if ids else []
         links = " ".join(memory_link(i) if str(i).startswith("mem_") else e(i) for i in listed[:5])
         more = f" (+{len(listed) - 5})" if len(listed) > 5 else ""
         out.append(f"{e(ev.get('event'))} {links}{more}")
