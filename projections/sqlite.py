@@ -90,6 +90,8 @@ CREATE INDEX IF NOT EXISTS memories_derived_episodes
     ON memories (namespace, episode, episode_index);
 CREATE INDEX IF NOT EXISTS memories_episode_tails ON memories (namespace, agent_id, position)
     WHERE episode IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_superseded_by ON memories (superseded_by)
+    WHERE superseded_by IS NOT NULL;
 CREATE TABLE IF NOT EXISTS entities (
     entity_id TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,
