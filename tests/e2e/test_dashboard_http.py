@@ -7,13 +7,18 @@ actions that need the dashboard's own Origin (and, for forget, a confirmation).
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from ferrex.models import Embedder
+from ferrex.server.mcp_auth import token_hash
 from tests.e2e.dashboard_helpers import (
     ALICE,
     BOB,
@@ -22,7 +27,9 @@ from tests.e2e.dashboard_helpers import (
     ferrex_ui,
     operator_token,
     populate,
+    write_tokens,
 )
+from tests.e2e.mcp_helpers import FERREX
 
 
 @pytest.fixture(scope="module")
@@ -222,3 +229,47 @@ def test_home_paths_are_not_served(served: Served, home: Home) -> None:
     # The token file and the journal are never reachable as files.
     for path in ("/run/http.token", "/../run/http.token", "/journal/segment-1"):
         assert _get(served, path, operator_token(home.path)).status_code in (404, 405)
+
+
+def test_serve_http_serves_the_dashboard_and_a_revoked_token_ends_its_session(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    write_tokens(home)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = subprocess.Popen(
+        [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert server.poll() is None
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        assert httpx.get(f"{base}/mcp", timeout=10).status_code == 401  # /mcp as before
+        login = httpx.get(f"{base}/?token={BOB}", timeout=60)
+        assert login.status_code == 303
+        with httpx.Client(base_url=base, cookies=login.cookies, timeout=60) as browser:
+            page = browser.get("/")
+            assert page.status_code == 200 and "agent bob" in page.text
+            # bob's token leaves ferrex.toml: his session ends with it
+            (home / "ferrex.toml").write_text(
+                f'[[auth.tokens]]\nsha256 = "{token_hash(ALICE)}"\nagent = "alice"\n'
+            )
+            deadline = time.monotonic() + 30
+            while browser.get("/api/v1/stats").status_code != 401:
+                assert time.monotonic() < deadline, "the revoked token still opens the session"
+                time.sleep(0.2)
+            assert browser.get("/").status_code == 401
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
