@@ -189,7 +189,7 @@ def screenshots(directory: Path) -> None:
             shots = {
                 "search": "/?q=which+tokio+does+api-server+use&include_invalidated=1",
                 "memory": f"/memory/{hit}",
-                "entity": "/entities?name=tokio",
+                "entity": "/entities?name=api-server",
                 "health": "/health",
                 "journal": "/journal",
             }
@@ -199,10 +199,22 @@ def screenshots(directory: Path) -> None:
                 driver.set_window_size(1100, min(max(int(height) + 20, 500), 1300))
                 target = directory / f"dashboard-{name}.png"
                 driver.save_screenshot(str(target))
+                _shrink(target)
                 print(f"wrote {target} ({target.stat().st_size} bytes)")
         finally:
             driver.quit()
             served.close()
+
+
+def _shrink(png: Path) -> None:
+    """A 64-colour palette: a flat page loses nothing visible and the file a lot."""
+    try:
+        from PIL import Image
+    except ImportError:  # Pillow comes with matplotlib (a dev dependency); else keep it
+        return
+    with Image.open(png) as image:
+        small = image.convert("RGB").quantize(colors=64)
+    small.save(png, optimize=True)
 
 
 def demo(home: Path) -> None:
