@@ -10,6 +10,7 @@ health page's forget with its confirmation; an agent's token shows only that age
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,8 +22,11 @@ from selenium.webdriver.chrome.service import Service as DriverService
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
+from ferrex.app import App
+from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from tests.e2e.dashboard_helpers import BOB, Home, Served, ferrex_ui, operator_token, populate
+from tools.bench_dashboard import requests_for
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -194,3 +198,49 @@ def test_an_agents_dashboard_shows_only_its_view(
     assert "not_found" in browser.find_element(By.ID, "error").text
     browser.find_element(By.LINK_TEXT, "Journal").click()
     assert "forbidden" in browser.find_element(By.ID, "error").text
+
+
+@pytest.mark.slow
+def test_a_home_of_10k_memories(
+    tmp_path_factory: pytest.TempPathFactory, shared_embedder: Embedder, tmp_path: Path
+) -> None:
+    """The issue's bar: the pages work on 10k memories (built through the import path, as
+    tools/bench_dashboard.py builds them; its timings are reported, not asserted here)."""
+    home = tmp_path_factory.mktemp("browser-10k") / "home"
+    app = App(home=home, config=load_config(home, None), _embedder=shared_embedder)
+    try:
+        outcomes = app.writer().store_many(requests_for(10_000, random.Random(7)), chunk=512)
+    finally:
+        app.close()
+    assert sum(1 for o in outcomes if not isinstance(o, Exception)) == 10_000
+    with ferrex_ui(home) as served:
+        driver = chromium(tmp_path / "profile")
+        try:
+            driver.get(served.login_url)
+            driver.get(
+                served.base + "/?q=which+runtime+does+it+use&types=semantic&entities=service-7"
+            )
+            hits = driver.find_elements(By.CSS_SELECTOR, ".hit")
+            assert len(hits) == 1 and "service-7 uses runtime" in hits[0].text
+            hits[0].find_element(By.CSS_SELECTOR, "a.mem").click()
+            # service-7 got a new value 20 times: the whole chain, one current version
+            versions = driver.find_elements(By.CSS_SELECTOR, "#versions tr.version")
+            assert len(versions) == 20
+            assert sum("still valid" in v.text for v in versions) == 1
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#timeline rect.span")) == 20
+            driver.get(served.base + "/entities?name=billing-api")
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#entity-memories li")) == 25
+            assert driver.find_elements(By.LINK_TEXT, "older memories…")  # paged
+            assert driver.find_elements(By.CSS_SELECTOR, "#graph text.node")
+            active = httpx.get(
+                served.base + "/api/v1/stats",
+                timeout=120,
+                headers={"Authorization": f"Bearer {operator_token(home)}"},
+            )
+            driver.find_element(By.LINK_TEXT, "Health").click()
+            first_row = driver.find_element(By.CSS_SELECTOR, "#stats tr").text
+            assert first_row == f"memories {active.json()['total']}"
+            driver.find_element(By.LINK_TEXT, "Journal").click()
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#records tr")) == 21
+        finally:
+            driver.quit()

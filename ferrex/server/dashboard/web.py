@@ -29,8 +29,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -204,8 +205,6 @@ class Dashboard:
         return pages.memory_page(doc, history, who, can_act=True)
 
     def _memory(self, memory_id: str, caller: Caller) -> dict[str, Any]:
-        from urllib.parse import quote
-
         return self._call(
             "resource", {"uri": f"ferrex://memory/{quote(memory_id, safe='')}"}, caller
         )
@@ -256,8 +255,6 @@ class Dashboard:
                 "ids": [str(v) for v in form.getlist("ids")],
                 "confirmed": str(form.get("confirmed", "")),
             }
-            from starlette.concurrency import run_in_threadpool
-
             return await run_in_threadpool(run, caller, fields, _who(caller))
 
         return endpoint
