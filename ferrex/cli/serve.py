@@ -129,7 +129,8 @@ def _serve_http(
     from ferrex.server.dashboard import mount
 
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
-    mount(app, server.hub, tokens)  # the dashboard at / beside /mcp, behind the same tokens
+    # the dashboard at / beside /mcp, behind the same tokens
+    mount(app, server.hub, tokens, loopback=_is_loopback(host))
     config = uvicorn.Config(
         app,
         host=host,

@@ -12,7 +12,6 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -43,9 +42,11 @@ def served(home: Home) -> Iterator[Served]:
         yield served
 
 
-def _get(served: Served, path: str, token: str | None = None, **kw: Any) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.get(served.base + path, headers=headers, timeout=60, **kw)
+def _get(
+    served: Served, path: str, token: str | None = None, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    sent = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.get(served.base + path, headers={**sent, **(headers or {})}, timeout=60)
 
 
 def test_ui_prints_one_url_with_the_operators_token(home: Home, served: Served) -> None:
@@ -223,6 +224,17 @@ def test_the_journal_page_verifies_on_request(home: Home, served: Served) -> Non
         page = browser.get("/journal")
         assert "intact" in page.text
         assert "no export configured" in page.text
+
+
+def test_a_foreign_host_name_is_refused_on_loopback(home: Home, served: Served) -> None:
+    # DNS rebinding: another site's name pointed at 127.0.0.1, with the operator's token too
+    rebound = {"Host": "attacker.example"}
+    for path in ("/", "/api/v1/stats", f"/?token={operator_token(home.path)}"):
+        answer = _get(served, path, operator_token(home.path), headers=rebound)
+        assert answer.status_code == 403, path
+        assert "tokio" not in answer.text
+    local = {"Host": served.base.removeprefix("http://").replace("127.0.0.1", "localhost")}
+    assert _get(served, "/api/v1/stats", operator_token(home.path), headers=local).is_success
 
 
 def test_home_paths_are_not_served(served: Served, home: Home) -> None:

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from ferrex.server.mcp_auth import TokenTable
 
 
-def mount(app: Starlette, hub: Hub, tokens: TokenTable | None) -> None:
-    """Add the dashboard's routes to the MCP server's HTTP app (``/mcp`` stays as it is)."""
+def mount(app: Starlette, hub: Hub, tokens: TokenTable | None, *, loopback: bool) -> None:
+    """Add the dashboard's routes to the MCP server's HTTP app (``/mcp`` stays as it is);
+    ``loopback``: the server listens on a loopback address (only loopback Host names)."""
     from ferrex.server.dashboard.web import Dashboard
 
-    app.router.routes.extend(Dashboard(hub, tokens).routes())
+    app.router.routes.extend(Dashboard(hub, tokens, loopback=loopback).routes())

@@ -109,15 +109,28 @@ class Forbidden(FerrexError):
 class Dashboard:
     """The dashboard over one hub and token table (None: no tokens needed)."""
 
-    def __init__(self, hub: Hub, tokens: TokenTable | None) -> None:
+    def __init__(self, hub: Hub, tokens: TokenTable | None, *, loopback: bool = True) -> None:
         self.hub = hub
         self.tokens = tokens
+        self.loopback = loopback
         self.sessions = Sessions()
 
     # -- who is asking ----------------------------------------------------------------------
 
+    def check_host(self, request: Request) -> None:
+        """On a loopback address, only a loopback ``Host``: a page of another site whose name
+        was re-pointed at 127.0.0.1 (DNS rebinding) is refused, which matters most with
+        ``auth.open_loopback``, where no token stands in its way."""
+        if not self.loopback:
+            return
+        host = request.headers.get("host", "").rsplit(":", 1)[0].strip("[]")
+        if host not in ("localhost", "::1") and not host.startswith("127."):
+            raise Forbidden(f"the dashboard on a loopback address answers only to a loopback "
+                            f"host name, not {host!r}")  # fmt: skip
+
     def caller(self, request: Request) -> Caller:
         """The caller the request's session or bearer token grants; Unauthorized if none."""
+        self.check_host(request)
         namespace = self.hub.caller.namespace
         if self.tokens is None:
             return self.hub.caller
@@ -140,6 +153,10 @@ class Dashboard:
         token = request.query_params.get("token")
         if token is None:
             return None
+        try:
+            self.check_host(request)
+        except Forbidden as exc:
+            return _html(pages.message_page("Refused", exc.message), 403)
         if self.tokens is not None and self.tokens.lookup(token) is None:
             return _html(
                 pages.message_page(
@@ -177,6 +194,8 @@ class Dashboard:
                 caller = self.caller(request)
             except Unauthorized as exc:
                 return _html(pages.message_page("Sign in", f"{exc.message}: {exc.hint}"), 401)
+            except Forbidden as exc:
+                return _html(pages.message_page("Refused", exc.message), 403)
             try:
                 return _html(render(request, caller, _who(caller)))
             except FerrexError as exc:
