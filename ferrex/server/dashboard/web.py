@@ -18,7 +18,8 @@ Actions (confirm, forget, verify) are POST forms; a POST must carry an ``Origin`
 to the server's own origin (``http://`` + ``Host``), so another site cannot make a browser
 act, and the SameSite cookie is not sent cross-site either. Forget shows a confirmation page
 first. Responses forbid framing and every external load (Content-Security-Policy) and send no
-referrer beyond the dashboard itself.
+referrer beyond the dashboard itself. On a loopback address only a loopback ``Host`` is
+answered (a rebound DNS name is refused).
 """
 
 from __future__ import annotations
