@@ -97,6 +97,13 @@ ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
         lambda k: ("store", {"content": f"follow-up on backup {k}", "source": f"@alice:{k}"})
     ),
     "forget her own": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@alice:{k}"]})),
+    # A name only her private memories use: listing entities must not show it to bob.
+    "store naming her own entity": st.sampled_from(["Zanzibar", "Kafka Connect"]).map(
+        lambda name: (
+            "store",
+            {"content": f"backup note on {name}", "entities": [name], "visibility": "private"},
+        )
+    ),
 }
 
 BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
@@ -331,6 +338,15 @@ step = st.one_of(
         ("bob", "stats", {"detailed": False}),
     ]
 )
+# The dashboard's entity list and entity page: a name only alice's private memory uses.
+@example(
+    steps=[
+        ("alice", "store", {"content": "backup note on Zanzibar", "entities": ["Zanzibar"],
+                            "visibility": "private"}),
+        ("bob", "dashboard", {"view": "entities", "prefix": ""}),
+        ("bob", "dashboard", {"view": "entity", "name": "Zanzibar", "offset": 0}),
+    ]
+)  # fmt: skip
 def test_bob_cannot_tell_whether_alice_made_her_private_calls(
     homes: tuple[Home, Home], steps: list[tuple[str, str, dict[str, Any]]]
 ) -> None:
