@@ -610,7 +610,8 @@ class ReadModel:
 
     def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
         """Every spelling of the given entities with how it was matched when first seen
-        (``exact``, ``fuzzy``, ``embedding``, …) and that match's score, by entity and alias."""
+        (``exact``, ``normalized``, ``fuzzy``, ``embedding``) and that match's score, by
+        entity and alias."""
         if not entity_ids:
             return []
         return [
