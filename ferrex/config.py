@@ -104,6 +104,8 @@ KEYS: tuple[Key, ...] = (
     Key("server.warm_peers", bool, True, None,
         "a server that is not the owner loads the models after its first call, for a fast "
         "takeover (costs a model's memory per such process)"),
+    Key("dashboard.git_export", str, None, None,
+        "the `ferrex export git` directory whose state the dashboard's journal page shows"),
 )  # fmt: skip
 _BY_NAME = {key.name: key for key in KEYS}
 

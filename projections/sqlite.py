@@ -101,6 +101,8 @@ CREATE INDEX IF NOT EXISTS memories_episode_tails ON memories (namespace, agent_
     WHERE episode IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_expiring ON memories (expires_at)
     WHERE expires_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_superseded_by ON memories (superseded_by)
+    WHERE superseded_by IS NOT NULL;
 CREATE TABLE IF NOT EXISTS entities (
     entity_id TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,
@@ -257,6 +259,17 @@ class Spelling:
     entity_id: str
     alias: str
     normalized: str
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AliasMatch:
+    """One spelling of an entity and how the resolver matched it (see ``alias_matches``)."""
+
+    entity_id: str
+    alias: str
+    match: str
+    score: float
     agent_id: str | None = None
 
 
@@ -678,6 +691,13 @@ class ReadModel:
             (namespace, name),
         )
 
+    def replaced_by(self, memory_id: str) -> list[Memory]:
+        """The memories ``memory_id`` superseded (an explicit ``supersedes`` or a newer value
+        of a fact), by id: a history walks back through them."""
+        return self._where(
+            "SELECT * FROM memories WHERE superseded_by=? ORDER BY memory_id", (memory_id,)
+        )
+
     def spellings(self, namespace: str) -> list[Spelling]:
         """Every known spelling of every entity of a namespace, by normalized form."""
         return [
@@ -686,6 +706,21 @@ class ReadModel:
                 "SELECT entity_id, alias, normalized, agent_id FROM aliases WHERE namespace=? "
                 "ORDER BY normalized, entity_id",
                 (namespace,),
+            )
+        ]
+
+    def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
+        """Every spelling of the given entities with how it was matched when first seen
+        (``exact``, ``normalized``, ``fuzzy``, ``embedding``) and that match's score, by
+        entity and alias."""
+        if not entity_ids:
+            return []
+        return [
+            AliasMatch(str(e), str(a), str(m), float(s), None if g is None else str(g))
+            for e, a, m, s, g in self.db.execute(
+                f"SELECT entity_id, alias, match, score, agent_id FROM aliases WHERE entity_id "
+                f"IN ({','.join('?' * len(entity_ids))}) ORDER BY entity_id, alias",
+                list(entity_ids),
             )
         ]
 

@@ -158,6 +158,7 @@ def _register() -> None:
     from ferrex.cli import projections as projection_cmds
     from ferrex.cli import recall as recall_cmds
     from ferrex.cli import serve as serve_cmds
+    from ferrex.cli import ui as ui_cmds
 
     cli.add_command(journal_cmds.journal)
     cli.add_command(doctor.doctor)
@@ -177,6 +178,7 @@ def _register() -> None:
     cli.add_command(insight_cmds.stats_cmd)
     cli.add_command(insight_cmds.reflect_cmd)
     cli.add_command(serve_cmds.serve)
+    cli.add_command(ui_cmds.ui)
 
 
 _register()

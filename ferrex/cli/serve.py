@@ -2,7 +2,9 @@
 
 stdio is what an MCP client launches: stdout carries protocol only, logs go to stderr.
 ``--http HOST:PORT`` serves Streamable HTTP at ``/mcp`` instead, behind bearer tokens (see
-:mod:`ferrex.server.mcp_auth`), with ``/healthz`` open. HTTP is stateless by default (the
+:mod:`ferrex.server.mcp_auth`), with ``/healthz`` open, and the web dashboard at ``/``
+(:mod:`ferrex.server.dashboard`, the same tokens; ``ferrex ui`` is this on a free port).
+HTTP is stateless by default (the
 SDK's stateless mode: every request stands alone, so many clients pin no server state and
 each call runs in parallel with the others); ``--sessions`` serves the session-based
 transport instead, for clients that need server-to-client streams (resource update
@@ -17,6 +19,7 @@ import ipaddress
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -39,24 +42,40 @@ _GRACE_SECONDS = 3
 
 
 def run_server(
-    app: App, reload: Callable[[], Config], http: str | None = None, *, sessions: bool = False
+    app: App,
+    reload: Callable[[], Config],
+    http: str | None = None,
+    *,
+    sessions: bool = False,
+    ui: bool = False,
 ) -> None:
     """Serve MCP for the configured agent until the client goes away (or a signal).
 
     ``reload`` reads the configuration again (file, environment, flags): the server follows
-    changes to its file while it runs (see ferrex.server.reload).
+    changes to its file while it runs (see ferrex.server.reload). ``ui``: serve HTTP on a
+    free loopback port and print the dashboard's URL with the operator's token.
     """
     from ferrex.server.hub import Hub
     from ferrex.server.mcp_server import build_server
     from ferrex.server.reload import ConfigWatcher
 
-    address = _address(http) if http else None
+    listening = _free_loopback_socket() if ui else None
+    if listening is not None:
+        host, port = listening.getsockname()[:2]
+        address: tuple[str, int] | None = (host, port)
+    else:
+        address = _address(http) if http else None
     caller = Caller.from_config(app.config)
     latest = [app.config]  # the configuration a process taking over the stores starts with
     sweep = app.config["store.expiry_sweep_seconds"]
     hub = Hub(app.home, lambda: App(home=app.home, config=latest[0]), caller,
               sweep_every=sweep if sweep > 0 else None)  # fmt: skip
     tokens, file_token = _tokens(app, address)
+    if listening is not None and address is not None:
+        # The one place the token is shown: the page trades it for a cookie at once.
+        query = "" if tokens is None or file_token is None else "/?token=" + file_token
+        click.echo(f"http://{address[0]}:{address[1]}{query or '/'}")
+        sys.stdout.flush()
 
     def apply(config: Config) -> None:
         latest[0] = config
@@ -85,7 +104,7 @@ def run_server(
 
             run_stdio(server)
         else:
-            _serve_http(server, *address, stateless=not sessions)
+            _serve_http(server, tokens, *address, listening=listening, stateless=not sessions)
     except KeyboardInterrupt:
         pass
     finally:
@@ -109,13 +128,25 @@ def _tokens(app: App, address: tuple[str, int] | None) -> tuple[TokenTable | Non
     return TokenTable(grants(app.config["auth.tokens"], file_token)), file_token
 
 
-def _serve_http(server: FerrexMCP, host: str, port: int, *, stateless: bool) -> None:
+def _serve_http(
+    server: FerrexMCP,
+    tokens: TokenTable | None,
+    host: str,
+    port: int,
+    listening: socket.socket | None = None,
+    *,
+    stateless: bool = True,
+) -> None:
     import anyio
     import uvicorn
+
+    from ferrex.server.dashboard import mount
 
     app = server.streamable_http_app(
         streamable_http_path="/mcp", host=host, stateless_http=stateless
     )
+    # the dashboard at / beside /mcp, behind the same tokens
+    mount(app, server.hub, tokens, loopback=_is_loopback(host))
     config = uvicorn.Config(
         app,
         host=host,
@@ -128,8 +159,18 @@ def _serve_http(server: FerrexMCP, host: str, port: int, *, stateless: bool) -> 
         timeout_graceful_shutdown=_GRACE_SECONDS,
     )
     mode = "stateless" if stateless else "with sessions"
-    click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp ({mode})", err=True)
-    anyio.run(uvicorn.Server(config).serve)
+    click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp ({mode}) and the dashboard "
+               f"at http://{host}:{port}/", err=True)  # fmt: skip
+    anyio.run(uvicorn.Server(config).serve, None if listening is None else [listening])
+
+
+def _free_loopback_socket() -> socket.socket:
+    """A socket listening on a port the kernel picked on 127.0.0.1 (no race for the port)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    return sock
 
 
 def _keep_our_logs_apart() -> None:
@@ -207,7 +248,7 @@ def _exit_on_terminate() -> None:
 @click.option(
     "--http",
     metavar="HOST:PORT",
-    help="Serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+    help="Serve Streamable HTTP at http://HOST:PORT/mcp, and the dashboard at /, not stdio.",
 )
 @click.option(
     "--sessions",

@@ -184,6 +184,9 @@ class RecallRequest:
     boost), ``relational`` (memories naming the query's entities rise)."""
     min_relevance: float = 0.0
     """Drop candidates whose relevance is below this (0, the default, keeps every one)."""
+    count_access: bool = True
+    """Whether the hits count as uses (the access log); a person browsing (the dashboard)
+    looks without using."""
 
 
 @dataclass(frozen=True)
@@ -549,7 +552,8 @@ class Reader:
             | judgement.fields(req.explain)
             for (score, memory, stages), judgement in top
         ]
-        self.access.record([m.memory_id for (_, m, _), _ in top], now)
+        if req.count_access:
+            self.access.record([m.memory_id for (_, m, _), _ in top], now)
         verdict = relevance.nothing_relevant([j.label for _, j in top])
         return RecallResult(
             req.query, namespace, results, hidden, unknown, self.reranker.status, verdict

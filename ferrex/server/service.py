@@ -39,7 +39,7 @@ from projections.gate import Gate
 from projections.sqlite import Memory, ReadModel
 
 TOOLS = ("store", "recall", "confirm", "forget", "reflect", "stats")
-READ_ONLY = frozenset({"recall", "reflect", "stats", "resource"})
+READ_ONLY = frozenset({"recall", "reflect", "stats", "resource", "dashboard"})
 #: The resources every client may list; ``memory/{id}`` and ``entity/{name}`` are templates.
 RESOURCES = ("ferrex://stats", "ferrex://recent")
 RESOURCE_TEMPLATES = ("ferrex://memory/{id}", "ferrex://entity/{name}")
@@ -113,6 +113,8 @@ class Service:
             "stats": self._stats,
             # Not a tool: the resources' reads, routed like tools to the owning process.
             "resource": lambda args, caller: self._resource(args.get("uri"), caller),
+            # Not a tool: the web dashboard's reads (ferrex.server.dashboard.reads).
+            "dashboard": self._dashboard,
         }
 
     def warm(self) -> None:
@@ -210,6 +212,8 @@ class Service:
             agent_id=caller.agent_id,
             strategy=_optional_text(args.get("strategy"), "strategy") or "balanced",  # type: ignore[arg-type]
             min_relevance=args.get("min_relevance", 0.0),
+            # Not in the tool's schema: the dashboard's searches are not uses.
+            count_access=_flag(args.get("count_access", True), "count_access"),
         )
         max_tokens = args.get("max_tokens")
         if max_tokens is not None:
@@ -413,6 +417,19 @@ class Service:
             "aliases": sorted({s.alias for s in spellings if s.entity_id == entity_id}),
             "memories": [_brief(m) for m in memories],
         }
+
+    def _dashboard(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        from ferrex.server.dashboard.reads import Context, answer
+
+        namespace = _namespace(args, caller) or self.app.config["store.default_namespace"]
+        context = Context(
+            app=self.app,
+            rm=self._read_model(),
+            pending=self.app.access.snapshot(),
+            agent_id=caller.agent_id,
+            namespace=namespace,
+        )
+        return answer(context, args)
 
     def _health(self) -> dict[str, Any]:
         """Journal position, projection lag, storage sizes and the models in use."""

@@ -114,6 +114,13 @@ ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "mark her own": st.tuples(
         st.integers(0, 5), st.sampled_from([{"pinned": True}, {"importance": 1.0}])
     ).map(lambda km: ("confirm", {"ids": [f"@alice:{km[0]}"], **km[1]})),
+    # A name only her private memories use: listing entities must not show it to bob.
+    "store naming her own entity": st.sampled_from(["Zanzibar", "Kafka Connect"]).map(
+        lambda name: (
+            "store",
+            {"content": f"backup note on {name}", "entities": [name], "visibility": "private"},
+        )
+    ),
 }
 
 BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
@@ -201,6 +208,20 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     ),
     "resource entity": st.sampled_from([*ENTITIES, "postgres", "kafka", "Tokio"]).map(
         lambda name: ("resource", {"uri": f"ferrex://entity/{name}"})
+    ),
+    # The dashboard's reads (its /api/v1/history and /api/v1/entities, and the journal page,
+    # which is the operator's only).
+    "dashboard history": st.tuples(st.sampled_from(["bob", "alice"]), st.integers(0, 5)).map(
+        lambda wk: ("dashboard", {"view": "history", "id": f"@{wk[0]}:{wk[1]}"})
+    ),
+    "dashboard entity": st.tuples(
+        st.sampled_from([*ENTITIES, "postgres", "kafka", "Tokio"]), st.sampled_from([0, 1])
+    ).map(lambda no: ("dashboard", {"view": "entity", "name": no[0], "offset": no[1]})),
+    "dashboard entities": st.sampled_from(["", "p", "k", "t"]).map(
+        lambda prefix: ("dashboard", {"view": "entities", "prefix": prefix})
+    ),
+    "dashboard journal": st.sampled_from(["journal", "verify"]).map(
+        lambda view: ("dashboard", {"view": view})
     ),
 }
 
@@ -345,6 +366,15 @@ step = st.one_of(
         ("bob", "stats", {"detailed": False}),
     ]
 )
+# The dashboard's entity list and entity page: a name only alice's private memory uses.
+@example(
+    steps=[
+        ("alice", "store", {"content": "backup note on Zanzibar", "entities": ["Zanzibar"],
+                            "visibility": "private"}),
+        ("bob", "dashboard", {"view": "entities", "prefix": ""}),
+        ("bob", "dashboard", {"view": "entity", "name": "Zanzibar", "offset": 0}),
+    ]
+)  # fmt: skip
 def test_bob_cannot_tell_whether_alice_made_her_private_calls(
     homes: tuple[Home, Home], steps: list[tuple[str, str, dict[str, Any]]]
 ) -> None:

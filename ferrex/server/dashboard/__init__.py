@@ -1,0 +1,25 @@
+"""The web dashboard: a window onto memory for a person, served beside ``/mcp``.
+
+``web`` (sessions, pages, the JSON API under ``/api/v1/``, actions), ``pages`` (the HTML,
+pure rendering) and ``reads`` (the reads no tool gives, run in the owning process as the
+``dashboard`` entry of the service). Everything a page shows comes through the hub with the
+caller the request's token grants, so it obeys :mod:`ferrex.rules.visibility` like a tool.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from ferrex.server.hub import Hub
+    from ferrex.server.mcp_auth import TokenTable
+
+
+def mount(app: Starlette, hub: Hub, tokens: TokenTable | None, *, loopback: bool) -> None:
+    """Add the dashboard's routes to the MCP server's HTTP app (``/mcp`` stays as it is);
+    ``loopback``: the server listens on a loopback address (only loopback Host names)."""
+    from ferrex.server.dashboard.web import Dashboard
+
+    app.router.routes.extend(Dashboard(hub, tokens, loopback=loopback).routes())

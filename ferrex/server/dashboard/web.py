@@ -1,0 +1,469 @@
+"""The dashboard's HTTP side: sessions, the pages and the JSON API, as Starlette routes.
+
+Every route reads through the hub with the caller the request's token grants, exactly like
+an MCP tool call over HTTP, so a page shows only what that token's agent may see.
+
+Authentication (see :mod:`ferrex.server.mcp_auth` for the tokens):
+
+- A URL carrying ``?token=…`` (what ``ferrex ui`` prints) is exchanged once for a session: the
+  server keeps the token in memory under a random session id, sets that id as a cookie
+  (HttpOnly, SameSite=Strict, Path=/) and redirects (303) to the same URL without the token,
+  so the token leaves the address bar and the history.
+- Each request's session token is looked up in the current token table, so a token revoked
+  in ferrex.toml ends its sessions at once. ``Authorization: Bearer`` works too (scripts).
+- Without a token table (``auth.open_loopback`` on loopback) every request is the server's
+  own caller, as for ``/mcp``.
+
+Actions (confirm, forget, verify) are POST forms; a POST must carry an ``Origin`` header equal
+to the server's own origin (``http://`` + ``Host``), so another site cannot make a browser
+act, and the SameSite cookie is not sent cross-site either. Forget shows a confirmation page
+first. Responses forbid framing and every external load (Content-Security-Policy) and send no
+referrer beyond the dashboard itself. On a loopback address only a loopback ``Host`` is
+answered (a rebound DNS name is refused).
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ferrex.errors import FerrexError, UsageError
+from ferrex.server.dashboard import pages
+from ferrex.server.hub import Hub
+from ferrex.server.mcp_auth import TokenTable
+from ferrex.server.service import Caller, error_document
+
+COOKIE = "ferrex_session"
+SESSION_SECONDS = 12 * 3600
+MAX_SESSIONS = 256
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
+    # dashboard's own POSTs, and no address (the login URL with its token) leaves the site.
+    "Referrer-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+#: The HTTP status of each error code (anything else is 500).
+_STATUS = {
+    "invalid_input": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "duplicate": 409,
+    "conflict_ambiguous": 409,
+    "read_only": 409,
+    "storage_full": 507,
+    "backend_unavailable": 503,
+    "model_unavailable": 503,
+}
+_FLAGS = ("include_stale", "include_invalidated")
+_TEXTS = ("as_of", "after", "before", "namespace", "strategy")
+
+
+class Sessions:
+    """Session id → token, in memory only (a restart ends every session), oldest dropped
+    first beyond :data:`MAX_SESSIONS`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_id: OrderedDict[str, tuple[str, float]] = OrderedDict()
+
+    def open(self, token: str) -> str:
+        sid = secrets.token_urlsafe(32)
+        with self._lock:
+            self._by_id[sid] = (token, time.monotonic() + SESSION_SECONDS)
+            while len(self._by_id) > MAX_SESSIONS:
+                self._by_id.popitem(last=False)
+        return sid
+
+    def token(self, sid: str) -> str | None:
+        with self._lock:
+            found = self._by_id.get(sid)
+            if found is None:
+                return None
+            if found[1] < time.monotonic():
+                del self._by_id[sid]
+                return None
+            return found[0]
+
+
+class Unauthorized(FerrexError):
+    code = "unauthorized"
+
+
+class Forbidden(FerrexError):
+    code = "forbidden"
+
+
+class Dashboard:
+    """The dashboard over one hub and token table (None: no tokens needed)."""
+
+    def __init__(self, hub: Hub, tokens: TokenTable | None, *, loopback: bool = True) -> None:
+        self.hub = hub
+        self.tokens = tokens
+        self.loopback = loopback
+        self.sessions = Sessions()
+
+    # -- who is asking ----------------------------------------------------------------------
+
+    def check_host(self, request: Request) -> None:
+        """On a loopback address, only a loopback ``Host``: a page of another site whose name
+        was re-pointed at 127.0.0.1 (DNS rebinding) is refused, which matters most with
+        ``auth.open_loopback``, where no token stands in its way."""
+        if not self.loopback:
+            return
+        host = request.headers.get("host", "").rsplit(":", 1)[0].strip("[]")
+        if host not in ("localhost", "::1") and not host.startswith("127."):
+            raise Forbidden(f"the dashboard on a loopback address answers only to a loopback "
+                            f"host name, not {host!r}")  # fmt: skip
+
+    def caller(self, request: Request) -> Caller:
+        """The caller the request's session or bearer token grants; Unauthorized if none."""
+        self.check_host(request)
+        namespace = self.hub.caller.namespace
+        if self.tokens is None:
+            return self.hub.caller
+        token = None
+        header = request.headers.get("authorization", "")
+        if header.lower().startswith("bearer "):
+            token = header[7:].strip()
+        elif COOKIE in request.cookies:
+            token = self.sessions.token(request.cookies[COOKIE])
+        grant = self.tokens.lookup(token) if token else None
+        if grant is None:
+            raise Unauthorized(
+                "this dashboard needs a token",
+                hint="open the URL `ferrex ui` prints, or send Authorization: Bearer <token>",
+            )
+        return Caller(agent_id=grant.agent, namespace=namespace)
+
+    def login(self, request: Request) -> Response | None:
+        """A request carrying ``?token=`` becomes a session and a redirect without it."""
+        token = request.query_params.get("token")
+        if token is None:
+            return None
+        try:
+            self.check_host(request)
+        except Forbidden as exc:
+            return _html(pages.message_page("Refused", exc.message), 403)
+        if self.tokens is not None and self.tokens.lookup(token) is None:
+            return _html(
+                pages.message_page(
+                    "Unknown token",
+                    "That token is not known "
+                    "(revoked, or mistyped). Ask `ferrex ui` for a new URL.",
+                ),
+                401,
+            )
+        rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+        target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+        response = RedirectResponse(target, status_code=303, headers=_HEADERS)
+        if self.tokens is not None:
+            response.set_cookie(
+                COOKIE,
+                self.sessions.open(token),
+                max_age=SESSION_SECONDS,
+                path="/",
+                httponly=True,
+                samesite="strict",
+            )
+        return response
+
+    def _call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+        return self.hub.call(tool, dict(args), caller)
+
+    # -- pages ------------------------------------------------------------------------------
+
+    def page(self, render: Callable[[Request, Caller, str], str]) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:
+            login = self.login(request)
+            if login is not None:
+                return login
+            try:
+                caller = self.caller(request)
+            except Unauthorized as exc:
+                return _html(pages.message_page("Sign in", f"{exc.message}: {exc.hint}"), 401)
+            except Forbidden as exc:
+                return _html(pages.message_page("Refused", exc.message), 403)
+            try:
+                return _html(render(request, caller, _who(caller)))
+            except FerrexError as exc:
+                doc = error_document(exc)
+                return _html(
+                    pages.layout("Error", "", _who(caller), pages.error_box(doc)),
+                    _STATUS.get(exc.code, 500),
+                )
+
+        return endpoint
+
+    def search(self, request: Request, caller: Caller, who: str) -> str:
+        params = search_params(request)
+        if not params.get("q"):
+            return pages.search_page(params, None, None, who)
+        try:
+            doc = self._call("recall", recall_args(params), caller)
+        except FerrexError as exc:
+            return pages.search_page(params, None, error_document(exc), who)
+        return pages.search_page(params, doc, None, who)
+
+    def memory(self, request: Request, caller: Caller, who: str) -> str:
+        memory_id = request.path_params["memory_id"]
+        doc = self._memory(memory_id, caller)
+        history = self._call("dashboard", {"view": "history", "id": memory_id}, caller)
+        return pages.memory_page(doc, history, who, can_act=True)
+
+    def _memory(self, memory_id: str, caller: Caller) -> dict[str, Any]:
+        return self._call(
+            "resource", {"uri": f"ferrex://memory/{quote(memory_id, safe='')}"}, caller
+        )
+
+    def entities(self, request: Request, caller: Caller, who: str) -> str:
+        name = request.query_params.get("name", "")
+        offset = _offset(request)
+        if not name.strip():
+            prefix = request.query_params.get("prefix", "")
+            listing = self._call(
+                "dashboard", {"view": "entities", "prefix": prefix, "offset": offset}, caller
+            )
+            return pages.entities_page(listing, None, None, name, who)
+        try:
+            entity = self._call(
+                "dashboard", {"view": "entity", "name": name, "offset": offset}, caller
+            )
+        except FerrexError as exc:
+            return pages.entities_page(None, None, error_document(exc), name, who)
+        return pages.entities_page(None, entity, None, name, who)
+
+    def health(self, request: Request, caller: Caller, who: str, notice: str | None = None) -> str:
+        stats = self._call("stats", {"detailed": True}, caller)
+        reflect = self._call("reflect", {"limit": 20}, caller)
+        return pages.health_page(stats, reflect, who, can_act=True, notice=notice)
+
+    def journal(self, request: Request, caller: Caller, who: str) -> str:
+        try:
+            doc = self._call("dashboard", {"view": "journal"}, caller)
+        except FerrexError as exc:
+            return pages.journal_page(None, error_document(exc), who)
+        return pages.journal_page(doc, None, who)
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def action(
+        self, run: Callable[[Caller, Mapping[str, Any], str], Response]
+    ) -> Callable[..., Any]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                caller = self.caller(request)
+                if "authorization" not in request.headers:
+                    _same_origin(request)
+            except (Unauthorized, Forbidden) as exc:
+                return _html(pages.message_page("Refused", f"{exc.message}"), _STATUS[exc.code])
+            form = await request.form()
+            fields = {
+                "ids": [str(v) for v in form.getlist("ids")],
+                "confirmed": str(form.get("confirmed", "")),
+            }
+            return await run_in_threadpool(run, caller, fields, _who(caller))
+
+        return endpoint
+
+    def confirm_action(self, caller: Caller, form: Mapping[str, Any], who: str) -> Response:
+        try:
+            doc = self._call("confirm", {"ids": form["ids"]}, caller)
+        except FerrexError as exc:
+            return _error_page(exc, who)
+        return _html(pages.done_page("Confirmed", _flat(doc), who))
+
+    def forget_action(self, caller: Caller, form: Mapping[str, Any], who: str) -> Response:
+        ids = form["ids"]
+        if form.get("confirmed") != "yes":
+            summaries = {}
+            for memory_id in ids[:100]:
+                try:
+                    summaries[memory_id] = str(self._memory(memory_id, caller).get("summary"))
+                except FerrexError:
+                    summaries[memory_id] = f"{memory_id} (not found)"
+            return _html(pages.confirm_forget_page(ids, summaries, who))
+        try:
+            doc = self._call("forget", {"ids": ids}, caller)
+        except FerrexError as exc:
+            return _error_page(exc, who)
+        return _html(pages.done_page("Forgotten", _flat(doc), who))
+
+    def verify_action(self, caller: Caller, form: Mapping[str, Any], who: str) -> Response:
+        try:
+            self._call("dashboard", {"view": "verify"}, caller)
+        except FerrexError as exc:
+            return _error_page(exc, who)
+        return RedirectResponse("/journal", status_code=303, headers=_HEADERS)
+
+    # -- the JSON API -----------------------------------------------------------------------
+
+    def api(
+        self, read: Callable[[Request, Caller], dict[str, Any]]
+    ) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:
+            try:
+                return JSONResponse(read(request, self.caller(request)), headers=_HEADERS)
+            except FerrexError as exc:
+                return JSONResponse(
+                    {"error": error_document(exc)},
+                    status_code=_STATUS.get(exc.code, 500),
+                    headers=_HEADERS,
+                )
+
+        return endpoint
+
+    def api_recall(self, request: Request, caller: Caller) -> dict[str, Any]:
+        params = search_params(request)
+        if not params.get("q"):
+            raise UsageError("q is required: the words to look for")
+        return self._call("recall", recall_args(params), caller)
+
+    def api_memory(self, request: Request, caller: Caller) -> dict[str, Any]:
+        return self._memory(request.path_params["memory_id"], caller)
+
+    def api_history(self, request: Request, caller: Caller) -> dict[str, Any]:
+        return self._call(
+            "dashboard", {"view": "history", "id": request.path_params["memory_id"]}, caller
+        )
+
+    def api_entities(self, request: Request, caller: Caller) -> dict[str, Any]:
+        name = request.query_params.get("name", "")
+        offset = _offset(request)
+        if name.strip():
+            return self._call(
+                "dashboard", {"view": "entity", "name": name, "offset": offset}, caller
+            )
+        prefix = request.query_params.get("prefix", "")
+        return self._call(
+            "dashboard", {"view": "entities", "prefix": prefix, "offset": offset}, caller
+        )
+
+    def api_stats(self, request: Request, caller: Caller) -> dict[str, Any]:
+        args: dict[str, Any] = {"detailed": True}
+        if request.query_params.get("namespace"):
+            args["namespace"] = request.query_params["namespace"]
+        return self._call("stats", args, caller)
+
+    # -- the routes -------------------------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/", self.page(self.search), methods=["GET"]),
+            Route("/memory/{memory_id:path}", self.page(self.memory), methods=["GET"]),
+            Route("/entities", self.page(self.entities), methods=["GET"]),
+            Route("/health", self.page(self.health), methods=["GET"]),
+            Route("/journal", self.page(self.journal), methods=["GET"]),
+            Route("/actions/confirm", self.action(self.confirm_action), methods=["POST"]),
+            Route("/actions/forget", self.action(self.forget_action), methods=["POST"]),
+            Route("/journal/verify", self.action(self.verify_action), methods=["POST"]),
+            Route("/api/v1/recall", self.api(self.api_recall), methods=["GET"]),
+            Route("/api/v1/memory/{memory_id:path}", self.api(self.api_memory), methods=["GET"]),
+            Route("/api/v1/history/{memory_id:path}", self.api(self.api_history), methods=["GET"]),
+            Route("/api/v1/entities", self.api(self.api_entities), methods=["GET"]),
+            Route("/api/v1/stats", self.api(self.api_stats), methods=["GET"]),
+        ]
+
+
+def search_params(request: Request) -> dict[str, Any]:
+    """The search form's fields from a query string: ``types`` and ``entities`` repeated or
+    comma-separated, flags present or not."""
+    q = request.query_params
+
+    def listed(name: str) -> list[str]:
+        return [p.strip() for v in q.getlist(name) for p in v.split(",") if p.strip()]
+
+    params: dict[str, Any] = {
+        "q": q.get("q", "").strip(),
+        "types": listed("types"),
+        "entities": listed("entities"),
+        "limit": q.get("limit", ""),
+    }
+    params["min_relevance"] = q.get("min_relevance", "")
+    for name in _TEXTS:
+        params[name] = q.get(name, "").strip()
+    for name in _FLAGS:
+        params[name] = q.get(name, "") not in ("", "0", "false")
+    return params
+
+
+def recall_args(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The recall tool's arguments for the search form's fields: always explained, and not
+    counted as a use (a person looking is not an agent relying on a memory)."""
+    args: dict[str, Any] = {
+        "query": params["q"],
+        "explain": True,
+        "count_access": False,
+        "limit": _int(params.get("limit") or "10", "limit"),
+    }
+    if params.get("types"):
+        args["types"] = list(params["types"])
+    if params.get("entities"):
+        args["entities"] = list(params["entities"])
+    if params.get("min_relevance"):
+        args["min_relevance"] = _float(params["min_relevance"], "min_relevance")
+    for name in _TEXTS:
+        if params.get(name):
+            args[name] = params[name]
+    for name in _FLAGS:
+        if params.get(name):
+            args[name] = True
+    return args
+
+
+def _int(text: str, name: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a whole number, got {text!r}") from None
+
+
+def _float(text: str, name: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a number, got {text!r}") from None
+
+
+def _offset(request: Request) -> int:
+    return _int(request.query_params.get("offset", "0") or "0", "offset")
+
+
+def _same_origin(request: Request) -> None:
+    origin = request.headers.get("origin")
+    expected = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    if origin != expected:
+        raise Forbidden(
+            f"a dashboard action must come from the dashboard itself ({expected}); "
+            f"this one came from {origin or 'nowhere (no Origin header)'}"
+        )
+
+
+def _who(caller: Caller) -> str:
+    return "operator" if caller.agent_id is None else f"agent {caller.agent_id}"
+
+
+def _flat(doc: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (", ".join(map(str, v)) if isinstance(v, list) else v) for k, v in doc.items()}
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status, headers=_HEADERS)
+
+
+def _error_page(exc: FerrexError, who: str) -> Response:
+    doc = error_document(exc)
+    return _html(pages.layout("Error", "", who, pages.error_box(doc)), _STATUS.get(exc.code, 500))
