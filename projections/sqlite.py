@@ -601,15 +601,27 @@ class ReadModel:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY memory_id"
         rows = list(self.db.execute(sql, args))
-        if memory_ids is None:
-            return [self._memory(row) for row in rows]
-        # By ids (recall asks for dozens at a time): every row's entities in one query.
+        # Every row's entities in one query, not one per row: by ids (recall asks for dozens
+        # at a time), or for a whole namespace (stats and reflect read every memory).
         linked: dict[str, list[str]] = {}
-        for m, e in self.db.execute(
-            f"SELECT memory_id, entity_id FROM memory_entities WHERE memory_id IN "
-            f"({','.join('?' * len(memory_ids))}) ORDER BY memory_id, entity_id",
-            list(memory_ids),
-        ):
+        if memory_ids is not None:
+            links = self.db.execute(
+                f"SELECT memory_id, entity_id FROM memory_entities WHERE memory_id IN "
+                f"({','.join('?' * len(memory_ids))}) ORDER BY memory_id, entity_id",
+                list(memory_ids),
+            )
+        elif namespace is not None:
+            links = self.db.execute(
+                "SELECT me.memory_id, me.entity_id FROM memory_entities AS me JOIN memories AS m "
+                "ON m.memory_id = me.memory_id WHERE m.namespace=? "
+                "ORDER BY me.memory_id, me.entity_id",
+                (namespace,),
+            )
+        else:
+            links = self.db.execute(
+                "SELECT memory_id, entity_id FROM memory_entities ORDER BY memory_id, entity_id"
+            )
+        for m, e in links:
             linked.setdefault(str(m), []).append(str(e))
         return [self._memory(row, tuple(linked.get(str(row[0]), ()))) for row in rows]
 
