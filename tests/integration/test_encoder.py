@@ -102,8 +102,17 @@ def test_a_bad_store_does_not_wait_for_the_model_and_the_first_good_one_says_it_
             writer.store(StoreRequest(type="episodic", content=too_long))
         assert not app.embedder().loaded  # refused before the model was needed
         assert list(app.journal().read()) == []
-        caplog.set_level(logging.INFO)
-        first = writer.store(StoreRequest(content="The first note of a fresh server."))
+        # A handler on ferrex's own logger: an earlier in-process `serve` may have stopped it
+        # propagating to the root logger that caplog listens on.
+        logger = logging.getLogger("ferrex")
+        logger.addHandler(caplog.handler)
+        level = logger.level
+        logger.setLevel(logging.INFO)
+        try:
+            first = writer.store(StoreRequest(content="The first note of a fresh server."))
+        finally:
+            logger.removeHandler(caplog.handler)
+            logger.setLevel(level)
         assert first.status == "stored" and app.embedder().loaded
         waited = [w for w in first.warnings if "for the embedding model" in w]
         assert len(waited) == 1 and waited[0].startswith("waited "), first.warnings
