@@ -458,15 +458,8 @@ class PostgresJournal:
             if self._lock_depth == 0:
                 with self._mapped():
                     self._writer().execute("SELECT pg_advisory_lock(%s)", (LOCK_KEY,))
-            self._lock_depth += 1
-            try:
-                head = self.refresh()
-                self._refuse_if_too_new()
+            with self._holding() as head:
                 yield head
-            finally:
-                self._lock_depth -= 1
-                if self._lock_depth == 0:
-                    self._unlock()
 
     @contextmanager
     def try_exclusive(self) -> Iterator[Head | None]:
@@ -486,17 +479,23 @@ class PostgresJournal:
                 if not row or not row[0]:
                     yield None
                     return
-            self._lock_depth += 1
-            try:
-                head = self.refresh()
-                self._refuse_if_too_new()
+            with self._holding() as head:
                 yield head
-            finally:
-                self._lock_depth -= 1
-                if self._lock_depth == 0:
-                    self._unlock()
         finally:
             self._thread_lock.release()
+
+    @contextmanager
+    def _holding(self) -> Iterator[Head]:
+        """Inside the advisory lock (just taken, or held by an outer call): the head, caught up."""
+        self._lock_depth += 1
+        try:
+            head = self.refresh()
+            self._refuse_if_too_new()
+            yield head
+        finally:
+            self._lock_depth -= 1
+            if self._lock_depth == 0:
+                self._unlock()
 
     def _unlock(self) -> None:
         conn = self._conn
