@@ -20,7 +20,9 @@ Each benchmark is stored as memories in a fresh data directory (a temporary one,
   default is also compared with the best single leg given the same later stages;
 - ``hybrid (ferrex default)``: what ``App.reader()`` does with the default configuration;
 - ``hybrid+rerank``: the default with a cross-encoder reranker, when ``--reranker`` names
-  one that loads; none ships offline, so by default the row says "unavailable";
+  one that loads; none ships offline, so by default the row says "unavailable" (``late``,
+  the bundled model's MaxSim, always loads; ``--late-weights 0.6,1`` adds a row per weight,
+  sharing one model session and token cache);
 - ``..., N days later``: the default recall with its clock moved ``--later-days`` ahead,
   with and without ``include_stale``, to show what staleness does to imported history.
 
