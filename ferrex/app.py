@@ -290,7 +290,10 @@ class App:
         if self._reranker is None:
             choice = choose_reranker(self.config["models.reranker"], {})
             self._reranker = load_reranker(
-                choice, self.home, allow_download=downloads_allowed(os.environ)
+                choice,
+                self.home,
+                allow_download=downloads_allowed(os.environ),
+                late_weight=self.config["recall.late_weight"],
             )
         return self._reranker
 

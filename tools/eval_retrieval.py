@@ -20,7 +20,9 @@ Each benchmark is stored as memories in a fresh data directory (a temporary one,
   default is also compared with the best single leg given the same later stages;
 - ``hybrid (ferrex default)``: what ``App.reader()`` does with the default configuration;
 - ``hybrid+rerank``: the default with a cross-encoder reranker, when ``--reranker`` names
-  one that loads; none ships offline, so by default the row says "unavailable";
+  one that loads; none ships offline, so by default the row says "unavailable" (``late``,
+  the bundled model's MaxSim, always loads; ``--late-weights 0.6,1`` adds a row per weight,
+  sharing one model session and token cache);
 - ``..., N days later``: the default recall with its clock moved ``--later-days`` ahead,
   with and without ``include_stale``, to show what staleness does to imported history.
 
@@ -72,7 +74,8 @@ sys.path.insert(0, str(ROOT))
 from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
 from ferrex.errors import FerrexError  # noqa: E402
-from ferrex.models.rerank import choose_reranker, load_reranker  # noqa: E402
+from ferrex.models.late import LateInteraction  # noqa: E402
+from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker  # noqa: E402
 from ferrex.read.recall import (  # noqa: E402
     STRATEGIES,
     AccessLog,
@@ -407,6 +410,7 @@ def evaluate(
     overrides: dict[str, Any] | None = None,
     kinds: Sequence[str] = MODE_KINDS,
     variants: Sequence[dict[str, Any]] = (),
+    late_weights: Sequence[float] = (),
 ) -> dict[str, Any]:
     prepare_home(home, cache_home)
     app = App(home=home, config=load(home, env={}))
@@ -441,6 +445,11 @@ def evaluate(
         stage = load_reranker(choose_reranker(reranker, {}), home)
         if stage.state == "ready":
             modes.append(Mode(RERANK, Reader(projections, embedder, stage, settings), "hybrid"))
+        if stage.state == "ready" and isinstance(stage.encoder, LateInteraction):
+            for weight in late_weights:  # one model session and token cache for every weight
+                tried_stage = RerankStage(stage.choice, stage.encoder.with_weight(weight))
+                tried = Reader(projections, embedder, tried_stage, settings)
+                modes.append(Mode(f"{RERANK} late_weight={weight:g}", tried, "hybrid"))
         if later_days and "later" in kinds:
             later = datetime.now(UTC) + timedelta(days=later_days)
             shifted = Reader(projections, embedder, default.reranker, settings, AccessLog(),
@@ -538,6 +547,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--reranker", default="none", help="a reranker setting (models.reranker)")
     parser.add_argument(
+        "--late-weights",
+        default="",
+        help="with --reranker late: more rows, one per recall.late_weight, comma-separated",
+    )
+    parser.add_argument(
         "--protocol",
         default="plain,source",
         help="LoCoMo protocols, comma-separated: plain (lines without source or time, in "
@@ -598,7 +612,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def run(bench: Bench, home: Path) -> dict[str, Any]:
         return evaluate(bench, home, args.cache_home, args.reranker, args.later_days,
-                        progress, overrides, kinds, variants)  # fmt: skip
+                        progress, overrides, kinds, variants,
+                        [float(w) for w in args.late_weights.split(",") if w.strip()])  # fmt: skip
 
     started = time.perf_counter()
     reports = []

@@ -9,7 +9,8 @@ One job per module:
 - :mod:`~ferrex.models.encoder`: running a local model on ONNX Runtime, batched by token length.
 - :mod:`~ferrex.models.cache`: the persistent vector cache.
 - :mod:`~ferrex.models.embedder`: the :class:`Embedder` that ties them together.
-- :mod:`~ferrex.models.sparse` and :mod:`~ferrex.models.rerank`: BM25 and cross-encoders.
+- :mod:`~ferrex.models.sparse` and :mod:`~ferrex.models.rerank`: BM25 and cross-encoders;
+  :mod:`~ferrex.models.late`: late-interaction reranking with the bundled model.
 
 Importing this package imports neither fastembed nor onnxruntime.
 """

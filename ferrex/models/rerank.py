@@ -9,6 +9,9 @@ it to reorder its best :data:`DEFAULT_POOL` candidates after fusion. Configured 
   ``bge-reranker-base`` (``BAAI/bge-reranker-base``, larger, better): fastembed built-ins,
   downloaded into ``<home>/models/fastembed/`` when downloads are allowed
   (``FERREX_ALLOW_DOWNLOAD=1``), looked up there only otherwise.
+- ``late``: late interaction (MaxSim over token vectors) with the bundled dense model, no
+  download (:mod:`ferrex.models.late`); its score is blended with the fused one
+  (``recall.late_weight``).
 - the path of a directory holding an ONNX cross-encoder (``model.onnx`` or
   ``onnx/model.onnx``, whose first output is ``(batch, n)`` logits, column 0 the relevance)
   with ``tokenizer.json`` and ``tokenizer_config.json``.
@@ -40,6 +43,8 @@ from ferrex.models.loading import downloaded_model_file, find_onnx_file, hub_off
 if TYPE_CHECKING:
     from fastembed.rerank.cross_encoder import TextCrossEncoder
 
+    from ferrex.models.late import LateInteraction
+
 RERANKER_ENV: Final = "FERREX_RERANKER"
 DEFAULT_POOL: Final = 20
 DEFAULT_RERANKER: Final = "none"
@@ -56,7 +61,7 @@ _OFF: Final = frozenset({"none", "off"})
 class RerankerChoice:
     """Which reranker is configured, and where that setting came from."""
 
-    kind: Literal["off", "download", "directory"]
+    kind: Literal["off", "download", "directory", "late"]
     setting: str
     origin: str
     model_name: str | None = None
@@ -81,12 +86,14 @@ def choose_reranker(setting: str | None, env: Mapping[str, str]) -> RerankerChoi
         return RerankerChoice("off", value, origin)
     if name in RERANKERS:
         return RerankerChoice("download", value, origin, RERANKERS[name])
+    if name == "late":
+        return RerankerChoice("late", value, origin, "late")
     if "/" in value or os.sep in value or value.startswith(("~", ".")):
         directory = Path(value)
         return RerankerChoice("directory", value, origin, directory.name, directory)
     raise UsageError(
         f"unknown reranker {value!r} (from {origin})",
-        hint="use none, ms-marco-MiniLM, bge-reranker-base, or the path of a model directory",
+        hint="use none, late, ms-marco-MiniLM, bge-reranker-base, or the path of a model directory",
     )
 
 
@@ -124,7 +131,7 @@ class RerankStage:
     """The rerank step of recall as configured: ready, off, or unavailable with a reason."""
 
     choice: RerankerChoice
-    encoder: CrossEncoder | None = None
+    encoder: CrossEncoder | LateInteraction | None = None
     reason: str | None = None
 
     @property
@@ -141,17 +148,28 @@ class RerankStage:
         return self.state
 
     def rerank_top(
-        self, query: str, docs: Sequence[str], pool: int = DEFAULT_POOL
+        self,
+        query: str,
+        docs: Sequence[str],
+        pool: int = DEFAULT_POOL,
+        fused: Sequence[float] | None = None,
     ) -> list[tuple[int, float | None]]:
         """The candidates' new order as ``(incoming position, rerank score)`` pairs.
 
         The first ``pool`` candidates are scored and reordered; the rest keep their places
-        after them with no score. Without a ready encoder the order is unchanged.
+        after them with no score. Without a ready encoder the order is unchanged. With
+        ``fused`` (the candidates' fused scores) a late-interaction stage blends its score
+        with them (:func:`ferrex.models.late.blend`); a cross-encoder's replaces them.
         """
         if self.encoder is None or pool <= 0:
             return [(position, None) for position in range(len(docs))]
         head = list(docs[:pool])
         scores = self.encoder.rerank(query, head)
+        weight = getattr(self.encoder, "weight", None)
+        if weight is not None and fused is not None:
+            from ferrex.models.late import blend
+
+            scores = [blend(fused[i], score, weight) for i, score in enumerate(scores)]
         reordered: list[tuple[int, float | None]] = [
             (position, scores[position]) for position in rerank_order(scores)
         ]
@@ -168,10 +186,23 @@ def load_reranker(
     *,
     allow_download: bool = False,
     threads: int | None = None,
+    late_weight: float | None = None,
 ) -> RerankStage:
     """Load the chosen reranker; a missing or broken one gives an unavailable stage."""
     if choice.kind == "off":
         return RerankStage(choice)
+    if choice.kind == "late":
+        from ferrex.models.late import DEFAULT_WEIGHT, load_late
+
+        weight = DEFAULT_WEIGHT if late_weight is None else late_weight
+        if not 0.0 <= weight <= 1.0:
+            raise UsageError(
+                f"recall.late_weight is {weight}", hint="set it to a number from 0 to 1"
+            )
+        try:
+            return RerankStage(choice, load_late(weight, threads=threads))
+        except Exception as exc:
+            return RerankStage(choice, reason=f"late interaction could not be loaded: {exc}")
     started = time.perf_counter()
     fastembed_cache = models_dir(home) / "fastembed"
     offline = not allow_download

@@ -479,7 +479,8 @@ class Reader:
         texts = [memory_text(m.type, m.body()) for _, m in ordered]
         rerank_scores: dict[str, float | None] = {}
         if self.reranker.state == "ready":
-            order = self.reranker.rerank_top(req.query, texts, self.settings.rerank_pool)
+            fused_top = [score for score, _ in ordered]
+            order = self.reranker.rerank_top(req.query, texts, self.settings.rerank_pool, fused_top)
             ordered = [ordered[i] for i, _ in order]
             rerank_scores = {ordered[k][1].memory_id: s for k, (_, s) in enumerate(order)}
 

@@ -1,0 +1,96 @@
+"""What the late-interaction reranker (``models.reranker = late``) adds to a recall.
+
+    nice -n 10 python tools/bench_late.py [--size 10000] [--home DIR] [--queries 300]
+
+Builds (or reuses, ``--home``) a data directory of ``--size`` memories through the import
+path (``tools/bench_recall.build``), then asks the same probe queries through the composition
+root's reader three ways, interleaved query by query so the machine's load falls on all
+alike: no reranker; the late stage with a cold token cache (each probe's candidates are new
+to it: the cache is emptied before each recall); the late stage with a warm cache (the same
+probes again). Query vectors come from the embedding cache in every row (each probe is asked
+once before timing), so the differences are the stage's own cost. Reports medians and p95 in
+ms, and the load average before and after. Speed is reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ferrex.app import App  # noqa: E402
+from ferrex.config import load  # noqa: E402
+from ferrex.models.late import LateInteraction, TokenCache  # noqa: E402
+from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker  # noqa: E402
+from ferrex.read.recall import RecallRequest  # noqa: E402
+from tools.bench_recall import build, pct  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--home", type=Path, help="reuse (or build and keep) this home")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
+    home = args.home or Path(tempfile.mkdtemp(prefix="ferrex-bench-late-")) / "home"
+    if not (home / "journal").exists():
+        started = time.perf_counter()
+        build(home, args.size, rng)
+        print(f"built {args.size} memories in {time.perf_counter() - started:.1f} s")
+    app = App(home=home, config=load(home, env={}))
+    try:
+        reader = app.reader()
+        rows = list(
+            reader.projections.read_model.db.execute(
+                "SELECT content, namespace FROM memories ORDER BY memory_id LIMIT 5000"
+            )
+        )
+        probes = []
+        for _ in range(args.queries):
+            content, namespace = rng.choice(rows)
+            words = str(content).split()
+            start = rng.randrange(max(1, len(words) - 6))
+            probes.append((" ".join(words[start : start + 6]), namespace))
+        off = RerankStage(choose_reranker("none", {}))
+        late = load_reranker(choose_reranker("late", {}), home)
+        assert isinstance(late.encoder, LateInteraction), late.status
+        scorer = late.encoder
+        for query, namespace in probes:  # warm the query vectors, and the stage's session
+            reader.recall(RecallRequest(query=query, namespace=namespace, limit=10))
+        scorer.rerank("warm up", ["the late stage's first run"])
+        times: dict[str, list[float]] = {"none": [], "late, cold cache": [], "late, warm": []}
+
+        def timed(label: str, stage: RerankStage, query: str, namespace: str) -> None:
+            reader.reranker = stage
+            t = time.perf_counter()
+            reader.recall(RecallRequest(query=query, namespace=namespace, limit=10))
+            times[label].append((time.perf_counter() - t) * 1000)
+
+        for query, namespace in probes:
+            timed("none", off, query, namespace)
+            scorer.cache = TokenCache()
+            timed("late, cold cache", late, query, namespace)
+            timed("late, warm", late, query, namespace)
+        count = reader.projections.read_model.db.execute("SELECT count(*) FROM memories").get
+    finally:
+        app.close()
+    print(f"\n{count:,} memories, {len(probes)} recalls each, limit 10, rerank pool 20\n")
+    print("| reranker | recall p50 ms | p95 ms |\n|---|---:|---:|")
+    for label, values in times.items():
+        print(f"| {label} | {statistics.median(values):.1f} | {pct(values, 0.95):.1f} |")
+    print(f"\nload average after: {os.getloadavg()}; home {home}")
+
+
+if __name__ == "__main__":
+    main()
