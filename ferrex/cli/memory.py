@@ -130,7 +130,7 @@ def mark(
     agent_id: str | None,
     as_json: bool,
 ) -> None:
-    """Set the importance of memories, or pin or unpin them (a ``memory.marked`` event);
+    """Set the importance of memories, or pin or unpin them (a memory.marked event);
     like the confirm tool with those arguments, it also confirms them. Pinning a memory
     with a time to live keeps it: the expiry is cleared. Unknown ids are reported."""
     if importance is None and pinned is None:
