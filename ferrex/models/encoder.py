@@ -192,6 +192,25 @@ def plan_batches(
     return batches
 
 
+def padded_feed(
+    ids: Sequence[Sequence[int]], pad_id: int, inputs: set[str]
+) -> tuple[dict[str, NDArray[np.int64]], NDArray[np.int64]]:
+    """One batch's model inputs, padded to its longest text, and its attention mask (the
+    inputs the model does not take are left out)."""
+    longest = max(len(i) for i in ids)
+    input_ids = np.full((len(ids), longest), pad_id, dtype=np.int64)
+    mask = np.zeros((len(ids), longest), dtype=np.int64)
+    for row, tokens in enumerate(ids):
+        input_ids[row, : len(tokens)] = tokens
+        mask[row, : len(tokens)] = 1
+    feed: dict[str, NDArray[np.int64]] = {"input_ids": input_ids}
+    if "attention_mask" in inputs:
+        feed["attention_mask"] = mask
+    if "token_type_ids" in inputs:
+        feed["token_type_ids"] = np.zeros_like(input_ids)
+    return feed, mask
+
+
 class OnnxEncoder:
     """A local BERT-like ONNX encoder: texts to unit float32 vectors, in input order."""
 
@@ -225,18 +244,8 @@ class OnnxEncoder:
         return np.stack(rows) if rows else np.empty((0, 0), np.float32)
 
     def _run_batch(self, ids: Sequence[Sequence[int]]) -> NDArray[np.float32]:
-        longest = max(len(i) for i in ids)
-        input_ids = np.full((len(ids), longest), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(ids), longest), dtype=np.int64)
-        for row, tokens in enumerate(ids):
-            input_ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = 1
-        feed: dict[str, NDArray[np.int64]] = {"input_ids": input_ids}
-        if "attention_mask" in self._inputs:
-            feed["attention_mask"] = mask
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(input_ids)
-        options = self._run_options if longest > SHRINK_ABOVE else None
+        feed, mask = padded_feed(ids, self._pad_id, self._inputs)
+        options = self._run_options if mask.shape[1] > SHRINK_ABOVE else None
         output: NDArray[Any] = np.asarray(
             self._session.run(None, feed, options)[0], dtype=np.float32
         )

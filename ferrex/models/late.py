@@ -156,17 +156,9 @@ class TokenEncoder:
         return rows
 
     def _hidden(self, ids: Sequence[Sequence[int]]) -> NDArray[np.float32]:
-        longest = max(len(i) for i in ids)
-        input_ids = np.full((len(ids), longest), self._pad_id, dtype=np.int64)
-        mask = np.zeros((len(ids), longest), dtype=np.int64)
-        for row, tokens in enumerate(ids):
-            input_ids[row, : len(tokens)] = tokens
-            mask[row, : len(tokens)] = 1
-        feed: dict[str, NDArray[np.int64]] = {"input_ids": input_ids}
-        if "attention_mask" in self._inputs:
-            feed["attention_mask"] = mask
-        if "token_type_ids" in self._inputs:
-            feed["token_type_ids"] = np.zeros_like(input_ids)
+        from ferrex.models.encoder import padded_feed
+
+        feed, _ = padded_feed(ids, self._pad_id, self._inputs)
         output: NDArray[Any] = np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
         if output.ndim != 3:
             raise ValueError("the model gives no per-token output (it pools itself)")
