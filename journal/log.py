@@ -58,6 +58,7 @@ from journal.record import (
     FrameInfo,
     Record,
     check_frame,
+    continuing_frame,
     decode_frames,
     decode_record,
     decode_recorded_at,
@@ -578,15 +579,9 @@ class Journal:
             expected, prev_hash = head.position + 1, head.hash
             recorded_at, newest = head.recorded_at, self._newest_version
             for frame in frames:
-                info = check_frame(frame, 0, len(frame))
-                if isinstance(info, str) or info.length != len(frame):
-                    raise JournalFormatError(f"the frame for position {expected}: {info}")
-                if info.position != expected or info.prev_hash != prev_hash:
-                    raise JournalFormatError(
-                        f"the record at position {info.position} does not continue the journal "
-                        f"in {self.directory} (head {head.position})",
-                        hint="copy into an empty journal, or resume the copy that started it",
-                    )
+                info = continuing_frame(
+                    frame, expected, prev_hash, where=f"in {self.directory}", head=head.position
+                )
                 prev_hash = record_hash(info.position, info.prev_hash, head_bytes(frame, info))
                 recorded_at = decode_recorded_at(frame, info)
                 newest = max(newest, frame_version(frame, info) or 0)

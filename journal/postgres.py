@@ -60,6 +60,7 @@ from journal.record import (
     Record,
     body_problems,
     check_frame,
+    continuing_frame,
     decode_frames,
     decode_record,
     encode_record,
@@ -583,15 +584,9 @@ class PostgresJournal:
                 rows: list[tuple[int, bytes]] = []
                 recorded_at = head.recorded_at
                 for frame in frames:
-                    info = check_frame(frame, 0, len(frame))
-                    if isinstance(info, str) or info.length != len(frame):
-                        raise JournalFormatError(f"frame for position {expected}: {info}")
-                    if info.position != expected or info.prev_hash != prev_hash:
-                        raise JournalFormatError(
-                            f"the record at position {info.position} does not continue the "
-                            f"journal at {self.where} (head {head.position})",
-                            hint="copy into an empty journal, or resume the copy that started it",
-                        )
+                    info = continuing_frame(
+                        frame, expected, prev_hash, where=f"at {self.where}", head=head.position
+                    )
                     record = self._decoded(frame, info.position, hashes=True)
                     assert record.hash is not None
                     newest = max(newest, frame_version(frame, info) or 0)

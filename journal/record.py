@@ -290,6 +290,24 @@ def check_frame(buf: bytes | memoryview, offset: int, end: int) -> FrameInfo | s
     return FrameInfo(offset, length, position, prev_hash, head_len, payload_len)
 
 
+def continuing_frame(
+    frame: bytes, position: int, prev_hash: bytes, *, where: str, head: int
+) -> FrameInfo:
+    """``frame``'s header, if it is one whole valid frame for ``position`` that continues the
+    chain from ``prev_hash`` (copying records framed elsewhere); else the error that says
+    why, naming the journal (``where``) and its head position."""
+    info = check_frame(frame, 0, len(frame))
+    if isinstance(info, str) or info.length != len(frame):
+        raise JournalFormatError(f"the frame for position {position}: {info}")
+    if info.position != position or info.prev_hash != prev_hash:
+        raise JournalFormatError(
+            f"the record at position {info.position} does not continue the journal "
+            f"{where} (head {head})",
+            hint="copy into an empty journal, or resume the copy that started it",
+        )
+    return info
+
+
 def frame_version(buf: bytes | memoryview, info: FrameInfo) -> int | None:
     """The format version of a checked frame's record, without decoding its events; None
     when its payload has a layout no version of the format has (not an array of 3 or more).
