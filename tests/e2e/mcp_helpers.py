@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -92,3 +93,14 @@ async def http_client(url: str, token: str | None) -> AsyncIterator[Client]:
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, read_timeout_seconds=120) as client:
             yield client
+
+
+def owner_pid(home: Path, timeout: float = 60) -> int:
+    """The pid of the process that owns ``home``'s stores, once one does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return int(json.loads((home / "run" / "owner.json").read_text())["pid"])
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.05)
+    raise AssertionError("no process became the owner")

@@ -8,28 +8,16 @@ driven by the SDK's client over stdio.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import anyio
 from mcp import Client
 from mcp_types import CallToolResult
 
-from tests.e2e.mcp_helpers import FERREX, call, ferrex, stdio_client
-
-
-def _owner_pid(home: Path, timeout: float = 60) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            return int(json.loads((home / "run" / "owner.json").read_text())["pid"])
-        except (OSError, ValueError, KeyError):
-            time.sleep(0.05)
-    raise AssertionError("no process became the owner")
+from tests.e2e.mcp_helpers import FERREX, call, ferrex, owner_pid, stdio_client
 
 
 def test_owner_killed_with_reads_in_flight_loses_nothing(tmp_path: Path) -> None:
@@ -41,7 +29,7 @@ def test_owner_killed_with_reads_in_flight_loses_nothing(tmp_path: Path) -> None
     acked: list[str] = []
     answered: list[int] = []
     try:
-        assert _owner_pid(home) == owner.pid
+        assert owner_pid(home) == owner.pid
 
         async def write(peer: Client, killed: anyio.Event) -> None:
             for i in range(24):
@@ -77,7 +65,7 @@ def test_owner_killed_with_reads_in_flight_loses_nothing(tmp_path: Path) -> None
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(write, writer, killed)
                     tg.start_soon(read, reader, killed)
-                assert _owner_pid(home) != owner.pid  # a peer took over
+                assert owner_pid(home) != owner.pid  # a peer took over
                 assert (await call(reader, "stats", {}))["total"] == 24 == len(set(acked))
                 for i in (0, 8, 23):
                     found = await call(reader, "recall", {"query": f"CHG-{3100 + i}"})

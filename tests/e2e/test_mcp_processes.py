@@ -6,24 +6,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import anyio
 from mcp import Client
 from mcp_types import CallToolResult
 
-from tests.e2e.mcp_helpers import FERREX, call, ferrex, stdio_client
-
-
-def _owner_pid(home: Path, timeout: float = 60) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            return int(json.loads((home / "run" / "owner.json").read_text())["pid"])
-        except (OSError, ValueError, KeyError):
-            time.sleep(0.05)
-    raise AssertionError("no process became the owner")
+from tests.e2e.mcp_helpers import FERREX, call, ferrex, owner_pid, stdio_client
 
 
 def test_two_servers_store_concurrently_and_see_each_other(tmp_path: Path) -> None:
@@ -76,7 +65,7 @@ def test_owner_killed_mid_write_the_survivor_keeps_every_acked_store(tmp_path: P
     )  # fmt: skip
     acked: list[str] = []
     try:
-        assert _owner_pid(home) == owner.pid
+        assert owner_pid(home) == owner.pid
 
         async def main() -> None:
             async with stdio_client(home) as peer:
@@ -99,7 +88,7 @@ def test_owner_killed_mid_write_the_survivor_keeps_every_acked_store(tmp_path: P
                         acked.append(doc["error"]["ids"][0])
                     else:
                         acked.append(doc["id"])
-                assert _owner_pid(home) != owner.pid  # the survivor took over
+                assert owner_pid(home) != owner.pid  # the survivor took over
                 total = (await call(peer, "stats", {}))["total"]
                 assert total == 30 == len(set(acked))
                 found = await call(peer, "recall", {"query": "INC-7003 queue worker"})
@@ -165,7 +154,7 @@ def test_cli_works_beside_a_running_server(tmp_path: Path) -> None:
             assert stats.returncode == 0 and json.loads(stats.stdout)["total"] == 1
             doctor = ferrex(home, "doctor", "--json")
             server_state = json.loads(doctor.stdout)["server"]
-            assert server_state["running"] is True and server_state["pid"] == _owner_pid(home)
+            assert server_state["running"] is True and server_state["pid"] == owner_pid(home)
             busy = ferrex(home, "replay")
             assert busy.returncode == 5, busy.stderr
             assert "error [busy]" in busy.stderr and "stop the MCP servers" in busy.stderr
