@@ -68,6 +68,17 @@ class JournalTooNew(JournalFormatError):
         """The newest format found; None for a record of a layout no format has."""
         self.supported = supported
 
+    @classmethod
+    def refusing_writes(cls, where: str, found: int, supported: int) -> JournalTooNew:
+        """A journal (``where``: "in DIR", "at URL") whose newest records are of format
+        ``found``, newer than ``supported``: this ferrex will not write to it."""
+        return cls(
+            f"the journal {where} holds records of format version {found}, newer than this "
+            f"ferrex's {supported}; it will not write to this journal",
+            found=found,
+            supported=supported,
+        )
+
 
 class EncodeError(JournalError):
     code = "encode"

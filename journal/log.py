@@ -299,12 +299,8 @@ class Journal:
                 supported=FORMAT_VERSION,
             )
         if self._newest_version > FORMAT_VERSION:
-            raise JournalTooNew(
-                f"the journal in {self.directory} holds records of format version "
-                f"{self._newest_version}, newer than this ferrex's {FORMAT_VERSION}; it will "
-                "not write to this journal",
-                found=self._newest_version,
-                supported=FORMAT_VERSION,
+            raise JournalTooNew.refusing_writes(
+                f"in {self.directory}", self._newest_version, FORMAT_VERSION
             )
 
     def refresh(self) -> Head:

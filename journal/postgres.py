@@ -432,12 +432,8 @@ class PostgresJournal:
 
     def _refuse_if_too_new(self) -> None:
         if self._newest_version > FORMAT_VERSION:
-            raise JournalTooNew(
-                f"the journal in {self.where} holds records of format version "
-                f"{self._newest_version}, newer than this ferrex's {FORMAT_VERSION}; it will "
-                "not write to this journal",
-                found=self._newest_version,
-                supported=FORMAT_VERSION,
+            raise JournalTooNew.refusing_writes(
+                f"in {self.where}", self._newest_version, FORMAT_VERSION
             )
 
     def refresh(self) -> Head:
