@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,21 @@ from journal.files import create_private_file, make_private_dir
 
 _BUSY_TIMEOUT_MS: Final = 10_000
 _LOOKUP_CHUNK: Final = 500
+
+
+def _switch_to_wal(db: apsw.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while busy: two processes opening a fresh cache
+    at once can get SQLITE_BUSY at once, without the busy handler (SQLite's deadlock
+    avoidance), from this one statement."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def cache_path(home: Path) -> Path:
@@ -63,7 +79,7 @@ class EmbeddingCache:
         # apsw refuses a connection busy in another thread: one statement at a time.
         self._lock = threading.Lock()
         self._db.set_busy_timeout(_BUSY_TIMEOUT_MS)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        _switch_to_wal(self._db)
         # Losing the newest cache rows on power loss is harmless: they are recomputed.
         self._db.execute("PRAGMA synchronous=NORMAL")
         # A rowid table keeps each 1.5 KB vector in its leaf page (a WITHOUT ROWID table

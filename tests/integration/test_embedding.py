@@ -191,8 +191,9 @@ def test_two_processes_share_a_fresh_home_and_its_cache(tmp_path: Path) -> None:
         )
         for start in ("0", "20")
     ]
-    for worker in workers:
-        _, stderr = worker.communicate(timeout=120)
+    # Every worker is reaped (and its pipes closed) before any assertion can fail.
+    errors = [worker.communicate(timeout=120)[1] for worker in workers]
+    for worker, stderr in zip(workers, errors, strict=True):
         assert worker.returncode == 0, stderr
     cache = EmbeddingCache(cache_path(tmp_path))
     try:
