@@ -35,6 +35,11 @@ class Gate:
         """Whether this thread is inside the gate (either side)."""
         return bool(self._shared_depth()) or self._writer == threading.get_ident()
 
+    def writers_waiting(self) -> int:
+        """How many applies are waiting for the reads inside to leave."""
+        with self._cond:
+            return self._waiting_writers
+
     def _shared_depth(self) -> int:
         return int(getattr(self._mine, "depth", 0))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -182,29 +182,37 @@ def test_a_snapshot_keeps_its_state_while_another_thread_applies(service: Servic
 
 def test_reads_answer_while_the_writer_lock_is_held(service: Service) -> None:
     """A write in progress (here: its lock held by another thread, as while it decides and
-    embeds) does not hold up recall, stats, reflect or a resource."""
+    embeds) does not hold up recall, stats, reflect or a resource: they all return while the
+    lock is still held (a read that waited for it would never return, since the holder lets go
+    only after the reads are checked)."""
     holding = threading.Event()
     release = threading.Event()
+    answered: list[str] = []
 
     def hold() -> None:
         with service.app.journal().exclusive():
             holding.set()
-            release.wait(120)
+            release.wait(300)
 
-    t = threading.Thread(target=hold)
-    t.start()
+    def read() -> None:
+        for tool, args in (("recall", {"query": "office plants"}), ("stats", {"detailed": True}),
+                           ("reflect", {}), ("resource", {"uri": "ferrex://recent"})):
+            service.call(tool, args, OPERATOR)
+            answered.append(tool)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
     try:
         assert holding.wait(60)
-        began = time.monotonic()
-        service.call("recall", {"query": "office plants"}, OPERATOR)
-        service.call("stats", {"detailed": True}, OPERATOR)
-        service.call("reflect", {}, OPERATOR)
-        service.call("resource", {"uri": "ferrex://recent"}, OPERATOR)
-        took = time.monotonic() - began
-        assert not release.is_set() and took < 60
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(240)  # a bound on a deadlock, not a speed: the reads normally take ms
+        assert not reader.is_alive(), f"reads blocked behind the writer lock after {answered}"
+        assert holder.is_alive(), "the lock must still be held when the reads have answered"
+        assert answered == ["recall", "stats", "reflect", "resource"]
     finally:
         release.set()
-        t.join(60)
+        holder.join(60)
 
 
 def test_the_gate_refuses_an_apply_from_inside_a_read() -> None:
@@ -218,14 +226,15 @@ def test_the_gate_refuses_an_apply_from_inside_a_read() -> None:
 
 
 def test_a_waiting_apply_is_not_starved_by_a_stream_of_reads() -> None:
+    """A read that arrives while an apply waits for an earlier read goes after the apply."""
     gate = Gate()
-    first_in = threading.Event()
+    first_in, first_may_leave, late_asking = threading.Event(), threading.Event(), threading.Event()
     order: list[str] = []
 
     def long_read() -> None:
         with gate.shared():
             first_in.set()
-            time.sleep(0.3)
+            first_may_leave.wait(60)
             order.append("read-1")
 
     def apply() -> None:
@@ -233,6 +242,7 @@ def test_a_waiting_apply_is_not_starved_by_a_stream_of_reads() -> None:
             order.append("apply")
 
     def late_read() -> None:
+        late_asking.set()
         with gate.shared():
             order.append("read-2")
 
@@ -241,12 +251,24 @@ def test_a_waiting_apply_is_not_starved_by_a_stream_of_reads() -> None:
     assert first_in.wait(10)
     b = threading.Thread(target=apply)
     b.start()
-    time.sleep(0.1)  # the apply is waiting now
+    assert _until(lambda: gate.writers_waiting() == 1), "the apply never started waiting"
     c = threading.Thread(target=late_read)
     c.start()
+    assert late_asking.wait(10)
+    assert order == []  # the late read cannot pass the waiting apply
+    first_may_leave.set()
     for t in (a, b, c):
         t.join(10)
     assert order == ["read-1", "apply", "read-2"]
+
+
+def _until(condition: Callable[[], bool], attempts: int = 2000) -> bool:
+    """Polls a condition (every 5 ms, up to 10 s): a wait for a state, not a timing."""
+    for _ in range(attempts):
+        if condition():
+            return True
+        time.sleep(0.005)
+    return condition()
 
 
 def test_many_threads_share_a_read_model_file(tmp_path: Path, shared_embedder: Embedder) -> None:

