@@ -195,8 +195,12 @@ def test_reads_answer_while_the_writer_lock_is_held(service: Service) -> None:
             release.wait(300)
 
     def read() -> None:
-        for tool, args in (("recall", {"query": "office plants"}), ("stats", {"detailed": True}),
-                           ("reflect", {}), ("resource", {"uri": "ferrex://recent"})):
+        for tool, args in (
+            ("recall", {"query": "office plants"}),
+            ("stats", {"detailed": True}),
+            ("reflect", {}),
+            ("resource", {"uri": "ferrex://recent"}),
+        ):
             service.call(tool, args, OPERATOR)
             answered.append(tool)
 
