@@ -88,6 +88,9 @@ KEYS: tuple[Key, ...] = (
         "neighbouring episodes on each side that receive a share"),
     Key("recall.context_gap_seconds", float, 1800.0, None,
         "episodes further apart than this are not neighbours"),
+    Key("recall.time_zone", str, "UTC", "FERREX_TIME_ZONE",
+        "the time zone dates in questions are read in (an IANA name such as Europe/Berlin); "
+        "an as_of with an offset names its own"),
     Key("staleness.defaults", dict, {}, None,
         "staleness for every namespace, ages in days: [staleness.defaults] "
         "episodic = { fresh = 30, aging = 90, stale = 90 } (fresh below 30 days, stale from 90)"),

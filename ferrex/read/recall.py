@@ -82,8 +82,9 @@ import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 
@@ -113,7 +114,7 @@ from ferrex.rules.fusion import (
     lend_to_neighbours,
 )
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, expired, importance_factor, marks_doc
-from ferrex.rules.memory_input import MEMORY_TYPES, parse_time
+from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
 from ferrex.rules.visibility import sees, sees_scope
 from ferrex.times import rfc3339
@@ -226,6 +227,9 @@ class RecallSettings:
     under ``balanced`` and ``lexical``, hybrid legs only."""
     staleness: StalenessConfig = field(default_factory=StalenessConfig)
     """Staleness per namespace (``staleness.for_namespace(ns)``), as reflect and stats use it."""
+    time_zone: tzinfo = UTC
+    """The zone dates in questions are read in ("yesterday" is that zone's yesterday) when
+    the recall's ``as_of`` names no offset of its own (``recall.time_zone``)."""
 
     @classmethod
     def from_config(cls, config: Config) -> RecallSettings:
@@ -244,7 +248,22 @@ class RecallSettings:
             context_gap=_within(c, "recall.context_gap_seconds", 0.0, 30 * 86400.0),
             top_guard=c["recall.top_guard"],
             staleness=staleness_config(c),
+            time_zone=_zone(c, "recall.time_zone"),
         )
+
+
+def _zone(config: Config, key: str) -> tzinfo:
+    name = str(config[key]).strip()
+    if name.upper() in ("UTC", "Z"):
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise UsageError(
+            f"configuration key {key!r} names no known time zone: {name!r}",
+            hint=f"use an IANA name such as Europe/Berlin or America/New_York in "
+            f"{config.origin(key)}",
+        ) from exc
 
 
 def _within(config: Config, key: str, low: float, high: float) -> float:
@@ -485,7 +504,8 @@ class Reader:
             rerank_scores = {ordered[k][1].memory_id: s for k, (_, s) in enumerate(order)}
 
         params = self.settings.staleness.for_namespace(namespace)
-        period = when(req.query, as_of or now)
+        period = when(req.query, (as_of or now).astimezone(
+            offset_of(req.as_of) or self.settings.time_zone))  # fmt: skip
         hidden: dict[str, int] = {}
         scored: list[tuple[float, Memory, dict[str, Any]]] = []
         lexical: list[tuple[float, str]] = []

@@ -4,11 +4,26 @@ the period it names out.
 ``when("What did Sam do on December 4, 2023?", now)`` is the day of December 4, 2023;
 ``"in May"`` is the most recent May that has begun by ``now`` (this year's, or last year's
 before May); ``"last week"`` is the seven days before the Monday of ``now``'s week;
-``"yesterday"``, ``"today"``, ``"3 days ago"``, ``"last month"``, ``"this year"``,
-``"in 2023"``, ``"2023-12-04"`` and ``"4 Dec 2023"`` work alike. Relative phrases count in
-``now``'s own time zone (a question asked at 00:30 in Tokyo means Tokyo's yesterday);
-absolute ones are read in it too. The first phrase found wins, and it is returned with the
-period so recall can show it (``--explain``).
+``"yesterday"``, ``"the day before yesterday"``, ``"today"``, ``"3 days ago"``, ``"two
+months ago"``, ``"last month"``, ``"earlier this month"``, ``"this year"``, ``"in 2023"``,
+``"2023-12-04"``, ``"4 Dec 2023"``, ``"early March"``, ``"late May 2023"`` work alike.
+
+Weekdays: ``"last Tuesday"``, ``"on Monday"``, ``"Friday morning"`` are the most recent such
+day *before* today (never today: "what did we decide on Monday?" asked on a Monday means a
+week ago); ``"this Friday"`` is the Friday of ``now``'s week (Monday to Sunday). ``"the
+weekend"``/``"over the weekend"`` is the most recent Saturday and Sunday that have begun.
+
+Seasons are meteorological and northern: spring March to May, summer June to August, autumn
+(fall) September to November, winter December to February. ``"winter 2023"`` is the winter that
+begins in December 2023; ``"in the summer"`` the most recent one that has begun, ``"last
+summer"`` the one before this year's (``"this summer"``). A season is read as one only with
+a preposition, ``last``/``this`` or a year ("spring boot", "fall back" are not dates).
+
+Relative phrases count in ``now``'s own time zone (a question asked at 00:30 in Tokyo
+means Tokyo's yesterday); absolute ones are read in it too. Recall passes ``as_of`` (its
+offset names the caller's zone) or the current time in ``recall.time_zone`` (UTC unless
+configured). The first phrase found wins, and it is returned with the period so recall can
+show it (``--explain``).
 
 Nothing here reads a clock: recall passes ``as_of`` when given, else the current time.
 """
@@ -45,26 +60,46 @@ _MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\
 _DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d{2})"
 _UNITS: Final = {"day": 1, "week": 7}
-_NUMBERS: Final = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
-                   "six": 6, "seven": 7, "ten": 10}  # fmt: skip
+_NUMBERS: Final = {"a": 1, "an": 1, "one": 1, "two": 2, "a couple of": 2, "couple of": 2,
+                   "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                   "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+_WEEKDAYS: Final = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4,
+                    "saturday": 5, "sunday": 6}  # fmt: skip
+_SEASONS: Final = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
+"""Each season's first month (meteorological, northern hemisphere)."""
+_COUNT = (
+    r"(?P<n>\d+|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten"
+    r"|eleven|twelve)"
+)
+_WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")"
+_PART = r"(?:\s+(?:morning|afternoon|evening|night))?"
 
 _PATTERNS: Final = [
     ("iso", re.compile(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})\b")),
     ("month_day", re.compile(rf"\b{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?\b")),
     ("day_month", re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?:,?\s+{_YEAR})?\b")),
-    (
-        "ago",
-        re.compile(
-            r"\b(?P<n>\d+|an?|one|two|three|four|five|six|seven|ten)\s+"
-            r"(?P<unit>day|week)s?\s+ago\b"
-        ),
-    ),
+    ("before_yesterday", re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b")),
+    ("ago", re.compile(rf"\b{_COUNT}\s+(?P<unit>day|week|month|year)s?\s+ago\b")),
+    ("weekday", re.compile(rf"\b(?:(?P<which>last|this|past|on)\s+)?{_WEEKDAY}{_PART}\b")),
+    ("earlier", re.compile(r"\b(?:earlier|so far)\s+this\s+(?P<unit>week|month|year)\b")),
+    ("weekend", re.compile(r"\b(?:over|during|at|on)\s+the\s+weekend\b")),
     (
         "named",
         re.compile(
             r"\b(?P<word>yesterday|today|tonight|this morning|"
             r"(?:last|this|past) (?:week|month|year|weekend))\b"
         ),
+    ),
+    (
+        "season",
+        re.compile(
+            r"\b(?:(?P<which>last|this|in|during|over)\s+(?:the\s+)?)?"
+            r"(?P<season>spring|summer|autumn|fall|winter)(?:\s+(?:of\s+)?" + _YEAR + r")?\b"
+        ),
+    ),
+    (
+        "part_of_month",
+        re.compile(rf"\b(?P<part>early|mid|late)[\s-]+{_MONTH}(?:,?\s+{_YEAR})?\b"),
     ),
     ("month_year", re.compile(rf"\b(?:in\s+|during\s+|of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b")),
     ("year", re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b")),
@@ -114,19 +149,38 @@ def _period(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datet
     today = now.date()
     if kind == "named":
         return _named(m.group("word"), today, zone)
+    if kind == "before_yesterday":
+        return _days(today - timedelta(days=2), 1, zone)
     if kind == "ago":
-        raw = m.group("n")
-        n = int(raw) if raw.isdigit() else _NUMBERS[raw]
-        days = n * _UNITS[m.group("unit")]
-        if m.group("unit") == "day":
-            return _days(today - timedelta(days=days), 1, zone)
-        # "two weeks ago": the week around that day
-        return _days(today - timedelta(days=days + 3), 7, zone)
+        return _ago(m, today, zone)
+    if kind == "weekday":
+        return _weekday(m.group("which"), _WEEKDAYS[m.group("weekday")], today, zone)
+    if kind == "earlier":
+        start = {
+            "week": today - timedelta(days=today.weekday()),
+            "month": today.replace(day=1),
+            "year": today.replace(month=1, day=1),
+        }[m.group("unit")]
+        return _at(start, zone), _at(today + timedelta(days=1), zone)
+    if kind == "weekend":
+        saturday = today - timedelta(days=(today.weekday() - 5) % 7)
+        return _days(saturday, 2, zone)
+    if kind == "season":
+        return _season(m, today, zone)
     if kind == "year":
         year = int(m.group("year"))
         return _at(date(year, 1, 1), zone), _at(date(year + 1, 1, 1), zone)
     month = int(m.group("month")) if m.group("month").isdigit() else _MONTHS[m.group("month")]
     year_text = m.groupdict().get("year")
+    if kind == "part_of_month":
+        year = int(year_text) if year_text else (
+            today.year if month <= today.month else today.year - 1
+        )  # fmt: skip
+        first, after = _month(date(year, month, 1), zone)
+        part = m.group("part")
+        start = first + timedelta(days={"early": 0, "mid": 10, "late": 20}[part])
+        return start, (first + timedelta(days=10 if part == "early" else 20)
+                       if part != "late" else after)  # fmt: skip
     if kind == "month_year":
         if year_text is None:
             bare = not m.group(0).startswith(("in", "during", "of"))
@@ -177,6 +231,58 @@ def _named(word: str, today: date, zone: tzinfo) -> tuple[datetime, datetime]:
     if which == "past":
         return _days(today - timedelta(days=364), 365, zone)
     return _at(date(year, 1, 1), zone), _at(date(year + 1, 1, 1), zone)
+
+
+def _ago(m: re.Match[str], today: date, zone: tzinfo) -> tuple[datetime, datetime]:
+    raw = m.group("n")
+    n = int(raw) if raw.isdigit() else _NUMBERS[raw]
+    unit = m.group("unit")
+    if unit == "month":  # "two months ago": that calendar month
+        index = today.year * 12 + today.month - 1 - n
+        return _month(date(index // 12, index % 12 + 1, 1), zone)
+    if unit == "year":  # "a year ago": that calendar year
+        return _at(date(today.year - n, 1, 1), zone), _at(date(today.year - n + 1, 1, 1), zone)
+    days = n * _UNITS[unit]
+    if unit == "day":
+        return _days(today - timedelta(days=days), 1, zone)
+    # "two weeks ago": the week around that day
+    return _days(today - timedelta(days=days + 3), 7, zone)
+
+
+def _weekday(
+    which: str | None, weekday: int, today: date, zone: tzinfo
+) -> tuple[datetime, datetime]:
+    if which == "this":  # that day of this week, Monday to Sunday
+        return _days(today - timedelta(days=today.weekday() - weekday), 1, zone)
+    back = (today.weekday() - weekday) % 7 or 7  # the most recent one before today
+    return _days(today - timedelta(days=back), 1, zone)
+
+
+def _season(m: re.Match[str], today: date, zone: tzinfo) -> tuple[datetime, datetime] | None:
+    which, year_text = m.group("which"), m.group("year")
+    if which is None and year_text is None:
+        return None  # "spring boot", "servers fall over": not seasons
+    first_month = _SEASONS[m.group("season")]
+    if year_text is not None:
+        year = int(year_text)
+    elif which in ("this", "last"):
+        # this year's season (in January and February, this winter began last December);
+        # "last" is the one before it
+        year = today.year - (1 if first_month == 12 and today.month < 3 else 0)
+        year -= 1 if which == "last" else 0
+    else:  # "in the summer": the most recent one that has begun
+        year = today.year if today.month >= first_month else today.year - 1
+    start = _season_start(year, first_month)
+    return _at(start, zone), _at(_season_end(year, first_month), zone)
+
+
+def _season_start(year: int, first_month: int) -> date:
+    return date(year, first_month, 1)
+
+
+def _season_end(year: int, first_month: int) -> date:
+    index = year * 12 + first_month - 1 + 3
+    return date(index // 12, index % 12 + 1, 1)
 
 
 def _month(first: date, zone: tzinfo) -> tuple[datetime, datetime]:

@@ -45,7 +45,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, assert_never, cast
 
 from ferrex.errors import UsageError
@@ -505,6 +505,19 @@ def _supersedes(value: object) -> str | None:
 
 
 _DATE_ONLY: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def offset_of(value: object) -> tzinfo | None:
+    """The offset a time was written with (``+09:00`` in ``2024-05-01T09:00:00+09:00``),
+    None for a date alone, a time without one, or anything :func:`parse_time` refuses."""
+    if isinstance(value, datetime):
+        return value.tzinfo
+    if not isinstance(value, str) or _DATE_ONLY.fullmatch(value.strip()):
+        return None
+    try:
+        return datetime.fromisoformat(value.strip()).tzinfo
+    except ValueError:
+        return None
 
 
 def parse_time(value: object, name: str = "valid_from") -> datetime | None:

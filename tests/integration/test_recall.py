@@ -465,3 +465,19 @@ def test_the_top_guard_leaves_a_more_relevant_paraphrase_first(world: World) -> 
     ).results
     assert [r["id"] for r in result] == [meaning.id, lexical.id]
     assert result[1]["explain"]["sparse_rank"] == 1 and "top_guard" not in result[0]["explain"]
+
+
+def test_weekdays_in_a_question_count_in_the_callers_zone(world: World) -> None:
+    # Tuesday 2023-05-09 23:30 in Tokyo is still Tuesday 14:30 UTC.
+    tuesday = world.writer.store(turn("We decided to freeze the schema", "2023-05-09T14:30:00Z"))
+    monday = world.writer.store(turn("We decided to keep the schema open", "2023-05-08T12:00:00Z"))
+    result = world.reader.recall(
+        RecallRequest(query="what did we decide last Tuesday?", explain=True,
+                      as_of="2023-05-12T10:00:00+09:00", include_invalidated=True)
+    )  # fmt: skip
+    explained = {r["id"]: r["explain"] for r in result.results}
+    assert explained[tuesday.id]["date"]["phrase"] == "last Tuesday"
+    assert explained[tuesday.id]["date"]["from"] == "2023-05-08T15:00:00Z"  # Tokyo's midnight
+    assert explained[tuesday.id]["date"]["within"] is True
+    assert explained[monday.id]["date"]["within"] is False
+    assert result.results[0]["id"] == tuesday.id

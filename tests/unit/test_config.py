@@ -99,3 +99,18 @@ def test_recall_fusion_keys_reach_the_settings_and_are_checked(tmp_path: Path) -
     (tmp_path / "ferrex.toml").write_text("[recall]\ngraph_weight = 1.5\n")
     with pytest.raises(UsageError, match=r"'recall\.graph_weight' must be between 0 and 1"):
         RecallSettings.from_config(load(tmp_path, env={}))
+
+
+def test_the_recall_time_zone_is_a_known_zone(tmp_path: Path) -> None:
+    from zoneinfo import ZoneInfo
+
+    from ferrex.read.recall import RecallSettings
+
+    (tmp_path / "ferrex.toml").write_text('[recall]\ntime_zone = "Asia/Tokyo"\n')
+    assert RecallSettings.from_config(load(tmp_path, env={})).time_zone == ZoneInfo("Asia/Tokyo")
+    (tmp_path / "ferrex.toml").write_text('[recall]\ntime_zone = "Mars/Olympus"\n')
+    with pytest.raises(UsageError, match=r"'recall\.time_zone' names no known time zone"):
+        RecallSettings.from_config(load(tmp_path, env={}))
+    assert RecallSettings.from_config(load(tmp_path, env={"FERREX_TIME_ZONE": "utc"})) == (
+        RecallSettings()
+    )

@@ -97,3 +97,65 @@ def test_a_naive_reference_time_is_refused() -> None:
 def test_a_period_is_half_open() -> None:
     p = Period("x", datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 1, 2, tzinfo=UTC))
     assert p.holds(p.start.timestamp()) and not p.holds(p.end.timestamp())
+
+
+# NOW is Wednesday 2024-03-13.
+@pytest.mark.parametrize(
+    ("question", "phrase", "start", "end"),
+    [
+        ("what did we decide last Tuesday?", "last Tuesday", "2024-03-12", "2024-03-13"),
+        ("notes from last Wednesday", "last Wednesday", "2024-03-06", "2024-03-07"),  # not today
+        ("what did we decide on Monday", "on Monday", "2024-03-11", "2024-03-12"),
+        ("the Friday morning standup", "Friday morning", "2024-03-08", "2024-03-09"),
+        ("Sunday evening deploy", "Sunday evening", "2024-03-10", "2024-03-11"),
+        ("plans for this Friday", "this Friday", "2024-03-15", "2024-03-16"),
+        ("what broke the day before yesterday", "the day before yesterday",
+         "2024-03-11", "2024-03-12"),
+        ("two weeks ago", "two weeks ago", "2024-02-25", "2024-03-03"),
+        ("a couple of days ago", "a couple of days ago", "2024-03-11", "2024-03-12"),
+        ("two months ago", "two months ago", "2024-01-01", "2024-02-01"),
+        ("a year ago", "a year ago", "2023-01-01", "2024-01-01"),
+        ("what did we ship earlier this month?", "earlier this month", "2024-03-01", "2024-03-14"),
+        ("earlier this week", "earlier this week", "2024-03-11", "2024-03-14"),
+        ("what happened over the weekend", "over the weekend", "2024-03-09", "2024-03-11"),
+        ("the outage last summer", "last summer", "2023-06-01", "2023-09-01"),
+        ("trips in the summer", "in the summer", "2023-06-01", "2023-09-01"),
+        ("in winter", "in winter", "2023-12-01", "2024-03-01"),
+        ("during the fall", "during the fall", "2023-09-01", "2023-12-01"),
+        ("the winter 2022 freeze", "winter 2022", "2022-12-01", "2023-03-01"),
+        ("autumn of 2021", "autumn of 2021", "2021-09-01", "2021-12-01"),
+        ("late February", "late February", "2024-02-21", "2024-03-01"),
+        ("mid-March 2023", "mid-March 2023", "2023-03-11", "2023-03-21"),
+        ("early May", "early May", "2023-05-01", "2023-05-11"),
+        ("what happened in March 2026?", "in March 2026", "2026-03-01", "2026-04-01"),
+    ],
+)  # fmt: skip
+def test_phrasings_people_use(question: str, phrase: str, start: str, end: str) -> None:
+    assert span(question) == (phrase, start, end)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["spring boot config", "the servers fall over under load", "Mondays are busy", "summer"],
+)
+def test_words_that_only_look_like_dates_name_no_period(question: str) -> None:
+    assert when(question, NOW) is None
+
+
+def test_weekdays_count_back_from_the_reference_day_in_its_zone() -> None:
+    sunday = datetime(2024, 3, 17, 9, tzinfo=UTC)
+    assert span("last Monday", sunday)[1:] == ("2024-03-11", "2024-03-12")
+    assert span("on Sunday", sunday)[1:] == ("2024-03-10", "2024-03-11")  # a week ago
+    assert span("over the weekend", sunday)[1:] == ("2024-03-16", "2024-03-18")  # this one
+    # 23:30 on Monday in New York is already Tuesday in UTC: "yesterday" follows the zone
+    new_york = timezone(timedelta(hours=-4))
+    late = datetime(2024, 3, 19, 3, 30, tzinfo=UTC).astimezone(new_york)
+    assert span("yesterday", late)[1] == "2024-03-17"
+    assert span("last Tuesday", late)[1] == "2024-03-12"
+
+
+def test_this_and_last_season_in_january() -> None:
+    january = datetime(2024, 1, 10, tzinfo=UTC)
+    assert span("this winter", january)[1:] == ("2023-12-01", "2024-03-01")
+    assert span("last winter", january)[1:] == ("2022-12-01", "2023-03-01")
+    assert span("this summer", january)[1:] == ("2024-06-01", "2024-09-01")
