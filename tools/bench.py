@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
 from ferrex.models import choose_embedding_model  # noqa: E402
-from tools import bench_journal  # noqa: E402
+from tools import bench_journal, quiet  # noqa: E402
 from tools.bench_recall import Measured, build, measure, pct  # noqa: E402
 
 FULL_SIZES = (1_000, 10_000, 100_000)
@@ -519,7 +519,9 @@ def parse() -> tuple[argparse.Namespace, Plan]:
         "--replot", type=Path, metavar="RESULTS_JSON",
         help="measure nothing: write results.md and latency.png again from this results.json",
     )  # fmt: skip
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     quick = args.quick
     sizes = (
         tuple(int(s) for s in args.sizes.split(",") if s.strip())

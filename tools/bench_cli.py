@@ -25,6 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools import quiet
+
 SEED = [
     "The staging database moved to Postgres 16 on 2024-03-02.",
     "Alice prefers tabs over spaces in Go code.",
@@ -141,7 +144,9 @@ def main() -> None:
     parser.add_argument("--ferrex", default=str(Path(sys.executable).parent / "ferrex"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    quiet.add_arguments(parser)
     options = parser.parse_args()
+    quiet.begin(options)
 
     with tempfile.TemporaryDirectory(prefix="ferrex-bench-cli-") as scratch:
         tmp = Path(scratch)

@@ -47,6 +47,9 @@ from ferrex.models.encoder import OnnxEncoder, SessionSettings, usable_cores
 from ferrex.models.loading import LoadedModel, Runner, load_model
 from ferrex.rules.memory_input import StoreRequest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools import quiet
+
 LAYERS, WIDTH, FFN = 6, 384, 1536  # all-MiniLM-L6-v2
 GOLDEN = Path(__file__).resolve().parents[1] / "golden_set" / "memories.jsonl"
 
@@ -221,7 +224,9 @@ def main() -> None:
     parser.add_argument("--stores", type=int, default=60, help="stores per path with --home")
     parser.add_argument("--imports", type=int, default=0, help="memories to import per path")
     parser.add_argument("--server-rss", action="store_true", help="a server's memory (--home)")
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}; cores usable: "
           f"{usable_cores()}")  # fmt: skip
     home = Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-"))

@@ -31,6 +31,7 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
+from tools import quiet
 from tools.bench_journal import WORDS
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -78,7 +79,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--dir", type=Path, default=None, help="default: a tmp dir")
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     root = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-bench-export-"))
     root.mkdir(parents=True, exist_ok=True)
     journal_dir, target = root / "journal", root / "export"

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from journal import Journal, JournalBackend, MemoryBody, MemoryStored  # noqa: E402
 from journal.postgres import PostgresJournal  # noqa: E402
+from tools import quiet  # noqa: E402
 
 WORDS = [
     "deploy",
@@ -307,7 +308,9 @@ def main() -> None:
     parser.add_argument("--postgres", default=None, help="a PostgreSQL URL (its ferrex tables "
                         "are dropped!); default: a throwaway cluster")  # fmt: skip
     parser.add_argument("--backends", default="files,postgres")
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     root = Path(tempfile.mkdtemp(prefix="ferrex-bench-"))
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}, dir: {root}")
     results: dict[str, Numbers] = {}

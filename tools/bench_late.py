@@ -31,6 +31,7 @@ from ferrex.config import load  # noqa: E402
 from ferrex.models.late import LateInteraction, TokenCache  # noqa: E402
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker  # noqa: E402
 from ferrex.read.recall import RecallRequest  # noqa: E402
+from tools import quiet  # noqa: E402
 from tools.bench_recall import build, pct  # noqa: E402
 
 
@@ -40,7 +41,9 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="reuse (or build and keep) this home")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     rng = random.Random(args.seed)
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
     home = args.home or Path(tempfile.mkdtemp(prefix="ferrex-bench-late-")) / "home"

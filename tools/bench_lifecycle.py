@@ -33,6 +33,7 @@ from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
 from ferrex.read.recall import RecallRequest  # noqa: E402
 from ferrex.rules.memory_input import StoreRequest  # noqa: E402
+from tools import quiet  # noqa: E402
 from tools.bench_recall import text  # noqa: E402
 
 
@@ -45,7 +46,9 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--expiring", type=int, default=200)
     parser.add_argument("--queries", type=int, default=50)
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     rng = random.Random(18)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"

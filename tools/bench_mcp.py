@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
+from tools import quiet  # noqa: E402
 from tools.bench_recall import build, pct, text  # noqa: E402
 
 FERREX = str(Path(sys.executable).with_name("ferrex"))
@@ -323,7 +324,9 @@ def main() -> None:
     parser.add_argument("--handovers", type=int, default=5, help="owner kills to time")
     parser.add_argument("--skip-table", action="store_true",
                         help="with --only-concurrency: only the hand-over")  # fmt: skip
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     if args.only_concurrency:
         concurrency_main(args)
         return

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -23,6 +24,9 @@ from ferrex.models import (
     text_key,
 )
 from ferrex.models.sparse import Bm25Encoder
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools import quiet
 
 SUBJECTS = ("the deploy", "INC-90312", "the billing service", "our staging cluster", "Alice")
 VERBS = ("failed after", "was fixed by", "depends on", "moved to", "was reviewed in")
@@ -60,7 +64,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, help="data directory (default: a temporary one)")
     parser.add_argument("--rounds", type=int, default=5, help="batches of 256 to time")
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     with tempfile.TemporaryDirectory(prefix="ferrex-bench-") as scratch:
         run(args.home or Path(scratch), args.rounds)
 

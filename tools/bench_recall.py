@@ -31,6 +31,7 @@ from ferrex.config import load  # noqa: E402
 from ferrex.models.rerank import choose_reranker, load_reranker  # noqa: E402
 from ferrex.read.recall import QueryCache, RecallRequest  # noqa: E402
 from ferrex.rules.memory_input import StoreRequest  # noqa: E402
+from tools import quiet  # noqa: E402
 from tools.bench_journal import WORDS  # noqa: E402
 
 
@@ -128,7 +129,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stores", type=int, default=50)
     parser.add_argument("--seed", type=int, default=7)
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     rng = random.Random(args.seed)
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
     work = Path(tempfile.mkdtemp(prefix="ferrex-bench-recall-"))

@@ -39,6 +39,7 @@ from ferrex.models.choice import choose_embedding_model  # noqa: E402
 from ferrex.server.hub import Hub  # noqa: E402
 from ferrex.server.mcp_server import build_server  # noqa: E402
 from ferrex.server.service import Caller  # noqa: E402
+from tools import quiet  # noqa: E402
 
 MEMORIES: list[dict[str, Any]] = [
     {"content": "On 2026-11-28 the nightly backup of billing-db failed because the disk on "
@@ -116,7 +117,9 @@ async def _measure(client: Client, count: Any) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    quiet.add_arguments(parser)
     opts = parser.parse_args()
+    quiet.begin(opts)
     with tempfile.TemporaryDirectory(prefix="ferrex-tokens-") as tmp:
         home = Path(tmp) / "home"
         embedder = Embedder(Path(tmp) / "models", choose_embedding_model("small", {}))

@@ -16,6 +16,7 @@ import os
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -25,6 +26,9 @@ from pathlib import Path
 from projections.qdrant_edge import EdgeBackend
 from projections.qdrant_server import ClientBackend
 from projections.vectors import SparseVector, VectorBackend, VectorFilter, VectorPoint
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools import quiet
 
 DIM = 384
 VOCAB = 30_000
@@ -139,7 +143,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="points per upsert call")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: tmp)")
+    quiet.add_arguments(parser)
     args = parser.parse_args()
+    quiet.begin(args)
     root = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-bench-vectors-"))
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"cpus: {os.cpu_count()}, data in {root}\n")
