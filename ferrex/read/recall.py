@@ -95,7 +95,7 @@ from ferrex.models.rerank import RerankStage
 from ferrex.models.sparse import Bm25Encoder, tokens
 from ferrex.read.insight import freshness_input
 from ferrex.rules import relevance
-from ferrex.rules.dates import when
+from ferrex.rules.dates import Period, when
 from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity
 from ferrex.rules.freshness import (
     StalenessConfig,
@@ -506,6 +506,7 @@ class Reader:
         params = self.settings.staleness.for_namespace(namespace)
         period = when(req.query, (as_of or now).astimezone(
             offset_of(req.as_of) or self.settings.time_zone))  # fmt: skip
+        terms = _Terms.of(req.query, period)
         hidden: dict[str, int] = {}
         scored: list[tuple[float, Memory, dict[str, Any]]] = []
         lexical: list[tuple[float, str]] = []
@@ -564,9 +565,13 @@ class Reader:
             if mid in bm25:  # the BM25 leg's own ranking after the same later stages
                 lexical.append((boosted(bm25[mid].score, boost * weight), mid))
         scored.sort(key=lambda item: (-item[0], item[1].memory_id))
-        if req.legs == "hybrid" and self.settings.top_guard and strategy.guard and lexical:
-            scored = self._guarded(req.query, legs, scored, lexical, memories)
-        judged = self._judged(req, legs, scored, hidden)
+        if terms.only_a_period:
+            # The question asks for a period and nothing else ("what happened last week?"):
+            # that period's memories come first, in score order; no words for the guard.
+            scored.sort(key=lambda item: not item[2]["date"]["within"])
+        elif req.legs == "hybrid" and self.settings.top_guard and strategy.guard and lexical:
+            scored = self._guarded(terms, legs, scored, lexical, memories)
+        judged = self._judged(req, terms, legs, scored, hidden)
         top = judged[: req.limit]
         results = [
             self._result(memory, score, stages, now, params, req.explain, req.agent_id)
@@ -582,7 +587,7 @@ class Reader:
 
     def _guarded(
         self,
-        query: str,
+        terms: _Terms,
         legs: Mapping[str, Leg],
         scored: list[tuple[float, Memory, dict[str, Any]]],
         lexical: Sequence[tuple[float, str]],
@@ -595,10 +600,9 @@ class Reader:
         first = min(lexical, key=lambda item: (-item[0], item[1]))[1]
         if scored[0][1].memory_id == first:
             return scored
-        query_tokens = tokens(query)
         dense = legs.get("dense")
-        fused_best = _relevance(query_tokens, scored[0][1], dense)
-        if _relevance(query_tokens, memories[first], dense) < fused_best:
+        fused_best = _relevance(terms, scored[0][1], dense)
+        if _relevance(terms, memories[first], dense) < fused_best:
             return scored
         guarded = keep_top(scored, lambda item: item[1].memory_id, first)
         guarded[0][2]["top_guard"] = True  # first by the guard, not by its score
@@ -609,6 +613,7 @@ class Reader:
     def _judged(
         self,
         req: RecallRequest,
+        terms: _Terms,
         legs: Mapping[str, Leg],
         scored: Sequence[tuple[float, Memory, dict[str, Any]]],
         hidden: dict[str, int],
@@ -616,13 +621,12 @@ class Reader:
         """Each candidate with its relevance, in order, without those below
         ``req.min_relevance`` (counted in ``hidden["irrelevant"]``). Without a
         ``min_relevance`` nothing is dropped, so only the first ``req.limit`` are judged."""
-        query_tokens = tokens(req.query)
         dense = legs.get("dense")
         kept: list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]] = []
         for item in scored:
             if req.min_relevance <= 0 and len(kept) >= req.limit:
                 break
-            evidence = _evidence(query_tokens, item[1], dense)
+            evidence = _evidence(terms, item[1], dense)
             value = relevance.DEFAULT_MODEL.relevance(evidence)
             if value < req.min_relevance:
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + 1
@@ -864,18 +868,41 @@ class _Judgement:
         return doc
 
 
-def _evidence(query_tokens: Sequence[str], memory: Memory, dense: Leg | None) -> relevance.Evidence:
+@dataclass(frozen=True)
+class _Terms:
+    """What relevance reads of a query: its BM25 tokens, less the words of the period it
+    names, and that period (one term of its own, :func:`ferrex.rules.relevance.coverage`)."""
+
+    tokens: Sequence[str]
+    period: Period | None
+
+    @classmethod
+    def of(cls, query: str, period: Period | None) -> _Terms:
+        found = tokens(query)
+        if period is None:
+            return cls(found, None)
+        left = relevance.without_phrase(found, tokens(period.phrase))
+        return cls([t for t in left if t not in relevance.PERIOD_FRAME], period)
+
+    @property
+    def only_a_period(self) -> bool:
+        """The question asks for a period and nothing else ("what happened last week?")."""
+        return self.period is not None and not self.tokens
+
+
+def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evidence:
     hit = None if dense is None else dense.best.get(memory.memory_id)
     return relevance.evidence(
-        query_tokens,
+        terms.tokens,
         tokens(memory_text(memory.type, memory.body())),
         None if hit is None else hit.score,
         None if dense is None else dense.floor,
+        None if terms.period is None else terms.period.holds(memory.t_valid),
     )
 
 
-def _relevance(query_tokens: Sequence[str], memory: Memory, dense: Leg | None) -> float:
-    return relevance.DEFAULT_MODEL.relevance(_evidence(query_tokens, memory, dense))
+def _relevance(terms: _Terms, memory: Memory, dense: Leg | None) -> float:
+    return relevance.DEFAULT_MODEL.relevance(_evidence(terms, memory, dense))
 
 
 def _payload(memory: Memory) -> dict[str, Any]:

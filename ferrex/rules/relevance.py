@@ -9,7 +9,10 @@ is computed from the legs' *absolute* evidence instead, two numbers per result:
   cut-off stands in for it (an upper bound); with no dense leg at all it counts as 0.
 - ``coverage``: the share of the query's BM25 terms (:func:`ferrex.models.sparse.tokens`:
   stemmed words without stop words, plus whole identifiers) that occur in the memory's text,
-  an identifier and the words it is made of counting as one term (:func:`coverage`).
+  an identifier and the words it is made of counting as one term (:func:`coverage`). A
+  date or period the query names ("last Tuesday", "in March 2026") is one term in place of
+  its words, found when the memory's event time falls inside it; with a period named, words
+  that only frame the question (:data:`PERIOD_FRAME`: "what *happened* …") are not terms.
 
 Coverage counts terms, it does not weight them by IDF: IDF is a statistic of the whole
 collection (every agent's text, every namespace), so an IDF-weighted coverage would let one
@@ -118,27 +121,52 @@ def _pieces(identifier: str) -> set[str]:
     return {p for p in _PIECE.split(identifier) if p}
 
 
-def coverage(query_tokens: Iterable[str], document_tokens: Iterable[str]) -> float:
+def coverage(
+    query_tokens: Iterable[str], document_tokens: Iterable[str], in_period: bool | None = None
+) -> float:
     """The share of the query's terms that occur in the document; 0 for a query without
     terms. A whole identifier is one term, and the words it is made of are part of it, not
     terms of their own (``ledger-api`` is one term, not three); when the document lacks the
     identifier it still earns :data:`PIECE_CREDIT` of the share of its pieces it has (so
-    ``INC-4471`` earns a little for ``INC-4417``: the piece ``inc``)."""
+    ``INC-4471`` earns a little for ``INC-4417``: the piece ``inc``).
+
+    ``in_period``: the query names a date or period ("last Tuesday", "in March 2026";
+    :func:`ferrex.rules.dates.when`), whose words the caller has taken out of
+    ``query_tokens``. The period is then one term of its own, found when the memory's event
+    time falls inside it (True) and missing when it does not (False). None: no period."""
     terms = set(query_tokens)
-    if not terms:
+    dated = 0 if in_period is None else 1
+    if not terms and not dated:
         return 0.0
     present = set(document_tokens)
     identifiers = {t for t in terms if _is_identifier(t)}
     pieces = {i: _pieces(i) for i in identifiers}
     absorbed = set().union(*pieces.values()) if pieces else set()
     words = terms - identifiers - absorbed
-    found = float(len(words & present))
+    found = float(len(words & present)) + (1.0 if in_period else 0.0)
     for identifier, parts in pieces.items():
         if identifier in present:
             found += 1.0
         elif parts:
             found += PIECE_CREDIT * len(parts & present) / len(parts)
-    return found / (len(words) + len(identifiers))
+    return found / (len(words) + len(identifiers) + dated)
+
+
+PERIOD_FRAME: Final = frozenset(
+    {"happen", "go", "went", "gone", "occur", "anyth", "someth", "everyth", "event", "new"}
+)
+"""Stemmed words that only frame a question about a period ("what happened in March?",
+"anything new over the weekend?"): with a period named they ask for nothing of their own."""
+
+
+def without_phrase(query_tokens: Sequence[str], phrase_tokens: Iterable[str]) -> list[str]:
+    """The query's tokens less those of a phrase it contains (each once, as often as the
+    phrase has it): the date words a period stands for."""
+    left = list(query_tokens)
+    for token in phrase_tokens:
+        if token in left:
+            left.remove(token)
+    return left
 
 
 def evidence(
@@ -146,12 +174,14 @@ def evidence(
     document_tokens: Sequence[str],
     cosine: float | None,
     dense_floor: float | None,
+    in_period: bool | None = None,
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
-    cut-off (it scored no higher), else 0 (no dense leg); and its coverage."""
+    cut-off (it scored no higher), else 0 (no dense leg); and its coverage (with the
+    period the query names as one term, :func:`coverage`)."""
     if cosine is None:
         cosine = dense_floor if dense_floor is not None else 0.0
-    return Evidence(max(-1.0, min(1.0, cosine)), coverage(query_tokens, document_tokens))
+    return Evidence(max(-1.0, min(1.0, cosine)), coverage(query_tokens, document_tokens, in_period))
 
 
 def nothing_relevant(labels: Sequence[Label]) -> bool:

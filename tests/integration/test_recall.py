@@ -481,3 +481,27 @@ def test_weekdays_in_a_question_count_in_the_callers_zone(world: World) -> None:
     assert explained[tuesday.id]["date"]["within"] is True
     assert explained[monday.id]["date"]["within"] is False
     assert result.results[0]["id"] == tuesday.id
+
+
+def test_a_question_that_names_only_a_period_finds_that_periods_memories(world: World) -> None:
+    march = world.writer.store(
+        turn("Migrated the billing database to Postgres 16", "2026-03-18T10:00:00Z")
+    )
+    april = world.writer.store(
+        turn("What happened with the billing database: nothing new", "2026-04-02T10:00:00Z")
+    )
+    result = world.reader.recall(
+        RecallRequest(query="what happened in March 2026?", explain=True,
+                      as_of="2026-11-01T00:00:00Z", include_invalidated=True)
+    )  # fmt: skip
+    assert result.results[0]["id"] == march.id
+    assert result.results[0]["relevance_label"] == "strong"
+    assert not result.nothing_relevant
+    assert {r["id"]: r["relevance_label"] for r in result.results}[april.id] == "none"
+    # a date beside words of its own: the words still count, the period is one term more
+    worded = world.reader.recall(
+        RecallRequest(query="billing database in March 2026", explain=True,
+                      as_of="2026-11-01T00:00:00Z", include_invalidated=True)
+    )  # fmt: skip
+    labels = {r["id"]: r["relevance"] for r in worded.results}
+    assert labels[march.id] > labels[april.id]

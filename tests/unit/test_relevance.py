@@ -18,6 +18,7 @@ from ferrex.rules.relevance import (
     coverage,
     evidence,
     nothing_relevant,
+    without_phrase,
 )
 
 
@@ -114,3 +115,21 @@ def test_good_min_relevance_is_a_float() -> None:
     assert check_min_relevance(0) == 0.0
     assert check_min_relevance(1) == 1.0
     assert check_min_relevance(0.46) == 0.46
+
+
+def test_a_period_the_query_names_is_one_term_found_by_the_memorys_time() -> None:
+    query = without_phrase(tokens("what did we decide last Tuesday?"), tokens("last Tuesday"))
+    memory = tokens("We decided to freeze the schema")
+    assert coverage(tokens("what did we decide last Tuesday?"), memory) < 0.5  # words missing
+    assert coverage(query, memory, in_period=True) == 1.0
+    assert coverage(query, memory, in_period=False) == pytest.approx(0.5)
+    assert coverage(query, tokens("the office plants"), in_period=True) == pytest.approx(0.5)
+    # a question that is only a date: the period is all there is to cover
+    assert coverage([], [], in_period=True) == 1.0 and coverage([], [], in_period=False) == 0.0
+    inside = evidence(query, memory, 0.5, None, in_period=True)
+    outside = evidence(query, memory, 0.5, None, in_period=False)
+    assert DEFAULT_MODEL.relevance(inside) > DEFAULT_MODEL.relevance(outside)
+
+
+def test_without_phrase_takes_each_phrase_token_once() -> None:
+    assert without_phrase(["a", "b", "a", "c"], ["a", "c", "z"]) == ["b", "a"]
