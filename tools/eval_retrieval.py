@@ -2,7 +2,8 @@
 
     python tools/eval_retrieval.py beir   [--data DIR]  [--cache-home DIR] [--home DIR]
     python tools/eval_retrieval.py locomo [--data FILE] [--cache-home DIR] [--home DIR]
-    python tools/eval_retrieval.py all    (both, one after the other)
+    python tools/eval_retrieval.py longmemeval [--every N] [--offset K] [--protocol plain]
+    python tools/eval_retrieval.py all    (SciFact and LoCoMo, one after the other)
         [--reranker NAME] [--later-days N] [--setting dense_weight=0.5 ...] [--json FILE]
 
 With a warm embedding cache ``all`` takes about three minutes on two cores; the first run
@@ -45,6 +46,19 @@ question asked in its conversation's namespace; relevant = its evidence turns, n
 dropped, and the four questions left without evidence are skipped). Reported overall and
 per category (adversarial questions, which name the wrong speaker, as their own category).
 
+**LongMemEval-S** (``--data``, default ``../shared/data/longmemeval``; the 313 shared
+questions, see its README): the turn-level protocol, one fresh data directory per question
+holding one episodic memory per user turn of its haystack (``plain``: the turn's text alone,
+in haystack order; ``source``: with the session as ``source`` and the session's date as
+event time, turn *i* at the date plus *i* minutes, and the question asked at its own date);
+relevant = the ``has_answer`` turns of its evidence sessions. A turn longer than the
+model's window is stored whole with ``split_long`` (embedded in parts), as for SciFact.
+Reported overall, per half (questions alternate) and per ``question_type``, with
+``recall_any@5`` (a relevant turn in the top five). A whole run stores about 76,000 turns:
+``--every 3`` keeps every third question (``--offset`` picks which), the fixed subset to
+tune on. The embedding cache is
+shared by every question's directory, so a turn seen before is not embedded again.
+
 ``--cache-home DIR`` (default ``~/.cache/ferrex-eval``) keeps the assembled model and the
 embedding cache across runs: the data directory's ``models/`` and ``cache/`` are links to
 it, so a second run embeds only the queries it has never seen. The data sets are read where
@@ -54,10 +68,12 @@ they are and never copied.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -131,6 +147,8 @@ class Scores:
     r10: list[float] = field(default_factory=list)
     session: list[float] = field(default_factory=list)
     """Whether any document of an evidence session is in the top 10 (when sessions exist)."""
+    any5: list[float] = field(default_factory=list)
+    """Whether any relevant document is in the top 5."""
 
     def add(
         self, ranked: Sequence[str], relevant: set[str], session: Callable[[str], str] | None
@@ -139,6 +157,7 @@ class Scores:
         self.r1.append(recall_at(ranked, relevant, 1))
         self.r5.append(recall_at(ranked, relevant, 5))
         self.r10.append(recall_at(ranked, relevant, 10))
+        self.any5.append(float(bool(relevant.intersection(ranked[:5]))))
         if session is not None:
             wanted = {session(d) for d in relevant}
             self.session.append(float(any(session(d) in wanted for d in ranked[:K])))
@@ -147,7 +166,8 @@ class Scores:
         n = len(self.ndcg)
         if not n:
             return {"n": 0, "ndcg@10": math.nan, "recall@1": math.nan, "recall@5": math.nan,
-                    "recall@10": math.nan, "session@10": math.nan}  # fmt: skip
+                    "recall@10": math.nan, "session@10": math.nan,
+                    "recall_any@5": math.nan}  # fmt: skip
         return {
             "n": n,
             "ndcg@10": sum(self.ndcg) / n,
@@ -155,7 +175,12 @@ class Scores:
             "recall@5": sum(self.r5) / n,
             "recall@10": sum(self.r10) / n,
             "session@10": sum(self.session) / n if self.session else math.nan,
+            "recall_any@5": sum(self.any5) / n,
         }
+
+    def merge(self, other: Scores) -> None:
+        for name in ("ndcg", "r1", "r5", "r10", "session", "any5"):
+            getattr(self, name).extend(getattr(other, name))
 
 
 # -- data (pure parsing) ---------------------------------------------------------------------
@@ -286,6 +311,68 @@ def locomo_bench(path: Path, plain: bool = False) -> Bench:
     name = "LoCoMo (10 conversations, turn level)"
     name += ", plain lines (no source, no time)" if plain else ", with source and session time"
     return Bench(name, docs, queries, notes, episodes=True, session=locomo_session)
+
+
+def parse_longmemeval_time(text: str) -> datetime:
+    """A LongMemEval date such as ``2023/05/30 (Tue) 23:40``, read as UTC."""
+    return datetime.strptime(text.strip(), "%Y/%m/%d (%a) %H:%M").replace(tzinfo=UTC)
+
+
+def longmemeval_session(key: str) -> str:
+    """``answer_3a6f1e82_1/4`` (a session id and a turn number) → ``answer_3a6f1e82_1``."""
+    return key.rsplit("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class Haystack:
+    """One LongMemEval question with the turns of its own haystack."""
+
+    number: int
+    """The question's place in the file (halves alternate over the questions kept)."""
+    question_id: str
+    query: Query
+    docs: list[Doc]
+    asked_at: datetime
+
+
+def longmemeval_haystacks(
+    data: Path, plain: bool = True, every: int = 1, offset: int = 0
+) -> list[Haystack]:
+    """The questions of ``data/questions.jsonl`` (every ``every``-th from ``offset``), each
+    with its haystack's user turns as store requests, in the haystack's order."""
+    sessions: dict[str, dict[str, Any]] = {}
+    with gzip.open(data / "sessions.jsonl.gz", "rt", encoding="utf-8") as lines:
+        for line in lines:
+            raw = json.loads(line)
+            sessions[str(raw["session_id"])] = raw
+    haystacks = []
+    questions = (data / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(questions):
+        if number % every != offset % every:
+            continue
+        q = json.loads(line)
+        evidence = {str(s) for s in q["answer_session_ids"]}
+        docs: list[Doc] = []
+        relevant: set[str] = set()
+        for session_id in q["haystack_session_ids"]:
+            session = sessions[str(session_id)]
+            start = parse_longmemeval_time(session["date"])
+            for turn in session["user_turns"]:
+                key = f"{session_id}/{turn['turn']}"
+                if session_id in evidence and "answer" in session_id and turn.get("has_answer"):
+                    relevant.add(key)
+                docs.append(Doc(key, StoreRequest(
+                    content=str(turn["content"]), namespace="longmemeval",
+                    valid_from=None if plain else start + timedelta(minutes=int(turn["turn"])),
+                    source=None if plain else f"longmemeval/{session_id}", split_long=True,
+                )))  # fmt: skip
+        if not relevant:
+            continue
+        query = Query(str(q["question"]), "longmemeval", frozenset(relevant),
+                      str(q["question_type"]))  # fmt: skip
+        haystacks.append(Haystack(number, str(q["question_id"]), query, docs,
+                                  parse_longmemeval_time(q["question_date"])))  # fmt: skip
+    return haystacks
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -480,11 +567,116 @@ def evaluate(
     }
 
 
+def evaluate_longmemeval(
+    haystacks: Sequence[Haystack],
+    plain: bool,
+    cache_home: Path,
+    progress: Callable[[str], None],
+    overrides: dict[str, Any] | None = None,
+    kinds: Sequence[str] = MODE_KINDS,
+) -> dict[str, Any]:
+    """Each question in a fresh data directory of its own (its haystack's turns stored
+    through ``Writer.store_many``), asked once per mode; one embedder (and so one embedding
+    cache and one loaded model) serves every directory."""
+    name = "LongMemEval-S (shared questions, turn level)"
+    name += ", plain lines (no source, no time)" if plain else ", with source and session time"
+    started = time.perf_counter()
+    scores: dict[str, dict[str, Scores]] = {}
+    refused: dict[str, int] = {}
+    hidden: dict[str, int] = {}
+    seconds = {"store": 0.0, "recall": 0.0}
+    documents = memories = 0
+    with tempfile.TemporaryDirectory(prefix="ferrex-eval-lme-") as scratch:
+        base = Path(scratch) / "embedder"
+        prepare_home(base, cache_home)
+        owner = App(home=base, config=load(base, env={}))
+        embedder = owner.embedder()
+        try:
+            for index, stack in enumerate(haystacks):
+                home = Path(scratch) / stack.question_id
+                prepare_home(home, cache_home)
+                app = App(home=home, config=load(home, env={}), _embedder=embedder)
+                try:
+                    bench = Bench(name, stack.docs, [stack.query], [], episodes=True,
+                                  session=longmemeval_session)  # fmt: skip
+                    stored = store(app, bench, lambda _: None)
+                    seconds["store"] += stored.seconds
+                    documents += len(stack.docs)
+                    memories += len(stored.by_memory)
+                    for code, n in stored.refused.items():
+                        refused[code] = refused.get(code, 0) + n
+                    asked = time.perf_counter()
+                    default = app.reader()
+                    if overrides:
+                        default.settings = replace(default.settings, **overrides)
+                    at = None if plain else stack.asked_at
+                    modes = _lme_modes(app, default, kinds, at)
+                    half = HELD_OUT if index % 2 else TUNE
+                    for mode in modes:
+                        result = mode.reader.recall(RecallRequest(
+                            query=stack.query.text, namespace=stack.query.namespace, limit=K,
+                            legs=mode.legs, strategy=mode.strategy,
+                        ))  # fmt: skip
+                        ranked = [stored.by_memory.get(r["id"], "?") for r in result.results]
+                        by_group = scores.setdefault(mode.label, {})
+                        for group in ("all", half, stack.query.group):
+                            by_group.setdefault(group, Scores()).add(
+                                ranked, set(stack.query.relevant), longmemeval_session
+                            )
+                        for reason, count in result.hidden.items():
+                            hidden[reason] = hidden.get(reason, 0) + count
+                    seconds["recall"] += time.perf_counter() - asked
+                finally:
+                    app._embedder = None  # shared: the owner closes it
+                    app.close()
+                    shutil.rmtree(home, ignore_errors=True)
+                if (index + 1) % 10 == 0 or index + 1 == len(haystacks):
+                    progress(f"  {index + 1}/{len(haystacks)} questions "
+                             f"({time.perf_counter() - started:.0f} s)")  # fmt: skip
+        finally:
+            owner.close()
+    table = {
+        mode: {group: s.mean() for group, s in sorted(groups.items())}
+        for mode, groups in scores.items()
+    }
+    return {
+        "bench": name,
+        "documents": documents,
+        "memories": memories,
+        "refused": refused,
+        "queries": len(haystacks),
+        "notes": ["one fresh data directory per question"],
+        "store_seconds": round(seconds["store"], 1),
+        "query_seconds": {"all modes": round(seconds["recall"], 1)},
+        "hidden": {DEFAULT: hidden} if hidden else {},
+        "reranker": "not run",
+        "settings": {},
+        "results": table,
+    }
+
+
+def _lme_modes(app: App, default: Reader, kinds: Sequence[str], at: datetime | None) -> list[Mode]:
+    """bm25, (dense), the default: each reading the clock at the question's date when the
+    protocol has dates, so "two weeks ago" and staleness count from the day it was asked."""
+    settings = default.settings
+    projections, embedder = app.projections(), app.embedder()
+    clock = (lambda: at) if at is not None else (lambda: datetime.now(UTC))
+    plain = Reader(projections, embedder, default.reranker,
+                   replace(settings, context_share=0.0), AccessLog(), clock=clock)  # fmt: skip
+    asked = Reader(projections, embedder, default.reranker, settings, AccessLog(), clock=clock)
+    modes = [Mode("bm25", plain, "bm25")]
+    if "legs" in kinds:
+        modes.append(Mode("dense", plain, "dense"))
+    modes.append(Mode(DEFAULT, asked, "hybrid"))
+    return modes
+
+
 # -- report ----------------------------------------------------------------------------------
 
 
 def _row(mode: str, m: dict[str, float]) -> str:
-    cells = [m["recall@1"], m["recall@5"], m["recall@10"], m["ndcg@10"], m["session@10"]]
+    cells = [m["recall@1"], m["recall@5"], m["recall_any@5"], m["recall@10"], m["ndcg@10"],
+             m["session@10"]]  # fmt: skip
     return f"| {mode} | " + " | ".join("" if math.isnan(c) else f"{c:.3f}" for c in cells) + " |"
 
 
@@ -499,13 +691,14 @@ def render(report: dict[str, Any]) -> str:
     lines += report["notes"]
     lines.append(f"held back by recall (stale, superseded): {report['hidden'] or 'nothing'}")
     results = report["results"]
-    header = ["| mode | recall@1 | recall@5 | recall@10 | nDCG@10 | session@10 |",
-              "|---|---|---|---|---|---|"]  # fmt: skip
+    header = ["| mode | recall@1 | recall@5 | recall_any@5 | recall@10 | nDCG@10 | session@10 |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for title, group in (("all queries", "all"), (TUNE, TUNE), (HELD_OUT, HELD_OUT)):
         lines += ["", f"{title}:", "", *header]
-        lines += [_row(mode, by_group[group]) for mode, by_group in results.items()]
+        lines += [_row(mode, by_group[group]) for mode, by_group in results.items()
+                  if group in by_group]  # fmt: skip
         if RERANK not in results:
-            lines.append(f"| {RERANK} | {report['reranker']} | | | | |")
+            lines.append(f"| {RERANK} | {report['reranker']} | | | | | |")
     groups = [g for g in results[DEFAULT] if g not in ("all", TUNE, HELD_OUT)]
     if groups:
         lines += ["", "recall@10 (recall@1) by category, all queries:", ""]
@@ -536,7 +729,7 @@ def parse_setting(item: str) -> tuple[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("bench", choices=("beir", "locomo", "all"))
+    parser.add_argument("bench", choices=("beir", "locomo", "longmemeval", "all"))
     parser.add_argument("--data", type=Path, help="the data set (directory or file)")
     parser.add_argument("--home", type=Path, help="keep (or reuse) the data directory here")
     parser.add_argument(
@@ -554,8 +747,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--protocol",
         default="plain,source",
-        help="LoCoMo protocols, comma-separated: plain (lines without source or time, in "
-        "file order) and source (the conversation as source, the session time)",
+        help="LoCoMo and LongMemEval protocols, comma-separated: plain (lines without source "
+        "or time, in file order) and source (the conversation or session as source, the "
+        "session time)",
+    )
+    parser.add_argument(
+        "--every", type=int, default=1,
+        help="LongMemEval: keep every N-th question (3: the fixed tuning subset)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--offset", type=int, default=0, help="LongMemEval: which of every N to keep (0..N-1)"
     )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument(
@@ -617,6 +818,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.perf_counter()
     reports = []
+    if args.bench == "longmemeval":
+        if args.every < 1:
+            raise SystemExit("--every must be 1 or more")
+        folder = args.data or DATA / "longmemeval"
+        for protocol in [p for p in ("plain", "source") if p in args.protocol]:
+            stacks = longmemeval_haystacks(folder, protocol == "plain", args.every, args.offset)
+            progress(f"LongMemEval-S {protocol}: {len(stacks)} questions, "
+                     f"{sum(len(h.docs) for h in stacks)} turns")  # fmt: skip
+            reports.append(evaluate_longmemeval(stacks, protocol == "plain", args.cache_home,
+                                                progress, overrides, kinds))  # fmt: skip
     for name, build in benches:
         bench = build()
         if args.home is not None:

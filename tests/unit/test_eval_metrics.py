@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,55 @@ def test_locomo_session_times_are_read_as_utc() -> None:
     assert parse_session_time("12:09 am on 13 September, 2023") == datetime(
         2023, 9, 13, 0, 9, tzinfo=UTC
     )
+
+
+def test_longmemeval_times_and_the_haystack_of_each_question(tmp_path: Path) -> None:
+    import gzip
+    import json
+
+    from tools.eval_retrieval import (
+        longmemeval_haystacks,
+        longmemeval_session,
+        parse_longmemeval_time,
+    )
+
+    assert parse_longmemeval_time("2023/05/30 (Tue) 23:40") == datetime(
+        2023, 5, 30, 23, 40, tzinfo=UTC
+    )
+    assert longmemeval_session("answer_3a6f1e82_1/4") == "answer_3a6f1e82_1"
+    sessions = [
+        {"session_id": "answer_q1_1", "date": "2023/05/01 (Mon) 10:00",
+         "user_turns": [{"turn": 1, "content": "I moved to Lisbon"},
+                        {"turn": 3, "content": "It is sunny", "has_answer": True}]},
+        {"session_id": "s2", "date": "2023/05/02 (Tue) 10:00",
+         "user_turns": [{"turn": 1, "content": "Unrelated", "has_answer": True}]},
+    ]  # fmt: skip
+    with gzip.open(tmp_path / "sessions.jsonl.gz", "wt", encoding="utf-8") as out:
+        out.write("\n".join(json.dumps(s) for s in sessions) + "\n")
+    questions = [
+        {"question_id": "q1", "question_type": "temporal-reasoning", "question": "Where?",
+         "question_date": "2023/06/01 (Thu) 09:00", "answer": "Lisbon",
+         "answer_session_ids": ["answer_q1_1"], "haystack_session_ids": ["s2", "answer_q1_1"]},
+        {"question_id": "q2", "question_type": "multi-session", "question": "What?",
+         "question_date": "2023/06/01 (Thu) 09:00", "answer": "x",
+         "answer_session_ids": ["s2"], "haystack_session_ids": ["s2"]},  # no "answer" session
+    ]  # fmt: skip
+    (tmp_path / "questions.jsonl").write_text("\n".join(json.dumps(q) for q in questions))
+    plain = longmemeval_haystacks(tmp_path)
+    assert [h.question_id for h in plain] == ["q1"]  # q2 has no relevant turn
+    (stack,) = plain
+    assert [d.key for d in stack.docs] == ["s2/1", "answer_q1_1/1", "answer_q1_1/3"]
+    assert stack.query.relevant == {"answer_q1_1/3"} and stack.query.group == "temporal-reasoning"
+    assert stack.docs[2].request.valid_from is None and stack.docs[2].request.source is None
+    dated = longmemeval_haystacks(tmp_path, plain=False)[0]
+    assert dated.docs[2].request.valid_from == datetime(2023, 5, 1, 10, 3, tzinfo=UTC)
+    assert dated.docs[2].request.source == "longmemeval/answer_q1_1"
+    assert dated.asked_at == datetime(2023, 6, 1, 9, tzinfo=UTC)
+    assert longmemeval_haystacks(tmp_path, every=2, offset=1) == []  # q2 only, dropped
+
+
+def test_recall_any_at_five() -> None:
+    s = Scores()
+    s.add(["x", "x", "x", "x", "a"], {"a", "b"}, None)
+    s.add(["x", "x", "x", "x", "x", "a"], {"a"}, None)
+    assert s.mean()["recall_any@5"] == pytest.approx(0.5)
