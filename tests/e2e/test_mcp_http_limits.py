@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import resource
 import socket
 import subprocess
@@ -81,12 +80,16 @@ def _stats(base: str, token: str) -> httpx.Response:
 def _slow(base: str, head: bytes) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1])), timeout=30)
     s.sendall(head)
+    s.setblocking(False)
     return s
 
 
 def _closed(s: socket.socket) -> bool:
+    """Whether the server closed ``s`` (what it sent before, a 401 say, is read and dropped)."""
     try:
-        return s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        while True:
+            if s.recv(65536, socket.MSG_DONTWAIT) == b"":
+                return True
     except BlockingIOError:
         return False
     except OSError as exc:
@@ -125,7 +128,7 @@ def test_slow_connections_under_a_low_descriptor_limit_keep_no_one_out(tmp_path:
                     sock.send(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             answers = [_stats(base, token) for _ in range(3)]
             assert [a.status_code for a in answers] == [200, 200, 200]
-            assert "total" in json.dumps(answers[-1].json())
+            assert "active memories" in answers[-1].text
         finally:
             for sock in slow:
                 sock.close()
@@ -149,12 +152,13 @@ def test_a_request_head_or_body_that_never_ends_is_closed(tmp_path: Path) -> Non
 
 def test_at_the_per_client_cap_the_oldest_waiting_connection_makes_room(tmp_path: Path) -> None:
     config = "[server]\nmax_connections_per_client = 4\n"
-    with _serving(tmp_path / "home", tmp_path / "server.log", config=config) as (base, token):
+    log = tmp_path / "server.log"
+    with _serving(tmp_path / "home", log, config=config) as (base, token):
         idle = [_slow(base, b"GET / HTTP/1.1\r\n") for _ in range(4)]
         try:
             assert _stats(base, token).status_code == 200  # the fifth, prompt, is served
             _wait_closed(idle[0], "the oldest waiting connection")
-            assert not any(_closed(s) for s in idle[2:])
+            assert not any(_closed(s) for s in idle[2:]), log.read_text()
         finally:
             for sock in idle:
                 sock.close()
