@@ -30,6 +30,7 @@ import os
 import resource
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -236,8 +237,15 @@ class RepeatFilter(logging.Filter):
     times per ``window`` seconds; the first one let through after some were held back says
     how many."""
 
-    def __init__(self, burst: int = 5, window: float = 60.0, keys: int = 1024) -> None:
+    def __init__(
+        self,
+        burst: int = 5,
+        window: float = 60.0,
+        keys: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__()
+        self.clock = clock
         self.burst = burst
         self.window = window
         self.keys = keys
@@ -245,7 +253,7 @@ class RepeatFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         key = (record.name, record.levelno, str(record.msg)[:200])
-        now = time.monotonic()
+        now = self.clock()
         entry = self._seen.get(key)
         if entry is None or now - entry[0] >= self.window:
             held = int(entry[2]) if entry is not None else 0

@@ -12,12 +12,16 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from ferrex.app import App
+from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from ferrex.server.mcp_auth import token_hash
+from ferrex.server.service import Caller, Service
 from tests.e2e.dashboard_helpers import (
     ALICE,
     BOB,
@@ -444,3 +448,36 @@ def test_a_public_url_that_is_not_an_origin_is_refused_at_start(tmp_path: Path) 
         )  # fmt: skip
         assert done.returncode != 0, bad
         assert "server." in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.fixture(scope="module")
+def pg_cluster() -> Iterator[Any]:
+    from tests.pg_cluster import start_cluster
+
+    cluster = start_cluster()
+    yield cluster
+    cluster.stop("fast")
+
+
+def test_the_journal_check_verifies_the_journal_in_use(
+    tmp_path: Path, pg_cluster: Any, shared_embedder: Embedder
+) -> None:
+    """With journal.url naming PostgreSQL, verify reads its records, not an empty directory."""
+    home = tmp_path / "home"
+    write_tokens(home)
+    with (home / "ferrex.toml").open("a") as f:
+        f.write(f'[journal]\nurl = "{pg_cluster.new_database()}"\n')
+    app = App(home=home, config=load_config(home, None), _embedder=shared_embedder)
+    assert app.claim()
+    try:
+        for text in ("The release train leaves on Thursdays", "Nadia owns the billing-api"):
+            assert Service(app).call("store", {"content": text}, Caller())["status"] == "stored"
+    finally:
+        app.close()
+    with ferrex_ui(home) as served:
+        login = httpx.get(served.login_url, timeout=60)
+        with httpx.Client(base_url=served.base, cookies=login.cookies, timeout=60) as browser:
+            verified = browser.post("/journal/verify", headers={"Origin": served.base})
+            assert verified.status_code == 303
+            page = browser.get("/journal").text
+    assert "intact" in page and ": 2 records, head 2," in page, page
