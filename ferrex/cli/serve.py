@@ -144,10 +144,12 @@ def _serve_http(
 
     from ferrex.server.dashboard import mount
     from ferrex.server.http_limits import ACCEPT_BATCH, Limits, filter_repeats, guarded_protocol
+    from ferrex.server.mcp_server import transport_security
 
     app = server.streamable_http_app(
-        streamable_http_path="/mcp", host=host, stateless_http=stateless
-    )
+        streamable_http_path="/mcp", host=host, stateless_http=stateless,
+        transport_security=transport_security(_is_loopback(host), config["server.public_url"]),
+    )  # fmt: skip
     # the dashboard at / beside /mcp, behind the same tokens
     mount(app, server.hub, tokens, loopback=_is_loopback(host),
           public_url=config["server.public_url"],

@@ -425,6 +425,16 @@ def test_behind_a_tls_proxy_actions_work_and_the_cookie_is_secure(tmp_path: Path
                                 headers={**headers, "Authorization": f"Bearer {ALICE}"},
                                 timeout=60)  # fmt: skip
             assert refused.status_code == 403, headers
+        # /mcp answers to the public name too (the SDK's own Host check)
+        mcp = httpx.post(
+            f"{base}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Host": "memory.example.test", "Authorization": f"Bearer {ALICE}",
+                     "Accept": "application/json, text/event-stream",
+                     "MCP-Protocol-Version": "2025-06-18"},
+            timeout=60,
+        )  # fmt: skip
+        assert mcp.status_code == 200 and "recall" in mcp.text
         cross = httpx.post(
             f"{base}/actions/confirm", data={"ids": ["mem_00000000000000000000000000"]},
             headers={**session, "Host": "memory.example.test",
