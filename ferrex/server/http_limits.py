@@ -42,6 +42,19 @@ log = logging.getLogger("ferrex.http")
 #: Connections the event loop accepts in one go (also the listen backlog).
 ACCEPT_BATCH = 32
 _NOTE_EVERY = 10.0  # seconds between two notes of connections closed or refused
+_FEW = 100  # fewer connections than this, for the descriptor limit, is worth a warning
+
+
+def raise_descriptor_limit() -> None:
+    """Raise the soft RLIMIT_NOFILE to the hard one (at most 65,536): the headroom is the
+    administrator's to give, and a server should take it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError):
+            log.debug("could not raise the descriptor limit", exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -53,7 +66,9 @@ class Limits:
 
     @classmethod
     def from_config(cls, config: Any) -> Limits:
-        """The configured limits, the total capped by what the descriptor limit leaves."""
+        """The configured limits, the total capped by what the descriptor limit leaves
+        (raised to the hard limit first)."""
+        raise_descriptor_limit()
         return cls(
             header_timeout=config["server.header_timeout"],
             body_timeout=config["server.body_timeout"],
@@ -81,7 +96,7 @@ def descriptor_budget(wanted: int, reserve: int) -> int:
     if soft == resource.RLIM_INFINITY:
         return wanted
     room = soft - open_descriptors() - reserve - ACCEPT_BATCH
-    if room < wanted:
+    if room < min(wanted, _FEW):
         log.warning("the descriptor limit (%d, %d open) leaves room for %d HTTP connections "
                     "after a reserve of %d; raise it (ulimit -n) for more", soft,
                     open_descriptors(), max(room, 1), reserve)  # fmt: skip
