@@ -8,6 +8,7 @@ type are errors that name the key; nothing is silently ignored.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ferrex.errors import UsageError
 from ferrex.rules.freshness import StalenessConfig
@@ -109,6 +111,23 @@ KEYS: tuple[Key, ...] = (
     Key("server.warm_peers", bool, True, None,
         "a server that is not the owner loads the models after its first call, for a fast "
         "takeover (costs a model's memory per such process)"),
+    Key("server.public_url", str, None, None,
+        "the address clients and browsers use behind a TLS proxy (https://memory.example.com): "
+        "its host is answered, it is the dashboard's origin, and https makes cookies Secure"),
+    Key("server.trusted_proxies", list, [], None,
+        "IP addresses of proxies whose X-Forwarded-Proto and X-Forwarded-Host are believed "
+        "(empty: never)"),
+    Key("server.header_timeout", float, 10.0, None,
+        "seconds a connection has to send a whole request head, else it is closed"),
+    Key("server.body_timeout", float, 30.0, None,
+        "seconds a request has to send its whole body, else its connection is closed"),
+    Key("server.max_connections", int, 1000, None,
+        "open HTTP connections in all (also kept below the descriptor limit minus the reserve)"),
+    Key("server.max_connections_per_client", int, 100, None,
+        "open HTTP connections from one client address"),
+    Key("server.descriptor_reserve", int, 128, None,
+        "file descriptors HTTP connections never take: kept for the journal, the stores and "
+        "the owner's socket"),
     Key("dashboard.git_export", str, None, None,
         "the `ferrex export git` directory whose state the dashboard's journal page shows"),
 )  # fmt: skip
@@ -116,7 +135,10 @@ _BY_NAME = {key.name: key for key in KEYS}
 
 RESTART_KEYS: frozenset[str] = frozenset(
     {"models.dense", "models.reranker", "qdrant.url", "qdrant.binary", "qdrant.port",
-     "journal.url", "journal.segment_bytes", "predicates.synonyms", "predicates.namespaces"}
+     "journal.url", "journal.segment_bytes", "predicates.synonyms", "predicates.namespaces",
+     "server.public_url", "server.trusted_proxies", "server.header_timeout",
+     "server.body_timeout", "server.max_connections", "server.max_connections_per_client",
+     "server.descriptor_reserve"}
 )  # fmt: skip
 """Keys a running server cannot take on the fly: they choose the models, the stores, the
 journal layout or the rules the projections were built with. The rest apply at once."""
@@ -218,7 +240,44 @@ def _check(name: str, value: Any, where: str) -> Any:
         )
     if name == "auth.tokens":
         _check_token_entries(value, where)
+    if name.startswith("server."):
+        _check_server_value(name, value, where)
     return value
+
+
+def _check_server_value(name: str, value: Any, where: str) -> None:
+    """The HTTP server's keys: a public URL is an origin, proxies are IP addresses, limits
+    are positive."""
+    at = f"configuration key {name!r} in {where}"
+    if name == "server.public_url":
+        parsed = urlsplit(value)
+        if (
+            parsed.scheme not in ("http", "https")
+            or not parsed.hostname
+            or parsed.path not in ("", "/")
+            or parsed.query
+            or parsed.fragment
+            or parsed.username is not None
+        ):
+            raise UsageError(f"{at} must be an origin like https://memory.example.com, "
+                             f"got {value!r}", hint=_BY_NAME[name].help)  # fmt: skip
+    elif name == "server.trusted_proxies":
+        for item in value:
+            if not isinstance(item, str):
+                raise UsageError(f"{at} must list IP addresses as strings, got {item!r}",
+                                 hint=_BY_NAME[name].help)  # fmt: skip
+            try:
+                ipaddress.ip_address(item)
+            except ValueError:
+                raise UsageError(f"{at} must list IP addresses, got {item!r}",
+                                 hint=_BY_NAME[name].help) from None  # fmt: skip
+    elif name in ("server.header_timeout", "server.body_timeout") or name.startswith(
+        "server.max_connections"
+    ):
+        if value <= 0:
+            raise UsageError(f"{at} must be above 0, got {value!r}", hint=_BY_NAME[name].help)
+    elif name == "server.descriptor_reserve" and value < 16:
+        raise UsageError(f"{at} must be at least 16, got {value!r}", hint=_BY_NAME[name].help)
 
 
 def _check_token_entries(value: object, where: str) -> None:

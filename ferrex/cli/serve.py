@@ -104,7 +104,8 @@ def run_server(
 
             run_stdio(server)
         else:
-            _serve_http(server, tokens, *address, listening=listening, stateless=not sessions)
+            _serve_http(server, tokens, *address, listening=listening, stateless=not sessions,
+                        config=app.config)  # fmt: skip
     except KeyboardInterrupt:
         pass
     finally:
@@ -136,18 +137,24 @@ def _serve_http(
     listening: socket.socket | None = None,
     *,
     stateless: bool = True,
+    config: Config,
 ) -> None:
     import anyio
     import uvicorn
 
     from ferrex.server.dashboard import mount
+    from ferrex.server.http_limits import ACCEPT_BATCH, Limits, filter_repeats, guarded_protocol
+    from ferrex.server.mcp_server import transport_security
 
     app = server.streamable_http_app(
-        streamable_http_path="/mcp", host=host, stateless_http=stateless
-    )
+        streamable_http_path="/mcp", host=host, stateless_http=stateless,
+        transport_security=transport_security(_is_loopback(host), config["server.public_url"]),
+    )  # fmt: skip
     # the dashboard at / beside /mcp, behind the same tokens
-    mount(app, server.hub, tokens, loopback=_is_loopback(host))
-    config = uvicorn.Config(
+    mount(app, server.hub, tokens, loopback=_is_loopback(host),
+          public_url=config["server.public_url"],
+          trusted_proxies=config["server.trusted_proxies"])  # fmt: skip
+    served = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -157,11 +164,16 @@ def _serve_http(
         server_header=False,
         # Open streams (a client's SSE GET) would otherwise hold a SIGTERM up indefinitely.
         timeout_graceful_shutdown=_GRACE_SECONDS,
+        # Deadlines for heads and bodies, caps on connections, a descriptor reserve
+        # (ferrex.server.http_limits); at most one accept batch beyond the caps at once.
+        http=guarded_protocol(Limits.from_config(config)),
+        backlog=ACCEPT_BATCH,
     )
+    filter_repeats()  # after uvicorn configured its loggers
     mode = "stateless" if stateless else "with sessions"
     click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp ({mode}) and the dashboard "
                f"at http://{host}:{port}/", err=True)  # fmt: skip
-    anyio.run(uvicorn.Server(config).serve, None if listening is None else [listening])
+    anyio.run(uvicorn.Server(served).serve, None if listening is None else [listening])
 
 
 def _free_loopback_socket() -> socket.socket:

@@ -21,12 +21,14 @@ from __future__ import annotations
 import contextvars
 import logging
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AnyHttpUrl, ConfigDict, Field, ValidationError
 from starlette.requests import Request
@@ -182,6 +184,28 @@ async def _notify_changed(context: Any) -> None:
             await context.notify_resource_updated(uri)
     except Exception:  # a notification is a courtesy: never fail the write that caused it
         log.debug("resource update notification failed", exc_info=True)
+
+
+#: The SDK's own DNS rebinding guard for ``/mcp`` on a loopback address.
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+def transport_security(loopback: bool, public_url: str | None) -> TransportSecuritySettings | None:
+    """``/mcp``'s Host and Origin check: on a loopback address the SDK's (loopback names
+    only), plus the host and origin of ``server.public_url`` behind a proxy. None: the SDK
+    decides (it checks nothing off loopback, where every request needs a token)."""
+    if not loopback or public_url is None:
+        return None
+    parts = urlsplit(public_url)
+    host = parts.netloc.lower()
+    name = (parts.hostname or "").lower()
+    origin = f"{parts.scheme.lower()}://{host}"
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*_LOOPBACK_HOSTS, host, f"{name}:*", name],
+        allowed_origins=[*_LOOPBACK_ORIGINS, origin],
+    )
 
 
 def tool_error(exc: FerrexError) -> CallToolResult:

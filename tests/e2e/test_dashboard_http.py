@@ -12,12 +12,16 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from ferrex.app import App
+from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from ferrex.server.mcp_auth import token_hash
+from ferrex.server.service import Caller, Service
 from tests.e2e.dashboard_helpers import (
     ALICE,
     BOB,
@@ -167,7 +171,7 @@ def test_an_agents_token_sees_only_what_that_agent_may(home: Home, served: Serve
     assert _get(served, "/api/v1/entities?name=Zanzibar-Seven", BOB).status_code == 404
     assert _get(served, "/api/v1/stats", BOB).json()["total"] == 5
     journal = _get(served, "/journal", BOB)
-    assert journal.status_code == 200 and "forbidden" in journal.text
+    assert journal.status_code == 403 and "forbidden" in journal.text
     assert "memory.stored" not in journal.text
 
 
@@ -285,3 +289,205 @@ def test_serve_http_serves_the_dashboard_and_a_revoked_token_ends_its_session(
     finally:
         server.terminate()
         server.communicate(timeout=30)
+
+
+def test_a_name_that_starts_like_an_address_is_not_one(home: Home, served: Served) -> None:
+    # DNS rebinding with a name made to look like a loopback address
+    token = operator_token(home.path)
+    port = served.base.rsplit(":", 1)[1]
+    for name in ("127.attacker.example", "127.0.0.1.nip.io", "localhost.attacker.example"):
+        for path in ("/api/v1/stats", "/api/v1/recall?q=tokio", "/"):
+            answer = _get(served, path, token, headers={"Host": f"{name}:{port}"})
+            assert answer.status_code == 403, (name, path)
+            assert "tokio" not in answer.text
+    for local in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "127.0.0.2"):
+        assert _get(served, "/api/v1/stats", token, headers={"Host": local}).is_success, local
+
+
+def test_an_authorization_header_does_not_switch_the_origin_check_off(
+    home: Home, served: Served
+) -> None:
+    login = httpx.get(served.login_url, timeout=60)
+    scratch = home.ids["deploy"]
+    with httpx.Client(base_url=served.base, cookies=login.cookies, timeout=60) as browser:
+        for header in ("Basic YWxpY2U6c2VjcmV0", "Bearer", "Digest x", "Bearer not-a-token"):
+            for action in ("/actions/forget", "/actions/confirm"):
+                refused = browser.post(
+                    action,
+                    data={"ids": [scratch], "confirmed": "yes"},
+                    headers={"Origin": "http://evil.example", "Authorization": header},
+                )
+                assert refused.status_code in (401, 403), (header, action)
+                assert "Forgotten" not in refused.text and "Confirmed" not in refused.text
+        # a trusted proxy's headers are believed only when configured (not here)
+        forwarded = browser.post(
+            "/actions/confirm",
+            data={"ids": [scratch]},
+            headers={"Origin": "https://evil.example", "X-Forwarded-Proto": "https",
+                     "X-Forwarded-Host": "evil.example"},
+        )  # fmt: skip
+        assert forwarded.status_code == 403
+    assert _get(served, f"/api/v1/memory/{scratch}", operator_token(home.path)).is_success
+    # a script's bearer token needs no Origin: a browser never adds one by itself
+    scripted = httpx.post(
+        served.base + "/actions/confirm",
+        data={"ids": [scratch]},
+        headers={"Authorization": f"Bearer {operator_token(home.path)}"},
+        timeout=60,
+    )
+    assert scripted.status_code == 200 and "Confirmed" in scripted.text
+
+
+def test_an_agents_logins_never_log_the_operator_out(served: Served) -> None:
+    operator = httpx.get(served.login_url, timeout=60)
+    first_bob = httpx.get(served.base + f"/?token={BOB}", timeout=60)
+    with httpx.Client(base_url=served.base, timeout=60) as client:
+        for _ in range(300):
+            assert client.get(f"/?token={BOB}").status_code == 303
+            client.cookies.clear()
+    with httpx.Client(base_url=served.base, cookies=operator.cookies, timeout=60) as browser:
+        assert browser.get("/api/v1/stats").status_code == 200
+    with httpx.Client(base_url=served.base, cookies=first_bob.cookies, timeout=60) as browser:
+        assert browser.get("/api/v1/stats").status_code == 401  # bob's own oldest went
+
+
+def test_not_found_carries_the_security_headers(served: Served, home: Home) -> None:
+    for path in ("/no-such-page", "/api/v1/nothing"):
+        answer = _get(served, path, operator_token(home.path))
+        assert answer.status_code == 404, path
+        assert "default-src 'none'" in answer.headers["content-security-policy"]
+        assert answer.headers["x-content-type-options"] == "nosniff"
+        assert answer.headers["referrer-policy"] == "same-origin"
+    wrong = httpx.delete(served.base + "/health", timeout=60)
+    assert wrong.status_code == 405
+    assert "frame-ancestors 'none'" in wrong.headers["content-security-policy"]
+
+
+def _serve_http(home: Path) -> tuple[subprocess.Popen[str], str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = subprocess.Popen(
+        [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        assert server.poll() is None, server.communicate()[1]
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return server, base
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.1)
+
+
+def test_behind_a_tls_proxy_actions_work_and_the_cookie_is_secure(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_tokens(home)
+    with (home / "ferrex.toml").open("a") as f:
+        f.write('[server]\npublic_url = "https://memory.example.test"\n'
+                'trusted_proxies = ["127.0.0.1"]\n')  # fmt: skip
+    server, base = _serve_http(home)
+    public = "https://memory.example.test"
+    try:
+        # the proxy passes the browser's Host on
+        login = httpx.get(f"{base}/?token={ALICE}", headers={"Host": "memory.example.test"},
+                          timeout=60)  # fmt: skip
+        assert login.status_code == 303
+        assert "Secure" in login.headers["set-cookie"]
+        session = {"Cookie": login.headers["set-cookie"].split(";", 1)[0]}
+        acted = httpx.post(
+            f"{base}/actions/confirm", data={"ids": ["mem_00000000000000000000000000"]},
+            headers={**session, "Host": "memory.example.test", "Origin": public}, timeout=60,
+        )  # fmt: skip
+        assert acted.status_code == 200 and "Confirmed" in acted.text
+        # or it says what the browser used, from a trusted address
+        forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "memory.example.test"}
+        login = httpx.get(f"{base}/?token={ALICE}", headers=forwarded, timeout=60)
+        assert login.status_code == 303 and "Secure" in login.headers["set-cookie"]
+        acted = httpx.post(
+            f"{base}/actions/confirm", data={"ids": ["mem_00000000000000000000000000"]},
+            headers={**session, **forwarded, "Origin": public}, timeout=60,
+        )  # fmt: skip
+        assert acted.status_code == 200
+        # plain http on the loopback address itself: no Secure (the browser would drop it)
+        direct = httpx.get(f"{base}/?token={ALICE}", timeout=60)
+        assert direct.status_code == 303 and "Secure" not in direct.headers["set-cookie"]
+        # other names stay refused, by Host or by a forwarded host
+        for headers in (
+            {"Host": "attacker.example"},
+            {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "attacker.example"},
+        ):
+            refused = httpx.get(f"{base}/api/v1/stats",
+                                headers={**headers, "Authorization": f"Bearer {ALICE}"},
+                                timeout=60)  # fmt: skip
+            assert refused.status_code == 403, headers
+        # /mcp answers to the public name too (the SDK's own Host check)
+        mcp = httpx.post(
+            f"{base}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Host": "memory.example.test", "Authorization": f"Bearer {ALICE}",
+                     "Accept": "application/json, text/event-stream",
+                     "MCP-Protocol-Version": "2025-06-18"},
+            timeout=60,
+        )  # fmt: skip
+        assert mcp.status_code == 200 and "recall" in mcp.text
+        cross = httpx.post(
+            f"{base}/actions/confirm", data={"ids": ["mem_00000000000000000000000000"]},
+            headers={**session, "Host": "memory.example.test",
+                     "Origin": "https://evil.example"}, timeout=60,
+        )  # fmt: skip
+        assert cross.status_code == 403
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+
+
+def test_a_public_url_that_is_not_an_origin_is_refused_at_start(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    for bad in ('public_url = "memory.example.test"', 'public_url = "https://x.test/path"',
+                'trusted_proxies = ["proxy.local"]', "max_connections = 0"):  # fmt: skip
+        (home / "ferrex.toml").write_text(f"[server]\n{bad}\n")
+        done = subprocess.run(
+            [FERREX, "--home", str(home), "serve", "--http", "127.0.0.1:1"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode != 0, bad
+        assert "server." in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.fixture(scope="module")
+def pg_cluster() -> Iterator[Any]:
+    from tests.pg_cluster import start_cluster
+
+    cluster = start_cluster()
+    yield cluster
+    cluster.stop("fast")
+
+
+def test_the_journal_check_verifies_the_journal_in_use(
+    tmp_path: Path, pg_cluster: Any, shared_embedder: Embedder
+) -> None:
+    """With journal.url naming PostgreSQL, verify reads its records, not an empty directory."""
+    home = tmp_path / "home"
+    write_tokens(home)
+    with (home / "ferrex.toml").open("a") as f:
+        f.write(f'[journal]\nurl = "{pg_cluster.new_database()}"\n')
+    app = App(home=home, config=load_config(home, None), _embedder=shared_embedder)
+    assert app.claim()
+    try:
+        for text in ("The release train leaves on Thursdays", "Nadia owns the billing-api"):
+            assert Service(app).call("store", {"content": text}, Caller())["status"] == "stored"
+    finally:
+        app.close()
+    with ferrex_ui(home) as served:
+        login = httpx.get(served.login_url, timeout=60)
+        with httpx.Client(base_url=served.base, cookies=login.cookies, timeout=60) as browser:
+            verified = browser.post("/journal/verify", headers={"Origin": served.base})
+            assert verified.status_code == 303
+            page = browser.get("/journal").text
+    assert "intact" in page and ": 2 records, head 2," in page, page

@@ -177,6 +177,21 @@ def test_open_loopback_serves_without_a_token_only_when_asked(tmp_path: Path) ->
             time.sleep(0.1)
         assert _initialize(url, {}).status_code == 200
         assert not (home / "run" / "http.token").exists()
+        # with no token needed, any Authorization header is no reason to skip the Origin
+        # check (a browser adds Basic credentials by itself), nor is a rebound host let in
+        port_part = f":{port}"
+        for headers in (
+            {"Authorization": "Basic YTpi", "Origin": "http://evil.example"},
+            {"Authorization": "Bearer x"},
+            {"Host": "127.attacker.example" + port_part,
+             "Origin": "http://127.attacker.example" + port_part},
+        ):  # fmt: skip
+            forget = httpx.post(f"{url}/actions/forget", headers=headers, timeout=60,
+                                data={"ids": ["mem_00000000000000000000000000"],
+                                      "confirmed": "yes"})  # fmt: skip
+            assert forget.status_code == 403, headers
+        stats = httpx.get(f"{url}/api/v1/stats", headers={"Host": "127.0.0.1.nip.io"}, timeout=60)
+        assert stats.status_code == 403
     finally:
         server.terminate()
         _, err = server.communicate(timeout=30)

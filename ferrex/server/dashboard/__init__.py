@@ -8,6 +8,7 @@ caller the request's token grants, so it obeys :mod:`ferrex.rules.visibility` li
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -17,9 +18,23 @@ if TYPE_CHECKING:
     from ferrex.server.mcp_auth import TokenTable
 
 
-def mount(app: Starlette, hub: Hub, tokens: TokenTable | None, *, loopback: bool) -> None:
+def mount(
+    app: Starlette,
+    hub: Hub,
+    tokens: TokenTable | None,
+    *,
+    loopback: bool,
+    public_url: str | None = None,
+    trusted_proxies: Sequence[str] = (),
+) -> None:
     """Add the dashboard's routes to the MCP server's HTTP app (``/mcp`` stays as it is);
-    ``loopback``: the server listens on a loopback address (only loopback Host names)."""
+    ``loopback``: the server listens on a loopback address (only local Host names, or the
+    public URL's); ``public_url`` and ``trusted_proxies``: how a TLS proxy reaches it. Not
+    found and method not allowed answer with the dashboard's headers too."""
     from ferrex.server.dashboard.web import Dashboard
 
-    app.router.routes.extend(Dashboard(hub, tokens, loopback=loopback).routes())
+    dashboard = Dashboard(hub, tokens, loopback=loopback, public_url=public_url,
+                          trusted_proxies=trusted_proxies)  # fmt: skip
+    app.router.routes.extend(dashboard.routes())
+    app.add_exception_handler(404, dashboard.not_found)
+    app.add_exception_handler(405, dashboard.not_found)

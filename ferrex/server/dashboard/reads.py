@@ -36,7 +36,7 @@ from ferrex.rules.visibility import sees, sees_scope
 from ferrex.times import rfc3339
 from journal.errors import JournalError
 from journal.record import to_builtins
-from journal.verify import verify
+from journal.verify import VerifyReport, verify
 from projections.sqlite import Memory, ReadModel
 
 VIEWS = ("history", "entity", "entities", "journal", "verify")
@@ -61,9 +61,9 @@ class Context:
     namespace: str
 
 
-# The outcome of the last verify, per journal directory (verify reads the whole journal,
-# so the journal view shows the last one and runs it only when asked).
-_VERIFIED: dict[Path, dict[str, Any]] = {}
+# The outcome of the last verify, per journal (its directory, or its PostgreSQL URL; verify
+# reads the whole journal, so the journal view shows the last one and runs it only when asked).
+_VERIFIED: dict[Path | str, dict[str, Any]] = {}
 
 
 def answer(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -254,7 +254,7 @@ def _journal(ctx: Context) -> dict[str, Any]:
             "recorded_at": rfc3339(head.recorded_at) if head.recorded_at else None,
         },
         "records": list(reversed(records)),
-        "verify": _VERIFIED.get(app.journal_dir),
+        "verify": _VERIFIED.get(_journal_key(app)),
         "git_export": _git_export(app, head.position),
     }
 
@@ -273,12 +273,28 @@ def _record(record: Any) -> dict[str, Any]:
     }
 
 
+def _journal_key(app: App) -> Path | str:
+    return app.journal_url if app.journal_url is not None else app.journal_dir
+
+
+def _verified(app: App) -> VerifyReport:
+    """Verify the journal this server uses: its files, or its PostgreSQL tables."""
+    if app.journal_url is None:
+        return verify(app.journal_dir)
+    from journal.postgres import PostgresJournal
+    from journal.postgres import verify as verify_postgres
+
+    journal = app.journal()
+    if not isinstance(journal, PostgresJournal):  # journal.url always opens PostgreSQL
+        raise UsageError("journal.url is set but the journal is not on PostgreSQL")
+    return verify_postgres(journal)
+
+
 def _verify(ctx: Context) -> dict[str, Any]:
     _operator_only(ctx, "verifying the journal")
-    directory = ctx.app.journal_dir
     started = time.monotonic()
     try:
-        report = verify(directory)
+        report = _verified(ctx.app)
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     problem = report.problem
@@ -292,7 +308,7 @@ def _verify(ctx: Context) -> dict[str, Any]:
         if problem is None
         else f"{problem.segment.name} offset {problem.offset}: {problem.kind}: {problem.reason}",
     }
-    _VERIFIED[directory] = doc
+    _VERIFIED[_journal_key(ctx.app)] = doc
     return doc
 
 

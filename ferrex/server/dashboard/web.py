@@ -11,28 +11,41 @@ Authentication (see :mod:`ferrex.server.mcp_auth` for the tokens):
   so the token leaves the address bar and the history.
 - Each request's session token is looked up in the current token table, so a token revoked
   in ferrex.toml ends its sessions at once. ``Authorization: Bearer`` works too (scripts).
+- Sessions are capped per principal (:data:`SESSIONS_PER_PRINCIPAL`, the oldest of that
+  principal's dropped first), so one token's logins never push out another's session.
 - Without a token table (``auth.open_loopback`` on loopback) every request is the server's
   own caller, as for ``/mcp``.
 
-Actions (confirm, forget, verify) are POST forms; a POST must carry an ``Origin`` header equal
-to the server's own origin (``http://`` + ``Host``), so another site cannot make a browser
-act, and the SameSite cookie is not sent cross-site either. Forget shows a confirmation page
-first. Responses forbid framing and every external load (Content-Security-Policy) and send no
-referrer beyond the dashboard itself. On a loopback address only a loopback ``Host`` is
-answered (a rebound DNS name is refused).
+Actions (confirm, forget, verify) are POST forms; a POST authenticated by its session cookie
+(or by nothing, on an open loopback server) must carry an ``Origin`` header equal to the
+dashboard's origin, so another site cannot make a browser act, and the SameSite cookie is not
+sent cross-site either. Only a request authenticated by an ``Authorization: Bearer`` token
+(which a browser never adds by itself) skips that check. The dashboard's origin is the
+request's own (scheme and ``Host``), or ``server.public_url`` (behind a TLS proxy), or what a
+proxy listed in ``server.trusted_proxies`` says in ``X-Forwarded-Proto``/``X-Forwarded-Host``;
+when that origin is https the session cookie is ``Secure``. Forget shows a confirmation page
+first. Responses, error pages included, forbid framing and every external load
+(Content-Security-Policy) and send no referrer beyond the dashboard itself.
+
+On a loopback address (and wherever ``server.public_url`` is set) only these ``Host`` names
+are answered: ``localhost``, IP literals (``127.0.0.1``, ``[::1]``, …) and the public URL's
+host. A name is not an address: ``127.attacker.example`` re-pointed at 127.0.0.1 (DNS
+rebinding) is refused.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -46,7 +59,9 @@ from ferrex.server.service import Caller, error_document
 COOKIE = "ferrex_session"
 SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 256
-_HEADERS = {
+#: Sessions one principal (the operator, or one agent) may hold at once.
+SESSIONS_PER_PRINCIPAL = 16
+HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
     "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
@@ -73,20 +88,48 @@ _TEXTS = ("as_of", "after", "before", "namespace", "strategy")
 
 
 class Sessions:
-    """Session id → token, in memory only (a restart ends every session), oldest dropped
-    first beyond :data:`MAX_SESSIONS`."""
+    """Session id → token, in memory only (a restart ends every session).
 
-    def __init__(self) -> None:
+    Beyond :data:`SESSIONS_PER_PRINCIPAL` sessions of one principal, that principal's oldest
+    is dropped; beyond :data:`MAX_SESSIONS` in all, the oldest of the principal holding the
+    most. So an agent logging in again and again only ever replaces its own sessions.
+    """
+
+    def __init__(
+        self, per_principal: int = SESSIONS_PER_PRINCIPAL, total: int = MAX_SESSIONS
+    ) -> None:
         self._lock = threading.Lock()
         self._by_id: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._owner: dict[str, str] = {}  # session id → principal
+        self._of: dict[str, OrderedDict[str, None]] = {}  # principal → its ids, oldest first
+        self.per_principal = per_principal
+        self.total = total
 
-    def open(self, token: str) -> str:
+    def open(self, token: str, principal: str = "") -> str:
         sid = secrets.token_urlsafe(32)
         with self._lock:
             self._by_id[sid] = (token, time.monotonic() + SESSION_SECONDS)
-            while len(self._by_id) > MAX_SESSIONS:
-                self._by_id.popitem(last=False)
+            self._owner[sid] = principal
+            mine = self._of.setdefault(principal, OrderedDict())
+            mine[sid] = None
+            while len(mine) > self.per_principal:
+                self._drop(next(iter(mine)))
+            while len(self._by_id) > self.total:
+                busiest = max(self._of.values(), key=len)
+                self._drop(next(iter(busiest)))
         return sid
+
+    def _drop(self, sid: str) -> None:
+        self._by_id.pop(sid, None)
+        principal = self._owner.pop(sid, None)
+        if principal is not None:
+            ids = self._of[principal]
+            ids.pop(sid, None)
+            if not ids:
+                del self._of[principal]
+
+    def __len__(self) -> int:
+        return len(self._by_id)
 
     def token(self, sid: str) -> str | None:
         with self._lock:
@@ -94,7 +137,7 @@ class Sessions:
             if found is None:
                 return None
             if found[1] < time.monotonic():
-                del self._by_id[sid]
+                self._drop(sid)
                 return None
             return found[0]
 
@@ -110,35 +153,97 @@ class Forbidden(FerrexError):
 class Dashboard:
     """The dashboard over one hub and token table (None: no tokens needed)."""
 
-    def __init__(self, hub: Hub, tokens: TokenTable | None, *, loopback: bool = True) -> None:
+    def __init__(
+        self,
+        hub: Hub,
+        tokens: TokenTable | None,
+        *,
+        loopback: bool = True,
+        public_url: str | None = None,
+        trusted_proxies: Iterable[str] = (),
+    ) -> None:
         self.hub = hub
         self.tokens = tokens
         self.loopback = loopback
+        self.public = origin_of(public_url) if public_url else None
+        self.trusted_proxies = frozenset(str(ipaddress.ip_address(a)) for a in trusted_proxies)
         self.sessions = Sessions()
 
     # -- who is asking ----------------------------------------------------------------------
 
+    def forwarded(self, request: Request) -> tuple[str, str] | None:
+        """(scheme, host) a trusted proxy says the browser used, if it sent both."""
+        client = request.client.host if request.client else None
+        if client is None or _address(client) not in self.trusted_proxies:
+            return None
+        proto = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+        host = request.headers.get("x-forwarded-host", "").split(",")[0].strip()
+        if proto not in ("http", "https") or not host:
+            return None
+        return proto, host
+
     def check_host(self, request: Request) -> None:
-        """On a loopback address, only a loopback ``Host``: a page of another site whose name
-        was re-pointed at 127.0.0.1 (DNS rebinding) is refused, which matters most with
-        ``auth.open_loopback``, where no token stands in its way."""
-        if not self.loopback:
+        """On a loopback address (or with a public URL), only ``localhost``, an IP literal
+        or the public URL's host: a page of another site whose name was re-pointed at
+        127.0.0.1 (DNS rebinding) is refused, which matters most with
+        ``auth.open_loopback``, where no token stands in its way. A trusted proxy's
+        forwarded host must pass as well."""
+        if not self.loopback and self.public is None:
             return
-        host = request.headers.get("host", "").rsplit(":", 1)[0].strip("[]")
-        if host not in ("localhost", "::1") and not host.startswith("127."):
-            raise Forbidden(f"the dashboard on a loopback address answers only to a loopback "
-                            f"host name, not {host!r}")  # fmt: skip
+        hosts = [request.headers.get("host", "")]
+        forwarded = self.forwarded(request)
+        if forwarded is not None:
+            hosts.append(forwarded[1])
+        public = urlsplit(self.public).hostname if self.public else None
+        for host in hosts:
+            name = host_name(host)
+            if not (name == public or is_local_name(name)):
+                raise Forbidden(
+                    f"this dashboard answers only to localhost, an IP address or its "
+                    f"configured public name, not {name or host!r}",
+                    hint="behind a proxy, set server.public_url to the address people use",
+                )
+
+    def origins(self, request: Request) -> set[str]:
+        """The origins a dashboard action may come from: the request's own, the public
+        URL's, and a trusted proxy's (the host was checked before)."""
+        found = {f"{request.url.scheme}://{request.headers.get('host', '')}"}
+        if self.public is not None:
+            found.add(self.public)
+        forwarded = self.forwarded(request)
+        if forwarded is not None:
+            found.add(f"{forwarded[0]}://{forwarded[1]}")
+        return found
+
+    def secure(self, request: Request) -> bool:
+        """Whether the browser reached this request over https: the session cookie is then
+        ``Secure``."""
+        if request.url.scheme == "https":
+            return True
+        forwarded = self.forwarded(request)
+        if forwarded is not None:
+            return forwarded[0] == "https"
+        if self.public is not None and self.public.startswith("https://"):
+            return host_name(request.headers.get("host", "")) == urlsplit(self.public).hostname
+        return False
 
     def caller(self, request: Request) -> Caller:
         """The caller the request's session or bearer token grants; Unauthorized if none."""
+        return self.authenticated(request)[0]
+
+    def authenticated(self, request: Request) -> tuple[Caller, bool]:
+        """The caller, and whether a bearer token (not the cookie, not an open server) is
+        what authenticated the request."""
         self.check_host(request)
         namespace = self.hub.caller.namespace
         if self.tokens is None:
-            return self.hub.caller
+            return self.hub.caller, False
         token = None
+        bearer = False
         header = request.headers.get("authorization", "")
         if header.lower().startswith("bearer "):
             token = header[7:].strip()
+            bearer = True
         elif COOKIE in request.cookies:
             token = self.sessions.token(request.cookies[COOKIE])
         grant = self.tokens.lookup(token) if token else None
@@ -147,7 +252,7 @@ class Dashboard:
                 "this dashboard needs a token",
                 hint="open the URL `ferrex ui` prints, or send Authorization: Bearer <token>",
             )
-        return Caller(agent_id=grant.agent, namespace=namespace)
+        return Caller(agent_id=grant.agent, namespace=namespace), bearer
 
     def login(self, request: Request) -> Response | None:
         """A request carrying ``?token=`` becomes a session and a redirect without it."""
@@ -158,7 +263,8 @@ class Dashboard:
             self.check_host(request)
         except Forbidden as exc:
             return _html(pages.message_page("Refused", exc.message), 403)
-        if self.tokens is not None and self.tokens.lookup(token) is None:
+        grant = self.tokens.lookup(token) if self.tokens is not None else None
+        if self.tokens is not None and grant is None:
             return _html(
                 pages.message_page(
                     "Unknown token",
@@ -169,15 +275,16 @@ class Dashboard:
             )
         rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
         target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
-        response = RedirectResponse(target, status_code=303, headers=_HEADERS)
-        if self.tokens is not None:
+        response = RedirectResponse(target, status_code=303, headers=HEADERS)
+        if grant is not None:
             response.set_cookie(
                 COOKIE,
-                self.sessions.open(token),
+                self.sessions.open(token, grant.client_id),
                 max_age=SESSION_SECONDS,
                 path="/",
                 httponly=True,
                 samesite="strict",
+                secure=self.secure(request),
             )
         return response
 
@@ -255,6 +362,8 @@ class Dashboard:
         try:
             doc = self._call("dashboard", {"view": "journal"}, caller)
         except FerrexError as exc:
+            if exc.code == "forbidden":  # an agent's token: the page's status says so (403)
+                raise
             return pages.journal_page(None, error_document(exc), who)
         return pages.journal_page(doc, None, who)
 
@@ -265,9 +374,9 @@ class Dashboard:
     ) -> Callable[..., Any]:
         async def endpoint(request: Request) -> Response:
             try:
-                caller = self.caller(request)
-                if "authorization" not in request.headers:
-                    _same_origin(request)
+                caller, by_bearer = self.authenticated(request)
+                if not by_bearer:  # the cookie (or nothing) authenticated it: a browser may
+                    self.same_origin(request)  # have been made to send it by another site
             except (Unauthorized, Forbidden) as exc:
                 return _html(pages.message_page("Refused", f"{exc.message}"), _STATUS[exc.code])
             form = await request.form()
@@ -307,7 +416,7 @@ class Dashboard:
             self._call("dashboard", {"view": "verify"}, caller)
         except FerrexError as exc:
             return _error_page(exc, who)
-        return RedirectResponse("/journal", status_code=303, headers=_HEADERS)
+        return RedirectResponse("/journal", status_code=303, headers=HEADERS)
 
     # -- the JSON API -----------------------------------------------------------------------
 
@@ -316,12 +425,12 @@ class Dashboard:
     ) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
             try:
-                return JSONResponse(read(request, self.caller(request)), headers=_HEADERS)
+                return JSONResponse(read(request, self.caller(request)), headers=HEADERS)
             except FerrexError as exc:
                 return JSONResponse(
                     {"error": error_document(exc)},
                     status_code=_STATUS.get(exc.code, 500),
-                    headers=_HEADERS,
+                    headers=HEADERS,
                 )
 
         return endpoint
@@ -357,6 +466,27 @@ class Dashboard:
         if request.query_params.get("namespace"):
             args["namespace"] = request.query_params["namespace"]
         return self._call("stats", args, caller)
+
+    def same_origin(self, request: Request) -> None:
+        origin = request.headers.get("origin")
+        expected = self.origins(request)
+        if origin not in expected:
+            raise Forbidden(
+                f"a dashboard action must come from the dashboard itself "
+                f"({', '.join(sorted(expected))}); "
+                f"this one came from {origin or 'nowhere (no Origin header)'}"
+            )
+
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        """Starlette's own 404 and 405, as pages with the dashboard's headers."""
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        if status == 405:
+            text = "this address does not take that method"
+            page = pages.message_page("Method not allowed", text)
+        else:
+            status = 404
+            page = pages.message_page("Not found", "nothing is served at this address")
+        return _html(page, status)
 
     # -- the routes -------------------------------------------------------------------------
 
@@ -442,14 +572,44 @@ def _offset(request: Request) -> int:
     return _int(request.query_params.get("offset", "0") or "0", "offset")
 
 
-def _same_origin(request: Request) -> None:
-    origin = request.headers.get("origin")
-    expected = f"{request.url.scheme}://{request.headers.get('host', '')}"
-    if origin != expected:
-        raise Forbidden(
-            f"a dashboard action must come from the dashboard itself ({expected}); "
-            f"this one came from {origin or 'nowhere (no Origin header)'}"
-        )
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, lower-cased, the default port left out."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    default = {"http": 80, "https": 443}.get(scheme)
+    port = f":{parts.port}" if parts.port is not None and parts.port != default else ""
+    return f"{scheme}://{host}{port}"
+
+
+def host_name(host: str) -> str:
+    """The name of a ``Host`` header's value, without its port or brackets, lower-cased."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else ""
+    if host.count(":") == 1:
+        return host.split(":", 1)[0]
+    return host
+
+
+def is_local_name(name: str) -> bool:
+    """``localhost`` or an IP literal: a name that no DNS answer can re-point."""
+    if name == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _address(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return text
 
 
 def _who(caller: Caller) -> str:
@@ -461,7 +621,7 @@ def _flat(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(text, status_code=status, headers=_HEADERS)
+    return HTMLResponse(text, status_code=status, headers=HEADERS)
 
 
 def _error_page(exc: FerrexError, who: str) -> Response:
