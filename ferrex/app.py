@@ -28,7 +28,13 @@ from ferrex.rules.predicates import (
     normalize_predicate,
 )
 from ferrex.server.owner import Endpoint, try_lock
-from ferrex.storage import check_reserve, is_read_only, read_only_error, secure_home
+from ferrex.storage import (
+    check_rebuild_room,
+    check_reserve,
+    is_read_only,
+    read_only_error,
+    secure_home,
+)
 from ferrex.store import Writer
 from journal import Journal, JournalBackend, JournalError, MemoryStored
 from journal.errors import JournalUnavailable
@@ -258,6 +264,7 @@ class App:
                     "(recall, stats, reflect and export jsonl need it; journal verify, journal "
                     "show and export git do not)",
                 )
+            reserve = self.config["storage.reserve_bytes"]
             with translated():
                 self._projections = Projections.open(
                     self.home,
@@ -266,6 +273,7 @@ class App:
                     self.encoders(),
                     rules=build_rules(self.config),
                     progress=progress,
+                    before_build=lambda reason: check_rebuild_room(self.home, reserve, reason),
                 )
         return self._projections
 
