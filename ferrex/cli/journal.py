@@ -9,11 +9,13 @@ from typing import Any
 import click
 
 from ferrex.app import App, translated
+from ferrex.cli.progress import progress
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
 from ferrex.porting.gitverify import AgainstReport, verify_against
-from journal import JournalError, plan_repair, repair, to_builtins, verify
+from journal import JournalError, plan_repair, to_builtins, verify
 from journal.events import KNOWN_TAGS
 from journal.verify import VerifyReport
+from projections.replay import read_pointer
 
 
 @click.group()
@@ -208,8 +210,13 @@ def repair_cmd(app: App, apply: bool) -> None:
         _report_only(app, apply)
         return
     directory = _journal_dir(app)
+    rebuilt = apply and read_pointer(app.home) is not None
     try:
-        entry = repair(directory) if apply else plan_repair(directory)
+        if apply:
+            with progress("rebuilding the projections") as update:
+                entry = app.repair_journal(update)
+        else:
+            entry = plan_repair(directory)
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     if entry is None:
@@ -228,8 +235,14 @@ def repair_cmd(app: App, apply: bool) -> None:
     )
     if entry.saved_to and apply:
         click.echo(f"the damaged bytes are kept in {directory / entry.saved_to}")
+    if rebuilt:
+        click.echo("rebuilt the projections from the repaired journal")
     if not apply:
-        click.echo("dry run: nothing changed. Run again with --apply to do it.", err=True)
+        click.echo(
+            "dry run: nothing changed. Run again with --apply to do it (which also rebuilds "
+            "the projections from the repaired journal).",
+            err=True,
+        )
 
 
 def _report_only(app: App, apply: bool) -> None:

@@ -111,3 +111,41 @@ def test_as_a_subprocess(home: Path) -> None:
         [str(exe), "journal", "--help"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0 and "verify" in done.stdout and "repair" in done.stdout
+
+
+def _ferrex(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("ferrex")
+    return subprocess.run([str(exe), "--home", str(home), *args], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+
+
+def test_a_repair_rebuilds_the_projections_so_the_lost_memory_is_served_no_more(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "served"
+    texts = ["The first memory of three", "The damaged memory in the middle",
+             "The last memory of three"]  # fmt: skip
+    for text in texts:
+        done = _ferrex(home, "store", "--content", text)
+        assert done.returncode == 0, done.stderr
+    _, seg = list_segments(home / "journal")[0]
+    data = bytearray(seg.read_bytes())
+    at = data.find(b"damaged memory")
+    assert at > 0
+    data[at] ^= 0xFF  # the middle record no longer passes its checksum
+    seg.write_bytes(bytes(data))
+
+    repaired = _ferrex(home, "journal", "repair", "--apply")
+    assert repaired.returncode == 0, repaired.stderr
+    assert "set aside" in repaired.stdout and "rebuilt the projections" in repaired.stdout
+
+    stats = _ferrex(home, "stats", "--json")
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["total"] == 2
+    out = tmp_path / "dump.jsonl"
+    exported = _ferrex(home, "export", "jsonl", str(out))
+    assert exported.returncode == 0, exported.stderr
+    contents = {json.loads(line).get("content") for line in out.read_text().splitlines()}
+    assert texts[1] not in contents and {texts[0], texts[2]} <= contents
+    reconciled = _ferrex(home, "reconcile")
+    assert reconciled.returncode == 0, reconciled.stdout + reconciled.stderr
