@@ -22,6 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from journal.files import make_private_dir
 from projections.vectors import StoreUnreachable
 
 PID_FILE = "qdrant.pid"
@@ -60,8 +61,8 @@ class Sidecar:
             raise StoreUnreachable(
                 f"the configured Qdrant binary {self.binary} is missing or not executable"
             )
-        self.storage.mkdir(parents=True, exist_ok=True)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.storage)
+        make_private_dir(self.run_dir)
         env = {
             **os.environ,
             "QDRANT__STORAGE__STORAGE_PATH": str(self.storage),
