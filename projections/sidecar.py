@@ -22,7 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from journal.files import make_private_dir
+from journal.files import make_private_dir, private_opener
 from projections.vectors import StoreUnreachable
 
 PID_FILE = "qdrant.pid"
@@ -147,7 +147,8 @@ class Sidecar:
 
     def _write_pid(self, state: SidecarState) -> None:
         tmp = self.run_dir / (PID_FILE + ".tmp")
-        tmp.write_text(json.dumps(state.__dict__))
+        with open(tmp, "w", opener=private_opener) as out:
+            out.write(json.dumps(state.__dict__))
         os.replace(tmp, self.run_dir / PID_FILE)
 
     def _log_tail(self, lines: int = 5) -> str:

@@ -274,3 +274,31 @@ def test_a_new_home_made_by_a_store_is_0700_from_its_first_directory(tmp_path: P
     assert done.returncode == 0, done.stderr
     assert _made_loose(record) == []
     assert _mode(home) == 0o700 and _loose(home, skip="qdrant/") == []
+
+
+def test_a_setting_written_back_to_the_configuration_stays_private(
+    tmp_path: Path, umask_022: None
+) -> None:
+    """The configuration may hold journal.url's password: rewriting it (``reembed`` records
+    its model there) makes a 0600 file, not one with the umask's mode."""
+    from ferrex.config import set_in_file
+
+    file = tmp_path / "home" / "ferrex.toml"
+    file.parent.mkdir(mode=0o700)
+    file.write_text('[journal]\nurl = "postgresql://ferrex:secret@db/ferrex"\n')
+    os.chmod(file, 0o600)
+    set_in_file(file, "models.dense", "small")
+    assert _mode(file) == 0o600
+    assert "secret" in file.read_text() and "small" in file.read_text()
+
+
+def test_compact_leaves_the_home_private(tmp_path: Path, umask_022: None) -> None:
+    home = tmp_path / "home"
+    code, out, err = _ferrex(home, "store", "--content", "a memory to purge", "--json")
+    assert code == 0, err
+    code, _, err = _ferrex(home, "forget", json.loads(out)["id"])
+    assert code == 0, err
+    code, _, err = _ferrex(home, "journal", "compact")
+    assert code == 0, err
+    assert (home / "compact.json").exists()
+    assert [e for e in _loose(home, skip="qdrant/") if " models/" not in e] == []
