@@ -28,10 +28,25 @@ from ferrex.rules.predicates import (
     normalize_predicate,
 )
 from ferrex.server.owner import Endpoint, try_lock
-from ferrex.storage import check_reserve, is_read_only, read_only_error, secure_home
+from ferrex.storage import (
+    check_rebuild_room,
+    check_reserve,
+    is_read_only,
+    read_only_error,
+    secure_home,
+)
 from ferrex.store import Writer
-from journal import Journal, JournalBackend, JournalError, MemoryStored
+from journal import (
+    Journal,
+    JournalBackend,
+    JournalError,
+    MemoryStored,
+    RepairEntry,
+    plan_repair,
+    repair,
+)
 from journal.errors import JournalUnavailable
+from journal.files import create_private_file, fsync_dir
 from projections.replay import Progress, Projections, read_pointer
 from projections.sidecar import Sidecar
 from projections.sqlite import ReadModel, ReadModelError, Rules
@@ -39,6 +54,11 @@ from projections.vector_sink import Encoders
 from projections.vectors import VectorBackend, VectorStoreError
 
 DEFAULT_HOME = Path("~/.ferrex")
+REPLAY_NEEDED = "replay-needed"
+"""A file in the home, made before a journal repair removes records and removed once the
+projections are rebuilt from the repaired journal: while it is there, opening the
+projections rebuilds them instead of serving what they still hold of the removed records
+(a repair whose rebuild was interrupted heals at the next start)."""
 log = logging.getLogger("ferrex")
 
 
@@ -258,16 +278,59 @@ class App:
                     "(recall, stats, reflect and export jsonl need it; journal verify, journal "
                     "show and export git do not)",
                 )
+            reserve = self.config["storage.reserve_bytes"]
+            marker = self.home / REPLAY_NEEDED
             with translated():
-                self._projections = Projections.open(
-                    self.home,
-                    self.journal(),
-                    self.backend(),
-                    self.encoders(),
-                    rules=build_rules(self.config),
-                    progress=progress,
-                )
+                if marker.exists():
+                    reason = "a journal repair removed records the projections still hold"
+                    log.warning("projections: rebuilding from the journal: %s", reason)
+                    check_rebuild_room(self.home, reserve, reason)
+                    self._projections = Projections.replay(
+                        self.home,
+                        self.journal(),
+                        self.backend(),
+                        self.encoders(),
+                        rules=build_rules(self.config),
+                        progress=progress,
+                    )
+                    marker.unlink()
+                    fsync_dir(self.home)
+                else:
+                    self._projections = Projections.open(
+                        self.home,
+                        self.journal(),
+                        self.backend(),
+                        self.encoders(),
+                        rules=build_rules(self.config),
+                        progress=progress,
+                        before_build=lambda why: check_rebuild_room(self.home, reserve, why),
+                    )
         return self._projections
+
+    def repair_journal(self, progress: Progress | None = None) -> RepairEntry | None:
+        """``journal repair --apply`` on the file journal: set the first damaged span aside
+        (:func:`journal.repair`), then rebuild the projections from the repaired journal, so
+        that nothing of a removed record is served. None when nothing needed repair.
+
+        Refused (``busy``, nothing changed) while another process owns the stores. The
+        rebuild is owed from before the journal changes (:data:`REPLAY_NEEDED`): if it is
+        interrupted, the next command that opens the projections rebuilds them first.
+        """
+        if self.read_only:
+            raise read_only_error(self.home, "repair the journal")
+        if self._projections is not None or self._journal is not None:
+            raise RuntimeError("repair_journal runs before the journal is opened")
+        self._require_ownership()
+        built = read_pointer(self.home) is not None
+        marker = self.home / REPLAY_NEEDED
+        with translated():
+            if built and plan_repair(self.journal_dir) is not None:
+                create_private_file(marker)
+                fsync_dir(self.home)
+            entry = repair(self.journal_dir)
+        if marker.exists():
+            self.projections(progress)  # rebuilds, then removes the marker
+        return entry
 
     def writer(self) -> Writer:
         """The command side: store, forget, validate."""

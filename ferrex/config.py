@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from ferrex.errors import UsageError
 from ferrex.rules.freshness import StalenessConfig
 from ferrex.storage import DEFAULT_RESERVE_BYTES
+from journal.files import private_opener
 
 CONFIG_NAME = "ferrex.toml"
 
@@ -349,7 +350,9 @@ def set_in_file(file: Path, name: str, value: str) -> None:
         else:
             lines.insert(header_at + 1, rendered)
     tmp = file.with_name(file.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    # 0600 whatever the umask: the configuration may hold journal.url's password.
+    with open(tmp, "w", encoding="utf-8", opener=private_opener) as out:
+        out.write("\n".join(lines) + "\n")
     os.replace(tmp, file)
     _read_toml(file)  # what we wrote must still parse
 

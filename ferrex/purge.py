@@ -40,6 +40,7 @@ from ferrex.models import EmbeddingCache, cache_path, text_key
 from journal import Journal, verify
 from journal.compact import Plan, Progress, Report, Step, plan
 from journal.compact import compact as compact_journal
+from journal.files import private_opener
 from journal.segment import fsync_dir
 from journal.verify import VerifyReport
 from projections.documents import memory_text, procedure_windows, text_parts
@@ -343,7 +344,7 @@ def _read_state(home: Path) -> int:
 
 def _write_state(home: Path, state: _State) -> None:
     tmp = home / (STATE + ".tmp")
-    with open(tmp, "wb") as f:
+    with open(tmp, "wb", opener=private_opener) as f:
         f.write(msgspec.json.encode(state))
         f.flush()
         os.fsync(f.fileno())

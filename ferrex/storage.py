@@ -233,6 +233,25 @@ def check_reserve(home: Path, reserve: int) -> None:
         )
 
 
+def check_rebuild_room(home: Path, reserve: int, reason: str) -> None:
+    """Refuse (``storage_full``) to rebuild the projections when less than ``reserve`` bytes
+    are free: a rebuild writes the read model and every Qdrant file anew. On a disk with no
+    byte free a new process cannot even open the read model (SQLite cannot make its shared
+    memory file), which would otherwise look like a broken read model to rebuild."""
+    if reserve <= 0:
+        return
+    free = free_bytes(home)
+    if free < reserve:
+        raise StorageFull(
+            f"the disk holding {home} is full ({_size(free)} free; ferrex keeps "
+            f"{_size(reserve)} in reserve): the stores cannot be opened ({reason}) and "
+            "nothing was changed",
+            hint="free some space on that disk and run the command again; acknowledged "
+            "writes are safe. A server that was already running keeps answering recalls",
+            details={"free_bytes": free, "reserve_bytes": reserve},
+        )
+
+
 def _existing(path: Path) -> Path:
     while not path.exists() and path.parent != path:
         path = path.parent

@@ -201,19 +201,43 @@ _REFUSED = {
 }
 
 
-def _connect_error(exc: Exception, where: str, url: str | None = None) -> JournalError:
-    """A failed connection: refused (the URL or login is wrong) or unreachable.
+_UNAVAILABLE_CLASSES = ("08", "53", "57")
+"""SQLSTATE classes of a server that is there but cannot take us now: connection exceptions,
+insufficient resources (53300 too many connections) and operator intervention (57P01
+admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now: starting up, shutting down,
+in recovery)."""
 
-    libpq reports a refused login with no SQLSTATE, so which it is is found out, not read
-    from the message: if the server's address takes a TCP connection, PostgreSQL is there
-    and refused us (its own message then says why: password, role, database, pg_hba).
+
+def _connect_error(exc: Exception, where: str, url: str | None = None) -> JournalError:
+    """A failed connection: refused (the URL or login is wrong) or unavailable (PostgreSQL is
+    away, starting up, shutting down, or full).
+
+    libpq reports a failed connection with no SQLSTATE, so which it is is found out, never
+    read from the message: :func:`_server_answer` opens a session of its own and reads the
+    server's first answer. An error there carries its SQLSTATE (57P03 while the server starts
+    or stops, 53300 when it is full); an authentication request means PostgreSQL is up and
+    refused us (its own message then says why: password, role, database, pg_hba); no TCP
+    connection at all means it is away.
     """
     state = getattr(exc, "sqlstate", None)
-    if state in _REFUSED or (state is None and url is not None and _reachable(url)):
+    answer = None if state is not None or url is None else _server_answer(url)
+    if answer is not None and answer != _AUTH:
+        state = answer
+    if (
+        state in _REFUSED
+        or answer == _AUTH
+        or (state is not None and not state.startswith(_UNAVAILABLE_CLASSES))
+    ):
         why = _REFUSED.get(state or "", "refused the connection")
         return JournalConnectError(
             f"PostgreSQL at {where} {why}: {_first_line(exc)}",
             hint="check the user, password and database of journal.url (FERREX_JOURNAL_URL)",
+        )
+    if state is not None:
+        return JournalUnavailable(
+            f"PostgreSQL at {where} cannot take connections now (SQLSTATE {state}): "
+            f"{_first_line(exc)}",
+            hint="it is starting up, shutting down or full: retry in a moment",
         )
     return JournalUnavailable(
         f"cannot reach PostgreSQL at {where}: {_first_line(exc)}",
@@ -221,21 +245,73 @@ def _connect_error(exc: Exception, where: str, url: str | None = None) -> Journa
     )
 
 
-def _reachable(url: str) -> bool:
-    """Whether the first host of the URL accepts a connection on its port (or socket)."""
+_AUTH = "auth"
+""":func:`_server_answer`'s word for an authentication request: the server is up."""
+
+
+def _server_answer(url: str) -> str | None:
+    """How the server at the URL's first host answers a session's start: the SQLSTATE of an
+    error it sends before authentication (it refuses every new session while starting up or
+    shutting down, and when full), :data:`_AUTH` when it asks us to authenticate, None when
+    it cannot be reached or its answer is not one of those.
+
+    The start-up message is protocol 3.0's, without TLS: PostgreSQL decides whether it can
+    take a session at all before looking at encryption, pg_hba or the password."""
     import os
     import socket
+    import struct
 
     params = _psycopg().conninfo.conninfo_to_dict(url)
     host = str(params.get("host") or "localhost").split(",")[0]
     port = int(str(params.get("port") or "5432").split(",")[0])
-    if host.startswith("/"):
-        return os.path.exists(os.path.join(host, f".s.PGSQL.{port}"))
+    user = str(params.get("user") or os.environ.get("PGUSER") or _os_user())
+    database = str(params.get("dbname") or user)
+    body = (
+        struct.pack("!i", 3 << 16)
+        + b"".join(
+            k.encode() + b"\0" + v.encode() + b"\0"
+            for k, v in (("user", user), ("database", database))
+        )
+        + b"\0"
+    )
     try:
-        with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT):
-            return True
-    except OSError:
-        return False
+        if host.startswith("/"):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(CONNECT_TIMEOUT)
+            sock.connect(os.path.join(host, f".s.PGSQL.{port}"))
+        else:
+            sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT)
+        with sock:
+            sock.sendall(struct.pack("!i", len(body) + 4) + body)
+            head = _read_exactly(sock, 5)
+            kind, length = head[:1], struct.unpack("!i", head[1:])[0]
+            if kind == b"R":
+                return _AUTH
+            if kind != b"E" or not 4 < length <= 65536:
+                return None
+            fields = _read_exactly(sock, length - 4)
+    except (OSError, struct.error):
+        return None
+    for field in fields.split(b"\0"):
+        if field[:1] == b"C":  # the SQLSTATE field of an ErrorResponse
+            return field[1:].decode("ascii", "replace")
+    return None
+
+
+def _read_exactly(sock: Any, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        more = sock.recv(n - len(data))
+        if not more:
+            raise ConnectionError("the server closed the connection")
+        data += more
+    return data
+
+
+def _os_user() -> str:
+    import getpass
+
+    return getpass.getuser()
 
 
 def _first_line(exc: Exception) -> str:

@@ -204,11 +204,17 @@ class Projections:
         *,
         rules: Rules = NO_RULES,
         progress: Progress | None = None,
+        before_build: Callable[[str], None] | None = None,
     ) -> Projections:
-        """Open what is live, rebuilding first if it is missing, stale or broken."""
+        """Open what is live, rebuilding first if it is missing, stale or broken.
+
+        ``before_build(reason)`` is called before a rebuild and may refuse it by raising
+        (ferrex checks its free-space reserve there: a rebuild writes every store anew)."""
         live = read_pointer(home)
         reason = cls._unusable(home, backend, encoders, rules, live)
         if reason is not None:
+            if before_build is not None:
+                before_build(reason)
             # A first start is routine; anything else is worth a warning.
             level = logging.INFO if live is None else logging.WARNING
             log.log(level, "projections: rebuilding from the journal: %s", reason)
@@ -224,6 +230,8 @@ class Projections:
                 checkpoint,
                 head,
             )
+            if before_build is not None:
+                before_build(f"checkpoint {checkpoint} is ahead of the journal head {head}")
             live = cls._build(home, journal, backend, encoders, rules, live, progress)
             projections = cls(home, journal, backend, encoders, live, rules)
         projections.catch_up(progress=progress)

@@ -22,6 +22,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from journal.files import make_private_dir, private_opener
 from projections.vectors import StoreUnreachable
 
 PID_FILE = "qdrant.pid"
@@ -60,8 +61,8 @@ class Sidecar:
             raise StoreUnreachable(
                 f"the configured Qdrant binary {self.binary} is missing or not executable"
             )
-        self.storage.mkdir(parents=True, exist_ok=True)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.storage)
+        make_private_dir(self.run_dir)
         env = {
             **os.environ,
             "QDRANT__STORAGE__STORAGE_PATH": str(self.storage),
@@ -146,7 +147,8 @@ class Sidecar:
 
     def _write_pid(self, state: SidecarState) -> None:
         tmp = self.run_dir / (PID_FILE + ".tmp")
-        tmp.write_text(json.dumps(state.__dict__))
+        with open(tmp, "w", opener=private_opener) as out:
+            out.write(json.dumps(state.__dict__))
         os.replace(tmp, self.run_dir / PID_FILE)
 
     def _log_tail(self, lines: int = 5) -> str:

@@ -1,10 +1,11 @@
 """The ``ferrex`` command line: parses arguments and calls the composition root, nothing more.
 
-Exit codes (stable): 0 ok, 1 unexpected failure, 2 usage or invalid input, 3 journal damage
+Exit codes (stable): 0 ok, 1 unexpected failure, 2 usage or invalid input (``no_home``: a
+reading command's data directory does not exist, see :mod:`ferrex.cli.home`), 3 journal damage
 or journal refusal, 4 a model is unavailable, 5 a store cannot be reached, 6 reconcile found
-drift, 7 the memory rules refused a store (duplicate, ambiguous conflict, unknown target),
-8 the data directory is read-only (``read_only``), 9 the disk is too full to write safely
-(``storage_full``).
+drift, 7 the memory rules refused a store (duplicate, ambiguous conflict, unknown target;
+``forget`` of an id that names no memory), 8 the data directory is read-only
+(``read_only``), 9 the disk is too full to write safely (``storage_full``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from ferrex.app import App
+from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.errors import UsageError
 from ferrex.porting.dump import write_dump, write_dump_file
@@ -35,6 +36,7 @@ def export() -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
     """Write the journal into the git repository DIR as JSON lines, one record per line.
 
@@ -81,6 +83,7 @@ def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
 @click.option("--namespace", "only_namespace", help="Only this namespace.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @click.pass_obj
+@existing_home
 def jsonl_cmd(
     app: App, file: str, include_invalidated: bool, only_namespace: str | None, as_json: bool
 ) -> None:

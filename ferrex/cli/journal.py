@@ -9,11 +9,14 @@ from typing import Any
 import click
 
 from ferrex.app import App, translated
+from ferrex.cli.home import existing_home
+from ferrex.cli.progress import progress
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
 from ferrex.porting.gitverify import AgainstReport, verify_against
-from journal import JournalError, plan_repair, repair, to_builtins, verify
+from journal import JournalError, plan_repair, to_builtins, verify
 from journal.events import KNOWN_TAGS
 from journal.verify import VerifyReport
+from projections.replay import read_pointer
 
 
 @click.group()
@@ -45,6 +48,7 @@ def _journal_dir(app: App) -> Path:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
     """Check every record: framing, checksums, positions, the hash chain and memory bodies.
 
@@ -162,6 +166,7 @@ def _echo_against(export: AgainstReport) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (an array) on stdout.")
 @click.pass_obj
+@existing_home
 def show_cmd(
     app: App, after: int, limit: int | None, types: tuple[str, ...], as_json: bool
 ) -> None:
@@ -197,6 +202,7 @@ def show_cmd(
 @journal.command("repair")
 @click.option("--apply", is_flag=True, help="Do it. Without it, only say what would be done.")
 @click.pass_obj
+@existing_home
 def repair_cmd(app: App, apply: bool) -> None:
     """Set a damaged record aside so the journal opens again, saying exactly what is lost.
 
@@ -208,8 +214,13 @@ def repair_cmd(app: App, apply: bool) -> None:
         _report_only(app, apply)
         return
     directory = _journal_dir(app)
+    rebuilt = apply and read_pointer(app.home) is not None
     try:
-        entry = repair(directory) if apply else plan_repair(directory)
+        if apply:
+            with progress("rebuilding the projections") as update:
+                entry = app.repair_journal(update)
+        else:
+            entry = plan_repair(directory)
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     if entry is None:
@@ -228,8 +239,14 @@ def repair_cmd(app: App, apply: bool) -> None:
     )
     if entry.saved_to and apply:
         click.echo(f"the damaged bytes are kept in {directory / entry.saved_to}")
+    if rebuilt:
+        click.echo("rebuilt the projections from the repaired journal")
     if not apply:
-        click.echo("dry run: nothing changed. Run again with --apply to do it.", err=True)
+        click.echo(
+            "dry run: nothing changed. Run again with --apply to do it (which also rebuilds "
+            "the projections from the repaired journal).",
+            err=True,
+        )
 
 
 def _report_only(app: App, apply: bool) -> None:
@@ -264,6 +281,7 @@ def _report_only(app: App, apply: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def compact_cmd(app: App, dry_run: bool, journal_only: bool, as_json: bool) -> None:
     """Purge the text of forgotten memories from the data directory, for real.
 
@@ -389,6 +407,7 @@ def _compact_shared(app: App, dry_run: bool, as_json: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def copy_cmd(app: App, to: str, as_json: bool) -> None:
     """Copy this journal, record for record, to PostgreSQL or to files.
 

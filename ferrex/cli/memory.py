@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from ferrex.app import App
+from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.errors import FerrexError, Refused, UsageError
@@ -97,22 +98,37 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
 @agent_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def forget(
     app: App, ids: tuple[str, ...], cascade: bool, agent_id: str | None, as_json: bool
 ) -> None:
     """Remove memories from recall and from every projection.
 
     The journal keeps the event for audit; `ferrex journal compact` purges the text too.
-    Unknown ids are reported, not errors.
+    Exits 7 (not_found) when any id names no memory this agent may forget; the others are
+    forgotten all the same.
     """
     doc = call_tool(app, "forget", {"ids": list(ids), "cascade": cascade}, agent_id=agent_id)
     if as_json:
         click.echo(json.dumps(doc))
-        return
-    for memory_id in doc["forgotten"]:
-        click.echo(f"forgot {memory_id}")
-    for memory_id in doc["not_found"]:
-        click.echo(f"not found: {memory_id}")
+    else:
+        for memory_id in doc["forgotten"]:
+            click.echo(f"forgot {memory_id}")
+    missing = list(doc["not_found"])
+    if missing:
+        raise Refused(
+            f"no memory {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''} to forget"
+            + _others(len(doc["forgotten"])),
+            hint="`ferrex recall` or `ferrex export jsonl -` lists the memories' ids",
+            code="not_found",
+            details={"not_found": missing},
+        )
+
+
+def _others(forgotten: int) -> str:
+    if not forgotten:
+        return ""
+    return " (1 other forgotten)" if forgotten == 1 else f" ({forgotten} others forgotten)"
 
 
 @click.command()
@@ -122,6 +138,7 @@ def forget(
 @agent_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def mark(
     app: App,
     ids: tuple[str, ...],

@@ -11,6 +11,7 @@ import time
 import click
 
 from ferrex.app import App, predicate_changes
+from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.config import set_in_file
 from ferrex.models import Embedder
@@ -21,6 +22,7 @@ DRIFT_EXIT = 6
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def replay(app: App, as_json: bool) -> None:
     """Rebuild the read model and the vector collections from the journal.
 
@@ -58,6 +60,7 @@ def replay(app: App, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("--examples", default=5, show_default=True, help="Example ids shown per kind.")
 @click.pass_obj
+@existing_home
 def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
     """Compare the journal, the read model and Qdrant, and report any drift.
 
@@ -94,6 +97,7 @@ def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def reembed(app: App, model: str, as_json: bool) -> None:
     """Re-embed every memory with another dense model, then switch to it.
 
@@ -142,6 +146,7 @@ audit.add_command(reconcile)
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def optimize(app: App, as_json: bool) -> None:
     """Build the vector indexes (HNSW) of the embedded Qdrant: explicit maintenance.
 
@@ -172,6 +177,7 @@ def backfill() -> None:
 @click.option("--dry-run", is_flag=True, help="List what would change; change nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def normalized_predicates(app: App, dry_run: bool, as_json: bool) -> None:
     """Re-normalize the predicates of every fact with the current synonym groups.
 

@@ -7,6 +7,7 @@ import json
 import click
 
 from ferrex.app import App
+from ferrex.cli.home import existing_home
 from ferrex.cli.render import flatten
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, call_tool
 
@@ -47,6 +48,7 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def recall(
     app: App,
     /,

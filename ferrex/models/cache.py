@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -25,6 +26,10 @@ from journal.files import create_private_file, make_private_dir
 
 _BUSY_TIMEOUT_MS: Final = 10_000
 _LOOKUP_CHUNK: Final = 500
+_UNWRITABLE: Final = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
+"""What a cache write meets on a full (SQLITE_FULL, or ENOSPC as an I/O error) or read-only
+disk: the write is dropped, since every vector can be made again."""
+log = logging.getLogger("ferrex")
 
 
 def _switch_to_wal(db: apsw.Connection) -> None:
@@ -75,6 +80,7 @@ class EmbeddingCache:
         self.path = path
         self.hits = 0
         self.misses = 0
+        self._unwritable = False  # the last write failed (and was logged)
         self._db = apsw.Connection(str(path))
         # apsw refuses a connection busy in another thread: one statement at a time.
         self._lock = threading.Lock()
@@ -140,12 +146,26 @@ class EmbeddingCache:
 
     def put_many(
         self, identity: ModelIdentity, items: Iterable[tuple[bytes, NDArray[np.float32]]]
-    ) -> None:
+    ) -> bool:
+        """Add vectors, best effort: on a full or read-only disk nothing is added, the
+        failure is logged (once per cache object until a write succeeds again) and False is
+        returned. The cache only saves work, so it never fails the store or recall that
+        embedded the texts; a store is then refused by the free-space reserve, under the
+        writer lock, before anything of it is written (``ferrex.storage.check_reserve``)."""
         pairs = list(items)
         if not pairs:
-            return
+            return True
         with self._lock:
-            self._put(identity, pairs)
+            try:
+                self._put(identity, pairs)
+            except _UNWRITABLE as exc:
+                if not self._unwritable:
+                    self._unwritable = True
+                    log.warning("the embedding cache %s cannot be written (%s); vectors are "
+                                "embedded again until it can", self.path, exc)  # fmt: skip
+                return False
+            self._unwritable = False
+            return True
 
     def _put(self, identity: ModelIdentity, pairs: list[tuple[bytes, NDArray[np.float32]]]) -> None:
         self._db.execute("BEGIN IMMEDIATE")
@@ -156,11 +176,12 @@ class EmbeddingCache:
                 "INSERT OR REPLACE INTO vectors (model, text_sha256, vector) VALUES (?, ?, ?)",
                 rows,
             )
+            self._db.execute("COMMIT")  # on a full disk, this is where SQLITE_FULL comes
         except BaseException:
-            self._db.execute("ROLLBACK")
             self._model_ids.clear()  # a model row inserted here was rolled back too
+            if self._db.in_transaction:  # (SQLite may have rolled back already)
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     def forget(self, keys: Iterable[bytes]) -> int:
         """Delete the vectors of these texts (under every model) and rewrite the file, so

@@ -28,6 +28,7 @@ from pathlib import Path
 from mcp.server.auth.provider import AccessToken
 
 from ferrex.errors import UsageError
+from journal.files import make_private_dir
 
 TOKEN_FILE = Path("run") / "http.token"
 OPERATOR = "operator"
@@ -42,7 +43,7 @@ def token_hash(token: str) -> str:
 def ensure_token_file(home: Path) -> Path:
     """``<home>/run/http.token``, made (random, mode 0600) if it does not exist yet."""
     path = home / TOKEN_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)  # 0700 from the start, the home too if it is new
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:

@@ -7,14 +7,24 @@ that opens the stores (see :meth:`ferrex.app.App.claim`). An owner that serves o
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from journal.files import make_private_dir, open_private
+
+log = logging.getLogger("ferrex")
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _unpublished(path: Path, exc: OSError) -> None:
+    log.warning("cannot write %s (%s): other ferrex processes cannot reach this one until "
+                "space is freed", path, exc.strerror)  # fmt: skip
 
 
 def lock_path(home: Path) -> Path:
@@ -70,7 +80,9 @@ class Endpoint:
 
     def write(self, home: Path) -> None:
         """Written to a temporary file (mode 0600), fsynced, renamed into place; not at all on a
-        read-only home (nobody can write there, so no reader needs to defer to this one)."""
+        read-only home (nobody can write there, so no reader needs to defer to this one), nor
+        on a full disk (logged: this process still serves its own calls, reads keep working
+        and writes are refused with ``storage_full``; other processes wait for the lock)."""
         path = self.path(home)
         tmp = path.with_name(f".owner.{os.getpid()}.tmp")
         try:
@@ -78,14 +90,24 @@ class Endpoint:
         except OSError as exc:
             if exc.errno == errno.EROFS:
                 return  # a read-only home: every reader opens the stores itself
+            if exc.errno in _FULL:
+                _unpublished(path, exc)
+                return
             raise
         try:
-            os.write(fd, json.dumps({"port": self.port, "pid": self.pid,
-                                     "token": self.token}).encode())  # fmt: skip
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+            try:
+                os.write(fd, json.dumps({"port": self.port, "pid": self.pid,
+                                         "token": self.token}).encode())  # fmt: skip
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except OSError as exc:
+            if exc.errno not in _FULL:
+                raise
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            _unpublished(path, exc)
 
     @classmethod
     def read(cls, home: Path) -> Endpoint | None:

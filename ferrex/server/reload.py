@@ -20,6 +20,7 @@ import watchfiles
 
 from ferrex.config import RESTART_KEYS, Config
 from ferrex.errors import FerrexError
+from journal.files import make_private_dir
 
 log = logging.getLogger("ferrex")
 
@@ -60,7 +61,7 @@ class ConfigWatcher:
 
     def _run(self) -> None:
         folder = self.path.parent
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_dir(folder)  # the home, when the configuration lives there
         name = self.path.name
         try:
             for changes in watchfiles.watch(

@@ -95,9 +95,11 @@ def test_agent_id_is_accepted_by_every_command_that_acts_as_an_agent(home: Path)
                          "--agent-id", "carol", "--visibility", "private", "--json")  # fmt: skip
     assert code == 0, err
     private = json.loads(out)["id"]
-    for command in (("recall", "scratch note"), ("stats",), ("reflect",), ("forget", "x")):
+    for command in (("recall", "scratch note"), ("stats",), ("reflect",)):
         code, _, err = run(home, *command, "--agent-id", "dave", "--json")
         assert code == 0, (command, err)
+    code, _, err = run(home, "forget", "x", "--agent-id", "dave", "--json")
+    assert code == 7 and "error [not_found]" in err  # the flag is taken; no memory x
     code, out, _ = run(home, "recall", "Carol's private scratch note", "--agent-id", "dave",
                        "--json")  # fmt: skip
     assert private not in {r["id"] for r in json.loads(out)["results"]}

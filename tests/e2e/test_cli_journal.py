@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -111,3 +112,84 @@ def test_as_a_subprocess(home: Path) -> None:
         [str(exe), "journal", "--help"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0 and "verify" in done.stdout and "repair" in done.stdout
+
+
+def _ferrex(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("ferrex")
+    return subprocess.run([str(exe), "--home", str(home), *args], capture_output=True,
+                          text=True, check=False)  # fmt: skip
+
+
+TEXTS = ["The first memory of three", "The damaged memory in the middle",
+         "The last memory of three"]  # fmt: skip
+
+
+def _served_and_damaged(home: Path) -> Path:
+    """A home whose projections serve three memories, the middle one's record damaged."""
+    for text in TEXTS:
+        done = _ferrex(home, "store", "--content", text)
+        assert done.returncode == 0, done.stderr
+    _, seg = list_segments(home / "journal")[0]
+    data = bytearray(seg.read_bytes())
+    at = data.find(b"damaged memory")
+    assert at > 0
+    data[at] ^= 0xFF  # the middle record no longer passes its checksum
+    seg.write_bytes(bytes(data))
+    return seg
+
+
+def test_a_repair_rebuilds_the_projections_so_the_lost_memory_is_served_no_more(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "served"
+    _served_and_damaged(home)
+
+    repaired = _ferrex(home, "journal", "repair", "--apply")
+    assert repaired.returncode == 0, repaired.stderr
+    assert "set aside" in repaired.stdout and "rebuilt the projections" in repaired.stdout
+
+    stats = _ferrex(home, "stats", "--json")
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["total"] == 2
+    out = tmp_path / "dump.jsonl"
+    exported = _ferrex(home, "export", "jsonl", str(out))
+    assert exported.returncode == 0, exported.stderr
+    contents = {json.loads(line).get("content") for line in out.read_text().splitlines()}
+    assert TEXTS[1] not in contents and {TEXTS[0], TEXTS[2]} <= contents
+    reconciled = _ferrex(home, "reconcile")
+    assert reconciled.returncode == 0, reconciled.stdout + reconciled.stderr
+
+
+def test_a_rebuild_a_repair_still_owes_happens_at_the_next_open(tmp_path: Path) -> None:
+    """The journal was repaired but the rebuild did not run (the process died between the
+    two): the replay-needed file makes the next command rebuild before it serves."""
+    from ferrex.app import REPLAY_NEEDED
+    from journal import repair
+
+    home = tmp_path / "served"
+    _served_and_damaged(home)
+    (home / REPLAY_NEEDED).touch(mode=0o600)  # what repair_journal makes first
+    assert repair(home / "journal") is not None
+    stats = _ferrex(home, "stats", "--json")
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["total"] == 2
+    assert "a journal repair removed records" in stats.stderr
+    assert not (home / REPLAY_NEEDED).exists()
+    assert _ferrex(home, "reconcile").returncode == 0
+
+
+def test_a_repair_is_refused_while_another_process_owns_the_stores(tmp_path: Path) -> None:
+    from ferrex.server.owner import try_lock
+
+    home = tmp_path / "served"
+    seg = _served_and_damaged(home)
+    damaged = seg.read_bytes()
+    held = try_lock(home)  # this test process is the owner now, as a server would be
+    assert held is not None
+    try:
+        refused = _ferrex(home, "journal", "repair", "--apply")
+    finally:
+        os.close(held)
+    assert refused.returncode == 5 and "error [busy]" in refused.stderr, refused.stderr
+    assert seg.read_bytes() == damaged and not (home / "journal" / "repairs.json").exists()
+    assert not (home / "replay-needed").exists()

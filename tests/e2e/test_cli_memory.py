@@ -60,7 +60,8 @@ def test_forget(home: Path) -> None:
     memory_id = json.loads(out)["id"]
     code, out, _ = run(home, "forget", memory_id, "mem_NOPE", "--json")
     doc = json.loads(out)
-    assert code == 0 and doc["forgotten"] == [memory_id] and doc["not_found"] == ["mem_NOPE"]
+    # the known one is forgotten; the unknown one makes the command fail (exit 7)
+    assert code == 7 and doc["forgotten"] == [memory_id] and doc["not_found"] == ["mem_NOPE"]
     code, _, err = run(home, "forget", "two words")
     assert code == 2 and "not a memory id" in err
 

@@ -95,3 +95,121 @@ def test_store_until_full_then_recover(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
         verify = ferrex(home, "journal", "verify")
         assert verify.returncode == 0, verify.stderr
+
+
+def _fill(where: Path) -> Path:
+    """Write a file under ``where`` until the disk refuses another byte."""
+    filler = where / "filler-to-the-brim"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        size = 1024 * 1024
+        while size:
+            try:
+                os.write(fd, b"\0" * size)
+            except OSError:
+                size //= 2
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _generations(home: Path) -> list[str]:
+    """What the home holds, but SQLite's own -wal and -shm files (made empty on opening)."""
+    return sorted(p.name for p in home.iterdir() if not p.name.endswith(("-wal", "-shm")))
+
+
+def _journaled(home: Path) -> int:
+    shown = ferrex(home, "journal", "show")
+    assert shown.returncode == 0, shown.stderr
+    return len(shown.stdout.splitlines())
+
+
+# A server's process: its stores open before the disk fills, then one call per line of stdin
+# (a JSON [tool, args]); prints each answer, or the refusal's code, as one JSON line.
+_SERVER = """
+import json, sys
+from pathlib import Path
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.errors import FerrexError
+from ferrex.server.service import Caller, Service
+
+home = Path(sys.argv[1])
+service = Service(App(home=home, config=load(home)))
+caller = Caller()
+service.call("store", {"content": "The staging cluster restarts on Fridays"}, caller)
+service.call("recall", {"query": "staging cluster"}, caller)
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    tool, args = json.loads(line)
+    try:
+        answer = {"ok": service.call(tool, args, caller)}
+    except FerrexError as exc:
+        answer = {"error": exc.code}
+    except Exception as exc:
+        answer = {"internal": repr(exc)}
+    print(json.dumps(answer), flush=True)
+service.close()
+"""
+
+
+def test_a_full_disk_refuses_a_servers_stores_and_its_recalls_still_answer(
+    tmp_path: Path,
+) -> None:
+    with tmpfs(tmp_path / "mnt", "300m") as mnt:
+        home = mnt / "home"
+        server = subprocess.Popen([sys.executable, "-c", _SERVER, str(home)], text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        assert server.stdin is not None and server.stdout is not None
+        try:
+            assert json.loads(server.stdout.readline()) == {"ready": True}
+            records = _journaled(home)
+            _fill(mnt)
+            assert free_bytes(home) < 64 * 1024
+
+            def call(tool: str, args: dict[str, object]) -> dict[str, object]:
+                assert server.stdin is not None and server.stdout is not None
+                server.stdin.write(json.dumps([tool, args]) + "\n")
+                server.stdin.flush()
+                answer: dict[str, object] = json.loads(server.stdout.readline())
+                return answer
+
+            # Texts never embedded before: the cache's write is the first to meet the full disk.
+            assert call("store", {"content": "A text the cache has not seen"}) == {
+                "error": "storage_full"
+            }
+            found = call("recall", {"query": "when does the staging cluster restart"})
+            assert "ok" in found, found
+            ok = found["ok"]
+            assert isinstance(ok, dict)
+            contents = [r["content"] for r in ok["results"]]
+            assert "The staging cluster restarts on Fridays" in contents
+            assert call("stats", {})["ok"]
+            assert _journaled(home) == records
+        finally:
+            server.stdin.close()
+            server.wait(timeout=120)
+            server.stdout.close()
+
+
+def test_a_disk_with_no_byte_free_gives_a_new_process_storage_full(tmp_path: Path) -> None:
+    with tmpfs(tmp_path / "mnt", "300m") as mnt:
+        home = mnt / "home"
+        first = ferrex(home, "store", "--content", "The staging cluster restarts on Fridays")
+        assert first.returncode == 0, first.stderr
+        records = _journaled(home)
+        _fill(mnt)
+        assert free_bytes(home) < 64 * 1024
+        before = _generations(home)
+
+        # A fresh process cannot even open SQLite's shared memory on a disk with no byte
+        # free: each command says so plainly, and nothing is rebuilt or left behind.
+        for args in (("store", "--content", "A text the cache has not seen"),
+                     ("recall", "when does staging restart")):  # fmt: skip
+            done = ferrex(home, *args)
+            assert "Traceback" not in done.stderr, done.stderr
+            assert done.returncode == 9, done.stderr
+            assert "error [storage_full]" in done.stderr
+        assert _generations(home) == before
+        assert _journaled(home) == records

@@ -197,3 +197,108 @@ def test_apsw_cannot_create_a_wal_on_a_private_file_loosely(
     db.execute("CREATE TABLE t (x)")
     assert _mode(Path(f"{path}-wal")) == 0o600
     db.close()
+
+
+# Runs the ferrex command line under umask 022 and records every directory Python creates
+# under the home with the mode it asks for (the "os.mkdir" audit event): a directory asked
+# for with more than 0700 exists, however briefly, with those bits before any tightening.
+_RECORD_MKDIRS = """
+import os, sys
+home, record = os.path.abspath(sys.argv[1]), open(sys.argv[2], "a")
+
+def hook(event, args):
+    if event == "os.mkdir" and os.path.abspath(os.fsdecode(args[0])).startswith(home):
+        record.write(f"{args[1]:o} {os.fsdecode(args[0])}\\n")
+        record.flush()
+
+sys.addaudithook(hook)
+os.umask(0o022)
+sys.argv = ["ferrex", "--home", home, *sys.argv[3:]]
+from ferrex.cli import main
+main()
+"""
+
+
+def _made_loose(record: Path) -> list[str]:
+    made = [line.split(" ", 1) for line in record.read_text().splitlines()]
+    assert made, "no directory was created"
+    return [f"{int(mode, 8) & ~0o022:04o} {path}" for mode, path in made
+            if int(mode, 8) & ~0o022 & 0o077]  # fmt: skip
+
+
+def test_a_new_home_served_over_http_is_0700_from_its_first_directory(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    home, record = tmp_path / "new-home", tmp_path / "mkdirs.txt"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-c", _RECORD_MKDIRS, str(home), str(record),
+         "serve", "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, server.stderr.read() if server.stderr else ""
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+    assert _made_loose(record) == []
+    assert _loose(home, skip="qdrant/") == []  # Qdrant Edge's own, inside a 0700 directory
+
+
+def test_a_new_home_made_by_a_store_is_0700_from_its_first_directory(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    home, record = tmp_path / "a" / "new-home", tmp_path / "mkdirs.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", _RECORD_MKDIRS, str(home), str(record),
+         "store", "--content", "the first memory of a new home"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert _made_loose(record) == []
+    assert _mode(home) == 0o700 and _loose(home, skip="qdrant/") == []
+
+
+def test_a_setting_written_back_to_the_configuration_stays_private(
+    tmp_path: Path, umask_022: None
+) -> None:
+    """The configuration may hold journal.url's password: rewriting it (``reembed`` records
+    its model there) makes a 0600 file, not one with the umask's mode."""
+    from ferrex.config import set_in_file
+
+    file = tmp_path / "home" / "ferrex.toml"
+    file.parent.mkdir(mode=0o700)
+    file.write_text('[journal]\nurl = "postgresql://ferrex:secret@db/ferrex"\n')
+    os.chmod(file, 0o600)
+    set_in_file(file, "models.dense", "small")
+    assert _mode(file) == 0o600
+    assert "secret" in file.read_text() and "small" in file.read_text()
+
+
+def test_compact_leaves_the_home_private(tmp_path: Path, umask_022: None) -> None:
+    home = tmp_path / "home"
+    code, out, err = _ferrex(home, "store", "--content", "a memory to purge", "--json")
+    assert code == 0, err
+    code, _, err = _ferrex(home, "forget", json.loads(out)["id"])
+    assert code == 0, err
+    code, _, err = _ferrex(home, "journal", "compact")
+    assert code == 0, err
+    assert (home / "compact.json").exists()
+    assert [e for e in _loose(home, skip="qdrant/") if " models/" not in e] == []

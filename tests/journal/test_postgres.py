@@ -3,6 +3,10 @@ error naming what is wrong, and none writes anything."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -211,3 +215,48 @@ def test_a_journal_url_that_is_not_postgresql_is_a_usage_error(tmp_path: Path) -
     with pytest.raises(UsageError, match="postgresql:// URL"):
         app.journal()
     assert not (home / "journal").exists()  # nor did it fall back to files
+
+
+def test_a_server_shutting_down_is_unavailable_and_a_retry_after_its_restart_succeeds(
+    tmp_path: Path,
+) -> None:
+    """While PostgreSQL refuses new sessions (SQLSTATE 57P03: shutting down, starting up), the
+    journal is unavailable, not misconfigured: the URL is right and a retry succeeds."""
+    from tests.pg_cluster import binary, start_cluster
+
+    cluster = start_cluster()  # its own: this test stops it
+    try:
+        url = cluster.new_database()
+        PostgresJournal.open(url).close()
+        held = psycopg.connect(url)  # a smart shutdown waits for this session to end
+        try:
+            cluster._run(binary("pg_ctl"), "-D", cluster.data, "-W", "-m", "smart", "stop")
+            with pytest.raises(JournalUnavailable) as info:
+                PostgresJournal.open(url)
+            assert info.value.code == "unavailable"
+            assert "57P03" in str(info.value)
+            with pytest.raises(BackendUnavailable) as mapped, translated():
+                PostgresJournal.open(url)
+            assert mapped.value.code == "backend_unavailable"
+            assert "user, password" not in str(mapped.value)
+            done = subprocess.run(
+                [sys.executable, "-c", "from ferrex.cli import main; main()",
+                 "--home", str(tmp_path / "home"), "stats"],
+                capture_output=True, text=True, timeout=120,
+                env={**os.environ, "FERREX_JOURNAL_URL": url},
+            )  # fmt: skip
+            assert done.returncode == 5, done.stderr
+            assert "error [backend_unavailable]" in done.stderr and "retry" in done.stderr
+        finally:
+            held.close()
+        deadline = time.monotonic() + 60
+        while cluster._run(binary("pg_ctl"), "-D", cluster.data, "status", check=False
+                           ).returncode == 0:  # fmt: skip
+            assert time.monotonic() < deadline, "PostgreSQL never finished shutting down"
+            time.sleep(0.1)
+        cluster.start()
+        with PostgresJournal.open(url) as journal:  # the retry
+            assert journal.append([stored(1)]).position == 1
+    finally:
+        cluster.stop("immediate")
+        shutil.rmtree(cluster.data.parent, ignore_errors=True)
