@@ -170,8 +170,12 @@ class Writer:
             if wait_note and isinstance(outcome, StoreResult):
                 outcome = replace(outcome, warnings=(*outcome.warnings, *wait_note))
             if valid.redacted and isinstance(outcome, StoreResult):
-                redacted = tuple(f"redacted {s.describe()}" for s in valid.redacted)
-                outcome = replace(outcome, warnings=(*outcome.warnings, *redacted))
+                notes = tuple(f"redacted {s.describe()}" for s in valid.redacted)
+                outcome = replace(
+                    outcome,
+                    warnings=(*outcome.warnings, *notes),
+                    redacted=tuple(s.as_dict() for s in valid.redacted),
+                )
             outcomes[i] = outcome
         if self.settings.budget_bytes is not None and any(
             isinstance(o, StoreResult) and o.status == "stored" for o in decided

@@ -61,8 +61,8 @@ _UNLIMITED: Final = Limits(
 )
 
 REVIEWED: Final[dict[str, str]] = {
-    "longmemeval/sharegpt_EA02eKe_12/turn 1": "a Docker Hub access token (dckr_pat_…) after `password:` "
-    "in a pasted registry configuration: a real credential, rightly caught",
+    "longmemeval/sharegpt_EA02eKe_12/turn 1": "a Docker Hub access token (dckr_pat_…) after "
+    "`password:` in a pasted registry configuration: a real credential, rightly caught",
 }
 """Findings on the real sets checked by hand and found to be real secrets, by place."""
 
@@ -176,7 +176,7 @@ def golden_texts(path: Path) -> Iterator[tuple[str, StoreRequest]]:
 
 def locomo_texts(path: Path) -> Iterator[tuple[str, str]]:
     for sample in json.loads(path.read_text(encoding="utf-8")):
-        for key, session in sample["conversation"].items():
+        for session in sample["conversation"].values():
             if not isinstance(session, list):
                 continue
             for turn in session:
@@ -246,9 +246,7 @@ def evaluate(data: Path, planted_path: Path = PLANTED) -> dict[str, Any]:
             "planted_values": entropy_summary(planted_values),
             "real_values": entropy_summary(real_values),
         },
-        "missing_sets": [
-            str(p) for p in (locomo, lme) if not p.is_file()
-        ],
+        "missing_sets": [str(p) for p in (locomo, lme) if not p.is_file()],
     }
 
 
@@ -258,7 +256,8 @@ def render(report: dict[str, Any], verbose: bool) -> str:
         f"planted secrets: {p['detected']}/{p['secret_lines']} lines detected "
         f"({p['detection_rate']:.1%}); clean lines: {p['clean_lines']}, "
         f"false positives: {len(p['false_positives'])}",
-        "  by kind: " + ", ".join(f"{k} {v['found']}/{v['lines']}" for k, v in p["by_kind"].items()),
+        "  by kind: "
+        + ", ".join(f"{k} {v['found']}/{v['lines']}" for k, v in p["by_kind"].items()),
     ]
     out += [f"  missed {m}" for m in p["missed"]]
     out += [f"  false positive {m}" for m in p["false_positives"]]

@@ -84,4 +84,3 @@ class StoreSettings:
     def synonyms_for(self, namespace: str) -> Mapping[str, str]:
         """The predicate synonyms of ``namespace`` (its own groups over the global ones)."""
         return self.namespace_synonyms.get(namespace, self.synonyms)
-

@@ -150,9 +150,14 @@ _SHAPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("slack_token", re.compile(_TOKEN_EDGE + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _TOKEN_END)),
     (
         "slack_webhook",
-        re.compile(r"hooks\.slack\.com/services/T[A-Za-z0-9]{6,}/B[A-Za-z0-9]{6,}/[A-Za-z0-9]{16,}"),
+        re.compile(
+            r"hooks\.slack\.com/services/T[A-Za-z0-9]{6,}/B[A-Za-z0-9]{6,}/[A-Za-z0-9]{16,}"
+        ),
     ),
-    ("stripe_key", re.compile(_TOKEN_EDGE + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,247}" + _TOKEN_END)),
+    (
+        "stripe_key",
+        re.compile(_TOKEN_EDGE + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,247}" + _TOKEN_END),
+    ),
     ("anthropic_key", re.compile(_TOKEN_EDGE + r"sk-ant-[A-Za-z0-9_-]{32,250}" + _TOKEN_END)),
     (
         "openai_key",
@@ -217,7 +222,9 @@ _PLACEHOLDER = re.compile(
 )
 # Words and short numbers joined by separators: ``ready-for-review``, ``see-vault-42``,
 # ``2fa-enabled``, ``summary-v2``.
-_WORDY_PART = re.compile(r"[a-z]+|[A-Z][a-z]+|[A-Z]+|\d{1,4}|\d{1,2}[a-z]{1,3}|[A-Za-z]{1,3}\d{1,3}")
+_WORDY_PART = re.compile(
+    r"[a-z]+|[A-Z][a-z]+|[A-Z]+|\d{1,4}|\d{1,2}[a-z]{1,3}|[A-Za-z]{1,3}\d{1,3}"
+)
 _WORD_SEPARATORS = re.compile(r"[-_./:]+")
 
 
