@@ -10,8 +10,8 @@ character span); it never returns the secret's text, so nothing that reports a f
 leak it. Kinds, and the shape each is recognised by:
 
 - ``private_key``: a PEM block ``-----BEGIN … PRIVATE KEY-----`` (RSA, EC, DSA, OPENSSH,
-  ENCRYPTED, PGP … BLOCK) with a body, up to its END line or the end of the text (a cut
-  paste still leaks the key);
+  ENCRYPTED, PGP … BLOCK) with a body, up to its END line or, in a cut paste (which still
+  leaks the key), to the end of its base64 lines;
 - ``aws_access_key``: ``AKIA``/``ASIA`` and 16 upper-case letters and digits;
   ``aws_secret_key``: 40 base64 characters after a name like ``aws_secret_access_key``;
 - ``github_token``: ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` and 36 or more letters and
@@ -133,9 +133,14 @@ def redact(text: str, findings: list[Finding] | None = None) -> str:
 
 # -- shapes -----------------------------------------------------------------------------------
 
+# The header, any ``Name: value`` lines (PGP's Version, an encrypted key's DEK-Info), the
+# base64 lines, and the END line when it is there. Possessive, so a long body never
+# backtracks.
 _PEM = re.compile(
-    r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----"
-    r"(?P<body>[\s\S]*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[ \t]*+\r?\n?"
+    r"(?:[A-Za-z-]++:[^\n]*+\n)*+\s*+"
+    r"(?P<body>(?:[ \t]*+[A-Za-z0-9+/=]++[ \t]*+\r?\n?)*+)"
+    r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----)?"
 )
 _PEM_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
 
@@ -197,8 +202,9 @@ _NAMED_KINDS: Final[tuple[tuple[str, str], ...]] = (
 )
 # A name is one of the words above, led by any words joined with ``_ . -`` (``db_password``,
 # ``client-secret``, ``GITHUB_TOKEN``), and must end there (``token_count`` is no name).
+# The leading words are bounded: unbounded, a long run of ``a-a-a-…`` took quadratic time.
 _NAME_PATTERN = (
-    r"(?:[A-Za-z0-9]+[_.-])*(?:"
+    r"(?:[A-Za-z0-9]{1,40}[_.-]){0,6}(?:"
     + "|".join(f"(?P<{kind}>{pattern})" for kind, pattern in _NAMED_KINDS)
     + ")"
 )
