@@ -22,8 +22,11 @@ credential someone pasted into a conversation, checked by hand). Nothing prints 
 finding is shown as its set, place, field, kind and character position.
 
 The entropy section measures the threshold of the ``password=``/``token=`` rule: the Shannon
-entropy of every value written after a secret's name, in the planted secrets and in the real
-sets, and how many of each pass :func:`ferrex.rules.secrets.looks_random`.
+entropy of every value written after a secret's name, in the planted secrets, the planted
+clean lines and the real sets, and how many of each pass
+:func:`ferrex.rules.secrets.looks_random`; then the same counts with the floor's factor
+swept from 0.5 to 1.0, beside how many distinct words of 8 or more characters of the real
+sets would pass (why the test is applied only after a secret's name).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import statistics
 import sys
 from collections.abc import Iterator, Sequence
@@ -136,16 +140,19 @@ def text_secrets(text: str) -> list[tuple[str, str, int]]:
     return [("content", f.kind, f.start) for f in find_secrets(text)]
 
 
-def eval_planted(path: Path) -> tuple[Planted, list[str]]:
+def eval_planted(path: Path) -> tuple[Planted, dict[str, list[str]]]:
+    """The planted set's report, and the values written after a secret's name in its secret
+    lines (``secret``) and in its clean lines (``clean``)."""
     report = Planted()
-    values: list[str] = []
+    values: dict[str, list[str]] = {"secret": [], "clean": []}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         raw = json.loads(line)
         expect: list[str] = raw["expect"]
         label = f"line {number} ({raw.get('note') or 'no note'})"
         if "text" in raw:
             found = text_secrets(raw["text"])
-            values += [v for _, _, v in assigned_values(raw["text"])]
+            named = [v for _, _, v in assigned_values(raw["text"])]
+            values["secret" if expect else "clean"] += named
         else:
             found = request_secrets(request_of(raw["request"]))
         kinds = {kind for _, kind, _ in found}
@@ -194,13 +201,33 @@ def longmemeval_texts(path: Path) -> Iterator[tuple[str, str]]:
                 yield f"longmemeval/{session['session_id']}/turn {turn['turn']}", turn["content"]
 
 
-def scan(name: str, texts: Iterator[tuple[str, str]], values: list[str]) -> Corpus:
+def scan(name: str, texts: Iterator[tuple[str, str]], values: list[str], words: set[str]) -> Corpus:
     corpus = Corpus(name)
     for where, text in texts:
         corpus.texts += 1
         values += [v for _, _, v in assigned_values(text)]
+        words.update(w for w in (w.strip(_PUNCTUATION) for w in text.split()) if len(w) >= 8)
         corpus.findings += [Found(where, f, k, at) for f, k, at in text_secrets(text)]
     return corpus
+
+
+_PUNCTUATION: Final = ".,;:!?()[]{}\"'`"
+SWEEP: Final = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+"""Factors of ``log2(length)`` tried as the entropy floor (ferrex uses 0.8, capped at 3)."""
+
+
+def sweep(groups: dict[str, Sequence[str]]) -> dict[str, dict[str, int]]:
+    """For each floor factor, how many values of each group pass the randomness test."""
+    out: dict[str, dict[str, int]] = {}
+    for factor in SWEEP:
+
+        def floor(n: int, factor: float = factor) -> float:
+            return min(3.0, factor * math.log2(max(n, 2)))
+
+        out[str(factor)] = {
+            name: sum(looks_random(v, floor) for v in values) for name, values in groups.items()
+        }
+    return out
 
 
 def entropy_summary(values: Sequence[str]) -> dict[str, Any]:
@@ -219,6 +246,7 @@ def entropy_summary(values: Sequence[str]) -> dict[str, Any]:
 def evaluate(data: Path, planted_path: Path = PLANTED) -> dict[str, Any]:
     planted, planted_values = eval_planted(planted_path)
     real_values: list[str] = []
+    words: set[str] = set()
     corpora: list[Corpus] = []
     golden = Corpus("golden set (memories.jsonl)")
     for where, request in golden_texts(GOLDEN):
@@ -230,11 +258,18 @@ def evaluate(data: Path, planted_path: Path = PLANTED) -> dict[str, Any]:
     corpora.append(golden)
     locomo = data / "locomo" / "locomo10.json"
     if locomo.is_file():
-        corpora.append(scan("LoCoMo (every turn and caption)", locomo_texts(locomo), real_values))
+        corpora.append(
+            scan("LoCoMo (every turn and caption)", locomo_texts(locomo), real_values, words)
+        )
     lme = data / "longmemeval" / "sessions.jsonl.gz"
     if lme.is_file():
         corpora.append(
-            scan("LongMemEval (every user turn, shared part)", longmemeval_texts(lme), real_values)
+            scan(
+                "LongMemEval (every user turn, shared part)",
+                longmemeval_texts(lme),
+                real_values,
+                words,
+            )
         )
     return {
         "planted": planted.as_dict(),
@@ -243,8 +278,18 @@ def evaluate(data: Path, planted_path: Path = PLANTED) -> dict[str, Any]:
         + len(planted.false_positives),
         "entropy": {
             "floor": {str(n): round(entropy_floor(n), 2) for n in (8, 10, 12, 16, 32)},
-            "planted_values": entropy_summary(planted_values),
+            "planted_secret_values": entropy_summary(planted_values["secret"]),
+            "planted_clean_values": entropy_summary(planted_values["clean"]),
             "real_values": entropy_summary(real_values),
+            "words_of_8_or_more": len(words),
+            "sweep": sweep(
+                {
+                    "planted_secret_values": planted_values["secret"],
+                    "planted_clean_values": planted_values["clean"],
+                    "real_values": real_values,
+                    "real_words": sorted(words),
+                }
+            ),
         },
         "missing_sets": [str(p) for p in (locomo, lme) if not p.is_file()],
     }
@@ -274,11 +319,26 @@ def render(report: dict[str, Any], verbose: bool) -> str:
         "entropy floor (bits/char) by length: "
         + ", ".join(f"{n}: {v}" for n, v in e["floor"].items())
     )
-    for label, key in (("planted", "planted_values"), ("real sets", "real_values")):
+    for label, key in (
+        ("planted secrets", "planted_secret_values"),
+        ("planted clean lines", "planted_clean_values"),
+        ("real sets", "real_values"),
+    ):
         s = e[key]
         out.append(
             f"  values after a secret's name, {label}: {s['values']}, pass {s['pass']}; "
             f"entropy min {s['entropy_min']}, median {s['entropy_median']}, max {s['entropy_max']}"
+        )
+    out.append(
+        "  floor factor sweep (values passing the randomness test: planted secret / planted "
+        f"clean / real after a name / distinct real words of 8+ characters, of "
+        f"{e['words_of_8_or_more']}):"
+    )
+    for factor, counts in e["sweep"].items():
+        mark = "  <- ferrex" if factor == "0.8" else ""
+        out.append(
+            f"    {factor}: {counts['planted_secret_values']} / {counts['planted_clean_values']} / "
+            f"{counts['real_values']} / {counts['real_words']}{mark}"
         )
     out.append(f"false positives in all: {report['false_positives_total']}")
     return "\n".join(out)
