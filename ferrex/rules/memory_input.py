@@ -40,8 +40,9 @@ Rules, and why:
   (content, subject, predicate, object, name, steps, conditions, entities, source and the
   strings of context): under ``refuse`` (the default) a likely secret is an error coded
   ``secret_refused`` naming each one's kind, field and character position, never its text;
-  under ``redact`` each is replaced by ``[redacted:KIND]`` and :attr:`ValidStore.redacted`
-  says where, for the answer to tell; ``allow`` keeps the text as sent.
+  under ``redact`` each is replaced by ``[redacted:KIND]`` (an entity name carrying one is
+  dropped) and :attr:`ValidStore.redacted` says where, for the answer to tell; ``allow``
+  keeps the text as sent.
 """
 
 from __future__ import annotations
@@ -322,7 +323,9 @@ def screen_secrets(valid: ValidStore, mode: SecretsMode) -> ValidStore:
     def many(field: str, values: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(cleaned.get(f"{field}[{i}]", v) for i, v in enumerate(values))
 
-    entities = many("entities", valid.entities)
+    # An entity named by a secret is dropped, not renamed: a "[redacted:…]" entity would
+    # link every memory that had one.
+    entities = tuple(e for i, e in enumerate(valid.entities) if f"entities[{i}]" not in cleaned)
     return replace(
         valid,
         content=one("content", valid.content),
@@ -333,9 +336,7 @@ def screen_secrets(valid: ValidStore, mode: SecretsMode) -> ValidStore:
         source=one("source", valid.source),
         conditions=many("conditions", valid.conditions),
         steps=many("steps", valid.steps),
-        entities=tuple({e.casefold(): e for e in entities[::-1]}.values())[::-1]
-        if len(set(e.casefold() for e in entities)) < len(entities)
-        else entities,
+        entities=entities,
         context=_redacted_context("context", valid.context, cleaned),
         redacted=found,
     )
