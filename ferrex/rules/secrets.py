@@ -326,7 +326,8 @@ def looks_random(value: str, floor: Callable[[int], float] | None = None) -> boo
 
     It needs :data:`MIN_VALUE_CHARS` to :data:`MAX_VALUE_CHARS` characters, a digit and two
     classes of characters (or three classes), :func:`entropy_floor`, and must not be words
-    and short numbers joined by separators (``ready-for-review``, ``Summer-2024``).
+    and short numbers joined by separators (``ready-for-review``, ``Summer-2024``) nor a
+    short unit repeated.
     ``floor`` replaces :func:`entropy_floor` (the evaluation sweeps it).
     """
     floor = floor or entropy_floor
@@ -336,7 +337,15 @@ def looks_random(value: str, floor: Callable[[int], float] | None = None) -> boo
         and (classes >= 3 or (classes == 2 and any(c.isdigit() for c in value)))
         and shannon_entropy(value) >= floor(len(value))
         and not _wordy(value)
+        and not _repeats(value)
     )
+
+
+def _repeats(value: str) -> bool:
+    """Whether ``value`` is a short unit repeated (``Ab1!Ab1!Ab1!``), however random the
+    unit: a pattern, not a generated secret."""
+    n = len(value)
+    return any(value == (value[:p] * (n // p + 1))[:n] for p in range(1, min(16, n // 2) + 1))
 
 
 def _wordy(value: str) -> bool:

@@ -129,7 +129,8 @@ def test_entropy_and_the_randomness_test() -> None:
     assert shannon_entropy("abcd") == pytest.approx(2.0)
     assert entropy_floor(8) == pytest.approx(2.4) and entropy_floor(64) == 3.0
     assert looks_random("Xy7!kq2Lm9")
-    for value in ("aaaaaaaa1", "12345678", "ready-for-review", "Summer-2024", "Xy7!k"):
+    for value in ("aaaaaaaa1", "12345678", "ready-for-review", "Summer-2024", "Xy7!k",
+                  "Abtoken=" * 8, "Q7v!" * 5):  # fmt: skip
         assert not looks_random(value), value
 
 
