@@ -4,7 +4,8 @@ The store keeps likely secrets out by default (``store.secrets``, :mod:`ferrex.r
 this finds those stored before, under ``allow``, or by an older version. It reads the read
 model (every memory, superseded ones too, of every agent: an operator's command) and checks
 each memory's text fields with the very rule a store applies
-(:func:`ferrex.rules.memory_input.secrets_in`). It names the memory, field, kind and
+(:func:`ferrex.rules.memory_input.secrets_in`); like ``export jsonl`` it opens the stores
+itself, so a running server makes it answer ``busy``. It names the memory, field, kind and
 character position, never the secret. Removing one for real is the existing purge:
 ``ferrex forget ID`` (it leaves the read model and the vectors at once), then
 ``ferrex journal compact`` (the journal keeps a forgotten memory's text until then).
