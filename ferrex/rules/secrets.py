@@ -16,11 +16,13 @@ leak it. Kinds, and the shape each is recognised by:
   ``aws_secret_key``: 40 base64 characters after a name like ``aws_secret_access_key``;
 - ``github_token``: ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` and 36 or more letters and
   digits, or ``github_pat_`` and 40 or more;
-- ``slack_token``: ``xoxa-``/``xoxb-``/``xoxp-``/``xoxr-``/``xoxs-`` and a body with a digit;
+- ``slack_token``: ``xoxa-``/``xoxb-``/``xoxp-``/``xoxr-``/``xoxs-``, groups of digits and
+  a last part mixing letters and digits;
   ``slack_webhook``: ``hooks.slack.com/services/T…/B…/…``;
 - ``stripe_key``: ``sk_live_``/``rk_live_`` (and ``_test_``) and 16 or more characters;
 - ``anthropic_key``: ``sk-ant-`` and a long body; ``openai_key``: ``sk-`` (optionally
-  ``proj-``, ``svcacct-``, ``admin-``) and 20 or more characters with letters and digits;
+  ``proj-``, ``svcacct-``, ``admin-``) and 32 or more characters mixing upper and lower
+  case and digits;
 - ``google_api_key``: ``AIza`` and 35 characters; ``docker_token``: ``dckr_pat_`` and 20 or
   more;
 - ``jwt``: three base64url parts whose first decodes to a JSON object naming an ``alg``;
@@ -152,7 +154,12 @@ _SHAPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("aws_access_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
     ("github_token", re.compile(_TOKEN_EDGE + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _TOKEN_END)),
     ("github_token", re.compile(_TOKEN_EDGE + r"github_pat_[A-Za-z0-9_]{40,255}" + _TOKEN_END)),
-    ("slack_token", re.compile(_TOKEN_EDGE + r"xox[abprs]-[A-Za-z0-9-]{10,250}" + _TOKEN_END)),
+    (
+        "slack_token",
+        re.compile(
+            _TOKEN_EDGE + r"xox[abprs]-(?:[0-9]{1,20}-){1,4}[A-Za-z0-9]{8,250}" + _TOKEN_END
+        ),
+    ),
     (
         "slack_webhook",
         re.compile(
@@ -167,7 +174,7 @@ _SHAPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "openai_key",
         re.compile(
-            _TOKEN_EDGE + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,250}" + _TOKEN_END
+            _TOKEN_EDGE + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,250}" + _TOKEN_END
         ),
     ),
     ("docker_token", re.compile(_TOKEN_EDGE + r"dckr_pat_[A-Za-z0-9_-]{20,250}" + _TOKEN_END)),
@@ -280,7 +287,10 @@ def _mixed(kind: str, token: str) -> bool:
     """Whether a prefixed token's body mixes like a generated one: letters and digits, and
     for the ``sk-`` keys upper case, lower case and digits (``sk-2024-planning-notes`` is
     a slug, not a key)."""
-    body = token.split("-", 1)[1] if "-" in token else token.split("_", 2)[-1]
+    if kind == "slack_token":  # the random part is the last
+        body = token.rsplit("-", 1)[1]
+    else:
+        body = token.split("-", 1)[1] if "-" in token else token.split("_", 2)[-1]
     digits = any(c.isdigit() for c in body)
     if kind in ("openai_key", "anthropic_key"):
         return digits and any(c.islower() for c in body) and any(c.isupper() for c in body)

@@ -84,7 +84,8 @@ NOT_SECRETS = [
     "'API-Key': process.env.DATA\\_API\\_KEY,",
     "api_key=<your-api-key>, password=changeme, token=xxxxxxxx",
     "AWS key ids start with AKIA; GitHub tokens with ghp_; Slack with xoxb-",
-    "see sk-2024-quarterly-planning-notes-v2 (scikit-learn is sk-learn)",
+    "see sk-2024-quarterly-planning-notes-v2 (scikit-learn is sk-learn), sk-Q4-2024-Planning",
+    "the channel xoxp-2024-roadmap-notes is archived",
     "the file starts with -----BEGIN RSA PRIVATE KEY-----",
     "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n"
     "-----END PUBLIC KEY-----",
