@@ -207,11 +207,12 @@ _NAMED_KINDS: Final[tuple[tuple[str, str], ...]] = (
     ("secret", r"secret(?:[_-]?key)?"),
     ("token", r"token"),
 )
-# A name is one of the words above, led by any words joined with ``_ . -`` (``db_password``,
-# ``client-secret``, ``GITHUB_TOKEN``), and must end there (``token_count`` is no name).
+# A name is one of the words above, led by any words joined with ``_ . -`` or in camel case
+# (``db_password``, ``client-secret``, ``GITHUB_TOKEN``, ``accessToken``), and must end there
+# (``token_count`` is no name).
 # The leading words are bounded: unbounded, a long run of ``a-a-a-…`` took quadratic time.
 _NAME_PATTERN = (
-    r"(?:[A-Za-z0-9]{1,40}[_.-]){0,6}(?:"
+    r"(?:[A-Za-z0-9]{1,40}[_.-]|(?-i:[a-z0-9]{1,40}(?=[A-Z]))){0,6}(?:"
     + "|".join(f"(?P<{kind}>{pattern})" for kind, pattern in _NAMED_KINDS)
     + ")"
 )

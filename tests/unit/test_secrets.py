@@ -63,6 +63,8 @@ KINDS = [
     ("token", f"Authorization: Bearer {B62}"),
     ("api_key", f"api_key: {B62[:24]}"),
     ("api_key", f'"apiKey": "{B62[:24]}"'),
+    ("token", f'accessToken: "{B62[:24]}"'),
+    ("secret", f"clientSecret={B62[:24]}"),
 ]
 
 NOT_SECRETS = [
@@ -76,7 +78,8 @@ NOT_SECRETS = [
     "postgres://app@db.internal:5432/app and redis://localhost:6379/0",
     "postgres://admin:${DB_PASSWORD}@db/app and https://user:pass@host.example",
     "We need to fix the password reset flow before launch",
-    "password_min_length=12, max_tokens=4096, token_count: 8192",
+    "password_min_length=12, max_tokens=4096, token_count: 8192, maxTokens: 4096x2",
+    "secret_santa: 2024-12-20, passport: X1234567, compass: N45W122x",
     "token: expired",
     "status token: ready-for-review",
     "api_key: ${STRIPE_KEY}; token=$GITHUB_TOKEN; secret=SECRET_KEY",
