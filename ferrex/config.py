@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from ferrex.errors import UsageError
 from ferrex.rules.freshness import StalenessConfig
+from ferrex.rules.secrets import SECRETS_MODES
 from ferrex.storage import DEFAULT_RESERVE_BYTES
 from journal.files import private_opener
 
@@ -69,6 +70,9 @@ KEYS: tuple[Key, ...] = (
         "Jaro-Winkler similarity above which a predicate matches a known one"),
     Key("store.expiry_sweep_seconds", int, 30, "FERREX_EXPIRY_SWEEP_SECONDS",
         "how often the owning process forgets memories whose ttl ran out; 0: never"),
+    Key("store.secrets", str, "refuse", None,
+        "a store whose text carries a likely secret (API key, token, private key, password): "
+        "refuse (an error naming its kind), redact (stored with [redacted:KIND]) or allow"),
     Key("store.budget_bytes", int, None, None,
         "memory text budget; beyond it the least valuable memories are evicted (forgotten)"),
     Key("recall.limit", int, 5, None, "results a recall returns when it asks for no number"),
@@ -243,6 +247,12 @@ def _check(name: str, value: Any, where: str) -> Any:
         _check_token_entries(value, where)
     if name.startswith("server."):
         _check_server_value(name, value, where)
+    if name == "store.secrets" and value not in SECRETS_MODES:
+        raise UsageError(
+            f"configuration key 'store.secrets' in {where} is {value!r}, not one of "
+            f"{', '.join(SECRETS_MODES)}",
+            hint=key.help,
+        )
     return value
 
 

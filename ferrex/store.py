@@ -135,7 +135,7 @@ class Writer:
             try:
                 valids.append(
                     (i, validate(request, self.settings.limits, count_tokens=counter.count_tokens,
-                                 window=counter.window))
+                                 window=counter.window, secrets=self.settings.secrets))
                 )  # fmt: skip
             except FerrexError as exc:
                 outcomes[i] = exc
@@ -166,9 +166,16 @@ class Writer:
             if waited >= WAIT_WORTH_SAYING
             else ()
         )
-        for (i, _), outcome in zip(valids, decided, strict=True):
+        for (i, valid), outcome in zip(valids, decided, strict=True):
             if wait_note and isinstance(outcome, StoreResult):
                 outcome = replace(outcome, warnings=(*outcome.warnings, *wait_note))
+            if valid.redacted and isinstance(outcome, StoreResult):
+                notes = tuple(f"redacted {s.describe()}" for s in valid.redacted)
+                outcome = replace(
+                    outcome,
+                    warnings=(*outcome.warnings, *notes),
+                    redacted=tuple(s.as_dict() for s in valid.redacted),
+                )
             outcomes[i] = outcome
         if self.settings.budget_bytes is not None and any(
             isinstance(o, StoreResult) and o.status == "stored" for o in decided

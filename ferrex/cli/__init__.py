@@ -158,6 +158,7 @@ def _register() -> None:
     from ferrex.cli import memory as memory_cmds
     from ferrex.cli import projections as projection_cmds
     from ferrex.cli import recall as recall_cmds
+    from ferrex.cli import secrets as secrets_cmds
     from ferrex.cli import serve as serve_cmds
     from ferrex.cli import ui as ui_cmds
 
@@ -174,6 +175,7 @@ def _register() -> None:
     cli.add_command(memory_cmds.forget)
     cli.add_command(memory_cmds.mark)
     cli.add_command(memory_cmds.import_)
+    cli.add_command(secrets_cmds.secrets)
     cli.add_command(export_cmds.export)
     cli.add_command(recall_cmds.recall)
     cli.add_command(insight_cmds.stats_cmd)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from ferrex.porting.dump import Restored, is_dump_line, parse_line
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
 from ferrex.rules.memory_input import StoreRequest
+from ferrex.rules.secrets import SecretsMode
 from ferrex.store import StoreResult, Writer
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
@@ -206,6 +207,8 @@ def _request(raw: dict[str, Any], *, where: str) -> StoreRequest:
 SAME_TEXT = 0.9999
 """Cosine similarity of a text's embedding with itself, up to rounding."""
 FORMATS = click.Choice(["auto", "store", "dump", "memory-server"])
+IMPORT_SECRETS = ("redact", "skip", "allow")
+_SECRETS_MODE: dict[str, SecretsMode] = {"redact": "redact", "skip": "refuse", "allow": "allow"}
 
 
 @click.command("import")
@@ -219,9 +222,17 @@ FORMATS = click.Choice(["auto", "store", "dump", "memory-server"])
     help="store: store requests; dump: a `ferrex export jsonl` dump; memory-server: the "
     "MCP reference memory server's graph file. auto: told apart by the first line.",
 )
+@click.option(
+    "--secrets",
+    "secrets",
+    type=click.Choice(IMPORT_SECRETS),
+    help="A line whose text carries a likely secret: redact (stored with [redacted:KIND]; "
+    "the default unless store.secrets = allow), skip (not stored) or allow (stored as "
+    "written). Redacted and skipped lines are reported.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
-def import_(app: App, file: str, file_format: str, as_json: bool) -> None:
+def import_(app: App, file: str, file_format: str, secrets: str | None, as_json: bool) -> None:
     """Import the JSON lines of FILE (- for stdin).
 
     store (the default for lines without an id): each line is a store request with the
@@ -240,7 +251,9 @@ def import_(app: App, file: str, file_format: str, as_json: bool) -> None:
     as for a store.
 
     All formats are written in group commits with batched embedding. Reports the outcome
-    of every line; exits 2 if a line was invalid, 7 if one was refused.
+    of every line; exits 2 if a line was invalid, 7 if one was refused. A likely secret
+    (see --secrets) never fails the import: its line is redacted or skipped, and the
+    report names its kind, field and position, never the secret.
     """
     text = sys.stdin.read() if file == "-" else _read(Path(file))
     parsed: list[tuple[int, dict[str, Any]]] = []
@@ -260,6 +273,8 @@ def import_(app: App, file: str, file_format: str, as_json: bool) -> None:
     if file_format == "auto":
         file_format = _detect(parsed[0][1]) if parsed else "store"
     writer = app.writer()
+    secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
+    writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
     with progress("importing", "lines") as update:
         if file_format == "dump":
             outcomes += _import_dump(writer, parsed, update)
@@ -268,21 +283,44 @@ def import_(app: App, file: str, file_format: str, as_json: bool) -> None:
         else:
             outcomes += _import_requests(writer, parsed, update)
     outcomes.sort(key=lambda o: o["line"])
+    for outcome in outcomes:  # under skip, a line refused for its secrets is skipped
+        if outcome.get("code") == "secret_refused":
+            outcome["status"] = "skipped"
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
+    with_secrets = secrets_report(outcomes)
     if as_json:
-        click.echo(json.dumps({"format": file_format, "counts": counts, "lines": outcomes}))
+        click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
+                               "lines": outcomes}))  # fmt: skip
     else:
         for o in outcomes:
-            if o["status"] in ("invalid", "refused"):
+            if o["status"] in ("invalid", "refused") or o.get("code") == "secret_refused":
                 what = f" ({o['item']})" if "item" in o else ""
                 click.echo(f"line {o['line']}{what}: {o['status']} [{o['code']}] {o['message']}")
-        click.echo(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty")
+            for r in o.get("redacted", ()):
+                click.echo(f"line {o['line']}: redacted a likely {r['kind']} in {r['field']} "
+                           f"at character {r['at']}")  # fmt: skip
+        summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty"
+        if with_secrets["lines"]:
+            done = "redacted" if secrets == "redact" else "skipped"
+            summary += f"; likely secrets in {with_secrets['lines']} lines, {done}"
+        click.echo(summary)
     if counts.get("invalid"):
         raise click.exceptions.Exit(UsageError.exit_code)
     if counts.get("refused"):
         raise click.exceptions.Exit(Refused.exit_code)
+
+
+def secrets_report(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many lines carried likely secrets, and of which kinds (redacted or skipped)."""
+    kinds: dict[str, int] = {}
+    lines = set()
+    for o in outcomes:
+        for found in [*o.get("redacted", ()), *o.get("secrets", ())]:
+            kinds[found["kind"]] = kinds.get(found["kind"], 0) + 1
+            lines.add(o["line"])
+    return {"lines": len(lines), "kinds": dict(sorted(kinds.items()))}
 
 
 def _detect(first: dict[str, Any]) -> str:
@@ -337,15 +375,18 @@ def _import_dump(
         try:
             items.append(
                 (number, parse_line(raw, f"line {number}", writer.settings.limits,
-                                    count_tokens=model.count_tokens, window=model.window))
+                                    count_tokens=model.count_tokens, window=model.window,
+                                    secrets=writer.settings.secrets))
             )  # fmt: skip
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))
     results = restore_many(writer, [item for _, item in items], progress=update)
-    for (number, _), result in zip(items, results, strict=True):
+    for (number, item), result in zip(items, results, strict=True):
         outcomes.append(
             {"line": number, "status": result.status, "id": result.id,
-             **({"position": result.position} if result.position is not None else {})}
+             **({"position": result.position} if result.position is not None else {}),
+             **({"redacted": [s.as_dict() for s in item.valid.redacted]}
+                if item.valid.redacted else {})}
         )  # fmt: skip
     return outcomes
 

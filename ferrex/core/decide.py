@@ -159,6 +159,8 @@ class StoreResult:
     pinned: bool = False
     expires_at: datetime | float | None = None
     warnings: tuple[str, ...] = ()
+    redacted: tuple[dict[str, Any], ...] = ()
+    """The likely secrets replaced by markers before it was stored (field, kind, at)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -184,6 +186,7 @@ class StoreResult:
                 else {}
             ),
             **({"warnings": list(self.warnings)} if self.warnings else {}),
+            **({"redacted": [dict(r) for r in self.redacted]} if self.redacted else {}),
         }
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 from ferrex.config import Config, staleness_config
 from ferrex.errors import UsageError
 from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits
 from ferrex.rules.predicates import DEFAULT_SYNONYMS, merge_synonyms, synonym_map
+from ferrex.rules.secrets import SecretsMode
 
 
 def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
@@ -53,6 +55,8 @@ class StoreSettings:
     next one continues the same derived episode."""
     episode_max_chars: int = 1000
     """Longer episodic texts are documents, not turns: they get no derived episode."""
+    secrets: SecretsMode = "refuse"
+    """What a store whose text carries a likely secret does (:mod:`ferrex.rules.secrets`)."""
 
     def staleness_for(self, namespace: str) -> StalenessParams:
         return self.staleness.for_namespace(namespace)
@@ -74,6 +78,7 @@ class StoreSettings:
             predicate_fuzzy=c["store.predicate_fuzzy"],
             budget_bytes=c["store.budget_bytes"],
             staleness=staleness_config(c),
+            secrets=cast(SecretsMode, c["store.secrets"]),  # checked by config
         )
 
     def synonyms_for(self, namespace: str) -> Mapping[str, str]:

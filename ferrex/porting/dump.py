@@ -45,6 +45,7 @@ from ferrex.rules.memory_input import (
     parse_time,
     validate,
 )
+from ferrex.rules.secrets import SecretsMode
 from projections.sqlite import Memory, ReadModel
 
 FIELDS: Final = (
@@ -159,8 +160,10 @@ def parse_line(
     *,
     count_tokens: Callable[[str], int | None] | None = None,
     window: int | None = None,
+    secrets: SecretsMode = "refuse",
 ) -> Restored:
-    """Check one parsed dump line; raise UsageError naming ``where`` and the field."""
+    """Check one parsed dump line; raise UsageError naming ``where`` and the field.
+    ``secrets``: what a likely secret in its text does (``ferrex import --secrets``)."""
     unknown = sorted(set(raw) - set(FIELDS))
     if unknown:
         raise UsageError(
@@ -187,9 +190,12 @@ def parse_line(
             limits,
             count_tokens=count_tokens,
             window=window,
+            secrets=secrets,
         )
     except UsageError as exc:
-        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
+        raise UsageError(
+            f"{where}: {exc.message}", hint=exc.hint, code=exc.code, details=exc.details
+        ) from exc
     superseded_by = raw.get("superseded_by")
     if superseded_by is not None and not plausible_id(superseded_by):
         raise UsageError(f"superseded_by in {where} is not a memory id")

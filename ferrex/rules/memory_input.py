@@ -36,6 +36,13 @@ Rules, and why:
   (split on sentence boundaries, one vector per part, the memory found by its best part) and
   indexes the whole text for BM25, so nothing is truncated. Semantic facts are short, and a
   procedure is embedded in parts on step boundaries downstream, so neither is window-checked.
+- **Secrets** (:mod:`ferrex.rules.secrets`), last, over every text field an agent sends
+  (content, subject, predicate, object, name, steps, conditions, entities, source and the
+  strings of context): under ``refuse`` (the default) a likely secret is an error coded
+  ``secret_refused`` naming each one's kind, field and character position, never its text;
+  under ``redact`` each is replaced by ``[redacted:KIND]`` (an entity name carrying one is
+  dropped) and :attr:`ValidStore.redacted` says where, for the answer to tell; ``allow``
+  keeps the text as sent.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, assert_never, cast
 
@@ -57,6 +64,14 @@ from ferrex.rules.lifecycle import (
     parse_ttl,
 )
 from ferrex.rules.predicates import predicate_shape
+from ferrex.rules.secrets import (
+    SECRETS_MODES,
+    Finding,
+    SecretsMode,
+    find_in_named_value,
+    find_secrets,
+    redact,
+)
 from journal.events import MemoryType, Visibility
 
 MEMORY_TYPES: Final[tuple[MemoryType, ...]] = ("episodic", "semantic", "procedural")
@@ -148,11 +163,29 @@ class ValidStore:
     pinned: bool = False
     ttl_seconds: int | None = None
     """How long after the store it expires (None: never)."""
+    redacted: tuple[SecretFound, ...] = ()
+    """The likely secrets replaced by markers (``store.secrets = "redact"``)."""
 
     @property
     def marked(self) -> bool:
         """Whether any lifecycle mark differs from the default."""
         return self.importance != DEFAULT_IMPORTANCE or self.pinned or self.ttl_seconds is not None
+
+
+@dataclass(frozen=True, slots=True)
+class SecretFound:
+    """A likely secret in a store request: the field, its kind and its character position
+    in the field's cleaned text (never the secret itself)."""
+
+    field: str
+    kind: str
+    at: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "kind": self.kind, "at": self.at}
+
+    def describe(self) -> str:
+        return f"a likely {self.kind} in {self.field} at character {self.at}"
 
 
 def detect_type(req: StoreRequest) -> MemoryType:
@@ -184,11 +217,13 @@ def validate(
     *,
     count_tokens: Callable[[str], int | None] | None = None,
     window: int | None = None,
+    secrets: SecretsMode = "refuse",
 ) -> ValidStore:
     """Check and clean ``req`` (rules in the module docstring); raise UsageError if it is bad.
 
     ``count_tokens(content)`` and ``window`` (both optional) bound an episodic memory's
     content by the embedding model's window; a count of None means "unknown", not checked.
+    ``secrets`` is what a likely secret in the text does (``store.secrets``).
     """
     if req.type is not None and (
         not isinstance(req.type, str) or req.type.strip().lower() not in MEMORY_TYPES
@@ -225,7 +260,7 @@ def validate(
     ttl_seconds = parse_ttl(req.ttl)
     check_marks(pinned, ttl_seconds)
 
-    return ValidStore(
+    valid = ValidStore(
         type=memory_type,
         content=content,
         subject=subject,
@@ -247,6 +282,115 @@ def validate(
         pinned=pinned,
         ttl_seconds=ttl_seconds,
     )
+    return screen_secrets(valid, secrets)
+
+
+def secrets_in(valid: ValidStore) -> list[SecretFound]:
+    """Every likely secret in ``valid``'s text fields, field by field, in order."""
+    return [
+        SecretFound(field, f.kind, f.start)
+        for field, _, findings in _scanned(valid)
+        for f in findings
+    ]
+
+
+def screen_secrets(valid: ValidStore, mode: SecretsMode) -> ValidStore:
+    """``valid`` as ``mode`` has it: unchanged (``allow``, or no likely secret), refused
+    (``refuse``: UsageError ``secret_refused``) or with each secret replaced (``redact``)."""
+    if mode not in SECRETS_MODES:
+        raise ValueError(f"store.secrets mode {mode!r}")
+    if mode == "allow":
+        return valid
+    scanned = [item for item in _scanned(valid) if item[2]]
+    if not scanned:
+        return valid
+    found = tuple(SecretFound(field, f.kind, f.start) for field, _, fs in scanned for f in fs)
+    if mode == "refuse":
+        listed = "; ".join(s.describe() for s in found)
+        raise UsageError(
+            f"not stored: the text carries {listed}; secrets are kept out of memory",
+            hint="leave the secret out and say where it is kept instead (a vault path, the name "
+            'of an environment variable); the operator can set store.secrets = "redact" to '
+            "store such text with each secret replaced by a marker",
+            code="secret_refused",
+            details={"secrets": [s.as_dict() for s in found]},
+        )
+    cleaned = {field: redact(text, findings) for field, text, findings in scanned}
+
+    def one(field: str, value: str | None) -> str | None:
+        return cleaned.get(field, value)
+
+    def many(field: str, values: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(cleaned.get(f"{field}[{i}]", v) for i, v in enumerate(values))
+
+    # An entity named by a secret is dropped, not renamed: a "[redacted:…]" entity would
+    # link every memory that had one.
+    entities = tuple(e for i, e in enumerate(valid.entities) if f"entities[{i}]" not in cleaned)
+    return replace(
+        valid,
+        content=one("content", valid.content),
+        subject=one("subject", valid.subject),
+        predicate=one("predicate", valid.predicate),
+        object=one("object", valid.object),
+        name=one("name", valid.name),
+        source=one("source", valid.source),
+        conditions=many("conditions", valid.conditions),
+        steps=many("steps", valid.steps),
+        entities=entities,
+        context=_redacted_context("context", valid.context, cleaned),
+        redacted=found,
+    )
+
+
+_TEXT_FIELDS: Final = ("content", "subject", "predicate", "object", "name", "source")
+
+
+def _scanned(valid: ValidStore) -> list[tuple[str, str, list[Finding]]]:
+    """(field, text, findings) for every text field of ``valid``."""
+    texts: list[tuple[str, str, str | None]] = []
+    for field in _TEXT_FIELDS:
+        value = getattr(valid, field)
+        if value is not None:
+            texts.append((field, value, None))
+    for field in ("conditions", "steps", "entities"):
+        texts.extend((f"{field}[{i}]", v, None) for i, v in enumerate(getattr(valid, field)))
+    if valid.context is not None:
+        texts.extend(_context_strings("context", valid.context, None))
+    return [
+        (field, text, find_secrets(text) if name is None else find_in_named_value(name, text))
+        for field, text, name in texts
+    ]
+
+
+def _context_strings(
+    path: str, value: object, name: str | None
+) -> list[tuple[str, str, str | None]]:
+    """(path, string, the key it is the value of) for every string in a context value."""
+    if isinstance(value, str):
+        return [(path, value, name)]
+    if isinstance(value, dict):
+        return [
+            item
+            for key, inner in value.items()
+            for item in _context_strings(f"{path}.{key}", inner, key)
+        ]
+    if isinstance(value, list):
+        return [
+            item
+            for i, inner in enumerate(value)
+            for item in _context_strings(f"{path}[{i}]", inner, name)
+        ]
+    return []
+
+
+def _redacted_context(path: str, value: Any, cleaned: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return cleaned.get(path, value)
+    if isinstance(value, dict):
+        return {k: _redacted_context(f"{path}.{k}", v, cleaned) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted_context(f"{path}[{i}]", v, cleaned) for i, v in enumerate(value)]
+    return value
 
 
 def _error(message: str, hint: str) -> UsageError:

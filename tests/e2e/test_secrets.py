@@ -1,0 +1,162 @@
+"""Secrets stay out of memory: over MCP stdio as an agent pastes them, and through the CLI's
+import and scan, with real server processes, journals and stores.
+
+Every test also looks at the bytes: the secret must not be anywhere under the home (journal,
+read model, vectors, embedding cache), except where ``allow`` put it on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+
+from tests.e2e.mcp_helpers import call, error, ferrex, journal_head, stdio_client
+
+# Made-up secrets of real shapes.
+AWS_KEY = "AKIAQ7VK2MXP9LZR4TWC"
+GITHUB = "ghp_Q7vK2mXp9LzR4tWc8NbY3hJf6GdS1aEuAb12"
+PG_PASSWORD = "Zx81kqLmw3Tp"
+PEM = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "QyNTUxOQAAACDk3mXJq9vYw2T8LpR4nZ0sKcHf7uB1aGdE6oVyWx5iNQAAAJg2fV1pNn1d\n"
+    "-----END OPENSSH PRIVATE KEY-----"
+)
+
+
+def _anywhere(home: Path, secret: str) -> list[str]:
+    """The files under ``home`` whose bytes contain ``secret``."""
+    needle = secret.encode()
+    return [
+        str(p.relative_to(home))
+        for p in sorted(home.rglob("*"))
+        if p.is_file() and not p.is_symlink() and needle in p.read_bytes()
+    ]
+
+
+def test_a_pasted_key_is_refused_naming_its_kind_and_redact_mode_stores_the_marker(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+
+    async def refusing() -> None:
+        async with stdio_client(home) as client:
+            await call(client, "store", {"content": "The artifacts bucket is ledger-artifacts"})
+            head = journal_head(home)
+            code, text = await error(
+                client, "store",
+                {"content": f"CI uploads with the access key {AWS_KEY} and its secret"},
+            )  # fmt: skip
+            assert code == "secret_refused"
+            assert "aws_access_key in content at character 31" in text and AWS_KEY not in text
+            code, text = await error(
+                client, "store",
+                {"name": "deploy", "steps": ["ssh in", f"paste the key:\n{PEM}"]},
+            )  # fmt: skip
+            assert code == "secret_refused" and "private_key in steps[1]" in text
+            code, text = await error(
+                client, "store",
+                {"content": "moved the database",
+                 "context": {"url": f"postgres://app:{PG_PASSWORD}@db.internal/app"}},
+            )  # fmt: skip
+            assert code == "secret_refused" and "url_password in context.url" in text
+            assert PG_PASSWORD not in text
+            assert journal_head(home) == head, "a refused store writes nothing"
+
+    anyio.run(refusing)
+    for secret in (AWS_KEY, PG_PASSWORD, "b3BlbnNzaC1rZXktdjEAAAAABG5vbmU"):
+        assert _anywhere(home, secret) == []
+
+    (home / "ferrex.toml").write_text('[store]\nsecrets = "redact"\n')
+
+    async def redacting() -> None:
+        async with stdio_client(home) as client:
+            stored = await call(
+                client, "store", {"content": f"CI pushes releases with {GITHUB} (rotate monthly)"}
+            )
+            assert stored["status"] == "stored"
+            assert stored["redacted"] == [{"field": "content", "kind": "github_token", "at": 24}]
+            assert any("redacted a likely github_token" in w for w in stored["warnings"])
+            found = await call(client, "recall", {"query": "how does CI push releases"})
+            texts = [r.get("content") for r in found["results"] if r["id"] == stored["id"]]
+            assert texts == ["CI pushes releases with [redacted:github_token] (rotate monthly)"]
+
+    anyio.run(redacting)
+    assert _anywhere(home, GITHUB) == []
+
+
+def test_import_redacts_or_skips_with_a_report_and_scan_finds_what_allow_stored(
+    tmp_path: Path,
+) -> None:
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(
+        "\n".join(
+            json.dumps(line)
+            for line in (
+                {"content": f"CI uploads with {AWS_KEY}"},
+                {"content": "The release train leaves on Thursdays"},
+                {"subject": "ci", "predicate": "push token", "object": GITHUB},
+            )
+        )
+        + "\n"
+    )
+
+    redacting = tmp_path / "redacting"
+    done = ferrex(redacting, "import", str(lines), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["counts"] == {"stored": 3}
+    assert report["secrets"] == {"lines": 2, "kinds": {"aws_access_key": 1, "github_token": 1}}
+    assert report["lines"][0]["redacted"] == [
+        {"field": "content", "kind": "aws_access_key", "at": 16}
+    ]
+    assert report["lines"][2]["redacted"][0]["field"] == "object"
+    assert AWS_KEY not in done.stdout and GITHUB not in done.stdout
+    assert _anywhere(redacting, AWS_KEY) == [] and _anywhere(redacting, GITHUB) == []
+
+    skipping = tmp_path / "skipping"
+    done = ferrex(skipping, "import", str(lines), "--secrets", "skip")
+    assert done.returncode == 0, done.stderr
+    assert "line 1: skipped [secret_refused]" in done.stdout
+    assert "line 3: skipped [secret_refused]" in done.stdout
+    assert "2 skipped, 1 stored; likely secrets in 2 lines, skipped" in done.stdout
+    assert AWS_KEY not in done.stdout and _anywhere(skipping, AWS_KEY) == []
+
+    # Under allow the secrets are stored; scan finds them, never printing them.
+    allowing = tmp_path / "allowing"
+    allowing.mkdir()
+    (allowing / "ferrex.toml").write_text('[store]\nsecrets = "allow"\n')
+    done = ferrex(allowing, "import", str(lines), "--json")
+    assert done.returncode == 0, done.stderr
+    ids = [line.get("id") for line in json.loads(done.stdout)["lines"]]
+    assert _anywhere(allowing, AWS_KEY) != []
+    done = ferrex(allowing, "secrets", "scan", "--json")
+    assert done.returncode == 0, done.stderr
+    scan = json.loads(done.stdout)
+    assert AWS_KEY not in done.stdout and GITHUB not in done.stdout
+    assert scan["scanned"] == 3 and scan["memories"] == 2
+    assert [(f["id"], f["field"], f["kind"], f["at"]) for f in scan["found"]] == sorted(
+        [(ids[0], "content", "aws_access_key", 16), (ids[2], "object", "github_token", 0)]
+    )
+    assert "ferrex forget" in scan["purge"] and "journal compact" in scan["purge"]
+
+    # A dump of those memories imports into a fresh home redacted (the dump path).
+    dump = tmp_path / "dump.jsonl"
+    assert ferrex(allowing, "export", "jsonl", str(dump)).returncode == 0
+    restored = tmp_path / "restored"
+    done = ferrex(restored, "import", str(dump), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["format"] == "dump" and report["secrets"]["lines"] == 2
+    assert _anywhere(restored, AWS_KEY) == []
+
+    # The purge the scan names removes them for real.
+    for memory_id in (ids[0], ids[2]):
+        assert ferrex(allowing, "forget", memory_id).returncode == 0
+    done = ferrex(allowing, "journal", "compact")
+    assert done.returncode == 0, done.stderr
+    done = ferrex(allowing, "secrets", "scan")
+    assert done.returncode == 0 and "no likely secrets in 1 memories" in done.stdout
+    assert _anywhere(allowing / "journal", AWS_KEY) == []
