@@ -23,7 +23,7 @@ from ferrex.app import App
 from ferrex.cli.progress import progress
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.errors import FerrexError, Refused, UsageError
-from ferrex.porting.dump import Restored, is_dump_line, parse_line
+from ferrex.porting.dump import Restored, RestoredEntity, is_dump_line, parse_dump_line
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
 from ferrex.rules.memory_input import StoreRequest
@@ -315,11 +315,11 @@ def _import_dump(
     """Restore a dump: ids and times kept; ids that exist are skipped."""
     model = writer.embedder.model()
     outcomes: list[dict[str, Any]] = []
-    items: list[tuple[int, Restored]] = []
+    items: list[tuple[int, Restored | RestoredEntity]] = []
     for number, raw in parsed:
         try:
             items.append(
-                (number, parse_line(raw, f"line {number}", writer.settings.limits,
+                (number, parse_dump_line(raw, f"line {number}", writer.settings.limits,
                                     count_tokens=model.count_tokens, window=model.window))
             )  # fmt: skip
         except UsageError as exc:
