@@ -131,3 +131,17 @@ def test_an_expired_memory_is_hidden_on_every_surface(service: Service) -> None:
         assert gone not in text and "ghost" not in text, "not even the expired memory's name"
     filtered = service.call("recall", {"query": "printer", "entities": ["ghost-printer"]}, OPERATOR)
     assert filtered["results"] == [], "an entity only an expired memory names is unknown"
+
+
+def test_an_expired_fact_contradicts_nothing(service: Service) -> None:
+    line = {"id": "mem_expired_fact", "type": "semantic", "subject": "billing-db",
+            "predicate": "runs on", "object": "PostgreSQL 15", "t_valid": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-02T00:00:00Z"}  # fmt: skip
+    restore_many(service.app.writer(), [parse_line(line, "line 1")])
+    new = store(service, subject="billing-db", predicate="runs on", object="PostgreSQL 16")
+    assert new["superseded"] == [], "an expired fact is gone: nothing to supersede"
+    found = service.call("recall", {"query": "what does billing-db run on"}, OPERATOR)
+    (result,) = [r for r in found["results"] if r["id"] == new["id"]]
+    assert result["contradiction"] is False
+    assert "mem_expired_fact" not in {r["id"] for r in found["results"]}
+    assert service.call("reflect", {}, OPERATOR)["contradictions"] == []
