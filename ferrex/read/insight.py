@@ -16,53 +16,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from ferrex.read.seen import Sight, one_line
-from ferrex.rules.eviction import EvictionCandidate, eviction_reason
+from ferrex.rules.assess import Assessed, assess, eviction_candidate, text_bytes
+from ferrex.rules.eviction import eviction_reason
 from ferrex.rules.freshness import (
     DAY,
-    FreshnessInput,
     StalenessConfig,
-    StalenessParams,
-    staleness,
 )
 from ferrex.rules.predicates import match_known
 from ferrex.times import rfc3339
-from projections.documents import memory_text, subject_key
+from projections.documents import subject_key
 from projections.sqlite import Memory, ReadModel
-
-
-@dataclass(frozen=True)
-class Assessed:
-    memory: Memory
-    score: float
-    label: str
-    components: dict[str, float]
-
-
-def freshness_input(m: Memory) -> FreshnessInput:
-    """What staleness reads of a read-model row."""
-    return FreshnessInput(
-        type=m.type,
-        t_valid=m.t_valid,
-        t_invalid=m.t_invalid,
-        created_at=m.created_at,
-        last_accessed=m.last_accessed,
-        last_validated=m.last_validated,
-        access_count=m.access_count,
-        pinned=m.pinned,
-    )
-
-
-def assess(memories: list[Memory], now: float, params: StalenessParams) -> list[Assessed]:
-    out = []
-    for m in memories:
-        state = staleness(freshness_input(m), now, params)
-        out.append(Assessed(m, state.score, state.label, state.components))
-    return out
-
-
-def text_bytes(m: Memory) -> int:
-    """A memory's size for the storage budget: its text, UTF-8."""
-    return len(memory_text(m.type, m.body()).encode())
 
 
 def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
@@ -283,20 +246,3 @@ def _reasons(a: Assessed) -> list[str]:
     }
     ranked = sorted(a.components.items(), key=lambda kv: -kv[1])
     return [f"{words[k]} ({v:.2f})" for k, v in ranked if v >= 0.5] or ["overall decay"]
-
-
-def eviction_candidate(a: Assessed, size_bytes: int) -> EvictionCandidate:
-    """An assessed memory as the eviction rules see it."""
-    m = a.memory
-    return EvictionCandidate(
-        memory_id=m.memory_id,
-        type=m.type,
-        size_bytes=size_bytes,
-        t_invalid=m.t_invalid,
-        staleness=a.score,
-        label=a.label,  # type: ignore[arg-type]
-        access_count=m.access_count,
-        last_accessed=m.last_accessed,
-        referenced_by_entities=bool(m.entity_ids),
-        pinned=m.pinned,
-    )

@@ -92,9 +92,9 @@ from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage
 from ferrex.models.sparse import Bm25Encoder, tokens
-from ferrex.read.insight import freshness_input
 from ferrex.read.seen import Sight, unexpired
 from ferrex.rules import relevance
+from ferrex.rules.assess import freshness_input
 from ferrex.rules.dates import when
 from ferrex.rules.entities import normalize_entity, resolve_entity
 from ferrex.rules.freshness import (
