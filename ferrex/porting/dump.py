@@ -2,7 +2,8 @@
 
 First one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
 kind, scope ``agent_id`` and every spelling its creation does not make, with how each was
-matched), then one line per memory, keys in a fixed order, absent values left out::
+matched; every entity but those only memories left out name), then one line per memory,
+keys in a fixed order, absent values left out::
 
     {"id": "mem_01J…", "type": "semantic", "namespace": "default",
      "subject": "api", "predicate": "uses", "object": "tokio 1.36",
@@ -103,6 +104,20 @@ def live_memories(
 def entity_names(read_model: ReadModel) -> dict[str, str]:
     """Entity id → its name, for every entity of the read model."""
     return read_model.entity_names()
+
+
+def dumped_entities(
+    read_model: ReadModel, memories: Sequence[Memory], namespace: str | None
+) -> list[Entity]:
+    """The entities a dump of ``memories`` carries, by id: those a dumped memory names, and
+    those no memory names; not those only memories left out name (superseded ones without
+    ``include_invalidated``, redacted ones)."""
+    entities = read_model.entities(namespace)
+    dumped = {m.memory_id for m in memories}
+    named: dict[str, bool] = {}
+    for entity_id, memory_id in read_model.links([e.entity_id for e in entities]):
+        named[entity_id] = named.get(entity_id, False) or memory_id in dumped
+    return [e for e in entities if named.get(e.entity_id, True)]
 
 
 def entity_line(entity: Entity, spellings: Sequence[AliasMatch]) -> bytes:
@@ -429,7 +444,7 @@ def write_dump(
     memories, redacted = live_memories(
         read_model, include_invalidated=include_invalidated, namespace=namespace
     )
-    entities = read_model.entities(namespace)
+    entities = dumped_entities(read_model, memories, namespace)
     spellings: dict[str, list[AliasMatch]] = {}
     for spelling in read_model.alias_matches([e.entity_id for e in entities]):
         spellings.setdefault(spelling.entity_id, []).append(spelling)

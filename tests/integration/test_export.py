@@ -672,3 +672,25 @@ def test_bad_entity_and_episode_fields_are_refused() -> None:
         with pytest.raises(UsageError) as bad:
             parse_dump_line(raw, "line 1")
         assert expected in bad.value.message and bad.value.code == "invalid_input", expected
+
+
+def test_a_live_dump_leaves_out_entities_only_superseded_memories_name(
+    two_homes: tuple[Writer, Writer],
+) -> None:
+    source, _ = two_homes
+    old = source.store(StoreRequest(subject="ledger", predicate="uses", object="libfoo 1",
+                                    entities=("libfoo",)))  # fmt: skip
+    source.store(StoreRequest(subject="ledger", predicate="uses", object="libbar 2",
+                              entities=("libbar",), supersedes=old.id))  # fmt: skip
+
+    def entity_names_in(include_invalidated: bool) -> list[str]:
+        out = io.BytesIO()
+        result = write_dump(
+            source.projections.read_model, out, include_invalidated=include_invalidated
+        )
+        lines = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert result.entities == sum(line["type"] == "entity" for line in lines)
+        return sorted(line["name"] for line in lines if line["type"] == "entity")
+
+    assert entity_names_in(False) == ["libbar"]
+    assert entity_names_in(True) == ["libbar", "libfoo"]
