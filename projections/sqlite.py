@@ -271,6 +271,7 @@ class AliasMatch:
     match: str
     score: float
     agent_id: str | None = None
+    normalized: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +280,8 @@ class Entity:
     namespace: str
     name: str
     agent_id: str | None = None
+    normalized: str = ""
+    kind: str | None = None
 
 
 def _ts(value: datetime) -> float:
@@ -289,6 +292,10 @@ def _json(value: object) -> str | None:
     if value is None or value == ():
         return None
     return msgspec.json.encode(value).decode()
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def _on_read_only_disk(path: Path) -> bool:
@@ -728,9 +735,10 @@ class ReadModel:
         if not entity_ids:
             return []
         return [
-            AliasMatch(str(e), str(a), str(m), float(s), None if g is None else str(g))
-            for e, a, m, s, g in self.db.execute(
-                f"SELECT entity_id, alias, match, score, agent_id FROM aliases WHERE entity_id "
+            AliasMatch(str(e), str(a), str(m), float(s), None if g is None else str(g), str(n))
+            for e, a, m, s, g, n in self.db.execute(
+                f"SELECT entity_id, alias, match, score, agent_id, normalized FROM aliases "
+                f"WHERE entity_id "
                 f"IN ({','.join('?' * len(entity_ids))}) ORDER BY entity_id, alias",
                 list(entity_ids),
             )
@@ -740,9 +748,10 @@ class ReadModel:
         """The entities of a namespace (of all of them when None), by id."""
         where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
         return [
-            Entity(str(e), str(ns), str(n), None if g is None else str(g))
-            for e, ns, n, g in self.db.execute(
-                f"SELECT entity_id, namespace, name, agent_id FROM entities {where} "
+            Entity(str(e), str(ns), str(n), _text(g), str(z), _text(k))
+            for e, ns, n, g, z, k in self.db.execute(
+                f"SELECT entity_id, namespace, name, agent_id, normalized, kind FROM entities "
+                f"{where} "
                 "ORDER BY entity_id",
                 args,
             )

@@ -90,10 +90,11 @@ def jsonl_cmd(
     """Dump the live memories to FILE (- for stdout), one JSON object per line.
 
     Forgotten memories are never dumped; superseded ones only with --include-invalidated.
-    Each line keeps the memory's id, type, text, entities (by name), namespace, agent,
-    visibility, source, confidence, times and supersede links, so `ferrex import FILE`
-    into an empty home restores them with their ids and times (all but created_at, which
-    becomes the time of the import).
+    A line per entity (id, name, scope, spellings) comes first; then each memory's line
+    keeps its id, type, text, entities (by name and id), namespace, agent, visibility,
+    source, confidence, times, supersede links, marks, multi-valued flag and derived
+    episode, so `ferrex import FILE` into an empty home restores them with their ids and
+    times (all but created_at, which becomes the time of the import).
     """
     if file == "-" and as_json:
         raise UsageError("--json prints on stdout, where the dump goes with FILE -",
@@ -124,7 +125,8 @@ def jsonl_cmd(
     note = f", {result.invalidated} of them invalidated" if include_invalidated else ""
     skipped = f"; {result.redacted} redacted memories left out" if result.redacted else ""
     click.echo(
-        f"exported {result.memories} memories to {'stdout' if file == '-' else file}"
+        f"exported {result.memories} memories and {result.entities} entities to "
+        f"{'stdout' if file == '-' else file}"
         f"{note}{skipped}",
         err=file == "-",
     )

@@ -24,7 +24,7 @@ from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.errors import FerrexError, Refused, UsageError
-from ferrex.porting.dump import Restored, is_dump_line, parse_line
+from ferrex.porting.dump import Restored, RestoredEntity, is_dump_line, parse_dump_line
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
 from ferrex.rules.memory_input import StoreRequest
@@ -370,23 +370,23 @@ def _import_dump(
     """Restore a dump: ids and times kept; ids that exist are skipped."""
     model = writer.embedder.model()
     outcomes: list[dict[str, Any]] = []
-    items: list[tuple[int, Restored]] = []
+    items: list[tuple[int, Restored | RestoredEntity]] = []
     for number, raw in parsed:
         try:
             items.append(
-                (number, parse_line(raw, f"line {number}", writer.settings.limits,
-                                    count_tokens=model.count_tokens, window=model.window,
-                                    secrets=writer.settings.secrets))
+                (number, parse_dump_line(raw, f"line {number}", writer.settings.limits,
+                                         count_tokens=model.count_tokens, window=model.window,
+                                         secrets=writer.settings.secrets))
             )  # fmt: skip
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))
     results = restore_many(writer, [item for _, item in items], progress=update)
     for (number, item), result in zip(items, results, strict=True):
+        redacted = item.valid.redacted if isinstance(item, Restored) else ()
         outcomes.append(
             {"line": number, "status": result.status, "id": result.id,
              **({"position": result.position} if result.position is not None else {}),
-             **({"redacted": [s.as_dict() for s in item.valid.redacted]}
-                if item.valid.redacted else {})}
+             **({"redacted": [s.as_dict() for s in redacted]} if redacted else {})}
         )  # fmt: skip
     return outcomes
 

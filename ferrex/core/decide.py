@@ -77,7 +77,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ferrex.errors import Refused, UsageError
 from ferrex.ids import plausible_id
-from ferrex.read.insight import assess, eviction_candidate, text_bytes
+from ferrex.rules.assess import assess, eviction_candidate, text_bytes
 from ferrex.rules.dedup import classify_object_change, is_duplicate
 from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.rules.eviction import eviction_plan

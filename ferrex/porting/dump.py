@@ -1,6 +1,9 @@
-"""The portable dump: live memories as JSON lines, and those lines read back for a restore.
+"""The portable dump: entities and live memories as JSON lines, read back for a restore.
 
-One line per memory, keys in a fixed order, absent values left out::
+First one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
+kind, scope ``agent_id`` and every spelling its creation does not make, with how each was
+matched; every entity but those only memories left out name), then one line per memory,
+keys in a fixed order, absent values left out::
 
     {"id": "mem_01J…", "type": "semantic", "namespace": "default",
      "subject": "api", "predicate": "uses", "object": "tokio 1.36",
@@ -11,7 +14,12 @@ One line per memory, keys in a fixed order, absent values left out::
 
 Episodic memories carry ``content``; procedures ``name``, ``version``, ``steps`` and
 ``conditions``; invalidated memories (``--include-invalidated``) ``t_invalid`` and
-``superseded_by``. Entities are listed by name, sorted, since ids are local to a home.
+``superseded_by``. A memory's entities are listed by name, sorted, for people, and by id
+(``entity_ids``) for the restore, which keeps entity ids as it keeps memory ids (an entity
+line whose spelling and scope a home already holds merges into that entity instead). A
+line without ``entity_ids`` (an older dump) has its names resolved. A fact that holds
+beside others has ``multi_valued``; an episodic memory of a derived episode ``episode``
+(the episode's id) and ``episode_index``.
 Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
 ``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
 absolute time, so one already past is hidden at once and swept).
@@ -28,7 +36,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +44,7 @@ from typing import IO, Any, Final
 
 from ferrex.errors import UsageError
 from ferrex.ids import plausible_id
+from ferrex.rules.entities import normalize_entity
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.memory_input import (
     DEFAULT_LIMITS,
@@ -46,16 +55,31 @@ from ferrex.rules.memory_input import (
     validate,
 )
 from ferrex.rules.secrets import SecretsMode
-from projections.sqlite import Memory, ReadModel
+from journal.events import AliasMatch as AliasMatchKind
+from journal.events import EpisodeRef
+from projections.sqlite import AliasMatch, Entity, Memory, ReadModel
 
 FIELDS: Final = (
     "id", "type", "namespace", "content", "subject", "predicate", "object",
     "predicate_normalized", "name", "version", "steps", "conditions", "entities", "source",
     "confidence", "context", "agent_id", "visibility", "t_valid", "t_invalid",
     "superseded_by", "supersedes", "created_at", "last_validated", "last_accessed",
-    "access_count", "importance", "pinned", "expires_at",
+    "access_count", "importance", "pinned", "expires_at", "multi_valued", "episode",
+    "episode_index", "entity_ids",
 )  # fmt: skip
-"""Every key a dump line may have, in the order it is written."""
+"""Every key a memory's dump line may have, in the order it is written."""
+
+ENTITY: Final = "entity"
+"""The ``type`` of an entity's line."""
+
+ENTITY_FIELDS: Final = ("id", "type", "namespace", "name", "normalized", "kind", "agent_id",
+                        "aliases")  # fmt: skip
+"""Every key an entity's dump line may have, in the order it is written."""
+
+ALIAS_FIELDS: Final = ("alias", "normalized", "match", "score", "agent_id")
+"""Every key of one of an entity line's ``aliases``."""
+
+ALIAS_MATCHES: Final = ("exact", "normalized", "fuzzy", "embedding", "operator")
 
 NOT_RESTORED: Final = ("created_at",)
 """Dumped, but a restore cannot keep it: the journal records when the restore happened."""
@@ -81,6 +105,43 @@ def live_memories(
 def entity_names(read_model: ReadModel) -> dict[str, str]:
     """Entity id → its name, for every entity of the read model."""
     return read_model.entity_names()
+
+
+def dumped_entities(
+    read_model: ReadModel, memories: Sequence[Memory], namespace: str | None
+) -> list[Entity]:
+    """The entities a dump of ``memories`` carries, by id: those a dumped memory names, and
+    those no memory names; not those only memories left out name (superseded ones without
+    ``include_invalidated``, redacted ones)."""
+    entities = read_model.entities(namespace)
+    dumped = {m.memory_id for m in memories}
+    named: dict[str, bool] = {}
+    for entity_id, memory_id in read_model.links([e.entity_id for e in entities]):
+        named[entity_id] = named.get(entity_id, False) or memory_id in dumped
+    return [e for e in entities if named.get(e.entity_id, True)]
+
+
+def entity_line(entity: Entity, spellings: Sequence[AliasMatch]) -> bytes:
+    """One entity as one dump line (without the newline): its name, normalized form, kind
+    and scope, and every spelling its ``entity.created`` does not make again."""
+    made = (entity.name, entity.normalized, "exact", 1.0, entity.agent_id)
+    aliases = [
+        {k: v for k, v in zip(ALIAS_FIELDS, row, strict=True) if v is not None}
+        for row in sorted((a.alias, a.normalized, a.match, a.score, a.agent_id) for a in spellings)
+        if row != made
+    ]
+    values: dict[str, Any] = {
+        "id": entity.entity_id,
+        "type": ENTITY,
+        "namespace": entity.namespace,
+        "name": entity.name,
+        "normalized": entity.normalized,
+        "kind": entity.kind,
+        "agent_id": entity.agent_id,
+        "aliases": aliases or None,
+    }
+    line = {key: values[key] for key in ENTITY_FIELDS if values[key] is not None}
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
@@ -119,6 +180,10 @@ def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
         "importance": m.importance if m.importance != DEFAULT_IMPORTANCE else None,
         "pinned": True if m.pinned else None,
         "expires_at": None if m.expires_at is None else iso(m.expires_at),
+        "multi_valued": True if m.multi_valued else None,
+        "episode": m.episode,
+        "episode_index": m.episode_index if m.episode is not None else None,
+        "entity_ids": sorted(e for e in m.entity_ids if e in names) or None,
     }
     line = {key: values[key] for key in FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -139,6 +204,33 @@ class Restored:
     access_count: int
     expires_at: datetime | None = None
     """Its lifecycle marks are ``valid.importance`` and ``valid.pinned``, and this."""
+    multi_valued: bool = False
+    episode: EpisodeRef | None = None
+    entity_ids: tuple[str, ...] = ()
+    """The dumped ids of its entities (a dump's entity lines say what each is); empty in a
+    dump without entity lines, whose ``entities`` names are resolved instead."""
+
+
+@dataclass(frozen=True)
+class RestoredAlias:
+    alias: str
+    normalized: str
+    match: AliasMatchKind
+    score: float
+    agent_id: str | None
+
+
+@dataclass(frozen=True)
+class RestoredEntity:
+    """One entity line, checked: the entity as it was, with its spellings and scope."""
+
+    entity_id: str
+    namespace: str | None
+    name: str
+    normalized: str
+    kind: str | None
+    agent_id: str | None
+    aliases: tuple[RestoredAlias, ...]
 
 
 _STORE_FIELDS: Final = (
@@ -151,6 +243,74 @@ _LISTS: Final = ("steps", "conditions", "entities")
 def is_dump_line(raw: Mapping[str, Any]) -> bool:
     """Whether a parsed JSON line is a dump line (store lines never carry an ``id``)."""
     return "id" in raw
+
+
+def parse_dump_line(
+    raw: Mapping[str, Any],
+    where: str,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    count_tokens: Callable[[str], int | None] | None = None,
+    window: int | None = None,
+    secrets: SecretsMode = "refuse",
+) -> Restored | RestoredEntity:
+    """Check one parsed dump line, an entity's or a memory's (``secrets``: what a likely
+    secret in a memory's text does, :func:`parse_line`)."""
+    if raw.get("type") == ENTITY:
+        return parse_entity_line(raw, where)
+    return parse_line(raw, where, limits, count_tokens=count_tokens, window=window, secrets=secrets)
+
+
+def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
+    """Check one entity line; raise UsageError naming ``where`` and the field."""
+    unknown = sorted(set(raw) - set(ENTITY_FIELDS))
+    if unknown:
+        raise UsageError(
+            f"unknown field {unknown[0]!r} in {where}",
+            hint=f"an entity line has: {', '.join(ENTITY_FIELDS)}",
+        )
+    entity_id = raw.get("id")
+    if not plausible_id(entity_id):
+        raise UsageError(f"id in {where} is not an entity id", hint="ids come from a dump")
+    assert isinstance(entity_id, str)
+    name = _optional_text(raw, "name", where)
+    if name is None:
+        raise UsageError(f"{where} has no name", hint="an entity line names its entity")
+    aliases = raw.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, dict) for a in aliases):
+        raise UsageError(f"aliases in {where} must be a list of objects")
+    return RestoredEntity(
+        entity_id=entity_id,
+        namespace=_optional_text(raw, "namespace", where),
+        name=name,
+        normalized=_optional_text(raw, "normalized", where) or normalize_entity(name),
+        kind=_optional_text(raw, "kind", where),
+        agent_id=_optional_text(raw, "agent_id", where),
+        aliases=tuple(_alias(a, f"alias {n} of {where}") for n, a in enumerate(aliases, 1)),
+    )
+
+
+def _alias(raw: Mapping[str, Any], where: str) -> RestoredAlias:
+    unknown = sorted(set(raw) - set(ALIAS_FIELDS))
+    if unknown:
+        raise UsageError(f"unknown field {unknown[0]!r} in {where}",
+                         hint=f"an alias has: {', '.join(ALIAS_FIELDS)}")  # fmt: skip
+    alias = _optional_text(raw, "alias", where)
+    if alias is None:
+        raise UsageError(f"{where} has no alias")
+    match = raw.get("match", "exact")
+    if match not in ALIAS_MATCHES:
+        raise UsageError(f"match in {where} must be one of {', '.join(ALIAS_MATCHES)}")
+    score = raw.get("score", 1.0)
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+        raise UsageError(f"score in {where} must be a number from 0 to 1")
+    return RestoredAlias(
+        alias=alias,
+        normalized=_optional_text(raw, "normalized", where) or normalize_entity(alias),
+        match=match,
+        score=float(score),
+        agent_id=_optional_text(raw, "agent_id", where),
+    )
 
 
 def parse_line(
@@ -219,6 +379,20 @@ def parse_line(
     access_count = _count(raw, "access_count", where, minimum=0) or 0
     if access_count and last_accessed is None:
         raise UsageError(f"{where} has access_count but no last_accessed")
+    multi_valued = raw.get("multi_valued", False)
+    if not isinstance(multi_valued, bool):
+        raise UsageError(f"multi_valued in {where} must be true or false")
+    if multi_valued and valid.type != "semantic":
+        raise UsageError(f"multi_valued in {where} is only for semantic memories")
+    episode = _optional_text(raw, "episode", where)
+    episode_index = _count(raw, "episode_index", where, minimum=0)
+    if episode is not None and valid.type != "episodic":
+        raise UsageError(f"episode in {where} is only for episodic memories")
+    if episode_index is not None and episode is None:
+        raise UsageError(f"{where} has episode_index but no episode")
+    entity_ids = raw.get("entity_ids", [])
+    if not isinstance(entity_ids, list) or not all(plausible_id(e) for e in entity_ids):
+        raise UsageError(f"entity_ids in {where} must be a list of entity ids")
     return Restored(
         memory_id=memory_id,
         valid=valid,
@@ -230,6 +404,9 @@ def parse_line(
         last_accessed=last_accessed,
         access_count=access_count,
         expires_at=expires_at,
+        multi_valued=multi_valued,
+        episode=None if episode is None else EpisodeRef(episode, episode_index or 0),
+        entity_ids=tuple(entity_ids),
     )
 
 
@@ -252,14 +429,15 @@ def _count(raw: Mapping[str, Any], key: str, where: str, *, minimum: int) -> int
 @dataclass(frozen=True)
 class DumpResult:
     memories: int
+    entities: int
     invalidated: int
     """How many of them are invalidated (only with ``include_invalidated``)."""
     redacted: int
     """Memories left out because their text was redacted."""
 
     def as_dict(self) -> dict[str, int]:
-        return {"memories": self.memories, "invalidated": self.invalidated,
-                "redacted_left_out": self.redacted}  # fmt: skip
+        return {"memories": self.memories, "entities": self.entities,
+                "invalidated": self.invalidated, "redacted_left_out": self.redacted}  # fmt: skip
 
 
 def write_dump(
@@ -270,17 +448,23 @@ def write_dump(
     namespace: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> DumpResult:
-    """Write the dump of ``read_model`` to ``out``, one line per memory."""
+    """Write the dump of ``read_model`` to ``out``: a line per entity, then one per memory."""
     memories, redacted = live_memories(
         read_model, include_invalidated=include_invalidated, namespace=namespace
     )
-    names = entity_names(read_model)
+    entities = dumped_entities(read_model, memories, namespace)
+    spellings: dict[str, list[AliasMatch]] = {}
+    for spelling in read_model.alias_matches([e.entity_id for e in entities]):
+        spellings.setdefault(spelling.entity_id, []).append(spelling)
+    for entity in entities:
+        out.write(entity_line(entity, spellings.get(entity.entity_id, ())) + b"\n")
+    names = {e.entity_id: e.name for e in entities}
     for done, memory in enumerate(memories, start=1):
         out.write(dump_line(memory, names) + b"\n")
         if progress is not None and (done % 512 == 0 or done == len(memories)):
             progress(done, len(memories))
     invalidated = sum(1 for m in memories if m.t_invalid is not None)
-    return DumpResult(len(memories), invalidated, redacted)
+    return DumpResult(len(memories), len(entities), invalidated, redacted)
 
 
 def write_dump_file(

@@ -6,7 +6,11 @@ line is skipped, which makes importing the same dump twice add nothing) and whic
 each name is (an entity of that namespace with that normalized name, else a new one). It
 does not re-run dedup, conflict resolution or versioning: the dump records their outcomes.
 
-Each memory is one record: its new entities, ``memory.stored`` with the dumped id, type,
+Each entity line is one record: ``entity.created`` with the dumped id, scope and kind, and
+an ``entity.alias_added`` per other spelling (an entity the home already holds by id, or by
+the same spelling in the same scope, only gets the spellings it lacks).
+Each memory is one record: its new entities (only for a line without ``entity_ids``),
+``memory.stored`` with the dumped id, type, multi-valued flag, derived episode,
 t_valid, links and text, then ``memory.superseded`` (t_invalid, superseded_by),
 ``memories.validated`` (last_validated, source ``operator``), ``memories.accessed``
 (access_count, last_accessed) and ``memory.marked`` (importance, pinned, expires_at) when
@@ -17,7 +21,7 @@ texts embedded in one batch, through the same command runner as every store
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,7 +29,7 @@ from ferrex.core.decide import Decision, NewId
 from ferrex.core.runner import Batch
 from ferrex.core.settings import StoreSettings
 from ferrex.core.view import View
-from ferrex.porting.dump import Restored
+from ferrex.porting.dump import Restored, RestoredEntity
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.predicates import normalize_predicate
@@ -33,6 +37,7 @@ from ferrex.rules.visibility import in_scope, scope_of
 from ferrex.store import Writer
 from journal import (
     Access,
+    EntityAliasAdded,
     EntityCreated,
     Event,
     MemoriesAccessed,
@@ -56,18 +61,25 @@ class Restore:
 
 def restore_many(
     writer: Writer,
-    items: Sequence[Restored],
+    items: Sequence[Restored | RestoredEntity],
     *,
     chunk: int = 256,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Restore]:
     """Restore every item not already present; one outcome per item, in order."""
 
-    def prepare(part: Sequence[Restored]) -> None:
-        writer.embedder.embed_many([memory_text(i.valid.type, _body(i, None)) for i in part])
+    dumped = {i.entity_id: i for i in items if isinstance(i, RestoredEntity)}
 
-    def decide(item: Restored, batch: Batch) -> Decision[Restore]:
-        return decide_restore(item, batch.view, new_id=writer.new_id, settings=writer.settings)
+    def prepare(part: Sequence[Restored | RestoredEntity]) -> None:
+        texts = [memory_text(i.valid.type, _body(i, None)) for i in part if isinstance(i, Restored)]
+        writer.embedder.embed_many(texts)
+
+    def decide(item: Restored | RestoredEntity, batch: Batch) -> Decision[Restore]:
+        if isinstance(item, RestoredEntity):
+            return decide_entity(item, batch.view, settings=writer.settings)
+        return decide_restore(
+            item, batch.view, new_id=writer.new_id, settings=writer.settings, entities=dumped
+        )
 
     outcomes = writer.runner.run(items, decide, chunk=chunk, prepare=prepare, progress=progress)
     restored = [o for o in outcomes if isinstance(o, Restore)]
@@ -78,12 +90,97 @@ def restore_many(
 
 
 def decide_restore(
-    item: Restored, view: View, *, new_id: NewId, settings: StoreSettings
+    item: Restored,
+    view: View,
+    *,
+    new_id: NewId,
+    settings: StoreSettings,
+    entities: Mapping[str, RestoredEntity] | None = None,
 ) -> Decision[Restore]:
-    """The events that journal one dumped memory as it was; skipped when its id exists."""
+    """The events that journal one dumped memory as it was; skipped when its id exists.
+
+    ``entities``: the dump's entity lines by id, so a memory links to the entity its dump
+    named (restored by :func:`decide_entity` before it) or to the one that entity merged into."""
     if view.memory(item.memory_id) is not None:
         return Decision((), Restore("skipped", item.memory_id))
-    return Decision(tuple(_events(item, view, new_id, settings)), Restore("stored", item.memory_id))
+    events = _events(item, view, new_id, settings, entities or {})
+    return Decision(tuple(events), Restore("stored", item.memory_id))
+
+
+def decide_entity(
+    item: RestoredEntity, view: View, *, settings: StoreSettings
+) -> Decision[Restore]:
+    """The events that journal one dumped entity as it was, with its id, scope and spellings.
+
+    Skipped when the home already holds that id, or an entity of that namespace and scope
+    with that normalized spelling (then the dumped entity merges into it); either way the
+    spellings it lacks are added."""
+    namespace = item.namespace or settings.default_namespace
+    target = _entity_target(item, namespace, view)
+    known = {(s.entity_id, s.normalized) for s in view.spellings(namespace)}
+    events: list[Event] = []
+    if target is None:
+        target = item.entity_id
+        events.append(
+            EntityCreated(
+                entity_id=target,
+                namespace=namespace,
+                name=item.name,
+                normalized=item.normalized,
+                kind=item.kind,
+                agent_id=item.agent_id,
+            )
+        )
+        known = set()  # every dumped spelling is journaled, even one replacing the name's
+    for alias in item.aliases:
+        if (target, alias.normalized) in known:
+            continue
+        known.add((target, alias.normalized))
+        events.append(
+            EntityAliasAdded(
+                entity_id=target,
+                namespace=namespace,
+                alias=alias.alias,
+                normalized=alias.normalized,
+                match=alias.match,
+                score=alias.score,
+                agent_id=alias.agent_id,
+            )
+        )
+    created = bool(events) and isinstance(events[0], EntityCreated)
+    return Decision(tuple(events), Restore("stored" if created else "skipped", item.entity_id))
+
+
+def _entity_target(item: RestoredEntity, namespace: str, view: View) -> str | None:
+    """The entity of the home a dumped entity is (its id, or the same spelling in the same
+    scope), or None when it is new."""
+    spellings = view.spellings(namespace)
+    if any(s.entity_id == item.entity_id for s in spellings):
+        return item.entity_id
+    for spelling in spellings:
+        if spelling.normalized == item.normalized and spelling.agent_id == item.agent_id:
+            return spelling.entity_id
+    return None
+
+
+def _linked(
+    item: Restored, namespace: str, view: View, entities: Mapping[str, RestoredEntity]
+) -> tuple[str, ...] | None:
+    """The home's entities for a memory's dumped entity ids; None when one of them is
+    neither in the dump nor in the home (then its names are resolved instead)."""
+    if not item.entity_ids:
+        return None
+    known = {s.entity_id for s in view.spellings(namespace)}
+    linked: list[str] = []
+    for entity_id in item.entity_ids:
+        dumped = entities.get(entity_id)
+        target = _entity_target(dumped, namespace, view) if dumped is not None else None
+        if target is None and entity_id in known:
+            target = entity_id
+        if target is None:
+            return None
+        linked.append(target)
+    return tuple(dict.fromkeys(linked))
 
 
 def _entity(
@@ -126,16 +223,24 @@ def _body(item: Restored, predicate_normalized: str | None) -> MemoryBody:
     )
 
 
-def _events(item: Restored, view: View, new_id: NewId, settings: StoreSettings) -> list[Event]:
+def _events(
+    item: Restored,
+    view: View,
+    new_id: NewId,
+    settings: StoreSettings,
+    entities: Mapping[str, RestoredEntity],
+) -> list[Event]:
     v = item.valid
     namespace = v.namespace or settings.default_namespace
     assert v.t_valid is not None  # a dump line always has t_valid
     events: list[Event] = []
     visibility = v.visibility or "shared"
     scope = scope_of(v.agent_id, visibility)
-    entity_ids = tuple(
-        dict.fromkeys(_entity(namespace, scope, n, view, new_id, events) for n in v.entities)
-    )
+    entity_ids = _linked(item, namespace, view, entities)
+    if entity_ids is None:
+        entity_ids = tuple(
+            dict.fromkeys(_entity(namespace, scope, n, view, new_id, events) for n in v.entities)
+        )
     predicate = item.predicate_normalized if v.predicate is not None else None
     if v.predicate is not None and predicate is None:
         predicate = normalize_predicate(v.predicate, settings.synonyms_for(namespace))
@@ -152,6 +257,8 @@ def _events(item: Restored, view: View, new_id: NewId, settings: StoreSettings) 
             agent_id=v.agent_id,
             visibility=visibility,
             body=_body(item, predicate),
+            multi_valued=item.multi_valued,
+            episode=item.episode,
         )
     )
     if item.t_invalid is not None:

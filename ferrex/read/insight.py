@@ -11,64 +11,21 @@ cuts from reflect's lists. Times in answers are RFC 3339 UTC (ferrex.times).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ferrex.rules.eviction import EvictionCandidate, eviction_reason
+from ferrex.read.seen import Sight, one_line
+from ferrex.rules.assess import Assessed, assess, eviction_candidate, text_bytes
+from ferrex.rules.eviction import eviction_reason
 from ferrex.rules.freshness import (
     DAY,
-    FreshnessInput,
     StalenessConfig,
-    StalenessParams,
-    staleness,
 )
-from ferrex.rules.lifecycle import expired
 from ferrex.rules.predicates import match_known
 from ferrex.times import rfc3339
-from projections.documents import memory_text, subject_key
-from projections.sqlite import Entity, Memory, ReadModel
-
-
-@dataclass(frozen=True)
-class Assessed:
-    memory: Memory
-    score: float
-    label: str
-    components: dict[str, float]
-
-
-def freshness_input(m: Memory) -> FreshnessInput:
-    """What staleness reads of a read-model row."""
-    return FreshnessInput(
-        type=m.type,
-        t_valid=m.t_valid,
-        t_invalid=m.t_invalid,
-        created_at=m.created_at,
-        last_accessed=m.last_accessed,
-        last_validated=m.last_validated,
-        access_count=m.access_count,
-        pinned=m.pinned,
-    )
-
-
-def assess(memories: list[Memory], now: float, params: StalenessParams) -> list[Assessed]:
-    out = []
-    for m in memories:
-        state = staleness(freshness_input(m), now, params)
-        out.append(Assessed(m, state.score, state.label, state.components))
-    return out
-
-
-def text_bytes(m: Memory) -> int:
-    """A memory's size for the storage budget: its text, UTF-8."""
-    return len(memory_text(m.type, m.body()).encode())
-
-
-def one_line(m: Memory, width: int = 80) -> str:
-    text = " ".join(memory_text(m.type, m.body()).split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+from projections.documents import subject_key
+from projections.sqlite import Memory, ReadModel
 
 
 def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
@@ -111,35 +68,6 @@ def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
     return found
 
 
-Visible = Callable[[str | None, str], bool]
-"""Whether a caller may see a memory, from its owning agent and its visibility."""
-
-
-def _memories(
-    rm: ReadModel,
-    namespace: str | None,
-    visible: Visible | None,
-    pending: Pending | None,
-    now: float,
-) -> list[Memory]:
-    # An expired memory is gone the moment it expires, before the owner's sweep forgets it.
-    memories = [m for m in rm.memories(namespace=namespace) if not expired(m.expires_at, now)]
-    if visible is not None:
-        memories = [m for m in memories if visible(m.agent_id, m.visibility)]
-    if pending:
-        memories = [with_pending(m, pending) for m in memories]
-    return memories
-
-
-def _entities(rm: ReadModel, namespace: str | None, visible: Visible | None) -> list[Entity]:
-    """The entities a caller may see: shared ones, and those an agent's own private memory
-    introduced (an entity's scope is the agent of the private memory that named it first)."""
-    entities = rm.entities(namespace)
-    if visible is None:
-        return entities
-    return [e for e in entities if visible(e.agent_id, "private")]
-
-
 def directory_bytes(path: Path) -> int:
     """Bytes on disk (allocated blocks: Qdrant's preallocated files are sparse)."""
     if path.is_file():
@@ -149,21 +77,8 @@ def directory_bytes(path: Path) -> int:
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
 
 
-Pending = Mapping[str, tuple[int, float]]
-"""Recall hits not journaled yet, by memory id: (count, last access as float epoch seconds)."""
-
 RARELY_RECALLED: Final = 3
 """A forget candidate has been recalled fewer times than this."""
-
-
-def with_pending(m: Memory, pending: Pending) -> Memory:
-    """``m`` with the recall hits still waiting in the access log counted, as the journal will."""
-    hits = pending.get(m.memory_id)
-    if hits is None:
-        return m
-    count, last = hits
-    last_accessed = last if m.last_accessed is None else max(m.last_accessed, last)
-    return replace(m, access_count=m.access_count + count, last_accessed=last_accessed)
 
 
 @dataclass(frozen=True)
@@ -232,17 +147,17 @@ def _by_namespace(memories: list[Memory]) -> dict[str, list[Memory]]:
 
 def stats(
     rm: ReadModel,
-    now: float,
+    sight: Sight,
     staleness_of: StalenessConfig,
     *,
     namespace: str | None,
     detailed: bool,
     recent: int = 3,
-    visible: Visible | None = None,
-    pending: Pending | None = None,
 ) -> dict[str, Any]:
-    """What an agent reads first: totals, the latest memories, the counts of :class:`Attention`."""
-    memories = _memories(rm, namespace, visible, pending, now)
+    """What an agent reads first: totals, the latest memories, the counts of :class:`Attention`;
+    of what ``sight`` sees (visible, unexpired: ``ferrex.read.seen``)."""
+    now = sight.now
+    memories = sight.shown(rm.memories(namespace=namespace))
     active = [m for m in memories if m.t_invalid is None]
     assessed, needs = attention(active, now, staleness_of)
     latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:recent]
@@ -265,25 +180,24 @@ def stats(
             by_type=dict(sorted(by_type.items())),
             staleness=dict(sorted(labels.items())),
             conflicts=needs.contradictions[:10],
-            entities=len(_entities(rm, namespace, visible)),
+            entities=len(sight.entities(rm, namespace)),
         )
     return doc
 
 
 def reflect(
     rm: ReadModel,
-    now: float,
+    sight: Sight,
     staleness_of: StalenessConfig,
     *,
     namespace: str | None,
     limit: int = 10,
     unvalidated_after_days: float = 30.0,
     dormant_after_days: float = 90.0,
-    visible: Visible | None = None,
-    pending: Pending | None = None,
 ) -> dict[str, Any]:
     """What needs attention, listed (``limit`` each) with the same counts as :func:`stats`."""
-    memories = _memories(rm, namespace, visible, pending, now)
+    now = sight.now
+    memories = sight.shown(rm.memories(namespace=namespace))
     active = [m for m in memories if m.t_invalid is None]
     _, needs = attention(active, now, staleness_of, unvalidated_after_days=unvalidated_after_days)
     by_id = {m.memory_id: m for m in memories}
@@ -294,7 +208,7 @@ def reflect(
             last_use[entity_id] = max(last_use.get(entity_id, 0.0), m.t_valid)
     dormant = [
         {"id": e.entity_id, "name": e.name, "last_referenced": rfc3339(last_use.get(e.entity_id))}
-        for e in _entities(rm, namespace, visible)
+        for e in sight.entities(rm, namespace)
         if now - last_use.get(e.entity_id, 0.0) >= dormant_after_days * DAY
     ]
     return {
@@ -332,20 +246,3 @@ def _reasons(a: Assessed) -> list[str]:
     }
     ranked = sorted(a.components.items(), key=lambda kv: -kv[1])
     return [f"{words[k]} ({v:.2f})" for k, v in ranked if v >= 0.5] or ["overall decay"]
-
-
-def eviction_candidate(a: Assessed, size_bytes: int) -> EvictionCandidate:
-    """An assessed memory as the eviction rules see it."""
-    m = a.memory
-    return EvictionCandidate(
-        memory_id=m.memory_id,
-        type=m.type,
-        size_bytes=size_bytes,
-        t_invalid=m.t_invalid,
-        staleness=a.score,
-        label=a.label,  # type: ignore[arg-type]
-        access_count=m.access_count,
-        last_accessed=m.last_accessed,
-        referenced_by_entities=bool(m.entity_ids),
-        pinned=m.pinned,
-    )

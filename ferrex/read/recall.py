@@ -93,10 +93,11 @@ from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage
 from ferrex.models.sparse import Bm25Encoder, tokens
-from ferrex.read.insight import freshness_input
+from ferrex.read.seen import Sight, unexpired
 from ferrex.rules import relevance
+from ferrex.rules.assess import freshness_input
 from ferrex.rules.dates import Period, when
-from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity
+from ferrex.rules.entities import normalize_entity, resolve_entity
 from ferrex.rules.freshness import (
     StalenessConfig,
     StalenessParams,
@@ -113,10 +114,9 @@ from ferrex.rules.fusion import (
     keep_top,
     lend_to_neighbours,
 )
-from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, expired, importance_factor, marks_doc
+from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
-from ferrex.rules.visibility import sees, sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
 from projections.replay import Projections
@@ -441,9 +441,10 @@ class Reader:
         after = parse_time(req.after, "after")
         before = parse_time(req.before, "before")
         now = self.clock()
+        sight = Sight(req.agent_id, now.timestamp())
         namespace = req.namespace or self.settings.default_namespace
         rm = self.projections.read_model
-        entity_ids, unknown = self._entity_ids(namespace, req.entities, req.agent_id)
+        entity_ids, unknown = self._entity_ids(namespace, req.entities, sight)
         if req.entities and not entity_ids:
             return RecallResult(
                 req.query, namespace, [], {}, unknown, self.reranker.status, nothing_relevant=True
@@ -474,7 +475,7 @@ class Reader:
             parts, weights = [legs["dense"], legs["bm25"]], [share, 1.0 - share]
             graph_share = self.settings.graph_weight if strategy.graph is None else strategy.graph
             if graph_share > 0:
-                named = self._named_entities(namespace, req.query, req.agent_id)
+                named = self._named_entities(namespace, req.query, sight)
                 if named:
                     legs["graph"], via = self._graph_leg(named, flt, prefetch)
                     parts.append(legs["graph"])
@@ -521,7 +522,7 @@ class Reader:
             # Lifecycle (ferrex/rules/lifecycle.py): importance scales the score beside the
             # boosts (exactly 1 at the default 0.5); an expired memory is hidden at once.
             weight = importance_factor(memory.importance, self.settings.importance_weight)
-            if expired(memory.expires_at, now.timestamp()):
+            if not unexpired(memory, sight.now):
                 hidden["expired"] = hidden.get("expired", 0) + 1
                 continue
             state = staleness(freshness_input(memory), now.timestamp(), params)
@@ -574,7 +575,7 @@ class Reader:
         judged = self._judged(req, terms, legs, scored, hidden)
         top = judged[: req.limit]
         results = [
-            self._result(memory, score, stages, now, params, req.explain, req.agent_id)
+            self._result(memory, score, stages, now, params, req.explain, sight)
             | judgement.fields(req.explain)
             for (score, memory, stages), judgement in top
         ]
@@ -746,7 +747,7 @@ class Reader:
         now: datetime,
         params: StalenessParams,
         explain: bool,
-        agent_id: str | None,
+        sight: Sight,
     ) -> dict[str, Any]:
         names = self.projections.read_model.entity_names(memory.entity_ids)
         result: dict[str, Any] = {
@@ -761,7 +762,7 @@ class Reader:
             result.update(subject=memory.subject, predicate=memory.predicate, object=memory.object)
             if memory.content:
                 result["content"] = memory.content
-            result["contradiction"] = self._contradicted(memory, agent_id)
+            result["contradiction"] = self._contradicted(memory, sight)
         elif memory.type == "procedural":
             result.update(
                 name=memory.procedure_name,
@@ -779,8 +780,8 @@ class Reader:
             result["explain"] = stages
         return result
 
-    def _contradicted(self, memory: Memory, agent_id: str | None) -> bool:
-        """Another active single-valued fact the caller may see that disagrees: the same
+    def _contradicted(self, memory: Memory, sight: Sight) -> bool:
+        """Another active single-valued fact the caller sees now that disagrees: the same
         subject and predicate, or a predicate of the subject that is probably this one in
         other words (:func:`ferrex.rules.predicates.unplaced_neighbour`). Multi-valued facts
         are never contradictions."""
@@ -798,7 +799,7 @@ class Reader:
             and m.t_invalid is None
             and not m.multi_valued
             and m.predicate_normalized
-            and sees(agent_id, m.agent_id, m.visibility)
+            and sight.sees(m)
         ]
         if any(m.predicate_normalized == memory.predicate_normalized for m in facts):
             return True
@@ -813,33 +814,24 @@ class Reader:
         vector = self.queries.vector(text)
         return [float(np.dot(vector, self.queries.vector(other))) for other in texts]
 
-    def _named_entities(self, namespace: str, query: str, agent_id: str | None) -> dict[str, str]:
+    def _named_entities(self, namespace: str, query: str, sight: Sight) -> dict[str, str]:
         """The entities the query names, by id (with the spelling found): every spelling
         the caller may see whose normalized form occurs in the query as whole words."""
         spaced = re.sub(r"[^\w+#]+", " ", normalize_entity(query))
         words = f" {' '.join(spaced.split())} "
         found: dict[str, str] = {}
-        for s in self.projections.read_model.spellings(namespace):
-            if (
-                s.normalized
-                and sees_scope(agent_id, s.agent_id)
-                and f" {s.normalized} " in words
-                and s.entity_id not in found
-            ):
+        for s in sight.spellings(self.projections.read_model, namespace):
+            if s.normalized and f" {s.normalized} " in words and s.entity_id not in found:
                 found[s.entity_id] = s.alias
         return found
 
     def _entity_ids(
-        self, namespace: str, names: Sequence[str], agent_id: str | None
+        self, namespace: str, names: Sequence[str], sight: Sight
     ) -> tuple[tuple[str, ...], list[str]]:
         """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime")."""
         if not names:
             return (), []
-        candidates = [
-            Candidate(s.entity_id, s.alias, s.normalized)
-            for s in self.projections.read_model.spellings(namespace)
-            if sees_scope(agent_id, s.agent_id)
-        ]
+        candidates = sight.candidates(self.projections.read_model, namespace)
         found: list[str] = []
         unknown: list[str] = []
         for name in names:

@@ -26,13 +26,14 @@ from ferrex.app import App, translated
 from ferrex.config import Config, staleness_config
 from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.models.sparse import Bm25Encoder
-from ferrex.read.insight import directory_bytes, one_line, reflect, stats, with_pending
+from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.recall import RecallRequest
+from ferrex.read.seen import Sight, brief, one_line
 from ferrex.rules.entities import Candidate, resolve_entity
-from ferrex.rules.lifecycle import check_importance, expired, marks_doc
+from ferrex.rules.lifecycle import check_importance, marks_doc
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.spelling import did_you_mean
-from ferrex.rules.visibility import sees, sees_scope
+from ferrex.rules.visibility import sees
 from ferrex.server.answers import recall_text
 from ferrex.times import rfc3339
 from projections.gate import Gate
@@ -45,8 +46,6 @@ RESOURCES = ("ferrex://stats", "ferrex://recent")
 RESOURCE_TEMPLATES = ("ferrex://memory/{id}", "ferrex://entity/{name}")
 _RESOURCE_HINT = f"resources: {', '.join(RESOURCES + RESOURCE_TEMPLATES)}"
 _RECENT = 10
-#: The longest supersede chain a memory resource walks, each way.
-_CHAIN = 50
 
 _STORE_FIELDS = frozenset(
     {
@@ -285,12 +284,10 @@ class Service:
         limit = _whole(args.get("limit", 10), "limit", 1, 100)
         return reflect(
             self._read_model(),
-            _now(),
+            self._sight(caller),
             staleness_config(self.app.config),
             namespace=namespace,
             limit=limit,
-            visible=caller.sees,
-            pending=self.app.access.snapshot(),
         )
 
     def _stats(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -298,12 +295,10 @@ class Service:
         detailed = _flag(args.get("detailed", False), "detailed")
         doc = stats(
             self._read_model(),
-            _now(),
+            self._sight(caller),
             staleness_config(self.app.config),
             namespace=namespace,
             detailed=detailed,
-            visible=caller.sees,
-            pending=self.app.access.snapshot(),
         )
         if detailed:
             health = self._health()
@@ -335,52 +330,32 @@ class Service:
             return self._entity(unquote(rest), caller)
         raise UsageError(f"unknown resource {uri!r}", hint=_RESOURCE_HINT)
 
-    def _visible(self, rm: ReadModel, ids: list[str], caller: Caller) -> list[Memory]:
-        pending = self.app.access.snapshot()
-        now = _now()
-        return [
-            with_pending(m, pending)
-            for m in rm.memories(memory_ids=ids)
-            if caller.sees(m.agent_id, m.visibility) and not expired(m.expires_at, now)
-        ]
+    def _sight(self, caller: Caller) -> Sight:
+        """What ``caller`` may see now (``ferrex.read.seen``), recall hits not yet journaled
+        counted."""
+        return Sight(caller.agent_id, _now(), self.app.access.snapshot())
 
     def _recent(self, caller: Caller) -> dict[str, Any]:
         """The latest active memories of the caller's namespace, newest first."""
         namespace = _namespace({}, caller) or self.app.config["store.default_namespace"]
         rm = self._read_model()
-        now = _now()
-        active = [
-            m
-            for m in rm.memories(namespace=namespace)
-            if m.t_invalid is None
-            and caller.sees(m.agent_id, m.visibility)
-            and not expired(m.expires_at, now)
-        ]
+        seen = self._sight(caller).shown(rm.memories(namespace=namespace))
+        active = [m for m in seen if m.t_invalid is None]
         latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:_RECENT]
-        return {"namespace": namespace, "memories": [_brief(m) for m in latest]}
+        return {"namespace": namespace, "memories": [brief(m) for m in latest]}
 
     def _memory(self, memory_id: str, caller: Caller) -> dict[str, Any]:
-        """One memory with its supersede chain (oldest first) and its use."""
+        """One memory with its versions (oldest first: ``Sight.history``) and its use."""
         rm = self._read_model()
-        found = self._visible(rm, [memory_id], caller)
+        sight = self._sight(caller)
+        found = sight.memories(rm, [memory_id])
         if not found:
             raise Refused(f"no memory {memory_id!r}", code="not_found",
                           hint="recall to find a memory's id")  # fmt: skip
         memory = found[0]
-        older: list[Memory] = []
-        newer: list[Memory] = []
-        for side, step in ((older, "supersedes"), (newer, "superseded_by")):
-            current = memory
-            while len(side) < _CHAIN:
-                nxt = getattr(current, step)
-                got = self._visible(rm, [nxt], caller) if nxt else []
-                if not got or got[0].memory_id in {m.memory_id for m in (*older, *newer)}:
-                    break
-                side.append(got[0])
-                current = got[0]
         names = rm.entity_names(memory.entity_ids)
         doc = {
-            **_brief(memory),
+            **brief(memory),
             "namespace": memory.namespace,
             "visibility": memory.visibility,
             "entities": sorted(names.get(e, e) for e in memory.entity_ids),
@@ -390,7 +365,7 @@ class Service:
             "last_accessed": rfc3339(memory.last_accessed),
             "last_validated": rfc3339(memory.last_validated),
             **marks_doc(memory.importance, memory.pinned, memory.expires_at),
-            "history": [_link(m) for m in (*reversed(older), memory, *newer)],
+            "history": [_link(m) for m in sight.history(rm, memory)],
         }
         return doc
 
@@ -398,14 +373,15 @@ class Service:
         """What is known about an entity (any of its spellings the caller may see)."""
         namespace = _namespace({}, caller) or self.app.config["store.default_namespace"]
         rm = self._read_model()
-        spellings = [s for s in rm.spellings(namespace) if sees_scope(caller.agent_id, s.agent_id)]
+        sight = self._sight(caller)
+        spellings = sight.spellings(rm, namespace)
         resolution = resolve_entity(
             name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
         )
         entity_id = resolution.entity_id
         names = rm.entity_names([entity_id]) if entity_id else {}
         memory_ids = [m for e, m in rm.links([entity_id])] if entity_id else []
-        memories = [m for m in self._visible(rm, memory_ids, caller) if m.t_invalid is None]
+        memories = [m for m in sight.memories(rm, memory_ids) if m.t_invalid is None]
         if entity_id is None or entity_id not in names or not memories:
             # An entity only memories the caller may not see (or none) name is unknown.
             raise Refused(f"no entity {name!r} in {namespace}", code="not_found",
@@ -415,7 +391,7 @@ class Service:
             "namespace": namespace,
             "name": names[entity_id],
             "aliases": sorted({s.alias for s in spellings if s.entity_id == entity_id}),
-            "memories": [_brief(m) for m in memories],
+            "memories": [brief(m) for m in memories],
         }
 
     def _dashboard(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -423,11 +399,7 @@ class Service:
 
         namespace = _namespace(args, caller) or self.app.config["store.default_namespace"]
         context = Context(
-            app=self.app,
-            rm=self._read_model(),
-            pending=self.app.access.snapshot(),
-            agent_id=caller.agent_id,
-            namespace=namespace,
+            app=self.app, rm=self._read_model(), sight=self._sight(caller), namespace=namespace
         )
         return answer(context, args)
 
@@ -468,11 +440,6 @@ class Service:
         """The read model, at the snapshot :meth:`call` took (caught up with the journal
         when no write was in progress)."""
         return self.app.projections().read_model
-
-
-def _brief(m: Memory) -> dict[str, Any]:
-    return {"id": m.memory_id, "type": m.type, "event_time": rfc3339(m.t_valid),
-            "created_at": rfc3339(m.created_at), "summary": one_line(m, 200)}  # fmt: skip
 
 
 def _body(m: Memory) -> dict[str, Any]:

@@ -30,6 +30,10 @@ def test_resources_and_prompts_over_stdio(tmp_path: Path) -> None:
             memory = json.loads(read.contents[0].text)  # type: ignore[union-attr]
             assert [h["id"] for h in memory["history"]] == [old["id"], new["id"]]
             assert memory["history"][0]["t_invalid"] == memory["history"][1]["t_valid"]
+            # From the newer end too: an automatic supersede records only superseded_by.
+            read = await client.read_resource(f"ferrex://memory/{new['id']}")
+            newer = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+            assert [h["id"] for h in newer["history"]] == [old["id"], new["id"]]
             entity = json.loads(
                 (await client.read_resource("ferrex://entity/PostgreSQL")).contents[0].text  # type: ignore[union-attr]
             )

@@ -3,6 +3,7 @@ journals on disk, real git repositories, and (for restores) the real store pipel
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
@@ -16,7 +17,15 @@ import pytest
 
 from ferrex.errors import BackendUnavailable, JournalFailure, UsageError
 from ferrex.models import Embedder
-from ferrex.porting.dump import dump_line, entity_names, live_memories, parse_line
+from ferrex.porting.dump import (
+    RestoredEntity,
+    dump_line,
+    entity_names,
+    live_memories,
+    parse_dump_line,
+    parse_line,
+    write_dump,
+)
 from ferrex.porting.gitexport import export_git
 from ferrex.porting.gitverify import verify_against
 from ferrex.porting.memory_server import graph_items
@@ -41,6 +50,7 @@ from projections.qdrant_edge import EdgeBackend
 from projections.replay import Projections
 from projections.vector_sink import Encoders
 from projections.vectors import VectorFilter
+from tests.rows import read_model_rows
 from tests.strategies import stored
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -535,3 +545,152 @@ def test_restore_records_are_ordinary_events(writer_at: tuple[Writer, Path]) -> 
     validated = record.events[2]
     assert isinstance(validated, MemoriesValidated) and validated.source == "operator"
     assert msgspec.json.decode(render(record))["events"][1]["memory_id"] == "mem_a"
+
+
+# -- export jsonl → import: the read model comes back whole ---------------------------------
+
+
+@pytest.fixture
+def two_homes(
+    tmp_path: Path, encoders: Encoders, shared_embedder: Embedder
+) -> Iterator[tuple[Writer, Writer]]:
+    opened: list[tuple[Journal, EdgeBackend, Projections]] = []
+    writers = []
+    for name in ("source", "restored"):
+        journal = Journal.open(tmp_path / name / "journal")
+        backend = EdgeBackend(tmp_path / name / "qdrant")
+        projections = Projections.open(tmp_path / name, journal, backend, encoders)
+        opened.append((journal, backend, projections))
+        writers.append(Writer(journal, projections, shared_embedder, StoreSettings()))
+    yield writers[0], writers[1]
+    for journal, backend, projections in opened:
+        projections.close()
+        backend.close()
+        journal.close()
+
+
+def fill(writer: Writer) -> None:
+    """One of everything a dump must carry."""
+    plain = [
+        StoreRequest(subject="api-server", predicate="uses", object="tokio 1.36",
+                     entities=("Tokio",), importance=0.9),
+        StoreRequest(subject="api-server", predicate="depends on", object="tokio 1.38",
+                     entities=("tokio runtime",), pinned=True),  # an alias; a supersede
+        StoreRequest(content="Alice: the deploy is stuck", entities=("deploy",)),
+        StoreRequest(content="Bob: retry it after lunch"),  # the same derived episode
+        StoreRequest(content="Carol is on call this week", agent_id="agent-7",
+                     visibility="private", entities=("Carol",), ttl="30d"),
+        StoreRequest(name="deploy api-server", steps=("build", "roll pods")),
+        StoreRequest(name="deploy api-server", steps=("build", "migrate", "roll pods")),
+    ]  # fmt: skip
+    owners = [
+        StoreRequest(subject="web", predicate="owned by", object="team A"),
+        StoreRequest(subject="web", predicate="owned by", object="team B"),
+    ]
+    for results in (writer.store_many(plain), writer.store_many(owners, multi_valued=True)):
+        assert all(not isinstance(r, Exception) and r.status == "stored" for r in results)
+
+
+def test_export_then_import_keeps_every_field_of_the_read_model(
+    two_homes: tuple[Writer, Writer],
+) -> None:
+    source, restored = two_homes
+    fill(source)
+    rows = read_model_rows(source.projections.read_model)
+    memories = rows["memories"]
+    assert sum(m["multi_valued"] for m in memories) == 2
+    assert sorted(m["episode_index"] for m in memories if m["episode"]) == [0, 0, 1]
+    assert any(a["match"] in ("fuzzy", "embedding") for a in rows["aliases"])
+    assert [e["agent_id"] for e in rows["entities"] if e["name"] == "Carol"] == ["agent-7"]
+    assert {(m["importance"], m["pinned"]) for m in memories} >= {(0.9, 0), (0.5, 1)}
+    assert sum(m["expires_at"] is not None for m in memories) == 1
+
+    out = io.BytesIO()
+    write_dump(source.projections.read_model, out, include_invalidated=True)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    items = [parse_dump_line(raw, f"line {n}") for n, raw in enumerate(lines, 1)]
+    outcomes = restore_many(restored, items)
+    assert {o.status for o in outcomes} == {"stored"}
+
+    assert read_model_rows(restored.projections.read_model) == rows
+    again = restore_many(restored, items)
+    assert {o.status for o in again} == {"skipped"}, "importing the same dump twice adds nothing"
+    assert read_model_rows(restored.projections.read_model) == rows
+
+
+def test_a_dumped_entity_the_home_already_holds_merges_into_it(
+    two_homes: tuple[Writer, Writer],
+) -> None:
+    source, restored = two_homes
+    fill(source)
+    here = restored.store(StoreRequest(content="Tokio is the async runtime", entities=("tokio",)))
+    (mine,) = here.entities
+    out = io.BytesIO()
+    write_dump(source.projections.read_model, out)
+    items = [parse_dump_line(json.loads(line), "line") for line in out.getvalue().splitlines()]
+    outcomes = {o.id: o.status for o in restore_many(restored, items)}
+    rm = restored.projections.read_model
+    tokio = next(e for e in source.projections.read_model.entities() if e.name == "Tokio")
+    assert outcomes[tokio.entity_id] == "skipped", "merged into the home's own entity"
+    assert tokio.entity_id not in entity_names(rm)
+    new_fact = next(m for m in rm.memories() if m.object == "tokio 1.38")
+    assert new_fact.entity_ids == (mine.entity_id,)
+    spellings = {a.alias for a in rm.alias_matches([mine.entity_id])}
+    assert spellings == {"tokio", "tokio runtime"}, "the dumped spelling joins the entity"
+    carol = next(e for e in rm.entities() if e.name == "Carol")
+    assert carol.agent_id == "agent-7", "a private entity keeps its scope"
+
+
+def test_bad_entity_and_episode_fields_are_refused() -> None:
+    entity: dict[str, Any] = {"id": "ent_1", "type": "entity", "namespace": "default",
+                              "name": "Tokio"}  # fmt: skip
+    parsed = parse_dump_line(entity, "line 1")
+    assert isinstance(parsed, RestoredEntity) and parsed.normalized == "tokio"
+    memory: dict[str, Any] = {"id": "mem_1", "type": "episodic", "content": "ok",
+                              "t_valid": "2026-01-01T00:00:00Z"}  # fmt: skip
+    cases: dict[str, dict[str, Any]] = {
+        "unknown field 'colour'": {**entity, "colour": "blue"},
+        "has no name": {k: v for k, v in entity.items() if k != "name"},
+        "not an entity id": {**entity, "id": "two words"},
+        "aliases in line 1 must be a list": {**entity, "aliases": "tokio"},
+        "match in alias 1 of line 1": {**entity, "aliases": [{"alias": "t", "match": "guess"}]},
+        "score in alias 1 of line 1": {**entity, "aliases": [{"alias": "t", "score": 2}]},
+        "alias 1 of line 1 has no alias": {**entity, "aliases": [{"match": "fuzzy"}]},
+        "multi_valued in line 1 is only for semantic": {**memory, "multi_valued": True},
+        "multi_valued in line 1 must be true or false": {**memory, "multi_valued": "yes"},
+        "episode_index but no episode": {**memory, "episode_index": 2},
+        "entity_ids in line 1 must be a list": {**memory, "entity_ids": "ent_1"},
+        "episode in line 1 is only for episodic": {
+            **memory,
+            "type": "procedural",
+            "name": "x",
+            "steps": ["a"],
+            "episode": "mem_0",
+        },
+    }
+    for expected, raw in cases.items():
+        with pytest.raises(UsageError) as bad:
+            parse_dump_line(raw, "line 1")
+        assert expected in bad.value.message and bad.value.code == "invalid_input", expected
+
+
+def test_a_live_dump_leaves_out_entities_only_superseded_memories_name(
+    two_homes: tuple[Writer, Writer],
+) -> None:
+    source, _ = two_homes
+    old = source.store(StoreRequest(subject="ledger", predicate="uses", object="libfoo 1",
+                                    entities=("libfoo",)))  # fmt: skip
+    source.store(StoreRequest(subject="ledger", predicate="uses", object="libbar 2",
+                              entities=("libbar",), supersedes=old.id))  # fmt: skip
+
+    def entity_names_in(include_invalidated: bool) -> list[str]:
+        out = io.BytesIO()
+        result = write_dump(
+            source.projections.read_model, out, include_invalidated=include_invalidated
+        )
+        lines = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert result.entities == sum(line["type"] == "entity" for line in lines)
+        return sorted(line["name"] for line in lines if line["type"] == "entity")
+
+    assert entity_names_in(False) == ["libbar"]
+    assert entity_names_in(True) == ["libbar", "libfoo"]

@@ -1,16 +1,16 @@
 """The dashboard's reads that no tool gives: run in the process that owns the stores.
 
 Reached as the ``dashboard`` entry of :meth:`ferrex.server.service.Service.call` (so through
-the hub like a tool call), with the caller of the request. Every read follows
-:mod:`ferrex.rules.visibility` exactly as the tools and resources do: a memory the caller may
-not see is not found, an entity only such memories name is unknown, a spelling of another
-agent's private scope is never listed, and what counts every agent's writes (the journal,
-its verification, the git export) is the operator's only.
+the hub like a tool call), with the caller of the request. Every read follows the read rules
+of :mod:`ferrex.read.seen` exactly as the tools and resources do: a memory the caller may
+not see, or one that has expired, is not found, an entity only such memories name is
+unknown, a spelling of another agent's private scope is never listed, and what counts every
+agent's writes (the journal, its verification, the git export) is the operator's only.
 
 Views (``args["view"]``):
 
-- ``history``: a memory's supersede chain (explicit supersedes and a fact's older values)
-  with each version's times, confidence and use, for the timeline;
+- ``history``: a memory's versions (``Sight.history``: explicit supersedes and a fact's
+  older values) with each version's times, confidence and use, for the timeline;
 - ``entity``: an entity by any spelling the caller may see: its spellings with how each was
   matched, the memories naming it (newest first, a page at a time) and the entities that
   co-occur with it in those memories (the graph);
@@ -30,9 +30,9 @@ from typing import Any
 
 from ferrex.app import App
 from ferrex.errors import FerrexError, Refused, UsageError, from_journal_error
-from ferrex.read.insight import Pending, one_line, with_pending
+from ferrex.read.seen import Sight, brief, one_line
 from ferrex.rules.entities import Candidate, resolve_entity
-from ferrex.rules.visibility import sees, sees_scope
+from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from journal.errors import JournalError
 from journal.record import to_builtins
@@ -44,21 +44,23 @@ VIEWS = ("history", "entity", "entities", "journal", "verify")
 PAGE = 25
 GRAPH_MEMORIES = 200
 GRAPH_NODES = 12
-#: The longest supersede chain a history walks, each way.
-CHAIN = 50
 JOURNAL_RECORDS = 20
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a view reads: the app, the caught-up read model, pending recall hits and who
-    asks (an agent id, None for the operator, and the namespace)."""
+    """What a view reads: the app, the caught-up read model, what the caller may see now
+    (``ferrex.read.seen``: its agent id, None for the operator, the instant and the pending
+    recall hits) and the namespace."""
 
     app: App
     rm: ReadModel
-    pending: Pending
-    agent_id: str | None
+    sight: Sight
     namespace: str
+
+    @property
+    def agent_id(self) -> str | None:
+        return self.sight.agent_id
 
 
 # The outcome of the last verify, per journal (its directory, or its PostgreSQL URL; verify
@@ -85,38 +87,13 @@ def answer(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _history(ctx: Context, memory_id: str) -> dict[str, Any]:
-    """The chain of versions through ``memory_id``, oldest first: back through what each
-    replaced (``supersedes``, or a fact's older value), forward through ``superseded_by``;
-    only versions the caller may see, at most :data:`CHAIN` each way."""
-    found = _seen(ctx, ctx.rm.memories(memory_ids=[memory_id]))
+    """The versions through ``memory_id``, oldest first (``Sight.history``, the walk the
+    memory resource shows too)."""
+    found = ctx.sight.memories(ctx.rm, [memory_id])
     if not found:
         raise Refused(f"no memory {memory_id!r}", code="not_found",
                       hint="recall to find a memory's id")  # fmt: skip
-    memory = found[0]
-    chain = {memory.memory_id}
-    older: list[Memory] = []
-    current = memory
-    while len(older) < CHAIN:
-        before = _seen(ctx, ctx.rm.replaced_by(current.memory_id))
-        if current.supersedes:
-            before += _seen(ctx, ctx.rm.memories(memory_ids=[current.supersedes]))
-        before = [m for m in before if m.memory_id not in chain]
-        if not before:
-            break
-        current = max(before, key=lambda m: (m.t_valid, m.memory_id))
-        chain.add(current.memory_id)
-        older.append(current)
-    newer: list[Memory] = []
-    current = memory
-    while len(newer) < CHAIN and current.superseded_by:
-        after = [m for m in _seen(ctx, ctx.rm.memories(memory_ids=[current.superseded_by]))
-                 if m.memory_id not in chain]  # fmt: skip
-        if not after:
-            break
-        current = after[0]
-        chain.add(current.memory_id)
-        newer.append(current)
-    versions = [_version(m, m.memory_id == memory_id) for m in (*reversed(older), memory, *newer)]
+    versions = [_version(m, m.memory_id == memory_id) for m in ctx.sight.history(ctx.rm, found[0])]
     return {"id": memory_id, "versions": versions}
 
 
@@ -130,12 +107,8 @@ def _version(m: Memory, current: bool) -> dict[str, Any]:
             "current": current}  # fmt: skip
 
 
-def _visible_spellings(ctx: Context) -> list[Any]:
-    return [s for s in ctx.rm.spellings(ctx.namespace) if sees_scope(ctx.agent_id, s.agent_id)]
-
-
 def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
-    spellings = _visible_spellings(ctx)
+    spellings = ctx.sight.spellings(ctx.rm, ctx.namespace)
     found = resolve_entity(
         name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
     ).entity_id
@@ -155,7 +128,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
         else []
     )
     ordered = list(dict.fromkeys(chosen))
-    memories = {m.memory_id: m for m in _seen(ctx, ctx.rm.memories(memory_ids=ordered))}
+    memories = {m.memory_id: m for m in ctx.sight.memories(ctx.rm, ordered)}
     newest = sorted(memories.values(), key=lambda m: (-m.position, m.memory_id))
     names = ctx.rm.entity_names([found]) if found else {}
     if found is None or found not in names or not newest:
@@ -198,7 +171,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
         "namespace": ctx.namespace,
         "name": names[found],
         "aliases": aliases,
-        "memories": [_brief(m) for m in page],
+        "memories": [brief(m) for m in page],
         "offset": offset,
         "more": len(newest) > offset + PAGE,
         "graph": {
@@ -211,7 +184,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
 
 def _entities(ctx: Context, prefix: str, offset: int) -> dict[str, Any]:
     wanted = prefix.strip().lower()
-    spellings = _visible_spellings(ctx)
+    spellings = ctx.sight.spellings(ctx.rm, ctx.namespace)
     ids = sorted({s.entity_id for s in spellings})
     names = ctx.rm.entity_names(ids)
     listed = sorted(
@@ -334,24 +307,6 @@ def _git_export(app: App, head: int) -> dict[str, Any] | None:
         "commit": target.head,
         "behind": max(0, head - state.position),
         "current": state.position >= head,
-    }
-
-
-def _seen(ctx: Context, memories: list[Memory]) -> list[Memory]:
-    return [
-        with_pending(m, ctx.pending)
-        for m in memories
-        if sees(ctx.agent_id, m.agent_id, m.visibility)
-    ]
-
-
-def _brief(m: Memory) -> dict[str, Any]:
-    return {
-        "id": m.memory_id,
-        "type": m.type,
-        "event_time": rfc3339(m.t_valid),
-        "t_invalid": rfc3339(m.t_invalid),
-        "summary": one_line(m, 200),
     }
 
 
