@@ -1,4 +1,4 @@
-"""A real ``ferrex`` on stdio driven byte by byte: what a careless client writes, as it writes it."""
+"""A real ``ferrex`` on stdio driven byte by byte: what a careless client writes, as written."""
 
 from __future__ import annotations
 
