@@ -157,8 +157,10 @@ def _serve_http(
     )
     # the dashboard at / beside /mcp, behind the same tokens
     mount(app, server.hub, tokens, loopback=_is_loopback(host))
+    from ferrex.server.mcp_http_ids import RefusingBadIds
+
     config = uvicorn.Config(
-        app,
+        RefusingBadIds(app, "/mcp"),
         host=host,
         port=port,
         log_level="warning",

@@ -153,16 +153,22 @@ def read_frame(line: bytes | OverLong) -> SessionMessage | BadLine | None:
             return not_json
         return BadLine(INVALID_REQUEST, "Invalid Request: not a JSON-RPC message",
                        "not a message")  # fmt: skip
-    if isinstance(message, JSONRPCNotification) and _has_id(text):
-        # A request whose id is null, a float, a boolean, an object or an array.
-        return BadLine(INVALID_REQUEST, "Invalid Request: the id must be a string or an "
-                       "integer", "bad id")  # fmt: skip
+    if isinstance(message, JSONRPCNotification) and id_refused(pydantic_core.from_json(text)):
+        return BadLine(INVALID_REQUEST, BAD_ID, "bad id")
     return SessionMessage(message)
 
 
-def _has_id(text: str) -> bool:
-    raw = pydantic_core.from_json(text)
-    return isinstance(raw, dict) and "id" in raw
+BAD_ID = "Invalid Request: the id must be a string or an integer"
+
+
+def id_refused(raw: object) -> bool:
+    """Whether ``raw`` (a parsed JSON-RPC message) is a request whose id is null, a float, a
+    boolean, an object or an array. The SDK reads such a request as a notification and never
+    answers it; JSON-RPC asks for -32600."""
+    if not isinstance(raw, dict) or "method" not in raw or "id" not in raw:
+        return False
+    request_id = raw["id"]
+    return isinstance(request_id, bool) or not isinstance(request_id, str | int)
 
 
 class _Wire:
