@@ -60,3 +60,21 @@ def test_the_server_exits_when_stdin_closes_after_serving(tmp_path: Path) -> Non
         server.kill()
     assert not is_held(home)
     assert NATIVE_ABORT not in server.stderr, server.stderr
+
+
+def test_a_signal_while_handing_over_changes_nothing(tmp_path: Path) -> None:
+    """What the SDK's client does: close stdin, then SIGTERM. One hand-over, exit 0."""
+    home = tmp_path / "home"
+    server = RawServer(home)
+    try:
+        server.initialize()
+        assert server.process.stdin is not None
+        server.process.stdin.close()
+        server.process.send_signal(signal.SIGTERM)
+        server.process.send_signal(signal.SIGINT)
+        assert server.process.wait(timeout=60) in (0, 130)  # whichever stop came first
+    finally:
+        server.kill()
+    for trouble in (NATIVE_ABORT, b"Traceback", b"handing over the stores at exit failed"):
+        assert trouble not in server.stderr, server.stderr
+    assert not is_held(home)
