@@ -108,8 +108,9 @@ def cli(
     ctx.meta["ferrex.flags"] = flags  # `serve --agent-id/--namespace` set them too
     ctx.call_on_close(app.close)
     if ctx.invoked_subcommand is None:
-        from ferrex.cli.serve import run_server
+        from ferrex.cli.serve import run_server, stop_on_signals
 
+        stop_on_signals()  # Ctrl-C from here on is a clean stop, even during the start-up
         if sys.stdin.isatty():  # a person, not an MCP client, started it
             click.echo(
                 "ferrex: this is an MCP server on stdio, for an MCP client to launch (see the "

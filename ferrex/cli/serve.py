@@ -15,6 +15,7 @@ process that does, and hands them over cleanly when it exits.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import os
@@ -24,7 +25,7 @@ import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -55,6 +56,8 @@ def run_server(
     changes to its file while it runs (see ferrex.server.reload). ``ui``: serve HTTP on a
     free loopback port and print the dashboard's URL with the operator's token.
     """
+    if http is None and not ui:
+        stop_on_signals()  # before the slow imports below
     from ferrex.server.hub import Hub
     from ferrex.server.mcp_server import build_server
     from ferrex.server.reload import ConfigWatcher
@@ -88,24 +91,31 @@ def run_server(
     watcher = ConfigWatcher(app.config.file, app.config, reload, apply)
     server = build_server(hub, tokens)
     _keep_our_logs_apart()
-    _exit_on_terminate()
-    if address is None and sys.stdin.isatty():
+    if address is None:
+        from ferrex.server.mcp_stdio import run_stdio
 
         def hand_over() -> None:
-            watcher.stop()
+            watcher.stop(join=False)  # a daemon thread: the exit ends it
             hub.close()
+            app.close()
 
-        _end_on_ctrl_c(hand_over)
+        stopping = stop_on_signals()
+        stopping.hand_over = hand_over  # before anything opens: a signal from now on hands over
+        hub.start()
+        watcher.start()
+        code = 0
+        try:
+            run_stdio(server)
+        except Exception:
+            log.exception("the stdio server failed")
+            code = 1
+        stopping.stop(code)  # hands over and ends the process; does not return
+    _exit_on_terminate()
     hub.start()
     watcher.start()
     try:
-        if address is None:
-            from ferrex.server.mcp_stdio import run_stdio
-
-            run_stdio(server)
-        else:
-            _serve_http(server, tokens, *address, listening=listening, stateless=not sessions,
-                        config=app.config)  # fmt: skip
+        _serve_http(server, tokens, *address, listening=listening, stateless=not sessions,
+                    config=app.config)  # fmt: skip
     except KeyboardInterrupt:
         pass
     finally:
@@ -154,8 +164,10 @@ def _serve_http(
     mount(app, server.hub, tokens, loopback=_is_loopback(host),
           public_url=config["server.public_url"],
           trusted_proxies=config["server.trusted_proxies"])  # fmt: skip
+    from ferrex.server.mcp_http_ids import RefusingBadIds
+
     served = uvicorn.Config(
-        app,
+        RefusingBadIds(app, "/mcp"),
         host=host,
         port=port,
         log_level="warning",
@@ -223,32 +235,68 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _end_on_ctrl_c(hand_over: Callable[[], None]) -> None:
-    """Ctrl-C in a terminal ends the server even while it waits for a line.
+class _Stopping:
+    """How the stdio server ends: one hand-over, then the process exits at once.
 
-    The transport reads the terminal in a worker thread that an interrupt cannot wake, so the
-    usual KeyboardInterrupt would wait for Enter. Instead the stores are handed over in a
-    thread of their own and the process exits (130, as a shell reports Ctrl-C).
+    The end of stdin, Ctrl-C (SIGINT, exit 130) and SIGTERM (exit 0, like the end of input)
+    all come here; the first one hands the stores over and the later ones change nothing. A
+    signal hands over on a thread of its own: the transport reads stdin in a thread that an
+    interrupt cannot wake, and the main thread may be anywhere (still importing, in the
+    SDK's loop). The process then ends with ``os._exit``, after flushing stdout and stderr:
+    the stores are closed by then, and what is left (a model still loading on its own
+    thread, inside ONNX Runtime) must not meet the interpreter's teardown, where its native
+    threads abort the process ("terminate called without an active exception").
     """
-    started = threading.Event()
 
-    def finish() -> None:
+    def __init__(self) -> None:
+        self.hand_over: Callable[[], None] | None = None
+        self._lock = threading.Lock()
+        self._started = False
+
+    def stop(self, code: int) -> NoReturn:
+        """Hand over (once) and exit with ``code``; a later call waits for the first one."""
+        with self._lock:
+            first, self._started = not self._started, True
+        if not first:
+            while True:  # the first stop ends the process
+                threading.Event().wait()
         try:
-            hand_over()
+            if self.hand_over is not None:
+                self.hand_over()
+        except BaseException:
+            log.exception("handing over the stores at exit failed")
+            code = code or 1
         finally:
-            sys.stderr.flush()
-            os._exit(130)
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(code)
 
-    def interrupted(signum: int, frame: FrameType | None) -> None:
-        if not started.is_set():
-            started.set()
-            threading.Thread(target=finish, name="ferrex-ctrl-c", daemon=True).start()
+    def signalled(self, signum: int, frame: FrameType | None) -> None:
+        code = 130 if signum == signal.SIGINT else 0
+        if self._started:  # no lock here: the interrupted thread may hold it
+            return
+        threading.Thread(target=self.stop, args=(code,), name="ferrex-stop", daemon=True).start()
 
-    signal.signal(signal.SIGINT, interrupted)
+
+_stopping: _Stopping | None = None
+
+
+def stop_on_signals() -> _Stopping:
+    """From now on SIGINT and SIGTERM end this stdio server cleanly (see :class:`_Stopping`).
+
+    Called as early as the bare ``ferrex`` knows it will serve, before the slow imports, so a
+    Ctrl-C during start-up is a clean stop too, never click's ``Aborted!``."""
+    global _stopping
+    if _stopping is None:
+        _stopping = _Stopping()
+        signal.signal(signal.SIGINT, _stopping.signalled)
+        signal.signal(signal.SIGTERM, _stopping.signalled)
+    return _stopping
 
 
 def _exit_on_terminate() -> None:
-    """SIGTERM ends the server like the end of its input: through ``finally``, handing over."""
+    """SIGTERM ends the HTTP server like Ctrl-C: through ``finally``, handing over."""
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

@@ -68,7 +68,8 @@ class Embedder:
         self._cache: EmbeddingCache | None = None
         self._model: LoadedModel | None = None
         self._counter: TokenCounter | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the model's: held while it loads
+        self._cache_lock = threading.Lock()  # the cache's: close() never waits for a load
         self._loader: threading.Thread | None = None
         self.before_load = before_load
         """Called once, just before the model loads (the CLI says "loading model…")."""
@@ -181,7 +182,7 @@ class Embedder:
         return self.model().fits(text)
 
     def cache(self) -> EmbeddingCache | None:
-        with self._lock:
+        with self._cache_lock:
             if self._cache is None and self._use_cache:
                 self._cache = EmbeddingCache(cache_path(self.home))
             return self._cache
@@ -222,7 +223,9 @@ class Embedder:
         return cache.stats() if cache is not None else CacheStats(0, 0)
 
     def close(self) -> None:
-        with self._lock:
+        """Close the vector cache. A model still loading in the background is not waited for:
+        it holds nothing that needs closing."""
+        with self._cache_lock:
             if self._cache is not None:
                 self._cache.close()
                 self._cache = None

@@ -54,9 +54,11 @@ class ConfigWatcher:
         self._thread = threading.Thread(target=self._run, name="ferrex-config", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, *, join: bool = True) -> None:
+        """Stop watching; ``join=False`` does not wait for the thread to notice (it is a
+        daemon thread, and a process about to exit need not wait for it)."""
         self._stop.set()
-        if self._thread is not None:
+        if join and self._thread is not None:
             self._thread.join(timeout=10)
 
     def _run(self) -> None:

@@ -26,11 +26,10 @@ def test_bare_ferrex_in_a_terminal_explains_itself_and_stops_on_ctrl_c(tmp_path:
         assert ready, "nothing was printed"
         line = process.stderr.readline().decode()
         assert "MCP" in line and "stdio" in line and "--help" in line, line
-        time.sleep(1)  # let the server settle into reading its terminal
-        started = time.monotonic()
+        time.sleep(1)  # Ctrl-C while the server starts up and warms up
         process.send_signal(signal.SIGINT)  # what Ctrl-C sends to the foreground process
-        process.wait(timeout=30)
-        assert time.monotonic() - started < 30
+        process.wait(timeout=30)  # a hang fails here
+        rest = process.stderr.read().decode()
     finally:
         if process.poll() is None:
             process.kill()
@@ -38,4 +37,5 @@ def test_bare_ferrex_in_a_terminal_explains_itself_and_stops_on_ctrl_c(tmp_path:
         os.close(leader)
         if process.stderr is not None:
             process.stderr.close()
-    assert process.returncode in (0, 130, -signal.SIGINT)
+    assert process.returncode in (0, 130, -signal.SIGINT), rest
+    assert "Aborted" not in rest and "terminate called" not in rest and "Traceback" not in rest
