@@ -25,8 +25,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from journal import (
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -163,6 +167,26 @@ class VectorSink:
                                 _entity_payload(event.entity_id, event.namespace),
                             )
                         )
+                    case EntitySplit():
+                        if not event.unmerge:  # the spelling's point moves to the new entity
+                            self._flush(entities, self.collections.entities)
+                            self.backend.delete(
+                                self.collections.entities,
+                                [alias_point_id(event.namespace, event.normalized,
+                                                event.entity_id)],
+                            )  # fmt: skip
+                            entities.append(
+                                _Pending(
+                                    alias_point_id(
+                                        event.namespace, event.normalized, event.new_entity_id
+                                    ),
+                                    event.name,
+                                    event.name,
+                                    _entity_payload(event.new_entity_id, event.namespace),
+                                )
+                            )
+                    case FactsPossiblyConflicting() | EntitiesMerged() | EntitiesDiffer():
+                        pass  # read-model facts: spellings keep their points
                     case MemoriesValidated() | MemoriesAccessed() | MemoryMarked():
                         pass  # freshness and marks live in the read model; vectors do not change
         flush_memories()

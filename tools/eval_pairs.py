@@ -54,8 +54,6 @@ sys.path.insert(0, str(ROOT))
 
 from ferrex.models import Embedder, choose_embedding_model  # noqa: E402
 from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity  # noqa: E402
-from ferrex.rules.subjects import Outcome, subject_outcome  # noqa: E402
-from projections.documents import subject_key  # noqa: E402
 from ferrex.rules.predicates import (  # noqa: E402
     PREDICATE_EMBEDDING_THRESHOLD,
     match_known,
@@ -64,6 +62,8 @@ from ferrex.rules.predicates import (  # noqa: E402
     predicate_phrase,
     unplaced_neighbour,
 )
+from ferrex.rules.subjects import Outcome, subject_outcome  # noqa: E402
+from projections.documents import subject_key  # noqa: E402
 
 PREDICATE_PAIRS: Final = ROOT / "golden_set" / "predicate_pairs.jsonl"
 ENTITY_PAIRS: Final = ROOT / "golden_set" / "entity_pairs.jsonl"

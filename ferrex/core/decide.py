@@ -97,6 +97,7 @@ from ferrex.rules.predicates import (
     predicate_phrase,
     unplaced_neighbour,
 )
+from ferrex.rules.subjects import Possible, objects_agree, resolve_subject
 from ferrex.rules.visibility import in_scope, may_change, scope_of, sees
 from ferrex.times import rfc3339
 from journal import (
@@ -104,6 +105,7 @@ from journal import (
     EntityAliasAdded,
     EntityCreated,
     Event,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -158,6 +160,9 @@ class StoreResult:
     importance: float = DEFAULT_IMPORTANCE
     pinned: bool = False
     expires_at: datetime | float | None = None
+    possible_conflict: tuple[str, ...] = ()
+    """Active facts of the same relation, with another object, on a subject possibly the
+    same as this one's: both are kept and flagged."""
     warnings: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
@@ -181,6 +186,16 @@ class StoreResult:
                     "of this relation; store with multi_valued=true to add a value instead",
                 }
                 if self.replaced_multi_valued
+                else {}
+            ),
+            **(
+                {
+                    "possible_conflict": list(self.possible_conflict),
+                    "possible_conflict_note": "the subject may be the same as theirs: if so, "
+                    "store the right value with supersedes (or `ferrex entity merge`); if not, "
+                    "`ferrex entity differ`",
+                }
+                if self.possible_conflict
                 else {}
             ),
             **({"warnings": list(self.warnings)} if self.warnings else {}),
@@ -317,7 +332,36 @@ def _candidates(view: View, who: _Who) -> list[Candidate]:
     ]
 
 
-def normalized_predicate(valid: ValidStore, view: View, who: _Who, settings: StoreSettings) -> str:
+@dataclass(frozen=True)
+class _Subject:
+    """A fact's subject as resolved: its entity, the normalized spellings of that entity
+    the store may use (the subject keys its facts are stored under), and the entities it is
+    possibly the same as."""
+
+    entity: ResolvedEntity | None
+    keys: tuple[str, ...]
+    possible: tuple[Possible, ...] = ()
+
+
+def _subject_keys(view: View, who: _Who, name: str, entity_id: str | None) -> tuple[str, ...]:
+    keys = {subject_key(name)}
+    if entity_id is not None:
+        keys |= {
+            s.normalized
+            for s in view.spellings(who.namespace)
+            if s.entity_id == entity_id and in_scope(who.scope, s.agent_id)
+        }
+    return tuple(sorted(k for k in keys if k))
+
+
+def _facts_of(view: View, who: _Who, keys: Sequence[str]) -> list[Memory]:
+    found = {m.memory_id: m for key in keys for m in view.subject_facts(who.namespace, key)}
+    return [found[k] for k in sorted(found)]
+
+
+def normalized_predicate(
+    valid: ValidStore, view: View, who: _Who, settings: StoreSettings, keys: Sequence[str] = ()
+) -> str:
     """The fact's predicate in the form its relation is stored under: normalized, then a
     typo of one of the subject's known predicates corrected to it."""
     assert valid.subject is not None and valid.predicate is not None
@@ -325,7 +369,7 @@ def normalized_predicate(valid: ValidStore, view: View, who: _Who, settings: Sto
     known = sorted(
         {
             m.predicate_normalized
-            for m in view.subject_facts(who.namespace, subject_key(valid.subject))
+            for m in _facts_of(view, who, keys or (subject_key(valid.subject),))
             if m.predicate_normalized and who.sees(m)
         }
     )
@@ -334,21 +378,21 @@ def normalized_predicate(valid: ValidStore, view: View, who: _Who, settings: Sto
     return match_known(normalized, known, settings.predicate_fuzzy) or normalized
 
 
-def _same_relation(valid: ValidStore, view: View, who: _Who, predicate: str) -> list[Memory]:
-    assert valid.subject is not None
-    return [
-        m
-        for m in view.active_facts(who.namespace, subject_key(valid.subject), predicate)
+def _same_relation(view: View, who: _Who, keys: Sequence[str], predicate: str) -> list[Memory]:
+    found = {
+        m.memory_id: m
+        for key in keys
+        for m in view.active_facts(who.namespace, key, predicate)
         if m.object and who.sees(m)
-    ]
+    }
+    return [found[k] for k in sorted(found)]
 
 
-def _other_relations(valid: ValidStore, view: View, who: _Who, predicate: str) -> list[Memory]:
+def _other_relations(view: View, who: _Who, keys: Sequence[str], predicate: str) -> list[Memory]:
     """The subject's active single-valued facts the caller sees under other predicates."""
-    assert valid.subject is not None
     return [
         m
-        for m in view.subject_facts(who.namespace, subject_key(valid.subject))
+        for m in _facts_of(view, who, keys)
         if m.t_invalid is None
         and not m.multi_valued
         and m.predicate_normalized
@@ -358,12 +402,17 @@ def _other_relations(valid: ValidStore, view: View, who: _Who, predicate: str) -
 
 
 def _refuse_unplaced(
-    valid: ValidStore, view: View, who: _Who, predicate: str, similar: Similar
+    valid: ValidStore,
+    view: View,
+    who: _Who,
+    keys: Sequence[str],
+    predicate: str,
+    similar: Similar,
 ) -> None:
     """A predicate no rule places, whose phrase embeds close to one the subject already has
     (guarded by :func:`ferrex.rules.predicates.may_reword`): rather than keep two "current"
     answers, ask the agent which it means."""
-    others = _other_relations(valid, view, who, predicate)
+    others = _other_relations(view, who, keys, predicate)
     known = sorted({str(m.predicate_normalized) for m in others})
     found = unplaced_neighbour(
         predicate, known, lambda text, texts: [similar.cosine(text, x) for x in texts]
@@ -392,6 +441,26 @@ def wanted(
     pairs: list[tuple[str, str]] = []
     known = _candidates(view, who)
     earlier: list[Candidate] = []
+    subject_entity: str | None = None
+    if valid.type == "semantic" and valid.subject is not None:
+        # Mirrors _resolve_subject: the scores it may ask for are recorded (and answered 0,
+        # which leaves the subject new; a different outcome asks again, see MissingMeasure).
+        def record(name: str, candidates: Sequence[Candidate]) -> list[float]:
+            pairs.extend((name, c.name) for c in candidates)
+            return [0.0] * len(candidates)
+
+        found = resolve_subject(
+            valid.subject,
+            known,
+            abbreviations=settings.abbreviations_for(who.namespace),
+            fuzzy_threshold=settings.entity_fuzzy,
+            embedding_threshold=settings.entity_embedding,
+            embedding_scores=record,
+        ).resolution
+        subject_entity = found.entity_id
+        earlier.append(
+            Candidate(found.entity_id or "", valid.subject, normalize_entity(valid.subject))
+        )
     for name in valid.entities:
         # Mirrors _resolve_entities: which spellings a later name of the same request is
         # compared with depends on what the earlier names added.
@@ -404,14 +473,15 @@ def wanted(
         elif found.kind == "fuzzy" and not any(c.normalized == normalized for c in candidates):
             earlier.append(Candidate(found.entity_id, name, normalized))
     if valid.type == "semantic" and valid.supersedes is None and not multi_valued:
-        assert valid.object is not None
-        predicate = normalized_predicate(valid, view, who, settings)
-        for old in _same_relation(valid, view, who, predicate):
+        assert valid.object is not None and valid.subject is not None
+        keys = _subject_keys(view, who, valid.subject, subject_entity)
+        predicate = normalized_predicate(valid, view, who, settings, keys)
+        for old in _same_relation(view, who, keys, predicate):
             assert old.object is not None
             pairs.append((valid.object, old.object))
         phrase = predicate_phrase(predicate)
         for other in sorted(
-            {str(m.predicate_normalized) for m in _other_relations(valid, view, who, predicate)}
+            {str(m.predicate_normalized) for m in _other_relations(view, who, keys, predicate)}
         ):
             if may_reword(predicate, other):
                 pairs.append((phrase, predicate_phrase(other)))
@@ -435,7 +505,14 @@ def decide_store(
     t_valid = valid.t_valid or now
     memory_id = new_id("mem")
     events: list[Event] = []
+    subject = _Subject(None, ())
+    if valid.type == "semantic" and valid.subject is not None:
+        subject = _resolve_subject(valid.subject, view, who, similar, settings, new_id, events)
     entities = _resolve_entities(valid.entities, view, who, similar, settings, new_id, events)
+    if subject.entity is not None:
+        entities = (subject.entity, *entities)
+    possible_conflict: list[str] = []
+    possible_events: list[FactsPossiblyConflicting] = []
     superseded: list[str] = []
     validated: list[str] = []
     replaced_multi: list[str] = []
@@ -448,19 +525,19 @@ def decide_store(
         superseded.append(old.memory_id)
         validated.append(memory_id)
     if valid.type == "semantic":
-        predicate = normalized_predicate(valid, view, who, settings)
+        predicate = normalized_predicate(valid, view, who, settings, subject.keys)
         body = replace_body(body, predicate_normalized=predicate)
         if valid.supersedes is None and not multi_valued:
             # An expired fact is gone the moment it expires: it neither repeats nor
             # conflicts (the sweep forgets it soon after).
             actives = [
                 m
-                for m in _same_relation(valid, view, who, predicate)
+                for m in _same_relation(view, who, subject.keys, predicate)
                 if not expired(m.expires_at, now.timestamp())
             ]
             if not actives:
-                _refuse_unplaced(valid, view, who, predicate, similar)
-            outcome = _fact_conflicts(valid, actives, similar, settings)
+                _refuse_unplaced(valid, view, who, subject.keys, predicate, similar)
+            outcome = _fact_conflicts(valid, actives, similar, settings, _agree(view, who))
             if isinstance(outcome, Memory):  # the same fact again: confirm it
                 confirmed: tuple[str, ...] = ()
                 if who.may_change(outcome):
@@ -493,6 +570,10 @@ def decide_store(
             replaced_multi = [
                 m.memory_id for m in outcome if m.multi_valued and m.memory_id in superseded
             ]
+            possible_events = _possible_conflicts(
+                valid, view, who, subject, predicate, memory_id, now, settings
+            )
+            possible_conflict = sorted({o for e in possible_events for o in e.others})
     current: list[Memory] = []
     if valid.type == "procedural":
         assert valid.name is not None
@@ -542,6 +623,7 @@ def decide_store(
                 expires_at=expires_at,
             )
         )
+    events += possible_events
     for old_id in superseded:
         reason: SupersedeReason = "explicit" if old_id == valid.supersedes else "conflict"
         events.append(
@@ -596,6 +678,7 @@ def decide_store(
         importance=valid.importance,
         pinned=valid.pinned,
         expires_at=expires_at,
+        possible_conflict=tuple(possible_conflict),
     )
     return Decision(tuple(events), result)
 
@@ -663,16 +746,23 @@ def _supersedable(memory_id: str, namespace: str, view: View, who: _Who, now: da
 
 
 def _fact_conflicts(
-    valid: ValidStore, actives: Sequence[Memory], similar: Similar, settings: StoreSettings
+    valid: ValidStore,
+    actives: Sequence[Memory],
+    similar: Similar,
+    settings: StoreSettings,
+    agree: Callable[[str, str], bool] | None = None,
 ) -> Memory | list[Memory]:
     """The existing same fact (a duplicate), or the active facts the new one replaces.
 
-    Raises ``conflict_ambiguous`` when an object is neither clearly the same nor clearly
-    different."""
+    Objects that ``agree`` (one entity, or the same words: ``team Nova`` and ``Nova``) are
+    the same fact. Raises ``conflict_ambiguous`` when an object is neither clearly the same
+    nor clearly different."""
     assert valid.object is not None
     replaced: list[Memory] = []
     for old in actives:
         assert old.object is not None
+        if agree is not None and agree(valid.object, old.object):
+            return old
         similarity = similar.cosine(valid.object, old.object)
         change = classify_object_change(
             valid.object,
@@ -777,6 +867,117 @@ def _refuse_duplicates(
             )
 
 
+def _resolve_subject(
+    name: str,
+    view: View,
+    who: _Who,
+    similar: Similar,
+    settings: StoreSettings,
+    new_id: NewId,
+    events: list[Event],
+) -> _Subject:
+    """A fact's subject through entity resolution (:func:`ferrex.rules.subjects.
+    resolve_subject`), in the store's scope: the entity it names, made or given the new
+    spelling as an alias, like a name in ``entities``."""
+    known = _candidates(view, who)
+    found = resolve_subject(
+        name,
+        known,
+        abbreviations=settings.abbreviations_for(who.namespace),
+        fuzzy_threshold=settings.entity_fuzzy,
+        embedding_threshold=settings.entity_embedding,
+        embedding_scores=lambda n, cs: [similar.cosine(n, c.name) for c in cs],
+    )
+    res = found.resolution
+    normalized = normalize_entity(name)
+    possible = tuple(p for p in found.possible if res.entity_id is None or
+                     not view.entities_differ(res.entity_id, p.entity_id))  # fmt: skip
+    if res.entity_id is None:
+        entity_id = new_id("ent")
+        events.append(
+            EntityCreated(
+                entity_id=entity_id,
+                namespace=who.namespace,
+                name=name,
+                normalized=normalized,
+                agent_id=who.scope,
+            )
+        )
+        entity = ResolvedEntity(name, entity_id, "new", 1.0, None)
+        return _Subject(entity, _subject_keys(view, who, name, None), possible)
+    if not any(c.normalized == normalized and c.entity_id == res.entity_id for c in known):
+        events.append(
+            EntityAliasAdded(
+                entity_id=res.entity_id,
+                namespace=who.namespace,
+                alias=name,
+                normalized=normalized,
+                match="abbreviation" if res.kind in ("abbreviation", "normalized")
+                else _alias_match(res),
+                score=round(res.score, 6),
+                agent_id=who.scope,
+            )
+        )  # fmt: skip
+    entity = ResolvedEntity(name, res.entity_id, res.kind, res.score, res.matched)
+    return _Subject(entity, _subject_keys(view, who, name, res.entity_id), possible)
+
+
+def _agree(view: View, who: _Who) -> Callable[[str, str], bool]:
+    """Whether two objects name one thing: the same words (``team Nova`` / ``Nova``), or
+    one known entity by the entity rules (no embedding)."""
+    candidates = _candidates(view, who)
+
+    def agree(a: str, b: str) -> bool:
+        if objects_agree(a, b):
+            return True
+        left = resolve_entity(a, candidates).entity_id
+        return left is not None and left == resolve_entity(b, candidates).entity_id
+
+    return agree
+
+
+def _possible_conflicts(
+    valid: ValidStore,
+    view: View,
+    who: _Who,
+    subject: _Subject,
+    predicate: str,
+    memory_id: str,
+    now: datetime,
+    settings: StoreSettings,
+) -> list[FactsPossiblyConflicting]:
+    """For each entity the subject is possibly the same as: its active single-valued facts
+    of the same relation whose object disagrees. Nothing is superseded; both are flagged."""
+    assert valid.object is not None and valid.subject is not None
+    if subject.entity is None:
+        return []
+    agree = _agree(view, who)
+    out: list[FactsPossiblyConflicting] = []
+    for possible in subject.possible:
+        keys = _subject_keys(view, who, "", possible.entity_id)
+        others = [
+            m.memory_id
+            for m in _same_relation(view, who, keys, predicate)
+            if not m.multi_valued
+            and not expired(m.expires_at, now.timestamp())
+            and m.object is not None
+            and not agree(valid.object, m.object)
+        ]
+        if others:
+            out.append(
+                FactsPossiblyConflicting(
+                    memory_id=memory_id,
+                    namespace=who.namespace,
+                    others=tuple(others),
+                    entity_id=subject.entity.entity_id,
+                    other_entity_id=possible.entity_id,
+                    reason=possible.reason,
+                    score=possible.score,
+                )
+            )
+    return out
+
+
 def _resolve_entities(
     names: Sequence[str],
     view: View,
@@ -787,7 +988,13 @@ def _resolve_entities(
     events: list[Event],
 ) -> tuple[ResolvedEntity, ...]:
     known = _candidates(view, who)
-    added: list[Candidate] = []
+    # A subject resolved just before added its entity or spelling (pending in ``events``).
+    added: list[Candidate] = [
+        Candidate(e.entity_id, e.name if isinstance(e, EntityCreated) else e.alias,
+                  e.normalized)
+        for e in events
+        if isinstance(e, EntityCreated | EntityAliasAdded)
+    ]  # fmt: skip
     resolved: list[ResolvedEntity] = []
     for name in names:
         candidates = [*known, *added]

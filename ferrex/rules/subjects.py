@@ -233,9 +233,8 @@ def compare_words(left: Sequence[str], right: Sequence[str]) -> Outcome | None:
         if any(_DIGITS.search(w) for w in extra):
             return "different"  # api / api v2
         shorter, longer = (left, right) if only_right else (right, left)
-        if (
-            list(longer[: len(shorter)]) == list(shorter)
-            and all(w in COMPONENT_WORDS for w in longer[len(shorter) :])
+        if list(longer[: len(shorter)]) == list(shorter) and all(
+            w in COMPONENT_WORDS for w in longer[len(shorter) :]
         ):
             return "possible"  # a head word dropped: billing / billing service
         return "different"
@@ -243,13 +242,21 @@ def compare_words(left: Sequence[str], right: Sequence[str]) -> Outcome | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Possible:
+    """An entity the subject is possibly the same as, and why."""
+
+    entity_id: str
+    reason: Literal["head word", "embedding"]
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
 class SubjectResolution:
-    """Where a subject landed: ``same`` (an existing entity), ``new``, and the entities it
-    is possibly the same as (never the one it resolved to)."""
+    """Where a subject landed (an existing entity, or ``new``) and the entities it is
+    possibly the same as (never the one it resolved to), by entity id."""
 
     resolution: Resolution
-    possible: tuple[str, ...]
-    """Entity ids, sorted."""
+    possible: tuple[Possible, ...]
 
 
 def resolve_subject(
@@ -266,57 +273,58 @@ def resolve_subject(
 
     ``embedding_scores`` is called at most once, with the candidates that share no word
     with ``name`` (only those may be decided by a score), and only when no candidate is
-    the same by the words.
+    the same by its words or the entity rules.
     """
     normalized = normalize_entity(name)
     if not normalized:
         return SubjectResolution(NEW, ())
+    words = spelled_out(normalized, abbreviations)
+    spelled = {c: spelled_out(c.normalized, abbreviations) for c in candidates}
+    verdicts = {c: compare_words(words, spelled[c]) for c in candidates}
+    heads = {c.entity_id for c in candidates if verdicts[c] == "possible"}
+
+    def answer(found: Resolution, scored: Sequence[Possible] = ()) -> SubjectResolution:
+        possible = {p.entity_id: p for p in scored}
+        for entity_id in heads:
+            possible.setdefault(entity_id, Possible(entity_id, "head word", 1.0))
+        possible.pop(found.entity_id or "", None)
+        return SubjectResolution(found, tuple(possible[k] for k in sorted(possible)))
+
     exact = [c for c in candidates if c.name == name]
     if exact:
-        return SubjectResolution(_best("exact", exact), ())
-    words = spelled_out(normalized, abbreviations)
-    verdicts: dict[str, Outcome | None] = {}
-    for c in candidates:
-        verdicts[c.entity_id + "\0" + c.normalized] = compare_words(
-            words, spelled_out(c.normalized, abbreviations)
-        )
-
-    def verdict(c: Candidate) -> Outcome | None:
-        return verdicts[c.entity_id + "\0" + c.normalized]
-
-    same = [c for c in candidates if verdict(c) == "same"]
+        return answer(_best("exact", exact))
+    same = [c for c in candidates if verdicts[c] == "same"]
     if same:
         plain = [c for c in same if c.normalized == normalized]
-        kind = "normalized" if plain else "abbreviation"
-        return SubjectResolution(_best(kind, plain or same), ())
-    # The entity rules (typos, product suffixes) among names the words do not keep apart;
-    # their same-core rule is the words' "possible" here, so it is not offered names that
-    # only differ by descriptors.
-    open_ = [c for c in candidates if verdict(c) is None]
+        return answer(_best("normalized" if plain else "abbreviation", plain or same))
+    # The entity rules (typos, product suffixes) among names the words leave open; their
+    # same-core rule is the words' "possible" here, so names that only differ by
+    # descriptors never reach it.
+    open_ = [c for c in candidates if verdicts[c] is None]
     fuzzy = resolve_entity(name, open_, fuzzy_threshold=fuzzy_threshold)
-    if fuzzy.entity_id is not None and fuzzy.kind != "new":
-        return SubjectResolution(fuzzy, ())
-    possible = {c.entity_id for c in candidates if verdict(c) == "possible"}
-    scored = [c for c in open_ if not _shares_word(words, spelled_out(c.normalized, abbreviations))]
+    if fuzzy.entity_id is not None:
+        return answer(fuzzy)
+    scored = [c for c in open_ if not set(words) & set(spelled[c])]
+    if embedding_scores is None or not scored:
+        return answer(NEW)
+    scores = embedding_scores(name, scored)
+    if len(scores) != len(scored):
+        raise ValueError(f"embedding_scores gave {len(scores)} scores for {len(scored)}")
     best: tuple[float, Candidate] | None = None
-    if embedding_scores is not None and scored:
-        scores = embedding_scores(name, scored)
-        if len(scores) != len(scored):
-            raise ValueError(f"embedding_scores gave {len(scores)} scores for {len(scored)}")
-        for raw, c in zip(scores, scored, strict=True):
-            score = float(raw)
-            if not math.isfinite(score) or not _same_numbers(normalized, c.normalized):
-                continue
-            if score > embedding_threshold:
-                if best is None or (-score, c.entity_id) < (-best[0], best[1].entity_id):
-                    best = (score, c)
-            elif score > embedding_threshold - POSSIBLE_BAND:
-                possible.add(c.entity_id)
-    if best is not None:
-        score, winner = best
-        resolution = Resolution("embedding", winner.entity_id, score, winner.name)
-        return SubjectResolution(resolution, tuple(sorted(possible - {winner.entity_id})))
-    return SubjectResolution(NEW, tuple(sorted(possible)))
+    near: list[Possible] = []
+    for raw, c in zip(scores, scored, strict=True):
+        score = float(raw)
+        if not math.isfinite(score) or not _same_numbers(normalized, c.normalized):
+            continue
+        if score > embedding_threshold:
+            if best is None or (-score, c.entity_id) < (-best[0], best[1].entity_id):
+                best = (score, c)
+        elif score > embedding_threshold - POSSIBLE_BAND:
+            near.append(Possible(c.entity_id, "embedding", round(score, 6)))
+    if best is None:
+        return answer(NEW, near)
+    score, winner = best
+    return answer(Resolution("embedding", winner.entity_id, score, winner.name), near)
 
 
 def subject_outcome(
@@ -343,9 +351,27 @@ def subject_outcome(
     return "possible" if found.possible else "different"
 
 
-def objects_agree(
-    a: str, b: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS
-) -> bool:
+def find_entity(
+    name: str,
+    candidates: Sequence[Candidate],
+    abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS,
+) -> str | None:
+    """The entity a name given by a reader (a resource, a filter, a page) refers to: the
+    entity rules, or the same spelled-out words as a known spelling (``kubernetes
+    cluster`` finds the entity spelt ``k8s cluster``). No embedding; None when unknown."""
+    found = resolve_entity(name, candidates)
+    if found.entity_id is not None:
+        return found.entity_id
+    words = "".join(spelled_out(normalize_entity(name), abbreviations))
+    same = [
+        c
+        for c in candidates
+        if words and "".join(spelled_out(c.normalized, abbreviations)) == words
+    ]
+    return min(same, key=lambda c: c.entity_id).entity_id if same else None
+
+
+def objects_agree(a: str, b: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> bool:
     """Whether two objects name one thing by their words: the same spelled-out form, once
     leading kind words (:data:`OBJECT_KIND_WORDS`: ``team Nova`` / ``Nova``) are dropped."""
     return _object_form(a, abbreviations) == _object_form(b, abbreviations) != ""
@@ -358,7 +384,9 @@ def _object_form(text: str, abbreviations: Mapping[str, str]) -> str:
     return "".join(words)
 
 
-def _best(kind: Literal["exact", "normalized", "abbreviation"], found: Sequence[Candidate]) -> Resolution:
+def _best(
+    kind: Literal["exact", "normalized", "abbreviation"], found: Sequence[Candidate]
+) -> Resolution:
     winner = min(found, key=lambda c: c.entity_id)
     return Resolution(kind, winner.entity_id, 1.0, winner.name)
 
@@ -374,7 +402,3 @@ def _same_numbers(left: str, right: str) -> bool:
 
 def _same_word(a: str, b: str) -> bool:
     return is_typo(a, b) or is_product_suffix([a], [b])
-
-
-def _shares_word(left: Sequence[str], right: Sequence[str]) -> bool:
-    return bool(set(left) & set(right))
