@@ -225,9 +225,9 @@ class EntitySplit(Event, tag="entity.split", frozen=True):
     normalized: str
     entity_agent_id: str | None = None
     """The scope of the spelling that moves (a private spelling stays private)."""
-    unmerge: bool = False
-    """``new_entity_id`` is an entity that was merged into ``entity_id``: it stands alone
-    again (with its own spellings) instead of a new entity being made."""
+    spelling_entity_id: str | None = None
+    """The entity the spelling was recorded under, when that is one merged into
+    ``entity_id`` (None: ``entity_id`` itself)."""
     agent_id: str | None = None
 
 

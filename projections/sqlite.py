@@ -289,6 +289,9 @@ class Spelling:
     alias: str
     normalized: str
     agent_id: str | None = None
+    recorded_under: str | None = None
+    """The entity the spelling was recorded under when that one was merged into
+    ``entity_id`` (None: ``entity_id`` itself)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -652,39 +655,37 @@ class ReadModel:
 
     def _split(self, event: EntitySplit, at: float) -> None:
         db = self.db
-        if event.unmerge:
-            db.execute(
-                "UPDATE entities SET merged_into=NULL WHERE entity_id=?", (event.new_entity_id,)
-            )
-            db.execute(
-                "DELETE FROM memory_entities WHERE entity_id=? AND memory_id IN "
-                "(SELECT memory_id FROM memory_entities WHERE entity_id=?)",
-                (event.entity_id, event.new_entity_id),
-            )
-        else:
-            db.execute(
-                "DELETE FROM aliases WHERE namespace=? AND normalized=? AND entity_id IN "
-                "(SELECT entity_id FROM entities WHERE entity_id=? OR merged_into=?)",
-                (event.namespace, event.normalized, event.entity_id, event.entity_id),
-            )
-            db.execute(
-                "INSERT OR REPLACE INTO entities (entity_id, namespace, name, normalized, kind, "
-                "created_at, agent_id) VALUES (?, ?, ?, ?, NULL, ?, ?)",
-                (event.new_entity_id, event.namespace, event.name, event.normalized, at,
-                 event.entity_agent_id),
-            )  # fmt: skip
-            db.execute(
-                "INSERT OR REPLACE INTO aliases (namespace, normalized, alias, entity_id, "
-                "match, score, agent_id) VALUES (?, ?, ?, ?, 'operator', 1.0, ?)",
-                (event.namespace, event.normalized, event.name, event.new_entity_id,
-                 event.entity_agent_id),
-            )  # fmt: skip
-            db.execute(
-                "UPDATE OR IGNORE memory_entities SET entity_id=? WHERE entity_id=? AND "
-                "memory_id IN (SELECT memory_id FROM memories WHERE namespace=? "
-                "AND subject_key=?)",
-                (event.new_entity_id, event.entity_id, event.namespace, event.normalized),
-            )
+        family = "(SELECT entity_id FROM entities WHERE entity_id=? OR merged_into=?)"  # and merged
+        db.execute(
+            f"DELETE FROM aliases WHERE namespace=? AND normalized=? AND entity_id IN {family}",
+            (event.namespace, event.normalized, event.entity_id, event.entity_id),
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO entities (entity_id, namespace, name, normalized, kind, "
+            "created_at, agent_id) VALUES (?, ?, ?, ?, NULL, ?, ?)",
+            (event.new_entity_id, event.namespace, event.name, event.normalized, at,
+             event.entity_agent_id),
+        )  # fmt: skip
+        db.execute(
+            "INSERT OR REPLACE INTO aliases (namespace, normalized, alias, entity_id, "
+            "match, score, agent_id) VALUES (?, ?, ?, ?, 'operator', 1.0, ?)",
+            (event.namespace, event.normalized, event.name, event.new_entity_id,
+             event.entity_agent_id),
+        )  # fmt: skip
+        # The facts whose subject is that spelling go with it.
+        moved = (
+            "SELECT memory_id FROM memories WHERE namespace=? AND subject_key=? AND type='semantic'"
+        )
+        args = (event.namespace, event.normalized)
+        db.execute(
+            f"INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) "
+            f"SELECT memory_id, ? FROM memory_entities WHERE memory_id IN ({moved})",
+            (event.new_entity_id, *args),
+        )
+        db.execute(
+            f"DELETE FROM memory_entities WHERE entity_id IN {family} AND memory_id IN ({moved})",
+            (event.entity_id, event.entity_id, *args),
+        )
         self._differ(event.namespace, event.entity_id, event.new_entity_id)
 
     def _differ(self, namespace: str, a: str, b: str) -> None:
@@ -842,14 +843,16 @@ class ReadModel:
         """Every known spelling of every entity of a namespace, by normalized form. The
         spellings of an entity merged into another are that other's."""
         return [
-            Spelling(str(e), str(a), str(n), None if g is None else str(g))
-            for e, a, n, g in self.db.execute(
-                "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id "
+            Spelling(str(e), str(a), str(n), None if g is None else str(g),
+                     None if m is None else str(r))
+            for e, a, n, g, m, r in self.db.execute(
+                "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
+                "e.merged_into, a.entity_id "
                 "FROM aliases a LEFT JOIN entities e ON e.entity_id=a.entity_id "
                 "WHERE a.namespace=? ORDER BY a.normalized, 1",
                 (namespace,),
             )
-        ]
+        ]  # fmt: skip
 
     def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
         """Every spelling of the given entities with how it was matched when first seen

@@ -168,23 +168,23 @@ class VectorSink:
                             )
                         )
                     case EntitySplit():
-                        if not event.unmerge:  # the spelling's point moves to the new entity
-                            self._flush(entities, self.collections.entities)
-                            self.backend.delete(
-                                self.collections.entities,
-                                [alias_point_id(event.namespace, event.normalized,
-                                                event.entity_id)],
-                            )  # fmt: skip
-                            entities.append(
-                                _Pending(
-                                    alias_point_id(
-                                        event.namespace, event.normalized, event.new_entity_id
-                                    ),
-                                    event.name,
-                                    event.name,
-                                    _entity_payload(event.new_entity_id, event.namespace),
-                                )
+                        # The spelling's point moves to the new entity.
+                        self._flush(entities, self.collections.entities)
+                        owner = event.spelling_entity_id or event.entity_id
+                        self.backend.delete(
+                            self.collections.entities,
+                            [alias_point_id(event.namespace, event.normalized, owner)],
+                        )
+                        entities.append(
+                            _Pending(
+                                alias_point_id(
+                                    event.namespace, event.normalized, event.new_entity_id
+                                ),
+                                event.name,
+                                event.name,
+                                _entity_payload(event.new_entity_id, event.namespace),
                             )
+                        )
                     case FactsPossiblyConflicting() | EntitiesMerged() | EntitiesDiffer():
                         pass  # read-model facts: spellings keep their points
                     case MemoriesValidated() | MemoriesAccessed() | MemoryMarked():

@@ -97,13 +97,16 @@ from ferrex.rules.predicates import (
     predicate_phrase,
     unplaced_neighbour,
 )
-from ferrex.rules.subjects import Possible, objects_agree, resolve_subject
-from ferrex.rules.visibility import in_scope, may_change, scope_of, sees
+from ferrex.rules.subjects import Possible, find_entity, objects_agree, resolve_subject
+from ferrex.rules.visibility import in_scope, may_change, scope_of, sees, sees_scope
 from ferrex.times import rfc3339
 from journal import (
     Access,
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
     Event,
     FactsPossiblyConflicting,
     MemoriesAccessed,
@@ -236,7 +239,7 @@ class MarkResult:
         return _answer(self)
 
 
-def _answer(result: ForgetResult | ValidateResult | MarkResult) -> dict[str, Any]:
+def _answer(result: ForgetResult | ValidateResult | MarkResult | EntityResult) -> dict[str, Any]:
     """A result as the tools answer it: every field, lists for tuples, warnings only when
     there are some."""
     doc: dict[str, Any] = {
@@ -1072,6 +1075,112 @@ def _cited(source: str | None) -> str | None:
 
 
 # -- forget, validate, access, eviction --------------------------------------------------
+
+
+# -- entity corrections ------------------------------------------------------------------
+
+EntityAction = Literal["merge", "split", "differ"]
+
+
+@dataclass(frozen=True)
+class EntityResult:
+    action: str
+    entity: str
+    """The entity acted on (for merge: the one kept), by id."""
+    other: str
+    """merge: the entity merged into ``entity``; differ: the other entity; split: the new
+    entity the spelling became."""
+    namespace: str
+    position: int | None = None
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return _answer(self)
+
+
+def decide_entity(
+    action: EntityAction,
+    first: str,
+    second: str,
+    view: View,
+    *,
+    namespace: str,
+    caller: str | None,
+    new_id: NewId,
+) -> Decision[EntityResult]:
+    """An operator's or agent's correction of entity resolution, as one event:
+
+    - ``merge``: ``second`` is the entity ``first`` (its spellings and links join it);
+    - ``split``: the spelling ``second`` of entity ``first`` was a wrong merge: it becomes an
+      entity of its own, with the facts whose subject it spells, and the two differ;
+    - ``differ``: ``first`` and ``second`` are different things (no possible conflicts
+      between their facts).
+
+    Names are resolved through the spellings the caller sees (another agent's private
+    spelling is unknown, exactly like a name nobody used); a name that resolves nowhere is
+    ``not_found``, and nothing is written."""
+    if action not in ("merge", "split", "differ"):
+        raise UsageError(
+            f"unknown entity action {action!r}", hint="the actions are merge, split and differ"
+        )
+    spellings = [s for s in view.spellings(namespace) if sees_scope(caller, s.agent_id)]
+    candidates = [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
+
+    def entity_of(name: str) -> str:
+        found = find_entity(name, candidates)
+        if found is None:
+            raise Refused(
+                f"no entity {name!r} in {namespace}",
+                code="not_found",
+                hint="stats or recall show the entities memories name",
+                details={"name": name},
+            )
+        return found
+
+    kept = entity_of(first)
+    if action == "split":
+        normalized = normalize_entity(second)
+        spelling = next(
+            (s for s in spellings if s.entity_id == kept and s.normalized == normalized), None
+        )
+        if spelling is None:
+            raise Refused(
+                f"{second!r} is not a spelling of the entity {first!r}",
+                code="not_found",
+                hint="the entity resource lists its aliases",
+                details={"name": second},
+            )
+        if all(s.normalized == normalized for s in spellings if s.entity_id == kept):
+            raise UsageError(
+                f"{second!r} is the only spelling of {first!r}: nothing to split",
+                hint="split a spelling that was merged into another",
+            )
+        new_entity = new_id("ent")
+        event: Event = EntitySplit(
+            entity_id=kept,
+            new_entity_id=new_entity,
+            namespace=namespace,
+            name=spelling.alias,
+            normalized=normalized,
+            entity_agent_id=spelling.agent_id,
+            spelling_entity_id=spelling.recorded_under,
+            agent_id=caller,
+        )
+        return Decision((event,), EntityResult(action, kept, new_entity, namespace))
+    other = entity_of(second)
+    if other == kept:
+        raise UsageError(
+            f"{first!r} and {second!r} are already one entity",
+            hint="to undo a wrong merge, split the spelling: ferrex entity split NAME SPELLING"
+            if action == "differ"
+            else "nothing to merge",
+        )
+    if action == "merge":
+        event = EntitiesMerged(entity_id=other, into=kept, namespace=namespace, agent_id=caller)
+    else:
+        event = EntitiesDiffer(entity_id=kept, other_id=other, namespace=namespace,
+                               agent_id=caller)  # fmt: skip
+    return Decision((event,), EntityResult(action, kept, other, namespace))
 
 
 def checked_ids(ids: Sequence[str]) -> list[str]:

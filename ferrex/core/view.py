@@ -259,7 +259,9 @@ class Overlay:
         found = [*self._base.spellings(namespace), *self._spellings.get(namespace, ())]
         into = self._merged_into
         return [
-            replace(s, entity_id=into[s.entity_id]) if s.entity_id in into else s
+            replace(s, entity_id=into[s.entity_id], recorded_under=s.recorded_under or s.entity_id)
+            if s.entity_id in into
+            else s
             for s in found
             if s.entity_id not in self._dropped
         ]

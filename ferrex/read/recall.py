@@ -95,7 +95,7 @@ from ferrex.models.sparse import Bm25Encoder, tokens
 from ferrex.read.insight import freshness_input
 from ferrex.rules import relevance
 from ferrex.rules.dates import when
-from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity
+from ferrex.rules.entities import Candidate, normalize_entity
 from ferrex.rules.freshness import (
     StalenessConfig,
     StalenessParams,
@@ -115,6 +115,7 @@ from ferrex.rules.fusion import (
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, expired, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
+from ferrex.rules.subjects import find_entity, object_form
 from ferrex.rules.visibility import sees, sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
@@ -737,7 +738,13 @@ class Reader:
             result.update(subject=memory.subject, predicate=memory.predicate, object=memory.object)
             if memory.content:
                 result["content"] = memory.content
-            result["contradiction"] = self._contradicted(memory, agent_id)
+            contradicts = self._contradicted(memory, agent_id)
+            result["contradiction"] = bool(contradicts)
+            if contradicts:
+                result["contradicts"] = contradicts
+            possible = self._possible_conflict(memory, agent_id, now)
+            if possible:
+                result["possible_conflict"] = possible
         elif memory.type == "procedural":
             result.update(
                 name=memory.procedure_name,
@@ -755,34 +762,80 @@ class Reader:
             result["explain"] = stages
         return result
 
-    def _contradicted(self, memory: Memory, agent_id: str | None) -> bool:
-        """Another active single-valued fact the caller may see that disagrees: the same
-        subject and predicate, or a predicate of the subject that is probably this one in
-        other words (:func:`ferrex.rules.predicates.unplaced_neighbour`). Multi-valued facts
-        are never contradictions."""
+    def _contradicted(self, memory: Memory, agent_id: str | None) -> list[str]:
+        """The other active single-valued facts the caller may see that disagree (empty:
+        none): the same subject, however it is spelt (every spelling of the entity its
+        subject names, as the caller sees spellings), and the same predicate, or a
+        predicate of the subject that is probably this one in other words
+        (:func:`ferrex.rules.predicates.unplaced_neighbour`); objects that agree
+        (``team Nova`` / ``Nova``) do not. Multi-valued facts are never contradictions."""
         if (
             memory.t_invalid is not None
             or memory.multi_valued
             or not memory.predicate_normalized
             or not memory.subject_key
         ):
-            return False
-        facts = [
-            m
-            for m in self.projections.read_model.subject_facts(memory.namespace, memory.subject_key)
+            return []
+        rm = self.projections.read_model
+        facts = {
+            m.memory_id: m
+            for key in self._subject_keys(memory.namespace, memory.subject_key, agent_id)
+            for m in rm.subject_facts(memory.namespace, key)
             if m.memory_id != memory.memory_id
             and m.t_invalid is None
             and not m.multi_valued
             and m.predicate_normalized
             and sees(agent_id, m.agent_id, m.visibility)
+        }
+        mine = object_form(memory.object or "")
+        same = sorted(
+            i
+            for i, m in facts.items()
+            if m.predicate_normalized == memory.predicate_normalized
+            and object_form(m.object or "") != mine
+        )
+        if same:
+            return same
+        others = sorted(
+            {
+                str(m.predicate_normalized)
+                for m in facts.values()
+                if m.predicate_normalized != memory.predicate_normalized
+            }
+        )
+        found = (
+            unplaced_neighbour(memory.predicate_normalized, others, self._phrase_similarity)
+            if others
+            else None
+        )
+        if found is None:
+            return []
+        return sorted(i for i, m in facts.items() if m.predicate_normalized == found[0])
+
+    def _subject_keys(self, namespace: str, key: str, agent_id: str | None) -> list[str]:
+        """Every spelling (normalized) of the entities ``key`` spells, that the caller sees."""
+        spellings = [
+            s
+            for s in self.projections.read_model.spellings(namespace)
+            if sees_scope(agent_id, s.agent_id)
         ]
-        if any(m.predicate_normalized == memory.predicate_normalized for m in facts):
-            return True
-        others = sorted({str(m.predicate_normalized) for m in facts})
-        return (
-            bool(others)
-            and unplaced_neighbour(memory.predicate_normalized, others, self._phrase_similarity)
-            is not None
+        entities = {s.entity_id for s in spellings if s.normalized == key}
+        return sorted({key, *(s.normalized for s in spellings if s.entity_id in entities)})
+
+    def _possible_conflict(self, memory: Memory, agent_id: str | None, now: datetime) -> list[str]:
+        """The active facts the caller sees that the store kept beside this one because
+        their subjects are possibly the same (``facts.possible_conflict``)."""
+        if memory.t_invalid is not None:
+            return []
+        rm = self.projections.read_model
+        ids = sorted({c.other_id for c in rm.possible_conflicts([memory.memory_id])})
+        others = rm.memories(memory_ids=ids) if ids else []
+        return sorted(
+            m.memory_id
+            for m in others
+            if m.t_invalid is None
+            and sees(agent_id, m.agent_id, m.visibility)
+            and not expired(m.expires_at, now.timestamp())
         )
 
     def _phrase_similarity(self, text: str, texts: Sequence[str]) -> list[float]:
@@ -818,12 +871,16 @@ class Reader:
         ]
         found: list[str] = []
         unknown: list[str] = []
+        rm = self.projections.read_model
         for name in names:
-            resolution = resolve_entity(name, candidates)
-            if resolution.entity_id is None:
+            entity_id = find_entity(name, candidates)
+            if entity_id is None:
                 unknown.append(name)
-            elif resolution.entity_id not in found:
-                found.append(resolution.entity_id)
+                continue
+            # Memories stored before a merge name the merged entity by its old id.
+            for one in rm.merged_ids([entity_id]):
+                if one not in found:
+                    found.append(one)
         return tuple(found), unknown
 
 

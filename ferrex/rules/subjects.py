@@ -374,10 +374,11 @@ def find_entity(
 def objects_agree(a: str, b: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> bool:
     """Whether two objects name one thing by their words: the same spelled-out form, once
     leading kind words (:data:`OBJECT_KIND_WORDS`: ``team Nova`` / ``Nova``) are dropped."""
-    return _object_form(a, abbreviations) == _object_form(b, abbreviations) != ""
+    return object_form(a, abbreviations) == object_form(b, abbreviations) != ""
 
 
-def _object_form(text: str, abbreviations: Mapping[str, str]) -> str:
+def object_form(text: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> str:
+    """The comparable form of an object (see :func:`objects_agree`)."""
     words = spelled_out(normalize_entity(text), abbreviations)
     while len(words) > 1 and words[0] in OBJECT_KIND_WORDS:
         words = words[1:]
