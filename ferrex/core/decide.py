@@ -119,7 +119,7 @@ from journal import (
 )
 from journal.events import EpisodeRef, SupersedeReason, ValidationSource
 from projections.documents import memory_text, subject_key
-from projections.sqlite import Memory
+from projections.sqlite import Memory, Spelling
 
 from .settings import StoreSettings
 from .view import EpisodeTail, View
@@ -1079,6 +1079,12 @@ def _cited(source: str | None) -> str | None:
 
 # -- entity corrections ------------------------------------------------------------------
 
+
+def _private(spellings: Sequence[Spelling], entity_id: str) -> bool:
+    """Whether every spelling of the entity is one agent's own (a private entity)."""
+    return all(s.agent_id is not None for s in spellings if s.entity_id == entity_id)
+
+
 EntityAction = Literal["merge", "split", "differ"]
 
 
@@ -1176,6 +1182,12 @@ def decide_entity(
             else "nothing to merge",
         )
     if action == "merge":
+        if _private(spellings, kept) and not _private(spellings, other):
+            # Every caller would lose the shared entity into one only its agent sees.
+            raise UsageError(
+                f"cannot merge the shared entity {second!r} into the private entity {first!r}",
+                hint=f"merge the other way: ferrex entity merge {second!r} {first!r}",
+            )
         event = EntitiesMerged(entity_id=other, into=kept, namespace=namespace, agent_id=caller)
     else:
         event = EntitiesDiffer(entity_id=kept, other_id=other, namespace=namespace,
