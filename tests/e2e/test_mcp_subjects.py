@@ -165,9 +165,7 @@ def test_a_possible_conflict_is_flagged_listed_and_cleared(tmp_path: Path) -> No
             merged = ferrex(home, "entity", "merge", "search svc", "search api", "--json")
             assert merged.returncode == 0, merged.stderr
             now = await _recall(client, "who owns search svc")
-            assert now[one["id"]]["contradiction"] and now[one["id"]]["contradicts"] == [
-                two["id"]
-            ]
+            assert now[one["id"]]["contradiction"] and now[one["id"]]["contradicts"] == [two["id"]]
             split = ferrex(home, "entity", "split", "search svc", "search api", "--json")
             assert split.returncode == 0, split.stderr
             apart = await _recall(client, "who owns search svc")

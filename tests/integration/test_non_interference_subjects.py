@@ -50,9 +50,12 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "recall a subject": st.builds(
         lambda subject, entities: (
             "recall",
-            {"query": f"who owns {subject}", "limit": 100,
-             **({"entities": [subject]} if entities else {})},
-        ),  # fmt: skip
+            {
+                "query": f"who owns {subject}",
+                "limit": 100,
+                **({"entities": [subject]} if entities else {}),
+            },
+        ),
         st.sampled_from(SUBJECTS),
         st.booleans(),
     ),

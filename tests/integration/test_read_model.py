@@ -12,9 +12,13 @@ from hypothesis import strategies as st
 
 from journal import (
     Access,
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
     Event,
+    FactsPossiblyConflicting,
     Journal,
     MemoriesAccessed,
     MemoriesForgotten,
@@ -85,6 +89,24 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         score=st.floats(0.8, 1.0),
         agent_id=st.sampled_from([None, "alice"]),
     ),
+    st.builds(
+        FactsPossiblyConflicting,
+        memory_id=memory_ids,
+        namespace=st.just("a"),
+        others=st.lists(memory_ids, min_size=1, max_size=2).map(tuple),
+        entity_id=entity_ids,
+        other_entity_id=entity_ids,
+    ),
+    st.builds(EntitiesMerged, entity_id=entity_ids, into=entity_ids, namespace=st.just("a")),
+    st.builds(
+        EntitySplit,
+        entity_id=entity_ids,
+        new_entity_id=entity_ids,
+        namespace=st.just("a"),
+        name=st.just("PG"),
+        normalized=st.sampled_from(["pg", "postgres"]),
+    ),
+    st.builds(EntitiesDiffer, entity_id=entity_ids, other_id=entity_ids, namespace=st.just("a")),
 )
 
 

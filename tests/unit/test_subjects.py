@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from ferrex.config import load as load_config
 from ferrex.core.decide import decide_entity, wanted
 from ferrex.core.settings import StoreSettings, build_abbreviations
-from ferrex.config import load as load_config
 from ferrex.errors import Refused, UsageError
 from ferrex.rules.entities import Candidate, normalize_entity
 from ferrex.rules.subjects import (
@@ -30,6 +30,7 @@ from journal import (
 )
 from tests.unit.test_decide import SETTINGS, FakeView, fact, ids
 from tests.unit.test_decide import store as decide_and_commit
+from tools.eval_pairs import folded_outcome, load_subject_pairs, subject_score
 
 
 class View(FakeView):
@@ -42,7 +43,6 @@ class View(FakeView):
 
 def store(view: View, valid: object, **kw: object):  # type: ignore[no-untyped-def]
     return decide_and_commit(view, valid, new_id=view.new_id, **kw)
-from tools.eval_pairs import folded_outcome, load_subject_pairs, subject_score
 
 
 def _candidate(entity_id: str, name: str) -> Candidate:
