@@ -29,6 +29,7 @@ from journal.events import (
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Relink,
     tag_of,
 )
 from journal.log import Head, Journal, TornTail
@@ -65,6 +66,7 @@ __all__ = [
     "MemorySuperseded",
     "Problem",
     "Record",
+    "Relink",
     "RepairEntry",
     "TornTail",
     "VerifyReport",

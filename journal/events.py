@@ -202,13 +202,22 @@ class FactsPossiblyConflicting(Event, tag="facts.possible_conflict", frozen=True
     score: float = 1.0
 
 
+class Relink(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """A memory's entity links as they stand after an entity correction (all of them)."""
+
+    memory_id: str
+    entity_ids: tuple[str, ...] = ()
+
+
 class EntitiesMerged(Event, tag="entities.merged", frozen=True):
-    """An operator or agent said ``entity_id`` is ``into``: every spelling and link of the
-    first now belongs to the second, which keeps its name."""
+    """An operator or agent said ``entity_id`` is ``into``: every spelling of the first now
+    belongs to the second, which keeps its name; ``relinked``: the memories that named the
+    first, with their links after the merge (decided once, so a replay reads no view)."""
 
     entity_id: str
     into: str
     namespace: str
+    relinked: tuple[Relink, ...] = ()
     agent_id: str | None = None
     """Who said so (None: the operator)."""
 
@@ -228,6 +237,8 @@ class EntitySplit(Event, tag="entity.split", frozen=True):
     spelling_entity_id: str | None = None
     """The entity the spelling was recorded under, when that is one merged into
     ``entity_id`` (None: ``entity_id`` itself)."""
+    relinked: tuple[Relink, ...] = ()
+    """The facts whose subject is that spelling, with their links after the split."""
     agent_id: str | None = None
 
 

@@ -47,6 +47,7 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
     Record,
+    Relink,
 )
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
@@ -624,8 +625,10 @@ class ReadModel:
                     )  # fmt: skip
             case EntitiesMerged():
                 self._merge(event.entity_id, event.into)
+                self._relink(event.relinked)
             case EntitySplit():
                 self._split(event, _ts(record.recorded_at))
+                self._relink(event.relinked)
             case EntitiesDiffer():
                 self._differ(event.namespace, event.entity_id, event.other_id)
             case _:
@@ -637,11 +640,6 @@ class ReadModel:
         db.execute(
             "UPDATE entities SET merged_into=? WHERE entity_id=? OR merged_into=?",
             (into, absorbed, absorbed),
-        )
-        db.execute(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) "
-            "SELECT memory_id, ? FROM memory_entities WHERE entity_id=?",
-            (into, absorbed),
         )
         for column in ("entity_id", "other_entity_id"):
             db.execute(
@@ -672,21 +670,24 @@ class ReadModel:
             (event.namespace, event.normalized, event.name, event.new_entity_id,
              event.entity_agent_id),
         )  # fmt: skip
-        # The facts whose subject is that spelling go with it.
-        moved = (
-            "SELECT memory_id FROM memories WHERE namespace=? AND subject_key=? AND type='semantic'"
-        )
-        args = (event.namespace, event.normalized)
-        db.execute(
-            f"INSERT OR IGNORE INTO memory_entities (memory_id, entity_id) "
-            f"SELECT memory_id, ? FROM memory_entities WHERE memory_id IN ({moved})",
-            (event.new_entity_id, *args),
-        )
-        db.execute(
-            f"DELETE FROM memory_entities WHERE entity_id IN {family} AND memory_id IN ({moved})",
-            (event.entity_id, event.entity_id, *args),
-        )
         self._differ(event.namespace, event.entity_id, event.new_entity_id)
+
+    def _relink(self, relinked: Sequence[Relink]) -> None:
+        # Only memories still here: a forgotten memory's links are gone with it.
+        for link in relinked:
+            if (
+                self.db.execute(
+                    "SELECT 1 FROM memories WHERE memory_id=?", (link.memory_id,)
+                ).fetchone()
+                is None
+            ):
+                continue
+            self.db.execute("DELETE FROM memory_entities WHERE memory_id=?", (link.memory_id,))
+            for entity_id in dict.fromkeys(link.entity_ids):
+                self.db.execute(
+                    "INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+                    (link.memory_id, entity_id),
+                )
 
     def _differ(self, namespace: str, a: str, b: str) -> None:
         first, second = sorted((a, b))

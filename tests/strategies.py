@@ -22,6 +22,7 @@ from journal import (
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Relink,
 )
 from journal.events import EpisodeRef
 
@@ -71,6 +72,10 @@ memory_stored = st.builds(
     multi_valued=st.booleans(),
     episode=st.none() | st.builds(EpisodeRef, id=ids, index=st.integers(0, 10_000)),
 )
+relinks = st.lists(
+    st.builds(Relink, memory_id=ids, entity_ids=st.lists(ids, max_size=3).map(tuple)),
+    max_size=3,
+).map(tuple)
 events: st.SearchStrategy[Event] = st.one_of(
     memory_stored,
     st.builds(
@@ -150,6 +155,7 @@ events: st.SearchStrategy[Event] = st.one_of(
         normalized=names,
         entity_agent_id=st.none() | names,
         spelling_entity_id=st.none() | ids,
+        relinked=relinks,
         agent_id=st.none() | names,
     ),
     st.builds(

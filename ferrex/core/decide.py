@@ -116,6 +116,7 @@ from journal import (
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Relink,
 )
 from journal.events import EpisodeRef, SupersedeReason, ValidationSource
 from projections.documents import memory_text, subject_key
@@ -1080,6 +1081,14 @@ def _cited(source: str | None) -> str | None:
 # -- entity corrections ------------------------------------------------------------------
 
 
+def _relinked(memories: Sequence[Memory], old: str, new: str) -> tuple[Relink, ...]:
+    """Each memory's entity links with ``old`` replaced by ``new``."""
+    return tuple(
+        Relink(m.memory_id, tuple(dict.fromkeys(new if e == old else e for e in m.entity_ids)))
+        for m in sorted(memories, key=lambda m: m.memory_id)
+    )
+
+
 def _private(spellings: Sequence[Spelling], entity_id: str) -> bool:
     """Whether every spelling of the entity is one agent's own (a private entity)."""
     return all(s.agent_id is not None for s in spellings if s.entity_id == entity_id)
@@ -1162,6 +1171,11 @@ def decide_entity(
                 hint="split a spelling that was merged into another",
             )
         new_entity = new_id("ent")
+        moved = [
+            m
+            for m in (view.memory(i) for i in view.linked(kept))
+            if m is not None and m.type == "semantic" and m.subject_key == normalized
+        ]
         event: Event = EntitySplit(
             entity_id=kept,
             new_entity_id=new_entity,
@@ -1170,6 +1184,7 @@ def decide_entity(
             normalized=normalized,
             entity_agent_id=spelling.agent_id,
             spelling_entity_id=spelling.recorded_under,
+            relinked=_relinked(moved, kept, new_entity),
             agent_id=caller,
         )
         return Decision((event,), EntityResult(action, kept, new_entity, namespace))
@@ -1188,7 +1203,14 @@ def decide_entity(
                 f"cannot merge the shared entity {second!r} into the private entity {first!r}",
                 hint=f"merge the other way: ferrex entity merge {second!r} {first!r}",
             )
-        event = EntitiesMerged(entity_id=other, into=kept, namespace=namespace, agent_id=caller)
+        named = [m for m in (view.memory(i) for i in view.linked(other)) if m is not None]
+        event = EntitiesMerged(
+            entity_id=other,
+            into=kept,
+            namespace=namespace,
+            relinked=_relinked(named, other, kept),
+            agent_id=caller,
+        )
     else:
         event = EntitiesDiffer(entity_id=kept, other_id=other, namespace=namespace,
                                agent_id=caller)  # fmt: skip

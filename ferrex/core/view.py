@@ -34,6 +34,7 @@ from journal import (
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Relink,
 )
 from projections.sqlite import Memory, ReadModel, Spelling
 
@@ -203,12 +204,20 @@ class Overlay:
                         Spelling(event.entity_id, event.alias, event.normalized, event.agent_id)
                     )
                 case EntitiesMerged():
+                    self._relink(event.relinked)
                     self._merged_into[event.entity_id] = event.into
                     for absorbed, into in list(self._merged_into.items()):
                         if into == event.entity_id:
                             self._merged_into[absorbed] = event.into
-                case FactsPossiblyConflicting() | EntitySplit() | EntitiesDiffer():
-                    pass  # entity commands run alone; a store's flags change no decision
+                case EntitySplit():
+                    # Entity commands run alone: only the links matter to a later decision.
+                    self._relink(event.relinked)
+                case FactsPossiblyConflicting() | EntitiesDiffer():
+                    pass  # a store's flags and differences change no decision in a batch
+
+    def _relink(self, relinked: Sequence[Relink]) -> None:
+        for link in relinked:
+            self._update(link.memory_id, entity_ids=tuple(dict.fromkeys(link.entity_ids)))
 
     def _update(self, memory_id: str, **changes: object) -> None:
         old = self.memory(memory_id)

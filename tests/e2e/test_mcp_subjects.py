@@ -170,6 +170,10 @@ def test_a_possible_conflict_is_flagged_listed_and_cleared(tmp_path: Path) -> No
             assert split.returncode == 0, split.stderr
             apart = await _recall(client, "who owns search svc")
             assert not apart[one["id"]]["contradiction"]
+            listed = ferrex(home, "reflect")
+            assert listed.returncode == 0 and "possible conflicts: 0" in listed.stdout
 
     anyio.run(main)
     assert ferrex(home, "journal", "verify").returncode == 0
+    drift = ferrex(home, "reconcile")
+    assert drift.returncode == 0, drift.stdout + drift.stderr  # the split moved its point

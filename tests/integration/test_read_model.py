@@ -27,6 +27,7 @@ from journal import (
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Relink,
 )
 from projections.sqlite import ReadModel
 from tests.strategies import T0, times
@@ -97,7 +98,18 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         entity_id=entity_ids,
         other_entity_id=entity_ids,
     ),
-    st.builds(EntitiesMerged, entity_id=entity_ids, into=entity_ids, namespace=st.just("a")),
+    st.builds(
+        EntitiesMerged,
+        entity_id=entity_ids,
+        into=entity_ids,
+        namespace=st.just("a"),
+        relinked=st.lists(
+            st.builds(
+                Relink, memory_id=memory_ids, entity_ids=st.lists(entity_ids, max_size=2).map(tuple)
+            ),
+            max_size=2,
+        ).map(tuple),
+    ),
     st.builds(
         EntitySplit,
         entity_id=entity_ids,
