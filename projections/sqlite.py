@@ -987,10 +987,19 @@ class ReadModel:
                 args,
             )
         )
-        differ = {
-            (str(a), str(b))
-            for a, b in self.db.execute("SELECT entity_id, other_id FROM entity_differs")
-        }
+        named = sorted({str(e) for row in rows for e in row[2:4]})
+        differ = (
+            {
+                (str(a), str(b))
+                for a, b in self.db.execute(
+                    f"SELECT entity_id, other_id FROM entity_differs WHERE entity_id IN "
+                    f"({','.join('?' * len(named))})",
+                    named,
+                )
+            }
+            if named
+            else set()
+        )
         out: dict[tuple[str, str], PossibleConflict] = {}
         for m, o, e, oe, r, sc in rows:
             if e == oe or tuple(sorted((str(e), str(oe)))) in differ:

@@ -16,22 +16,29 @@ The rules of a store, in order:
 1. **Entities** are resolved against the spellings the memory's scope may use (shared
    spellings, and the agent's own for its private memory; see :mod:`ferrex.rules.visibility`)
    by :func:`ferrex.rules.entities.resolve_entity`; a new name makes a new entity, a fuzzy or
-   embedding match records the new spelling as an alias. Both carry the scope.
+   embedding match records the new spelling as an alias. Both carry the scope. A fact's
+   **subject** is resolved first, the same way but by :func:`ferrex.rules.subjects.
+   resolve_subject` (abbreviations spelled out, siblings kept apart, a head word dropped
+   only *possibly* the same), and is the first of the memory's entities.
 2. **Explicit supersede** (``supersedes``): the memory must exist, be visible, be in the
    same namespace and still be valid.
 3. **Facts** (semantic): the predicate is normalized (:mod:`ferrex.rules.predicates`),
    matched against the subject's known predicates (typos only). A predicate still unknown
    for the subject whose phrase embeds close to one the subject has (and that the guard
    allows: never an inverse) is refused as ``conflict_ambiguous`` naming that fact, unless
-   the agent says ``supersedes`` or ``multi_valued``. The active single-valued
-   facts of the same relation are compared by object (:mod:`ferrex.rules.dedup`): the same
+   the agent says ``supersedes`` or ``multi_valued``. "The subject's" facts are those of
+   every spelling of its entity the scope may use. The active single-valued facts of the
+   same relation are compared by object (:mod:`ferrex.rules.dedup`; objects that agree,
+   ``team Nova`` / ``Nova``, are the same): the same
    object again is a *duplicate* (the old fact is re-validated, nothing new stored), a
    different object *supersedes* it, an unclear one is refused as ``conflict_ambiguous``. A
    back-dated fact older than an active one is stored as history, already ended by it.
    Multi-valued facts (``multi_valued``) never conflict: they sit beside each other. A
    later single-valued store states the one current value: it replaces them (a different
    object) or confirms one (the same object), and its answer says which it replaced
-   (``replaced_multi_valued``).
+   (``replaced_multi_valued``). Active facts of the same relation on a subject that is
+   *possibly* the same, with an object that does not agree, are left standing and named
+   in a ``facts.possible_conflict`` event (the answer's ``possible_conflict``).
 4. **Procedures**: the next version of the name; the current version is superseded.
 5. **Dedup**: a memory of the same namespace and type whose text is a near copy (dense
    cosine and the identifier check of :func:`ferrex.rules.dedup.is_duplicate`) refuses the
