@@ -855,6 +855,37 @@ class ReadModel:
             )
         ]  # fmt: skip
 
+    def entity_spellings(self, namespace: str, normalized: str) -> list[Spelling]:
+        """Every spelling of the entities that ``normalized`` spells in a namespace (the
+        spelling itself included), as :meth:`spellings` reports them, by normalized form."""
+        ids = sorted(
+            {
+                str(e)
+                for (e,) in self.db.execute(
+                    "SELECT coalesce(e.merged_into, a.entity_id) FROM aliases a "
+                    "LEFT JOIN entities e ON e.entity_id=a.entity_id "
+                    "WHERE a.namespace=? AND a.normalized=?",
+                    (namespace, normalized),
+                )
+            }
+        )
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return [
+            Spelling(str(e), str(a), str(n), None if g is None else str(g),
+                     None if m is None else str(r))
+            for e, a, n, g, m, r in self.db.execute(
+                "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
+                "e.merged_into, a.entity_id FROM aliases a "
+                "LEFT JOIN entities e ON e.entity_id=a.entity_id "
+                f"WHERE a.namespace=? AND (a.entity_id IN ({marks}) OR a.entity_id IN "
+                f"(SELECT entity_id FROM entities WHERE merged_into IN ({marks}))) "
+                "ORDER BY a.normalized, 1",
+                (namespace, *ids, *ids),
+            )
+        ]  # fmt: skip
+
     def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
         """Every spelling of the given entities with how it was matched when first seen
         (``exact``, ``normalized``, ``fuzzy``, ``embedding``) and that match's score, by

@@ -816,7 +816,7 @@ class Reader:
         """Every spelling (normalized) of the entities ``key`` spells, that the caller sees."""
         spellings = [
             s
-            for s in self.projections.read_model.spellings(namespace)
+            for s in self.projections.read_model.entity_spellings(namespace, key)
             if sees_scope(agent_id, s.agent_id)
         ]
         entities = {s.entity_id for s in spellings if s.normalized == key}
