@@ -11,7 +11,8 @@ small table of abbreviations and numeronyms (:data:`DEFAULT_ABBREVIATIONS`: ``db
 ``internationalization``...), extended per namespace in the configuration
 (``[subjects.abbreviations]`` and ``[subjects.namespaces.NS]``, ``short = "long"``).
 Ambiguous short forms are left out on purpose: ``auth`` (authentication or authorization?),
-``pg`` (PostgreSQL or a page?), ``ts``, ``js``, ``ui``, ``api`` (already the usual word).
+``pg`` (PostgreSQL or a page?), ``ns`` (a namespace or a DNS name server?), ``conf`` (a
+configuration or a conference?), ``ts``, ``js``, ``ui``, ``api`` (already the usual word).
 
 There are three outcomes, because a wrong merge invalidates a true fact (a fact about one
 thing supersedes a fact about another), which is worse than a missed one:
@@ -75,7 +76,6 @@ DEFAULT_ABBREVIATIONS: Final[Mapping[str, str]] = MappingProxyType(
         "stg": "staging",
         "dev": "development",
         "cfg": "config",
-        "conf": "config",
         "configuration": "config",
         "authn": "authentication",
         "authz": "authorization",
@@ -90,9 +90,10 @@ DEFAULT_ABBREVIATIONS: Final[Mapping[str, str]] = MappingProxyType(
         "libs": "libraries",
         "msg": "message",
         "msgs": "messages",
+        "var": "variable",
+        "vars": "variables",
         "infra": "infrastructure",
         "mgmt": "management",
-        "ns": "namespace",
         "dir": "directory",
         "img": "image",
         "acct": "account",

@@ -60,7 +60,7 @@ def test_the_entity_embedding_tier_merges_no_negative(shared_embedder: Embedder)
 def test_the_subject_rules_with_the_model_meet_their_targets(shared_embedder: Embedder) -> None:
     """Merge precision ≥ 0.99 (no wrong merge at all on our set), recall ≥ 0.90, and the
     possible tier holding at most 10% of the different pairs (tools/eval_pairs.py: 1.000,
-    0.941, 0.0%)."""
+    0.920, 0.0%)."""
     from ferrex.rules.subjects import subject_outcome
     from tools.eval_pairs import load_subject_pairs, subject_score
 
