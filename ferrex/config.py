@@ -108,6 +108,11 @@ KEYS: tuple[Key, ...] = (
         "extra synonym groups, canonical = [variants], merged over the built-in groups"),
     Key("predicates.namespaces", dict, {}, None,
         "per-namespace synonym groups: [predicates.namespaces.NS] canonical = [variants]"),
+    Key("subjects.abbreviations", dict, {}, None,
+        "extra per-word abbreviations of subjects, short = \"long\" (db = \"database\"), "
+        "over the built-in table"),
+    Key("subjects.namespaces", dict, {}, None,
+        "per-namespace abbreviations: [subjects.namespaces.NS] short = \"long\""),
     Key("auth.tokens", list, [], None,
         "HTTP bearer tokens: [[auth.tokens]] sha256 = \"<hex of the token>\" and agent = \"id\" "
         "or operator = true"),

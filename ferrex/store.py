@@ -20,6 +20,8 @@ from typing import Any, Literal
 import numpy as np
 
 from ferrex.core.decide import (
+    EntityAction,
+    EntityResult,
     ForgetResult,
     MarkResult,
     MissingMeasure,
@@ -28,6 +30,7 @@ from ferrex.core.decide import (
     StoreResult,
     ValidateResult,
     decide_access,
+    decide_entity,
     decide_eviction,
     decide_expiry,
     decide_forget,
@@ -291,6 +294,27 @@ class Writer:
             lambda i, batch: decide_mark(
                 i, batch.view, now=self.clock(), importance=importance, pinned=pinned,
                 caller=caller,
+            ),
+        )  # fmt: skip
+        return result
+
+    def entity(
+        self,
+        action: EntityAction,
+        first: str,
+        second: str,
+        *,
+        namespace: str | None = None,
+        caller: str | None = None,
+    ) -> EntityResult:
+        """Merge two entities, split a wrongly merged spelling off one, or say two differ
+        (:func:`ferrex.core.decide.decide_entity`): one journal event."""
+        ns = namespace or self.settings.default_namespace
+        result: EntityResult = self.runner.run_one(
+            None,
+            lambda _, batch: decide_entity(
+                action, first, second, batch.view, namespace=ns, caller=caller,
+                new_id=self.new_id,
             ),
         )  # fmt: skip
         return result

@@ -28,7 +28,7 @@ Visibility = Literal["private", "shared"]
 SupersedeReason = Literal["explicit", "conflict", "version"]
 ForgetReason = Literal["request", "eviction", "cascade", "import", "expired"]
 ValidationSource = Literal["agent", "citation", "supersede", "duplicate", "operator"]
-AliasMatch = Literal["exact", "normalized", "fuzzy", "embedding", "operator"]
+AliasMatch = Literal["exact", "normalized", "abbreviation", "fuzzy", "embedding", "operator"]
 
 
 class MemoryBody(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True, gc=False):
@@ -186,6 +186,72 @@ class EntityAliasAdded(Event, tag="entity.alias_added", frozen=True):
     """Set when a private memory of this agent added the spelling: it is that agent's alone."""
 
 
+class FactsPossiblyConflicting(Event, tag="facts.possible_conflict", frozen=True):
+    """The new fact ``memory_id`` may disagree with the active facts ``others``: the same
+    relation, a different object, on a subject that is *possibly* the same as theirs (a
+    head word dropped, an embedding near the threshold). Both were kept; readers flag them
+    until one is superseded, the entities are merged (a contradiction proper) or said to
+    differ. ``entity_id``/``other_entity_id``: the two subjects' entities."""
+
+    memory_id: str
+    namespace: str
+    others: tuple[str, ...]
+    entity_id: str
+    other_entity_id: str
+    reason: str = "head word"
+    score: float = 1.0
+
+
+class Relink(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """A memory's entity links as they stand after an entity correction (all of them)."""
+
+    memory_id: str
+    entity_ids: tuple[str, ...] = ()
+
+
+class EntitiesMerged(Event, tag="entities.merged", frozen=True):
+    """An operator or agent said ``entity_id`` is ``into``: every spelling of the first now
+    belongs to the second, which keeps its name; ``relinked``: the memories that named the
+    first, with their links after the merge (decided once, so a replay reads no view)."""
+
+    entity_id: str
+    into: str
+    namespace: str
+    relinked: tuple[Relink, ...] = ()
+    agent_id: str | None = None
+    """Who said so (None: the operator)."""
+
+
+class EntitySplit(Event, tag="entity.split", frozen=True):
+    """The spelling ``normalized`` (written ``name``) of ``entity_id`` was a wrong merge: it
+    becomes the new entity ``new_entity_id``, with the facts whose subject it spells, and
+    the two are said to differ."""
+
+    entity_id: str
+    new_entity_id: str
+    namespace: str
+    name: str
+    normalized: str
+    entity_agent_id: str | None = None
+    """The scope of the spelling that moves (a private spelling stays private)."""
+    spelling_entity_id: str | None = None
+    """The entity the spelling was recorded under, when that is one merged into
+    ``entity_id`` (None: ``entity_id`` itself)."""
+    relinked: tuple[Relink, ...] = ()
+    """The facts whose subject is that spelling, with their links after the split."""
+    agent_id: str | None = None
+
+
+class EntitiesDiffer(Event, tag="entities.differ", frozen=True):
+    """Two entities are not the same: facts about them are never flagged as possible
+    conflicts of each other."""
+
+    entity_id: str
+    other_id: str
+    namespace: str
+    agent_id: str | None = None
+
+
 AnyEvent = (
     MemoryStored
     | MemorySuperseded
@@ -195,6 +261,10 @@ AnyEvent = (
     | EntityCreated
     | EntityAliasAdded
     | MemoryMarked
+    | FactsPossiblyConflicting
+    | EntitiesMerged
+    | EntitySplit
+    | EntitiesDiffer
 )
 """The union every reader decodes. Add new event classes here, at the end."""
 
@@ -207,6 +277,10 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     EntityCreated,
     EntityAliasAdded,
     MemoryMarked,
+    FactsPossiblyConflicting,
+    EntitiesMerged,
+    EntitySplit,
+    EntitiesDiffer,
 )
 
 KNOWN_TAGS: frozenset[str] = frozenset(str(t.__struct_config__.tag) for t in EVENT_TYPES)

@@ -33,8 +33,12 @@ import msgspec
 
 from journal import (
     AnyEvent,
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -43,11 +47,12 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
     Record,
+    Relink,
 )
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -110,7 +115,8 @@ CREATE TABLE IF NOT EXISTS entities (
     normalized TEXT NOT NULL,
     kind TEXT,
     created_at REAL NOT NULL,
-    agent_id TEXT
+    agent_id TEXT,
+    merged_into TEXT
 );
 CREATE INDEX IF NOT EXISTS entities_ns_norm ON entities (namespace, normalized);
 CREATE TABLE IF NOT EXISTS aliases (
@@ -130,9 +136,33 @@ CREATE TABLE IF NOT EXISTS memory_entities (
     PRIMARY KEY (memory_id, entity_id)
 );
 CREATE INDEX IF NOT EXISTS memory_entities_entity ON memory_entities (entity_id);
+CREATE TABLE IF NOT EXISTS possible_conflicts (
+    namespace TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    other_id TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    other_entity_id TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    score REAL NOT NULL,
+    PRIMARY KEY (memory_id, other_id)
+);
+CREATE INDEX IF NOT EXISTS possible_conflicts_other ON possible_conflicts (other_id);
+CREATE TABLE IF NOT EXISTS entity_differs (
+    namespace TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    other_id TEXT NOT NULL,
+    PRIMARY KEY (entity_id, other_id)
+);
 """
 
-TABLES = ("memories", "entities", "aliases", "memory_entities")
+TABLES = (
+    "memories",
+    "entities",
+    "aliases",
+    "memory_entities",
+    "possible_conflicts",
+    "entity_differs",
+)
 
 
 @dataclass(frozen=True)
@@ -260,6 +290,9 @@ class Spelling:
     alias: str
     normalized: str
     agent_id: str | None = None
+    recorded_under: str | None = None
+    """The entity the spelling was recorded under when that one was merged into
+    ``entity_id`` (None: ``entity_id`` itself)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +315,19 @@ class Entity:
     agent_id: str | None = None
     normalized: str = ""
     kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PossibleConflict:
+    """Two active-at-the-time facts of one relation on subjects possibly the same (see
+    ``facts.possible_conflict``), seen from ``memory_id``."""
+
+    memory_id: str
+    other_id: str
+    entity_id: str
+    other_entity_id: str
+    reason: str
+    score: float
 
 
 def _ts(value: datetime) -> float:
@@ -512,6 +558,10 @@ class ReadModel:
                 for memory_id in event.memory_ids:
                     db.execute("DELETE FROM memories WHERE memory_id=?", (memory_id,))
                     db.execute("DELETE FROM memory_entities WHERE memory_id=?", (memory_id,))
+                    db.execute(
+                        "DELETE FROM possible_conflicts WHERE memory_id=? OR other_id=?",
+                        (memory_id, memory_id),
+                    )
                 for entity_id in event.dropped_entity_ids:
                     db.execute("DELETE FROM entities WHERE entity_id=?", (entity_id,))
                     db.execute("DELETE FROM aliases WHERE entity_id=?", (entity_id,))
@@ -571,8 +621,88 @@ class ReadModel:
                         event.agent_id,
                     ),
                 )
+            case FactsPossiblyConflicting():
+                for other in event.others:
+                    db.execute(
+                        "INSERT OR REPLACE INTO possible_conflicts (namespace, memory_id, "
+                        "other_id, entity_id, other_entity_id, reason, score) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (event.namespace, event.memory_id, other, event.entity_id,
+                         event.other_entity_id, event.reason, event.score),
+                    )  # fmt: skip
+            case EntitiesMerged():
+                self._merge(event.entity_id, event.into)
+                self._relink(event.relinked)
+            case EntitySplit():
+                self._split(event, _ts(record.recorded_at))
+                self._relink(event.relinked)
+            case EntitiesDiffer():
+                self._differ(event.namespace, event.entity_id, event.other_id)
             case _:
                 assert_never(event)
+
+    def _merge(self, absorbed: str, into: str) -> None:
+        # Spellings keep their rows (their vectors are keyed by them); the entity points on.
+        db = self.db
+        db.execute(
+            "UPDATE entities SET merged_into=? WHERE entity_id=? OR merged_into=?",
+            (into, absorbed, absorbed),
+        )
+        for column in ("entity_id", "other_entity_id"):
+            db.execute(
+                f"UPDATE possible_conflicts SET {column}=? WHERE {column}=?", (into, absorbed)
+            )
+        db.execute(
+            "DELETE FROM entity_differs WHERE (entity_id=? AND other_id=?) "
+            "OR (entity_id=? AND other_id=?)",
+            (absorbed, into, into, absorbed),
+        )
+
+    def _split(self, event: EntitySplit, at: float) -> None:
+        db = self.db
+        family = "(SELECT entity_id FROM entities WHERE entity_id=? OR merged_into=?)"  # and merged
+        db.execute(
+            f"DELETE FROM aliases WHERE namespace=? AND normalized=? AND entity_id IN {family}",
+            (event.namespace, event.normalized, event.entity_id, event.entity_id),
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO entities (entity_id, namespace, name, normalized, kind, "
+            "created_at, agent_id) VALUES (?, ?, ?, ?, NULL, ?, ?)",
+            (event.new_entity_id, event.namespace, event.name, event.normalized, at,
+             event.entity_agent_id),
+        )  # fmt: skip
+        db.execute(
+            "INSERT OR REPLACE INTO aliases (namespace, normalized, alias, entity_id, "
+            "match, score, agent_id) VALUES (?, ?, ?, ?, 'operator', 1.0, ?)",
+            (event.namespace, event.normalized, event.name, event.new_entity_id,
+             event.entity_agent_id),
+        )  # fmt: skip
+        self._differ(event.namespace, event.entity_id, event.new_entity_id)
+
+    def _relink(self, relinked: Sequence[Relink]) -> None:
+        # Only memories still here: a forgotten memory's links are gone with it.
+        for link in relinked:
+            if (
+                self.db.execute(
+                    "SELECT 1 FROM memories WHERE memory_id=?", (link.memory_id,)
+                ).fetchone()
+                is None
+            ):
+                continue
+            self.db.execute("DELETE FROM memory_entities WHERE memory_id=?", (link.memory_id,))
+            for entity_id in dict.fromkeys(link.entity_ids):
+                self.db.execute(
+                    "INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+                    (link.memory_id, entity_id),
+                )
+
+    def _differ(self, namespace: str, a: str, b: str) -> None:
+        first, second = sorted((a, b))
+        self.db.execute(
+            "INSERT OR IGNORE INTO entity_differs (namespace, entity_id, other_id) "
+            "VALUES (?, ?, ?)",
+            (namespace, first, second),
+        )
 
     def _predicate(self, namespace: str, body: MemoryBody | None) -> str | None:
         # The current rules re-normalize what the store decided (which may have been a
@@ -718,15 +848,50 @@ class ReadModel:
         )
 
     def spellings(self, namespace: str) -> list[Spelling]:
-        """Every known spelling of every entity of a namespace, by normalized form."""
+        """Every known spelling of every entity of a namespace, by normalized form. The
+        spellings of an entity merged into another are that other's."""
         return [
-            Spelling(str(e), str(a), str(n), None if g is None else str(g))
-            for e, a, n, g in self.db.execute(
-                "SELECT entity_id, alias, normalized, agent_id FROM aliases WHERE namespace=? "
-                "ORDER BY normalized, entity_id",
+            Spelling(str(e), str(a), str(n), None if g is None else str(g),
+                     None if m is None else str(r))
+            for e, a, n, g, m, r in self.db.execute(
+                "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
+                "e.merged_into, a.entity_id "
+                "FROM aliases a LEFT JOIN entities e ON e.entity_id=a.entity_id "
+                "WHERE a.namespace=? ORDER BY a.normalized, 1",
                 (namespace,),
             )
-        ]
+        ]  # fmt: skip
+
+    def entity_spellings(self, namespace: str, normalized: str) -> list[Spelling]:
+        """Every spelling of the entities that ``normalized`` spells in a namespace (the
+        spelling itself included), as :meth:`spellings` reports them, by normalized form."""
+        ids = sorted(
+            {
+                str(e)
+                for (e,) in self.db.execute(
+                    "SELECT coalesce(e.merged_into, a.entity_id) FROM aliases a "
+                    "LEFT JOIN entities e ON e.entity_id=a.entity_id "
+                    "WHERE a.namespace=? AND a.normalized=?",
+                    (namespace, normalized),
+                )
+            }
+        )
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return [
+            Spelling(str(e), str(a), str(n), None if g is None else str(g),
+                     None if m is None else str(r))
+            for e, a, n, g, m, r in self.db.execute(
+                "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
+                "e.merged_into, a.entity_id FROM aliases a "
+                "LEFT JOIN entities e ON e.entity_id=a.entity_id "
+                f"WHERE a.namespace=? AND (a.entity_id IN ({marks}) OR a.entity_id IN "
+                f"(SELECT entity_id FROM entities WHERE merged_into IN ({marks}))) "
+                "ORDER BY a.normalized, 1",
+                (namespace, *ids, *ids),
+            )
+        ]  # fmt: skip
 
     def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
         """Every spelling of the given entities with how it was matched when first seen
@@ -737,22 +902,24 @@ class ReadModel:
         return [
             AliasMatch(str(e), str(a), str(m), float(s), None if g is None else str(g), str(n))
             for e, a, m, s, g, n in self.db.execute(
-                f"SELECT entity_id, alias, match, score, agent_id, normalized FROM aliases "
-                f"WHERE entity_id "
-                f"IN ({','.join('?' * len(entity_ids))}) ORDER BY entity_id, alias",
+                f"SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.match, a.score, "
+                f"a.agent_id, a.normalized FROM aliases a "
+                f"LEFT JOIN entities e ON e.entity_id=a.entity_id "
+                f"WHERE coalesce(e.merged_into, a.entity_id) "
+                f"IN ({','.join('?' * len(entity_ids))}) ORDER BY 1, a.alias",
                 list(entity_ids),
             )
         ]
 
     def entities(self, namespace: str | None = None) -> list[Entity]:
-        """The entities of a namespace (of all of them when None), by id."""
+        """The entities of a namespace (of all of them when None), by id; not those merged
+        into another."""
         where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
         return [
             Entity(str(e), str(ns), str(n), _text(g), str(z), _text(k))
             for e, ns, n, g, z, k in self.db.execute(
                 f"SELECT entity_id, namespace, name, agent_id, normalized, kind FROM entities "
-                f"{where} "
-                "ORDER BY entity_id",
+                f"{where} {'AND' if where else 'WHERE'} merged_into IS NULL ORDER BY entity_id",
                 args,
             )
         ]
@@ -826,6 +993,76 @@ class ReadModel:
             (*chosen, *entity_ids),
         )
         return sorted((str(m), str(e)) for m, e in pairs)
+
+    def merged_ids(self, entity_ids: Sequence[str]) -> list[str]:
+        """The given entity ids and every entity merged into one of them, sorted."""
+        if not entity_ids:
+            return []
+        marks = ",".join("?" * len(entity_ids))
+        rows = self.db.execute(
+            f"SELECT entity_id FROM entities WHERE merged_into IN ({marks})", list(entity_ids)
+        )
+        return sorted({*entity_ids, *(str(e) for (e,) in rows)})
+
+    def possible_conflicts(
+        self, memory_ids: Sequence[str] | None = None, namespace: str | None = None
+    ) -> list[PossibleConflict]:
+        """The possible conflicts of the given memories (of a namespace, or all, when None),
+        seen from each side, without pairs whose entities were merged or said to differ,
+        by memory and other."""
+        if memory_ids is not None and not memory_ids:
+            return []
+        where, args = "", []
+        if memory_ids is not None:
+            marks = ",".join("?" * len(memory_ids))
+            where = f"WHERE memory_id IN ({marks}) OR other_id IN ({marks})"
+            args = [*memory_ids, *memory_ids]
+        elif namespace is not None:
+            where, args = "WHERE namespace=?", [namespace]
+        rows = list(
+            self.db.execute(
+                "SELECT memory_id, other_id, entity_id, other_entity_id, reason, score "
+                f"FROM possible_conflicts {where}",
+                args,
+            )
+        )
+        named = sorted({str(e) for row in rows for e in row[2:4]})
+        differ = (
+            {
+                (str(a), str(b))
+                for a, b in self.db.execute(
+                    f"SELECT entity_id, other_id FROM entity_differs WHERE entity_id IN "
+                    f"({','.join('?' * len(named))})",
+                    named,
+                )
+            }
+            if named
+            else set()
+        )
+        out: dict[tuple[str, str], PossibleConflict] = {}
+        for m, o, e, oe, r, sc in rows:
+            if e == oe or tuple(sorted((str(e), str(oe)))) in differ:
+                continue
+            out.setdefault(
+                (str(m), str(o)),
+                PossibleConflict(str(m), str(o), str(e), str(oe), str(r), float(sc)),
+            )
+            out.setdefault(
+                (str(o), str(m)),
+                PossibleConflict(str(o), str(m), str(oe), str(e), str(r), float(sc)),
+            )
+        wanted = None if memory_ids is None else set(memory_ids)
+        return [c for key, c in sorted(out.items()) if wanted is None or c.memory_id in wanted]
+
+    def entities_differ(self, a: str, b: str) -> bool:
+        """Whether the two entities were said to differ (or split apart)."""
+        first, second = sorted((a, b))
+        return (
+            self.db.execute(
+                "SELECT 1 FROM entity_differs WHERE entity_id=? AND other_id=?", (first, second)
+            ).fetchone()
+            is not None
+        )
 
     def episode_neighbours(
         self, memory: Memory, reach: int, *, agent_id: str | None = None

@@ -25,8 +25,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from journal import (
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -34,6 +38,7 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
     Record,
+    Relink,
 )
 from projections.documents import memory_text, procedure_parts, text_parts
 from projections.vectors import SparseVector, VectorBackend, VectorPoint
@@ -163,10 +168,44 @@ class VectorSink:
                                 _entity_payload(event.entity_id, event.namespace),
                             )
                         )
+                    case EntitiesMerged():
+                        flush_memories()
+                        self._relink(event.relinked)
+                    case EntitySplit():
+                        flush_memories()
+                        self._relink(event.relinked)
+                        # The spelling's point moves to the new entity.
+                        self._flush(entities, self.collections.entities)
+                        owner = event.spelling_entity_id or event.entity_id
+                        self.backend.delete(
+                            self.collections.entities,
+                            [alias_point_id(event.namespace, event.normalized, owner)],
+                        )
+                        entities.append(
+                            _Pending(
+                                alias_point_id(
+                                    event.namespace, event.normalized, event.new_entity_id
+                                ),
+                                event.name,
+                                event.name,
+                                _entity_payload(event.new_entity_id, event.namespace),
+                            )
+                        )
+                    case FactsPossiblyConflicting() | EntitiesDiffer():
+                        pass  # read-model facts: vectors do not change
                     case MemoriesValidated() | MemoriesAccessed() | MemoryMarked():
                         pass  # freshness and marks live in the read model; vectors do not change
         flush_memories()
         self._flush(entities, self.collections.entities)
+
+    def _relink(self, relinked: Sequence[Relink]) -> None:
+        # The entities filter reads the payload: it follows the memories' new links.
+        for link in relinked:
+            self.backend.set_payload(
+                self.collections.memories,
+                [link.memory_id],
+                {"entity_ids": list(dict.fromkeys(link.entity_ids))},
+            )
 
     def _memory_points(self, event: MemoryStored) -> list[_Pending]:
         body = event.body

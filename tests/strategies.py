@@ -8,9 +8,13 @@ from hypothesis import strategies as st
 
 from journal import (
     Access,
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
     Event,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -18,6 +22,7 @@ from journal import (
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Relink,
 )
 from journal.events import EpisodeRef
 
@@ -67,6 +72,10 @@ memory_stored = st.builds(
     multi_valued=st.booleans(),
     episode=st.none() | st.builds(EpisodeRef, id=ids, index=st.integers(0, 10_000)),
 )
+relinks = st.lists(
+    st.builds(Relink, memory_id=ids, entity_ids=st.lists(ids, max_size=3).map(tuple)),
+    max_size=3,
+).map(tuple)
 events: st.SearchStrategy[Event] = st.one_of(
     memory_stored,
     st.builds(
@@ -112,7 +121,9 @@ events: st.SearchStrategy[Event] = st.one_of(
         namespace=names,
         alias=names,
         normalized=names,
-        match=st.sampled_from(["exact", "normalized", "fuzzy", "embedding", "operator"]),
+        match=st.sampled_from(
+            ["exact", "normalized", "abbreviation", "fuzzy", "embedding", "operator"]
+        ),
         score=confidence,
         agent_id=st.none() | names,
     ),
@@ -123,6 +134,32 @@ events: st.SearchStrategy[Event] = st.one_of(
         importance=confidence,
         pinned=st.booleans(),
         expires_at=st.none() | times,
+    ),
+    st.builds(
+        FactsPossiblyConflicting,
+        memory_id=ids,
+        namespace=names,
+        others=st.lists(ids, min_size=1, max_size=3).map(tuple),
+        entity_id=ids,
+        other_entity_id=ids,
+        reason=st.sampled_from(["head word", "embedding"]),
+        score=confidence,
+    ),
+    st.builds(EntitiesMerged, entity_id=ids, into=ids, namespace=names, agent_id=st.none() | names),
+    st.builds(
+        EntitySplit,
+        entity_id=ids,
+        new_entity_id=ids,
+        namespace=names,
+        name=names,
+        normalized=names,
+        entity_agent_id=st.none() | names,
+        spelling_entity_id=st.none() | ids,
+        relinked=relinks,
+        agent_id=st.none() | names,
+    ),
+    st.builds(
+        EntitiesDiffer, entity_id=ids, other_id=ids, namespace=names, agent_id=st.none() | names
     ),
 )
 commands = st.lists(events, min_size=1, max_size=4)

@@ -19,6 +19,15 @@ A pair counts as *merged* by a stage when:
 - entities, ``+ embedding``: the same with the real model's cosine of the names, as the
   store computes it, at the default embedding threshold.
 
+The subject set (``golden_set/subject_pairs.jsonl``) labels each pair ``same``,
+``different`` or ``possible`` (``{"a", "b", "label", "note"}``): two spellings of a fact's
+subject. Its stages are ``case/hyphen folding`` (the rule before subjects were entities:
+equal ``subject_key``), ``subject rules`` (:func:`ferrex.rules.subjects.subject_outcome`
+without a model) and ``+ embedding`` (with the bundled model's cosine). *Merge precision*
+counts a merged ``possible`` pair as a wrong merge; *recall* is over the ``same`` pairs;
+the *possible tier* line says which share of the ``different`` pairs (at most 10% is the
+target) and of the ``possible`` pairs each stage flags as possibly the same.
+
 Precision is merged-and-same over merged, recall merged-and-same over same. For predicate
 pairs that the first two stages leave apart, the cosine of every pair is printed (positives
 and negatives side by side, with what the guard says) and a table of thresholds, which is
@@ -53,9 +62,12 @@ from ferrex.rules.predicates import (  # noqa: E402
     predicate_phrase,
     unplaced_neighbour,
 )
+from ferrex.rules.subjects import Outcome, subject_outcome  # noqa: E402
+from projections.documents import subject_key  # noqa: E402
 
 PREDICATE_PAIRS: Final = ROOT / "golden_set" / "predicate_pairs.jsonl"
 ENTITY_PAIRS: Final = ROOT / "golden_set" / "entity_pairs.jsonl"
+SUBJECT_PAIRS: Final = ROOT / "golden_set" / "subject_pairs.jsonl"
 
 Similarity = Callable[[str, Sequence[str]], list[float]]
 
@@ -200,6 +212,95 @@ def entity_merged(
     )
 
 
+# --- subjects -------------------------------------------------------------------------------
+
+Label = Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectPair:
+    a: str
+    b: str
+    label: Label
+    note: str
+
+
+def load_subject_pairs(path: Path = SUBJECT_PAIRS) -> list[SubjectPair]:
+    """The subject pairs; a malformed line is an error naming the file and the line."""
+    pairs = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if (
+            not isinstance(row, dict)
+            or set(row) != {"a", "b", "label", "note"}
+            or row["label"] not in ("same", "different", "possible")
+            or not all(isinstance(row[k], str) for k in ("a", "b", "note"))
+        ):
+            raise ValueError(f"{path}:{number}: expected {{a, b, label, note}}, got {line!r}")
+        pairs.append(SubjectPair(row["a"], row["b"], row["label"], row["note"]))
+    return pairs
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectScore:
+    """One stage over the subject pairs: merge precision and recall, and the possible tier."""
+
+    outcomes: tuple[tuple[SubjectPair, Outcome], ...]
+
+    def _count(self, label: str, outcome: str) -> int:
+        return sum(1 for p, o in self.outcomes if p.label == label and o == outcome)
+
+    @property
+    def precision(self) -> float:
+        merged = sum(1 for _, o in self.outcomes if o == "same")
+        return self._count("same", "same") / merged if merged else 1.0
+
+    @property
+    def recall(self) -> float:
+        same = sum(1 for p, _ in self.outcomes if p.label == "same")
+        return self._count("same", "same") / same if same else 1.0
+
+    def possible_share(self, label: str) -> float:
+        total = sum(1 for p, _ in self.outcomes if p.label == label)
+        return self._count(label, "possible") / total if total else 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "precision": round(self.precision, 4),
+            "recall": round(self.recall, 4),
+            "wrong_merges": sum(1 for p, o in self.outcomes if o == "same" and p.label != "same"),
+            "possible_of_different": round(self.possible_share("different"), 4),
+            "possible_of_possible": round(self.possible_share("possible"), 4),
+            "possible_of_same": round(self.possible_share("same"), 4),
+        }
+
+    def lines(self, name: str, verbose: bool) -> list[str]:
+        out = [
+            f"  {name:<28} merge precision {self.precision:.3f}  recall {self.recall:.3f}  "
+            f"possible tier: {self.possible_share('different'):.1%} of different, "
+            f"{self.possible_share('possible'):.0%} of possible, "
+            f"{self.possible_share('same'):.0%} of same"
+        ]
+        if verbose:
+            for pair, outcome in self.outcomes:
+                if outcome != pair.label:
+                    out.append(f"    {pair.label:>9} -> {outcome:<9} {pair.a!r} / {pair.b!r}")
+        return out
+
+
+def folded_outcome(pair: SubjectPair) -> Outcome:
+    """The rule before subjects were entities: only case and separators folded."""
+    return "same" if subject_key(pair.a) == subject_key(pair.b) else "different"
+
+
+def subject_score(
+    pairs: Sequence[SubjectPair], outcome: Callable[[SubjectPair], Outcome]
+) -> SubjectScore:
+    return SubjectScore(tuple((p, outcome(p)) for p in pairs))
+
+
 # --- the real model -------------------------------------------------------------------------
 
 
@@ -267,6 +368,14 @@ def _misses(pairs: Sequence[Pair], merged: Callable[[Pair], bool]) -> list[str]:
     return out
 
 
+def _open_subject(pair: SubjectPair) -> bool:
+    from ferrex.rules.subjects import compare_words, spelled_out
+
+    left = spelled_out(normalize_entity(pair.a))
+    right = spelled_out(normalize_entity(pair.b))
+    return compare_words(left, right) is None and not set(left) & set(right)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-model", action="store_true", help="skip the embedding stages")
@@ -281,6 +390,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "+ match_known": known_match,
     }
     entity_stages: dict[str, Callable[[Pair], bool]] = {"fuzzy": entity_merged}
+    subject_pairs = load_subject_pairs()
+    subject_stages: dict[str, Callable[[SubjectPair], Outcome]] = {
+        "case/hyphen folding (before)": folded_outcome,
+        "subject rules": lambda p: subject_outcome(p.a, p.b),
+    }
 
     with bundled_embedder() as embedder:
         unplaced: list[Unplaced] = []
@@ -291,20 +405,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             unplaced = unplaced_pairs(predicate_pairs, similarity)
             scores_of = entity_cosine(embedder)
             entity_stages["+ embedding (0.92)"] = lambda p: entity_merged(p, scores_of)
+
+            def cosine(a: str, b: str) -> float:
+                return similarity(a, [b])[0]
+
+            subject_stages["+ embedding (0.92)"] = lambda p: subject_outcome(
+                p.a, p.b, cosine=cosine
+            )
         results = {
             "predicates": {n: score(predicate_pairs, f) for n, f in predicate_stages.items()},
             "entities": {n: score(entity_pairs, f) for n, f in entity_stages.items()},
         }
+        subjects = {n: subject_score(subject_pairs, f) for n, f in subject_stages.items()}
         if args.json:
-            print(
-                json.dumps(
-                    {
-                        kind: {name: r.as_dict() for name, r in stages.items()}
-                        for kind, stages in results.items()
-                    },
-                    indent=2,
-                )
-            )
+            doc: dict[str, dict[str, dict[str, float | int]]] = {
+                kind: {name: r.as_dict() for name, r in stages.items()}
+                for kind, stages in results.items()
+            }
+            doc["subjects"] = {name: r.as_dict() for name, r in subjects.items()}
+            print(json.dumps(doc, indent=2))
             return 0
         for kind, pairs, stages in (
             ("predicates", predicate_pairs, predicate_stages),
@@ -316,6 +435,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(_line(name, results[kind][name]))
                 if args.verbose:
                     print("\n".join(_misses(pairs, merged)))
+        counts = {label: sum(p.label == label for p in subject_pairs) for label in
+                  ("same", "different", "possible")}  # fmt: skip
+        print(
+            f"subjects: {len(subject_pairs)} pairs ({counts['same']} same, "
+            f"{counts['different']} different, {counts['possible']} possible)"
+        )
+        for name, result in subjects.items():
+            print("\n".join(result.lines(name, args.verbose)))
         if unplaced:
             print(
                 "\npredicate pairs the first two stages leave apart, by cosine "
@@ -328,8 +455,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("\nthe neighbour stage alone (guard, then cosine) on those pairs, by threshold:")
             print("\n".join(threshold_table(unplaced, [0.6 + 0.025 * i for i in range(15)])))
             print("\nentity pairs the fuzzy tier leaves apart, by cosine (+ same, - different):")
-            for cosine, pair in entity_cosines(entity_pairs, scores_of):
-                print(f"  {cosine:.3f} {'+' if pair.same else '-'} {pair.a} / {pair.b}")
+            for value, pair in entity_cosines(entity_pairs, scores_of):
+                print(f"  {value:.3f} {'+' if pair.same else '-'} {pair.a} / {pair.b}")
+            print("\nsubject pairs sharing no word that the rules leave open, by cosine:")
+            for value, spair in sorted(
+                ((cosine(p.a, p.b), p) for p in subject_pairs if _open_subject(p)),
+                key=lambda item: -item[0],
+            ):
+                print(f"  {value:.3f} {spair.label:<9} {spair.a} / {spair.b}")
     return 0
 
 

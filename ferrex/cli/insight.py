@@ -82,13 +82,21 @@ def reflect_cmd(
                               "summary"),
         "dormant_entities": ("id", "last_referenced", "name"),
     }  # fmt: skip
-    for section in ("stale", "unvalidated", "contradictions", "forget_candidates",
-                    "dormant_entities"):  # fmt: skip
-        items = doc[section]
+    for section in ("stale", "unvalidated", "contradictions", "possible_conflicts",
+                    "forget_candidates", "dormant_entities"):  # fmt: skip
+        items = doc.get(section, [])
         click.echo(f"{section.replace('_', ' ')}: {len(items)}")
         if section == "contradictions":
             for item in items:
                 click.echo(f"  {_conflict_line(item)}")
+        elif section == "possible_conflicts":
+            for item in items:
+                sides = " | ".join(
+                    f"{scalar(f.get('subject'))} {scalar(f.get('predicate'))} "
+                    f"{scalar(f.get('object'))} ({scalar(f.get('id'))})"
+                    for f in item.get("facts", [])
+                )
+                click.echo(f"  {sides}  [{scalar(item.get('reason'))}]")
         else:
             echo_table(items, columns[section])
 

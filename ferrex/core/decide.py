@@ -16,22 +16,29 @@ The rules of a store, in order:
 1. **Entities** are resolved against the spellings the memory's scope may use (shared
    spellings, and the agent's own for its private memory; see :mod:`ferrex.rules.visibility`)
    by :func:`ferrex.rules.entities.resolve_entity`; a new name makes a new entity, a fuzzy or
-   embedding match records the new spelling as an alias. Both carry the scope.
+   embedding match records the new spelling as an alias. Both carry the scope. A fact's
+   **subject** is resolved first, the same way but by :func:`ferrex.rules.subjects.
+   resolve_subject` (abbreviations spelled out, siblings kept apart, a head word dropped
+   only *possibly* the same), and is the first of the memory's entities.
 2. **Explicit supersede** (``supersedes``): the memory must exist, be visible, be in the
    same namespace and still be valid.
 3. **Facts** (semantic): the predicate is normalized (:mod:`ferrex.rules.predicates`),
    matched against the subject's known predicates (typos only). A predicate still unknown
    for the subject whose phrase embeds close to one the subject has (and that the guard
    allows: never an inverse) is refused as ``conflict_ambiguous`` naming that fact, unless
-   the agent says ``supersedes`` or ``multi_valued``. The active single-valued
-   facts of the same relation are compared by object (:mod:`ferrex.rules.dedup`): the same
+   the agent says ``supersedes`` or ``multi_valued``. "The subject's" facts are those of
+   every spelling of its entity the scope may use. The active single-valued facts of the
+   same relation are compared by object (:mod:`ferrex.rules.dedup`; objects that agree,
+   ``team Nova`` / ``Nova``, are the same): the same
    object again is a *duplicate* (the old fact is re-validated, nothing new stored), a
    different object *supersedes* it, an unclear one is refused as ``conflict_ambiguous``. A
    back-dated fact older than an active one is stored as history, already ended by it.
    Multi-valued facts (``multi_valued``) never conflict: they sit beside each other. A
    later single-valued store states the one current value: it replaces them (a different
    object) or confirms one (the same object), and its answer says which it replaced
-   (``replaced_multi_valued``).
+   (``replaced_multi_valued``). Active facts of the same relation on a subject that is
+   *possibly* the same, with an object that does not agree, are left standing and named
+   in a ``facts.possible_conflict`` event (the answer's ``possible_conflict``).
 4. **Procedures**: the next version of the name; the current version is superseded.
 5. **Dedup**: a memory of the same namespace and type whose text is a near copy (dense
    cosine and the identifier check of :func:`ferrex.rules.dedup.is_duplicate`) refuses the
@@ -97,13 +104,18 @@ from ferrex.rules.predicates import (
     predicate_phrase,
     unplaced_neighbour,
 )
-from ferrex.rules.visibility import in_scope, may_change, scope_of, sees
+from ferrex.rules.subjects import Possible, find_entity, objects_agree, resolve_subject
+from ferrex.rules.visibility import in_scope, may_change, scope_of, sees, sees_scope
 from ferrex.times import rfc3339
 from journal import (
     Access,
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
     Event,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -111,10 +123,11 @@ from journal import (
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Relink,
 )
 from journal.events import EpisodeRef, SupersedeReason, ValidationSource
 from projections.documents import memory_text, subject_key
-from projections.sqlite import Memory
+from projections.sqlite import Memory, Spelling
 
 from .settings import StoreSettings
 from .view import EpisodeTail, View
@@ -158,6 +171,9 @@ class StoreResult:
     importance: float = DEFAULT_IMPORTANCE
     pinned: bool = False
     expires_at: datetime | float | None = None
+    possible_conflict: tuple[str, ...] = ()
+    """Active facts of the same relation, with another object, on a subject possibly the
+    same as this one's: both are kept and flagged."""
     warnings: tuple[str, ...] = ()
     redacted: tuple[dict[str, Any], ...] = ()
     """The likely secrets replaced by markers before it was stored (field, kind, at)."""
@@ -183,6 +199,16 @@ class StoreResult:
                     "of this relation; store with multi_valued=true to add a value instead",
                 }
                 if self.replaced_multi_valued
+                else {}
+            ),
+            **(
+                {
+                    "possible_conflict": list(self.possible_conflict),
+                    "possible_conflict_note": "the subject may be the same as theirs: if so, "
+                    "store the right value with supersedes (or `ferrex entity merge`); if not, "
+                    "`ferrex entity differ`",
+                }
+                if self.possible_conflict
                 else {}
             ),
             **({"warnings": list(self.warnings)} if self.warnings else {}),
@@ -224,7 +250,7 @@ class MarkResult:
         return _answer(self)
 
 
-def _answer(result: ForgetResult | ValidateResult | MarkResult) -> dict[str, Any]:
+def _answer(result: ForgetResult | ValidateResult | MarkResult | EntityResult) -> dict[str, Any]:
     """A result as the tools answer it: every field, lists for tuples, warnings only when
     there are some."""
     doc: dict[str, Any] = {
@@ -320,7 +346,36 @@ def _candidates(view: View, who: _Who) -> list[Candidate]:
     ]
 
 
-def normalized_predicate(valid: ValidStore, view: View, who: _Who, settings: StoreSettings) -> str:
+@dataclass(frozen=True)
+class _Subject:
+    """A fact's subject as resolved: its entity, the normalized spellings of that entity
+    the store may use (the subject keys its facts are stored under), and the entities it is
+    possibly the same as."""
+
+    entity: ResolvedEntity | None
+    keys: tuple[str, ...]
+    possible: tuple[Possible, ...] = ()
+
+
+def _subject_keys(view: View, who: _Who, name: str, entity_id: str | None) -> tuple[str, ...]:
+    keys = {subject_key(name)}
+    if entity_id is not None:
+        keys |= {
+            s.normalized
+            for s in view.spellings(who.namespace)
+            if s.entity_id == entity_id and in_scope(who.scope, s.agent_id)
+        }
+    return tuple(sorted(k for k in keys if k))
+
+
+def _facts_of(view: View, who: _Who, keys: Sequence[str]) -> list[Memory]:
+    found = {m.memory_id: m for key in keys for m in view.subject_facts(who.namespace, key)}
+    return [found[k] for k in sorted(found)]
+
+
+def normalized_predicate(
+    valid: ValidStore, view: View, who: _Who, settings: StoreSettings, keys: Sequence[str] = ()
+) -> str:
     """The fact's predicate in the form its relation is stored under: normalized, then a
     typo of one of the subject's known predicates corrected to it."""
     assert valid.subject is not None and valid.predicate is not None
@@ -328,7 +383,7 @@ def normalized_predicate(valid: ValidStore, view: View, who: _Who, settings: Sto
     known = sorted(
         {
             m.predicate_normalized
-            for m in view.subject_facts(who.namespace, subject_key(valid.subject))
+            for m in _facts_of(view, who, keys or (subject_key(valid.subject),))
             if m.predicate_normalized and who.sees(m)
         }
     )
@@ -337,21 +392,21 @@ def normalized_predicate(valid: ValidStore, view: View, who: _Who, settings: Sto
     return match_known(normalized, known, settings.predicate_fuzzy) or normalized
 
 
-def _same_relation(valid: ValidStore, view: View, who: _Who, predicate: str) -> list[Memory]:
-    assert valid.subject is not None
-    return [
-        m
-        for m in view.active_facts(who.namespace, subject_key(valid.subject), predicate)
+def _same_relation(view: View, who: _Who, keys: Sequence[str], predicate: str) -> list[Memory]:
+    found = {
+        m.memory_id: m
+        for key in keys
+        for m in view.active_facts(who.namespace, key, predicate)
         if m.object and who.sees(m)
-    ]
+    }
+    return [found[k] for k in sorted(found)]
 
 
-def _other_relations(valid: ValidStore, view: View, who: _Who, predicate: str) -> list[Memory]:
+def _other_relations(view: View, who: _Who, keys: Sequence[str], predicate: str) -> list[Memory]:
     """The subject's active single-valued facts the caller sees under other predicates."""
-    assert valid.subject is not None
     return [
         m
-        for m in view.subject_facts(who.namespace, subject_key(valid.subject))
+        for m in _facts_of(view, who, keys)
         if m.t_invalid is None
         and not m.multi_valued
         and m.predicate_normalized
@@ -361,12 +416,17 @@ def _other_relations(valid: ValidStore, view: View, who: _Who, predicate: str) -
 
 
 def _refuse_unplaced(
-    valid: ValidStore, view: View, who: _Who, predicate: str, similar: Similar
+    valid: ValidStore,
+    view: View,
+    who: _Who,
+    keys: Sequence[str],
+    predicate: str,
+    similar: Similar,
 ) -> None:
     """A predicate no rule places, whose phrase embeds close to one the subject already has
     (guarded by :func:`ferrex.rules.predicates.may_reword`): rather than keep two "current"
     answers, ask the agent which it means."""
-    others = _other_relations(valid, view, who, predicate)
+    others = _other_relations(view, who, keys, predicate)
     known = sorted({str(m.predicate_normalized) for m in others})
     found = unplaced_neighbour(
         predicate, known, lambda text, texts: [similar.cosine(text, x) for x in texts]
@@ -395,6 +455,26 @@ def wanted(
     pairs: list[tuple[str, str]] = []
     known = _candidates(view, who)
     earlier: list[Candidate] = []
+    subject_entity: str | None = None
+    if valid.type == "semantic" and valid.subject is not None:
+        # Mirrors _resolve_subject: the scores it may ask for are recorded (and answered 0,
+        # which leaves the subject new; a different outcome asks again, see MissingMeasure).
+        def record(name: str, candidates: Sequence[Candidate]) -> list[float]:
+            pairs.extend((name, c.name) for c in candidates)
+            return [0.0] * len(candidates)
+
+        found = resolve_subject(
+            valid.subject,
+            known,
+            abbreviations=settings.abbreviations_for(who.namespace),
+            fuzzy_threshold=settings.entity_fuzzy,
+            embedding_threshold=settings.entity_embedding,
+            embedding_scores=record,
+        ).resolution
+        subject_entity = found.entity_id
+        earlier.append(
+            Candidate(found.entity_id or "", valid.subject, normalize_entity(valid.subject))
+        )
     for name in valid.entities:
         # Mirrors _resolve_entities: which spellings a later name of the same request is
         # compared with depends on what the earlier names added.
@@ -407,14 +487,15 @@ def wanted(
         elif found.kind == "fuzzy" and not any(c.normalized == normalized for c in candidates):
             earlier.append(Candidate(found.entity_id, name, normalized))
     if valid.type == "semantic" and valid.supersedes is None and not multi_valued:
-        assert valid.object is not None
-        predicate = normalized_predicate(valid, view, who, settings)
-        for old in _same_relation(valid, view, who, predicate):
+        assert valid.object is not None and valid.subject is not None
+        keys = _subject_keys(view, who, valid.subject, subject_entity)
+        predicate = normalized_predicate(valid, view, who, settings, keys)
+        for old in _same_relation(view, who, keys, predicate):
             assert old.object is not None
             pairs.append((valid.object, old.object))
         phrase = predicate_phrase(predicate)
         for other in sorted(
-            {str(m.predicate_normalized) for m in _other_relations(valid, view, who, predicate)}
+            {str(m.predicate_normalized) for m in _other_relations(view, who, keys, predicate)}
         ):
             if may_reword(predicate, other):
                 pairs.append((phrase, predicate_phrase(other)))
@@ -438,7 +519,14 @@ def decide_store(
     t_valid = valid.t_valid or now
     memory_id = new_id("mem")
     events: list[Event] = []
+    subject = _Subject(None, ())
+    if valid.type == "semantic" and valid.subject is not None:
+        subject = _resolve_subject(valid.subject, view, who, similar, settings, new_id, events)
     entities = _resolve_entities(valid.entities, view, who, similar, settings, new_id, events)
+    if subject.entity is not None:
+        entities = (subject.entity, *entities)
+    possible_conflict: list[str] = []
+    possible_events: list[FactsPossiblyConflicting] = []
     superseded: list[str] = []
     validated: list[str] = []
     replaced_multi: list[str] = []
@@ -451,19 +539,19 @@ def decide_store(
         superseded.append(old.memory_id)
         validated.append(memory_id)
     if valid.type == "semantic":
-        predicate = normalized_predicate(valid, view, who, settings)
+        predicate = normalized_predicate(valid, view, who, settings, subject.keys)
         body = replace_body(body, predicate_normalized=predicate)
         if valid.supersedes is None and not multi_valued:
             # An expired fact is gone the moment it expires: it neither repeats nor
             # conflicts (the sweep forgets it soon after).
             actives = [
                 m
-                for m in _same_relation(valid, view, who, predicate)
+                for m in _same_relation(view, who, subject.keys, predicate)
                 if not expired(m.expires_at, now.timestamp())
             ]
             if not actives:
-                _refuse_unplaced(valid, view, who, predicate, similar)
-            outcome = _fact_conflicts(valid, actives, similar, settings)
+                _refuse_unplaced(valid, view, who, subject.keys, predicate, similar)
+            outcome = _fact_conflicts(valid, actives, similar, settings, _agree(view, who))
             if isinstance(outcome, Memory):  # the same fact again: confirm it
                 confirmed: tuple[str, ...] = ()
                 if who.may_change(outcome):
@@ -496,6 +584,10 @@ def decide_store(
             replaced_multi = [
                 m.memory_id for m in outcome if m.multi_valued and m.memory_id in superseded
             ]
+            possible_events = _possible_conflicts(
+                valid, view, who, subject, predicate, memory_id, now, settings
+            )
+            possible_conflict = sorted({o for e in possible_events for o in e.others})
     current: list[Memory] = []
     if valid.type == "procedural":
         assert valid.name is not None
@@ -545,6 +637,7 @@ def decide_store(
                 expires_at=expires_at,
             )
         )
+    events += possible_events
     for old_id in superseded:
         reason: SupersedeReason = "explicit" if old_id == valid.supersedes else "conflict"
         events.append(
@@ -599,6 +692,7 @@ def decide_store(
         importance=valid.importance,
         pinned=valid.pinned,
         expires_at=expires_at,
+        possible_conflict=tuple(possible_conflict),
     )
     return Decision(tuple(events), result)
 
@@ -666,16 +760,23 @@ def _supersedable(memory_id: str, namespace: str, view: View, who: _Who, now: da
 
 
 def _fact_conflicts(
-    valid: ValidStore, actives: Sequence[Memory], similar: Similar, settings: StoreSettings
+    valid: ValidStore,
+    actives: Sequence[Memory],
+    similar: Similar,
+    settings: StoreSettings,
+    agree: Callable[[str, str], bool] | None = None,
 ) -> Memory | list[Memory]:
     """The existing same fact (a duplicate), or the active facts the new one replaces.
 
-    Raises ``conflict_ambiguous`` when an object is neither clearly the same nor clearly
-    different."""
+    Objects that ``agree`` (one entity, or the same words: ``team Nova`` and ``Nova``) are
+    the same fact. Raises ``conflict_ambiguous`` when an object is neither clearly the same
+    nor clearly different."""
     assert valid.object is not None
     replaced: list[Memory] = []
     for old in actives:
         assert old.object is not None
+        if agree is not None and agree(valid.object, old.object):
+            return old
         similarity = similar.cosine(valid.object, old.object)
         change = classify_object_change(
             valid.object,
@@ -780,6 +881,117 @@ def _refuse_duplicates(
             )
 
 
+def _resolve_subject(
+    name: str,
+    view: View,
+    who: _Who,
+    similar: Similar,
+    settings: StoreSettings,
+    new_id: NewId,
+    events: list[Event],
+) -> _Subject:
+    """A fact's subject through entity resolution (:func:`ferrex.rules.subjects.
+    resolve_subject`), in the store's scope: the entity it names, made or given the new
+    spelling as an alias, like a name in ``entities``."""
+    known = _candidates(view, who)
+    found = resolve_subject(
+        name,
+        known,
+        abbreviations=settings.abbreviations_for(who.namespace),
+        fuzzy_threshold=settings.entity_fuzzy,
+        embedding_threshold=settings.entity_embedding,
+        embedding_scores=lambda n, cs: [similar.cosine(n, c.name) for c in cs],
+    )
+    res = found.resolution
+    normalized = normalize_entity(name)
+    possible = tuple(p for p in found.possible if res.entity_id is None or
+                     not view.entities_differ(res.entity_id, p.entity_id))  # fmt: skip
+    if res.entity_id is None:
+        entity_id = new_id("ent")
+        events.append(
+            EntityCreated(
+                entity_id=entity_id,
+                namespace=who.namespace,
+                name=name,
+                normalized=normalized,
+                agent_id=who.scope,
+            )
+        )
+        entity = ResolvedEntity(name, entity_id, "new", 1.0, None)
+        return _Subject(entity, _subject_keys(view, who, name, None), possible)
+    if not any(c.normalized == normalized and c.entity_id == res.entity_id for c in known):
+        events.append(
+            EntityAliasAdded(
+                entity_id=res.entity_id,
+                namespace=who.namespace,
+                alias=name,
+                normalized=normalized,
+                match="abbreviation" if res.kind in ("abbreviation", "normalized")
+                else _alias_match(res),
+                score=round(res.score, 6),
+                agent_id=who.scope,
+            )
+        )  # fmt: skip
+    entity = ResolvedEntity(name, res.entity_id, res.kind, res.score, res.matched)
+    return _Subject(entity, _subject_keys(view, who, name, res.entity_id), possible)
+
+
+def _agree(view: View, who: _Who) -> Callable[[str, str], bool]:
+    """Whether two objects name one thing: the same words (``team Nova`` / ``Nova``), or
+    one known entity by the entity rules (no embedding)."""
+    candidates = _candidates(view, who)
+
+    def agree(a: str, b: str) -> bool:
+        if objects_agree(a, b):
+            return True
+        left = resolve_entity(a, candidates).entity_id
+        return left is not None and left == resolve_entity(b, candidates).entity_id
+
+    return agree
+
+
+def _possible_conflicts(
+    valid: ValidStore,
+    view: View,
+    who: _Who,
+    subject: _Subject,
+    predicate: str,
+    memory_id: str,
+    now: datetime,
+    settings: StoreSettings,
+) -> list[FactsPossiblyConflicting]:
+    """For each entity the subject is possibly the same as: its active single-valued facts
+    of the same relation whose object disagrees. Nothing is superseded; both are flagged."""
+    assert valid.object is not None and valid.subject is not None
+    if subject.entity is None:
+        return []
+    agree = _agree(view, who)
+    out: list[FactsPossiblyConflicting] = []
+    for possible in subject.possible:
+        keys = _subject_keys(view, who, "", possible.entity_id)
+        others = [
+            m.memory_id
+            for m in _same_relation(view, who, keys, predicate)
+            if not m.multi_valued
+            and not expired(m.expires_at, now.timestamp())
+            and m.object is not None
+            and not agree(valid.object, m.object)
+        ]
+        if others:
+            out.append(
+                FactsPossiblyConflicting(
+                    memory_id=memory_id,
+                    namespace=who.namespace,
+                    others=tuple(others),
+                    entity_id=subject.entity.entity_id,
+                    other_entity_id=possible.entity_id,
+                    reason=possible.reason,
+                    score=possible.score,
+                )
+            )
+    return out
+
+
 def _resolve_entities(
     names: Sequence[str],
     view: View,
@@ -790,7 +1002,13 @@ def _resolve_entities(
     events: list[Event],
 ) -> tuple[ResolvedEntity, ...]:
     known = _candidates(view, who)
-    added: list[Candidate] = []
+    # A subject resolved just before added its entity or spelling (pending in ``events``).
+    added: list[Candidate] = [
+        Candidate(e.entity_id, e.name if isinstance(e, EntityCreated) else e.alias,
+                  e.normalized)
+        for e in events
+        if isinstance(e, EntityCreated | EntityAliasAdded)
+    ]  # fmt: skip
     resolved: list[ResolvedEntity] = []
     for name in names:
         candidates = [*known, *added]
@@ -868,6 +1086,145 @@ def _cited(source: str | None) -> str | None:
 
 
 # -- forget, validate, access, eviction --------------------------------------------------
+
+
+# -- entity corrections ------------------------------------------------------------------
+
+
+def _relinked(memories: Sequence[Memory], old: str, new: str) -> tuple[Relink, ...]:
+    """Each memory's entity links with ``old`` replaced by ``new``."""
+    return tuple(
+        Relink(m.memory_id, tuple(dict.fromkeys(new if e == old else e for e in m.entity_ids)))
+        for m in sorted(memories, key=lambda m: m.memory_id)
+    )
+
+
+def _private(spellings: Sequence[Spelling], entity_id: str) -> bool:
+    """Whether every spelling of the entity is one agent's own (a private entity)."""
+    return all(s.agent_id is not None for s in spellings if s.entity_id == entity_id)
+
+
+EntityAction = Literal["merge", "split", "differ"]
+
+
+@dataclass(frozen=True)
+class EntityResult:
+    action: str
+    entity: str
+    """The entity acted on (for merge: the one kept), by id."""
+    other: str
+    """merge: the entity merged into ``entity``; differ: the other entity; split: the new
+    entity the spelling became."""
+    namespace: str
+    position: int | None = None
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return _answer(self)
+
+
+def decide_entity(
+    action: EntityAction,
+    first: str,
+    second: str,
+    view: View,
+    *,
+    namespace: str,
+    caller: str | None,
+    new_id: NewId,
+) -> Decision[EntityResult]:
+    """An operator's or agent's correction of entity resolution, as one event:
+
+    - ``merge``: ``second`` is the entity ``first`` (its spellings and links join it);
+    - ``split``: the spelling ``second`` of entity ``first`` was a wrong merge: it becomes an
+      entity of its own, with the facts whose subject it spells, and the two differ;
+    - ``differ``: ``first`` and ``second`` are different things (no possible conflicts
+      between their facts).
+
+    Names are resolved through the spellings the caller sees (another agent's private
+    spelling is unknown, exactly like a name nobody used); a name that resolves nowhere is
+    ``not_found``, and nothing is written."""
+    if action not in ("merge", "split", "differ"):
+        raise UsageError(
+            f"unknown entity action {action!r}", hint="the actions are merge, split and differ"
+        )
+    spellings = [s for s in view.spellings(namespace) if sees_scope(caller, s.agent_id)]
+    candidates = [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
+
+    def entity_of(name: str) -> str:
+        found = find_entity(name, candidates)
+        if found is None:
+            raise Refused(
+                f"no entity {name!r} in {namespace}",
+                code="not_found",
+                hint="stats or recall show the entities memories name",
+                details={"name": name},
+            )
+        return found
+
+    kept = entity_of(first)
+    if action == "split":
+        normalized = normalize_entity(second)
+        spelling = next(
+            (s for s in spellings if s.entity_id == kept and s.normalized == normalized), None
+        )
+        if spelling is None:
+            raise Refused(
+                f"{second!r} is not a spelling of the entity {first!r}",
+                code="not_found",
+                hint="the entity resource lists its aliases",
+                details={"name": second},
+            )
+        if all(s.normalized == normalized for s in spellings if s.entity_id == kept):
+            raise UsageError(
+                f"{second!r} is the only spelling of {first!r}: nothing to split",
+                hint="split a spelling that was merged into another",
+            )
+        new_entity = new_id("ent")
+        moved = [
+            m
+            for m in (view.memory(i) for i in view.linked(kept))
+            if m is not None and m.type == "semantic" and m.subject_key == normalized
+        ]
+        event: Event = EntitySplit(
+            entity_id=kept,
+            new_entity_id=new_entity,
+            namespace=namespace,
+            name=spelling.alias,
+            normalized=normalized,
+            entity_agent_id=spelling.agent_id,
+            spelling_entity_id=spelling.recorded_under,
+            relinked=_relinked(moved, kept, new_entity),
+            agent_id=caller,
+        )
+        return Decision((event,), EntityResult(action, kept, new_entity, namespace))
+    other = entity_of(second)
+    if other == kept:
+        raise UsageError(
+            f"{first!r} and {second!r} are already one entity",
+            hint="to undo a wrong merge, split the spelling: ferrex entity split NAME SPELLING"
+            if action == "differ"
+            else "nothing to merge",
+        )
+    if action == "merge":
+        if _private(spellings, kept) and not _private(spellings, other):
+            # Every caller would lose the shared entity into one only its agent sees.
+            raise UsageError(
+                f"cannot merge the shared entity {second!r} into the private entity {first!r}",
+                hint=f"merge the other way: ferrex entity merge {second!r} {first!r}",
+            )
+        named = [m for m in (view.memory(i) for i in view.linked(other)) if m is not None]
+        event = EntitiesMerged(
+            entity_id=other,
+            into=kept,
+            namespace=namespace,
+            relinked=_relinked(named, other, kept),
+            agent_id=caller,
+        )
+    else:
+        event = EntitiesDiffer(entity_id=kept, other_id=other, namespace=namespace,
+                               agent_id=caller)  # fmt: skip
+    return Decision((event,), EntityResult(action, kept, other, namespace))
 
 
 def checked_ids(ids: Sequence[str]) -> list[str]:

@@ -12,6 +12,7 @@ from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits
 from ferrex.rules.predicates import DEFAULT_SYNONYMS, merge_synonyms, synonym_map
 from ferrex.rules.secrets import SecretsMode
+from ferrex.rules.subjects import DEFAULT_ABBREVIATIONS, abbreviation_map
 
 
 def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
@@ -29,6 +30,22 @@ def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, 
     return base, namespaces
 
 
+def build_abbreviations(
+    config: Config,
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The global subject abbreviation table and each namespace's (its own over it)."""
+    base = abbreviation_map(config["subjects.abbreviations"])
+    namespaces: dict[str, dict[str, str]] = {}
+    for namespace, table in config["subjects.namespaces"].items():
+        if not isinstance(table, dict):
+            raise UsageError(
+                f"subjects.namespaces.{namespace} must be a table of abbreviations",
+                hint='write [subjects.namespaces.NAME] short = "long"',
+            )
+        namespaces[str(namespace)] = {**base, **abbreviation_map(table)}
+    return base, namespaces
+
+
 @dataclass(frozen=True)
 class StoreSettings:
     """The thresholds and defaults the store rules use (from the configuration)."""
@@ -42,6 +59,9 @@ class StoreSettings:
     predicate_fuzzy: float = 0.85
     synonyms: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SYNONYMS))
     namespace_synonyms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    abbreviations: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ABBREVIATIONS))
+    """Per-word abbreviations of subjects (``ferrex.rules.subjects``)."""
+    namespace_abbreviations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     limits: Limits = DEFAULT_LIMITS
     agent_id: str | None = None
     """Stamped on memories stored without one (the server's ``--agent-id``)."""
@@ -65,9 +85,12 @@ class StoreSettings:
     def from_config(cls, config: Config) -> StoreSettings:
         c = config
         synonyms, namespace_synonyms = build_synonyms(c)
+        abbreviations, namespace_abbreviations = build_abbreviations(c)
         return cls(
             synonyms=synonyms,
             namespace_synonyms=namespace_synonyms,
+            abbreviations=abbreviations,
+            namespace_abbreviations=namespace_abbreviations,
             default_namespace=c["store.default_namespace"],
             agent_id=c["store.agent_id"],
             dedup_threshold=c["store.dedup_threshold"],
@@ -84,3 +107,7 @@ class StoreSettings:
     def synonyms_for(self, namespace: str) -> Mapping[str, str]:
         """The predicate synonyms of ``namespace`` (its own groups over the global ones)."""
         return self.namespace_synonyms.get(namespace, self.synonyms)
+
+    def abbreviations_for(self, namespace: str) -> Mapping[str, str]:
+        """The subject abbreviations of ``namespace`` (its own over the global ones)."""
+        return self.namespace_abbreviations.get(namespace, self.abbreviations)

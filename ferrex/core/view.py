@@ -21,15 +21,20 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from journal import (
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
     Event,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Relink,
 )
 from projections.sqlite import Memory, ReadModel, Spelling
 
@@ -58,6 +63,8 @@ class View(Protocol):
     def spellings(self, namespace: str) -> list[Spelling]: ...
 
     def linked(self, entity_id: str) -> list[str]: ...
+
+    def entities_differ(self, a: str, b: str) -> bool: ...
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
@@ -111,6 +118,9 @@ class ReadModelView:
             self._once(("linked", entity_id), lambda: [m for _, m in self._rm.links([entity_id])])
         )
 
+    def entities_differ(self, a: str, b: str) -> bool:
+        return bool(self._once(("differ", *sorted((a, b))), lambda: self._rm.entities_differ(a, b)))
+
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
     ) -> EpisodeTail | None:
@@ -132,6 +142,7 @@ class Overlay:
         self._spellings: dict[str, list[Spelling]] = {}
         self._dropped: set[str] = set()
         self._tails: dict[tuple[str, str | None, str], EpisodeTail] = {}
+        self._merged_into: dict[str, str] = {}
 
     # -- applying ---------------------------------------------------------------------------
 
@@ -192,6 +203,21 @@ class Overlay:
                     self._spell(event.namespace).append(
                         Spelling(event.entity_id, event.alias, event.normalized, event.agent_id)
                     )
+                case EntitiesMerged():
+                    self._relink(event.relinked)
+                    self._merged_into[event.entity_id] = event.into
+                    for absorbed, into in list(self._merged_into.items()):
+                        if into == event.entity_id:
+                            self._merged_into[absorbed] = event.into
+                case EntitySplit():
+                    # Entity commands run alone: only the links matter to a later decision.
+                    self._relink(event.relinked)
+                case FactsPossiblyConflicting() | EntitiesDiffer():
+                    pass  # a store's flags and differences change no decision in a batch
+
+    def _relink(self, relinked: Sequence[Relink]) -> None:
+        for link in relinked:
+            self._update(link.memory_id, entity_ids=tuple(dict.fromkeys(link.entity_ids)))
 
     def _update(self, memory_id: str, **changes: object) -> None:
         old = self.memory(memory_id)
@@ -240,12 +266,22 @@ class Overlay:
 
     def spellings(self, namespace: str) -> list[Spelling]:
         found = [*self._base.spellings(namespace), *self._spellings.get(namespace, ())]
-        return [s for s in found if s.entity_id not in self._dropped]
+        into = self._merged_into
+        return [
+            replace(s, entity_id=into[s.entity_id], recorded_under=s.recorded_under or s.entity_id)
+            if s.entity_id in into
+            else s
+            for s in found
+            if s.entity_id not in self._dropped
+        ]
 
     def linked(self, entity_id: str) -> list[str]:
         ids = {m for m in self._base.linked(entity_id) if self.memory(m) is not None}
         ids |= {i for i, m in self._changed.items() if m is not None and entity_id in m.entity_ids}
         return sorted(ids)
+
+    def entities_differ(self, a: str, b: str) -> bool:
+        return self._base.entities_differ(a, b)
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str

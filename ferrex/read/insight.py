@@ -11,7 +11,8 @@ cuts from reflect's lists. Times in answers are RFC 3339 UTC (ferrex.times).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,14 +24,35 @@ from ferrex.rules.freshness import (
     StalenessConfig,
 )
 from ferrex.rules.predicates import match_known
+from ferrex.rules.subjects import object_form
 from ferrex.times import rfc3339
 from projections.documents import subject_key
 from projections.sqlite import Memory, ReadModel
 
+SubjectOf = Mapping[tuple[str, str], str]
+"""(namespace, normalized spelling) → the entity it names, as the caller sees spellings."""
 
-def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
-    """Active single-valued facts that disagree: same subject and predicate (fuzzy-matched),
-    different objects. Multi-valued facts never contradict anything."""
+
+def subject_entities(
+    rm: ReadModel, namespaces: Sequence[str], sight: Sight | None
+) -> dict[tuple[str, str], str]:
+    """Which entity each spelling the caller may see names (every spelling when ``sight``
+    is None), for :func:`contradictions`: facts about one entity, however their subjects
+    are spelt, are one subject."""
+    out: dict[tuple[str, str], str] = {}
+    for namespace in sorted(set(namespaces)):
+        spellings = rm.spellings(namespace) if sight is None else sight.spellings(rm, namespace)
+        for s in spellings:
+            out.setdefault((namespace, s.normalized), s.entity_id)
+    return out
+
+
+def contradictions(
+    memories: list[Memory], subject_of: SubjectOf | None = None
+) -> list[dict[str, Any]]:
+    """Active single-valued facts that disagree: same subject (the entity its spelling
+    names in ``subject_of``, else the spelling) and predicate (fuzzy-matched), objects that
+    do not agree. Multi-valued facts never contradict anything."""
     by_subject: dict[tuple[str, str], list[Memory]] = defaultdict(list)
     for m in memories:
         if (
@@ -40,7 +62,9 @@ def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
             and m.subject
             and m.predicate_normalized
         ):
-            by_subject[(m.namespace, subject_key(m.subject))].append(m)
+            key = subject_key(m.subject)
+            entity = (subject_of or {}).get((m.namespace, key))
+            by_subject[(m.namespace, entity or key)].append(m)
     found: list[dict[str, Any]] = []
     for (namespace, _), facts in sorted(by_subject.items()):
         predicates = sorted({str(f.predicate_normalized) for f in facts})
@@ -52,7 +76,7 @@ def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
         for f in facts:
             groups[canonical[str(f.predicate_normalized)]].append(f)
         for predicate, group in sorted(groups.items()):
-            objects = {" ".join((f.object or "").casefold().split()) for f in group}
+            objects = {object_form(f.object or "") for f in group}
             if len(group) > 1 and len(objects) > 1:
                 found.append(
                     {
@@ -66,6 +90,36 @@ def contradictions(memories: list[Memory]) -> list[dict[str, Any]]:
                     }
                 )  # fmt: skip
     return found
+
+
+def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[dict[str, Any]]:
+    """Pairs of active facts the store kept side by side because their subjects are
+    *possibly* the same (``facts.possible_conflict``), both among ``active`` (so both
+    visible to the caller), not since merged or said to differ; by ids."""
+    by_id = {m.memory_id: m for m in active if m.type == "semantic"}
+    seen: set[tuple[str, str]] = set()
+    out: list[dict[str, Any]] = []
+    for c in rm.possible_conflicts(sorted(by_id)):
+        pair = (min(c.memory_id, c.other_id), max(c.memory_id, c.other_id))
+        if pair in seen or c.other_id not in by_id or c.memory_id not in by_id:
+            continue
+        seen.add(pair)
+        facts = [by_id[i] for i in pair]
+        out.append(
+            {
+                "namespace": facts[0].namespace,
+                "reason": c.reason,
+                "facts": [
+                    {"id": f.memory_id, "subject": f.subject, "predicate": f.predicate,
+                     "object": f.object}
+                    for f in facts
+                ],
+                "what_to_do": f"if {facts[0].subject!r} and {facts[1].subject!r} are one "
+                "thing, store the right value with supersedes (or merge the entities); "
+                "if not, say they differ (ferrex entity differ); confirm the one that holds",
+            }
+        )  # fmt: skip
+    return sorted(out, key=lambda d: [f["id"] for f in d["facts"]])
 
 
 def directory_bytes(path: Path) -> int:
@@ -98,6 +152,7 @@ class Attention:
     unvalidated: list[Memory]
     contradictions: list[dict[str, Any]]
     forget_candidates: list[Assessed]
+    possible_conflicts: list[dict[str, Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -105,6 +160,7 @@ class Attention:
             "aging": len(self.aging),
             "unvalidated": len(self.unvalidated),
             "conflicts": len(self.contradictions),
+            "possible_conflicts": len(self.possible_conflicts),
             "forget_candidates": len(self.forget_candidates),
         }
 
@@ -115,9 +171,13 @@ def attention(
     staleness_of: StalenessConfig,
     *,
     unvalidated_after_days: float = 30.0,
+    rm: ReadModel | None = None,
+    sight: Sight | None = None,
 ) -> tuple[list[Assessed], Attention]:
     """Every active memory assessed with its own namespace's staleness, and what needs
-    attention among them."""
+    attention among them. With ``rm``, contradictions group facts by the entity their
+    subject names (through the spellings ``sight`` lets the caller see; all with None),
+    and the possible conflicts are listed."""
     assessed = [
         a
         for namespace, group in _by_namespace(active).items()
@@ -135,7 +195,13 @@ def attention(
         key=lambda m: (m.created_at, m.memory_id),
     )  # fmt: skip
     rarely = [a for a in stale + aging if a.memory.access_count < RARELY_RECALLED]
-    return assessed, Attention(stale, aging, unvalidated, contradictions(active), rarely)
+    if rm is None:
+        return assessed, Attention(stale, aging, unvalidated, contradictions(active), rarely)
+    subject_of = subject_entities(rm, [m.namespace for m in active], sight)
+    return assessed, Attention(
+        stale, aging, unvalidated, contradictions(active, subject_of), rarely,
+        possible_conflicts(rm, active),
+    )  # fmt: skip
 
 
 def _by_namespace(memories: list[Memory]) -> dict[str, list[Memory]]:
@@ -159,7 +225,7 @@ def stats(
     now = sight.now
     memories = sight.shown(rm.memories(namespace=namespace))
     active = [m for m in memories if m.t_invalid is None]
-    assessed, needs = attention(active, now, staleness_of)
+    assessed, needs = attention(active, now, staleness_of, rm=rm, sight=sight)
     latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:recent]
     doc: dict[str, Any] = {
         "namespace": namespace,
@@ -180,6 +246,7 @@ def stats(
             by_type=dict(sorted(by_type.items())),
             staleness=dict(sorted(labels.items())),
             conflicts=needs.contradictions[:10],
+            possible_conflicts=needs.possible_conflicts[:10],
             entities=len(sight.entities(rm, namespace)),
         )
     return doc
@@ -199,7 +266,10 @@ def reflect(
     now = sight.now
     memories = sight.shown(rm.memories(namespace=namespace))
     active = [m for m in memories if m.t_invalid is None]
-    _, needs = attention(active, now, staleness_of, unvalidated_after_days=unvalidated_after_days)
+    _, needs = attention(
+        active, now, staleness_of, unvalidated_after_days=unvalidated_after_days, rm=rm,
+        sight=sight,
+    )  # fmt: skip
     by_id = {m.memory_id: m for m in memories}
     last_use: dict[str, float] = {}
     for entity_id, memory_id in rm.links():
@@ -225,6 +295,7 @@ def reflect(
             for m in needs.unvalidated[:limit]
         ],
         "contradictions": needs.contradictions[:limit],
+        "possible_conflicts": needs.possible_conflicts[:limit],
         "forget_candidates": [
             {"id": a.memory.memory_id, "summary": one_line(a.memory),
              "access_count": a.memory.access_count,

@@ -97,7 +97,7 @@ from ferrex.read.seen import Sight, unexpired
 from ferrex.rules import relevance
 from ferrex.rules.assess import freshness_input
 from ferrex.rules.dates import Period, when
-from ferrex.rules.entities import normalize_entity, resolve_entity
+from ferrex.rules.entities import normalize_entity
 from ferrex.rules.freshness import (
     StalenessConfig,
     StalenessParams,
@@ -117,6 +117,8 @@ from ferrex.rules.fusion import (
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
+from ferrex.rules.subjects import find_entity, object_form
+from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
 from projections.replay import Projections
@@ -762,7 +764,13 @@ class Reader:
             result.update(subject=memory.subject, predicate=memory.predicate, object=memory.object)
             if memory.content:
                 result["content"] = memory.content
-            result["contradiction"] = self._contradicted(memory, sight)
+            contradicts = self._contradicted(memory, sight)
+            result["contradiction"] = bool(contradicts)
+            if contradicts:
+                result["contradicts"] = contradicts
+            possible = self._possible_conflict(memory, sight)
+            if possible:
+                result["possible_conflict"] = possible
         elif memory.type == "procedural":
             result.update(
                 name=memory.procedure_name,
@@ -780,35 +788,75 @@ class Reader:
             result["explain"] = stages
         return result
 
-    def _contradicted(self, memory: Memory, sight: Sight) -> bool:
-        """Another active single-valued fact the caller sees now that disagrees: the same
-        subject and predicate, or a predicate of the subject that is probably this one in
-        other words (:func:`ferrex.rules.predicates.unplaced_neighbour`). Multi-valued facts
-        are never contradictions."""
+    def _contradicted(self, memory: Memory, sight: Sight) -> list[str]:
+        """The other active single-valued facts the caller may see that disagree (empty:
+        none): the same subject, however it is spelt (every spelling of the entity its
+        subject names, as the caller sees spellings), and the same predicate, or a
+        predicate of the subject that is probably this one in other words
+        (:func:`ferrex.rules.predicates.unplaced_neighbour`); objects that agree
+        (``team Nova`` / ``Nova``) do not. Multi-valued facts are never contradictions."""
         if (
             memory.t_invalid is not None
             or memory.multi_valued
             or not memory.predicate_normalized
             or not memory.subject_key
         ):
-            return False
-        facts = [
-            m
-            for m in self.projections.read_model.subject_facts(memory.namespace, memory.subject_key)
+            return []
+        rm = self.projections.read_model
+        facts = {
+            m.memory_id: m
+            for key in self._subject_keys(memory.namespace, memory.subject_key, sight)
+            for m in rm.subject_facts(memory.namespace, key)
             if m.memory_id != memory.memory_id
             and m.t_invalid is None
             and not m.multi_valued
             and m.predicate_normalized
             and sight.sees(m)
-        ]
-        if any(m.predicate_normalized == memory.predicate_normalized for m in facts):
-            return True
-        others = sorted({str(m.predicate_normalized) for m in facts})
-        return (
-            bool(others)
-            and unplaced_neighbour(memory.predicate_normalized, others, self._phrase_similarity)
-            is not None
+        }
+        mine = object_form(memory.object or "")
+        same = sorted(
+            i
+            for i, m in facts.items()
+            if m.predicate_normalized == memory.predicate_normalized
+            and object_form(m.object or "") != mine
         )
+        if same:
+            return same
+        others = sorted(
+            {
+                str(m.predicate_normalized)
+                for m in facts.values()
+                if m.predicate_normalized != memory.predicate_normalized
+            }
+        )
+        found = (
+            unplaced_neighbour(memory.predicate_normalized, others, self._phrase_similarity)
+            if others
+            else None
+        )
+        if found is None:
+            return []
+        return sorted(i for i, m in facts.items() if m.predicate_normalized == found[0])
+
+    def _subject_keys(self, namespace: str, key: str, sight: Sight) -> list[str]:
+        """Every spelling (normalized) of the entities ``key`` spells, that the caller sees."""
+        spellings = [
+            s
+            for s in self.projections.read_model.entity_spellings(namespace, key)
+            if sees_scope(sight.agent_id, s.agent_id)
+        ]
+        entities = {s.entity_id for s in spellings if s.normalized == key}
+        return sorted({key, *(s.normalized for s in spellings if s.entity_id in entities)})
+
+    def _possible_conflict(self, memory: Memory, sight: Sight) -> list[str]:
+        """The active facts the caller sees that the store kept beside this one because
+        their subjects are possibly the same (``facts.possible_conflict``)."""
+        if memory.t_invalid is not None:
+            return []
+        rm = self.projections.read_model
+        ids = sorted({c.other_id for c in rm.possible_conflicts([memory.memory_id])})
+        others = rm.memories(memory_ids=ids) if ids else []
+        return sorted(m.memory_id for m in others if m.t_invalid is None and sight.sees(m))
 
     def _phrase_similarity(self, text: str, texts: Sequence[str]) -> list[float]:
         vector = self.queries.vector(text)
@@ -834,12 +882,16 @@ class Reader:
         candidates = sight.candidates(self.projections.read_model, namespace)
         found: list[str] = []
         unknown: list[str] = []
+        rm = self.projections.read_model
         for name in names:
-            resolution = resolve_entity(name, candidates)
-            if resolution.entity_id is None:
+            entity_id = find_entity(name, candidates)
+            if entity_id is None:
                 unknown.append(name)
-            elif resolution.entity_id not in found:
-                found.append(resolution.entity_id)
+                continue
+            # Memories stored before a merge name the merged entity by its old id.
+            for one in rm.merged_ids([entity_id]):
+                if one not in found:
+                    found.append(one)
         return tuple(found), unknown
 
 

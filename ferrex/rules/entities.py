@@ -118,7 +118,7 @@ _ARTICLES: Final = frozenset({"the", "a", "an"})
 
 _DIGIT_RUNS = re.compile(r"\d+")
 
-MatchKind = Literal["exact", "normalized", "fuzzy", "embedding", "new"]
+MatchKind = Literal["exact", "normalized", "abbreviation", "fuzzy", "embedding", "new"]
 
 
 def normalize_entity(name: str) -> str:
@@ -226,10 +226,10 @@ def _without_article(normalized: str) -> str:
 def _fuzzy_guard(left: str, right: str) -> bool:
     if not _same_numbers(left, right):
         return False
-    if _is_typo(left, right):
+    if is_typo(left, right):
         return True
     left_core, right_core = _core(left), _core(right)
-    return left_core == right_core or _is_product_suffix(left_core, right_core)
+    return left_core == right_core or is_product_suffix(left_core, right_core)
 
 
 def _core(normalized: str) -> list[str]:
@@ -240,7 +240,7 @@ def _core(normalized: str) -> list[str]:
     return words
 
 
-def _is_product_suffix(left: list[str], right: list[str]) -> bool:
+def is_product_suffix(left: list[str], right: list[str]) -> bool:
     shorter, longer = sorted((left, right), key=lambda words: len("".join(words)))
     base, whole = "".join(shorter), "".join(longer)
     if len(base) < SUFFIX_MIN_BASE or not whole.startswith(base):
@@ -258,7 +258,7 @@ def _same_numbers(left: str, right: str) -> bool:
     return not left_numbers or not right_numbers or left_numbers == right_numbers
 
 
-def _is_typo(left: str, right: str) -> bool:
+def is_typo(left: str, right: str) -> bool:
     left_words, right_words = left.split(" "), right.split(" ")
     if len(left_words) != len(right_words):
         return False

@@ -160,6 +160,18 @@ def reflect_text(doc: Mapping[str, Any]) -> str:
             "- " + json.dumps(c, separators=(",", ":"), ensure_ascii=False)
             for c in doc["contradictions"]
         )
+    if doc.get("possible_conflicts"):
+        lines.append(
+            "possible conflicts (subjects that may be one thing: if so store the right value "
+            "with supersedes, else `ferrex entity differ`; confirm the one that holds):"
+        )
+        lines.extend(
+            "- " + json.dumps(
+                {"reason": c.get("reason"), "facts": c.get("facts")},
+                separators=(",", ":"), ensure_ascii=False,
+            )
+            for c in doc["possible_conflicts"]
+        )  # fmt: skip
     if doc.get("dormant_entities"):
         names = ", ".join(str(e.get("name")) for e in doc["dormant_entities"])
         lines.append(f"entities no recent memory mentions: {names}")

@@ -29,10 +29,11 @@ from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.recall import RecallRequest
 from ferrex.read.seen import Sight, brief, one_line
-from ferrex.rules.entities import Candidate, resolve_entity
+from ferrex.rules.entities import Candidate
 from ferrex.rules.lifecycle import check_importance, marks_doc
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.spelling import did_you_mean
+from ferrex.rules.subjects import find_entity
 from ferrex.rules.visibility import sees
 from ferrex.server.answers import recall_text
 from ferrex.times import rfc3339
@@ -114,6 +115,8 @@ class Service:
             "resource": lambda args, caller: self._resource(args.get("uri"), caller),
             # Not a tool: the web dashboard's reads (ferrex.server.dashboard.reads).
             "dashboard": self._dashboard,
+            # Not a tool: `ferrex entity merge|split|differ`, a write.
+            "entity": self._entity_command,
         }
 
     def warm(self) -> None:
@@ -279,6 +282,18 @@ class Service:
         result = self.app.writer().forget(ids, cascade=cascade, caller=caller.agent_id)
         return result.as_dict()
 
+    def _entity_command(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        action = args.get("action")
+        first, second = args.get("first"), args.get("second")
+        if action not in ("merge", "split", "differ"):
+            raise UsageError(f"unknown entity action {action!r}", hint="merge, split or differ")
+        if not isinstance(first, str) or not isinstance(second, str) or not first or not second:
+            raise UsageError("an entity action takes two names", hint="first and second")
+        result = self.app.writer().entity(
+            action, first, second, namespace=_namespace(args, caller), caller=caller.agent_id
+        )
+        return result.as_dict()
+
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)
         limit = _whole(args.get("limit", 10), "limit", 1, 100)
@@ -375,10 +390,10 @@ class Service:
         rm = self._read_model()
         sight = self._sight(caller)
         spellings = sight.spellings(rm, namespace)
-        resolution = resolve_entity(
+        # Any spelling, abbreviated or not: "kubernetes cluster" finds "k8s cluster".
+        entity_id = find_entity(
             name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
         )
-        entity_id = resolution.entity_id
         names = rm.entity_names([entity_id]) if entity_id else {}
         memory_ids = [m for e, m in rm.links([entity_id])] if entity_id else []
         memories = [m for m in sight.memories(rm, memory_ids) if m.t_invalid is None]

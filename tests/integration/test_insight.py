@@ -67,7 +67,7 @@ def test_stats_and_reflect_agree_and_count_pending_recalls(service: Service) -> 
     counts, reflect = attention(service)
     # The two default-namespace episodes are aging; the ops one is fresh by its namespace.
     assert counts == {"stale": 0, "aging": 2, "unvalidated": 0, "conflicts": 1,
-                      "forget_candidates": 2}  # fmt: skip
+                      "possible_conflicts": 0, "forget_candidates": 2}  # fmt: skip
     assert len(reflect["forget_candidates"]) == 1  # type: ignore[arg-type]  # limit 1, count 2
     detailed = service.call("stats", {"detailed": True}, OPERATOR)
     assert detailed["staleness"] == {"aging": 2, "fresh": 5, "superseded": 0}

@@ -55,3 +55,28 @@ def test_the_entity_embedding_tier_merges_no_negative(shared_embedder: Embedder)
     wrong = [(p.a, p.b) for p in pairs if not p.same and entity_merged(p, scores_of)]
     assert wrong == []
     assert score(pairs, lambda p: entity_merged(p, scores_of)).recall >= ENTITY_EMBEDDING_RECALL
+
+
+def test_the_subject_rules_with_the_model_meet_their_targets(shared_embedder: Embedder) -> None:
+    """Merge precision ≥ 0.99 (no wrong merge at all on our set), recall ≥ 0.90, and the
+    possible tier holding at most 10% of the different pairs (tools/eval_pairs.py: 1.000,
+    0.920, 0.0%)."""
+    from ferrex.rules.subjects import subject_outcome
+    from tools.eval_pairs import load_subject_pairs, subject_score
+
+    similarity = cosine_similarity(shared_embedder)
+
+    def cosine(a: str, b: str) -> float:
+        return similarity(a, [b])[0]
+
+    pairs = load_subject_pairs()
+    for flip in (False, True):
+        result = subject_score(
+            pairs,
+            lambda p, flip=flip: subject_outcome(*((p.b, p.a) if flip else (p.a, p.b)),
+                                                 cosine=cosine),
+        )  # fmt: skip
+        wrong = [(p.a, p.b) for p, o in result.outcomes if o == "same" and p.label != "same"]
+        assert wrong == []
+        assert result.recall >= 0.90
+        assert result.possible_share("different") <= 0.10

@@ -12,9 +12,13 @@ from hypothesis import strategies as st
 
 from journal import (
     Access,
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
     Event,
+    FactsPossiblyConflicting,
     Journal,
     MemoriesAccessed,
     MemoriesForgotten,
@@ -23,6 +27,7 @@ from journal import (
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Relink,
 )
 from projections.sqlite import ReadModel
 from tests.strategies import T0, times
@@ -85,6 +90,35 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         score=st.floats(0.8, 1.0),
         agent_id=st.sampled_from([None, "alice"]),
     ),
+    st.builds(
+        FactsPossiblyConflicting,
+        memory_id=memory_ids,
+        namespace=st.just("a"),
+        others=st.lists(memory_ids, min_size=1, max_size=2).map(tuple),
+        entity_id=entity_ids,
+        other_entity_id=entity_ids,
+    ),
+    st.builds(
+        EntitiesMerged,
+        entity_id=entity_ids,
+        into=entity_ids,
+        namespace=st.just("a"),
+        relinked=st.lists(
+            st.builds(
+                Relink, memory_id=memory_ids, entity_ids=st.lists(entity_ids, max_size=2).map(tuple)
+            ),
+            max_size=2,
+        ).map(tuple),
+    ),
+    st.builds(
+        EntitySplit,
+        entity_id=entity_ids,
+        new_entity_id=entity_ids,
+        namespace=st.just("a"),
+        name=st.just("PG"),
+        normalized=st.sampled_from(["pg", "postgres"]),
+    ),
+    st.builds(EntitiesDiffer, entity_id=entity_ids, other_id=entity_ids, namespace=st.just("a")),
 )
 
 

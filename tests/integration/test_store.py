@@ -71,9 +71,12 @@ def test_a_changed_dependency_supersedes_the_old_fact(writer: Writer) -> None:
     assert old is not None and new is not None
     assert old.superseded_by == second.id and old.t_invalid == new.t_valid
     assert old.predicate_normalized == new.predicate_normalized == "depends_on"
-    # "Tokio" and "tokio runtime" are one entity; the alias records how it matched.
+    # "Tokio" and "tokio runtime" are one entity; the alias records how it matched. (The
+    # first entity is the fact's subject, api-server, the same entity both times.)
+    assert [e.name for e in first.entities] == ["api-server", "Tokio"]
     assert second.entities[0].entity_id == first.entities[0].entity_id
-    assert second.entities[0].match in ("fuzzy", "embedding")
+    assert second.entities[1].entity_id == first.entities[1].entity_id
+    assert second.entities[1].match in ("fuzzy", "embedding")
     assert new.entity_ids == old.entity_ids
     match, alias = rm.db.execute(
         "SELECT match, alias FROM aliases WHERE normalized='tokio runtime'"

@@ -66,3 +66,24 @@ def test_fields_of_later_features_are_shown_when_present() -> None:
     assert "pinned: True" in shown and "importance: 0.9" in shown
     plain = pages.search_page({"q": "x"}, {"results": [_hit(pinned=False)]}, None, "operator")
     assert "pinned" not in plain
+
+
+def test_the_health_page_lists_possible_conflicts_with_links() -> None:
+    reflect = {
+        "possible_conflicts": [
+            {
+                "reason": "head word",
+                "facts": [
+                    {"id": "mem_A", "subject": "billing", "predicate": "owner", "object": "Nova"},
+                    {"id": "mem_B", "subject": "billing <service>", "predicate": "owner",
+                     "object": "Atlas"},
+                ],
+            }
+        ]
+    }  # fmt: skip
+    html = pages.health_page({}, reflect, "operator", can_act=False)
+    section = html[html.index("Possible conflicts") :]
+    assert 'href="/memory/mem_A"' in section and 'href="/memory/mem_B"' in section
+    assert "billing &lt;service&gt;" in section and "head word" in section
+    empty = pages.health_page({}, {}, "operator", can_act=False)
+    assert '<ul id="possible_conflicts"><li>none</li></ul>' in empty

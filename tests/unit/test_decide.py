@@ -56,6 +56,7 @@ class FakeView:
         self.rows: dict[str, Memory] = {}
         self.spelled: dict[str, list[Spelling]] = {}
         self.tails: dict[tuple[str, str | None, str], EpisodeTail] = {}
+        self.differ: set[tuple[str, ...]] = set()
 
     def add(self, events: list[Event], at: datetime = NOW) -> None:
         """Commit ``events`` as if recorded at ``at``."""
@@ -109,6 +110,9 @@ class FakeView:
 
     def linked(self, entity_id: str) -> list[str]:
         return sorted(i for i, m in self.rows.items() if entity_id in m.entity_ids)
+
+    def entities_differ(self, a: str, b: str) -> bool:
+        return tuple(sorted((a, b))) in self.differ
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str

@@ -523,6 +523,18 @@ def health_page(
         for c in reflect.get("contradictions", [])
     )
     sections.append(f"<h2>Contradictions</h2><ul>{conflicts or '<li>none</li>'}</ul>")
+    possible = "".join(
+        "<li>"
+        + " / ".join(
+            memory_link(str(f["id"]), f"{f.get('subject')} {f.get('predicate')} {f.get('object')}")
+            for f in c.get("facts", [])
+        )
+        + f" <small>({e(c.get('reason'))}: the subjects may be one thing)</small></li>"
+        for c in reflect.get("possible_conflicts", [])
+    )
+    sections.append(
+        f'<h2>Possible conflicts</h2><ul id="possible_conflicts">{possible or "<li>none</li>"}</ul>'
+    )
     dormant = ", ".join(e(d.get("name")) for d in reflect.get("dormant_entities", []))
     sections.append(f"<h2>Dormant entities</h2><p>{dormant or 'none'}</p>")
     note = f'<p class="ok" id="notice">{e(notice)}</p>' if notice else ""

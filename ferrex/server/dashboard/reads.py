@@ -31,7 +31,8 @@ from typing import Any
 from ferrex.app import App
 from ferrex.errors import FerrexError, Refused, UsageError, from_journal_error
 from ferrex.read.seen import Sight, brief, one_line
-from ferrex.rules.entities import Candidate, resolve_entity
+from ferrex.rules.entities import Candidate
+from ferrex.rules.subjects import find_entity
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from journal.errors import JournalError
@@ -109,9 +110,7 @@ def _version(m: Memory, current: bool) -> dict[str, Any]:
 
 def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
     spellings = ctx.sight.spellings(ctx.rm, ctx.namespace)
-    found = resolve_entity(
-        name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
-    ).entity_id
+    found = find_entity(name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings])
     visible_ids = {s.entity_id for s in spellings}
     chosen = (
         [

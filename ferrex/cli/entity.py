@@ -1,0 +1,79 @@
+"""``ferrex entity merge|split|differ``: correct entity resolution, as journal events.
+
+A fact's subject is an entity; two facts conflict only when their subjects are one entity.
+When the resolver merged two things that differ (or kept apart two spellings of one), these
+commands say so: ``merge KEEP OTHER`` (OTHER is KEEP), ``split ENTITY SPELLING`` (that
+spelling of ENTITY is something else: it becomes an entity of its own, with the facts it is
+the subject of), ``differ A B`` (no possible conflicts between their facts).
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ferrex.app import App
+from ferrex.cli.through import SCOPED_NAMESPACE_HELP, agent_option, call_tool
+
+
+@click.group("entity")
+def entity() -> None:
+    """Merge entities, split a wrongly merged spelling off one, or say two differ."""
+
+
+def _action(action: str, help_text: str, first: str, second: str) -> click.Command:
+    @click.command(action, help=help_text)
+    @click.argument(first)
+    @click.argument(second)
+    @click.option("--namespace", help=SCOPED_NAMESPACE_HELP)
+    @agent_option
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+    @click.pass_obj
+    def command(
+        app: App, /, namespace: str | None, agent_id: str | None, as_json: bool, **names: str
+    ) -> None:
+        args = {
+            "action": action,
+            "first": names[first.lower()],
+            "second": names[second.lower()],
+            "namespace": namespace,
+        }
+        doc = call_tool(app, "entity", args, agent_id)
+        if as_json:
+            click.echo(json.dumps(doc))
+            return
+        words = {"merge": "merged into", "split": "split off as", "differ": "differs from"}
+        click.echo(
+            f"{doc['action']}: {doc['other']} {words[action]} {doc['entity']}"
+            if action != "split"
+            else f"split: {names[second.lower()]!r} is now {doc['other']}, "
+            f"apart from {doc['entity']}"
+        )
+
+    return command
+
+
+entity.add_command(
+    _action(
+        "merge", "OTHER is the entity KEEP: its spellings and links join KEEP.", "KEEP", "OTHER"
+    )
+)
+entity.add_command(
+    _action(
+        "split",
+        "SPELLING of ENTITY is something else: it becomes an entity of its own, with the "
+        "facts whose subject it spells, and the two are said to differ.",
+        "ENTITY",
+        "SPELLING",
+    )
+)
+entity.add_command(
+    _action(
+        "differ",
+        "A and B are different things: their facts are never flagged as "
+        "possible conflicts of each other.",
+        "A",
+        "B",
+    )
+)

@@ -1,0 +1,406 @@
+"""Subject resolution: whether two facts are about the same thing, possibly, or not.
+
+A semantic fact's subject is an entity (:func:`resolve_subject` places it among the known
+spellings of its namespace), and two facts conflict only when their subjects resolve to the
+same entity. Subjects are named the way agents write: ``billing service``, ``billing-svc``,
+``the billing svc``; ``staging database``, ``staging db``; ``k8s cluster``, ``kubernetes
+cluster``. So before names are compared each word is spelled out (:func:`spelled_out`) by a
+small table of abbreviations and numeronyms (:data:`DEFAULT_ABBREVIATIONS`: ``db`` →
+``database``, ``svc`` → ``service``, ``k8s`` → ``kubernetes``, ``repo`` → ``repository``,
+``env`` → ``environment``, ``prod`` → ``production``, ``cfg`` → ``config``, ``i18n`` →
+``internationalization``...), extended per namespace in the configuration
+(``[subjects.abbreviations]`` and ``[subjects.namespaces.NS]``, ``short = "long"``).
+Ambiguous short forms are left out on purpose: ``auth`` (authentication or authorization?),
+``pg`` (PostgreSQL or a page?), ``ns`` (a namespace or a DNS name server?), ``conf`` (a
+configuration or a conference?), ``ts``, ``js``, ``ui``, ``api`` (already the usual word).
+
+There are three outcomes, because a wrong merge invalidates a true fact (a fact about one
+thing supersedes a fact about another), which is worse than a missed one:
+
+- **same**: the spelled-out forms are equal (spaces ignored, a leading article dropped), or
+  the entity rules of :mod:`ferrex.rules.entities` match them (a typo of a long word, a
+  product suffix: ``mongo``/``mongodb``) *and* no word of one was swapped for another word
+  of the other; or, when the names share no word at all, the embedding cosine is above the
+  entity threshold (numbers must agree).
+- **possible**: one name is the other with trailing component words dropped (a head word:
+  ``billing``/``billing service``, ``ledger``/``ledger api``; :data:`COMPONENT_WORDS`), or,
+  for names sharing no word, an embedding cosine in the band just below the threshold
+  (:data:`POSSIBLE_BAND`). Both facts are stored, nothing is superseded, both are flagged.
+- **different**: anything else. In particular a *sibling*, where the names share a word and
+  each has a word the other lacks (``staging db``/``production db``, ``billing service``/
+  ``billing database``, ``k8s cluster``/``k8s namespace``), is always different whatever an
+  embedding says, and so is a name extended by a word carrying a number (``api``/``api v2``)
+  or two names with different numbers (``api v1``/``api v2``).
+
+Objects are compared for agreement by :func:`objects_agree`: ``team Nova`` and ``Nova`` name
+the same team (a leading kind word such as ``team`` is dropped), ``prod db`` and
+``production database`` the same thing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final, Literal
+
+from ferrex.errors import UsageError
+from ferrex.rules.entities import (
+    NEW,
+    Candidate,
+    Resolution,
+    is_product_suffix,
+    is_typo,
+    normalize_entity,
+    resolve_entity,
+)
+
+#: Per-word short forms agents write, and the word they stand for. Numeronyms (``k8s``)
+#: and clipped words (``db``, ``svc``). Only forms with one common meaning in software.
+DEFAULT_ABBREVIATIONS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "db": "database",
+        "dbs": "databases",
+        "svc": "service",
+        "svcs": "services",
+        "srv": "server",
+        "k8s": "kubernetes",
+        "kube": "kubernetes",
+        "repo": "repository",
+        "repos": "repositories",
+        "env": "environment",
+        "envs": "environments",
+        "prod": "production",
+        "stg": "staging",
+        "dev": "development",
+        "cfg": "config",
+        "configuration": "config",
+        "authn": "authentication",
+        "authz": "authorization",
+        "i18n": "internationalization",
+        "l10n": "localization",
+        "a11y": "accessibility",
+        "o11y": "observability",
+        "app": "application",
+        "apps": "applications",
+        "pkg": "package",
+        "lib": "library",
+        "libs": "libraries",
+        "msg": "message",
+        "msgs": "messages",
+        "var": "variable",
+        "vars": "variables",
+        "infra": "infrastructure",
+        "mgmt": "management",
+        "dir": "directory",
+        "img": "image",
+        "acct": "account",
+        "org": "organization",
+        "dept": "department",
+        "eng": "engineering",
+        "cli": "command line",
+        "e2e": "end to end",
+    }
+)
+
+#: Trailing words that name a part or a kind of deployment of a thing: ``billing`` may mean
+#: ``billing service`` (possibly the same), but ``billing service`` is not ``billing
+#: database`` (siblings). Spelled-out forms.
+COMPONENT_WORDS: Final[frozenset[str]] = frozenset(
+    {
+        "service",
+        "services",
+        "server",
+        "database",
+        "api",
+        "application",
+        "app",
+        "cluster",
+        "system",
+        "backend",
+        "frontend",
+        "repository",
+        "project",
+        "pipeline",
+        "job",
+        "worker",
+        "queue",
+        "team",
+        "library",
+        "runtime",
+        "framework",
+        "package",
+        "module",
+        "platform",
+        "tool",
+        "site",
+        "website",
+        "portal",
+        "engine",
+    }
+)
+
+#: Leading words of an object that say what kind of thing it is, not which: ``team Nova``
+#: agrees with ``Nova``.
+OBJECT_KIND_WORDS: Final[frozenset[str]] = frozenset(
+    {"team", "squad", "group", "the", "a", "an", "org", "organization", "department", "user"}
+)
+
+#: The cosine band below the entity embedding threshold in which two subjects sharing no
+#: word are *possibly* the same: (threshold - POSSIBLE_BAND, threshold]. Chosen on
+#: ``golden_set/subject_pairs.jsonl`` (``tools/eval_pairs.py`` prints the cosines).
+POSSIBLE_BAND: Final = 0.04
+
+_ARTICLES: Final = frozenset({"the", "a", "an"})
+
+#: Trailing words of an organisation's legal form, dropped: ``Acme Inc.`` is ``Acme``.
+_LEGAL_FORMS: Final = frozenset({"inc", "corp", "corporation", "ltd", "llc", "gmbh", "co"})
+_DIGITS: Final = re.compile(r"\d")
+_DIGIT_RUNS: Final = re.compile(r"\d+")
+
+Outcome = Literal["same", "possible", "different"]
+
+
+def abbreviation_map(extra: Mapping[str, object]) -> dict[str, str]:
+    """The default table with ``extra`` (short → long, from the configuration) over it.
+
+    A short or long form without letters or digits, or a value that is not a string, is a
+    :class:`UsageError`: a configuration mistake.
+    """
+    table = dict(DEFAULT_ABBREVIATIONS)
+    for short, long in extra.items():
+        if not isinstance(long, str):
+            raise UsageError(
+                f"subject abbreviation {short!r} must map to a string, not {long!r}",
+                hint=f'write {short} = "the word it stands for"',
+            )
+        key, value = normalize_entity(str(short)), normalize_entity(long)
+        if not key or not value:
+            raise UsageError(
+                f"subject abbreviation {short!r} = {long!r} has no letters or digits",
+                hint="each abbreviation and its word must be a word",
+            )
+        table[key] = value
+    return table
+
+
+def spelled_out(
+    normalized: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS
+) -> list[str]:
+    """The words of a normalized name with abbreviations spelled out, a leading article
+    dropped: ``the billing svc`` → ``["billing", "service"]``."""
+    whole = abbreviations.get(normalized)
+    words = (whole if whole is not None else normalized).split(" ")
+    if len(words) > 1 and words[0] in _ARTICLES:
+        words = words[1:]
+    out: list[str] = []
+    for word in words:
+        out += abbreviations.get(word, word).split(" ")
+    out = [w for w in out if w]
+    while len(out) > 1 and out[-1] in _LEGAL_FORMS:
+        out.pop()
+    return out
+
+
+def subject_form(name: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> str:
+    """The comparable form of a subject: normalized, spelled out, spaces removed."""
+    return "".join(spelled_out(normalize_entity(name), abbreviations))
+
+
+def compare_words(left: Sequence[str], right: Sequence[str]) -> Outcome | None:
+    """What the words alone say about two spelled-out names: ``same``, ``possible``,
+    ``different``, or None when only a similarity score can tell."""
+    if "".join(left) == "".join(right):
+        return "same"
+    if _numbers(left) != _numbers(right) and _numbers(left) and _numbers(right):
+        return "different"
+    only_left = [w for w in left if w not in right]
+    only_right = [w for w in right if w not in left]
+    # A word swapped for its typo or its product-suffixed form is the same word.
+    for word in list(only_left):
+        twin = next((w for w in only_right if _same_word(word, w)), None)
+        if twin is not None:
+            only_left.remove(word)
+            only_right.remove(twin)
+    if not only_left and not only_right:
+        return "same"
+    shared = [w for w in left if w not in only_left]
+    if shared and only_left and only_right:
+        return "different"  # siblings: one word swapped for another
+    extra = only_left or only_right
+    if shared and extra:
+        if any(_DIGITS.search(w) for w in extra):
+            return "different"  # api / api v2
+        shorter, longer = (left, right) if only_right else (right, left)
+        if list(longer[: len(shorter)]) == list(shorter) and all(
+            w in COMPONENT_WORDS for w in longer[len(shorter) :]
+        ):
+            return "possible"  # a head word dropped: billing / billing service
+        return "different"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Possible:
+    """An entity the subject is possibly the same as, and why."""
+
+    entity_id: str
+    reason: Literal["head word", "embedding"]
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectResolution:
+    """Where a subject landed (an existing entity, or ``new``) and the entities it is
+    possibly the same as (never the one it resolved to), by entity id."""
+
+    resolution: Resolution
+    possible: tuple[Possible, ...]
+
+
+def resolve_subject(
+    name: str,
+    candidates: Sequence[Candidate],
+    *,
+    abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS,
+    fuzzy_threshold: float = 0.85,
+    embedding_threshold: float = 0.92,
+    embedding_scores: Callable[[str, Sequence[Candidate]], Sequence[float]] | None = None,
+) -> SubjectResolution:
+    """The entity a fact's subject ``name`` refers to among ``candidates`` (the module
+    docstring's rules), and the entities it possibly refers to.
+
+    ``embedding_scores`` is called at most once, with the candidates that share no word
+    with ``name`` (only those may be decided by a score), and only when no candidate is
+    the same by its words or the entity rules.
+    """
+    normalized = normalize_entity(name)
+    if not normalized:
+        return SubjectResolution(NEW, ())
+    words = spelled_out(normalized, abbreviations)
+    spelled = {c: spelled_out(c.normalized, abbreviations) for c in candidates}
+    verdicts = {c: compare_words(words, spelled[c]) for c in candidates}
+    heads = {c.entity_id for c in candidates if verdicts[c] == "possible"}
+
+    def answer(found: Resolution, scored: Sequence[Possible] = ()) -> SubjectResolution:
+        possible = {p.entity_id: p for p in scored}
+        for entity_id in heads:
+            possible.setdefault(entity_id, Possible(entity_id, "head word", 1.0))
+        possible.pop(found.entity_id or "", None)
+        return SubjectResolution(found, tuple(possible[k] for k in sorted(possible)))
+
+    exact = [c for c in candidates if c.name == name]
+    if exact:
+        return answer(_best("exact", exact))
+    same = [c for c in candidates if verdicts[c] == "same"]
+    if same:
+        plain = [c for c in same if c.normalized == normalized]
+        return answer(_best("normalized" if plain else "abbreviation", plain or same))
+    # The entity rules (typos, product suffixes) among names the words leave open; their
+    # same-core rule is the words' "possible" here, so names that only differ by
+    # descriptors never reach it.
+    open_ = [c for c in candidates if verdicts[c] is None]
+    fuzzy = resolve_entity(name, open_, fuzzy_threshold=fuzzy_threshold)
+    if fuzzy.entity_id is not None:
+        return answer(fuzzy)
+    scored = [c for c in open_ if not set(words) & set(spelled[c])]
+    if embedding_scores is None or not scored:
+        return answer(NEW)
+    scores = embedding_scores(name, scored)
+    if len(scores) != len(scored):
+        raise ValueError(f"embedding_scores gave {len(scores)} scores for {len(scored)}")
+    best: tuple[float, Candidate] | None = None
+    near: list[Possible] = []
+    for raw, c in zip(scores, scored, strict=True):
+        score = float(raw)
+        if not math.isfinite(score) or not _same_numbers(normalized, c.normalized):
+            continue
+        if score > embedding_threshold:
+            if best is None or (-score, c.entity_id) < (-best[0], best[1].entity_id):
+                best = (score, c)
+        elif score > embedding_threshold - POSSIBLE_BAND:
+            near.append(Possible(c.entity_id, "embedding", round(score, 6)))
+    if best is None:
+        return answer(NEW, near)
+    score, winner = best
+    return answer(Resolution("embedding", winner.entity_id, score, winner.name), near)
+
+
+def subject_outcome(
+    a: str,
+    b: str,
+    *,
+    abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS,
+    embedding_threshold: float = 0.92,
+    cosine: Callable[[str, str], float] | None = None,
+) -> Outcome:
+    """The outcome of :func:`resolve_subject` for ``a`` against ``b`` as the one known
+    spelling (what ``tools/eval_pairs.py`` measures)."""
+    candidate = Candidate("e1", b, normalize_entity(b))
+    scores = None if cosine is None else (lambda n, cs: [cosine(n, c.name) for c in cs])
+    found = resolve_subject(
+        a,
+        [candidate],
+        abbreviations=abbreviations,
+        embedding_threshold=embedding_threshold,
+        embedding_scores=scores,
+    )
+    if found.resolution.entity_id is not None:
+        return "same"
+    return "possible" if found.possible else "different"
+
+
+def find_entity(
+    name: str,
+    candidates: Sequence[Candidate],
+    abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS,
+) -> str | None:
+    """The entity a name given by a reader (a resource, a filter, a page) refers to: the
+    entity rules, or the same spelled-out words as a known spelling (``kubernetes
+    cluster`` finds the entity spelt ``k8s cluster``). No embedding; None when unknown."""
+    found = resolve_entity(name, candidates)
+    if found.entity_id is not None:
+        return found.entity_id
+    words = "".join(spelled_out(normalize_entity(name), abbreviations))
+    same = [
+        c
+        for c in candidates
+        if words and "".join(spelled_out(c.normalized, abbreviations)) == words
+    ]
+    return min(same, key=lambda c: c.entity_id).entity_id if same else None
+
+
+def objects_agree(a: str, b: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> bool:
+    """Whether two objects name one thing by their words: the same spelled-out form, once
+    leading kind words (:data:`OBJECT_KIND_WORDS`: ``team Nova`` / ``Nova``) are dropped."""
+    return object_form(a, abbreviations) == object_form(b, abbreviations) != ""
+
+
+def object_form(text: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> str:
+    """The comparable form of an object (see :func:`objects_agree`)."""
+    words = spelled_out(normalize_entity(text), abbreviations)
+    while len(words) > 1 and words[0] in OBJECT_KIND_WORDS:
+        words = words[1:]
+    return "".join(words)
+
+
+def _best(
+    kind: Literal["exact", "normalized", "abbreviation"], found: Sequence[Candidate]
+) -> Resolution:
+    winner = min(found, key=lambda c: c.entity_id)
+    return Resolution(kind, winner.entity_id, 1.0, winner.name)
+
+
+def _numbers(words: Sequence[str]) -> list[str]:
+    return _DIGIT_RUNS.findall(" ".join(words))
+
+
+def _same_numbers(left: str, right: str) -> bool:
+    a, b = _DIGIT_RUNS.findall(left), _DIGIT_RUNS.findall(right)
+    return not a or not b or a == b
+
+
+def _same_word(a: str, b: str) -> bool:
+    return is_typo(a, b) or is_product_suffix([a], [b])
