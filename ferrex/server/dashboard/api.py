@@ -300,7 +300,7 @@ class WriteApi:
         unknown = sorted(set(request.query_params) - {"cascade"})
         if unknown:
             raise UsageError(f"unknown query parameter {unknown[0]!r}",
-                             hint="DELETE /api/v1/memories/{id} takes only cascade")  # fmt: skip
+                             hint="forget takes only cascade: /api/v1/memories/{id}?cascade=true")  # fmt: skip
         cascade_text = request.query_params.get("cascade", "false")
         if cascade_text not in ("true", "false"):
             raise UsageError(f"cascade must be true or false, got {cascade_text!r}")
