@@ -299,8 +299,10 @@ class WriteApi:
         memory_id = request.path_params["memory_id"]
         unknown = sorted(set(request.query_params) - {"cascade"})
         if unknown:
-            raise UsageError(f"unknown query parameter {unknown[0]!r}",
-                             hint="forget takes only cascade: /api/v1/memories/{id}?cascade=true")  # fmt: skip
+            raise UsageError(
+                f"unknown query parameter {unknown[0]!r}",
+                hint="forget takes only cascade: /api/v1/memories/{id}?cascade=true",
+            )
         cascade_text = request.query_params.get("cascade", "false")
         if cascade_text not in ("true", "false"):
             raise UsageError(f"cascade must be true or false, got {cascade_text!r}")
