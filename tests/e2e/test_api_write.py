@@ -4,6 +4,7 @@ agents, Idempotency-Key, and the OpenAPI document checked by a real validator.""
 
 from __future__ import annotations
 
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,6 +199,26 @@ def test_an_idempotency_key_stores_once(server: Server) -> None:
            400, "invalid_input")  # fmt: skip
 
 
+def test_a_retry_after_a_restart_is_still_answered_once(tmp_path: Path) -> None:
+    home = tmp_path / "restart"
+    body = {"content": "Restart: the invoice job runs at 03:15 UTC", "visibility": "shared"}
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    with serve_http(home) as first:
+        stored = _post(first, "/api/v1/memories", ALICE, body, **key)
+        assert stored.status_code == 200, stored.text
+        # a recall takes no key: run each time, its answer (memories' text) never kept
+        looked = _post(first, "/api/v1/recall", ALICE, {"query": "invoice job"}, **key)
+        assert looked.status_code == 200 and "idempotent-replayed" not in looked.headers
+    kept = home / "run" / "api-idempotency.jsonl"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert key["Idempotency-Key"] not in kept.read_text() and "invoice" not in kept.read_text()
+    with serve_http(home) as second:
+        again = _post(second, "/api/v1/memories", ALICE, body, **key)
+        assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
+        assert again.json() == stored.json()
+        assert _total(second) == 1
+
+
 def test_a_batch_stores_every_good_item_and_reports_the_bad_one(server: Server) -> None:
     before = _total(server)
     batch = {"memories": [
@@ -295,6 +316,8 @@ def test_an_open_loopback_server_refuses_a_foreign_origin(tmp_path: Path) -> Non
 
 class _NoHub:
     """Only what building the routes reads (nothing is called)."""
+
+    home = Path("/nonexistent/ferrex-home")  # never written: nothing is called
 
     class caller:
         namespace = None

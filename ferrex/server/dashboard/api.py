@@ -22,13 +22,16 @@ Who may call them:
 A POST body must be ``application/json`` (so a browser page of another site cannot send one
 without a CORS preflight, which is never granted) and at most :data:`MAX_BODY` bytes.
 
-``Idempotency-Key``: a write sent again with the same key by the same principal gets the first
-answer (``Idempotent-Replayed: true``) and is not run again; the same key with another body is
-refused (422, ``idempotency_key_reused``). A retry arriving while the first is still running
-waits for its answer. Keys are kept in the memory of the serving process
-(:class:`IdempotencyKeys`: :data:`KEY_SECONDS`, at most :data:`KEY_COUNT` keys, oldest dropped
-first), so a restart of ``ferrex serve`` forgets them. An answer of 5xx (the backend was down,
-the disk full) is not kept: a retry runs again.
+``Idempotency-Key`` (store, forget, confirm): a write sent again with the same key by the same
+principal gets the first answer (``Idempotent-Replayed: true``) and is not run again; the same
+key with another body is refused (422, ``idempotency_key_reused``). A retry arriving while the
+first is still running waits for its answer. The serving process keeps the keys
+(:class:`IdempotencyKeys`: :data:`KEY_SECONDS`, at most :data:`KEY_COUNT`, oldest dropped
+first) in memory and in ``<home>/run/api-idempotency.jsonl`` (:data:`KEY_FILE`), so a retry
+after a restart is answered too; it is not an event and not in the journal. Each ``ferrex
+serve`` process keeps its own: a retry must go to the server that had the first attempt. An
+answer of 5xx (the backend was down, the disk full) is not kept: a retry runs again. A recall
+takes no key (the header is ignored).
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
@@ -51,6 +56,7 @@ from starlette.routing import BaseRoute, Route
 from ferrex import __version__
 from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.server.service import Caller, error_document
+from journal.files import make_private_dir, open_private, replace_durably
 
 if TYPE_CHECKING:
     from ferrex.server.dashboard.web import Dashboard
@@ -65,6 +71,8 @@ MAX_BATCH = 100
 #: How long an idempotency key is remembered, and how many are kept at most.
 KEY_SECONDS = 24 * 3600
 KEY_COUNT = 10_000
+#: Where the kept answers of idempotency keys live, under the data directory.
+KEY_FILE = Path("run") / "api-idempotency.jsonl"
 #: The longest idempotency key taken.
 MAX_KEY = 200
 
@@ -110,19 +118,35 @@ Answer = tuple[int, dict[str, Any]]
 @dataclass
 class _Entry:
     fingerprint: str
-    expires: float
+    expires: float  # wall-clock seconds (kept entries outlive the process)
     done: threading.Event = field(default_factory=threading.Event)
     answer: Answer | None = None
 
 
 class IdempotencyKeys:
-    """(principal, key) → the first answer of a write, in memory, bounded in time and count."""
+    """(principal, key) → the first answer of a write, bounded in time and count.
 
-    def __init__(self, seconds: float = KEY_SECONDS, count: int = KEY_COUNT) -> None:
+    With ``path`` (``<home>/run/api-idempotency.jsonl``, mode 0600) every kept answer is also
+    appended there (fsynced before the answer is sent) and read back at start, so a retry
+    after a restart is still answered from it. The file holds a hash of principal and key,
+    the request's fingerprint, the expiry and the answer (ids, entity names, error codes: a
+    write's answer, never a memory's text); it is rewritten without the expired entries when
+    it has grown to twice :attr:`count` lines. If it cannot be written (a read-only home),
+    the keys stay in memory only.
+    """
+
+    def __init__(
+        self, seconds: float = KEY_SECONDS, count: int = KEY_COUNT, path: Path | None = None
+    ) -> None:
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._file_lock = threading.Lock()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self.seconds = seconds
         self.count = count
+        self.path = path
+        self._lines = 0
+        if path is not None:
+            self._load(path)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -132,8 +156,9 @@ class IdempotencyKeys:
     ) -> tuple[Answer, bool]:
         """The answer for this key (and whether it is a replay of an earlier one): ``work``
         runs only if no request with the key ran before or is running now."""
+        name = hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()
         while True:
-            entry, mine = self._claim((principal, key), fingerprint)
+            entry, mine = self._claim(name, fingerprint)
             if mine:
                 break
             entry.done.wait()
@@ -145,21 +170,20 @@ class IdempotencyKeys:
             answer = work()
             return answer, False
         finally:
+            kept = answer is not None and answer[0] < 500
             with self._lock:
-                if answer is not None and answer[0] < 500:
+                if kept:
                     entry.answer = answer
-                elif self._entries.get((principal, key)) is entry:
-                    del self._entries[(principal, key)]
+                elif self._entries.get(name) is entry:
+                    del self._entries[name]
+            if kept:
+                self._append(name, entry)
             entry.done.set()
 
-    def _claim(self, name: tuple[str, str], fingerprint: str) -> tuple[_Entry, bool]:
-        now = time.monotonic()
+    def _claim(self, name: str, fingerprint: str) -> tuple[_Entry, bool]:
+        now = time.time()
         with self._lock:
-            while self._entries:
-                oldest = next(iter(self._entries.values()))
-                if oldest.expires > now:
-                    break
-                self._entries.popitem(last=False)
+            self._expire(now)
             entry = self._entries.get(name)
             if entry is not None:
                 if entry.fingerprint != fingerprint:
@@ -175,6 +199,90 @@ class IdempotencyKeys:
                 self._entries.popitem(last=False)
             return entry, True
 
+    def _expire(self, now: float) -> None:
+        while self._entries:
+            oldest = next(iter(self._entries.values()))
+            if oldest.expires > now:
+                break
+            self._entries.popitem(last=False)
+
+    # -- the file ---------------------------------------------------------------------------
+
+    def _load(self, path: Path) -> None:
+        if not path.exists():
+            return  # made by the first kept answer
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self._give_up(exc)
+            return
+        now = time.time()
+        for line in text.splitlines():
+            try:
+                raw = json.loads(line)
+                name, fingerprint = str(raw["n"]), str(raw["f"])
+                expires, status, doc = float(raw["e"]), int(raw["s"]), dict(raw["a"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line, or not ours: skipped
+            if expires <= now:
+                continue
+            entry = _Entry(fingerprint, expires, answer=(status, doc))
+            entry.done.set()
+            self._entries.pop(name, None)
+            self._entries[name] = entry
+        while len(self._entries) > self.count:
+            self._entries.popitem(last=False)
+        self._rewrite()
+
+    def _append(self, name: str, entry: _Entry) -> None:
+        assert entry.answer is not None
+        line = _line(name, entry)
+        with self._file_lock:
+            if self.path is None:
+                return
+            try:
+                make_private_dir(self.path.parent)
+                fd = open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+                try:
+                    os.write(fd, line)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                self._give_up(exc)
+                return
+            self._lines += 1
+        if self._lines >= 2 * self.count:
+            self._rewrite()
+
+    def _rewrite(self) -> None:
+        """The file again with only the entries kept now."""
+        with self._file_lock:
+            if self.path is None:
+                return
+            with self._lock:
+                self._expire(time.time())
+                kept = [(n, e) for n, e in self._entries.items() if e.answer is not None]
+            try:
+                make_private_dir(self.path.parent)
+                replace_durably(self.path, b"".join(_line(n, e) for n, e in kept))
+            except OSError as exc:
+                self._give_up(exc)
+                return
+            self._lines = len(kept)
+
+    def _give_up(self, exc: Exception) -> None:
+        log.warning("idempotency keys stay in memory only: %s cannot be written (%s)",
+                    self.path, exc)  # fmt: skip
+        self.path = None
+
+
+def _line(name: str, entry: _Entry) -> bytes:
+    assert entry.answer is not None
+    status, doc = entry.answer
+    raw = {"n": name, "f": entry.fingerprint, "e": entry.expires, "s": status, "a": doc}
+    return (json.dumps(raw, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
 
 Handler = Callable[[Request, Caller, Any], dict[str, Any]]
 
@@ -185,7 +293,7 @@ class WriteApi:
     def __init__(self, dashboard: Dashboard, tools: Mapping[str, ToolInput]) -> None:
         self.dashboard = dashboard
         self.tools = dict(tools)
-        self.keys = IdempotencyKeys()
+        self.keys = IdempotencyKeys(path=dashboard.hub.home / KEY_FILE)
         self._openapi: dict[str, Any] | None = None
 
     # -- who is asking ----------------------------------------------------------------------
@@ -207,13 +315,19 @@ class WriteApi:
 
     # -- the routes' frame --------------------------------------------------------------------
 
-    def route(self, handler: Handler, *, body: bool) -> Callable[[Request], Any]:
+    def route(
+        self, handler: Handler, *, body: bool, keyed: bool = True
+    ) -> Callable[[Request], Any]:
+        """An endpoint calling ``handler``; ``keyed``: it honours ``Idempotency-Key`` (a
+        recall does not: it changes nothing worth guarding, and its answer holds memories'
+        text, which must not outlive a forget in a kept answer)."""
+
         async def endpoint(request: Request) -> Response:
             replayed = False
             try:
                 caller = self.caller(request)
                 payload = await _json_body(request) if body else None
-                key = request.headers.get("idempotency-key")
+                key = request.headers.get("idempotency-key") if keyed else None
 
                 def work() -> Answer:
                     return self._answer(handler, request, caller, payload)
@@ -335,7 +449,9 @@ class WriteApi:
                 self.route(self.forget, body=False),
                 methods=["DELETE"],
             ),
-            Route("/api/v1/recall", self.route(self.recall, body=True), methods=["POST"]),
+            Route(
+                "/api/v1/recall", self.route(self.recall, body=True, keyed=False), methods=["POST"]
+            ),
             Route("/api/v1/confirm", self.route(self.confirm, body=True), methods=["POST"]),
             Route("/api/v1/openapi.json", self.openapi_endpoint, methods=["GET"]),
         ]
