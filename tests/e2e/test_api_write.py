@@ -292,6 +292,15 @@ def test_the_openapi_document_is_valid_and_covers_every_route(server: Server) ->
                      timeout=60), 403, "forbidden")  # fmt: skip
 
 
+def test_unknown_api_paths_and_methods_are_json_errors(server: Server) -> None:
+    missing = _send(server, "GET", "/api/v1/nothing", server.operator)
+    assert "openapi" in _error(missing, 404, "not_found")["hint"]
+    assert missing.headers["x-content-type-options"] == "nosniff"
+    _error(_send(server, "PUT", "/api/v1/memories", server.operator, {}), 405,
+           "method_not_allowed")  # fmt: skip
+    _error(_send(server, "GET", "/api/v1/confirm", server.operator), 405, "method_not_allowed")
+
+
 def test_every_error_code_has_a_fitting_status() -> None:
     assert status_of("invalid_input") == 400
     assert status_of("not_found") == 404

@@ -86,6 +86,7 @@ STATUS = {
     "conflict_ambiguous": 409,
     "already_superseded": 409,
     "read_only": 409,
+    "method_not_allowed": 405,
     "idempotency_key_reused": 422,
     "busy": 503,
     "backend_unavailable": 503,
@@ -457,6 +458,18 @@ class WriteApi:
         ]
 
 
+def not_found_json(request: Request, status: int) -> Response:
+    """Starlette's 404 and 405 under ``/api/``, as the API's error documents."""
+    if status == 405:
+        doc = {"code": "method_not_allowed", "hint": "see /api/v1/openapi.json",
+               "message": f"{request.url.path} does not take {request.method}"}  # fmt: skip
+    else:
+        status = 404
+        doc = {"code": "not_found", "hint": "see /api/v1/openapi.json",
+               "message": f"nothing is served at {request.url.path}"}  # fmt: skip
+    return JSONResponse({"error": doc}, status_code=status, headers=_headers())
+
+
 def _principal(caller: Caller) -> str:
     return "operator" if caller.agent_id is None else f"agent:{caller.agent_id}"
 
@@ -548,6 +561,12 @@ def _operation(summary: str, operation_id: str, codes: str, ok: dict[str, Any], 
     if body is not None:
         doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
     doc["responses"] = _responses(codes, ok)
+    if any(p.get("name") == "Idempotency-Key" for p in parameters or ()):
+        doc["responses"]["200"]["headers"] = {"Idempotent-Replayed": {
+            "description": "true when this is the kept answer of an earlier request with "
+            "the same Idempotency-Key (nothing was done again)",
+            "schema": {"type": "string", "enum": ["true"]},
+        }}  # fmt: skip
     return doc
 
 
@@ -592,8 +611,8 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
         )},
         "/api/v1/recall": {
             "post": _operation("Recall (the recall tool's arguments)", "recall",
-                               "400 401 403 422 503", _ANSWER,
-                               body={"$ref": ref + "RecallArguments"}, parameters=[key]),
+                               "400 401 403 503", _ANSWER,
+                               body={"$ref": ref + "RecallArguments"}),
             "get": _operation("Recall as the dashboard searches (explained, not counted as a use)",
                               "search", "400 401 403 503", _ANSWER, parameters=recall_get),
         },

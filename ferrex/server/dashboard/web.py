@@ -52,7 +52,7 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex.errors import FerrexError, UsageError
 from ferrex.server.dashboard import pages
-from ferrex.server.dashboard.api import WriteApi
+from ferrex.server.dashboard.api import WriteApi, not_found_json
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import TokenTable
 from ferrex.server.service import Caller, error_document
@@ -487,6 +487,8 @@ class Dashboard:
     async def not_found(self, request: Request, exc: Exception) -> Response:
         """Starlette's own 404 and 405, as pages with the dashboard's headers."""
         status = exc.status_code if isinstance(exc, HTTPException) else 404
+        if request.url.path.startswith("/api/"):  # the API's clients read JSON errors
+            return not_found_json(request, status)
         if status == 405:
             text = "this address does not take that method"
             page = pages.message_page("Method not allowed", text)
