@@ -154,7 +154,7 @@ def _serve_http(
 
     from ferrex.server.dashboard import mount
     from ferrex.server.http_limits import ACCEPT_BATCH, Limits, filter_repeats, guarded_protocol
-    from ferrex.server.mcp_server import transport_security
+    from ferrex.server.mcp_server import tool_inputs, transport_security
 
     app = server.streamable_http_app(
         streamable_http_path="/mcp", host=host, stateless_http=stateless,
@@ -163,7 +163,7 @@ def _serve_http(
     # the dashboard at / beside /mcp, behind the same tokens
     mount(app, server.hub, tokens, loopback=_is_loopback(host),
           public_url=config["server.public_url"],
-          trusted_proxies=config["server.trusted_proxies"])  # fmt: skip
+          trusted_proxies=config["server.trusted_proxies"], tools=tool_inputs(server))  # fmt: skip
     from ferrex.server.mcp_http_ids import RefusingBadIds
 
     served = uvicorn.Config(

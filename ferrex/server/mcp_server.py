@@ -19,7 +19,9 @@ of storing something it did not mean.
 from __future__ import annotations
 
 import contextvars
+import copy
 import logging
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -35,7 +37,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ferrex import __version__
-from ferrex.errors import FerrexError
+from ferrex.errors import FerrexError, UsageError
 from ferrex.rules.memory_input import DEFAULT_LIMITS
 from ferrex.rules.spelling import did_you_mean
 from ferrex.server import answers
@@ -239,6 +241,44 @@ def _invalid_arguments(tool: str, exc: ValidationError, known: list[str]) -> dic
         "message": f"invalid arguments for {tool}: " + "; ".join(problems),
         "hint": f"{tool} takes: {', '.join(known)}",
         "fields": sorted({".".join(str(p) for p in e["loc"]) for e in errors}),
+    }
+
+
+@dataclass(frozen=True)
+class ToolInput:
+    """One tool's input as the MCP server takes it: its JSON Schema (what ``tools/list``
+    shows) and the same strict check of a JSON object of arguments, for other doors to the
+    tools (the HTTP API) that must refuse exactly what the tool refuses."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+    model: type[ArgModelBase]
+
+    def check(self, args: object) -> None:
+        """Raise ``invalid_input`` (the tool's own message, hint and ``fields``) unless
+        ``args`` is an object of arguments the tool accepts."""
+        if not isinstance(args, dict):
+            raise UsageError(f"the arguments of {self.name} must be a JSON object")
+        try:
+            self.model.model_validate(args)
+        except ValidationError as exc:
+            known = sorted(self.schema.get("properties", {}))
+            doc = _invalid_arguments(self.name, exc, known)
+            raise UsageError(doc["message"], hint=doc["hint"],
+                             details={"fields": doc["fields"]}) from None  # fmt: skip
+
+
+def tool_inputs(server: MCPServer[Any]) -> dict[str, ToolInput]:
+    """Every tool's input (after :func:`build_server` made the arguments exact)."""
+    return {
+        tool.name: ToolInput(
+            tool.name,
+            tool.description or "",
+            copy.deepcopy(tool.parameters),
+            tool.fn_metadata.arg_model,
+        )
+        for tool in server._tool_manager.list_tools()
     }
 
 

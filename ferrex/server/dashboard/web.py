@@ -41,7 +41,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.concurrency import run_in_threadpool
@@ -52,9 +52,13 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex.errors import FerrexError, UsageError
 from ferrex.server.dashboard import pages
+from ferrex.server.dashboard.api import WriteApi, not_found_json
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import TokenTable
 from ferrex.server.service import Caller, error_document
+
+if TYPE_CHECKING:
+    from ferrex.server.mcp_server import ToolInput
 
 COOKIE = "ferrex_session"
 SESSION_SECONDS = 12 * 3600
@@ -161,6 +165,7 @@ class Dashboard:
         loopback: bool = True,
         public_url: str | None = None,
         trusted_proxies: Iterable[str] = (),
+        tools: Mapping[str, ToolInput] | None = None,
     ) -> None:
         self.hub = hub
         self.tokens = tokens
@@ -168,6 +173,8 @@ class Dashboard:
         self.public = origin_of(public_url) if public_url else None
         self.trusted_proxies = frozenset(str(ipaddress.ip_address(a)) for a in trusted_proxies)
         self.sessions = Sessions()
+        # The write API (ferrex.server.dashboard.api) needs the tools' argument checks.
+        self.write_api = WriteApi(self, tools) if tools is not None else None
 
     # -- who is asking ----------------------------------------------------------------------
 
@@ -480,6 +487,8 @@ class Dashboard:
     async def not_found(self, request: Request, exc: Exception) -> Response:
         """Starlette's own 404 and 405, as pages with the dashboard's headers."""
         status = exc.status_code if isinstance(exc, HTTPException) else 404
+        if request.url.path.startswith("/api/"):  # the API's clients read JSON errors
+            return not_found_json(request, status)
         if status == 405:
             text = "this address does not take that method"
             page = pages.message_page("Method not allowed", text)
@@ -505,6 +514,7 @@ class Dashboard:
             Route("/api/v1/history/{memory_id:path}", self.api(self.api_history), methods=["GET"]),
             Route("/api/v1/entities", self.api(self.api_entities), methods=["GET"]),
             Route("/api/v1/stats", self.api(self.api_stats), methods=["GET"]),
+            *(self.write_api.routes() if self.write_api is not None else ()),
         ]
 
 

@@ -1,0 +1,707 @@
+"""The write side of the JSON API under ``/api/v1``, and its OpenAPI document.
+
+``POST /api/v1/memories`` (store; ``{"memories": [...]}`` stores a batch), ``POST
+/api/v1/recall``, ``DELETE /api/v1/memories/{id}`` (forget, ``?cascade=true``) and ``POST
+/api/v1/confirm`` call the MCP tools of the same names through the hub, as the caller the
+request's token grants, so answers, error codes and privacy are the tools' own. Arguments are
+checked by the tool's own strict argument model (:class:`~ferrex.server.mcp_server.ToolInput`)
+before the call: an unknown field, a wrong type or a value out of range is the same
+``invalid_input`` the MCP tool answers, and nothing is written.
+
+Who may call them:
+
+- With a token table, only ``Authorization: Bearer`` (the ``/mcp`` tokens: an agent's token
+  acts as that agent, the operator's as the operator). A dashboard session cookie is refused
+  (401): a browser adds cookies by itself, never a bearer token.
+- On an open loopback server (``auth.open_loopback``, no tokens) a request that carries an
+  ``Origin`` header (every browser's cross-site POST and DELETE does) must come from the
+  dashboard's own origin.
+- The Host check of the dashboard applies to every route, ``openapi.json`` included (that one
+  needs no token: it says nothing about any memory).
+
+A POST body must be ``application/json`` (so a browser page of another site cannot send one
+without a CORS preflight, which is never granted) and at most :data:`MAX_BODY` bytes.
+
+``Idempotency-Key`` (store, forget, confirm): a write sent again with the same key by the same
+principal gets the first answer (``Idempotent-Replayed: true``) and is not run again; the same
+key with another body is refused (422, ``idempotency_key_reused``). A retry arriving while the
+first is still running waits for its answer. The serving process keeps the keys
+(:class:`IdempotencyKeys`: :data:`KEY_SECONDS`, at most :data:`KEY_COUNT`, oldest dropped
+first) in memory and in ``<home>/run/api-idempotency.jsonl`` (:data:`KEY_FILE`), so a retry
+after a restart is answered too; it is not an event and not in the journal. Each ``ferrex
+serve`` process keeps its own: a retry must go to the server that had the first attempt. An
+answer of 5xx (the backend was down, the disk full) is not kept: a retry runs again. A recall
+takes no key (the header is ignored).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ferrex import __version__
+from ferrex.errors import FerrexError, Refused, UsageError
+from ferrex.server.service import Caller, error_document
+from journal.files import make_private_dir, open_private, replace_durably
+
+if TYPE_CHECKING:
+    from ferrex.server.dashboard.web import Dashboard
+    from ferrex.server.mcp_server import ToolInput
+
+log = logging.getLogger("ferrex.api")
+
+#: The largest request body taken (bytes); a batch of many long memories fits.
+MAX_BODY = 4 * 1024 * 1024
+#: The most memories one ``POST /api/v1/memories`` batch may hold.
+MAX_BATCH = 100
+#: How long an idempotency key is remembered, and how many are kept at most.
+KEY_SECONDS = 24 * 3600
+KEY_COUNT = 10_000
+#: Where the kept answers of idempotency keys live, under the data directory.
+KEY_FILE = Path("run") / "api-idempotency.jsonl"
+#: The longest idempotency key taken.
+MAX_KEY = 200
+
+#: The HTTP status of each error code the tools raise (others: by their family, else 500).
+STATUS = {
+    "invalid_input": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "duplicate": 409,
+    "conflict_ambiguous": 409,
+    "already_superseded": 409,
+    "read_only": 409,
+    "method_not_allowed": 405,
+    "idempotency_key_reused": 422,
+    "busy": 503,
+    "backend_unavailable": 503,
+    "model_unavailable": 503,
+    "version_mismatch": 503,
+    "storage_full": 507,
+}
+
+
+def status_of(code: str) -> int:
+    """The HTTP status of an error code: the table, a journal failure 503, else 500."""
+    if code in STATUS:
+        return STATUS[code]
+    if code.startswith("journal."):
+        return 503
+    return 500
+
+
+class TooLarge(FerrexError):
+    code = "invalid_input"
+
+
+class KeyReused(FerrexError):
+    code = "idempotency_key_reused"
+
+
+Answer = tuple[int, dict[str, Any]]
+
+
+@dataclass
+class _Entry:
+    fingerprint: str
+    expires: float  # wall-clock seconds (kept entries outlive the process)
+    done: threading.Event = field(default_factory=threading.Event)
+    answer: Answer | None = None
+
+
+class IdempotencyKeys:
+    """(principal, key) → the first answer of a write, bounded in time and count.
+
+    With ``path`` (``<home>/run/api-idempotency.jsonl``, mode 0600) every kept answer is also
+    appended there (fsynced before the answer is sent) and read back at start, so a retry
+    after a restart is still answered from it. The file holds a hash of principal and key,
+    the request's fingerprint, the expiry and the answer (ids, entity names, error codes: a
+    write's answer, never a memory's text); it is rewritten without the expired entries when
+    it has grown to twice :attr:`count` lines. If it cannot be written (a read-only home),
+    the keys stay in memory only.
+    """
+
+    def __init__(
+        self, seconds: float = KEY_SECONDS, count: int = KEY_COUNT, path: Path | None = None
+    ) -> None:
+        self._lock = threading.Lock()
+        self._file_lock = threading.Lock()
+        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self.seconds = seconds
+        self.count = count
+        self.path = path
+        self._lines = 0
+        if path is not None:
+            self._load(path)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def run(
+        self, principal: str, key: str, fingerprint: str, work: Callable[[], Answer]
+    ) -> tuple[Answer, bool]:
+        """The answer for this key (and whether it is a replay of an earlier one): ``work``
+        runs only if no request with the key ran before or is running now."""
+        name = hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()
+        while True:
+            entry, mine = self._claim(name, fingerprint)
+            if mine:
+                break
+            entry.done.wait()
+            if entry.answer is not None:
+                return entry.answer, True
+            # The first attempt failed in a way worth retrying (5xx): try it ourselves.
+        answer: Answer | None = None
+        try:
+            answer = work()
+            return answer, False
+        finally:
+            kept = answer is not None and answer[0] < 500
+            with self._lock:
+                if kept:
+                    entry.answer = answer
+                elif self._entries.get(name) is entry:
+                    del self._entries[name]
+            if kept:
+                self._append(name, entry)
+            entry.done.set()
+
+    def _claim(self, name: str, fingerprint: str) -> tuple[_Entry, bool]:
+        now = time.time()
+        with self._lock:
+            self._expire(now)
+            entry = self._entries.get(name)
+            if entry is not None:
+                if entry.fingerprint != fingerprint:
+                    raise KeyReused(
+                        "this Idempotency-Key was already used for a different request",
+                        hint="use a new key for each new write; reuse a key only to retry "
+                        "the very same request",
+                    )
+                return entry, False
+            entry = _Entry(fingerprint, now + self.seconds)
+            self._entries[name] = entry
+            while len(self._entries) > self.count:
+                self._entries.popitem(last=False)
+            return entry, True
+
+    def _expire(self, now: float) -> None:
+        while self._entries:
+            oldest = next(iter(self._entries.values()))
+            if oldest.expires > now:
+                break
+            self._entries.popitem(last=False)
+
+    # -- the file ---------------------------------------------------------------------------
+
+    def _load(self, path: Path) -> None:
+        if not path.exists():
+            return  # made by the first kept answer
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self._give_up(exc)
+            return
+        now = time.time()
+        for line in text.splitlines():
+            try:
+                raw = json.loads(line)
+                name, fingerprint = str(raw["n"]), str(raw["f"])
+                expires, status, doc = float(raw["e"]), int(raw["s"]), dict(raw["a"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a torn last line, or not ours: skipped
+            if expires <= now:
+                continue
+            entry = _Entry(fingerprint, expires, answer=(status, doc))
+            entry.done.set()
+            self._entries.pop(name, None)
+            self._entries[name] = entry
+        while len(self._entries) > self.count:
+            self._entries.popitem(last=False)
+        self._rewrite()
+
+    def _append(self, name: str, entry: _Entry) -> None:
+        assert entry.answer is not None
+        line = _line(name, entry)
+        with self._file_lock:
+            if self.path is None:
+                return
+            try:
+                make_private_dir(self.path.parent)
+                fd = open_private(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+                try:
+                    os.write(fd, line)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                self._give_up(exc)
+                return
+            self._lines += 1
+        if self._lines >= 2 * self.count:
+            self._rewrite()
+
+    def _rewrite(self) -> None:
+        """The file again with only the entries kept now."""
+        with self._file_lock:
+            if self.path is None:
+                return
+            with self._lock:
+                self._expire(time.time())
+                kept = [(n, e) for n, e in self._entries.items() if e.answer is not None]
+            try:
+                make_private_dir(self.path.parent)
+                replace_durably(self.path, b"".join(_line(n, e) for n, e in kept))
+            except OSError as exc:
+                self._give_up(exc)
+                return
+            self._lines = len(kept)
+
+    def _give_up(self, exc: Exception) -> None:
+        log.warning("idempotency keys stay in memory only: %s cannot be written (%s)",
+                    self.path, exc)  # fmt: skip
+        self.path = None
+
+
+def _line(name: str, entry: _Entry) -> bytes:
+    assert entry.answer is not None
+    status, doc = entry.answer
+    raw = {"n": name, "f": entry.fingerprint, "e": entry.expires, "s": status, "a": doc}
+    return (json.dumps(raw, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+Handler = Callable[[Request, Caller, Any], dict[str, Any]]
+
+
+class WriteApi:
+    """The write routes and the OpenAPI document, over a dashboard's checks and hub."""
+
+    def __init__(self, dashboard: Dashboard, tools: Mapping[str, ToolInput]) -> None:
+        self.dashboard = dashboard
+        self.tools = dict(tools)
+        self.keys = IdempotencyKeys(path=dashboard.hub.home / KEY_FILE)
+        self._openapi: dict[str, Any] | None = None
+
+    # -- who is asking ----------------------------------------------------------------------
+
+    def caller(self, request: Request) -> Caller:
+        """The caller of a write: a bearer token's, or on an open server anyone from the
+        dashboard's origin or from no browser at all."""
+        from ferrex.server.dashboard.web import Unauthorized
+
+        caller, by_bearer = self.dashboard.authenticated(request)
+        if self.dashboard.tokens is not None and not by_bearer:
+            raise Unauthorized(
+                "the write API takes a bearer token, not a dashboard session",
+                hint="send Authorization: Bearer <token> (the /mcp tokens)",
+            )
+        if self.dashboard.tokens is None and request.headers.get("origin") is not None:
+            self.dashboard.same_origin(request)
+        return caller
+
+    # -- the routes' frame --------------------------------------------------------------------
+
+    def route(
+        self, handler: Handler, *, body: bool, keyed: bool = True
+    ) -> Callable[[Request], Any]:
+        """An endpoint calling ``handler``; ``keyed``: it honours ``Idempotency-Key`` (a
+        recall does not: it changes nothing worth guarding, and its answer holds memories'
+        text, which must not outlive a forget in a kept answer)."""
+
+        async def endpoint(request: Request) -> Response:
+            replayed = False
+            try:
+                caller = self.caller(request)
+                payload = await _json_body(request) if body else None
+                key = request.headers.get("idempotency-key") if keyed else None
+
+                def work() -> Answer:
+                    return self._answer(handler, request, caller, payload)
+
+                if key is None:
+                    answer = await run_in_threadpool(work)
+                else:
+                    if not 1 <= len(key) <= MAX_KEY or not key.isascii() or not key.isprintable():
+                        raise UsageError(
+                            f"an Idempotency-Key is 1 to {MAX_KEY} printable ASCII characters",
+                            hint="a random UUID is a good key",
+                        )
+                    principal = _principal(caller)
+                    answer, replayed = await run_in_threadpool(
+                        self.keys.run, principal, key, _fingerprint(request, payload), work
+                    )
+            except FerrexError as exc:
+                answer = _error(exc)
+            status, doc = answer
+            headers = dict(_headers())
+            if replayed:
+                headers["Idempotent-Replayed"] = "true"
+            return JSONResponse(doc, status_code=status, headers=headers)
+
+        return endpoint
+
+    def _answer(self, handler: Handler, request: Request, caller: Caller, payload: Any) -> Answer:
+        try:
+            return 200, handler(request, caller, payload)
+        except FerrexError as exc:
+            return _error(exc)
+        except Exception:
+            log.exception("%s %s failed unexpectedly", request.method, request.url.path)
+            message = "the memory server failed; the error is in its log"
+            return 500, {"error": {"code": "internal", "message": message, "hint": None}}
+
+    def _tool(self, tool: str, args: Any, caller: Caller) -> dict[str, Any]:
+        self.tools[tool].check(args)
+        return self.dashboard.hub.call(tool, args, caller)
+
+    # -- the handlers ---------------------------------------------------------------------------
+
+    def store(self, request: Request, caller: Caller, payload: Any) -> dict[str, Any]:
+        _no_query(request)
+        if isinstance(payload, dict) and "memories" in payload:
+            return self._store_many(payload, caller)
+        return self._tool("store", payload, caller)
+
+    def _store_many(self, payload: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """Each item stored by itself, in order, as the store tool would (a later item sees
+        the earlier ones); a refused or invalid item is that item's outcome only."""
+        items = payload["memories"]
+        if set(payload) != {"memories"}:
+            extra = sorted(set(payload) - {"memories"})
+            raise UsageError(
+                f'a batch is {{"memories": [...]}} alone; it also has {", ".join(extra)}',
+                hint="put each memory's arguments inside the list",
+            )
+        if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH:
+            raise UsageError(f"memories must be a list of 1 to {MAX_BATCH} objects",
+                             hint="send a longer list in several requests")  # fmt: skip
+        results: list[dict[str, Any]] = []
+        for index, item in enumerate(items):
+            try:
+                results.append({"index": index, **self._tool("store", item, caller)})
+            except FerrexError as exc:
+                results.append({"index": index, "error": error_document(exc)})
+        return {
+            "results": results,
+            "stored": sum(1 for r in results if r.get("status") == "stored"),
+            "failed": sum(1 for r in results if "error" in r),
+        }
+
+    def recall(self, request: Request, caller: Caller, payload: Any) -> dict[str, Any]:
+        _no_query(request)
+        return self._tool("recall", payload, caller)
+
+    def confirm(self, request: Request, caller: Caller, payload: Any) -> dict[str, Any]:
+        _no_query(request)
+        return self._tool("confirm", payload, caller)
+
+    def forget(self, request: Request, caller: Caller, payload: Any) -> dict[str, Any]:
+        memory_id = request.path_params["memory_id"]
+        unknown = sorted(set(request.query_params) - {"cascade"})
+        if unknown:
+            raise UsageError(
+                f"unknown query parameter {unknown[0]!r}",
+                hint="forget takes only cascade: /api/v1/memories/{id}?cascade=true",
+            )
+        cascade_text = request.query_params.get("cascade", "false")
+        if cascade_text not in ("true", "false"):
+            raise UsageError(f"cascade must be true or false, got {cascade_text!r}")
+        doc = self._tool("forget", {"ids": [memory_id], "cascade": cascade_text == "true"},
+                         caller)  # fmt: skip
+        if memory_id in doc.get("not_found", []):
+            # Another agent's private memory is reported exactly like one that does not exist.
+            raise Refused(f"no memory {memory_id!r}", code="not_found",
+                              hint="recall or GET /api/v1/memory/{id} finds ids",
+                              details={"ids": [memory_id]})  # fmt: skip
+        return doc
+
+    # -- the OpenAPI document -------------------------------------------------------------------
+
+    def openapi_endpoint(self, request: Request) -> Response:
+        try:
+            self.dashboard.check_host(request)
+        except FerrexError as exc:
+            status, doc = _error(exc)
+            return JSONResponse(doc, status_code=status, headers=_headers())
+        if self._openapi is None:
+            self._openapi = openapi_document(self.tools)
+        return JSONResponse(self._openapi, headers=_headers())
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/api/v1/memories", self.route(self.store, body=True), methods=["POST"]),
+            Route(
+                "/api/v1/memories/{memory_id:path}",
+                self.route(self.forget, body=False),
+                methods=["DELETE"],
+            ),
+            Route(
+                "/api/v1/recall", self.route(self.recall, body=True, keyed=False), methods=["POST"]
+            ),
+            Route("/api/v1/confirm", self.route(self.confirm, body=True), methods=["POST"]),
+            Route("/api/v1/openapi.json", self.openapi_endpoint, methods=["GET"]),
+        ]
+
+
+def not_found_json(request: Request, status: int) -> Response:
+    """Starlette's 404 and 405 under ``/api/``, as the API's error documents."""
+    if status == 405:
+        doc = {"code": "method_not_allowed", "hint": "see /api/v1/openapi.json",
+               "message": f"{request.url.path} does not take {request.method}"}  # fmt: skip
+    else:
+        status = 404
+        doc = {"code": "not_found", "hint": "see /api/v1/openapi.json",
+               "message": f"nothing is served at {request.url.path}"}  # fmt: skip
+    return JSONResponse({"error": doc}, status_code=status, headers=_headers())
+
+
+def _principal(caller: Caller) -> str:
+    return "operator" if caller.agent_id is None else f"agent:{caller.agent_id}"
+
+
+def _headers() -> Mapping[str, str]:
+    from ferrex.server.dashboard.web import HEADERS
+
+    return HEADERS
+
+
+def _error(exc: FerrexError) -> Answer:
+    return status_of(exc.code), {"error": error_document(exc)}
+
+
+def _no_query(request: Request) -> None:
+    if request.query_params:
+        name = next(iter(request.query_params))
+        raise UsageError(f"unknown query parameter {name!r}",
+                         hint="this route takes its arguments as a JSON body")  # fmt: skip
+
+
+async def _json_body(request: Request) -> Any:
+    """The request's JSON body: ``application/json``, at most :data:`MAX_BODY` bytes."""
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind != "application/json":
+        raise UsageError(
+            f"the body must be application/json, not {kind or 'without a content type'}",
+            hint="send Content-Type: application/json",
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise TooLarge(f"the body is larger than {MAX_BODY} bytes",
+                           hint="send a batch in several requests")  # fmt: skip
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError both
+        raise UsageError(f"the body is not JSON: {exc}") from None
+
+
+def _fingerprint(request: Request, payload: Any) -> str:
+    """What makes two writes the same request: method, path, query and the JSON body (as
+    values: spacing and key order do not matter)."""
+    what = [request.method, request.url.path, sorted(request.query_params.multi_items()), payload]
+    text = json.dumps(what, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# -- OpenAPI ----------------------------------------------------------------------------------
+
+_ANSWER = {"type": "object", "description": "The tool's answer, as the MCP tool gives it."}
+_ERRORS = {
+    "400": "Bad input (`invalid_input`): nothing was changed.",
+    "401": "No token, or one not known (`unauthorized`).",
+    "403": "A Host or Origin this server does not answer (`forbidden`).",
+    "404": "No such memory, or not one this token may see (`not_found`).",
+    "409": "Refused by the memory rules (`duplicate`, `conflict_ambiguous`, ...).",
+    "422": "An Idempotency-Key reused for a different request (`idempotency_key_reused`).",
+    "503": "A backend or model is unavailable (`backend_unavailable`); retry later.",
+    "507": "Too little free space to write safely (`storage_full`).",
+}
+
+
+def _query(name: str, schema: dict[str, Any], description: str, *, required: bool = False,
+           where: str = "query") -> dict[str, Any]:  # fmt: skip
+    return {"name": name, "in": where, "required": required, "schema": schema,
+            "description": description}  # fmt: skip
+
+
+def _responses(codes: str, ok: dict[str, Any]) -> dict[str, Any]:
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    found: dict[str, Any] = {
+        "200": {"description": "The answer.", "content": {"application/json": {"schema": ok}}}
+    }
+    for code in codes.split():
+        found[code] = {"description": _ERRORS[code], "content": error}
+    return found
+
+
+def _operation(summary: str, operation_id: str, codes: str, ok: dict[str, Any], *,
+               body: dict[str, Any] | None = None,
+               parameters: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+    doc: dict[str, Any] = {"summary": summary, "operationId": operation_id}
+    if parameters:
+        doc["parameters"] = parameters
+    if body is not None:
+        doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    doc["responses"] = _responses(codes, ok)
+    if any(p.get("name") == "Idempotency-Key" for p in parameters or ()):
+        doc["responses"]["200"]["headers"] = {"Idempotent-Replayed": {
+            "description": "true when this is the kept answer of an earlier request with "
+            "the same Idempotency-Key (nothing was done again)",
+            "schema": {"type": "string", "enum": ["true"]},
+        }}  # fmt: skip
+    return doc
+
+
+def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
+    """The OpenAPI 3.1 description of every ``/api/v1`` route; request schemas are the MCP
+    tools' own input schemas (JSON Schema 2020-12, which OpenAPI 3.1 takes as it is)."""
+    ref = "#/components/schemas/"
+    key = _query("Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY},
+                 "Send the same key again to retry this write: it is done once.",
+                 where="header")  # fmt: skip
+    memory_id = _query("id", {"type": "string", "minLength": 1}, "A memory's id.",
+                       required=True, where="path")  # fmt: skip
+    writes = "400 401 403 409 422 503 507"
+    text = {"type": "string"}
+    texts = {"type": "array", "items": text}
+    recall_get = [
+        _query("q", {"type": "string", "minLength": 1}, "The words to look for.", required=True),
+        _query("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "How many (10)."),
+        _query("types", texts, "Only these kinds (repeated or comma-separated)."),
+        _query("entities", texts, "Only memories about these (repeated or comma-separated)."),
+        _query("min_relevance", {"type": "number", "minimum": 0, "maximum": 1}, "Cut-off."),
+        *(
+            _query(n, text, f"The recall tool's {n}.")
+            for n in ("as_of", "after", "before", "namespace", "strategy")
+        ),
+        *(
+            _query(n, {"type": "boolean"}, f"The recall tool's {n}.")
+            for n in ("include_stale", "include_invalidated")
+        ),
+    ]
+    paths: dict[str, Any] = {
+        "/api/v1/memories": {"post": _operation(
+            "Store a memory, or a batch ({\"memories\": [...]})", "store", writes,
+            {"oneOf": [{"$ref": ref + "StoreAnswer"}, {"$ref": ref + "StoreBatchAnswer"}]},
+            body={"oneOf": [{"$ref": ref + "StoreArguments"}, {"$ref": ref + "StoreBatch"}]},
+            parameters=[key],
+        )},
+        "/api/v1/memories/{id}": {"delete": _operation(
+            "Forget a memory", "forget", "400 401 403 404 409 422 503 507", _ANSWER,
+            parameters=[memory_id, key, _query("cascade", {"type": "boolean"},
+                                               "Also drop entities no longer mentioned.")],
+        )},
+        "/api/v1/recall": {
+            "post": _operation("Recall (the recall tool's arguments)", "recall",
+                               "400 401 403 503", _ANSWER,
+                               body={"$ref": ref + "RecallArguments"}),
+            "get": _operation("Recall as the dashboard searches (explained, not counted as a use)",
+                              "search", "400 401 403 503", _ANSWER, parameters=recall_get),
+        },
+        "/api/v1/confirm": {"post": _operation(
+            "Confirm memories (and set pinned or importance)", "confirm", writes, _ANSWER,
+            body={"$ref": ref + "ConfirmArguments"}, parameters=[key],
+        )},
+        "/api/v1/memory/{id}": {"get": _operation(
+            "One memory", "memory", "401 403 404 503", _ANSWER, parameters=[memory_id],
+        )},
+        "/api/v1/history/{id}": {"get": _operation(
+            "A memory's history", "history", "401 403 404 503", _ANSWER, parameters=[memory_id],
+        )},
+        "/api/v1/entities": {"get": _operation(
+            "Entities by prefix, or one entity by name", "entities", "400 401 403 404 503",
+            _ANSWER, parameters=[
+                _query("name", text, "One entity (any spelling)."),
+                _query("prefix", text, "Entities whose names start so."),
+                _query("offset", {"type": "integer", "minimum": 0}, "Skip this many."),
+            ],
+        )},
+        "/api/v1/stats": {"get": _operation(
+            "Counts, the latest, what needs attention", "stats", "401 403 503", _ANSWER,
+            parameters=[_query("namespace", text, "One namespace.")],
+        )},
+        "/api/v1/openapi.json": {"get": {
+            "summary": "This document", "operationId": "openapi", "security": [],
+            "responses": {"200": {"description": "The OpenAPI document.",
+                                  "content": {"application/json": {"schema": _ANSWER}}}},
+        }},
+    }  # fmt: skip
+    error = {
+        "type": "object",
+        "required": ["error"],
+        "properties": {"error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": text, "message": text,
+                           "hint": {"type": ["string", "null"]}},
+        }},
+    }  # fmt: skip
+    store_answer = {
+        "type": "object",
+        "required": ["status", "id"],
+        "properties": {"status": text, "id": text, "type": text, "namespace": text},
+    }
+    batch_answer = {
+        "type": "object",
+        "required": ["results", "stored", "failed"],
+        "properties": {
+            "results": {"type": "array", "items": {"type": "object", "required": ["index"],
+                        "description": "The store answer, or {index, error} for a refused "
+                                       "or invalid item."}},
+            "stored": {"type": "integer"},
+            "failed": {"type": "integer"},
+        },
+    }  # fmt: skip
+    batch = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["memories"],
+        "properties": {"memories": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH,
+                                    "items": {"$ref": ref + "StoreArguments"}}},
+    }  # fmt: skip
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "ferrex memory API",
+            "version": __version__,
+            "description": "The MCP tools of ferrex over plain HTTP: the same arguments, "
+            "answers, error codes and privacy rules. Every route but this document needs "
+            "Authorization: Bearer <token>.",
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "StoreArguments": _described(tools["store"]),
+                "RecallArguments": _described(tools["recall"]),
+                "ConfirmArguments": _described(tools["confirm"]),
+                "StoreBatch": batch,
+                "StoreAnswer": store_answer,
+                "StoreBatchAnswer": batch_answer,
+                "Error": error,
+            },
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+def _described(tool: ToolInput) -> dict[str, Any]:
+    return {**tool.schema, "description": tool.description}

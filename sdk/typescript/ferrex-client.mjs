@@ -1,0 +1,145 @@
+// A client for ferrex's HTTP API: no dependencies, the platform's fetch (Node 20+).
+// Its types are in ferrex-client.d.mts.
+//
+//   import { Client } from "ferrex-client";
+//   const client = new Client("http://127.0.0.1:8765", process.env.FERREX_TOKEN);
+//   const stored = await client.store("On 2026-11-02 Ana deployed api-server v2.3");
+//   const found = await client.recall("who deployed api-server?", { limit: 3 });
+//
+// Writes (store, storeMany, forget, confirm) send an Idempotency-Key made once per call and
+// sent again on each retry, so a write retried after a lost answer is done once. A request
+// is retried when fetch fails (the connection) or the server answers 503; any other answer
+// is final. Errors are FerrexError with the server's code, message and hint.
+
+const RETRY_STATUSES = new Set([503]);
+
+export class FerrexError extends Error {
+  constructor(code, message, hint = null, status = null, details = {}) {
+    super(message);
+    this.name = "FerrexError";
+    this.code = code;
+    this.hint = hint;
+    this.status = status;
+    this.details = details;
+  }
+}
+
+export class Client {
+  constructor(url, token = null, options = {}) {
+    this.url = String(url).replace(/\/+$/, "");
+    this.token = token;
+    this.timeout = options.timeout ?? 60_000;
+    this.retries = options.retries ?? 2;
+    this.backoff = options.backoff ?? 500;
+    this.fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  store(memory, options = {}) {
+    const body = typeof memory === "string" ? { content: memory } : { ...memory };
+    return this.#write("POST", "/api/v1/memories", body, options.idempotencyKey);
+  }
+
+  storeMany(memories, options = {}) {
+    const body = { memories: memories.map((m) => ({ ...m })) };
+    return this.#write("POST", "/api/v1/memories", body, options.idempotencyKey);
+  }
+
+  recall(query, options = {}) {
+    return this.#request("POST", "/api/v1/recall", { query, ...options }, null);
+  }
+
+  forget(id, options = {}) {
+    let path = `/api/v1/memories/${encodeURIComponent(id)}`;
+    if (options.cascade) path += "?cascade=true";
+    return this.#write("DELETE", path, null, options.idempotencyKey);
+  }
+
+  confirm(ids, options = {}) {
+    const body = { ids: [...ids] };
+    if (options.pinned !== undefined) body.pinned = options.pinned;
+    if (options.importance !== undefined) body.importance = options.importance;
+    return this.#write("POST", "/api/v1/confirm", body, options.idempotencyKey);
+  }
+
+  stats(options = {}) {
+    const query = options.namespace
+      ? `?${new URLSearchParams({ namespace: options.namespace })}`
+      : "";
+    return this.#request("GET", `/api/v1/stats${query}`, null, null);
+  }
+
+  memory(id) {
+    return this.#request("GET", `/api/v1/memory/${encodeURIComponent(id)}`, null, null);
+  }
+
+  #write(method, path, body, key) {
+    return this.#request(method, path, body, key ?? globalThis.crypto.randomUUID());
+  }
+
+  async #request(method, path, body, key) {
+    const headers = { Accept: "application/json" };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    if (key) headers["Idempotency-Key"] = key;
+    if (body !== null) headers["Content-Type"] = "application/json";
+    for (let attempt = 0; ; attempt++) {
+      let response;
+      try {
+        response = await this.fetch(this.url + path, {
+          method,
+          headers,
+          body: body === null ? undefined : JSON.stringify(body),
+          signal: AbortSignal.timeout(this.timeout),
+        });
+      } catch (cause) {
+        if (attempt >= this.retries) {
+          const error = new FerrexError(
+            "connection_failed",
+            `${method} ${this.url}${path} failed: ${cause?.cause?.code ?? cause?.message ?? cause}`,
+            "is the server running (ferrex serve --http HOST:PORT)?",
+          );
+          error.cause = cause;
+          throw error;
+        }
+        await sleep(this.backoff * 2 ** attempt);
+        continue;
+      }
+      const text = await response.text();
+      if (response.ok) return parse(text, response.status);
+      if (!RETRY_STATUSES.has(response.status) || attempt >= this.retries) {
+        throw errorOf(text, response.status);
+      }
+      await sleep(this.backoff * 2 ** attempt);
+    }
+  }
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function parse(text, status) {
+  let doc;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    throw new FerrexError("bad_answer", `the server's answer (${status}) is not JSON`);
+  }
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) {
+    throw new FerrexError("bad_answer", `the server's answer (${status}) is not an object`);
+  }
+  return doc;
+}
+
+function errorOf(text, status) {
+  let error;
+  try {
+    error = JSON.parse(text).error;
+  } catch {
+    error = undefined;
+  }
+  if (!error || typeof error.code !== "string" || typeof error.message !== "string") {
+    return new FerrexError("http_error", `HTTP ${status}: ${text.slice(0, 200)}`, null, status);
+  }
+  const { code, message, hint, kind, ...details } = error;
+  return new FerrexError(code, message, typeof hint === "string" ? hint : null, status, details);
+}

@@ -1,0 +1,35 @@
+// Compiled (never run) by .ci/run with `tsc --noEmit --strict`: the declarations in
+// ferrex-client.d.mts describe the client as a TypeScript program uses it.
+import {
+  Client,
+  FerrexError,
+  type BatchAnswer,
+  type RecallAnswer,
+  type StoreAnswer,
+  type StoreArguments,
+} from "./ferrex-client.mjs";
+
+export async function example(url: string, token: string): Promise<string[]> {
+  const client = new Client(url, token, { timeout: 10_000, retries: 1 });
+  const fact: StoreArguments = { subject: "api-server", predicate: "uses", object: "tokio 1.38" };
+  const stored: StoreAnswer = await client.store(fact, { idempotencyKey: "key-1" });
+  await client.store("On 2026-11-02 Ana deployed api-server v2.3");
+  const batch: BatchAnswer = await client.storeMany([fact, { content: "an event" }]);
+  const found: RecallAnswer = await client.recall("what does api-server use?", {
+    limit: 3,
+    strategy: "lexical",
+    entities: ["api-server"],
+  });
+  await client.confirm([stored.id], { pinned: true, importance: 0.8 });
+  await client.forget(stored.id, { cascade: true });
+  try {
+    await client.stats({ namespace: "default" });
+  } catch (error) {
+    if (error instanceof FerrexError) {
+      const where: number | null = error.status;
+      return [error.code, error.message, error.hint ?? "", String(where)];
+    }
+    throw error;
+  }
+  return [String(batch.stored), ...found.results.map((r) => r.id)];
+}

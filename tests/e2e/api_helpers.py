@@ -1,0 +1,71 @@
+"""Helpers for the write API's and the SDKs' tests: a real ``ferrex serve --http`` on a free
+loopback port, with alice's and bob's tokens beside the operator's token file."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests.e2e.dashboard_helpers import ALICE, BOB, operator_token, write_tokens
+from tests.e2e.mcp_helpers import FERREX
+
+__all__ = ["ALICE", "BOB", "Server", "serve_http"]
+
+
+@dataclass
+class Server:
+    home: Path
+    url: str
+    operator: str
+    process: subprocess.Popen[str]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def serve_http(home: Path, *, open_loopback: bool = False) -> Iterator[Server]:
+    """``ferrex serve --http 127.0.0.1:PORT`` on ``home`` (alice's and bob's tokens
+    configured, or no tokens at all with ``open_loopback``), once it answers; terminated
+    afterwards."""
+    if open_loopback:
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "ferrex.toml").write_text("[auth]\nopen_loopback = true\n")
+    else:
+        write_tokens(home)
+    port = _free_port()
+    process = subprocess.Popen(
+        [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(process.stderr.read() if process.stderr else "exited")
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        yield Server(home, url, "" if open_loopback else operator_token(home), process)
+    finally:
+        process.terminate()
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()

@@ -1,0 +1,179 @@
+"""The Python SDK (sdk/python, standard library only) against a real ``ferrex serve --http``:
+every method, errors as one exception class, privacy, and a write retried after its answer
+was lost stored once (through a loopback proxy that drops the first answer)."""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.api_helpers import ALICE, BOB, Server, serve_http
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "sdk" / "python"))
+
+from ferrex_client import Client, FerrexError
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serve_http(tmp_path_factory.mktemp("sdk-python") / "home") as served:
+        yield served
+
+
+def test_store_recall_confirm_forget_stats(server: Server) -> None:
+    alice = Client(server.url, ALICE)
+    stored = alice.store("On 2026-10-14 Priya moved the ledger-db backups to bucket cold-7",
+                         entities=["Priya", "ledger-db"], visibility="shared")  # fmt: skip
+    assert stored["status"] == "stored" and stored["id"].startswith("mem_")
+    fact = alice.store(subject="ledger-db", predicate="runs", object="PostgreSQL 16")
+    assert fact["type"] == "semantic"
+    found = alice.recall("where are the ledger-db backups?", limit=3)
+    assert found["results"][0]["id"] == stored["id"]
+    confirmed = alice.confirm([stored["id"]], pinned=True)
+    assert confirmed["validated"] == [stored["id"]] and confirmed["marked"] == [stored["id"]]
+    assert alice.memory(stored["id"])["pinned"] is True
+    before = Client(server.url, server.operator).stats()["total"]
+    forgotten = alice.forget(fact["id"], cascade=True)
+    assert forgotten["forgotten"] == [fact["id"]]
+    assert Client(server.url, server.operator).stats()["total"] == before - 1
+
+
+def test_errors_carry_code_message_hint_and_status(server: Server) -> None:
+    alice = Client(server.url, ALICE)
+    with pytest.raises(FerrexError) as bad:
+        alice.store(contnt="a typo")
+    assert bad.value.code == "invalid_input" and bad.value.status == 400
+    assert "contnt" in bad.value.message and bad.value.hint and "content" in bad.value.hint
+    assert bad.value.details["fields"] == ["contnt"]
+    with pytest.raises(FerrexError) as empty:
+        alice.store()
+    assert empty.value.code == "invalid_input"
+    with pytest.raises(FerrexError) as nobody:
+        Client(server.url, "wrong-token").stats()
+    assert (nobody.value.code, nobody.value.status) == ("unauthorized", 401)
+    with pytest.raises(FerrexError) as missing:
+        alice.forget("mem_00000000000000000000000000")
+    assert (missing.value.code, missing.value.status) == ("not_found", 404)
+    stored = alice.store("The release train leaves every second Tuesday", visibility="shared")
+    with pytest.raises(FerrexError) as dup:
+        alice.store("The release train leaves every second Tuesday", visibility="shared")
+    assert (dup.value.code, dup.value.status) == ("duplicate", 409)
+    assert dup.value.details["ids"] == [stored["id"]]
+
+
+def test_store_many_reports_each_item(server: Server) -> None:
+    doc = Client(server.url, ALICE).store_many([
+        {"content": "Batch: the CDN purges at 04:00 UTC"},
+        {"content": ["not", "text"]},
+        {"name": "rotate the CDN keys", "steps": ["make new keys", "deploy", "revoke old"]},
+    ])  # fmt: skip
+    assert (doc["stored"], doc["failed"]) == (2, 1)
+    assert doc["results"][1]["error"]["code"] == "invalid_input"
+    assert doc["results"][2]["type"] == "procedural"
+
+
+def test_another_agent_cannot_see_or_forget_a_private_memory(server: Server) -> None:
+    alice, bob = Client(server.url, ALICE), Client(server.url, BOB)
+    secret = alice.store("Alice only: the Wombat-Four staging password is in the blue vault")
+    assert secret["id"] in [r["id"] for r in alice.recall("Wombat-Four password")["results"]]
+    assert secret["id"] not in [r["id"] for r in bob.recall("Wombat-Four password")["results"]]
+    with pytest.raises(FerrexError) as refused:
+        bob.forget(secret["id"])
+    assert refused.value.code == "not_found"
+    assert alice.memory(secret["id"])["id"] == secret["id"]
+
+
+class _DropFirstAnswer(socketserver.ThreadingTCPServer):
+    """A loopback proxy: forwards each request to ``upstream`` and relays the answer, except
+    the first, which it drops (closes the connection) after the server has answered it."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        super().__init__(("127.0.0.1", 0), _Relay)
+        self.upstream = upstream
+        self.requests: list[bytes] = []
+        self.lock = threading.Lock()
+
+
+class _Relay(socketserver.BaseRequestHandler):
+    server: _DropFirstAnswer
+
+    def handle(self) -> None:
+        raw = _read_request(self.request)
+        with self.server.lock:
+            self.server.requests.append(raw)
+            first = len(self.server.requests) == 1
+        with socket.create_connection(self.server.upstream, timeout=120) as up:
+            up.sendall(raw)
+            answer = b""
+            while chunk := up.recv(65536):
+                answer += chunk
+        if not first:
+            self.request.sendall(answer)
+        # the first: the write was done, its answer is lost on the way back
+
+
+def _read_request(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_write_whose_answer_was_lost_is_retried_with_its_key_and_stored_once(
+    server: Server,
+) -> None:
+    host, port = server.url.removeprefix("http://").split(":")
+    proxy = _DropFirstAnswer((host, int(port)))
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    try:
+        operator = Client(server.url, server.operator)
+        before = operator.stats()["total"]
+        through = Client(f"http://127.0.0.1:{proxy.server_address[1]}", ALICE, backoff=0)
+        stored = through.store("Retried: the metrics retention is 400 days", visibility="shared")
+        assert stored["status"] == "stored"
+        assert operator.stats()["total"] == before + 1
+        keys = [_header(r, b"idempotency-key") for r in proxy.requests]
+        assert len(keys) == 2 and keys[0] == keys[1] and keys[0]
+        # a new call is a new key: the same text again is the tool's duplicate refusal
+        with pytest.raises(FerrexError) as dup:
+            Client(server.url, ALICE).store("Retried: the metrics retention is 400 days",
+                                            visibility="shared")  # fmt: skip
+        assert dup.value.code == "duplicate"
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+
+
+def _header(raw: bytes, name: bytes) -> bytes | None:
+    for line in raw.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == name:
+            return value.strip()
+    return None
+
+
+def test_an_unreachable_server_is_a_connection_failure() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening: connections are refused
+        with pytest.raises(FerrexError) as failed:
+            Client(f"http://127.0.0.1:{port}", "t", retries=1, backoff=0).stats()
+    assert failed.value.code == "connection_failed" and failed.value.status is None
