@@ -19,11 +19,11 @@ def read_model_rows(
     """Every row of every projected table by column name, sorted, without ``leave_out``."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for table in TABLES:
-        cursor = read_model.db.execute(f"SELECT * FROM {table}")
-        names = [name for name, _ in cursor.getdescription()]
+        # the columns from the schema: an empty table's cursor has no description
+        names = [str(row[1]) for row in read_model.db.execute(f"PRAGMA table_info({table})")]
         kept = [
             {k: v for k, v in zip(names, row, strict=True) if k not in leave_out.get(table, ())}
-            for row in cursor
+            for row in read_model.db.execute(f"SELECT * FROM {table}")
         ]
         rows[table] = sorted(kept, key=repr)
     return rows

@@ -634,7 +634,9 @@ def test_a_dumped_entity_the_home_already_holds_merges_into_it(
     assert outcomes[tokio.entity_id] == "skipped", "merged into the home's own entity"
     assert tokio.entity_id not in entity_names(rm)
     new_fact = next(m for m in rm.memories() if m.object == "tokio 1.38")
-    assert new_fact.entity_ids == (mine.entity_id,)
+    # its subject's entity first (a fact's subject is an entity), then the one it names
+    assert new_fact.entity_ids[1:] == (mine.entity_id,)
+    assert entity_names(rm)[new_fact.entity_ids[0]] == "api-server"
     spellings = {a.alias for a in rm.alias_matches([mine.entity_id])}
     assert spellings == {"tokio", "tokio runtime"}, "the dumped spelling joins the entity"
     carol = next(e for e in rm.entities() if e.name == "Carol")
@@ -692,5 +694,6 @@ def test_a_live_dump_leaves_out_entities_only_superseded_memories_name(
         assert result.entities == sum(line["type"] == "entity" for line in lines)
         return sorted(line["name"] for line in lines if line["type"] == "entity")
 
-    assert entity_names_in(False) == ["libbar"]
-    assert entity_names_in(True) == ["libbar", "libfoo"]
+    # "ledger" is the subject's entity, which the live fact names too
+    assert entity_names_in(False) == ["ledger", "libbar"]
+    assert entity_names_in(True) == ["ledger", "libbar", "libfoo"]
