@@ -23,7 +23,7 @@ from ferrex.app import App
 from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
-from ferrex.errors import FerrexError, Refused, UsageError
+from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting.dump import Restored, is_dump_line, parse_line
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
@@ -240,7 +240,8 @@ def import_(app: App, file: str, file_format: str, as_json: bool) -> None:
     as for a store.
 
     All formats are written in group commits with batched embedding. Reports the outcome
-    of every line; exits 2 if a line was invalid, 7 if one was refused.
+    of every line; exits 5 if lines could not be stored (the embeddings server went away:
+    run it again), 2 if a line was invalid, 7 if one was refused.
     """
     text = sys.stdin.read() if file == "-" else _read(Path(file))
     parsed: list[tuple[int, dict[str, Any]]] = []
@@ -274,11 +275,21 @@ def import_(app: App, file: str, file_format: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"format": file_format, "counts": counts, "lines": outcomes}))
     else:
+        unavailable = [o for o in outcomes if o["status"] == "unavailable"]
+        if unavailable:
+            first = unavailable[0]
+            click.echo(
+                f"lines {first['line']}.. ({len(unavailable)}): not stored [{first['code']}] "
+                f"{first['message']} (hint: {first['hint']}); run the import again when it "
+                "answers: the lines stored now are then refused as duplicates"
+            )
         for o in outcomes:
             if o["status"] in ("invalid", "refused"):
                 what = f" ({o['item']})" if "item" in o else ""
                 click.echo(f"line {o['line']}{what}: {o['status']} [{o['code']}] {o['message']}")
         click.echo(", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty")
+    if counts.get("unavailable"):
+        raise click.exceptions.Exit(BackendUnavailable.exit_code)
     if counts.get("invalid"):
         raise click.exceptions.Exit(UsageError.exit_code)
     if counts.get("refused"):
@@ -322,6 +333,8 @@ def _import_requests(
 def _stored(number: int, result: StoreResult | FerrexError, **extra: Any) -> dict[str, Any]:
     if isinstance(result, FerrexError):
         status = "refused" if isinstance(result, Refused) else "invalid"
+        if isinstance(result, BackendUnavailable):  # e.g. the embeddings server went away
+            status = "unavailable"
         return {"line": number, **extra, "status": status, **result.as_dict()}
     return {"line": number, **extra, **result.as_dict()}
 
