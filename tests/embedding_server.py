@@ -46,6 +46,7 @@ class EmbeddingServer:
     _thread: threading.Thread | None = None
     _release: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _dying: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -60,6 +61,9 @@ class EmbeddingServer:
 
     def start(self) -> None:
         """Listen (again, on the same port once one was chosen)."""
+        if self._dying is not None:  # the death of a die_after must be over first
+            self._dying.join()
+            self._dying = None
         server = ThreadingHTTPServer(("127.0.0.1", self.port), _handler(self))
         server.daemon_threads = True
         self.port = server.server_address[1]
@@ -90,7 +94,10 @@ class EmbeddingServer:
             self.seen.append(Seen(str(body.get("model")), texts, authorization))
             count = len(self.seen)
         if self.die_after is not None and count > self.die_after:
-            threading.Thread(target=self.stop, daemon=True).start()
+            with self._lock:
+                if self._dying is None:
+                    self._dying = threading.Thread(target=self.stop, daemon=True)
+                    self._dying.start()
             return None
         if self.key is not None and authorization != f"Bearer {self.key}":
             # Echoes what it was sent, as some servers do: ferrex must scrub it.

@@ -222,10 +222,11 @@ class Embedder:
                 )
             ):
                 raise
-            log.warning(
-                "embeddings server unreachable: opening the stores on the recorded model %s",
-                recorded.key,
-            )
+            if self._assumed is None:
+                log.warning(
+                    "embeddings server unreachable: opening the stores on the recorded model %s",
+                    recorded.key,
+                )
             self._assumed = recorded
             return recorded
 
