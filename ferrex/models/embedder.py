@@ -209,6 +209,8 @@ class Embedder:
         known = self.known_identity()
         if known is not None:
             return known
+        if self._assumed is not None:  # the next embedding call checks it against the server
+            return self._assumed
         try:
             return self.model().identity
         except ServerDown:
