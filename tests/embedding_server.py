@@ -19,7 +19,7 @@ import numpy as np
 from ferrex.models import Embedder
 
 Mode = Literal["ok", "unauthorized", "not_json", "wrong_count", "non_numeric", "ragged", "hang"]
-Transform = Literal["none", "rolled", "truncated"]
+Transform = Literal["none", "rolled", "truncated", "jittered"]
 
 
 @dataclass
@@ -131,6 +131,9 @@ class EmbeddingServer:
             vectors = np.roll(vectors, 1, axis=1)
         elif self.transform == "truncated":  # another model: another dimension
             vectors = vectors[:, :256]
+        elif self.transform == "jittered":  # the same weights on a noisy GPU
+            noise = np.random.default_rng(self.calls()).normal(scale=2e-4, size=vectors.shape)
+            vectors = vectors + noise
         # Not normalised, as some servers answer: ferrex normalises.
         result: np.ndarray[Any, Any] = vectors * 3.0
         return result

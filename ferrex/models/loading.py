@@ -278,7 +278,7 @@ def load_model(
         encoder = RemoteEncoder(
             choice.model_name.removeprefix(REMOTE_PREFIX), remote or RemoteSettings(), os.environ
         )
-        remote_identity = encoder.probe()
+        remote_identity = encoder.probe(models_dir(home))
         loaded = LoadedModel(remote_identity, None, encoder, time.perf_counter() - started)
         log.info("probed embedding model %s at %s", remote_identity.key, encoder.url)
         return loaded

@@ -31,6 +31,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -40,6 +41,7 @@ from numpy.typing import NDArray
 from ferrex.errors import BackendUnavailable, ModelUnavailable, UsageError
 from ferrex.models.choice import REMOTE_PREFIX
 from ferrex.models.identity import ModelIdentity
+from journal.files import replace_durably
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,14 @@ PROBE_TEXT: Final = "ferrex checks that this model loads and embeds."
 COOLDOWN_SECONDS: Final = 5.0
 
 _FINGERPRINT_DECIMALS: Final = 2
+
+PROBES_FILE: Final = "remote-probes.json"
+"""In the data directory's models directory: the probe vectors seen per model name, each
+with the fingerprint it was given (see :func:`settled_fingerprint`)."""
+
+SAME_PROBE: Final = 0.9999
+"""Cosine at or above which a probe vector is the same weights as a recorded one (a
+server's float noise, a GPU's batch-size jitter); below, other weights."""
 
 
 class ServerDown(BackendUnavailable):
@@ -104,6 +114,37 @@ def fingerprint(vector: NDArray[np.float32]) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 
+def settled_fingerprint(directory: Path, name: str, vector: NDArray[np.float32]) -> str:
+    """The fingerprint of ``vector``, or the one recorded for a probe vector of ``name`` it
+    matches up to noise (cosine :data:`SAME_PROBE`): rounding alone would now and then flip
+    on a server's float jitter, and refuse a model that did not change. A probe vector not
+    seen before is recorded with its own fingerprint (best effort: a read-only home keeps
+    none)."""
+    path = directory / PROBES_FILE
+    try:
+        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    entries = [e for e in known.get(name, []) if isinstance(e, dict)]
+    for entry in entries:
+        recorded = np.asarray(entry.get("vector", []), dtype=np.float64)
+        if recorded.shape == vector.shape and isinstance(entry.get("fingerprint"), str):
+            cosine = float(np.dot(recorded, vector) / max(float(np.linalg.norm(recorded)), 1e-12))
+            if cosine >= SAME_PROBE:
+                return str(entry["fingerprint"])
+    mark = fingerprint(vector)
+    entries.append({"fingerprint": mark, "vector": [round(float(x), 6) for x in vector]})
+    known[name] = entries
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replace_durably(path, json.dumps(known).encode("utf-8"))
+    except OSError as exc:
+        log.warning("could not record the probe of %s in %s: %s", name, path, exc)
+    return mark
+
+
 def identity_name(model: str, passage_prefix: str) -> str:
     """The name a server's model is recorded under: a passage prefix changes every stored
     vector, so it is part of the name (a query prefix changes only queries)."""
@@ -133,15 +174,16 @@ class RemoteEncoder:
 
     # -- what it is -------------------------------------------------------------------------
 
-    def probe(self) -> ModelIdentity:
-        """One call: the dimension and the fingerprint of :data:`PROBE_TEXT`'s vector."""
+    def probe(self, records: Path | None = None) -> ModelIdentity:
+        """One call: the dimension and the fingerprint of :data:`PROBE_TEXT`'s vector
+        (settled against the probes recorded in the directory ``records``, if given)."""
         vector = self._post([PROBE_TEXT], None)[0]
         self.dim = int(vector.shape[0])
-        return ModelIdentity(
-            identity_name(self.model, self.settings.passage_prefix),
-            self.dim,
-            f"probe-{fingerprint(vector)}",
+        name = identity_name(self.model, self.settings.passage_prefix)
+        mark = (
+            fingerprint(vector) if records is None else settled_fingerprint(records, name, vector)
         )
+        return ModelIdentity(name, self.dim, f"probe-{mark}")
 
     # -- embedding --------------------------------------------------------------------------
 

@@ -55,6 +55,24 @@ def test_probe_measures_dimension_and_fingerprint_then_vectors_match_the_local_m
     assert server.calls() == 2
 
 
+def test_float_jitter_keeps_the_identity_other_weights_change_it(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    first = remote(tmp_path, server.url).identity
+    server.transform = "jittered"
+    jittered = remote(tmp_path, server.url)
+    assert jittered.identity == first
+    # Rounding alone would have flipped: the recorded probe settled it.
+    probe = jittered.model().run([PROBE_TEXT], 1)[0]
+    assert "probe-" + fingerprint(probe) != first.file_sha256
+    server.transform = "rolled"
+    rolled = remote(tmp_path, server.url).identity
+    assert rolled.dim == first.dim and rolled.file_sha256 != first.file_sha256
+    server.transform = "none"  # back to the first weights: the first identity again
+    assert remote(tmp_path, server.url).identity == first
+    assert (tmp_path / "models" / "remote-probes.json").stat().st_mode & 0o077 == 0
+
+
 def test_batches_prefixes_and_the_key(
     server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
