@@ -18,7 +18,9 @@ import numpy as np
 
 from ferrex.models import Embedder
 
-Mode = Literal["ok", "unauthorized", "not_json", "wrong_count", "non_numeric", "ragged", "hang"]
+Mode = Literal[
+    "ok", "unauthorized", "not_json", "wrong_count", "non_numeric", "ragged", "hang", "redirect"
+]
 Transform = Literal["none", "rolled", "truncated", "jittered"]
 
 
@@ -156,6 +158,12 @@ def _handler(owner: EmbeddingServer) -> Callable[..., BaseHTTPRequestHandler]:
                 body = json.loads(raw)
             except ValueError:
                 self._send(400, b'{"error": "bad json"}')
+                return
+            if owner.mode == "redirect":
+                self.send_response(302)
+                self.send_header("Location", "http://203.0.113.9/v1/embeddings")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
                 return
             answer = owner.answer(body, self.headers.get("Authorization"))
             if answer is None:

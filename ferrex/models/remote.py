@@ -167,6 +167,7 @@ class RemoteEncoder:
         self.url = check_url(settings.url)
         self.endpoint = f"{self.url}/embeddings"
         self._key = env.get(settings.key_env, "").strip() or None
+        self._opener = _opener(urlsplit(self.url).hostname or "")
         self._down_until = 0.0
         self._down: ServerDown | None = None
         self._lock = threading.Lock()
@@ -226,7 +227,7 @@ class RemoteEncoder:
         request = urllib.request.Request(self.endpoint, data=payload, headers=headers)
         where = f"the embeddings server at {self.url}"
         try:
-            with urllib.request.urlopen(request, timeout=self.settings.timeout) as response:
+            with self._opener.open(request, timeout=self.settings.timeout) as response:
                 data: bytes = response.read()
                 return data
         except urllib.error.HTTPError as exc:
@@ -241,6 +242,13 @@ class RemoteEncoder:
                     f"{where} refused the request ({exc.code}){detail}",
                     hint=hint,
                     code="model_unauthorized",
+                ) from None
+            if 300 <= exc.code < 400:  # never followed: the key would go along
+                raise ModelUnavailable(
+                    f"{where} redirected the request ({exc.code}) to "
+                    f"{exc.headers.get('Location', 'somewhere else')}",
+                    hint="set models.embedding_url to the address it redirects to",
+                    code="model_bad_response",
                 ) from None
             if exc.code >= 500 or exc.code in (408, 429):
                 raise ServerDown(
@@ -317,6 +325,23 @@ class RemoteEncoder:
             raise bad("a zero vector")
         result: NDArray[np.float32] = (matrix / norms).astype(np.float32)
         return result
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error, not followed (the bearer key would be sent on)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _opener(host: str) -> urllib.request.OpenerDirector:
+    """No redirects; the environment's proxies for a remote server, none for a loopback one
+    (a local Ollama must not go through, nor its key to, an HTTP proxy)."""
+    loopback = host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+    handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]
+    if loopback:
+        handlers.append(urllib.request.ProxyHandler({}))
+    return urllib.request.build_opener(*handlers)
 
 
 def _number(value: object) -> bool:

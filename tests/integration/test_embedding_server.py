@@ -143,6 +143,14 @@ def test_a_changed_dimension_after_the_probe_is_refused(
     assert "256 dimensions" in caught.value.message and "384" in caught.value.message
 
 
+def test_a_redirect_is_not_followed(server: EmbeddingServer, tmp_path: Path) -> None:
+    server.mode = "redirect"  # to another host: the key would go along
+    with pytest.raises(ModelUnavailable) as caught:
+        remote(tmp_path, server.url).model()
+    assert caught.value.code == "model_bad_response" and "302" in caught.value.message
+    assert "203.0.113.9" in caught.value.message
+
+
 def test_a_wrong_path_is_a_coded_error(server: EmbeddingServer, tmp_path: Path) -> None:
     with pytest.raises(ModelUnavailable) as caught:
         remote(tmp_path, server.url.removesuffix("/v1")).model()
