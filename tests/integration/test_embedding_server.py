@@ -25,9 +25,7 @@ def server(shared_embedder: Embedder) -> Iterator[EmbeddingServer]:
         yield running
 
 
-def remote(
-    home: Path, url: str, monkeypatch: pytest.MonkeyPatch | None = None, **settings: object
-) -> Embedder:
+def remote(home: Path, url: str, **settings: object) -> Embedder:
     options: dict[str, object] = {"url": url, "timeout": 5.0} | settings
     return Embedder(
         home,
