@@ -2,8 +2,8 @@
 
 Every model is actually loaded and run on a test string; a report is printed even when
 something fails. Exit codes: 0 when the dense model works (a missing reranker only degrades
-recall, so it is reported, not failed), 4 when the dense model is unavailable, 2 when a
-setting is invalid.
+recall, so it is reported, not failed), 4 when the dense model is unavailable, 5 when the
+embeddings server of an ``openai:`` model cannot be reached, 2 when a setting is invalid.
 """
 
 from __future__ import annotations
