@@ -21,6 +21,7 @@ from ferrex.config import Config
 from ferrex.core.settings import StoreSettings, build_synonyms
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
 from ferrex.models import Embedder, downloads_allowed
+from ferrex.models.remote import RemoteSettings, mismatch_error, recorded_identity
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
@@ -99,6 +100,18 @@ def build_rules(config: Config) -> Rules:
         return normalize_predicate(recorded, namespaces.get(namespace, base))
 
     return Rules(identity=f"predicates:{identity}", predicate=predicate)
+
+
+def remote_settings(config: Config) -> RemoteSettings:
+    """The embeddings server's ``[models]`` keys (``models.dense = "openai:MODEL"``)."""
+    return RemoteSettings(
+        url=config["models.embedding_url"],
+        key_env=config["models.embedding_key_env"],
+        query_prefix=config["models.query_prefix"],
+        passage_prefix=config["models.passage_prefix"],
+        timeout=config["models.embedding_timeout"],
+        batch=config["models.embedding_batch"],
+    )
 
 
 def build_encoders(embedder: Embedder) -> Encoders:
@@ -228,9 +241,33 @@ class App:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = Embedder.from_env(self.home, self.config["models.dense"])
+            live = read_pointer(self.home)
+            self._embedder = Embedder.from_env(
+                self.home,
+                self.config["models.dense"],
+                remote=remote_settings(self.config),
+                recorded=recorded_identity(live.encoders) if live is not None else None,
+            )
             self._embedder.before_load = self.before_model_load
         return self._embedder
+
+    def embedder_for(self, model: str) -> Embedder:
+        """An embedder of another model (``ferrex reembed``), with this configuration's
+        embeddings server settings."""
+        return Embedder.from_env(self.home, model, remote=remote_settings(self.config))
+
+    def _refuse_mixing(self) -> None:
+        """A server's model whose identity (dimension, probe fingerprint, name) differs from
+        the one the live collection was built with is refused, not re-embedded behind the
+        user's back: every memory would go through the server. ``ferrex reembed`` does it."""
+        embedder = self.embedder()
+        live = read_pointer(self.home)
+        if not embedder.is_remote or live is None:
+            return
+        recorded = recorded_identity(live.encoders)
+        current = embedder.identity
+        if recorded is not None and recorded != current:
+            raise mismatch_error(recorded, current, embedder.choice.setting)
 
     def encoders(self) -> Encoders:
         return build_encoders(self.embedder())
@@ -296,6 +333,7 @@ class App:
                     marker.unlink()
                     fsync_dir(self.home)
                 else:
+                    self._refuse_mixing()
                     self._projections = Projections.open(
                         self.home,
                         self.journal(),

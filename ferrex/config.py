@@ -38,7 +38,23 @@ class Key:
 
 KEYS: tuple[Key, ...] = (
     Key("models.dense", str, "small", "FERREX_EMBEDDING_MODEL",
-        "dense embedding model: small, mid, best, or a model directory"),
+        "dense embedding model: small, mid, best, a model directory, or openai:MODEL (a model "
+        "on an OpenAI-compatible embeddings server at models.embedding_url)"),
+    Key("models.embedding_url", str, None, "FERREX_EMBEDDING_URL",
+        "the embeddings server's OpenAI-compatible base URL (ferrex posts to URL/embeddings), "
+        "e.g. http://127.0.0.1:11434/v1 for Ollama"),
+    Key("models.embedding_key_env", str, "FERREX_EMBEDDING_KEY", None,
+        "the NAME of the environment variable holding the server's API key (sent as a bearer "
+        "token; the key itself is never written in the configuration)"),
+    Key("models.embedding_timeout", float, 10.0, None,
+        "seconds each call to the embeddings server may take"),
+    Key("models.embedding_batch", int, 64, None, "texts per call to the embeddings server"),
+    Key("models.query_prefix", str, "", None,
+        "text put before every recall query sent to the embeddings server (asymmetric models, "
+        "e.g. \"query: \" for e5, \"search_query: \" for nomic-embed-text)"),
+    Key("models.passage_prefix", str, "", None,
+        "text put before every memory sent to the embeddings server (e.g. \"passage: \"); "
+        "changing it means `ferrex reembed`"),
     Key("models.reranker", str, "none", "FERREX_RERANKER",
         "reranker: none, late, bge-reranker-base, ms-marco-MiniLM, or a directory"),
     Key("qdrant.url", str, None, "FERREX_QDRANT_URL",
@@ -144,7 +160,9 @@ KEYS: tuple[Key, ...] = (
 _BY_NAME = {key.name: key for key in KEYS}
 
 RESTART_KEYS: frozenset[str] = frozenset(
-    {"models.dense", "models.reranker", "qdrant.url", "qdrant.binary", "qdrant.port",
+    {"models.dense", "models.reranker", "models.embedding_url", "models.embedding_key_env",
+     "models.embedding_timeout", "models.embedding_batch", "models.query_prefix",
+     "models.passage_prefix", "qdrant.url", "qdrant.binary", "qdrant.port",
      "journal.url", "journal.segment_bytes", "predicates.synonyms", "predicates.namespaces",
      "server.public_url", "server.trusted_proxies", "server.header_timeout",
      "server.body_timeout", "server.max_connections", "server.max_connections_per_client",
@@ -258,7 +276,35 @@ def _check(name: str, value: Any, where: str) -> Any:
             f"{', '.join(SECRETS_MODES)}",
             hint=key.help,
         )
+    if name.startswith("models."):
+        _check_models_value(name, value, where)
     return value
+
+
+def _check_models_value(name: str, value: Any, where: str) -> None:
+    """The embeddings server's keys: a URL, the name of an environment variable (never a
+    key: one that looks like a key is refused), a positive timeout and batch."""
+    if name == "models.embedding_url":
+        parts = urlsplit(value)
+        try:
+            _ = parts.port
+        except ValueError as exc:
+            raise UsageError(f"{name} in {where} is not a URL: {exc}") from exc
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(
+                f"{name} in {where} must be an http:// or https:// URL with a host, got {value!r}",
+                hint="e.g. http://127.0.0.1:11434/v1 (Ollama) or http://127.0.0.1:8080/v1 (TEI)",
+            )
+    elif name == "models.embedding_key_env" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        raise UsageError(
+            f"{name} in {where} must be the name of an environment variable",
+            hint="write the variable's name (e.g. FERREX_EMBEDDING_KEY) and put the key in that "
+            "variable: the key itself never goes in the configuration",
+        )
+    elif name == "models.embedding_timeout" and not 0 < value <= 600:
+        raise UsageError(f"{name} in {where} must be more than 0 and at most 600 seconds")
+    elif name == "models.embedding_batch" and not 1 <= value <= 2048:
+        raise UsageError(f"{name} in {where} must be 1 to 2048 texts")
 
 
 def _check_server_value(name: str, value: Any, where: str) -> None:
@@ -338,6 +384,8 @@ def _from_text(key: Key, raw: str, where: str) -> Any:
             return int(raw)
         except ValueError:
             raise UsageError(f"{where} must be an integer, got {raw!r}", hint=key.help) from None
+    if key.name.startswith("models."):
+        _check_models_value(key.name, raw, where)
     return raw
 
 

@@ -45,6 +45,7 @@ from ferrex.core.settings import StoreSettings
 from ferrex.errors import FerrexError
 from ferrex.ids import new_id
 from ferrex.models import Embedder
+from ferrex.models.remote import ServerDown
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
 from journal import JournalBackend
 from projections.replay import Projections
@@ -148,7 +149,12 @@ class Writer:
                 progress(done, len(requests))
             return [o for o in outcomes if o is not None]
         # Loaded outside the writer lock, so a first store does not hold up other writers.
-        waited = self.embedder.wait_for_model()
+        try:
+            waited = self.embedder.wait_for_model()
+        except ServerDown as exc:  # nothing decided, nothing written
+            for i, _ in valids:
+                outcomes[i] = exc
+            return [o for o in outcomes if o is not None]
 
         def decide(valid: ValidStore, batch: Batch) -> Any:
             return self._decide(valid, batch, multi_valued)
@@ -161,9 +167,25 @@ class Writer:
             if progress is not None:
                 progress(done + finished, len(requests))
 
-        decided = self.runner.run(
-            [v for _, v in valids], decide, chunk=chunk, prepare=prepare, progress=report
-        )
+        # Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
+        # texts are embedded before its lock), the chunks already written keep their
+        # outcomes and the rest fail with backend_unavailable, none of them half-written.
+        items = [v for _, v in valids]
+        decided: list[Any] = []
+        for start in range(0, len(items), chunk):
+
+            def reported(finished: int, _total: int, start: int = start) -> None:
+                report(start + finished, len(items))
+
+            try:
+                decided += self.runner.run(
+                    items[start : start + chunk], decide, chunk=chunk, prepare=prepare,
+                    progress=reported,
+                )  # fmt: skip
+            except ServerDown as exc:
+                log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
+                decided += [exc] * (len(items) - start)
+                break
         wait_note = (
             (f"waited {waited:.1f} s for the embedding model to load",)
             if waited >= WAIT_WORTH_SAYING

@@ -19,8 +19,9 @@ def config_group() -> None:
 
 
 def _shown(name: str, value: object) -> object:
-    """The value to print: the journal's URL may carry the database password, never shown."""
-    if name == "journal.url" and isinstance(value, str):
+    """The value to print: the journal's URL may carry the database password, and the
+    embeddings server's URL credentials; neither is shown."""
+    if name in ("journal.url", "models.embedding_url") and isinstance(value, str):
         return redacted(value)
     return value
 

@@ -2,8 +2,8 @@
 
 Every model is actually loaded and run on a test string; a report is printed even when
 something fails. Exit codes: 0 when the dense model works (a missing reranker only degrades
-recall, so it is reported, not failed), 4 when the dense model is unavailable, 2 when a
-setting is invalid.
+recall, so it is reported, not failed), 4 when the dense model is unavailable, 5 when the
+embeddings server of an ``openai:`` model cannot be reached, 2 when a setting is invalid.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import click
 import numpy as np
 
-from ferrex.app import App
+from ferrex.app import App, remote_settings
 from ferrex.errors import FerrexError
 from ferrex.models import (
     BUNDLED_DIR_NAME,
@@ -30,11 +30,14 @@ from ferrex.models import (
     downloads_allowed,
     models_dir,
 )
-from ferrex.models.identity import shared_models_dir
+from ferrex.models.identity import ModelIdentity, shared_models_dir
+from ferrex.models.remote import recorded_identity
 from ferrex.models.rerank import RERANKER_ENV, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.server.hub import owner_status
 from ferrex.storage import free_bytes, inspect_modes, is_read_only
+from journal.postgres import redacted
+from projections.replay import read_pointer
 
 _TEST_TEXT = "ferrex doctor: the deploy of INC-90312 moved to v2.3.1 on Friday."
 _TEST_QUERY = "when was INC-90312 deployed?"
@@ -115,8 +118,19 @@ def _dense(
         kind=choice.kind,
         model=choice.model_name,
     )
+    remote = remote_settings(app.config)
+    if choice.kind == "remote":
+        section["server"] = {
+            "url": redacted(remote.url) if remote.url else None,
+            "key_env": remote.key_env,
+            "key_set": bool(os.environ.get(remote.key_env, "").strip()),
+            "timeout_seconds": remote.timeout,
+            "batch": remote.batch,
+            "query_prefix": remote.query_prefix,
+            "passage_prefix": remote.passage_prefix,
+        }
     # The cache is bypassed on purpose: the point is to run the model itself.
-    embedder = Embedder(home, choice, allow_download=allow_download, use_cache=False)
+    embedder = Embedder(home, choice, allow_download=allow_download, use_cache=False, remote=remote)
     if quick:
         known = embedder.known_identity()
         source = shared_models_dir(os.environ) / BUNDLED_DIR_NAME
@@ -139,6 +153,11 @@ def _dense(
     finally:
         embedder.close()
     identity = loaded.identity
+    recorded = _recorded(home)
+    if recorded is not None:
+        # What the live collection was built with: another identity is refused at open
+        # (a server's model) or rebuilt (a local one).
+        section["collection"] = {"model": recorded.key, "matches": recorded == identity}
     section.update(
         status="ok",
         source=str(loaded.source) if loaded.source is not None else None,
@@ -148,6 +167,11 @@ def _dense(
         test_vector_norm=round(float(np.linalg.norm(vector)), 4),
     )
     return section
+
+
+def _recorded(home: Path) -> ModelIdentity | None:
+    live = read_pointer(home)
+    return None if live is None else recorded_identity(live.encoders)
 
 
 def _sparse() -> dict[str, Any]:
@@ -247,6 +271,15 @@ def _print_text(report: dict[str, Any]) -> None:
     click.echo(
         f"dense      {dense.get('configured', '?')} ({dense.get('origin', '?')})  {dense['status']}"
     )
+    if dense.get("server"):
+        remote = dense["server"]
+        key = "set" if remote["key_set"] else "not set"
+        click.echo(f"           server  {remote['url']}  key from ${remote['key_env']} ({key}), "
+                   f"timeout {remote['timeout_seconds']:g} s, batch {remote['batch']}")  # fmt: skip
+    if dense.get("collection"):
+        built = dense["collection"]
+        same = "same model" if built["matches"] else "ANOTHER model: run `ferrex reembed`"
+        click.echo(f"           stores  built with {built['model']} ({same})")
     if dense["status"] == _NOT_LOADED:
         if dense.get("identity"):
             click.echo(f"           sha256  {dense['identity']['file_sha256']}")
@@ -256,8 +289,11 @@ def _print_text(report: dict[str, Any]) -> None:
     elif dense["status"] == "ok":
         identity = dense["identity"]
         click.echo(f"           model   {identity['name']}  dim {identity['dim']}")
-        click.echo(f"           sha256  {identity['file_sha256']}")
-        click.echo(f"           source  {dense['source']}")
+        if dense.get("kind") == "remote":  # a fingerprint of the probe text's vector
+            click.echo(f"           probe   {identity['file_sha256']}")
+        else:
+            click.echo(f"           sha256  {identity['file_sha256']}")
+            click.echo(f"           source  {dense['source']}")
         click.echo(
             f"           loaded in {dense['load_seconds']:.2f} s, "
             f"test string embedded in {dense['test_embed_ms']:.1f} ms"

@@ -23,7 +23,7 @@ from ferrex.app import App
 from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
-from ferrex.errors import FerrexError, Refused, UsageError
+from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting.dump import Restored, RestoredEntity, is_dump_line, parse_dump_line
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
@@ -251,7 +251,8 @@ def import_(app: App, file: str, file_format: str, secrets: str | None, as_json:
     as for a store.
 
     All formats are written in group commits with batched embedding. Reports the outcome
-    of every line; exits 2 if a line was invalid, 7 if one was refused. A likely secret
+    of every line; exits 5 if lines could not be stored (the embeddings server went away:
+    run it again), 2 if a line was invalid, 7 if one was refused. A likely secret
     (see --secrets) never fails the import: its line is redacted or skipped, and the
     report names its kind, field and position, never the secret.
     """
@@ -294,6 +295,14 @@ def import_(app: App, file: str, file_format: str, secrets: str | None, as_json:
         click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
                                "lines": outcomes}))  # fmt: skip
     else:
+        unavailable = [o for o in outcomes if o["status"] == "unavailable"]
+        if unavailable:
+            first = unavailable[0]
+            click.echo(
+                f"lines {first['line']}.. ({len(unavailable)}): not stored [{first['code']}] "
+                f"{first['message']} (hint: {first['hint']}); run the import again when it "
+                "answers: the lines stored now are then refused as duplicates"
+            )
         for o in outcomes:
             if o["status"] in ("invalid", "refused") or o.get("code") == "secret_refused":
                 what = f" ({o['item']})" if "item" in o else ""
@@ -306,6 +315,8 @@ def import_(app: App, file: str, file_format: str, secrets: str | None, as_json:
             done = "redacted" if secrets == "redact" else "skipped"
             summary += f"; likely secrets in {with_secrets['lines']} lines, {done}"
         click.echo(summary)
+    if counts.get("unavailable"):
+        raise click.exceptions.Exit(BackendUnavailable.exit_code)
     if counts.get("invalid"):
         raise click.exceptions.Exit(UsageError.exit_code)
     if counts.get("refused"):
@@ -360,6 +371,8 @@ def _import_requests(
 def _stored(number: int, result: StoreResult | FerrexError, **extra: Any) -> dict[str, Any]:
     if isinstance(result, FerrexError):
         status = "refused" if isinstance(result, Refused) else "invalid"
+        if isinstance(result, BackendUnavailable):  # e.g. the embeddings server went away
+            status = "unavailable"
         return {"line": number, **extra, "status": status, **result.as_dict()}
     return {"line": number, **extra, **result.as_dict()}
 

@@ -14,7 +14,6 @@ from ferrex.app import App, predicate_changes
 from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.config import set_in_file
-from ferrex.models import Embedder
 
 DRIFT_EXIT = 6
 
@@ -93,7 +92,8 @@ def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
 @click.option(
     "--model",
     required=True,
-    help="The dense model to move to: small, mid, best, or a model directory.",
+    help="The dense model to move to: small, mid, best, a model directory, or openai:MODEL "
+    "(on the server at models.embedding_url).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
@@ -106,7 +106,7 @@ def reembed(app: App, model: str, as_json: bool) -> None:
     model in ferrex.toml so that later runs use it. Only new texts are embedded: vectors of
     the new model already in the cache are reused.
     """
-    embedder = Embedder.from_env(app.home, model)
+    embedder = app.embedder_for(model)
     embedder.model()  # fail now, before anything changes, if the model is unavailable
     started = time.perf_counter()
     with progress("re-embedding") as update:

@@ -113,3 +113,5 @@ def recall(
         click.echo(f"(held back: {held})", err=True)
     if result["unknown_entities"]:
         click.echo(f"(unknown entities: {', '.join(result['unknown_entities'])})", err=True)
+    if result.get("warning"):  # e.g. keywords alone: the embeddings server is unreachable
+        click.echo(f"(warning: {result['warning']})", err=True)

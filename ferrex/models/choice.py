@@ -4,7 +4,8 @@ Tiers (``FERREX_EMBEDDING_MODEL`` or the ``setting`` argument of
 :func:`choose_embedding_model`): ``small`` (default, offline: all-MiniLM-L6-v2 from installed
 packages, see :mod:`ferrex.models.bundled`), ``mid`` (``BAAI/bge-small-en-v1.5``), ``best``
 (``BAAI/bge-base-en-v1.5``), or the path of a model directory holding an ONNX file
-(``model.onnx`` or ``onnx/model.onnx``), ``tokenizer.json`` and ``tokenizer_config.json``.
+(``model.onnx`` or ``onnx/model.onnx``), ``tokenizer.json`` and ``tokenizer_config.json``,
+or ``openai:MODEL``, a model on an OpenAI-compatible embeddings server.
 ``mid`` and ``best`` are fastembed built-ins, downloaded into ``<home>/models/fastembed/`` on a
 machine with internet. Nothing here reads the environment or the disk: callers pass both.
 """
@@ -22,6 +23,10 @@ from ferrex.errors import UsageError
 MODEL_ENV: Final = "FERREX_EMBEDDING_MODEL"
 DOWNLOAD_ENV: Final = "FERREX_ALLOW_DOWNLOAD"
 
+#: ``openai:MODEL``: a model on an OpenAI-compatible embeddings server
+#: (:mod:`ferrex.models.remote`, configured by ``models.embedding_url``).
+REMOTE_PREFIX: Final = "openai:"
+
 BUNDLED_MODEL: Final = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_DIM: Final = 384
 
@@ -38,7 +43,7 @@ _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 class EmbeddingChoice:
     """Which dense model is configured, and where that setting came from."""
 
-    kind: Literal["bundled", "download", "directory"]
+    kind: Literal["bundled", "download", "directory", "remote"]
     setting: str
     origin: str
     model_name: str
@@ -61,6 +66,14 @@ def choose_embedding_model(setting: str | None, env: Mapping[str, str]) -> Embed
         value, origin = "small", "default"
 
     tier = value.lower()
+    if tier.startswith(REMOTE_PREFIX):
+        model = value[len(REMOTE_PREFIX) :].strip()
+        if not model:
+            raise UsageError(
+                f"embedding model {value!r} (from {origin}) names no model",
+                hint="write openai:MODEL, the name the embeddings server knows the model by",
+            )
+        return EmbeddingChoice("remote", value, origin, f"{REMOTE_PREFIX}{model}")
     if tier == "small":
         return EmbeddingChoice("bundled", value, origin, BUNDLED_MODEL, BUNDLED_DIM)
     if tier in DOWNLOAD_TIERS:
@@ -71,7 +84,7 @@ def choose_embedding_model(setting: str | None, env: Mapping[str, str]) -> Embed
         return EmbeddingChoice("directory", value, origin, directory.name, None, directory)
     raise UsageError(
         f"unknown embedding model {value!r} (from {origin})",
-        hint="use small, mid, best, or the path of a model directory",
+        hint="use small, mid, best, the path of a model directory, or openai:MODEL",
     )
 
 

@@ -35,6 +35,7 @@ from ferrex.models.loading import (
     load_model,
     local_source,
 )
+from ferrex.models.remote import RemoteSettings, ServerDown, identity_name, mismatch_error
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,8 @@ class Embedder:
         threads: int | None = None,
         before_load: Callable[[], None] | None = None,
         runner: Runner = "direct",
+        remote: RemoteSettings | None = None,
+        recorded: ModelIdentity | None = None,
     ) -> None:
         self.home = home
         self.choice = choice
@@ -73,6 +76,15 @@ class Embedder:
         self._loader: threading.Thread | None = None
         self.before_load = before_load
         """Called once, just before the model loads (the CLI says "loading model…")."""
+        self.remote = remote if choice.kind == "remote" else None
+        """An embeddings server's settings (``openai:MODEL`` only)."""
+        if self.remote is None and choice.kind == "remote":
+            self.remote = RemoteSettings()
+        self.recorded = recorded
+        """The identity the projections were built with, if known (a server's model: what
+        :attr:`identity` answers while the server cannot be reached, so that the stores
+        open and recall can fall back on BM25)."""
+        self._assumed: ModelIdentity | None = None
 
     @classmethod
     def from_env(
@@ -84,8 +96,11 @@ class Embedder:
         use_cache: bool = True,
         batch_size: int = 64,
         threads: int | None = None,
+        remote: RemoteSettings | None = None,
+        recorded: ModelIdentity | None = None,
     ) -> Embedder:
-        """The embedder that ``setting`` or the environment (``os.environ`` by default) asks for."""
+        """The embedder that ``setting`` or the environment (``os.environ`` by default) asks for
+        (``remote``: the embeddings server's settings, for ``openai:MODEL``)."""
         environ: Mapping[str, str] = os.environ if env is None else env
         return cls(
             home,
@@ -94,7 +109,13 @@ class Embedder:
             use_cache=use_cache,
             batch_size=batch_size,
             threads=threads,
+            remote=remote,
+            recorded=recorded,
         )
+
+    @property
+    def is_remote(self) -> bool:
+        return self.choice.kind == "remote"
 
     def model(self) -> LoadedModel:
         """The loaded model, loading it now if needed."""
@@ -108,7 +129,13 @@ class Embedder:
                     allow_download=self.allow_download,
                     threads=self.threads,
                     runner=self.runner,
+                    remote=self.remote,
                 )
+                assumed = self._assumed
+                if assumed is not None and assumed != model.identity:
+                    # The stores were opened on the recorded identity while the server was
+                    # away; it now serves another model: never mix the two.
+                    raise mismatch_error(assumed, model.identity, self.choice.setting)
                 if self._counter is not None:  # one tokenizer for counting, not two
                     model.counter = self._counter
                 self._model = model
@@ -154,6 +181,8 @@ class Embedder:
         local (the default model, a model directory); a downloaded model is loaded first."""
         if self._model is not None:
             return self._model.counter
+        if self._counter is None and self.is_remote:
+            self._counter = TokenCounter(None)  # the server's tokenizer is not known here
         if self._counter is None:
             source = local_source(self.choice)
             if source is None:
@@ -173,12 +202,42 @@ class Embedder:
 
     @property
     def identity(self) -> ModelIdentity:
-        """The model's identity; loads the model only when that is the only way to know it."""
+        """The model's identity; loads the model only when that is the only way to know it.
+
+        A server's model that cannot be reached answers the :attr:`recorded` identity if it
+        is of the same model name (the stores open; embedding still fails until the server
+        answers, and then with a mismatch error if the server's model changed meanwhile)."""
         known = self.known_identity()
-        return known if known is not None else self.model().identity
+        if known is not None:
+            return known
+        if self._assumed is not None:  # the next embedding call checks it against the server
+            return self._assumed
+        try:
+            return self.model().identity
+        except ServerDown:
+            recorded = self.recorded
+            if (
+                recorded is None
+                or self.remote is None
+                or recorded.name
+                != identity_name(
+                    self.choice.model_name.split(":", 1)[1], self.remote.passage_prefix
+                )
+            ):
+                raise
+            if self._assumed is None:
+                log.warning(
+                    "embeddings server unreachable: opening the stores on the recorded model %s",
+                    recorded.key,
+                )
+            self._assumed = recorded
+            return recorded
 
     def fits(self, text: str) -> bool:
-        """Whether the model reads all of ``text`` (loads the model)."""
+        """Whether the model reads all of ``text`` (loads a local model; a server's model is
+        assumed to read everything, as its tokenizer is not known here)."""
+        if self.is_remote:
+            return True
         return self.model().fits(text)
 
     def cache(self) -> EmbeddingCache | None:
@@ -188,16 +247,30 @@ class Embedder:
             return self._cache
 
     def embed(self, text: str) -> NDArray[np.float32]:
-        """The vector of one text (a query, typically)."""
+        """The vector of one text as a passage (a memory, a name, a phrase)."""
         vectors: NDArray[np.float32] = self.embed_many([text])[0]
         return vectors
 
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        """The vector of a recall's query: with a server's ``query_prefix`` if one is set
+        (asymmetric models), else as :meth:`embed`."""
+        if self.remote is None or not self.remote.query_prefix:
+            return self.embed(text)
+        vectors: NDArray[np.float32] = self._embed_many([self.remote.query_prefix + text])[0]
+        return vectors
+
     def embed_many(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        """An ``(n, dim)`` float32 array, row ``i`` the unit vector of ``texts[i]``.
+        """An ``(n, dim)`` float32 array, row ``i`` the unit vector of ``texts[i]`` (passages:
+        with a server's ``passage_prefix`` if one is set).
 
         Cached texts are not embedded again; the rest are embedded in batches of similar
         length (less padding) and added to the cache.
         """
+        if self.remote is not None and self.remote.passage_prefix:
+            texts = [self.remote.passage_prefix + text for text in texts]
+        return self._embed_many(texts)
+
+    def _embed_many(self, texts: Sequence[str]) -> NDArray[np.float32]:
         model = self.model()
         identity = model.identity
         result = np.empty((len(texts), identity.dim), dtype=np.float32)

@@ -33,7 +33,13 @@ from ferrex.models.bundled import (
     MAX_TOKENS,
     assemble_bundled_model,
 )
-from ferrex.models.choice import BUNDLED_DIM, DOWNLOAD_ENV, MODEL_ENV, EmbeddingChoice
+from ferrex.models.choice import (
+    BUNDLED_DIM,
+    DOWNLOAD_ENV,
+    MODEL_ENV,
+    REMOTE_PREFIX,
+    EmbeddingChoice,
+)
 from ferrex.models.identity import ModelIdentity, models_dir, sha256_file, shared_models_dir
 
 if TYPE_CHECKING:
@@ -41,6 +47,7 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from ferrex.models.encoder import OnnxEncoder, SessionSettings
+    from ferrex.models.remote import RemoteEncoder, RemoteSettings
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +176,7 @@ class LoadedModel:
         self,
         identity: ModelIdentity,
         source: Path | None,
-        engine: OnnxEncoder | TextEmbedding,
+        engine: OnnxEncoder | TextEmbedding | RemoteEncoder,
         load_seconds: float,
     ) -> None:
         self.identity = identity
@@ -212,12 +219,15 @@ class LoadedModel:
 
 
 def _embed_rows(
-    engine: OnnxEncoder | TextEmbedding, texts: Sequence[str], batch_size: int
+    engine: OnnxEncoder | TextEmbedding | RemoteEncoder, texts: Sequence[str], batch_size: int
 ) -> NDArray[np.float32]:
     from ferrex.models.encoder import OnnxEncoder
+    from ferrex.models.remote import RemoteEncoder
 
     if isinstance(engine, OnnxEncoder):
         return engine.run(texts, max_batch=batch_size)
+    if isinstance(engine, RemoteEncoder):
+        return engine.run(texts, batch_size)
     matrix = np.asarray(list(engine.embed(list(texts), batch_size=batch_size)), np.float32)
     # fastembed normalises already; this keeps the invariant for any custom directory too.
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -235,7 +245,7 @@ def local_source(choice: EmbeddingChoice, *, shared: Path | None = None) -> Path
         case "directory":
             assert choice.directory is not None
             return choice.directory.expanduser().resolve()
-        case "download":
+        case "download" | "remote":
             return None
         case _:
             assert_never(choice.kind)
@@ -249,15 +259,29 @@ def load_model(
     threads: int | None = None,
     shared: Path | None = None,
     runner: Runner = "direct",
+    remote: RemoteSettings | None = None,
 ) -> LoadedModel:
     """Load the chosen dense model, or raise :class:`ModelUnavailable` saying what to do.
 
     The default model is assembled in ``shared`` (the user's :func:`shared_models_dir` unless
     given), once for every data directory; downloads go to ``home``'s own models directory.
     Local models run on ferrex's own :class:`~ferrex.models.encoder.OnnxEncoder` unless
-    ``runner`` asks for fastembed; downloaded ones always run on fastembed.
+    ``runner`` asks for fastembed; downloaded ones always run on fastembed. A model on an
+    embeddings server (``remote``: its settings) is probed with one call, which measures its
+    identity; that call's errors (:class:`~ferrex.models.remote.ServerDown` among them)
+    are raised as they are.
     """
     started = time.perf_counter()
+    if choice.kind == "remote":
+        from ferrex.models.remote import RemoteEncoder, RemoteSettings
+
+        encoder = RemoteEncoder(
+            choice.model_name.removeprefix(REMOTE_PREFIX), remote or RemoteSettings(), os.environ
+        )
+        remote_identity = encoder.probe(models_dir(home))
+        loaded = LoadedModel(remote_identity, None, encoder, time.perf_counter() - started)
+        log.info("probed embedding model %s at %s", remote_identity.key, encoder.url)
+        return loaded
     fastembed_cache = models_dir(home) / "fastembed"
     offline = not allow_download
     source: Path | None
@@ -291,6 +315,8 @@ def load_model(
         case "download":
             engine = _open_download(choice, fastembed_cache, offline, threads)
             source, file_sha256 = downloaded_model_file(engine.model)
+        case "remote":  # returned above
+            raise AssertionError("unreachable")
         case _:
             assert_never(choice.kind)
     try:

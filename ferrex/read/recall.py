@@ -76,6 +76,7 @@ and journaled in batches (``memories.accessed``), so a replay reproduces stalene
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import unicodedata
@@ -91,6 +92,7 @@ import numpy as np
 from ferrex.config import Config, staleness_config
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
+from ferrex.models.remote import ServerDown
 from ferrex.models.rerank import RerankStage
 from ferrex.models.sparse import Bm25Encoder, tokens
 from ferrex.read.seen import Sight, unexpired
@@ -124,6 +126,8 @@ from projections.documents import memory_text
 from projections.replay import Projections
 from projections.sqlite import Memory
 from projections.vectors import Hit, SparseVector, VectorFilter, filter_clauses, passes
+
+log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
@@ -289,6 +293,9 @@ class RecallResult:
     reranker: str
     nothing_relevant: bool = False
     """No returned result reaches the ``weak`` relevance label (or none is returned)."""
+    degraded: str | None = None
+    """Why the dense leg was left out (the embeddings server could not be reached): the
+    results come from the BM25 leg alone. Shown to the agent as ``warning``."""
 
     def as_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -302,6 +309,8 @@ class RecallResult:
         }
         if self.nothing_relevant:
             doc["note"] = relevance.NOTE_NOTHING_RELEVANT
+        if self.degraded is not None:
+            doc["warning"] = self.degraded
         return doc
 
 
@@ -359,7 +368,7 @@ class QueryCache:
             if text in self._vectors:
                 self._vectors.move_to_end(text)
                 return self._vectors[text]
-        vector = self.embedder.embed(text)
+        vector = self.embedder.embed_query(text)
         with self._lock:
             self._vectors[text] = vector
             while len(self._vectors) > self.size:
@@ -463,11 +472,13 @@ class Reader:
         )
         prefetch = max(self.settings.prefetch, 30, req.limit * 4)
         pool = max(self.settings.rerank_pool, req.limit * 3)
-        legs = self._legs(req, flt, prefetch)
+        legs, degraded = self._legs(req, flt, prefetch)
+        # The embeddings server is down: the BM25 leg alone ranks, and the answer says so.
+        mode: Legs = "bm25" if req.legs != "bm25" and "dense" not in legs else req.legs
         strategy = STRATEGY_WEIGHTS[req.strategy]
         named: dict[str, str] = {}
         via: dict[str, list[str]] = {}
-        if req.legs == "hybrid":
+        if mode == "hybrid":
             if strategy.dense is None:  # a strategy's own share is what it asks for
                 sure = bm25_confidence([h.score for h in legs["bm25"].best.values()])
                 share = adaptive_dense_share(self.settings.dense_weight, sure,
@@ -484,7 +495,7 @@ class Reader:
                     weights.append(graph_share)
             fused = fuse(parts, weights)
         else:
-            fused = [(mid, hit.score) for mid, hit in legs[req.legs].best.items()]
+            fused = [(mid, hit.score) for mid, hit in legs[mode].best.items()]
         fused = fused[:pool]
         memories = {m.memory_id: m for m in rm.memories(memory_ids=[mid for mid, _ in fused])}
         fused = [(mid, score) for mid, score in fused if mid in memories]
@@ -572,7 +583,7 @@ class Reader:
             # The question asks for a period and nothing else ("what happened last week?"):
             # that period's memories come first, in score order; no words for the guard.
             scored.sort(key=lambda item: not item[2]["date"]["within"])
-        elif req.legs == "hybrid" and self.settings.top_guard and strategy.guard and lexical:
+        elif mode == "hybrid" and self.settings.top_guard and strategy.guard and lexical:
             scored = self._guarded(terms, legs, scored, lexical, memories)
         judged = self._judged(req, terms, legs, scored, hidden)
         top = judged[: req.limit]
@@ -585,7 +596,14 @@ class Reader:
             self.access.record([m.memory_id for (_, m, _), _ in top], now)
         verdict = relevance.nothing_relevant([j.label for _, j in top])
         return RecallResult(
-            req.query, namespace, results, hidden, unknown, self.reranker.status, verdict
+            req.query,
+            namespace,
+            results,
+            hidden,
+            unknown,
+            self.reranker.status,
+            verdict,
+            degraded=degraded,
         )
 
     def _guarded(
@@ -638,19 +656,31 @@ class Reader:
             kept.append((item, judgement))
         return kept
 
-    def _legs(self, req: RecallRequest, flt: VectorFilter, n: int) -> dict[str, Leg]:
-        """Each leg's best ``n`` points, as a ranking of memories."""
+    def _legs(
+        self, req: RecallRequest, flt: VectorFilter, n: int
+    ) -> tuple[dict[str, Leg], str | None]:
+        """Each leg's best ``n`` points, as a ranking of memories; and, when the embeddings
+        server cannot be reached, the BM25 leg alone and a note saying so."""
+        degraded: str | None = None
         backend = self.projections.backend
         name = self.projections.live.memories
         legs: dict[str, Leg] = {}
         if req.legs in ("hybrid", "dense"):
-            dense = [float(x) for x in self.queries.vector(req.query)]
-            legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n)
-        if req.legs in ("hybrid", "bm25"):
+            try:
+                dense = [float(x) for x in self.queries.vector(req.query)]
+            except ServerDown as exc:
+                log.warning("recall without the dense leg: %s", exc.message)
+                degraded = (
+                    f"{exc.message}: these results come from keyword (BM25) matching alone; "
+                    "recall by meaning returns when the server answers"
+                )
+            else:
+                legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n)
+        if req.legs in ("hybrid", "bm25") or "dense" not in legs:
             query = self.bm25.encode_query(req.query)
             sparse = SparseVector(query.indices, query.values)
             legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n)
-        return legs
+        return legs, degraded
 
     def _graph_leg(
         self, named: Mapping[str, str], flt: VectorFilter, n: int
@@ -859,8 +889,11 @@ class Reader:
         return sorted(m.memory_id for m in others if m.t_invalid is None and sight.sees(m))
 
     def _phrase_similarity(self, text: str, texts: Sequence[str]) -> list[float]:
-        vector = self.queries.vector(text)
-        return [float(np.dot(vector, self.queries.vector(other))) for other in texts]
+        try:
+            vector = self.queries.vector(text)
+            return [float(np.dot(vector, self.queries.vector(other))) for other in texts]
+        except ServerDown:  # no embeddings: only the same predicate counts (checked before)
+            return [0.0] * len(texts)
 
     def _named_entities(self, namespace: str, query: str, sight: Sight) -> dict[str, str]:
         """The entities the query names, by id (with the spelling found): every spelling

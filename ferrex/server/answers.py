@@ -93,6 +93,8 @@ def recall_head(doc: Mapping[str, Any]) -> str:
         notes.append("unknown entities: " + ", ".join(doc["unknown_entities"]))
     if doc.get("nothing_relevant") and results:  # with no results, "no memories found" says it
         notes.append(str(doc.get("note") or "nothing relevant"))
+    if doc.get("warning"):  # e.g. recall by keywords alone while the embeddings server is down
+        notes.append(str(doc["warning"]))
     cut = doc.get("truncated")
     if isinstance(cut, Mapping):
         notes.append(f"{cut['omitted']} more cut to fit max_tokens={cut['max_tokens']}")

@@ -1,0 +1,400 @@
+"""Embeddings from a server speaking the OpenAI-compatible embeddings protocol.
+
+``[models] dense = "openai:MODEL"`` with ``embedding_url`` (Ollama, Hugging Face TEI, vLLM,
+LM Studio and Infinity all serve it): each batch is one ``POST {url}/embeddings`` of
+``{"model": MODEL, "input": [texts]}``, answered by ``{"data": [{"index": i, "embedding":
+[...]}, ...]}``. Standard library HTTP only, a timeout on every call.
+
+The API key comes from the environment variable whose *name* is configured
+(``embedding_key_env``); the key itself is never in the configuration, a log line, an error
+or the journal (every message this module makes is scrubbed of it).
+
+The model's identity is measured by one probe call when the model is first needed: its
+dimension, and a fingerprint of the fixed probe text's vector rounded to two decimals, so new
+weights served under an old name are noticed (:class:`~ferrex.models.identity.ModelIdentity`'s
+``file_sha256`` holds ``probe-<fingerprint>``). A server that cannot be reached is
+:class:`ServerDown` (``backend_unavailable``); one that answers wrongly (401, 404, a malformed
+body) is :class:`~ferrex.errors.ModelUnavailable` with a code of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import logging
+import math
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ferrex.errors import BackendUnavailable, ModelUnavailable, UsageError
+from ferrex.models.choice import REMOTE_PREFIX
+from ferrex.models.identity import ModelIdentity
+from journal.files import replace_durably
+
+log = logging.getLogger(__name__)
+
+PREFIX: Final = REMOTE_PREFIX
+"""How ``models.dense`` names a model on an embeddings server: ``openai:MODEL``."""
+
+PROBE_TEXT: Final = "ferrex checks that this model loads and embeds."
+"""Embedded once per process (without prefixes) to learn the dimension and the fingerprint."""
+
+#: After the server could not be reached, calls fail at once for this many seconds (one
+#: timeout, not one per text of an import, or per query while the server is down).
+COOLDOWN_SECONDS: Final = 5.0
+
+_FINGERPRINT_DECIMALS: Final = 2
+
+PROBES_FILE: Final = "remote-probes.json"
+"""In the data directory's models directory: the probe vectors seen per model name, each
+with the fingerprint it was given (see :func:`settled_fingerprint`)."""
+
+SAME_PROBE: Final = 0.9999
+"""Cosine at or above which a probe vector is the same weights as a recorded one (a
+server's float noise, a GPU's batch-size jitter); below, other weights."""
+
+
+class ServerDown(BackendUnavailable):
+    """The embeddings server could not be reached, or did not answer in time (or answered
+    5xx): retry later. Recall degrades to BM25 on it; a store fails, nothing written."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSettings:
+    """The ``[models]`` keys of an embeddings server (none of them holds the key itself)."""
+
+    url: str | None = None
+    key_env: str = "FERREX_EMBEDDING_KEY"
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    timeout: float = 10.0
+    batch: int = 64
+
+
+def is_remote(setting: str) -> bool:
+    return setting.strip().lower().startswith(PREFIX)
+
+
+def check_url(url: str | None, where: str = "models.embedding_url") -> str:
+    """The base URL without a trailing slash, or a :class:`UsageError` naming what is wrong."""
+    hint = (
+        "set models.embedding_url to the server's OpenAI-compatible base URL, "
+        "e.g. http://127.0.0.1:11434/v1"
+    )
+    if url is None or not url.strip():
+        raise UsageError(f"an openai: embedding model needs {where}", hint=hint)
+    value = url.strip().rstrip("/")
+    try:
+        parts = urlsplit(value)
+        _ = parts.port  # a bad port raises here
+    except ValueError as exc:
+        raise UsageError(f"{where} is not a URL: {exc}", hint=hint) from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{where} must be an http:// or https:// URL with a host", hint=hint)
+    return value
+
+
+def fingerprint(vector: NDArray[np.float32]) -> str:
+    """A short hash of a unit vector rounded to two decimals: equal for the same weights
+    (a server's float noise is far below the rounding), different for other weights."""
+    rounded = np.round(vector.astype(np.float64), _FINGERPRINT_DECIMALS) + 0.0  # no -0.0
+    text = ",".join(f"{x:.{_FINGERPRINT_DECIMALS}f}" for x in rounded)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def settled_fingerprint(directory: Path, name: str, vector: NDArray[np.float32]) -> str:
+    """The fingerprint of ``vector``, or the one recorded for a probe vector of ``name`` it
+    matches up to noise (cosine :data:`SAME_PROBE`): rounding alone would now and then flip
+    on a server's float jitter, and refuse a model that did not change. A probe vector not
+    seen before is recorded with its own fingerprint (best effort: a read-only home keeps
+    none)."""
+    path = directory / PROBES_FILE
+    try:
+        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    entries = [e for e in known.get(name, []) if isinstance(e, dict)]
+    for entry in entries:
+        recorded = np.asarray(entry.get("vector", []), dtype=np.float64)
+        if recorded.shape == vector.shape and isinstance(entry.get("fingerprint"), str):
+            cosine = float(np.dot(recorded, vector) / max(float(np.linalg.norm(recorded)), 1e-12))
+            if cosine >= SAME_PROBE:
+                return str(entry["fingerprint"])
+    mark = fingerprint(vector)
+    entries.append({"fingerprint": mark, "vector": [round(float(x), 6) for x in vector]})
+    known[name] = entries
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replace_durably(path, json.dumps(known).encode("utf-8"))
+    except OSError as exc:
+        log.warning("could not record the probe of %s in %s: %s", name, path, exc)
+    return mark
+
+
+def identity_name(model: str, passage_prefix: str) -> str:
+    """The name a server's model is recorded under: a passage prefix changes every stored
+    vector, so it is part of the name (a query prefix changes only queries)."""
+    name = f"{PREFIX}{model}"
+    if passage_prefix:
+        name += "+passage:" + hashlib.sha256(passage_prefix.encode()).hexdigest()[:8]
+    return name
+
+
+class RemoteEncoder:
+    """One embeddings server and model. Safe to share between threads."""
+
+    def __init__(self, model: str, settings: RemoteSettings, env: Mapping[str, str]) -> None:
+        if not model.strip():
+            raise UsageError(
+                "an openai: embedding model needs a model name", hint="write openai:MODEL"
+            )
+        self.model = model
+        self.settings = settings
+        self.url = check_url(settings.url)
+        self.endpoint = f"{self.url}/embeddings"
+        self._key = env.get(settings.key_env, "").strip() or None
+        self._opener = _opener(urlsplit(self.url).hostname or "")
+        self._down_until = 0.0
+        self._down: ServerDown | None = None
+        self._lock = threading.Lock()
+        self.dim: int | None = None
+
+    # -- what it is -------------------------------------------------------------------------
+
+    def probe(self, records: Path | None = None) -> ModelIdentity:
+        """One call: the dimension and the fingerprint of :data:`PROBE_TEXT`'s vector
+        (settled against the probes recorded in the directory ``records``, if given)."""
+        vector = self._post([PROBE_TEXT], None)[0]
+        self.dim = int(vector.shape[0])
+        name = identity_name(self.model, self.settings.passage_prefix)
+        mark = (
+            fingerprint(vector) if records is None else settled_fingerprint(records, name, vector)
+        )
+        return ModelIdentity(name, self.dim, f"probe-{mark}")
+
+    # -- embedding --------------------------------------------------------------------------
+
+    def run(self, texts: Sequence[str], batch_size: int) -> NDArray[np.float32]:
+        """Unit vectors of ``texts`` in order, ``settings.batch`` texts per call (at most)."""
+        dim = self.dim
+        if dim is None:
+            raise RuntimeError("probe() runs before run()")
+        size = max(1, min(batch_size, self.settings.batch))
+        out = np.empty((len(texts), dim), dtype=np.float32)
+        for start in range(0, len(texts), size):
+            part = list(texts[start : start + size])
+            out[start : start + len(part)] = self._post(part, dim)
+        return out
+
+    # -- one call ---------------------------------------------------------------------------
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    def _post(self, texts: list[str], dim: int | None) -> NDArray[np.float32]:
+        with self._lock:
+            if self._down is not None and time.monotonic() < self._down_until:
+                raise self._down
+        try:
+            body = self._request(texts)
+        except ServerDown as exc:
+            with self._lock:
+                self._down, self._down_until = exc, time.monotonic() + COOLDOWN_SECONDS
+            raise
+        with self._lock:
+            self._down = None
+        return self._vectors(body, len(texts), dim)
+
+    def _request(self, texts: list[str]) -> bytes:
+        payload = json.dumps({"model": self.model, "input": texts}).encode("utf-8")
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key}"
+        request = urllib.request.Request(self.endpoint, data=payload, headers=headers)
+        where = f"the embeddings server at {self.url}"
+        try:
+            with self._opener.open(request, timeout=self.settings.timeout) as response:
+                data: bytes = response.read()
+                return data
+        except urllib.error.HTTPError as exc:
+            detail = self._scrub(_error_detail(exc))
+            if exc.code in (401, 403):
+                hint = (
+                    f"the key is read from the environment variable {self.settings.key_env}"
+                    + ("" if self._key else ", which is not set")
+                    + "; set it to a key the server accepts (models.embedding_key_env names it)"
+                )
+                raise ModelUnavailable(
+                    f"{where} refused the request ({exc.code}){detail}",
+                    hint=hint,
+                    code="model_unauthorized",
+                ) from None
+            if 300 <= exc.code < 400:  # never followed: the key would go along
+                raise ModelUnavailable(
+                    f"{where} redirected the request ({exc.code}) to "
+                    f"{exc.headers.get('Location', 'somewhere else')}",
+                    hint="set models.embedding_url to the address it redirects to",
+                    code="model_bad_response",
+                ) from None
+            if exc.code >= 500 or exc.code in (408, 429):
+                raise ServerDown(
+                    f"{where} answered {exc.code}{detail}",
+                    hint="retry later; recall meanwhile uses the BM25 leg alone",
+                ) from None
+            raise ModelUnavailable(
+                f"{where} answered {exc.code} for model {self.model!r}{detail}",
+                hint=f"check models.embedding_url (ferrex posts to {self.endpoint}) and that "
+                "the server serves this model",
+                code="model_bad_response",
+            ) from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            if isinstance(reason, (TimeoutError, socket.timeout)):
+                what = f"did not answer within {self.settings.timeout:g} s"
+            elif isinstance(reason, ConnectionRefusedError):
+                what = "refused the connection"
+            elif isinstance(reason, socket.gaierror):
+                what = "has a host name that does not resolve"
+            else:
+                what = f"could not be reached ({type(reason).__name__}: {reason})"
+            raise ServerDown(
+                self._scrub(f"{where} {what}"),
+                hint="start the server or check models.embedding_url; recall meanwhile uses "
+                "the BM25 leg alone, and stores fail until it answers",
+            ) from None
+
+    def _vectors(self, body: bytes, count: int, dim: int | None) -> NDArray[np.float32]:
+        def bad(why: str) -> ModelUnavailable:
+            return ModelUnavailable(
+                f"the embeddings server at {self.url} gave a malformed answer: {why}",
+                hint="check that models.embedding_url is an OpenAI-compatible embeddings API "
+                f"and that {self.model!r} is an embedding model",
+                code="model_bad_response",
+            )
+
+        try:
+            doc = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            raise bad("not JSON") from None
+        data = doc.get("data") if isinstance(doc, dict) else None
+        if not isinstance(data, list):
+            raise bad("no data list")
+        if len(data) != count:
+            raise bad(f"{len(data)} embeddings for {count} texts")
+        rows: list[tuple[int, list[Any]]] = []
+        for position, item in enumerate(data):
+            if not isinstance(item, dict) or not isinstance(item.get("embedding"), list):
+                raise bad(f"item {position} has no embedding list")
+            index = item.get("index", position)
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise bad(f"item {position} has a non-integer index")
+            rows.append((index, item["embedding"]))
+        rows.sort(key=lambda row: row[0])
+        if [index for index, _ in rows] != list(range(count)):
+            raise bad("the indexes are not 0 to n-1")
+        width = len(rows[0][1])
+        if width == 0:
+            raise bad("an empty embedding")
+        for index, embedding in rows:
+            if len(embedding) != width:
+                raise bad(f"embedding {index} has {len(embedding)} dimensions, not {width}")
+            if not all(_number(x) for x in embedding):
+                raise bad(f"embedding {index} holds a value that is not a finite number")
+        if dim is not None and width != dim:
+            raise bad(
+                f"{width} dimensions, but the model gave {dim} when probed at start "
+                "(was the model changed on the server?)"
+            )
+        matrix = np.asarray([embedding for _, embedding in rows], dtype=np.float64)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        if not np.all(norms > 0):
+            raise bad("a zero vector")
+        result: NDArray[np.float32] = (matrix / norms).astype(np.float32)
+        return result
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error, not followed (the bearer key would be sent on)."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _opener(host: str) -> urllib.request.OpenerDirector:
+    """No redirects; the environment's proxies for a remote server, none for a loopback one
+    (a local Ollama must not go through, nor its key to, an HTTP proxy)."""
+    loopback = host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+    handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]
+    if loopback:
+        handlers.append(urllib.request.ProxyHandler({}))
+    return urllib.request.build_opener(*handlers)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _error_detail(exc: urllib.error.HTTPError) -> str:
+    """A short excerpt of the server's error body (": ..."), or nothing."""
+    try:
+        raw = exc.read(300).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    text = " ".join(raw.split())
+    return f": {text[:200]}" if text else ""
+
+
+def recorded_identity(encoders: str) -> ModelIdentity | None:
+    """The dense model's identity inside a generation's encoders identity
+    (``name|dim|file_sha256+bm25…``, see :func:`ferrex.app.build_encoders`), or None."""
+    name, _, rest = encoders.partition("|")
+    dim, _, rest = rest.partition("|")
+    file_sha256 = rest.split("+", 1)[0]
+    if not name or not dim.isdigit() or not file_sha256:
+        return None
+    return ModelIdentity(name, int(dim), file_sha256)
+
+
+def mismatch_error(
+    recorded: ModelIdentity, current: ModelIdentity, setting: str
+) -> ModelUnavailable:
+    """The refusal to mix two models' vectors in one collection, naming both and the command
+    that moves the memories to the configured model."""
+    if recorded.dim != current.dim:
+        what = (
+            f"the vector collection holds {recorded.dim}-dimension vectors of {recorded.name}, "
+            f"but the configured model {setting} gives {current.dim} dimensions"
+        )
+    elif recorded.name == current.name:
+        what = (
+            f"the model {current.name} now gives other vectors than the ones the collection "
+            f"was built with (probe fingerprint {recorded.file_sha256} -> "
+            f"{current.file_sha256}): new weights served under the same name"
+        )
+    else:
+        what = (
+            f"the vector collection was built with {recorded.name} ({recorded.dim} dimensions), "
+            f"but the configured model is {current.name} ({current.dim} dimensions)"
+        )
+    return ModelUnavailable(
+        what,
+        hint=f"run `ferrex reembed --model {setting}` to re-embed every memory with it (the "
+        "current collection keeps answering until the new one is complete), or configure "
+        "the model the collection was built with",
+        code="model_mismatch",
+        details={"recorded": recorded.key, "configured": current.key},
+    )
