@@ -130,9 +130,14 @@ CREATE TABLE IF NOT EXISTS memory_entities (
     PRIMARY KEY (memory_id, entity_id)
 );
 CREATE INDEX IF NOT EXISTS memory_entities_entity ON memory_entities (entity_id);
+CREATE TABLE IF NOT EXISTS entity_kept_for (
+    entity_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    PRIMARY KEY (entity_id, agent_id)
+);
 """
 
-TABLES = ("memories", "entities", "aliases", "memory_entities")
+TABLES = ("memories", "entities", "aliases", "memory_entities", "entity_kept_for")
 
 
 @dataclass(frozen=True)
@@ -254,12 +259,14 @@ class Spelling:
     """One known spelling of an entity (its name or an alias) in a namespace.
 
     ``agent_id``: the agent whose private memory introduced it (then only that agent sees or
-    resolves to it); None for a spelling every caller may use."""
+    resolves to it); None for a spelling every caller may use. ``viewers``: the agents who
+    may see its entity at all (None: everyone; see :func:`viewers`)."""
 
     entity_id: str
     alias: str
     normalized: str
     agent_id: str | None = None
+    viewers: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +278,7 @@ class AliasMatch:
     match: str
     score: float
     agent_id: str | None = None
+    viewers: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +287,20 @@ class Entity:
     namespace: str
     name: str
     agent_id: str | None = None
+    viewers: tuple[str, ...] | None = None
+
+
+def viewers(entity_scope: str | None, kept_for: Sequence[str] = ()) -> tuple[str, ...] | None:
+    """Who may see an entity: the agent of its private scope; else, once a cascade kept it
+    for some agents only (``memories.forgotten``'s ``kept_entities``), those; else everyone
+    (None)."""
+    if entity_scope is not None:
+        return (entity_scope,)
+    return tuple(sorted(kept_for)) if kept_for else None
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def _ts(value: datetime) -> float:
@@ -508,6 +530,15 @@ class ReadModel:
                 for entity_id in event.dropped_entity_ids:
                     db.execute("DELETE FROM entities WHERE entity_id=?", (entity_id,))
                     db.execute("DELETE FROM aliases WHERE entity_id=?", (entity_id,))
+                    db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (entity_id,))
+                for kept in event.kept_entities:
+                    db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (kept.entity_id,))
+                    for agent_id in kept.agent_ids:
+                        db.execute(
+                            "INSERT OR IGNORE INTO entity_kept_for (entity_id, agent_id) "
+                            "VALUES (?, ?)",
+                            (kept.entity_id, agent_id),
+                        )
             case MemoriesValidated():
                 at = _ts(event.at)
                 for memory_id in event.memory_ids:
@@ -712,14 +743,41 @@ class ReadModel:
 
     def spellings(self, namespace: str) -> list[Spelling]:
         """Every known spelling of every entity of a namespace, by normalized form."""
+        kept = self._kept_for(namespace)
         return [
-            Spelling(str(e), str(a), str(n), None if g is None else str(g))
-            for e, a, n, g in self.db.execute(
-                "SELECT entity_id, alias, normalized, agent_id FROM aliases WHERE namespace=? "
-                "ORDER BY normalized, entity_id",
+            Spelling(str(e), str(a), str(n), _text(g), viewers(_text(s), kept.get(str(e), ())))
+            for e, a, n, g, s in self.db.execute(
+                "SELECT a.entity_id, a.alias, a.normalized, a.agent_id, e.agent_id FROM aliases a "
+                "LEFT JOIN entities e ON e.entity_id=a.entity_id WHERE a.namespace=? "
+                "ORDER BY a.normalized, a.entity_id",
                 (namespace,),
             )
         ]
+
+    def _kept_for(
+        self, namespace: str | None = None, entity_ids: Sequence[str] | None = None
+    ) -> dict[str, list[str]]:
+        """Entity id → the agents a cascade kept it for (entities kept for everyone absent)."""
+        if entity_ids is not None:
+            if not entity_ids:
+                return {}
+            rows = self.db.execute(
+                f"SELECT entity_id, agent_id FROM entity_kept_for WHERE entity_id IN "
+                f"({','.join('?' * len(entity_ids))})",
+                list(entity_ids),
+            )
+        elif namespace is not None:
+            rows = self.db.execute(
+                "SELECT k.entity_id, k.agent_id FROM entity_kept_for k JOIN entities e "
+                "ON e.entity_id=k.entity_id WHERE e.namespace=?",
+                (namespace,),
+            )
+        else:
+            rows = self.db.execute("SELECT entity_id, agent_id FROM entity_kept_for")
+        found: dict[str, list[str]] = {}
+        for entity_id, agent_id in rows:
+            found.setdefault(str(entity_id), []).append(str(agent_id))
+        return found
 
     def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
         """Every spelling of the given entities with how it was matched when first seen
@@ -727,20 +785,25 @@ class ReadModel:
         entity and alias."""
         if not entity_ids:
             return []
+        kept = self._kept_for(entity_ids=entity_ids)
         return [
-            AliasMatch(str(e), str(a), str(m), float(s), None if g is None else str(g))
-            for e, a, m, s, g in self.db.execute(
-                f"SELECT entity_id, alias, match, score, agent_id FROM aliases WHERE entity_id "
-                f"IN ({','.join('?' * len(entity_ids))}) ORDER BY entity_id, alias",
+            AliasMatch(str(e), str(a), str(m), float(s), _text(g),
+                       viewers(_text(o), kept.get(str(e), ())))
+            for e, a, m, s, g, o in self.db.execute(
+                f"SELECT a.entity_id, a.alias, a.match, a.score, a.agent_id, e.agent_id "
+                f"FROM aliases a LEFT JOIN entities e ON e.entity_id=a.entity_id "
+                f"WHERE a.entity_id IN ({','.join('?' * len(entity_ids))}) "
+                f"ORDER BY a.entity_id, a.alias",
                 list(entity_ids),
             )
-        ]
+        ]  # fmt: skip
 
     def entities(self, namespace: str | None = None) -> list[Entity]:
         """The entities of a namespace (of all of them when None), by id."""
         where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        kept = self._kept_for(namespace or None)
         return [
-            Entity(str(e), str(ns), str(n), None if g is None else str(g))
+            Entity(str(e), str(ns), str(n), _text(g), viewers(_text(g), kept.get(str(e), ())))
             for e, ns, n, g in self.db.execute(
                 f"SELECT entity_id, namespace, name, agent_id FROM entities {where} "
                 "ORDER BY entity_id",

@@ -31,7 +31,7 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
-from projections.sqlite import Memory, ReadModel, Spelling
+from projections.sqlite import Memory, ReadModel, Spelling, viewers
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,7 @@ class Overlay:
         self._changed: dict[str, Memory | None] = {}  # None: forgotten in this batch
         self._spellings: dict[str, list[Spelling]] = {}
         self._dropped: set[str] = set()
+        self._kept: dict[str, tuple[str, ...]] = {}  # entity → the agents a cascade kept it for
         self._tails: dict[tuple[str, str | None, str], EpisodeTail] = {}
 
     # -- applying ---------------------------------------------------------------------------
@@ -158,6 +159,7 @@ class Overlay:
                     for memory_id in event.memory_ids:
                         self._changed[memory_id] = None
                     self._dropped.update(event.dropped_entity_ids)
+                    self._kept.update((k.entity_id, k.agent_ids) for k in event.kept_entities)
                 case MemoriesValidated():
                     at = event.at.timestamp()
                     for memory_id in event.memory_ids:
@@ -186,11 +188,28 @@ class Overlay:
                     )
                 case EntityCreated():
                     self._spell(event.namespace).append(
-                        Spelling(event.entity_id, event.name, event.normalized, event.agent_id)
+                        Spelling(
+                            event.entity_id,
+                            event.name,
+                            event.normalized,
+                            event.agent_id,
+                            viewers(event.agent_id),
+                        )
                     )
                 case EntityAliasAdded():
+                    # A spelling more of a known entity: seen by those who see the entity.
+                    seen_by = next(
+                        (
+                            s.viewers
+                            for s in self.spellings(event.namespace)
+                            if s.entity_id == event.entity_id
+                        ),
+                        None,
+                    )
                     self._spell(event.namespace).append(
-                        Spelling(event.entity_id, event.alias, event.normalized, event.agent_id)
+                        Spelling(
+                            event.entity_id, event.alias, event.normalized, event.agent_id, seen_by
+                        )
                     )
 
     def _update(self, memory_id: str, **changes: object) -> None:
@@ -240,7 +259,11 @@ class Overlay:
 
     def spellings(self, namespace: str) -> list[Spelling]:
         found = [*self._base.spellings(namespace), *self._spellings.get(namespace, ())]
-        return [s for s in found if s.entity_id not in self._dropped]
+        return [
+            replace(s, viewers=self._kept[s.entity_id]) if s.entity_id in self._kept else s
+            for s in found
+            if s.entity_id not in self._dropped
+        ]
 
     def linked(self, entity_id: str) -> list[str]:
         ids = {m for m in self._base.linked(entity_id) if self.memory(m) is not None}

@@ -133,11 +133,17 @@ def _memories(
 
 def _entities(rm: ReadModel, namespace: str | None, visible: Visible | None) -> list[Entity]:
     """The entities a caller may see: shared ones, and those an agent's own private memory
-    introduced (an entity's scope is the agent of the private memory that named it first)."""
+    introduced (an entity's scope is the agent of the private memory that named it first);
+    an entity a cascade kept for some agents only, if the caller is one of them."""
     entities = rm.entities(namespace)
     if visible is None:
         return entities
-    return [e for e in entities if visible(e.agent_id, "private")]
+    return [
+        e
+        for e in entities
+        if visible(e.agent_id, "private")
+        and (e.viewers is None or any(visible(v, "private") for v in e.viewers))
+    ]
 
 
 def directory_bytes(path: Path) -> int:

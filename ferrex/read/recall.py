@@ -798,7 +798,7 @@ class Reader:
         for s in self.projections.read_model.spellings(namespace):
             if (
                 s.normalized
-                and sees_scope(agent_id, s.agent_id)
+                and sees_scope(agent_id, s.agent_id, s.viewers)
                 and f" {s.normalized} " in words
                 and s.entity_id not in found
             ):
@@ -814,7 +814,7 @@ class Reader:
         candidates = [
             Candidate(s.entity_id, s.alias, s.normalized)
             for s in self.projections.read_model.spellings(namespace)
-            if sees_scope(agent_id, s.agent_id)
+            if sees_scope(agent_id, s.agent_id, s.viewers)
         ]
         found: list[str] = []
         unknown: list[str] = []

@@ -398,7 +398,9 @@ class Service:
         """What is known about an entity (any of its spellings the caller may see)."""
         namespace = _namespace({}, caller) or self.app.config["store.default_namespace"]
         rm = self._read_model()
-        spellings = [s for s in rm.spellings(namespace) if sees_scope(caller.agent_id, s.agent_id)]
+        spellings = [
+            s for s in rm.spellings(namespace) if sees_scope(caller.agent_id, s.agent_id, s.viewers)
+        ]
         resolution = resolve_entity(
             name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
         )

@@ -131,7 +131,11 @@ def _version(m: Memory, current: bool) -> dict[str, Any]:
 
 
 def _visible_spellings(ctx: Context) -> list[Any]:
-    return [s for s in ctx.rm.spellings(ctx.namespace) if sees_scope(ctx.agent_id, s.agent_id)]
+    return [
+        s
+        for s in ctx.rm.spellings(ctx.namespace)
+        if sees_scope(ctx.agent_id, s.agent_id, s.viewers)
+    ]
 
 
 def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
@@ -167,7 +171,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
     aliases = [
         {"alias": a.alias, "match": a.match, "score": round(a.score, 4)}
         for a in ctx.rm.alias_matches([found])
-        if sees_scope(ctx.agent_id, a.agent_id)
+        if sees_scope(ctx.agent_id, a.agent_id, a.viewers)
     ]
     together: Counter[str] = Counter()
     pairs: Counter[tuple[str, str]] = Counter()
