@@ -47,7 +47,7 @@ from journal import (
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -120,9 +120,12 @@ CREATE TABLE IF NOT EXISTS aliases (
     entity_id TEXT NOT NULL,
     match TEXT NOT NULL,
     score REAL NOT NULL,
-    agent_id TEXT,
-    PRIMARY KEY (namespace, normalized, entity_id)
+    agent_id TEXT
 );
+-- One spelling of an entity per scope: an agent's private spelling never replaces another
+-- agent's (or the shared one) of the same form.
+CREATE UNIQUE INDEX IF NOT EXISTS aliases_scoped
+    ON aliases (namespace, normalized, entity_id, coalesce(agent_id, ''));
 CREATE INDEX IF NOT EXISTS aliases_entity ON aliases (entity_id);
 CREATE TABLE IF NOT EXISTS memory_entities (
     memory_id TEXT NOT NULL,

@@ -616,6 +616,24 @@ step = st.integers(0, 19).flatmap(
         ("bob", "reflect", {"limit": 100}),
     ]
 )
+# A spelling alice's private memory adds to a shared entity never replaces bob's private
+# spelling of the same form (the read model keeps one per scope).
+@example(
+    steps=[
+        (
+            "bob",
+            "store",
+            {"content": "Note about deploy 5", "entities": ["Postgres"], "visibility": "shared"},
+        ),
+        ("bob", "store", {"content": "Note about cache 6", "entities": ["PostgreSQL"]}),
+        (
+            "alice",
+            "store",
+            {"content": "Note about backup 7", "entities": ["PostgreSQL"], "visibility": "private"},
+        ),
+        ("bob", "store", {"content": "Note about latency 8", "entities": ["PostgreSQL"]}),
+    ]
+)
 # Item 4: a shared memory replacing a private one (an episode; a procedure's next version).
 @example(
     steps=[
@@ -706,3 +724,56 @@ def test_the_property_can_see_a_leak(homes: tuple[Home, Home]) -> None:
     with_alice = acted.call("bob", "recall", args, namespace, [])
     without = control.call("bob", "recall", args, namespace, [])
     assert Canon()(with_alice) != Canon()(without)
+
+
+def test_a_cascade_leaves_the_entity_to_the_agent_whose_private_memory_names_it(
+    homes: tuple[Home, Home],
+) -> None:
+    """Issue 24, item 3, from alice's side: bob's cascading forget takes the entity from
+    bob (and every agent but her); she still resolves, lists and counts it, as does the
+    operator, and a later shared memory naming it gets an entity of its own."""
+    home, _ = homes
+    home.fresh()
+    ns = "ni-kept"
+
+    def call(who: str | None, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        real = home.resolve(args, home.stored["alice"])
+        return home.service.call(tool, real, Caller(agent_id=who, namespace=ns))
+
+    shared = call("bob", "store", {"content": "Osprey Gateway runbook 1", "visibility": "shared",
+                                   "entities": ["Osprey Gateway"]})  # fmt: skip
+    mine = call("alice", "store", {"content": "my Osprey Gateway notes 2",
+                                   "entities": ["Osprey Gateway"]})  # fmt: skip
+    entity = shared["entities"][0]["entity_id"]
+    assert mine["entities"][0]["entity_id"] == entity
+    gone = call("bob", "forget", {"ids": [shared["id"]], "cascade": True})
+    assert gone["dropped_entities"] == [entity]
+
+    def entity_count(who: str | None) -> int:
+        return int(call(who, "stats", {"detailed": True})["entities"])
+
+    assert (entity_count("bob"), entity_count("carol"), entity_count("alice")) == (0, 0, 1)
+    assert entity_count(None) == 1
+    found = call("alice", "resource", {"uri": "ferrex://entity/Osprey Gateway"})
+    assert [m["id"] for m in found["memories"]] == [mine["id"]]
+    assert (
+        call("alice", "recall", {"query": "notes", "entities": ["Osprey Gateway"]}).get(
+            "unknown_entities", []
+        )
+        == []
+    )
+    assert call("bob", "recall", {"query": "notes", "entities": ["Osprey Gateway"]})[
+        "unknown_entities"
+    ] == ["Osprey Gateway"]
+    listed = call("alice", "dashboard", {"view": "entities", "prefix": "o"})
+    assert "Osprey Gateway" in repr(listed)
+    assert "Osprey Gateway" not in repr(
+        call("bob", "dashboard", {"view": "entities", "prefix": "o"})
+    )
+    again = call("bob", "store", {"content": "Osprey Gateway runbook 3", "visibility": "shared",
+                                  "entities": ["Osprey Gateway"]})  # fmt: skip
+    assert again["entities"][0]["entity_id"] != entity
+    # Her last mention going takes it from her too.
+    last = call("alice", "forget", {"ids": [mine["id"]], "cascade": True})
+    assert last["dropped_entities"] == [entity]
+    assert entity_count("alice") == 1  # bob's new shared one
