@@ -111,6 +111,14 @@ class MemorySuperseded(Event, tag="memory.superseded", frozen=True):
     reason: SupersedeReason = "explicit"
 
 
+class KeptEntity(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """An entity kept, from now on, only for ``agent_ids`` (the agents whose private
+    memories still name it): every other caller sees it as dropped."""
+
+    entity_id: str
+    agent_ids: tuple[str, ...]
+
+
 class MemoriesForgotten(Event, tag="memories.forgotten", frozen=True):
     """Memories removed from every projection. ``dropped_entity_ids``: links no longer used."""
 
@@ -120,6 +128,8 @@ class MemoriesForgotten(Event, tag="memories.forgotten", frozen=True):
     dropped_entity_ids: tuple[str, ...] = ()
     details: tuple[str, ...] = ()
     """Per memory, why (for evictions: which rule of the budget chose it); may be empty."""
+    kept_entities: tuple[KeptEntity, ...] = ()
+    """Entities a cascade took from everyone but some agents (``ferrex.rules.visibility``)."""
 
 
 class MemoriesValidated(Event, tag="memories.validated", frozen=True):

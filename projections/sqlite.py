@@ -52,7 +52,7 @@ from journal import (
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -126,9 +126,12 @@ CREATE TABLE IF NOT EXISTS aliases (
     entity_id TEXT NOT NULL,
     match TEXT NOT NULL,
     score REAL NOT NULL,
-    agent_id TEXT,
-    PRIMARY KEY (namespace, normalized, entity_id)
+    agent_id TEXT
 );
+-- One spelling of an entity per scope: an agent's private spelling never replaces another
+-- agent's (or the shared one) of the same form.
+CREATE UNIQUE INDEX IF NOT EXISTS aliases_scoped
+    ON aliases (namespace, normalized, entity_id, coalesce(agent_id, ''));
 CREATE INDEX IF NOT EXISTS aliases_entity ON aliases (entity_id);
 CREATE TABLE IF NOT EXISTS memory_entities (
     memory_id TEXT NOT NULL,
@@ -153,6 +156,11 @@ CREATE TABLE IF NOT EXISTS entity_differs (
     other_id TEXT NOT NULL,
     PRIMARY KEY (entity_id, other_id)
 );
+CREATE TABLE IF NOT EXISTS entity_kept_for (
+    entity_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    PRIMARY KEY (entity_id, agent_id)
+);
 """
 
 TABLES = (
@@ -162,6 +170,7 @@ TABLES = (
     "memory_entities",
     "possible_conflicts",
     "entity_differs",
+    "entity_kept_for",
 )
 
 
@@ -284,7 +293,8 @@ class Spelling:
     """One known spelling of an entity (its name or an alias) in a namespace.
 
     ``agent_id``: the agent whose private memory introduced it (then only that agent sees or
-    resolves to it); None for a spelling every caller may use."""
+    resolves to it); None for a spelling every caller may use. ``viewers``: the agents who
+    may see its entity at all (None: everyone; see :func:`viewers`)."""
 
     entity_id: str
     alias: str
@@ -293,6 +303,7 @@ class Spelling:
     recorded_under: str | None = None
     """The entity the spelling was recorded under when that one was merged into
     ``entity_id`` (None: ``entity_id`` itself)."""
+    viewers: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +316,7 @@ class AliasMatch:
     score: float
     agent_id: str | None = None
     normalized: str = ""
+    viewers: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +327,7 @@ class Entity:
     agent_id: str | None = None
     normalized: str = ""
     kind: str | None = None
+    viewers: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +341,15 @@ class PossibleConflict:
     other_entity_id: str
     reason: str
     score: float
+
+
+def viewers(entity_scope: str | None, kept_for: Sequence[str] = ()) -> tuple[str, ...] | None:
+    """Who may see an entity: the agent of its private scope; else, once a cascade kept it
+    for some agents only (``memories.forgotten``'s ``kept_entities``), those; else everyone
+    (None)."""
+    if entity_scope is not None:
+        return (entity_scope,)
+    return tuple(sorted(kept_for)) if kept_for else None
 
 
 def _ts(value: datetime) -> float:
@@ -565,6 +587,15 @@ class ReadModel:
                 for entity_id in event.dropped_entity_ids:
                     db.execute("DELETE FROM entities WHERE entity_id=?", (entity_id,))
                     db.execute("DELETE FROM aliases WHERE entity_id=?", (entity_id,))
+                    db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (entity_id,))
+                for kept in event.kept_entities:
+                    db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (kept.entity_id,))
+                    for agent_id in kept.agent_ids:
+                        db.execute(
+                            "INSERT OR IGNORE INTO entity_kept_for (entity_id, agent_id) "
+                            "VALUES (?, ?)",
+                            (kept.entity_id, agent_id),
+                        )
             case MemoriesValidated():
                 at = _ts(event.at)
                 for memory_id in event.memory_ids:
@@ -850,12 +881,13 @@ class ReadModel:
     def spellings(self, namespace: str) -> list[Spelling]:
         """Every known spelling of every entity of a namespace, by normalized form. The
         spellings of an entity merged into another are that other's."""
+        kept = self._kept_for(namespace)
         return [
-            Spelling(str(e), str(a), str(n), None if g is None else str(g),
-                     None if m is None else str(r))
-            for e, a, n, g, m, r in self.db.execute(
+            Spelling(str(e), str(a), str(n), _text(g), None if m is None else str(r),
+                     viewers(_text(z), kept.get(str(e), ())))
+            for e, a, n, g, m, r, z in self.db.execute(
                 "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
-                "e.merged_into, a.entity_id "
+                "e.merged_into, a.entity_id, e.agent_id "
                 "FROM aliases a LEFT JOIN entities e ON e.entity_id=a.entity_id "
                 "WHERE a.namespace=? ORDER BY a.normalized, 1",
                 (namespace,),
@@ -879,12 +911,13 @@ class ReadModel:
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
+        kept = self._kept_for(entity_ids=ids)
         return [
-            Spelling(str(e), str(a), str(n), None if g is None else str(g),
-                     None if m is None else str(r))
-            for e, a, n, g, m, r in self.db.execute(
+            Spelling(str(e), str(a), str(n), _text(g), None if m is None else str(r),
+                     viewers(_text(z), kept.get(str(e), ())))
+            for e, a, n, g, m, r, z in self.db.execute(
                 "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
-                "e.merged_into, a.entity_id FROM aliases a "
+                "e.merged_into, a.entity_id, e.agent_id FROM aliases a "
                 "LEFT JOIN entities e ON e.entity_id=a.entity_id "
                 f"WHERE a.namespace=? AND (a.entity_id IN ({marks}) OR a.entity_id IN "
                 f"(SELECT entity_id FROM entities WHERE merged_into IN ({marks}))) "
@@ -893,30 +926,66 @@ class ReadModel:
             )
         ]  # fmt: skip
 
+    def _kept_for(
+        self, namespace: str | None = None, entity_ids: Sequence[str] | None = None
+    ) -> dict[str, list[str]]:
+        """Entity id → the agents a cascade kept it for (entities kept for everyone absent)."""
+        if entity_ids is not None:
+            if not entity_ids:
+                return {}
+            rows = self.db.execute(
+                f"SELECT entity_id, agent_id FROM entity_kept_for WHERE entity_id IN "
+                f"({','.join('?' * len(entity_ids))})",
+                list(entity_ids),
+            )
+        elif namespace is not None:
+            rows = self.db.execute(
+                "SELECT k.entity_id, k.agent_id FROM entity_kept_for k JOIN entities e "
+                "ON e.entity_id=k.entity_id WHERE e.namespace=?",
+                (namespace,),
+            )
+        else:
+            rows = self.db.execute("SELECT entity_id, agent_id FROM entity_kept_for")
+        found: dict[str, list[str]] = {}
+        for entity_id, agent_id in rows:
+            found.setdefault(str(entity_id), []).append(str(agent_id))
+        return found
+
     def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
         """Every spelling of the given entities with how it was matched when first seen
         (``exact``, ``normalized``, ``fuzzy``, ``embedding``) and that match's score, by
         entity and alias."""
         if not entity_ids:
             return []
+        kept = self._kept_for(entity_ids=entity_ids)
         return [
-            AliasMatch(str(e), str(a), str(m), float(s), None if g is None else str(g), str(n))
-            for e, a, m, s, g, n in self.db.execute(
+            AliasMatch(str(e), str(a), str(m), float(s), _text(g), str(n),
+                       viewers(_text(z), kept.get(str(e), ())))
+            for e, a, m, s, g, n, z in self.db.execute(
                 f"SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.match, a.score, "
-                f"a.agent_id, a.normalized FROM aliases a "
+                f"a.agent_id, a.normalized, e.agent_id FROM aliases a "
                 f"LEFT JOIN entities e ON e.entity_id=a.entity_id "
                 f"WHERE coalesce(e.merged_into, a.entity_id) "
                 f"IN ({','.join('?' * len(entity_ids))}) ORDER BY 1, a.alias",
                 list(entity_ids),
             )
-        ]
+        ]  # fmt: skip
 
     def entities(self, namespace: str | None = None) -> list[Entity]:
         """The entities of a namespace (of all of them when None), by id; not those merged
         into another."""
         where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        kept = self._kept_for(namespace or None)
         return [
-            Entity(str(e), str(ns), str(n), _text(g), str(z), _text(k))
+            Entity(
+                str(e),
+                str(ns),
+                str(n),
+                _text(g),
+                str(z),
+                _text(k),
+                viewers(_text(g), kept.get(str(e), ())),
+            )
             for e, ns, n, g, z, k in self.db.execute(
                 f"SELECT entity_id, namespace, name, agent_id, normalized, kind FROM entities "
                 f"{where} {'AND' if where else 'WHERE'} merged_into IS NULL ORDER BY entity_id",

@@ -15,6 +15,7 @@ from journal import (
     EntitySplit,
     Event,
     FactsPossiblyConflicting,
+    KeptEntity,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -92,6 +93,10 @@ events: st.SearchStrategy[Event] = st.one_of(
         namespace=names,
         reason=st.sampled_from(["request", "eviction", "cascade", "import", "expired"]),
         dropped_entity_ids=st.lists(ids, max_size=3).map(tuple),
+        kept_entities=st.lists(
+            st.builds(KeptEntity, entity_id=ids, agent_ids=st.lists(ids, max_size=2).map(tuple)),
+            max_size=2,
+        ).map(tuple),
     ),
     st.builds(
         MemoriesValidated,

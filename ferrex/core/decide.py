@@ -79,6 +79,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from dataclasses import replace as replaced
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, Literal, TypeVar
 
@@ -105,7 +106,16 @@ from ferrex.rules.predicates import (
     unplaced_neighbour,
 )
 from ferrex.rules.subjects import Possible, find_entity, objects_agree, resolve_subject
-from ferrex.rules.visibility import in_scope, may_change, scope_of, sees, sees_scope
+from ferrex.rules.visibility import (
+    Mention,
+    after_forget,
+    all_readers_see,
+    in_scope,
+    may_change,
+    scope_of,
+    sees,
+    sees_scope,
+)
 from ferrex.times import rfc3339
 from journal import (
     Access,
@@ -116,6 +126,7 @@ from journal import (
     EntitySplit,
     Event,
     FactsPossiblyConflicting,
+    KeptEntity,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -330,6 +341,22 @@ class _Who:
     def may_change(self, memory: Memory) -> bool:
         return may_change(self.agent_id, self.visibility, memory.agent_id, memory.visibility)
 
+    def all_readers_see(self, memory: Memory) -> bool:
+        """Whether everyone who will see the new memory sees ``memory`` too."""
+        return all_readers_see(self.agent_id, self.visibility, memory.agent_id, memory.visibility)
+
+
+def _crossing(valid: ValidStore, view: View, who: _Who) -> Memory | None:
+    """The memory ``valid`` supersedes when some of the new memory's readers may not see it
+    (a shared memory replacing its author's private one): the store is then decided as a
+    plain one, and the old memory ended beside it, so those readers see a plain memory."""
+    if valid.supersedes is None:
+        return None
+    old = view.memory(valid.supersedes)
+    if old is None or not who.sees(old) or who.all_readers_see(old):
+        return None
+    return old
+
 
 def _who(valid: ValidStore, settings: StoreSettings) -> _Who:
     agent_id = valid.agent_id or settings.agent_id
@@ -342,7 +369,7 @@ def _candidates(view: View, who: _Who) -> list[Candidate]:
     return [
         Candidate(s.entity_id, s.alias, s.normalized)
         for s in view.spellings(who.namespace)
-        if in_scope(who.scope, s.agent_id)
+        if in_scope(who.scope, s.agent_id, s.viewers)
     ]
 
 
@@ -363,7 +390,7 @@ def _subject_keys(view: View, who: _Who, name: str, entity_id: str | None) -> tu
         keys |= {
             s.normalized
             for s in view.spellings(who.namespace)
-            if s.entity_id == entity_id and in_scope(who.scope, s.agent_id)
+            if s.entity_id == entity_id and in_scope(who.scope, s.agent_id, s.viewers)
         }
     return tuple(sorted(k for k in keys if k))
 
@@ -452,6 +479,8 @@ def wanted(
 ) -> Wanted:
     """The measurements :func:`decide_store` may ask for, given the same inputs."""
     who = _who(valid, settings)
+    if _crossing(valid, view, who) is not None:
+        valid = replaced(valid, supersedes=None)  # decided as a plain store
     pairs: list[tuple[str, str]] = []
     known = _candidates(view, who)
     earlier: list[Candidate] = []
@@ -534,10 +563,17 @@ def decide_store(
     successor: Memory | None = None  # a newer active fact that outlives this one
     body = _body(valid)
 
+    explicit = valid.supersedes
+    crossing: Memory | None = None
     if valid.supersedes is not None:
         old = _supersedable(valid.supersedes, namespace, view, who, now)
-        superseded.append(old.memory_id)
-        validated.append(memory_id)
+        if who.all_readers_see(old):
+            superseded.append(old.memory_id)
+            validated.append(memory_id)
+        else:
+            # Its readers must see a plain memory: decided as one, then the old one ended.
+            crossing = old
+            valid = replaced(valid, supersedes=None)
     if valid.type == "semantic":
         predicate = normalized_predicate(valid, view, who, settings, subject.keys)
         body = replace_body(body, predicate_normalized=predicate)
@@ -548,6 +584,7 @@ def decide_store(
                 m
                 for m in _same_relation(view, who, subject.keys, predicate)
                 if not expired(m.expires_at, now.timestamp())
+                and (crossing is None or m.memory_id != crossing.memory_id)
             ]
             if not actives:
                 _refuse_unplaced(valid, view, who, subject.keys, predicate, similar)
@@ -571,9 +608,14 @@ def decide_store(
                 return Decision(tuple(events), result)
             # A back-dated fact older than an active one is history, not the new truth: it is
             # stored already ended, where the newer fact began.
+            # Only by a fact all its readers see: ended by one some cannot see, it would
+            # show them a trace of it. A later fact they cannot see is left standing.
             later = [m for m in outcome if m.t_valid > t_valid.timestamp()]
-            if later:
-                successor = min(later, key=lambda m: (m.t_valid, m.memory_id))
+            if [m for m in later if who.all_readers_see(m)]:
+                successor = min(
+                    (m for m in later if who.all_readers_see(m)),
+                    key=lambda m: (m.t_valid, m.memory_id),
+                )
             taken = {*superseded, *(m.memory_id for m in later)}
             _refuse_replacing_pinned(valid, [m for m in outcome if m.memory_id not in taken])
             # A private fact leaves shared ones standing (the agent then sees both, flagged
@@ -592,11 +634,17 @@ def decide_store(
     if valid.type == "procedural":
         assert valid.name is not None
         previous = [m for m in view.procedures(namespace, valid.name) if who.sees(m)]
-        version = 1 + max((m.procedure_version or 0 for m in previous), default=0)
+        # Counted among the versions every reader of the new one sees: a shared version
+        # after its author's private ones is numbered as if they did not exist.
+        version = 1 + max(
+            (m.procedure_version or 0 for m in previous if who.all_readers_see(m)), default=0
+        )
         current = [m for m in previous if m.t_invalid is None and who.may_change(m)]
     text = memory_text(valid.type, body)
     if valid.supersedes is None:
         skip_ids = {*superseded, *(m.memory_id for m in current)}
+        if crossing is not None:
+            skip_ids.add(crossing.memory_id)
         _refuse_duplicates(valid.type, text, view, who, similar, skip_ids, settings, now)
 
     episode, episode_index = (None, 0)
@@ -638,8 +686,13 @@ def decide_store(
             )
         )
     events += possible_events
+    if crossing is not None and crossing.memory_id not in {
+        *superseded,
+        *(m.memory_id for m in current),
+    }:
+        superseded.append(crossing.memory_id)
     for old_id in superseded:
-        reason: SupersedeReason = "explicit" if old_id == valid.supersedes else "conflict"
+        reason: SupersedeReason = "explicit" if old_id == explicit else "conflict"
         events.append(
             MemorySuperseded(
                 memory_id=old_id,
@@ -1148,7 +1201,7 @@ def decide_entity(
         raise UsageError(
             f"unknown entity action {action!r}", hint="the actions are merge, split and differ"
         )
-    spellings = [s for s in view.spellings(namespace) if sees_scope(caller, s.agent_id)]
+    spellings = [s for s in view.spellings(namespace) if sees_scope(caller, s.agent_id, s.viewers)]
     candidates = [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
 
     def entity_of(name: str) -> str:
@@ -1245,7 +1298,11 @@ def decide_forget(
 ) -> Decision[ForgetResult]:
     """Forget the memories ``caller`` may see among ``ids``; the others are not found.
 
-    ``cascade``: also drop the entities no remaining memory names."""
+    ``cascade``: also drop the entities the forgotten memories named, per viewer
+    (:func:`ferrex.rules.visibility.after_forget`): gone for everyone when no remaining
+    memory names them, kept only for the agents whose private memories still do when no
+    memory everyone sees names them any more. The answer's ``dropped_entities`` are those
+    gone for ``caller``, so it is the same whether or not others' private memories exist."""
     wanted_ids = checked_ids(ids)
     found = [m for m in (view.memory(i) for i in wanted_ids) if m is not None]
     found = [m for m in found if sees(caller, m.agent_id, m.visibility)]
@@ -1259,21 +1316,44 @@ def decide_forget(
     events: list[Event] = []
     all_dropped: list[str] = []
     for namespace, memories in sorted(by_namespace.items()):
-        dropped: tuple[str, ...] = ()
+        dropped: list[str] = []
+        kept: list[KeptEntity] = []
         if cascade:
-            linked = sorted({e for m in memories for e in m.entity_ids})
-            dropped = tuple(e for e in linked if not set(view.linked(e)) - found_ids)
-        all_dropped.extend(dropped)
+            seen_by = {s.entity_id: s.viewers for s in view.spellings(namespace)}
+            for entity_id in sorted({e for m in memories for e in m.entity_ids}):
+                if entity_id not in seen_by:
+                    continue  # dropped already
+                fate = after_forget(
+                    seen_by[entity_id],
+                    [(m.agent_id, m.visibility) for m in memories if entity_id in m.entity_ids],
+                    _mentions(view, entity_id, found_ids),
+                )
+                if fate.dropped:
+                    dropped.append(entity_id)
+                elif fate.kept_for is not None:
+                    kept.append(KeptEntity(entity_id, fate.kept_for))
+        all_dropped += dropped
+        all_dropped += [
+            k.entity_id for k in kept if caller is not None and caller not in k.agent_ids
+        ]
         events.append(
             MemoriesForgotten(
                 memory_ids=tuple(m.memory_id for m in memories),
                 namespace=namespace,
                 reason="request",
-                dropped_entity_ids=dropped,
+                dropped_entity_ids=tuple(dropped),
+                kept_entities=tuple(kept),
             )
         )
     order = tuple(i for i in wanted_ids if i in found_ids)
     return Decision(tuple(events), ForgetResult(order, not_found, tuple(all_dropped), None))
+
+
+def _mentions(view: View, entity_id: str, leaving: set[str]) -> list[Mention]:
+    """The memories still naming ``entity_id`` once ``leaving`` are gone, as visibility
+    sees them."""
+    found = (view.memory(i) for i in view.linked(entity_id) if i not in leaving)
+    return [(m.agent_id, m.visibility) for m in found if m is not None]
 
 
 def decide_validate(

@@ -36,7 +36,7 @@ from journal import (
     MemorySuperseded,
     Relink,
 )
-from projections.sqlite import Memory, ReadModel, Spelling
+from projections.sqlite import Memory, ReadModel, Spelling, viewers
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,7 @@ class Overlay:
         self._changed: dict[str, Memory | None] = {}  # None: forgotten in this batch
         self._spellings: dict[str, list[Spelling]] = {}
         self._dropped: set[str] = set()
+        self._kept: dict[str, tuple[str, ...]] = {}  # entity → the agents a cascade kept it for
         self._tails: dict[tuple[str, str | None, str], EpisodeTail] = {}
         self._merged_into: dict[str, str] = {}
 
@@ -169,6 +170,7 @@ class Overlay:
                     for memory_id in event.memory_ids:
                         self._changed[memory_id] = None
                     self._dropped.update(event.dropped_entity_ids)
+                    self._kept.update((k.entity_id, k.agent_ids) for k in event.kept_entities)
                 case MemoriesValidated():
                     at = event.at.timestamp()
                     for memory_id in event.memory_ids:
@@ -197,11 +199,32 @@ class Overlay:
                     )
                 case EntityCreated():
                     self._spell(event.namespace).append(
-                        Spelling(event.entity_id, event.name, event.normalized, event.agent_id)
+                        Spelling(
+                            event.entity_id,
+                            event.name,
+                            event.normalized,
+                            event.agent_id,
+                            viewers=viewers(event.agent_id),
+                        )
                     )
                 case EntityAliasAdded():
+                    # A spelling more of a known entity: seen by those who see the entity.
+                    seen_by = next(
+                        (
+                            s.viewers
+                            for s in self.spellings(event.namespace)
+                            if s.entity_id == event.entity_id
+                        ),
+                        None,
+                    )
                     self._spell(event.namespace).append(
-                        Spelling(event.entity_id, event.alias, event.normalized, event.agent_id)
+                        Spelling(
+                            event.entity_id,
+                            event.alias,
+                            event.normalized,
+                            event.agent_id,
+                            viewers=seen_by,
+                        )
                     )
                 case EntitiesMerged():
                     self._relink(event.relinked)
@@ -267,12 +290,16 @@ class Overlay:
     def spellings(self, namespace: str) -> list[Spelling]:
         found = [*self._base.spellings(namespace), *self._spellings.get(namespace, ())]
         into = self._merged_into
-        return [
+        merged = [
             replace(s, entity_id=into[s.entity_id], recorded_under=s.recorded_under or s.entity_id)
             if s.entity_id in into
             else s
             for s in found
             if s.entity_id not in self._dropped
+        ]
+        return [
+            replace(s, viewers=self._kept[s.entity_id]) if s.entity_id in self._kept else s
+            for s in merged
         ]
 
     def linked(self, entity_id: str) -> list[str]:

@@ -189,7 +189,9 @@ def _entity(
     """The entity of that namespace and scope with that normalized name, else a new one."""
     normalized = normalize_entity(name)
     for spelling in view.spellings(namespace):
-        if spelling.normalized == normalized and in_scope(scope, spelling.agent_id):
+        if spelling.normalized == normalized and in_scope(
+            scope, spelling.agent_id, spelling.viewers
+        ):
             return spelling.entity_id
     for event in events:  # created earlier in this same memory
         if isinstance(event, EntityCreated) and event.normalized == normalized:

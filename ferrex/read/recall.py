@@ -873,7 +873,7 @@ class Reader:
         spellings = [
             s
             for s in self.projections.read_model.entity_spellings(namespace, key)
-            if sees_scope(sight.agent_id, s.agent_id)
+            if sees_scope(sight.agent_id, s.agent_id, s.viewers)
         ]
         entities = {s.entity_id for s in spellings if s.normalized == key}
         return sorted({key, *(s.normalized for s in spellings if s.entity_id in entities)})

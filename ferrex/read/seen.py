@@ -104,7 +104,7 @@ class Sight:
         return [
             s
             for s in rm.spellings(namespace)
-            if sees_scope(self.agent_id, s.agent_id) and s.entity_id not in gone
+            if sees_scope(self.agent_id, s.agent_id, s.viewers) and s.entity_id not in gone
         ]
 
     def entities(self, rm: ReadModel, namespace: str | None) -> list[Entity]:
@@ -114,7 +114,7 @@ class Sight:
         return [
             e
             for e in rm.entities(namespace)
-            if sees_scope(self.agent_id, e.agent_id) and e.entity_id not in gone
+            if sees_scope(self.agent_id, e.agent_id, e.viewers) and e.entity_id not in gone
         ]
 
     def candidates(self, rm: ReadModel, namespace: str) -> list[Candidate]:

@@ -10,9 +10,19 @@ Both homes are real: the service over the real journal, SQLite read model, Qdran
 the bundled model, the same path an MCP call takes after its transport. Each example runs in
 a namespace of its own, so the two homes serve every example.
 
-**Adding a read surface** is adding one more entry to :data:`BOB_CALLS` (a strategy that
-draws bob's call to it); alice's side (:data:`ALICE_CALLS`) grows the same way when a new
-kind of private write appears. The comparison needs nothing else.
+Alice also makes calls that others see (:data:`ALICE_SHARING`: a shared memory that
+replaces one of her private ones). Those run in both homes: where she acted as written,
+in the other home as the same call without what names her private memories (a plain
+shared store). Bob must not be able to tell the two apart either.
+
+**Extension points**, each a table of named strategies; the comparison needs nothing else:
+
+- a new read surface (a tool's option, a resource, a dashboard read, an ``/api/v1/``
+  endpoint): one more entry in :data:`BOB_CALLS`;
+- a new kind of private write: one more entry in :data:`ALICE_CALLS`;
+- a new kind of shared write whose arguments may name alice's private memories: one more
+  entry in :data:`ALICE_SHARING`, naming them only under the keys of :data:`PLAIN_WITHOUT`
+  (what the other home leaves out).
 """
 
 from __future__ import annotations
@@ -44,7 +54,9 @@ SOURCES = ["chat-7", "chat-8"]
 PROCEDURES = ["deploy", "restore"]
 
 _ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
-#: Keys whose values are times, scores or positions: set aside by the comparison.
+#: Keys whose values are times, scores or positions: the comparison keeps only whether
+#: they are set (a time set in one home and not in the other is a difference: a memory
+#: shown as validated because of an invisible one, say), not their values.
 _ASIDE = {
     "score", "explain", "similarity", "staleness", "position", "event_time", "invalidated_at",
     "last_validated", "last_accessed", "last_referenced", "age_days", "created_at",
@@ -90,13 +102,29 @@ def _store(draw: st.DrawFn, visibility: str | None) -> dict[str, Any]:
 
 
 # Each call is (tool, arguments); "@bob:K" / "@alice:K" stand for the id of that agent's K-th
-# stored memory in the home the call runs in (alice's only exist where she made her calls).
+# stored memory in the home the call runs in (alice's only exist where she made her calls),
+# K taken modulo their number (so -1 is the latest).
+_RECENT = st.sampled_from([-1, -1, 0, 1, 2])
+"""Which memory a call names, the latest more often (a leak needs calls on the same one)."""
 ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "store": _store("private").map(lambda a: ("store", a)),
     "store citing her own": st.integers(0, 5).map(
         lambda k: ("store", {"content": f"follow-up on backup {k}", "source": f"@alice:{k}"})
     ),
     "forget her own": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@alice:{k}"]})),
+    # Cascading: the entities only her memories named go, for her; a shared entity her
+    # private memory also names stays for everyone else as it was.
+    "forget her own, cascading": st.integers(0, 5).map(
+        lambda k: ("forget", {"ids": [f"@alice:{k}"], "cascade": True})
+    ),
+    # Supersede chains: private → private (her own), and the attempt private → shared (a
+    # private memory replacing bob's shared one is refused; nothing changes).
+    "supersede her own privately": st.tuples(st.integers(0, 5), _store("private")).map(
+        lambda ka: ("store", {**ka[1], "supersedes": f"@alice:{ka[0]}"})
+    ),
+    "supersede bob's privately": st.tuples(st.integers(0, 5), _store("private")).map(
+        lambda ka: ("store", {**ka[1], "supersedes": f"@bob:{ka[0]}"})
+    ),
     # Lifecycle marks on her private memories: pinned, important, or scratch that expires
     # (already expired, or not yet); and marking her own later.
     "store marked": st.tuples(
@@ -114,6 +142,19 @@ ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "mark her own": st.tuples(
         st.integers(0, 5), st.sampled_from([{"pinned": True}, {"importance": 1.0}])
     ).map(lambda km: ("confirm", {"ids": [f"@alice:{km[0]}"], **km[1]})),
+    # Her private note naming what one of bob's memories names ("@bob-names:K" stands for
+    # the entity names of bob's K-th memory): the entity is then bob's shared one, and his
+    # cascading forget of that memory must leave it gone for him as where she never wrote.
+    "store naming bob's entities": st.tuples(_RECENT, st.sampled_from(WORDS)).map(
+        lambda kw: (
+            "store",
+            {
+                "content": f"alice's note on {kw[1]} {kw[0]}",
+                "entities": f"@bob-names:{kw[0]}",
+                "visibility": "private",
+            },
+        )
+    ),
     # A name only her private memories use: listing entities must not show it to bob.
     "store naming her own entity": st.sampled_from(["Zanzibar", "Kafka Connect"]).map(
         lambda name: (
@@ -123,6 +164,55 @@ ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     ),
 }
 
+#: The arguments of an :data:`ALICE_SHARING` call that name her private memories: the home
+#: where she made no private calls runs the call without them.
+PLAIN_WITHOUT = frozenset({"supersedes"})
+
+
+@st.composite
+def _shared_note(draw: st.DrawFn) -> dict[str, Any]:
+    # Distinct numbers, so that two of them are never duplicates of each other (a duplicate
+    # must carry the same identifiers) unless they are the same note.
+    words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3))
+    args: dict[str, Any] = {
+        "content": f"Shared handover {draw(st.integers(0, 99))}: {' '.join(words)}",
+        "visibility": "shared",
+    }
+    entities = draw(st.lists(st.sampled_from(ENTITIES[:4]), max_size=2, unique=True))
+    if entities:
+        args["entities"] = entities
+    return args
+
+
+# Alice's calls that others see, whose arguments name her private memories (run in both
+# homes; see the module docstring).
+ALICE_SHARING: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
+    # A supersede chain crossing visibility, private → shared: to others it must be a plain
+    # shared memory (not validated, no link, no history, version counted among shared ones).
+    "share a replacement of her own": st.tuples(st.integers(0, 5), _shared_note()).map(
+        lambda ka: ("store", {**ka[1], "supersedes": f"@alice:{ka[0]}"})
+    ),
+    "share a new version of her procedure": st.tuples(
+        st.integers(0, 5), st.sampled_from(PROCEDURES), st.sampled_from(WORDS)
+    ).map(
+        lambda knw: (
+            "store",
+            {
+                "name": knw[1],
+                "steps": [f"shared step {knw[2]}"],
+                "visibility": "shared",
+                "supersedes": f"@alice:{knw[0]}",
+            },
+        )
+    ),
+}
+
+# Bob's calls: every tool and its options, every resource, every dashboard read. The
+# dashboard's pages and /api/v1/ reach the service through these same entries: /api/v1/recall
+# and the search page are "dashboard search", /api/v1/memory and the memory page "resource
+# memory", /api/v1/history "dashboard history", /api/v1/entities "dashboard entity" and
+# "dashboard entities", /api/v1/stats "stats" (detailed), the journal page "dashboard
+# journal"; its actions are "confirm" and "forget".
 BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "store": st.one_of(_store(None), _store("shared")).map(lambda a: ("store", a)),
     "recall": st.builds(
@@ -171,6 +261,30 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "stats": st.booleans().map(lambda d: ("stats", {"detailed": d})),
     "reflect": st.just(("reflect", {"limit": 100})),
     "forget": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@bob:{k}"]})),
+    # Cascading: an entity only alice's private memories still name is gone for bob, as
+    # it is where she has none (and his answer's dropped_entities say so in both homes).
+    "forget, cascading": _RECENT.map(lambda k: ("forget", {"ids": [f"@bob:{k}"], "cascade": True})),
+    # Forgetting what alice shared (her replacements of her private memories), cascading.
+    "forget alice's shared": st.integers(0, 5).map(
+        lambda k: ("forget", {"ids": [f"@alice-shared:{k}"], "cascade": True})
+    ),
+    # Bob's supersede chains: shared → shared, and the attempt shared → private (bob's own
+    # private memory replacing a shared one is refused).
+    "supersede": st.tuples(
+        st.sampled_from(["bob", "alice-shared"]), st.integers(0, 5), st.sampled_from(WORDS)
+    ).map(
+        lambda wkw: (
+            "store",
+            {
+                "content": f"bob replaces it {wkw[1]}: {wkw[2]}",
+                "visibility": "shared",
+                "supersedes": f"@{wkw[0]}:{wkw[1]}",
+            },
+        )
+    ),
+    "supersede privately": st.tuples(st.integers(0, 5), _store("private")).map(
+        lambda ka: ("store", {**ka[1], "supersedes": f"@bob:{ka[0]}"})
+    ),
     # An invisible id must behave exactly like one that does not exist.
     "forget alice's": st.integers(0, 5).map(lambda k: ("forget", {"ids": [f"@alice:{k}"]})),
     "cite alice's": st.integers(0, 5).map(
@@ -203,22 +317,63 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "resource stats, recent": st.sampled_from(["ferrex://stats", "ferrex://recent"]).map(
         lambda uri: ("resource", {"uri": uri})
     ),
-    "resource memory": st.tuples(st.sampled_from(["bob", "alice"]), st.integers(0, 5)).map(
-        lambda wk: ("resource", {"uri": "ferrex://memory/{id}", "id": f"@{wk[0]}:{wk[1]}"})
-    ),
+    "resource memory": st.tuples(
+        st.sampled_from(["bob", "alice", "alice-shared"]), st.integers(0, 5)
+    ).map(lambda wk: ("resource", {"uri": "ferrex://memory/{id}", "id": f"@{wk[0]}:{wk[1]}"})),
     "resource entity": st.sampled_from([*ENTITIES, "postgres", "kafka", "Tokio"]).map(
         lambda name: ("resource", {"uri": f"ferrex://entity/{name}"})
     ),
     # The dashboard's reads (its /api/v1/history and /api/v1/entities, and the journal page,
     # which is the operator's only).
-    "dashboard history": st.tuples(st.sampled_from(["bob", "alice"]), st.integers(0, 5)).map(
-        lambda wk: ("dashboard", {"view": "history", "id": f"@{wk[0]}:{wk[1]}"})
-    ),
+    "dashboard history": st.tuples(
+        st.sampled_from(["bob", "alice", "alice-shared"]), st.integers(0, 5)
+    ).map(lambda wk: ("dashboard", {"view": "history", "id": f"@{wk[0]}:{wk[1]}"})),
     "dashboard entity": st.tuples(
         st.sampled_from([*ENTITIES, "postgres", "kafka", "Tokio"]), st.sampled_from([0, 1])
     ).map(lambda no: ("dashboard", {"view": "entity", "name": no[0], "offset": no[1]})),
-    "dashboard entities": st.sampled_from(["", "p", "k", "t"]).map(
-        lambda prefix: ("dashboard", {"view": "entities", "prefix": prefix})
+    "dashboard entities": st.tuples(
+        st.sampled_from(["", "p", "k", "t"]), st.sampled_from([0, 1])
+    ).map(lambda po: ("dashboard", {"view": "entities", "prefix": po[0], "offset": po[1]})),
+    # The dashboard's search (/ and /api/v1/recall): explained, not counted as a use,
+    # optionally by type and entity.
+    "dashboard search": st.builds(
+        lambda q, types, entities: (
+            "recall",
+            {
+                "query": q,
+                "explain": True,
+                "count_access": False,
+                "limit": 10,
+                **({"types": types} if types else {}),
+                **({"entities": entities} if entities else {}),
+            },
+        ),
+        st.sampled_from([*WORDS, *ENTITIES, "handover"]),
+        st.lists(st.sampled_from(["episodic", "semantic", "procedural"]), max_size=1),
+        st.lists(st.sampled_from([*ENTITIES, "Zanzibar"]), max_size=1),
+    ),
+    # Recall at a time and in a period: as of a moment (what was valid then, superseded
+    # memories included), after/before an event time.
+    "recall in time": st.builds(
+        lambda q, when: ("recall", {"query": q, "limit": 100, **when}),
+        st.sampled_from([*WORDS, "handover", "deploy"]),
+        st.sampled_from(
+            [
+                {"as_of": "2099-01-01T00:00:00Z"},
+                {"after": "2000-01-01T00:00:00Z"},
+                {"before": "2099-01-01T00:00:00Z", "include_invalidated": True},
+            ]
+        ),
+    ),
+    # Recall naming entities by filter (unknown_entities tells which names resolve).
+    "recall by entity": st.builds(
+        lambda names: ("recall", {"query": "note", "limit": 100, "entities": names}),
+        st.lists(
+            st.sampled_from([*ENTITIES, "Zanzibar", "Kafka Connect"]),
+            min_size=1,
+            max_size=2,
+            unique=True,
+        ),
     ),
     "dashboard journal": st.sampled_from(["journal", "verify"]).map(
         lambda view: ("dashboard", {"view": view})
@@ -229,15 +384,23 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
 @dataclass
 class Home:
     service: Service
-    stored: dict[str, list[str]] = field(default_factory=lambda: {"alice": [], "bob": []})
+    stored: dict[str, list[str]] = field(default_factory=dict)
+    names: dict[str, list[str]] = field(default_factory=dict)
+    """The entity names of each stored memory, by id."""
 
     def fresh(self) -> None:
         """Forget the ids of the previous example (each example has a namespace of its own)."""
-        self.stored = {"alice": [], "bob": []}
+        self.stored = {"alice": [], "alice-shared": [], "bob": []}
+        self.names = {}
 
     def resolve(self, value: Any, alice_ids: list[str]) -> Any:
-        """Replace ``@who:K`` by that memory's id (alice's ids come from the home where she
-        acted, so in the other home they name memories that do not exist)."""
+        """Replace ``@who:K`` by that memory's id: ``@alice`` her private memories (from the
+        home where she acted, so in the other home they name memories that do not exist),
+        ``@alice-shared`` and ``@bob`` the shared ones of the home the call runs in."""
+        if isinstance(value, str) and value.startswith("@bob-names:"):
+            ids = self.stored["bob"]
+            k = int(value.split(":")[1])
+            return self.names.get(ids[k % len(ids)], []) if ids else []
         if isinstance(value, str) and value.startswith("@"):
             who, k = value[1:].split(":")
             ids = alice_ids if who == "alice" else self.stored[who]
@@ -251,7 +414,13 @@ class Home:
         return value
 
     def call(
-        self, who: str, tool: str, args: dict[str, Any], namespace: str, alice_ids: list[str]
+        self,
+        who: str,
+        tool: str,
+        args: dict[str, Any],
+        namespace: str,
+        alice_ids: list[str],
+        keep_as: str | None = None,
     ) -> dict[str, Any]:
         real = self.resolve(args, alice_ids)
         if tool == "resource" and "id" in real:
@@ -261,7 +430,8 @@ class Home:
         except FerrexError as exc:
             return {"error": exc.code, "message": exc.message}
         if tool == "store" and answer.get("status") == "stored":
-            self.stored[who].append(answer["id"])
+            self.stored[keep_as or who].append(answer["id"])
+            self.names[answer["id"]] = [e["name"] for e in answer.get("entities", [])]
         return answer
 
 
@@ -279,7 +449,10 @@ class Canon:
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, dict):
-            out = {k: self(v) for k, v in value.items() if k not in _ASIDE}
+            out = {
+                k: (None if v is None else "<set>") if k in _ASIDE else self(v)
+                for k, v in value.items()
+            }
             if isinstance(out.get("entities"), list) and all(
                 isinstance(e, str) for e in out["entities"]
             ):  # listed by entity id, and ids are random
@@ -287,6 +460,8 @@ class Canon:
             return out
         if isinstance(value, list):
             items = [self(v) for v in value]
+            if items and all(isinstance(v, str) and _ID.fullmatch(v) for v in value):
+                return sorted(items)  # lists of ids (forgotten, dropped...): ordered by id
             if items and all(isinstance(i, dict) and "id" in i for i in items):
                 # Compared as sets: results are ordered by score (see the docstring), other
                 # lists by time or id, which differ between homes for reasons of their own.
@@ -315,16 +490,24 @@ def homes(
 
 _examples = itertools.count()
 
-step = st.one_of(
-    *(s.map(lambda c: ("alice", *c)) for s in ALICE_CALLS.values()),
-    *(s.map(lambda c: ("bob", *c)) for s in BOB_CALLS.values()),
+_alice = st.one_of(*(s.map(lambda c: ("alice", *c)) for s in ALICE_CALLS.values()))
+_sharing = st.one_of(*(s.map(lambda c: ("alice shares", *c)) for s in ALICE_SHARING.values()))
+_bob = st.one_of(*(s.map(lambda c: ("bob", *c)) for s in BOB_CALLS.values()))
+#: Bob's calls drawn more often than the others: the shared writes a leak needs as its
+#: setting (a shared memory naming what alice's private ones also name, then its forget).
+BOB_OFTEN = ("store", "forget, cascading")
+_bob_often = st.one_of(*(BOB_CALLS[name].map(lambda c: ("bob", *c)) for name in BOB_OFTEN))
+# Each side by a weight of its own, not by how many entries its table has (bob's is long):
+# a leak needs alice's private state *and* bob's calls that touch it.
+step = st.integers(0, 19).flatmap(
+    lambda n: _alice if n < 6 else _sharing if n < 8 else _bob_often if n < 11 else _bob
 )
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])  # fmt: skip
-@given(steps=st.lists(step, min_size=2, max_size=14))
+@given(steps=st.lists(step, min_size=4, max_size=16))
 # The four leaks the issue found, always tried: entity names in reflect and stats, entity
 # resolution, a citation of an invisible id, a contradiction with an invisible fact.
 @example(
@@ -375,6 +558,110 @@ step = st.one_of(
         ("bob", "dashboard", {"view": "entity", "name": "Zanzibar", "offset": 0}),
     ]
 )  # fmt: skip
+# Issue 24, item 3: bob's cascading forget of his shared memory naming an entity alice's
+# private memory also names (then only she still sees the entity); and alice's cascading
+# forget of her private mention of a shared entity no memory names any more.
+@example(
+    steps=[
+        (
+            "bob",
+            "store",
+            {
+                "content": "Note about deploy 1",
+                "entities": ["Osprey Gateway"],
+                "visibility": "shared",
+            },
+        ),
+        (
+            "alice",
+            "store",
+            {
+                "content": "Note about cache 2",
+                "entities": ["Osprey Gateway"],
+                "visibility": "private",
+            },
+        ),
+        ("bob", "forget", {"ids": ["@bob:0"], "cascade": True}),
+        ("bob", "stats", {"detailed": True}),
+        ("bob", "reflect", {"limit": 100}),
+        ("bob", "recall", {"query": "note", "limit": 100, "entities": ["Osprey Gateway"]}),
+        ("bob", "dashboard", {"view": "entities", "prefix": ""}),
+        (
+            "bob",
+            "store",
+            {
+                "content": "Note about backup 3",
+                "entities": ["Osprey Gateway"],
+                "visibility": "private",
+            },
+        ),
+        ("bob", "dashboard", {"view": "entities", "prefix": ""}),
+    ]
+)
+@example(
+    steps=[
+        (
+            "bob",
+            "store",
+            {"content": "Note about deploy 3", "entities": ["Grafana"], "visibility": "shared"},
+        ),
+        ("bob", "forget", {"ids": ["@bob:0"]}),
+        (
+            "alice",
+            "store",
+            {"content": "Note about cache 4", "entities": ["Grafana"], "visibility": "private"},
+        ),
+        ("alice", "forget", {"ids": ["@alice:0"], "cascade": True}),
+        ("bob", "stats", {"detailed": True}),
+        ("bob", "reflect", {"limit": 100}),
+    ]
+)
+# A spelling alice's private memory adds to a shared entity never replaces bob's private
+# spelling of the same form (the read model keeps one per scope).
+@example(
+    steps=[
+        (
+            "bob",
+            "store",
+            {"content": "Note about deploy 5", "entities": ["Postgres"], "visibility": "shared"},
+        ),
+        ("bob", "store", {"content": "Note about cache 6", "entities": ["PostgreSQL"]}),
+        (
+            "alice",
+            "store",
+            {"content": "Note about backup 7", "entities": ["PostgreSQL"], "visibility": "private"},
+        ),
+        ("bob", "store", {"content": "Note about latency 8", "entities": ["PostgreSQL"]}),
+    ]
+)
+# Item 4: a shared memory replacing a private one (an episode; a procedure's next version).
+@example(
+    steps=[
+        ("alice", "store", {"content": "Note about rollback 5", "visibility": "private"}),
+        (
+            "alice shares",
+            "store",
+            {
+                "content": "Shared handover 5: rollback",
+                "visibility": "shared",
+                "supersedes": "@alice:0",
+            },
+        ),
+        ("bob", "resource", {"uri": "ferrex://memory/{id}", "id": "@alice-shared:0"}),
+        ("bob", "dashboard", {"view": "history", "id": "@alice-shared:0"}),
+        ("bob", "recall", {"query": "handover rollback", "limit": 100}),
+    ]
+)
+@example(
+    steps=[
+        ("alice", "store", {"name": "deploy", "steps": ["backup"], "visibility": "private"}),
+        ("alice shares", "store", {"name": "deploy", "steps": ["shared step cache"],
+                                   "visibility": "shared", "supersedes": "@alice:0"}),
+        ("bob", "resource", {"uri": "ferrex://memory/{id}", "id": "@alice-shared:0"}),
+        ("bob", "store", {"name": "deploy", "steps": ["rollback"], "visibility": "shared"}),
+        ("bob", "recall", {"query": "deploy", "limit": 100}),
+    ]
+)  # fmt: skip
 def test_bob_cannot_tell_whether_alice_made_her_private_calls(
     homes: tuple[Home, Home], steps: list[tuple[str, str, dict[str, Any]]]
 ) -> None:
@@ -387,10 +674,41 @@ def test_bob_cannot_tell_whether_alice_made_her_private_calls(
         if who == "alice":
             acted.call("alice", tool, args, namespace, acted.stored["alice"])
             continue
+        if who == "alice shares":
+            _share(acted, control, tool, args, namespace)
+            continue
         alice_ids = acted.stored["alice"]
         with_alice = acted.call("bob", tool, args, namespace, alice_ids)
         without = control.call("bob", tool, args, namespace, alice_ids)
-        assert seen_with(with_alice) == seen_without(without), (tool, args)
+        seen, unseen = seen_with(with_alice), seen_without(without)
+        assert seen == unseen, (tool, args, _difference(seen, unseen))
+
+
+def _difference(a: Any, b: Any, path: str = "") -> str:
+    """Where two canonical answers first differ, and how (for the failure message)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(a.keys() | b.keys(), key=str):
+            if a.get(key, "<absent>") != b.get(key, "<absent>"):
+                return _difference(a.get(key, "<absent>"), b.get(key, "<absent>"), f"{path}.{key}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return _difference(x, y, f"{path}[{i}]")
+    return f"{path or '.'}: with alice {a!r}, without {b!r}"
+
+
+def _share(acted: Home, control: Home, tool: str, args: dict[str, Any], namespace: str) -> None:
+    """Alice's shared call naming her private memories: as written where she acted, plain
+    (without :data:`PLAIN_WITHOUT`) in the other home, and only if it was stored where she
+    acted (a refusal there, say of an id she has forgotten, changes nothing)."""
+    alice_ids = acted.stored["alice"]
+    got = acted.call("alice", tool, args, namespace, alice_ids, keep_as="alice-shared")
+    if got.get("status") != "stored":
+        return
+    plain = {k: v for k, v in args.items() if k not in PLAIN_WITHOUT}
+    other = control.call("alice", tool, plain, namespace, alice_ids, keep_as="alice-shared")
+    # Stored in one home and not in the other is a difference everyone can see.
+    assert other.get("status") == "stored", (tool, args, got, other)
 
 
 def test_the_property_can_see_a_leak(homes: tuple[Home, Home]) -> None:
@@ -406,3 +724,56 @@ def test_the_property_can_see_a_leak(homes: tuple[Home, Home]) -> None:
     with_alice = acted.call("bob", "recall", args, namespace, [])
     without = control.call("bob", "recall", args, namespace, [])
     assert Canon()(with_alice) != Canon()(without)
+
+
+def test_a_cascade_leaves_the_entity_to_the_agent_whose_private_memory_names_it(
+    homes: tuple[Home, Home],
+) -> None:
+    """Issue 24, item 3, from alice's side: bob's cascading forget takes the entity from
+    bob (and every agent but her); she still resolves, lists and counts it, as does the
+    operator, and a later shared memory naming it gets an entity of its own."""
+    home, _ = homes
+    home.fresh()
+    ns = "ni-kept"
+
+    def call(who: str | None, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        real = home.resolve(args, home.stored["alice"])
+        return home.service.call(tool, real, Caller(agent_id=who, namespace=ns))
+
+    shared = call("bob", "store", {"content": "Osprey Gateway runbook 1", "visibility": "shared",
+                                   "entities": ["Osprey Gateway"]})  # fmt: skip
+    mine = call("alice", "store", {"content": "my Osprey Gateway notes 2",
+                                   "entities": ["Osprey Gateway"]})  # fmt: skip
+    entity = shared["entities"][0]["entity_id"]
+    assert mine["entities"][0]["entity_id"] == entity
+    gone = call("bob", "forget", {"ids": [shared["id"]], "cascade": True})
+    assert gone["dropped_entities"] == [entity]
+
+    def entity_count(who: str | None) -> int:
+        return int(call(who, "stats", {"detailed": True})["entities"])
+
+    assert (entity_count("bob"), entity_count("carol"), entity_count("alice")) == (0, 0, 1)
+    assert entity_count(None) == 1
+    found = call("alice", "resource", {"uri": "ferrex://entity/Osprey Gateway"})
+    assert [m["id"] for m in found["memories"]] == [mine["id"]]
+    assert (
+        call("alice", "recall", {"query": "notes", "entities": ["Osprey Gateway"]}).get(
+            "unknown_entities", []
+        )
+        == []
+    )
+    assert call("bob", "recall", {"query": "notes", "entities": ["Osprey Gateway"]})[
+        "unknown_entities"
+    ] == ["Osprey Gateway"]
+    listed = call("alice", "dashboard", {"view": "entities", "prefix": "o"})
+    assert "Osprey Gateway" in repr(listed)
+    assert "Osprey Gateway" not in repr(
+        call("bob", "dashboard", {"view": "entities", "prefix": "o"})
+    )
+    again = call("bob", "store", {"content": "Osprey Gateway runbook 3", "visibility": "shared",
+                                  "entities": ["Osprey Gateway"]})  # fmt: skip
+    assert again["entities"][0]["entity_id"] != entity
+    # Her last mention going takes it from her too.
+    last = call("alice", "forget", {"ids": [mine["id"]], "cascade": True})
+    assert last["dropped_entities"] == [entity]
+    assert entity_count("alice") == 1  # bob's new shared one

@@ -20,6 +20,7 @@ from journal import (
     Event,
     FactsPossiblyConflicting,
     Journal,
+    KeptEntity,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -54,6 +55,16 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         memory_ids=st.lists(memory_ids, min_size=1, max_size=2).map(tuple),
         namespace=st.just("a"),
         dropped_entity_ids=st.lists(entity_ids, max_size=1).map(tuple),
+        kept_entities=st.lists(
+            st.builds(
+                KeptEntity,
+                entity_id=entity_ids,
+                agent_ids=st.lists(
+                    st.sampled_from(["alice", "bob"]), min_size=1, max_size=2, unique=True
+                ).map(tuple),
+            ),
+            max_size=1,
+        ).map(tuple),
     ),
     st.builds(MemoriesValidated, memory_ids=st.lists(memory_ids, min_size=1).map(tuple), at=times),
     st.builds(

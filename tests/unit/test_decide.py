@@ -43,6 +43,7 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
+from journal.events import KeptEntity
 from projections.sqlite import Memory, Spelling
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -71,10 +72,11 @@ class FakeView:
                 assert memory is not None
                 self.rows[memory.memory_id] = memory
             elif isinstance(event, EntityCreated | EntityAliasAdded):
-                name = event.name if isinstance(event, EntityCreated) else event.alias
-                self.spelled.setdefault(event.namespace, []).append(
-                    Spelling(event.entity_id, name, event.normalized, event.agent_id)
-                )
+                self.spelled[event.namespace] = overlay.spellings(event.namespace)
+            elif isinstance(event, MemoriesForgotten):
+                for memory_id in event.memory_ids:
+                    self.rows.pop(memory_id, None)
+                self.spelled[event.namespace] = overlay.spellings(event.namespace)
 
     def memory(self, memory_id: str) -> Memory | None:
         return self.rows.get(memory_id)
@@ -389,6 +391,80 @@ def test_a_private_memory_changes_nothing_shared() -> None:
     assert view.memory(proc.result.id).t_invalid is None  # type: ignore[union-attr]
 
 
+def test_a_shared_memory_replacing_a_private_one_shows_no_trace_of_it() -> None:
+    """Issue 24, item 4: to its other readers, a plain shared memory."""
+    view = FakeView()
+    secret = store(view, note("my draft plan", agent_id="alice"))
+    shared = store(
+        view,
+        note(
+            "the plan, shared", agent_id="alice", visibility="shared", supersedes=secret.result.id
+        ),
+        new_id=lambda p: p + "_s",
+    )
+    assert shared.result.superseded == (secret.result.id,) and shared.result.validated == ()
+    (stored,) = [e for e in shared.events if isinstance(e, MemoryStored)]
+    assert stored.supersedes is None
+    assert not [e for e in shared.events if isinstance(e, MemoriesValidated)]
+    ended = view.memory(secret.result.id)
+    assert ended is not None and ended.superseded_by == shared.result.id
+    # A shared version of a procedure is numbered among the shared versions only.
+    draft = store(
+        view,
+        validate(StoreRequest(name="deploy", steps=("a",), agent_id="alice")),
+        new_id=lambda p: p + "_d",
+    )
+    assert draft.result.version == 1
+    public = store(
+        view,
+        validate(
+            StoreRequest(
+                name="deploy",
+                steps=("b",),
+                agent_id="alice",
+                visibility="shared",
+                supersedes=draft.result.id,
+            )
+        ),
+        new_id=lambda p: p + "_p",
+    )
+    assert public.result.version == 1 and public.result.superseded == (draft.result.id,)
+    # Within one visibility, a supersede still links and confirms.
+    again = store(
+        view,
+        note(
+            "the plan, revised", agent_id="alice", visibility="shared", supersedes=shared.result.id
+        ),
+        new_id=lambda p: p + "_r",
+    )
+    (stored,) = [e for e in again.events if isinstance(e, MemoryStored)]
+    assert stored.supersedes == shared.result.id and again.result.validated == (again.result.id,)
+
+
+def test_a_back_dated_shared_fact_is_not_ended_by_a_private_one() -> None:
+    view = FakeView()
+    mine = store(
+        view,
+        fact("ci", "runs on", "Buildkite", agent_id="alice", valid_from="2026-06-01T00:00:00Z"),
+    )
+    older = store(
+        view,
+        fact(
+            "ci",
+            "runs on",
+            "Jenkins",
+            agent_id="alice",
+            visibility="shared",
+            valid_from="2025-01-01T00:00:00Z",
+        ),
+        new_id=lambda p: p + "_o",
+    )
+    assert older.result.superseded_by is None and older.result.superseded == ()
+    current = view.memory(older.result.id)
+    assert current is not None and current.t_invalid is None
+    assert view.memory(mine.result.id).t_invalid is None  # type: ignore[union-attr]
+
+
 # -- forget, validate, accesses, eviction ---------------------------------------------------
 
 
@@ -404,6 +480,78 @@ def test_forget_hides_what_the_caller_cannot_see_and_cascades_entities() -> None
     assert forgotten[0].memory_ids == (a.result.id,)
     with pytest.raises(UsageError):
         decide_forget([], view)
+
+
+def test_a_cascade_keeps_an_entity_only_for_those_whose_private_memories_name_it() -> None:
+    """Issue 24, item 3: bob's answer is the same whether or not alice's private memory
+    names the entity; she keeps it, he (and everyone else) sees it dropped."""
+    answers = []
+    for alice_writes in (True, False):
+        view = FakeView()
+        shared = store(
+            view,
+            note("gateway notes", agent_id="bob", visibility="shared", entities=["Osprey Gateway"]),
+        )
+        entity = shared.result.entities[0].entity_id
+        if alice_writes:
+            mine = store(
+                view,
+                note("my gateway", agent_id="alice", entities=["Osprey Gateway"]),
+                new_id=lambda p: p + "_a",
+            )
+            assert mine.result.entities[0].entity_id == entity  # the shared entity
+        decision = decide_forget([shared.result.id], view, cascade=True, caller="bob")
+        answers.append(decision.result)
+        (forgotten,) = decision.events
+        assert isinstance(forgotten, MemoriesForgotten)
+        if alice_writes:
+            assert forgotten.dropped_entity_ids == ()
+            assert forgotten.kept_entities == (KeptEntity(entity, ("alice",)),)
+            view.add(list(decision.events))
+            (kept,) = view.spellings("default")
+            assert kept.viewers == ("alice",)
+            # Alice still names it; a shared store (bob's or hers) makes a new entity.
+            again = store(
+                view,
+                note("gateway again", agent_id="alice", entities=["Osprey Gateway"]),
+                new_id=lambda p: p + "_b",
+            )
+            assert again.result.entities[0].entity_id == entity
+            other = store(
+                view,
+                note(
+                    "bob's gateway",
+                    agent_id="bob",
+                    visibility="shared",
+                    entities=["Osprey Gateway"],
+                ),
+                new_id=lambda p: p + "_c",
+            )
+            assert other.result.entities[0].entity_id != entity
+        else:
+            assert forgotten.dropped_entity_ids == (entity,) and forgotten.kept_entities == ()
+    assert answers[0] == answers[1]
+    assert answers[0].dropped_entities == (answers[0].dropped_entities[0],)
+
+
+def test_a_forget_of_private_memories_never_takes_a_shared_entity() -> None:
+    view = FakeView()
+    shared = store(view, note("grafana dashboards", visibility="shared", entities=["Grafana"]))
+    view.add(list(decide_forget([shared.result.id], view).events))  # no cascade: an orphan
+    mine = store(
+        view, note("my grafana", agent_id="alice", entities=["Grafana"]), new_id=lambda p: p + "_a"
+    )
+    decision = decide_forget([mine.result.id], view, cascade=True, caller="alice")
+    (forgotten,) = decision.events
+    assert isinstance(forgotten, MemoriesForgotten)
+    assert forgotten.dropped_entity_ids == () and forgotten.kept_entities == ()
+    assert decision.result.dropped_entities == ()
+    # Her own private entity goes with her last memory naming it.
+    own = store(
+        view, note("zanzibar", agent_id="alice", entities=["Zanzibar"]), new_id=lambda p: p + "_z"
+    )
+    gone = decide_forget([own.result.id], view, cascade=True, caller="alice")
+    assert gone.result.dropped_entities == (own.result.entities[0].entity_id,)
 
 
 def test_validate_reports_invisible_ids_as_not_found() -> None:

@@ -139,7 +139,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
     aliases = [
         {"alias": a.alias, "match": a.match, "score": round(a.score, 4)}
         for a in ctx.rm.alias_matches([found])
-        if sees_scope(ctx.agent_id, a.agent_id)
+        if sees_scope(ctx.agent_id, a.agent_id, a.viewers)
     ]
     together: Counter[str] = Counter()
     pairs: Counter[tuple[str, str]] = Counter()
