@@ -116,6 +116,9 @@ class StoreRequest:
     pinned: bool = False
     ttl: int | str | None = None
     """Lifecycle marks (:mod:`ferrex.rules.lifecycle`): a ttl in seconds or ``\\d+[smhd]``."""
+    import_key: str | None = None
+    """Set by ``ferrex import`` (never by a tool call): the place and text of the line, which
+    makes the import idempotent (see ``journal.events.MemoryBody.import_key``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +151,7 @@ class ValidStore:
     pinned: bool = False
     ttl_seconds: int | None = None
     """How long after the store it expires (None: never)."""
+    import_key: str | None = None
 
     @property
     def marked(self) -> bool:
@@ -176,6 +180,10 @@ def detect_type(req: StoreRequest) -> MemoryType:
 
 
 DEFAULT_LIMITS: Final = Limits()
+
+
+IMPORT_KEY_CHARS = 200
+"""The longest import key (``ferrex import`` makes them about 40 characters)."""
 
 
 def validate(
@@ -246,6 +254,7 @@ def validate(
         importance=importance,
         pinned=pinned,
         ttl_seconds=ttl_seconds,
+        import_key=_text("import_key", req.import_key, IMPORT_KEY_CHARS, one_line=True),
     )
 
 
