@@ -51,8 +51,9 @@ changes meaning, in this order, and names the first it finds (the store answer c
   one text are aligned with the other's (stop words dropped, a light suffix stemming); a
   decreasing run of three aligned words (``A calls B`` / ``B calls A``) is a reversal around
   a relation, which a moved phrase (``on Tuesday the deploy failed``) never makes. A passive
-  (``B is called by A``) in exactly one of the texts turns the test around: there the
-  reversal is the same statement and the kept order the opposite one; a participle before a
+  (``B is called by A``) in exactly one of the texts turns the test around: there a reversal
+  is the same statement, and only a passive that keeps every aligned word in the active's
+  order (``A is called by B``) says the opposite; a participle before a
   preposition in exactly one (``bug fixed in PR 260`` / ``PR 260 fixed the bug``) silences
   the test (either reading is possible).
 
@@ -201,15 +202,38 @@ _NUMBER_WORDS: Final = {
     )
 } | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
      "eighty": "80", "ninety": "90", "hundred": "100", "dozen": "12"}  # fmt: skip
+_NUMBER_WORDS |= {
+    word: f"{value}{'rd' if value == 3 else 'th'}"
+    for value, word in enumerate(
+        _listed(
+            "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+            "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
+            "nineteenth twentieth"
+        )
+    )
+    if value > 2  # "first" is also "at first", "second" also a unit
+} | {"thirtieth": "30th"}
 
 _WEEKDAYS: Final = _words("monday tuesday wednesday thursday friday saturday sunday")
 _DATE_WORDS: Final = _words(
     "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs "
     "fri sat sun january february march april june july august september october november "
     "december jan feb mar apr jun jul aug sep sept oct nov dec today yesterday tomorrow "
-    "tonight weekend morning afternoon evening midnight noon"
+    "tonight weekend morning afternoon evening midnight noon summer winter spring autumn"
 ) | frozenset(day + "s" for day in _WEEKDAYS)
-"""Words that name a day, a month or a part of a day (``may`` is left out: a verb too)."""
+"""Words that name a day, a month, a season or a part of a day (``may`` and ``fall`` are
+left out: verbs too)."""
+
+_PERIODS: Final = {
+    "minute": "minute", "minutes": "minute", "overnight": "night",
+    "hour": "hour", "hours": "hour", "hourly": "hour", "day": "day", "days": "day",
+    "daily": "day", "night": "night", "nights": "night", "nightly": "night", "week": "week",
+    "weeks": "week", "weekly": "week", "month": "month", "months": "month",
+    "monthly": "month", "quarter": "quarter", "quarterly": "quarter", "year": "year",
+    "years": "year", "yearly": "year", "annual": "year", "annually": "year",
+}  # fmt: skip
+"""Words that name a period (``every hour`` / ``every minute``, ``hourly`` = ``every hour``;
+not ``second``, which is also an ordinal)."""
 
 _NEGATION = re.compile(
     r"\b(?:not|no|never|none|nothing|nobody|nowhere|neither|nor|cannot|without|"
@@ -238,7 +262,11 @@ OPPOSITES: Final = (
     ("includes", "excludes"), ("add", "remove"), ("added", "removed"), ("adds", "removes"),
     ("valid", "invalid"), ("available", "unavailable"), ("required", "optional"),
     ("internal", "external"), ("encrypted", "unencrypted"), ("always", "never"),
-    ("read", "write"), ("reads", "writes"), ("client", "server"),
+    ("read", "write"), ("reads", "writes"), ("client", "server"), ("most", "least"),
+    ("last", "next"), ("he", "she"), ("him", "her"), ("his", "her"), ("son", "daughter"),
+    ("sons", "daughters"), ("brother", "sister"), ("father", "mother"), ("dad", "mom"),
+    ("husband", "wife"), ("boyfriend", "girlfriend"), ("uncle", "aunt"), ("nephew", "niece"),
+    ("boy", "girl"), ("man", "woman"), ("men", "women"),
     ("like", "dislike"), ("likes", "dislikes"), ("love", "hate"), ("loves", "hates"),
     ("win", "lose"), ("won", "lost"), ("wins", "loses"), ("good", "bad"),
     ("best", "worst"), ("better", "worse"), ("easy", "hard"), ("easier", "harder"),
@@ -272,7 +300,7 @@ _COMPOUND = re.compile(r"[^\W_]+(?:[-_.][^\W_]+)+")
 _CAMEL = re.compile(r"[a-z]+[A-Z]\w*|[A-Z]{2,}\w*|[A-Z][a-z]+[A-Z]\w*")
 _SENTENCE_END = re.compile(r"(?:^|[.!?:;\"“(\n]\s*)$")
 _PASSIVE = re.compile(
-    r"\b(?:is|are|was|were|be|been|being|get|gets|got|gotten)\s+(?:\w+\s+){1,4}?by\b"
+    r"\b(?:is|are|was|were|be|been|being|get|gets|got|gotten)\s+(?:\w+\s+){1,6}?by\b"
 )
 _REDUCED_PASSIVE = re.compile(
     r"\b\w+(?:ed|en|wn)\s+(?:in|by|at|on|from|with|via|through|into|under)\b"
@@ -331,7 +359,12 @@ class _Text:
         self.words = frozenset(tokens) | frozenset(_APOSTROPHE.sub("", t) for t in tokens)
         self.identifiers = frozenset(_unglued(i) for i in identifiers(" ".join(tokens)))
         self.quantities = _quantities(" ".join(tokens))
-        self.dates = frozenset(t for t in tokens if t in _DATE_WORDS)
+        # A period word after a number is a quantity's unit (compared above), not a period.
+        self.dates = frozenset(t for t in tokens if t in _DATE_WORDS) | frozenset(
+            _PERIODS[t]
+            for i, t in enumerate(tokens)
+            if t in _PERIODS and not (i and _QUANTITY.fullmatch(tokens[i - 1]))
+        )
         self.negations = len(_NEGATION.findall(_APOSTROPHE.sub("'", lower)))
         named, self.initials = _names(plain)
         self.names = named | {t for t in tokens if t in _ENVIRONMENTS}
@@ -401,9 +434,12 @@ def _reversed(a: _Text, b: _Text) -> bool:
             aligned.append(free.pop(0))
     if len(aligned) < 3:
         return False
-    reversal = _longest_decreasing(aligned) >= 3
-    if a.passive != b.passive:  # "B is called by A": the reversal is the same statement
-        return not reversal
+    decreasing = _longest_decreasing(aligned)
+    if a.passive != b.passive:
+        # "B is called by A" is "A calls B" turned round; only a passive that kept every
+        # word in the active's order ("A is called by B") says the opposite.
+        return decreasing == 1
+    reversal = decreasing >= 3
     if a.participle != b.participle:  # "bug fixed in PR 260": cannot tell, keep the rule quiet
         return False
     return reversal

