@@ -298,7 +298,7 @@ _QUANTITY = re.compile(r"(\d+(?:[.,]\d+)*)\s*(%|[a-z]+\b)?")
 _GLUED_UNIT = re.compile(r"(\d+(?:\.\d+)*)([a-z%]+)")
 _COMPOUND = re.compile(r"[^\W_]+(?:[-_.][^\W_]+)+")
 _CAMEL = re.compile(r"[a-z]+[A-Z]\w*|[A-Z]{2,}\w*|[A-Z][a-z]+[A-Z]\w*")
-_SENTENCE_END = re.compile(r"(?:^|[.!?:;\"“(\n]\s*)$")
+_SENTENCE_MARKS: Final = frozenset('.!?:;"\u201c(\n')
 _PASSIVE = re.compile(
     r"\b(?:is|are|was|were|be|been|being|get|gets|got|gotten)\s+(?:\w+\s+){1,6}?by\b"
 )
@@ -406,11 +406,21 @@ def _names(text: str) -> tuple[set[str], set[str]]:
         if (_COMPOUND.fullmatch(token) and not _DIGIT.search(token)) or _CAMEL.fullmatch(token):
             found.add(token.lower())
         elif token[:1].isupper():
-            if not _SENTENCE_END.search(text[: match.start()]):
+            if not _opens_sentence(text, match.start()):
                 found.add(token.lower())
             elif token.lower() not in _STOP_WORDS:
                 initials.add(_number_word(token.lower()))
     return found, initials
+
+
+def _opens_sentence(text: str, start: int) -> bool:
+    """Whether the word at ``start`` opens a sentence (or a line, or a quote): only spaces
+    between it and the start of the text or a sentence mark (looked up backwards, so a long
+    text is not rescanned for every word)."""
+    at = start - 1
+    while at >= 0 and text[at].isspace() and text[at] != "\n":
+        at -= 1
+    return at < 0 or text[at] in _SENTENCE_MARKS
 
 
 def _stem(word: str) -> str:

@@ -182,6 +182,18 @@ def test_identifiers_are_lowercase_tokens(text: str) -> None:
         ("Deploy the hotfix to staging first", "Deploy the hotfix to production first",
          "names"),
         ("The bucket is ferrex-backups", "The bucket is ferrex-archive", "names"),
+        # Periods, seasons, ordinals, bounds and people's relations.
+        ("The queue is drained every hour", "The queue is drained every minute", "dates"),
+        ("The job runs hourly", "The job runs daily", "dates"),
+        ("I visited Paris last summer", "I visited Paris last winter", "dates"),
+        ("Starts on the third of the month", "Starts on the fifteenth of the month",
+         "identifiers"),
+        ("Retries at most twice", "Retries at least twice", "opposite"),
+        ("My daughter is allergic to peanuts", "My son is allergic to peanuts", "opposite"),
+        ("He approved the plan", "She approved the plan", "opposite"),
+        # A passive that keeps the active's order says the opposite.
+        ("Jenkins calls the release script", "Jenkins is called by the release script",
+         "order"),
     ],
 )  # fmt: skip
 def test_a_difference_of_meaning_is_found_and_named(new: str, old: str, why: str) -> None:
@@ -207,6 +219,12 @@ def test_a_difference_of_meaning_is_found_and_named(new: str, old: str, why: str
         ("The cache isn't enabled", "The cache is not enabled"),
         ("Caching is enabled for the catalogue", "Caching's enabled for the catalogue"),
         ("Ana: Thanks!", "Ana: thanks"),
+        ("The API key is rotated every month", "The API key is rotated monthly"),
+        ("The service restarted at night", "Overnight, the service restarted"),
+        ("Jenkins builds the Android app", "The Android app is built by Jenkins"),
+        ("Nginx proxies requests to the app", "Requests are proxied to the app by Nginx"),
+        ("Second, run the migration", "Then run the migration"),
+        ("Use the third replica", "Use the 3rd replica"),
         ("  The   staging cluster\nruns Kubernetes 1.29. ",
          "The staging cluster runs Kubernetes 1.29"),
     ],
