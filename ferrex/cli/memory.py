@@ -96,6 +96,8 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
         superseded = result["superseded"]
         extra = f", superseded {', '.join(superseded)}" if superseded else ""
         click.echo(f"{result['id']} ({result['type']}{extra})")
+        if "similar" in result:
+            click.echo(f"note: {result['similar']['note']}", err=True)
 
 
 @click.command()

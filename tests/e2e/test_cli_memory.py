@@ -189,3 +189,16 @@ def test_import_is_idempotent_by_place_and_text_not_by_similarity(tmp_path: Path
     code, _, err = run(home, "store", "--content", "Sam: Did the deploy go out?",
                        "--namespace", "chat")  # fmt: skip
     assert code == 7 and "duplicate" in err
+
+
+def test_store_names_a_near_copy_it_kept_on_stderr(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    code, first, _ = run(
+        home, "store", "--content", "payments-api calls ledger-api for every refund"
+    )
+    assert code == 0
+    code, out, err = run(
+        home, "store", "--content", "ledger-api calls payments-api for every refund"
+    )
+    assert code == 0 and out.strip() != first.strip()
+    assert f"near-identical to {first.split()[0]} but kept" in err and "order" in err
