@@ -192,7 +192,7 @@ _UNITS: Final = {
 }  # fmt: skip
 """Unit spellings after a number, folded to one name each."""
 
-_NUMBER_WORDS: Final = {
+_CARDINALS: Final = {
     word: str(value)
     for value, word in enumerate(
         _listed(
@@ -202,7 +202,7 @@ _NUMBER_WORDS: Final = {
     )
 } | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
      "eighty": "80", "ninety": "90", "hundred": "100", "dozen": "12"}  # fmt: skip
-_NUMBER_WORDS |= {
+_ORDINALS: Final = {
     word: f"{value}{'rd' if value == 3 else 'th'}"
     for value, word in enumerate(
         _listed(
@@ -213,6 +213,8 @@ _NUMBER_WORDS |= {
     )
     if value > 2  # "first" is also "at first", "second" also a unit
 } | {"thirtieth": "30th"}
+_NUMBER_WORDS: Final = _CARDINALS | _ORDINALS
+"""Number words read as numbers (``three retries`` = ``3 retries``)."""
 
 _WEEKDAYS: Final = _words("monday tuesday wednesday thursday friday saturday sunday")
 _DATE_WORDS: Final = _words(
