@@ -74,6 +74,9 @@ KEYS: tuple[Key, ...] = (
         "agent id stamped on stored memories (their visibility defaults to private)"),
     Key("store.dedup_threshold", float, 0.95, None,
         "cosine similarity at or above which a new memory is refused as a duplicate"),
+    Key("store.near_threshold", float, 0.88, None,
+        "cosine similarity at or above which a stored memory's answer names the similar one "
+        "(below store.dedup_threshold)"),
     Key("store.conflict_duplicate", float, 0.95, None,
         "object similarity at or above which a fact repeats the active one"),
     Key("store.conflict_different", float, 0.80, None,

@@ -44,6 +44,11 @@ class MemoryBody(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True, 
     steps: tuple[str, ...] = ()
     source: str | None = None
     context: dict[str, Any] | None = None
+    import_key: str | None = None
+    """For a memory stored by ``ferrex import``: the place and text of its line in the file
+    (``"line 12 sha256:…"``), which makes a second import of the same file store nothing
+    again, while the same text on two lines of a file is two memories. In the body (not on
+    the event) because it is derived from the text, and redacted with it."""
 
 
 class Event(

@@ -52,7 +52,7 @@ from journal import (
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -94,7 +94,8 @@ CREATE TABLE IF NOT EXISTS memories (
     episode_index INTEGER NOT NULL DEFAULT 0,
     importance REAL NOT NULL DEFAULT 0.5,
     pinned INTEGER NOT NULL DEFAULT 0,
-    expires_at REAL
+    expires_at REAL,
+    import_key TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_ns_type ON memories (namespace, type);
 CREATE INDEX IF NOT EXISTS memories_fact ON memories (namespace, subject_key, predicate_normalized);
@@ -108,6 +109,8 @@ CREATE INDEX IF NOT EXISTS memories_expiring ON memories (expires_at)
     WHERE expires_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_superseded_by ON memories (superseded_by)
     WHERE superseded_by IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_import_keys ON memories (namespace, import_key)
+    WHERE import_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS entities (
     entity_id TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,
@@ -235,6 +238,8 @@ class Memory:
     pinned: bool = False
     expires_at: float | None = None
     """Lifecycle marks (the last ``memory.marked``; ``ferrex.rules.lifecycle``)."""
+    import_key: str | None = None
+    """The place and text of the import line that stored it (see ``MemoryBody``)."""
 
     @classmethod
     def from_event(
@@ -265,7 +270,7 @@ class Memory:
             access_count=0, last_accessed=None, last_validated=None,
             entity_ids=tuple(sorted(set(event.entity_ids))),
             multi_valued=event.multi_valued, episode=event.episode_id,
-            episode_index=event.episode_index,
+            episode_index=event.episode_index, import_key=body.import_key,
         )  # fmt: skip
 
     @property
@@ -285,6 +290,7 @@ class Memory:
             steps=self.steps,
             source=self.source,
             context=self.context,
+            import_key=self.import_key,
         )
 
 
@@ -554,15 +560,15 @@ class ReadModel:
                     "procedure_name, procedure_version, conditions, steps, source, context, "
                     "confidence, agent_id, visibility, supersedes, t_valid, t_invalid, "
                     "superseded_by, created_at, position, redacted, multi_valued, episode, "
-                    "episode_index) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                    "?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?)",
+                    "episode_index, import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    "?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         m.memory_id, m.namespace, m.type, m.content, m.subject, m.subject_key,
                         m.predicate, m.object, m.predicate_normalized, m.procedure_name,
                         m.procedure_version, _json(m.conditions), _json(m.steps), m.source,
                         _json(m.context), m.confidence, m.agent_id, m.visibility, m.supersedes,
                         m.t_valid, m.created_at, m.position, 1 if m.redacted else 0,
-                        1 if m.multi_valued else 0, m.episode, m.episode_index,
+                        1 if m.multi_valued else 0, m.episode, m.episode_index, m.import_key,
                     ),
                 )  # fmt: skip
                 db.execute("DELETE FROM memory_entities WHERE memory_id=?", (m.memory_id,))
@@ -796,7 +802,8 @@ class ReadModel:
     def _memory(self, row: tuple[Any, ...], entity_ids: tuple[str, ...] | None = None) -> Memory:
         (mid, ns, typ, content, subj, _skey, pred, obj, pnorm, pname, pver, conds, steps, source,
          context, conf, agent, vis, sup, tv, ti, sby, created, pos, red, acount, lacc,
-         lval, multi, episode, episode_index, importance, pinned, expires_at) = row  # fmt: skip
+         lval, multi, episode, episode_index, importance, pinned, expires_at,
+         import_key) = row  # fmt: skip
         if entity_ids is None:
             entity_ids = tuple(
                 str(e)
@@ -840,6 +847,7 @@ class ReadModel:
             importance=float(importance),
             pinned=bool(pinned),
             expires_at=expires_at,
+            import_key=import_key,
         )
 
     def _where(self, sql: str, args: Sequence[Any]) -> list[Memory]:
@@ -853,6 +861,13 @@ class ReadModel:
             "AND predicate_normalized=? AND t_invalid IS NULL AND type='semantic' "
             "ORDER BY memory_id",
             (namespace, key, predicate),
+        )
+
+    def imported(self, namespace: str, key: str) -> list[Memory]:
+        """The memories an import line with this key stored (valid or not), by id."""
+        return self._where(
+            "SELECT * FROM memories WHERE namespace=? AND import_key=? ORDER BY memory_id",
+            (namespace, key),
         )
 
     def subject_facts(self, namespace: str, key: str) -> list[Memory]:

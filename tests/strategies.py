@@ -54,6 +54,7 @@ bodies = st.builds(
     steps=st.lists(texts, max_size=5).map(tuple),
     source=st.none() | texts,
     context=st.none() | st.dictionaries(texts, json_values, max_size=4),
+    import_key=st.none() | texts,
 )
 confidence = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 

@@ -3,12 +3,19 @@
 Exit codes beyond the common ones: 7 when the memory rules refuse a store (duplicate,
 ambiguous conflict, a superseded or unknown target). ``import`` exits 0 when every line was
 stored, recognised as a duplicate fact or skipped (a dump's id that exists, a memory-server
-memory already known), 7 when some were refused, 2 when the file or a line is not valid
-input (nothing of that line is written; the others are).
+memory already known, a store line imported before), 7 when some were refused, 2 when the
+file or a line is not valid input (nothing of that line is written; the others are).
+
+Store lines are idempotent by their place and text: each carries an import key,
+``"line N sha256:H"`` (N its line number, H the start of the SHA-256 of its JSON object
+written canonically), stored with the memory (``MemoryBody.import_key``). A line whose key
+already stored a memory in its namespace is skipped, whatever the rules would say today;
+the same text on two lines is two memories (two turns "Thanks!" of one conversation).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -91,6 +98,8 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
         superseded = result["superseded"]
         extra = f", superseded {', '.join(superseded)}" if superseded else ""
         click.echo(f"{result['id']} ({result['type']}{extra})")
+        if "similar" in result:
+            click.echo(f"note: {result['similar']['note']}", err=True)
 
 
 @click.command()
@@ -238,7 +247,9 @@ def import_(app: App, file: str, file_format: str, secrets: str | None, as_json:
     store (the default for lines without an id): each line is a store request with the
     fields of the store tool (content, subject, predicate, object, name, steps,
     conditions, entities, supersedes, source, confidence, context, namespace, valid_from,
-    agent_id, visibility, multi_valued), decided in order like an agent's store.
+    agent_id, visibility, multi_valued), decided in order like an agent's store. A line
+    imported before (the same text at the same line number) is skipped, so importing a
+    file again stores only its new lines; the same text on two lines is two memories.
 
     dump (lines with an id, from `ferrex export jsonl`): each memory is restored as it
     was, without re-deciding: id, validity, supersede links, last validation and access
@@ -359,13 +370,25 @@ def _import_requests(
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))
             continue
+        request = replace(request, import_key=import_key(number, raw))
         requests.append((number, request, bool(raw.get("multi_valued"))))
     for multi, run in groupby(requests, key=lambda item: item[2]):
         group = [(n, r) for n, r, _ in run]
         results = writer.store_many([r for _, r in group], multi_valued=multi, progress=update)
         for (number, _), result in zip(group, results, strict=True):
-            outcomes.append(_stored(number, result))
+            outcome = _stored(number, result)
+            if isinstance(result, Refused) and result.details.get("imported"):
+                outcome["status"] = "skipped"
+            outcomes.append(outcome)
     return outcomes
+
+
+def import_key(number: int, raw: dict[str, Any]) -> str:
+    """A store line's place and text: its number and a hash of its JSON object written
+    canonically (sorted keys, no spaces), so reformatting a line does not change it."""
+    canonical = json.dumps(raw, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return f"line {number} sha256:{digest}"
 
 
 def _stored(number: int, result: StoreResult | FerrexError, **extra: Any) -> dict[str, Any]:

@@ -41,8 +41,20 @@ The rules of a store, in order:
    in a ``facts.possible_conflict`` event (the answer's ``possible_conflict``).
 4. **Procedures**: the next version of the name; the current version is superseded.
 5. **Dedup**: a memory of the same namespace and type whose text is a near copy (dense
-   cosine and the identifier check of :func:`ferrex.rules.dedup.is_duplicate`) refuses the
-   store as ``duplicate``.
+   cosine at or above ``dedup_threshold``, and no difference of meaning found by
+   :func:`ferrex.rules.dedup.meaning_difference`: identifiers, quantities, dates, negation,
+   opposite words, names, the order of named things) refuses the store as ``duplicate``.
+   An episodic memory that is another *event* is no duplicate (:func:`another_event`): the
+   same words with an explicitly given event time (``valid_from``) or a ``source`` that
+   differs from the old memory's, or another line of an import (both carry an
+   ``import_key`` and the keys differ). A retried plain store is still a duplicate, and so
+   is a reworded report of the same event with its own time. A
+   memory kept beside a near copy says so in its answer (``similar``: the id, the
+   similarity and why it was kept), and so does one merely close to another (at or above
+   ``near_threshold``), so the agent can supersede it. An import line whose
+   ``import_key`` (its place and text) already stored a memory is refused as ``duplicate``
+   with ``imported`` in its details, before any other rule: importing a file twice stores
+   nothing new.
 6. **Citations**: ``source = "memory:<id>"`` validates that memory if the caller may see it
    (an invisible id behaves exactly like a nonexistent one).
 7. **Derived episodes** (:func:`episode_of`): an episodic memory stored without a
@@ -76,6 +88,7 @@ disagrees is stored beside it (the agent's recall then flags the contradiction).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,7 +99,7 @@ from typing import Any, Generic, Literal, TypeVar
 from ferrex.errors import Refused, UsageError
 from ferrex.ids import plausible_id
 from ferrex.rules.assess import assess, eviction_candidate, text_bytes
-from ferrex.rules.dedup import classify_object_change, is_duplicate
+from ferrex.rules.dedup import classify_object_change, meaning_difference, same_text
 from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.rules.eviction import eviction_plan
 from ferrex.rules.freshness import StalenessParams
@@ -161,6 +174,34 @@ class ResolvedEntity:
 
 
 @dataclass(frozen=True)
+class SimilarMemory:
+    """A memory the new one is close to, named in the store's answer."""
+
+    id: str
+    similarity: float
+    kept_because: str | None = None
+    """Set when the similarity reached the duplicate threshold: why it is no duplicate."""
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.kept_because is not None:
+            note = (
+                f"near-identical to {self.id} but kept: {self.kept_because}; if it replaces "
+                f"that memory, forget it or store with supersedes={self.id}"
+            )
+        else:
+            note = (
+                f"similar to {self.id}; if it replaces that memory, store with "
+                f"supersedes={self.id} (or forget the older one)"
+            )
+        return {
+            "id": self.id,
+            "similarity": round(self.similarity, 4),
+            **({"kept_because": self.kept_because} if self.kept_because is not None else {}),
+            "note": note,
+        }
+
+
+@dataclass(frozen=True)
 class StoreResult:
     status: Literal["stored", "duplicate"]
     id: str
@@ -185,6 +226,8 @@ class StoreResult:
     possible_conflict: tuple[str, ...] = ()
     """Active facts of the same relation, with another object, on a subject possibly the
     same as this one's: both are kept and flagged."""
+    similar: SimilarMemory | None = None
+    """A near copy it was kept beside, or a close memory it may replace."""
     warnings: tuple[str, ...] = ()
     redacted: tuple[dict[str, Any], ...] = ()
     """The likely secrets replaced by markers before it was stored (field, kind, at)."""
@@ -222,6 +265,7 @@ class StoreResult:
                 if self.possible_conflict
                 else {}
             ),
+            **({"similar": self.similar.as_dict()} if self.similar is not None else {}),
             **({"warnings": list(self.warnings)} if self.warnings else {}),
             **({"redacted": [dict(r) for r in self.redacted]} if self.redacted else {}),
         }
@@ -545,6 +589,8 @@ def decide_store(
     :class:`FerrexError` (nothing to write) when the rules refuse it."""
     who = _who(valid, settings)
     namespace = who.namespace
+    if valid.import_key is not None:
+        _refuse_imported(valid.import_key, view, who)
     t_valid = valid.t_valid or now
     memory_id = new_id("mem")
     events: list[Event] = []
@@ -641,11 +687,12 @@ def decide_store(
         )
         current = [m for m in previous if m.t_invalid is None and who.may_change(m)]
     text = memory_text(valid.type, body)
+    close: SimilarMemory | None = None
     if valid.supersedes is None:
         skip_ids = {*superseded, *(m.memory_id for m in current)}
         if crossing is not None:
             skip_ids.add(crossing.memory_id)
-        _refuse_duplicates(valid.type, text, view, who, similar, skip_ids, settings, now)
+        close = _refuse_duplicates(valid, text, view, who, similar, skip_ids, settings, now)
 
     episode, episode_index = (None, 0)
     if (
@@ -746,6 +793,7 @@ def decide_store(
         pinned=valid.pinned,
         expires_at=expires_at,
         possible_conflict=tuple(possible_conflict),
+        similar=close,
     )
     return Decision(tuple(events), result)
 
@@ -901,8 +949,41 @@ def _refuse_replacing_pinned(valid: ValidStore, replaced: Sequence[Memory]) -> N
     )
 
 
+def _refuse_imported(key: str, view: View, who: _Who) -> None:
+    """An import line that already stored a memory (the same place and text of the same
+    file, imported again) stores nothing: refused as ``duplicate``, ``imported`` in the
+    details (``ferrex import`` reports it as skipped)."""
+    done = [m for m in view.imported(who.namespace, key) if who.sees(m)]
+    if done:
+        first = done[0].memory_id
+        raise Refused(
+            f"this import line was already imported as {first}",
+            code="duplicate",
+            hint="nothing to do: importing a file again stores only its new lines",
+            details={"ids": [m.memory_id for m in done], "imported": True, "similarity": 1.0},
+        )
+
+
+def another_event(valid: ValidStore, text: str, old: Memory, old_text: str) -> str | None:
+    """Why an episodic store is another event than ``old`` (which has much the same text),
+    or None: another line of an import (both carry an import key, and the keys differ); or
+    the same words (up to case, spacing and punctuation) with an explicitly given event time
+    or a source that differs from the old memory's. A reworded report with its own time is
+    still a duplicate (it tells the same event again), and so is a plain retried store (no
+    time, no source, no import)."""
+    if None not in (valid.import_key, old.import_key) and valid.import_key != old.import_key:
+        return "another event: another line of an import"
+    if not same_text(text, old_text):
+        return None
+    if valid.t_valid is not None and abs(valid.t_valid.timestamp() - old.t_valid) >= 0.001:
+        return "another event: the same text at a different event time (valid_from)"
+    if valid.source is not None and valid.source != old.source:
+        return "another event: the same text from a different source"
+    return None
+
+
 def _refuse_duplicates(
-    memory_type: str,
+    valid: ValidStore,
     text: str,
     view: View,
     who: _Who,
@@ -910,9 +991,17 @@ def _refuse_duplicates(
     skip: set[str],
     settings: StoreSettings,
     now: datetime,
-) -> None:
+) -> SimilarMemory | None:
+    """Refuse a near copy of a memory (as ``duplicate``); otherwise the closest memory at or
+    above the duplicate threshold it was kept beside (and why), else the closest at or above
+    the near threshold, else None."""
+    kept: SimilarMemory | None = None
+    near: SimilarMemory | None = None
+    floor = min(settings.near_threshold, settings.dedup_threshold)
     for memory_id, score in sorted(similar.neighbours, key=lambda h: (-h[1], h[0])):
-        if memory_id in skip or score < settings.dedup_threshold:
+        if not math.isfinite(score):  # it would fail every comparison, silently
+            raise ValueError(f"similarity must be a finite number, got {score!r}")
+        if memory_id in skip or score < floor:
             continue
         old = view.memory(memory_id)
         if (
@@ -920,18 +1009,27 @@ def _refuse_duplicates(
             or old.t_invalid is not None
             or expired(old.expires_at, now.timestamp())
             or old.namespace != who.namespace
-            or old.type != memory_type
+            or old.type != valid.type
             or not who.sees(old)
         ):
             continue
+        score = min(score, 1.0)
+        if score < settings.dedup_threshold:
+            near = near or SimilarMemory(memory_id, score)
+            continue
         old_text = memory_text(old.type, old.body())
-        if is_duplicate(min(score, 1.0), text, old_text, settings.dedup_threshold):
+        why = another_event(valid, text, old, old_text) if valid.type == "episodic" else None
+        if why is None:
+            why = meaning_difference(text, old_text)
+        if why is None:
             raise Refused(
                 f"a similar memory exists: {memory_id} (similarity {score:.3f})",
                 code="duplicate",
                 hint=f"pass supersedes={memory_id} to replace it",
                 details={"ids": [memory_id], "similarity": round(score, 4)},
             )
+        kept = kept or SimilarMemory(memory_id, score, why)
+    return kept or near
 
 
 def _resolve_subject(
@@ -1123,6 +1221,7 @@ def _body(valid: ValidStore) -> MemoryBody:
         steps=valid.steps,
         source=valid.source,
         context=valid.context,
+        import_key=valid.import_key,
     )
 
 

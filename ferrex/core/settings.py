@@ -8,6 +8,7 @@ from typing import cast
 
 from ferrex.config import Config, staleness_config
 from ferrex.errors import UsageError
+from ferrex.rules.dedup import NEAR_THRESHOLD
 from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits
 from ferrex.rules.predicates import DEFAULT_SYNONYMS, merge_synonyms, synonym_map
@@ -52,6 +53,9 @@ class StoreSettings:
 
     default_namespace: str = "default"
     dedup_threshold: float = 0.95
+    near_threshold: float = NEAR_THRESHOLD
+    """At or above it (and below ``dedup_threshold``) a store is kept with a note naming the
+    similar memory."""
     conflict_duplicate: float = 0.95
     conflict_different: float = 0.80
     entity_fuzzy: float = 0.85
@@ -94,6 +98,7 @@ class StoreSettings:
             default_namespace=c["store.default_namespace"],
             agent_id=c["store.agent_id"],
             dedup_threshold=c["store.dedup_threshold"],
+            near_threshold=c["store.near_threshold"],
             conflict_duplicate=c["store.conflict_duplicate"],
             conflict_different=c["store.conflict_different"],
             entity_fuzzy=c["store.entity_fuzzy"],

@@ -60,6 +60,8 @@ class View(Protocol):
 
     def procedures(self, namespace: str, name: str) -> list[Memory]: ...
 
+    def imported(self, namespace: str, key: str) -> list[Memory]: ...
+
     def spellings(self, namespace: str) -> list[Spelling]: ...
 
     def linked(self, entity_id: str) -> list[str]: ...
@@ -108,6 +110,11 @@ class ReadModelView:
             self._once(
                 ("procedures", namespace, name), lambda: self._rm.procedures(namespace, name)
             )
+        )
+
+    def imported(self, namespace: str, key: str) -> list[Memory]:
+        return list(
+            self._once(("imported", namespace, key), lambda: self._rm.imported(namespace, key))
         )
 
     def spellings(self, namespace: str) -> list[Spelling]:
@@ -286,6 +293,12 @@ class Overlay:
             return m.namespace == namespace and m.type == "procedural" and m.procedure_name == name
 
         return self._merged(self._base.procedures(namespace, name), keep)
+
+    def imported(self, namespace: str, key: str) -> list[Memory]:
+        def keep(m: Memory) -> bool:
+            return m.namespace == namespace and m.import_key == key
+
+        return self._merged(self._base.imported(namespace, key), keep)
 
     def spellings(self, namespace: str) -> list[Spelling]:
         found = [*self._base.spellings(namespace), *self._spellings.get(namespace, ())]

@@ -131,6 +131,9 @@ class StoreRequest:
     pinned: bool = False
     ttl: int | str | None = None
     """Lifecycle marks (:mod:`ferrex.rules.lifecycle`): a ttl in seconds or ``\\d+[smhd]``."""
+    import_key: str | None = None
+    """Set by ``ferrex import`` (never by a tool call): the place and text of the line, which
+    makes the import idempotent (see ``journal.events.MemoryBody.import_key``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +168,7 @@ class ValidStore:
     """How long after the store it expires (None: never)."""
     redacted: tuple[SecretFound, ...] = ()
     """The likely secrets replaced by markers (``store.secrets = "redact"``)."""
+    import_key: str | None = None
 
     @property
     def marked(self) -> bool:
@@ -209,6 +213,10 @@ def detect_type(req: StoreRequest) -> MemoryType:
 
 
 DEFAULT_LIMITS: Final = Limits()
+
+
+IMPORT_KEY_CHARS = 200
+"""The longest import key (``ferrex import`` makes them about 40 characters)."""
 
 
 def validate(
@@ -281,6 +289,7 @@ def validate(
         importance=importance,
         pinned=pinned,
         ttl_seconds=ttl_seconds,
+        import_key=_text("import_key", req.import_key, IMPORT_KEY_CHARS, one_line=True),
     )
     return screen_secrets(valid, secrets)
 

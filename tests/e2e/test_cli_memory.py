@@ -84,20 +84,23 @@ def test_import_reports_every_line(home: Path, tmp_path: Path) -> None:
     code, out, _ = run(home, "import", str(file), "--json")
     doc = json.loads(out)
     statuses = [line["status"] for line in doc["lines"]]
-    assert statuses == ["stored", "stored", "stored", "refused", "stored", "invalid",
+    assert statuses == ["stored", "stored", "stored", "stored", "stored", "invalid",
                         "invalid", "stored", "stored", "invalid"]  # fmt: skip
     assert code == 2, "invalid lines make the exit code 2"
     assert doc["lines"][1]["superseded"] == [doc["lines"][0]["id"]]
-    assert doc["lines"][3]["code"] == "duplicate"
-    assert doc["lines"][3]["ids"] == [doc["lines"][2]["id"]]
+    # The same text on another line is another event, kept beside the first and named.
+    assert doc["lines"][3]["similar"]["id"] == doc["lines"][2]["id"]
+    assert "line of an import" in doc["lines"][3]["similar"]["kept_because"]
     assert "colour" in doc["lines"][6]["message"]
-    # The same file again: repeated texts are refused, the current fact is confirmed, the
-    # procedure gets a new version, and the facts replay their history in file order.
+    # The same file again stores nothing: every line imported before is skipped (the facts
+    # do not replay their history, the procedure gets no new version).
+    head = journal_head(home)
     code, out, _ = run(home, "import", str(file), "--json")
     again = [(line["status"], line.get("code")) for line in json.loads(out)["lines"]]
-    assert again[:2] == [("stored", None), ("stored", None)]  # 18 replaces 19, then back
-    assert again[2:5] == [("refused", "duplicate"), ("refused", "duplicate"), ("stored", None)]
-    assert again[7:9] == [("refused", "duplicate"), ("refused", "duplicate")]
+    assert again == [("skipped", "duplicate")] * 5 + [("invalid", "invalid_input")] * 2 + [
+        ("skipped", "duplicate")
+    ] * 2 + [("invalid", "invalid_input")]
+    assert code == 2 and journal_head(home) == head
 
 
 def test_import_from_stdin_and_unreadable_file(home: Path, tmp_path: Path) -> None:
@@ -149,3 +152,54 @@ def test_import_decides_lines_in_file_order(tmp_path: Path) -> None:
     first, second = json.loads(out)["lines"]
     assert second["superseded"] == [first["id"]]
     assert first["position"] < second["position"]
+
+
+def test_import_is_idempotent_by_place_and_text_not_by_similarity(tmp_path: Path) -> None:
+    """A conversation's repeated turns are all stored; importing it again stores nothing;
+    a line added or changed later is stored on the next import."""
+    home = tmp_path / "home"
+    turns = ["Sam: Did the deploy go out?", "Ana: Thanks!", "Sam: It did, at noon.",
+             "Ana: Thanks!", "Sam: Bye!", "Ana: Bye!", "Ana: Thanks!"]  # fmt: skip
+    file = tmp_path / "chat.jsonl"
+    file.write_text("".join(json.dumps({"content": t, "namespace": "chat"}) + "\n" for t in turns))
+    code, out, _ = run(home, "import", str(file), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"] == {"stored": 7}, out
+    ids = [line["id"] for line in doc["lines"]]
+    assert len(set(ids)) == 7
+    head = journal_head(home)
+
+    code, out, _ = run(home, "import", str(file), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"] == {"skipped": 7}
+    assert [line["ids"] for line in doc["lines"]] == [[i] for i in ids]
+    assert journal_head(home) == head, "a second import writes nothing"
+
+    # Reformatting a line changes nothing; a new line and a changed one are stored.
+    lines = file.read_text().splitlines()
+    lines[0] = json.dumps({"namespace": "chat", "content": turns[0]}, indent=None)
+    lines[4] = json.dumps({"content": "Sam: See you!", "namespace": "chat"})
+    lines.append(json.dumps({"content": "Ana: Thanks!", "namespace": "chat"}))
+    file.write_text("\n".join(lines) + "\n")
+    code, out, _ = run(home, "import", str(file), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"] == {"skipped": 6, "stored": 2}, out
+    assert [line["line"] for line in doc["lines"] if line["status"] == "stored"] == [5, 8]
+
+    # Outside an import, the same text is still a duplicate of what the import stored.
+    code, _, err = run(home, "store", "--content", "Sam: Did the deploy go out?",
+                       "--namespace", "chat")  # fmt: skip
+    assert code == 7 and "duplicate" in err
+
+
+def test_store_names_a_near_copy_it_kept_on_stderr(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    code, first, _ = run(
+        home, "store", "--content", "payments-api calls ledger-api for every refund"
+    )
+    assert code == 0
+    code, out, err = run(
+        home, "store", "--content", "ledger-api calls payments-api for every refund"
+    )
+    assert code == 0 and out.strip() != first.strip()
+    assert f"near-identical to {first.split()[0]} but kept" in err and "order" in err

@@ -107,6 +107,9 @@ class FakeView:
             )
         )
 
+    def imported(self, namespace: str, key: str) -> list[Memory]:
+        return self._sorted(lambda m: m.namespace == namespace and m.import_key == key)
+
     def spellings(self, namespace: str) -> list[Spelling]:
         return list(self.spelled.get(namespace, []))
 
@@ -266,6 +269,156 @@ def test_a_near_copy_is_refused_but_not_one_the_caller_cannot_see() -> None:
     hidden = Similar([(private.result.id, 0.99)])
     ok = store(view, note("Standup is at nine.", agent_id="bob"), hidden, new_id=lambda p: p + "c")
     assert ok.result.status == "stored"
+
+
+def test_a_near_copy_that_says_something_else_is_kept_and_says_why() -> None:
+    view = FakeView()
+    first = store(view, note("feature-engine calls metrics-gateway synchronously"))
+    near = Similar([(first.result.id, 0.974)])
+    kept = store(view, note("metrics-gateway calls feature-engine synchronously"), near,
+                 new_id=lambda p: p + "_b")  # fmt: skip
+    assert kept.result.status == "stored"
+    assert kept.result.similar is not None and kept.result.similar.id == first.result.id
+    assert "order" in (kept.result.similar.kept_because or "")
+    answer = kept.result.as_dict()["similar"]
+    assert answer["similarity"] == 0.974 and f"supersedes={first.result.id}" in answer["note"]
+    # The first text again is still a duplicate (of the first memory).
+    again = Similar([(first.result.id, 1.0), (kept.result.id, 0.974)])
+    with pytest.raises(Refused) as caught:
+        store(view, note("feature-engine calls metrics-gateway synchronously."), again,
+              new_id=lambda p: p + "_c")  # fmt: skip
+    assert caught.value.code == "duplicate" and caught.value.details["ids"] == [first.result.id]
+
+
+def test_a_close_memory_below_the_duplicate_threshold_is_named_in_the_answer() -> None:
+    view = FakeView()
+    first = store(view, note("Emails are sent through the notifications worker"))
+    close = store(view, note("The notifications worker sends the emails"),
+                  Similar([(first.result.id, 0.93)]), new_id=lambda p: p + "_b")  # fmt: skip
+    assert close.result.similar is not None
+    assert (close.result.similar.id, close.result.similar.kept_because) == (first.result.id, None)
+    assert "supersedes=" in close.result.as_dict()["similar"]["note"]
+    far = store(view, note("The notifications worker is written in Go"),
+                Similar([(first.result.id, 0.87)]), new_id=lambda p: p + "_c")  # fmt: skip
+    assert far.result.similar is None and "similar" not in far.result.as_dict()
+    tuned = replace(SETTINGS, near_threshold=0.85)
+    noted = store(view, note("Emails go out via the notifications worker"),
+                  Similar([(first.result.id, 0.87)]), settings=tuned,
+                  new_id=lambda p: p + "_d")  # fmt: skip
+    assert noted.result.similar is not None and noted.result.similar.id == first.result.id
+
+
+def test_a_nan_neighbour_similarity_is_a_bug_not_a_decision() -> None:
+    view = FakeView()
+    first = store(view, note("The cache is warm"))
+    with pytest.raises(ValueError, match="finite"):
+        store(view, note("The cache is warm."), Similar([(first.result.id, float("nan"))]),
+              new_id=lambda p: p + "_b")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("again", "why"),
+    [
+        ({"valid_from": "2026-11-03T03:00:00Z"}, "event time"),
+        ({"valid_from": "2026-11-02T03:00:00Z", "source": "ops-log"}, "source"),
+    ],
+)
+def test_the_same_text_at_another_time_or_from_another_source_is_another_event(
+    again: dict[str, str], why: str
+) -> None:
+    view = FakeView()
+    text = "Nightly backup of the orders database finished"
+    first = store(view, note(text, valid_from="2026-11-02T03:00:00Z"))
+    same = Similar([(first.result.id, 1.0)])
+    other = store(view, note(text, **again), same, new_id=lambda p: p + "_b")
+    assert other.result.status == "stored"
+    assert other.result.similar is not None and why in (other.result.similar.kept_because or "")
+
+
+@pytest.mark.parametrize(
+    "retry",
+    [{}, {"valid_from": "2026-11-02T03:00:00Z"}, {"source": "ops-log"}],
+    ids=["plain", "same time", "same source"],
+)
+def test_a_retried_store_is_still_a_duplicate(retry: dict[str, str]) -> None:
+    view = FakeView()
+    text = "Nightly backup of the orders database finished"
+    first = store(view, note(text, valid_from="2026-11-02T03:00:00Z", source="ops-log"))
+    with pytest.raises(Refused) as caught:
+        store(view, note(text, **retry), Similar([(first.result.id, 1.0)]),
+              new_id=lambda p: p + "_b")  # fmt: skip
+    assert caught.value.code == "duplicate"
+
+
+def test_a_reworded_report_of_an_event_with_its_own_time_is_still_a_duplicate() -> None:
+    view = FakeView()
+    first = store(view, note("INC-4417: ledger-api returned 502 for 40 minutes",
+                             valid_from="2026-03-18T08:10:00Z"))  # fmt: skip
+    with pytest.raises(Refused) as caught:
+        store(view, note("INC-4417: for 40 minutes ledger-api returned 502.",
+                         valid_from="2026-03-18T09:00:00Z"),
+              Similar([(first.result.id, 0.97)]), new_id=lambda p: p + "_b")  # fmt: skip
+    assert caught.value.code == "duplicate"
+
+
+def test_import_lines_are_events_by_place_and_a_second_import_stores_nothing() -> None:
+    view = FakeView()
+    line_2 = store(view, note("Ana: Thanks!", import_key="line 2 sha256:aa"))
+    # Another line with the same text: another event, kept and named.
+    line_4 = store(view, note("Ana: Thanks!", import_key="line 4 sha256:aa"),
+                   Similar([(line_2.result.id, 1.0)]), new_id=lambda p: p + "_b")  # fmt: skip
+    assert line_4.result.status == "stored"
+    assert "line of an import" in (line_4.result.similar.kept_because or "")  # type: ignore[union-attr]
+    stored = [e for e in line_4.events if isinstance(e, MemoryStored)]
+    assert stored[0].body is not None and stored[0].body.import_key == "line 4 sha256:aa"
+    # The same line again: refused before anything else is decided, whatever the similarity.
+    for key, first in (("line 2 sha256:aa", line_2), ("line 4 sha256:aa", line_4)):
+        with pytest.raises(Refused) as caught:
+            store(view, note("Ana: Thanks!", import_key=key), Similar(),
+                  new_id=lambda p: p + "_x")  # fmt: skip
+        assert caught.value.code == "duplicate" and caught.value.details["imported"] is True
+        assert caught.value.details["ids"] == [first.result.id]
+    # A plain store of the same text is a duplicate of an imported one.
+    with pytest.raises(Refused) as plain:
+        store(view, note("Ana: Thanks!"), Similar([(line_2.result.id, 1.0)]),
+              new_id=lambda p: p + "_y")  # fmt: skip
+    assert plain.value.code == "duplicate" and "imported" not in plain.value.details
+
+
+def test_an_imported_fact_later_replaced_is_not_imported_again() -> None:
+    view = FakeView()
+    old = store(view, fact("web", "uses", "react 18", import_key="line 1 sha256:01"))
+    new = store(view, fact("web", "uses", "react 19", import_key="line 2 sha256:02"),
+                new_id=lambda p: p + "_b")  # fmt: skip
+    assert new.result.superseded == (old.result.id,)
+    with pytest.raises(Refused) as caught:
+        store(view, fact("web", "uses", "react 18", import_key="line 1 sha256:01"),
+              new_id=lambda p: p + "_c")  # fmt: skip
+    assert caught.value.details["imported"] is True
+    assert view.memory(new.result.id).t_invalid is None  # type: ignore[union-attr]
+
+
+def test_an_import_key_of_a_memory_the_caller_cannot_see_does_not_count() -> None:
+    view = FakeView()
+    store(view, note("Standup notes", agent_id="alice", import_key="line 1 sha256:01"))
+    bob = store(view, note("Standup notes", agent_id="bob", import_key="line 1 sha256:01"),
+                new_id=lambda p: p + "_b")  # fmt: skip
+    assert bob.result.status == "stored"
+
+
+def test_the_overlay_sees_import_keys_decided_earlier_in_the_batch() -> None:
+    view = FakeView()
+    overlay = Overlay(view)
+    first = decide_store(note("Ana: Thanks!", import_key="line 2 sha256:aa"), overlay,  # type: ignore[arg-type]
+                         Similar(), now=NOW, new_id=ids(), settings=SETTINGS)  # type: ignore[arg-type]  # fmt: skip
+    overlay.apply(first.events)
+    assert [m.memory_id for m in overlay.imported("default", "line 2 sha256:aa")] == [
+        first.result.id
+    ]
+    assert view.imported("default", "line 2 sha256:aa") == []
+    with pytest.raises(Refused, match="already imported"):
+        decide_store(note("Ana: Thanks!", import_key="line 2 sha256:aa"), overlay,  # type: ignore[arg-type]
+                     Similar(), now=NOW, new_id=ids(), settings=SETTINGS)  # type: ignore[arg-type]  # fmt: skip
 
 
 def test_a_measure_the_decision_was_not_given_is_a_bug_not_a_guess() -> None:

@@ -1,4 +1,4 @@
-"""Duplicates and conflicts: similarity proposes, identifiers decide."""
+"""Duplicates and conflicts: similarity proposes, identifiers and meaning decide."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferrex.rules.dedup import classify_object_change, identifiers, is_duplicate
+from ferrex.rules.dedup import (
+    classify_object_change,
+    identifiers,
+    is_duplicate,
+    meaning_difference,
+)
 
 
 @pytest.mark.parametrize(
@@ -136,3 +141,101 @@ def test_identifiers_are_lowercase_tokens(text: str) -> None:
         assert token == token.lower()
         assert token.strip() == token
         assert token
+
+
+# --- meaning_difference -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "why"),
+    [
+        # The order of named things around a relation.
+        ("metrics-gateway calls feature-engine synchronously",
+         "feature-engine calls metrics-gateway synchronously", "order"),
+        ("The auth service depends on Redis", "Redis depends on the auth service", "order"),
+        ("Alice reports to Bob.", "Bob reports to Alice.", "order"),
+        ("metrics-gateway is called by feature-engine", "metrics-gateway calls feature-engine",
+         "order"),
+        # Negation in one and not the other.
+        ("Caching is enabled", "Caching is not enabled", "negation"),
+        ("Bob prefers dark mode", "Bob doesn't prefer dark mode", "negation"),
+        ("Users can delete comments", "Users cannot delete comments", "negation"),
+        ("Emails go out with tracking pixels", "Emails go out without tracking pixels",
+         "negation"),
+        ("The worker is blocking", "The worker is non-blocking", "negation"),
+        # Numbers, versions, dates, durations, identifiers.
+        ("Retry three times", "Retry five times", "identifiers"),
+        ("The cluster runs Kubernetes 1.29", "The cluster runs Kubernetes 1.30", "identifiers"),
+        ("Deploys happen on Tuesdays", "Deploys happen on Thursdays", "dates"),
+        ("Dave approved it yesterday", "Dave approved it today", "dates"),
+        ("Times out after 30 seconds", "Times out after 30 minutes", "quantities"),
+        ("Rebuilt nightly at 2 am", "Rebuilt nightly at 2 pm", "quantities"),
+        ("Uploads are limited to 25 MB", "Uploads are limited to 25 GB", "quantities"),
+        ("Incident INC-4512 was a TLS expiry", "Incident INC-4513 was a TLS expiry",
+         "identifiers"),
+        # Opposite words and other names.
+        ("It calls the engine synchronously", "It calls the engine asynchronously", "opposite"),
+        ("The migration runs before the deploy", "The migration runs after the deploy",
+         "opposite"),
+        ("Alice owns the payments API", "Bob owns the payments API", "names"),
+        ("Carol is on call with Dave", "Carol is on call with Erin", "names"),
+        ("Deploy the hotfix to staging first", "Deploy the hotfix to production first",
+         "names"),
+        ("The bucket is ferrex-backups", "The bucket is ferrex-archive", "names"),
+        # Periods, seasons, ordinals, bounds and people's relations.
+        ("The queue is drained every hour", "The queue is drained every minute", "dates"),
+        ("The job runs hourly", "The job runs daily", "dates"),
+        ("I visited Paris last summer", "I visited Paris last winter", "dates"),
+        ("Starts on the third of the month", "Starts on the fifteenth of the month",
+         "identifiers"),
+        ("Retries at most twice", "Retries at least twice", "opposite"),
+        ("My daughter is allergic to peanuts", "My son is allergic to peanuts", "opposite"),
+        ("He approved the plan", "She approved the plan", "opposite"),
+        # A passive that keeps the active's order says the opposite.
+        ("Jenkins calls the release script", "Jenkins is called by the release script",
+         "order"),
+    ],
+)  # fmt: skip
+def test_a_difference_of_meaning_is_found_and_named(new: str, old: str, why: str) -> None:
+    for a, b in ((new, old), (old, new)):
+        found = meaning_difference(a, b)
+        assert found is not None and why in found, (a, b, found)
+        assert not is_duplicate(0.999, a, b)
+
+
+@pytest.mark.parametrize(
+    ("new", "old"),
+    [
+        ("The deploy failed on Tuesday", "On Tuesday the deploy failed"),
+        ("the deploy failed", "THE DEPLOY FAILED"),
+        ("Alice said the deploy failed", "The deploy failed, Alice said"),
+        ("metrics-gateway calls feature-engine synchronously",
+         "feature-engine is called by metrics-gateway synchronously"),
+        ("The PR was merged by Alice", "Alice merged the PR"),
+        ("Login bug fixed in PR #260", "PR 260 fixed the login bug"),
+        ("Retry three times", "Retry 3 times"),
+        ("Times out after 30 seconds", "Times out after 30s"),
+        ("Uploads are limited to 25 MB", "Uploads are limited to 25MB"),
+        ("The cache isn't enabled", "The cache is not enabled"),
+        ("Caching is enabled for the catalogue", "Caching's enabled for the catalogue"),
+        ("Ana: Thanks!", "Ana: thanks"),
+        ("The API key is rotated every month", "The API key is rotated monthly"),
+        ("The service restarted at night", "Overnight, the service restarted"),
+        ("Jenkins builds the Android app", "The Android app is built by Jenkins"),
+        ("Nginx proxies requests to the app", "Requests are proxied to the app by Nginx"),
+        ("Second, run the migration", "Then run the migration"),
+        ("Use the third replica", "Use the 3rd replica"),
+        ("  The   staging cluster\nruns Kubernetes 1.29. ",
+         "The staging cluster runs Kubernetes 1.29"),
+    ],
+)  # fmt: skip
+def test_rewordings_spacing_punctuation_and_case_make_no_difference(new: str, old: str) -> None:
+    assert meaning_difference(new, old) is None
+    assert meaning_difference(old, new) is None
+    assert is_duplicate(0.96, new, old)
+
+
+@given(st.text(max_size=80))
+def test_a_text_means_what_it_means(text: str) -> None:
+    assert meaning_difference(text, text) is None
+    assert meaning_difference(text.upper(), text.upper()) is None
