@@ -65,7 +65,7 @@ FIELDS: Final = (
     "confidence", "context", "agent_id", "visibility", "t_valid", "t_invalid",
     "superseded_by", "supersedes", "created_at", "last_validated", "last_accessed",
     "access_count", "importance", "pinned", "expires_at", "multi_valued", "episode",
-    "episode_index", "entity_ids",
+    "episode_index", "entity_ids", "import_key",
 )  # fmt: skip
 """Every key a memory's dump line may have, in the order it is written."""
 
@@ -184,6 +184,7 @@ def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
         "episode": m.episode,
         "episode_index": m.episode_index if m.episode is not None else None,
         "entity_ids": sorted(e for e in m.entity_ids if e in names) or None,
+        "import_key": m.import_key,
     }
     line = {key: values[key] for key in FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -209,6 +210,9 @@ class Restored:
     entity_ids: tuple[str, ...] = ()
     """The dumped ids of its entities (a dump's entity lines say what each is); empty in a
     dump without entity lines, whose ``entities`` names are resolved instead."""
+    import_key: str | None = None
+    """The import line it came from (``ferrex import``), so re-importing that file after a
+    restore still stores nothing twice."""
 
 
 @dataclass(frozen=True)
@@ -393,6 +397,7 @@ def parse_line(
     entity_ids = raw.get("entity_ids", [])
     if not isinstance(entity_ids, list) or not all(plausible_id(e) for e in entity_ids):
         raise UsageError(f"entity_ids in {where} must be a list of entity ids")
+    import_key = _optional_text(raw, "import_key", where)
     return Restored(
         memory_id=memory_id,
         valid=valid,
@@ -407,6 +412,7 @@ def parse_line(
         multi_valued=multi_valued,
         episode=None if episode is None else EpisodeRef(episode, episode_index or 0),
         entity_ids=tuple(entity_ids),
+        import_key=import_key,
     )
 
 

@@ -222,6 +222,7 @@ def _body(item: Restored, predicate_normalized: str | None) -> MemoryBody:
         steps=v.steps,
         source=v.source,
         context=v.context,
+        import_key=item.import_key,
     )
 
 
