@@ -101,11 +101,11 @@ def run_server(
 
         stopping = stop_on_signals()
         stopping.hand_over = hand_over  # before anything opens: a signal from now on hands over
-        hub.start()
         watcher.start()
         code = 0
         try:
-            run_stdio(server)
+            # The election and the warm-up wait until the client has its initialize answer.
+            run_stdio(server, after_handshake=hub.start)
         except Exception:
             log.exception("the stdio server failed")
             code = 1

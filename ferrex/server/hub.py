@@ -407,8 +407,10 @@ class Hub:
     """Routes this process's tool calls to the stores, wherever they are open.
 
     ``open_app`` builds the App when this process becomes the owner. ``start()`` runs the
-    first election (and, as owner, loads the models) in the background, so a server answers
-    ``initialize`` at once; the first call waits for it.
+    first election (and, as owner, loads the models) in the background; the stdio server
+    calls it once the client has its ``initialize`` answer (so that answer waits for none of
+    it), the HTTP server before it listens. A call before it, or before it is done, elects
+    (or waits for the election) itself.
     """
 
     def __init__(
@@ -447,6 +449,8 @@ class Hub:
         """Elect (and, as owner, warm up) in the background."""
 
         def run() -> None:
+            if self._closed:  # handed over before the handshake ended: nothing to start
+                return
             try:
                 self._settle(time.monotonic() + self.wait_seconds)
                 if self._ownership is not None:
