@@ -19,7 +19,8 @@ if the bad one had never been there.
 What the process does beyond answering (electing the data directory's owner, loading the
 models) waits for the handshake (:class:`Handshake`): it starts once the answer to
 ``initialize`` has been written and the client has sent something after ``initialize``
-(normally ``notifications/initialized``), so none of it slows that first answer.
+(normally ``notifications/initialized``), so none of it slows that first answer; a process
+whose client sends no ``initialize`` at all starts it after :data:`UNHEARD_SECONDS`.
 
 While it serves, fd 0 reads the null device and fd 1 writes to stderr (the wire is on
 private duplicates), so a library or child process that prints cannot corrupt the protocol.
@@ -180,11 +181,18 @@ def id_refused(raw: object) -> bool:
     return isinstance(request_id, bool) or not isinstance(request_id, str | int)
 
 
+UNHEARD_SECONDS = 2.0
+"""A server whose client has not sent ``initialize`` this long after it began serving starts
+what follows the handshake anyway (the election: a process started to own the stores for
+others, a client that never initializes). A client's ``initialize`` stops the clock."""
+
+
 class Handshake:
     """Runs ``then`` once, when the answer to ``initialize`` has gone out and the client has
     sent a message after its ``initialize`` request (the ``initialized`` notification, or a
-    request of a client that skips it). Messages before ``initialize`` (a ping) count for
-    nothing; an error answer to ``initialize`` leaves the handshake unfinished."""
+    request of a client that skips it), or at :meth:`unheard` if no ``initialize`` came.
+    Messages before ``initialize`` (a ping) count for nothing; an error answer to
+    ``initialize`` leaves the handshake unfinished."""
 
     def __init__(self, then: Callable[[], None] | None) -> None:
         self._then = then
@@ -210,6 +218,14 @@ class Handshake:
             if message.id != request.id:
                 return
             self._answered = True
+        self._maybe_done()
+
+    def unheard(self) -> None:
+        """The client's time to send ``initialize`` is up (:data:`UNHEARD_SECONDS`)."""
+        with self._lock:
+            if self._request is not None:
+                return
+            self._answered = self._spoke_after = True
         self._maybe_done()
 
     def _maybe_done(self) -> None:
@@ -327,16 +343,20 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def run_stdio(server: FerrexMCP, after_handshake: Callable[[], None] | None = None) -> None:
     """Serve ``server`` on this process's stdin and stdout until stdin closes;
-    ``after_handshake`` runs once the client has its ``initialize`` answer (:class:`Handshake`)."""
+    ``after_handshake`` runs once the client has its ``initialize`` answer, or has sent none
+    for :data:`UNHEARD_SECONDS` (:class:`Handshake`)."""
 
     async def main() -> None:
         lowlevel = server._lowlevel_server
+        handshake = Handshake(after_handshake)
+        unheard = threading.Timer(UNHEARD_SECONDS, handshake.unheard)
+        unheard.daemon = True
         wire = _Wire()
         try:
+            unheard.start()
             to_session, from_wire = create_context_streams[SessionMessage | Exception](0)
             to_wire, from_session = create_context_streams[SessionMessage](0)
             chunks_in, chunks_out = anyio.create_memory_object_stream[bytes](4)
-            handshake = Handshake(after_handshake)
             reader = _Reader(to_session, to_wire, handshake)
             token = anyio.lowlevel.current_token()
             threading.Thread(target=_read_wire, args=(wire.read_fd, chunks_in, token),
@@ -346,6 +366,7 @@ def run_stdio(server: FerrexMCP, after_handshake: Callable[[], None] | None = No
                 tasks.start_soon(_write_wire, wire.write_fd, from_session, handshake)
                 await lowlevel.run(from_wire, to_wire, lowlevel.create_initialization_options())
         finally:
+            unheard.cancel()
             wire.restore()
 
     anyio.run(main)
