@@ -11,7 +11,7 @@ Each run, alternating the two sides so both see the same load:
   once through the import path, or reused with ``--home``). The client writes ``initialize``
   and, the moment the answer is read, takes the server's CPU seconds from
   ``/proc/PID/stat`` (utime + stime, every thread) and which heavy native libraries its
-  ``/proc/PID/maps`` holds then (ONNX Runtime, Qdrant Edge, apsw) and whether the data
+  ``/proc/PID/maps`` holds then (ONNX Runtime, Qdrant Edge, apsw, numpy) and whether the data
   directory's owner lock is taken. Then ``notifications/initialized``, ``tools/list`` and
   one ``recall``: the wall seconds from the ``initialize`` answer to the recall's, and the
   server's CPU by then.
@@ -47,9 +47,10 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                          "clientInfo": {"name": "bench", "version": "1"}}}  # fmt: skip
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+QUERY = "what did we decide about the release"
 RECALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-          "params": {"name": "recall", "arguments": {"query": "what did we decide about the release"}}}  # fmt: skip
-NATIVE = {"onnxruntime": "onnxruntime", "qdrant_edge": "qdrant_edge", "apsw": "apsw"}
+          "params": {"name": "recall", "arguments": {"query": QUERY}}}  # fmt: skip
+NATIVE = ("onnxruntime", "qdrant_edge", "apsw", "numpy")
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -63,7 +64,7 @@ def cpu_seconds(pid: int) -> float:
 def loaded(pid: int) -> list[str]:
     """Which of the heavy native libraries the process has mapped."""
     maps = Path(f"/proc/{pid}/maps").read_text()
-    return sorted(name for name, part in NATIVE.items() if part in maps)
+    return sorted(name for name in NATIVE if f"/{name}/" in maps)
 
 
 def sdk_import() -> float:

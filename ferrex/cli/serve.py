@@ -32,7 +32,7 @@ import click
 from ferrex.app import App
 from ferrex.config import Config
 from ferrex.errors import UsageError
-from ferrex.server.service import Caller
+from ferrex.server.caller import Caller
 
 if TYPE_CHECKING:
     from ferrex.server.mcp_auth import TokenTable

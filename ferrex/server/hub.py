@@ -54,7 +54,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ferrex import __version__
 from ferrex.app import App
@@ -67,9 +67,12 @@ from ferrex.errors import (
     Refused,
     UsageError,
 )
+from ferrex.server.caller import Caller, error_document
 from ferrex.server.owner import Endpoint, is_held, lock_path
-from ferrex.server.service import Caller, Service, error_document
 from journal import FORMAT_VERSION
+
+if TYPE_CHECKING:
+    from ferrex.server.service import Service
 
 log = logging.getLogger("ferrex.hub")
 
@@ -277,6 +280,8 @@ class _Ownership:
         flush_every: float | None,
         sweep_every: float | None = None,
     ) -> None:
+        from ferrex.server.service import Service  # the tools: loaded once this process owns
+
         self.home = home
         self.service = GuardedService(Service(app))
         self._stop = threading.Event()
