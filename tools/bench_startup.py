@@ -2,11 +2,13 @@
 first recall after it.
 
     python -m tools.bench_startup [--runs 5] [--memories 200] [--home DIR] [--ferrex PATH]
+                                  [--baseline PATH]
 
 Each run, alternating the two sides so both see the same load:
 
 - ``sdk``: a fresh ``python -c "import mcp.server.lowlevel"``, its CPU seconds (user + system,
-  from ``wait4``): the MCP SDK's own import, which no server built on it can avoid;
+  from ``/proc/PID/stat`` once the import is done): the MCP SDK's own import, which no server
+  built on it can avoid;
 - ``server``: a fresh ``ferrex --home DIR`` on a home holding ``--memories`` memories (built
   once through the import path, or reused with ``--home``). The client writes ``initialize``
   and, the moment the answer is read, takes the server's CPU seconds from
@@ -15,6 +17,9 @@ Each run, alternating the two sides so both see the same load:
   directory's owner lock is taken. Then ``notifications/initialized``, ``tools/list`` and
   one ``recall``: the wall seconds from the ``initialize`` answer to the recall's, and the
   server's CPU by then.
+
+With ``--baseline PATH`` (another ``ferrex`` executable, say one built from an earlier
+commit), each run measures it too, right after the first, on the same home: an A/B in one run.
 
 ``extra`` is the server's CPU at its answer minus the SDK import's in the same run (the goal
 is at most 0.3 s). Wall times move with the load printed beside them; CPU seconds move less.
@@ -33,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +74,20 @@ def loaded(pid: int) -> list[str]:
 
 
 def sdk_import() -> float:
-    """CPU seconds of a fresh interpreter importing the MCP SDK's low-level server."""
-    process = subprocess.Popen([sys.executable, "-c", "import mcp.server.lowlevel"])
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise SystemExit("importing mcp.server.lowlevel failed")
-    return usage.ru_utime + usage.ru_stime
+    """CPU seconds of a fresh interpreter once it has imported the MCP SDK's low-level server,
+    read from ``/proc`` while it waits, as the server's are (its exit is not counted)."""
+    script = "import sys, mcp.server.lowlevel; print('ready', flush=True); sys.stdin.read()"
+    process = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE)  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        if process.stdout.readline() != b"ready\n":
+            raise SystemExit("importing mcp.server.lowlevel failed")
+        return cpu_seconds(process.pid)
+    finally:
+        process.stdin.close()
+        process.wait(timeout=120)
+        process.stdout.close()
 
 
 class _Pipe:
@@ -142,6 +155,10 @@ def server_run(ferrex: str, home: Path) -> dict[str, Any]:
             "recall_cpu": at_recall}  # fmt: skip
 
 
+def _medians(rows: list[dict[str, Any]]) -> Callable[[str], float]:
+    return lambda key: statistics.median(float(r[key]) for r in rows)
+
+
 def _lock_held(home: Path) -> bool:
     from ferrex.server.owner import is_held
 
@@ -161,6 +178,7 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=200)
     parser.add_argument("--home", type=Path, help="reuse this home (built when empty)")
     parser.add_argument("--ferrex", default=FERREX, help="the ferrex executable to start")
+    parser.add_argument("--baseline", help="another ferrex executable, measured alternately")
     quiet.add_arguments(parser)
     options = parser.parse_args()
     quiet.begin(options)
@@ -169,28 +187,32 @@ def main() -> None:
         if not (home / "journal").exists():
             _build(home, options.memories)
         server_run(options.ferrex, home)  # the model cache and the page cache warm, unmeasured
-        rows: list[dict[str, Any]] = []
+        sides = {"ferrex": options.ferrex}
+        if options.baseline:
+            sides["baseline"] = options.baseline
+            server_run(options.baseline, home)
+        rows: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
         for run in range(options.runs):
             sdk = sdk_import()
-            row = server_run(options.ferrex, home)
-            row["sdk_cpu"] = sdk
-            row["extra"] = row["init_cpu"] - sdk
-            rows.append(row)
-            print(f"run {run + 1}: sdk import {sdk:.2f} s CPU; initialize answered after "
-                  f"{row['init_wall']:.2f} s wall, {row['init_cpu']:.2f} s CPU (extra "
-                  f"{row['extra']:+.2f} s), native libraries then: "
-                  f"{', '.join(row['loaded']) or 'none'}, owner lock "
-                  f"{'taken' if row['owner_lock'] else 'free'}; first recall "
-                  f"{row['recall_wall']:.2f} s wall after it, {row['recall_cpu']:.2f} s CPU "
-                  f"by then; {quiet.load_line()}", flush=True)  # fmt: skip
-
-        def median(key: str) -> float:
-            return statistics.median(float(r[key]) for r in rows)
-
-        print(f"median of {len(rows)}: sdk import {median('sdk_cpu'):.2f} s CPU; server at "
-              f"initialize {median('init_cpu'):.2f} s CPU (extra {median('extra'):+.2f} s), "
-              f"{median('init_wall'):.2f} s wall; first recall {median('recall_wall'):.2f} s "
-              f"wall after initialize, {median('recall_cpu'):.2f} s CPU in all")  # fmt: skip
+            print(f"run {run + 1}: sdk import {sdk:.2f} s CPU", flush=True)
+            for side, executable in sides.items():
+                row = server_run(executable, home)
+                row["sdk_cpu"] = sdk
+                row["extra"] = row["init_cpu"] - sdk
+                rows[side].append(row)
+                print(f"  {side}: initialize answered after {row['init_wall']:.2f} s wall, "
+                      f"{row['init_cpu']:.2f} s CPU (extra {row['extra']:+.2f} s), native "
+                      f"libraries then: {', '.join(row['loaded']) or 'none'}, owner lock "
+                      f"{'taken' if row['owner_lock'] else 'free'}; first recall "
+                      f"{row['recall_wall']:.2f} s wall after it, {row['recall_cpu']:.2f} s "
+                      f"CPU by then; {quiet.load_line()}", flush=True)  # fmt: skip
+        for side, measured in rows.items():
+            median = _medians(measured)
+            print(f"{side}, median of {len(measured)}: sdk import {median('sdk_cpu'):.2f} s "
+                  f"CPU; at initialize {median('init_cpu'):.2f} s CPU (extra "
+                  f"{median('extra'):+.2f} s), {median('init_wall'):.2f} s wall; first recall "
+                  f"{median('recall_wall'):.2f} s wall after initialize, "
+                  f"{median('recall_cpu'):.2f} s CPU in all")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -457,7 +457,7 @@ class Hub:
             if self._closed:  # handed over before the handshake ended: nothing to start
                 return
             try:
-                self._settle(time.monotonic() + self.wait_seconds)
+                self._settle(time.monotonic() + self.wait_seconds, warm=True)
                 if self._ownership is not None:
                     self._ownership.service.service.warm()
             except FerrexError as exc:  # the first tool call reports it to the agent
@@ -493,8 +493,9 @@ class Hub:
                         f"{lock_path(self.home)}",
                     ) from exc
 
-    def _settle(self, deadline: float) -> _Ownership | _Remote:
-        """Become the owner or connect to it, waiting while another process starts up."""
+    def _settle(self, deadline: float, *, warm: bool = False) -> _Ownership | _Remote:
+        """Become the owner or connect to it, waiting while another process starts up;
+        ``warm``: as the owner, start loading the model the moment the lock is taken."""
         delay = 0.02
         while True:
             with self._elect_lock:
@@ -504,7 +505,7 @@ class Hub:
                     return self._ownership
                 if self._remote is not None:
                     return self._remote
-                owned = self._try_own()
+                owned = self._try_own(warm)
                 if owned is not None:
                     return owned
                 endpoint = Endpoint.read(self.home)
@@ -554,12 +555,14 @@ class Hub:
 
         threading.Thread(target=run, name="ferrex-warm", daemon=True).start()
 
-    def _try_own(self) -> _Ownership | None:
+    def _try_own(self, warm: bool = False) -> _Ownership | None:
         app = self._spare if self._spare is not None else self.open_app()
         if not app.claim():
             return None  # nothing was opened (a spare keeps only its models)
         self._spare = None
         try:
+            if warm:  # the model loads on its own thread while the tools are set up
+                app.embedder().load_in_background()
             self._ownership = _Ownership(self.home, app, self.flush_every, self.sweep_every)
         except BaseException:
             app.close()
