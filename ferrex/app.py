@@ -16,18 +16,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ferrex.config import Config
-from ferrex.core.settings import StoreSettings, build_synonyms
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
-from ferrex.models import Embedder, downloads_allowed
-from ferrex.models.remote import RemoteSettings, mismatch_error, recorded_identity
-from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
-from ferrex.models.sparse import Bm25Encoder
-from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult, RecallSettings
-from ferrex.rules.predicates import (
-    normalize_predicate,
-)
 from ferrex.server.owner import Endpoint, try_lock
 from ferrex.storage import (
     check_rebuild_room,
@@ -36,7 +28,6 @@ from ferrex.storage import (
     read_only_error,
     secure_home,
 )
-from ferrex.store import Writer
 from journal import (
     Journal,
     JournalBackend,
@@ -48,11 +39,21 @@ from journal import (
 )
 from journal.errors import JournalUnavailable
 from journal.files import create_private_file, fsync_dir
-from projections.replay import Progress, Projections, read_pointer
-from projections.sidecar import Sidecar
-from projections.sqlite import ReadModel, ReadModelError, Rules
-from projections.vector_sink import Encoders
 from projections.vectors import VectorBackend, VectorStoreError
+
+# What opens models, SQLite and the vector store is imported where it is first opened: the
+# bare ``ferrex`` (an MCP client's stdio server) builds an App before it answers
+# ``initialize``, and importing these (numpy, apsw, the read and write sides) would delay it.
+if TYPE_CHECKING:
+    from ferrex.models import Embedder
+    from ferrex.models.remote import RemoteSettings
+    from ferrex.models.rerank import RerankStage
+    from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult
+    from ferrex.store import Writer
+    from projections.replay import Progress, Projections
+    from projections.sidecar import Sidecar
+    from projections.sqlite import Rules
+    from projections.vector_sink import Encoders
 
 DEFAULT_HOME = Path("~/.ferrex")
 REPLAY_NEEDED = "replay-needed"
@@ -78,6 +79,8 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
 @contextmanager
 def translated() -> Iterator[None]:
     """Third-party and lower-layer errors become ferrex errors once, here."""
+    from projections.sqlite import ReadModelError
+
     try:
         yield
     except JournalUnavailable as exc:  # PostgreSQL away: nothing half-written, retry later
@@ -90,6 +93,10 @@ def translated() -> Iterator[None]:
 
 def build_rules(config: Config) -> Rules:
     """What the read model derives with changeable rules: normalized predicates."""
+    from ferrex.core.settings import build_synonyms
+    from ferrex.rules.predicates import normalize_predicate
+    from projections.sqlite import Rules
+
     base, namespaces = build_synonyms(config)
     identity = hashlib.sha256(
         json.dumps([sorted(base.items()), sorted((n, sorted(m.items())) for n, m in
@@ -104,6 +111,8 @@ def build_rules(config: Config) -> Rules:
 
 def remote_settings(config: Config) -> RemoteSettings:
     """The embeddings server's ``[models]`` keys (``models.dense = "openai:MODEL"``)."""
+    from ferrex.models.remote import RemoteSettings
+
     return RemoteSettings(
         url=config["models.embedding_url"],
         key_env=config["models.embedding_key_env"],
@@ -121,6 +130,9 @@ def build_encoders(embedder: Embedder) -> Encoders:
     (stats, reflect, forget, export) needs only its identity, which the default model's pinned
     hash gives without loading it. Another model is loaded now, to learn its identity.
     """
+    from ferrex.models.sparse import Bm25Encoder
+    from projections.vector_sink import Encoders
+
     identity = embedder.identity
     bm25 = Bm25Encoder()
     return Encoders(
@@ -146,7 +158,8 @@ class App:
     _sidecar: Sidecar | None = field(default=None, repr=False)
     _reranker: RerankStage | None = field(default=None, repr=False)
     _reader: Reader | None = field(default=None, repr=False)
-    access: AccessLog = field(default_factory=AccessLog, repr=False)
+    _access: AccessLog | None = field(default=None, repr=False, init=False)
+    _access_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
     _stop_flusher: threading.Event | None = field(default=None, repr=False)
     _owner_fd: int | None = field(default=None, repr=False)
     before_model_load: Callable[[], None] | None = field(default=None, repr=False)
@@ -159,6 +172,16 @@ class App:
         self.read_only = is_read_only(self.home)
         if not self.read_only:
             secure_home(self.home)  # 0700/0600, and one line on stderr if it was not
+
+    @property
+    def access(self) -> AccessLog:
+        """The recall hits counted and not yet journaled (made at the first use)."""
+        with self._access_lock:
+            if self._access is None:
+                from ferrex.read.recall import AccessLog
+
+                self._access = AccessLog()
+            return self._access
 
     def claim(self) -> bool:
         """Take the data directory's owner lock (``run/owner.lock``) without waiting.
@@ -241,6 +264,10 @@ class App:
 
     def embedder(self) -> Embedder:
         if self._embedder is None:
+            from ferrex.models import Embedder
+            from ferrex.models.remote import recorded_identity
+            from projections.replay import read_pointer
+
             live = read_pointer(self.home)
             self._embedder = Embedder.from_env(
                 self.home,
@@ -254,12 +281,17 @@ class App:
     def embedder_for(self, model: str) -> Embedder:
         """An embedder of another model (``ferrex reembed``), with this configuration's
         embeddings server settings."""
+        from ferrex.models import Embedder
+
         return Embedder.from_env(self.home, model, remote=remote_settings(self.config))
 
     def _refuse_mixing(self) -> None:
         """A server's model whose identity (dimension, probe fingerprint, name) differs from
         the one the live collection was built with is refused, not re-embedded behind the
         user's back: every memory would go through the server. ``ferrex reembed`` does it."""
+        from ferrex.models.remote import mismatch_error, recorded_identity
+        from projections.replay import read_pointer
+
         embedder = self.embedder()
         live = read_pointer(self.home)
         if not embedder.is_remote or live is None:
@@ -279,6 +311,8 @@ class App:
                 url = self.config["qdrant.url"]
                 binary = self.config["qdrant.binary"]
                 if not url and binary:
+                    from projections.sidecar import Sidecar
+
                     self._sidecar = Sidecar(
                         Path(binary).expanduser(),
                         self.home / "qdrant-server",
@@ -315,6 +349,8 @@ class App:
                     "(recall, stats, reflect and export jsonl need it; journal verify, journal "
                     "show and export git do not)",
                 )
+            from projections.replay import Projections
+
             reserve = self.config["storage.reserve_bytes"]
             marker = self.home / REPLAY_NEEDED
             with translated():
@@ -358,6 +394,8 @@ class App:
             raise read_only_error(self.home, "repair the journal")
         if self._projections is not None or self._journal is not None:
             raise RuntimeError("repair_journal runs before the journal is opened")
+        from projections.replay import read_pointer
+
         self._require_ownership()
         built = read_pointer(self.home) is not None
         marker = self.home / REPLAY_NEEDED
@@ -375,6 +413,9 @@ class App:
         if self.read_only:
             raise read_only_error(self.home, "store, forget or validate memories")
         if self._writer is None:
+            from ferrex.core.settings import StoreSettings
+            from ferrex.store import Writer
+
             settings = StoreSettings.from_config(self.config)
             reserve = self.config["storage.reserve_bytes"]
             self._writer = Writer(
@@ -389,6 +430,9 @@ class App:
 
     def reranker(self) -> RerankStage:
         if self._reranker is None:
+            from ferrex.models import downloads_allowed
+            from ferrex.models.rerank import choose_reranker, load_reranker
+
             choice = choose_reranker(self.config["models.reranker"], {})
             self._reranker = load_reranker(
                 choice,
@@ -401,6 +445,8 @@ class App:
     def reader(self) -> Reader:
         """The query side: recall (hits are counted in the access log)."""
         if self._reader is None:
+            from ferrex.read.recall import Reader, RecallSettings
+
             settings = RecallSettings.from_config(self.config)
             self._reader = Reader(
                 self.projections(), self.embedder(), self.reranker(), settings, self.access
@@ -441,7 +487,7 @@ class App:
     def flush_access(self) -> int:
         """Journal the recall hits counted so far (done at close, and by the server's timer),
         through the writer like every other write; returns how many memories they cover."""
-        if not len(self.access) or self.read_only:
+        if self._access is None or not len(self._access) or self.read_only:
             return 0  # a read-only home keeps no access counts
         with translated():
             return self.access.flush(self.writer().journal_accesses)
@@ -473,6 +519,8 @@ class App:
         elif self._projections is not None:
             self._projections.rebuild(progress)
             return self._projections
+        from projections.replay import Projections
+
         with translated():
             self._projections = Projections.replay(
                 self.home,
@@ -549,6 +597,9 @@ def _close_vectors(close: Callable[[], None]) -> None:
 def predicate_changes(app: App) -> list[dict[str, str | None]]:
     """Facts whose normalized predicate in the live read model differs from what the current
     rules give for the predicate their store recorded; read-only."""
+    from projections.replay import read_pointer
+    from projections.sqlite import ReadModel
+
     live = read_pointer(app.home)
     if live is None or not (app.home / live.sqlite).exists():
         return []

@@ -10,6 +10,7 @@ drift, 7 the memory rules refused a store (duplicate, ambiguous conflict, unknow
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
@@ -21,9 +22,47 @@ from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
 from ferrex.storage import from_os_error
 
+#: Every subcommand: its name, and the module of ``ferrex.cli`` and the attribute it is in.
+#: A subcommand's module is imported when it is asked for (to run it, or for ``--help``):
+#: the bare ``ferrex``, an MCP client's stdio server, imports none of them before it answers.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "audit": ("projections", "audit"),
+    "backfill": ("projections", "backfill"),
+    "config": ("config", "config_group"),
+    "doctor": ("doctor", "doctor"),
+    "entity": ("entity", "entity"),
+    "export": ("export", "export"),
+    "forget": ("memory", "forget"),
+    "import": ("memory", "import_"),
+    "journal": ("journal", "journal"),
+    "mark": ("memory", "mark"),
+    "optimize": ("projections", "optimize"),
+    "recall": ("recall", "recall"),
+    "reconcile": ("projections", "reconcile"),
+    "reembed": ("projections", "reembed"),
+    "reflect": ("insight", "reflect_cmd"),
+    "replay": ("projections", "replay"),
+    "secrets": ("secrets", "secrets"),
+    "serve": ("serve", "serve"),
+    "stats": ("insight", "stats_cmd"),
+    "store": ("memory", "store"),
+    "ui": ("ui", "ui"),
+}
+
 
 class _Group(click.Group):
-    """Maps ferrex errors to their documented exit codes, once, for every subcommand."""
+    """Maps ferrex errors to their documented exit codes, once, for every subcommand; loads
+    a subcommand's module only when the subcommand is asked for (:data:`COMMANDS`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module, attribute = COMMANDS[cmd_name]
+            command = getattr(importlib.import_module(f"ferrex.cli.{module}"), attribute)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -148,46 +187,6 @@ def _log_to_stderr(level: int) -> None:
         handler.setFormatter(_Prefixed("%(message)s"))
         logger.addHandler(handler)
         logger.setLevel(level)
-
-
-def _register() -> None:
-    from ferrex.cli import config as config_cmds
-    from ferrex.cli import doctor
-    from ferrex.cli import entity as entity_cmds
-    from ferrex.cli import export as export_cmds
-    from ferrex.cli import insight as insight_cmds
-    from ferrex.cli import journal as journal_cmds
-    from ferrex.cli import memory as memory_cmds
-    from ferrex.cli import projections as projection_cmds
-    from ferrex.cli import recall as recall_cmds
-    from ferrex.cli import secrets as secrets_cmds
-    from ferrex.cli import serve as serve_cmds
-    from ferrex.cli import ui as ui_cmds
-
-    cli.add_command(journal_cmds.journal)
-    cli.add_command(doctor.doctor)
-    cli.add_command(projection_cmds.replay)
-    cli.add_command(projection_cmds.reconcile)
-    cli.add_command(projection_cmds.optimize)
-    cli.add_command(projection_cmds.audit)
-    cli.add_command(projection_cmds.reembed)
-    cli.add_command(projection_cmds.backfill)
-    cli.add_command(config_cmds.config_group)
-    cli.add_command(memory_cmds.store)
-    cli.add_command(memory_cmds.forget)
-    cli.add_command(memory_cmds.mark)
-    cli.add_command(memory_cmds.import_)
-    cli.add_command(secrets_cmds.secrets)
-    cli.add_command(entity_cmds.entity)
-    cli.add_command(export_cmds.export)
-    cli.add_command(recall_cmds.recall)
-    cli.add_command(insight_cmds.stats_cmd)
-    cli.add_command(insight_cmds.reflect_cmd)
-    cli.add_command(serve_cmds.serve)
-    cli.add_command(ui_cmds.ui)
-
-
-_register()
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ import click
 from ferrex.app import App
 from ferrex.config import Config
 from ferrex.errors import UsageError
-from ferrex.server.service import Caller
+from ferrex.server.caller import Caller
 
 if TYPE_CHECKING:
     from ferrex.server.mcp_auth import TokenTable
@@ -101,11 +101,11 @@ def run_server(
 
         stopping = stop_on_signals()
         stopping.hand_over = hand_over  # before anything opens: a signal from now on hands over
-        hub.start()
         watcher.start()
         code = 0
         try:
-            run_stdio(server)
+            # The election and the warm-up wait until the client has its initialize answer.
+            run_stdio(server, after_handshake=hub.start)
         except Exception:
             log.exception("the stdio server failed")
             code = 1

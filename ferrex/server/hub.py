@@ -54,7 +54,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ferrex import __version__
 from ferrex.app import App
@@ -67,9 +67,12 @@ from ferrex.errors import (
     Refused,
     UsageError,
 )
+from ferrex.server.caller import Caller, error_document
 from ferrex.server.owner import Endpoint, is_held, lock_path
-from ferrex.server.service import Caller, Service, error_document
 from journal import FORMAT_VERSION
+
+if TYPE_CHECKING:
+    from ferrex.server.service import Service
 
 log = logging.getLogger("ferrex.hub")
 
@@ -277,6 +280,8 @@ class _Ownership:
         flush_every: float | None,
         sweep_every: float | None = None,
     ) -> None:
+        from ferrex.server.service import Service  # the tools: loaded once this process owns
+
         self.home = home
         self.service = GuardedService(Service(app))
         self._stop = threading.Event()
@@ -407,8 +412,10 @@ class Hub:
     """Routes this process's tool calls to the stores, wherever they are open.
 
     ``open_app`` builds the App when this process becomes the owner. ``start()`` runs the
-    first election (and, as owner, loads the models) in the background, so a server answers
-    ``initialize`` at once; the first call waits for it.
+    first election (and, as owner, loads the models) in the background; the stdio server
+    calls it once the client has its ``initialize`` answer (so that answer waits for none of
+    it), the HTTP server before it listens. A call before it, or before it is done, elects
+    (or waits for the election) itself.
     """
 
     def __init__(
@@ -447,8 +454,10 @@ class Hub:
         """Elect (and, as owner, warm up) in the background."""
 
         def run() -> None:
+            if self._closed:  # handed over before the handshake ended: nothing to start
+                return
             try:
-                self._settle(time.monotonic() + self.wait_seconds)
+                self._settle(time.monotonic() + self.wait_seconds, warm=True)
                 if self._ownership is not None:
                     self._ownership.service.service.warm()
             except FerrexError as exc:  # the first tool call reports it to the agent
@@ -484,8 +493,9 @@ class Hub:
                         f"{lock_path(self.home)}",
                     ) from exc
 
-    def _settle(self, deadline: float) -> _Ownership | _Remote:
-        """Become the owner or connect to it, waiting while another process starts up."""
+    def _settle(self, deadline: float, *, warm: bool = False) -> _Ownership | _Remote:
+        """Become the owner or connect to it, waiting while another process starts up;
+        ``warm``: as the owner, start loading the model the moment the lock is taken."""
         delay = 0.02
         while True:
             with self._elect_lock:
@@ -495,7 +505,7 @@ class Hub:
                     return self._ownership
                 if self._remote is not None:
                     return self._remote
-                owned = self._try_own()
+                owned = self._try_own(warm)
                 if owned is not None:
                     return owned
                 endpoint = Endpoint.read(self.home)
@@ -545,12 +555,14 @@ class Hub:
 
         threading.Thread(target=run, name="ferrex-warm", daemon=True).start()
 
-    def _try_own(self) -> _Ownership | None:
+    def _try_own(self, warm: bool = False) -> _Ownership | None:
         app = self._spare if self._spare is not None else self.open_app()
         if not app.claim():
             return None  # nothing was opened (a spare keeps only its models)
         self._spare = None
         try:
+            if warm:  # the model loads on its own thread while the tools are set up
+                app.embedder().load_in_background()
             self._ownership = _Ownership(self.home, app, self.flush_every, self.sweep_every)
         except BaseException:
             app.close()

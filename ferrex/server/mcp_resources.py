@@ -26,8 +26,8 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from ferrex.errors import FerrexError
 from ferrex.server import answers
+from ferrex.server.caller import Caller
 from ferrex.server.hub import Hub
-from ferrex.server.service import Caller
 
 JSON = "application/json"
 

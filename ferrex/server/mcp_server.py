@@ -41,10 +41,10 @@ from ferrex.errors import FerrexError, UsageError
 from ferrex.rules.memory_input import DEFAULT_LIMITS
 from ferrex.rules.spelling import did_you_mean
 from ferrex.server import answers
+from ferrex.server.caller import Caller, error_document
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import Grant, TokenTable
 from ferrex.server.mcp_resources import add_resources_and_prompts
-from ferrex.server.service import RESOURCES, Caller, error_document
 
 log = logging.getLogger("ferrex.mcp")
 
@@ -181,6 +181,8 @@ async def _notify_changed(context: Any) -> None:
     (the SDK's bus; clients of earlier protocol versions are not subscribed, so none hear)."""
     if context is None:
         return
+    from ferrex.server.service import RESOURCES  # loaded by the write this follows
+
     try:
         for uri in RESOURCES:
             await context.notify_resource_updated(uri)

@@ -16,6 +16,12 @@ The first such line is logged once, by kind, never its content (which may be pri
 Answers to bad lines go out in the order of the lines; the line after a bad one is read as
 if the bad one had never been there.
 
+What the process does beyond answering (electing the data directory's owner, loading the
+models) waits for the handshake (:class:`Handshake`): it starts once the answer to
+``initialize`` has been written and the client has sent something after ``initialize``
+(normally ``notifications/initialized``), so none of it slows that first answer; a process
+whose client sends no ``initialize`` at all starts it after :data:`UNHEARD_SECONDS`.
+
 While it serves, fd 0 reads the null device and fd 1 writes to stderr (the wire is on
 private duplicates), so a library or child process that prints cannot corrupt the protocol.
 stdin is read on a daemon thread, so a read that never returns cannot hold the process up.
@@ -28,6 +34,7 @@ import fcntl
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,7 +52,10 @@ from mcp_types import (
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCMessage,
     JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
@@ -171,6 +181,61 @@ def id_refused(raw: object) -> bool:
     return isinstance(request_id, bool) or not isinstance(request_id, str | int)
 
 
+UNHEARD_SECONDS = 2.0
+"""A server whose client has not sent ``initialize`` this long after it began serving starts
+what follows the handshake anyway (the election: a process started to own the stores for
+others, a client that never initializes). A client's ``initialize`` stops the clock."""
+
+
+class Handshake:
+    """Runs ``then`` once, when the answer to ``initialize`` has gone out and the client has
+    sent a message after its ``initialize`` request (the ``initialized`` notification, or a
+    request of a client that skips it), or at :meth:`unheard` if no ``initialize`` came.
+    Messages before ``initialize`` (a ping) count for nothing; an error answer to
+    ``initialize`` leaves the handshake unfinished."""
+
+    def __init__(self, then: Callable[[], None] | None) -> None:
+        self._then = then
+        self._lock = threading.Lock()
+        self._request: JSONRPCRequest | None = None
+        self._answered = False
+        self._spoke_after = False
+
+    def received(self, message: JSONRPCMessage) -> None:
+        with self._lock:
+            if self._request is None:
+                if isinstance(message, JSONRPCRequest) and message.method == "initialize":
+                    self._request = message
+                return
+            self._spoke_after = True
+        self._maybe_done()
+
+    def sent(self, message: JSONRPCMessage) -> None:
+        with self._lock:
+            request = self._request
+            if request is None or not isinstance(message, JSONRPCResponse):
+                return
+            if message.id != request.id:
+                return
+            self._answered = True
+        self._maybe_done()
+
+    def unheard(self) -> None:
+        """The client's time to send ``initialize`` is up (:data:`UNHEARD_SECONDS`)."""
+        with self._lock:
+            if self._request is not None:
+                return
+            self._answered = self._spoke_after = True
+        self._maybe_done()
+
+    def _maybe_done(self) -> None:
+        with self._lock:
+            if not (self._answered and self._spoke_after) or self._then is None:
+                return
+            then, self._then = self._then, None
+        then()
+
+
 class _Wire:
     """The protocol's own descriptors, with fd 0 and fd 1 diverted while it serves."""
 
@@ -207,9 +272,11 @@ class _Reader:
         self,
         messages: ContextSendStream[SessionMessage | Exception],
         answers: ContextSendStream[SessionMessage],
+        handshake: Handshake,
     ) -> None:
         self.messages = messages
         self.answers = answers
+        self.handshake = handshake
         self.bad_lines = 0
 
     async def run(self, chunks: MemoryObjectReceiveStream[bytes]) -> None:
@@ -223,6 +290,7 @@ class _Reader:
         for line in lines:
             frame = read_frame(line)
             if isinstance(frame, SessionMessage):
+                self.handshake.received(frame.message)
                 await self.messages.send(frame)
             elif isinstance(frame, BadLine):
                 self.bad_lines += 1
@@ -250,7 +318,9 @@ def _read_wire(fd: int, chunks: MemoryObjectSendStream[bytes], token: EventLoopT
         anyio.from_thread.run(chunks.aclose, token=token)
 
 
-async def _write_wire(fd: int, answers: ContextReceiveStream[SessionMessage]) -> None:
+async def _write_wire(
+    fd: int, answers: ContextReceiveStream[SessionMessage], handshake: Handshake
+) -> None:
     gone = False
     async with answers:
         async for item in answers:
@@ -261,6 +331,8 @@ async def _write_wire(fd: int, answers: ContextReceiveStream[SessionMessage]) ->
                 await anyio.to_thread.run_sync(_write_all, fd, data)
             except OSError:
                 gone = True
+                continue
+            handshake.sent(item.message)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -269,25 +341,32 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def run_stdio(server: FerrexMCP) -> None:
-    """Serve ``server`` on this process's stdin and stdout until stdin closes."""
+def run_stdio(server: FerrexMCP, after_handshake: Callable[[], None] | None = None) -> None:
+    """Serve ``server`` on this process's stdin and stdout until stdin closes;
+    ``after_handshake`` runs once the client has its ``initialize`` answer, or has sent none
+    for :data:`UNHEARD_SECONDS` (:class:`Handshake`)."""
 
     async def main() -> None:
         lowlevel = server._lowlevel_server
+        handshake = Handshake(after_handshake)
+        unheard = threading.Timer(UNHEARD_SECONDS, handshake.unheard)
+        unheard.daemon = True
         wire = _Wire()
         try:
+            unheard.start()
             to_session, from_wire = create_context_streams[SessionMessage | Exception](0)
             to_wire, from_session = create_context_streams[SessionMessage](0)
             chunks_in, chunks_out = anyio.create_memory_object_stream[bytes](4)
-            reader = _Reader(to_session, to_wire)
+            reader = _Reader(to_session, to_wire, handshake)
             token = anyio.lowlevel.current_token()
             threading.Thread(target=_read_wire, args=(wire.read_fd, chunks_in, token),
                              name="ferrex-stdin", daemon=True).start()  # fmt: skip
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(reader.run, chunks_out)
-                tasks.start_soon(_write_wire, wire.write_fd, from_session)
+                tasks.start_soon(_write_wire, wire.write_fd, from_session, handshake)
                 await lowlevel.run(from_wire, to_wire, lowlevel.create_initialization_options())
         finally:
+            unheard.cancel()
             wire.restore()
 
     anyio.run(main)

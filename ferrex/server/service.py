@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote
 
 from ferrex.app import App, translated
 from ferrex.config import Config, staleness_config
-from ferrex.errors import FerrexError, Refused, UsageError
+from ferrex.errors import Refused, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.recall import RecallRequest
@@ -34,8 +33,9 @@ from ferrex.rules.lifecycle import check_importance, marks_doc
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.spelling import did_you_mean
 from ferrex.rules.subjects import find_entity
-from ferrex.rules.visibility import sees
 from ferrex.server.answers import recall_text
+from ferrex.server.caller import Caller as Caller
+from ferrex.server.caller import error_document as error_document
 from ferrex.times import rfc3339
 from projections.gate import Gate
 from projections.sqlite import Memory, ReadModel
@@ -56,37 +56,6 @@ _STORE_FIELDS = frozenset(
     }
 )  # fmt: skip
 _LIST_FIELDS = frozenset({"steps", "conditions", "entities"})
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who a tool call comes from: the agent (None: the operator) and its default namespace."""
-
-    agent_id: str | None = None
-    namespace: str | None = None
-
-    def as_dict(self) -> dict[str, str | None]:
-        return {"agent_id": self.agent_id, "namespace": self.namespace}
-
-    @classmethod
-    def from_config(cls, config: Config) -> Caller:
-        """A server's caller: its configured agent id and default namespace."""
-        return cls(agent_id=config["store.agent_id"],
-                   namespace=config["store.default_namespace"])  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, raw: object) -> Caller:
-        if not isinstance(raw, Mapping):
-            return cls()
-        agent, namespace = raw.get("agent_id"), raw.get("namespace")
-        return cls(
-            agent_id=agent if isinstance(agent, str) and agent else None,
-            namespace=namespace if isinstance(namespace, str) and namespace else None,
-        )
-
-    def sees(self, agent_id: str | None, visibility: str) -> bool:
-        """Whether this caller may see a memory owned by ``agent_id`` with ``visibility``."""
-        return sees(self.agent_id, agent_id, visibility)
 
 
 class Service:
@@ -530,8 +499,3 @@ def _texts(value: object, name: str) -> tuple[str, ...]:
     if not all(isinstance(v, str) for v in value):
         raise UsageError(f"every item of {name} must be a string")
     return tuple(value)
-
-
-def error_document(exc: FerrexError) -> dict[str, Any]:
-    """The JSON form of an error that crosses a process boundary or reaches an agent."""
-    return {"kind": type(exc).__name__, **exc.as_dict()}
