@@ -312,7 +312,7 @@ def import_(app: App, file: str, file_format: str, secrets: str | None, as_json:
             click.echo(
                 f"lines {first['line']}.. ({len(unavailable)}): not stored [{first['code']}] "
                 f"{first['message']} (hint: {first['hint']}); run the import again when it "
-                "answers: the lines stored now are then refused as duplicates"
+                "answers: the lines stored now are then skipped"
             )
         for o in outcomes:
             if o["status"] in ("invalid", "refused") or o.get("code") == "secret_refused":
