@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import random
 
 import numpy as np
 import pytest
 
-from tools.bench_million import HashProjection, parse_status, percentile, queries
+from tools.bench_million import HashProjection, parse_status, percentile, phase_list, queries
 
 
 def test_stand_in_vectors_are_unit_rows_the_same_for_a_seed() -> None:
@@ -69,3 +70,10 @@ def test_queries_are_new_distinct_texts_in_a_namespace() -> None:
     assert all(q.namespace for q in made)
     windows = [q for q in made if q.query in samples[0][0]]
     assert windows and all(q.namespace == "acme-infra" for q in windows)
+
+
+def test_profile_phases_are_checked() -> None:
+    assert phase_list("replay, recall") == frozenset({"replay", "recall"})
+    assert phase_list("") == frozenset()
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown phase optimise"):
+        phase_list("replay,optimise")
