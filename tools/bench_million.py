@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import dataclasses
 import functools
 import io
 import json
@@ -64,7 +65,7 @@ from ferrex.models import Embedder
 from ferrex.models.choice import BUNDLED_DIM, choose_embedding_model
 from ferrex.models.identity import ModelIdentity
 from ferrex.models.loading import LoadedModel, local_source
-from ferrex.read.recall import RecallRequest
+from ferrex.read.recall import Legs, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from journal import Event, MemoryStored
 from projections.documents import memory_text
@@ -421,6 +422,8 @@ class ServeResult:
     open_seconds: float = 0.0
     rss_open: dict[str, int] = field(default_factory=dict)
     recall_before: Latency | None = None
+    legs_before: dict[str, Latency] = field(default_factory=dict)  # one leg alone
+    legs_after: dict[str, Latency] = field(default_factory=dict)
     first_recall_ms: float = 0.0
     rss_recalled: dict[str, int] = field(default_factory=dict)
     optimize_seconds: float = 0.0
@@ -466,6 +469,15 @@ def phase_serve(
         def recalls(requests: list[RecallRequest]) -> list[Took]:
             return [timed(functools.partial(reader.recall, request)) for request in requests]
 
+        def one_leg_recalls() -> dict[str, Latency]:
+            """Diagnostics: recall with one leg alone (the later stages as usual), to see which
+            leg's search the time goes to; the two alternate, half the queries each."""
+            took: dict[str, list[Took]] = {"dense": [], "bm25": []}
+            for i, request in enumerate(queries(rng, samples, n_queries)):
+                legs: Legs = "dense" if i % 2 == 0 else "bm25"
+                took[legs].extend(recalls([dataclasses.replace(request, legs=legs)]))
+            return {legs: Latency.of(t) for legs, t in took.items()}
+
         result.first_recall_ms = 1000 * recalls(queries(rng, samples, 1))[0].wall
         embedded_before = (projection.texts, projection.seconds)
         before = recalls(queries(rng, samples, n_queries))
@@ -473,6 +485,7 @@ def phase_serve(
         if texts:
             result.stand_in_ms_per_query = 1000 * (projection.seconds - embedded_before[1]) / texts
         result.recall_before = Latency.of(before)
+        result.legs_before = one_leg_recalls()
         result.rss_recalled = memory_now()
 
         printed = io.StringIO()
@@ -487,6 +500,7 @@ def phase_serve(
         result.optimize_cpu_seconds = time.process_time() - cpu
         result.optimized = json.loads(printed.getvalue())["optimized"]
         result.recall_after = Latency.of(recalls(queries(rng, samples, n_queries)))
+        result.legs_after = one_leg_recalls()
         if "recall" in profile:
             more = queries(rng, samples, n_queries)
             result.profiles["recall after optimize"] = profiled(lambda: recalls(more))
@@ -600,6 +614,11 @@ def details(r: SizeResult) -> str:
             f"peak {mib(values.get('VmHWM'))} MB"
         )
 
+    def legs(by_leg: dict[str, Latency]) -> str:
+        return ", ".join(
+            f"{leg} p50 {t.p50_ms:.1f} / p95 {t.p95_ms:.1f} ms" for leg, t in by_leg.items()
+        )
+
     lines = [
         f"### {r.memories:,} memories",
         f"- journal: {b.records:,} records ({b.types}, {b.entities:,} entities, "
@@ -617,11 +636,13 @@ def details(r: SizeResult) -> str:
         f"{s.recall_before.max_ms:.1f} ms, CPU p50 {s.recall_before.cpu_p50_ms:.1f} ms; the "
         "stand-in's share "
         f"{s.stand_in_ms_per_query:.2f} ms a query; after them {rss(s.rss_recalled)}",
+        f"- one leg alone (diagnostic), before optimize: {legs(s.legs_before)}",
         f"- `ferrex optimize`: {s.optimize_seconds:.1f} s (CPU {s.optimize_cpu_seconds:.1f} s), "
         "optimized "
         f"{sum(s.optimized.values())} of {len(s.optimized)} collections; recall after it p50 "
         f"{s.recall_after.p50_ms:.1f}, p95 {s.recall_after.p95_ms:.1f}, max "
-        f"{s.recall_after.max_ms:.1f} ms, CPU p50 {s.recall_after.cpu_p50_ms:.1f} ms",
+        f"{s.recall_after.max_ms:.1f} ms, CPU p50 {s.recall_after.cpu_p50_ms:.1f} ms; one leg "
+        f"alone: {legs(s.legs_after)}",
         f"- stats through the service ({s.stats.calls} calls of each kind, alternating): first "
         f"{s.stats_first_ms:,.0f} ms, p50 {s.stats.p50_ms:,.0f} ms (CPU "
         f"{s.stats.cpu_p50_ms:,.0f}); detailed p50 {s.stats_detailed.p50_ms:,.0f} ms (CPU "
