@@ -699,7 +699,9 @@ def run_size(root: Path, n: int, args: argparse.Namespace, profile: frozenset[st
     return result
 
 
-def to_json(results: Iterable[SizeResult], args: argparse.Namespace, wall: float) -> str:
+def to_json(
+    results: Iterable[SizeResult], args: argparse.Namespace, wall: float, load_before: float
+) -> str:
     sizes = []
     for r in results:
         doc = asdict(r)
@@ -711,7 +713,8 @@ def to_json(results: Iterable[SizeResult], args: argparse.Namespace, wall: float
             "vectors": STAND_IN_NOTE,
             "argv": sys.argv[1:],
             "noisy": bool(args.noisy),
-            "load_after": os.getloadavg(),
+            "load_before": load_before,
+            "load_after": os.getloadavg()[0],
             "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
             "python": sys.version.split()[0],
             "wall_seconds": round(wall, 1),
@@ -741,6 +744,7 @@ def main() -> None:
     args = parser.parse_args()
     say(STAND_IN_NOTE)
     quiet.begin(args)
+    load_before = os.getloadavg()[0]
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     root: Path = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-million-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -760,7 +764,7 @@ def main() -> None:
     say(table(results))
     say(f"\nwall time {wall:.0f} s")
     if args.json is not None:
-        args.json.write_text(to_json(results, args, wall) + "\n")
+        args.json.write_text(to_json(results, args, wall, load_before) + "\n")
         say(f"wrote {args.json}")
 
 
