@@ -251,7 +251,7 @@ class Latency:
         return cls(len(ms), statistics.median(ms), percentile(ms, 0.95), max(ms), cpu)
 
     def cell(self) -> str:
-        return f"{self.p50_ms:.1f} / {self.p95_ms:.1f}"
+        return f"{self.p50_ms:.1f} / {self.p95_ms:.1f} ({self.cpu_p50_ms:.1f})"
 
 
 # -- query texts -----------------------------------------------------------------------------
@@ -577,11 +577,11 @@ def say(message: str = "") -> None:
 
 def table(results: Sequence[SizeResult]) -> str:
     lines = [
-        "| memories | records | journal build s | replay s (records/s) "
-        "| recall p50 / p95 ms | after `ferrex optimize` | optimize s | stats ms (detailed) "
-        "| store p50 / p95 ms | disk MB: journal / SQLite / Qdrant | RSS MB anon + file "
-        "(after serving) |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| memories | records | journal build s | replay s (records/s; per CPU-s) "
+        "| recall p50 / p95 ms (CPU p50) | after `ferrex optimize` | optimize s "
+        "| stats ms (CPU) | stats detailed ms | store p50 / p95 ms (CPU p50) "
+        "| disk MB: journal / SQLite / Qdrant | RSS MB anon + file (after serving) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         s = r.serve
@@ -591,9 +591,11 @@ def table(results: Sequence[SizeResult]) -> str:
         rss = s.rss_end
         lines.append(
             f"| {r.memories:,} | {r.build.records:,} | {r.build.seconds:.1f} "
-            f"| {r.replay.seconds:.1f} ({r.replay.records / r.replay.seconds:,.0f}) "
+            f"| {r.replay.seconds:.1f} ({r.replay.records / r.replay.seconds:,.0f}; "
+            f"{r.replay.records / r.replay.cpu_seconds:,.0f}) "
             f"| {s.recall_before.cell()} | {s.recall_after.cell()} | {s.optimize_seconds:.1f} "
-            f"| {s.stats.p50_ms:,.0f} ({s.stats_detailed.p50_ms:,.0f}) | {s.store.cell()} "
+            f"| {s.stats.p50_ms:,.0f} ({s.stats.cpu_p50_ms:,.0f}) "
+            f"| {s.stats_detailed.p50_ms:,.0f} | {s.store.cell()} "
             f"| {mib(z.journal)} / {mib(z.sqlite)} / {mib(z.qdrant_memories + z.qdrant_entities)} "
             f"| {mib(rss.get('RssAnon'))} + {mib(rss.get('RssFile'))} |"
         )
