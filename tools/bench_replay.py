@@ -235,8 +235,18 @@ class Built:
     seconds: float = 0.0
 
 
-def commands(n: int, seed: int, supersede_rate: float, built: Built) -> Iterator[list[Event]]:
+def commands(
+    n: int,
+    seed: int,
+    supersede_rate: float,
+    built: Built,
+    *,
+    start: datetime = T0,
+    step: timedelta = timedelta(minutes=1),
+) -> Iterator[list[Event]]:
     """One command (the events of one record) per stored memory; distinct texts throughout.
+
+    Memory ``i`` is valid from ``start + i * step``.
 
     ~70% episodic, ~25% semantic, ~5% procedural; an entity is created with every 20th
     memory, and memories link to one or two recent entities; a fraction ``supersede_rate``
@@ -247,7 +257,7 @@ def commands(n: int, seed: int, supersede_rate: float, built: Built) -> Iterator
     entities: list[tuple[str, str]] = []  # (entity id, namespace)
     facts: list[tuple[str, str, str, str]] = []  # live facts: (memory id, ns, subject, pred)
     for i in range(n):
-        at = T0 + timedelta(minutes=i)
+        at = start + i * step
         namespace = rng.choice(NAMESPACES)
         events: list[Event] = []
         if i % 20 == 0:
@@ -328,19 +338,32 @@ def commands(n: int, seed: int, supersede_rate: float, built: Built) -> Iterator
         yield events
 
 
-def build_journal(directory: Path, n: int, seed: int, supersede_rate: float, group: int) -> Built:
+def build_journal(
+    directory: Path,
+    n: int,
+    seed: int,
+    supersede_rate: float,
+    group: int,
+    *,
+    start: datetime = T0,
+    step: timedelta = timedelta(minutes=1),
+    each: Callable[[list[Event]], None] | None = None,
+) -> Built:
+    """Append ``commands(n, ...)`` in group commits; ``each`` sees every command first."""
     built = Built()
-    start = time.perf_counter()
+    started = time.perf_counter()
     with Journal.open(directory) as journal:
         batch: list[list[Event]] = []
-        for command in commands(n, seed, supersede_rate, built):
+        for command in commands(n, seed, supersede_rate, built, start=start, step=step):
+            if each is not None:
+                each(command)
             batch.append(command)
             if len(batch) >= group:
                 built.records += len(journal.append_batch(batch))
                 batch = []
         if batch:
             built.records += len(journal.append_batch(batch))
-    built.seconds = time.perf_counter() - start
+    built.seconds = time.perf_counter() - started
     return built
 
 
