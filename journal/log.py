@@ -72,11 +72,11 @@ from journal.segment import (
     fsync_dir,
     header_problem,
     list_segments,
-    next_valid_frame,
     scan_frames,
     segment_header,
     segment_name,
 )
+from journal.walk import Damage, Ended, Resumed, Segment, SegmentWalk, Torn
 
 log = logging.getLogger("journal")
 
@@ -159,6 +159,33 @@ def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
         size = os.fstat(f.fileno()).st_size
         f.seek(offset)
         return f.read(), size
+
+
+def _damaged(damage: Damage) -> JournalError:
+    """What open or a catch-up raises for what the walk found (see ``journal.walk``)."""
+    path = damage.path
+    if damage.kind == "header":
+        return JournalFormatError(
+            f"{path.name}: {damage.reason}", hint="is this a ferrex journal directory?"
+        )
+    if damage.kind == "segment":
+        message = (
+            f"{path.name} starts at position {damage.first}, but the journal before it "
+            f"ends at {damage.position - 1}"
+        )
+    elif damage.kind == "chain":
+        message = (
+            f"{path.name}: the record at offset {damage.offset} (position "
+            f"{damage.position}) does not chain to the record before it"
+        )
+    else:
+        message = (
+            f"{path.name}: damaged record at offset {damage.offset} "
+            f"({damage.reason}), and valid records follow it"
+        )
+    return JournalDamaged(
+        message, segment=path, offset=damage.offset, position=damage.position, hint=_REPAIR_HINT
+    )
 
 
 class Journal:
@@ -395,77 +422,50 @@ class Journal:
                 return  # nobody appended since we last looked: the common case, kept cheap
         new_tail = tail if not from_start else None
         last = None if from_start or tail is None else tail.last
-        for index in range(start_index, len(segments)):
-            first, path = segments[index]
-            is_last = index == len(segments) - 1
-            resuming = index == start_index and not from_start and tail is not None
-            if resuming and tail is not None and tail.last is not None:
-                # A catch-up reads only what is new: from the tail record on (``base`` is
-                # the file offset of data[0]).
-                data, base, start = self._resume(path, tail)
-            else:
-                data, _ = _read_from(path, 0)
-                base, start = 0, HEADER_SIZE
-                problem = header_problem(data)
-                if problem is not None:
-                    if is_last and next_valid_frame(data, 0) is None:
-                        self._set_aside(path, data, 0, problem, whole=True)
-                        break
-                    raise JournalFormatError(
-                        f"{path.name}: {problem}", hint="is this a ferrex journal directory?"
-                    )
-                if first != expected and not (first in self._gaps and first > expected):
-                    raise JournalDamaged(
-                        f"{path.name} starts at position {first}, but the journal before it "
-                        f"ends at {expected - 1}",
-                        segment=path,
-                        offset=0,
-                        position=expected,
-                        hint=_REPAIR_HINT,
-                    )
-            scan = scan_frames(data, start, expected, gaps=self._gaps)
-            self._note_versions(path, base, data, scan.frames)
-            if self._unknown_format is not None:
-                self._refuse_if_too_new()  # its time cannot even be read
-            for info in scan.frames:
-                if info.prev_hash != prev_hash and info.position not in self._gaps:
-                    raise JournalDamaged(
-                        f"{path.name}: the record at offset {base + info.offset} (position "
-                        f"{info.position}) does not chain to the record before it",
-                        segment=path,
-                        offset=base + info.offset,
-                        position=info.position,
-                        hint=_REPAIR_HINT,
-                    )
-                prev_hash = record_hash(info.position, info.prev_hash, head_bytes(data, info))
-                expected = info.position + 1
-            if scan.frames:
-                recorded_at = decode_recorded_at(data, scan.frames[-1])
-                last = base + scan.frames[-1].offset
-            elif not resuming:
-                last = None
-            end = base + scan.end
-            if scan.bad_offset is not None:
-                bad = base + scan.bad_offset
-                if is_last and next_valid_frame(data, scan.bad_offset) is None:
+        resume = None
+        if not from_start and tail is not None and tail.last is not None:
+            # A catch-up reads only what is new: from the tail record on.
+            resume = self._resume(segments[start_index][1], tail)
+        walk = SegmentWalk(
+            segments,
+            gaps=self._gaps,
+            start_index=start_index,
+            expected=expected,
+            prev_hash=prev_hash,
+            resume=resume,
+        )
+        for step in walk:
+            if isinstance(step, Segment):
+                self._note_versions(step.path, step.base, step.data, step.scan.frames)
+                if self._unknown_format is not None:
+                    self._refuse_if_too_new()  # its time cannot even be read
+            elif isinstance(step, Torn):
+                if not step.whole:
                     self._refuse_if_too_new()  # cutting is writing
-                    self._set_aside(path, data[scan.bad_offset :], bad, scan.reason or "bad bytes")
-                    end = bad
-                else:
-                    raise JournalDamaged(
-                        f"{path.name}: damaged record at offset {bad} "
-                        f"({scan.reason}), and valid records follow it",
-                        segment=path,
-                        offset=bad,
-                        position=expected,
-                        hint=_REPAIR_HINT,
-                    )
-            new_tail = _Tail(first, path, end, expected - 1, prev_hash, recorded_at, last)
+                self._set_aside(step.path, step.torn, step.offset, step.reason, whole=step.whole)
+            elif isinstance(step, Ended):
+                segment = step.segment
+                if segment.scan.frames:
+                    recorded_at = decode_recorded_at(segment.data, segment.scan.frames[-1])
+                    last = segment.base + segment.scan.frames[-1].offset
+                elif not segment.resumed:
+                    last = None
+                new_tail = _Tail(
+                    segment.first,
+                    segment.path,
+                    step.end,
+                    walk.expected - 1,
+                    walk.prev_hash,
+                    recorded_at,
+                    last,
+                )
+            elif isinstance(step, Damage):
+                raise _damaged(step)
         self._tail = new_tail
 
-    def _resume(self, path: Path, tail: _Tail) -> tuple[bytes, int, int]:
-        """The tail segment from the tail record on: (data, file offset of data[0], offset
-        in data where the records after the tail begin).
+    def _resume(self, path: Path, tail: _Tail) -> Resumed:
+        """The tail segment from the tail record on: its bytes from the tail record's offset,
+        and where in them the records after the tail begin.
 
         The remembered offset is trusted only if the tail record is still there: since we
         last looked, the segment may have been sealed by another process and compacted.
@@ -479,14 +479,14 @@ class Journal:
             and info.position == tail.position
             and record_hash(info.position, info.prev_hash, head_bytes(data, info)) == tail.hash
         ):
-            return data, tail.last, info.length
+            return Resumed(data, tail.last, info.length)
         data, size = _read_from(path, 0)
         scan = scan_frames(data, HEADER_SIZE, tail.first, gaps=self._gaps)
         for info in scan.frames:
             if info.position == tail.position:
                 if record_hash(info.position, info.prev_hash, head_bytes(data, info)) != tail.hash:
                     break
-                return data, 0, info.offset + info.length
+                return Resumed(data, 0, info.offset + info.length)
         raise JournalDamaged(
             f"{path.name} ({size} bytes) no longer holds the acknowledged record at position "
             f"{tail.position} as it was",
