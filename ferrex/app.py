@@ -220,6 +220,15 @@ class App:
                     )
         return self._journal
 
+    def journal_to_verify(self) -> JournalBackend:
+        """The journal for ``verify`` (which reads only): the one open already; else the
+        PostgreSQL one, opened; else the files, *not* opened, since opening recovers, and a
+        torn tail is what verify must report, not cut. Only ``verify`` may be asked of an
+        unopened file journal."""
+        if self._journal is not None or self.journal_url is not None:
+            return self.journal()
+        return Journal(self.journal_dir)
+
     def _refuse_another_log(self, journal: JournalBackend) -> None:
         """A data directory that also holds a journal in files must hold the start of the
         PostgreSQL one: its projections were built from that log, and catching them up with

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import msgspec
 
+from journal import compact as compaction
 from journal.errors import (
     EncodeError,
     JournalDamaged,
@@ -69,6 +70,7 @@ from journal.record import (
 )
 from journal.segment import (
     HEADER_SIZE,
+    SEALING_SUFFIX,
     fsync_dir,
     header_problem,
     list_segments,
@@ -76,14 +78,13 @@ from journal.segment import (
     segment_header,
     segment_name,
 )
+from journal.verify import VerifyReport, verify
 from journal.walk import Damage, Ended, Resumed, Segment, SegmentWalk, Torn
 
 log = logging.getLogger("journal")
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 LOCK_NAME = "LOCK"
-SEALING_SUFFIX = ".sealing"
-"""A segment being created by ``seal``; left behind only by a crash, and never read."""
 _REPAIR_HINT = "run `ferrex journal verify` for details; `ferrex journal repair` sets it aside"
 
 
@@ -199,6 +200,7 @@ class Journal:
         clock: Callable[[], datetime] = _now,
     ) -> None:
         self.directory = directory
+        self.where = str(directory)
         self.segment_bytes = segment_bytes
         self._clock = clock
         self._tail: _Tail | None = None
@@ -300,6 +302,17 @@ class Journal:
         for record in self.read(hashes=True):
             return record
         return None
+
+    def verify(self, *, decode: bool = True) -> VerifyReport:
+        """Verify the journal's files (:func:`journal.verify.verify`): reads only, so it also
+        serves on a ``Journal(directory)`` never opened (opening would cut a torn tail that
+        verify must report, not cut)."""
+        return verify(self.directory, decode=decode)
+
+    def compact(self) -> int:
+        """Redact forgotten bodies (:func:`journal.compact.compact`, which says how: sealed
+        segments rewritten by copy and rename); how many records changed."""
+        return compaction.compact(self).redacted
 
     def _note_versions(
         self, path: Path, base: int, data: bytes, frames: Sequence[FrameInfo]

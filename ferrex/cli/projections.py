@@ -68,8 +68,9 @@ def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
     whose point still says valid) and entity drift. --fix repairs by replaying only what is
     affected, then reports again. Exits 0 when there is no drift, 6 when drift remains.
     """
-    projections = app.projections()
-    drift = projections.reconcile(fix=fix)
+    from projections.reconcile import reconcile as reconciled
+
+    drift = reconciled(app.projections(), fix=fix)
     doc = drift.as_dict(examples)
     if as_json:
         click.echo(json.dumps(doc))
