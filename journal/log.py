@@ -405,48 +405,18 @@ class Journal:
             self._thread_lock.release()
 
     def _advance(self, *, from_start: bool) -> None:
-        """Walk forward from the known tail (or position 1), checking every frame and link.
+        """Walk forward from the known tail (or position 1), checking every frame and link
+        (``journal.walk``), and move the tail to the last record found.
 
         Runs under the lock. Cuts a torn tail; raises JournalDamaged on anything else.
         """
-        segments = list_segments(self.directory)
-        tail = self._tail
-        if from_start or tail is None:
-            expected, prev_hash, recorded_at = 1, GENESIS_HASH, None
-            start_index = 0
-            if segments and segments[0][0] != 1:
-                raise JournalDamaged(
-                    f"the first segment {segments[0][1].name} does not start at position 1",
-                    segment=segments[0][1],
-                    offset=0,
-                    hint="a segment file is missing from the journal directory",
-                )
-        else:
-            firsts = [first for first, _ in segments]
-            start_index = bisect.bisect_left(firsts, tail.first)
-            if start_index >= len(segments) or segments[start_index][0] != tail.first:
-                raise JournalDamaged(
-                    f"the active segment {tail.path.name} disappeared",
-                    segment=tail.path,
-                    offset=0,
-                )
-            expected, prev_hash, recorded_at = tail.position + 1, tail.hash, tail.recorded_at
-            if start_index == len(segments) - 1 and tail.path.stat().st_size == tail.size:
-                return  # nobody appended since we last looked: the common case, kept cheap
-        new_tail = tail if not from_start else None
-        last = None if from_start or tail is None else tail.last
-        resume = None
-        if not from_start and tail is not None and tail.last is not None:
-            # A catch-up reads only what is new: from the tail record on.
-            resume = self._resume(segments[start_index][1], tail)
-        walk = SegmentWalk(
-            segments,
-            gaps=self._gaps,
-            start_index=start_index,
-            expected=expected,
-            prev_hash=prev_hash,
-            resume=resume,
-        )
+        tail = None if from_start else self._tail
+        walk = self._walk_from(list_segments(self.directory), tail)
+        if walk is None:
+            return  # nobody appended since we last looked: the common case, kept cheap
+        new_tail = tail
+        last = None if tail is None else tail.last
+        recorded_at = None if tail is None else tail.recorded_at
         for step in walk:
             if isinstance(step, Segment):
                 self._note_versions(step.path, step.base, step.data, step.scan.frames)
@@ -475,6 +445,40 @@ class Journal:
             elif isinstance(step, Damage):
                 raise _damaged(step)
         self._tail = new_tail
+
+    def _walk_from(
+        self, segments: list[tuple[int, Path]], tail: _Tail | None
+    ) -> SegmentWalk | None:
+        """The walk from ``tail`` (None: from position 1); None when nothing was appended."""
+        if tail is None:
+            if segments and segments[0][0] != 1:
+                raise JournalDamaged(
+                    f"the first segment {segments[0][1].name} does not start at position 1",
+                    segment=segments[0][1],
+                    offset=0,
+                    hint="a segment file is missing from the journal directory",
+                )
+            return SegmentWalk(segments, gaps=self._gaps)
+        firsts = [first for first, _ in segments]
+        start_index = bisect.bisect_left(firsts, tail.first)
+        if start_index >= len(segments) or segments[start_index][0] != tail.first:
+            raise JournalDamaged(
+                f"the active segment {tail.path.name} disappeared",
+                segment=tail.path,
+                offset=0,
+            )
+        if start_index == len(segments) - 1 and tail.path.stat().st_size == tail.size:
+            return None
+        # A catch-up reads only what is new: from the tail record on.
+        resume = None if tail.last is None else self._resume(segments[start_index][1], tail)
+        return SegmentWalk(
+            segments,
+            gaps=self._gaps,
+            start_index=start_index,
+            expected=tail.position + 1,
+            prev_hash=tail.hash,
+            resume=resume,
+        )
 
     def _resume(self, path: Path, tail: _Tail) -> Resumed:
         """The tail segment from the tail record on: its bytes from the tail record's offset,

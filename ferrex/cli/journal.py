@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ferrex.app import App, translated
+from ferrex.app import App, open_journal_at, translated
 from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
@@ -410,9 +410,8 @@ def copy_cmd(app: App, to: str, as_json: bool) -> None:
     or unset it to use a copied directory as this home's journal.
     """
     from ferrex.cli.progress import progress
-    from journal import Journal
     from journal.copy import copy
-    from journal.postgres import PostgresJournal, is_url
+    from journal.postgres import is_url
 
     if app.journal_url is None:
         _journal_dir(app)
@@ -423,13 +422,13 @@ def copy_cmd(app: App, to: str, as_json: bool) -> None:
         raise UsageError("--to names this journal itself", hint="name another database or "
                          "directory")  # fmt: skip
     with translated():
-        target = PostgresJournal.open(to) if target_dir is None else Journal.open(target_dir)
+        target = open_journal_at(to)
         try:
             with progress("copying") as update:
                 report = copy(source, target, update)
         finally:
             target.close()
-    where = target.where if isinstance(target, PostgresJournal) else str(target_dir)
+    where = target.where
     doc = {
         "to": where,
         "copied": report.copied,
