@@ -32,7 +32,6 @@ from journal import (
     Journal,
     JournalBackend,
     JournalError,
-    MemoryStored,
     RepairEntry,
     plan_repair,
     repair,
@@ -160,7 +159,6 @@ class App:
     _reader: Reader | None = field(default=None, repr=False)
     _access: AccessLog | None = field(default=None, repr=False, init=False)
     _access_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
-    _stop_flusher: threading.Event | None = field(default=None, repr=False)
     _owner_fd: int | None = field(default=None, repr=False)
     before_model_load: Callable[[], None] | None = field(default=None, repr=False)
     """Called just before the embedding model loads (the CLI's "loading model…")."""
@@ -242,6 +240,15 @@ class App:
                         self.journal_dir, segment_bytes=self.config["journal.segment_bytes"]
                     )
         return self._journal
+
+    def journal_to_verify(self) -> JournalBackend:
+        """The journal for ``verify`` (which reads only): the one open already; else the
+        PostgreSQL one, opened; else the files, *not* opened, since opening recovers, and a
+        torn tail is what verify must report, not cut. Only ``verify`` may be asked of an
+        unopened file journal."""
+        if self._journal is not None or self.journal_url is not None:
+            return self.journal()
+        return Journal(self.journal_dir)
 
     def _refuse_another_log(self, journal: JournalBackend) -> None:
         """A data directory that also holds a journal in files must hold the start of the
@@ -468,21 +475,15 @@ class App:
             self.writer().validate_memories(list(validate_ids), caller=request.agent_id)
         return result
 
-    def start_access_flusher(self, every_seconds: float = 5.0) -> threading.Event:
-        """Journal the access log every few seconds in a background thread (a server's
-        recalls); returns the event that stops it. The last flush happens at close."""
-        stop = threading.Event()
+    def predicate_changes(self) -> list[dict[str, str | None]]:
+        """What ``ferrex backfill normalized-predicates`` would change: facts whose stored
+        predicate the configured rules now normalize otherwise
+        (:func:`projections.reconcile.predicate_drift`); reads only."""
+        from projections.reconcile import predicate_drift
 
-        def run() -> None:
-            while not stop.wait(every_seconds):
-                try:
-                    self.flush_access()
-                except FerrexError:
-                    log.exception("ferrex: could not journal recall accesses; will retry")
-
-        threading.Thread(target=run, name="ferrex-access-flusher", daemon=True).start()
-        self._stop_flusher = stop
-        return stop
+        rules = build_rules(self.config)
+        assert rules.predicate is not None
+        return predicate_drift(self.home, self.journal(), rules.predicate)
 
     def flush_access(self) -> int:
         """Journal the recall hits counted so far (done at close, and by the server's timer),
@@ -549,8 +550,6 @@ class App:
                 self._projections = None
 
     def close(self) -> None:
-        if self._stop_flusher is not None:
-            self._stop_flusher.set()
         try:
             self.flush_access()
         except FerrexError as exc:
@@ -583,6 +582,16 @@ class App:
                 self._owner_fd = None
 
 
+def open_journal_at(location: str) -> JournalBackend:
+    """Open (creating if needed) another journal than the home's, for ``ferrex journal copy``:
+    a ``postgresql://`` URL, or a directory of files."""
+    from journal.postgres import PostgresJournal, is_url
+
+    if is_url(location):
+        return PostgresJournal.open(location)
+    return Journal.open(Path(location).expanduser().absolute())
+
+
 def _close_vectors(close: Callable[[], None]) -> None:
     """Close what holds vectors; a failure is logged, not raised. Everything acknowledged is
     in the journal, and vectors that could not be made durable are rebuilt from it when the
@@ -592,46 +601,3 @@ def _close_vectors(close: Callable[[], None]) -> None:
     except VectorStoreError as exc:
         log.warning("the vector store did not close cleanly (%s); it will catch up from the "
                     "journal at the next start", exc)  # fmt: skip
-
-
-def predicate_changes(app: App) -> list[dict[str, str | None]]:
-    """Facts whose normalized predicate in the live read model differs from what the current
-    rules give for the predicate their store recorded; read-only."""
-    from projections.replay import read_pointer
-    from projections.sqlite import ReadModel
-
-    live = read_pointer(app.home)
-    if live is None or not (app.home / live.sqlite).exists():
-        return []
-    rules = build_rules(app.config)
-    assert rules.predicate is not None
-    recorded: dict[str, tuple[str, str]] = {}
-    for record in app.journal().read():
-        for event in record.events:
-            if isinstance(event, MemoryStored) and event.body and event.body.predicate:
-                body = event.body
-                recorded[event.memory_id] = (
-                    event.namespace,
-                    body.predicate_normalized or body.predicate or "",
-                )
-    model = ReadModel.open(app.home / live.sqlite)
-    try:
-        rows = [
-            (m.memory_id, m.subject, m.predicate, m.predicate_normalized)
-            for m in model.memories()
-            if m.type == "semantic" and m.predicate is not None
-        ]
-    finally:
-        model.close()
-    changes: list[dict[str, str | None]] = []
-    for memory_id, subject, predicate, current in rows:
-        if memory_id not in recorded:
-            continue
-        namespace, stored = recorded[memory_id]
-        after = rules.predicate(namespace, stored)
-        if after != current:
-            changes.append(
-                {"id": memory_id, "subject": subject, "predicate": predicate,
-                 "before": current, "after": after}
-            )  # fmt: skip
-    return changes

@@ -18,10 +18,14 @@ from typing import Protocol
 from journal.events import Event
 from journal.log import Head
 from journal.record import Record
+from journal.verify import VerifyReport
 
 
 class JournalBackend(Protocol):
     """A durable, hash-chained log of records (see the module docstring)."""
+
+    where: str
+    """Where the log is, as messages name it (a directory; a URL without its password)."""
 
     @property
     def head(self) -> Head:
@@ -74,6 +78,18 @@ class JournalBackend(Protocol):
 
     def first(self) -> Record | None:
         """The first record, with its hash; None when the journal is empty."""
+        ...
+
+    def verify(self, *, decode: bool = True) -> VerifyReport:
+        """Check every record (framing, positions, hash chain, bodies; with ``decode``, that
+        each decodes) and report the first problem, located. Reads only: no lock, no cut,
+        no change, so it can run beside live writers."""
+        ...
+
+    def compact(self) -> int:
+        """Redact the body of every forgotten memory, under the writer lock, keeping each
+        record's head byte for byte (so its hash and the chain hold, and ``verify`` passes);
+        returns how many records changed. Idempotent: a second run changes nothing."""
         ...
 
     def close(self) -> None: ...

@@ -34,14 +34,13 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from journal.errors import JournalDamaged, JournalError
 from journal.events import MemoriesForgotten, MemoryBody, MemoryStored
 from journal.files import open_private
-from journal.log import SEALING_SUFFIX, Journal
 from journal.manifest import load_gaps
 from journal.record import (
     MAGIC,
@@ -55,7 +54,10 @@ from journal.record import (
     record_hash,
     redact_frame,
 )
-from journal.segment import HEADER_SIZE, fsync_dir, list_segments, scan_frames
+from journal.segment import HEADER_SIZE, SEALING_SUFFIX, fsync_dir, list_segments, scan_frames
+
+if TYPE_CHECKING:
+    from journal.log import Journal
 
 TEMP_SUFFIX = ".compacting"
 """A rewritten copy not yet renamed into place; left behind only by a crash, never read."""

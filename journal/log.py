@@ -38,6 +38,7 @@ from pathlib import Path
 
 import msgspec
 
+from journal import compact as compaction
 from journal.errors import (
     EncodeError,
     JournalDamaged,
@@ -69,21 +70,21 @@ from journal.record import (
 )
 from journal.segment import (
     HEADER_SIZE,
+    SEALING_SUFFIX,
     fsync_dir,
     header_problem,
     list_segments,
-    next_valid_frame,
     scan_frames,
     segment_header,
     segment_name,
 )
+from journal.verify import VerifyReport, verify
+from journal.walk import Damage, Ended, Resumed, Segment, SegmentWalk, Torn
 
 log = logging.getLogger("journal")
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 LOCK_NAME = "LOCK"
-SEALING_SUFFIX = ".sealing"
-"""A segment being created by ``seal``; left behind only by a crash, and never read."""
 _REPAIR_HINT = "run `ferrex journal verify` for details; `ferrex journal repair` sets it aside"
 
 
@@ -161,6 +162,33 @@ def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
         return f.read(), size
 
 
+def _damaged(damage: Damage) -> JournalError:
+    """What open or a catch-up raises for what the walk found (see ``journal.walk``)."""
+    path = damage.path
+    if damage.kind == "header":
+        return JournalFormatError(
+            f"{path.name}: {damage.reason}", hint="is this a ferrex journal directory?"
+        )
+    if damage.kind == "segment":
+        message = (
+            f"{path.name} starts at position {damage.first}, but the journal before it "
+            f"ends at {damage.position - 1}"
+        )
+    elif damage.kind == "chain":
+        message = (
+            f"{path.name}: the record at offset {damage.offset} (position "
+            f"{damage.position}) does not chain to the record before it"
+        )
+    else:
+        message = (
+            f"{path.name}: damaged record at offset {damage.offset} "
+            f"({damage.reason}), and valid records follow it"
+        )
+    return JournalDamaged(
+        message, segment=path, offset=damage.offset, position=damage.position, hint=_REPAIR_HINT
+    )
+
+
 class Journal:
     """An append-only, fsynced, hash-chained log of records in a directory."""
 
@@ -172,6 +200,7 @@ class Journal:
         clock: Callable[[], datetime] = _now,
     ) -> None:
         self.directory = directory
+        self.where = str(directory)
         self.segment_bytes = segment_bytes
         self._clock = clock
         self._tail: _Tail | None = None
@@ -274,6 +303,17 @@ class Journal:
             return record
         return None
 
+    def verify(self, *, decode: bool = True) -> VerifyReport:
+        """Verify the journal's files (:func:`journal.verify.verify`): reads only, so it also
+        serves on a ``Journal(directory)`` never opened (opening would cut a torn tail that
+        verify must report, not cut)."""
+        return verify(self.directory, decode=decode)
+
+    def compact(self) -> int:
+        """Redact forgotten bodies (:func:`journal.compact.compact`, which says how: sealed
+        segments rewritten by copy and rename); how many records changed."""
+        return compaction.compact(self).redacted
+
     def _note_versions(
         self, path: Path, base: int, data: bytes, frames: Sequence[FrameInfo]
     ) -> None:
@@ -365,15 +405,52 @@ class Journal:
             self._thread_lock.release()
 
     def _advance(self, *, from_start: bool) -> None:
-        """Walk forward from the known tail (or position 1), checking every frame and link.
+        """Walk forward from the known tail (or position 1), checking every frame and link
+        (``journal.walk``), and move the tail to the last record found.
 
         Runs under the lock. Cuts a torn tail; raises JournalDamaged on anything else.
         """
-        segments = list_segments(self.directory)
-        tail = self._tail
-        if from_start or tail is None:
-            expected, prev_hash, recorded_at = 1, GENESIS_HASH, None
-            start_index = 0
+        tail = None if from_start else self._tail
+        walk = self._walk_from(list_segments(self.directory), tail)
+        if walk is None:
+            return  # nobody appended since we last looked: the common case, kept cheap
+        new_tail = tail
+        last = None if tail is None else tail.last
+        recorded_at = None if tail is None else tail.recorded_at
+        for step in walk:
+            if isinstance(step, Segment):
+                self._note_versions(step.path, step.base, step.data, step.scan.frames)
+                if self._unknown_format is not None:
+                    self._refuse_if_too_new()  # its time cannot even be read
+            elif isinstance(step, Torn):
+                if not step.whole:
+                    self._refuse_if_too_new()  # cutting is writing
+                self._set_aside(step.path, step.torn, step.offset, step.reason, whole=step.whole)
+            elif isinstance(step, Ended):
+                segment = step.segment
+                if segment.scan.frames:
+                    recorded_at = decode_recorded_at(segment.data, segment.scan.frames[-1])
+                    last = segment.base + segment.scan.frames[-1].offset
+                elif not segment.resumed:
+                    last = None
+                new_tail = _Tail(
+                    segment.first,
+                    segment.path,
+                    step.end,
+                    walk.expected - 1,
+                    walk.prev_hash,
+                    recorded_at,
+                    last,
+                )
+            elif isinstance(step, Damage):
+                raise _damaged(step)
+        self._tail = new_tail
+
+    def _walk_from(
+        self, segments: list[tuple[int, Path]], tail: _Tail | None
+    ) -> SegmentWalk | None:
+        """The walk from ``tail`` (None: from position 1); None when nothing was appended."""
+        if tail is None:
             if segments and segments[0][0] != 1:
                 raise JournalDamaged(
                     f"the first segment {segments[0][1].name} does not start at position 1",
@@ -381,91 +458,31 @@ class Journal:
                     offset=0,
                     hint="a segment file is missing from the journal directory",
                 )
-        else:
-            firsts = [first for first, _ in segments]
-            start_index = bisect.bisect_left(firsts, tail.first)
-            if start_index >= len(segments) or segments[start_index][0] != tail.first:
-                raise JournalDamaged(
-                    f"the active segment {tail.path.name} disappeared",
-                    segment=tail.path,
-                    offset=0,
-                )
-            expected, prev_hash, recorded_at = tail.position + 1, tail.hash, tail.recorded_at
-            if start_index == len(segments) - 1 and tail.path.stat().st_size == tail.size:
-                return  # nobody appended since we last looked: the common case, kept cheap
-        new_tail = tail if not from_start else None
-        last = None if from_start or tail is None else tail.last
-        for index in range(start_index, len(segments)):
-            first, path = segments[index]
-            is_last = index == len(segments) - 1
-            resuming = index == start_index and not from_start and tail is not None
-            if resuming and tail is not None and tail.last is not None:
-                # A catch-up reads only what is new: from the tail record on (``base`` is
-                # the file offset of data[0]).
-                data, base, start = self._resume(path, tail)
-            else:
-                data, _ = _read_from(path, 0)
-                base, start = 0, HEADER_SIZE
-                problem = header_problem(data)
-                if problem is not None:
-                    if is_last and next_valid_frame(data, 0) is None:
-                        self._set_aside(path, data, 0, problem, whole=True)
-                        break
-                    raise JournalFormatError(
-                        f"{path.name}: {problem}", hint="is this a ferrex journal directory?"
-                    )
-                if first != expected and not (first in self._gaps and first > expected):
-                    raise JournalDamaged(
-                        f"{path.name} starts at position {first}, but the journal before it "
-                        f"ends at {expected - 1}",
-                        segment=path,
-                        offset=0,
-                        position=expected,
-                        hint=_REPAIR_HINT,
-                    )
-            scan = scan_frames(data, start, expected, gaps=self._gaps)
-            self._note_versions(path, base, data, scan.frames)
-            if self._unknown_format is not None:
-                self._refuse_if_too_new()  # its time cannot even be read
-            for info in scan.frames:
-                if info.prev_hash != prev_hash and info.position not in self._gaps:
-                    raise JournalDamaged(
-                        f"{path.name}: the record at offset {base + info.offset} (position "
-                        f"{info.position}) does not chain to the record before it",
-                        segment=path,
-                        offset=base + info.offset,
-                        position=info.position,
-                        hint=_REPAIR_HINT,
-                    )
-                prev_hash = record_hash(info.position, info.prev_hash, head_bytes(data, info))
-                expected = info.position + 1
-            if scan.frames:
-                recorded_at = decode_recorded_at(data, scan.frames[-1])
-                last = base + scan.frames[-1].offset
-            elif not resuming:
-                last = None
-            end = base + scan.end
-            if scan.bad_offset is not None:
-                bad = base + scan.bad_offset
-                if is_last and next_valid_frame(data, scan.bad_offset) is None:
-                    self._refuse_if_too_new()  # cutting is writing
-                    self._set_aside(path, data[scan.bad_offset :], bad, scan.reason or "bad bytes")
-                    end = bad
-                else:
-                    raise JournalDamaged(
-                        f"{path.name}: damaged record at offset {bad} "
-                        f"({scan.reason}), and valid records follow it",
-                        segment=path,
-                        offset=bad,
-                        position=expected,
-                        hint=_REPAIR_HINT,
-                    )
-            new_tail = _Tail(first, path, end, expected - 1, prev_hash, recorded_at, last)
-        self._tail = new_tail
+            return SegmentWalk(segments, gaps=self._gaps)
+        firsts = [first for first, _ in segments]
+        start_index = bisect.bisect_left(firsts, tail.first)
+        if start_index >= len(segments) or segments[start_index][0] != tail.first:
+            raise JournalDamaged(
+                f"the active segment {tail.path.name} disappeared",
+                segment=tail.path,
+                offset=0,
+            )
+        if start_index == len(segments) - 1 and tail.path.stat().st_size == tail.size:
+            return None
+        # A catch-up reads only what is new: from the tail record on.
+        resume = None if tail.last is None else self._resume(segments[start_index][1], tail)
+        return SegmentWalk(
+            segments,
+            gaps=self._gaps,
+            start_index=start_index,
+            expected=tail.position + 1,
+            prev_hash=tail.hash,
+            resume=resume,
+        )
 
-    def _resume(self, path: Path, tail: _Tail) -> tuple[bytes, int, int]:
-        """The tail segment from the tail record on: (data, file offset of data[0], offset
-        in data where the records after the tail begin).
+    def _resume(self, path: Path, tail: _Tail) -> Resumed:
+        """The tail segment from the tail record on: its bytes from the tail record's offset,
+        and where in them the records after the tail begin.
 
         The remembered offset is trusted only if the tail record is still there: since we
         last looked, the segment may have been sealed by another process and compacted.
@@ -479,14 +496,14 @@ class Journal:
             and info.position == tail.position
             and record_hash(info.position, info.prev_hash, head_bytes(data, info)) == tail.hash
         ):
-            return data, tail.last, info.length
+            return Resumed(data, tail.last, info.length)
         data, size = _read_from(path, 0)
         scan = scan_frames(data, HEADER_SIZE, tail.first, gaps=self._gaps)
         for info in scan.frames:
             if info.position == tail.position:
                 if record_hash(info.position, info.prev_hash, head_bytes(data, info)) != tail.hash:
                     break
-                return data, 0, info.offset + info.length
+                return Resumed(data, 0, info.offset + info.length)
         raise JournalDamaged(
             f"{path.name} ({size} bytes) no longer holds the acknowledged record at position "
             f"{tail.position} as it was",

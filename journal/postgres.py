@@ -764,6 +764,15 @@ class PostgresJournal:
             return self._decoded(frame, position, hashes=True)
         return None
 
+    def verify(self, *, decode: bool = True) -> VerifyReport:
+        """Check every record as the file journal's verify does, and the head row against
+        the chain; reads only, takes no lock (:func:`_verify`)."""
+        return _verify(self, decode=decode)
+
+    def compact(self) -> int:
+        """Redact forgotten bodies in place, in one transaction (:func:`_compact`)."""
+        return _compact(self)
+
     def follow(
         self, after: int = 0, *, stop: threading.Event, poll_ms: int = 1000
     ) -> Iterator[Record]:
@@ -820,7 +829,7 @@ class PostgresJournal:
 # -- verification and compaction ----------------------------------------------------------
 
 
-def verify(journal: PostgresJournal, *, decode: bool = True) -> VerifyReport:
+def _verify(journal: PostgresJournal, *, decode: bool = True) -> VerifyReport:
     """Walk every record (framing, positions, chain, bodies) and report the first problem,
     as ``journal.verify.verify`` does for files; also check the head row against the chain.
     Reads only, takes no lock."""
@@ -907,7 +916,7 @@ def redactions(journal: PostgresJournal) -> list[tuple[bytes, int, bytes]]:
     return changes
 
 
-def compact(journal: PostgresJournal) -> int:
+def _compact(journal: PostgresJournal) -> int:
     """Redact the bodies of every forgotten memory, in place, in one transaction under the
     writer lock; returns how many records changed. Heads are kept byte for byte, so hashes
     and the chain are unchanged (``journal.record.redact_frame``). Idempotent."""

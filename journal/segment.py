@@ -31,6 +31,8 @@ FORMAT_VERSION = 1
 SEGMENT_HEADER = struct.Struct("<8sII")
 HEADER_SIZE = SEGMENT_HEADER.size  # 16
 SUFFIX = ".seg"
+SEALING_SUFFIX = ".sealing"
+"""A segment being created by ``Journal.seal``; left behind only by a crash, and never read."""
 
 
 def segment_name(first_position: int) -> str:

@@ -13,20 +13,9 @@ from pathlib import Path
 import msgspec
 
 from journal.manifest import load_gaps
-from journal.record import (
-    GENESIS_HASH,
-    body_problems,
-    decode_record,
-    head_bytes,
-    record_hash,
-)
-from journal.segment import (
-    HEADER_SIZE,
-    header_problem,
-    list_segments,
-    next_valid_frame,
-    scan_frames,
-)
+from journal.record import GENESIS_HASH, body_problems, decode_record
+from journal.segment import list_segments
+from journal.walk import Damage, Frame, SegmentWalk, Torn
 
 
 @dataclass(frozen=True)
@@ -77,42 +66,14 @@ def verify(directory: Path, *, decode: bool = True) -> VerifyReport:
     report.gaps = sorted(gaps)
     segments = list_segments(directory)
     report.segments = len(segments)
-    expected, prev_hash = 1, GENESIS_HASH
-    for index, (first, path) in enumerate(segments):
-        is_last = index == len(segments) - 1
-        data = path.read_bytes()
-        problem = header_problem(data)
-        if problem is not None:
-            if is_last and next_valid_frame(data, 0) is None:
-                report.torn_tail = TailNote(path, 0, len(data), problem)
-                break
-            report.problem = Problem("header", path, 0, expected, problem)
-            return report
-        if first != expected and not (first in gaps and first > expected):
-            report.problem = Problem(
-                "segment",
-                path,
-                0,
-                expected,
-                f"segment starts at position {first}, but the one before ends at {expected - 1}",
-            )
-            return report
-        scan = scan_frames(data, HEADER_SIZE, expected, gaps=gaps)
-        for info in scan.frames:
-            if info.prev_hash != prev_hash and info.position not in gaps:
-                report.problem = Problem(
-                    "chain",
-                    path,
-                    info.offset,
-                    info.position,
-                    "the record's previous-hash does not match the record before it "
-                    "(altered, dropped or reordered records)",
-                )
-                return report
+    walk = SegmentWalk(segments, gaps=gaps)
+    for step in walk:
+        if isinstance(step, Frame):
+            data, info = step.segment.data, step.info
             body_issues = body_problems(data, info)
             if body_issues:
                 report.problem = Problem(
-                    "body", path, info.offset, info.position, "; ".join(body_issues)
+                    "body", step.segment.path, info.offset, info.position, "; ".join(body_issues)
                 )
                 return report
             if decode:
@@ -120,33 +81,49 @@ def verify(directory: Path, *, decode: bool = True) -> VerifyReport:
                     record = decode_record(data, info)
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                     report.problem = Problem(
-                        "decode", path, info.offset, info.position, f"cannot decode: {exc}"
+                        "decode",
+                        step.segment.path,
+                        info.offset,
+                        info.position,
+                        f"cannot decode: {exc}",
                     )
                     return report
                 report.events += len(record.events)
                 report.redacted_bodies += sum(
                     1 for e in record.events if getattr(e, "redacted", False)
                 )
-            prev_hash = record_hash(info.position, info.prev_hash, head_bytes(data, info))
-            expected = info.position + 1
             report.records += 1
-        if scan.bad_offset is not None:
-            following = next_valid_frame(data, scan.bad_offset)
-            if is_last and following is None:
-                report.torn_tail = TailNote(
-                    path, scan.bad_offset, len(data) - scan.bad_offset, scan.reason or ""
-                )
-                break
-            report.problem = Problem(
-                "frame",
-                path,
-                scan.bad_offset,
-                expected,
-                scan.reason or "bad frame",
-                resume_offset=following.offset if following else None,
-                resume_position=following.position if following else None,
-            )
+        elif isinstance(step, Torn):
+            report.torn_tail = TailNote(step.path, step.offset, len(step.torn), step.reason)
+        elif isinstance(step, Damage):
+            report.problem = _problem(step)
             return report
-    report.head_position = expected - 1
-    report.head_hash = prev_hash
+    report.head_position = walk.expected - 1
+    report.head_hash = walk.prev_hash
     return report
+
+
+def _problem(damage: Damage) -> Problem:
+    if damage.kind == "segment":
+        reason = (
+            f"segment starts at position {damage.first}, "
+            f"but the one before ends at {damage.position - 1}"
+        )
+    elif damage.kind == "chain":
+        reason = (
+            "the record's previous-hash does not match the record before it "
+            "(altered, dropped or reordered records)"
+        )
+    elif damage.kind == "frame":
+        reason = damage.reason or "bad frame"
+    else:
+        reason = damage.reason
+    return Problem(
+        damage.kind,
+        damage.path,
+        damage.offset,
+        damage.position,
+        reason,
+        resume_offset=damage.resume_offset,
+        resume_position=damage.resume_position,
+    )

@@ -9,14 +9,16 @@ projections of a :class:`~projections.replay.Projections` and changes nothing el
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from journal import EntityAliasAdded, EntityCreated, MemoryStored, MemorySuperseded, Record
-from projections.replay import BATCH, QDRANT, Projections, chunks, remove_sqlite
+from journal.backend import JournalBackend
+from projections.replay import BATCH, QDRANT, Projections, chunks, read_pointer, remove_sqlite
 from projections.sqlite import ReadModel
 from projections.vector_sink import alias_point_id
 
@@ -79,6 +81,48 @@ def reconcile(p: Projections, *, fix: bool = False) -> Drift:
         p.sync()
         drift = _compare(p)
     return drift
+
+
+def predicate_drift(
+    home: Path, journal: JournalBackend, predicate: Callable[[str, str], str]
+) -> list[dict[str, str | None]]:
+    """Facts whose normalized predicate in the live read model of ``home`` differs from what
+    ``predicate(namespace, recorded)`` (the current rules) gives for the predicate their
+    store recorded: what a backfill would change. Reads only (the live read model is opened
+    on its own, beside any projections open in this process)."""
+    live = read_pointer(home)
+    if live is None or not (home / live.sqlite).exists():
+        return []
+    recorded: dict[str, tuple[str, str]] = {}
+    for record in journal.read():
+        for event in record.events:
+            if isinstance(event, MemoryStored) and event.body and event.body.predicate:
+                body = event.body
+                recorded[event.memory_id] = (
+                    event.namespace,
+                    body.predicate_normalized or body.predicate or "",
+                )
+    model = ReadModel.open(home / live.sqlite)
+    try:
+        rows = [
+            (m.memory_id, m.subject, m.predicate, m.predicate_normalized)
+            for m in model.memories()
+            if m.type == "semantic" and m.predicate is not None
+        ]
+    finally:
+        model.close()
+    changes: list[dict[str, str | None]] = []
+    for memory_id, subject, predicate_text, current in rows:
+        if memory_id not in recorded:
+            continue
+        namespace, stored = recorded[memory_id]
+        after = predicate(namespace, stored)
+        if after != current:
+            changes.append(
+                {"id": memory_id, "subject": subject, "predicate": predicate_text,
+                 "before": current, "after": after}
+            )  # fmt: skip
+    return changes
 
 
 def _compare(p: Projections) -> Drift:

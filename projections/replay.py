@@ -31,7 +31,6 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -41,9 +40,6 @@ from projections.gate import Gate
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
 from projections.vector_sink import Collections, Encoders, VectorSink
 from projections.vectors import VectorBackend
-
-if TYPE_CHECKING:
-    from projections.reconcile import Drift
 
 log = logging.getLogger("ferrex.projections")
 
@@ -372,14 +368,6 @@ class Projections:
                 return
             self.sink.sync()
             self.read_model.set_checkpoint(QDRANT, self._qdrant_applied)
-
-    def reconcile(self, *, fix: bool = False) -> Drift:
-        """Compare journal, read model and vectors; with ``fix``, repair what differs
-        (:func:`projections.reconcile.reconcile`)."""
-        # Imported here: projections.reconcile builds on this module.
-        from projections.reconcile import reconcile
-
-        return reconcile(self, fix=fix)
 
     def close(self) -> None:
         try:

@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 
-from ferrex.app import App, translated
+from ferrex.app import App, open_journal_at, translated
 from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
 from ferrex.porting.gitverify import AgainstReport, verify_against
-from journal import JournalError, plan_repair, to_builtins, verify
+from journal import JournalError, plan_repair, to_builtins
 from journal.events import KNOWN_TAGS
 from journal.verify import VerifyReport
 from projections.replay import read_pointer
@@ -127,13 +127,8 @@ def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
 
 def _verified(app: App) -> VerifyReport:
     if app.journal_url is None:
-        return verify(_journal_dir(app))
-    from journal.postgres import PostgresJournal
-    from journal.postgres import verify as verify_pg
-
-    journal = app.journal()
-    assert isinstance(journal, PostgresJournal)
-    return verify_pg(journal)
+        _journal_dir(app)  # a clear refusal when there is none
+    return app.journal_to_verify().verify()
 
 
 def _echo_against(export: AgainstReport) -> None:
@@ -354,14 +349,11 @@ PURGE_EACH_SERVER = (
 
 def _compact_shared(app: App, dry_run: bool, as_json: bool) -> None:
     """compact on PostgreSQL: redact the shared journal's forgotten bodies in place."""
-    from journal.postgres import PostgresJournal
-    from journal.postgres import compact as compact_pg
-    from journal.postgres import verify as verify_pg
-
     journal = app.journal()
-    assert isinstance(journal, PostgresJournal)
     if dry_run:
-        from journal.postgres import redactions
+        from journal.postgres import PostgresJournal, redactions
+
+        assert isinstance(journal, PostgresJournal)  # journal.url always opens PostgreSQL
 
         try:
             positions = [position for _, position, _ in redactions(journal)]
@@ -374,8 +366,8 @@ def _compact_shared(app: App, dry_run: bool, as_json: bool) -> None:
             click.echo("dry run: nothing changed")
         return
     try:
-        changed = compact_pg(journal)
-        check = verify_pg(journal)
+        changed = journal.compact()
+        check = journal.verify()
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     doc = {
@@ -418,9 +410,8 @@ def copy_cmd(app: App, to: str, as_json: bool) -> None:
     or unset it to use a copied directory as this home's journal.
     """
     from ferrex.cli.progress import progress
-    from journal import Journal
     from journal.copy import copy
-    from journal.postgres import PostgresJournal, is_url
+    from journal.postgres import is_url
 
     if app.journal_url is None:
         _journal_dir(app)
@@ -431,13 +422,13 @@ def copy_cmd(app: App, to: str, as_json: bool) -> None:
         raise UsageError("--to names this journal itself", hint="name another database or "
                          "directory")  # fmt: skip
     with translated():
-        target = PostgresJournal.open(to) if target_dir is None else Journal.open(target_dir)
+        target = open_journal_at(to)
         try:
             with progress("copying") as update:
                 report = copy(source, target, update)
         finally:
             target.close()
-    where = target.where if isinstance(target, PostgresJournal) else str(target_dir)
+    where = target.where
     doc = {
         "to": where,
         "copied": report.copied,

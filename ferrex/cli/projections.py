@@ -10,7 +10,7 @@ import time
 
 import click
 
-from ferrex.app import App, predicate_changes
+from ferrex.app import App
 from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.config import set_in_file
@@ -68,8 +68,9 @@ def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
     whose point still says valid) and entity drift. --fix repairs by replaying only what is
     affected, then reports again. Exits 0 when there is no drift, 6 when drift remains.
     """
-    projections = app.projections()
-    drift = projections.reconcile(fix=fix)
+    from projections.reconcile import reconcile as reconciled
+
+    drift = reconciled(app.projections(), fix=fix)
     doc = drift.as_dict(examples)
     if as_json:
         click.echo(json.dumps(doc))
@@ -187,7 +188,7 @@ def normalized_predicates(app: App, dry_run: bool, as_json: bool) -> None:
     would change. (Any command also rebuilds when it finds the rules changed; the dry run
     is the way to look first.)
     """
-    changes = predicate_changes(app)
+    changes = app.predicate_changes()
     doc: dict[str, object] = {"changes": changes, "count": len(changes), "applied": False}
     if not dry_run:
         with progress("backfilling") as update:

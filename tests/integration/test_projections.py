@@ -28,6 +28,7 @@ from journal import (
     MemorySuperseded,
 )
 from projections.qdrant_edge import EdgeBackend
+from projections.reconcile import reconcile
 from projections.replay import HOME_TAG, POINTER, QDRANT, Projections, read_pointer
 from projections.vector_sink import Encoders, alias_point_id, point_id
 from projections.vectors import SparseVector, VectorFilter, VectorPoint
@@ -96,7 +97,7 @@ def test_incremental_with_restarts_equals_a_rebuild(
             projections.rebuild()
             assert projections.live.generation == generation + 1
             assert snapshot(projections) == incremental
-            assert projections.reconcile().clean
+            assert reconcile(projections).clean
             projections.close()
             backend.close()
 
@@ -168,7 +169,7 @@ def test_start_catches_up_what_was_appended_but_never_applied(
     assert backend.count(p.live.memories) == 11
     m1 = p.read_model.get("m1")
     assert m1 is not None and m1.superseded_by == "m2"
-    assert p.reconcile().clean
+    assert reconcile(p).clean
     p.close()
 
 
@@ -191,7 +192,7 @@ def test_deleted_qdrant_or_sqlite_is_rebuilt_at_start(
         Path(str(home / live.sqlite) + suffix).unlink(missing_ok=True)
     p = Projections.open(home, journal, backend, encoders)
     assert snapshot(p) == before and p.live.generation == live.generation + 1
-    assert p.reconcile().clean
+    assert reconcile(p).clean
     p.close()
     backend.close()
 
@@ -214,13 +215,13 @@ def test_reconcile_reports_and_fixes_vector_drift(
     )
     backend.upsert(name, [stray])  # an orphan
     backend.delete(p.live.entities, [alias_point_id("default", "tokio", "e1")])  # a lost spelling
-    drift = p.reconcile()
+    drift = reconcile(p)
     assert not drift.clean
     assert drift.missing_points == ["m5"]
     assert drift.stale_payloads == ["m1"]
     assert drift.orphan_points == [point_id("ghost")]
     assert drift.entity_drift == [alias_point_id("default", "tokio", "e1")]
-    fixed = p.reconcile(fix=True)
+    fixed = reconcile(p, fix=True)
     assert fixed.clean, fixed.as_dict()
     assert snapshot(p) == before
     p.close()
@@ -237,9 +238,9 @@ def test_reconcile_detects_a_corrupted_checkpoint(
     # A checkpoint set back makes the access event apply twice: reconcile must notice.
     p.read_model.set_checkpoint("sqlite", head - 2)
     p.catch_up()
-    drift = p.reconcile()
+    drift = reconcile(p)
     assert "m3" in drift.sqlite_rows
-    assert p.reconcile(fix=True).clean
+    assert reconcile(p, fix=True).clean
     assert snapshot(p) == before
     # A checkpoint beyond the journal belongs to another journal: rebuilt at start.
     p.read_model.set_checkpoint("sqlite", head + 10)
@@ -309,7 +310,7 @@ def test_two_homes_on_one_vector_store_keep_their_own_collections(
     old_b = b.live.memories
     a.rebuild()  # drops a's old generation only
     assert old_b in backend.collections() and backend.count(old_b) == 11
-    assert a.reconcile().clean and b.reconcile().clean
+    assert reconcile(a).clean and reconcile(b).clean
     tag = (home_a / HOME_TAG).read_text().strip()
     assert tag in a.live.memories and tag not in b.live.memories
     a.close()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from journal import Journal, JournalDamaged, plan_repair, repair, verify
+from journal import Journal, JournalDamaged, JournalFormatError, plan_repair, repair, verify
 from journal.record import check_frame
 from journal.segment import HEADER_SIZE, list_segments
 from tests.strategies import stored
@@ -180,3 +180,66 @@ def test_a_missing_sealed_segment_is_damage(tmp_path: Path) -> None:
     with pytest.raises(JournalDamaged, match="starts at position"):
         Journal.open(d)
     shutil.rmtree(d)
+
+
+@pytest.fixture(scope="module")
+def three_segments() -> dict[str, bytes]:
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp) / "j"
+        build(d, 30, segment_bytes=2048)
+        assert len(list_segments(d)) >= 3
+        return snapshot(d)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_open_and_verify_judge_every_damage_alike(
+    three_segments: dict[str, bytes], data: st.DataObject
+) -> None:
+    """Open (which recovers) and verify (which reports) walk the segments by one set of rules
+    (``journal.walk``): for a flipped byte, a cut or a missing segment anywhere, verify finds a
+    problem exactly where open refuses, and a torn tail exactly where open cuts one."""
+    names = sorted(three_segments)
+    victim = data.draw(st.sampled_from(names), label="segment")
+    size = len(three_segments[victim])
+    harm = data.draw(st.sampled_from(["flip", "cut", "drop"]), label="harm")
+    at = data.draw(st.integers(min_value=0, max_value=size - 1), label="offset")
+    with tempfile.TemporaryDirectory() as tmp:
+        checked, opened = Path(tmp) / "checked", Path(tmp) / "opened"
+        for d in (checked, opened):
+            d.mkdir()
+            for name, content in three_segments.items():
+                if name == victim and harm == "drop":
+                    continue
+                if name == victim and harm == "cut":
+                    content = content[:at]
+                elif name == victim and harm == "flip":
+                    flipped = bytearray(content)
+                    flipped[at] ^= 0x40
+                    content = bytes(flipped)
+                (d / name).write_bytes(content)
+        report = verify(checked)
+        try:
+            journal = Journal.open(opened)
+        except JournalFormatError as exc:
+            assert report.problem is not None and report.problem.kind == "header", exc
+            assert report.problem.segment.name in str(exc)
+            return
+        except JournalDamaged as exc:
+            assert report.problem is not None, exc
+            assert (report.problem.segment.name, report.problem.offset) == (
+                exc.segment.name,
+                exc.offset,
+            )
+            return
+        with journal:
+            assert report.problem is None, report.problem
+            assert (journal.head.position, journal.head.hash) == (
+                report.head_position,
+                report.head_hash,
+            )
+            cut = [(t.segment.name, t.offset, t.length) for t in journal.torn_tails]
+            noted = report.torn_tail
+            assert cut == (
+                [] if noted is None else [(noted.segment.name, noted.offset, noted.length)]
+            )

@@ -16,6 +16,7 @@ from ferrex.rules.memory_input import StoreRequest
 from ferrex.store import StoreSettings, Writer
 from journal import Journal, MemorySuperseded, verify
 from projections.qdrant_edge import EdgeBackend
+from projections.reconcile import reconcile
 from projections.replay import Projections
 from projections.vector_sink import Encoders
 from tests.integration.test_projections import snapshot
@@ -56,7 +57,7 @@ def replay_matches(writer: Writer) -> None:
     before = snapshot(writer.projections)
     writer.projections.rebuild()
     assert snapshot(writer.projections) == before
-    assert writer.projections.reconcile().clean
+    assert reconcile(writer.projections).clean
     assert verify(writer.journal.directory).ok
 
 

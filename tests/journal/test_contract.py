@@ -10,31 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from journal import EncodeError, Journal, JournalDamaged, MemoriesForgotten, verify
+from journal import EncodeError, Journal, JournalDamaged, MemoriesForgotten
 from journal.backend import JournalBackend
-from journal.compact import compact as compact_files
 from journal.postgres import PostgresJournal
-from journal.postgres import compact as compact_pg
-from journal.postgres import verify as verify_pg
 from journal.segment import list_segments
-from journal.verify import VerifyReport
 from tests.journal.conftest import Opener
 from tests.strategies import stored
-
-
-def verified(journal: JournalBackend) -> VerifyReport:
-    if isinstance(journal, PostgresJournal):
-        return verify_pg(journal)
-    assert isinstance(journal, Journal)
-    return verify(journal.directory)
-
-
-def compacted(journal: JournalBackend) -> None:
-    if isinstance(journal, PostgresJournal):
-        compact_pg(journal)
-    else:
-        assert isinstance(journal, Journal)
-        compact_files(journal)
 
 
 def test_append_read_and_reopen(open_journal: Opener) -> None:
@@ -50,7 +31,7 @@ def test_append_read_and_reopen(open_journal: Opener) -> None:
         assert list(reopened.read(hashes=True)) == written
         assert reopened.first() == written[0]
         assert reopened.append([stored(21)]).prev_hash == written[-1].hash
-        report = verified(reopened)
+        report = reopened.verify()
         assert report.ok and report.records == 21 and report.head_hash == reopened.head.hash
 
 
@@ -84,7 +65,7 @@ def test_handles_see_each_others_appends_and_the_chain_holds(open_journal: Opene
     assert [r.prev_hash for r in one.read(after=1, hashes=True)] == [
         r.hash for r in list(two.read(hashes=True))[:2]
     ]
-    assert verified(one).ok
+    assert one.verify().ok
 
 
 def test_follow_sees_appends_by_another_handle_and_stops(open_journal: Opener) -> None:
@@ -131,7 +112,7 @@ def test_exclusive_holds_other_writers_off_until_released(open_journal: Opener) 
     assert appended.wait(10)
     thread.join()
     assert [r.position for r in one.read()] == [1, 2, 3]
-    assert verified(one).ok
+    assert one.verify().ok
 
 
 def test_try_exclusive_takes_a_free_lock_and_skips_a_held_one(open_journal: Opener) -> None:
@@ -161,7 +142,7 @@ def test_concurrent_writers_keep_positions_contiguous(open_journal: Opener) -> N
         thread.join()
     positions = [r.position for r in handles[0].read()]
     assert positions == list(range(1, 4 * sum(1 + i % 3 for i in range(25)) + 1))
-    report = verified(handles[0])
+    report = handles[0].verify()
     assert report.ok and report.records == len(positions)
 
 
@@ -195,8 +176,10 @@ def test_damage_is_found_by_read_and_verify(
         journal.append([stored(i)])
     url = request.getfixturevalue("pg_url") if isinstance(journal, PostgresJournal) else None
     _damage(journal, 3, url)
-    report = verified(journal)
+    report = journal.verify()
     assert not report.ok and report.problem is not None
+    assert report.problem.position is not None and report.problem.position <= 3
+    assert journal.verify() == report, "verify reads only: a second run finds the same"
     with pytest.raises(JournalDamaged):
         list(open_journal().read())
 
@@ -208,15 +191,15 @@ def test_compact_redacts_forgotten_bodies_and_keeps_the_chain(open_journal: Open
     journal.append([MemoriesForgotten(memory_ids=(forgotten_id,), namespace="default")])
     journal.append([stored(9)])
     before = [(r.position, r.hash) for r in journal.read(hashes=True)]
-    compacted(journal)
+    assert journal.compact() == 1
     after = list(open_journal().read(hashes=True))
     assert [(r.position, r.hash) for r in after] == before
     bodies = {e.memory_id: e.body for r in after for e in r.events if hasattr(e, "body")}
     assert bodies[forgotten_id] is None
     assert all(body is not None for mid, body in bodies.items() if mid != forgotten_id)
-    report = verified(journal)
+    report = journal.verify()
     assert report.ok and report.redacted_bodies == 1
-    compacted(journal)  # idempotent
+    assert journal.compact() == 0  # idempotent
     assert [(r.position, r.hash) for r in open_journal().read(hashes=True)] == before
 
 
@@ -231,4 +214,49 @@ def test_files_and_postgres_hold_the_same_frames(tmp_path: Path, pg_url: str) ->
         assert list(pg.read(hashes=True)) == list(files.read(hashes=True))
         assert [f for _, f in pg.frames()] == frames
         assert pg.append([stored(6)]).prev_hash == files.head.hash
-        assert verify_pg(pg).ok
+        assert pg.verify().ok
+
+
+def test_verify_counts_and_names_the_head_on_both_backends(open_journal: Opener) -> None:
+    journal = open_journal()
+    assert journal.verify().ok and journal.verify().head_position == 0
+    journal.append_batch([[stored(i), stored(i + 100)] for i in range(1, 8)])
+    report = journal.verify()
+    assert report.ok and report.problem is None and report.torn_tail is None
+    assert (report.records, report.events, report.redacted_bodies) == (7, 14, 0)
+    assert (report.head_position, report.head_hash) == (7, journal.head.hash)
+    assert journal.verify(decode=False).records == 7
+    assert journal.where
+
+
+def test_verify_beside_a_writer_sees_a_prefix_of_the_chain(open_journal: Opener) -> None:
+    """verify takes no lock: run while another handle appends, every report is a clean
+    prefix of the final chain."""
+    writer, checker = open_journal(), open_journal()
+    writer.append([stored(0)])
+    done = threading.Event()
+    reports = []
+
+    def append() -> None:
+        for i in range(1, 41):
+            writer.append([stored(i)])
+        done.set()
+
+    thread = threading.Thread(target=append)
+    thread.start()
+    while not done.is_set() or len(reports) < 2:
+        reports.append(checker.verify())
+    thread.join()
+    hashes = {r.position: r.hash for r in checker.read(hashes=True)}
+    for report in reports:
+        assert report.ok, report.problem
+        assert hashes[report.head_position] == report.head_hash
+
+
+def test_compact_with_nothing_forgotten_changes_nothing(open_journal: Opener) -> None:
+    journal = open_journal()
+    journal.append_batch([[stored(i)] for i in range(1, 6)])
+    before = list(journal.read(hashes=True))
+    assert journal.compact() == 0
+    assert list(open_journal().read(hashes=True)) == before
+    assert journal.verify().ok

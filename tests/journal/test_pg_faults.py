@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from journal import MemoryStored
-from journal.postgres import PostgresJournal, verify
+from journal.postgres import PostgresJournal
 from tests.pg_cluster import Cluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +79,7 @@ def _check(url: str, writers: list[Writer]) -> dict[str, int]:
                 assert event.memory_id not in position_of, "a record was written twice"
                 position_of[event.memory_id] = record.position
         assert positions == list(range(1, len(positions) + 1))
-        assert verify(journal).ok
+        assert journal.verify().ok
     counts = {"acked_batches": 0, "unacked_present": 0, "unacked_absent": 0}
     for writer in writers:
         for k, ids in writer.tried.items():

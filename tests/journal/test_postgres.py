@@ -18,7 +18,7 @@ from ferrex.app import translated
 from ferrex.errors import BackendUnavailable
 from journal import JournalError, JournalFormatError, JournalTooNew
 from journal.errors import JournalConnectError, JournalUnavailable
-from journal.postgres import SCHEMA_VERSION, PostgresJournal, verify
+from journal.postgres import SCHEMA_VERSION, PostgresJournal
 from tests.pg_cluster import Cluster
 from tests.strategies import stored
 
@@ -160,7 +160,7 @@ def test_a_session_killed_mid_call_is_unavailable_and_writes_nothing(pg_url: str
             journal.append_batch([[stored(2)], [stored(3)]])
         assert journal.refresh().position == 1  # reconnected; nothing half-written
         assert journal.append([stored(4)]).position == 2
-        assert verify(journal).ok
+        assert journal.verify().ok
 
 
 def test_a_closed_journal_refuses(pg_url: str) -> None:

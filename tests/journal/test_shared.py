@@ -14,7 +14,7 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.models import Embedder
 from ferrex.server.service import Caller, Service
-from journal.postgres import PostgresJournal, verify
+from journal.postgres import PostgresJournal
 from projections.documents import subject_key
 
 ALICE = Caller(agent_id="alice")
@@ -85,7 +85,7 @@ def test_concurrent_stores_on_both_servers_keep_one_chain(
     with PostgresJournal.open(pg_url) as journal:
         positions = [r.position for r in journal.read()]
         assert positions == list(range(1, len(positions) + 1)) and len(positions) >= 16
-        assert verify(journal).ok
+        assert journal.verify().ok
     seen_a, seen_b = (_recalled(s, "incident noted on host", ALICE) for s in (a, b))
     assert seen_a == seen_b and len(seen_a) == 16
 

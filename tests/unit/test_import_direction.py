@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,26 +114,50 @@ def test_the_storage_checker_sees_sql_and_connections(tmp_path: Path) -> None:
     assert storage_faults(bad, "ferrex/models/cache.py") == []
 
 
-def package_imports(package: str, base: Path = ROOT) -> dict[str, set[str]]:
-    """Each module of ``package`` (dotted name) -> the modules of ``package`` it imports,
-    wherever the import statement is (a function-level import is still an edge)."""
-    root = base / package
-    names = {
-        ".".join((package, *p.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
-        for p in root.rglob("*.py")
-    }
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def run_time_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement that can run: at module level, in a class or a function
+    (a lazy import is still an edge), but not under ``if TYPE_CHECKING:``, which never runs
+    and so cannot take part in an import-order cycle."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            for other in node.orelse:
+                yield from run_time_imports(ast.Module(body=[other], type_ignores=[]))
+        else:
+            yield from run_time_imports(node)
+
+
+def package_imports(*packages: str, base: Path = ROOT) -> dict[str, set[str]]:
+    """Each module of ``packages`` (dotted names) -> the modules of them it imports, wherever
+    the import statement is (a function-level import is still an edge; ``TYPE_CHECKING``
+    blocks are not). ``from pkg import sub`` is an edge to ``pkg.sub`` when that is a module,
+    else to ``pkg``; the parent packages Python runs first are not edges (every submodule
+    would otherwise form a cycle with a package ``__init__`` that imports it)."""
+    paths: dict[str, Path] = {}
+    for package in packages:
+        root = base / package
+        for path in sorted(root.rglob("*.py")):
+            parts = (package, *path.relative_to(root).with_suffix("").parts)
+            paths[".".join(parts).removesuffix(".__init__")] = path
     graph: dict[str, set[str]] = {}
-    for path in sorted(root.rglob("*.py")):
-        parts = (package, *path.relative_to(root).with_suffix("").parts)
-        module = ".".join(parts).removesuffix(".__init__")
+    for module, path in paths.items():
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in run_time_imports(ast.parse(path.read_text(), filename=str(path))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            edges.update(t for t in targets if t in names and t != module)
+            elif node.module and node.level == 0:
+                for alias in node.names:
+                    sub = f"{node.module}.{alias.name}"
+                    targets.append(sub if sub in paths else node.module)
+            edges.update(t for t in targets if t in paths and t != module)
         graph[module] = edges
     return graph
 
@@ -163,9 +188,13 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_the_journal_package_has_no_import_cycles() -> None:
-    graph = package_imports("journal")
-    assert "journal.repairs" in graph and "journal.verify" in graph["journal.repairs"]
+def test_no_import_cycle_anywhere_in_the_three_packages() -> None:
+    """Module-level and function-level imports alike: a lazy import that closes a loop is
+    a cycle too (it only hides it until the function runs)."""
+    graph = package_imports(*LAYERS)
+    assert "journal.verify" in graph["journal.repairs"]
+    assert "projections.replay" in graph["projections.reconcile"]
+    assert "ferrex.server.dashboard.web" in graph["ferrex.server.dashboard"]
     cycle = find_cycle(graph)
     assert cycle is None, " -> ".join(cycle or [])
 
@@ -179,6 +208,25 @@ def test_the_cycle_finder_sees_a_cycle_through_a_function_level_import(tmp_path:
     (package / "__init__.py").write_text("")
     (package / "repairs.py").write_text("def plan():\n    from pkg.verify import verify\n")
     (package / "verify.py").write_text("from pkg import repairs\n")
-    graph = package_imports("pkg", tmp_path)
-    assert graph["pkg.verify"] == {"pkg", "pkg.repairs"}
+    graph = package_imports("pkg", base=tmp_path)
+    assert graph["pkg.verify"] == {"pkg.repairs"}
     assert find_cycle(graph) == ["pkg.repairs", "pkg.verify", "pkg.repairs"]
+
+
+def test_the_cycle_finder_skips_type_checking_and_sees_names_from_a_package(
+    tmp_path: Path,
+) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("def mount():\n    from pkg.web import Web\n")
+    (package / "pages.py").write_text("")
+    (package / "web.py").write_text(
+        "from typing import TYPE_CHECKING\nfrom pkg import pages\n"
+        "if TYPE_CHECKING:\n    from pkg.api import Api\nelse:\n    import pkg.shared\n"
+    )
+    (package / "api.py").write_text("from pkg.web import Web\n")
+    (package / "shared.py").write_text("from pkg import mount\n")
+    graph = package_imports("pkg", base=tmp_path)
+    assert graph["pkg.web"] == {"pkg.pages", "pkg.shared"}
+    assert graph["pkg.shared"] == {"pkg"}
+    assert find_cycle(graph) == ["pkg", "pkg.web", "pkg.shared", "pkg"]

@@ -55,6 +55,7 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex import __version__
 from ferrex.errors import FerrexError, Refused, UsageError
+from ferrex.server.dashboard.edge import HEADERS, Unauthorized
 from ferrex.server.service import Caller, error_document
 from journal.files import make_private_dir, open_private, replace_durably
 
@@ -302,8 +303,6 @@ class WriteApi:
     def caller(self, request: Request) -> Caller:
         """The caller of a write: a bearer token's, or on an open server anyone from the
         dashboard's origin or from no browser at all."""
-        from ferrex.server.dashboard.web import Unauthorized
-
         caller, by_bearer = self.dashboard.authenticated(request)
         if self.dashboard.tokens is not None and not by_bearer:
             raise Unauthorized(
@@ -348,7 +347,7 @@ class WriteApi:
             except FerrexError as exc:
                 answer = _error(exc)
             status, doc = answer
-            headers = dict(_headers())
+            headers = dict(HEADERS)
             if replayed:
                 headers["Idempotent-Replayed"] = "true"
             return JSONResponse(doc, status_code=status, headers=headers)
@@ -437,10 +436,10 @@ class WriteApi:
             self.dashboard.check_host(request)
         except FerrexError as exc:
             status, doc = _error(exc)
-            return JSONResponse(doc, status_code=status, headers=_headers())
+            return JSONResponse(doc, status_code=status, headers=HEADERS)
         if self._openapi is None:
             self._openapi = openapi_document(self.tools)
-        return JSONResponse(self._openapi, headers=_headers())
+        return JSONResponse(self._openapi, headers=HEADERS)
 
     def routes(self) -> list[BaseRoute]:
         return [
@@ -467,17 +466,11 @@ def not_found_json(request: Request, status: int) -> Response:
         status = 404
         doc = {"code": "not_found", "hint": "see /api/v1/openapi.json",
                "message": f"nothing is served at {request.url.path}"}  # fmt: skip
-    return JSONResponse({"error": doc}, status_code=status, headers=_headers())
+    return JSONResponse({"error": doc}, status_code=status, headers=HEADERS)
 
 
 def _principal(caller: Caller) -> str:
     return "operator" if caller.agent_id is None else f"agent:{caller.agent_id}"
-
-
-def _headers() -> Mapping[str, str]:
-    from ferrex.server.dashboard.web import HEADERS
-
-    return HEADERS
 
 
 def _error(exc: FerrexError) -> Answer:

@@ -37,7 +37,7 @@ from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from journal.errors import JournalError
 from journal.record import to_builtins
-from journal.verify import VerifyReport, verify
+from journal.verify import VerifyReport
 from projections.sqlite import Memory, ReadModel
 
 VIEWS = ("history", "entity", "entities", "journal", "verify")
@@ -251,15 +251,7 @@ def _journal_key(app: App) -> Path | str:
 
 def _verified(app: App) -> VerifyReport:
     """Verify the journal this server uses: its files, or its PostgreSQL tables."""
-    if app.journal_url is None:
-        return verify(app.journal_dir)
-    from journal.postgres import PostgresJournal
-    from journal.postgres import verify as verify_postgres
-
-    journal = app.journal()
-    if not isinstance(journal, PostgresJournal):  # journal.url always opens PostgreSQL
-        raise UsageError("journal.url is set but the journal is not on PostgreSQL")
-    return verify_postgres(journal)
+    return app.journal().verify()
 
 
 def _verify(ctx: Context) -> dict[str, Any]:

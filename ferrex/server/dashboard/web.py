@@ -53,6 +53,7 @@ from starlette.routing import BaseRoute, Route
 from ferrex.errors import FerrexError, UsageError
 from ferrex.server.dashboard import pages
 from ferrex.server.dashboard.api import WriteApi, not_found_json
+from ferrex.server.dashboard.edge import HEADERS, Forbidden, Unauthorized
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import TokenTable
 from ferrex.server.service import Caller, error_document
@@ -65,15 +66,6 @@ SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 256
 #: Sessions one principal (the operator, or one agent) may hold at once.
 SESSIONS_PER_PRINCIPAL = 16
-HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-    "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    # same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
-    # dashboard's own POSTs, and no address (the login URL with its token) leaves the site.
-    "Referrer-Policy": "same-origin",
-    "X-Content-Type-Options": "nosniff",
-    "Cache-Control": "no-store",
-}
 #: The HTTP status of each error code (anything else is 500).
 _STATUS = {
     "invalid_input": 400,
@@ -144,14 +136,6 @@ class Sessions:
                 self._drop(sid)
                 return None
             return found[0]
-
-
-class Unauthorized(FerrexError):
-    code = "unauthorized"
-
-
-class Forbidden(FerrexError):
-    code = "forbidden"
 
 
 class Dashboard:
