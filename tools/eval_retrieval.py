@@ -843,7 +843,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(render(report) + "\n")
     if args.json:
         args.json.write_text(json.dumps({"seconds": total, "uptime": load_avg,
-                                         "reports": reports}, indent=2))  # fmt: skip
+                                         "reports": reports}, indent=2, default=str))  # fmt: skip
     return 0
 
 
