@@ -559,7 +559,7 @@ def _import_chats(
     writer = app.writer()
     secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
     writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
-    with progress("importing", "messages") as update:
+    with progress("importing", "memories") as update:
         results = writer.store_many([item.request for item in parsed.items], progress=update)
     skipped = dict(parsed.skipped)
     outcomes: list[dict[str, Any]] = []

@@ -74,7 +74,7 @@ TITLE_CHARS: Final = 200
 REASONS: Final = {
     "empty_conversation": "conversations without a message to import",
     "other_branch": "messages on an edited or regenerated branch, not the one shown",
-    "system_message": "system messages (custom instructions, hidden context)",
+    "system_message": "system messages (custom instructions, hidden context), other authors",
     "tool_message": "tool output messages (code interpreter, browsing, plugins)",
     "tool_call": "tool calls (an assistant message to a tool, or a tool_use block)",
     "non_text_part": "non-text parts (images, code and its output, thinking, tool results)",
@@ -326,8 +326,8 @@ def _chatgpt_message(
     message_id = _id(raw.get("id") or node_id, f"{where}: a message's id")
     author = raw.get("author")
     role = author.get("role") if isinstance(author, dict) else None
-    metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-    content = raw.get("content") if isinstance(raw.get("content"), dict) else {}
+    metadata: Mapping[str, Any] = _object(raw.get("metadata"))
+    content: Mapping[str, Any] = _object(raw.get("content"))
     attachments = metadata.get("attachments")
     if isinstance(attachments, list):
         out.skip("attachment", len(attachments))
@@ -343,8 +343,8 @@ def _chatgpt_message(
         return left_out("system_message")
     if role == "tool":
         return left_out("tool_message")
-    if role not in _SPEAKERS:
-        return left_out("empty_message")
+    if role not in _SPEAKERS:  # another author than the user and the assistant
+        return left_out("system_message")
     recipient = raw.get("recipient")
     if role == "assistant" and recipient not in (None, "all"):
         return left_out("tool_call")
@@ -512,6 +512,10 @@ def _iso(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _object(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _kind(value: Any) -> str:

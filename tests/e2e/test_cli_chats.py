@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +176,30 @@ def test_a_likely_secret_in_a_message_is_redacted_and_reported(tmp_path: Path) -
     assert code == 0 and "imported_before" in out
     dump = run(home, "export", "jsonl", "-")[1]
     assert key not in dump and "[redacted:" in dump
+
+
+def test_a_terminal_sees_the_progress_line_with_its_eta(tmp_path: Path) -> None:
+    """On a terminal, stderr shows done/total, rate and ETA; --json on stdout stays clean."""
+    export = write(tmp_path / "conversations.json", [gpt_linear("c", "Trip", TRIP)])
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run(
+            [FERREX, "--home", str(tmp_path / "home"), "import", str(export), "--json"],
+            stdout=subprocess.PIPE, stderr=follower, text=True, timeout=600,
+        )  # fmt: skip
+        os.close(follower)
+        shown = b""
+        while select.select([leader], [], [], 0)[0]:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["counts"] == {"stored": 3}
+    line = shown.decode()
+    assert "importing  3/3 memories  100.0%" in line and "ETA 0:00" in line, line
