@@ -11,9 +11,10 @@ through the parents, read root first; the other branches are not imported (count
 ``other_branch``). A message has ``id``, ``author.role`` (user, assistant, system, tool),
 ``create_time`` (may be null), ``recipient`` (``all``, or the tool an assistant message
 calls), ``metadata`` and ``content``: ``content_type`` ``text`` or ``multimodal_text`` with
-``parts`` (strings, and objects for images and files); other content types (``code``,
-``execution_output``, ``thoughts``, browsing displays, custom instructions) are not
-conversation text.
+``parts`` (strings, and objects for images, audio and files; a voice conversation's
+``audio_transcription`` objects carry the words said, which are kept); other content
+types (``code``, ``execution_output``, ``thoughts``, browsing displays, custom
+instructions) are not conversation text.
 
 **Claude** (Settings → Privacy → Export data): a conversation has ``uuid``, ``name``,
 ``created_at`` (ISO 8601) and ``chat_messages``, in order: ``uuid``, ``sender`` (``human``
@@ -348,10 +349,14 @@ def _chatgpt_message(
     recipient = raw.get("recipient")
     if role == "assistant" and recipient not in (None, "all"):
         return left_out("tool_call")
+    if content.get("content_type") == "user_editable_context":  # custom instructions
+        return left_out("system_message")
     if content.get("content_type", "text") not in _CHATGPT_TEXT:
         return left_out("non_text_part")
     texts: list[str] = []
     for part in content.get("parts") or ():
+        if isinstance(part, dict) and part.get("content_type") == "audio_transcription":
+            part = part.get("text")  # what was said in a voice conversation
         if isinstance(part, str):
             if part.strip():
                 texts.append(part.strip())

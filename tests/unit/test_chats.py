@@ -104,6 +104,25 @@ def test_chatgpt_non_text_parts_tools_and_attachments_are_counted_not_stored() -
     }
 
 
+def test_chatgpt_voice_turns_keep_their_transcription() -> None:
+    audio = {
+        "content_type": "real_time_user_audio_video_asset_pointer",
+        "frames_asset_pointers": [],
+    }
+    said = {"content_type": "audio_transcription", "text": "Remind me to call the dentist",
+            "direction": "in"}  # fmt: skip
+    nodes: list[tuple[str, str | None, dict[str, Any] | None]] = [
+        ("root", None, None),
+        ("v", "root", gpt_message("v", "user", None, time=T0, content={
+            "content_type": "multimodal_text", "parts": [audio, said]})),
+        ("ctx", "v", gpt_message("ctx", "user", None, content={
+            "content_type": "user_editable_context", "user_instructions": "be brief"})),
+    ]  # fmt: skip
+    parsed = chats.parse([gpt_conversation("c", "Voice", nodes, "ctx")], "chatgpt")
+    assert contents(parsed) == ["user: Remind me to call the dentist"]
+    assert parsed.skipped == {"non_text_part": 1, "system_message": 1}
+
+
 def test_messages_without_a_time_take_their_conversations() -> None:
     nodes: list[tuple[str, str | None, dict[str, Any] | None]] = [
         ("root", None, None),
