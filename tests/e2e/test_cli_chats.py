@@ -203,3 +203,17 @@ def test_a_terminal_sees_the_progress_line_with_its_eta(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["counts"] == {"stored": 3}
     line = shown.decode()
     assert "importing  3/3 memories  100.0%" in line and "ETA 0:00" in line, line
+
+
+def test_an_embeddings_server_that_cannot_be_reached_stores_nothing(tmp_path: Path) -> None:
+    """Exit 5 (backend_unavailable), nothing journaled; the import can be run again later."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "ferrex.toml").write_text(
+        '[models]\ndense = "openai:some-model"\nembedding_url = "http://127.0.0.1:9/v1"\n'
+        "embedding_timeout = 2.0\n"
+    )
+    export = write(tmp_path / "conversations.json", [gpt_linear("c", "Trip", TRIP)])
+    code, _, err = run(home, "import", str(export))
+    assert code == 5 and "backend_unavailable" in err, err
+    assert head(home) == 0
