@@ -11,6 +11,8 @@ Store lines are idempotent by their place and text: each carries an import key,
 written canonically), stored with the memory (``MemoryBody.import_key``). A line whose key
 already stored a memory in its namespace is skipped, whatever the rules would say today;
 the same text on two lines is two memories (two turns "Thanks!" of one conversation).
+A Claude or ChatGPT export (:mod:`ferrex.porting.chats`) uses the same mechanism with the
+message's id as the key (``"chatgpt message ID"``, ``" part I/N"`` for a split message).
 """
 
 from __future__ import annotations
