@@ -11,6 +11,8 @@ Store lines are idempotent by their place and text: each carries an import key,
 written canonically), stored with the memory (``MemoryBody.import_key``). A line whose key
 already stored a memory in its namespace is skipped, whatever the rules would say today;
 the same text on two lines is two memories (two turns "Thanks!" of one conversation).
+A Claude or ChatGPT export (:mod:`ferrex.porting.chats`) uses the same mechanism with the
+message's id as the key (``"chatgpt message ID"``, ``" part I/N"`` for a split message).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
@@ -30,7 +32,9 @@ from ferrex.app import App
 from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
+from ferrex.core.settings import StoreSettings
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
+from ferrex.porting import chats
 from ferrex.porting.dump import Restored, RestoredEntity, is_dump_line, parse_dump_line
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
@@ -215,7 +219,7 @@ def _request(raw: dict[str, Any], *, where: str) -> StoreRequest:
 
 SAME_TEXT = 0.9999
 """Cosine similarity of a text's embedding with itself, up to rounding."""
-FORMATS = click.Choice(["auto", "store", "dump", "memory-server"])
+FORMATS = click.Choice(["auto", "store", "dump", "memory-server", *chats.FORMATS])
 IMPORT_SECRETS = ("redact", "skip", "allow")
 _SECRETS_MODE: dict[str, SecretsMode] = {"redact": "redact", "skip": "refuse", "allow": "allow"}
 
@@ -229,7 +233,21 @@ _SECRETS_MODE: dict[str, SecretsMode] = {"redact": "redact", "skip": "refuse", "
     default="auto",
     show_default=True,
     help="store: store requests; dump: a `ferrex export jsonl` dump; memory-server: the "
-    "MCP reference memory server's graph file. auto: told apart by the first line.",
+    "MCP reference memory server's graph file; claude, chatgpt: the conversations.json of "
+    "a Claude or ChatGPT export. auto: told apart by the first line (an export by its shape).",
+)
+@click.option(
+    "--assistant",
+    type=click.Choice(chats.ASSISTANT_MODES),
+    help="claude, chatgpt: an assistant message longer than --split-chars is split into "
+    "parts (split, the default), kept whole (full), or assistant messages are not imported "
+    "at all (skip: user turns only).",
+)
+@click.option(
+    "--split-chars",
+    type=click.IntRange(min=chats.MIN_SPLIT_CHARS),
+    help=f"claude, chatgpt: the longest part of a split message (default "
+    f"{chats.DEFAULT_SPLIT_CHARS} characters).",
 )
 @click.option(
     "--secrets",
@@ -241,8 +259,16 @@ _SECRETS_MODE: dict[str, SecretsMode] = {"redact": "redact", "skip": "refuse", "
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
-def import_(app: App, file: str, file_format: str, secrets: str | None, as_json: bool) -> None:
-    """Import the JSON lines of FILE (- for stdin).
+def import_(
+    app: App,
+    file: str,
+    file_format: str,
+    assistant: str | None,
+    split_chars: int | None,
+    secrets: str | None,
+    as_json: bool,
+) -> None:
+    """Import the JSON lines of FILE (- for stdin), or a Claude or ChatGPT export.
 
     store (the default for lines without an id): each line is a store request with the
     fields of the store tool (content, subject, predicate, object, name, steps,
@@ -261,6 +287,14 @@ def import_(app: App, file: str, file_format: str, secrets: str | None, as_json:
     Memories already known with the same text are skipped; near-duplicates are refused
     as for a store.
 
+    claude, chatgpt: the conversations.json of an export. Each message of the
+    conversation as shown (not the branches of edits and regenerations) becomes an
+    episodic memory "user: ..." or "assistant: ...", with the conversation (title and id)
+    as its source and the message's time as its event time. System and tool messages,
+    tool calls, images and other non-text parts, attachments and empty conversations are
+    left out and counted by reason. A message imported before (by its id) is skipped, so a
+    newer export stores only the new messages.
+
     All formats are written in group commits with batched embedding. Reports the outcome
     of every line; exits 5 if lines could not be stored (the embeddings server went away:
     run it again), 2 if a line was invalid, 7 if one was refused. A likely secret
@@ -268,6 +302,15 @@ def import_(app: App, file: str, file_format: str, secrets: str | None, as_json:
     report names its kind, field and position, never the secret.
     """
     text = sys.stdin.read() if file == "-" else _read(Path(file))
+    export = _chat_export(text, file_format)
+    if export is None and (assistant is not None or split_chars is not None):
+        raise UsageError(
+            "--assistant and --split-chars apply to claude and chatgpt exports only",
+            hint="pass --format claude or --format chatgpt",
+        )
+    if export is not None:
+        _import_chats(app, export[0], export[1], assistant, split_chars, secrets, as_json)
+        return
     parsed: list[tuple[int, dict[str, Any]]] = []
     outcomes: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -334,14 +377,15 @@ def import_(app: App, file: str, file_format: str, secrets: str | None, as_json:
         raise click.exceptions.Exit(Refused.exit_code)
 
 
-def secrets_report(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
-    """How many lines carried likely secrets, and of which kinds (redacted or skipped)."""
+def secrets_report(outcomes: list[dict[str, Any]], key: str = "line") -> dict[str, Any]:
+    """How many lines (or other items, named by ``key``) carried likely secrets, and of
+    which kinds (redacted or skipped)."""
     kinds: dict[str, int] = {}
     lines = set()
     for o in outcomes:
         for found in [*o.get("redacted", ()), *o.get("secrets", ())]:
             kinds[found["kind"]] = kinds.get(found["kind"], 0) + 1
-            lines.add(o["line"])
+            lines.add(o[key])
     return {"lines": len(lines), "kinds": dict(sorted(kinds.items()))}
 
 
@@ -470,3 +514,130 @@ def _read(path: Path) -> str:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path} is not UTF-8 text: {exc}") from exc
+
+
+def _chat_export(text: str, file_format: str) -> tuple[chats.ChatFormat, Any] | None:
+    """The format and parsed document of a Claude or ChatGPT export, or None for a file of
+    JSON lines. Under auto, a file that is one JSON array or object is an export when its
+    shape says which; a JSON array of another shape is refused (no JSON-lines file is one)."""
+    if file_format in chats.FORMATS:
+        return cast(chats.ChatFormat, file_format), chats.loads(text)
+    if file_format != "auto" or not text.lstrip().startswith(("[", "{")):
+        return None
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None  # JSON lines (or not JSON at all): the line formats report each line
+    fmt = chats.detect(doc)
+    if fmt is not None:
+        return fmt, doc
+    if isinstance(doc, list):
+        raise UsageError(
+            "cannot tell the format of this JSON array (neither a Claude nor a ChatGPT "
+            "export: no chat_messages or mapping in its first conversation)",
+            hint="pass --format claude or --format chatgpt; JSON lines need one object a line",
+        )
+    return None
+
+
+def _import_chats(
+    app: App,
+    fmt: chats.ChatFormat,
+    doc: Any,
+    assistant: str | None,
+    split_chars: int | None,
+    secrets: str | None,
+    as_json: bool,
+) -> None:
+    """A Claude or ChatGPT export: parsed whole first (a file of the wrong shape is refused
+    before anything is written), then stored in order, one memory per message or part."""
+    parsed = chats.parse(
+        doc,
+        fmt,
+        assistant=cast(chats.AssistantMode, assistant or "split"),
+        split_chars=split_chars or chats.DEFAULT_SPLIT_CHARS,
+        content_chars=StoreSettings.from_config(app.config).limits.content_chars,
+    )
+    writer = app.writer()
+    secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
+    writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
+    with progress("importing", "memories") as update:
+        results = writer.store_many([item.request for item in parsed.items], progress=update)
+    skipped = dict(parsed.skipped)
+    outcomes: list[dict[str, Any]] = []
+    for number, (item, result) in enumerate(zip(parsed.items, results, strict=True), start=1):
+        where = {"conversation_id": item.conversation, "message_id": item.message}
+        outcome = _stored(number, result, **where, **({"part": item.part} if item.part else {}))
+        outcome["item"] = outcome.pop("line")
+        reason = None
+        if isinstance(result, Refused) and result.details.get("imported"):
+            reason = "imported_before"
+        elif isinstance(result, FerrexError) and result.code == "secret_refused":
+            reason = "secret"
+        if reason is not None:
+            outcome["status"] = "skipped"
+            outcome["reason"] = reason
+            skipped[reason] = skipped.get(reason, 0) + 1
+        outcomes.append(outcome)
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
+    with_secrets = secrets_report(outcomes, key="item")
+    summary = {
+        "format": fmt,
+        "conversations": parsed.conversations,
+        "messages": parsed.messages,
+        "untimed": parsed.untimed,
+        "counts": counts,
+        "skipped": dict(sorted(skipped.items())),
+        "secrets": with_secrets,
+        "items": outcomes,
+    }
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        _echo_chats(summary, secrets)
+    if counts.get("unavailable"):
+        raise click.exceptions.Exit(BackendUnavailable.exit_code)
+    if counts.get("invalid"):
+        raise click.exceptions.Exit(UsageError.exit_code)
+    if counts.get("refused"):
+        raise click.exceptions.Exit(Refused.exit_code)
+
+
+def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
+    """The text report of a chat import: the items not stored, then what was stored and
+    what was skipped, by reason."""
+    outcomes: list[dict[str, Any]] = summary["items"]
+    unavailable = [o for o in outcomes if o["status"] == "unavailable"]
+    if unavailable:
+        first = unavailable[0]
+        click.echo(
+            f"{len(unavailable)} messages not stored [{first['code']}] {first['message']} "
+            f"(hint: {first['hint']}); run the import again when it answers: the messages "
+            "stored now are then skipped"
+        )
+    for o in outcomes:
+        what = f"conversation {o['conversation_id']} message {o['message_id']}"
+        what += f" part {o['part']}" if "part" in o else ""
+        if o["status"] in ("invalid", "refused"):
+            click.echo(f"{what}: {o['status']} [{o['code']}] {o['message']}")
+        for r in o.get("redacted", ()):
+            click.echo(f"{what}: redacted a likely {r['kind']} in {r['field']} "
+                       f"at character {r['at']}")  # fmt: skip
+    counts: dict[str, int] = summary["counts"]
+    untimed = summary["untimed"]
+    click.echo(
+        f"{summary['format']}: {summary['conversations']} conversations, "
+        f"{summary['messages']} messages"
+        + (f" ({untimed} without a time of their own)" if untimed else "")
+    )
+    click.echo(
+        ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "nothing to store"
+    )
+    if summary["skipped"]:
+        click.echo("skipped: " + ", ".join(
+            f"{n} {reason}" for reason, n in summary["skipped"].items()))  # fmt: skip
+    if summary["secrets"]["lines"]:
+        done = "redacted" if secrets == "redact" else "skipped"
+        click.echo(f"likely secrets in {summary['secrets']['lines']} messages, {done}")
