@@ -37,8 +37,9 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.option(
     "--min-relevance",
     type=click.FloatRange(0.0, 1.0),
-    default=0.0,
-    help="Drop results less relevant than this, 0 to 1 (default 0: keep all).",
+    default=None,
+    help="Drop results less relevant than this, 0 to 1; 0 keeps all (default: leave out "
+    "those judged irrelevant).",
 )
 @click.option(
     "--validate",
@@ -65,7 +66,7 @@ def recall(
     agent_id: str | None,
     explain: bool,
     strategy: str,
-    min_relevance: float,
+    min_relevance: float | None,
     validate_ids: tuple[str, ...],
     as_json: bool,
 ) -> None:

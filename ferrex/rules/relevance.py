@@ -47,11 +47,12 @@ _PIECE: Final = re.compile(r"[\W_]+")
 
 # Fitted by ``tools/eval_relevance.py --fit`` on the calibration half (see the module
 # docstring); the tool prints these lines.
-COSINE_WEIGHT: Final = 7.308
-COVERAGE_WEIGHT: Final = 8.093
-BIAS: Final = -6.192
-WEAK_FROM: Final = 0.46
-STRONG_FROM: Final = 0.76
+COSINE_WEIGHT: Final = 5.992
+COVERAGE_WEIGHT: Final = 7.052
+BIAS: Final = -4.216
+NAMED_WEIGHT: Final = -1.866
+WEAK_FROM: Final = 0.54
+STRONG_FROM: Final = 0.79
 
 NOTE_NOTHING_RELEVANT: Final = (
     "nothing relevant: no memory matches this query well; the results are the nearest "
@@ -67,6 +68,9 @@ class Evidence:
     """Raw dense cosine in [-1, 1] (or the dense leg's cut-off, an upper bound)."""
     coverage: float
     """Weighted share of the query's terms found in the memory, in [0, 1]."""
+    missing_named: float = 0.0
+    """1 when the query names an identifier, a number or a period the memory lacks, else 0
+    (:func:`missing_named`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,7 @@ class Model:
     cosine_weight: float = COSINE_WEIGHT
     coverage_weight: float = COVERAGE_WEIGHT
     bias: float = BIAS
+    named_weight: float = NAMED_WEIGHT
     weak_from: float = WEAK_FROM
     strong_from: float = STRONG_FROM
 
@@ -90,6 +95,7 @@ class Model:
         z = (
             self.cosine_weight * evidence.cosine
             + self.coverage_weight * evidence.coverage
+            + self.named_weight * evidence.missing_named
             + self.bias
         )
         return _sigmoid(z)
@@ -115,6 +121,30 @@ def _sigmoid(z: float) -> float:
 def _is_identifier(token: str) -> bool:
     # An identifier token keeps its joiners (ferrex.models.sparse); a word token has none.
     return not token.isalnum()
+
+
+def _is_specific(token: str) -> bool:
+    # An identifier, or a word of two digits or more (a number, an error code).
+    return _is_identifier(token) or sum(c.isdigit() for c in token) >= 2
+
+
+def missing_named(
+    query_tokens: Iterable[str], document_tokens: Iterable[str], in_period: bool | None = None
+) -> float:
+    """1.0 when the query names something specific that the document lacks, else 0.0: an
+    identifier, a number (two digits or more), or a period the memory's event time is
+    outside (``in_period`` False, as for :func:`coverage`). The words an identifier is made
+    of are part of it, not identifiers of their own: ``INC-7722`` is missing from a memory
+    about ``INC-7721`` although both have ``inc``. Someone asking for a thing by its name,
+    number or day is not answered by a memory about another one, however alike the rest
+    reads."""
+    if in_period is False:
+        return 1.0
+    terms = set(query_tokens)
+    identifiers = {t for t in terms if _is_identifier(t)}
+    absorbed = set().union(*(_pieces(i) for i in identifiers)) if identifiers else set()
+    specific = {t for t in terms - absorbed if _is_specific(t)}
+    return 1.0 if specific - set(document_tokens) else 0.0
 
 
 def _pieces(identifier: str) -> set[str]:
@@ -181,7 +211,26 @@ def evidence(
     period the query names as one term, :func:`coverage`)."""
     if cosine is None:
         cosine = dense_floor if dense_floor is not None else 0.0
-    return Evidence(max(-1.0, min(1.0, cosine)), coverage(query_tokens, document_tokens, in_period))
+    return Evidence(
+        max(-1.0, min(1.0, cosine)),
+        coverage(query_tokens, document_tokens, in_period),
+        missing_named(query_tokens, document_tokens, in_period),
+    )
+
+
+NEAREST_WHEN_NOTHING: Final = 2
+"""How many of the nearest results a trimmed recall returns when none is relevant."""
+
+
+def trim(labels: Sequence[Label]) -> list[int]:
+    """Which results (their indices, in order) a recall without ``min_relevance`` returns:
+    every one not labelled ``none`` when some is, else the first
+    :data:`NEAREST_WHEN_NOTHING` (the nearest there are, with the verdict). A recall does
+    not pad its answer with results judged irrelevant."""
+    relevant = [i for i, label in enumerate(labels) if label != "none"]
+    if relevant:
+        return relevant
+    return list(range(min(len(labels), NEAREST_WHEN_NOTHING)))
 
 
 def nothing_relevant(labels: Sequence[Label]) -> bool:
