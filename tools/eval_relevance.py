@@ -60,6 +60,7 @@ from ferrex.config import load  # noqa: E402
 from ferrex.read.recall import RecallRequest  # noqa: E402
 from ferrex.rules.memory_input import parse_time  # noqa: E402
 from ferrex.rules.relevance import DEFAULT_MODEL, Evidence, Model  # noqa: E402
+from ferrex.server.answers import recall_text  # noqa: E402
 from tools.eval_golden import (  # noqa: E402
     DEFAULT_SET,
     GoldenMemory,
@@ -184,9 +185,7 @@ def load_own(directory: Path, golden: GoldenSet) -> OwnSet:
             if raw["kind"] not in KINDS - {"forgotten"}:
                 raise GoldenSetError(f"{where}: kind must be unseen or near_miss")
             queries.append(OwnQuery(raw["id"], raw["query"], raw["kind"]))
-    placed = tuple(
-        replace(m, request=replace(m.request, namespace=namespace)) for m in memories
-    )
+    placed = tuple(replace(m, request=replace(m.request, namespace=namespace)) for m in memories)
     return OwnSet(placed, tuple(queries), now, namespace)
 
 
@@ -272,6 +271,82 @@ def collect(
     return judged
 
 
+# --- What trimming saves and costs -------------------------------------------------------
+
+
+def trimming(
+    golden: GoldenSet, unanswerable: Sequence[Unanswerable], own: OwnSet | None, home: Path
+) -> dict[str, Any]:
+    """Every golden, unanswerable (not forgotten) and own query at the default limit, asked
+    untrimmed (``min_relevance: 0``) and as a default recall does (trimmed): the answers'
+    rendered text in characters and tokens (the bundled model's tokenizer, as
+    ``tools/bench_tokens.py`` counts), results per answer, and recall@3 and @5 of the
+    answerable queries both ways."""
+    config = load(home, None, env={})
+    app = App(home=home, config=config)
+    count = app.embedder().model().count_tokens
+    groups: dict[str, dict[str, Any]] = {}
+
+    def ask(group: str, request: RecallRequest, expected: set[str], key_of: dict[str, str]) -> None:
+        g = groups.setdefault(group, {"queries": 0})
+        g["queries"] += 1
+        for way, cut in (("untrimmed", 0.0), ("trimmed", None)):
+            result = app.recall(replace(request, limit=VERDICT_DEPTH, min_relevance=cut,
+                                        count_access=False))  # fmt: skip
+            text = recall_text(result.as_dict())
+            w = g.setdefault(way, {"chars": 0, "tokens": 0, "results": 0, "r@3": 0.0, "r@5": 0.0})
+            w["chars"] += len(text)
+            w["tokens"] += int(count(text) or 0)
+            w["results"] += len(result.results)
+            if expected:
+                keys = [key_of.get(r["id"], r["id"]) for r in result.results]
+                for k in (3, 5):
+                    w[f"r@{k}"] += len(expected & set(keys[:k])) / len(expected)
+
+    try:
+        loaded = load_into(app, golden)
+        app.reader().clock = lambda: golden.now
+        for q in golden.queries:
+            ask("golden", q.request(), set(q.expected), loaded.keys)
+        for u in unanswerable:
+            if u.kind != "forgotten":
+                ask("golden unanswerable", RecallRequest(u.query), set(), loaded.keys)
+        if own is not None:
+            mine = load_into(app, GoldenSet(own.memories, (), own.now))
+            app.reader().clock = lambda: own.now
+            for o in own.queries:
+                request = RecallRequest(o.query, namespace=own.namespace)
+                group = "own" if o.answerable else "own unanswerable"
+                ask(group, request, set(o.expected), mine.keys)
+    finally:
+        app.close()
+    for g in groups.values():
+        n = g["queries"]
+        for way in ("untrimmed", "trimmed"):
+            w = g[way]
+            w["results_per_answer"] = round(w.pop("results") / n, 2)
+            for k in ("r@3", "r@5"):
+                w[k] = round(w[k] / n, 4)
+        g["tokens_saved"] = round(1 - g["trimmed"]["tokens"] / g["untrimmed"]["tokens"], 3)
+    return groups
+
+
+def _render_trimming(groups: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        "group                queries | untrimmed: chars tokens rows/answer r@3 r@5 | "
+        "trimmed: chars tokens rows/answer r@3 r@5 | tokens saved"
+    ]
+    for name, g in groups.items():
+        u, t = g["untrimmed"], g["trimmed"]
+        lines.append(
+            f"{name:<20} {g['queries']:>7} | {u['chars']:>7} {u['tokens']:>6} "
+            f"{u['results_per_answer']:>4} {u['r@3']:.3f} {u['r@5']:.3f} | {t['chars']:>7} "
+            f"{t['tokens']:>6} {t['results_per_answer']:>4} {t['r@3']:.3f} {t['r@5']:.3f} | "
+            f"{g['tokens_saved']:.1%}"
+        )
+    return "\n".join(lines)
+
+
 # --- Scoring --------------------------------------------------------------------------------
 
 
@@ -299,9 +374,7 @@ def _precision_recall(judged: Sequence[Judged], model: Model, top_only: bool) ->
 def verdict(q: Judged, model: Model) -> bool:
     """Whether a default recall (its first :data:`VERDICT_DEPTH` results) says *nothing
     relevant* for ``q``: no result reaches ``weak``."""
-    return all(
-        model.label(model.relevance(r.evidence)) == "none" for r in q.rows[:VERDICT_DEPTH]
-    )
+    return all(model.label(model.relevance(r.evidence)) == "none" for r in q.rows[:VERDICT_DEPTH])
 
 
 def targets(judged: Sequence[Judged], model: Model) -> dict[str, Any]:
@@ -479,9 +552,7 @@ def save_rows(path: Path, judged: Sequence[Judged]) -> None:
             "query": q.query,
             "origin": q.origin,
             "category": q.category,
-            "rows": [
-                {"key": r.key, "answers": r.answers, **asdict(r.evidence)} for r in q.rows
-            ],
+            "rows": [{"key": r.key, "answers": r.answers, **asdict(r.evidence)} for r in q.rows],
         }
         for q in judged
     ]
@@ -529,7 +600,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--golden-only", action="store_true", help="leave out the set's own relevance queries"
     )
+    parser.add_argument(
+        "--trimming",
+        action="store_true",
+        help="report what trimming saves (answer tokens) and costs (recall@k) instead",
+    )
     args = parser.parse_args(argv)
+    if args.trimming:
+        golden = load_set(args.set)
+        unanswerable = load_unanswerable(args.set / "unanswerable.json", golden)
+        own = None if args.golden_only else load_own(args.set, golden)
+        with _home(args.keep) as home:
+            groups = trimming(golden, unanswerable, own, home)
+        print(json.dumps(groups, indent=2) if args.json else _render_trimming(groups))
+        return 0
     if args.rows is not None:
         judged = read_rows(args.rows)
     else:
@@ -577,7 +661,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_render_targets(f"test {origin}", "", report["test"]["by_origin"][origin]))
     print("\ntest half by question form: queries, right top hit, 'nothing relevant' said")
     for category, row in report["test_by_category"].items():
-        print(f"  {category:<16} {row['queries']:>3} {row['right_top']:>3} {row['verdict_said']:>3}")
+        print(
+            f"  {category:<16} {row['queries']:>3} {row['right_top']:>3} {row['verdict_said']:>3}"
+        )
     t = report["test"]["targets"]
     print(f"test: right top hit told nothing relevant: {t['false_nothing_ids']}")
     print(f"test: unanswerable not told: {t['missed_unanswerable_ids']}")
