@@ -54,10 +54,14 @@ the first result may score below the second.
 
 **Relevance** (:mod:`ferrex.rules.relevance`): every result also gets a calibrated
 ``relevance`` in [0, 1] and a label (``strong``, ``weak``, ``none``) from the legs' absolute
-evidence (the raw dense cosine, the share of the query's terms the memory contains), since
-the fused score is relative and cannot say that nothing matches. ``min_relevance`` drops
-candidates below it (counted as ``hidden["irrelevant"]``); when no returned result reaches
-``weak`` the answer says ``nothing_relevant`` with a ``note``.
+evidence (the raw dense cosine, the share of the query's terms the memory contains, whether
+it lacks an identifier, number or period the query names), since the fused score is
+relative and cannot say that nothing matches. An explicit ``min_relevance`` drops
+candidates below it (0 keeps every one: the evaluation tools measure untrimmed); without one
+the answer is trimmed, not padded: results labelled ``none`` are left out when a better one
+is there, and when none is only the nearest two come back. Either way what was left out is
+counted as ``hidden["irrelevant"]``; when no returned result reaches ``weak`` the answer says
+``nothing_relevant`` with a ``note``.
 
 ``RecallRequest.legs`` picks ``hybrid`` (the default), ``dense`` or ``bm25``: a single leg
 ranks by its own score (cosine, or BM25 with IDF) and goes through every later stage

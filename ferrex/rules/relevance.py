@@ -2,7 +2,7 @@
 
 Recall's fused score is relative: each leg is min-max normalised over what it returned, so
 the best candidate scores high even when nothing in the store is about the query. Relevance
-is computed from the legs' *absolute* evidence instead, two numbers per result:
+is computed from the legs' *absolute* evidence instead, three numbers per result:
 
 - ``cosine``: the raw cosine between the query's and the memory's dense vectors (its best
   part). A memory the dense leg did not return scored at most the leg's cut-off, so the
@@ -13,21 +13,32 @@ is computed from the legs' *absolute* evidence instead, two numbers per result:
   date or period the query names ("last Tuesday", "in March 2026") is one term in place of
   its words, found when the memory's event time falls inside it; with a period named, words
   that only frame the question (:data:`PERIOD_FRAME`: "what *happened* …") are not terms.
+- ``missing_named``: 1 when the query names something specific the memory lacks (an
+  identifier, a number, or a period the memory is outside; :func:`missing_named`), else 0.
+  Coverage alone gives ``INC-7722`` half credit on a memory about ``INC-7721`` and lets
+  "Kubernetes 1.31" ride on a memory about 1.29; a thing asked for by its name is not
+  answered by a memory about another one.
 
-Coverage counts terms, it does not weight them by IDF: IDF is a statistic of the whole
-collection (every agent's text, every namespace), so an IDF-weighted coverage would let one
-agent's private memories move the relevance another agent sees, and it would drift with the
-size of the store, so thresholds chosen on a small set would not hold on a large one. Both
-numbers here depend on the query and the one memory only.
+None of them weights terms by IDF: IDF is a statistic of the whole collection (every
+agent's text, every namespace), so an IDF-weighted coverage would let one agent's private
+memories move the relevance another agent sees, and it would drift with the size of the
+store, so thresholds chosen on a small set would not hold on a large one. All three depend
+on the query and the one memory only.
 
 They are combined by a logistic model, ``relevance = 1 / (1 + exp(-(a·cosine + b·coverage
-+ c)))``, whose coefficients were fitted on half of the golden set's queries and of the
-unanswerable queries (``golden_set/unanswerable.json``) with ``tools/eval_relevance.py
---fit``; the thresholds of the labels were chosen on the same half and the tool reports the
-other half. So a relevance reads as the chance, on data like the golden set, that the memory
-is one the query was after. Labels: ``strong`` from :data:`STRONG_FROM`, ``weak`` from
++ d·missing_named + c)))``, fitted with ``tools/eval_relevance.py --fit`` on the
+calibration half (by a hash of the query id) of the golden set's queries, its unanswerable
+ones (``golden_set/unanswerable.json``) and the relevance set of its own
+(``golden_set/relevance_*``: why/what/when/who/where questions, dates and weekdays,
+paraphrases, identifiers, unanswerable questions and near misses). ``weak_from`` is the
+threshold that says *nothing relevant* on the most unanswerable queries of that half while
+saying it on at most 5% of those whose top hit is right; the tool reports the other half.
+So a relevance reads as the chance, on data like these sets, that the memory is one the
+query was after. Labels: ``strong`` from :data:`STRONG_FROM`, ``weak`` from
 :data:`WEAK_FROM`, ``none`` below it. A recall says *nothing relevant* when none of the
-results it returns reaches ``weak``.
+results it returns reaches ``weak``; without a ``min_relevance`` it returns no result
+labelled ``none`` when a better one is there, and at most :data:`NEAREST_WHEN_NOTHING` when
+none is (:func:`trim`).
 """
 
 from __future__ import annotations

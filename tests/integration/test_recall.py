@@ -296,8 +296,8 @@ def test_an_imports_lines_are_neighbours_in_file_order(world: World) -> None:
     rows = {m.memory_id: m for m in rm.memories(memory_ids=ids)}
     assert len({rows[i].episode for i in ids}) == 1
     assert [rows[i].episode_index for i in ids] == sorted(rows[i].episode_index for i in ids)
-    result = world.reader.recall(RecallRequest(min_relevance=0.0, query="book the venue offsite", limit=3,
-                                               explain=True))  # fmt: skip
+    result = world.reader.recall(RecallRequest(query="book the venue offsite", limit=3,
+                                               explain=True, min_relevance=0.0))  # fmt: skip
     explained = {r["id"]: r["explain"] for r in result.results}
     assert result.results[0]["id"] == ids[1]
     assert explained[ids[2]]["context"]["from"] == ids[1]
@@ -443,8 +443,8 @@ def test_the_graph_leg_learns_nothing_from_another_agents_private_memories(
     shared_kafka = world.writer.store(note("the broker count is three"))
     for agent, sees_hop in (("agent-b", False), ("agent-a", True)):
         result = world.reader.recall(
-            RecallRequest(min_relevance=0.0, query="Grafana and Kafka", limit=10, strategy="relational",
-                          explain=True, agent_id=agent)
+            RecallRequest(query="Grafana and Kafka", limit=10, strategy="relational",
+                          explain=True, agent_id=agent, min_relevance=0.0)
         )  # fmt: skip
         graph = {r["id"]: r["explain"]["graph"] for r in result.results}
         assert (graph.get(zoo.id) is not None) is sees_hop, agent
