@@ -112,5 +112,7 @@ def recall(
     if result["hidden"]:
         held = ", ".join(f"{n} {why}" for why, n in sorted(result["hidden"].items()))
         click.echo(f"(held back: {held})", err=True)
+        if result["hidden"].get("irrelevant") and min_relevance is None:
+            click.echo("(--min-relevance 0 shows the irrelevant ones too)", err=True)
     if result["unknown_entities"]:
         click.echo(f"(unknown entities: {', '.join(result['unknown_entities'])})", err=True)
