@@ -1,39 +1,50 @@
 """How well recall's relevance labels tell answerable queries from unanswerable ones.
 
     python tools/eval_relevance.py [--json] [--fit] [--verbose] [--keep DIR]
+        [--save-rows FILE | --rows FILE] [--golden-only] [--trimming]
 
 The golden set (``golden_set/``) is loaded into a fresh data directory through the real store
-path, as ``tools/eval_golden.py`` does; then, through the real recall (``explain`` on, ten
-results each):
+path, as ``tools/eval_golden.py`` does, and the relevance set of its own
+(``relevance_memories.jsonl``, in the namespace ``relevance_queries.json`` names); then,
+through the real recall (``explain`` on, ten results each, ``min_relevance: 0``: untrimmed):
 
 1. every golden query (each has memories that answer it);
 2. the ``unseen`` and ``near_miss`` queries of ``golden_set/unanswerable.json``;
-3. every memory a ``forgotten`` query names is forgotten (the real forget path), then the
+3. every query of ``relevance_queries.json`` (answerable ones with ``expected`` keys, by
+   question form; unanswerable ones with a ``kind``), at that file's ``now``;
+4. every memory a ``forgotten`` query names is forgotten (the real forget path), then the
    ``forgotten`` queries run: their only memories are gone.
 
-Each result carries its evidence (``relevance_evidence``: cosine, coverage), so any model of
-:mod:`ferrex.rules.relevance` can be scored without recalling again. Queries are split in two
-halves by a hash of their id: thresholds (and, with ``--fit``, the logistic coefficients) are
-chosen on the calibration half only; the numbers that count are those of the test half.
+Each result carries its evidence (``relevance_evidence``: cosine, coverage, missing_named),
+so any model of :mod:`ferrex.rules.relevance` can be scored without recalling again
+(``--save-rows`` keeps it, ``--rows`` scores it). Queries are split in two halves by a hash
+of their id: thresholds (and, with ``--fit``, the logistic coefficients) are chosen on the
+calibration half only; the numbers that count are those of the test half.
 
-Metrics per half:
+The targets, per half: when the top hit is a right answer, how often a default recall (its
+first five results) says *nothing relevant* (no result reaching ``weak``; at most 5%), and
+how often it says so on the unanswerable queries (at least 90%). With ``--fit`` both are
+printed for today's constants (before) and the fitted ones (after). Also per half:
 
 - ``none`` label, query level: a query is judged *nothing relevant* when its top result is
   labelled ``none`` (the answer's ``nothing_relevant``, no result reaching ``weak``, is
   reported too). Precision and recall of that judgement against the truth (the unanswerable
   queries are the positives).
-- ``strong``: of the golden queries whose top result is one of its expected memories, the
-  share where that result is labelled ``strong``.
-- ``answer hits none``: of the golden queries with an expected memory in the top 10, the
-  share where every such memory is labelled ``none`` (what ``min_relevance`` at ``weak``
-  would wrongly drop).
+- ``strong``: of the answerable queries whose top result is one of its expected memories,
+  the share where that result is labelled ``strong``.
+- ``answer hits none``: of the answerable queries with an expected memory in the top 10,
+  the share where every such memory is labelled ``none`` (what trimming would wrongly drop).
 
 ``--fit`` fits the logistic model (IRLS, balanced classes, a little L2) on the calibration
-half: positives are the expected memories among the golden queries' results, negatives the
-top five results of the unanswerable queries; ``weak_from`` is then the threshold that
-maximises F1 of the ``none`` judgement on the calibration half and ``strong_from`` the lowest
-threshold at which 95% of the calibration results at or above it are positives. It prints
-the constants to paste into ``ferrex/rules/relevance.py``.
+half: positives are the expected memories among the answerable queries' results, negatives
+the top five results of the unanswerable queries; ``weak_from`` is then the threshold that
+says *nothing relevant* on the most unanswerable queries of the calibration half while
+saying it on at most :data:`MOST_FALSE_NOTHING` of its right top hits, and ``strong_from``
+the lowest threshold at which 95% of the calibration results at or above it are positives.
+It prints the constants to paste into ``ferrex/rules/relevance.py``.
+
+``--trimming`` asks every query at the default limit twice, untrimmed and as a default
+recall does, and reports the answers' rendered size (characters, tokens) and recall@3/@5.
 """
 
 from __future__ import annotations
