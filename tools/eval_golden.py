@@ -96,7 +96,8 @@ class GoldenQuery:
         for name in ("types", "entities"):
             if name in opts:
                 opts[name] = tuple(opts[name])
-        return RecallRequest(query=self.query, limit=DEPTH, **opts)
+        # min_relevance 0: measured untrimmed (a default recall leaves out the irrelevant).
+        return RecallRequest(query=self.query, limit=DEPTH, min_relevance=0.0, **opts)
 
 
 @dataclass(frozen=True)

@@ -474,6 +474,7 @@ def ask(
                 legs=mode.legs,
                 include_stale=mode.include_stale,
                 strategy=mode.strategy,
+                min_relevance=0.0,  # measured untrimmed
             )
             result = mode.reader.recall(request)
             ranked = [stored.by_memory.get(r["id"], "?") for r in result.results]
@@ -616,6 +617,7 @@ def evaluate_longmemeval(
                         result = mode.reader.recall(RecallRequest(
                             query=stack.query.text, namespace=stack.query.namespace, limit=K,
                             legs=mode.legs, strategy=mode.strategy,
+                            min_relevance=0.0,  # measured untrimmed
                         ))  # fmt: skip
                         ranked = [stored.by_memory.get(r["id"], "?") for r in result.results]
                         by_group = scores.setdefault(mode.label, {})

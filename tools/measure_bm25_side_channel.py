@@ -88,7 +88,9 @@ def main() -> None:
                 runs = []
                 for query in queries:
                     doc: dict[str, Any] = service.call(
-                        "recall", {"query": query, "limit": 100, "include_stale": True}, bob
+                        "recall",
+                        {"query": query, "limit": 100, "include_stale": True, "min_relevance": 0},
+                        bob,
                     )
                     runs.append([(r["content"], float(r["score"])) for r in doc["results"]])
                 answers.append(runs)

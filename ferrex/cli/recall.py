@@ -37,8 +37,9 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.option(
     "--min-relevance",
     type=click.FloatRange(0.0, 1.0),
-    default=0.0,
-    help="Drop results less relevant than this, 0 to 1 (default 0: keep all).",
+    default=None,
+    help="Drop results less relevant than this, 0 to 1; 0 keeps all (default: leave out "
+    "those judged irrelevant).",
 )
 @click.option(
     "--validate",
@@ -65,7 +66,7 @@ def recall(
     agent_id: str | None,
     explain: bool,
     strategy: str,
-    min_relevance: float,
+    min_relevance: float | None,
     validate_ids: tuple[str, ...],
     as_json: bool,
 ) -> None:
@@ -111,6 +112,8 @@ def recall(
     if result["hidden"]:
         held = ", ".join(f"{n} {why}" for why, n in sorted(result["hidden"].items()))
         click.echo(f"(held back: {held})", err=True)
+        if result["hidden"].get("irrelevant") and min_relevance is None:
+            click.echo("(--min-relevance 0 shows the irrelevant ones too)", err=True)
     if result["unknown_entities"]:
         click.echo(f"(unknown entities: {', '.join(result['unknown_entities'])})", err=True)
     if result.get("warning"):  # e.g. keywords alone: the embeddings server is unreachable

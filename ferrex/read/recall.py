@@ -54,10 +54,14 @@ the first result may score below the second.
 
 **Relevance** (:mod:`ferrex.rules.relevance`): every result also gets a calibrated
 ``relevance`` in [0, 1] and a label (``strong``, ``weak``, ``none``) from the legs' absolute
-evidence (the raw dense cosine, the share of the query's terms the memory contains), since
-the fused score is relative and cannot say that nothing matches. ``min_relevance`` drops
-candidates below it (counted as ``hidden["irrelevant"]``); when no returned result reaches
-``weak`` the answer says ``nothing_relevant`` with a ``note``.
+evidence (the raw dense cosine, the share of the query's terms the memory contains, whether
+it lacks an identifier, number or period the query names), since the fused score is
+relative and cannot say that nothing matches. An explicit ``min_relevance`` drops
+candidates below it (0 keeps every one: the evaluation tools measure untrimmed); without one
+the answer is trimmed, not padded: results labelled ``none`` are left out when a better one
+is there, and when none is only the nearest two come back. Either way what was left out is
+counted as ``hidden["irrelevant"]``; when no returned result reaches ``weak`` the answer says
+``nothing_relevant`` with a ``note``.
 
 ``RecallRequest.legs`` picks ``hybrid`` (the default), ``dense`` or ``bm25``: a single leg
 ranks by its own score (cosine, or BM25 with IDF) and goes through every later stage
@@ -189,8 +193,11 @@ class RecallRequest:
     """How the stages are weighed (:data:`STRATEGY_WEIGHTS`): ``balanced`` (the default),
     ``semantic`` (more dense), ``lexical`` (more BM25), ``recent`` (a stronger recency
     boost), ``relational`` (memories naming the query's entities rise)."""
-    min_relevance: float = 0.0
-    """Drop candidates whose relevance is below this (0, the default, keeps every one)."""
+    min_relevance: float | None = None
+    """Drop candidates whose relevance is below this (0 keeps every one, as the evaluation
+    tools ask). None, the default, trims (:func:`ferrex.rules.relevance.trim`): the results
+    labelled ``none`` are left out when a better one is there, and when none is, only the
+    nearest couple is returned, with the verdict."""
     count_access: bool = True
     """Whether the hits count as uses (the access log); a person browsing (the dashboard)
     looks without using."""
@@ -337,7 +344,8 @@ def _check(req: RecallRequest) -> None:
     if any(not isinstance(e, str) or not e.strip() for e in req.entities):
         raise UsageError("entity names must be non-empty text")
     try:
-        relevance.check_min_relevance(req.min_relevance)
+        if req.min_relevance is not None:
+            relevance.check_min_relevance(req.min_relevance)
     except ValueError as exc:
         weak = relevance.DEFAULT_MODEL.weak_from
         raise UsageError(
@@ -639,21 +647,30 @@ class Reader:
         scored: Sequence[tuple[float, Memory, dict[str, Any]]],
         hidden: dict[str, int],
     ) -> list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]]:
-        """Each candidate with its relevance, in order, without those below
-        ``req.min_relevance`` (counted in ``hidden["irrelevant"]``). Without a
-        ``min_relevance`` nothing is dropped, so only the first ``req.limit`` are judged."""
+        """Each candidate with its relevance, in order, at most ``req.limit`` of them.
+
+        An explicit ``min_relevance`` drops those below it (counted in
+        ``hidden["irrelevant"]``; at 0 nothing is dropped). Without one, the first
+        ``req.limit`` are trimmed (:func:`ferrex.rules.relevance.trim`): what is left out
+        is counted in ``hidden["irrelevant"]`` too, and ``min_relevance: 0`` shows it."""
         dense = legs.get("dense")
+        cut = req.min_relevance
         kept: list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]] = []
         for item in scored:
-            if req.min_relevance <= 0 and len(kept) >= req.limit:
+            if (cut is None or cut <= 0) and len(kept) >= req.limit:
                 break
             evidence = _evidence(terms, item[1], dense)
             value = relevance.DEFAULT_MODEL.relevance(evidence)
-            if value < req.min_relevance:
+            if cut is not None and value < cut:
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + 1
                 continue
             judgement = _Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
+        if cut is None:
+            keep = relevance.trim([judgement.label for _, judgement in kept])
+            if len(keep) < len(kept):
+                hidden["irrelevant"] = hidden.get("irrelevant", 0) + len(kept) - len(keep)
+            kept = [kept[i] for i in keep]
         return kept
 
     def _legs(
@@ -941,6 +958,7 @@ class _Judgement:
             doc["relevance_evidence"] = {
                 "cosine": round(self.evidence.cosine, 6),
                 "coverage": round(self.evidence.coverage, 6),
+                "missing_named": self.evidence.missing_named,
             }
         return doc
 

@@ -2,7 +2,7 @@
 
 Recall's fused score is relative: each leg is min-max normalised over what it returned, so
 the best candidate scores high even when nothing in the store is about the query. Relevance
-is computed from the legs' *absolute* evidence instead, two numbers per result:
+is computed from the legs' *absolute* evidence instead, three numbers per result:
 
 - ``cosine``: the raw cosine between the query's and the memory's dense vectors (its best
   part). A memory the dense leg did not return scored at most the leg's cut-off, so the
@@ -13,21 +13,32 @@ is computed from the legs' *absolute* evidence instead, two numbers per result:
   date or period the query names ("last Tuesday", "in March 2026") is one term in place of
   its words, found when the memory's event time falls inside it; with a period named, words
   that only frame the question (:data:`PERIOD_FRAME`: "what *happened* …") are not terms.
+- ``missing_named``: 1 when the query names something specific the memory lacks (an
+  identifier, a number, or a period the memory is outside; :func:`missing_named`), else 0.
+  Coverage alone gives ``INC-7722`` half credit on a memory about ``INC-7721`` and lets
+  "Kubernetes 1.31" ride on a memory about 1.29; a thing asked for by its name is not
+  answered by a memory about another one.
 
-Coverage counts terms, it does not weight them by IDF: IDF is a statistic of the whole
-collection (every agent's text, every namespace), so an IDF-weighted coverage would let one
-agent's private memories move the relevance another agent sees, and it would drift with the
-size of the store, so thresholds chosen on a small set would not hold on a large one. Both
-numbers here depend on the query and the one memory only.
+None of them weights terms by IDF: IDF is a statistic of the whole collection (every
+agent's text, every namespace), so an IDF-weighted coverage would let one agent's private
+memories move the relevance another agent sees, and it would drift with the size of the
+store, so thresholds chosen on a small set would not hold on a large one. All three depend
+on the query and the one memory only.
 
 They are combined by a logistic model, ``relevance = 1 / (1 + exp(-(a·cosine + b·coverage
-+ c)))``, whose coefficients were fitted on half of the golden set's queries and of the
-unanswerable queries (``golden_set/unanswerable.json``) with ``tools/eval_relevance.py
---fit``; the thresholds of the labels were chosen on the same half and the tool reports the
-other half. So a relevance reads as the chance, on data like the golden set, that the memory
-is one the query was after. Labels: ``strong`` from :data:`STRONG_FROM`, ``weak`` from
++ d·missing_named + c)))``, fitted with ``tools/eval_relevance.py --fit`` on the
+calibration half (by a hash of the query id) of the golden set's queries, its unanswerable
+ones (``golden_set/unanswerable.json``) and the relevance set of its own
+(``golden_set/relevance_*``: why/what/when/who/where questions, dates and weekdays,
+paraphrases, identifiers, unanswerable questions and near misses). ``weak_from`` is the
+threshold that says *nothing relevant* on the most unanswerable queries of that half while
+saying it on at most 5% of those whose top hit is right; the tool reports the other half.
+So a relevance reads as the chance, on data like these sets, that the memory is one the
+query was after. Labels: ``strong`` from :data:`STRONG_FROM`, ``weak`` from
 :data:`WEAK_FROM`, ``none`` below it. A recall says *nothing relevant* when none of the
-results it returns reaches ``weak``.
+results it returns reaches ``weak``; without a ``min_relevance`` it returns no result
+labelled ``none`` when a better one is there, and at most :data:`NEAREST_WHEN_NOTHING` when
+none is (:func:`trim`).
 """
 
 from __future__ import annotations
@@ -47,11 +58,12 @@ _PIECE: Final = re.compile(r"[\W_]+")
 
 # Fitted by ``tools/eval_relevance.py --fit`` on the calibration half (see the module
 # docstring); the tool prints these lines.
-COSINE_WEIGHT: Final = 7.308
-COVERAGE_WEIGHT: Final = 8.093
-BIAS: Final = -6.192
-WEAK_FROM: Final = 0.46
-STRONG_FROM: Final = 0.76
+COSINE_WEIGHT: Final = 5.992
+COVERAGE_WEIGHT: Final = 7.052
+BIAS: Final = -4.216
+NAMED_WEIGHT: Final = -1.866
+WEAK_FROM: Final = 0.54
+STRONG_FROM: Final = 0.79
 
 NOTE_NOTHING_RELEVANT: Final = (
     "nothing relevant: no memory matches this query well; the results are the nearest "
@@ -67,6 +79,9 @@ class Evidence:
     """Raw dense cosine in [-1, 1] (or the dense leg's cut-off, an upper bound)."""
     coverage: float
     """Weighted share of the query's terms found in the memory, in [0, 1]."""
+    missing_named: float = 0.0
+    """1 when the query names an identifier, a number or a period the memory lacks, else 0
+    (:func:`missing_named`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +91,7 @@ class Model:
     cosine_weight: float = COSINE_WEIGHT
     coverage_weight: float = COVERAGE_WEIGHT
     bias: float = BIAS
+    named_weight: float = NAMED_WEIGHT
     weak_from: float = WEAK_FROM
     strong_from: float = STRONG_FROM
 
@@ -90,6 +106,7 @@ class Model:
         z = (
             self.cosine_weight * evidence.cosine
             + self.coverage_weight * evidence.coverage
+            + self.named_weight * evidence.missing_named
             + self.bias
         )
         return _sigmoid(z)
@@ -115,6 +132,30 @@ def _sigmoid(z: float) -> float:
 def _is_identifier(token: str) -> bool:
     # An identifier token keeps its joiners (ferrex.models.sparse); a word token has none.
     return not token.isalnum()
+
+
+def _is_specific(token: str) -> bool:
+    # An identifier, or a word of two digits or more (a number, an error code).
+    return _is_identifier(token) or sum(c.isdigit() for c in token) >= 2
+
+
+def missing_named(
+    query_tokens: Iterable[str], document_tokens: Iterable[str], in_period: bool | None = None
+) -> float:
+    """1.0 when the query names something specific that the document lacks, else 0.0: an
+    identifier, a number (two digits or more), or a period the memory's event time is
+    outside (``in_period`` False, as for :func:`coverage`). The words an identifier is made
+    of are part of it, not identifiers of their own: ``INC-7722`` is missing from a memory
+    about ``INC-7721`` although both have ``inc``. Someone asking for a thing by its name,
+    number or day is not answered by a memory about another one, however alike the rest
+    reads."""
+    if in_period is False:
+        return 1.0
+    terms = set(query_tokens)
+    identifiers = {t for t in terms if _is_identifier(t)}
+    absorbed = set().union(*(_pieces(i) for i in identifiers)) if identifiers else set()
+    specific = {t for t in terms - absorbed if _is_specific(t)}
+    return 1.0 if specific - set(document_tokens) else 0.0
 
 
 def _pieces(identifier: str) -> set[str]:
@@ -181,7 +222,26 @@ def evidence(
     period the query names as one term, :func:`coverage`)."""
     if cosine is None:
         cosine = dense_floor if dense_floor is not None else 0.0
-    return Evidence(max(-1.0, min(1.0, cosine)), coverage(query_tokens, document_tokens, in_period))
+    return Evidence(
+        max(-1.0, min(1.0, cosine)),
+        coverage(query_tokens, document_tokens, in_period),
+        missing_named(query_tokens, document_tokens, in_period),
+    )
+
+
+NEAREST_WHEN_NOTHING: Final = 2
+"""How many of the nearest results a trimmed recall returns when none is relevant."""
+
+
+def trim(labels: Sequence[Label]) -> list[int]:
+    """Which results (their indices, in order) a recall without ``min_relevance`` returns:
+    every one not labelled ``none`` when some is, else the first
+    :data:`NEAREST_WHEN_NOTHING` (the nearest there are, with the verdict). A recall does
+    not pad its answer with results judged irrelevant."""
+    relevant = [i for i, label in enumerate(labels) if label != "none"]
+    if relevant:
+        return relevant
+    return list(range(min(len(labels), NEAREST_WHEN_NOTHING)))
 
 
 def nothing_relevant(labels: Sequence[Label]) -> bool:

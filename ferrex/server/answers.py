@@ -89,6 +89,8 @@ def recall_head(doc: Mapping[str, Any]) -> str:
     for reason, flag in (("stale", "include_stale"), ("superseded", "include_invalidated")):
         if hidden.get(reason):
             notes.append(f"{hidden[reason]} {reason} hidden ({flag})")
+    if hidden.get("irrelevant"):
+        notes.append(f"{hidden['irrelevant']} irrelevant left out (min_relevance: 0 shows them)")
     if doc.get("unknown_entities"):
         notes.append("unknown entities: " + ", ".join(doc["unknown_entities"]))
     if doc.get("nothing_relevant") and results:  # with no results, "no memories found" says it

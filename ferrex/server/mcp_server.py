@@ -456,7 +456,9 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
             Literal["balanced", "semantic", "lexical", "recent", "relational"],
             Field(description="Favour meaning, words, recency or entities."),
         ] = "balanced",
-        min_relevance: Annotated[float, Field(ge=0, le=1)] = 0.0,
+        min_relevance: Annotated[
+            float | None, Field(ge=0, le=1, description="Unset: drop irrelevant; 0: keep all.")
+        ] = None,
     ) -> CallToolResult:
         return call(
             "recall",

@@ -182,7 +182,7 @@ class Service:
             explain=_flag(args.get("explain", False), "explain"),
             agent_id=caller.agent_id,
             strategy=_optional_text(args.get("strategy"), "strategy") or "balanced",  # type: ignore[arg-type]
-            min_relevance=args.get("min_relevance", 0.0),
+            min_relevance=args.get("min_relevance"),
             # Not in the tool's schema: the dashboard's searches are not uses.
             count_access=_flag(args.get("count_access", True), "count_access"),
         )

@@ -60,6 +60,19 @@ def test_recall_json_and_text(home: Path) -> None:
     assert code == 0 and len(search) == 2 and not any("CONTRADICTED" in s for s in search)
 
 
+def test_recall_leaves_out_the_irrelevant_unless_min_relevance_is_0(home: Path) -> None:
+    code, out, _ = run(home, "recall", "INC-4411 webhook", "--json", "--min-relevance", "0")
+    everything = json.loads(out)
+    assert code == 0 and len(everything["results"]) == 5
+    code, out, _ = run(home, "recall", "INC-4411 webhook", "--json")
+    doc = json.loads(out)
+    relevant = [r["id"] for r in everything["results"] if r["relevance_label"] != "none"]
+    assert code == 0 and [r["id"] for r in doc["results"]] == relevant
+    assert doc["hidden"]["irrelevant"] == 5 - len(relevant) > 0
+    code, out, err = run(home, "recall", "INC-4411 webhook")
+    assert code == 0 and "irrelevant" in err and "--min-relevance 0 shows" in err
+
+
 def test_recall_bad_input(home: Path) -> None:
     assert run(home, "recall", "")[0] == 2
     assert run(home, "recall", "x", "--limit", "0")[0] == 2

@@ -93,7 +93,7 @@ def test_recall_with_the_late_stage_reorders_real_results(
     on = Reader(
         projections, embedder, RerankStage(choose_reranker("late", {}), late), access=AccessLog()
     )
-    request = RecallRequest(query=QUERY, limit=6, explain=True)
+    request = RecallRequest(query=QUERY, limit=6, explain=True, min_relevance=0.0)  # untrimmed
     plain = [r["id"] for r in off.recall(request).results]
     reranked = on.recall(request).results
     assert sorted(plain) == sorted(r["id"] for r in reranked)

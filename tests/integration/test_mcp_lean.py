@@ -92,7 +92,8 @@ def test_a_recall_is_one_line_per_memory_under_its_ceiling(
     served: tuple[FerrexMCP, App],
 ) -> None:
     server, app = served
-    result = _recall(server, RECALL)
+    # min_relevance 0: the full five (a default recall leaves out the irrelevant ones)
+    result = _recall(server, {**RECALL, "min_relevance": 0})
     text = result.content[0].text  # type: ignore[union-attr]
     doc = result.structured_content
     assert doc is not None and len(doc["results"]) == 5
@@ -108,9 +109,9 @@ def test_a_recall_is_one_line_per_memory_under_its_ceiling(
 
 def test_max_tokens_cuts_the_worst_results_and_says_so(served: tuple[FerrexMCP, App]) -> None:
     server, app = served
-    full = _recall(server, {**RECALL, "limit": 8}).structured_content
+    full = _recall(server, {**RECALL, "limit": 8, "min_relevance": 0}).structured_content
     assert full is not None and "truncated" not in full
-    cut = _recall(server, {**RECALL, "limit": 8, "max_tokens": 120})
+    cut = _recall(server, {**RECALL, "limit": 8, "max_tokens": 120, "min_relevance": 0})
     doc = cut.structured_content
     text = cut.content[0].text  # type: ignore[union-attr]
     assert doc is not None and doc["truncated"]["max_tokens"] == 120
@@ -118,6 +119,24 @@ def test_max_tokens_cuts_the_worst_results_and_says_so(served: tuple[FerrexMCP, 
     assert kept == [r["id"] for r in full["results"]][: len(kept)]  # best first
     assert doc["truncated"]["omitted"] == len(full["results"]) - len(kept) > 0
     assert _tokens(app, text) <= 120 and "cut to fit max_tokens=120" in text
+
+
+def test_a_default_recall_leaves_out_the_irrelevant_and_says_how_to_see_them(
+    served: tuple[FerrexMCP, App],
+) -> None:
+    server, _ = served
+    full = _recall(server, {**RECALL, "min_relevance": 0}).structured_content
+    trimmed = _recall(server, RECALL)
+    doc, text = trimmed.structured_content, trimmed.content[0].text  # type: ignore[union-attr]
+    assert full is not None and doc is not None
+    relevant = [r["id"] for r in full["results"] if r["relevance_label"] != "none"]
+    assert [r["id"] for r in doc["results"]] == relevant
+    left_out = len(full["results"]) - len(relevant)
+    assert left_out > 0 and doc["hidden"]["irrelevant"] == left_out
+    assert text.splitlines()[0].endswith(
+        f"{left_out} irrelevant left out (min_relevance: 0 shows them)"
+    )
+    assert len(text) < len(_recall(server, {**RECALL, "min_relevance": 0}).content[0].text)  # type: ignore[union-attr]
 
 
 def test_max_tokens_is_checked(served: tuple[FerrexMCP, App]) -> None:

@@ -40,6 +40,9 @@ class World:
     journal: Journal
 
     def ids(self, query: str, **kw: object) -> list[str]:
+        # The ranking, untrimmed (a default recall leaves out results judged irrelevant;
+        # the tests of ranking below pass min_relevance 0 for the same reason).
+        kw.setdefault("min_relevance", 0.0)
         result = self.reader.recall(RecallRequest(query=query, **kw))  # type: ignore[arg-type]
         return [r["id"] for r in result.results]
 
@@ -72,7 +75,12 @@ def test_identifier_and_paraphrase_both_come_back(world: World) -> None:
     ids = world.ids("INC-90312 and the storage on the test db filling up", limit=3)
     assert exact.id in ids and meaning.id in ids
     result = world.reader.recall(
-        RecallRequest(query="INC-90312 storage filling up on test db", limit=5, explain=True)
+        RecallRequest(
+            min_relevance=0.0,
+            query="INC-90312 storage filling up on test db",
+            limit=5,
+            explain=True,
+        )
     )
     explained = {r["id"]: r["explain"] for r in result.results}
     assert explained[exact.id]["sparse_rank"] == 1
@@ -239,7 +247,9 @@ def test_an_episode_lends_its_neighbours_part_of_its_score(world: World) -> None
         world.writer.store(
             turn(f"Ops: rotated log bucket {i} again", f"2025-05-0{i + 2}T10:00:00Z")
         )
-    result = world.reader.recall(RecallRequest(query="lasagna recipe", limit=10, explain=True))
+    result = world.reader.recall(
+        RecallRequest(min_relevance=0.0, query="lasagna recipe", limit=10, explain=True)
+    )
     explained = {r["id"]: r["explain"] for r in result.results}
     assert result.results[0]["id"] == asked.id
     assert explained[answer.id]["context"]["from"] == asked.id
@@ -248,7 +258,9 @@ def test_an_episode_lends_its_neighbours_part_of_its_score(world: World) -> None
     assert later.id not in explained or explained[later.id]["context"] is None
     # Turned off, the answer is no longer pulled up by its neighbour.
     world.reader.settings = replace(world.reader.settings, context_share=0.0)
-    plain = world.reader.recall(RecallRequest(query="lasagna recipe", limit=10, explain=True))
+    plain = world.reader.recall(
+        RecallRequest(min_relevance=0.0, query="lasagna recipe", limit=10, explain=True)
+    )
     assert all(r["explain"]["context"] is None for r in plain.results)
 
 
@@ -258,7 +270,9 @@ def test_episodes_without_a_source_lend_through_their_derived_episode(world: Wor
     answer = world.writer.store(turn("Nate: Sure thing, tomorrow!", None, None))
     fact = world.writer.store(StoreRequest(subject="Nate", predicate="likes", object="pasta"))
     result = world.reader.recall(
-        RecallRequest(query="lasagna recipe", limit=10, explain=True, agent_id="agent-j")
+        RecallRequest(
+            min_relevance=0.0, query="lasagna recipe", limit=10, explain=True, agent_id="agent-j"
+        )
     )
     explained = {r["id"]: r["explain"] for r in result.results}
     assert result.results[0]["id"] == asked.id
@@ -283,7 +297,7 @@ def test_an_imports_lines_are_neighbours_in_file_order(world: World) -> None:
     assert len({rows[i].episode for i in ids}) == 1
     assert [rows[i].episode_index for i in ids] == sorted(rows[i].episode_index for i in ids)
     result = world.reader.recall(RecallRequest(query="book the venue offsite", limit=3,
-                                               explain=True))  # fmt: skip
+                                               explain=True, min_relevance=0.0))  # fmt: skip
     explained = {r["id"]: r["explain"] for r in result.results}
     assert result.results[0]["id"] == ids[1]
     assert explained[ids[2]]["context"]["from"] == ids[1]
@@ -374,7 +388,7 @@ def test_a_date_in_the_question_boosts_memories_of_that_period(world: World) -> 
     may = world.writer.store(turn("Sam went hiking with friends", "2023-05-07T15:00:00Z"))
     june = world.writer.store(turn("Sam hiking trip up the ridge in rain", "2023-06-20T15:00:00Z"))
     result = world.reader.recall(
-        RecallRequest(query="What did Sam do on May 7, 2023?", explain=True,
+        RecallRequest(min_relevance=0.0, query="What did Sam do on May 7, 2023?", explain=True,
                       as_of="2023-07-01T00:00:00Z", include_invalidated=True)
     )  # fmt: skip
     explained = {r["id"]: r["explain"] for r in result.results}
@@ -384,7 +398,12 @@ def test_a_date_in_the_question_boosts_memories_of_that_period(world: World) -> 
     assert explained[june.id]["date"]["within"] is False
     # Relative to as_of: "last month" asked on July 1st is June.
     relative = world.reader.recall(
-        RecallRequest(query="Sam hiking last month", explain=True, as_of="2023-07-01T00:00:00Z")
+        RecallRequest(
+            min_relevance=0.0,
+            query="Sam hiking last month",
+            explain=True,
+            as_of="2023-07-01T00:00:00Z",
+        )
     )
     assert relative.results[0]["id"] == june.id
     assert relative.results[0]["explain"]["date"]["phrase"] == "last month"
@@ -400,7 +419,7 @@ def test_the_graph_leg_finds_memories_naming_the_querys_entity_without_its_words
     hop = world.writer.store(note("retention set to ninety days", entities=["Prometheus"]))
     query = "Grafana?"
     result = world.reader.recall(
-        RecallRequest(query=query, limit=10, strategy="relational", explain=True)
+        RecallRequest(min_relevance=0.0, query=query, limit=10, strategy="relational", explain=True)
     )
     explained = {r["id"]: r["explain"] for r in result.results}
     assert explained[named.id]["graph"] == {"score": 1.0, "via": ["Grafana"]}
@@ -425,7 +444,7 @@ def test_the_graph_leg_learns_nothing_from_another_agents_private_memories(
     for agent, sees_hop in (("agent-b", False), ("agent-a", True)):
         result = world.reader.recall(
             RecallRequest(query="Grafana and Kafka", limit=10, strategy="relational",
-                          explain=True, agent_id=agent)
+                          explain=True, agent_id=agent, min_relevance=0.0)
         )  # fmt: skip
         graph = {r["id"]: r["explain"]["graph"] for r in result.results}
         assert (graph.get(zoo.id) is not None) is sees_hop, agent
@@ -472,7 +491,7 @@ def test_weekdays_in_a_question_count_in_the_callers_zone(world: World) -> None:
     tuesday = world.writer.store(turn("We decided to freeze the schema", "2023-05-09T14:30:00Z"))
     monday = world.writer.store(turn("We decided to keep the schema open", "2023-05-08T12:00:00Z"))
     result = world.reader.recall(
-        RecallRequest(query="what did we decide last Tuesday?", explain=True,
+        RecallRequest(min_relevance=0.0, query="what did we decide last Tuesday?", explain=True,
                       as_of="2023-05-12T10:00:00+09:00", include_invalidated=True)
     )  # fmt: skip
     explained = {r["id"]: r["explain"] for r in result.results}
@@ -491,7 +510,7 @@ def test_a_question_that_names_only_a_period_finds_that_periods_memories(world: 
         turn("What happened with the billing database: nothing new", "2026-04-02T10:00:00Z")
     )
     result = world.reader.recall(
-        RecallRequest(query="what happened in March 2026?", explain=True,
+        RecallRequest(min_relevance=0.0, query="what happened in March 2026?", explain=True,
                       as_of="2026-11-01T00:00:00Z", include_invalidated=True)
     )  # fmt: skip
     assert result.results[0]["id"] == march.id
@@ -500,7 +519,7 @@ def test_a_question_that_names_only_a_period_finds_that_periods_memories(world: 
     assert {r["id"]: r["relevance_label"] for r in result.results}[april.id] == "none"
     # a date beside words of its own: the words still count, the period is one term more
     worded = world.reader.recall(
-        RecallRequest(query="billing database in March 2026", explain=True,
+        RecallRequest(min_relevance=0.0, query="billing database in March 2026", explain=True,
                       as_of="2026-11-01T00:00:00Z", include_invalidated=True)
     )  # fmt: skip
     labels = {r["id"]: r["relevance"] for r in worded.results}

@@ -1,5 +1,6 @@
 """Relevance on real parts (journal, SQLite, Qdrant Edge, the bundled model): after the only
-memory about a topic is forgotten, recall of that topic says nothing relevant."""
+memory about a topic is forgotten, recall of that topic says nothing relevant; a default
+recall is not padded with irrelevant results, ``min_relevance: 0`` shows them."""
 
 from __future__ import annotations
 
@@ -68,14 +69,14 @@ def test_a_forgotten_topic_is_nothing_relevant(parts: tuple[Writer, Reader]) -> 
     assert doc["nothing_relevant"] is True and doc["note"] == NOTE_NOTHING_RELEVANT
     for r in after.results:
         assert 0.0 <= r["relevance"] <= 1.0
-        assert set(r["relevance_evidence"]) == {"cosine", "coverage"}
+        assert set(r["relevance_evidence"]) == {"cosine", "coverage", "missing_named"}
 
 
 def test_min_relevance_drops_and_counts_what_falls_below(parts: tuple[Writer, Reader]) -> None:
     writer, reader = parts
     for text in (*OTHERS, TOPIC):
         writer.store(StoreRequest(content=text))
-    everything = reader.recall(RecallRequest(QUERY, limit=10))
+    everything = reader.recall(RecallRequest(QUERY, limit=10, min_relevance=0))
     assert len(everything.results) == len(OTHERS) + 1
     assert "irrelevant" not in everything.hidden
     cut = 0.5
@@ -91,3 +92,37 @@ def test_a_bad_min_relevance_is_a_usage_error(parts: tuple[Writer, Reader], valu
     _, reader = parts
     with pytest.raises(UsageError, match="min_relevance"):
         reader.recall(RecallRequest(QUERY, min_relevance=value))  # type: ignore[arg-type]
+
+
+def test_a_default_recall_is_not_padded_with_the_irrelevant(parts: tuple[Writer, Reader]) -> None:
+    writer, reader = parts
+    for text in OTHERS:
+        writer.store(StoreRequest(content=text))
+    topic = writer.store(StoreRequest(content=TOPIC)).id
+
+    untrimmed = reader.recall(RecallRequest(QUERY, min_relevance=0))
+    assert len(untrimmed.results) == 5, "min_relevance 0 keeps every one, up to the limit"
+    assert "irrelevant" not in untrimmed.hidden
+    trimmed = reader.recall(RecallRequest(QUERY))
+    ids = [r["id"] for r in trimmed.results]
+    assert ids[0] == topic and trimmed.nothing_relevant is False
+    relevant = [r["id"] for r in untrimmed.results if r["relevance_label"] != "none"]
+    assert ids == relevant
+    assert len(ids) < len(untrimmed.results), "the unrelated memories are left out"
+    assert trimmed.hidden["irrelevant"] == len(untrimmed.results) - len(ids)
+    assert all(r["relevance_label"] != "none" for r in trimmed.results)
+
+
+def test_nothing_relevant_comes_with_a_couple_of_the_nearest(
+    parts: tuple[Writer, Reader],
+) -> None:
+    writer, reader = parts
+    for text in OTHERS:
+        writer.store(StoreRequest(content=text))
+    untrimmed = reader.recall(RecallRequest(QUERY, min_relevance=0))
+    assert untrimmed.nothing_relevant is True and len(untrimmed.results) == 5
+    trimmed = reader.recall(RecallRequest(QUERY))
+    assert trimmed.nothing_relevant is True
+    assert [r["id"] for r in trimmed.results] == [r["id"] for r in untrimmed.results[:2]]
+    assert trimmed.hidden["irrelevant"] == 3
+    assert trimmed.as_dict()["note"] == NOTE_NOTHING_RELEVANT

@@ -11,13 +11,16 @@ from hypothesis import strategies as st
 from ferrex.models.sparse import tokens
 from ferrex.rules.relevance import (
     DEFAULT_MODEL,
+    NEAREST_WHEN_NOTHING,
     PIECE_CREDIT,
     Evidence,
     Model,
     check_min_relevance,
     coverage,
     evidence,
+    missing_named,
     nothing_relevant,
+    trim,
     without_phrase,
 )
 
@@ -133,3 +136,59 @@ def test_a_period_the_query_names_is_one_term_found_by_the_memorys_time() -> Non
 
 def test_without_phrase_takes_each_phrase_token_once() -> None:
     assert without_phrase(["a", "b", "a", "c"], ["a", "c", "z"]) == ["b", "a"]
+
+
+def named(query: str, document: str, in_period: bool | None = None) -> float:
+    return missing_named(tokens(query), tokens(document), in_period)
+
+
+def test_a_missing_identifier_or_number_is_named_missing() -> None:
+    assert named("INC-7722", "INC-7721: checkout answered 502") == 1.0
+    assert named("INC-7721", "INC-7721: checkout answered 502") == 0.0
+    assert named("upgrade Kubernetes to 1.31", "the cluster was upgraded to Kubernetes 1.29") == 1.0
+    assert named("error 53300", "sqlx failed with error 53300") == 0.0
+    assert named("error 53300", "sqlx failed with error 53301") == 1.0
+
+
+def test_words_without_identifiers_name_nothing_specific() -> None:
+    assert named("why was checkout throwing bad gateway errors", "nginx answered 502") == 0.0
+    # one digit is not a number worth naming (top 3, v2 inside v2.9.0 is the identifier's)
+    assert named("top 3 incidents", "the incidents of the week") == 0.0
+    assert named("v2.9.0", "deploy of v2.9.0 rolled back") == 0.0
+
+
+def test_a_period_the_memory_is_outside_is_named_missing() -> None:
+    assert named("what did we decide", "we decided to freeze schema changes", False) == 1.0
+    assert named("what did we decide", "we decided to freeze schema changes", True) == 0.0
+    assert named("what did we decide", "we decided to freeze schema changes", None) == 0.0
+
+
+def test_a_missing_named_thing_lowers_relevance() -> None:
+    assert DEFAULT_MODEL.named_weight < 0
+    plain = DEFAULT_MODEL.relevance(Evidence(0.5, 0.5, 0.0))
+    assert DEFAULT_MODEL.relevance(Evidence(0.5, 0.5, 1.0)) < plain
+    ev = evidence(tokens("INC-7722"), tokens("INC-7721: checkout answered 502"), 0.4, 0.1)
+    assert ev.missing_named == 1.0
+
+
+def test_trim_keeps_the_relevant_in_order() -> None:
+    assert trim(["strong", "none", "weak", "none", "none"]) == [0, 2]
+    assert trim(["none", "none", "strong"]) == [2]
+    assert trim(["weak"]) == [0]
+
+
+def test_trim_keeps_a_couple_of_the_nearest_when_nothing_is_relevant() -> None:
+    assert NEAREST_WHEN_NOTHING == 2
+    assert trim(["none"] * 5) == [0, 1]
+    assert trim(["none"]) == [0]
+    assert trim([]) == []
+
+
+@given(st.lists(st.sampled_from(["strong", "weak", "none"]), max_size=12))
+def test_trim_never_pads_and_never_reorders(labels: list[str]) -> None:
+    kept = trim(labels)  # type: ignore[arg-type]
+    assert kept == sorted(kept) and len(set(kept)) == len(kept)
+    if any(label != "none" for label in labels):
+        assert [labels[i] for i in kept] == [label for label in labels if label != "none"]
+    else:
+        assert len(kept) == min(len(labels), NEAREST_WHEN_NOTHING)

@@ -1,0 +1,124 @@
+"""Recall that tells the truth about itself, over MCP stdio, as a new user asks (issue 26).
+
+A real server process, the SDK's client, the bundled model. The four questions of the issue
+(and rewordings of them) find their memory first without a *nothing relevant* verdict; a
+question nothing stored answers gets the verdict and at most a couple of rows; a default
+recall is not padded with the irrelevant, and ``min_relevance: 0`` shows them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp_types import CallToolResult
+
+from tests.e2e.mcp_helpers import call, stdio_client
+
+NEAREST_WHEN_NOTHING = 2
+
+
+def _last_tuesday(now: datetime) -> datetime:
+    """The most recent Tuesday before today (never today), at 15:00 UTC."""
+    back = (now.weekday() - 1) % 7 or 7
+    day = (now - timedelta(days=back)).date()
+    return datetime(day.year, day.month, day.day, 15, tzinfo=UTC)
+
+
+DECISION = (
+    "Decision in the architecture review: no schema changes to the orders database until "
+    "the table partitioning work has landed."
+)
+MARCH = (
+    ("Payments for EU customers were migrated from Stripe to Adyen; the cutover finished "
+     "without failed charges.", "2026-03-03T15:00:00Z"),
+    ("The shop-prod Kubernetes cluster was upgraded to 1.29; two CronJobs needed their "
+     "manifests rewritten.", "2026-03-17T09:30:00Z"),
+)  # fmt: skip
+GATEWAY = (
+    "INC-7721: the checkout page answered with HTTP 502 from nginx because gunicorn closed "
+    "idle upstream connections before nginx did; gunicorn's keepalive was raised to 75 seconds."
+)
+SESSIONS = (
+    "User sessions moved out of the Postgres django_session table into the Redis cluster "
+    "redis-sess-01; the old table stays read-only until December."
+)
+OTHERS = (
+    ("All CI jobs run on GitHub Actions with self-hosted runners in the office rack.",
+     "2026-01-12T10:00:00Z"),
+    ("The team's runbooks live in the Notion space called Ops Handbook, one page per service.",
+     "2026-01-20T10:00:00Z"),
+    ("The checkout latency dashboards are on Grafana at grafana.internal/d/checkout.",
+     "2026-02-06T10:00:00Z"),
+    ("VAT for EU orders is calculated by the tax service from the shipping address country.",
+     "2026-02-10T10:00:00Z"),
+    ("The public API allows 100 requests per minute per token; above that it answers 429.",
+     "2026-02-16T10:00:00Z"),
+    ("Background jobs run on Celery with RabbitMQ as the broker; order emails are one of them.",
+     "2026-02-24T10:00:00Z"),
+    ("Dana Whitfield leads the search team and speaks English, Irish and Portuguese.",
+     "2026-04-02T10:00:00Z"),
+)  # fmt: skip
+
+QUESTIONS = {
+    "decision": ("what did we decide last Tuesday?", "which decision was made on Tuesday?"),
+    "march": ("what happened in March 2026?", "anything happen in March 2026?"),
+    "gateway": (
+        "why was the checkout page throwing bad gateway errors?",
+        "what made the checkout page return bad gateway?",
+    ),
+    "sessions": ("where do user sessions live now?", "which store holds user sessions now?"),
+}
+UNRELATED = "What is the Wi-Fi password in the Berlin office?"
+
+
+async def _recall(client: Client, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    result = await client.call_tool("recall", args)
+    assert isinstance(result, CallToolResult) and not result.is_error, result.content
+    assert result.structured_content is not None
+    return dict(result.structured_content), result.content[0].text  # type: ignore[union-attr]
+
+
+def test_the_issues_questions_find_their_memory_and_an_unrelated_one_gets_the_verdict(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+
+            async def store(content: str, valid_from: str) -> str:
+                done = await call(client, "store", {"content": content, "valid_from": valid_from})
+                return str(done["id"])
+
+            ids = {
+                "decision": {await store(DECISION, _last_tuesday(datetime.now(UTC)).isoformat())},
+                "march": {await store(text, at) for text, at in MARCH},
+                "gateway": {await store(GATEWAY, "2026-04-20T09:40:00Z")},
+                "sessions": {await store(SESSIONS, "2026-05-08T10:00:00Z")},
+            }
+            for text, at in OTHERS:
+                await store(text, at)
+
+            for topic, questions in QUESTIONS.items():
+                for question in questions:
+                    doc, text = await _recall(client, {"query": question})
+                    assert doc["results"], question
+                    assert doc["results"][0]["id"] in ids[topic], (question, doc["results"][0])
+                    assert doc["nothing_relevant"] is False, (question, doc["results"][0])
+                    assert "nothing relevant" not in text.splitlines()[0], question
+                    assert doc["results"][0]["relevance_label"] != "none", question
+                    labels = {r["relevance_label"] for r in doc["results"]}
+                    assert "none" not in labels, (question, "a default recall is not padded")
+
+            doc, text = await _recall(client, {"query": UNRELATED})
+            assert doc["nothing_relevant"] is True
+            assert 0 < len(doc["results"]) <= NEAREST_WHEN_NOTHING
+            head = text.splitlines()[0]
+            assert "nothing relevant" in head and "min_relevance: 0 shows them" in head
+            everything, _ = await _recall(client, {"query": UNRELATED, "min_relevance": 0})
+            assert len(everything["results"]) == 5, "min_relevance 0 keeps the nearest five"
+            assert doc["hidden"]["irrelevant"] == 5 - len(doc["results"])
+
+    anyio.run(main)
