@@ -314,7 +314,12 @@ def trial_ids(root: Path, wait: float) -> dict[str, Any]:
     with lock:
         seen = list(answers)
     # an answer to an odd id carries it back, or (for an id that cannot be echoed) id null
-    to_odd = [a for a in seen if a.get("id") in odd or ("id" in a and a["id"] is None)]
+    # (compared with their types: in Python True == 1 and False == 0, the control ids)
+    to_odd = [
+        a for a in seen
+        if ("id" in a and a["id"] is None)
+        or any(type(a.get("id")) is type(o) and a.get("id") == o for o in odd)
+    ]  # fmt: skip
     return {"odd_ids_sent": len(odd), "odd_ids_answered": len(to_odd),
             "control_answered": any(a.get("id") == 99 for a in seen)}  # fmt: skip
 
