@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -77,6 +78,25 @@ def _now() -> datetime:
 def _cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
     value = float(np.dot(a, b))
     return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
+
+
+class _Inline:
+    """A stand-in for the worker pool that runs a task at once, in the calling thread."""
+
+    def submit(
+        self, task: Callable[[Sequence[ValidStore]], None], part: Sequence[ValidStore]
+    ) -> Future[None]:
+        done: Future[None] = Future()
+        try:
+            task(part)
+        except BaseException as exc:
+            done.set_exception(exc)
+        else:
+            done.set_result(None)
+        return done
+
+    def shutdown(self, *, wait: bool, cancel_futures: bool) -> None:
+        return None
 
 
 class Writer:
@@ -170,22 +190,33 @@ class Writer:
         # Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
         # texts are embedded before its lock), the chunks already written keep their
         # outcomes and the rest fail with backend_unavailable, none of them half-written.
+        # Pipelined: the next chunk's texts are embedded on a worker thread while this one is
+        # decided, appended and applied (ONNX Runtime and SQLite let go of the GIL), so the
+        # model never waits for the writer; the outcomes stay in input order.
         items = [v for _, v in valids]
+        parts = [items[start : start + chunk] for start in range(0, len(items), chunk)]
         decided: list[Any] = []
-        for start in range(0, len(items), chunk):
+        # One chunk (a single store) has nothing to overlap: no thread for it.
+        pool = _Inline() if len(parts) == 1 else ThreadPoolExecutor(1, "ferrex-embed")
+        try:
+            ahead: Future[None] = pool.submit(prepare, parts[0])
+            for n, part in enumerate(parts):
+                start = len(decided)
 
-            def reported(finished: int, _total: int, start: int = start) -> None:
-                report(start + finished, len(items))
+                def reported(finished: int, _total: int, start: int = start) -> None:
+                    report(start + finished, len(items))
 
-            try:
-                decided += self.runner.run(
-                    items[start : start + chunk], decide, chunk=chunk, prepare=prepare,
-                    progress=reported,
-                )  # fmt: skip
-            except ServerDown as exc:
-                log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
-                decided += [exc] * (len(items) - start)
-                break
+                try:
+                    ahead.result()
+                    if n + 1 < len(parts):
+                        ahead = pool.submit(prepare, parts[n + 1])
+                    decided += self.runner.run(part, decide, chunk=chunk, progress=reported)
+                except ServerDown as exc:
+                    log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
+                    decided += [exc] * (len(items) - start)
+                    break
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         wait_note = (
             (f"waited {waited:.1f} s for the embedding model to load",)
             if waited >= WAIT_WORTH_SAYING

@@ -1,0 +1,182 @@
+"""An import as the user waits for it, beside the bare encoder on the same texts, in one run.
+
+    python -m tools.bench_import [--texts 2000] [--rounds 3] [--noisy]
+
+Each round runs both sides, alternating which goes first:
+
+- **import**: ``ferrex import FILE --json`` in a subprocess, into a fresh data directory (so
+  every text is embedded: the embedding cache lives in the data directory), timed from the
+  process's start to its exit: start-up, model load, validation, embedding, decisions,
+  journal appends and projections all included.
+- **bare**: :class:`ferrex.models.encoder.OnnxEncoder` in this process on the same texts
+  (``run``: one batched tokenize, sorted by length, batches as the encoder plans them),
+  the model loaded beforehand and not timed.
+
+It prints texts/s of each side per round and the ratio import/bare per round and of the
+medians. The texts are short generated notes (6 to 20 words), different in every round so
+the shared vector cache of one round never serves the next. The per-user model cache (the
+assembled model and its optimised graph) is warmed before the first round, as it is for a
+user's second command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tools import quiet
+
+WORDS = [
+    "meeting",
+    "project",
+    "deadline",
+    "release",
+    "server",
+    "database",
+    "backup",
+    "invoice",
+    "customer",
+    "schedule",
+    "review",
+    "budget",
+    "design",
+    "sprint",
+    "bug",
+    "report",
+    "deploy",
+    "staging",
+    "office",
+    "travel",
+    "lunch",
+    "call",
+    "vendor",
+    "contract",
+    "draft",
+    "slides",
+    "training",
+    "hiring",
+    "laptop",
+    "password",
+    "policy",
+    "network",
+    "outage",
+    "migration",
+    "roadmap",
+    "feedback",
+    "survey",
+    "launch",
+    "partner",
+    "quarter",
+    "metrics",
+    "incident",
+    "on-call",
+]
+#: The ``ferrex`` command, run by this interpreter (whatever ``ferrex`` package it imports).
+FERREX = (sys.executable, "-c", "from ferrex.cli import main; main()")
+VERBS = [
+    "moved",
+    "opened",
+    "closed",
+    "fixed",
+    "asked",
+    "planned",
+    "shipped",
+    "noted",
+    "cancelled",
+    "changed",
+]
+
+
+def texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    made = []
+    for i in range(count):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(5, 19))]
+        words.insert(rng.randint(1, len(words)), rng.choice(VERBS))
+        made.append(f"{' '.join(words)} #{seed}-{i}")
+    return made
+
+
+def timed_import(lines: list[str], work: Path) -> tuple[float, dict[str, int]]:
+    home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
+    source = work / f"{home.name}.jsonl"
+    source.write_text("".join(json.dumps({"content": t}) + "\n" for t in lines))
+    env = {**os.environ, "FERREX_HOME": str(home)}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [*FERREX, "import", str(source), "--json"],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"ferrex import failed ({done.returncode}): {done.stderr[-2000:]}")
+    counts: dict[str, int] = json.loads(done.stdout)["counts"]
+    return seconds, counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--texts", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    quiet.add_arguments(parser)
+    args = parser.parse_args()
+    quiet.begin(args)
+
+    from ferrex.models.choice import choose_embedding_model
+    from ferrex.models.encoder import OnnxEncoder, SessionSettings
+    from ferrex.models.loading import load_model, local_source
+
+    with tempfile.TemporaryDirectory(prefix="bench-import-") as scratch:
+        work = Path(scratch)
+        choice = choose_embedding_model("small", {})
+        load_model(choice, work / "warm")  # assembles the model, builds its optimised graph
+        source = local_source(choice)
+        assert source is not None
+        settings = SessionSettings.for_machine()
+        encoder = OnnxEncoder(source, "model.onnx", mean_pooling=True, settings=settings)
+        timed_import(texts(50, seed=999), work)  # the interpreter's and the OS's caches
+        print(f"{args.texts} texts a side, {args.rounds} rounds, {settings.intra_op_threads} "
+              f"intra-op threads", flush=True)  # fmt: skip
+        imports: list[float] = []
+        bares: list[float] = []
+        for round_ in range(args.rounds):
+            lines = texts(args.texts, seed=round_)
+            sides = ["import", "bare"] if round_ % 2 == 0 else ["bare", "import"]
+            rates: dict[str, float] = {}
+            for side in sides:
+                if side == "import":
+                    seconds, counts = timed_import(lines, work)
+                    if counts.get("stored", 0) != len(lines):
+                        raise SystemExit(f"the import did not store every text: {counts}")
+                else:
+                    started = time.perf_counter()
+                    encoder.run(lines)
+                    seconds = time.perf_counter() - started
+                rates[side] = len(lines) / seconds
+            imports.append(rates["import"])
+            bares.append(rates["bare"])
+            print(
+                f"round {round_ + 1} ({' then '.join(sides)}): import {rates['import']:.1f} "
+                f"texts/s, bare encoder {rates['bare']:.1f} texts/s, ratio "
+                f"{rates['import'] / rates['bare']:.3f}  [{quiet.load_line()}]",
+                flush=True,
+            )
+        ratios = [a / b for a, b in zip(imports, bares, strict=True)]
+        print(
+            f"median: import {statistics.median(imports):.1f} texts/s, bare "
+            f"{statistics.median(bares):.1f} texts/s; ratio of medians "
+            f"{statistics.median(imports) / statistics.median(bares):.3f}, median ratio "
+            f"{statistics.median(ratios):.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
