@@ -68,7 +68,7 @@ log = logging.getLogger("ferrex")
 _REMEASURES = 20
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
-_VECTORS = "vectors"  # Batch.scratch key: memory id -> vector of the chunk's pending stores
+_VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
 
 
 def _now() -> datetime:
@@ -78,6 +78,35 @@ def _now() -> datetime:
 def _cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
     value = float(np.dot(a, b))
     return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
+
+
+class _Pending:
+    """The vectors of a chunk's pending stores, by memory id, in one growing matrix: the
+    cosines of a new vector with all of them are one matrix product, not one call each."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self._rows: np.ndarray[Any, Any] | None = None
+
+    def add(self, memory_id: str, vector: np.ndarray[Any, Any]) -> None:
+        row = np.asarray(vector, dtype=np.float32)
+        if self._rows is None:
+            self._rows = np.empty((16, row.shape[0]), dtype=np.float32)
+        elif len(self.ids) == self._rows.shape[0]:
+            grown = np.empty((2 * len(self.ids), row.shape[0]), dtype=np.float32)
+            grown[: len(self.ids)] = self._rows
+            self._rows = grown
+        self._rows[len(self.ids)] = row
+        self.ids.append(memory_id)
+
+    def cosines(self, vector: np.ndarray[Any, Any]) -> list[tuple[str, float]]:
+        """``(id, cosine)`` of every pending vector, in the order they were added (clamped to
+        [-1, 1]; a value that is not finite counts as 0, as :func:`_cosine`)."""
+        if self._rows is None or not self.ids:
+            return []
+        values = self._rows[: len(self.ids)] @ np.asarray(vector, dtype=np.float32)
+        values = np.where(np.isfinite(values), np.clip(values, -1.0, 1.0), 0.0)
+        return list(zip(self.ids, (float(v) for v in values), strict=True))
 
 
 class _Inline:
@@ -247,7 +276,7 @@ class Writer:
         cosines = self._cosines(want.pairs)
         text = store_text(valid)
         vector = self.embedder.embed(text)
-        pending: dict[str, np.ndarray[Any, Any]] = batch.scratch.setdefault(_VECTORS, {})
+        pending: _Pending = batch.scratch.setdefault(_VECTORS, _Pending())
         neighbours = self._neighbours(valid, vector, pending) if want.neighbours else []
         now = self.clock()
         for _ in range(_REMEASURES):
@@ -270,7 +299,7 @@ class Writer:
         else:
             raise RuntimeError("a store decision kept asking for new measures")
         if decision.result.status == "stored":
-            pending[decision.result.id] = vector
+            pending.add(decision.result.id, vector)
         return decision
 
     def _cosines(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
@@ -284,7 +313,7 @@ class Writer:
         self,
         valid: ValidStore,
         vector: np.ndarray[Any, Any],
-        pending: Mapping[str, np.ndarray[Any, Any]],
+        pending: _Pending,
     ) -> list[tuple[str, float]]:
         """The nearest memories of the same namespace and type: committed ones from Qdrant
         (the caller's visibility applied there too), pending ones of the chunk by cosine."""
@@ -301,7 +330,7 @@ class Writer:
                 5,
             )
         ]
-        hits += [(memory_id, _cosine(vector, other)) for memory_id, other in pending.items()]
+        hits += pending.cosines(vector)
         return hits
 
     # -- forget, validate, accesses, eviction ---------------------------------------------------

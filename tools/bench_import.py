@@ -13,7 +13,12 @@ Each round runs both sides, alternating which goes first:
   the model loaded beforehand and not timed.
 
 It prints texts/s of each side per round and the ratio import/bare per round and of the
-medians. The texts are short generated notes (6 to 20 words), different in every round so
+medians; and the CPU seconds of each side (the import's from its process's rusage, the bare
+encoder's of this process while it runs), whose ratio bare/import says what share of the
+import's CPU the model's own work is: on a loaded machine a steadier figure than the wall
+rates, though not the one the user waits for.
+
+The texts are short generated notes (6 to 20 words), different in every round so
 the shared vector cache of one round never serves the next. The per-user model cache (the
 assembled model and its optimised graph) is warmed before the first round, as it is for a
 user's second command.
@@ -25,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -105,21 +111,27 @@ def texts(count: int, seed: int) -> list[str]:
     return made
 
 
-def timed_import(lines: list[str], work: Path) -> tuple[float, dict[str, int]]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_import(lines: list[str], work: Path) -> tuple[float, float, dict[str, int]]:
+    """Wall seconds and CPU seconds of one ``ferrex import``, and its counts."""
     home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
     source = work / f"{home.name}.jsonl"
     source.write_text("".join(json.dumps({"content": t}) + "\n" for t in lines))
     env = {**os.environ, "FERREX_HOME": str(home)}
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(
         [*FERREX, "import", str(source), "--json"],
         env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _children_cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"ferrex import failed ({done.returncode}): {done.stderr[-2000:]}")
     counts: dict[str, int] = json.loads(done.stdout)["counts"]
-    return seconds, counts
+    return seconds, cpu, counts
 
 
 def main() -> None:
@@ -147,26 +159,32 @@ def main() -> None:
               f"intra-op threads", flush=True)  # fmt: skip
         imports: list[float] = []
         bares: list[float] = []
+        cpu_ratios: list[float] = []
         for round_ in range(args.rounds):
             lines = texts(args.texts, seed=round_)
             sides = ["import", "bare"] if round_ % 2 == 0 else ["bare", "import"]
             rates: dict[str, float] = {}
+            cpus: dict[str, float] = {}
             for side in sides:
                 if side == "import":
-                    seconds, counts = timed_import(lines, work)
+                    seconds, cpu, counts = timed_import(lines, work)
                     if counts.get("stored", 0) != len(lines):
                         raise SystemExit(f"the import did not store every text: {counts}")
                 else:
-                    started = time.perf_counter()
+                    started, cpu = time.perf_counter(), time.process_time()
                     encoder.run(lines)
-                    seconds = time.perf_counter() - started
+                    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
                 rates[side] = len(lines) / seconds
+                cpus[side] = cpu
             imports.append(rates["import"])
             bares.append(rates["bare"])
+            cpu_ratios.append(cpus["bare"] / cpus["import"])
             print(
                 f"round {round_ + 1} ({' then '.join(sides)}): import {rates['import']:.1f} "
                 f"texts/s, bare encoder {rates['bare']:.1f} texts/s, ratio "
-                f"{rates['import'] / rates['bare']:.3f}  [{quiet.load_line()}]",
+                f"{rates['import'] / rates['bare']:.3f}; CPU s import {cpus['import']:.1f}, "
+                f"bare {cpus['bare']:.1f} (bare/import {cpu_ratios[-1]:.3f})  "
+                f"[{quiet.load_line()}]",
                 flush=True,
             )
         ratios = [a / b for a, b in zip(imports, bares, strict=True)]
@@ -174,7 +192,8 @@ def main() -> None:
             f"median: import {statistics.median(imports):.1f} texts/s, bare "
             f"{statistics.median(bares):.1f} texts/s; ratio of medians "
             f"{statistics.median(imports) / statistics.median(bares):.3f}, median ratio "
-            f"{statistics.median(ratios):.3f}"
+            f"{statistics.median(ratios):.3f}; CPU bare/import median "
+            f"{statistics.median(cpu_ratios):.3f}"
         )
 
 
