@@ -116,12 +116,17 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed_import(lines: list[str], work: Path) -> tuple[float, float, dict[str, int]]:
-    """Wall seconds and CPU seconds of one ``ferrex import``, and its counts."""
+def timed_import(
+    lines: list[str], work: Path, tree: Path | None = None
+) -> tuple[float, float, dict[str, int]]:
+    """Wall seconds and CPU seconds of one ``ferrex import`` (of the source tree ``tree``
+    if given: another version, first on the import path), and its counts."""
     home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
     source = work / f"{home.name}.jsonl"
     source.write_text("".join(json.dumps({"content": t}) + "\n" for t in lines))
     env = {**os.environ, "FERREX_HOME": str(home)}
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
     started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(
         [*FERREX, "import", str(source), "--json"],
@@ -138,6 +143,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--against", type=Path, metavar="TREE",
+        help="also import with the ferrex of this source tree (e.g. `git archive main` "
+        "unpacked), a third side in the same rotation: before and after in one run",
+    )  # fmt: skip
     quiet.add_arguments(parser)
     args = parser.parse_args()
     quiet.begin(args)
@@ -155,6 +165,8 @@ def main() -> None:
         settings = SessionSettings.for_machine()
         encoder = OnnxEncoder(source, "model.onnx", mean_pooling=True, settings=settings)
         timed_import(texts(50, seed=999), work)  # the interpreter's and the OS's caches
+        if args.against is not None:
+            timed_import(texts(50, seed=998), work, args.against)
         print(f"{args.texts} texts a side, {args.rounds} rounds, {settings.intra_op_threads} "
               f"intra-op threads", flush=True)  # fmt: skip
         imports: list[float] = []
@@ -162,12 +174,14 @@ def main() -> None:
         cpu_ratios: list[float] = []
         for round_ in range(args.rounds):
             lines = texts(args.texts, seed=round_)
-            sides = ["import", "bare"] if round_ % 2 == 0 else ["bare", "import"]
+            sides = ["import", "bare"] + (["against"] if args.against else [])
+            sides = sides[round_ % len(sides) :] + sides[: round_ % len(sides)]
             rates: dict[str, float] = {}
             cpus: dict[str, float] = {}
             for side in sides:
-                if side == "import":
-                    seconds, cpu, counts = timed_import(lines, work)
+                if side in ("import", "against"):
+                    tree = args.against if side == "against" else None
+                    seconds, cpu, counts = timed_import(lines, work, tree)
                     if counts.get("stored", 0) != len(lines):
                         raise SystemExit(f"the import did not store every text: {counts}")
                 else:
@@ -184,7 +198,14 @@ def main() -> None:
                 f"texts/s, bare encoder {rates['bare']:.1f} texts/s, ratio "
                 f"{rates['import'] / rates['bare']:.3f}; CPU s import {cpus['import']:.1f}, "
                 f"bare {cpus['bare']:.1f} (bare/import {cpu_ratios[-1]:.3f})  "
-                f"[{quiet.load_line()}]",
+                + (
+                    f"; against: {rates['against']:.1f} texts/s, CPU s {cpus['against']:.1f} "
+                    f"(this/against wall {rates['import'] / rates['against']:.3f}, CPU "
+                    f"{cpus['against'] / cpus['import']:.3f})"
+                    if "against" in rates
+                    else ""
+                )
+                + f"  [{quiet.load_line()}]",
                 flush=True,
             )
         ratios = [a / b for a, b in zip(imports, bares, strict=True)]
