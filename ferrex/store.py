@@ -182,6 +182,11 @@ class Writer:
         # Validation needs the tokenizer only: a bad store is refused without waiting for the
         # model, which the dedup check is the first to need.
         counter = self.embedder.counter()
+        # Many requests (an import): the model loads on its own thread while they are
+        # validated. One store still never waits for a model it may not need.
+        preload = len(requests) > 1 and not self.embedder.loaded
+        if preload:
+            self.embedder.load_in_background()
         outcomes: list[StoreResult | FerrexError | None] = [None] * len(requests)
         valids: list[tuple[int, ValidStore]] = []
         for i, request in enumerate(requests):
@@ -194,6 +199,8 @@ class Writer:
                 outcomes[i] = exc
         done = len(requests) - len(valids)
         if not valids:
+            if preload:  # let the load end here, not at the interpreter's exit
+                self.embedder.join_loader()
             if progress is not None:
                 progress(done, len(requests))
             return [o for o in outcomes if o is not None]

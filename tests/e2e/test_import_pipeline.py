@@ -18,7 +18,7 @@ from ferrex.app import App
 from ferrex.cli import cli
 from ferrex.config import load
 from ferrex.errors import FerrexError, Refused
-from ferrex.models import Embedder
+from ferrex.models import Embedder, choose_embedding_model
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.store import StoreResult
 
@@ -156,3 +156,26 @@ def test_an_import_killed_part_way_stores_every_line_once_when_run_again(
         app.close()
     _, again = _run(home, "import", str(source), "--json")  # and a third run adds nothing
     assert json.loads(again)["counts"] == {"skipped": count - 1, "invalid": 1}
+
+
+def test_an_import_loads_the_model_while_validating_and_never_leaves_the_load_running(
+    tmp_path: Path,
+) -> None:
+    embedder = Embedder(tmp_path, choose_embedding_model("small", {}))
+    app = App(home=tmp_path, config=load(tmp_path, None), _embedder=embedder)
+    try:
+        writer = app.writer()
+        outcomes = writer.store_many([StoreRequest(content=""), StoreRequest(type="nope")])
+        assert all(isinstance(o, FerrexError) for o in outcomes)
+        # Every line was bad, yet the load begun for them has ended before the answer.
+        assert embedder.loaded
+        assert not any(t.name == "ferrex-model-load" for t in threading.enumerate())
+        one = Embedder(tmp_path, choose_embedding_model("small", {}))
+        single = App(home=tmp_path / "one", config=load(tmp_path / "one", None), _embedder=one)
+        try:
+            bad = single.writer().store_many([StoreRequest(content="")])
+            assert isinstance(bad[0], FerrexError) and not one.loaded  # one store: no load
+        finally:
+            single.close()
+    finally:
+        app.close()
