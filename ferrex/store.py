@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -67,7 +68,7 @@ log = logging.getLogger("ferrex")
 _REMEASURES = 20
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
-_VECTORS = "vectors"  # Batch.scratch key: memory id -> vector of the chunk's pending stores
+_VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
 
 
 def _now() -> datetime:
@@ -77,6 +78,54 @@ def _now() -> datetime:
 def _cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
     value = float(np.dot(a, b))
     return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
+
+
+class _Pending:
+    """The vectors of a chunk's pending stores, by memory id, in one growing matrix: the
+    cosines of a new vector with all of them are one matrix product, not one call each."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self._rows: np.ndarray[Any, Any] | None = None
+
+    def add(self, memory_id: str, vector: np.ndarray[Any, Any]) -> None:
+        row = np.asarray(vector, dtype=np.float32)
+        if self._rows is None:
+            self._rows = np.empty((16, row.shape[0]), dtype=np.float32)
+        elif len(self.ids) == self._rows.shape[0]:
+            grown = np.empty((2 * len(self.ids), row.shape[0]), dtype=np.float32)
+            grown[: len(self.ids)] = self._rows
+            self._rows = grown
+        self._rows[len(self.ids)] = row
+        self.ids.append(memory_id)
+
+    def cosines(self, vector: np.ndarray[Any, Any]) -> list[tuple[str, float]]:
+        """``(id, cosine)`` of every pending vector, in the order they were added (clamped to
+        [-1, 1]; a value that is not finite counts as 0, as :func:`_cosine`)."""
+        if self._rows is None or not self.ids:
+            return []
+        values = self._rows[: len(self.ids)] @ np.asarray(vector, dtype=np.float32)
+        values = np.where(np.isfinite(values), np.clip(values, -1.0, 1.0), 0.0)
+        return list(zip(self.ids, (float(v) for v in values), strict=True))
+
+
+class _Inline:
+    """A stand-in for the worker pool that runs a task at once, in the calling thread."""
+
+    def submit(
+        self, task: Callable[[Sequence[ValidStore]], None], part: Sequence[ValidStore]
+    ) -> Future[None]:
+        done: Future[None] = Future()
+        try:
+            task(part)
+        except BaseException as exc:
+            done.set_exception(exc)
+        else:
+            done.set_result(None)
+        return done
+
+    def shutdown(self, *, wait: bool, cancel_futures: bool) -> None:
+        return None
 
 
 class Writer:
@@ -133,6 +182,11 @@ class Writer:
         # Validation needs the tokenizer only: a bad store is refused without waiting for the
         # model, which the dedup check is the first to need.
         counter = self.embedder.counter()
+        # Many requests (an import): the model loads on its own thread while they are
+        # validated. One store still never waits for a model it may not need.
+        preload = len(requests) > 1 and not self.embedder.loaded
+        if preload:
+            self.embedder.load_in_background()
         outcomes: list[StoreResult | FerrexError | None] = [None] * len(requests)
         valids: list[tuple[int, ValidStore]] = []
         for i, request in enumerate(requests):
@@ -145,6 +199,8 @@ class Writer:
                 outcomes[i] = exc
         done = len(requests) - len(valids)
         if not valids:
+            if preload:  # let the load end here, not at the interpreter's exit
+                self.embedder.join_loader()
             if progress is not None:
                 progress(done, len(requests))
             return [o for o in outcomes if o is not None]
@@ -170,22 +226,33 @@ class Writer:
         # Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
         # texts are embedded before its lock), the chunks already written keep their
         # outcomes and the rest fail with backend_unavailable, none of them half-written.
+        # Pipelined: the next chunk's texts are embedded on a worker thread while this one is
+        # decided, appended and applied (ONNX Runtime and SQLite let go of the GIL), so the
+        # model never waits for the writer; the outcomes stay in input order.
         items = [v for _, v in valids]
+        parts = [items[start : start + chunk] for start in range(0, len(items), chunk)]
         decided: list[Any] = []
-        for start in range(0, len(items), chunk):
+        # One chunk (a single store) has nothing to overlap: no thread for it.
+        pool = _Inline() if len(parts) == 1 else ThreadPoolExecutor(1, "ferrex-embed")
+        try:
+            ahead: Future[None] = pool.submit(prepare, parts[0])
+            for n, part in enumerate(parts):
+                start = len(decided)
 
-            def reported(finished: int, _total: int, start: int = start) -> None:
-                report(start + finished, len(items))
+                def reported(finished: int, _total: int, start: int = start) -> None:
+                    report(start + finished, len(items))
 
-            try:
-                decided += self.runner.run(
-                    items[start : start + chunk], decide, chunk=chunk, prepare=prepare,
-                    progress=reported,
-                )  # fmt: skip
-            except ServerDown as exc:
-                log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
-                decided += [exc] * (len(items) - start)
-                break
+                try:
+                    ahead.result()
+                    if n + 1 < len(parts):
+                        ahead = pool.submit(prepare, parts[n + 1])
+                    decided += self.runner.run(part, decide, chunk=chunk, progress=reported)
+                except ServerDown as exc:
+                    log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
+                    decided += [exc] * (len(items) - start)
+                    break
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
         wait_note = (
             (f"waited {waited:.1f} s for the embedding model to load",)
             if waited >= WAIT_WORTH_SAYING
@@ -216,7 +283,7 @@ class Writer:
         cosines = self._cosines(want.pairs)
         text = store_text(valid)
         vector = self.embedder.embed(text)
-        pending: dict[str, np.ndarray[Any, Any]] = batch.scratch.setdefault(_VECTORS, {})
+        pending: _Pending = batch.scratch.setdefault(_VECTORS, _Pending())
         neighbours = self._neighbours(valid, vector, pending) if want.neighbours else []
         now = self.clock()
         for _ in range(_REMEASURES):
@@ -239,7 +306,7 @@ class Writer:
         else:
             raise RuntimeError("a store decision kept asking for new measures")
         if decision.result.status == "stored":
-            pending[decision.result.id] = vector
+            pending.add(decision.result.id, vector)
         return decision
 
     def _cosines(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
@@ -253,7 +320,7 @@ class Writer:
         self,
         valid: ValidStore,
         vector: np.ndarray[Any, Any],
-        pending: Mapping[str, np.ndarray[Any, Any]],
+        pending: _Pending,
     ) -> list[tuple[str, float]]:
         """The nearest memories of the same namespace and type: committed ones from Qdrant
         (the caller's visibility applied there too), pending ones of the chunk by cosine."""
@@ -270,7 +337,7 @@ class Writer:
                 5,
             )
         ]
-        hits += [(memory_id, _cosine(vector, other)) for memory_id, other in pending.items()]
+        hits += pending.cosines(vector)
         return hits
 
     # -- forget, validate, accesses, eviction ---------------------------------------------------

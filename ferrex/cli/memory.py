@@ -330,7 +330,7 @@ def import_(
     writer = app.writer()
     secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
     writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
-    with progress("importing", "lines") as update:
+    with progress("importing", "lines", quiet=as_json) as update:
         if file_format == "dump":
             outcomes += _import_dump(writer, parsed, update)
         elif file_format == "memory-server":
@@ -416,9 +416,15 @@ def _import_requests(
             continue
         request = replace(request, import_key=import_key(number, raw))
         requests.append((number, request, bool(raw.get("multi_valued"))))
+    before = len(outcomes)  # lines refused before the writer: done already
     for multi, run in groupby(requests, key=lambda item: item[2]):
         group = [(n, r) for n, r, _ in run]
-        results = writer.store_many([r for _, r in group], multi_valued=multi, progress=update)
+
+        def overall(done: int, _total: int, before: int = before) -> None:
+            update(before + done, len(parsed))  # one bar over every run of lines
+
+        results = writer.store_many([r for _, r in group], multi_valued=multi, progress=overall)
+        before += len(group)
         for (number, _), result in zip(group, results, strict=True):
             outcome = _stored(number, result)
             if isinstance(result, Refused) and result.details.get("imported"):

@@ -1,7 +1,8 @@
 """A progress line for long work (replay, import, export, re-embed): on a terminal only.
 
-Shows done/total, percent, rate and ETA on stderr, redrawn at most five times a second,
-when stderr is a terminal; silent otherwise, so scripts and ``--json`` output stay clean.
+Shows a bar, done/total, percent, rate and ETA on stderr, redrawn at most five times a
+second, when stderr is a terminal; silent otherwise, and when the command was asked for
+``--json`` (``quiet``), so scripts and machine-read output stay clean.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from typing import TextIO
 
 @contextmanager
 def progress(
-    label: str, unit: str = "records", stream: TextIO | None = None
+    label: str, unit: str = "records", stream: TextIO | None = None, *, quiet: bool = False
 ) -> Iterator[Callable[[int, int], None]]:
-    """Yields an ``update(done, total)`` callback; a no-op when not on a terminal."""
+    """Yields an ``update(done, total)`` callback; a no-op when not on a terminal or
+    ``quiet``."""
     out = stream if stream is not None else sys.stderr
-    if not out.isatty():
+    if quiet or not out.isatty():
         yield lambda done, total: None
         return
     started = time.monotonic()
@@ -41,12 +43,28 @@ def progress(
             out.flush()
 
 
+#: Characters of the bar between its brackets.
+BAR_WIDTH = 24
+
+
 def line(label: str, unit: str, done: int, total: int, elapsed: float) -> str:
-    """One progress line: ``label  done/total  pct  rate  ETA``."""
+    """One progress line: ``label  [bar]  done/total  pct  rate  ETA`` (the ETA from the
+    rate so far; ``--:--`` until there is one)."""
+    done = max(0, min(done, total)) if total > 0 else done
     rate = done / elapsed if elapsed > 0 else 0.0
-    pct = 100.0 * done / total if total else 100.0
-    eta = (total - done) / rate if rate > 0 else 0.0
+    fraction = done / total if total > 0 else 1.0
+    filled = round(BAR_WIDTH * fraction)
+    bar = "#" * filled + "-" * (BAR_WIDTH - filled)
+    if rate > 0:
+        eta = round((total - done) / rate)
+        left = (
+            f"{eta // 3600:d}:{eta // 60 % 60:02d}:{eta % 60:02d}"
+            if eta >= 3600
+            else (f"{eta // 60:d}:{eta % 60:02d}")
+        )
+    else:
+        left = "--:--" if done < total else "0:00"
     return (
-        f"{label}  {done:,}/{total:,} {unit}  {pct:5.1f}%  {rate:,.0f} {unit}/s  "
-        f"ETA {int(eta) // 60:d}:{int(eta) % 60:02d}"
+        f"{label}  [{bar}]  {done:,}/{total:,} {unit}  {100.0 * fraction:5.1f}%  "
+        f"{rate:,.0f} {unit}/s  ETA {left}"
     )

@@ -176,6 +176,12 @@ class Embedder:
             self._loader = threading.Thread(target=load, name="ferrex-model-load", daemon=True)
             self._loader.start()
 
+    def join_loader(self) -> None:
+        """Wait for a background load (:meth:`load_in_background`) to end, if one runs."""
+        loader = self._loader
+        if loader is not None:
+            loader.join()
+
     def counter(self) -> TokenCounter:
         """The model's token counter and window, without loading the model where its files are
         local (the default model, a model directory); a downloaded model is loaded first."""

@@ -20,7 +20,10 @@ fastembed.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +35,8 @@ from numpy.typing import NDArray
 if TYPE_CHECKING:
     import onnxruntime as ort  # type: ignore[import-untyped]
     from tokenizers import Tokenizer
+
+log = logging.getLogger(__name__)
 
 #: Padded tokens (batch rows times the batch's longest text) per ONNX call: large enough that
 #: texts up to 32 tokens run 64 at a time, small enough that a batch of long texts stays
@@ -71,12 +76,37 @@ class SessionSettings:
         return cls(intra_op_threads=max(1, threads if threads else usable_cores()))
 
 
-def open_session(model_path: Path, settings: SessionSettings) -> ort.InferenceSession:
-    """An ONNX Runtime CPU session over ``model_path`` with ``settings``, fully optimised."""
+def open_session(
+    model_path: Path, settings: SessionSettings, *, optimized: Path | None = None
+) -> ort.InferenceSession:
+    """An ONNX Runtime CPU session over ``model_path`` with ``settings``, fully optimised.
+
+    ``optimized``: where the fully optimised graph is kept (see :func:`optimized_path`). If
+    that file is there it is loaded as it is, without optimising again; if it is missing, or
+    cannot be loaded (a torn or foreign file), the model is optimised and the result saved
+    there for the next start, best effort (a cache that cannot be written only costs the
+    optimisation at every start)."""
     import onnxruntime as ort
 
+    if optimized is not None and optimized.is_file():
+        try:
+            return _session(ort, optimized, settings, ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+        except Exception as exc:  # not loadable: build it again below
+            log.warning(
+                "the optimised model %s cannot be loaded (%s); rebuilding it", optimized, exc
+            )
+            with contextlib.suppress(OSError):
+                optimized.unlink()
+    if optimized is None:
+        return _session(ort, model_path, settings, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    return _build_optimized(ort, model_path, settings, optimized)
+
+
+def _session(
+    ort: Any, path: Path, settings: SessionSettings, level: Any, save_to: Path | None = None
+) -> ort.InferenceSession:
     options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.graph_optimization_level = level
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.intra_op_num_threads = settings.intra_op_threads
     options.inter_op_num_threads = settings.inter_op_threads
@@ -84,9 +114,72 @@ def open_session(model_path: Path, settings: SessionSettings) -> ort.InferenceSe
     spin = "1" if settings.spinning else "0"
     options.add_session_config_entry("session.intra_op.allow_spinning", spin)
     options.add_session_config_entry("session.inter_op.allow_spinning", spin)
-    return ort.InferenceSession(
-        str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-    )
+    if save_to is not None:
+        options.optimized_model_filepath = str(save_to)
+        # Its warning that such a graph suits only this machine is what the file's name
+        # (keyed by the CPU) already answers.
+        options.log_severity_level = 3
+    return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _build_optimized(
+    ort: Any, model_path: Path, settings: SessionSettings, optimized: Path
+) -> ort.InferenceSession:
+    """Optimise ``model_path`` fully, saving the graph to ``optimized`` (written under a
+    temporary name and renamed, so a reader never meets half a file); older optimised files
+    of the same model (another ONNX Runtime, another CPU) are removed."""
+    level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        optimized.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temporary = optimized.with_name(f".{optimized.name}.{os.getpid()}.tmp")
+    except OSError as exc:
+        log.warning("cannot keep the optimised model in %s: %s", optimized.parent, exc)
+        return _session(ort, model_path, settings, level)
+    try:
+        session = _session(ort, model_path, settings, level, save_to=temporary)
+        os.replace(temporary, optimized)
+    except Exception as exc:  # ONNX Runtime's own error type when it cannot write the file
+        log.warning("cannot keep the optimised model in %s: %s", optimized.parent, exc)
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        return _session(ort, model_path, settings, level)
+    prefix = optimized.name.split("-", 1)[0] + "-"
+    for other in optimized.parent.glob(f"{prefix}*.onnx"):
+        if other != optimized:
+            with contextlib.suppress(OSError):
+                other.unlink()
+    return session
+
+
+def optimized_path(directory: Path, model_sha256: str) -> Path:
+    """Where the fully optimised graph of the model whose file hashes to ``model_sha256`` is
+    kept in ``directory``: one file per model, ONNX Runtime version and CPU (a graph
+    optimised at the highest level may use kernels of this CPU's instruction set), so an
+    upgrade of either is a new file, built at the next start."""
+    import onnxruntime as ort
+
+    version = re.sub(r"[^0-9A-Za-z.]+", "_", ort.__version__)
+    return directory / f"{model_sha256[:24]}-ort{version}-{cpu_key()}.onnx"
+
+
+def cpu_key() -> str:
+    """A short digest of the CPU's model name and instruction-set flags (Linux; elsewhere
+    the machine type)."""
+    import hashlib
+    import platform
+
+    seen: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as cpuinfo:
+            for row in cpuinfo:
+                name, _, value = row.partition(":")
+                name = name.strip()
+                if name in ("model name", "flags", "Features") and name not in seen:
+                    seen[name] = value.strip()
+    except OSError:
+        pass
+    described = "|".join(f"{k}={v}" for k, v in sorted(seen.items())) or platform.machine()
+    return hashlib.sha256(described.encode()).hexdigest()[:12]
 
 
 def run_options(settings: SessionSettings) -> ort.RunOptions:
@@ -221,11 +314,14 @@ class OnnxEncoder:
         *,
         mean_pooling: bool,
         settings: SessionSettings,
+        optimized: Path | None = None,
     ) -> None:
         self.settings = settings
         self.mean_pooling = mean_pooling
+        self.optimized = optimized
+        """Where the optimised graph is kept (None: optimised at every start)."""
         self._tokenizer, self._pad_id = load_tokenizer(directory)
-        self._session = open_session(directory / model_file, settings)
+        self._session = open_session(directory / model_file, settings, optimized=optimized)
         self._run_options = run_options(settings)
         release_freed_memory()
         self._inputs = {node.name for node in self._session.get_inputs()}

@@ -293,8 +293,9 @@ def load_model(
             registered = BUNDLED_FASTEMBED_NAME
             file_sha256 = BUNDLED_FILES["model.onnx"]
             engine = _open_local(
-                registered, source, "model.onnx", True, fastembed_cache, threads, choice, runner
-            )
+                registered, source, "model.onnx", True, fastembed_cache, threads, choice, runner,
+                optimized=_optimized_dir(shared), model_sha256=file_sha256,
+            )  # fmt: skip
         case "directory":
             source = local_source(choice)
             assert source is not None
@@ -311,6 +312,8 @@ def load_model(
                 runner,
                 # fastembed wants a dimension up front; the real one is measured below.
                 dim=choice.expected_dim or 0,
+                optimized=_optimized_dir(shared),
+                model_sha256=file_sha256,
             )
         case "download":
             engine = _open_download(choice, fastembed_cache, offline, threads)
@@ -336,6 +339,15 @@ def load_model(
     loaded = LoadedModel(identity, source, engine, time.perf_counter() - started)
     log.info("loaded embedding model %s in %.2fs", loaded.identity.key, loaded.load_seconds)
     return loaded
+
+
+#: Under the shared models directory: local models' fully optimised ONNX graphs
+#: (:func:`ferrex.models.encoder.optimized_path`), built at a model's first load.
+OPTIMIZED_DIR_NAME: Final = "optimized"
+
+
+def _optimized_dir(shared: Path | None) -> Path:
+    return (shared_models_dir(os.environ) if shared is None else shared) / OPTIMIZED_DIR_NAME
 
 
 def _check_directory(directory: Path, choice: EmbeddingChoice) -> str:
@@ -368,17 +380,24 @@ def _open_local(
     runner: Runner,
     *,
     dim: int = BUNDLED_DIM,
+    optimized: Path | None = None,
+    model_sha256: str | None = None,
 ) -> OnnxEncoder | TextEmbedding:
     with hub_offline(True):
         try:
             if runner == "direct":
-                from ferrex.models.encoder import OnnxEncoder, SessionSettings
+                from ferrex.models.encoder import OnnxEncoder, SessionSettings, optimized_path
 
                 return OnnxEncoder(
                     directory,
                     model_file,
                     mean_pooling=mean_pooling,
                     settings=SessionSettings.for_machine(threads),
+                    optimized=(
+                        optimized_path(optimized, model_sha256)
+                        if optimized is not None and model_sha256 is not None
+                        else None
+                    ),
                 )
             from fastembed import TextEmbedding
 
