@@ -9,6 +9,7 @@ type are errors that name the key; nothing is silently ignored.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 import tomllib
@@ -75,6 +76,13 @@ KEYS: tuple[Key, ...] = (
         "refuse (an error naming its kind), redact (stored with [redacted:KIND]) or allow"),
     Key("store.budget_bytes", int, None, None,
         "memory text budget; beyond it the least valuable memories are evicted (forgotten)"),
+    Key("consolidation.after_days", float, None, None,
+        "the owner folds episodes ferrex learned more than this many days ago into "
+        "extractive summaries (ferrex consolidate); unset: never"),
+    Key("consolidation.keep_ratio", float, 0.6, None,
+        "the share of a group's text its consolidation summary keeps, in (0, 1]"),
+    Key("consolidation.every_seconds", int, 3600, None,
+        "how often the owner looks for episodes to fold when consolidation.after_days is set"),
     Key("recall.limit", int, 5, None, "results a recall returns when it asks for no number"),
     Key("recall.prefetch", int, 40, None,
         "candidates each leg (dense, BM25) contributes before fusion (at least 30)"),
@@ -252,6 +260,14 @@ def _check(name: str, value: Any, where: str) -> Any:
         _check_token_entries(value, where)
     if name.startswith("server."):
         _check_server_value(name, value, where)
+    if (
+        name.startswith("consolidation.")
+        and isinstance(value, int | float)
+        and not _consolidation_value_ok(name, float(value))
+    ):
+        raise UsageError(
+            f"configuration key {name!r} in {where} is out of range: {value!r}", hint=key.help
+        )
     if name == "store.secrets" and value not in SECRETS_MODES:
         raise UsageError(
             f"configuration key 'store.secrets' in {where} is {value!r}, not one of "
@@ -259,6 +275,12 @@ def _check(name: str, value: Any, where: str) -> Any:
             hint=key.help,
         )
     return value
+
+
+def _consolidation_value_ok(name: str, value: float) -> bool:
+    if name == "consolidation.keep_ratio":
+        return 0 < value <= 1
+    return math.isfinite(value) and value >= 0
 
 
 def _check_server_value(name: str, value: Any, where: str) -> None:

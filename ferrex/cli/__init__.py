@@ -152,6 +152,7 @@ def _log_to_stderr(level: int) -> None:
 
 def _register() -> None:
     from ferrex.cli import config as config_cmds
+    from ferrex.cli import consolidate as consolidate_cmds
     from ferrex.cli import doctor
     from ferrex.cli import entity as entity_cmds
     from ferrex.cli import export as export_cmds
@@ -177,6 +178,7 @@ def _register() -> None:
     cli.add_command(memory_cmds.forget)
     cli.add_command(memory_cmds.mark)
     cli.add_command(memory_cmds.import_)
+    cli.add_command(consolidate_cmds.consolidate)
     cli.add_command(secrets_cmds.secrets)
     cli.add_command(entity_cmds.entity)
     cli.add_command(export_cmds.export)

@@ -77,6 +77,8 @@ class StoreSettings:
     """Longer episodic texts are documents, not turns: they get no derived episode."""
     secrets: SecretsMode = "refuse"
     """What a store whose text carries a likely secret does (:mod:`ferrex.rules.secrets`)."""
+    consolidation_keep_ratio: float = 0.6
+    """The share of a group's text a consolidation summary keeps (``consolidation.keep_ratio``)."""
 
     def staleness_for(self, namespace: str) -> StalenessParams:
         return self.staleness.for_namespace(namespace)
@@ -102,6 +104,7 @@ class StoreSettings:
             budget_bytes=c["store.budget_bytes"],
             staleness=staleness_config(c),
             secrets=cast(SecretsMode, c["store.secrets"]),  # checked by config
+            consolidation_keep_ratio=c["consolidation.keep_ratio"],
         )
 
     def synonyms_for(self, namespace: str) -> Mapping[str, str]:
