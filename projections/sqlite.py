@@ -1166,7 +1166,7 @@ class ReadModel:
         if agent_id is not None:
             sql += " AND agent_id=?"
             args.append(agent_id)
-        sql += " ORDER BY namespace, t_valid, episode_index, memory_id"
+        sql += " ORDER BY namespace, t_valid, episode_index, position, memory_id"
         return self._where(sql, args)
 
     def folded(self, summary_id: str) -> list[str]:

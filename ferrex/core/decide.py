@@ -1521,8 +1521,9 @@ def _group_key(memory: Memory) -> str | None:
     return None  # a memory on its own: nothing to fold it with
 
 
-def _episode_order(memory: Memory) -> tuple[float, int, str]:
-    return (memory.t_valid, memory.episode_index, memory.memory_id)
+def _episode_order(memory: Memory) -> tuple[float, int, int, str]:
+    # the journal's order breaks ties of event time (a chat imported in one second)
+    return (memory.t_valid, memory.episode_index, memory.position, memory.memory_id)
 
 
 def consolidation_groups(
