@@ -12,7 +12,8 @@ within a sentence, or adds a word. The rule:
    yet, per character to the power ``LENGTH_DAMPING`` (long sentences are not favoured just
    for being long), the earliest on a tie; skip a sentence that would pass the budget,
    stop when nothing uncovered is left (the budget: ``keep_ratio`` of the group's text, at least
-   ``MIN_BUDGET`` characters; the first sentence is always kept);
+   ``MIN_BUDGET`` characters, never more than the sources hold; the first sentence is always
+   kept);
 4. write the kept sentences in their original order, joined by a space, and say which
    source each came from (:class:`Piece`: offsets into the summary).
 
@@ -123,7 +124,7 @@ def summarize(sources: Sequence[Source], *, keep_ratio: float = DEFAULT_KEEP_RAT
             seen.add(key)
             pool.append(_Sentence(len(pool), source.memory_id, text, content_words(text)))
     weight = Counter(w for s in pool for w in s.words)
-    budget = max(MIN_BUDGET, int(total * keep_ratio))
+    budget = min(total, max(MIN_BUDGET, int(total * keep_ratio)))
     covered: set[str] = set()
     kept: list[_Sentence] = []
     used = 0

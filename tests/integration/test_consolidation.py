@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ferrex.app import App
+from ferrex.config import load
 from ferrex.errors import Refused, UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
@@ -223,3 +225,46 @@ def test_pinned_and_mixed_visibility_on_real_parts(world: World) -> None:
     assert ids[2] not in folding.memory_ids and folding.visibility == "private"
     pinned = world.writer.projections.read_model.get(ids[2])
     assert pinned is not None and pinned.t_invalid is None
+
+
+def _app(home: Path, embedder: Embedder, toml: str) -> App:
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (home / "ferrex.toml").write_text(toml)
+    (home / "ferrex.toml").chmod(0o600)
+    return App(home=home, config=load(home, None), _embedder=embedder)
+
+
+def test_the_owner_pass_is_off_by_default_and_folds_when_configured(
+    tmp_path: Path, shared_embedder: Embedder
+) -> None:
+    off = _app(tmp_path / "off", shared_embedder, "")  # no [consolidation]
+    for turn in OLD_CHAT[:3]:
+        off.writer().store(StoreRequest(content=turn, source="chat-1"))
+    head = off.journal().head
+    assert off.consolidate_due() == 0 and off.journal().head == head
+    off.close()
+
+    on = _app(
+        tmp_path / "on", shared_embedder, "[consolidation]\nafter_days = 0\nevery_seconds = 3600\n"
+    )
+    for turn in OLD_CHAT[:3]:
+        on.writer().store(StoreRequest(content=turn, source="chat-1"))
+    assert on.consolidate_due() == 3
+    for turn in NEW_CHAT:
+        on.writer().store(StoreRequest(content=turn, source="chat-2"))
+    assert on.consolidate_due() == 0  # not again within every_seconds
+    on.close()
+
+
+@pytest.mark.parametrize(
+    ("toml", "words"),
+    [
+        ("[consolidation]\nkeep_ratio = 0\n", "out of range"),
+        ("[consolidation]\nafter_days = -3\n", "out of range"),
+        ("[consolidation]\nafter_days = 'soon'\n", "must be float"),
+    ],
+)
+def test_bad_consolidation_settings_are_refused(tmp_path: Path, toml: str, words: str) -> None:
+    (tmp_path / "ferrex.toml").write_text(toml)
+    with pytest.raises(UsageError, match=words):
+        load(tmp_path, None)

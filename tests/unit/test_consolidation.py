@@ -93,9 +93,7 @@ def test_sentences_are_exact_slices() -> None:
     ),
     st.floats(0.05, 1.0),
 )
-def test_every_summary_sentence_is_a_sentence_of_its_source(
-    texts: list[str], ratio: float
-) -> None:
+def test_every_summary_sentence_is_a_sentence_of_its_source(texts: list[str], ratio: float) -> None:
     sources = [Source(f"m{i}", t) for i, t in enumerate(texts)]
     summary = summarize(sources, keep_ratio=ratio)
     by_id = {s.memory_id: s.text for s in sources}
@@ -113,6 +111,7 @@ def test_the_budget_holds_and_the_most_covering_sentences_stay() -> None:
     long_chat = [Source(f"m{i}", t) for i, t in enumerate(texts)]
     summary = summarize(long_chat, keep_ratio=0.3)
     assert len(summary.text) <= max(MIN_BUDGET, int(summary.source_chars * 0.3))
+    assert len(summarize(long_chat[:2], keep_ratio=1.0).text) <= sum(len(t) for t in texts[:2])
     kept = [s for _, s in summary.sentences()]
     assert len(kept) == len(set(kept))
     assert summary.source_chars == sum(len(t) for t in texts)
@@ -248,7 +247,7 @@ def test_undo_brings_the_sources_back_and_forgets_the_summary() -> None:
 
 
 def test_undo_of_what_is_not_a_summary_is_refused() -> None:
-    view, members = _folded_state()
+    view, _ = _folded_state()
     with pytest.raises(Refused) as refused:
         decide_unfold("m0", view, [])
     assert refused.value.code == "not_found"
