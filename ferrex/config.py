@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ferrex.errors import UsageError
+from ferrex.rules.consolidation import UNITS
 from ferrex.rules.freshness import StalenessConfig
 from ferrex.rules.secrets import SECRETS_MODES
 from ferrex.storage import DEFAULT_RESERVE_BYTES
@@ -79,8 +80,11 @@ KEYS: tuple[Key, ...] = (
     Key("consolidation.after_days", float, None, None,
         "the owner folds episodes ferrex learned more than this many days ago into "
         "extractive summaries (ferrex consolidate); unset: never"),
-    Key("consolidation.keep_ratio", float, 0.6, None,
+    Key("consolidation.keep_ratio", float, 0.8, None,
         "the share of a group's text its consolidation summary keeps, in (0, 1]"),
+    Key("consolidation.unit", str, "turn", None,
+        "what a consolidation summary selects: sentence (the sentences that cover the group "
+        "best) or turn (whole episodes, so a kept turn is kept whole)"),
     Key("consolidation.every_seconds", int, 3600, None,
         "how often the owner looks for episodes to fold when consolidation.after_days is set"),
     Key("recall.limit", int, 5, None, "results a recall returns when it asks for no number"),
@@ -260,6 +264,11 @@ def _check(name: str, value: Any, where: str) -> Any:
         _check_token_entries(value, where)
     if name.startswith("server."):
         _check_server_value(name, value, where)
+    if name == "consolidation.unit" and value not in UNITS:
+        raise UsageError(
+            f"configuration key {name!r} in {where} is {value!r}, not one of {', '.join(UNITS)}",
+            hint=key.help,
+        )
     if (
         name.startswith("consolidation.")
         and isinstance(value, int | float)

@@ -389,6 +389,7 @@ class Writer:
             now=self.clock(),
             new_id=self.new_id,
             keep_ratio=self.settings.consolidation_keep_ratio,
+            unit=self.settings.consolidation_unit,
         )
         return replace(decision, events=(*decision.events, *extra))
 
@@ -417,27 +418,39 @@ class Writer:
         groups = self.consolidation_groups(
             older_than_days=older_than_days, namespace=namespace, agent_id=agent_id
         )
-        created_before = _cutoff(self.clock(), older_than_days)
-        ratio = self.settings.consolidation_keep_ratio
+        return self.fold(
+            groups, created_before=_cutoff(self.clock(), older_than_days), dry_run=dry_run
+        )
+
+    def fold(
+        self,
+        groups: Sequence[tuple[str, Sequence[Memory]]],
+        *,
+        created_before: float,
+        dry_run: bool = False,
+    ) -> ConsolidateResult:
+        """Fold each group into one summary (one command each; the members are read again
+        under the writer lock, and only those still foldable are folded)."""
+        ratio, unit = self.settings.consolidation_keep_ratio, self.settings.consolidation_unit
         if dry_run:
             planned: list[Folding] = []
             for n, (key, members) in enumerate(groups):
                 d = decide_consolidate(
                     key, members, created_before=created_before, now=self.clock(),
-                    summary_id=f"(summary {n + 1})", keep_ratio=ratio,
+                    summary_id=f"(summary {n + 1})", keep_ratio=ratio, unit=unit,
                 )  # fmt: skip
                 planned += d.result.summaries
             return ConsolidateResult(tuple(planned), dry_run=True)
 
-        def decide(item: tuple[str, list[Memory]], batch: Batch) -> Any:
+        def decide(item: tuple[str, Sequence[Memory]], batch: Batch) -> Any:
             key, members = item
             current = [m for m in (batch.view.memory(x.memory_id) for x in members) if m]
             return decide_consolidate(
                 key, current, created_before=created_before, now=self.clock(),
-                summary_id=self.new_id("mem"), keep_ratio=ratio,
+                summary_id=self.new_id("mem"), keep_ratio=ratio, unit=unit,
             )  # fmt: skip
 
-        outcomes = self.runner.run(groups, decide, chunk=64)
+        outcomes = self.runner.run(list(groups), decide, chunk=64)
         made: list[Folding] = []
         warnings: list[str] = []
         position: int | None = None

@@ -85,7 +85,7 @@ from typing import Any, Generic, Literal, TypeVar
 from ferrex.errors import Refused, UsageError
 from ferrex.ids import plausible_id
 from ferrex.rules.assess import assess, eviction_candidate, text_bytes
-from ferrex.rules.consolidation import Source, summarize
+from ferrex.rules.consolidation import Source, Unit, summarize
 from ferrex.rules.dedup import classify_object_change, is_duplicate
 from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.rules.eviction import eviction_plan
@@ -1546,7 +1546,13 @@ def consolidation_groups(
 
 
 def _fold_events(
-    group: str, members: Sequence[Memory], *, summary_id: str, now: datetime, keep_ratio: float
+    group: str,
+    members: Sequence[Memory],
+    *,
+    summary_id: str,
+    now: datetime,
+    keep_ratio: float,
+    unit: Unit = "sentence",
 ) -> tuple[list[Event], Folding]:
     first = members[0]
     if any(m.namespace != first.namespace or m.agent_id != first.agent_id for m in members):
@@ -1555,7 +1561,7 @@ def _fold_events(
             hint="group by namespace and agent (consolidation_groups does)",
         )
     summary = summarize(
-        [Source(m.memory_id, m.content or "") for m in members], keep_ratio=keep_ratio
+        [Source(m.memory_id, m.content or "") for m in members], keep_ratio=keep_ratio, unit=unit
     )
     shared = all(m.visibility == "shared" for m in members)
     visibility: Visibility = "shared" if shared else "private"
@@ -1612,6 +1618,7 @@ def decide_consolidate(
     now: datetime,
     summary_id: str,
     keep_ratio: float,
+    unit: Unit = "sentence",
 ) -> Decision[ConsolidateResult]:
     """Fold one group (see :func:`consolidation_groups`) into a summary: a new episodic
     memory whose text is the extractive summary (:mod:`ferrex.rules.consolidation`) of the
@@ -1625,7 +1632,7 @@ def decide_consolidate(
         return Decision((), ConsolidateResult(()))
     events, folding = _fold_events(
         group, sorted(kept, key=_episode_order), summary_id=summary_id, now=now,
-        keep_ratio=keep_ratio,
+        keep_ratio=keep_ratio, unit=unit,
     )  # fmt: skip
     return Decision(tuple(events), ConsolidateResult((folding,)))
 
@@ -1666,6 +1673,7 @@ def decide_refold(
     now: datetime,
     new_id: NewId,
     keep_ratio: float,
+    unit: Unit = "sentence",
 ) -> list[Event]:
     """What a forget does to summaries, appended after its ``memories.forgotten``.
 
@@ -1703,7 +1711,12 @@ def decide_refold(
         if left:
             group = _group_key(left[0]) or "episode:"
             refolded, _ = _fold_events(
-                group, left, summary_id=new_id("mem"), now=now, keep_ratio=keep_ratio
+                group,
+                left,
+                summary_id=new_id("mem"),
+                now=now,
+                keep_ratio=keep_ratio,
+                unit=unit,
             )
             events.extend(refolded)
         events.append(

@@ -11,7 +11,9 @@ within a sentence, or adds a word. The rule:
 3. greedily take the sentence that covers the most weight of words no kept sentence covers
    yet, per character to the power ``LENGTH_DAMPING`` (long sentences are not favoured just
    for being long), the earliest on a tie; skip a sentence that would pass the budget,
-   stop when nothing uncovered is left (the budget: ``keep_ratio`` of the group's text, at least
+   until nothing uncovered is left; then fill what is left of the budget with the remaining
+   sentences by the weight of all their words per character (same damping), the heaviest
+   first (the budget: ``keep_ratio`` of the group's text, at least
    ``MIN_BUDGET`` characters, never more than the sources hold; the first sentence is always
    kept);
 4. write the kept sentences in their original order, joined by a space, and say which
@@ -22,15 +24,19 @@ A sentence repeated word for word (after case and space) is kept at most once.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 MIN_BUDGET = 200
 """The fewest characters a summary may use, whatever ``keep_ratio`` says."""
 LENGTH_DAMPING = 0.5
-DEFAULT_KEEP_RATIO = 0.6
+DEFAULT_KEEP_RATIO = 0.8
+Unit = Literal["sentence", "turn"]
+UNITS: tuple[Unit, ...] = ("sentence", "turn")
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
@@ -85,6 +91,10 @@ class _Sentence:
     words: frozenset[str]
 
 
+def _damped(s: _Sentence) -> float:
+    return math.pow(max(len(s.text), 1), LENGTH_DAMPING)
+
+
 def sentences(text: str) -> list[str]:
     """The sentences of ``text``, each an exact slice of it with outer space trimmed."""
     found: list[str] = []
@@ -108,16 +118,24 @@ def content_words(text: str) -> frozenset[str]:
     )
 
 
-def summarize(sources: Sequence[Source], *, keep_ratio: float = DEFAULT_KEEP_RATIO) -> Summary:
-    """The extractive summary of ``sources`` (in the order given: the episodes' order)."""
+def summarize(
+    sources: Sequence[Source], *, keep_ratio: float = DEFAULT_KEEP_RATIO, unit: Unit = "sentence"
+) -> Summary:
+    """The extractive summary of ``sources`` (in the order given: the episodes' order).
+
+    ``unit="turn"``: the pieces ranked and kept are whole sources (each one's text, outer
+    space trimmed) rather than their sentences, so a kept episode is kept whole."""
     if not 0 < keep_ratio <= 1:
         raise ValueError("keep_ratio must be in (0, 1]")
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}")
     pool: list[_Sentence] = []
     seen: set[str] = set()
     total = 0
     for source in sources:
         total += len(source.text)
-        for text in sentences(source.text):
+        chunks = sentences(source.text) if unit == "sentence" else [source.text.strip()]
+        for text in (c for c in chunks if c):
             key = " ".join(text.lower().split())
             if key in seen:
                 continue
@@ -129,23 +147,35 @@ def summarize(sources: Sequence[Source], *, keep_ratio: float = DEFAULT_KEEP_RAT
     kept: list[_Sentence] = []
     used = 0
     left = list(pool)
-    while left:
+
+    def fits(s: _Sentence) -> bool:
+        return not kept or used + len(s.text) + 1 <= budget
+
+    while left:  # coverage first
         best: _Sentence | None = None
         best_score = 0.0
         for s in left:
             gain = sum(weight[w] for w in s.words - covered)
-            score = gain / max(len(s.text), 1) ** LENGTH_DAMPING
+            score = gain / _damped(s)
             if score > best_score:  # strict: the earliest wins a tie
                 best, best_score = s, score
         if best is None:
             break  # nothing uncovered is left
-        cost = len(best.text) + (1 if kept else 0)
         left.remove(best)
-        if kept and used + cost > budget:
+        if not fits(best):
             continue  # does not fit: a shorter one may
+        used += len(best.text) + (1 if kept else 0)
         kept.append(best)
-        used += cost
         covered |= best.words
+
+    # then the budget's rest, by how much of the group's vocabulary a sentence carries
+    def weight_of(s: _Sentence) -> float:
+        return sum(weight[w] for w in s.words) / _damped(s)
+
+    for s in sorted((s for s in left if s.words), key=lambda s: (-weight_of(s), s.order)):
+        if fits(s):
+            used += len(s.text) + (1 if kept else 0)
+            kept.append(s)
     kept.sort(key=lambda s: s.order)
     parts: list[str] = []
     pieces: list[Piece] = []
