@@ -21,6 +21,7 @@ from ferrex.errors import Refused, UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
 from ferrex.read.recall import AccessLog, Reader, RecallRequest
+from ferrex.read.seen import Sight
 from ferrex.rules.consolidation import sentences
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.store import StoreSettings, Writer
@@ -137,6 +138,13 @@ def test_old_episodes_fold_into_a_summary_recall_finds_in_their_place(world: Wor
     # summary too, valid from its first source's event time: what it says was true then)
     before = world.recall(kept, as_of=rfc3339((START + timedelta(days=1)).timestamp()))
     assert before[0] in old and set(old) <= set(before)
+
+    # the summary's history leads to every original, in order; an original's to the summary
+    sight = Sight(None, world.clock.now.timestamp())
+    assert [m.memory_id for m in sight.history(rm, summary)] == [*old, folding.summary_id]
+    source_row = rm.get(old[0])
+    assert source_row is not None
+    assert [m.memory_id for m in sight.history(rm, source_row)] == [old[0], folding.summary_id]
 
     # nothing is folded twice
     assert world.writer.consolidate(older_than_days=30).summaries == ()
@@ -262,6 +270,7 @@ def test_the_owner_pass_is_off_by_default_and_folds_when_configured(
         ("[consolidation]\nkeep_ratio = 0\n", "out of range"),
         ("[consolidation]\nafter_days = -3\n", "out of range"),
         ("[consolidation]\nafter_days = 'soon'\n", "must be float"),
+        ("[consolidation]\nunit = 'paragraph'\n", "not one of sentence, turn"),
     ],
 )
 def test_bad_consolidation_settings_are_refused(tmp_path: Path, toml: str, words: str) -> None:

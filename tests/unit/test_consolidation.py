@@ -286,3 +286,13 @@ def test_forgetting_a_summary_gives_its_sources_back() -> None:
     events = decide_refold(["s1"], view, {"s1": ids}, now=NOW, new_id=lambda _: "s2", keep_ratio=1)
     (unfolded,) = events
     assert isinstance(unfolded, MemoriesUnfolded) and unfolded.memory_ids == tuple(ids)
+
+
+def test_the_turn_unit_keeps_whole_episodes() -> None:
+    sources = [Source(f"m{i}", f"  {t} ") for i, t in enumerate(TURNS)]
+    summary = summarize(sources, keep_ratio=0.5, unit="turn")
+    kept = summary.sentences()
+    assert kept and all(text == TURNS[int(m[1:])] for m, text in kept)
+    assert len(kept) < len(TURNS)
+    with pytest.raises(ValueError, match="unit"):
+        summarize(sources, unit="paragraph")  # type: ignore[arg-type]
