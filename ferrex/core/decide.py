@@ -1530,17 +1530,19 @@ def consolidation_groups(
     memories: Sequence[Memory], *, created_before: float, min_size: int = 2
 ) -> list[tuple[str, list[Memory]]]:
     """The groups consolidation folds, each into one summary: the :func:`foldable` memories
-    of one namespace, one agent and one source (or one derived episode), at least
-    ``min_size`` of them, in episode order; groups ordered by namespace, agent and key."""
-    groups: dict[tuple[str, str, str], list[Memory]] = {}
+    of one namespace, one agent, one visibility and one source (or one derived episode), at
+    least ``min_size`` of them, in episode order; groups ordered by namespace, agent, key and
+    visibility. (Per visibility: an agent's shared memories folded with its private ones
+    would make a private summary, and what others could see would vanish from their view.)"""
+    groups: dict[tuple[str, str, str, str], list[Memory]] = {}
     for m in memories:
         key = _group_key(m)
         if key is None or not foldable(m, created_before=created_before):
             continue
-        groups.setdefault((m.namespace, m.agent_id or "", key), []).append(m)
+        groups.setdefault((m.namespace, m.agent_id or "", key, m.visibility), []).append(m)
     return [
         (key, sorted(members, key=_episode_order))
-        for (_ns, _agent, key), members in sorted(groups.items())
+        for (_ns, _agent, key, _vis), members in sorted(groups.items())
         if len(members) >= min_size
     ]
 

@@ -218,19 +218,22 @@ def test_forgetting_a_source_takes_its_sentences_out_of_the_summary(world: World
     assert read_model_rows(world.writer.projections.read_model) == incremental
 
 
-def test_pinned_and_mixed_visibility_on_real_parts(world: World) -> None:
+def test_pinned_stays_and_shared_and_private_fold_apart_on_real_parts(world: World) -> None:
     ids = [
         world.writer.store(
             StoreRequest(
                 content=t, source="chat-9", agent_id="alice",
-                visibility="private" if n == 1 else "shared", pinned=n == 2,
+                visibility="private" if n in (1, 4) else "shared", pinned=n == 2,
             )
         ).id
-        for n, t in enumerate(OLD_CHAT[:4])
+        for n, t in enumerate(OLD_CHAT[:5])
     ]  # fmt: skip
     world.clock.now = START + timedelta(days=40)
-    (folding,) = world.writer.consolidate(older_than_days=30).summaries
-    assert ids[2] not in folding.memory_ids and folding.visibility == "private"
+    done = world.writer.consolidate(older_than_days=30).summaries
+    assert {(f.memory_ids, f.visibility) for f in done} == {
+        ((ids[0], ids[3]), "shared"),
+        ((ids[1], ids[4]), "private"),
+    }
     pinned = world.writer.projections.read_model.get(ids[2])
     assert pinned is not None and pinned.t_invalid is None
 

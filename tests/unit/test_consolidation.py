@@ -138,13 +138,18 @@ def test_groups_are_per_source_and_agent_and_skip_what_may_not_fold() -> None:
         row(14, "Pinned stays.", pinned=True),
         row(15, "Expiring stays.", expires_at=NOW.timestamp() + 60),
         row(16, "Already folded.", t_invalid=OLD, superseded_by="s0"),
+        row(17, "Alice's private aside.", visibility="private"),
+        row(18, "Another private aside.", visibility="private"),
     ]
     groups = consolidation_groups(memories, created_before=CUTOFF)
     assert [(key, [m.memory_id for m in ms]) for key, ms in groups] == [
+        ("source:chat-1", ["m17", "m18"]),  # alice's private ones apart from her shared
         ("source:chat-1", ["m0", "m1", "m2", "m3", "m4"]),
         ("source:chat-1", ["m10", "m11"]),
     ]
-    assert {ms[0].agent_id for _, ms in groups} == {"alice", "bob"}
+    assert [(ms[0].agent_id, ms[0].visibility) for _, ms in groups] == [
+        ("alice", "private"), ("alice", "shared"), ("bob", "shared"),
+    ]  # fmt: skip
 
 
 def test_a_summary_carries_entities_importance_and_the_sources() -> None:
