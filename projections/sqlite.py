@@ -54,7 +54,7 @@ from journal import (
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 8  # 6 and 7 are taken on main (privacy, dedup); 8: the folds table
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
