@@ -1,7 +1,7 @@
 """What consolidation does to recall and to the stored text, on LoCoMo.
 
     python tools/eval_consolidation.py [--data FILE] [--cache-home DIR] [--home DIR]
-        [--runs sentence:0.6,turn:0.6] [--recent 2] [--json FILE]
+        [--runs turn:0.8,turn:0.9,turn:0.6,sentence:0.8] [--recent 2] [--json FILE]
 
 LoCoMo is imported as ``tools/eval_retrieval.py`` imports it (one namespace per
 conversation, each turn an episodic memory ``"Speaker: text"`` with the conversation as its
@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA / "locomo" / "locomo10.json")
     parser.add_argument("--cache-home", type=Path, default=Path.home() / ".cache" / "ferrex-eval")
     parser.add_argument("--home", type=Path, help="keep the data directory here (reused)")
-    parser.add_argument("--runs", default="sentence:0.6,turn:0.6,turn:0.8")
+    parser.add_argument("--runs", default="turn:0.8,turn:0.9,turn:0.6,sentence:0.8")
     parser.add_argument("--recent", type=int, default=2)
     parser.add_argument("--json", type=Path, help="also write the report as JSON")
     args = parser.parse_args(argv)
