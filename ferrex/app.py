@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -160,6 +161,8 @@ class App:
     _access: AccessLog | None = field(default=None, repr=False, init=False)
     _access_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
     _owner_fd: int | None = field(default=None, repr=False)
+    _consolidated_at: float | None = field(default=None, repr=False)
+    """When the owner's consolidation pass last ran (``time.monotonic``)."""
     before_model_load: Callable[[], None] | None = field(default=None, repr=False)
     """Called just before the embedding model loads (the CLI's "loading model…")."""
     read_only: bool = field(default=False, init=False)
@@ -503,6 +506,25 @@ class App:
             if not due:
                 return 0  # nothing is due: take no writer lock
             return len(self.writer().sweep_expired().forgotten)
+
+    def consolidate_due(self) -> int:
+        """The owner's consolidation pass (off unless ``consolidation.after_days`` is set):
+        at most every ``consolidation.every_seconds``, fold every agent's episodes learned
+        more than that many days ago; how many memories were folded."""
+        after = self.config["consolidation.after_days"]
+        if after is None or self.read_only:
+            return 0
+        now = time.monotonic()
+        last = self._consolidated_at
+        if last is not None and now - last < self.config["consolidation.every_seconds"]:
+            return 0
+        self._consolidated_at = now
+        with translated():
+            writer = self.writer()
+            if not writer.consolidation_groups(older_than_days=after):
+                return 0  # nothing to fold: take no writer lock
+            result = writer.consolidate(older_than_days=after)
+            return sum(len(f.memory_ids) for f in result.summaries)
 
     def replay(
         self, progress: Progress | None = None, *, embedder: Embedder | None = None

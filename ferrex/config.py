@@ -9,6 +9,7 @@ type are errors that name the key; nothing is silently ignored.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 import tomllib
@@ -19,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ferrex.errors import UsageError
+from ferrex.rules.consolidation import UNITS
 from ferrex.rules.freshness import StalenessConfig
 from ferrex.rules.secrets import SECRETS_MODES
 from ferrex.storage import DEFAULT_RESERVE_BYTES
@@ -94,6 +96,16 @@ KEYS: tuple[Key, ...] = (
         "refuse (an error naming its kind), redact (stored with [redacted:KIND]) or allow"),
     Key("store.budget_bytes", int, None, None,
         "memory text budget; beyond it the least valuable memories are evicted (forgotten)"),
+    Key("consolidation.after_days", float, None, None,
+        "the owner folds episodes ferrex learned more than this many days ago into "
+        "extractive summaries (ferrex consolidate); unset: never"),
+    Key("consolidation.keep_ratio", float, 0.8, None,
+        "the share of a group's text its consolidation summary keeps, in (0, 1]"),
+    Key("consolidation.unit", str, "turn", None,
+        "what a consolidation summary selects: sentence (the sentences that cover the group "
+        "best) or turn (whole episodes, so a kept turn is kept whole)"),
+    Key("consolidation.every_seconds", int, 3600, None,
+        "how often the owner looks for episodes to fold when consolidation.after_days is set"),
     Key("recall.limit", int, 5, None, "results a recall returns when it asks for no number"),
     Key("recall.prefetch", int, 40, None,
         "candidates each leg (dense, BM25) contributes before fusion (at least 30)"),
@@ -273,6 +285,19 @@ def _check(name: str, value: Any, where: str) -> Any:
         _check_token_entries(value, where)
     if name.startswith("server."):
         _check_server_value(name, value, where)
+    if name == "consolidation.unit" and value not in UNITS:
+        raise UsageError(
+            f"configuration key {name!r} in {where} is {value!r}, not one of {', '.join(UNITS)}",
+            hint=key.help,
+        )
+    if (
+        name.startswith("consolidation.")
+        and isinstance(value, int | float)
+        and not _consolidation_value_ok(name, float(value))
+    ):
+        raise UsageError(
+            f"configuration key {name!r} in {where} is out of range: {value!r}", hint=key.help
+        )
     if name == "store.secrets" and value not in SECRETS_MODES:
         raise UsageError(
             f"configuration key 'store.secrets' in {where} is {value!r}, not one of "
@@ -308,6 +333,12 @@ def _check_models_value(name: str, value: Any, where: str) -> None:
         raise UsageError(f"{name} in {where} must be more than 0 and at most 600 seconds")
     elif name == "models.embedding_batch" and not 1 <= value <= 2048:
         raise UsageError(f"{name} in {where} must be 1 to 2048 texts")
+
+
+def _consolidation_value_ok(name: str, value: float) -> bool:
+    if name == "consolidation.keep_ratio":
+        return 0 < value <= 1
+    return math.isfinite(value) and value >= 0
 
 
 def _check_server_value(name: str, value: Any, where: str) -> None:

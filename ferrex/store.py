@@ -21,35 +21,44 @@ from typing import Any, Literal
 import numpy as np
 
 from ferrex.core.decide import (
+    ConsolidateResult,
+    Decision,
     EntityAction,
     EntityResult,
+    Folding,
     ForgetResult,
     MarkResult,
     MissingMeasure,
     ResolvedEntity,
     Similar,
     StoreResult,
+    UnfoldResult,
     ValidateResult,
+    consolidation_groups,
     decide_access,
+    decide_consolidate,
     decide_entity,
     decide_eviction,
     decide_expiry,
     decide_forget,
     decide_mark,
+    decide_refold,
     decide_store,
+    decide_unfold,
     decide_validate,
     store_text,
     wanted,
 )
 from ferrex.core.runner import Batch, CommandRunner
 from ferrex.core.settings import StoreSettings
-from ferrex.errors import FerrexError
+from ferrex.errors import FerrexError, UsageError
 from ferrex.ids import new_id
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
 from journal import JournalBackend
 from projections.replay import Projections
+from projections.sqlite import Memory
 from projections.vectors import VectorFilter
 
 __all__ = [
@@ -348,7 +357,10 @@ class Writer:
         """Remove memories from every projection; unknown (or, for an agent, invisible) ids
         are reported as not found, not errors."""
         result: ForgetResult = self.runner.run_one(
-            ids, lambda i, batch: decide_forget(i, batch.view, cascade=cascade, caller=caller)
+            ids,
+            lambda i, batch: self._refolded(
+                decide_forget(i, batch.view, cascade=cascade, caller=caller), batch
+            ),
         )
         return result
 
@@ -415,7 +427,7 @@ class Writer:
         def decide(_: None, batch: Batch) -> Any:
             now = self.clock()
             due = self.projections.read_model.expiring(by=now.timestamp())
-            return decide_expiry(due, now=now)
+            return self._refolded(decide_expiry(due, now=now), batch)
 
         result: ForgetResult = self.runner.run_one(None, decide)
         return result
@@ -433,12 +445,127 @@ class Writer:
         """Evict what the budget cannot hold (see :func:`ferrex.core.decide.decide_eviction`)."""
 
         def decide(_: None, batch: Batch) -> Any:
-            return decide_eviction(
-                self.projections.read_model.memories(),
-                budget=budget,
-                now=self.clock(),
-                staleness=self.settings.staleness_for,
+            return self._refolded(
+                decide_eviction(
+                    self.projections.read_model.memories(),
+                    budget=budget,
+                    now=self.clock(),
+                    staleness=self.settings.staleness_for,
+                ),
+                batch,
             )
 
         result: ForgetResult = self.runner.run_one(None, decide)
         return result if result.forgotten else None
+
+    # -- consolidation ----------------------------------------------------------------------
+
+    def _refolded(self, decision: Decision[ForgetResult], batch: Batch) -> Decision[ForgetResult]:
+        """A forget's decision with what it does to consolidation summaries after it
+        (:func:`~ferrex.core.decide.decide_refold`): a forgotten source's sentences leave
+        its summary's text in the same record."""
+        gone = decision.result.forgotten
+        if not gone:
+            return decision
+        rm = self.projections.read_model
+        touched = set(rm.folded_into(gone).values()) | {i for i in gone if rm.folded(i)}
+        if not touched:
+            return decision
+        extra = decide_refold(
+            gone,
+            batch.view,
+            {s: rm.folded(s) for s in touched},
+            now=self.clock(),
+            new_id=self.new_id,
+            keep_ratio=self.settings.consolidation_keep_ratio,
+            unit=self.settings.consolidation_unit,
+        )
+        return replace(decision, events=(*decision.events, *extra))
+
+    def consolidation_groups(
+        self, *, older_than_days: float, namespace: str | None = None, agent_id: str | None = None
+    ) -> list[tuple[str, list[Memory]]]:
+        """The groups a consolidation would fold now (see ``decide.consolidation_groups``)."""
+        created_before = _cutoff(self.clock(), older_than_days)
+        self.projections.catch_up()
+        found = self.projections.read_model.foldable(
+            created_before=created_before, namespace=namespace, agent_id=agent_id
+        )
+        return consolidation_groups(found, created_before=created_before)
+
+    def consolidate(
+        self,
+        *,
+        older_than_days: float,
+        namespace: str | None = None,
+        agent_id: str | None = None,
+        dry_run: bool = False,
+    ) -> ConsolidateResult:
+        """Fold every group of episodes learned more than ``older_than_days`` ago into one
+        summary each (one command per summary); ``dry_run`` says what it would make and
+        writes nothing."""
+        groups = self.consolidation_groups(
+            older_than_days=older_than_days, namespace=namespace, agent_id=agent_id
+        )
+        return self.fold(
+            groups, created_before=_cutoff(self.clock(), older_than_days), dry_run=dry_run
+        )
+
+    def fold(
+        self,
+        groups: Sequence[tuple[str, Sequence[Memory]]],
+        *,
+        created_before: float,
+        dry_run: bool = False,
+    ) -> ConsolidateResult:
+        """Fold each group into one summary (one command each; the members are read again
+        under the writer lock, and only those still foldable are folded)."""
+        ratio, unit = self.settings.consolidation_keep_ratio, self.settings.consolidation_unit
+        if dry_run:
+            planned: list[Folding] = []
+            for n, (key, members) in enumerate(groups):
+                d = decide_consolidate(
+                    key, members, created_before=created_before, now=self.clock(),
+                    summary_id=f"(summary {n + 1})", keep_ratio=ratio, unit=unit,
+                )  # fmt: skip
+                planned += d.result.summaries
+            return ConsolidateResult(tuple(planned), dry_run=True)
+
+        def decide(item: tuple[str, Sequence[Memory]], batch: Batch) -> Any:
+            key, members = item
+            current = [m for m in (batch.view.memory(x.memory_id) for x in members) if m]
+            return decide_consolidate(
+                key, current, created_before=created_before, now=self.clock(),
+                summary_id=self.new_id("mem"), keep_ratio=ratio, unit=unit,
+            )  # fmt: skip
+
+        outcomes = self.runner.run(list(groups), decide, chunk=64)
+        made: list[Folding] = []
+        warnings: list[str] = []
+        position: int | None = None
+        for outcome in outcomes:
+            if isinstance(outcome, FerrexError):
+                raise outcome
+            made += outcome.summaries
+            warnings += [w for w in outcome.warnings if w not in warnings]
+            if outcome.position is not None:
+                position = outcome.position
+        return ConsolidateResult(tuple(made), position, tuple(warnings))
+
+    def unfold(self, summary_id: str) -> UnfoldResult:
+        """Undo one consolidation: its memories back in recall, the summary forgotten."""
+
+        def decide(sid: str, batch: Batch) -> Any:
+            return decide_unfold(sid, batch.view, self.projections.read_model.folded(sid))
+
+        result: UnfoldResult = self.runner.run_one(summary_id, decide)
+        return result
+
+
+def _cutoff(now: datetime, older_than_days: float) -> float:
+    if not math.isfinite(older_than_days) or older_than_days < 0:
+        raise UsageError(
+            f"the age must be a number of days, 0 or more, not {older_than_days!r}",
+            hint="--older-than 30 folds what ferrex learned more than 30 days ago",
+        )
+    return now.timestamp() - older_than_days * 86400.0

@@ -26,7 +26,7 @@ UtcTime = Annotated[datetime, msgspec.Meta(tz=True)]
 MemoryType = Literal["episodic", "semantic", "procedural"]
 Visibility = Literal["private", "shared"]
 SupersedeReason = Literal["explicit", "conflict", "version"]
-ForgetReason = Literal["request", "eviction", "cascade", "import", "expired"]
+ForgetReason = Literal["request", "eviction", "cascade", "import", "expired", "consolidation"]
 ValidationSource = Literal["agent", "citation", "supersede", "duplicate", "operator"]
 AliasMatch = Literal["exact", "normalized", "abbreviation", "fuzzy", "embedding", "operator"]
 
@@ -267,6 +267,39 @@ class EntitiesDiffer(Event, tag="entities.differ", frozen=True):
     agent_id: str | None = None
 
 
+class Fold(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """One sentence of a summary and the source memory it was taken from: ``start`` and
+    ``end`` are character offsets into the summary's content."""
+
+    memory_id: str
+    start: int
+    end: int
+
+
+class MemoriesConsolidated(Event, tag="memories.consolidated", frozen=True):
+    """The episodes ``memory_ids`` were folded into the summary ``summary_id`` (an episodic
+    memory stored just before, in the same record): from ``at`` they are no longer valid
+    (``t_invalid``, ``superseded_by`` the summary) but stay in the journal and the read
+    model, reachable with ``as_of`` and from the summary. ``folds``: which sentence of the
+    summary came from which source, so a forgotten source can be taken out of it."""
+
+    summary_id: str
+    namespace: str
+    memory_ids: tuple[str, ...]
+    at: UtcTime
+    folds: tuple[Fold, ...] = ()
+
+
+class MemoriesUnfolded(Event, tag="memories.unfolded", frozen=True):
+    """A consolidation undone: ``memory_ids`` are valid again (their ``t_invalid`` and
+    ``superseded_by`` cleared); the summary is forgotten by a ``memories.forgotten`` in the
+    same record."""
+
+    summary_id: str
+    namespace: str
+    memory_ids: tuple[str, ...]
+
+
 AnyEvent = (
     MemoryStored
     | MemorySuperseded
@@ -280,6 +313,8 @@ AnyEvent = (
     | EntitiesMerged
     | EntitySplit
     | EntitiesDiffer
+    | MemoriesConsolidated
+    | MemoriesUnfolded
 )
 """The union every reader decodes. Add new event classes here, at the end."""
 
@@ -296,6 +331,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     EntitiesMerged,
     EntitySplit,
     EntitiesDiffer,
+    MemoriesConsolidated,
+    MemoriesUnfolded,
 )
 
 KNOWN_TAGS: frozenset[str] = frozenset(str(t.__struct_config__.tag) for t in EVENT_TYPES)

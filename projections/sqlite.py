@@ -40,7 +40,9 @@ from journal import (
     EntitySplit,
     FactsPossiblyConflicting,
     MemoriesAccessed,
+    MemoriesConsolidated,
     MemoriesForgotten,
+    MemoriesUnfolded,
     MemoriesValidated,
     MemoryBody,
     MemoryMarked,
@@ -52,7 +54,7 @@ from journal import (
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -164,6 +166,13 @@ CREATE TABLE IF NOT EXISTS entity_kept_for (
     agent_id TEXT NOT NULL,
     PRIMARY KEY (entity_id, agent_id)
 );
+CREATE TABLE IF NOT EXISTS folds (
+    summary_id TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    PRIMARY KEY (summary_id, memory_id)
+);
+CREATE INDEX IF NOT EXISTS folds_memory ON folds (memory_id);
 """
 
 TABLES = (
@@ -174,6 +183,7 @@ TABLES = (
     "possible_conflicts",
     "entity_differs",
     "entity_kept_for",
+    "folds",
 )
 
 
@@ -590,6 +600,10 @@ class ReadModel:
                         "DELETE FROM possible_conflicts WHERE memory_id=? OR other_id=?",
                         (memory_id, memory_id),
                     )
+                    db.execute(
+                        "DELETE FROM folds WHERE memory_id=? OR summary_id=?",
+                        (memory_id, memory_id),
+                    )
                 for entity_id in event.dropped_entity_ids:
                     db.execute("DELETE FROM entities WHERE entity_id=?", (entity_id,))
                     db.execute("DELETE FROM aliases WHERE entity_id=?", (entity_id,))
@@ -675,6 +689,26 @@ class ReadModel:
                 self._relink(event.relinked)
             case EntitiesDiffer():
                 self._differ(event.namespace, event.entity_id, event.other_id)
+            case MemoriesConsolidated():
+                at = _ts(event.at)
+                for memory_id in event.memory_ids:
+                    db.execute(
+                        "UPDATE memories SET t_invalid=?, superseded_by=? WHERE memory_id=?",
+                        (at, event.summary_id, memory_id),
+                    )
+                    db.execute(
+                        "INSERT OR REPLACE INTO folds (summary_id, memory_id, namespace) "
+                        "VALUES (?, ?, ?)",
+                        (event.summary_id, memory_id, event.namespace),
+                    )
+            case MemoriesUnfolded():
+                for memory_id in event.memory_ids:
+                    db.execute(
+                        "UPDATE memories SET t_invalid=NULL, superseded_by=NULL "
+                        "WHERE memory_id=? AND superseded_by=?",
+                        (memory_id, event.summary_id),
+                    )
+                db.execute("DELETE FROM folds WHERE summary_id=?", (event.summary_id,))
             case _:
                 assert_never(event)
 
@@ -1196,6 +1230,50 @@ class ReadModel:
             (namespace, agent_id, visibility),
         )
         return rows[0] if rows else None
+
+    def foldable(
+        self, *, created_before: float, namespace: str | None = None, agent_id: str | None = None
+    ) -> list[Memory]:
+        """Episodic memories consolidation may fold: valid, learned before
+        ``created_before`` (the read model's ``created_at``, when the journal recorded
+        them, never their event time), not pinned, with no expiry, text not purged, not a
+        summary themselves; of one namespace and one agent when given. In episode order."""
+        sql = (
+            "SELECT * FROM memories WHERE type='episodic' AND t_invalid IS NULL AND pinned=0 "
+            "AND expires_at IS NULL AND redacted=0 AND content IS NOT NULL AND created_at<? "
+            "AND memory_id NOT IN (SELECT summary_id FROM folds)"
+        )
+        args: list[Any] = [created_before]
+        if namespace is not None:
+            sql += " AND namespace=?"
+            args.append(namespace)
+        if agent_id is not None:
+            sql += " AND agent_id=?"
+            args.append(agent_id)
+        sql += " ORDER BY namespace, t_valid, episode_index, position, memory_id"
+        return self._where(sql, args)
+
+    def folded(self, summary_id: str) -> list[str]:
+        """The memories folded into the summary ``summary_id`` (empty: not a summary)."""
+        return [
+            str(m)
+            for (m,) in self.db.execute(
+                "SELECT memory_id FROM folds WHERE summary_id=? ORDER BY memory_id", (summary_id,)
+            )
+        ]
+
+    def folded_into(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        """For each of ``memory_ids`` folded into a summary: that summary's id."""
+        if not memory_ids:
+            return {}
+        return {
+            str(m): str(s)
+            for m, s in self.db.execute(
+                f"SELECT memory_id, summary_id FROM folds WHERE memory_id IN "
+                f"({','.join('?' * len(memory_ids))})",
+                list(memory_ids),
+            )
+        }
 
     def expiring(self, *, by: float | None = None) -> list[Memory]:
         """The memories with an expiry (``expires_at``), soonest first; with ``by``, only

@@ -32,7 +32,9 @@ from journal import (
     EntitySplit,
     FactsPossiblyConflicting,
     MemoriesAccessed,
+    MemoriesConsolidated,
     MemoriesForgotten,
+    MemoriesUnfolded,
     MemoriesValidated,
     MemoryMarked,
     MemoryStored,
@@ -120,7 +122,7 @@ class VectorSink:
         entities: list[_Pending] = []
         # Invalidations wait for the upserts before them, so that a supersede does not cut
         # the batch in two (a batch embeds and upserts in one call); they keep their order.
-        invalidations: list[tuple[str, float]] = []
+        invalidations: list[tuple[str, float | None]] = []
 
         def flush_memories() -> None:
             self._flush(pending, self.collections.memories)
@@ -193,6 +195,11 @@ class VectorSink:
                         )
                     case FactsPossiblyConflicting() | EntitiesDiffer():
                         pass  # read-model facts: vectors do not change
+                    case MemoriesConsolidated():
+                        at = event.at.timestamp()
+                        invalidations.extend((m, at) for m in event.memory_ids)
+                    case MemoriesUnfolded():
+                        invalidations.extend((m, None) for m in event.memory_ids)
                     case MemoriesValidated() | MemoriesAccessed() | MemoryMarked():
                         pass  # freshness and marks live in the read model; vectors do not change
         flush_memories()

@@ -15,9 +15,12 @@ from journal import (
     EntitySplit,
     Event,
     FactsPossiblyConflicting,
+    Fold,
     KeptEntity,
     MemoriesAccessed,
+    MemoriesConsolidated,
     MemoriesForgotten,
+    MemoriesUnfolded,
     MemoriesValidated,
     MemoryBody,
     MemoryMarked,
@@ -166,6 +169,20 @@ events: st.SearchStrategy[Event] = st.one_of(
     ),
     st.builds(
         EntitiesDiffer, entity_id=ids, other_id=ids, namespace=names, agent_id=st.none() | names
+    ),
+    st.builds(
+        MemoriesConsolidated,
+        summary_id=ids,
+        namespace=names,
+        memory_ids=st.lists(ids, min_size=1, max_size=4).map(tuple),
+        at=times,
+        folds=st.lists(
+            st.builds(Fold, memory_id=ids, start=st.integers(0, 2**31), end=st.integers(0, 2**31)),
+            max_size=3,
+        ).map(tuple),
+    ),
+    st.builds(
+        MemoriesUnfolded, summary_id=ids, namespace=names, memory_ids=st.lists(ids).map(tuple)
     ),
 )
 commands = st.lists(events, min_size=1, max_size=4)

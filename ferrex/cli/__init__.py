@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("projections", "audit"),
     "backfill": ("projections", "backfill"),
     "config": ("config", "config_group"),
+    "consolidate": ("consolidate", "consolidate"),
     "doctor": ("doctor", "doctor"),
     "entity": ("entity", "entity"),
     "export": ("export", "export"),

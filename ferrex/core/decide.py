@@ -99,6 +99,7 @@ from typing import Any, Generic, Literal, TypeVar
 from ferrex.errors import Refused, UsageError
 from ferrex.ids import plausible_id
 from ferrex.rules.assess import assess, eviction_candidate, text_bytes
+from ferrex.rules.consolidation import Source, Unit, summarize
 from ferrex.rules.dedup import classify_object_change, meaning_difference, same_text
 from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.rules.eviction import eviction_plan
@@ -139,9 +140,12 @@ from journal import (
     EntitySplit,
     Event,
     FactsPossiblyConflicting,
+    Fold,
     KeptEntity,
     MemoriesAccessed,
+    MemoriesConsolidated,
     MemoriesForgotten,
+    MemoriesUnfolded,
     MemoriesValidated,
     MemoryBody,
     MemoryMarked,
@@ -149,7 +153,7 @@ from journal import (
     MemorySuperseded,
     Relink,
 )
-from journal.events import EpisodeRef, SupersedeReason, ValidationSource
+from journal.events import EpisodeRef, SupersedeReason, ValidationSource, Visibility
 from projections.documents import memory_text, subject_key
 from projections.sqlite import Memory, Spelling
 
@@ -1611,3 +1615,297 @@ def decide_eviction(
             )
         )
     return Decision(tuple(events), ForgetResult(tuple(mid for mid, _ in plan), (), (), None))
+
+
+# -- consolidation -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Folding:
+    """One summary a consolidation made (or would make, in a dry run)."""
+
+    summary_id: str
+    namespace: str
+    agent_id: str | None
+    group: str
+    """``source:NAME`` or ``episode:ID``: what the folded memories had in common."""
+    memory_ids: tuple[str, ...]
+    visibility: str
+    chars: int
+    source_chars: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: list(v) if isinstance(v, tuple) else v for name, v in vars(self).items()}
+
+
+@dataclass(frozen=True)
+class ConsolidateResult:
+    summaries: tuple[Folding, ...]
+    position: int | None = None
+    warnings: tuple[str, ...] = ()
+    dry_run: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "summaries": [f.as_dict() for f in self.summaries],
+            "folded": sum(len(f.memory_ids) for f in self.summaries),
+            "chars": sum(f.chars for f in self.summaries),
+            "source_chars": sum(f.source_chars for f in self.summaries),
+            "position": self.position,
+            "dry_run": self.dry_run,
+        }
+        if self.warnings:
+            doc["warnings"] = list(self.warnings)
+        return doc
+
+
+@dataclass(frozen=True)
+class UnfoldResult:
+    summary_id: str
+    restored: tuple[str, ...]
+    position: int | None = None
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "summary_id": self.summary_id,
+            "restored": list(self.restored),
+            "position": self.position,
+        }
+        if self.warnings:
+            doc["warnings"] = list(self.warnings)
+        return doc
+
+
+def foldable(memory: Memory, *, created_before: float) -> bool:
+    """Whether consolidation may fold ``memory``: an episodic memory still valid, learned
+    (``created_at``, when ferrex recorded it, not its event time) before
+    ``created_before``, not pinned, without an expiry, its text still there."""
+    return (
+        memory.type == "episodic"
+        and memory.t_invalid is None
+        and not memory.pinned
+        and memory.expires_at is None
+        and not memory.redacted
+        and bool(memory.content)
+        and memory.created_at < created_before
+    )
+
+
+def _group_key(memory: Memory) -> str | None:
+    if memory.source:
+        return f"source:{memory.source}"
+    if memory.episode:
+        return f"episode:{memory.episode}"
+    return None  # a memory on its own: nothing to fold it with
+
+
+def _episode_order(memory: Memory) -> tuple[float, int, int, str]:
+    # the journal's order breaks ties of event time (a chat imported in one second)
+    return (memory.t_valid, memory.episode_index, memory.position, memory.memory_id)
+
+
+def consolidation_groups(
+    memories: Sequence[Memory], *, created_before: float, min_size: int = 2
+) -> list[tuple[str, list[Memory]]]:
+    """The groups consolidation folds, each into one summary: the :func:`foldable` memories
+    of one namespace, one agent, one visibility and one source (or one derived episode), at
+    least ``min_size`` of them, in episode order; groups ordered by namespace, agent, key and
+    visibility. (Per visibility: an agent's shared memories folded with its private ones
+    would make a private summary, and what others could see would vanish from their view.)"""
+    groups: dict[tuple[str, str, str, str], list[Memory]] = {}
+    for m in memories:
+        key = _group_key(m)
+        if key is None or not foldable(m, created_before=created_before):
+            continue
+        groups.setdefault((m.namespace, m.agent_id or "", key, m.visibility), []).append(m)
+    return [
+        (key, sorted(members, key=_episode_order))
+        for (_ns, _agent, key, _vis), members in sorted(groups.items())
+        if len(members) >= min_size
+    ]
+
+
+def _fold_events(
+    group: str,
+    members: Sequence[Memory],
+    *,
+    summary_id: str,
+    now: datetime,
+    keep_ratio: float,
+    unit: Unit = "sentence",
+) -> tuple[list[Event], Folding]:
+    first = members[0]
+    if any(m.namespace != first.namespace or m.agent_id != first.agent_id for m in members):
+        raise Refused(
+            "a consolidation folds memories of one namespace and one agent only",
+            hint="group by namespace and agent (consolidation_groups does)",
+        )
+    summary = summarize(
+        [Source(m.memory_id, m.content or "") for m in members], keep_ratio=keep_ratio, unit=unit
+    )
+    shared = all(m.visibility == "shared" for m in members)
+    visibility: Visibility = "shared" if shared else "private"
+    entity_ids = tuple(sorted({e for m in members for e in m.entity_ids}))
+    sources = {m.source for m in members}
+    episodes = {m.episode for m in members}
+    source = first.source if len(sources) == 1 else None
+    episode = (
+        EpisodeRef(first.episode, min(m.episode_index for m in members))
+        if source is None and len(episodes) == 1 and first.episode is not None
+        else None
+    )
+    ids = tuple(m.memory_id for m in members)
+    events: list[Event] = [
+        MemoryStored(
+            memory_id=summary_id,
+            namespace=first.namespace,
+            memory_type="episodic",
+            t_valid=datetime.fromtimestamp(min(m.t_valid for m in members), UTC),
+            confidence=min(m.confidence for m in members),
+            entity_ids=entity_ids,
+            agent_id=first.agent_id,
+            visibility=visibility,
+            body=MemoryBody(content=summary.text, source=source),
+            episode=episode,
+        )
+    ]
+    importance = max(m.importance for m in members)
+    if importance != DEFAULT_IMPORTANCE:
+        events.append(
+            MemoryMarked(memory_id=summary_id, namespace=first.namespace, importance=importance)
+        )
+    events.append(
+        MemoriesConsolidated(
+            summary_id=summary_id,
+            namespace=first.namespace,
+            memory_ids=ids,
+            at=now,
+            folds=tuple(Fold(p.memory_id, p.start, p.end) for p in summary.pieces),
+        )
+    )
+    folding = Folding(
+        summary_id, first.namespace, first.agent_id, group, ids, visibility,
+        len(summary.text), summary.source_chars,
+    )  # fmt: skip
+    return events, folding
+
+
+def decide_consolidate(
+    group: str,
+    members: Sequence[Memory],
+    *,
+    created_before: float,
+    now: datetime,
+    summary_id: str,
+    keep_ratio: float,
+    unit: Unit = "sentence",
+) -> Decision[ConsolidateResult]:
+    """Fold one group (see :func:`consolidation_groups`) into a summary: a new episodic
+    memory whose text is the extractive summary (:mod:`ferrex.rules.consolidation`) of the
+    group, with the sources' entities, the highest importance among them, shared only when
+    every source is; the sources become invalid at ``now`` with the summary as what
+    replaced them (``memories.consolidated``). Members that may no longer be folded (pinned,
+    expiring, younger than ``created_before``, already folded) are left out; fewer than two
+    left, nothing is written."""
+    kept = [m for m in members if foldable(m, created_before=created_before)]
+    if len(kept) < 2:
+        return Decision((), ConsolidateResult(()))
+    events, folding = _fold_events(
+        group, sorted(kept, key=_episode_order), summary_id=summary_id, now=now,
+        keep_ratio=keep_ratio, unit=unit,
+    )  # fmt: skip
+    return Decision(tuple(events), ConsolidateResult((folding,)))
+
+
+def decide_unfold(summary_id: str, view: View, folded: Sequence[str]) -> Decision[UnfoldResult]:
+    """Undo a consolidation: the memories folded into ``summary_id`` (``folded``, as the read
+    model lists them) are valid again and the summary is forgotten. An id that is not a
+    summary is refused (``not_found``), and nothing is written."""
+    (summary_id,) = checked_ids([summary_id])
+    summary = view.memory(summary_id)
+    if summary is None or not folded:
+        raise Refused(
+            f"no consolidation summary {summary_id!r}",
+            code="not_found",
+            hint="`ferrex consolidate --dry-run` and recall show summaries; their ids start mem_",
+        )
+    restored = tuple(
+        i for i in sorted(folded)
+        if (m := view.memory(i)) is not None and m.superseded_by == summary_id
+    )  # fmt: skip
+    events: tuple[Event, ...] = (
+        MemoriesUnfolded(summary_id=summary_id, namespace=summary.namespace, memory_ids=restored),
+        MemoriesForgotten(
+            memory_ids=(summary_id,),
+            namespace=summary.namespace,
+            reason="consolidation",
+            details=("consolidation undone",),
+        ),
+    )
+    return Decision(events, UnfoldResult(summary_id, restored))
+
+
+def decide_refold(
+    forgotten: Sequence[str],
+    view: View,
+    folds: Mapping[str, Sequence[str]],
+    *,
+    now: datetime,
+    new_id: NewId,
+    keep_ratio: float,
+    unit: Unit = "sentence",
+) -> list[Event]:
+    """What a forget does to summaries, appended after its ``memories.forgotten``.
+
+    ``folds``: every summary touched (a forgotten memory is one, or was folded into one)
+    → the memories folded into it. A forgotten **source** must not live on in its summary's
+    text: the summary is made again from the sources left (a new summary, the old one
+    forgotten with reason ``consolidation``, so compaction purges its text too); none left,
+    the summary is only forgotten. A forgotten **summary** gives its sources back (valid
+    again), as an undo would."""
+    gone = set(forgotten)
+    events: list[Event] = []
+    for summary_id in sorted(folds):
+        summary = view.memory(summary_id)
+        members = list(folds[summary_id])
+        if summary is None:
+            continue
+        if summary_id in gone:
+            back = tuple(
+                i for i in sorted(members)
+                if i not in gone and (m := view.memory(i)) is not None
+                and m.superseded_by == summary_id
+            )  # fmt: skip
+            events.append(
+                MemoriesUnfolded(
+                    summary_id=summary_id, namespace=summary.namespace, memory_ids=back
+                )
+            )
+            continue
+        if not gone.intersection(members):
+            continue
+        left = sorted(
+            (m for i in members if i not in gone and (m := view.memory(i)) is not None),
+            key=_episode_order,
+        )
+        if left:
+            group = _group_key(left[0]) or "episode:"
+            refolded, _ = _fold_events(
+                group,
+                left,
+                summary_id=new_id("mem"),
+                now=now,
+                keep_ratio=keep_ratio,
+                unit=unit,
+            )
+            events.extend(refolded)
+        events.append(
+            MemoriesForgotten(
+                memory_ids=(summary_id,),
+                namespace=summary.namespace,
+                reason="consolidation",
+                details=("a folded memory was forgotten: summary made again without it",),
+            )
+        )
+    return events

@@ -8,6 +8,7 @@ from typing import cast
 
 from ferrex.config import Config, staleness_config
 from ferrex.errors import UsageError
+from ferrex.rules.consolidation import Unit
 from ferrex.rules.dedup import NEAR_THRESHOLD
 from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits
@@ -81,6 +82,10 @@ class StoreSettings:
     """Longer episodic texts are documents, not turns: they get no derived episode."""
     secrets: SecretsMode = "refuse"
     """What a store whose text carries a likely secret does (:mod:`ferrex.rules.secrets`)."""
+    consolidation_keep_ratio: float = 0.8
+    consolidation_unit: Unit = "turn"
+    """What a summary selects: sentences, or whole episodes (``consolidation.unit``)."""
+    """The share of a group's text a consolidation summary keeps (``consolidation.keep_ratio``)."""
 
     def staleness_for(self, namespace: str) -> StalenessParams:
         return self.staleness.for_namespace(namespace)
@@ -107,6 +112,8 @@ class StoreSettings:
             budget_bytes=c["store.budget_bytes"],
             staleness=staleness_config(c),
             secrets=cast(SecretsMode, c["store.secrets"]),  # checked by config
+            consolidation_keep_ratio=c["consolidation.keep_ratio"],
+            consolidation_unit=cast(Unit, c["consolidation.unit"]),  # checked by config
         )
 
     def synonyms_for(self, namespace: str) -> Mapping[str, str]:

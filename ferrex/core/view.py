@@ -29,7 +29,9 @@ from journal import (
     Event,
     FactsPossiblyConflicting,
     MemoriesAccessed,
+    MemoriesConsolidated,
     MemoriesForgotten,
+    MemoriesUnfolded,
     MemoriesValidated,
     MemoryMarked,
     MemoryStored,
@@ -244,6 +246,18 @@ class Overlay:
                     self._relink(event.relinked)
                 case FactsPossiblyConflicting() | EntitiesDiffer():
                     pass  # a store's flags and differences change no decision in a batch
+                case MemoriesConsolidated():
+                    for memory_id in event.memory_ids:
+                        self._update(
+                            memory_id,
+                            t_invalid=event.at.timestamp(),
+                            superseded_by=event.summary_id,
+                        )
+                case MemoriesUnfolded():
+                    for memory_id in event.memory_ids:
+                        old = self.memory(memory_id)
+                        if old is not None and old.superseded_by == event.summary_id:
+                            self._update(memory_id, t_invalid=None, superseded_by=None)
 
     def _relink(self, relinked: Sequence[Relink]) -> None:
         for link in relinked:

@@ -127,12 +127,18 @@ class Sight:
         """The versions through ``memory``, oldest first, ``memory`` among them.
 
         Back: what each version replaced, an explicit ``supersedes`` or an older value of
-        the same fact (``ReadModel.replaced_by``), the latest of them when several; forward:
+        the same fact (``ReadModel.replaced_by``), the latest of them when several; for a
+        consolidation summary, every memory folded into it, in episode order; forward:
         ``superseded_by``. Only versions the caller sees now, at most :data:`CHAIN` each way."""
         chain = {memory.memory_id}
         older: list[Memory] = []
         current = memory
-        while len(older) < CHAIN:
+        folded = rm.folded(memory.memory_id)
+        if folded:
+            older = sorted(
+                self.memories(rm, folded), key=lambda m: (m.t_valid, m.position), reverse=True
+            )[:CHAIN]
+        while folded == [] and len(older) < CHAIN:
             before = self.shown(rm.replaced_by(current.memory_id))
             if current.supersedes:
                 before += self.memories(rm, [current.supersedes])

@@ -322,6 +322,10 @@ class _Ownership:
                 self.service.service.sweep_expired()
             except FerrexError as exc:
                 log.warning("could not forget expired memories (will retry): %s", exc)
+            try:  # off unless consolidation.after_days is set; at most hourly by default
+                self.service.service.consolidate_due()
+            except FerrexError as exc:
+                log.warning("could not consolidate old episodes (will retry): %s", exc)
 
     def close(self) -> None:
         self._stop.set()

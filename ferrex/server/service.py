@@ -86,6 +86,8 @@ class Service:
             "dashboard": self._dashboard,
             # Not a tool: `ferrex entity merge|split|differ`, a write.
             "entity": self._entity_command,
+            # Not a tool: `ferrex consolidate`, a write (a dry run writes nothing).
+            "consolidate": self._consolidate,
         }
 
     def warm(self) -> None:
@@ -110,6 +112,11 @@ class Service:
         few seconds); how many."""
         with self._calls.shared(), self._writes:
             return self.app.sweep_expired()
+
+    def consolidate_due(self) -> int:
+        """The owner's consolidation pass (``App.consolidate_due``); how many were folded."""
+        with self._calls.shared(), self._writes:
+            return self.app.consolidate_due()
 
     def close(self) -> None:
         """Close the stores once the calls (or warm-up) in progress have finished."""
@@ -262,6 +269,35 @@ class Service:
             action, first, second, namespace=_namespace(args, caller), caller=caller.agent_id
         )
         return result.as_dict()
+
+    def _consolidate(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """Fold old episodes (``older_than_days``, ``namespace``, ``dry_run``) or undo one
+        consolidation (``undo``: a summary's id). An agent folds and undoes only its own."""
+        writer = self.app.writer()
+        undo = args.get("undo")
+        if undo is not None:
+            if not isinstance(undo, str):
+                raise UsageError("undo takes a summary's memory id")
+            if caller.agent_id is not None:
+                summary = self.app.projections().read_model.get(undo)
+                if summary is not None and summary.agent_id != caller.agent_id:
+                    raise Refused(f"no consolidation summary {undo!r}", code="not_found")
+            return writer.unfold(undo).as_dict()
+        days = args.get("older_than_days")
+        if days is None:
+            days = self.app.config["consolidation.after_days"]
+        if isinstance(days, bool) or not isinstance(days, int | float):
+            raise UsageError(
+                "give the age of what to fold, in days",
+                hint="--older-than DAYS, or set consolidation.after_days",
+            )
+        namespace = _optional_text(args.get("namespace"), "namespace")
+        return writer.consolidate(
+            older_than_days=float(days),
+            namespace=namespace,
+            agent_id=caller.agent_id,
+            dry_run=_flag(args.get("dry_run", False), "dry_run"),
+        ).as_dict()
 
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)

@@ -19,10 +19,13 @@ from journal import (
     EntitySplit,
     Event,
     FactsPossiblyConflicting,
+    Fold,
     Journal,
     KeptEntity,
     MemoriesAccessed,
+    MemoriesConsolidated,
     MemoriesForgotten,
+    MemoriesUnfolded,
     MemoriesValidated,
     MemoryBody,
     MemoryMarked,
@@ -130,6 +133,23 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         normalized=st.sampled_from(["pg", "postgres"]),
     ),
     st.builds(EntitiesDiffer, entity_id=entity_ids, other_id=entity_ids, namespace=st.just("a")),
+    st.builds(
+        MemoriesConsolidated,
+        summary_id=memory_ids,
+        namespace=st.just("a"),
+        memory_ids=st.lists(memory_ids, min_size=1, max_size=3).map(tuple),
+        at=times,
+        folds=st.lists(
+            st.builds(Fold, memory_id=memory_ids, start=st.integers(0, 5), end=st.integers(5, 9)),
+            max_size=2,
+        ).map(tuple),
+    ),
+    st.builds(
+        MemoriesUnfolded,
+        summary_id=memory_ids,
+        namespace=st.just("a"),
+        memory_ids=st.lists(memory_ids, max_size=3).map(tuple),
+    ),
 )
 
 

@@ -1,0 +1,284 @@
+"""What consolidation does to recall and to the stored text, on LoCoMo.
+
+    python tools/eval_consolidation.py [--data FILE] [--cache-home DIR] [--home DIR]
+        [--runs turn:0.8,turn:0.9,turn:0.6,sentence:0.8] [--recent 2] [--json FILE]
+
+LoCoMo is imported as ``tools/eval_retrieval.py`` imports it (one namespace per
+conversation, each turn an episodic memory ``"Speaker: text"`` with the conversation as its
+source, back-dated to its session; the same loader, the same embedding cache under
+``--cache-home``), and every question is asked through ``Reader.recall`` with the default
+configuration, top 10:
+
+1. **unconsolidated**: recall@10 as ``eval_retrieval.py`` measures it (a question's relevant
+   turns found among the results);
+2. for each of ``--runs`` (``UNIT:KEEP_RATIO``, the summary's ``consolidation.unit`` and
+   ``consolidation.keep_ratio``): every session of each conversation but the last
+   ``--recent`` is folded, one summary per session, through ``Writer.fold`` (the command path
+   ``ferrex consolidate`` takes, with the sessions as its groups), and the questions asked
+   again. An evidence turn that was folded counts as found only when a summary that folded
+   it is among the results **and still holds the turn's text** (every sentence of the turn,
+   in order; ``strict``); ``lenient`` counts a summary holding at least one of the turn's
+   sentences. Then every summary is undone (``Writer.unfold``) and the next ratio runs on
+   the restored home, which also checks that undo gives back the unconsolidated recall.
+
+The shrink factor is the characters of the folded turns over their summaries', and of the
+whole corpus (every valid memory's text) before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from eval_retrieval import (  # noqa: E402
+    DATA,
+    Bench,
+    K,
+    Stored,
+    locomo_bench,
+    prepare_home,
+    store,
+)
+
+from ferrex.app import App  # noqa: E402
+from ferrex.config import load  # noqa: E402
+from ferrex.core.decide import Folding  # noqa: E402
+from ferrex.read.recall import Reader, RecallRequest  # noqa: E402
+from ferrex.rules.consolidation import sentences  # noqa: E402
+from projections.sqlite import Memory  # noqa: E402
+
+Found = Callable[[str], set[str]]
+"""A result's memory id → the benchmark turn keys it counts for."""
+
+
+def recall_at_k(
+    reader: Reader, bench: Bench, found: Found, progress: Callable[[str], None]
+) -> dict[str, float]:
+    """Mean recall@10 overall and per LoCoMo category."""
+    sums: dict[str, list[float]] = {}
+    started = time.perf_counter()
+    for n, query in enumerate(bench.queries, 1):
+        result = reader.recall(
+            RecallRequest(query=query.text, namespace=query.namespace, limit=K, count_access=False)
+        )
+        keys: set[str] = set()
+        for r in result.results[:K]:
+            keys |= found(str(r["id"]))
+        share = len(keys & query.relevant) / len(query.relevant)
+        for group in ("all", query.group):
+            sums.setdefault(group, []).append(share)
+        if n % 500 == 0:
+            progress(
+                f"    {n}/{len(bench.queries)} questions ({time.perf_counter() - started:.0f} s)"
+            )
+    return {g: round(sum(v) / len(v), 4) for g, v in sorted(sums.items())}
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def holds(summary: str, turn: str, *, strict: bool) -> bool:
+    """Whether a summary's text still holds a turn's text: every sentence of it, in order
+    and side by side (``strict``), or at least one sentence."""
+    parts = sentences(turn)
+    if not parts:
+        return False
+    if strict:
+        return _squash(turn) in _squash(summary)
+    return any(_squash(p) in _squash(summary) for p in parts)
+
+
+def session_groups(
+    rows: Sequence[Memory], stored: Stored, recent: int
+) -> list[tuple[str, list[Memory]]]:
+    """Per conversation, one group per session but the last ``recent`` ones, in order."""
+    sessions: dict[str, dict[int, list[Memory]]] = {}
+    for m in rows:
+        key = stored.by_memory.get(m.memory_id)
+        if key is None or m.t_invalid is not None:
+            continue
+        conversation, dia = key.split("/", 1)
+        number = int(dia.split(":")[0].lstrip("D"))
+        sessions.setdefault(conversation, {}).setdefault(number, []).append(m)
+    groups: list[tuple[str, list[Memory]]] = []
+    for conversation in sorted(sessions):
+        numbers = sorted(sessions[conversation])
+        for number in numbers[: max(len(numbers) - recent, 0)]:
+            members = sorted(sessions[conversation][number], key=lambda m: (m.t_valid, m.position))
+            groups.append((f"session:{conversation}/D{number}", members))
+    return groups
+
+
+def corpus_chars(app: App) -> int:
+    rm = app.projections().read_model
+    return sum(len(m.content or "") for m in rm.memories() if m.t_invalid is None)
+
+
+def run(
+    data: Path, home: Path, cache_home: Path, runs: Sequence[tuple[str, float]], recent: int,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:  # fmt: skip
+    bench = locomo_bench(data)
+    prepare_home(home, cache_home)
+    app = App(home=home, config=load(home, env={}))
+    report: dict[str, Any] = {"bench": bench.name, "queries": len(bench.queries),
+                              "recent_sessions_kept": recent, "runs": []}  # fmt: skip
+    try:
+        progress(f"{bench.name}: {len(bench.docs)} turns, {len(bench.queries)} questions")
+        stored = store(app, bench, progress)
+        report["memories"] = len(stored.by_memory)
+        progress(f"  {len(stored.by_memory)} memories ready in {stored.seconds:.0f} s")
+        reader = app.reader()
+        texts = {m.memory_id: m.content or "" for m in app.projections().read_model.memories()}
+
+        def plain(memory_id: str) -> set[str]:
+            key = stored.by_memory.get(memory_id)
+            return {key} if key else set()
+
+        progress("  unconsolidated")
+        report["unconsolidated"] = recall_at_k(reader, bench, plain, progress)
+        report["corpus_chars"] = corpus_chars(app)
+        writer = app.writer()
+        for unit, ratio in runs:
+            writer.settings = replace(
+                writer.settings,
+                consolidation_keep_ratio=ratio,
+                consolidation_unit=unit,  # type: ignore[arg-type]
+            )
+            rm = app.projections().read_model
+            groups = session_groups(rm.memories(), stored, recent)
+            started = time.perf_counter()
+            done = writer.fold(groups, created_before=datetime.now(UTC).timestamp())
+            fold_seconds = time.perf_counter() - started
+            rm = app.projections().read_model
+            summaries = {f.summary_id: f for f in done.summaries}
+            content = {s: (rm.get(s).content or "") for s in summaries}  # type: ignore[union-attr]
+
+            def counted(
+                memory_id: str,
+                strict: bool,
+                summaries: dict[str, Folding] = summaries,
+                content: dict[str, str] = content,
+            ) -> set[str]:
+                folding = summaries.get(memory_id)
+                if folding is None:
+                    return plain(memory_id)
+                return {
+                    stored.by_memory[m]
+                    for m in folding.memory_ids
+                    if m in stored.by_memory and holds(content[memory_id], texts[m], strict=strict)
+                }
+
+            folded = sum(len(f.memory_ids) for f in done.summaries)
+            source_chars = sum(f.source_chars for f in done.summaries)
+            chars = sum(f.chars for f in done.summaries)
+            progress(f"  {unit}:{ratio}: {len(summaries)} summaries of {folded} turns, "
+                     f"{source_chars} → {chars} characters ({fold_seconds:.0f} s)")  # fmt: skip
+            entry: dict[str, Any] = {
+                "unit": unit,
+                "keep_ratio": ratio,
+                "summaries": len(summaries),
+                "folded_turns": folded,
+                "folded_chars": source_chars,
+                "summary_chars": chars,
+                "folded_shrink": round(source_chars / chars, 3) if chars else None,
+                "corpus_chars_after": corpus_chars(app),
+                "fold_seconds": round(fold_seconds, 1),
+            }
+            entry["corpus_shrink"] = round(report["corpus_chars"] / entry["corpus_chars_after"], 3)
+            turns_held = sum(
+                holds(content[s], texts[m], strict=True)
+                for s, f in summaries.items()
+                for m in f.memory_ids
+            )
+            entry["folded_turns_held_whole"] = round(turns_held / folded, 4) if folded else None
+            progress("    strict")
+            entry["strict"] = recall_at_k(reader, bench, lambda i: counted(i, True), progress)
+            progress("    lenient")
+            entry["lenient"] = recall_at_k(reader, bench, lambda i: counted(i, False), progress)
+            entry["strict_minus_unconsolidated"] = round(
+                entry["strict"]["all"] - report["unconsolidated"]["all"], 4
+            )
+            for summary_id in summaries:
+                writer.unfold(summary_id)
+            entry["restored_corpus_chars"] = corpus_chars(app)
+            report["runs"].append(entry)
+        progress("  after every undo")
+        report["after_undo"] = recall_at_k(reader, bench, plain, progress)
+    finally:
+        app.close()
+    return report
+
+
+def render(report: dict[str, Any]) -> str:
+    base = report["unconsolidated"]
+    lines = [
+        f"{report['bench']}: {report['queries']} questions, {report['memories']} turns; "
+        f"the last {report['recent_sessions_kept']} sessions of each conversation kept",
+        "",
+        "| recall@10 | all | " + " | ".join(g for g in base if g != "all") + " |",
+        "|---|---|" + "---|" * (len(base) - 1),
+    ]
+
+    def row(label: str, scores: dict[str, float]) -> str:
+        rest = " | ".join(f"{scores.get(g, 0):.3f}" for g in base if g != "all")
+        return f"| {label} | {scores['all']:.3f} | {rest} |"
+
+    lines.append(row("unconsolidated", base))
+    for r in report["runs"]:
+        lines.append(row(f"{r['unit']}:{r['keep_ratio']}, strict", r["strict"]))
+        lines.append(row(f"{r['unit']}:{r['keep_ratio']}, lenient", r["lenient"]))
+    lines.append(row("after undo", report["after_undo"]))
+    lines.append("")
+    for r in report["runs"]:
+        lines.append(
+            f"{r['unit']}:{r['keep_ratio']}: {r['summaries']} summaries of {r['folded_turns']} "
+            f"turns; folded text {r['folded_chars']} → {r['summary_chars']} characters "
+            f"(shrink {r['folded_shrink']}x), whole corpus {report['corpus_chars']} → "
+            f"{r['corpus_chars_after']} (shrink {r['corpus_shrink']}x); "
+            f"{r['folded_turns_held_whole']:.1%} of folded turns held whole; "
+            f"strict recall@10 {r['strict_minus_unconsolidated']:+.4f} vs unconsolidated"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA / "locomo" / "locomo10.json")
+    parser.add_argument("--cache-home", type=Path, default=Path.home() / ".cache" / "ferrex-eval")
+    parser.add_argument("--home", type=Path, help="keep the data directory here (reused)")
+    parser.add_argument("--runs", default="turn:0.8,turn:0.9,turn:0.6,sentence:0.8")
+    parser.add_argument("--recent", type=int, default=2)
+    parser.add_argument("--json", type=Path, help="also write the report as JSON")
+    args = parser.parse_args(argv)
+    runs = [(u, float(r)) for u, r in (item.split(":") for item in args.runs.split(",") if item)]
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    if args.home is not None:
+        report = run(args.data, args.home, args.cache_home, runs, args.recent, progress)
+    else:
+        with tempfile.TemporaryDirectory(prefix="ferrex-consolidation-") as tmp:
+            report = run(args.data, Path(tmp), args.cache_home, runs, args.recent, progress)
+    print(render(report))
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
