@@ -1407,34 +1407,37 @@ class ReadModel:
                 return
             last = (rows[-1].created_at, rows[-1].memory_id)
 
-    def fact_subject_counts(
+    def fact_counts(
         self, namespace: str | None, now: float
-    ) -> list[tuple[str, str, str | None, str, int]]:
-        """(namespace, subject key, agent id, visibility, how many) of the active
-        single-valued facts with a subject and a predicate, not expired at ``now``: the
-        facts that may contradict one another (``ferrex.read.insight.contradictions``)."""
+    ) -> list[tuple[str, str, str, str | None, str, int]]:
+        """(namespace, subject key, normalized predicate, agent id, visibility, how many) of
+        the active single-valued facts with a subject and a predicate, not expired at
+        ``now``: the facts that may contradict one another
+        (``ferrex.read.insight.contradictions``)."""
         where, args = self._facts_where(namespace, now)
         return [
-            (str(ns), str(k), _text(a), str(v), int(n))
-            for ns, k, a, v, n in self.db.execute(
-                "SELECT namespace, subject_key, agent_id, visibility, count(*) FROM memories "
-                f"WHERE {where} GROUP BY namespace, subject_key, agent_id, visibility "
-                "ORDER BY 1, 2, 3, 4",
+            (str(ns), str(k), str(p), _text(a), str(v), int(n))
+            for ns, k, p, a, v, n in self.db.execute(
+                "SELECT namespace, subject_key, predicate_normalized, agent_id, visibility, "
+                f"count(*) FROM memories WHERE {where} "
+                "GROUP BY namespace, subject_key, predicate_normalized, agent_id, visibility "
+                "ORDER BY 1, 2, 3, 4, 5",
                 args,
             )
         ]
 
-    def facts_of_subjects(self, subjects: Sequence[tuple[str, str]], now: float) -> list[Memory]:
-        """The facts :meth:`fact_subject_counts` counts, of the given (namespace, subject
-        key) pairs only, by id."""
+    def facts_of(self, groups: Sequence[tuple[str, str, str]], now: float) -> list[Memory]:
+        """The facts :meth:`fact_counts` counts, of the given (namespace, subject key,
+        normalized predicate) groups only, by id."""
         ids: list[str] = []
-        for namespace, key in sorted(set(subjects)):
+        for namespace, key, predicate in sorted(set(groups)):
             where, args = self._facts_where(namespace, now)
             ids.extend(
                 str(m)
                 for (m,) in self.db.execute(
-                    f"SELECT memory_id FROM memories WHERE {where} AND subject_key=?",
-                    (*args, key),
+                    f"SELECT memory_id FROM memories WHERE {where} AND subject_key=? "
+                    "AND predicate_normalized=?",
+                    (*args, key, predicate),
                 )
             )
         return self.by_ids(ids)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -46,12 +46,25 @@ def subject_entities(
     return out
 
 
+def canonical_predicates(predicates: Iterable[str]) -> dict[str, str]:
+    """Each of one subject's predicates → the predicate it counts as: a typo of an
+    alphabetically earlier one counts as that one (``match_known``)."""
+    canonical: dict[str, str] = {}
+    for p in sorted(set(predicates)):
+        canonical[p] = match_known(p, [q for q in canonical.values() if q != p]) or p
+    return canonical
+
+
 def contradictions(
-    memories: list[Memory], subject_of: SubjectOf | None = None
+    memories: list[Memory],
+    subject_of: SubjectOf | None = None,
+    canonical_of: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Active single-valued facts that disagree: same subject (the entity its spelling
     names in ``subject_of``, else the spelling) and predicate (fuzzy-matched), objects that
-    do not agree. Multi-valued facts never contradict anything."""
+    do not agree. Multi-valued facts never contradict anything. ``canonical_of``: per
+    subject (namespace, entity or spelling), the :func:`canonical_predicates` of all its
+    facts, when ``memories`` are only some of them; else computed from ``memories``."""
     by_subject: dict[tuple[str, str], list[Memory]] = defaultdict(list)
     for m in memories:
         if (
@@ -65,12 +78,13 @@ def contradictions(
             entity = (subject_of or {}).get((m.namespace, key))
             by_subject[(m.namespace, entity or key)].append(m)
     found: list[dict[str, Any]] = []
-    for (namespace, _), facts in sorted(by_subject.items()):
-        predicates = sorted({str(f.predicate_normalized) for f in facts})
-        canonical: dict[str, str] = {}
-        for p in predicates:
-            # A typo of an earlier predicate of the subject counts as that predicate.
-            canonical[p] = match_known(p, [q for q in canonical.values() if q != p]) or p
+    for (namespace, subject), facts in sorted(by_subject.items()):
+        given = None if canonical_of is None else canonical_of.get((namespace, subject))
+        canonical = (
+            canonical_predicates(str(f.predicate_normalized) for f in facts)
+            if given is None
+            else given
+        )
         groups: dict[str, list[Memory]] = defaultdict(list)
         for f in facts:
             groups[canonical[str(f.predicate_normalized)]].append(f)
@@ -305,24 +319,36 @@ def attention(
 
 
 def _contradictions(rm: ReadModel, sight: Sight, namespace: str | None) -> list[dict[str, Any]]:
-    """:func:`contradictions` of the facts the caller sees, reading only the facts of
-    subjects (as entities) with at least two of them: a group needs two."""
+    """:func:`contradictions` of the facts the caller sees, reading only the facts of a
+    subject (as an entity) and predicate (as fuzzy-matched among all the subject's
+    predicates) with at least two of them: a group needs two."""
     now = sight.now
     rows = [
-        (ns, key, n)
-        for ns, key, agent_id, visibility, n in rm.fact_subject_counts(namespace, now)
+        (ns, key, predicate, n)
+        for ns, key, predicate, agent_id, visibility, n in rm.fact_counts(namespace, now)
         if sees(sight.agent_id, agent_id, visibility)
     ]
     if not rows:
         return []
-    subject_of = subject_entities(rm, [ns for ns, _, _ in rows], sight)
-    per_subject: dict[tuple[str, str], int] = defaultdict(int)
-    for ns, key, n in rows:
-        per_subject[(ns, subject_of.get((ns, key)) or key)] += n
+    subject_of = subject_entities(rm, sorted({ns for ns, *_ in rows}), sight)
+
+    def subject(ns: str, key: str) -> tuple[str, str]:
+        return (ns, subject_of.get((ns, key)) or key)
+
+    predicates: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for ns, key, predicate, _ in rows:
+        predicates[subject(ns, key)].add(predicate)
+    canonical_of = {s: canonical_predicates(ps) for s, ps in predicates.items()}
+    per_group: dict[tuple[tuple[str, str], str], int] = defaultdict(int)
+    for ns, key, predicate, n in rows:
+        s = subject(ns, key)
+        per_group[(s, canonical_of[s][predicate])] += n
     chosen = [
-        (ns, key) for ns, key, _ in rows if per_subject[(ns, subject_of.get((ns, key)) or key)] > 1
+        (ns, key, predicate)
+        for ns, key, predicate, _ in rows
+        if per_group[(subject(ns, key), canonical_of[subject(ns, key)][predicate])] > 1
     ]
-    return contradictions(sight.shown(rm.facts_of_subjects(chosen, now)), subject_of)
+    return contradictions(sight.shown(rm.facts_of(chosen, now)), subject_of, canonical_of)
 
 
 def stats(
