@@ -41,6 +41,7 @@ from journal import (  # noqa: E402
     MemoriesValidated,
     MemoryBody,
     MemoryStored,
+    MemorySuperseded,
     Record,
 )
 from projections.sqlite import ReadModel  # noqa: E402
@@ -57,6 +58,7 @@ def build(path: Path, count: int, age_days: int, seed: int) -> None:
     model = ReadModel.open(path)
     subjects = [f"service {i}" for i in range(400)]
     records: list[Record] = []
+    current: dict[tuple[int, str, str | None, str], str] = {}
     position = 0
 
     def flush() -> None:
@@ -76,6 +78,7 @@ def build(path: Path, count: int, age_days: int, seed: int) -> None:
     for i in range(count):
         at = start + timedelta(seconds=age_days * 86_400 * i / count)
         kind = rng.random()
+        replaced: list[Event] = []
         agent = rng.choice(AGENTS)
         visibility = "private" if agent and rng.random() < 0.5 else "shared"
         common: dict[str, Any] = {
@@ -88,17 +91,35 @@ def build(path: Path, count: int, age_days: int, seed: int) -> None:
                                  **common)  # fmt: skip
         elif kind < 0.9:
             s = rng.randrange(len(subjects))
+            p = rng.choice(PREDICATES)
+            multi = rng.random() < 0.5
             event = MemoryStored(
                 memory_type="semantic", entity_ids=(f"e{s}",),
-                body=MemoryBody(subject=subjects[s], predicate=(p := rng.choice(PREDICATES)),
-                                predicate_normalized=p, object=f"value {rng.randrange(50)}"),
-                multi_valued=rng.random() < 0.5, **common,
+                body=MemoryBody(subject=subjects[s], predicate=p, predicate_normalized=p,
+                                object=f"value {rng.randrange(50)}"),
+                multi_valued=multi, **common,
             )  # fmt: skip
+            # A new value of a single-valued fact replaces the one before, as a store does
+            # (in one scope; a private value never replaces a shared one), and now and then
+            # both stand, as when an agent's store raced another's.
+            key = (s, p, agent, visibility)
+            before = None if multi else current.get(key)
+            if not multi:
+                current[key] = common["memory_id"]
+            if before is not None and rng.random() < 0.98:
+                replaced = [
+                    MemorySuperseded(
+                        memory_id=before,
+                        namespace="default",
+                        t_invalid=at,
+                        superseded_by=event.memory_id,
+                    )
+                ]
         else:
             event = MemoryStored(memory_type="procedural",
                                  body=MemoryBody(procedure_name=f"runbook {i % 300}",
                                                  steps=("check", "restart")), **common)  # fmt: skip
-        add(at, [event])
+        add(at, [event, *replaced])
         later = min(NOW, at + timedelta(days=rng.uniform(0, age_days)))
         if rng.random() < 0.2:
             add(later, [MemoriesAccessed(accesses=(Access(f"m{i:07d}", later, 1),))])

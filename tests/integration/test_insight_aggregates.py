@@ -172,7 +172,7 @@ agents = st.sampled_from([None, "alice", "bob"])
 namespaces = st.sampled_from(["a", "b"])
 days = st.integers(-500, 20).map(lambda d: BASE + timedelta(days=d, hours=d % 7))
 NAMES = ["api", "the API", "tokio", "pg", "postgres"]
-predicates = st.sampled_from(["uses", "usse", "owner", ""])
+predicates = st.sampled_from(["lives in", "live in", "owner", ""])
 
 facts = st.builds(
     MemoryBody,
