@@ -1428,19 +1428,20 @@ class ReadModel:
 
     def facts_of(self, groups: Sequence[tuple[str, str, str]], now: float) -> list[Memory]:
         """The facts :meth:`fact_counts` counts, of the given (namespace, subject key,
-        normalized predicate) groups only, by id."""
-        ids: list[str] = []
+        normalized predicate) groups only, by id; without their entities (``entity_ids``
+        left empty: what contradictions read of a fact is its text and scope)."""
+        out: list[Memory] = []
         for namespace, key, predicate in sorted(set(groups)):
             where, args = self._facts_where(namespace, now)
-            ids.extend(
-                str(m)
-                for (m,) in self.db.execute(
-                    f"SELECT memory_id FROM memories WHERE {where} AND subject_key=? "
+            out.extend(
+                self._memory(row, ())
+                for row in self.db.execute(
+                    f"SELECT * FROM memories WHERE {where} AND subject_key=? "
                     "AND predicate_normalized=?",
                     (*args, key, predicate),
                 )
             )
-        return self.by_ids(ids)
+        return sorted(out, key=lambda m: m.memory_id)
 
     @staticmethod
     def _facts_where(namespace: str | None, now: float) -> tuple[str, list[Any]]:

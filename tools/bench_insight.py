@@ -102,7 +102,7 @@ def build(path: Path, count: int, age_days: int, seed: int) -> None:
             # A new value of a single-valued fact replaces the one before, as a store does
             # (in one scope; a private value never replaces a shared one), and now and then
             # both stand, as when an agent's store raced another's.
-            key = (s, p, agent, visibility)
+            key = (s, p, agent if visibility == "private" else None, visibility)
             before = None if multi else current.get(key)
             if not multi:
                 current[key] = common["memory_id"]
@@ -155,8 +155,10 @@ def main() -> None:
                 len(rm.clocked_before("default", t, clock_bound(config.base, t, now)))
                 for t in ("episodic", "semantic", "procedural")
             )
+            seen = stats(rm, Sight(None, now), config, namespace=None, detailed=True)
             print(f"home: {rm.count()} memories over {age} days, built in {took:.1f} s; "
-                  f"{old_enough} old enough to be assessed", flush=True)  # fmt: skip
+                  f"{old_enough} old enough to be assessed; the operator sees "
+                  f"{seen['needs_attention']}", flush=True)  # fmt: skip
             for agent in (None, "alice"):
                 sight = Sight(agent, now)
                 keys = ("stats", "old stats", "reflect", "old reflect")
