@@ -112,7 +112,11 @@ def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[dict[str, An
     by_id = {m.memory_id: m for m in active if m.type == "semantic"}
     seen: set[tuple[str, str]] = set()
     out: list[dict[str, Any]] = []
-    for c in rm.possible_conflicts(sorted(by_id)):
+    ids = sorted(by_id)
+    # In chunks: SQLite refuses a query past 32,766 variables (each id is named twice).
+    found = (c for at in range(0, len(ids), _IDS_PER_QUERY)
+             for c in rm.possible_conflicts(ids[at : at + _IDS_PER_QUERY]))  # fmt: skip
+    for c in found:
         pair = (min(c.memory_id, c.other_id), max(c.memory_id, c.other_id))
         if pair in seen or c.other_id not in by_id or c.memory_id not in by_id:
             continue
@@ -133,6 +137,9 @@ def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[dict[str, An
             }
         )  # fmt: skip
     return sorted(out, key=lambda d: [f["id"] for f in d["facts"]])
+
+
+_IDS_PER_QUERY: Final = 8_000
 
 
 def directory_bytes(path: Path) -> int:

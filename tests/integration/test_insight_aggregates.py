@@ -83,18 +83,8 @@ def _old_attention(
     subject_of = subject_entities(rm, [m.namespace for m in active], sight)
     return assessed, Attention(
         stale, aging, unvalidated, contradictions(active, subject_of), rarely,
-        _old_possible_conflicts(rm, active), len(unvalidated),
+        possible_conflicts(rm, active), len(unvalidated),
     )  # fmt: skip
-
-
-def _old_possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[dict[str, Any]]:
-    # The old path named every active fact in one query, which SQLite refuses past 32,766
-    # variables (16,383 facts: the ids are given twice): "too many SQL variables". For the
-    # benchmark's large homes, only the facts named in a possible conflict, as the new path.
-    if sum(1 for m in active if m.type == "semantic") <= 16_000:
-        return possible_conflicts(rm, active)
-    named = set(rm.conflicting_ids())
-    return possible_conflicts(rm, [m for m in active if m.memory_id in named])
 
 
 def old_stats(
@@ -379,3 +369,36 @@ def test_the_clock_bound_rules_out_only_memories_that_cannot_be_aging() -> None:
     assert now - 29 * DAY - 1 <= bound <= now - 28 * DAY
     never = StalenessConfig.from_tables({"episodic": {"aging_score": 0.0}}, {}).base
     assert clock_bound(never, "episodic", now) == float("inf")
+
+
+def test_more_facts_than_one_query_may_name(tmp_path: Path) -> None:
+    """17,000 active facts (the old path named every one twice in one query, past SQLite's
+    32,766 variables: "too many SQL variables"): stats and reflect answer, with the one
+    possible conflict among them."""
+    count = 17_000
+    stored = [
+        MemoryStored(memory_id=f"m{i:05d}", namespace="a", memory_type="semantic", t_valid=BASE,
+                     body=MemoryBody(subject=f"host {i}", predicate="runs", object="linux"))
+        for i in range(count)
+    ]  # fmt: skip
+    conflict = FactsPossiblyConflicting(
+        memory_id="m00001", namespace="a", others=("m16999",), entity_id="e1",
+        other_entity_id="e2",
+    )  # fmt: skip
+    batches = [stored[i : i + 1000] for i in range(0, count, 1000)] + [[conflict]]
+    records = [
+        Record(recorded_at=BASE, events=tuple(batch), position=i + 1)
+        for i, batch in enumerate(batches)
+    ]
+    rm = ReadModel.open(tmp_path / "rm.sqlite")
+    try:
+        rm.apply(records)
+        sight = Sight(None, BASE.timestamp())
+        doc = stats(rm, sight, StalenessConfig(), namespace=None, detailed=True)
+        assert doc["total"] == count
+        assert doc["needs_attention"]["possible_conflicts"] == 1
+        found = reflect(rm, sight, StalenessConfig(), namespace=None)["possible_conflicts"]
+        assert [[f["id"] for f in c["facts"]] for c in found] == [["m00001", "m16999"]]
+        assert old_stats(rm, sight, StalenessConfig(), None) == doc
+    finally:
+        rm.close()
