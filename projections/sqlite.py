@@ -54,7 +54,7 @@ from journal import (
 from journal.files import create_private_file, make_private_dir
 from projections.documents import subject_key
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -175,6 +175,72 @@ CREATE TABLE IF NOT EXISTS folds (
 CREATE INDEX IF NOT EXISTS folds_memory ON folds (memory_id);
 """
 
+# Aggregates for stats and reflect (``ferrex.read.insight``), kept by SQLite itself as rows of
+# ``memories`` come, change and go, so every write path (and a rebuild) derives the same.
+#
+# ``memory_counts``: how many memories per namespace, type, scope (owner, visibility), whether
+# active (``t_invalid`` unset) and whether they have a time to live. Timeless: the labels that
+# move with time are not counted here (see ``memories_clock`` below). ``owner`` is the agent id
+# or '' with ``owned`` 0 (a primary key never holds two NULLs equal).
+#
+# ``memories_clock``: an index on the *oldest clock* of an active memory, the earliest of the
+# times its staleness counts from (learned, last accessed or else stored, last validated or
+# else stored). Every component of the score only grows with ``now - clock``, so a memory
+# whose oldest clock is recent cannot be aging or stale; reflect fetches only the old ones.
+_AGGREGATES = """
+CREATE TABLE IF NOT EXISTS memory_counts (
+    namespace TEXT NOT NULL,
+    type TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    owned INTEGER NOT NULL,
+    visibility TEXT NOT NULL,
+    active INTEGER NOT NULL,
+    expiring INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (namespace, type, owner, owned, visibility, active, expiring)
+);
+CREATE TRIGGER IF NOT EXISTS memory_counts_in AFTER INSERT ON memories BEGIN
+    INSERT INTO memory_counts VALUES (new.namespace, new.type, coalesce(new.agent_id, ''),
+        new.agent_id IS NOT NULL, new.visibility, new.t_invalid IS NULL,
+        new.expires_at IS NOT NULL, 1)
+    ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring)
+    DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS memory_counts_out AFTER DELETE ON memories BEGIN
+    UPDATE memory_counts SET n = n - 1 WHERE namespace = old.namespace AND type = old.type
+        AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL)
+        AND visibility = old.visibility AND active = (old.t_invalid IS NULL)
+        AND expiring = (old.expires_at IS NOT NULL);
+    DELETE FROM memory_counts WHERE n <= 0;
+END;
+CREATE TRIGGER IF NOT EXISTS memory_counts_change
+AFTER UPDATE OF namespace, type, agent_id, visibility, t_invalid, expires_at ON memories BEGIN
+    UPDATE memory_counts SET n = n - 1 WHERE namespace = old.namespace AND type = old.type
+        AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL)
+        AND visibility = old.visibility AND active = (old.t_invalid IS NULL)
+        AND expiring = (old.expires_at IS NOT NULL);
+    DELETE FROM memory_counts WHERE n <= 0;
+    INSERT INTO memory_counts VALUES (new.namespace, new.type, coalesce(new.agent_id, ''),
+        new.agent_id IS NOT NULL, new.visibility, new.t_invalid IS NULL,
+        new.expires_at IS NOT NULL, 1)
+    ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring)
+    DO UPDATE SET n = n + 1;
+END;
+CREATE INDEX IF NOT EXISTS memories_clock ON memories (namespace, type, min(
+    max(t_valid, created_at), coalesce(last_accessed, created_at),
+    coalesce(last_validated, created_at))) WHERE t_invalid IS NULL;
+CREATE INDEX IF NOT EXISTS memories_unvalidated ON memories (created_at, memory_id)
+    WHERE t_invalid IS NULL AND last_validated IS NULL;
+CREATE INDEX IF NOT EXISTS memories_latest ON memories (created_at DESC, memory_id)
+    WHERE t_invalid IS NULL;
+"""
+
+_CLOCK = (
+    "min(max(t_valid, created_at), coalesce(last_accessed, created_at), "
+    "coalesce(last_validated, created_at))"
+)
+"""The oldest clock of a memory, spelt exactly as ``memories_clock`` indexes it."""
+
 TABLES = (
     "memories",
     "entities",
@@ -184,6 +250,7 @@ TABLES = (
     "entity_differs",
     "entity_kept_for",
     "folds",
+    "memory_counts",
 )
 
 
@@ -359,6 +426,27 @@ class PossibleConflict:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryCount:
+    """How many memories of one namespace, type and scope (owner, visibility) are active or
+    not and have a time to live or not (the ``memory_counts`` aggregate)."""
+
+    namespace: str
+    type: str
+    agent_id: str | None
+    visibility: str
+    active: bool
+    expiring: bool
+    n: int
+
+
+_CHUNK = 5_000
+"""The most ids one ``IN (...)`` query of :meth:`ReadModel.by_ids` names."""
+
+_PAGE = 256
+"""Rows per page of the read model's paged queries."""
+
+
 def viewers(entity_scope: str | None, kept_for: Sequence[str] = ()) -> tuple[str, ...] | None:
     """Who may see an entity: the agent of its private scope; else, once a cascade kept it
     for some agents only (``memories.forgotten``'s ``kept_entities``), those; else everyone
@@ -472,8 +560,11 @@ class ReadModel:
             db.pragma("journal_mode", "wal")
             db.pragma("synchronous", "normal")
             db.pragma("foreign_keys", 0)
+            # An INSERT OR REPLACE of a memory fires the delete trigger of the row it replaces.
+            db.pragma("recursive_triggers", 1)
             with _immediate(db):
                 db.execute(_SCHEMA)
+                _add_aggregates(db)
                 if db.execute("SELECT value FROM meta WHERE key='schema_version'").get is None:
                     db.execute(
                         "INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -1288,6 +1379,190 @@ class ReadModel:
             "SELECT * FROM memories WHERE expires_at <= ? ORDER BY expires_at, memory_id", (by,)
         )
 
+    # -- aggregates for stats and reflect (``ferrex.read.insight``) --------------------------
+
+    def memory_counts(self, namespace: str | None = None) -> list[MemoryCount]:
+        """The kept counts of memories (of a namespace, or all), one per key."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace is not None else ("", ())
+        return [
+            MemoryCount(str(ns), str(t), str(o) if owned else None, str(v), bool(a), bool(x),
+                        int(n))
+            for ns, t, o, owned, v, a, x, n in self.db.execute(
+                "SELECT namespace, type, owner, owned, visibility, active, expiring, n "
+                f"FROM memory_counts {where} ORDER BY 1, 2, 3, 4, 5, 6, 7",
+                args,
+            )
+        ]  # fmt: skip
+
+    def by_ids(self, memory_ids: Sequence[str]) -> list[Memory]:
+        """:meth:`memories` of any number of ids (asked in chunks), by id."""
+        ids = sorted(set(memory_ids))
+        out: list[Memory] = []
+        for start in range(0, len(ids), _CHUNK):
+            out.extend(self.memories(memory_ids=ids[start : start + _CHUNK]))
+        return sorted(out, key=lambda m: m.memory_id)
+
+    def clocked_before(self, namespace: str, memory_type: str, before: float) -> list[Memory]:
+        """Active memories of a namespace and type whose oldest clock (see ``_AGGREGATES``)
+        is before ``before``: the only ones that can be aging or stale by then, by id."""
+        ids = [
+            str(m)
+            for (m,) in self.db.execute(
+                f"SELECT memory_id FROM memories WHERE namespace=? AND type=? "
+                f"AND t_invalid IS NULL AND {_CLOCK} < ?",
+                (namespace, memory_type, before),
+            )
+        ]
+        return self.by_ids(ids)
+
+    def unvalidated_counts(
+        self, namespace: str | None, now: float, after_seconds: float
+    ) -> list[tuple[str | None, str, int]]:
+        """(agent id, visibility, how many) of the active memories never validated and
+        stored at least ``after_seconds`` before ``now``, not expired at ``now``."""
+        ns, args = self._unvalidated_where(namespace, now, after_seconds)
+        return [
+            (_text(a), str(v), int(n))
+            for a, v, n in self.db.execute(
+                f"SELECT agent_id, visibility, count(*) FROM memories WHERE {ns} "
+                "GROUP BY agent_id, visibility ORDER BY 1, 2",
+                args,
+            )
+        ]
+
+    def unvalidated(
+        self, namespace: str | None, now: float, after_seconds: float
+    ) -> Iterator[Memory]:
+        """The memories :meth:`unvalidated_counts` counts, oldest first (then by id), read a
+        page at a time as the caller goes on."""
+        ns, args = self._unvalidated_where(namespace, now, after_seconds)
+        last: tuple[float, str] | None = None
+        while True:
+            after = "" if last is None else " AND (created_at, memory_id) > (?, ?)"
+            rows = self._where(
+                f"SELECT * FROM memories WHERE {ns}{after} "
+                f"ORDER BY created_at, memory_id LIMIT {_PAGE}",
+                [*args, *(last or ())],
+            )
+            yield from rows
+            if len(rows) < _PAGE:
+                return
+            last = (rows[-1].created_at, rows[-1].memory_id)
+
+    @staticmethod
+    def _unvalidated_where(
+        namespace: str | None, now: float, after_seconds: float
+    ) -> tuple[str, list[Any]]:
+        # The exact test (``now - created_at >= after``, as Python computes it: both are IEEE
+        # doubles) behind an index bound a second wider than any rounding.
+        sql = (
+            "t_invalid IS NULL AND last_validated IS NULL AND created_at <= ? "
+            "AND ? - created_at >= ? AND (expires_at IS NULL OR expires_at > ?)"
+        )
+        args: list[Any] = [now - after_seconds + 1.0, now, after_seconds, now]
+        if namespace is not None:
+            sql += " AND namespace=?"
+            args.append(namespace)
+        return sql, args
+
+    def latest_active(self, namespace: str | None) -> Iterator[Memory]:
+        """Active memories, latest stored first (then by id), a page at a time."""
+        ns, args = ("", []) if namespace is None else (" AND namespace=?", [namespace])
+        last: tuple[float, str] | None = None
+        while True:
+            after = (
+                ""
+                if last is None
+                else " AND (created_at < ? OR (created_at = ? AND memory_id > ?))"
+            )
+            rows = self._where(
+                f"SELECT * FROM memories WHERE t_invalid IS NULL{ns}{after} "
+                f"ORDER BY created_at DESC, memory_id LIMIT {_PAGE}",
+                [*args, *(() if last is None else (last[0], last[0], last[1]))],
+            )
+            yield from rows
+            if len(rows) < _PAGE:
+                return
+            last = (rows[-1].created_at, rows[-1].memory_id)
+
+    def fact_counts(
+        self, namespace: str | None, now: float
+    ) -> list[tuple[str, str, str, str | None, str, int]]:
+        """(namespace, subject key, normalized predicate, agent id, visibility, how many) of
+        the active single-valued facts with a subject and a predicate, not expired at
+        ``now``: the facts that may contradict one another
+        (``ferrex.read.insight.contradictions``)."""
+        where, args = self._facts_where(namespace, now)
+        return [
+            (str(ns), str(k), str(p), _text(a), str(v), int(n))
+            for ns, k, p, a, v, n in self.db.execute(
+                "SELECT namespace, subject_key, predicate_normalized, agent_id, visibility, "
+                f"count(*) FROM memories WHERE {where} "
+                "GROUP BY namespace, subject_key, predicate_normalized, agent_id, visibility "
+                "ORDER BY 1, 2, 3, 4, 5",
+                args,
+            )
+        ]
+
+    def facts_of(self, groups: Sequence[tuple[str, str, str]], now: float) -> list[Memory]:
+        """The facts :meth:`fact_counts` counts, of the given (namespace, subject key,
+        normalized predicate) groups only, by id; without their entities (``entity_ids``
+        left empty: what contradictions read of a fact is its text and scope)."""
+        out: list[Memory] = []
+        for namespace, key, predicate in sorted(set(groups)):
+            where, args = self._facts_where(namespace, now)
+            out.extend(
+                self._memory(row, ())
+                for row in self.db.execute(
+                    f"SELECT * FROM memories WHERE {where} AND subject_key=? "
+                    "AND predicate_normalized=?",
+                    (*args, key, predicate),
+                )
+            )
+        return sorted(out, key=lambda m: m.memory_id)
+
+    @staticmethod
+    def _facts_where(namespace: str | None, now: float) -> tuple[str, list[Any]]:
+        sql = (
+            "type='semantic' AND t_invalid IS NULL AND multi_valued=0 AND subject IS NOT NULL "
+            "AND subject != '' AND predicate_normalized IS NOT NULL "
+            "AND predicate_normalized != '' AND (expires_at IS NULL OR expires_at > ?)"
+        )
+        args: list[Any] = [now]
+        if namespace is not None:
+            sql = "namespace=? AND " + sql
+            args.insert(0, namespace)
+        return sql, args
+
+    def conflicting_ids(self) -> list[str]:
+        """Every memory named in a possible conflict, sorted."""
+        return sorted(
+            {
+                str(m)
+                for (m,) in self.db.execute(
+                    "SELECT memory_id FROM possible_conflicts UNION "
+                    "SELECT other_id FROM possible_conflicts"
+                )
+            }
+        )
+
+    def entity_last_use(
+        self, namespace: str | None, now: float
+    ) -> list[tuple[str, str | None, str, float]]:
+        """(entity id, agent id, visibility, latest event time) of the active memories that
+        name each entity, not expired at ``now``, per scope of those memories."""
+        ns, args = ("", [now]) if namespace is None else (" AND m.namespace=?", [now, namespace])
+        return [
+            (str(e), _text(a), str(v), float(t))
+            for e, a, v, t in self.db.execute(
+                "SELECT me.entity_id, m.agent_id, m.visibility, max(m.t_valid) "
+                "FROM memory_entities me JOIN memories m ON m.memory_id = me.memory_id "
+                "WHERE m.t_invalid IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)"
+                f"{ns} GROUP BY me.entity_id, m.agent_id, m.visibility ORDER BY 1, 2, 3",
+                args,
+            )
+        ]
+
     def count(self) -> int:
         """How many memories the read model holds."""
         return int(self.db.execute("SELECT count(*) FROM memories").get or 0)
@@ -1297,6 +1572,19 @@ class ReadModel:
         return {
             table: sorted(self.db.execute(f"SELECT * FROM {table}"), key=repr) for table in TABLES
         }
+
+
+def _add_aggregates(db: apsw.Connection) -> None:
+    """The aggregates and their triggers; counted from the memories already there when the
+    file had none (a file an older ferrex wrote, until its rebuild)."""
+    had = db.execute("SELECT 1 FROM sqlite_master WHERE name='memory_counts'").get is not None
+    db.execute(_AGGREGATES)
+    if not had:
+        db.execute(
+            "INSERT INTO memory_counts SELECT namespace, type, coalesce(agent_id, ''), "
+            "agent_id IS NOT NULL, visibility, t_invalid IS NULL, expires_at IS NOT NULL, "
+            "count(*) FROM memories GROUP BY 1, 2, 3, 4, 5, 6, 7"
+        )
 
 
 @contextmanager

@@ -10,8 +10,9 @@ cuts from reflect's lists. Times in answers are RFC 3339 UTC (ferrex.times).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -19,15 +20,13 @@ from typing import Any, Final
 from ferrex.read.seen import Sight, one_line
 from ferrex.rules.assess import Assessed, assess, eviction_candidate, text_bytes
 from ferrex.rules.eviction import eviction_reason
-from ferrex.rules.freshness import (
-    DAY,
-    StalenessConfig,
-)
+from ferrex.rules.freshness import DAY, StalenessConfig, StalenessParams
 from ferrex.rules.predicates import match_known
 from ferrex.rules.subjects import object_form
+from ferrex.rules.visibility import sees
 from ferrex.times import rfc3339
 from projections.documents import subject_key
-from projections.sqlite import Memory, ReadModel
+from projections.sqlite import Memory, MemoryCount, ReadModel
 
 SubjectOf = Mapping[tuple[str, str], str]
 """(namespace, normalized spelling) → the entity it names, as the caller sees spellings."""
@@ -47,12 +46,25 @@ def subject_entities(
     return out
 
 
+def canonical_predicates(predicates: Iterable[str]) -> dict[str, str]:
+    """Each of one subject's predicates → the predicate it counts as: a typo of an
+    alphabetically earlier one counts as that one (``match_known``)."""
+    canonical: dict[str, str] = {}
+    for p in sorted(set(predicates)):
+        canonical[p] = match_known(p, [q for q in canonical.values() if q != p]) or p
+    return canonical
+
+
 def contradictions(
-    memories: list[Memory], subject_of: SubjectOf | None = None
+    memories: list[Memory],
+    subject_of: SubjectOf | None = None,
+    canonical_of: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Active single-valued facts that disagree: same subject (the entity its spelling
     names in ``subject_of``, else the spelling) and predicate (fuzzy-matched), objects that
-    do not agree. Multi-valued facts never contradict anything."""
+    do not agree. Multi-valued facts never contradict anything. ``canonical_of``: per
+    subject (namespace, entity or spelling), the :func:`canonical_predicates` of all its
+    facts, when ``memories`` are only some of them; else computed from ``memories``."""
     by_subject: dict[tuple[str, str], list[Memory]] = defaultdict(list)
     for m in memories:
         if (
@@ -66,12 +78,13 @@ def contradictions(
             entity = (subject_of or {}).get((m.namespace, key))
             by_subject[(m.namespace, entity or key)].append(m)
     found: list[dict[str, Any]] = []
-    for (namespace, _), facts in sorted(by_subject.items()):
-        predicates = sorted({str(f.predicate_normalized) for f in facts})
-        canonical: dict[str, str] = {}
-        for p in predicates:
-            # A typo of an earlier predicate of the subject counts as that predicate.
-            canonical[p] = match_known(p, [q for q in canonical.values() if q != p]) or p
+    for (namespace, subject), facts in sorted(by_subject.items()):
+        given = None if canonical_of is None else canonical_of.get((namespace, subject))
+        canonical = (
+            canonical_predicates(str(f.predicate_normalized) for f in facts)
+            if given is None
+            else given
+        )
         groups: dict[str, list[Memory]] = defaultdict(list)
         for f in facts:
             groups[canonical[str(f.predicate_normalized)]].append(f)
@@ -99,7 +112,11 @@ def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[dict[str, An
     by_id = {m.memory_id: m for m in active if m.type == "semantic"}
     seen: set[tuple[str, str]] = set()
     out: list[dict[str, Any]] = []
-    for c in rm.possible_conflicts(sorted(by_id)):
+    ids = sorted(by_id)
+    # In chunks: SQLite refuses a query past 32,766 variables (each id is named twice).
+    found = (c for at in range(0, len(ids), _IDS_PER_QUERY)
+             for c in rm.possible_conflicts(ids[at : at + _IDS_PER_QUERY]))  # fmt: skip
+    for c in found:
         pair = (min(c.memory_id, c.other_id), max(c.memory_id, c.other_id))
         if pair in seen or c.other_id not in by_id or c.memory_id not in by_id:
             continue
@@ -122,6 +139,9 @@ def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[dict[str, An
     return sorted(out, key=lambda d: [f["id"] for f in d["facts"]])
 
 
+_IDS_PER_QUERY: Final = 8_000
+
+
 def directory_bytes(path: Path) -> int:
     """Bytes on disk (allocated blocks: Qdrant's preallocated files are sparse)."""
     if path.is_file():
@@ -137,11 +157,13 @@ RARELY_RECALLED: Final = 3
 
 @dataclass(frozen=True)
 class Attention:
-    """What needs attention among active memories; stats counts it, reflect lists it.
+    """What needs attention among the active memories a caller sees; stats counts it,
+    reflect lists it.
 
     - ``stale`` / ``aging``: labelled so by the namespace's staleness (most stale first);
     - ``unvalidated``: never validated and stored at least ``unvalidated_after_days`` ago
-      (oldest first): a memory just stored has had no chance to be confirmed;
+      (oldest first; the first ``listed`` of ``unvalidated_count``): a memory just stored
+      has had no chance to be confirmed;
     - ``contradictions``: groups of active facts that disagree (:func:`contradictions`);
     - ``forget_candidates``: stale or aging and recalled fewer than :data:`RARELY_RECALLED`
       times (stale first, then most stale); a fresh memory never is one.
@@ -153,62 +175,187 @@ class Attention:
     contradictions: list[dict[str, Any]]
     forget_candidates: list[Assessed]
     possible_conflicts: list[dict[str, Any]] = field(default_factory=list)
+    unvalidated_count: int = 0
 
     def counts(self) -> dict[str, int]:
         return {
             "stale": len(self.stale),
             "aging": len(self.aging),
-            "unvalidated": len(self.unvalidated),
+            "unvalidated": self.unvalidated_count,
             "conflicts": len(self.contradictions),
             "possible_conflicts": len(self.possible_conflicts),
             "forget_candidates": len(self.forget_candidates),
         }
 
 
+@dataclass(frozen=True)
+class Tally:
+    """How many memories a caller sees now (visible, unexpired): active ones in all and by
+    type, superseded ones, and active ones with a time to live."""
+
+    total: int
+    by_type: dict[str, int]
+    superseded: int
+    expiring: int
+
+
+def tally(rm: ReadModel, sight: Sight, namespace: str | None) -> Tally:
+    """From the kept counts (``memory_counts``), those of scopes the caller may see, less
+    the memories expired but not swept yet (few, and indexed by ``expires_at``)."""
+    total = superseded = expiring = 0
+    by_type: dict[str, int] = defaultdict(int)
+    for c in rm.memory_counts(namespace):
+        if not sees(sight.agent_id, c.agent_id, c.visibility):
+            continue
+        if c.active:
+            total += c.n
+            by_type[c.type] += c.n
+            expiring += c.n if c.expiring else 0
+        else:
+            superseded += c.n
+    for m in rm.expiring(by=sight.now):
+        if namespace is not None and m.namespace != namespace:
+            continue
+        if not sees(sight.agent_id, m.agent_id, m.visibility):
+            continue
+        if m.t_invalid is None:
+            total -= 1
+            by_type[m.type] -= 1
+            expiring -= 1
+        else:
+            superseded -= 1
+    return Tally(total, {t: n for t, n in sorted(by_type.items()) if n}, superseded, expiring)
+
+
+_SCORE_MARGIN: Final = 1e-9
+"""Below the aging threshold by more than the staleness rule's own boundary tolerance."""
+
+
+def clock_bound(params: StalenessParams, memory_type: str, now: float) -> float:
+    """An oldest clock (see ``projections.sqlite._AGGREGATES``) from which on a memory of
+    this type cannot be aging or stale at ``now``: only memories clocked before it need
+    assessing. ``inf`` when no age rules a memory out.
+
+    A memory's score is at most that of a memory never touched since its oldest clock
+    (every component grows with its clock's age, the count component is at most 1), and
+    that untouched score only grows with age; so below the largest age whose untouched
+    score is still under the aging threshold, nothing is aging. Found by bisection, then a
+    day of margin for rounding."""
+    aging, _ = params.thresholds(memory_type)
+    threshold = aging - _SCORE_MARGIN
+
+    def untouched(days: float) -> float:
+        return params.untouched_score(memory_type, days * DAY)
+
+    if threshold <= 0 or untouched(0.0) >= threshold:
+        return math.inf
+    low, high = 0.0, 1.0
+    while untouched(high) < threshold and high < _NEVER_DAYS:
+        low, high = high, high * 2
+    if untouched(high) < threshold:
+        low = high
+    else:
+        for _ in range(60):
+            middle = (low + high) / 2
+            if untouched(middle) < threshold:
+                low = middle
+            else:
+                high = middle
+    return now - low * DAY + DAY
+
+
+_NEVER_DAYS: Final = 1e7
+"""An age (days) past every real memory's: a threshold not reached by then rules out
+every memory younger."""
+
+
 def attention(
-    active: list[Memory],
-    now: float,
+    rm: ReadModel,
+    sight: Sight,
     staleness_of: StalenessConfig,
     *,
+    namespace: str | None,
+    counts: Sequence[MemoryCount],
     unvalidated_after_days: float = 30.0,
-    rm: ReadModel | None = None,
-    sight: Sight | None = None,
-) -> tuple[list[Assessed], Attention]:
-    """Every active memory assessed with its own namespace's staleness, and what needs
-    attention among them. With ``rm``, contradictions group facts by the entity their
-    subject names (through the spellings ``sight`` lets the caller see; all with None),
-    and the possible conflicts are listed."""
-    assessed = [
-        a
-        for namespace, group in _by_namespace(active).items()
-        for a in assess(group, now, staleness_of.for_namespace(namespace))
-    ]
+    listed: int = 10,
+) -> Attention:
+    """What needs attention among the active memories ``sight`` sees (of ``namespace``, or
+    all), reading only those that may need it: memories clocked long enough ago to be aging
+    (:func:`clock_bound`, per namespace and type, with the namespace's staleness), facts
+    whose subject has another fact, memories named in a possible conflict. Contradictions
+    group facts by the entity their subject names (through the spellings the caller sees)."""
+    now = sight.now
+    assessed: list[Assessed] = []
+    kinds = sorted({(c.namespace, c.type) for c in counts if c.active})
+    for ns, memory_type in kinds:
+        params = staleness_of.for_namespace(ns)
+        before = clock_bound(params, memory_type, now)
+        assessed += assess(sight.shown(rm.clocked_before(ns, memory_type, before)), now, params)
 
     def most_stale(a: Assessed) -> tuple[float, str]:
         return (-a.score, a.memory.memory_id)
 
     stale = sorted((a for a in assessed if a.label == "stale"), key=most_stale)
     aging = sorted((a for a in assessed if a.label == "aging"), key=most_stale)
-    unvalidated = sorted(
-        (m for m in active if m.last_validated is None
-         and now - m.created_at >= unvalidated_after_days * DAY),
-        key=lambda m: (m.created_at, m.memory_id),
-    )  # fmt: skip
     rarely = [a for a in stale + aging if a.memory.access_count < RARELY_RECALLED]
-    if rm is None:
-        return assessed, Attention(stale, aging, unvalidated, contradictions(active), rarely)
-    subject_of = subject_entities(rm, [m.namespace for m in active], sight)
-    return assessed, Attention(
-        stale, aging, unvalidated, contradictions(active, subject_of), rarely,
-        possible_conflicts(rm, active),
+    after = unvalidated_after_days * DAY
+    unvalidated_count = sum(
+        n
+        for agent_id, visibility, n in rm.unvalidated_counts(namespace, now, after)
+        if sees(sight.agent_id, agent_id, visibility)
+    )
+    unvalidated: list[Memory] = []
+    if listed > 0:
+        for m in rm.unvalidated(namespace, now, after):
+            if sight.sees(m):
+                unvalidated.append(m)
+                if len(unvalidated) >= listed:
+                    break
+    conflicts = possible_conflicts(
+        rm,
+        [
+            m
+            for m in sight.shown(rm.by_ids(rm.conflicting_ids()))
+            if m.t_invalid is None and (namespace is None or m.namespace == namespace)
+        ],
+    )
+    return Attention(
+        stale, aging, unvalidated, _contradictions(rm, sight, namespace), rarely, conflicts,
+        unvalidated_count,
     )  # fmt: skip
 
 
-def _by_namespace(memories: list[Memory]) -> dict[str, list[Memory]]:
-    groups: dict[str, list[Memory]] = defaultdict(list)
-    for m in memories:
-        groups[m.namespace].append(m)
-    return groups
+def _contradictions(rm: ReadModel, sight: Sight, namespace: str | None) -> list[dict[str, Any]]:
+    """:func:`contradictions` of the facts the caller sees, reading only the facts of a
+    subject (as an entity) and predicate (as fuzzy-matched among all the subject's
+    predicates) with at least two of them: a group needs two."""
+    now = sight.now
+    rows = [
+        (ns, key, predicate, n)
+        for ns, key, predicate, agent_id, visibility, n in rm.fact_counts(namespace, now)
+        if sees(sight.agent_id, agent_id, visibility)
+    ]
+    if not rows:
+        return []
+    subject_of = subject_entities(rm, sorted({ns for ns, *_ in rows}), sight)
+
+    def subject(ns: str, key: str) -> tuple[str, str]:
+        return (ns, subject_of.get((ns, key)) or key)
+
+    predicates: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for ns, key, predicate, _ in rows:
+        predicates[subject(ns, key)].add(predicate)
+    canonical_of = {s: canonical_predicates(ps) for s, ps in predicates.items()}
+    per_group: dict[tuple[tuple[str, str], str], int] = defaultdict(int)
+    for ns, key, predicate, n in rows:
+        s = subject(ns, key)
+        per_group[(s, canonical_of[s][predicate])] += n
+    chosen = [
+        (ns, key, predicate)
+        for ns, key, predicate, _ in rows
+        if per_group[(subject(ns, key), canonical_of[subject(ns, key)][predicate])] > 1
+    ]
+    return contradictions(sight.shown(rm.facts_of(chosen, now)), subject_of, canonical_of)
 
 
 def stats(
@@ -221,34 +368,43 @@ def stats(
     recent: int = 3,
 ) -> dict[str, Any]:
     """What an agent reads first: totals, the latest memories, the counts of :class:`Attention`;
-    of what ``sight`` sees (visible, unexpired: ``ferrex.read.seen``)."""
-    now = sight.now
-    memories = sight.shown(rm.memories(namespace=namespace))
-    active = [m for m in memories if m.t_invalid is None]
-    assessed, needs = attention(active, now, staleness_of, rm=rm, sight=sight)
-    latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:recent]
-    doc: dict[str, Any] = {
-        "namespace": namespace,
-        "total": len(active),
-        "recent": [{"id": m.memory_id, "type": m.type, "summary": one_line(m)} for m in latest],
-        "needs_attention": needs.counts(),
-        # Working memory: active memories with a time to live, which the sweep will forget.
-        "expiring": sum(1 for m in active if m.expires_at is not None),
-    }
-    if detailed:
-        by_type: dict[str, int] = defaultdict(int)
-        labels: dict[str, int] = defaultdict(int)
-        for a in assessed:
-            by_type[a.memory.type] += 1
-            labels[a.label] += 1
-        labels["superseded"] = len(memories) - len(active)
-        doc.update(
-            by_type=dict(sorted(by_type.items())),
-            staleness=dict(sorted(labels.items())),
-            conflicts=needs.contradictions[:10],
-            possible_conflicts=needs.possible_conflicts[:10],
-            entities=len(sight.entities(rm, namespace)),
-        )
+    of what ``sight`` sees (visible, unexpired: ``ferrex.read.seen``). From the read model's
+    aggregates (``memory_counts``, :func:`attention`), never every memory."""
+    with rm.snapshot():
+        counts = rm.memory_counts(namespace)
+        seen = tally(rm, sight, namespace)
+        needs = attention(rm, sight, staleness_of, namespace=namespace, counts=counts, listed=0)
+        latest: list[Memory] = []
+        if recent > 0:
+            for m in rm.latest_active(namespace):
+                if sight.sees(m):
+                    latest.append(m)
+                    if len(latest) >= recent:
+                        break
+        doc: dict[str, Any] = {
+            "namespace": namespace,
+            "total": seen.total,
+            "recent": [{"id": m.memory_id, "type": m.type, "summary": one_line(m)} for m in latest],
+            "needs_attention": needs.counts(),
+            # Working memory: active memories with a time to live, which the sweep will forget.
+            "expiring": seen.expiring,
+        }
+        if detailed:
+            labels = {
+                "aging": len(needs.aging),
+                "fresh": seen.total - len(needs.aging) - len(needs.stale),
+                "stale": len(needs.stale),
+            }
+            doc.update(
+                by_type=seen.by_type,
+                staleness={
+                    **{k: n for k, n in labels.items() if n},
+                    "superseded": seen.superseded,
+                },
+                conflicts=needs.contradictions[:10],
+                possible_conflicts=needs.possible_conflicts[:10],
+                entities=len(sight.entities(rm, namespace)),
+            )
     return doc
 
 
@@ -264,23 +420,21 @@ def reflect(
 ) -> dict[str, Any]:
     """What needs attention, listed (``limit`` each) with the same counts as :func:`stats`."""
     now = sight.now
-    memories = sight.shown(rm.memories(namespace=namespace))
-    active = [m for m in memories if m.t_invalid is None]
-    _, needs = attention(
-        active, now, staleness_of, unvalidated_after_days=unvalidated_after_days, rm=rm,
-        sight=sight,
-    )  # fmt: skip
-    by_id = {m.memory_id: m for m in memories}
-    last_use: dict[str, float] = {}
-    for entity_id, memory_id in rm.links():
-        m = by_id.get(memory_id)
-        if m is not None and m.t_invalid is None:
-            last_use[entity_id] = max(last_use.get(entity_id, 0.0), m.t_valid)
-    dormant = [
-        {"id": e.entity_id, "name": e.name, "last_referenced": rfc3339(last_use.get(e.entity_id))}
-        for e in sight.entities(rm, namespace)
-        if now - last_use.get(e.entity_id, 0.0) >= dormant_after_days * DAY
-    ]
+    with rm.snapshot():
+        needs = attention(
+            rm, sight, staleness_of, namespace=namespace, counts=rm.memory_counts(namespace),
+            unvalidated_after_days=unvalidated_after_days, listed=limit,
+        )  # fmt: skip
+        last_use: dict[str, float] = {}
+        for entity_id, agent_id, visibility, t_valid in rm.entity_last_use(namespace, now):
+            if sees(sight.agent_id, agent_id, visibility):
+                last_use[entity_id] = max(last_use.get(entity_id, 0.0), t_valid)
+        dormant = [
+            {"id": e.entity_id, "name": e.name,
+             "last_referenced": rfc3339(last_use.get(e.entity_id))}
+            for e in sight.entities(rm, namespace)
+            if now - last_use.get(e.entity_id, 0.0) >= dormant_after_days * DAY
+        ]  # fmt: skip
     return {
         "namespace": namespace,
         "counts": needs.counts(),

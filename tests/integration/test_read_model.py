@@ -182,8 +182,58 @@ def test_incremental_application_with_restarts_equals_a_rebuild(
         rebuilt = ReadModel.open(root / "rebuilt.sqlite")
         rebuilt.apply(records)
         assert incremental.dump() == rebuilt.dump()
+        assert incremental.dump()["memory_counts"] == recount(incremental)
         incremental.close()
         rebuilt.close()
+
+
+def recount(model: ReadModel) -> list[tuple[object, ...]]:
+    """The ``memory_counts`` aggregate counted afresh from the memories table."""
+    return sorted(
+        model.db.execute(
+            "SELECT namespace, type, coalesce(agent_id, ''), agent_id IS NOT NULL, visibility, "
+            "t_invalid IS NULL, expires_at IS NOT NULL, count(*) FROM memories "
+            "GROUP BY 1, 2, 3, 4, 5, 6, 7"
+        ),
+        key=repr,
+    )
+
+
+def test_memory_counts_follow_every_change_of_a_memory(tmp_path: Path) -> None:
+    """Stored twice (replaced), superseded, marked to expire, forgotten: the kept counts
+    move with each, and a file written before the aggregates existed is counted on open."""
+    path = tmp_path / "rm.sqlite"
+    model = ReadModel.open(path)
+    steps: list[list[Event]] = [
+        [stored("m1"), stored("m2", agent_id="alice", visibility="private")],
+        [stored("m1", agent_id="bob")],
+        [MemorySuperseded(memory_id="m2", namespace="acme", t_invalid=T0)],
+        [MemoryMarked(memory_id="m1", namespace="acme", expires_at=T0)],
+        [MemoriesForgotten(memory_ids=("m2",), namespace="acme")],
+    ]
+    with Journal.open(tmp_path / "j") as journal:
+        for step in steps:
+            journal.append(step)
+        records = list(journal.read())
+    seen = []
+    for record in records:
+        model.apply([record])
+        assert model.dump()["memory_counts"] == recount(model)
+        seen.append([(c.agent_id, c.visibility, c.active, c.expiring, c.n)
+                     for c in model.memory_counts("acme")])  # fmt: skip
+    assert seen == [
+        [(None, "shared", True, False, 1), ("alice", "private", True, False, 1)],
+        [("alice", "private", True, False, 1), ("bob", "shared", True, False, 1)],
+        [("alice", "private", False, False, 1), ("bob", "shared", True, False, 1)],
+        [("alice", "private", False, False, 1), ("bob", "shared", True, True, 1)],
+        [("bob", "shared", True, True, 1)],
+    ]
+    # An older file: no aggregate yet, memories already there.
+    model.db.execute("DROP TABLE memory_counts")
+    model.close()
+    reopened = ReadModel.open(path)
+    assert reopened.dump()["memory_counts"] == recount(reopened) != []
+    reopened.close()
 
 
 def stored(mid: str, **kw: object) -> MemoryStored:

@@ -1,0 +1,189 @@
+"""stats and reflect at many memories: from the read model's aggregates against the old path
+that read and assessed every memory, alternating, on one home.
+
+    python tools/bench_insight.py [--memories 100000] [--ages 30,400] [--rounds 5]
+
+A home here is a read-model file only (stats and reflect read nothing else), built by
+applying ``memory.stored`` events (episodes, facts on a few hundred subjects with entities,
+procedures; three agents' private and shared memories), a fifth of them recalled and a tenth
+validated, their store times spread evenly over the last ``age`` days: a home of the last
+30 days has nothing old enough to be aging, one of 400 days has most memories old enough to
+be assessed. Each round runs the new path and the old one (``old_stats`` / ``old_reflect``,
+the test oracle in ``tests/integration/test_insight_aggregates.py``) back to back, for the
+operator and for one agent, checks that both answer the same, and prints medians.
+Speed is reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ferrex.read.insight import clock_bound, reflect, stats  # noqa: E402
+from ferrex.read.seen import Sight  # noqa: E402
+from ferrex.rules.freshness import StalenessConfig  # noqa: E402
+from journal import (  # noqa: E402
+    Access,
+    EntityCreated,
+    Event,
+    MemoriesAccessed,
+    MemoriesValidated,
+    MemoryBody,
+    MemoryStored,
+    MemorySuperseded,
+    Record,
+)
+from projections.sqlite import ReadModel  # noqa: E402
+from tests.integration.test_insight_aggregates import old_reflect, old_stats  # noqa: E402
+from tools import quiet  # noqa: E402
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+AGENTS = [None, "alice", "bob", "carol"]
+PREDICATES = ["uses", "owns", "runs on", "depends on", "lives in"]
+
+
+def build(path: Path, count: int, age_days: int, seed: int) -> None:
+    rng = random.Random(seed)
+    model = ReadModel.open(path)
+    subjects = [f"service {i}" for i in range(400)]
+    records: list[Record] = []
+    current: dict[tuple[int, str, str | None, str], str] = {}
+    position = 0
+
+    def flush() -> None:
+        model.apply(records)
+        records.clear()
+
+    def add(at: datetime, events: list[Event]) -> None:
+        nonlocal position
+        position += 1
+        records.append(Record(recorded_at=at, events=tuple(events), position=position))
+        if len(records) >= 2_000:
+            flush()
+
+    start = NOW - timedelta(days=age_days)
+    add(start, [EntityCreated(entity_id=f"e{i}", namespace="default", name=s, normalized=s)
+                for i, s in enumerate(subjects)])  # fmt: skip
+    for i in range(count):
+        at = start + timedelta(seconds=age_days * 86_400 * i / count)
+        kind = rng.random()
+        replaced: list[Event] = []
+        agent = rng.choice(AGENTS)
+        visibility = "private" if agent and rng.random() < 0.5 else "shared"
+        common: dict[str, Any] = {
+            "memory_id": f"m{i:07d}", "namespace": "default", "t_valid": at,
+            "agent_id": agent, "visibility": visibility,
+        }  # fmt: skip
+        if kind < 0.6:
+            event = MemoryStored(memory_type="episodic",
+                                 body=MemoryBody(content=f"incident {i} on host {i % 97}"),
+                                 **common)  # fmt: skip
+        elif kind < 0.9:
+            s = rng.randrange(len(subjects))
+            p = rng.choice(PREDICATES)
+            multi = rng.random() < 0.5
+            event = MemoryStored(
+                memory_type="semantic", entity_ids=(f"e{s}",),
+                body=MemoryBody(subject=subjects[s], predicate=p, predicate_normalized=p,
+                                object=f"value {rng.randrange(50)}"),
+                multi_valued=multi, **common,
+            )  # fmt: skip
+            # A new value of a single-valued fact replaces the one before, as a store does
+            # (in one scope; a private value never replaces a shared one), and now and then
+            # both stand, as when an agent's store raced another's.
+            key = (s, p, agent if visibility == "private" else None, visibility)
+            before = None if multi else current.get(key)
+            if not multi:
+                current[key] = common["memory_id"]
+            if before is not None and rng.random() < 0.98:
+                replaced = [
+                    MemorySuperseded(
+                        memory_id=before,
+                        namespace="default",
+                        t_invalid=at,
+                        superseded_by=event.memory_id,
+                    )
+                ]
+        else:
+            event = MemoryStored(memory_type="procedural",
+                                 body=MemoryBody(procedure_name=f"runbook {i % 300}",
+                                                 steps=("check", "restart")), **common)  # fmt: skip
+        add(at, [event, *replaced])
+        later = min(NOW, at + timedelta(days=rng.uniform(0, age_days)))
+        if rng.random() < 0.2:
+            add(later, [MemoriesAccessed(accesses=(Access(f"m{i:07d}", later, 1),))])
+        if rng.random() < 0.1:
+            add(later, [MemoriesValidated(memory_ids=(f"m{i:07d}",), at=later)])
+    flush()
+    model.close()
+
+
+def timed(call: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = call()
+    return time.perf_counter() - start, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--ages", default="30,400", help="days the store times spread over")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per home")
+    parser.add_argument("--seed", type=int, default=7)
+    quiet.add_arguments(parser)
+    args = parser.parse_args()
+    quiet.begin(args)
+    config = StalenessConfig()
+    now = NOW.timestamp()
+    for age in (int(a) for a in args.ages.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "rm.sqlite"
+            took, _ = timed(lambda: build(path, args.memories, age, args.seed))  # noqa: B023
+            rm = ReadModel.open(path)
+            old_enough = sum(
+                len(rm.clocked_before("default", t, clock_bound(config.base, t, now)))
+                for t in ("episodic", "semantic", "procedural")
+            )
+            seen = stats(rm, Sight(None, now), config, namespace=None, detailed=True)
+            print(f"home: {rm.count()} memories over {age} days, built in {took:.1f} s; "
+                  f"{old_enough} old enough to be assessed; the operator sees "
+                  f"{seen['needs_attention']}", flush=True)  # fmt: skip
+            for agent in (None, "alice"):
+                sight = Sight(agent, now)
+                keys = ("stats", "old stats", "reflect", "old reflect")
+                sides: dict[str, list[float]] = {k: [] for k in keys}
+                for _ in range(args.rounds):
+                    t1, new = timed(lambda: stats(rm, sight, config, namespace=None,  # noqa: B023
+                                                  detailed=True))  # fmt: skip
+                    t2, old = timed(lambda: old_stats(rm, sight, config, None))  # noqa: B023
+                    assert new == old, "stats differ from the old path"
+                    t3, new = timed(lambda: reflect(rm, sight, config, namespace=None))  # noqa: B023
+                    t4, old = timed(lambda: old_reflect(rm, sight, config, None, 10))  # noqa: B023
+                    assert new == old, "reflect differs from the old path"
+                    for key, t in zip(sides, (t1, t2, t3, t4), strict=True):
+                        sides[key].append(t)
+                med = {k: statistics.median(v) * 1000 for k, v in sides.items()}
+                parts = [
+                    f"{k} {med[k]:8.1f} ms (old {med['old ' + k]:8.1f} ms, "
+                    f"x{med['old ' + k] / med[k]:.1f})"
+                    for k in ("stats", "reflect")
+                ]
+                print(f"  {agent or 'operator':8} " + "   ".join(parts)
+                      + f"   medians of {args.rounds} alternating rounds; answers identical",
+                      flush=True)  # fmt: skip
+            rm.close()
+
+
+if __name__ == "__main__":
+    main()
