@@ -202,7 +202,7 @@ def test_a_terminal_sees_the_progress_line_with_its_eta(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert json.loads(done.stdout)["counts"] == {"stored": 3}
     line = shown.decode()
-    assert "importing  3/3 memories  100.0%" in line and "ETA 0:00" in line, line
+    assert "importing  [" in line and "3/3 memories  100.0%" in line and "ETA 0:00" in line, line
 
 
 def test_an_embeddings_server_that_cannot_be_reached_stores_nothing(tmp_path: Path) -> None:
