@@ -368,24 +368,18 @@ class App:
                     reason = "a journal repair removed records the projections still hold"
                     log.warning("projections: rebuilding from the journal: %s", reason)
                     check_rebuild_room(self.home, reserve, reason)
-                    self._projections = Projections.replay(
-                        self.home,
-                        self.journal(),
-                        self.backend(),
-                        self.encoders(),
-                        rules=build_rules(self.config),
-                        progress=progress,
-                    )
+                else:
+                    self._refuse_mixing()
+                stores = (self.home, self.journal(), self.backend(), self.encoders())
+                rules = build_rules(self.config)
+                if marker.exists():
+                    self._projections = Projections.replay(*stores, rules=rules, progress=progress)
                     marker.unlink()
                     fsync_dir(self.home)
                 else:
-                    self._refuse_mixing()
                     self._projections = Projections.open(
-                        self.home,
-                        self.journal(),
-                        self.backend(),
-                        self.encoders(),
-                        rules=build_rules(self.config),
+                        *stores,
+                        rules=rules,
                         progress=progress,
                         before_build=lambda why: check_rebuild_room(self.home, reserve, why),
                     )
