@@ -71,7 +71,13 @@ def recall_at_k(
     started = time.perf_counter()
     for n, query in enumerate(bench.queries, 1):
         result = reader.recall(
-            RecallRequest(query=query.text, namespace=query.namespace, limit=K, count_access=False)
+            RecallRequest(
+                query=query.text,
+                namespace=query.namespace,
+                limit=K,
+                count_access=False,
+                min_relevance=0.0,
+            )  # measured untrimmed, as eval_retrieval
         )
         keys: set[str] = set()
         for r in result.results[:K]:

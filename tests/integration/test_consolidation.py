@@ -66,6 +66,9 @@ class World:
     root: Path
 
     def recall(self, query: str, **kw: object) -> list[str]:
+        """Every candidate up to ten, none trimmed for relevance (``min_relevance=0``): the
+        tests look at which memories recall can reach, not at how relevant it judges them."""
+        kw.setdefault("min_relevance", 0.0)
         result = self.reader.recall(RecallRequest(query=query, limit=10, **kw))  # type: ignore[arg-type]
         return [str(r["id"]) for r in result.results]
 
