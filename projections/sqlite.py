@@ -1263,6 +1263,32 @@ class ReadModel:
         wanted = None if memory_ids is None else set(memory_ids)
         return [c for key, c in sorted(out.items()) if wanted is None or c.memory_id in wanted]
 
+    def possible_conflict_rows(self, namespace: str | None = None) -> list[PossibleConflict]:
+        """The possible conflicts as their events recorded them (one row a pair and
+        direction, merged or differing entities included), by memory and other: what a dump
+        carries."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            PossibleConflict(str(m), str(o), str(e), str(f), str(r), float(c))
+            for m, o, e, f, r, c in self.db.execute(
+                "SELECT memory_id, other_id, entity_id, other_entity_id, reason, score FROM "
+                f"possible_conflicts {where} ORDER BY memory_id, other_id",
+                args,
+            )
+        ]
+
+    def differing(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
+        """Every pair of entities said to differ: (namespace, entity, other), by ids."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            (str(n), str(e), str(o))
+            for n, e, o in self.db.execute(
+                f"SELECT namespace, entity_id, other_id FROM entity_differs {where} "
+                "ORDER BY entity_id, other_id",
+                args,
+            )
+        ]
+
     def entities_differ(self, a: str, b: str) -> bool:
         """Whether the two entities were said to differ (or split apart)."""
         first, second = sorted((a, b))

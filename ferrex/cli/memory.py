@@ -35,7 +35,13 @@ from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, 
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting import chats
-from ferrex.porting.dump import Restored, RestoredEntity, is_dump_line, parse_dump_line
+from ferrex.porting.dump import (
+    Restored,
+    RestoredEntity,
+    RestoredFlag,
+    is_dump_line,
+    parse_dump_line,
+)
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
 from ferrex.rules.memory_input import StoreRequest
@@ -456,7 +462,7 @@ def _import_dump(
     """Restore a dump: ids and times kept; ids that exist are skipped."""
     model = writer.embedder.model()
     outcomes: list[dict[str, Any]] = []
-    items: list[tuple[int, Restored | RestoredEntity]] = []
+    items: list[tuple[int, Restored | RestoredEntity | RestoredFlag]] = []
     for number, raw in parsed:
         try:
             items.append(

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Literal
 
 from ferrex.errors import UsageError
 from ferrex.ids import plausible_id
@@ -75,6 +75,16 @@ ENTITY: Final = "entity"
 ENTITY_FIELDS: Final = ("id", "type", "namespace", "name", "normalized", "kind", "agent_id",
                         "aliases")  # fmt: skip
 """Every key an entity's dump line may have, in the order it is written."""
+
+POSSIBLE: Final = "possible_conflict"
+"""The ``type`` of a line recording that two dumped facts were kept as possibly conflicting."""
+
+DIFFER: Final = "entities_differ"
+"""The ``type`` of a line recording that two dumped entities were said to differ."""
+
+FLAG_FIELDS: Final = ("id", "type", "namespace", "other_id", "entity_id", "other_entity_id",
+                      "reason", "score")  # fmt: skip
+"""Every key a flag's line may have (``id`` is the memory's, or the first entity's)."""
 
 ALIAS_FIELDS: Final = ("alias", "normalized", "match", "score", "agent_id")
 """Every key of one of an entity line's ``aliases``."""
@@ -119,6 +129,74 @@ def dumped_entities(
     for entity_id, memory_id in read_model.links([e.entity_id for e in entities]):
         named[entity_id] = named.get(entity_id, False) or memory_id in dumped
     return [e for e in entities if named.get(e.entity_id, True)]
+
+
+def dumped_flags(
+    read_model: ReadModel,
+    memories: Sequence[Memory],
+    entities: Sequence[Entity],
+    namespace: str | None,
+) -> list[dict[str, Any]]:
+    """The possible conflicts between dumped facts and the differences between dumped
+    entities, as dump lines (after the memories they name)."""
+    namespaces = {m.memory_id: m.namespace for m in memories}
+    flags: list[dict[str, Any]] = [
+        {"id": c.memory_id, "type": POSSIBLE, "namespace": namespaces[c.memory_id],
+         "other_id": c.other_id, "entity_id": c.entity_id, "other_entity_id": c.other_entity_id,
+         "reason": c.reason, "score": c.score}
+        for c in read_model.possible_conflict_rows(namespace)
+        if c.memory_id in namespaces and c.other_id in namespaces
+    ]  # fmt: skip
+    dumped = {e.entity_id for e in entities}
+    flags += [
+        {"id": first, "type": DIFFER, "namespace": ns, "other_id": other}
+        for ns, first, other in read_model.differing(namespace)
+        if first in dumped and other in dumped
+    ]
+    return flags
+
+
+@dataclass(frozen=True)
+class RestoredFlag:
+    """One flag line, checked: a possible conflict between two facts (``kind`` POSSIBLE:
+    ``first``/``other`` are memories), or two entities said to differ (DIFFER)."""
+
+    kind: Literal["possible_conflict", "entities_differ"]
+    namespace: str
+    first: str
+    other: str
+    entity_id: str = ""
+    other_entity_id: str = ""
+    reason: str = ""
+    score: float = 1.0
+
+
+def parse_flag_line(raw: Mapping[str, Any], where: str) -> RestoredFlag:
+    """Check one flag line; raise UsageError naming ``where`` and the field."""
+    unknown = sorted(set(raw) - set(FLAG_FIELDS))
+    if unknown:
+        raise UsageError(
+            f"unknown field {unknown[0]!r} in {where}",
+            hint=f"a {raw['type']} line has: {', '.join(FLAG_FIELDS)}",
+        )
+    kind = raw["type"]
+    ids = ["id", "other_id"] + (["entity_id", "other_entity_id"] if kind == POSSIBLE else [])
+    for key in ids:
+        if not plausible_id(raw.get(key)):
+            raise UsageError(f"{key} in {where} is not an id", hint="ids come from a dump")
+    namespace = raw.get("namespace")
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise UsageError(f"namespace in {where} must be a namespace name")
+    if kind == DIFFER:
+        return RestoredFlag(DIFFER, namespace, str(raw["id"]), str(raw["other_id"]))
+    reason, score = raw.get("reason", "head word"), raw.get("score", 1.0)
+    if not isinstance(reason, str) or not reason.strip():
+        raise UsageError(f"reason in {where} must be a text")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+        raise UsageError(f"score in {where} must be a number from 0 to 1")
+    return RestoredFlag(POSSIBLE, namespace, str(raw["id"]), str(raw["other_id"]),
+                        str(raw["entity_id"]), str(raw["other_entity_id"]), reason,
+                        float(score))  # fmt: skip
 
 
 def entity_line(entity: Entity, spellings: Sequence[AliasMatch]) -> bytes:
@@ -257,11 +335,13 @@ def parse_dump_line(
     count_tokens: Callable[[str], int | None] | None = None,
     window: int | None = None,
     secrets: SecretsMode = "refuse",
-) -> Restored | RestoredEntity:
-    """Check one parsed dump line, an entity's or a memory's (``secrets``: what a likely
-    secret in a memory's text does, :func:`parse_line`)."""
+) -> Restored | RestoredEntity | RestoredFlag:
+    """Check one parsed dump line, an entity's, a memory's or a flag's (``secrets``: what a
+    likely secret in a memory's text does, :func:`parse_line`)."""
     if raw.get("type") == ENTITY:
         return parse_entity_line(raw, where)
+    if raw.get("type") in (POSSIBLE, DIFFER):
+        return parse_flag_line(raw, where)
     return parse_line(raw, where, limits, count_tokens=count_tokens, window=window, secrets=secrets)
 
 
@@ -469,6 +549,8 @@ def write_dump(
         out.write(dump_line(memory, names) + b"\n")
         if progress is not None and (done % 512 == 0 or done == len(memories)):
             progress(done, len(memories))
+    for flag in dumped_flags(read_model, memories, entities, namespace):
+        out.write(json.dumps(flag, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
     invalidated = sum(1 for m in memories if m.t_invalid is not None)
     return DumpResult(len(memories), len(entities), invalidated, redacted)
 

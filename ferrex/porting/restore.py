@@ -29,7 +29,7 @@ from ferrex.core.decide import Decision, NewId
 from ferrex.core.runner import Batch
 from ferrex.core.settings import StoreSettings
 from ferrex.core.view import View
-from ferrex.porting.dump import Restored, RestoredEntity
+from ferrex.porting.dump import POSSIBLE, Restored, RestoredEntity, RestoredFlag
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.predicates import normalize_predicate
@@ -37,9 +37,11 @@ from ferrex.rules.visibility import in_scope, scope_of
 from ferrex.store import Writer
 from journal import (
     Access,
+    EntitiesDiffer,
     EntityAliasAdded,
     EntityCreated,
     Event,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesValidated,
     MemoryBody,
@@ -61,7 +63,7 @@ class Restore:
 
 def restore_many(
     writer: Writer,
-    items: Sequence[Restored | RestoredEntity],
+    items: Sequence[Restored | RestoredEntity | RestoredFlag],
     *,
     chunk: int = 256,
     progress: Callable[[int, int], None] | None = None,
@@ -69,17 +71,26 @@ def restore_many(
     """Restore every item not already present; one outcome per item, in order."""
 
     dumped = {i.entity_id: i for i in items if isinstance(i, RestoredEntity)}
+    fresh: set[str] = set()
+    """Memories and entities this restore journals (a flag between two that were there
+    already is not journaled again: importing a dump twice adds nothing)."""
 
-    def prepare(part: Sequence[Restored | RestoredEntity]) -> None:
+    def prepare(part: Sequence[Restored | RestoredEntity | RestoredFlag]) -> None:
         texts = [memory_text(i.valid.type, _body(i, None)) for i in part if isinstance(i, Restored)]
         writer.embedder.embed_many(texts)
 
-    def decide(item: Restored | RestoredEntity, batch: Batch) -> Decision[Restore]:
+    def decide(item: Restored | RestoredEntity | RestoredFlag, batch: Batch) -> Decision[Restore]:
+        if isinstance(item, RestoredFlag):
+            return decide_flag(item, batch.view, fresh)
         if isinstance(item, RestoredEntity):
-            return decide_entity(item, batch.view, settings=writer.settings)
-        return decide_restore(
-            item, batch.view, new_id=writer.new_id, settings=writer.settings, entities=dumped
-        )
+            decided = decide_entity(item, batch.view, settings=writer.settings)
+        else:
+            decided = decide_restore(
+                item, batch.view, new_id=writer.new_id, settings=writer.settings, entities=dumped
+            )
+        if decided.result.status == "stored":
+            fresh.add(decided.result.id)
+        return decided
 
     outcomes = writer.runner.run(items, decide, chunk=chunk, prepare=prepare, progress=progress)
     restored = [o for o in outcomes if isinstance(o, Restore)]
@@ -105,6 +116,26 @@ def decide_restore(
         return Decision((), Restore("skipped", item.memory_id))
     events = _events(item, view, new_id, settings, entities or {})
     return Decision(tuple(events), Restore("stored", item.memory_id))
+
+
+def decide_flag(item: RestoredFlag, view: View, fresh: set[str]) -> Decision[Restore]:
+    """A dumped possible conflict between two facts, or a difference between two entities,
+    journaled as its event when this restore journaled one of the two and the home holds
+    both; skipped otherwise."""
+    if item.kind == POSSIBLE:
+        there = view.memory(item.first) is not None and view.memory(item.other) is not None
+        event: Event = FactsPossiblyConflicting(
+            memory_id=item.first, namespace=item.namespace, others=(item.other,),
+            entity_id=item.entity_id, other_entity_id=item.other_entity_id,
+            reason=item.reason, score=item.score,
+        )  # fmt: skip
+    else:
+        names = {s.entity_id for s in view.spellings(item.namespace)}
+        there = item.first in names and item.other in names
+        event = EntitiesDiffer(entity_id=item.first, other_id=item.other, namespace=item.namespace)
+    if not there or not ({item.first, item.other} & fresh):
+        return Decision((), Restore("skipped", item.first))
+    return Decision((event,), Restore("stored", item.first))
 
 
 def decide_entity(

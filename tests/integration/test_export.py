@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -697,3 +698,49 @@ def test_a_live_dump_leaves_out_entities_only_superseded_memories_name(
     # "ledger" is the subject's entity, which the live fact names too
     assert entity_names_in(False) == ["ledger", "libbar"]
     assert entity_names_in(True) == ["ledger", "libbar", "libfoo"]
+
+
+def test_possible_conflicts_and_differences_come_back_whole(
+    two_homes: tuple[Writer, Writer],
+) -> None:
+    source, restored = two_homes
+    facts = [
+        StoreRequest(subject="billing service", predicate="is owned by", object="team Atlas"),
+        StoreRequest(subject="billing", predicate="owned by", object="team Nova"),  # possibly
+        StoreRequest(subject="staging db", predicate="hosted on", object="pg-stage-02"),
+        StoreRequest(subject="production db", predicate="hosted on", object="pg-prod-01"),
+    ]
+    for request in facts:
+        result = source.store(request)
+        assert result.status == "stored"
+    source.entity("differ", "staging db", "production db")
+    rows = read_model_rows(source.projections.read_model)
+    assert rows["possible_conflicts"] and rows["entity_differs"]
+
+    out = io.BytesIO()
+    write_dump(source.projections.read_model, out, include_invalidated=True)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert {line["type"] for line in lines} >= {"possible_conflict", "entities_differ"}
+    items = [parse_dump_line(raw, f"line {n}") for n, raw in enumerate(lines, 1)]
+    assert {o.status for o in restore_many(restored, items)} == {"stored"}
+    assert read_model_rows(restored.projections.read_model) == rows
+    head = restored.journal.refresh().position
+    assert {o.status for o in restore_many(restored, items)} == {"skipped"}
+    assert restored.journal.refresh().position == head, "a second import adds nothing"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"type": "possible_conflict", "id": "mem_1", "namespace": "default"},
+         "other_id in line 1"),
+        ({"type": "possible_conflict", "id": "mem_1", "other_id": "mem_2", "entity_id": "ent_1",
+          "other_entity_id": "ent_2", "namespace": "default", "score": 3}, "score in line 1"),
+        ({"type": "entities_differ", "id": "ent_1", "other_id": "ent_2"}, "namespace in line 1"),
+        ({"type": "entities_differ", "id": "ent_1", "other_id": "ent_2", "namespace": "default",
+          "colour": "blue"}, "unknown field 'colour'"),
+    ],
+)  # fmt: skip
+def test_bad_flag_lines_are_refused(line: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)):
+        parse_dump_line(line, "line 1")
