@@ -17,10 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service as DriverService
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
 
 from ferrex.app import App
 from ferrex.config import load as load_config
@@ -152,7 +154,10 @@ def test_entity_page_shows_spellings_and_the_graph(browser: WebDriver, served: S
     field.clear()
     field.send_keys("TOKIO")  # any spelling
     field.submit()
-    assert browser.find_element(By.ID, "entity-name").text == "tokio"
+    # the submit loads a new page: wait for it (the old page's elements go stale meanwhile)
+    WebDriverWait(browser, 60, ignored_exceptions=[StaleElementReferenceException]).until(
+        lambda b: b.find_element(By.ID, "entity-name").text == "tokio"
+    )
     spellings = texts(browser, "#aliases td:first-child")
     assert "tokio" in spellings
 
