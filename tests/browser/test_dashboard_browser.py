@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service as DriverService
 from selenium.webdriver.common.by import By
@@ -81,6 +81,14 @@ def texts(driver: WebDriver, css: str) -> list[str]:
     return [el.text for el in driver.find_elements(By.CSS_SELECTOR, css)]
 
 
+def shown(driver: WebDriver, by: str, value: str, text: str) -> None:
+    """Waits (polls, up to a minute) until the element shows ``text``: a form's submit does
+    not always wait for the page it loads, and the old page's elements go stale meanwhile."""
+    WebDriverWait(
+        driver, 60, ignored_exceptions=[NoSuchElementException, StaleElementReferenceException]
+    ).until(lambda d: text in d.find_element(by, value).text)
+
+
 def test_search_then_memory_then_history(browser: WebDriver, served: Served, home: Home) -> None:
     browser.get(served.login_url)
     # The token was traded for a cookie the page's scripts cannot read, and left the URL.
@@ -92,7 +100,7 @@ def test_search_then_memory_then_history(browser: WebDriver, served: Served, hom
     box = browser.find_element(By.ID, "q")
     box.send_keys("which tokio does api-server use")
     browser.find_element(By.ID, "go").click()
-    assert "q=which+tokio" in browser.current_url  # a shareable URL
+    WebDriverWait(browser, 60).until(lambda d: "q=which+tokio" in d.current_url)  # shareable
     hits = browser.find_elements(By.CSS_SELECTOR, ".hit")
     assert hits, browser.page_source[:2000]
     first = hits[0]
@@ -154,10 +162,8 @@ def test_entity_page_shows_spellings_and_the_graph(browser: WebDriver, served: S
     field.clear()
     field.send_keys("TOKIO")  # any spelling
     field.submit()
-    # the submit loads a new page: wait for it (the old page's elements go stale meanwhile)
-    WebDriverWait(browser, 60, ignored_exceptions=[StaleElementReferenceException]).until(
-        lambda b: b.find_element(By.ID, "entity-name").text == "tokio"
-    )
+    shown(browser, By.ID, "entity-name", "tokio")
+    assert browser.find_element(By.ID, "entity-name").text == "tokio"
     spellings = texts(browser, "#aliases td:first-child")
     assert "tokio" in spellings
 
@@ -176,12 +182,13 @@ def test_health_forget_asks_first(browser: WebDriver, served: Served, home: Home
         if "bigger connection pool" in r.text
     )
     row.find_element(By.CSS_SELECTOR, "button.forget").click()
-    assert "Forget 1 memory?" in browser.find_element(By.TAG_NAME, "h1").text
+    shown(browser, By.TAG_NAME, "h1", "Forget 1 memory?")
     assert "bigger connection pool" in browser.find_element(By.TAG_NAME, "main").text
     scratch = f"{served.base}/api/v1/memory/{home.ids['scratch']}"
     token = {"Authorization": f"Bearer {operator_token(home.path)}"}
     assert httpx.get(scratch, headers=token, timeout=60).status_code == 200  # not yet
     browser.find_element(By.ID, "really-forget").click()
+    shown(browser, By.ID, "done", "Forgotten")
     assert browser.find_element(By.ID, "done").text == "Forgotten"
     browser.get(served.base + "/?q=bigger+connection+pool")
     assert not any("bigger connection pool" in t for t in texts(browser, ".hit"))
