@@ -173,12 +173,7 @@ class RestoredFlag:
 
 def parse_flag_line(raw: Mapping[str, Any], where: str) -> RestoredFlag:
     """Check one flag line; raise UsageError naming ``where`` and the field."""
-    unknown = sorted(set(raw) - set(FLAG_FIELDS))
-    if unknown:
-        raise UsageError(
-            f"unknown field {unknown[0]!r} in {where}",
-            hint=f"a {raw['type']} line has: {', '.join(FLAG_FIELDS)}",
-        )
+    _only_fields(raw, FLAG_FIELDS, where, f"a {raw['type']} line")
     kind = raw["type"]
     ids = ["id", "other_id"] + (["entity_id", "other_entity_id"] if kind == POSSIBLE else [])
     for key in ids:
@@ -347,12 +342,7 @@ def parse_dump_line(
 
 def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
     """Check one entity line; raise UsageError naming ``where`` and the field."""
-    unknown = sorted(set(raw) - set(ENTITY_FIELDS))
-    if unknown:
-        raise UsageError(
-            f"unknown field {unknown[0]!r} in {where}",
-            hint=f"an entity line has: {', '.join(ENTITY_FIELDS)}",
-        )
+    _only_fields(raw, ENTITY_FIELDS, where, "an entity line")
     entity_id = raw.get("id")
     if not plausible_id(entity_id):
         raise UsageError(f"id in {where} is not an entity id", hint="ids come from a dump")
@@ -408,12 +398,7 @@ def parse_line(
 ) -> Restored:
     """Check one parsed dump line; raise UsageError naming ``where`` and the field.
     ``secrets``: what a likely secret in its text does (``ferrex import --secrets``)."""
-    unknown = sorted(set(raw) - set(FIELDS))
-    if unknown:
-        raise UsageError(
-            f"unknown field {unknown[0]!r} in {where}",
-            hint=f"a dump line has: {', '.join(FIELDS)}",
-        )
+    _only_fields(raw, FIELDS, where, "a dump line")
     memory_id = raw.get("id")
     if not plausible_id(memory_id):
         raise UsageError(f"id in {where} is not a memory id", hint="ids come from a dump")
@@ -494,6 +479,15 @@ def parse_line(
         entity_ids=tuple(entity_ids),
         import_key=import_key,
     )
+
+
+def _only_fields(raw: Mapping[str, Any], fields: Sequence[str], where: str, what: str) -> None:
+    """Refuse a line with a key its kind does not have, naming the first and the kind's keys."""
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise UsageError(
+            f"unknown field {unknown[0]!r} in {where}", hint=f"{what} has: {', '.join(fields)}"
+        )
 
 
 def _optional_text(raw: Mapping[str, Any], key: str, where: str) -> str | None:
