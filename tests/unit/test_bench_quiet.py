@@ -40,13 +40,44 @@ def test_a_quiet_machine_runs_and_reports_the_load_before_and_after(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.5, 0.6))
+    _clocks(monkeypatch, busy=[100.0, 130.0], own=[5.0, 34.0])  # 30 s busy, 29 of them ours
     registered: list[object] = []
     monkeypatch.setattr(quiet.atexit, "register", registered.append)
     quiet.begin(_args("--max-load", "1"))
     registered[0]()  # type: ignore[operator]
     out = capsys.readouterr().out
     assert "before: load average 0.40 0.50 0.60" in out and "after: load average" in out
+    assert "other processes used 0.10 cores on average" in out
     assert "NOISY" not in out
+
+
+def _clocks(monkeypatch: pytest.MonkeyPatch, *, busy: list[float], own: list[float]) -> None:
+    """Machine busy seconds, own CPU seconds and the wall clock (10 s apart), one per call."""
+    monkeypatch.setattr(quiet, "busy_seconds", iter(busy).__next__)
+    monkeypatch.setattr(quiet, "own_seconds", iter(own).__next__)
+    monkeypatch.setattr(quiet, "wall_seconds", iter([0.0, 10.0]).__next__)
+
+
+def test_other_processes_working_beside_the_run_make_it_noisy_but_its_own_work_does_not(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.5, 0.6))
+    registered: list[object] = []
+    monkeypatch.setattr(quiet.atexit, "register", registered.append)
+    # The run keeps both cores busy itself (20 of 20 s): quiet, however high the load after.
+    _clocks(monkeypatch, busy=[0.0, 20.0], own=[0.0, 20.0])
+    quiet.begin(_args())
+    monkeypatch.setattr(os, "getloadavg", lambda: (2.0, 1.0, 0.6))
+    registered.pop()()  # type: ignore[operator]
+    assert "NOISY" not in capsys.readouterr().out
+    # Others took 8 CPU seconds in 10 s beside it: 0.8 cores.
+    _clocks(monkeypatch, busy=[0.0, 18.0], own=[0.0, 10.0])
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.5, 0.6))
+    quiet.begin(_args())
+    registered.pop()()  # type: ignore[operator]
+    out = capsys.readouterr().out
+    assert "other processes used 0.80 cores on average" in out
+    assert "NOISY: these figures were taken on a busy machine (other processes used 0.80" in out
 
 
 def test_every_benchmark_checks_the_load() -> None:
