@@ -196,9 +196,6 @@ def _fix(p: Projections, drift: Drift) -> None:
 
 def _fix_rows(p: Projections, keys: set[str]) -> None:
     """Replace the differing rows with those of a replay of just the affected keys."""
-    rm = p.read_model
-    ids = sorted(keys)
-    marks = ",".join("?" * len(ids))
     scratch_path = p.home / f"reconcile-fix-{os.getpid()}.sqlite"
     remove_sqlite(scratch_path)
     scratch = ReadModel.open(scratch_path, rules=p.rules)
@@ -208,51 +205,20 @@ def _fix_rows(p: Projections, keys: set[str]) -> None:
     finally:
         scratch.close()
     try:
-        rm.db.execute("ATTACH DATABASE ? AS scratch", (str(scratch_path),))
-        rm.db.execute("BEGIN IMMEDIATE")
-        try:
-            for table, key in (
-                ("memories", "memory_id"),
-                ("memory_entities", "memory_id"),
-                ("entities", "entity_id"),
-                ("aliases", "entity_id"),
-            ):
-                rm.db.execute(f"DELETE FROM main.{table} WHERE {key} IN ({marks})", ids)
-                rm.db.execute(
-                    f"INSERT INTO main.{table} SELECT * FROM scratch.{table} "
-                    f"WHERE {key} IN ({marks})",
-                    ids,
-                )
-            rm.db.execute("COMMIT")
-        except BaseException:
-            rm.db.execute("ROLLBACK")
-            raise
-        finally:
-            rm.db.execute("DETACH DATABASE scratch")
+        p.read_model.replace_rows(scratch_path, sorted(keys))
     finally:
         remove_sqlite(scratch_path)
 
 
 def _row_differences(live: ReadModel, replayed: ReadModel) -> list[str]:
     """Keys (memory or entity ids) whose rows differ between two read models."""
-    keys: set[str] = set()
-    for table, key_index in (("memories", 0), ("memory_entities", 0), ("entities", 0)):
-        a = {row for row in live.db.execute(f"SELECT * FROM {table}")}
-        b = {row for row in replayed.db.execute(f"SELECT * FROM {table}")}
-        keys.update(str(row[key_index]) for row in a ^ b)
-    a = set(live.db.execute("SELECT * FROM aliases"))
-    b = set(replayed.db.execute("SELECT * FROM aliases"))
-    keys.update(str(row[3]) for row in a ^ b)  # the alias's entity id
-    return sorted(keys)
+    return live.differing_keys(replayed)
 
 
 def _alias_points(rm: ReadModel) -> dict[str, tuple[str, str, str]]:
     """The entity points the read model implies: id -> (namespace, normalized, entity)."""
     return {
-        alias_point_id(ns, norm, entity): (str(ns), str(norm), str(entity))
-        for ns, norm, entity in rm.db.execute(
-            "SELECT namespace, normalized, entity_id FROM aliases"
-        )
+        alias_point_id(ns, norm, entity): (ns, norm, entity) for ns, norm, entity in rm.alias_rows()
     }
 
 
