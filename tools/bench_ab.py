@@ -1,0 +1,196 @@
+"""Two versions of ferrex side by side on the same home: recall and store, interleaved.
+
+    python tools/bench_ab.py --home DIR --base TREE [--queries 200] [--stores 50]
+
+A comparison taken in two runs at two moments measures the machine as much as the code. This
+one runs both sides at once, in two worker processes: this tree (B) and another checkout
+``--base TREE`` (A, for example ``git archive <commit> | tar -x -C /tmp/base``), each on its
+own fresh copy of ``--home`` (a home built by ``tools/bench.py --reuse``, whose embedding
+cache then serves the stored texts). Every call goes to both sides in turn, the side that
+goes first alternating, so a burst of other work falls on both. Each worker reports the
+process CPU time of the call (all its threads: ONNX Runtime and Qdrant Edge included) and
+its wall time; at the end its resident memory (total, anonymous, file-backed). Recalls are
+new query texts (each one embedded), five results, nothing trimmed; stores are new, distinct
+episodic memories, each fsynced. The output gives medians per side and the ratio B / A.
+Speed is reported, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _worker(tree: Path, home: Path) -> None:
+    """Serve calls read as JSON lines on stdin; answer each with its CPU and wall time."""
+    sys.path.insert(0, str(tree))
+    from ferrex.app import App
+    from ferrex.config import load
+    from ferrex.read.recall import RecallRequest
+    from ferrex.rules.memory_input import StoreRequest
+
+    app = App(home=home, config=load(home, env={}))
+    reader, writer = app.reader(), app.writer()
+    reader.recall(RecallRequest(query="warm up the model", min_relevance=0))
+    out = sys.stdout
+    import ferrex
+
+    out.write(json.dumps({"ready": True, "code": str(Path(ferrex.__file__).parent)}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        call = json.loads(line)
+        cpu, wall = time.process_time(), time.perf_counter()
+        if call["op"] == "recall":
+            reader.recall(RecallRequest(query=call["text"], limit=5, min_relevance=0))
+        elif call["op"] == "store":
+            writer.store(StoreRequest(content=call["text"]))
+        else:
+            break
+        answer = {
+            "cpu_ms": (time.process_time() - cpu) * 1000,
+            "wall_ms": (time.perf_counter() - wall) * 1000,
+        }
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+    out.write(json.dumps({"memory": _memory()}) + "\n")
+    out.flush()
+    app.close()
+
+
+def _memory() -> dict[str, float]:
+    """Resident memory in MB from ``/proc/self/status``: total, anonymous, file-backed."""
+    wanted = {"VmRSS": "rss", "RssAnon": "anonymous", "RssFile": "file"}
+    found: dict[str, float] = {}
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in wanted:
+                found[wanted[key]] = int(value.split()[0]) / 1024
+    return found
+
+
+class Side:
+    def __init__(self, name: str, tree: Path, home: Path) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker", str(tree), str(home)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tree,
+        )
+        self.calls: dict[str, list[dict[str, float]]] = {"recall": [], "store": []}
+        self.memory: dict[str, float] = {}
+        ready = json.loads(self._read())
+        assert ready.get("ready")
+        self.code = str(ready["code"])
+
+    def _read(self) -> str:
+        stdout: IO[str] | None = self.proc.stdout
+        assert stdout is not None
+        line = stdout.readline()
+        if not line:
+            raise SystemExit(f"side {self.name}: the worker stopped (exit {self.proc.wait()})")
+        return line
+
+    def call(self, op: str, text: str) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        stdin.write(json.dumps({"op": op, "text": text}) + "\n")
+        stdin.flush()
+        self.calls[op].append(json.loads(self._read()))
+
+    def finish(self) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        stdin.write(json.dumps({"op": "end"}) + "\n")
+        stdin.flush()
+        self.memory = json.loads(self._read())["memory"]
+        self.proc.wait()
+
+
+def _median(calls: list[dict[str, float]], key: str) -> float:
+    return statistics.median(c[key] for c in calls) if calls else float("nan")
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--worker":
+        _worker(Path(sys.argv[2]), Path(sys.argv[3]))
+        return
+    sys.path.insert(0, str(ROOT))
+    from tools import quiet
+    from tools.bench_journal import WORDS
+
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--home", type=Path, required=True, help="a built home (copied per side)")
+    parser.add_argument("--base", type=Path, required=True, help="the other tree (side A)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--stores", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    quiet.add_arguments(parser)
+    args = parser.parse_args()
+    if not (args.base / "ferrex" / "app.py").is_file():
+        parser.error(f"--base {args.base} is not a ferrex tree (no ferrex/app.py)")
+    if not args.home.is_dir():
+        parser.error(f"--home {args.home} does not exist")
+    quiet.begin(args)
+    rng = random.Random(args.seed)
+    stamp = time.time_ns()
+    with tempfile.TemporaryDirectory(prefix="ferrex-ab-") as tmp:
+        homes = {}
+        for name in ("A", "B"):
+            homes[name] = Path(tmp) / name
+            shutil.copytree(args.home, homes[name], symlinks=True)
+        sides = [Side("A", args.base.resolve(), homes["A"]), Side("B", ROOT, homes["B"])]
+        queries = [" ".join(rng.choice(WORDS) for _ in range(6)) for _ in range(args.queries)]
+        for i, query in enumerate(queries):
+            for side in sides if i % 2 == 0 else sides[::-1]:
+                side.call("recall", query)
+        for i in range(args.stores):
+            content = " ".join(rng.choice(WORDS) for _ in range(14))
+            for side in sides if i % 2 == 0 else sides[::-1]:
+                side.call("store", f"{content} (ab note {i} {stamp})")
+        for side in sides:
+            side.finish()
+    a, b = sides
+    print(f"A runs {a.code}, B runs {b.code}; home {args.home} copied per side")
+    print("| median ms | A cpu | B cpu | B/A cpu | A wall | B wall | B/A wall |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    figures: dict[str, Any] = {}
+    for op in ("recall", "store"):
+        row = {
+            f"{s.name}_{k}": _median(s.calls[op], f"{k}_ms") for s in sides for k in ("cpu", "wall")
+        }
+        figures[op] = row
+        print(
+            f"| {op} (n={len(a.calls[op])}) | {row['A_cpu']:.1f} | {row['B_cpu']:.1f} | "
+            f"{row['B_cpu'] / row['A_cpu']:.2f} | {row['A_wall']:.1f} | {row['B_wall']:.1f} | "
+            f"{row['B_wall'] / row['A_wall']:.2f} |"
+        )
+    for s in sides:
+        m = s.memory
+        print(
+            f"{s.name} resident after the calls: {m.get('rss', 0):.0f} MB "
+            f"({m.get('anonymous', 0):.0f} anonymous, {m.get('file', 0):.0f} file-backed)"
+        )
+    figures["memory"] = {s.name: s.memory for s in sides}
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
