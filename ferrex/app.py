@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 
 from ferrex.config import Config
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
-from ferrex.server.owner import Endpoint, try_lock
-from ferrex.storage import (
+from ferrex.home_safety import (
     check_rebuild_room,
     check_reserve,
     is_read_only,
     read_only_error,
     secure_home,
 )
+from ferrex.server.owner import Endpoint, try_lock
 from journal import (
     Journal,
     JournalBackend,
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ferrex.models.remote import RemoteSettings
     from ferrex.models.rerank import RerankStage
     from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult
-    from ferrex.store import Writer
+    from ferrex.write.writer import Writer
     from projections.replay import Progress, Projections
     from projections.sidecar import Sidecar
     from projections.sqlite import Rules
@@ -167,7 +167,7 @@ class App:
     """Called just before the embedding model loads (the CLI's "loading model…")."""
     read_only: bool = field(default=False, init=False)
     """The home is on a read-only file system: reading commands work, writes get
-    ``read_only`` (see ferrex.storage)."""
+    ``read_only`` (see ferrex.home_safety)."""
 
     def __post_init__(self) -> None:
         self.read_only = is_read_only(self.home)
@@ -418,7 +418,7 @@ class App:
             raise read_only_error(self.home, "store, forget or validate memories")
         if self._writer is None:
             from ferrex.core.settings import StoreSettings
-            from ferrex.store import Writer
+            from ferrex.write.writer import Writer
 
             settings = StoreSettings.from_config(self.config)
             reserve = self.config["storage.reserve_bytes"]

@@ -19,6 +19,7 @@ import numpy as np
 
 from ferrex.app import App, remote_settings
 from ferrex.errors import FerrexError
+from ferrex.home_safety import free_bytes, inspect_modes, is_read_only
 from ferrex.models import (
     BUNDLED_DIR_NAME,
     DOWNLOAD_ENV,
@@ -35,7 +36,6 @@ from ferrex.models.remote import recorded_identity
 from ferrex.models.rerank import RERANKER_ENV, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.server.hub import owner_status
-from ferrex.storage import free_bytes, inspect_modes, is_read_only
 from journal.postgres import redacted
 from projections.replay import read_pointer
 

@@ -310,17 +310,17 @@ def compact_cmd(app: App, dry_run: bool, journal_only: bool, as_json: bool) -> N
     """
     import os
 
-    from ferrex import purge
+    from ferrex import compaction
     from ferrex.cli.progress import progress
 
     if app.journal_url is not None:
         _compact_shared(app, dry_run, as_json)
         return
     _journal_dir(app)
-    crash = os.environ.get(purge.CRASH_ENV)
-    step = purge.crash_hook(crash) if crash else None
+    crash = os.environ.get(compaction.CRASH_ENV)
+    step = compaction.crash_hook(crash) if crash else None
     with progress("compacting", unit="segment reads") as update, progress("rebuilding") as rebuilt:
-        outcome = purge.compact(
+        outcome = compaction.compact(
             app,
             dry_run=dry_run,
             journal_only=journal_only,

@@ -34,7 +34,7 @@ from ferrex.rules.entities import normalize_entity
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.predicates import normalize_predicate
 from ferrex.rules.visibility import in_scope, scope_of
-from ferrex.store import Writer
+from ferrex.write.writer import Writer
 from journal import (
     Access,
     EntitiesDiffer,

@@ -13,7 +13,7 @@ import pytest
 from ferrex.errors import Refused, UsageError
 from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest
-from ferrex.store import StoreSettings, Writer
+from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal, MemorySuperseded, verify
 from projections.qdrant_edge import EdgeBackend
 from projections.reconcile import reconcile

@@ -56,6 +56,7 @@ from ferrex.ids import new_id
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
+from ferrex.write.measures import Pending, cosine
 from journal import JournalBackend
 from projections.replay import Projections
 from projections.sqlite import Memory
@@ -82,40 +83,6 @@ _VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending st
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
-    value = float(np.dot(a, b))
-    return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
-
-
-class _Pending:
-    """The vectors of a chunk's pending stores, by memory id, in one growing matrix: the
-    cosines of a new vector with all of them are one matrix product, not one call each."""
-
-    def __init__(self) -> None:
-        self.ids: list[str] = []
-        self._rows: np.ndarray[Any, Any] | None = None
-
-    def add(self, memory_id: str, vector: np.ndarray[Any, Any]) -> None:
-        row = np.asarray(vector, dtype=np.float32)
-        if self._rows is None:
-            self._rows = np.empty((16, row.shape[0]), dtype=np.float32)
-        elif len(self.ids) == self._rows.shape[0]:
-            grown = np.empty((2 * len(self.ids), row.shape[0]), dtype=np.float32)
-            grown[: len(self.ids)] = self._rows
-            self._rows = grown
-        self._rows[len(self.ids)] = row
-        self.ids.append(memory_id)
-
-    def cosines(self, vector: np.ndarray[Any, Any]) -> list[tuple[str, float]]:
-        """``(id, cosine)`` of every pending vector, in the order they were added (clamped to
-        [-1, 1]; a value that is not finite counts as 0, as :func:`_cosine`)."""
-        if self._rows is None or not self.ids:
-            return []
-        values = self._rows[: len(self.ids)] @ np.asarray(vector, dtype=np.float32)
-        values = np.where(np.isfinite(values), np.clip(values, -1.0, 1.0), 0.0)
-        return list(zip(self.ids, (float(v) for v in values), strict=True))
 
 
 class _Inline:
@@ -292,7 +259,7 @@ class Writer:
         cosines = self._cosines(want.pairs)
         text = store_text(valid)
         vector = self.embedder.embed(text)
-        pending: _Pending = batch.scratch.setdefault(_VECTORS, _Pending())
+        pending: Pending = batch.scratch.setdefault(_VECTORS, Pending())
         neighbours = self._neighbours(valid, vector, pending) if want.neighbours else []
         now = self.clock()
         for _ in range(_REMEASURES):
@@ -323,13 +290,13 @@ class Writer:
             return {}
         texts = list(dict.fromkeys(t for pair in pairs for t in pair))
         vectors = dict(zip(texts, self.embedder.embed_many(texts), strict=True))
-        return {(a, b): _cosine(vectors[a], vectors[b]) for a, b in pairs}
+        return {(a, b): cosine(vectors[a], vectors[b]) for a, b in pairs}
 
     def _neighbours(
         self,
         valid: ValidStore,
         vector: np.ndarray[Any, Any],
-        pending: _Pending,
+        pending: Pending,
     ) -> list[tuple[str, float]]:
         """The nearest memories of the same namespace and type: committed ones from Qdrant
         (the caller's visibility applied there too), pending ones of the chunk by cosine."""
