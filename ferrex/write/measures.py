@@ -1,14 +1,22 @@
-"""What the writer measures for a store's decision: the cosine of two vectors, and the
-vectors of a chunk's pending stores, which later stores of the chunk are compared with."""
+"""What the writer measures for a store's decision, when the decision asks
+(:class:`ferrex.core.decide.Measures`): cosines of short texts, the nearest memories by
+dense vector, and the vectors of a chunk's pending stores, which later stores of the chunk
+are compared with."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Pending", "cosine"]
+from ferrex.core.settings import StoreSettings
+from ferrex.rules.memory_input import ValidStore
+from projections.replay import Projections
+from projections.vectors import VectorFilter
+
+__all__ = ["Pending", "StoreMeasures", "cosine", "nearest"]
 
 
 def cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
@@ -43,3 +51,57 @@ class Pending:
         values = self._rows[: len(self.ids)] @ np.asarray(vector, dtype=np.float32)
         values = np.where(np.isfinite(values), np.clip(values, -1.0, 1.0), 0.0)
         return list(zip(self.ids, (float(v) for v in values), strict=True))
+
+
+class StoreMeasures:
+    """What one store's decision asks to measure (:class:`ferrex.core.decide.Measures`),
+    each measured once however often it is asked: cosines of short texts by the embedding
+    model (``embed_many``; its cache keeps each text's vector), the nearest memories by
+    ``nearest`` (Qdrant and the chunk's pending vectors), taken at the first ask."""
+
+    def __init__(
+        self,
+        embed_many: Callable[[Sequence[str]], np.ndarray[Any, Any]],
+        nearest: Callable[[], list[tuple[str, float]]],
+    ) -> None:
+        self._embed_many = embed_many
+        self._nearest = nearest
+        self._cosines: dict[tuple[str, str], float] = {}
+        self._neighbours: list[tuple[str, float]] | None = None
+
+    def cosines(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        new = [pair for pair in dict.fromkeys(pairs) if pair not in self._cosines]
+        if new:
+            texts = list(dict.fromkeys(text for pair in new for text in pair))
+            vectors = dict(zip(texts, self._embed_many(texts), strict=True))
+            self._cosines.update({(a, b): cosine(vectors[a], vectors[b]) for a, b in new})
+        return [self._cosines[pair] for pair in pairs]
+
+    def neighbours(self) -> list[tuple[str, float]]:
+        if self._neighbours is None:
+            self._neighbours = self._nearest()
+        return self._neighbours
+
+
+def nearest(
+    projections: Projections,
+    valid: ValidStore,
+    vector: np.ndarray[Any, Any],
+    pending: Pending,
+    settings: StoreSettings,
+) -> list[tuple[str, float]]:
+    """The nearest memories of the store's namespace and type: committed ones from Qdrant
+    (the caller's visibility applied there too), the chunk's pending ones by cosine."""
+    namespace = valid.namespace or settings.default_namespace
+    agent_id = valid.agent_id or settings.agent_id
+    hits = [
+        (str(hit.payload.get("memory_id")), hit.score)
+        for hit in projections.backend.query_dense(
+            projections.live.memories,
+            [float(x) for x in vector],
+            VectorFilter(namespace=namespace, types=(valid.type,), only_valid=True,
+                         agent_id=agent_id),
+            5,
+        )
+    ]  # fmt: skip
+    return hits + pending.cosines(vector)

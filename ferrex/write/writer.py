@@ -18,8 +18,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import numpy as np
-
 from ferrex.core.decide import (
     ConsolidateResult,
     Decision,
@@ -28,9 +26,7 @@ from ferrex.core.decide import (
     Folding,
     ForgetResult,
     MarkResult,
-    MissingMeasure,
     ResolvedEntity,
-    Similar,
     StoreResult,
     UnfoldResult,
     ValidateResult,
@@ -47,7 +43,6 @@ from ferrex.core.decide import (
     decide_unfold,
     decide_validate,
     store_text,
-    wanted,
 )
 from ferrex.core.runner import Batch, CommandRunner
 from ferrex.core.settings import StoreSettings
@@ -56,11 +51,10 @@ from ferrex.ids import new_id
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
-from ferrex.write.measures import Pending, cosine
+from ferrex.write.measures import Pending, StoreMeasures, nearest
 from journal import JournalBackend
 from projections.replay import Projections
 from projections.sqlite import Memory
-from projections.vectors import VectorFilter
 
 __all__ = [
     "ForgetResult",
@@ -75,7 +69,6 @@ __all__ = [
 Clock = Callable[[], datetime]
 log = logging.getLogger("ferrex")
 
-_REMEASURES = 20
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
 _VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
@@ -253,68 +246,26 @@ class Writer:
         return [o for o in outcomes if o is not None]
 
     def _decide(self, valid: ValidStore, batch: Batch, multi_valued: bool) -> Any:
-        """Measure what the decision needs (the only I/O), then decide."""
-        view = batch.view
-        want = wanted(valid, view, self.settings, multi_valued=multi_valued)
-        cosines = self._cosines(want.pairs)
-        text = store_text(valid)
-        vector = self.embedder.embed(text)
+        """Decide one store; what it asks to measure (the only I/O) is measured then."""
+        vector = self.embedder.embed(store_text(valid))
         pending: Pending = batch.scratch.setdefault(_VECTORS, Pending())
-        neighbours = self._neighbours(valid, vector, pending) if want.neighbours else []
+        measures = StoreMeasures(
+            self.embedder.embed_many,
+            lambda: nearest(self.projections, valid, vector, pending, self.settings),
+        )
         now = self.clock()
-        for _ in range(_REMEASURES):
-            try:
-                decision = decide_store(
-                    valid,
-                    view,
-                    Similar(neighbours, cosines),
-                    now=now,
-                    new_id=lambda prefix: new_id(prefix, now),
-                    settings=self.settings,
-                    multi_valued=multi_valued,
-                )
-                break
-            except MissingMeasure as missing:
-                # wanted() should have named it; measure it and decide again (the
-                # decision is pure, so deciding twice is safe).
-                log.warning("store decision needed an unplanned measure: %s", missing)
-                cosines.update(self._cosines([missing.pair]))
-        else:
-            raise RuntimeError("a store decision kept asking for new measures")
+        decision = decide_store(
+            valid,
+            batch.view,
+            measures,
+            now=now,
+            new_id=lambda prefix: new_id(prefix, now),
+            settings=self.settings,
+            multi_valued=multi_valued,
+        )
         if decision.result.status == "stored":
             pending.add(decision.result.id, vector)
         return decision
-
-    def _cosines(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
-        if not pairs:
-            return {}
-        texts = list(dict.fromkeys(t for pair in pairs for t in pair))
-        vectors = dict(zip(texts, self.embedder.embed_many(texts), strict=True))
-        return {(a, b): cosine(vectors[a], vectors[b]) for a, b in pairs}
-
-    def _neighbours(
-        self,
-        valid: ValidStore,
-        vector: np.ndarray[Any, Any],
-        pending: Pending,
-    ) -> list[tuple[str, float]]:
-        """The nearest memories of the same namespace and type: committed ones from Qdrant
-        (the caller's visibility applied there too), pending ones of the chunk by cosine."""
-        namespace = valid.namespace or self.settings.default_namespace
-        agent_id = valid.agent_id or self.settings.agent_id
-        hits = [
-            (str(hit.payload.get("memory_id")), hit.score)
-            for hit in self.projections.backend.query_dense(
-                self.projections.live.memories,
-                [float(x) for x in vector],
-                VectorFilter(
-                    namespace=namespace, types=(valid.type,), only_valid=True, agent_id=agent_id
-                ),
-                5,
-            )
-        ]
-        hits += pending.cosines(vector)
-        return hits
 
     # -- forget, validate, accesses, eviction ---------------------------------------------------
 
