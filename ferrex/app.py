@@ -461,15 +461,8 @@ class App:
         """Recall; ``validate_ids``: results of this recall the agent confirms as correct."""
         result = self.reader().recall(request)
         if validate_ids:
-            returned = {r["id"] for r in result.results}
-            foreign = [i for i in validate_ids if i not in returned]
-            if foreign:
-                raise UsageError(
-                    f"validate_ids must be ids this recall returned; not returned: "
-                    f"{', '.join(foreign[:5])}",
-                    hint="confirm only memories you were shown; recall them first",
-                )
-            self.writer().validate_memories(list(validate_ids), caller=request.agent_id)
+            shown = [r["id"] for r in result.results]
+            self.writer().validate_shown(validate_ids, shown, caller=request.agent_id)
         return result
 
     def predicate_changes(self) -> list[dict[str, str | None]]:

@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from dataclasses import replace as replaced
 from datetime import UTC, datetime, timedelta
@@ -815,12 +815,10 @@ def _stored(
     events += _endings(memory_id, who.namespace, t_valid, ended, supersede.asked, fact.successor,
                        versions.current)  # fmt: skip
     validated = [memory_id] if supersede.ended else []
-    cited = _cited(valid.source)
-    if cited is not None and cited != memory_id:
-        memory = view.memory(cited)
-        if memory is not None and who.may_change(memory):
-            events.append(MemoriesValidated(memory_ids=(cited,), at=now, source="citation"))
-            validated.append(cited)
+    cited = _cited_memory(valid, view, who, memory_id)
+    if cited is not None:
+        events.append(MemoriesValidated(memory_ids=(cited,), at=now, source="citation"))
+        validated.append(cited)
     if valid.supersedes is not None:
         events.append(MemoriesValidated(memory_ids=(memory_id,), at=now, source="supersede"))
     result = StoreResult(
@@ -1208,6 +1206,16 @@ def store_text(valid: ValidStore) -> str:
     return memory_text(valid.type, _body(valid))
 
 
+def _cited_memory(valid: ValidStore, view: View, who: _Who, memory_id: str) -> str | None:
+    """The memory a store cites (``source = "memory:<id>"``) when the store may validate it:
+    an id the caller cannot see behaves exactly like one that does not exist."""
+    cited = _cited(valid.source)
+    if cited is None or cited == memory_id:
+        return None
+    memory = view.memory(cited)
+    return cited if memory is not None and who.may_change(memory) else None
+
+
 def _cited(source: str | None) -> str | None:
     if source and source.startswith("memory:"):
         cited = source.removeprefix("memory:").strip()
@@ -1279,56 +1287,10 @@ def decide_entity(
             f"unknown entity action {action!r}", hint="the actions are merge, split and differ"
         )
     spellings = [s for s in view.spellings(namespace) if sees_scope(caller, s.agent_id, s.viewers)]
-    candidates = [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
-
-    def entity_of(name: str) -> str:
-        found = find_entity(name, candidates)
-        if found is None:
-            raise Refused(
-                f"no entity {name!r} in {namespace}",
-                code="not_found",
-                hint="stats or recall show the entities memories name",
-                details={"name": name},
-            )
-        return found
-
-    kept = entity_of(first)
+    kept = _entity_named(first, spellings, namespace)
     if action == "split":
-        normalized = normalize_entity(second)
-        spelling = next(
-            (s for s in spellings if s.entity_id == kept and s.normalized == normalized), None
-        )
-        if spelling is None:
-            raise Refused(
-                f"{second!r} is not a spelling of the entity {first!r}",
-                code="not_found",
-                hint="the entity resource lists its aliases",
-                details={"name": second},
-            )
-        if all(s.normalized == normalized for s in spellings if s.entity_id == kept):
-            raise UsageError(
-                f"{second!r} is the only spelling of {first!r}: nothing to split",
-                hint="split a spelling that was merged into another",
-            )
-        new_entity = new_id("ent")
-        moved = [
-            m
-            for m in (view.memory(i) for i in view.linked(kept))
-            if m is not None and m.type == "semantic" and m.subject_key == normalized
-        ]
-        event: Event = EntitySplit(
-            entity_id=kept,
-            new_entity_id=new_entity,
-            namespace=namespace,
-            name=spelling.alias,
-            normalized=normalized,
-            entity_agent_id=spelling.agent_id,
-            spelling_entity_id=spelling.recorded_under,
-            relinked=_relinked(moved, kept, new_entity),
-            agent_id=caller,
-        )
-        return Decision((event,), EntityResult(action, kept, new_entity, namespace))
-    other = entity_of(second)
+        return _split(kept, first, second, spellings, view, namespace, caller, new_id)
+    other = _entity_named(second, spellings, namespace)
     if other == kept:
         raise UsageError(
             f"{first!r} and {second!r} are already one entity",
@@ -1336,6 +1298,7 @@ def decide_entity(
             if action == "differ"
             else "nothing to merge",
         )
+    event: Event
     if action == "merge":
         if _private(spellings, kept) and not _private(spellings, other):
             # Every caller would lose the shared entity into one only its agent sees.
@@ -1357,6 +1320,67 @@ def decide_entity(
     return Decision((event,), EntityResult(action, kept, other, namespace))
 
 
+def _entity_named(name: str, spellings: Sequence[Spelling], namespace: str) -> str:
+    """The entity a caller's ``name`` is, through the spellings it sees; ``not_found``."""
+    found = find_entity(name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings])
+    if found is None:
+        raise Refused(
+            f"no entity {name!r} in {namespace}",
+            code="not_found",
+            hint="stats or recall show the entities memories name",
+            details={"name": name},
+        )
+    return found
+
+
+def _split(
+    kept: str,
+    first: str,
+    second: str,
+    spellings: Sequence[Spelling],
+    view: View,
+    namespace: str,
+    caller: str | None,
+    new_id: NewId,
+) -> Decision[EntityResult]:
+    """The spelling ``second`` of entity ``kept`` (named ``first``) made an entity of its
+    own, with the facts whose subject it spells."""
+    normalized = normalize_entity(second)
+    spelling = next(
+        (s for s in spellings if s.entity_id == kept and s.normalized == normalized), None
+    )
+    if spelling is None:
+        raise Refused(
+            f"{second!r} is not a spelling of the entity {first!r}",
+            code="not_found",
+            hint="the entity resource lists its aliases",
+            details={"name": second},
+        )
+    if all(s.normalized == normalized for s in spellings if s.entity_id == kept):
+        raise UsageError(
+            f"{second!r} is the only spelling of {first!r}: nothing to split",
+            hint="split a spelling that was merged into another",
+        )
+    new_entity = new_id("ent")
+    moved = [
+        m
+        for m in (view.memory(i) for i in view.linked(kept))
+        if m is not None and m.type == "semantic" and m.subject_key == normalized
+    ]
+    event = EntitySplit(
+        entity_id=kept,
+        new_entity_id=new_entity,
+        namespace=namespace,
+        name=spelling.alias,
+        normalized=normalized,
+        entity_agent_id=spelling.agent_id,
+        spelling_entity_id=spelling.recorded_under,
+        relinked=_relinked(moved, kept, new_entity),
+        agent_id=caller,
+    )
+    return Decision((event,), EntityResult("split", kept, new_entity, namespace))
+
+
 def checked_ids(ids: Sequence[str]) -> list[str]:
     """Memory ids as given, checked for shape, without repeats (a usage error otherwise)."""
     if isinstance(ids, str) or not ids:
@@ -1368,6 +1392,20 @@ def checked_ids(ids: Sequence[str]) -> list[str]:
             hint="ids are printable, without spaces, at most 64 characters",
         )
     return list(dict.fromkeys(ids))
+
+
+def confirmable(asked: Sequence[str], shown: Iterable[str]) -> list[str]:
+    """The ids a recall's caller confirms as correct (``validate_ids``), which must all be
+    ids that recall showed it: a usage error naming the others, and nothing validated."""
+    returned = set(shown)
+    foreign = [i for i in asked if i not in returned]
+    if foreign:
+        raise UsageError(
+            f"validate_ids must be ids this recall returned; not returned: "
+            f"{', '.join(foreign[:5])}",
+            hint="confirm only memories you were shown; recall them first",
+        )
+    return list(asked)
 
 
 def decide_forget(
@@ -1718,32 +1756,9 @@ def _fold_events(
     summary = summarize(
         [Source(m.memory_id, m.content or "") for m in members], keep_ratio=keep_ratio, unit=unit
     )
-    shared = all(m.visibility == "shared" for m in members)
-    visibility: Visibility = "shared" if shared else "private"
-    entity_ids = tuple(sorted({e for m in members for e in m.entity_ids}))
-    sources = {m.source for m in members}
-    episodes = {m.episode for m in members}
-    source = first.source if len(sources) == 1 else None
-    episode = (
-        EpisodeRef(first.episode, min(m.episode_index for m in members))
-        if source is None and len(episodes) == 1 and first.episode is not None
-        else None
-    )
+    stored = _summary_stored(summary_id, members, summary.text)
     ids = tuple(m.memory_id for m in members)
-    events: list[Event] = [
-        MemoryStored(
-            memory_id=summary_id,
-            namespace=first.namespace,
-            memory_type="episodic",
-            t_valid=datetime.fromtimestamp(min(m.t_valid for m in members), UTC),
-            confidence=min(m.confidence for m in members),
-            entity_ids=entity_ids,
-            agent_id=first.agent_id,
-            visibility=visibility,
-            body=MemoryBody(content=summary.text, source=source),
-            episode=episode,
-        )
-    ]
+    events: list[Event] = [stored]
     importance = max(m.importance for m in members)
     if importance != DEFAULT_IMPORTANCE:
         events.append(
@@ -1759,10 +1774,39 @@ def _fold_events(
         )
     )
     folding = Folding(
-        summary_id, first.namespace, first.agent_id, group, ids, visibility,
+        summary_id, first.namespace, first.agent_id, group, ids, stored.visibility,
         len(summary.text), summary.source_chars,
     )  # fmt: skip
     return events, folding
+
+
+def _summary_stored(summary_id: str, members: Sequence[Memory], text: str) -> MemoryStored:
+    """The summary of ``members`` as a memory: their earliest time and lowest confidence,
+    all their entities, shared only when every one is, their source or derived episode
+    when they have one."""
+    first = members[0]
+    shared = all(m.visibility == "shared" for m in members)
+    visibility: Visibility = "shared" if shared else "private"
+    sources = {m.source for m in members}
+    episodes = {m.episode for m in members}
+    source = first.source if len(sources) == 1 else None
+    episode = (
+        EpisodeRef(first.episode, min(m.episode_index for m in members))
+        if source is None and len(episodes) == 1 and first.episode is not None
+        else None
+    )
+    return MemoryStored(
+        memory_id=summary_id,
+        namespace=first.namespace,
+        memory_type="episodic",
+        t_valid=datetime.fromtimestamp(min(m.t_valid for m in members), UTC),
+        confidence=min(m.confidence for m in members),
+        entity_ids=tuple(sorted({e for m in members for e in m.entity_ids})),
+        agent_id=first.agent_id,
+        visibility=visibility,
+        body=MemoryBody(content=text, source=source),
+        episode=episode,
+    )
 
 
 def decide_consolidate(
@@ -1804,20 +1848,28 @@ def decide_unfold(summary_id: str, view: View, folded: Sequence[str]) -> Decisio
             code="not_found",
             hint="`ferrex consolidate --dry-run` and recall show summaries; their ids start mem_",
         )
-    restored = tuple(
-        i for i in sorted(folded)
-        if (m := view.memory(i)) is not None and m.superseded_by == summary_id
-    )  # fmt: skip
+    restored = _still_folded(view, summary_id, folded)
     events: tuple[Event, ...] = (
         MemoriesUnfolded(summary_id=summary_id, namespace=summary.namespace, memory_ids=restored),
-        MemoriesForgotten(
-            memory_ids=(summary_id,),
-            namespace=summary.namespace,
-            reason="consolidation",
-            details=("consolidation undone",),
-        ),
+        _summary_forgotten(summary, "consolidation undone"),
     )
     return Decision(events, UnfoldResult(summary_id, restored))
+
+
+def _still_folded(
+    view: View, summary_id: str, members: Sequence[str], leaving: Set[str] = frozenset()
+) -> tuple[str, ...]:
+    """The ``members`` (in id order) still folded into ``summary_id``, but those leaving."""
+    return tuple(
+        i for i in sorted(members)
+        if i not in leaving and (m := view.memory(i)) is not None
+        and m.superseded_by == summary_id
+    )  # fmt: skip
+
+
+def _summary_forgotten(summary: Memory, why: str) -> MemoriesForgotten:
+    return MemoriesForgotten(memory_ids=(summary.memory_id,), namespace=summary.namespace,
+                             reason="consolidation", details=(why,))  # fmt: skip
 
 
 def decide_refold(
@@ -1846,40 +1898,42 @@ def decide_refold(
         if summary is None:
             continue
         if summary_id in gone:
-            back = tuple(
-                i for i in sorted(members)
-                if i not in gone and (m := view.memory(i)) is not None
-                and m.superseded_by == summary_id
-            )  # fmt: skip
+            back = _still_folded(view, summary_id, members, gone)
             events.append(
                 MemoriesUnfolded(
                     summary_id=summary_id, namespace=summary.namespace, memory_ids=back
                 )
             )
-            continue
-        if not gone.intersection(members):
-            continue
-        left = sorted(
-            (m for i in members if i not in gone and (m := view.memory(i)) is not None),
-            key=_episode_order,
-        )
-        if left:
-            group = _group_key(left[0]) or "episode:"
-            refolded, _ = _fold_events(
-                group,
-                left,
-                summary_id=new_id("mem"),
-                now=now,
-                keep_ratio=keep_ratio,
-                unit=unit,
-            )
-            events.extend(refolded)
-        events.append(
-            MemoriesForgotten(
-                memory_ids=(summary_id,),
-                namespace=summary.namespace,
-                reason="consolidation",
-                details=("a folded memory was forgotten: summary made again without it",),
-            )
-        )
+        elif gone.intersection(members):
+            events += _refolded(summary, members, gone, view, now=now, new_id=new_id,
+                                keep_ratio=keep_ratio, unit=unit)  # fmt: skip
+    return events
+
+
+def _refolded(
+    summary: Memory,
+    members: Sequence[str],
+    gone: Set[str],
+    view: View,
+    *,
+    now: datetime,
+    new_id: NewId,
+    keep_ratio: float,
+    unit: Unit,
+) -> list[Event]:
+    """A summary one of whose sources is forgotten: made again from the sources left (a new
+    summary), then forgotten."""
+    events: list[Event] = []
+    left = sorted(
+        (m for i in members if i not in gone and (m := view.memory(i)) is not None),
+        key=_episode_order,
+    )
+    if left:
+        group = _group_key(left[0]) or "episode:"
+        refolded, _ = _fold_events(group, left, summary_id=new_id("mem"), now=now,
+                                   keep_ratio=keep_ratio, unit=unit)  # fmt: skip
+        events.extend(refolded)
+    events.append(
+        _summary_forgotten(summary, "a folded memory was forgotten: summary made again without it")
+    )
     return events

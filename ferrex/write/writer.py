@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ferrex.core.decide import (
     ConsolidateResult,
@@ -30,6 +30,7 @@ from ferrex.core.decide import (
     StoreResult,
     UnfoldResult,
     ValidateResult,
+    confirmable,
     consolidation_groups,
     decide_access,
     decide_consolidate,
@@ -44,7 +45,7 @@ from ferrex.core.decide import (
     decide_validate,
     store_text,
 )
-from ferrex.core.runner import Batch, CommandRunner
+from ferrex.core.runner import Batch, CommandRunner, Decide
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import FerrexError, UsageError
 from ferrex.ids import new_id
@@ -67,6 +68,8 @@ __all__ = [
 ]
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
+R = TypeVar("R")
 log = logging.getLogger("ferrex")
 
 #: A store that waited this long for the embedding model to load says so in its warnings.
@@ -114,7 +117,7 @@ class Writer:
         self.embedder = embedder
         self.settings = settings or StoreSettings()
         self.clock = clock
-        self.runner: CommandRunner[Any, Any] = CommandRunner(
+        self._runner: CommandRunner[Any, Any] = CommandRunner(
             journal, projections, before_write=before_write
         )
 
@@ -215,7 +218,7 @@ class Writer:
                     ahead.result()
                     if n + 1 < len(parts):
                         ahead = pool.submit(prepare, parts[n + 1])
-                    decided += self.runner.run(part, decide, chunk=chunk, progress=reported)
+                    decided += self._runner.run(part, decide, chunk=chunk, progress=reported)
                 except ServerDown as exc:
                     log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
                     decided += [exc] * (len(items) - start)
@@ -267,6 +270,27 @@ class Writer:
             pending.add(decision.result.id, vector)
         return decision
 
+    def run(
+        self,
+        items: Sequence[T],
+        decide: Decide[T, R],
+        *,
+        texts: Callable[[Sequence[T]], Sequence[str]],
+        chunk: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[R | FerrexError]:
+        """Run decisions a caller makes itself (a dump restore's, :mod:`ferrex.porting.
+        restore`) through the one write path, a chunk at a time: the chunk's ``texts`` are
+        embedded before its writer lock (the projection then finds them in the cache)."""
+
+        def prepare(part: Sequence[T]) -> None:
+            self.embedder.embed_many(list(texts(part)))
+
+        outcomes: list[R | FerrexError] = self._runner.run(
+            items, decide, chunk=chunk, prepare=prepare, progress=progress
+        )
+        return outcomes
+
     # -- forget, validate, accesses, eviction ---------------------------------------------------
 
     def forget(
@@ -274,7 +298,7 @@ class Writer:
     ) -> ForgetResult:
         """Remove memories from every projection; unknown (or, for an agent, invisible) ids
         are reported as not found, not errors."""
-        result: ForgetResult = self.runner.run_one(
+        result: ForgetResult = self._runner.run_one(
             ids,
             lambda i, batch: self._refolded(
                 decide_forget(i, batch.view, cascade=cascade, caller=caller), batch
@@ -290,13 +314,20 @@ class Writer:
         caller: str | None = None,
     ) -> ValidateResult:
         """Mark memories as confirmed correct now."""
-        result: ValidateResult = self.runner.run_one(
+        result: ValidateResult = self._runner.run_one(
             ids,
             lambda i, batch: decide_validate(
                 i, batch.view, now=self.clock(), source=source, caller=caller
             ),
         )
         return result
+
+    def validate_shown(
+        self, ids: Sequence[str], shown: Iterable[str], *, caller: str | None = None
+    ) -> ValidateResult:
+        """Confirm memories a recall showed the caller (``validate_ids``): ids it did not
+        show are refused (:func:`ferrex.core.decide.confirmable`), nothing written."""
+        return self.validate_memories(confirmable(ids, shown), caller=caller)
 
     def mark(
         self,
@@ -308,7 +339,7 @@ class Writer:
     ) -> MarkResult:
         """Set the lifecycle marks of memories (None: that mark unchanged); unknown,
         invisible or expired ids are reported as not found."""
-        result: MarkResult = self.runner.run_one(
+        result: MarkResult = self._runner.run_one(
             ids,
             lambda i, batch: decide_mark(
                 i, batch.view, now=self.clock(), importance=importance, pinned=pinned,
@@ -329,7 +360,7 @@ class Writer:
         """Merge two entities, split a wrongly merged spelling off one, or say two differ
         (:func:`ferrex.core.decide.decide_entity`): one journal event."""
         ns = namespace or self.settings.default_namespace
-        result: EntityResult = self.runner.run_one(
+        result: EntityResult = self._runner.run_one(
             None,
             lambda _, batch: decide_entity(
                 action, first, second, batch.view, namespace=ns, caller=caller,
@@ -347,14 +378,14 @@ class Writer:
             due = self.projections.read_model.expiring(by=now.timestamp())
             return self._refolded(decide_expiry(due, now=now), batch)
 
-        result: ForgetResult = self.runner.run_one(None, decide)
+        result: ForgetResult = self._runner.run_one(None, decide)
         return result
 
     def journal_accesses(self, pending: Mapping[str, tuple[int, datetime]]) -> tuple[str, ...]:
         """Journal recall hits (the access log's flush); the ids journaled."""
         if not pending:
             return ()
-        ids: tuple[str, ...] = self.runner.run_one(
+        ids: tuple[str, ...] = self._runner.run_one(
             pending, lambda p, batch: decide_access(p, batch.view)
         )
         return ids
@@ -373,7 +404,7 @@ class Writer:
                 batch,
             )
 
-        result: ForgetResult = self.runner.run_one(None, decide)
+        result: ForgetResult = self._runner.run_one(None, decide)
         return result if result.forgotten else None
 
     # -- consolidation ----------------------------------------------------------------------
@@ -457,7 +488,7 @@ class Writer:
                 summary_id=self.new_id("mem"), keep_ratio=ratio, unit=unit,
             )  # fmt: skip
 
-        outcomes = self.runner.run(list(groups), decide, chunk=64)
+        outcomes = self._runner.run(list(groups), decide, chunk=64)
         made: list[Folding] = []
         warnings: list[str] = []
         position: int | None = None
@@ -476,7 +507,7 @@ class Writer:
         def decide(sid: str, batch: Batch) -> Any:
             return decide_unfold(sid, batch.view, self.projections.read_model.folded(sid))
 
-        result: UnfoldResult = self.runner.run_one(summary_id, decide)
+        result: UnfoldResult = self._runner.run_one(summary_id, decide)
         return result
 
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ferrex.core.decide import (
+    confirmable,
     decide_access,
     decide_eviction,
     decide_expiry,
@@ -1130,3 +1131,10 @@ def test_a_near_copy_of_an_expired_memory_is_no_duplicate() -> None:
     later = NOW + timedelta(minutes=1)
     again = store(view, note(text), near, now=later, new_id=lambda p: "m_new")
     assert again.result.status == "stored"
+
+
+def test_a_recall_confirms_only_ids_it_showed() -> None:
+    assert confirmable(["mem_b", "mem_a"], ["mem_a", "mem_b", "mem_c"]) == ["mem_b", "mem_a"]
+    with pytest.raises(UsageError, match="not returned: mem_x") as refused:
+        confirmable(["mem_a", "mem_x"], ["mem_a"])
+    assert refused.value.code == "invalid_input"
