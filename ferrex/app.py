@@ -45,7 +45,7 @@ from projections.vectors import VectorBackend, VectorStoreError
 # bare ``ferrex`` (an MCP client's stdio server) builds an App before it answers
 # ``initialize``, and importing these (numpy, apsw, the read and write sides) would delay it.
 if TYPE_CHECKING:
-    from ferrex.models import Embedder
+    from ferrex.models import Embedder, EmbeddingCache
     from ferrex.models.remote import RemoteSettings
     from ferrex.models.rerank import RerankStage
     from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult
@@ -384,6 +384,22 @@ class App:
                         before_build=lambda why: check_rebuild_room(self.home, reserve, why),
                     )
         return self._projections
+
+    def planned_repair(self) -> RepairEntry | None:
+        """What ``journal repair`` would set aside in the file journal (the first damaged
+        span), changing nothing; None when the journal verifies. Raises what
+        :func:`journal.plan_repair` raises (a ``JournalError``)."""
+        return plan_repair(self.journal_dir)
+
+    def open_cache(self) -> EmbeddingCache | None:
+        """The home's embedding cache, opened for a look (the caller closes it); None when
+        there is none, or on a read-only home (SQLite cannot open its WAL there)."""
+        from ferrex.models import EmbeddingCache, cache_path
+
+        path = cache_path(self.home)
+        if not path.is_file() or self.read_only:
+            return None
+        return EmbeddingCache(path)
 
     def repair_journal(self, progress: Progress | None = None) -> RepairEntry | None:
         """``journal repair --apply`` on the file journal: set the first damaged span aside
