@@ -654,6 +654,7 @@ def _entity_or_spelling(
 
 
 def _explicit(memory_id: str, view: View, who: _Who, now: datetime) -> _Supersede:
+    """``supersedes`` checked (:func:`_supersedable`: refused when it may not be ended)."""
     old = _supersedable(memory_id, who.namespace, view, who, now)
     if who.all_readers_see(old):
         return _Supersede(memory_id, ended=old.memory_id)

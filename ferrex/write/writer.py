@@ -151,8 +151,45 @@ class Writer:
         same chunk) and appended as one group commit; texts are embedded in batches first.
         A refused request does not stop the others.
         """
-        # Validation needs the tokenizer only: a bad store is refused without waiting for the
-        # model, which the dedup check is the first to need.
+        outcomes, valids = self._validated(requests)
+        done = len(requests) - len(valids)
+        if not valids:
+            if progress is not None:
+                progress(done, len(requests))
+            return [o for o in outcomes if o is not None]
+        # Loaded outside the writer lock, so a first store does not hold up other writers.
+        try:
+            waited = self.embedder.wait_for_model()
+        except ServerDown as exc:  # nothing decided, nothing written
+            for i, _ in valids:
+                outcomes[i] = exc
+            return [o for o in outcomes if o is not None]
+
+        def report(finished: int) -> None:
+            if progress is not None:
+                progress(done + finished, len(requests))
+
+        decided = self._pipelined([v for _, v in valids], multi_valued, chunk, report)
+        wait_note = (
+            (f"waited {waited:.1f} s for the embedding model to load",)
+            if waited >= WAIT_WORTH_SAYING
+            else ()
+        )
+        for (i, valid), outcome in zip(valids, decided, strict=True):
+            outcomes[i] = _noted(outcome, valid, wait_note)
+        if self.settings.budget_bytes is not None and any(
+            isinstance(o, StoreResult) and o.status == "stored" for o in decided
+        ):
+            self.enforce_budget(self.settings.budget_bytes)
+        assert all(o is not None for o in outcomes)
+        return [o for o in outcomes if o is not None]
+
+    def _validated(
+        self, requests: Sequence[StoreRequest]
+    ) -> tuple[list[StoreResult | FerrexError | None], list[tuple[int, ValidStore]]]:
+        """Each request validated: the refusals in their places of the outcomes, the valid
+        ones by index. Validation needs the tokenizer only: a bad store is refused without
+        waiting for the model, which the dedup check is the first to need."""
         counter = self.embedder.counter()
         # Many requests (an import): the model loads on its own thread while they are
         # validated. One store still never waits for a model it may not need.
@@ -169,20 +206,25 @@ class Writer:
                 )  # fmt: skip
             except FerrexError as exc:
                 outcomes[i] = exc
-        done = len(requests) - len(valids)
-        if not valids:
-            if preload:  # let the load end here, not at the interpreter's exit
-                self.embedder.join_loader()
-            if progress is not None:
-                progress(done, len(requests))
-            return [o for o in outcomes if o is not None]
-        # Loaded outside the writer lock, so a first store does not hold up other writers.
-        try:
-            waited = self.embedder.wait_for_model()
-        except ServerDown as exc:  # nothing decided, nothing written
-            for i, _ in valids:
-                outcomes[i] = exc
-            return [o for o in outcomes if o is not None]
+        if preload and not valids:  # let the load end here, not at the interpreter's exit
+            self.embedder.join_loader()
+        return outcomes, valids
+
+    def _pipelined(
+        self,
+        items: Sequence[ValidStore],
+        multi_valued: bool,
+        chunk: int,
+        report: Callable[[int], None],
+    ) -> list[Any]:
+        """Decide, append and apply ``items`` chunk by chunk, one outcome each, in order.
+
+        Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
+        texts are embedded before its lock), the chunks already written keep their outcomes
+        and the rest fail with backend_unavailable, none of them half-written. Pipelined:
+        the next chunk's texts are embedded on a worker thread while this one is decided,
+        appended and applied (ONNX Runtime and SQLite let go of the GIL), so the model never
+        waits for the writer."""
 
         def decide(valid: ValidStore, batch: Batch) -> Any:
             return self._decide(valid, batch, multi_valued)
@@ -191,17 +233,6 @@ class Writer:
             # Batched embedding: the decisions and the projection then hit the cache.
             self.embedder.embed_many([store_text(v) for v in part])
 
-        def report(finished: int, _total: int) -> None:
-            if progress is not None:
-                progress(done + finished, len(requests))
-
-        # Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
-        # texts are embedded before its lock), the chunks already written keep their
-        # outcomes and the rest fail with backend_unavailable, none of them half-written.
-        # Pipelined: the next chunk's texts are embedded on a worker thread while this one is
-        # decided, appended and applied (ONNX Runtime and SQLite let go of the GIL), so the
-        # model never waits for the writer; the outcomes stay in input order.
-        items = [v for _, v in valids]
         parts = [items[start : start + chunk] for start in range(0, len(items), chunk)]
         decided: list[Any] = []
         # One chunk (a single store) has nothing to overlap: no thread for it.
@@ -212,7 +243,7 @@ class Writer:
                 start = len(decided)
 
                 def reported(finished: int, _total: int, start: int = start) -> None:
-                    report(start + finished, len(items))
+                    report(start + finished)
 
                 try:
                     ahead.result()
@@ -225,28 +256,7 @@ class Writer:
                     break
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-        wait_note = (
-            (f"waited {waited:.1f} s for the embedding model to load",)
-            if waited >= WAIT_WORTH_SAYING
-            else ()
-        )
-        for (i, valid), outcome in zip(valids, decided, strict=True):
-            if wait_note and isinstance(outcome, StoreResult):
-                outcome = replace(outcome, warnings=(*outcome.warnings, *wait_note))
-            if valid.redacted and isinstance(outcome, StoreResult):
-                notes = tuple(f"redacted {s.describe()}" for s in valid.redacted)
-                outcome = replace(
-                    outcome,
-                    warnings=(*outcome.warnings, *notes),
-                    redacted=tuple(s.as_dict() for s in valid.redacted),
-                )
-            outcomes[i] = outcome
-        if self.settings.budget_bytes is not None and any(
-            isinstance(o, StoreResult) and o.status == "stored" for o in decided
-        ):
-            self.enforce_budget(self.settings.budget_bytes)
-        assert all(o is not None for o in outcomes)
-        return [o for o in outcomes if o is not None]
+        return decided
 
     def _decide(self, valid: ValidStore, batch: Batch, multi_valued: bool) -> Any:
         """Decide one store; what it asks to measure (the only I/O) is measured then."""
@@ -509,6 +519,21 @@ class Writer:
 
         result: UnfoldResult = self._runner.run_one(summary_id, decide)
         return result
+
+
+def _noted(outcome: Any, valid: ValidStore, wait_note: tuple[str, ...]) -> Any:
+    """A store's outcome with what the caller should hear beside it: the wait for the
+    model, and the likely secrets redacted before it was stored."""
+    if wait_note and isinstance(outcome, StoreResult):
+        outcome = replace(outcome, warnings=(*outcome.warnings, *wait_note))
+    if valid.redacted and isinstance(outcome, StoreResult):
+        notes = tuple(f"redacted {s.describe()}" for s in valid.redacted)
+        outcome = replace(
+            outcome,
+            warnings=(*outcome.warnings, *notes),
+            redacted=tuple(s.as_dict() for s in valid.redacted),
+        )
+    return outcome
 
 
 def _cutoff(now: datetime, older_than_days: float) -> float:
