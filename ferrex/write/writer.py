@@ -1,11 +1,13 @@
 """The write side: store, forget, validate, access flushes and eviction over one journal.
 
 :class:`Writer` is the only thing that appends memory commands. Each command: validate the
-input (nothing written on bad input) → measure what the decision needs (the embedding model
-and Qdrant: the nearest memories, cosine similarities of names and objects) → decide with
-the pure rules of :mod:`ferrex.core.decide` → append and apply through the
-:class:`~ferrex.core.runner.CommandRunner`. The events record the *outcomes* of the
-decisions, so a replay never decides again.
+input (nothing written on bad input) → decide with the pure rules of
+:mod:`ferrex.core.decide`, which ask what they need measured as they reach it (the
+embedding model and Qdrant answer, through :class:`~ferrex.write.measures.StoreMeasures`:
+the nearest memories, cosine similarities of names, objects and predicate phrases) →
+append and apply through the :class:`~ferrex.core.runner.CommandRunner` (a dump restore's
+own decisions too, :meth:`Writer.run`). The events record the *outcomes* of the decisions,
+so a replay never decides again.
 """
 
 from __future__ import annotations
