@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 
 from ferrex.config import Config
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
-from ferrex.server.owner import Endpoint, try_lock
-from ferrex.storage import (
+from ferrex.home_safety import (
     check_rebuild_room,
     check_reserve,
     is_read_only,
     read_only_error,
     secure_home,
 )
+from ferrex.server.owner import Endpoint, try_lock
 from journal import (
     Journal,
     JournalBackend,
@@ -45,11 +45,11 @@ from projections.vectors import VectorBackend, VectorStoreError
 # bare ``ferrex`` (an MCP client's stdio server) builds an App before it answers
 # ``initialize``, and importing these (numpy, apsw, the read and write sides) would delay it.
 if TYPE_CHECKING:
-    from ferrex.models import Embedder
+    from ferrex.models import Embedder, EmbeddingCache
     from ferrex.models.remote import RemoteSettings
     from ferrex.models.rerank import RerankStage
     from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult
-    from ferrex.store import Writer
+    from ferrex.write.writer import Writer
     from projections.replay import Progress, Projections
     from projections.sidecar import Sidecar
     from projections.sqlite import Rules
@@ -167,7 +167,7 @@ class App:
     """Called just before the embedding model loads (the CLI's "loading model…")."""
     read_only: bool = field(default=False, init=False)
     """The home is on a read-only file system: reading commands work, writes get
-    ``read_only`` (see ferrex.storage)."""
+    ``read_only`` (see ferrex.home_safety)."""
 
     def __post_init__(self) -> None:
         self.read_only = is_read_only(self.home)
@@ -385,6 +385,22 @@ class App:
                     )
         return self._projections
 
+    def planned_repair(self) -> RepairEntry | None:
+        """What ``journal repair`` would set aside in the file journal (the first damaged
+        span), changing nothing; None when the journal verifies. Raises what
+        :func:`journal.plan_repair` raises (a ``JournalError``)."""
+        return plan_repair(self.journal_dir)
+
+    def open_cache(self) -> EmbeddingCache | None:
+        """The home's embedding cache, opened for a look (the caller closes it); None when
+        there is none, or on a read-only home (SQLite cannot open its WAL there)."""
+        from ferrex.models import EmbeddingCache, cache_path
+
+        path = cache_path(self.home)
+        if not path.is_file() or self.read_only:
+            return None
+        return EmbeddingCache(path)
+
     def repair_journal(self, progress: Progress | None = None) -> RepairEntry | None:
         """``journal repair --apply`` on the file journal: set the first damaged span aside
         (:func:`journal.repair`), then rebuild the projections from the repaired journal, so
@@ -418,7 +434,7 @@ class App:
             raise read_only_error(self.home, "store, forget or validate memories")
         if self._writer is None:
             from ferrex.core.settings import StoreSettings
-            from ferrex.store import Writer
+            from ferrex.write.writer import Writer
 
             settings = StoreSettings.from_config(self.config)
             reserve = self.config["storage.reserve_bytes"]
@@ -461,15 +477,8 @@ class App:
         """Recall; ``validate_ids``: results of this recall the agent confirms as correct."""
         result = self.reader().recall(request)
         if validate_ids:
-            returned = {r["id"] for r in result.results}
-            foreign = [i for i in validate_ids if i not in returned]
-            if foreign:
-                raise UsageError(
-                    f"validate_ids must be ids this recall returned; not returned: "
-                    f"{', '.join(foreign[:5])}",
-                    hint="confirm only memories you were shown; recall them first",
-                )
-            self.writer().validate_memories(list(validate_ids), caller=request.agent_id)
+            shown = [r["id"] for r in result.results]
+            self.writer().validate_shown(validate_ids, shown, caller=request.agent_id)
         return result
 
     def predicate_changes(self) -> list[dict[str, str | None]]:

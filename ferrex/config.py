@@ -20,10 +20,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ferrex.errors import UsageError
+from ferrex.home_safety import DEFAULT_RESERVE_BYTES
 from ferrex.rules.consolidation import UNITS
 from ferrex.rules.freshness import StalenessConfig
 from ferrex.rules.secrets import SECRETS_MODES
-from ferrex.storage import DEFAULT_RESERVE_BYTES
 from journal.files import private_opener
 
 CONFIG_NAME = "ferrex.toml"

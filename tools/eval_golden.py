@@ -44,7 +44,7 @@ from ferrex.errors import FerrexError, Refused  # noqa: E402
 from ferrex.models import Embedder  # noqa: E402
 from ferrex.read.recall import RecallRequest  # noqa: E402
 from ferrex.rules.memory_input import StoreRequest, parse_time  # noqa: E402
-from ferrex.store import StoreResult  # noqa: E402
+from ferrex.write.writer import StoreResult  # noqa: E402
 
 DEFAULT_SET: Final = ROOT / "golden_set"
 #: Results asked of every recall: MRR looks this deep.

@@ -19,12 +19,12 @@ import numpy as np
 
 from ferrex.app import App, remote_settings
 from ferrex.errors import FerrexError
+from ferrex.home_safety import free_bytes, inspect_modes
 from ferrex.models import (
     BUNDLED_DIR_NAME,
     DOWNLOAD_ENV,
     MODEL_ENV,
     Embedder,
-    EmbeddingCache,
     cache_path,
     choose_embedding_model,
     downloads_allowed,
@@ -35,7 +35,6 @@ from ferrex.models.remote import recorded_identity
 from ferrex.models.rerank import RERANKER_ENV, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.server.hub import owner_status
-from ferrex.storage import free_bytes, inspect_modes, is_read_only
 from journal.postgres import redacted
 from projections.replay import read_pointer
 
@@ -75,7 +74,7 @@ def doctor(app: App, quick: bool, as_json: bool) -> None:
         "dense": _dense(app, allow_download, failures, quick),
         "sparse": _sparse(),
         "reranker": _reranker(app, allow_download, failures, quick),
-        "embedding_cache": _cache(app.home),
+        "embedding_cache": _cache(app),
     }
     report["ok"] = not failures
     if as_json:
@@ -232,16 +231,15 @@ def _permissions(app: App) -> dict[str, Any]:
             "reserve_bytes": app.config["storage.reserve_bytes"]}  # fmt: skip
 
 
-def _cache(home: Path) -> dict[str, Any]:
-    path = cache_path(home)
+def _cache(app: App) -> dict[str, Any]:
     entries: int | None = None
-    if path.is_file() and not is_read_only(home):  # SQLite cannot open its WAL read-only
-        cache = EmbeddingCache(path)
+    cache = app.open_cache()  # None on a read-only home: SQLite cannot open its WAL there
+    if cache is not None:
         try:
             entries = cache.count()
         finally:
             cache.close()
-    return {"path": str(path), "entries": entries}
+    return {"path": str(cache_path(app.home)), "entries": entries}
 
 
 def _print_text(report: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
 from ferrex.porting.gitverify import AgainstReport, verify_against
-from journal import JournalError, plan_repair, to_builtins
+from journal import JournalError, to_builtins
 from journal.events import KNOWN_TAGS
 from journal.verify import VerifyReport
 from projections.replay import read_pointer
@@ -215,7 +215,7 @@ def repair_cmd(app: App, apply: bool) -> None:
             with progress("rebuilding the projections") as update:
                 entry = app.repair_journal(update)
         else:
-            entry = plan_repair(directory)
+            entry = app.planned_repair()
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     if entry is None:
@@ -310,17 +310,17 @@ def compact_cmd(app: App, dry_run: bool, journal_only: bool, as_json: bool) -> N
     """
     import os
 
-    from ferrex import purge
+    from ferrex import compaction
     from ferrex.cli.progress import progress
 
     if app.journal_url is not None:
         _compact_shared(app, dry_run, as_json)
         return
     _journal_dir(app)
-    crash = os.environ.get(purge.CRASH_ENV)
-    step = purge.crash_hook(crash) if crash else None
+    crash = os.environ.get(compaction.CRASH_ENV)
+    step = compaction.crash_hook(crash) if crash else None
     with progress("compacting", unit="segment reads") as update, progress("rebuilding") as rebuilt:
-        outcome = purge.compact(
+        outcome = compaction.compact(
             app,
             dry_run=dry_run,
             journal_only=journal_only,

@@ -46,7 +46,7 @@ from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.secrets import SecretsMode
-from ferrex.store import StoreResult, Writer
+from ferrex.write.writer import StoreResult, Writer
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 

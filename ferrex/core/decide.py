@@ -1,15 +1,16 @@
 """The decisions of the write side, as pure functions.
 
 Each ``decide_*`` function takes a validated request, a :class:`~ferrex.core.view.View` of
-the committed state (plus what is pending in the batch), the measurements the caller made
-beforehand (:class:`Similar`: the nearest memories by dense vector, cosine similarities of
-short texts), the time and an id generator, and returns a :class:`Decision`: the events to
-append and the answer to give. It reads no clock, draws no id, runs no SQL, asks no Qdrant
-and embeds nothing; so every rule here is unit-tested with a small in-memory view.
+the committed state (plus what is pending in the batch), the time and an id generator, and
+returns a :class:`Decision`: the events to append and the answer to give. It reads no clock,
+draws no id, runs no SQL, asks no Qdrant and embeds nothing; so every rule here is
+unit-tested with a small in-memory view.
 
-What a caller must measure first is itself a pure function of the request and the view:
-:func:`wanted` names the text pairs whose cosine the decision may ask for. The command
-runner (:mod:`ferrex.core.runner`) calls them in order: wanted → measure → decide → append.
+What a store's rules need measured (cosines of names, objects and predicate phrases; the
+nearest memories by dense vector) they ask of a :class:`Measures` they are given, at the
+moment they need it: the writer answers (and remembers each answer), a test answers from
+a table. The command runner (:mod:`ferrex.core.runner`) runs them: decide (measuring as
+asked) → append → apply.
 
 The rules of a store, in order:
 
@@ -90,11 +91,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
 from dataclasses import replace as replaced
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from ferrex.errors import Refused, UsageError
 from ferrex.ids import plausible_id
@@ -114,9 +115,7 @@ from ferrex.rules.lifecycle import (
 from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.predicates import (
     match_known,
-    may_reword,
     normalize_predicate,
-    predicate_phrase,
     unplaced_neighbour,
 )
 from ferrex.rules.subjects import Possible, find_entity, objects_agree, resolve_subject
@@ -153,7 +152,7 @@ from journal import (
     MemorySuperseded,
     Relink,
 )
-from journal.events import EpisodeRef, SupersedeReason, ValidationSource, Visibility
+from journal.events import AliasMatch, EpisodeRef, SupersedeReason, ValidationSource, Visibility
 from projections.documents import memory_text, subject_key
 from projections.sqlite import Memory, Spelling
 
@@ -331,43 +330,33 @@ class Decision(Generic[R]):
     result: R
 
 
-class MissingMeasure(LookupError):
-    """A decision asked for a similarity its caller did not measure (:func:`wanted` missed
-    it): ``pair`` names it, so the caller can measure it and decide again."""
+class Measures(Protocol):
+    """What a store's decision asks its caller to measure, at the moment it needs it:
+    cosines of short texts (entity names, objects, predicate phrases) and the nearest
+    memories by dense vector. Injected like the clock and the ids, so the decision stays
+    pure: the writer answers with the embedding model and Qdrant and remembers each answer
+    (:class:`ferrex.write.measures.StoreMeasures`); a unit test answers from a table."""
 
-    def __init__(self, pair: tuple[str, str]) -> None:
-        super().__init__(f"no similarity measured for {pair[0]!r} / {pair[1]!r}")
-        self.pair = pair
+    def cosines(self, pairs: Sequence[tuple[str, str]]) -> Sequence[float]:
+        """The cosine similarity of each pair of texts, in the order given."""
+        ...
 
-
-@dataclass(frozen=True)
-class Similar:
-    """What the caller measured before a decision.
-
-    ``neighbours``: (memory id, dense cosine to the new memory's text) for the nearest
-    memories of its namespace and type, committed or pending in the batch, any order.
-    ``cosines``: the cosine similarity of each text pair :func:`wanted` named.
-    """
-
-    neighbours: Sequence[tuple[str, float]] = ()
-    cosines: Mapping[tuple[str, str], float] = field(default_factory=dict)
-
-    def cosine(self, a: str, b: str) -> float:
-        if a == b:
-            return 1.0
-        try:
-            return self.cosines[(a, b)]
-        except KeyError:
-            raise MissingMeasure((a, b)) from None
+    def neighbours(self) -> Sequence[tuple[str, float]]:
+        """(memory id, dense cosine to the new memory's text) for the nearest memories of
+        its namespace and type, committed or pending in the batch, in any order."""
+        ...
 
 
-@dataclass(frozen=True)
-class Wanted:
-    """What to measure before :func:`decide_store`: text pairs, and whether the nearest
-    memories by dense vector matter (not for an explicit supersede)."""
+def _scores(measures: Measures, text: str, others: Sequence[str]) -> list[float]:
+    """The cosine of ``text`` with each of ``others``; a text is 1 with itself, unasked."""
+    asked = [(text, other) for other in others if other != text]
+    answers = iter(measures.cosines(asked) if asked else ())
+    return [1.0 if other == text else next(answers) for other in others]
 
-    pairs: tuple[tuple[str, str], ...]
-    neighbours: bool
+
+def _name_scores(measures: Measures) -> Callable[[str, Sequence[Candidate]], list[float]]:
+    """The entity rules' embedding tier, answered by ``measures``."""
+    return lambda name, candidates: _scores(measures, name, [c.name for c in candidates])
 
 
 # -- store -------------------------------------------------------------------------------
@@ -392,18 +381,6 @@ class _Who:
     def all_readers_see(self, memory: Memory) -> bool:
         """Whether everyone who will see the new memory sees ``memory`` too."""
         return all_readers_see(self.agent_id, self.visibility, memory.agent_id, memory.visibility)
-
-
-def _crossing(valid: ValidStore, view: View, who: _Who) -> Memory | None:
-    """The memory ``valid`` supersedes when some of the new memory's readers may not see it
-    (a shared memory replacing its author's private one): the store is then decided as a
-    plain one, and the old memory ended beside it, so those readers see a plain memory."""
-    if valid.supersedes is None:
-        return None
-    old = view.memory(valid.supersedes)
-    if old is None or not who.sees(old) or who.all_readers_see(old):
-        return None
-    return old
 
 
 def _who(valid: ValidStore, settings: StoreSettings) -> _Who:
@@ -496,16 +473,14 @@ def _refuse_unplaced(
     who: _Who,
     keys: Sequence[str],
     predicate: str,
-    similar: Similar,
+    measures: Measures,
 ) -> None:
     """A predicate no rule places, whose phrase embeds close to one the subject already has
     (guarded by :func:`ferrex.rules.predicates.may_reword`): rather than keep two "current"
     answers, ask the agent which it means."""
     others = _other_relations(view, who, keys, predicate)
     known = sorted({str(m.predicate_normalized) for m in others})
-    found = unplaced_neighbour(
-        predicate, known, lambda text, texts: [similar.cosine(text, x) for x in texts]
-    )
+    found = unplaced_neighbour(predicate, known, lambda text, texts: _scores(measures, text, texts))
     if found is None:
         return
     neighbour, score = found
@@ -522,67 +497,52 @@ def _refuse_unplaced(
     )
 
 
-def wanted(
-    valid: ValidStore, view: View, settings: StoreSettings, *, multi_valued: bool = False
-) -> Wanted:
-    """The measurements :func:`decide_store` may ask for, given the same inputs."""
-    who = _who(valid, settings)
-    if _crossing(valid, view, who) is not None:
-        valid = replaced(valid, supersedes=None)  # decided as a plain store
-    pairs: list[tuple[str, str]] = []
-    known = _candidates(view, who)
-    earlier: list[Candidate] = []
-    subject_entity: str | None = None
-    if valid.type == "semantic" and valid.subject is not None:
-        # Mirrors _resolve_subject: the scores it may ask for are recorded (and answered 0,
-        # which leaves the subject new; a different outcome asks again, see MissingMeasure).
-        def record(name: str, candidates: Sequence[Candidate]) -> list[float]:
-            pairs.extend((name, c.name) for c in candidates)
-            return [0.0] * len(candidates)
+@dataclass(frozen=True)
+class _Named:
+    """The entities a store names, resolved (a fact's subject first), and the events that
+    make the new ones or record new spellings as aliases."""
 
-        found = resolve_subject(
-            valid.subject,
-            known,
-            abbreviations=settings.abbreviations_for(who.namespace),
-            fuzzy_threshold=settings.entity_fuzzy,
-            embedding_threshold=settings.entity_embedding,
-            embedding_scores=record,
-        ).resolution
-        subject_entity = found.entity_id
-        earlier.append(
-            Candidate(found.entity_id or "", valid.subject, normalize_entity(valid.subject))
-        )
-    for name in valid.entities:
-        # Mirrors _resolve_entities: which spellings a later name of the same request is
-        # compared with depends on what the earlier names added.
-        candidates = [*known, *earlier]
-        found = resolve_entity(name, candidates, fuzzy_threshold=settings.entity_fuzzy)
-        normalized = normalize_entity(name)
-        if found.entity_id is None:  # the embedding tier decides: new entity or alias
-            pairs += [(name, c.name) for c in candidates]
-            earlier.append(Candidate("", name, normalized))
-        elif found.kind == "fuzzy" and not any(c.normalized == normalized for c in candidates):
-            earlier.append(Candidate(found.entity_id, name, normalized))
-    if valid.type == "semantic" and valid.supersedes is None and not multi_valued:
-        assert valid.object is not None and valid.subject is not None
-        keys = _subject_keys(view, who, valid.subject, subject_entity)
-        predicate = normalized_predicate(valid, view, who, settings, keys)
-        for old in _same_relation(view, who, keys, predicate):
-            assert old.object is not None
-            pairs.append((valid.object, old.object))
-        phrase = predicate_phrase(predicate)
-        for other in sorted(
-            {str(m.predicate_normalized) for m in _other_relations(view, who, keys, predicate)}
-        ):
-            if may_reword(predicate, other):
-                pairs.append((phrase, predicate_phrase(other)))
-    return Wanted(tuple(dict.fromkeys(pairs)), neighbours=valid.supersedes is None)
+    entities: tuple[ResolvedEntity, ...]
+    subject: _Subject
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True)
+class _Supersede:
+    """An explicit ``supersedes``, checked: the memory it ends (``ended``; the new memory is
+    then validated), or, when some of the new memory's readers may not see that memory (a
+    shared memory replacing its author's private one), the one ended beside a store decided
+    as a plain one (``crossing``), so those readers see a plain memory."""
+
+    asked: str | None = None
+    ended: str | None = None
+    crossing: Memory | None = None
+
+
+@dataclass(frozen=True)
+class _FactPlan:
+    """What a fact's rules decided beside storing it: the facts it replaces, a newer fact
+    that ends it at once (back-dated history), and possible conflicts to flag."""
+
+    body: MemoryBody
+    superseded: tuple[str, ...] = ()
+    replaced_multi: tuple[str, ...] = ()
+    successor: Memory | None = None
+    possible: tuple[FactsPossiblyConflicting, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Versions:
+    """A procedure's version number and the current versions it ends."""
+
+    version: int | None = None
+    current: tuple[str, ...] = ()
 
 
 def decide_store(
     valid: ValidStore,
     view: View,
-    similar: Similar,
+    measures: Measures,
     *,
     now: datetime,
     new_id: NewId,
@@ -590,216 +550,317 @@ def decide_store(
     multi_valued: bool = False,
 ) -> Decision[StoreResult]:
     """The events and answer for one store (see the module docstring). Raises a
-    :class:`FerrexError` (nothing to write) when the rules refuse it."""
+    :class:`FerrexError` (nothing to write) when the rules refuse it. ``measures`` is asked
+    only for what the rules reach."""
     who = _who(valid, settings)
-    namespace = who.namespace
     if valid.import_key is not None:
         _refuse_imported(valid.import_key, view, who)
-    t_valid = valid.t_valid or now
     memory_id = new_id("mem")
+    named = _name_entities(valid, view, who, measures, settings, new_id)
+    supersede = _Supersede()
+    if valid.supersedes is not None:
+        supersede = _explicit(valid.supersedes, view, who, now)
+        if supersede.crossing is not None:  # decided as a plain store, the old one ended
+            valid = replaced(valid, supersedes=None)
+    fact = _FactPlan(_body(valid))
+    if valid.type == "semantic":
+        planned = _plan_fact(valid, view, who, named.subject, measures, settings,
+                             now=now, memory_id=memory_id, multi_valued=multi_valued,
+                             crossing=supersede.crossing)  # fmt: skip
+        if isinstance(planned, Memory):  # the same fact again: confirm it
+            return _repeated_fact(valid, planned, named, who, now)
+        fact = planned
+    versions = _plan_procedure(valid, view, who)
+    close: SimilarMemory | None = None
+    if valid.supersedes is None:
+        skip = {*fact.superseded, *versions.current}
+        if supersede.crossing is not None:
+            skip.add(supersede.crossing.memory_id)
+        text = memory_text(valid.type, fact.body)
+        close = _refuse_duplicates(valid, text, view, who, measures, skip, settings, now)
+    episode = _plan_episode(valid, view, who, memory_id, now, settings)
+    return _stored(valid, view, who, memory_id, now, named, supersede, fact, versions,
+                   episode, close, multi_valued=multi_valued)  # fmt: skip
+
+
+def _name_entities(
+    valid: ValidStore,
+    view: View,
+    who: _Who,
+    measures: Measures,
+    settings: StoreSettings,
+    new_id: NewId,
+) -> _Named:
+    """Resolve a fact's subject, then every name of ``entities``; a later name is compared
+    with the spellings the earlier ones added too."""
+    known = _candidates(view, who)
     events: list[Event] = []
     subject = _Subject(None, ())
     if valid.type == "semantic" and valid.subject is not None:
-        subject = _resolve_subject(valid.subject, view, who, similar, settings, new_id, events)
-    entities = _resolve_entities(valid.entities, view, who, similar, settings, new_id, events)
-    if subject.entity is not None:
-        entities = (subject.entity, *entities)
-    possible_conflict: list[str] = []
-    possible_events: list[FactsPossiblyConflicting] = []
-    superseded: list[str] = []
-    validated: list[str] = []
-    replaced_multi: list[str] = []
-    version: int | None = None
-    successor: Memory | None = None  # a newer active fact that outlives this one
-    body = _body(valid)
-
-    explicit = valid.supersedes
-    crossing: Memory | None = None
-    if valid.supersedes is not None:
-        old = _supersedable(valid.supersedes, namespace, view, who, now)
-        if who.all_readers_see(old):
-            superseded.append(old.memory_id)
-            validated.append(memory_id)
-        else:
-            # Its readers must see a plain memory: decided as one, then the old one ended.
-            crossing = old
-            valid = replaced(valid, supersedes=None)
-    if valid.type == "semantic":
-        predicate = normalized_predicate(valid, view, who, settings, subject.keys)
-        body = replace_body(body, predicate_normalized=predicate)
-        if valid.supersedes is None and not multi_valued:
-            # An expired fact is gone the moment it expires: it neither repeats nor
-            # conflicts (the sweep forgets it soon after).
-            actives = [
-                m
-                for m in _same_relation(view, who, subject.keys, predicate)
-                if not expired(m.expires_at, now.timestamp())
-                and (crossing is None or m.memory_id != crossing.memory_id)
-            ]
-            if not actives:
-                _refuse_unplaced(valid, view, who, subject.keys, predicate, similar)
-            outcome = _fact_conflicts(valid, actives, similar, settings, _agree(view, who))
-            if isinstance(outcome, Memory):  # the same fact again: confirm it
-                confirmed: tuple[str, ...] = ()
-                if who.may_change(outcome):
-                    events.append(
-                        MemoriesValidated(
-                            memory_ids=(outcome.memory_id,), at=now, source="duplicate"
-                        )
-                    )
-                    confirmed = (outcome.memory_id,)
-                    events += _repeated_marks(valid, outcome)
-                marks = _marks_after(outcome, events)
-                result = StoreResult(
-                    "duplicate", outcome.memory_id, "semantic", namespace, entities,
-                    (), confirmed, importance=marks[0], pinned=marks[1],
-                    expires_at=marks[2],
-                )  # fmt: skip
-                return Decision(tuple(events), result)
-            # A back-dated fact older than an active one is history, not the new truth: it is
-            # stored already ended, where the newer fact began.
-            # Only by a fact all its readers see: ended by one some cannot see, it would
-            # show them a trace of it. A later fact they cannot see is left standing.
-            later = [m for m in outcome if m.t_valid > t_valid.timestamp()]
-            if [m for m in later if who.all_readers_see(m)]:
-                successor = min(
-                    (m for m in later if who.all_readers_see(m)),
-                    key=lambda m: (m.t_valid, m.memory_id),
-                )
-            taken = {*superseded, *(m.memory_id for m in later)}
-            _refuse_replacing_pinned(valid, [m for m in outcome if m.memory_id not in taken])
-            # A private fact leaves shared ones standing (the agent then sees both, flagged
-            # as a contradiction): what it keeps to itself changes nothing others see.
-            superseded += [
-                m.memory_id for m in outcome if m.memory_id not in taken and who.may_change(m)
-            ]
-            replaced_multi = [
-                m.memory_id for m in outcome if m.multi_valued and m.memory_id in superseded
-            ]
-            possible_events = _possible_conflicts(
-                valid, view, who, subject, predicate, memory_id, now, settings
-            )
-            possible_conflict = sorted({o for e in possible_events for o in e.others})
-    current: list[Memory] = []
-    if valid.type == "procedural":
-        assert valid.name is not None
-        previous = [m for m in view.procedures(namespace, valid.name) if who.sees(m)]
-        # Counted among the versions every reader of the new one sees: a shared version
-        # after its author's private ones is numbered as if they did not exist.
-        version = 1 + max(
-            (m.procedure_version or 0 for m in previous if who.all_readers_see(m)), default=0
+        subject, made = _resolve_subject(valid.subject, view, who, known, measures, settings,
+                                         new_id)  # fmt: skip
+        events += [made] if made is not None else []
+    entities = [subject.entity] if subject.entity is not None else []
+    for name in valid.entities:
+        candidates = [*known, *_spelled(events)]
+        found = resolve_entity(
+            name,
+            candidates,
+            fuzzy_threshold=settings.entity_fuzzy,
+            embedding_threshold=settings.entity_embedding,
+            embedding_scores=_name_scores(measures),
         )
-        current = [m for m in previous if m.t_invalid is None and who.may_change(m)]
-    text = memory_text(valid.type, body)
-    close: SimilarMemory | None = None
-    if valid.supersedes is None:
-        skip_ids = {*superseded, *(m.memory_id for m in current)}
-        if crossing is not None:
-            skip_ids.add(crossing.memory_id)
-        close = _refuse_duplicates(valid, text, view, who, similar, skip_ids, settings, now)
-
-    episode, episode_index = (None, 0)
-    if (
-        valid.type == "episodic"
-        and not valid.source
-        and looks_like_turn(valid.content or "", settings.episode_max_chars)
-    ):
-        tail = view.episode_tail(namespace, who.agent_id, who.visibility)
-        episode, episode_index = episode_of(tail, memory_id, now, settings.episode_gap)
-    events.append(
-        MemoryStored(
-            memory_id=memory_id,
-            namespace=namespace,
-            memory_type=valid.type,
-            t_valid=t_valid,
-            confidence=valid.confidence,
-            entity_ids=tuple(dict.fromkeys(e.entity_id for e in entities)),
-            supersedes=valid.supersedes,
-            procedure_version=version,
-            agent_id=who.agent_id,
-            visibility=who.visibility,
-            body=body,
-            multi_valued=multi_valued and valid.type == "semantic",
-            episode=EpisodeRef(episode, episode_index) if episode is not None else None,
+        normalized = normalize_entity(name)
+        spelled = found.kind not in ("fuzzy", "embedding") or any(
+            c.normalized == normalized for c in candidates
         )
+        entity, made = _entity_or_spelling(
+            name, found, None if spelled else _alias_match(found), who, new_id
+        )
+        entities.append(entity)
+        events += [made] if made is not None else []
+    return _Named(tuple(entities), subject, tuple(events))
+
+
+def _spelled(events: Sequence[Event]) -> list[Candidate]:
+    """The entities and spellings ``events`` add, as candidates for a later name."""
+    return [
+        Candidate(e.entity_id, e.name if isinstance(e, EntityCreated) else e.alias, e.normalized)
+        for e in events
+        if isinstance(e, EntityCreated | EntityAliasAdded)
+    ]
+
+
+def _entity_or_spelling(
+    name: str, found: Resolution, alias: AliasMatch | None, who: _Who, new_id: NewId
+) -> tuple[ResolvedEntity, Event | None]:
+    """The entity ``name`` resolved to, with the event it takes: a name that resolved to
+    nothing makes a new entity; one that resolved with ``alias`` (how it matched) records
+    the spelling as an alias of its entity; a spelling already known takes none. Both events
+    carry the store's scope."""
+    normalized = normalize_entity(name)
+    if found.entity_id is None:
+        entity_id = new_id("ent")
+        made = EntityCreated(entity_id=entity_id, namespace=who.namespace, name=name,
+                             normalized=normalized, agent_id=who.scope)  # fmt: skip
+        return ResolvedEntity(name, entity_id, "new", 1.0, None), made
+    entity = ResolvedEntity(name, found.entity_id, found.kind, found.score, found.matched)
+    if alias is None:
+        return entity, None
+    added = EntityAliasAdded(entity_id=found.entity_id, namespace=who.namespace, alias=name,
+                             normalized=normalized, match=alias, score=round(found.score, 6),
+                             agent_id=who.scope)  # fmt: skip
+    return entity, added
+
+
+def _explicit(memory_id: str, view: View, who: _Who, now: datetime) -> _Supersede:
+    """``supersedes`` checked (:func:`_supersedable`: refused when it may not be ended)."""
+    old = _supersedable(memory_id, who.namespace, view, who, now)
+    if who.all_readers_see(old):
+        return _Supersede(memory_id, ended=old.memory_id)
+    return _Supersede(memory_id, crossing=old)
+
+
+def _plan_fact(
+    valid: ValidStore,
+    view: View,
+    who: _Who,
+    subject: _Subject,
+    measures: Measures,
+    settings: StoreSettings,
+    *,
+    now: datetime,
+    memory_id: str,
+    multi_valued: bool,
+    crossing: Memory | None,
+) -> _FactPlan | Memory:
+    """A fact's relation: its predicate normalized, then (unless it supersedes explicitly
+    or is multi-valued) the active facts of the same relation it repeats (that fact is
+    returned) or replaces, and the possible conflicts on subjects possibly the same."""
+    predicate = normalized_predicate(valid, view, who, settings, subject.keys)
+    body = replace_body(_body(valid), predicate_normalized=predicate)
+    if valid.supersedes is not None or multi_valued:
+        return _FactPlan(body)
+    # An expired fact is gone the moment it expires: it neither repeats nor conflicts (the
+    # sweep forgets it soon after).
+    actives = [
+        m
+        for m in _same_relation(view, who, subject.keys, predicate)
+        if not expired(m.expires_at, now.timestamp())
+        and (crossing is None or m.memory_id != crossing.memory_id)
+    ]
+    if not actives:
+        _refuse_unplaced(valid, view, who, subject.keys, predicate, measures)
+    outcome = _fact_conflicts(valid, actives, measures, settings, _agree(view, who))
+    if isinstance(outcome, Memory):
+        return outcome
+    # A back-dated fact older than an active one is history, not the new truth: it is stored
+    # already ended, where the newer fact began. Only by a fact all its readers see: ended by
+    # one some cannot see, it would show them a trace of it. A later fact they cannot see is
+    # left standing.
+    t_valid = (valid.t_valid or now).timestamp()
+    later = [m for m in outcome if m.t_valid > t_valid]
+    successor = min((m for m in later if who.all_readers_see(m)),
+                    key=lambda m: (m.t_valid, m.memory_id), default=None)  # fmt: skip
+    taken = {m.memory_id for m in later}
+    _refuse_replacing_pinned(valid, [m for m in outcome if m.memory_id not in taken])
+    # A private fact leaves shared ones standing (the agent then sees both, flagged as a
+    # contradiction): what it keeps to itself changes nothing others see.
+    superseded = tuple(
+        m.memory_id for m in outcome if m.memory_id not in taken and who.may_change(m)
     )
+    possible = _possible_conflicts(valid, view, who, subject, predicate, memory_id, now)
+    return _FactPlan(
+        body,
+        superseded=superseded,
+        replaced_multi=tuple(m.memory_id for m in outcome
+                             if m.multi_valued and m.memory_id in superseded),
+        successor=successor,
+        possible=tuple(possible),
+    )  # fmt: skip
+
+
+def _repeated_fact(
+    valid: ValidStore, same: Memory, named: _Named, who: _Who, now: datetime
+) -> Decision[StoreResult]:
+    """A fact stored again: the old one is re-validated (if the store may change it) and
+    takes the repeat's marks; nothing new is stored."""
+    events = list(named.events)
+    confirmed: tuple[str, ...] = ()
+    if who.may_change(same):
+        events.append(MemoriesValidated(memory_ids=(same.memory_id,), at=now, source="duplicate"))
+        confirmed = (same.memory_id,)
+        events += _repeated_marks(valid, same)
+    importance, pinned, expires_at = _marks_after(same, events)
+    result = StoreResult(
+        "duplicate", same.memory_id, "semantic", who.namespace, named.entities, (), confirmed,
+        importance=importance, pinned=pinned, expires_at=expires_at,
+    )  # fmt: skip
+    return Decision(tuple(events), result)
+
+
+def _plan_procedure(valid: ValidStore, view: View, who: _Who) -> _Versions:
+    """A procedure's next version, counted among the versions every reader of the new one
+    sees (a shared version after its author's private ones is numbered as if they did not
+    exist), and the current versions it ends."""
+    if valid.type != "procedural":
+        return _Versions()
+    assert valid.name is not None
+    previous = [m for m in view.procedures(who.namespace, valid.name) if who.sees(m)]
+    version = 1 + max(
+        (m.procedure_version or 0 for m in previous if who.all_readers_see(m)), default=0
+    )
+    current = tuple(m.memory_id for m in previous if m.t_invalid is None and who.may_change(m))
+    return _Versions(version, current)
+
+
+def _plan_episode(
+    valid: ValidStore, view: View, who: _Who, memory_id: str, now: datetime,
+    settings: StoreSettings,
+) -> EpisodeRef | None:  # fmt: skip
+    """The derived episode of an episodic store without a source that looks like a turn
+    (see :func:`episode_of`); None for anything else."""
+    if (
+        valid.type != "episodic"
+        or valid.source
+        or not looks_like_turn(valid.content or "", settings.episode_max_chars)
+    ):
+        return None
+    tail = view.episode_tail(who.namespace, who.agent_id, who.visibility)
+    return EpisodeRef(*episode_of(tail, memory_id, now, settings.episode_gap))
+
+
+def _stored(
+    valid: ValidStore,
+    view: View,
+    who: _Who,
+    memory_id: str,
+    now: datetime,
+    named: _Named,
+    supersede: _Supersede,
+    fact: _FactPlan,
+    versions: _Versions,
+    episode: EpisodeRef | None,
+    similar: SimilarMemory | None,
+    *,
+    multi_valued: bool,
+) -> Decision[StoreResult]:
+    """The one event builder of a stored memory: its entities' events, ``memory.stored``,
+    its marks, possible conflicts, what it ends, the memory it cites validated."""
+    t_valid = valid.t_valid or now
+    multi = multi_valued and valid.type == "semantic"
     expires_at = None
     if valid.ttl_seconds is not None:
         expires_at = now + timedelta(seconds=valid.ttl_seconds)
+    events: list[Event] = [
+        *named.events,
+        MemoryStored(
+            memory_id=memory_id, namespace=who.namespace, memory_type=valid.type,
+            t_valid=t_valid, confidence=valid.confidence,
+            entity_ids=tuple(dict.fromkeys(e.entity_id for e in named.entities)),
+            supersedes=valid.supersedes, procedure_version=versions.version,
+            agent_id=who.agent_id, visibility=who.visibility, body=fact.body,
+            multi_valued=multi, episode=episode,
+        ),
+    ]  # fmt: skip
     if valid.marked:
-        events.append(
-            MemoryMarked(
-                memory_id=memory_id,
-                namespace=namespace,
-                importance=valid.importance,
-                pinned=valid.pinned,
-                expires_at=expires_at,
-            )
-        )
-    events += possible_events
-    if crossing is not None and crossing.memory_id not in {
-        *superseded,
-        *(m.memory_id for m in current),
-    }:
-        superseded.append(crossing.memory_id)
-    for old_id in superseded:
-        reason: SupersedeReason = "explicit" if old_id == explicit else "conflict"
-        events.append(
-            MemorySuperseded(
-                memory_id=old_id,
-                namespace=namespace,
-                t_invalid=t_valid,
-                superseded_by=memory_id,
-                reason=reason,
-            )
-        )
-    if successor is not None:
-        events.append(
-            MemorySuperseded(
-                memory_id=memory_id,
-                namespace=namespace,
-                t_invalid=datetime.fromtimestamp(successor.t_valid, UTC),
-                superseded_by=successor.memory_id,
-                reason="conflict",
-            )
-        )
-    for old in current:
-        events.append(
-            MemorySuperseded(
-                memory_id=old.memory_id,
-                namespace=namespace,
-                t_invalid=t_valid,
-                superseded_by=memory_id,
-                reason="version",
-            )
-        )
-    cited = _cited(valid.source)
-    if cited is not None and cited != memory_id:
-        memory = view.memory(cited)
-        if memory is not None and who.may_change(memory):
-            events.append(MemoriesValidated(memory_ids=(cited,), at=now, source="citation"))
-            validated.append(cited)
+        events.append(MemoryMarked(memory_id=memory_id, namespace=who.namespace,
+                                   importance=valid.importance, pinned=valid.pinned,
+                                   expires_at=expires_at))  # fmt: skip
+    events += fact.possible
+    ended = [*([supersede.ended] if supersede.ended else []), *fact.superseded]
+    if supersede.crossing is not None and supersede.crossing.memory_id not in {
+        *ended, *versions.current
+    }:  # fmt: skip
+        ended.append(supersede.crossing.memory_id)
+    events += _endings(memory_id, who.namespace, t_valid, ended, supersede.asked, fact.successor,
+                       versions.current)  # fmt: skip
+    validated = [memory_id] if supersede.ended else []
+    cited = _cited_memory(valid, view, who, memory_id)
+    if cited is not None:
+        events.append(MemoriesValidated(memory_ids=(cited,), at=now, source="citation"))
+        validated.append(cited)
     if valid.supersedes is not None:
         events.append(MemoriesValidated(memory_ids=(memory_id,), at=now, source="supersede"))
     result = StoreResult(
-        "stored",
-        memory_id,
-        valid.type,
-        namespace,
-        entities,
-        tuple(superseded) + tuple(m.memory_id for m in current),
-        tuple(validated),
-        version=version,
-        superseded_by=successor.memory_id if successor is not None else None,
-        replaced_multi_valued=tuple(replaced_multi),
-        multi_valued=multi_valued and valid.type == "semantic",
-        importance=valid.importance,
-        pinned=valid.pinned,
-        expires_at=expires_at,
-        possible_conflict=tuple(possible_conflict),
-        similar=close,
-    )
+        "stored", memory_id, valid.type, who.namespace, named.entities,
+        (*ended, *versions.current), tuple(validated), version=versions.version,
+        superseded_by=fact.successor.memory_id if fact.successor is not None else None,
+        replaced_multi_valued=fact.replaced_multi, multi_valued=multi,
+        importance=valid.importance, pinned=valid.pinned, expires_at=expires_at,
+        possible_conflict=tuple(sorted({o for e in fact.possible for o in e.others})),
+        similar=similar,
+    )  # fmt: skip
     return Decision(tuple(events), result)
+
+
+def _endings(
+    memory_id: str,
+    namespace: str,
+    t_valid: datetime,
+    ended: Sequence[str],
+    asked: str | None,
+    successor: Memory | None,
+    versions: Sequence[str],
+) -> list[Event]:
+    """``memory.superseded`` for each memory a store ends: replaced facts (and the one it
+    supersedes explicitly, ``asked``), the store itself when a newer fact outlives it, and
+    a procedure's earlier versions."""
+    events: list[Event] = []
+    for old_id in ended:
+        reason: SupersedeReason = "explicit" if old_id == asked else "conflict"
+        events.append(MemorySuperseded(memory_id=old_id, namespace=namespace, t_invalid=t_valid,
+                                       superseded_by=memory_id, reason=reason))  # fmt: skip
+    if successor is not None:
+        events.append(MemorySuperseded(
+            memory_id=memory_id, namespace=namespace,
+            t_invalid=datetime.fromtimestamp(successor.t_valid, UTC),
+            superseded_by=successor.memory_id, reason="conflict",
+        ))  # fmt: skip
+    for old_id in versions:
+        events.append(MemorySuperseded(memory_id=old_id, namespace=namespace, t_invalid=t_valid,
+                                       superseded_by=memory_id, reason="version"))  # fmt: skip
+    return events
 
 
 _SPEAKER = re.compile(r"[^\W\d_][\w'.-]*(?: [\w'.-]+){0,2}: \S")
@@ -867,7 +928,7 @@ def _supersedable(memory_id: str, namespace: str, view: View, who: _Who, now: da
 def _fact_conflicts(
     valid: ValidStore,
     actives: Sequence[Memory],
-    similar: Similar,
+    measures: Measures,
     settings: StoreSettings,
     agree: Callable[[str, str], bool] | None = None,
 ) -> Memory | list[Memory]:
@@ -882,7 +943,7 @@ def _fact_conflicts(
         assert old.object is not None
         if agree is not None and agree(valid.object, old.object):
             return old
-        similarity = similar.cosine(valid.object, old.object)
+        (similarity,) = _scores(measures, valid.object, [old.object])
         change = classify_object_change(
             valid.object,
             old.object,
@@ -991,7 +1052,7 @@ def _refuse_duplicates(
     text: str,
     view: View,
     who: _Who,
-    similar: Similar,
+    measures: Measures,
     skip: set[str],
     settings: StoreSettings,
     now: datetime,
@@ -1002,7 +1063,7 @@ def _refuse_duplicates(
     kept: SimilarMemory | None = None
     near: SimilarMemory | None = None
     floor = min(settings.near_threshold, settings.dedup_threshold)
-    for memory_id, score in sorted(similar.neighbours, key=lambda h: (-h[1], h[0])):
+    for memory_id, score in sorted(measures.neighbours(), key=lambda h: (-h[1], h[0])):
         if not math.isfinite(score):  # it would fail every comparison, silently
             raise ValueError(f"similarity must be a finite number, got {score!r}")
         if memory_id in skip or score < floor:
@@ -1040,55 +1101,31 @@ def _resolve_subject(
     name: str,
     view: View,
     who: _Who,
-    similar: Similar,
+    known: Sequence[Candidate],
+    measures: Measures,
     settings: StoreSettings,
     new_id: NewId,
-    events: list[Event],
-) -> _Subject:
+) -> tuple[_Subject, Event | None]:
     """A fact's subject through entity resolution (:func:`ferrex.rules.subjects.
     resolve_subject`), in the store's scope: the entity it names, made or given the new
     spelling as an alias, like a name in ``entities``."""
-    known = _candidates(view, who)
     found = resolve_subject(
         name,
         known,
         abbreviations=settings.abbreviations_for(who.namespace),
         fuzzy_threshold=settings.entity_fuzzy,
         embedding_threshold=settings.entity_embedding,
-        embedding_scores=lambda n, cs: [similar.cosine(n, c.name) for c in cs],
+        embedding_scores=_name_scores(measures),
     )
     res = found.resolution
     normalized = normalize_entity(name)
     possible = tuple(p for p in found.possible if res.entity_id is None or
                      not view.entities_differ(res.entity_id, p.entity_id))  # fmt: skip
-    if res.entity_id is None:
-        entity_id = new_id("ent")
-        events.append(
-            EntityCreated(
-                entity_id=entity_id,
-                namespace=who.namespace,
-                name=name,
-                normalized=normalized,
-                agent_id=who.scope,
-            )
-        )
-        entity = ResolvedEntity(name, entity_id, "new", 1.0, None)
-        return _Subject(entity, _subject_keys(view, who, name, None), possible)
+    alias: AliasMatch | None = None
     if not any(c.normalized == normalized and c.entity_id == res.entity_id for c in known):
-        events.append(
-            EntityAliasAdded(
-                entity_id=res.entity_id,
-                namespace=who.namespace,
-                alias=name,
-                normalized=normalized,
-                match="abbreviation" if res.kind in ("abbreviation", "normalized")
-                else _alias_match(res),
-                score=round(res.score, 6),
-                agent_id=who.scope,
-            )
-        )  # fmt: skip
-    entity = ResolvedEntity(name, res.entity_id, res.kind, res.score, res.matched)
-    return _Subject(entity, _subject_keys(view, who, name, res.entity_id), possible)
+        alias = "abbreviation" if res.kind in ("abbreviation", "normalized") else _alias_match(res)
+    entity, made = _entity_or_spelling(name, res, alias, who, new_id)
+    return _Subject(entity, _subject_keys(view, who, name, res.entity_id), possible), made
 
 
 def _agree(view: View, who: _Who) -> Callable[[str, str], bool]:
@@ -1113,7 +1150,6 @@ def _possible_conflicts(
     predicate: str,
     memory_id: str,
     now: datetime,
-    settings: StoreSettings,
 ) -> list[FactsPossiblyConflicting]:
     """For each entity the subject is possibly the same as: its active single-valued facts
     of the same relation whose object disagrees. Nothing is superseded; both are flagged."""
@@ -1147,69 +1183,6 @@ def _possible_conflicts(
     return out
 
 
-def _resolve_entities(
-    names: Sequence[str],
-    view: View,
-    who: _Who,
-    similar: Similar,
-    settings: StoreSettings,
-    new_id: NewId,
-    events: list[Event],
-) -> tuple[ResolvedEntity, ...]:
-    known = _candidates(view, who)
-    # A subject resolved just before added its entity or spelling (pending in ``events``).
-    added: list[Candidate] = [
-        Candidate(e.entity_id, e.name if isinstance(e, EntityCreated) else e.alias,
-                  e.normalized)
-        for e in events
-        if isinstance(e, EntityCreated | EntityAliasAdded)
-    ]  # fmt: skip
-    resolved: list[ResolvedEntity] = []
-    for name in names:
-        candidates = [*known, *added]
-        found = resolve_entity(
-            name,
-            candidates,
-            fuzzy_threshold=settings.entity_fuzzy,
-            embedding_threshold=settings.entity_embedding,
-            embedding_scores=lambda n, cs: [similar.cosine(n, c.name) for c in cs],
-        )
-        normalized = normalize_entity(name)
-        if found.entity_id is None:
-            entity_id = new_id("ent")
-            events.append(
-                EntityCreated(
-                    entity_id=entity_id,
-                    namespace=who.namespace,
-                    name=name,
-                    normalized=normalized,
-                    agent_id=who.scope,
-                )
-            )
-            added.append(Candidate(entity_id, name, normalized))
-            resolved.append(ResolvedEntity(name, entity_id, "new", 1.0, None))
-            continue
-        if found.kind in ("fuzzy", "embedding") and not any(
-            c.normalized == normalized for c in candidates
-        ):
-            events.append(
-                EntityAliasAdded(
-                    entity_id=found.entity_id,
-                    namespace=who.namespace,
-                    alias=name,
-                    normalized=normalized,
-                    match=_alias_match(found),
-                    score=round(found.score, 6),
-                    agent_id=who.scope,
-                )
-            )
-            added.append(Candidate(found.entity_id, name, normalized))
-        resolved.append(
-            ResolvedEntity(name, found.entity_id, found.kind, found.score, found.matched)
-        )
-    return tuple(resolved)
-
-
 def _alias_match(found: Resolution) -> Literal["fuzzy", "embedding"]:
     return "embedding" if found.kind == "embedding" else "fuzzy"
 
@@ -1232,6 +1205,16 @@ def _body(valid: ValidStore) -> MemoryBody:
 def store_text(valid: ValidStore) -> str:
     """The text a store embeds (and dedups on)."""
     return memory_text(valid.type, _body(valid))
+
+
+def _cited_memory(valid: ValidStore, view: View, who: _Who, memory_id: str) -> str | None:
+    """The memory a store cites (``source = "memory:<id>"``) when the store may validate it:
+    an id the caller cannot see behaves exactly like one that does not exist."""
+    cited = _cited(valid.source)
+    if cited is None or cited == memory_id:
+        return None
+    memory = view.memory(cited)
+    return cited if memory is not None and who.may_change(memory) else None
 
 
 def _cited(source: str | None) -> str | None:
@@ -1305,56 +1288,10 @@ def decide_entity(
             f"unknown entity action {action!r}", hint="the actions are merge, split and differ"
         )
     spellings = [s for s in view.spellings(namespace) if sees_scope(caller, s.agent_id, s.viewers)]
-    candidates = [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
-
-    def entity_of(name: str) -> str:
-        found = find_entity(name, candidates)
-        if found is None:
-            raise Refused(
-                f"no entity {name!r} in {namespace}",
-                code="not_found",
-                hint="stats or recall show the entities memories name",
-                details={"name": name},
-            )
-        return found
-
-    kept = entity_of(first)
+    kept = _entity_named(first, spellings, namespace)
     if action == "split":
-        normalized = normalize_entity(second)
-        spelling = next(
-            (s for s in spellings if s.entity_id == kept and s.normalized == normalized), None
-        )
-        if spelling is None:
-            raise Refused(
-                f"{second!r} is not a spelling of the entity {first!r}",
-                code="not_found",
-                hint="the entity resource lists its aliases",
-                details={"name": second},
-            )
-        if all(s.normalized == normalized for s in spellings if s.entity_id == kept):
-            raise UsageError(
-                f"{second!r} is the only spelling of {first!r}: nothing to split",
-                hint="split a spelling that was merged into another",
-            )
-        new_entity = new_id("ent")
-        moved = [
-            m
-            for m in (view.memory(i) for i in view.linked(kept))
-            if m is not None and m.type == "semantic" and m.subject_key == normalized
-        ]
-        event: Event = EntitySplit(
-            entity_id=kept,
-            new_entity_id=new_entity,
-            namespace=namespace,
-            name=spelling.alias,
-            normalized=normalized,
-            entity_agent_id=spelling.agent_id,
-            spelling_entity_id=spelling.recorded_under,
-            relinked=_relinked(moved, kept, new_entity),
-            agent_id=caller,
-        )
-        return Decision((event,), EntityResult(action, kept, new_entity, namespace))
-    other = entity_of(second)
+        return _split(kept, first, second, spellings, view, namespace, caller, new_id)
+    other = _entity_named(second, spellings, namespace)
     if other == kept:
         raise UsageError(
             f"{first!r} and {second!r} are already one entity",
@@ -1362,6 +1299,7 @@ def decide_entity(
             if action == "differ"
             else "nothing to merge",
         )
+    event: Event
     if action == "merge":
         if _private(spellings, kept) and not _private(spellings, other):
             # Every caller would lose the shared entity into one only its agent sees.
@@ -1383,6 +1321,67 @@ def decide_entity(
     return Decision((event,), EntityResult(action, kept, other, namespace))
 
 
+def _entity_named(name: str, spellings: Sequence[Spelling], namespace: str) -> str:
+    """The entity a caller's ``name`` is, through the spellings it sees; ``not_found``."""
+    found = find_entity(name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings])
+    if found is None:
+        raise Refused(
+            f"no entity {name!r} in {namespace}",
+            code="not_found",
+            hint="stats or recall show the entities memories name",
+            details={"name": name},
+        )
+    return found
+
+
+def _split(
+    kept: str,
+    first: str,
+    second: str,
+    spellings: Sequence[Spelling],
+    view: View,
+    namespace: str,
+    caller: str | None,
+    new_id: NewId,
+) -> Decision[EntityResult]:
+    """The spelling ``second`` of entity ``kept`` (named ``first``) made an entity of its
+    own, with the facts whose subject it spells."""
+    normalized = normalize_entity(second)
+    spelling = next(
+        (s for s in spellings if s.entity_id == kept and s.normalized == normalized), None
+    )
+    if spelling is None:
+        raise Refused(
+            f"{second!r} is not a spelling of the entity {first!r}",
+            code="not_found",
+            hint="the entity resource lists its aliases",
+            details={"name": second},
+        )
+    if all(s.normalized == normalized for s in spellings if s.entity_id == kept):
+        raise UsageError(
+            f"{second!r} is the only spelling of {first!r}: nothing to split",
+            hint="split a spelling that was merged into another",
+        )
+    new_entity = new_id("ent")
+    moved = [
+        m
+        for m in (view.memory(i) for i in view.linked(kept))
+        if m is not None and m.type == "semantic" and m.subject_key == normalized
+    ]
+    event = EntitySplit(
+        entity_id=kept,
+        new_entity_id=new_entity,
+        namespace=namespace,
+        name=spelling.alias,
+        normalized=normalized,
+        entity_agent_id=spelling.agent_id,
+        spelling_entity_id=spelling.recorded_under,
+        relinked=_relinked(moved, kept, new_entity),
+        agent_id=caller,
+    )
+    return Decision((event,), EntityResult("split", kept, new_entity, namespace))
+
+
 def checked_ids(ids: Sequence[str]) -> list[str]:
     """Memory ids as given, checked for shape, without repeats (a usage error otherwise)."""
     if isinstance(ids, str) or not ids:
@@ -1394,6 +1393,20 @@ def checked_ids(ids: Sequence[str]) -> list[str]:
             hint="ids are printable, without spaces, at most 64 characters",
         )
     return list(dict.fromkeys(ids))
+
+
+def confirmable(asked: Sequence[str], shown: Iterable[str]) -> list[str]:
+    """The ids a recall's caller confirms as correct (``validate_ids``), which must all be
+    ids that recall showed it: a usage error naming the others, and nothing validated."""
+    returned = set(shown)
+    foreign = [i for i in asked if i not in returned]
+    if foreign:
+        raise UsageError(
+            f"validate_ids must be ids this recall returned; not returned: "
+            f"{', '.join(foreign[:5])}",
+            hint="confirm only memories you were shown; recall them first",
+        )
+    return list(asked)
 
 
 def decide_forget(
@@ -1744,32 +1757,9 @@ def _fold_events(
     summary = summarize(
         [Source(m.memory_id, m.content or "") for m in members], keep_ratio=keep_ratio, unit=unit
     )
-    shared = all(m.visibility == "shared" for m in members)
-    visibility: Visibility = "shared" if shared else "private"
-    entity_ids = tuple(sorted({e for m in members for e in m.entity_ids}))
-    sources = {m.source for m in members}
-    episodes = {m.episode for m in members}
-    source = first.source if len(sources) == 1 else None
-    episode = (
-        EpisodeRef(first.episode, min(m.episode_index for m in members))
-        if source is None and len(episodes) == 1 and first.episode is not None
-        else None
-    )
+    stored = _summary_stored(summary_id, members, summary.text)
     ids = tuple(m.memory_id for m in members)
-    events: list[Event] = [
-        MemoryStored(
-            memory_id=summary_id,
-            namespace=first.namespace,
-            memory_type="episodic",
-            t_valid=datetime.fromtimestamp(min(m.t_valid for m in members), UTC),
-            confidence=min(m.confidence for m in members),
-            entity_ids=entity_ids,
-            agent_id=first.agent_id,
-            visibility=visibility,
-            body=MemoryBody(content=summary.text, source=source),
-            episode=episode,
-        )
-    ]
+    events: list[Event] = [stored]
     importance = max(m.importance for m in members)
     if importance != DEFAULT_IMPORTANCE:
         events.append(
@@ -1785,10 +1775,39 @@ def _fold_events(
         )
     )
     folding = Folding(
-        summary_id, first.namespace, first.agent_id, group, ids, visibility,
+        summary_id, first.namespace, first.agent_id, group, ids, stored.visibility,
         len(summary.text), summary.source_chars,
     )  # fmt: skip
     return events, folding
+
+
+def _summary_stored(summary_id: str, members: Sequence[Memory], text: str) -> MemoryStored:
+    """The summary of ``members`` as a memory: their earliest time and lowest confidence,
+    all their entities, shared only when every one is, their source or derived episode
+    when they have one."""
+    first = members[0]
+    shared = all(m.visibility == "shared" for m in members)
+    visibility: Visibility = "shared" if shared else "private"
+    sources = {m.source for m in members}
+    episodes = {m.episode for m in members}
+    source = first.source if len(sources) == 1 else None
+    episode = (
+        EpisodeRef(first.episode, min(m.episode_index for m in members))
+        if source is None and len(episodes) == 1 and first.episode is not None
+        else None
+    )
+    return MemoryStored(
+        memory_id=summary_id,
+        namespace=first.namespace,
+        memory_type="episodic",
+        t_valid=datetime.fromtimestamp(min(m.t_valid for m in members), UTC),
+        confidence=min(m.confidence for m in members),
+        entity_ids=tuple(sorted({e for m in members for e in m.entity_ids})),
+        agent_id=first.agent_id,
+        visibility=visibility,
+        body=MemoryBody(content=text, source=source),
+        episode=episode,
+    )
 
 
 def decide_consolidate(
@@ -1830,20 +1849,28 @@ def decide_unfold(summary_id: str, view: View, folded: Sequence[str]) -> Decisio
             code="not_found",
             hint="`ferrex consolidate --dry-run` and recall show summaries; their ids start mem_",
         )
-    restored = tuple(
-        i for i in sorted(folded)
-        if (m := view.memory(i)) is not None and m.superseded_by == summary_id
-    )  # fmt: skip
+    restored = _still_folded(view, summary_id, folded)
     events: tuple[Event, ...] = (
         MemoriesUnfolded(summary_id=summary_id, namespace=summary.namespace, memory_ids=restored),
-        MemoriesForgotten(
-            memory_ids=(summary_id,),
-            namespace=summary.namespace,
-            reason="consolidation",
-            details=("consolidation undone",),
-        ),
+        _summary_forgotten(summary, "consolidation undone"),
     )
     return Decision(events, UnfoldResult(summary_id, restored))
+
+
+def _still_folded(
+    view: View, summary_id: str, members: Sequence[str], leaving: Set[str] = frozenset()
+) -> tuple[str, ...]:
+    """The ``members`` (in id order) still folded into ``summary_id``, but those leaving."""
+    return tuple(
+        i for i in sorted(members)
+        if i not in leaving and (m := view.memory(i)) is not None
+        and m.superseded_by == summary_id
+    )  # fmt: skip
+
+
+def _summary_forgotten(summary: Memory, why: str) -> MemoriesForgotten:
+    return MemoriesForgotten(memory_ids=(summary.memory_id,), namespace=summary.namespace,
+                             reason="consolidation", details=(why,))  # fmt: skip
 
 
 def decide_refold(
@@ -1872,40 +1899,42 @@ def decide_refold(
         if summary is None:
             continue
         if summary_id in gone:
-            back = tuple(
-                i for i in sorted(members)
-                if i not in gone and (m := view.memory(i)) is not None
-                and m.superseded_by == summary_id
-            )  # fmt: skip
+            back = _still_folded(view, summary_id, members, gone)
             events.append(
                 MemoriesUnfolded(
                     summary_id=summary_id, namespace=summary.namespace, memory_ids=back
                 )
             )
-            continue
-        if not gone.intersection(members):
-            continue
-        left = sorted(
-            (m for i in members if i not in gone and (m := view.memory(i)) is not None),
-            key=_episode_order,
-        )
-        if left:
-            group = _group_key(left[0]) or "episode:"
-            refolded, _ = _fold_events(
-                group,
-                left,
-                summary_id=new_id("mem"),
-                now=now,
-                keep_ratio=keep_ratio,
-                unit=unit,
-            )
-            events.extend(refolded)
-        events.append(
-            MemoriesForgotten(
-                memory_ids=(summary_id,),
-                namespace=summary.namespace,
-                reason="consolidation",
-                details=("a folded memory was forgotten: summary made again without it",),
-            )
-        )
+        elif gone.intersection(members):
+            events += _refolded(summary, members, gone, view, now=now, new_id=new_id,
+                                keep_ratio=keep_ratio, unit=unit)  # fmt: skip
+    return events
+
+
+def _refolded(
+    summary: Memory,
+    members: Sequence[str],
+    gone: Set[str],
+    view: View,
+    *,
+    now: datetime,
+    new_id: NewId,
+    keep_ratio: float,
+    unit: Unit,
+) -> list[Event]:
+    """A summary one of whose sources is forgotten: made again from the sources left (a new
+    summary), then forgotten."""
+    events: list[Event] = []
+    left = sorted(
+        (m for i in members if i not in gone and (m := view.memory(i)) is not None),
+        key=_episode_order,
+    )
+    if left:
+        group = _group_key(left[0]) or "episode:"
+        refolded, _ = _fold_events(group, left, summary_id=new_id("mem"), now=now,
+                                   keep_ratio=keep_ratio, unit=unit)  # fmt: skip
+        events.extend(refolded)
+    events.append(
+        _summary_forgotten(summary, "a folded memory was forgotten: summary made again without it")
+    )
     return events

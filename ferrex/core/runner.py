@@ -6,7 +6,7 @@ projections up to the head → decides each request against an
 :class:`~ferrex.core.view.Overlay` (so later requests see earlier ones of the same chunk) →
 appends every decided command as one group commit (fsync) → applies the records to the
 projections. Store, forget, validate,
-dump restore, access flushes and eviction all come through here (``ferrex.store``,
+dump restore, access flushes and eviction all come through here (``ferrex.write.writer``,
 ``ferrex.porting.restore``, ``ferrex.app``).
 
 Failure rules:

@@ -80,8 +80,8 @@ class ReadModelView:
 
     The runner builds one under the writer lock, after catching up, and drops it before the
     chunk's records are applied: the read model cannot change while it lives, so each
-    question is asked of SQLite once (``wanted()`` and the decision it plans ask the same
-    ones) and answered from memory after that."""
+    question is asked of SQLite once (the chunk's decisions ask many of the same ones) and
+    answered from memory after that."""
 
     def __init__(self, read_model: ReadModel) -> None:
         self._rm = read_model

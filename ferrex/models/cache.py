@@ -151,7 +151,7 @@ class EmbeddingCache:
         failure is logged (once per cache object until a write succeeds again) and False is
         returned. The cache only saves work, so it never fails the store or recall that
         embedded the texts; a store is then refused by the free-space reserve, under the
-        writer lock, before anything of it is written (``ferrex.storage.check_reserve``)."""
+        writer lock, before anything of it is written (``ferrex.home_safety.check_reserve``)."""
         pairs = list(items)
         if not pairs:
             return True

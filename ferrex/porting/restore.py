@@ -15,8 +15,8 @@ t_valid, links and text, then ``memory.superseded`` (t_invalid, superseded_by),
 ``memories.validated`` (last_validated, source ``operator``), ``memories.accessed``
 (access_count, last_accessed) and ``memory.marked`` (importance, pinned, expires_at) when
 the dump has them. Chunks are group-committed and their
-texts embedded in one batch, through the same command runner as every store
-(:mod:`ferrex.core.runner`).
+texts embedded in one batch, through the writer's one write path like every store
+(:meth:`ferrex.write.writer.Writer.run`, :mod:`ferrex.core.runner`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ferrex.rules.entities import normalize_entity
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.predicates import normalize_predicate
 from ferrex.rules.visibility import in_scope, scope_of
-from ferrex.store import Writer
+from ferrex.write.writer import Writer
 from journal import (
     Access,
     EntitiesDiffer,
@@ -75,9 +75,8 @@ def restore_many(
     """Memories and entities this restore journals (a flag between two that were there
     already is not journaled again: importing a dump twice adds nothing)."""
 
-    def prepare(part: Sequence[Restored | RestoredEntity | RestoredFlag]) -> None:
-        texts = [memory_text(i.valid.type, _body(i, None)) for i in part if isinstance(i, Restored)]
-        writer.embedder.embed_many(texts)
+    def texts(part: Sequence[Restored | RestoredEntity | RestoredFlag]) -> list[str]:
+        return [memory_text(i.valid.type, _body(i, None)) for i in part if isinstance(i, Restored)]
 
     def decide(item: Restored | RestoredEntity | RestoredFlag, batch: Batch) -> Decision[Restore]:
         if isinstance(item, RestoredFlag):
@@ -92,7 +91,7 @@ def restore_many(
             fresh.add(decided.result.id)
         return decided
 
-    outcomes = writer.runner.run(items, decide, chunk=chunk, prepare=prepare, progress=progress)
+    outcomes = writer.run(items, decide, texts=texts, chunk=chunk, progress=progress)
     restored = [o for o in outcomes if isinstance(o, Restore)]
     assert len(restored) == len(items)  # a restore decision never refuses
     if writer.settings.budget_bytes is not None and any(r.status == "stored" for r in restored):

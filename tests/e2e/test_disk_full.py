@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ferrex.storage import DEFAULT_RESERVE_BYTES, free_bytes
+from ferrex.home_safety import DEFAULT_RESERVE_BYTES, free_bytes
 from tests.e2e.disk_helpers import ferrex, tmpfs
 
 RESERVE = DEFAULT_RESERVE_BYTES

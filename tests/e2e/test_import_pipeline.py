@@ -20,7 +20,7 @@ from ferrex.config import load
 from ferrex.errors import FerrexError, Refused
 from ferrex.models import Embedder, choose_embedding_model
 from ferrex.rules.memory_input import StoreRequest
-from ferrex.store import StoreResult
+from ferrex.write.writer import StoreResult
 
 TOPICS = [
     "deploy",

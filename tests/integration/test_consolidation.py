@@ -24,8 +24,8 @@ from ferrex.read.recall import AccessLog, Reader, RecallRequest
 from ferrex.read.seen import Sight
 from ferrex.rules.consolidation import sentences
 from ferrex.rules.memory_input import StoreRequest
-from ferrex.store import StoreSettings, Writer
 from ferrex.times import rfc3339
+from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal
 from journal.compact import plan
 from projections.qdrant_edge import EdgeBackend

@@ -33,7 +33,7 @@ from ferrex.porting.memory_server import graph_items
 from ferrex.porting.records import RECORDS_PER_FILE, file_for, render
 from ferrex.porting.restore import restore_many
 from ferrex.rules.memory_input import StoreRequest
-from ferrex.store import StoreSettings, Writer
+from ferrex.write.writer import StoreSettings, Writer
 from journal import (
     Access,
     EntityCreated,

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from ferrex.cli import cli
-from ferrex.storage import inspect_modes, secure_home, tighten
+from ferrex.home_safety import inspect_modes, secure_home, tighten
 from journal import Journal, MemoryStored
 from projections.sqlite import ReadModel
 

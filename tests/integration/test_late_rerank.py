@@ -13,7 +13,7 @@ from ferrex.models.late import LateInteraction, load_late
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
 from ferrex.read.recall import AccessLog, Reader, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
-from ferrex.store import StoreSettings, Writer
+from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal
 from projections.qdrant_edge import EdgeBackend
 from projections.replay import Projections

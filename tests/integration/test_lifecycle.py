@@ -23,7 +23,7 @@ from ferrex.porting.dump import parse_line, write_dump
 from ferrex.porting.restore import restore_many
 from ferrex.read.recall import AccessLog, Reader, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
-from ferrex.store import StoreSettings, Writer
+from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal
 from projections.qdrant_edge import EdgeBackend
 from projections.replay import Projections

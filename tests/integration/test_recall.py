@@ -14,7 +14,7 @@ from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
 from ferrex.read.recall import AccessLog, Reader, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
-from ferrex.store import StoreSettings, Writer
+from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal
 from projections.qdrant_edge import EdgeBackend
 from projections.replay import Projections

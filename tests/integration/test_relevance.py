@@ -15,7 +15,7 @@ from ferrex.models.rerank import RerankStage, choose_reranker
 from ferrex.read.recall import Reader, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.relevance import NOTE_NOTHING_RELEVANT
-from ferrex.store import StoreSettings, Writer
+from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal
 from projections.qdrant_edge import EdgeBackend
 from projections.replay import Projections

@@ -13,7 +13,7 @@ import pytest
 from ferrex.errors import Refused, UsageError
 from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest
-from ferrex.store import StoreSettings, Writer
+from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal, MemorySuperseded, verify
 from projections.qdrant_edge import EdgeBackend
 from projections.reconcile import reconcile
@@ -286,3 +286,15 @@ def test_a_batch_sees_its_own_earlier_requests(writer: Writer) -> None:
     positions = [o.position for o in outcomes if not isinstance(o, Exception)]
     assert positions == sorted(positions) and len(set(positions)) == 5
     replay_matches(writer)
+
+
+def test_validate_shown_confirms_only_what_a_recall_showed(writer: Writer) -> None:
+    shown = writer.store(note("The release train leaves on Thursdays"))
+    hidden = writer.store(note("The staging cluster runs on spot instances"))
+    head = writer.journal.head.position
+    with pytest.raises(UsageError, match="not returned: " + hidden.id):
+        writer.validate_shown([shown.id, hidden.id], [shown.id])
+    assert writer.journal.head.position == head  # refused: nothing written
+    done = writer.validate_shown([shown.id], [shown.id, "mem_other"])
+    assert done.validated == (shown.id,)
+    assert writer.journal.head.position == head + 1

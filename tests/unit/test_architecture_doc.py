@@ -15,7 +15,7 @@ one of these shapes:
 - **a class's member** — ``ReadModel.apply``, ``Projections.reading()``: a class of that name
   in ``journal/``, ``projections/`` or ``ferrex/`` has it (a method, a field, a class
   attribute or an attribute set on ``self``; its bases, by name, count too);
-- **a module's symbol in dotted form** — ``app.translated``, ``decide.wanted``,
+- **a module's symbol in dotted form** — ``app.translated``, ``decide.decide_store``,
   ``projections.reconcile.reconcile``: checked when the first name is a module or package
   of the three packages (by its last name), unless the span is a configuration key
   (``journal.url``, from ``ferrex.config.KEYS``), an event type (``memory.stored``, from

@@ -7,14 +7,14 @@ given, and these tests give them exactly the state each rule is about.
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from ferrex.core.decide import (
-    MissingMeasure,
-    Similar,
+    confirmable,
     decide_access,
     decide_eviction,
     decide_expiry,
@@ -24,7 +24,6 @@ from ferrex.core.decide import (
     decide_validate,
     episode_of,
     looks_like_turn,
-    wanted,
 )
 from ferrex.core.settings import StoreSettings
 from ferrex.core.view import EpisodeTail, Overlay
@@ -125,6 +124,30 @@ class FakeView:
         return self.tails.get((namespace, agent_id, visibility))
 
 
+@dataclass
+class Similar:
+    """A unit test's measures (:class:`ferrex.core.decide.Measures`): the nearest memories
+    given, each cosine from ``cosines`` or else ``otherwise``; with neither, a cosine the
+    test did not expect fails it. ``asked`` records every pair asked, in order."""
+
+    near: Sequence[tuple[str, float]] = ()
+    cosines_of: Mapping[tuple[str, str], float] = field(default_factory=dict)
+    otherwise: float | None = None
+    asked: list[tuple[str, str]] = field(default_factory=list)
+    neighbours_asked: int = 0
+
+    def cosines(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        self.asked += pairs
+        found = [self.cosines_of.get(pair, self.otherwise) for pair in pairs]
+        unexpected = [pair for pair, value in zip(pairs, found, strict=True) if value is None]
+        assert not unexpected, f"a cosine the test did not expect: {unexpected}"
+        return [value for value in found if value is not None]
+
+    def neighbours(self) -> Sequence[tuple[str, float]]:
+        self.neighbours_asked += 1
+        return self.near
+
+
 def ids() -> object:
     counter = itertools.count(1)
     return lambda prefix: f"{prefix}_{next(counter):03d}"
@@ -139,15 +162,14 @@ def note(content: str, **kw: object) -> object:
 
 
 def store(view: FakeView, valid: object, similar: Similar | None = None, **kw: object):  # type: ignore[no-untyped-def]
-    """Decide a store, with every wanted pair measured as ``cosine`` (default 0.1), and
-    commit it into ``view``."""
+    """Decide a store, with every cosine it asks for measured as ``cosine`` (default 0.1),
+    and commit it into ``view``."""
     cosine = kw.pop("cosine", 0.1)
     multi = bool(kw.pop("multi_valued", False))
     settings = kw.pop("settings", SETTINGS)
     new_id = kw.pop("new_id", ids())
     if similar is None:
-        want = wanted(valid, view, settings, multi_valued=multi)  # type: ignore[arg-type]
-        similar = Similar((), {pair: cosine for pair in want.pairs})  # type: ignore[misc]
+        similar = Similar(otherwise=cosine)  # type: ignore[arg-type]
     now = kw.pop("now", NOW)
     decision = decide_store(
         valid,  # type: ignore[arg-type]
@@ -421,11 +443,34 @@ def test_the_overlay_sees_import_keys_decided_earlier_in_the_batch() -> None:
                      Similar(), now=NOW, new_id=ids(), settings=SETTINGS)  # type: ignore[arg-type]  # fmt: skip
 
 
-def test_a_measure_the_decision_was_not_given_is_a_bug_not_a_guess() -> None:
+def test_a_decision_asks_its_measures_only_for_what_its_rules_reach() -> None:
     view = FakeView()
-    store(view, fact("api", "version", "2.4"))
-    with pytest.raises(MissingMeasure):
-        store(view, fact("api", "version", "3.0"), Similar(), new_id=lambda p: p + "_2")
+    first = store(view, fact("api", "version", "2.4"))
+    # A changed object: its cosine with the active fact's object is asked, once, then the
+    # nearest memories for the dedup check.
+    measured = Similar(cosines_of={("3.0", "2.4"): 0.1})
+    changed = store(view, fact("api", "version", "3.0"), measured, new_id=lambda p: p + "_2")
+    assert changed.result.superseded == (first.result.id,)
+    assert measured.asked == [("3.0", "2.4")] and measured.neighbours_asked == 1
+    # An explicit supersede runs no dedup: no nearest memories asked; a plain note with no
+    # entities needs no cosine.
+    explicit = Similar()
+    store(view, fact("api", "version", "3.1", supersedes=changed.result.id), explicit,
+          new_id=lambda p: p + "_3")  # fmt: skip
+    assert explicit.asked == [] and explicit.neighbours_asked == 0
+    plain = Similar()
+    store(view, note("the api moved to 3.1"), plain, new_id=lambda p: p + "_4")
+    assert plain.asked == [] and plain.neighbours_asked == 1
+
+
+def test_a_refused_store_measures_nothing_it_did_not_reach() -> None:
+    view = FakeView()
+    store(view, note("Standup notes", import_key="line 1 sha256:01"))
+    measured = Similar()
+    with pytest.raises(Refused, match="already imported"):
+        store(view, note("Standup notes", import_key="line 1 sha256:01", entities=["Ana"]),
+              measured, new_id=lambda p: p + "_b")  # fmt: skip
+    assert measured.asked == [] and measured.neighbours_asked == 0
 
 
 # -- procedures ------------------------------------------------------------------------------
@@ -810,14 +855,17 @@ def test_what_a_request_measures_covers_the_spellings_its_earlier_names_add() ->
     view = FakeView()
     store(view, note("db notes", entities=["PostgreSQL"], visibility="shared"))
     # "Postgres" joins PostgreSQL by the fuzzy tier and becomes a spelling that "staging",
-    # new, is then compared with by embedding: wanted() must have asked for that pair.
+    # new, is then compared with by embedding: the decision asks for that pair too.
+    measured = Similar(otherwise=0.1)
     decision = store(
         view,
         note("staging db", entities=["Postgres", "staging"], visibility="shared"),
+        measured,
         new_id=lambda p: p + "_2",
     )
     kinds = [e.match for e in decision.result.entities]
     assert kinds == ["fuzzy", "new"]
+    assert ("staging", "Postgres") in measured.asked
 
 
 # -- derived episodes ----------------------------------------------------------------------
@@ -1083,3 +1131,10 @@ def test_a_near_copy_of_an_expired_memory_is_no_duplicate() -> None:
     later = NOW + timedelta(minutes=1)
     again = store(view, note(text), near, now=later, new_id=lambda p: "m_new")
     assert again.result.status == "stored"
+
+
+def test_a_recall_confirms_only_ids_it_showed() -> None:
+    assert confirmable(["mem_b", "mem_a"], ["mem_a", "mem_b", "mem_c"]) == ["mem_b", "mem_a"]
+    with pytest.raises(UsageError, match="not returned: mem_x") as refused:
+        confirmable(["mem_a", "mem_x"], ["mem_a"])
+    assert refused.value.code == "invalid_input"

@@ -1,17 +1,21 @@
-"""The chunk's pending vectors: one matrix product gives what a cosine per vector gave."""
+"""What the writer measures: the chunk's pending vectors (one matrix product gives what a cosine
+per vector gave) and a store's measures, each taken once."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
-from ferrex.store import _cosine, _Pending
+from ferrex.write.measures import Pending, StoreMeasures, cosine
 
 
 def test_cosines_with_every_pending_vector_in_the_order_added() -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((40, 8)).astype(np.float32)  # past the first growth (16)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    pending = _Pending()
+    pending = Pending()
     assert pending.cosines(vectors[0]) == []
     for i, vector in enumerate(vectors):
         pending.add(f"mem_{i}", vector)
@@ -19,15 +23,42 @@ def test_cosines_with_every_pending_vector_in_the_order_added() -> None:
     found = pending.cosines(query)
     assert [memory_id for memory_id, _ in found] == [f"mem_{i}" for i in range(40)]
     for (_, value), vector in zip(found, vectors, strict=True):
-        assert abs(value - _cosine(query, vector)) < 1e-6
+        assert abs(value - cosine(query, vector)) < 1e-6
     assert abs(found[7][1] - 1.0) < 1e-6
 
 
 def test_a_value_that_is_not_finite_counts_as_zero() -> None:
-    pending = _Pending()
+    pending = Pending()
     pending.add("mem_a", np.array([np.nan, 0.0], dtype=np.float32))
     pending.add("mem_b", np.array([2.0, 0.0], dtype=np.float32))
     assert pending.cosines(np.array([1.0, 0.0], dtype=np.float32)) == [
         ("mem_a", 0.0),
         ("mem_b", 1.0),  # 2.0, clamped
     ]
+
+
+def test_store_measures_measure_each_pair_and_the_neighbours_once() -> None:
+    rng = np.random.default_rng(7)
+    table = {t: v / np.linalg.norm(v) for t, v in
+             ((t, rng.normal(size=8).astype(np.float32)) for t in ("a", "b", "c"))}  # fmt: skip
+    embedded: list[list[str]] = []
+
+    def embed_many(texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        embedded.append(list(texts))
+        return np.stack([table[t] for t in texts])
+
+    looked: list[int] = []
+
+    def nearest() -> list[tuple[str, float]]:
+        looked.append(1)
+        return [("mem_1", 0.9)]
+
+    measures = StoreMeasures(embed_many, nearest)
+    first = measures.cosines([("a", "b"), ("a", "c"), ("a", "b")])
+    assert embedded == [["a", "b", "c"]]  # one call, each text once
+    assert first[0] == first[2] and abs(first[1] - cosine(table["a"], table["c"])) < 1e-6
+    assert measures.cosines([("a", "c")]) == [first[1]] and len(embedded) == 1
+    measures.cosines([("b", "c"), ("a", "b")])
+    assert embedded[1] == ["b", "c"]  # only the new pair is measured
+    assert measures.neighbours() == measures.neighbours() == [("mem_1", 0.9)]
+    assert looked == [1]

@@ -16,7 +16,7 @@ from ferrex.cli import COMMANDS, cli
 SERVING = ("ferrex.cli", "ferrex.cli.serve", "ferrex.server.hub", "ferrex.server.mcp_server",
            "ferrex.server.reload", "ferrex.server.mcp_stdio")  # fmt: skip
 HEAVY = ("numpy", "apsw", "onnxruntime", "qdrant_edge", "tokenizers", "fastembed",
-         "py_rust_stemmers", "ferrex.models", "ferrex.read", "ferrex.store", "ferrex.core",
+         "py_rust_stemmers", "ferrex.models", "ferrex.read", "ferrex.write", "ferrex.core",
          "ferrex.porting", "ferrex.server.service", "projections.sqlite", "projections.replay",
          "projections.qdrant_edge")  # fmt: skip
 

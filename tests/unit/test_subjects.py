@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ferrex.config import load as load_config
-from ferrex.core.decide import decide_entity, wanted
+from ferrex.core.decide import decide_entity
 from ferrex.core.settings import StoreSettings, build_abbreviations
 from ferrex.errors import Refused, UsageError
 from ferrex.rules.entities import Candidate, normalize_entity
@@ -28,7 +28,7 @@ from journal import (
     FactsPossiblyConflicting,
     MemoryStored,
 )
-from tests.unit.test_decide import SETTINGS, FakeView, fact, ids
+from tests.unit.test_decide import FakeView, Similar, fact, ids
 from tests.unit.test_decide import store as decide_and_commit
 from tools.eval_pairs import folded_outcome, load_subject_pairs, subject_score
 
@@ -204,11 +204,13 @@ def test_entities_said_to_differ_raise_no_possible_conflict() -> None:
     assert again.result.possible_conflict == ()
 
 
-def test_wanted_names_the_subject_cosines_the_decision_asks_for() -> None:
+def test_a_subject_is_compared_by_embedding_with_the_known_subjects() -> None:
     view = View()
     store(view, fact("ledger", "owner", "Ann"))
-    want = wanted(fact("general journal", "owner", "Bob"), view, SETTINGS)  # type: ignore[arg-type]
-    assert ("general journal", "ledger") in want.pairs
+    measured = Similar(otherwise=0.1)
+    decide_and_commit(view, fact("general journal", "owner", "Bob"), measured,
+                      new_id=view.new_id)  # fmt: skip
+    assert ("general journal", "ledger") in measured.asked
 
 
 def test_entity_corrections_are_one_event_and_bad_input_changes_nothing() -> None:

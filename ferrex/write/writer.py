@@ -1,24 +1,24 @@
 """The write side: store, forget, validate, access flushes and eviction over one journal.
 
 :class:`Writer` is the only thing that appends memory commands. Each command: validate the
-input (nothing written on bad input) → measure what the decision needs (the embedding model
-and Qdrant: the nearest memories, cosine similarities of names and objects) → decide with
-the pure rules of :mod:`ferrex.core.decide` → append and apply through the
-:class:`~ferrex.core.runner.CommandRunner`. The events record the *outcomes* of the
-decisions, so a replay never decides again.
+input (nothing written on bad input) → decide with the pure rules of
+:mod:`ferrex.core.decide`, which ask what they need measured as they reach it (the
+embedding model and Qdrant answer, through :class:`~ferrex.write.measures.StoreMeasures`:
+the nearest memories, cosine similarities of names, objects and predicate phrases) →
+append and apply through the :class:`~ferrex.core.runner.CommandRunner` (a dump restore's
+own decisions too, :meth:`Writer.run`). The events record the *outcomes* of the decisions,
+so a replay never decides again.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Literal
-
-import numpy as np
+from typing import Any, Literal, TypeVar
 
 from ferrex.core.decide import (
     ConsolidateResult,
@@ -28,12 +28,11 @@ from ferrex.core.decide import (
     Folding,
     ForgetResult,
     MarkResult,
-    MissingMeasure,
     ResolvedEntity,
-    Similar,
     StoreResult,
     UnfoldResult,
     ValidateResult,
+    confirmable,
     consolidation_groups,
     decide_access,
     decide_consolidate,
@@ -47,19 +46,18 @@ from ferrex.core.decide import (
     decide_unfold,
     decide_validate,
     store_text,
-    wanted,
 )
-from ferrex.core.runner import Batch, CommandRunner
+from ferrex.core.runner import Batch, CommandRunner, Decide
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import FerrexError, UsageError
 from ferrex.ids import new_id
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
+from ferrex.write.measures import Pending, StoreMeasures, nearest
 from journal import JournalBackend
 from projections.replay import Projections
 from projections.sqlite import Memory
-from projections.vectors import VectorFilter
 
 __all__ = [
     "ForgetResult",
@@ -72,9 +70,10 @@ __all__ = [
 ]
 
 Clock = Callable[[], datetime]
+T = TypeVar("T")
+R = TypeVar("R")
 log = logging.getLogger("ferrex")
 
-_REMEASURES = 20
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
 _VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
@@ -82,40 +81,6 @@ _VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending st
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
-    value = float(np.dot(a, b))
-    return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
-
-
-class _Pending:
-    """The vectors of a chunk's pending stores, by memory id, in one growing matrix: the
-    cosines of a new vector with all of them are one matrix product, not one call each."""
-
-    def __init__(self) -> None:
-        self.ids: list[str] = []
-        self._rows: np.ndarray[Any, Any] | None = None
-
-    def add(self, memory_id: str, vector: np.ndarray[Any, Any]) -> None:
-        row = np.asarray(vector, dtype=np.float32)
-        if self._rows is None:
-            self._rows = np.empty((16, row.shape[0]), dtype=np.float32)
-        elif len(self.ids) == self._rows.shape[0]:
-            grown = np.empty((2 * len(self.ids), row.shape[0]), dtype=np.float32)
-            grown[: len(self.ids)] = self._rows
-            self._rows = grown
-        self._rows[len(self.ids)] = row
-        self.ids.append(memory_id)
-
-    def cosines(self, vector: np.ndarray[Any, Any]) -> list[tuple[str, float]]:
-        """``(id, cosine)`` of every pending vector, in the order they were added (clamped to
-        [-1, 1]; a value that is not finite counts as 0, as :func:`_cosine`)."""
-        if self._rows is None or not self.ids:
-            return []
-        values = self._rows[: len(self.ids)] @ np.asarray(vector, dtype=np.float32)
-        values = np.where(np.isfinite(values), np.clip(values, -1.0, 1.0), 0.0)
-        return list(zip(self.ids, (float(v) for v in values), strict=True))
 
 
 class _Inline:
@@ -154,7 +119,7 @@ class Writer:
         self.embedder = embedder
         self.settings = settings or StoreSettings()
         self.clock = clock
-        self.runner: CommandRunner[Any, Any] = CommandRunner(
+        self._runner: CommandRunner[Any, Any] = CommandRunner(
             journal, projections, before_write=before_write
         )
 
@@ -188,8 +153,45 @@ class Writer:
         same chunk) and appended as one group commit; texts are embedded in batches first.
         A refused request does not stop the others.
         """
-        # Validation needs the tokenizer only: a bad store is refused without waiting for the
-        # model, which the dedup check is the first to need.
+        outcomes, valids = self._validated(requests)
+        done = len(requests) - len(valids)
+        if not valids:
+            if progress is not None:
+                progress(done, len(requests))
+            return [o for o in outcomes if o is not None]
+        # Loaded outside the writer lock, so a first store does not hold up other writers.
+        try:
+            waited = self.embedder.wait_for_model()
+        except ServerDown as exc:  # nothing decided, nothing written
+            for i, _ in valids:
+                outcomes[i] = exc
+            return [o for o in outcomes if o is not None]
+
+        def report(finished: int) -> None:
+            if progress is not None:
+                progress(done + finished, len(requests))
+
+        decided = self._pipelined([v for _, v in valids], multi_valued, chunk, report)
+        wait_note = (
+            (f"waited {waited:.1f} s for the embedding model to load",)
+            if waited >= WAIT_WORTH_SAYING
+            else ()
+        )
+        for (i, valid), outcome in zip(valids, decided, strict=True):
+            outcomes[i] = _noted(outcome, valid, wait_note)
+        if self.settings.budget_bytes is not None and any(
+            isinstance(o, StoreResult) and o.status == "stored" for o in decided
+        ):
+            self.enforce_budget(self.settings.budget_bytes)
+        assert all(o is not None for o in outcomes)
+        return [o for o in outcomes if o is not None]
+
+    def _validated(
+        self, requests: Sequence[StoreRequest]
+    ) -> tuple[list[StoreResult | FerrexError | None], list[tuple[int, ValidStore]]]:
+        """Each request validated: the refusals in their places of the outcomes, the valid
+        ones by index. Validation needs the tokenizer only: a bad store is refused without
+        waiting for the model, which the dedup check is the first to need."""
         counter = self.embedder.counter()
         # Many requests (an import): the model loads on its own thread while they are
         # validated. One store still never waits for a model it may not need.
@@ -206,20 +208,25 @@ class Writer:
                 )  # fmt: skip
             except FerrexError as exc:
                 outcomes[i] = exc
-        done = len(requests) - len(valids)
-        if not valids:
-            if preload:  # let the load end here, not at the interpreter's exit
-                self.embedder.join_loader()
-            if progress is not None:
-                progress(done, len(requests))
-            return [o for o in outcomes if o is not None]
-        # Loaded outside the writer lock, so a first store does not hold up other writers.
-        try:
-            waited = self.embedder.wait_for_model()
-        except ServerDown as exc:  # nothing decided, nothing written
-            for i, _ in valids:
-                outcomes[i] = exc
-            return [o for o in outcomes if o is not None]
+        if preload and not valids:  # let the load end here, not at the interpreter's exit
+            self.embedder.join_loader()
+        return outcomes, valids
+
+    def _pipelined(
+        self,
+        items: Sequence[ValidStore],
+        multi_valued: bool,
+        chunk: int,
+        report: Callable[[int], None],
+    ) -> list[Any]:
+        """Decide, append and apply ``items`` chunk by chunk, one outcome each, in order.
+
+        Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
+        texts are embedded before its lock), the chunks already written keep their outcomes
+        and the rest fail with backend_unavailable, none of them half-written. Pipelined:
+        the next chunk's texts are embedded on a worker thread while this one is decided,
+        appended and applied (ONNX Runtime and SQLite let go of the GIL), so the model never
+        waits for the writer."""
 
         def decide(valid: ValidStore, batch: Batch) -> Any:
             return self._decide(valid, batch, multi_valued)
@@ -228,17 +235,6 @@ class Writer:
             # Batched embedding: the decisions and the projection then hit the cache.
             self.embedder.embed_many([store_text(v) for v in part])
 
-        def report(finished: int, _total: int) -> None:
-            if progress is not None:
-                progress(done + finished, len(requests))
-
-        # Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
-        # texts are embedded before its lock), the chunks already written keep their
-        # outcomes and the rest fail with backend_unavailable, none of them half-written.
-        # Pipelined: the next chunk's texts are embedded on a worker thread while this one is
-        # decided, appended and applied (ONNX Runtime and SQLite let go of the GIL), so the
-        # model never waits for the writer; the outcomes stay in input order.
-        items = [v for _, v in valids]
         parts = [items[start : start + chunk] for start in range(0, len(items), chunk)]
         decided: list[Any] = []
         # One chunk (a single store) has nothing to overlap: no thread for it.
@@ -249,105 +245,63 @@ class Writer:
                 start = len(decided)
 
                 def reported(finished: int, _total: int, start: int = start) -> None:
-                    report(start + finished, len(items))
+                    report(start + finished)
 
                 try:
                     ahead.result()
                     if n + 1 < len(parts):
                         ahead = pool.submit(prepare, parts[n + 1])
-                    decided += self.runner.run(part, decide, chunk=chunk, progress=reported)
+                    decided += self._runner.run(part, decide, chunk=chunk, progress=reported)
                 except ServerDown as exc:
                     log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
                     decided += [exc] * (len(items) - start)
                     break
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-        wait_note = (
-            (f"waited {waited:.1f} s for the embedding model to load",)
-            if waited >= WAIT_WORTH_SAYING
-            else ()
-        )
-        for (i, valid), outcome in zip(valids, decided, strict=True):
-            if wait_note and isinstance(outcome, StoreResult):
-                outcome = replace(outcome, warnings=(*outcome.warnings, *wait_note))
-            if valid.redacted and isinstance(outcome, StoreResult):
-                notes = tuple(f"redacted {s.describe()}" for s in valid.redacted)
-                outcome = replace(
-                    outcome,
-                    warnings=(*outcome.warnings, *notes),
-                    redacted=tuple(s.as_dict() for s in valid.redacted),
-                )
-            outcomes[i] = outcome
-        if self.settings.budget_bytes is not None and any(
-            isinstance(o, StoreResult) and o.status == "stored" for o in decided
-        ):
-            self.enforce_budget(self.settings.budget_bytes)
-        assert all(o is not None for o in outcomes)
-        return [o for o in outcomes if o is not None]
+        return decided
 
     def _decide(self, valid: ValidStore, batch: Batch, multi_valued: bool) -> Any:
-        """Measure what the decision needs (the only I/O), then decide."""
-        view = batch.view
-        want = wanted(valid, view, self.settings, multi_valued=multi_valued)
-        cosines = self._cosines(want.pairs)
-        text = store_text(valid)
-        vector = self.embedder.embed(text)
-        pending: _Pending = batch.scratch.setdefault(_VECTORS, _Pending())
-        neighbours = self._neighbours(valid, vector, pending) if want.neighbours else []
+        """Decide one store; what it asks to measure (the only I/O) is measured then."""
+        vector = self.embedder.embed(store_text(valid))
+        pending: Pending = batch.scratch.setdefault(_VECTORS, Pending())
+        measures = StoreMeasures(
+            self.embedder.embed_many,
+            lambda: nearest(self.projections, valid, vector, pending, self.settings),
+        )
         now = self.clock()
-        for _ in range(_REMEASURES):
-            try:
-                decision = decide_store(
-                    valid,
-                    view,
-                    Similar(neighbours, cosines),
-                    now=now,
-                    new_id=lambda prefix: new_id(prefix, now),
-                    settings=self.settings,
-                    multi_valued=multi_valued,
-                )
-                break
-            except MissingMeasure as missing:
-                # wanted() should have named it; measure it and decide again (the
-                # decision is pure, so deciding twice is safe).
-                log.warning("store decision needed an unplanned measure: %s", missing)
-                cosines.update(self._cosines([missing.pair]))
-        else:
-            raise RuntimeError("a store decision kept asking for new measures")
+        decision = decide_store(
+            valid,
+            batch.view,
+            measures,
+            now=now,
+            new_id=lambda prefix: new_id(prefix, now),
+            settings=self.settings,
+            multi_valued=multi_valued,
+        )
         if decision.result.status == "stored":
             pending.add(decision.result.id, vector)
         return decision
 
-    def _cosines(self, pairs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], float]:
-        if not pairs:
-            return {}
-        texts = list(dict.fromkeys(t for pair in pairs for t in pair))
-        vectors = dict(zip(texts, self.embedder.embed_many(texts), strict=True))
-        return {(a, b): _cosine(vectors[a], vectors[b]) for a, b in pairs}
-
-    def _neighbours(
+    def run(
         self,
-        valid: ValidStore,
-        vector: np.ndarray[Any, Any],
-        pending: _Pending,
-    ) -> list[tuple[str, float]]:
-        """The nearest memories of the same namespace and type: committed ones from Qdrant
-        (the caller's visibility applied there too), pending ones of the chunk by cosine."""
-        namespace = valid.namespace or self.settings.default_namespace
-        agent_id = valid.agent_id or self.settings.agent_id
-        hits = [
-            (str(hit.payload.get("memory_id")), hit.score)
-            for hit in self.projections.backend.query_dense(
-                self.projections.live.memories,
-                [float(x) for x in vector],
-                VectorFilter(
-                    namespace=namespace, types=(valid.type,), only_valid=True, agent_id=agent_id
-                ),
-                5,
-            )
-        ]
-        hits += pending.cosines(vector)
-        return hits
+        items: Sequence[T],
+        decide: Decide[T, R],
+        *,
+        texts: Callable[[Sequence[T]], Sequence[str]],
+        chunk: int = 256,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[R | FerrexError]:
+        """Run decisions a caller makes itself (a dump restore's, :mod:`ferrex.porting.
+        restore`) through the one write path, a chunk at a time: the chunk's ``texts`` are
+        embedded before its writer lock (the projection then finds them in the cache)."""
+
+        def prepare(part: Sequence[T]) -> None:
+            self.embedder.embed_many(list(texts(part)))
+
+        outcomes: list[R | FerrexError] = self._runner.run(
+            items, decide, chunk=chunk, prepare=prepare, progress=progress
+        )
+        return outcomes
 
     # -- forget, validate, accesses, eviction ---------------------------------------------------
 
@@ -356,7 +310,7 @@ class Writer:
     ) -> ForgetResult:
         """Remove memories from every projection; unknown (or, for an agent, invisible) ids
         are reported as not found, not errors."""
-        result: ForgetResult = self.runner.run_one(
+        result: ForgetResult = self._runner.run_one(
             ids,
             lambda i, batch: self._refolded(
                 decide_forget(i, batch.view, cascade=cascade, caller=caller), batch
@@ -372,13 +326,20 @@ class Writer:
         caller: str | None = None,
     ) -> ValidateResult:
         """Mark memories as confirmed correct now."""
-        result: ValidateResult = self.runner.run_one(
+        result: ValidateResult = self._runner.run_one(
             ids,
             lambda i, batch: decide_validate(
                 i, batch.view, now=self.clock(), source=source, caller=caller
             ),
         )
         return result
+
+    def validate_shown(
+        self, ids: Sequence[str], shown: Iterable[str], *, caller: str | None = None
+    ) -> ValidateResult:
+        """Confirm memories a recall showed the caller (``validate_ids``): ids it did not
+        show are refused (:func:`ferrex.core.decide.confirmable`), nothing written."""
+        return self.validate_memories(confirmable(ids, shown), caller=caller)
 
     def mark(
         self,
@@ -390,7 +351,7 @@ class Writer:
     ) -> MarkResult:
         """Set the lifecycle marks of memories (None: that mark unchanged); unknown,
         invisible or expired ids are reported as not found."""
-        result: MarkResult = self.runner.run_one(
+        result: MarkResult = self._runner.run_one(
             ids,
             lambda i, batch: decide_mark(
                 i, batch.view, now=self.clock(), importance=importance, pinned=pinned,
@@ -411,7 +372,7 @@ class Writer:
         """Merge two entities, split a wrongly merged spelling off one, or say two differ
         (:func:`ferrex.core.decide.decide_entity`): one journal event."""
         ns = namespace or self.settings.default_namespace
-        result: EntityResult = self.runner.run_one(
+        result: EntityResult = self._runner.run_one(
             None,
             lambda _, batch: decide_entity(
                 action, first, second, batch.view, namespace=ns, caller=caller,
@@ -429,14 +390,14 @@ class Writer:
             due = self.projections.read_model.expiring(by=now.timestamp())
             return self._refolded(decide_expiry(due, now=now), batch)
 
-        result: ForgetResult = self.runner.run_one(None, decide)
+        result: ForgetResult = self._runner.run_one(None, decide)
         return result
 
     def journal_accesses(self, pending: Mapping[str, tuple[int, datetime]]) -> tuple[str, ...]:
         """Journal recall hits (the access log's flush); the ids journaled."""
         if not pending:
             return ()
-        ids: tuple[str, ...] = self.runner.run_one(
+        ids: tuple[str, ...] = self._runner.run_one(
             pending, lambda p, batch: decide_access(p, batch.view)
         )
         return ids
@@ -455,7 +416,7 @@ class Writer:
                 batch,
             )
 
-        result: ForgetResult = self.runner.run_one(None, decide)
+        result: ForgetResult = self._runner.run_one(None, decide)
         return result if result.forgotten else None
 
     # -- consolidation ----------------------------------------------------------------------
@@ -539,7 +500,7 @@ class Writer:
                 summary_id=self.new_id("mem"), keep_ratio=ratio, unit=unit,
             )  # fmt: skip
 
-        outcomes = self.runner.run(list(groups), decide, chunk=64)
+        outcomes = self._runner.run(list(groups), decide, chunk=64)
         made: list[Folding] = []
         warnings: list[str] = []
         position: int | None = None
@@ -558,8 +519,23 @@ class Writer:
         def decide(sid: str, batch: Batch) -> Any:
             return decide_unfold(sid, batch.view, self.projections.read_model.folded(sid))
 
-        result: UnfoldResult = self.runner.run_one(summary_id, decide)
+        result: UnfoldResult = self._runner.run_one(summary_id, decide)
         return result
+
+
+def _noted(outcome: Any, valid: ValidStore, wait_note: tuple[str, ...]) -> Any:
+    """A store's outcome with what the caller should hear beside it: the wait for the
+    model, and the likely secrets redacted before it was stored."""
+    if wait_note and isinstance(outcome, StoreResult):
+        outcome = replace(outcome, warnings=(*outcome.warnings, *wait_note))
+    if valid.redacted and isinstance(outcome, StoreResult):
+        notes = tuple(f"redacted {s.describe()}" for s in valid.redacted)
+        outcome = replace(
+            outcome,
+            warnings=(*outcome.warnings, *notes),
+            redacted=tuple(s.as_dict() for s in valid.redacted),
+        )
+    return outcome
 
 
 def _cutoff(now: datetime, older_than_days: float) -> float:

@@ -1,0 +1,107 @@
+"""What the writer measures for a store's decision, when the decision asks
+(:class:`ferrex.core.decide.Measures`): cosines of short texts, the nearest memories by
+dense vector, and the vectors of a chunk's pending stores, which later stores of the chunk
+are compared with."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ferrex.core.settings import StoreSettings
+from ferrex.rules.memory_input import ValidStore
+from projections.replay import Projections
+from projections.vectors import VectorFilter
+
+__all__ = ["Pending", "StoreMeasures", "cosine", "nearest"]
+
+
+def cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
+    value = float(np.dot(a, b))
+    return max(-1.0, min(1.0, value)) if math.isfinite(value) else 0.0
+
+
+class Pending:
+    """The vectors of a chunk's pending stores, by memory id, in one growing matrix: the
+    cosines of a new vector with all of them are one matrix product, not one call each."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self._rows: np.ndarray[Any, Any] | None = None
+
+    def add(self, memory_id: str, vector: np.ndarray[Any, Any]) -> None:
+        row = np.asarray(vector, dtype=np.float32)
+        if self._rows is None:
+            self._rows = np.empty((16, row.shape[0]), dtype=np.float32)
+        elif len(self.ids) == self._rows.shape[0]:
+            grown = np.empty((2 * len(self.ids), row.shape[0]), dtype=np.float32)
+            grown[: len(self.ids)] = self._rows
+            self._rows = grown
+        self._rows[len(self.ids)] = row
+        self.ids.append(memory_id)
+
+    def cosines(self, vector: np.ndarray[Any, Any]) -> list[tuple[str, float]]:
+        """``(id, cosine)`` of every pending vector, in the order they were added (clamped to
+        [-1, 1]; a value that is not finite counts as 0, as :func:`cosine`)."""
+        if self._rows is None or not self.ids:
+            return []
+        values = self._rows[: len(self.ids)] @ np.asarray(vector, dtype=np.float32)
+        values = np.where(np.isfinite(values), np.clip(values, -1.0, 1.0), 0.0)
+        return list(zip(self.ids, (float(v) for v in values), strict=True))
+
+
+class StoreMeasures:
+    """What one store's decision asks to measure (:class:`ferrex.core.decide.Measures`),
+    each measured once however often it is asked: cosines of short texts by the embedding
+    model (``embed_many``; its cache keeps each text's vector), the nearest memories by
+    ``nearest`` (Qdrant and the chunk's pending vectors), taken at the first ask."""
+
+    def __init__(
+        self,
+        embed_many: Callable[[Sequence[str]], np.ndarray[Any, Any]],
+        nearest: Callable[[], list[tuple[str, float]]],
+    ) -> None:
+        self._embed_many = embed_many
+        self._nearest = nearest
+        self._cosines: dict[tuple[str, str], float] = {}
+        self._neighbours: list[tuple[str, float]] | None = None
+
+    def cosines(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        new = [pair for pair in dict.fromkeys(pairs) if pair not in self._cosines]
+        if new:
+            texts = list(dict.fromkeys(text for pair in new for text in pair))
+            vectors = dict(zip(texts, self._embed_many(texts), strict=True))
+            self._cosines.update({(a, b): cosine(vectors[a], vectors[b]) for a, b in new})
+        return [self._cosines[pair] for pair in pairs]
+
+    def neighbours(self) -> list[tuple[str, float]]:
+        if self._neighbours is None:
+            self._neighbours = self._nearest()
+        return self._neighbours
+
+
+def nearest(
+    projections: Projections,
+    valid: ValidStore,
+    vector: np.ndarray[Any, Any],
+    pending: Pending,
+    settings: StoreSettings,
+) -> list[tuple[str, float]]:
+    """The nearest memories of the store's namespace and type: committed ones from Qdrant
+    (the caller's visibility applied there too), the chunk's pending ones by cosine."""
+    namespace = valid.namespace or settings.default_namespace
+    agent_id = valid.agent_id or settings.agent_id
+    hits = [
+        (str(hit.payload.get("memory_id")), hit.score)
+        for hit in projections.backend.query_dense(
+            projections.live.memories,
+            [float(x) for x in vector],
+            VectorFilter(namespace=namespace, types=(valid.type,), only_valid=True,
+                         agent_id=agent_id),
+            5,
+        )
+    ]  # fmt: skip
+    return hits + pending.cosines(vector)
