@@ -295,11 +295,21 @@ class EdgeBackend:
         where = _filter(flt)
 
         def fetch(n: int) -> list[Hit]:
-            request = edge.QueryRequest(limit=n, query=query, filter=where, with_payload=True)
+            # Ids and scores only: settling a tie may take every point of the collection
+            # (a term in every memory scores them all alike), and their payloads cost some
+            # 100 MB at 10k memories, which the heap keeps. Only the kept hits' are read.
+            request = edge.QueryRequest(limit=n, query=query, filter=where, with_payload=False)
             with _translated(f"query {name!r}"):
                 return _hits(shard.query(request))
 
-        return settle_ties(fetch, limit, most=None)
+        hits = settle_ties(fetch, limit, most=None)
+        if not hits:
+            return hits
+        with _translated(f"query {name!r}"):
+            records = shard.retrieve([h.id for h in hits], with_payload=True,
+                                     with_vector=False)  # fmt: skip
+        payloads = {str(r.id): dict(r.payload or {}) for r in records}
+        return [Hit(h.id, h.score, payloads.get(h.id, {})) for h in hits]
 
     def _shard(self, name: str) -> edge.EdgeShard:
         held = self._open.get(name)
