@@ -189,9 +189,10 @@ def int8_embedding_lookups(model: bytes) -> tuple[bytes, int]:
 def _rewrite(model: bytes) -> tuple[bytes, int]:
     top = _fields(model)
     graph_at = next((i for i, f in enumerate(top) if f.number == _MODEL_GRAPH), None)
-    if graph_at is None or not isinstance(top[graph_at].value, bytes):
+    payload = None if graph_at is None else top[graph_at].value
+    if graph_at is None or not isinstance(payload, bytes):
         return model, 0
-    graph = _fields(top[graph_at].value)
+    graph = _fields(payload)
     tensors: dict[str, tuple[int, list[int]]] = {}
     for f in graph:
         if f.number == _GRAPH_INIT and isinstance(f.value, bytes):
