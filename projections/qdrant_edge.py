@@ -293,13 +293,26 @@ class EdgeBackend:
     def _query_leg(self, name: str, query: edge.Query, flt: VectorFilter, limit: int) -> list[Hit]:
         shard = self._shard(name)
         where = _filter(flt)
+        rounds = [0]
 
         def fetch(n: int) -> list[Hit]:
-            request = edge.QueryRequest(limit=n, query=query, filter=where, with_payload=True)
+            # A second round means a tie at the cut, and settling one may take every point
+            # of the collection (a term in every memory scores them all alike): ids and
+            # scores only then, since 10k payloads cost some 100 MB the heap keeps; the kept
+            # hits' payloads are read after.
+            request = edge.QueryRequest(limit=n, query=query, filter=where,
+                                        with_payload=rounds[0] == 0)  # fmt: skip
+            rounds[0] += 1
             with _translated(f"query {name!r}"):
                 return _hits(shard.query(request))
 
-        return settle_ties(fetch, limit, most=None)
+        hits = settle_ties(fetch, limit, most=None)
+        if rounds[0] == 1 or not hits:
+            return hits
+        with _translated(f"query {name!r}"):
+            records = shard.retrieve([h.id for h in hits], with_payload=True, with_vector=False)
+        payloads = {str(r.id): dict(r.payload or {}) for r in records}
+        return [Hit(h.id, h.score, payloads.get(h.id, {})) for h in hits]
 
     def _shard(self, name: str) -> edge.EdgeShard:
         held = self._open.get(name)

@@ -234,6 +234,7 @@ def latency_at(home: Path, scratch: Path, plan: Plan, optimized: bool) -> dict[s
             "recall": summary(m.recall_ms),
             "recall_seen": summary(m.seen_ms),
             "store": summary(m.store_ms),
+            "store_fact": summary(m.fact_ms),
             "load_1min": [load_before, os.getloadavg()[0]],
         }
     finally:
@@ -258,10 +259,11 @@ def latency(
         for key, optimized in (("imported", False), ("optimized", True)):
             say(f"measuring {size:,} memories, {key}")
             row[key] = result = latency_at(home, scratch, plan, optimized)
-            recall, store = result["recall"], result["store"]
+            recall, store, fact = result["recall"], result["store"], result["store_fact"]
             say(
                 f"  recall p50 {recall['p50_ms']} / p95 {recall['p95_ms']} ms; "
-                f"store p50 {store['p50_ms']} / p95 {store['p95_ms']} ms"
+                f"store (new episodic) p50 {store['p50_ms']} / p95 {store['p95_ms']} ms; "
+                f"store (fact) p50 {fact['p50_ms']} / p95 {fact['p95_ms']} ms"
             )
         rows.append(row)
     return rows, mcp_home

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from ferrex import heap
 from ferrex.app import App
 from ferrex.config import Config
 from ferrex.errors import UsageError
@@ -58,6 +59,7 @@ def run_server(
     """
     if http is None and not ui:
         stop_on_signals()  # before the slow imports below
+    heap.limit_arenas()  # before any worker thread allocates
     from ferrex.server.hub import Hub
     from ferrex.server.mcp_server import build_server
     from ferrex.server.reload import ConfigWatcher

@@ -370,11 +370,18 @@ def test_ties_are_broken_by_id_even_past_the_first_fetch(backend: VectorBackend)
     backend.ensure_collection("ties", DIM)
     numbers = list(range(100, 130))
     random.Random(0).shuffle(numbers)  # inserted out of id order
-    same = [VectorPoint(pid(n), E0, sparse(t5=1.0), {"namespace": "t"}) for n in numbers]
+    same = [
+        VectorPoint(pid(n), E0, sparse(t5=1.0), {"namespace": "t", "memory_id": f"m{n}"})
+        for n in numbers
+    ]
     backend.upsert("ties", same)
     flt = VectorFilter(namespace="t")
     assert ns(backend.query_dense("ties", E0, flt, 3)) == [100, 101, 102]
-    assert ns(backend.query_sparse("ties", sparse(t5=1.0), flt, 3)) == [100, 101, 102]
+    settled = backend.query_sparse("ties", sparse(t5=1.0), flt, 3)
+    assert ns(settled) == [100, 101, 102]
+    # Settling the tie took more rounds; the kept hits still carry their whole payloads.
+    assert [h.payload for h in settled] == [{"namespace": "t", "memory_id": f"m{n}"}
+                                            for n in (100, 101, 102)]  # fmt: skip
     assert ns(backend.query_dense("ties", E0, flt, 25)) == list(range(100, 125))
 
 
