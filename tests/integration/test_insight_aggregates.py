@@ -82,8 +82,10 @@ def _old_attention(
     rarely = [a for a in stale + aging if a.memory.access_count < RARELY_RECALLED]
     subject_of = subject_entities(rm, [m.namespace for m in active], sight)
     return assessed, Attention(
-        stale, aging, unvalidated, contradictions(active, subject_of), rarely,
-        possible_conflicts(rm, active), len(unvalidated),
+        stale=stale, unvalidated=unvalidated, contradictions=contradictions(active, subject_of),
+        forget_candidates=rarely, possible_conflicts=possible_conflicts(rm, active),
+        unvalidated_count=len(unvalidated), stale_count=len(stale), aging_count=len(aging),
+        forget_count=len(rarely),
     )  # fmt: skip
 
 
