@@ -356,7 +356,7 @@ def _labels(
         params = staleness_of.for_namespace(ns)
         rule = scoring(params, memory_type)
         before = clock_bound(params, memory_type, now)
-        where = {"before": before, "now": now, "skip": skip}
+        where: dict[str, Any] = {"before": before, "now": now, "skip": skip}
         unsure: list[str] = []
         for c in rm.label_counts(ns, memory_type, rule, rarely_below=RARELY_RECALLED, **where):
             unsure += c.unsure
