@@ -1705,11 +1705,15 @@ class ReadModel:
         )
 
     def entity_last_use(
-        self, namespace: str | None, now: float
+        self, namespace: str | None, now: float, entity_ids: Sequence[str] | None = None
     ) -> list[tuple[str, str | None, str, float]]:
         """(entity id, agent id, visibility, latest event time) of the active memories that
-        name each entity, not expired at ``now``, per scope of those memories."""
+        name each entity (of ``entity_ids`` if given), not expired at ``now``, per scope of
+        those memories."""
         ns, args = ("", [now]) if namespace is None else (" AND m.namespace=?", [now, namespace])
+        if entity_ids is not None:
+            ns += " AND me.entity_id IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(list(entity_ids)))
         return [
             (str(e), _text(a), str(v), float(t))
             for e, a, v, t in self.db.execute(
@@ -1717,6 +1721,26 @@ class ReadModel:
                 "FROM memory_entities me JOIN memories m ON m.memory_id = me.memory_id "
                 "WHERE m.t_invalid IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)"
                 f"{ns} GROUP BY me.entity_id, m.agent_id, m.visibility ORDER BY 1, 2, 3",
+                args,
+            )
+        ]
+
+    def entities_used_since(
+        self, namespace: str | None, now: float, seconds: float
+    ) -> list[tuple[str, str | None, str]]:
+        """(entity id, agent id, visibility) of the active memories, not expired at
+        ``now``, whose event time is less than ``seconds`` before ``now`` (``now - t_valid <
+        seconds``, as Python computes it), per scope of those memories: the entities in use.
+        The memories are read first (most are older), then their links."""
+        ns, args = ("", [now, now, seconds]) if namespace is None else (
+            " AND m.namespace=?", [now, now, seconds, namespace])  # fmt: skip
+        return [
+            (str(e), _text(a), str(v))
+            for e, a, v in self.db.execute(
+                "SELECT DISTINCT me.entity_id, m.agent_id, m.visibility "
+                "FROM memories m CROSS JOIN memory_entities me ON me.memory_id = m.memory_id "
+                "WHERE m.t_invalid IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?) "
+                f"AND ? - m.t_valid < ?{ns} ORDER BY 1, 2, 3",
                 args,
             )
         ]

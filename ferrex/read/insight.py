@@ -597,15 +597,29 @@ def reflect(
             rm, sight, staleness_of, namespace=namespace, counts=rm.memory_counts(namespace),
             unvalidated_after_days=unvalidated_after_days, listed=limit,
         )  # fmt: skip
+        # Dormant: no memory the caller sees names it with an event time of the last
+        # ``dormant_after_days`` (so ``now`` minus its latest is at least that); only the
+        # recent memories are read for it, and the latest use of the listed ones alone.
+        after = dormant_after_days * DAY
+        used = {
+            entity_id
+            for entity_id, agent_id, visibility in rm.entities_used_since(namespace, now, after)
+            if sees(sight.agent_id, agent_id, visibility)
+        }
+        unused = [e for e in sight.entities(rm, namespace) if e.entity_id not in used]
+        # An entity no memory names was last used at 0: dormant unless ``now`` is that near.
+        listed = unused[:limit] if now - 0.0 >= after else unused
         last_use: dict[str, float] = {}
-        for entity_id, agent_id, visibility, t_valid in rm.entity_last_use(namespace, now):
-            if sees(sight.agent_id, agent_id, visibility):
-                last_use[entity_id] = max(last_use.get(entity_id, 0.0), t_valid)
+        if listed:
+            ids = [e.entity_id for e in listed]
+            for entity_id, agent_id, visibility, t_valid in rm.entity_last_use(namespace, now, ids):
+                if sees(sight.agent_id, agent_id, visibility):
+                    last_use[entity_id] = max(last_use.get(entity_id, 0.0), t_valid)
         dormant = [
             {"id": e.entity_id, "name": e.name,
              "last_referenced": rfc3339(last_use.get(e.entity_id))}
-            for e in sight.entities(rm, namespace)
-            if now - last_use.get(e.entity_id, 0.0) >= dormant_after_days * DAY
+            for e in listed
+            if now - last_use.get(e.entity_id, 0.0) >= after
         ]  # fmt: skip
     return {
         "namespace": namespace,
