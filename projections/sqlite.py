@@ -261,6 +261,9 @@ _BAND = (
     "WHEN s >= :aging + :margin THEN 'aging' WHEN s >= :aging - :margin THEN 'unsure' "
     "ELSE 'fresh' END"
 )
+# Keeps a subquery apart (SQLite does not flatten one with a LIMIT), so that its score is
+# computed once per row, not again wherever the outer query names it.
+_APART = " LIMIT -1"
 # The memories whose label moves with time, of one namespace and type: active, not pinned
 # (a pinned memory is fresh), unexpired, clocked before ``:before`` (``memories_clock``), and
 # not among ``:skip`` (a JSON array of ids: those with recall hits not journaled yet).
@@ -1540,7 +1543,7 @@ class ReadModel:
                 f"THEN json_group_array(memory_id) END FROM (SELECT agent_id, visibility, "
                 f"memory_id, access_count < :rarely AS rarely, {_BAND} AS band FROM (SELECT "
                 f"agent_id, visibility, memory_id, access_count, {_SCORE} AS s FROM memories "
-                f"WHERE {_LABELLED})) GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
+                f"WHERE {_LABELLED}{_APART})) GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
                 args,
             )
         ]  # fmt: skip
@@ -1558,12 +1561,14 @@ class ReadModel:
         scores: tuple[float, float],
         rarely_below: int | None = None,
         limit: int | None = None,
+        oldest: int | None = None,
     ) -> list[tuple[str, float, int]]:
         """(id, SQL score, access count) of the memories :meth:`label_counts` reads that
         ``caller`` may see (the rule of ``ferrex.rules.visibility``; None: the operator),
         scored from ``scores[0]`` (inclusive) to ``scores[1]`` (exclusive) at ``now``,
         recalled fewer than ``rarely_below`` times if given: the highest score first (then
-        by id), at most ``limit``."""
+        by id), at most ``limit``; with ``oldest``, those among the ``oldest`` first
+        clocked (see ``_AGGREGATES``), by clock instead."""
         args = {**self._labelled_args(namespace, memory_type, scoring, before, now, skip),
                 "low": scores[0], "high": scores[1], "caller": caller,
                 "rarely": rarely_below}  # fmt: skip
@@ -1571,13 +1576,15 @@ class ReadModel:
             " AND (visibility='shared' OR agent_id IS NULL OR agent_id=:caller)")  # fmt: skip
         rarely = "" if rarely_below is None else " AND access_count < :rarely"
         cut = "" if limit is None else f" LIMIT {int(limit)}"
+        first = _APART if oldest is None else f" ORDER BY {_CLOCK} LIMIT {int(oldest)}"
+        order = "s DESC, memory_id" if oldest is None else "clock, memory_id"
         return [
             (str(m), float(score), int(n))
             for m, score, n in self.db.execute(
                 f"SELECT memory_id, s, access_count FROM (SELECT memory_id, access_count, "
-                f"{_SCORE} AS s FROM memories "
-                f"WHERE {_LABELLED}{seen}{rarely}) WHERE s >= :low AND s < :high "
-                f"ORDER BY s DESC, memory_id{cut}",
+                f"{_SCORE} AS s, {_CLOCK} AS clock FROM memories "
+                f"WHERE {_LABELLED}{seen}{rarely}{first}) WHERE s >= :low AND s < :high "
+                f"ORDER BY {order}{cut}",
                 args,
             )
         ]

@@ -163,7 +163,7 @@ def main() -> None:
                 )
             )  # fmt: skip
             seen = stats(rm, Sight(None, now), config, namespace=None, detailed=True)
-            print(f"home: {rm.count()} memories over {age} days, built in {took:.1f} s; "
+            print(f"home: {rm.count()} memories over {age} days, built in {took:.1f} s CPU; "
                   f"{old_enough} old enough to be labelled in SQL; the operator sees "
                   f"{seen['needs_attention']}", flush=True)  # fmt: skip
             for agent in (None, "alice"):

@@ -235,7 +235,9 @@ _SCORE_MARGIN: Final = 1e-9
 """Below the aging threshold by more than the staleness rule's own boundary tolerance."""
 
 
-def clock_bound(params: StalenessParams, memory_type: str, now: float) -> float:
+def clock_bound(
+    params: StalenessParams, memory_type: str, now: float, score: float | None = None
+) -> float:
     """An oldest clock (see ``projections.sqlite._AGGREGATES``) from which on a memory of
     this type cannot be aging or stale at ``now``: only memories clocked before it need
     assessing. ``inf`` when no age rules a memory out.
@@ -244,9 +246,10 @@ def clock_bound(params: StalenessParams, memory_type: str, now: float) -> float:
     (every component grows with its clock's age, the count component is at most 1), and
     that untouched score only grows with age; so below the largest age whose untouched
     score is still under the aging threshold, nothing is aging. Found by bisection, then a
-    day of margin for rounding."""
+    day of margin for rounding. With ``score``: the bound before which every memory scoring
+    at least that is clocked."""
     aging, _ = params.thresholds(memory_type)
-    threshold = aging - _SCORE_MARGIN
+    threshold = (aging if score is None else score) - _SCORE_MARGIN
 
     def untouched(days: float) -> float:
         return params.untouched_score(memory_type, days * DAY)
@@ -384,6 +387,9 @@ def _labels(
     return labels
 
 
+_OLDEST: Final = 4
+"""How many times the rows a list needs are read first among the oldest clocked."""
+
 _SLACK: Final = 16
 """Rows fetched past the ones a list needs, so that one query usually also holds every row
 whose exact score may order it among them."""
@@ -409,6 +415,18 @@ def _list_candidates(
         scores: tuple[float, float], rarely: int | None
     ) -> tuple[list[tuple[str, float, int]], float]:
         """The rows needed and a score above which the rows hold every one of the band."""
+        # The highest scores are usually among the oldest clocked: when the oldest hold
+        # enough of the band, only the memories clocked before any that score as high as
+        # the least of those (less the margins) are read.
+        oldest = rm.most_stale(kind.namespace, kind.type, rule, scores=scores,
+                               rarely_below=rarely, oldest=_OLDEST * first, **ask)  # fmt: skip
+        if len(oldest) >= first:
+            low = max(scores[0], sorted((s for _, s, _ in oldest), reverse=True)[first - 1]
+                      - 2 * margin)  # fmt: skip
+            cut = min(kind.where["before"], clock_bound(kind.params, kind.type, sight.now, low))
+            rows = rm.most_stale(kind.namespace, kind.type, rule, scores=(low, scores[1]),
+                                 rarely_below=rarely, **{**ask, "before": cut})  # fmt: skip
+            return rows, low
         rows = rm.most_stale(kind.namespace, kind.type, rule, scores=scores, rarely_below=rarely,
                              limit=first + _SLACK, **ask)  # fmt: skip
         if len(rows) < first + _SLACK:
