@@ -1717,7 +1717,8 @@ class ReadModel:
         """(entity id, agent id, visibility, latest event time) of the active memories that
         name each entity (of ``entity_ids`` if given), not expired at ``now``, per scope of
         those memories."""
-        ns, args = ("", [now]) if namespace is None else (" AND m.namespace=?", [now, namespace])
+        args: list[Any] = [now] if namespace is None else [now, namespace]
+        ns = "" if namespace is None else " AND m.namespace=?"
         if entity_ids is not None:
             ns += " AND me.entity_id IN (SELECT value FROM json_each(?))"
             args.append(json.dumps(list(entity_ids)))
