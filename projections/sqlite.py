@@ -498,6 +498,24 @@ class Scoring:
         }  # fmt: skip
 
 
+@dataclass(frozen=True)
+class LabelQuery:
+    """Which memories a label query reads (see ``_LABELLED``: of one namespace and type,
+    clocked before ``before``, none of ``skip``) and how it scores them at ``now``."""
+
+    namespace: str
+    type: str
+    scoring: Scoring
+    before: float
+    now: float
+    skip: tuple[str, ...] = ()
+
+    def bindings(self) -> dict[str, Any]:
+        return {**self.scoring.bindings(self.now), "namespace": self.namespace,
+                "type": self.type, "before": self.before,
+                "skip": json.dumps(list(self.skip))}  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class LabelCount:
     """How many memories of one scope (owner, visibility) a label query puts in one band
@@ -1519,22 +1537,11 @@ class ReadModel:
             out.extend(self.memories(memory_ids=ids[start : start + _CHUNK]))
         return sorted(out, key=lambda m: m.memory_id)
 
-    def label_counts(
-        self,
-        namespace: str,
-        memory_type: str,
-        scoring: Scoring,
-        *,
-        before: float,
-        now: float,
-        skip: Sequence[str],
-        rarely_below: int,
-    ) -> list[LabelCount]:
+    def label_counts(self, query: LabelQuery, *, rarely_below: int) -> list[LabelCount]:
         """The memories whose label moves with time (see ``_LABELLED``), counted per scope
         and band of their score at ``now`` (see ``_BAND``), and whether recalled fewer than
         ``rarely_below`` times; the ids of the ``unsure`` ones with their count."""
-        args = {**self._labelled_args(namespace, memory_type, scoring, before, now, skip),
-                "rarely": rarely_below}  # fmt: skip
+        args = {**query.bindings(), "rarely": rarely_below}
         return [
             LabelCount(_text(a), str(v), str(b), bool(r), int(n),
                        tuple(json.loads(ids)) if ids is not None else ())
@@ -1550,27 +1557,21 @@ class ReadModel:
 
     def most_stale(
         self,
-        namespace: str,
-        memory_type: str,
-        scoring: Scoring,
+        query: LabelQuery,
         *,
-        before: float,
-        now: float,
-        skip: Sequence[str],
         caller: str | None,
         scores: tuple[float, float],
         rarely_below: int | None = None,
         limit: int | None = None,
         oldest: int | None = None,
     ) -> list[tuple[str, float, int]]:
-        """(id, SQL score, access count) of the memories :meth:`label_counts` reads that
+        """(id, SQL score, access count) of the memories a label query reads that
         ``caller`` may see (the rule of ``ferrex.rules.visibility``; None: the operator),
         scored from ``scores[0]`` (inclusive) to ``scores[1]`` (exclusive) at ``now``,
         recalled fewer than ``rarely_below`` times if given: the highest score first (then
         by id), at most ``limit``; with ``oldest``, those among the ``oldest`` first
         clocked (see ``_AGGREGATES``), by clock instead."""
-        args = {**self._labelled_args(namespace, memory_type, scoring, before, now, skip),
-                "low": scores[0], "high": scores[1], "caller": caller,
+        args = {**query.bindings(), "low": scores[0], "high": scores[1], "caller": caller,
                 "rarely": rarely_below}  # fmt: skip
         seen = "" if caller is None else (
             " AND (visibility='shared' OR agent_id IS NULL OR agent_id=:caller)")  # fmt: skip
@@ -1588,18 +1589,6 @@ class ReadModel:
                 args,
             )
         ]
-
-    @staticmethod
-    def _labelled_args(
-        namespace: str,
-        memory_type: str,
-        scoring: Scoring,
-        before: float,
-        now: float,
-        skip: Sequence[str],
-    ) -> dict[str, Any]:
-        return {**scoring.bindings(now), "namespace": namespace, "type": memory_type,
-                "before": before, "skip": json.dumps(list(skip))}  # fmt: skip
 
     def unvalidated_counts(
         self, namespace: str | None, now: float, after_seconds: float

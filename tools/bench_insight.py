@@ -45,7 +45,7 @@ from journal import (  # noqa: E402
     MemorySuperseded,
     Record,
 )
-from projections.sqlite import ReadModel  # noqa: E402
+from projections.sqlite import LabelQuery, ReadModel  # noqa: E402
 from tests.integration.test_insight_aggregates import old_reflect, old_stats  # noqa: E402
 from tools import quiet  # noqa: E402
 
@@ -158,8 +158,9 @@ def main() -> None:
                 c.n
                 for t in ("episodic", "semantic", "procedural")
                 for c in rm.label_counts(
-                    "default", t, scoring(config.base, t), before=clock_bound(config.base, t, now),
-                    now=now, skip=(), rarely_below=RARELY_RECALLED,
+                    LabelQuery("default", t, scoring(config.base, t),
+                               clock_bound(config.base, t, now), now),
+                    rarely_below=RARELY_RECALLED,
                 )
             )  # fmt: skip
             seen = stats(rm, Sight(None, now), config, namespace=None, detailed=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,7 +26,7 @@ from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees
 from ferrex.times import rfc3339
 from projections.documents import subject_key
-from projections.sqlite import FactRow, Memory, MemoryCount, ReadModel, Scoring
+from projections.sqlite import FactRow, LabelQuery, Memory, MemoryCount, ReadModel, Scoring
 
 SubjectOf = Mapping[tuple[str, str], str]
 """(namespace, normalized spelling) → the entity it names, as the caller sees spellings."""
@@ -66,6 +66,9 @@ def contradictions(
     subject (namespace, entity or spelling), the :func:`canonical_predicates` of all its
     facts, when ``memories`` are only some of them; else computed from ``memories``."""
     by_subject: dict[tuple[str, str], list[Memory | FactRow]] = defaultdict(list)
+    # Many facts share a subject or an object: each spelling is normalized once.
+    keys: dict[str, str] = {}
+    forms: dict[str, str] = {}
     for m in memories:
         if (
             m.type == "semantic"
@@ -74,7 +77,9 @@ def contradictions(
             and m.subject
             and m.predicate_normalized
         ):
-            key = subject_key(m.subject)
+            key = keys.get(m.subject)
+            if key is None:
+                key = keys[m.subject] = subject_key(m.subject)
             entity = (subject_of or {}).get((m.namespace, key))
             by_subject[(m.namespace, entity or key)].append(m)
     found: list[dict[str, Any]] = []
@@ -89,8 +94,16 @@ def contradictions(
         for f in facts:
             groups[canonical[str(f.predicate_normalized)]].append(f)
         for predicate, group in sorted(groups.items()):
-            objects = {object_form(f.object or "") for f in group}
-            if len(group) > 1 and len(objects) > 1:
+            if len(group) < 2:
+                continue
+            objects: set[str] = set()
+            for f in group:
+                text = f.object or ""
+                form = forms.get(text)
+                if form is None:
+                    form = forms[text] = object_form(text)
+                objects.add(form)
+            if len(objects) > 1:
                 found.append(
                     {
                         "namespace": namespace,
@@ -327,14 +340,11 @@ class _Labels:
 
 @dataclass(frozen=True)
 class _Kind:
-    """One namespace and type's label query: its staleness, score and read bounds, and how
-    many of its memories SQL could not label."""
+    """One namespace and type's label query, its staleness, and how many of its memories
+    SQL could not label."""
 
-    namespace: str
-    type: str
+    query: LabelQuery
     params: StalenessParams
-    rule: Scoring
-    where: dict[str, Any]
     unsure: int
 
 
@@ -352,22 +362,21 @@ def _labels(
     (left out of the SQL); with ``listed``, also every memory that may be among the first
     ``listed`` of a list (:func:`_list_candidates`)."""
     now = sight.now
-    skip = sorted(sight.pending)
+    skip = tuple(sorted(sight.pending))
     labels = _Labels()
     plans: list[_Kind] = []
     for ns, memory_type in kinds:
         params = staleness_of.for_namespace(ns)
-        rule = scoring(params, memory_type)
         before = clock_bound(params, memory_type, now)
-        where: dict[str, Any] = {"before": before, "now": now, "skip": skip}
+        query = LabelQuery(ns, memory_type, scoring(params, memory_type), before, now, skip)
         unsure: list[str] = []
-        for c in rm.label_counts(ns, memory_type, rule, rarely_below=RARELY_RECALLED, **where):
+        for c in rm.label_counts(query, rarely_below=RARELY_RECALLED):
             unsure += c.unsure
             if sees(sight.agent_id, c.agent_id, c.visibility):
                 labels.count(c.band, c.rarely, c.n)
         if unsure:
             labels.counted(assess(sight.shown(rm.by_ids(unsure)), now, params))
-        plans.append(_Kind(ns, memory_type, params, rule, where, len(unsure)))
+        plans.append(_Kind(query, params, len(unsure)))
     if skip:
         hit = [
             m for m in sight.shown(rm.by_ids(skip))
@@ -406,10 +415,11 @@ def _list_candidates(
     them surely belong; and every other scored within twice the margin of the last of them
     (their exact scores may order them otherwise): nothing else can be among the first.
     The stale and rarely recalled ones usually are among the stale ones fetched."""
-    rule = kind.rule
+    query = kind.query
+    rule = query.scoring
     margin = rule.margin
     first = listed + kind.unsure
-    ask = {**kind.where, "caller": sight.agent_id}
+    caller = sight.agent_id
 
     def top(
         scores: tuple[float, float], rarely: int | None
@@ -418,24 +428,23 @@ def _list_candidates(
         # The highest scores are usually among the oldest clocked: when the oldest hold
         # enough of the band, only the memories clocked before any that score as high as
         # the least of those (less the margins) are read.
-        oldest = rm.most_stale(kind.namespace, kind.type, rule, scores=scores,
-                               rarely_below=rarely, oldest=_OLDEST * first, **ask)  # fmt: skip
+        oldest = rm.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
+                               oldest=_OLDEST * first)  # fmt: skip
         if len(oldest) >= first:
             low = max(scores[0], sorted((s for _, s, _ in oldest), reverse=True)[first - 1]
                       - 2 * margin)  # fmt: skip
-            cut = min(kind.where["before"], clock_bound(kind.params, kind.type, sight.now, low))
-            rows = rm.most_stale(kind.namespace, kind.type, rule, scores=(low, scores[1]),
-                                 rarely_below=rarely, **{**ask, "before": cut})  # fmt: skip
+            cut = min(query.before, clock_bound(kind.params, query.type, query.now, low))
+            rows = rm.most_stale(replace(query, before=cut), caller=caller,
+                                 scores=(low, scores[1]), rarely_below=rarely)  # fmt: skip
             return rows, low
-        rows = rm.most_stale(kind.namespace, kind.type, rule, scores=scores, rarely_below=rarely,
-                             limit=first + _SLACK, **ask)  # fmt: skip
+        rows = rm.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
+                             limit=first + _SLACK)  # fmt: skip
         if len(rows) < first + _SLACK:
             return rows, -math.inf
         if rows[-1][1] < rows[first - 1][1] - 2 * margin:
             return rows, rows[-1][1]
         low = max(scores[0], rows[first - 1][1] - 2 * margin)
-        rows = rm.most_stale(kind.namespace, kind.type, rule, scores=(low, scores[1]),
-                             rarely_below=rarely, **ask)  # fmt: skip
+        rows = rm.most_stale(query, caller=caller, scores=(low, scores[1]), rarely_below=rarely)
         return rows, low
 
     def covered(rows: list[tuple[str, float, int]], above: float) -> bool:
