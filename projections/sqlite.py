@@ -19,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -241,6 +242,37 @@ _CLOCK = (
 )
 """The oldest clock of a memory, spelt exactly as ``memories_clock`` indexes it."""
 
+# The staleness score of ``ferrex.rules.freshness`` (``staleness``), term for term and in the
+# same order of operations, as SQLite's math functions compute it (the parameters come from
+# :class:`Scoring`). It may differ from Python's in the last bits (``pow(2, x)`` against
+# ``exp2(x)``), so insight only trusts the label it gives a memory whose score is further
+# than ``:margin`` from a threshold, and assesses the others in Python.
+_SCORE = (
+    "min(1.0, max(0.0, "
+    ":w_age * (1.0 - pow(2.0, -max(0.0, :now - max(t_valid, created_at)) / :h_age)) + "
+    ":w_access * (1.0 - pow(2.0, -max(0.0, :now - coalesce(last_accessed, created_at)) "
+    "/ :h_access)) + "
+    ":w_validation * (1.0 - pow(2.0, -max(0.0, :now - coalesce(last_validated, created_at)) "
+    "/ :h_validation)) + "
+    ":w_count * (1.0 - min(1.0, ln(1 + max(0, access_count)) / :ln_saturation))))"
+)
+_BAND = (
+    "CASE WHEN s >= :stale + :margin THEN 'stale' WHEN s >= :stale - :margin THEN 'unsure' "
+    "WHEN s >= :aging + :margin THEN 'aging' WHEN s >= :aging - :margin THEN 'unsure' "
+    "ELSE 'fresh' END"
+)
+# Keeps a subquery apart (SQLite does not flatten one with a LIMIT), so that its score is
+# computed once per row, not again wherever the outer query names it.
+_APART = " LIMIT -1"
+# The memories whose label moves with time, of one namespace and type: active, not pinned
+# (a pinned memory is fresh), unexpired, clocked before ``:before`` (``memories_clock``), and
+# not among ``:skip`` (a JSON array of ids: those with recall hits not journaled yet).
+_LABELLED = (
+    f"namespace=:namespace AND type=:type AND t_invalid IS NULL AND {_CLOCK} < :before "
+    "AND pinned=0 AND (expires_at IS NULL OR expires_at > :now) "
+    "AND memory_id NOT IN (SELECT value FROM json_each(:skip))"
+)
+
 TABLES = (
     "memories",
     "entities",
@@ -438,6 +470,83 @@ class MemoryCount:
     active: bool
     expiring: bool
     n: int
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """One memory type's staleness score and label thresholds, as the read model's label
+    queries compute them (``ferrex.read.insight`` builds it from
+    ``ferrex.rules.freshness.StalenessParams``): the weights of the age, access, validation
+    and count components, the three clocks' half-lives in seconds, the count saturation,
+    the aging and stale score thresholds, and the margin within which a label is unsure."""
+
+    weights: tuple[float, float, float, float]
+    half_lives: tuple[float, float, float]
+    count_saturation: int
+    aging: float
+    stale: float
+    margin: float
+
+    def bindings(self, now: float) -> dict[str, Any]:
+        w_age, w_access, w_validation, w_count = self.weights
+        h_age, h_access, h_validation = self.half_lives
+        return {
+            "now": now, "w_age": w_age, "w_access": w_access, "w_validation": w_validation,
+            "w_count": w_count, "h_age": h_age, "h_access": h_access,
+            "h_validation": h_validation, "ln_saturation": math.log1p(self.count_saturation),
+            "aging": self.aging, "stale": self.stale, "margin": self.margin,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LabelQuery:
+    """Which memories a label query reads (see ``_LABELLED``: of one namespace and type,
+    clocked before ``before``, none of ``skip``) and how it scores them at ``now``."""
+
+    namespace: str
+    type: str
+    scoring: Scoring
+    before: float
+    now: float
+    skip: tuple[str, ...] = ()
+
+    def bindings(self) -> dict[str, Any]:
+        return {**self.scoring.bindings(self.now), "namespace": self.namespace,
+                "type": self.type, "before": self.before,
+                "skip": json.dumps(list(self.skip))}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class LabelCount:
+    """How many memories of one scope (owner, visibility) a label query puts in one band
+    (``stale``, ``aging``, ``fresh``, or ``unsure``: too near a threshold to tell in SQL),
+    and whether they were recalled fewer than the given number of times; the unsure ones'
+    ids."""
+
+    agent_id: str | None
+    visibility: str
+    band: str
+    rarely: bool
+    n: int
+    unsure: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FactRow:
+    """A fact as contradictions read it (``ReadModel.single_facts``): the fields of
+    :class:`Memory` they look at, its subject key and its scope."""
+
+    memory_id: str
+    namespace: str
+    type: str
+    t_invalid: float | None
+    multi_valued: bool
+    subject: str | None
+    subject_key: str
+    predicate_normalized: str | None
+    object: str | None
+    agent_id: str | None
+    visibility: str
 
 
 _CHUNK = 5_000
@@ -1428,18 +1537,58 @@ class ReadModel:
             out.extend(self.memories(memory_ids=ids[start : start + _CHUNK]))
         return sorted(out, key=lambda m: m.memory_id)
 
-    def clocked_before(self, namespace: str, memory_type: str, before: float) -> list[Memory]:
-        """Active memories of a namespace and type whose oldest clock (see ``_AGGREGATES``)
-        is before ``before``: the only ones that can be aging or stale by then, by id."""
-        ids = [
-            str(m)
-            for (m,) in self.db.execute(
-                f"SELECT memory_id FROM memories WHERE namespace=? AND type=? "
-                f"AND t_invalid IS NULL AND {_CLOCK} < ?",
-                (namespace, memory_type, before),
+    def label_counts(self, query: LabelQuery, *, rarely_below: int) -> list[LabelCount]:
+        """The memories whose label moves with time (see ``_LABELLED``), counted per scope
+        and band of their score at ``now`` (see ``_BAND``), and whether recalled fewer than
+        ``rarely_below`` times; the ids of the ``unsure`` ones with their count."""
+        args = {**query.bindings(), "rarely": rarely_below}
+        return [
+            LabelCount(_text(a), str(v), str(b), bool(r), int(n),
+                       tuple(json.loads(ids)) if ids is not None else ())
+            for a, v, b, r, n, ids in self.db.execute(
+                f"SELECT agent_id, visibility, band, rarely, count(*), CASE band WHEN 'unsure' "
+                f"THEN json_group_array(memory_id) END FROM (SELECT agent_id, visibility, "
+                f"memory_id, access_count < :rarely AS rarely, {_BAND} AS band FROM (SELECT "
+                f"agent_id, visibility, memory_id, access_count, {_SCORE} AS s FROM memories "
+                f"WHERE {_LABELLED}{_APART})) GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
+                args,
+            )
+        ]  # fmt: skip
+
+    def most_stale(
+        self,
+        query: LabelQuery,
+        *,
+        caller: str | None,
+        scores: tuple[float, float],
+        rarely_below: int | None = None,
+        limit: int | None = None,
+        oldest: int | None = None,
+    ) -> list[tuple[str, float, int]]:
+        """(id, SQL score, access count) of the memories a label query reads that
+        ``caller`` may see (the rule of ``ferrex.rules.visibility``; None: the operator),
+        scored from ``scores[0]`` (inclusive) to ``scores[1]`` (exclusive) at ``now``,
+        recalled fewer than ``rarely_below`` times if given: the highest score first (then
+        by id), at most ``limit``; with ``oldest``, those among the ``oldest`` first
+        clocked (see ``_AGGREGATES``), by clock instead."""
+        args = {**query.bindings(), "low": scores[0], "high": scores[1], "caller": caller,
+                "rarely": rarely_below}  # fmt: skip
+        seen = "" if caller is None else (
+            " AND (visibility='shared' OR agent_id IS NULL OR agent_id=:caller)")  # fmt: skip
+        rarely = "" if rarely_below is None else " AND access_count < :rarely"
+        cut = "" if limit is None else f" LIMIT {int(limit)}"
+        first = _APART if oldest is None else f" ORDER BY {_CLOCK} LIMIT {int(oldest)}"
+        order = "s DESC, memory_id" if oldest is None else "clock, memory_id"
+        return [
+            (str(m), float(score), int(n))
+            for m, score, n in self.db.execute(
+                f"SELECT memory_id, s, access_count FROM (SELECT memory_id, access_count, "
+                f"{_SCORE} AS s, {_CLOCK} AS clock FROM memories "
+                f"WHERE {_LABELLED}{seen}{rarely}{first}) WHERE s >= :low AND s < :high "
+                f"ORDER BY {order}{cut}",
+                args,
             )
         ]
-        return self.by_ids(ids)
 
     def unvalidated_counts(
         self, namespace: str | None, now: float, after_seconds: float
@@ -1511,41 +1660,20 @@ class ReadModel:
                 return
             last = (rows[-1].created_at, rows[-1].memory_id)
 
-    def fact_counts(
-        self, namespace: str | None, now: float
-    ) -> list[tuple[str, str, str, str | None, str, int]]:
-        """(namespace, subject key, normalized predicate, agent id, visibility, how many) of
-        the active single-valued facts with a subject and a predicate, not expired at
-        ``now``: the facts that may contradict one another
-        (``ferrex.read.insight.contradictions``)."""
+    def single_facts(self, namespace: str | None, now: float) -> list[FactRow]:
+        """The active single-valued facts with a subject and a predicate, not expired at
+        ``now`` (of a namespace, or all), by id: the facts that may contradict one another
+        (``ferrex.read.insight.contradictions``), with only what that reads of them."""
         where, args = self._facts_where(namespace, now)
         return [
-            (str(ns), str(k), str(p), _text(a), str(v), int(n))
-            for ns, k, p, a, v, n in self.db.execute(
-                "SELECT namespace, subject_key, predicate_normalized, agent_id, visibility, "
-                f"count(*) FROM memories WHERE {where} "
-                "GROUP BY namespace, subject_key, predicate_normalized, agent_id, visibility "
-                "ORDER BY 1, 2, 3, 4, 5",
+            FactRow(str(m), str(ns), str(t), ti, bool(multi), s, str(k), p, o, a, str(v))
+            for m, ns, t, ti, multi, s, k, p, o, a, v in self.db.execute(
+                "SELECT memory_id, namespace, type, t_invalid, multi_valued, subject, "
+                "subject_key, predicate_normalized, object, agent_id, visibility "
+                f"FROM memories WHERE {where} ORDER BY memory_id",
                 args,
             )
         ]
-
-    def facts_of(self, groups: Sequence[tuple[str, str, str]], now: float) -> list[Memory]:
-        """The facts :meth:`fact_counts` counts, of the given (namespace, subject key,
-        normalized predicate) groups only, by id; without their entities (``entity_ids``
-        left empty: what contradictions read of a fact is its text and scope)."""
-        out: list[Memory] = []
-        for namespace, key, predicate in sorted(set(groups)):
-            where, args = self._facts_where(namespace, now)
-            out.extend(
-                self._memory(row, ())
-                for row in self.db.execute(
-                    f"SELECT * FROM memories WHERE {where} AND subject_key=? "
-                    "AND predicate_normalized=?",
-                    (*args, key, predicate),
-                )
-            )
-        return sorted(out, key=lambda m: m.memory_id)
 
     @staticmethod
     def _facts_where(namespace: str | None, now: float) -> tuple[str, list[Any]]:
@@ -1573,11 +1701,16 @@ class ReadModel:
         )
 
     def entity_last_use(
-        self, namespace: str | None, now: float
+        self, namespace: str | None, now: float, entity_ids: Sequence[str] | None = None
     ) -> list[tuple[str, str | None, str, float]]:
         """(entity id, agent id, visibility, latest event time) of the active memories that
-        name each entity, not expired at ``now``, per scope of those memories."""
-        ns, args = ("", [now]) if namespace is None else (" AND m.namespace=?", [now, namespace])
+        name each entity (of ``entity_ids`` if given), not expired at ``now``, per scope of
+        those memories."""
+        args: list[Any] = [now] if namespace is None else [now, namespace]
+        ns = "" if namespace is None else " AND m.namespace=?"
+        if entity_ids is not None:
+            ns += " AND me.entity_id IN (SELECT value FROM json_each(?))"
+            args.append(json.dumps(list(entity_ids)))
         return [
             (str(e), _text(a), str(v), float(t))
             for e, a, v, t in self.db.execute(
@@ -1585,6 +1718,26 @@ class ReadModel:
                 "FROM memory_entities me JOIN memories m ON m.memory_id = me.memory_id "
                 "WHERE m.t_invalid IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)"
                 f"{ns} GROUP BY me.entity_id, m.agent_id, m.visibility ORDER BY 1, 2, 3",
+                args,
+            )
+        ]
+
+    def entities_used_since(
+        self, namespace: str | None, now: float, seconds: float
+    ) -> list[tuple[str, str | None, str]]:
+        """(entity id, agent id, visibility) of the active memories, not expired at
+        ``now``, whose event time is less than ``seconds`` before ``now`` (``now - t_valid <
+        seconds``, as Python computes it), per scope of those memories: the entities in use.
+        The memories are read first (most are older), then their links."""
+        ns, args = ("", [now, now, seconds]) if namespace is None else (
+            " AND m.namespace=?", [now, now, seconds, namespace])  # fmt: skip
+        return [
+            (str(e), _text(a), str(v))
+            for e, a, v in self.db.execute(
+                "SELECT DISTINCT me.entity_id, m.agent_id, m.visibility "
+                "FROM memories m CROSS JOIN memory_entities me ON me.memory_id = m.memory_id "
+                "WHERE m.t_invalid IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?) "
+                f"AND ? - m.t_valid < ?{ns} ORDER BY 1, 2, 3",
                 args,
             )
         ]

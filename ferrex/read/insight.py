@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,7 +26,7 @@ from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees
 from ferrex.times import rfc3339
 from projections.documents import subject_key
-from projections.sqlite import Memory, MemoryCount, ReadModel
+from projections.sqlite import FactRow, LabelQuery, Memory, MemoryCount, ReadModel, Scoring
 
 SubjectOf = Mapping[tuple[str, str], str]
 """(namespace, normalized spelling) → the entity it names, as the caller sees spellings."""
@@ -56,7 +56,7 @@ def canonical_predicates(predicates: Iterable[str]) -> dict[str, str]:
 
 
 def contradictions(
-    memories: list[Memory],
+    memories: Sequence[Memory | FactRow],
     subject_of: SubjectOf | None = None,
     canonical_of: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
@@ -65,7 +65,10 @@ def contradictions(
     do not agree. Multi-valued facts never contradict anything. ``canonical_of``: per
     subject (namespace, entity or spelling), the :func:`canonical_predicates` of all its
     facts, when ``memories`` are only some of them; else computed from ``memories``."""
-    by_subject: dict[tuple[str, str], list[Memory]] = defaultdict(list)
+    by_subject: dict[tuple[str, str], list[Memory | FactRow]] = defaultdict(list)
+    # Many facts share a subject or an object: each spelling is normalized once.
+    keys: dict[str, str] = {}
+    forms: dict[str, str] = {}
     for m in memories:
         if (
             m.type == "semantic"
@@ -74,7 +77,9 @@ def contradictions(
             and m.subject
             and m.predicate_normalized
         ):
-            key = subject_key(m.subject)
+            key = keys.get(m.subject)
+            if key is None:
+                key = keys[m.subject] = subject_key(m.subject)
             entity = (subject_of or {}).get((m.namespace, key))
             by_subject[(m.namespace, entity or key)].append(m)
     found: list[dict[str, Any]] = []
@@ -85,12 +90,20 @@ def contradictions(
             if given is None
             else given
         )
-        groups: dict[str, list[Memory]] = defaultdict(list)
+        groups: dict[str, list[Memory | FactRow]] = defaultdict(list)
         for f in facts:
             groups[canonical[str(f.predicate_normalized)]].append(f)
         for predicate, group in sorted(groups.items()):
-            objects = {object_form(f.object or "") for f in group}
-            if len(group) > 1 and len(objects) > 1:
+            if len(group) < 2:
+                continue
+            objects: set[str] = set()
+            for f in group:
+                text = f.object or ""
+                form = forms.get(text)
+                if form is None:
+                    form = forms[text] = object_form(text)
+                objects.add(form)
+            if len(objects) > 1:
                 found.append(
                     {
                         "namespace": namespace,
@@ -160,31 +173,35 @@ class Attention:
     """What needs attention among the active memories a caller sees; stats counts it,
     reflect lists it.
 
-    - ``stale`` / ``aging``: labelled so by the namespace's staleness (most stale first);
+    - ``stale_count`` / ``aging_count``: labelled so by the namespace's staleness; ``stale``
+      lists the most stale first (the first ``listed``);
     - ``unvalidated``: never validated and stored at least ``unvalidated_after_days`` ago
       (oldest first; the first ``listed`` of ``unvalidated_count``): a memory just stored
       has had no chance to be confirmed;
     - ``contradictions``: groups of active facts that disagree (:func:`contradictions`);
     - ``forget_candidates``: stale or aging and recalled fewer than :data:`RARELY_RECALLED`
-      times (stale first, then most stale); a fresh memory never is one.
+      times (stale first, then most stale; the first ``listed`` of ``forget_count``); a
+      fresh memory never is one.
     """
 
     stale: list[Assessed]
-    aging: list[Assessed]
     unvalidated: list[Memory]
     contradictions: list[dict[str, Any]]
     forget_candidates: list[Assessed]
-    possible_conflicts: list[dict[str, Any]] = field(default_factory=list)
-    unvalidated_count: int = 0
+    possible_conflicts: list[dict[str, Any]]
+    unvalidated_count: int
+    stale_count: int
+    aging_count: int
+    forget_count: int
 
     def counts(self) -> dict[str, int]:
         return {
-            "stale": len(self.stale),
-            "aging": len(self.aging),
+            "stale": self.stale_count,
+            "aging": self.aging_count,
             "unvalidated": self.unvalidated_count,
             "conflicts": len(self.contradictions),
             "possible_conflicts": len(self.possible_conflicts),
-            "forget_candidates": len(self.forget_candidates),
+            "forget_candidates": self.forget_count,
         }
 
 
@@ -231,7 +248,9 @@ _SCORE_MARGIN: Final = 1e-9
 """Below the aging threshold by more than the staleness rule's own boundary tolerance."""
 
 
-def clock_bound(params: StalenessParams, memory_type: str, now: float) -> float:
+def clock_bound(
+    params: StalenessParams, memory_type: str, now: float, score: float | None = None
+) -> float:
     """An oldest clock (see ``projections.sqlite._AGGREGATES``) from which on a memory of
     this type cannot be aging or stale at ``now``: only memories clocked before it need
     assessing. ``inf`` when no age rules a memory out.
@@ -240,9 +259,10 @@ def clock_bound(params: StalenessParams, memory_type: str, now: float) -> float:
     (every component grows with its clock's age, the count component is at most 1), and
     that untouched score only grows with age; so below the largest age whose untouched
     score is still under the aging threshold, nothing is aging. Found by bisection, then a
-    day of margin for rounding."""
+    day of margin for rounding. With ``score``: the bound before which every memory scoring
+    at least that is clocked."""
     aging, _ = params.thresholds(memory_type)
-    threshold = aging - _SCORE_MARGIN
+    threshold = (aging if score is None else score) - _SCORE_MARGIN
 
     def untouched(days: float) -> float:
         return params.untouched_score(memory_type, days * DAY)
@@ -269,6 +289,181 @@ _NEVER_DAYS: Final = 1e7
 every memory younger."""
 
 
+def scoring(params: StalenessParams, memory_type: str) -> Scoring:
+    """The staleness score of one type as the read model's label queries compute it."""
+    w = params.weights
+    aging, stale = params.thresholds(memory_type)
+    age, access, validation = params.for_type(memory_type).half_lives()
+    return Scoring(
+        (w.age, w.access, w.validation, w.count), (age * DAY, access * DAY, validation * DAY),
+        params.count_saturation, aging, stale, _UNSURE,
+    )  # fmt: skip
+
+
+_UNSURE: Final = 1e-9
+"""How near a threshold the score SQL computes leaves a label unsure (then Python assesses
+the memory): far above the difference of the two computations (a few units in the last
+place) and the staleness rule's own boundary tolerance (1e-12)."""
+
+
+@dataclass
+class _Labels:
+    """The labels of the memories a caller sees, as :func:`attention` gathers them: counts
+    from SQL, and the memories assessed exactly in Python (unsure bands, pending hits and
+    the candidates for reflect's lists), by id."""
+
+    stale: int = 0
+    aging: int = 0
+    rarely: int = 0
+    stale_rarely: int = 0
+    exact: dict[str, Assessed] = field(default_factory=dict)
+
+    def count(self, label: str, rarely: bool, n: int) -> None:
+        if label == "stale":
+            self.stale += n
+            self.stale_rarely += n if rarely else 0
+        elif label == "aging":
+            self.aging += n
+        else:
+            return
+        self.rarely += n if rarely else 0
+
+    def counted(self, assessed: Iterable[Assessed]) -> None:
+        for a in assessed:
+            self.exact[a.memory.memory_id] = a
+            self.count(a.label, a.memory.access_count < RARELY_RECALLED, 1)
+
+    def listed(self, assessed: Iterable[Assessed]) -> None:
+        for a in assessed:
+            self.exact.setdefault(a.memory.memory_id, a)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """One namespace and type's label query, its staleness, and how many of its memories
+    SQL could not label."""
+
+    query: LabelQuery
+    params: StalenessParams
+    unsure: int
+
+
+def _labels(
+    rm: ReadModel,
+    sight: Sight,
+    staleness_of: StalenessConfig,
+    kinds: Sequence[tuple[str, str]],
+    namespace: str | None,
+    listed: int,
+) -> _Labels:
+    """Stale and aging memories, counted in SQL from each memory's score (only those
+    clocked long enough ago to be aging: :func:`clock_bound`), Python assessing those whose
+    score is within :data:`_UNSURE` of a threshold and those with pending recall hits
+    (left out of the SQL); with ``listed``, also every memory that may be among the first
+    ``listed`` of a list (:func:`_list_candidates`)."""
+    now = sight.now
+    skip = tuple(sorted(sight.pending))
+    labels = _Labels()
+    plans: list[_Kind] = []
+    for ns, memory_type in kinds:
+        params = staleness_of.for_namespace(ns)
+        before = clock_bound(params, memory_type, now)
+        query = LabelQuery(ns, memory_type, scoring(params, memory_type), before, now, skip)
+        unsure: list[str] = []
+        for c in rm.label_counts(query, rarely_below=RARELY_RECALLED):
+            unsure += c.unsure
+            if sees(sight.agent_id, c.agent_id, c.visibility):
+                labels.count(c.band, c.rarely, c.n)
+        if unsure:
+            labels.counted(assess(sight.shown(rm.by_ids(unsure)), now, params))
+        plans.append(_Kind(query, params, len(unsure)))
+    if skip:
+        hit = [
+            m for m in sight.shown(rm.by_ids(skip))
+            if m.t_invalid is None and (m.namespace, m.type) in kinds
+            and (namespace is None or m.namespace == namespace)
+        ]  # fmt: skip
+        for ns in sorted({m.namespace for m in hit}):
+            params = staleness_of.for_namespace(ns)
+            labels.counted(assess([m for m in hit if m.namespace == ns], now, params))
+    if listed > 0:
+        aging_too = labels.stale_rarely < listed and labels.rarely > labels.stale_rarely
+        for kind in plans:
+            ids = _list_candidates(rm, sight, kind, listed, stale=labels.stale > 0,
+                                   aging=aging_too)  # fmt: skip
+            if ids:
+                labels.listed(assess(sight.shown(rm.by_ids(ids)), now, kind.params))
+    return labels
+
+
+_OLDEST: Final = 4
+"""How many times the rows a list needs are read first among the oldest clocked."""
+
+_SLACK: Final = 16
+"""Rows fetched past the ones a list needs, so that one query usually also holds every row
+whose exact score may order it among them."""
+
+
+def _list_candidates(
+    rm: ReadModel, sight: Sight, kind: _Kind, listed: int, *, stale: bool, aging: bool
+) -> list[str]:
+    """The memories of one kind that may be among the first ``listed`` of reflect's lists
+    (stale; stale and rarely recalled; aging and rarely recalled), by their SQL score.
+
+    In each list's band of scores (a margin wider), take the ``first`` highest, ``listed``
+    plus the kind's unsure ones (which may belong to another band), so that ``listed`` of
+    them surely belong; and every other scored within twice the margin of the last of them
+    (their exact scores may order them otherwise): nothing else can be among the first.
+    The stale and rarely recalled ones usually are among the stale ones fetched."""
+    query = kind.query
+    rule = query.scoring
+    margin = rule.margin
+    first = listed + kind.unsure
+    caller = sight.agent_id
+
+    def top(
+        scores: tuple[float, float], rarely: int | None
+    ) -> tuple[list[tuple[str, float, int]], float]:
+        """The rows needed and a score above which the rows hold every one of the band."""
+        # The highest scores are usually among the oldest clocked: when the oldest hold
+        # enough of the band, only the memories clocked before any that score as high as
+        # the least of those (less the margins) are read.
+        oldest = rm.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
+                               oldest=_OLDEST * first)  # fmt: skip
+        if len(oldest) >= first:
+            low = max(scores[0], sorted((s for _, s, _ in oldest), reverse=True)[first - 1]
+                      - 2 * margin)  # fmt: skip
+            cut = min(query.before, clock_bound(kind.params, query.type, query.now, low))
+            rows = rm.most_stale(replace(query, before=cut), caller=caller,
+                                 scores=(low, scores[1]), rarely_below=rarely)  # fmt: skip
+            return rows, low
+        rows = rm.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
+                             limit=first + _SLACK)  # fmt: skip
+        if len(rows) < first + _SLACK:
+            return rows, -math.inf
+        if rows[-1][1] < rows[first - 1][1] - 2 * margin:
+            return rows, rows[-1][1]
+        low = max(scores[0], rows[first - 1][1] - 2 * margin)
+        rows = rm.most_stale(query, caller=caller, scores=(low, scores[1]), rarely_below=rarely)
+        return rows, low
+
+    def covered(rows: list[tuple[str, float, int]], above: float) -> bool:
+        return len(rows) >= first and rows[first - 1][1] - 2 * margin > above
+
+    ids: set[str] = set()
+    if stale:
+        band = (rule.stale - margin, math.inf)
+        rows, above = top(band, None)
+        ids.update(m for m, _, _ in rows)
+        rarely = [r for r in rows if r[2] < RARELY_RECALLED]
+        if not (above == -math.inf or covered(rarely, above)):
+            ids.update(m for m, _, _ in top(band, RARELY_RECALLED)[0])
+    if aging:
+        band = (rule.aging - margin, rule.stale + margin)
+        ids.update(m for m, _, _ in top(band, RARELY_RECALLED)[0])
+    return sorted(ids)
+
+
 def attention(
     rm: ReadModel,
     sight: Sight,
@@ -280,23 +475,20 @@ def attention(
     listed: int = 10,
 ) -> Attention:
     """What needs attention among the active memories ``sight`` sees (of ``namespace``, or
-    all), reading only those that may need it: memories clocked long enough ago to be aging
-    (:func:`clock_bound`, per namespace and type, with the namespace's staleness), facts
-    whose subject has another fact, memories named in a possible conflict. Contradictions
-    group facts by the entity their subject names (through the spellings the caller sees)."""
+    all), reading only those that may need it: labels counted in SQL (:func:`_labels`),
+    facts whose subject has another fact, memories named in a possible conflict.
+    Contradictions group facts by the entity their subject names (through the spellings the
+    caller sees)."""
     now = sight.now
-    assessed: list[Assessed] = []
     kinds = sorted({(c.namespace, c.type) for c in counts if c.active})
-    for ns, memory_type in kinds:
-        params = staleness_of.for_namespace(ns)
-        before = clock_bound(params, memory_type, now)
-        assessed += assess(sight.shown(rm.clocked_before(ns, memory_type, before)), now, params)
+    labels = _labels(rm, sight, staleness_of, kinds, namespace, listed)
 
     def most_stale(a: Assessed) -> tuple[float, str]:
         return (-a.score, a.memory.memory_id)
 
-    stale = sorted((a for a in assessed if a.label == "stale"), key=most_stale)
-    aging = sorted((a for a in assessed if a.label == "aging"), key=most_stale)
+    exact = labels.exact.values()
+    stale = sorted((a for a in exact if a.label == "stale"), key=most_stale)
+    aging = sorted((a for a in exact if a.label == "aging"), key=most_stale)
     rarely = [a for a in stale + aging if a.memory.access_count < RARELY_RECALLED]
     after = unvalidated_after_days * DAY
     unvalidated_count = sum(
@@ -320,42 +512,49 @@ def attention(
         ],
     )
     return Attention(
-        stale, aging, unvalidated, _contradictions(rm, sight, namespace), rarely, conflicts,
-        unvalidated_count,
+        stale=stale[:listed], unvalidated=unvalidated,
+        contradictions=_contradictions(rm, sight, namespace),
+        forget_candidates=rarely[:listed], possible_conflicts=conflicts,
+        unvalidated_count=unvalidated_count, stale_count=labels.stale,
+        aging_count=labels.aging, forget_count=labels.rarely,
     )  # fmt: skip
 
 
 def _contradictions(rm: ReadModel, sight: Sight, namespace: str | None) -> list[dict[str, Any]]:
-    """:func:`contradictions` of the facts the caller sees, reading only the facts of a
-    subject (as an entity) and predicate (as fuzzy-matched among all the subject's
-    predicates) with at least two of them: a group needs two."""
-    now = sight.now
-    rows = [
-        (ns, key, predicate, n)
-        for ns, key, predicate, agent_id, visibility, n in rm.fact_counts(namespace, now)
-        if sees(sight.agent_id, agent_id, visibility)
-    ]
-    if not rows:
+    """:func:`contradictions` of the facts the caller sees (the fields they read, in one
+    scan: ``ReadModel.single_facts``), grouping only the facts of a subject (as an entity)
+    and predicate (as fuzzy-matched among all the subject's predicates) with at least two
+    of them: a group needs two."""
+    facts = [
+        f for f in rm.single_facts(namespace, sight.now)
+        if sees(sight.agent_id, f.agent_id, f.visibility)
+    ]  # fmt: skip
+    if not facts:
         return []
-    subject_of = subject_entities(rm, sorted({ns for ns, *_ in rows}), sight)
+    rows: dict[tuple[str, str, str], int] = defaultdict(int)
+    for f in facts:
+        rows[(f.namespace, f.subject_key, str(f.predicate_normalized))] += 1
+    subject_of = subject_entities(rm, sorted({ns for ns, _, _ in rows}), sight)
 
     def subject(ns: str, key: str) -> tuple[str, str]:
         return (ns, subject_of.get((ns, key)) or key)
 
     predicates: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for ns, key, predicate, _ in rows:
+    for ns, key, predicate in rows:
         predicates[subject(ns, key)].add(predicate)
     canonical_of = {s: canonical_predicates(ps) for s, ps in predicates.items()}
     per_group: dict[tuple[tuple[str, str], str], int] = defaultdict(int)
-    for ns, key, predicate, n in rows:
+    for (ns, key, predicate), n in rows.items():
         s = subject(ns, key)
         per_group[(s, canonical_of[s][predicate])] += n
-    chosen = [
-        (ns, key, predicate)
-        for ns, key, predicate, _ in rows
-        if per_group[(subject(ns, key), canonical_of[subject(ns, key)][predicate])] > 1
-    ]
-    return contradictions(sight.shown(rm.facts_of(chosen, now)), subject_of, canonical_of)
+    chosen = {
+        row for row in rows
+        if per_group[(subject(row[0], row[1]), canonical_of[subject(row[0], row[1])][row[2]])] > 1
+    }  # fmt: skip
+    return contradictions(
+        [f for f in facts if (f.namespace, f.subject_key, f.predicate_normalized) in chosen],
+        subject_of, canonical_of,
+    )  # fmt: skip
 
 
 def stats(
@@ -391,9 +590,9 @@ def stats(
         }
         if detailed:
             labels = {
-                "aging": len(needs.aging),
-                "fresh": seen.total - len(needs.aging) - len(needs.stale),
-                "stale": len(needs.stale),
+                "aging": needs.aging_count,
+                "fresh": seen.total - needs.aging_count - needs.stale_count,
+                "stale": needs.stale_count,
             }
             doc.update(
                 by_type=seen.by_type,
@@ -425,15 +624,29 @@ def reflect(
             rm, sight, staleness_of, namespace=namespace, counts=rm.memory_counts(namespace),
             unvalidated_after_days=unvalidated_after_days, listed=limit,
         )  # fmt: skip
+        # Dormant: no memory the caller sees names it with an event time of the last
+        # ``dormant_after_days`` (so ``now`` minus its latest is at least that); only the
+        # recent memories are read for it, and the latest use of the listed ones alone.
+        after = dormant_after_days * DAY
+        used = {
+            entity_id
+            for entity_id, agent_id, visibility in rm.entities_used_since(namespace, now, after)
+            if sees(sight.agent_id, agent_id, visibility)
+        }
+        unused = [e for e in sight.entities(rm, namespace) if e.entity_id not in used]
+        # An entity no memory names was last used at 0: dormant unless ``now`` is that near.
+        listed = unused[:limit] if now - 0.0 >= after else unused
         last_use: dict[str, float] = {}
-        for entity_id, agent_id, visibility, t_valid in rm.entity_last_use(namespace, now):
-            if sees(sight.agent_id, agent_id, visibility):
-                last_use[entity_id] = max(last_use.get(entity_id, 0.0), t_valid)
+        if listed:
+            ids = [e.entity_id for e in listed]
+            for entity_id, agent_id, visibility, t_valid in rm.entity_last_use(namespace, now, ids):
+                if sees(sight.agent_id, agent_id, visibility):
+                    last_use[entity_id] = max(last_use.get(entity_id, 0.0), t_valid)
         dormant = [
             {"id": e.entity_id, "name": e.name,
              "last_referenced": rfc3339(last_use.get(e.entity_id))}
-            for e in sight.entities(rm, namespace)
-            if now - last_use.get(e.entity_id, 0.0) >= dormant_after_days * DAY
+            for e in listed
+            if now - last_use.get(e.entity_id, 0.0) >= after
         ]  # fmt: skip
     return {
         "namespace": namespace,

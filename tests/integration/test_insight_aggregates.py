@@ -5,6 +5,7 @@ instants, for several callers, namespaces and staleness configurations."""
 
 from __future__ import annotations
 
+import random
 import tempfile
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -82,8 +83,10 @@ def _old_attention(
     rarely = [a for a in stale + aging if a.memory.access_count < RARELY_RECALLED]
     subject_of = subject_entities(rm, [m.namespace for m in active], sight)
     return assessed, Attention(
-        stale, aging, unvalidated, contradictions(active, subject_of), rarely,
-        possible_conflicts(rm, active), len(unvalidated),
+        stale=stale, unvalidated=unvalidated, contradictions=contradictions(active, subject_of),
+        forget_candidates=rarely, possible_conflicts=possible_conflicts(rm, active),
+        unvalidated_count=len(unvalidated), stale_count=len(stale), aging_count=len(aging),
+        forget_count=len(rarely),
     )  # fmt: skip
 
 
@@ -402,3 +405,62 @@ def test_more_facts_than_one_query_may_name(tmp_path: Path) -> None:
         assert old_stats(rm, sight, StalenessConfig(), None) == doc
     finally:
         rm.close()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    limit=st.sampled_from([1, 3, 10]),
+    at=st.sampled_from([0, 60, 200]),
+    agent=agents,
+)
+def test_long_lists_hold_the_most_stale_as_every_memory_ordered_them(
+    seed: int, limit: int, at: int, agent: str | None
+) -> None:
+    """Homes of a few hundred memories, many stored at the same instant (equal scores), the
+    oldest all recalled often (so the most stale are not forget candidates): reflect's lists
+    are cut from far more candidates than they show, so the queries that fetch the highest
+    scores past a list's length (again when ties run past what was fetched, and for the
+    rarely recalled apart when the most stale are not) decide them; they answer what every
+    memory assessed answered. Seen failing with the rarely recalled left to the most stale."""
+    rng = random.Random(seed)
+    records: list[Record] = []
+    for i in range(300):
+        day = rng.choice([-400, -400, -400, -400, -150, -120, -95, -60, -40]) + (
+            0 if rng.random() < 0.7 else i % 5
+        )
+        at_ = BASE + timedelta(days=day)
+        owner = rng.choice([None, "alice", "bob"])
+        events: list[Event] = [
+            MemoryStored(
+                memory_id=f"m{i:03d}", namespace="a",
+                memory_type=rng.choice(["episodic", "semantic"]), t_valid=at_,
+                body=MemoryBody(content=f"note {i}"), agent_id=owner,
+                visibility=rng.choice(["private", "shared"]),
+            )
+        ]  # fmt: skip
+        records.append(Record(recorded_at=at_, events=tuple(events), position=len(records) + 1))
+        # The oldest are mostly recalled often (so the most stale are not forget candidates:
+        # those come from further down the list), the others now and then.
+        often = day <= -396
+        if often or rng.random() < 0.3:
+            hit = at_ + timedelta(days=1 if often else 30)
+            access = Access(f"m{i:03d}", hit, 5 if often else 1)
+            records.append(
+                Record(recorded_at=hit, events=(MemoriesAccessed(accesses=(access,)),),
+                       position=len(records) + 1)
+            )  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        rm = ReadModel.open(Path(tmp) / "rm.sqlite")
+        try:
+            rm.apply(records)
+            sight = Sight(agent, (BASE + timedelta(days=at)).timestamp())
+            config = StalenessConfig()
+            assert reflect(rm, sight, config, namespace=None, limit=limit) == old_reflect(
+                rm, sight, config, None, limit
+            )
+            assert stats(rm, sight, config, namespace="a", detailed=True) == old_stats(
+                rm, sight, config, "a"
+            )
+        finally:
+            rm.close()
