@@ -55,15 +55,13 @@ from projections.fold import (
     Validated,
     changes,
 )
-from projections.rows import (
-    AliasMatch,
-    Entity,
-    Memory,
-    MemoryCount,
-    PossibleConflict,
-    Spelling,
-    viewers,
-)
+from projections.rows import AliasMatch as AliasMatch  # re-exported: the queries' rows
+from projections.rows import Entity as Entity
+from projections.rows import Memory as Memory
+from projections.rows import MemoryCount as MemoryCount
+from projections.rows import PossibleConflict as PossibleConflict
+from projections.rows import Spelling as Spelling
+from projections.rows import viewers
 
 SCHEMA_VERSION = 9
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""

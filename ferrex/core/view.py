@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Protocol, assert_never
+from typing import TYPE_CHECKING, Any, Protocol, assert_never, cast
 
-from journal import AnyEvent
+from journal import AnyEvent, Event
 from projections.fold import (
     Accessed,
     Change,
@@ -157,7 +157,7 @@ class Overlay:
     def __init__(self, base: View) -> None:
         self._base = base
         self._changed: dict[str, Memory | None] = {}  # None: forgotten in this batch
-        self._tails: dict[tuple[str, str | None, str], EpisodeTail] = {}
+        self._recorded: dict[str, float | None] = {}  # stored in this batch → recorded when
         # Spellings as the read model keeps them: rows keyed by (namespace, normalized, the
         # entity recorded under, agent), each reported under the entity it was merged into.
         self._spellings: dict[str, list[Spelling]] = {}  # added in this batch, recorded ids
@@ -171,25 +171,26 @@ class Overlay:
 
     # -- applying ---------------------------------------------------------------------------
 
-    def apply(self, events: Sequence[AnyEvent]) -> None:
+    def apply(self, events: Sequence[Event], *, recorded_at: float | None = None) -> None:
         """Take one command's events as if they had been applied (the one fold,
-        :func:`projections.fold.changes`)."""
+        :func:`projections.fold.changes`). ``recorded_at``: when they were recorded, for a view
+        of committed state built from events (a test's); None, decisions not yet appended."""
         for event in events:
-            for change in changes(event):
-                self._take(change)
+            # Every event is one of the catalogue's (``AnyEvent``, the closed tagged union).
+            for change in changes(cast(AnyEvent, event)):
+                self._take(change, recorded_at)
 
-    def _take(self, change: Change) -> None:
+    def _take(self, change: Change, recorded_at: float | None) -> None:
         match change:
             case PutMemory():
                 event = change.event
                 body = event.body
                 predicate = body.predicate_normalized or body.predicate if body else None
+                self._changed.pop(event.memory_id, None)  # the latest put is the last
                 self._changed[event.memory_id] = Memory.from_event(
                     event, position=0, created_at=0.0, predicate_normalized=predicate
                 )
-                if event.episode_id is not None:
-                    key = (event.namespace, event.agent_id, event.visibility)
-                    self._tails[key] = EpisodeTail(event.episode_id, event.episode_index, None)
+                self._recorded[event.memory_id] = recorded_at
             case Forgot():
                 for memory_id in change.memory_ids:
                     self._changed[memory_id] = None
@@ -355,8 +356,17 @@ class Overlay:
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
     ) -> EpisodeTail | None:
-        pending = self._tails.get((namespace, agent_id, visibility))
-        return pending or self._base.episode_tail(namespace, agent_id, visibility)
+        # The last memory of the batch still in one of the agent's derived episodes (the
+        # read model orders by position: a memory stored again moves to the end).
+        for memory_id, m in reversed(self._changed.items()):
+            if (
+                m is not None
+                and memory_id in self._recorded
+                and m.episode is not None
+                and (m.namespace, m.agent_id, m.visibility) == (namespace, agent_id, visibility)
+            ):
+                return EpisodeTail(m.episode, m.episode_index, self._recorded[memory_id])
+        return self._base.episode_tail(namespace, agent_id, visibility)
 
 
 _SpellingKey = tuple[str, str, str, str | None]
