@@ -28,24 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import assert_never
 
-from journal import (
-    AnyEvent,
-    EntitiesDiffer,
-    EntitiesMerged,
-    EntityAliasAdded,
-    EntityCreated,
-    EntitySplit,
-    FactsPossiblyConflicting,
-    MemoriesAccessed,
-    MemoriesConsolidated,
-    MemoriesForgotten,
-    MemoriesUnfolded,
-    MemoriesValidated,
-    MemoryMarked,
-    MemoryStored,
-    MemorySuperseded,
-    Relink,
-)
+from journal import events as ev
 from projections.rows import Memory
 
 # -- memory rows ------------------------------------------------------------------------------
@@ -55,7 +38,7 @@ from projections.rows import Memory
 class PutMemory:
     """The row :meth:`Memory.from_event` makes of the event (replacing one of the same id)."""
 
-    event: MemoryStored
+    event: ev.MemoryStored
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,50 +207,50 @@ FlagChange = Flagged | Differ | FoldedPair | Unfolded
 Change = MemoryChange | EntityChange | FlagChange
 
 
-def changes(event: AnyEvent) -> tuple[Change, ...]:
+def changes(event: ev.AnyEvent) -> tuple[Change, ...]:
     """What one event changes, in the order the projections apply it."""
     match event:
-        case MemoryStored():
+        case ev.MemoryStored():
             return (PutMemory(event),)
-        case MemorySuperseded():
+        case ev.MemorySuperseded():
             return (Invalidated(event.memory_id, event.t_invalid.timestamp(), event.superseded_by),)
-        case MemoriesForgotten():
+        case ev.MemoriesForgotten():
             return (
                 Forgot(event.memory_ids),
                 *((DropEntities(event.dropped_entity_ids),) if event.dropped_entity_ids else ()),
                 *(KeptFor(k.entity_id, k.agent_ids) for k in event.kept_entities),
             )
-        case MemoriesValidated():
+        case ev.MemoriesValidated():
             at = event.at.timestamp()
             return tuple(Validated(m, at) for m in event.memory_ids)
-        case MemoriesAccessed():
+        case ev.MemoriesAccessed():
             return tuple(
                 Accessed(a.memory_id, a.count, a.last_at.timestamp()) for a in event.accesses
             )
-        case MemoryMarked():
+        case ev.MemoryMarked():
             expires = None if event.expires_at is None else event.expires_at.timestamp()
             return (Marked(event.memory_id, event.importance, event.pinned, expires),)
-        case EntityCreated():
+        case ev.EntityCreated():
             return (
                 PutEntity(event.entity_id, event.namespace, event.name, event.normalized,
                           event.kind, event.agent_id),
                 PutSpelling(event.namespace, event.normalized, event.name, event.entity_id,
                             "exact", 1.0, event.agent_id),
             )  # fmt: skip
-        case EntityAliasAdded():
+        case ev.EntityAliasAdded():
             return (
                 PutSpelling(event.namespace, event.normalized, event.alias, event.entity_id,
                             event.match, event.score, event.agent_id),
             )  # fmt: skip
-        case FactsPossiblyConflicting():
+        case ev.FactsPossiblyConflicting():
             return tuple(
                 Flagged(event.namespace, event.memory_id, other, event.entity_id,
                         event.other_entity_id, event.reason, event.score)
                 for other in event.others
             )  # fmt: skip
-        case EntitiesMerged():
+        case ev.EntitiesMerged():
             return (Merged(event.entity_id, event.into), *_relinked(event.relinked))
-        case EntitySplit():
+        case ev.EntitySplit():
             owner = event.spelling_entity_id or event.entity_id
             return (
                 DropSpelling(event.namespace, event.normalized, event.entity_id, owner),
@@ -278,9 +261,9 @@ def changes(event: AnyEvent) -> tuple[Change, ...]:
                 Differ(event.namespace, event.entity_id, event.new_entity_id),
                 *_relinked(event.relinked),
             )  # fmt: skip
-        case EntitiesDiffer():
+        case ev.EntitiesDiffer():
             return (Differ(event.namespace, event.entity_id, event.other_id),)
-        case MemoriesConsolidated():
+        case ev.MemoriesConsolidated():
             at = event.at.timestamp()
             return tuple(
                 change
@@ -290,7 +273,7 @@ def changes(event: AnyEvent) -> tuple[Change, ...]:
                     FoldedPair(event.summary_id, m, event.namespace),
                 )
             )
-        case MemoriesUnfolded():
+        case ev.MemoriesUnfolded():
             return (
                 *(Revalidated(m, event.summary_id) for m in event.memory_ids),
                 Unfolded(event.summary_id),
@@ -299,7 +282,7 @@ def changes(event: AnyEvent) -> tuple[Change, ...]:
             assert_never(event)
 
 
-def _relinked(relinked: tuple[Relink, ...]) -> tuple[Relinked, ...]:
+def _relinked(relinked: tuple[ev.Relink, ...]) -> tuple[Relinked, ...]:
     return tuple(Relinked(r.memory_id, tuple(dict.fromkeys(r.entity_ids))) for r in relinked)
 
 

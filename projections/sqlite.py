@@ -33,28 +33,7 @@ import msgspec
 
 from journal import MemoryBody, MemoryStored, Record
 from journal.files import create_private_file, make_private_dir
-from projections.fold import (
-    Accessed,
-    Change,
-    Differ,
-    DropEntities,
-    DropSpelling,
-    Flagged,
-    FoldedPair,
-    Forgot,
-    Invalidated,
-    KeptFor,
-    Marked,
-    Merged,
-    PutEntity,
-    PutMemory,
-    PutSpelling,
-    Relinked,
-    Revalidated,
-    Unfolded,
-    Validated,
-    changes,
-)
+from projections import fold
 from projections.rows import AliasMatch as AliasMatch  # re-exported: the queries' rows
 from projections.rows import Entity as Entity
 from projections.rows import Memory as Memory
@@ -475,87 +454,87 @@ class ReadModel:
             fresh = [r for r in records if r.position > done]
             for record in fresh:
                 for event in record.events:
-                    for change in changes(event):
+                    for change in fold.changes(event):
                         self._apply_change(change, record)
             if fresh:
                 self._write_checkpoint(SQLITE, fresh[-1].position)
         return len(fresh)
 
-    def _apply_change(self, change: Change, record: Record) -> None:
+    def _apply_change(self, change: fold.Change, record: Record) -> None:
         # Each change of the one fold (``projections.fold``) as SQL.
         db = self.db
         match change:
-            case PutMemory():
+            case fold.PutMemory():
                 self._put_memory(change.event, record)
-            case Invalidated():
+            case fold.Invalidated():
                 db.execute(
                     "UPDATE memories SET t_invalid=?, superseded_by=? WHERE memory_id=?",
                     (change.t_invalid, change.superseded_by, change.memory_id),
                 )
-            case Revalidated():
+            case fold.Revalidated():
                 db.execute(
                     "UPDATE memories SET t_invalid=NULL, superseded_by=NULL "
                     "WHERE memory_id=? AND superseded_by=?",
                     (change.memory_id, change.summary_id),
                 )
-            case Validated():
+            case fold.Validated():
                 db.execute(
                     "UPDATE memories SET last_validated=max(coalesce(last_validated, ?), ?) "
                     "WHERE memory_id=?",
                     (change.at, change.at, change.memory_id),
                 )
-            case Accessed():
+            case fold.Accessed():
                 db.execute(
                     "UPDATE memories SET access_count=access_count+?, "
                     "last_accessed=max(coalesce(last_accessed, ?), ?) WHERE memory_id=?",
                     (change.count, change.at, change.at, change.memory_id),
                 )
-            case Marked():
+            case fold.Marked():
                 db.execute(
                     "UPDATE memories SET importance=?, pinned=?, expires_at=? WHERE memory_id=?",
                     (change.importance, 1 if change.pinned else 0, change.expires_at,
                      change.memory_id),
                 )  # fmt: skip
-            case Relinked():
+            case fold.Relinked():
                 self._relink(change)
-            case Forgot():
+            case fold.Forgot():
                 self._forget(change.memory_ids)
-            case PutEntity():
+            case fold.PutEntity():
                 db.execute(
                     "INSERT OR REPLACE INTO entities (entity_id, namespace, name, normalized, "
                     "kind, created_at, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (change.entity_id, change.namespace, change.name, change.normalized,
                      change.kind, _ts(record.recorded_at), change.agent_id),
                 )  # fmt: skip
-            case PutSpelling():
+            case fold.PutSpelling():
                 db.execute(
                     "INSERT OR REPLACE INTO aliases (namespace, normalized, alias, entity_id, "
                     "match, score, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (change.namespace, change.normalized, change.alias, change.entity_id,
                      change.match, change.score, change.agent_id),
                 )  # fmt: skip
-            case DropSpelling():
+            case fold.DropSpelling():
                 family = "(SELECT entity_id FROM entities WHERE entity_id=? OR merged_into=?)"
                 db.execute(
                     "DELETE FROM aliases WHERE namespace=? AND normalized=? "
                     f"AND entity_id IN {family}",
                     (change.namespace, change.normalized, change.entity_id, change.entity_id),
                 )
-            case DropEntities():
+            case fold.DropEntities():
                 for entity_id in change.entity_ids:
                     db.execute("DELETE FROM entities WHERE entity_id=?", (entity_id,))
                     db.execute("DELETE FROM aliases WHERE entity_id=?", (entity_id,))
                     db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (entity_id,))
-            case KeptFor():
+            case fold.KeptFor():
                 db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (change.entity_id,))
                 for agent_id in change.agent_ids:
                     db.execute(
                         "INSERT OR IGNORE INTO entity_kept_for (entity_id, agent_id) VALUES (?, ?)",
                         (change.entity_id, agent_id),
                     )
-            case Merged():
+            case fold.Merged():
                 self._merge(change.absorbed, change.into)
-            case Flagged():
+            case fold.Flagged():
                 db.execute(
                     "INSERT OR REPLACE INTO possible_conflicts (namespace, memory_id, "
                     "other_id, entity_id, other_entity_id, reason, score) "
@@ -563,20 +542,20 @@ class ReadModel:
                     (change.namespace, change.memory_id, change.other_id, change.entity_id,
                      change.other_entity_id, change.reason, change.score),
                 )  # fmt: skip
-            case Differ():
+            case fold.Differ():
                 first, second = sorted((change.entity_id, change.other_id))
                 db.execute(
                     "INSERT OR IGNORE INTO entity_differs (namespace, entity_id, other_id) "
                     "VALUES (?, ?, ?)",
                     (change.namespace, first, second),
                 )
-            case FoldedPair():
+            case fold.FoldedPair():
                 db.execute(
                     "INSERT OR REPLACE INTO folds (summary_id, memory_id, namespace) "
                     "VALUES (?, ?, ?)",
                     (change.summary_id, change.memory_id, change.namespace),
                 )
-            case Unfolded():
+            case fold.Unfolded():
                 db.execute("DELETE FROM folds WHERE summary_id=?", (change.summary_id,))
             case _:
                 assert_never(change)
@@ -643,7 +622,7 @@ class ReadModel:
             (absorbed, into, into, absorbed),
         )
 
-    def _relink(self, link: Relinked) -> None:
+    def _relink(self, link: fold.Relinked) -> None:
         # Only memories still here: a forgotten memory's links are gone with it.
         db = self.db
         if db.execute("SELECT 1 FROM memories WHERE memory_id=?", (link.memory_id,)).fetchone():

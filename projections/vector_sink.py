@@ -25,28 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, assert_never
 
 from journal import MemoryStored, Record
+from projections import fold
 from projections.documents import memory_text, procedure_parts, text_parts
-from projections.fold import (
-    Accessed,
-    Differ,
-    DropEntities,
-    DropSpelling,
-    Flagged,
-    FoldedPair,
-    Forgot,
-    Invalidated,
-    KeptFor,
-    Marked,
-    Merged,
-    PutEntity,
-    PutMemory,
-    PutSpelling,
-    Relinked,
-    Revalidated,
-    Unfolded,
-    Validated,
-    changes,
-)
 from projections.vectors import SparseVector, VectorBackend, VectorPoint
 
 _POINT_NAMESPACE = uuid.UUID("6f1c2d0e-8b7a-4c3e-9d51-2a7e4b8f0c11")
@@ -138,29 +118,29 @@ class VectorSink:
 
         for record in records:
             for event in record.events:
-                for change in changes(event):
+                for change in fold.changes(event):
                     match change:
-                        case PutMemory():
+                        case fold.PutMemory():
                             memory_id = change.event.memory_id
                             if any(m == memory_id for m, _ in invalidations):
                                 flush_memories()  # stored again after its invalidation
                             pending.extend(self._memory_points(change.event))
-                        case Invalidated():
+                        case fold.Invalidated():
                             invalidations.append((change.memory_id, change.t_invalid))
-                        case Revalidated():
+                        case fold.Revalidated():
                             invalidations.append((change.memory_id, None))
-                        case Forgot():
+                        case fold.Forgot():
                             flush_memories()
                             self.backend.delete_by_memory(
                                 self.collections.memories, list(change.memory_ids)
                             )
-                        case DropEntities():
+                        case fold.DropEntities():
                             self._flush(entities, self.collections.entities)
                             # The entity's name and all its aliases.
                             self.backend.delete_by_memory(
                                 self.collections.entities, list(change.entity_ids)
                             )
-                        case PutSpelling():
+                        case fold.PutSpelling():
                             entities.append(
                                 _Pending(
                                     alias_point_id(
@@ -171,14 +151,14 @@ class VectorSink:
                                     _entity_payload(change.entity_id, change.namespace),
                                 )
                             )
-                        case DropSpelling():
+                        case fold.DropSpelling():
                             # The spelling's point (a split moves it to the new entity).
                             self._flush(entities, self.collections.entities)
                             self.backend.delete(
                                 self.collections.entities,
                                 [alias_point_id(change.namespace, change.normalized, change.owner)],
                             )
-                        case Relinked():
+                        case fold.Relinked():
                             # The entities filter reads the payload: it follows the new links.
                             flush_memories()
                             self.backend.set_payload(
@@ -186,11 +166,11 @@ class VectorSink:
                                 [change.memory_id],
                                 {"entity_ids": list(change.entity_ids)},
                             )
-                        case Validated() | Accessed() | Marked():
+                        case fold.Validated() | fold.Accessed() | fold.Marked():
                             pass  # freshness and marks live in the read model
-                        case PutEntity() | KeptFor() | Merged():
+                        case fold.PutEntity() | fold.KeptFor() | fold.Merged():
                             pass  # an entity's points are its spellings'; merges keep them
-                        case Flagged() | Differ() | FoldedPair() | Unfolded():
+                        case fold.Flagged() | fold.Differ() | fold.FoldedPair() | fold.Unfolded():
                             pass  # read-model facts: vectors do not change
                         case _:
                             assert_never(change)

@@ -21,29 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, assert_never, cast
 
 from journal import AnyEvent, Event
-from projections.fold import (
-    Accessed,
-    Change,
-    Differ,
-    DropEntities,
-    DropSpelling,
-    Flagged,
-    FoldedPair,
-    Forgot,
-    Invalidated,
-    KeptFor,
-    Marked,
-    Merged,
-    PutEntity,
-    PutMemory,
-    PutSpelling,
-    Relinked,
-    Revalidated,
-    Unfolded,
-    Validated,
-    changes,
-    updated,
-)
+from projections import fold
 from projections.rows import Memory, Spelling, viewers
 
 if TYPE_CHECKING:
@@ -177,12 +155,12 @@ class Overlay:
         of committed state built from events (a test's); None, decisions not yet appended."""
         for event in events:
             # Every event is one of the catalogue's (``AnyEvent``, the closed tagged union).
-            for change in changes(cast(AnyEvent, event)):
+            for change in fold.changes(cast(AnyEvent, event)):
                 self._take(change, recorded_at)
 
-    def _take(self, change: Change, recorded_at: float | None) -> None:
+    def _take(self, change: fold.Change, recorded_at: float | None) -> None:
         match change:
-            case PutMemory():
+            case fold.PutMemory():
                 event = change.event
                 body = event.body
                 predicate = body.predicate_normalized or body.predicate if body else None
@@ -191,33 +169,40 @@ class Overlay:
                     event, position=0, created_at=0.0, predicate_normalized=predicate
                 )
                 self._recorded[event.memory_id] = recorded_at
-            case Forgot():
+            case fold.Forgot():
                 for memory_id in change.memory_ids:
                     self._changed[memory_id] = None
-            case Invalidated() | Revalidated() | Validated() | Accessed() | Marked() | Relinked():
+            case (
+                fold.Invalidated()
+                | fold.Revalidated()
+                | fold.Validated()
+                | fold.Accessed()
+                | fold.Marked()
+                | fold.Relinked()
+            ):
                 old = self.memory(change.memory_id)
                 if old is not None:
-                    self._changed[change.memory_id] = updated(old, change)
-            case PutEntity():
+                    self._changed[change.memory_id] = fold.updated(old, change)
+            case fold.PutEntity():
                 self._scopes[change.entity_id] = change.agent_id
-            case PutSpelling():
+            case fold.PutSpelling():
                 self._spell(change)
-            case DropSpelling():
+            case fold.DropSpelling():
                 self._split_off(change)
-            case DropEntities():
+            case fold.DropEntities():
                 self._drop(change.entity_ids)
-            case KeptFor():
+            case fold.KeptFor():
                 self._kept[change.entity_id] = change.agent_ids
-            case Merged():
+            case fold.Merged():
                 self._merge(change)
-            case Differ():
+            case fold.Differ():
                 self._differ.add(_pair(change.entity_id, change.other_id))
-            case Flagged() | FoldedPair() | Unfolded():
+            case fold.Flagged() | fold.FoldedPair() | fold.Unfolded():
                 pass  # a store's flags and a summary's folds change no decision
             case _:
                 assert_never(change)
 
-    def _spell(self, change: PutSpelling) -> None:
+    def _spell(self, change: fold.PutSpelling) -> None:
         # A spelling of an entity made in this batch is seen by those who see it; a spelling
         # more of a known entity, by those who see that entity.
         if change.entity_id in self._scopes:
@@ -246,7 +231,7 @@ class Overlay:
         pending = self._spellings.get(namespace, [])
         self._spellings[namespace] = [s for s in pending if not gone(self._reported(s))]
 
-    def _split_off(self, change: DropSpelling) -> None:
+    def _split_off(self, change: fold.DropSpelling) -> None:
         # The spelling leaves the entity and the entities merged into it.
         def gone(s: Spelling) -> bool:
             recorded = s.recorded_under or s.entity_id
@@ -257,7 +242,7 @@ class Overlay:
 
         self._unspell(change.namespace, gone)
 
-    def _merge(self, change: Merged) -> None:
+    def _merge(self, change: fold.Merged) -> None:
         self._merged_into[change.absorbed] = change.into
         for absorbed, into in list(self._merged_into.items()):
             if into == change.absorbed:
@@ -377,7 +362,7 @@ def _key(namespace: str, s: Spelling) -> _SpellingKey:
     return (namespace, s.normalized, s.recorded_under or s.entity_id, s.agent_id)
 
 
-def _key_of(change: PutSpelling) -> _SpellingKey:
+def _key_of(change: fold.PutSpelling) -> _SpellingKey:
     return (change.namespace, change.normalized, change.entity_id, change.agent_id)
 
 

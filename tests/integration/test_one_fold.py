@@ -1,9 +1,10 @@
 """The one fold of events: the command side's overlay answers what the read model answers.
 
 Random sequences of interacting events go through a real journal into a real SQLite read
-model, and through an :class:`~ferrex.core.view.Overlay` over a view of nothing; every question
-a decision may ask (``View``) must get the same answer from both. The row's ``position`` and
-``created_at`` come from the journal's record, which the overlay has not got (0 there).
+model, and through an :class:`~ferrex.core.view.Overlay` over a view of nothing (the decision
+tests' ``FakeView``); every question a decision may ask (``View``) must get the same answer
+from both. The row's ``position`` and ``created_at`` come from the journal's record, which the
+overlay has not got (0 there).
 """
 
 from __future__ import annotations
@@ -34,42 +35,10 @@ from journal.events import EpisodeRef
 from projections.rows import Memory, Spelling
 from projections.sqlite import ReadModel
 from tests.integration.test_read_model import interacting
+from tests.unit.test_decide import FakeView
 
 MEMORY_IDS = [f"m{i}" for i in range(6)]
 ENTITY_IDS = [f"e{i}" for i in range(4)]
-
-
-class Nothing:
-    """The committed state of an empty home."""
-
-    def memory(self, memory_id: str) -> Memory | None:
-        return None
-
-    def active_facts(self, namespace: str, key: str, predicate: str) -> list[Memory]:
-        return []
-
-    def subject_facts(self, namespace: str, key: str) -> list[Memory]:
-        return []
-
-    def procedures(self, namespace: str, name: str) -> list[Memory]:
-        return []
-
-    def imported(self, namespace: str, key: str) -> list[Memory]:
-        return []
-
-    def spellings(self, namespace: str) -> list[Spelling]:
-        return []
-
-    def linked(self, entity_id: str) -> list[str]:
-        return []
-
-    def entities_differ(self, a: str, b: str) -> bool:
-        return False
-
-    def episode_tail(
-        self, namespace: str, agent_id: str | None, visibility: str
-    ) -> EpisodeTail | None:
-        return None
 
 
 def _in_episode(event: Event, episode: EpisodeRef | None) -> Event:
@@ -186,7 +155,7 @@ def test_the_overlay_answers_what_the_read_model_answers(commands: list[list[Eve
         model = ReadModel.open(root / "read.sqlite")
         try:
             model.apply(records)
-            overlay = Overlay(Nothing())
+            overlay = FakeView()  # the Overlay over an empty base
             for command in commands:
                 overlay.apply(command)
             assert _answers(overlay) == _answers(ReadModelView(model))
