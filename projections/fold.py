@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import assert_never
 
 from journal import events as ev
-from projections.rows import Memory
+from projections.rows import Memory, PossibleConflict
 
 # -- memory rows ------------------------------------------------------------------------------
 
@@ -171,12 +171,7 @@ class Flagged:
     """A possible conflict between two facts (see ``facts.possible_conflict``)."""
 
     namespace: str
-    memory_id: str
-    other_id: str
-    entity_id: str
-    other_entity_id: str
-    reason: str
-    score: float
+    conflict: PossibleConflict
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,10 +238,11 @@ def changes(event: ev.AnyEvent) -> tuple[Change, ...]:
                             event.match, event.score, event.agent_id),
             )  # fmt: skip
         case ev.FactsPossiblyConflicting():
+            e = event
             return tuple(
-                Flagged(event.namespace, event.memory_id, other, event.entity_id,
-                        event.other_entity_id, event.reason, event.score)
-                for other in event.others
+                Flagged(e.namespace, PossibleConflict(e.memory_id, other, e.entity_id,
+                                                      e.other_entity_id, e.reason, e.score))
+                for other in e.others
             )  # fmt: skip
         case ev.EntitiesMerged():
             return (Merged(event.entity_id, event.into), *_relinked(event.relinked))

@@ -535,12 +535,13 @@ class ReadModel:
             case fold.Merged():
                 self._merge(change.absorbed, change.into)
             case fold.Flagged():
+                c = change.conflict
                 db.execute(
                     "INSERT OR REPLACE INTO possible_conflicts (namespace, memory_id, "
                     "other_id, entity_id, other_entity_id, reason, score) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (change.namespace, change.memory_id, change.other_id, change.entity_id,
-                     change.other_entity_id, change.reason, change.score),
+                    (change.namespace, c.memory_id, c.other_id, c.entity_id, c.other_entity_id,
+                     c.reason, c.score),
                 )  # fmt: skip
             case fold.Differ():
                 first, second = sorted((change.entity_id, change.other_id))

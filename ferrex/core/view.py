@@ -7,11 +7,11 @@ memories name an entity, and where an agent's last derived episode ends. Two imp
 
 - :class:`ReadModelView`: the SQLite read model, through its named queries;
 - :class:`Overlay`: a view plus the events decided earlier in the same batch but not yet
-  appended. It turns a ``memory.stored`` into a memory with the same
-  :meth:`projections.sqlite.Memory.from_event` the projection uses, so a later request of the
-  batch sees exactly what it would see once the batch is applied.
+  appended, folded by the read model's own fold (:func:`projections.fold.changes`, and
+  :func:`projections.fold.updated` for a row's fields), so a later request of the batch sees
+  what it would see once the batch is applied.
 
-Unit tests of the decisions use a small in-memory view of their own.
+Unit tests of the decisions use an :class:`Overlay` over an empty view of their own.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The write side's decisions on the pure core, with an in-memory view (no Qdrant, no model).
 
-The view here is a test double on purpose: the decisions are pure functions of what they are
-given, and these tests give them exactly the state each rule is about.
+The view here is the real Overlay over a base that holds only what a test sets by hand: the
+decisions are pure functions of what they are given, and these tests give them exactly the
+state each rule is about, folded from events as the read model folds them.
 """
 
 from __future__ import annotations
