@@ -461,7 +461,15 @@ class ReadModel:
         return len(fresh)
 
     def _apply_change(self, change: fold.Change, record: Record) -> None:
-        # Each change of the one fold (``projections.fold``) as SQL.
+        # Each change of the one fold (``projections.fold``) as SQL, by concept.
+        if isinstance(change, fold.MemoryChange):
+            self._memory_change(change, record)
+        elif isinstance(change, fold.EntityChange):
+            self._entity_change(change, record)
+        else:
+            self._flag_change(change)
+
+    def _memory_change(self, change: fold.MemoryChange, record: Record) -> None:
         db = self.db
         match change:
             case fold.PutMemory():
@@ -499,6 +507,12 @@ class ReadModel:
                 self._relink(change)
             case fold.Forgot():
                 self._forget(change.memory_ids)
+            case _:
+                assert_never(change)
+
+    def _entity_change(self, change: fold.EntityChange, record: Record) -> None:
+        db = self.db
+        match change:
             case fold.PutEntity():
                 db.execute(
                     "INSERT OR REPLACE INTO entities (entity_id, namespace, name, normalized, "
@@ -534,6 +548,12 @@ class ReadModel:
                     )
             case fold.Merged():
                 self._merge(change.absorbed, change.into)
+            case _:
+                assert_never(change)
+
+    def _flag_change(self, change: fold.FlagChange) -> None:
+        db = self.db
+        match change:
             case fold.Flagged():
                 c = change.conflict
                 db.execute(
