@@ -41,10 +41,19 @@ MEMORY_IDS = [f"m{i}" for i in range(6)]
 ENTITY_IDS = [f"e{i}" for i in range(4)]
 
 
-def _in_episode(event: Event, episode: EpisodeRef | None) -> Event:
-    if isinstance(event, MemoryStored) and episode is not None:
-        return msgspec.structs.replace(event, episode=episode)
-    return event
+def _varied(event: Event, episode: EpisodeRef | None, fields: dict[str, str]) -> Event:
+    """A store of the read model's strategy, in a derived episode or not, with a subject and
+    predicate (a fact) or a procedure's name, so facts and procedures are asked about too."""
+    if not isinstance(event, MemoryStored) or event.body is None:
+        return event
+    if event.memory_type == "semantic":
+        fields = {k: v for k, v in fields.items() if k != "procedure_name"}
+    elif event.memory_type == "procedural":
+        fields = {k: v for k, v in fields.items() if k == "procedure_name"}
+    else:
+        fields = {}
+    body = msgspec.structs.replace(event.body, **fields)
+    return msgspec.structs.replace(event, episode=episode, body=body)
 
 
 def plausible(commands: list[list[Event]]) -> list[list[Event]]:
@@ -93,8 +102,16 @@ def plausible(commands: list[list[Event]]) -> list[list[Event]]:
 episodes = st.none() | st.builds(
     EpisodeRef, id=st.sampled_from(["ep1", "ep2"]), index=st.integers(0, 3)
 )
-# The read model's own strategy of interacting events, some stores in a derived episode.
-events = st.tuples(interacting, episodes).map(lambda pair: _in_episode(*pair))
+fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "subject": st.sampled_from(["Tokio", "tokio"]),
+        "predicate": st.sampled_from(["uses", "is"]),
+        "procedure_name": st.sampled_from(["deploy", "backup"]),
+    },
+)
+# The read model's own strategy of interacting events, the stores varied (``_varied``).
+events = st.tuples(interacting, episodes, fields).map(lambda t: _varied(*t))
 commands = (
     st.lists(st.lists(events, min_size=1, max_size=3), min_size=1, max_size=20)
     .map(plausible)
@@ -117,13 +134,15 @@ def _tail(tail: EpisodeTail | None) -> tuple[str, int] | None:
 def _answers(view: Overlay | ReadModelView) -> dict[str, object]:
     rows = {i: _row(view.memory(i)) for i in MEMORY_IDS}
     held = [m for m in rows.values() if m is not None]
-    facts = {(m.namespace, m.subject_key, m.predicate_normalized) for m in held}
+    facts = {
+        (m.namespace, m.subject_key, m.predicate_normalized)
+        for m in held
+        if m.subject_key is not None and m.predicate_normalized is not None
+    }
     return {
         "memories": rows,
         "active_facts": {
-            f: [_row(m) for m in view.active_facts(*f)]
-            for f in facts
-            if f[1] is not None and f[2] is not None
+            (ns, k, p): [_row(m) for m in view.active_facts(ns, k, p)] for ns, k, p in facts
         },
         "procedures": {
             (m.namespace, m.procedure_name): [
