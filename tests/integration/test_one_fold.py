@@ -163,7 +163,7 @@ def _answers(view: Overlay | ReadModelView) -> dict[str, object]:
     }
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(commands=commands)
 def test_the_overlay_answers_what_the_read_model_answers(commands: list[list[Event]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
