@@ -132,13 +132,13 @@ class ReadModelView:
 class Overlay:
     """A :class:`View` plus decisions not yet applied (see the module docstring).
 
-    Over an empty base it answers exactly what the read model would after the same events
-    (``tests/integration/test_one_fold.py``). Over a read model, two answers can only be as
-    good as the base's: an episode tail whose memory the batch forgot (the base names no
-    earlier one), and who sees a base entity made private once a cascade keeps it for some
-    agents (the base's viewers do not say why). Neither is asked in practice: the write paths
-    that decide several commands in one batch (stores, imports, restores, consolidation)
-    decide no forget and no entity correction."""
+    Over an empty base it answers what the read model answers after the same events, for
+    any sequence a decision could make (``tests/integration/test_one_fold.py``). Over a read
+    model two answers are only as good as the base's: an episode tail whose memory the batch
+    forgot (the base names no earlier one), and who sees a private entity of the base that a
+    cascade keeps for some agents (its viewers do not say whether they come from its scope).
+    Neither is asked in practice: the write paths that decide several commands in one batch
+    (stores, imports, restores, consolidation) decide no forget and no entity correction."""
 
     def __init__(self, base: View) -> None:
         self._base = base
