@@ -32,28 +32,16 @@ from typing import Any, Final, assert_never
 import apsw
 import msgspec
 
-from journal import (
-    AnyEvent,
-    EntitiesDiffer,
-    EntitiesMerged,
-    EntityAliasAdded,
-    EntityCreated,
-    EntitySplit,
-    FactsPossiblyConflicting,
-    MemoriesAccessed,
-    MemoriesConsolidated,
-    MemoriesForgotten,
-    MemoriesUnfolded,
-    MemoriesValidated,
-    MemoryBody,
-    MemoryMarked,
-    MemoryStored,
-    MemorySuperseded,
-    Record,
-    Relink,
-)
+from journal import MemoryBody, MemoryStored, Record
 from journal.files import create_private_file, make_private_dir
-from projections.documents import subject_key
+from projections import fold
+from projections.rows import AliasMatch as AliasMatch  # re-exported: the queries' rows
+from projections.rows import Entity as Entity
+from projections.rows import Memory as Memory
+from projections.rows import MemoryCount as MemoryCount
+from projections.rows import PossibleConflict as PossibleConflict
+from projections.rows import Spelling as Spelling
+from projections.rows import viewers
 
 SCHEMA_VERSION = 9
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
@@ -308,171 +296,6 @@ class ReadModelError(Exception):
 
 
 @dataclass(frozen=True)
-class Memory:
-    """One row of the memories table, as the query side sees it."""
-
-    memory_id: str
-    namespace: str
-    type: str
-    content: str | None
-    subject: str | None
-    predicate: str | None
-    object: str | None
-    predicate_normalized: str | None
-    procedure_name: str | None
-    procedure_version: int | None
-    conditions: tuple[str, ...]
-    steps: tuple[str, ...]
-    source: str | None
-    context: dict[str, Any] | None
-    confidence: float
-    agent_id: str | None
-    visibility: str
-    supersedes: str | None
-    t_valid: float
-    t_invalid: float | None
-    superseded_by: str | None
-    created_at: float
-    position: int
-    redacted: bool
-    access_count: int
-    last_accessed: float | None
-    last_validated: float | None
-    entity_ids: tuple[str, ...] = ()
-    multi_valued: bool = False
-    episode: str | None = None
-    """The derived episode of an episodic memory stored without a source (see the event)."""
-    episode_index: int = 0
-    importance: float = 0.5
-    pinned: bool = False
-    expires_at: float | None = None
-    """Lifecycle marks (the last ``memory.marked``; ``ferrex.rules.lifecycle``)."""
-    import_key: str | None = None
-    """The place and text of the import line that stored it (see ``MemoryBody``)."""
-
-    @classmethod
-    def from_event(
-        cls,
-        event: MemoryStored,
-        *,
-        position: int,
-        created_at: float,
-        predicate_normalized: str | None,
-    ) -> Memory:
-        """The memory a ``memory.stored`` event makes, before any later event touches it.
-
-        The one place a stored event becomes a row: the SQLite projection writes exactly
-        this, and the command side's overlay (``ferrex.core.view``) holds exactly this for
-        a decision not yet applied. ``predicate_normalized`` comes from the read model's
-        rules (see :class:`Rules`)."""
-        body = event.body or MemoryBody()
-        return cls(
-            memory_id=event.memory_id, namespace=event.namespace, type=event.memory_type,
-            content=body.content, subject=body.subject, predicate=body.predicate,
-            object=body.object, predicate_normalized=predicate_normalized,
-            procedure_name=body.procedure_name, procedure_version=event.procedure_version,
-            conditions=body.conditions, steps=body.steps, source=body.source,
-            context=body.context, confidence=event.confidence, agent_id=event.agent_id,
-            visibility=event.visibility, supersedes=event.supersedes,
-            t_valid=_ts(event.t_valid), t_invalid=None, superseded_by=None,
-            created_at=created_at, position=position, redacted=event.redacted,
-            access_count=0, last_accessed=None, last_validated=None,
-            entity_ids=tuple(sorted(set(event.entity_ids))),
-            multi_valued=event.multi_valued, episode=event.episode_id,
-            episode_index=event.episode_index, import_key=body.import_key,
-        )  # fmt: skip
-
-    @property
-    def subject_key(self) -> str | None:
-        return subject_key(self.subject) if self.subject else None
-
-    def body(self) -> MemoryBody:
-        """The memory's text fields, as its event carried them."""
-        return MemoryBody(
-            content=self.content,
-            subject=self.subject,
-            predicate=self.predicate,
-            object=self.object,
-            predicate_normalized=self.predicate_normalized,
-            procedure_name=self.procedure_name,
-            conditions=self.conditions,
-            steps=self.steps,
-            source=self.source,
-            context=self.context,
-            import_key=self.import_key,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Spelling:
-    """One known spelling of an entity (its name or an alias) in a namespace.
-
-    ``agent_id``: the agent whose private memory introduced it (then only that agent sees or
-    resolves to it); None for a spelling every caller may use. ``viewers``: the agents who
-    may see its entity at all (None: everyone; see :func:`viewers`)."""
-
-    entity_id: str
-    alias: str
-    normalized: str
-    agent_id: str | None = None
-    recorded_under: str | None = None
-    """The entity the spelling was recorded under when that one was merged into
-    ``entity_id`` (None: ``entity_id`` itself)."""
-    viewers: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AliasMatch:
-    """One spelling of an entity and how the resolver matched it (see ``alias_matches``)."""
-
-    entity_id: str
-    alias: str
-    match: str
-    score: float
-    agent_id: str | None = None
-    normalized: str = ""
-    viewers: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Entity:
-    entity_id: str
-    namespace: str
-    name: str
-    agent_id: str | None = None
-    normalized: str = ""
-    kind: str | None = None
-    viewers: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PossibleConflict:
-    """Two active-at-the-time facts of one relation on subjects possibly the same (see
-    ``facts.possible_conflict``), seen from ``memory_id``."""
-
-    memory_id: str
-    other_id: str
-    entity_id: str
-    other_entity_id: str
-    reason: str
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryCount:
-    """How many memories of one namespace, type and scope (owner, visibility) are active or
-    not and have a time to live or not (the ``memory_counts`` aggregate)."""
-
-    namespace: str
-    type: str
-    agent_id: str | None
-    visibility: str
-    active: bool
-    expiring: bool
-    n: int
-
-
-@dataclass(frozen=True)
 class Scoring:
     """One memory type's staleness score and label thresholds, as the read model's label
     queries compute them (``ferrex.read.insight`` builds it from
@@ -554,15 +377,6 @@ _CHUNK = 5_000
 
 _PAGE = 256
 """Rows per page of the read model's paged queries."""
-
-
-def viewers(entity_scope: str | None, kept_for: Sequence[str] = ()) -> tuple[str, ...] | None:
-    """Who may see an entity: the agent of its private scope; else, once a cascade kept it
-    for some agents only (``memories.forgotten``'s ``kept_entities``), those; else everyone
-    (None)."""
-    if entity_scope is not None:
-        return (entity_scope,)
-    return tuple(sorted(kept_for)) if kept_for else None
 
 
 def _ts(value: datetime) -> float:
@@ -749,168 +563,177 @@ class ReadModel:
             fresh = [r for r in records if r.position > done]
             for record in fresh:
                 for event in record.events:
-                    self._apply_event(event, record)
+                    for change in fold.changes(event):
+                        self._apply_change(change, record)
             if fresh:
                 self._write_checkpoint(SQLITE, fresh[-1].position)
         return len(fresh)
 
-    def _apply_event(self, event: AnyEvent, record: Record) -> None:
+    def _apply_change(self, change: fold.Change, record: Record) -> None:
+        # Each change of the one fold (``projections.fold``) as SQL, by concept.
+        if isinstance(change, fold.MemoryChange):
+            self._memory_change(change, record)
+        elif isinstance(change, fold.EntityChange):
+            self._entity_change(change, record)
+        else:
+            self._flag_change(change)
+
+    def _memory_change(self, change: fold.MemoryChange, record: Record) -> None:
         db = self.db
-        match event:
-            case MemoryStored():
-                m = Memory.from_event(
-                    event,
-                    position=record.position,
-                    created_at=_ts(record.recorded_at),
-                    predicate_normalized=self._predicate(event.namespace, event.body),
-                )
-                db.execute(
-                    "INSERT OR REPLACE INTO memories (memory_id, namespace, type, content, "
-                    "subject, subject_key, predicate, object, predicate_normalized, "
-                    "procedure_name, procedure_version, conditions, steps, source, context, "
-                    "confidence, agent_id, visibility, supersedes, t_valid, t_invalid, "
-                    "superseded_by, created_at, position, redacted, multi_valued, episode, "
-                    "episode_index, import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                    "?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        m.memory_id, m.namespace, m.type, m.content, m.subject, m.subject_key,
-                        m.predicate, m.object, m.predicate_normalized, m.procedure_name,
-                        m.procedure_version, _json(m.conditions), _json(m.steps), m.source,
-                        _json(m.context), m.confidence, m.agent_id, m.visibility, m.supersedes,
-                        m.t_valid, m.created_at, m.position, 1 if m.redacted else 0,
-                        1 if m.multi_valued else 0, m.episode, m.episode_index, m.import_key,
-                    ),
-                )  # fmt: skip
-                db.execute("DELETE FROM memory_entities WHERE memory_id=?", (m.memory_id,))
-                for entity_id in m.entity_ids:
-                    db.execute(
-                        "INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
-                        (m.memory_id, entity_id),
-                    )
-            case MemorySuperseded():
+        match change:
+            case fold.PutMemory():
+                self._put_memory(change.event, record)
+            case fold.Invalidated():
                 db.execute(
                     "UPDATE memories SET t_invalid=?, superseded_by=? WHERE memory_id=?",
-                    (_ts(event.t_invalid), event.superseded_by, event.memory_id),
+                    (change.t_invalid, change.superseded_by, change.memory_id),
                 )
-            case MemoriesForgotten():
-                for memory_id in event.memory_ids:
-                    db.execute("DELETE FROM memories WHERE memory_id=?", (memory_id,))
-                    db.execute("DELETE FROM memory_entities WHERE memory_id=?", (memory_id,))
-                    db.execute(
-                        "DELETE FROM possible_conflicts WHERE memory_id=? OR other_id=?",
-                        (memory_id, memory_id),
-                    )
-                    db.execute(
-                        "DELETE FROM folds WHERE memory_id=? OR summary_id=?",
-                        (memory_id, memory_id),
-                    )
-                for entity_id in event.dropped_entity_ids:
-                    db.execute("DELETE FROM entities WHERE entity_id=?", (entity_id,))
-                    db.execute("DELETE FROM aliases WHERE entity_id=?", (entity_id,))
-                    db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (entity_id,))
-                for kept in event.kept_entities:
-                    db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (kept.entity_id,))
-                    for agent_id in kept.agent_ids:
-                        db.execute(
-                            "INSERT OR IGNORE INTO entity_kept_for (entity_id, agent_id) "
-                            "VALUES (?, ?)",
-                            (kept.entity_id, agent_id),
-                        )
-            case MemoriesValidated():
-                at = _ts(event.at)
-                for memory_id in event.memory_ids:
-                    db.execute(
-                        "UPDATE memories SET last_validated=max(coalesce(last_validated, ?), ?) "
-                        "WHERE memory_id=?",
-                        (at, at, memory_id),
-                    )
-            case MemoriesAccessed():
-                for access in event.accesses:
-                    at = _ts(access.last_at)
-                    db.execute(
-                        "UPDATE memories SET access_count=access_count+?, "
-                        "last_accessed=max(coalesce(last_accessed, ?), ?) WHERE memory_id=?",
-                        (access.count, at, at, access.memory_id),
-                    )
-            case MemoryMarked():
-                expires = None if event.expires_at is None else _ts(event.expires_at)
+            case fold.Revalidated():
+                db.execute(
+                    "UPDATE memories SET t_invalid=NULL, superseded_by=NULL "
+                    "WHERE memory_id=? AND superseded_by=?",
+                    (change.memory_id, change.summary_id),
+                )
+            case fold.Validated():
+                db.execute(
+                    "UPDATE memories SET last_validated=max(coalesce(last_validated, ?), ?) "
+                    "WHERE memory_id=?",
+                    (change.at, change.at, change.memory_id),
+                )
+            case fold.Accessed():
+                db.execute(
+                    "UPDATE memories SET access_count=access_count+?, "
+                    "last_accessed=max(coalesce(last_accessed, ?), ?) WHERE memory_id=?",
+                    (change.count, change.at, change.at, change.memory_id),
+                )
+            case fold.Marked():
                 db.execute(
                     "UPDATE memories SET importance=?, pinned=?, expires_at=? WHERE memory_id=?",
-                    (event.importance, 1 if event.pinned else 0, expires, event.memory_id),
-                )
-            case EntityCreated():
+                    (change.importance, 1 if change.pinned else 0, change.expires_at,
+                     change.memory_id),
+                )  # fmt: skip
+            case fold.Relinked():
+                self._relink(change)
+            case fold.Forgot():
+                self._forget(change.memory_ids)
+            case _:
+                assert_never(change)
+
+    def _entity_change(self, change: fold.EntityChange, record: Record) -> None:
+        db = self.db
+        match change:
+            case fold.PutEntity():
                 db.execute(
                     "INSERT OR REPLACE INTO entities (entity_id, namespace, name, normalized, "
                     "kind, created_at, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        event.entity_id,
-                        event.namespace,
-                        event.name,
-                        event.normalized,
-                        event.kind,
-                        _ts(record.recorded_at),
-                        event.agent_id,
-                    ),
-                )
-                db.execute(
-                    "INSERT OR REPLACE INTO aliases (namespace, normalized, alias, entity_id, "
-                    "match, score, agent_id) VALUES (?, ?, ?, ?, 'exact', 1.0, ?)",
-                    (event.namespace, event.normalized, event.name, event.entity_id,
-                     event.agent_id),
+                    (change.entity_id, change.namespace, change.name, change.normalized,
+                     change.kind, _ts(record.recorded_at), change.agent_id),
                 )  # fmt: skip
-            case EntityAliasAdded():
+            case fold.PutSpelling():
                 db.execute(
                     "INSERT OR REPLACE INTO aliases (namespace, normalized, alias, entity_id, "
                     "match, score, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        event.namespace,
-                        event.normalized,
-                        event.alias,
-                        event.entity_id,
-                        event.match,
-                        event.score,
-                        event.agent_id,
-                    ),
+                    (change.namespace, change.normalized, change.alias, change.entity_id,
+                     change.match, change.score, change.agent_id),
+                )  # fmt: skip
+            case fold.DropSpelling():
+                family = "(SELECT entity_id FROM entities WHERE entity_id=? OR merged_into=?)"
+                db.execute(
+                    "DELETE FROM aliases WHERE namespace=? AND normalized=? "
+                    f"AND entity_id IN {family}",
+                    (change.namespace, change.normalized, change.entity_id, change.entity_id),
                 )
-            case FactsPossiblyConflicting():
-                for other in event.others:
+            case fold.DropEntities():
+                for entity_id in change.entity_ids:
+                    db.execute("DELETE FROM entities WHERE entity_id=?", (entity_id,))
+                    db.execute("DELETE FROM aliases WHERE entity_id=?", (entity_id,))
+                    db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (entity_id,))
+            case fold.KeptFor():
+                db.execute("DELETE FROM entity_kept_for WHERE entity_id=?", (change.entity_id,))
+                for agent_id in change.agent_ids:
                     db.execute(
-                        "INSERT OR REPLACE INTO possible_conflicts (namespace, memory_id, "
-                        "other_id, entity_id, other_entity_id, reason, score) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (event.namespace, event.memory_id, other, event.entity_id,
-                         event.other_entity_id, event.reason, event.score),
-                    )  # fmt: skip
-            case EntitiesMerged():
-                self._merge(event.entity_id, event.into)
-                self._relink(event.relinked)
-            case EntitySplit():
-                self._split(event, _ts(record.recorded_at))
-                self._relink(event.relinked)
-            case EntitiesDiffer():
-                self._differ(event.namespace, event.entity_id, event.other_id)
-            case MemoriesConsolidated():
-                at = _ts(event.at)
-                for memory_id in event.memory_ids:
-                    db.execute(
-                        "UPDATE memories SET t_invalid=?, superseded_by=? WHERE memory_id=?",
-                        (at, event.summary_id, memory_id),
+                        "INSERT OR IGNORE INTO entity_kept_for (entity_id, agent_id) VALUES (?, ?)",
+                        (change.entity_id, agent_id),
                     )
-                    db.execute(
-                        "INSERT OR REPLACE INTO folds (summary_id, memory_id, namespace) "
-                        "VALUES (?, ?, ?)",
-                        (event.summary_id, memory_id, event.namespace),
-                    )
-            case MemoriesUnfolded():
-                for memory_id in event.memory_ids:
-                    db.execute(
-                        "UPDATE memories SET t_invalid=NULL, superseded_by=NULL "
-                        "WHERE memory_id=? AND superseded_by=?",
-                        (memory_id, event.summary_id),
-                    )
-                db.execute("DELETE FROM folds WHERE summary_id=?", (event.summary_id,))
+            case fold.Merged():
+                self._merge(change.absorbed, change.into)
             case _:
-                assert_never(event)
+                assert_never(change)
+
+    def _flag_change(self, change: fold.FlagChange) -> None:
+        db = self.db
+        match change:
+            case fold.Flagged():
+                c = change.conflict
+                db.execute(
+                    "INSERT OR REPLACE INTO possible_conflicts (namespace, memory_id, "
+                    "other_id, entity_id, other_entity_id, reason, score) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (change.namespace, c.memory_id, c.other_id, c.entity_id, c.other_entity_id,
+                     c.reason, c.score),
+                )  # fmt: skip
+            case fold.Differ():
+                first, second = sorted((change.entity_id, change.other_id))
+                db.execute(
+                    "INSERT OR IGNORE INTO entity_differs (namespace, entity_id, other_id) "
+                    "VALUES (?, ?, ?)",
+                    (change.namespace, first, second),
+                )
+            case fold.FoldedPair():
+                db.execute(
+                    "INSERT OR REPLACE INTO folds (summary_id, memory_id, namespace) "
+                    "VALUES (?, ?, ?)",
+                    (change.summary_id, change.memory_id, change.namespace),
+                )
+            case fold.Unfolded():
+                db.execute("DELETE FROM folds WHERE summary_id=?", (change.summary_id,))
+            case _:
+                assert_never(change)
+
+    def _put_memory(self, event: MemoryStored, record: Record) -> None:
+        db = self.db
+        m = Memory.from_event(
+            event,
+            position=record.position,
+            created_at=_ts(record.recorded_at),
+            predicate_normalized=self._predicate(event.namespace, event.body),
+        )
+        db.execute(
+            "INSERT OR REPLACE INTO memories (memory_id, namespace, type, content, "
+            "subject, subject_key, predicate, object, predicate_normalized, "
+            "procedure_name, procedure_version, conditions, steps, source, context, "
+            "confidence, agent_id, visibility, supersedes, t_valid, t_invalid, "
+            "superseded_by, created_at, position, redacted, multi_valued, episode, "
+            "episode_index, import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                m.memory_id, m.namespace, m.type, m.content, m.subject, m.subject_key,
+                m.predicate, m.object, m.predicate_normalized, m.procedure_name,
+                m.procedure_version, _json(m.conditions), _json(m.steps), m.source,
+                _json(m.context), m.confidence, m.agent_id, m.visibility, m.supersedes,
+                m.t_valid, m.created_at, m.position, 1 if m.redacted else 0,
+                1 if m.multi_valued else 0, m.episode, m.episode_index, m.import_key,
+            ),
+        )  # fmt: skip
+        db.execute("DELETE FROM memory_entities WHERE memory_id=?", (m.memory_id,))
+        for entity_id in m.entity_ids:
+            db.execute(
+                "INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
+                (m.memory_id, entity_id),
+            )
+
+    def _forget(self, memory_ids: Sequence[str]) -> None:
+        db = self.db
+        for memory_id in memory_ids:
+            db.execute("DELETE FROM memories WHERE memory_id=?", (memory_id,))
+            db.execute("DELETE FROM memory_entities WHERE memory_id=?", (memory_id,))
+            db.execute(
+                "DELETE FROM possible_conflicts WHERE memory_id=? OR other_id=?",
+                (memory_id, memory_id),
+            )
+            db.execute(
+                "DELETE FROM folds WHERE memory_id=? OR summary_id=?", (memory_id, memory_id)
+            )
 
     def _merge(self, absorbed: str, into: str) -> None:
         # Spellings keep their rows (their vectors are keyed by them); the entity points on.
@@ -929,51 +752,16 @@ class ReadModel:
             (absorbed, into, into, absorbed),
         )
 
-    def _split(self, event: EntitySplit, at: float) -> None:
-        db = self.db
-        family = "(SELECT entity_id FROM entities WHERE entity_id=? OR merged_into=?)"  # and merged
-        db.execute(
-            f"DELETE FROM aliases WHERE namespace=? AND normalized=? AND entity_id IN {family}",
-            (event.namespace, event.normalized, event.entity_id, event.entity_id),
-        )
-        db.execute(
-            "INSERT OR REPLACE INTO entities (entity_id, namespace, name, normalized, kind, "
-            "created_at, agent_id) VALUES (?, ?, ?, ?, NULL, ?, ?)",
-            (event.new_entity_id, event.namespace, event.name, event.normalized, at,
-             event.entity_agent_id),
-        )  # fmt: skip
-        db.execute(
-            "INSERT OR REPLACE INTO aliases (namespace, normalized, alias, entity_id, "
-            "match, score, agent_id) VALUES (?, ?, ?, ?, 'operator', 1.0, ?)",
-            (event.namespace, event.normalized, event.name, event.new_entity_id,
-             event.entity_agent_id),
-        )  # fmt: skip
-        self._differ(event.namespace, event.entity_id, event.new_entity_id)
-
-    def _relink(self, relinked: Sequence[Relink]) -> None:
+    def _relink(self, link: fold.Relinked) -> None:
         # Only memories still here: a forgotten memory's links are gone with it.
-        for link in relinked:
-            if (
-                self.db.execute(
-                    "SELECT 1 FROM memories WHERE memory_id=?", (link.memory_id,)
-                ).fetchone()
-                is None
-            ):
-                continue
-            self.db.execute("DELETE FROM memory_entities WHERE memory_id=?", (link.memory_id,))
-            for entity_id in dict.fromkeys(link.entity_ids):
-                self.db.execute(
+        db = self.db
+        if db.execute("SELECT 1 FROM memories WHERE memory_id=?", (link.memory_id,)).fetchone():
+            db.execute("DELETE FROM memory_entities WHERE memory_id=?", (link.memory_id,))
+            for entity_id in link.entity_ids:
+                db.execute(
                     "INSERT INTO memory_entities (memory_id, entity_id) VALUES (?, ?)",
                     (link.memory_id, entity_id),
                 )
-
-    def _differ(self, namespace: str, a: str, b: str) -> None:
-        first, second = sorted((a, b))
-        self.db.execute(
-            "INSERT OR IGNORE INTO entity_differs (namespace, entity_id, other_id) "
-            "VALUES (?, ?, ?)",
-            (namespace, first, second),
-        )
 
     def _predicate(self, namespace: str, body: MemoryBody | None) -> str | None:
         # The current rules re-normalize what the store decided (which may have been a

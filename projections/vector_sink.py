@@ -22,26 +22,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, assert_never
 
-from journal import (
-    EntitiesDiffer,
-    EntitiesMerged,
-    EntityAliasAdded,
-    EntityCreated,
-    EntitySplit,
-    FactsPossiblyConflicting,
-    MemoriesAccessed,
-    MemoriesConsolidated,
-    MemoriesForgotten,
-    MemoriesUnfolded,
-    MemoriesValidated,
-    MemoryMarked,
-    MemoryStored,
-    MemorySuperseded,
-    Record,
-    Relink,
-)
+from journal import MemoryStored, Record
+from projections import fold
 from projections.documents import memory_text, procedure_parts, text_parts
 from projections.vectors import SparseVector, VectorBackend, VectorPoint
 
@@ -134,85 +118,64 @@ class VectorSink:
 
         for record in records:
             for event in record.events:
-                match event:
-                    case MemoryStored():
-                        if any(m == event.memory_id for m, _ in invalidations):
-                            flush_memories()  # stored again after its invalidation: in order
-                        pending.extend(self._memory_points(event))
-                    case MemorySuperseded():
-                        invalidations.append((event.memory_id, event.t_invalid.timestamp()))
-                    case MemoriesForgotten():
-                        flush_memories()
-                        self.backend.delete_by_memory(
-                            self.collections.memories, list(event.memory_ids)
-                        )
-                        if event.dropped_entity_ids:
+                for change in fold.changes(event):
+                    match change:
+                        case fold.PutMemory():
+                            memory_id = change.event.memory_id
+                            if any(m == memory_id for m, _ in invalidations):
+                                flush_memories()  # stored again after its invalidation
+                            pending.extend(self._memory_points(change.event))
+                        case fold.Invalidated():
+                            invalidations.append((change.memory_id, change.t_invalid))
+                        case fold.Revalidated():
+                            invalidations.append((change.memory_id, None))
+                        case fold.Forgot():
+                            flush_memories()
+                            self.backend.delete_by_memory(
+                                self.collections.memories, list(change.memory_ids)
+                            )
+                        case fold.DropEntities():
                             self._flush(entities, self.collections.entities)
                             # The entity's name and all its aliases.
                             self.backend.delete_by_memory(
-                                self.collections.entities, list(event.dropped_entity_ids)
+                                self.collections.entities, list(change.entity_ids)
                             )
-                    case EntityCreated():
-                        entities.append(
-                            _Pending(
-                                alias_point_id(event.namespace, event.normalized, event.entity_id),
-                                event.name,
-                                event.name,
-                                _entity_payload(event.entity_id, event.namespace),
+                        case fold.PutSpelling():
+                            entities.append(
+                                _Pending(
+                                    alias_point_id(
+                                        change.namespace, change.normalized, change.entity_id
+                                    ),
+                                    change.alias,
+                                    change.alias,
+                                    _entity_payload(change.entity_id, change.namespace),
+                                )
                             )
-                        )
-                    case EntityAliasAdded():
-                        entities.append(
-                            _Pending(
-                                alias_point_id(event.namespace, event.normalized, event.entity_id),
-                                event.alias,
-                                event.alias,
-                                _entity_payload(event.entity_id, event.namespace),
+                        case fold.DropSpelling():
+                            # The spelling's point (a split moves it to the new entity).
+                            self._flush(entities, self.collections.entities)
+                            self.backend.delete(
+                                self.collections.entities,
+                                [alias_point_id(change.namespace, change.normalized, change.owner)],
                             )
-                        )
-                    case EntitiesMerged():
-                        flush_memories()
-                        self._relink(event.relinked)
-                    case EntitySplit():
-                        flush_memories()
-                        self._relink(event.relinked)
-                        # The spelling's point moves to the new entity.
-                        self._flush(entities, self.collections.entities)
-                        owner = event.spelling_entity_id or event.entity_id
-                        self.backend.delete(
-                            self.collections.entities,
-                            [alias_point_id(event.namespace, event.normalized, owner)],
-                        )
-                        entities.append(
-                            _Pending(
-                                alias_point_id(
-                                    event.namespace, event.normalized, event.new_entity_id
-                                ),
-                                event.name,
-                                event.name,
-                                _entity_payload(event.new_entity_id, event.namespace),
+                        case fold.Relinked():
+                            # The entities filter reads the payload: it follows the new links.
+                            flush_memories()
+                            self.backend.set_payload(
+                                self.collections.memories,
+                                [change.memory_id],
+                                {"entity_ids": list(change.entity_ids)},
                             )
-                        )
-                    case FactsPossiblyConflicting() | EntitiesDiffer():
-                        pass  # read-model facts: vectors do not change
-                    case MemoriesConsolidated():
-                        at = event.at.timestamp()
-                        invalidations.extend((m, at) for m in event.memory_ids)
-                    case MemoriesUnfolded():
-                        invalidations.extend((m, None) for m in event.memory_ids)
-                    case MemoriesValidated() | MemoriesAccessed() | MemoryMarked():
-                        pass  # freshness and marks live in the read model; vectors do not change
+                        case fold.Validated() | fold.Accessed() | fold.Marked():
+                            pass  # freshness and marks live in the read model
+                        case fold.PutEntity() | fold.KeptFor() | fold.Merged():
+                            pass  # an entity's points are its spellings'; merges keep them
+                        case fold.Flagged() | fold.Differ() | fold.FoldedPair() | fold.Unfolded():
+                            pass  # read-model facts: vectors do not change
+                        case _:
+                            assert_never(change)
         flush_memories()
         self._flush(entities, self.collections.entities)
-
-    def _relink(self, relinked: Sequence[Relink]) -> None:
-        # The entities filter reads the payload: it follows the memories' new links.
-        for link in relinked:
-            self.backend.set_payload(
-                self.collections.memories,
-                [link.memory_id],
-                {"entity_ids": list(dict.fromkeys(link.entity_ids))},
-            )
 
     def _memory_points(self, event: MemoryStored) -> list[_Pending]:
         body = event.body

@@ -154,7 +154,7 @@ from journal import (
 )
 from journal.events import AliasMatch, EpisodeRef, SupersedeReason, ValidationSource, Visibility
 from projections.documents import memory_text, subject_key
-from projections.sqlite import Memory, Spelling
+from projections.rows import Memory, Spelling
 
 from .settings import StoreSettings
 from .view import EpisodeTail, View

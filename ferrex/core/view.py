@@ -7,38 +7,25 @@ memories name an entity, and where an agent's last derived episode ends. Two imp
 
 - :class:`ReadModelView`: the SQLite read model, through its named queries;
 - :class:`Overlay`: a view plus the events decided earlier in the same batch but not yet
-  appended. It turns a ``memory.stored`` into a memory with the same
-  :meth:`projections.sqlite.Memory.from_event` the projection uses, so a later request of the
-  batch sees exactly what it would see once the batch is applied.
+  appended, folded by the read model's own fold (:func:`projections.fold.changes`, and
+  :func:`projections.fold.updated` for a row's fields), so a later request of the batch sees
+  what it would see once the batch is applied.
 
-Unit tests of the decisions use a small in-memory view of their own.
+Unit tests of the decisions use an :class:`Overlay` over an empty view of their own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, assert_never, cast
 
-from journal import (
-    EntitiesDiffer,
-    EntitiesMerged,
-    EntityAliasAdded,
-    EntityCreated,
-    EntitySplit,
-    Event,
-    FactsPossiblyConflicting,
-    MemoriesAccessed,
-    MemoriesConsolidated,
-    MemoriesForgotten,
-    MemoriesUnfolded,
-    MemoriesValidated,
-    MemoryMarked,
-    MemoryStored,
-    MemorySuperseded,
-    Relink,
-)
-from projections.sqlite import Memory, ReadModel, Spelling, viewers
+from journal import AnyEvent, Event
+from projections import fold
+from projections.rows import Memory, Spelling, viewers
+
+if TYPE_CHECKING:
+    from projections.sqlite import ReadModel
 
 
 @dataclass(frozen=True)
@@ -143,133 +130,144 @@ class ReadModelView:
 
 
 class Overlay:
-    """A :class:`View` plus decisions not yet applied (see the module docstring)."""
+    """A :class:`View` plus decisions not yet applied (see the module docstring).
+
+    Over an empty base it answers what the read model answers after the same events, for
+    any sequence a decision could make (``tests/integration/test_one_fold.py``). Over a read
+    model two answers are only as good as the base's: an episode tail whose memory the batch
+    forgot (the base names no earlier one), and who sees a private entity of the base that a
+    cascade keeps for some agents (its viewers do not say whether they come from its scope).
+    Neither is asked in practice: the write paths that decide several commands in one batch
+    (stores, imports, restores, consolidation) decide no forget and no entity correction."""
 
     def __init__(self, base: View) -> None:
         self._base = base
         self._changed: dict[str, Memory | None] = {}  # None: forgotten in this batch
-        self._spellings: dict[str, list[Spelling]] = {}
-        self._dropped: set[str] = set()
+        self._recorded: dict[str, float | None] = {}  # stored in this batch → recorded when
+        # Spellings as the read model keeps them: rows keyed by (namespace, normalized, the
+        # entity recorded under, agent), each reported under the entity it was merged into.
+        self._spellings: dict[str, list[Spelling]] = {}  # added in this batch, recorded ids
+        self._replaced: set[_SpellingKey] = set()  # rows of the base gone or replaced
+        self._dropped: set[str] = set()  # entities gone in this batch, with their spellings
+        self._scopes: dict[str, str | None] = {}  # entity made in this batch → its scope
         self._kept: dict[str, tuple[str, ...]] = {}  # entity → the agents a cascade kept it for
-        self._tails: dict[tuple[str, str | None, str], EpisodeTail] = {}
         self._merged_into: dict[str, str] = {}
+        self._differ: set[tuple[str, str]] = set()
+        self._same: set[tuple[str, str]] = set()  # pairs a merge made one again
 
     # -- applying ---------------------------------------------------------------------------
 
-    def apply(self, events: Sequence[Event]) -> None:
-        """Take one command's events as if they had been applied."""
+    def apply(self, events: Sequence[Event], *, recorded_at: float | None = None) -> None:
+        """Take one command's events as if they had been applied (the one fold,
+        :func:`projections.fold.changes`). ``recorded_at``: when they were recorded, for a view
+        of committed state built from events (a test's); None, decisions not yet appended."""
         for event in events:
-            match event:
-                case MemoryStored():
-                    body = event.body
-                    predicate = body.predicate_normalized or body.predicate if body else None
-                    self._changed[event.memory_id] = Memory.from_event(
-                        event, position=0, created_at=0.0, predicate_normalized=predicate
-                    )
-                    if event.episode_id is not None:
-                        key = (event.namespace, event.agent_id, event.visibility)
-                        self._tails[key] = EpisodeTail(event.episode_id, event.episode_index, None)
-                case MemorySuperseded():
-                    self._update(
-                        event.memory_id,
-                        t_invalid=event.t_invalid.timestamp(),
-                        superseded_by=event.superseded_by,
-                    )
-                case MemoriesForgotten():
-                    for memory_id in event.memory_ids:
-                        self._changed[memory_id] = None
-                    self._dropped.update(event.dropped_entity_ids)
-                    self._kept.update((k.entity_id, k.agent_ids) for k in event.kept_entities)
-                case MemoriesValidated():
-                    at = event.at.timestamp()
-                    for memory_id in event.memory_ids:
-                        old = self.memory(memory_id)
-                        if old is not None:
-                            self._update(
-                                memory_id, last_validated=max(old.last_validated or at, at)
-                            )
-                case MemoriesAccessed():
-                    for access in event.accesses:
-                        old = self.memory(access.memory_id)
-                        if old is not None:
-                            at = access.last_at.timestamp()
-                            self._update(
-                                access.memory_id,
-                                access_count=old.access_count + access.count,
-                                last_accessed=max(old.last_accessed or at, at),
-                            )
-                case MemoryMarked():
-                    expires = None if event.expires_at is None else event.expires_at.timestamp()
-                    self._update(
-                        event.memory_id,
-                        importance=event.importance,
-                        pinned=event.pinned,
-                        expires_at=expires,
-                    )
-                case EntityCreated():
-                    self._spell(event.namespace).append(
-                        Spelling(
-                            event.entity_id,
-                            event.name,
-                            event.normalized,
-                            event.agent_id,
-                            viewers=viewers(event.agent_id),
-                        )
-                    )
-                case EntityAliasAdded():
-                    # A spelling more of a known entity: seen by those who see the entity.
-                    seen_by = next(
-                        (
-                            s.viewers
-                            for s in self.spellings(event.namespace)
-                            if s.entity_id == event.entity_id
-                        ),
-                        None,
-                    )
-                    self._spell(event.namespace).append(
-                        Spelling(
-                            event.entity_id,
-                            event.alias,
-                            event.normalized,
-                            event.agent_id,
-                            viewers=seen_by,
-                        )
-                    )
-                case EntitiesMerged():
-                    self._relink(event.relinked)
-                    self._merged_into[event.entity_id] = event.into
-                    for absorbed, into in list(self._merged_into.items()):
-                        if into == event.entity_id:
-                            self._merged_into[absorbed] = event.into
-                case EntitySplit():
-                    # Entity commands run alone: only the links matter to a later decision.
-                    self._relink(event.relinked)
-                case FactsPossiblyConflicting() | EntitiesDiffer():
-                    pass  # a store's flags and differences change no decision in a batch
-                case MemoriesConsolidated():
-                    for memory_id in event.memory_ids:
-                        self._update(
-                            memory_id,
-                            t_invalid=event.at.timestamp(),
-                            superseded_by=event.summary_id,
-                        )
-                case MemoriesUnfolded():
-                    for memory_id in event.memory_ids:
-                        old = self.memory(memory_id)
-                        if old is not None and old.superseded_by == event.summary_id:
-                            self._update(memory_id, t_invalid=None, superseded_by=None)
+            # Every event is one of the catalogue's (``AnyEvent``, the closed tagged union).
+            for change in fold.changes(cast(AnyEvent, event)):
+                self._take(change, recorded_at)
 
-    def _relink(self, relinked: Sequence[Relink]) -> None:
-        for link in relinked:
-            self._update(link.memory_id, entity_ids=tuple(dict.fromkeys(link.entity_ids)))
+    def _take(self, change: fold.Change, recorded_at: float | None) -> None:
+        match change:
+            case fold.PutMemory():
+                event = change.event
+                body = event.body
+                predicate = body.predicate_normalized or body.predicate if body else None
+                self._changed.pop(event.memory_id, None)  # the latest put is the last
+                self._changed[event.memory_id] = Memory.from_event(
+                    event, position=0, created_at=0.0, predicate_normalized=predicate
+                )
+                self._recorded[event.memory_id] = recorded_at
+            case fold.Forgot():
+                for memory_id in change.memory_ids:
+                    self._changed[memory_id] = None
+            case (
+                fold.Invalidated()
+                | fold.Revalidated()
+                | fold.Validated()
+                | fold.Accessed()
+                | fold.Marked()
+                | fold.Relinked()
+            ):
+                old = self.memory(change.memory_id)
+                if old is not None:
+                    self._changed[change.memory_id] = fold.updated(old, change)
+            case fold.PutEntity():
+                self._scopes[change.entity_id] = change.agent_id
+            case fold.PutSpelling():
+                self._spell(change)
+            case fold.DropSpelling():
+                self._split_off(change)
+            case fold.DropEntities():
+                self._drop(change.entity_ids)
+            case fold.KeptFor():
+                self._kept[change.entity_id] = change.agent_ids
+            case fold.Merged():
+                self._merge(change)
+            case fold.Differ():
+                self._differ.add(_pair(change.entity_id, change.other_id))
+            case fold.Flagged() | fold.FoldedPair() | fold.Unfolded():
+                pass  # a store's flags and a summary's folds change no decision
+            case _:
+                assert_never(change)
 
-    def _update(self, memory_id: str, **changes: object) -> None:
-        old = self.memory(memory_id)
-        if old is not None:
-            self._changed[memory_id] = replace(old, **changes)  # type: ignore[arg-type]
+    def _spell(self, change: fold.PutSpelling) -> None:
+        # A spelling of an entity made in this batch is seen by those who see it; a spelling
+        # more of a known entity, by those who see that entity.
+        if change.entity_id in self._scopes:
+            seen_by = viewers(self._scopes[change.entity_id])
+        else:
+            seen_by = next(
+                (
+                    s.viewers
+                    for s in self.spellings(change.namespace)
+                    if s.entity_id == change.entity_id
+                ),
+                None,
+            )
+        spelled = Spelling(
+            change.entity_id, change.alias, change.normalized, change.agent_id, viewers=seen_by
+        )
+        self._unspell(change.namespace, lambda s: _key(change.namespace, s) == _key_of(change))
+        self._spellings.setdefault(change.namespace, []).append(spelled)
 
-    def _spell(self, namespace: str) -> list[Spelling]:
-        return self._spellings.setdefault(namespace, [])
+    def _unspell(self, namespace: str, gone: Callable[[Spelling], bool]) -> None:
+        """Drop the rows ``gone`` names (it is asked of rows as :meth:`spellings` reports them,
+        and of this batch's rows as recorded)."""
+        self._replaced.update(
+            _key(namespace, s) for s in self._base_spellings(namespace) if gone(s)
+        )
+        pending = self._spellings.get(namespace, [])
+        self._spellings[namespace] = [s for s in pending if not gone(self._reported(s))]
+
+    def _split_off(self, change: fold.DropSpelling) -> None:
+        # The spelling leaves the entity and the entities merged into it.
+        def gone(s: Spelling) -> bool:
+            recorded = s.recorded_under or s.entity_id
+            return s.normalized == change.normalized and change.entity_id in (
+                recorded,
+                self._merged_into.get(s.entity_id, s.entity_id),
+            )
+
+        self._unspell(change.namespace, gone)
+
+    def _merge(self, change: fold.Merged) -> None:
+        self._merged_into[change.absorbed] = change.into
+        for absorbed, into in list(self._merged_into.items()):
+            if into == change.absorbed:
+                self._merged_into[absorbed] = change.into
+        self._differ.discard(_pair(change.absorbed, change.into))
+        self._same.add(_pair(change.absorbed, change.into))
+
+    def _drop(self, entity_ids: Sequence[str]) -> None:
+        dropped = set(entity_ids)
+        for namespace in list(self._spellings):
+            self._spellings[namespace] = [
+                s for s in self._spellings[namespace] if s.entity_id not in dropped
+            ]
+        self._dropped |= dropped
+        for entity_id in dropped:
+            self._kept.pop(entity_id, None)
+            self._scopes.pop(entity_id, None)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -314,20 +312,28 @@ class Overlay:
 
         return self._merged(self._base.imported(namespace, key), keep)
 
-    def spellings(self, namespace: str) -> list[Spelling]:
-        found = [*self._base.spellings(namespace), *self._spellings.get(namespace, ())]
-        into = self._merged_into
-        merged = [
-            replace(s, entity_id=into[s.entity_id], recorded_under=s.recorded_under or s.entity_id)
-            if s.entity_id in into
-            else s
-            for s in found
-            if s.entity_id not in self._dropped
-        ]
+    def _base_spellings(self, namespace: str) -> list[Spelling]:
         return [
-            replace(s, viewers=self._kept[s.entity_id]) if s.entity_id in self._kept else s
-            for s in merged
+            s
+            for s in self._base.spellings(namespace)
+            if (s.recorded_under or s.entity_id) not in self._dropped
+            and _key(namespace, s) not in self._replaced
         ]
+
+    def _reported(self, spelling: Spelling) -> Spelling:
+        """A spelling as :meth:`spellings` reports it (``spelling`` recorded or reported)."""
+        s = spelling
+        if s.entity_id in self._merged_into:
+            into = self._merged_into[s.entity_id]
+            s = replace(s, entity_id=into, recorded_under=s.recorded_under or s.entity_id)
+        if s.entity_id in self._kept:
+            scope = self._scopes.get(s.recorded_under or s.entity_id)
+            s = replace(s, viewers=viewers(scope, self._kept[s.entity_id]))
+        return s
+
+    def spellings(self, namespace: str) -> list[Spelling]:
+        found = [*self._base_spellings(namespace), *self._spellings.get(namespace, ())]
+        return [self._reported(s) for s in found]
 
     def linked(self, entity_id: str) -> list[str]:
         ids = {m for m in self._base.linked(entity_id) if self.memory(m) is not None}
@@ -335,13 +341,42 @@ class Overlay:
         return sorted(ids)
 
     def entities_differ(self, a: str, b: str) -> bool:
-        return self._base.entities_differ(a, b)
+        pair = _pair(a, b)
+        if pair in self._differ:
+            return True
+        return pair not in self._same and self._base.entities_differ(a, b)
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
     ) -> EpisodeTail | None:
-        pending = self._tails.get((namespace, agent_id, visibility))
-        return pending or self._base.episode_tail(namespace, agent_id, visibility)
+        # The last memory of the batch still in one of the agent's derived episodes (the
+        # read model orders by position: a memory stored again moves to the end).
+        for memory_id, m in reversed(self._changed.items()):
+            if (
+                m is not None
+                and memory_id in self._recorded
+                and m.episode is not None
+                and (m.namespace, m.agent_id, m.visibility) == (namespace, agent_id, visibility)
+            ):
+                return EpisodeTail(m.episode, m.episode_index, self._recorded[memory_id])
+        return self._base.episode_tail(namespace, agent_id, visibility)
+
+
+_SpellingKey = tuple[str, str, str, str | None]
+
+
+def _key(namespace: str, s: Spelling) -> _SpellingKey:
+    """The read model's key of a spelling's row (``aliases_scoped``)."""
+    return (namespace, s.normalized, s.recorded_under or s.entity_id, s.agent_id)
+
+
+def _key_of(change: fold.PutSpelling) -> _SpellingKey:
+    return (change.namespace, change.normalized, change.entity_id, change.agent_id)
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    first, second = sorted((a, b))
+    return (first, second)
 
 
 class _Keep(Protocol):

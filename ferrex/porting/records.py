@@ -23,17 +23,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 import msgspec
 
 from ferrex.errors import UsageError
 from journal import (
+    EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
+    MemoriesConsolidated,
     MemoriesForgotten,
+    MemoriesUnfolded,
     MemoriesValidated,
+    MemoryMarked,
     MemoryStored,
     MemorySuperseded,
     Record,
@@ -170,6 +177,18 @@ class Summary:
                     self.entities += 1
                 case EntityAliasAdded():
                     self.aliases += 1
+                case (
+                    MemoryMarked()
+                    | FactsPossiblyConflicting()
+                    | EntitiesMerged()
+                    | EntitySplit()
+                    | EntitiesDiffer()
+                    | MemoriesConsolidated()
+                    | MemoriesUnfolded()
+                ):
+                    pass  # not among the counts the audit export reports
+                case _:
+                    assert_never(event)
 
     def merge(self, batch: Summary) -> None:
         """Add a later batch's counts to these."""

@@ -1,7 +1,8 @@
 """The write side's decisions on the pure core, with an in-memory view (no Qdrant, no model).
 
-The view here is a test double on purpose: the decisions are pure functions of what they are
-given, and these tests give them exactly the state each rule is about.
+The view here is the real Overlay over a base that holds only what a test sets by hand: the
+decisions are pure functions of what they are given, and these tests give them exactly the
+state each rule is about, folded from events as the read model folds them.
 """
 
 from __future__ import annotations
@@ -49,71 +50,34 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 SETTINGS = StoreSettings()
 
 
-class FakeView:
-    """Memories and spellings in dictionaries: the committed state a test sets up."""
+class _Set:
+    """What a test sets by hand beneath a :class:`FakeView`: committed episode tails and
+    entity pairs said to differ (everything else comes from events)."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, Memory] = {}
-        self.spelled: dict[str, list[Spelling]] = {}
         self.tails: dict[tuple[str, str | None, str], EpisodeTail] = {}
         self.differ: set[tuple[str, ...]] = set()
 
-    def add(self, events: list[Event], at: datetime = NOW) -> None:
-        """Commit ``events`` as if recorded at ``at``."""
-        overlay = Overlay(self)
-        overlay.apply(events)
-        for event in events:
-            if isinstance(event, MemoryStored) and event.episode_id is not None:
-                key = (event.namespace, event.agent_id, event.visibility)
-                self.tails[key] = EpisodeTail(event.episode_id, event.episode_index, at.timestamp())
-            if isinstance(event, MemoryStored | MemorySuperseded | MemoryMarked):
-                memory = overlay.memory(event.memory_id)
-                assert memory is not None
-                self.rows[memory.memory_id] = memory
-            elif isinstance(event, EntityCreated | EntityAliasAdded):
-                self.spelled[event.namespace] = overlay.spellings(event.namespace)
-            elif isinstance(event, MemoriesForgotten):
-                for memory_id in event.memory_ids:
-                    self.rows.pop(memory_id, None)
-                self.spelled[event.namespace] = overlay.spellings(event.namespace)
-
     def memory(self, memory_id: str) -> Memory | None:
-        return self.rows.get(memory_id)
-
-    def _sorted(self, keep: object) -> list[Memory]:
-        return [m for _, m in sorted(self.rows.items()) if keep(m)]  # type: ignore[operator]
+        return None
 
     def active_facts(self, namespace: str, key: str, predicate: str) -> list[Memory]:
-        return self._sorted(
-            lambda m: (
-                m.namespace == namespace
-                and m.type == "semantic"
-                and m.subject_key == key
-                and m.predicate_normalized == predicate
-                and m.t_invalid is None
-            )
-        )
+        return []
 
     def subject_facts(self, namespace: str, key: str) -> list[Memory]:
-        return self._sorted(
-            lambda m: m.namespace == namespace and m.type == "semantic" and m.subject_key == key
-        )
+        return []
 
     def procedures(self, namespace: str, name: str) -> list[Memory]:
-        return self._sorted(
-            lambda m: (
-                m.namespace == namespace and m.type == "procedural" and m.procedure_name == name
-            )
-        )
+        return []
 
     def imported(self, namespace: str, key: str) -> list[Memory]:
-        return self._sorted(lambda m: m.namespace == namespace and m.import_key == key)
+        return []
 
     def spellings(self, namespace: str) -> list[Spelling]:
-        return list(self.spelled.get(namespace, []))
+        return []
 
     def linked(self, entity_id: str) -> list[str]:
-        return sorted(i for i, m in self.rows.items() if entity_id in m.entity_ids)
+        return []
 
     def entities_differ(self, a: str, b: str) -> bool:
         return tuple(sorted((a, b))) in self.differ
@@ -146,6 +110,26 @@ class Similar:
     def neighbours(self) -> Sequence[tuple[str, float]]:
         self.neighbours_asked += 1
         return self.near
+
+
+class FakeView(Overlay):
+    """The committed state a test sets up: its events folded by the overlay (the same fold
+    as the read model's), over an empty base."""
+
+    def __init__(self) -> None:
+        self._set = _Set()
+        super().__init__(self._set)
+        self.tails = self._set.tails
+        self.differ = self._set.differ
+
+    def add(self, events: list[Event], at: datetime = NOW) -> None:
+        """Commit ``events`` as if recorded at ``at``."""
+        self.apply(events, recorded_at=at.timestamp())
+
+    @property
+    def rows(self) -> dict[str, Memory]:
+        """The memories held, by id."""
+        return {i: m for i, m in sorted(self._changed.items()) if m is not None}
 
 
 def ids() -> object:

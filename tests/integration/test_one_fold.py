@@ -1,0 +1,191 @@
+"""The one fold of events: the command side's overlay answers what the read model answers.
+
+Random sequences of interacting events go through a real journal into a real SQLite read
+model, and through an :class:`~ferrex.core.view.Overlay` over a view of nothing (the decision
+tests' ``FakeView``); every question a decision may ask (``View``) must get the same answer
+from both. The row's ``position`` and ``created_at`` come from the journal's record, which the
+overlay has not got (0 there).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from itertools import combinations
+from pathlib import Path
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ferrex.core.view import EpisodeTail, Overlay, ReadModelView
+from journal import (
+    EntitiesMerged,
+    EntityAliasAdded,
+    EntityCreated,
+    EntitySplit,
+    Event,
+    Journal,
+    MemoriesForgotten,
+    MemoryStored,
+)
+from journal.events import EpisodeRef
+from projections.rows import Memory, Spelling
+from projections.sqlite import ReadModel
+from tests.integration.test_read_model import interacting
+from tests.unit.test_decide import FakeView
+
+MEMORY_IDS = [f"m{i}" for i in range(6)]
+ENTITY_IDS = [f"e{i}" for i in range(4)]
+
+
+def _varied(event: Event, episode: EpisodeRef | None, fields: dict[str, str]) -> Event:
+    """A store of the read model's strategy, in a derived episode or not, with a subject and
+    predicate (a fact) or a procedure's name, so facts and procedures are asked about too."""
+    if not isinstance(event, MemoryStored) or event.body is None:
+        return event
+    if event.memory_type == "semantic":
+        fields = {k: v for k, v in fields.items() if k != "procedure_name"}
+    elif event.memory_type == "procedural":
+        fields = {k: v for k, v in fields.items() if k == "procedure_name"}
+    else:
+        fields = {}
+    body = msgspec.structs.replace(event.body, **fields)
+    return msgspec.structs.replace(event, episode=episode, body=body)
+
+
+def plausible(commands: list[list[Event]]) -> list[list[Event]]:
+    """The commands without the entity events no decision makes: an entity created twice, a
+    spelling, merge or split of an entity not there (or merged away), a merge into itself, a
+    split onto an entity already there, a cascade keeping a private entity for others."""
+    live: dict[str, str | None] = {}  # entity → its scope
+    kept: list[list[Event]] = []
+    for command in commands:
+        out: list[Event] = []
+        for event in command:
+            match event:
+                case EntityCreated() if event.entity_id in live:
+                    continue
+                case EntityCreated():
+                    live[event.entity_id] = event.agent_id
+                case EntityAliasAdded() if event.entity_id not in live:
+                    continue
+                case EntitiesMerged() if (
+                    event.entity_id == event.into
+                    or event.entity_id not in live
+                    or event.into not in live
+                ):
+                    continue
+                case EntitiesMerged():
+                    del live[event.entity_id]
+                case EntitySplit() if event.entity_id not in live or event.new_entity_id in live:
+                    continue
+                case EntitySplit():
+                    live[event.new_entity_id] = event.entity_agent_id
+                case MemoriesForgotten():
+                    shared = tuple(
+                        k for k in event.kept_entities if live.get(k.entity_id, "?") is None
+                    )
+                    event = msgspec.structs.replace(event, kept_entities=shared)
+                    for entity_id in event.dropped_entity_ids:
+                        live.pop(entity_id, None)
+                case _:
+                    pass
+            out.append(event)
+        if out:
+            kept.append(out)
+    return kept
+
+
+episodes = st.none() | st.builds(
+    EpisodeRef, id=st.sampled_from(["ep1", "ep2"]), index=st.integers(0, 3)
+)
+fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "subject": st.sampled_from(["Tokio", "tokio"]),
+        "predicate": st.sampled_from(["uses", "is"]),
+        "procedure_name": st.sampled_from(["deploy", "backup"]),
+    },
+)
+# The read model's own strategy of interacting events, the stores varied (``_varied``).
+events = st.tuples(interacting, episodes, fields).map(lambda t: _varied(*t))
+commands = (
+    st.lists(st.lists(events, min_size=1, max_size=3), min_size=1, max_size=20)
+    .map(plausible)
+    .filter(bool)
+)
+
+
+def _row(m: Memory | None) -> Memory | None:
+    return None if m is None else replace(m, position=0, created_at=0.0)
+
+
+def _spelled(spellings: list[Spelling]) -> list[Spelling]:
+    return sorted(spellings, key=repr)
+
+
+def _tail(tail: EpisodeTail | None) -> tuple[str, int] | None:
+    return None if tail is None else (tail.episode, tail.index)
+
+
+def _answers(view: Overlay | ReadModelView) -> dict[str, object]:
+    rows = {i: _row(view.memory(i)) for i in MEMORY_IDS}
+    held = [m for m in rows.values() if m is not None]
+    facts = {
+        (m.namespace, m.subject_key, m.predicate_normalized)
+        for m in held
+        if m.subject_key is not None and m.predicate_normalized is not None
+    }
+    return {
+        "memories": rows,
+        "active_facts": {
+            (ns, k, p): [_row(m) for m in view.active_facts(ns, k, p)] for ns, k, p in facts
+        },
+        "procedures": {
+            (m.namespace, m.procedure_name): [
+                _row(p) for p in view.procedures(m.namespace, m.procedure_name)
+            ]
+            for m in held
+            if m.procedure_name is not None
+        },
+        "spellings": {ns: _spelled(view.spellings(ns)) for ns in ("a", "b")},
+        "linked": {e: view.linked(e) for e in ENTITY_IDS},
+        "differ": {(a, b): view.entities_differ(a, b) for a, b in combinations(ENTITY_IDS, 2)},
+        "tails": {
+            (ns, agent, vis): _tail(view.episode_tail(ns, agent, vis))
+            for ns in ("a", "b")
+            for agent in (None, "alice")
+            for vis in ("private", "shared")
+        },
+    }
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(commands=commands)
+def test_the_overlay_answers_what_the_read_model_answers(commands: list[list[Event]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        with Journal.open(root / "journal") as journal:
+            journal.append_batch(commands)
+            records = list(journal.read())
+        model = ReadModel.open(root / "read.sqlite")
+        try:
+            model.apply(records)
+            overlay = FakeView()  # the Overlay over an empty base
+            for command in commands:
+                overlay.apply(command)
+            assert _answers(overlay) == _answers(ReadModelView(model))
+        finally:
+            model.close()
+
+
+def test_the_pure_decisions_load_no_sqlite() -> None:
+    """``ferrex.core`` decides over rows (``projections.rows``), never over the read model."""
+    probe = "import sys, ferrex.core.decide, ferrex.core.view; print('apsw' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "False"
