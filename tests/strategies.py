@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
+import msgspec
 from hypothesis import strategies as st
 
 from journal import (
@@ -199,3 +200,49 @@ def stored(i: int, text: str | None = None) -> MemoryStored:
         t_valid=T0,
         body=MemoryBody(content=text if text is not None else f"memory number {i}"),
     )
+
+
+def plausible(
+    commands: list[list[Event]], live: dict[str, str | None] | None = None
+) -> list[list[Event]]:
+    """The commands without the entity events no decision makes: an entity created twice, a
+    spelling, merge or split of an entity not there (or merged away), a merge into itself, a
+    split onto an entity already there, a cascade keeping a private entity for others.
+    ``live`` (entity → its scope) carries what earlier commands made, for commands in parts."""
+    live = {} if live is None else live
+    kept: list[list[Event]] = []
+    for command in commands:
+        out: list[Event] = []
+        for event in command:
+            match event:
+                case EntityCreated() if event.entity_id in live:
+                    continue
+                case EntityCreated():
+                    live[event.entity_id] = event.agent_id
+                case EntityAliasAdded() if event.entity_id not in live:
+                    continue
+                case EntitiesMerged() if (
+                    event.entity_id == event.into
+                    or event.entity_id not in live
+                    or event.into not in live
+                ):
+                    continue
+                case EntitiesMerged():
+                    del live[event.entity_id]
+                case EntitySplit() if event.entity_id not in live or event.new_entity_id in live:
+                    continue
+                case EntitySplit():
+                    live[event.new_entity_id] = event.entity_agent_id
+                case MemoriesForgotten():
+                    shared = tuple(
+                        k for k in event.kept_entities if live.get(k.entity_id, "?") is None
+                    )
+                    event = msgspec.structs.replace(event, kept_entities=shared)
+                    for entity_id in event.dropped_entity_ids:
+                        live.pop(entity_id, None)
+                case _:
+                    pass
+            out.append(event)
+        if out:
+            kept.append(out)
+    return kept

@@ -22,19 +22,15 @@ from hypothesis import strategies as st
 
 from ferrex.core.view import EpisodeTail, Overlay, ReadModelView
 from journal import (
-    EntitiesMerged,
-    EntityAliasAdded,
-    EntityCreated,
-    EntitySplit,
     Event,
     Journal,
-    MemoriesForgotten,
     MemoryStored,
 )
 from journal.events import EpisodeRef
 from projections.rows import Memory, Spelling
 from projections.sqlite import ReadModel
 from tests.integration.test_read_model import interacting
+from tests.strategies import plausible
 from tests.unit.test_decide import FakeView
 
 MEMORY_IDS = [f"m{i}" for i in range(6)]
@@ -54,49 +50,6 @@ def _varied(event: Event, episode: EpisodeRef | None, fields: dict[str, str]) ->
         fields = {}
     body = msgspec.structs.replace(event.body, **fields)
     return msgspec.structs.replace(event, episode=episode, body=body)
-
-
-def plausible(commands: list[list[Event]]) -> list[list[Event]]:
-    """The commands without the entity events no decision makes: an entity created twice, a
-    spelling, merge or split of an entity not there (or merged away), a merge into itself, a
-    split onto an entity already there, a cascade keeping a private entity for others."""
-    live: dict[str, str | None] = {}  # entity → its scope
-    kept: list[list[Event]] = []
-    for command in commands:
-        out: list[Event] = []
-        for event in command:
-            match event:
-                case EntityCreated() if event.entity_id in live:
-                    continue
-                case EntityCreated():
-                    live[event.entity_id] = event.agent_id
-                case EntityAliasAdded() if event.entity_id not in live:
-                    continue
-                case EntitiesMerged() if (
-                    event.entity_id == event.into
-                    or event.entity_id not in live
-                    or event.into not in live
-                ):
-                    continue
-                case EntitiesMerged():
-                    del live[event.entity_id]
-                case EntitySplit() if event.entity_id not in live or event.new_entity_id in live:
-                    continue
-                case EntitySplit():
-                    live[event.new_entity_id] = event.entity_agent_id
-                case MemoriesForgotten():
-                    shared = tuple(
-                        k for k in event.kept_entities if live.get(k.entity_id, "?") is None
-                    )
-                    event = msgspec.structs.replace(event, kept_entities=shared)
-                    for entity_id in event.dropped_entity_ids:
-                        live.pop(entity_id, None)
-                case _:
-                    pass
-            out.append(event)
-        if out:
-            kept.append(out)
-    return kept
 
 
 episodes = st.none() | st.builds(
