@@ -8,6 +8,11 @@ rerank of the top candidates → type-specific recency boost → staleness label
 (and superseded) memories unless asked → top N, each with its freshness and, on request,
 the score of every stage.
 
+The stages are :class:`Reader`'s methods in the order :meth:`Reader._recall` calls them
+(query, legs, admit, rerank, score, guard, judge, answer), each passing on
+:class:`~ferrex.read.candidate.Candidate` records; the explain document is rendered from
+the record only when the caller asks for it.
+
 **Fusion** (:func:`fuse`) is a convex combination of the two legs' min-max normalised
 scores, ``0.4 · dense + 0.6 · bm25`` by default (``RecallSettings.dense_weight``, the dense
 share lowered per query as the BM25 leg grows sure of its best, ``dense_adapt``): each leg
