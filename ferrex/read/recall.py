@@ -8,6 +8,11 @@ rerank of the top candidates → type-specific recency boost → staleness label
 (and superseded) memories unless asked → top N, each with its freshness and, on request,
 the score of every stage.
 
+The stages are :class:`Reader`'s methods in the order :meth:`Reader._recall` calls them
+(query, legs, admit, rerank, score, guard, judge, answer), each passing on
+:class:`~ferrex.read.candidate.Candidate` records; the explain document is rendered from
+the record only when the caller asks for it.
+
 **Fusion** (:func:`fuse`) is a convex combination of the two legs' min-max normalised
 scores, ``0.4 · dense + 0.6 · bm25`` by default (``RecallSettings.dense_weight``, the dense
 share lowered per query as the BM25 leg grows sure of its best, ``dense_adapt``): each leg
@@ -86,7 +91,7 @@ import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -99,6 +104,7 @@ from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.models.rerank import RerankStage
 from ferrex.models.sparse import Bm25Encoder, tokens
+from ferrex.read.candidate import Candidate
 from ferrex.read.seen import Sight, unexpired
 from ferrex.rules import relevance
 from ferrex.rules.assess import freshness_input
@@ -455,6 +461,27 @@ class Reader:
             return self._recall(req)
 
     def _recall(self, req: RecallRequest) -> RecallResult:
+        """The pipeline: query → legs → admit → rerank → score → guard → judge → answer."""
+        q = self._query(req)
+        if req.entities and not q.flt.entity_ids:
+            return RecallResult(req.query, q.namespace, [], {}, q.unknown, self.reranker.status,
+                                nothing_relevant=True)  # fmt: skip
+        legs, degraded = self._legs(req, q.flt, q.prefetch)
+        # The embeddings server is down: the BM25 leg alone ranks, and the answer says so.
+        mode: Legs = "bm25" if req.legs != "bm25" and "dense" not in legs else req.legs
+        candidates = self._admit(q, legs, mode)
+        candidates = self._reranked(q, candidates)
+        scored, hidden = self._scored(q, candidates)
+        scored = self._ordered(q, mode, legs, scored)
+        judged = self._judged(req, q.terms, legs, scored, hidden)
+        return self._answer(q, judged, hidden, degraded)
+
+    # --- The stages, in order ---
+
+    def _query(self, req: RecallRequest) -> _Query:
+        """The request checked and read: its times, the caller, the namespace, the entities
+        it names (through their aliases), the filter every leg applies, the period the
+        question names, and the sizes of the stages."""
         _check(req)
         as_of = parse_time(req.as_of, "as_of")
         after = parse_time(req.after, "after")
@@ -462,12 +489,7 @@ class Reader:
         now = self.clock()
         sight = Sight(req.agent_id, now.timestamp())
         namespace = req.namespace or self.settings.default_namespace
-        rm = self.projections.read_model
         entity_ids, unknown = self._entity_ids(namespace, req.entities, sight)
-        if req.entities and not entity_ids:
-            return RecallResult(
-                req.query, namespace, [], {}, unknown, self.reranker.status, nothing_relevant=True
-            )
         flt = VectorFilter(
             namespace=namespace,
             types=tuple(dict.fromkeys(req.types)),
@@ -478,163 +500,175 @@ class Reader:
             only_valid=not (req.include_invalidated or as_of is not None),
             agent_id=req.agent_id,
         )
-        prefetch = max(self.settings.prefetch, 30, req.limit * 4)
-        pool = max(self.settings.rerank_pool, req.limit * 3)
-        legs, degraded = self._legs(req, flt, prefetch)
-        # The embeddings server is down: the BM25 leg alone ranks, and the answer says so.
-        mode: Legs = "bm25" if req.legs != "bm25" and "dense" not in legs else req.legs
-        strategy = STRATEGY_WEIGHTS[req.strategy]
+        period = when(req.query, (as_of or now).astimezone(
+            offset_of(req.as_of) or self.settings.time_zone))  # fmt: skip
+        return _Query(
+            req=req,
+            namespace=namespace,
+            now=now,
+            sight=sight,
+            flt=flt,
+            unknown=unknown,
+            strategy=STRATEGY_WEIGHTS[req.strategy],
+            period=period,
+            terms=_Terms.of(req.query, period),
+            params=self.settings.staleness.for_namespace(namespace),
+            prefetch=max(self.settings.prefetch, 30, req.limit * 4),
+            pool=max(self.settings.rerank_pool, req.limit * 3),
+            show_invalidated=req.include_invalidated or as_of is not None,
+        )
+
+    def _fused(
+        self, q: _Query, legs: dict[str, Leg], mode: Legs
+    ) -> tuple[list[tuple[str, float]], dict[str, str], dict[str, list[str]]]:
+        """The legs fused into one ranking of memory ids (a single leg: its own scores),
+        with the strategy's weights; and, when the entity graph leg ran (added to ``legs``),
+        the entities the query names and what reached each memory."""
+        if mode != "hybrid":
+            return [(mid, hit.score) for mid, hit in legs[mode].best.items()], {}, {}
+        s, strategy = self.settings, q.strategy
+        if strategy.dense is None:  # a strategy's own share is what it asks for
+            sure = bm25_confidence([h.score for h in legs["bm25"].best.values()])
+            share = adaptive_dense_share(s.dense_weight, sure, s.dense_adapt)
+        else:
+            share = strategy.dense
+        parts, weights = [legs["dense"], legs["bm25"]], [share, 1.0 - share]
         named: dict[str, str] = {}
         via: dict[str, list[str]] = {}
-        if mode == "hybrid":
-            if strategy.dense is None:  # a strategy's own share is what it asks for
-                sure = bm25_confidence([h.score for h in legs["bm25"].best.values()])
-                share = adaptive_dense_share(self.settings.dense_weight, sure,
-                                             self.settings.dense_adapt)  # fmt: skip
-            else:
-                share = strategy.dense
-            parts, weights = [legs["dense"], legs["bm25"]], [share, 1.0 - share]
-            graph_share = self.settings.graph_weight if strategy.graph is None else strategy.graph
-            if graph_share > 0:
-                named = self._named_entities(namespace, req.query, sight)
-                if named:
-                    legs["graph"], via = self._graph_leg(named, flt, prefetch)
-                    parts.append(legs["graph"])
-                    weights.append(graph_share)
-            fused = fuse(parts, weights)
-        else:
-            fused = [(mid, hit.score) for mid, hit in legs[mode].best.items()]
-        fused = fused[:pool]
+        graph_share = s.graph_weight if strategy.graph is None else strategy.graph
+        if graph_share > 0:
+            named = self._named_entities(q.namespace, q.req.query, q.sight)
+            if named:
+                legs["graph"], via = self._graph_leg(named, q.flt, q.prefetch)
+                parts.append(legs["graph"])
+                weights.append(graph_share)
+        return fuse(parts, weights), named, via
+
+    def _admit(self, q: _Query, legs: dict[str, Leg], mode: Legs) -> list[Candidate]:
+        """The best ``pool`` of the fused ranking that the read model holds, with the
+        episode context they lend and the neighbours that join by it, as candidates."""
+        fused, named, via = self._fused(q, legs, mode)
+        fused = fused[: q.pool]
+        rm = self.projections.read_model
         memories = {m.memory_id: m for m in rm.memories(memory_ids=[mid for mid, _ in fused])}
         fused = [(mid, score) for mid, score in fused if mid in memories]
         lent: dict[str, tuple[str, float]] = {}
         if self.settings.context_share > 0 and self.settings.context_reach > 0:
-            fused, lent = self._with_context(fused, memories, flt)
-            fused = fused[:pool]
-        ordered = [(score, memories[mid]) for mid, score in fused]
-        dense = legs["dense"].best if "dense" in legs else {}
-        bm25 = legs["bm25"].best if "bm25" in legs else {}
-        graph = legs["graph"].best if "graph" in legs else {}
+            fused, lent = self._with_context(fused, memories, q.flt)
+            fused = fused[: q.pool]
+        empty = Leg({}, 0.0)
+        dense, bm25, graph = (legs.get(name, empty).best for name in ("dense", "bm25", "graph"))
         dense_ranks, sparse_ranks = _ranks(dense), _ranks(bm25)
+        candidates = []
+        for mid, score in fused:
+            memory = memories[mid]
+            candidates.append(Candidate(
+                memory, score, dense_ranks.get(mid), sparse_ranks.get(mid),
+                _hit_score(dense.get(mid)), _hit_score(bm25.get(mid)),
+                _hit_score(graph.get(mid)), tuple(via.get(mid, ())),
+                tuple(sorted(named[e] for e in memory.entity_ids if e in named)),
+                lent.get(mid),
+            ))  # fmt: skip
+        return candidates
 
-        texts = [memory_text(m.type, m.body()) for _, m in ordered]
-        rerank_scores: dict[str, float | None] = {}
-        if self.reranker.state == "ready":
-            fused_top = [score for score, _ in ordered]
-            order = self.reranker.rerank_top(req.query, texts, self.settings.rerank_pool, fused_top)
-            ordered = [ordered[i] for i, _ in order]
-            rerank_scores = {ordered[k][1].memory_id: s for k, (_, s) in enumerate(order)}
+    def _reranked(self, q: _Query, candidates: list[Candidate]) -> list[Candidate]:
+        """The candidates in the reranker's order, each with its rerank score (the first
+        ``rerank_pool``); unchanged without a ready reranker."""
+        if self.reranker.state != "ready":
+            return candidates
+        texts = [memory_text(c.memory.type, c.memory.body()) for c in candidates]
+        fused = [c.fused for c in candidates]
+        order = self.reranker.rerank_top(q.req.query, texts, self.settings.rerank_pool, fused)
+        return [replace(candidates[i], rerank=score) for i, score in order]
 
-        params = self.settings.staleness.for_namespace(namespace)
-        period = when(req.query, (as_of or now).astimezone(
-            offset_of(req.as_of) or self.settings.time_zone))  # fmt: skip
-        terms = _Terms.of(req.query, period)
+    def _scored(
+        self, q: _Query, candidates: Sequence[Candidate]
+    ) -> tuple[list[Candidate], dict[str, int]]:
+        """The candidates shown, boosted and in score order (ties by id); and how many were
+        held back, by reason: expired, superseded (unless asked for), stale (unless asked)."""
         hidden: dict[str, int] = {}
-        scored: list[tuple[float, Memory, dict[str, Any]]] = []
-        lexical: list[tuple[float, str]] = []
-        for fused_score, memory in ordered:
-            base = rerank_scores.get(memory.memory_id)
-            base = fused_score if base is None else base
-            age = now.timestamp() - memory.t_valid
-            boost = 1.0 + strategy.recency * (recency_boost(memory.type, age) - 1.0)
-            in_period = period is not None and period.holds(memory.t_valid)
-            if in_period:
-                boost *= 1.0 + self.settings.date_boost
-            # Lifecycle (ferrex/rules/lifecycle.py): importance scales the score beside the
-            # boosts (exactly 1 at the default 0.5); an expired memory is hidden at once.
-            weight = importance_factor(memory.importance, self.settings.importance_weight)
-            if not unexpired(memory, sight.now):
+        kept: list[Candidate] = []
+        for candidate in candidates:
+            memory = candidate.memory
+            if not unexpired(memory, q.sight.now):
                 hidden["expired"] = hidden.get("expired", 0) + 1
                 continue
-            state = staleness(freshness_input(memory), now.timestamp(), params)
-            label = state.label
-            if label == "superseded" and not (req.include_invalidated or as_of is not None):
-                hidden["superseded"] = hidden.get("superseded", 0) + 1
+            state = staleness(freshness_input(memory), q.now.timestamp(), q.params)
+            why = self._held_back(q, state.label)
+            if why is not None:
+                hidden[why] = hidden.get(why, 0) + 1
                 continue
-            if label == "stale" and not req.include_stale:
-                hidden["stale"] = hidden.get("stale", 0) + 1
-                continue
-            mid = memory.memory_id
-            stages = {
-                "legs": req.legs,
-                "dense_rank": dense_ranks.get(mid),
-                "sparse_rank": sparse_ranks.get(mid),
-                "dense": _score(dense.get(mid)),
-                "bm25": _score(bm25.get(mid)),
-                "fused": round(fused_score, 6),
-                "context": {"from": lent[mid][0], "lent": round(lent[mid][1], 6)}
-                if mid in lent
-                else None,
-                "rerank": rerank_scores.get(memory.memory_id),
-                "boost": round(boost, 4),
-                "strategy": req.strategy,
-                "date": {
-                    "phrase": period.phrase,
-                    "from": rfc3339(period.start.timestamp()),
-                    "to": rfc3339(period.end.timestamp()),
-                    "within": in_period,
-                }
-                if period is not None
-                else None,
-                "entities": sorted(named[e] for e in memory.entity_ids if e in named) or None,
-                "graph": {"score": round(graph[mid].score, 6), "via": via[mid]}
-                if mid in graph
-                else None,
-                "staleness": {k: round(v, 4) for k, v in state.components.items()},
-                "importance": {"value": memory.importance, "factor": round(weight, 4)},
-            }
-            scored.append((boosted(base, boost * weight), memory, stages))
-            if mid in bm25:  # the BM25 leg's own ranking after the same later stages
-                lexical.append((boosted(bm25[mid].score, boost * weight), mid))
-        scored.sort(key=lambda item: (-item[0], item[1].memory_id))
-        if terms.only_a_period:
-            # The question asks for a period and nothing else ("what happened last week?"):
-            # that period's memories come first, in score order; no words for the guard.
-            scored.sort(key=lambda item: not item[2]["date"]["within"])
-        elif mode == "hybrid" and self.settings.top_guard and strategy.guard and lexical:
-            scored = self._guarded(terms, legs, scored, lexical, memories)
-        judged = self._judged(req, terms, legs, scored, hidden)
-        top = judged[: req.limit]
-        results = [
-            self._result(memory, score, stages, now, params, req.explain, sight)
-            | judgement.fields(req.explain)
-            for (score, memory, stages), judgement in top
-        ]
-        if req.count_access:
-            self.access.record([m.memory_id for (_, m, _), _ in top], now)
-        verdict = relevance.nothing_relevant([j.label for _, j in top])
-        return RecallResult(
-            req.query,
-            namespace,
-            results,
-            hidden,
-            unknown,
-            self.reranker.status,
-            verdict,
-            degraded=degraded,
+            kept.append(self._boosted(q, candidate, state.components))
+        kept.sort(key=lambda c: (-c.score, c.memory_id))
+        return kept, hidden
+
+    def _held_back(self, q: _Query, label: str) -> str | None:
+        """Why a memory of this staleness label is not shown (None: it is)."""
+        if label == "superseded" and not q.show_invalidated:
+            return "superseded"
+        if label == "stale" and not q.req.include_stale:
+            return "stale"
+        return None
+
+    def _boosted(
+        self, q: _Query, candidate: Candidate, components: Mapping[str, float]
+    ) -> Candidate:
+        """The candidate with its boosts and final score: the strategy's recency boost, the
+        date boost when its event time is in the period the question names, and the
+        importance factor (``ferrex/rules/lifecycle.py``: exactly 1 at the default 0.5)."""
+        memory = candidate.memory
+        age = q.now.timestamp() - memory.t_valid
+        boost = 1.0 + q.strategy.recency * (recency_boost(memory.type, age) - 1.0)
+        in_period = q.period is not None and q.period.holds(memory.t_valid)
+        if in_period:
+            boost *= 1.0 + self.settings.date_boost
+        weight = importance_factor(memory.importance, self.settings.importance_weight)
+        base = candidate.fused if candidate.rerank is None else candidate.rerank
+        lexical = None if candidate.bm25 is None else boosted(candidate.bm25, boost * weight)
+        return replace(
+            candidate,
+            boost=boost,
+            importance=weight,
+            in_period=in_period,
+            staleness=components,
+            score=boosted(base, boost * weight),
+            lexical=lexical,
         )
+
+    def _ordered(
+        self, q: _Query, mode: Legs, legs: Mapping[str, Leg], scored: list[Candidate]
+    ) -> list[Candidate]:
+        """The final order: a question that asks for a period and nothing else ("what
+        happened last week?") has that period's memories first, in score order, and no
+        words for the guard; otherwise the top guard, where it applies."""
+        if q.terms.only_a_period:
+            return sorted(scored, key=lambda c: not c.in_period)
+        lexical = [(c.lexical, c.memory_id) for c in scored if c.lexical is not None]
+        if mode == "hybrid" and self.settings.top_guard and q.strategy.guard and lexical:
+            return self._guarded(q.terms, legs, scored, lexical)
+        return scored
 
     def _guarded(
         self,
         terms: _Terms,
         legs: Mapping[str, Leg],
-        scored: list[tuple[float, Memory, dict[str, Any]]],
+        scored: list[Candidate],
         lexical: Sequence[tuple[float, str]],
-        memories: Mapping[str, Memory],
-    ) -> list[tuple[float, Memory, dict[str, Any]]]:
+    ) -> list[Candidate]:
         """The top guard: the BM25 leg's best candidate (by its own score after the same
         boosts) takes the first place unless the fused best is more relevant than it (the
         calibrated relevance of :mod:`ferrex.rules.relevance`, fitted on other data than
         the benchmarks): a paraphrase the dense leg is sure of keeps it."""
         first = min(lexical, key=lambda item: (-item[0], item[1]))[1]
-        if scored[0][1].memory_id == first:
+        if scored[0].memory_id == first:
             return scored
         dense = legs.get("dense")
-        fused_best = _relevance(terms, scored[0][1], dense)
-        if _relevance(terms, memories[first], dense) < fused_best:
+        fused_best = _relevance(terms, scored[0].memory, dense)
+        challenger = next(c for c in scored if c.memory_id == first)
+        if _relevance(terms, challenger.memory, dense) < fused_best:
             return scored
-        guarded = keep_top(scored, lambda item: item[1].memory_id, first)
-        guarded[0][2]["top_guard"] = True  # first by the guard, not by its score
+        guarded = keep_top(scored, lambda c: c.memory_id, first)
+        guarded[0] = replace(guarded[0], top_guard=True)  # first by the guard, not its score
         return guarded
 
     # --- Relevance (ferrex/rules/relevance.py): absolute evidence → relevance, label, cut ---
@@ -644,9 +678,9 @@ class Reader:
         req: RecallRequest,
         terms: _Terms,
         legs: Mapping[str, Leg],
-        scored: Sequence[tuple[float, Memory, dict[str, Any]]],
+        scored: Sequence[Candidate],
         hidden: dict[str, int],
-    ) -> list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]]:
+    ) -> list[tuple[Candidate, _Judgement]]:
         """Each candidate with its relevance, in order, at most ``req.limit`` of them.
 
         An explicit ``min_relevance`` drops those below it (counted in
@@ -655,11 +689,11 @@ class Reader:
         is counted in ``hidden["irrelevant"]`` too, and ``min_relevance: 0`` shows it."""
         dense = legs.get("dense")
         cut = req.min_relevance
-        kept: list[tuple[tuple[float, Memory, dict[str, Any]], _Judgement]] = []
+        kept: list[tuple[Candidate, _Judgement]] = []
         for item in scored:
             if (cut is None or cut <= 0) and len(kept) >= req.limit:
                 break
-            evidence = _evidence(terms, item[1], dense)
+            evidence = _evidence(terms, item.memory, dense)
             value = relevance.DEFAULT_MODEL.relevance(evidence)
             if cut is not None and value < cut:
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + 1
@@ -672,6 +706,37 @@ class Reader:
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + len(kept) - len(keep)
             kept = [kept[i] for i in keep]
         return kept
+
+    def _answer(
+        self,
+        q: _Query,
+        judged: Sequence[tuple[Candidate, _Judgement]],
+        hidden: dict[str, int],
+        degraded: str | None,
+    ) -> RecallResult:
+        """The first ``limit`` judged candidates as results (each explained only when the
+        caller asked), counted as accesses unless the caller only looks."""
+        req = q.req
+        top = judged[: req.limit]
+        results = []
+        for candidate, judgement in top:
+            result = self._result(candidate.memory, candidate.score, q.now, q.params, q.sight)
+            if req.explain:
+                result["explain"] = candidate.explain(req.legs, req.strategy, q.period)
+            results.append(result | judgement.fields(req.explain))
+        if req.count_access:
+            self.access.record([c.memory_id for c, _ in top], q.now)
+        verdict = relevance.nothing_relevant([j.label for _, j in top])
+        return RecallResult(
+            req.query,
+            q.namespace,
+            results,
+            hidden,
+            q.unknown,
+            self.reranker.status,
+            verdict,
+            degraded=degraded,
+        )
 
     def _legs(
         self, req: RecallRequest, flt: VectorFilter, n: int
@@ -789,15 +854,9 @@ class Reader:
         return found
 
     def _result(
-        self,
-        memory: Memory,
-        score: float,
-        stages: dict[str, Any],
-        now: datetime,
-        params: StalenessParams,
-        explain: bool,
-        sight: Sight,
+        self, memory: Memory, score: float, now: datetime, params: StalenessParams, sight: Sight
     ) -> dict[str, Any]:
+        """A result's document, without its explain and relevance fields."""
         names = self.projections.read_model.entity_names(memory.entity_ids)
         result: dict[str, Any] = {
             "id": memory.memory_id,
@@ -831,8 +890,6 @@ class Reader:
             result["invalidated_at"] = rfc3339(memory.t_invalid)
             result["superseded_by"] = memory.superseded_by
         result.update(marks_doc(memory.importance, memory.pinned, memory.expires_at))
-        if explain:
-            result["explain"] = stages
         return result
 
     def _contradicted(self, memory: Memory, sight: Sight) -> list[str]:
@@ -946,6 +1003,31 @@ class Reader:
 
 
 @dataclass(frozen=True, slots=True)
+class _Query:
+    """A recall request as the stages read it (:meth:`Reader._query`)."""
+
+    req: RecallRequest
+    namespace: str
+    now: datetime
+    sight: Sight
+    flt: VectorFilter
+    """What every leg and every joining neighbour must pass."""
+    unknown: list[str]
+    """The entity names the request gives that name no entity the caller sees."""
+    strategy: Weights
+    period: Period | None
+    """The period the question names ("last week"), if any."""
+    terms: _Terms
+    params: StalenessParams
+    prefetch: int
+    """How many points each leg returns."""
+    pool: int
+    """How many fused candidates go on to the later stages."""
+    show_invalidated: bool
+    """Superseded memories are shown (``include_invalidated``, or an ``as_of`` view)."""
+
+
+@dataclass(frozen=True, slots=True)
 class _Judgement:
     value: float
     label: relevance.Label
@@ -1018,5 +1100,5 @@ def _ranks(ranking: dict[str, Hit]) -> dict[str, int]:
     return {memory_id: rank for rank, memory_id in enumerate(ranking, start=1)}
 
 
-def _score(hit: Hit | None) -> float | None:
-    return None if hit is None else round(hit.score, 6)
+def _hit_score(hit: Hit | None) -> float | None:
+    return None if hit is None else hit.score

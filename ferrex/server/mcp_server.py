@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -338,7 +339,25 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     With ``tokens``, its HTTP app refuses (401) every request without a token they know, and
     each call speaks for the agent its token names; ``/healthz`` needs none and tells nothing.
     """
-    server = FerrexMCP(
+    server = _new_server(hub, tokens)
+    call = _calls_through(hub)
+    _add_healthz(server)
+    _add_store(server, call)
+    _add_recall(server, call)
+    _add_marks(server, call)
+    _add_overviews(server, call)
+    _make_exact(server)
+    add_resources_and_prompts(server, hub, _caller)
+    return server
+
+
+_Call = Callable[[str, dict[str, Any]], CallToolResult]
+"""A tool call handed to the hub: the tool's name and its arguments."""
+
+
+def _new_server(hub: Hub, tokens: TokenTable | None) -> FerrexMCP:
+    """The server, with no tools yet; with ``tokens``, checking every HTTP request's."""
+    return FerrexMCP(
         hub,
         token_verifier=tokens,
         # The SDK's resource-server mode: tokens checked by our verifier, no OAuth server
@@ -353,6 +372,11 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         log_level="WARNING",
     )
 
+
+def _calls_through(hub: Hub) -> _Call:
+    """How a tool calls: through ``hub``, as the caller of the request in progress; the
+    answer as its text rendering beside the structured document."""
+
     def call(tool: str, args: dict[str, Any]) -> CallToolResult:
         # None (an omitted argument) is dropped by the service
         doc = hub.call(tool, args, _caller.get())
@@ -361,17 +385,30 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
             structured_content=doc,
         )
 
+    return call
+
+
+def _writes(*, idempotent: bool, destructive: bool = False) -> ToolAnnotations:
+    """The annotations of a tool that changes memories (never the open world)."""
+    return ToolAnnotations(read_only_hint=False, destructive_hint=destructive,
+                           idempotent_hint=idempotent, open_world_hint=False)  # fmt: skip
+
+
+def _reads() -> ToolAnnotations:
+    """The annotations of a tool that only reads."""
+    return ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def _add_healthz(server: FerrexMCP) -> None:
+    """``/healthz``: needs no token and tells nothing but that the server answers."""
+
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)  # type: ignore[untyped-decorator]
     async def healthz(request: Request) -> JSONResponse:
         return JSONResponse({"ok": True})
 
-    @server.tool(
-        description=STORE_DOC,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False,
-            idempotent_hint=False, open_world_hint=False,
-        ),
-    )  # fmt: skip
+
+def _add_store(server: FerrexMCP, call: _Call) -> None:
+    @server.tool(description=STORE_DOC, annotations=_writes(idempotent=False))
     def store(
         content: Content | None = None,
         subject: ShortText | None = None,
@@ -430,10 +467,9 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
              "pinned": pinned, "ttl": ttl},
         )  # fmt: skip
 
-    @server.tool(
-        description=RECALL_DOC,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    )
+
+def _add_recall(server: FerrexMCP, call: _Call) -> None:
+    @server.tool(description=RECALL_DOC, annotations=_reads())
     def recall(
         query: Annotated[str, Field(min_length=1, max_length=2000)],
         limit: Annotated[int, Field(ge=1, le=100)] = 5,
@@ -469,13 +505,11 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
              "min_relevance": min_relevance},
         )  # fmt: skip
 
-    @server.tool(
-        description=CONFIRM_DOC,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False,
-            idempotent_hint=True, open_world_hint=False,
-        ),
-    )  # fmt: skip
+
+def _add_marks(server: FerrexMCP, call: _Call) -> None:
+    """``confirm`` and ``forget``: marks on memories the agent already has (by id)."""
+
+    @server.tool(description=CONFIRM_DOC, annotations=_writes(idempotent=True))
     def confirm(
         ids: Annotated[list[ShortText], Field(min_length=1, max_length=100)],
         pinned: bool | None = None,
@@ -483,13 +517,7 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     ) -> CallToolResult:
         return call("confirm", {"ids": ids, "pinned": pinned, "importance": importance})
 
-    @server.tool(
-        description=FORGET_DOC,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True,
-            idempotent_hint=True, open_world_hint=False,
-        ),
-    )  # fmt: skip
+    @server.tool(description=FORGET_DOC, annotations=_writes(idempotent=True, destructive=True))
     def forget(
         ids: Annotated[list[ShortText], Field(min_length=1, max_length=1000)],
         cascade: Annotated[
@@ -498,20 +526,18 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     ) -> CallToolResult:
         return call("forget", {"ids": ids, "cascade": cascade})
 
-    @server.tool(
-        description=REFLECT_DOC,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    )
+
+def _add_overviews(server: FerrexMCP, call: _Call) -> None:
+    """``reflect`` and ``stats``: what the memory holds and what needs care."""
+
+    @server.tool(description=REFLECT_DOC, annotations=_reads())
     def reflect(
         limit: Annotated[int, Field(ge=1, le=100, description="Items per section.")] = 10,
         namespace: NamespaceArg = None,
     ) -> CallToolResult:
         return call("reflect", {"limit": limit, "namespace": namespace})
 
-    @server.tool(
-        description=STATS_DOC,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    )
+    @server.tool(description=STATS_DOC, annotations=_reads())
     def stats(
         detailed: Annotated[
             bool, Field(description="By type and staleness; storage, models.")
@@ -519,7 +545,3 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
         namespace: NamespaceArg = None,
     ) -> CallToolResult:
         return call("stats", {"detailed": detailed, "namespace": namespace})
-
-    _make_exact(server)
-    add_resources_and_prompts(server, hub, _caller)
-    return server

@@ -6,13 +6,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
+from ferrex.read.candidate import Candidate
 from ferrex.read.recall import AccessLog, Reader, RecallRequest
+from ferrex.rules.dates import Period
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal
@@ -524,3 +527,26 @@ def test_a_question_that_names_only_a_period_finds_that_periods_memories(world: 
     )  # fmt: skip
     labels = {r["id"]: r["relevance"] for r in worded.results}
     assert labels[march.id] > labels[april.id]
+
+
+def test_the_explain_document_is_rendered_only_when_asked(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(6):
+        world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
+    rendered: list[str] = []
+    render = Candidate.explain
+
+    def counted(self: Candidate, legs: str, strategy: str, period: Period | None) -> Any:
+        rendered.append(self.memory_id)
+        return render(self, legs, strategy, period)
+
+    monkeypatch.setattr(Candidate, "explain", counted)
+    ask = RecallRequest(query="roadmap item 14", limit=3, min_relevance=0.0)
+    plain = world.reader.recall(ask).results
+    assert rendered == [] and plain and all("explain" not in r for r in plain)
+    explained = world.reader.recall(replace(ask, explain=True)).results
+    # One document per result returned, none for the candidates left behind.
+    assert rendered == [r["id"] for r in explained] == [r["id"] for r in plain]
+    assert [r["score"] for r in explained] == [r["score"] for r in plain]
+    assert explained[0]["explain"]["legs"] == "hybrid"
