@@ -18,6 +18,15 @@ is computed from the legs' *absolute* evidence instead, three numbers per result
   Coverage alone gives ``INC-7722`` half credit on a memory about ``INC-7721`` and lets
   "Kubernetes 1.31" ride on a memory about 1.29; a thing asked for by its name is not
   answered by a memory about another one.
+- ``missing_name``: 1 when the query names something written with a capital (a proper name
+  or an acronym: "Android", "CockroachDB", "CFO", "Japanese"; not a month or weekday, not the
+  question's first word when it is a stop word) that the memory's text lacks, else 0
+  (:func:`query_names`, :func:`missing_name`). The near misses of a store are questions that
+  name a stored thing plus something never stored ("Android TV version of the mobile app"
+  when only the mobile app's releases are stored): coverage still finds half the words, but
+  a name asked for and absent says the memory is about something else. It has a weight of
+  its own, smaller than ``missing_named``'s: a capital is weaker evidence than an identifier
+  (a paraphrase may say "HTTPS" where the memory says "TLS").
 
 None of them weights terms by IDF: IDF is a statistic of the whole collection (every
 agent's text, every namespace), so an IDF-weighted coverage would let one agent's private
@@ -26,7 +35,7 @@ store, so thresholds chosen on a small set would not hold on a large one. All th
 on the query and the one memory only.
 
 They are combined by a logistic model, ``relevance = 1 / (1 + exp(-(a·cosine + b·coverage
-+ d·missing_named + c)))``, fitted with ``tools/eval_relevance.py --fit`` on the
++ d·missing_named + e·missing_name + c)))``, fitted with ``tools/eval_relevance.py --fit`` on the
 calibration half (by a hash of the query id) of the golden set's queries, its unanswerable
 ones (``golden_set/unanswerable.json``) and the relevance set of its own
 (``golden_set/relevance_*``: why/what/when/who/where questions, dates and weekdays,
@@ -58,12 +67,13 @@ _PIECE: Final = re.compile(r"[\W_]+")
 
 # Fitted by ``tools/eval_relevance.py --fit`` on the calibration half (see the module
 # docstring); the tool prints these lines.
-COSINE_WEIGHT: Final = 5.992
-COVERAGE_WEIGHT: Final = 7.052
-BIAS: Final = -4.216
-NAMED_WEIGHT: Final = -1.866
-WEAK_FROM: Final = 0.54
-STRONG_FROM: Final = 0.79
+COSINE_WEIGHT: Final = 5.746
+COVERAGE_WEIGHT: Final = 6.165
+BIAS: Final = -3.547
+NAMED_WEIGHT: Final = -1.969
+NAME_WEIGHT: Final = -1.206
+WEAK_FROM: Final = 0.58
+STRONG_FROM: Final = 0.82
 
 NOTE_NOTHING_RELEVANT: Final = (
     "nothing relevant: no memory matches this query well; the results are the nearest "
@@ -82,6 +92,9 @@ class Evidence:
     missing_named: float = 0.0
     """1 when the query names an identifier, a number or a period the memory lacks, else 0
     (:func:`missing_named`)."""
+    missing_name: float = 0.0
+    """1 when the query names a capitalised name the memory's text lacks, else 0
+    (:func:`missing_name`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +107,7 @@ class Model:
     named_weight: float = NAMED_WEIGHT
     weak_from: float = WEAK_FROM
     strong_from: float = STRONG_FROM
+    name_weight: float = NAME_WEIGHT
 
     def __post_init__(self) -> None:
         if not 0.0 < self.weak_from <= self.strong_from <= 1.0:
@@ -107,6 +121,7 @@ class Model:
             self.cosine_weight * evidence.cosine
             + self.coverage_weight * evidence.coverage
             + self.named_weight * evidence.missing_named
+            + self.name_weight * evidence.missing_name
             + self.bias
         )
         return _sigmoid(z)
@@ -156,6 +171,37 @@ def missing_named(
     absorbed = set().union(*(_pieces(i) for i in identifiers)) if identifiers else set()
     specific = {t for t in terms - absorbed if _is_specific(t)}
     return 1.0 if specific - set(document_tokens) else 0.0
+
+
+CALENDAR_WORDS: Final = frozenset(
+    {
+        "january", "february", "march", "april", "may", "june", "july", "august",
+        "september", "october", "november", "december",
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    }
+)  # fmt: skip
+"""Names of months and weekdays: written with a capital, but they name a time, which the
+period (:func:`coverage`) accounts for, not a thing."""
+
+
+def query_names(query: str) -> list[str]:
+    """The query's words written with a capital letter anywhere ("Android", "CFO",
+    "PgBouncer"), less month and weekday names: the names the question asks about. The
+    caller takes their BM25 tokens (:func:`ferrex.models.sparse.tokens`), which drops stop
+    words, so a question's capitalised first word ("What", "How") counts only when it is a
+    name."""
+    return [
+        word
+        for word in query.split()
+        if any(c.isupper() for c in word) and _PIECE.sub("", word).lower() not in CALENDAR_WORDS
+    ]
+
+
+def missing_name(names: Iterable[str], document_tokens: Iterable[str]) -> float:
+    """1.0 when a token of the query's capitalised names (:func:`query_names`) does not occur
+    in the document, else 0.0: a question naming Android is not answered by a memory that
+    never says Android, however much of the rest it shares."""
+    return 1.0 if set(names) - set(document_tokens) else 0.0
 
 
 def _pieces(identifier: str) -> set[str]:
@@ -216,16 +262,20 @@ def evidence(
     cosine: float | None,
     dense_floor: float | None,
     in_period: bool | None = None,
+    names: Iterable[str] = (),
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
-    cut-off (it scored no higher), else 0 (no dense leg); and its coverage (with the
-    period the query names as one term, :func:`coverage`)."""
+    cut-off (it scored no higher), else 0 (no dense leg); its coverage (with the period
+    the query names as one term, :func:`coverage`); whether it lacks a specific thing the
+    query names (:func:`missing_named`) and a capitalised name (``names``: the tokens of
+    :func:`query_names`; :func:`missing_name`)."""
     if cosine is None:
         cosine = dense_floor if dense_floor is not None else 0.0
     return Evidence(
         max(-1.0, min(1.0, cosine)),
         coverage(query_tokens, document_tokens, in_period),
         missing_named(query_tokens, document_tokens, in_period),
+        missing_name(names, document_tokens),
     )
 
 

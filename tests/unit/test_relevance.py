@@ -18,8 +18,10 @@ from ferrex.rules.relevance import (
     check_min_relevance,
     coverage,
     evidence,
+    missing_name,
     missing_named,
     nothing_relevant,
+    query_names,
     trim,
     without_phrase,
 )
@@ -169,6 +171,46 @@ def test_a_missing_named_thing_lowers_relevance() -> None:
     assert DEFAULT_MODEL.relevance(Evidence(0.5, 0.5, 1.0)) < plain
     ev = evidence(tokens("INC-7722"), tokens("INC-7721: checkout answered 502"), 0.4, 0.1)
     assert ev.missing_named == 1.0
+
+
+def name_tokens(query: str) -> set[str]:
+    return {t for word in query_names(query) for t in tokens(word)}
+
+
+def test_query_names_are_its_capitalised_words_less_months_and_weekdays() -> None:
+    assert query_names("Android TV version of the mobile app") == ["Android", "TV"]
+    assert query_names("who is the new CFO") == ["CFO"]
+    assert query_names("what did we decide last Tuesday?") == []
+    assert query_names("what happened in March 2026?") == []
+    assert query_names("how do we sign the build") == []
+    # a capitalised stop word has no tokens, so it names nothing
+    assert name_tokens("What is the Wi-Fi password in the Berlin office?") == {
+        "wi-fi",
+        "wi",
+        "fi",
+        "berlin",
+    }
+    assert name_tokens("Will ledger-api move to CockroachDB?") == {"cockroachdb"}
+
+
+def test_a_name_the_memory_lacks_is_missing() -> None:
+    memory = tokens("Mobile app release 5.2 added Apple Pay and Google Pay at checkout")
+    assert missing_name(name_tokens("Android TV version of the mobile app"), memory) == 1.0
+    assert missing_name(name_tokens("does the mobile app support Apple Pay"), memory) == 0.0
+    assert missing_name(name_tokens("which wallets does the mobile app support"), memory) == 0.0
+    assert missing_name((), memory) == 0.0
+
+
+def test_a_missing_name_lowers_relevance() -> None:
+    assert DEFAULT_MODEL.name_weight < 0
+    assert DEFAULT_MODEL.relevance(Evidence(0.45, 0.6, 0.0, 1.0)) < DEFAULT_MODEL.relevance(
+        Evidence(0.45, 0.6, 0.0, 0.0)
+    )
+    query = "Android TV version of the mobile app"
+    memory = tokens("Mobile app release 5.2 added Apple Pay and Google Pay at checkout")
+    ev = evidence(tokens(query), memory, 0.45, None, names=name_tokens(query))
+    assert ev.missing_name == 1.0 and ev.missing_named == 0.0
+    assert evidence(tokens(query), memory, 0.45, None).missing_name == 0.0
 
 
 def test_trim_keeps_the_relevant_in_order() -> None:
