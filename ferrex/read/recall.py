@@ -960,6 +960,7 @@ class _Judgement:
                 "coverage": round(self.evidence.coverage, 6),
                 "missing_named": self.evidence.missing_named,
                 "missing_name": self.evidence.missing_name,
+                "missing_attribute": self.evidence.missing_attribute,
             }
         return doc
 
@@ -991,12 +992,17 @@ class _Terms:
 
 def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evidence:
     hit = None if dense is None else dense.best.get(memory.memory_id)
+    text = tokens(memory_text(memory.type, memory.body()))
     return relevance.evidence(
         terms.tokens,
-        tokens(memory_text(memory.type, memory.body())),
+        text,
         None if hit is None else hit.score,
         None if dense is None else dense.floor,
-        None if terms.period is None else terms.period.holds(memory.t_valid),
+        None
+        if terms.period is None
+        else relevance.period_found(
+            terms.period.holds(memory.t_valid), tokens(terms.period.phrase), text
+        ),
         terms.names,
     )
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -67,13 +67,14 @@ _PIECE: Final = re.compile(r"[\W_]+")
 
 # Fitted by ``tools/eval_relevance.py --fit`` on the calibration half (see the module
 # docstring); the tool prints these lines.
-COSINE_WEIGHT: Final = 5.746
-COVERAGE_WEIGHT: Final = 6.165
-BIAS: Final = -3.547
-NAMED_WEIGHT: Final = -1.969
-NAME_WEIGHT: Final = -1.206
-WEAK_FROM: Final = 0.58
-STRONG_FROM: Final = 0.82
+COSINE_WEIGHT: Final = 5.619
+COVERAGE_WEIGHT: Final = 5.178
+BIAS: Final = -3.169
+NAMED_WEIGHT: Final = -1.947
+NAME_WEIGHT: Final = -1.182
+ATTRIBUTE_WEIGHT: Final = -2.899
+WEAK_FROM: Final = 0.57
+STRONG_FROM: Final = 0.84
 
 NOTE_NOTHING_RELEVANT: Final = (
     "nothing relevant: no memory matches this query well; the results are the nearest "
@@ -95,6 +96,9 @@ class Evidence:
     missing_name: float = 0.0
     """1 when the query names a capitalised name the memory's text lacks, else 0
     (:func:`missing_name`)."""
+    missing_attribute: float = 0.0
+    """1 when the query asks for an attribute (a port, a version, an owner, how many...)
+    the memory does not state, else 0 (:func:`missing_attribute`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,7 @@ class Model:
     weak_from: float = WEAK_FROM
     strong_from: float = STRONG_FROM
     name_weight: float = NAME_WEIGHT
+    attribute_weight: float = ATTRIBUTE_WEIGHT
 
     def __post_init__(self) -> None:
         if not 0.0 < self.weak_from <= self.strong_from <= 1.0:
@@ -122,6 +127,7 @@ class Model:
             + self.coverage_weight * evidence.coverage
             + self.named_weight * evidence.missing_named
             + self.name_weight * evidence.missing_name
+            + self.attribute_weight * evidence.missing_attribute
             + self.bias
         )
         return _sigmoid(z)
@@ -171,6 +177,97 @@ def missing_named(
     absorbed = set().union(*(_pieces(i) for i in identifiers)) if identifiers else set()
     specific = {t for t in terms - absorbed if _is_specific(t)}
     return 1.0 if specific - set(document_tokens) else 0.0
+
+
+_NUMBER_WORDS: Final = frozenset(
+    {
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "dozen",
+        "hundr",
+    }
+)
+
+
+def _is_number(token: str) -> bool:
+    return token.isdigit() or token in _NUMBER_WORDS
+
+
+def _is_port(token: str) -> bool:
+    # 80, 5432, 8080: not "01" (the suffix of a name like redis-sess-01)
+    return token.isdigit() and 2 <= len(token) <= 5 and token[0] != "0" and int(token) <= 65535
+
+
+def _is_version(token: str) -> bool:
+    # "7.2", "1.29", "3.4.0", "v2.9.0": digits joined by dots (an identifier token)
+    return "." in token and any(c.isdigit() for c in token) and not any(c == "/" for c in token)
+
+
+def _is_domain(token: str) -> bool:
+    # "api.juniper.shop", "grafana.internal": letters on both sides of a dot
+    parts = token.split(".")
+    return len(parts) >= 2 and all(any(c.isalpha() for c in p) for p in parts[:2])
+
+
+def _is_region(token: str) -> bool:
+    # "eu-west-1", "us-east-2"
+    parts = token.split("-")
+    return len(parts) == 3 and parts[0].isalpha() and parts[1].isalpha() and parts[2].isdigit()
+
+
+ATTRIBUTES: Final[dict[str, tuple[frozenset[str], Callable[[str], bool] | None]]] = {
+    "port": (frozenset({"port"}), _is_port),
+    "version": (frozenset({"version"}), _is_version),
+    "password": (frozenset({"password", "secret", "credenti"}), None),
+    "secret": (frozenset({"password", "secret", "credenti"}), None),
+    "credenti": (frozenset({"password", "secret", "credenti"}), None),
+    "owner": (frozenset({"owner", "own", "lead", "maintain"}), None),
+    "manag": (frozenset({"manag", "report"}), None),
+    "birthday": (frozenset({"birthday", "born"}), None),
+    "timezon": (frozenset({"timezon", "zone"}), None),
+    "region": (frozenset({"region"}), _is_region),
+    "host": (frozenset({"host", "hostnam"}), _is_domain),
+    "hostnam": (frozenset({"host", "hostnam"}), _is_domain),
+    "url": (frozenset({"url", "link"}), _is_domain),
+    "budget": (frozenset({"budget"}), None),
+    "retent": (frozenset({"retent", "kept", "keep"}), None),
+    "shard": (frozenset({"shard"}), None),
+    "replica": (frozenset({"replica"}), None),
+    "mani": (frozenset(), _is_number),
+    "much": (frozenset(), _is_number),
+}
+"""Attributes a question asks for (BM25 stems: "port", "version", "password", "owner",
+"manager", "time zone", "region", "host", "retention", "how many"...), each with the words
+and the shape of a value that state it in a memory: a port is a number of two to five
+digits, a version digits joined by dots, a host a dotted name, "how many" and "how much" a
+number. Kept to attributes whose value has a name or a shape; "what", "how" and "why" ask
+for no attribute of their own."""
+
+
+def missing_attribute(query_tokens: Iterable[str], document_tokens: Iterable[str]) -> float:
+    """1.0 when the query asks for an attribute (:data:`ATTRIBUTES`) that the document
+    states neither by name nor by a value of its shape, else 0.0: "which port does the
+    orders database listen on" is not answered by a memory about the orders database that
+    gives no port, however much of the rest it shares."""
+    present = set(document_tokens)
+    for term in set(query_tokens):
+        if term not in ATTRIBUTES:
+            continue
+        words, shape = ATTRIBUTES[term]
+        if present & (words | {term}):
+            continue
+        if shape is not None and any(shape(t) for t in present):
+            continue
+        return 1.0
+    return 0.0
 
 
 CALENDAR_WORDS: Final = frozenset(
@@ -246,6 +343,15 @@ PERIOD_FRAME: Final = frozenset(
 "anything new over the weekend?"): with a period named they ask for nothing of their own."""
 
 
+def period_found(holds: bool, phrase_tokens: Iterable[str], document_tokens: Iterable[str]) -> bool:
+    """Whether a memory answers for the period a question names: its event time falls
+    inside it (``holds``), or its text names the period in the question's own words (every
+    token of the date phrase, ``"octob"`` of "in October"): a cost review stored in November
+    that says "the bill came to 41,200 USD in October" is about October."""
+    phrase = set(phrase_tokens)
+    return holds or (bool(phrase) and phrase <= set(document_tokens))
+
+
 def without_phrase(query_tokens: Sequence[str], phrase_tokens: Iterable[str]) -> list[str]:
     """The query's tokens less those of a phrase it contains (each once, as often as the
     phrase has it): the date words a period stands for."""
@@ -276,6 +382,7 @@ def evidence(
         coverage(query_tokens, document_tokens, in_period),
         missing_named(query_tokens, document_tokens, in_period),
         missing_name(names, document_tokens),
+        missing_attribute(query_tokens, document_tokens),
     )
 
 

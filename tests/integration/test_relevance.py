@@ -74,6 +74,7 @@ def test_a_forgotten_topic_is_nothing_relevant(parts: tuple[Writer, Reader]) -> 
             "coverage",
             "missing_named",
             "missing_name",
+            "missing_attribute",
         }
 
 
