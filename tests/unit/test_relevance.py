@@ -230,6 +230,8 @@ def test_an_attribute_the_memory_does_not_state_is_missing() -> None:
     assert attribute("how many shards does the index have", "Dana owns the index job") == 1.0
     assert attribute("how many shards does the index have", "the index has 12 shards") == 0.0
     assert attribute("which host serves the API", "the API is served at api.juniper.shop") == 0.0
+    assert attribute("how long does Sentry keep error events", "errors go to Sentry") == 1.0
+    assert attribute("how long are backups kept", "backups are kept for 14 days") == 0.0
     # no attribute asked: nothing is missing
     assert attribute("why did we drop LaunchDarkly", "flags moved to Unleash") == 0.0
 
