@@ -15,7 +15,8 @@ through the real recall (``explain`` on, ten results each, ``min_relevance: 0``:
 4. every memory a ``forgotten`` query names is forgotten (the real forget path), then the
    ``forgotten`` queries run: their only memories are gone.
 
-Each result carries its evidence (``relevance_evidence``: cosine, coverage, missing_named),
+Each result carries its evidence (``relevance_evidence``: cosine, coverage, missing_named,
+missing_name, missing_attribute),
 so any model of :mod:`ferrex.rules.relevance` can be scored without recalling again
 (``--save-rows`` keeps it, ``--rows`` scores it). Queries are split in two halves by a hash
 of their id: thresholds (and, with ``--fit``, the logistic coefficients) are chosen on the
@@ -91,9 +92,12 @@ OWN_MEMORIES: Final = "relevance_memories.jsonl"
 OWN_QUERIES: Final = "relevance_queries.json"
 VERDICT_DEPTH: Final = 5
 """The results a default recall returns (``recall.limit``): the verdict is judged on these."""
-MOST_FALSE_NOTHING: Final = 0.05
+MOST_FALSE_NOTHING: Final = 0.03
 """What ``--fit`` allows on the calibration half: the share of queries with a right top
-hit that are told *nothing relevant* (the target itself, 5%, held to on the other half)."""
+hit that are told *nothing relevant*. Tighter than the target (5%, held to on the other
+half): a threshold fitted to exactly 5% on one half exceeds it on new data about half the
+time, and the right answers just above it (the issue's "bad gateway" question) fall below
+it on a store that differs a little."""
 
 
 @dataclass(frozen=True)
@@ -240,7 +244,13 @@ def _rows(
     for r in result.results:
         ev = r["relevance_evidence"]
         key = key_of.get(r["id"], r["id"])
-        evidence = Evidence(ev["cosine"], ev["coverage"], ev["missing_named"])
+        evidence = Evidence(
+            ev["cosine"],
+            ev["coverage"],
+            ev["missing_named"],
+            ev.get("missing_name", 0.0),
+            ev.get("missing_attribute", 0.0),
+        )
         rows.append(Row(key, key in expected, evidence))
     return tuple(rows)
 
@@ -453,13 +463,13 @@ def by_category(judged: Sequence[Judged], model: Model) -> dict[str, dict[str, A
 
 
 def _samples(judged: Sequence[Judged]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    xs: list[tuple[float, float, float]] = []
+    xs: list[tuple[float, float, float, float, float]] = []
     ys: list[float] = []
     for q in judged:
         rows = [r for r in q.rows if r.answers] if q.answerable else q.rows[:NEGATIVES_PER_QUERY]
         for r in rows:
             e = r.evidence
-            xs.append((e.cosine, e.coverage, e.missing_named))
+            xs.append((e.cosine, e.coverage, e.missing_named, e.missing_name, e.missing_attribute))
             ys.append(1.0 if q.answerable else 0.0)
     return np.array(xs, dtype=float), np.array(ys, dtype=float)
 
@@ -470,8 +480,8 @@ def fit(judged: Sequence[Judged]) -> Model:
     x, y = _samples(judged)
     design = np.column_stack([x, np.ones(len(x))])
     weights = np.where(y == 1.0, len(y) / (2 * y.sum()), len(y) / (2 * (len(y) - y.sum())))
-    beta = np.zeros(4)
-    ridge = np.diag([0.01, 0.01, 0.01, 0.0])
+    beta = np.zeros(6)
+    ridge = np.diag([0.01, 0.01, 0.01, 0.01, 0.01, 0.0])
     for _ in range(50):
         p = 1.0 / (1.0 + np.exp(-design @ beta))
         gradient = design.T @ (weights * (y - p)) - ridge @ beta
@@ -480,13 +490,13 @@ def fit(judged: Sequence[Judged]) -> Model:
         beta = beta + step
         if float(np.abs(step).max()) < 1e-9:
             break
-    a, b, d, c = (round(float(v), 3) for v in beta)
-    base = Model(a, b, c, d, 0.5, 0.5)
+    a, b, d, e, f, c = (round(float(v), 3) for v in beta)
+    base = Model(a, b, c, d, 0.5, 0.5, e, f)
     weak = _weak_from(judged, base)
     relevances = sorted(
         (
-            (base.relevance(Evidence(float(u), float(v), float(w))), bool(label))
-            for (u, v, w), label in zip(x, y, strict=True)
+            (base.relevance(Evidence(*(float(f) for f in row))), bool(label))
+            for row, label in zip(x, y, strict=True)
         ),
         reverse=True,
     )
@@ -495,7 +505,7 @@ def fit(judged: Sequence[Judged]) -> Model:
         above = [ok for r, ok in relevances if r >= t]
         if above and sum(above) / len(above) >= STRONG_PRECISION:
             strong = t
-    return Model(a, b, c, d, weak, max(strong, weak))
+    return Model(a, b, c, d, weak, max(strong, weak), e, f)
 
 
 def _f1(judged: Sequence[Judged], model: Model) -> float:
@@ -549,6 +559,8 @@ def _model_doc(model: Model) -> dict[str, float]:
         "coverage_weight": model.coverage_weight,
         "bias": model.bias,
         "named_weight": model.named_weight,
+        "name_weight": model.name_weight,
+        "attribute_weight": model.attribute_weight,
         "weak_from": model.weak_from,
         "strong_from": model.strong_from,
     }
@@ -658,7 +670,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     m = report["model"]
     print(
         f"model: relevance = sigmoid({m['cosine_weight']} cosine + {m['coverage_weight']} "
-        f"coverage + {m['named_weight']} missing_named + {m['bias']}); "
+        f"coverage + {m['named_weight']} missing_named + {m['name_weight']} missing_name + "
+        f"{m['attribute_weight']} missing_attribute + {m['bias']}); "
         f"weak from {m['weak_from']}, strong from {m['strong_from']}"
     )
     for name in ("calibration", "test", "all"):
@@ -684,6 +697,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"COVERAGE_WEIGHT: Final = {model.coverage_weight}")
         print(f"BIAS: Final = {model.bias}")
         print(f"NAMED_WEIGHT: Final = {model.named_weight}")
+        print(f"NAME_WEIGHT: Final = {model.name_weight}")
+        print(f"ATTRIBUTE_WEIGHT: Final = {model.attribute_weight}")
         print(f"WEAK_FROM: Final = {model.weak_from}")
         print(f"STRONG_FROM: Final = {model.strong_from}")
     if args.verbose:

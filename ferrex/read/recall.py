@@ -1041,6 +1041,8 @@ class _Judgement:
                 "cosine": round(self.evidence.cosine, 6),
                 "coverage": round(self.evidence.coverage, 6),
                 "missing_named": self.evidence.missing_named,
+                "missing_name": self.evidence.missing_name,
+                "missing_attribute": self.evidence.missing_attribute,
             }
         return doc
 
@@ -1052,14 +1054,17 @@ class _Terms:
 
     tokens: Sequence[str]
     period: Period | None
+    names: frozenset[str] = frozenset()
+    """The tokens of the query's capitalised names (:func:`ferrex.rules.relevance.query_names`)."""
 
     @classmethod
     def of(cls, query: str, period: Period | None) -> _Terms:
         found = tokens(query)
+        names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
         if period is None:
-            return cls(found, None)
+            return cls(found, None, names)
         left = relevance.without_phrase(found, tokens(period.phrase))
-        return cls([t for t in left if t not in relevance.PERIOD_FRAME], period)
+        return cls([t for t in left if t not in relevance.PERIOD_FRAME], period, names)
 
     @property
     def only_a_period(self) -> bool:
@@ -1069,12 +1074,18 @@ class _Terms:
 
 def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evidence:
     hit = None if dense is None else dense.best.get(memory.memory_id)
+    text = tokens(memory_text(memory.type, memory.body()))
     return relevance.evidence(
         terms.tokens,
-        tokens(memory_text(memory.type, memory.body())),
+        text,
         None if hit is None else hit.score,
         None if dense is None else dense.floor,
-        None if terms.period is None else terms.period.holds(memory.t_valid),
+        None
+        if terms.period is None
+        else relevance.period_found(
+            terms.period.holds(memory.t_valid), tokens(terms.period.phrase), text
+        ),
+        terms.names,
     )
 
 

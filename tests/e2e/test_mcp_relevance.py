@@ -3,7 +3,8 @@
 A real server process, the SDK's client, the bundled model. The four questions of the issue
 (and rewordings of them) find their memory first without a *nothing relevant* verdict; a
 question nothing stored answers gets the verdict and at most a couple of rows; a default
-recall is not padded with the irrelevant, and ``min_relevance: 0`` shows them.
+recall is not padded with the irrelevant, and ``min_relevance: 0`` shows them. Near misses
+(a stored thing named beside a topic, name or number never stored) get the verdict too.
 """
 
 from __future__ import annotations
@@ -73,6 +74,36 @@ QUESTIONS = {
     "sessions": ("where do user sessions live now?", "which store holds user sessions now?"),
 }
 UNRELATED = "What is the Wi-Fi password in the Berlin office?"
+NEAR_MISSES = (
+    # a stored person, a fact about another one
+    "which languages does Priya speak?",
+    # a stored service, a name never stored beside it
+    "what is the rate limit of the GraphQL API?",
+    # a stored service, an attribute of it never stored
+    "what version of RabbitMQ do we run?",
+    "how many replicas does the Redis cluster have?",
+    "which port does the Redis cluster listen on?",
+    # a stored incident, another number
+    "what caused INC-7722?",
+)
+
+
+async def _store_all(client: Client) -> dict[str, set[str]]:
+    """Every memory of this module; the ids of each topic's answers."""
+
+    async def store(content: str, valid_from: str) -> str:
+        done = await call(client, "store", {"content": content, "valid_from": valid_from})
+        return str(done["id"])
+
+    ids = {
+        "decision": {await store(DECISION, _last_tuesday(datetime.now(UTC)).isoformat())},
+        "march": {await store(text, at) for text, at in MARCH},
+        "gateway": {await store(GATEWAY, "2026-04-20T09:40:00Z")},
+        "sessions": {await store(SESSIONS, "2026-05-08T10:00:00Z")},
+    }
+    for text, at in OTHERS:
+        await store(text, at)
+    return ids
 
 
 async def _recall(client: Client, args: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -87,20 +118,7 @@ def test_the_issues_questions_find_their_memory_and_an_unrelated_one_gets_the_ve
 ) -> None:
     async def main() -> None:
         async with stdio_client(tmp_path / "home") as client:
-
-            async def store(content: str, valid_from: str) -> str:
-                done = await call(client, "store", {"content": content, "valid_from": valid_from})
-                return str(done["id"])
-
-            ids = {
-                "decision": {await store(DECISION, _last_tuesday(datetime.now(UTC)).isoformat())},
-                "march": {await store(text, at) for text, at in MARCH},
-                "gateway": {await store(GATEWAY, "2026-04-20T09:40:00Z")},
-                "sessions": {await store(SESSIONS, "2026-05-08T10:00:00Z")},
-            }
-            for text, at in OTHERS:
-                await store(text, at)
-
+            ids = await _store_all(client)
             for topic, questions in QUESTIONS.items():
                 for question in questions:
                     doc, text = await _recall(client, {"query": question})
@@ -120,5 +138,19 @@ def test_the_issues_questions_find_their_memory_and_an_unrelated_one_gets_the_ve
             everything, _ = await _recall(client, {"query": UNRELATED, "min_relevance": 0})
             assert len(everything["results"]) == 5, "min_relevance 0 keeps the nearest five"
             assert doc["hidden"]["irrelevant"] == 5 - len(doc["results"])
+
+    anyio.run(main)
+
+
+def test_near_misses_get_the_verdict_and_at_most_a_couple_of_rows(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            await _store_all(client)
+            for question in NEAR_MISSES:
+                doc, text = await _recall(client, {"query": question})
+                top = doc["results"][0] if doc["results"] else None
+                assert doc["nothing_relevant"] is True, (question, top)
+                assert 0 < len(doc["results"]) <= NEAREST_WHEN_NOTHING, question
+                assert "nothing relevant" in text.splitlines()[0], question
 
     anyio.run(main)

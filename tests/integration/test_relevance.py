@@ -69,7 +69,13 @@ def test_a_forgotten_topic_is_nothing_relevant(parts: tuple[Writer, Reader]) -> 
     assert doc["nothing_relevant"] is True and doc["note"] == NOTE_NOTHING_RELEVANT
     for r in after.results:
         assert 0.0 <= r["relevance"] <= 1.0
-        assert set(r["relevance_evidence"]) == {"cosine", "coverage", "missing_named"}
+        assert set(r["relevance_evidence"]) == {
+            "cosine",
+            "coverage",
+            "missing_named",
+            "missing_name",
+            "missing_attribute",
+        }
 
 
 def test_min_relevance_drops_and_counts_what_falls_below(parts: tuple[Writer, Reader]) -> None:

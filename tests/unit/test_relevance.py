@@ -18,8 +18,12 @@ from ferrex.rules.relevance import (
     check_min_relevance,
     coverage,
     evidence,
+    missing_attribute,
+    missing_name,
     missing_named,
     nothing_relevant,
+    period_found,
+    query_names,
     trim,
     without_phrase,
 )
@@ -169,6 +173,86 @@ def test_a_missing_named_thing_lowers_relevance() -> None:
     assert DEFAULT_MODEL.relevance(Evidence(0.5, 0.5, 1.0)) < plain
     ev = evidence(tokens("INC-7722"), tokens("INC-7721: checkout answered 502"), 0.4, 0.1)
     assert ev.missing_named == 1.0
+
+
+def name_tokens(query: str) -> set[str]:
+    return {t for word in query_names(query) for t in tokens(word)}
+
+
+def test_query_names_are_its_capitalised_words_less_months_and_weekdays() -> None:
+    assert query_names("Android TV version of the mobile app") == ["Android", "TV"]
+    assert query_names("who is the new CFO") == ["CFO"]
+    assert query_names("what did we decide last Tuesday?") == []
+    assert query_names("what happened in March 2026?") == []
+    assert query_names("how do we sign the build") == []
+    # a capitalised stop word has no tokens, so it names nothing
+    assert name_tokens("What is the Wi-Fi password in the Berlin office?") == {
+        "wi-fi",
+        "wi",
+        "fi",
+        "berlin",
+    }
+    assert name_tokens("Will ledger-api move to CockroachDB?") == {"cockroachdb"}
+
+
+def test_a_name_the_memory_lacks_is_missing() -> None:
+    memory = tokens("Mobile app release 5.2 added Apple Pay and Google Pay at checkout")
+    assert missing_name(name_tokens("Android TV version of the mobile app"), memory) == 1.0
+    assert missing_name(name_tokens("does the mobile app support Apple Pay"), memory) == 0.0
+    assert missing_name(name_tokens("which wallets does the mobile app support"), memory) == 0.0
+    assert missing_name((), memory) == 0.0
+
+
+def test_a_missing_name_lowers_relevance() -> None:
+    assert DEFAULT_MODEL.name_weight < 0
+    assert DEFAULT_MODEL.relevance(Evidence(0.45, 0.6, 0.0, 1.0)) < DEFAULT_MODEL.relevance(
+        Evidence(0.45, 0.6, 0.0, 0.0)
+    )
+    query = "Android TV version of the mobile app"
+    memory = tokens("Mobile app release 5.2 added Apple Pay and Google Pay at checkout")
+    ev = evidence(tokens(query), memory, 0.45, None, names=name_tokens(query))
+    assert ev.missing_name == 1.0 and ev.missing_named == 0.0
+    assert evidence(tokens(query), memory, 0.45, None).missing_name == 0.0
+
+
+def attribute(query: str, document: str) -> float:
+    return missing_attribute(tokens(query), tokens(document))
+
+
+def test_an_attribute_the_memory_does_not_state_is_missing() -> None:
+    db = "PgBouncer in transaction mode sits in front of the orders database"
+    assert attribute("which port does the orders database listen on", db) == 1.0
+    assert attribute("which port does the orders database listen on", db + " on 6432") == 0.0
+    assert attribute("what version of RabbitMQ do we run", "Celery with RabbitMQ as broker") == 1.0
+    assert attribute("what version of Redis is it", "redis-sess-01 runs Redis 7.2") == 0.0
+    assert attribute("where is the password for redis-sess-01 kept", "redis-sess-01: 7.2") == 1.0
+    assert attribute("where is the password kept", "the secret is in Vault") == 0.0
+    assert attribute("how many shards does the index have", "Dana owns the index job") == 1.0
+    assert attribute("how many shards does the index have", "the index has 12 shards") == 0.0
+    assert attribute("which host serves the API", "the API is served at api.juniper.shop") == 0.0
+    assert attribute("how long does Sentry keep error events", "errors go to Sentry") == 1.0
+    assert attribute("how long are backups kept", "backups are kept for 14 days") == 0.0
+    # no attribute asked: nothing is missing
+    assert attribute("why did we drop LaunchDarkly", "flags moved to Unleash") == 0.0
+
+
+def test_a_missing_attribute_lowers_relevance() -> None:
+    assert DEFAULT_MODEL.attribute_weight < 0
+    plain = Evidence(0.5, 0.5)
+    assert DEFAULT_MODEL.relevance(Evidence(0.5, 0.5, missing_attribute=1.0)) < (
+        DEFAULT_MODEL.relevance(plain)
+    )
+    query, memory = "which port does the orders database listen on", "the orders database"
+    assert evidence(tokens(query), tokens(memory), 0.4, None).missing_attribute == 1.0
+
+
+def test_a_period_is_found_by_the_event_time_or_by_the_memorys_own_words() -> None:
+    review = tokens("The monthly AWS bill came to 41,200 USD in October")
+    assert period_found(True, tokens("in October"), [])
+    assert period_found(False, tokens("in October"), review)
+    assert not period_found(False, tokens("in March 2026"), review)
+    assert not period_found(False, tokens("last Tuesday"), review)
+    assert not period_found(False, [], review)
 
 
 def test_trim_keeps_the_relevant_in_order() -> None:
