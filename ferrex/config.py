@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from ferrex.errors import UsageError
 from ferrex.rules.consolidation import UNITS
 from ferrex.rules.freshness import StalenessConfig
+from ferrex.rules.fusion import NOTE_CONTEXT_SHARE
 from ferrex.rules.secrets import SECRETS_MODES
 from ferrex.storage import DEFAULT_RESERVE_BYTES
 from journal.files import private_opener
@@ -121,7 +122,10 @@ KEYS: tuple[Key, ...] = (
     Key("recall.top_guard", bool, True, None,
         "the BM25 leg's best memory is ranked first (balanced and lexical strategies)"),
     Key("recall.context_share", float, 0.5, None,
-        "share of an episode's score lent to its neighbouring episodes, 0 to 1 (0: off)"),
+        "share of an episode's score lent to its neighbouring episodes, 0 to 1 (0: off), "
+        "by a turn that opens with a speaker's label (\"Sam: ...\")"),
+    Key("recall.note_context_share", float, NOTE_CONTEXT_SHARE, None,
+        "the same share lent by an episode without a speaker's label (a note), 0 to 1"),
     Key("recall.context_reach", int, 2, None,
         "neighbouring episodes on each side that receive a share"),
     Key("recall.context_gap_seconds", float, 1800.0, None,
