@@ -767,19 +767,21 @@ class Reader:
     ) -> tuple[list[tuple[str, float]], dict[str, tuple[str, float]]]:
         """Episode context: every episode among the candidates lends a share of its score
         to its neighbours (:func:`lend_to_neighbours`); neighbours that were not candidates
-        join, if the recall's filter admits them. Adds them to ``memories``."""
+        join, if the recall's filter admits them. Adds them to ``memories``. A lender whose
+        share is 0 (a note, by default) has its neighbours left unread."""
         s = self.settings
+        texts = {mid: memory_text(memories[mid].type, memories[mid].body()) for mid, _ in fused}
+        shares = context_shares(texts, s.context_share, s.note_context_share)
         neighbours = {
             mid: self._neighbours(memories[mid], s.context_reach, s.context_gap, flt.agent_id)
             for mid, _ in fused
+            if shares[mid] > 0
         }
         new = sorted({n for ns in neighbours.values() for n in ns} - memories.keys())
         if new:
             rows = self.projections.read_model.memories(memory_ids=new)
             memories.update((m.memory_id, m) for m in self._admitted(rows, flt))
             neighbours = {mid: [n for n in ns if n in memories] for mid, ns in neighbours.items()}
-        texts = {mid: memory_text(memories[mid].type, memories[mid].body()) for mid, _ in fused}
-        shares = context_shares(texts, s.context_share, s.note_context_share)
         return lend_to_neighbours(fused, neighbours, s.context_share, s.context_below_lender,
                                   shares)  # fmt: skip
 
