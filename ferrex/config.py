@@ -115,7 +115,7 @@ KEYS: tuple[Key, ...] = (
         "the late reranker's share of the score: (1-w)*fused + w*maxsim"),
     Key("recall.dense_weight", float, 0.4, None,
         "the dense leg's share of the fused score, 0 to 1 (BM25 gets the rest)"),
-    Key("recall.dense_adapt", float, 1.0, None,
+    Key("recall.dense_adapt", float, 0.5, None,
         "how far BM25's confidence in its best memory lowers the dense share, 0 to 1 (0: off)"),
     Key("recall.graph_weight", float, 0.0, None,
         "the entity graph leg's weight in fusion under balanced, 0 to 1 (0: off)"),

@@ -213,13 +213,14 @@ class RecallSettings:
     rerank_pool: int = 20
     dense_weight: float = 0.4
     """The dense leg's share of the fused score; the BM25 leg has the rest."""
-    dense_adapt: float = 1.0
+    dense_adapt: float = 0.5
     """How far the BM25 leg's confidence in its best memory lowers the dense share, per
     query (:func:`ferrex.rules.fusion.adaptive_dense_share`; 0: a fixed share). Applies
     to ``dense_weight``, not to a strategy that names its own share (``semantic``,
-    ``lexical``). With the top guard, 1 is the one setting (of 0, 0.5, 0.75, 1) that keeps
-    recall@1 at or above the BM25 leg's on the tuning halves of both LoCoMo protocols and
-    SciFact (``tools/eval_retrieval.py``); it costs SciFact 0.004 nDCG@10."""
+    ``lexical``). Once notes lent no episode context, 0.5 rather than 1 raised
+    LongMemEval-S recall_any@5 and SciFact nDCG@10 and golden MRR, cost LoCoMo at most
+    0.006, and kept recall@1 at the BM25 leg's on LoCoMo's tuning halves
+    (``docs/bench/retrieval-issue26.md``)."""
     graph_weight: float = 0.0
     """The entity graph leg's weight in fusion beside the other two (0 under ``balanced``
     unless set; a strategy may raise it)."""
