@@ -23,6 +23,7 @@ from ferrex.errors import UsageError
 from ferrex.home_safety import DEFAULT_RESERVE_BYTES
 from ferrex.rules.consolidation import UNITS
 from ferrex.rules.freshness import StalenessConfig
+from ferrex.rules.fusion import NOTE_CONTEXT_SHARE
 from ferrex.rules.secrets import SECRETS_MODES
 from journal.files import private_opener
 
@@ -114,14 +115,17 @@ KEYS: tuple[Key, ...] = (
         "the late reranker's share of the score: (1-w)*fused + w*maxsim"),
     Key("recall.dense_weight", float, 0.4, None,
         "the dense leg's share of the fused score, 0 to 1 (BM25 gets the rest)"),
-    Key("recall.dense_adapt", float, 1.0, None,
+    Key("recall.dense_adapt", float, 0.5, None,
         "how far BM25's confidence in its best memory lowers the dense share, 0 to 1 (0: off)"),
     Key("recall.graph_weight", float, 0.0, None,
         "the entity graph leg's weight in fusion under balanced, 0 to 1 (0: off)"),
     Key("recall.top_guard", bool, True, None,
         "the BM25 leg's best memory is ranked first (balanced and lexical strategies)"),
     Key("recall.context_share", float, 0.5, None,
-        "share of an episode's score lent to its neighbouring episodes, 0 to 1 (0: off)"),
+        "share of an episode's score lent to its neighbouring episodes, 0 to 1 (0: off), "
+        "by a turn that opens with a speaker's label (\"Sam: ...\")"),
+    Key("recall.note_context_share", float, NOTE_CONTEXT_SHARE, None,
+        "the same share lent by an episode without a speaker's label (a note), 0 to 1"),
     Key("recall.context_reach", int, 2, None,
         "neighbouring episodes on each side that receive a share"),
     Key("recall.context_gap_seconds", float, 1800.0, None,

@@ -512,7 +512,7 @@ def evaluate(
         settings = default.settings
         projections, embedder = app.projections(), app.embedder()
         plain = Reader(projections, embedder, default.reranker,
-                       replace(settings, context_share=0.0), AccessLog())  # fmt: skip
+                       replace(settings, **NO_CONTEXT), AccessLog())  # fmt: skip
         modes = [Mode("bm25", plain, "bm25")]
         if "legs" in kinds:
             modes.append(Mode("dense", plain, "dense"))
@@ -575,9 +575,11 @@ def evaluate_longmemeval(
     progress: Callable[[str], None],
     overrides: dict[str, Any] | None = None,
     kinds: Sequence[str] = MODE_KINDS,
+    variants: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """Each question in a fresh data directory of its own (its haystack's turns stored
-    through ``Writer.store_many``), asked once per mode; one embedder (and so one embedding
+    through ``Writer.store_many``), asked once per mode (and once per variant of the
+    default's settings, so variants share one import); one embedder (and so one embedding
     cache and one loaded model) serves every directory."""
     name = "LongMemEval-S (shared questions, turn level)"
     name += ", plain lines (no source, no time)" if plain else ", with source and session time"
@@ -611,7 +613,7 @@ def evaluate_longmemeval(
                     if overrides:
                         default.settings = replace(default.settings, **overrides)
                     at = None if plain else stack.asked_at
-                    modes = _lme_modes(app, default, kinds, at)
+                    modes = _lme_modes(app, default, kinds, at, variants)
                     half = HELD_OUT if index % 2 else TUNE
                     for mode in modes:
                         result = mode.reader.recall(RecallRequest(
@@ -657,19 +659,31 @@ def evaluate_longmemeval(
     }
 
 
-def _lme_modes(app: App, default: Reader, kinds: Sequence[str], at: datetime | None) -> list[Mode]:
-    """bm25, (dense), the default: each reading the clock at the question's date when the
-    protocol has dates, so "two weeks ago" and staleness count from the day it was asked."""
+def _lme_modes(
+    app: App,
+    default: Reader,
+    kinds: Sequence[str],
+    at: datetime | None,
+    variants: Sequence[dict[str, Any]] = (),
+) -> list[Mode]:
+    """bm25, (dense), the default, the default with each variant's settings: each reading
+    the clock at the question's date when the protocol has dates, so "two weeks ago" and
+    staleness count from the day it was asked."""
     settings = default.settings
     projections, embedder = app.projections(), app.embedder()
     clock = (lambda: at) if at is not None else (lambda: datetime.now(UTC))
     plain = Reader(projections, embedder, default.reranker,
-                   replace(settings, context_share=0.0), AccessLog(), clock=clock)  # fmt: skip
+                   replace(settings, **NO_CONTEXT), AccessLog(), clock=clock)  # fmt: skip
     asked = Reader(projections, embedder, default.reranker, settings, AccessLog(), clock=clock)
     modes = [Mode("bm25", plain, "bm25")]
     if "legs" in kinds:
         modes.append(Mode("dense", plain, "dense"))
     modes.append(Mode(DEFAULT, asked, "hybrid"))
+    for variant in variants:
+        label = ", ".join(f"{k}={v}" for k, v in variant.items())
+        tried = Reader(projections, embedder, default.reranker, replace(settings, **variant),
+                       AccessLog(), clock=clock)  # fmt: skip
+        modes.append(Mode(f"{DEFAULT} with {label}", tried, "hybrid"))
     return modes
 
 
@@ -715,7 +729,11 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-_SETTINGS = {"dense_weight": float, "context_share": float, "context_reach": int,
+NO_CONTEXT = {"context_share": 0.0, "note_context_share": 0.0}
+"""The settings that turn episode context off (labelled turns and notes alike)."""
+
+_SETTINGS = {"dense_weight": float, "context_share": float, "note_context_share": float,
+             "context_reach": int,
              "context_gap": float, "prefetch": int, "dense_adapt": float,
              "graph_weight": float, "date_boost": float,
              "context_below_lender": lambda v: v.lower() in ("1", "true", "yes"),
@@ -774,8 +792,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         metavar="NAME=VALUE",
         help="override a RecallSettings value for this run (dense_weight, dense_adapt, "
-        "context_share, context_reach, context_gap, prefetch, graph_weight, date_boost, "
-        "context_below_lender, top_guard); repeatable",
+        "context_share, note_context_share, context_reach, context_gap, prefetch, "
+        "graph_weight, date_boost, context_below_lender, top_guard); repeatable",
     )
     parser.add_argument(
         "--variant",
@@ -829,7 +847,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             progress(f"LongMemEval-S {protocol}: {len(stacks)} questions, "
                      f"{sum(len(h.docs) for h in stacks)} turns")  # fmt: skip
             reports.append(evaluate_longmemeval(stacks, protocol == "plain", args.cache_home,
-                                                progress, overrides, kinds))  # fmt: skip
+                                                progress, overrides, kinds, variants))  # fmt: skip
     for name, build in benches:
         bench = build()
         if args.home is not None:

@@ -90,7 +90,6 @@ disagrees is stored beside it (the agent's recall then flags the contradiction).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from dataclasses import replace as replaced
@@ -105,6 +104,7 @@ from ferrex.rules.dedup import classify_object_change, meaning_difference, same_
 from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.rules.eviction import eviction_plan
 from ferrex.rules.freshness import StalenessParams
+from ferrex.rules.fusion import opens_with_speaker
 from ferrex.rules.lifecycle import (
     DEFAULT_IMPORTANCE,
     check_importance,
@@ -863,10 +863,6 @@ def _endings(
     return events
 
 
-_SPEAKER = re.compile(r"[^\W\d_][\w'.-]*(?: [\w'.-]+){0,2}: \S")
-"""A speaker's label opening a turn: one to three words, a colon ("Sam: ", "Dr. Lee: ")."""
-
-
 def looks_like_turn(text: str, max_chars: int) -> bool:
     """Whether an episodic text is a conversation turn (it may join a derived episode)
     rather than a document (it stands alone): at most half of ``max_chars``, or at most
@@ -874,7 +870,7 @@ def looks_like_turn(text: str, max_chars: int) -> bool:
     after the other are not a conversation, and must not lend each other scores."""
     if len(text) <= max_chars // 2:
         return True
-    return len(text) <= max_chars and _SPEAKER.match(text) is not None
+    return len(text) <= max_chars and opens_with_speaker(text)
 
 
 def episode_of(

@@ -119,9 +119,11 @@ from ferrex.rules.freshness import (
     staleness,
 )
 from ferrex.rules.fusion import (
+    NOTE_CONTEXT_SHARE,
     Leg,
     adaptive_dense_share,
     bm25_confidence,
+    context_shares,
     fuse,
     keep_top,
     lend_to_neighbours,
@@ -217,18 +219,23 @@ class RecallSettings:
     rerank_pool: int = 20
     dense_weight: float = 0.4
     """The dense leg's share of the fused score; the BM25 leg has the rest."""
-    dense_adapt: float = 1.0
+    dense_adapt: float = 0.5
     """How far the BM25 leg's confidence in its best memory lowers the dense share, per
     query (:func:`ferrex.rules.fusion.adaptive_dense_share`; 0: a fixed share). Applies
     to ``dense_weight``, not to a strategy that names its own share (``semantic``,
-    ``lexical``). With the top guard, 1 is the one setting (of 0, 0.5, 0.75, 1) that keeps
-    recall@1 at or above the BM25 leg's on the tuning halves of both LoCoMo protocols and
-    SciFact (``tools/eval_retrieval.py``); it costs SciFact 0.004 nDCG@10."""
+    ``lexical``). Once notes lent no episode context, 0.5 rather than 1 raised
+    LongMemEval-S recall_any@5 and SciFact nDCG@10 and golden MRR, cost LoCoMo at most
+    0.006, and kept recall@1 at the BM25 leg's on LoCoMo's tuning halves
+    (``docs/bench/retrieval-issue26.md``)."""
     graph_weight: float = 0.0
     """The entity graph leg's weight in fusion beside the other two (0 under ``balanced``
     unless set; a strategy may raise it)."""
     context_share: float = 0.5
-    """How much of an episode's score its neighbours receive (0 turns episode context off)."""
+    """How much of an episode's score its neighbours receive (0 turns episode context off),
+    for an episode that opens with a speaker's label (a line of a conversation)."""
+    note_context_share: float = NOTE_CONTEXT_SHARE
+    """The same for an episode without a speaker's label (a note, one speaker's message):
+    :func:`ferrex.rules.fusion.context_shares`."""
     context_reach: int = 2
     """Neighbours on each side of an episode that receive a share."""
     context_gap: float = 1800.0
@@ -250,6 +257,11 @@ class RecallSettings:
     """The zone dates in questions are read in ("yesterday" is that zone's yesterday) when
     the recall's ``as_of`` names no offset of its own (``recall.time_zone``)."""
 
+    @property
+    def lends_context(self) -> bool:
+        """Whether episode context is on: some episode lends its neighbours a share."""
+        return (self.context_share > 0 or self.note_context_share > 0) and self.context_reach > 0
+
     @classmethod
     def from_config(cls, config: Config) -> RecallSettings:
         """The settings of ``config``, every value checked (errors name the key)."""
@@ -263,6 +275,7 @@ class RecallSettings:
             dense_adapt=_within(c, "recall.dense_adapt", 0.0, 1.0),
             graph_weight=_within(c, "recall.graph_weight", 0.0, 1.0),
             context_share=_within(c, "recall.context_share", 0.0, 1.0),
+            note_context_share=_within(c, "recall.note_context_share", 0.0, 1.0),
             context_reach=int(_within(c, "recall.context_reach", 0, 10)),
             context_gap=_within(c, "recall.context_gap_seconds", 0.0, 30 * 86400.0),
             top_guard=c["recall.top_guard"],
@@ -553,7 +566,7 @@ class Reader:
         memories = {m.memory_id: m for m in rm.memories(memory_ids=[mid for mid, _ in fused])}
         fused = [(mid, score) for mid, score in fused if mid in memories]
         lent: dict[str, tuple[str, float]] = {}
-        if self.settings.context_share > 0 and self.settings.context_reach > 0:
+        if self.settings.lends_context:
             fused, lent = self._with_context(fused, memories, q.flt)
             fused = fused[: q.pool]
         empty = Leg({}, 0.0)
@@ -820,18 +833,23 @@ class Reader:
     ) -> tuple[list[tuple[str, float]], dict[str, tuple[str, float]]]:
         """Episode context: every episode among the candidates lends a share of its score
         to its neighbours (:func:`lend_to_neighbours`); neighbours that were not candidates
-        join, if the recall's filter admits them. Adds them to ``memories``."""
+        join, if the recall's filter admits them. Adds them to ``memories``. A lender whose
+        share is 0 (a note, by default) has its neighbours left unread."""
         s = self.settings
+        texts = {mid: memory_text(memories[mid].type, memories[mid].body()) for mid, _ in fused}
+        shares = context_shares(texts, s.context_share, s.note_context_share)
         neighbours = {
             mid: self._neighbours(memories[mid], s.context_reach, s.context_gap, flt.agent_id)
             for mid, _ in fused
+            if shares[mid] > 0
         }
         new = sorted({n for ns in neighbours.values() for n in ns} - memories.keys())
         if new:
             rows = self.projections.read_model.memories(memory_ids=new)
             memories.update((m.memory_id, m) for m in self._admitted(rows, flt))
             neighbours = {mid: [n for n in ns if n in memories] for mid, ns in neighbours.items()}
-        return lend_to_neighbours(fused, neighbours, s.context_share, s.context_below_lender)
+        return lend_to_neighbours(fused, neighbours, s.context_share, s.context_below_lender,
+                                  shares)  # fmt: skip
 
     def _neighbours(
         self, memory: Memory, reach: int, gap: float, agent_id: str | None

@@ -5,6 +5,7 @@ See :mod:`ferrex.read.recall` for why recall fuses per memory rather than with R
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -12,6 +13,21 @@ from typing import TypeVar
 from projections.vectors import Hit
 
 T = TypeVar("T")
+
+SPEAKER = re.compile(r"[^\W\d_][\w'.-]*(?: [\w'.-]+){0,2}: \S")
+"""A speaker's label opening a turn: one to three words, a colon ("Sam: ", "Dr. Lee: ")."""
+
+
+NOTE_CONTEXT_SHARE = 0.0
+"""The share of its score an episode without a speaker's label lends its neighbours (the
+default ``recall.note_context_share``; a labelled turn lends ``recall.context_share``)."""
+
+
+def opens_with_speaker(text: str) -> bool:
+    """Whether ``text`` opens with a speaker's label (:data:`SPEAKER`): a line of a
+    conversation between people ("Caroline: I went to the LGBTQ support group"), whose
+    meaning spans turns, rather than a note or a message that stands on its own."""
+    return SPEAKER.match(text) is not None
 
 
 def best_part(hits: Sequence[Hit]) -> dict[str, Hit]:
@@ -94,9 +110,11 @@ def lend_to_neighbours(
     neighbours: Mapping[str, Sequence[str]],
     share: float,
     below_lender: bool = False,
+    shares: Mapping[str, float] | None = None,
 ) -> tuple[list[tuple[str, float]], dict[str, tuple[str, float]]]:
     """Episode context as a pure function. Each candidate lends ``share`` of its score to
-    each of its ``neighbours``; a memory keeps its own score plus the largest loan it got
+    each of its ``neighbours`` (a lender named in ``shares`` lends its own share instead:
+    see :func:`context_shares`); a memory keeps its own score plus the largest loan it got
     (from the best-scoring lender; ties by id). With ``below_lender``, a loan lifts a
     memory at most to just below its lender's own score (never above the memory that
     found it; a memory already above keeps its own score). Returns the new ranking, best
@@ -104,7 +122,7 @@ def lend_to_neighbours(
     own = dict(fused)
     loans: dict[str, tuple[str, float]] = {}
     for memory_id, score in fused:
-        amount = share * score
+        amount = (share if shares is None else shares.get(memory_id, share)) * score
         if amount <= 0:  # a leg alone may score below zero (cosine): nothing to lend
             continue
         for neighbour in neighbours.get(memory_id, ()):
@@ -119,6 +137,15 @@ def lend_to_neighbours(
     total = {m: own.get(m, 0.0) + loans[m][1] if m in loans else own[m]
              for m in own.keys() | loans.keys()}  # fmt: skip
     return sorted(total.items(), key=lambda item: (-item[1], item[0])), loans
+
+
+def context_shares(texts: Mapping[str, str], dialogue: float, note: float) -> dict[str, float]:
+    """Each lender's share of episode context, by its text: ``dialogue`` for a turn that
+    opens with a speaker's label (an answer is often the next speaker's turn, and a short
+    reply means little without the line it answers), ``note`` for a turn without one (an
+    agent's notes or one speaker's messages stored in a row, each said on its own: a
+    neighbour of a hit is no likelier to be an answer for being next to it)."""
+    return {mid: dialogue if opens_with_speaker(text) else note for mid, text in texts.items()}
 
 
 def keep_top(ranking: Sequence[T], memory_id: Callable[[T], str], top: str | None) -> list[T]:

@@ -16,6 +16,7 @@ from ferrex.models.rerank import RerankStage, choose_reranker
 from ferrex.read.candidate import Candidate
 from ferrex.read.recall import AccessLog, Reader, RecallRequest
 from ferrex.rules.dates import Period
+from ferrex.rules.fusion import NOTE_CONTEXT_SHARE
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal
@@ -217,7 +218,9 @@ def test_each_leg_alone_finds_what_only_it_can(world: World) -> None:
     meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
     query = "INC-90312 storage filling up on the test db"
     # Stored back to back, the two notes are one derived episode: context off, legs alone.
-    world.reader.settings = replace(world.reader.settings, context_share=0.0)
+    world.reader.settings = replace(
+        world.reader.settings, context_share=0.0, note_context_share=0.0
+    )
     bm25 = world.reader.recall(RecallRequest(query=query, legs="bm25", explain=True))
     assert [r["id"] for r in bm25.results] == [exact.id]  # no shared word with the other
     assert bm25.results[0]["explain"]["legs"] == "bm25"
@@ -304,6 +307,38 @@ def test_an_imports_lines_are_neighbours_in_file_order(world: World) -> None:
     explained = {r["id"]: r["explain"] for r in result.results}
     assert result.results[0]["id"] == ids[1]
     assert explained[ids[2]]["context"]["from"] == ids[1]
+
+
+def test_notes_without_a_speaker_lend_their_neighbours_nothing_unlike_dialogue(
+    world: World,
+) -> None:
+    lines = ["Did anyone book the venue for the offsite?", "Done, the barn near the lake.",
+             "The printer on floor two is jammed."]  # fmt: skip
+    ids: dict[str, list[str]] = {}
+    for namespace, labels in (("dialogue", ("Mia: ", "Leo: ", "Kim: ")), ("notes", ("",) * 3)):
+        said = [label + text for label, text in zip(labels, lines, strict=True)]
+        stored = world.writer.store_many([turn(t, None, None, namespace=namespace) for t in said])
+        ids[namespace] = [s.id for s in stored]  # type: ignore[union-attr]
+
+    def loan(namespace: str) -> tuple[dict[str, Any] | None, float]:
+        result = world.reader.recall(RecallRequest(query="book the venue offsite", limit=3,
+                                                   namespace=namespace, explain=True,
+                                                   min_relevance=0.0))  # fmt: skip
+        explained = {r["id"]: r["explain"] for r in result.results}
+        first, second = ids[namespace][:2]
+        assert result.results[0]["id"] == first
+        lent = explained[first]["context"]
+        own = explained[first]["fused"] - (lent["lent"] if lent else 0.0)
+        return (explained[second]["context"] if second in explained else None), own
+
+    given, own = loan("dialogue")  # the reply to a question comes back with it
+    assert given is not None and given["from"] == ids["dialogue"][0]
+    assert given["lent"] == pytest.approx(0.5 * own, abs=1e-5)
+    assert NOTE_CONTEXT_SHARE == 0.0
+    assert loan("notes")[0] is None  # a note next to a hit is no likelier to be an answer
+    world.reader.settings = replace(world.reader.settings, note_context_share=0.2)
+    given, own = loan("notes")
+    assert given is not None and given["lent"] == pytest.approx(0.2 * own, abs=1e-5)
 
 
 def test_episodes_hidden_by_the_filter_lend_nothing(world: World) -> None:

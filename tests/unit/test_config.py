@@ -92,12 +92,17 @@ def test_staleness_errors_name_the_key(tmp_path: Path, text: str, message: str) 
 def test_recall_fusion_keys_reach_the_settings_and_are_checked(tmp_path: Path) -> None:
     from ferrex.read.recall import RecallSettings
 
-    (tmp_path / "ferrex.toml").write_text("[recall]\ndense_adapt = 0.5\ngraph_weight = 0.25\n")
+    (tmp_path / "ferrex.toml").write_text("[recall]\ndense_adapt = 0.75\ngraph_weight = 0.25\n")
     settings = RecallSettings.from_config(load(tmp_path, env={}))
-    assert (settings.dense_adapt, settings.graph_weight) == (0.5, 0.25)
+    assert (settings.dense_adapt, settings.graph_weight) == (0.75, 0.25)
     assert RecallSettings.from_config(load(tmp_path / "none", env={})) == RecallSettings()
     (tmp_path / "ferrex.toml").write_text("[recall]\ngraph_weight = 1.5\n")
     with pytest.raises(UsageError, match=r"'recall\.graph_weight' must be between 0 and 1"):
+        RecallSettings.from_config(load(tmp_path, env={}))
+    (tmp_path / "ferrex.toml").write_text("[recall]\nnote_context_share = 0.1\n")
+    assert RecallSettings.from_config(load(tmp_path, env={})).note_context_share == 0.1
+    (tmp_path / "ferrex.toml").write_text("[recall]\nnote_context_share = -0.1\n")
+    with pytest.raises(UsageError, match=r"'recall\.note_context_share' must be between 0 and 1"):
         RecallSettings.from_config(load(tmp_path, env={}))
 
 

@@ -10,10 +10,12 @@ from ferrex.rules.fusion import (
     Leg,
     adaptive_dense_share,
     bm25_confidence,
+    context_shares,
     fuse,
     keep_top,
     lend_to_neighbours,
     normalized,
+    opens_with_speaker,
 )
 from projections.documents import text_parts
 from projections.vectors import Hit
@@ -84,6 +86,35 @@ def test_neighbours_get_a_share_of_the_best_lender_and_keep_their_own() -> None:
     assert scores["other"] == pytest.approx(0.4)
     assert loans["near"] == ("hit", pytest.approx(0.5))
     assert [m for m, _ in ranking] == ["hit", "near", "new", "other"]
+
+
+@pytest.mark.parametrize(
+    ("text", "labelled"),
+    [
+        ("Caroline: I went to the support group yesterday", True),
+        ("Dr. Lee: take two a day", True),
+        ("user: how do I rotate the key?", True),
+        ("I went to the support group yesterday", False),
+        ("Deploy at 10:30 sharp", False),  # a colon inside a sentence is no label
+        ("Note: the staging db is full", True),  # a label-like opening counts as one
+        ("Ticket INC-4417:", False),  # nothing said after the colon
+    ],
+)
+def test_a_turn_opens_with_a_speakers_label(text: str, labelled: bool) -> None:
+    assert opens_with_speaker(text) is labelled
+
+
+def test_a_labelled_turn_lends_the_dialogue_share_and_a_note_the_note_share() -> None:
+    texts = {"q": "Sam: who booked the venue?", "n": "Booked the barn for Friday"}
+    assert context_shares(texts, dialogue=0.5, note=0.1) == {"q": 0.5, "n": 0.1}
+    fused = [("q", 1.0), ("n", 0.8)]
+    neighbours = {"q": ["a"], "n": ["b"]}
+    ranking, loans = lend_to_neighbours(fused, neighbours, 0.5, shares={"n": 0.1})
+    assert loans == {"a": ("q", pytest.approx(0.5)), "b": ("n", pytest.approx(0.08))}
+    # A lender missing from shares lends the common share.
+    _, same = lend_to_neighbours(fused, neighbours, 0.5, shares={})
+    assert same == lend_to_neighbours(fused, neighbours, 0.5)[1]
+    assert dict(ranking)["b"] == pytest.approx(0.08)
 
 
 def test_without_neighbours_the_ranking_is_unchanged() -> None:
