@@ -217,8 +217,13 @@ def _is_port(token: str) -> bool:
 
 
 def _is_version(token: str) -> bool:
-    # "7.2", "1.29", "3.4.0", "v2.9.0": digits joined by dots (an identifier token)
-    return "." in token and any(c.isdigit() for c in token) and not any(c == "/" for c in token)
+    # "7.2", "1.29", "3.4.0", "v2.9.0": digits joined by dots (an identifier token); or a
+    # major version alone, "16" in "PostgreSQL 14 to 16", "v3": at most three digits (a port
+    # or a count of four or more digits is not read as one)
+    if "." in token:
+        return any(c.isdigit() for c in token) and "/" not in token
+    digits = token[1:] if token.startswith("v") else token
+    return 0 < len(digits) <= 3 and digits.isdigit()
 
 
 def _is_domain(token: str) -> bool:

@@ -225,6 +225,9 @@ def test_an_attribute_the_memory_does_not_state_is_missing() -> None:
     assert attribute("which port does the orders database listen on", db + " on 6432") == 0.0
     assert attribute("what version of RabbitMQ do we run", "Celery with RabbitMQ as broker") == 1.0
     assert attribute("what version of Redis is it", "redis-sess-01 runs Redis 7.2") == 0.0
+    # a major version alone states a version; a port does not
+    assert attribute("Postgres major version upgrade", "moved from PostgreSQL 14 to 16") == 0.0
+    assert attribute("what version of RabbitMQ runs", "RabbitMQ listens on 5672") == 1.0
     assert attribute("where is the password for redis-sess-01 kept", "redis-sess-01: 7.2") == 1.0
     assert attribute("where is the password kept", "the secret is in Vault") == 0.0
     assert attribute("how many shards does the index have", "Dana owns the index job") == 1.0
