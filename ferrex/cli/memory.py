@@ -355,21 +355,12 @@ def import_(
         click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
                                "lines": outcomes}))  # fmt: skip
     else:
-        unavailable = [o for o in outcomes if o["status"] == "unavailable"]
-        if unavailable:
-            first = unavailable[0]
-            click.echo(
-                f"lines {first['line']}.. ({len(unavailable)}): not stored [{first['code']}] "
-                f"{first['message']} (hint: {first['hint']}); run the import again when it "
-                "answers: the lines stored now are then skipped"
-            )
+        _echo_unavailable(outcomes, lambda first, n: f"lines {first['line']}.. ({n})", "lines")
         for o in outcomes:
             if o["status"] in ("invalid", "refused") or o.get("code") == "secret_refused":
                 what = f" ({o['item']})" if "item" in o else ""
                 click.echo(f"line {o['line']}{what}: {o['status']} [{o['code']}] {o['message']}")
-            for r in o.get("redacted", ()):
-                click.echo(f"line {o['line']}: redacted a likely {r['kind']} in {r['field']} "
-                           f"at character {r['at']}")  # fmt: skip
+            _echo_redacted(f"line {o['line']}", o)
         summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty"
         if with_secrets["lines"]:
             done = "redacted" if secrets == "redact" else "skipped"
@@ -617,26 +608,37 @@ def _import_chats(
         raise click.exceptions.Exit(Refused.exit_code)
 
 
-def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
-    """The text report of a chat import: the items not stored, then what was stored and
-    what was skipped, by reason."""
-    outcomes: list[dict[str, Any]] = summary["items"]
+def _echo_unavailable(
+    outcomes: list[dict[str, Any]], which: Callable[[dict[str, Any], int], str], items: str
+) -> None:
+    """One line for what an embeddings server's absence left unstored (``which`` names the
+    first of them and how many), with what to do about it."""
     unavailable = [o for o in outcomes if o["status"] == "unavailable"]
     if unavailable:
         first = unavailable[0]
         click.echo(
-            f"{len(unavailable)} messages not stored [{first['code']}] {first['message']} "
-            f"(hint: {first['hint']}); run the import again when it answers: the messages "
+            f"{which(first, len(unavailable))}: not stored [{first['code']}] {first['message']} "
+            f"(hint: {first['hint']}); run the import again when it answers: the {items} "
             "stored now are then skipped"
         )
+
+
+def _echo_redacted(what: str, outcome: dict[str, Any]) -> None:
+    for r in outcome.get("redacted", ()):
+        click.echo(f"{what}: redacted a likely {r['kind']} in {r['field']} at character {r['at']}")
+
+
+def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
+    """The text report of a chat import: the items not stored, then what was stored and
+    what was skipped, by reason."""
+    outcomes: list[dict[str, Any]] = summary["items"]
+    _echo_unavailable(outcomes, lambda first, n: f"{n} messages", "messages")
     for o in outcomes:
         what = f"conversation {o['conversation_id']} message {o['message_id']}"
         what += f" part {o['part']}" if "part" in o else ""
         if o["status"] in ("invalid", "refused"):
             click.echo(f"{what}: {o['status']} [{o['code']}] {o['message']}")
-        for r in o.get("redacted", ()):
-            click.echo(f"{what}: redacted a likely {r['kind']} in {r['field']} "
-                       f"at character {r['at']}")  # fmt: skip
+        _echo_redacted(what, o)
     counts: dict[str, int] = summary["counts"]
     untimed = summary["untimed"]
     click.echo(
