@@ -799,26 +799,12 @@ class ReadModel:
         rows = list(self.db.execute(sql, args))
         # Every row's entities in one query, not one per row: by ids (recall asks for dozens
         # at a time), or for a whole namespace (stats and reflect read every memory).
-        linked: dict[str, list[str]] = {}
-        if memory_ids is not None:
-            links = self.db.execute(
-                f"SELECT memory_id, entity_id FROM memory_entities WHERE memory_id IN "
-                f"({','.join('?' * len(memory_ids))}) ORDER BY memory_id, entity_id",
-                list(memory_ids),
-            )
-        elif namespace is not None:
-            links = self.db.execute(
-                "SELECT me.memory_id, me.entity_id FROM memory_entities AS me JOIN memories AS m "
-                "ON m.memory_id = me.memory_id WHERE m.namespace=? "
-                "ORDER BY me.memory_id, me.entity_id",
-                (namespace,),
-            )
-        else:
-            links = self.db.execute(
-                "SELECT memory_id, entity_id FROM memory_entities ORDER BY memory_id, entity_id"
-            )
-        for m, e in links:
-            linked.setdefault(str(m), []).append(str(e))
+        linked = self._grouped(
+            "SELECT me.memory_id, me.entity_id FROM memory_entities AS me",
+            "me.memory_id", memory_ids, namespace,
+            "JOIN memories AS m ON m.memory_id = me.memory_id WHERE m.namespace=?",
+            " ORDER BY me.memory_id, me.entity_id",
+        )  # fmt: skip
         return [self._memory(row, tuple(linked.get(str(row[0]), ()))) for row in rows]
 
     def _memory(self, row: tuple[Any, ...], entity_ids: tuple[str, ...] | None = None) -> Memory:
@@ -967,25 +953,37 @@ class ReadModel:
         self, namespace: str | None = None, entity_ids: Sequence[str] | None = None
     ) -> dict[str, list[str]]:
         """Entity id → the agents a cascade kept it for (entities kept for everyone absent)."""
-        if entity_ids is not None:
-            if not entity_ids:
+        return self._grouped(
+            "SELECT k.entity_id, k.agent_id FROM entity_kept_for AS k",
+            "k.entity_id", entity_ids, namespace,
+            "JOIN entities AS e ON e.entity_id = k.entity_id WHERE e.namespace=?",
+        )  # fmt: skip
+
+    def _grouped(
+        self,
+        select: str,
+        key: str,
+        ids: Sequence[str] | None,
+        namespace: str | None,
+        in_namespace: str,
+        order: str = "",
+    ) -> dict[str, list[str]]:
+        """The pairs ``select`` reads, grouped by their first column: of the ``ids`` (on
+        column ``key``), else of a ``namespace`` (through the join ``in_namespace``), else
+        all of them."""
+        if ids is not None:
+            if not ids:
                 return {}
             rows = self.db.execute(
-                f"SELECT entity_id, agent_id FROM entity_kept_for WHERE entity_id IN "
-                f"({','.join('?' * len(entity_ids))})",
-                list(entity_ids),
+                f"{select} WHERE {key} IN ({','.join('?' * len(ids))}){order}", list(ids)
             )
         elif namespace is not None:
-            rows = self.db.execute(
-                "SELECT k.entity_id, k.agent_id FROM entity_kept_for k JOIN entities e "
-                "ON e.entity_id=k.entity_id WHERE e.namespace=?",
-                (namespace,),
-            )
+            rows = self.db.execute(f"{select} {in_namespace}{order}", (namespace,))
         else:
-            rows = self.db.execute("SELECT entity_id, agent_id FROM entity_kept_for")
+            rows = self.db.execute(f"{select}{order}")
         found: dict[str, list[str]] = {}
-        for entity_id, agent_id in rows:
-            found.setdefault(str(entity_id), []).append(str(agent_id))
+        for a, b in rows:
+            found.setdefault(str(a), []).append(str(b))
         return found
 
     def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
