@@ -22,7 +22,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -906,9 +906,8 @@ class ReadModel:
         spellings of an entity merged into another are that other's."""
         kept = self._kept_for(namespace)
         return [
-            Spelling(str(e), str(a), str(n), _text(g), None if m is None else str(r),
-                     viewers(_text(z), kept.get(str(e), ())))
-            for e, a, n, g, m, r, z in self.db.execute(
+            _spelling(row, kept)
+            for row in self.db.execute(
                 "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
                 "e.merged_into, a.entity_id, e.agent_id "
                 "FROM aliases a LEFT JOIN entities e ON e.entity_id=a.entity_id "
@@ -936,9 +935,8 @@ class ReadModel:
         marks = ",".join("?" * len(ids))
         kept = self._kept_for(entity_ids=ids)
         return [
-            Spelling(str(e), str(a), str(n), _text(g), None if m is None else str(r),
-                     viewers(_text(z), kept.get(str(e), ())))
-            for e, a, n, g, m, r, z in self.db.execute(
+            _spelling(row, kept)
+            for row in self.db.execute(
                 "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
                 "e.merged_into, a.entity_id, e.agent_id FROM aliases a "
                 "LEFT JOIN entities e ON e.entity_id=a.entity_id "
@@ -1587,6 +1585,15 @@ _KEYED: Final = (
     ("aliases", "entity_id"),
 )
 _KEY_COLUMN: Final = {"memories": 0, "memory_entities": 0, "entities": 0, "aliases": 3}
+
+
+def _spelling(row: tuple[Any, ...], kept: Mapping[str, Sequence[str]]) -> Spelling:
+    """A spelling from ``SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized,
+    a.agent_id, e.merged_into, a.entity_id, e.agent_id`` (aliases joined to entities)."""
+    entity, alias, normalized, agent, merged_into, recorded, scope = row
+    return Spelling(str(entity), str(alias), str(normalized), _text(agent),
+                    None if merged_into is None else str(recorded),
+                    viewers(_text(scope), kept.get(str(entity), ())))  # fmt: skip
 
 
 def _add_aggregates(db: apsw.Connection) -> None:

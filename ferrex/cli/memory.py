@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from itertools import groupby
 from pathlib import Path
@@ -366,12 +366,7 @@ def import_(
             done = "redacted" if secrets == "redact" else "skipped"
             summary += f"; likely secrets in {with_secrets['lines']} lines, {done}"
         click.echo(summary)
-    if counts.get("unavailable"):
-        raise click.exceptions.Exit(BackendUnavailable.exit_code)
-    if counts.get("invalid"):
-        raise click.exceptions.Exit(UsageError.exit_code)
-    if counts.get("refused"):
-        raise click.exceptions.Exit(Refused.exit_code)
+    _exit_for(counts)
 
 
 def secrets_report(outcomes: list[dict[str, Any]], key: str = "line") -> dict[str, Any]:
@@ -600,12 +595,19 @@ def _import_chats(
         click.echo(json.dumps(summary))
     else:
         _echo_chats(summary, secrets)
-    if counts.get("unavailable"):
-        raise click.exceptions.Exit(BackendUnavailable.exit_code)
-    if counts.get("invalid"):
-        raise click.exceptions.Exit(UsageError.exit_code)
-    if counts.get("refused"):
-        raise click.exceptions.Exit(Refused.exit_code)
+    _exit_for(counts)
+
+
+def _exit_for(counts: Mapping[str, int]) -> None:
+    """An import's exit code: anything left for an absent embeddings server first, then
+    invalid lines, then refusals; 0 when everything was stored or skipped."""
+    for status, error in (
+        ("unavailable", BackendUnavailable),
+        ("invalid", UsageError),
+        ("refused", Refused),
+    ):
+        if counts.get(status):
+            raise click.exceptions.Exit(error.exit_code)
 
 
 def _echo_unavailable(
