@@ -202,7 +202,9 @@ class _TermIndices:
         for word in _WORD.findall(lowered):
             index = of_word.get(word, -1)
             if index == -1:
-                index = None if word in ENGLISH_STOP_WORDS else token_index(_STEMMER.stem_word(word))
+                index = (
+                    None if word in ENGLISH_STOP_WORDS else token_index(_STEMMER.stem_word(word))
+                )
                 if len(of_word) < self.limit:
                     of_word[word] = index
             if index is not None:

@@ -257,7 +257,9 @@ def test_remembered_word_indices_give_the_recipes_vectors(texts: list[str]) -> N
     for limit in (0, 65_536):
         terms = sparse._TermIndices(limit)
         for text in texts + texts:  # the second time from the memo
-            assert sorted(terms.indices(text)) == sorted(token_index(t) for t in sparse.tokens(text))
+            assert sorted(terms.indices(text)) == sorted(
+                token_index(t) for t in sparse.tokens(text)
+            )
         for text in texts:
             document = encoder.encode_document(text)
             assert list(document.indices) == sorted(_reference_document(encoder, text))

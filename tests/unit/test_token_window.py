@@ -33,7 +33,9 @@ ASCII = st.text(st.characters(min_codepoint=0, max_codepoint=127), max_size=3 * 
 
 
 @settings(max_examples=300)
-@given(text=ASCII | st.builds("".join, st.lists(st.sampled_from(["!", "a", " ", "ab", "\t", "\x00"]))))
+@given(
+    text=ASCII | st.builds("".join, st.lists(st.sampled_from(["!", "a", " ", "ab", "\t", "\x00"])))
+)
 def test_fits_agrees_with_the_token_count(counter: TokenCounter, text: str) -> None:
     count = counter.count_tokens(text)
     assert count is not None
