@@ -166,23 +166,25 @@ class TokenCounter:
     def fits(self, text: str) -> bool:
         """Whether the model reads all of ``text`` (unknown tokenizers: assume it does).
 
-        An ASCII text no longer than :func:`_surely_fitting_length` fits without being
-        tokenised (most memories; a replay asks for every one)."""
-        if len(text) <= self._surely_fits and text.isascii():
+        An ASCII text with no more characters other than spaces than
+        :func:`_surely_fitting_length` fits without being tokenised (most memories; a replay
+        asks for every one)."""
+        if text.isascii() and len(text) - text.count(" ") <= self._surely_fits:
             return True
         count = self.count_tokens(text)
         return count is None or count <= self.window
 
 
 def _surely_fitting_length(tokenizer: Tokenizer, window: int) -> int:
-    """How many ASCII characters always fit ``window``, without tokenising; -1: unknown.
+    """How many ASCII characters besides spaces always fit ``window``; -1: unknown.
 
     Known for a BERT-style WordPiece tokenizer only (the bundled model's): its normalizer
     maps ASCII to at most as many characters (lowercasing, dropping control characters), its
-    pre-tokenizer splits on white space and punctuation, and WordPiece cuts every word into
-    pieces of at least one character or a single ``[UNK]``. So an ASCII text gives at most
-    one token per character, plus the post-processor's special tokens. Other kinds (BPE,
-    Unigram: a prefix mark per word, byte fallback) are always tokenised.
+    pre-tokenizer drops white space and splits on punctuation, and WordPiece cuts every word
+    into pieces of at least one character or a single ``[UNK]``. So an ASCII text gives at
+    most one token per character other than white space, plus the post-processor's special
+    tokens. Other kinds (BPE, Unigram: a prefix mark per word, byte fallback) are always
+    tokenised.
     """
     from tokenizers import models, normalizers, pre_tokenizers
 
@@ -190,7 +192,7 @@ def _surely_fitting_length(tokenizer: Tokenizer, window: int) -> int:
         return -1
     if not isinstance(tokenizer.normalizer, normalizers.BertNormalizer | None):
         return -1
-    if not isinstance(tokenizer.pre_tokenizer, pre_tokenizers.BertPreTokenizer | None):
+    if not isinstance(tokenizer.pre_tokenizer, pre_tokenizers.BertPreTokenizer):
         return -1
     processor = tokenizer.post_processor
     specials = 0 if processor is None else processor.num_special_tokens_to_add(False)

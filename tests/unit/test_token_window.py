@@ -62,3 +62,11 @@ def test_other_tokenizer_kinds_are_always_tokenised(tmp_path: Path) -> None:
     assert counter.fits("ab")
     assert counter._surely_fits == -1
     assert not counter.fits("ab " * WINDOW)
+
+
+def test_spaces_give_no_tokens_so_a_long_spaced_text_fits_uncounted(counter: TokenCounter) -> None:
+    counter.fits("")
+    spaced = " ".join("!" * counter._surely_fits)  # nearly twice the bound long
+    assert len(spaced) > counter._surely_fits
+    assert counter.count_tokens(spaced) == WINDOW
+    assert counter.fits(spaced)
