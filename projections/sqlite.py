@@ -164,6 +164,27 @@ CREATE TABLE IF NOT EXISTS folds (
 CREATE INDEX IF NOT EXISTS folds_memory ON folds (memory_id);
 """
 
+
+def _counted(row: str, step: int) -> str:
+    """The trigger statements that count ``row`` (``new`` or ``old``) in or out of its
+    ``memory_counts`` group."""
+    if step > 0:
+        return (
+            f"INSERT INTO memory_counts VALUES ({row}.namespace, {row}.type, "
+            f"coalesce({row}.agent_id, ''), {row}.agent_id IS NOT NULL, {row}.visibility, "
+            f"{row}.t_invalid IS NULL, {row}.expires_at IS NOT NULL, 1) "
+            "ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring) "
+            "DO UPDATE SET n = n + 1;"
+        )
+    return (
+        f"UPDATE memory_counts SET n = n - 1 WHERE namespace = {row}.namespace "
+        f"AND type = {row}.type AND owner = coalesce({row}.agent_id, '') "
+        f"AND owned = ({row}.agent_id IS NOT NULL) AND visibility = {row}.visibility "
+        f"AND active = ({row}.t_invalid IS NULL) AND expiring = ({row}.expires_at IS NOT NULL); "
+        "DELETE FROM memory_counts WHERE n <= 0;"
+    )
+
+
 # Aggregates for stats and reflect (``ferrex.read.insight``), kept by SQLite itself as rows of
 # ``memories`` come, change and go, so every write path (and a rebuild) derives the same.
 #
@@ -176,7 +197,7 @@ CREATE INDEX IF NOT EXISTS folds_memory ON folds (memory_id);
 # times its staleness counts from (learned, last accessed or else stored, last validated or
 # else stored). Every component of the score only grows with ``now - clock``, so a memory
 # whose oldest clock is recent cannot be aging or stale; reflect fetches only the old ones.
-_AGGREGATES = """
+_AGGREGATES = f"""
 CREATE TABLE IF NOT EXISTS memory_counts (
     namespace TEXT NOT NULL,
     type TEXT NOT NULL,
@@ -189,31 +210,15 @@ CREATE TABLE IF NOT EXISTS memory_counts (
     PRIMARY KEY (namespace, type, owner, owned, visibility, active, expiring)
 );
 CREATE TRIGGER IF NOT EXISTS memory_counts_in AFTER INSERT ON memories BEGIN
-    INSERT INTO memory_counts VALUES (new.namespace, new.type, coalesce(new.agent_id, ''),
-        new.agent_id IS NOT NULL, new.visibility, new.t_invalid IS NULL,
-        new.expires_at IS NOT NULL, 1)
-    ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring)
-    DO UPDATE SET n = n + 1;
+    {_counted("new", +1)}
 END;
 CREATE TRIGGER IF NOT EXISTS memory_counts_out AFTER DELETE ON memories BEGIN
-    UPDATE memory_counts SET n = n - 1 WHERE namespace = old.namespace AND type = old.type
-        AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL)
-        AND visibility = old.visibility AND active = (old.t_invalid IS NULL)
-        AND expiring = (old.expires_at IS NOT NULL);
-    DELETE FROM memory_counts WHERE n <= 0;
+    {_counted("old", -1)}
 END;
 CREATE TRIGGER IF NOT EXISTS memory_counts_change
 AFTER UPDATE OF namespace, type, agent_id, visibility, t_invalid, expires_at ON memories BEGIN
-    UPDATE memory_counts SET n = n - 1 WHERE namespace = old.namespace AND type = old.type
-        AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL)
-        AND visibility = old.visibility AND active = (old.t_invalid IS NULL)
-        AND expiring = (old.expires_at IS NOT NULL);
-    DELETE FROM memory_counts WHERE n <= 0;
-    INSERT INTO memory_counts VALUES (new.namespace, new.type, coalesce(new.agent_id, ''),
-        new.agent_id IS NOT NULL, new.visibility, new.t_invalid IS NULL,
-        new.expires_at IS NOT NULL, 1)
-    ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring)
-    DO UPDATE SET n = n + 1;
+    {_counted("old", -1)}
+    {_counted("new", +1)}
 END;
 CREATE INDEX IF NOT EXISTS memories_clock ON memories (namespace, type, min(
     max(t_valid, created_at), coalesce(last_accessed, created_at),
