@@ -6,14 +6,14 @@ A comparison taken in two runs at two moments measures the machine as much as th
 one runs both sides at once, in two worker processes: this tree (B) and another checkout
 ``--base TREE`` (A, for example ``git archive <commit> | tar -x -C /tmp/base``), each on its
 own fresh copy of ``--home`` (a home built by ``tools/bench.py --reuse``, whose embedding
-cache then serves the stored texts), and with a model cache of its own (``~/.cache/ferrex-
-ab/A`` and ``B``, kept warm across runs). Every call goes to both sides in turn, the side
-that goes first alternating, so a burst of other work falls on both. Each worker reports the
-process CPU time of the call (all its threads: ONNX Runtime and Qdrant Edge included) and
-its wall time; at the end its resident memory (total, anonymous, file-backed). Recalls are
-new query texts (each one embedded), five results, nothing trimmed; stores are new, distinct
-episodic memories, each fsynced. The output gives medians per side and the ratio B / A.
-Speed is reported, never asserted.
+cache then serves the stored texts), and with a model cache of its own
+(``~/.cache/ferrex-ab/A`` and ``B``, kept warm across runs). Every call goes to both sides
+in turn, the side that goes first alternating, so a burst of other work falls on both. Each
+worker reports the process CPU time of the call (all its threads: ONNX Runtime and Qdrant
+Edge included) and its wall time; at the end its resident memory (total, anonymous,
+file-backed). Recalls are new query texts (each one embedded), five results, nothing
+trimmed; stores are new, distinct episodic memories, each fsynced. The output gives medians
+per side and the ratio B / A. Speed is reported, never asserted.
 """
 
 from __future__ import annotations
