@@ -176,6 +176,12 @@ CREATE INDEX IF NOT EXISTS folds_memory ON folds (memory_id);
 # times its staleness counts from (learned, last accessed or else stored, last validated or
 # else stored). Every component of the score only grows with ``now - clock``, so a memory
 # whose oldest clock is recent cannot be aging or stale; reflect fetches only the old ones.
+#
+# ``memories_unvalidated_scoped``: the active memories never validated, by store time, with
+# every column their count per scope reads (``t_invalid`` and ``last_validated`` too, always
+# NULL here, or SQLite would not take it as covering), so the count never visits the table.
+# It replaced ``memories_unvalidated`` (store time and id alone: the count read every row),
+# dropped when a file that has it is opened.
 _AGGREGATES = """
 CREATE TABLE IF NOT EXISTS memory_counts (
     namespace TEXT NOT NULL,
@@ -218,7 +224,9 @@ END;
 CREATE INDEX IF NOT EXISTS memories_clock ON memories (namespace, type, min(
     max(t_valid, created_at), coalesce(last_accessed, created_at),
     coalesce(last_validated, created_at))) WHERE t_invalid IS NULL;
-CREATE INDEX IF NOT EXISTS memories_unvalidated ON memories (created_at, memory_id)
+DROP INDEX IF EXISTS memories_unvalidated;
+CREATE INDEX IF NOT EXISTS memories_unvalidated_scoped ON memories (created_at, memory_id,
+    namespace, agent_id, visibility, expires_at, t_invalid, last_validated)
     WHERE t_invalid IS NULL AND last_validated IS NULL;
 CREATE INDEX IF NOT EXISTS memories_latest ON memories (created_at DESC, memory_id)
     WHERE t_invalid IS NULL;
@@ -1417,14 +1425,16 @@ class ReadModel:
         namespace: str | None, now: float, after_seconds: float
     ) -> tuple[str, list[Any]]:
         # The exact test (``now - created_at >= after``, as Python computes it: both are IEEE
-        # doubles) behind an index bound a second wider than any rounding.
+        # doubles) behind an index bound a second wider than any rounding. The range is read
+        # from ``memories_unvalidated_scoped`` alone: ``+namespace`` keeps the planner (no
+        # statistics) from walking a namespace's every active memory in ``memories_clock``.
         sql = (
             "t_invalid IS NULL AND last_validated IS NULL AND created_at <= ? "
             "AND ? - created_at >= ? AND (expires_at IS NULL OR expires_at > ?)"
         )
         args: list[Any] = [now - after_seconds + 1.0, now, after_seconds, now]
         if namespace is not None:
-            sql += " AND namespace=?"
+            sql += " AND +namespace=?"
             args.append(namespace)
         return sql, args
 
