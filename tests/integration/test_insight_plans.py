@@ -72,9 +72,8 @@ def test_the_never_validated_count_reads_a_covering_index(
     rm = _home(tmp_path / "rm.sqlite")
     now = (T0 + timedelta(days=60)).timestamp()
     counts, plans = _plans(rm, lambda: rm.unvalidated_counts(namespace, now, 30 * DAY))
-    assert plans and all(
-        "COVERING INDEX memories_unvalidated_scoped" in plan for plan in plans
-    ), plans
+    covering = "COVERING INDEX memories_unvalidated_scoped"
+    assert plans and all(covering in plan for plan in plans), plans
     # The same answer as counting the memories one by one.
     every = [m for m in rm.memories() if namespace is None or m.namespace == namespace]
     expected: dict[tuple[str | None, str], int] = {}
