@@ -227,42 +227,6 @@ AFTER UPDATE OF namespace, type, agent_id, visibility, t_invalid, expires_at ON 
     ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring)
     DO UPDATE SET n = n + 1;
 END;
-CREATE TABLE IF NOT EXISTS unvalidated_counts (
-    namespace TEXT NOT NULL,
-    owner TEXT NOT NULL,
-    owned INTEGER NOT NULL,
-    visibility TEXT NOT NULL,
-    n INTEGER NOT NULL,
-    PRIMARY KEY (namespace, owner, owned, visibility)
-);
-CREATE TRIGGER IF NOT EXISTS unvalidated_counts_in AFTER INSERT ON memories
-WHEN new.t_invalid IS NULL AND new.last_validated IS NULL BEGIN
-    INSERT INTO unvalidated_counts VALUES (new.namespace, coalesce(new.agent_id, ''),
-        new.agent_id IS NOT NULL, new.visibility, 1)
-    ON CONFLICT (namespace, owner, owned, visibility) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS unvalidated_counts_out AFTER DELETE ON memories
-WHEN old.t_invalid IS NULL AND old.last_validated IS NULL BEGIN
-    UPDATE unvalidated_counts SET n = n - 1 WHERE namespace = old.namespace
-        AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL)
-        AND visibility = old.visibility;
-    DELETE FROM unvalidated_counts WHERE n <= 0;
-END;
-CREATE TRIGGER IF NOT EXISTS unvalidated_counts_was
-AFTER UPDATE OF namespace, agent_id, visibility, t_invalid, last_validated ON memories
-WHEN old.t_invalid IS NULL AND old.last_validated IS NULL BEGIN
-    UPDATE unvalidated_counts SET n = n - 1 WHERE namespace = old.namespace
-        AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL)
-        AND visibility = old.visibility;
-    DELETE FROM unvalidated_counts WHERE n <= 0;
-END;
-CREATE TRIGGER IF NOT EXISTS unvalidated_counts_is
-AFTER UPDATE OF namespace, agent_id, visibility, t_invalid, last_validated ON memories
-WHEN new.t_invalid IS NULL AND new.last_validated IS NULL BEGIN
-    INSERT INTO unvalidated_counts VALUES (new.namespace, coalesce(new.agent_id, ''),
-        new.agent_id IS NOT NULL, new.visibility, 1)
-    ON CONFLICT (namespace, owner, owned, visibility) DO UPDATE SET n = n + 1;
-END;
 CREATE INDEX IF NOT EXISTS memories_clock ON memories (namespace, type, min(
     max(t_valid, created_at), coalesce(last_accessed, created_at),
     coalesce(last_validated, created_at))) WHERE t_invalid IS NULL;
@@ -273,6 +237,37 @@ CREATE INDEX IF NOT EXISTS memories_unvalidated_scoped ON memories (created_at, 
 CREATE INDEX IF NOT EXISTS memories_latest ON memories (created_at DESC, memory_id)
     WHERE t_invalid IS NULL;
 """
+
+
+def _unvalidated_triggers() -> str:
+    """The ``unvalidated_counts`` table and its triggers: a row of ``memories`` counts while
+    active and never validated; an update counts its old row out and its new row in."""
+    counted = "{0}.t_invalid IS NULL AND {0}.last_validated IS NULL"
+    into = (
+        "INSERT INTO unvalidated_counts VALUES (new.namespace, coalesce(new.agent_id, ''), "
+        "new.agent_id IS NOT NULL, new.visibility, 1) "
+        "ON CONFLICT (namespace, owner, owned, visibility) DO UPDATE SET n = n + 1;"
+    )
+    out = (
+        "UPDATE unvalidated_counts SET n = n - 1 WHERE namespace = old.namespace "
+        "AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL) "
+        "AND visibility = old.visibility; DELETE FROM unvalidated_counts WHERE n <= 0;"
+    )
+    update = "UPDATE OF namespace, agent_id, visibility, t_invalid, last_validated"
+    triggers = (("in", "INSERT", "new", into), ("out", "DELETE", "old", out),
+                ("was", update, "old", out), ("is", update, "new", into))  # fmt: skip
+    return (
+        "CREATE TABLE IF NOT EXISTS unvalidated_counts (namespace TEXT NOT NULL, "
+        "owner TEXT NOT NULL, owned INTEGER NOT NULL, visibility TEXT NOT NULL, "
+        "n INTEGER NOT NULL, PRIMARY KEY (namespace, owner, owned, visibility));\n"
+    ) + "".join(
+        f"CREATE TRIGGER IF NOT EXISTS unvalidated_counts_{name} AFTER {what} ON memories "
+        f"WHEN {counted.format(row)} BEGIN {body} END;\n"
+        for name, what, row, body in triggers
+    )
+
+
+_UNVALIDATED_COUNTS = _unvalidated_triggers()
 
 _CLOCK = (
     "min(max(t_valid, created_at), coalesce(last_accessed, created_at), "
@@ -1669,6 +1664,7 @@ def _add_aggregates(db: apsw.Connection) -> None:
 
     counts, unvalidated = missing("memory_counts"), missing("unvalidated_counts")
     db.execute(_AGGREGATES)
+    db.execute(_UNVALIDATED_COUNTS)
     if counts:
         db.execute(
             "INSERT INTO memory_counts SELECT namespace, type, coalesce(agent_id, ''), "
