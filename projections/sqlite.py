@@ -197,6 +197,18 @@ def _counted(row: str, step: int) -> str:
 # times its staleness counts from (learned, last accessed or else stored, last validated or
 # else stored). Every component of the score only grows with ``now - clock``, so a memory
 # whose oldest clock is recent cannot be aging or stale; reflect fetches only the old ones.
+#
+# ``unvalidated_counts``: how many active memories were never validated, per namespace and
+# scope (whatever their store time or expiry). The never-validated count of stats at ``now``
+# is this minus the ones stored too recently and the old ones expired but not swept yet,
+# both read from ``memories_unvalidated_scoped`` (a range of recent store times, and the
+# few with an expiry), so its cost follows the recent memories, not all of them.
+#
+# ``memories_unvalidated_scoped``: the active memories never validated, by store time, with
+# every column their count per scope reads (``t_invalid`` and ``last_validated`` too, always
+# NULL here, or SQLite would not take it as covering), so the count never visits the table.
+# It replaced ``memories_unvalidated`` (store time and id alone: the count read every row),
+# dropped when a file that has it is opened.
 _AGGREGATES = f"""
 CREATE TABLE IF NOT EXISTS memory_counts (
     namespace TEXT NOT NULL,
@@ -223,11 +235,44 @@ END;
 CREATE INDEX IF NOT EXISTS memories_clock ON memories (namespace, type, min(
     max(t_valid, created_at), coalesce(last_accessed, created_at),
     coalesce(last_validated, created_at))) WHERE t_invalid IS NULL;
-CREATE INDEX IF NOT EXISTS memories_unvalidated ON memories (created_at, memory_id)
+DROP INDEX IF EXISTS memories_unvalidated;
+CREATE INDEX IF NOT EXISTS memories_unvalidated_scoped ON memories (created_at, memory_id,
+    namespace, agent_id, visibility, expires_at, t_invalid, last_validated)
     WHERE t_invalid IS NULL AND last_validated IS NULL;
 CREATE INDEX IF NOT EXISTS memories_latest ON memories (created_at DESC, memory_id)
     WHERE t_invalid IS NULL;
 """
+
+
+def _unvalidated_triggers() -> str:
+    """The ``unvalidated_counts`` table and its triggers: a row of ``memories`` counts while
+    active and never validated; an update counts its old row out and its new row in."""
+    counted = "{0}.t_invalid IS NULL AND {0}.last_validated IS NULL"
+    into = (
+        "INSERT INTO unvalidated_counts VALUES (new.namespace, coalesce(new.agent_id, ''), "
+        "new.agent_id IS NOT NULL, new.visibility, 1) "
+        "ON CONFLICT (namespace, owner, owned, visibility) DO UPDATE SET n = n + 1;"
+    )
+    out = (
+        "UPDATE unvalidated_counts SET n = n - 1 WHERE namespace = old.namespace "
+        "AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL) "
+        "AND visibility = old.visibility; DELETE FROM unvalidated_counts WHERE n <= 0;"
+    )
+    update = "UPDATE OF namespace, agent_id, visibility, t_invalid, last_validated"
+    triggers = (("in", "INSERT", "new", into), ("out", "DELETE", "old", out),
+                ("was", update, "old", out), ("is", update, "new", into))  # fmt: skip
+    return (
+        "CREATE TABLE IF NOT EXISTS unvalidated_counts (namespace TEXT NOT NULL, "
+        "owner TEXT NOT NULL, owned INTEGER NOT NULL, visibility TEXT NOT NULL, "
+        "n INTEGER NOT NULL, PRIMARY KEY (namespace, owner, owned, visibility));\n"
+    ) + "".join(
+        f"CREATE TRIGGER IF NOT EXISTS unvalidated_counts_{name} AFTER {what} ON memories "
+        f"WHEN {counted.format(row)} BEGIN {body} END;\n"
+        for name, what, row, body in triggers
+    )
+
+
+_UNVALIDATED_COUNTS = _unvalidated_triggers()
 
 _CLOCK = (
     "min(max(t_valid, created_at), coalesce(last_accessed, created_at), "
@@ -276,6 +321,7 @@ TABLES = (
     "entity_kept_for",
     "folds",
     "memory_counts",
+    "unvalidated_counts",
 )
 
 
@@ -1383,16 +1429,32 @@ class ReadModel:
         self, namespace: str | None, now: float, after_seconds: float
     ) -> list[tuple[str | None, str, int]]:
         """(agent id, visibility, how many) of the active memories never validated and
-        stored at least ``after_seconds`` before ``now``, not expired at ``now``."""
-        ns, args = self._unvalidated_where(namespace, now, after_seconds)
-        return [
-            (_text(a), str(v), int(n))
+        stored at least ``after_seconds`` before ``now``, not expired at ``now``: the kept
+        ``unvalidated_counts`` less those stored later (the exact test's complement behind
+        an index bound a second wider than any rounding) and those expired by ``now``."""
+        scope: dict[tuple[str | None, str], int] = {}
+        where, args = ("", []) if namespace is None else (" WHERE namespace=?", [namespace])
+        for owner, owned, v, n in self.db.execute(
+            f"SELECT owner, owned, visibility, n FROM unvalidated_counts{where}", args
+        ):
+            key = (str(owner) if owned else None, str(v))
+            scope[key] = scope.get(key, 0) + int(n)
+        ns = "" if namespace is None else " AND +namespace=?"
+        less = (
+            "created_at > ? AND NOT (? - created_at >= ?)",
+            "expires_at <= ? AND ? - created_at >= ?",
+        )
+        for test, bound in zip(less, ([now - after_seconds - 1.0], [now]), strict=True):
             for a, v, n in self.db.execute(
-                f"SELECT agent_id, visibility, count(*) FROM memories WHERE {ns} "
-                "GROUP BY agent_id, visibility ORDER BY 1, 2",
-                args,
-            )
-        ]
+                "SELECT agent_id, visibility, count(*) FROM memories WHERE t_invalid IS NULL "
+                f"AND last_validated IS NULL AND {test}{ns} GROUP BY 1, 2",
+                [*bound, now, after_seconds, *args],
+            ):
+                scope[(_text(a), str(v))] -= int(n)
+        return sorted(
+            ((a, v, n) for (a, v), n in scope.items() if n > 0),
+            key=lambda c: (c[0] is not None, c[0] or "", c[1]),
+        )
 
     def unvalidated(
         self, namespace: str | None, now: float, after_seconds: float
@@ -1418,14 +1480,16 @@ class ReadModel:
         namespace: str | None, now: float, after_seconds: float
     ) -> tuple[str, list[Any]]:
         # The exact test (``now - created_at >= after``, as Python computes it: both are IEEE
-        # doubles) behind an index bound a second wider than any rounding.
+        # doubles) behind an index bound a second wider than any rounding. The range is read
+        # from ``memories_unvalidated_scoped`` alone: ``+namespace`` keeps the planner (no
+        # statistics) from walking a namespace's every active memory in ``memories_clock``.
         sql = (
             "t_invalid IS NULL AND last_validated IS NULL AND created_at <= ? "
             "AND ? - created_at >= ? AND (expires_at IS NULL OR expires_at > ?)"
         )
         args: list[Any] = [now - after_seconds + 1.0, now, after_seconds, now]
         if namespace is not None:
-            sql += " AND namespace=?"
+            sql += " AND +namespace=?"
             args.append(namespace)
         return sql, args
 
@@ -1604,13 +1668,24 @@ def _spelling(row: tuple[Any, ...], kept: Mapping[str, Sequence[str]]) -> Spelli
 def _add_aggregates(db: apsw.Connection) -> None:
     """The aggregates and their triggers; counted from the memories already there when the
     file had none (a file an older ferrex wrote, until its rebuild)."""
-    had = db.execute("SELECT 1 FROM sqlite_master WHERE name='memory_counts'").get is not None
+
+    def missing(table: str) -> bool:
+        return db.execute("SELECT 1 FROM sqlite_master WHERE name=?", (table,)).get is None
+
+    counts, unvalidated = missing("memory_counts"), missing("unvalidated_counts")
     db.execute(_AGGREGATES)
-    if not had:
+    db.execute(_UNVALIDATED_COUNTS)
+    if counts:
         db.execute(
             "INSERT INTO memory_counts SELECT namespace, type, coalesce(agent_id, ''), "
             "agent_id IS NOT NULL, visibility, t_invalid IS NULL, expires_at IS NOT NULL, "
             "count(*) FROM memories GROUP BY 1, 2, 3, 4, 5, 6, 7"
+        )
+    if unvalidated:
+        db.execute(
+            "INSERT INTO unvalidated_counts SELECT namespace, coalesce(agent_id, ''), "
+            "agent_id IS NOT NULL, visibility, count(*) FROM memories "
+            "WHERE t_invalid IS NULL AND last_validated IS NULL GROUP BY 1, 2, 3, 4"
         )
 
 
