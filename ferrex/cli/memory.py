@@ -317,20 +317,7 @@ def import_(
     if export is not None:
         _import_chats(app, export[0], export[1], assistant, split_chars, secrets, as_json)
         return
-    parsed: list[tuple[int, dict[str, Any]]] = []
-    outcomes: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            outcomes.append(_invalid(number, UsageError(f"not JSON: {exc}")))
-            continue
-        if not isinstance(raw, dict):
-            outcomes.append(_invalid(number, UsageError("a line must be a JSON object")))
-            continue
-        parsed.append((number, raw))
+    parsed, outcomes = _json_lines(text)
     if file_format == "auto":
         file_format = _detect(parsed[0][1]) if parsed else "store"
     writer = app.writer()
@@ -355,18 +342,45 @@ def import_(
         click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
                                "lines": outcomes}))  # fmt: skip
     else:
-        _echo_unavailable(outcomes, lambda first, n: f"lines {first['line']}.. ({n})", "lines")
-        for o in outcomes:
-            if o["status"] in ("invalid", "refused") or o.get("code") == "secret_refused":
-                what = f" ({o['item']})" if "item" in o else ""
-                click.echo(f"line {o['line']}{what}: {o['status']} [{o['code']}] {o['message']}")
-            _echo_redacted(f"line {o['line']}", o)
-        summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty"
-        if with_secrets["lines"]:
-            done = "redacted" if secrets == "redact" else "skipped"
-            summary += f"; likely secrets in {with_secrets['lines']} lines, {done}"
-        click.echo(summary)
+        _echo_lines(outcomes, counts, with_secrets["lines"], secrets)
     _exit_for(counts)
+
+
+def _json_lines(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
+    """The JSON objects of ``text``'s lines, numbered from 1 (blank lines skipped), and the
+    outcome of each line that is not one."""
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    outcomes: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            outcomes.append(_invalid(number, UsageError(f"not JSON: {exc}")))
+            continue
+        if not isinstance(raw, dict):
+            outcomes.append(_invalid(number, UsageError("a line must be a JSON object")))
+            continue
+        parsed.append((number, raw))
+    return parsed, outcomes
+
+
+def _echo_lines(
+    outcomes: list[dict[str, Any]], counts: Mapping[str, int], secret_lines: int, secrets: str
+) -> None:
+    """The text report of a line import: the lines not stored, then the counts."""
+    _echo_unavailable(outcomes, lambda first, n: f"lines {first['line']}.. ({n})", "lines")
+    for o in outcomes:
+        if o["status"] in ("invalid", "refused") or o.get("code") == "secret_refused":
+            what = f" ({o['item']})" if "item" in o else ""
+            click.echo(f"line {o['line']}{what}: {o['status']} [{o['code']}] {o['message']}")
+        _echo_redacted(f"line {o['line']}", o)
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty"
+    if secret_lines:
+        done = "redacted" if secrets == "redact" else "skipped"
+        summary += f"; likely secrets in {secret_lines} lines, {done}"
+    click.echo(summary)
 
 
 def secrets_report(outcomes: list[dict[str, Any]], key: str = "line") -> dict[str, Any]:
