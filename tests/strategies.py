@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
@@ -202,18 +203,29 @@ def stored(i: int, text: str | None = None) -> MemoryStored:
     )
 
 
-def plausible(
-    commands: list[list[Event]], live: dict[str, str | None] | None = None
-) -> list[list[Event]]:
-    """The commands without the entity events no decision makes: an entity created twice, a
-    spelling, merge or split of an entity not there (or merged away), a merge into itself, a
-    split onto an entity already there, a cascade keeping a private entity for others.
-    ``live`` (entity → its scope) carries what earlier commands made, for commands in parts."""
-    live = {} if live is None else live
+@dataclass
+class Made:
+    """What earlier commands made, for :func:`plausible` over commands in parts."""
+
+    entities: dict[str, str | None] = field(default_factory=dict)  # entity → its scope
+    memories: set[str] = field(default_factory=set)  # every memory id ever stored
+
+
+def plausible(commands: list[list[Event]], made: Made | None = None) -> list[list[Event]]:
+    """The commands without the events no decision makes: a memory id stored again; an
+    entity created twice, a spelling, merge or split of an entity not there (or merged
+    away), a merge into itself, a split onto an entity already there, a cascade keeping a
+    private entity for others."""
+    made = Made() if made is None else made
+    live = made.entities
     kept: list[list[Event]] = []
     for command in commands:
         out: list[Event] = []
         for event in command:
+            if isinstance(event, MemoryStored):
+                if event.memory_id in made.memories:
+                    continue
+                made.memories.add(event.memory_id)
             match event:
                 case EntityCreated() if event.entity_id in live:
                     continue

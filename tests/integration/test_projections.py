@@ -37,7 +37,7 @@ from projections.replay import HOME_TAG, POINTER, QDRANT, Projections, read_poin
 from projections.vector_sink import Encoders, alias_point_id, point_id
 from projections.vectors import SparseVector, VectorFilter, VectorPoint
 from tests.integration.test_read_model import interacting
-from tests.strategies import T0, plausible
+from tests.strategies import T0, Made, plausible
 
 Snapshot = tuple[dict[str, list[tuple[Any, ...]]], dict[str, Any]]
 
@@ -83,8 +83,8 @@ def parts(tmp_path: Path, encoders: Encoders) -> Iterator[tuple[Path, Journal, E
 def test_incremental_with_restarts_equals_a_rebuild(
     encoders: Encoders, sessions: list[list[list[Event]]]
 ) -> None:
-    live: dict[str, str | None] = {}  # the entities made so far, across the sessions
-    sessions = [plausible(commands, live) for commands in sessions]
+    made = Made()  # what the sessions made so far, across them
+    sessions = [plausible(commands, made) for commands in sessions]
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         with Journal.open(home / "journal") as journal:
