@@ -120,10 +120,6 @@ def find_onnx_file(directory: Path) -> str | None:
     return None
 
 
-COUNTED_CHARS = 8_000_000
-"""How many characters of texts a :class:`TokenCounter` keeps the counts of."""
-
-
 class TokenCounter:
     """A model's tokenizer for counting, and its window; needs no ONNX session, so a store is
     validated before (and without) the model loading. ``source`` None: unknown tokenizer."""
@@ -132,10 +128,6 @@ class TokenCounter:
         self.source = source
         self._tokenizer: Tokenizer | None = None
         self._lock = threading.Lock()
-        self._counts: dict[str, int] = {}
-        """Recent texts' counts: an import's texts are counted when validated and again when
-        the vector sink asks whether they fit (the oldest go first past COUNTED_CHARS)."""
-        self._counted_chars = 0
 
     @functools.cached_property
     def window(self) -> int:
@@ -163,21 +155,7 @@ class TokenCounter:
                 counter.no_truncation()
                 counter.no_padding()
                 self._tokenizer = counter
-            count = self._counts.get(text)
-            if count is None:
-                count = len(self._tokenizer.encode(text).ids)
-                self._keep(text, count)
-            return count
-
-    def _keep(self, text: str, count: int) -> None:
-        if len(text) > COUNTED_CHARS // 64:
-            return  # a long text is rare and costly to keep
-        while self._counts and self._counted_chars + len(text) > COUNTED_CHARS:
-            oldest = next(iter(self._counts))
-            del self._counts[oldest]
-            self._counted_chars -= len(oldest)
-        self._counts[text] = count
-        self._counted_chars += len(text)
+            return len(self._tokenizer.encode(text).ids)
 
     def fits(self, text: str) -> bool:
         """Whether the model reads all of ``text`` (unknown tokenizers: assume it does)."""

@@ -8,14 +8,12 @@ What is stored is the same as with a flush per chunk: equal to a rebuild from th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from ferrex.app import App
 from ferrex.config import load
-from ferrex.models import Embedder, choose_embedding_model, loading
-from ferrex.models.loading import TokenCounter, local_source
+from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.write.writer import StoreResult
 from projections import replay
@@ -94,42 +92,3 @@ def test_a_failed_flush_at_the_end_of_an_import_keeps_its_outcomes(
         assert projections.read_model.checkpoint(QDRANT) == app.journal().head.position
     finally:
         app.close()
-
-
-class _Counting:
-    """The real tokenizer, its encode calls counted."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        self.calls = 0
-
-    def encode(self, text: str) -> Any:
-        self.calls += 1
-        return self.tokenizer.encode(text)
-
-
-def test_a_text_is_tokenized_once_for_validation_and_the_window_check(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    source = local_source(choose_embedding_model("small", {}))
-    assert source is not None
-    counter, fresh = TokenCounter(source), TokenCounter(source)
-    texts = [note.content or "" for note in _notes(6)] + ["héllo wörld " * 50]
-    assert counter.count_tokens("warm") == fresh.count_tokens("warm")
-    counting = _Counting(counter._tokenizer)
-    counter._tokenizer = counting  # type: ignore[assignment]
-    first = [counter.count_tokens(t) for t in texts]
-    assert counting.calls == len(texts)
-    assert [counter.count_tokens(t) for t in texts] == first  # validated, then the sink asks
-    assert [counter.fits(t) for t in texts] == [fresh.fits(t) for t in texts]
-    assert counting.calls == len(texts)
-    assert first == [fresh.count_tokens(t) for t in texts]
-    # What it keeps is bounded by characters, the oldest going first.
-    monkeypatch.setattr(loading, "COUNTED_CHARS", 64 * 80)
-    small = TokenCounter(source)
-    for i in range(400):
-        small.count_tokens(f"line {i} of a long import")
-    assert 0 < small._counted_chars <= 64 * 80
-    assert small._counted_chars == sum(len(t) for t in small._counts)
-    assert "line 399 of a long import" in small._counts
-    assert "line 0 of a long import" not in small._counts
