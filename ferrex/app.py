@@ -11,11 +11,9 @@ import json
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -161,7 +159,6 @@ class App:
     _access: AccessLog | None = field(default=None, repr=False, init=False)
     _access_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
     _owner_fd: int | None = field(default=None, repr=False)
-    _consolidated_at: float | None = field(default=None, repr=False)
     """When the owner's consolidation pass last ran (``time.monotonic``)."""
     before_model_load: Callable[[], None] | None = field(default=None, repr=False)
     """Called just before the embedding model loads (the CLI's "loading model…")."""
@@ -481,16 +478,6 @@ class App:
             self.writer().validate_shown(validate_ids, shown, caller=request.agent_id)
         return result
 
-    def predicate_changes(self) -> list[dict[str, str | None]]:
-        """What ``ferrex backfill normalized-predicates`` would change: facts whose stored
-        predicate the configured rules now normalize otherwise
-        (:func:`projections.reconcile.predicate_drift`); reads only."""
-        from projections.reconcile import predicate_drift
-
-        rules = build_rules(self.config)
-        assert rules.predicate is not None
-        return predicate_drift(self.home, self.journal(), rules.predicate)
-
     def flush_access(self) -> int:
         """Journal the recall hits counted so far (done at close, and by the server's timer),
         through the writer like every other write; returns how many memories they cover."""
@@ -498,36 +485,6 @@ class App:
             return 0  # a read-only home keeps no access counts
         with translated():
             return self.access.flush(self.writer().journal_accesses)
-
-    def sweep_expired(self) -> int:
-        """Forget what has expired (the owner's periodic sweep); how many were forgotten."""
-        if self.read_only:
-            return 0
-        with translated():
-            self.projections().catch_up()
-            due = self.projections().read_model.expiring(by=datetime.now(UTC).timestamp())
-            if not due:
-                return 0  # nothing is due: take no writer lock
-            return len(self.writer().sweep_expired().forgotten)
-
-    def consolidate_due(self) -> int:
-        """The owner's consolidation pass (off unless ``consolidation.after_days`` is set):
-        at most every ``consolidation.every_seconds``, fold every agent's episodes learned
-        more than that many days ago; how many memories were folded."""
-        after = self.config["consolidation.after_days"]
-        if after is None or self.read_only:
-            return 0
-        now = time.monotonic()
-        last = self._consolidated_at
-        if last is not None and now - last < self.config["consolidation.every_seconds"]:
-            return 0
-        self._consolidated_at = now
-        with translated():
-            writer = self.writer()
-            if not writer.consolidation_groups(older_than_days=after):
-                return 0  # nothing to fold: take no writer lock
-            result = writer.consolidate(older_than_days=after)
-            return sum(len(f.memory_ids) for f in result.summaries)
 
     def replay(
         self, progress: Progress | None = None, *, embedder: Embedder | None = None

@@ -25,7 +25,7 @@ where the walk stands: the position after the last frame that chained, and that 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 from journal.record import GENESIS_HASH, FrameInfo, head_bytes, record_hash
@@ -107,25 +107,18 @@ class Damage:
 Step = Segment | Frame | Torn | Ended | Damage
 
 
+@dataclass
 class SegmentWalk:
-    """Iterate to walk ``segments[start_index:]`` from ``expected`` after ``prev_hash``."""
+    """Iterate to walk ``segments[start_index:]`` from ``expected`` after ``prev_hash``
+    (both advance as frames are walked)."""
 
-    def __init__(
-        self,
-        segments: Sequence[tuple[int, Path]],
-        *,
-        gaps: frozenset[int],
-        start_index: int = 0,
-        expected: int = 1,
-        prev_hash: bytes = GENESIS_HASH,
-        resume: Resumed | None = None,
-    ) -> None:
-        self.segments = segments
-        self.gaps = gaps
-        self.start_index = start_index
-        self.expected = expected
-        self.prev_hash = prev_hash
-        self.resume = resume
+    segments: Sequence[tuple[int, Path]]
+    _: KW_ONLY
+    gaps: frozenset[int]
+    start_index: int = 0
+    expected: int = 1
+    prev_hash: bytes = GENESIS_HASH
+    resume: Resumed | None = None
 
     def __iter__(self) -> Iterator[Step]:
         segments, gaps = self.segments, self.gaps

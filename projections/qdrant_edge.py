@@ -155,29 +155,24 @@ class EdgeBackend:
         self._flush(name, shard)
 
     def delete(self, name: str, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        shard = self._shard(name)
-        with _translated(f"delete points from {name!r}"):
-            shard.update(edge.UpdateOperation.delete_points(list(ids)))
-        self._flush(name, shard)
+        if ids:
+            self._update(name, "delete points from", edge.UpdateOperation.delete_points(list(ids)))
 
     def delete_by_memory(self, name: str, memory_ids: Sequence[str]) -> None:
-        if not memory_ids:
-            return
-        shard = self._shard(name)
-        with _translated(f"delete memories from {name!r}"):
-            shard.update(edge.UpdateOperation.delete_points_by_filter(_of_memories(memory_ids)))
-        self._flush(name, shard)
+        if memory_ids:
+            operation = edge.UpdateOperation.delete_points_by_filter(_of_memories(memory_ids))
+            self._update(name, "delete memories from", operation)
 
     def set_payload(self, name: str, memory_ids: Sequence[str], payload: dict[str, Any]) -> None:
-        if not memory_ids or not payload:
-            return
+        if memory_ids and payload:
+            flt = _of_memories(memory_ids)
+            operation = edge.UpdateOperation.set_payload_by_filter(flt, payload)
+            self._update(name, "set the payload of memories in", operation)
+
+    def _update(self, name: str, what: str, operation: edge.UpdateOperation) -> None:
         shard = self._shard(name)
-        with _translated(f"set the payload of memories in {name!r}"):
-            shard.update(
-                edge.UpdateOperation.set_payload_by_filter(_of_memories(memory_ids), payload)
-            )
+        with _translated(f"{what} {name!r}"):
+            shard.update(operation)
         self._flush(name, shard)
 
     # -- reads -------------------------------------------------------------------------

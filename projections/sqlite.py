@@ -22,7 +22,7 @@ import json
 import math
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -164,6 +164,27 @@ CREATE TABLE IF NOT EXISTS folds (
 CREATE INDEX IF NOT EXISTS folds_memory ON folds (memory_id);
 """
 
+
+def _counted(row: str, step: int) -> str:
+    """The trigger statements that count ``row`` (``new`` or ``old``) in or out of its
+    ``memory_counts`` group."""
+    if step > 0:
+        return (
+            f"INSERT INTO memory_counts VALUES ({row}.namespace, {row}.type, "
+            f"coalesce({row}.agent_id, ''), {row}.agent_id IS NOT NULL, {row}.visibility, "
+            f"{row}.t_invalid IS NULL, {row}.expires_at IS NOT NULL, 1) "
+            "ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring) "
+            "DO UPDATE SET n = n + 1;"
+        )
+    return (
+        f"UPDATE memory_counts SET n = n - 1 WHERE namespace = {row}.namespace "
+        f"AND type = {row}.type AND owner = coalesce({row}.agent_id, '') "
+        f"AND owned = ({row}.agent_id IS NOT NULL) AND visibility = {row}.visibility "
+        f"AND active = ({row}.t_invalid IS NULL) AND expiring = ({row}.expires_at IS NOT NULL); "
+        "DELETE FROM memory_counts WHERE n <= 0;"
+    )
+
+
 # Aggregates for stats and reflect (``ferrex.read.insight``), kept by SQLite itself as rows of
 # ``memories`` come, change and go, so every write path (and a rebuild) derives the same.
 #
@@ -176,7 +197,19 @@ CREATE INDEX IF NOT EXISTS folds_memory ON folds (memory_id);
 # times its staleness counts from (learned, last accessed or else stored, last validated or
 # else stored). Every component of the score only grows with ``now - clock``, so a memory
 # whose oldest clock is recent cannot be aging or stale; reflect fetches only the old ones.
-_AGGREGATES = """
+#
+# ``unvalidated_counts``: how many active memories were never validated, per namespace and
+# scope (whatever their store time or expiry). The never-validated count of stats at ``now``
+# is this minus the ones stored too recently and the old ones expired but not swept yet,
+# both read from ``memories_unvalidated_scoped`` (a range of recent store times, and the
+# few with an expiry), so its cost follows the recent memories, not all of them.
+#
+# ``memories_unvalidated_scoped``: the active memories never validated, by store time, with
+# every column their count per scope reads (``t_invalid`` and ``last_validated`` too, always
+# NULL here, or SQLite would not take it as covering), so the count never visits the table.
+# It replaced ``memories_unvalidated`` (store time and id alone: the count read every row),
+# dropped when a file that has it is opened.
+_AGGREGATES = f"""
 CREATE TABLE IF NOT EXISTS memory_counts (
     namespace TEXT NOT NULL,
     type TEXT NOT NULL,
@@ -189,40 +222,57 @@ CREATE TABLE IF NOT EXISTS memory_counts (
     PRIMARY KEY (namespace, type, owner, owned, visibility, active, expiring)
 );
 CREATE TRIGGER IF NOT EXISTS memory_counts_in AFTER INSERT ON memories BEGIN
-    INSERT INTO memory_counts VALUES (new.namespace, new.type, coalesce(new.agent_id, ''),
-        new.agent_id IS NOT NULL, new.visibility, new.t_invalid IS NULL,
-        new.expires_at IS NOT NULL, 1)
-    ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring)
-    DO UPDATE SET n = n + 1;
+    {_counted("new", +1)}
 END;
 CREATE TRIGGER IF NOT EXISTS memory_counts_out AFTER DELETE ON memories BEGIN
-    UPDATE memory_counts SET n = n - 1 WHERE namespace = old.namespace AND type = old.type
-        AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL)
-        AND visibility = old.visibility AND active = (old.t_invalid IS NULL)
-        AND expiring = (old.expires_at IS NOT NULL);
-    DELETE FROM memory_counts WHERE n <= 0;
+    {_counted("old", -1)}
 END;
 CREATE TRIGGER IF NOT EXISTS memory_counts_change
 AFTER UPDATE OF namespace, type, agent_id, visibility, t_invalid, expires_at ON memories BEGIN
-    UPDATE memory_counts SET n = n - 1 WHERE namespace = old.namespace AND type = old.type
-        AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL)
-        AND visibility = old.visibility AND active = (old.t_invalid IS NULL)
-        AND expiring = (old.expires_at IS NOT NULL);
-    DELETE FROM memory_counts WHERE n <= 0;
-    INSERT INTO memory_counts VALUES (new.namespace, new.type, coalesce(new.agent_id, ''),
-        new.agent_id IS NOT NULL, new.visibility, new.t_invalid IS NULL,
-        new.expires_at IS NOT NULL, 1)
-    ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring)
-    DO UPDATE SET n = n + 1;
+    {_counted("old", -1)}
+    {_counted("new", +1)}
 END;
 CREATE INDEX IF NOT EXISTS memories_clock ON memories (namespace, type, min(
     max(t_valid, created_at), coalesce(last_accessed, created_at),
     coalesce(last_validated, created_at))) WHERE t_invalid IS NULL;
-CREATE INDEX IF NOT EXISTS memories_unvalidated ON memories (created_at, memory_id)
+DROP INDEX IF EXISTS memories_unvalidated;
+CREATE INDEX IF NOT EXISTS memories_unvalidated_scoped ON memories (created_at, memory_id,
+    namespace, agent_id, visibility, expires_at, t_invalid, last_validated)
     WHERE t_invalid IS NULL AND last_validated IS NULL;
 CREATE INDEX IF NOT EXISTS memories_latest ON memories (created_at DESC, memory_id)
     WHERE t_invalid IS NULL;
 """
+
+
+def _unvalidated_triggers() -> str:
+    """The ``unvalidated_counts`` table and its triggers: a row of ``memories`` counts while
+    active and never validated; an update counts its old row out and its new row in."""
+    counted = "{0}.t_invalid IS NULL AND {0}.last_validated IS NULL"
+    into = (
+        "INSERT INTO unvalidated_counts VALUES (new.namespace, coalesce(new.agent_id, ''), "
+        "new.agent_id IS NOT NULL, new.visibility, 1) "
+        "ON CONFLICT (namespace, owner, owned, visibility) DO UPDATE SET n = n + 1;"
+    )
+    out = (
+        "UPDATE unvalidated_counts SET n = n - 1 WHERE namespace = old.namespace "
+        "AND owner = coalesce(old.agent_id, '') AND owned = (old.agent_id IS NOT NULL) "
+        "AND visibility = old.visibility; DELETE FROM unvalidated_counts WHERE n <= 0;"
+    )
+    update = "UPDATE OF namespace, agent_id, visibility, t_invalid, last_validated"
+    triggers = (("in", "INSERT", "new", into), ("out", "DELETE", "old", out),
+                ("was", update, "old", out), ("is", update, "new", into))  # fmt: skip
+    return (
+        "CREATE TABLE IF NOT EXISTS unvalidated_counts (namespace TEXT NOT NULL, "
+        "owner TEXT NOT NULL, owned INTEGER NOT NULL, visibility TEXT NOT NULL, "
+        "n INTEGER NOT NULL, PRIMARY KEY (namespace, owner, owned, visibility));\n"
+    ) + "".join(
+        f"CREATE TRIGGER IF NOT EXISTS unvalidated_counts_{name} AFTER {what} ON memories "
+        f"WHEN {counted.format(row)} BEGIN {body} END;\n"
+        for name, what, row, body in triggers
+    )
+
+
+_UNVALIDATED_COUNTS = _unvalidated_triggers()
 
 _CLOCK = (
     "min(max(t_valid, created_at), coalesce(last_accessed, created_at), "
@@ -271,6 +321,7 @@ TABLES = (
     "entity_kept_for",
     "folds",
     "memory_counts",
+    "unvalidated_counts",
 )
 
 
@@ -799,26 +850,12 @@ class ReadModel:
         rows = list(self.db.execute(sql, args))
         # Every row's entities in one query, not one per row: by ids (recall asks for dozens
         # at a time), or for a whole namespace (stats and reflect read every memory).
-        linked: dict[str, list[str]] = {}
-        if memory_ids is not None:
-            links = self.db.execute(
-                f"SELECT memory_id, entity_id FROM memory_entities WHERE memory_id IN "
-                f"({','.join('?' * len(memory_ids))}) ORDER BY memory_id, entity_id",
-                list(memory_ids),
-            )
-        elif namespace is not None:
-            links = self.db.execute(
-                "SELECT me.memory_id, me.entity_id FROM memory_entities AS me JOIN memories AS m "
-                "ON m.memory_id = me.memory_id WHERE m.namespace=? "
-                "ORDER BY me.memory_id, me.entity_id",
-                (namespace,),
-            )
-        else:
-            links = self.db.execute(
-                "SELECT memory_id, entity_id FROM memory_entities ORDER BY memory_id, entity_id"
-            )
-        for m, e in links:
-            linked.setdefault(str(m), []).append(str(e))
+        linked = self._grouped(
+            "SELECT me.memory_id, me.entity_id FROM memory_entities AS me",
+            "me.memory_id", memory_ids, namespace,
+            "JOIN memories AS m ON m.memory_id = me.memory_id WHERE m.namespace=?",
+            " ORDER BY me.memory_id, me.entity_id",
+        )  # fmt: skip
         return [self._memory(row, tuple(linked.get(str(row[0]), ()))) for row in rows]
 
     def _memory(self, row: tuple[Any, ...], entity_ids: tuple[str, ...] | None = None) -> Memory:
@@ -920,9 +957,8 @@ class ReadModel:
         spellings of an entity merged into another are that other's."""
         kept = self._kept_for(namespace)
         return [
-            Spelling(str(e), str(a), str(n), _text(g), None if m is None else str(r),
-                     viewers(_text(z), kept.get(str(e), ())))
-            for e, a, n, g, m, r, z in self.db.execute(
+            _spelling(row, kept)
+            for row in self.db.execute(
                 "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
                 "e.merged_into, a.entity_id, e.agent_id "
                 "FROM aliases a LEFT JOIN entities e ON e.entity_id=a.entity_id "
@@ -950,9 +986,8 @@ class ReadModel:
         marks = ",".join("?" * len(ids))
         kept = self._kept_for(entity_ids=ids)
         return [
-            Spelling(str(e), str(a), str(n), _text(g), None if m is None else str(r),
-                     viewers(_text(z), kept.get(str(e), ())))
-            for e, a, n, g, m, r, z in self.db.execute(
+            _spelling(row, kept)
+            for row in self.db.execute(
                 "SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized, a.agent_id, "
                 "e.merged_into, a.entity_id, e.agent_id FROM aliases a "
                 "LEFT JOIN entities e ON e.entity_id=a.entity_id "
@@ -967,25 +1002,37 @@ class ReadModel:
         self, namespace: str | None = None, entity_ids: Sequence[str] | None = None
     ) -> dict[str, list[str]]:
         """Entity id → the agents a cascade kept it for (entities kept for everyone absent)."""
-        if entity_ids is not None:
-            if not entity_ids:
+        return self._grouped(
+            "SELECT k.entity_id, k.agent_id FROM entity_kept_for AS k",
+            "k.entity_id", entity_ids, namespace,
+            "JOIN entities AS e ON e.entity_id = k.entity_id WHERE e.namespace=?",
+        )  # fmt: skip
+
+    def _grouped(
+        self,
+        select: str,
+        key: str,
+        ids: Sequence[str] | None,
+        namespace: str | None,
+        in_namespace: str,
+        order: str = "",
+    ) -> dict[str, list[str]]:
+        """The pairs ``select`` reads, grouped by their first column: of the ``ids`` (on
+        column ``key``), else of a ``namespace`` (through the join ``in_namespace``), else
+        all of them."""
+        if ids is not None:
+            if not ids:
                 return {}
             rows = self.db.execute(
-                f"SELECT entity_id, agent_id FROM entity_kept_for WHERE entity_id IN "
-                f"({','.join('?' * len(entity_ids))})",
-                list(entity_ids),
+                f"{select} WHERE {key} IN ({','.join('?' * len(ids))}){order}", list(ids)
             )
         elif namespace is not None:
-            rows = self.db.execute(
-                "SELECT k.entity_id, k.agent_id FROM entity_kept_for k JOIN entities e "
-                "ON e.entity_id=k.entity_id WHERE e.namespace=?",
-                (namespace,),
-            )
+            rows = self.db.execute(f"{select} {in_namespace}{order}", (namespace,))
         else:
-            rows = self.db.execute("SELECT entity_id, agent_id FROM entity_kept_for")
+            rows = self.db.execute(f"{select}{order}")
         found: dict[str, list[str]] = {}
-        for entity_id, agent_id in rows:
-            found.setdefault(str(entity_id), []).append(str(agent_id))
+        for a, b in rows:
+            found.setdefault(str(a), []).append(str(b))
         return found
 
     def alias_matches(self, entity_ids: Sequence[str]) -> list[AliasMatch]:
@@ -1382,16 +1429,32 @@ class ReadModel:
         self, namespace: str | None, now: float, after_seconds: float
     ) -> list[tuple[str | None, str, int]]:
         """(agent id, visibility, how many) of the active memories never validated and
-        stored at least ``after_seconds`` before ``now``, not expired at ``now``."""
-        ns, args = self._unvalidated_where(namespace, now, after_seconds)
-        return [
-            (_text(a), str(v), int(n))
+        stored at least ``after_seconds`` before ``now``, not expired at ``now``: the kept
+        ``unvalidated_counts`` less those stored later (the exact test's complement behind
+        an index bound a second wider than any rounding) and those expired by ``now``."""
+        scope: dict[tuple[str | None, str], int] = {}
+        where, args = ("", []) if namespace is None else (" WHERE namespace=?", [namespace])
+        for owner, owned, v, n in self.db.execute(
+            f"SELECT owner, owned, visibility, n FROM unvalidated_counts{where}", args
+        ):
+            key = (str(owner) if owned else None, str(v))
+            scope[key] = scope.get(key, 0) + int(n)
+        ns = "" if namespace is None else " AND +namespace=?"
+        less = (
+            "created_at > ? AND NOT (? - created_at >= ?)",
+            "expires_at <= ? AND ? - created_at >= ?",
+        )
+        for test, bound in zip(less, ([now - after_seconds - 1.0], [now]), strict=True):
             for a, v, n in self.db.execute(
-                f"SELECT agent_id, visibility, count(*) FROM memories WHERE {ns} "
-                "GROUP BY agent_id, visibility ORDER BY 1, 2",
-                args,
-            )
-        ]
+                "SELECT agent_id, visibility, count(*) FROM memories WHERE t_invalid IS NULL "
+                f"AND last_validated IS NULL AND {test}{ns} GROUP BY 1, 2",
+                [*bound, now, after_seconds, *args],
+            ):
+                scope[(_text(a), str(v))] -= int(n)
+        return sorted(
+            ((a, v, n) for (a, v), n in scope.items() if n > 0),
+            key=lambda c: (c[0] is not None, c[0] or "", c[1]),
+        )
 
     def unvalidated(
         self, namespace: str | None, now: float, after_seconds: float
@@ -1417,14 +1480,16 @@ class ReadModel:
         namespace: str | None, now: float, after_seconds: float
     ) -> tuple[str, list[Any]]:
         # The exact test (``now - created_at >= after``, as Python computes it: both are IEEE
-        # doubles) behind an index bound a second wider than any rounding.
+        # doubles) behind an index bound a second wider than any rounding. The range is read
+        # from ``memories_unvalidated_scoped`` alone: ``+namespace`` keeps the planner (no
+        # statistics) from walking a namespace's every active memory in ``memories_clock``.
         sql = (
             "t_invalid IS NULL AND last_validated IS NULL AND created_at <= ? "
             "AND ? - created_at >= ? AND (expires_at IS NULL OR expires_at > ?)"
         )
         args: list[Any] = [now - after_seconds + 1.0, now, after_seconds, now]
         if namespace is not None:
-            sql += " AND namespace=?"
+            sql += " AND +namespace=?"
             args.append(namespace)
         return sql, args
 
@@ -1591,16 +1656,36 @@ _KEYED: Final = (
 _KEY_COLUMN: Final = {"memories": 0, "memory_entities": 0, "entities": 0, "aliases": 3}
 
 
+def _spelling(row: tuple[Any, ...], kept: Mapping[str, Sequence[str]]) -> Spelling:
+    """A spelling from ``SELECT coalesce(e.merged_into, a.entity_id), a.alias, a.normalized,
+    a.agent_id, e.merged_into, a.entity_id, e.agent_id`` (aliases joined to entities)."""
+    entity, alias, normalized, agent, merged_into, recorded, scope = row
+    return Spelling(str(entity), str(alias), str(normalized), _text(agent),
+                    None if merged_into is None else str(recorded),
+                    viewers(_text(scope), kept.get(str(entity), ())))  # fmt: skip
+
+
 def _add_aggregates(db: apsw.Connection) -> None:
     """The aggregates and their triggers; counted from the memories already there when the
     file had none (a file an older ferrex wrote, until its rebuild)."""
-    had = db.execute("SELECT 1 FROM sqlite_master WHERE name='memory_counts'").get is not None
+
+    def missing(table: str) -> bool:
+        return db.execute("SELECT 1 FROM sqlite_master WHERE name=?", (table,)).get is None
+
+    counts, unvalidated = missing("memory_counts"), missing("unvalidated_counts")
     db.execute(_AGGREGATES)
-    if not had:
+    db.execute(_UNVALIDATED_COUNTS)
+    if counts:
         db.execute(
             "INSERT INTO memory_counts SELECT namespace, type, coalesce(agent_id, ''), "
             "agent_id IS NOT NULL, visibility, t_invalid IS NULL, expires_at IS NOT NULL, "
             "count(*) FROM memories GROUP BY 1, 2, 3, 4, 5, 6, 7"
+        )
+    if unvalidated:
+        db.execute(
+            "INSERT INTO unvalidated_counts SELECT namespace, coalesce(agent_id, ''), "
+            "agent_id IS NOT NULL, visibility, count(*) FROM memories "
+            "WHERE t_invalid IS NULL AND last_validated IS NULL GROUP BY 1, 2, 3, 4"
         )
 
 

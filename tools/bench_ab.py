@@ -6,19 +6,21 @@ A comparison taken in two runs at two moments measures the machine as much as th
 one runs both sides at once, in two worker processes: this tree (B) and another checkout
 ``--base TREE`` (A, for example ``git archive <commit> | tar -x -C /tmp/base``), each on its
 own fresh copy of ``--home`` (a home built by ``tools/bench.py --reuse``, whose embedding
-cache then serves the stored texts). Every call goes to both sides in turn, the side that
-goes first alternating, so a burst of other work falls on both. Each worker reports the
-process CPU time of the call (all its threads: ONNX Runtime and Qdrant Edge included) and
-its wall time; at the end its resident memory (total, anonymous, file-backed). Recalls are
-new query texts (each one embedded), five results, nothing trimmed; stores are new, distinct
-episodic memories, each fsynced. The output gives medians per side and the ratio B / A.
-Speed is reported, never asserted.
+cache then serves the stored texts), and with a model cache of its own
+(``~/.cache/ferrex-ab/A`` and ``B``, kept warm across runs). Every call goes to both sides
+in turn, the side that goes first alternating, so a burst of other work falls on both. Each
+worker reports the process CPU time of the call (all its threads: ONNX Runtime and Qdrant
+Edge included) and its wall time; at the end its resident memory (total, anonymous,
+file-backed). Recalls are new query texts (each one embedded), five results, nothing
+trimmed; stores are new, distinct episodic memories, each fsynced. The output gives medians
+per side and the ratio B / A. Speed is reported, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -81,14 +83,18 @@ def _memory() -> dict[str, float]:
 
 
 class Side:
-    def __init__(self, name: str, tree: Path, home: Path) -> None:
+    def __init__(self, name: str, tree: Path, home: Path, cache: Path) -> None:
         self.name = name
+        # A cache of its own: two versions keep their own saved model graphs (each removes
+        # graphs of the same model it did not write).
+        env = {**os.environ, "FERREX_CACHE_DIR": str(cache)}
         self.proc = subprocess.Popen(
             [sys.executable, __file__, "--worker", str(tree), str(home)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             cwd=tree,
+            env=env,
         )
         self.calls: dict[str, list[dict[str, float]]] = {"recall": [], "store": []}
         self.memory: dict[str, float] = {}
@@ -155,7 +161,11 @@ def main() -> None:
         for name in ("A", "B"):
             homes[name] = Path(tmp) / name
             shutil.copytree(args.home, homes[name], symlinks=True)
-        sides = [Side("A", args.base.resolve(), homes["A"]), Side("B", ROOT, homes["B"])]
+        caches = Path.home() / ".cache" / "ferrex-ab"
+        sides = [
+            Side("A", args.base.resolve(), homes["A"], caches / "A"),
+            Side("B", ROOT, homes["B"], caches / "B"),
+        ]
         queries = [" ".join(rng.choice(WORDS) for _ in range(6)) for _ in range(args.queries)]
         for i, query in enumerate(queries):
             for side in sides if i % 2 == 0 else sides[::-1]:

@@ -6,7 +6,7 @@ Builds a home of ``--memories`` distinct memories through the import path
 (``store_many``), ``--expiring`` of them with a ttl of one hour and a tenth of the rest
 pinned with an importance of 0.9, then measures in-process through the composition root:
 
-- the owner's idle check (``App.sweep_expired`` when nothing is due: one indexed query);
+- the owner's idle check (``Writer.sweep_due`` when nothing is due: one indexed query);
 - recall latency (cached query vectors) before and after the expiring memories expire
   (recall hides them itself until the sweep);
 - one sweep forgetting every expired memory (one ``memories.forgotten`` per namespace).
@@ -69,7 +69,7 @@ def main() -> None:
             idle = []
             for _ in range(20):
                 start = time.perf_counter()
-                assert app.sweep_expired() == 0
+                assert app.writer().sweep_due() == 0
                 idle.append(_ms(start))
             print(f"idle sweep check (nothing due): median {statistics.median(idle):.2f} ms")
 

@@ -485,6 +485,7 @@ def phase_serve(
         if texts:
             result.stand_in_ms_per_query = 1000 * (projection.seconds - embedded_before[1]) / texts
         result.recall_before = Latency.of(before)
+        say(f"  recall p50 / p95 ms (CPU p50), before optimize: {result.recall_before.cell()}")
         result.legs_before = one_leg_recalls()
         result.rss_recalled = memory_now()
 
@@ -499,7 +500,9 @@ def phase_serve(
         result.optimize_seconds = time.perf_counter() - started
         result.optimize_cpu_seconds = time.process_time() - cpu
         result.optimized = json.loads(printed.getvalue())["optimized"]
+        say(f"  ferrex optimize: {result.optimize_seconds:.1f} s")
         result.recall_after = Latency.of(recalls(queries(rng, samples, n_queries)))
+        say(f"  recall p50 / p95 ms (CPU p50), after optimize: {result.recall_after.cell()}")
         result.legs_after = one_leg_recalls()
         if "recall" in profile:
             more = queries(rng, samples, n_queries)
@@ -526,6 +529,7 @@ def phase_serve(
         result.stats_first_ms = plain[0].wall * 1000
         result.stats = Latency.of(plain)
         result.stats_detailed = Latency.of(detailed)
+        say(f"  stats p50 {result.stats.p50_ms:,.0f} ms (CPU {result.stats.cpu_p50_ms:,.0f})")
 
         writer = app.writer()
         outcomes: dict[str, int] = {}
@@ -545,6 +549,7 @@ def phase_serve(
         writer.store(new_note(rng))  # the first store opens the writer's parts
         result.store = Latency.of(stores(n_stores))
         result.store_outcomes = dict(outcomes)
+        say(f"  store p50 / p95 ms (CPU p50): {result.store.cell()}")
         result.rss_end = memory_now()
         if "store" in profile:
             result.profiles["store"] = profiled(lambda: stores(n_stores))
@@ -681,11 +686,15 @@ def run_size(root: Path, n: int, args: argparse.Namespace, profile: frozenset[st
     shutil.rmtree(home, ignore_errors=True)
     home.mkdir(parents=True, mode=0o700)
     say(f"\n## {n:,} memories in {home}")
+    say("(the serving process prints each figure as it is measured; the summary follows)")
     built: BuildResult = in_child(phase_build, home, n, args.seed, args.group)
     say(f"journal built: {built.records:,} records in {built.seconds:.1f} s")
     replayed: ReplayResult = in_child(phase_replay, home, "replay" in profile)
     rate = replayed.records / replayed.seconds
-    say(f"replayed: {replayed.seconds:.1f} s ({rate:,.0f} records/s)")
+    say(
+        f"replayed: {replayed.seconds:.1f} s ({rate:,.0f} records/s; CPU {replayed.cpu_seconds:.1f}"
+        f" s, {replayed.records / replayed.cpu_seconds:,.0f} records per CPU-second)"
+    )
     served: ServeResult = in_child(
         phase_serve, home, built.samples, args.queries, args.stores, args.stats_runs,
         args.seed, profile,

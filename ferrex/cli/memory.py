@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from itertools import groupby
 from pathlib import Path
@@ -317,20 +317,7 @@ def import_(
     if export is not None:
         _import_chats(app, export[0], export[1], assistant, split_chars, secrets, as_json)
         return
-    parsed: list[tuple[int, dict[str, Any]]] = []
-    outcomes: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            outcomes.append(_invalid(number, UsageError(f"not JSON: {exc}")))
-            continue
-        if not isinstance(raw, dict):
-            outcomes.append(_invalid(number, UsageError("a line must be a JSON object")))
-            continue
-        parsed.append((number, raw))
+    parsed, outcomes = _json_lines(text)
     if file_format == "auto":
         file_format = _detect(parsed[0][1]) if parsed else "store"
     writer = app.writer()
@@ -355,32 +342,45 @@ def import_(
         click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
                                "lines": outcomes}))  # fmt: skip
     else:
-        unavailable = [o for o in outcomes if o["status"] == "unavailable"]
-        if unavailable:
-            first = unavailable[0]
-            click.echo(
-                f"lines {first['line']}.. ({len(unavailable)}): not stored [{first['code']}] "
-                f"{first['message']} (hint: {first['hint']}); run the import again when it "
-                "answers: the lines stored now are then skipped"
-            )
-        for o in outcomes:
-            if o["status"] in ("invalid", "refused") or o.get("code") == "secret_refused":
-                what = f" ({o['item']})" if "item" in o else ""
-                click.echo(f"line {o['line']}{what}: {o['status']} [{o['code']}] {o['message']}")
-            for r in o.get("redacted", ()):
-                click.echo(f"line {o['line']}: redacted a likely {r['kind']} in {r['field']} "
-                           f"at character {r['at']}")  # fmt: skip
-        summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty"
-        if with_secrets["lines"]:
-            done = "redacted" if secrets == "redact" else "skipped"
-            summary += f"; likely secrets in {with_secrets['lines']} lines, {done}"
-        click.echo(summary)
-    if counts.get("unavailable"):
-        raise click.exceptions.Exit(BackendUnavailable.exit_code)
-    if counts.get("invalid"):
-        raise click.exceptions.Exit(UsageError.exit_code)
-    if counts.get("refused"):
-        raise click.exceptions.Exit(Refused.exit_code)
+        _echo_lines(outcomes, counts, with_secrets["lines"], secrets)
+    _exit_for(counts)
+
+
+def _json_lines(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
+    """The JSON objects of ``text``'s lines, numbered from 1 (blank lines skipped), and the
+    outcome of each line that is not one."""
+    parsed: list[tuple[int, dict[str, Any]]] = []
+    outcomes: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            outcomes.append(_invalid(number, UsageError(f"not JSON: {exc}")))
+            continue
+        if not isinstance(raw, dict):
+            outcomes.append(_invalid(number, UsageError("a line must be a JSON object")))
+            continue
+        parsed.append((number, raw))
+    return parsed, outcomes
+
+
+def _echo_lines(
+    outcomes: list[dict[str, Any]], counts: Mapping[str, int], secret_lines: int, secrets: str
+) -> None:
+    """The text report of a line import: the lines not stored, then the counts."""
+    _echo_unavailable(outcomes, lambda first, n: f"lines {first['line']}.. ({n})", "lines")
+    for o in outcomes:
+        if o["status"] in ("invalid", "refused") or o.get("code") == "secret_refused":
+            what = f" ({o['item']})" if "item" in o else ""
+            click.echo(f"line {o['line']}{what}: {o['status']} [{o['code']}] {o['message']}")
+        _echo_redacted(f"line {o['line']}", o)
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty"
+    if secret_lines:
+        done = "redacted" if secrets == "redact" else "skipped"
+        summary += f"; likely secrets in {secret_lines} lines, {done}"
+    click.echo(summary)
 
 
 def secrets_report(outcomes: list[dict[str, Any]], key: str = "line") -> dict[str, Any]:
@@ -609,34 +609,52 @@ def _import_chats(
         click.echo(json.dumps(summary))
     else:
         _echo_chats(summary, secrets)
-    if counts.get("unavailable"):
-        raise click.exceptions.Exit(BackendUnavailable.exit_code)
-    if counts.get("invalid"):
-        raise click.exceptions.Exit(UsageError.exit_code)
-    if counts.get("refused"):
-        raise click.exceptions.Exit(Refused.exit_code)
+    _exit_for(counts)
+
+
+def _exit_for(counts: Mapping[str, int]) -> None:
+    """An import's exit code: anything left for an absent embeddings server first, then
+    invalid lines, then refusals; 0 when everything was stored or skipped."""
+    for status, error in (
+        ("unavailable", BackendUnavailable),
+        ("invalid", UsageError),
+        ("refused", Refused),
+    ):
+        if counts.get(status):
+            raise click.exceptions.Exit(error.exit_code)
+
+
+def _echo_unavailable(
+    outcomes: list[dict[str, Any]], which: Callable[[dict[str, Any], int], str], items: str
+) -> None:
+    """One line for what an embeddings server's absence left unstored (``which`` names the
+    first of them and how many), with what to do about it."""
+    unavailable = [o for o in outcomes if o["status"] == "unavailable"]
+    if unavailable:
+        first = unavailable[0]
+        click.echo(
+            f"{which(first, len(unavailable))}: not stored [{first['code']}] {first['message']} "
+            f"(hint: {first['hint']}); run the import again when it answers: the {items} "
+            "stored now are then skipped"
+        )
+
+
+def _echo_redacted(what: str, outcome: dict[str, Any]) -> None:
+    for r in outcome.get("redacted", ()):
+        click.echo(f"{what}: redacted a likely {r['kind']} in {r['field']} at character {r['at']}")
 
 
 def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
     """The text report of a chat import: the items not stored, then what was stored and
     what was skipped, by reason."""
     outcomes: list[dict[str, Any]] = summary["items"]
-    unavailable = [o for o in outcomes if o["status"] == "unavailable"]
-    if unavailable:
-        first = unavailable[0]
-        click.echo(
-            f"{len(unavailable)} messages not stored [{first['code']}] {first['message']} "
-            f"(hint: {first['hint']}); run the import again when it answers: the messages "
-            "stored now are then skipped"
-        )
+    _echo_unavailable(outcomes, lambda first, n: f"{n} messages", "messages")
     for o in outcomes:
         what = f"conversation {o['conversation_id']} message {o['message_id']}"
         what += f" part {o['part']}" if "part" in o else ""
         if o["status"] in ("invalid", "refused"):
             click.echo(f"{what}: {o['status']} [{o['code']}] {o['message']}")
-        for r in o.get("redacted", ()):
-            click.echo(f"{what}: redacted a likely {r['kind']} in {r['field']} "
-                       f"at character {r['at']}")  # fmt: skip
+        _echo_redacted(what, o)
     counts: dict[str, int] = summary["counts"]
     untimed = summary["untimed"]
     click.echo(

@@ -188,7 +188,12 @@ def normalized_predicates(app: App, dry_run: bool, as_json: bool) -> None:
     would change. (Any command also rebuilds when it finds the rules changed; the dry run
     is the way to look first.)
     """
-    changes = app.predicate_changes()
+    from ferrex.app import build_rules
+    from projections.reconcile import predicate_drift
+
+    rules = build_rules(app.config)
+    assert rules.predicate is not None
+    changes = predicate_drift(app.home, app.journal(), rules.predicate)
     doc: dict[str, object] = {"changes": changes, "count": len(changes), "applied": False}
     if not dry_run:
         with progress("backfilling") as update:

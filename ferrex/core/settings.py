@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from ferrex.config import Config, staleness_config
 from ferrex.errors import UsageError
@@ -21,15 +21,11 @@ def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, 
     """The global synonym map and each namespace's, from the built-ins and the config."""
     extra = config["predicates.synonyms"]
     base = merge_synonyms(DEFAULT_SYNONYMS, synonym_map(extra)) if extra else dict(DEFAULT_SYNONYMS)
-    namespaces: dict[str, dict[str, str]] = {}
-    for namespace, groups in config["predicates.namespaces"].items():
-        if not isinstance(groups, dict):
-            raise UsageError(
-                f"predicates.namespaces.{namespace} must be a table of synonym groups",
-                hint='write [predicates.namespaces.NAME] canonical = ["variant", ...]',
-            )
-        namespaces[str(namespace)] = merge_synonyms(base, synonym_map(groups))
-    return base, namespaces
+    return base, _per_namespace(
+        config["predicates.namespaces"], "predicates", "synonym groups",
+        'write [predicates.namespaces.NAME] canonical = ["variant", ...]',
+        lambda groups: merge_synonyms(base, synonym_map(groups)),
+    )  # fmt: skip
 
 
 def build_abbreviations(
@@ -37,15 +33,30 @@ def build_abbreviations(
 ) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
     """The global subject abbreviation table and each namespace's (its own over it)."""
     base = abbreviation_map(config["subjects.abbreviations"])
-    namespaces: dict[str, dict[str, str]] = {}
-    for namespace, table in config["subjects.namespaces"].items():
+    return base, _per_namespace(
+        config["subjects.namespaces"], "subjects", "abbreviations",
+        'write [subjects.namespaces.NAME] short = "long"',
+        lambda table: {**base, **abbreviation_map(table)},
+    )  # fmt: skip
+
+
+def _per_namespace(
+    tables: Mapping[str, object],
+    section: str,
+    what: str,
+    hint: str,
+    build: Callable[[dict[str, Any]], dict[str, str]],
+) -> dict[str, dict[str, str]]:
+    """``[SECTION.namespaces.NAME]`` tables, each built over the global one; a value that is
+    not a table is a coded error naming it."""
+    built: dict[str, dict[str, str]] = {}
+    for namespace, table in tables.items():
         if not isinstance(table, dict):
             raise UsageError(
-                f"subjects.namespaces.{namespace} must be a table of abbreviations",
-                hint='write [subjects.namespaces.NAME] short = "long"',
+                f"{section}.namespaces.{namespace} must be a table of {what}", hint=hint
             )
-        namespaces[str(namespace)] = {**base, **abbreviation_map(table)}
-    return base, namespaces
+        built[str(namespace)] = build(table)
+    return built
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,7 @@ class TokenCounter:
     def __init__(self, source: Path | None) -> None:
         self.source = source
         self._tokenizer: Tokenizer | None = None
+        self._surely_fits = -1  # set when the tokenizer loads (see :func:`_surely_fitting_length`)
         self._lock = threading.Lock()
 
     @functools.cached_property
@@ -144,6 +145,10 @@ class TokenCounter:
 
     def count_tokens(self, text: str) -> int | None:
         """Tokens of ``text`` including the special ones, untruncated; None if unknown."""
+        tokenizer = self._loaded()
+        return None if tokenizer is None else len(tokenizer.encode(text).ids)
+
+    def _loaded(self) -> Tokenizer | None:
         with self._lock:
             if self._tokenizer is None:
                 path = self.source / "tokenizer.json" if self.source else None
@@ -154,13 +159,44 @@ class TokenCounter:
                 counter = _Tokenizer.from_file(str(path))
                 counter.no_truncation()
                 counter.no_padding()
+                self._surely_fits = _surely_fitting_length(counter, self.window)
                 self._tokenizer = counter
-            return len(self._tokenizer.encode(text).ids)
+            return self._tokenizer
 
     def fits(self, text: str) -> bool:
-        """Whether the model reads all of ``text`` (unknown tokenizers: assume it does)."""
+        """Whether the model reads all of ``text`` (unknown tokenizers: assume it does).
+
+        An ASCII text with no more characters other than spaces than
+        :func:`_surely_fitting_length` fits without being tokenised (most memories; a replay
+        asks for every one)."""
+        if text.isascii() and len(text) - text.count(" ") <= self._surely_fits:
+            return True
         count = self.count_tokens(text)
         return count is None or count <= self.window
+
+
+def _surely_fitting_length(tokenizer: Tokenizer, window: int) -> int:
+    """How many ASCII characters besides spaces always fit ``window``; -1: unknown.
+
+    Known for a BERT-style WordPiece tokenizer only (the bundled model's): its normalizer
+    maps ASCII to at most as many characters (lowercasing, dropping control characters), its
+    pre-tokenizer drops white space and splits on punctuation, and WordPiece cuts every word
+    into pieces of at least one character or a single ``[UNK]``. So an ASCII text gives at
+    most one token per character other than white space, plus the post-processor's special
+    tokens. Other kinds (BPE, Unigram: a prefix mark per word, byte fallback) are always
+    tokenised.
+    """
+    from tokenizers import models, normalizers, pre_tokenizers
+
+    if not isinstance(tokenizer.model, models.WordPiece):
+        return -1
+    if not isinstance(tokenizer.normalizer, normalizers.BertNormalizer | None):
+        return -1
+    if not isinstance(tokenizer.pre_tokenizer, pre_tokenizers.BertPreTokenizer):
+        return -1
+    processor = tokenizer.post_processor
+    specials = 0 if processor is None else processor.num_special_tokens_to_add(False)
+    return window - specials
 
 
 #: Which code runs the model: ferrex's own batching over ONNX Runtime (the default for every

@@ -31,7 +31,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -102,28 +102,21 @@ def rerank_order(scores: Sequence[float]) -> list[int]:
     return sorted(range(len(scores)), key=lambda position: (-scores[position], position))
 
 
+@dataclass(frozen=True)
 class CrossEncoder:
     """A loaded cross-encoder: scores (query, document) pairs, higher is more relevant."""
 
-    def __init__(
-        self,
-        name: str,
-        source: Path | None,
-        file_sha256: str,
-        encoder: TextCrossEncoder,
-        load_seconds: float,
-    ) -> None:
-        self.name = name
-        self.source = source
-        self.file_sha256 = file_sha256
-        self.load_seconds = load_seconds
-        self._encoder = encoder
+    name: str
+    source: Path | None
+    file_sha256: str
+    encoder: TextCrossEncoder = field(repr=False)
+    load_seconds: float
 
     def rerank(self, query: str, docs: Sequence[str]) -> list[float]:
         """One relevance score per document, in the order given."""
         if not docs:
             return []
-        return [float(score) for score in self._encoder.rerank(query, list(docs))]
+        return [float(score) for score in self.encoder.rerank(query, list(docs))]
 
 
 @dataclass(frozen=True, slots=True)

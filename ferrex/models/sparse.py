@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Protocol, cast
 
@@ -112,14 +111,19 @@ def word_tokens(text: str) -> list[str]:
 
 def identifier_tokens(text: str) -> list[str]:
     """The whole-identifier tokens of ``text`` (see the module docstring), in text order."""
+    return _identifiers(text.lower())
+
+
+def _identifiers(lowered: str) -> list[str]:
+    # A run of the identifier pattern holds a joiner exactly when it is not all letters and
+    # digits: ``[^\W_]`` is what ``str.isalnum`` accepts, checked in C.
     tokens: list[str] = []
-    for match in _IDENTIFIER.finditer(text.lower()):
-        candidate = match.group()
-        if not _has_joiner(candidate):
+    for candidate in _IDENTIFIER.findall(lowered):
+        if candidate.isalnum():
             continue
         tokens.append(candidate)
-        segments = _PATH_SEPARATOR.split(candidate)
-        if len(segments) > 1:
+        if "/" in candidate or "\\" in candidate:
+            segments = _PATH_SEPARATOR.split(candidate)
             tokens.extend(s for s in segments if _has_joiner(s) and _IDENTIFIER.fullmatch(s))
     return tokens
 
@@ -136,14 +140,6 @@ def token_index(token: str) -> int:
 
 def _has_joiner(token: str) -> bool:
     return any(char in _JOINERS for char in token)
-
-
-def _sorted_vector(weights: dict[int, float]) -> SparseVector:
-    ordered = sorted(weights.items())
-    return SparseVector(
-        indices=tuple(index for index, _ in ordered),
-        values=tuple(value for _, value in ordered),
-    )
 
 
 class Bm25Encoder:
@@ -169,21 +165,55 @@ class Bm25Encoder:
 
     def encode_document(self, text: str) -> SparseVector:
         """The document-side vector of ``text``: saturated, length-normalised term weights."""
-        term_counts = _term_counts(tokens(text))
+        # Counted by index, not by string: two tokens that collide are one term to Qdrant.
+        term_counts = Counter(_TERMS.indices(text))
         doc_len = sum(term_counts.values())
         norm = self.k1 * (1.0 - self.b + self.b * doc_len / self.avg_doc_len)
-        return _sorted_vector(
-            {index: tf * (self.k1 + 1.0) / (tf + norm) for index, tf in term_counts.items()}
+        top = self.k1 + 1.0
+        ordered = sorted(term_counts.items())
+        return SparseVector(
+            indices=tuple(index for index, _ in ordered),
+            values=tuple(tf * top / (tf + norm) for _, tf in ordered),
         )
 
     def encode_query(self, text: str) -> SparseVector:
         """The query-side vector of ``text``: weight 1.0 for each distinct token."""
-        return _sorted_vector(dict.fromkeys((token_index(t) for t in tokens(text)), 1.0))
+        distinct = sorted(set(_TERMS.indices(text)))
+        return SparseVector(indices=tuple(distinct), values=(1.0,) * len(distinct))
 
 
-def _term_counts(all_tokens: Iterable[str]) -> Counter[int]:
-    # Counted by index, not by string: two tokens that collide are one term to Qdrant.
-    return Counter(token_index(token) for token in all_tokens)
+class _TermIndices:
+    """The sparse indices of a text's tokens (:func:`tokens`, then :func:`token_index`), fast.
+
+    A word's index (its stem's hash, or none for a stop word) is remembered, so the common
+    words of a long replay are looked up in a dict instead of stemmed and hashed again; the
+    result is the same as hashing :func:`tokens` one by one. At most ``limit`` words are
+    remembered (about 100 bytes each); words beyond are computed every time.
+    """
+
+    def __init__(self, limit: int = 65_536) -> None:
+        self.limit = limit
+        self._of_word: dict[str, int | None] = {}
+
+    def indices(self, text: str) -> list[int]:
+        lowered = text.lower()
+        of_word = self._of_word
+        found: list[int] = []
+        for word in _WORD.findall(lowered):
+            index = of_word.get(word, -1)
+            if index == -1:
+                index = (
+                    None if word in ENGLISH_STOP_WORDS else token_index(_STEMMER.stem_word(word))
+                )
+                if len(of_word) < self.limit:
+                    of_word[word] = index
+            if index is not None:
+                found.append(index)
+        found.extend(token_index(token) for token in _identifiers(lowered))
+        return found
+
+
+_TERMS: Final = _TermIndices()
 
 
 _DEFAULT_ENCODER: Final = Bm25Encoder()

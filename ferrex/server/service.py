@@ -16,6 +16,7 @@ exactly like one that does not exist, an entity only invisible memories name is 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -73,6 +74,7 @@ class Service:
         self._calls = Gate()  # calls share it; close() takes it alone
         self._opening = threading.Lock()  # the App opens its parts lazily, once
         self._writes = threading.Lock()
+        self._consolidated_at: float | None = None  # the last consolidation pass (monotonic)
         self._tools: dict[str, Callable[[dict[str, Any], Caller], dict[str, Any]]] = {
             "store": self._store,
             "recall": self._recall,
@@ -115,12 +117,25 @@ class Service:
         """Forget the memories whose time to live has run out (the owner does it every
         few seconds); how many."""
         with self._calls.shared(), self._writes:
-            return self.app.sweep_expired()
+            if self.app.read_only:
+                return 0
+            with translated():
+                return self.app.writer().sweep_due()
 
     def consolidate_due(self) -> int:
-        """The owner's consolidation pass (``App.consolidate_due``); how many were folded."""
-        with self._calls.shared(), self._writes:
-            return self.app.consolidate_due()
+        """The owner's consolidation pass (off unless ``consolidation.after_days`` is set):
+        at most every ``consolidation.every_seconds``, fold every agent's episodes learned
+        more than that many days ago; how many memories were folded."""
+        after = self.app.config["consolidation.after_days"]
+        if after is None or self.app.read_only:
+            return 0
+        now = time.monotonic()
+        last = self._consolidated_at
+        if last is not None and now - last < self.app.config["consolidation.every_seconds"]:
+            return 0
+        self._consolidated_at = now
+        with self._calls.shared(), self._writes, translated():
+            return self.app.writer().consolidate_due(older_than_days=after)
 
     def close(self) -> None:
         """Close the stores once the calls (or warm-up) in progress have finished."""

@@ -417,6 +417,14 @@ class Writer:
         result: ForgetResult = self._runner.run_one(None, decide)
         return result
 
+    def sweep_due(self) -> int:
+        """:meth:`sweep_expired` if anything has expired (else no writer lock is taken);
+        how many memories were forgotten."""
+        self.projections.catch_up()
+        if not self.projections.read_model.expiring(by=self.clock().timestamp()):
+            return 0
+        return len(self.sweep_expired().forgotten)
+
     def journal_accesses(self, pending: Mapping[str, tuple[int, datetime]]) -> tuple[str, ...]:
         """Journal recall hits (the access log's flush); the ids journaled."""
         if not pending:
@@ -477,6 +485,14 @@ class Writer:
             created_before=created_before, namespace=namespace, agent_id=agent_id
         )
         return consolidation_groups(found, created_before=created_before)
+
+    def consolidate_due(self, *, older_than_days: float) -> int:
+        """:meth:`consolidate` everything folded by ``older_than_days`` if there is any
+        (else no writer lock is taken); how many memories were folded."""
+        if not self.consolidation_groups(older_than_days=older_than_days):
+            return 0
+        result = self.consolidate(older_than_days=older_than_days)
+        return sum(len(f.memory_ids) for f in result.summaries)
 
     def consolidate(
         self,

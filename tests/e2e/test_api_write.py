@@ -15,7 +15,8 @@ import pytest
 from openapi_spec_validator import validate
 from starlette.routing import Route
 
-from ferrex.server.dashboard.api import STATUS, openapi_document, status_of
+from ferrex.server.dashboard.api import openapi_document
+from ferrex.server.dashboard.edge import STATUS, status_of
 from ferrex.server.dashboard.web import Dashboard
 from ferrex.server.mcp_server import build_server, tool_inputs
 from tests.e2e.api_helpers import ALICE, BOB, Server, serve_http

@@ -24,6 +24,7 @@ from ferrex.read.recall import AccessLog, Reader, RecallRequest
 from ferrex.read.seen import Sight
 from ferrex.rules.consolidation import sentences
 from ferrex.rules.memory_input import StoreRequest
+from ferrex.server.service import Service
 from ferrex.times import rfc3339
 from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal
@@ -255,7 +256,7 @@ def test_the_owner_pass_is_off_by_default_and_folds_when_configured(
     for turn in OLD_CHAT[:3]:
         off.writer().store(StoreRequest(content=turn, source="chat-1"))
     head = off.journal().head
-    assert off.consolidate_due() == 0 and off.journal().head == head
+    assert Service(off).consolidate_due() == 0 and off.journal().head == head
     off.close()
 
     on = _app(
@@ -263,10 +264,11 @@ def test_the_owner_pass_is_off_by_default_and_folds_when_configured(
     )
     for turn in OLD_CHAT[:3]:
         on.writer().store(StoreRequest(content=turn, source="chat-1"))
-    assert on.consolidate_due() == 3
+    owner = Service(on)
+    assert owner.consolidate_due() == 3
     for turn in NEW_CHAT:
         on.writer().store(StoreRequest(content=turn, source="chat-2"))
-    assert on.consolidate_due() == 0  # not again within every_seconds
+    assert owner.consolidate_due() == 0  # not again within every_seconds
     on.close()
 
 

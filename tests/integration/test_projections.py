@@ -6,6 +6,7 @@ reconcile finds drift and --fix repairs it.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -16,6 +17,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from ferrex.models import Embedder
+from ferrex.models import sparse as recipe
+from ferrex.models.sparse import Bm25Encoder
 from journal import (
     Access,
     EntityCreated,
@@ -102,6 +106,75 @@ def test_incremental_with_restarts_equals_a_rebuild(
             assert reconcile(projections).clean
             projections.close()
             backend.close()
+
+
+def _recipe_encoders(encoders: Encoders, embedder: Embedder) -> Encoders:
+    """The encoders without their shortcuts: every text's tokens counted by the tokenizer,
+    every BM25 vector built token by token from the recipe."""
+    model = embedder.model()
+    bm25 = Bm25Encoder()
+
+    def fits(text: str) -> bool:
+        count = model.count_tokens(text)
+        return count is None or count <= model.window
+
+    def sparse_vector(text: str) -> SparseVector:
+        counts: dict[int, int] = {}
+        for token in recipe.tokens(text):
+            counts[recipe.token_index(token)] = counts.get(recipe.token_index(token), 0) + 1
+        norm = bm25.k1 * (1 - bm25.b + bm25.b * sum(counts.values()) / bm25.avg_doc_len)
+        ordered = sorted(counts.items())
+        return SparseVector(
+            tuple(i for i, _ in ordered),
+            tuple(tf * (bm25.k1 + 1) / (tf + norm) for _, tf in ordered),
+        )
+
+    return dataclasses.replace(encoders, fits=fits, sparse=sparse_vector)
+
+
+def test_a_rebuild_gives_the_points_of_the_unshortened_recipe(
+    tmp_path: Path, encoders: Encoders, shared_embedder: Embedder
+) -> None:
+    """Replay's fast paths (the window check without tokenising, the remembered word
+    indices) give exactly the points of counting and hashing everything, on texts at and
+    across the window's edge, non-ASCII ones and identifiers."""
+    window = shared_embedder.model().window
+    texts = [
+        "deploy of api-gateway v2.3.1 failed on staging; INC-90312 opened",
+        "!" * (window - 2),  # one token a character: exactly the window with [CLS] and [SEP]
+        "!" * (window - 2) + " !",  # one token more: two parts
+        "the cache warmed up again. " * (window // 4),  # long prose: parts on sentences
+        "Zürich café: naïve retries in src/app/main.py broke the build",
+        "東京のサーバーが再起動した" * 12,  # few characters, many tokens
+        "a" * 40 + " " + "word " * 50,
+    ]
+    events: list[Event] = [memory(f"m{i}", text) for i, text in enumerate(texts)]
+    events.append(
+        MemoryStored(
+            memory_id="p1", namespace="default", memory_type="procedural", t_valid=T0,
+            body=MemoryBody(
+                procedure_name="rotate credentials",
+                steps=tuple(f"step {i}: run vault rotate for service-{i} " * 6 for i in range(12)),
+            ),
+        )
+    )  # fmt: skip
+    snapshots = []
+    for name, chosen in (
+        ("fast", encoders),
+        ("recipe", _recipe_encoders(encoders, shared_embedder)),
+    ):
+        home = tmp_path / name
+        with Journal.open(home / "journal") as journal:
+            for event in events:
+                journal.append([event])
+            backend = EdgeBackend(home / "qdrant")
+            projections = Projections.replay(home, journal, backend, chosen)
+            snapshots.append(snapshot(projections))
+            projections.close()
+            backend.close()
+    (_, fast), (_, recipe) = snapshots  # the points (the read models differ in times recorded)
+    assert fast == recipe
+    assert len(fast) > len(events)  # some texts were cut into parts
 
 
 def memory(mid: str, text: str, **kw: Any) -> MemoryStored:

@@ -183,6 +183,7 @@ def test_incremental_application_with_restarts_equals_a_rebuild(
         rebuilt.apply(records)
         assert incremental.dump() == rebuilt.dump()
         assert incremental.dump()["memory_counts"] == recount(incremental)
+        assert incremental.dump()["unvalidated_counts"] == recount_unvalidated(incremental)
         incremental.close()
         rebuilt.close()
 
@@ -194,6 +195,18 @@ def recount(model: ReadModel) -> list[tuple[object, ...]]:
             "SELECT namespace, type, coalesce(agent_id, ''), agent_id IS NOT NULL, visibility, "
             "t_invalid IS NULL, expires_at IS NOT NULL, count(*) FROM memories "
             "GROUP BY 1, 2, 3, 4, 5, 6, 7"
+        ),
+        key=repr,
+    )
+
+
+def recount_unvalidated(model: ReadModel) -> list[tuple[object, ...]]:
+    """The ``unvalidated_counts`` aggregate counted afresh from the memories table."""
+    return sorted(
+        model.db.execute(
+            "SELECT namespace, coalesce(agent_id, ''), agent_id IS NOT NULL, visibility, "
+            "count(*) FROM memories WHERE t_invalid IS NULL AND last_validated IS NULL "
+            "GROUP BY 1, 2, 3, 4"
         ),
         key=repr,
     )
@@ -219,6 +232,7 @@ def test_memory_counts_follow_every_change_of_a_memory(tmp_path: Path) -> None:
     for record in records:
         model.apply([record])
         assert model.dump()["memory_counts"] == recount(model)
+        assert model.dump()["unvalidated_counts"] == recount_unvalidated(model)
         seen.append([(c.agent_id, c.visibility, c.active, c.expiring, c.n)
                      for c in model.memory_counts("acme")])  # fmt: skip
     assert seen == [
@@ -230,9 +244,11 @@ def test_memory_counts_follow_every_change_of_a_memory(tmp_path: Path) -> None:
     ]
     # An older file: no aggregate yet, memories already there.
     model.db.execute("DROP TABLE memory_counts")
+    model.db.execute("DROP TABLE unvalidated_counts")
     model.close()
     reopened = ReadModel.open(path)
     assert reopened.dump()["memory_counts"] == recount(reopened) != []
+    assert reopened.dump()["unvalidated_counts"] == recount_unvalidated(reopened) != []
     reopened.close()
 
 

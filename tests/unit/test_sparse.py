@@ -213,3 +213,55 @@ def test_stop_word_list_matches_qdrant_edge() -> None:
         word for word in sorted(sparse.ENGLISH_STOP_WORDS) if list(qdrant.embed_query(word).indices)
     ]
     assert not_dropped_by_qdrant == []
+
+
+_TRICKY = st.text(
+    alphabet=st.sampled_from(list("aZé9٣_-./\\:#@ ßİ\u0301x1TheIs")) | st.characters(), max_size=120
+)
+
+
+def _reference_document(encoder: Bm25Encoder, text: str) -> dict[int, float]:
+    """The recipe of the module docstring, spelled out token by token."""
+    counts: dict[int, int] = {}
+    for token in sparse.tokens(text):
+        counts[token_index(token)] = counts.get(token_index(token), 0) + 1
+    norm = encoder.k1 * (1 - encoder.b + encoder.b * sum(counts.values()) / encoder.avg_doc_len)
+    return {i: tf * (encoder.k1 + 1) / (tf + norm) for i, tf in counts.items()}
+
+
+def _reference_identifiers(text: str) -> list[str]:
+    found = []
+    for match in sparse._IDENTIFIER.finditer(text.lower()):
+        candidate = match.group()
+        if any(char in "-./\\_:#@" for char in candidate):
+            found.append(candidate)
+            parts = sparse._PATH_SEPARATOR.split(candidate)
+            if len(parts) > 1:
+                found.extend(
+                    p
+                    for p in parts
+                    if any(c in "-./\\_:#@" for c in p) and sparse._IDENTIFIER.fullmatch(p)
+                )
+    return found
+
+
+@given(_TRICKY)
+def test_identifier_tokens_are_the_runs_holding_a_joiner(text: str) -> None:
+    assert sparse.identifier_tokens(text) == _reference_identifiers(text)
+
+
+@given(st.lists(_TRICKY, min_size=1, max_size=4))
+def test_remembered_word_indices_give_the_recipes_vectors(texts: list[str]) -> None:
+    """The encoder's memo of words (full, or holding nothing) changes no vector."""
+    encoder = Bm25Encoder()
+    for limit in (0, 65_536):
+        terms = sparse._TermIndices(limit)
+        for text in texts + texts:  # the second time from the memo
+            assert sorted(terms.indices(text)) == sorted(
+                token_index(t) for t in sparse.tokens(text)
+            )
+        for text in texts:
+            document = encoder.encode_document(text)
+            assert list(document.indices) == sorted(_reference_document(encoder, text))
+            assert document.as_dict() == _reference_document(encoder, text)
+            assert encoder.encode_query(text).indices == tuple(sorted(document.indices))

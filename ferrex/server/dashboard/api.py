@@ -55,7 +55,7 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex import __version__
 from ferrex.errors import FerrexError, Refused, UsageError
-from ferrex.server.dashboard.edge import HEADERS, Unauthorized
+from ferrex.server.dashboard.edge import HEADERS, Unauthorized, status_of
 from ferrex.server.service import Caller, error_document
 from journal.files import make_private_dir, open_private, replace_durably
 
@@ -76,34 +76,6 @@ KEY_COUNT = 10_000
 KEY_FILE = Path("run") / "api-idempotency.jsonl"
 #: The longest idempotency key taken.
 MAX_KEY = 200
-
-#: The HTTP status of each error code the tools raise (others: by their family, else 500).
-STATUS = {
-    "invalid_input": 400,
-    "unauthorized": 401,
-    "forbidden": 403,
-    "not_found": 404,
-    "duplicate": 409,
-    "conflict_ambiguous": 409,
-    "already_superseded": 409,
-    "read_only": 409,
-    "method_not_allowed": 405,
-    "idempotency_key_reused": 422,
-    "busy": 503,
-    "backend_unavailable": 503,
-    "model_unavailable": 503,
-    "version_mismatch": 503,
-    "storage_full": 507,
-}
-
-
-def status_of(code: str) -> int:
-    """The HTTP status of an error code: the table, a journal failure 503, else 500."""
-    if code in STATUS:
-        return STATUS[code]
-    if code.startswith("journal."):
-        return 503
-    return 500
 
 
 class TooLarge(FerrexError):

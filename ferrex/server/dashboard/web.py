@@ -53,7 +53,7 @@ from starlette.routing import BaseRoute, Route
 from ferrex.errors import FerrexError, UsageError
 from ferrex.server.dashboard import pages
 from ferrex.server.dashboard.api import WriteApi, not_found_json
-from ferrex.server.dashboard.edge import HEADERS, Forbidden, Unauthorized
+from ferrex.server.dashboard.edge import HEADERS, Forbidden, Unauthorized, status_of
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import TokenTable
 from ferrex.server.service import Caller, error_document
@@ -66,19 +66,6 @@ SESSION_SECONDS = 12 * 3600
 MAX_SESSIONS = 256
 #: Sessions one principal (the operator, or one agent) may hold at once.
 SESSIONS_PER_PRINCIPAL = 16
-#: The HTTP status of each error code (anything else is 500).
-_STATUS = {
-    "invalid_input": 400,
-    "unauthorized": 401,
-    "forbidden": 403,
-    "not_found": 404,
-    "duplicate": 409,
-    "conflict_ambiguous": 409,
-    "read_only": 409,
-    "storage_full": 507,
-    "backend_unavailable": 503,
-    "model_unavailable": 503,
-}
 _FLAGS = ("include_stale", "include_invalidated")
 _TEXTS = ("as_of", "after", "before", "namespace", "strategy")
 
@@ -301,7 +288,7 @@ class Dashboard:
                 doc = error_document(exc)
                 return _html(
                     pages.layout("Error", "", _who(caller), pages.error_box(doc)),
-                    _STATUS.get(exc.code, 500),
+                    status_of(exc.code),
                 )
 
         return endpoint
@@ -369,7 +356,7 @@ class Dashboard:
                 if not by_bearer:  # the cookie (or nothing) authenticated it: a browser may
                     self.same_origin(request)  # have been made to send it by another site
             except (Unauthorized, Forbidden) as exc:
-                return _html(pages.message_page("Refused", f"{exc.message}"), _STATUS[exc.code])
+                return _html(pages.message_page("Refused", f"{exc.message}"), status_of(exc.code))
             form = await request.form()
             fields = {
                 "ids": [str(v) for v in form.getlist("ids")],
@@ -420,7 +407,7 @@ class Dashboard:
             except FerrexError as exc:
                 return JSONResponse(
                     {"error": error_document(exc)},
-                    status_code=_STATUS.get(exc.code, 500),
+                    status_code=status_of(exc.code),
                     headers=HEADERS,
                 )
 
@@ -620,4 +607,4 @@ def _html(text: str, status: int = 200) -> HTMLResponse:
 
 def _error_page(exc: FerrexError, who: str) -> Response:
     doc = error_document(exc)
-    return _html(pages.layout("Error", "", who, pages.error_box(doc)), _STATUS.get(exc.code, 500))
+    return _html(pages.layout("Error", "", who, pages.error_box(doc)), status_of(exc.code))

@@ -1,0 +1,136 @@
+"""How SQLite answers the read model's never-validated queries (stats and reflect): the plan
+of the very statement each method runs, captured as it runs on a real read-model file. The
+count per scope is the kept aggregate less index ranges of the recent and the expired ones,
+never a scan of the memories, whatever the namespace (SQLite has no statistics here, so a
+plan is the planner's guess from the schema alone)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import apsw
+import pytest
+
+from journal import Event, MemoriesValidated, MemoryBody, MemoryMarked, MemoryStored, Record
+from projections.sqlite import ReadModel
+from tests.strategies import T0
+
+DAY = 86_400.0
+
+
+def _home(path: Path) -> ReadModel:
+    rm = ReadModel.open(path)
+    records = [
+        Record(
+            recorded_at=T0 + timedelta(days=i),
+            position=i + 1,
+            events=(
+                MemoryStored(
+                    memory_id=f"m{i}",
+                    namespace="acme" if i % 2 else "other",
+                    memory_type="episodic",
+                    t_valid=T0 + timedelta(days=i),
+                    agent_id="alice" if i % 3 else None,
+                    body=MemoryBody(content=f"incident {i}"),
+                ),
+            ),
+        )
+        for i in range(40)
+    ]
+    # Some validated, some expired by the instant the tests ask at (day 60), some later.
+    marks: list[Event] = [
+        MemoriesValidated(memory_ids=tuple(f"m{i}" for i in range(0, 40, 5)), at=T0),
+        *(
+            MemoryMarked(
+                memory_id=f"m{i}",
+                namespace="acme" if i % 2 else "other",
+                expires_at=T0 + timedelta(days=50 if i % 3 else 70),
+            )
+            for i in range(1, 40, 4)
+        ),
+    ]
+    records.append(Record(recorded_at=T0 + timedelta(days=41), position=41, events=tuple(marks)))
+    rm.apply(records)
+    return rm
+
+
+def _plans(rm: ReadModel, call: Any) -> tuple[Any, list[str]]:
+    """What ``call`` answers, and the query plan of every statement it ran on ``memories``
+    (not the entities read for the memories found)."""
+    ran: list[tuple[str, Any]] = []
+
+    def trace(_cursor: apsw.Cursor, sql: str, bindings: Any) -> bool:
+        ran.append((sql, bindings))
+        return True
+
+    db = rm.db
+    db.exec_trace = trace
+    try:
+        out = call()
+    finally:
+        db.exec_trace = None
+    plans = [
+        " / ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", bindings))
+        for sql, bindings in ran
+        if "FROM memories WHERE" in sql
+    ]
+    return out, plans
+
+
+@pytest.mark.parametrize("namespace", [None, "acme"])
+def test_the_never_validated_count_reads_a_covering_index(
+    tmp_path: Path, namespace: str | None
+) -> None:
+    rm = _home(tmp_path / "rm.sqlite")
+    now = (T0 + timedelta(days=60)).timestamp()
+    counts, plans = _plans(rm, lambda: rm.unvalidated_counts(namespace, now, 30 * DAY))
+    # The kept count less two index ranges: the recent ones (store times, read from the
+    # covering index) and the expired ones (few, by expiry); never a scan.
+    assert len(plans) == 2, plans
+    assert "COVERING INDEX memories_unvalidated_scoped (created_at>?)" in plans[0], plans
+    assert "INDEX memories_expiring (expires_at<?)" in plans[1], plans
+    # The same answer as counting the memories one by one.
+    every = [m for m in rm.memories() if namespace is None or m.namespace == namespace]
+    expected: dict[tuple[str | None, str], int] = {}
+    for m in every:
+        unexpired = m.expires_at is None or m.expires_at > now
+        if m.last_validated is None and now - m.created_at >= 30 * DAY and unexpired:
+            key = (m.agent_id, m.visibility)
+            expected[key] = expected.get(key, 0) + 1
+    assert {(a, v): n for a, v, n in counts} == expected != {}
+    rm.close()
+
+
+@pytest.mark.parametrize("namespace", [None, "acme"])
+def test_the_never_validated_pages_follow_the_same_index(
+    tmp_path: Path, namespace: str | None
+) -> None:
+    rm = _home(tmp_path / "rm.sqlite")
+    now = (T0 + timedelta(days=60)).timestamp()
+    listed, plans = _plans(rm, lambda: list(rm.unvalidated(namespace, now, 30 * DAY)))
+    assert plans and all("INDEX memories_unvalidated_scoped" in plan for plan in plans), plans
+    assert "TEMP B-TREE" not in " ".join(plans)  # read in the index's order, no sort
+    assert [m.created_at for m in listed] == sorted(m.created_at for m in listed)
+    assert listed
+    rm.close()
+
+
+def test_a_file_with_the_old_index_loses_it_when_opened(tmp_path: Path) -> None:
+    path = tmp_path / "rm.sqlite"
+    rm = _home(path)
+    rm.db.execute("DROP INDEX memories_unvalidated_scoped")
+    rm.db.execute(
+        "CREATE INDEX memories_unvalidated ON memories (created_at, memory_id) "
+        "WHERE t_invalid IS NULL AND last_validated IS NULL"
+    )
+    rm.close()
+    reopened = ReadModel.open(path)
+    names = {
+        str(name)
+        for (name,) in reopened.db.execute("SELECT name FROM sqlite_master WHERE type='index'")
+    }
+    assert "memories_unvalidated_scoped" in names
+    assert "memories_unvalidated" not in names
+    reopened.close()
