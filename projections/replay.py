@@ -53,6 +53,10 @@ SYNC_SECONDS = 1.0
 """Incremental vector writes are made durable (and the Qdrant checkpoint advanced) at least
 this often, at close, and before a reconcile. Until then they are served from memory, and a
 crash re-applies them from the durable checkpoint (vector writes are idempotent)."""
+HELD_SYNC_RECORDS = 20_000
+"""Inside :meth:`Projections.holding_sync` (an import) the vector writes are made durable
+only this often and when the block ends: the journal is the durable record, and what a
+crash loses from the vectors is re-applied from the checkpoint."""
 
 Progress = Callable[[int, int], None]
 """Called with (records done, records in all) during long work."""
@@ -168,6 +172,7 @@ class Projections:
         self.sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
         self._qdrant_applied = self.read_model.checkpoint(QDRANT)
         self._synced_at = time.monotonic()
+        self._holding = 0  # open holding_sync blocks
         self.gate = Gate()
 
     @contextlib.contextmanager
@@ -348,12 +353,34 @@ class Projections:
             qdrant_at=self._qdrant_applied,
             durable=False,
         )
-        durable = self.read_model.checkpoint(QDRANT)
-        if self._qdrant_applied - durable >= SYNC_RECORDS or (
-            self._qdrant_applied > durable and time.monotonic() - self._synced_at >= SYNC_SECONDS
-        ):
+        unsynced = self._qdrant_applied - self.read_model.checkpoint(QDRANT)
+        if self._holding:
+            due = unsynced >= HELD_SYNC_RECORDS
+        else:
+            due = unsynced >= SYNC_RECORDS or (
+                unsynced > 0 and time.monotonic() - self._synced_at >= SYNC_SECONDS
+            )
+        if due:
             self.sync()
         return applied
+
+    @contextlib.contextmanager
+    def holding_sync(self) -> Iterator[None]:
+        """Many writes in a row (an import): the catch-ups inside make the vector writes
+        durable (one Qdrant flush, then the checkpoint) only every :data:`HELD_SYNC_RECORDS`
+        records instead of every second, and once when the block ends (re-entrant).
+
+        The checkpoint is never ahead of what the vector store has made durable: a crash
+        inside re-applies the vectors from the journal at the next start."""
+        with self.gate.exclusive():
+            self._holding += 1
+        try:
+            yield
+        finally:
+            with self.gate.exclusive():
+                self._holding -= 1
+                if not self._holding:
+                    self.sync()
 
     @property
     def qdrant_position(self) -> int:

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
@@ -171,7 +172,8 @@ class Writer:
             if progress is not None:
                 progress(done + finished, len(requests))
 
-        decided = self._pipelined([v for _, v in valids], multi_valued, chunk, report)
+        with self._holding_sync(len(valids) > chunk):
+            decided = self._pipelined([v for _, v in valids], multi_valued, chunk, report)
         wait_note = (
             (f"waited {waited:.1f} s for the embedding model to load",)
             if waited >= WAIT_WORTH_SAYING
@@ -298,10 +300,32 @@ class Writer:
         def prepare(part: Sequence[T]) -> None:
             self.embedder.embed_many(list(texts(part)))
 
-        outcomes: list[R | FerrexError] = self._runner.run(
-            items, decide, chunk=chunk, prepare=prepare, progress=progress
-        )
+        with self._holding_sync(len(items) > chunk):
+            outcomes: list[R | FerrexError] = self._runner.run(
+                items, decide, chunk=chunk, prepare=prepare, progress=progress
+            )
         return outcomes
+
+    @contextmanager
+    def _holding_sync(self, many: bool) -> Iterator[None]:
+        """More than one chunk (an import): the vectors are flushed once at the end rather
+        than every second (:meth:`Projections.holding_sync`); one chunk keeps the usual rule.
+
+        The records are in the journal by then: a failed flush is logged, not raised (the
+        vectors are re-applied from the checkpoint at the next start)."""
+        if not many:
+            yield
+            return
+        held = self.projections.holding_sync()
+        held.__enter__()
+        try:
+            yield
+        finally:
+            try:
+                held.__exit__(None, None, None)
+            except Exception as exc:
+                log.warning("ferrex: flushing the vectors after an import failed: %s", exc,
+                            exc_info=True)  # fmt: skip
 
     # -- forget, validate, accesses, eviction ---------------------------------------------------
 
