@@ -13,6 +13,7 @@ import click
 from ferrex.app import App
 from ferrex.cli.home import existing_home
 from ferrex.cli.progress import progress
+from ferrex.cli.render import echo_either
 from ferrex.config import set_in_file
 
 DRIFT_EXIT = 6
@@ -45,13 +46,11 @@ def replay(app: App, as_json: bool) -> None:
         "sqlite": live.sqlite,
         "collections": [live.memories, live.entities],
     }
-    if as_json:
-        click.echo(json.dumps(doc))
-    else:
-        click.echo(
-            f"replayed {records} records ({memories} memories) into generation "
-            f"{live.generation} in {seconds:.1f} s"
-        )
+    echo_either(
+        doc, as_json,
+        f"replayed {records} records ({memories} memories) into generation "
+        f"{live.generation} in {seconds:.1f} s",
+    )  # fmt: skip
 
 
 @click.command()
@@ -127,13 +126,11 @@ def reembed(app: App, model: str, as_json: bool) -> None:
         "seconds": round(time.perf_counter() - started, 3),
         "config": str(app.config.file),
     }
-    if as_json:
-        click.echo(json.dumps(doc))
-    else:
-        click.echo(
-            f"re-embedded with {embedder.identity.name} ({embedder.identity.dim} dims) into "
-            f"generation {live.generation} in {doc['seconds']} s; recorded in {doc['config']}"
-        )
+    echo_either(
+        doc, as_json,
+        f"re-embedded with {embedder.identity.name} ({embedder.identity.dim} dims) into "
+        f"generation {live.generation} in {doc['seconds']} s; recorded in {doc['config']}",
+    )  # fmt: skip
 
 
 @click.group()

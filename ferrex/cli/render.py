@@ -1,10 +1,12 @@
 """Plain, aligned text for people: key/value blocks and small tables, never Python dicts.
 
-``--json`` output does not come through here; it stays the tools' documents, unchanged.
+``--json`` output does not come through here, but for :func:`echo_either`; it stays the
+tools' documents, unchanged.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -62,3 +64,8 @@ def echo_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], indent
     click.echo(line([c.replace("_", " ") for c in columns]))
     for row_cells in cells:
         click.echo(line(row_cells))
+
+
+def echo_either(doc: Mapping[str, Any], as_json: bool, text: str) -> None:
+    """A command's answer: its document as one JSON line under ``--json``, else ``text``."""
+    click.echo(json.dumps(doc) if as_json else text)
