@@ -123,7 +123,7 @@ def remote_settings(config: Config) -> RemoteSettings:
     )
 
 
-def build_encoders(embedder: Embedder) -> Encoders:
+def build_encoders(embedder: Embedder, context_chars: int = 0) -> Encoders:
     """The dense model and the BM25 recipe, as the projections take them.
 
     The model loads when a text must be embedded, not before: opening caught-up projections
@@ -135,12 +135,14 @@ def build_encoders(embedder: Embedder) -> Encoders:
 
     identity = embedder.identity
     bm25 = Bm25Encoder()
+    context = f"+ctx{context_chars}" if context_chars else ""
     return Encoders(
-        identity=f"{identity.key}+{bm25.identity}",
+        identity=f"{identity.key}+{bm25.identity}{context}",
         dim=identity.dim,
         dense=embedder.embed_many,
         sparse=bm25.encode_document,
         fits=embedder.fits,
+        context_chars=context_chars,
     )
 
 
@@ -312,7 +314,7 @@ class App:
             raise mismatch_error(recorded, current, embedder.choice.setting)
 
     def encoders(self) -> Encoders:
-        return build_encoders(self.embedder())
+        return build_encoders(self.embedder(), self.config["store.embed_context"])
 
     def backend(self) -> VectorBackend:
         if self._backend is None:
