@@ -131,6 +131,7 @@ def build_encoders(embedder: Embedder, context_chars: int = 0) -> Encoders:
     hash gives without loading it. Another model is loaded now, to learn its identity.
     """
     from ferrex.models.sparse import Bm25Encoder
+    from ferrex.rules.fusion import opens_with_speaker
     from projections.vector_sink import Encoders
 
     identity = embedder.identity
@@ -143,6 +144,7 @@ def build_encoders(embedder: Embedder, context_chars: int = 0) -> Encoders:
         sparse=bm25.encode_document,
         fits=embedder.fits,
         context_chars=context_chars,
+        context_when=opens_with_speaker,
     )
 
 

@@ -66,6 +66,9 @@ class Encoders:
     context_chars: int = 0
     """Up to this many characters of the turn before an episodic memory in its episode are
     embedded with it (``store.embed_context``; 0: off). See :func:`with_context`."""
+    context_when: Callable[[str], bool] | None = None
+    """Which turns get their neighbour (ferrex: a turn that opens with a speaker's label, a
+    line of a conversation between people); None: every turn of an episode."""
 
 
 Before = Callable[[str, str, int], tuple[str, str] | None]
@@ -231,7 +234,11 @@ class VectorSink:
         key = episode_key(event)
         if key is None:
             return text
+        when = self.encoders.context_when
         chars = self.encoders.context_chars
+        if when is not None and not when(text):
+            self._tails[key] = (event.memory_id, text[-chars:])
+            return text
         seen = self._tails.get(key)
         if seen is None and self.before is not None:
             found = self.before(key[0], key[1], position)

@@ -15,6 +15,7 @@ import pytest
 
 from ferrex.config import load
 from ferrex.errors import UsageError
+from ferrex.rules.fusion import opens_with_speaker
 from journal import Journal, MemoriesForgotten, MemoryBody, MemoryStored
 from journal.events import EpisodeRef
 from projections.qdrant_edge import EdgeBackend
@@ -59,7 +60,8 @@ A3 = "Good."
 def test_a_turn_is_embedded_with_the_turn_before_it_and_replays_alike(
     tmp_path: Path, encoders: Encoders
 ) -> None:
-    ctx = replace(encoders, identity=encoders.identity + f"+ctx{CHARS}", context_chars=CHARS)
+    ctx = replace(encoders, identity=f"{encoders.identity}+ctx{CHARS}", context_chars=CHARS,
+                  context_when=None)  # fmt: skip
     journal = Journal.open(tmp_path / "journal")
     backend = EdgeBackend(tmp_path / "qdrant")
     try:
@@ -108,3 +110,23 @@ def test_with_context_puts_the_turn_first() -> None:
     assert with_context("Yes!", "Did you go?") == "Yes!\nDid you go?"
     assert with_context("Yes!", None) == "Yes!"
     assert with_context("Yes!", "") == "Yes!"
+
+
+def test_only_a_labelled_turn_gets_its_neighbour_when_asked(
+    tmp_path: Path, encoders: Encoders
+) -> None:
+    ctx = replace(encoders, context_chars=CHARS, context_when=opens_with_speaker)
+    journal = Journal.open(tmp_path / "journal")
+    backend = EdgeBackend(tmp_path / "qdrant")
+    try:
+        journal.append([turn("a0", A0, episode="a0", index=0)])
+        journal.append([turn("a1", A1, episode="a0", index=1)])  # a note: no label
+        journal.append([turn("a2", "Ana: " + A2, episode="a0", index=2)])
+        p = Projections.open(tmp_path, journal, backend, ctx)
+        got = {m: v[0] for m, v in vectors(p).items()}
+        p.close()
+    finally:
+        backend.close()
+        journal.close()
+    assert got["a1"] == embedded(encoders, A1)
+    assert got["a2"] == embedded(encoders, with_context("Ana: " + A2, A1[-CHARS:]))
