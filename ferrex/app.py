@@ -121,7 +121,7 @@ def remote_settings(config: Config) -> RemoteSettings:
     )
 
 
-def build_encoders(embedder: Embedder) -> Encoders:
+def build_encoders(embedder: Embedder, context_chars: int = 0) -> Encoders:
     """The dense model and the BM25 recipe, as the projections take them.
 
     The model loads when a text must be embedded, not before: opening caught-up projections
@@ -129,16 +129,20 @@ def build_encoders(embedder: Embedder) -> Encoders:
     hash gives without loading it. Another model is loaded now, to learn its identity.
     """
     from ferrex.models.sparse import Bm25Encoder
+    from ferrex.rules.fusion import opens_with_speaker
     from projections.vector_sink import Encoders
 
     identity = embedder.identity
     bm25 = Bm25Encoder()
+    context = f"+ctx{context_chars}" if context_chars else ""
     return Encoders(
-        identity=f"{identity.key}+{bm25.identity}",
+        identity=f"{identity.key}+{bm25.identity}{context}",
         dim=identity.dim,
         dense=embedder.embed_many,
         sparse=bm25.encode_document,
         fits=embedder.fits,
+        context_chars=context_chars,
+        context_when=opens_with_speaker,
     )
 
 
@@ -309,7 +313,7 @@ class App:
             raise mismatch_error(recorded, current, embedder.choice.setting)
 
     def encoders(self) -> Encoders:
-        return build_encoders(self.embedder())
+        return build_encoders(self.embedder(), self.config["store.embed_context"])
 
     def backend(self) -> VectorBackend:
         if self._backend is None:

@@ -39,6 +39,9 @@ class Key:
     help: str
 
 
+EMBED_CONTEXT_MAX = 2000
+"""The most characters of a turn's neighbour ``store.embed_context`` may embed with it."""
+
 KEYS: tuple[Key, ...] = (
     Key("models.dense", str, "small", "FERREX_EMBEDDING_MODEL",
         "dense embedding model: small, mid, best, a model directory, or openai:MODEL (a model "
@@ -75,6 +78,10 @@ KEYS: tuple[Key, ...] = (
         "namespace used when a store or recall names none"),
     Key("store.agent_id", str, None, "FERREX_AGENT_ID",
         "agent id stamped on stored memories (their visibility defaults to private)"),
+    Key("store.embed_context", int, 300, "FERREX_EMBED_CONTEXT",
+        "characters of the turn before an episodic memory that opens with a speaker's label "
+        "(same source or derived episode, journal order) embedded with it in its dense "
+        "vector, 0 to 2000 (0: off; BM25 keeps the turn alone; a change rebuilds the vectors)"),
     Key("store.dedup_threshold", float, 0.95, None,
         "cosine similarity at or above which a new memory is refused as a duplicate"),
     Key("store.near_threshold", float, 0.88, None,
@@ -301,6 +308,14 @@ def _check(name: str, value: Any, where: str) -> Any:
     ):
         raise UsageError(
             f"configuration key {name!r} in {where} is out of range: {value!r}", hint=key.help
+        )
+    if name == "store.embed_context" and not (
+        isinstance(value, int) and 0 <= value <= EMBED_CONTEXT_MAX
+    ):
+        raise UsageError(
+            f"configuration key 'store.embed_context' in {where} is {value!r}, not 0 to "
+            f"{EMBED_CONTEXT_MAX} characters",
+            hint=key.help,
         )
     if name == "store.secrets" and value not in SECRETS_MODES:
         raise UsageError(

@@ -169,7 +169,12 @@ class Projections:
         self.rules = rules
         self.live = live
         self.read_model = ReadModel.open(home / live.sqlite, rules=rules)
-        self.sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
+        self.sink = VectorSink(
+            backend,
+            Collections(live.memories, live.entities),
+            encoders,
+            self.read_model.episode_before,
+        )
         self._qdrant_applied = self.read_model.checkpoint(QDRANT)
         self._synced_at = time.monotonic()
         self._holding = 0  # open holding_sync blocks
@@ -299,7 +304,12 @@ class Projections:
                 backend.drop_collection(name)
         read_model = ReadModel.open(home / live.sqlite, rules=rules)
         try:
-            sink = VectorSink(backend, Collections(live.memories, live.entities), encoders)
+            sink = VectorSink(
+                backend,
+                Collections(live.memories, live.entities),
+                encoders,
+                read_model.episode_before,
+            )
             sink.ensure()
             # One flush at the end instead of one per batch: an interrupted build is
             # discarded (the pointer still names the old generation), never resumed.
@@ -324,7 +334,10 @@ class Projections:
             self.live = new
             self.read_model = ReadModel.open(self.home / new.sqlite, rules=self.rules)
             self.sink = VectorSink(
-                self.backend, Collections(new.memories, new.entities), self.encoders
+                self.backend,
+                Collections(new.memories, new.entities),
+                self.encoders,
+                self.read_model.episode_before,
             )
             self._qdrant_applied = self.read_model.checkpoint(QDRANT)
         return new

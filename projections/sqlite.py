@@ -1282,6 +1282,20 @@ class ReadModel:
             sides.append([(str(m), float(t)) for m, t in rows])
         return sides
 
+    def episode_before(self, namespace: str, key: str, position: int) -> tuple[str, str] | None:
+        """The (id, text) of the last episodic memory with text of one episode stored before
+        journal ``position``: ``key`` is ``source:<source>`` or ``episode:<id>`` (see
+        ``projections.vector_sink.episode_key``). The neighbour a turn is embedded with."""
+        kind, _, value = key.partition(":")
+        column = "source" if kind == "source" else "episode"
+        row = self.db.execute(
+            f"SELECT memory_id, content FROM memories WHERE namespace=? AND {column}=? "
+            "AND type='episodic' AND content IS NOT NULL AND position<? "
+            "ORDER BY position DESC LIMIT 1",
+            (namespace, value, position),
+        ).get
+        return (str(row[0]), str(row[1])) if row is not None else None
+
     def episode_tail(self, namespace: str, agent_id: str | None, visibility: str) -> Memory | None:
         """The last memory of ``agent_id``'s derived episodes in ``namespace`` with
         ``visibility`` (by journal position): where the next store of that agent may join."""

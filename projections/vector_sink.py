@@ -63,6 +63,17 @@ class Encoders:
     sparse: Callable[[str], _Sparse]
     fits: Callable[[str], bool]
     """Whether a text fits the dense model's window (longer texts are embedded in parts)."""
+    context_chars: int = 0
+    """Up to this many characters of the turn before an episodic memory in its episode are
+    embedded with it (``store.embed_context``; 0: off). See :func:`with_context`."""
+    context_when: Callable[[str], bool] | None = None
+    """Which turns get their neighbour (ferrex: a turn that opens with a speaker's label, a
+    line of a conversation between people); None: every turn of an episode."""
+
+
+Before = Callable[[str, str, int], tuple[str, str] | None]
+"""(namespace, episode key, journal position) → the (memory id, text) of the episode's last
+episodic memory before that position, or None."""
 
 
 @dataclass(frozen=True)
@@ -75,11 +86,22 @@ class VectorSink:
     """Applies records to a memories collection and an entities collection."""
 
     def __init__(
-        self, backend: VectorBackend, collections: Collections, encoders: Encoders
+        self,
+        backend: VectorBackend,
+        collections: Collections,
+        encoders: Encoders,
+        before: Before | None = None,
     ) -> None:
         self.backend = backend
         self.collections = collections
         self.encoders = encoders
+        self.before = before
+        """The read model's last episodic memory of an episode before a journal position,
+        for an episode this sink has not seen yet (a catch-up in a new process)."""
+        self._tails: dict[tuple[str, str], tuple[str, str]] = {}
+        """The last episodic memory seen of each episode (namespace, episode key) as its id
+        and its text cut to ``context_chars``: the next turn of that episode is embedded
+        with it."""
 
     def ensure(self) -> None:
         self.backend.ensure_collection(self.collections.memories, self.encoders.dim)
@@ -124,13 +146,14 @@ class VectorSink:
                             memory_id = change.event.memory_id
                             if any(m == memory_id for m, _ in invalidations):
                                 flush_memories()  # stored again after its invalidation
-                            pending.extend(self._memory_points(change.event))
+                            pending.extend(self._memory_points(change.event, record.position))
                         case fold.Invalidated():
                             invalidations.append((change.memory_id, change.t_invalid))
                         case fold.Revalidated():
                             invalidations.append((change.memory_id, None))
                         case fold.Forgot():
                             flush_memories()
+                            self._forget_tails(change.memory_ids)
                             self.backend.delete_by_memory(
                                 self.collections.memories, list(change.memory_ids)
                             )
@@ -177,7 +200,7 @@ class VectorSink:
         flush_memories()
         self._flush(entities, self.collections.entities)
 
-    def _memory_points(self, event: MemoryStored) -> list[_Pending]:
+    def _memory_points(self, event: MemoryStored, position: int) -> list[_Pending]:
         body = event.body
         if body is None:
             return []  # redacted: nothing left to index
@@ -186,6 +209,8 @@ class VectorSink:
             parts = procedure_parts(body, self.encoders.fits)
         else:
             parts = text_parts(text, self.encoders.fits)
+        if self.encoders.context_chars and len(parts) == 1:
+            parts = [self._with_neighbour(event, text, position)]
         base = {
             "memory_id": event.memory_id,
             "namespace": event.namespace,
@@ -201,6 +226,32 @@ class VectorSink:
                      base | {"step": n})
             for n, part in enumerate(parts)
         ]  # fmt: skip
+
+    def _with_neighbour(self, event: MemoryStored, text: str, position: int) -> str:
+        """The dense text of an episodic memory: its own text, then the tail of the turn
+        stored before it (in journal order, not forgotten) in the same episode; and this
+        one remembered as the next turn's neighbour."""
+        key = episode_key(event)
+        if key is None:
+            return text
+        when = self.encoders.context_when
+        chars = self.encoders.context_chars
+        if when is not None and not when(text):
+            self._tails[key] = (event.memory_id, text[-chars:])
+            return text
+        seen = self._tails.get(key)
+        if seen is None and self.before is not None:
+            found = self.before(key[0], key[1], position)
+            seen = (found[0], found[1][-chars:]) if found is not None else None
+        self._tails[key] = (event.memory_id, text[-chars:])
+        return with_context(text, seen[1] if seen is not None else None)
+
+    def _forget_tails(self, memory_ids: Iterable[str]) -> None:
+        """A forgotten memory is no neighbour: the next turn of its episode asks the read
+        model (which no longer holds it) for the turn before."""
+        gone = set(memory_ids)
+        for key in [k for k, (m, _) in self._tails.items() if m in gone]:
+            del self._tails[key]
 
     def _flush(self, pending: list[_Pending], collection: str) -> None:
         if not pending:
@@ -235,6 +286,28 @@ class _Pending:
     sparse_text: str | None
     """None: this point carries no BM25 terms (a later part of a memory)."""
     payload: dict[str, Any]
+
+
+def episode_key(event: MemoryStored) -> tuple[str, str] | None:
+    """Which episode an episodic memory belongs to for context embedding: (namespace,
+    ``source:<source>``), else (namespace, ``episode:<derived episode id>``); None for any
+    other memory (the keys :meth:`ReadModel.episode_before` reads)."""
+    body = event.body
+    if event.memory_type != "episodic" or body is None:
+        return None
+    if body.source:
+        return (event.namespace, f"source:{body.source}")
+    if event.episode is not None:
+        return (event.namespace, f"episode:{event.episode.id}")
+    return None
+
+
+def with_context(text: str, before: str | None) -> str:
+    """A turn's text followed by its neighbour's tail. The turn comes first, so a model that
+    truncates at its window drops the neighbour, never the turn."""
+    if not before:
+        return text
+    return f"{text}\n{before}"
 
 
 def _entity_payload(entity_id: str, namespace: str) -> dict[str, Any]:

@@ -488,6 +488,11 @@ def ask(
     return run
 
 
+STORE_ENV: dict[str, str] = {}
+"""The environment every evaluated data directory's configuration reads (``--embed-context``
+sets ``FERREX_EMBED_CONTEXT``); nothing else of the caller's environment."""
+
+
 def evaluate(
     bench: Bench,
     home: Path,
@@ -501,7 +506,7 @@ def evaluate(
     late_weights: Sequence[float] = (),
 ) -> dict[str, Any]:
     prepare_home(home, cache_home)
-    app = App(home=home, config=load(home, env={}))
+    app = App(home=home, config=load(home, env=STORE_ENV))
     try:
         progress(f"{bench.name}: {len(bench.docs)} documents, {len(bench.queries)} queries")
         stored = store(app, bench, progress)
@@ -592,13 +597,13 @@ def evaluate_longmemeval(
     with tempfile.TemporaryDirectory(prefix="ferrex-eval-lme-") as scratch:
         base = Path(scratch) / "embedder"
         prepare_home(base, cache_home)
-        owner = App(home=base, config=load(base, env={}))
+        owner = App(home=base, config=load(base, env=STORE_ENV))
         embedder = owner.embedder()
         try:
             for index, stack in enumerate(haystacks):
                 home = Path(scratch) / stack.question_id
                 prepare_home(home, cache_home)
-                app = App(home=home, config=load(home, env={}), _embedder=embedder)
+                app = App(home=home, config=load(home, env=STORE_ENV), _embedder=embedder)
                 try:
                     bench = Bench(name, stack.docs, [stack.query], [], episodes=True,
                                   session=longmemeval_session)  # fmt: skip
@@ -809,8 +814,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=30.0,
         help="also run the default recall as if this many days had passed (0: skip)",
     )
+    parser.add_argument(
+        "--embed-context",
+        type=int,
+        default=None,
+        metavar="CHARS",
+        help="store.embed_context for every store of the run: characters of the turn before "
+        "an episodic memory embedded with it (0: off; unset: the default)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.embed_context is not None:
+        STORE_ENV["FERREX_EMBED_CONTEXT"] = str(args.embed_context)
     overrides = dict(parse_setting(item) for item in args.setting)
     variants = [dict(parse_setting(i) for i in v.split(",")) for v in args.variant]
     kinds = [k for k in args.modes.split(",") if k]
