@@ -78,10 +78,11 @@ KEYS: tuple[Key, ...] = (
         "namespace used when a store or recall names none"),
     Key("store.agent_id", str, None, "FERREX_AGENT_ID",
         "agent id stamped on stored memories (their visibility defaults to private)"),
-    Key("store.embed_context", int, 300, "FERREX_EMBED_CONTEXT",
+    Key("store.embed_context", int, 0, "FERREX_EMBED_CONTEXT",
         "characters of the turn before an episodic memory that opens with a speaker's label "
         "(same source or derived episode, journal order) embedded with it in its dense "
-        "vector, 0 to 2000 (0: off; BM25 keeps the turn alone; a change rebuilds the vectors)"),
+        "vector, 0 to 2000 (0, the default: off; BM25 keeps the turn alone; a change rebuilds the "
+        "vectors; see docs/bench/retrieval-issue26.md for what 300 gains and costs)"),
     Key("store.dedup_threshold", float, 0.95, None,
         "cosine similarity at or above which a new memory is refused as a duplicate"),
     Key("store.near_threshold", float, 0.88, None,

@@ -208,11 +208,12 @@ class Made:
     """What earlier commands made, for :func:`plausible` over commands in parts."""
 
     entities: dict[str, str | None] = field(default_factory=dict)  # entity → its scope
-    memories: set[str] = field(default_factory=set)  # every memory id ever stored
+    memories: dict[str, str] = field(default_factory=dict)  # memory id ever stored → namespace
 
 
 def plausible(commands: list[list[Event]], made: Made | None = None) -> list[list[Event]]:
-    """The commands without the events no decision makes: a memory id stored again; an
+    """The commands without the events no decision makes: a memory id stored again, or
+    superseded or marked in another namespace than its own; an
     entity created twice, a spelling, merge or split of an entity not there (or merged
     away), a merge into itself, a split onto an entity already there, a cascade keeping a
     private entity for others."""
@@ -225,7 +226,12 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
             if isinstance(event, MemoryStored):
                 if event.memory_id in made.memories:
                     continue
-                made.memories.add(event.memory_id)
+                made.memories[event.memory_id] = event.namespace
+            elif (
+                isinstance(event, MemorySuperseded | MemoryMarked)
+                and made.memories.get(event.memory_id, event.namespace) != event.namespace
+            ):
+                continue  # a decision names the memory's own namespace
             match event:
                 case EntityCreated() if event.entity_id in live:
                     continue

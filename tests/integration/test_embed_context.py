@@ -97,9 +97,9 @@ def test_a_turn_is_embedded_with_the_turn_before_it_and_replays_alike(
     assert rebuilt == caught_up
 
 
-def test_embed_context_is_300_by_default_and_refused_out_of_range(tmp_path: Path) -> None:
-    assert load(tmp_path, env={})["store.embed_context"] == 300
-    assert load(tmp_path, env={"FERREX_EMBED_CONTEXT": "0"})["store.embed_context"] == 0
+def test_embed_context_is_off_by_default_and_refused_out_of_range(tmp_path: Path) -> None:
+    assert load(tmp_path, env={})["store.embed_context"] == 0
+    assert load(tmp_path, env={"FERREX_EMBED_CONTEXT": "300"})["store.embed_context"] == 300
     (tmp_path / "ferrex.toml").write_text("[store]\nembed_context = 5000\n")
     with pytest.raises(UsageError) as refused:
         load(tmp_path, env={})
