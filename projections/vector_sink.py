@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, assert_never
 
 from journal import MemoryStored, Record
@@ -82,26 +82,22 @@ class Collections:
     entities: str
 
 
+@dataclass(eq=False)
 class VectorSink:
     """Applies records to a memories collection and an entities collection."""
 
-    def __init__(
-        self,
-        backend: VectorBackend,
-        collections: Collections,
-        encoders: Encoders,
-        before: Before | None = None,
-    ) -> None:
-        self.backend = backend
-        self.collections = collections
-        self.encoders = encoders
-        self.before = before
-        """The read model's last episodic memory of an episode before a journal position,
-        for an episode this sink has not seen yet (a catch-up in a new process)."""
-        self._tails: dict[tuple[str, str], tuple[str, str]] = {}
-        """The last episodic memory seen of each episode (namespace, episode key) as its id
-        and its text cut to ``context_chars``: the next turn of that episode is embedded
-        with it."""
+    backend: VectorBackend
+    collections: Collections
+    encoders: Encoders
+    before: Before | None = None
+    """The read model's last episodic memory of an episode before a journal position,
+    for an episode this sink has not seen yet (a catch-up in a new process)."""
+    _tails: dict[tuple[str, str], tuple[str, str]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    """The last episodic memory seen of each episode (namespace, episode key) as its id
+    and its text cut to ``context_chars``: the next turn of that episode is embedded
+    with it."""
 
     def ensure(self) -> None:
         self.backend.ensure_collection(self.collections.memories, self.encoders.dim)

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ferrex.app import App
-from ferrex.cli.home import existing_home
+from ferrex.cli.home import reads_home
 from ferrex.cli.through import agent_option, call_tool
 from ferrex.errors import UsageError
 
@@ -29,9 +29,7 @@ from ferrex.errors import UsageError
 )
 @click.option("--namespace", help="Only this namespace (default: every namespace).")
 @agent_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def consolidate(
     app: App,
     dry_run: bool,

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from ferrex.app import App
-from ferrex.cli.home import existing_home
+from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
 from ferrex.errors import UsageError
 from ferrex.porting.dump import write_dump, write_dump_file
@@ -34,9 +34,7 @@ def export() -> None:
     help="Regenerate the whole history from the journal (after `journal compact`) and "
     "prune the old one from DIR.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
     """Write the journal into the git repository DIR as JSON lines, one record per line.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -43,3 +43,13 @@ def existing_home(command: F) -> F:
         return command(*args, **kwargs)
 
     return checked  # type: ignore[return-value]
+
+
+def reads_home(command: F) -> F:
+    """A command that reads an existing home and can answer in JSON: ``--json`` (as
+    ``as_json``), the App passed first (``@click.pass_obj``), and :func:`existing_home`."""
+    checked = click.pass_obj(existing_home(command))
+    option = click.option(
+        "--json", "as_json", is_flag=True, help="Print one JSON document on stdout."
+    )
+    return cast(F, option(checked))

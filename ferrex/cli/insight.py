@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ferrex.app import App
-from ferrex.cli.home import existing_home
+from ferrex.cli.home import reads_home
 from ferrex.cli.render import echo_pairs, echo_table, flatten, scalar
 from ferrex.cli.through import OVERVIEW_NAMESPACE_HELP, agent_option, call_tool
 
@@ -17,9 +17,7 @@ from ferrex.cli.through import OVERVIEW_NAMESPACE_HELP, agent_option, call_tool
 @click.option("--namespace", help=OVERVIEW_NAMESPACE_HELP)
 @agent_option
 @click.option("--detailed", is_flag=True, help="Counts, staleness, storage, lag and models.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def stats_cmd(
     app: App, namespace: str | None, agent_id: str | None, detailed: bool, as_json: bool
 ) -> None:
@@ -63,9 +61,7 @@ def stats_cmd(
 @click.option("--namespace", help=OVERVIEW_NAMESPACE_HELP)
 @agent_option
 @click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def reflect_cmd(
     app: App, namespace: str | None, agent_id: str | None, limit: int, as_json: bool
 ) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ferrex.app import App, open_journal_at, translated
-from ferrex.cli.home import existing_home
+from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
 from ferrex.porting.gitverify import AgainstReport, verify_against
@@ -46,9 +46,7 @@ def _journal_dir(app: App) -> Path:
     help="Also check that the git export in DIR (`ferrex export git DIR`) matches the "
     "journal, record by record.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
     """Check every record: framing, checksums, positions, the hash chain and memory bodies.
 
@@ -274,9 +272,7 @@ def _report_only(app: App, apply: bool) -> None:
     help="Purge the journal, its leftovers and the embedding cache, but do not rebuild the "
     "projections yet (safe beside a running server; run compact again later).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def compact_cmd(app: App, dry_run: bool, journal_only: bool, as_json: bool) -> None:
     """Purge the text of forgotten memories from the data directory, for real.
 
@@ -397,9 +393,7 @@ def _compact_shared(app: App, dry_run: bool, as_json: bool) -> None:
     help="A postgresql:// URL (an empty database, or an unfinished copy), or a directory for "
     "a journal in files.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def copy_cmd(app: App, to: str, as_json: bool) -> None:
     """Copy this journal, record for record, to PostgreSQL or to files.
 

@@ -29,7 +29,7 @@ from typing import Any, cast
 import click
 
 from ferrex.app import App
-from ferrex.cli.home import existing_home
+from ferrex.cli.home import reads_home
 from ferrex.cli.progress import progress
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.core.settings import StoreSettings
@@ -116,9 +116,7 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
 @click.argument("ids", nargs=-1, required=True)
 @click.option("--cascade", is_flag=True, help="Also drop entities no other memory refers to.")
 @agent_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def forget(
     app: App, ids: tuple[str, ...], cascade: bool, agent_id: str | None, as_json: bool
 ) -> None:
@@ -156,9 +154,7 @@ def _others(forgotten: int) -> str:
 @click.option("--importance", type=float, help="0 to 1 (0.5 is the default of a store).")
 @click.option("--pin/--unpin", "pinned", default=None, help="Pin (keep) or unpin.")
 @agent_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def mark(
     app: App,
     ids: tuple[str, ...],

@@ -11,7 +11,7 @@ import time
 import click
 
 from ferrex.app import App
-from ferrex.cli.home import existing_home
+from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
 from ferrex.cli.render import echo_either
 from ferrex.config import set_in_file
@@ -20,9 +20,7 @@ DRIFT_EXIT = 6
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def replay(app: App, as_json: bool) -> None:
     """Rebuild the read model and the vector collections from the journal.
 
@@ -95,9 +93,7 @@ def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
     help="The dense model to move to: small, mid, best, a model directory, or openai:MODEL "
     "(on the server at models.embedding_url).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def reembed(app: App, model: str, as_json: bool) -> None:
     """Re-embed every memory with another dense model, then switch to it.
 
@@ -142,9 +138,7 @@ audit.add_command(reconcile)
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def optimize(app: App, as_json: bool) -> None:
     """Build the vector indexes (HNSW) of the embedded Qdrant: explicit maintenance.
 
@@ -173,9 +167,7 @@ def backfill() -> None:
 
 @backfill.command("normalized-predicates")
 @click.option("--dry-run", is_flag=True, help="List what would change; change nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def normalized_predicates(app: App, dry_run: bool, as_json: bool) -> None:
     """Re-normalize the predicates of every fact with the current synonym groups.
 

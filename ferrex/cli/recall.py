@@ -7,7 +7,7 @@ import json
 import click
 
 from ferrex.app import App
-from ferrex.cli.home import existing_home
+from ferrex.cli.home import reads_home
 from ferrex.cli.render import flatten
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, call_tool
 
@@ -47,9 +47,7 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
     multiple=True,
     help="Confirm this result id as correct (marks it validated now). Repeatable.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@reads_home
 def recall(
     app: App,
     /,
