@@ -488,10 +488,12 @@ class Writer:
 
     def consolidate_due(self, *, older_than_days: float) -> int:
         """:meth:`consolidate` everything folded by ``older_than_days`` if there is any
-        (else no writer lock is taken); how many memories were folded."""
-        if not self.consolidation_groups(older_than_days=older_than_days):
+        (else no writer lock is taken), from the groups found once; how many memories were
+        folded."""
+        groups = self.consolidation_groups(older_than_days=older_than_days)
+        if not groups:
             return 0
-        result = self.consolidate(older_than_days=older_than_days)
+        result = self.fold(groups, created_before=_cutoff(self.clock(), older_than_days))
         return sum(len(f.memory_ids) for f in result.summaries)
 
     def consolidate(
