@@ -65,21 +65,7 @@ def _worker(tree: Path, home: Path) -> None:
         }
         out.write(json.dumps(answer) + "\n")
         out.flush()
-    out.write(json.dumps({"memory": _memory()}) + "\n")
-    out.flush()
     app.close()
-
-
-def _memory() -> dict[str, float]:
-    """Resident memory in MB from ``/proc/self/status``: total, anonymous, file-backed."""
-    wanted = {"VmRSS": "rss", "RssAnon": "anonymous", "RssFile": "file"}
-    found: dict[str, float] = {}
-    with open("/proc/self/status", encoding="ascii") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in wanted:
-                found[wanted[key]] = int(value.split()[0]) / 1024
-    return found
 
 
 class Side:
@@ -118,11 +104,16 @@ class Side:
         self.calls[op].append(json.loads(self._read()))
 
     def finish(self) -> None:
+        """Read the worker's resident memory (MB: in all, anonymous, file-backed), then end it."""
+        from tools.bench_million import parse_status
+
+        status = parse_status(Path(f"/proc/{self.proc.pid}/status").read_text())
+        wanted = {"VmRSS": "rss", "RssAnon": "anonymous", "RssFile": "file"}
+        self.memory = {name: status[key] / 2**20 for key, name in wanted.items() if key in status}
         stdin = self.proc.stdin
         assert stdin is not None
         stdin.write(json.dumps({"op": "end"}) + "\n")
         stdin.flush()
-        self.memory = json.loads(self._read())["memory"]
         self.proc.wait()
 
 
