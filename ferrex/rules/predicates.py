@@ -56,6 +56,11 @@ but not sufficient; the two forms must also be one of:
   ``depnds_on`` → ``depends_on`` (0.977) passes; ``created_by`` → ``created_at`` fails on
   ``by``/``at``; ``parent_of`` → ``part_of`` fails (two edits).
 
+A count written two ways (:func:`same_count`) is one relation too, placed by
+:func:`match_known` against the subject's known predicates: ``replica count``,
+``replicas count``, ``number of replicas``, ``num replicas`` and, beside one of those, the bare
+plural ``replicas``; never the singular ``replica`` (a member) or two bare plurals.
+
 A relation nothing places (:func:`unplaced_neighbour`): when a new fact's predicate is none of
 its subject's known predicates, not even by a typo, the known predicate whose phrase embeds
 closest (``X located in Y``, :func:`predicate_phrase`) strictly above
@@ -333,12 +338,17 @@ def match_known(
 ) -> str | None:
     """The known predicate ``normalized`` is a typo of, or None.
 
-    ``normalized`` itself if it is known. Otherwise the known predicate with the highest
+    ``normalized`` itself if it is known; then a known predicate that is the same count
+    (:func:`same_count`: ``replicas`` and ``replica_count``), the alphabetically first.
+    Otherwise the known predicate with the highest
     Jaro-Winkler similarity strictly above ``threshold`` that also passes the typo rule of the
     module docstring; ties go to the alphabetically first. None when nothing qualifies.
     """
     if normalized in known:
         return normalized
+    counts = sorted(candidate for candidate in known if same_count(normalized, candidate))
+    if counts:
+        return counts[0]
     best: tuple[float, str] | None = None
     for candidate in known:
         score = JaroWinkler.normalized_similarity(normalized, candidate)
@@ -347,6 +357,73 @@ def match_known(
         if best is None or (-score, candidate) < (-best[0], best[1]):
             best = (score, candidate)
     return None if best is None else best[1]
+
+
+#: Leading words that make a predicate the count of what follows (``number_of_replicas``).
+_COUNT_LEADS: Final[tuple[tuple[str, ...], ...]] = (
+    ("total", "number", "of"),
+    ("number", "of"),
+    ("count", "of"),
+    ("num", "of"),
+    ("num",),
+)
+
+
+def same_count(left: str, right: str) -> bool:
+    """Whether two normalized predicates are one count written two ways.
+
+    A count is marked by a trailing ``count`` (``replica_count``, ``replicas_count``) or a
+    leading ``number of``, ``count of``, ``num`` (``number_of_replicas``, ``num_replicas``);
+    a bare plural (``replicas``) is the count of its noun only beside a marked form, since
+    alone it may name members (``X | replicas | db-2, db-3``). So ``replicas`` and
+    ``replica_count`` are one relation, ``replica`` and ``replica_count`` are not, and two bare
+    forms never are. Nouns compare with their last word singular (``processes`` → ``process``,
+    ``replies`` → ``reply``); the words before it must be the same.
+    """
+    left_noun, left_marked = _counted(left)
+    right_noun, right_marked = _counted(right)
+    if not (left_marked or right_marked) or not left_noun or not right_noun:
+        return False
+    for noun, marked in ((left_noun, left_marked), (right_noun, right_marked)):
+        if not marked and not _plural(noun[-1]):
+            return False
+    return left_noun[:-1] == right_noun[:-1] and bool(
+        _singulars(left_noun[-1]) & _singulars(right_noun[-1])
+    )
+
+
+def _counted(form: str) -> tuple[list[str], bool]:
+    # The counted noun's words, and whether a count word marks the form as a count.
+    words = form.split("_")
+    if len(words) > 1 and words[-1] == "count":
+        return words[:-1], True
+    for lead in _COUNT_LEADS:
+        if len(words) > len(lead) and tuple(words[: len(lead)]) == lead:
+            return words[len(lead) :], True
+    return words, False
+
+
+def _count_and_member(count: str, other: str) -> bool:
+    noun, marked = _counted(count)
+    words = other.split("_")
+    return marked and bool(noun) and words[:-1] == noun[:-1] and words[-1] in _singulars(noun[-1])
+
+
+def _plural(word: str) -> bool:
+    return len(word) > 2 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+
+
+def _singulars(word: str) -> set[str]:
+    # Every singular an English plural ending allows; a wrong guess only widens the set a
+    # second form must share, and both forms come from one subject's predicates.
+    forms = {word}
+    if _plural(word):
+        forms.add(word[:-1])
+        if word.endswith("es"):
+            forms.add(word[:-2])
+        if word.endswith("ies"):
+            forms.add(word[:-3] + "y")
+    return forms
 
 
 def _typo_of_known(normalized: str, known: Iterable[str]) -> str | None:
@@ -447,7 +524,8 @@ def may_reword(left: str, right: str) -> bool:
     False for the pairs no similarity score may join (see the module docstring): a side made
     of function words and prepositions only; one side an agent phrase (ends in ``by``) and
     the other not; a negation on one side only; different numbers; or a shared word root
-    with different prepositions.
+    with different prepositions; or a count beside its noun in the singular (``replica_count``
+    and ``replica``: a count and a member).
     """
     if left == right:
         return False
@@ -459,6 +537,8 @@ def may_reword(left: str, right: str) -> bool:
     if _negated(left_words) != _negated(right_words):
         return False
     if _DIGITS.findall(left) != _DIGITS.findall(right):
+        return False
+    if _count_and_member(left, right) or _count_and_member(right, left):
         return False
     left_content = [w for w in left_words if w not in PREPOSITIONS]
     right_content = [w for w in right_words if w not in PREPOSITIONS]

@@ -117,6 +117,34 @@ def test_one_subject_however_spelt_has_one_current_answer(tmp_path: Path) -> Non
     assert ferrex(home, "journal", "verify").returncode == 0
 
 
+def test_a_count_written_two_ways_has_one_current_answer(tmp_path: Path) -> None:
+    # Found by hand: "billing worker | replica count | 12" then "billing-worker | replicas |
+    # 16" left two current answers (the subject resolved, the predicates did not).
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            args = {"subject": "billing worker", "predicate": "replica count", "object": "12"}
+            twelve = await call(client, "store", args)
+            args = {"subject": "Billing-Worker", "predicate": "replicas", "object": "16"}
+            sixteen = await call(client, "store", args)
+            assert sixteen["superseded"] == [twelve["id"]]
+            args = {"subject": "billing worker", "predicate": "number of replicas", "object": "20"}
+            twenty = await call(client, "store", args)
+            assert twenty["superseded"] == [sixteen["id"]]
+            # A replica named in the singular is a member, not the count: stored beside it.
+            args = {"subject": "billing worker", "predicate": "replica", "object": "bw-east"}
+            member = await call(client, "store", args)
+            assert member["superseded"] == [] and "possible_conflict" not in member
+
+            found = await _recall(client, "how many replicas does the billing worker run?")
+            assert twenty["id"] in found
+            assert twelve["id"] not in found and sixteen["id"] not in found
+            assert not found[twenty["id"]]["contradiction"]
+
+    anyio.run(main)
+
+
 def test_a_possible_conflict_is_flagged_listed_and_cleared(tmp_path: Path) -> None:
     home = tmp_path / "home"
 

@@ -22,9 +22,10 @@ from tools.eval_pairs import (
     score,
 )
 
-#: Measured: normalization 122/137, + match_known 123/137, entities fuzzy 46/58.
-PREDICATE_NORMALIZATION_RECALL = 0.89
-PREDICATE_MATCH_KNOWN_RECALL = 0.89
+#: Measured: normalization 122/142, + match_known 128/142, entities fuzzy 46/58 (the five
+#: count pairs, which only ``match_known`` places, lowered normalization's share).
+PREDICATE_NORMALIZATION_RECALL = 0.85
+PREDICATE_MATCH_KNOWN_RECALL = 0.90
 ENTITY_FUZZY_RECALL = 0.79
 
 

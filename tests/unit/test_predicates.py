@@ -21,6 +21,7 @@ from ferrex.rules.predicates import (
     predicate_phrase,
     predicate_shape,
     predicate_wording,
+    same_count,
     synonym_map,
     unplaced_neighbour,
 )
@@ -454,3 +455,34 @@ def test_may_reword_refuses_what_no_score_may_join(left: str, right: str) -> Non
 def test_may_reword_lets_a_paraphrase_be_scored(left: str, right: str) -> None:
     assert may_reword(left, right)
     assert may_reword(right, left)
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "same"),
+    [
+        ("replica count", "replicas", True),
+        ("number of replicas", "replica count", True),
+        ("num replicas", "replicas", True),
+        ("total number of shards", "shard count", True),
+        ("process count", "processes", True),
+        ("count of retries", "retries", True),
+        ("instances count", "instance count", True),
+        ("replica", "replica count", False),  # a member, not the count
+        ("replicas", "workers", False),
+        ("replicas", "shards", False),  # two bare plurals are never a count
+        ("phone number", "phones", False),  # a trailing number counts nothing
+        ("address", "address count", False),  # not a plural
+        ("read replica count", "replicas", False),  # the words before the noun differ
+    ],
+)
+def test_a_count_is_one_relation_however_written(left: str, right: str, same: bool) -> None:
+    a, b = normalize_predicate(left), normalize_predicate(right)
+    assert same_count(a, b) is same
+    assert same_count(b, a) is same
+    assert (match_known(a, [b]) == b) is same or a == b
+
+
+def test_a_count_and_its_member_are_never_rewordings() -> None:
+    assert not may_reword("replica_count", "replica")
+    assert not may_reword("replica", "number_of_replicas")
+    assert may_reword("node_count", "cluster_size")  # another noun: the score decides
