@@ -1,6 +1,7 @@
 """A stdio server's memory on a data directory: in all, anonymous, and file-backed (Qdrant's apart).
 
-    python tools/bench_rss.py --home DIR [--calls 30] [--baseline PATH] [--noisy]
+    python tools/bench_rss.py --home DIR [--calls 30] [--baseline PATH] [--rebuild]
+        [--mappings N] [--noisy]
 
 A fresh copy of DIR (say a 10k home ``tools/bench.py --reuse`` built) is served by ``ferrex``
 (this tree's, or ``--ferrex PATH``) through the MCP SDK's stdio client; its memory is read
@@ -11,7 +12,11 @@ them score alike). Reported: RSS in all, anonymous memory (the heap, ONNX Runtim
 arena and weights, Python), file-backed pages of Qdrant Edge's files under the copy
 (mapped segment and WAL files: clean pages the kernel may drop) and the other file-backed
 pages (the shared libraries). ``--baseline PATH``: another ``ferrex`` executable measured
-right after, on another fresh copy (an A/B in one run). Nothing is asserted: it prints.
+right after, on another fresh copy (an A/B in one run). ``--rebuild``: each side first
+rebuilds its copy's projections (``ferrex replay``), so that the collections are the ones
+that side's version creates (how Qdrant stores a collection is fixed when it is made: a home
+made before keeps its old layout until a rebuild). ``--mappings N``: the N largest resident
+mappings at the end. Nothing is asserted: it prints.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import contextlib
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -109,9 +115,15 @@ def _child_pid() -> int:
     raise RuntimeError("the ferrex server process was not found")
 
 
-async def measure(ferrex: str, home: Path, calls: int, top: int = 0) -> None:
+async def measure(
+    ferrex: str, home: Path, calls: int, top: int = 0, *, rebuild: bool = False
+) -> None:
     copy = Path(tempfile.mkdtemp(prefix="ferrex-bench-rss-")) / "home"
     shutil.copytree(home, copy, symlinks=True)
+    if rebuild:
+        done = subprocess.run([ferrex, "--home", str(copy), "replay"], capture_output=True,
+                              text=True, check=True)  # fmt: skip
+        print(f"  rebuilt: {done.stdout.strip() or done.stderr.strip()}")
     params = StdioServerParameters(command=ferrex, args=["--home", str(copy)], env=dict(os.environ))
     rng = random.Random(5)
     try:
@@ -143,6 +155,10 @@ def main() -> None:
     parser.add_argument("--ferrex", default=FERREX, help="the ferrex executable measured")
     parser.add_argument("--baseline", help="another ferrex executable, measured after it")
     parser.add_argument(
+        "--rebuild", action="store_true",
+        help="rebuild each copy's projections with the side's own ferrex first (ferrex replay)",
+    )  # fmt: skip
+    parser.add_argument(
         "--mappings", type=int, default=0, metavar="N",
         help="also print the N largest resident mappings at the end (by file; anonymous apart)",
     )  # fmt: skip
@@ -152,7 +168,7 @@ def main() -> None:
     sides = [("ferrex", args.ferrex)] + ([("baseline", args.baseline)] if args.baseline else [])
     for label, executable in sides:
         print(f"{label} ({executable}) on a copy of {args.home}:")
-        asyncio.run(measure(executable, args.home, args.calls, args.mappings))
+        asyncio.run(measure(executable, args.home, args.calls, args.mappings, rebuild=args.rebuild))
         print(f"  {quiet.load_line()}")
 
 
