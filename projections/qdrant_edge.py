@@ -8,9 +8,9 @@ Invariants:
 - One process at a time opens a shard. We hold an exclusive ``flock`` on the lock file for
   as long as the shard is open, so a second process (or a second backend in this one) gets
   :class:`StoreLocked` with a clear message, instead of Edge's own WAL-lock error text.
-- A write returns only after ``flush()``: Edge appends to its WAL through a memory map
-  without fsync, which survives the process being killed but not the machine losing power,
-  and the projection's checkpoint advances as soon as a write returns.
+- A write returns only after ``flush()`` (outside a ``bulk`` block): Edge writes through
+  memory maps without fsync, which survives the process being killed but not the machine
+  losing power, and the projection's checkpoint advances as soon as a write returns.
 - A collection created here has no WAL and keeps its dense vectors in plain memory-mapped
   chunks (``EdgeBackend._config(new=True)``): the journal is the durable record and the projection's
   checkpoint moves only after a flush, so what a crash loses since the last flush is applied
