@@ -1,6 +1,7 @@
 """A stdio server's memory on a data directory: in all, anonymous, and file-backed (Qdrant's apart).
 
-    python tools/bench_rss.py --home DIR [--calls 30] [--baseline PATH] [--noisy]
+    python tools/bench_rss.py --home DIR [--calls 30] [--baseline PATH] [--rebuild]
+        [--mappings N] [--noisy]
 
 A fresh copy of DIR (say a 10k home ``tools/bench.py --reuse`` built) is served by ``ferrex``
 (this tree's, or ``--ferrex PATH``) through the MCP SDK's stdio client; its memory is read
@@ -11,7 +12,11 @@ them score alike). Reported: RSS in all, anonymous memory (the heap, ONNX Runtim
 arena and weights, Python), file-backed pages of Qdrant Edge's files under the copy
 (mapped segment and WAL files: clean pages the kernel may drop) and the other file-backed
 pages (the shared libraries). ``--baseline PATH``: another ``ferrex`` executable measured
-right after, on another fresh copy (an A/B in one run). Nothing is asserted: it prints.
+right after, on another fresh copy (an A/B in one run). ``--rebuild``: each side first
+rebuilds its copy's projections (``ferrex replay``), so that the collections are the ones
+that side's version creates (how Qdrant stores a collection is fixed when it is made: a home
+made before keeps its old layout until a rebuild). ``--mappings N``: the N largest resident
+mappings at the end. Nothing is asserted: it prints.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import contextlib
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -63,6 +69,37 @@ def memory(pid: int, qdrant: Path) -> dict[str, int]:
     return {key: value // 1024 for key, value in kb.items()}
 
 
+def mappings(pid: int, root: Path, top: int) -> list[str]:
+    """The ``top`` largest resident groups of ``pid``'s mappings, as lines: each file under
+    ``root`` by its path there (a segment's directory name cut, so both collections' files
+    of one kind stay apart but read alike), every other file by its name, anonymous memory
+    as ``[anon]`` (with ``[heap]`` and the stack apart)."""
+    kb: dict[str, list[int]] = {}  # name -> [rss, anonymous, size]
+    prefix = str(root.resolve()) + os.sep
+    name = ""
+    with open(f"/proc/{pid}/smaps", encoding="utf-8", errors="replace") as smaps:
+        for text in smaps:
+            head, _, rest = text.partition(" ")
+            if "-" in head and not head.endswith(":"):
+                fields = rest.split()
+                path = fields[4] if len(fields) > 4 else "[anon]"
+                if path.startswith(prefix):
+                    parts = path[len(prefix) :].split(os.sep)
+                    name = os.sep.join(p[:8] if i == 3 else p for i, p in enumerate(parts))
+                else:
+                    name = Path(path).name if path.startswith("/") else path
+                continue
+            if head in ("Rss:", "Anonymous:", "Size:"):
+                sums = kb.setdefault(name, [0, 0, 0])
+                sums[("Rss:", "Anonymous:", "Size:").index(head)] += int(rest.split()[0])
+    ranked = sorted(kb.items(), key=lambda item: -item[1][0])[:top]
+    return [
+        f"    {rss / 1024:7.1f} MB resident ({anon / 1024:.1f} anonymous) of {size / 1024:.1f} MB"
+        f" mapped: {name}"
+        for name, (rss, anon, size) in ranked
+    ]
+
+
 def line(label: str, mb: dict[str, int]) -> str:
     return (f"{label}: RSS {mb['all']} MB in all; anonymous {mb['anonymous']} MB; "
             f"file-backed: Qdrant's files {mb['qdrant_files']} MB, "
@@ -78,9 +115,15 @@ def _child_pid() -> int:
     raise RuntimeError("the ferrex server process was not found")
 
 
-async def measure(ferrex: str, home: Path, calls: int) -> None:
+async def measure(
+    ferrex: str, home: Path, calls: int, top: int = 0, *, rebuild: bool = False
+) -> None:
     copy = Path(tempfile.mkdtemp(prefix="ferrex-bench-rss-")) / "home"
     shutil.copytree(home, copy, symlinks=True)
+    if rebuild:
+        done = subprocess.run([ferrex, "--home", str(copy), "replay"], capture_output=True,
+                              text=True, check=True)  # fmt: skip
+        print(f"  rebuilt: {done.stdout.strip() or done.stderr.strip()}")
     params = StdioServerParameters(command=ferrex, args=["--home", str(copy)], env=dict(os.environ))
     rng = random.Random(5)
     try:
@@ -98,6 +141,9 @@ async def measure(ferrex: str, home: Path, calls: int) -> None:
                 query = "note" if i % 3 == 2 else " ".join(rng.sample(WORDS, 5))
                 await client.call_tool("recall", {"query": query})
             print(line(f"  after {calls} more stores and recalls", memory(pid, qdrant)))
+            if top:
+                print(f"  the {top} largest resident mappings:")
+                print("\n".join(mappings(pid, copy, top)))
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
 
@@ -108,13 +154,21 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=30, help="store+recall pairs (default 30)")
     parser.add_argument("--ferrex", default=FERREX, help="the ferrex executable measured")
     parser.add_argument("--baseline", help="another ferrex executable, measured after it")
+    parser.add_argument(
+        "--rebuild", action="store_true",
+        help="rebuild each copy's projections with the side's own ferrex first (ferrex replay)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--mappings", type=int, default=0, metavar="N",
+        help="also print the N largest resident mappings at the end (by file; anonymous apart)",
+    )  # fmt: skip
     quiet.add_arguments(parser)
     args = parser.parse_args()
     quiet.begin(args)
     sides = [("ferrex", args.ferrex)] + ([("baseline", args.baseline)] if args.baseline else [])
     for label, executable in sides:
         print(f"{label} ({executable}) on a copy of {args.home}:")
-        asyncio.run(measure(executable, args.home, args.calls))
+        asyncio.run(measure(executable, args.home, args.calls, args.mappings, rebuild=args.rebuild))
         print(f"  {quiet.load_line()}")
 
 

@@ -60,6 +60,7 @@ def run_server(
     if http is None and not ui:
         stop_on_signals()  # before the slow imports below
     heap.limit_arenas()  # before any worker thread allocates
+    heap.map_large_blocks()
     from ferrex.server.hub import Hub
     from ferrex.server.mcp_server import build_server
     from ferrex.server.reload import ConfigWatcher

@@ -9,6 +9,7 @@ assertion says exactly which point must come back and why.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import random
@@ -608,3 +609,64 @@ def test_bulk_writes_are_queryable_inside_and_durable_after(
         assert again.retrieve(NAME, [pid(1)])[pid(1)][2]["t_invalid"] == 1.0
     finally:
         again.close()
+
+
+def _old_shard(path: Path) -> None:
+    """A shard as EdgeBackend created them before: with a WAL, dense vectors in RAM."""
+    import qdrant_edge as edge
+
+    config = edge.EdgeConfig(
+        vectors={"dense": edge.EdgeVectorParams(size=DIM, distance=edge.Distance.Cosine)},
+        sparse_vectors={"bm25": edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+    )
+    shard = edge.EdgeShard.create(str(path), config)
+    shard.close()
+
+
+def _answers(store: EdgeBackend) -> list[list[Hit]]:
+    return [
+        store.query_dense(NAME, E0, VectorFilter(namespace="a"), 10),
+        store.query_sparse(NAME, sparse(t7=1.0), VectorFilter(only_valid=True), 10),
+        store.query_hybrid(NAME, E0, sparse(t101=1.0), VectorFilter(valid_at=300), 5, 5),
+    ]
+
+
+def test_edge_opens_a_collection_made_before_and_answers_alike(tmp_path: Path) -> None:
+    """A collection made with the old config (WAL, vectors in RAM) opens, is written and
+    reopened, and answers as one made now (no WAL, vectors memory-mapped) holding the same."""
+    _old_shard(tmp_path / "old" / NAME)
+    old = EdgeBackend(tmp_path / "old")
+    new = EdgeBackend(tmp_path / "new")
+    for store in (old, new):
+        store.ensure_collection(NAME, DIM)
+        store.upsert(NAME, [r.point() for r in ROWS])
+        store.set_payload(NAME, ["m1"], {"t_invalid": 1.0})
+    made_now = _answers(new)
+    assert _answers(old) == made_now
+    old.close()
+    new.close()
+    assert any((tmp_path / "old" / NAME / "wal").iterdir())  # its WAL is kept, still in use
+    for root in ("old", "new"):
+        again = EdgeBackend(tmp_path / root)
+        try:
+            assert again.count(NAME) == len(ROWS)  # opened lazily, then with the schema
+            assert _answers(again) == made_now
+            again.ensure_collection(NAME, DIM)
+            again.upsert(NAME, [replace(ROWS[0], n=70, memory="m70").point()])
+            assert again.count(NAME) == len(ROWS) + 1
+        finally:
+            again.close()
+
+
+def test_edge_collections_made_now_keep_no_wal_and_map_their_vectors(tmp_path: Path) -> None:
+    store = EdgeBackend(tmp_path / "qdrant")
+    store.ensure_collection(NAME, DIM)
+    store.upsert(NAME, [r.point() for r in ROWS])
+    store.close()
+    shard = tmp_path / "qdrant" / NAME
+    config = json.loads((shard / "edge_config.json").read_text())
+    assert config["wal_enabled"] is False
+    assert config["vectors"]["dense"]["memory"] == "cold"
+    (segment,) = (shard / "segments").iterdir()
+    kept = json.loads((segment / "segment.json").read_text())["config"]
+    assert kept["vector_data"]["dense"]["storage_type"] == "ChunkedMmap"  # not InRam…
