@@ -47,7 +47,10 @@ LEAVES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("Qdrant queries (nearest memories, entities)", (("~", "'query' of 'builtins.EdgeShard"),)),
     ("Qdrant upserts", (("~", "'update' of 'builtins.EdgeShard"),)),
     ("Qdrant flush (at most once a second)", (("~", "'flush' of 'builtins.EdgeShard"),)),
-    ("SQLite statements (read model, embedding cache)", (("~", "of 'apsw."),)),
+    (
+        "SQLite statements (read model, embedding cache)",
+        (("~", "of 'apsw."),),
+    ),
     ("journal fsync", (("~", "posix.fdatasync"), ("~", "posix.fsync"))),
 )
 
