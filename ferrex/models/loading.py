@@ -120,8 +120,10 @@ def find_onnx_file(directory: Path) -> str | None:
     return None
 
 
-#: How many token counts a :class:`TokenCounter` remembers (the texts of the last stores).
+#: How many token counts a :class:`TokenCounter` remembers (the texts of the last stores),
+#: and of texts how long at most (a store's content is at most 8,000 characters by default).
 REMEMBERED_COUNTS: Final = 64
+REMEMBERED_CHARS: Final = 8192
 
 
 class TokenCounter:
@@ -160,6 +162,8 @@ class TokenCounter:
         if tokenizer is None:
             return None
         count = len(tokenizer.encode(text).ids)
+        if len(text) > REMEMBERED_CHARS:
+            return count
         with self._lock:
             self._counts[text] = count
             while len(self._counts) > REMEMBERED_COUNTS:

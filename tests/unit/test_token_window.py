@@ -94,3 +94,15 @@ def test_count_unless_fits_loads_the_bound_first(tmp_path: Path) -> None:
     fresh = _counter(tmp_path / "model")
     assert fresh.count_unless_fits("a short note") is None  # the first call already skips
     assert fresh.count_unless_fits("!" * WINDOW) == WINDOW + 2
+
+
+def test_the_counter_remembers_its_last_counts_and_no_long_text(tmp_path: Path) -> None:
+    from ferrex.models.loading import REMEMBERED_CHARS, REMEMBERED_COUNTS
+
+    fresh = _counter(tmp_path / "model")
+    texts = [f"état numéro {i}" for i in range(REMEMBERED_COUNTS + 6)]
+    counts = [fresh.count_tokens(text) for text in texts]
+    assert list(fresh._counts) == texts[6:]  # the oldest forgotten first
+    assert [fresh.count_tokens(text) for text in texts] == counts  # the same, remembered or not
+    long = "é" * (REMEMBERED_CHARS + 1)
+    assert fresh.count_tokens(long) is not None and long not in fresh._counts
