@@ -258,6 +258,7 @@ def main() -> None:
     rates: dict[tuple[str, str], list[float]] = {}
     cpu: dict[tuple[str, str], list[float]] = {}
     singles: dict[str, list[float]] = {name: [] for name in paths}
+    singles_cpu: dict[str, list[float]] = {name: [] for name in paths}
     names = list(paths)
     for round_ in range(args.rounds):
         order = names if round_ % 2 == 0 else names[::-1]
@@ -273,9 +274,10 @@ def main() -> None:
                 )
         for name in order:
             for text in one_at_a_time:
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.process_time()
                 paths[name]([text])
                 singles[name].append((time.perf_counter() - started) * 1000)
+                singles_cpu[name].append((time.process_time() - cpu_started) * 1000)
     base = names[0]
     mean_tokens = {
         set_name: statistics.fmean(count(t) or 0 for t in texts) for set_name, texts in sets.items()
@@ -299,7 +301,8 @@ def main() -> None:
         print(f"{set_name}: {tokens:.1f} tokens on average, "
               f"{flops_per_text(tokens) / 1e6:.0f} MFLOP per text")  # fmt: skip
     for name in names:
-        print(f"one short text at a time, {name}: p50 {statistics.median(singles[name]):.1f} ms")
+        print(f"one short text at a time, {name}: p50 {statistics.median(singles[name]):.1f} ms"
+              f" wall, {statistics.median(singles_cpu[name]):.1f} ms CPU")  # fmt: skip
     if args.home is not None:
         print(f"load before the stores: {Path('/proc/loadavg').read_text().strip()}")
         for runner, ms in store_latency(args.home, args.stores).items():

@@ -120,6 +120,12 @@ def find_onnx_file(directory: Path) -> str | None:
     return None
 
 
+#: How many token counts a :class:`TokenCounter` remembers (the texts of the last stores),
+#: and of texts how long at most (a store's content is at most 8,000 characters by default).
+REMEMBERED_COUNTS: Final = 64
+REMEMBERED_CHARS: Final = 8192
+
+
 class TokenCounter:
     """A model's tokenizer for counting, and its window; needs no ONNX session, so a store is
     validated before (and without) the model loading. ``source`` None: unknown tokenizer."""
@@ -128,6 +134,7 @@ class TokenCounter:
         self.source = source
         self._tokenizer: Tokenizer | None = None
         self._surely_fits = -1  # set when the tokenizer loads (see :func:`_surely_fitting_length`)
+        self._counts: dict[str, int] = {}  # the last texts counted, oldest first
         self._lock = threading.Lock()
 
     @functools.cached_property
@@ -144,9 +151,24 @@ class TokenCounter:
         return 512 if self.source is None else MAX_TOKENS
 
     def count_tokens(self, text: str) -> int | None:
-        """Tokens of ``text`` including the special ones, untruncated; None if unknown."""
+        """Tokens of ``text`` including the special ones, untruncated; None if unknown.
+
+        The last few counts are remembered: a store's text is counted by the window check,
+        then asked about again by the vector projection (whether to embed it in parts)."""
+        known = self._counts.get(text)
+        if known is not None:
+            return known
         tokenizer = self._loaded()
-        return None if tokenizer is None else len(tokenizer.encode(text).ids)
+        if tokenizer is None:
+            return None
+        count = len(tokenizer.encode(text).ids)
+        if len(text) > REMEMBERED_CHARS:
+            return count
+        with self._lock:
+            self._counts[text] = count
+            while len(self._counts) > REMEMBERED_COUNTS:
+                del self._counts[next(iter(self._counts))]  # the oldest
+        return count
 
     def _loaded(self) -> Tokenizer | None:
         with self._lock:
@@ -169,10 +191,20 @@ class TokenCounter:
         An ASCII text with no more characters other than spaces than
         :func:`_surely_fitting_length` fits without being tokenised (most memories; a replay
         asks for every one)."""
-        if text.isascii() and len(text) - text.count(" ") <= self._surely_fits:
-            return True
-        count = self.count_tokens(text)
+        count = self.count_unless_fits(text)
         return count is None or count <= self.window
+
+    def count_unless_fits(self, text: str) -> int | None:
+        """:meth:`count_tokens` for a text that may be longer than the window; None, without
+        tokenising, for one that surely fits (see :meth:`fits`), and for unknown tokenizers.
+
+        What a store's window check needs: the model tokenises the text again to embed it,
+        so a short memory is tokenised once, not twice."""
+        if self._surely_fits < 0:
+            self._loaded()  # sets the bound, for a tokenizer whose kind has one
+        if text.isascii() and len(text) - text.count(" ") <= self._surely_fits:
+            return None
+        return self.count_tokens(text)
 
 
 def _surely_fitting_length(tokenizer: Tokenizer, window: int) -> int:

@@ -202,10 +202,12 @@ class Writer:
             self.embedder.load_in_background()
         outcomes: list[StoreResult | FerrexError | None] = [None] * len(requests)
         valids: list[tuple[int, ValidStore]] = []
+        # A text that surely fits the window is not tokenised to check it (the model will).
+        count = counter.count_unless_fits
         for i, request in enumerate(requests):
             try:
                 valids.append(
-                    (i, validate(request, self.settings.limits, count_tokens=counter.count_tokens,
+                    (i, validate(request, self.settings.limits, count_tokens=count,
                                  window=counter.window, secrets=self.settings.secrets))
                 )  # fmt: skip
             except FerrexError as exc:

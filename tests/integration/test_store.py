@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -298,3 +299,40 @@ def test_validate_shown_confirms_only_what_a_recall_showed(writer: Writer) -> No
     done = writer.validate_shown([shown.id], [shown.id, "mem_other"])
     assert done.validated == (shown.id,)
     assert writer.journal.head.position == head + 1
+
+
+class CountingTokenizer:
+    """The real tokenizer, noting each text it encodes."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.encoded: list[str] = []
+
+    def encode(self, text: str) -> Any:
+        self.encoded.append(text)
+        return self.tokenizer.encode(text)
+
+
+def test_a_short_memory_is_tokenised_once_and_a_long_one_still_refused(writer: Writer) -> None:
+    """The window check tokenises only a text that may not fit, and once however often the
+    store asks (the vector projection asks again); the model tokenises every text it embeds,
+    so a short ASCII memory is tokenised once, not twice."""
+    counter = writer.embedder.counter()
+    counter.count_tokens("")  # loaded
+    spy = CountingTokenizer(counter._tokenizer)
+    counter._tokenizer = spy  # type: ignore[assignment]
+    try:
+        writer.store(note("The billing service deploys on Thursdays after the freeze"))
+        assert spy.encoded == []
+        unicode = "Le déploiement du service de facturation est prévu jeudi à Zürich"
+        writer.store(note(unicode))
+        assert spy.encoded == [unicode]  # not surely short: counted, once
+        head = writer.journal.head.position
+        too_long = "!" * counter.window  # a token a character, and [CLS] and [SEP]
+        window = f"longer than the model's window of {counter.window}"
+        with pytest.raises(UsageError, match=window):
+            writer.store(note(too_long))
+        assert spy.encoded[-1] == too_long
+        assert writer.journal.head.position == head  # refused: nothing written
+    finally:
+        counter._tokenizer = spy.tokenizer

@@ -70,3 +70,39 @@ def test_spaces_give_no_tokens_so_a_long_spaced_text_fits_uncounted(counter: Tok
     assert len(spaced) > counter._surely_fits
     assert counter.count_tokens(spaced) == WINDOW
     assert counter.fits(spaced)
+
+
+@settings(max_examples=300)
+@given(
+    text=ASCII
+    | st.text(max_size=2 * WINDOW)
+    | st.builds("".join, st.lists(st.sampled_from(["!", "a", " ", "é", "東", "\t"])))
+)
+def test_count_unless_fits_counts_every_text_that_may_not_fit(
+    counter: TokenCounter, text: str
+) -> None:
+    """The window check's count: None only for a text within the window, else the count."""
+    count = counter.count_tokens(text)
+    assert count is not None
+    answer = counter.count_unless_fits(text)
+    assert answer == count or (answer is None and count <= WINDOW)
+    if text.isascii() and len(text) - text.count(" ") <= WINDOW - 2:
+        assert answer is None  # surely short: not tokenised
+
+
+def test_count_unless_fits_loads_the_bound_first(tmp_path: Path) -> None:
+    fresh = _counter(tmp_path / "model")
+    assert fresh.count_unless_fits("a short note") is None  # the first call already skips
+    assert fresh.count_unless_fits("!" * WINDOW) == WINDOW + 2
+
+
+def test_the_counter_remembers_its_last_counts_and_no_long_text(tmp_path: Path) -> None:
+    from ferrex.models.loading import REMEMBERED_CHARS, REMEMBERED_COUNTS
+
+    fresh = _counter(tmp_path / "model")
+    texts = [f"état numéro {i}" for i in range(REMEMBERED_COUNTS + 6)]
+    counts = [fresh.count_tokens(text) for text in texts]
+    assert list(fresh._counts) == texts[6:]  # the oldest forgotten first
+    assert [fresh.count_tokens(text) for text in texts] == counts  # the same, remembered or not
+    long = "é" * (REMEMBERED_CHARS + 1)
+    assert fresh.count_tokens(long) is not None and long not in fresh._counts
