@@ -534,6 +534,9 @@ class ReadModel:
             db.pragma("journal_mode", "wal")
             db.pragma("synchronous", "normal")
             db.pragma("foreign_keys", 0)
+            # A statement journal (a write whose triggers touch several rows) stays in memory,
+            # not a temporary file under /var/tmp written and dropped on every store.
+            db.pragma("temp_store", "memory")
             # An INSERT OR REPLACE of a memory fires the delete trigger of the row it replaces.
             db.pragma("recursive_triggers", 1)
             with _immediate(db):

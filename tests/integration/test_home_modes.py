@@ -82,6 +82,16 @@ def test_read_model_and_its_wal_are_private(tmp_path: Path, umask_022: None) -> 
         model.close()
 
 
+def test_the_read_model_writes_no_temporary_files(tmp_path: Path) -> None:
+    # SQLite's statement journals and temporary tables would go to a file under /var/tmp
+    # (or $TMPDIR), outside the private home; the writer keeps them in memory.
+    model = ReadModel.open(tmp_path / "home" / "readmodel-1.sqlite")
+    try:
+        assert model._primary.pragma("temp_store") == 2  # MEMORY
+    finally:
+        model.close()
+
+
 def test_an_odd_umask_cannot_loosen_or_lock_out(tmp_path: Path) -> None:
     old = os.umask(0o277)  # would give 0400 files the owner could not write
     try:
