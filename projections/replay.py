@@ -26,15 +26,19 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import re
 import secrets
+import signal
+import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
 
-from journal import JournalBackend, Record
+from journal import Journal, JournalBackend, Record
 from journal.files import replace_durably
 from projections.gate import Gate
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
@@ -57,6 +61,10 @@ HELD_SYNC_RECORDS = 20_000
 """Inside :meth:`Projections.holding_sync` (an import) the vector writes are made durable
 only this often and when the block ends: the journal is the durable record, and what a
 crash loses from the vectors is re-applied from the checkpoint."""
+
+SPLIT_RECORDS = 20_000
+"""A rebuild of at least this many records applies the read model in a child process of its
+own while this one writes the vectors (see :func:`apply_split`): two cores instead of one."""
 
 Progress = Callable[[int, int], None]
 """Called with (records done, records in all) during long work."""
@@ -302,21 +310,23 @@ class Projections:
         for name in (live.memories, live.entities):
             if name in backend.collections():
                 backend.drop_collection(name)
-        read_model = ReadModel.open(home / live.sqlite, rules=rules)
-        try:
-            sink = VectorSink(
-                backend,
-                Collections(live.memories, live.entities),
-                encoders,
-                read_model.episode_before,
-            )
+        collections = Collections(live.memories, live.entities)
+        if splits(journal, encoders):
+            sink = VectorSink(backend, collections, encoders)
             sink.ensure()
-            # One flush at the end instead of one per batch: an interrupted build is
-            # discarded (the pointer still names the old generation), never resumed.
             with backend.bulk(live.memories), backend.bulk(live.entities):
-                _apply_all(journal, read_model, sink, after=0, progress=progress)
-        finally:
-            read_model.close()
+                apply_split(journal, home / live.sqlite, rules, sink, progress)
+        else:
+            read_model = ReadModel.open(home / live.sqlite, rules=rules)
+            try:
+                sink = VectorSink(backend, collections, encoders, read_model.episode_before)
+                sink.ensure()
+                # One flush at the end instead of one per batch: an interrupted build is
+                # discarded (the pointer still names the old generation), never resumed.
+                with backend.bulk(live.memories), backend.bulk(live.entities):
+                    _apply_all(journal, read_model, sink, after=0, progress=progress)
+            finally:
+                read_model.close()
         write_pointer(home, live)
         if old is not None and old.generation != live.generation:
             remove_sqlite(home / old.sqlite)
@@ -447,3 +457,106 @@ def _apply_all(
         if progress is not None:
             progress(done, max(total, done))
     return done, vectors_at
+
+
+def splits(journal: JournalBackend, encoders: Encoders) -> bool:
+    """Whether a rebuild applies the read model in a forked child (:func:`apply_split`).
+
+    Only where that is safe and worth it: a journal in files (a child reads them on its own;
+    a PostgreSQL connection must not cross a fork), turns embedded without their neighbour
+    (with ``context_chars`` the vectors ask the read model being built for it), no other
+    Python thread (none can be inside SQLite, holding one of its locks, at the fork), and
+    enough records to repay the fork."""
+    return (
+        hasattr(os, "fork")
+        and isinstance(journal, Journal)
+        and not encoders.context_chars
+        and threading.active_count() == 1
+        and journal.refresh().position >= SPLIT_RECORDS
+    )
+
+
+def apply_split(
+    journal: JournalBackend, path: Path, rules: Rules, sink: VectorSink, progress: Progress | None
+) -> None:
+    """A rebuild on two cores: a forked child reads the journal and applies it to the new read
+    model at ``path`` while this process reads it again and applies it to the vectors; then
+    the Qdrant checkpoint is recorded as :func:`_apply_all` leaves it.
+
+    The two are independent consumers of the same records (without neighbour context the
+    vectors read nothing of the read model), so the result is the one-process result. A
+    failure on either side fails the rebuild, which is discarded like any interrupted one;
+    a child whose parent died stops at its next batch."""
+    ReadModel.open(path, rules=rules).close()  # the schema, made once, before the fork
+    child, pipe = _fork_read_model(journal, path, rules)
+    try:
+        vectors_at = 0
+        total = max(journal.refresh().position, 0)
+        done = 0
+        for chunk in chunks(journal.read(after=0), BATCH):
+            sink.apply(chunk)
+            vectors_at = chunk[-1].position
+            done += len(chunk)
+            if progress is not None:
+                progress(done, max(total, done))
+    except BaseException:
+        os.kill(child, signal.SIGKILL)
+        _reap(child, pipe)
+        raise
+    code, message = _reap(child, pipe)
+    if code != 0:
+        raise ReadModelError(f"rebuilding the read model {path.name} failed: {message}")
+    read_model = ReadModel.open(path, rules=rules)
+    try:
+        if vectors_at:
+            read_model.set_checkpoint(QDRANT, vectors_at)
+    finally:
+        read_model.close()
+
+
+def _fork_read_model(journal: JournalBackend, path: Path, rules: Rules) -> tuple[int, int]:
+    """Fork a child that applies the whole journal to the read model at ``path``; returns its
+    pid and the read end of a pipe on which it reports a failure before it exits."""
+    parent = os.getpid()
+    readable, writable = os.pipe()
+    with warnings.catch_warnings():
+        # Python 3.12 warns of any fork with other threads; the checks of ``splits`` and
+        # the child's confinement (its own SQLite file and the journal's files, then
+        # ``os._exit``) are what make this one safe.
+        warnings.filterwarnings("ignore", r".*multi-threaded.*fork", DeprecationWarning)
+        pid = os.fork()
+    if pid:
+        os.close(writable)
+        return pid, readable
+    # The child: never returns, never runs the parent's exit handlers.
+    os.close(readable)
+    code, message = 1, b""
+    try:
+        _apply_read_model(journal, path, rules, parent)
+        code = 0
+    except BaseException as exc:
+        message = f"{type(exc).__name__}: {exc}".encode(errors="replace")[:4096]
+    finally:
+        with contextlib.suppress(OSError):
+            os.write(writable, message)
+        os._exit(code)
+
+
+def _apply_read_model(journal: JournalBackend, path: Path, rules: Rules, parent: int) -> None:
+    read_model = ReadModel.open(path, rules=rules)
+    try:
+        for chunk in chunks(journal.read(after=0), BATCH):
+            if os.getppid() != parent:
+                raise RuntimeError("the rebuilding process is gone")
+            read_model.apply(chunk)
+    finally:
+        read_model.close()
+
+
+def _reap(child: int, pipe: int) -> tuple[int, str]:
+    """Wait for a child of :func:`_fork_read_model`: its exit code and what it reported."""
+    parts = []
+    with contextlib.closing(os.fdopen(pipe, "rb")) as reading:
+        parts.append(reading.read())
+    _, status = os.waitpid(child, 0)
+    return os.waitstatus_to_exitcode(status), b"".join(parts).decode(errors="replace")
