@@ -24,26 +24,30 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
 import re
 import secrets
 import signal
+import struct
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import msgspec
 
-from journal import Journal, JournalBackend, Record
+from journal import Journal, JournalBackend, MemoryStored, Record
 from journal.files import replace_durably
+from projections.documents import memory_text
 from projections.gate import Gate
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
 from projections.vector_sink import Collections, Encoders, VectorSink
-from projections.vectors import VectorBackend
+from projections.vectors import SparseVector, VectorBackend
 
 log = logging.getLogger("ferrex.projections")
 
@@ -480,20 +484,25 @@ def apply_split(
     journal: JournalBackend, path: Path, rules: Rules, sink: VectorSink, progress: Progress | None
 ) -> None:
     """A rebuild on two cores: a forked child reads the journal and applies it to the new read
-    model at ``path`` while this process reads it again and applies it to the vectors; then
-    the Qdrant checkpoint is recorded as :func:`_apply_all` leaves it.
+    model at ``path``, and computes the BM25 vectors of its memories' texts, while this
+    process reads it again and writes the vectors (taking the child's BM25 vectors batch by
+    batch); then the Qdrant checkpoint is recorded as :func:`_apply_all` leaves it.
 
     The two are independent consumers of the same records (without neighbour context the
-    vectors read nothing of the read model), so the result is the one-process result. A
-    failure on either side fails the rebuild, which is discarded like any interrupted one;
-    a child whose parent died stops at its next batch."""
+    vectors read nothing of the read model, and a BM25 vector depends on its text alone), so
+    the result is the one-process result; a text the child sent no vector for is encoded
+    here. A failure on either side fails the rebuild, which is discarded like any
+    interrupted one; a child whose parent died stops at its next batch."""
     ReadModel.open(path, rules=rules).close()  # the schema, made once, before the fork
-    child, pipe = _fork_read_model(journal, path, rules)
+    child, pipe = _fork_read_model(journal, path, rules, sink.encoders)
+    feed = _SparseFeed(os.fdopen(pipe, "rb"), sink.encoders.sparse)
+    sink.encoders = dataclasses.replace(sink.encoders, sparse=feed.sparse)
     try:
         vectors_at = 0
         total = max(journal.refresh().position, 0)
         done = 0
         for chunk in chunks(journal.read(after=0), BATCH):
+            feed.next_batch()
             sink.apply(chunk)
             vectors_at = chunk[-1].position
             done += len(chunk)
@@ -501,11 +510,13 @@ def apply_split(
                 progress(done, max(total, done))
     except BaseException:
         os.kill(child, signal.SIGKILL)
-        _reap(child, pipe)
+        feed.close()
+        os.waitpid(child, 0)
         raise
-    code, message = _reap(child, pipe)
-    if code != 0:
-        raise ReadModelError(f"rebuilding the read model {path.name} failed: {message}")
+    failure = feed.finish()
+    _, status = os.waitpid(child, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise ReadModelError(f"rebuilding the read model {path.name} failed: {failure}")
     read_model = ReadModel.open(path, rules=rules)
     try:
         if vectors_at:
@@ -514,9 +525,66 @@ def apply_split(
         read_model.close()
 
 
-def _fork_read_model(journal: JournalBackend, path: Path, rules: Rules) -> tuple[int, int]:
-    """Fork a child that applies the whole journal to the read model at ``path``; returns its
-    pid and the read end of a pipe on which it reports a failure before it exits."""
+_SPARSE = b"S"
+_FAILED = b"F"
+_FRAME = struct.Struct("<cI")
+"""A frame from the child: its kind and the length of what follows."""
+_Vectors = list[tuple[str, tuple[int, ...], tuple[float, ...]]]
+"""A batch's BM25 vectors, each with its text."""
+
+
+class _SparseFeed:
+    """The parent's end of the child's pipe: one frame of BM25 vectors per batch, in the
+    order the child applied the batches, then at most one frame saying why it failed."""
+
+    def __init__(self, pipe: BinaryIO, encode: Callable[[str], Any]) -> None:
+        self._pipe = pipe
+        self._encode = encode
+        self._batch: dict[str, SparseVector] = {}
+        self._decoder = msgspec.msgpack.Decoder(_Vectors)
+        self._failure = ""
+
+    def _frame(self) -> tuple[bytes, bytes] | None:
+        head = self._pipe.read(_FRAME.size)
+        if len(head) < _FRAME.size:
+            return None
+        kind, length = _FRAME.unpack(head)
+        return kind, self._pipe.read(length)
+
+    def next_batch(self) -> None:
+        """The next batch's vectors (none once the child stopped sending)."""
+        self._batch = {}
+        if self._failure or self._pipe.closed:
+            return
+        frame = self._frame()
+        if frame is None:
+            self._failure = "it exited early"
+        elif frame[0] == _FAILED:
+            self._failure = frame[1].decode(errors="replace")
+        else:
+            self._batch = {t: SparseVector(i, v) for t, i, v in self._decoder.decode(frame[1])}
+
+    def sparse(self, text: str) -> Any:
+        found = self._batch.get(text)
+        return found if found is not None else self._encode(text)
+
+    def finish(self) -> str:
+        """Read to the end; why the child failed ("" if it did not say)."""
+        while not self._failure and (frame := self._frame()) is not None:
+            if frame[0] == _FAILED:
+                self._failure = frame[1].decode(errors="replace")
+        self.close()
+        return self._failure
+
+    def close(self) -> None:
+        self._pipe.close()
+
+
+def _fork_read_model(
+    journal: JournalBackend, path: Path, rules: Rules, encoders: Encoders
+) -> tuple[int, int]:
+    """Fork a child that applies the whole journal to the read model at ``path`` and sends
+    each batch's BM25 vectors; returns its pid and the read end of its pipe."""
     parent = os.getpid()
     readable, writable = os.pipe()
     with warnings.catch_warnings():
@@ -530,33 +598,44 @@ def _fork_read_model(journal: JournalBackend, path: Path, rules: Rules) -> tuple
         return pid, readable
     # The child: never returns, never runs the parent's exit handlers.
     os.close(readable)
-    code, message = 1, b""
-    try:
-        _apply_read_model(journal, path, rules, parent)
-        code = 0
-    except BaseException as exc:
-        message = f"{type(exc).__name__}: {exc}".encode(errors="replace")[:4096]
-    finally:
-        with contextlib.suppress(OSError):
-            os.write(writable, message)
-        os._exit(code)
+    code = 1
+    with os.fdopen(writable, "wb") as out:
+        try:
+            _apply_read_model(journal, path, rules, encoders.sparse, out, parent)
+            code = 0
+        except BaseException as exc:
+            message = f"{type(exc).__name__}: {exc}".encode(errors="replace")[:4096]
+            with contextlib.suppress(OSError):
+                out.write(_FRAME.pack(_FAILED, len(message)) + message)
+                out.flush()
+        finally:
+            os._exit(code)
 
 
-def _apply_read_model(journal: JournalBackend, path: Path, rules: Rules, parent: int) -> None:
+def _apply_read_model(
+    journal: JournalBackend,
+    path: Path,
+    rules: Rules,
+    encode: Callable[[str], Any],
+    out: BinaryIO,
+    parent: int,
+) -> None:
+    encoder = msgspec.msgpack.Encoder()
     read_model = ReadModel.open(path, rules=rules)
     try:
         for chunk in chunks(journal.read(after=0), BATCH):
             if os.getppid() != parent:
                 raise RuntimeError("the rebuilding process is gone")
             read_model.apply(chunk)
+            vectors = []
+            for record in chunk:
+                for event in record.events:
+                    if isinstance(event, MemoryStored) and event.body is not None:
+                        text = memory_text(event.memory_type, event.body)
+                        sparse = encode(text)
+                        vectors.append((text, tuple(sparse.indices), tuple(sparse.values)))
+            data = encoder.encode(vectors)
+            out.write(_FRAME.pack(_SPARSE, len(data)) + data)
+            out.flush()
     finally:
         read_model.close()
-
-
-def _reap(child: int, pipe: int) -> tuple[int, str]:
-    """Wait for a child of :func:`_fork_read_model`: its exit code and what it reported."""
-    parts = []
-    with contextlib.closing(os.fdopen(pipe, "rb")) as reading:
-        parts.append(reading.read())
-    _, status = os.waitpid(child, 0)
-    return os.waitstatus_to_exitcode(status), b"".join(parts).decode(errors="replace")
