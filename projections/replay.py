@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import logging
 import os
@@ -529,6 +530,9 @@ _SPARSE = b"S"
 _FAILED = b"F"
 _FRAME = struct.Struct("<cI")
 """A frame from the child: its kind and the length of what follows."""
+_PIPE_BYTES = 1 << 20
+"""The pipe's buffer (Linux's default ceiling for an unprivileged process): the child may run
+this far ahead of the parent before it waits."""
 _Vectors = list[tuple[str, tuple[int, ...], tuple[float, ...]]]
 """A batch's BM25 vectors, each with its text."""
 
@@ -587,6 +591,8 @@ def _fork_read_model(
     each batch's BM25 vectors; returns its pid and the read end of its pipe."""
     parent = os.getpid()
     readable, writable = os.pipe()
+    with contextlib.suppress(AttributeError, OSError):  # Linux: a few batches ahead, not one
+        fcntl.fcntl(writable, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
     with warnings.catch_warnings():
         # Python 3.12 warns of any fork with other threads; the checks of ``splits`` and
         # the child's confinement (its own SQLite file and the journal's files, then
