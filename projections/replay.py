@@ -485,19 +485,21 @@ def apply_split(
     journal: JournalBackend, path: Path, rules: Rules, sink: VectorSink, progress: Progress | None
 ) -> None:
     """A rebuild on two cores: a forked child reads the journal and applies it to the new read
-    model at ``path``, and computes the BM25 vectors of its memories' texts, while this
-    process reads it again and writes the vectors (taking the child's BM25 vectors batch by
-    batch); then the Qdrant checkpoint is recorded as :func:`_apply_all` leaves it.
+    model at ``path``, and computes the BM25 vectors of its memories' texts and whether they
+    fit the dense model's window, while this process reads it again and writes the vectors
+    (taking the child's answers batch by batch); then the Qdrant checkpoint is recorded as
+    :func:`_apply_all` leaves it.
 
     The two are independent consumers of the same records (without neighbour context the
-    vectors read nothing of the read model, and a BM25 vector depends on its text alone), so
-    the result is the one-process result; a text the child sent no vector for is encoded
-    here. A failure on either side fails the rebuild, which is discarded like any
-    interrupted one; a child whose parent died stops at its next batch."""
+    vectors read nothing of the read model, and a BM25 vector and a window check depend on
+    the text alone), so the result is the one-process result; what the child did not send
+    (an entity's spelling, a procedure's parts) is computed here. A failure on either side
+    fails the rebuild, which is discarded like any interrupted one; a child whose parent died
+    stops at its next batch."""
     ReadModel.open(path, rules=rules).close()  # the schema, made once, before the fork
     child, pipe = _fork_read_model(journal, path, rules, sink.encoders)
-    feed = _SparseFeed(os.fdopen(pipe, "rb"), sink.encoders.sparse)
-    sink.encoders = dataclasses.replace(sink.encoders, sparse=feed.sparse)
+    feed = _SparseFeed(os.fdopen(pipe, "rb"), sink.encoders)
+    sink.encoders = dataclasses.replace(sink.encoders, sparse=feed.sparse, fits=feed.fits)
     try:
         vectors_at = 0
         total = max(journal.refresh().position, 0)
@@ -533,18 +535,22 @@ _FRAME = struct.Struct("<cI")
 _PIPE_BYTES = 1 << 20
 """The pipe's buffer (Linux's default ceiling for an unprivileged process): the child may run
 this far ahead of the parent before it waits."""
-_Vectors = list[tuple[str, tuple[int, ...], tuple[float, ...]]]
-"""A batch's BM25 vectors, each with its text."""
+_Vectors = list[tuple[str, tuple[int, ...], tuple[float, ...], bool | None]]
+"""A batch's memory texts, each with its BM25 vector and whether it fits the dense model's
+window (None: not asked, a procedure's parts are asked by their own texts)."""
 
 
 class _SparseFeed:
-    """The parent's end of the child's pipe: one frame of BM25 vectors per batch, in the
-    order the child applied the batches, then at most one frame saying why it failed."""
+    """The parent's end of the child's pipe: one frame of BM25 vectors and window checks per
+    batch, in the order the child applied the batches, then at most one frame saying why it
+    failed. What a frame does not hold is computed here."""
 
-    def __init__(self, pipe: BinaryIO, encode: Callable[[str], Any]) -> None:
+    def __init__(self, pipe: BinaryIO, encoders: Encoders) -> None:
         self._pipe = pipe
-        self._encode = encode
+        self._encode = encoders.sparse
+        self._fits = encoders.fits
         self._batch: dict[str, SparseVector] = {}
+        self._fitting: dict[str, bool] = {}
         self._decoder = msgspec.msgpack.Decoder(_Vectors)
         self._failure = ""
 
@@ -557,7 +563,7 @@ class _SparseFeed:
 
     def next_batch(self) -> None:
         """The next batch's vectors (none once the child stopped sending)."""
-        self._batch = {}
+        self._batch, self._fitting = {}, {}
         if self._failure or self._pipe.closed:
             return
         frame = self._frame()
@@ -566,11 +572,18 @@ class _SparseFeed:
         elif frame[0] == _FAILED:
             self._failure = frame[1].decode(errors="replace")
         else:
-            self._batch = {t: SparseVector(i, v) for t, i, v in self._decoder.decode(frame[1])}
+            for text, indices, values, fits in self._decoder.decode(frame[1]):
+                self._batch[text] = SparseVector(indices, values)
+                if fits is not None:
+                    self._fitting[text] = fits
 
     def sparse(self, text: str) -> Any:
         found = self._batch.get(text)
         return found if found is not None else self._encode(text)
+
+    def fits(self, text: str) -> bool:
+        found = self._fitting.get(text)
+        return found if found is not None else self._fits(text)
 
     def finish(self) -> str:
         """Read to the end; why the child failed ("" if it did not say)."""
@@ -607,7 +620,7 @@ def _fork_read_model(
     code = 1
     with os.fdopen(writable, "wb") as out:
         try:
-            _apply_read_model(journal, path, rules, encoders.sparse, out, parent)
+            _apply_read_model(journal, path, rules, encoders, out, parent)
             code = 0
         except BaseException as exc:
             message = f"{type(exc).__name__}: {exc}".encode(errors="replace")[:4096]
@@ -622,7 +635,7 @@ def _apply_read_model(
     journal: JournalBackend,
     path: Path,
     rules: Rules,
-    encode: Callable[[str], Any],
+    encoders: Encoders,
     out: BinaryIO,
     parent: int,
 ) -> None:
@@ -638,8 +651,10 @@ def _apply_read_model(
                 for event in record.events:
                     if isinstance(event, MemoryStored) and event.body is not None:
                         text = memory_text(event.memory_type, event.body)
-                        sparse = encode(text)
-                        vectors.append((text, tuple(sparse.indices), tuple(sparse.values)))
+                        sparse = encoders.sparse(text)
+                        procedure = event.memory_type == "procedural"
+                        fits = None if procedure else encoders.fits(text)
+                        vectors.append((text, tuple(sparse.indices), tuple(sparse.values), fits))
             data = encoder.encode(vectors)
             out.write(_FRAME.pack(_SPARSE, len(data)) + data)
             out.flush()

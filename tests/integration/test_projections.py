@@ -179,21 +179,24 @@ def test_a_rebuild_gives_the_points_of_the_unshortened_recipe(
         )
     )  # fmt: skip
     snapshots = []
-    for name, chosen in (
-        ("fast", encoders),
-        ("recipe", _recipe_encoders(encoders, shared_embedder)),
+    for name, chosen, split in (
+        ("fast", encoders, False),
+        ("recipe", _recipe_encoders(encoders, shared_embedder), False),
+        ("split", encoders, True),  # BM25 and window checks from the rebuild's child
     ):
         home = tmp_path / name
         with Journal.open(home / "journal") as journal:
             for event in events:
                 journal.append([event])
             backend = EdgeBackend(home / "qdrant")
-            projections = Projections.replay(home, journal, backend, chosen)
+            with split_rebuilds() if split else contextlib.nullcontext():
+                assert splits(journal, chosen) == split
+                projections = Projections.replay(home, journal, backend, chosen)
             snapshots.append(snapshot(projections))
             projections.close()
             backend.close()
-    (_, fast), (_, recipe) = snapshots  # the points (the read models differ in times recorded)
-    assert fast == recipe
+    (_, fast), (_, recipe), (_, split_points) = snapshots  # the points (the read models
+    assert fast == recipe == split_points  # differ in the times they recorded)
     assert len(fast) > len(events)  # some texts were cut into parts
 
 
