@@ -6,6 +6,7 @@ reconcile finds drift and --fix repairs it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import tempfile
@@ -31,9 +32,11 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
+from projections import replay
 from projections.qdrant_edge import EdgeBackend
 from projections.reconcile import reconcile
-from projections.replay import HOME_TAG, POINTER, QDRANT, Projections, read_pointer
+from projections.replay import HOME_TAG, POINTER, QDRANT, Projections, read_pointer, splits
+from projections.sqlite import ReadModelError, Rules
 from projections.vector_sink import Encoders, alias_point_id, point_id
 from projections.vectors import SparseVector, VectorFilter, VectorPoint
 from tests.integration.test_read_model import interacting
@@ -104,8 +107,25 @@ def test_incremental_with_restarts_equals_a_rebuild(
             assert projections.live.generation == generation + 1
             assert snapshot(projections) == incremental
             assert reconcile(projections).clean
+            with split_rebuilds():  # the read model applied in a child process, beside
+                assert splits(journal, encoders)
+                projections.rebuild()
+            assert projections.live.generation == generation + 2
+            assert snapshot(projections) == incremental
+            assert reconcile(projections).clean
             projections.close()
             backend.close()
+
+
+@contextlib.contextmanager
+def split_rebuilds() -> Iterator[None]:
+    """Rebuilds of any size apply the read model in a child process (``apply_split``)."""
+    was = replay.SPLIT_RECORDS
+    replay.SPLIT_RECORDS = 0
+    try:
+        yield
+    finally:
+        replay.SPLIT_RECORDS = was
 
 
 def _recipe_encoders(encoders: Encoders, embedder: Embedder) -> Encoders:
@@ -159,21 +179,24 @@ def test_a_rebuild_gives_the_points_of_the_unshortened_recipe(
         )
     )  # fmt: skip
     snapshots = []
-    for name, chosen in (
-        ("fast", encoders),
-        ("recipe", _recipe_encoders(encoders, shared_embedder)),
+    for name, chosen, split in (
+        ("fast", encoders, False),
+        ("recipe", _recipe_encoders(encoders, shared_embedder), False),
+        ("split", encoders, True),  # BM25 and window checks from the rebuild's child
     ):
         home = tmp_path / name
         with Journal.open(home / "journal") as journal:
             for event in events:
                 journal.append([event])
             backend = EdgeBackend(home / "qdrant")
-            projections = Projections.replay(home, journal, backend, chosen)
+            with split_rebuilds() if split else contextlib.nullcontext():
+                assert splits(journal, chosen) == split
+                projections = Projections.replay(home, journal, backend, chosen)
             snapshots.append(snapshot(projections))
             projections.close()
             backend.close()
-    (_, fast), (_, recipe) = snapshots  # the points (the read models differ in times recorded)
-    assert fast == recipe
+    (_, fast), (_, recipe), (_, split_points) = snapshots  # the points (the read models
+    assert fast == recipe == split_points  # differ in the times they recorded)
     assert len(fast) > len(events)  # some texts were cut into parts
 
 
@@ -393,3 +416,31 @@ def test_two_homes_on_one_vector_store_keep_their_own_collections(
     reopened = Projections.open(home_a, journal, backend, encoders)  # the tag is kept
     assert tag in reopened.live.memories
     reopened.close()
+
+
+def test_a_failed_read_model_in_a_split_rebuild_fails_it_and_leaves_the_old_generation(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    """The child applying the read model fails (its rules raise on a fact): the rebuild
+    fails with a clear error naming the cause and the old generation stays live, whole."""
+    home, journal, backend = parts
+    seed(journal)
+    fact = MemoryBody(subject="api", predicate="uses", object="tokio")
+    journal.append(
+        [MemoryStored(memory_id="f1", namespace="default", memory_type="semantic", t_valid=T0,
+                      body=fact)]
+    )  # fmt: skip
+    p = Projections.open(home, journal, backend, encoders)
+    before, live = snapshot(p), p.live
+    p.close()
+
+    def refuse(namespace: str, recorded: str) -> str:
+        raise ValueError(f"no rule for {recorded!r}")
+
+    with split_rebuilds(), pytest.raises(ReadModelError, match="no rule for 'uses'"):
+        Projections.replay(home, journal, backend, encoders, rules=Rules("broken", refuse))
+    assert read_pointer(home) == live
+    p = Projections.open(home, journal, backend, encoders)
+    assert p.live == live and snapshot(p) == before
+    assert reconcile(p).clean
+    p.close()
