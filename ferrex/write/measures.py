@@ -85,23 +85,20 @@ class StoreMeasures:
 
 def nearest(
     projections: Projections,
-    valid: ValidStore,
-    vector: np.ndarray[Any, Any],
-    pending: Pending,
+    stores: Sequence[tuple[ValidStore, np.ndarray[Any, Any]]],
     settings: StoreSettings,
-) -> list[tuple[str, float]]:
-    """The nearest memories of the store's namespace and type: committed ones from Qdrant
-    (the caller's visibility applied there too), the chunk's pending ones by cosine."""
-    namespace = valid.namespace or settings.default_namespace
-    agent_id = valid.agent_id or settings.agent_id
-    hits = [
-        (str(hit.payload.get("memory_id")), hit.score)
-        for hit in projections.backend.query_dense(
-            projections.live.memories,
-            [float(x) for x in vector],
-            VectorFilter(namespace=namespace, types=(valid.type,), only_valid=True,
-                         agent_id=agent_id),
-            5,
+) -> list[list[tuple[str, float]]]:
+    """The committed nearest memories of each ``(store, vector)``, from Qdrant in one batch
+    of queries: of the store's namespace and type, the caller's visibility applied there too.
+    The chunk's pending memories are not in Qdrant yet: :meth:`Pending.cosines` adds them."""
+    queries = []
+    for valid, vector in stores:
+        flt = VectorFilter(
+            namespace=valid.namespace or settings.default_namespace,
+            types=(valid.type,),
+            only_valid=True,
+            agent_id=valid.agent_id or settings.agent_id,
         )
-    ]  # fmt: skip
-    return hits + pending.cosines(vector)
+        queries.append(([float(x) for x in vector], flt))
+    answers = projections.backend.query_dense_batch(projections.live.memories, queries, 5)
+    return [[(str(hit.payload.get("memory_id")), hit.score) for hit in hits] for hits in answers]

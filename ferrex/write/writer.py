@@ -78,6 +78,7 @@ log = logging.getLogger("ferrex")
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
 _VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
+_NEAREST = "nearest"  # Batch.scratch key: the committed nearest memories, by store index
 
 
 def _now() -> datetime:
@@ -230,8 +231,8 @@ class Writer:
         appended and applied (ONNX Runtime and SQLite let go of the GIL), so the model never
         waits for the writer."""
 
-        def decide(valid: ValidStore, batch: Batch) -> Any:
-            return self._decide(valid, batch, multi_valued)
+        def decide(item: tuple[int, Sequence[ValidStore]], batch: Batch) -> Any:
+            return self._decide(item, batch, multi_valued)
 
         def prepare(part: Sequence[ValidStore]) -> None:
             # Batched embedding: the decisions and the projection then hit the cache.
@@ -253,7 +254,8 @@ class Writer:
                     ahead.result()
                     if n + 1 < len(parts):
                         ahead = pool.submit(prepare, parts[n + 1])
-                    decided += self._runner.run(part, decide, chunk=chunk, progress=reported)
+                    at = [(i, part) for i in range(len(part))]
+                    decided += self._runner.run(at, decide, chunk=chunk, progress=reported)
                 except ServerDown as exc:
                     log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
                     decided += [exc] * (len(items) - start)
@@ -262,14 +264,20 @@ class Writer:
             pool.shutdown(wait=True, cancel_futures=True)
         return decided
 
-    def _decide(self, valid: ValidStore, batch: Batch, multi_valued: bool) -> Any:
-        """Decide one store; what it asks to measure (the only I/O) is measured then."""
+    def _decide(
+        self, item: tuple[int, Sequence[ValidStore]], batch: Batch, multi_valued: bool
+    ) -> Any:
+        """Decide the store at ``item = (i, chunk)``; what it asks to measure (the only I/O)
+        is measured then."""
+        i, part = item
+        valid = part[i]
         vector = self.embedder.embed(store_text(valid))
         pending: Pending = batch.scratch.setdefault(_VECTORS, Pending())
-        measures = StoreMeasures(
-            self.embedder.embed_many,
-            lambda: nearest(self.projections, valid, vector, pending, self.settings),
-        )
+
+        def neighbours() -> list[tuple[str, float]]:
+            return self._committed_nearest(item, batch) + pending.cosines(vector)
+
+        measures = StoreMeasures(self.embedder.embed_many, neighbours)
         now = self.clock()
         decision = decide_store(
             valid,
@@ -283,6 +291,23 @@ class Writer:
         if decision.result.status == "stored":
             pending.add(decision.result.id, vector)
         return decision
+
+    def _committed_nearest(
+        self, item: tuple[int, Sequence[ValidStore]], batch: Batch
+    ) -> list[tuple[str, float]]:
+        """The nearest committed memories of the store at ``item = (i, chunk)``. Qdrant does
+        not change while a chunk is decided (its records are applied after the append), so
+        the first store that asks asks for itself and every later store of the chunk in one
+        batch of queries; the later ones find their answer kept in the batch's scratch."""
+        i, part = item
+        found: dict[int, list[tuple[str, float]]] = batch.scratch.setdefault(_NEAREST, {})
+        if i not in found:
+            rest = part[i:]
+            vectors = self.embedder.embed_many([store_text(v) for v in rest])
+            answers = nearest(self.projections, list(zip(rest, vectors, strict=True)),
+                              self.settings)  # fmt: skip
+            found.update(enumerate(answers, start=i))
+        return found[i]
 
     def run(
         self,
