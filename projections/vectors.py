@@ -223,7 +223,9 @@ def settle_ties(fetch: Callable[[int], list[Hit]], limit: int, most: int | None)
         want *= 2
 
 
-def settled(hits: Sequence[Hit], limit: int, want: int, *, complete: bool = False) -> list[Hit] | None:
+def settled(
+    hits: Sequence[Hit], limit: int, want: int, *, complete: bool = False
+) -> list[Hit] | None:
     """The first ``limit`` of ``hits`` (a query's best ``want``) in ``(-score, id)`` order,
     or None when a tie crosses the cut and more hits are needed to settle it (``complete``:
     the query can return no more than these)."""
