@@ -304,6 +304,26 @@ def import_(
     report names its kind, field and position, never the secret.
     """
     text = sys.stdin.read() if file == "-" else _read(Path(file))
+    # The model loads on its own thread while the file is parsed and the home opened; the
+    # load ends before the command does, whatever ends it (never in the interpreter's exit).
+    embedder = app.embedder()
+    embedder.load_in_background()
+    try:
+        _import_text(app, text, file_format, assistant, split_chars, secrets, as_json)
+    finally:
+        embedder.join_loader()
+
+
+def _import_text(
+    app: App,
+    text: str,
+    file_format: str,
+    assistant: str | None,
+    split_chars: int | None,
+    secrets: str | None,
+    as_json: bool,
+) -> None:
+    """:func:`import_` of the file's text."""
     export = _chat_export(text, file_format)
     if export is None and (assistant is not None or split_chars is not None):
         raise UsageError(
