@@ -46,6 +46,7 @@ from ferrex.core.decide import (
     decide_store,
     decide_unfold,
     decide_validate,
+    neighbour_floor,
     store_text,
 )
 from ferrex.core.runner import Batch, CommandRunner, Decide
@@ -273,9 +274,10 @@ class Writer:
         valid = part[i]
         vector = self.embedder.embed(store_text(valid))
         pending: Pending = batch.scratch.setdefault(_VECTORS, Pending())
+        floor = neighbour_floor(self.settings)
 
         def neighbours() -> list[tuple[str, float]]:
-            return self._committed_nearest(item, batch) + pending.cosines(vector)
+            return self._committed_nearest(item, batch) + pending.cosines(vector, floor)
 
         measures = StoreMeasures(self.embedder.embed_many, neighbours)
         now = self.clock()
