@@ -76,6 +76,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 log = logging.getLogger("ferrex")
 
+#: Chunks of an import whose texts are embedded in one go: the encoder sorts them by length
+#: into its batches, and more texts to sort means less padding (256 texts a chunk: 4 chunks
+#: cost some 10-15% less model CPU than one at a time).
+EMBED_CHUNKS = 4
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
 _VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
@@ -228,23 +232,27 @@ class Writer:
         Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
         texts are embedded before its lock), the chunks already written keep their outcomes
         and the rest fail with backend_unavailable, none of them half-written. Pipelined:
-        the next chunk's texts are embedded on a worker thread while this one is decided,
+        the next chunks' texts are embedded on a worker thread while this one is decided,
         appended and applied (ONNX Runtime and SQLite let go of the GIL), so the model never
-        waits for the writer."""
+        waits for the writer; a few chunks at a time (:func:`embedding_units`), so that
+        the encoder's batches of similar length are padded less."""
 
         def decide(item: tuple[int, Sequence[ValidStore]], batch: Batch) -> Any:
             return self._decide(item, batch, multi_valued)
 
-        def prepare(part: Sequence[ValidStore]) -> None:
-            # Batched embedding: the decisions and the projection then hit the cache.
-            self.embedder.embed_many([store_text(v) for v in part])
-
         parts = [items[start : start + chunk] for start in range(0, len(items), chunk)]
+        units = embedding_units(len(parts))
+        following = {unit.start: n for n, unit in enumerate(units)}  # first chunk → its unit
+
+        def prepare(unit: range) -> None:
+            # Batched embedding: the decisions and the projection then hit the cache.
+            self.embedder.embed_many([store_text(v) for n in unit for v in parts[n]])
+
         decided: list[Any] = []
         # One chunk (a single store) has nothing to overlap: no thread for it.
         pool = _Inline() if len(parts) == 1 else ThreadPoolExecutor(1, "ferrex-embed")
         try:
-            ahead: Future[None] = pool.submit(prepare, parts[0])
+            ahead: Future[None] = pool.submit(prepare, units[0])
             for n, part in enumerate(parts):
                 start = len(decided)
 
@@ -252,9 +260,10 @@ class Writer:
                     report(start + finished)
 
                 try:
-                    ahead.result()
-                    if n + 1 < len(parts):
-                        ahead = pool.submit(prepare, parts[n + 1])
+                    if n in following:  # this chunk's unit: embedded (or failed) by now
+                        ahead.result()
+                        if following[n] + 1 < len(units):
+                            ahead = pool.submit(prepare, units[following[n] + 1])
                     at = [(i, part) for i in range(len(part))]
                     decided += self._runner.run(at, decide, chunk=chunk, progress=reported)
                 except ServerDown as exc:
@@ -590,6 +599,16 @@ class Writer:
 
         result: UnfoldResult = self._runner.run_one(summary_id, decide)
         return result
+
+
+def embedding_units(chunks: int, most: int = EMBED_CHUNKS) -> list[range]:
+    """The runs of consecutive chunks whose texts are embedded together: the first chunk
+    alone (the decisions start soon), then up to ``most`` at a time, and the last alone (the
+    decisions left once the model is done are few). In order, covering every chunk once."""
+    if chunks <= 2:
+        return [range(n, n + 1) for n in range(chunks)]
+    middle = [range(n, min(n + most, chunks - 1)) for n in range(1, chunks - 1, most)]
+    return [range(0, 1), *middle, range(chunks - 1, chunks)]
 
 
 def _noted(outcome: Any, valid: ValidStore, wait_note: tuple[str, ...]) -> Any:

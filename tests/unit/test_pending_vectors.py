@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ferrex.write.measures import Pending, StoreMeasures, cosine
+from ferrex.write.writer import embedding_units
 
 
 def test_cosines_with_every_pending_vector_in_the_order_added() -> None:
@@ -77,3 +78,17 @@ def test_a_floor_leaves_out_only_the_cosines_below_it() -> None:
         assert pending.cosines(vectors[3], floor) == [(i, v) for i, v in every if v >= floor]
     assert ("mem_3", every[3][1]) in pending.cosines(vectors[3], every[3][1])
     assert ("mem_nan", 0.0) in pending.cosines(vectors[3], 0.0)
+
+
+def test_the_embedding_units_cover_every_chunk_once_in_order() -> None:
+    assert embedding_units(0) == []
+    assert embedding_units(1) == [range(0, 1)]
+    assert embedding_units(2) == [range(0, 1), range(1, 2)]
+    assert embedding_units(8) == [range(0, 1), range(1, 5), range(5, 7), range(7, 8)]
+    for chunks in range(40):
+        for most in (1, 2, 4, 7):
+            units = embedding_units(chunks, most)
+            assert [n for unit in units for n in unit] == list(range(chunks))
+            assert all(1 <= len(unit) <= most for unit in units)
+            if chunks > 2:
+                assert len(units[0]) == len(units[-1]) == 1
