@@ -74,6 +74,7 @@ __all__ = [
 Clock = Callable[[], datetime]
 T = TypeVar("T")
 R = TypeVar("R")
+A = TypeVar("A")
 log = logging.getLogger("ferrex")
 
 #: Chunks of an import whose texts are embedded in one go: the encoder sorts them by length
@@ -93,9 +94,7 @@ def _now() -> datetime:
 class _Inline:
     """A stand-in for the worker pool that runs a task at once, in the calling thread."""
 
-    def submit(
-        self, task: Callable[[Sequence[ValidStore]], None], part: Sequence[ValidStore]
-    ) -> Future[None]:
+    def submit(self, task: Callable[[A], None], part: A) -> Future[None]:
         done: Future[None] = Future()
         try:
             task(part)
