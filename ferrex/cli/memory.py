@@ -308,22 +308,7 @@ def import_(
     # load ends before the command does, whatever ends it (never in the interpreter's exit).
     embedder = app.embedder()
     embedder.load_in_background()
-    try:
-        _import_text(app, text, file_format, assistant, split_chars, secrets, as_json)
-    finally:
-        embedder.join_loader()
-
-
-def _import_text(
-    app: App,
-    text: str,
-    file_format: str,
-    assistant: str | None,
-    split_chars: int | None,
-    secrets: str | None,
-    as_json: bool,
-) -> None:
-    """:func:`import_` of the file's text."""
+    click.get_current_context().call_on_close(embedder.join_loader)
     export = _chat_export(text, file_format)
     if export is None and (assistant is not None or split_chars is not None):
         raise UsageError(
