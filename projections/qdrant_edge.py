@@ -49,6 +49,7 @@ from projections.vectors import (
     KEYWORD_FIELDS,
     RRF_K,
     SPARSE,
+    TIE_SLACK,
     AnyOf,
     Clause,
     Either,
@@ -61,6 +62,7 @@ from projections.vectors import (
     VectorPoint,
     VectorStoreError,
     filter_clauses,
+    settle_batch,
     settle_ties,
 )
 
@@ -263,6 +265,25 @@ class EdgeBackend:
         self, name: str, dense: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[Hit]:
         return self._query_leg(name, edge.Query.Nearest(list(dense), using=DENSE), flt, limit)
+
+    def query_dense_batch(
+        self, name: str, queries: Sequence[tuple[Sequence[float], VectorFilter]], limit: int
+    ) -> list[list[Hit]]:
+        if not queries or limit <= 0:
+            return [[] for _ in queries]
+        shard = self._shard(name)
+        want = limit + TIE_SLACK
+        requests = [
+            edge.QueryRequest(limit=want, query=edge.Query.Nearest(list(dense), using=DENSE),
+                              filter=_filter(flt), with_payload=True)
+            for dense, flt in queries
+        ]  # fmt: skip
+        with _translated(f"query {name!r}"):
+            answers = shard.query_batch(edge.QueryBatchRequest(requests))
+        return settle_batch(
+            queries, [_hits(p) for p in answers], limit,
+            lambda dense, flt: self.query_dense(name, dense, flt, limit),
+        )  # fmt: skip
 
     def query_sparse(
         self, name: str, sparse: SparseVector, flt: VectorFilter, limit: int

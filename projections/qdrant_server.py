@@ -34,6 +34,7 @@ from projections.vectors import (
     KEYWORD_FIELDS,
     RRF_K,
     SPARSE,
+    TIE_SLACK,
     AnyOf,
     Clause,
     Either,
@@ -47,6 +48,7 @@ from projections.vectors import (
     VectorPoint,
     VectorStoreError,
     filter_clauses,
+    settle_batch,
     settle_ties,
 )
 
@@ -240,6 +242,24 @@ class ClientBackend:
         self, name: str, dense: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[Hit]:
         return self._query_leg(name, list(dense), DENSE, flt, limit)
+
+    def query_dense_batch(
+        self, name: str, queries: Sequence[tuple[Sequence[float], VectorFilter]], limit: int
+    ) -> list[list[Hit]]:
+        if not queries or limit <= 0:
+            return [[] for _ in queries]
+        want = limit + TIE_SLACK
+        requests = [
+            qm.QueryRequest(query=list(dense), using=DENSE, filter=_filter(flt), limit=want,
+                            with_payload=True)
+            for dense, flt in queries
+        ]  # fmt: skip
+        with _translated(f"query {name!r}"):
+            answers = self._client.query_batch_points(name, requests=requests)
+        return settle_batch(
+            queries, [_hits(a.points) for a in answers], limit,
+            lambda dense, flt: self.query_dense(name, dense, flt, limit),
+        )  # fmt: skip
 
     def query_sparse(
         self, name: str, sparse: SparseVector, flt: VectorFilter, limit: int

@@ -217,12 +217,39 @@ def settle_ties(fetch: Callable[[int], list[Hit]], limit: int, most: int | None)
     while True:
         if most is not None:
             want = min(want, most)
-        hits = sorted(fetch(want), key=lambda h: (-h.score, h.id))
-        complete = len(hits) < want or (most is not None and want >= most)
-        # Not complete means len(hits) == want > limit, so the cut is inside the list.
-        if complete or hits[limit - 1].score > hits[-1].score:
-            return hits[:limit]
+        hits = settled(fetch(want), limit, want, complete=most is not None and want >= most)
+        if hits is not None:
+            return hits
         want *= 2
+
+
+def settled(
+    hits: Sequence[Hit], limit: int, want: int, *, complete: bool = False
+) -> list[Hit] | None:
+    """The first ``limit`` of ``hits`` (a query's best ``want``) in ``(-score, id)`` order,
+    or None when a tie crosses the cut and more hits are needed to settle it (``complete``:
+    the query can return no more than these)."""
+    ordered = sorted(hits, key=lambda h: (-h.score, h.id))
+    # Not complete means len(ordered) == want > limit, so the cut is inside the list.
+    if complete or len(ordered) < want or ordered[limit - 1].score > ordered[-1].score:
+        return ordered[:limit]
+    return None
+
+
+def settle_batch(
+    queries: Sequence[tuple[Sequence[float], VectorFilter]],
+    answers: Sequence[Sequence[Hit]],
+    limit: int,
+    alone: Callable[[Sequence[float], VectorFilter], list[Hit]],
+) -> list[list[Hit]]:
+    """A batch of dense queries' answers (each the best ``limit + TIE_SLACK``) cut to
+    ``limit`` each as :func:`settle_ties` cuts one; a query whose tie crosses the cut is
+    asked again on its own, ``alone(dense, filter)``, which settles it."""
+    found = []
+    for (dense, flt), hits in zip(queries, answers, strict=True):
+        cut = settled(hits, limit, limit + TIE_SLACK)
+        found.append(cut if cut is not None else alone(dense, flt))
+    return found
 
 
 class VectorBackend(Protocol):
@@ -294,6 +321,14 @@ class VectorBackend(Protocol):
         self, name: str, dense: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[Hit]:
         """The dense leg alone (cosine similarity), in ``(-score, id)`` order."""
+        ...
+
+    def query_dense_batch(
+        self, name: str, queries: Sequence[tuple[Sequence[float], VectorFilter]], limit: int
+    ) -> list[list[Hit]]:
+        """:meth:`query_dense` of each ``(dense, filter)`` query, in one call to the engine
+        where it can: one list of hits per query, in the order of ``queries``, each the same
+        as that query alone would give."""
         ...
 
     def query_sparse(

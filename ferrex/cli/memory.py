@@ -304,6 +304,11 @@ def import_(
     report names its kind, field and position, never the secret.
     """
     text = sys.stdin.read() if file == "-" else _read(Path(file))
+    # The model loads on its own thread while the file is parsed and the home opened; the
+    # load ends before the command does, whatever ends it (never in the interpreter's exit).
+    embedder = app.embedder()
+    embedder.load_in_background()
+    click.get_current_context().call_on_close(embedder.join_loader)
     export = _chat_export(text, file_format)
     if export is None and (assistant is not None or split_chars is not None):
         raise UsageError(

@@ -1043,6 +1043,12 @@ def another_event(valid: ValidStore, text: str, old: Memory, old_text: str) -> s
     return None
 
 
+def neighbour_floor(settings: StoreSettings) -> float:
+    """The lowest similarity of a neighbour that the dedup check looks at: a measurer may
+    leave out the neighbours below it (:meth:`Measures.neighbours`)."""
+    return min(settings.near_threshold, settings.dedup_threshold)
+
+
 def _refuse_duplicates(
     valid: ValidStore,
     text: str,
@@ -1058,7 +1064,7 @@ def _refuse_duplicates(
     the near threshold, else None."""
     kept: SimilarMemory | None = None
     near: SimilarMemory | None = None
-    floor = min(settings.near_threshold, settings.dedup_threshold)
+    floor = neighbour_floor(settings)
     for memory_id, score in sorted(measures.neighbours(), key=lambda h: (-h[1], h[0])):
         if not math.isfinite(score):  # it would fail every comparison, silently
             raise ValueError(f"similarity must be a finite number, got {score!r}")

@@ -16,7 +16,7 @@ Unit tests of the decisions use an :class:`Overlay` over an empty view of their 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, assert_never, cast
 
@@ -143,6 +143,9 @@ class Overlay:
     def __init__(self, base: View) -> None:
         self._base = base
         self._changed: dict[str, Memory | None] = {}  # None: forgotten in this batch
+        # (namespace, import key) → the ids in _changed that ever had it: imported()'s
+        # candidates, so a chunk's stores do not each scan every store before them.
+        self._imports: dict[tuple[str, str], set[str]] = {}
         self._recorded: dict[str, float | None] = {}  # stored in this batch → recorded when
         # Spellings as the read model keeps them: rows keyed by (namespace, normalized, the
         # entity recorded under, agent), each reported under the entity it was merged into.
@@ -176,6 +179,7 @@ class Overlay:
                 self._changed[event.memory_id] = Memory.from_event(
                     event, position=0, created_at=0.0, predicate_normalized=predicate
                 )
+                self._index_import(event.memory_id)
                 self._recorded[event.memory_id] = recorded_at
             case fold.Forgot():
                 for memory_id in change.memory_ids:
@@ -191,6 +195,7 @@ class Overlay:
                 old = self.memory(change.memory_id)
                 if old is not None:
                     self._changed[change.memory_id] = fold.updated(old, change)
+                    self._index_import(change.memory_id)
             case fold.PutEntity():
                 self._scopes[change.entity_id] = change.agent_id
             case fold.PutSpelling():
@@ -269,6 +274,11 @@ class Overlay:
             self._kept.pop(entity_id, None)
             self._scopes.pop(entity_id, None)
 
+    def _index_import(self, memory_id: str) -> None:
+        m = self._changed[memory_id]
+        if m is not None and m.import_key is not None:
+            self._imports.setdefault((m.namespace, m.import_key), set()).add(memory_id)
+
     # -- reading ----------------------------------------------------------------------------
 
     def memory(self, memory_id: str) -> Memory | None:
@@ -276,9 +286,16 @@ class Overlay:
             return self._changed[memory_id]
         return self._base.memory(memory_id)
 
-    def _merged(self, base: Sequence[Memory], keep: _Keep) -> list[Memory]:
+    def _merged(
+        self, base: Sequence[Memory], keep: _Keep, among: Iterable[str] | None = None
+    ) -> list[Memory]:
+        """``base``'s memories and those changed in the batch that ``keep`` keeps (looked
+        for ``among`` these ids if given, else among every changed one), by id."""
         ids = [m.memory_id for m in base]
-        ids += [i for i, m in self._changed.items() if m is not None and keep(m)]
+        changed = self._changed.items() if among is None else (
+            (i, self._changed.get(i)) for i in among
+        )  # fmt: skip
+        ids += [i for i, m in changed if m is not None and keep(m)]
         found = (self.memory(i) for i in sorted(set(ids)))
         return [m for m in found if m is not None and keep(m)]
 
@@ -310,7 +327,8 @@ class Overlay:
         def keep(m: Memory) -> bool:
             return m.namespace == namespace and m.import_key == key
 
-        return self._merged(self._base.imported(namespace, key), keep)
+        among = self._imports.get((namespace, key), set())
+        return self._merged(self._base.imported(namespace, key), keep, among)
 
     def _base_spellings(self, namespace: str) -> list[Spelling]:
         return [

@@ -43,14 +43,21 @@ class Pending:
         self._rows[len(self.ids)] = row
         self.ids.append(memory_id)
 
-    def cosines(self, vector: np.ndarray[Any, Any]) -> list[tuple[str, float]]:
+    def cosines(
+        self, vector: np.ndarray[Any, Any], floor: float | None = None
+    ) -> list[tuple[str, float]]:
         """``(id, cosine)`` of every pending vector, in the order they were added (clamped to
-        [-1, 1]; a value that is not finite counts as 0, as :func:`cosine`)."""
+        [-1, 1]; a value that is not finite counts as 0, as :func:`cosine`); with ``floor``,
+        only those at or above it (the dedup check looks at no others: a chunk's store is
+        then not compared in Python with every store before it)."""
         if self._rows is None or not self.ids:
             return []
         values = self._rows[: len(self.ids)] @ np.asarray(vector, dtype=np.float32)
         values = np.where(np.isfinite(values), np.clip(values, -1.0, 1.0), 0.0)
-        return list(zip(self.ids, (float(v) for v in values), strict=True))
+        if floor is None:
+            return list(zip(self.ids, values.tolist(), strict=True))
+        kept = np.flatnonzero(values.astype(np.float64) >= floor)  # as the check compares
+        return [(self.ids[i], v) for i, v in zip(kept.tolist(), values[kept].tolist(), strict=True)]
 
 
 class StoreMeasures:
@@ -85,23 +92,20 @@ class StoreMeasures:
 
 def nearest(
     projections: Projections,
-    valid: ValidStore,
-    vector: np.ndarray[Any, Any],
-    pending: Pending,
+    stores: Sequence[tuple[ValidStore, np.ndarray[Any, Any]]],
     settings: StoreSettings,
-) -> list[tuple[str, float]]:
-    """The nearest memories of the store's namespace and type: committed ones from Qdrant
-    (the caller's visibility applied there too), the chunk's pending ones by cosine."""
-    namespace = valid.namespace or settings.default_namespace
-    agent_id = valid.agent_id or settings.agent_id
-    hits = [
-        (str(hit.payload.get("memory_id")), hit.score)
-        for hit in projections.backend.query_dense(
-            projections.live.memories,
-            [float(x) for x in vector],
-            VectorFilter(namespace=namespace, types=(valid.type,), only_valid=True,
-                         agent_id=agent_id),
-            5,
+) -> list[list[tuple[str, float]]]:
+    """The committed nearest memories of each ``(store, vector)``, from Qdrant in one batch
+    of queries: of the store's namespace and type, the caller's visibility applied there too.
+    The chunk's pending memories are not in Qdrant yet: :meth:`Pending.cosines` adds them."""
+    queries = []
+    for valid, vector in stores:
+        flt = VectorFilter(
+            namespace=valid.namespace or settings.default_namespace,
+            types=(valid.type,),
+            only_valid=True,
+            agent_id=valid.agent_id or settings.agent_id,
         )
-    ]  # fmt: skip
-    return hits + pending.cosines(vector)
+        queries.append((np.asarray(vector, dtype=np.float32).tolist(), flt))
+    answers = projections.backend.query_dense_batch(projections.live.memories, queries, 5)
+    return [[(str(hit.payload.get("memory_id")), hit.score) for hit in hits] for hits in answers]

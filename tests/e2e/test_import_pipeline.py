@@ -11,7 +11,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from ferrex.app import App
@@ -179,3 +181,31 @@ def test_an_import_loads_the_model_while_validating_and_never_leaves_the_load_ru
             single.close()
     finally:
         app.close()
+
+
+def test_an_import_loads_the_model_while_it_opens_the_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = _import_file(tmp_path, 5, bad_at=2)
+    seen: list[bool] = []
+    opened = App.projections
+
+    def projections(self: App, *args: Any, **kwargs: Any) -> Any:
+        # The first open of the projections (SQLite, Qdrant): the model is on its way.
+        if not seen:
+            loader = self.embedder()._loader
+            seen.append(self.embedder().loaded or (loader is not None and loader.is_alive()))
+        return opened(self, *args, **kwargs)
+
+    monkeypatch.setattr(App, "projections", projections)
+    code, out = _run(tmp_path / "home", "import", str(source), "--json")
+    assert code == 2, out
+    assert json.loads(out)["counts"] == {"stored": 4, "invalid": 1}
+    assert seen == [True]
+    assert not any(t.name == "ferrex-model-load" for t in threading.enumerate())
+    # A chat export of the wrong shape is refused, and the load begun for it has ended.
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"neither": "claude nor chatgpt"}]')
+    code, out = _run(tmp_path / "home", "import", str(bad), "--json")
+    assert code != 0
+    assert not any(t.name == "ferrex-model-load" for t in threading.enumerate())

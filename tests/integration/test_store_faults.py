@@ -93,7 +93,7 @@ def test_a_backend_failure_before_the_append_is_a_coded_error_and_writes_nothing
 
         raise VectorStoreError("Qdrant Edge could not search: the shard is gone")
 
-    monkeypatch.setattr(backend, "query_dense", broken)
+    monkeypatch.setattr(backend, "query_dense_batch", broken)
     with pytest.raises(BackendUnavailable) as caught:
         service.call("store", {"content": "A note that cannot be deduplicated now"}, AGENT)
     assert caught.value.code == "backend_unavailable"

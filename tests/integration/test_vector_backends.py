@@ -386,6 +386,41 @@ def test_ties_are_broken_by_id_even_past_the_first_fetch(backend: VectorBackend)
     assert ns(backend.query_dense("ties", E0, flt, 25)) == list(range(100, 125))
 
 
+def test_a_batch_of_dense_queries_answers_as_each_query_alone(loaded: VectorBackend) -> None:
+    queries = [
+        (E0, VectorFilter(namespace="a")),
+        (unit((1, 1)), VectorFilter(namespace="a", types=("procedural",), agent_id="bob")),
+        (unit((3, 1)), VectorFilter(only_valid=True)),
+        (E0, VectorFilter(namespace="no-such-namespace")),
+        (unit((0, 1), (1, 1)), VectorFilter(types=("semantic",), agent_id="alice")),
+    ]
+    for limit in (1, 2, 10):
+        batch = loaded.query_dense_batch(NAME, queries, limit)
+        alone = [loaded.query_dense(NAME, dense, flt, limit) for dense, flt in queries]
+        assert batch == alone
+    assert ns(loaded.query_dense_batch(NAME, queries, 4)[0]) == [1, 5, 2, 3]
+    assert loaded.query_dense_batch(NAME, queries, 4)[3] == []
+    assert loaded.query_dense_batch(NAME, [], 4) == []
+    assert loaded.query_dense_batch(NAME, queries[:2], 0) == [[], []]
+    with pytest.raises(VectorStoreError):
+        loaded.query_dense_batch("no-such-collection", queries, 5)
+
+
+def test_a_batch_settles_a_tie_across_the_cut_as_one_query_does(backend: VectorBackend) -> None:
+    backend.ensure_collection("ties", DIM)
+    numbers = list(range(100, 130))
+    random.Random(1).shuffle(numbers)
+    backend.upsert("ties", [
+        VectorPoint(pid(n), E0, sparse(t5=1.0), {"namespace": "t", "memory_id": f"m{n}"})
+        for n in numbers
+    ])  # fmt: skip
+    flt = VectorFilter(namespace="t")
+    tied, other = backend.query_dense_batch("ties", [(E0, flt), (unit((1, 1)), flt)], 3)
+    assert ns(tied) == [100, 101, 102]
+    assert [h.payload["memory_id"] for h in tied] == ["m100", "m101", "m102"]
+    assert other == backend.query_dense("ties", unit((1, 1)), flt, 3)
+
+
 def test_both_backends_rank_alike(tmp_path: Path) -> None:
     seed = int(os.environ.get("FERREX_TEST_SEED", random.randrange(2**32)))
     print(f"seed={seed}")

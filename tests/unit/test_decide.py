@@ -422,6 +422,8 @@ def test_the_overlay_sees_import_keys_decided_earlier_in_the_batch() -> None:
         first.result.id
     ]
     assert view.imported("default", "line 2 sha256:aa") == []
+    assert overlay.imported("other", "line 2 sha256:aa") == []
+    assert overlay.imported("default", "line 3 sha256:aa") == []
     with pytest.raises(Refused, match="already imported"):
         decide_store(note("Ana: Thanks!", import_key="line 2 sha256:aa"), overlay,  # type: ignore[arg-type]
                      Similar(), now=NOW, new_id=ids(), settings=SETTINGS)  # type: ignore[arg-type]  # fmt: skip

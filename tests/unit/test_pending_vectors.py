@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ferrex.write.measures import Pending, StoreMeasures, cosine
+from ferrex.write.writer import embedding_units
 
 
 def test_cosines_with_every_pending_vector_in_the_order_added() -> None:
@@ -62,3 +63,32 @@ def test_store_measures_measure_each_pair_and_the_neighbours_once() -> None:
     assert embedded[1] == ["b", "c"]  # only the new pair is measured
     assert measures.neighbours() == measures.neighbours() == [("mem_1", 0.9)]
     assert looked == [1]
+
+
+def test_a_floor_leaves_out_only_the_cosines_below_it() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((30, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    pending = Pending()
+    for i, vector in enumerate(vectors):
+        pending.add(f"mem_{i}", vector)
+    pending.add("mem_nan", np.array([np.nan] * 8, dtype=np.float32))
+    every = pending.cosines(vectors[3])
+    for floor in (-1.0, 0.0, 0.2, 0.5, every[3][1], 1.0):
+        assert pending.cosines(vectors[3], floor) == [(i, v) for i, v in every if v >= floor]
+    assert ("mem_3", every[3][1]) in pending.cosines(vectors[3], every[3][1])
+    assert ("mem_nan", 0.0) in pending.cosines(vectors[3], 0.0)
+
+
+def test_the_embedding_units_cover_every_chunk_once_in_order() -> None:
+    assert embedding_units(0) == []
+    assert embedding_units(1) == [range(0, 1)]
+    assert embedding_units(2) == [range(0, 1), range(1, 2)]
+    assert embedding_units(8) == [range(0, 1), range(1, 5), range(5, 7), range(7, 8)]
+    for chunks in range(40):
+        for most in (1, 2, 4, 7):
+            units = embedding_units(chunks, most)
+            assert [n for unit in units for n in unit] == list(range(chunks))
+            assert all(1 <= len(unit) <= most for unit in units)
+            if chunks > 2:
+                assert len(units[0]) == len(units[-1]) == 1
