@@ -16,8 +16,9 @@ Invariants:
   projection's checkpoint moves only after a flush, so what a crash loses since the last
   flush is applied again from the journal (vector writes are idempotent); a WAL would only
   repeat it, and at 10k memories its segment, read through at every open, stayed ~23 MB
-  resident, with ~15 MB of buffers. Plain mmap chunks, unlike the populated in-RAM ones, hold in memory only the
-  pages a query reads (at 10k, 15 MB of vectors in a 32 MB chunk, not the chunk twice).
+  resident, with ~15 MB of buffers. Plain mmap chunks, unlike the populated in-RAM ones,
+  hold in memory only the pages a query reads (at 10k, 15 MB of vectors in a 32 MB chunk,
+  not the chunk twice).
   Collections made before keep their WAL and storage: Edge fixes both when a shard is
   created, and they are never passed when one is loaded.
 - Every error raised by Edge (which raises bare ``Exception``) becomes a
