@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -58,6 +59,22 @@ from projections.vectors import (
 _CONFIG_FILE = "edge_config.json"  # written by Edge in every shard directory it creates
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")  # no dot: "x.lock" is the lock of "x"
 _UPSERT_BATCH = 512  # points per WAL record: bounds one record's size for big imports
+
+# The dense vectors as the optimizer indexes them. Float vectors in memory-mapped files (the
+# page cache holds what searches touch; a laptop can drop the rest), an int8 copy of each
+# (4x smaller) in RAM, and the HNSW graph built over the int8 copies: at 100k memories
+# `ferrex optimize` took 46 s of CPU and 272 MB of anonymous memory at its peak this way,
+# against 100 s and ~1 GB resident with float vectors in RAM, and the memory grows with the
+# points (8.5 GB at 1M, unfinished after 20 minutes). A dense search oversamples the int8
+# candidates twice and rescores them with the float vectors: recall@10 against exact search
+# 0.988 at 100k (0.981 before, the float HNSW without rescoring). Small homes, never
+# indexed, are searched in full as before. An old shard, opened lazily, keeps the config it
+# was made with until `optimize`, which gives it this one first (Edge keeps the stored
+# vectors and rebuilds its segments to the new config).
+_DENSE_QUANTIZATION = edge.ScalarQuantizationConfig(edge.ScalarType.Int8, always_ram=True)
+_DENSE_SEARCH = edge.SearchParams(
+    quantization=edge.QuantizationSearchParams(rescore=True, oversampling=2.0)
+)
 
 
 @contextlib.contextmanager
@@ -232,7 +249,10 @@ class EdgeBackend:
         where = _filter(flt)
         legs = [
             edge.Prefetch(
-                limit=prefetch, query=edge.Query.Nearest(list(dense), using=DENSE), filter=where
+                limit=prefetch,
+                query=edge.Query.Nearest(list(dense), using=DENSE),
+                filter=where,
+                params=_DENSE_SEARCH,
             ),
             edge.Prefetch(
                 limit=prefetch,
@@ -253,7 +273,8 @@ class EdgeBackend:
     def query_dense(
         self, name: str, dense: Sequence[float], flt: VectorFilter, limit: int
     ) -> list[Hit]:
-        return self._query_leg(name, edge.Query.Nearest(list(dense), using=DENSE), flt, limit)
+        query = edge.Query.Nearest(list(dense), using=DENSE)
+        return self._query_leg(name, query, flt, limit, params=_DENSE_SEARCH)
 
     def query_sparse(
         self, name: str, sparse: SparseVector, flt: VectorFilter, limit: int
@@ -264,6 +285,13 @@ class EdgeBackend:
     # -- maintenance -------------------------------------------------------------------
 
     def optimize(self, name: str) -> bool:
+        """Index the shard, having first given it this backend's config (a shard opened
+        lazily keeps the one it was created with; an old home's then changes here)."""
+        self._shard(name)
+        dim = self._open[name].dim
+        if dim is None:
+            dim = self._stored_dim(name)
+            self.ensure_collection(name, dim)
         shard = self._shard(name)
         with _translated(f"optimize {name!r}"):
             changed = shard.optimize()
@@ -285,7 +313,14 @@ class EdgeBackend:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _query_leg(self, name: str, query: edge.Query, flt: VectorFilter, limit: int) -> list[Hit]:
+    def _query_leg(
+        self,
+        name: str,
+        query: edge.Query,
+        flt: VectorFilter,
+        limit: int,
+        params: edge.SearchParams | None = None,
+    ) -> list[Hit]:
         shard = self._shard(name)
         where = _filter(flt)
         rounds = [0]
@@ -295,7 +330,7 @@ class EdgeBackend:
             # of the collection (a term in every memory scores them all alike): ids and
             # scores only then, since 10k payloads cost some 100 MB the heap keeps; the kept
             # hits' payloads are read after.
-            request = edge.QueryRequest(limit=n, query=query, filter=where,
+            request = edge.QueryRequest(limit=n, query=query, filter=where, params=params,
                                         with_payload=rounds[0] == 0)  # fmt: skip
             rounds[0] += 1
             with _translated(f"query {name!r}"):
@@ -348,6 +383,15 @@ class EdgeBackend:
             raise
         return _OpenShard(shard, lock_fd, create_dim)
 
+    def _stored_dim(self, name: str) -> int:
+        """The dimension of the dense vectors a shard holds, from the config Edge stored."""
+        path = self._path(name) / _CONFIG_FILE
+        try:
+            return int(json.loads(path.read_text())["vectors"][DENSE]["size"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            what = f"cannot read the vector size of {name!r} in {path}: {exc}"
+            raise VectorStoreError(what) from exc
+
     def _release(self, name: str, held: _OpenShard) -> None:
         try:
             with _translated(f"close {name!r}"):
@@ -363,7 +407,14 @@ class EdgeBackend:
             else None
         )
         return edge.EdgeConfig(
-            vectors={DENSE: edge.EdgeVectorParams(size=dim, distance=edge.Distance.Cosine)},
+            vectors={
+                DENSE: edge.EdgeVectorParams(
+                    size=dim,
+                    distance=edge.Distance.Cosine,
+                    on_disk=True,
+                    quantization_config=_DENSE_QUANTIZATION,
+                )
+            },
             sparse_vectors={SPARSE: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
             optimizers=optimizers,
         )
