@@ -681,15 +681,31 @@ def targets(r: SizeResult) -> str:
     )
 
 
+BUILT_FILE = "bench-million-built.json"  # a home's build and replay figures, for --reuse
+
+
+def load_built(path: Path) -> tuple[BuildResult, ReplayResult]:
+    doc = json.loads(path.read_text())
+    build = doc["build"]
+    build["samples"] = [(text, namespace) for text, namespace in build["samples"]]
+    return BuildResult(**build), ReplayResult(**doc["replay"])
+
+
 def run_size(root: Path, n: int, args: argparse.Namespace, profile: frozenset[str]) -> SizeResult:
     home = root / f"n{n}"
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True, mode=0o700)
     say(f"\n## {n:,} memories in {home}")
     say("(the serving process prints each figure as it is measured; the summary follows)")
-    built: BuildResult = in_child(phase_build, home, n, args.seed, args.group)
+    kept = home / BUILT_FILE
+    if args.reuse and kept.is_file():
+        built, replayed = load_built(kept)
+        say(f"reusing the home built before (--reuse): build and replay figures from {kept}")
+    else:
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True, mode=0o700)
+        built = in_child(phase_build, home, n, args.seed, args.group)
+        replayed = in_child(phase_replay, home, "replay" in profile)
+        kept.write_text(json.dumps({"build": asdict(built), "replay": asdict(replayed)}))
     say(f"journal built: {built.records:,} records in {built.seconds:.1f} s")
-    replayed: ReplayResult = in_child(phase_replay, home, "replay" in profile)
     rate = replayed.records / replayed.seconds
     say(
         f"replayed: {replayed.seconds:.1f} s ({rate:,.0f} records/s; CPU {replayed.cpu_seconds:.1f}"
@@ -745,6 +761,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--dir", type=Path, default=None, help="work directory (default: temp)")
     parser.add_argument("--keep", action="store_true", help="keep each size's home")
+    parser.add_argument(
+        "--reuse", action="store_true",
+        help="with --dir: serve the home a former --keep run built there instead of building "
+        "it again (its build and replay figures are the former run's; serving changes the "
+        "home, so optimize then finds less to do)",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="write results")
     parser.add_argument(
         "--profile", type=phase_list, default=frozenset(), metavar="PHASES",
