@@ -497,13 +497,14 @@ def test_edge_optimize_gives_an_old_shard_the_current_config(tmp_path: Path) -> 
     try:
         store.upsert(NAME, [r.point() for r in ROWS])  # opened lazily, its config kept
         assert "quantization" not in (path / "edge_config.json").read_text()
-        query = (NAME, E0, sparse(t101=1.0), VectorFilter(), 5, 5)
-        before = store.query_hybrid(*query), store.query_dense(NAME, E0, VectorFilter(), 5)
+        # Four: the fifth and later tie (points 3, 4 and 7 are orthogonal to E0).
+        query = (NAME, E0, sparse(t101=1.0), VectorFilter(), 4, 4)
+        before = store.query_hybrid(*query), store.query_dense(NAME, E0, VectorFilter(), 4)
         assert store.optimize(NAME)
         config = json.loads((path / "edge_config.json").read_text())
         dense = config["vectors"]["dense"]
         assert dense["on_disk"] is True and dense["quantization_config"]["scalar"]["type"] == "int8"
-        after = store.query_hybrid(*query), store.query_dense(NAME, E0, VectorFilter(), 5)
+        after = store.query_hybrid(*query), store.query_dense(NAME, E0, VectorFilter(), 4)
         assert [ns(hits) for hits in after] == [ns(hits) for hits in before]
         for hits_after, hits_before in zip(after, before, strict=True):
             assert [h.score for h in hits_after] == pytest.approx([h.score for h in hits_before])
