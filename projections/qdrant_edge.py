@@ -276,6 +276,18 @@ class EdgeBackend:
         query = edge.Query.Nearest(list(dense), using=DENSE)
         return self._query_leg(name, query, flt, limit, params=_DENSE_SEARCH)
 
+    def nearest_ids(
+        self, name: str, dense: Sequence[float], limit: int, *, exact: bool
+    ) -> list[str]:
+        """The ids of the ``limit`` points nearest ``dense``, unfiltered: as a dense leg
+        searches (``exact=False``) or by comparing every float vector (``exact=True``), so
+        a benchmark can say how near the index and its int8 copies come."""
+        params = edge.SearchParams(exact=True) if exact else _DENSE_SEARCH
+        query = edge.Query.Nearest(list(dense), using=DENSE)
+        request = edge.QueryRequest(limit=limit, query=query, params=params, with_payload=False)
+        with _translated(f"query {name!r}"):
+            return [str(p.id) for p in self._shard(name).query(request)]
+
     def query_sparse(
         self, name: str, sparse: SparseVector, flt: VectorFilter, limit: int
     ) -> list[Hit]:

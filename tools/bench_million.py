@@ -429,7 +429,9 @@ class ServeResult:
     optimize_seconds: float = 0.0
     optimize_cpu_seconds: float = 0.0
     optimized: dict[str, bool] = field(default_factory=dict)  # what the command said it did
+    rss_optimized: dict[str, int] = field(default_factory=dict)  # its peak: optimize's
     recall_after: Latency | None = None
+    dense_recall_at_10: float = 0.0  # of the HNSW over int8 copies, rescored, against exact
     stats: Latency | None = None
     stats_detailed: Latency | None = None
     stats_first_ms: float = 0.0
@@ -440,6 +442,21 @@ class ServeResult:
     sizes_before_optimize: Sizes | None = None
     sizes_after: Sizes | None = None
     profiles: dict[str, str] = field(default_factory=dict)
+
+
+def dense_recall(app: App, projection: HashProjection, requests: list[RecallRequest]) -> float:
+    """The share of the 10 nearest memories by exact search (every float vector compared)
+    that the dense leg's indexed search finds, over the queries' vectors, unfiltered."""
+    from projections.qdrant_edge import EdgeBackend
+
+    backend, live = app.backend(), read_pointer(app.home)
+    assert isinstance(backend, EdgeBackend) and live is not None
+    vectors = projection.vectors([r.query for r in requests])
+    found = 0
+    for v in vectors:
+        exact = set(backend.nearest_ids(live.memories, v.tolist(), 10, exact=True))
+        found += len(exact & set(backend.nearest_ids(live.memories, v.tolist(), 10, exact=False)))
+    return found / (10 * len(requests))
 
 
 def phase_serve(
@@ -500,10 +517,13 @@ def phase_serve(
         result.optimize_seconds = time.perf_counter() - started
         result.optimize_cpu_seconds = time.process_time() - cpu
         result.optimized = json.loads(printed.getvalue())["optimized"]
+        result.rss_optimized = memory_now()
         say(f"  ferrex optimize: {result.optimize_seconds:.1f} s")
         result.recall_after = Latency.of(recalls(queries(rng, samples, n_queries)))
         say(f"  recall p50 / p95 ms (CPU p50), after optimize: {result.recall_after.cell()}")
         result.legs_after = one_leg_recalls()
+        result.dense_recall_at_10 = dense_recall(app, projection, queries(rng, samples, n_queries))
+        say(f"  dense leg's recall@10 against exact search: {result.dense_recall_at_10:.3f}")
         if "recall" in profile:
             more = queries(rng, samples, n_queries)
             result.profiles["recall after optimize"] = profiled(lambda: recalls(more))
@@ -646,7 +666,9 @@ def details(r: SizeResult) -> str:
         f"- one leg alone (diagnostic), before optimize: {legs(s.legs_before)}",
         f"- `ferrex optimize`: {s.optimize_seconds:.1f} s (CPU {s.optimize_cpu_seconds:.1f} s), "
         "optimized "
-        f"{sum(s.optimized.values())} of {len(s.optimized)} collections; recall after it p50 "
+        f"{sum(s.optimized.values())} of {len(s.optimized)} collections, then "
+        f"{rss(s.rss_optimized)}; dense leg's recall@10 against exact search "
+        f"{s.dense_recall_at_10:.3f}; recall after it p50 "
         f"{s.recall_after.p50_ms:.1f}, p95 {s.recall_after.p95_ms:.1f}, max "
         f"{s.recall_after.max_ms:.1f} ms, CPU p50 {s.recall_after.cpu_p50_ms:.1f} ms; one leg "
         f"alone: {legs(s.legs_after)}",
