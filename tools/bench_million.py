@@ -60,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ferrex.app import App
 from ferrex.config import load
-from ferrex.core.decide import StoreResult
+from ferrex.errors import Refused
 from ferrex.models import Embedder
 from ferrex.models.choice import BUNDLED_DIM, choose_embedding_model
 from ferrex.models.identity import ModelIdentity
@@ -436,7 +436,9 @@ class ServeResult:
     optimize_seconds: float = 0.0
     optimize_cpu_seconds: float = 0.0
     optimized: dict[str, bool] = field(default_factory=dict)  # what the command said it did
+    rss_optimized: dict[str, int] = field(default_factory=dict)  # its peak: optimize's
     recall_after: Latency | None = None
+    dense_recall_at_10: float = 0.0  # of the HNSW over int8 copies, rescored, against exact
     stats: Latency | None = None
     stats_detailed: Latency | None = None
     stats_first_ms: float = 0.0
@@ -447,6 +449,21 @@ class ServeResult:
     sizes_before_optimize: Sizes | None = None
     sizes_after: Sizes | None = None
     profiles: dict[str, str] = field(default_factory=dict)
+
+
+def dense_recall(app: App, projection: HashProjection, requests: list[RecallRequest]) -> float:
+    """The share of the 10 nearest memories by exact search (every float vector compared)
+    that the dense leg's indexed search finds, over the queries' vectors, unfiltered."""
+    from projections.qdrant_edge import EdgeBackend
+
+    backend, live = app.backend(), read_pointer(app.home)
+    assert isinstance(backend, EdgeBackend) and live is not None
+    vectors = projection.vectors([r.query for r in requests])
+    found = 0
+    for v in vectors:
+        exact = set(backend.nearest_ids(live.memories, v.tolist(), 10, exact=True))
+        found += len(exact & set(backend.nearest_ids(live.memories, v.tolist(), 10, exact=False)))
+    return found / (10 * len(requests))
 
 
 def phase_serve(
@@ -507,10 +524,13 @@ def phase_serve(
         result.optimize_seconds = time.perf_counter() - started
         result.optimize_cpu_seconds = time.process_time() - cpu
         result.optimized = json.loads(printed.getvalue())["optimized"]
+        result.rss_optimized = memory_now()
         say(f"  ferrex optimize: {result.optimize_seconds:.1f} s")
         result.recall_after = Latency.of(recalls(queries(rng, samples, n_queries)))
         say(f"  recall p50 / p95 ms (CPU p50), after optimize: {result.recall_after.cell()}")
         result.legs_after = one_leg_recalls()
+        result.dense_recall_at_10 = dense_recall(app, projection, queries(rng, samples, n_queries))
+        say(f"  dense leg's recall@10 against exact search: {result.dense_recall_at_10:.3f}")
         if "recall" in profile:
             more = queries(rng, samples, n_queries)
             result.profiles["recall after optimize"] = profiled(lambda: recalls(more))
@@ -541,19 +561,23 @@ def phase_serve(
         writer = app.writer()
         outcomes: dict[str, int] = {}
 
-        def store_into(answers: list[StoreResult], request: StoreRequest) -> None:
-            answers.append(writer.store(request))
+        def store_into(answers: list[str], request: StoreRequest) -> None:
+            # A random note may repeat one of a million stored: the refusal is an outcome.
+            try:
+                answers.append(writer.store(request).status)
+            except Refused:
+                answers.append("refused")
 
         def stores(count: int) -> list[Took]:
             took = []
             for _ in range(count):
                 request = new_note(rng)
-                answers: list[StoreResult] = []
+                answers: list[str] = []
                 took.append(timed(functools.partial(store_into, answers, request)))
-                outcomes[answers[0].status] = outcomes.get(answers[0].status, 0) + 1
+                outcomes[answers[0]] = outcomes.get(answers[0], 0) + 1
             return took
 
-        writer.store(new_note(rng))  # the first store opens the writer's parts
+        store_into([], new_note(rng))  # the first store opens the writer's parts
         result.store = Latency.of(stores(n_stores))
         result.store_outcomes = dict(outcomes)
         say(f"  store p50 / p95 ms (CPU p50): {result.store.cell()}")
@@ -654,7 +678,9 @@ def details(r: SizeResult) -> str:
         f"- one leg alone (diagnostic), before optimize: {legs(s.legs_before)}",
         f"- `ferrex optimize`: {s.optimize_seconds:.1f} s (CPU {s.optimize_cpu_seconds:.1f} s), "
         "optimized "
-        f"{sum(s.optimized.values())} of {len(s.optimized)} collections; recall after it p50 "
+        f"{sum(s.optimized.values())} of {len(s.optimized)} collections, then "
+        f"{rss(s.rss_optimized)}; dense leg's recall@10 against exact search "
+        f"{s.dense_recall_at_10:.3f}; recall after it p50 "
         f"{s.recall_after.p50_ms:.1f}, p95 {s.recall_after.p95_ms:.1f}, max "
         f"{s.recall_after.max_ms:.1f} ms, CPU p50 {s.recall_after.cpu_p50_ms:.1f} ms; one leg "
         f"alone: {legs(s.legs_after)}",
@@ -689,15 +715,31 @@ def targets(r: SizeResult) -> str:
     )
 
 
+BUILT_FILE = "bench-million-built.json"  # a home's build and replay figures, for --reuse
+
+
+def load_built(path: Path) -> tuple[BuildResult, ReplayResult]:
+    doc = json.loads(path.read_text())
+    build = doc["build"]
+    build["samples"] = [(text, namespace) for text, namespace in build["samples"]]
+    return BuildResult(**build), ReplayResult(**doc["replay"])
+
+
 def run_size(root: Path, n: int, args: argparse.Namespace, profile: frozenset[str]) -> SizeResult:
     home = root / f"n{n}"
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True, mode=0o700)
     say(f"\n## {n:,} memories in {home}")
     say("(the serving process prints each figure as it is measured; the summary follows)")
-    built: BuildResult = in_child(phase_build, home, n, args.seed, args.group)
+    kept = home / BUILT_FILE
+    if args.reuse and kept.is_file():
+        built, replayed = load_built(kept)
+        say(f"reusing the home built before (--reuse): build and replay figures from {kept}")
+    else:
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True, mode=0o700)
+        built = in_child(phase_build, home, n, args.seed, args.group)
+        replayed = in_child(phase_replay, home, "replay" in profile)
+        kept.write_text(json.dumps({"build": asdict(built), "replay": asdict(replayed)}))
     say(f"journal built: {built.records:,} records in {built.seconds:.1f} s")
-    replayed: ReplayResult = in_child(phase_replay, home, "replay" in profile)
     rate = replayed.records / replayed.seconds
     say(
         f"replayed: {replayed.seconds:.1f} s ({rate:,.0f} records/s; CPU {replayed.cpu_seconds:.1f}"
@@ -753,6 +795,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--dir", type=Path, default=None, help="work directory (default: temp)")
     parser.add_argument("--keep", action="store_true", help="keep each size's home")
+    parser.add_argument(
+        "--reuse", action="store_true",
+        help="with --dir: serve the home a former --keep run built there instead of building "
+        "it again (its build and replay figures are the former run's; serving changes the "
+        "home, so optimize then finds less to do)",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="write results")
     parser.add_argument(
         "--profile", type=phase_list, default=frozenset(), metavar="PHASES",

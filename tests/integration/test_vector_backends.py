@@ -516,6 +516,38 @@ def test_optimize_keeps_every_answer(loaded: VectorBackend) -> None:
     assert loaded.count(NAME) == len(ROWS) + len(filler) + 1
 
 
+def test_edge_optimize_gives_an_old_shard_the_current_config(tmp_path: Path) -> None:
+    """A shard made before the int8 copies (float vectors in RAM, Edge's defaults) opens
+    as it is; ``optimize`` gives it this backend's config, and the answers stay."""
+    import qdrant_edge as edge
+
+    path = tmp_path / "qdrant" / NAME
+    path.mkdir(parents=True)
+    old = edge.EdgeShard.create(str(path), edge.EdgeConfig(
+        vectors={"dense": edge.EdgeVectorParams(size=DIM, distance=edge.Distance.Cosine)},
+        sparse_vectors={"bm25": edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+    ))  # fmt: skip
+    old.close()
+    store = make("edge", tmp_path)
+    try:
+        store.upsert(NAME, [r.point() for r in ROWS])  # opened lazily, its config kept
+        assert "quantization" not in (path / "edge_config.json").read_text()
+        # Four: the fifth and later tie (points 3, 4 and 7 are orthogonal to E0).
+        query = (NAME, E0, sparse(t101=1.0), VectorFilter(), 4, 4)
+        before = store.query_hybrid(*query), store.query_dense(NAME, E0, VectorFilter(), 4)
+        assert store.optimize(NAME)
+        config = json.loads((path / "edge_config.json").read_text())
+        dense = config["vectors"]["dense"]
+        assert dense["memory"] == "cold"
+        assert dense["quantization_config"]["scalar"]["type"] == "int8"
+        after = store.query_hybrid(*query), store.query_dense(NAME, E0, VectorFilter(), 4)
+        assert [ns(hits) for hits in after] == [ns(hits) for hits in before]
+        for hits_after, hits_before in zip(after, before, strict=True):
+            assert [h.score for h in hits_after] == pytest.approx([h.score for h in hits_before])
+    finally:
+        store.close()
+
+
 def test_edge_reopens_from_disk(tmp_path: Path) -> None:
     store = make("edge", tmp_path)
     store.ensure_collection(NAME, DIM)

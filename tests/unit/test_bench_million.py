@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import json
 import random
+from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tools.bench_million import HashProjection, parse_status, percentile, phase_list, queries
+from tools.bench_million import (
+    BuildResult,
+    HashProjection,
+    ReplayResult,
+    load_built,
+    parse_status,
+    percentile,
+    phase_list,
+    queries,
+)
 
 
 def test_stand_in_vectors_are_unit_rows_the_same_for_a_seed() -> None:
@@ -77,3 +89,11 @@ def test_profile_phases_are_checked() -> None:
     assert phase_list("") == frozenset()
     with pytest.raises(argparse.ArgumentTypeError, match="unknown phase optimise"):
         phase_list("replay,optimise")
+
+
+def test_a_kept_build_reads_back_as_it_was_written(tmp_path: Path) -> None:
+    built = BuildResult(10, 8, 2, 1, {"episodic": 8}, 0.5, 0.4, [("a text", "work")], {"VmRSS": 1})
+    replayed = ReplayResult(1.5, 1.2, 10, 0.1, 0.1, 12, {"VmRSS": 2}, None)
+    path = tmp_path / "built.json"
+    path.write_text(json.dumps({"build": asdict(built), "replay": asdict(replayed)}))
+    assert load_built(path) == (built, replayed)  # the samples as tuples again
