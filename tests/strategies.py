@@ -209,6 +209,7 @@ class Made:
 
     entities: dict[str, str | None] = field(default_factory=dict)  # entity → its scope
     memories: dict[str, str] = field(default_factory=dict)  # memory id ever stored → namespace
+    superseded_by: dict[str, str] = field(default_factory=dict)  # memory → what replaced it
 
 
 def plausible(commands: list[list[Event]], made: Made | None = None) -> list[list[Event]]:
@@ -216,7 +217,8 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
     superseded or marked in another namespace than its own; an
     entity created twice, a spelling, merge or split of an entity not there (or merged
     away), a merge into itself, a split onto an entity already there, a cascade keeping a
-    private entity for others."""
+    private entity for others; an unfold giving back a memory its summary no longer holds
+    (decide's ``_still_folded``: the read model keeps it replaced, the vectors would not)."""
     made = Made() if made is None else made
     live = made.entities
     kept: list[list[Event]] = []
@@ -251,7 +253,26 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
                     continue
                 case EntitySplit():
                     live[event.new_entity_id] = event.entity_agent_id
+                case MemoryStored():
+                    made.superseded_by.pop(event.memory_id, None)
+                case MemorySuperseded() if event.superseded_by is None:
+                    made.superseded_by.pop(event.memory_id, None)
+                case MemorySuperseded():
+                    made.superseded_by[event.memory_id] = event.superseded_by
+                case MemoriesConsolidated():
+                    made.superseded_by.update(dict.fromkeys(event.memory_ids, event.summary_id))
+                case MemoriesUnfolded():
+                    back = tuple(
+                        m
+                        for m in dict.fromkeys(event.memory_ids)
+                        if made.superseded_by.get(m) == event.summary_id
+                    )
+                    for m in back:
+                        del made.superseded_by[m]
+                    event = msgspec.structs.replace(event, memory_ids=back)
                 case MemoriesForgotten():
+                    for m in event.memory_ids:
+                        made.superseded_by.pop(m, None)
                     shared = tuple(
                         k for k in event.kept_entities if live.get(k.entity_id, "?") is None
                     )
