@@ -142,3 +142,28 @@ def test_the_pure_decisions_load_no_sqlite() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "False"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(commands=commands)
+def test_kept_spellings_follow_every_write_of_either_connection(
+    commands: list[list[Event]],
+) -> None:
+    # ReadModel.spellings keeps each namespace's list until the file's spelling generation
+    # moves: records applied one at a time, alternately by two connections (as by two
+    # processes), the kept list is always the one read afresh.
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        with Journal.open(root / "journal") as journal:
+            journal.append_batch(commands)
+            records = list(journal.read())
+        one, two = ReadModel.open(root / "read.sqlite"), ReadModel.open(root / "read.sqlite")
+        try:
+            for i, record in enumerate(records):
+                (one if i % 2 else two).apply([record])
+                for model in (one, two):
+                    for ns in ("a", "b"):
+                        assert model.spellings(ns) == model._read_spellings(ns)
+        finally:
+            one.close()
+            two.close()
