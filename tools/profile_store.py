@@ -44,7 +44,10 @@ LEAVES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("window check: tokenising to count", (("models/loading.py", "count_tokens"),)),
     ("tokenising for the model", (("~", "'encode_batch' of 'tokenizers"),)),
     ("the model (ONNX Runtime run)", (("~", "onnxruntime_pybind11_state.run"),)),
-    ("Qdrant queries (nearest memories, entities)", (("~", "'query' of 'builtins.EdgeShard"),)),
+    (
+        "Qdrant queries (nearest memories, entities)",
+        (("~", "'query' of 'builtins.EdgeShard"), ("~", "'query_batch' of 'builtins.EdgeShard")),
+    ),
     ("Qdrant upserts", (("~", "'update' of 'builtins.EdgeShard"),)),
     ("Qdrant flush (at most once a second)", (("~", "'flush' of 'builtins.EdgeShard"),)),
     (
