@@ -23,13 +23,12 @@ from hypothesis import strategies as st
 from ferrex.core.view import EpisodeTail, Overlay, ReadModelView
 from journal import (
     Event,
-    Journal,
     MemoryStored,
 )
 from journal.events import EpisodeRef
 from projections.rows import Memory, Spelling
 from projections.sqlite import ReadModel
-from tests.integration.test_read_model import interacting
+from tests.integration.test_read_model import interacting, journaled
 from tests.strategies import plausible
 from tests.unit.test_decide import FakeView
 
@@ -121,9 +120,7 @@ def _answers(view: Overlay | ReadModelView) -> dict[str, object]:
 def test_the_overlay_answers_what_the_read_model_answers(commands: list[list[Event]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        with Journal.open(root / "journal") as journal:
-            journal.append_batch(commands)
-            records = list(journal.read())
+        records = journaled(root, commands)
         model = ReadModel.open(root / "read.sqlite")
         try:
             model.apply(records)
@@ -154,9 +151,7 @@ def test_kept_spellings_follow_every_write_of_either_connection(
     # processes), the kept list is always the one read afresh.
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        with Journal.open(root / "journal") as journal:
-            journal.append_batch(commands)
-            records = list(journal.read())
+        records = journaled(root, commands)
         one, two = ReadModel.open(root / "read.sqlite"), ReadModel.open(root / "read.sqlite")
         try:
             for i, record in enumerate(records):

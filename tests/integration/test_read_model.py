@@ -31,6 +31,7 @@ from journal import (
     MemoryMarked,
     MemoryStored,
     MemorySuperseded,
+    Record,
     Relink,
 )
 from projections.sqlite import ReadModel
@@ -153,6 +154,13 @@ interacting: st.SearchStrategy[Event] = st.one_of(
 )
 
 
+def journaled(root: Path, commands: list[list[Event]]) -> list[Record]:
+    """``commands`` appended to a real journal under ``root``, read back as its records."""
+    with Journal.open(root / "journal") as journal:
+        journal.append_batch(commands)
+        return list(journal.read())
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     commands=st.lists(st.lists(interacting, min_size=1, max_size=3), min_size=1, max_size=25),
@@ -163,9 +171,7 @@ def test_incremental_application_with_restarts_equals_a_rebuild(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        with Journal.open(root / "journal") as journal:
-            journal.append_batch(commands)
-            records = list(journal.read())
+        records = journaled(root, commands)
         # Incremental: chunks of random sizes, the model closed and reopened between.
         position, i = 0, 0
         while position < len(records):
