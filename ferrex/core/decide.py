@@ -391,10 +391,11 @@ def _who(valid: ValidStore, settings: StoreSettings) -> _Who:
 
 
 def _candidates(view: View, who: _Who) -> list[Candidate]:
+    scope = who.scope  # once: a namespace may hold tens of thousands of spellings
     return [
         Candidate(s.entity_id, s.alias, s.normalized)
         for s in view.spellings(who.namespace)
-        if in_scope(who.scope, s.agent_id, s.viewers)
+        if in_scope(scope, s.agent_id, s.viewers)
     ]
 
 
@@ -412,10 +413,11 @@ class _Subject:
 def _subject_keys(view: View, who: _Who, name: str, entity_id: str | None) -> tuple[str, ...]:
     keys = {subject_key(name)}
     if entity_id is not None:
+        scope = who.scope
         keys |= {
             s.normalized
             for s in view.spellings(who.namespace)
-            if s.entity_id == entity_id and in_scope(who.scope, s.agent_id, s.viewers)
+            if s.entity_id == entity_id and in_scope(scope, s.agent_id, s.viewers)
         }
     return tuple(sorted(k for k in keys if k))
 

@@ -331,6 +331,8 @@ class Overlay:
         return self._merged(self._base.imported(namespace, key), keep, among)
 
     def _base_spellings(self, namespace: str) -> list[Spelling]:
+        if not self._dropped and not self._replaced:  # the common case: nothing to hide
+            return self._base.spellings(namespace)
         return [
             s
             for s in self._base.spellings(namespace)
@@ -351,6 +353,8 @@ class Overlay:
 
     def spellings(self, namespace: str) -> list[Spelling]:
         found = [*self._base_spellings(namespace), *self._spellings.get(namespace, ())]
+        if not self._merged_into and not self._kept:  # nothing reported otherwise
+            return found
         return [self._reported(s) for s in found]
 
     def linked(self, entity_id: str) -> list[str]:
