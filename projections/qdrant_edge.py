@@ -308,9 +308,11 @@ class EdgeBackend:
             return [[] for _ in queries]
         shard = self._shard(name)
         want = limit + TIE_SLACK
+        # The search parameters of query_dense: after optimize, without them the batch would
+        # walk the graph with Edge's default ef and answer unlike each query alone.
         requests = [
             edge.QueryRequest(limit=want, query=edge.Query.Nearest(list(dense), using=DENSE),
-                              filter=_filter(flt), with_payload=True)
+                              filter=_filter(flt), params=_DENSE_SEARCH, with_payload=True)
             for dense, flt in queries
         ]  # fmt: skip
         with _translated(f"query {name!r}"):
