@@ -85,6 +85,7 @@ EMBED_CHUNKS = 4
 WAIT_WORTH_SAYING = 0.1
 _VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
 _NEAREST = "nearest"  # Batch.scratch key: the committed nearest memories, by store index
+_AHEAD = "ahead"  # Batch.scratch key: vectors read for the nearest queries, by store index
 
 
 def _now() -> datetime:
@@ -282,12 +283,13 @@ class Writer:
         is measured then."""
         i, part = item
         valid = part[i]
-        vector = self.embedder.embed(store_text(valid))
+        ahead: dict[int, Any] = batch.scratch.setdefault(_AHEAD, {})
+        vector = ahead.pop(i) if i in ahead else self.embedder.embed(store_text(valid))
         pending: Pending = batch.scratch.setdefault(_VECTORS, Pending())
         floor = neighbour_floor(self.settings)
 
         def neighbours() -> list[tuple[str, float]]:
-            return self._committed_nearest(item, batch) + pending.cosines(vector, floor)
+            return self._committed_nearest(item, batch, vector) + pending.cosines(vector, floor)
 
         measures = StoreMeasures(self.embedder.embed_many, neighbours)
         now = self.clock()
@@ -305,18 +307,20 @@ class Writer:
         return decision
 
     def _committed_nearest(
-        self, item: tuple[int, Sequence[ValidStore]], batch: Batch
+        self, item: tuple[int, Sequence[ValidStore]], batch: Batch, vector: Any
     ) -> list[tuple[str, float]]:
-        """The nearest committed memories of the store at ``item = (i, chunk)``. Qdrant does
-        not change while a chunk is decided (its records are applied after the append), so
-        the first store that asks asks for itself and every later store of the chunk in one
-        batch of queries; the later ones find their answer kept in the batch's scratch."""
+        """The nearest committed memories of the store at ``item = (i, chunk)``, whose vector
+        is ``vector``. Qdrant does not change while a chunk is decided (its records are
+        applied after the append), so the first store that asks asks for itself and every
+        later store of the chunk in one batch of queries; the later ones find their answer,
+        and their vector, kept in the batch's scratch."""
         i, part = item
         found: dict[int, list[tuple[str, float]]] = batch.scratch.setdefault(_NEAREST, {})
         if i not in found:
-            rest = part[i:]
-            vectors = self.embedder.embed_many([store_text(v) for v in rest])
-            answers = nearest(self.projections, list(zip(rest, vectors, strict=True)),
+            later = self.embedder.embed_many([store_text(v) for v in part[i + 1 :]])
+            batch.scratch.setdefault(_AHEAD, {}).update(enumerate(later, start=i + 1))
+            vectors = [vector, *later]
+            answers = nearest(self.projections, list(zip(part[i:], vectors, strict=True)),
                               self.settings)  # fmt: skip
             found.update(enumerate(answers, start=i))
         return found[i]
