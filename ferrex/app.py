@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ferrex.config import Config
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
 from ferrex.home_safety import (
+    check_open_room,
     check_rebuild_room,
     check_reserve,
     is_read_only,
@@ -345,7 +346,11 @@ class App:
                 else:
                     from projections.qdrant_edge import EdgeBackend
 
-                    self._backend = EdgeBackend(self.home / "qdrant")
+                    reserve = self.config["storage.reserve_bytes"]
+                    self._backend = EdgeBackend(
+                        self.home / "qdrant",
+                        before_open=lambda shard: check_open_room(self.home, reserve, shard),
+                    )
             except VectorStoreError as exc:
                 raise BackendUnavailable(str(exc)) from exc
         return self._backend

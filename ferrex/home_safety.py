@@ -10,7 +10,9 @@ Invariants:
   the process with SIGBUS, after which nothing can be said or cleaned up. So a write command
   first checks that a reserve of free space remains (:func:`check_reserve`) and is refused
   with ``storage_full`` before anything is written. The journal and SQLite fail cleanly on a
-  full disk (ENOSPC, SQLITE_FULL); the reserve is for Qdrant's sake.
+  full disk (ENOSPC, SQLITE_FULL); the reserve is for Qdrant's sake. Opening a shard touches
+  its maps too: below the reserve, a process opens one only when the disk holds what that
+  can take (:func:`check_open_room`).
 
 Sizing the default reserve (``storage.reserve_bytes``): Qdrant Edge (0.9) keeps each shard in
 files it creates 32 MiB long and sparse, then fills in page by page: a WAL segment
@@ -249,6 +251,54 @@ def check_rebuild_room(home: Path, reserve: int, reason: str) -> None:
             hint="free some space on that disk and run the command again; acknowledged "
             "writes are safe. A server that was already running keeps answering recalls",
             details={"free_bytes": free, "reserve_bytes": reserve},
+        )
+
+
+def unallocated_bytes(directory: Path, *, shorter_than: int | None = None) -> int:
+    """The most that writes into the files under ``directory`` (those shorter than
+    ``shorter_than`` bytes, when given) could still take from the disk: what their lengths
+    promise beyond the blocks they hold. Files that vanish during the walk are skipped."""
+    total = 0
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            try:
+                info = os.stat(os.path.join(root, name), follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if shorter_than is not None and info.st_size >= shorter_than:
+                continue
+            total += max(0, info.st_size - info.st_blocks * 512)
+    return total
+
+
+def check_open_room(home: Path, reserve: int, shard: Path) -> None:
+    """Refuse (``storage_full``) to open a Qdrant Edge shard in this process when less than
+    ``reserve`` bytes are free and fewer than opening it could take.
+
+    Opening maps the shard's files, and Edge reads its smaller structures (payload-index
+    pages, id trackers, flags) through the maps as it opens: on a tmpfs, touching a sparse
+    page allocates it, and with no page left that is a SIGBUS, not an error (measured: the
+    first opening of a fresh memories shard allocated 36 MiB there). The 32 MiB growing files
+    (vector chunks, payload and sparse-vector pages, WAL segments) are only written by
+    updates, which keep the whole reserve (:func:`check_reserve`), so they are not counted.
+    A shard this process already holds open (a running server's) keeps answering."""
+    if reserve <= 0:
+        return
+    free = free_bytes(home)
+    if free >= reserve:
+        return
+    wanted = unallocated_bytes(shard, shorter_than=QDRANT_FILE_BYTES // 2) + MIB
+    if free < wanted:
+        raise StorageFull(
+            f"the disk holding {home} is too full to open the vector collection "
+            f"{shard.name} ({_size(free)} free; opening it may take up to {_size(wanted)}, "
+            "and a write through a memory map that finds the disk full kills the process): "
+            "nothing was opened or changed",
+            hint="free some space on that disk and run the command again; acknowledged "
+            "writes are safe. A server that was already running keeps answering recalls",
+            details={"free_bytes": free, "reserve_bytes": reserve, "wanted_bytes": wanted},
         )
 
 

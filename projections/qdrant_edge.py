@@ -35,7 +35,7 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,11 +110,20 @@ class _OpenShard:
 class EdgeBackend:
     """Collections as Qdrant Edge shards under ``root``; opened on first use."""
 
-    def __init__(self, root: str | os.PathLike[str], *, indexing_threshold_kb: int | None = None):
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        indexing_threshold_kb: int | None = None,
+        before_open: Callable[[Path], None] | None = None,
+    ):
         """``indexing_threshold_kb``: segments larger than this get an HNSW index on
         ``optimize()`` (Qdrant's default, 10,000 KB, is about 6,500 vectors of 384 floats).
-        It is stored in a shard by ``ensure_collection``."""
+        It is stored in a shard by ``ensure_collection``. ``before_open``: called with an
+        existing shard's directory before this process opens it, and may refuse by raising
+        (opening maps the shard's files for writing and may write into them)."""
         self.root = Path(root)
+        self._before_open = before_open
         self._indexing_threshold_kb = indexing_threshold_kb
         self._open: dict[str, _OpenShard] = {}
         self._guard = threading.Lock()  # opening and closing shards, not their operations
@@ -407,6 +416,8 @@ class EdgeBackend:
         exists = (path / _CONFIG_FILE).is_file()
         if not exists and create_dim is None:
             raise VectorStoreError(f"collection {name!r} does not exist under {self.root}")
+        if exists and self._before_open is not None:
+            self._before_open(path)
         lock_fd = self._lock(name)
         try:
             if create_dim is None:

@@ -26,7 +26,7 @@ from journal.files import create_private_file, make_private_dir
 
 _BUSY_TIMEOUT_MS: Final = 10_000
 _LOOKUP_CHUNK: Final = 500
-_UNWRITABLE: Final = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
+UNWRITABLE: Final = (apsw.FullError, apsw.IOError, apsw.ReadOnlyError, apsw.CantOpenError)
 """What a cache write meets on a full (SQLITE_FULL, or ENOSPC as an I/O error) or read-only
 disk: the write is dropped, since every vector can be made again."""
 log = logging.getLogger("ferrex")
@@ -84,6 +84,14 @@ class EmbeddingCache:
         self._db = apsw.Connection(str(path))
         # apsw refuses a connection busy in another thread: one statement at a time.
         self._lock = threading.Lock()
+        self._model_ids: dict[str, int] = {}
+        try:
+            self._prepare(path)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _prepare(self, path: Path) -> None:
         self._db.set_busy_timeout(_BUSY_TIMEOUT_MS)
         _switch_to_wal(self._db)
         # Losing the newest cache rows on power loss is harmless: they are recomputed.
@@ -96,7 +104,6 @@ class EmbeddingCache:
             " model INTEGER NOT NULL, text_sha256 BLOB NOT NULL, vector BLOB NOT NULL);"
             "CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, text_sha256);"
         )
-        self._model_ids: dict[str, int] = {}
         for name in _OLD_CACHE_NAMES:  # an older cache format: its vectors are re-made
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
@@ -158,7 +165,7 @@ class EmbeddingCache:
         with self._lock:
             try:
                 self._put(identity, pairs)
-            except _UNWRITABLE as exc:
+            except UNWRITABLE as exc:
                 if not self._unwritable:
                     self._unwritable = True
                     log.warning("the embedding cache %s cannot be written (%s); vectors are "

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ferrex.models.bundled import BUNDLED_FILES
-from ferrex.models.cache import CacheStats, EmbeddingCache, cache_path, text_key
+from ferrex.models.cache import UNWRITABLE, CacheStats, EmbeddingCache, cache_path, text_key
 from ferrex.models.choice import (
     BUNDLED_DIM,
     BUNDLED_MODEL,
@@ -249,7 +249,16 @@ class Embedder:
     def cache(self) -> EmbeddingCache | None:
         with self._cache_lock:
             if self._cache is None and self._use_cache:
-                self._cache = EmbeddingCache(cache_path(self.home))
+                path = cache_path(self.home)
+                try:
+                    self._cache = EmbeddingCache(path)
+                except (*UNWRITABLE, OSError) as exc:
+                    # A full or read-only disk: every vector can be made again, so this
+                    # process embeds without the cache rather than failing.
+                    log.warning(
+                        "embedding cache: cannot open %s (%s); embedding without it", path, exc
+                    )
+                    self._use_cache = False
             return self._cache
 
     def embed(self, text: str) -> NDArray[np.float32]:

@@ -9,7 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ferrex.home_safety import DEFAULT_RESERVE_BYTES, free_bytes
+import pytest
+
+from ferrex.home_safety import (
+    DEFAULT_RESERVE_BYTES,
+    MIB,
+    QDRANT_FILE_BYTES,
+    free_bytes,
+    unallocated_bytes,
+)
 from tests.e2e.disk_helpers import ferrex, tmpfs
 
 RESERVE = DEFAULT_RESERVE_BYTES
@@ -193,18 +201,27 @@ def test_a_full_disk_refuses_a_servers_stores_and_its_recalls_still_answer(
             server.stdout.close()
 
 
-def test_a_disk_with_no_byte_free_gives_a_new_process_storage_full(tmp_path: Path) -> None:
+def _leave_free(filler: Path, left: int) -> None:
+    """Give back ``left`` bytes of a disk ``_fill`` filled."""
+    if left:
+        os.truncate(filler, filler.stat().st_size - left)
+
+
+@pytest.mark.parametrize("left", [0, 48 * 1024, 1024 * 1024], ids=["0", "48KiB", "1MiB"])
+def test_a_nearly_full_disk_gives_a_new_process_storage_full(tmp_path: Path, left: int) -> None:
     with tmpfs(tmp_path / "mnt", "300m") as mnt:
         home = mnt / "home"
         first = ferrex(home, "store", "--content", "The staging cluster restarts on Fridays")
         assert first.returncode == 0, first.stderr
         records = _journaled(home)
-        _fill(mnt)
-        assert free_bytes(home) < 64 * 1024
+        _leave_free(_fill(mnt), left)
+        assert free_bytes(home) < left + 64 * 1024
         before = _generations(home)
 
-        # A fresh process cannot even open SQLite's shared memory on a disk with no byte
-        # free: each command says so plainly, and nothing is rebuilt or left behind.
+        # With no byte free a fresh process cannot open SQLite's shared memory; with a few
+        # pages it can, and then neither the embedding cache nor Qdrant Edge's shards may be
+        # opened (Edge touching a sparse page of a full tmpfs is a SIGBUS): each command says
+        # so plainly, and nothing is rebuilt or left behind.
         for args in (("store", "--content", "A text the cache has not seen"),
                      ("recall", "when does staging restart")):  # fmt: skip
             done = ferrex(home, *args)
@@ -213,3 +230,22 @@ def test_a_disk_with_no_byte_free_gives_a_new_process_storage_full(tmp_path: Pat
             assert "error [storage_full]" in done.stderr
         assert _generations(home) == before
         assert _journaled(home) == records
+
+
+def test_a_new_process_opens_the_shards_with_just_the_room_they_take(tmp_path: Path) -> None:
+    """Below the reserve, a fresh process still recalls when the disk holds what opening the
+    shards can take (the estimate is enough: were it short, the process would die of SIGBUS)."""
+    with tmpfs(tmp_path / "mnt", "300m") as mnt:
+        home = mnt / "home"
+        first = ferrex(home, "store", "--content", "The staging cluster restarts on Fridays")
+        assert first.returncode == 0, first.stderr
+        shards = [p for p in (home / "qdrant").iterdir() if p.is_dir()]
+        assert shards
+        wanted = sum(unallocated_bytes(p, shorter_than=QDRANT_FILE_BYTES // 2) for p in shards)
+        assert wanted > 0, "a fresh shard's smaller files are sparse until first opened"
+        _leave_free(_fill(mnt), wanted + 8 * MIB)
+        assert free_bytes(home) < RESERVE
+        found = ferrex(home, "recall", "what day does staging restart", "--json")
+        assert found.returncode == 0, found.stderr
+        contents = [r["content"] for r in json.loads(found.stdout)["results"]]
+        assert "The staging cluster restarts on Fridays" in contents
