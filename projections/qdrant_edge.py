@@ -538,7 +538,8 @@ def _point(p: VectorPoint) -> edge.Point:
 
 
 def _to_edge_sparse(v: SparseVector) -> edge.SparseVector:
-    return edge.SparseVector(list(v.indices), [float(x) for x in v.values])
+    # Edge reads each value as a float itself (ints, numpy scalars alike).
+    return edge.SparseVector(list(v.indices), list(v.values))
 
 
 def _from_edge_sparse(v: edge.SparseVector) -> SparseVector:

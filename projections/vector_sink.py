@@ -19,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,14 +35,29 @@ _POINT_NAMESPACE = uuid.UUID("6f1c2d0e-8b7a-4c3e-9d51-2a7e4b8f0c11")
 
 def point_id(memory_id: str, part: int = 0) -> str:
     """The deterministic point id of one part of a memory."""
-    return str(uuid.uuid5(_POINT_NAMESPACE, f"{memory_id}#{part}"))
+    return _uuid5(f"{memory_id}#{part}")
 
 
 def alias_point_id(namespace: str, normalized: str, entity_id: str) -> str:
     """The point of one spelling of an entity: like the read model's alias rows, one per
     (namespace, normalized name, entity); two agents' private entities may share a spelling."""
     key = f"alias\x00{namespace}\x00{normalized}\x00{entity_id}"
-    return str(uuid.uuid5(_POINT_NAMESPACE, key))
+    return _uuid5(key)
+
+
+_NAMESPACE_BYTES = _POINT_NAMESPACE.bytes
+
+
+def _uuid5(name: str) -> str:
+    """``str(uuid.uuid5(_POINT_NAMESPACE, name))`` without the ``UUID`` object: the SHA-1 of
+    the namespace and the name, its version and variant bits set (RFC 9562), as hex with
+    dashes. A third of the time (a rebuild computes one per point)."""
+    sha1 = hashlib.sha1(_NAMESPACE_BYTES + name.encode(), usedforsecurity=False)
+    digest = bytearray(sha1.digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50
+    digest[8] = (digest[8] & 0x3F) | 0x80
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class _Sparse(Protocol):
