@@ -289,11 +289,11 @@ class LoadedModel:
 def _embed_rows(
     engine: OnnxEncoder | TextEmbedding | RemoteEncoder, texts: Sequence[str], batch_size: int
 ) -> NDArray[np.float32]:
-    from ferrex.models.encoder import OnnxEncoder
+    from ferrex.models.encoder import MAX_BATCH, OnnxEncoder
     from ferrex.models.remote import RemoteEncoder
 
-    if isinstance(engine, OnnxEncoder):
-        return engine.run(texts, max_batch=batch_size)
+    if isinstance(engine, OnnxEncoder):  # planned by tokens: the encoder's own cap at most
+        return engine.run(texts, max_batch=min(batch_size, MAX_BATCH))
     if isinstance(engine, RemoteEncoder):
         return engine.run(texts, batch_size)
     matrix = np.asarray(list(engine.embed(list(texts), batch_size=batch_size)), np.float32)
