@@ -91,9 +91,12 @@ def translated() -> Iterator[None]:
 
 
 def build_rules(config: Config) -> Rules:
-    """What the read model derives with changeable rules: normalized predicates."""
+    """What the read model derives with changeable rules: normalized predicates, and the
+    object forms contradictions compare (``objects:1`` names that rule's version: bump it
+    when ``object_form`` changes, and every read model is rebuilt)."""
     from ferrex.core.settings import build_synonyms
     from ferrex.rules.predicates import normalize_predicate
+    from ferrex.rules.subjects import object_form
     from projections.sqlite import Rules
 
     base, namespaces = build_synonyms(config)
@@ -105,7 +108,9 @@ def build_rules(config: Config) -> Rules:
     def predicate(namespace: str, recorded: str) -> str:
         return normalize_predicate(recorded, namespaces.get(namespace, base))
 
-    return Rules(identity=f"predicates:{identity}", predicate=predicate)
+    return Rules(
+        identity=f"predicates:{identity};objects:1", predicate=predicate, object_form=object_form
+    )
 
 
 def remote_settings(config: Config) -> RemoteSettings:

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, assert_never
+from typing import Any, Final, NamedTuple, assert_never
 
 import apsw
 import msgspec
@@ -43,7 +43,7 @@ from projections.rows import PossibleConflict as PossibleConflict
 from projections.rows import Spelling as Spelling
 from projections.rows import viewers
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -86,7 +86,8 @@ CREATE TABLE IF NOT EXISTS memories (
     importance REAL NOT NULL DEFAULT 0.5,
     pinned INTEGER NOT NULL DEFAULT 0,
     expires_at REAL,
-    import_key TEXT
+    import_key TEXT,
+    object_form TEXT
 );
 CREATE INDEX IF NOT EXISTS memories_ns_type ON memories (namespace, type);
 CREATE INDEX IF NOT EXISTS memories_fact ON memories (namespace, subject_key, predicate_normalized);
@@ -185,6 +186,13 @@ def _counted(row: str, step: int) -> str:
     )
 
 
+_SINGLE_FACT = (
+    "type='semantic' AND t_invalid IS NULL AND multi_valued=0 AND subject IS NOT NULL "
+    "AND subject != '' AND predicate_normalized IS NOT NULL AND predicate_normalized != ''"
+)
+"""The facts that may contradict one another (active, single-valued, with a subject and a
+predicate), spelt exactly as ``memories_single_facts`` is restricted."""
+
 # Aggregates for stats and reflect (``ferrex.read.insight``), kept by SQLite itself as rows of
 # ``memories`` come, change and go, so every write path (and a rebuild) derives the same.
 #
@@ -203,6 +211,12 @@ def _counted(row: str, step: int) -> str:
 # is this minus the ones stored too recently and the old ones expired but not swept yet,
 # both read from ``memories_unvalidated_scoped`` (a range of recent store times, and the
 # few with an expiry), so its cost follows the recent memories, not all of them.
+#
+# ``memories_single_facts``: the facts that may contradict one another (``_SINGLE_FACT``), by
+# namespace, subject key, predicate and object form, with their scope and expiry (and the
+# columns of its own restriction, or SQLite would not take it as covering): the
+# contradictions of stats and reflect are counted from it per (subject, predicate) group in
+# SQL (``ReadModel.fact_groups``), never reading a fact into Python.
 #
 # ``memories_unvalidated_scoped``: the active memories never validated, by store time, with
 # every column their count per scope reads (``t_invalid`` and ``last_validated`` too, always
@@ -241,6 +255,9 @@ CREATE INDEX IF NOT EXISTS memories_unvalidated_scoped ON memories (created_at, 
     WHERE t_invalid IS NULL AND last_validated IS NULL;
 CREATE INDEX IF NOT EXISTS memories_latest ON memories (created_at DESC, memory_id)
     WHERE t_invalid IS NULL;
+CREATE INDEX IF NOT EXISTS memories_single_facts ON memories (namespace, subject_key,
+    predicate_normalized, object_form, agent_id, visibility, expires_at, type, t_invalid,
+    multi_valued, subject) WHERE {_SINGLE_FACT};
 """
 
 
@@ -350,13 +367,16 @@ class Rules:
     """Values the read model derives with rules that may change (a change is a backfill).
 
     ``predicate(namespace, recorded)`` re-normalizes the predicate a fact's event recorded at
-    store time with the current rules; None keeps the recorded one. ``identity`` names the
-    rules: the live projection records it, and a different one at start rebuilds the read
-    model.
+    store time with the current rules; None keeps the recorded one. ``object_form(text)`` is
+    the comparable form of a fact's object (``ferrex.rules.subjects.object_form``), kept in
+    ``memories.object_form`` so that contradictions are counted in SQL; None keeps none (and
+    ``ReadModel.fact_groups`` says so). ``identity`` names the rules: the live projection
+    records it, and a different one at start rebuilds the read model.
     """
 
     identity: str = ""
     predicate: Callable[[str, str], str] | None = None
+    object_form: Callable[[str], str] | None = None
 
 
 NO_RULES = Rules()
@@ -441,6 +461,19 @@ class FactRow:
     object: str | None
     agent_id: str | None
     visibility: str
+
+
+class FactGroup(NamedTuple):
+    """How many facts a caller sees of one namespace, subject key and predicate
+    (``ReadModel.fact_groups``), and the least and greatest of their object forms: they
+    disagree when these differ. A tuple: tens of thousands are made per call."""
+
+    namespace: str
+    subject_key: str
+    predicate_normalized: str
+    n: int
+    least_form: str
+    greatest_form: str
 
 
 _CHUNK = 5_000
@@ -781,8 +814,8 @@ class ReadModel:
             "procedure_name, procedure_version, conditions, steps, source, context, "
             "confidence, agent_id, visibility, supersedes, t_valid, t_invalid, "
             "superseded_by, created_at, position, redacted, multi_valued, episode, "
-            "episode_index, import_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?)",
+            "episode_index, import_key, object_form) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 m.memory_id, m.namespace, m.type, m.content, m.subject, m.subject_key,
                 m.predicate, m.object, m.predicate_normalized, m.procedure_name,
@@ -790,6 +823,7 @@ class ReadModel:
                 _json(m.context), m.confidence, m.agent_id, m.visibility, m.supersedes,
                 m.t_valid, m.created_at, m.position, 1 if m.redacted else 0,
                 1 if m.multi_valued else 0, m.episode, m.episode_index, m.import_key,
+                self._object_form(m),
             ),
         )  # fmt: skip
         db.execute("DELETE FROM memory_entities WHERE memory_id=?", (m.memory_id,))
@@ -840,6 +874,11 @@ class ReadModel:
                     (link.memory_id, entity_id),
                 )
 
+    def _object_form(self, m: Memory) -> str | None:
+        # The form contradictions compare (an absent object is the empty text's form).
+        form = self.rules.object_form
+        return None if form is None or m.type != "semantic" else form(m.object or "")
+
     def _predicate(self, namespace: str, body: MemoryBody | None) -> str | None:
         # The current rules re-normalize what the store decided (which may have been a
         # fuzzy match to a known predicate); normalization is idempotent, so only a changed
@@ -888,7 +927,7 @@ class ReadModel:
         (mid, ns, typ, content, subj, _skey, pred, obj, pnorm, pname, pver, conds, steps, source,
          context, conf, agent, vis, sup, tv, ti, sby, created, pos, red, acount, lacc,
          lval, multi, episode, episode_index, importance, pinned, expires_at,
-         import_key) = row  # fmt: skip
+         import_key, _form) = row  # fmt: skip
         if entity_ids is None:
             entity_ids = tuple(
                 str(e)
@@ -1568,11 +1607,23 @@ class ReadModel:
                 return
             last = (rows[-1].created_at, rows[-1].memory_id)
 
-    def single_facts(self, namespace: str | None, now: float) -> list[FactRow]:
+    def single_facts(
+        self,
+        namespace: str | None,
+        now: float,
+        subjects: Sequence[tuple[str, str]] | None = None,
+    ) -> list[FactRow]:
         """The active single-valued facts with a subject and a predicate, not expired at
-        ``now`` (of a namespace, or all), by id: the facts that may contradict one another
+        ``now`` (of a namespace, or all; of the (namespace, subject key) pairs ``subjects``
+        if given), by id: the facts that may contradict one another
         (``ferrex.read.insight.contradictions``), with only what that reads of them."""
         where, args = self._facts_where(namespace, now)
+        if subjects is not None:
+            where += (
+                " AND (namespace, subject_key) IN (SELECT value ->> 0, value ->> 1 "
+                "FROM json_each(?))"
+            )
+            args.append(json.dumps([list(s) for s in subjects]))
         return [
             FactRow(str(m), str(ns), str(t), ti, bool(multi), s, str(k), p, o, a, str(v))
             for m, ns, t, ti, multi, s, k, p, o, a, v in self.db.execute(
@@ -1583,13 +1634,34 @@ class ReadModel:
             )
         ]
 
+    def fact_groups(
+        self, namespace: str | None, now: float, caller: str | None
+    ) -> list[FactGroup] | None:
+        """The facts of :meth:`single_facts` that ``caller`` sees (every one for the
+        operator, None), counted per namespace, subject key and predicate, with the least
+        and the greatest of their object forms (``memories_single_facts``); None when some
+        of them have no form (a read model without the rule, or of an older schema)."""
+        where, args = self._facts_where(namespace, now)
+        if caller is not None:
+            where += " AND (visibility='shared' OR agent_id IS NULL OR agent_id=?)"
+            args.append(caller)
+        try:
+            rows: list[tuple[Any, ...]] = self.db.execute(
+                "SELECT namespace, subject_key, predicate_normalized, count(*), "
+                "min(object_form), max(object_form), count(object_form) "
+                f"FROM memories WHERE {where} "
+                "GROUP BY namespace, subject_key, predicate_normalized",
+                args,
+            ).fetchall()
+        except apsw.SQLError:  # an older file opened immutable: no ``object_form`` column
+            return None
+        if any(row[3] != row[6] for row in rows):
+            return None
+        return [FactGroup._make(row[:6]) for row in rows]
+
     @staticmethod
     def _facts_where(namespace: str | None, now: float) -> tuple[str, list[Any]]:
-        sql = (
-            "type='semantic' AND t_invalid IS NULL AND multi_valued=0 AND subject IS NOT NULL "
-            "AND subject != '' AND predicate_normalized IS NOT NULL "
-            "AND predicate_normalized != '' AND (expires_at IS NULL OR expires_at > ?)"
-        )
+        sql = f"{_SINGLE_FACT} AND (expires_at IS NULL OR expires_at > ?)"
         args: list[Any] = [now]
         if namespace is not None:
             sql = "namespace=? AND " + sql
@@ -1728,6 +1800,11 @@ def _add_aggregates(db: apsw.Connection) -> None:
         return db.execute("SELECT 1 FROM sqlite_master WHERE name=?", (table,)).get is None
 
     counts, unvalidated = missing("memory_counts"), missing("unvalidated_counts")
+    columns = {str(row[1]) for row in db.execute("PRAGMA table_info(memories)")}
+    if "object_form" not in columns:
+        # A file of schema 9 or older (until its rebuild): no fact has a form, so
+        # ``fact_groups`` answers None and insight reads the facts themselves.
+        db.execute("ALTER TABLE memories ADD COLUMN object_form TEXT")
     db.execute(_AGGREGATES)
     db.execute(_UNVALIDATED_COUNTS)
     db.execute(_SPELLING_GENERATION)

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from ferrex.read.insight import RARELY_RECALLED, clock_bound, reflect, scoring, stats  # noqa: E402
 from ferrex.read.seen import Sight  # noqa: E402
 from ferrex.rules.freshness import StalenessConfig  # noqa: E402
+from ferrex.rules.subjects import object_form  # noqa: E402
 from journal import (  # noqa: E402
     Access,
     EntityCreated,
@@ -45,18 +46,20 @@ from journal import (  # noqa: E402
     MemorySuperseded,
     Record,
 )
-from projections.sqlite import LabelQuery, ReadModel  # noqa: E402
+from projections.sqlite import LabelQuery, ReadModel, Rules  # noqa: E402
 from tests.integration.test_insight_aggregates import old_reflect, old_stats  # noqa: E402
 from tools import quiet  # noqa: E402
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 AGENTS = [None, "alice", "bob", "carol"]
 PREDICATES = ["uses", "owns", "runs on", "depends on", "lives in"]
+RULES = Rules("objects", object_form=object_form)
+"""The read model keeps object forms, as the live one does (``ferrex.app.build_rules``)."""
 
 
 def build(path: Path, count: int, age_days: int, seed: int) -> None:
     rng = random.Random(seed)
-    model = ReadModel.open(path)
+    model = ReadModel.open(path, rules=RULES)
     subjects = [f"service {i}" for i in range(400)]
     records: list[Record] = []
     current: dict[tuple[int, str, str | None, str], str] = {}
@@ -153,7 +156,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "rm.sqlite"
             took, _ = timed(lambda: build(path, args.memories, age, args.seed))  # noqa: B023
-            rm = ReadModel.open(path)
+            rm = ReadModel.open(path, rules=RULES)
             old_enough = sum(
                 c.n
                 for t in ("episodic", "semantic", "procedural")

@@ -30,6 +30,7 @@ from ferrex.read.seen import Sight, one_line
 from ferrex.rules.assess import Assessed, assess, eviction_candidate, text_bytes
 from ferrex.rules.eviction import eviction_reason
 from ferrex.rules.freshness import DAY, StalenessConfig, StalenessParams
+from ferrex.rules.subjects import object_form
 from ferrex.times import rfc3339
 from journal import (
     Access,
@@ -48,7 +49,10 @@ from journal import (
     Record,
 )
 from projections.documents import subject_key
-from projections.sqlite import Memory, ReadModel
+from projections.sqlite import NO_RULES, Memory, ReadModel, Rules
+
+FORMS = Rules(identity="objects", object_form=object_form)
+"""The read model keeping object forms, as the live projection does (``build_rules``)."""
 
 # --- the old path: every memory read and assessed in Python (the oracle) -------------------
 
@@ -82,11 +86,12 @@ def _old_attention(
     )  # fmt: skip
     rarely = [a for a in stale + aging if a.memory.access_count < RARELY_RECALLED]
     subject_of = subject_entities(rm, [m.namespace for m in active], sight)
+    found = contradictions(active, subject_of)
     return assessed, Attention(
-        stale=stale, unvalidated=unvalidated, contradictions=contradictions(active, subject_of),
+        stale=stale, unvalidated=unvalidated, contradictions=found,
         forget_candidates=rarely, possible_conflicts=possible_conflicts(rm, active),
         unvalidated_count=len(unvalidated), stale_count=len(stale), aging_count=len(aging),
-        forget_count=len(rarely),
+        forget_count=len(rarely), contradiction_count=len(found),
     )  # fmt: skip
 
 
@@ -328,20 +333,25 @@ CONFIGS = [
         min_size=1,
         max_size=4,
     ),
+    forms=st.booleans(),
 )
 def test_aggregates_answer_what_every_memory_answered(
     history: list[tuple[int, list[Event]]],
     views: list[tuple[int, str | None, str | None, int, int, dict[str, tuple[int, datetime]]]],
+    forms: bool,
 ) -> None:
+    """With the object forms kept (contradictions counted in SQL) and without (every fact
+    read)."""
     records = [
         Record(recorded_at=BASE + timedelta(days=offset, minutes=i), events=tuple(batch),
                position=i + 1)
         for i, (offset, batch) in enumerate(history)
     ]  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        rm = ReadModel.open(Path(tmp) / "rm.sqlite")
+        rm = ReadModel.open(Path(tmp) / "rm.sqlite", rules=FORMS if forms else NO_RULES)
         try:
             rm.apply(records)
+            assert rm.fact_groups(None, 0.0, None) is not None or not forms
             for config, agent, namespace, at, limit, hits in views:
                 now = (BASE + timedelta(days=at)).timestamp()
                 pending = {k: (n, t.timestamp()) for k, (n, t) in hits.items()}
@@ -393,7 +403,7 @@ def test_more_facts_than_one_query_may_name(tmp_path: Path) -> None:
         Record(recorded_at=BASE, events=tuple(batch), position=i + 1)
         for i, batch in enumerate(batches)
     ]
-    rm = ReadModel.open(tmp_path / "rm.sqlite")
+    rm = ReadModel.open(tmp_path / "rm.sqlite", rules=FORMS)
     try:
         rm.apply(records)
         sight = Sight(None, BASE.timestamp())
@@ -451,7 +461,7 @@ def test_long_lists_hold_the_most_stale_as_every_memory_ordered_them(
                        position=len(records) + 1)
             )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        rm = ReadModel.open(Path(tmp) / "rm.sqlite")
+        rm = ReadModel.open(Path(tmp) / "rm.sqlite", rules=FORMS)
         try:
             rm.apply(records)
             sight = Sight(agent, (BASE + timedelta(days=at)).timestamp())

@@ -13,11 +13,17 @@ from typing import Any
 import apsw
 import pytest
 
+from ferrex.read.insight import stats
+from ferrex.read.seen import Sight
+from ferrex.rules.freshness import StalenessConfig
+from ferrex.rules.subjects import object_form
+from ferrex.rules.visibility import sees
 from journal import Event, MemoriesValidated, MemoryBody, MemoryMarked, MemoryStored, Record
-from projections.sqlite import ReadModel
+from projections.sqlite import NO_RULES, ReadModel, Rules
 from tests.strategies import T0
 
 DAY = 86_400.0
+FORMS = Rules("objects", object_form=object_form)
 
 
 def _home(path: Path) -> ReadModel:
@@ -134,3 +140,71 @@ def test_a_file_with_the_old_index_loses_it_when_opened(tmp_path: Path) -> None:
     assert "memories_unvalidated_scoped" in names
     assert "memories_unvalidated" not in names
     reopened.close()
+
+
+def _facts(path: Path, rules: Rules) -> ReadModel:
+    """Facts on two subjects, some disagreeing, of two agents and shared."""
+    rm = ReadModel.open(path, rules=rules)
+    stored = [
+        MemoryStored(
+            memory_id=f"f{i}", namespace="acme" if i % 2 else "other", memory_type="semantic",
+            t_valid=T0, agent_id=("alice", "bob", None)[i % 3],
+            visibility="private" if i % 4 == 0 else "shared",
+            body=MemoryBody(subject=f"api {i % 3}", predicate="runs on",
+                            object=f"tokio 1.{i % 4 // 2}"),
+        )
+        for i in range(24)
+    ]  # fmt: skip
+    rm.apply([Record(recorded_at=T0, position=1, events=tuple(stored))])
+    return rm
+
+
+@pytest.mark.parametrize("namespace", [None, "acme"])
+@pytest.mark.parametrize("caller", [None, "alice"])
+def test_the_fact_groups_read_a_covering_index_in_its_order(
+    tmp_path: Path, namespace: str | None, caller: str | None
+) -> None:
+    rm = _facts(tmp_path / "rm.sqlite", FORMS)
+    now = T0.timestamp()
+    groups, plans = _plans(rm, lambda: rm.fact_groups(namespace, now, caller))
+    assert len(plans) == 1, plans
+    assert "COVERING INDEX memories_single_facts" in plans[0], plans
+    assert "TEMP B-TREE" not in plans[0], plans  # grouped in the index's order, no sort
+    assert groups
+    # The same counts and forms as the facts read one by one.
+    expected: dict[tuple[str, str, str], list[str]] = {}
+    for f in rm.single_facts(namespace, now):
+        if sees(caller, f.agent_id, f.visibility):
+            key = (f.namespace, f.subject_key, str(f.predicate_normalized))
+            expected.setdefault(key, []).append(object_form(f.object or ""))
+    assert {(g.namespace, g.subject_key, g.predicate_normalized):
+            (g.n, g.least_form, g.greatest_form) for g in groups or ()} == {
+        k: (len(v), min(v), max(v)) for k, v in expected.items()
+    }  # fmt: skip
+    rm.close()
+
+
+def test_a_file_without_object_forms_is_answered_from_its_facts(tmp_path: Path) -> None:
+    """A file of schema 9 (no ``object_form``) gains the column when opened; its facts have
+    no form, so ``fact_groups`` says so and stats reads the facts: the same answer."""
+    kept = _facts(tmp_path / "kept.sqlite", FORMS)
+    path = tmp_path / "old.sqlite"
+    old = _facts(path, NO_RULES)
+    old.db.execute("DROP INDEX memories_single_facts")
+    old.db.execute("ALTER TABLE memories DROP COLUMN object_form")
+    old.close()
+    reopened = ReadModel.open(path)
+    columns = {str(row[1]) for row in reopened.db.execute("PRAGMA table_info(memories)")}
+    assert "object_form" in columns
+    assert reopened.fact_groups(None, T0.timestamp(), None) is None
+    assert kept.fact_groups(None, T0.timestamp(), None)
+    for caller in (None, "alice"):
+        sight = Sight(caller, T0.timestamp())
+        answers = [
+            stats(rm, sight, StalenessConfig(), namespace=None, detailed=True)
+            for rm in (reopened, kept)
+        ]
+        assert answers[0] == answers[1]
+        assert answers[0]["needs_attention"]["conflicts"] > 0
+    reopened.close()
+    kept.close()

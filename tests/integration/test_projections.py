@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from ferrex.models import Embedder
 from ferrex.models import sparse as recipe
 from ferrex.models.sparse import Bm25Encoder
+from ferrex.rules.subjects import object_form
 from journal import (
     Access,
     EntityCreated,
@@ -41,6 +42,8 @@ from projections.vector_sink import Encoders, alias_point_id, point_id
 from projections.vectors import SparseVector, VectorFilter, VectorPoint
 from tests.integration.test_read_model import interacting
 from tests.strategies import T0, Made, plausible
+
+FORMS = Rules("objects", object_form=object_form)
 
 Snapshot = tuple[dict[str, list[tuple[Any, ...]]], dict[str, Any]]
 
@@ -86,6 +89,7 @@ def parts(tmp_path: Path, encoders: Encoders) -> Iterator[tuple[Path, Journal, E
 def test_incremental_with_restarts_equals_a_rebuild(
     encoders: Encoders, sessions: list[list[list[Event]]]
 ) -> None:
+    # The read model keeps object forms (``Rules.object_form``), as the live one does.
     made = Made()  # what the sessions made so far, across them
     sessions = [plausible(commands, made) for commands in sessions]
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,14 +97,14 @@ def test_incremental_with_restarts_equals_a_rebuild(
         with Journal.open(home / "journal") as journal:
             for commands in sessions:  # each session: a process that appends, applies, exits
                 backend = EdgeBackend(home / "qdrant")
-                projections = Projections.open(home, journal, backend, encoders)
+                projections = Projections.open(home, journal, backend, encoders, rules=FORMS)
                 for events in commands:
                     journal.append(events)
                     projections.catch_up()
                 projections.close()
                 backend.close()
             backend = EdgeBackend(home / "qdrant")
-            projections = Projections.open(home, journal, backend, encoders)
+            projections = Projections.open(home, journal, backend, encoders, rules=FORMS)
             incremental = snapshot(projections)
             generation = projections.live.generation
             projections.rebuild()
