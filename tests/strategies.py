@@ -210,13 +210,15 @@ class Made:
     entities: dict[str, str | None] = field(default_factory=dict)  # entity → its scope
     memories: dict[str, str] = field(default_factory=dict)  # memory id ever stored → namespace
     superseded_by: dict[str, str] = field(default_factory=dict)  # memory → what replaced it
+    entity_ids: set[str] = field(default_factory=set)  # every entity id ever made
 
 
 def plausible(commands: list[list[Event]], made: Made | None = None) -> list[list[Event]]:
     """The commands without the events no decision makes: a memory id stored again, or
     superseded or marked in another namespace than its own; an
-    entity created twice, a spelling, merge or split of an entity not there (or merged
-    away), a merge into itself, a split onto an entity already there, a cascade keeping a
+    entity id made twice (created, or split onto, even after it was merged away or dropped:
+    decisions draw fresh ids), a spelling, merge or split of an entity not there (or merged
+    away), a merge into itself, a cascade keeping a
     private entity for others; an unfold giving back a memory its summary no longer holds
     (decide's ``_still_folded``: the read model keeps it replaced, the vectors would not)."""
     made = Made() if made is None else made
@@ -235,10 +237,11 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
             ):
                 continue  # a decision names the memory's own namespace
             match event:
-                case EntityCreated() if event.entity_id in live:
+                case EntityCreated() if event.entity_id in made.entity_ids:
                     continue
                 case EntityCreated():
                     live[event.entity_id] = event.agent_id
+                    made.entity_ids.add(event.entity_id)
                 case EntityAliasAdded() if event.entity_id not in live:
                     continue
                 case EntitiesMerged() if (
@@ -249,10 +252,13 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
                     continue
                 case EntitiesMerged():
                     del live[event.entity_id]
-                case EntitySplit() if event.entity_id not in live or event.new_entity_id in live:
+                case EntitySplit() if (
+                    event.entity_id not in live or event.new_entity_id in made.entity_ids
+                ):
                     continue
                 case EntitySplit():
                     live[event.new_entity_id] = event.entity_agent_id
+                    made.entity_ids.add(event.new_entity_id)
                 case MemoryStored():
                     made.superseded_by.pop(event.memory_id, None)
                 case MemorySuperseded() if event.superseded_by is None:
