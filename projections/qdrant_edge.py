@@ -561,6 +561,11 @@ def _filter(flt: VectorFilter) -> edge.Filter | None:
 
 def _condition(clause: Clause) -> edge.ConditionType:
     match clause:
+        case AnyOf(key, (value,)):
+            # One value: the same points as MatchAny([value]), checked for less (a filtered
+            # search checks each point it visits: 0.3-0.5 ms less for a nearest-memories
+            # query at 10k memories, tools/bench_filter.py).
+            return edge.FieldCondition(key, match=edge.MatchValue(value))
         case AnyOf(key, values):
             return edge.FieldCondition(key, match=edge.MatchAny(list(values)))
         case Range(key, gte, gt, lte, lt):
