@@ -10,10 +10,7 @@ of the write path: the leaves (tokenising, the model, Qdrant's queries, upserts 
 SQLite's statements, the journal's fsync), which add up, the Python around them; and the
 parts (validation, embedding, the decision, the append, the projections), which overlap.
 cProfile slows Python code, not the model or the database,
-so the profile's total is a little above the plain run's. cProfile sees only this thread: a
-single store's embedding runs on the writer's ahead thread, so the model shows as the wait
-for it (with ``--clock cpu``, the process's CPU in that wait, the model's two threads).
-Speed is printed, never asserted.
+so the profile's total is a little above the plain run's. Speed is printed, never asserted.
 """
 
 from __future__ import annotations
@@ -47,9 +44,6 @@ LEAVES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("window check: tokenising to count", (("models/loading.py", "count_tokens"),)),
     ("tokenising for the model", (("~", "'encode_batch' of 'tokenizers"),)),
     ("the model (ONNX Runtime run)", (("~", "onnxruntime_pybind11_state.run"),)),
-    # A single store's text is embedded on the writer's ahead thread, which cProfile does not
-    # see: the store's wait for it stands for the model (and its tokenising) there.
-    ("waiting for the ahead thread's embedding", (("~", "'acquire' of '_thread.lock"),)),
     (
         "Qdrant queries (nearest memories, entities)",
         (("~", "'query' of 'builtins.EdgeShard"), ("~", "'query_batch' of 'builtins.EdgeShard")),
