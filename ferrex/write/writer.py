@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import logging
 import math
-import queue
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -85,70 +83,30 @@ log = logging.getLogger("ferrex")
 EMBED_CHUNKS = 4
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
-#: The thread that embeds a single chunk's texts ends after this many seconds without work.
-AHEAD_IDLE_SECONDS = 2.0
 _VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
 _NEAREST = "nearest"  # Batch.scratch key: the committed nearest memories, by store index
 _AHEAD = "ahead"  # Batch.scratch key: vectors read for the nearest queries, by store index
-_EMBEDDING = "embedding"  # Batch.scratch key: the chunk's texts being embedded (a Future)
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class _Unembedded(Exception):
-    """The chunk's texts could not be embedded (``cause``): raised out of a decision, past the
-    runner (which keeps only refusals as outcomes), and unwrapped by the writer."""
+class _Inline:
+    """A stand-in for the worker pool that runs a task at once, in the calling thread."""
 
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(cause)
-        self.cause = cause
-
-
-class _AheadThread:
-    """One worker thread that embeds a single chunk's texts (a single store's text) while
-    the writer takes the lock, catches up and decides as far as it can without them.
-
-    Kept between stores (starting a thread for each costs about as much as the overlap
-    saves on a busy machine), it ends after ``idle`` seconds without work, so that an idle
-    process holds no thread of it (a rebuild forks a child only from a process of one
-    thread: :func:`projections.replay.splits`)."""
-
-    def __init__(self, idle: float = AHEAD_IDLE_SECONDS) -> None:
-        self._idle = idle
-        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], Future[None]]]
-        self._tasks = queue.SimpleQueue()
-        self._guard = threading.Lock()
-        self._running = False
-
-    def submit(self, task: Callable[[], None]) -> Future[None]:
+    def submit(self, task: Callable[[A], None], part: A) -> Future[None]:
         done: Future[None] = Future()
-        with self._guard:
-            self._tasks.put((task, done))
-            if not self._running:
-                self._running = True
-                threading.Thread(target=self._serve, name="ferrex-embed-ahead",
-                                 daemon=True).start()  # fmt: skip
+        try:
+            task(part)
+        except BaseException as exc:
+            done.set_exception(exc)
+        else:
+            done.set_result(None)
         return done
 
-    def _serve(self) -> None:
-        while True:
-            try:
-                task, done = self._tasks.get(timeout=self._idle)
-            except queue.Empty:
-                with self._guard:  # a task put meanwhile is served, not stranded
-                    if self._tasks.empty():
-                        self._running = False
-                        return
-                continue
-            done.set_running_or_notify_cancel()
-            try:
-                task()
-            except BaseException as exc:
-                done.set_exception(exc)
-            else:
-                done.set_result(None)
+    def shutdown(self, *, wait: bool, cancel_futures: bool) -> None:
+        return None
 
 
 class Writer:
@@ -171,7 +129,6 @@ class Writer:
         self._runner: CommandRunner[Any, Any] = CommandRunner(
             journal, projections, before_write=before_write
         )
-        self._ahead = _AheadThread()
 
     def new_id(self, prefix: str) -> str:
         return new_id(prefix, self.clock())
@@ -293,10 +250,9 @@ class Writer:
             # Batched embedding: the decisions and the projection then hit the cache.
             self.embedder.embed_many([store_text(v) for n in unit for v in parts[n]])
 
-        if len(parts) == 1:
-            return self._overlapped(parts[0], multi_valued, chunk, report)
         decided: list[Any] = []
-        pool = ThreadPoolExecutor(1, "ferrex-embed")
+        # One chunk (a single store) has nothing to overlap: no thread for it.
+        pool = _Inline() if len(parts) == 1 else ThreadPoolExecutor(1, "ferrex-embed")
         try:
             ahead: Future[None] = pool.submit(prepare, units[0])
             for n, part in enumerate(parts):
@@ -320,89 +276,34 @@ class Writer:
             pool.shutdown(wait=True, cancel_futures=True)
         return decided
 
-    def _overlapped(
-        self, part: Sequence[ValidStore], multi_valued: bool, chunk: int,
-        report: Callable[[int], None],
-    ) -> list[Any]:  # fmt: skip
-        """Decide, append and apply one chunk (a single store) while its texts are embedded:
-        the model runs on the ahead thread while this one takes the writer lock, checks the
-        space, catches up and decides up to the first question that needs a vector (the
-        nearest memories), which waits for it. The outcomes are those of embedding first:
-        a failure to embed is the outcome (``backend_unavailable`` for each store) or the
-        error raised, whatever the lock, the catch-up or the decision would have said."""
-
-        def embed() -> None:  # the decisions and the projection then hit the cache
-            self.embedder.embed_many([store_text(v) for v in part])
-
-        embedding = self._ahead.submit(embed)
-
-        def decide(item: tuple[int, Sequence[ValidStore]], batch: Batch) -> Any:
-            batch.scratch[_EMBEDDING] = embedding
-            return self._decide(item, batch, multi_valued)
-
-        at = [(i, part) for i in range(len(part))]
-        try:
-            try:
-                return self._runner.run(at, decide, chunk=chunk,
-                                        progress=lambda done, _total: report(done))  # fmt: skip
-            except _Unembedded:
-                raise
-            except BaseException:
-                # Before, the embedding came first: its failure is the one to report.
-                if embedding.exception() is not None:
-                    raise _Unembedded(embedding.exception()) from None  # type: ignore[arg-type]
-                raise
-        except _Unembedded as failed:
-            if not isinstance(failed.cause, ServerDown):
-                raise failed.cause from None
-            log.warning("stores stopped after 0 of %d: %s", len(part), failed.cause.message)
-            return [failed.cause] * len(part)
-        finally:
-            wait([embedding])  # never left running past the store
-
     def _decide(
         self, item: tuple[int, Sequence[ValidStore]], batch: Batch, multi_valued: bool
     ) -> Any:
         """Decide the store at ``item = (i, chunk)``; what it asks to measure (the only I/O)
-        is measured then. Its vector is read when first needed: with the chunk's texts still
-        being embedded (``_EMBEDDING``), the decision goes on until then."""
+        is measured then."""
         i, part = item
         valid = part[i]
         ahead: dict[int, Any] = batch.scratch.setdefault(_AHEAD, {})
-        embedding: Future[Any] | None = batch.scratch.get(_EMBEDDING)
-        read: list[Any] = []
-
-        def vector() -> Any:
-            if not read:
-                if embedding is not None and embedding.exception() is not None:
-                    raise _Unembedded(embedding.exception())  # type: ignore[arg-type]
-                read.append(ahead.pop(i) if i in ahead else self.embedder.embed(store_text(valid)))
-            return read[0]
-
+        vector = ahead.pop(i) if i in ahead else self.embedder.embed(store_text(valid))
         pending: Pending = batch.scratch.setdefault(_VECTORS, Pending())
         floor = neighbour_floor(self.settings)
 
         def neighbours() -> list[tuple[str, float]]:
-            v = vector()
-            return self._committed_nearest(item, batch, v) + pending.cosines(v, floor)
+            return self._committed_nearest(item, batch, vector) + pending.cosines(vector, floor)
 
         measures = StoreMeasures(self.embedder.embed_many, neighbours)
         now = self.clock()
-        try:
-            decision = decide_store(
-                valid,
-                batch.view,
-                measures,
-                now=now,
-                new_id=lambda prefix: new_id(prefix, now),
-                settings=self.settings,
-                multi_valued=multi_valued,
-            )
-        finally:
-            # Always read (as before the decision): a failure to embed overrides its outcome.
-            stored = vector()
+        decision = decide_store(
+            valid,
+            batch.view,
+            measures,
+            now=now,
+            new_id=lambda prefix: new_id(prefix, now),
+            settings=self.settings,
+            multi_valued=multi_valued,
+        )
         if decision.result.status == "stored":
-            pending.add(decision.result.id, stored)
+            pending.add(decision.result.id, vector)
         return decision
 
     def _committed_nearest(
