@@ -186,6 +186,13 @@ def _counted(row: str, step: int) -> str:
     )
 
 
+def _seen_by(param: str = "?", table: str = "") -> str:
+    """SQL true of a row an agent (bound at ``param``) sees, as ``ferrex.rules.visibility.sees``
+    decides for a caller that is not the operator (who sees every row, and needs no clause);
+    ``table``: the columns' qualifier (``"m."``)."""
+    return f"({table}visibility='shared' OR {table}agent_id IS NULL OR {table}agent_id={param})"
+
+
 _SINGLE_FACT = (
     "type='semantic' AND t_invalid IS NULL AND multi_valued=0 AND subject IS NOT NULL "
     "AND subject != '' AND predicate_normalized IS NOT NULL AND predicate_normalized != ''"
@@ -1202,11 +1209,7 @@ class ReadModel:
         if not entity_ids:
             return []
         marks = ",".join("?" * len(entity_ids))
-        seen = (
-            ""
-            if agent_id is None
-            else " AND (m.visibility='shared' OR m.agent_id IS NULL OR m.agent_id=?)"
-        )
+        seen = "" if agent_id is None else f" AND {_seen_by(table='m.')}"
         valid = " AND m.t_invalid IS NULL" if only_valid else ""
         args: list[Any] = [namespace, *entity_ids]
         if agent_id is not None:
@@ -1344,11 +1347,7 @@ class ReadModel:
             by = "episode_index {0}"
         else:
             return [[], []]
-        seen = (
-            ""
-            if agent_id is None
-            else (" AND (visibility='shared' OR agent_id IS NULL OR agent_id=?)")
-        )
+        seen = "" if agent_id is None else f" AND {_seen_by()}"
         sides: list[list[tuple[str, float]]] = []
         for direction, order in (("<", "DESC"), (">", "ASC")):
             values = [*args, agent_id] if agent_id is not None else list(args)
@@ -1502,8 +1501,7 @@ class ReadModel:
         clocked (see ``_AGGREGATES``), by clock instead."""
         args = {**query.bindings(), "low": scores[0], "high": scores[1], "caller": caller,
                 "rarely": rarely_below}  # fmt: skip
-        seen = "" if caller is None else (
-            " AND (visibility='shared' OR agent_id IS NULL OR agent_id=:caller)")  # fmt: skip
+        seen = "" if caller is None else f" AND {_seen_by(':caller')}"
         rarely = "" if rarely_below is None else " AND access_count < :rarely"
         cut = "" if limit is None else f" LIMIT {int(limit)}"
         first = _APART if oldest is None else f" ORDER BY {_CLOCK} LIMIT {int(oldest)}"
@@ -1643,7 +1641,7 @@ class ReadModel:
         of them have no form (a read model without the rule, or of an older schema)."""
         where, args = self._facts_where(namespace, now)
         if caller is not None:
-            where += " AND (visibility='shared' OR agent_id IS NULL OR agent_id=?)"
+            where += f" AND {_seen_by()}"
             args.append(caller)
         try:
             rows: list[tuple[Any, ...]] = self.db.execute(
