@@ -483,6 +483,18 @@ class FactGroup(NamedTuple):
     greatest_form: str
 
 
+class FactSubject(NamedTuple):
+    """The facts a caller sees of one namespace and subject key (``ReadModel.fact_subjects``):
+    its predicates (a JSON array, the same text for the same list, so that it can key a
+    cache) and how many of them have facts that disagree (their least and greatest object
+    forms differ). A tuple: thousands are made per call."""
+
+    namespace: str
+    subject_key: str
+    predicates: str
+    disagreeing: int
+
+
 _CHUNK = 5_000
 """The most ids one ``IN (...)`` query of :meth:`ReadModel.by_ids` names."""
 
@@ -1615,13 +1627,7 @@ class ReadModel:
         ``now`` (of a namespace, or all; of the (namespace, subject key) pairs ``subjects``
         if given), by id: the facts that may contradict one another
         (``ferrex.read.insight.contradictions``), with only what that reads of them."""
-        where, args = self._facts_where(namespace, now)
-        if subjects is not None:
-            where += (
-                " AND (namespace, subject_key) IN (SELECT value ->> 0, value ->> 1 "
-                "FROM json_each(?))"
-            )
-            args.append(json.dumps([list(s) for s in subjects]))
+        where, args = self._seen_facts_where(namespace, now, None, subjects)
         return [
             FactRow(str(m), str(ns), str(t), ti, bool(multi), s, str(k), p, o, a, str(v))
             for m, ns, t, ti, multi, s, k, p, o, a, v in self.db.execute(
@@ -1633,16 +1639,18 @@ class ReadModel:
         ]
 
     def fact_groups(
-        self, namespace: str | None, now: float, caller: str | None
+        self,
+        namespace: str | None,
+        now: float,
+        caller: str | None,
+        subjects: Sequence[tuple[str, str]] | None = None,
     ) -> list[FactGroup] | None:
         """The facts of :meth:`single_facts` that ``caller`` sees (every one for the
-        operator, None), counted per namespace, subject key and predicate, with the least
-        and the greatest of their object forms (``memories_single_facts``); None when some
-        of them have no form (a read model without the rule, or of an older schema)."""
-        where, args = self._facts_where(namespace, now)
-        if caller is not None:
-            where += f" AND {_seen_by()}"
-            args.append(caller)
+        operator, None), of the (namespace, subject key) pairs ``subjects`` if given, counted
+        per namespace, subject key and predicate, with the least and the greatest of their
+        object forms (``memories_single_facts``); None when some of them have no form (a
+        read model without the rule, or of an older schema)."""
+        where, args = self._seen_facts_where(namespace, now, caller, subjects)
         try:
             rows: list[tuple[Any, ...]] = self.db.execute(
                 "SELECT namespace, subject_key, predicate_normalized, count(*), "
@@ -1656,6 +1664,49 @@ class ReadModel:
         if any(row[3] != row[6] for row in rows):
             return None
         return [FactGroup._make(row[:6]) for row in rows]
+
+    def fact_subjects(
+        self, namespace: str | None, now: float, caller: str | None
+    ) -> list[FactSubject] | None:
+        """The groups of :meth:`fact_groups` counted again per namespace and subject key, in
+        SQL (``memories_single_facts``, in its order): each key's predicates and how many of
+        its groups disagree, one row per subject key rather than per predicate; None when
+        some fact has no form."""
+        where, args = self._seen_facts_where(namespace, now, caller, None)
+        try:
+            rows: list[tuple[Any, ...]] = self.db.execute(
+                "SELECT namespace, subject_key, json_group_array(p), sum(lo != hi), "
+                "sum(n - f) FROM (SELECT namespace, subject_key, predicate_normalized AS p, "
+                "min(object_form) AS lo, max(object_form) AS hi, count(*) AS n, "
+                f"count(object_form) AS f FROM memories WHERE {where} "
+                "GROUP BY namespace, subject_key, predicate_normalized) "
+                "GROUP BY namespace, subject_key",
+                args,
+            ).fetchall()
+        except apsw.SQLError:  # an older file opened immutable: no ``object_form`` column
+            return None
+        if any(row[4] for row in rows):
+            return None
+        return [FactSubject(ns, key, predicates, n or 0) for ns, key, predicates, n, _ in rows]
+
+    def _seen_facts_where(
+        self,
+        namespace: str | None,
+        now: float,
+        caller: str | None,
+        subjects: Sequence[tuple[str, str]] | None,
+    ) -> tuple[str, list[Any]]:
+        where, args = self._facts_where(namespace, now)
+        if caller is not None:
+            where += f" AND {_seen_by()}"
+            args.append(caller)
+        if subjects is not None:
+            where += (
+                " AND (namespace, subject_key) IN (SELECT value ->> 0, value ->> 1 "
+                "FROM json_each(?))"
+            )
+            args.append(json.dumps([list(s) for s in subjects]))
+        return where, args
 
     @staticmethod
     def _facts_where(namespace: str | None, now: float) -> tuple[str, list[Any]]:

@@ -6,6 +6,7 @@ plan is the planner's guess from the schema alone)."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,31 @@ def test_a_file_without_object_forms_is_answered_from_its_facts(tmp_path: Path) 
         assert answers[0]["needs_attention"]["conflicts"] > 0
     reopened.close()
     kept.close()
+
+
+@pytest.mark.parametrize("namespace", [None, "acme"])
+@pytest.mark.parametrize("caller", [None, "alice"])
+def test_the_fact_subjects_read_the_same_covering_index(
+    tmp_path: Path, namespace: str | None, caller: str | None
+) -> None:
+    """Counted again per subject key in SQL: each key's predicates, and how many of its
+    groups disagree, as the groups themselves say; a file without forms answers None."""
+    rm = _facts(tmp_path / "rm.sqlite", FORMS)
+    now = T0.timestamp()
+    keyed, plans = _plans(rm, lambda: rm.fact_subjects(namespace, now, caller))
+    assert len(plans) == 1, plans
+    assert "COVERING INDEX memories_single_facts" in plans[0], plans
+    assert keyed
+    expected: dict[tuple[str, str], tuple[set[str], int]] = {}
+    for g in rm.fact_groups(namespace, now, caller) or ():
+        predicates, n = expected.setdefault((g.namespace, g.subject_key), (set(), 0))
+        predicates.add(g.predicate_normalized)
+        expected[(g.namespace, g.subject_key)] = (
+            predicates, n + (g.least_form != g.greatest_form))  # fmt: skip
+    assert {(k.namespace, k.subject_key): (set(json.loads(k.predicates)), k.disagreeing)
+            for k in keyed} == expected  # fmt: skip
+    assert any(n for _, n in expected.values())
+    rm.close()
+    bare = _facts(tmp_path / "bare.sqlite", NO_RULES)
+    assert bare.fact_subjects(namespace, now, caller) is None
+    bare.close()
