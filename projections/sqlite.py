@@ -1533,9 +1533,39 @@ class ReadModel:
         self, namespace: str | None, now: float, after_seconds: float
     ) -> list[tuple[str | None, str, int]]:
         """(agent id, visibility, how many) of the active memories never validated and
-        stored at least ``after_seconds`` before ``now``, not expired at ``now``: the kept
-        ``unvalidated_counts`` less those stored later (the exact test's complement behind
-        an index bound a second wider than any rounding) and those expired by ``now``."""
+        stored at least ``after_seconds`` before ``now``, not expired at ``now``. Whichever
+        side of the store-time bound spans less time (the earliest and latest store times
+        of ``memories_unvalidated_scoped``, two index ends) is read: the old ones counted
+        directly (the test of :meth:`unvalidated`), or the kept ``unvalidated_counts`` less
+        those stored later (the exact test's complement behind an index bound a second
+        wider than any rounding) and those expired by ``now``. The same count either way;
+        the cost follows the fewer."""
+        earliest, latest = self.db.execute(
+            "SELECT (SELECT min(created_at) FROM memories WHERE t_invalid IS NULL "
+            "AND last_validated IS NULL), (SELECT max(created_at) FROM memories "
+            "WHERE t_invalid IS NULL AND last_validated IS NULL)"
+        ).fetchone() or (None, None)
+        if earliest is None or latest is None:
+            return []
+        bound = now - after_seconds
+        scope: dict[tuple[str | None, str], int] = {}
+        if bound - float(earliest) <= float(latest) - bound:
+            where, args = self._unvalidated_where(namespace, now, after_seconds)
+            for a, v, n in self.db.execute(
+                f"SELECT agent_id, visibility, count(*) FROM memories WHERE {where} GROUP BY 1, 2",
+                args,
+            ):
+                scope[(_text(a), str(v))] = int(n)
+        else:
+            scope = self._unvalidated_less_recent(namespace, now, after_seconds)
+        return sorted(
+            ((a, v, n) for (a, v), n in scope.items() if n > 0),
+            key=lambda c: (c[0] is not None, c[0] or "", c[1]),
+        )
+
+    def _unvalidated_less_recent(
+        self, namespace: str | None, now: float, after_seconds: float
+    ) -> dict[tuple[str | None, str], int]:
         scope: dict[tuple[str | None, str], int] = {}
         where, args = ("", []) if namespace is None else (" WHERE namespace=?", [namespace])
         for owner, owned, v, n in self.db.execute(
@@ -1555,10 +1585,7 @@ class ReadModel:
                 [*bound, now, after_seconds, *args],
             ):
                 scope[(_text(a), str(v))] -= int(n)
-        return sorted(
-            ((a, v, n) for (a, v), n in scope.items() if n > 0),
-            key=lambda c: (c[0] is not None, c[0] or "", c[1]),
-        )
+        return scope
 
     def unvalidated(
         self, namespace: str | None, now: float, after_seconds: float
