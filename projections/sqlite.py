@@ -1495,6 +1495,35 @@ class ReadModel:
             )
         ]  # fmt: skip
 
+    def clocked_before(
+        self, queries: Sequence[LabelQuery], last_hits: Mapping[str, float]
+    ) -> list[str]:
+        """Of the memories with recall hits not journaled yet (id → the latest hit's time),
+        the active ones of a query's namespace and type whose oldest clock, counting that
+        hit as their last access (as ``ferrex.read.seen.with_pending`` does), is before that
+        query's ``before``, by id: the others cannot be aging at its ``now``. In one pass
+        over the hits, each memory looked up by id: the cost follows the hits, not the
+        memories."""
+        if not queries or not last_hits:
+            return []
+        bounds = [[q.namespace, q.type, q.before] for q in queries]
+        return [
+            str(m)
+            for (m,) in self.db.execute(
+                # CROSS JOIN: the hits first, each memory by its key (not every memory of
+                # a namespace and type through ``memories_clock``, then each hit).
+                "SELECT m.memory_id FROM json_each(:hits) AS h "
+                "CROSS JOIN memories AS m ON m.memory_id = h.key "
+                "CROSS JOIN json_each(:bounds) AS b "
+                "WHERE b.value ->> 0 = m.namespace AND b.value ->> 1 = m.type "
+                "AND m.t_invalid IS NULL AND min(max(m.t_valid, m.created_at), "
+                "CASE WHEN m.last_accessed IS NULL THEN h.value "
+                "ELSE max(m.last_accessed, h.value) END, "
+                "coalesce(m.last_validated, m.created_at)) < b.value ->> 2 ORDER BY 1",
+                {"hits": json.dumps(dict(last_hits)), "bounds": json.dumps(bounds)},
+            )
+        ]
+
     def most_stale(
         self,
         query: LabelQuery,

@@ -397,8 +397,12 @@ def _labels(
             labels.counted(assess(sight.shown(rm.by_ids(unsure)), now, params))
         plans.append(_Kind(query, params, len(unsure)))
     if skip:
+        # Only those clocked long enough ago to be aging, hits counted (most memories just
+        # recalled are recent): the others are fresh, the rest of the count.
+        last_hits = {memory_id: last for memory_id, (_, last) in sight.pending.items()}
+        aged = rm.clocked_before([kind.query for kind in plans], last_hits)
         hit = [
-            m for m in sight.shown(rm.by_ids(skip))
+            m for m in sight.shown(rm.by_ids(aged))
             if m.t_invalid is None and (m.namespace, m.type) in kinds
             and (namespace is None or m.namespace == namespace)
         ]  # fmt: skip

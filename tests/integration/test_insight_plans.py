@@ -7,6 +7,7 @@ plan is the planner's guess from the schema alone)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -14,13 +15,13 @@ from typing import Any
 import apsw
 import pytest
 
-from ferrex.read.insight import stats
+from ferrex.read.insight import scoring, stats
 from ferrex.read.seen import Sight
-from ferrex.rules.freshness import StalenessConfig
+from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees
 from journal import Event, MemoriesValidated, MemoryBody, MemoryMarked, MemoryStored, Record
-from projections.sqlite import NO_RULES, ReadModel, Rules
+from projections.sqlite import NO_RULES, LabelQuery, ReadModel, Rules
 from tests.strategies import T0
 
 DAY = 86_400.0
@@ -81,7 +82,7 @@ def _plans(rm: ReadModel, call: Any) -> tuple[Any, list[str]]:
     plans = [
         " / ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", bindings))
         for sql, bindings in ran
-        if "FROM memories WHERE" in sql
+        if "FROM memories WHERE" in sql or "JOIN memories" in sql
     ]
     return out, plans
 
@@ -247,3 +248,29 @@ def test_the_fact_subjects_read_the_same_covering_index(
     bare = _facts(tmp_path / "bare.sqlite", NO_RULES)
     assert bare.fact_subjects(namespace, now, caller) is None
     bare.close()
+
+
+def test_memories_with_pending_hits_are_looked_up_by_id_and_clocked_with_the_hit(
+    tmp_path: Path,
+) -> None:
+    """``clocked_before``: the memories with recall hits not journaled yet whose oldest
+    clock, the hit counted as their last access, is before the bound; by id, never a scan."""
+    rm = _home(tmp_path / "rm.sqlite")  # m{i} stored on day i, none recalled yet
+    now = (T0 + timedelta(days=60)).timestamp()
+    bound = (T0 + timedelta(days=10)).timestamp()
+    query = LabelQuery("acme", "episodic", scoring(StalenessParams(), "episodic"), bound, now)
+    day = lambda d: (T0 + timedelta(days=d)).timestamp()  # noqa: E731
+    hits = {
+        "m3": day(59),  # old: its event time is its oldest clock
+        "m31": day(59),  # recent
+        "m33": day(5),  # recent, but the hit (before its store) is its oldest clock
+        "m2": day(1),  # another namespace, whose bound is later
+        "m4": day(5),  # the other namespace, clocked after its bound
+        "gone": day(1),  # no such memory
+    }
+    other = replace(query, namespace="other", before=(T0 + timedelta(days=1.5)).timestamp())
+    found, plans = _plans(rm, lambda: rm.clocked_before([query, other], hits))
+    assert found == ["m2", "m3", "m33"]
+    assert len(plans) == 1 and "SCAN memories" not in plans[0], plans
+    assert "SEARCH m USING INDEX sqlite_autoindex_memories_1 (memory_id=?)" in plans[0], plans
+    rm.close()
