@@ -581,7 +581,7 @@ def _contradictions(
     if merged:
         wanted = sorted((k.namespace, k.subject_key) for s in merged for k in keys_of[s])
         groups = rm.fact_groups(namespace, sight.now, sight.agent_id, wanted)
-        if groups is None:  # not after fact_subjects in one snapshot; kept for the types
+        if groups is None:  # never within one snapshot (fact_subjects saw every form)
             every = _contradictions_of_facts(rm, sight, namespace)
             return every[:listed], len(every)
         canonical_of = {s: _canonical_of(keys_of[s]) for s in merged}
