@@ -483,6 +483,18 @@ class FactGroup(NamedTuple):
     greatest_form: str
 
 
+class FactSubject(NamedTuple):
+    """The facts a caller sees of one namespace and subject key (``ReadModel.fact_subjects``):
+    its predicates (a JSON array, the same text for the same list, so that it can key a
+    cache) and how many of them have facts that disagree (their least and greatest object
+    forms differ). A tuple: thousands are made per call."""
+
+    namespace: str
+    subject_key: str
+    predicates: str
+    disagreeing: int
+
+
 _CHUNK = 5_000
 """The most ids one ``IN (...)`` query of :meth:`ReadModel.by_ids` names."""
 
@@ -1483,6 +1495,35 @@ class ReadModel:
             )
         ]  # fmt: skip
 
+    def clocked_before(
+        self, queries: Sequence[LabelQuery], last_hits: Mapping[str, float]
+    ) -> list[str]:
+        """Of the memories with recall hits not journaled yet (id → the latest hit's time),
+        the active ones of a query's namespace and type whose oldest clock, counting that
+        hit as their last access (as ``ferrex.read.seen.with_pending`` does), is before that
+        query's ``before``, by id: the others cannot be aging at its ``now``. In one pass
+        over the hits, each memory looked up by id: the cost follows the hits, not the
+        memories."""
+        if not queries or not last_hits:
+            return []
+        bounds = [[q.namespace, q.type, q.before] for q in queries]
+        return [
+            str(m)
+            for (m,) in self.db.execute(
+                # CROSS JOIN: the hits first, each memory by its key (not every memory of
+                # a namespace and type through ``memories_clock``, then each hit).
+                "SELECT m.memory_id FROM json_each(:hits) AS h "
+                "CROSS JOIN memories AS m ON m.memory_id = h.key "
+                "CROSS JOIN json_each(:bounds) AS b "
+                "WHERE b.value ->> 0 = m.namespace AND b.value ->> 1 = m.type "
+                "AND m.t_invalid IS NULL AND min(max(m.t_valid, m.created_at), "
+                "CASE WHEN m.last_accessed IS NULL THEN h.value "
+                "ELSE max(m.last_accessed, h.value) END, "
+                "coalesce(m.last_validated, m.created_at)) < b.value ->> 2 ORDER BY 1",
+                {"hits": json.dumps(dict(last_hits)), "bounds": json.dumps(bounds)},
+            )
+        ]
+
     def most_stale(
         self,
         query: LabelQuery,
@@ -1521,9 +1562,39 @@ class ReadModel:
         self, namespace: str | None, now: float, after_seconds: float
     ) -> list[tuple[str | None, str, int]]:
         """(agent id, visibility, how many) of the active memories never validated and
-        stored at least ``after_seconds`` before ``now``, not expired at ``now``: the kept
-        ``unvalidated_counts`` less those stored later (the exact test's complement behind
-        an index bound a second wider than any rounding) and those expired by ``now``."""
+        stored at least ``after_seconds`` before ``now``, not expired at ``now``. Whichever
+        side of the store-time bound spans less time (the earliest and latest store times
+        of ``memories_unvalidated_scoped``, two index ends) is read: the old ones counted
+        directly (the test of :meth:`unvalidated`), or the kept ``unvalidated_counts`` less
+        those stored later (the exact test's complement behind an index bound a second
+        wider than any rounding) and those expired by ``now``. The same count either way;
+        the cost follows the fewer."""
+        earliest, latest = self.db.execute(
+            "SELECT (SELECT min(created_at) FROM memories WHERE t_invalid IS NULL "
+            "AND last_validated IS NULL), (SELECT max(created_at) FROM memories "
+            "WHERE t_invalid IS NULL AND last_validated IS NULL)"
+        ).fetchone() or (None, None)
+        if earliest is None or latest is None:
+            return []
+        bound = now - after_seconds
+        scope: dict[tuple[str | None, str], int] = {}
+        if bound - float(earliest) <= float(latest) - bound:
+            where, args = self._unvalidated_where(namespace, now, after_seconds)
+            for a, v, n in self.db.execute(
+                f"SELECT agent_id, visibility, count(*) FROM memories WHERE {where} GROUP BY 1, 2",
+                args,
+            ):
+                scope[(_text(a), str(v))] = int(n)
+        else:
+            scope = self._unvalidated_less_recent(namespace, now, after_seconds)
+        return sorted(
+            ((a, v, n) for (a, v), n in scope.items() if n > 0),
+            key=lambda c: (c[0] is not None, c[0] or "", c[1]),
+        )
+
+    def _unvalidated_less_recent(
+        self, namespace: str | None, now: float, after_seconds: float
+    ) -> dict[tuple[str | None, str], int]:
         scope: dict[tuple[str | None, str], int] = {}
         where, args = ("", []) if namespace is None else (" WHERE namespace=?", [namespace])
         for owner, owned, v, n in self.db.execute(
@@ -1543,10 +1614,7 @@ class ReadModel:
                 [*bound, now, after_seconds, *args],
             ):
                 scope[(_text(a), str(v))] -= int(n)
-        return sorted(
-            ((a, v, n) for (a, v), n in scope.items() if n > 0),
-            key=lambda c: (c[0] is not None, c[0] or "", c[1]),
-        )
+        return scope
 
     def unvalidated(
         self, namespace: str | None, now: float, after_seconds: float
@@ -1615,13 +1683,7 @@ class ReadModel:
         ``now`` (of a namespace, or all; of the (namespace, subject key) pairs ``subjects``
         if given), by id: the facts that may contradict one another
         (``ferrex.read.insight.contradictions``), with only what that reads of them."""
-        where, args = self._facts_where(namespace, now)
-        if subjects is not None:
-            where += (
-                " AND (namespace, subject_key) IN (SELECT value ->> 0, value ->> 1 "
-                "FROM json_each(?))"
-            )
-            args.append(json.dumps([list(s) for s in subjects]))
+        where, args = self._seen_facts_where(namespace, now, None, subjects)
         return [
             FactRow(str(m), str(ns), str(t), ti, bool(multi), s, str(k), p, o, a, str(v))
             for m, ns, t, ti, multi, s, k, p, o, a, v in self.db.execute(
@@ -1633,16 +1695,18 @@ class ReadModel:
         ]
 
     def fact_groups(
-        self, namespace: str | None, now: float, caller: str | None
+        self,
+        namespace: str | None,
+        now: float,
+        caller: str | None,
+        subjects: Sequence[tuple[str, str]] | None = None,
     ) -> list[FactGroup] | None:
         """The facts of :meth:`single_facts` that ``caller`` sees (every one for the
-        operator, None), counted per namespace, subject key and predicate, with the least
-        and the greatest of their object forms (``memories_single_facts``); None when some
-        of them have no form (a read model without the rule, or of an older schema)."""
-        where, args = self._facts_where(namespace, now)
-        if caller is not None:
-            where += f" AND {_seen_by()}"
-            args.append(caller)
+        operator, None), of the (namespace, subject key) pairs ``subjects`` if given, counted
+        per namespace, subject key and predicate, with the least and the greatest of their
+        object forms (``memories_single_facts``); None when some of them have no form (a
+        read model without the rule, or of an older schema)."""
+        where, args = self._seen_facts_where(namespace, now, caller, subjects)
         try:
             rows: list[tuple[Any, ...]] = self.db.execute(
                 "SELECT namespace, subject_key, predicate_normalized, count(*), "
@@ -1656,6 +1720,49 @@ class ReadModel:
         if any(row[3] != row[6] for row in rows):
             return None
         return [FactGroup._make(row[:6]) for row in rows]
+
+    def fact_subjects(
+        self, namespace: str | None, now: float, caller: str | None
+    ) -> list[FactSubject] | None:
+        """The groups of :meth:`fact_groups` counted again per namespace and subject key, in
+        SQL (``memories_single_facts``, in its order): each key's predicates and how many of
+        its groups disagree, one row per subject key rather than per predicate; None when
+        some fact has no form."""
+        where, args = self._seen_facts_where(namespace, now, caller, None)
+        try:
+            rows: list[tuple[Any, ...]] = self.db.execute(
+                "SELECT namespace, subject_key, json_group_array(p), sum(lo != hi), "
+                "sum(n - f) FROM (SELECT namespace, subject_key, predicate_normalized AS p, "
+                "min(object_form) AS lo, max(object_form) AS hi, count(*) AS n, "
+                f"count(object_form) AS f FROM memories WHERE {where} "
+                "GROUP BY namespace, subject_key, predicate_normalized) "
+                "GROUP BY namespace, subject_key",
+                args,
+            ).fetchall()
+        except apsw.SQLError:  # an older file opened immutable: no ``object_form`` column
+            return None
+        if any(row[4] for row in rows):
+            return None
+        return [FactSubject(ns, key, predicates, n or 0) for ns, key, predicates, n, _ in rows]
+
+    def _seen_facts_where(
+        self,
+        namespace: str | None,
+        now: float,
+        caller: str | None,
+        subjects: Sequence[tuple[str, str]] | None,
+    ) -> tuple[str, list[Any]]:
+        where, args = self._facts_where(namespace, now)
+        if caller is not None:
+            where += f" AND {_seen_by()}"
+            args.append(caller)
+        if subjects is not None:
+            where += (
+                " AND (namespace, subject_key) IN (SELECT value ->> 0, value ->> 1 "
+                "FROM json_each(?))"
+            )
+            args.append(json.dumps([list(s) for s in subjects]))
+        return where, args
 
     @staticmethod
     def _facts_where(namespace: str | None, now: float) -> tuple[str, list[Any]]:

@@ -11,6 +11,7 @@ cuts from reflect's lists. Times in answers are RFC 3339 UTC (ferrex.times).
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +30,7 @@ from ferrex.times import rfc3339
 from projections.documents import subject_key
 from projections.sqlite import (
     FactRow,
+    FactSubject,
     LabelQuery,
     Memory,
     MemoryCount,
@@ -395,8 +397,12 @@ def _labels(
             labels.counted(assess(sight.shown(rm.by_ids(unsure)), now, params))
         plans.append(_Kind(query, params, len(unsure)))
     if skip:
+        # Only those clocked long enough ago to be aging, hits counted (most memories just
+        # recalled are recent): the others are fresh, the rest of the count.
+        last_hits = {memory_id: last for memory_id, (_, last) in sight.pending.items()}
+        aged = rm.clocked_before([kind.query for kind in plans], last_hits)
         hit = [
-            m for m in sight.shown(rm.by_ids(skip))
+            m for m in sight.shown(rm.by_ids(aged))
             if m.t_invalid is None and (m.namespace, m.type) in kinds
             and (namespace is None or m.namespace == namespace)
         ]  # fmt: skip
@@ -545,48 +551,91 @@ def _contradictions(
     rm: ReadModel, sight: Sight, namespace: str | None, listed: int
 ) -> tuple[list[dict[str, Any]], int]:
     """The first ``listed`` :func:`contradictions` of the facts the caller sees, and how
-    many there are, from the read model's counts of facts per subject key and predicate
-    (``ReadModel.fact_groups``): a subject (as an entity) and predicate (as fuzzy-matched
+    many there are, from the read model's counts of facts per subject key
+    (``ReadModel.fact_subjects``): a subject (as an entity) and predicate (as fuzzy-matched
     among all the subject's predicates) contradicts when its facts' least and greatest
-    object forms differ; only the facts of the listed ones' subjects are read. When the
-    read model keeps no forms, from every fact (:func:`_contradictions_of_facts`)."""
-    groups = rm.fact_groups(namespace, sight.now, sight.agent_id)
-    if groups is None:
+    object forms differ. A subject of one key whose predicates are each their own canonical
+    one has as many as SQL counted; only the other subjects (spelt by several keys, or with
+    a typo of another predicate) are counted from their groups (``ReadModel.fact_groups``),
+    and only the facts of the listed ones' subjects are read. When the read model keeps no
+    forms, from every fact (:func:`_contradictions_of_facts`)."""
+    keyed = rm.fact_subjects(namespace, sight.now, sight.agent_id)
+    if keyed is None:
         every = _contradictions_of_facts(rm, sight, namespace)
         return every[:listed], len(every)
-    if not groups:
+    if not keyed:
         return [], 0
-    subject_of = subject_entities(rm, sorted({g.namespace for g in groups}), sight)
-    subjects: list[tuple[str, str]] = []  # each group's subject, as an entity or its key
-    predicates: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for g in groups:
-        s = (g.namespace, subject_of.get((g.namespace, g.subject_key)) or g.subject_key)
-        subjects.append(s)
-        predicates[s].add(g.predicate_normalized)
-    canonical_of = {s: canonical_predicates(ps) for s, ps in predicates.items()}
-    forms: dict[tuple[tuple[str, str], str], tuple[str, str]] = {}
-    for g, s in zip(groups, subjects, strict=True):
-        key = (s, canonical_of[s][g.predicate_normalized])
-        seen = forms.get(key)
-        forms[key] = (
-            (g.least_form, g.greatest_form) if seen is None
-            else (min(seen[0], g.least_form), max(seen[1], g.greatest_form))
-        )  # fmt: skip
-    # In the order contradictions lists them: by (namespace, subject), then predicate.
-    disagreeing = sorted(key for key, (least, greatest) in forms.items() if least != greatest)
-    chosen = {s for s, _ in disagreeing[:listed]}
+    subject_of = subject_entities(rm, sorted({k.namespace for k in keyed}), sight)
+    keys_of: dict[tuple[str, str], list[FactSubject]] = defaultdict(list)
+    for k in keyed:
+        keys_of[(k.namespace, subject_of.get((k.namespace, k.subject_key)) or k.subject_key)
+                ].append(k)  # fmt: skip
+    counts: dict[tuple[str, str], int] = {}
+    merged: list[tuple[str, str]] = []  # subjects whose groups are merged, counted below
+    for s, keys in keys_of.items():
+        if len(keys) == 1 and _own_canonical(keys[0].predicates):
+            if keys[0].disagreeing:
+                counts[s] = keys[0].disagreeing
+        else:
+            merged.append(s)
+    if merged:
+        wanted = sorted((k.namespace, k.subject_key) for s in merged for k in keys_of[s])
+        groups = rm.fact_groups(namespace, sight.now, sight.agent_id, wanted)
+        if groups is None:  # never within one snapshot (fact_subjects saw every form)
+            every = _contradictions_of_facts(rm, sight, namespace)
+            return every[:listed], len(every)
+        canonical_of = {s: _canonical_of(keys_of[s]) for s in merged}
+        forms: dict[tuple[tuple[str, str], str], tuple[str, str]] = {}
+        for g in groups:
+            s = (g.namespace, subject_of.get((g.namespace, g.subject_key)) or g.subject_key)
+            key = (s, canonical_of[s][g.predicate_normalized])
+            seen = forms.get(key)
+            forms[key] = (
+                (g.least_form, g.greatest_form) if seen is None
+                else (min(seen[0], g.least_form), max(seen[1], g.greatest_form))
+            )  # fmt: skip
+        for (s, _), (least, greatest) in forms.items():
+            if least != greatest:
+                counts[s] = counts.get(s, 0) + 1
+    total = sum(counts.values())
+    # In the order contradictions lists them, by (namespace, subject) then predicate: the
+    # first ``listed`` are those of the first subjects with any.
+    chosen: list[tuple[str, str]] = []
+    taken = 0
+    for s in sorted(counts):
+        if taken >= listed:
+            break
+        chosen.append(s)
+        taken += counts[s]
     if not chosen:
-        return [], len(disagreeing)
+        return [], total
     # The listed ones' subjects' facts: their contradictions, in the same order, begin
     # with the first ``listed`` of all.
-    keys = sorted(
-        {(g.namespace, g.subject_key) for g, s in zip(groups, subjects, strict=True) if s in chosen}
-    )
+    wanted = sorted((k.namespace, k.subject_key) for s in chosen for k in keys_of[s])
     facts = [
-        f for f in rm.single_facts(namespace, sight.now, keys)
+        f for f in rm.single_facts(namespace, sight.now, wanted)
         if sees(sight.agent_id, f.agent_id, f.visibility)
     ]  # fmt: skip
-    return contradictions(facts, subject_of, canonical_of)[:listed], len(disagreeing)
+    canonical = {s: _canonical_of(keys_of[s]) for s in chosen}
+    return contradictions(facts, subject_of, canonical)[:listed], total
+
+
+def _canonical_of(keys: Sequence[FactSubject]) -> dict[str, str]:
+    """:func:`canonical_predicates` of all the predicates of one subject's keys."""
+    return canonical_predicates({p for k in keys for p in _predicates(k.predicates)})
+
+
+@functools.lru_cache(maxsize=4096)
+def _predicates(listed: str) -> frozenset[str]:
+    # Kept per JSON text: most subject keys have one of a few lists of predicates.
+    return frozenset(str(p) for p in json.loads(listed))
+
+
+@functools.lru_cache(maxsize=4096)
+def _own_canonical(listed: str) -> bool:
+    """Whether each predicate of a key's list (``FactSubject.predicates``) is its own
+    canonical one (no typo of another), so that its groups are never merged."""
+    return all(p == q for p, q in _canonical(_predicates(listed)))
 
 
 def _contradictions_of_facts(

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from ferrex.read.insight import (
     RARELY_RECALLED,
     Attention,
+    _contradictions,
+    _contradictions_of_facts,
     _reasons,
     clock_bound,
     contradictions,
@@ -472,5 +474,82 @@ def test_long_lists_hold_the_most_stale_as_every_memory_ordered_them(
             assert stats(rm, sight, config, namespace="a", detailed=True) == old_stats(
                 rm, sight, config, "a"
             )
+        finally:
+            rm.close()
+
+
+many_facts = st.builds(
+    MemoryStored,
+    memory_id=st.sampled_from([f"f{i:02d}" for i in range(60)]),
+    namespace=namespaces,
+    memory_type=st.just("semantic"),
+    t_valid=days,
+    body=st.builds(
+        MemoryBody,
+        # Several keys, some of them spellings of one entity (pg, postgres), some not.
+        subject=st.sampled_from([*NAMES, "API", "redis", "kafka", "host 1", "host 2"]),
+        predicate=predicates,
+        predicate_normalized=st.sampled_from(["lives in", "live in", "owner", "runs", "run"]),
+        object=st.sampled_from(["tokio 1.36", "Tokio 1.36", "tokio 1.37", "linux", None]),
+    ),
+    multi_valued=st.sampled_from([False, False, False, True]),
+    agent_id=agents,
+    visibility=st.sampled_from(["private", "shared"]),
+)
+
+
+SPELT: list[Event] = [
+    event
+    for ns in ("a", "b")
+    for event in (
+        # One entity spelt two ways for everyone; another whose second spelling is alice's.
+        EntityCreated(entity_id="e1", namespace=ns, name="postgres",
+                      normalized=subject_key("postgres")),
+        EntityAliasAdded(entity_id="e1", namespace=ns, alias="pg", normalized=subject_key("pg"),
+                         match="fuzzy", score=0.9),
+        EntityCreated(entity_id="e2", namespace=ns, name="redis", normalized=subject_key("redis")),
+        EntityAliasAdded(entity_id="e2", namespace=ns, alias="kafka",
+                         normalized=subject_key("kafka"), match="fuzzy", score=0.9,
+                         agent_id="alice"),
+    )
+]  # fmt: skip
+"""Spellings the facts' subjects name, before them: subjects of several keys."""
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stored=st.lists(many_facts, min_size=1, max_size=40),
+    later=st.lists(events, max_size=12),
+    views=st.lists(
+        st.tuples(
+            agents, st.none() | namespaces, st.sampled_from([-30, 0, 45]), st.integers(0, 12)
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_contradictions_counted_per_subject_key_are_those_of_every_fact(
+    stored: list[MemoryStored],
+    later: list[Event],
+    views: list[tuple[str | None, str | None, int, int]],
+) -> None:
+    """Counted per subject key in SQL (``fact_subjects``), the subjects of one key and no
+    predicate typo taken as counted, the others merged from their groups: the same count
+    and the same first ``listed`` contradictions as grouping every fact the caller sees,
+    with entity spellings, merges, supersedes, forgets, expiries and private facts."""
+    records = [
+        Record(recorded_at=BASE + timedelta(minutes=i), events=(e,), position=i + 1)
+        for i, e in enumerate([*SPELT, *stored, *later])
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        rm = ReadModel.open(Path(tmp) / "rm.sqlite", rules=FORMS)
+        try:
+            rm.apply(records)
+            for agent, namespace, at, listed in views:
+                sight = Sight(agent, (BASE + timedelta(days=at)).timestamp())
+                every = _contradictions_of_facts(rm, sight, namespace)
+                with rm.snapshot():
+                    found = _contradictions(rm, sight, namespace, listed)
+                assert found == (every[:listed], len(every))
         finally:
             rm.close()

@@ -6,6 +6,8 @@ plan is the planner's guess from the schema alone)."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -13,13 +15,13 @@ from typing import Any
 import apsw
 import pytest
 
-from ferrex.read.insight import stats
+from ferrex.read.insight import scoring, stats
 from ferrex.read.seen import Sight
-from ferrex.rules.freshness import StalenessConfig
+from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees
 from journal import Event, MemoriesValidated, MemoryBody, MemoryMarked, MemoryStored, Record
-from projections.sqlite import NO_RULES, ReadModel, Rules
+from projections.sqlite import NO_RULES, LabelQuery, ReadModel, Rules
 from tests.strategies import T0
 
 DAY = 86_400.0
@@ -80,23 +82,32 @@ def _plans(rm: ReadModel, call: Any) -> tuple[Any, list[str]]:
     plans = [
         " / ".join(str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", bindings))
         for sql, bindings in ran
-        if "FROM memories WHERE" in sql
+        if "FROM memories WHERE" in sql or "JOIN memories" in sql
     ]
     return out, plans
 
 
 @pytest.mark.parametrize("namespace", [None, "acme"])
+@pytest.mark.parametrize("day", [60, 45, 50, 51, 20, 100])
 def test_the_never_validated_count_reads_a_covering_index(
-    tmp_path: Path, namespace: str | None
+    tmp_path: Path, namespace: str | None, day: int
 ) -> None:
     rm = _home(tmp_path / "rm.sqlite")
-    now = (T0 + timedelta(days=60)).timestamp()
+    now = (T0 + timedelta(days=day)).timestamp()
     counts, plans = _plans(rm, lambda: rm.unvalidated_counts(namespace, now, 30 * DAY))
-    # The kept count less two index ranges: the recent ones (store times, read from the
-    # covering index) and the expired ones (few, by expiry); never a scan.
-    assert len(plans) == 2, plans
-    assert "COVERING INDEX memories_unvalidated_scoped (created_at>?)" in plans[0], plans
-    assert "INDEX memories_expiring (expires_at<?)" in plans[1], plans
+    # The two ends of the never-validated store times (day 1: m0 is validated; day 39),
+    # then the side of the bound (day - 30) that spans less: past day 20, the kept count less two
+    # index ranges, the recent ones (store times, read from the covering index) and the
+    # expired ones (few, by expiry); before it, the old ones counted in the covering index.
+    # Never a scan.
+    assert "COVERING INDEX memories_unvalidated_scoped" in plans[0], plans
+    if day - 30 > 20:
+        assert len(plans) == 3, plans
+        assert "COVERING INDEX memories_unvalidated_scoped (created_at>?)" in plans[1], plans
+        assert "INDEX memories_expiring (expires_at<?)" in plans[2], plans
+    else:
+        assert len(plans) == 2, plans
+        assert "COVERING INDEX memories_unvalidated_scoped (created_at<?)" in plans[1], plans
     # The same answer as counting the memories one by one.
     every = [m for m in rm.memories() if namespace is None or m.namespace == namespace]
     expected: dict[tuple[str | None, str], int] = {}
@@ -105,7 +116,8 @@ def test_the_never_validated_count_reads_a_covering_index(
         if m.last_validated is None and now - m.created_at >= 30 * DAY and unexpired:
             key = (m.agent_id, m.visibility)
             expected[key] = expected.get(key, 0) + 1
-    assert {(a, v): n for a, v, n in counts} == expected != {}
+    assert {(a, v): n for a, v, n in counts} == expected
+    assert expected or day < 30
     rm.close()
 
 
@@ -208,3 +220,57 @@ def test_a_file_without_object_forms_is_answered_from_its_facts(tmp_path: Path) 
         assert answers[0]["needs_attention"]["conflicts"] > 0
     reopened.close()
     kept.close()
+
+
+@pytest.mark.parametrize("namespace", [None, "acme"])
+@pytest.mark.parametrize("caller", [None, "alice"])
+def test_the_fact_subjects_read_the_same_covering_index(
+    tmp_path: Path, namespace: str | None, caller: str | None
+) -> None:
+    """Counted again per subject key in SQL: each key's predicates, and how many of its
+    groups disagree, as the groups themselves say; a file without forms answers None."""
+    rm = _facts(tmp_path / "rm.sqlite", FORMS)
+    now = T0.timestamp()
+    keyed, plans = _plans(rm, lambda: rm.fact_subjects(namespace, now, caller))
+    assert len(plans) == 1, plans
+    assert "COVERING INDEX memories_single_facts" in plans[0], plans
+    assert keyed
+    expected: dict[tuple[str, str], tuple[set[str], int]] = {}
+    for g in rm.fact_groups(namespace, now, caller) or ():
+        predicates, n = expected.setdefault((g.namespace, g.subject_key), (set(), 0))
+        predicates.add(g.predicate_normalized)
+        expected[(g.namespace, g.subject_key)] = (
+            predicates, n + (g.least_form != g.greatest_form))  # fmt: skip
+    assert {(k.namespace, k.subject_key): (set(json.loads(k.predicates)), k.disagreeing)
+            for k in keyed} == expected  # fmt: skip
+    assert any(n for _, n in expected.values())
+    rm.close()
+    bare = _facts(tmp_path / "bare.sqlite", NO_RULES)
+    assert bare.fact_subjects(namespace, now, caller) is None
+    bare.close()
+
+
+def test_memories_with_pending_hits_are_looked_up_by_id_and_clocked_with_the_hit(
+    tmp_path: Path,
+) -> None:
+    """``clocked_before``: the memories with recall hits not journaled yet whose oldest
+    clock, the hit counted as their last access, is before the bound; by id, never a scan."""
+    rm = _home(tmp_path / "rm.sqlite")  # m{i} stored on day i, none recalled yet
+    now = (T0 + timedelta(days=60)).timestamp()
+    bound = (T0 + timedelta(days=10)).timestamp()
+    query = LabelQuery("acme", "episodic", scoring(StalenessParams(), "episodic"), bound, now)
+    day = lambda d: (T0 + timedelta(days=d)).timestamp()  # noqa: E731
+    hits = {
+        "m3": day(59),  # old: its event time is its oldest clock
+        "m31": day(59),  # recent
+        "m33": day(5),  # recent, but the hit (before its store) is its oldest clock
+        "m2": day(1),  # another namespace, whose bound is later
+        "m4": day(5),  # the other namespace, clocked after its bound
+        "gone": day(1),  # no such memory
+    }
+    other = replace(query, namespace="other", before=(T0 + timedelta(days=1.5)).timestamp())
+    found, plans = _plans(rm, lambda: rm.clocked_before([query, other], hits))
+    assert found == ["m2", "m3", "m33"]
+    assert len(plans) == 1 and "SCAN memories" not in plans[0], plans
+    assert "SEARCH m USING INDEX sqlite_autoindex_memories_1 (memory_id=?)" in plans[0], plans
+    rm.close()
