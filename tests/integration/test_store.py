@@ -336,3 +336,49 @@ def test_a_short_memory_is_tokenised_once_and_a_long_one_still_refused(writer: W
         assert writer.journal.head.position == head  # refused: nothing written
     finally:
         counter._tokenizer = spy.tokenizer
+
+
+def test_a_store_catches_up_what_another_writer_of_the_journal_wrote(
+    tmp_path: Path, writer: Writer, encoders: Encoders, shared_embedder: Embedder
+) -> None:
+    # A second writer on the same journal files with projections of its own, as another
+    # process would be: each store must see the other's memories before it decides, while a
+    # store after one of its own (nothing new in the journal) skips the catch-up.
+    journal = Journal.open(tmp_path / "journal")
+    backend = EdgeBackend(tmp_path / "other" / "qdrant")
+    (tmp_path / "other").mkdir(exist_ok=True)
+    projections = Projections.open(tmp_path / "other", journal, backend, encoders)
+    other = Writer(journal, projections, shared_embedder, StoreSettings(), clock=Clock())
+    try:
+        text = "The billing worker drains its queue every night at 02:00"
+        first = writer.store(note(text))
+        assert not writer.projections.behind(writer.journal.refresh().position)
+        assert _refused_as_copy_of(other, text) == first.id
+        later = other.store(note("The search index is rebuilt on Sundays from the archive"))
+        assert writer.projections.behind(writer.journal.refresh().position)
+        assert later.status == "stored"
+        assert (
+            _refused_as_copy_of(writer, "The search index is rebuilt on Sundays from the archive")
+            == later.id
+        )
+        own = writer.store(note("Release notes are published after each deploy to prod"))
+        assert own.status == "stored"
+        assert not writer.projections.behind(writer.journal.refresh().position)
+        assert (
+            _refused_as_copy_of(other, "Release notes are published after each deploy to prod")
+            == own.id
+        )
+    finally:
+        projections.close()
+        backend.close()
+        journal.close()
+    replay_matches(writer)
+
+
+def _refused_as_copy_of(writer: Writer, text: str) -> str:
+    """The id of the memory the store of ``text`` was refused as a copy of."""
+    with pytest.raises(Refused) as refused:
+        writer.store(note(text))
+    assert refused.value.code == "duplicate"
+    ids: list[str] = refused.value.details["ids"]
+    return ids[0]
