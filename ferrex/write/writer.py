@@ -56,8 +56,10 @@ from ferrex.ids import new_id
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
+from ferrex.rules.predicates import normalize_predicate
 from ferrex.write.measures import Pending, StoreMeasures, nearest
 from journal import JournalBackend
+from projections.documents import subject_key
 from projections.replay import Projections
 from projections.sqlite import Memory
 
@@ -248,7 +250,9 @@ class Writer:
 
         def prepare(unit: range) -> None:
             # Batched embedding: the decisions and the projection then hit the cache.
-            self.embedder.embed_many([store_text(v) for n in unit for v in parts[n]])
+            texts = [store_text(v) for n in unit for v in parts[n]]
+            also = [t for n in unit for v in parts[n] for t in self._compared(v, multi_valued)]
+            self.embedder.embed_many(texts + also)
 
         decided: list[Any] = []
         # One chunk (a single store) has nothing to overlap: no thread for it.
@@ -275,6 +279,32 @@ class Writer:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return decided
+
+    def _compared(self, valid: ValidStore, multi_valued: bool) -> list[str]:
+        """The texts a store's decision is likely to compare, embedded with the store's own
+        text before the writer lock (a text's vector does not depend on its batch) rather than
+        by the decision under it: a fact's object and the objects of the active facts of its
+        subject and predicate it will be weighed against (:func:`ferrex.core.decide.
+        decide_store`, ``_fact_conflicts``), when the read model holds such facts. A guess:
+        one missed is embedded by the decision as before, one guessed wrongly costs only its
+        embedding."""
+        if (
+            valid.type != "semantic"
+            or multi_valued
+            or valid.supersedes is not None
+            or not (valid.subject and valid.predicate and valid.object)
+        ):
+            return []
+        namespace = valid.namespace or self.settings.default_namespace
+        predicate = normalize_predicate(valid.predicate, self.settings.synonyms_for(namespace))
+        with self.projections.reading():
+            facts = self.projections.read_model.subject_facts(namespace, subject_key(valid.subject))
+        others = [
+            m.object
+            for m in facts
+            if m.t_invalid is None and m.predicate_normalized == predicate and m.object
+        ]
+        return [valid.object, *others] if others else []
 
     def _decide(
         self, item: tuple[int, Sequence[ValidStore]], batch: Batch, multi_valued: bool

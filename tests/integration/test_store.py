@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -382,3 +384,42 @@ def _refused_as_copy_of(writer: Writer, text: str) -> str:
     assert refused.value.code == "duplicate"
     ids: list[str] = refused.value.details["ids"]
     return ids[0]
+
+
+def test_a_restated_fact_runs_the_model_before_the_writer_lock_not_under_it(
+    writer: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The decision weighs the new object against the old one: both are embedded with the
+    # store's text before the lock, so nothing runs the model while other writers wait.
+    run = f"{uuid.uuid4().hex[:8]}"
+    first = writer.store(fact("billing-api", "runs on", f"host 3 of run {run}"))
+    held = [False]
+    exclusive = writer.journal.exclusive
+
+    @contextmanager
+    def tracked() -> Iterator[Any]:
+        with exclusive() as head:
+            held[0] = True
+            try:
+                yield head
+            finally:
+                held[0] = False
+
+    model = writer.embedder.model()
+    embed = model.run
+    runs: list[tuple[list[str], bool]] = []
+
+    def counted(texts: Sequence[str], *args: Any, **kwargs: Any) -> Any:
+        runs.append((list(texts), held[0]))
+        return embed(texts, *args, **kwargs)
+
+    monkeypatch.setattr(writer.journal, "exclusive", tracked)
+    monkeypatch.setattr(model, "run", counted)
+    second = writer.store(fact("billing-api", "runs on", f"host 9 of run {run}"))
+    assert second.status == "stored" and second.superseded == (first.id,)
+    assert [under for _, under in runs] == [False]
+    assert {f"host 9 of run {run}", f"host 3 of run {run}"} <= set(runs[0][0])
+    # A subject's other relation is not weighed: its object is not embedded ahead.
+    runs.clear()
+    writer.store(fact("billing-api", "is owned by", f"team {run}"))
+    assert runs and f"team {run}" not in runs[0][0]
