@@ -386,13 +386,13 @@ def _refused_as_copy_of(writer: Writer, text: str) -> str:
     return ids[0]
 
 
-def test_a_restated_fact_runs_the_model_before_the_writer_lock_not_under_it(
+def test_a_store_runs_the_model_before_the_writer_lock_not_under_it(
     writer: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The decision weighs the new object against the old one: both are embedded with the
-    # store's text before the lock, so nothing runs the model while other writers wait.
+    # What a store will embed once it holds the lock is embedded with its text before it: a
+    # new subject's or entity's name (its spelling's point), the objects a restated fact is
+    # weighed against. So no store here runs the model while other writers wait.
     run = f"{uuid.uuid4().hex[:8]}"
-    first = writer.store(fact("billing-api", "runs on", f"host 3 of run {run}"))
     held = [False]
     exclusive = writer.journal.exclusive
 
@@ -415,11 +415,22 @@ def test_a_restated_fact_runs_the_model_before_the_writer_lock_not_under_it(
 
     monkeypatch.setattr(writer.journal, "exclusive", tracked)
     monkeypatch.setattr(model, "run", counted)
-    second = writer.store(fact("billing-api", "runs on", f"host 9 of run {run}"))
+    subject = f"billing-{run}"
+    first = writer.store(fact(subject, "runs on", f"host 3 of run {run}"))
+    assert first.status == "stored"
+    assert [under for _, under in runs] == [False] and subject in runs[0][0]
+    runs.clear()
+    second = writer.store(fact(subject, "runs on", f"host 9 of run {run}"))
     assert second.status == "stored" and second.superseded == (first.id,)
     assert [under for _, under in runs] == [False]
     assert {f"host 9 of run {run}", f"host 3 of run {run}"} <= set(runs[0][0])
+    runs.clear()
+    note_ = writer.store(
+        note(f"The {run} ledger moved to the Kestrel cluster", entities=(f"Kestrel {run}",))
+    )
+    assert note_.status == "stored"
+    assert [under for _, under in runs] == [False] and f"Kestrel {run}" in runs[0][0]
     # A subject's other relation is not weighed: its object is not embedded ahead.
     runs.clear()
-    writer.store(fact("billing-api", "is owned by", f"team {run}"))
+    writer.store(fact(subject, "is owned by", f"team {run}"))
     assert runs and f"team {run}" not in runs[0][0]
