@@ -363,6 +363,13 @@ class Projections:
             self.home, self.journal, self.backend, self.encoders, self.rules, old, progress
         )
 
+    def behind(self, head: int) -> bool:
+        """Whether a journal whose head is at ``head`` holds a record one of the projections
+        has not applied (what :meth:`catch_up` would apply). A writer holding the journal's
+        lock asks it with the head the lock gave it, and skips a catch-up with nothing to do."""
+        with self.gate.exclusive():
+            return head > min(self.read_model.checkpoint(), self._qdrant_applied)
+
     def catch_up(self, progress: Progress | None = None) -> int:
         """Apply what the journal has beyond the checkpoints; returns records applied.
 

@@ -1,6 +1,6 @@
 """Two versions of ferrex side by side on the same home: recall and store, interleaved.
 
-    python tools/bench_ab.py --home DIR --base TREE [--queries 200] [--stores 50]
+    python tools/bench_ab.py --home DIR --base TREE [--queries 200] [--stores 50] [--facts 0]
 
 A comparison taken in two runs at two moments measures the machine as much as the code. This
 one runs both sides at once, in two worker processes: this tree (B) and another checkout
@@ -12,8 +12,10 @@ in turn, the side that goes first alternating, so a burst of other work falls on
 worker reports the process CPU time of the call (all its threads: ONNX Runtime and Qdrant
 Edge included) and its wall time; at the end its resident memory (total, anonymous,
 file-backed). Recalls are new query texts (each one embedded), five results, nothing
-trimmed; stores are new, distinct episodic memories, each fsynced. The output gives medians
-per side and the ratio B / A. Speed is reported, never asserted.
+trimmed; stores are new, distinct episodic memories, each fsynced; with ``--facts N``, N facts
+after them (five subjects stated again with new objects, as ``tools/profile_store.py`` stores
+them), reported apart. The output gives medians per side and the ratio B / A. Speed is
+reported, never asserted.
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ def _worker(tree: Path, home: Path) -> None:
             reader.recall(RecallRequest(query=call["text"], limit=5, min_relevance=0))
         elif call["op"] == "store":
             writer.store(StoreRequest(content=call["text"]))
+        elif call["op"] == "fact":
+            subject, obj = call["text"].split("|", 1)
+            writer.store(StoreRequest(type="semantic", subject=subject, predicate="runs on",
+                                      object=obj))  # fmt: skip
         else:
             break
         answer = {
@@ -82,7 +88,7 @@ class Side:
             cwd=tree,
             env=env,
         )
-        self.calls: dict[str, list[dict[str, float]]] = {"recall": [], "store": []}
+        self.calls: dict[str, list[dict[str, float]]] = {"recall": [], "store": [], "fact": []}
         self.memory: dict[str, float] = {}
         ready = json.loads(self._read())
         assert ready.get("ready")
@@ -136,6 +142,11 @@ def main() -> None:
     parser.add_argument("--base", type=Path, required=True, help="the other tree (side A)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stores", type=int, default=50)
+    parser.add_argument(
+        "--facts", type=int, default=0,
+        help="facts stored after the notes, as tools/profile_store.py stores them (a few "
+        "subjects stated again with new objects), reported apart",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     quiet.add_arguments(parser)
@@ -165,6 +176,10 @@ def main() -> None:
             content = " ".join(rng.choice(WORDS) for _ in range(14))
             for side in sides if i % 2 == 0 else sides[::-1]:
                 side.call("store", f"{content} (ab note {i} {stamp})")
+        for i in range(args.facts):
+            fact = f"service-{i % 5}|host {i} of run {stamp}"
+            for side in sides if i % 2 == 0 else sides[::-1]:
+                side.call("fact", fact)
         for side in sides:
             side.finish()
     a, b = sides
@@ -172,7 +187,9 @@ def main() -> None:
     print("| median ms | A cpu | B cpu | B/A cpu | A wall | B wall | B/A wall |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     figures: dict[str, Any] = {}
-    for op in ("recall", "store"):
+    for op in ("recall", "store", "fact"):
+        if not a.calls[op]:
+            continue
         row = {
             f"{s.name}_{k}": _median(s.calls[op], f"{k}_ms") for s in sides for k in ("cpu", "wall")
         }

@@ -104,10 +104,13 @@ class CommandRunner(Generic[T, R]):
 
     def _run_chunk(self, part: Sequence[T], decide: Decide[T, R]) -> list[R | FerrexError]:
         outcomes: list[R | FerrexError] = []
-        with self.journal.exclusive():
+        with self.journal.exclusive() as head:
             if self.before_write is not None:
                 self.before_write()
-            self.projections.catch_up()
+            # The head is the journal's own under the lock: when the projections have
+            # applied it, no other process wrote since and there is nothing to catch up.
+            if self.projections.behind(head.position):
+                self.projections.catch_up()
             batch = Batch(Overlay(ReadModelView(self.projections.read_model)))
             commands: list[tuple[Event, ...]] = []
             written: list[int] = []  # outcome index of each command

@@ -55,9 +55,12 @@ from ferrex.errors import FerrexError, UsageError
 from ferrex.ids import new_id
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
+from ferrex.rules.entities import normalize_entity
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
+from ferrex.rules.predicates import normalize_predicate
 from ferrex.write.measures import Pending, StoreMeasures, nearest
 from journal import JournalBackend
+from projections.documents import subject_key
 from projections.replay import Projections
 from projections.sqlite import Memory
 
@@ -248,7 +251,9 @@ class Writer:
 
         def prepare(unit: range) -> None:
             # Batched embedding: the decisions and the projection then hit the cache.
-            self.embedder.embed_many([store_text(v) for n in unit for v in parts[n]])
+            texts = [store_text(v) for n in unit for v in parts[n]]
+            also = [t for n in unit for v in parts[n] for t in self._ahead(v, multi_valued)]
+            self.embedder.embed_many(texts + also)
 
         decided: list[Any] = []
         # One chunk (a single store) has nothing to overlap: no thread for it.
@@ -275,6 +280,43 @@ class Writer:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         return decided
+
+    def _ahead(self, valid: ValidStore, multi_valued: bool) -> list[str]:
+        """The texts besides its own that a store is likely to embed once it holds the writer
+        lock, embedded with its own text before it instead (a text's vector does not depend
+        on its batch), so that other writers do not wait for the model: a fact's object and
+        the objects of its subject's active facts of the same predicate, which the decision
+        weighs it against (``_fact_conflicts``), when the read model holds such facts; and
+        the names it gives (a fact's subject, its ``entities``) that no spelling of its
+        namespace has, whose new entity or alias is embedded as a spelling's point when the
+        record is applied. A guess: a text missed is embedded under the lock as before, one
+        guessed wrongly costs only its embedding."""
+        names = [*([valid.subject] if valid.type == "semantic" and valid.subject else []),
+                 *valid.entities]  # fmt: skip
+        weighed = (
+            valid.type == "semantic"
+            and not multi_valued
+            and valid.supersedes is None
+            and bool(valid.subject and valid.predicate and valid.object)
+        )
+        if not names and not weighed:
+            return []
+        namespace = valid.namespace or self.settings.default_namespace
+        rm = self.projections.read_model
+        with self.projections.reading():
+            spelled = {s.normalized for s in rm.spellings(namespace)} if names else set()
+            facts = rm.subject_facts(namespace, subject_key(valid.subject or "")) if weighed else []
+        ahead = [name for name in names if normalize_entity(name) not in spelled]
+        if weighed:
+            assert valid.predicate is not None and valid.object is not None
+            predicate = normalize_predicate(valid.predicate, self.settings.synonyms_for(namespace))
+            others = [
+                m.object
+                for m in facts
+                if m.t_invalid is None and m.predicate_normalized == predicate and m.object
+            ]
+            ahead += [valid.object, *others] if others else []  # fmt: skip
+        return ahead
 
     def _decide(
         self, item: tuple[int, Sequence[ValidStore]], batch: Batch, multi_valued: bool

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -336,3 +338,99 @@ def test_a_short_memory_is_tokenised_once_and_a_long_one_still_refused(writer: W
         assert writer.journal.head.position == head  # refused: nothing written
     finally:
         counter._tokenizer = spy.tokenizer
+
+
+def test_a_store_catches_up_what_another_writer_of_the_journal_wrote(
+    tmp_path: Path, writer: Writer, encoders: Encoders, shared_embedder: Embedder
+) -> None:
+    # A second writer on the same journal files with projections of its own, as another
+    # process would be: each store must see the other's memories before it decides, while a
+    # store after one of its own (nothing new in the journal) skips the catch-up.
+    journal = Journal.open(tmp_path / "journal")
+    backend = EdgeBackend(tmp_path / "other" / "qdrant")
+    (tmp_path / "other").mkdir(exist_ok=True)
+    projections = Projections.open(tmp_path / "other", journal, backend, encoders)
+    other = Writer(journal, projections, shared_embedder, StoreSettings(), clock=Clock())
+    try:
+        text = "The billing worker drains its queue every night at 02:00"
+        first = writer.store(note(text))
+        assert not writer.projections.behind(writer.journal.refresh().position)
+        assert _refused_as_copy_of(other, text) == first.id
+        later = other.store(note("The search index is rebuilt on Sundays from the archive"))
+        assert writer.projections.behind(writer.journal.refresh().position)
+        assert later.status == "stored"
+        assert (
+            _refused_as_copy_of(writer, "The search index is rebuilt on Sundays from the archive")
+            == later.id
+        )
+        own = writer.store(note("Release notes are published after each deploy to prod"))
+        assert own.status == "stored"
+        assert not writer.projections.behind(writer.journal.refresh().position)
+        assert (
+            _refused_as_copy_of(other, "Release notes are published after each deploy to prod")
+            == own.id
+        )
+    finally:
+        projections.close()
+        backend.close()
+        journal.close()
+    replay_matches(writer)
+
+
+def _refused_as_copy_of(writer: Writer, text: str) -> str:
+    """The id of the memory the store of ``text`` was refused as a copy of."""
+    with pytest.raises(Refused) as refused:
+        writer.store(note(text))
+    assert refused.value.code == "duplicate"
+    ids: list[str] = refused.value.details["ids"]
+    return ids[0]
+
+
+def test_a_store_runs_the_model_before_the_writer_lock_not_under_it(
+    writer: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a store will embed once it holds the lock is embedded with its text before it: a
+    # new subject's or entity's name (its spelling's point), the objects a restated fact is
+    # weighed against. So no store here runs the model while other writers wait.
+    run = f"{uuid.uuid4().hex[:8]}"
+    held = [False]
+    exclusive = writer.journal.exclusive
+
+    @contextmanager
+    def tracked() -> Iterator[Any]:
+        with exclusive() as head:
+            held[0] = True
+            try:
+                yield head
+            finally:
+                held[0] = False
+
+    model = writer.embedder.model()
+    embed = model.run
+    runs: list[tuple[list[str], bool]] = []
+
+    def counted(texts: Sequence[str], *args: Any, **kwargs: Any) -> Any:
+        runs.append((list(texts), held[0]))
+        return embed(texts, *args, **kwargs)
+
+    monkeypatch.setattr(writer.journal, "exclusive", tracked)
+    monkeypatch.setattr(model, "run", counted)
+    subject = f"billing-{run}"
+    first = writer.store(fact(subject, "runs on", f"host 3 of run {run}"))
+    assert first.status == "stored"
+    assert [under for _, under in runs] == [False] and subject in runs[0][0]
+    runs.clear()
+    second = writer.store(fact(subject, "runs on", f"host 9 of run {run}"))
+    assert second.status == "stored" and second.superseded == (first.id,)
+    assert [under for _, under in runs] == [False]
+    assert {f"host 9 of run {run}", f"host 3 of run {run}"} <= set(runs[0][0])
+    runs.clear()
+    note_ = writer.store(
+        note(f"The {run} ledger moved to the Kestrel cluster", entities=(f"Kestrel {run}",))
+    )
+    assert note_.status == "stored"
+    assert [under for _, under in runs] == [False] and f"Kestrel {run}" in runs[0][0]
+    # A subject's other relation is not weighed: its object is not embedded ahead.
+    runs.clear()
+    writer.store(fact(subject, "is owned by", f"team {run}"))
+    assert runs and f"team {run}" not in runs[0][0]
