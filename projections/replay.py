@@ -332,6 +332,10 @@ class Projections:
                     _apply_all(journal, read_model, sink, after=0, progress=progress)
             finally:
                 read_model.close()
+        # Served from its files, as a new process would open it: an embedded shard filled
+        # in this process answers slower for as long as it stays open (EdgeBackend.release).
+        backend.release(live.memories)
+        backend.release(live.entities)
         write_pointer(home, live)
         if old is not None and old.generation != live.generation:
             remove_sqlite(home / old.sqlite)
