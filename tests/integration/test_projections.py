@@ -415,6 +415,32 @@ def test_a_rebuild_leaves_no_shard_open_that_a_new_process_would_not_hold(
     backend.close()
 
 
+def test_an_import_of_many_records_ends_with_the_vector_shards_released(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``holding_sync`` block (an import) that applied ``RELEASE_RECORDS`` records or more
+    ends with the shards closed, to be loaded from their files by the next use (Edge answers
+    filtered queries on points this process added slower while their shard stays open); a
+    shorter block leaves them open. Nothing is lost either way."""
+    home, journal, backend = parts
+    p = Projections.open(home, journal, backend, encoders)
+    monkeypatch.setattr(replay, "RELEASE_RECORDS", 16)
+    with p.holding_sync():
+        seed(journal)  # 16 records
+        p.catch_up()
+        with p.holding_sync():  # nested: the outer block decides
+            p.catch_up()
+        assert backend.open_collections() == [p.live.entities, p.live.memories]
+    assert backend.open_collections() == []
+    assert backend.count(p.live.memories) == 11 and reconcile(p).clean
+    with p.holding_sync():
+        journal.append([memory("m20", "a short import of one memory")])
+        p.catch_up()
+    assert backend.open_collections() == [p.live.entities, p.live.memories]
+    assert backend.count(p.live.memories) == 12 and reconcile(p).clean
+    p.close()
+
+
 def test_the_old_generation_answers_while_a_rebuild_runs(
     parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
 ) -> None:
