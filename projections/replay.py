@@ -340,10 +340,14 @@ class Projections:
                     _apply_all(journal, read_model, sink, after=0, progress=progress)
             finally:
                 read_model.close()
-        # Served from its files, as a new process would open it: an embedded shard filled
-        # in this process answers slower for as long as it stays open (EdgeBackend.release).
-        backend.release(live.memories)
-        backend.release(live.entities)
+        if old is not None:
+            # Served from its files, as a new process would open it: an embedded shard
+            # filled in this process answers slower while it stays open (EdgeBackend.release).
+            # Not after a first build: a new home's first store then left more free space
+            # after its process ended than before (tests/e2e/test_disk_full.py), not yet
+            # understood.
+            backend.release(live.memories)
+            backend.release(live.entities)
         write_pointer(home, live)
         if old is not None and old.generation != live.generation:
             remove_sqlite(home / old.sqlite)
