@@ -81,6 +81,9 @@ class ClientBackend:
     def sync(self, name: str) -> None:
         pass  # writes are acknowledged by the server one by one
 
+    def release(self, name: str) -> None:
+        pass  # the server holds the collection; this process keeps only a connection
+
     def __init__(
         self,
         *,

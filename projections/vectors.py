@@ -352,6 +352,13 @@ class VectorBackend(Protocol):
         """Make every write to ``name`` so far durable."""
         ...
 
+    def release(self, name: str) -> None:
+        """Let go of what this process holds open for ``name``, its writes made durable
+        first; the next use opens it again, as a new process would. A rebuild calls it on
+        the collections it built (an embedded store serves a collection it has just
+        filled slower than one it opens from its files). Nothing to do for a server."""
+        ...
+
     def close(self) -> None:
         """Release the store; the backend is unusable afterwards."""
         ...

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -367,6 +368,76 @@ def test_a_changed_encoder_identity_triggers_a_rebuild(
     assert p.live.encoders == other.identity and p.live.memories != old.memories
     assert old.memories not in backend.collections()
     assert read_pointer(home) == p.live and (home / POINTER).exists()
+    p.close()
+
+
+def test_a_rebuild_leaves_no_shard_open_that_a_new_process_would_not_hold(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders
+) -> None:
+    """The shards a rebuild filled are closed when it ends: the process serves the new
+    generation loaded from its files, as a new process does (Edge answers a shard it filled
+    in this process slower for as long as it stays open), and holds only what its queries
+    open, with their search threads: at open after a schema change, and by ``rebuild``.
+    (Not after a home's first build: see ``Projections._build``.)"""
+    home, journal, backend = parts
+    seed(journal)
+    query = list(encoders.dense(["which worker was restarted for INC-9007"])[0])
+    sparse = encoders.sparse("INC-9007")
+
+    def recall(p: Projections) -> str:
+        flt = VectorFilter(namespace="default")
+        hits = backend.query_hybrid(p.live.memories, query, sparse, flt, 30, 3)
+        return str(hits[0].payload["memory_id"])  # the order below varies from build to build
+
+    p = Projections.open(home, journal, backend, encoders)  # a first build keeps them open
+    assert recall(p) == "m7"
+    p.close()
+    backend.close()
+    # A new process on the same files: what it holds open, and answers.
+    backend = EdgeBackend(home / "qdrant")
+    p = Projections.open(home, journal, backend, encoders)
+    assert backend.open_collections() == []
+    assert recall(p) == "m7" and backend.open_collections() == [p.live.memories]
+    p.rebuild()
+    assert backend.open_collections() == []
+    assert recall(p) == "m7" and backend.open_collections() == [p.live.memories]
+    p.close()
+    # A schema change rebuilds at open (every user's first start after such an upgrade).
+    live = read_pointer(home)
+    assert live is not None
+    older = msgspec.structs.replace(live, schema_version=live.schema_version - 1)
+    replay.write_pointer(home, older)
+    p = Projections.open(home, journal, backend, encoders)
+    assert p.live.generation == live.generation + 1
+    assert backend.open_collections() == []
+    assert recall(p) == "m7" and backend.open_collections() == [p.live.memories]
+    p.close()
+    backend.close()
+
+
+def test_an_import_of_many_records_ends_with_the_vector_shards_released(
+    parts: tuple[Path, Journal, EdgeBackend], encoders: Encoders, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``holding_sync`` block (an import) that applied ``RELEASE_RECORDS`` records or more
+    ends with the shards closed, to be loaded from their files by the next use (Edge answers
+    filtered queries on points this process added slower while their shard stays open); a
+    shorter block leaves them open. Nothing is lost either way."""
+    home, journal, backend = parts
+    p = Projections.open(home, journal, backend, encoders)
+    monkeypatch.setattr(replay, "RELEASE_RECORDS", 16)
+    with p.holding_sync():
+        seed(journal)  # 16 records
+        p.catch_up()
+        with p.holding_sync():  # nested: the outer block decides
+            p.catch_up()
+        assert backend.open_collections() == [p.live.entities, p.live.memories]
+    assert backend.open_collections() == []
+    assert backend.count(p.live.memories) == 11 and reconcile(p).clean
+    with p.holding_sync():
+        journal.append([memory("m20", "a short import of one memory")])
+        p.catch_up()
+    assert backend.open_collections() == [p.live.entities, p.live.memories]
+    assert backend.count(p.live.memories) == 12 and reconcile(p).clean
     p.close()
 
 

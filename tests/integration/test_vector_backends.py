@@ -240,6 +240,23 @@ def test_drop_collection(loaded: VectorBackend) -> None:
     assert loaded.count(NAME) == 0
 
 
+def test_a_released_collection_answers_as_before_from_its_files(loaded: VectorBackend) -> None:
+    """``release`` (after a rebuild): the same points and answers after, also when called
+    inside a bulk block; the next use opens the collection again."""
+    with loaded.bulk(NAME):
+        loaded.delete(NAME, [pid(7)])
+        before = loaded.query_hybrid(NAME, E0, sparse(t7=1.0), VectorFilter(), 10, 5)
+        loaded.release(NAME)  # inside the block too: nothing waits for its end
+    loaded.release(NAME)
+    loaded.release("never-opened")  # nothing open: nothing to do
+    if isinstance(loaded, EdgeBackend):
+        assert loaded.open_collections() == []
+    assert loaded.count(NAME) == len(ROWS) - 1
+    assert loaded.query_hybrid(NAME, E0, sparse(t7=1.0), VectorFilter(), 10, 5) == before
+    if isinstance(loaded, EdgeBackend):
+        assert loaded.open_collections() == [NAME]
+
+
 def test_bad_input_becomes_a_vector_store_error(loaded: VectorBackend) -> None:
     wrong_dim = VectorPoint(pid(50), [1.0] * (DIM - 1), sparse(t1=1.0), {})
     with pytest.raises(VectorStoreError):
