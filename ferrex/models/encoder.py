@@ -89,9 +89,9 @@ class SessionSettings:
     def for_machine(cls, threads: int | None = None) -> SessionSettings:
         """``threads`` intra-op threads, or one per usable core (at least one), and as many
         threads running a call's batches: a single text's operators are split over the
-        cores (a store waits for it), while a sentence encoder's batches of short texts are
-        too small for one split to keep two cores busy (2,000 short notes ran at about 1.1
-        cores), so two batches run at once."""
+        cores (a store waits for it), while a batch of 16 short texts is small work to split
+        at each of its operators (every split wakes the other thread and waits for it), so
+        the batches of a call also run side by side, to keep free cores on the model."""
         cores = max(1, threads if threads else usable_cores())
         return cls(intra_op_threads=cores, callers=cores)
 
