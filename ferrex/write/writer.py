@@ -82,10 +82,6 @@ log = logging.getLogger("ferrex")
 #: into its batches, and more texts to sort means less padding (256 texts a chunk: 4 chunks
 #: cost some 10-15% less model CPU than one at a time).
 EMBED_CHUNKS = 4
-#: The last chunks of an import shrink by halves down to about this many stores, each
-#: embedded alone, so that what is left to decide once the model is done is one small chunk
-#: (a full last chunk is some 0.2-0.3 s of decisions on two busy cores, the model idle).
-TAIL_STORES = 32
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
 _VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
@@ -278,10 +274,8 @@ class Writer:
         def decide(item: tuple[int, Sequence[ValidStore]], batch: Batch) -> Any:
             return self._decide(item, batch, multi_valued)
 
-        sizes, tapered = chunk_sizes(len(items), chunk)
-        starts = [sum(sizes[:n]) for n in range(len(sizes))]
-        parts = [items[start : start + size] for start, size in zip(starts, sizes, strict=True)]
-        units = embedding_units(len(parts), alone_at_end=tapered)
+        parts = [items[start : start + chunk] for start in range(0, len(items), chunk)]
+        units = embedding_units(len(parts))
         following = {unit.start: n for n, unit in enumerate(units)}  # first chunk → its unit
 
         def prepare(unit: range) -> None:
@@ -644,36 +638,14 @@ class Writer:
         return result
 
 
-def chunk_sizes(count: int, chunk: int, tail: int | None = None) -> tuple[list[int], int]:
-    """The sizes of an import's chunks of ``count`` stores, in order, and how many of the
-    last ones are tapered: ``chunk`` each, but the last full chunk and the rest, together,
-    halved and halved again while more than twice ``tail`` (or than ``chunk``) are left.
-    None is larger than ``chunk``; one chunk when ``count`` fits in one. ``tail``: by
-    default :data:`TAIL_STORES`."""
-    tail = TAIL_STORES if tail is None else tail
-    if count <= chunk:
-        return ([count] if count else []), 0
-    full, rest = divmod(count, chunk)
-    sizes = [chunk] * (full - 1)
-    last = chunk + rest
-    while last > 2 * tail or last > chunk:
-        sizes.append(last - last // 2)
-        last //= 2
-    sizes.append(last)
-    return sizes, len(sizes) - (full - 1)
-
-
-def embedding_units(chunks: int, most: int = EMBED_CHUNKS, alone_at_end: int = 1) -> list[range]:
+def embedding_units(chunks: int, most: int = EMBED_CHUNKS) -> list[range]:
     """The runs of consecutive chunks whose texts are embedded together: the first chunk
-    alone (the decisions start soon), then up to ``most`` at a time, and the last
-    ``alone_at_end`` (at least one) each alone (the decisions left once the model is done are
-    few). In order, covering every chunk once."""
-    alone = min(max(1, alone_at_end), max(0, chunks - 1))
+    alone (the decisions start soon), then up to ``most`` at a time, and the last alone (the
+    decisions left once the model is done are few). In order, covering every chunk once."""
     if chunks <= 2:
         return [range(n, n + 1) for n in range(chunks)]
-    end = chunks - alone
-    middle = [range(n, min(n + most, end)) for n in range(1, end, most)]
-    return [range(0, 1), *middle, *(range(n, n + 1) for n in range(end, chunks))]
+    middle = [range(n, min(n + most, chunks - 1)) for n in range(1, chunks - 1, most)]
+    return [range(0, 1), *middle, range(chunks - 1, chunks)]
 
 
 def _noted(outcome: Any, valid: ValidStore, wait_note: tuple[str, ...]) -> Any:

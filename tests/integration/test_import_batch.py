@@ -73,7 +73,6 @@ def _import(
     monkeypatch: pytest.MonkeyPatch,
     *,
     one_query_a_store: bool,
-    chunk: int = CHUNK,
 ) -> tuple[list[StoreResult | FerrexError], list[Any], Any, list[int]]:
     """Store the requests in a fresh home: outcomes, journal events, projections' snapshot,
     and the number of queries in each call to ``query_dense_batch``."""
@@ -96,7 +95,7 @@ def _import(
             return batched(name, queries, limit)
 
         monkeypatch.setattr(backend, "query_dense_batch", counted)
-        outcomes = writer.store_many(_requests(), chunk=chunk)
+        outcomes = writer.store_many(_requests(), chunk=CHUNK)
         records = list(app.journal().read())
         events = [[_event(e) for e in record.events] for record in records]
         # The journal stamps each record with the wall clock: times modulo that.
@@ -146,44 +145,6 @@ def test_an_import_asks_each_chunks_nearest_memories_at_once_and_stores_the_same
     assert [_plain(o) for o in again[0]] == [_plain(o) for o in outcomes]
     assert again[1] == events
     assert again[2] == stored
-
-
-def test_an_import_whose_last_chunks_taper_stores_what_one_chunk_a_store_does(
-    tmp_path: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The tapered chunks (here 12 valid stores in chunks of at most 8: 6, 3, 2, 1) decide
-    as every store deciding alone does: copies inside a chunk and across its edges refused
-    alike, the same events in the same order, as many memories.
-
-    But the derived episodes: this test's clock is days from the journal's own record times,
-    which a committed store's episode tail carries, so across a chunk's edge no store joins
-    the last one's episode here (in use the two are the same clock, seconds apart)."""
-    monkeypatch.setattr(writer_module, "TAIL_STORES", 1)
-    assert writer_module.chunk_sizes(12, 8) == ([6, 3, 2, 1], 4)
-    tapered = _import(tmp_path / "tapered", shared_embedder, monkeypatch,
-                      one_query_a_store=False, chunk=8)  # fmt: skip
-    assert tapered[3] == [6, 3, 2, 1]  # one batch of nearest queries a chunk: as planned
-    alone = _import(tmp_path / "alone", shared_embedder, monkeypatch,
-                    one_query_a_store=True, chunk=1)  # fmt: skip
-    statuses = [o.status if isinstance(o, StoreResult) else o.code for o in tapered[0]]
-    assert statuses.count("duplicate") == 4
-    assert [_plain(o) for o in alone[0]] == [_plain(o) for o in tapered[0]]
-    assert _no_episodes([e for r in alone[1] for e in r]) == _no_episodes(
-        [e for r in tapered[1] for e in r]
-    )
-    # The same points (payloads and vectors); as many memory rows (theirs carry record
-    # positions, which the chunks change).
-    assert _no_episodes(alone[2][1]) == _no_episodes(tapered[2][1])
-    assert len(alone[2][0]["memories"]) == len(tapered[2][0]["memories"]) == 8
-
-
-def _no_episodes(value: Any) -> Any:
-    """``value`` with every derived episode left out (see the test above)."""
-    if isinstance(value, dict):
-        return {k: _no_episodes(v) for k, v in value.items() if "episode" not in k}
-    if isinstance(value, list | tuple):
-        return [_no_episodes(v) for v in value]
-    return value
 
 
 def test_a_reimport_asks_qdrant_nothing_and_changes_nothing(

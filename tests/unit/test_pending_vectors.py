@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ferrex.write.measures import Pending, StoreMeasures, cosine
-from ferrex.write.writer import chunk_sizes, embedding_units
+from ferrex.write.writer import embedding_units
 
 
 def test_cosines_with_every_pending_vector_in_the_order_added() -> None:
@@ -92,27 +92,3 @@ def test_the_embedding_units_cover_every_chunk_once_in_order() -> None:
             assert all(1 <= len(unit) <= most for unit in units)
             if chunks > 2:
                 assert len(units[0]) == len(units[-1]) == 1
-
-
-def test_the_last_chunks_of_an_import_taper_and_are_embedded_alone() -> None:
-    assert chunk_sizes(0, 256) == ([], 0)
-    assert chunk_sizes(256, 256) == ([256], 0)  # one chunk: nothing to overlap
-    assert chunk_sizes(2000, 256) == ([256] * 6 + [232, 116, 58, 58], 4)
-    assert chunk_sizes(12, 4) == ([4, 4, 4], 1)  # small chunks: as before
-    alone = [range(n, n + 1) for n in range(6, 10)]
-    assert embedding_units(10, alone_at_end=4) == [range(0, 1), range(1, 5), range(5, 6), *alone]
-    for count in range(0, 700, 7):
-        for chunk in (1, 4, 32, 64, 256):
-            for tail in (1, 8, 32):
-                sizes, tapered = chunk_sizes(count, chunk, tail)
-                assert sum(sizes) == count and all(1 <= s <= chunk for s in sizes)
-                assert 0 <= tapered <= len(sizes)
-                if count > chunk:  # else one chunk
-                    assert all(s == chunk for s in sizes[: len(sizes) - tapered])
-                    tail_sizes = sizes[len(sizes) - tapered :]
-                    assert tail_sizes == sorted(tail_sizes, reverse=True)
-                    assert sizes[-1] <= 2 * tail
-                units = embedding_units(len(sizes), alone_at_end=tapered)
-                assert [n for unit in units for n in unit] == list(range(len(sizes)))
-                if len(sizes) > 2:
-                    assert all(len(u) == 1 for u in units[len(units) - max(1, tapered) :])
