@@ -10,7 +10,8 @@ Each round runs both sides, alternating which goes first:
   journal appends and projections all included.
 - **bare**: :class:`ferrex.models.encoder.OnnxEncoder` in this process on the same texts
   (``run``: one batched tokenize, sorted by length, batches as the encoder plans them),
-  the model loaded beforehand and not timed.
+  with the session settings ferrex's own loading gives it (threads included), the model
+  loaded beforehand and not timed.
 
 It prints texts/s of each side per round and the ratio import/bare per round and of the
 medians; and the CPU seconds of each side (the import's from its process's rusage, the bare
@@ -164,16 +165,17 @@ def main() -> None:
 
     import ferrex
     from ferrex.models.choice import choose_embedding_model
-    from ferrex.models.encoder import OnnxEncoder, SessionSettings
+    from ferrex.models.encoder import OnnxEncoder
     from ferrex.models.loading import load_model, local_source
 
     with tempfile.TemporaryDirectory(prefix="bench-import-") as scratch:
         work = Path(scratch)
         choice = choose_embedding_model("small", {})
-        load_model(choice, work / "warm")  # assembles the model, builds its optimised graph
+        # Assembles the model and builds its optimised graph; its session's settings are the
+        # bare side's, so that both sides run the model as ferrex runs it.
+        settings = load_model(choice, work / "warm").session_settings
         source = local_source(choice)
-        assert source is not None
-        settings = SessionSettings.for_machine()
+        assert source is not None and settings is not None
         encoder = OnnxEncoder(source, "model.onnx", mean_pooling=True, settings=settings)
         compiled(Path(ferrex.__file__).resolve().parent.parent)  # the one this side imports
         if args.against is not None:
@@ -182,7 +184,7 @@ def main() -> None:
         if args.against is not None:
             timed_import(texts(50, seed=998), work, args.against)
         print(f"{args.texts} texts a side, {args.rounds} rounds, {settings.intra_op_threads} "
-              f"intra-op threads", flush=True)  # fmt: skip
+              f"intra-op threads, batches on {settings.callers} threads", flush=True)  # fmt: skip
         imports: list[float] = []
         bares: list[float] = []
         cpu_ratios: list[float] = []

@@ -8,17 +8,24 @@ answers are the documents the MCP tools return, so the CLI and the agents see th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ferrex.app import App
-from ferrex.server.hub import Hub
-from ferrex.server.service import Caller
+
+if TYPE_CHECKING:
+    from ferrex.server.hub import Hub
 
 
 def call_tool(app: App, tool: str, args: dict[str, Any], agent_id: str | None = None) -> Any:
     """One tool call as the configured agent (or ``agent_id``; neither: the operator)."""
+    # Imported here: the commands that share this module's options but never call a tool
+    # (``import`` among them) do without the server's modules (the tool service, recall,
+    # insight).
+    from ferrex.server.hub import Hub
+    from ferrex.server.service import Caller
+
     root = click.get_current_context().find_root()
     hub: Hub | None = root.meta.get("ferrex.hub")
     if hub is None:

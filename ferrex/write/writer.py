@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -163,19 +164,26 @@ class Writer:
         same chunk) and appended as one group commit; texts are embedded in batches first.
         A refused request does not stop the others.
         """
-        outcomes, valids = self._validated(requests)
-        done = len(requests) - len(valids)
-        if not valids:
-            if progress is not None:
-                progress(done, len(requests))
-            return [o for o in outcomes if o is not None]
-        # Loaded outside the writer lock, so a first store does not hold up other writers.
+        # The first chunk's texts go to the model while the rest are validated.
+        early: list[threading.Thread] = []
+        first = (chunk, lambda valid: early.append(self._embedding_ahead(valid)))
         try:
-            waited = self.embedder.wait_for_model()
-        except ServerDown as exc:  # nothing decided, nothing written
-            for i, _ in valids:
-                outcomes[i] = exc
-            return [o for o in outcomes if o is not None]
+            outcomes, valids = self._validated(requests, first if len(requests) > chunk else None)
+            done = len(requests) - len(valids)
+            if not valids:
+                if progress is not None:
+                    progress(done, len(requests))
+                return [o for o in outcomes if o is not None]
+            # Loaded outside the writer lock, so a first store does not hold up other writers.
+            try:
+                waited = self.embedder.wait_for_model()
+            except ServerDown as exc:  # nothing decided, nothing written
+                for i, _ in valids:
+                    outcomes[i] = exc
+                return [o for o in outcomes if o is not None]
+        finally:
+            for thread in early:  # the pipeline's first chunk then finds its vectors cached
+                thread.join()
 
         def report(finished: int) -> None:
             if progress is not None:
@@ -197,12 +205,34 @@ class Writer:
         assert all(o is not None for o in outcomes)
         return [o for o in outcomes if o is not None]
 
+    def _embedding_ahead(self, valid: Sequence[ValidStore]) -> threading.Thread:
+        """A thread embedding ``valid``'s texts (their vectors into the cache), started. A
+        failure is only logged: it is met again, and reported, when the pipeline embeds
+        them."""
+        texts = [store_text(v) for v in valid]
+
+        def embed() -> None:
+            try:
+                if texts:
+                    self.embedder.embed_many(texts)
+            except Exception as exc:
+                log.debug("embedding an import's first chunk ahead failed: %s", exc)
+
+        thread = threading.Thread(target=embed, name="ferrex-embed-first", daemon=True)
+        thread.start()
+        return thread
+
     def _validated(
-        self, requests: Sequence[StoreRequest]
+        self,
+        requests: Sequence[StoreRequest],
+        first: tuple[int, Callable[[Sequence[ValidStore]], None]] | None = None,
     ) -> tuple[list[StoreResult | FerrexError | None], list[tuple[int, ValidStore]]]:
         """Each request validated: the refusals in their places of the outcomes, the valid
         ones by index. Validation needs the tokenizer only: a bad store is refused without
-        waiting for the model, which the dedup check is the first to need."""
+        waiting for the model, which the dedup check is the first to need.
+
+        ``first = (n, call)``: ``call`` is given the valid ones of the first ``n`` requests
+        as soon as they are validated, before the rest are."""
         counter = self.embedder.counter()
         # Many requests (an import): the model loads on its own thread while they are
         # validated. One store still never waits for a model it may not need.
@@ -214,6 +244,8 @@ class Writer:
         # A text that surely fits the window is not tokenised to check it (the model will).
         count = counter.count_unless_fits
         for i, request in enumerate(requests):
+            if first is not None and i == first[0]:
+                first[1]([v for _, v in valids])
             try:
                 valids.append(
                     (i, validate(request, self.settings.limits, count_tokens=count,

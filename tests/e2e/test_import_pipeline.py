@@ -209,3 +209,50 @@ def test_an_import_loads_the_model_while_it_opens_the_home(
     code, out = _run(tmp_path / "home", "import", str(bad), "--json")
     assert code != 0
     assert not any(t.name == "ferrex-model-load" for t in threading.enumerate())
+
+
+def test_the_first_chunk_is_embedded_while_the_rest_are_validated(
+    tmp_path: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import of more than one chunk hands its first chunk's texts to the model as soon
+    as they are validated (on ``ferrex-embed-first``), before the later lines are; the
+    pipeline then finds them cached and stores what it stored before."""
+    from ferrex.write import writer as writer_module
+
+    app = App(home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder)
+    try:
+        writer = app.writer()
+        requests = [StoreRequest(content=f"{_note(i)} (first chunk test)") for i in range(10)]
+        requests[1] = StoreRequest(content="")  # invalid: not in the first chunk's texts
+        validated: list[str] = []
+        real_validate = writer_module.validate
+
+        def counted(request: StoreRequest, *args: Any, **kwargs: Any) -> Any:
+            validated.append(request.content or "")
+            return real_validate(request, *args, **kwargs)
+
+        monkeypatch.setattr(writer_module, "validate", counted)
+        started: list[int] = []
+        ahead = writer._embedding_ahead
+
+        def starting(valid: Any) -> Any:
+            started.append(len(validated))
+            return ahead(valid)
+
+        monkeypatch.setattr(writer, "_embedding_ahead", starting)
+        calls: list[tuple[str, list[str]]] = []
+        embed_many = shared_embedder.embed_many
+
+        def watched(texts: Any) -> Any:
+            calls.append((threading.current_thread().name, list(texts)))
+            return embed_many(texts)
+
+        monkeypatch.setattr(shared_embedder, "embed_many", watched)
+        outcomes = writer.store_many(requests, chunk=4)
+        assert started == [4]  # once the first chunk's four lines were validated, not later
+        first_texts = [r.content for r in (requests[0], requests[2], requests[3])]
+        assert calls[0] == ("ferrex-embed-first", first_texts)
+        statuses = [o.status if isinstance(o, StoreResult) else o.code for o in outcomes]
+        assert statuses == ["stored", "invalid_input", *["stored"] * 8]
+    finally:
+        app.close()
