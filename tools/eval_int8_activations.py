@@ -1,33 +1,31 @@
 """Would 8-bit activations cost recall? The bundled model as ferrex runs it beside the same graph
 with every matrix product quantized dynamically (int8 weights, 8-bit activations per tensor).
 
-    python tools/eval_int8_activations.py [--scifact] [--locomo] [--work DIR]
+    python -m tools.eval_int8_activations [--scifact] [--locomo] [--work DIR]
 
 An experiment, not a feature: ferrex does not ship the quantized graph. The quantized graph is
 built here by ``onnxruntime.quantization.quantize_dynamic`` (it needs the ``onnx`` package of
 the dev extras) from the optimised graph ferrex saved in the user's model cache (so run any
 ``ferrex`` command once first); both sides embed through :class:`ferrex.models.encoder.OnnxEncoder`.
-Dense retrieval only, exhaustive: SciFact's nDCG@10 and recall@10 (title + " " + text, the 300
-test claims), LoCoMo's hit@k of the evidence turns ("speaker: text"), searched within each
-conversation, questions of categories 1-4. Also the cosine between the two vectors of each
-LoCoMo turn. The data are read from ``../shared/data`` (evaluation only). Session 10 measured
-SciFact 0.6468 -> 0.6419 nDCG@10 and LoCoMo hit@5 0.427 -> 0.422; speed is for the
-benchmarks (one short text about twice as fast, a long one 1.2 times).
+Dense retrieval only, exhaustive, on :mod:`tools.eval_retrieval`'s readings of the sets:
+SciFact's nDCG@10 and recall@10, LoCoMo's hit@k of the evidence turns (plain lines), searched
+within each conversation, the adversarial questions left out; and the cosine between the two
+vectors of each LoCoMo turn. The data are read from ``../shared/data`` (evaluation only).
+Session 10 measured SciFact 0.6468 -> 0.6419 nDCG@10 and LoCoMo hit@5 0.428 -> 0.423; speed
+is for the benchmarks (one short text about twice as fast, a long one 1.2 times).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import shutil
 from pathlib import Path
 
 import numpy as np
 
 from ferrex.models.encoder import OnnxEncoder, SessionSettings
+from tools.eval_retrieval import DATA, Bench, beir_bench, locomo_bench, ndcg_at, recall_at
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 CACHE = Path.home() / ".cache" / "ferrex" / "models"
 
 
@@ -54,57 +52,44 @@ def encoders(work: Path) -> dict[str, OnnxEncoder]:
     }
 
 
+def dense_rankings(coder: OnnxEncoder, bench: Bench, k: int) -> tuple[np.ndarray, list[list[str]]]:
+    """Every document's vector, and each query's first ``k`` document keys by cosine among
+    the documents of its own namespace (a LoCoMo conversation; SciFact has one)."""
+    matrix = coder.run([doc.request.content for doc in bench.docs])
+    asked = coder.run([query.text for query in bench.queries])
+    keys = [doc.key for doc in bench.docs]
+    spaces = np.array([doc.request.namespace for doc in bench.docs])
+    ranked = []
+    for row, query in enumerate(bench.queries):
+        scores = np.where(spaces == query.namespace, matrix @ asked[row], -9.0)
+        ranked.append([keys[j] for j in np.argsort(-scores)[:k]])
+    return matrix, ranked
+
+
 def scifact(coders: dict[str, OnnxEncoder]) -> None:
-    where = DATA / "scifact"
-    docs = [json.loads(line) for line in (where / "corpus.jsonl").open()]
-    relevant: dict[str, set[str]] = {}
-    for line in list((where / "qrels-test.tsv").open())[1:]:
-        query, doc, _ = line.split("\t")
-        relevant.setdefault(query, set()).add(doc)
-    claims = [json.loads(line) for line in (where / "queries.jsonl").open()]
-    claims = [c for c in claims if c["_id"] in relevant]
-    ids = [d["_id"] for d in docs]
+    bench = beir_bench(DATA / "scifact")
     for name, coder in coders.items():
-        matrix = coder.run([f"{d['title']} {d['text']}" for d in docs])
-        asked = coder.run([c["text"] for c in claims])
-        ndcg, recall = [], []
-        for row, claim in enumerate(claims):
-            top = [ids[j] for j in np.argsort(-(matrix @ asked[row]))[:10]]
-            rel = relevant[claim["_id"]]
-            dcg = sum(1 / math.log2(rank + 2) for rank, doc in enumerate(top) if doc in rel)
-            ideal = sum(1 / math.log2(rank + 2) for rank in range(min(len(rel), 10)))
-            ndcg.append(dcg / ideal)
-            recall.append(len(set(top) & rel) / len(rel))
-        print(f"scifact {name}: nDCG@10 {np.mean(ndcg):.4f}, recall@10 {np.mean(recall):.4f}")
+        _, ranked = dense_rankings(coder, bench, 10)
+        pairs = list(zip(ranked, bench.queries, strict=True))
+        ndcg = np.mean([ndcg_at(r, set(q.relevant), 10) for r, q in pairs])
+        recall = np.mean([recall_at(r, set(q.relevant), 10) for r, q in pairs])
+        print(f"scifact {name}: nDCG@10 {ndcg:.4f}, recall@10 {recall:.4f}")
 
 
 def locomo(coders: dict[str, OnnxEncoder]) -> None:
-    conversations = json.loads((DATA / "locomo" / "locomo10.json").read_text())
-    turns: list[tuple[int, str, str]] = []
-    questions: list[tuple[int, str, set[str]]] = []
-    for number, conversation in enumerate(conversations):
-        for key, session in conversation["conversation"].items():
-            if key.startswith("session_") and isinstance(session, list):
-                turns += [(number, t["dia_id"], f"{t['speaker']}: {t['text']}") for t in session]
-        questions += [
-            (number, q["question"], set(q["evidence"]))
-            for q in conversation["qa"]
-            if q.get("evidence") and q.get("category") != 5
-        ]
-    owner = np.array([t[0] for t in turns])
+    whole = locomo_bench(DATA / "locomo" / "locomo10.json", plain=True)
+    bench = Bench(
+        whole.name, whole.docs, [q for q in whole.queries if q.group != "adversarial"], []
+    )
     vectors = {}
     for name, coder in coders.items():
-        matrix = coder.run([t[2] for t in turns])
-        asked = coder.run([q[1] for q in questions])
-        hits = dict.fromkeys((1, 5, 10), 0)
-        for row, (number, _, evidence) in enumerate(questions):
-            scores = np.where(owner == number, matrix @ asked[row], -9.0)
-            order = np.argsort(-scores)[:10]
-            for k in hits:
-                hits[k] += any(turns[j][1] in evidence for j in order[:k])
-        shown = ", ".join(f"hit@{k} {v / len(questions):.4f}" for k, v in hits.items())
-        print(f"locomo {name}: {shown} ({len(questions)} questions, {len(turns)} turns)")
-        vectors[name] = matrix
+        vectors[name], ranked = dense_rankings(coder, bench, 10)
+        pairs = list(zip(ranked, bench.queries, strict=True))
+        hits = {
+            k: np.mean([recall_at(r, set(q.relevant), k) > 0 for r, q in pairs]) for k in (1, 5, 10)
+        }
+        shown = ", ".join(f"hit@{k} {share:.4f}" for k, share in hits.items())
+        print(f"locomo {name}: {shown} ({len(bench.queries)} questions, {len(bench.docs)} turns)")
     cosine = (vectors["fp32"] * vectors["int8"]).sum(axis=1)
     print(
         f"locomo turns, cosine fp32 to int8: median {np.median(cosine):.4f}, "
