@@ -44,8 +44,9 @@ EMBED_CONTEXT_MAX = 2000
 
 KEYS: tuple[Key, ...] = (
     Key("models.dense", str, "small", "FERREX_EMBEDDING_MODEL",
-        "dense embedding model: small, mid, best, a model directory, or openai:MODEL (a model "
-        "on an OpenAI-compatible embeddings server at models.embedding_url)"),
+        "dense embedding model: small, small-float (the same model in float32, slower), mid, "
+        "best, a model directory, or openai:MODEL (a model on an OpenAI-compatible embeddings "
+        "server at models.embedding_url)"),
     Key("models.embedding_url", str, None, "FERREX_EMBEDDING_URL",
         "the embeddings server's OpenAI-compatible base URL (ferrex posts to URL/embeddings), "
         "e.g. http://127.0.0.1:11434/v1 for Ollama"),

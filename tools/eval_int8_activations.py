@@ -1,62 +1,44 @@
-"""Would 8-bit activations cost recall? The bundled model as ferrex runs it beside the same graph
-with every matrix product quantized dynamically (int8 weights, 8-bit activations per tensor).
+"""Does ferrex's default arithmetic cost recall? The bundled model in float32 (``small-float``)
+beside the same model on 8-bit activations (``small``, the default).
 
-    python -m tools.eval_int8_activations [--scifact] [--locomo] [--work DIR]
+    python -m tools.eval_int8_activations [--scifact] [--locomo]
 
-An experiment, not a feature: ferrex does not ship the quantized graph. The quantized graph is
-built here by ``onnxruntime.quantization.quantize_dynamic`` (it needs the ``onnx`` package of
-the dev extras) from the optimised graph ferrex saved in the user's model cache (so run any
-``ferrex`` command once first); both sides embed through :class:`ferrex.models.encoder.OnnxEncoder`.
-Dense retrieval only, exhaustive, on :mod:`tools.eval_retrieval`'s readings of the sets:
-SciFact's nDCG@10 and recall@10, LoCoMo's hit@k of the evidence turns (plain lines), searched
-within each conversation, the adversarial questions left out; and the cosine between the two
-vectors of each LoCoMo turn. The data are read from ``../shared/data`` (evaluation only).
-Session 10 measured SciFact 0.6468 -> 0.6419 nDCG@10 and LoCoMo hit@5 0.428 -> 0.423; speed
-is for the benchmarks (one short text about twice as fast, a long one 1.2 times).
+Both sides load through :func:`ferrex.models.load_model` as ferrex loads them (the 8-bit side's
+graph is :func:`ferrex.models.graph.int8_matrix_products` of the bundled file: the file's own
+int8 weights, each token's activations quantized with a scale of its own), and embed with the
+real model, no cache. Dense retrieval only, exhaustive, on :mod:`tools.eval_retrieval`'s
+readings of the sets: SciFact's nDCG@10 and recall@10, LoCoMo's hit@k of the evidence turns
+(plain lines), searched within each conversation, the adversarial questions left out; and the
+cosine between the two vectors of each LoCoMo turn. The data are read from ``../shared/data``
+(evaluation only). The hybrid figures, through the real import and recall, are
+:mod:`tools.eval_retrieval`'s, run once per tree.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from ferrex.models.encoder import OnnxEncoder, SessionSettings
+from ferrex.models import choose_embedding_model, load_model
+from ferrex.models.loading import LoadedModel
 from tools.eval_retrieval import DATA, Bench, beir_bench, locomo_bench, ndcg_at, recall_at
 
-CACHE = Path.home() / ".cache" / "ferrex" / "models"
 
-
-def encoders(work: Path) -> dict[str, OnnxEncoder]:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    source = CACHE / "all-MiniLM-L6-v2-int8"
-    saved = sorted((CACHE / "optimized").glob("*.onnx"))
-    if not source.is_dir() or not saved:
-        raise SystemExit(f"no bundled model or optimised graph in {CACHE}: run `ferrex doctor`")
-    quantized = work / "int8-activations"
-    if not (quantized / "model.onnx").is_file():
-        shutil.copytree(source, quantized, dirs_exist_ok=True)
-        quantize_dynamic(
-            saved[0], quantized / "model.onnx", weight_type=QuantType.QInt8,
-            per_channel=False, op_types_to_quantize=["MatMul"],
-        )  # fmt: skip
-    settings = SessionSettings.for_machine()
+def encoders(home: Path) -> dict[str, LoadedModel]:
     return {
-        "fp32": OnnxEncoder(
-            source, "model.onnx", mean_pooling=True, settings=settings, optimized=saved[0]
-        ),
-        "int8": OnnxEncoder(quantized, "model.onnx", mean_pooling=True, settings=settings),
+        name: load_model(choose_embedding_model(tier, {}), home)
+        for name, tier in (("float32", "small-float"), ("int8", "small"))
     }
 
 
-def dense_rankings(coder: OnnxEncoder, bench: Bench, k: int) -> tuple[np.ndarray, list[list[str]]]:
+def dense_rankings(coder: LoadedModel, bench: Bench, k: int) -> tuple[np.ndarray, list[list[str]]]:
     """Every document's vector, and each query's first ``k`` document keys by cosine among
     the documents of its own namespace (a LoCoMo conversation; SciFact has one)."""
-    matrix = coder.run([doc.request.content for doc in bench.docs])
-    asked = coder.run([query.text for query in bench.queries])
+    matrix = coder.run([doc.request.content for doc in bench.docs], 64)
+    asked = coder.run([query.text for query in bench.queries], 64)
     keys = [doc.key for doc in bench.docs]
     spaces = np.array([doc.request.namespace for doc in bench.docs])
     ranked = []
@@ -66,7 +48,7 @@ def dense_rankings(coder: OnnxEncoder, bench: Bench, k: int) -> tuple[np.ndarray
     return matrix, ranked
 
 
-def scifact(coders: dict[str, OnnxEncoder]) -> None:
+def scifact(coders: dict[str, LoadedModel]) -> None:
     bench = beir_bench(DATA / "scifact")
     for name, coder in coders.items():
         _, ranked = dense_rankings(coder, bench, 10)
@@ -76,7 +58,7 @@ def scifact(coders: dict[str, OnnxEncoder]) -> None:
         print(f"scifact {name}: nDCG@10 {ndcg:.4f}, recall@10 {recall:.4f}")
 
 
-def locomo(coders: dict[str, OnnxEncoder]) -> None:
+def locomo(coders: dict[str, LoadedModel]) -> None:
     whole = locomo_bench(DATA / "locomo" / "locomo10.json", plain=True)
     bench = Bench(
         whole.name, whole.docs, [q for q in whole.queries if q.group != "adversarial"], []
@@ -90,9 +72,9 @@ def locomo(coders: dict[str, OnnxEncoder]) -> None:
         }
         shown = ", ".join(f"hit@{k} {share:.4f}" for k, share in hits.items())
         print(f"locomo {name}: {shown} ({len(bench.queries)} questions, {len(bench.docs)} turns)")
-    cosine = (vectors["fp32"] * vectors["int8"]).sum(axis=1)
+    cosine = (vectors["float32"] * vectors["int8"]).sum(axis=1)
     print(
-        f"locomo turns, cosine fp32 to int8: median {np.median(cosine):.4f}, "
+        f"locomo turns, cosine float32 to int8: median {np.median(cosine):.4f}, "
         f"p1 {np.percentile(cosine, 1):.4f}, min {cosine.min():.4f}"
     )
 
@@ -101,10 +83,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scifact", action="store_true", help="SciFact only (slow: ~10 min)")
     parser.add_argument("--locomo", action="store_true", help="LoCoMo only (~2 min)")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/ferrex-int8-eval"))
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    coders = encoders(args.work)
+    with tempfile.TemporaryDirectory(prefix="ferrex-int8-eval-") as home:
+        run(encoders(Path(home)), args)
+
+
+def run(coders: dict[str, LoadedModel], args: argparse.Namespace) -> None:
     both = not (args.scifact or args.locomo)
     if args.locomo or both:
         locomo(coders)

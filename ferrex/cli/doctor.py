@@ -135,8 +135,7 @@ def _dense(
         source = shared_models_dir(os.environ) / BUNDLED_DIR_NAME
         section.update(
             status=_NOT_LOADED,
-            identity=None if known is None else {
-                "name": known.name, "dim": known.dim, "file_sha256": known.file_sha256},
+            identity=None if known is None else _identity(known),
             source=str(source) if choice.kind == "bundled" else None,
             assembled=source.is_dir() if choice.kind == "bundled" else None,
         )  # fmt: skip
@@ -160,12 +159,26 @@ def _dense(
     section.update(
         status="ok",
         source=str(loaded.source) if loaded.source is not None else None,
-        identity={"name": identity.name, "dim": identity.dim, "file_sha256": identity.file_sha256},
+        identity=_identity(identity),
         load_seconds=round(loaded.load_seconds, 3),
         test_embed_ms=round(embed_ms, 2),
         test_vector_norm=round(float(np.linalg.norm(vector)), 4),
     )
     return section
+
+
+def _identity(identity: ModelIdentity) -> dict[str, Any]:
+    return {
+        "name": identity.name,
+        "dim": identity.dim,
+        "file_sha256": identity.file_sha256,
+        "variant": identity.variant or None,
+    }
+
+
+def _echo_variant(identity: dict[str, Any]) -> None:
+    if identity.get("variant"):
+        click.echo(f"           runs    {identity['variant']} (its own vectors)")
 
 
 def _recorded(home: Path) -> ModelIdentity | None:
@@ -281,6 +294,7 @@ def _print_text(report: dict[str, Any]) -> None:
     if dense["status"] == _NOT_LOADED:
         if dense.get("identity"):
             click.echo(f"           sha256  {dense['identity']['file_sha256']}")
+            _echo_variant(dense["identity"])
         if dense.get("source"):
             state = "assembled" if dense["assembled"] else "assembled at first use"
             click.echo(f"           source  {dense['source']} ({state})")
@@ -291,6 +305,7 @@ def _print_text(report: dict[str, Any]) -> None:
             click.echo(f"           probe   {identity['file_sha256']}")
         else:
             click.echo(f"           sha256  {identity['file_sha256']}")
+            _echo_variant(identity)
             click.echo(f"           source  {dense['source']}")
         click.echo(
             f"           loaded in {dense['load_seconds']:.2f} s, "

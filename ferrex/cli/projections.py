@@ -90,8 +90,8 @@ def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
 @click.option(
     "--model",
     required=True,
-    help="The dense model to move to: small, mid, best, a model directory, or openai:MODEL "
-    "(on the server at models.embedding_url).",
+    help="The dense model to move to: small, small-float, mid, best, a model directory, or "
+    "openai:MODEL (on the server at models.embedding_url).",
 )
 @reads_home
 def reembed(app: App, model: str, as_json: bool) -> None:

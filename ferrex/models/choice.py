@@ -2,7 +2,9 @@
 
 Tiers (``FERREX_EMBEDDING_MODEL`` or the ``setting`` argument of
 :func:`choose_embedding_model`): ``small`` (default, offline: all-MiniLM-L6-v2 from installed
-packages, see :mod:`ferrex.models.bundled`), ``mid`` (``BAAI/bge-small-en-v1.5``), ``best``
+packages, see :mod:`ferrex.models.bundled`, its matrix products on 8-bit activations),
+``small-float`` (the same model in float32, the vectors of ferrex before 8-bit activations),
+``mid`` (``BAAI/bge-small-en-v1.5``), ``best``
 (``BAAI/bge-base-en-v1.5``), or the path of a model directory holding an ONNX file
 (``model.onnx`` or ``onnx/model.onnx``), ``tokenizer.json`` and ``tokenizer_config.json``,
 or ``openai:MODEL``, a model on an OpenAI-compatible embeddings server.
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from ferrex.errors import UsageError
+from ferrex.models.identity import INT8_ACTIVATIONS
 
 MODEL_ENV: Final = "FERREX_EMBEDDING_MODEL"
 DOWNLOAD_ENV: Final = "FERREX_ALLOW_DOWNLOAD"
@@ -49,6 +52,9 @@ class EmbeddingChoice:
     model_name: str
     expected_dim: int | None = None
     directory: Path | None = None
+    variant: str = ""
+    """The arithmetic asked of a local model (:attr:`ModelIdentity.variant`): ``small`` runs
+    on 8-bit activations, ``small-float`` the same model in float32."""
 
 
 def choose_embedding_model(setting: str | None, env: Mapping[str, str]) -> EmbeddingChoice:
@@ -75,6 +81,10 @@ def choose_embedding_model(setting: str | None, env: Mapping[str, str]) -> Embed
             )
         return EmbeddingChoice("remote", value, origin, f"{REMOTE_PREFIX}{model}")
     if tier == "small":
+        return EmbeddingChoice(
+            "bundled", value, origin, BUNDLED_MODEL, BUNDLED_DIM, variant=INT8_ACTIVATIONS
+        )
+    if tier == "small-float":
         return EmbeddingChoice("bundled", value, origin, BUNDLED_MODEL, BUNDLED_DIM)
     if tier in DOWNLOAD_TIERS:
         name, dim = DOWNLOAD_TIERS[tier]
@@ -84,7 +94,7 @@ def choose_embedding_model(setting: str | None, env: Mapping[str, str]) -> Embed
         return EmbeddingChoice("directory", value, origin, directory.name, None, directory)
     raise UsageError(
         f"unknown embedding model {value!r} (from {origin})",
-        hint="use small, mid, best, the path of a model directory, or openai:MODEL",
+        hint="use small, small-float, mid, best, the path of a model directory, or openai:MODEL",
     )
 
 

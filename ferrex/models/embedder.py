@@ -32,6 +32,7 @@ from ferrex.models.loading import (
     LoadedModel,
     Runner,
     TokenCounter,
+    bundled_variant,
     load_model,
     local_source,
 )
@@ -203,7 +204,8 @@ class Embedder:
         if self._model is not None:
             return self._model.identity
         if self.choice.kind == "bundled":
-            return ModelIdentity(BUNDLED_MODEL, BUNDLED_DIM, BUNDLED_FILES["model.onnx"])
+            variant = bundled_variant(self.choice, self.runner)
+            return ModelIdentity(BUNDLED_MODEL, BUNDLED_DIM, BUNDLED_FILES["model.onnx"], variant)
         return None
 
     @property

@@ -85,9 +85,18 @@ class SessionSettings:
 
 
 def open_session(
-    model_path: Path, settings: SessionSettings, *, optimized: Path | None = None
+    model_path: Path,
+    settings: SessionSettings,
+    *,
+    optimized: Path | None = None,
+    int8_activations: bool = False,
 ) -> ort.InferenceSession:
     """An ONNX Runtime CPU session over ``model_path`` with ``settings``, fully optimised.
+
+    ``int8_activations``: the matrix products with int8 weights run on 8-bit activations
+    (:func:`ferrex.models.graph.int8_matrix_products`: other vectors, a model identity of
+    their own); ``optimized`` must then be a path for that graph (:func:`optimized_path` with
+    the variant).
 
     ``optimized``: where the fully optimised graph is kept (see :func:`optimized_path`). If
     that file is there it is loaded as it is, without optimising again; if it is missing, or
@@ -106,19 +115,21 @@ def open_session(
             with contextlib.suppress(OSError):
                 optimized.unlink()
     if optimized is None:
-        return _session(
-            ort, _rewritten(model_path), settings, ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        )
-    return _build_optimized(ort, model_path, settings, optimized)
+        model = _rewritten(model_path, int8_activations)
+        return _session(ort, model, settings, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    return _build_optimized(ort, model_path, settings, optimized, int8_activations)
 
 
-def _rewritten(model_path: Path) -> bytes:
+def _rewritten(model_path: Path, int8_activations: bool) -> bytes:
     """The model's graph as it is optimised: int8 embedding tables kept int8 (see
     :mod:`ferrex.models.graph`; the same vectors, some 35 MB less memory for the bundled
-    model)."""
-    from ferrex.models.graph import int8_embedding_lookups
+    model), and with ``int8_activations`` the int8 weights' matrix products on 8-bit
+    activations."""
+    from ferrex.models.graph import int8_embedding_lookups, int8_matrix_products
 
     model, _ = int8_embedding_lookups(model_path.read_bytes())
+    if int8_activations:
+        model, _ = int8_matrix_products(model)
     return model
 
 
@@ -149,13 +160,17 @@ def _session(
 
 
 def _build_optimized(
-    ort: Any, model_path: Path, settings: SessionSettings, optimized: Path
+    ort: Any,
+    model_path: Path,
+    settings: SessionSettings,
+    optimized: Path,
+    int8_activations: bool,
 ) -> ort.InferenceSession:
     """Optimise ``model_path`` fully, saving the graph to ``optimized`` (written under a
     temporary name and renamed, so a reader never meets half a file); older optimised files
-    of the same model (another ONNX Runtime, another CPU) are removed."""
+    of the same model and variant (another ONNX Runtime, another CPU) are removed."""
     level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    model = _rewritten(model_path)
+    model = _rewritten(model_path, int8_activations)
     try:
         optimized.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         temporary = optimized.with_name(f".{optimized.name}.{os.getpid()}.tmp")
@@ -170,7 +185,7 @@ def _build_optimized(
         with contextlib.suppress(OSError):
             temporary.unlink()
         return _session(ort, model, settings, level)
-    prefix = optimized.name.split("-", 1)[0] + "-"
+    prefix = optimized.name.split("-ort", 1)[0] + "-ort"  # the same model and variant
     for other in optimized.parent.glob(f"{prefix}*.onnx"):
         if other != optimized:
             with contextlib.suppress(OSError):
@@ -178,18 +193,20 @@ def _build_optimized(
     return session
 
 
-def optimized_path(directory: Path, model_sha256: str) -> Path:
+def optimized_path(directory: Path, model_sha256: str, variant: str = "") -> Path:
     """Where the fully optimised graph of the model whose file hashes to ``model_sha256`` is
-    kept in ``directory``: one file per model, ONNX Runtime version and CPU (a graph
-    optimised at the highest level may use kernels of this CPU's instruction set) and version
-    of ferrex's own rewrite of the graph, so a change of any is a new file, built at the next
-    start."""
+    kept in ``directory``: one file per model, variant of its arithmetic (``variant``, see
+    :attr:`~ferrex.models.identity.ModelIdentity.variant`), ONNX Runtime version and CPU (a
+    graph optimised at the highest level may use kernels of this CPU's instruction set) and
+    version of ferrex's own rewrite of the graph, so a change of any is a new file, built at
+    the next start."""
     import onnxruntime as ort
 
     from ferrex.models.graph import REWRITE_VERSION
 
     version = re.sub(r"[^0-9A-Za-z.]+", "_", ort.__version__)
-    name = f"{model_sha256[:24]}-ort{version}-{cpu_key()}-g{REWRITE_VERSION}.onnx"
+    kind = f"-{variant}" if variant else ""
+    name = f"{model_sha256[:24]}{kind}-ort{version}-{cpu_key()}-g{REWRITE_VERSION}.onnx"
     return directory / name
 
 
@@ -338,13 +355,19 @@ class OnnxEncoder:
         mean_pooling: bool,
         settings: SessionSettings,
         optimized: Path | None = None,
+        int8_activations: bool = False,
     ) -> None:
         self.settings = settings
         self.mean_pooling = mean_pooling
         self.optimized = optimized
         """Where the optimised graph is kept (None: optimised at every start)."""
         self._tokenizer, self._pad_id = load_tokenizer(directory)
-        self._session = open_session(directory / model_file, settings, optimized=optimized)
+        self._session = open_session(
+            directory / model_file,
+            settings,
+            optimized=optimized,
+            int8_activations=int8_activations,
+        )
         self._run_options = run_options(settings)
         release_freed_memory()
         self._inputs = {node.name for node in self._session.get_inputs()}

@@ -4,8 +4,8 @@ Downloaded models live in the data directory (``<home>/models/fastembed``); the 
 assembled from installed files, lives once per user in :func:`shared_models_dir`.
 
 Every vector is tagged by the :class:`ModelIdentity` (name, dimension, SHA-256 of the model
-file) of the model that made it; the cache and the projections key on that identity, so
-vectors of two models are never mixed.
+file, and the variant of the arithmetic, if any) of the model that made it; the cache and the
+projections key on that identity, so vectors of two models are never mixed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
+
+#: The :attr:`ModelIdentity.variant` of a model whose matrix products run on 8-bit
+#: activations against its int8 weights (:func:`ferrex.models.graph.int8_matrix_products`).
+INT8_ACTIVATIONS: Final = "int8-activations"
 
 #: Overrides the per-user cache directory (tests point it at a temporary directory).
 CACHE_ENV: Final = "FERREX_CACHE_DIR"
@@ -27,10 +31,14 @@ class ModelIdentity:
     name: str
     dim: int
     file_sha256: str
+    variant: str = ""
+    """How the file's weights are computed with, when that changes the vectors (the default
+    model's ``int8-activations``, see :mod:`ferrex.models.graph`); empty: as the file says."""
 
     @property
     def key(self) -> str:
-        return f"{self.name}|{self.dim}|{self.file_sha256}"
+        base = f"{self.name}|{self.dim}|{self.file_sha256}"
+        return f"{base}|{self.variant}" if self.variant else base
 
 
 def models_dir(home: Path) -> Path:

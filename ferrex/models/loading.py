@@ -40,7 +40,13 @@ from ferrex.models.choice import (
     REMOTE_PREFIX,
     EmbeddingChoice,
 )
-from ferrex.models.identity import ModelIdentity, models_dir, sha256_file, shared_models_dir
+from ferrex.models.identity import (
+    INT8_ACTIVATIONS,
+    ModelIdentity,
+    models_dir,
+    sha256_file,
+    shared_models_dir,
+)
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
@@ -360,15 +366,17 @@ def load_model(
             assert source is not None
             registered = BUNDLED_FASTEMBED_NAME
             file_sha256 = BUNDLED_FILES["model.onnx"]
+            variant = bundled_variant(choice, runner)
             engine = _open_local(
                 registered, source, "model.onnx", True, fastembed_cache, threads, choice, runner,
-                optimized=_optimized_dir(shared), model_sha256=file_sha256,
+                optimized=_optimized_dir(shared), model_sha256=file_sha256, variant=variant,
             )  # fmt: skip
         case "directory":
             source = local_source(choice)
             assert source is not None
             model_file = _check_directory(source, choice)
             file_sha256 = sha256_file(source / model_file)
+            variant = ""
             engine = _open_local(
                 f"ferrex-dir/{file_sha256[:16]}",
                 source,
@@ -386,6 +394,7 @@ def load_model(
         case "download":
             engine = _open_download(choice, fastembed_cache, offline, threads)
             source, file_sha256 = downloaded_model_file(engine.model)
+            variant = ""
         case "remote":  # returned above
             raise AssertionError("unreachable")
         case _:
@@ -403,10 +412,17 @@ def load_model(
             f"embedding model {choice.model_name} produced {dim} dimensions, "
             f"expected {choice.expected_dim}",
         )
-    identity = ModelIdentity(choice.model_name, dim, file_sha256)
+    identity = ModelIdentity(choice.model_name, dim, file_sha256, variant)
     loaded = LoadedModel(identity, source, engine, time.perf_counter() - started)
     log.info("loaded embedding model %s in %.2fs", loaded.identity.key, loaded.load_seconds)
     return loaded
+
+
+def bundled_variant(choice: EmbeddingChoice, runner: Runner) -> str:
+    """The arithmetic the default model runs with: what ``choice`` asks
+    (:data:`~ferrex.models.identity.INT8_ACTIVATIONS` for ``small``), on ferrex's own
+    runner; fastembed runs the file as it is."""
+    return choice.variant if runner == "direct" else ""
 
 
 #: Under the shared models directory: local models' fully optimised ONNX graphs
@@ -450,6 +466,7 @@ def _open_local(
     dim: int = BUNDLED_DIM,
     optimized: Path | None = None,
     model_sha256: str | None = None,
+    variant: str = "",
 ) -> OnnxEncoder | TextEmbedding:
     with hub_offline(True):
         try:
@@ -462,10 +479,11 @@ def _open_local(
                     mean_pooling=mean_pooling,
                     settings=SessionSettings.for_machine(threads),
                     optimized=(
-                        optimized_path(optimized, model_sha256)
+                        optimized_path(optimized, model_sha256, variant)
                         if optimized is not None and model_sha256 is not None
                         else None
                     ),
+                    int8_activations=variant == INT8_ACTIVATIONS,
                 )
             from fastembed import TextEmbedding
 

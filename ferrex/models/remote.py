@@ -360,13 +360,14 @@ def _error_detail(exc: urllib.error.HTTPError) -> str:
 
 def recorded_identity(encoders: str) -> ModelIdentity | None:
     """The dense model's identity inside a generation's encoders identity
-    (``name|dim|file_sha256+bm25…``, see :func:`ferrex.app.build_encoders`), or None."""
+    (``name|dim|file_sha256[|variant]+bm25…``, see :func:`ferrex.app.build_encoders`), or
+    None."""
     name, _, rest = encoders.partition("|")
     dim, _, rest = rest.partition("|")
-    file_sha256 = rest.split("+", 1)[0]
+    file_sha256, _, variant = rest.split("+", 1)[0].partition("|")
     if not name or not dim.isdigit() or not file_sha256:
         return None
-    return ModelIdentity(name, int(dim), file_sha256)
+    return ModelIdentity(name, int(dim), file_sha256, variant)
 
 
 def mismatch_error(

@@ -1,4 +1,5 @@
-"""ferrex's own ONNX path against fastembed's: the same vectors, in input order, sane threads;
+"""ferrex's own ONNX path against fastembed's: the same vectors in float32, close ones on 8-bit
+activations (under their own identity), in input order whatever the batch, sane threads;
 and the first store's wait for the model (a bad store does not wait; a good one says it did)."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ferrex.config import load
 from ferrex.errors import UsageError
 from ferrex.models import Embedder, choose_embedding_model, load_model
 from ferrex.models.encoder import SessionSettings, open_session, usable_cores
+from ferrex.models.identity import INT8_ACTIVATIONS
 from ferrex.models.loading import LoadedModel
 from ferrex.rules.memory_input import StoreRequest
 
@@ -34,15 +36,18 @@ def _texts(count: int, seed: int) -> list[str]:
 
 @pytest.fixture(scope="module")
 def both(model_home: Path) -> tuple[LoadedModel, LoadedModel]:
+    """The default model on ferrex's runner (8-bit activations), and on fastembed's."""
     choice = choose_embedding_model("small", {})
     return load_model(choice, model_home), load_model(choice, model_home, runner="fastembed")
 
 
-def test_the_direct_path_gives_the_previous_paths_vectors(
-    both: tuple[LoadedModel, LoadedModel],
+def test_the_float_direct_path_gives_the_previous_paths_vectors(
+    both: tuple[LoadedModel, LoadedModel], model_home: Path
 ) -> None:
-    direct, previous = both
+    _, previous = both
+    direct = load_model(choose_embedding_model("small-float", {}), model_home)
     assert (direct.runner, previous.runner) == ("direct", "fastembed")
+    assert direct.identity == previous.identity and not direct.identity.variant
     texts = _texts(80, seed=17)
     new, old = direct.run(texts, 64), previous.run(texts, 64)
     assert new.shape == old.shape == (len(texts), 384)
@@ -51,8 +56,27 @@ def test_the_direct_path_gives_the_previous_paths_vectors(
     assert np.allclose(np.linalg.norm(new, axis=1), 1.0, atol=1e-5)
 
 
-def test_outputs_come_back_in_input_order(both: tuple[LoadedModel, LoadedModel]) -> None:
-    direct, _ = both
+def test_eight_bit_activations_stay_close_to_the_float_vectors_under_their_own_identity(
+    both: tuple[LoadedModel, LoadedModel],
+) -> None:
+    direct, previous = both
+    assert direct.identity.variant == INT8_ACTIVATIONS
+    assert previous.identity.variant == ""  # fastembed runs the file as it is
+    assert direct.identity.key == previous.identity.key + "|" + INT8_ACTIVATIONS
+    texts = _texts(80, seed=17)
+    new, old = direct.run(texts, 64), previous.run(texts, 64)
+    cosines = np.sum(new * old, axis=1)
+    # Close (the quantization moves each vector a little) but not the same vectors.
+    assert float(np.median(cosines)) >= 0.995, float(np.median(cosines))
+    assert float(cosines.min()) >= 0.97, (float(cosines.min()), texts[int(cosines.argmin())])
+    assert float(np.median(cosines)) < 0.99999
+    assert np.allclose(np.linalg.norm(new, axis=1), 1.0, atol=1e-5)
+
+
+def test_outputs_come_back_in_input_order_and_a_vector_does_not_depend_on_its_batch(
+    both: tuple[LoadedModel, LoadedModel],
+) -> None:
+    direct, _ = both  # 8-bit activations: each token's row has a scale of its own
     texts = _texts(40, seed=3)
     random.Random(5).shuffle(texts)  # lengths in no order: the batches are planned by length
     together = direct.run(texts, 8)

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper
 from ferrex.models import choose_embedding_model
 from ferrex.models.bundled import BUNDLED_FILES
 from ferrex.models.encoder import OnnxEncoder, SessionSettings, open_session, optimized_path
-from ferrex.models.graph import int8_embedding_lookups
+from ferrex.models.graph import int8_embedding_lookups, int8_matrix_products
 from ferrex.models.loading import local_source
 
 
@@ -108,3 +108,83 @@ def test_a_small_lookup_is_rewritten_and_answers_the_same() -> None:
 )
 def test_other_graphs_and_bad_bytes_pass_through_unchanged(graph: bytes) -> None:
     assert int8_embedding_lookups(graph) == (graph, 0)
+
+
+def _product_graph(
+    *, scale_shape: tuple[int, ...] = (1, 4), weight_kind: int = TensorProto.INT8
+) -> bytes:
+    rng = np.random.default_rng(11)
+    low = 0 if weight_kind == TensorProto.UINT8 else -127
+    values = rng.integers(low, low + 255, 24).tolist()
+    weight = helper.make_tensor("weight", weight_kind, [6, 4], values)
+    count = int(np.prod(scale_shape))
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, list(scale_shape), [0.01] * count)
+    nodes = [
+        helper.make_node("Cast", ["weight"], ["wide"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["wide", "scale"], ["weights"]),
+        helper.make_node("MatMul", ["x", "weights"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "product", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, None, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=[weight, scale],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model.SerializeToString()
+
+
+def test_a_product_on_eight_bit_activations_is_close_and_each_row_stands_alone() -> None:
+    original = _product_graph()
+    rewritten, turned = int8_matrix_products(original)
+    assert turned == 1
+    loaded = onnx.load_from_string(rewritten)
+    assert "MatMulIntegerToFloat" in [n.op_type for n in loaded.graph.node]
+    assert "com.microsoft" in [o.domain for o in loaded.opset_import]
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 3, 6)).astype(np.float32)
+    x[1, 2] *= 1000.0  # one loud row must not coarsen the others' steps
+    x[0, 1] = 0.0  # a row of zeros gives zeros, not NaN
+    exact = _session(original).run(None, {"x": x})[0]
+    approx = _session(rewritten).run(None, {"x": x})[0]
+    assert np.all(np.isfinite(approx)) and np.array_equal(approx[0, 1], np.zeros(4, np.float32))
+    for row in ((0, 0), (0, 2), (1, 0), (1, 1), (1, 2)):
+        error = np.abs(approx[row] - exact[row]).max()
+        assert error <= 0.02 * np.abs(exact[row]).max() + 1e-6, (row, error)
+    assert not np.array_equal(approx, exact)  # quantized, not the float product
+    alone = _session(rewritten).run(None, {"x": x[1:, 1:2]})[0]
+    assert np.array_equal(alone[0, 0], approx[1, 1])  # a row's numbers are its own
+
+
+def test_the_bundled_model_on_eight_bit_activations_keeps_each_texts_rows_its_own(
+    model_file: Path,
+) -> None:
+    lookups, _ = int8_embedding_lookups(model_file.read_bytes())
+    rewritten, turned = int8_matrix_products(lookups)
+    assert turned == 36  # query, key, value, output and two feed-forward products, 6 layers
+    onnx.checker.check_model(onnx.load_from_string(rewritten), full_check=True)
+    session = _session(rewritten)
+    rng = np.random.default_rng(9)
+    ids = rng.integers(1000, 30000, (3, 12)).astype(np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids),
+            "token_type_ids": np.zeros_like(ids)}  # fmt: skip
+    together = session.run(None, feed)[0]
+    one = {k: v[1:2] for k, v in feed.items()}
+    assert np.allclose(session.run(None, one)[0][0], together[1], atol=1e-5)
+    reference = _session(model_file.read_bytes()).run(None, feed)[0]
+    cosine = np.sum(together * reference, axis=-1) / (
+        np.linalg.norm(together, axis=-1) * np.linalg.norm(reference, axis=-1)
+    )
+    assert float(cosine.min()) > 0.97 and float(np.median(cosine)) < 0.99999
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [
+        _product_graph(scale_shape=(6, 1)),  # one scale per row of the weight: not per column
+        _product_graph(weight_kind=TensorProto.UINT8),
+        b"\x0a\xff\xff",
+        b"",
+    ],
+    ids=["row-scales", "uint8-weight", "torn", "empty"],
+)
+def test_other_products_and_bad_bytes_pass_through_unchanged(graph: bytes) -> None:
+    assert int8_matrix_products(graph) == (graph, 0)
