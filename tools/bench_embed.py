@@ -6,7 +6,8 @@ Usage: ``nice -n 10 .venv/bin/python tools/bench_embed.py [--rounds N] [--varian
 Both paths load the bundled all-MiniLM-L6-v2 in this process. The previous path is what
 ``Embedder.embed_many`` did before: texts sorted by character count, then fastembed's
 ``embed`` in batches of 64 on its default ONNX session. The current path is
-:class:`~ferrex.models.encoder.OnnxEncoder`. Rounds alternate which path goes first and the
+:class:`~ferrex.models.encoder.OnnxEncoder` as the default tier runs it (8-bit activations),
+beside the same encoder in float32 (``small-float``). Rounds alternate which path goes first and the
 ratio is taken per round, so a change in the machine's load hits both; medians are reported,
 with the load average before and after. ``--variants`` adds session settings (threads,
 spinning) to the table.
@@ -44,6 +45,7 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.models.choice import choose_embedding_model
 from ferrex.models.encoder import OnnxEncoder, SessionSettings, usable_cores
+from ferrex.models.identity import INT8_ACTIVATIONS
 from ferrex.models.loading import LoadedModel, Runner, load_model
 from ferrex.rules.memory_input import StoreRequest
 
@@ -239,9 +241,11 @@ def main() -> None:
         "short (5-40 tokens)": make_texts(args.short, 5, 40, count, seed=1),
         "long (60-256 tokens)": make_texts(args.long, 60, 256, count, seed=2),
     }
+    in_float = load_model(choose_embedding_model("small-float", {}), home)
     paths: dict[str, Callable[[Sequence[str]], object]] = {
         "previous (fastembed)": previous_path(old),
         "current": lambda texts: new.run(texts, 64),
+        "current in float32 (small-float)": lambda texts: in_float.run(texts, 64),
     }
     if args.variants:
         variants = {
@@ -252,8 +256,9 @@ def main() -> None:
         }
         for label, settings in variants.items():
             paths[label] = OnnxEncoder(
-                new.source, "model.onnx", mean_pooling=True, settings=settings
-            ).run
+                new.source, "model.onnx", mean_pooling=True, settings=settings,
+                int8_activations=choice.variant == INT8_ACTIVATIONS,
+            ).run  # fmt: skip
     one_at_a_time = sets["short (5-40 tokens)"][:64]
     rates: dict[tuple[str, str], list[float]] = {}
     cpu: dict[tuple[str, str], list[float]] = {}

@@ -166,17 +166,21 @@ def main() -> None:
     import ferrex
     from ferrex.models.choice import choose_embedding_model
     from ferrex.models.encoder import OnnxEncoder
+    from ferrex.models.identity import INT8_ACTIVATIONS
     from ferrex.models.loading import load_model, local_source
 
     with tempfile.TemporaryDirectory(prefix="bench-import-") as scratch:
         work = Path(scratch)
         choice = choose_embedding_model("small", {})
-        # Assembles the model and builds its optimised graph; its session's settings are the
-        # bare side's, so that both sides run the model as ferrex runs it.
+        # Assembles the model and builds its optimised graph; its session's settings and its
+        # arithmetic are the bare side's, so that both sides run the model as ferrex runs it.
         settings = load_model(choice, work / "warm").session_settings
         source = local_source(choice)
         assert source is not None and settings is not None
-        encoder = OnnxEncoder(source, "model.onnx", mean_pooling=True, settings=settings)
+        encoder = OnnxEncoder(
+            source, "model.onnx", mean_pooling=True, settings=settings,
+            int8_activations=choice.variant == INT8_ACTIVATIONS,
+        )  # fmt: skip
         compiled(Path(ferrex.__file__).resolve().parent.parent)  # the one this side imports
         if args.against is not None:
             compiled(args.against)
