@@ -31,7 +31,7 @@ from ferrex.models import (
     text_key,
 )
 from ferrex.models.bundled import bundled_sources
-from ferrex.models.identity import shared_models_dir
+from ferrex.models.identity import INT8_ACTIVATIONS, shared_models_dir
 
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
@@ -55,7 +55,9 @@ def _unique(text: str) -> str:
 
 
 def test_identity_is_minilm_384_pinned(embedder: Embedder, home: Path) -> None:
-    assert embedder.identity == ModelIdentity(BUNDLED_MODEL, 384, MINILM_ONNX_SHA256)
+    assert embedder.identity == ModelIdentity(
+        BUNDLED_MODEL, 384, MINILM_ONNX_SHA256, INT8_ACTIVATIONS
+    )
     # One copy per user, in the (test) cache directory, none in the data directory.
     assert embedder.model().source == shared_models_dir(os.environ) / BUNDLED_DIR_NAME
     assert not (models_dir(home) / BUNDLED_DIR_NAME).exists()
@@ -224,8 +226,13 @@ def test_a_model_directory_loads_like_the_bundled_model(embedder: Embedder, home
         identity = custom.identity
         assert (identity.name, identity.dim) == (BUNDLED_DIR_NAME, 384)
         assert identity.file_sha256 == MINILM_ONNX_SHA256
+        assert identity.variant == ""  # a directory's model runs as its file says
         text = "mean pooling and normalisation come from the directory's own config"
-        assert np.allclose(custom.embed(text), embedder.embed(text), atol=1e-6)
+        in_float = Embedder(home, choose_embedding_model("small-float", {}), use_cache=False)
+        try:
+            assert np.allclose(custom.embed(text), in_float.embed(text), atol=1e-6)
+        finally:
+            in_float.close()
     finally:
         custom.close()
 

@@ -14,7 +14,7 @@ import pytest
 from ferrex.models import choose_embedding_model, load_model
 from ferrex.models.bundled import BUNDLED_FILES
 from ferrex.models.encoder import OnnxEncoder, SessionSettings, optimized_path
-from ferrex.models.identity import shared_models_dir
+from ferrex.models.identity import INT8_ACTIVATIONS, shared_models_dir
 from ferrex.models.loading import OPTIMIZED_DIR_NAME, local_source
 
 WORDS = ("the", "deploy", "failed", "after", "migration", "Priya", "owns", "ledger-api", "東京")
@@ -86,8 +86,14 @@ def test_a_graph_directory_that_cannot_be_written_costs_only_the_saving(
 
 
 def test_loading_the_default_model_keeps_its_graph_in_the_user_cache(tmp_path: Path) -> None:
+    graphs = shared_models_dir(os.environ) / OPTIMIZED_DIR_NAME
+    sha = BUNDLED_FILES["model.onnx"]
+    quantized = optimized_path(graphs, sha, INT8_ACTIVATIONS)
+    in_float = optimized_path(graphs, sha)
+    assert quantized.name != in_float.name
     load_model(choose_embedding_model("small", {}), tmp_path)
-    kept = list((shared_models_dir(os.environ) / OPTIMIZED_DIR_NAME).glob("*.onnx"))
-    assert [p.name for p in kept] == [
-        optimized_path(kept[0].parent, BUNDLED_FILES["model.onnx"]).name
-    ]
+    assert quantized.is_file()
+    # Each variant keeps its own graph: building one does not remove the other's.
+    load_model(choose_embedding_model("small-float", {}), tmp_path)
+    load_model(choose_embedding_model("small", {}), tmp_path)
+    assert {p.name for p in graphs.glob(f"{sha[:24]}*.onnx")} == {quantized.name, in_float.name}

@@ -14,6 +14,8 @@ from ferrex.models import (
     choose_embedding_model,
     downloads_allowed,
 )
+from ferrex.models.identity import INT8_ACTIVATIONS
+from ferrex.models.remote import recorded_identity
 from ferrex.models.rerank import RerankerChoice, RerankStage, choose_reranker, rerank_order
 
 
@@ -34,6 +36,22 @@ def test_default_is_the_bundled_small_model() -> None:
 def test_download_tiers(value: str, model: str, dim: int) -> None:
     choice = choose_embedding_model(value, {})
     assert (choice.kind, choice.model_name, choice.expected_dim) == ("download", model, dim)
+
+
+def test_small_runs_on_eight_bit_activations_and_small_float_does_not() -> None:
+    small, in_float = choose_embedding_model("small", {}), choose_embedding_model("Small-Float", {})
+    assert (small.kind, in_float.kind) == ("bundled", "bundled")
+    assert small.model_name == in_float.model_name and small.expected_dim == 384
+    assert (small.variant, in_float.variant) == (INT8_ACTIVATIONS, "")
+
+
+def test_a_variant_is_part_of_the_identity_and_read_back_from_a_generation() -> None:
+    plain = ModelIdentity(BUNDLED_MODEL, 384, "ab" * 32)
+    quantized = ModelIdentity(BUNDLED_MODEL, 384, "ab" * 32, INT8_ACTIVATIONS)
+    assert plain != quantized and plain.key != quantized.key
+    assert plain.key == f"{BUNDLED_MODEL}|384|{'ab' * 32}"  # older homes' keys unchanged
+    for identity in (plain, quantized):
+        assert recorded_identity(f"{identity.key}+bm25-v1;k1=1.2;b=0.75;avgdl=32") == identity
 
 
 def test_the_argument_wins_over_the_environment() -> None:
@@ -66,7 +84,7 @@ def test_an_unknown_model_name_is_a_usage_error_naming_the_choices() -> None:
         choose_embedding_model(None, {"FERREX_EMBEDDING_MODEL": "huge"})
     assert "huge" in raised.value.message
     assert "FERREX_EMBEDDING_MODEL" in raised.value.message
-    assert raised.value.hint is not None and "small, mid, best" in raised.value.hint
+    assert raised.value.hint is not None and "small, small-float, mid, best" in raised.value.hint
 
 
 @pytest.mark.parametrize(
