@@ -129,18 +129,34 @@ def timed_import(
     source = work / f"{home.name}.jsonl"
     source.write_text("".join(json.dumps({"content": t}) + "\n" for t in lines))
     env = {**os.environ, "FERREX_HOME": str(home)}
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
+    # The tree first on the path, and the child run in the scratch directory: ``python -c``
+    # puts its working directory before PYTHONPATH, so a run from inside one tree would
+    # import that tree's ferrex on both sides.
+    first = tree if tree is not None else Path(__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join([str(first), *filter(None, [env.get("PYTHONPATH")])])
     started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(
         [*FERREX, "import", str(source), "--json"],
-        env=env, capture_output=True, text=True, check=False,
+        env=env, cwd=work, capture_output=True, text=True, check=False,
     )  # fmt: skip
     seconds, cpu = time.perf_counter() - started, _children_cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"ferrex import failed ({done.returncode}): {done.stderr[-2000:]}")
     counts: dict[str, int] = json.loads(done.stdout)["counts"]
     return seconds, cpu, counts
+
+
+def imported_from(tree: Path | None, work: Path) -> str:
+    """Where a child run as :func:`timed_import` runs it imports ferrex from (printed, so a
+    side that ran the wrong tree shows)."""
+    first = tree if tree is not None else Path(__file__).resolve().parents[1]
+    path = os.pathsep.join([str(first), *filter(None, [os.environ.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-c", "import ferrex; print(ferrex.__file__)"],
+        env={**os.environ, "PYTHONPATH": path}, cwd=work, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    return str(Path(done.stdout.strip()).parent)
 
 
 def compiled(tree: Path) -> None:
@@ -184,6 +200,9 @@ def main() -> None:
         compiled(Path(ferrex.__file__).resolve().parent.parent)  # the one this side imports
         if args.against is not None:
             compiled(args.against)
+        print(f"import side runs {imported_from(None, work)}", flush=True)
+        if args.against is not None:
+            print(f"against side runs {imported_from(args.against, work)}", flush=True)
         timed_import(texts(50, seed=999), work)  # the interpreter's and the OS's caches
         if args.against is not None:
             timed_import(texts(50, seed=998), work, args.against)

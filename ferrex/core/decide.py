@@ -42,7 +42,8 @@ The rules of a store, in order:
    in a ``facts.possible_conflict`` event (the answer's ``possible_conflict``).
 4. **Procedures**: the next version of the name; the current version is superseded.
 5. **Dedup**: a memory of the same namespace and type whose text is a near copy (dense
-   cosine at or above ``dedup_threshold``, and no difference of meaning found by
+   cosine at or above ``dedup_threshold``, or the same words up to case, spacing and
+   punctuation among the neighbours the dedup check reads, and no difference of meaning found by
    :func:`ferrex.rules.dedup.meaning_difference`: identifiers, quantities, dates, negation,
    opposite words, names, the order of named things) refuses the store as ``duplicate``.
    An episodic memory that is another *event* is no duplicate (:func:`another_event`): the
@@ -1083,10 +1084,12 @@ def _refuse_duplicates(
         ):
             continue
         score = min(score, 1.0)
-        if score < settings.dedup_threshold:
+        old_text = memory_text(old.type, old.body())
+        # The same words up to case, spacing and punctuation are as close as a duplicate,
+        # whatever the model makes of a dropped full stop (0.945 for one such pair).
+        if score < settings.dedup_threshold and not same_text(text, old_text):
             near = near or SimilarMemory(memory_id, score)
             continue
-        old_text = memory_text(old.type, old.body())
         why = another_event(valid, text, old, old_text) if valid.type == "episodic" else None
         if why is None:
             why = meaning_difference(text, old_text)

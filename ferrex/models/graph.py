@@ -14,9 +14,11 @@ A second rewrite, :func:`int8_matrix_products`, changes the numbers on purpose: 
 product with such a weight, ``MatMul(x, Mul(Cast(int8 W), scale[1, N]))``, runs on 8-bit
 activations against the file's own int8 weights (no second quantization of the weights):
 each row of ``x`` is quantized with a scale of its own and multiplied in integers. Products
-whose input other products share (attention's query, key and value) stay float32. On these
-AVX2 cores one short text embeds about 1.25 times as fast and a batch about 1.4 times; the
-vectors move a little (cosine about 0.999 to the float path's), so a model run this way has
+whose input other products share (attention's query, key and value) stay float32. On a
+2-core AMD EPYC (which has AVX-512 VNNI) one short text embeds about 1.3 times as fast and a
+batch about 1.3 times (``tools/bench_embed.py``); the AVX2-only cores the project targets
+multiply u8 by s8 without VNNI, so their gain is still to be measured. The vectors move a
+little (cosine about 0.999 to the float path's), so a model run this way has
 an identity of its own (:data:`ferrex.models.identity.INT8_ACTIVATIONS`).
 
 The model is read and written in protobuf's wire format directly (ferrex does not depend on
@@ -317,7 +319,7 @@ def _turn_product(index: int, graph: _Graph) -> tuple[bytes, list[int]] | None:
 
     Each row of ``x`` (a token's activations) is scaled by ``step = max|row| / 127``, rounded,
     and shifted by 128 into uint8 (zero point 128: the same as signed symmetric quantization,
-    but in the unsigned-by-signed form these AVX2 cores multiply fastest);
+    but in the unsigned-by-signed form x86 cores multiply fastest);
     ``MatMulIntegerToFloat`` multiplies it by the int8 weight in integers and scales the
     columns by the weight's scale; the product with ``step`` scales the rows back. A row's
     numbers depend on that row alone, so a text's vector does not depend on the texts or the
@@ -328,8 +330,8 @@ def _turn_product(index: int, graph: _Graph) -> tuple[bytes, list[int]] | None:
     a layer's query, key and value, whose errors attention's scores amplify. Measured on the
     bundled model (mean-pooled vectors of 210 texts against float32's): all 36 products
     quantized, cosine median 0.9980; the 18 query, key and value products kept float, 0.9993,
-    for three quarters of the speed (one 17-token text 3.6 ms instead of 4.6, float 4.6-4.8;
-    all quantized 2.9-3.5)."""
+    for three quarters of the speed (on the EPYC above, one 17-token text 3.6 ms instead of
+    2.9-3.5 with all quantized; float 4.3-4.8)."""
     product = graph.nodes[index]
     if product.op != "MatMul" or product.domain or len(product.inputs) != 2:
         return None

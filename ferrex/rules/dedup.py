@@ -110,10 +110,12 @@ def _canonical(token: str) -> str:
 def is_duplicate(
     similarity: float, new_text: str, old_text: str, threshold: float = DUPLICATE_THRESHOLD
 ) -> bool:
-    """True when ``new_text`` repeats ``old_text``: similar enough, and no difference that
-    changes meaning (:func:`meaning_difference`)."""
+    """True when ``new_text`` repeats ``old_text``: similar enough, or the same words (up to
+    case, spacing and punctuation: :func:`same_text`, whatever the model's cosine of the two),
+    and no difference that changes meaning (:func:`meaning_difference`)."""
     _check_similarity(similarity)
-    return similarity >= threshold and meaning_difference(new_text, old_text) is None
+    close = similarity >= threshold or same_text(new_text, old_text)
+    return close and meaning_difference(new_text, old_text) is None
 
 
 def classify_object_change(

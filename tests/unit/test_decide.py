@@ -314,6 +314,22 @@ def test_a_close_memory_below_the_duplicate_threshold_is_named_in_the_answer() -
     assert noted.result.similar is not None and noted.result.similar.id == first.result.id
 
 
+def test_the_same_words_up_to_punctuation_are_a_duplicate_below_the_threshold() -> None:
+    view = FakeView()
+    first = store(view, note("metrics-gateway calls feature-engine for every request."))
+    with pytest.raises(Refused) as caught:
+        store(view, note("Metrics-gateway calls feature-engine for every request"),
+              Similar([(first.result.id, 0.94)]), new_id=lambda p: p + "_b")  # fmt: skip
+    assert caught.value.code == "duplicate"
+    # Other words at the same cosine are only noted as similar; a changed number is kept.
+    close = store(view, note("metrics-gateway calls feature-engine on each request"),
+                  Similar([(first.result.id, 0.94)]), new_id=lambda p: p + "_c")  # fmt: skip
+    assert close.result.status == "stored" and close.result.similar is not None
+    version = store(view, note("metrics-gateway v2 calls feature-engine for every request."),
+                    Similar([(first.result.id, 0.94)]), new_id=lambda p: p + "_d")  # fmt: skip
+    assert version.result.status == "stored"
+
+
 def test_a_nan_neighbour_similarity_is_a_bug_not_a_decision() -> None:
     view = FakeView()
     first = store(view, note("The cache is warm"))

@@ -74,6 +74,14 @@ def test_the_duplicate_threshold_is_inclusive() -> None:
     assert not is_duplicate(0.8999999, new, old, threshold=0.9)
 
 
+def test_the_same_words_up_to_case_spacing_and_punctuation_need_no_threshold() -> None:
+    old = "The nightly backup job writes to the s3 bucket ferrex-backups."
+    assert is_duplicate(0.9, "the nightly backup job  writes to the S3 bucket ferrex-backups", old)
+    assert not is_duplicate(0.9, "The nightly backup job writes to the s3 bucket", old)
+    # The same words, but a version's dots are part of it: not the same text, not a duplicate.
+    assert not is_duplicate(0.9, "tokio v1.36 in the API", "tokio v136 in the API")
+
+
 def test_a_nan_similarity_is_a_bug_not_a_decision() -> None:
     with pytest.raises(ValueError, match="finite"):
         is_duplicate(float("nan"), "a", "a")
