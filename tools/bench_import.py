@@ -207,7 +207,7 @@ def main() -> None:
         if args.against is not None:
             timed_import(texts(50, seed=998), work, args.against)
         print(f"{args.texts} texts a side, {args.rounds} rounds, {settings.intra_op_threads} "
-              f"intra-op threads", flush=True)  # fmt: skip
+              f"intra-op threads, batches on {settings.callers} threads", flush=True)  # fmt: skip
         imports: list[float] = []
         bares: list[float] = []
         cpu_ratios: list[float] = []

@@ -6,7 +6,8 @@ busy machine's cores from everything else). Here texts are tokenized in one batc
 sorted by their token count, cut into batches whose padded size stays under a token budget
 (short texts in big batches, long ones in small), padded to each batch's longest, and the
 outputs put back in input order. The session runs one inter-op thread and as many intra-op
-threads as the process may use cores, without spinning; its memory arena is shrunk back after a
+threads as the process may use cores, without spinning, and the batches of one call run on as
+many threads at once (:meth:`SessionSettings.for_machine`); its memory arena is shrunk back after a
 batch of long texts, so their activations are not kept for the process's life.
 
 The tokenizer is read from the model directory as fastembed reads it (the same truncation
@@ -24,7 +25,8 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -78,10 +80,20 @@ class SessionSettings:
     Short batches keep theirs: giving it back and taking it again costs them a fifth of their
     speed."""
 
+    callers: int = 1
+    """How many threads run the planned batches of one :meth:`OnnxEncoder.run` at once, each
+    batch one session run in its thread (ONNX Runtime lets go of the GIL while it runs, and
+    one session serves concurrent runs)."""
+
     @classmethod
     def for_machine(cls, threads: int | None = None) -> SessionSettings:
-        """``threads`` intra-op threads, or one per usable core (at least one)."""
-        return cls(intra_op_threads=max(1, threads if threads else usable_cores()))
+        """``threads`` intra-op threads, or one per usable core (at least one), and as many
+        threads running a call's batches: a single text's operators are split over the
+        cores (a store waits for it), while a batch of 16 short texts is small work to split
+        at each of its operators (every split wakes the other thread and waits for it), so
+        the batches of a call also run side by side, to keep free cores on the model."""
+        cores = max(1, threads if threads else usable_cores())
+        return cls(intra_op_threads=cores, callers=cores)
 
 
 def open_session(
@@ -375,14 +387,30 @@ class OnnxEncoder:
     def run(
         self, texts: Sequence[str], *, budget: int = TOKEN_BUDGET, max_batch: int = MAX_BATCH
     ) -> NDArray[np.float32]:
-        """An ``(n, dim)`` float32 array, row ``i`` the unit vector of ``texts[i]``."""
+        """An ``(n, dim)`` float32 array, row ``i`` the unit vector of ``texts[i]``.
+
+        With more than one caller (:attr:`SessionSettings.callers`) the batches are shared
+        out as each thread finishes its last, and each batch is planned within its share of
+        ``budget``, so the activations of the batches in flight together stay within it."""
         encodings = self._tokenizer.encode_batch(list(texts))
         ids = [encoding.ids for encoding in encodings]
         rows: list[NDArray[np.float32]] = [np.empty(0, np.float32)] * len(ids)
-        for batch in plan_batches([len(i) for i in ids], budget=budget, max_batch=max_batch):
+        callers = self.settings.callers
+        lengths = [len(i) for i in ids]
+        if callers > 1 and len(ids) > max_batch:
+            budget = max(1, budget // callers)
+        batches = plan_batches(lengths, budget=budget, max_batch=max_batch)
+
+        def run_batch(batch: list[int]) -> None:
             vectors = self._run_batch([ids[i] for i in batch])
             for row, index in enumerate(batch):
                 rows[index] = vectors[row]
+
+        if callers > 1 and len(batches) > 1:
+            _shared_out(batches, run_batch, min(callers, len(batches)))
+        else:
+            for batch in batches:
+                run_batch(batch)
         return np.stack(rows) if rows else np.empty((0, 0), np.float32)
 
     def _run_batch(self, ids: Sequence[Sequence[int]]) -> NDArray[np.float32]:
@@ -395,6 +423,39 @@ class OnnxEncoder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: NDArray[np.float32] = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return result
+
+
+def _shared_out(batches: list[list[int]], run: Callable[[list[int]], None], threads: int) -> None:
+    """``run`` every batch once, on ``threads`` threads (this one and ``threads - 1`` more),
+    each taking the next batch left when it is done with its last; the first error is
+    raised here once every thread has stopped (the others take no new batch after it)."""
+    left = iter(batches)
+    taking = threading.Lock()
+    failed: list[BaseException] = []
+
+    def drain() -> None:
+        while not failed:
+            with taking:
+                batch = next(left, None)
+            if batch is None:
+                return
+            try:
+                run(batch)
+            except BaseException as exc:
+                failed.append(exc)
+                return
+
+    helpers = [
+        threading.Thread(target=drain, name=f"ferrex-encode-{n}", daemon=True)
+        for n in range(1, threads)
+    ]
+    for helper in helpers:
+        helper.start()
+    drain()
+    for helper in helpers:
+        helper.join()
+    if failed:
+        raise failed[0]
 
 
 def _pool(hidden: NDArray[np.float32], mask: NDArray[np.int64]) -> NDArray[np.float32]:

@@ -95,7 +95,9 @@ def test_the_session_runs_one_thread_per_usable_core_without_spinning(
     settings = direct.session_settings
     assert settings is not None
     assert settings.intra_op_threads == len(os.sched_getaffinity(0)) == usable_cores()
+    assert settings.callers == usable_cores()  # a call's batches, on as many threads
     assert (settings.inter_op_threads, settings.spinning) == (1, False)
+    assert SessionSettings.for_machine(1).callers == 1
     assert SessionSettings.for_machine(1).intra_op_threads == 1
     assert SessionSettings.for_machine(0).intra_op_threads == usable_cores()
     assert direct.source is not None
@@ -108,7 +110,7 @@ def test_the_session_runs_one_thread_per_usable_core_without_spinning(
 def test_an_embedder_with_threads_passes_them_to_the_session(model_home: Path) -> None:
     embedder = Embedder(model_home, choose_embedding_model("small", {}), threads=1)
     settings = embedder.model().session_settings
-    assert settings is not None and settings.intra_op_threads == 1
+    assert settings is not None and (settings.intra_op_threads, settings.callers) == (1, 1)
     embedder.close()
 
 
