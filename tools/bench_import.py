@@ -120,6 +120,15 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _child_env(tree: Path | None) -> dict[str, str]:
+    """The environment of a child that runs ``tree`` (or this tool's own tree) in the scratch
+    directory: the tree first on the path. ``python -c`` puts its working directory before
+    PYTHONPATH, so a child run from inside one tree would import that tree on both sides."""
+    first = tree if tree is not None else Path(__file__).resolve().parents[1]
+    path = os.pathsep.join([str(first), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return {**os.environ, "PYTHONPATH": path}
+
+
 def timed_import(
     lines: list[str], work: Path, tree: Path | None = None
 ) -> tuple[float, float, dict[str, int]]:
@@ -128,12 +137,7 @@ def timed_import(
     home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
     source = work / f"{home.name}.jsonl"
     source.write_text("".join(json.dumps({"content": t}) + "\n" for t in lines))
-    env = {**os.environ, "FERREX_HOME": str(home)}
-    # The tree first on the path, and the child run in the scratch directory: ``python -c``
-    # puts its working directory before PYTHONPATH, so a run from inside one tree would
-    # import that tree's ferrex on both sides.
-    first = tree if tree is not None else Path(__file__).resolve().parents[1]
-    env["PYTHONPATH"] = os.pathsep.join([str(first), *filter(None, [env.get("PYTHONPATH")])])
+    env = {**_child_env(tree), "FERREX_HOME": str(home)}
     started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(
         [*FERREX, "import", str(source), "--json"],
@@ -149,12 +153,9 @@ def timed_import(
 def imported_from(tree: Path | None, work: Path) -> str:
     """Where a child run as :func:`timed_import` runs it imports ferrex from (printed, so a
     side that ran the wrong tree shows)."""
-    first = tree if tree is not None else Path(__file__).resolve().parents[1]
-    path = os.pathsep.join([str(first), *filter(None, [os.environ.get("PYTHONPATH")])])
     done = subprocess.run(
         [sys.executable, "-c", "import ferrex; print(ferrex.__file__)"],
-        env={**os.environ, "PYTHONPATH": path}, cwd=work, capture_output=True, text=True,
-        check=True,
+        env=_child_env(tree), cwd=work, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return str(Path(done.stdout.strip()).parent)
 

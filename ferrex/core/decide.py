@@ -101,7 +101,12 @@ from ferrex.errors import Refused, UsageError
 from ferrex.ids import plausible_id
 from ferrex.rules.assess import assess, eviction_candidate, text_bytes
 from ferrex.rules.consolidation import Source, Unit, summarize
-from ferrex.rules.dedup import classify_object_change, meaning_difference, same_text
+from ferrex.rules.dedup import (
+    classify_object_change,
+    meaning_difference,
+    near_copy,
+    same_text,
+)
 from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
 from ferrex.rules.eviction import eviction_plan
 from ferrex.rules.freshness import StalenessParams
@@ -1085,9 +1090,7 @@ def _refuse_duplicates(
             continue
         score = min(score, 1.0)
         old_text = memory_text(old.type, old.body())
-        # The same words up to case, spacing and punctuation are as close as a duplicate,
-        # whatever the model makes of a dropped full stop (0.945 for one such pair).
-        if score < settings.dedup_threshold and not same_text(text, old_text):
+        if not near_copy(score, text, old_text, settings.dedup_threshold):
             near = near or SimilarMemory(memory_id, score)
             continue
         why = another_event(valid, text, old, old_text) if valid.type == "episodic" else None

@@ -37,7 +37,7 @@ from typing import Final
 #: makes the next start optimise again.
 REWRITE_VERSION: Final = 3
 
-#: The operator set of ONNX Runtime's own operators (``DynamicQuantizeMatMul``).
+#: The operator set of ONNX Runtime's own operators (``MatMulIntegerToFloat``).
 _MICROSOFT: Final = "com.microsoft"
 
 # Field numbers of onnx.proto3 (ModelProto.graph, .opset_import; GraphProto.node,
@@ -214,11 +214,12 @@ def int8_embedding_lookups(model: bytes) -> tuple[bytes, int]:
 
 
 def int8_matrix_products(model: bytes) -> tuple[bytes, int]:
-    """``model`` with every ``MatMul(x, Mul(Cast(int8 W[K, N]), scale[1, N] or [N]))`` turned
-    into ``DynamicQuantizeMatMul(x, W, scale)`` (8-bit activations against the int8 weights),
-    and how many were turned (0: ``model`` as it was). Not the same numbers: see the module's
-    text. Only a cast and a product that feed nothing else are replaced; bytes that do not
-    parse as protobuf are given back as they are."""
+    """``model`` with every ``MatMul(x, Mul(Cast(int8 W[K, N]), scale[1, N] or [N]))`` whose
+    ``x`` no other product reads turned into 8-bit activations, one scale per row, against
+    the int8 weights (:func:`_turn_product`), and how many were turned (0: ``model`` as it
+    was). Not the same numbers: see the module's text. Only a cast and a product that feed
+    nothing else are replaced; bytes that do not parse as protobuf are given back as they
+    are."""
     try:
         return _rewrite(model, _turn_product)
     except (IndexError, ValueError):
@@ -231,7 +232,7 @@ class _Graph:
     producer: dict[str, int]  # value name → the field index of the node that makes it
     tensors: dict[str, tuple[int, list[int]]]  # initializer → element type, dimensions
     uses: dict[str, int]  # value name → how many node inputs and graph outputs read it
-    done: set[str] = field(default_factory=set)  # values a turn has already made (once each)
+    done: set[str] = field(default_factory=set)  # constants a turn has already added
     added: list[bytes] = field(default_factory=list)  # initializers a turn adds (whole fields)
 
 

@@ -114,8 +114,16 @@ def is_duplicate(
     case, spacing and punctuation: :func:`same_text`, whatever the model's cosine of the two),
     and no difference that changes meaning (:func:`meaning_difference`)."""
     _check_similarity(similarity)
-    close = similarity >= threshold or same_text(new_text, old_text)
+    close = near_copy(similarity, new_text, old_text, threshold)
     return close and meaning_difference(new_text, old_text) is None
+
+
+def near_copy(similarity: float, new_text: str, old_text: str, threshold: float) -> bool:
+    """Whether two texts are close enough to be the same statement, before their meaning is
+    compared: ``similarity >= threshold``, or the same words up to case, spacing and
+    punctuation (:func:`same_text`), whatever the model makes of a dropped full stop (0.945
+    for one such pair on 8-bit activations)."""
+    return similarity >= threshold or same_text(new_text, old_text)
 
 
 def classify_object_change(
