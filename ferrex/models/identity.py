@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Final
 
 #: The :attr:`ModelIdentity.variant` of a model whose matrix products run on 8-bit
-#: activations against its int8 weights (:func:`ferrex.models.graph.int8_matrix_products`).
-INT8_ACTIVATIONS: Final = "int8-activations"
+#: activations against its int8 weights (:func:`ferrex.models.graph.int8_matrix_products`),
+#: with its attention and GELU each one fused operator. The second such arithmetic:
+#: ``int8-activations`` (session 11) had neither fusion and a slower row quantization, whose
+#: vectors differ by rounding (cosine median 0.99992); a home built with it re-embeds.
+INT8_ACTIVATIONS: Final = "int8-activations-2"
 
 #: Overrides the per-user cache directory (tests point it at a temporary directory).
 CACHE_ENV: Final = "FERREX_CACHE_DIR"
@@ -33,7 +36,7 @@ class ModelIdentity:
     file_sha256: str
     variant: str = ""
     """How the file's weights are computed with, when that changes the vectors (the default
-    model's ``int8-activations``, see :mod:`ferrex.models.graph`); empty: as the file says."""
+    model's ``int8-activations-2``, see :mod:`ferrex.models.graph`); empty: as the file says."""
 
     @property
     def key(self) -> str:

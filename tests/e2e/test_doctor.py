@@ -46,7 +46,7 @@ def test_doctor_json_reports_working_models(tmp_path: Path) -> None:
         "name": "sentence-transformers/all-MiniLM-L6-v2",
         "dim": 384,
         "file_sha256": MINILM_ONNX_SHA256,
-        "variant": "int8-activations",
+        "variant": "int8-activations-2",
     }
     # The assembled model is the user's (the tests' cache), shared by every data directory.
     assert dense["source"] == str(

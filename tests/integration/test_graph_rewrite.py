@@ -1,6 +1,8 @@
 """The int8 embedding tables of the bundled model stay int8 through optimisation: the rewritten
 graph gives the original's outputs bit for bit, the saved graph holds the table as int8, and
-graphs without the pattern (or not protobuf at all) pass through untouched."""
+graphs without the pattern (or not protobuf at all) pass through untouched. The 8-bit
+products keep each row its own; the fused attention and GELU compute what the exported
+operators did (float32, padded batches included) and leave anything else as it is."""
 
 from __future__ import annotations
 
@@ -15,7 +17,12 @@ from onnx import TensorProto, helper
 from ferrex.models import choose_embedding_model
 from ferrex.models.bundled import BUNDLED_FILES
 from ferrex.models.encoder import OnnxEncoder, SessionSettings, open_session, optimized_path
-from ferrex.models.graph import int8_embedding_lookups, int8_matrix_products
+from ferrex.models.graph import (
+    fused_attention,
+    fused_gelu,
+    int8_embedding_lookups,
+    int8_matrix_products,
+)
 from ferrex.models.loading import local_source
 
 
@@ -188,3 +195,125 @@ def test_the_bundled_model_on_eight_bit_activations_keeps_each_texts_rows_its_ow
 )
 def test_other_products_and_bad_bytes_pass_through_unchanged(graph: bytes) -> None:
     assert int8_matrix_products(graph) == (graph, 0)
+
+
+def _padded_feed(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Four texts of 3 to 21 tokens in one batch, padded: the mask has zeros."""
+    lengths = [21, 3, 14, 9]
+    ids = np.zeros((len(lengths), max(lengths)), np.int64)
+    mask = np.zeros_like(ids)
+    for row, length in enumerate(lengths):
+        ids[row, :length] = rng.integers(1000, 30000, length)
+        mask[row, :length] = 1
+    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+
+
+def _pooled(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    weights = mask[..., None].astype(np.float32)
+    pooled = (tokens * weights).sum(axis=1) / weights.sum(axis=1)
+    return pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+def test_fused_attention_and_gelu_compute_what_the_exported_operators_did(
+    model_file: Path,
+) -> None:
+    lookups, _ = int8_embedding_lookups(model_file.read_bytes())
+    attention, turned = fused_attention(lookups)
+    assert turned == 6  # one per layer
+    fused, gelus = fused_gelu(attention)
+    assert gelus == 6
+    onnx.checker.check_model(onnx.load_from_string(fused), full_check=True)
+    ops = [n.op_type for n in onnx.load_from_string(fused).graph.node]
+    assert ops.count("Attention") == 6 and ops.count("Gelu") == 6
+    assert "Softmax" not in ops and "Erf" not in ops  # the old blocks are gone, not beside
+    feed = _padded_feed(np.random.default_rng(4))
+    before = _session(lookups).run(None, feed)[0]
+    after = _session(fused).run(None, feed)[0]
+    mask = feed["attention_mask"]
+    # Every real token's output, not just the pooled vector: the masked keys carry no weight.
+    real = mask.astype(bool)
+    assert np.allclose(after[real], before[real], atol=2e-4), np.abs(after - before)[real].max()
+    cosines = np.sum(_pooled(after, mask) * _pooled(before, mask), axis=1)
+    assert float(cosines.min()) >= 0.99999, cosines
+
+
+def test_the_default_models_graph_fuses_on_top_of_eight_bit_products(model_file: Path) -> None:
+    lookups, _ = int8_embedding_lookups(model_file.read_bytes())
+    products, _ = int8_matrix_products(lookups)
+    fused, turned = fused_attention(products)
+    assert turned == 6  # query, key and value stayed float, so their block still matches
+    fused, turned = fused_gelu(fused)
+    assert turned == 6
+    feed = _padded_feed(np.random.default_rng(8))
+    mask = feed["attention_mask"]
+    together = _session(fused).run(None, feed)[0]
+    unfused = _session(products).run(None, feed)[0]
+    cosines = np.sum(_pooled(together, mask) * _pooled(unfused, mask), axis=1)
+    assert float(cosines.min()) >= 0.999, cosines  # only the 8-bit rounding moves
+    # A text alone gives what it gives in the padded batch: padding is masked, not mixed in.
+    for row in range(len(mask)):
+        length = int(mask[row].sum())
+        alone = {k: v[row : row + 1, :length] for k, v in feed.items()}
+        own = _session(fused).run(None, alone)[0][0]
+        assert np.allclose(own, together[row, :length], atol=1e-4)
+
+
+def _with_initializer(model: bytes, name: str, value: float) -> bytes:
+    loaded = onnx.load_from_string(model)
+    for tensor in loaded.graph.initializer:
+        if tensor.name == name:
+            tensor.CopyFrom(helper.make_tensor(name, tensor.data_type, list(tensor.dims), [value]))
+    return loaded.SerializeToString()
+
+
+def test_attention_with_another_scale_or_no_mask_input_is_left_as_it_is(
+    model_file: Path,
+) -> None:
+    lookups, _ = int8_embedding_lookups(model_file.read_bytes())
+    loaded = onnx.load_from_string(lookups)
+    # The export scales query and key each by head_size ** -0.25; any other factor is
+    # another attention than ONNX Runtime's operator computes.
+    scales = [t.name for t in loaded.graph.initializer
+              if not t.dims and t.data_type == TensorProto.FLOAT
+              and abs(onnx.numpy_helper.to_array(t).item() - 32**-0.25) < 1e-6]  # fmt: skip
+    assert len(scales) == 1
+    rescaled = _with_initializer(lookups, scales[0], 0.5)
+    assert fused_attention(rescaled) == (rescaled, 0)
+    renamed = onnx.load_from_string(lookups)
+    for node in renamed.graph.node:
+        node.input[:] = ["mask_in" if i == "attention_mask" else i for i in node.input]
+    for value in renamed.graph.input:
+        if value.name == "attention_mask":
+            value.name = "mask_in"
+    unnamed = renamed.SerializeToString()
+    assert fused_attention(unnamed) == (unnamed, 0)
+
+
+def _gelu_graph(root: float = 2**0.5, half: float = 0.5) -> bytes:
+    constants = [helper.make_tensor(n, TensorProto.FLOAT, [], [v])
+                 for n, v in (("root", root), ("one", 1.0), ("half", half))]  # fmt: skip
+    nodes = [
+        helper.make_node("Div", ["x", "root"], ["scaled"]),
+        helper.make_node("Erf", ["scaled"], ["erf"]),
+        helper.make_node("Add", ["erf", "one"], ["shifted"]),
+        helper.make_node("Mul", ["half", "shifted"], ["halved"]),
+        helper.make_node("Mul", ["x", "halved"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "gelu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=constants,
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def test_gelu_is_fused_only_when_it_is_the_exact_gelu() -> None:
+    exact = _gelu_graph()
+    fused, turned = fused_gelu(exact)
+    assert turned == 1
+    assert [n.op_type for n in onnx.load_from_string(fused).graph.node] == ["Gelu"]
+    x = np.linspace(-6, 6, 30, dtype=np.float32).reshape(6, 5)
+    assert np.allclose(_session(fused).run(None, {"x": x})[0],
+                       _session(exact).run(None, {"x": x})[0], atol=1e-6)  # fmt: skip
+    for other in (_gelu_graph(root=1.7), _gelu_graph(half=0.6), b"\x0a\xff\xff", b""):
+        assert fused_gelu(other) == (other, 0)
+        assert fused_attention(other) == (other, 0)
