@@ -206,6 +206,10 @@ class Journal:
         self._tail: _Tail | None = None
         self._thread_lock = threading.RLock()
         self._lock_depth = 0
+        self._walked = False
+        """Whether ``_advance`` has walked to the end since the OS lock was taken: while it
+        stays held, only this object (under ``_thread_lock``) can have appended since, and
+        its own writes move the tail, so a second walk would find nothing."""
         self._lock_fd: int | None = None
         self._fd: int | None = None
         self._fd_path: Path | None = None
@@ -362,6 +366,7 @@ class Journal:
         finally:
             self._lock_depth -= 1
             if self._lock_depth == 0:
+                self._walked = False
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextmanager
@@ -400,6 +405,7 @@ class Journal:
             finally:
                 self._lock_depth -= 1
                 if self._lock_depth == 0:
+                    self._walked = False
                     fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         finally:
             self._thread_lock.release()
@@ -410,9 +416,12 @@ class Journal:
 
         Runs under the lock. Cuts a torn tail; raises JournalDamaged on anything else.
         """
+        if self._walked and not from_start:
+            return  # walked already in this hold of the lock (a command's lock, then append)
         tail = None if from_start else self._tail
         walk = self._walk_from(list_segments(self.directory), tail)
         if walk is None:
+            self._walked = self._lock_depth > 0
             return  # nobody appended since we last looked: the common case, kept cheap
         new_tail = tail
         last = None if tail is None else tail.last
@@ -445,6 +454,7 @@ class Journal:
             elif isinstance(step, Damage):
                 raise _damaged(step)
         self._tail = new_tail
+        self._walked = self._lock_depth > 0
 
     def _walk_from(
         self, segments: list[tuple[int, Path]], tail: _Tail | None
@@ -625,9 +635,13 @@ class Journal:
             last = size
             size += len(frame)
             position += 1
-        for path, created, buf in writes:
-            if buf:
-                self._write(path, created, bytes(buf))
+        try:
+            for path, created, buf in writes:
+                if buf:
+                    self._write(path, created, bytes(buf))
+        except BaseException:
+            self._walked = False  # what a failed write left is for the next walk to judge
+            raise
         self._newest_version = max(self._newest_version, newest)
         self._tail = _Tail(first, path, size, position - 1, last_hash, recorded_at, last)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
 import threading
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -163,6 +165,45 @@ def test_exclusive_holds_other_writers_off_until_released(tmp_path: Path) -> Non
         thread.join()
         assert [r.position for r in one.read()] == [1, 2, 3]
         assert verify(tmp_path / "j").ok
+
+
+def test_one_hold_walks_the_journal_once_and_again_after_a_failed_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside one hold of the lock nobody else can append, so the appends after the first
+    do not look for other writers' records again; but a write that failed half way left
+    bytes that the next append in the same hold must cut before it writes."""
+    with Journal.open(tmp_path / "j") as journal:
+        journal.append([stored(1)])
+        real_write = os.write
+        listed = 0
+
+        def counted(directory: Path) -> list[tuple[int, Path]]:
+            nonlocal listed
+            listed += 1
+            return list_segments(directory)
+
+        def half(fd: int, data: bytes | memoryview) -> int:
+            real_write(fd, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr("journal.log.list_segments", counted)
+        with journal.exclusive():
+            journal.append([stored(2)])
+            journal.append([stored(3)])
+            assert listed == 1  # the hold's first walk only
+            monkeypatch.setattr(os, "write", half)
+            with pytest.raises(OSError):
+                journal.append([stored(4)])
+            monkeypatch.setattr(os, "write", real_write)
+            assert journal.append([stored(5)]).position == 4
+            assert listed == 2 and len(journal.torn_tails) == 1
+        journal.append([stored(6)])
+        assert listed == 3  # a new hold walks again
+    with Journal.open(tmp_path / "j") as reopened:
+        assert [r.position for r in reopened.read()] == [1, 2, 3, 4, 5]
+        assert reopened.torn_tails == []
+    assert verify(tmp_path / "j").ok
 
 
 def test_a_caught_up_reader_resumes_at_the_head_instead_of_rescanning(tmp_path: Path) -> None:
