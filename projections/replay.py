@@ -34,7 +34,6 @@ import secrets
 import signal
 import struct
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -59,9 +58,10 @@ VECTOR_VERSION = 2
 BATCH = 512
 SYNC_RECORDS = 1000
 SYNC_SECONDS = 1.0
-"""Incremental vector writes are made durable (and the Qdrant checkpoint advanced) at least
-this often, at close, and before a reconcile. Until then they are served from memory, and a
-crash re-applies them from the durable checkpoint (vector writes are idempotent)."""
+"""Incremental vector writes are made durable (and the Qdrant checkpoint advanced) this long
+after the first of them, on a thread of their own (so no command waits for Qdrant's flush),
+at close, and before a reconcile. Until then they are served from memory, and a crash
+re-applies them from the durable checkpoint (vector writes are idempotent)."""
 HELD_SYNC_RECORDS = 20_000
 """Inside :meth:`Projections.holding_sync` (an import) the vector writes are made durable
 only this often and when the block ends: the journal is the durable record, and what a
@@ -196,10 +196,12 @@ class Projections:
             self.read_model.episode_before,
         )
         self._qdrant_applied = self.read_model.checkpoint(QDRANT)
-        self._synced_at = time.monotonic()
         self._holding = 0  # open holding_sync blocks
         self._held_from = 0  # the vector position when the outermost one began
         self.gate = Gate()
+        self._later: threading.Timer | None = None  # the sync _sync_later scheduled
+        self._later_lock = threading.Lock()
+        self._closed = False
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
@@ -408,12 +410,38 @@ class Projections:
         if self._holding:
             due = unsynced >= HELD_SYNC_RECORDS
         else:
-            due = unsynced >= SYNC_RECORDS or (
-                unsynced > 0 and time.monotonic() - self._synced_at >= SYNC_SECONDS
-            )
+            due = unsynced >= SYNC_RECORDS
+            if unsynced and not due:
+                self._sync_later()
         if due:
             self.sync()
         return applied
+
+    def _sync_later(self) -> None:
+        """Have the vector writes made durable :data:`SYNC_SECONDS` from now on a thread of
+        their own, unless that is arranged already. A store used to flush Qdrant itself when
+        it came a second or more after the last flush: an agent's store, which comes seconds
+        apart, then waited for the flush every time (10 ms at the median at 10k memories,
+        up to 120)."""
+        with self._later_lock:
+            if self._later is not None or self._closed:
+                return
+            timer = threading.Timer(SYNC_SECONDS, self._sync_due)
+            timer.name, timer.daemon = "ferrex-vector-sync", True
+            self._later = timer
+            timer.start()
+
+    def _sync_due(self) -> None:
+        with self._later_lock:
+            self._later = None
+        try:
+            with self.gate.exclusive():
+                # An import's block makes its writes durable when it ends; a closed
+                # projection made them durable as it closed.
+                if not self._holding and not self._closed:
+                    self.sync()
+        except Exception as exc:  # the journal holds them: the next sync, or a restart
+            log.warning("making the vector writes durable failed: %s", exc, exc_info=True)
 
     @contextlib.contextmanager
     def holding_sync(self) -> Iterator[None]:
@@ -448,17 +476,22 @@ class Projections:
     def sync(self) -> None:
         """Make the applied vector writes durable, then record the Qdrant checkpoint."""
         with self.gate.exclusive():
-            self._synced_at = time.monotonic()
             if self._qdrant_applied <= self.read_model.checkpoint(QDRANT):
                 return
             self.sink.sync()
             self.read_model.set_checkpoint(QDRANT, self._qdrant_applied)
 
     def close(self) -> None:
-        try:
-            self.sync()
-        finally:
-            self.read_model.close()
+        with self._later_lock:
+            self._closed = True
+            if self._later is not None:
+                self._later.cancel()
+                self._later = None
+        with self.gate.exclusive():  # a scheduled sync already running ends first
+            try:
+                self.sync()
+            finally:
+                self.read_model.close()
 
 
 def _apply_all(
