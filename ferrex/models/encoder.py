@@ -184,11 +184,14 @@ def _session(
     spin = "1" if settings.spinning else "0"
     options.add_session_config_entry("session.intra_op.allow_spinning", spin)
     options.add_session_config_entry("session.inter_op.allow_spinning", spin)
+    # Errors only: ONNX Runtime's warnings are notes on the graph for whoever made it (a
+    # saved graph suits only this machine, which its file's name, keyed by the CPU, already
+    # answers; initializers the rewrite's fusions left unused are dropped), and a server
+    # that optimises in memory at every start (its cache not writable) would print them
+    # each time. Its errors still raise.
+    options.log_severity_level = 3
     if save_to is not None:
         options.optimized_model_filepath = str(save_to)
-        # Its warning that such a graph suits only this machine is what the file's name
-        # (keyed by the CPU) already answers.
-        options.log_severity_level = 3
     source = model if isinstance(model, bytes) else str(model)
     return ort.InferenceSession(
         source, sess_options=options, providers=["CPUExecutionProvider"],

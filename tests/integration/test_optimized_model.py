@@ -85,6 +85,22 @@ def test_a_graph_directory_that_cannot_be_written_costs_only_the_saving(
     assert float(np.sum(_encoder(source, None).run(texts) * vectors, axis=1).min()) >= 1 - 1e-4
 
 
+def test_a_graph_that_cannot_be_kept_loads_without_onnx_runtime_s_warnings(
+    source: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Where the optimised graph cannot be saved, the default arithmetic's graph is optimised
+    in memory at every start; ONNX Runtime's notes on it (initializers its fusions left
+    unused) are not the user's to read on every start of a server."""
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    path = optimized_path(blocked, BUNDLED_FILES["model.onnx"], INT8_ACTIVATIONS)
+    settings = SessionSettings.for_machine()
+    OnnxEncoder(source, "model.onnx", mean_pooling=True, settings=settings, optimized=path,
+                int8_activations=True).run(_texts(3))  # fmt: skip
+    err = capfd.readouterr().err
+    assert "onnxruntime" not in err and "Removing initializer" not in err, err[:2000]
+
+
 def test_loading_the_default_model_keeps_its_graph_in_the_user_cache(tmp_path: Path) -> None:
     graphs = shared_models_dir(os.environ) / OPTIMIZED_DIR_NAME
     sha = BUNDLED_FILES["model.onnx"]
