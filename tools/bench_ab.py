@@ -1,6 +1,7 @@
 """Two versions of ferrex side by side on the same home: recall and store, interleaved.
 
     python tools/bench_ab.py --home DIR --base TREE [--queries 200] [--stores 50] [--facts 0]
+        [--paced 0 --gap 1.5]
 
 A comparison taken in two runs at two moments measures the machine as much as the code. This
 one runs both sides at once, in two worker processes: this tree (B) and another checkout
@@ -14,8 +15,11 @@ Edge included) and its wall time; at the end its resident memory (total, anonymo
 file-backed). Recalls are new query texts (each one embedded), five results, nothing
 trimmed; stores are new, distinct episodic memories, each fsynced; with ``--facts N``, N facts
 after them (five subjects stated again with new objects, as ``tools/profile_store.py`` stores
-them), reported apart. The output gives medians per side and the ratio B / A. Speed is
-reported, never asserted.
+them), reported apart; with ``--paced N``, N more stores ``--gap`` seconds apart (an agent's
+pace, which a tight loop of stores does not show: work a store leaves for later, such as a
+flush due a second after the last, falls on the next store only when it comes that much
+later). The output gives medians per side and the ratio B / A. Speed is reported, never
+asserted.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def _worker(tree: Path, home: Path) -> None:
         cpu, wall = time.process_time(), time.perf_counter()
         if call["op"] == "recall":
             reader.recall(RecallRequest(query=call["text"], limit=5, min_relevance=0))
-        elif call["op"] == "store":
+        elif call["op"] in ("store", "paced"):
             writer.store(StoreRequest(content=call["text"]))
         elif call["op"] == "fact":
             subject, obj = call["text"].split("|", 1)
@@ -88,7 +92,9 @@ class Side:
             cwd=tree,
             env=env,
         )
-        self.calls: dict[str, list[dict[str, float]]] = {"recall": [], "store": [], "fact": []}
+        self.calls: dict[str, list[dict[str, float]]] = {
+            "recall": [], "store": [], "fact": [], "paced": []
+        }  # fmt: skip
         self.memory: dict[str, float] = {}
         ready = json.loads(self._read())
         assert ready.get("ready")
@@ -147,6 +153,12 @@ def main() -> None:
         help="facts stored after the notes, as tools/profile_store.py stores them (a few "
         "subjects stated again with new objects), reported apart",
     )  # fmt: skip
+    parser.add_argument(
+        "--paced", type=int, default=0,
+        help="stores after the facts, --gap seconds apart, as an agent stores between its "
+        "other work (reported apart as 'paced')",
+    )  # fmt: skip
+    parser.add_argument("--gap", type=float, default=1.5, help="seconds between paced stores")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     quiet.add_arguments(parser)
@@ -180,6 +192,11 @@ def main() -> None:
             fact = f"service-{i % 5}|host {i} of run {stamp}"
             for side in sides if i % 2 == 0 else sides[::-1]:
                 side.call("fact", fact)
+        for i in range(args.paced):
+            time.sleep(args.gap)
+            content = " ".join(rng.choice(WORDS) for _ in range(14))
+            for side in sides if i % 2 == 0 else sides[::-1]:
+                side.call("paced", f"{content} (ab paced note {i} {stamp})")
         for side in sides:
             side.finish()
     a, b = sides
@@ -187,7 +204,7 @@ def main() -> None:
     print("| median ms | A cpu | B cpu | B/A cpu | A wall | B wall | B/A wall |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     figures: dict[str, Any] = {}
-    for op in ("recall", "store", "fact"):
+    for op in ("recall", "store", "fact", "paced"):
         if not a.calls[op]:
             continue
         row = {
