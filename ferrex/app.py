@@ -506,6 +506,18 @@ class App:
         with translated():
             return self.access.flush(self.writer().journal_accesses)
 
+    def index_vectors(self) -> dict[str, bool]:
+        """Build the vector indexes (HNSW) of the live collections (``ferrex optimize``):
+        whether each changed. Qdrant Edge holds a shard for the whole build, so its queries
+        wait for it: for maintenance, when the data directory is this process's alone."""
+        projections = self.projections()
+        backend = self.backend()
+        with translated():
+            return {
+                name: backend.optimize(name)
+                for name in (projections.live.memories, projections.live.entities)
+            }
+
     def replay(
         self, progress: Progress | None = None, *, embedder: Embedder | None = None
     ) -> Projections:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from itertools import groupby
@@ -223,6 +224,9 @@ SAME_TEXT = 0.9999
 """Cosine similarity of a text's embedding with itself, up to rounding."""
 FORMATS = click.Choice(["auto", "store", "dump", "memory-server", *chats.FORMATS])
 IMPORT_SECRETS = ("redact", "skip", "allow")
+#: An import that stores this many memories or more ends by building the vector indexes
+#: (:meth:`App.index_vectors`): the directory is the import's alone, so no query waits.
+INDEX_AFTER = 5_000
 _SECRETS_MODE: dict[str, SecretsMode] = {"redact": "redact", "skip": "refuse", "allow": "allow"}
 
 
@@ -259,6 +263,14 @@ _SECRETS_MODE: dict[str, SecretsMode] = {"redact": "redact", "skip": "refuse", "
     "the default unless store.secrets = allow), skip (not stored) or allow (stored as "
     "written). Redacted and skipped lines are reported.",
 )
+@click.option(
+    "--index/--no-index",
+    default=True,
+    show_default=True,
+    help=f"After an import that stored {INDEX_AFTER:,} memories or more, build the vector "
+    "indexes (what `ferrex optimize` does) so that recall stays fast at this size; it takes "
+    "seconds at 10,000 memories, minutes at 100,000s.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
 def import_(
@@ -268,6 +280,7 @@ def import_(
     assistant: str | None,
     split_chars: int | None,
     secrets: str | None,
+    index: bool,
     as_json: bool,
 ) -> None:
     """Import the JSON lines of FILE (- for stdin), or a Claude or ChatGPT export.
@@ -316,7 +329,7 @@ def import_(
             hint="pass --format claude or --format chatgpt",
         )
     if export is not None:
-        _import_chats(app, export[0], export[1], assistant, split_chars, secrets, as_json)
+        _import_chats(app, export[0], export[1], assistant, split_chars, secrets, index, as_json)
         return
     parsed, outcomes = _json_lines(text)
     if file_format == "auto":
@@ -338,13 +351,32 @@ def import_(
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
+    indexed = _indexed(app, counts, index, as_json)
     with_secrets = secrets_report(outcomes)
     if as_json:
         click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
-                               "lines": outcomes}))  # fmt: skip
+                               "indexed": indexed, "lines": outcomes}))  # fmt: skip
     else:
         _echo_lines(outcomes, counts, with_secrets["lines"], secrets)
     _exit_for(counts)
+
+
+def _indexed(
+    app: App, counts: Mapping[str, int], index: bool, as_json: bool
+) -> dict[str, Any] | None:
+    """After an import that stored :data:`INDEX_AFTER` memories or more (and ``index``):
+    the vector indexes built, and how long that took (reported in both outputs); else
+    None."""
+    if not index or counts.get("stored", 0) < INDEX_AFTER:
+        return None
+    if not as_json:
+        click.echo("building the vector indexes for recall (--no-index skips it) ...", err=True)
+    started = time.perf_counter()
+    built = app.index_vectors()
+    seconds = round(time.perf_counter() - started, 3)
+    if not as_json:
+        click.echo(f"vector indexes built in {seconds:.1f} s", err=True)
+    return {"collections": built, "seconds": seconds}
 
 
 def _json_lines(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
@@ -560,6 +592,7 @@ def _import_chats(
     assistant: str | None,
     split_chars: int | None,
     secrets: str | None,
+    index: bool,
     as_json: bool,
 ) -> None:
     """A Claude or ChatGPT export: parsed whole first (a file of the wrong shape is refused
@@ -595,6 +628,7 @@ def _import_chats(
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
+    indexed = _indexed(app, counts, index, as_json)
     with_secrets = secrets_report(outcomes, key="item")
     summary = {
         "format": fmt,
@@ -604,6 +638,7 @@ def _import_chats(
         "counts": counts,
         "skipped": dict(sorted(skipped.items())),
         "secrets": with_secrets,
+        "indexed": indexed,
         "items": outcomes,
     }
     if as_json:

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from ferrex.app import App
 from ferrex.cli import cli
+from ferrex.cli import memory as memory_cli
+from projections.replay import read_pointer
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +206,57 @@ def test_store_names_a_near_copy_it_kept_on_stderr(tmp_path: Path) -> None:
     )
     assert code == 0 and out.strip() != first.strip()
     assert f"near-identical to {first.split()[0]} but kept" in err and "order" in err
+
+
+def test_a_large_import_ends_by_building_the_vector_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An import that stores ``INDEX_AFTER`` memories or more builds the vector indexes
+    (what `ferrex optimize` does) before it reports; a smaller one, or one told --no-index,
+    leaves them as they are."""
+    monkeypatch.setattr(memory_cli, "INDEX_AFTER", 3)
+    builds: list[dict[str, bool]] = []
+    build = App.index_vectors
+
+    def counted(app: App) -> dict[str, bool]:
+        done = build(app)
+        builds.append(done)
+        return done
+
+    monkeypatch.setattr(App, "index_vectors", counted)
+    home = tmp_path / "home"
+
+    def notes(name: str, texts: list[str]) -> str:
+        file = tmp_path / name
+        file.write_text("".join(json.dumps({"content": t}) + "\n" for t in texts))
+        return str(file)
+
+    big = notes("big.jsonl", ["the lake's nightly load starts at 02:00",
+                              "Priya reviews the terraform changes",
+                              "the pager rota moved to Tuesdays",
+                              "ledger-api logs go to the audit bucket"])  # fmt: skip
+    code, out, _ = run(home, "import", big, "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"] == {"stored": 4}, out
+    live = read_pointer(home)
+    assert live is not None
+    assert set(doc["indexed"]["collections"]) == {live.memories, live.entities}
+    assert doc["indexed"]["seconds"] >= 0 and len(builds) == 1
+
+    small = notes("small.jsonl", ["the VPN certificate expires in March",
+                                  "Dana owns the billing runbook"])  # fmt: skip
+    code, out, _ = run(home, "import", small, "--json")
+    assert code == 0 and json.loads(out)["indexed"] is None and len(builds) == 1
+
+    skipped = notes("skipped.jsonl", ["staging uses the m5 instances now",
+                                      "the design review moved to Thursday",
+                                      "Omar is on leave until the 14th"])  # fmt: skip
+    code, out, _ = run(home, "import", skipped, "--json", "--no-index")
+    assert code == 0 and json.loads(out)["indexed"] is None and len(builds) == 1
+
+    told = notes("told.jsonl", ["the CDN purge needs two approvals",
+                                "grafana dashboards live in the ops folder",
+                                "the quarterly budget review is on the 3rd"])  # fmt: skip
+    code, out, err = run(home, "import", told)
+    assert code == 0 and "3 stored" in out and len(builds) == 2
+    assert "vector indexes built in" in err
