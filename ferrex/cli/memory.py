@@ -375,7 +375,10 @@ def _indexed(
     built = app.index_vectors()
     seconds = round(time.perf_counter() - started, 3)
     if not as_json:
-        click.echo(f"vector indexes built in {seconds:.1f} s", err=True)
+        if any(built.values()):
+            click.echo(f"vector indexes built in {seconds:.1f} s", err=True)
+        else:
+            click.echo(f"vector indexes: none needed at this size ({seconds:.1f} s)", err=True)
     return {"collections": built, "seconds": seconds}
 
 
