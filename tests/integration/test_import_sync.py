@@ -7,7 +7,6 @@ What is stored is the same as with a flush per chunk: equal to a rebuild from th
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from ferrex.write.writer import StoreResult
 from projections import replay
 from projections.replay import QDRANT
 from tests.integration.test_projections import snapshot
+from tests.integration.test_vector_sync import durable_within, flushes_of
 
 
 def _notes(count: int, offset: int = 0) -> list[StoreRequest]:
@@ -27,15 +27,6 @@ def _notes(count: int, offset: int = 0) -> list[StoreRequest]:
         StoreRequest(content=f"note {i}: the rota for week {i % 52} moved to desk {i * 37 % 101}")
         for i in range(offset, offset + count)
     ]
-
-
-def _durable_within(projections: replay.Projections, position: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while projections.read_model.checkpoint(QDRANT) < position:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def test_an_import_flushes_the_vectors_once_at_its_end(
@@ -49,15 +40,8 @@ def test_an_import_flushes_the_vectors_once_at_its_end(
         projections = app.projections()
         first = writer.store(StoreRequest(content="the staging database moved to rack 4"))
         # one store: synced
-        assert _durable_within(projections, first.position, seconds=30)
-        flushes: list[str] = []
-        sync = projections.sink.sync
-
-        def counted() -> None:
-            flushes.append("sync")
-            sync()
-
-        projections.sink.sync = counted  # type: ignore[method-assign]
+        assert durable_within(projections, first.position, seconds=30)
+        flushes = flushes_of(projections)
         seen: list[tuple[int, int]] = []  # (durable checkpoint, applied) after each chunk
 
         def progress(_done: int, _total: int) -> None:
@@ -71,7 +55,7 @@ def test_an_import_flushes_the_vectors_once_at_its_end(
         assert [durable for durable, _ in seen] == [first.position] * 3
         assert [applied for _, applied in seen] == sorted({a for _, a in seen})
         assert seen[-1][1] == head
-        assert flushes == ["sync"]
+        assert len(flushes) == 1
         assert projections.read_model.checkpoint(QDRANT) == head
         del projections.sink.sync
         # What was stored is what a rebuild from the journal derives.

@@ -18,7 +18,17 @@ from projections import replay
 from projections.replay import QDRANT, Projections
 
 
-def _flushes(projections: Projections) -> list[str]:
+def durable_within(projections: Projections, position: int, seconds: float) -> bool:
+    """Whether the vector writes up to ``position`` are made durable within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while projections.read_model.checkpoint(QDRANT) < position:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def flushes_of(projections: Projections) -> list[str]:
     """The names of the threads that flush ``projections``' vectors, as they do."""
     names: list[str] = []
     sync = projections.sink.sync
@@ -40,15 +50,12 @@ def test_a_store_returns_before_the_flush_which_follows_on_its_own_thread(
         writer, projections = app.writer(), app.projections()
         writer.store(StoreRequest(content="the billing service pages the platform team"))
         time.sleep(0.2)  # the first store's own flush, if any, is over
-        flushes = _flushes(projections)
+        flushes = flushes_of(projections)
         stored = [
             writer.store(StoreRequest(content=text)).position
             for text in ("the staging database moved to rack 4", "Dana owns the ledger API")
         ]
-        deadline = time.monotonic() + 30
-        while projections.read_model.checkpoint(QDRANT) < stored[-1]:
-            assert time.monotonic() < deadline, "the vector writes were never made durable"
-            time.sleep(0.01)
+        assert durable_within(projections, stored[-1], seconds=30)
         assert flushes and set(flushes) == {"ferrex-vector-sync"}, flushes
     finally:
         app.close()
@@ -64,7 +71,7 @@ def test_closing_makes_the_writes_durable_and_cancels_the_pending_flush(
     assert projections.read_model.checkpoint(QDRANT) < position  # not flushed on its path
     pending = projections._later
     assert pending is not None and pending.is_alive()
-    flushes = _flushes(projections)
+    flushes = flushes_of(projections)
     app.close()
     assert flushes == [threading.current_thread().name]  # by close, once
     pending.join(timeout=5)
@@ -85,7 +92,7 @@ def test_a_flush_due_inside_an_import_waits_for_the_import_s_end(
         writer, projections = app.writer(), app.projections()
         writer.store(StoreRequest(content="the rota moved to Tuesdays"))
         time.sleep(0.2)
-        flushes = _flushes(projections)
+        flushes = flushes_of(projections)
         with projections.holding_sync():
             writer.store(StoreRequest(content="the on-call phone is in the second drawer"))
             projections._sync_later()  # as a catch-up outside the block would have
