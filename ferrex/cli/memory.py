@@ -366,13 +366,20 @@ def _indexed(
 ) -> dict[str, Any] | None:
     """After an import that stored :data:`INDEX_AFTER` memories or more (and ``index``):
     the vector indexes built, and how long that took (reported in both outputs); else
-    None."""
+    None. A build that fails is reported (``error``), not raised: what was stored stands,
+    and ``ferrex optimize`` can build them later."""
     if not index or counts.get("stored", 0) < INDEX_AFTER:
         return None
     if not as_json:
         click.echo("building the vector indexes for recall (--no-index skips it) ...", err=True)
     started = time.perf_counter()
-    built = app.index_vectors()
+    try:
+        built = app.index_vectors()
+    except FerrexError as exc:
+        if not as_json:
+            said = f"the vector indexes were not built: {exc.message}; every line's outcome "
+            click.echo(said + "stands, and `ferrex optimize` builds them later", err=True)
+        return {"error": exc.as_dict()}
     seconds = round(time.perf_counter() - started, 3)
     if not as_json:
         if any(built.values()):

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from ferrex.app import App
 from ferrex.cli import cli
 from ferrex.cli import memory as memory_cli
+from ferrex.errors import BackendUnavailable
 from projections.replay import read_pointer
 
 
@@ -260,3 +261,17 @@ def test_a_large_import_ends_by_building_the_vector_indexes(
     code, out, err = run(home, "import", told)
     assert code == 0 and "3 stored" in out and len(builds) == 2
     assert "vector indexes: none needed at this size" in err  # a tiny home
+
+    def failing(app: App) -> dict[str, bool]:
+        raise BackendUnavailable("the disk is full", hint="free some space")
+
+    monkeypatch.setattr(App, "index_vectors", failing)
+    failed = notes("failed.jsonl", ["the incident review template moved to the wiki",
+                                    "backups are kept for 35 days",
+                                    "Lena pairs with Omar on the billing migration"])  # fmt: skip
+    code, out, _ = run(home, "import", failed, "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"] == {"stored": 3}  # what was stored stands
+    assert doc["indexed"]["error"]["code"] == BackendUnavailable("").code
+    code, out, err = run(home, "import", notes("again.jsonl", ["one", "two", "three"]))
+    assert code == 0 and "3 stored" in out and "the vector indexes were not built" in err
