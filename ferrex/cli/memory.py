@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from itertools import groupby
@@ -32,6 +31,7 @@ import click
 from ferrex.app import App
 from ferrex.cli.home import reads_home
 from ferrex.cli.progress import progress
+from ferrex.cli.projections import index_after, index_option
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
@@ -224,9 +224,6 @@ SAME_TEXT = 0.9999
 """Cosine similarity of a text's embedding with itself, up to rounding."""
 FORMATS = click.Choice(["auto", "store", "dump", "memory-server", *chats.FORMATS])
 IMPORT_SECRETS = ("redact", "skip", "allow")
-#: An import that stores this many memories or more ends by building the vector indexes
-#: (:meth:`App.index_vectors`): the directory is the import's alone, so no query waits.
-INDEX_AFTER = 5_000
 _SECRETS_MODE: dict[str, SecretsMode] = {"redact": "redact", "skip": "refuse", "allow": "allow"}
 
 
@@ -263,14 +260,7 @@ _SECRETS_MODE: dict[str, SecretsMode] = {"redact": "redact", "skip": "refuse", "
     "the default unless store.secrets = allow), skip (not stored) or allow (stored as "
     "written). Redacted and skipped lines are reported.",
 )
-@click.option(
-    "--index/--no-index",
-    default=True,
-    show_default=True,
-    help=f"After an import that stored {INDEX_AFTER:,} memories or more, build the vector "
-    "indexes (what `ferrex optimize` does) so that recall stays fast at this size; it takes "
-    "seconds at 10,000 memories, minutes at 100,000s.",
-)
+@index_option("an import that stored")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
 def import_(
@@ -351,7 +341,7 @@ def import_(
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
-    indexed = _indexed(app, counts, index, as_json)
+    indexed = index_after(app, counts.get("stored", 0), index, as_json)
     with_secrets = secrets_report(outcomes)
     if as_json:
         click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
@@ -359,34 +349,6 @@ def import_(
     else:
         _echo_lines(outcomes, counts, with_secrets["lines"], secrets)
     _exit_for(counts)
-
-
-def _indexed(
-    app: App, counts: Mapping[str, int], index: bool, as_json: bool
-) -> dict[str, Any] | None:
-    """After an import that stored :data:`INDEX_AFTER` memories or more (and ``index``):
-    the vector indexes built, and how long that took (reported in both outputs); else
-    None. A build that fails is reported (``error``), not raised: what was stored stands,
-    and ``ferrex optimize`` can build them later."""
-    if not index or counts.get("stored", 0) < INDEX_AFTER:
-        return None
-    if not as_json:
-        click.echo("building the vector indexes for recall (--no-index skips it) ...", err=True)
-    started = time.perf_counter()
-    try:
-        built = app.index_vectors()
-    except FerrexError as exc:
-        if not as_json:
-            said = f"the vector indexes were not built: {exc.message}; every line's outcome "
-            click.echo(said + "stands, and `ferrex optimize` builds them later", err=True)
-        return {"error": exc.as_dict()}
-    seconds = round(time.perf_counter() - started, 3)
-    if not as_json:
-        if any(built.values()):
-            click.echo(f"vector indexes built in {seconds:.1f} s", err=True)
-        else:
-            click.echo(f"vector indexes: none needed at this size ({seconds:.1f} s)", err=True)
-    return {"collections": built, "seconds": seconds}
 
 
 def _json_lines(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
@@ -638,7 +600,7 @@ def _import_chats(
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
-    indexed = _indexed(app, counts, index, as_json)
+    indexed = index_after(app, counts.get("stored", 0), index, as_json)
     with_secrets = secrets_report(outcomes, key="item")
     summary = {
         "format": fmt,

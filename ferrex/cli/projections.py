@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -15,13 +17,60 @@ from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
 from ferrex.cli.render import echo_either
 from ferrex.config import set_in_file
+from ferrex.errors import FerrexError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 DRIFT_EXIT = 6
+#: An import that stores this many memories or more, or a replay or re-embed of a home that
+#: holds as many, ends by building the vector indexes (:meth:`App.index_vectors`): these
+#: commands have the data directory to themselves, so no query waits for the build.
+INDEX_AFTER = 5_000
+
+
+def index_option(what: str) -> Callable[[F], F]:
+    """``--index/--no-index`` (as ``index``) for a command that ends by building the vector
+    indexes after ``what`` (the words before "5,000 memories or more")."""
+    return click.option(
+        "--index/--no-index",
+        default=True,
+        show_default=True,
+        help=f"After {what} {INDEX_AFTER:,} memories or more, build the vector indexes "
+        "(what `ferrex optimize` does) so that recall stays fast at that size: seconds at "
+        "10,000 memories, a minute or more at 100,000s.",
+    )
+
+
+def index_after(app: App, count: int, index: bool, as_json: bool) -> dict[str, Any] | None:
+    """After a command that left ``count`` memories to index (:data:`INDEX_AFTER` or more,
+    and ``index``): the vector indexes built, and how long that took (for both outputs);
+    else None. A build that fails is reported (``error``), not raised: what the command
+    wrote stands, and ``ferrex optimize`` can build them later."""
+    if not index or count < INDEX_AFTER:
+        return None
+    if not as_json:
+        click.echo("building the vector indexes for recall (--no-index skips it) ...", err=True)
+    started = time.perf_counter()
+    try:
+        built = app.index_vectors()
+    except FerrexError as exc:
+        if not as_json:
+            said = f"the vector indexes were not built: {exc.message}; what was written "
+            click.echo(said + "stands, and `ferrex optimize` builds them later", err=True)
+        return {"error": exc.as_dict()}
+    seconds = round(time.perf_counter() - started, 3)
+    if not as_json:
+        if any(built.values()):
+            click.echo(f"vector indexes built in {seconds:.1f} s", err=True)
+        else:
+            click.echo(f"vector indexes: none needed at this size ({seconds:.1f} s)", err=True)
+    return {"collections": built, "seconds": seconds}
 
 
 @click.command()
+@index_option("a replay of")
 @reads_home
-def replay(app: App, as_json: bool) -> None:
+def replay(app: App, index: bool, as_json: bool) -> None:
     """Rebuild the read model and the vector collections from the journal.
 
     The new generation is built beside the live one, which keeps serving, and switched in
@@ -35,7 +84,7 @@ def replay(app: App, as_json: bool) -> None:
     seconds = time.perf_counter() - started
     records = projections.read_model.checkpoint()
     memories = projections.read_model.count()
-    doc = {
+    doc: dict[str, Any] = {
         "generation": live.generation,
         "records": records,
         "memories": memories,
@@ -44,6 +93,7 @@ def replay(app: App, as_json: bool) -> None:
         "sqlite": live.sqlite,
         "collections": [live.memories, live.entities],
     }
+    doc["indexed"] = index_after(app, memories, index, as_json)
     echo_either(
         doc, as_json,
         f"replayed {records} records ({memories} memories) into generation "
@@ -93,8 +143,9 @@ def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
     help="The dense model to move to: small, small-float, mid, best, a model directory, or "
     "openai:MODEL (on the server at models.embedding_url).",
 )
+@index_option("a re-embed of")
 @reads_home
-def reembed(app: App, model: str, as_json: bool) -> None:
+def reembed(app: App, model: str, index: bool, as_json: bool) -> None:
     """Re-embed every memory with another dense model, then switch to it.
 
     The new vectors are built by a replay into a new generation while the current one keeps
@@ -115,13 +166,14 @@ def reembed(app: App, model: str, as_json: bool) -> None:
             err=True,
         )
     live = projections.live
-    doc = {
+    doc: dict[str, Any] = {
         "model": embedder.identity.key,
         "generation": live.generation,
         "records": projections.read_model.checkpoint(),
         "seconds": round(time.perf_counter() - started, 3),
         "config": str(app.config.file),
     }
+    doc["indexed"] = index_after(app, projections.read_model.count(), index, as_json)
     echo_either(
         doc, as_json,
         f"re-embedded with {embedder.identity.name} ({embedder.identity.dim} dims) into "

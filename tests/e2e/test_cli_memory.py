@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from ferrex.app import App
 from ferrex.cli import cli
-from ferrex.cli import memory as memory_cli
+from ferrex.cli import projections as projections_cli
 from ferrex.errors import BackendUnavailable
 from projections.replay import read_pointer
 
@@ -215,7 +215,7 @@ def test_a_large_import_ends_by_building_the_vector_indexes(
     """An import that stores ``INDEX_AFTER`` memories or more builds the vector indexes
     (what `ferrex optimize` does) before it reports; a smaller one, or one told --no-index,
     leaves them as they are."""
-    monkeypatch.setattr(memory_cli, "INDEX_AFTER", 3)
+    monkeypatch.setattr(projections_cli, "INDEX_AFTER", 3)
     builds: list[dict[str, bool]] = []
     build = App.index_vectors
 

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from ferrex.cli import cli
+from ferrex.cli import projections as projections_cli
 from journal import EntityCreated, Journal, MemoryBody, MemoryStored, MemorySuperseded
 from projections.replay import read_pointer
 from tests.strategies import T0
@@ -100,6 +101,23 @@ def test_optimize(home: Path) -> None:
         read_pointer(home).memories,  # type: ignore[union-attr]
         read_pointer(home).entities,  # type: ignore[union-attr]
     }
+
+
+def test_a_replay_of_a_large_home_ends_by_building_the_vector_indexes(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, _ = run(home, "replay", "--json")
+    assert code == 0 and json.loads(out)["indexed"] is None  # 20 memories: below the gate
+    monkeypatch.setattr(projections_cli, "INDEX_AFTER", 20)
+    code, out, err = run(home, "replay", "--json")
+    doc = json.loads(out)
+    live = read_pointer(home)
+    assert code == 0 and live is not None and live.generation == doc["generation"]
+    assert set(doc["indexed"]["collections"]) == {live.memories, live.entities}
+    code, out, err = run(home, "replay")
+    assert code == 0 and "vector indexes" in err
+    code, out, _ = run(home, "replay", "--json", "--no-index")
+    assert code == 0 and json.loads(out)["indexed"] is None
 
 
 def test_deleted_qdrant_dir_is_restored_on_the_next_command(home: Path) -> None:
