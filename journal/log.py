@@ -364,10 +364,16 @@ class Journal:
         try:
             yield
         finally:
-            self._lock_depth -= 1
-            if self._lock_depth == 0:
-                self._walked = False
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            self._unlock_one()
+
+    def _unlock_one(self) -> None:
+        """Leave one level of the OS lock; the last level lets it go, and with it what this
+        hold's walk knew (``_walked``)."""
+        assert self._lock_fd is not None  # held, so not closed
+        self._lock_depth -= 1
+        if self._lock_depth == 0:
+            self._walked = False
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
 
     @contextmanager
     def exclusive(self) -> Iterator[Head]:
@@ -403,10 +409,7 @@ class Journal:
                 with self.exclusive() as head:
                     yield head
             finally:
-                self._lock_depth -= 1
-                if self._lock_depth == 0:
-                    self._walked = False
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                self._unlock_one()
         finally:
             self._thread_lock.release()
 
