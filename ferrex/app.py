@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ferrex.config import Config
 from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
 from ferrex.home_safety import (
+    check_copy_room,
     check_open_room,
     check_rebuild_room,
     check_reserve,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from ferrex.models.rerank import RerankStage
     from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult
     from ferrex.write.writer import Writer
+    from projections.indexing import ApartBuild
     from projections.replay import Progress, Projections
     from projections.sidecar import Sidecar
     from projections.sqlite import Rules
@@ -169,7 +171,8 @@ class App:
     _access: AccessLog | None = field(default=None, repr=False, init=False)
     _access_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
     _owner_fd: int | None = field(default=None, repr=False)
-    """When the owner's consolidation pass last ran (``time.monotonic``)."""
+    _indexing: ApartBuild | None = field(default=None, repr=False, init=False)
+    _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
     before_model_load: Callable[[], None] | None = field(default=None, repr=False)
     """Called just before the embedding model loads (the CLI's "loading model…")."""
     read_only: bool = field(default=False, init=False)
@@ -517,6 +520,42 @@ class App:
                 name: backend.optimize(name)
                 for name in (projections.live.memories, projections.live.entities)
             }
+
+    def index_beside(self) -> list[str]:
+        """A server's background index: build the vector indexes its embedded collections
+        are due (:meth:`VectorBackend.unindexed`) on copies, in a child process, while this
+        one serves, and switch them in (:meth:`Projections.index_beside`); the collections
+        switched in. Nothing for a Qdrant server (it indexes by itself) or a read-only home.
+        A copy that would leave less than ``storage.reserve_bytes`` free is not made."""
+        if self.read_only:
+            return []
+        projections = self.projections()
+        backend = self.backend()
+        from projections.indexing import ApartBuild
+        from projections.qdrant_edge import EdgeBackend
+
+        if not isinstance(backend, EdgeBackend):
+            return []
+        with self._index_lock:
+            if self._indexing is None:
+                self._indexing = ApartBuild(backend.root, backend.indexing_threshold_kb)
+            build = self._indexing
+        reserve = self.config["storage.reserve_bytes"]
+
+        def room(names: list[str]) -> None:
+            check_copy_room(self.home, reserve, [backend.root / name for name in names])
+
+        with translated():
+            return projections.index_beside(build, before_copy=room)
+
+    def cancel_indexing(self) -> None:
+        """Kill a background index build in progress and refuse new ones (before closing)."""
+        with self._index_lock:
+            if self._indexing is None:
+                from projections.indexing import ApartBuild
+
+                self._indexing = ApartBuild(self.home)
+            self._indexing.cancel()
 
     def replay(
         self, progress: Progress | None = None, *, embedder: Embedder | None = None

@@ -69,6 +69,10 @@ KEYS: tuple[Key, ...] = (
     Key("qdrant.binary", str, None, "FERREX_QDRANT_BINARY",
         "a qdrant server binary ferrex starts (and reuses) itself, when no url is set"),
     Key("qdrant.port", int, 6333, None, "the HTTP port of the sidecar Qdrant"),
+    Key("qdrant.index_every_seconds", int, 60, None,
+        "how often a server looks for embedded Qdrant Edge collections grown enough to "
+        "index (built on a copy in a child process, then switched in); 0: never, leave it to "
+        "`ferrex optimize`"),
     Key("journal.url", str, None, "FERREX_JOURNAL_URL",
         "the journal on PostgreSQL (postgresql://…), shared by servers; unset: files"),
     Key("journal.segment_bytes", int, 64 * 1024 * 1024, None,
@@ -191,7 +195,8 @@ RESTART_KEYS: frozenset[str] = frozenset(
     {"models.dense", "models.reranker", "models.embedding_url", "models.embedding_key_env",
      "models.embedding_timeout", "models.embedding_batch", "models.query_prefix",
      "models.passage_prefix", "qdrant.url", "qdrant.binary", "qdrant.port",
-     "journal.url", "journal.segment_bytes", "predicates.synonyms", "predicates.namespaces",
+     "qdrant.index_every_seconds", "journal.url", "journal.segment_bytes",
+     "predicates.synonyms", "predicates.namespaces",
      "server.public_url", "server.trusted_proxies", "server.header_timeout",
      "server.body_timeout", "server.max_connections", "server.max_connections_per_client",
      "server.descriptor_reserve"}

@@ -302,6 +302,37 @@ def check_open_room(home: Path, reserve: int, shard: Path) -> None:
         )
 
 
+def tree_bytes(directory: Path) -> int:
+    """The bytes the files under ``directory`` hold on the disk (what a copy of them
+    takes); files that vanish during the walk are skipped."""
+    total = 0
+    for root, _dirs, files in os.walk(directory):
+        for name in files:
+            try:
+                info = os.stat(os.path.join(root, name), follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_blocks * 512
+    return total
+
+
+def check_copy_room(home: Path, reserve: int, directories: list[Path]) -> None:
+    """Refuse (``storage_full``) to copy ``directories`` when the copy would leave less than
+    ``reserve`` bytes free (a server indexes its vector collections on copies)."""
+    size = sum(tree_bytes(d) for d in directories)
+    free = free_bytes(home)
+    if free - size < max(reserve, 0):
+        raise StorageFull(
+            f"the disk holding {home} has too little room to index the vector collections on "
+            f"a copy ({_size(size)} to copy, {_size(free)} free, {_size(reserve)} kept in "
+            "reserve): they stay as they are, searched without an index",
+            hint="free some space on that disk; or stop the servers and run `ferrex optimize`, "
+            "which indexes in place",
+            details={"free_bytes": free, "reserve_bytes": reserve, "copy_bytes": size},
+        )
+
+
 def _existing(path: Path) -> Path:
     while not path.exists() and path.parent != path:
         path = path.parent

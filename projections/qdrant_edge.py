@@ -69,6 +69,7 @@ from projections.vectors import (
 
 _CONFIG_FILE = "edge_config.json"  # written by Edge in every shard directory it creates
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")  # no dot: "x.lock" is the lock of "x"
+_DEFAULT_INDEXING_KB = 10_000  # Qdrant's indexing_threshold when a shard's config has none
 _UPSERT_BATCH = 512  # points per WAL record: bounds one record's size for big imports
 
 # The dense vectors as the optimizer indexes them. Float vectors in memory-mapped files (the
@@ -130,6 +131,11 @@ class EdgeBackend:
         self._closed = False
         self._deferred: set[str] = set()
         self._dirty: set[str] = set()
+
+    @property
+    def indexing_threshold_kb(self) -> int | None:
+        """The indexing threshold this backend gives the shards it opens (None: Qdrant's)."""
+        return self._indexing_threshold_kb
 
     # -- collections -------------------------------------------------------------------
 
@@ -352,6 +358,63 @@ class EdgeBackend:
             changed = shard.optimize()
         self._flush(name, shard)
         return changed
+
+    def unindexed(self, name: str) -> int:
+        """Dense vectors outside any HNSW index, if at least a segment's worth that
+        ``optimize`` indexes (:meth:`indexes_from`), else 0.
+
+        Edge's ``indexed_vectors_count`` counts a dense vector once it is in an HNSW graph
+        and every non-empty sparse vector (its inverted index is kept as points come). Only
+        a memory's first part (``step`` 0) and an entity's spelling (no ``step``) carry BM25
+        terms, so the dense vectors in graphs are that count less those points; one whose
+        text has no BM25 term at all is counted unindexed (a slight over-count). The count of those
+        points reads every payload (20-40 ms at 10k), so it is made only when the cheap
+        bound (every point with a sparse vector) reaches the threshold."""
+        shard = self._shard(name)
+        least = self.indexes_from(name)
+        with _translated(f"read the index state of {name!r}"):
+            info = shard.info()
+            points, indexed = info.points_count, info.indexed_vectors_count
+            if 2 * points - indexed < least:
+                return 0
+            # A memory's first part, or an entity's spelling (no step: each has its terms).
+            first = edge.Filter(
+                should=[
+                    edge.FieldCondition("step", match=edge.MatchValue(0)),
+                    edge.IsEmptyCondition("step"),
+                ]
+            )
+            sparse = shard.count(edge.CountRequest(exact=True, filter=first))
+        plain = points - max(indexed - sparse, 0)
+        return plain if plain >= least else 0
+
+    def indexes_from(self, name: str) -> int:
+        """How many dense vectors a segment holds before ``optimize`` indexes it: Qdrant
+        indexes a segment whose vectors take ``indexing_threshold`` KB or more (10,000 by
+        default, about 6,700 vectors of 384 floats)."""
+        kb = self._indexing_threshold_kb or _DEFAULT_INDEXING_KB
+        return max(kb * 1024 // (4 * self._stored_dim(name)), 1)
+
+    def copy_collection(self, name: str, to: str) -> None:
+        """A copy of the shard's files (flushed first) as a new shard ``to``, with a lock
+        of its own; the caller keeps writes to ``name`` out until this returns."""
+        source, target = self._path(name), self._path(to)
+        if (target / _CONFIG_FILE).exists() or target.exists():
+            raise VectorStoreError(f"cannot copy {name!r} to {to!r}: {to!r} exists")
+        shard = self._shard(name)
+        with _translated(f"flush {name!r} to disk"):
+            shard.flush()
+        self._dirty.discard(name)
+        lock_fd = self._lock(to)
+        try:
+            with _translated(f"copy {name!r} to {to!r}"):
+                try:
+                    shutil.copytree(source, target)
+                except BaseException:
+                    shutil.rmtree(target, ignore_errors=True)
+                    raise
+        finally:
+            os.close(lock_fd)
 
     def open_collections(self) -> list[str]:
         """The collections whose shards this process holds open now, sorted (each shard

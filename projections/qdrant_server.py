@@ -275,6 +275,15 @@ class ClientBackend:
         # A server runs its optimizers by itself, and local mode has no index to build.
         return False
 
+    def unindexed(self, name: str) -> int:
+        return 0  # the server indexes by itself (local mode has no index at all)
+
+    def copy_collection(self, name: str, to: str) -> None:
+        raise VectorStoreError(
+            f"cannot copy {name!r}: ferrex copies collections only in embedded Qdrant Edge"
+            " (a Qdrant server builds its indexes by itself)"
+        )
+
     def close(self) -> None:
         self._client.close()
 

@@ -47,7 +47,7 @@ from projections.documents import memory_text
 from projections.gate import Gate
 from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
 from projections.vector_sink import Collections, Encoders, VectorSink
-from projections.vectors import SparseVector, VectorBackend
+from projections.vectors import SparseVector, VectorBackend, VectorStoreError
 
 log = logging.getLogger("ferrex.projections")
 
@@ -134,6 +134,12 @@ def plan_generation(
         vector_version=VECTOR_VERSION,
         rules=rules.identity,
     )
+
+
+def _base(collection: str) -> str:
+    """A collection's name without the suffix :meth:`Projections.index_beside` gives its
+    copies (``_`` and hex digits: generated names have no ``_`` of their own)."""
+    return collection.partition("_")[0]
 
 
 def read_pointer(home: Path) -> Live | None:
@@ -353,8 +359,10 @@ class Projections:
         write_pointer(home, live)
         if old is not None and old.generation != live.generation:
             remove_sqlite(home / old.sqlite)
-            for name in (old.memories, old.entities):
-                if name in backend.collections():
+            # Its collections, and any copy Projections.index_beside left of them.
+            bases = {_base(old.memories), _base(old.entities)}
+            for name in backend.collections():
+                if _base(name) in bases:
                     backend.drop_collection(name)
         return live
 
@@ -380,6 +388,112 @@ class Projections:
         return self._build(
             self.home, self.journal, self.backend, self.encoders, self.rules, old, progress
         )
+
+    def index_beside(
+        self,
+        build: Callable[[list[str]], dict[str, bool]],
+        *,
+        before_copy: Callable[[list[str]], None] | None = None,
+    ) -> list[str]:
+        """Index the live vector collections that :meth:`VectorBackend.unindexed` says are
+        due, on copies, while these go on serving; then switch the copies in. Returns the
+        collections switched in (none: nothing was due, or the build changed nothing).
+
+        ``build(names)`` builds the indexes of the copies (in another process: see
+        :mod:`projections.indexing`) and says which changed; ``before_copy(names)`` may
+        refuse the copies by raising (ferrex checks its free-space reserve). The steps:
+
+        1. Under the gate: the vector writes made durable, each due collection copied
+           (no write can land meanwhile), and the vector position ``at`` noted.
+        2. Without it: ``build``; stores and recalls go on against the live collections.
+        3. Under the journal's writer lock and the gate: the Qdrant checkpoint set back to
+           ``at`` and the sink pointed at the copies, so a catch-up applies to them what the
+           journal gained since step 1 (vector writes are idempotent); the copies made
+           durable; then the pointer file names them, and the old collections are dropped.
+
+        A crash before the pointer is written leaves the old collections live with a
+        checkpoint at or before what they hold (applied again at the next start); one after
+        leaves the copies live, durable at the checkpoint. A copy left by a crash is removed
+        by the next call, and by the next rebuild."""
+        backend = self.backend
+        with self.gate.exclusive():
+            if self._holding or self._closed:
+                return []
+            live = self.live
+            self._drop_copies(live)
+            due = [n for n in (live.memories, live.entities) if backend.unindexed(n) > 0]
+            if not due:
+                return []
+            if before_copy is not None:
+                before_copy(due)
+            self.sync()
+            at = self._qdrant_applied
+            copies = {name: f"{_base(name)}_{secrets.token_hex(4)}" for name in due}
+            try:
+                for name, copy in copies.items():
+                    backend.copy_collection(name, copy)
+            except BaseException:
+                self._drop_copies(live)
+                raise
+        try:
+            changed = build(list(copies.values()))
+        except BaseException:
+            with self.gate.exclusive():
+                self._drop_copies(self.live)
+            raise
+        if not any(changed.values()):
+            with self.gate.exclusive():
+                self._drop_copies(self.live)
+            return []
+        # The journal's writer lock before the gate, in the order a write takes them: the
+        # catch-up below reads what other writers appended.
+        with self.journal.exclusive(), self.gate.exclusive():
+            if self._closed or self.live != live:  # closed, or rebuilt meanwhile
+                self._drop_copies(self.live)
+                return []
+            old_sink, old_at = self.sink, self._qdrant_applied
+            new = msgspec.structs.replace(
+                live,
+                memories=copies.get(live.memories, live.memories),
+                entities=copies.get(live.entities, live.entities),
+            )
+            try:
+                self.sync()
+                self.read_model.set_checkpoint(QDRANT, at)
+                self._qdrant_applied = at
+                self.sink = VectorSink(
+                    backend,
+                    Collections(new.memories, new.entities),
+                    self.encoders,
+                    self.read_model.episode_before,
+                )
+                self._catch_up(None)
+                self.sync()
+                write_pointer(self.home, new)
+            except BaseException:
+                # The old collections hold everything up to old_at, durably (the first sync).
+                self.sink, self._qdrant_applied = old_sink, old_at
+                self.read_model.set_checkpoint(QDRANT, old_at)
+                self._drop_copies(live)
+                raise
+            self.live = new
+            for name in copies:
+                backend.drop_collection(name)
+        return list(copies.values())
+
+    def _drop_copies(self, live: Live) -> None:
+        """Remove the collections of ``live``'s generation that are not live: copies
+        :meth:`index_beside` made and did not switch in, or the ones it switched out, left
+        by a crash or a failed build. One another process still holds is left for the next
+        time."""
+        keep = {live.memories, live.entities}
+        bases = {_base(live.memories), _base(live.entities)}
+        for name in self.backend.collections():
+            if name not in keep and _base(name) in bases:
+                try:
+                    self.backend.drop_collection(name)
+                except VectorStoreError as exc:
+                    log.warning("projections: could not remove the copy %s: %s", name, exc)
 
     def behind(self, head: int) -> bool:
         """Whether a journal whose head is at ``head`` holds a record one of the projections

@@ -341,6 +341,18 @@ class VectorBackend(Protocol):
         """Build indexes now; True if anything was rebuilt. May block for a long time."""
         ...
 
+    def unindexed(self, name: str) -> int:
+        """How many dense vectors of ``name`` a search compares one by one that
+        :meth:`optimize` would index now; 0 when it would index none (too few for the
+        backend's threshold, or a backend that indexes by itself)."""
+        ...
+
+    def copy_collection(self, name: str, to: str) -> None:
+        """Copy collection ``name`` (its writes made durable first) as a new collection
+        ``to``; the caller keeps writes to ``name`` out meanwhile. Raises
+        :class:`VectorStoreError` where the backend cannot (a server indexes by itself)."""
+        ...
+
     def bulk(self, name: str, *, flush: bool = True) -> AbstractContextManager[None]:
         """Writes to ``name`` inside need not be durable one by one: the backend makes them
         durable together when the block ends, or with ``flush=False`` at the next

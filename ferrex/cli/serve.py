@@ -74,8 +74,10 @@ def run_server(
     caller = Caller.from_config(app.config)
     latest = [app.config]  # the configuration a process taking over the stores starts with
     sweep = app.config["store.expiry_sweep_seconds"]
+    index = app.config["qdrant.index_every_seconds"]
     hub = Hub(app.home, lambda: App(home=app.home, config=latest[0]), caller,
-              sweep_every=sweep if sweep > 0 else None)  # fmt: skip
+              sweep_every=sweep if sweep > 0 else None,
+              index_every=index if index > 0 else None)  # fmt: skip
     tokens, file_token = _tokens(app, address)
     if listening is not None and address is not None:
         # The one place the token is shown: the page trades it for a cookie at once.

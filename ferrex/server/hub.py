@@ -279,6 +279,7 @@ class _Ownership:
         app: App,
         flush_every: float | None,
         sweep_every: float | None = None,
+        index_every: float | None = None,
     ) -> None:
         from ferrex.server.service import Service  # the tools: loaded once this process owns
 
@@ -294,6 +295,10 @@ class _Ownership:
             threading.Thread(
                 target=self._sweep_expired, args=(sweep_every,), name="ferrex-expiry",
                 daemon=True,
+            ).start()  # fmt: skip
+        if index_every is not None:
+            threading.Thread(
+                target=self._index, args=(index_every,), name="ferrex-index", daemon=True,
             ).start()  # fmt: skip
         self.listener = _Listener(self.service, secrets.token_hex(16))
         # A short poll: shutdown() waits for the loop to notice, and every CLI command that
@@ -326,6 +331,21 @@ class _Ownership:
                 self.service.service.consolidate_due()
             except FerrexError as exc:
                 log.warning("could not consolidate old episodes (will retry): %s", exc)
+
+    def _index(self, every: float) -> None:
+        """Every so often, index what the embedded vector collections gained (on copies, in
+        a child process: see ``Service.index_due``), so that recall and store stay fast as
+        an agent's memories grow, without `ferrex optimize`."""
+        while not self._stop.wait(every):
+            try:
+                switched = self.service.service.index_due()
+            except FerrexError as exc:
+                log.warning("could not index the vector collections (will retry): %s", exc)
+            except Exception:
+                log.exception("indexing the vector collections failed (will retry)")
+            else:
+                if switched:
+                    log.info("vector indexes built and switched in: %s", ", ".join(switched))
 
     def close(self) -> None:
         self._stop.set()
@@ -432,6 +452,7 @@ class Hub:
         call_timeout: float = 600.0,
         flush_every: float | None = 5.0,
         sweep_every: float | None = 30.0,
+        index_every: float | None = None,
     ) -> None:
         self.home = home
         self.open_app = open_app
@@ -440,6 +461,7 @@ class Hub:
         self.call_timeout = call_timeout
         self.flush_every = flush_every
         self.sweep_every = sweep_every
+        self.index_every = index_every  # servers only: a CLI command owns for a moment
         self._elect_lock = threading.Lock()
         self._ownership: _Ownership | None = None
         self._remote: _Remote | None = None
@@ -567,7 +589,9 @@ class Hub:
         try:
             if warm:  # the model loads on its own thread while the tools are set up
                 app.embedder().load_in_background()
-            self._ownership = _Ownership(self.home, app, self.flush_every, self.sweep_every)
+            self._ownership = _Ownership(
+                self.home, app, self.flush_every, self.sweep_every, self.index_every
+            )
         except BaseException:
             app.close()
             raise

@@ -137,8 +137,23 @@ class Service:
         with self._calls.shared(), self._writes, translated():
             return self.app.writer().consolidate_due(older_than_days=after)
 
+    def index_due(self) -> list[str]:
+        """The owner's background index: build the vector indexes the embedded collections
+        are due on copies, in a child process, and switch them in (``App.index_beside``);
+        the collections switched in. Calls go on meanwhile: they wait only while a
+        collection is copied and while the copy catches up and is switched in."""
+        if self.app.read_only:
+            return []
+        with self._calls.shared():
+            with self._opening:
+                self.app.projections()
+            with translated():
+                return self.app.index_beside()
+
     def close(self) -> None:
-        """Close the stores once the calls (or warm-up) in progress have finished."""
+        """Close the stores once the calls (or warm-up) in progress have finished; a
+        background index build is cancelled rather than waited for."""
+        self.app.cancel_indexing()
         with self._calls.exclusive():
             self.app.close()
 

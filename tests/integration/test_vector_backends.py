@@ -562,6 +562,67 @@ def test_optimize_keeps_every_answer(loaded: VectorBackend) -> None:
     assert loaded.count(NAME) == len(ROWS) + len(filler) + 1
 
 
+def test_edge_counts_the_dense_vectors_optimize_would_index(tmp_path: Path) -> None:
+    # Shaped as the sink writes them: a memory's first part carries its BM25 terms, a later
+    # part none; an entity's spelling has no step and its own terms.
+    def memory(n: int, step: int) -> VectorPoint:
+        terms = sparse(t7=1.0) if step == 0 else SparseVector((), ())
+        payload = {"memory_id": f"m{n}", "namespace": "a", "step": step}
+        return VectorPoint(pid(1000 * step + n), unit((n % DIM, 1), (7, 0.1)), terms, payload)
+
+    spellings = [
+        VectorPoint(pid(500 + i), unit((i % DIM, 1), (6, 0.1)), sparse(t9=1.0),
+                    {"entity_id": f"e{i}"})
+        for i in range(40)
+    ]  # fmt: skip
+    # A 1 KB threshold: Edge indexes a segment from 32 vectors of 8 floats on.
+    store = make("edge", tmp_path)
+    try:
+        assert isinstance(store, EdgeBackend)
+        store.ensure_collection(NAME, DIM)
+        store.ensure_collection("entities", DIM)
+        assert store.indexes_from(NAME) == 32
+        store.upsert(NAME, [memory(n, 0) for n in range(36)] + [memory(n, 1) for n in range(4)])
+        store.upsert("entities", spellings)
+        assert store.unindexed(NAME) == 40
+        assert store.unindexed("entities") == 40
+        assert store.optimize(NAME) and store.optimize("entities")
+        assert store.unindexed(NAME) == 0 and store.unindexed("entities") == 0
+        store.upsert(NAME, [memory(n, 1) for n in range(100, 102)])
+        assert store.unindexed(NAME) == 0  # two: too few for the threshold
+        store.upsert(NAME, [memory(n, 0) for n in range(200, 230)])
+        assert store.unindexed(NAME) == 32
+    finally:
+        store.close()
+    # Qdrant's own threshold (10,000 KB of vectors) is far above these few.
+    default = EdgeBackend(tmp_path / "qdrant")
+    try:
+        assert default.indexes_from(NAME) == 10_000 * 1024 // (4 * DIM)
+        assert default.unindexed(NAME) == 0
+    finally:
+        default.close()
+
+
+def test_edge_copies_a_collection_that_answers_alike_and_lives_apart(
+    loaded: VectorBackend,
+) -> None:
+    if not isinstance(loaded, EdgeBackend):
+        assert loaded.unindexed(NAME) == 0  # a server indexes by itself
+        with pytest.raises(VectorStoreError, match="Edge"):
+            loaded.copy_collection(NAME, "copy_1")
+        return
+    loaded.copy_collection(NAME, "copy_1")
+    assert {NAME, "copy_1"} <= set(loaded.collections())
+    flt = VectorFilter(namespace="a")
+    assert loaded.query_dense("copy_1", E0, flt, 10) == loaded.query_dense(NAME, E0, flt, 10)
+    loaded.upsert(NAME, [replace(ROWS[0], n=70, memory="m70").point()])
+    assert loaded.count(NAME) == len(ROWS) + 1 and loaded.count("copy_1") == len(ROWS)
+    with pytest.raises(VectorStoreError, match="exists"):
+        loaded.copy_collection(NAME, "copy_1")
+    loaded.drop_collection("copy_1")
+    assert "copy_1" not in loaded.collections()
+
+
 def test_edge_optimize_gives_an_old_shard_the_current_config(tmp_path: Path) -> None:
     """A shard made before the int8 copies (float vectors in RAM, Edge's defaults) opens
     as it is; ``optimize`` gives it this backend's config, and the answers stay."""

@@ -1,0 +1,261 @@
+"""A server indexes its embedded vector collections on copies, in a child process, while it
+goes on serving, and switches the copies in (``Projections.index_beside``). Nothing stored
+meanwhile is lost, a failure anywhere leaves the live collections serving, and what it
+leaves behind is cleared."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.errors import FerrexError
+from ferrex.models import Embedder
+from ferrex.read.recall import RecallRequest
+from ferrex.rules.memory_input import StoreRequest
+from ferrex.server.hub import Hub
+from ferrex.server.service import Caller
+from projections import replay
+from projections.indexing import ApartBuild
+from projections.qdrant_edge import EdgeBackend
+from projections.reconcile import reconcile
+from projections.replay import QDRANT, read_pointer
+from projections.vectors import VectorStoreError
+
+NOTES = [
+    f"incident {n}: the {service} service {what} after the {change}"
+    for n, (service, what, change) in enumerate(
+        (s, w, c)
+        for s in ("billing", "ledger", "search", "gateway", "mailer")
+        for w in ("timed out", "ran out of memory", "lost its cache")
+        for c in ("config push", "node drain")
+    )
+]
+
+
+@pytest.fixture()
+def app(tmp_path: Path, shared_embedder: Embedder) -> Iterator[App]:
+    # A threshold of 1 KB: Edge indexes any segment, so a small home has indexes to build.
+    backend = EdgeBackend(tmp_path / "qdrant", indexing_threshold_kb=1)
+    app = App(
+        home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder, _backend=backend
+    )
+    app.writer().store_many([StoreRequest(content=text) for text in NOTES])
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+def found(app: App, query: str) -> list[str]:
+    result = app.reader().recall(RecallRequest(query=query, limit=3)).as_dict()
+    return [r["content"] for r in result["results"]]
+
+
+def qdrant_dirs(app: App) -> list[str]:
+    return sorted(p.name for p in (app.home / "qdrant").iterdir() if p.is_dir())
+
+
+def storing_during(app: App, texts: list[str]) -> Callable[[list[str]], dict[str, bool]]:
+    """The real child-process build, with stores made while it runs (outside the gate)."""
+    backend = app.backend()
+    assert isinstance(backend, EdgeBackend)
+    build = ApartBuild(backend.root, backend.indexing_threshold_kb)
+
+    def run(names: list[str]) -> dict[str, bool]:
+        for text in texts:
+            app.writer().store(StoreRequest(content=text))
+        return build(names)
+
+    return run
+
+
+def test_the_copies_are_indexed_apart_and_switched_in_with_what_was_stored_meanwhile(
+    app: App,
+) -> None:
+    projections, backend = app.projections(), app.backend()
+    old = projections.live
+    assert backend.unindexed(old.memories) >= len(NOTES)
+    late = "the payroll export moved from Friday to Thursday night"
+
+    switched = projections.index_beside(storing_during(app, [late]))
+
+    live = projections.live
+    assert switched and live.memories in switched and live.memories != old.memories
+    assert read_pointer(app.home) == live
+    # Indexed but for the memory stored during the build, applied to the copy after it.
+    assert backend.unindexed(live.memories) == 1
+    assert old.memories not in qdrant_dirs(app)  # the old collection is gone
+    assert set(qdrant_dirs(app)) == {live.memories, live.entities}
+    assert late in found(app, "when does the payroll export run now")
+    assert projections.read_model.checkpoint(QDRANT) == projections.qdrant_position
+    assert reconcile(projections).clean
+    # Stores after the switch land in the indexed collection.
+    app.writer().store(StoreRequest(content="the mailer now retries bounced mail twice"))
+    assert "the mailer now retries bounced mail twice" in found(app, "mailer retry policy")
+
+
+def test_a_restart_serves_the_switched_copy_and_a_rebuild_clears_it(
+    tmp_path: Path, app: App, shared_embedder: Embedder
+) -> None:
+    switched = app.projections().index_beside(storing_during(app, []))
+    assert switched
+    app.close()
+    again = App(home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder)
+    try:
+        assert again.projections().live.memories == switched[0]
+        assert NOTES[7] in found(again, NOTES[7])
+        assert reconcile(again.projections()).clean
+        rebuilt = again.replay().live
+        assert set(qdrant_dirs(again)) == {rebuilt.memories, rebuilt.entities}
+    finally:
+        again.close()
+
+
+def test_a_failed_build_leaves_the_live_collections_serving_and_no_copy(app: App) -> None:
+    projections = app.projections()
+    old = projections.live
+    late = "the search cluster was resized to five nodes"
+
+    def failing(names: list[str]) -> dict[str, bool]:
+        app.writer().store(StoreRequest(content=late))
+        raise VectorStoreError("the index builder was killed")
+
+    with pytest.raises(VectorStoreError, match="killed"):
+        projections.index_beside(failing)
+    assert projections.live == old == read_pointer(app.home)
+    assert set(qdrant_dirs(app)) == {old.memories, old.entities}
+    assert late in found(app, "how many nodes does the search cluster have")
+    assert reconcile(projections).clean
+
+
+def test_a_failure_at_the_switch_puts_everything_back(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    projections = app.projections()
+    old = projections.live
+    late = "the gateway certificate now renews every sixty days"
+
+    def no_pointer(home: Path, live: replay.Live) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(replay, "write_pointer", no_pointer)
+    with pytest.raises(OSError, match="No space"):
+        projections.index_beside(storing_during(app, [late]))
+    monkeypatch.undo()
+    assert projections.live == old == read_pointer(app.home)
+    assert set(qdrant_dirs(app)) == {old.memories, old.entities}
+    assert projections.read_model.checkpoint(QDRANT) == projections.qdrant_position
+    assert late in found(app, "gateway certificate renewal")
+    assert reconcile(projections).clean
+    # And the next try succeeds.
+    assert projections.index_beside(storing_during(app, []))
+
+
+def test_a_copy_left_by_a_crash_is_removed_by_the_next_run(app: App) -> None:
+    projections, backend = app.projections(), app.backend()
+    live = projections.live
+    stray = f"{live.memories}_0badc0de"
+    backend.copy_collection(live.memories, stray)
+    assert stray in qdrant_dirs(app)
+    projections.index_beside(storing_during(app, []))
+    assert stray not in qdrant_dirs(app)
+
+
+def test_nothing_is_copied_when_no_collection_is_due(
+    tmp_path: Path, shared_embedder: Embedder
+) -> None:
+    # Qdrant's own threshold: 30 memories are far from a segment worth indexing.
+    app = App(home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder)
+    try:
+        app.writer().store_many([StoreRequest(content=text) for text in NOTES])
+        before = qdrant_dirs(app)
+        assert app.backend().unindexed(app.projections().live.memories) == 0
+
+        def never(names: list[str]) -> dict[str, bool]:
+            raise AssertionError("nothing was due")
+
+        assert app.projections().index_beside(never) == []
+        assert app.index_beside() == []
+        assert qdrant_dirs(app) == before
+    finally:
+        app.close()
+
+
+def test_a_copy_that_would_eat_the_reserve_is_refused(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = qdrant_dirs(app)
+    monkeypatch.setattr("ferrex.home_safety.free_bytes", lambda home: 1024)
+    with pytest.raises(FerrexError) as refused:
+        app.index_beside()
+    assert refused.value.code == "storage_full"
+    assert "index" in str(refused.value)
+    assert qdrant_dirs(app) == before
+
+
+def test_a_cancelled_build_refuses_to_start_and_changes_nothing(app: App) -> None:
+    projections = app.projections()
+    old = projections.live
+    app.cancel_indexing()
+    with pytest.raises(FerrexError, match="cancelled"):
+        app.index_beside()
+    assert projections.live == old
+    assert set(qdrant_dirs(app)) == {old.memories, old.entities}
+
+
+def test_the_app_builds_in_a_child_process(app: App) -> None:
+    projections = app.projections()
+    old = projections.live
+    switched = app.index_beside()
+    assert switched == [projections.live.memories] or set(switched) == {
+        projections.live.memories,
+        projections.live.entities,
+    }
+    assert projections.live != old
+    assert app.backend().unindexed(projections.live.memories) == 0
+
+
+def test_a_serving_owner_indexes_by_itself_and_answers_meanwhile(
+    tmp_path: Path, shared_embedder: Embedder
+) -> None:
+    home = tmp_path / "home"
+
+    def open_app() -> App:
+        backend = EdgeBackend(home / "qdrant", indexing_threshold_kb=1)
+        return App(home=home, config=load(home, None), _embedder=shared_embedder,
+                   _backend=backend)  # fmt: skip
+
+    hub = Hub(home, open_app, Caller(), flush_every=None, index_every=0.2)
+    try:
+        first = hub.call("store", {"content": NOTES[0]})["id"]
+        before = read_pointer(home)
+        assert before is not None
+        deadline = time.monotonic() + 120
+        while read_pointer(home) == before and time.monotonic() < deadline:
+            assert hub.call("recall", {"query": NOTES[0]})["results"][0]["id"] == first
+            time.sleep(0.05)
+        after = read_pointer(home)
+        assert after is not None and after.memories.startswith(before.memories + "_")
+        assert hub.call("recall", {"query": NOTES[0]})["results"][0]["id"] == first
+    finally:
+        hub.close()
+
+
+def test_a_hub_without_index_every_never_indexes(tmp_path: Path, shared_embedder: Embedder) -> None:
+    home = tmp_path / "home"
+    backend = EdgeBackend(home / "qdrant", indexing_threshold_kb=1)
+    app = App(home=home, config=load(home, None), _embedder=shared_embedder, _backend=backend)
+    hub = Hub(home, lambda: app, Caller(), flush_every=None)  # as a CLI command owns
+    try:
+        hub.call("store", {"content": NOTES[1]})
+        before = read_pointer(home)
+        time.sleep(1.0)
+        assert read_pointer(home) == before
+        assert backend.unindexed(app.projections().live.memories) == 1
+    finally:
+        hub.close()
