@@ -27,6 +27,7 @@ import contextlib
 import dataclasses
 import fcntl
 import hashlib
+import itertools
 import logging
 import os
 import re
@@ -34,6 +35,7 @@ import secrets
 import signal
 import struct
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -73,6 +75,10 @@ records ends by releasing the vector collections (:meth:`VectorBackend.release`)
 Edge answers filtered queries slower on points added by this process while their shard stays
 open (9k points added to a shard of 1k loaded: the filtered dense leg 4.0-4.4 ms against
 2.6-3.3 once loaded again; 800 added to 9.2k: no difference, NOISY)."""
+
+_COPY_CHUNK = 16
+"""Records :meth:`Projections.index_beside` applies to its copies per hold of the shared
+gate before the switch (a write's apply waits for at most one such chunk)."""
 
 SPLIT_RECORDS = 20_000
 """A rebuild of at least this many records applies the read model in a child process of its
@@ -403,38 +409,48 @@ class Projections:
         :mod:`projections.indexing`) and says which changed; ``before_copy(names)`` may
         refuse the copies by raising (ferrex checks its free-space reserve). The steps:
 
-        1. Under the gate: the vector writes made durable, each due collection copied
-           (no write can land meanwhile), and the vector position ``at`` noted.
+        1. Under the gate: the vector writes made durable, both collections copied (no
+           write can land meanwhile; both, so that step 3 writes only into copies), and the
+           vector position ``at`` noted.
         2. Without it: ``build``; stores and recalls go on against the live collections.
-        3. Under the journal's writer lock and the gate: the Qdrant checkpoint set back to
-           ``at`` and the sink pointed at the copies, so a catch-up applies to them what the
-           journal gained since step 1 (vector writes are idempotent); the copies made
-           durable; then the pointer file names them, and the old collections are dropped.
+        3. A sink of the copies applies what the live collections gained since ``at``, a
+           few records per hold of the shared gate (:meth:`_catch_up_copies`).
+        4. Under the journal's writer lock and the gate: the Qdrant checkpoint set back to
+           where step 3 got and the sink of the copies made the live one, so a catch-up
+           applies the rest (vector writes are idempotent); the copies made durable; then
+           the pointer file names them. The old collections are dropped after.
 
         A crash before the pointer is written leaves the old collections live with a
         checkpoint at or before what they hold (applied again at the next start); one after
         leaves the copies live, durable at the checkpoint. A copy left by a crash is removed
         by the next call, and by the next rebuild."""
         backend = self.backend
-        with self.gate.exclusive():
-            if self._holding or self._closed:
-                return []
+        with self.gate.shared():  # a read: stores and recalls go on
             live = self.live
-            self._drop_copies(live)
             due = [n for n in (live.memories, live.entities) if backend.unindexed(n) > 0]
-            if not due:
+        if not due:
+            return []
+        began = time.perf_counter()
+        with self.gate.exclusive():
+            if self._holding or self._closed or self.live != live:
                 return []
+            self._drop_copies(live)
             if before_copy is not None:
-                before_copy(due)
+                before_copy([live.memories, live.entities])
             self.sync()
             at = self._qdrant_applied
-            copies = {name: f"{_base(name)}_{secrets.token_hex(4)}" for name in due}
+            # Both collections, so that the catch-up below writes only into copies.
+            copies = {
+                name: f"{_base(name)}_{secrets.token_hex(4)}"
+                for name in (live.memories, live.entities)
+            }
             try:
                 for name, copy in copies.items():
                     backend.copy_collection(name, copy)
             except BaseException:
                 self._drop_copies(live)
                 raise
+        copied = time.perf_counter()
         try:
             changed = build(list(copies.values()))
         except BaseException:
@@ -445,30 +461,47 @@ class Projections:
             with self.gate.exclusive():
                 self._drop_copies(self.live)
             return []
+        built = time.perf_counter()
+        try:
+            for copy in copies.values():
+                backend.count(copy)  # opened (loaded) here, not while a write waits
+        except BaseException:
+            with self.gate.exclusive():
+                self._drop_copies(self.live)
+            raise
+        new = msgspec.structs.replace(
+            live, memories=copies[live.memories], entities=copies[live.entities]
+        )
+        sink = VectorSink(
+            backend,
+            Collections(new.memories, new.entities),
+            self.encoders,
+            self.read_model.episode_before,
+        )
+        try:
+            near, early = self._catch_up_copies(sink, at)
+        except BaseException:
+            with self.gate.exclusive():
+                self._drop_copies(self.live)
+            raise
+        near_at = time.perf_counter()
         # The journal's writer lock before the gate, in the order a write takes them: the
         # catch-up below reads what other writers appended.
         with self.journal.exclusive(), self.gate.exclusive():
+            locked = time.perf_counter()
             if self._closed or self.live != live:  # closed, or rebuilt meanwhile
                 self._drop_copies(self.live)
                 return []
             old_sink, old_at = self.sink, self._qdrant_applied
-            new = msgspec.structs.replace(
-                live,
-                memories=copies.get(live.memories, live.memories),
-                entities=copies.get(live.entities, live.entities),
-            )
             try:
                 self.sync()
-                self.read_model.set_checkpoint(QDRANT, at)
-                self._qdrant_applied = at
-                self.sink = VectorSink(
-                    backend,
-                    Collections(new.memories, new.entities),
-                    self.encoders,
-                    self.read_model.episode_before,
-                )
-                self._catch_up(None)
-                self.sync()
+                self.read_model.set_checkpoint(QDRANT, near)
+                self._qdrant_applied = near
+                self.sink = sink
+                late = self._catch_up(None)
+                # Forced: what _catch_up_copies wrote is not durable yet either.
+                self.sink.sync()
+                self.read_model.set_checkpoint(QDRANT, self._qdrant_applied)
                 write_pointer(self.home, new)
             except BaseException:
                 # The old collections hold everything up to old_at, durably (the first sync).
@@ -477,9 +510,45 @@ class Projections:
                 self._drop_copies(live)
                 raise
             self.live = new
-            for name in copies:
-                backend.drop_collection(name)
+        switched = time.perf_counter()
+        # No read or write names the old collections any more: dropped without the gate.
+        for name in copies:
+            backend.drop_collection(name)
+        log.info(
+            "projections: indexed %s on copies: copied in %.2f s, built in %.2f s, caught up"
+            " in %.2f s (%d records), switched in %.2f s (%d records; %.2f s waiting for the"
+            " locks)",
+            ", ".join(copies), copied - began, built - copied, near_at - built, early,
+            switched - locked, late, locked - near_at,
+        )  # fmt: skip
         return list(copies.values())
+
+    def _catch_up_copies(self, sink: VectorSink, at: int) -> tuple[int, int]:
+        """Apply to ``sink`` (the copies) the records after ``at`` that the live collections
+        hold, a few at a time under the shared gate, so that the switch has little left to
+        apply while everything waits; (the position reached, records applied). Reads go on
+        meanwhile, and a write's apply waits at most one chunk."""
+        applied = 0
+        # One read of the journal for as long as it lasts (each read decodes its segment
+        # from the start, 0.1 s and more at 100k records); a new one for what came after.
+        records: Iterator[Record] = iter(())
+        while True:
+            with self.gate.shared(), self.read_model.snapshot():
+                upto = self._qdrant_applied
+                if at >= upto:
+                    break
+                chunk = list(itertools.islice(records, _COPY_CHUNK))
+                if not chunk:
+                    records = self.journal.read(after=at)
+                    chunk = list(itertools.islice(records, _COPY_CHUNK))
+                kept = [r for r in chunk if r.position <= upto]
+                if kept:
+                    sink.apply(kept, durable=False)
+                    at = kept[-1].position
+                    applied += len(kept)
+                if len(kept) < len(chunk) or not kept:
+                    break  # records the live ones lack yet: left to the switch's catch-up
+        return at, applied
 
     def _drop_copies(self, live: Live) -> None:
         """Remove the collections of ``live``'s generation that are not live: copies

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import shutil
 import statistics
@@ -329,12 +330,15 @@ def main() -> None:
     names = list(results)
     print("\n| measure | " + " | ".join(names) + " |\n|---|" + "---|" * len(names))
 
+    def _per_s(r: Numbers, batch: int) -> str:
+        return f"{r.append_per_s[batch]:,.0f} records/s"
+
     def row(label: str, cell: Callable[[Numbers], str]) -> None:
         print(f"| {label} | " + " | ".join(cell(results[n]) for n in names) + " |")
 
     for _, batch in APPEND_RUNS:
         label = "append, 1 record per commit" if batch == 1 else f"append, batches of {batch}"
-        row(label, lambda r, b=batch: f"{r.append_per_s[b]:,.0f} records/s")
+        row(label, functools.partial(_per_s, batch=batch))
     row(f"read + decode, {args.records:,} records", lambda r: f"{r.read_per_s:,.0f} records/s")
     row("follow latency p50 / p95", lambda r: f"{r.follow_ms[0]:.1f} / {r.follow_ms[1]:.1f} ms")
     row("writer lock (exclusive(): lock + head) p50", lambda r: f"{r.lock_ms:.2f} ms")
