@@ -80,6 +80,8 @@ _COPY_CHUNK = 16
 """Records :meth:`Projections.index_beside` applies to its copies per hold of the shared
 gate before the switch (a write's apply waits for at most one such chunk)."""
 
+_COPY_PAUSE = 0.005  # seconds between two of those holds
+
 SPLIT_RECORDS = 20_000
 """A rebuild of at least this many records applies the read model in a child process of its
 own while this one writes the vectors (see :func:`apply_split`): two cores instead of one."""
@@ -464,7 +466,9 @@ class Projections:
         built = time.perf_counter()
         try:
             for copy in copies.values():
-                backend.count(copy)  # opened (loaded) here, not while a write waits
+                # Opened here, not while a write waits. Edge holds the interpreter while it
+                # loads a shard (0.5 s at 100k memories): every thread waits that long once.
+                backend.count(copy)
         except BaseException:
             with self.gate.exclusive():
                 self._drop_copies(self.live)
@@ -548,6 +552,8 @@ class Projections:
                     applied += len(kept)
                 if len(kept) < len(chunk) or not kept:
                     break  # records the live ones lack yet: left to the switch's catch-up
+            # Not urgent: the serving threads get the interpreter between two chunks.
+            time.sleep(_COPY_PAUSE)
         return at, applied
 
     def _drop_copies(self, live: Live) -> None:
