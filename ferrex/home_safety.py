@@ -31,6 +31,7 @@ import errno
 import logging
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -258,19 +259,24 @@ def unallocated_bytes(directory: Path, *, shorter_than: int | None = None) -> in
     """The most that writes into the files under ``directory`` (those shorter than
     ``shorter_than`` bytes, when given) could still take from the disk: what their lengths
     promise beyond the blocks they hold. Files that vanish during the walk are skipped."""
-    total = 0
+    return sum(
+        max(0, info.st_size - info.st_blocks * 512)
+        for info in _regular_files(directory)
+        if shorter_than is None or info.st_size < shorter_than
+    )
+
+
+def _regular_files(directory: Path) -> Iterator[os.stat_result]:
+    """The status of each regular file under ``directory``; files that vanish during the
+    walk are skipped."""
     for root, _dirs, files in os.walk(directory):
         for name in files:
             try:
                 info = os.stat(os.path.join(root, name), follow_symlinks=False)
             except OSError:
                 continue
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            if shorter_than is not None and info.st_size >= shorter_than:
-                continue
-            total += max(0, info.st_size - info.st_blocks * 512)
-    return total
+            if stat.S_ISREG(info.st_mode):
+                yield info
 
 
 def check_open_room(home: Path, reserve: int, shard: Path) -> None:
@@ -303,18 +309,9 @@ def check_open_room(home: Path, reserve: int, shard: Path) -> None:
 
 
 def tree_bytes(directory: Path) -> int:
-    """The bytes the files under ``directory`` hold on the disk (what a copy of them
-    takes); files that vanish during the walk are skipped."""
-    total = 0
-    for root, _dirs, files in os.walk(directory):
-        for name in files:
-            try:
-                info = os.stat(os.path.join(root, name), follow_symlinks=False)
-            except OSError:
-                continue
-            if stat.S_ISREG(info.st_mode):
-                total += info.st_blocks * 512
-    return total
+    """The most a copy of the files under ``directory`` takes: their lengths (a copy need
+    not keep a sparse file's holes)."""
+    return sum(info.st_size for info in _regular_files(directory))
 
 
 def check_copy_room(home: Path, reserve: int, directories: list[Path]) -> None:
