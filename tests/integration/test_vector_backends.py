@@ -613,6 +613,15 @@ def test_edge_copies_a_collection_that_answers_alike_and_lives_apart(
         return
     loaded.copy_collection(NAME, "copy_1")
     assert {NAME, "copy_1"} <= set(loaded.collections())
+
+    def on_disk(name: str) -> tuple[int, int]:  # (bytes allocated, bytes long)
+        files = [p for p in (loaded.root / name).rglob("*") if p.is_file()]
+        return sum(p.stat().st_blocks * 512 for p in files), sum(p.stat().st_size for p in files)
+
+    # Edge's growing files are mostly holes, and the copy leaves them holes.
+    (held, length), (copy_held, copy_length) = on_disk(NAME), on_disk("copy_1")
+    assert copy_length == length and held < length // 2
+    assert copy_held <= held + 1024 * 1024
     flt = VectorFilter(namespace="a")
     assert loaded.query_dense("copy_1", E0, flt, 10) == loaded.query_dense(NAME, E0, flt, 10)
     loaded.upsert(NAME, [replace(ROWS[0], n=70, memory="m70").point()])
