@@ -173,6 +173,7 @@ class App:
     _owner_fd: int | None = field(default=None, repr=False)
     _indexing: ApartBuild | None = field(default=None, repr=False, init=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, init=False)
+    _indexing_cancelled: bool = field(default=False, repr=False, init=False)
     before_model_load: Callable[[], None] | None = field(default=None, repr=False)
     """Called just before the embedding model loads (the CLI's "loading model…")."""
     read_only: bool = field(default=False, init=False)
@@ -537,6 +538,8 @@ class App:
         if not isinstance(backend, EdgeBackend):
             return []
         with self._index_lock:
+            if self._indexing_cancelled:
+                raise BackendUnavailable("the vector indexes are not built: ferrex is closing")
             if self._indexing is None:
                 self._indexing = ApartBuild(backend.root, backend.indexing_threshold_kb)
             build = self._indexing
@@ -551,11 +554,9 @@ class App:
     def cancel_indexing(self) -> None:
         """Kill a background index build in progress and refuse new ones (before closing)."""
         with self._index_lock:
-            if self._indexing is None:
-                from projections.indexing import ApartBuild
-
-                self._indexing = ApartBuild(self.home)
-            self._indexing.cancel()
+            self._indexing_cancelled = True
+            if self._indexing is not None:
+                self._indexing.cancel()
 
     def replay(
         self, progress: Progress | None = None, *, embedder: Embedder | None = None

@@ -336,14 +336,24 @@ class _Ownership:
         """Every so often, index what the embedded vector collections gained (on copies, in
         a child process: see ``Service.index_due``), so that recall and store stay fast as
         an agent's memories grow, without `ferrex optimize`."""
-        while not self._stop.wait(every):
+        wait = every
+        while not self._stop.wait(wait):
             try:
                 switched = self.service.service.index_due()
-            except FerrexError as exc:
-                log.warning("could not index the vector collections (will retry): %s", exc)
-            except Exception:
-                log.exception("indexing the vector collections failed (will retry)")
+            except Exception as exc:
+                if self._stop.is_set():
+                    return  # closing: the build was cancelled
+                # A build that fails costs a copy and minutes of CPU: the next try waits
+                # twice as long each time, up to an hour.
+                wait = min(wait * 2, max(every, 3600.0))
+                if isinstance(exc, FerrexError):
+                    log.warning("could not index the vector collections (next try in %.0f s):"
+                                " %s", wait, exc)  # fmt: skip
+                else:
+                    log.exception("indexing the vector collections failed (next try in %.0f s)",
+                                  wait)  # fmt: skip
             else:
+                wait = every
                 if switched:
                     log.info("vector indexes built and switched in: %s", ", ".join(switched))
 

@@ -206,7 +206,7 @@ def test_a_cancelled_build_refuses_to_start_and_changes_nothing(app: App) -> Non
     projections = app.projections()
     old = projections.live
     app.cancel_indexing()
-    with pytest.raises(FerrexError, match="cancelled"):
+    with pytest.raises(FerrexError, match="closing"):
         app.index_beside()
     assert projections.live == old
     assert set(qdrant_dirs(app)) == {old.memories, old.entities}
@@ -263,3 +263,25 @@ def test_a_hub_without_index_every_never_indexes(tmp_path: Path, shared_embedder
         assert backend.unindexed(app.projections().live.memories) == 1
     finally:
         hub.close()
+
+
+def test_a_failing_index_is_tried_less_and_less_often(
+    tmp_path: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    tries: list[float] = []
+
+    def failing(self: App) -> list[str]:
+        tries.append(time.monotonic())
+        raise FerrexError("the disk is full", code="storage_full")
+
+    monkeypatch.setattr(App, "index_beside", failing)
+    app = App(home=home, config=load(home, None), _embedder=shared_embedder)
+    hub = Hub(home, lambda: app, Caller(), flush_every=None, index_every=0.05)
+    try:
+        hub.call("stats", {})
+        time.sleep(1.6)
+    finally:
+        hub.close()
+    # Without the back-off, some 30 tries; with it, at 0.05, 0.15, 0.35, 0.75 and 1.55 s.
+    assert 2 <= len(tries) <= 6, len(tries)
