@@ -76,6 +76,12 @@ Edge answers filtered queries slower on points added by this process while their
 open (9k points added to a shard of 1k loaded: the filtered dense leg 4.0-4.4 ms against
 2.6-3.3 once loaded again; 800 added to 9.2k: no difference, NOISY)."""
 
+INDEX_SHARE = 0.05
+"""A server indexes a collection beside the live one when this share of its dense vectors
+(or more) is outside any index, and at least a segment's worth: at 1M memories every 50,000
+stores, with up to 50,000 vectors searched one by one meanwhile (about 10 ms more a recall,
+going by the 100,000 unindexed vectors that cost 23 ms more at 100k)."""
+
 _COPY_CHUNK = 16
 """Records :meth:`Projections.index_beside` applies to its copies per hold of the shared
 gate before the switch (a write's apply waits for at most one such chunk)."""
@@ -429,7 +435,7 @@ class Projections:
         backend = self.backend
         with self.gate.shared():  # a read: stores and recalls go on
             live = self.live
-            due = [n for n in (live.memories, live.entities) if backend.unindexed(n) > 0]
+            due = [n for n in (live.memories, live.entities) if self._index_due(n)]
         if not due:
             return []
         began = time.perf_counter()
@@ -526,6 +532,14 @@ class Projections:
             switched - locked, late, locked - near_at,
         )  # fmt: skip
         return list(copies.values())
+
+    def _index_due(self, name: str) -> bool:
+        """Whether ``name`` has vectors worth indexing: a segment's worth that ``optimize``
+        would index (:meth:`VectorBackend.unindexed`), and at least :data:`INDEX_SHARE` of its
+        points, since each build copies the whole collection (3 GB at a million memories,
+        seconds during which calls wait) to index what came since the last one."""
+        unindexed = self.backend.unindexed(name)
+        return unindexed > 0 and unindexed >= INDEX_SHARE * self.backend.count(name)
 
     def _catch_up_copies(self, sink: VectorSink, at: int) -> tuple[int, int]:
         """Apply to ``sink`` (the copies) the records after ``at`` that the live collections

@@ -160,6 +160,20 @@ def test_a_failure_at_the_switch_puts_everything_back(
     assert projections.index_beside(storing_during(app, []))
 
 
+def test_a_collection_is_copied_again_only_for_a_share_of_new_vectors(app: App) -> None:
+    projections = app.projections()
+    assert projections.index_beside(storing_during(app, []))
+    indexed = projections.live
+    app.writer().store(StoreRequest(content="the ledger nightly job now starts at 02:00"))
+    # One new vector of 31: a segment's worth at this threshold, under 5% of the points.
+    assert app.backend().unindexed(indexed.memories) == 1
+    assert projections.index_beside(storing_during(app, [])) == []
+    assert projections.live == indexed
+    app.writer().store(StoreRequest(content="the gateway rate limit was raised to 900 rps"))
+    assert projections.index_beside(storing_during(app, []))  # two of 32: over 5%
+    assert projections.live != indexed
+
+
 def test_a_copy_left_by_a_crash_is_removed_by_the_next_run(app: App) -> None:
     projections, backend = app.projections(), app.backend()
     live = projections.live
