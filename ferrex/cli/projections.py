@@ -194,10 +194,12 @@ audit.add_command(reconcile)
 def optimize(app: App, as_json: bool) -> None:
     """Build the vector indexes (HNSW) of the embedded Qdrant: explicit maintenance.
 
-    Queries work without it but get slower as memory grows; run it after a large replay
-    or re-embed, or after many stores (an import of 5,000 memories or more builds them
-    itself). It takes seconds at 10k memories and minutes at a million, and needs the data
-    directory to itself: Qdrant Edge holds a collection for the whole build.
+    Queries work without it but get slower as memory grows. A running server builds them by
+    itself, on a copy it switches in (qdrant.index_every_seconds), and an import, replay or
+    re-embed of 5,000 memories or more ends by building them; run this when no server
+    does, e.g. after many stores made with qdrant.index_every_seconds = 0. It takes seconds
+    at 10k memories and minutes at a million, and needs the data directory to itself:
+    Qdrant Edge holds a collection for the whole build.
     """
     app.projections()  # opened (a rebuild it needs, first) before the clock starts
     started = time.perf_counter()
