@@ -132,6 +132,7 @@ class EdgeBackend:
         self._closed = False
         self._deferred: set[str] = set()
         self._dirty: set[str] = set()
+        self._in_graphs: dict[str, int] = {}  # dense vectors in HNSW graphs (unindexed)
 
     @property
     def indexing_threshold_kb(self) -> int | None:
@@ -172,6 +173,7 @@ class EdgeBackend:
         return sorted(p.name for p in self.root.iterdir() if (p / _CONFIG_FILE).is_file())
 
     def drop_collection(self, name: str) -> None:
+        self._in_graphs.pop(name, None)
         with self._guard:
             held = self._open.pop(name, None)
             if held is None and not (self._path(name) / _CONFIG_FILE).is_file():
@@ -355,6 +357,7 @@ class EdgeBackend:
             dim = self._stored_dim(name)
             self.ensure_collection(name, dim)
         shard = self._shard(name)
+        self._in_graphs.pop(name, None)
         with _translated(f"optimize {name!r}"):
             changed = shard.optimize()
         self._flush(name, shard)
@@ -368,9 +371,12 @@ class EdgeBackend:
         and every non-empty sparse vector (its inverted index is kept as points come). Only
         a memory's first part (``step`` 0) and an entity's spelling (no ``step``) carry BM25
         terms, so the dense vectors in graphs are that count less those points; one whose
-        text has no BM25 term at all is counted unindexed (a slight over-count). The count of those
-        points reads every payload (20-40 ms at 10k), so it is made only when the cheap
-        bound (every point with a sparse vector) reaches the threshold."""
+        text has no BM25 term at all is counted unindexed (a slight over-count). Counting
+        those points reads every payload (20-40 ms at 10k, seconds at a million), so it is
+        done only when the cheap bound (every point with a sparse vector) reaches the
+        threshold, and once per collection in this process: new points join no graph until
+        ``optimize``, so the graphs' count stays until then (a point deleted from a graph
+        makes it an over-count, and this an under-count, by one)."""
         shard = self._shard(name)
         least = self.indexes_from(name)
         with _translated(f"read the index state of {name!r}"):
@@ -378,15 +384,18 @@ class EdgeBackend:
             points, indexed = info.points_count, info.indexed_vectors_count
             if 2 * points - indexed < least:
                 return 0
-            # A memory's first part, or an entity's spelling (no step: each has its terms).
-            first = edge.Filter(
-                should=[
-                    edge.FieldCondition("step", match=edge.MatchValue(0)),
-                    edge.IsEmptyCondition("step"),
-                ]
-            )
-            sparse = shard.count(edge.CountRequest(exact=True, filter=first))
-        plain = points - max(indexed - sparse, 0)
+            in_graphs = self._in_graphs.get(name)
+            if in_graphs is None:
+                # A memory's first part, or an entity's spelling (no step: each has its terms).
+                first = edge.Filter(
+                    should=[
+                        edge.FieldCondition("step", match=edge.MatchValue(0)),
+                        edge.IsEmptyCondition("step"),
+                    ]
+                )
+                sparse = shard.count(edge.CountRequest(exact=True, filter=first))
+                in_graphs = self._in_graphs[name] = max(indexed - sparse, 0)
+        plain = points - in_graphs
         return plain if plain >= least else 0
 
     def indexes_from(self, name: str) -> int:

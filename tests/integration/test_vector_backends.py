@@ -592,6 +592,9 @@ def test_edge_counts_the_dense_vectors_optimize_would_index(tmp_path: Path) -> N
         assert store.unindexed(NAME) == 0  # two: too few for the threshold
         store.upsert(NAME, [memory(n, 0) for n in range(200, 230)])
         assert store.unindexed(NAME) == 32
+        # Counted once; new points (joining no graph) add to it from the shard's info.
+        store.upsert(NAME, [memory(n, 1) for n in range(300, 305)])
+        assert store.unindexed(NAME) == 37
     finally:
         store.close()
     # Qdrant's own threshold (10,000 KB of vectors) is far above these few.
