@@ -156,6 +156,13 @@ def _base(collection: str) -> str:
     return collection.partition("_")[0]
 
 
+def _of_generation(backend: VectorBackend, live: Live) -> list[str]:
+    """The existing collections of ``live``'s generation: its two, and any copies of them
+    (live or not) :meth:`Projections.index_beside` made."""
+    bases = {_base(live.memories), _base(live.entities)}
+    return [name for name in backend.collections() if _base(name) in bases]
+
+
 def read_pointer(home: Path) -> Live | None:
     path = home / POINTER
     if not path.exists():
@@ -374,10 +381,8 @@ class Projections:
         if old is not None and old.generation != live.generation:
             remove_sqlite(home / old.sqlite)
             # Its collections, and any copy Projections.index_beside left of them.
-            bases = {_base(old.memories), _base(old.entities)}
-            for name in backend.collections():
-                if _base(name) in bases:
-                    backend.drop_collection(name)
+            for name in _of_generation(backend, old):
+                backend.drop_collection(name)
         return live
 
     def rebuild(self, progress: Progress | None = None) -> Live:
@@ -459,26 +464,6 @@ class Projections:
                 self._drop_copies(live)
                 raise
         copied = time.perf_counter()
-        try:
-            changed = build(list(copies.values()))
-        except BaseException:
-            with self.gate.exclusive():
-                self._drop_copies(self.live)
-            raise
-        if not any(changed.values()):
-            with self.gate.exclusive():
-                self._drop_copies(self.live)
-            return []
-        built = time.perf_counter()
-        try:
-            for copy in copies.values():
-                # Opened here, not while a write waits. Edge holds the interpreter while it
-                # loads a shard (0.5 s at 100k memories): every thread waits that long once.
-                backend.count(copy)
-        except BaseException:
-            with self.gate.exclusive():
-                self._drop_copies(self.live)
-            raise
         new = msgspec.structs.replace(
             live, memories=copies[live.memories], entities=copies[live.entities]
         )
@@ -489,11 +474,22 @@ class Projections:
             self.read_model.episode_before,
         )
         try:
-            near, early = self._catch_up_copies(sink, at)
+            changed = build(list(copies.values()))
+            built = time.perf_counter()
+            if any(changed.values()):
+                for copy in copies.values():
+                    # Opened here, not while a write waits. Edge holds the interpreter while
+                    # it loads a shard (0.5 s at 100k memories): every thread waits once.
+                    backend.count(copy)
+                near, early = self._catch_up_copies(sink, at)
         except BaseException:
             with self.gate.exclusive():
                 self._drop_copies(self.live)
             raise
+        if not any(changed.values()):
+            with self.gate.exclusive():
+                self._drop_copies(self.live)
+            return []
         near_at = time.perf_counter()
         # The journal's writer lock before the gate, in the order a write takes them: the
         # catch-up below reads what other writers appended.
@@ -576,9 +572,8 @@ class Projections:
         by a crash or a failed build. One another process still holds is left for the next
         time."""
         keep = {live.memories, live.entities}
-        bases = {_base(live.memories), _base(live.entities)}
-        for name in self.backend.collections():
-            if name not in keep and _base(name) in bases:
+        for name in _of_generation(self.backend, live):
+            if name not in keep:
                 try:
                     self.backend.drop_collection(name)
                 except VectorStoreError as exc:
