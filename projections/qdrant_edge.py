@@ -409,11 +409,11 @@ class EdgeBackend:
         """A copy of the shard's files (flushed first) as a new shard ``to``, with a lock
         of its own; the caller keeps writes to ``name`` out until this returns."""
         source, target = self._path(name), self._path(to)
-        if (target / _CONFIG_FILE).exists() or target.exists():
+        if target.exists():
             raise VectorStoreError(f"cannot copy {name!r} to {to!r}: {to!r} exists")
         shard = self._shard(name)
         with _translated(f"flush {name!r} to disk"):
-            shard.flush()
+            shard.flush()  # even inside a bulk block: the copy must hold every write
         self._dirty.discard(name)
         lock_fd = self._lock(to)
         try:
