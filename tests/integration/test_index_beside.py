@@ -37,13 +37,16 @@ NOTES = [
 ]
 
 
+def eager_app(home: Path, embedder: Embedder) -> App:
+    """An App whose Edge indexes any segment (a 1 KB threshold), so that a small home has
+    indexes to build."""
+    backend = EdgeBackend(home / "qdrant", indexing_threshold_kb=1)
+    return App(home=home, config=load(home, None), _embedder=embedder, _backend=backend)
+
+
 @pytest.fixture()
 def app(tmp_path: Path, shared_embedder: Embedder) -> Iterator[App]:
-    # A threshold of 1 KB: Edge indexes any segment, so a small home has indexes to build.
-    backend = EdgeBackend(tmp_path / "qdrant", indexing_threshold_kb=1)
-    app = App(
-        home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder, _backend=backend
-    )
+    app = eager_app(tmp_path, shared_embedder)
     app.writer().store_many([StoreRequest(content=text) for text in NOTES])
     try:
         yield app
@@ -242,13 +245,8 @@ def test_a_serving_owner_indexes_by_itself_and_answers_meanwhile(
     tmp_path: Path, shared_embedder: Embedder
 ) -> None:
     home = tmp_path / "home"
-
-    def open_app() -> App:
-        backend = EdgeBackend(home / "qdrant", indexing_threshold_kb=1)
-        return App(home=home, config=load(home, None), _embedder=shared_embedder,
-                   _backend=backend)  # fmt: skip
-
-    hub = Hub(home, open_app, Caller(), flush_every=None, index_every=0.2)
+    hub = Hub(home, lambda: eager_app(home, shared_embedder), Caller(), flush_every=None,
+              index_every=0.2)  # fmt: skip
     try:
         first = hub.call("store", {"content": NOTES[0]})["id"]
         before = read_pointer(home)
@@ -266,15 +264,14 @@ def test_a_serving_owner_indexes_by_itself_and_answers_meanwhile(
 
 def test_a_hub_without_index_every_never_indexes(tmp_path: Path, shared_embedder: Embedder) -> None:
     home = tmp_path / "home"
-    backend = EdgeBackend(home / "qdrant", indexing_threshold_kb=1)
-    app = App(home=home, config=load(home, None), _embedder=shared_embedder, _backend=backend)
+    app = eager_app(home, shared_embedder)
     hub = Hub(home, lambda: app, Caller(), flush_every=None)  # as a CLI command owns
     try:
         hub.call("store", {"content": NOTES[1]})
         before = read_pointer(home)
         time.sleep(1.0)
         assert read_pointer(home) == before
-        assert backend.unindexed(app.projections().live.memories) == 1
+        assert app.backend().unindexed(app.projections().live.memories) == 1
     finally:
         hub.close()
 
