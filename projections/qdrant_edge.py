@@ -63,6 +63,7 @@ from projections.vectors import (
     VectorFilter,
     VectorPoint,
     VectorStoreError,
+    engine_threshold,
     filter_clauses,
     settle_batch,
     settle_ties,
@@ -320,24 +321,31 @@ class EdgeBackend:
             return [str(p.id) for p in self._shard(name).query(request)]
 
     def query_dense_batch(
-        self, name: str, queries: Sequence[tuple[Sequence[float], VectorFilter]], limit: int
+        self,
+        name: str,
+        queries: Sequence[tuple[Sequence[float], VectorFilter]],
+        limit: int,
+        *,
+        at_least: float | None = None,
     ) -> list[list[Hit]]:
         if not queries or limit <= 0:
             return [[] for _ in queries]
         shard = self._shard(name)
         want = limit + TIE_SLACK
+        threshold = engine_threshold(at_least)
         # The search parameters of query_dense: after optimize, without them the batch would
         # walk the graph with Edge's default ef and answer unlike each query alone.
         requests = [
             edge.QueryRequest(limit=want, query=edge.Query.Nearest(list(dense), using=DENSE),
-                              filter=_filter(flt), params=_DENSE_SEARCH, with_payload=True)
+                              filter=_filter(flt), params=_DENSE_SEARCH, with_payload=True,
+                              score_threshold=threshold)
             for dense, flt in queries
         ]  # fmt: skip
         with _translated(f"query {name!r}"):
             answers = shard.query_batch(edge.QueryBatchRequest(requests))
         return settle_batch(
             queries, [_hits(p) for p in answers], limit,
-            lambda dense, flt: self.query_dense(name, dense, flt, limit),
+            lambda dense, flt: self.query_dense(name, dense, flt, limit), at_least,
         )  # fmt: skip
 
     def query_sparse(

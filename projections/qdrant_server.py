@@ -47,6 +47,7 @@ from projections.vectors import (
     VectorFilter,
     VectorPoint,
     VectorStoreError,
+    engine_threshold,
     filter_clauses,
     settle_batch,
     settle_ties,
@@ -247,21 +248,27 @@ class ClientBackend:
         return self._query_leg(name, list(dense), DENSE, flt, limit)
 
     def query_dense_batch(
-        self, name: str, queries: Sequence[tuple[Sequence[float], VectorFilter]], limit: int
+        self,
+        name: str,
+        queries: Sequence[tuple[Sequence[float], VectorFilter]],
+        limit: int,
+        *,
+        at_least: float | None = None,
     ) -> list[list[Hit]]:
         if not queries or limit <= 0:
             return [[] for _ in queries]
         want = limit + TIE_SLACK
+        threshold = engine_threshold(at_least)
         requests = [
             qm.QueryRequest(query=list(dense), using=DENSE, filter=_filter(flt), limit=want,
-                            with_payload=True)
+                            with_payload=True, score_threshold=threshold)
             for dense, flt in queries
         ]  # fmt: skip
         with _translated(f"query {name!r}"):
             answers = self._client.query_batch_points(name, requests=requests)
         return settle_batch(
             queries, [_hits(a.points) for a in answers], limit,
-            lambda dense, flt: self.query_dense(name, dense, flt, limit),
+            lambda dense, flt: self.query_dense(name, dense, flt, limit), at_least,
         )  # fmt: skip
 
     def query_sparse(

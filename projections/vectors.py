@@ -40,6 +40,12 @@ RRF_K = 60
 KEYWORD_FIELDS = ("namespace", "type", "entity_ids", "memory_id", "agent_id", "visibility")
 FLOAT_FIELDS = ("t_valid", "t_invalid")
 TIE_SLACK = 8
+#: How far below the score a caller wants (``at_least``) a batch of dense queries asks the
+#: engine to cut. Qdrant Edge cuts an indexed segment on the int8 copies' approximate
+#: scores: with no margin, hits at or above the floor went missing (the indexed-collection
+#: test of ``tests/integration/test_vector_backends.py``), with 0.005 none did; ten times
+#: that keeps every one.
+THRESHOLD_MARGIN = 0.05
 """How many hits beyond ``limit`` a query asks for first, to see whether a tie crosses the cut."""
 
 
@@ -241,15 +247,27 @@ def settle_batch(
     answers: Sequence[Sequence[Hit]],
     limit: int,
     alone: Callable[[Sequence[float], VectorFilter], list[Hit]],
+    at_least: float | None = None,
 ) -> list[list[Hit]]:
     """A batch of dense queries' answers (each the best ``limit + TIE_SLACK``) cut to
     ``limit`` each as :func:`settle_ties` cuts one; a query whose tie crosses the cut is
-    asked again on its own, ``alone(dense, filter)``, which settles it."""
+    asked again on its own, ``alone(dense, filter)``, which settles it. With ``at_least``,
+    the hits that score less are then left out."""
     found = []
     for (dense, flt), hits in zip(queries, answers, strict=True):
         cut = settled(hits, limit, limit + TIE_SLACK)
-        found.append(cut if cut is not None else alone(dense, flt))
+        cut = cut if cut is not None else alone(dense, flt)
+        found.append(cut if at_least is None else [h for h in cut if h.score >= at_least])
     return found
+
+
+def engine_threshold(at_least: float | None) -> float | None:
+    """The score threshold a batch of dense queries (:meth:`VectorBackend.query_dense_batch`)
+    asks the engine for when its caller wants hits of ``at_least``: lower by
+    :data:`THRESHOLD_MARGIN`, so that no point is lost to the int8 copies' rounding where
+    the engine cuts on its approximate scores (the exact cut is made on the returned
+    scores, :func:`settle_batch`)."""
+    return None if at_least is None else at_least - THRESHOLD_MARGIN
 
 
 class VectorBackend(Protocol):
@@ -324,11 +342,18 @@ class VectorBackend(Protocol):
         ...
 
     def query_dense_batch(
-        self, name: str, queries: Sequence[tuple[Sequence[float], VectorFilter]], limit: int
+        self,
+        name: str,
+        queries: Sequence[tuple[Sequence[float], VectorFilter]],
+        limit: int,
+        *,
+        at_least: float | None = None,
     ) -> list[list[Hit]]:
         """:meth:`query_dense` of each ``(dense, filter)`` query, in one call to the engine
         where it can: one list of hits per query, in the order of ``queries``, each the same
-        as that query alone would give."""
+        as that query alone would give; with ``at_least``, only the hits of those that score
+        at least that much (the engine is asked to leave out what scores well below it, so
+        a query with no near point costs no hits to convert)."""
         ...
 
     def query_sparse(

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ferrex.core.decide import neighbour_floor
 from ferrex.core.settings import StoreSettings
 from ferrex.rules.memory_input import ValidStore
 from projections.replay import Projections
@@ -107,5 +108,8 @@ def nearest(
             agent_id=valid.agent_id or settings.agent_id,
         )
         queries.append((np.asarray(vector, dtype=np.float32).tolist(), flt))
-    answers = projections.backend.query_dense_batch(projections.live.memories, queries, 5)
+    # The dedup check looks at no neighbour below the floor: Qdrant leaves them out.
+    answers = projections.backend.query_dense_batch(
+        projections.live.memories, queries, 5, at_least=neighbour_floor(settings)
+    )
     return [[(str(hit.payload.get("memory_id")), hit.score) for hit in hits] for hits in answers]

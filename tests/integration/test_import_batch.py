@@ -87,12 +87,15 @@ def _import(
         calls: list[int] = []
 
         def counted(
-            name: str, queries: Sequence[tuple[Sequence[float], VectorFilter]], limit: int
+            name: str,
+            queries: Sequence[tuple[Sequence[float], VectorFilter]],
+            limit: int,
+            at_least: float | None = None,
         ) -> list[list[Hit]]:
             calls.append(len(queries))
-            if one_query_a_store:  # as every store asked before: its own query, alone
+            if one_query_a_store:  # as every store asked before: its own query, alone, all
                 return [backend.query_dense(name, dense, flt, limit) for dense, flt in queries]
-            return batched(name, queries, limit)
+            return batched(name, queries, limit, at_least=at_least)
 
         monkeypatch.setattr(backend, "query_dense_batch", counted)
         outcomes = writer.store_many(_requests(), chunk=CHUNK)
@@ -164,9 +167,9 @@ def test_a_reimport_asks_qdrant_nothing_and_changes_nothing(
         calls: list[int] = []
         batched = writer.projections.backend.query_dense_batch
 
-        def counted(name: str, queries: Any, limit: int) -> list[list[Hit]]:
+        def counted(name: str, queries: Any, limit: int, **kw: Any) -> list[list[Hit]]:
             calls.append(len(queries))
-            return batched(name, queries, limit)
+            return batched(name, queries, limit, **kw)
 
         monkeypatch.setattr(writer.projections.backend, "query_dense_batch", counted)
         again = writer.store_many(keyed, chunk=CHUNK)

@@ -423,6 +423,23 @@ def test_a_batch_of_dense_queries_answers_as_each_query_alone(loaded: VectorBack
         loaded.query_dense_batch("no-such-collection", queries, 5)
 
 
+def test_a_batch_asked_for_hits_of_a_least_score_leaves_out_only_the_lower(
+    loaded: VectorBackend,
+) -> None:
+    queries = [
+        (E0, VectorFilter(namespace="a")),
+        (unit((1, 1)), VectorFilter()),
+        (unit((3, 1)), VectorFilter(only_valid=True)),
+        (unit((0, 1), (1, 1)), VectorFilter(types=("semantic",), agent_id="alice")),
+    ]
+    alone = [loaded.query_dense(NAME, dense, flt, 4) for dense, flt in queries]
+    scores = sorted({h.score for hits in alone for h in hits})
+    assert len(scores) > 3  # the floors below cut between hits of one answer
+    for floor in (-1.0, *scores, 1.0):
+        batch = loaded.query_dense_batch(NAME, queries, 4, at_least=floor)
+        assert batch == [[h for h in hits if h.score >= floor] for hits in alone]
+
+
 def test_an_indexed_collection_answers_a_batch_as_each_query_alone(tmp_path: Path) -> None:
     # After optimize a dense search walks the HNSW graph over the int8 copies with the
     # backend's search parameters; a batch asked without them (Edge's default ef, no
@@ -448,6 +465,12 @@ def test_an_indexed_collection_answers_a_batch_as_each_query_alone(tmp_path: Pat
         queries = [(vector(), VectorFilter(namespace="a")) for _ in range(40)]
         alone = [store.query_dense(NAME, dense, flt, 10) for dense, flt in queries]
         assert store.query_dense_batch(NAME, queries, 10) == alone
+        # Asked for the hits of a least score, the engine cuts on the int8 copies' scores
+        # (or would): none of the hits at or above it is lost, at any of these floors.
+        scores = sorted(h.score for hits in alone for h in hits)
+        for floor in scores[:: len(scores) // 8]:
+            cut = [[h for h in hits if h.score >= floor] for hits in alone]
+            assert store.query_dense_batch(NAME, queries, 10, at_least=floor) == cut
     finally:
         store.close()
 
