@@ -9,8 +9,12 @@ longer on a busy machine (30 texts/s at a load average of 12). ``--reuse DIR`` k
 the built homes in DIR (``n1000/``, ``n10000/``, ...) and uses them again on later runs,
 embedding cache included. The built homes are never measured themselves: each measurement
 runs on a fresh copy, so a run's stores and queries leave them as built and every run sees
-the same state. Each size is measured twice, as imported and after ``ferrex optimize``
-(Qdrant Edge builds its HNSW indexes only when asked).
+the same state. Each size is measured twice: unindexed, as the home is built (through
+``store_many``, which leaves Qdrant Edge's HNSW indexes unbuilt: a home grown one store at a
+time, before its server indexes it in the background), and indexed (what ``ferrex
+optimize`` does, and what an import or replay of 5,000 memories or more and the owning
+server's background index leave). The results' keys keep their first names, ``imported``
+for the first and ``optimized`` for the second.
 
 Recall runs in-process through the composition root (embedded Qdrant Edge, the configured
 dense model, no reranker); "new query" recalls embed the query text, "seen" recalls get the
@@ -360,14 +364,16 @@ def markdown(results: dict[str, Any]) -> str:
         f"Machine: {machine_line(results)}",
         "",
         f"Recall and store latency, in-process ({setup}). Each size is measured on a fresh "
-        "copy of a home built through the import path: as imported, and after "
-        "`ferrex optimize` (HNSW indexes built). Recall: "
+        "copy of a home built through the import path's `store_many`: unindexed, as it was "
+        "built (a home grown one store at a time, before its server indexes it), and "
+        "indexed by `ferrex optimize` (as an import of 5,000 memories or more, a replay and "
+        "the owning server's background index leave it). Recall: "
         f"{results['settings']['queries']} queries, 5 results each (new query texts, the "
         f'model embeds each; "seen": the same texts again). Store: '
         f"{results['settings']['stores']} new memories, one fsynced store each.",
         "",
-        "| memories | recall p50 / p95 ms | recall, query seen | recall after optimize "
-        "| store p50 / p95 ms | store after optimize | build (import) |",
+        "| memories | recall p50 / p95 ms, unindexed | recall, query seen | recall, indexed "
+        "| store p50 / p95 ms, unindexed | store, indexed | build (import) |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in results["latency"]:
@@ -435,7 +441,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
     rows = results["latency"]
     sizes = [row["size"] for row in rows]
-    variants = (("as imported", "imported", "tab:blue"), ("after ferrex optimize", "optimized",
+    variants = (("unindexed", "imported", "tab:blue"), ("indexed (ferrex optimize)", "optimized",
                 "tab:green"))  # fmt: skip
     styles: tuple[tuple[str, Literal["-", "--"]], ...] = (("p50", "-"), ("p95", "--"))
     fig, axes = plt.subplots(1, 2, figsize=(10, 5), dpi=120, sharey=True)
