@@ -13,6 +13,11 @@ while it is built (until the switch), and after. It prints each phase's wall p50
 max per call kind, the index's total time, the child's share of it, and the rest (copying,
 catching up and switching), with ferrex's own log line that splits the rest, and the five
 slowest calls of the build with when they began. Speed is printed, never asserted.
+
+``--stand-in`` opens a home that ``tools/bench_million.py --keep`` built (its dense vectors a
+stand-in, a hashed projection of the words, not the model's) with that same stand-in, as a
+home must be opened with the embedder it was projected with; its output then says so first.
+A million-memory home is built unindexed by that tool's build and replay phases alone.
 """
 
 from __future__ import annotations
@@ -84,10 +89,18 @@ def main() -> None:
     parser.add_argument("--home", type=Path, required=True, help="a built home (copied)")
     parser.add_argument("--calls", type=int, default=100, help="calls before and after")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument(
+        "--stand-in", action="store_true",
+        help="the home was built by tools/bench_million.py: open it with its stand-in vectors",
+    )  # fmt: skip
     quiet.add_arguments(parser)
     args = parser.parse_args()
     if not args.home.is_dir():
         parser.error(f"--home {args.home} does not exist")
+    if args.stand_in:
+        from tools.bench_million import STAND_IN_NOTE
+
+        print(STAND_IN_NOTE)
     quiet.begin(args)
     # The index's own report: how long the copy, the build and the switch took.
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -95,7 +108,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ferrex-beside-") as scratch:
         home = Path(scratch) / "home"
         shutil.copytree(args.home, home, symlinks=True)
-        app = App(home=home, config=load(home, env={}))
+        if args.stand_in:
+            from tools.bench_million import HashProjection, open_app
+
+            app = open_app(home, HashProjection())
+        else:
+            app = App(home=home, config=load(home, env={}))
         try:
             projections, backend = app.projections(), app.backend()
             assert isinstance(backend, EdgeBackend), "the embedded Qdrant Edge only"
