@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tools import quiet
@@ -110,11 +111,18 @@ def start_server(ferrex: str, home: Path, env: dict[str, str]) -> subprocess.Pop
     return server
 
 
+class Timing(TypedDict):
+    """One command's result: its median over the counted runs, or why it failed."""
+
+    median_s: float | None
+    failed: str | None
+
+
 def bench(
     ferrex: str, runs: int, home: Path, tmp: Path, env: dict[str, str], offset: int = 0
-) -> dict[str, dict]:
+) -> dict[str, Timing]:
     forget_ids = store_ids(ferrex, home, env, runs + 1)
-    results: dict[str, dict] = {}
+    results: dict[str, Timing] = {}
     for label, template in COMMANDS:
         times: list[float] = []
         failed = ""

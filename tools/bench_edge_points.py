@@ -83,11 +83,14 @@ def per_point(run: Callable[[], object], n: int) -> float:
 
 def build_parts(pts: list[VectorPoint]) -> dict[str, float]:
     n = len(pts)
+    dense = [list(p.dense) for p in pts]
     sparse = [edge.SparseVector(list(p.sparse.indices), list(p.sparse.values)) for p in pts]
     return {
         "Point as the backend builds it": per_point(lambda: [_point(p) for p in pts], n),
         "  id only": per_point(lambda: [edge.Point(p.id, {}, None) for p in pts], n),
-        "  id + dense": per_point(lambda: [edge.Point(p.id, {DENSE: p.dense}) for p in pts], n),
+        "  id + dense": per_point(
+            lambda: [edge.Point(p.id, {DENSE: d}) for p, d in zip(pts, dense, strict=True)], n
+        ),
         "  id + sparse": per_point(
             lambda: [edge.Point(p.id, {SPARSE: s}) for p, s in zip(pts, sparse, strict=True)], n
         ),

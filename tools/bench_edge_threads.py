@@ -79,7 +79,7 @@ def main() -> None:
         if args.optimize:
             backend.optimize("m")
         n = args.queries
-        rates = {}
+        rates: dict[int, list[float]] = {}
         for threads in (1, 2, 1, 2):
             wall = in_threads(threads, lambda: searches(backend, queries, n))
             rates.setdefault(threads, []).append(threads * n / wall)

@@ -71,7 +71,7 @@ def make_texts(count: int, low: int, high: int, count_tokens: Callable[[str], in
     """``count`` texts of ``low`` to ``high`` tokens (special tokens included), uniformly."""
     rng = random.Random(seed)
     words = vocabulary()
-    texts = []
+    texts: list[str] = []
     while len(texts) < count:
         target = rng.randint(low, high)
         text = f"note {len(texts)}:"
@@ -294,11 +294,11 @@ def main() -> None:
     for set_name in sets:
         per_text = flops_per_text(mean_tokens[set_name])
         for name in names:
-            key, old = (set_name, name), (set_name, base)
+            key, ref = (set_name, name), (set_name, base)
             rate = statistics.median(rates[key])
-            ratio = statistics.median(a / b for a, b in zip(rates[key], rates[old], strict=True))
+            ratio = statistics.median(a / b for a, b in zip(rates[key], rates[ref], strict=True))
             per_cpu = statistics.median(cpu[key])
-            cpu_ratio = statistics.median(a / b for a, b in zip(cpu[key], cpu[old], strict=True))
+            cpu_ratio = statistics.median(a / b for a, b in zip(cpu[key], cpu[ref], strict=True))
             gflops = per_cpu * per_text / 1e9
             print(f"{set_name:<22} {name:<27} {rate:7.0f} {ratio:5.2f}x {per_cpu:9.0f} "
                   f"{cpu_ratio:5.2f}x {gflops:11.1f} {gflops / peak:8.0%}")  # fmt: skip

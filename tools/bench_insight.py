@@ -37,8 +37,8 @@ from ferrex.rules.freshness import StalenessConfig  # noqa: E402
 from ferrex.rules.subjects import object_form  # noqa: E402
 from journal import (  # noqa: E402
     Access,
+    AnyEvent,
     EntityCreated,
-    Event,
     MemoriesAccessed,
     MemoriesValidated,
     MemoryBody,
@@ -69,7 +69,7 @@ def build(path: Path, count: int, age_days: int, seed: int) -> None:
         model.apply(records)
         records.clear()
 
-    def add(at: datetime, events: list[Event]) -> None:
+    def add(at: datetime, events: list[AnyEvent]) -> None:
         nonlocal position
         position += 1
         records.append(Record(recorded_at=at, events=tuple(events), position=position))
@@ -82,7 +82,7 @@ def build(path: Path, count: int, age_days: int, seed: int) -> None:
     for i in range(count):
         at = start + timedelta(seconds=age_days * 86_400 * i / count)
         kind = rng.random()
-        replaced: list[Event] = []
+        replaced: list[AnyEvent] = []
         agent = rng.choice(AGENTS)
         visibility = "private" if agent and rng.random() < 0.5 else "shared"
         common: dict[str, Any] = {

@@ -12,6 +12,7 @@ speed is reported, never asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
 import shutil
@@ -99,7 +100,7 @@ def run(
     rows = []
 
     singles = points[:100]
-    single = timed([lambda p=p: backend.upsert(NAME, [p]) for p in singles])
+    single = timed([functools.partial(backend.upsert, NAME, [p]) for p in singles])
     rows.append(f"| {label} | upsert 1 point per call (p50 / p95 ms) | {fmt(single)} |")
 
     start = time.perf_counter()
@@ -113,7 +114,7 @@ def run(
 
     def hybrid(flt: VectorFilter) -> list[Callable[[], object]]:
         return [
-            lambda d=d, s=s: backend.query_hybrid(NAME, d, s, flt, prefetch=50, limit=10)
+            functools.partial(backend.query_hybrid, NAME, d, s, flt, prefetch=50, limit=10)
             for d, s in asks
         ]
 

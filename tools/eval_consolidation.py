@@ -40,9 +40,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
 
-from eval_retrieval import (  # noqa: E402
+from ferrex.app import App  # noqa: E402
+from ferrex.config import load  # noqa: E402
+from ferrex.core.decide import Folding  # noqa: E402
+from ferrex.read.recall import Reader, RecallRequest  # noqa: E402
+from ferrex.rules.consolidation import sentences  # noqa: E402
+from projections.sqlite import Memory  # noqa: E402
+from tools.eval_retrieval import (  # noqa: E402
     DATA,
     Bench,
     K,
@@ -51,13 +56,6 @@ from eval_retrieval import (  # noqa: E402
     prepare_home,
     store,
 )
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.core.decide import Folding  # noqa: E402
-from ferrex.read.recall import Reader, RecallRequest  # noqa: E402
-from ferrex.rules.consolidation import sentences  # noqa: E402
-from projections.sqlite import Memory  # noqa: E402
 
 Found = Callable[[str], set[str]]
 """A result's memory id → the benchmark turn keys it counts for."""

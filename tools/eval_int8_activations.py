@@ -24,7 +24,15 @@ import numpy as np
 
 from ferrex.models import choose_embedding_model, load_model
 from ferrex.models.loading import LoadedModel
-from tools.eval_retrieval import DATA, Bench, beir_bench, locomo_bench, ndcg_at, recall_at
+from tools.eval_retrieval import (
+    DATA,
+    Bench,
+    Doc,
+    beir_bench,
+    locomo_bench,
+    ndcg_at,
+    recall_at,
+)
 
 
 def encoders(home: Path) -> dict[str, LoadedModel]:
@@ -34,10 +42,16 @@ def encoders(home: Path) -> dict[str, LoadedModel]:
     }
 
 
+def _text(doc: Doc) -> str:
+    """A document's text: every benchmark loader stores one as its memory's content."""
+    assert doc.request.content is not None, doc.key
+    return doc.request.content
+
+
 def dense_rankings(coder: LoadedModel, bench: Bench, k: int) -> tuple[np.ndarray, list[list[str]]]:
     """Every document's vector, and each query's first ``k`` document keys by cosine among
     the documents of its own namespace (a LoCoMo conversation; SciFact has one)."""
-    matrix = coder.run([doc.request.content for doc in bench.docs], 64)
+    matrix = coder.run([_text(doc) for doc in bench.docs], 64)
     asked = coder.run([query.text for query in bench.queries], 64)
     keys = [doc.key for doc in bench.docs]
     spaces = np.array([doc.request.namespace for doc in bench.docs])

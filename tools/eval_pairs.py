@@ -184,14 +184,13 @@ def unplaced_pairs(pairs: Sequence[Pair], similarity: Similarity) -> list[Unplac
 
 def threshold_table(unplaced: Sequence[Unplaced], thresholds: Sequence[float]) -> list[str]:
     """Precision and recall of the neighbour stage alone, on the unplaced pairs, by threshold."""
+
+    def merged_above(threshold: float) -> Callable[[Pair], bool]:
+        return lambda p: any(u.pair is p and u.allowed and u.cosine > threshold for u in unplaced)
+
     lines = []
     for threshold in thresholds:
-        result = score(
-            [u.pair for u in unplaced],
-            lambda p, t=threshold: any(
-                u.pair is p and u.allowed and u.cosine > t for u in unplaced
-            ),
-        )
+        result = score([u.pair for u in unplaced], merged_above(threshold))
         lines.append(f"  > {threshold:.2f}: {_counts(result)}")
     return lines
 

@@ -82,7 +82,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -734,15 +734,22 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-NO_CONTEXT = {"context_share": 0.0, "note_context_share": 0.0}
+class _NoContext(TypedDict):
+    context_share: float
+    note_context_share: float
+
+
+NO_CONTEXT: _NoContext = {"context_share": 0.0, "note_context_share": 0.0}
 """The settings that turn episode context off (labelled turns and notes alike)."""
 
-_SETTINGS = {"dense_weight": float, "context_share": float, "note_context_share": float,
-             "context_reach": int,
-             "context_gap": float, "prefetch": int, "dense_adapt": float,
-             "graph_weight": float, "date_boost": float,
-             "context_below_lender": lambda v: v.lower() in ("1", "true", "yes"),
-             "top_guard": lambda v: v.lower() in ("1", "true", "yes")}  # fmt: skip
+_SETTINGS: dict[str, Callable[[str], Any]] = {
+    "dense_weight": float, "context_share": float, "note_context_share": float,
+    "context_reach": int,
+    "context_gap": float, "prefetch": int, "dense_adapt": float,
+    "graph_weight": float, "date_boost": float,
+    "context_below_lender": lambda v: v.lower() in ("1", "true", "yes"),
+    "top_guard": lambda v: v.lower() in ("1", "true", "yes"),
+}  # fmt: skip
 
 
 def parse_setting(item: str) -> tuple[str, Any]:

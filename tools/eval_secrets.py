@@ -126,7 +126,9 @@ class Planted:
 
 
 def request_of(raw: dict[str, Any]) -> StoreRequest:
-    fields = {k: tuple(v) if k in _LISTS else v for k, v in raw.items() if k not in _GOLDEN_OWN}
+    fields: dict[str, Any] = {
+        k: tuple(v) if k in _LISTS else v for k, v in raw.items() if k not in _GOLDEN_OWN
+    }
     return StoreRequest(**fields)
 
 

@@ -102,7 +102,9 @@ def _named(name: str, part: str, *, native: bool) -> bool:
 
 def cumulative(stats: pstats.Stats, functions: Sequence[tuple[str, str]]) -> float:
     """The summed cumulative seconds of ``functions`` in ``stats``."""
-    table = stats.stats  # type: ignore[attr-defined]
+    # (file, line, function) → (primitive calls, calls, own s, cumulative s, callers)
+    table: dict[tuple[str, int, str], tuple[int, int, float, float, object]]
+    table = stats.stats  # type: ignore[attr-defined]  # typeshed's Stats does not declare it
     return sum(
         entry[3]
         for (path, _line, name), entry in table.items()

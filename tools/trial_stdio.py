@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -36,7 +37,7 @@ INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 BAD_IDS = ["{}", "[1]", "1.5", "true", "null"]
 
 
-def _line(message: dict[str, object]) -> bytes:
+def _line(message: Mapping[str, object]) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 

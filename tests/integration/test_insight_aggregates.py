@@ -36,10 +36,10 @@ from ferrex.rules.subjects import object_form
 from ferrex.times import rfc3339
 from journal import (
     Access,
+    AnyEvent,
     EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
-    Event,
     FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
@@ -203,7 +203,7 @@ stored = st.builds(
     agent_id=agents,
     visibility=st.sampled_from(["private", "shared"]),
 )
-events: st.SearchStrategy[Event] = st.one_of(
+events: st.SearchStrategy[AnyEvent] = st.one_of(
     st.builds(
         MemorySuperseded,
         memory_id=memory_ids,
@@ -338,7 +338,7 @@ CONFIGS = [
     forms=st.booleans(),
 )
 def test_aggregates_answer_what_every_memory_answered(
-    history: list[tuple[int, list[Event]]],
+    history: list[tuple[int, list[AnyEvent]]],
     views: list[tuple[int, str | None, str | None, int, int, dict[str, tuple[int, datetime]]]],
     forms: bool,
 ) -> None:
@@ -443,7 +443,7 @@ def test_long_lists_hold_the_most_stale_as_every_memory_ordered_them(
         )
         at_ = BASE + timedelta(days=day)
         owner = rng.choice([None, "alice", "bob"])
-        events: list[Event] = [
+        events: list[AnyEvent] = [
             MemoryStored(
                 memory_id=f"m{i:03d}", namespace="a",
                 memory_type=rng.choice(["episodic", "semantic"]), t_valid=at_,
@@ -498,7 +498,7 @@ many_facts = st.builds(
 )
 
 
-SPELT: list[Event] = [
+SPELT: list[AnyEvent] = [
     event
     for ns in ("a", "b")
     for event in (
@@ -530,7 +530,7 @@ SPELT: list[Event] = [
 )
 def test_contradictions_counted_per_subject_key_are_those_of_every_fact(
     stored: list[MemoryStored],
-    later: list[Event],
+    later: list[AnyEvent],
     views: list[tuple[str | None, str | None, int, int]],
 ) -> None:
     """Counted per subject key in SQL (``fact_subjects``), the subjects of one key and no

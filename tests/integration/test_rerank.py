@@ -109,7 +109,7 @@ def stage(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> RerankSt
 
 
 def _encoder(stage: RerankStage) -> CrossEncoder:
-    assert stage.encoder is not None, stage.status
+    assert isinstance(stage.encoder, CrossEncoder), stage.status
     return stage.encoder
 
 
