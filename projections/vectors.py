@@ -40,13 +40,15 @@ RRF_K = 60
 KEYWORD_FIELDS = ("namespace", "type", "entity_ids", "memory_id", "agent_id", "visibility")
 FLOAT_FIELDS = ("t_valid", "t_invalid")
 TIE_SLACK = 8
-#: How far below the score a caller wants (``at_least``) a batch of dense queries asks the
-#: engine to cut. Qdrant Edge cuts an indexed segment on the int8 copies' approximate
-#: scores: with no margin, hits at or above the floor went missing (the indexed-collection
-#: test of ``tests/integration/test_vector_backends.py``), with 0.005 none did; ten times
-#: that keeps every one.
-THRESHOLD_MARGIN = 0.05
 """How many hits beyond ``limit`` a query asks for first, to see whether a tie crosses the cut."""
+THRESHOLD_MARGIN = 0.001
+"""How far below the score a caller wants (``at_least``) a batch of dense queries asks the
+engine to cut. Qdrant keeps the hits that score strictly above its threshold, in float32,
+after the rescoring of an indexed segment's candidates with the float vectors: a threshold
+of ``at_least`` itself lost the hits that score exactly that (the floors of
+``tests/integration/test_vector_backends.py`` are hits' own scores). A thousandth below keeps
+them, with room to spare for a float32 score's rounding (about 6e-8 near 1); the exact cut
+is made on the returned scores."""
 
 
 class VectorStoreError(Exception):
@@ -252,21 +254,21 @@ def settle_batch(
     """A batch of dense queries' answers (each the best ``limit + TIE_SLACK``) cut to
     ``limit`` each as :func:`settle_ties` cuts one; a query whose tie crosses the cut is
     asked again on its own, ``alone(dense, filter)``, which settles it. With ``at_least``,
-    the hits that score less are then left out."""
+    the hits that score less are then left out (a score that is not a number stays, for the
+    caller's check of its measures to refuse)."""
     found = []
     for (dense, flt), hits in zip(queries, answers, strict=True):
         cut = settled(hits, limit, limit + TIE_SLACK)
         cut = cut if cut is not None else alone(dense, flt)
-        found.append(cut if at_least is None else [h for h in cut if h.score >= at_least])
+        found.append(cut if at_least is None else [h for h in cut if not h.score < at_least])
     return found
 
 
 def engine_threshold(at_least: float | None) -> float | None:
     """The score threshold a batch of dense queries (:meth:`VectorBackend.query_dense_batch`)
     asks the engine for when its caller wants hits of ``at_least``: lower by
-    :data:`THRESHOLD_MARGIN`, so that no point is lost to the int8 copies' rounding where
-    the engine cuts on its approximate scores (the exact cut is made on the returned
-    scores, :func:`settle_batch`)."""
+    :data:`THRESHOLD_MARGIN`, since the engine keeps only what scores above its threshold
+    (the exact cut is made on the returned scores, :func:`settle_batch`)."""
     return None if at_least is None else at_least - THRESHOLD_MARGIN
 
 

@@ -53,6 +53,22 @@ def _requests() -> list[StoreRequest]:
     return requests
 
 
+def _near_requests() -> list[StoreRequest]:
+    """Four notes, then in the next chunk (so their neighbours come from Qdrant) a near copy
+    of three of them under the dedup threshold, and one over it that gives another number."""
+    said = [
+        "the staging database moved to rack 4 on monday",
+        "lunch with the design team is on thursday at noon",
+        "the release train leaves at noon on friday",
+        "the invoice for the march sprint went to the vendor",
+        "lunch with the design team is on thursday at one",  # cosine 0.93 to the second
+        "the release train leaves friday at noon sharp",  # 0.92 to the third
+        "staging db moved to rack four monday",  # 0.95 to the first
+        "the staging database moved to rack 5 on monday",  # 0.95, another rack
+    ]
+    return [StoreRequest(content=text) for text in said]
+
+
 def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ids from a counter rather than the OS's randomness, so two homes can be compared."""
     counter = itertools.count()
@@ -73,6 +89,7 @@ def _import(
     monkeypatch: pytest.MonkeyPatch,
     *,
     one_query_a_store: bool,
+    requests: Sequence[StoreRequest] | None = None,
 ) -> tuple[list[StoreResult | FerrexError], list[Any], Any, list[int]]:
     """Store the requests in a fresh home: outcomes, journal events, projections' snapshot,
     and the number of queries in each call to ``query_dense_batch``."""
@@ -98,7 +115,7 @@ def _import(
             return batched(name, queries, limit, at_least=at_least)
 
         monkeypatch.setattr(backend, "query_dense_batch", counted)
-        outcomes = writer.store_many(_requests(), chunk=CHUNK)
+        outcomes = writer.store_many(_requests() if requests is None else requests, chunk=CHUNK)
         records = list(app.journal().read())
         events = [[_event(e) for e in record.events] for record in records]
         # The journal stamps each record with the wall clock: times modulo that.
@@ -145,6 +162,29 @@ def test_an_import_asks_each_chunks_nearest_memories_at_once_and_stores_the_same
     # One call a chunk of valid stores (12 of them: 3 chunks), however many stores ask.
     assert len(calls) == 3 and calls[0] == CHUNK
     again = _import(tmp_path / "alone", shared_embedder, monkeypatch, one_query_a_store=True)
+    assert [_plain(o) for o in again[0]] == [_plain(o) for o in outcomes]
+    assert again[1] == events
+    assert again[2] == stored
+
+
+def test_near_memories_of_an_earlier_chunk_are_named_alike_batched_or_alone(
+    tmp_path: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batch asks Qdrant only for neighbours at or above the dedup check's floor; each
+    # store asking alone, for all of them, names the same ones.
+    near = _near_requests()
+    outcomes, events, stored, _ = _import(
+        tmp_path / "batched", shared_embedder, monkeypatch, one_query_a_store=False,
+        requests=near,
+    )  # fmt: skip
+    assert all(isinstance(o, StoreResult) and o.status == "stored" for o in outcomes)
+    first = [o.id for o in outcomes[:4] if isinstance(o, StoreResult)]
+    similar = [o.similar for o in outcomes[4:] if isinstance(o, StoreResult)]
+    assert [s.id if s else None for s in similar] == [first[1], first[2], first[0], first[0]]
+    assert all(s is not None and 0.88 <= s.similarity < 1.0 for s in similar)
+    assert similar[3] is not None and similar[3].kept_because is not None
+    again = _import(tmp_path / "alone", shared_embedder, monkeypatch, one_query_a_store=True,
+                    requests=near)  # fmt: skip
     assert [_plain(o) for o in again[0]] == [_plain(o) for o in outcomes]
     assert again[1] == events
     assert again[2] == stored

@@ -423,7 +423,7 @@ def test_a_batch_of_dense_queries_answers_as_each_query_alone(loaded: VectorBack
         loaded.query_dense_batch("no-such-collection", queries, 5)
 
 
-def test_a_batch_asked_for_hits_of_a_least_score_leaves_out_only_the_lower(
+def test_a_batch_asked_for_hits_of_at_least_a_score_leaves_out_only_the_lower(
     loaded: VectorBackend,
 ) -> None:
     queries = [
@@ -465,8 +465,8 @@ def test_an_indexed_collection_answers_a_batch_as_each_query_alone(tmp_path: Pat
         queries = [(vector(), VectorFilter(namespace="a")) for _ in range(40)]
         alone = [store.query_dense(NAME, dense, flt, 10) for dense, flt in queries]
         assert store.query_dense_batch(NAME, queries, 10) == alone
-        # Asked for the hits of a least score, the engine cuts on the int8 copies' scores
-        # (or would): none of the hits at or above it is lost, at any of these floors.
+        # Asked for the hits of at least a score, the indexed search (over the int8 copies,
+        # rescored with the floats) loses none of the hits at or above it, at any of these.
         scores = sorted(h.score for hits in alone for h in hits)
         for floor in scores[:: len(scores) // 8]:
             cut = [[h for h in hits if h.score >= floor] for hits in alone]
@@ -488,6 +488,11 @@ def test_a_batch_settles_a_tie_across_the_cut_as_one_query_does(backend: VectorB
     assert ns(tied) == [100, 101, 102]
     assert [h.payload["memory_id"] for h in tied] == ["m100", "m101", "m102"]
     assert other == backend.query_dense("ties", unit((1, 1)), flt, 3)
+    # With a floor: the tie is settled as before (all 30 score the floor itself), and a
+    # floor above every score leaves nothing.
+    floor = tied[0].score
+    assert backend.query_dense_batch("ties", [(E0, flt)], 3, at_least=floor) == [tied]
+    assert backend.query_dense_batch("ties", [(E0, flt)], 3, at_least=1.5) == [[]]
 
 
 def test_both_backends_rank_alike(tmp_path: Path) -> None:
