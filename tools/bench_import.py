@@ -120,7 +120,7 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _child_env(tree: Path | None) -> dict[str, str]:
+def child_env(tree: Path | None) -> dict[str, str]:
     """The environment of a child that runs ``tree`` (or this tool's own tree) in the scratch
     directory: the tree first on the path. ``python -c`` puts its working directory before
     PYTHONPATH, so a child run from inside one tree would import that tree on both sides."""
@@ -137,7 +137,7 @@ def timed_import(
     home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
     source = work / f"{home.name}.jsonl"
     source.write_text("".join(json.dumps({"content": t}) + "\n" for t in lines))
-    env = {**_child_env(tree), "FERREX_HOME": str(home)}
+    env = {**child_env(tree), "FERREX_HOME": str(home)}
     started, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(
         [*FERREX, "import", str(source), "--json"],
@@ -155,7 +155,7 @@ def imported_from(tree: Path | None, work: Path) -> str:
     side that ran the wrong tree shows)."""
     done = subprocess.run(
         [sys.executable, "-c", "import ferrex; print(ferrex.__file__)"],
-        env=_child_env(tree), cwd=work, capture_output=True, text=True, check=True,
+        env=child_env(tree), cwd=work, capture_output=True, text=True, check=True,
     )  # fmt: skip
     return str(Path(done.stdout.strip()).parent)
 

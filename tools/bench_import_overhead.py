@@ -10,14 +10,17 @@ not timed), so what is timed is only what ferrex does around the model: validati
 decisions and their measures (the Qdrant queries), the journal appends, the projections.
 Each side runs in its own process (``TREE`` first on the import path for the other), into
 a fresh data directory, the order alternating by round. It prints each side's CPU seconds
-(process, and the deciding thread alone) per round and the median ratio other/this.
+(process, and the deciding thread alone) per round and the median ratio other/this, and
+first where each side imports ferrex from: each runs in the scratch directory, since
+``python -c`` puts its working directory before ``PYTHONPATH`` (until session 15 both sides
+ran this tool's own tree whenever it was started from inside a checkout, so the "against"
+figures it printed before then compared a tree with itself).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -25,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from tools import quiet
-from tools.bench_import import texts
+from tools.bench_import import child_env, imported_from, texts
 
 #: One side, run in its own process: warm the cache, then time ``store_many``.
 _SIDE = """
@@ -51,15 +54,13 @@ print(json.dumps({"cpu": cpu, "main": main, "stored": stored}))
 
 
 def side(tree: Path | None, work: Path, lines: list[str]) -> dict[str, float]:
-    env = dict(os.environ)
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
+    env = child_env(tree)
     home = Path(tempfile.mkdtemp(prefix="home-", dir=work))
     source = home.with_suffix(".json")
     source.write_text(json.dumps(lines))
     done = subprocess.run(
         [sys.executable, "-c", _SIDE, str(work / "models"), str(home), str(source)],
-        env=env, capture_output=True, text=True, check=False,
+        env=env, cwd=work, capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"a side failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -79,6 +80,8 @@ def main() -> None:
     quiet.begin(args)
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as scratch:
         work = Path(scratch)
+        print(f"this side runs {imported_from(None, work)}", flush=True)
+        print(f"against side runs {imported_from(args.against, work)}", flush=True)
         ratios: list[float] = []
         for round_ in range(args.rounds):
             lines = texts(args.texts, seed=round_)
