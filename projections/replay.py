@@ -476,20 +476,19 @@ class Projections:
         try:
             changed = build(list(copies.values()))
             built = time.perf_counter()
-            if any(changed.values()):
-                for copy in copies.values():
-                    # Opened here, not while a write waits. Edge holds the interpreter while
-                    # it loads a shard (0.5 s at 100k memories): every thread waits once.
-                    backend.count(copy)
-                near, early = self._catch_up_copies(sink, at)
+            if not any(changed.values()):  # nothing to switch in
+                with self.gate.exclusive():
+                    self._drop_copies(self.live)
+                return []
+            for copy in copies.values():
+                # Opened here, not while a write waits. Edge holds the interpreter while it
+                # loads a shard (0.5 s at 100k memories): every thread waits once.
+                backend.count(copy)
+            near, early = self._catch_up_copies(sink, at)
         except BaseException:
             with self.gate.exclusive():
                 self._drop_copies(self.live)
             raise
-        if not any(changed.values()):
-            with self.gate.exclusive():
-                self._drop_copies(self.live)
-            return []
         near_at = time.perf_counter()
         # The journal's writer lock before the gate, in the order a write takes them: the
         # catch-up below reads what other writers appended.

@@ -140,6 +140,21 @@ def test_a_failed_build_leaves_the_live_collections_serving_and_no_copy(app: App
     assert reconcile(projections).clean
 
 
+def test_a_build_that_changes_nothing_switches_nothing_in_and_leaves_no_copy(app: App) -> None:
+    projections = app.projections()
+    old = projections.live
+    built: list[list[str]] = []
+
+    def unchanged(names: list[str]) -> dict[str, bool]:
+        built.append(names)
+        return dict.fromkeys(names, False)
+
+    assert projections.index_beside(unchanged) == []
+    assert len(built) == 1 and set(qdrant_dirs(app)) == {old.memories, old.entities}
+    assert projections.live == old == read_pointer(app.home)
+    assert reconcile(projections).clean
+
+
 def test_a_failure_at_the_switch_puts_everything_back(
     app: App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
