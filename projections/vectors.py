@@ -354,8 +354,8 @@ class VectorBackend(Protocol):
         """:meth:`query_dense` of each ``(dense, filter)`` query, in one call to the engine
         where it can: one list of hits per query, in the order of ``queries``, each the same
         as that query alone would give; with ``at_least``, only the hits of those that score
-        at least that much (the engine is asked to leave out what scores well below it, so
-        a query with no near point costs no hits to convert)."""
+        at least that much (the engine is asked to leave out what scores below it, so a
+        query with no near point costs no hits to convert)."""
         ...
 
     def query_sparse(
