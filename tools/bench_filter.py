@@ -67,7 +67,7 @@ def main() -> None:
             settings = app.writer().settings
             shard = projections.backend._shard(projections.live.memories)  # type: ignore[attr-defined]
             flt = VectorFilter(namespace=settings.default_namespace, types=("episodic",),
-                               only_valid=True, agent_id=settings.agent_id)  # fmt: skip
+                               only_valid=True, agent_id=app.config["store.agent_id"])  # fmt: skip
             spellings = {
                 "as the backend spells it": qdrant_edge._filter(flt),
                 "keywords as MatchAny (before)": _as_before(flt),

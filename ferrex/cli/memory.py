@@ -331,9 +331,11 @@ def import_(
         if file_format == "dump":
             outcomes += _import_dump(writer, parsed, update)
         elif file_format == "memory-server":
-            outcomes += _import_graph(writer, parsed, update)
+            outcomes += _import_graph(writer, parsed, update, agent_id=app.config["store.agent_id"])
         else:
-            outcomes += _import_requests(writer, parsed, update)
+            outcomes += _import_requests(
+                writer, parsed, update, agent_id=app.config["store.agent_id"]
+            )
     outcomes.sort(key=lambda o: o["line"])
     for outcome in outcomes:  # under skip, a line refused for its secrets is skipped
         if outcome.get("code") == "secret_refused":
@@ -413,7 +415,11 @@ def _invalid(number: int, error: FerrexError, **extra: Any) -> dict[str, Any]:
 
 
 def _import_requests(
-    writer: Writer, parsed: list[tuple[int, dict[str, Any]]], update: Callable[[int, int], None]
+    writer: Writer,
+    parsed: list[tuple[int, dict[str, Any]]],
+    update: Callable[[int, int], None],
+    *,
+    agent_id: str | None,
 ) -> list[dict[str, Any]]:
     """Store requests, one per line, decided in file order (runs of lines with the same
     multi_valued flag go to the writer together)."""
@@ -434,7 +440,9 @@ def _import_requests(
         def overall(done: int, _total: int, before: int = before) -> None:
             update(before + done, len(parsed))  # one bar over every run of lines
 
-        results = writer.store_many([r for _, r in group], multi_valued=multi, progress=overall)
+        results = writer.store_many(
+            _as_importer(agent_id, [r for _, r in group]), multi_valued=multi, progress=overall
+        )
         before += len(group)
         for (number, _), result in zip(group, results, strict=True):
             outcome = _stored(number, result)
@@ -442,6 +450,15 @@ def _import_requests(
                 outcome["status"] = "skipped"
             outcomes.append(outcome)
     return outcomes
+
+
+def _as_importer(agent_id: str | None, requests: list[StoreRequest]) -> list[StoreRequest]:
+    """Lines that name no agent are stored as the importing process's (``--agent-id``,
+    store.agent_id; none: the operator's, shared). The writer itself stamps no identity: a
+    store carries its caller's, so a server never lends its own to another process's call."""
+    if agent_id is None:
+        return requests
+    return [r if r.agent_id else replace(r, agent_id=agent_id) for r in requests]
 
 
 def import_key(number: int, raw: dict[str, Any]) -> str:
@@ -500,7 +517,11 @@ def _known(result: StoreResult | FerrexError) -> bool:
 
 
 def _import_graph(
-    writer: Writer, parsed: list[tuple[int, dict[str, Any]]], update: Callable[[int, int], None]
+    writer: Writer,
+    parsed: list[tuple[int, dict[str, Any]]],
+    update: Callable[[int, int], None],
+    *,
+    agent_id: str | None,
 ) -> list[dict[str, Any]]:
     """The memory server's graph: entity types and relations as facts, observations as
     episodic memories. A memory already known (a duplicate) is skipped, not refused."""
@@ -514,7 +535,9 @@ def _import_graph(
     for multi in (False, True):
         group = [item for item in items if item.multi_valued is multi]
         results = writer.store_many(
-            [item.request for item in group], multi_valued=multi, progress=update
+            _as_importer(agent_id, [item.request for item in group]),
+            multi_valued=multi,
+            progress=update,
         )
         for item, result in zip(group, results, strict=True):
             outcome = _stored(item.line, result, item=item.what)
@@ -580,7 +603,8 @@ def _import_chats(
     secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
     writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
     with progress("importing", "memories") as update:
-        results = writer.store_many([item.request for item in parsed.items], progress=update)
+        requests = _as_importer(app.config["store.agent_id"], [i.request for i in parsed.items])
+        results = writer.store_many(requests, progress=update)
     skipped = dict(parsed.skipped)
     outcomes: list[dict[str, Any]] = []
     for number, (item, result) in enumerate(zip(parsed.items, results, strict=True), start=1):

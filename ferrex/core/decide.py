@@ -390,7 +390,8 @@ class _Who:
 
 
 def _who(valid: ValidStore, settings: StoreSettings) -> _Who:
-    agent_id = valid.agent_id or settings.agent_id
+    # The request carries its caller's identity (None: the operator), never this process's.
+    agent_id = valid.agent_id
     # An agent's own memories are private unless it shares them.
     visibility = valid.visibility or ("private" if agent_id else "shared")
     return _Who(valid.namespace or settings.default_namespace, agent_id, visibility)

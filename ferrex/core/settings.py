@@ -79,8 +79,6 @@ class StoreSettings:
     """Per-word abbreviations of subjects (``ferrex.rules.subjects``)."""
     namespace_abbreviations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     limits: Limits = DEFAULT_LIMITS
-    agent_id: str | None = None
-    """Stamped on memories stored without one (the server's ``--agent-id``)."""
     budget_bytes: int | None = None
     """Memory text beyond this is evicted after a store, in the documented priority."""
     staleness: StalenessConfig = field(default_factory=StalenessConfig)
@@ -112,7 +110,6 @@ class StoreSettings:
             abbreviations=abbreviations,
             namespace_abbreviations=namespace_abbreviations,
             default_namespace=c["store.default_namespace"],
-            agent_id=c["store.agent_id"],
             dedup_threshold=c["store.dedup_threshold"],
             near_threshold=c["store.near_threshold"],
             conflict_duplicate=c["store.conflict_duplicate"],

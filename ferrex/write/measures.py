@@ -105,7 +105,7 @@ def nearest(
             namespace=valid.namespace or settings.default_namespace,
             types=(valid.type,),
             only_valid=True,
-            agent_id=valid.agent_id or settings.agent_id,
+            agent_id=valid.agent_id,
         )
         queries.append((np.asarray(vector, dtype=np.float32).tolist(), flt))
     # The dedup check looks at no neighbour below the floor: Qdrant leaves them out.
