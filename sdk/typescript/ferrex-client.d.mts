@@ -60,6 +60,8 @@ export interface ClientOptions {
   backoff?: number;
   /** Another fetch implementation (the global one by default). */
   fetch?: typeof fetch;
+  /** Send the token over plain http:// to a host that is not this machine (false). */
+  allowInsecureHttp?: boolean;
 }
 
 /** A tool's answer, as the MCP tool gives it. */
@@ -109,7 +111,9 @@ export class FerrexError extends Error {
 }
 
 export class Client {
-  /** url: http://host:port; token: a bearer token (null for an open loopback server). */
+  /** url: http://host:port; token: a bearer token (null for an open loopback server).
+   * Throws FerrexError "bad_url", "bad_token" (a control character in the token) or
+   * "insecure_url" (a token over plain http:// to another machine). No redirect is followed. */
   constructor(url: string, token?: string | null, options?: ClientOptions);
   readonly url: string;
   store(memory: string | StoreArguments, options?: WriteOptions): Promise<StoreAnswer>;

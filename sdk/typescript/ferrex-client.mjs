@@ -10,6 +10,12 @@
 // sent again on each retry, so a write retried after a lost answer is done once. A request
 // is retried when fetch fails (the connection) or the server answers 503; any other answer
 // is final. Errors are FerrexError with the server's code, message and hint.
+//
+// The token goes to the configured address only: no redirect is followed (an answer that
+// redirects is a FerrexError "redirected"; a ferrex server never redirects its API), a token
+// holding a line break or another control character is refused ("bad_token"), and so is a
+// token sent over plain http:// to a host that is not this machine ("insecure_url"; use
+// https://, or pass { allowInsecureHttp: true } for a network you trust).
 
 const RETRY_STATUSES = new Set([503]);
 
@@ -24,9 +30,43 @@ export class FerrexError extends Error {
   }
 }
 
+function isLoopback(hostname) {
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  if (host === "localhost" || host === "localhost." || host === "::1") return true;
+  const octets = host.split(".");
+  return octets.length === 4 && octets[0] === "127" && octets.every((o) => /^\d{1,3}$/.test(o));
+}
+
+function checked(url, token, allowInsecureHttp) {
+  let parsed;
+  try {
+    parsed = new URL(String(url));
+  } catch {
+    parsed = null;
+  }
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:") || !parsed.hostname) {
+    throw new FerrexError("bad_url", `${JSON.stringify(String(url))} is not an http:// or https:// address`,
+      "for example http://127.0.0.1:8765");
+  }
+  if (token) {
+    if (/[\x00-\x1f\x7f]/.test(String(token))) {
+      throw new FerrexError("bad_token", "the token holds a line break or another control character",
+        "copy the token again, without its line end");
+    }
+    if (parsed.protocol === "http:" && !isLoopback(parsed.hostname) && !allowInsecureHttp) {
+      throw new FerrexError(
+        "insecure_url",
+        `the token would be sent in clear text over http:// to ${parsed.hostname}, which is not this machine`,
+        "use https:// (a TLS proxy in front of ferrex), or pass { allowInsecureHttp: true } on a network you trust",
+      );
+    }
+  }
+  return String(url).replace(/\/+$/, "");
+}
+
 export class Client {
   constructor(url, token = null, options = {}) {
-    this.url = String(url).replace(/\/+$/, "");
+    this.url = checked(url, token, options.allowInsecureHttp ?? false);
     this.token = token;
     this.timeout = options.timeout ?? 60_000;
     this.retries = options.retries ?? 2;
@@ -89,6 +129,7 @@ export class Client {
           headers,
           body: body === null ? undefined : JSON.stringify(body),
           signal: AbortSignal.timeout(this.timeout),
+          redirect: "manual",
         });
       } catch (cause) {
         if (attempt >= this.retries) {
@@ -102,6 +143,15 @@ export class Client {
         }
         await sleep(this.backoff * 2 ** attempt);
         continue;
+      }
+      if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+        const to = response.headers.get("location") ?? "another address";
+        throw new FerrexError(
+          "redirected",
+          `${method} ${this.url}${path} was answered ${response.status} with a redirect to ${to}; the client follows no redirect, so the token is not sent there`,
+          "give the client the server's own address (a ferrex server never redirects its API)",
+          response.status,
+        );
       }
       const text = await response.text();
       if (response.ok) return parse(text, response.status);

@@ -4,6 +4,8 @@ was lost stored once (through a loopback proxy that drops the first answer)."""
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import socket
 import socketserver
 import sys
@@ -177,3 +179,106 @@ def test_an_unreachable_server_is_a_connection_failure() -> None:
         with pytest.raises(FerrexError) as failed:
             Client(f"http://127.0.0.1:{port}", "t", retries=1, backoff=0).stats()
     assert failed.value.code == "connection_failed" and failed.value.status is None
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Another host's server: answers 200 to anything and keeps each request's headers."""
+
+    seen: list[tuple[str, str | None]]
+
+    def _answer(self) -> None:
+        self.seen.append((self.command, self.headers.get("Authorization")))
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        body = b'{"status": "stored", "id": "mem_FROM_ANOTHER_HOST"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = _answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+class _Redirector(http.server.BaseHTTPRequestHandler):
+    """The configured server, answering every request with a redirect to ``target``."""
+
+    code = 302
+    target = ""
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        self.send_response(self.code)
+        self.send_header("Location", self.target + self.path)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = do_DELETE = _answer
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _serving(handler: type[http.server.BaseHTTPRequestHandler], host: str) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer((host, 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("code", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_the_token_never_reaches_the_other_host(code: int) -> None:
+    seen: list[tuple[str, str | None]] = []
+    recorder = type("Recorder", (_Recorder,), {"seen": seen})
+    with _serving(recorder, "127.0.0.2") as other:
+        redirector = type("Redirector", (_Redirector,), {"code": code, "target": other})
+        with _serving(redirector, "127.0.0.1") as url:
+            client = Client(url, "secret-token-123", retries=0)
+            for call in (lambda: client.stats(), lambda: client.store("A note"),
+                         lambda: client.forget("mem_X")):  # fmt: skip
+                with pytest.raises(FerrexError) as refused:
+                    call()
+                assert refused.value.code == "redirected" and refused.value.status == code
+                assert other in refused.value.message
+    assert seen == []  # neither the token nor the request went to the other host
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://10.1.2.3:8765", "http://memory.example.com", "http://[2001:db8::1]:8765"],
+)
+def test_a_token_is_not_sent_in_clear_text_to_another_machine(url: str) -> None:
+    with pytest.raises(FerrexError) as refused:
+        Client(url, "secret-token-123")
+    assert refused.value.code == "insecure_url"
+    assert "https://" in (refused.value.hint or "")
+    # Allowed when asked for, over https, without a token, and to this machine.
+    Client(url, "secret-token-123", allow_insecure_http=True)
+    Client(url.replace("http://", "https://"), "secret-token-123")
+    Client(url)
+    for local in ("http://127.0.0.1:8765", "http://localhost:8765", "http://[::1]:8765",
+                  "http://127.3.4.5:1"):  # fmt: skip
+        Client(local, "secret-token-123")
+
+
+@pytest.mark.parametrize("token", ["abc\r\nX-Injected: 1", "abc\n", "a\tb", "a\x00b"])
+def test_a_token_with_a_control_character_is_refused_clearly(token: str) -> None:
+    with pytest.raises(FerrexError) as refused:
+        Client("http://127.0.0.1:8765", token)
+    assert refused.value.code == "bad_token" and token not in str(refused.value)
+
+
+def test_an_address_that_is_not_http_is_refused() -> None:
+    for url in ("ftp://127.0.0.1", "127.0.0.1:8765", "http://"):
+        with pytest.raises(FerrexError) as refused:
+            Client(url, "t")
+        assert refused.value.code == "bad_url"

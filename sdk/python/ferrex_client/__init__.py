@@ -15,11 +15,19 @@ Writes (store, store_many, forget, confirm) send an ``Idempotency-Key`` made onc
 sent again on each retry, so a write retried after a lost answer is done once. A request is
 retried (``retries`` times, waiting ``backoff`` seconds, doubled each time) when the
 connection fails or the server answers 503; any other answer is final.
+
+The token goes to the configured address only: the client follows no redirect (an answer
+that redirects is a :class:`FerrexError` with code ``redirected``; a ferrex server never
+redirects its API), refuses a token with a line break or other control character
+(``bad_token``), and refuses to send a token over plain ``http://`` to a host that is not
+this machine (``insecure_url``: use ``https://``, or pass ``allow_insecure_http=True`` for a
+network you trust).
 """
 
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import time
 import urllib.error
@@ -27,7 +35,7 @@ import urllib.request
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 __all__ = ["Client", "FerrexError"]
 __version__ = "0.1.0"
@@ -57,9 +65,67 @@ class FerrexError(Exception):
         self.details: dict[str, Any] = dict(details or {})
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Refuses every redirect: following one would send the bearer token (and a write's
+    body, a POST silently turned into a GET) to whatever address the answer names."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        fp.close()
+        raise FerrexError(
+            "redirected",
+            f"{req.get_method()} {req.full_url} was answered {code} with a redirect to "
+            f"{newurl}; the client follows no redirect, so the token is not sent there",
+            "give the client the server's own address (a ferrex server never redirects its API)",
+            status=code,
+        )
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _checked(url: str, token: str | None, allow_insecure_http: bool) -> str:
+    """The server's address, refused where a token would travel badly."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise FerrexError("bad_url", f"{url!r} is not an http:// or https:// address",
+                          "for example http://127.0.0.1:8765")  # fmt: skip
+    if token is None:
+        return url.rstrip("/")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in token):
+        raise FerrexError("bad_token", "the token holds a line break or another control "
+                          "character", "copy the token again, without its line end")  # fmt: skip
+    if parts.scheme == "http" and not _is_loopback(parts.hostname) and not allow_insecure_http:
+        raise FerrexError(
+            "insecure_url",
+            f"the token would be sent in clear text over http:// to {parts.hostname}, "
+            "which is not this machine",
+            "use https:// (a TLS proxy in front of ferrex), or pass allow_insecure_http=True "
+            "on a network you trust",
+        )
+    return url.rstrip("/")
+
+
 class Client:
     """One ferrex server: ``url`` (``http://host:port``) and a bearer ``token`` (None for an
-    open loopback server)."""
+    open loopback server). A token goes over plain ``http://`` only to this machine unless
+    ``allow_insecure_http``."""
 
     def __init__(
         self,
@@ -69,8 +135,9 @@ class Client:
         timeout: float = 60.0,
         retries: int = 2,
         backoff: float = 0.5,
+        allow_insecure_http: bool = False,
     ) -> None:
-        self.url = url.rstrip("/")
+        self.url = _checked(url, token, allow_insecure_http)
         self.token = token
         self.timeout = timeout
         self.retries = retries
@@ -158,7 +225,7 @@ class Client:
                 self.url + path, data=data, headers=headers, method=method
             )
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                with _OPENER.open(request, timeout=self.timeout) as response:
                     return _document(response.read(), response.status)
             except urllib.error.HTTPError as exc:
                 raw = exc.read()
