@@ -6,6 +6,7 @@ itself. Everything is opened lazily (on first use) so that start-up stays fast.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -18,7 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ferrex.config import Config
-from ferrex.errors import BackendUnavailable, FerrexError, UsageError, from_journal_error
+from ferrex.errors import (
+    BackendUnavailable,
+    FerrexError,
+    StorageFull,
+    UsageError,
+    from_journal_error,
+)
 from ferrex.home_safety import (
     check_copy_room,
     check_open_room,
@@ -80,6 +87,8 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
 @contextmanager
 def translated() -> Iterator[None]:
     """Third-party and lower-layer errors become ferrex errors once, here."""
+    import apsw
+
     from projections.sqlite import ReadModelError
 
     try:
@@ -90,6 +99,23 @@ def translated() -> Iterator[None]:
         raise from_journal_error(exc) from exc
     except (VectorStoreError, ReadModelError) as exc:
         raise BackendUnavailable(str(exc)) from exc
+    except apsw.FullError as exc:  # SQLite met a full disk (storage.reserve_bytes = 0)
+        raise _disk_full("the read model (SQLite)") from exc
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise _disk_full(exc.filename or "a file of the data directory") from exc
+
+
+def _disk_full(what: str) -> StorageFull:
+    """A write that met a full disk below the free-space reserve (none kept when
+    ``storage.reserve_bytes`` is 0): the journal holds whatever was acknowledged."""
+    return StorageFull(
+        f"the disk is full: {what} could not be written",
+        hint="free some space and try again; whatever was acknowledged is in the journal, and "
+        "a store answered with this error that did reach it is recognised as a duplicate when "
+        "sent again. storage.reserve_bytes keeps room so that writes are refused before this",
+    )
 
 
 def build_rules(config: Config) -> Rules:

@@ -249,3 +249,40 @@ def test_a_new_process_opens_the_shards_with_just_the_room_they_take(tmp_path: P
         assert found.returncode == 0, found.stderr
         contents = [r["content"] for r in json.loads(found.stdout)["results"]]
         assert "The staging cluster restarts on Fridays" in contents
+
+
+def test_without_a_reserve_a_full_disk_is_storage_full_not_internal(tmp_path: Path) -> None:
+    """With ``storage.reserve_bytes = 0`` nothing refuses a write early: the full disk is met
+    by SQLite (or a file write) itself, and that is still told as ``storage_full``; every
+    acknowledged store is in the journal, and once space is freed ferrex carries on."""
+    with tmpfs(tmp_path / "mnt", "300m") as mnt:
+        home = mnt / "home"
+        home.mkdir()
+        (home / "ferrex.toml").write_text("[storage]\nreserve_bytes = 0\n")
+        server = subprocess.Popen([sys.executable, "-c", _SERVER, str(home)], text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        assert server.stdin is not None and server.stdout is not None
+        answers: list[dict[str, object]] = []
+        try:
+            assert json.loads(server.stdout.readline()) == {"ready": True}
+            filler = _fill(mnt)
+            for tool, args in (
+                ("store", {"content": "A text the cache has not seen"}),
+                ("recall", {"query": "when does the staging cluster restart"}),
+                ("store", {"content": "Another new text: the GPU quota of team vision"}),
+            ):
+                server.stdin.write(json.dumps([tool, args]) + "\n")
+                server.stdin.flush()
+                answers.append(json.loads(server.stdout.readline()))
+        finally:
+            server.stdin.close()
+            server.wait(timeout=120)
+            server.stdout.close()
+        assert not [a for a in answers if "internal" in a], answers
+        assert {"error": "storage_full"} in answers, answers
+        filler.unlink()
+        again = ferrex(home, "recall", "--json", "staging cluster restarts")
+        assert again.returncode == 0, again.stderr
+        contents = [r["content"] for r in json.loads(again.stdout)["results"]]
+        assert "The staging cluster restarts on Fridays" in contents
+        assert ferrex(home, "journal", "verify").returncode == 0
