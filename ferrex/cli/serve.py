@@ -71,6 +71,11 @@ def run_server(
         address: tuple[str, int] | None = (host, port)
     else:
         address = _address(http) if http else None
+    bound = listening
+    if bound is None and address is not None:
+        # Bound before anything else starts: a port in use is refused here, plainly, before
+        # the stores open or "serving" is printed.
+        bound = _listen(*address)
     caller = Caller.from_config(app.config)
     latest = [app.config]  # the configuration a process taking over the stores starts with
     sweep = app.config["store.expiry_sweep_seconds"]
@@ -119,7 +124,7 @@ def run_server(
     hub.start()
     watcher.start()
     try:
-        _serve_http(server, tokens, *address, listening=listening, stateless=not sessions,
+        _serve_http(server, tokens, *address, listening=bound, stateless=not sessions,
                     config=app.config)  # fmt: skip
     except KeyboardInterrupt:
         pass
@@ -191,6 +196,22 @@ def _serve_http(
     click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp ({mode}) and the dashboard "
                f"at http://{host}:{port}/", err=True)  # fmt: skip
     anyio.run(uvicorn.Server(served).serve, None if listening is None else [listening])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, or a clear refusal (a port in use, an address
+    this machine does not have)."""
+    from ferrex.server.http_limits import ACCEPT_BATCH
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=ACCEPT_BATCH)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {os.strerror(exc.errno) if exc.errno else exc}",
+            hint="another process may be using that port: choose another with --http "
+            "HOST:PORT, or stop that process",
+        ) from exc
 
 
 def _free_loopback_socket() -> socket.socket:

@@ -143,3 +143,21 @@ def test_sessions_without_http_is_a_usage_error(tmp_path: Path) -> None:
     done = ferrex(tmp_path / "home", "serve", "--sessions")
     assert done.returncode == 2
     assert "--sessions applies to --http" in done.stderr
+
+
+def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """`serve --http` on a busy port says so and exits 2; it never claims to be serving,
+    and it opens no store (no owner lock taken, no journal)."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        home = tmp_path / "home"
+        done = subprocess.run(
+            [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "serving" not in done.stderr and "Traceback" not in done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+    assert not home.exists()  # nothing was opened or created
