@@ -15,6 +15,8 @@ import pytest
 from openapi_spec_validator import validate
 from starlette.routing import Route
 
+from ferrex.errors import UsageError
+from ferrex.rules.memory_input import SUPERSEDES_CHARS
 from ferrex.server.dashboard.api import openapi_document
 from ferrex.server.dashboard.edge import STATUS, status_of
 from ferrex.server.dashboard.web import Dashboard
@@ -311,6 +313,19 @@ def test_every_error_code_has_a_fitting_status() -> None:
     assert status_of("idempotency_key_reused") == 422
     assert status_of("something_new") == 500
     assert all(400 <= s < 600 for s in STATUS.values())
+
+
+def test_the_schemas_bound_what_the_server_takes() -> None:
+    tools = tool_inputs(build_server(_NoHub()))  # type: ignore[arg-type]
+    supersedes = tools["store"].schema["properties"]["supersedes"]
+    assert supersedes["maxLength"] == SUPERSEDES_CHARS
+    for tool in ("store", "confirm"):
+        importance = tools[tool].schema["properties"]["importance"]
+        assert (importance["minimum"], importance["maximum"]) == (0, 1), tool
+    with pytest.raises(UsageError):
+        tools["store"].check({"content": "x", "supersedes": "m" * (SUPERSEDES_CHARS + 1)})
+    with pytest.raises(UsageError):
+        tools["confirm"].check({"ids": ["m"], "importance": 7})
 
 
 def test_an_open_loopback_server_refuses_a_foreign_origin(tmp_path: Path) -> None:
