@@ -308,11 +308,21 @@ def test_every_error_code_has_a_fitting_status() -> None:
     assert status_of("invalid_input") == 400
     assert status_of("not_found") == 404
     assert status_of("duplicate") == status_of("conflict_ambiguous") == 409
-    assert status_of("backend_unavailable") == status_of("journal.locked") == 503
+    assert status_of("backend_unavailable") == status_of("journal.unavailable") == 503
     assert status_of("storage_full") == 507
     assert status_of("idempotency_key_reused") == 422
     assert status_of("something_new") == 500
     assert all(400 <= s < 600 for s in STATUS.values())
+
+
+def test_refusals_answer_4xx_with_their_kind_not_500(server: Server) -> None:
+    secret = {"content": "CI uploads with the access key AKIAQ7VK2MXP9LZR4TWC and its secret"}
+    refused = _error(_post(server, "/api/v1/memories", ALICE, secret), 422, "secret_refused")
+    assert refused["kind"] == "UsageError" and refused["hint"]
+    assert "AKIAQ7VK2MXP9LZR4TWC" not in str(refused)
+    nothing = {"content": "Supersedes: the cache is warm", "supersedes": "mem_nowhere"}
+    assert _error(_post(server, "/api/v1/memories", ALICE, nothing), 404,
+                  "not_found")["kind"] == "Refused"  # fmt: skip
 
 
 def test_the_schemas_bound_what_the_server_takes() -> None:
@@ -326,6 +336,52 @@ def test_the_schemas_bound_what_the_server_takes() -> None:
         tools["store"].check({"content": "x", "supersedes": "m" * (SUPERSEDES_CHARS + 1)})
     with pytest.raises(UsageError):
         tools["confirm"].check({"ids": ["m"], "importance": 7})
+
+
+def test_query_booleans_are_true_or_false_and_unknown_parameters_refused(
+    server: Server,
+) -> None:
+    fact = {"subject": "strict-svc", "predicate": "runs on", "visibility": "shared"}
+    old = _post(server, "/api/v1/memories", server.operator, {**fact, "object": "port 7001"})
+    new = _post(server, "/api/v1/memories", server.operator, {**fact, "object": "port 7002"})
+    assert old.status_code == new.status_code == 200, (old.text, new.text)
+    search = "/api/v1/recall?q=strict-svc+runs+on&min_relevance=0"
+    # what Python's requests sends for False: refused, not taken as true
+    for flag in ("False", "True", "0", "1", "yes", ""):
+        answer = _send(server, "GET", f"{search}&include_invalidated={flag}", server.operator)
+        assert "true or false" in _error(answer, 400, "invalid_input")["message"], flag
+    found = _send(server, "GET", f"{search}&include_invalidated=false", server.operator)
+    assert found.status_code == 200, found.text
+    ids = [r["id"] for r in found.json()["results"]]
+    assert new.json()["id"] in ids and old.json()["id"] not in ids
+    both = _send(server, "GET", f"{search}&include_invalidated=true", server.operator)
+    assert old.json()["id"] in [r["id"] for r in both.json()["results"]]
+    one = f"/api/v1/memory/{new.json()['id']}?full=1"
+    for path in (f"{search}&include_invalidatd=true", "/api/v1/stats?detail=1", one,
+                 "/api/v1/entities?limit=3"):  # fmt: skip
+        error = _error(_send(server, "GET", path, server.operator), 400, "invalid_input")
+        assert "unknown query parameter" in error["message"], path
+
+
+def test_bodies_nested_too_deep_or_not_utf8_are_json_400s(server: Server) -> None:
+    def raw(body: bytes) -> httpx.Response:
+        return httpx.post(server.url + "/api/v1/memories", content=body, timeout=120,
+                          headers={"Authorization": f"Bearer {ALICE}",
+                                   "Content-Type": "application/json"})  # fmt: skip
+
+    deep = raw(b"[" * 100_000)
+    assert "deeper" in _error(deep, 400, "invalid_input")["message"]
+    assert deep.headers["content-type"] == "application/json"
+    nested: Any = "leaf"
+    for _ in range(60):
+        nested = {"k": nested}
+    _error(_post(server, "/api/v1/memories", ALICE, {"content": "deep", "context": nested}),
+           400, "invalid_input")  # fmt: skip
+    text = '{"content": "Encoding: the wiki moved to wiki.internal"}'
+    for body in (text.encode("utf-16"), text.encode("utf-16-le"), text.encode("utf-32"),
+                 text.encode("latin-1").replace(b"wiki.", b"wiki\xe9.")):  # fmt: skip
+        assert "UTF" in _error(raw(body), 400, "invalid_input")["message"], body[:8]
+    assert raw(b"\xef\xbb\xbf" + text.encode()).status_code == 200  # UTF-8, with a BOM
 
 
 def test_an_open_loopback_server_refuses_a_foreign_origin(tmp_path: Path) -> None:
