@@ -89,9 +89,11 @@ log = logging.getLogger("ferrex.api")
 MAX_BODY = 4 * 1024 * 1024
 #: The most memories one ``POST /api/v1/memories`` batch may hold.
 MAX_BATCH = 100
-#: How long an idempotency key is remembered, and how many are kept at most.
+#: How long an idempotency key is remembered, how many one principal (the operator, or one
+#: agent) keeps at most, and how many all principals keep at most.
 KEY_SECONDS = 24 * 3600
 KEY_COUNT = 10_000
+KEY_TOTAL = 50_000
 #: Where the kept answers of idempotency keys live, under the data directory.
 KEY_FILE = Path("run") / "api-idempotency.jsonl"
 #: The longest idempotency key taken.
@@ -117,6 +119,7 @@ Answer = tuple[int, dict[str, Any]]
 class _Entry:
     fingerprint: str
     expires: float  # wall-clock seconds (kept entries outlive the process)
+    principal: str  # a hash of who sent it: its keys are counted against its own cap
     done: threading.Event = field(default_factory=threading.Event)
     answer: Answer | None = None
 
@@ -124,23 +127,33 @@ class _Entry:
 class IdempotencyKeys:
     """(principal, key) → the first answer of a write, bounded in time and count.
 
+    Each principal keeps at most :attr:`count` keys (its oldest dropped first), so another
+    principal's many keyed requests never push out its keys; beyond :attr:`total` in all,
+    the oldest key of the principal holding the most is dropped.
+
     With ``path`` (``<home>/run/api-idempotency.jsonl``, mode 0600) every kept answer is also
     appended there (fsynced before the answer is sent) and read back at start, so a retry
     after a restart is still answered from it. The file holds a hash of principal and key,
     the request's fingerprint, the expiry and the answer (ids, entity names, error codes: a
     write's answer, never a memory's text); it is rewritten without the expired entries when
-    it has grown to twice :attr:`count` lines. If it cannot be written (a read-only home),
+    it has grown to twice the keys kept. If it cannot be written (a read-only home),
     the keys stay in memory only.
     """
 
     def __init__(
-        self, seconds: float = KEY_SECONDS, count: int = KEY_COUNT, path: Path | None = None
+        self,
+        seconds: float = KEY_SECONDS,
+        count: int = KEY_COUNT,
+        path: Path | None = None,
+        total: int = KEY_TOTAL,
     ) -> None:
         self._lock = threading.Lock()
         self._file_lock = threading.Lock()
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._of: dict[str, OrderedDict[str, None]] = {}  # principal → its names, oldest first
         self.seconds = seconds
         self.count = count
+        self.total = max(total, count)
         self.path = path
         self._lines = 0
         if path is not None:
@@ -155,8 +168,9 @@ class IdempotencyKeys:
         """The answer for this key (and whether it is a replay of an earlier one): ``work``
         runs only if no request with the key ran before or is running now."""
         name = hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()
+        who = hashlib.sha256(f"principal\0{principal}".encode()).hexdigest()[:32]
         while True:
-            entry, mine = self._claim(name, fingerprint)
+            entry, mine = self._claim(name, who, fingerprint)
             if mine:
                 break
             entry.done.wait()
@@ -173,12 +187,12 @@ class IdempotencyKeys:
                 if kept:
                     entry.answer = answer
                 elif self._entries.get(name) is entry:
-                    del self._entries[name]
+                    self._drop(name)
             if kept:
                 self._append(name, entry)
             entry.done.set()
 
-    def _claim(self, name: str, fingerprint: str) -> tuple[_Entry, bool]:
+    def _claim(self, name: str, who: str, fingerprint: str) -> tuple[_Entry, bool]:
         now = time.time()
         with self._lock:
             self._expire(now)
@@ -191,18 +205,38 @@ class IdempotencyKeys:
                         "the very same request",
                     )
                 return entry, False
-            entry = _Entry(fingerprint, now + self.seconds)
-            self._entries[name] = entry
-            while len(self._entries) > self.count:
-                self._entries.popitem(last=False)
+            entry = _Entry(fingerprint, now + self.seconds, who)
+            self._add(name, entry)
             return entry, True
+
+    def _add(self, name: str, entry: _Entry) -> None:
+        """Keep ``entry``; drop its principal's oldest beyond :attr:`count`, and the oldest
+        of the principal holding the most beyond :attr:`total`."""
+        self._drop(name)
+        self._entries[name] = entry
+        mine = self._of.setdefault(entry.principal, OrderedDict())
+        mine[name] = None
+        while len(mine) > self.count:
+            self._drop(next(iter(mine)))
+        while len(self._entries) > self.total:
+            busiest = max(self._of.values(), key=len)
+            self._drop(next(iter(busiest)))
+
+    def _drop(self, name: str) -> None:
+        entry = self._entries.pop(name, None)
+        if entry is None:
+            return
+        names = self._of[entry.principal]
+        names.pop(name, None)
+        if not names:
+            del self._of[entry.principal]
 
     def _expire(self, now: float) -> None:
         while self._entries:
-            oldest = next(iter(self._entries.values()))
+            name, oldest = next(iter(self._entries.items()))
             if oldest.expires > now:
                 break
-            self._entries.popitem(last=False)
+            self._drop(name)
 
     # -- the file ---------------------------------------------------------------------------
 
@@ -220,16 +254,14 @@ class IdempotencyKeys:
                 raw = json.loads(line)
                 name, fingerprint = str(raw["n"]), str(raw["f"])
                 expires, status, doc = float(raw["e"]), int(raw["s"]), dict(raw["a"])
+                who = str(raw.get("p", ""))  # "": a line written before keys had owners
             except (ValueError, KeyError, TypeError):
                 continue  # a torn last line, or not ours: skipped
             if expires <= now:
                 continue
-            entry = _Entry(fingerprint, expires, answer=(status, doc))
+            entry = _Entry(fingerprint, expires, who, answer=(status, doc))
             entry.done.set()
-            self._entries.pop(name, None)
-            self._entries[name] = entry
-        while len(self._entries) > self.count:
-            self._entries.popitem(last=False)
+            self._add(name, entry)
         self._rewrite()
 
     def _append(self, name: str, entry: _Entry) -> None:
@@ -250,7 +282,7 @@ class IdempotencyKeys:
                 self._give_up(exc)
                 return
             self._lines += 1
-        if self._lines >= 2 * self.count:
+        if self._lines >= max(2 * len(self._entries), self.count):
             self._rewrite()
 
     def _rewrite(self) -> None:
@@ -278,7 +310,8 @@ class IdempotencyKeys:
 def _line(name: str, entry: _Entry) -> bytes:
     assert entry.answer is not None
     status, doc = entry.answer
-    raw = {"n": name, "f": entry.fingerprint, "e": entry.expires, "s": status, "a": doc}
+    raw = {"n": name, "p": entry.principal, "f": entry.fingerprint, "e": entry.expires,
+           "s": status, "a": doc}  # fmt: skip
     return (json.dumps(raw, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
