@@ -4,6 +4,7 @@ agents, Idempotency-Key, and the OpenAPI document checked by a real validator.""
 
 from __future__ import annotations
 
+import signal
 import stat
 import uuid
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from starlette.routing import Route
 
 from ferrex.errors import UsageError
 from ferrex.rules.memory_input import SUPERSEDES_CHARS
-from ferrex.server.dashboard.api import openapi_document
+from ferrex.server.dashboard.api import KILL_BEFORE_KEY_SAVED, openapi_document
 from ferrex.server.dashboard.edge import STATUS, status_of
 from ferrex.server.dashboard.web import Dashboard
 from ferrex.server.mcp_server import build_server, tool_inputs
@@ -220,6 +221,38 @@ def test_a_retry_after_a_restart_is_still_answered_once(tmp_path: Path) -> None:
         assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
         assert again.json() == stored.json()
         assert _total(second) == 1
+
+
+def test_a_store_killed_before_its_key_was_saved_is_answered_stored_on_retry(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "crash"
+    body = {"content": "Crash: the nightly backup goes to vault-7", "visibility": "shared"}
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    # the process dies (SIGKILL) after the journal append, before the key file has the key
+    with serve_http(home, env={KILL_BEFORE_KEY_SAVED: "1"}) as dying:
+        with pytest.raises(httpx.HTTPError):  # no answer: the connection drops
+            _post(dying, "/api/v1/memories", ALICE, body, **key)
+        assert dying.process.wait(timeout=60) == -signal.SIGKILL
+    with serve_http(home) as second:
+        assert _total(second) == 1  # the write was acknowledged to the journal
+        again = _post(second, "/api/v1/memories", ALICE, body, **key)
+        assert again.status_code == 200, again.text  # not 409 duplicate
+        assert again.json()["status"] == "stored" and again.json()["recovered"] is True
+        assert again.headers["idempotent-replayed"] == "true"
+        memory_id = again.json()["id"]
+        assert _send(second, "GET", f"/api/v1/memory/{memory_id}", ALICE).status_code == 200
+        assert _post(second, "/api/v1/memories", ALICE, body, **key).json() == again.json()
+        assert _total(second) == 1
+        # the key is no import line: the same text again is a duplicate, with or without a key
+        _error(_post(second, "/api/v1/memories", ALICE, body), 409, "duplicate")
+        fresh = {"Idempotency-Key": str(uuid.uuid4())}
+        _error(_post(second, "/api/v1/memories", ALICE, body, **fresh), 409, "duplicate")
+        # another agent's same key is its own request
+        bobs = _post(second, "/api/v1/memories", BOB,
+                     {"content": "Crash: bob's own note about vault-8"}, **key)  # fmt: skip
+        assert bobs.status_code == 200 and "recovered" not in bobs.json(), bobs.text
+        assert _total(second) == 2
 
 
 def test_a_batch_stores_every_good_item_and_reports_the_bad_one(server: Server) -> None:

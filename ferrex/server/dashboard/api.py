@@ -36,9 +36,15 @@ operation the statuses of the codes it can answer.
 principal gets the first answer (``Idempotent-Replayed: true``) and is not run again; the same
 key with another body is refused (422, ``idempotency_key_reused``). A retry arriving while the
 first is still running waits for its answer. The serving process keeps the keys
-(:class:`IdempotencyKeys`: :data:`KEY_SECONDS`, at most :data:`KEY_COUNT`, oldest dropped
-first) in memory and in ``<home>/run/api-idempotency.jsonl`` (:data:`KEY_FILE`), so a retry
-after a restart is answered too; it is not an event and not in the journal. Each ``ferrex
+(:class:`IdempotencyKeys`: :data:`KEY_SECONDS`, at most :data:`KEY_COUNT` per principal, so
+no other principal's requests push out one's keys) in memory and in
+``<home>/run/api-idempotency.jsonl`` (:data:`KEY_FILE`), so a retry after a restart is
+answered too. A keyed store also journals a hash of principal and key with the memory (its
+import key, :data:`~ferrex.rules.memory_input.REQUEST_KEY_PREFIX`): when the process died
+after the write and before the key was saved, the retry finds that memory and is answered
+``stored`` with its id (``recovered: true``, ``Idempotent-Replayed: true``), not 409. A
+forget or confirm journals no key: retried after such a crash it runs again (a forget of
+what it already forgot answers 404). Each ``ferrex
 serve`` process keeps its own: a retry must go to the server that had the first attempt. An
 answer of 5xx (the backend was down, the disk full) is not kept: a retry runs again. A recall
 takes no key (the header is ignored).
@@ -50,6 +56,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -65,7 +72,7 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex import __version__
 from ferrex.errors import FerrexError, Refused, UsageError
-from ferrex.rules.memory_input import CONTEXT_DEPTH
+from ferrex.rules.memory_input import CONTEXT_DEPTH, REQUEST_KEY_PREFIX
 from ferrex.rules.spelling import did_you_mean
 from ferrex.server.dashboard.edge import (
     ERRORS,
@@ -98,6 +105,9 @@ KEY_TOTAL = 50_000
 KEY_FILE = Path("run") / "api-idempotency.jsonl"
 #: The longest idempotency key taken.
 MAX_KEY = 200
+#: Tests only: when this environment variable is "1", the serving process kills itself
+#: (SIGKILL) after a keyed write is done and before its key is saved, as a crash would.
+KILL_BEFORE_KEY_SAVED = "FERREX_TEST_KILL_BEFORE_KEY_SAVED"
 #: How deep a body's arrays and objects may nest: a batch's frame (body, list, item) around
 #: a context nested as deep as the store takes, and a margin, so that a context too deep is
 #: the store's own refusal, naming where.
@@ -180,6 +190,8 @@ class IdempotencyKeys:
         answer: Answer | None = None
         try:
             answer = work()
+            if os.environ.get(KILL_BEFORE_KEY_SAVED) == "1":
+                os.kill(os.getpid(), signal.SIGKILL)  # tests only: the write done, no key kept
             return answer, False
         finally:
             kept = answer is not None and answer[0] < 500
@@ -377,7 +389,7 @@ class WriteApi:
                 answer = _error(exc)
             status, doc = answer
             headers = error_headers(status) if status >= 400 else dict(HEADERS)
-            if replayed:
+            if replayed or doc.get("recovered") is True:
                 headers["Idempotent-Replayed"] = "true"
             return JSONResponse(doc, status_code=status, headers=headers)
 
@@ -396,15 +408,36 @@ class WriteApi:
         self.tools[tool].check(args)
         return self.dashboard.hub.call(tool, args, caller)
 
+    def _store_one(self, args: Any, caller: Caller, request_key: str | None) -> dict[str, Any]:
+        """The store tool's answer; with ``request_key`` (the request had an Idempotency-Key)
+        the key is journaled with the memory, and a memory it already stored (the answer was
+        lost: the process died before the key was saved) is answered as stored again."""
+        if request_key is None:
+            return self._tool("store", args, caller)
+        self.tools["store"].check(args)
+        try:
+            return self.dashboard.hub.call("store", {**args, "request_key": request_key}, caller)
+        except Refused as exc:
+            ids = exc.details.get("ids")
+            if exc.code != "duplicate" or not exc.details.get("imported") or not ids:
+                raise
+            return {"status": "stored", "id": ids[0], "recovered": True,
+                    "note": "stored by the first request with this Idempotency-Key, whose "
+                    "answer was lost; only the id is known now"}  # fmt: skip
+
     # -- the handlers ---------------------------------------------------------------------------
 
     def store(self, request: Request, caller: Caller, payload: Any) -> dict[str, Any]:
         _no_query(request)
+        key = request.headers.get("idempotency-key")
+        request_key = None if key is None else _request_key(caller, key)
         if isinstance(payload, dict) and "memories" in payload:
-            return self._store_many(payload, caller)
-        return self._tool("store", payload, caller)
+            return self._store_many(payload, caller, request_key)
+        return self._store_one(payload, caller, request_key)
 
-    def _store_many(self, payload: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    def _store_many(
+        self, payload: dict[str, Any], caller: Caller, request_key: str | None
+    ) -> dict[str, Any]:
         """Each item stored by itself, in order, as the store tool would (a later item sees
         the earlier ones); a refused or invalid item is that item's outcome only."""
         items = payload["memories"]
@@ -420,7 +453,8 @@ class WriteApi:
         results: list[dict[str, Any]] = []
         for index, item in enumerate(items):
             try:
-                results.append({"index": index, **self._tool("store", item, caller)})
+                item_key = None if request_key is None else f"{request_key} #{index}"
+                results.append({"index": index, **self._store_one(item, caller, item_key)})
             except FerrexError as exc:
                 results.append({"index": index, "error": error_body(exc)})
         return {
@@ -492,6 +526,12 @@ def not_found_json(request: Request, status: int) -> Response:
 
 def _principal(caller: Caller) -> str:
     return "operator" if caller.agent_id is None else f"agent:{caller.agent_id}"
+
+
+def _request_key(caller: Caller, key: str) -> str:
+    """The import key a keyed store journals: who sent it and the key, hashed."""
+    digest = hashlib.sha256(f"{_principal(caller)}\0{key}".encode()).hexdigest()[:40]
+    return REQUEST_KEY_PREFIX + digest
 
 
 #: What a client hears of an unexpected failure (its traceback goes to the log).
