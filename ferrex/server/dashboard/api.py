@@ -673,7 +673,7 @@ def check_query(request: Request, params: tuple[Param, ...]) -> None:
             takes = ", ".join(known) or "no query parameters"
             raise UsageError(f"unknown query parameter {name!r}{did_you_mean(name, list(known))}",
                              hint=f"{request.url.path} takes {takes}")  # fmt: skip
-        if param.schema is _FLAG and value not in ("true", "false"):
+        if param.schema.get("type") == "boolean" and value not in ("true", "false"):
             raise UsageError(f"{name} must be true or false, got {value!r}",
                              hint=f"send {name}=true, or leave it out for false")  # fmt: skip
 
