@@ -118,7 +118,7 @@ from ferrex.rules.lifecycle import (
     expired,
     marks_doc,
 )
-from ferrex.rules.memory_input import ValidStore
+from ferrex.rules.memory_input import ValidStore, is_request_key
 from ferrex.rules.predicates import (
     match_known,
     normalize_predicate,
@@ -1040,8 +1040,9 @@ def another_event(valid: ValidStore, text: str, old: Memory, old_text: str) -> s
     the same words (up to case, spacing and punctuation) with an explicitly given event time
     or a source that differs from the old memory's. A reworded report with its own time is
     still a duplicate (it tells the same event again), and so is a plain retried store (no
-    time, no source, no import)."""
-    if None not in (valid.import_key, old.import_key) and valid.import_key != old.import_key:
+    time, no source, no import; an HTTP request's key is no import line)."""
+    keys = (valid.import_key, old.import_key)
+    if None not in keys and keys[0] != keys[1] and not any(map(is_request_key, keys)):
         return "another event: another line of an import"
     if not same_text(text, old_text):
         return None

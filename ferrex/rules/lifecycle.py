@@ -28,6 +28,9 @@ from ferrex.errors import UsageError
 from ferrex.times import rfc3339
 
 DEFAULT_IMPORTANCE: Final = 0.5
+#: The range of importance (the tools' schemas say so too).
+MIN_IMPORTANCE: Final = 0.0
+MAX_IMPORTANCE: Final = 1.0
 IMPORTANCE_WEIGHT: Final = 0.5
 """How far importance moves a recall score: the factor runs from 0.75 (importance 0) to
 1.25 (importance 1)."""
@@ -50,7 +53,7 @@ def check_importance(value: object) -> float:
             f"importance must be a number, got {type(value).__name__}",
             hint="give a number from 0 (trivial) to 1 (essential); 0.5 is the default",
         )
-    if not 0 <= value <= 1 or not math.isfinite(value):
+    if not MIN_IMPORTANCE <= value <= MAX_IMPORTANCE or not math.isfinite(value):
         raise UsageError(
             f"importance {value!r} is not a number from 0 to 1",
             hint="give a number from 0 (trivial) to 1 (essential); 0.5 is the default",

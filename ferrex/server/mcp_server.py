@@ -39,7 +39,8 @@ from starlette.responses import JSONResponse
 
 from ferrex import __version__
 from ferrex.errors import FerrexError, UsageError
-from ferrex.rules.memory_input import DEFAULT_LIMITS
+from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, MAX_IMPORTANCE, MIN_IMPORTANCE
+from ferrex.rules.memory_input import DEFAULT_LIMITS, SUPERSEDES_CHARS
 from ferrex.rules.spelling import did_you_mean
 from ferrex.server import answers
 from ferrex.server.caller import Caller, error_document
@@ -77,6 +78,8 @@ ShortText = Annotated[str, Field(min_length=1, max_length=_L.field_chars)]
 Namespace = Annotated[str, Field(min_length=1, max_length=_L.namespace_chars)]
 IsoTime = Annotated[str, Field(max_length=64)]
 NamespaceArg = Namespace | None  # omitted: the server's default namespace
+MemoryIdArg = Annotated[str, Field(min_length=1, max_length=SUPERSEDES_CHARS)]
+Importance = Annotated[float, Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)]
 
 STORE_DOC = """\
 One memory per thing learned, standing alone (name the project, people, versions, \
@@ -426,7 +429,7 @@ def _add_store(server: FerrexMCP, call: _Call) -> None:
             ),
         ] = None,
         supersedes: Annotated[
-            ShortText | None, Field(description="Id of the memory this replaces.")
+            MemoryIdArg | None, Field(description="Id of the memory this replaces.")
         ] = None,
         multi_valued: Annotated[bool, Field(description="Keeps the other values too.")] = False,
         split_long: Annotated[
@@ -448,7 +451,7 @@ def _add_store(server: FerrexMCP, call: _Call) -> None:
             Field(description="private: this agent only."),
         ] = None,
         namespace: NamespaceArg = None,
-        importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5,
+        importance: Importance = DEFAULT_IMPORTANCE,
         pinned: Annotated[bool, Field(description="Never stale or evicted.")] = False,
         ttl: Annotated[
             int | str | None,
@@ -513,7 +516,7 @@ def _add_marks(server: FerrexMCP, call: _Call) -> None:
     def confirm(
         ids: Annotated[list[ShortText], Field(min_length=1, max_length=100)],
         pinned: bool | None = None,
-        importance: float | None = None,  # 0 to 1, checked by the service
+        importance: Importance | None = None,
     ) -> CallToolResult:
         return call("confirm", {"ids": ids, "pinned": pinned, "importance": importance})
 

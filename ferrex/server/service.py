@@ -31,7 +31,7 @@ from ferrex.read.recall import RecallRequest
 from ferrex.read.seen import Sight, brief, one_line
 from ferrex.rules.entities import Candidate
 from ferrex.rules.lifecycle import check_importance, marks_doc
-from ferrex.rules.memory_input import StoreRequest
+from ferrex.rules.memory_input import REQUEST_KEY_PREFIX, StoreRequest, is_request_key
 from ferrex.rules.spelling import did_you_mean
 from ferrex.rules.subjects import find_entity
 from ferrex.server.answers import recall_text
@@ -184,6 +184,11 @@ class Service:
 
     def _store(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         multi_valued = _flag(args.pop("multi_valued", False), "multi_valued")
+        # The HTTP API's Idempotency-Key (no tool argument: the MCP tool refuses it), kept in
+        # the memory's import key, so it is journaled with the store itself.
+        request_key = args.pop("request_key", None)
+        if request_key is not None and not is_request_key(request_key):
+            raise UsageError(f"request_key must start with {REQUEST_KEY_PREFIX!r}")
         unknown = sorted(set(args) - _STORE_FIELDS)
         if unknown:
             known = sorted(_STORE_FIELDS | {"multi_valued"})
@@ -199,7 +204,7 @@ class Service:
                 value = _flag(value, key)
             fields[key] = value
         fields.setdefault("namespace", caller.namespace)
-        request = StoreRequest(**fields, agent_id=caller.agent_id)
+        request = StoreRequest(**fields, agent_id=caller.agent_id, import_key=request_key)
         return self.app.writer().store(request, multi_valued=multi_valued).as_dict()
 
     def _recall(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:

@@ -3,6 +3,7 @@ loopback port, with alice's and bob's tokens beside the operator's token file.""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
@@ -34,10 +35,12 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serve_http(home: Path, *, open_loopback: bool = False) -> Iterator[Server]:
+def serve_http(
+    home: Path, *, open_loopback: bool = False, env: dict[str, str] | None = None
+) -> Iterator[Server]:
     """``ferrex serve --http 127.0.0.1:PORT`` on ``home`` (alice's and bob's tokens
-    configured, or no tokens at all with ``open_loopback``), once it answers; terminated
-    afterwards."""
+    configured, or no tokens at all with ``open_loopback``; ``env``: more environment
+    variables), once it answers; terminated afterwards."""
     if open_loopback:
         home.mkdir(parents=True, exist_ok=True)
         (home / "ferrex.toml").write_text("[auth]\nopen_loopback = true\n")
@@ -47,6 +50,7 @@ def serve_http(home: Path, *, open_loopback: bool = False) -> Iterator[Server]:
     process = subprocess.Popen(
         [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:

@@ -4,6 +4,7 @@ agents, Idempotency-Key, and the OpenAPI document checked by a real validator.""
 
 from __future__ import annotations
 
+import signal
 import stat
 import uuid
 from collections.abc import Iterator
@@ -15,7 +16,9 @@ import pytest
 from openapi_spec_validator import validate
 from starlette.routing import Route
 
-from ferrex.server.dashboard.api import openapi_document
+from ferrex.errors import UsageError
+from ferrex.rules.memory_input import SUPERSEDES_CHARS
+from ferrex.server.dashboard.api import KILL_BEFORE_KEY_SAVED, openapi_document
 from ferrex.server.dashboard.edge import STATUS, status_of
 from ferrex.server.dashboard.web import Dashboard
 from ferrex.server.mcp_server import build_server, tool_inputs
@@ -220,6 +223,38 @@ def test_a_retry_after_a_restart_is_still_answered_once(tmp_path: Path) -> None:
         assert _total(second) == 1
 
 
+def test_a_store_killed_before_its_key_was_saved_is_answered_stored_on_retry(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "crash"
+    body = {"content": "Crash: the nightly backup goes to vault-7", "visibility": "shared"}
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    # the process dies (SIGKILL) after the journal append, before the key file has the key
+    with serve_http(home, env={KILL_BEFORE_KEY_SAVED: "1"}) as dying:
+        with pytest.raises(httpx.HTTPError):  # no answer: the connection drops
+            _post(dying, "/api/v1/memories", ALICE, body, **key)
+        assert dying.process.wait(timeout=60) == -signal.SIGKILL
+    with serve_http(home) as second:
+        assert _total(second) == 1  # the write was acknowledged to the journal
+        again = _post(second, "/api/v1/memories", ALICE, body, **key)
+        assert again.status_code == 200, again.text  # not 409 duplicate
+        assert again.json()["status"] == "stored" and again.json()["recovered"] is True
+        assert again.headers["idempotent-replayed"] == "true"
+        memory_id = again.json()["id"]
+        assert _send(second, "GET", f"/api/v1/memory/{memory_id}", ALICE).status_code == 200
+        assert _post(second, "/api/v1/memories", ALICE, body, **key).json() == again.json()
+        assert _total(second) == 1
+        # the key is no import line: the same text again is a duplicate, with or without a key
+        _error(_post(second, "/api/v1/memories", ALICE, body), 409, "duplicate")
+        fresh = {"Idempotency-Key": str(uuid.uuid4())}
+        _error(_post(second, "/api/v1/memories", ALICE, body, **fresh), 409, "duplicate")
+        # another agent's same key is its own request
+        bobs = _post(second, "/api/v1/memories", BOB,
+                     {"content": "Crash: bob's own note about vault-8"}, **key)  # fmt: skip
+        assert bobs.status_code == 200 and "recovered" not in bobs.json(), bobs.text
+        assert _total(second) == 2
+
+
 def test_a_batch_stores_every_good_item_and_reports_the_bad_one(server: Server) -> None:
     before = _total(server)
     batch = {"memories": [
@@ -306,11 +341,80 @@ def test_every_error_code_has_a_fitting_status() -> None:
     assert status_of("invalid_input") == 400
     assert status_of("not_found") == 404
     assert status_of("duplicate") == status_of("conflict_ambiguous") == 409
-    assert status_of("backend_unavailable") == status_of("journal.locked") == 503
+    assert status_of("backend_unavailable") == status_of("journal.unavailable") == 503
     assert status_of("storage_full") == 507
     assert status_of("idempotency_key_reused") == 422
     assert status_of("something_new") == 500
     assert all(400 <= s < 600 for s in STATUS.values())
+
+
+def test_refusals_answer_4xx_with_their_kind_not_500(server: Server) -> None:
+    secret = {"content": "CI uploads with the access key AKIAQ7VK2MXP9LZR4TWC and its secret"}
+    refused = _error(_post(server, "/api/v1/memories", ALICE, secret), 422, "secret_refused")
+    assert refused["kind"] == "UsageError" and refused["hint"]
+    assert "AKIAQ7VK2MXP9LZR4TWC" not in str(refused)
+    nothing = {"content": "Supersedes: the cache is warm", "supersedes": "mem_nowhere"}
+    assert _error(_post(server, "/api/v1/memories", ALICE, nothing), 404,
+                  "not_found")["kind"] == "Refused"  # fmt: skip
+
+
+def test_the_schemas_bound_what_the_server_takes() -> None:
+    tools = tool_inputs(build_server(_NoHub()))  # type: ignore[arg-type]
+    supersedes = tools["store"].schema["properties"]["supersedes"]
+    assert supersedes["maxLength"] == SUPERSEDES_CHARS
+    for tool in ("store", "confirm"):
+        importance = tools[tool].schema["properties"]["importance"]
+        assert (importance["minimum"], importance["maximum"]) == (0, 1), tool
+    with pytest.raises(UsageError):
+        tools["store"].check({"content": "x", "supersedes": "m" * (SUPERSEDES_CHARS + 1)})
+    with pytest.raises(UsageError):
+        tools["confirm"].check({"ids": ["m"], "importance": 7})
+
+
+def test_query_booleans_are_true_or_false_and_unknown_parameters_refused(
+    server: Server,
+) -> None:
+    fact = {"subject": "strict-svc", "predicate": "runs on", "visibility": "shared"}
+    old = _post(server, "/api/v1/memories", server.operator, {**fact, "object": "port 7001"})
+    new = _post(server, "/api/v1/memories", server.operator, {**fact, "object": "port 7002"})
+    assert old.status_code == new.status_code == 200, (old.text, new.text)
+    search = "/api/v1/recall?q=strict-svc+runs+on&min_relevance=0"
+    # what Python's requests sends for False: refused, not taken as true
+    for flag in ("False", "True", "0", "1", "yes", ""):
+        answer = _send(server, "GET", f"{search}&include_invalidated={flag}", server.operator)
+        assert "true or false" in _error(answer, 400, "invalid_input")["message"], flag
+    found = _send(server, "GET", f"{search}&include_invalidated=false", server.operator)
+    assert found.status_code == 200, found.text
+    ids = [r["id"] for r in found.json()["results"]]
+    assert new.json()["id"] in ids and old.json()["id"] not in ids
+    both = _send(server, "GET", f"{search}&include_invalidated=true", server.operator)
+    assert old.json()["id"] in [r["id"] for r in both.json()["results"]]
+    one = f"/api/v1/memory/{new.json()['id']}?full=1"
+    for path in (f"{search}&include_invalidatd=true", "/api/v1/stats?detail=1", one,
+                 "/api/v1/entities?limit=3"):  # fmt: skip
+        error = _error(_send(server, "GET", path, server.operator), 400, "invalid_input")
+        assert "unknown query parameter" in error["message"], path
+
+
+def test_bodies_nested_too_deep_or_not_utf8_are_json_400s(server: Server) -> None:
+    def raw(body: bytes) -> httpx.Response:
+        return httpx.post(server.url + "/api/v1/memories", content=body, timeout=120,
+                          headers={"Authorization": f"Bearer {ALICE}",
+                                   "Content-Type": "application/json"})  # fmt: skip
+
+    deep = raw(b"[" * 100_000)
+    assert "deeper" in _error(deep, 400, "invalid_input")["message"]
+    assert deep.headers["content-type"] == "application/json"
+    nested: Any = "leaf"
+    for _ in range(60):
+        nested = {"k": nested}
+    _error(_post(server, "/api/v1/memories", ALICE, {"content": "deep", "context": nested}),
+           400, "invalid_input")  # fmt: skip
+    text = '{"content": "Encoding: the wiki moved to wiki.internal"}'
+    for body in (text.encode("utf-16"), text.encode("utf-16-le"), text.encode("utf-32"),
+                 text.encode("latin-1").replace(b"wiki.", b"wiki\xe9.")):  # fmt: skip
+        assert "UTF" in _error(raw(body), 400, "invalid_input")["message"], body[:8]
+    assert raw(b"\xef\xbb\xbf" + text.encode()).status_code == 200  # UTF-8, with a BOM
 
 
 def test_an_open_loopback_server_refuses_a_foreign_origin(tmp_path: Path) -> None:

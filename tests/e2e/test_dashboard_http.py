@@ -96,7 +96,7 @@ def test_the_api_answers_with_the_tools_documents(home: Home, served: Served) ->
     results = found.json()["results"]
     assert [r["object"] for r in results] == ["tokio 1.38"]  # the superseded one hidden
     assert {"dense", "bm25", "context", "rerank", "boost"} <= set(results[0]["explain"])
-    both = _get(served, "/api/v1/recall?q=api-server+tokio&include_invalidated=1", token)
+    both = _get(served, "/api/v1/recall?q=api-server+tokio&include_invalidated=true", token)
     labels = {r["object"]: r["freshness"]["label"] for r in both.json()["results"] if "object" in r}
     assert labels == {"tokio 1.38": "fresh", "tokio 1.36": "superseded"}
 
@@ -145,7 +145,7 @@ def test_an_agents_token_sees_only_what_that_agent_may(home: Home, served: Serve
         assert hidden.status_code == nothing.status_code == 404
         assert hidden.json()["error"]["code"] == nothing.json()["error"]["code"] == "not_found"
     reads = [
-        "/api/v1/recall?q=staging+database+password&limit=50&include_stale=1",
+        "/api/v1/recall?q=staging+database+password&limit=50&include_stale=true",
         "/api/v1/recall?q=Zanzibar-Seven&strategy=relational",
         "/api/v1/entities",
         "/api/v1/entities?prefix=z",

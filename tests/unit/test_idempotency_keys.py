@@ -114,3 +114,20 @@ def test_an_unwritable_file_leaves_the_keys_in_memory(tmp_path: Path) -> None:
     assert keys.run("op", "k", "fp", lambda: (200, {"id": "m"}))[1] is False
     assert keys.run("op", "k", "fp", lambda: (200, {}))[1] is True
     assert keys.path is None
+
+
+def test_another_principals_keys_never_evict_mine(tmp_path: Path) -> None:
+    path = tmp_path / "keys.jsonl"
+    keys = IdempotencyKeys(count=3, total=5, path=path)
+    keys.run("agent:alice", "mine", "fp", lambda: (200, {"id": "mem_alice"}))
+    for i in range(4):  # more than a principal keeps: bob's oldest go, not alice's
+        keys.run("agent:bob", f"b{i}", "fp", lambda: (200, {}))
+    for i in range(3):  # beyond the total: the busiest principal's oldest go
+        keys.run("agent:carol", f"c{i}", "fp", lambda: (200, {}))
+    assert len(keys) == 5
+    for again in (keys, IdempotencyKeys(count=3, total=5, path=path)):  # and after a restart
+        assert again.run("agent:alice", "mine", "fp", lambda: (200, {"id": "other"})) == (
+            (200, {"id": "mem_alice"}),
+            True,
+        )
+        assert again.run("agent:bob", "b0", "fp", lambda: (200, {"ran": True}))[1] is False

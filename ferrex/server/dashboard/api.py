@@ -20,15 +20,31 @@ Who may call them:
   needs no token: it says nothing about any memory).
 
 A POST body must be ``application/json`` (so a browser page of another site cannot send one
-without a CORS preflight, which is never granted) and at most :data:`MAX_BODY` bytes.
+without a CORS preflight, which is never granted), UTF-8 (UTF-16 and UTF-32 are refused),
+at most :data:`MAX_BODY` bytes and nested at most :data:`MAX_DEPTH` levels; anything else is
+a JSON ``invalid_input`` (400), never a plain-text 500. A query parameter a route does not
+take is refused (400) as an unknown field of a body is, and a boolean in a query is ``true``
+or ``false``, nothing else (:class:`Param`, :func:`check_query`: one spec per route, which
+the OpenAPI document renders too).
+
+Every error answer is ``{"error": {"kind", "code", "message", "hint", ...details}}`` with
+the one status :data:`~ferrex.server.dashboard.edge.ERRORS` gives its code (a 503 also says
+``Retry-After``); the OpenAPI document lists each code with its status and kind, and each
+operation the statuses of the codes it can answer.
 
 ``Idempotency-Key`` (store, forget, confirm): a write sent again with the same key by the same
 principal gets the first answer (``Idempotent-Replayed: true``) and is not run again; the same
 key with another body is refused (422, ``idempotency_key_reused``). A retry arriving while the
 first is still running waits for its answer. The serving process keeps the keys
-(:class:`IdempotencyKeys`: :data:`KEY_SECONDS`, at most :data:`KEY_COUNT`, oldest dropped
-first) in memory and in ``<home>/run/api-idempotency.jsonl`` (:data:`KEY_FILE`), so a retry
-after a restart is answered too; it is not an event and not in the journal. Each ``ferrex
+(:class:`IdempotencyKeys`: :data:`KEY_SECONDS`, at most :data:`KEY_COUNT` per principal, so
+no other principal's requests push out one's keys) in memory and in
+``<home>/run/api-idempotency.jsonl`` (:data:`KEY_FILE`), so a retry after a restart is
+answered too. A keyed store also journals a hash of principal and key with the memory (its
+import key, :data:`~ferrex.rules.memory_input.REQUEST_KEY_PREFIX`): when the process died
+after the write and before the key was saved, the retry finds that memory and is answered
+``stored`` with its id (``recovered: true``, ``Idempotent-Replayed: true``), not 409. A
+forget or confirm journals no key: retried after such a crash it runs again (a forget of
+what it already forgot answers 404). Each ``ferrex
 serve`` process keeps its own: a retry must go to the server that had the first attempt. An
 answer of 5xx (the backend was down, the disk full) is not kept: a retry runs again. A recall
 takes no key (the header is ignored).
@@ -40,6 +56,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -55,8 +72,18 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex import __version__
 from ferrex.errors import FerrexError, Refused, UsageError
-from ferrex.server.dashboard.edge import HEADERS, Unauthorized, status_of
-from ferrex.server.service import Caller, error_document
+from ferrex.rules.memory_input import CONTEXT_DEPTH, REQUEST_KEY_PREFIX
+from ferrex.rules.spelling import did_you_mean
+from ferrex.server.dashboard.edge import (
+    ERRORS,
+    HEADERS,
+    RETRY_AFTER_SECONDS,
+    Unauthorized,
+    error_body,
+    error_headers,
+    status_of,
+)
+from ferrex.server.service import Caller
 from journal.files import make_private_dir, open_private, replace_durably
 
 if TYPE_CHECKING:
@@ -69,13 +96,22 @@ log = logging.getLogger("ferrex.api")
 MAX_BODY = 4 * 1024 * 1024
 #: The most memories one ``POST /api/v1/memories`` batch may hold.
 MAX_BATCH = 100
-#: How long an idempotency key is remembered, and how many are kept at most.
+#: How long an idempotency key is remembered, how many one principal (the operator, or one
+#: agent) keeps at most, and how many all principals keep at most.
 KEY_SECONDS = 24 * 3600
 KEY_COUNT = 10_000
+KEY_TOTAL = 50_000
 #: Where the kept answers of idempotency keys live, under the data directory.
 KEY_FILE = Path("run") / "api-idempotency.jsonl"
 #: The longest idempotency key taken.
 MAX_KEY = 200
+#: Tests only: when this environment variable is "1", the serving process kills itself
+#: (SIGKILL) after a keyed write is done and before its key is saved, as a crash would.
+KILL_BEFORE_KEY_SAVED = "FERREX_TEST_KILL_BEFORE_KEY_SAVED"
+#: How deep a body's arrays and objects may nest: a batch's frame (body, list, item) around
+#: a context nested as deep as the store takes, and a margin, so that a context too deep is
+#: the store's own refusal, naming where.
+MAX_DEPTH = CONTEXT_DEPTH + 8
 
 
 class TooLarge(FerrexError):
@@ -93,6 +129,7 @@ Answer = tuple[int, dict[str, Any]]
 class _Entry:
     fingerprint: str
     expires: float  # wall-clock seconds (kept entries outlive the process)
+    principal: str  # a hash of who sent it: its keys are counted against its own cap
     done: threading.Event = field(default_factory=threading.Event)
     answer: Answer | None = None
 
@@ -100,23 +137,33 @@ class _Entry:
 class IdempotencyKeys:
     """(principal, key) → the first answer of a write, bounded in time and count.
 
+    Each principal keeps at most :attr:`count` keys (its oldest dropped first), so another
+    principal's many keyed requests never push out its keys; beyond :attr:`total` in all,
+    the oldest key of the principal holding the most is dropped.
+
     With ``path`` (``<home>/run/api-idempotency.jsonl``, mode 0600) every kept answer is also
     appended there (fsynced before the answer is sent) and read back at start, so a retry
     after a restart is still answered from it. The file holds a hash of principal and key,
     the request's fingerprint, the expiry and the answer (ids, entity names, error codes: a
     write's answer, never a memory's text); it is rewritten without the expired entries when
-    it has grown to twice :attr:`count` lines. If it cannot be written (a read-only home),
+    it has grown to twice the keys kept. If it cannot be written (a read-only home),
     the keys stay in memory only.
     """
 
     def __init__(
-        self, seconds: float = KEY_SECONDS, count: int = KEY_COUNT, path: Path | None = None
+        self,
+        seconds: float = KEY_SECONDS,
+        count: int = KEY_COUNT,
+        path: Path | None = None,
+        total: int = KEY_TOTAL,
     ) -> None:
         self._lock = threading.Lock()
         self._file_lock = threading.Lock()
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._of: dict[str, OrderedDict[str, None]] = {}  # principal → its names, oldest first
         self.seconds = seconds
         self.count = count
+        self.total = max(total, count)
         self.path = path
         self._lines = 0
         if path is not None:
@@ -131,8 +178,9 @@ class IdempotencyKeys:
         """The answer for this key (and whether it is a replay of an earlier one): ``work``
         runs only if no request with the key ran before or is running now."""
         name = hashlib.sha256(f"{principal}\0{key}".encode()).hexdigest()
+        who = hashlib.sha256(f"principal\0{principal}".encode()).hexdigest()[:32]
         while True:
-            entry, mine = self._claim(name, fingerprint)
+            entry, mine = self._claim(name, who, fingerprint)
             if mine:
                 break
             entry.done.wait()
@@ -142,6 +190,8 @@ class IdempotencyKeys:
         answer: Answer | None = None
         try:
             answer = work()
+            if os.environ.get(KILL_BEFORE_KEY_SAVED) == "1":
+                os.kill(os.getpid(), signal.SIGKILL)  # tests only: the write done, no key kept
             return answer, False
         finally:
             kept = answer is not None and answer[0] < 500
@@ -149,12 +199,12 @@ class IdempotencyKeys:
                 if kept:
                     entry.answer = answer
                 elif self._entries.get(name) is entry:
-                    del self._entries[name]
+                    self._drop(name)
             if kept:
                 self._append(name, entry)
             entry.done.set()
 
-    def _claim(self, name: str, fingerprint: str) -> tuple[_Entry, bool]:
+    def _claim(self, name: str, who: str, fingerprint: str) -> tuple[_Entry, bool]:
         now = time.time()
         with self._lock:
             self._expire(now)
@@ -167,18 +217,38 @@ class IdempotencyKeys:
                         "the very same request",
                     )
                 return entry, False
-            entry = _Entry(fingerprint, now + self.seconds)
-            self._entries[name] = entry
-            while len(self._entries) > self.count:
-                self._entries.popitem(last=False)
+            entry = _Entry(fingerprint, now + self.seconds, who)
+            self._add(name, entry)
             return entry, True
+
+    def _add(self, name: str, entry: _Entry) -> None:
+        """Keep ``entry``; drop its principal's oldest beyond :attr:`count`, and the oldest
+        of the principal holding the most beyond :attr:`total`."""
+        self._drop(name)
+        self._entries[name] = entry
+        mine = self._of.setdefault(entry.principal, OrderedDict())
+        mine[name] = None
+        while len(mine) > self.count:
+            self._drop(next(iter(mine)))
+        while len(self._entries) > self.total:
+            busiest = max(self._of.values(), key=len)
+            self._drop(next(iter(busiest)))
+
+    def _drop(self, name: str) -> None:
+        entry = self._entries.pop(name, None)
+        if entry is None:
+            return
+        names = self._of[entry.principal]
+        names.pop(name, None)
+        if not names:
+            del self._of[entry.principal]
 
     def _expire(self, now: float) -> None:
         while self._entries:
-            oldest = next(iter(self._entries.values()))
+            name, oldest = next(iter(self._entries.items()))
             if oldest.expires > now:
                 break
-            self._entries.popitem(last=False)
+            self._drop(name)
 
     # -- the file ---------------------------------------------------------------------------
 
@@ -196,16 +266,14 @@ class IdempotencyKeys:
                 raw = json.loads(line)
                 name, fingerprint = str(raw["n"]), str(raw["f"])
                 expires, status, doc = float(raw["e"]), int(raw["s"]), dict(raw["a"])
+                who = str(raw.get("p", ""))  # "": a line written before keys had owners
             except (ValueError, KeyError, TypeError):
                 continue  # a torn last line, or not ours: skipped
             if expires <= now:
                 continue
-            entry = _Entry(fingerprint, expires, answer=(status, doc))
+            entry = _Entry(fingerprint, expires, who, answer=(status, doc))
             entry.done.set()
-            self._entries.pop(name, None)
-            self._entries[name] = entry
-        while len(self._entries) > self.count:
-            self._entries.popitem(last=False)
+            self._add(name, entry)
         self._rewrite()
 
     def _append(self, name: str, entry: _Entry) -> None:
@@ -226,7 +294,7 @@ class IdempotencyKeys:
                 self._give_up(exc)
                 return
             self._lines += 1
-        if self._lines >= 2 * self.count:
+        if self._lines >= max(2 * len(self._entries), self.count):
             self._rewrite()
 
     def _rewrite(self) -> None:
@@ -254,7 +322,8 @@ class IdempotencyKeys:
 def _line(name: str, entry: _Entry) -> bytes:
     assert entry.answer is not None
     status, doc = entry.answer
-    raw = {"n": name, "f": entry.fingerprint, "e": entry.expires, "s": status, "a": doc}
+    raw = {"n": name, "p": entry.principal, "f": entry.fingerprint, "e": entry.expires,
+           "s": status, "a": doc}  # fmt: skip
     return (json.dumps(raw, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
@@ -319,8 +388,8 @@ class WriteApi:
             except FerrexError as exc:
                 answer = _error(exc)
             status, doc = answer
-            headers = dict(HEADERS)
-            if replayed:
+            headers = error_headers(status) if status >= 400 else dict(HEADERS)
+            if replayed or doc.get("recovered") is True:
                 headers["Idempotent-Replayed"] = "true"
             return JSONResponse(doc, status_code=status, headers=headers)
 
@@ -333,22 +402,42 @@ class WriteApi:
             return _error(exc)
         except Exception:
             log.exception("%s %s failed unexpectedly", request.method, request.url.path)
-            message = "the memory server failed; the error is in its log"
-            return 500, {"error": {"code": "internal", "message": message, "hint": None}}
+            return _error(INTERNAL)
 
     def _tool(self, tool: str, args: Any, caller: Caller) -> dict[str, Any]:
         self.tools[tool].check(args)
         return self.dashboard.hub.call(tool, args, caller)
 
+    def _store_one(self, args: Any, caller: Caller, request_key: str | None) -> dict[str, Any]:
+        """The store tool's answer; with ``request_key`` (the request had an Idempotency-Key)
+        the key is journaled with the memory, and a memory it already stored (the answer was
+        lost: the process died before the key was saved) is answered as stored again."""
+        if request_key is None:
+            return self._tool("store", args, caller)
+        self.tools["store"].check(args)
+        try:
+            return self.dashboard.hub.call("store", {**args, "request_key": request_key}, caller)
+        except Refused as exc:
+            ids = exc.details.get("ids")
+            if exc.code != "duplicate" or not exc.details.get("imported") or not ids:
+                raise
+            return {"status": "stored", "id": ids[0], "recovered": True,
+                    "note": "stored by the first request with this Idempotency-Key, whose "
+                    "answer was lost; only the id is known now"}  # fmt: skip
+
     # -- the handlers ---------------------------------------------------------------------------
 
     def store(self, request: Request, caller: Caller, payload: Any) -> dict[str, Any]:
         _no_query(request)
+        key = request.headers.get("idempotency-key")
+        request_key = None if key is None else _request_key(caller, key)
         if isinstance(payload, dict) and "memories" in payload:
-            return self._store_many(payload, caller)
-        return self._tool("store", payload, caller)
+            return self._store_many(payload, caller, request_key)
+        return self._store_one(payload, caller, request_key)
 
-    def _store_many(self, payload: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    def _store_many(
+        self, payload: dict[str, Any], caller: Caller, request_key: str | None
+    ) -> dict[str, Any]:
         """Each item stored by itself, in order, as the store tool would (a later item sees
         the earlier ones); a refused or invalid item is that item's outcome only."""
         items = payload["memories"]
@@ -364,9 +453,10 @@ class WriteApi:
         results: list[dict[str, Any]] = []
         for index, item in enumerate(items):
             try:
-                results.append({"index": index, **self._tool("store", item, caller)})
+                item_key = None if request_key is None else f"{request_key} #{index}"
+                results.append({"index": index, **self._store_one(item, caller, item_key)})
             except FerrexError as exc:
-                results.append({"index": index, "error": error_document(exc)})
+                results.append({"index": index, "error": error_body(exc)})
         return {
             "results": results,
             "stored": sum(1 for r in results if r.get("status") == "stored"),
@@ -383,17 +473,9 @@ class WriteApi:
 
     def forget(self, request: Request, caller: Caller, payload: Any) -> dict[str, Any]:
         memory_id = request.path_params["memory_id"]
-        unknown = sorted(set(request.query_params) - {"cascade"})
-        if unknown:
-            raise UsageError(
-                f"unknown query parameter {unknown[0]!r}",
-                hint="forget takes only cascade: /api/v1/memories/{id}?cascade=true",
-            )
-        cascade_text = request.query_params.get("cascade", "false")
-        if cascade_text not in ("true", "false"):
-            raise UsageError(f"cascade must be true or false, got {cascade_text!r}")
-        doc = self._tool("forget", {"ids": [memory_id], "cascade": cascade_text == "true"},
-                         caller)  # fmt: skip
+        check_query(request, FORGET_QUERY)
+        cascade = request.query_params.get("cascade") == "true"
+        doc = self._tool("forget", {"ids": [memory_id], "cascade": cascade}, caller)
         if memory_id in doc.get("not_found", []):
             # Another agent's private memory is reported exactly like one that does not exist.
             raise Refused(f"no memory {memory_id!r}", code="not_found",
@@ -408,7 +490,7 @@ class WriteApi:
             self.dashboard.check_host(request)
         except FerrexError as exc:
             status, doc = _error(exc)
-            return JSONResponse(doc, status_code=status, headers=HEADERS)
+            return JSONResponse(doc, status_code=status, headers=error_headers(status))
         if self._openapi is None:
             self._openapi = openapi_document(self.tools)
         return JSONResponse(self._openapi, headers=HEADERS)
@@ -431,22 +513,33 @@ class WriteApi:
 
 def not_found_json(request: Request, status: int) -> Response:
     """Starlette's 404 and 405 under ``/api/``, as the API's error documents."""
+    hint = "see /api/v1/openapi.json"
+    exc: FerrexError
     if status == 405:
-        doc = {"code": "method_not_allowed", "hint": "see /api/v1/openapi.json",
-               "message": f"{request.url.path} does not take {request.method}"}  # fmt: skip
+        exc = UsageError(f"{request.url.path} does not take {request.method}", hint=hint,
+                         code="method_not_allowed")  # fmt: skip
     else:
-        status = 404
-        doc = {"code": "not_found", "hint": "see /api/v1/openapi.json",
-               "message": f"nothing is served at {request.url.path}"}  # fmt: skip
-    return JSONResponse({"error": doc}, status_code=status, headers=HEADERS)
+        exc = Refused(f"nothing is served at {request.url.path}", hint=hint, code="not_found")
+    status, doc = _error(exc)
+    return JSONResponse(doc, status_code=status, headers=error_headers(status))
 
 
 def _principal(caller: Caller) -> str:
     return "operator" if caller.agent_id is None else f"agent:{caller.agent_id}"
 
 
+def _request_key(caller: Caller, key: str) -> str:
+    """The import key a keyed store journals: who sent it and the key, hashed."""
+    digest = hashlib.sha256(f"{_principal(caller)}\0{key}".encode()).hexdigest()[:40]
+    return REQUEST_KEY_PREFIX + digest
+
+
+#: What a client hears of an unexpected failure (its traceback goes to the log).
+INTERNAL = FerrexError("the memory server failed; the error is in its log", code="internal")
+
+
 def _error(exc: FerrexError) -> Answer:
-    return status_of(exc.code), {"error": error_document(exc)}
+    return status_of(exc.code), {"error": error_body(exc)}
 
 
 def _no_query(request: Request) -> None:
@@ -472,10 +565,51 @@ async def _json_body(request: Request) -> Any:
             raise TooLarge(f"the body is larger than {MAX_BODY} bytes",
                            hint="send a batch in several requests")  # fmt: skip
         chunks.append(chunk)
+    return decode_json(b"".join(chunks))
+
+
+def decode_json(raw: bytes) -> Any:
+    """A body's JSON value: UTF-8 only (RFC 8259; ``json.loads`` of bytes would take UTF-16
+    and UTF-32 too; a NUL byte in the first four is how RFC 4627 tells them apart), nested
+    at most :data:`MAX_DEPTH` levels, else ``invalid_input``."""
+    hint = "send JSON encoded as UTF-8"
+    if b"\x00" in raw[:4] or raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise UsageError("the body is UTF-16 or UTF-32, not UTF-8", hint=hint)
     try:
-        return json.loads(b"".join(chunks))
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError both
+        text = raw.decode("utf-8-sig")  # a UTF-8 byte order mark is still UTF-8
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the body is not UTF-8 (byte {exc.start})", hint=hint) from None
+    deep = UsageError(f"the body nests deeper than {MAX_DEPTH} levels",
+                      hint="no argument nests that deep; flatten the context")  # fmt: skip
+    try:
+        value = json.loads(text)
+    except RecursionError:  # the decoder's own stack ran out, far beyond MAX_DEPTH
+        raise deep from None
+    except ValueError as exc:
         raise UsageError(f"the body is not JSON: {exc}") from None
+    if _depth(value) > MAX_DEPTH:
+        raise deep
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deep arrays and objects nest in ``value`` (counted without recursion), stopping
+    once past :data:`MAX_DEPTH`."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _fingerprint(request: Request, payload: Any) -> str:
@@ -486,38 +620,102 @@ def _fingerprint(request: Request, payload: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+# -- query parameters --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Param:
+    """One query parameter a route takes: checked by :func:`check_query`, described in the
+    OpenAPI document, from this one spec."""
+
+    name: str
+    schema: dict[str, Any]
+    description: str
+    required: bool = False
+
+    def openapi(self, where: str = "query") -> dict[str, Any]:
+        return {"name": self.name, "in": where, "required": self.required,
+                "schema": self.schema, "description": self.description}  # fmt: skip
+
+
+_TEXT: dict[str, Any] = {"type": "string"}
+_TEXTS: dict[str, Any] = {"type": "array", "items": _TEXT}
+_FLAG: dict[str, Any] = {"type": "boolean"}
+
+#: ``GET /api/v1/recall`` (the dashboard's search): its names are the search form's fields.
+SEARCH_QUERY = (
+    Param("q", {"type": "string", "minLength": 1}, "The words to look for.", required=True),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "How many (10)."),
+    Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
+    Param("entities", _TEXTS, "Only memories about these (repeated or comma-separated)."),
+    Param("min_relevance", {"type": "number", "minimum": 0, "maximum": 1}, "Cut-off."),
+    *(Param(n, _TEXT, f"The recall tool's {n}.")
+      for n in ("as_of", "after", "before", "namespace", "strategy")),
+    *(Param(n, _FLAG, f"The recall tool's {n}: true or false.")
+      for n in ("include_stale", "include_invalidated")),
+)  # fmt: skip
+ENTITIES_QUERY = (
+    Param("name", _TEXT, "One entity (any spelling)."),
+    Param("prefix", _TEXT, "Entities whose names start so."),
+    Param("offset", {"type": "integer", "minimum": 0}, "Skip this many."),
+)
+STATS_QUERY = (Param("namespace", _TEXT, "One namespace."),)
+FORGET_QUERY = (Param("cascade", _FLAG, "Also drop entities no longer mentioned: true or false."),)
+
+
+def check_query(request: Request, params: tuple[Param, ...]) -> None:
+    """Refuse (``invalid_input``) a query parameter the route does not take, as a POST body
+    refuses an unknown field, and a boolean other than ``true`` or ``false``."""
+    known = {p.name: p for p in params}
+    for name, value in request.query_params.multi_items():
+        param = known.get(name)
+        if param is None:
+            takes = ", ".join(known) or "no query parameters"
+            raise UsageError(f"unknown query parameter {name!r}{did_you_mean(name, list(known))}",
+                             hint=f"{request.url.path} takes {takes}")  # fmt: skip
+        if param.schema.get("type") == "boolean" and value not in ("true", "false"):
+            raise UsageError(f"{name} must be true or false, got {value!r}",
+                             hint=f"send {name}=true, or leave it out for false")  # fmt: skip
+
+
 # -- OpenAPI ----------------------------------------------------------------------------------
 
 _ANSWER = {"type": "object", "description": "The tool's answer, as the MCP tool gives it."}
-_ERRORS = {
-    "400": "Bad input (`invalid_input`): nothing was changed.",
-    "401": "No token, or one not known (`unauthorized`).",
-    "403": "A Host or Origin this server does not answer (`forbidden`).",
-    "404": "No such memory, or not one this token may see (`not_found`).",
-    "409": "Refused by the memory rules (`duplicate`, `conflict_ambiguous`, ...).",
-    "422": "An Idempotency-Key reused for a different request (`idempotency_key_reused`).",
-    "503": "A backend or model is unavailable (`backend_unavailable`); retry later.",
-    "507": "Too little free space to write safely (`storage_full`).",
-}
+
+#: The error codes every route may answer (who asks; a store or process unavailable).
+_ANY_ROUTE = ("invalid_input", "unauthorized", "forbidden", "busy", "backend_unavailable",
+              "model_unavailable", "version_mismatch", "journal", "journal.error",
+              "journal.connect", "journal.unavailable", "internal", "error")  # fmt: skip
+#: And what a write may answer besides.
+_ANY_WRITE = (*_ANY_ROUTE, "read_only", "storage_full", "idempotency_key_reused",
+              "journal.damaged", "journal.format", "journal.too_new", "journal.encode")  # fmt: skip
+#: What needs the embedding model (a store, a recall).
+_EMBEDS = ("model_mismatch", "model_unauthorized", "model_bad_response")
+_STORE = (*_ANY_WRITE, *_EMBEDS, "not_found", "secret_refused", "duplicate",
+          "conflict_ambiguous", "already_superseded", "refused")  # fmt: skip
 
 
-def _query(name: str, schema: dict[str, Any], description: str, *, required: bool = False,
-           where: str = "query") -> dict[str, Any]:  # fmt: skip
-    return {"name": name, "in": where, "required": required, "schema": schema,
-            "description": description}  # fmt: skip
-
-
-def _responses(codes: str, ok: dict[str, Any]) -> dict[str, Any]:
+def _responses(codes: tuple[str, ...], ok: dict[str, Any]) -> dict[str, Any]:
+    """The 200 answer and each error status ``codes`` can have, naming its codes."""
     error = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     found: dict[str, Any] = {
         "200": {"description": "The answer.", "content": {"application/json": {"schema": ok}}}
     }
-    for code in codes.split():
-        found[code] = {"description": _ERRORS[code], "content": error}
+    by_status: dict[int, list[str]] = {}
+    for code in codes:
+        by_status.setdefault(ERRORS[code].status, []).append(code)
+    for status in sorted(by_status):
+        listed = "; ".join(f"`{c}`: {ERRORS[c].meaning}" for c in by_status[status])
+        found[str(status)] = {"description": listed + ".", "content": error}
+        if status == 503:
+            found["503"]["headers"] = {"Retry-After": {
+                "description": "Seconds to wait before a retry.",
+                "schema": {"type": "integer", "const": RETRY_AFTER_SECONDS},
+            }}  # fmt: skip
     return found
 
 
-def _operation(summary: str, operation_id: str, codes: str, ok: dict[str, Any], *,
+def _operation(summary: str, operation_id: str, codes: tuple[str, ...], ok: dict[str, Any], *,
                body: dict[str, Any] | None = None,
                parameters: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
     doc: dict[str, Any] = {"summary": summary, "operationId": operation_id}
@@ -535,73 +733,61 @@ def _operation(summary: str, operation_id: str, codes: str, ok: dict[str, Any], 
     return doc
 
 
+def error_table() -> str:
+    """Every error code, its status and kind, as a Markdown table (the Error schema's
+    description)."""
+    ordered = sorted(ERRORS.items(), key=lambda item: (item[1].status, item[0]))
+    rows = [f"| `{code}` | {e.status} | {e.kind} | {e.meaning} |" for code, e in ordered]
+    return "\n".join(["| code | status | kind | meaning |", "|---|---|---|---|", *rows])
+
+
 def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
     """The OpenAPI 3.1 description of every ``/api/v1`` route; request schemas are the MCP
     tools' own input schemas (JSON Schema 2020-12, which OpenAPI 3.1 takes as it is)."""
     ref = "#/components/schemas/"
-    key = _query("Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY},
-                 "Send the same key again to retry this write: it is done once.",
-                 where="header")  # fmt: skip
-    memory_id = _query("id", {"type": "string", "minLength": 1}, "A memory's id.",
-                       required=True, where="path")  # fmt: skip
-    writes = "400 401 403 409 422 503 507"
-    text = {"type": "string"}
-    texts = {"type": "array", "items": text}
-    recall_get = [
-        _query("q", {"type": "string", "minLength": 1}, "The words to look for.", required=True),
-        _query("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "How many (10)."),
-        _query("types", texts, "Only these kinds (repeated or comma-separated)."),
-        _query("entities", texts, "Only memories about these (repeated or comma-separated)."),
-        _query("min_relevance", {"type": "number", "minimum": 0, "maximum": 1}, "Cut-off."),
-        *(
-            _query(n, text, f"The recall tool's {n}.")
-            for n in ("as_of", "after", "before", "namespace", "strategy")
-        ),
-        *(
-            _query(n, {"type": "boolean"}, f"The recall tool's {n}.")
-            for n in ("include_stale", "include_invalidated")
-        ),
-    ]
+    key = Param("Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY},
+                "Send the same key again to retry this write: it is done once.",
+                ).openapi("header")  # fmt: skip
+    memory_id = Param("id", {"type": "string", "minLength": 1}, "A memory's id.",
+                      required=True).openapi("path")  # fmt: skip
+    text = _TEXT
     paths: dict[str, Any] = {
         "/api/v1/memories": {"post": _operation(
-            "Store a memory, or a batch ({\"memories\": [...]})", "store", writes,
+            "Store a memory, or a batch ({\"memories\": [...]})", "store", _STORE,
             {"oneOf": [{"$ref": ref + "StoreAnswer"}, {"$ref": ref + "StoreBatchAnswer"}]},
             body={"oneOf": [{"$ref": ref + "StoreArguments"}, {"$ref": ref + "StoreBatch"}]},
             parameters=[key],
         )},
         "/api/v1/memories/{id}": {"delete": _operation(
-            "Forget a memory", "forget", "400 401 403 404 409 422 503 507", _ANSWER,
-            parameters=[memory_id, key, _query("cascade", {"type": "boolean"},
-                                               "Also drop entities no longer mentioned.")],
+            "Forget a memory", "forget", (*_ANY_WRITE, "not_found"), _ANSWER,
+            parameters=[memory_id, key, *(p.openapi() for p in FORGET_QUERY)],
         )},
         "/api/v1/recall": {
             "post": _operation("Recall (the recall tool's arguments)", "recall",
-                               "400 401 403 503", _ANSWER,
+                               (*_ANY_ROUTE, *_EMBEDS), _ANSWER,
                                body={"$ref": ref + "RecallArguments"}),
             "get": _operation("Recall as the dashboard searches (explained, not counted as a use)",
-                              "search", "400 401 403 503", _ANSWER, parameters=recall_get),
+                              "search", (*_ANY_ROUTE, *_EMBEDS), _ANSWER,
+                              parameters=[p.openapi() for p in SEARCH_QUERY]),
         },
         "/api/v1/confirm": {"post": _operation(
-            "Confirm memories (and set pinned or importance)", "confirm", writes, _ANSWER,
+            "Confirm memories (and set pinned or importance)", "confirm", _ANY_WRITE, _ANSWER,
             body={"$ref": ref + "ConfirmArguments"}, parameters=[key],
         )},
         "/api/v1/memory/{id}": {"get": _operation(
-            "One memory", "memory", "401 403 404 503", _ANSWER, parameters=[memory_id],
+            "One memory", "memory", (*_ANY_ROUTE, "not_found"), _ANSWER, parameters=[memory_id],
         )},
         "/api/v1/history/{id}": {"get": _operation(
-            "A memory's history", "history", "401 403 404 503", _ANSWER, parameters=[memory_id],
+            "A memory's history", "history", (*_ANY_ROUTE, "not_found"), _ANSWER,
+            parameters=[memory_id],
         )},
         "/api/v1/entities": {"get": _operation(
-            "Entities by prefix, or one entity by name", "entities", "400 401 403 404 503",
-            _ANSWER, parameters=[
-                _query("name", text, "One entity (any spelling)."),
-                _query("prefix", text, "Entities whose names start so."),
-                _query("offset", {"type": "integer", "minimum": 0}, "Skip this many."),
-            ],
+            "Entities by prefix, or one entity by name", "entities", (*_ANY_ROUTE, "not_found"),
+            _ANSWER, parameters=[p.openapi() for p in ENTITIES_QUERY],
         )},
         "/api/v1/stats": {"get": _operation(
-            "Counts, the latest, what needs attention", "stats", "401 403 503", _ANSWER,
-            parameters=[_query("namespace", text, "One namespace.")],
+            "Counts, the latest, what needs attention", "stats", _ANY_ROUTE, _ANSWER,
+            parameters=[p.openapi() for p in STATS_QUERY],
         )},
         "/api/v1/openapi.json": {"get": {
             "summary": "This document", "operationId": "openapi", "security": [],
@@ -612,11 +798,19 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
     error = {
         "type": "object",
         "required": ["error"],
+        "description": "Every error answer. Each code has one status (and one kind):\n\n"
+        + error_table(),
         "properties": {"error": {
             "type": "object",
-            "required": ["code", "message"],
-            "properties": {"code": text, "message": text,
-                           "hint": {"type": ["string", "null"]}},
+            "required": ["kind", "code", "message"],
+            "properties": {
+                "kind": {"enum": sorted({e.kind for e in ERRORS.values()}),
+                         "description": "The family of the error."},
+                "code": {"enum": sorted(ERRORS), "description": "Stable; see the table."},
+                "message": text,
+                "hint": {"type": ["string", "null"], "description": "What to do about it."},
+            },
+            "additionalProperties": {"description": "Details: the ids involved, scores."},
         }},
     }  # fmt: skip
     store_answer = {

@@ -36,6 +36,7 @@ rebinding) is refused.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import secrets
 import threading
 import time
@@ -52,14 +53,32 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex.errors import FerrexError, UsageError
 from ferrex.server.dashboard import pages
-from ferrex.server.dashboard.api import WriteApi, not_found_json
-from ferrex.server.dashboard.edge import HEADERS, Forbidden, Unauthorized, status_of
+from ferrex.server.dashboard.api import (
+    ENTITIES_QUERY,
+    INTERNAL,
+    SEARCH_QUERY,
+    STATS_QUERY,
+    Param,
+    WriteApi,
+    check_query,
+    not_found_json,
+)
+from ferrex.server.dashboard.edge import (
+    HEADERS,
+    Forbidden,
+    Unauthorized,
+    error_body,
+    error_headers,
+    status_of,
+)
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import TokenTable
 from ferrex.server.service import Caller, error_document
 
 if TYPE_CHECKING:
     from ferrex.server.mcp_server import ToolInput
+
+log = logging.getLogger("ferrex.dashboard")
 
 COOKIE = "ferrex_session"
 SESSION_SECONDS = 12 * 3600
@@ -399,17 +418,26 @@ class Dashboard:
     # -- the JSON API -----------------------------------------------------------------------
 
     def api(
-        self, read: Callable[[Request, Caller], dict[str, Any]]
+        self, read: Callable[[Request, Caller], dict[str, Any]], params: tuple[Param, ...] = ()
     ) -> Callable[[Request], Response]:
+        """A read route of the JSON API; ``params``: the query parameters it takes (any
+        other is refused, as a POST refuses an unknown field)."""
+
         def endpoint(request: Request) -> Response:
+            failure: FerrexError
             try:
-                return JSONResponse(read(request, self.caller(request)), headers=HEADERS)
+                caller = self.caller(request)
+                check_query(request, params)
+                return JSONResponse(read(request, caller), headers=HEADERS)
             except FerrexError as exc:
-                return JSONResponse(
-                    {"error": error_document(exc)},
-                    status_code=status_of(exc.code),
-                    headers=HEADERS,
-                )
+                failure = exc
+            except Exception:
+                log.exception("%s %s failed unexpectedly", request.method, request.url.path)
+                failure = INTERNAL
+            status = status_of(failure.code)
+            return JSONResponse(
+                {"error": error_body(failure)}, status_code=status, headers=error_headers(status)
+            )
 
         return endpoint
 
@@ -480,11 +508,11 @@ class Dashboard:
             Route("/actions/confirm", self.action(self.confirm_action), methods=["POST"]),
             Route("/actions/forget", self.action(self.forget_action), methods=["POST"]),
             Route("/journal/verify", self.action(self.verify_action), methods=["POST"]),
-            Route("/api/v1/recall", self.api(self.api_recall), methods=["GET"]),
+            Route("/api/v1/recall", self.api(self.api_recall, SEARCH_QUERY), methods=["GET"]),
             Route("/api/v1/memory/{memory_id:path}", self.api(self.api_memory), methods=["GET"]),
             Route("/api/v1/history/{memory_id:path}", self.api(self.api_history), methods=["GET"]),
-            Route("/api/v1/entities", self.api(self.api_entities), methods=["GET"]),
-            Route("/api/v1/stats", self.api(self.api_stats), methods=["GET"]),
+            Route("/api/v1/entities", self.api(self.api_entities, ENTITIES_QUERY), methods=["GET"]),
+            Route("/api/v1/stats", self.api(self.api_stats, STATS_QUERY), methods=["GET"]),
             *(self.write_api.routes() if self.write_api is not None else ()),
         ]
 
@@ -602,7 +630,7 @@ def _flat(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(text, status_code=status, headers=HEADERS)
+    return HTMLResponse(text, status_code=status, headers=error_headers(status))
 
 
 def _error_page(exc: FerrexError, who: str) -> Response:
