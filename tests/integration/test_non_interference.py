@@ -7,8 +7,13 @@ order bob met them, and results as sets, because BM25's collection-wide IDF lets
 private or not, move scores a little; see the README's Security section).
 
 Both homes are real: the service over the real journal, SQLite read model, Qdrant Edge and
-the bundled model, the same path an MCP call takes after its transport. Each example runs in
-a namespace of its own, so the two homes serve every example.
+the bundled model. Every call is forwarded as another process's would be: a peer hub sends
+it over the owner's loopback port (``ferrex.server.hub``) with its caller's identity. The
+home where alice acted is owned by a process started as alice (``store.agent_id``); the
+other by one started without an agent id: which process owns the stores must change
+nothing anyone sees. Calls from a process without an agent id (the operator's shared
+notes, :data:`OPERATOR_CALLS`) run in both homes as part of bob's world. Each example runs
+in a namespace of its own, so the two homes serve every example.
 
 Alice also makes calls that others see (:data:`ALICE_SHARING`: a shared memory that
 replaces one of her private ones). Those run in both homes: where she acted as written,
@@ -31,6 +36,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,6 +47,7 @@ from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
 from ferrex.models import Embedder
+from ferrex.server.hub import Hub
 from ferrex.server.service import Caller, Service
 
 # A small shared vocabulary, so that alice's private calls collide with bob's on subjects,
@@ -204,6 +211,14 @@ ALICE_SHARING: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
                 "supersedes": f"@alice:{knw[0]}",
             },
         )
+    ),
+}
+
+# Calls from a process started without an agent id (the operator): shared by default,
+# whichever agent's process owns the stores. Run in both homes; bob must see them alike.
+OPERATOR_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
+    "store a note": _shared_note().map(
+        lambda a: ("store", {k: v for k, v in a.items() if k != "visibility"})
     ),
 }
 
@@ -384,13 +399,16 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
 @dataclass
 class Home:
     service: Service
+    """The owner's service (in this process: for calls a test makes directly)."""
+    peer: Hub
+    """Another process's hub: what :meth:`call` sends through, over the owner's port."""
     stored: dict[str, list[str]] = field(default_factory=dict)
     names: dict[str, list[str]] = field(default_factory=dict)
     """The entity names of each stored memory, by id."""
 
     def fresh(self) -> None:
         """Forget the ids of the previous example (each example has a namespace of its own)."""
-        self.stored = {"alice": [], "alice-shared": [], "bob": []}
+        self.stored = {"alice": [], "alice-shared": [], "bob": [], "operator": []}
         self.names = {}
 
     def resolve(self, value: Any, alice_ids: list[str]) -> Any:
@@ -426,7 +444,8 @@ class Home:
         if tool == "resource" and "id" in real:
             real = {"uri": real["uri"].replace("{id}", real.pop("id"))}
         try:
-            answer = self.service.call(tool, real, Caller(agent_id=who, namespace=namespace))
+            agent = None if who == "operator" else who
+            answer = self.peer.call(tool, real, Caller(agent_id=agent, namespace=namespace))
         except FerrexError as exc:
             return {"error": exc.code, "message": exc.message}
         if tool == "store" and answer.get("status") == "stored":
@@ -476,16 +495,30 @@ class Canon:
 def homes(
     tmp_path_factory: pytest.TempPathFactory, shared_embedder: Embedder
 ) -> Iterator[tuple[Home, Home]]:
-    made = []
-    for name in ("with-alice", "without-alice"):
+    made: list[tuple[Home, Hub]] = []
+    for name, owner_agent in (("with-alice", "alice"), ("without-alice", None)):
         home = tmp_path_factory.mktemp(name) / "home"
-        app = App(home=home, config=load_config(home, None), _embedder=shared_embedder)
-        assert app.claim()
-        made.append(Home(Service(app)))
-    yield made[0], made[1]
-    for h in made:
-        h.service.app.flush_access()
-        h.service.app._close_all()
+        home.mkdir()
+        as_owner = f'[store]\nagent_id = "{owner_agent}"\n' if owner_agent else ""
+        (home / "ferrex.toml").write_text(f"{as_owner}[server]\nwarm_peers = false\n")
+
+        def opened(home: Path = home) -> App:
+            return App(home=home, config=load_config(home, None), _embedder=shared_embedder)
+
+        app = opened()
+        owner = Hub(home, lambda app=app: app, Caller.from_config(app.config), flush_every=None,
+                    sweep_every=None)  # fmt: skip
+        owner.call("stats", {})  # elected: this hub's process owns the stores
+        assert owner.role == "owner"
+        peer = Hub(home, opened, Caller(), flush_every=None, sweep_every=None)
+        peer.call("stats", {})
+        assert peer.role == "peer"
+        service = owner._ownership.service.service  # type: ignore[union-attr]
+        made.append((Home(service, peer), owner))
+    yield made[0][0], made[1][0]
+    for h, owner in made:
+        h.peer.close()
+        owner.close()
 
 
 _examples = itertools.count()
@@ -493,14 +526,25 @@ _examples = itertools.count()
 _alice = st.one_of(*(s.map(lambda c: ("alice", *c)) for s in ALICE_CALLS.values()))
 _sharing = st.one_of(*(s.map(lambda c: ("alice shares", *c)) for s in ALICE_SHARING.values()))
 _bob = st.one_of(*(s.map(lambda c: ("bob", *c)) for s in BOB_CALLS.values()))
+_operator = st.one_of(*(s.map(lambda c: ("operator", *c)) for s in OPERATOR_CALLS.values()))
 #: Bob's calls drawn more often than the others: the shared writes a leak needs as its
 #: setting (a shared memory naming what alice's private ones also name, then its forget).
 BOB_OFTEN = ("store", "forget, cascading")
 _bob_often = st.one_of(*(BOB_CALLS[name].map(lambda c: ("bob", *c)) for name in BOB_OFTEN))
 # Each side by a weight of its own, not by how many entries its table has (bob's is long):
 # a leak needs alice's private state *and* bob's calls that touch it.
-step = st.integers(0, 19).flatmap(
-    lambda n: _alice if n < 6 else _sharing if n < 8 else _bob_often if n < 11 else _bob
+step = st.integers(0, 20).flatmap(
+    lambda n: (
+        _alice
+        if n < 6
+        else _sharing
+        if n < 8
+        else _operator
+        if n < 9
+        else _bob_often
+        if n < 12
+        else _bob
+    )
 )
 
 
@@ -508,6 +552,15 @@ step = st.integers(0, 19).flatmap(
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])  # fmt: skip
 @given(steps=st.lists(step, min_size=4, max_size=16))
+# A process without an agent id stores through an owner started as alice: its note is the
+# operator's, shared, in both homes (it was stamped as alice's private memory).
+@example(
+    steps=[
+        ("operator", "store", {"content": "Shared handover 7: deploy cache"}),
+        ("bob", "recall", {"query": "handover deploy", "limit": 100}),
+        ("bob", "stats", {"detailed": True}),
+    ]
+)
 # The four leaks the issue found, always tried: entity names in reflect and stats, entity
 # resolution, a citation of an invisible id, a contradiction with an invisible fact.
 @example(
@@ -676,6 +729,10 @@ def test_bob_cannot_tell_whether_alice_made_her_private_calls(
             continue
         if who == "alice shares":
             _share(acted, control, tool, args, namespace)
+            continue
+        if who == "operator":  # seen by all: what it is told may differ, what bob sees not
+            acted.call("operator", tool, args, namespace, acted.stored["alice"])
+            control.call("operator", tool, args, namespace, acted.stored["alice"])
             continue
         alice_ids = acted.stored["alice"]
         with_alice = acted.call("bob", tool, args, namespace, alice_ids)
