@@ -1,8 +1,9 @@
 """A real HTTP server speaking the OpenAI-compatible embeddings protocol, on a loopback port.
 
 It serves the bundled MiniLM through ferrex's own encoder, so its vectors are real; switches
-make it answer 401, answer garbage of several kinds, serve other weights under the same name
-(``transform``), hang, or die (at once, or after a number of calls: mid-import).
+make it answer 401, answer garbage of several kinds (numbers too large for a float among them),
+serve other weights under the same name (``transform``), hang, or die (at once, or after a
+number of calls: mid-import).
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ import numpy as np
 from ferrex.models import Embedder
 
 Mode = Literal[
-    "ok", "unauthorized", "not_json", "wrong_count", "non_numeric", "ragged", "hang", "redirect"
+    "ok",
+    "unauthorized",
+    "not_json",
+    "wrong_count",
+    "non_numeric",
+    "ragged",
+    "hang",
+    "redirect",
+    "huge",
+    "long_int",
 ]
 Transform = Literal["none", "rolled", "truncated", "jittered"]
 
@@ -122,6 +132,10 @@ class EmbeddingServer:
             rows[0][3] = "NaN"
         elif self.mode == "ragged":
             rows[0] = rows[0][:-1]
+        elif self.mode == "huge":  # finite, but the norm overflows a float64
+            rows = [[x * 1e300 for x in row] for row in rows]
+        elif self.mode == "long_int":  # valid JSON, no float64 holds it
+            rows[0][0] = 10**400
         data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
         data.reverse()  # the index, not the order, says which text a vector is for
         doc = {"object": "list", "model": body.get("model"), "data": data}

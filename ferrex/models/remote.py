@@ -320,10 +320,16 @@ class RemoteEncoder:
                 "(was the model changed on the server?)"
             )
         matrix = np.asarray([embedding for _, embedding in rows], dtype=np.float64)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        if not np.all(norms > 0):
-            raise bad("a zero vector")
-        result: NDArray[np.float32] = (matrix / norms).astype(np.float32)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            if not np.all(norms > 0):
+                raise bad("a zero vector")
+            # Values near float64's limits overflow the norm (inf: every value divides to 0)
+            # or, near zero, leave too few digits to point anywhere: never stored as vectors.
+            result: NDArray[np.float32] = (matrix / norms).astype(np.float32)
+            lengths = np.linalg.norm(result.astype(np.float64), axis=1)
+        if not (np.all(np.isfinite(norms)) and np.all(np.abs(lengths - 1.0) < 1e-3)):
+            raise bad("values too large or too small to make a unit vector of")
         return result
 
 
@@ -345,7 +351,13 @@ def _opener(host: str) -> urllib.request.OpenerDirector:
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite float64: a JSON integer too long for one (400 digits) is not."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _error_detail(exc: urllib.error.HTTPError) -> str:

@@ -11,10 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ferrex.app import App
+from ferrex.config import load
 from ferrex.errors import FerrexError, ModelUnavailable, UsageError
 from ferrex.models import Embedder, choose_embedding_model
 from ferrex.models.remote import PROBE_TEXT, RemoteSettings, ServerDown, fingerprint
+from ferrex.server.service import Caller, Service
 from tests.embedding_server import EmbeddingServer
+
+AGENT = Caller(agent_id="agent-e")
 
 KEY = "sk-test-Zq81-do-not-leak"
 
@@ -116,6 +121,10 @@ def test_a_refused_key_is_a_coded_error_that_never_shows_the_key(
         ("wrong_count", "embeddings for"),
         ("non_numeric", "not a finite number"),
         ("ragged", "dimensions, not"),
+        # Finite, but the norm overflows: divided by it, every value was 0.0, stored as such.
+        ("huge", "too large or too small"),
+        # A 400-digit integer: float() overflows (it was an internal error, 500).
+        ("long_int", "not a finite number"),
     ],
 )
 def test_a_malformed_answer_is_a_coded_error(
@@ -189,3 +198,34 @@ def test_errors_are_ferrex_errors_with_hints(tmp_path: Path) -> None:
     with pytest.raises(FerrexError) as caught:
         remote(tmp_path, "http://127.0.0.1:9/v1").model()  # port 9: discard, closed
     assert caught.value.hint
+
+
+def _service(home: Path) -> Service:
+    return Service(App(home=home, config=load(home, None)))
+
+
+def test_numbers_no_float_holds_are_refused_on_store_and_recall(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "ferrex.toml").write_text(
+        f'[models]\ndense = "openai:all-minilm"\nembedding_url = "{server.url}"\n'
+    )
+    service = _service(home)
+    try:
+        first = service.call("store", {"content": "The VPN certificate expires soon"}, AGENT)
+        assert first["status"] == "stored"
+        head = service.app.journal().refresh().position
+        for mode, tool, args in [
+            ("huge", "store", {"content": "Scaled by 1e300 it was a zero vector"}),
+            ("long_int", "store", {"content": "A 400-digit integer in its vector"}),
+            ("long_int", "recall", {"query": "what expires?"}),
+        ]:
+            server.mode = mode  # type: ignore[assignment]
+            with pytest.raises(ModelUnavailable) as caught:
+                service.call(tool, args, AGENT)
+            assert caught.value.code == "model_bad_response", (mode, tool)
+        assert service.app.journal().refresh().position == head  # nothing stored
+    finally:
+        service.close()
