@@ -2,8 +2,8 @@
 
 It serves the bundled MiniLM through ferrex's own encoder, so its vectors are real; switches
 make it answer 401, answer garbage of several kinds (numbers too large for a float among them),
-serve other weights under the same name (``transform``), hang, or die (at once, or after a
-number of calls: mid-import).
+serve other weights under the same name (``transform``), hang, trickle its answer, or die (at
+once, or after a number of calls: mid-import).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ Mode = Literal[
     "ragged",
     "hang",
     "redirect",
+    "trickle",
     "huge",
     "long_int",
 ]
@@ -52,6 +53,9 @@ class EmbeddingServer:
     die_after: int | None = None
     """Answer this many embedding calls, then die: the next call's connection is closed
     unanswered and the port stops listening."""
+    trickle_pause: float = 0.4
+    """``trickle``: the headers at once, then the body in 20 pieces this far apart (each
+    read is quick; the whole answer is slow)."""
     seen: list[Seen] = field(default_factory=list)
     port: int = 0
     _server: ThreadingHTTPServer | None = None
@@ -190,6 +194,19 @@ def _handler(owner: EmbeddingServer) -> Callable[..., BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            if owner.mode != "trickle":
+                self.wfile.write(payload)
+                return
+            self.wfile.flush()
+            step = -(-len(payload) // 20)
+            for start in range(0, len(payload), step):
+                if owner._release.wait(owner.trickle_pause):
+                    break  # the server stops
+                try:
+                    self.wfile.write(payload[start : start + step])
+                    self.wfile.flush()
+                except OSError:  # the client hung up
+                    break
+            self.close_connection = True
 
     return Handler

@@ -3,7 +3,10 @@
 ``[models] dense = "openai:MODEL"`` with ``embedding_url`` (Ollama, Hugging Face TEI, vLLM,
 LM Studio and Infinity all serve it): each batch is one ``POST {url}/embeddings`` of
 ``{"model": MODEL, "input": [texts]}``, answered by ``{"data": [{"index": i, "embedding":
-[...]}, ...]}``. Standard library HTTP only, a timeout on every call.
+[...]}, ...]}``. Standard library HTTP only.
+
+Every call has a wall-clock deadline (``embedding_timeout``) for the whole exchange, not only
+for each read: a server that trickles its answer a byte at a time is cut off at it.
 
 The API key comes from the environment variable whose *name* is configured
 (``embedding_key_env``); the key itself is never in the configuration, a log line, an error
@@ -19,6 +22,8 @@ body) is :class:`~ferrex.errors.ModelUnavailable` with a code of its own.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import http.client
 import json
@@ -167,7 +172,7 @@ class RemoteEncoder:
         self.url = check_url(settings.url)
         self.endpoint = f"{self.url}/embeddings"
         self._key = env.get(settings.key_env, "").strip() or None
-        self._opener = _opener(urlsplit(self.url).hostname or "")
+        self._loopback = _loopback(urlsplit(self.url).hostname or "")
         self._down_until = 0.0
         self._down: ServerDown | None = None
         self._lock = threading.Lock()
@@ -226,9 +231,15 @@ class RemoteEncoder:
             headers["Authorization"] = f"Bearer {self._key}"
         request = urllib.request.Request(self.endpoint, data=payload, headers=headers)
         where = f"the embeddings server at {self.url}"
+        timeout = self.settings.timeout
+        deadline = _Deadline(timeout)
         try:
-            with self._opener.open(request, timeout=self.settings.timeout) as response:
-                data: bytes = response.read()
+            with deadline:
+                opener = _opener(self._loopback, deadline)
+                with opener.open(request, timeout=timeout) as response:
+                    data: bytes = response.read()
+                if deadline.passed:  # a body cut short at the deadline, maybe read as whole
+                    raise TimeoutError
                 return data
         except urllib.error.HTTPError as exc:
             detail = self._scrub(_error_detail(exc))
@@ -263,8 +274,8 @@ class RemoteEncoder:
             ) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                what = f"did not answer within {self.settings.timeout:g} s"
+            if deadline.passed or isinstance(reason, (TimeoutError, socket.timeout)):
+                what = f"did not answer within {timeout:g} s"
             elif isinstance(reason, ConnectionRefusedError):
                 what = "refused the connection"
             elif isinstance(reason, socket.gaierror):
@@ -340,11 +351,99 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _opener(host: str) -> urllib.request.OpenerDirector:
-    """No redirects; the environment's proxies for a remote server, none for a loopback one
-    (a local Ollama must not go through, nor its key to, an HTTP proxy)."""
-    loopback = host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
-    handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]
+class _Deadline:
+    """One call's wall-clock deadline. At it, the connection's socket is shut, which ends a
+    read however it is blocked: a socket timeout alone bounds each read, and a server that
+    sends a byte a second never trips it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.passed = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        """The connection's socket, once connected (shut at once if the deadline passed)."""
+        with self._lock:
+            self._sock = sock
+            passed = self.passed
+        if passed:
+            _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.passed = True
+            sock = self._sock
+        if sock is not None:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    # The plain socket's shutdown, under TLS too: a blocked read wakes with end of file.
+    with contextlib.suppress(OSError):  # closed already
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _WatchedHTTP(http.client.HTTPConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self.deadline.watch(self.sock)
+
+
+class _WatchedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self.deadline.watch(self.sock)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_WatchedHTTP, deadline=self.deadline), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        connection = functools.partial(_WatchedHTTPS, deadline=self.deadline)
+        return self.do_open(connection, req)  # the default context: certificates checked
+
+
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+
+
+def _opener(loopback: bool, deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """One call's opener: its connections shut at ``deadline``; no redirects; the
+    environment's proxies for a remote server, none for a loopback one (a local Ollama must
+    not go through, nor its key to, an HTTP proxy)."""
+    handlers: list[urllib.request.BaseHandler] = [
+        _NoRedirects(),
+        _HTTPHandler(deadline),
+        _HTTPSHandler(deadline),
+    ]
     if loopback:
         handlers.append(urllib.request.ProxyHandler({}))
     return urllib.request.build_opener(*handlers)

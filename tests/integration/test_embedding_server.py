@@ -1,10 +1,11 @@
 """The OpenAI-compatible embeddings client against a real HTTP server on loopback, which
-serves the bundled model (tests/embedding_server.py): probe, batching, prefixes, the key, and
-a clear coded error for every way the server can fail."""
+serves the bundled model (tests/embedding_server.py): probe, batching, prefixes, the key, a
+clear coded error for every way the server can fail, and the deadline of a call."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -198,6 +199,19 @@ def test_errors_are_ferrex_errors_with_hints(tmp_path: Path) -> None:
     with pytest.raises(FerrexError) as caught:
         remote(tmp_path, "http://127.0.0.1:9/v1").model()  # port 9: discard, closed
     assert caught.value.hint
+
+
+def test_a_trickling_answer_is_cut_at_the_deadline(server: EmbeddingServer, tmp_path: Path) -> None:
+    embedder = remote(tmp_path, server.url, timeout=1.0)
+    embedder.model()
+    server.mode = "trickle"  # 20 pieces 0.4 s apart: no read waits 1 s, the answer takes 8
+    started = time.monotonic()
+    with pytest.raises(ServerDown) as caught:
+        embedder.embed_many(["the deploy moved to Friday"])
+    waited = time.monotonic() - started
+    assert caught.value.code == "backend_unavailable"
+    assert "did not answer within 1 s" in caught.value.message
+    assert 0.9 < waited < 2.0, waited
 
 
 def _service(home: Path) -> Service:
