@@ -54,7 +54,9 @@ KEYS: tuple[Key, ...] = (
         "the NAME of the environment variable holding the server's API key (sent as a bearer "
         "token; the key itself is never written in the configuration)"),
     Key("models.embedding_timeout", float, 10.0, None,
-        "seconds each call to the embeddings server may take"),
+        "seconds each call to the embeddings server may take, all of it (a server that does "
+        "not answer in time is not asked again for 30 s: recall uses BM25 alone, stores are "
+        "refused as backend_unavailable)"),
     Key("models.embedding_batch", int, 64, None, "texts per call to the embeddings server"),
     Key("models.query_prefix", str, "", None,
         "text put before every recall query sent to the embeddings server (asymmetric models, "

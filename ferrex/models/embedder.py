@@ -36,7 +36,13 @@ from ferrex.models.loading import (
     load_model,
     local_source,
 )
-from ferrex.models.remote import RemoteSettings, ServerDown, identity_name, mismatch_error
+from ferrex.models.remote import (
+    Circuit,
+    RemoteSettings,
+    ServerDown,
+    identity_name,
+    mismatch_error,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +87,9 @@ class Embedder:
         """An embeddings server's settings (``openai:MODEL`` only)."""
         if self.remote is None and choice.kind == "remote":
             self.remote = RemoteSettings()
+        self._circuit = Circuit() if self.remote is not None else None
+        """Whether the server is worth asking: kept across the model's loads, so that a
+        server that hangs is waited for once, not at every call (each load probes it)."""
         self.recorded = recorded
         """The identity the projections were built with, if known (a server's model: what
         :attr:`identity` answers while the server cannot be reached, so that the stores
@@ -131,6 +140,7 @@ class Embedder:
                     threads=self.threads,
                     runner=self.runner,
                     remote=self.remote,
+                    circuit=self._circuit,
                 )
                 assumed = self._assumed
                 if assumed is not None and assumed != model.identity:

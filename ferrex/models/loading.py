@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from ferrex.models.encoder import OnnxEncoder, SessionSettings
-    from ferrex.models.remote import RemoteEncoder, RemoteSettings
+    from ferrex.models.remote import Circuit, RemoteEncoder, RemoteSettings
 
 log = logging.getLogger(__name__)
 
@@ -334,6 +334,7 @@ def load_model(
     shared: Path | None = None,
     runner: Runner = "direct",
     remote: RemoteSettings | None = None,
+    circuit: Circuit | None = None,
 ) -> LoadedModel:
     """Load the chosen dense model, or raise :class:`ModelUnavailable` saying what to do.
 
@@ -343,14 +344,18 @@ def load_model(
     ``runner`` asks for fastembed; downloaded ones always run on fastembed. A model on an
     embeddings server (``remote``: its settings) is probed with one call, which measures its
     identity; that call's errors (:class:`~ferrex.models.remote.ServerDown` among them)
-    are raised as they are.
+    are raised as they are, and ``circuit`` (the caller's, kept across loads) remembers a
+    server that could not be reached.
     """
     started = time.perf_counter()
     if choice.kind == "remote":
         from ferrex.models.remote import RemoteEncoder, RemoteSettings
 
         encoder = RemoteEncoder(
-            choice.model_name.removeprefix(REMOTE_PREFIX), remote or RemoteSettings(), os.environ
+            choice.model_name.removeprefix(REMOTE_PREFIX),
+            remote or RemoteSettings(),
+            os.environ,
+            circuit,
         )
         remote_identity = encoder.probe(models_dir(home))
         loaded = LoadedModel(remote_identity, None, encoder, time.perf_counter() - started)

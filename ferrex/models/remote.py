@@ -6,7 +6,10 @@ LM Studio and Infinity all serve it): each batch is one ``POST {url}/embeddings`
 [...]}, ...]}``. Standard library HTTP only.
 
 Every call has a wall-clock deadline (``embedding_timeout``) for the whole exchange, not only
-for each read: a server that trickles its answer a byte at a time is cut off at it.
+for each read: a server that trickles its answer a byte at a time is cut off at it. After a
+call fails for want of the server (:class:`ServerDown`) the :class:`Circuit` opens: for
+:data:`CIRCUIT_SECONDS` every call fails at once (recall answers from BM25 alone, a store is
+refused as ``backend_unavailable``), then one call tries the server again.
 
 The API key comes from the environment variable whose *name* is configured
 (``embedding_key_env``); the key itself is never in the configuration, a log line, an error
@@ -56,9 +59,11 @@ PREFIX: Final = REMOTE_PREFIX
 PROBE_TEXT: Final = "ferrex checks that this model loads and embeds."
 """Embedded once per process (without prefixes) to learn the dimension and the fingerprint."""
 
-#: After the server could not be reached, calls fail at once for this many seconds (one
-#: timeout, not one per text of an import, or per query while the server is down).
-COOLDOWN_SECONDS: Final = 5.0
+#: After the server could not be reached or did not answer in time, calls fail at once for this
+#: many seconds (one timeout, not one per text of an import, or per recall while the server
+#: hangs); then one call tries it again. Longer than the default timeout, so that a server
+#: that hangs costs one wait in three at most.
+CIRCUIT_SECONDS: Final = 30.0
 
 _FINGERPRINT_DECIMALS: Final = 2
 
@@ -159,10 +164,62 @@ def identity_name(model: str, passage_prefix: str) -> str:
     return name
 
 
+class Circuit:
+    """Whether the server is worth asking. Open after a :class:`ServerDown`: for
+    :data:`CIRCUIT_SECONDS` every call fails at once with that error; then one call (and only
+    one, while it runs) tries the server, and closes the circuit if the server answered at all.
+
+    One per :class:`~ferrex.models.embedder.Embedder`, shared by every encoder it makes (a
+    model whose probe failed is made again by the next call, and must not wait again).
+    """
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = CIRCUIT_SECONDS if seconds is None else seconds
+        self._lock = threading.Lock()
+        self._failure: ServerDown | None = None
+        self._since = 0.0
+        self._trying = False
+
+    def enter(self) -> None:
+        """Let a call through, or raise the open circuit's :class:`ServerDown`."""
+        with self._lock:
+            failure = self._failure
+            if failure is None:
+                return
+            now = time.monotonic()
+            left = self._since + self.seconds - now
+            if left <= 0 and not self._trying:
+                self._trying = True  # this call tries the server; the others still fail fast
+                return
+            ago = now - self._since
+        wait = max(left, 1.0)
+        when = "just now" if ago < 1 else f"{ago:.0f} s ago"
+        raise ServerDown(
+            f"{failure.message} ({when}; ferrex asks it again in {wait:.0f} s)",
+            hint=f"retry in {wait:.0f} s: nothing was written; recall meanwhile uses the BM25 "
+            "leg alone",
+            details={"retry_after_seconds": round(wait)},
+        )
+
+    def failed(self, error: ServerDown) -> None:
+        with self._lock:
+            self._failure, self._since, self._trying = error, time.monotonic(), False
+
+    def answered(self) -> None:
+        with self._lock:
+            self._failure, self._trying = None, False
+
+
 class RemoteEncoder:
     """One embeddings server and model. Safe to share between threads."""
 
-    def __init__(self, model: str, settings: RemoteSettings, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        model: str,
+        settings: RemoteSettings,
+        env: Mapping[str, str],
+        circuit: Circuit | None = None,
+    ) -> None:
         if not model.strip():
             raise UsageError(
                 "an openai: embedding model needs a model name", hint="write openai:MODEL"
@@ -173,9 +230,7 @@ class RemoteEncoder:
         self.endpoint = f"{self.url}/embeddings"
         self._key = env.get(settings.key_env, "").strip() or None
         self._loopback = _loopback(urlsplit(self.url).hostname or "")
-        self._down_until = 0.0
-        self._down: ServerDown | None = None
-        self._lock = threading.Lock()
+        self.circuit = circuit if circuit is not None else Circuit()
         self.dim: int | None = None
 
     # -- what it is -------------------------------------------------------------------------
@@ -211,17 +266,16 @@ class RemoteEncoder:
         return text.replace(self._key, "***") if self._key else text
 
     def _post(self, texts: list[str], dim: int | None) -> NDArray[np.float32]:
-        with self._lock:
-            if self._down is not None and time.monotonic() < self._down_until:
-                raise self._down
+        self.circuit.enter()
         try:
             body = self._request(texts)
         except ServerDown as exc:
-            with self._lock:
-                self._down, self._down_until = exc, time.monotonic() + COOLDOWN_SECONDS
+            self.circuit.failed(exc)
             raise
-        with self._lock:
-            self._down = None
+        except BaseException:
+            self.circuit.answered()  # it answered, wrongly: asking again costs no wait
+            raise
+        self.circuit.answered()
         return self._vectors(body, len(texts), dim)
 
     def _request(self, texts: list[str]) -> bytes:

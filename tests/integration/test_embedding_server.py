@@ -1,6 +1,7 @@
 """The OpenAI-compatible embeddings client against a real HTTP server on loopback, which
 serves the bundled model (tests/embedding_server.py): probe, batching, prefixes, the key, a
-clear coded error for every way the server can fail, and the deadline of a call."""
+clear coded error for every way the server can fail, the deadline of a call and the circuit
+that spares later calls the wait."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 
 from ferrex.app import App
 from ferrex.config import load
-from ferrex.errors import FerrexError, ModelUnavailable, UsageError
+from ferrex.errors import BackendUnavailable, FerrexError, ModelUnavailable, UsageError
 from ferrex.models import Embedder, choose_embedding_model
+from ferrex.models import remote as remote_module
 from ferrex.models.remote import PROBE_TEXT, RemoteSettings, ServerDown, fingerprint
 from ferrex.server.service import Caller, Service
 from tests.embedding_server import EmbeddingServer
@@ -214,8 +216,73 @@ def test_a_trickling_answer_is_cut_at_the_deadline(server: EmbeddingServer, tmp_
     assert 0.9 < waited < 2.0, waited
 
 
+def test_a_hanging_server_is_waited_for_once_then_refused_at_once_until_tried_again(
+    server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(remote_module, "CIRCUIT_SECONDS", 1.5)
+    server.mode = "hang"  # from the start: the probe itself hangs, and no model is kept
+    embedder = remote(tmp_path, server.url, timeout=0.5)
+    waits = []
+    for _ in range(3):
+        started = time.monotonic()
+        with pytest.raises(ServerDown) as caught:
+            embedder.embed_query("where did the deploy move?")
+        waits.append(time.monotonic() - started)
+    assert waits[0] >= 0.5 and max(waits[1:]) < 0.2, waits
+    assert server.calls() == 1  # asked once
+    error = caught.value
+    assert error.code == "backend_unavailable" and "did not answer within 0.5 s" in error.message
+    assert "retry in" in str(error.hint) and 1 <= error.details["retry_after_seconds"] <= 2
+    server.mode = "ok"  # back: still refused until the circuit's time is over, then tried
+    with pytest.raises(ServerDown):
+        embedder.embed_query("where did the deploy move?")
+    time.sleep(1.6)
+    assert embedder.embed_query("where did the deploy move?").shape == (384,)
+    assert server.calls() == 3  # the probe, the query
+
+
 def _service(home: Path) -> Service:
     return Service(App(home=home, config=load(home, None)))
+
+
+def test_while_the_server_hangs_recall_waits_once_then_goes_straight_to_bm25(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "ferrex.toml").write_text(
+        f'[models]\ndense = "openai:all-minilm"\nembedding_url = "{server.url}"\n'
+        "embedding_timeout = 1.0\n"
+    )
+    service = _service(home)
+    try:
+        for content in ("The VPN certificate expires on 2027-01-15",
+                        "Deploys are frozen during the holiday week"):  # fmt: skip
+            assert service.call("store", {"content": content}, AGENT)["status"] == "stored"
+    finally:
+        service.close()
+    server.mode = "hang"
+    service = _service(home)  # a server started while the embeddings server hangs
+    try:
+        waits = []
+        for _ in range(3):
+            started = time.monotonic()
+            doc = service.call("recall", {"query": "VPN certificate"}, AGENT)
+            waits.append(time.monotonic() - started)
+            assert doc["results"][0]["content"].startswith("The VPN certificate")
+            assert "keyword (BM25) matching alone" in doc["warning"]
+        # One timeout in all (the probe's), not one per recall nor two for the first.
+        assert 1.0 <= waits[0] < 1.8 and max(waits[1:]) < 0.5, waits
+        head = service.app.journal().refresh().position
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailable) as refused:
+            service.call("store", {"content": "Something new while it hangs"}, AGENT)
+        assert time.monotonic() - started < 0.5
+        assert refused.value.code == "backend_unavailable"
+        assert "retry in" in str(refused.value.hint)
+        assert service.app.journal().refresh().position == head  # nothing written
+    finally:
+        service.close()
 
 
 def test_numbers_no_float_holds_are_refused_on_store_and_recall(
