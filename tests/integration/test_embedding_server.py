@@ -98,6 +98,25 @@ def test_batches_prefixes_and_the_key(
     assert all(s.authorization == f"Bearer {KEY}" for s in server.seen)
 
 
+def test_input_type_tells_the_server_each_texts_kind_instead_of_a_prefix(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    embedder = remote(tmp_path, server.url, input_type="input_type")
+    assert embedder.identity.name == "openai:all-minilm+input_type=passage"
+    embedder.embed_many(["the deploy moved to Friday"])
+    embedder.embed_query("the deploy moved to Friday")  # not the passage's vector, cached
+    embedder.embed_query("the deploy moved to Friday")
+    sent = [(s.inputs, s.body.get("input_type")) for s in server.seen]
+    assert sent == [
+        ([PROBE_TEXT], "passage"),  # the probe is a passage: the stored vectors are
+        (["the deploy moved to Friday"], "passage"),
+        (["the deploy moved to Friday"], "query"),
+    ]
+    with pytest.raises(UsageError) as both:  # the server's prefix and ferrex's: twice
+        remote(tmp_path, server.url, input_type="input_type", query_prefix="query: ").model()
+    assert "prefixed twice" in both.value.message
+
+
 def test_a_refused_key_is_a_coded_error_that_never_shows_the_key(
     server: EmbeddingServer,
     tmp_path: Path,
