@@ -150,6 +150,7 @@ def remote_settings(config: Config) -> RemoteSettings:
         key_env=config["models.embedding_key_env"],
         query_prefix=config["models.query_prefix"],
         passage_prefix=config["models.passage_prefix"],
+        input_type=config["models.embedding_input_type"],
         timeout=config["models.embedding_timeout"],
         batch=config["models.embedding_batch"],
     )
@@ -333,19 +334,23 @@ class App:
         return Embedder.from_env(self.home, model, remote=remote_settings(self.config))
 
     def _refuse_mixing(self) -> None:
-        """A server's model whose identity (dimension, probe fingerprint, name) differs from
-        the one the live collection was built with is refused, not re-embedded behind the
-        user's back: every memory would go through the server. ``ferrex reembed`` does it."""
-        from ferrex.models.remote import mismatch_error, recorded_identity
+        """A model other than the one the live collection was built with is refused, not
+        re-embedded behind the user's back, when either is a server's model (its identity:
+        dimension, probe fingerprint, name): every memory would go through the server, or
+        a collection made by a server would be dropped for a local model's. The refusal
+        names ``ferrex reembed``, which does it. Between local models (the bundled model's
+        tiers, ``small-float`` -> ``small`` on an upgrade) the projections are rebuilt as
+        before, from the journal, saying so."""
+        from ferrex.models.remote import PREFIX, mismatch_error, recorded_identity
         from projections.replay import read_pointer
 
         embedder = self.embedder()
         live = read_pointer(self.home)
-        if not embedder.is_remote or live is None:
+        recorded = recorded_identity(live.encoders) if live is not None else None
+        if recorded is None or not (embedder.is_remote or recorded.name.startswith(PREFIX)):
             return
-        recorded = recorded_identity(live.encoders)
         current = embedder.identity
-        if recorded is not None and recorded != current:
+        if recorded != current:
             raise mismatch_error(recorded, current, embedder.choice.setting)
 
     def encoders(self) -> Encoders:

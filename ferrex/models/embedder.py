@@ -8,6 +8,7 @@ Counting tokens (what validating a store needs) takes only the tokenizer, never 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -36,9 +37,20 @@ from ferrex.models.loading import (
     load_model,
     local_source,
 )
-from ferrex.models.remote import RemoteSettings, ServerDown, identity_name, mismatch_error
+from ferrex.models.remote import (
+    Circuit,
+    RemoteSettings,
+    ServerDown,
+    identity_name,
+    mismatch_error,
+)
 
 log = logging.getLogger(__name__)
+
+QUERY_VARIANT = "query"
+"""What the embedding cache files a server's query vectors under (the model's identity with
+this variant), when the server is told which texts are queries: a text's query vector and its
+passage vector differ."""
 
 
 class Embedder:
@@ -81,6 +93,9 @@ class Embedder:
         """An embeddings server's settings (``openai:MODEL`` only)."""
         if self.remote is None and choice.kind == "remote":
             self.remote = RemoteSettings()
+        self._circuit = Circuit() if self.remote is not None else None
+        """Whether the server is worth asking: kept across the model's loads, so that a
+        server that hangs is waited for once, not at every call (each load probes it)."""
         self.recorded = recorded
         """The identity the projections were built with, if known (a server's model: what
         :attr:`identity` answers while the server cannot be reached, so that the stores
@@ -131,6 +146,7 @@ class Embedder:
                     threads=self.threads,
                     runner=self.runner,
                     remote=self.remote,
+                    circuit=self._circuit,
                 )
                 assumed = self._assumed
                 if assumed is not None and assumed != model.identity:
@@ -223,13 +239,15 @@ class Embedder:
         try:
             return self.model().identity
         except ServerDown:
-            recorded = self.recorded
+            recorded, remote = self.recorded, self.remote
             if (
                 recorded is None
-                or self.remote is None
+                or remote is None
                 or recorded.name
                 != identity_name(
-                    self.choice.model_name.split(":", 1)[1], self.remote.passage_prefix
+                    self.choice.model_name.split(":", 1)[1],
+                    remote.passage_prefix,
+                    remote.input_type,
                 )
             ):
                 raise
@@ -269,11 +287,16 @@ class Embedder:
         return vectors
 
     def embed_query(self, text: str) -> NDArray[np.float32]:
-        """The vector of a recall's query: with a server's ``query_prefix`` if one is set
-        (asymmetric models), else as :meth:`embed`."""
-        if self.remote is None or not self.remote.query_prefix:
+        """The vector of a recall's query: with a server's ``query_prefix`` if one is set, or
+        sent as a query through its ``input_type`` field (asymmetric models), else as
+        :meth:`embed`."""
+        remote = self.remote
+        if remote is None or not (remote.query_prefix or remote.input_type):
             return self.embed(text)
-        vectors: NDArray[np.float32] = self._embed_many([self.remote.query_prefix + text])[0]
+        if remote.input_type:
+            vectors: NDArray[np.float32] = self._embed_many([text], query=True)[0]
+        else:
+            vectors = self._embed_many([remote.query_prefix + text])[0]
         return vectors
 
     def embed_many(self, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -287,10 +310,12 @@ class Embedder:
             texts = [self.remote.passage_prefix + text for text in texts]
         return self._embed_many(texts)
 
-    def _embed_many(self, texts: Sequence[str]) -> NDArray[np.float32]:
+    def _embed_many(self, texts: Sequence[str], *, query: bool = False) -> NDArray[np.float32]:
         model = self.model()
         identity = model.identity
         result = np.empty((len(texts), identity.dim), dtype=np.float32)
+        if query and model.tells_queries:  # the same text's query vector is another vector
+            identity = dataclasses.replace(identity, variant=QUERY_VARIANT)
         if not texts:
             return result
         keys = [text_key(text) for text in texts]
@@ -299,7 +324,7 @@ class Embedder:
         missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in vectors}
         if missing:
             ordered = sorted(missing.items(), key=lambda item: len(item[1]))
-            fresh = model.run([text for _, text in ordered], self.batch_size)
+            fresh = model.run([text for _, text in ordered], self.batch_size, query=query)
             new = {key: fresh[row] for row, (key, _) in enumerate(ordered)}
             if cache is not None:
                 cache.put_many(identity, new.items())

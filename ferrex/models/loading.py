@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from ferrex.models.encoder import OnnxEncoder, SessionSettings
-    from ferrex.models.remote import RemoteEncoder, RemoteSettings
+    from ferrex.models.remote import Circuit, RemoteEncoder, RemoteSettings
 
 log = logging.getLogger(__name__)
 
@@ -284,24 +284,39 @@ class LoadedModel:
         """Whether the model reads all of ``text`` (unknown tokenizers: assume it does)."""
         return self.counter.fits(text)
 
-    def run(self, texts: Sequence[str], batch_size: int) -> NDArray[np.float32]:
+    def run(
+        self, texts: Sequence[str], batch_size: int, *, query: bool = False
+    ) -> NDArray[np.float32]:
         """Embed ``texts`` with the model, no cache: an ``(n, dim)`` float32 array, rows of
-        unit length, in the order of ``texts``."""
+        unit length, in the order of ``texts``. ``query``: they are recall queries (only a
+        server told so through ``input_type`` embeds them otherwise)."""
         if not texts:
             return np.empty((0, self.identity.dim), dtype=np.float32)
-        return _embed_rows(self._engine, texts, batch_size)
+        return _embed_rows(self._engine, texts, batch_size, query)
+
+    @property
+    def tells_queries(self) -> bool:
+        """Whether queries are embedded otherwise than passages by :meth:`run` itself (a
+        server told through its ``input_type`` field)."""
+        from ferrex.models.remote import RemoteEncoder
+
+        engine = self._engine
+        return isinstance(engine, RemoteEncoder) and bool(engine.settings.input_type)
 
 
 def _embed_rows(
-    engine: OnnxEncoder | TextEmbedding | RemoteEncoder, texts: Sequence[str], batch_size: int
+    engine: OnnxEncoder | TextEmbedding | RemoteEncoder,
+    texts: Sequence[str],
+    batch_size: int,
+    query: bool = False,
 ) -> NDArray[np.float32]:
     from ferrex.models.encoder import MAX_BATCH, OnnxEncoder
-    from ferrex.models.remote import RemoteEncoder
+    from ferrex.models.remote import PASSAGE, QUERY, RemoteEncoder
 
     if isinstance(engine, OnnxEncoder):  # planned by tokens: the encoder's own cap at most
         return engine.run(texts, max_batch=min(batch_size, MAX_BATCH))
     if isinstance(engine, RemoteEncoder):
-        return engine.run(texts, batch_size)
+        return engine.run(texts, batch_size, QUERY if query else PASSAGE)
     matrix = np.asarray(list(engine.embed(list(texts), batch_size=batch_size)), np.float32)
     # fastembed normalises already; this keeps the invariant for any custom directory too.
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -334,6 +349,7 @@ def load_model(
     shared: Path | None = None,
     runner: Runner = "direct",
     remote: RemoteSettings | None = None,
+    circuit: Circuit | None = None,
 ) -> LoadedModel:
     """Load the chosen dense model, or raise :class:`ModelUnavailable` saying what to do.
 
@@ -343,14 +359,18 @@ def load_model(
     ``runner`` asks for fastembed; downloaded ones always run on fastembed. A model on an
     embeddings server (``remote``: its settings) is probed with one call, which measures its
     identity; that call's errors (:class:`~ferrex.models.remote.ServerDown` among them)
-    are raised as they are.
+    are raised as they are, and ``circuit`` (the caller's, kept across loads) remembers a
+    server that could not be reached.
     """
     started = time.perf_counter()
     if choice.kind == "remote":
         from ferrex.models.remote import RemoteEncoder, RemoteSettings
 
         encoder = RemoteEncoder(
-            choice.model_name.removeprefix(REMOTE_PREFIX), remote or RemoteSettings(), os.environ
+            choice.model_name.removeprefix(REMOTE_PREFIX),
+            remote or RemoteSettings(),
+            os.environ,
+            circuit,
         )
         remote_identity = encoder.probe(models_dir(home))
         loaded = LoadedModel(remote_identity, None, encoder, time.perf_counter() - started)

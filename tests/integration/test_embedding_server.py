@@ -1,20 +1,28 @@
 """The OpenAI-compatible embeddings client against a real HTTP server on loopback, which
-serves the bundled model (tests/embedding_server.py): probe, batching, prefixes, the key, and
-a clear coded error for every way the server can fail."""
+serves the bundled model (tests/embedding_server.py): probe, batching, prefixes, the key, a
+clear coded error for every way the server can fail, the deadline of a call and the circuit
+that spares later calls the wait."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ferrex.errors import FerrexError, ModelUnavailable, UsageError
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.errors import BackendUnavailable, FerrexError, ModelUnavailable, UsageError
 from ferrex.models import Embedder, choose_embedding_model
+from ferrex.models import remote as remote_module
 from ferrex.models.remote import PROBE_TEXT, RemoteSettings, ServerDown, fingerprint
+from ferrex.server.service import Caller, Service
 from tests.embedding_server import EmbeddingServer
+
+AGENT = Caller(agent_id="agent-e")
 
 KEY = "sk-test-Zq81-do-not-leak"
 
@@ -90,6 +98,25 @@ def test_batches_prefixes_and_the_key(
     assert all(s.authorization == f"Bearer {KEY}" for s in server.seen)
 
 
+def test_input_type_tells_the_server_each_texts_kind_instead_of_a_prefix(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    embedder = remote(tmp_path, server.url, input_type="input_type")
+    assert embedder.identity.name == "openai:all-minilm+input_type=passage"
+    embedder.embed_many(["the deploy moved to Friday"])
+    embedder.embed_query("the deploy moved to Friday")  # not the passage's vector, cached
+    embedder.embed_query("the deploy moved to Friday")
+    sent = [(s.inputs, s.body.get("input_type")) for s in server.seen]
+    assert sent == [
+        ([PROBE_TEXT], "passage"),  # the probe is a passage: the stored vectors are
+        (["the deploy moved to Friday"], "passage"),
+        (["the deploy moved to Friday"], "query"),
+    ]
+    with pytest.raises(UsageError) as both:  # the server's prefix and ferrex's: twice
+        remote(tmp_path, server.url, input_type="input_type", query_prefix="query: ").model()
+    assert "prefixed twice" in both.value.message
+
+
 def test_a_refused_key_is_a_coded_error_that_never_shows_the_key(
     server: EmbeddingServer,
     tmp_path: Path,
@@ -116,6 +143,10 @@ def test_a_refused_key_is_a_coded_error_that_never_shows_the_key(
         ("wrong_count", "embeddings for"),
         ("non_numeric", "not a finite number"),
         ("ragged", "dimensions, not"),
+        # Finite, but the norm overflows: divided by it, every value was 0.0, stored as such.
+        ("huge", "too large or too small"),
+        # A 400-digit integer: float() overflows (it was an internal error, 500).
+        ("long_int", "not a finite number"),
     ],
 )
 def test_a_malformed_answer_is_a_coded_error(
@@ -189,3 +220,112 @@ def test_errors_are_ferrex_errors_with_hints(tmp_path: Path) -> None:
     with pytest.raises(FerrexError) as caught:
         remote(tmp_path, "http://127.0.0.1:9/v1").model()  # port 9: discard, closed
     assert caught.value.hint
+
+
+def test_a_trickling_answer_is_cut_at_the_deadline(server: EmbeddingServer, tmp_path: Path) -> None:
+    embedder = remote(tmp_path, server.url, timeout=1.0)
+    embedder.model()
+    server.mode = "trickle"  # 20 pieces 0.4 s apart: no read waits 1 s, the answer takes 8
+    started = time.monotonic()
+    with pytest.raises(ServerDown) as caught:
+        embedder.embed_many(["the deploy moved to Friday"])
+    waited = time.monotonic() - started
+    assert caught.value.code == "backend_unavailable"
+    assert "did not answer within 1 s" in caught.value.message
+    assert 0.9 < waited < 2.0, waited
+
+
+def test_a_hanging_server_is_waited_for_once_then_refused_at_once_until_tried_again(
+    server: EmbeddingServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(remote_module, "CIRCUIT_SECONDS", 1.5)
+    server.mode = "hang"  # from the start: the probe itself hangs, and no model is kept
+    embedder = remote(tmp_path, server.url, timeout=0.5)
+    waits = []
+    for _ in range(3):
+        started = time.monotonic()
+        with pytest.raises(ServerDown) as caught:
+            embedder.embed_query("where did the deploy move?")
+        waits.append(time.monotonic() - started)
+    assert waits[0] >= 0.5 and max(waits[1:]) < 0.2, waits
+    assert server.calls() == 1  # asked once
+    error = caught.value
+    assert error.code == "backend_unavailable" and "did not answer within 0.5 s" in error.message
+    assert "retry in" in str(error.hint) and 1 <= error.details["retry_after_seconds"] <= 2
+    server.mode = "ok"  # back: still refused until the circuit's time is over, then tried
+    with pytest.raises(ServerDown):
+        embedder.embed_query("where did the deploy move?")
+    time.sleep(1.6)
+    assert embedder.embed_query("where did the deploy move?").shape == (384,)
+    assert server.calls() == 3  # the probe, the query
+
+
+def _service(home: Path) -> Service:
+    return Service(App(home=home, config=load(home, None)))
+
+
+def test_while_the_server_hangs_recall_waits_once_then_goes_straight_to_bm25(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "ferrex.toml").write_text(
+        f'[models]\ndense = "openai:all-minilm"\nembedding_url = "{server.url}"\n'
+        "embedding_timeout = 1.0\n"
+    )
+    service = _service(home)
+    try:
+        for content in ("The VPN certificate expires on 2027-01-15",
+                        "Deploys are frozen during the holiday week"):  # fmt: skip
+            assert service.call("store", {"content": content}, AGENT)["status"] == "stored"
+    finally:
+        service.close()
+    server.mode = "hang"
+    service = _service(home)  # a server started while the embeddings server hangs
+    try:
+        waits = []
+        for _ in range(3):
+            started = time.monotonic()
+            doc = service.call("recall", {"query": "VPN certificate"}, AGENT)
+            waits.append(time.monotonic() - started)
+            assert doc["results"][0]["content"].startswith("The VPN certificate")
+            assert "keyword (BM25) matching alone" in doc["warning"]
+        # One timeout in all (the probe's), not one per recall nor two for the first.
+        assert 1.0 <= waits[0] < 1.8 and max(waits[1:]) < 0.5, waits
+        head = service.app.journal().refresh().position
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailable) as refused:
+            service.call("store", {"content": "Something new while it hangs"}, AGENT)
+        assert time.monotonic() - started < 0.5
+        assert refused.value.code == "backend_unavailable"
+        assert "retry in" in str(refused.value.hint)
+        assert service.app.journal().refresh().position == head  # nothing written
+    finally:
+        service.close()
+
+
+def test_numbers_no_float_holds_are_refused_on_store_and_recall(
+    server: EmbeddingServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "ferrex.toml").write_text(
+        f'[models]\ndense = "openai:all-minilm"\nembedding_url = "{server.url}"\n'
+    )
+    service = _service(home)
+    try:
+        first = service.call("store", {"content": "The VPN certificate expires soon"}, AGENT)
+        assert first["status"] == "stored"
+        head = service.app.journal().refresh().position
+        for mode, tool, args in [
+            ("huge", "store", {"content": "Scaled by 1e300 it was a zero vector"}),
+            ("long_int", "store", {"content": "A 400-digit integer in its vector"}),
+            ("long_int", "recall", {"query": "what expires?"}),
+        ]:
+            server.mode = mode  # type: ignore[assignment]
+            with pytest.raises(ModelUnavailable) as caught:
+                service.call(tool, args, AGENT)
+            assert caught.value.code == "model_bad_response", (mode, tool)
+        assert service.app.journal().refresh().position == head  # nothing stored
+    finally:
+        service.close()

@@ -40,6 +40,8 @@ def test_a_passage_prefix_is_part_of_the_name_a_query_prefix_is_not() -> None:
     assert identity_name("e5", "") == "openai:e5"
     assert identity_name("e5", "passage: ") != identity_name("e5", "doc: ")
     assert identity_name("e5", "passage: ").startswith("openai:e5+passage:")
+    # Told through a field that texts are passages, a server embeds them otherwise too.
+    assert identity_name("e5", "", "input_type") == "openai:e5+input_type=passage"
 
 
 def test_the_recorded_identity_is_read_back_from_the_generation() -> None:
@@ -69,6 +71,8 @@ def test_the_mismatch_names_both_sides_and_the_command() -> None:
         ('embedding_key_env = "sk-abc123"', "name of an environment variable"),
         ("embedding_timeout = 0", "more than 0"),
         ("embedding_batch = 0", "1 to 2048"),
+        ('embedding_input_type = "input type"', "name of a request field"),
+        ('embedding_input_type = "input"', "ferrex sends that field"),
     ],
 )
 def test_bad_server_settings_are_refused(tmp_path: Path, line: str, words: str) -> None:
