@@ -9,7 +9,9 @@ Each scenario of ``golden_set/fact_changes.jsonl`` (its format and time rule are
 a fresh temporary home, spoken to with the ``mcp`` SDK's client, each scenario in a namespace
 of its own (``namespace`` on every call) so scenarios never meet. A step is a ``store`` of its
 ``subject``/``predicate``/``object``, with its ``content`` and ``multi_valued`` when given and
-``valid_from`` = the scenario's start less ``valid_from_days_ago`` days (ISO 8601, UTC).
+``valid_from`` = the moment of that store less ``valid_from_days_ago`` days (ISO 8601, UTC, to
+the microsecond: ``0`` days ago is *now*, never a moment before an undated fact stored just
+earlier).
 
 After the steps, every memory the answers named is read back as ``ferrex://memory/{id}``: a
 fact is *current* while its ``t_invalid`` is empty (or still ahead). A *flag* is anything
@@ -153,7 +155,7 @@ def same_value(a: str, b: str) -> bool:
 
 
 def iso(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return at.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 # --- Talking to the server -----------------------------------------------------------------
@@ -222,7 +224,7 @@ class Outcome:
     hints: list[str] = field(default_factory=list)
 
 
-def store_args(step: Step, namespace: str, now: datetime) -> dict[str, Any]:
+def store_args(step: Step, namespace: str) -> dict[str, Any]:
     args: dict[str, Any] = {"subject": step.subject, "predicate": step.predicate,
                             "object": step.object, "namespace": namespace}  # fmt: skip
     if step.content:
@@ -230,7 +232,7 @@ def store_args(step: Step, namespace: str, now: datetime) -> dict[str, Any]:
     if step.multi_valued:
         args["multi_valued"] = True
     if step.days_ago is not None:
-        args["valid_from"] = iso(now - timedelta(days=step.days_ago))
+        args["valid_from"] = iso(datetime.now(UTC) - timedelta(days=step.days_ago))
     return args
 
 
@@ -293,10 +295,9 @@ def replaced_by(doc: dict[str, Any]) -> str | None:
 
 
 async def run_scenario(client: Client, scenario: Scenario, namespace: str) -> Outcome:
-    now = datetime.now(UTC)
     stores: list[StoreOutcome] = []
     for index, step in enumerate(scenario.steps):
-        is_error, answer = await call(client, "store", store_args(step, namespace, now))
+        is_error, answer = await call(client, "store", store_args(step, namespace))
         stores.append(store_outcome(index, is_error, answer))
     ids: list[str] = []
     for s in stores:
