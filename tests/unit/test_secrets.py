@@ -163,6 +163,13 @@ EVERY_FIELD: list[tuple[str, dict[str, Any]]] = [
     ("context.creds.aws", {"content": "rotated", "context": {"creds": {"aws": KEY}}}),
     ("context.db_password", {"content": "rotated", "context": {"db_password": "Tr0ub4dor&3x"}}),
     ("context.keys[0]", {"content": "rotated", "context": {"keys": [KEY]}}),
+    ("namespace", {"content": "rotated", "namespace": f"ci-{KEY}"}),
+    # A key that carries a secret is shown redacted in the field's path.
+    ("context.[redacted:aws_access_key] (key)", {"content": "rotated", "context": {KEY: "ci"}}),
+    (
+        "context.creds.[redacted:aws_access_key] (key)",
+        {"content": "rotated", "context": {"creds": {KEY: {"scope": "s3"}}}},
+    ),
 ]
 
 
@@ -185,7 +192,7 @@ def test_redact_replaces_the_secret_in_every_text_field(field: str, fields: dict
     valid = validate(StoreRequest(**fields), secrets="redact")
     assert [s.field for s in valid.redacted] == [field]
     v = valid
-    texts = [v.content, v.subject, v.predicate, v.object, v.name, v.source, v.steps]
+    texts = [v.content, v.subject, v.predicate, v.object, v.name, v.source, v.namespace, v.steps]
     stored = json.dumps([*texts, v.conditions, v.entities, v.context])
     assert KEY not in stored and "Tr0ub4dor" not in stored and B62[:12] not in stored
     assert "[redacted:" in stored or field.startswith("entities")  # such an entity is dropped
@@ -212,6 +219,27 @@ def test_text_without_secrets_is_unchanged_under_every_mode() -> None:
     request = StoreRequest(content="We need to fix the password reset flow", context={"t": 1})
     for mode in ("refuse", "redact", "allow"):
         assert validate(request, secrets=mode) == validate(request, secrets="allow")
+
+
+def test_redact_renames_a_context_key_that_carries_a_secret_and_keeps_every_item() -> None:
+    other = "AKIAZ7VK2MXP9LZR4TWD"
+    context = {KEY: {"db_password": "Tr0ub4dor&3x", "region": "eu"}, other: 1, "ok": KEY}
+    request = StoreRequest(content="two keys", context=context)
+    with pytest.raises(UsageError) as caught:
+        validate(request)
+    assert [s["field"] for s in caught.value.details["secrets"]] == [
+        "context.[redacted:aws_access_key] (key)",
+        "context.[redacted:aws_access_key].db_password",
+        "context.[redacted:aws_access_key] 2 (key)",
+        "context.ok",
+    ]
+    valid = validate(request, secrets="redact")
+    assert valid.context == {
+        "[redacted:aws_access_key]": {"db_password": "[redacted:password]", "region": "eu"},
+        "[redacted:aws_access_key] 2": 1,
+        "ok": "[redacted:aws_access_key]",
+    }
+    assert secrets_in(valid) == []
 
 
 def test_redact_drops_an_entity_named_by_a_secret() -> None:
