@@ -338,18 +338,28 @@ _PEM_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
 
 # Fixed prefixes with their bodies. The look-behind and look-ahead keep a match from
 # starting or ending inside a longer run of the same characters.
-_TOKEN_EDGE = r"(?<![A-Za-z0-9_-])"
-_TOKEN_END = r"(?![A-Za-z0-9_-])"
+_TOKEN_CHAR = r"[A-Za-z0-9_-]"
+_TOKEN_EDGE = f"(?<!{_TOKEN_CHAR})"
+_TOKEN_END = f"(?!{_TOKEN_CHAR})"
+
+
+def _token(lead: str, rest: str) -> re.Pattern[str]:
+    """A token that starts with the literal ``lead``, then ``rest``, not inside a longer run
+    of a token's characters. The literal comes first and the look-behind after it, so the
+    engine skips to where the literal is (a look-behind first tries every position: eight
+    times slower on conversations)."""
+    literal = re.escape(lead)
+    return re.compile(f"{literal}(?<!{_TOKEN_CHAR}{literal}){rest}{_TOKEN_END}")
+
+
 _AWS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")
 _SHAPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("aws_access_key", _AWS_KEY_ID),
-    ("github_token", re.compile(_TOKEN_EDGE + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _TOKEN_END)),
-    ("github_token", re.compile(_TOKEN_EDGE + r"github_pat_[A-Za-z0-9_]{40,255}" + _TOKEN_END)),
+    ("github_token", _token("gh", r"[pousr]_[A-Za-z0-9]{36,255}")),
+    ("github_token", _token("github_pat_", r"[A-Za-z0-9_]{40,255}")),
     (
         "slack_token",
-        re.compile(
-            _TOKEN_EDGE + r"xox[abprs]-(?:[0-9]{1,20}-){1,4}[A-Za-z0-9]{8,250}" + _TOKEN_END
-        ),
+        _token("xox", r"[abprs]-(?:[0-9]{1,20}-){1,4}[A-Za-z0-9]{8,250}"),
     ),
     (
         "slack_webhook",
@@ -361,30 +371,28 @@ _SHAPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         "stripe_key",
         re.compile(_TOKEN_EDGE + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,247}" + _TOKEN_END),
     ),
-    ("anthropic_key", re.compile(_TOKEN_EDGE + r"sk-ant-[A-Za-z0-9_-]{32,250}" + _TOKEN_END)),
+    ("anthropic_key", _token("sk-ant-", r"[A-Za-z0-9_-]{32,250}")),
     (
         "openai_key",
-        re.compile(
-            _TOKEN_EDGE + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,250}" + _TOKEN_END
-        ),
+        _token("sk-", r"(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,250}"),
     ),
-    ("docker_token", re.compile(_TOKEN_EDGE + r"dckr_pat_[A-Za-z0-9_-]{20,250}" + _TOKEN_END)),
-    ("google_api_key", re.compile(_TOKEN_EDGE + r"AIza[0-9A-Za-z_-]{35}" + _TOKEN_END)),
+    ("docker_token", _token("dckr_pat_", r"[A-Za-z0-9_-]{20,250}")),
+    ("google_api_key", _token("AIza", r"[0-9A-Za-z_-]{35}")),
     # npm's access tokens: 36 letters and digits (30 random, 6 of checksum).
-    ("npm_token", re.compile(_TOKEN_EDGE + r"npm_[A-Za-z0-9]{36}" + _TOKEN_END)),
+    ("npm_token", _token("npm_", r"[A-Za-z0-9]{36}")),
     # GitLab's tokens: personal, project and group (glpat), deploy (gldt), runner (glrt),
     # pipeline trigger (glptt), feed (glft), OAuth application secrets (gloas), CI job
     # (glcbt); 20 characters of base64url, longer in newer releases, which may end with
     # ``.VERSION.ROUTE`` in base 36.
     (
         "gitlab_token",
-        re.compile(
-            _TOKEN_EDGE + r"gl(?:pat|dt|rt|ptt|ft|oas|cbt)-[A-Za-z0-9_-]{20,250}"
-            r"(?:\.[0-9a-z]{2}\.[0-9a-z]{7,12})?" + _TOKEN_END
+        _token(
+            "gl",
+            r"(?:pat|dt|rt|ptt|ft|oas|cbt)-[A-Za-z0-9_-]{20,250}(?:\.[0-9a-z]{2}\.[0-9a-z]{7,12})?",
         ),
     ),
     # Hugging Face's user access tokens: 34 letters.
-    ("huggingface_token", re.compile(_TOKEN_EDGE + r"hf_[A-Za-z0-9]{34}" + _TOKEN_END)),
+    ("huggingface_token", _token("hf_", r"[A-Za-z0-9]{34}")),
 )
 # Bodies that must mix like generated ones (:func:`_mixed`), so that ``sk-`` and ``xoxb-``
 # followed by words (``sk-learn-style-pipeline-…``), ``glpat-xxxx…`` and ``hf_`` and a

@@ -237,6 +237,15 @@ def test_look_alikes_are_not_secrets(text: str) -> None:
     assert find_secrets(text) == []
 
 
+def test_a_prefix_inside_a_longer_run_starts_no_token() -> None:
+    hf = "hf_QvKmXpLzRtWcNbYhJfGdSaEuAbCdEfGhIj"
+    tokens = [f"github_pat_11A_{B62}Ab12", f"npm_{B62}Ab12", f"glpat-{B62}", f"sk-{B62}"]
+    for token in (f"ghp_{B62}Ab12", *tokens, f"dckr_pat_{B62}", f"AIza{B62}Ab1", hf):
+        assert find_secrets(token) != [], token
+        for before in ("x", "_", "-", "9"):
+            assert find_secrets(f"{before}{token}") == [], before + token
+
+
 def test_a_finding_is_where_the_secret_is() -> None:
     text = "use AKIAQ7VK2MXP9LZR4TWC then password=Xy7!kq2Lm9."
     found = find_secrets(text)
