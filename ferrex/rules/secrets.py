@@ -82,7 +82,8 @@ SecretsMode = Literal["refuse", "redact", "allow"]
 SECRETS_MODES: Final[tuple[SecretsMode, ...]] = ("refuse", "redact", "allow")
 
 MIN_VALUE_CHARS: Final = 8
-"""A value after ``token=`` shorter than this is not treated as a likely secret."""
+"""A value after ``token=`` (or ``secret=``, ``api_key=``) shorter than this is not treated
+as a likely secret."""
 MIN_PASSWORD_CHARS: Final = 6
 """Nor one after ``password=`` shorter than this: people choose passwords (``hunter2``), and
 what keeps words and names out is the rest of :func:`looks_random`, not the length."""
@@ -541,13 +542,15 @@ def _aws_secrets_near_key_ids(text: str) -> Iterator[Finding]:
     """40 base64 characters mixing upper case, lower case and digits (a commit id is one
     case) within :data:`_AWS_SECRET_NEAR` characters of an access key id."""
     for key in _AWS_KEY_ID.finditer(text):
-        start = max(0, key.start() - _AWS_SECRET_NEAR)
-        end = min(len(text), key.end() + _AWS_SECRET_NEAR)
-        for m in _AWS_SECRET_ALONE.finditer(text, start, end):
+        # Searched to the text's end, not the window's: a longer run cut at the window's
+        # edge would read as 40 characters.
+        end = key.end() + _AWS_SECRET_NEAR
+        for m in _AWS_SECRET_ALONE.finditer(text, max(0, key.start() - _AWS_SECRET_NEAR)):
+            if m.start() >= end:
+                break
             value = m.group()
             if (
-                m.start() >= start
-                and any(c.isupper() for c in value)
+                any(c.isupper() for c in value)
                 and any(c.islower() for c in value)
                 and any(c.isdigit() for c in value)
                 and looks_random(value)

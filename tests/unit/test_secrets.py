@@ -219,9 +219,12 @@ def test_an_aws_secret_key_without_its_equals_sign_or_beside_its_key_id() -> Non
     ):
         found = [(f.kind, text[f.start : f.end]) for f in find_secrets(text)]
         assert ("aws_secret_key", secret) in found, text
-    # A commit id near a key id is one case: no secret.
+    # A commit id near a key id is one case, a longer run no 40 characters: no secret.
     text = "AKIAQ7VK2MXP9LZR4TWC rotated in 3f2a9b1c4d5e6f708192a3b4c5d6e7f8091a2b3c"
     assert [f.kind for f in find_secrets(text)] == ["aws_access_key"]
+    for gap in (150, 153, 190):  # 153: the run starts 40 characters before the window ends
+        text = f"AKIAQ7VK2MXP9LZR4TWC{' ' * gap}sha512-{B62 * 3}"
+        assert [f.kind for f in find_secrets(text)] == ["aws_access_key"], gap
 
 
 @pytest.mark.parametrize(("kind", "text"), KINDS)
