@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ferrex.config import load
 from ferrex.core.settings import StoreSettings
@@ -169,6 +171,35 @@ def test_a_disguised_token_is_found_where_it_is_in_the_text_as_sent(how: str, to
     found = find_secrets(text)
     assert [(f.kind, text[f.start : f.end]) for f in found] == [("github_token", token)]
     assert redact(text) == "CI pushes with [redacted:github_token] (rotate monthly)"
+
+
+def _disguised(char: str, how: int) -> str:
+    """``char`` as one of the disguises the scan undoes (0: as it is)."""
+    match how:
+        case 1:
+            return f"\u200b{char}"
+        case 2:
+            return chr(ord(char) + 0xFEE0)
+        case 3:
+            return f"%{ord(char):02X}"
+        case _:
+            return char
+
+
+@given(st.lists(st.integers(0, 3), min_size=len(GH), max_size=len(GH)), st.sampled_from(" :=("))
+def test_a_token_disguised_char_by_char_is_found_and_redacted_whole(
+    hows: list[int], before: str
+) -> None:
+    token = "".join(_disguised(c, how) for c, how in zip(GH, hows, strict=True))
+    text = f"CI pushes{before}{token} (rotate monthly)"
+    found = find_secrets(text)
+    # A zero-width space before the token's first letter is outside it, and left in place.
+    shown = token.removeprefix("\u200b")
+    assert [(f.kind, text[f.start : f.end]) for f in found] == [("github_token", shown)]
+    assert (
+        redact(text)
+        == f"CI pushes{before}{token[: -len(shown)]}[redacted:github_token] (rotate monthly)"
+    )
 
 
 def test_tokens_one_per_line_are_each_found_and_words_across_a_line_are_not_joined() -> None:
