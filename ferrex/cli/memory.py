@@ -4,7 +4,8 @@ Exit codes beyond the common ones: 7 when the memory rules refuse a store (dupli
 ambiguous conflict, a superseded or unknown target). ``import`` exits 0 when every line was
 stored, recognised as a duplicate fact or skipped (a dump's id that exists, a memory-server
 memory already known, a store line imported before), 7 when some were refused, 2 when the
-file or a line is not valid input (nothing of that line is written; the others are).
+file or a line is not valid input (nothing of that line is written; the others are; for a
+Claude or ChatGPT export, a conversation).
 
 Store lines are idempotent by their place and text: each carries an import key,
 ``"line N sha256:H"`` (N its line number, H the start of the SHA-256 of its JSON object
@@ -298,7 +299,8 @@ def import_(
     as its source and the message's time as its event time. System and tool messages,
     tool calls, images and other non-text parts, attachments and empty conversations are
     left out and counted by reason. A message imported before (by its id) is skipped, so a
-    newer export stores only the new messages.
+    newer export stores only the new messages. A conversation not of the export's shape
+    is left out and reported (exit 2); the others are imported.
 
     All formats are written in group commits with batched embedding. Reports the outcome
     of every line; exits 5 if lines could not be stored (the embeddings server went away:
@@ -363,6 +365,9 @@ def _json_lines(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
             outcomes.append(_invalid(number, UsageError(f"not JSON: {exc}")))
+            continue
+        except RecursionError:
+            outcomes.append(_invalid(number, UsageError(f"not JSON: {chats.TOO_DEEP}")))
             continue
         if not isinstance(raw, dict):
             outcomes.append(_invalid(number, UsageError("a line must be a JSON object")))
@@ -543,8 +548,13 @@ def _chat_export(text: str, file_format: str) -> tuple[chats.ChatFormat, Any] | 
         return None
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except json.JSONDecodeError:
         return None  # JSON lines (or not JSON at all): the line formats report each line
+    except RecursionError as exc:  # its first value cannot be read: no format to tell
+        raise UsageError(
+            f"cannot tell the format of this file: its first JSON value is {chats.TOO_DEEP}",
+            hint="pass the conversations.json of an export, or JSON lines",
+        ) from exc
     fmt = chats.detect(doc)
     if fmt is not None:
         return fmt, doc
@@ -568,7 +578,9 @@ def _import_chats(
     as_json: bool,
 ) -> None:
     """A Claude or ChatGPT export: parsed whole first (a file of the wrong shape is refused
-    before anything is written), then stored in order, one memory per message or part."""
+    before anything is written; a conversation of the wrong shape is left out and reported
+    as invalid, exit 2, like a bad line), then stored in order, one memory per message or
+    part."""
     parsed = chats.parse(
         doc,
         fmt,
@@ -597,8 +609,14 @@ def _import_chats(
             outcome["reason"] = reason
             skipped[reason] = skipped.get(reason, 0) + 1
         outcomes.append(outcome)
+    invalid = [
+        {"conversation": bad.index,
+         **({"conversation_id": bad.conversation} if bad.conversation else {}),
+         "status": "invalid", **bad.error.as_dict()}
+        for bad in parsed.invalid
+    ]  # fmt: skip
     counts: dict[str, int] = {}
-    for outcome in outcomes:
+    for outcome in [*outcomes, *invalid]:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
     indexed = index_after(app, counts.get("stored", 0), index, as_json)
     with_secrets = secrets_report(outcomes, key="item")
@@ -609,6 +627,7 @@ def _import_chats(
         "untimed": parsed.untimed,
         "counts": counts,
         "skipped": dict(sorted(skipped.items())),
+        "invalid": invalid,
         "secrets": with_secrets,
         "indexed": indexed,
         "items": outcomes,
@@ -657,6 +676,10 @@ def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
     what was skipped, by reason."""
     outcomes: list[dict[str, Any]] = summary["items"]
     _echo_unavailable(outcomes, lambda first, n: f"{n} messages", "messages")
+    for bad in summary["invalid"]:
+        named = f" ({bad['conversation_id']})" if "conversation_id" in bad else ""
+        click.echo(f"conversation {bad['conversation']}{named}: not imported, invalid "
+                   f"[{bad['code']}] {bad['message']}")  # fmt: skip
     for o in outcomes:
         what = f"conversation {o['conversation_id']} message {o['message_id']}"
         what += f" part {o['part']}" if "part" in o else ""

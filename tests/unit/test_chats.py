@@ -305,3 +305,35 @@ def test_wrong_shapes_are_refused_with_the_conversation_named(
 def test_not_json() -> None:
     with pytest.raises(UsageError, match="not a JSON document"):
         chats.loads("[{'single': 'quotes'}]")
+
+
+def test_a_conversation_of_the_wrong_shape_is_left_out_and_the_others_parsed() -> None:
+    good = gpt_linear("good", "Fine", [("user", "kept")])
+    bad = gpt_linear("bad", "Odd", [("user", "left out")])
+    bad["mapping"]["bad-m1"]["parent"] = ["bad-sys"]
+    parsed = chats.parse([bad, good, 7], "chatgpt")
+    assert contents(parsed) == ["user: kept"]
+    assert parsed.conversations == 1 and parsed.messages == 2  # the good one's
+    assert parsed.skipped == {"hidden": 1}
+    assert [(c.index, c.conversation) for c in parsed.invalid] == [(1, "bad"), (3, None)]
+    assert "node 'bad-m1' of its mapping has a parent that is an array" in str(
+        parsed.invalid[0].error
+    )
+    assert "conversation 3 is a number" in str(parsed.invalid[1].error)
+
+
+def test_children_that_loop_back_end_the_walk_down() -> None:
+    conv = gpt_linear("c", "Loop", [("user", "one"), ("user", "two")])
+    conv["current_node"] = None
+    conv["mapping"]["c-m2"]["children"] = ["c-m1"]
+    assert contents(chats.parse([conv], "chatgpt")) == ["user: one", "user: two"]
+
+
+@pytest.mark.parametrize(
+    "at", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "not a time", 5]
+)
+def test_a_time_that_cannot_be_read_is_no_time(at: object) -> None:
+    conv = claude_linear("k", "n", [("human", "hi")])
+    conv["chat_messages"][0]["created_at"] = at
+    [item] = chats.parse([conv], "claude").items
+    assert item.request.valid_from == datetime(2024, 6, 1, 9, 59, tzinfo=UTC)

@@ -1,0 +1,225 @@
+"""`ferrex import` of hostile and odd files through the real command, on a real home.
+
+A conversation whose shape is not its export's is left out and reported as invalid (exit
+2, like a bad line) while the others import; a file that cannot be read at all is refused
+whole and changes nothing; a time out of range is no time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ferrex.cli import cli
+from tests.chat_exports import (
+    claude_conversation,
+    claude_linear,
+    claude_message,
+    gpt_linear,
+)
+
+FERREX = str(Path(sys.executable).with_name("ferrex"))
+
+
+def run(home: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        return 1, result.stdout, f"traceback: {result.exception!r}"
+    return result.exit_code, result.stdout, result.stderr
+
+
+def write(path: Path, doc: Any) -> Path:
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def head(home: Path) -> int:
+    code, out, _ = run(home, "journal", "verify", "--json")
+    assert code == 0
+    return int(json.loads(out)["head_position"])
+
+
+def contents(home: Path) -> list[str]:
+    dump = run(home, "export", "jsonl", "-")[1]
+    return sorted(line["content"] for line in map(json.loads, dump.splitlines())
+                  if line.get("content"))  # fmt: skip
+
+
+def good_gpt() -> dict[str, Any]:
+    return gpt_linear("good", "Fine", [("user", "The boiler was serviced on Tuesday.")])
+
+
+def gpt_branching() -> dict[str, Any]:
+    """A conversation without current_node: its path goes down the children."""
+    conv = gpt_linear("bad", "Hostile", [("user", "hostile turn one"), ("user", "two")])
+    conv["current_node"] = None
+    return conv
+
+
+def claude_branching() -> dict[str, Any]:
+    """A conversation with parent links, so that its path follows them from the leaf."""
+    return claude_conversation("bad", "Hostile", [
+        claude_message("bad-m1", "human", "hostile turn one", parent=None),
+        claude_message("bad-m2", "assistant", "two", parent="bad-m1"),
+    ])  # fmt: skip
+
+
+def good_claude() -> dict[str, Any]:
+    return claude_linear("good", "Fine", [("human", "The boiler was serviced on Tuesday.")])
+
+
+def _gpt_parent_list(conv: dict[str, Any]) -> None:
+    conv["mapping"]["bad-m1"]["parent"] = ["bad-sys"]
+
+
+def _gpt_children_int(conv: dict[str, Any]) -> None:
+    conv["mapping"]["bad-root"]["children"] = 3
+
+
+def _gpt_child_list(conv: dict[str, Any]) -> None:
+    conv["mapping"]["bad-sys"]["children"] = [["bad-m1"]]
+
+
+def _claude_uuid_list(conv: dict[str, Any]) -> None:
+    conv["chat_messages"][0]["uuid"] = ["bad-m1"]
+
+
+def _claude_parent_object(conv: dict[str, Any]) -> None:
+    conv["chat_messages"][1]["parent_message_uuid"] = {"uuid": "bad-m1"}
+
+
+def _claude_leaf_list(conv: dict[str, Any]) -> None:
+    conv["current_leaf_message_uuid"] = ["bad-m2"]
+
+
+def _gpt_children_cycle(conv: dict[str, Any]) -> None:
+    conv["mapping"]["bad-m2"]["children"] = ["bad-m1"]  # a loop down the newest children
+
+
+SHAPES: dict[str, tuple[str, Callable[[], dict[str, Any]], Callable[[dict[str, Any]], None],
+                        str]] = {
+    "chatgpt parent list": ("chatgpt", gpt_branching, _gpt_parent_list,
+                            "has a parent that is an array, not a node id"),
+    "chatgpt children integer": ("chatgpt", gpt_branching, _gpt_children_int,
+                                 "has children that are not a list of node ids"),
+    "chatgpt child list": ("chatgpt", gpt_branching, _gpt_child_list,
+                           "has children that are not a list of node ids"),
+    "claude uuid list": ("claude", claude_branching, _claude_uuid_list,
+                         "message 1's uuid is missing or not a string id (an array)"),
+    "claude parent object": ("claude", claude_branching, _claude_parent_object,
+                             "parent_message_uuid is missing or not a string id (an object)"),
+    "claude leaf list": ("claude", claude_branching, _claude_leaf_list,
+                         "current_leaf_message_uuid is an array, not a uuid"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_malformed_conversation_is_reported_and_the_others_import(
+    tmp_path: Path, shape: str
+) -> None:
+    """Before: a traceback (exit 1) and nothing imported. Now: that conversation is left
+    out and named with why, the good one is stored, exit 2 (an invalid conversation, as an
+    invalid line)."""
+    fmt, build, spoil, says = SHAPES[shape]
+    bad = build()
+    spoil(bad)
+    good = good_gpt() if fmt == "chatgpt" else good_claude()
+    export = write(tmp_path / "conversations.json", [good, bad])
+    home = tmp_path / "home"
+    code, out, err = run(home, "import", str(export), "--json")
+    assert code == 2, (out, err)
+    doc = json.loads(out)
+    assert doc["counts"] == {"stored": 1, "invalid": 1}
+    assert doc["conversations"] == 1
+    [invalid] = doc["invalid"]
+    assert invalid["conversation"] == 2 and invalid["conversation_id"] == "bad"
+    assert invalid["code"] == "invalid_input" and says in invalid["message"], invalid
+    assert contents(home) == ["user: The boiler was serviced on Tuesday."]
+    # The text report names it too; running it again stores nothing more.
+    code, out, _ = run(home, "import", str(export))
+    assert code == 2
+    assert "conversation 2 (bad): not imported, invalid [invalid_input] conversation 2" in out
+    assert says in out and "1 invalid, 1 skipped" in out
+
+
+def test_a_loop_in_the_children_ends(tmp_path: Path) -> None:
+    """Children that lead back up (without a current_node the path goes down the newest
+    children) looped for ever; the walk down now stops at a node it has seen, and the
+    path up through the parents is imported."""
+    bad = gpt_branching()
+    _gpt_children_cycle(bad)
+    export = write(tmp_path / "conversations.json", [bad])
+    done = subprocess.run(
+        [FERREX, "--home", str(tmp_path / "home"), "import", str(export), "--json"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["counts"] == {"stored": 2}
+
+
+def test_a_file_of_malformed_conversations_only_is_refused_whole(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    code, _, err = run(home, "store", "--content", "a memory before the bad import")
+    assert code == 0, err
+    position = head(home)
+    bad = claude_branching()
+    _claude_parent_object(bad)
+    code, _, err = run(home, "import", str(write(tmp_path / "c.json", [bad])))
+    assert code == 2 and "error [invalid_input]: conversation 1: message 2's" in err, err
+    assert head(home) == position
+
+
+@pytest.mark.parametrize("where", ["conversation", "message"])
+def test_a_time_out_of_range_is_no_time(tmp_path: Path, where: str) -> None:
+    """Before: OverflowError (year 1 at +14:00 is before year 1 in UTC). Now: no time; a
+    message takes its conversation's (or, failing that, the import's)."""
+    hostile = "0001-01-01T00:00:00+14:00"
+    conv = claude_linear("k", "Odd times", [("human", "We moved the standup to 9:30.")])
+    if where == "conversation":
+        conv["created_at"] = hostile
+    else:
+        conv["chat_messages"][0]["created_at"] = hostile
+    home = tmp_path / "home"
+    code, out, err = run(home, "import", str(write(tmp_path / "c.json", [conv])), "--json")
+    assert code == 0, (out, err)
+    doc = json.loads(out)
+    assert doc["counts"] == {"stored": 1}
+    assert doc["untimed"] == (1 if where == "message" else 0)
+    code, out, _ = run(home, "recall", "standup time", "--json")
+    [best, *_] = json.loads(out)["results"]
+    # The message's own time when the conversation's is out of range; the conversation's
+    # (09:59) when the message's is.
+    expected = "2024-06-01T10:01:00Z" if where == "conversation" else "2024-06-01T09:59:00Z"
+    assert best["event_time"] == expected
+
+
+def test_deep_nesting_under_auto_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+    """Before: RecursionError out of the line reader (exit 1). Now: refused, exit 2, with
+    why; a home is not even created."""
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    fresh = tmp_path / "fresh"
+    code, _, err = run(fresh, "import", str(deep))
+    assert code == 2 and "nested too deeply" in err, err
+    assert not (fresh / "journal").exists()
+    home = tmp_path / "home"
+    assert run(home, "store", "--content", "a memory before the deep file")[0] == 0
+    position = head(home)
+    for args in ([], ["--format", "chatgpt"], ["--format", "claude"]):
+        code, _, err = run(home, "import", str(deep), *args)
+        assert code == 2 and "nested too deeply" in err, (args, err)
+    # JSON lines: a deep line is an invalid line, the others import.
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text('{"content": "first line"}\n' + "[" * 50_000 + "]" * 50_000 + "\n")
+    code, out, err = run(home, "import", str(lines), "--json")
+    assert code == 2, err
+    report = json.loads(out)["lines"]
+    assert [o["status"] for o in report] == ["stored", "invalid"]
+    assert "nested too deeply" in report[1]["message"]
+    assert head(home) == position + 1
