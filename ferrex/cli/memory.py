@@ -13,7 +13,9 @@ written canonically), stored with the memory (``MemoryBody.import_key``). A line
 already stored a memory in its namespace is skipped, whatever the rules would say today;
 the same text on two lines is two memories (two turns "Thanks!" of one conversation).
 A Claude or ChatGPT export (:mod:`ferrex.porting.chats`) uses the same mechanism with the
-message's id as the key (``"chatgpt message ID"``, ``" part I/N"`` for a split message).
+conversation's id and the message's as the key (``chatgpt conversation "CID" message
+"MID"``, ``" part I/N"`` for a split message; files imported under the older
+``"chatgpt message MID"`` are recognised too).
 """
 
 from __future__ import annotations
@@ -298,8 +300,9 @@ def import_(
     episodic memory "user: ..." or "assistant: ...", with the conversation (title and id)
     as its source and the message's time as its event time. System and tool messages,
     tool calls, images and other non-text parts, attachments and empty conversations are
-    left out and counted by reason. A message imported before (by its id) is skipped, so a
-    newer export stores only the new messages. A conversation not of the export's shape
+    left out and counted by reason. A message imported before (by its conversation's id
+    and its own) is skipped, so a newer export stores only the new messages; one whose
+    text changed since is skipped and reported. A conversation not of the export's shape
     is left out and reported (exit 2); the others are imported.
 
     All formats are written in group commits with batched embedding. Reports the outcome
@@ -580,7 +583,8 @@ def _import_chats(
     """A Claude or ChatGPT export: parsed whole first (a file of the wrong shape is refused
     before anything is written; a conversation of the wrong shape is left out and reported
     as invalid, exit 2, like a bad line), then stored in order, one memory per message or
-    part."""
+    part. A message imported before is skipped, ``imported_before``; one imported before
+    with another text is skipped too and reported, ``changed_since_import``."""
     parsed = chats.parse(
         doc,
         fmt,
@@ -600,7 +604,9 @@ def _import_chats(
         outcome = _stored(number, result, **where, **({"part": item.part} if item.part else {}))
         outcome["item"] = outcome.pop("line")
         reason = None
-        if isinstance(result, Refused) and result.details.get("imported"):
+        if isinstance(result, Refused) and result.details.get("changed"):
+            reason = "changed_since_import"
+        elif isinstance(result, Refused) and result.details.get("imported"):
             reason = "imported_before"
         elif isinstance(result, FerrexError) and result.code == "secret_refused":
             reason = "secret"
@@ -685,6 +691,9 @@ def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
         what += f" part {o['part']}" if "part" in o else ""
         if o["status"] in ("invalid", "refused"):
             click.echo(f"{what}: {o['status']} [{o['code']}] {o['message']}")
+        if o.get("reason") == "changed_since_import":
+            click.echo(f"{what}: changed since its import, not stored: {o['message']} "
+                       f"(hint: {o['hint']})")  # fmt: skip
         _echo_redacted(what, o)
     counts: dict[str, int] = summary["counts"]
     untimed = summary["untimed"]

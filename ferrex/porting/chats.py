@@ -34,9 +34,14 @@ The mapping, the same for both:
 - ``valid_from`` is the message's own time; a message without one takes its
   conversation's time (counted in ``untimed``), and failing that the time of the import;
 - ``context`` keeps the provenance: format, conversation id and message id (and the part);
-- ``import_key`` is ``"FORMAT message ID"`` (``" part I/N"`` for a part), so importing the
-  file again, or a newer export that still holds the old messages, stores only what is
-  new; a re-run must use the same ``assistant`` and ``split_chars`` to recognise parts;
+- ``import_key`` is ``FORMAT conversation "CID" message "MID"`` (the ids JSON-quoted, so no
+  two pairs give one key; ``" part I/N"`` for a part), so importing the file again, or a
+  newer export that still holds the old messages, stores only what is new; a re-run must
+  use the same ``assistant`` and ``split_chars`` to recognise parts. A message id alone is
+  no key: two conversations may use one id (a conversation copied or shared, a hostile
+  file). Before this, the key was ``"FORMAT message MID"``; that form is passed along as
+  ``former_import_keys``, so a file imported then still stores nothing again (see
+  :func:`ferrex.core.decide.decide_store`);
 - what is not conversation text is left out and counted by reason (:data:`REASONS`):
   system and tool messages, tool calls, non-text parts (images, code and its output,
   thinking), attachments and files, hidden messages, empty messages and conversations.
@@ -286,9 +291,9 @@ class _Shape:
             limit = whole
         parts = split_text(m.text, limit) if len(m.text) > limit else [m.text]
         source = f"{self.fmt}: {m.title} [{m.conversation}]"
-        base_key = f"{self.fmt} message {m.message}"
         for i, part in enumerate(parts, start=1):
             numbered = f"{i}/{len(parts)}" if len(parts) > 1 else None
+            suffix = f" part {numbered}" if numbered else ""
             context: dict[str, Any] = {
                 "import": self.fmt,
                 "conversation": m.conversation,
@@ -303,9 +308,17 @@ class _Shape:
                 valid_from=time,
                 context=context,
                 split_long=True,
-                import_key=base_key + (f" part {numbered}" if numbered else ""),
+                import_key=import_key(self.fmt, m.conversation, m.message) + suffix,
+                former_import_keys=(f"{self.fmt} message {m.message}{suffix}",),
             )
             out.items.append(ChatItem(m.conversation, m.message, numbered, request))
+
+
+def import_key(fmt: ChatFormat, conversation: str, message: str) -> str:
+    """A message's import key: its conversation's id and its own, JSON-quoted (an id may
+    hold spaces or the word ``message``; quoted, no two pairs of ids give one key)."""
+    quoted = [json.dumps(x, ensure_ascii=False) for x in (conversation, message)]
+    return f"{fmt} conversation {quoted[0]} message {quoted[1]}"
 
 
 # ---- ChatGPT ---------------------------------------------------------------------------

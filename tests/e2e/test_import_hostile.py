@@ -2,10 +2,14 @@
 
 A conversation whose shape is not its export's is left out and reported as invalid (exit
 2, like a bad line) while the others import; a file that cannot be read at all is refused
-whole and changes nothing; a time out of range is no time."""
+whole and changes nothing; a time out of range is no time. Import keys are the
+conversation's id and the message's: a message id reused by another conversation is
+another message, a message whose text changed since its import is reported, and a home
+imported under the older message-only keys imports nothing again."""
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -16,7 +20,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from ferrex.app import App
 from ferrex.cli import cli
+from ferrex.config import load
+from ferrex.porting import chats
+from ferrex.rules.memory_input import StoreRequest
 from tests.chat_exports import (
     claude_conversation,
     claude_linear,
@@ -223,3 +231,95 @@ def test_deep_nesting_under_auto_is_refused_and_changes_nothing(tmp_path: Path) 
     assert [o["status"] for o in report] == ["stored", "invalid"]
     assert "nested too deeply" in report[1]["message"]
     assert head(home) == position + 1
+
+
+def test_a_message_id_reused_by_another_conversation_is_another_message(
+    tmp_path: Path,
+) -> None:
+    """Before: the second conversation's message was skipped as imported_before (keyed
+    by the message id alone). Now both are stored."""
+    first = claude_conversation(
+        "k-1", "Kitchen", [claude_message("m-1", "human", "The oven runs twenty degrees hot.")]
+    )
+    second = claude_conversation("k-2", "Garden", [
+        claude_message("m-1", "human", "The hedge needs trimming before June.")])  # fmt: skip
+    home = tmp_path / "home"
+    code, out, err = run(home, "import", str(write(tmp_path / "a.json", [first])), "--json")
+    assert code == 0 and json.loads(out)["counts"] == {"stored": 1}, (out, err)
+    code, out, err = run(home, "import", str(write(tmp_path / "b.json", [second])), "--json")
+    assert code == 0, (out, err)
+    assert json.loads(out)["counts"] == {"stored": 1}
+    assert contents(home) == ["user: The hedge needs trimming before June.",
+                              "user: The oven runs twenty degrees hot."]  # fmt: skip
+
+
+def test_a_message_changed_since_its_import_is_reported_not_stored(tmp_path: Path) -> None:
+    """Before: skipped silently as imported_before. Now: skipped as changed_since_import,
+    with a line saying so and how to take the new text."""
+    conv = gpt_linear("c", "Trip", [("user", "The train leaves at 8:15."), ("user", "Ok")])
+    home = tmp_path / "home"
+    export = write(tmp_path / "conversations.json", [conv])
+    assert run(home, "import", str(export))[0] == 0
+    position = head(home)
+    edited = copy.deepcopy(conv)
+    edited["mapping"]["c-m1"]["message"]["content"]["parts"] = ["The train leaves at 9:40."]
+    export = write(tmp_path / "edited.json", [edited])
+    code, out, err = run(home, "import", str(export), "--json")
+    assert code == 0, (out, err)
+    doc = json.loads(out)
+    assert doc["skipped"] == {"changed_since_import": 1, "hidden": 1, "imported_before": 1}
+    changed = doc["items"][0]
+    assert changed["status"] == "skipped" and changed["reason"] == "changed_since_import"
+    assert head(home) == position, "nothing written"
+    code, out, _ = run(home, "import", str(export))
+    assert "conversation c message c-m1: changed since its import, not stored" in out
+    [old_id] = changed["ids"]
+    assert f"forget {old_id} and import again" in out
+    # Doing what the hint says takes the new text.
+    assert run(home, "forget", old_id)[0] == 0
+    code, out, _ = run(home, "import", str(export), "--json")
+    assert code == 0 and json.loads(out)["counts"] == {"stored": 1, "skipped": 1}
+    assert contents(home) == ["user: Ok", "user: The train leaves at 9:40."]
+
+
+def test_a_home_imported_under_the_message_only_keys_imports_nothing_again(
+    tmp_path: Path,
+) -> None:
+    """Memories stored as an older ferrex stored them (import key ``FORMAT message ID``,
+    the same context) are this file's messages: a re-import writes nothing. Another
+    conversation's message under the same old key is not one of them."""
+    long_answer = " ".join(f"Sentence {i} about the boiler and its pressure." for i in range(40))
+    conv = gpt_linear("c", "Boiler", [("user", "The boiler loses pressure."),
+                                      ("assistant", long_answer)])  # fmt: skip
+    export = write(tmp_path / "conversations.json", [conv])
+    parsed = chats.parse([conv], "chatgpt")
+    assert len(parsed.items) > 2, "the long answer is split into parts"
+    home = tmp_path / "home"
+    app = App(home=home, config=load(home, None))
+    try:  # what ferrex before this change journaled for the file
+        old = []
+        for item in parsed.items:
+            part = f" part {item.part}" if item.part else ""
+            old.append(StoreRequest(
+                type="episodic", content=item.request.content, source=item.request.source,
+                valid_from=item.request.valid_from, split_long=True,
+                context={"import": "chatgpt", "conversation": item.conversation,
+                         "message": item.message, **({"part": item.part} if item.part else {})},
+                import_key=f"chatgpt message {item.message}{part}",
+            ))  # fmt: skip
+        results = app.writer().store_many(old)
+        assert all(r.status == "stored" for r in results), results  # type: ignore[union-attr]
+    finally:
+        app.close()
+    position = head(home)
+    code, out, err = run(home, "import", str(export), "--json")
+    assert code == 0, (out, err)
+    doc = json.loads(out)
+    assert doc["counts"] == {"skipped": len(parsed.items)}
+    assert doc["skipped"]["imported_before"] == len(parsed.items)
+    assert head(home) == position, "a re-import writes nothing"
+    # Another conversation reusing the first message's id: not imported before.
+    other = gpt_linear("d", "Other", [("user", "The shed roof leaks.")])
+    other["mapping"]["d-m1"]["message"]["id"] = "c-m1"
+    code, out, err = run(home, "import", str(write(tmp_path / "d.json", [other])), "--json")
+    assert code == 0 and json.loads(out)["counts"] == {"stored": 1}, (out, err)

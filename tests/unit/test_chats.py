@@ -47,7 +47,8 @@ def test_chatgpt_reads_the_shown_path_only() -> None:
     assert parsed.messages == 4 and parsed.conversations == 1
     first = parsed.items[0].request
     assert first.source == "chatgpt: Capitals [c1]"
-    assert first.import_key == "chatgpt message q1"
+    assert first.import_key == 'chatgpt conversation "c1" message "q1"'
+    assert first.former_import_keys == ("chatgpt message q1",)  # before the conversation
     assert first.valid_from == datetime.fromtimestamp(T0, UTC)
     assert first.context == {"import": "chatgpt", "conversation": "c1", "message": "q1"}
     assert first.type == "episodic" and first.split_long
@@ -198,7 +199,8 @@ def test_claude_messages_blocks_and_attachments() -> None:
     second = parsed.items[1].request
     assert second.valid_from == datetime(2024, 6, 1, 8, 5, tzinfo=UTC)
     assert second.source == "claude: Contract [k1]"
-    assert second.import_key == "claude message m2"
+    assert second.import_key == 'claude conversation "k1" message "m2"'
+    assert second.former_import_keys == ("claude message m2",)
 
 
 def test_claude_branches_follow_the_leaf() -> None:
@@ -237,7 +239,9 @@ def test_assistant_modes() -> None:
         assert content is not None and content.startswith("assistant: ")
         assert len(content) <= 400 + len("assistant: ")
         assert item.part == f"{i}/{len(parts)}"
-        assert item.request.import_key == f"chatgpt message c-m2 part {i}/{len(parts)}"
+        key = f'chatgpt conversation "c" message "c-m2" part {i}/{len(parts)}'
+        assert item.request.import_key == key
+        assert item.request.former_import_keys == (f"chatgpt message c-m2 part {i}/{len(parts)}",)
         assert item.request.context == {"import": "chatgpt", "conversation": "c",
                                         "message": "c-m2", "part": item.part}  # fmt: skip
     joined = " ".join((item.request.content or "")[len("assistant: ") :] for item in parts)
@@ -337,3 +341,10 @@ def test_a_time_that_cannot_be_read_is_no_time(at: object) -> None:
     conv["chat_messages"][0]["created_at"] = at
     [item] = chats.parse([conv], "claude").items
     assert item.request.valid_from == datetime(2024, 6, 1, 9, 59, tzinfo=UTC)
+
+
+def test_import_keys_quote_the_ids_so_no_two_pairs_give_one_key() -> None:
+    one = chats.import_key("claude", "a message b", "c")
+    other = chats.import_key("claude", "a", "b message c")
+    assert one != other
+    assert one == 'claude conversation "a message b" message "c"'
