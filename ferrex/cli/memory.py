@@ -5,7 +5,7 @@ ambiguous conflict, a superseded or unknown target). ``import`` exits 0 when eve
 stored, recognised as a duplicate fact or skipped (a dump's id that exists, a memory-server
 memory already known, a store line imported before), 7 when some were refused, 2 when the
 file or a line is not valid input (nothing of that line is written; the others are; for a
-Claude or ChatGPT export, a conversation).
+Claude or ChatGPT export, a conversation), 130 when stopped by Ctrl-C.
 
 Store lines are idempotent by their place and text: each carries an import key,
 ``"line N sha256:H"`` (N its line number, H the start of the SHA-256 of its JSON object
@@ -16,6 +16,10 @@ A Claude or ChatGPT export (:mod:`ferrex.porting.chats`) uses the same mechanism
 conversation's id and the message's as the key (``chatgpt conversation "CID" message
 "MID"``, ``" part I/N"`` for a split message; files imported under the older
 ``"chatgpt message MID"`` are recognised too).
+
+Ctrl-C (SIGINT) stops an import with exit 130, saying how many lines or messages were
+written or skipped: each chunk written stays (the journal's group commits), and since an
+import is idempotent by its keys, running the same command again resumes it.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from itertools import groupby
 from pathlib import Path
@@ -305,12 +310,76 @@ def import_(
     text changed since is skipped and reported. A conversation not of the export's shape
     is left out and reported (exit 2); the others are imported.
 
+    Ctrl-C stops an import (exit 130) and says how far it got: what was written stays,
+    and running the same command again resumes, skipping what is imported already.
+
     All formats are written in group commits with batched embedding. Reports the outcome
     of every line; exits 5 if lines could not be stored (the embeddings server went away:
     run it again), 2 if a line was invalid, 7 if one was refused. A likely secret
     (see --secrets) never fails the import: its line is redacted or skipped, and the
     report names its kind, field and position, never the secret.
     """
+    reached = _Reached()
+    try:
+        _import(app, file, file_format, assistant, split_chars, secrets, index, as_json, reached)
+    except KeyboardInterrupt:  # Ctrl-C: what was written stays, a re-run resumes
+        click.echo(reached.interrupted(), err=True)
+        raise click.exceptions.Exit(INTERRUPTED) from None
+
+
+INTERRUPTED = 130
+"""The exit code of an import stopped by Ctrl-C (SIGINT), as a shell reports one."""
+
+
+class _Reached:
+    """How far an import got: the last count its progress reported (each chunk's, once the
+    chunk is written), for what Ctrl-C prints."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.total = 0
+        self.unit = "lines"
+
+    @contextmanager
+    def progress(
+        self, label: str, unit: str, *, quiet: bool = False
+    ) -> Iterator[Callable[[int, int], None]]:
+        """:func:`ferrex.cli.progress.progress`, its counts also kept here."""
+        self.unit = unit
+        with progress(label, unit, quiet=quiet) as update:
+
+            def counted(done: int, total: int) -> None:
+                self.done, self.total = done, total
+                update(done, total)
+
+            yield counted
+
+    def interrupted(self) -> str:
+        if not self.done:
+            return "interrupted: nothing was written yet; run the same command to import the file"
+        if self.done >= self.total:  # during the index build that follows a large import
+            return (
+                f"interrupted: all {self.total:,} {self.unit} were written or skipped, and "
+                "stay; the vector indexes were not built: `ferrex optimize` builds them"
+            )
+        return (
+            f"interrupted: {self.done:,} of {self.total:,} {self.unit} were written or skipped "
+            "before Ctrl-C, and stay; run the same command again to resume (what is imported "
+            "already is skipped)"
+        )
+
+
+def _import(
+    app: App,
+    file: str,
+    file_format: str,
+    assistant: str | None,
+    split_chars: int | None,
+    secrets: str | None,
+    index: bool,
+    as_json: bool,
+    reached: _Reached,
+) -> None:
     text = sys.stdin.read() if file == "-" else _read(Path(file))
     # The model loads on its own thread while the file is parsed and the home opened; the
     # load ends before the command does, whatever ends it (never in the interpreter's exit).
@@ -324,7 +393,8 @@ def import_(
             hint="pass --format claude or --format chatgpt",
         )
     if export is not None:
-        _import_chats(app, export[0], export[1], assistant, split_chars, secrets, index, as_json)
+        _import_chats(app, export[0], export[1], assistant, split_chars, secrets, index, as_json,
+                      reached)  # fmt: skip
         return
     parsed, outcomes = _json_lines(text)
     if file_format == "auto":
@@ -332,7 +402,7 @@ def import_(
     writer = app.writer()
     secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
     writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
-    with progress("importing", "lines", quiet=as_json) as update:
+    with reached.progress("importing", "lines", quiet=as_json) as update:
         if file_format == "dump":
             outcomes += _import_dump(writer, parsed, update)
         elif file_format == "memory-server":
@@ -579,6 +649,7 @@ def _import_chats(
     secrets: str | None,
     index: bool,
     as_json: bool,
+    reached: _Reached,
 ) -> None:
     """A Claude or ChatGPT export: parsed whole first (a file of the wrong shape is refused
     before anything is written; a conversation of the wrong shape is left out and reported
@@ -595,7 +666,7 @@ def _import_chats(
     writer = app.writer()
     secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
     writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
-    with progress("importing", "memories") as update:
+    with reached.progress("importing", "memories") as update:
         results = writer.store_many([item.request for item in parsed.items], progress=update)
     skipped = dict(parsed.skipped)
     outcomes: list[dict[str, Any]] = []

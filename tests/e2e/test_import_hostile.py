@@ -5,14 +5,21 @@ A conversation whose shape is not its export's is left out and reported as inval
 whole and changes nothing; a time out of range is no time. Import keys are the
 conversation's id and the message's: a message id reused by another conversation is
 another message, a message whose text changed since its import is reported, and a home
-imported under the older message-only keys imports nothing again."""
+imported under the older message-only keys imports nothing again. Ctrl-C stops an import
+with how far it got, and the same command resumes it."""
 
 from __future__ import annotations
 
 import copy
 import json
+import os
+import pty
+import re
+import select
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -323,3 +330,68 @@ def test_a_home_imported_under_the_message_only_keys_imports_nothing_again(
     other["mapping"]["d-m1"]["message"]["id"] = "c-m1"
     code, out, err = run(home, "import", str(write(tmp_path / "d.json", [other])), "--json")
     assert code == 0 and json.loads(out)["counts"] == {"stored": 1}, (out, err)
+
+
+def _messages(n: int) -> list[tuple[str, str]]:
+    places = ["Lisbon", "Porto", "Braga", "Faro", "Évora", "Sintra", "Coimbra", "Aveiro"]
+    return [("user" if i % 2 else "assistant",
+             f"Day {i}: we walked {i % 17 + 2} km around {places[i % 8]} and saw {i * 31 % 97} "
+             f"tiles of pattern {i * 7919 % 10007}.") for i in range(n)]  # fmt: skip
+
+
+def test_ctrl_c_says_how_far_the_import_got_and_a_rerun_resumes(tmp_path: Path) -> None:
+    """Before: click's `Aborted!`, exit 1, nothing said. Now: exit 130, how many were
+    written, and that the same command resumes; it then stores each message once."""
+    count = 3000
+    export = write(tmp_path / "conversations.json", [gpt_linear("c", "Walks", _messages(count))])
+    home = tmp_path / "home"
+    leader, follower = pty.openpty()  # the progress line shows only on a terminal
+    shown = b""
+    done: list[int] = []
+    process: subprocess.Popen[str] | None = None
+    try:
+        process = subprocess.Popen(
+            [FERREX, "--home", str(home), "import", str(export), "--json"],
+            stdout=subprocess.PIPE, stderr=follower, text=True,
+        )  # fmt: skip
+        os.close(follower)
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:  # until a chunk is written, not all of them
+            if select.select([leader], [], [], 1)[0]:
+                shown += os.read(leader, 65536)
+            done = [int(n.replace(b",", b"")) for n in re.findall(rb"([\d,]+)/3,000", shown)]
+            if done and done[-1] > 0:
+                break
+        assert done and 0 < done[-1] < count, shown
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=600)
+        while select.select([leader], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the other end closed and drained
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(leader)
+        if process is not None and process.poll() is None:  # the test failed part way
+            process.kill()
+            process.wait()
+    assert process is not None and process.returncode == 130, (out, shown)
+    said = shown.decode().replace("\r", "\n")
+    match = re.search(r"interrupted: ([\d,]+) of 3,000 memories were written or skipped", said)
+    assert match, said
+    assert "run the same command again to resume" in said and "Aborted!" not in said
+    written = int(match.group(1).replace(",", ""))
+    assert 0 < written < count
+    code, out, err = run(home, "import", str(export), "--json")
+    assert code == 0, (out, err)
+    doc = json.loads(out)
+    assert doc["counts"]["stored"] + doc["counts"]["skipped"] == count
+    assert doc["skipped"]["imported_before"] >= written
+    app = App(home=home, config=load(home, None))
+    try:
+        assert app.projections().read_model.count() == count, "each message once"
+    finally:
+        app.close()
