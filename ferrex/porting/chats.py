@@ -55,7 +55,10 @@ conversations is of the format is refused whole (UsageError): it is not such an 
 The shapes are checked in one place per format, :func:`_chatgpt_tree` and
 :func:`_claude_links`, before a path is followed. A time that cannot be read (not a
 number or not ISO 8601, or out of the range of a date: ``0001-01-01T00:00:00+14:00`` is
-before year 1 in UTC) is no time: the message takes its conversation's.
+before year 1 in UTC) is no time: the message takes its conversation's. Inside a message,
+a field of an unexpected kind reads as absent, as the formats' optional fields do: an
+author's ``role`` that is not a string is another author (left out as a system message),
+``parts`` or ``content`` that are not a list hold no text (an empty message).
 
 Long messages (longer than ``split_chars``): with ``assistant="split"`` (the default) an
 assistant message is cut at paragraph, then sentence, then word boundaries into parts of at
@@ -423,7 +426,7 @@ def _chatgpt_message(
 ) -> _Message:
     message_id = _id(raw.get("id") or node_id, f"{where}: a message's id")
     author = raw.get("author")
-    role = author.get("role") if isinstance(author, dict) else None
+    role = _string(author.get("role")) if isinstance(author, dict) else None
     metadata: Mapping[str, Any] = _object(raw.get("metadata"))
     content: Mapping[str, Any] = _object(raw.get("content"))
     attachments = metadata.get("attachments")
@@ -451,7 +454,8 @@ def _chatgpt_message(
     if content.get("content_type", "text") not in _CHATGPT_TEXT:
         return left_out("non_text_part")
     texts: list[str] = []
-    for part in content.get("parts") or ():
+    parts = content.get("parts")
+    for part in parts if isinstance(parts, list) else ():
         if isinstance(part, dict) and part.get("content_type") == "audio_transcription":
             part = part.get("text")  # what was said in a voice conversation
         if isinstance(part, str):
@@ -645,6 +649,10 @@ def _iso(value: Any) -> datetime | None:
 
 def _object(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _kind(value: Any) -> str:

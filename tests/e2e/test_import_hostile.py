@@ -178,6 +178,21 @@ def test_a_loop_in_the_children_ends(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["counts"] == {"stored": 2}
 
 
+def test_a_message_field_of_another_kind_reads_as_absent(tmp_path: Path) -> None:
+    """Found by the unit test that puts a value of every kind everywhere: a role that is a
+    list, or parts that are a number, were tracebacks. The message is now left out and
+    counted; the conversation's other messages import."""
+    conv = gpt_linear("c", "Odd", [("user", "one"), ("user", "two"), ("user", "kept")])
+    conv["mapping"]["c-m1"]["message"]["author"]["role"] = ["user"]
+    conv["mapping"]["c-m2"]["message"]["content"]["parts"] = 5
+    export = write(tmp_path / "conversations.json", [conv])
+    code, out, err = run(tmp_path / "home", "import", str(export), "--json")
+    assert code == 0, (out, err)
+    doc = json.loads(out)
+    assert doc["counts"] == {"stored": 1}
+    assert doc["skipped"] == {"empty_message": 1, "hidden": 1, "system_message": 1}
+
+
 def test_a_file_of_malformed_conversations_only_is_refused_whole(tmp_path: Path) -> None:
     home = tmp_path / "home"
     code, _, err = run(home, "store", "--content", "a memory before the bad import")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
 from typing import Any
 
@@ -348,3 +349,58 @@ def test_import_keys_quote_the_ids_so_no_two_pairs_give_one_key() -> None:
     other = chats.import_key("claude", "a", "b message c")
     assert one != other
     assert one == 'claude conversation "a message b" message "c"'
+
+
+HOSTILE: list[Any] = [[1], {"a": 1}, float("inf"), float("nan"), -1, 10**30, True, None, "",
+                      "0001-01-01T00:00:00+14:00", [[[]]]]  # fmt: skip
+
+
+def _paths(doc: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every value inside ``doc`` (keys and list indexes)."""
+    inner = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    )
+    found: list[tuple[Any, ...]] = []
+    for key, value in inner:
+        found += [(*path, key), *_paths(value, (*path, key))]
+    return found
+
+
+def _rich(fmt: chats.ChatFormat, leaf: bool) -> dict[str, Any]:
+    """A conversation using most of the format's keys (parts, attachments, tool blocks)."""
+    if fmt == "chatgpt":
+        conv = gpt_linear("c", "t", [("user", "hi"), ("assistant", "yo")])
+        conv["mapping"]["c-m1"]["message"]["content"] = {"content_type": "multimodal_text",
+            "parts": ["a", {"content_type": "audio_transcription", "text": "b"}]}  # fmt: skip
+        conv["mapping"]["c-m1"]["message"]["metadata"] = {"attachments": [{"name": "f"}]}
+        conv["current_node"] = conv["current_node"] if leaf else None
+        return conv
+    return claude_conversation("k", "n", [
+        claude_message("a", "human", "hi", attachments=[{"f": 1}], files=[{"g": 2}]),
+        claude_message("b", "assistant", "yo", parent="a", content=[
+            {"type": "text", "text": "yo"}, {"type": "tool_use", "name": "x"}]),
+    ]) | ({"current_leaf_message_uuid": "b"} if leaf else {})  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", chats.FORMATS)
+@pytest.mark.parametrize("leaf", [True, False])
+def test_any_value_of_any_kind_anywhere_is_parsed_or_refused_never_a_crash(
+    fmt: chats.ChatFormat, leaf: bool
+) -> None:
+    """Each value of an export, in turn, replaced by one of another kind: the conversation
+    is parsed (a field read as absent, a time as no time) or refused with a UsageError,
+    never another exception."""
+    base = _rich(fmt, leaf)
+    for path in _paths(base):
+        for value in HOSTILE:
+            doc = copy.deepcopy(base)
+            node = doc
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = value
+            try:
+                chats.parse([doc], fmt)
+            except UsageError:
+                pass
+            except Exception as exc:  # pragma: no cover - the failure names the case
+                raise AssertionError(f"{path} = {value!r}: {exc!r}") from exc
