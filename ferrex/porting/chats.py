@@ -41,7 +41,10 @@ The mapping, the same for both:
   no key: two conversations may use one id (a conversation copied or shared, a hostile
   file). Before this, the key was ``"FORMAT message MID"``; that form is passed along as
   ``former_import_keys``, so a file imported then still stores nothing again (see
-  :func:`ferrex.core.decide.decide_store`);
+  :func:`ferrex.core.decide.decide_store`). A message whose text changed since its import
+  is not stored again but reported (``changed_since_import``); an edit that changes how
+  many parts a split message has changes the parts' keys, so those parts are stored beside
+  the old ones;
 - what is not conversation text is left out and counted by reason (:data:`REASONS`):
   system and tool messages, tool calls, non-text parts (images, code and its output,
   thinking), attachments and files, hidden messages, empty messages and conversations.
@@ -58,7 +61,8 @@ number or not ISO 8601, or out of the range of a date: ``0001-01-01T00:00:00+14:
 before year 1 in UTC) is no time: the message takes its conversation's. Inside a message,
 a field of an unexpected kind reads as absent, as the formats' optional fields do: an
 author's ``role`` that is not a string is another author (left out as a system message),
-``parts`` or ``content`` that are not a list hold no text (an empty message).
+ChatGPT ``parts`` that are not a list hold no text (an empty message), Claude ``content``
+that is not a list leaves the message's ``text``.
 
 Long messages (longer than ``split_chars``): with ``assistant="split"`` (the default) an
 assistant message is cut at paragraph, then sentence, then word boundaries into parts of at
