@@ -56,7 +56,10 @@ The rules of a store, in order:
    ``near_threshold``), so the agent can supersede it. An import line whose
    ``import_key`` (its place and text) already stored a memory is refused as ``duplicate``
    with ``imported`` in its details, before any other rule: importing a file twice stores
-   nothing new.
+   nothing new. So is one whose ``former_import_keys`` (a key's older form) stored a memory
+   with the same ``context``. When that memory's text is not the line's (a message edited
+   under its id), ``changed`` is in the details too: the import reports it and stores
+   nothing, so no item silently becomes two memories.
 6. **Citations**: ``source = "memory:<id>"`` validates that memory if the caller may see it
    (an invisible id behaves exactly like a nonexistent one).
 7. **Derived episodes** (:func:`episode_of`): an episodic memory stored without a
@@ -563,7 +566,7 @@ def decide_store(
     only for what the rules reach."""
     who = _who(valid, settings)
     if valid.import_key is not None:
-        _refuse_imported(valid.import_key, view, who)
+        _refuse_imported(valid, valid.import_key, view, who)
     memory_id = new_id("mem")
     named = _name_entities(valid, view, who, measures, settings, new_id)
     supersede = _Supersede()
@@ -1019,19 +1022,44 @@ def _refuse_replacing_pinned(valid: ValidStore, replaced: Sequence[Memory]) -> N
     )
 
 
-def _refuse_imported(key: str, view: View, who: _Who) -> None:
+def _refuse_imported(valid: ValidStore, key: str, view: View, who: _Who) -> None:
     """An import line that already stored a memory (the same place and text of the same
     file, imported again) stores nothing: refused as ``duplicate``, ``imported`` in the
-    details (``ferrex import`` reports it as skipped)."""
+    details (``ferrex import`` reports it as skipped).
+
+    A memory stored under one of ``valid.former_import_keys`` (the form an older ferrex
+    gave the key) counts only when its ``context`` is the line's: the older form may have
+    been too coarse (a chat message's id alone, which two conversations may share), and the
+    context names the item whole (format, conversation, message, part). A memory found
+    whose text is not the line's is an item changed since its import: refused too,
+    ``changed`` in the details. Storing the new text beside the old would leave two
+    memories for one item, and superseding it would drop what was imported without
+    anyone asking; the import reports it instead (forget the old memory and import again
+    to take the new text)."""
     done = [m for m in view.imported(who.namespace, key) if who.sees(m)]
-    if done:
-        first = done[0].memory_id
+    for former in valid.former_import_keys:
+        done += [
+            m
+            for m in view.imported(who.namespace, former)
+            if who.sees(m) and m.context == valid.context
+        ]
+    if not done:
+        return
+    ids = [m.memory_id for m in done]
+    if valid.content is None or any(m.content == valid.content for m in done):
         raise Refused(
-            f"this import line was already imported as {first}",
+            f"this import line was already imported as {ids[0]}",
             code="duplicate",
             hint="nothing to do: importing a file again stores only its new lines",
-            details={"ids": [m.memory_id for m in done], "imported": True, "similarity": 1.0},
+            details={"ids": ids, "imported": True, "similarity": 1.0},
         )
+    raise Refused(
+        f"this import line was imported as {ids[0]} with another text, since changed",
+        code="duplicate",
+        hint=f"the memory imported then stays; to take the new text, forget {ids[0]} and "
+        "import again",
+        details={"ids": ids, "imported": True, "changed": True},
+    )
 
 
 def another_event(valid: ValidStore, text: str, old: Memory, old_text: str) -> str | None:

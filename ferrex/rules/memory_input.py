@@ -135,6 +135,10 @@ class StoreRequest:
     import_key: str | None = None
     """Set by ``ferrex import`` (never by a tool call): the place and text of the line, which
     makes the import idempotent (see ``journal.events.MemoryBody.import_key``)."""
+    former_import_keys: tuple[str, ...] = ()
+    """Forms of ``import_key`` an older ferrex wrote for the same item, checked, never
+    stored: a memory stored under one with the same ``context`` is this item, imported
+    before (``decide._refuse_imported``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +174,7 @@ class ValidStore:
     redacted: tuple[SecretFound, ...] = ()
     """The likely secrets replaced by markers (``store.secrets = "redact"``)."""
     import_key: str | None = None
+    former_import_keys: tuple[str, ...] = ()
 
     @property
     def marked(self) -> bool:
@@ -216,8 +221,9 @@ def detect_type(req: StoreRequest) -> MemoryType:
 DEFAULT_LIMITS: Final = Limits()
 
 
-IMPORT_KEY_CHARS = 200
-"""The longest import key (``ferrex import`` makes them about 40 characters)."""
+IMPORT_KEY_CHARS = 500
+"""The longest import key: a store line's is about 40 characters; a chat message's holds
+two ids of at most 100 characters each, JSON-quoted (``porting.chats.import_key``)."""
 REQUEST_KEY_PREFIX: Final = "request "
 """How the import key of a store the HTTP API made with an ``Idempotency-Key`` starts (a
 hash of who sent it and the key follows): journaled with the memory, so a retry after a
@@ -300,6 +306,10 @@ def validate(
         pinned=pinned,
         ttl_seconds=ttl_seconds,
         import_key=_text("import_key", req.import_key, IMPORT_KEY_CHARS, one_line=True),
+        former_import_keys=tuple(
+            cast(str, _text("former_import_keys", key, IMPORT_KEY_CHARS, one_line=True))
+            for key in req.former_import_keys
+        ),
     )
     return screen_secrets(valid, secrets)
 

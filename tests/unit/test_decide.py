@@ -420,6 +420,35 @@ def test_an_imported_fact_later_replaced_is_not_imported_again() -> None:
     assert view.memory(new.result.id).t_invalid is None  # type: ignore[union-attr]
 
 
+def test_a_former_import_key_counts_for_the_same_context_and_a_changed_text_is_named() -> None:
+    view = FakeView()
+    where = {"import": "claude", "conversation": "k-1", "message": "m-1"}
+    old = store(view, note("user: The oven runs hot.", context=where,
+                           import_key="claude message m-1"))  # fmt: skip
+    new_key = 'claude conversation "k-1" message "m-1"'
+    # The same item under the key's new form: imported before.
+    with pytest.raises(Refused) as caught:
+        store(view, note("user: The oven runs hot.", context=where, import_key=new_key,
+                         former_import_keys=("claude message m-1",)),
+              new_id=lambda p: p + "_b")  # fmt: skip
+    assert caught.value.details == {"ids": [old.result.id], "imported": True,
+                                    "similarity": 1.0}  # fmt: skip
+    # Its text changed since: refused as well, and said so.
+    with pytest.raises(Refused) as changed:
+        store(view, note("user: The oven runs cold.", context=where, import_key=new_key,
+                         former_import_keys=("claude message m-1",)),
+              new_id=lambda p: p + "_c")  # fmt: skip
+    assert changed.value.details["changed"] is True
+    assert f"forget {old.result.id}" in (changed.value.hint or "")
+    # Another conversation's message under the same old key is another item.
+    other = store(view, note("user: The hedge needs trimming.",
+                             context={**where, "conversation": "k-2"},
+                             import_key='claude conversation "k-2" message "m-1"',
+                             former_import_keys=("claude message m-1",)),
+                  new_id=lambda p: p + "_d")  # fmt: skip
+    assert other.result.status == "stored"
+
+
 def test_an_import_key_of_a_memory_the_caller_cannot_see_does_not_count() -> None:
     view = FakeView()
     store(view, note("Standup notes", agent_id="alice", import_key="line 1 sha256:01"))
