@@ -21,6 +21,10 @@ and one writer applying the journal to the projections keeps them simple, so:
   "caller"}``; the answer is ``{"ok": document}`` or ``{"error": {...}}`` carrying the
   ferrex error's kind, code, message and hint. The owner runs every call through the same
   :class:`~ferrex.server.service.Service` as its own, so each agent sees every other's writes.
+- **Background passes.** The owner's access flush, expiry sweep (and consolidation) and
+  index builds each run on a thread of their own that logs any failure, an ``OSError`` such
+  as running out of descriptors included, and tries again at its next turn: they end only
+  with the ownership.
 - **Hand-over.** When the owner exits cleanly it stops taking calls, finishes the one in
   progress, closes its stores (flushing the access log), removes the endpoint and releases the
   lock, in that order. Peers see their connection close and elect again: one becomes the new
@@ -270,6 +274,19 @@ class _Listener(socketserver.ThreadingTCPServer):
             return {"error": {"kind": "FerrexError", "code": "internal", "message": internal}}
 
 
+def _survive(what: str, step: Callable[[], object]) -> None:
+    """Run one turn of a background pass; whatever it raises is logged, not raised, so the
+    pass's thread tries again at its next turn. A ferrex error (a lock, a full disk) is a
+    warning; anything else, such as an ``OSError`` when the process is out of descriptors,
+    is logged with its traceback (the log's repeat filter keeps a storm of them short)."""
+    try:
+        step()
+    except FerrexError as exc:
+        log.warning("could not %s (will retry): %s", what, exc)
+    except Exception:
+        log.exception("could not %s (will retry)", what)
+
+
 class _Ownership:
     """What this process holds while it is the owner."""
 
@@ -314,23 +331,15 @@ class _Ownership:
     def _flush_access(self, every: float) -> None:
         """Journal recall hits every few seconds, so staleness survives even a kill."""
         while not self._stop.wait(every):
-            try:
-                self.service.service.flush_access()
-            except FerrexError as exc:
-                log.warning("could not journal recall accesses (will retry): %s", exc)
+            _survive("journal recall accesses", self.service.service.flush_access)
 
     def _sweep_expired(self, every: float) -> None:
         """Forget expired memories every few seconds (``memories.forgotten``, reason
         ``expired``); recall already hides them from the moment they expire."""
         while not self._stop.wait(every):
-            try:
-                self.service.service.sweep_expired()
-            except FerrexError as exc:
-                log.warning("could not forget expired memories (will retry): %s", exc)
-            try:  # off unless consolidation.after_days is set; at most hourly by default
-                self.service.service.consolidate_due()
-            except FerrexError as exc:
-                log.warning("could not consolidate old episodes (will retry): %s", exc)
+            _survive("forget expired memories", self.service.service.sweep_expired)
+            # off unless consolidation.after_days is set; at most hourly by default
+            _survive("consolidate old episodes", self.service.service.consolidate_due)
 
     def _index(self, every: float) -> None:
         """Every so often, index what the embedded vector collections gained (on copies, in
