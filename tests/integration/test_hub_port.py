@@ -9,6 +9,7 @@ answer.
 
 from __future__ import annotations
 
+import errno
 import socket
 import struct
 import time
@@ -178,3 +179,45 @@ def test_a_peer_whose_kept_connection_the_owner_closed_gets_its_answer(
     finally:
         peer.close()
         owner.close()
+
+
+class _RunningOut:
+    """The owner's listening socket, whose ``accept`` fails with EMFILE while ``out`` is set
+    (as when the process has no descriptor left), counting the tries."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.out = True
+        self.tries = 0
+
+    def accept(self) -> tuple[socket.socket, Any]:
+        self.tries += 1
+        if self.out:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return self.sock.accept()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sock, name)
+
+
+def test_the_accept_loop_backs_off_when_out_of_descriptors(owner: Hub) -> None:
+    ownership = owner._ownership
+    assert ownership is not None
+    listener = ownership.listener
+    running_out = _RunningOut(listener._socket)
+    listener._socket = running_out  # type: ignore[assignment]
+    endpoint = _endpoint(owner)
+    with socket.create_connection(("127.0.0.1", endpoint.port), timeout=10) as sock:
+        send_frame(sock, {"token": endpoint.token, **versions()})
+        time.sleep(1.5)  # the connection waits in the backlog, the socket stays readable
+        # a loop that retried at once would have tried thousands of times by now
+        assert 2 <= running_out.tries <= 15, running_out.tries
+        assert listener.counts["accept_failed"] == running_out.tries
+        running_out.out = False  # descriptors again: the waiting peer is served
+        began = time.monotonic()
+        sock.settimeout(5)
+        assert recv_frame(sock) == {"ok": {"idle_seconds": PortLimits.idle_seconds}}
+        assert time.monotonic() - began < 2.0  # the back-off is at most a second
+        send_frame(sock, {"tool": "stats", "args": {}, "caller": {}})
+        reply = recv_frame(sock)
+        assert reply is not None and reply["ok"]["total"] == 0
