@@ -20,7 +20,8 @@ and one writer applying the journal to the projections keeps them simple, so:
   token, or a version triple other than its own (``version_mismatch``, naming both, rather
   than running calls it may read wrongly: two ferrex versions side by side during an
   upgrade). A protocol 1 peer's first request (token and versions in every request) is read
-  as a hello, so it too gets ``version_mismatch``.
+  as a hello, so it too gets ``version_mismatch``, if it fits a hello's 4 KiB; a larger one
+  gets ``hello_refused``, which names this version as well.
 - **Calls.** Then each tool call is one frame, ``{"tool", "args", "caller"}``; the answer is
   ``{"ok": document}`` or ``{"error": {...}}`` carrying the ferrex error's kind, code,
   message and hint. The owner runs every call through the same
