@@ -723,9 +723,11 @@ class _Remote:
     hello), or to make room; neither may fail a call. So a kept connection is closed here
     once idle for half that time, one the owner has closed is noticed (a peek) before it is
     used, and a call whose kept connection turns out closed (the owner's close crossing the
-    call on the wire) is sent once more on a new connection. A closed connection cannot
-    have run the call: the owner closes only connections with no call in them. A new
-    connection that fails is the owner gone: :class:`OwnerGone`, and the hub elects again.
+    call on the wire) is sent once more on a new connection. The owner's idle timeout and
+    its closes for room come only between calls, so that call had not run; a close at a
+    hand-over may come after it ran, and then sending it again is what any call cut off
+    gets (see the module docstring). A new connection that fails is the owner gone:
+    :class:`OwnerGone`, and the hub elects again.
     """
 
     def __init__(self, endpoint: Endpoint, timeout: float) -> None:
