@@ -393,6 +393,10 @@ class ReadModelError(Exception):
     """The read model file cannot be used (corrupt, or written by another schema)."""
 
 
+class ReadModelFull(ReadModelError):
+    """The disk holding the read model is full: a write transaction was rolled back."""
+
+
 @dataclass(frozen=True)
 class Scoring:
     """One memory type's staleness score and label thresholds, as the read model's label
@@ -1933,7 +1937,10 @@ def _immediate(db: apsw.Connection) -> Iterator[None]:
     db.execute("BEGIN IMMEDIATE")
     try:
         yield
-    except BaseException:
-        db.execute("ROLLBACK")
+        db.execute("COMMIT")
+    except BaseException as exc:
+        if not db.getautocommit():  # still open (a failed COMMIT may have ended it)
+            db.execute("ROLLBACK")
+        if isinstance(exc, apsw.FullError):
+            raise ReadModelFull(f"the disk holding the read model is full: {exc}") from exc
         raise
-    db.execute("COMMIT")
