@@ -809,7 +809,7 @@ def _stored(
             entity_ids=tuple(dict.fromkeys(e.entity_id for e in named.entities)),
             supersedes=valid.supersedes, procedure_version=versions.version,
             agent_id=who.agent_id, visibility=who.visibility, body=fact.body,
-            multi_valued=multi, episode=episode,
+            multi_valued=multi, episode=episode, valid_from_given=valid.t_valid is not None,
         ),
     ]  # fmt: skip
     if valid.marked:
@@ -1813,6 +1813,7 @@ def _summary_stored(summary_id: str, members: Sequence[Memory], text: str) -> Me
         namespace=first.namespace,
         memory_type="episodic",
         t_valid=datetime.fromtimestamp(min(m.t_valid for m in members), UTC),
+        valid_from_given=min(members, key=lambda m: m.t_valid).valid_from_given,
         confidence=min(m.confidence for m in members),
         entity_ids=tuple(sorted({e for m in members for e in m.entity_ids})),
         agent_id=first.agent_id,
