@@ -17,6 +17,7 @@ import pytest
 from journal import FORMAT_VERSION, Journal, MemoryStored, verify
 from journal.events import start_given
 from projections.rows import Memory
+from projections.sqlite import ReadModel
 from tests.golden import journal_v1, journal_v2
 
 # The hash chain's heads over the golden files: pin the hashing rules themselves.
@@ -72,12 +73,13 @@ def test_memories_of_a_journal_without_the_flag_read_as_they_were_stored(tmp_pat
     copy = tmp_path / "journal"
     shutil.copytree(journal_v1.DIRECTORY, copy)
     with Journal.open(copy) as journal:
-        old = [
-            (e, r.recorded_at.timestamp())
-            for r in journal.read()
-            for e in r.events
-            if isinstance(e, MemoryStored)
-        ]
+        records = list(journal.read())
+    old = [
+        (e, r.recorded_at.timestamp())
+        for r in records
+        for e in r.events
+        if isinstance(e, MemoryStored)
+    ]
     assert all(e.valid_from_given is None for e, _ in old)
     read = {e.memory_id: start_given(e, at) for e, at in old}
     assert read == journal_v2.GIVEN == {"mem_01": False, "mem_02": True, "mem_03": False}
@@ -86,3 +88,9 @@ def test_memories_of_a_journal_without_the_flag_read_as_they_were_stored(tmp_pat
         for e, at in old
     }
     assert {k: m.valid_from_given for k, m in rows.items()} == journal_v2.GIVEN
+    # Replayed into a read model (mem_03 was forgotten by the journal's last record).
+    model = ReadModel.open(tmp_path / "rm.sqlite")
+    model.apply(records)
+    replayed = {k: m.valid_from_given for k in journal_v2.GIVEN if (m := model.get(k)) is not None}
+    model.close()
+    assert replayed == {"mem_01": False, "mem_02": True}
