@@ -20,10 +20,11 @@ a ``t_valid`` is: True when the store gave its start, False when ``t_valid`` is 
 it was learned. A ``memory.stored`` written before the field existed has neither (None), and
 is read by :func:`start_given`: its start was given unless ``t_valid`` falls within
 :data:`UNDATED_WITHIN` seconds at or before the record's ``recorded_at``. An undated store's
-``t_valid`` is the decision's clock, taken moments before the append (an import's chunk is
-decided whole before its one append, seconds at most), so it falls there; a start an agent
-gave falls there only when it named the minute of the store itself, where "from now" and
-"from a minute ago" say the same. The two ways of misreading differ: an old dated fact read as
+``t_valid`` is the decision's clock, taken moments before the append, so it falls there (an
+import's chunk is decided whole before its one append: a store of a chunk that took over a
+minute reads as dated, as every fact did before the flag); a start an agent gave falls there
+only when it named the minute of the store itself, where "from now" and "from a minute ago"
+say the same. The two ways of misreading differ: an old dated fact read as
 undated would let a late report of an older value replace it (a true fact hidden), while an
 old undated fact read as dated only keeps the order it had before the flag existed. So
 reading every old record as undated was not an option, and the window errs toward "given".
