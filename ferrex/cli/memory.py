@@ -41,6 +41,7 @@ from ferrex.cli.home import reads_home
 from ferrex.cli.progress import progress
 from ferrex.cli.projections import index_after, index_option
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
+from ferrex.core.decide import NEW_MEMORY
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting import chats
@@ -113,6 +114,10 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
         return
     if result["status"] == "duplicate":
         click.echo(f"{result['id']} (already known; confirmed)")
+    elif result["status"] == "stored_as_history":
+        click.echo(f"{result['id']} ({result['type']}, stored as history, superseded by "
+                   f"{result['superseded_by']})")  # fmt: skip
+        click.echo(f"note: {result['history_reason']}", err=True)
     else:
         superseded = result["superseded"]
         extra = f", superseded {', '.join(superseded)}" if superseded else ""
@@ -418,7 +423,7 @@ def _import(
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
-    indexed = index_after(app, counts.get("stored", 0), index, as_json)
+    indexed = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), index, as_json)
     with_secrets = secrets_report(outcomes)
     if as_json:
         click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
@@ -719,7 +724,7 @@ def _import_chats(
     counts: dict[str, int] = {}
     for outcome in [*outcomes, *invalid]:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
-    indexed = index_after(app, counts.get("stored", 0), index, as_json)
+    indexed = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), index, as_json)
     with_secrets = secrets_report(outcomes, key="item")
     summary = {
         "format": fmt,
