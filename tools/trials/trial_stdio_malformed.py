@@ -1,18 +1,25 @@
 """Trial: a request after a malformed line on stdio, under CPU load (issue: "a request after a
 malformed line is still lost").
 
-    python -m tools.trials.trial_stdio_malformed [--runs 50] [--burners 3] [--ferrex PATH]
+    python -m tools.trials.trial_stdio_malformed [--runs 50] [--burners 3] [--grace 40]
+        [--nonblocking] [--each] [--ferrex PATH]
 
 Each run starts ``ferrex`` on a fresh data directory and writes, in one write, ``initialize``,
 ``notifications/initialized``, ``{not json}`` and a ping with id 2, keeps stdin open and reads
-stdout for up to 20 s; then closes stdin and waits up to 60 s for the process to exit. Beside
-it run ``--burners`` processes that spin on the CPU (each stops by itself after
-``--burn-seconds``, and is ended when the trial ends). Prints one line per lost run and then
-the counts:
+stdout for 20 s; a run whose ping has no answer by then is read ``--grace`` seconds more; then
+stdin is closed and the process has 60 s to exit. Beside it run ``--burners`` processes that
+spin on the CPU (each stops by itself after a bound that covers the whole trial, and is ended
+when the trial ends). ``--nonblocking``: the server's stdin is a pipe whose read end is
+O_NONBLOCK (as a client or a parent sharing that open file description may leave it). Prints a
+line per lost run (``--each``: per run) with when each answer came, then the counts:
 
-- ``lost``: runs where the ping's answer never came (of them, ``no -32700``: runs where the
-  error answer to the bad line did not come either);
+- ``lost``: runs where the ping had no result within 20 s of the write; of them, those that had
+  not even the initialize answer by then (a start-up slower than the window), those without
+  the -32700, those whose ping was answered in the grace time (late) and those never answered;
 - ``leaked``: runs whose process had not exited 60 s after stdin closed (it is killed).
+
+To measure other code, put its source first on ``PYTHONPATH`` (the ``ferrex`` script does not
+put the current directory on the path).
 """
 
 from __future__ import annotations
@@ -67,21 +74,29 @@ class Outcome:
         return next((at for at, m in self.seen if m.get("id") == request_id), None)
 
 
-def one_run(ferrex: str, home: Path, grace: float = 0.0) -> Outcome:
+def one_run(ferrex: str, home: Path, grace: float = 0.0, *, nonblocking: bool = False) -> Outcome:
     """One run; a run whose ping is not answered in time is read ``grace`` seconds more
-    (stdin still open), to tell an answer that comes late from one that never comes."""
+    (stdin still open), to tell an answer that comes late from one that never comes.
+    ``nonblocking``: the server's stdin reads non-blocking (O_NONBLOCK on the pipe's read end,
+    as a client or a parent sharing that description may leave it)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, not nonblocking)
     # stderr goes to a file: a pipe nobody reads could fill and stall the server.
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen([ferrex, "--home", str(home)], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=log)  # fmt: skip
-        assert process.stdin is not None and process.stdout is not None
+    with tempfile.TemporaryFile() as log, open(write_end, "wb") as stdin:
+        try:
+            process = subprocess.Popen([ferrex, "--home", str(home)], stdin=read_end,
+                                       stdout=subprocess.PIPE, stderr=log)  # fmt: skip
+        finally:
+            os.close(read_end)
+        process.stdin = stdin
+        assert process.stdout is not None
         try:
             began = time.monotonic()
             process.stdin.write(SEQUENCE)
             process.stdin.flush()
             reader = _Lines(process.stdout.fileno(), began)
             reader.until(2, began + READ_SECONDS)
-            answered = reader.has(2)
+            answered = any(m.get("id") == 2 and "result" in m for _, m in reader.seen)
             parse_error = reader.has(None)
             if not answered and grace > 0:
                 reader.until(2, began + READ_SECONDS + grace)
@@ -133,6 +148,8 @@ def main() -> None:
     parser.add_argument("--burners", type=int, default=3)
     parser.add_argument("--grace", type=float, default=40.0,
                         help="how long a lost run is read more: late or never")  # fmt: skip
+    parser.add_argument("--nonblocking", action="store_true",
+                        help="the server's stdin reads non-blocking")  # fmt: skip
     parser.add_argument("--each", action="store_true", help="a line for every run")
     parser.add_argument("--ferrex", default=str(Path(sys.executable).with_name("ferrex")))
     args = parser.parse_args()
@@ -142,7 +159,8 @@ def main() -> None:
     lost = unstarted = no_error = late = leaked = 0
     with tempfile.TemporaryDirectory() as scratch, burners(args.burners, bound):
         for run in range(args.runs):
-            outcome = one_run(args.ferrex, Path(scratch) / str(run), args.grace)
+            home = Path(scratch) / str(run)
+            outcome = one_run(args.ferrex, home, args.grace, nonblocking=args.nonblocking)
             leaked += not outcome.exited
             arrivals = ", ".join(f"id {m.get('id')} at {at:.1f} s" for at, m in outcome.seen)
             if args.each:
@@ -157,7 +175,8 @@ def main() -> None:
             print(f"run {run}: lost ({arrivals or 'no answer'}); its stderr ends:", flush=True)
             for text in outcome.stderr.decode(errors="replace").splitlines()[-8:]:
                 print("    " + text, flush=True)
-    print(f"runs {args.runs}, lost {lost}, leaked {leaked}; {args.burners} burners")
+    stdin = "non-blocking" if args.nonblocking else "blocking"
+    print(f"runs {args.runs}, lost {lost}, leaked {leaked}; {args.burners} burners, {stdin} stdin")
     print(f"of the lost: {unstarted} without even the initialize answer in {READ_SECONDS:.0f} s, "
           f"{no_error} without the -32700, {late} answered within {args.grace:.0f} s more, "
           f"{lost - late} never")  # fmt: skip
