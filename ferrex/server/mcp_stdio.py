@@ -33,6 +33,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import select
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -304,18 +305,35 @@ class _Reader:
 def _read_wire(fd: int, chunks: MemoryObjectSendStream[bytes], token: EventLoopToken) -> None:
     """The reading thread: hands each read to the loop, closes ``chunks`` at end of input."""
     try:
-        while True:
-            try:
-                data = os.read(fd, _READ_SIZE)
-            except OSError:
-                data = b""
-            if not data:
-                break
+        while data := _read_some(fd):
             anyio.from_thread.run(chunks.send, data, token=token)
     except (RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
         return  # the server stopped first
     with contextlib.suppress(RuntimeError):
         anyio.from_thread.run(chunks.aclose, token=token)
+
+
+def _read_some(fd: int) -> bytes:
+    """One read of the wire; ``b""`` only at the end of input (or a descriptor that cannot
+    be read at all, logged). A descriptor whose open file description is non-blocking (the
+    flag is shared with whoever else holds it: the client, a parent) says EAGAIN whenever the
+    pipe is empty for a moment, which is no end of input: wait until it can be read."""
+    while True:
+        try:
+            return os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            _wait(fd, select.POLLIN)
+        except OSError as exc:
+            log.warning("reading stdin failed (%s); taken as the end of input", exc)
+            return b""
+
+
+def _wait(fd: int, event: int) -> None:
+    """Until ``fd`` is ready for ``event`` (or hung up, or in error: the next read or write
+    tells which)."""
+    poller = select.poll()
+    poller.register(fd, event)
+    poller.poll()
 
 
 async def _write_wire(
@@ -329,16 +347,23 @@ async def _write_wire(
             data = (item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
             try:
                 await anyio.to_thread.run_sync(_write_all, fd, data)
-            except OSError:
+            except OSError as exc:
+                if not isinstance(exc, BrokenPipeError):  # the client closed its end: no news
+                    log.warning("writing stdout failed (%s); no more answers are sent", exc)
                 gone = True
                 continue
             handshake.sent(item.message)
 
 
 def _write_all(fd: int, data: bytes) -> None:
+    """All of ``data``, waiting while the pipe is full if the descriptor is non-blocking
+    (EAGAIN is a client that reads slowly, not one that left)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            _wait(fd, select.POLLOUT)
 
 
 def run_stdio(server: FerrexMCP, after_handshake: Callable[[], None] | None = None) -> None:
