@@ -110,6 +110,13 @@ class _Group(click.Group):
     help="Default namespace (project) of stores and recalls (store.default_namespace). "
     "stats and reflect cover every namespace unless given their own --namespace.",
 )
+@click.option(
+    "--default-visibility",
+    type=click.Choice(["private", "shared"]),
+    help="Visibility of this agent's stores that name none (store.default_visibility, "
+    "FERREX_DEFAULT_VISIBILITY; default private): shared lets a person's other clients, each "
+    "with its own --agent-id, see them.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log progress details on stderr.")
 @click.version_option(package_name="ferrex")
 @click.pass_context
@@ -120,6 +127,7 @@ def cli(
     qdrant_url: str | None,
     agent_id: str | None,
     namespace: str | None,
+    default_visibility: str | None,
     verbose: bool,
 ) -> None:
     """ferrex: a local-first memory server for AI agents.
@@ -135,6 +143,7 @@ def cli(
         "qdrant.url": qdrant_url,
         "store.agent_id": agent_id,
         "store.default_namespace": namespace,
+        "store.default_visibility": default_visibility,
     }
 
     def reload() -> Config:

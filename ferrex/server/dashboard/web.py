@@ -249,7 +249,9 @@ class Dashboard:
                 "this dashboard needs a token",
                 hint="open the URL `ferrex ui` prints, or send Authorization: Bearer <token>",
             )
-        return Caller(agent_id=grant.agent, namespace=namespace), bearer
+        caller = Caller(agent_id=grant.agent, namespace=namespace,
+                        visibility=self.hub.caller.visibility)  # fmt: skip
+        return caller, bearer
 
     def login(self, request: Request) -> Response | None:
         """A request carrying ``?token=`` becomes a session and a redirect without it."""
