@@ -204,9 +204,11 @@ class Service:
                 value = _flag(value, key)
             fields[key] = value
         fields.setdefault("namespace", caller.namespace)
-        # The caller's default visibility (store.default_visibility of the process the call
-        # came through), so a forwarded store is shared or private as its client configured.
-        fields.setdefault("visibility", caller.visibility)
+        # An agent's default visibility (store.default_visibility of the process the call came
+        # through), so a forwarded store is shared or private as its client configured; the
+        # operator's memories are everyone's (decide's rule), whatever the setting.
+        if caller.agent_id is not None:
+            fields.setdefault("visibility", caller.visibility)
         request = StoreRequest(**fields, agent_id=caller.agent_id, import_key=request_key)
         return self.app.writer().store(request, multi_valued=multi_valued).as_dict()
 
