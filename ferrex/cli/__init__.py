@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "entity": ("entity", "entity"),
     "export": ("export", "export"),
     "forget": ("memory", "forget"),
+    "hook": ("hooks", "hook"),
+    "hooks": ("hooks", "hooks"),
     "import": ("memory", "import_"),
     "journal": ("journal", "journal"),
     "mark": ("memory", "mark"),
