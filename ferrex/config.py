@@ -89,6 +89,10 @@ KEYS: tuple[Key, ...] = (
         "free space a write leaves on the disk, or is refused (storage_full); 0: no check"),
     Key("store.default_namespace", str, "default", "FERREX_NAMESPACE",
         "namespace used when a store or recall names none"),
+    Key("store.project_namespace", bool, False, "FERREX_PROJECT_NAMESPACE",
+        "take the default namespace from the project the process runs in (its git work "
+        "tree's directory name, else its directory's name) instead of store.default_namespace; "
+        "--namespace still wins"),
     Key("store.agent_id", str, None, "FERREX_AGENT_ID",
         "agent id stamped on stored memories (their visibility: store.default_visibility)"),
     Key("store.default_visibility", str, "private", "FERREX_DEFAULT_VISIBILITY",

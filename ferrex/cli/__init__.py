@@ -149,7 +149,16 @@ def cli(
     }
 
     def reload() -> Config:
-        return load_config(resolved, Path(config_file) if config_file else None, flags=flags)
+        file = Path(config_file) if config_file else None
+        config = load_config(resolved, file, flags=flags)
+        if config["store.project_namespace"] and flags["store.default_namespace"] is None:
+            from ferrex.projects import project_namespace
+
+            derived = project_namespace(Path.cwd())
+            if derived is not None:
+                derived_flags = {**flags, "store.default_namespace": derived}
+                config = load_config(resolved, file, flags=derived_flags)
+        return config
 
     app = App(home=resolved, config=reload())
     if sys.stderr.isatty():  # a person waits: say why the first store or recall takes a while

@@ -10,8 +10,9 @@ the agent and namespace its command names, which install copies from the client'
 the hub, as the CLI does: through the server when one runs, never taking its lock; with none,
 it owns the data directory for its run.
 
-A project is the git work tree its directory is in (the nearest directory upwards holding
-``.git``), else the directory itself; ``ferrex hooks pause`` lists it in
+A project is the git work tree its directory is in, else the directory itself
+(:mod:`ferrex.projects`; with ``store.project_namespace`` its name is the namespace, taken
+from the ``cwd`` the client gives the hook); ``ferrex hooks pause`` lists it in
 ``<home>/hooks/paused.json`` and every hook run from it then does nothing.
 """
 
@@ -33,6 +34,7 @@ from ferrex.app import App
 from ferrex.errors import FerrexError, UsageError
 from ferrex.hooks import claude_code
 from ferrex.hooks.claude_code import HookInput
+from ferrex.projects import project_namespace, project_root
 from journal.files import make_private_dir, private_opener, replace_durably
 
 CLIENTS = click.Choice(["claude-code"])
@@ -44,15 +46,6 @@ PROMPT_QUERY_CHARS: Final = 2000
 
 
 # -- where things are ------------------------------------------------------------------------
-
-
-def project_root(directory: Path) -> Path:
-    """The git work tree ``directory`` is in, else ``directory`` itself (resolved)."""
-    start = directory.resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
 
 
 def _paused_file(app: App) -> Path:
@@ -277,7 +270,7 @@ def capture(app: App) -> None:
 class _Hooked:
     """One hook run: its input, the agent's caller, and the hub it calls through."""
 
-    def __init__(self, app: App, given: HookInput) -> None:
+    def __init__(self, app: App, given: HookInput, namespace_flag: str | None) -> None:
         from ferrex.server.caller import Caller
         from ferrex.server.hub import Hub
 
@@ -285,6 +278,9 @@ class _Hooked:
         self.given = given
         config = app.config
         self.namespace: str = config["store.default_namespace"]
+        if config["store.project_namespace"] and namespace_flag is None and given.cwd:
+            # the project the client runs in, as its MCP server derives it (ferrex.projects)
+            self.namespace = project_namespace(Path(given.cwd)) or self.namespace
         self.caller = Caller(agent_id=config["store.agent_id"], namespace=self.namespace,
                              visibility=config["store.default_visibility"])  # fmt: skip
         self.hub = Hub(app.home, lambda: app, self.caller, flush_every=None, sweep_every=None)
@@ -345,6 +341,8 @@ def _run(app: App, name: str, work: Callable[[_Hooked], str]) -> None:
     document; exit 0 whatever happened."""
     started = time.monotonic()
     outcome: dict[str, Any] = {}
+    flags = click.get_current_context().find_root().meta.get("ferrex.flags") or {}
+    namespace_flag = flags.get("store.default_namespace")
 
     def body() -> None:
         try:
@@ -356,7 +354,7 @@ def _run(app: App, name: str, work: Callable[[_Hooked], str]) -> None:
             if given.cwd and str(project_root(Path(given.cwd))) in _paused(app):
                 outcome["paused"] = True
                 return
-            run = _Hooked(app, given)
+            run = _Hooked(app, given, namespace_flag)
             outcome["run"] = run
             outcome["context"] = work(run)
         except FerrexError as exc:

@@ -16,8 +16,9 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
-from tests.e2e.mcp_helpers import FERREX, call, owner_pid, stdio_client
+from tests.e2e.mcp_helpers import FERREX, call, owner_pid, server_params, stdio_client
 
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
 SESSION = "5f1c9a52-6d0e-4c43-9a43-0c9fd1c0ab01"
@@ -233,7 +234,7 @@ def test_a_paused_project_gets_nothing(tmp_path: Path) -> None:
     assert context_of(run_hook(argv["SessionStart"], doc)[1], "SessionStart")
 
 
-OTHER_SETTINGS = {
+OTHER_SETTINGS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(npm test:*)"]},
     "hooks": {
         "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "~/bin/lint-prompt"}]}],
@@ -278,3 +279,37 @@ def test_install_and_uninstall_round_trip_a_settings_file_with_other_hooks(
     settings.write_text("{broken")
     refused = hooks("install")
     assert refused.returncode == 2 and settings.read_text() == "{broken"
+
+
+def test_with_project_namespaces_the_server_and_the_hooks_share_the_project_namespace(
+    tmp_path: Path,
+) -> None:
+    """``store.project_namespace``: the MCP server, started in a subdirectory of a git work
+    tree, stores in the tree's name; the hook, given that cwd, reads the same namespace."""
+    home, project = tmp_path / "home", tmp_path / "billing-api"
+    (project / ".git").mkdir(parents=True)
+    (project / "src").mkdir()
+    env = {**os.environ, "FERREX_PROJECT_NAMESPACE": "true"}
+
+    async def main() -> str:
+        params = server_params(home, *AGENT)
+        params.cwd = str(project / "src")
+        params.env = env
+        async with Client(params, read_timeout_seconds=120) as client:
+            stored = await call(client, "store", {"content": "Deploys go out from release-7"})
+            assert stored["namespace"] == "billing-api"
+            return str(stored["id"])
+
+    memory = anyio.run(main)
+    argv = installed_commands(home, project, tmp_path)
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    doc = {"hook_event_name": "SessionStart", "session_id": SESSION, "cwd": str(project)}
+    done = subprocess.run(argv["SessionStart"], input=json.dumps(doc), capture_output=True,
+                          text=True, timeout=120, cwd=elsewhere, env=env)  # fmt: skip
+    brief = context_of(done.stdout, "SessionStart")
+    assert "namespace billing-api" in brief and memory in brief
+    other = {**doc, "cwd": str(elsewhere)}
+    done = subprocess.run(argv["SessionStart"], input=json.dumps(other), capture_output=True,
+                          text=True, timeout=120, env=env)  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "")  # another project: nothing of billing-api
