@@ -435,3 +435,4 @@ class _NoHub:
 
     class caller:
         namespace = None
+        visibility = None
