@@ -300,9 +300,9 @@ def _brief(run: _Hooked) -> str:
 
 def _prompt(run: _Hooked) -> str:
     from ferrex.hooks.context import PROMPT_CHARS, prompt_context
-    from ferrex.porting.transcripts import without_ours
+    from ferrex.porting.transcripts import conversation_text
 
-    query = without_ours(run.given.prompt or "")[:PROMPT_QUERY_CHARS].strip()
+    query = conversation_text(run.given.prompt or "")[:PROMPT_QUERY_CHARS].strip()
     if not query:
         return ""
     found = run.call("recall", {"query": query, "limit": PROMPT_RESULTS,

@@ -20,7 +20,9 @@ alike in recall:
   transcript again, or a longer one later in the session, stores only the new lines;
 - tool calls and tool results (and thinking) are left out, counted by reason;
 - ferrex's own context, which the hooks inject between :data:`OPEN` and :data:`CLOSE`, is
-  cut out of any text it shows up in, so a recalled memory is never stored again as talk.
+  cut out of any text it shows up in, so a recalled memory is never stored again as talk;
+  so are the client's ``<system-reminder>`` blocks, and a line that is a slash command or
+  its output (``<command-name>``, ``<local-command-stdout>``) is left out.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ FORMAT: Final = "claude-code"
 OPEN: Final = "<ferrex-memory>"
 CLOSE: Final = "</ferrex-memory>"
 _OURS: Final = re.compile(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.S)
+_REMINDERS: Final = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+_COMMAND: Final = re.compile(r"\s*<(?:command-name|command-message|local-command-stdout)>")
 PART_CHARS: Final = 1000
 """Parts of a long text, as the chat import cuts an assistant message."""
 CONTENT_CHARS: Final = 8000
@@ -61,6 +65,12 @@ class Transcript:
 def without_ours(text: str) -> str:
     """``text`` without the context ferrex's hooks injected (an unclosed block to the end)."""
     return _OURS.sub("", text).strip()
+
+
+def conversation_text(text: str) -> str:
+    """What of a message's text is the conversation: not ferrex's context, not the
+    ``<system-reminder>`` blocks the client adds to a turn."""
+    return _REMINDERS.sub("", without_ours(text)).strip()
 
 
 def parse(text: str, session: str | None = None) -> Transcript:
@@ -102,7 +112,11 @@ def _line(line: dict[str, Any], out: Transcript) -> None:
     if speaker is None:
         out.skip("not_a_message")
         return
-    text = without_ours(_text(message.get("content"), out))
+    raw = _text(message.get("content"), out)
+    if _COMMAND.match(raw):  # a slash command and its output, not talk
+        out.skip("command")
+        return
+    text = conversation_text(raw)
     if not text:
         out.skip("empty_message")
         return

@@ -57,3 +57,14 @@ def test_settings_merge_keeps_other_hooks_and_finds_only_ferrex_ones() -> None:
     command = "/venv/bin/ferrex --home '/h b' hook session-start"
     assert installed(merged)["SessionStart"] == [command]
     assert without_ours(merged) == other
+
+
+def test_reminders_and_slash_commands_are_not_conversation() -> None:
+    text = "\n".join([
+        _line("u1", "Fix the build <system-reminder>\nfiles changed\n</system-reminder>"),
+        _line("u2", "<command-name>/clear</command-name>\n<command-args></command-args>"),
+        _line("u3", [{"type": "text", "text": "<local-command-stdout>ok</local-command-stdout>"}]),
+    ])  # fmt: skip
+    parsed = transcripts.parse(text)
+    assert [r.content for r in parsed.requests] == ["user: Fix the build"]
+    assert parsed.skipped == {"command": 2}
