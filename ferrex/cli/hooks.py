@@ -290,24 +290,37 @@ class _Hooked:
         return self.hub.call(tool, args, self.caller)
 
 
+def _token_count() -> Callable[[str], int]:
+    """Tokens as the bundled model's tokenizer counts them (recall's ``max_tokens`` does
+    too): its shipped tokenizer file alone, no model."""
+    from tokenizers import Tokenizer
+
+    from ferrex.models.bundled import TOKENIZER_DATA
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_DATA / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()  # the shipped file pads every text to 128
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
 def _brief(run: _Hooked) -> str:
     from ferrex.hooks.context import ATTENTION_ITEMS, session_brief
 
     reflect = run.call("reflect", {"limit": ATTENTION_ITEMS, "namespace": run.namespace})
     recent = run.call("resource", {"uri": "ferrex://recent"})
-    return session_brief(run.namespace, reflect, recent)
+    return session_brief(run.namespace, reflect, recent, _token_count())
 
 
 def _prompt(run: _Hooked) -> str:
-    from ferrex.hooks.context import PROMPT_CHARS, prompt_context
+    from ferrex.hooks.context import PROMPT_TOKENS, prompt_context
     from ferrex.porting.transcripts import conversation_text
 
     query = conversation_text(run.given.prompt or "")[:PROMPT_QUERY_CHARS].strip()
     if not query:
         return ""
     found = run.call("recall", {"query": query, "limit": PROMPT_RESULTS,
-                                "max_tokens": PROMPT_CHARS // 4})  # fmt: skip
-    return prompt_context(found)
+                                "max_tokens": PROMPT_TOKENS})  # fmt: skip
+    return prompt_context(found, _token_count())
 
 
 def _capture(run: _Hooked) -> str:

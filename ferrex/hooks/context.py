@@ -1,11 +1,12 @@
 """What the hooks put into an agent's context, within a budget (pure: the documents of the
 tools in, text out).
 
-Budgets are in characters, taken as tokens at four characters a token (English prose with
-the bundled model's WordPiece comes to about that; ids and code come to fewer characters a
-token, so a brief of identifiers may run somewhat over): :data:`BRIEF_CHARS` is 1,200
-characters, about 300 tokens; :data:`PROMPT_CHARS` is 800, about 200. Lines are dropped
-whole, least important first; a line is cut to :data:`LINE_CHARS`.
+Budgets are in tokens, counted by the ``count`` a caller passes (the hooks pass the bundled
+model's tokenizer, the one recall's ``max_tokens`` counts with; a client's model counts
+somewhat differently): :data:`BRIEF_TOKENS` (300) for the session brief,
+:data:`PROMPT_TOKENS` (200) for a prompt's memories, the wrapping included. A memory id is
+about 20 of them. Lines are dropped whole, least important first; a line is cut to
+:data:`LINE_CHARS` characters first.
 
 Everything injected sits between ``transcripts.OPEN`` and ``transcripts.CLOSE``, so that a
 capture of the session leaves it out (:func:`ferrex.porting.transcripts.without_ours`).
@@ -14,21 +15,37 @@ capture of the session leaves it out (:func:`ferrex.porting.transcripts.without_
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ferrex.porting.transcripts import CLOSE, OPEN
 from ferrex.server.answers import recall_line
 
+BRIEF_TOKENS: Final = 300
+PROMPT_TOKENS: Final = 200
 CHARS_PER_TOKEN: Final = 4
-BRIEF_CHARS: Final = 300 * CHARS_PER_TOKEN
-PROMPT_CHARS: Final = 200 * CHARS_PER_TOKEN
+
+Count = Callable[[str], int]
+"""How many tokens a text is."""
+
+
+def estimate(text: str) -> int:
+    """Tokens at four characters a token, rounded up: the count when no tokenizer is at hand
+    (prose comes to about that; identifiers to more tokens, so pass a real count for them)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
 LINE_CHARS: Final = 200
 ATTENTION_ITEMS: Final = 3
 RECENT_ITEMS: Final = 5
 
 
-def session_brief(namespace: str, reflect: Mapping[str, Any], recent: Mapping[str, Any]) -> str:
+def session_brief(
+    namespace: str,
+    reflect: Mapping[str, Any],
+    recent: Mapping[str, Any],
+    count: Count = estimate,
+) -> str:
     """The session-start brief: what needs attention (reflect's findings), then the current
     facts and recent memories (``ferrex://recent``); empty when the namespace holds nothing
     the agent sees."""
@@ -49,10 +66,10 @@ def session_brief(namespace: str, reflect: Mapping[str, Any], recent: Mapping[st
         lines += ["current facts:", *(_brief_line(m) for m in facts)]
     if others:
         lines += ["recent:", *(_brief_line(m) for m in others)]
-    return _wrapped(_fit(lines, BRIEF_CHARS))
+    return _wrapped(_fit(lines, BRIEF_TOKENS, count))
 
 
-def prompt_context(recall: Mapping[str, Any]) -> str:
+def prompt_context(recall: Mapping[str, Any], count: Count = estimate) -> str:
     """The memories recall judged relevant to a prompt, one line each with its id; empty
     when recall found nothing or says nothing is relevant."""
     results = [r for r in recall.get("results") or [] if isinstance(r, Mapping)]
@@ -60,7 +77,7 @@ def prompt_context(recall: Mapping[str, Any]) -> str:
         return ""
     lines = ["ferrex memories relevant to this prompt (confirm the ids that help):"]
     lines += [_cut(recall_line(r)) for r in results]
-    return _wrapped(_fit(lines, PROMPT_CHARS))
+    return _wrapped(_fit(lines, PROMPT_TOKENS, count))
 
 
 def _attention(reflect: Mapping[str, Any]) -> list[str]:
@@ -83,13 +100,15 @@ def _cut(line: str) -> str:
     return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
 
 
-def _fit(lines: Sequence[str], budget: int) -> list[str]:
-    """The first lines whose total (with line breaks and the wrapping) is within
-    ``budget``; a section title left with no line under it goes too."""
-    room = budget - len(OPEN) - len(CLOSE) - 2
+def _fit(lines: Sequence[str], budget: int, count: Count) -> list[str]:
+    """The first lines whose tokens (with the wrapping) are within ``budget``; a section title
+    left with no line under it goes too. A text's tokens are its lines' tokens summed: the
+    tokenizers this counts with split at white space first."""
+    used = count(OPEN) + count(CLOSE)
     kept: list[str] = []
     for line in lines:
-        if sum(len(x) + 1 for x in kept) + len(line) > room:
+        used += count(line)
+        if used > budget:
             break
         kept.append(line)
     while kept and kept[-1].endswith(":"):

@@ -18,6 +18,8 @@ import anyio
 import pytest
 from mcp import Client
 
+from ferrex.cli.hooks import _token_count
+from ferrex.hooks.context import BRIEF_TOKENS
 from tests.e2e.mcp_helpers import FERREX, call, owner_pid, server_params, stdio_client
 
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
@@ -146,7 +148,7 @@ def test_each_hook_as_claude_code_runs_it(tmp_path: Path, with_server: bool) -> 
         )
         assert code == 0
         brief = context_of(out, "SessionStart")
-        assert memory in brief and len(brief) <= 1200
+        assert memory in brief and _token_count()(brief) <= BRIEF_TOKENS
         code, out, _ = run_hook(argv["UserPromptSubmit"], {
             **common, "hook_event_name": "UserPromptSubmit",
             "prompt": "Which branch does the billing service deploy from?"})  # fmt: skip

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ferrex.hooks.claude_code import installed, with_ours, without_ours
-from ferrex.hooks.context import BRIEF_CHARS, PROMPT_CHARS, prompt_context, session_brief
+from ferrex.hooks.context import BRIEF_TOKENS, PROMPT_TOKENS, prompt_context, session_brief
 from ferrex.porting import transcripts
 
 
@@ -36,7 +36,9 @@ def test_nothing_relevant_injects_nothing_and_results_fit_the_budget() -> None:
     assert prompt_context({"results": [hit], "nothing_relevant": True}) == ""
     assert prompt_context({"results": []}) == ""
     shown = prompt_context({"results": [hit] * 10})
-    assert "mem_1" in shown and len(shown) <= PROMPT_CHARS
+    assert "mem_1" in shown and -(-len(shown) // 4) <= PROMPT_TOKENS
+    words = prompt_context({"results": [hit] * 10}, count=lambda t: len(t.split()))
+    assert len(words.split()) <= PROMPT_TOKENS and words.count("mem_1") < 10
 
 
 def test_a_brief_fits_its_budget_and_an_empty_memory_gives_none() -> None:
@@ -45,7 +47,9 @@ def test_a_brief_fits_its_budget_and_an_empty_memory_gives_none() -> None:
              "summary": "y " * 150} for i in range(10)]  # fmt: skip
     reflect = {"counts": {"stale": 2}, "stale": [{"id": "mem_s", "summary": "old"}]}
     brief = session_brief("p", reflect, {"memories": many})
-    assert len(brief) <= BRIEF_CHARS and "mem_s (stale, verify)" in brief
+    assert -(-len(brief) // 4) <= BRIEF_TOKENS and "mem_s (stale, verify)" in brief
+    by_words = session_brief("p", reflect, {"memories": many}, count=lambda t: len(t.split()))
+    assert len(by_words.split()) <= BRIEF_TOKENS
     assert not brief.rstrip().removesuffix("</ferrex-memory>").rstrip().endswith(":")
 
 
@@ -68,3 +72,10 @@ def test_reminders_and_slash_commands_are_not_conversation() -> None:
     parsed = transcripts.parse(text)
     assert [r.content for r in parsed.requests] == ["user: Fix the build"]
     assert parsed.skipped == {"command": 2}
+
+
+def test_the_hooks_count_tokens_unpadded() -> None:
+    from ferrex.cli.hooks import _token_count
+
+    count = _token_count()
+    assert (count(""), count("hello world")) == (0, 2)  # the shipped file pads to 128
