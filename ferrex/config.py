@@ -24,6 +24,7 @@ from ferrex.home_safety import DEFAULT_RESERVE_BYTES
 from ferrex.rules.consolidation import UNITS
 from ferrex.rules.freshness import StalenessConfig
 from ferrex.rules.fusion import NOTE_CONTEXT_SHARE
+from ferrex.rules.memory_input import VISIBILITIES
 from ferrex.rules.secrets import SECRETS_MODES
 from journal.files import private_opener
 
@@ -88,8 +89,16 @@ KEYS: tuple[Key, ...] = (
         "free space a write leaves on the disk, or is refused (storage_full); 0: no check"),
     Key("store.default_namespace", str, "default", "FERREX_NAMESPACE",
         "namespace used when a store or recall names none"),
+    Key("store.project_namespace", bool, False, "FERREX_PROJECT_NAMESPACE",
+        "take the default namespace from the project the process runs in (its git work "
+        "tree's directory name, else its directory's name) instead of store.default_namespace; "
+        "--namespace still wins"),
     Key("store.agent_id", str, None, "FERREX_AGENT_ID",
-        "agent id stamped on stored memories (their visibility defaults to private)"),
+        "agent id stamped on stored memories (their visibility: store.default_visibility)"),
+    Key("store.default_visibility", str, "private", "FERREX_DEFAULT_VISIBILITY",
+        "visibility of an agent's memory stored without one: private (that agent only) or "
+        "shared (every agent of the namespace: one person's clients, each with its own agent "
+        "id, see each other's memories)"),
     Key("store.embed_context", int, 0, "FERREX_EMBED_CONTEXT",
         "characters of the turn before an episodic memory that opens with a speaker's label "
         "(same source or derived episode, journal order) embedded with it in its dense "
@@ -329,6 +338,12 @@ def _check(name: str, value: Any, where: str) -> Any:
         raise UsageError(
             f"configuration key 'store.embed_context' in {where} is {value!r}, not 0 to "
             f"{EMBED_CONTEXT_MAX} characters",
+            hint=key.help,
+        )
+    if name == "store.default_visibility" and value not in VISIBILITIES:
+        raise UsageError(
+            f"configuration key {name!r} in {where} is {value!r}, not one of "
+            f"{', '.join(VISIBILITIES)}",
             hint=key.help,
         )
     if name == "store.secrets" and value not in SECRETS_MODES:

@@ -948,6 +948,67 @@ class ReadModel:
         )  # fmt: skip
         return [self._memory(row, tuple(linked.get(str(row[0]), ()))) for row in rows]
 
+    def memory_page(
+        self,
+        *,
+        agent_id: str | None,
+        now: float,
+        namespace: str | None = None,
+        types: Sequence[str] = (),
+        source: str | None = None,
+        entity_ids: Sequence[str] | None = None,
+        visibility: str | None = None,
+        state: str = "current",
+        after: float | None = None,
+        before: float | None = None,
+        sort: str = "-created",
+        cursor: tuple[float, str] | None = None,
+        limit: int = 50,
+    ) -> list[Memory]:
+        """One page of the memories ``agent_id`` sees (None: the operator, every one), unexpired
+        at ``now``, filtered, in ``sort`` order (``created`` or ``valid_from``, ``-`` first for
+        newest first; ties by id), starting after ``cursor`` (the sort value and id of the
+        last memory of the page before). ``state``: ``current`` (not superseded), ``superseded``
+        or ``all``; ``after``/``before``: the event time's window (``t_valid``)."""
+        column = {"created": "created_at", "valid_from": "t_valid"}[sort.lstrip("-")]
+        newest_first = sort.startswith("-")
+        where = ["(expires_at IS NULL OR expires_at > ?)"]
+        args: list[Any] = [now]
+        if agent_id is not None:
+            where.append(_seen_by())
+            args.append(agent_id)
+        for clause, value in (("namespace=?", namespace), ("source=?", source),
+                              ("visibility=?", visibility), ("t_valid>=?", after),
+                              ("t_valid<?", before)):  # fmt: skip
+            if value is not None:
+                where.append(clause)
+                args.append(value)
+        if types:
+            where.append(f"type IN ({','.join('?' * len(types))})")
+            args.extend(types)
+        if entity_ids is not None:
+            if not entity_ids:
+                return []
+            where.append(
+                "memory_id IN (SELECT memory_id FROM memory_entities WHERE entity_id IN "
+                f"({','.join('?' * len(entity_ids))}))"
+            )
+            args.extend(entity_ids)
+        if state == "current":
+            where.append("t_invalid IS NULL")
+        elif state == "superseded":
+            where.append("t_invalid IS NOT NULL")
+        if cursor is not None:
+            beyond = "<" if newest_first else ">"
+            where.append(f"({column} {beyond} ? OR ({column} = ? AND memory_id {beyond} ?))")
+            args.extend([cursor[0], cursor[0], cursor[1]])
+        direction = "DESC" if newest_first else "ASC"
+        sql = (f"SELECT memory_id FROM memories WHERE {' AND '.join(where)} "
+               f"ORDER BY {column} {direction}, memory_id {direction} LIMIT ?")  # fmt: skip
+        ids = [str(row[0]) for row in self.db.execute(sql, [*args, limit])]
+        found = {m.memory_id: m for m in self.memories(memory_ids=ids)}
+        return [found[i] for i in ids if i in found]
+
     def _memory(self, row: tuple[Any, ...], entity_ids: tuple[str, ...] | None = None) -> Memory:
         (mid, ns, typ, content, subj, _skey, pred, obj, pnorm, pname, pver, conds, steps, source,
          context, conf, agent, vis, sup, tv, ti, sby, created, pos, red, acount, lacc,

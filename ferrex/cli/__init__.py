@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "entity": ("entity", "entity"),
     "export": ("export", "export"),
     "forget": ("memory", "forget"),
+    "hook": ("hooks", "hook"),
+    "hooks": ("hooks", "hooks"),
     "import": ("memory", "import_"),
     "journal": ("journal", "journal"),
     "mark": ("memory", "mark"),
@@ -110,6 +112,13 @@ class _Group(click.Group):
     help="Default namespace (project) of stores and recalls (store.default_namespace). "
     "stats and reflect cover every namespace unless given their own --namespace.",
 )
+@click.option(
+    "--default-visibility",
+    type=click.Choice(["private", "shared"]),
+    help="Visibility of this agent's stores that name none (store.default_visibility, "
+    "FERREX_DEFAULT_VISIBILITY; default private): shared lets a person's other clients, each "
+    "with its own --agent-id, see them.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log progress details on stderr.")
 @click.version_option(package_name="ferrex")
 @click.pass_context
@@ -120,6 +129,7 @@ def cli(
     qdrant_url: str | None,
     agent_id: str | None,
     namespace: str | None,
+    default_visibility: str | None,
     verbose: bool,
 ) -> None:
     """ferrex: a local-first memory server for AI agents.
@@ -135,10 +145,20 @@ def cli(
         "qdrant.url": qdrant_url,
         "store.agent_id": agent_id,
         "store.default_namespace": namespace,
+        "store.default_visibility": default_visibility,
     }
 
     def reload() -> Config:
-        return load_config(resolved, Path(config_file) if config_file else None, flags=flags)
+        file = Path(config_file) if config_file else None
+        config = load_config(resolved, file, flags=flags)
+        if config["store.project_namespace"] and flags["store.default_namespace"] is None:
+            from ferrex.projects import project_namespace
+
+            derived = project_namespace(Path.cwd())
+            if derived is not None:
+                derived_flags = {**flags, "store.default_namespace": derived}
+                config = load_config(resolved, file, flags=derived_flags)
+        return config
 
     app = App(home=resolved, config=reload())
     if sys.stderr.isatty():  # a person waits: say why the first store or recall takes a while

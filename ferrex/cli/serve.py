@@ -352,6 +352,12 @@ def _exit_on_terminate() -> None:
     help="Default namespace of this server's calls (same as `ferrex --namespace`, "
     "store.default_namespace, FERREX_NAMESPACE; default `default`).",
 )
+@click.option(
+    "--default-visibility",
+    type=click.Choice(["private", "shared"]),
+    help="Visibility of stores that name none (same as `ferrex --default-visibility`, "
+    "store.default_visibility, FERREX_DEFAULT_VISIBILITY; default private).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -359,6 +365,7 @@ def serve(
     sessions: bool,
     agent_id: str | None,
     namespace: str | None,
+    default_visibility: str | None,
 ) -> None:
     """Run the MCP server (stdio by default; what `ferrex` with no subcommand does).
 
@@ -370,11 +377,10 @@ def serve(
     root = ctx.find_root()
     reload: Callable[[], Config] = root.meta["ferrex.reload_config"]
     flags: dict[str, str | None] = root.meta["ferrex.flags"]
-    if agent_id is not None or namespace is not None:
-        if agent_id is not None:
-            flags["store.agent_id"] = agent_id
-        if namespace is not None:
-            flags["store.default_namespace"] = namespace
+    given = {"store.agent_id": agent_id, "store.default_namespace": namespace,
+             "store.default_visibility": default_visibility}  # fmt: skip
+    if any(value is not None for value in given.values()):
+        flags.update({key: value for key, value in given.items() if value is not None})
         ctx.obj.reconfigure(reload())  # nothing is open yet; reloads keep these flags
     if sessions and http is None:
         raise UsageError(

@@ -34,7 +34,8 @@ def call_tool(app: App, tool: str, args: dict[str, Any], agent_id: str | None = 
         root.call_on_close(hub.close)
     # no default namespace here: store and recall apply the configured one themselves, and
     # stats and reflect without --namespace cover every namespace, as the operator expects
-    caller = Caller(agent_id=agent_id or app.config["store.agent_id"])
+    caller = Caller(agent_id=agent_id or app.config["store.agent_id"],
+                    visibility=app.config["store.default_visibility"])  # fmt: skip
     return hub.call(tool, args, caller=caller)  # the service drops None (not given)
 
 

@@ -321,9 +321,11 @@ class _Shape:
             out.items.append(ChatItem(m.conversation, m.message, numbered, request))
 
 
-def import_key(fmt: ChatFormat, conversation: str, message: str) -> str:
+def import_key(fmt: str, conversation: str, message: str) -> str:
     """A message's import key: its conversation's id and its own, JSON-quoted (an id may
-    hold spaces or the word ``message``; quoted, no two pairs of ids give one key)."""
+    hold spaces or the word ``message``; quoted, no two pairs of ids give one key). ``fmt``
+    is an export's format, or ``claude-code`` for a session transcript
+    (:mod:`ferrex.porting.transcripts`)."""
     quoted = [json.dumps(x, ensure_ascii=False) for x in (conversation, message)]
     return f"{fmt} conversation {quoted[0]} message {quoted[1]}"
 

@@ -18,28 +18,34 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a tool call comes from: the agent (None: the operator) and its default namespace."""
+    """Who a tool call comes from: the agent (None: the operator), its default namespace,
+    and the visibility its stores take when they name none (None: private for an agent)."""
 
     agent_id: str | None = None
     namespace: str | None = None
+    visibility: str | None = None
 
     def as_dict(self) -> dict[str, str | None]:
-        return {"agent_id": self.agent_id, "namespace": self.namespace}
+        return {"agent_id": self.agent_id, "namespace": self.namespace,
+                "visibility": self.visibility}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: Config) -> Caller:
-        """A server's caller: its configured agent id and default namespace."""
+        """A server's caller: its configured agent id, default namespace and visibility."""
         return cls(agent_id=config["store.agent_id"],
-                   namespace=config["store.default_namespace"])  # fmt: skip
+                   namespace=config["store.default_namespace"],
+                   visibility=config["store.default_visibility"])  # fmt: skip
 
     @classmethod
     def from_dict(cls, raw: object) -> Caller:
         if not isinstance(raw, Mapping):
             return cls()
         agent, namespace = raw.get("agent_id"), raw.get("namespace")
+        visibility = raw.get("visibility")
         return cls(
             agent_id=agent if isinstance(agent, str) and agent else None,
             namespace=namespace if isinstance(namespace, str) and namespace else None,
+            visibility=visibility if visibility in ("private", "shared") else None,
         )
 
     def sees(self, agent_id: str | None, visibility: str) -> bool:

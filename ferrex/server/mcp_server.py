@@ -23,7 +23,7 @@ import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -169,7 +169,8 @@ class FerrexMCP(MCPServer[Any]):
         if not isinstance(user, AuthenticatedUser):
             return None
         grant = Grant.from_client_id(user.access_token.client_id)
-        return Caller(agent_id=grant.agent, namespace=self.hub.caller.namespace)
+        return Caller(agent_id=grant.agent, namespace=self.hub.caller.namespace,
+                      visibility=self.hub.caller.visibility)  # fmt: skip
 
     def _argument_names(self, tool: str) -> list[str]:
         found = self._tool_manager.get_tool(tool)
@@ -350,6 +351,7 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     _add_marks(server, call)
     _add_overviews(server, call)
     _make_exact(server)
+    _describe_visibility(server, hub.caller.visibility or "private")
     add_resources_and_prompts(server, hub, _caller)
     return server
 
@@ -410,6 +412,22 @@ def _add_healthz(server: FerrexMCP) -> None:
         return JSONResponse({"ok": True})
 
 
+VISIBILITY_DOCS: Final = {
+    "private": "Unset: private (this agent only); shared: every agent.",
+    "shared": "Unset: shared (every agent); private: this agent only.",
+}
+"""The store's ``visibility`` argument as a server whose default (store.default_visibility)
+is each value describes it: the agent reads what it gets without saying."""
+
+
+def _describe_visibility(server: FerrexMCP, default: str) -> None:
+    """The store's ``visibility`` as this server's default has it. The tool's annotations are
+    read in the module's namespace, so the default is written into the finished schema."""
+    tool = server._tool_manager.get_tool("store")
+    assert tool is not None
+    tool.parameters["properties"]["visibility"]["description"] = VISIBILITY_DOCS[default]
+
+
 def _add_store(server: FerrexMCP, call: _Call) -> None:
     @server.tool(description=STORE_DOC, annotations=_writes(idempotent=False))
     def store(
@@ -448,7 +466,7 @@ def _add_store(server: FerrexMCP, call: _Call) -> None:
         ] = None,
         visibility: Annotated[
             Literal["private", "shared"] | None,
-            Field(description="private: this agent only."),
+            Field(description=VISIBILITY_DOCS["private"]),
         ] = None,
         namespace: NamespaceArg = None,
         importance: Importance = DEFAULT_IMPORTANCE,

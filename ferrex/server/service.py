@@ -189,6 +189,14 @@ class Service:
         request_key = args.pop("request_key", None)
         if request_key is not None and not is_request_key(request_key):
             raise UsageError(f"request_key must start with {REQUEST_KEY_PREFIX!r}")
+        # A capture's import key (the hooks' transcript import, ferrex.porting.transcripts):
+        # no tool argument either (the MCP tool and the HTTP API refuse it); it makes a
+        # capture of the same message a refused duplicate, as `ferrex import` does.
+        import_key = args.pop("import_key", None)
+        if import_key is not None:
+            if not isinstance(import_key, str) or is_request_key(import_key) or request_key:
+                raise UsageError("import_key must be a string, not a request key")
+            request_key = import_key
         unknown = sorted(set(args) - _STORE_FIELDS)
         if unknown:
             known = sorted(_STORE_FIELDS | {"multi_valued"})
@@ -204,6 +212,11 @@ class Service:
                 value = _flag(value, key)
             fields[key] = value
         fields.setdefault("namespace", caller.namespace)
+        # An agent's default visibility (store.default_visibility of the process the call came
+        # through), so a forwarded store is shared or private as its client configured; the
+        # operator's memories are everyone's (decide's rule), whatever the setting.
+        if caller.agent_id is not None:
+            fields.setdefault("visibility", caller.visibility)
         request = StoreRequest(**fields, agent_id=caller.agent_id, import_key=request_key)
         return self.app.writer().store(request, multi_valued=multi_valued).as_dict()
 

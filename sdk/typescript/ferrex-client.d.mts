@@ -86,6 +86,38 @@ export interface RecallAnswer extends Answer {
   results: Array<Answer & { id: string; type: MemoryType; score: number }>;
 }
 
+export interface ListOptions {
+  cursor?: string;
+  limit?: number;
+  sort?: "-created" | "created" | "-valid_from" | "valid_from";
+  types?: MemoryType[];
+  namespace?: string;
+  entity?: string;
+  source?: string;
+  visibility?: "private" | "shared";
+  state?: "current" | "superseded" | "all";
+  after?: string;
+  before?: string;
+}
+
+export interface ListedMemory {
+  id: string;
+  type: MemoryType;
+  namespace: string;
+  visibility: "private" | "shared";
+  summary: string;
+  source: string | null;
+  event_time: string;
+  created_at: string;
+  t_invalid: string | null;
+  superseded_by: string | null;
+}
+
+export interface MemoryPage extends Answer {
+  memories: ListedMemory[];
+  next_cursor: string | null;
+}
+
 export interface ErrorDocument {
   code: string;
   message: string;
@@ -126,5 +158,7 @@ export class Client {
     options?: WriteOptions & { pinned?: boolean; importance?: number },
   ): Promise<Answer>;
   stats(options?: { namespace?: string }): Promise<Answer>;
+  reflect(options?: { namespace?: string; limit?: number }): Promise<Answer>;
+  list(options?: ListOptions): Promise<MemoryPage>;
   memory(id: string): Promise<Answer>;
 }

@@ -108,6 +108,26 @@ export class Client {
     return this.#request("GET", `/api/v1/stats${query}`, null, null);
   }
 
+  reflect(options = {}) {
+    const params = new URLSearchParams();
+    if (options.namespace) params.set("namespace", options.namespace);
+    if (options.limit !== undefined) params.set("limit", String(options.limit));
+    const query = params.size ? `?${params}` : "";
+    return this.#request("GET", `/api/v1/reflect${query}`, null, null);
+  }
+
+  // One page of memories: { memories, next_cursor }; pass next_cursor back as cursor.
+  list(options = {}) {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(options)) {
+      if (value === undefined || value === null) continue;
+      if (Array.isArray(value)) for (const item of value) params.append(name, String(item));
+      else params.set(name, String(value));
+    }
+    const query = params.size ? `?${params}` : "";
+    return this.#request("GET", `/api/v1/memories${query}`, null, null);
+  }
+
   memory(id) {
     return this.#request("GET", `/api/v1/memory/${encodeURIComponent(id)}`, null, null);
   }

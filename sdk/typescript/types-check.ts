@@ -4,6 +4,7 @@ import {
   Client,
   FerrexError,
   type BatchAnswer,
+  type MemoryPage,
   type RecallAnswer,
   type StoreAnswer,
   type StoreArguments,
@@ -22,6 +23,9 @@ export async function example(url: string, token: string): Promise<string[]> {
   });
   await client.confirm([stored.id], { pinned: true, importance: 0.8 });
   await client.forget(stored.id, { cascade: true });
+  const page: MemoryPage = await client.list({ types: ["semantic"], limit: 20, sort: "created" });
+  if (page.next_cursor !== null) await client.list({ cursor: page.next_cursor });
+  await client.reflect({ limit: 3 });
   try {
     await client.stats({ namespace: "default" });
   } catch (error) {

@@ -451,3 +451,4 @@ class _NoHub:
 
     class caller:
         namespace = None
+        visibility = None

@@ -282,3 +282,31 @@ def test_an_address_that_is_not_http_is_refused() -> None:
         with pytest.raises(FerrexError) as refused:
             Client(url, "t")
         assert refused.value.code == "bad_url"
+
+
+def test_list_pages_and_reflect(server: Server) -> None:
+    alice = Client(server.url, ALICE)
+    bob = Client(server.url, BOB)
+    ids = {alice.store(f"Listing note {i}: queue-{i} drained at {i} o'clock",
+                       visibility="shared", source="sdk-list")["id"] for i in range(5)}  # fmt: skip
+    private = alice.store("Listing note: alice's private listing", source="sdk-list")["id"]
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page = bob.list(cursor=cursor, source="sdk-list", limit=2, types=["episodic"])
+        assert len(page["memories"]) <= 2
+        seen += [m["id"] for m in page["memories"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert set(seen) == ids and len(seen) == 5 and private not in seen
+    assert private in {
+        m["id"] for m in alice.list(source="sdk-list", visibility="private")["memories"]
+    }
+    with pytest.raises(FerrexError) as refused:
+        bob.list(sort="size")
+    assert refused.value.code == "invalid_input"
+    reflected = bob.reflect(limit=1)
+    assert (
+        set(reflected) >= {"counts", "stale", "unvalidated"} and len(reflected["unvalidated"]) <= 1
+    )

@@ -68,7 +68,7 @@ _ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
 _ASIDE = {
     "score", "explain", "similarity", "staleness", "position", "event_time", "invalidated_at",
     "last_validated", "last_accessed", "last_referenced", "age_days", "created_at",
-    "t_valid", "t_invalid", "expires_at",
+    "t_valid", "t_invalid", "expires_at", "next_cursor",
 }  # fmt: skip
 
 
@@ -347,6 +347,26 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "dashboard entity": st.tuples(
         st.sampled_from([*ENTITIES, "postgres", "kafka", "Tokio"]), st.sampled_from([0, 1])
     ).map(lambda no: ("dashboard", {"view": "entity", "name": no[0], "offset": no[1]})),
+    # /api/v1/memories: a page (whether a next one exists is compared, not its cursor)
+    "dashboard memories": st.tuples(
+        st.integers(1, 4),
+        st.sampled_from(["-created", "created", "-valid_from"]),
+        st.sampled_from(["current", "superseded", "all"]),
+        st.sampled_from(
+            [
+                {},
+                {"types": ["semantic"]},
+                {"visibility": "shared"},
+                {"source": SOURCES[0]},
+                {"entity": ENTITIES[0]},
+            ]
+        ),
+    ).map(
+        lambda lsso: (
+            "dashboard",
+            {"view": "memories", "limit": lsso[0], "sort": lsso[1], "state": lsso[2], **lsso[3]},
+        )
+    ),
     "dashboard entities": st.tuples(
         st.sampled_from(["", "p", "k", "t"]), st.sampled_from([0, 1])
     ).map(lambda po: ("dashboard", {"view": "entities", "prefix": po[0], "offset": po[1]})),

@@ -88,6 +88,7 @@ class _FailingHub:
     class caller:
         namespace = None
         agent_id = None
+        visibility = None
 
     def __init__(self) -> None:
         self.error: BaseException = RuntimeError("unset")

@@ -661,6 +661,27 @@ ENTITIES_QUERY = (
     Param("offset", {"type": "integer", "minimum": 0}, "Skip this many."),
 )
 STATS_QUERY = (Param("namespace", _TEXT, "One namespace."),)
+#: ``GET /api/v1/memories``: a page of the memories the caller sees, filtered and sorted.
+LIST_QUERY = (
+    Param("cursor", _TEXT, "next_cursor of the page before, unchanged."),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 200}, "How many (50)."),
+    Param("sort", {"enum": ["-created", "created", "-valid_from", "valid_from"]},
+          "By when stored (created) or when true (valid_from); - first: newest first "
+          "(default -created)."),
+    Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
+    Param("namespace", _TEXT, "One namespace (default: every namespace)."),
+    Param("entity", _TEXT, "Only memories about this entity (any spelling)."),
+    Param("source", _TEXT, "Only memories with this source, exactly."),
+    Param("visibility", {"enum": ["private", "shared"]}, "Only private or only shared ones."),
+    Param("state", {"enum": ["current", "superseded", "all"]},
+          "current (default): not superseded; superseded; or all."),
+    Param("after", {"type": "string", "format": "date-time"}, "Event time at or after."),
+    Param("before", {"type": "string", "format": "date-time"}, "Event time before."),
+)  # fmt: skip
+REFLECT_QUERY = (
+    Param("namespace", _TEXT, "One namespace (default: every namespace)."),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per section (10)."),
+)
 FORGET_QUERY = (Param("cascade", _FLAG, "Also drop entities no longer mentioned: true or false."),)
 
 
@@ -753,7 +774,10 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
                       required=True).openapi("path")  # fmt: skip
     text = _TEXT
     paths: dict[str, Any] = {
-        "/api/v1/memories": {"post": _operation(
+        "/api/v1/memories": {"get": _operation(
+            "A page of memories, filtered and sorted", "list", _ANY_ROUTE,
+            {"$ref": ref + "MemoryPage"}, parameters=[p.openapi() for p in LIST_QUERY],
+        ), "post": _operation(
             "Store a memory, or a batch ({\"memories\": [...]})", "store", _STORE,
             {"oneOf": [{"$ref": ref + "StoreAnswer"}, {"$ref": ref + "StoreBatchAnswer"}]},
             body={"oneOf": [{"$ref": ref + "StoreArguments"}, {"$ref": ref + "StoreBatch"}]},
@@ -789,6 +813,10 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
         "/api/v1/stats": {"get": _operation(
             "Counts, the latest, what needs attention", "stats", _ANY_ROUTE, _ANSWER,
             parameters=[p.openapi() for p in STATS_QUERY],
+        )},
+        "/api/v1/reflect": {"get": _operation(
+            "What needs attention (the reflect tool)", "reflect", _ANY_ROUTE, _ANSWER,
+            parameters=[p.openapi() for p in REFLECT_QUERY],
         )},
         "/api/v1/openapi.json": {"get": {
             "summary": "This document", "operationId": "openapi", "security": [],
@@ -848,8 +876,40 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
         "properties": {"memories": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH,
                                     "items": {"$ref": ref + "StoreArguments"}}},
     }  # fmt: skip
+    listed = {
+        "type": "object",
+        "required": ["id", "type", "namespace", "visibility", "summary", "created_at"],
+        "properties": {
+            "id": text,
+            "type": {"enum": ["episodic", "semantic", "procedural"]},
+            "namespace": text,
+            "visibility": {"enum": ["private", "shared"]},
+            "summary": {**text, "description": "The memory on one line (at most 200 characters)."},
+            "source": {"type": ["string", "null"]},
+            "event_time": {"type": "string", "format": "date-time"},
+            "created_at": {"type": "string", "format": "date-time"},
+            "t_invalid": {"type": ["string", "null"], "format": "date-time"},
+            "superseded_by": {"type": ["string", "null"]},
+        },
+    }
+    page = {
+        "type": "object",
+        "required": ["memories", "next_cursor"],
+        "properties": {
+            "memories": {"type": "array", "items": {"$ref": ref + "ListedMemory"}},
+            "next_cursor": {"type": ["string", "null"],
+                            "description": "Pass as cursor for the next page; null: the last."},
+        },
+    }  # fmt: skip
     return {
         "openapi": "3.1.0",
+        "servers": [
+            {
+                "url": "/",
+                "description": "The ferrex serve --http that serves this "
+                "document (its /api/v1 routes are relative to it).",
+            }
+        ],
         "info": {
             "title": "ferrex memory API",
             "version": __version__,
@@ -867,6 +927,8 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
                 "StoreBatch": batch,
                 "StoreAnswer": store_answer,
                 "StoreBatchAnswer": batch_answer,
+                "ListedMemory": listed,
+                "MemoryPage": page,
                 "Error": error,
             },
         },

@@ -21,10 +21,13 @@ Views (``args["view"]``):
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,7 @@ from journal.record import to_builtins
 from journal.verify import VerifyReport
 from projections.sqlite import Memory, ReadModel
 
-VIEWS = ("history", "entity", "entities", "journal", "verify")
+VIEWS = ("history", "entity", "entities", "memories", "journal", "verify")
 #: Memories an entity page lists per page, and the most it reads to draw the graph.
 PAGE = 25
 GRAPH_MEMORIES = 200
@@ -80,11 +83,90 @@ def answer(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(prefix, str):
             raise UsageError("prefix must be text")
         return _entities(ctx, prefix, _offset(args))
+    if view == "memories":
+        return _memories(ctx, args)
     if view == "journal":
         return _journal(ctx)
     if view == "verify":
         return _verify(ctx)
     raise UsageError(f"unknown dashboard view {view!r}", hint=f"views: {', '.join(VIEWS)}")
+
+
+PAGE_LIMIT = 50
+PAGE_MAX = 200
+SORTS = ("-created", "created", "-valid_from", "valid_from")
+STATES = ("current", "superseded", "all")
+
+
+def _memories(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A page of the memories the caller sees (``GET /api/v1/memories``), newest first unless
+    ``sort`` says otherwise, and the cursor of the next page (None: this is the last)."""
+    sort = _choice(args.get("sort", "-created"), SORTS, "sort")
+    state = _choice(args.get("state", "current"), STATES, "state")
+    limit = args.get("limit", PAGE_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
+        raise UsageError(f"limit must be a whole number from 1 to {PAGE_MAX}")
+    namespace = args.get("namespace")
+    entity_ids = None
+    if args.get("entity"):
+        spellings = ctx.sight.spellings(ctx.rm, namespace or ctx.namespace)
+        candidates = [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
+        found = find_entity(_text(args["entity"], "entity"), candidates)
+        entity_ids = [found] if found else []
+    rows = ctx.rm.memory_page(
+        agent_id=ctx.agent_id, now=ctx.sight.now, namespace=namespace,
+        types=tuple(args.get("types") or ()), source=args.get("source"),
+        entity_ids=entity_ids, visibility=args.get("visibility"), state=state,
+        after=_when(args.get("after"), "after"), before=_when(args.get("before"), "before"),
+        sort=sort, cursor=_cursor(args.get("cursor")), limit=limit + 1,
+    )  # fmt: skip
+    more = len(rows) > limit
+    page = ctx.sight.shown(rows[:limit])
+    column = "created_at" if sort.lstrip("-") == "created" else "t_valid"
+    last = rows[limit - 1] if more else None
+    return {
+        "memories": [{**brief(m), "namespace": m.namespace, "source": m.source,
+                      "visibility": m.visibility, "superseded_by": m.superseded_by}
+                     for m in page],
+        "next_cursor": _encode_cursor(getattr(last, column), last.memory_id) if last else None,
+    }  # fmt: skip
+
+
+def _choice(value: object, allowed: tuple[str, ...], name: str) -> str:
+    if value not in allowed:
+        raise UsageError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    return str(value)
+
+
+def _when(value: object, name: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(str(value))
+    except ValueError as exc:
+        raise UsageError(f"{name} must be an ISO 8601 time, got {value!r}") from exc
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+
+
+def _encode_cursor(value: float, memory_id: str) -> str:
+    raw = json.dumps([value, memory_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _cursor(value: object) -> tuple[float, str] | None:
+    """The position a cursor names; ``invalid_input`` for one this API did not give."""
+    if value is None:
+        return None
+    try:
+        text = str(value)
+        decoded = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        position, memory_id = decoded
+        if isinstance(position, bool) or not isinstance(position, int | float):
+            raise ValueError(position)
+        return float(position), str(memory_id)
+    except (ValueError, TypeError) as exc:
+        hint = "pass next_cursor of the page before, unchanged"
+        raise UsageError("cursor is not one this API gave", hint=hint) from exc
 
 
 def _history(ctx: Context, memory_id: str) -> dict[str, Any]:

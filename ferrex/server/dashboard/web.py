@@ -56,6 +56,8 @@ from ferrex.server.dashboard import pages
 from ferrex.server.dashboard.api import (
     ENTITIES_QUERY,
     INTERNAL,
+    LIST_QUERY,
+    REFLECT_QUERY,
     SEARCH_QUERY,
     STATS_QUERY,
     Param,
@@ -249,7 +251,9 @@ class Dashboard:
                 "this dashboard needs a token",
                 hint="open the URL `ferrex ui` prints, or send Authorization: Bearer <token>",
             )
-        return Caller(agent_id=grant.agent, namespace=namespace), bearer
+        caller = Caller(agent_id=grant.agent, namespace=namespace,
+                        visibility=self.hub.caller.visibility)  # fmt: skip
+        return caller, bearer
 
     def login(self, request: Request) -> Response | None:
         """A request carrying ``?token=`` becomes a session and a redirect without it."""
@@ -473,6 +477,27 @@ class Dashboard:
             args["namespace"] = request.query_params["namespace"]
         return self._call("stats", args, caller)
 
+    def api_reflect(self, request: Request, caller: Caller) -> dict[str, Any]:
+        q = request.query_params
+        args: dict[str, Any] = {"limit": _int(q["limit"], "limit")} if "limit" in q else {}
+        if q.get("namespace"):
+            args["namespace"] = q["namespace"]
+        return self._call("reflect", args, caller)
+
+    def api_memories(self, request: Request, caller: Caller) -> dict[str, Any]:
+        q = request.query_params
+        args: dict[str, Any] = {"view": "memories"}
+        for name in ("cursor", "sort", "namespace", "entity", "source", "visibility", "state",
+                     "after", "before"):  # fmt: skip
+            if q.get(name):
+                args[name] = q[name]
+        if "limit" in q:
+            args["limit"] = _int(q["limit"], "limit")
+        types = [t.strip() for v in q.getlist("types") for t in v.split(",") if t.strip()]
+        if types:
+            args["types"] = types
+        return self._call("dashboard", args, caller)
+
     def same_origin(self, request: Request) -> None:
         origin = request.headers.get("origin")
         expected = self.origins(request)
@@ -513,6 +538,8 @@ class Dashboard:
             Route("/api/v1/history/{memory_id:path}", self.api(self.api_history), methods=["GET"]),
             Route("/api/v1/entities", self.api(self.api_entities, ENTITIES_QUERY), methods=["GET"]),
             Route("/api/v1/stats", self.api(self.api_stats, STATS_QUERY), methods=["GET"]),
+            Route("/api/v1/reflect", self.api(self.api_reflect, REFLECT_QUERY), methods=["GET"]),
+            Route("/api/v1/memories", self.api(self.api_memories, LIST_QUERY), methods=["GET"]),
             *(self.write_api.routes() if self.write_api is not None else ()),
         ]
 

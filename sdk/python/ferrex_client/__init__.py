@@ -6,6 +6,7 @@
     stored = client.store("On 2026-11-02 Ana deployed api-server v2.3", entities=["Ana"])
     found = client.recall("who deployed api-server?", limit=3)
     client.confirm([stored["id"]], pinned=True)
+    page = client.list(types=["episodic"], limit=20)  # then cursor=page["next_cursor"]
     client.forget(stored["id"])
 
 Every method returns the tool's answer (a dict, as the MCP tool gives it) or raises
@@ -197,6 +198,27 @@ class Client:
         """Counts, the latest memories, what needs attention."""
         query = "?" + urlencode({"namespace": namespace}) if namespace else ""
         return self._request("GET", "/api/v1/stats" + query, None, None)
+
+    def reflect(self, namespace: str | None = None, limit: int | None = None) -> dict[str, Any]:
+        """What needs attention: stale, never confirmed, contradicted, rarely used memories."""
+        params = {k: v for k, v in (("namespace", namespace), ("limit", limit)) if v is not None}
+        query = "?" + urlencode(params) if params else ""
+        return self._request("GET", "/api/v1/reflect" + query, None, None)
+
+    def list(self, *, cursor: str | None = None, **filters: Any) -> dict[str, Any]:
+        """One page of memories, ``{"memories": [...], "next_cursor": str | None}``; pass
+        ``next_cursor`` back as ``cursor`` for the next page. Filters: ``limit``, ``sort``
+        (``-created``, ``created``, ``-valid_from``, ``valid_from``), ``types`` (a list),
+        ``namespace``, ``entity``, ``source``, ``visibility``, ``state`` (``current``,
+        ``superseded``, ``all``), ``after``, ``before`` (ISO 8601)."""
+        params: list[tuple[str, Any]] = [("cursor", cursor)] if cursor else []
+        for name, value in filters.items():
+            if isinstance(value, (list, tuple)):
+                params.extend((name, v) for v in value)
+            elif value is not None:
+                params.append((name, value))
+        query = "?" + urlencode(params) if params else ""
+        return self._request("GET", "/api/v1/memories" + query, None, None)
 
     def memory(self, memory_id: str) -> dict[str, Any]:
         """One memory as the caller may see it."""

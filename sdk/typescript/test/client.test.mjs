@@ -127,3 +127,28 @@ test("an unreachable server is a connection failure", async () => {
   assert.equal(error.code, "connection_failed");
   assert.equal(error.status, null);
 });
+
+test("list pages with a cursor and reflect", async () => {
+  const ids = new Set();
+  for (let i = 0; i < 5; i++) {
+    const stored = await alice.store({ content: `TS listing note ${i}: shard-${i} rebalanced`,
+                                       visibility: "shared", source: "ts-list" });
+    ids.add(stored.id);
+  }
+  const hidden = await alice.store({ content: "TS listing note: alice's own", source: "ts-list" });
+  const seen = [];
+  let cursor;
+  do {
+    const page = await bob.list({ source: "ts-list", limit: 2, types: ["episodic"], cursor });
+    assert.ok(page.memories.length <= 2);
+    seen.push(...page.memories.map((m) => m.id));
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor);
+  assert.deepEqual(new Set(seen), ids);
+  assert.equal(seen.length, 5);
+  assert.ok(!seen.includes(hidden.id));
+  const bad = await refused(bob.list({ sort: "size" }));
+  assert.equal(bad.code, "invalid_input");
+  const reflected = await bob.reflect({ limit: 1 });
+  assert.ok("counts" in reflected && reflected.unvalidated.length <= 1);
+});

@@ -1,0 +1,422 @@
+"""``ferrex hooks`` (install ferrex's hooks into a client's settings, pause them per project)
+and ``ferrex hook`` (what the client runs at each event).
+
+A hook never blocks or breaks the client: whatever happens (a failure, a data directory that
+is not there, a deadline passed), it exits 0, prints nothing unless it has context to add,
+and writes one line to ``<home>/logs/hooks.log`` (each run's event, outcome and time; to
+stderr when the data directory does not exist, which a hook never creates). It speaks for
+the agent and namespace its command names, which install copies from the client's MCP entry
+(``--agent-id``, ``--default-visibility``, ``--namespace``), and reaches the stores through
+the hub, as the CLI does: through the server when one runs, never taking its lock; with none,
+it owns the data directory for its run.
+
+A project is the git work tree its directory is in, else the directory itself
+(:mod:`ferrex.projects`; with ``store.project_namespace`` its name is the namespace, taken
+from the ``cwd`` the client gives the hook); ``ferrex hooks pause`` lists it in
+``<home>/hooks/paused.json`` and every hook run from it then does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import click
+
+from ferrex.app import App
+from ferrex.errors import FerrexError, UsageError
+from ferrex.hooks import claude_code
+from ferrex.hooks.claude_code import HookInput
+from ferrex.projects import project_namespace, project_root
+from journal.files import make_private_dir, private_opener, replace_durably
+
+CLIENTS = click.Choice(["claude-code"])
+DEADLINES: Final = {"session-start": 12.0, "prompt": 8.0, "capture": 55.0}
+"""Seconds a hook may work before it gives up and exits 0 (below the timeout install gives
+the client for it, ``claude_code.HOOKS``)."""
+PROMPT_RESULTS: Final = 3
+PROMPT_QUERY_CHARS: Final = 2000
+
+
+# -- where things are ------------------------------------------------------------------------
+
+
+def _paused_file(app: App) -> Path:
+    return app.home / "hooks" / "paused.json"
+
+
+def _paused(app: App) -> list[str]:
+    try:
+        listed = json.loads(_paused_file(app).read_text())
+    except FileNotFoundError:
+        return []
+    return [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
+
+
+def _settings_path(project: str | None, user: bool) -> Path:
+    if user:
+        if project is not None:
+            raise UsageError("--user and --project name two places", hint="give one")
+        return Path.home() / ".claude" / "settings.json"
+    return project_root(Path(project or ".")) / ".claude" / "settings.local.json"
+
+
+def _ferrex_executable() -> str:
+    """This ferrex's console script, by absolute path: a client runs hooks without the
+    shell's PATH or virtual environment."""
+    beside = Path(sys.executable).with_name("ferrex")
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("ferrex")
+    return str(Path(found).resolve()) if found else str(Path(sys.argv[0]).resolve())
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    try:
+        doc = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"{path} is not JSON ({exc}); nothing was changed",
+            hint="fix or move the file, then run the command again",
+        ) from exc
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} is not a JSON object; nothing was changed")
+    return doc
+
+
+def _write_settings(path: Path, doc: dict[str, Any]) -> Path | None:
+    """Write ``doc`` to ``path`` (whole or not at all); the file it replaces is kept beside
+    it as ``NAME.ferrex-backup``, which is returned."""
+    backup = None
+    if path.exists():
+        backup = path.with_name(path.name + ".ferrex-backup")
+        shutil.copy2(path, backup)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_durably(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
+    return backup
+
+
+# -- ferrex hooks ----------------------------------------------------------------------------
+
+
+@click.group()
+def hooks() -> None:
+    """Install ferrex's hooks into a client, so it recalls and keeps memory without being
+    asked: a brief at session start, relevant memories with each prompt, the conversation
+    kept before compaction and at session end."""
+
+
+_project_option = click.option(
+    "--project",
+    type=click.Path(file_okay=False, exists=True, path_type=str),
+    help="The project (its git work tree; default: the current directory's).",
+)
+
+
+@hooks.command()
+@click.argument("client", type=CLIENTS)
+@_project_option
+@click.option("--user", is_flag=True, help="Every project of this user (~/.claude/settings.json).")
+@click.option("--agent-id", default="claude-code", show_default=True,
+              help="The client's agent id: the one its MCP entry gives ferrex.")  # fmt: skip
+@click.option("--namespace", help="The namespace its MCP entry gives ferrex, if it gives one.")
+@click.option("--default-visibility", type=click.Choice(["private", "shared"]),
+              default="shared", show_default=True,
+              help="As its MCP entry has it (the README's entries share).")  # fmt: skip
+@click.option("--dry-run", is_flag=True, help="Print the settings it would write; write nothing.")
+@click.pass_obj
+def install(
+    app: App,
+    client: str,
+    project: str | None,
+    user: bool,
+    agent_id: str,
+    namespace: str | None,
+    default_visibility: str,
+    dry_run: bool,
+) -> None:
+    """Write ferrex's hooks into CLIENT's settings: a project's .claude/settings.local.json
+    (not committed: no file of the project changes) or, with --user, ~/.claude/settings.json.
+    Other settings and hooks are kept; the file replaced is kept as NAME.ferrex-backup."""
+    path = _settings_path(project, user)
+    base = [_ferrex_executable(), "--home", str(app.home), "--agent-id", agent_id,
+            "--default-visibility", default_visibility]  # fmt: skip
+    if namespace:
+        base += ["--namespace", namespace]
+    try:
+        doc = claude_code.with_ours(_read_settings(path), base)
+    except ValueError as exc:
+        raise UsageError(f"{path}: {exc}; nothing was changed") from exc
+    if dry_run:
+        click.echo(f"# would write {path}")
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    backup = _write_settings(path, doc)
+    click.echo(f"installed ferrex hooks for {client} in {path}")
+    if backup is not None:
+        click.echo(f"the previous file is kept as {backup}")
+
+
+@hooks.command()
+@click.argument("client", type=CLIENTS)
+@_project_option
+@click.option("--user", is_flag=True, help="From ~/.claude/settings.json.")
+@click.option("--dry-run", is_flag=True, help="Print the settings it would write; write nothing.")
+def uninstall(client: str, project: str | None, user: bool, dry_run: bool) -> None:
+    """Remove ferrex's hooks from CLIENT's settings; everything else stays as it is."""
+    path = _settings_path(project, user)
+    before = _read_settings(path)
+    doc = claude_code.without_ours(before)
+    if dry_run:
+        click.echo(f"# would write {path}")
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    if doc == before:
+        click.echo(f"no ferrex hooks in {path}")
+        return
+    backup = _write_settings(path, doc)
+    click.echo(f"removed ferrex hooks for {client} from {path} (the previous file: {backup})")
+
+
+@hooks.command()
+@_project_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+def status(app: App, project: str | None, as_json: bool) -> None:
+    """Where ferrex's hooks are installed and whether this project pauses them."""
+    root = project_root(Path(project or "."))
+    places = {"project": _settings_path(str(root), False), "user": _settings_path(None, True)}
+    doc: dict[str, Any] = {"project": str(root), "paused": str(root) in _paused(app)}
+    for name, path in places.items():
+        try:
+            found = claude_code.installed(_read_settings(path))
+        except UsageError as exc:
+            found = {"error": [exc.message]}
+        doc[name] = {"settings": str(path), "hooks": found}
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"project {root}: {'paused' if doc['paused'] else 'active'}")
+    for name in places:
+        events = ", ".join(doc[name]["hooks"]) or "none"
+        click.echo(f"{name} settings {doc[name]['settings']}: {events}")
+
+
+def _set_paused(app: App, project: str | None, paused: bool) -> None:
+    root = str(project_root(Path(project or ".")))
+    listed = [p for p in _paused(app) if p != root] + ([root] if paused else [])
+    make_private_dir(_paused_file(app).parent)
+    replace_durably(_paused_file(app), (json.dumps(sorted(listed), indent=2) + "\n").encode())
+    click.echo(f"ferrex hooks {'paused' if paused else 'resumed'} for {root}")
+
+
+@hooks.command()
+@_project_option
+@click.pass_obj
+def pause(app: App, project: str | None) -> None:
+    """Turn ferrex's hooks off for a project (they run and do nothing)."""
+    _set_paused(app, project, True)
+
+
+@hooks.command()
+@_project_option
+@click.pass_obj
+def resume(app: App, project: str | None) -> None:
+    """Turn ferrex's hooks on again for a project."""
+    _set_paused(app, project, False)
+
+
+# -- ferrex hook -----------------------------------------------------------------------------
+
+
+@click.group()
+def hook() -> None:
+    """What a client's hooks run (``ferrex hooks install`` writes them): JSON on stdin, context
+    to add on stdout, exit 0 whatever happens."""
+
+
+@hook.command("session-start")
+@click.pass_obj
+def session_start(app: App) -> None:
+    """A brief for the session: what needs attention, current facts, recent memories."""
+    _run(app, "session-start", _brief)
+
+
+@hook.command()
+@click.pass_obj
+def prompt(app: App) -> None:
+    """The memories recall judges relevant to the prompt, with their ids (nothing if none)."""
+    _run(app, "prompt", _prompt)
+
+
+@hook.command()
+@click.pass_obj
+def capture(app: App) -> None:
+    """Keep the session's conversation (its transcript) as episodes, once per message."""
+    _run(app, "capture", _capture)
+
+
+class _Hooked:
+    """One hook run: its input, the agent's caller, and the hub it calls through."""
+
+    def __init__(self, app: App, given: HookInput, namespace_flag: str | None) -> None:
+        from ferrex.server.caller import Caller
+        from ferrex.server.hub import Hub
+
+        self.app = app
+        self.given = given
+        config = app.config
+        self.namespace: str = config["store.default_namespace"]
+        if config["store.project_namespace"] and namespace_flag is None and given.cwd:
+            # the project the client runs in, as its MCP server derives it (ferrex.projects)
+            self.namespace = project_namespace(Path(given.cwd)) or self.namespace
+        self.caller = Caller(agent_id=config["store.agent_id"], namespace=self.namespace,
+                             visibility=config["store.default_visibility"])  # fmt: skip
+        self.hub = Hub(app.home, lambda: app, self.caller, flush_every=None, sweep_every=None)
+        self.note: str | None = None  # what the run did, for its log line
+
+    def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return self.hub.call(tool, args, self.caller)
+
+
+def _token_count() -> Callable[[str], int]:
+    """Tokens as the bundled model's tokenizer counts them (recall's ``max_tokens`` does
+    too): its shipped tokenizer file alone, no model."""
+    from tokenizers import Tokenizer
+
+    from ferrex.models.bundled import TOKENIZER_DATA
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_DATA / "tokenizer.json"))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()  # the shipped file pads every text to 128
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def _brief(run: _Hooked) -> str:
+    from ferrex.hooks.context import ATTENTION_ITEMS, session_brief
+
+    reflect = run.call("reflect", {"limit": ATTENTION_ITEMS, "namespace": run.namespace})
+    recent = run.call("resource", {"uri": "ferrex://recent"})
+    return session_brief(run.namespace, reflect, recent, _token_count())
+
+
+def _prompt(run: _Hooked) -> str:
+    from ferrex.hooks.context import PROMPT_TOKENS, prompt_context
+    from ferrex.porting.transcripts import conversation_text
+
+    query = conversation_text(run.given.prompt or "")[:PROMPT_QUERY_CHARS].strip()
+    if not query:
+        return ""
+    found = run.call("recall", {"query": query, "limit": PROMPT_RESULTS,
+                                "max_tokens": PROMPT_TOKENS})  # fmt: skip
+    return prompt_context(found, _token_count())
+
+
+def _capture(run: _Hooked) -> str:
+    from ferrex.porting import transcripts
+    from ferrex.rules.memory_input import validate
+
+    if run.given.transcript_path is None:
+        raise UsageError("no transcript_path in the hook's input")
+    text = Path(run.given.transcript_path).read_text(encoding="utf-8", errors="replace")
+    parsed = transcripts.parse(text, run.given.session_id)
+    counts = {"stored": 0, "already": 0, "refused": 0}
+    for request in parsed.requests:
+        try:
+            # The chat import's redaction, here, before the text leaves this process.
+            valid = validate(request, secrets="redact")
+            args = {"type": "episodic", "content": valid.content, "source": valid.source,
+                    "context": valid.context, "split_long": True,
+                    "import_key": valid.import_key, "namespace": run.namespace}  # fmt: skip
+            if valid.t_valid is not None:
+                args["valid_from"] = valid.t_valid.isoformat()
+            run.call("store", args)
+            counts["stored"] += 1
+        except FerrexError as exc:
+            counts["already" if exc.code == "duplicate" else "refused"] += 1
+    run.note = json.dumps({**counts, "skipped": parsed.skipped}, separators=(",", ":"))
+    return ""
+
+
+def _run(app: App, name: str, work: Callable[[_Hooked], str]) -> None:
+    """Run one hook within its deadline; print its context, if any, as the client's JSON
+    document; exit 0 whatever happened."""
+    started = time.monotonic()
+    outcome: dict[str, Any] = {}
+    flags = click.get_current_context().find_root().meta.get("ferrex.flags") or {}
+    namespace_flag = flags.get("store.default_namespace")
+
+    def body() -> None:
+        try:
+            given = HookInput.from_json(json.loads(sys.stdin.read() or "{}"))
+            outcome["event"] = given.event
+            if not app.home.is_dir():
+                outcome["error"] = f"no data directory {app.home}"
+                return
+            if given.cwd and str(project_root(Path(given.cwd))) in _paused(app):
+                outcome["paused"] = True
+                return
+            run = _Hooked(app, given, namespace_flag)
+            outcome["run"] = run
+            outcome["context"] = work(run)
+        except FerrexError as exc:
+            outcome["error"] = f"[{exc.code}] {exc.message}"
+        except Exception as exc:  # a hook must never break the client: logged, not raised
+            outcome["error"] = f"{type(exc).__name__}: {exc}"
+
+    worker = threading.Thread(target=body, name=f"ferrex-hook-{name}", daemon=True)
+    worker.start()
+    worker.join(DEADLINES[name])
+    done = not worker.is_alive()
+    context = outcome.get("context") if done else None
+    if context:
+        event = outcome.get("event") or (
+            "SessionStart" if name == "session-start" else "UserPromptSubmit"
+        )
+        document = claude_code.context_output(event, context)
+        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    run = outcome.get("run")
+    if done and run is not None:
+        try:
+            run.hub.close()
+            app.close()
+        except Exception as exc:
+            outcome.setdefault("error", f"closing: {type(exc).__name__}: {exc}")
+    if not done:
+        outcome["error"] = f"gave up after {DEADLINES[name]:g} s"
+    _log(app, name, outcome, time.monotonic() - started, getattr(run, "note", None))
+    # Nothing of this process is needed any more; a model thread or a stuck call must not
+    # keep the client waiting in the interpreter's teardown.
+    os._exit(0)
+
+
+def _log(app: App, name: str, outcome: dict[str, Any], seconds: float, note: str | None) -> None:
+    if "error" in outcome:
+        result = "failed: " + str(outcome["error"])
+    elif outcome.get("paused"):
+        result = "paused"
+    else:
+        result = "context" if outcome.get("context") else "nothing"
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    line = f"{stamp} {name} {result} {seconds * 1000:.0f}ms" + (f" {note}" if note else "")
+    try:
+        if not app.home.is_dir():
+            raise FileNotFoundError(app.home)
+        logs = app.home / "logs"
+        make_private_dir(logs)
+        with open(logs / "hooks.log", "a", opener=private_opener) as f:
+            f.write(line.replace("\n", " ") + "\n")
+    except OSError:
+        sys.stderr.write(f"ferrex hook: {line}\n")

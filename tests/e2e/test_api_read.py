@@ -1,0 +1,100 @@
+"""The read side of /api/v1 over a real ``ferrex serve --http``: a page of memories at a time
+(cursor, filters, sort) as each agent may see them, and reflect."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.api_helpers import ALICE, BOB, Server, serve_http
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with serve_http(tmp_path_factory.mktemp("api-read") / "home") as served:
+        memories = [
+            {"content": f"Release note {i}: ledger-api build {i} passed on runner-{i % 3}",
+             "visibility": "shared", "valid_from": f"2026-11-{i + 1:02d}T09:00:00Z",
+             "source": "ci" if i % 2 else "chat", "entities": ["ledger-api"]}
+            for i in range(7)
+        ]  # fmt: skip
+        memories.append({"subject": "ledger-api", "predicate": "runs on", "object": "postgres 15",
+                         "visibility": "shared"})  # fmt: skip
+        stored = _get_or_post(served, "POST", "/api/v1/memories", ALICE, {"memories": memories})
+        assert stored["stored"] == 8, stored
+        _get_or_post(served, "POST", "/api/v1/memories", ALICE, {
+            "subject": "ledger-api", "predicate": "runs on", "object": "postgres 16",
+            "visibility": "shared"})  # fmt: skip
+        _get_or_post(served, "POST", "/api/v1/memories", ALICE, {
+            "content": "Alice's private draft about the ledger-api migration"})  # fmt: skip
+        yield served
+
+
+def _get_or_post(
+    server: Server, method: str, path: str, token: str, body: Any = None, **params: Any
+) -> dict[str, Any]:
+    answer = httpx.request(method, server.url + path, json=body, params=params,
+                           headers={"Authorization": f"Bearer {token}"}, timeout=120)  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    doc: dict[str, Any] = answer.json()
+    return doc
+
+
+def _all_pages(server: Server, token: str, **params: Any) -> list[list[dict[str, Any]]]:
+    pages, cursor = [], None
+    while True:
+        extra = {"cursor": cursor} if cursor else {}
+        doc = _get_or_post(server, "GET", "/api/v1/memories", token, **params, **extra)
+        pages.append(doc["memories"])
+        cursor = doc["next_cursor"]
+        if cursor is None:
+            return pages
+
+
+def test_pages_follow_the_cursor_without_gaps_or_repeats(server: Server) -> None:
+    pages = _all_pages(server, server.operator, limit=3)
+    assert [len(p) for p in pages] == [3, 3, 3]  # 9 current: the old postgres fact superseded
+    ids = [m["id"] for p in pages for m in p]
+    assert len(set(ids)) == 9
+    created = [m["created_at"] for p in pages for m in p]
+    assert created == sorted(created, reverse=True)
+    oldest = _all_pages(server, server.operator, limit=4, sort="created")
+    assert [m["id"] for p in oldest for m in p] == ids[::-1]
+
+
+def test_filters_and_privacy(server: Server) -> None:
+    def ids(token: str, **params: Any) -> list[str]:
+        return [m["id"] for p in _all_pages(server, token, **params) for m in p]
+
+    assert len(ids(BOB)) == 8  # alice's private draft is not bob's to list
+    assert len(ids(ALICE)) == 9
+    assert len(ids(ALICE, visibility="private")) == 1
+    assert len(ids(BOB, types="semantic")) == 1
+    superseded = _all_pages(server, BOB, state="superseded")[0]
+    assert [m["superseded_by"] is not None for m in superseded] == [True]
+    assert len(ids(BOB, state="all", types="semantic")) == 2
+    assert len(ids(BOB, source="ci")) == 3
+    window = _all_pages(server, BOB, after="2026-11-03T00:00:00Z", before="2026-11-05T00:00:00Z",
+                        sort="valid_from")[0]  # fmt: skip
+    assert [m["summary"][:14] for m in window] == ["Release note 2", "Release note 3"]
+    assert len(ids(BOB, entity="ledger-api", types="episodic")) == 7
+    assert ids(BOB, entity="no-such-thing") == []
+
+
+def test_bad_parameters_are_invalid_input(server: Server) -> None:
+    for params in ({"cursor": "garbage"}, {"sort": "size"}, {"limit": "0"}, {"colour": "red"},
+                   {"after": "yesterday"}):  # fmt: skip
+        answer = httpx.get(server.url + "/api/v1/memories", params=params, timeout=60,
+                           headers={"Authorization": f"Bearer {BOB}"})  # fmt: skip
+        assert answer.status_code == 400, (params, answer.text)
+        assert answer.json()["error"]["code"] == "invalid_input"
+
+
+def test_reflect_over_the_api(server: Server) -> None:
+    doc = _get_or_post(server, "GET", "/api/v1/reflect", BOB, limit=2)
+    assert set(doc) >= {"counts", "stale", "unvalidated", "contradictions"}
+    assert len(doc["unvalidated"]) <= 2
+    assert all("private draft" not in item["summary"] for item in doc["unvalidated"])

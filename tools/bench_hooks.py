@@ -1,0 +1,131 @@
+"""Wall-clock time of each Claude Code hook as the client runs it (a process, JSON on stdin),
+with a server running on the data directory and without one.
+
+``python tools/bench_hooks.py [--runs N] [--memories M]``. Cold is each mode's first run
+(without a server: the first process to open the home and load the model; with one: the
+first call after the server answered its first tool call); warm are the runs after it,
+reported as p50/p95. The home holds M memories imported from a store file. Wall clock on a
+shared machine: say how loaded it was (the load average is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import anyio
+
+from tests.e2e.mcp_helpers import FERREX, call, owner_pid, stdio_client
+from tests.e2e.test_hooks_claude_code import SESSION, write_transcript
+
+AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
+PROMPTS = [
+    "Which branch does the billing service deploy from?",
+    "What did we decide about the cache eviction policy?",
+    "What is the capital city of Mongolia?",
+]
+
+
+def _home(root: Path, memories: int) -> Path:
+    home = root / "home"
+    lines = [
+        json.dumps({"content": f"Note {i}: service-{i % 40} uses port {8000 + i} and deploys "
+                    f"from branch release-{i % 9} on day {i % 7} of the week"})
+        for i in range(memories)
+    ]  # fmt: skip
+    lines.append(json.dumps({"content": "The billing service deploys from release-7 on Fridays"}))
+    data = root / "memories.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    subprocess.run([FERREX, "--home", str(home), *AGENT, "import", str(data)], check=True,
+                   capture_output=True, timeout=1800)  # fmt: skip
+    return home
+
+
+def _run(home: Path, hook: str, doc: dict[str, object]) -> float:
+    started = time.monotonic()
+    done = subprocess.run(
+        [FERREX, "--home", str(home), *AGENT, "hook", hook],
+        input=json.dumps(doc),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0
+    return time.monotonic() - started
+
+
+def _series(home: Path, runs: int, transcript: Path) -> dict[str, list[float]]:
+    common = {"session_id": SESSION, "transcript_path": str(transcript), "cwd": str(home)}
+    out: dict[str, list[float]] = {"session-start": [], "prompt": [], "capture": []}
+    for i in range(runs):
+        out["session-start"].append(
+            _run(home, "session-start", {**common, "hook_event_name": "SessionStart"})
+        )
+        out["prompt"].append(
+            _run(
+                home,
+                "prompt",
+                {
+                    **common,
+                    "hook_event_name": "UserPromptSubmit",
+                    "prompt": PROMPTS[i % len(PROMPTS)],
+                },
+            )
+        )
+        out["capture"].append(_run(home, "capture", {**common, "hook_event_name": "PreCompact"}))
+    return out
+
+
+def _report(mode: str, series: dict[str, list[float]]) -> None:
+    for hook, times in series.items():
+        warm = sorted(times[1:])
+        p95 = warm[min(len(warm) - 1, round(0.95 * (len(warm) - 1)))]
+        print(
+            f"{mode:10} {hook:14} cold {times[0] * 1000:7.0f} ms   warm p50 "
+            f"{statistics.median(warm) * 1000:6.0f} ms  p95 {p95 * 1000:6.0f} ms  (n={len(warm)})"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--memories", type=int, default=1000)
+    options = parser.parse_args()
+    print(f"load average before: {os.getloadavg()}", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        home = _home(root, options.memories)
+        transcript = root / "transcript.jsonl"
+        write_transcript(transcript)
+        _report("no-server", _series(home, options.runs, transcript))
+        stop, up = threading.Event(), threading.Event()
+
+        async def serve() -> None:
+            async with stdio_client(home, *AGENT) as client:
+                await call(client, "stats", {})
+                up.set()
+                while not stop.is_set():
+                    await anyio.sleep(0.05)
+
+        thread = threading.Thread(target=lambda: anyio.run(serve), daemon=True)
+        thread.start()
+        assert up.wait(300)
+        owner_pid(home)
+        try:
+            _report("server", _series(home, options.runs, transcript))
+        finally:
+            stop.set()
+            thread.join(60)
+    print(f"load average after: {os.getloadavg()}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
