@@ -104,6 +104,8 @@ ERRORS: dict[str, ErrorStatus] = {
     "model_unavailable": ErrorStatus(503, "ModelUnavailable", "a model cannot be loaded"),
     "version_mismatch": ErrorStatus(503, "FerrexError", "processes of two ferrex versions "
                                     "share the data directory (a restart?)"),
+    "hello_refused": ErrorStatus(503, "UsageError", "the owner process refused this "
+                                 "process's hello (another ferrex version?)"),
     "journal": _journal(503, "the journal failed"),
     "journal.error": _journal(503, "the journal failed (closed, or PostgreSQL erred)"),
     "journal.connect": _journal(503, "the PostgreSQL journal cannot be connected to"),
