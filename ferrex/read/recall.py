@@ -16,8 +16,9 @@ the record only when the caller asks for it.
 **Fusion** (:func:`fuse`) is a convex combination of the two legs' min-max normalised
 scores, ``0.4 · dense + 0.6 · bm25`` by default (``RecallSettings.dense_weight``, the dense
 share lowered per query as the BM25 leg grows sure of its best, ``dense_adapt``): each leg
-is scaled so that its best candidate is 1 and its cut-off 0 (the last point it returned, or
-0 when it returned everything it scores), and a memory a leg did not return gets 0 from it.
+is scaled so that its best candidate is 1 and its cut-off 0 (its point at rank
+``RecallSettings.prefetch``, or 0 when it returned fewer, which is everything it scores;
+points below the cut-off get 0), and a memory a leg did not return gets 0 from it.
 Unlike RRF it keeps how far apart the scores are, so a leg that is sure of one memory is not
 outvoted by a memory both legs rank mediocre: on the public benchmarks
 (``tools/eval_retrieval.py``) RRF with k = 60 ranked below the better single leg on LoCoMo,
@@ -143,6 +144,13 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
+DEPTH: Final = MAX_LIMIT
+"""How many points each leg returns and how many fused candidates go on, whatever the
+``limit``, so that the first five of ``limit: 50`` are the results of ``limit: 5``: the pool
+the boosts reorder is the same for every limit, and each leg is normalised against its
+point at rank ``RecallSettings.prefetch`` (:meth:`ferrex.rules.fusion.Leg.of`), not its
+last. (Scaling both with the limit, as recall once did, moved the legs' floors and let a
+deeper pool bring a boosted memory into the top five of a longer answer only.)"""
 Legs = Literal["hybrid", "dense", "bm25"]
 LEGS: Final[tuple[Legs, ...]] = ("hybrid", "dense", "bm25")
 Strategy = Literal["balanced", "semantic", "lexical", "recent", "relational"]
@@ -216,6 +224,8 @@ class RecallSettings:
     default_namespace: str = "default"
     default_limit: int = 5
     prefetch: int = 40
+    """The rank of the point each leg is normalised against in fusion (its floor); the legs
+    return :data:`DEPTH` points whatever this is."""
     rerank_pool: int = 20
     dense_weight: float = 0.4
     """The dense leg's share of the fused score; the BM25 leg has the rest."""
@@ -526,8 +536,8 @@ class Reader:
             period=period,
             terms=_Terms.of(req.query, period),
             params=self.settings.staleness.for_namespace(namespace),
-            prefetch=max(self.settings.prefetch, 30, req.limit * 4),
-            pool=max(self.settings.rerank_pool, req.limit * 3),
+            prefetch=max(self.settings.prefetch, DEPTH),
+            pool=max(self.settings.rerank_pool, DEPTH),
             show_invalidated=req.include_invalidated or as_of is not None,
         )
 
@@ -757,6 +767,7 @@ class Reader:
         """Each leg's best ``n`` points, as a ranking of memories; and, when the embeddings
         server cannot be reached, the BM25 leg alone and a note saying so."""
         degraded: str | None = None
+        scale = self.settings.prefetch  # the floor's rank (DEPTH adds candidates below it)
         backend = self.projections.backend
         name = self.projections.live.memories
         legs: dict[str, Leg] = {}
@@ -770,11 +781,11 @@ class Reader:
                     "recall by meaning returns when the server answers"
                 )
             else:
-                legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n)
+                legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n, scale)
         if req.legs in ("hybrid", "bm25") or "dense" not in legs:
             query = self.bm25.encode_query(req.query)
             sparse = SparseVector(query.indices, query.values)
-            legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n)
+            legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n, scale)
         return legs, degraded
 
     def _graph_leg(
