@@ -64,10 +64,11 @@ evidence (the raw dense cosine, the share of the query's terms the memory contai
 it lacks an identifier, number or period the query names), since the fused score is
 relative and cannot say that nothing matches. An explicit ``min_relevance`` drops
 candidates below it (0 keeps every one: the evaluation tools measure untrimmed); without one
-the answer is trimmed, not padded: results labelled ``none`` are left out when a better one
-is there, and when none is only the nearest two come back. Either way what was left out is
-counted as ``hidden["irrelevant"]``; when no returned result reaches ``weak`` the answer says
-``nothing_relevant`` with a ``note``.
+the answer is trimmed of what the model is confident is no answer (relevance below
+``HIDDEN_BELOW``), never of its first three results (two when nothing is relevant): a
+``none`` label is a guess, and an answer hidden is one the agent never sees. Either way what
+was left out is counted as ``hidden["irrelevant"]``; when no returned result reaches
+``weak`` the answer says ``nothing_relevant`` with a ``note``.
 
 ``RecallRequest.legs`` picks ``hybrid`` (the default), ``dense`` or ``bm25``: a single leg
 ranks by its own score (cosine, or BM25 with IDF) and goes through every later stage
@@ -211,9 +212,9 @@ class RecallRequest:
     boost), ``relational`` (memories naming the query's entities rise)."""
     min_relevance: float | None = None
     """Drop candidates whose relevance is below this (0 keeps every one, as the evaluation
-    tools ask). None, the default, trims (:func:`ferrex.rules.relevance.trim`): the results
-    labelled ``none`` are left out when a better one is there, and when none is, only the
-    nearest couple is returned, with the verdict."""
+    tools ask). None, the default, trims (:func:`ferrex.rules.relevance.trim`): only what
+    the relevance model is confident is no answer is left out, past the first three (two,
+    with the verdict *nothing relevant*)."""
     count_access: bool = True
     """Whether the hits count as uses (the access log); a person browsing (the dashboard)
     looks without using."""
@@ -724,7 +725,7 @@ class Reader:
             judgement = _Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
         if cut is None:
-            keep = relevance.trim([judgement.label for _, judgement in kept])
+            keep = relevance.trim([judgement.value for _, judgement in kept])
             if len(keep) < len(kept):
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + len(kept) - len(keep)
             kept = [kept[i] for i in keep]

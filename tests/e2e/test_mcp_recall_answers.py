@@ -76,3 +76,71 @@ def test_a_longer_answer_begins_with_the_shorter_one(tmp_path: Path) -> None:
                     assert short == long[: len(short)], (question, trimmed, short, long[:5])
 
     anyio.run(main)
+
+
+# --- A small team's notes: filters, spellings, what a default answer hides --------------
+
+TEAM = (
+    ("The session Redis (redis-sessions-eu) was resized to 8 GB after evictions spiked.",
+     ["redis-sessions-eu"], "2026-10-02"),
+    ("redis-sessions-eu now runs with maxmemory-policy volatile-lru.",
+     ["redis-sessions-eu"], "2026-10-09"),
+    ("Nightly VACUUM on pg-analytics moved from 02:00 to 04:00 UTC.", ["pg-analytics"],
+     "2026-10-03"),
+    ("pg-analytics ran out of connections during the quarter-end report; pool raised to 80.",
+     ["pg-analytics"], "2026-10-15"),
+    ("Kafka brokers got a third rack; partitions were rebalanced over the weekend.",
+     ["Kafka"], "2026-10-05"),
+    ("dns-resolver pods were pinned to the infra nodes after two restarts.", ["dns-resolver"],
+     "2026-10-07"),
+    ("The checkout page shows prices with VAT for EU visitors.", ["checkout-web"],
+     "2026-09-12"),
+    ("Grafana dashboards for the storefront were moved into one folder.", ["Grafana"],
+     "2026-09-20"),
+    ("Priya is on call for the payments team this week.", ["Priya"], "2026-09-22"),
+    ("The mobile app's release train moved to every second Tuesday.", ["mobile-app"],
+     "2026-09-25"),
+    ("Search relevance tuning: title matches now weigh twice as much as body matches.",
+     ["search-api"], "2026-09-28"),
+    ("Support macros for refund requests were rewritten by Dana.", ["Dana"], "2026-09-30"),
+)  # fmt: skip
+
+
+def _team_home(tmp_path: Path) -> tuple[Path, dict[str, list[str]]]:
+    """A home holding :data:`TEAM`; each entity's memory ids."""
+    home = tmp_path / "home"
+    lines = [{"type": "episodic", "content": text, "entities": entities,
+              "valid_from": f"{day}T12:00:00Z"} for text, entities, day in TEAM]  # fmt: skip
+    path = tmp_path / "team.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    done = ferrex(home, "import", str(path), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    ids: dict[str, list[str]] = {}
+    for line, outcome in zip(lines, sorted(report["lines"], key=lambda o: o["line"]), strict=True):
+        for entity in line["entities"]:
+            ids.setdefault(entity, []).append(str(outcome["id"]))
+    return home, ids
+
+
+def test_a_default_answer_hides_only_what_is_surely_no_answer(tmp_path: Path) -> None:
+    home, _ = _team_home(tmp_path)
+    questions = (
+        "how big is the session cache now?",
+        "when does the analytics database vacuum run?",
+        "who rewrote the refund macros?",
+    )
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            for question in questions:
+                shown = await call(client, "recall", {"query": question})
+                every = await call(client, "recall", {"query": question, "min_relevance": 0})
+                ids = [r["id"] for r in shown["results"]]
+                assert ids == [r["id"] for r in every["results"] if r["id"] in ids], question
+                assert len(ids) >= (2 if shown["nothing_relevant"] else 3), question
+                left_out = [r for r in every["results"] if r["id"] not in ids]
+                assert all(r["relevance"] < 0.15 for r in left_out), (question, left_out)
+                assert shown["hidden"].get("irrelevant", 0) == len(left_out), question
+
+    anyio.run(main)
