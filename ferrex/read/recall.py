@@ -535,7 +535,7 @@ class Reader:
             unknown=unknown,
             strategy=STRATEGY_WEIGHTS[req.strategy],
             period=period,
-            terms=_Terms.of(req.query, period),
+            terms=_Terms.of(req.query, period, _given(flt), req.entities if flt.entity_ids else ()),
             params=self.settings.staleness.for_namespace(namespace),
             prefetch=max(self.settings.prefetch, DEPTH),
             pool=max(self.settings.rerank_pool, DEPTH),
@@ -1086,15 +1086,26 @@ class _Terms:
     period: Period | None
     names: frozenset[str] = frozenset()
     """The tokens of the query's capitalised names (:func:`ferrex.rules.relevance.query_names`)."""
+    given: int = 0
+    """The explicit filters (an entity filter, an ``after``/``before`` window): terms every
+    ranked memory has (:func:`ferrex.rules.relevance.coverage`)."""
 
     @classmethod
-    def of(cls, query: str, period: Period | None) -> _Terms:
+    def of(
+        cls, query: str, period: Period | None, given: int = 0, filtered: Sequence[str] = ()
+    ) -> _Terms:
+        """``given``: the explicit filters; ``filtered``: the entity names the filter gave,
+        whose words in the question are the filter's term, not terms of their own (as a
+        period's words are the period's)."""
         found = tokens(query)
         names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
-        if period is None:
+        if period is not None:
+            found = relevance.without_phrase(found, tokens(period.phrase))
+        if period is None and not given:
             return cls(found, None, names)
-        left = relevance.without_phrase(found, tokens(period.phrase))
-        return cls([t for t in left if t not in relevance.PERIOD_FRAME], period, names)
+        named = {t for name in filtered for t in tokens(name)}
+        kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
+        return cls(kept, period, names - named, given)
 
     @property
     def only_a_period(self) -> bool:
@@ -1116,11 +1127,19 @@ def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evi
             terms.period.holds(memory.t_valid), tokens(terms.period.phrase), text
         ),
         terms.names,
+        terms.given,
     )
 
 
 def _relevance(terms: _Terms, memory: Memory, dense: Leg | None) -> float:
     return relevance.DEFAULT_MODEL.relevance(_evidence(terms, memory, dense))
+
+
+def _given(flt: VectorFilter) -> int:
+    """The explicit filters a recall's caller gave that every ranked memory passes: the
+    entities (resolved) and the event-time window, one each."""
+    window = flt.t_valid_from is not None or flt.t_valid_to is not None
+    return int(bool(flt.entity_ids)) + int(window)
 
 
 def _payload(memory: Memory) -> dict[str, Any]:

@@ -119,6 +119,9 @@ class Evidence:
     missing_attribute: float = 0.0
     """1 when the query asks for an attribute (a port, a version, an owner, how many...)
     the memory does not state, else 0 (:func:`missing_attribute`)."""
+    given: float = 0.0
+    """How many explicit filters (entities, a time window) the memory passed to be ranked
+    at all (:func:`coverage`, :meth:`Model.relevance`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +147,13 @@ class Model:
             )
 
     def relevance(self, evidence: Evidence) -> float:
-        """The calibrated relevance in [0, 1]."""
+        """The calibrated relevance in [0, 1]; at least ``weak_from`` for a memory an
+        explicit filter admitted that lacks nothing the question names specifically (no
+        identifier, number, period, capitalised name or attribute asked for: the
+        ``missing_*`` evidence all 0). The caller who filters on ``pg-primary`` and asks
+        "what changed?" has said what the question is about; every memory the filter
+        admits is about it, however few of the question's words it shares, and a recall
+        that answers it with *nothing relevant* would hide the answer."""
         z = (
             self.cosine_weight * evidence.cosine
             + self.coverage_weight * evidence.coverage
@@ -153,7 +162,11 @@ class Model:
             + self.attribute_weight * evidence.missing_attribute
             + self.bias
         )
-        return _sigmoid(z)
+        value = _sigmoid(z)
+        missing = evidence.missing_named or evidence.missing_name or evidence.missing_attribute
+        if evidence.given and not missing:
+            return max(value, self.weak_from)
+        return value
 
     def label(self, relevance: float) -> Label:
         if relevance >= self.strong_from:
@@ -335,7 +348,10 @@ def _pieces(identifier: str) -> set[str]:
 
 
 def coverage(
-    query_tokens: Iterable[str], document_tokens: Iterable[str], in_period: bool | None = None
+    query_tokens: Iterable[str],
+    document_tokens: Iterable[str],
+    in_period: bool | None = None,
+    given: int = 0,
 ) -> float:
     """The share of the query's terms that occur in the document; 0 for a query without
     terms. A whole identifier is one term, and the words it is made of are part of it, not
@@ -346,9 +362,15 @@ def coverage(
     ``in_period``: the query names a date or period ("last Tuesday", "in March 2026";
     :func:`ferrex.rules.dates.when`), whose words the caller has taken out of
     ``query_tokens``. The period is then one term of its own, found when the memory's event
-    time falls inside it (True) and missing when it does not (False). None: no period."""
+    time falls inside it (True) and missing when it does not (False). None: no period.
+
+    ``given``: how many explicit filters the caller put on the recall (an entity filter, an
+    ``after``/``before`` window), each one more term, found in every memory the recall
+    ranks, since only memories that pass the filters are ranked at all. "What changed?"
+    with the filter ``pg-primary`` asks what changed *to pg-primary*; a memory linked to it
+    has half of that question before any word matches."""
     terms = set(query_tokens)
-    dated = 0 if in_period is None else 1
+    dated = (0 if in_period is None else 1) + given
     if not terms and not dated:
         return 0.0
     present = set(document_tokens)
@@ -356,7 +378,7 @@ def coverage(
     pieces = {i: _pieces(i) for i in identifiers}
     absorbed = set().union(*pieces.values()) if pieces else set()
     words = terms - identifiers - absorbed
-    found = float(len(words & present)) + (1.0 if in_period else 0.0)
+    found = float(len(words & present)) + (1.0 if in_period else 0.0) + given
     for identifier, parts in pieces.items():
         if identifier in present:
             found += 1.0
@@ -369,7 +391,9 @@ PERIOD_FRAME: Final = frozenset(
     {"happen", "go", "went", "gone", "occur", "anyth", "someth", "everyth", "event", "new"}
 )
 """Stemmed words that only frame a question about a period ("what happened in March?",
-"anything new over the weekend?"): with a period named they ask for nothing of their own."""
+"anything new over the weekend?") or about what an explicit filter admits ("what happened
+to it?" with ``entities: [pg-primary]``): with a period or a filter named they ask for
+nothing of their own."""
 
 
 def period_found(holds: bool, phrase_tokens: Iterable[str], document_tokens: Iterable[str]) -> bool:
@@ -398,20 +422,23 @@ def evidence(
     dense_floor: float | None,
     in_period: bool | None = None,
     names: Iterable[str] = (),
+    given: int = 0,
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
     cut-off (it scored no higher), else 0 (no dense leg); its coverage (with the period
     the query names as one term, :func:`coverage`); whether it lacks a specific thing the
     query names (:func:`missing_named`) and a capitalised name (``names``: the tokens of
-    :func:`query_names`; :func:`missing_name`)."""
+    :func:`query_names`; :func:`missing_name`); ``given``: the explicit filters, terms
+    every ranked memory has (:func:`coverage`)."""
     if cosine is None:
         cosine = dense_floor if dense_floor is not None else 0.0
     return Evidence(
         max(-1.0, min(1.0, cosine)),
-        coverage(query_tokens, document_tokens, in_period),
+        coverage(query_tokens, document_tokens, in_period, given),
         missing_named(query_tokens, document_tokens, in_period),
         missing_name(names, document_tokens),
         missing_attribute(query_tokens, document_tokens),
+        given,
     )
 
 

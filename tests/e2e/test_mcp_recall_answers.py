@@ -123,6 +123,29 @@ def _team_home(tmp_path: Path) -> tuple[Path, dict[str, list[str]]]:
     return home, ids
 
 
+def test_a_vague_question_under_a_filter_is_answered_without_the_verdict(
+    tmp_path: Path,
+) -> None:
+    home, ids = _team_home(tmp_path)
+    asked = (
+        ({"query": "what changed?", "entities": ["pg-analytics"]}, ids["pg-analytics"]),
+        ({"query": "anything go wrong with it?", "entities": ["redis-sessions-eu"]},
+         ids["redis-sessions-eu"]),
+        ({"query": "any issues?", "after": "2026-10-05T00:00:00Z",
+          "before": "2026-10-08T00:00:00Z"}, ids["Kafka"] + ids["dns-resolver"]),
+    )  # fmt: skip
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            for args, answers in asked:
+                doc = await call(client, "recall", args)
+                assert doc["nothing_relevant"] is False, args
+                assert {r["id"] for r in doc["results"]} == set(answers), args
+                assert "irrelevant" not in doc["hidden"], args
+
+    anyio.run(main)
+
+
 def test_a_default_answer_hides_only_what_is_surely_no_answer(tmp_path: Path) -> None:
     home, _ = _team_home(tmp_path)
     questions = (

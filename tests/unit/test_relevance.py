@@ -29,6 +29,14 @@ from ferrex.rules.relevance import (
 )
 
 
+def test_an_explicit_filter_is_a_term_every_ranked_memory_has() -> None:
+    # "what changed?" under a filter: half the question is what the filter named
+    assert coverage(tokens("what changed?"), tokens("pg-primary failed over"), None, 1) == 0.5
+    assert coverage(tokens("what changed?"), tokens("the schema changed"), None, 1) == 1.0
+    assert coverage([], tokens("anything"), None, 1) == 1.0
+    assert coverage(tokens("what changed?"), tokens("the schema changed"), None, 0) == 1.0
+
+
 def cov(query: str, document: str) -> float:
     return coverage(tokens(query), tokens(document))
 
