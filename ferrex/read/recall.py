@@ -133,7 +133,7 @@ from ferrex.rules.fusion import (
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
-from ferrex.rules.subjects import find_entity, object_form
+from ferrex.rules.subjects import find_entity, loosely_named, object_form
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
@@ -1013,7 +1013,10 @@ class Reader:
     def _entity_ids(
         self, namespace: str, names: Sequence[str], sight: Sight
     ) -> tuple[tuple[str, ...], list[str]]:
-        """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime")."""
+        """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime"), else
+        by the looser spellings of :func:`ferrex.rules.subjects.loosely_named` ("cart Redis"
+        finds ``redis-carts``); a name may mean several entities, the filter then admits
+        the memories of any of them."""
         if not names:
             return (), []
         candidates = sight.candidates(self.projections.read_model, namespace)
@@ -1022,11 +1025,12 @@ class Reader:
         rm = self.projections.read_model
         for name in names:
             entity_id = find_entity(name, candidates)
-            if entity_id is None:
+            meant = [entity_id] if entity_id is not None else loosely_named(name, candidates)
+            if not meant:
                 unknown.append(name)
                 continue
             # Memories stored before a merge name the merged entity by its old id.
-            for one in rm.merged_ids([entity_id]):
+            for one in rm.merged_ids(meant):
                 if one not in found:
                     found.append(one)
         return tuple(found), unknown

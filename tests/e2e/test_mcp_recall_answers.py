@@ -123,6 +123,26 @@ def _team_home(tmp_path: Path) -> tuple[Path, dict[str, list[str]]]:
     return home, ids
 
 
+def test_an_entity_filter_finds_its_entity_as_people_name_it(tmp_path: Path) -> None:
+    home, ids = _team_home(tmp_path)
+    spellings = {
+        "session Redis": "redis-sessions-eu",  # words of the name, another order, a plural
+        "Postgres analytics": "pg-analytics",  # pg: a clipping of postgres
+        "Kafka cluster": "Kafka",  # the kind of thing said as well
+        "DNS": "dns-resolver",  # part of the name
+    }
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            for said, entity in spellings.items():
+                args = {"query": "what was done to it?", "entities": [said], "min_relevance": 0}
+                doc = await call(client, "recall", args)
+                assert doc["unknown_entities"] == [], said
+                assert {r["id"] for r in doc["results"]} == set(ids[entity]), said
+
+    anyio.run(main)
+
+
 def test_a_vague_question_under_a_filter_is_answered_without_the_verdict(
     tmp_path: Path,
 ) -> None:
