@@ -145,13 +145,16 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
-DEPTH: Final = MAX_LIMIT
-"""How many points each leg returns and how many fused candidates go on, whatever the
-``limit``, so that the first five of ``limit: 50`` are the results of ``limit: 5``: the pool
-the boosts reorder is the same for every limit, and each leg is normalised against its
-point at rank ``RecallSettings.prefetch`` (:meth:`ferrex.rules.fusion.Leg.of`), not its
-last. (Scaling both with the limit, as recall once did, moved the legs' floors and let a
-deeper pool bring a boosted memory into the top five of a longer answer only.)"""
+POOL: Final = 20
+"""How many of the fused ranking go through the later stages (episode context, rerank,
+boosts, the top guard) whatever the ``limit``, so that the first five of ``limit: 50`` are
+the results of ``limit: 5``. Each leg is normalised against its point at rank
+``RecallSettings.prefetch`` (:meth:`ferrex.rules.fusion.Leg.of`), not its last, so asking a
+leg deeper for a longer answer does not rescale it. A longer answer than the pool holds
+continues with the next ``limit`` of the fused ranking, boosted and ordered among
+themselves, after the pool (:attr:`Candidate.deep`). (Scaling the pool and the legs' floors
+with the limit, as recall once did, let a deeper pool bring a boosted memory into the top
+five of a longer answer only.)"""
 Legs = Literal["hybrid", "dense", "bm25"]
 LEGS: Final[tuple[Legs, ...]] = ("hybrid", "dense", "bm25")
 Strategy = Literal["balanced", "semantic", "lexical", "recent", "relational"]
@@ -225,8 +228,8 @@ class RecallSettings:
     default_namespace: str = "default"
     default_limit: int = 5
     prefetch: int = 40
-    """The rank of the point each leg is normalised against in fusion (its floor); the legs
-    return :data:`DEPTH` points whatever this is."""
+    """The rank of the point each leg is normalised against in fusion (its floor); a leg
+    returns more points for a long answer (four per result asked for), never fewer."""
     rerank_pool: int = 20
     dense_weight: float = 0.4
     """The dense leg's share of the fused score; the BM25 leg has the rest."""
@@ -537,8 +540,8 @@ class Reader:
             period=period,
             terms=_Terms.of(req.query, period, _given(flt), req.entities if flt.entity_ids else ()),
             params=self.settings.staleness.for_namespace(namespace),
-            prefetch=max(self.settings.prefetch, DEPTH),
-            pool=max(self.settings.rerank_pool, DEPTH),
+            prefetch=max(self.settings.prefetch, 30, req.limit * 4),
+            pool=max(self.settings.rerank_pool, POOL),
             show_invalidated=req.include_invalidated or as_of is not None,
         )
 
@@ -570,28 +573,32 @@ class Reader:
 
     def _admit(self, q: _Query, legs: dict[str, Leg], mode: Legs) -> list[Candidate]:
         """The best ``pool`` of the fused ranking that the read model holds, with the
-        episode context they lend and the neighbours that join by it, as candidates."""
-        fused, named, via = self._fused(q, legs, mode)
-        fused = fused[: q.pool]
+        episode context they lend and the neighbours that join by it, as candidates; then
+        the next ``limit`` of the ranking, marked ``deep`` (they go after the pool)."""
+        ranking, named, via = self._fused(q, legs, mode)
         rm = self.projections.read_model
-        memories = {m.memory_id: m for m in rm.memories(memory_ids=[mid for mid, _ in fused])}
-        fused = [(mid, score) for mid, score in fused if mid in memories]
+        wanted = ranking[: q.pool + q.req.limit]
+        memories = {m.memory_id: m for m in rm.memories(memory_ids=[mid for mid, _ in wanted])}
+        fused = [(mid, score) for mid, score in ranking[: q.pool] if mid in memories]
         lent: dict[str, tuple[str, float]] = {}
         if self.settings.lends_context:
             fused, lent = self._with_context(fused, memories, q.flt)
             fused = fused[: q.pool]
+        pooled = {mid for mid, _ in fused}
+        deep = [(mid, score) for mid, score in ranking[q.pool : q.pool + q.req.limit]
+                if mid in memories and mid not in pooled]  # fmt: skip
         empty = Leg({}, 0.0)
         dense, bm25, graph = (legs.get(name, empty).best for name in ("dense", "bm25", "graph"))
         dense_ranks, sparse_ranks = _ranks(dense), _ranks(bm25)
         candidates = []
-        for mid, score in fused:
+        for (mid, score), beyond in [*((f, False) for f in fused), *((f, True) for f in deep)]:
             memory = memories[mid]
             candidates.append(Candidate(
                 memory, score, dense_ranks.get(mid), sparse_ranks.get(mid),
                 _hit_score(dense.get(mid)), _hit_score(bm25.get(mid)),
                 _hit_score(graph.get(mid)), tuple(via.get(mid, ())),
                 tuple(sorted(named[e] for e in memory.entity_ids if e in named)),
-                lent.get(mid),
+                lent.get(mid), deep=beyond,
             ))  # fmt: skip
         return candidates
 
@@ -623,7 +630,7 @@ class Reader:
                 hidden[why] = hidden.get(why, 0) + 1
                 continue
             kept.append(self._boosted(q, candidate, state.components))
-        kept.sort(key=lambda c: (-c.score, c.memory_id))
+        kept.sort(key=lambda c: (c.deep, -c.score, c.memory_id))
         return kept, hidden
 
     def _held_back(self, q: _Query, label: str) -> str | None:
@@ -666,8 +673,8 @@ class Reader:
         happened last week?") has that period's memories first, in score order, and no
         words for the guard; otherwise the top guard, where it applies."""
         if q.terms.only_a_period:
-            return sorted(scored, key=lambda c: not c.in_period)
-        lexical = [(c.lexical, c.memory_id) for c in scored if c.lexical is not None]
+            return sorted(scored, key=lambda c: (c.deep, not c.in_period))
+        lexical = [(c.lexical, c.memory_id) for c in scored if c.lexical is not None and not c.deep]
         if mode == "hybrid" and self.settings.top_guard and q.strategy.guard and lexical:
             return self._guarded(q.terms, legs, scored, lexical)
         return scored
@@ -768,7 +775,7 @@ class Reader:
         """Each leg's best ``n`` points, as a ranking of memories; and, when the embeddings
         server cannot be reached, the BM25 leg alone and a note saying so."""
         degraded: str | None = None
-        scale = self.settings.prefetch  # the floor's rank (DEPTH adds candidates below it)
+        scale = self.settings.prefetch  # the floor's rank, whatever the depth asked for
         backend = self.projections.backend
         name = self.projections.live.memories
         legs: dict[str, Leg] = {}
@@ -1120,10 +1127,12 @@ class _Terms:
 def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evidence:
     hit = None if dense is None else dense.best.get(memory.memory_id)
     text = tokens(memory_text(memory.type, memory.body()))
+    # Below the leg's floor a memory counts as at the floor, as one the leg did not return:
+    # the same evidence however deep a longer answer asked the leg.
     return relevance.evidence(
         terms.tokens,
         text,
-        None if hit is None else hit.score,
+        None if hit is None or dense is None else max(hit.score, dense.floor),
         None if dense is None else dense.floor,
         None
         if terms.period is None
