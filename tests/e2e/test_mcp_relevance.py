@@ -21,7 +21,7 @@ from tests.e2e.mcp_helpers import call, stdio_client
 
 NEAREST_WHEN_NOTHING = 2
 SHOWN_AT_LEAST = 3
-HIDDEN_BELOW = 0.15
+HIDDEN_BELOW = 0.1
 
 
 def _last_tuesday(now: datetime) -> datetime:
