@@ -145,7 +145,7 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
-POOL: Final = 20
+POOL: Final = 30
 """How many of the fused ranking go through the later stages (episode context, rerank,
 boosts, the top guard) whatever the ``limit``, so that the first five of ``limit: 50`` are
 the results of ``limit: 5``. Each leg is normalised against its point at rank
