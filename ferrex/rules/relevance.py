@@ -90,7 +90,7 @@ HIDDEN_BELOW: Final = 0.1
 """A default recall hides a result only below this relevance (:func:`trim`): where the model
 is confident it is not an answer. In the top five (untrimmed) of the tuning half of
 ``golden_set/agent_notes`` no answer scored below 0.1 (0 of 136; 115 of 534 other results
-did), and below ``WEAK_FROM``, what ``none`` means, lay 40 answers: a label that says
+did), and below ``WEAK_FROM``, what ``none`` means, lay 37 answers: a label that says
 "probably not" is no licence to hide. On LoCoMo 18 of 1,565 answers in the top five score
 below 0.1 (evidence turns that share nothing with the question), 33 below 0.15."""
 SHOWN_AT_LEAST: Final = 3
