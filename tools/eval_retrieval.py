@@ -107,7 +107,11 @@ K = 10
 DEFAULT = "hybrid (ferrex default)"
 RERANK = "hybrid+rerank"
 TUNE, HELD_OUT = "tune half", "held-out half"
-MODE_KINDS = ("legs", "context", "strategies", "later")
+MODE_KINDS = ("legs", "context", "strategies", "later", "trimmed")
+SHORT = 5
+"""The limit of the two rows that compare a default (trimmed) answer with an untrimmed one."""
+TRIMMED = f"{DEFAULT}, limit {SHORT}"
+UNTRIMMED = f"{DEFAULT}, limit {SHORT}, min_relevance 0"
 """Queries alternate between the half settings are chosen on and the half reported."""
 LOCOMO_CATEGORIES = {
     1: "multi-hop",
@@ -149,10 +153,18 @@ class Scores:
     """Whether any document of an evidence session is in the top 10 (when sessions exist)."""
     any5: list[float] = field(default_factory=list)
     """Whether any relevant document is in the top 5."""
+    tokens: list[float] = field(default_factory=list)
+    """The answer's results as compact JSON, in the bundled model's tokens (when counted)."""
 
     def add(
-        self, ranked: Sequence[str], relevant: set[str], session: Callable[[str], str] | None
+        self,
+        ranked: Sequence[str],
+        relevant: set[str],
+        session: Callable[[str], str] | None,
+        tokens: int | None = None,
     ) -> None:
+        if tokens is not None:
+            self.tokens.append(tokens)
         self.ndcg.append(ndcg_at(ranked, relevant, 10))
         self.r1.append(recall_at(ranked, relevant, 1))
         self.r5.append(recall_at(ranked, relevant, 5))
@@ -176,10 +188,11 @@ class Scores:
             "recall@10": sum(self.r10) / n,
             "session@10": sum(self.session) / n if self.session else math.nan,
             "recall_any@5": sum(self.any5) / n,
+            "tokens": sum(self.tokens) / n if self.tokens else math.nan,
         }
 
     def merge(self, other: Scores) -> None:
-        for name in ("ndcg", "r1", "r5", "r10", "session", "any5"):
+        for name in ("ndcg", "r1", "r5", "r10", "session", "any5", "tokens"):
             getattr(self, name).extend(getattr(other, name))
 
 
@@ -448,6 +461,35 @@ class Mode:
     legs: Legs
     include_stale: bool = False
     strategy: Strategy = "balanced"
+    limit: int = K
+    trimmed: bool = False
+    """Asked as an agent asks (no ``min_relevance``: trimmed), not untrimmed."""
+
+    def request(self, query: Query) -> RecallRequest:
+        return RecallRequest(
+            query=query.text,
+            namespace=query.namespace,
+            limit=self.limit,
+            legs=self.legs,
+            include_stale=self.include_stale,
+            strategy=self.strategy,
+            min_relevance=None if self.trimmed else 0.0,
+        )
+
+
+def short_modes(reader: Reader, kinds: Sequence[str]) -> list[Mode]:
+    """The default at limit 5 untrimmed and trimmed (what an agent is shown), when asked."""
+    if "trimmed" not in kinds:
+        return []
+    return [Mode(UNTRIMMED, reader, "hybrid", limit=SHORT),
+            Mode(TRIMMED, reader, "hybrid", limit=SHORT, trimmed=True)]  # fmt: skip
+
+
+def answer_tokens(
+    count: Callable[[str], int | None], results: Sequence[dict[str, Any]]
+) -> int | None:
+    """The results an agent reads, as compact JSON, in tokens (None: no tokenizer)."""
+    return count(json.dumps(list(results), separators=(",", ":"), ensure_ascii=False))
 
 
 @dataclass
@@ -459,7 +501,11 @@ class Run:
 
 
 def ask(
-    modes: Sequence[Mode], bench: Bench, stored: Stored, progress: Callable[[str], None]
+    modes: Sequence[Mode],
+    bench: Bench,
+    stored: Stored,
+    progress: Callable[[str], None],
+    count: Callable[[str], int | None] | None = None,
 ) -> Run:
     run = Run({}, {}, {})
     for mode in modes:
@@ -467,22 +513,18 @@ def ask(
         scores = run.scores[mode.label] = {}
         hidden = run.hidden[mode.label] = {}
         for number, query in enumerate(bench.queries):
-            request = RecallRequest(
-                query=query.text,
-                namespace=query.namespace,
-                limit=K,
-                legs=mode.legs,
-                include_stale=mode.include_stale,
-                strategy=mode.strategy,
-                min_relevance=0.0,  # measured untrimmed
-            )
-            result = mode.reader.recall(request)
+            result = mode.reader.recall(mode.request(query))
             ranked = [stored.by_memory.get(r["id"], "?") for r in result.results]
+            used = None
+            if count is not None and mode.limit == SHORT:
+                used = answer_tokens(count, result.results)
             half = HELD_OUT if number % 2 else TUNE
             for group in dict.fromkeys(("all", half, query.group)):
-                scores.setdefault(group, Scores()).add(ranked, set(query.relevant), bench.session)
-            for reason, count in result.hidden.items():
-                hidden[reason] = hidden.get(reason, 0) + count
+                scores.setdefault(group, Scores()).add(
+                    ranked, set(query.relevant), bench.session, used
+                )
+            for reason, n in result.hidden.items():
+                hidden[reason] = hidden.get(reason, 0) + n
         run.seconds[mode.label] = time.perf_counter() - started
         progress(f"  {mode.label}: {len(bench.queries)} queries in {run.seconds[mode.label]:.1f} s")
     return run
@@ -527,6 +569,7 @@ def evaluate(
                 Mode("bm25 + episode context", default, "bm25"),
             ]
         modes.append(Mode(DEFAULT, default, "hybrid"))
+        modes += short_modes(default, kinds)
         if "strategies" in kinds:
             modes += [Mode(f"strategy {name}", default, "hybrid", strategy=name)
                       for name in STRATEGIES if name != "balanced"]  # fmt: skip
@@ -550,7 +593,7 @@ def evaluate(
             label = f"{DEFAULT}, {later_days:g} days later"
             modes.append(Mode(label, shifted, "hybrid"))
             modes.append(Mode(f"{label}, include_stale", shifted, "hybrid", include_stale=True))
-        run = ask(modes, bench, stored, progress)
+        run = ask(modes, bench, stored, progress, embedder.model().count_tokens)
     finally:
         app.close()
     table = {
@@ -621,16 +664,15 @@ def evaluate_longmemeval(
                     modes = _lme_modes(app, default, kinds, at, variants)
                     half = HELD_OUT if index % 2 else TUNE
                     for mode in modes:
-                        result = mode.reader.recall(RecallRequest(
-                            query=stack.query.text, namespace=stack.query.namespace, limit=K,
-                            legs=mode.legs, strategy=mode.strategy,
-                            min_relevance=0.0,  # measured untrimmed
-                        ))  # fmt: skip
+                        result = mode.reader.recall(mode.request(stack.query))
                         ranked = [stored.by_memory.get(r["id"], "?") for r in result.results]
+                        used = None
+                        if mode.limit == SHORT:
+                            used = answer_tokens(embedder.model().count_tokens, result.results)
                         by_group = scores.setdefault(mode.label, {})
                         for group in ("all", half, stack.query.group):
                             by_group.setdefault(group, Scores()).add(
-                                ranked, set(stack.query.relevant), longmemeval_session
+                                ranked, set(stack.query.relevant), longmemeval_session, used
                             )
                         for reason, count in result.hidden.items():
                             hidden[reason] = hidden.get(reason, 0) + count
@@ -684,6 +726,7 @@ def _lme_modes(
     if "legs" in kinds:
         modes.append(Mode("dense", plain, "dense"))
     modes.append(Mode(DEFAULT, asked, "hybrid"))
+    modes += short_modes(asked, kinds)
     for variant in variants:
         label = ", ".join(f"{k}={v}" for k, v in variant.items())
         tried = Reader(projections, embedder, default.reranker, replace(settings, **variant),
@@ -720,6 +763,21 @@ def render(report: dict[str, Any]) -> str:
                   if group in by_group]  # fmt: skip
         if RERANK not in results:
             lines.append(f"| {RERANK} | {report['reranker']} | | | | | |")
+    if TRIMMED in results and UNTRIMMED in results:
+        lines += ["", f"limit {SHORT}, trimmed (as an agent asks) against untrimmed:", "",
+                  "| queries | recall_any@5 | recall@5 | tokens | tokens ÷ untrimmed |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for group in ("all", TUNE, HELD_OUT):
+            cut, whole = results[TRIMMED].get(group), results[UNTRIMMED].get(group)
+            if cut is None or whole is None:
+                continue
+            ratio = cut["tokens"] / whole["tokens"] if whole["tokens"] else math.nan
+            lines.append(
+                f"| {group}: trimmed | {cut['recall_any@5']:.3f} | "
+                f"{cut['recall@5']:.3f} | {cut['tokens']:.0f} | {ratio:.3f} |"
+            )
+            lines.append(f"| {group}: untrimmed | {whole['recall_any@5']:.3f} | "
+                         f"{whole['recall@5']:.3f} | {whole['tokens']:.0f} | |")  # fmt: skip
     groups = [g for g in results[DEFAULT] if g not in ("all", TUNE, HELD_OUT)]
     if groups:
         lines += ["", "recall@10 (recall@1) by category, all queries:", ""]
@@ -796,7 +854,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=",".join(MODE_KINDS),
         help="which modes beside bm25 and the default, comma-separated: legs (dense alone), "
         "context (hybrid without and bm25 with episode context), strategies (each "
-        "non-default strategy), later (the clock moved --later-days ahead)",
+        "non-default strategy), later (the clock moved --later-days ahead), trimmed (the "
+        "default at limit 5 untrimmed and as an agent asks, with its answers' tokens)",
     )
     parser.add_argument(
         "--setting",

@@ -53,6 +53,9 @@ class Candidate:
     """The BM25 leg's score with the same boosts (what the top guard compares)."""
     top_guard: bool = False
     """First by the top guard, not by its score."""
+    deep: bool = False
+    """Beyond the pool (:data:`ferrex.read.recall.POOL`): reached only by a longer answer,
+    ranked after every pooled candidate and lending no episode context."""
 
     @property
     def memory_id(self) -> str:

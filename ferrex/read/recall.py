@@ -16,8 +16,9 @@ the record only when the caller asks for it.
 **Fusion** (:func:`fuse`) is a convex combination of the two legs' min-max normalised
 scores, ``0.4 · dense + 0.6 · bm25`` by default (``RecallSettings.dense_weight``, the dense
 share lowered per query as the BM25 leg grows sure of its best, ``dense_adapt``): each leg
-is scaled so that its best candidate is 1 and its cut-off 0 (the last point it returned, or
-0 when it returned everything it scores), and a memory a leg did not return gets 0 from it.
+is scaled so that its best candidate is 1 and its cut-off 0 (its point at rank
+``RecallSettings.prefetch``, or 0 when it returned fewer, which is everything it scores;
+points below the cut-off get 0), and a memory a leg did not return gets 0 from it.
 Unlike RRF it keeps how far apart the scores are, so a leg that is sure of one memory is not
 outvoted by a memory both legs rank mediocre: on the public benchmarks
 (``tools/eval_retrieval.py``) RRF with k = 60 ranked below the better single leg on LoCoMo,
@@ -63,10 +64,11 @@ evidence (the raw dense cosine, the share of the query's terms the memory contai
 it lacks an identifier, number or period the query names), since the fused score is
 relative and cannot say that nothing matches. An explicit ``min_relevance`` drops
 candidates below it (0 keeps every one: the evaluation tools measure untrimmed); without one
-the answer is trimmed, not padded: results labelled ``none`` are left out when a better one
-is there, and when none is only the nearest two come back. Either way what was left out is
-counted as ``hidden["irrelevant"]``; when no returned result reaches ``weak`` the answer says
-``nothing_relevant`` with a ``note``.
+the answer is trimmed of what the model is confident is no answer (relevance below
+``HIDDEN_BELOW``), never of its first three results (two when nothing is relevant): a
+``none`` label is a guess, and an answer hidden is one the agent never sees. Either way what
+was left out is counted as ``hidden["irrelevant"]``; when no returned result reaches
+``weak`` the answer says ``nothing_relevant`` with a ``note``.
 
 ``RecallRequest.legs`` picks ``hybrid`` (the default), ``dense`` or ``bm25``: a single leg
 ranks by its own score (cosine, or BM25 with IDF) and goes through every later stage
@@ -131,7 +133,7 @@ from ferrex.rules.fusion import (
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
-from ferrex.rules.subjects import find_entity, object_form
+from ferrex.rules.subjects import find_entity, loosely_named, object_form
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
@@ -143,6 +145,16 @@ log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 2000
 MAX_LIMIT = 100
+POOL: Final = 30
+"""How many of the fused ranking go through the later stages (episode context, rerank,
+boosts, the top guard) whatever the ``limit``, so that the first five of ``limit: 50`` are
+the results of ``limit: 5``. Each leg is normalised against its point at rank
+``RecallSettings.prefetch`` (:meth:`ferrex.rules.fusion.Leg.of`), not its last, so asking a
+leg deeper for a longer answer does not rescale it. A longer answer than the pool holds
+continues with the next ``limit`` of the fused ranking, boosted and ordered among
+themselves, after the pool (:attr:`Candidate.deep`). (Scaling the pool and the legs' floors
+with the limit, as recall once did, let a deeper pool bring a boosted memory into the top
+five of a longer answer only.)"""
 Legs = Literal["hybrid", "dense", "bm25"]
 LEGS: Final[tuple[Legs, ...]] = ("hybrid", "dense", "bm25")
 Strategy = Literal["balanced", "semantic", "lexical", "recent", "relational"]
@@ -203,9 +215,9 @@ class RecallRequest:
     boost), ``relational`` (memories naming the query's entities rise)."""
     min_relevance: float | None = None
     """Drop candidates whose relevance is below this (0 keeps every one, as the evaluation
-    tools ask). None, the default, trims (:func:`ferrex.rules.relevance.trim`): the results
-    labelled ``none`` are left out when a better one is there, and when none is, only the
-    nearest couple is returned, with the verdict."""
+    tools ask). None, the default, trims (:func:`ferrex.rules.relevance.trim`): only what
+    the relevance model is confident is no answer is left out, past the first three (two,
+    with the verdict *nothing relevant*)."""
     count_access: bool = True
     """Whether the hits count as uses (the access log); a person browsing (the dashboard)
     looks without using."""
@@ -216,6 +228,8 @@ class RecallSettings:
     default_namespace: str = "default"
     default_limit: int = 5
     prefetch: int = 40
+    """The rank of the point each leg is normalised against in fusion (its floor); a leg
+    returns more points for a long answer (four per result asked for), never fewer."""
     rerank_pool: int = 20
     dense_weight: float = 0.4
     """The dense leg's share of the fused score; the BM25 leg has the rest."""
@@ -524,10 +538,10 @@ class Reader:
             unknown=unknown,
             strategy=STRATEGY_WEIGHTS[req.strategy],
             period=period,
-            terms=_Terms.of(req.query, period),
+            terms=_Terms.of(req.query, period, _given(flt), req.entities if flt.entity_ids else ()),
             params=self.settings.staleness.for_namespace(namespace),
             prefetch=max(self.settings.prefetch, 30, req.limit * 4),
-            pool=max(self.settings.rerank_pool, req.limit * 3),
+            pool=max(self.settings.rerank_pool, POOL),
             show_invalidated=req.include_invalidated or as_of is not None,
         )
 
@@ -559,28 +573,32 @@ class Reader:
 
     def _admit(self, q: _Query, legs: dict[str, Leg], mode: Legs) -> list[Candidate]:
         """The best ``pool`` of the fused ranking that the read model holds, with the
-        episode context they lend and the neighbours that join by it, as candidates."""
-        fused, named, via = self._fused(q, legs, mode)
-        fused = fused[: q.pool]
+        episode context they lend and the neighbours that join by it, as candidates; then
+        the next ``limit`` of the ranking, marked ``deep`` (they go after the pool)."""
+        ranking, named, via = self._fused(q, legs, mode)
         rm = self.projections.read_model
-        memories = {m.memory_id: m for m in rm.memories(memory_ids=[mid for mid, _ in fused])}
-        fused = [(mid, score) for mid, score in fused if mid in memories]
+        wanted = ranking[: q.pool + q.req.limit]
+        memories = {m.memory_id: m for m in rm.memories(memory_ids=[mid for mid, _ in wanted])}
+        fused = [(mid, score) for mid, score in ranking[: q.pool] if mid in memories]
         lent: dict[str, tuple[str, float]] = {}
         if self.settings.lends_context:
             fused, lent = self._with_context(fused, memories, q.flt)
             fused = fused[: q.pool]
+        pooled = {mid for mid, _ in fused}
+        deep = [(mid, score) for mid, score in ranking[q.pool : q.pool + q.req.limit]
+                if mid in memories and mid not in pooled]  # fmt: skip
         empty = Leg({}, 0.0)
         dense, bm25, graph = (legs.get(name, empty).best for name in ("dense", "bm25", "graph"))
         dense_ranks, sparse_ranks = _ranks(dense), _ranks(bm25)
         candidates = []
-        for mid, score in fused:
+        for (mid, score), beyond in [*((f, False) for f in fused), *((f, True) for f in deep)]:
             memory = memories[mid]
             candidates.append(Candidate(
                 memory, score, dense_ranks.get(mid), sparse_ranks.get(mid),
                 _hit_score(dense.get(mid)), _hit_score(bm25.get(mid)),
                 _hit_score(graph.get(mid)), tuple(via.get(mid, ())),
                 tuple(sorted(named[e] for e in memory.entity_ids if e in named)),
-                lent.get(mid),
+                lent.get(mid), deep=beyond,
             ))  # fmt: skip
         return candidates
 
@@ -612,7 +630,7 @@ class Reader:
                 hidden[why] = hidden.get(why, 0) + 1
                 continue
             kept.append(self._boosted(q, candidate, state.components))
-        kept.sort(key=lambda c: (-c.score, c.memory_id))
+        kept.sort(key=lambda c: (c.deep, -c.score, c.memory_id))
         return kept, hidden
 
     def _held_back(self, q: _Query, label: str) -> str | None:
@@ -655,8 +673,8 @@ class Reader:
         happened last week?") has that period's memories first, in score order, and no
         words for the guard; otherwise the top guard, where it applies."""
         if q.terms.only_a_period:
-            return sorted(scored, key=lambda c: not c.in_period)
-        lexical = [(c.lexical, c.memory_id) for c in scored if c.lexical is not None]
+            return sorted(scored, key=lambda c: (c.deep, not c.in_period))
+        lexical = [(c.lexical, c.memory_id) for c in scored if c.lexical is not None and not c.deep]
         if mode == "hybrid" and self.settings.top_guard and q.strategy.guard and lexical:
             return self._guarded(q.terms, legs, scored, lexical)
         return scored
@@ -714,7 +732,7 @@ class Reader:
             judgement = _Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
         if cut is None:
-            keep = relevance.trim([judgement.label for _, judgement in kept])
+            keep = relevance.trim([judgement.value for _, judgement in kept])
             if len(keep) < len(kept):
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + len(kept) - len(keep)
             kept = [kept[i] for i in keep]
@@ -757,6 +775,7 @@ class Reader:
         """Each leg's best ``n`` points, as a ranking of memories; and, when the embeddings
         server cannot be reached, the BM25 leg alone and a note saying so."""
         degraded: str | None = None
+        scale = self.settings.prefetch  # the floor's rank, whatever the depth asked for
         backend = self.projections.backend
         name = self.projections.live.memories
         legs: dict[str, Leg] = {}
@@ -770,11 +789,11 @@ class Reader:
                     "recall by meaning returns when the server answers"
                 )
             else:
-                legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n)
+                legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n, scale)
         if req.legs in ("hybrid", "bm25") or "dense" not in legs:
             query = self.bm25.encode_query(req.query)
             sparse = SparseVector(query.indices, query.values)
-            legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n)
+            legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n, scale)
         return legs, degraded
 
     def _graph_leg(
@@ -1001,7 +1020,10 @@ class Reader:
     def _entity_ids(
         self, namespace: str, names: Sequence[str], sight: Sight
     ) -> tuple[tuple[str, ...], list[str]]:
-        """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime")."""
+        """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime"), else
+        by the looser spellings of :func:`ferrex.rules.subjects.loosely_named` ("cart Redis"
+        finds ``redis-carts``); a name may mean several entities, the filter then admits
+        the memories of any of them."""
         if not names:
             return (), []
         candidates = sight.candidates(self.projections.read_model, namespace)
@@ -1010,11 +1032,12 @@ class Reader:
         rm = self.projections.read_model
         for name in names:
             entity_id = find_entity(name, candidates)
-            if entity_id is None:
+            meant = [entity_id] if entity_id is not None else loosely_named(name, candidates)
+            if not meant:
                 unknown.append(name)
                 continue
             # Memories stored before a merge name the merged entity by its old id.
-            for one in rm.merged_ids([entity_id]):
+            for one in rm.merged_ids(meant):
                 if one not in found:
                     found.append(one)
         return tuple(found), unknown
@@ -1074,15 +1097,26 @@ class _Terms:
     period: Period | None
     names: frozenset[str] = frozenset()
     """The tokens of the query's capitalised names (:func:`ferrex.rules.relevance.query_names`)."""
+    given: int = 0
+    """The explicit filters (an entity filter, an ``after``/``before`` window): terms every
+    ranked memory has (:func:`ferrex.rules.relevance.coverage`)."""
 
     @classmethod
-    def of(cls, query: str, period: Period | None) -> _Terms:
+    def of(
+        cls, query: str, period: Period | None, given: int = 0, filtered: Sequence[str] = ()
+    ) -> _Terms:
+        """``given``: the explicit filters; ``filtered``: the entity names the filter gave,
+        whose words in the question are the filter's term, not terms of their own (as a
+        period's words are the period's)."""
         found = tokens(query)
         names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
-        if period is None:
+        if period is not None:
+            found = relevance.without_phrase(found, tokens(period.phrase))
+        if period is None and not given:
             return cls(found, None, names)
-        left = relevance.without_phrase(found, tokens(period.phrase))
-        return cls([t for t in left if t not in relevance.PERIOD_FRAME], period, names)
+        named = {t for name in filtered for t in tokens(name)}
+        kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
+        return cls(kept, period, names - named, given)
 
     @property
     def only_a_period(self) -> bool:
@@ -1093,10 +1127,12 @@ class _Terms:
 def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evidence:
     hit = None if dense is None else dense.best.get(memory.memory_id)
     text = tokens(memory_text(memory.type, memory.body()))
+    # Below the leg's floor a memory counts as at the floor, as one the leg did not return:
+    # the same evidence however deep a longer answer asked the leg.
     return relevance.evidence(
         terms.tokens,
         text,
-        None if hit is None else hit.score,
+        None if hit is None or dense is None else max(hit.score, dense.floor),
         None if dense is None else dense.floor,
         None
         if terms.period is None
@@ -1104,11 +1140,19 @@ def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evi
             terms.period.holds(memory.t_valid), tokens(terms.period.phrase), text
         ),
         terms.names,
+        terms.given,
     )
 
 
 def _relevance(terms: _Terms, memory: Memory, dense: Leg | None) -> float:
     return relevance.DEFAULT_MODEL.relevance(_evidence(terms, memory, dense))
+
+
+def _given(flt: VectorFilter) -> int:
+    """The explicit filters a recall's caller gave that every ranked memory passes: the
+    entities (resolved) and the event-time window, one each."""
+    window = flt.t_valid_from is not None or flt.t_valid_to is not None
+    return int(bool(flt.entity_ids)) + int(window)
 
 
 def _payload(memory: Memory) -> dict[str, Any]:

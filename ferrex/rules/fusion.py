@@ -47,16 +47,22 @@ class Leg:
 
     best: dict[str, Hit]
     floor: float
-    """The score of the last point when the leg was cut off at the number asked for; when
-    it returned fewer it returned every point it scores at all, so 0 (or that last score,
-    if negative)."""
+    """The score of the last point when the leg was cut off at the number asked for (or of
+    the point at the ``scale`` rank, :meth:`of`); when it returned fewer it returned every
+    point it scores at all, so 0 (or that last score, if negative)."""
 
     @classmethod
-    def of(cls, hits: Sequence[Hit], asked: int) -> Leg:
+    def of(cls, hits: Sequence[Hit], asked: int, scale: int | None = None) -> Leg:
+        """The leg of ``hits`` (best first) when ``asked`` points were asked for. ``scale``:
+        the floor is the point at that rank (when the leg returned that many), not the
+        last, so that asking deeper adds candidates without changing how the first ones
+        score; deeper points then get 0 from this leg."""
         if not hits:
             return cls({}, 0.0)
-        last = hits[-1].score
-        return cls(best_part(hits), last if len(hits) >= asked else min(last, 0.0))
+        depth = asked if scale is None else min(scale, asked)
+        if len(hits) >= depth:
+            return cls(best_part(hits), hits[depth - 1].score)
+        return cls(best_part(hits), min(hits[-1].score, 0.0))
 
 
 def normalized(scores: Sequence[float], floor: float) -> list[float]:

@@ -56,8 +56,9 @@ So a relevance reads as the chance, on data like these sets, that the memory is 
 query was after. Labels: ``strong`` from :data:`STRONG_FROM`, ``weak`` from
 :data:`WEAK_FROM`, ``none`` below it. A recall says *nothing relevant* when none of the
 results it returns reaches ``weak``; without a ``min_relevance`` it returns no result
-labelled ``none`` when a better one is there, and at most :data:`NEAREST_WHEN_NOTHING` when
-none is (:func:`trim`).
+below :data:`HIDDEN_BELOW` (where the model is confident a result is no answer) past the
+first :data:`SHOWN_AT_LEAST`, or past the nearest :data:`NEAREST_WHEN_NOTHING` when nothing
+is relevant (:func:`trim`).
 """
 
 from __future__ import annotations
@@ -85,6 +86,16 @@ NAME_WEIGHT: Final = -1.244
 ATTRIBUTE_WEIGHT: Final = -2.964
 WEAK_FROM: Final = 0.58
 STRONG_FROM: Final = 0.84
+HIDDEN_BELOW: Final = 0.1
+"""A default recall hides a result only below this relevance (:func:`trim`): where the model
+is confident it is not an answer. In the top five (untrimmed) of the tuning half of
+``golden_set/agent_notes`` no answer scored below 0.1 (0 of 136; 115 of 534 other results
+did), and below ``WEAK_FROM``, what ``none`` means, lay 37 answers: a label that says
+"probably not" is no licence to hide. On LoCoMo 18 of 1,565 answers in the top five score
+below 0.1 (evidence turns that share nothing with the question), 33 below 0.15."""
+SHOWN_AT_LEAST: Final = 3
+"""A default recall shows at least this many results (or ``limit``), unless nothing is
+relevant."""
 
 NOTE_NOTHING_RELEVANT: Final = (
     "nothing relevant: no memory matches this query well; the results are the nearest "
@@ -109,6 +120,9 @@ class Evidence:
     missing_attribute: float = 0.0
     """1 when the query asks for an attribute (a port, a version, an owner, how many...)
     the memory does not state, else 0 (:func:`missing_attribute`)."""
+    given: float = 0.0
+    """How many explicit filters (entities, a time window) the memory passed to be ranked
+    at all (:func:`coverage`, :meth:`Model.relevance`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,15 +137,24 @@ class Model:
     strong_from: float = STRONG_FROM
     name_weight: float = NAME_WEIGHT
     attribute_weight: float = ATTRIBUTE_WEIGHT
+    hidden_below: float = HIDDEN_BELOW
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.hidden_below <= self.weak_from:
+            raise ValueError(f"need 0 <= hidden_below <= weak_from, got {self.hidden_below}")
         if not 0.0 < self.weak_from <= self.strong_from <= 1.0:
             raise ValueError(
                 f"need 0 < weak_from <= strong_from <= 1, got {self.weak_from}, {self.strong_from}"
             )
 
     def relevance(self, evidence: Evidence) -> float:
-        """The calibrated relevance in [0, 1]."""
+        """The calibrated relevance in [0, 1]; at least ``weak_from`` for a memory an
+        explicit filter admitted that lacks nothing the question names specifically (no
+        identifier, number, period, capitalised name or attribute asked for: the
+        ``missing_*`` evidence all 0). The caller who filters on ``pg-primary`` and asks
+        "what changed?" has said what the question is about; every memory the filter
+        admits is about it, however few of the question's words it shares, and a recall
+        that answers it with *nothing relevant* would hide the answer."""
         z = (
             self.cosine_weight * evidence.cosine
             + self.coverage_weight * evidence.coverage
@@ -140,7 +163,11 @@ class Model:
             + self.attribute_weight * evidence.missing_attribute
             + self.bias
         )
-        return _sigmoid(z)
+        value = _sigmoid(z)
+        missing = evidence.missing_named or evidence.missing_name or evidence.missing_attribute
+        if evidence.given and not missing:
+            return max(value, self.weak_from)
+        return value
 
     def label(self, relevance: float) -> Label:
         if relevance >= self.strong_from:
@@ -322,7 +349,10 @@ def _pieces(identifier: str) -> set[str]:
 
 
 def coverage(
-    query_tokens: Iterable[str], document_tokens: Iterable[str], in_period: bool | None = None
+    query_tokens: Iterable[str],
+    document_tokens: Iterable[str],
+    in_period: bool | None = None,
+    given: int = 0,
 ) -> float:
     """The share of the query's terms that occur in the document; 0 for a query without
     terms. A whole identifier is one term, and the words it is made of are part of it, not
@@ -333,9 +363,15 @@ def coverage(
     ``in_period``: the query names a date or period ("last Tuesday", "in March 2026";
     :func:`ferrex.rules.dates.when`), whose words the caller has taken out of
     ``query_tokens``. The period is then one term of its own, found when the memory's event
-    time falls inside it (True) and missing when it does not (False). None: no period."""
+    time falls inside it (True) and missing when it does not (False). None: no period.
+
+    ``given``: how many explicit filters the caller put on the recall (an entity filter, an
+    ``after``/``before`` window), each one more term, found in every memory the recall
+    ranks, since only memories that pass the filters are ranked at all. "What changed?"
+    with the filter ``pg-primary`` asks what changed *to pg-primary*; a memory linked to it
+    has half of that question before any word matches."""
     terms = set(query_tokens)
-    dated = 0 if in_period is None else 1
+    dated = (0 if in_period is None else 1) + given
     if not terms and not dated:
         return 0.0
     present = set(document_tokens)
@@ -343,7 +379,7 @@ def coverage(
     pieces = {i: _pieces(i) for i in identifiers}
     absorbed = set().union(*pieces.values()) if pieces else set()
     words = terms - identifiers - absorbed
-    found = float(len(words & present)) + (1.0 if in_period else 0.0)
+    found = float(len(words & present)) + (1.0 if in_period else 0.0) + given
     for identifier, parts in pieces.items():
         if identifier in present:
             found += 1.0
@@ -356,7 +392,9 @@ PERIOD_FRAME: Final = frozenset(
     {"happen", "go", "went", "gone", "occur", "anyth", "someth", "everyth", "event", "new"}
 )
 """Stemmed words that only frame a question about a period ("what happened in March?",
-"anything new over the weekend?"): with a period named they ask for nothing of their own."""
+"anything new over the weekend?") or about what an explicit filter admits ("what happened
+to it?" with ``entities: [pg-primary]``): with a period or a filter named they ask for
+nothing of their own."""
 
 
 def period_found(holds: bool, phrase_tokens: Iterable[str], document_tokens: Iterable[str]) -> bool:
@@ -385,20 +423,23 @@ def evidence(
     dense_floor: float | None,
     in_period: bool | None = None,
     names: Iterable[str] = (),
+    given: int = 0,
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
     cut-off (it scored no higher), else 0 (no dense leg); its coverage (with the period
     the query names as one term, :func:`coverage`); whether it lacks a specific thing the
     query names (:func:`missing_named`) and a capitalised name (``names``: the tokens of
-    :func:`query_names`; :func:`missing_name`)."""
+    :func:`query_names`; :func:`missing_name`); ``given``: the explicit filters, terms
+    every ranked memory has (:func:`coverage`)."""
     if cosine is None:
         cosine = dense_floor if dense_floor is not None else 0.0
     return Evidence(
         max(-1.0, min(1.0, cosine)),
-        coverage(query_tokens, document_tokens, in_period),
+        coverage(query_tokens, document_tokens, in_period, given),
         missing_named(query_tokens, document_tokens, in_period),
         missing_name(names, document_tokens),
         missing_attribute(query_tokens, document_tokens),
+        given,
     )
 
 
@@ -406,15 +447,19 @@ NEAREST_WHEN_NOTHING: Final = 2
 """How many of the nearest results a trimmed recall returns when none is relevant."""
 
 
-def trim(labels: Sequence[Label]) -> list[int]:
-    """Which results (their indices, in order) a recall without ``min_relevance`` returns:
-    every one not labelled ``none`` when some is, else the first
-    :data:`NEAREST_WHEN_NOTHING` (the nearest there are, with the verdict). A recall does
-    not pad its answer with results judged irrelevant."""
-    relevant = [i for i, label in enumerate(labels) if label != "none"]
-    if relevant:
-        return relevant
-    return list(range(min(len(labels), NEAREST_WHEN_NOTHING)))
+def trim(relevances: Sequence[float], model: Model = DEFAULT_MODEL) -> list[int]:
+    """Which results (their indices, in order) a recall without ``min_relevance`` returns.
+
+    Only what the model is confident is no answer is hidden: a result whose relevance is
+    below ``model.hidden_below`` (:data:`HIDDEN_BELOW`), and never one of the first
+    :data:`SHOWN_AT_LEAST` (the first :data:`NEAREST_WHEN_NOTHING` when no result reaches
+    ``weak``, the verdict *nothing relevant*). A ``none`` label above that line is shown:
+    a label is a best guess, and an answer a recall hides is one the agent never sees, while
+    a row too many costs it a few tokens. Each result is judged on its own, in rank order,
+    so a longer answer begins with a shorter one."""
+    labels = [model.label(value) for value in relevances]
+    first = NEAREST_WHEN_NOTHING if nothing_relevant(labels) else SHOWN_AT_LEAST
+    return [i for i, value in enumerate(relevances) if i < first or value >= model.hidden_below]
 
 
 def nothing_relevant(labels: Sequence[Label]) -> bool:

@@ -404,3 +404,69 @@ def _same_numbers(left: str, right: str) -> bool:
 
 def _same_word(a: str, b: str) -> bool:
     return is_typo(a, b) or is_product_suffix([a], [b])
+
+
+def loosely_named(
+    name: str,
+    candidates: Sequence[Candidate],
+    abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS,
+) -> list[str]:
+    """The entities a reader's name for a thing may mean when :func:`find_entity` finds
+    none, the way people name things in a filter ("cart Redis", "Postgres primary"), by id.
+
+    Both names are normalized (case, ``-``, ``_``, ``.`` and spaces alike) and spelled out
+    (:func:`spelled_out`). An entity matches when *every* word of the name matches one of
+    its words: the same word (3 points), one a prefix of the other, the shorter of three
+    letters or more (``cart``/``carts``, 2 points), or one an abbreviation of the other
+    (:func:`_abbreviates`: ``pg``/``postgres``, ``es``/``elasticsearch``, 1 point); the
+    entity may have more words (``tokio`` means ``tokio runtime``, ``CDN`` ``cdn-edge``).
+    If no entity matches, the name's trailing component words (:data:`COMPONENT_WORDS`:
+    "Elasticsearch *cluster*", "US *cluster*") are dropped and the words tried again. Of the
+    matches, only those whose weakest word scores best are kept, so "US cluster" means
+    ``prod-us-2`` (``us`` exactly), not ``user-profile-svc`` (``us`` as an abbreviation),
+    and "Redis" means every ``redis-*`` entity alike. This only reads: nothing is merged,
+    and a fact's subject is still resolved by :func:`resolve_subject`."""
+    words = spelled_out(normalize_entity(name), abbreviations)
+    if not words:
+        return []
+    forms = [(c.entity_id, spelled_out(c.normalized, abbreviations)) for c in candidates]
+    tries = [words]
+    core = list(words)
+    while len(core) > 1 and core[-1] in COMPONENT_WORDS:
+        core.pop()
+    if core != words:
+        tries.append(core)
+    for wanted in tries:
+        scored: dict[str, int] = {}
+        for entity_id, theirs in forms:
+            score = min(max((_word_match(w, t) for t in theirs), default=0) for w in wanted)
+            if score > 0:
+                scored[entity_id] = max(score, scored.get(entity_id, 0))
+        if scored:
+            best = max(scored.values())
+            return sorted(e for e, s in scored.items() if s == best)
+    return []
+
+
+def _word_match(a: str, b: str) -> int:
+    """How well one word of a reader's name matches one word of an entity's (see
+    :func:`loosely_named`): 3 the same, 2 a prefix, 1 an abbreviation, 0 none."""
+    if a == b:
+        return 3
+    short, long = sorted((a, b), key=len)
+    if len(short) >= 3 and long.startswith(short):
+        return 2
+    return 1 if _abbreviates(short, long) else 0
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """Whether ``short`` is the kind of clipping people write for ``long``: two to four
+    letters, the same first letter, the rest of its letters in ``long`` in order, and
+    ``long`` at least twice as long (``pg``/``postgres``, ``es``/``elasticsearch``).
+    Words with digits never abbreviate (``v2`` is not ``version``)."""
+    if not (2 <= len(short) <= 4 and short.isalpha() and long.isalpha()):
+        return False
+    if len(long) < 2 * len(short) or short[0] != long[0]:
+        return False
+    rest = iter(long[1:])
+    return all(letter in rest for letter in short[1:])

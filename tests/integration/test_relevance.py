@@ -14,7 +14,12 @@ from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
 from ferrex.read.recall import Reader, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
-from ferrex.rules.relevance import NOTE_NOTHING_RELEVANT
+from ferrex.rules.relevance import (
+    HIDDEN_BELOW,
+    NEAREST_WHEN_NOTHING,
+    NOTE_NOTHING_RELEVANT,
+    SHOWN_AT_LEAST,
+)
 from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal
 from projections.qdrant_edge import EdgeBackend
@@ -100,7 +105,9 @@ def test_a_bad_min_relevance_is_a_usage_error(parts: tuple[Writer, Reader], valu
         reader.recall(RecallRequest(QUERY, min_relevance=value))  # type: ignore[arg-type]
 
 
-def test_a_default_recall_is_not_padded_with_the_irrelevant(parts: tuple[Writer, Reader]) -> None:
+def test_a_default_recall_hides_only_what_is_surely_irrelevant(
+    parts: tuple[Writer, Reader],
+) -> None:
     writer, reader = parts
     for text in OTHERS:
         writer.store(StoreRequest(content=text))
@@ -112,11 +119,13 @@ def test_a_default_recall_is_not_padded_with_the_irrelevant(parts: tuple[Writer,
     trimmed = reader.recall(RecallRequest(QUERY))
     ids = [r["id"] for r in trimmed.results]
     assert ids[0] == topic and trimmed.nothing_relevant is False
-    relevant = [r["id"] for r in untrimmed.results if r["relevance_label"] != "none"]
-    assert ids == relevant
-    assert len(ids) < len(untrimmed.results), "the unrelated memories are left out"
-    assert trimmed.hidden["irrelevant"] == len(untrimmed.results) - len(ids)
-    assert all(r["relevance_label"] != "none" for r in trimmed.results)
+    shown = [
+        r["id"]
+        for i, r in enumerate(untrimmed.results)
+        if i < SHOWN_AT_LEAST or r["relevance"] >= HIDDEN_BELOW
+    ]
+    assert ids == shown
+    assert trimmed.hidden.get("irrelevant", 0) == len(untrimmed.results) - len(ids)
 
 
 def test_nothing_relevant_comes_with_a_couple_of_the_nearest(
@@ -129,6 +138,11 @@ def test_nothing_relevant_comes_with_a_couple_of_the_nearest(
     assert untrimmed.nothing_relevant is True and len(untrimmed.results) == 5
     trimmed = reader.recall(RecallRequest(QUERY))
     assert trimmed.nothing_relevant is True
-    assert [r["id"] for r in trimmed.results] == [r["id"] for r in untrimmed.results[:2]]
-    assert trimmed.hidden["irrelevant"] == 3
+    shown = [
+        r["id"]
+        for i, r in enumerate(untrimmed.results)
+        if i < NEAREST_WHEN_NOTHING or r["relevance"] >= HIDDEN_BELOW
+    ]
+    assert [r["id"] for r in trimmed.results] == shown
+    assert trimmed.hidden.get("irrelevant", 0) == 5 - len(shown)
     assert trimmed.as_dict()["note"] == NOTE_NOTHING_RELEVANT

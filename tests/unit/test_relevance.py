@@ -29,6 +29,14 @@ from ferrex.rules.relevance import (
 )
 
 
+def test_an_explicit_filter_is_a_term_every_ranked_memory_has() -> None:
+    # "what changed?" under a filter: half the question is what the filter named
+    assert coverage(tokens("what changed?"), tokens("pg-primary failed over"), None, 1) == 0.5
+    assert coverage(tokens("what changed?"), tokens("the schema changed"), None, 1) == 1.0
+    assert coverage([], tokens("anything"), None, 1) == 1.0
+    assert coverage(tokens("what changed?"), tokens("the schema changed"), None, 0) == 1.0
+
+
 def cov(query: str, document: str) -> float:
     return coverage(tokens(query), tokens(document))
 
@@ -258,24 +266,41 @@ def test_a_period_is_found_by_the_event_time_or_by_the_memorys_own_words() -> No
     assert not period_found(False, [], review)
 
 
-def test_trim_keeps_the_relevant_in_order() -> None:
-    assert trim(["strong", "none", "weak", "none", "none"]) == [0, 2]
-    assert trim(["none", "none", "strong"]) == [2]
-    assert trim(["weak"]) == [0]
+MODEL = Model(weak_from=0.5, strong_from=0.8, hidden_below=0.2)
 
 
-def test_trim_keeps_a_couple_of_the_nearest_when_nothing_is_relevant() -> None:
+def test_trim_hides_only_what_is_surely_no_answer_past_the_first_three() -> None:
+    # labels: strong, none (0.3 is above the line), weak, none, surely none
+    assert trim([0.9, 0.3, 0.6, 0.4, 0.1], MODEL) == [0, 1, 2, 3]
+    assert trim([0.9, 0.1, 0.1, 0.1, 0.6], MODEL) == [0, 1, 2, 4]
+    assert trim([0.9, 0.05], MODEL) == [0, 1]
+
+
+def test_trim_keeps_the_nearest_two_and_any_doubtful_one_when_nothing_is_relevant() -> None:
     assert NEAREST_WHEN_NOTHING == 2
-    assert trim(["none"] * 5) == [0, 1]
-    assert trim(["none"]) == [0]
-    assert trim([]) == []
+    assert trim([0.1] * 5, MODEL) == [0, 1]
+    assert trim([0.1, 0.1, 0.1, 0.3, 0.1], MODEL) == [0, 1, 3]
+    assert trim([0.1], MODEL) == [0]
+    assert trim([], MODEL) == []
 
 
-@given(st.lists(st.sampled_from(["strong", "weak", "none"]), max_size=12))
-def test_trim_never_pads_and_never_reorders(labels: list[str]) -> None:
-    kept = trim(labels)  # type: ignore[arg-type]
+def test_a_hiding_line_above_weak_is_refused() -> None:
+    with pytest.raises(ValueError):
+        Model(weak_from=0.5, strong_from=0.8, hidden_below=0.6)
+
+
+@given(st.lists(st.floats(0.0, 1.0), max_size=12))
+def test_trim_never_reorders_and_a_longer_answer_begins_with_a_shorter_one(
+    values: list[float],
+) -> None:
+    kept = trim(values, MODEL)
     assert kept == sorted(kept) and len(set(kept)) == len(kept)
-    if any(label != "none" for label in labels):
-        assert [labels[i] for i in kept] == [label for label in labels if label != "none"]
-    else:
-        assert len(kept) == min(len(labels), NEAREST_WHEN_NOTHING)
+    assert all(values[i] >= MODEL.hidden_below for i in kept[3:])
+    assert len(kept) >= min(len(values), NEAREST_WHEN_NOTHING)
+    if any(v >= MODEL.weak_from for v in values):
+        assert kept[:3] == list(range(min(3, len(values))))
+    for n in range(len(values)):
+        if nothing_relevant([MODEL.label(v) for v in values[:n]]) == nothing_relevant(
+            [MODEL.label(v) for v in values]
+        ):
+            assert trim(values[:n], MODEL) == [i for i in kept if i < n]

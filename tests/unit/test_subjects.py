@@ -15,6 +15,7 @@ from ferrex.rules.subjects import (
     abbreviation_map,
     compare_words,
     find_entity,
+    loosely_named,
     objects_agree,
     resolve_subject,
     spelled_out,
@@ -125,6 +126,34 @@ def test_find_entity_finds_a_spelling_by_its_spelled_out_words() -> None:
     known = [_candidate("e1", "k8s cluster")]
     assert find_entity("kubernetes cluster", known) == "e1"
     assert find_entity("k8s namespace", known) is None
+
+
+WORLD = ("redis-cache", "redis-carts", "redis-sessions", "pg-primary", "pg-replica-1",
+         "Elasticsearch", "es-prod-eu1", "cdn-edge", "prod-us-2", "prod-eu-1",
+         "user-profile-svc", "tokio runtime", "search-api", "search-indexer")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [
+        ("the carts Redis", ["redis-carts"]),  # a word's prefix, another order
+        ("REDIS carts", ["redis-carts"]),
+        ("postgres primary", ["pg-primary"]),  # pg abbreviates postgres
+        ("Postgres replica", ["pg-replica-1"]),
+        ("Elasticsearch cluster", ["Elasticsearch"]),  # a component word dropped
+        ("cdn", ["cdn-edge"]),  # a subset of the entity's words
+        ("us cluster", ["prod-us-2"]),  # "us" exactly beats "us" as an abbreviation of user
+        ("redis", ["redis-cache", "redis-carts", "redis-sessions"]),  # all alike, none merged
+        ("Tokio", ["tokio runtime"]),
+        ("search service", ["search-api", "search-indexer"]),
+        ("redis primary", []),  # every word must match
+        ("pg standby", []),
+        ("mysql primary", []),
+    ],
+)
+def test_a_reader_names_entities_loosely(name: str, meant: list[str]) -> None:
+    known = [_candidate(e, e) for e in WORLD]
+    assert loosely_named(name, known) == meant
 
 
 def test_abbreviations_extend_per_namespace_and_refuse_nonsense(tmp_path: object) -> None:
