@@ -14,6 +14,16 @@ Ambiguous short forms are left out on purpose: ``auth`` (authentication or autho
 ``pg`` (PostgreSQL or a page?), ``ns`` (a namespace or a DNS name server?), ``conf`` (a
 configuration or a conference?), ``ts``, ``js``, ``ui``, ``api`` (already the usual word).
 
+The table is the fast path, not the method: a short form it does not hold is still tried
+where people form it (:func:`formed_alike`): a clipped word cut before a vowel
+(``auth``/``authentication``), a consonant skeleton keeping the first letter
+(``gw``/``gateway``, ``pg``/``postgres``), an acronym of two or more words
+(``ci``/``continuous integration``). Each is trusted only where the rest of the name agrees
+(a word shared as it is, or an acronym of three letters or more); otherwise the names are
+only *possibly* the same (``auth-gw``/``authentication gateway``, ``CI``/``continuous
+integration``). The sibling rule still holds after it: ``pg primary``/``pg replica`` stay
+apart.
+
 There are three outcomes, because a wrong merge invalidates a true fact (a fact about one
 thing supersedes a fact about another), which is worse than a missed one:
 
@@ -216,6 +226,19 @@ def compare_words(left: Sequence[str], right: Sequence[str]) -> Outcome | None:
         return "same"
     if _numbers(left) != _numbers(right) and _numbers(left) and _numbers(right):
         return "different"
+    formed = formed_alike(left, right)
+    if formed is not None:
+        left, right, gated = formed
+        found = _compare_spelled(left, right)
+        # A short form the table does not hold is trusted only where the rest of the name
+        # agrees: a word shared as it is, or an acronym of three letters or more.
+        return "possible" if found == "same" and not gated else found
+    return _compare_spelled(left, right)
+
+
+def _compare_spelled(left: Sequence[str], right: Sequence[str]) -> Outcome | None:
+    if "".join(left) == "".join(right):
+        return "same"
     only_left = [w for w in left if w not in right]
     only_right = [w for w in right if w not in left]
     # A word swapped for its typo or its product-suffixed form is the same word.
@@ -240,6 +263,71 @@ def compare_words(left: Sequence[str], right: Sequence[str]) -> Outcome | None:
             return "possible"  # a head word dropped: billing / billing service
         return "different"
     return None
+
+
+def abbreviates(short: str, long: str) -> bool:
+    """Whether ``short`` is a short form people make of the word ``long`` (the table's
+    fast path aside): a clipped word, cut before a vowel (``auth``/``authentication``,
+    ``prod``/``production``; not ``web``/``webhook``, a word of its own plus another), or a
+    consonant skeleton that keeps the first letter (``gw``/``gateway``, ``pg``/``postgres``,
+    ``svc``/``service``, ``mgr``/``manager``). No digits, and the long word is clearly
+    longer."""
+    if not short.isalpha() or not long.isalpha() or len(long) < len(short) + 3:
+        return False
+    if short in AMBIGUOUS_SHORT_FORMS:
+        return False
+    if len(short) >= 3 and long.startswith(short):
+        # Clipped well short of the word: "product" is no short form of "production".
+        return long[len(short)] in _VOWELS and 2 * len(short) <= len(long) + 1
+    if not 2 <= len(short) <= 4 or short[0] != long[0]:
+        return False
+    if sum(c in _VOWELS for c in short[1:]) > 0:
+        return False
+    rest = iter(long[1:])
+    return all(c in rest for c in short[1:])
+
+
+def acronym_of(short: str, words: Sequence[str]) -> bool:
+    """Whether ``short`` is the initials of ``words`` (two or more): ``ci`` of ``continuous
+    integration``, ``aws`` of ``amazon web services``."""
+    return len(words) >= 2 and len(short) == len(words) and short == "".join(w[0] for w in words)
+
+
+def formed_alike(
+    left: Sequence[str], right: Sequence[str]
+) -> tuple[list[str], list[str], bool] | None:
+    """Two spelled-out names with each short form people make replaced by the words it
+    stands for in the other name (:func:`abbreviates`, :func:`acronym_of`), and whether the
+    rest of the name vouches for them (a word shared as it is, or an acronym of three or
+    more letters); None when no short form pairs up."""
+    a, b = list(left), list(right)
+    shared = bool(set(a) & set(b))
+    vouched, found = shared, False
+    for one, other in ((a, b), (b, a)):
+        for i, word in enumerate(one):
+            if word in other:
+                continue
+            twin = next((w for w in other if w not in one and abbreviates(word, w)), None)
+            if twin is not None:
+                one[i], found = twin, True
+                continue
+            for size in range(len(word), 1, -1):
+                spans = [other[j : j + size] for j in range(len(other) - size + 1)]
+                span = next((sp for sp in spans if acronym_of(word, sp)), None)
+                if span is not None and not set(span) & set(one):
+                    one[i : i + 1] = span
+                    found = True
+                    vouched = vouched or len(word) >= 3
+                    break
+    return (a, b, vouched) if found else None
+
+
+_VOWELS: Final = frozenset("aeiouy")
+
+#: Short forms with two common meanings in software, never expanded by :func:`abbreviates`
+#: (``ns``: a namespace or a DNS name server; ``conf``: a configuration or a conference;
+#: ``ts``: TypeScript or a timestamp). A namespace's own table may still spell them out.
+AMBIGUOUS_SHORT_FORMS: Final = frozenset({"ns", "conf", "ts"})
 
 
 @dataclass(frozen=True, slots=True)

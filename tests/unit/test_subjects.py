@@ -79,6 +79,35 @@ def test_three_outcomes_by_the_words(a: str, b: str, outcome: str) -> None:
     assert subject_outcome(b, a) == outcome
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "outcome"),
+    [
+        # Short forms people make, trusted where the rest of the name agrees.
+        ("auth gateway", "auth-gw", "same"),
+        ("authentication gateway", "auth gateway", "same"),
+        ("pg primary", "Postgres primary", "same"),
+        ("T4 fw", "T4 firmware", "same"),
+        ("continuous integration pipeline", "CI pipeline", "same"),
+        ("Amazon Web Services", "AWS", "same"),
+        # Nothing else agrees: only possibly the same.
+        ("auth-gw", "authentication gateway", "possible"),
+        ("continuous integration", "CI", "possible"),
+        # Hard negatives: siblings stay siblings, a word is no short form of another word.
+        ("pg primary", "pg replica", "different"),
+        ("web service", "webhook service", "different"),
+        ("product", "prod", "different"),
+        ("ns record", "namespace record", "different"),
+        ("staging gw", "production gateway", "different"),
+        ("gw v1", "gateway v2", "different"),
+    ],
+)
+def test_short_forms_people_make_are_tried_where_the_rest_agrees(
+    a: str, b: str, outcome: str
+) -> None:
+    assert subject_outcome(a, b) == outcome
+    assert subject_outcome(b, a) == outcome
+
+
 def test_siblings_are_different_whatever_an_embedding_says() -> None:
     assert compare_words(["staging", "database"], ["production", "database"]) == "different"
     found = resolve_subject(
