@@ -25,7 +25,8 @@ from ferrex.server.service import Caller, Service
 from tools.bench_tokens import MEMORIES, RECALL
 
 TOOLS_CHARS = 6000
-TOOLS_TOKENS = 2500
+# 2500 until confirm took differs_from and supersedes (an agent settles a possible conflict).
+TOOLS_TOKENS = 2550
 RECALL_CHARS = 2000
 RECALL_TOKENS = 600
 

@@ -1,0 +1,114 @@
+"""Slot matching: object kinds, sibling predicates, the three outcomes, plural relations."""
+
+from __future__ import annotations
+
+import pytest
+
+from ferrex.rules.slots import (
+    POSSIBLE_PHRASE,
+    SURE_PHRASE,
+    may_share_slot,
+    object_kind,
+    plural_relation,
+    slot_candidate,
+    slot_match,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("k8s-node-07", "host"),
+        ("bff-1.fitpulse.net", "host"),
+        ("10.0.3.7:5432", "host"),
+        ("16.1", "version"),
+        ("v2", "version"),
+        ("Postgres 16.1", "version"),
+        ("30s", "duration"),
+        ("every 15 minutes", "duration"),
+        ("512Mi", "size"),
+        ("2 MB", "size"),
+        ("25 requests/second per seller", "rate"),
+        ("$5,000", "money"),
+        ("12%", "percent"),
+        ("https://status.example.com", "url"),
+        ("@priya.n", "party"),
+        ("help@fitpulse.app", "party"),
+        ("Ann Weller", "party"),
+        ("monetization team", "party"),
+        ("2026-12-17", "date"),
+        ("Vercel", None),
+        ("nightly at 02:00 UTC", None),
+        ("4096", None),
+    ],
+)
+def test_an_object_kind_is_read_from_its_shape(text: str, kind: str | None) -> None:
+    assert object_kind(text) == kind
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "shared"),
+    [
+        ("runs_on", "hosted_at", True),
+        ("deployed_on", "deployed_to", True),  # placing prepositions are one
+        ("version", "latest_version", True),
+        ("max_retries", "max_connections", False),  # siblings
+        ("memory_request", "memory_limit", False),
+        ("page_size_on_desktop", "page_size_on_mobile_web", False),
+        ("owned_by", "on_call_this_week", False),  # an agent phrase against another
+        ("owns", "owned_by", False),  # an inverse
+        ("created_by", "created_at", False),
+        ("replica_count", "replica", False),  # a count and a member
+    ],
+)
+def test_which_predicates_may_share_a_slot(left: str, right: str, shared: bool) -> None:
+    assert may_share_slot(left, right) is shared
+    assert may_share_slot(right, left) is shared
+
+
+def test_two_known_kinds_are_two_slots_whatever_the_words() -> None:
+    assert not slot_candidate("latest_version", "v2", "default_timeout", "30s")
+    assert slot_candidate("runs_on", "k8s-node-07", "hosted_at", "k8s-node-12")
+    assert not slot_candidate("runs_on", "k8s-node-07", "runs_on", "k8s-node-12"), "one relation"
+
+
+def test_same_needs_one_kind_and_close_phrases_possible_needs_less() -> None:
+    sure = slot_match("hosted_at", "k8s-node-12", "runs_on", "k8s-node-07", SURE_PHRASE)
+    assert sure is not None and sure.outcome == "same"
+    # Close phrases, but values of no known kind: never replaced, only flagged.
+    vague = slot_match("hosting", "Cloudflare Pages", "deployed_on", "Vercel", 0.95)
+    assert vague is not None and vague.outcome == "possible"
+    # One kind, phrases a little apart: flagged.
+    kind = slot_match("lives_on", "k8s-node-3", "runs_on", "k8s-node-7", SURE_PHRASE - 0.1)
+    assert kind is not None and kind.outcome == "possible"
+    # The same head word, whatever the score.
+    head = slot_match("host", "Render", "hosted_at", "Heroku", 0.1)
+    assert head is not None and head.outcome == "possible" and head.why == "the same head word"
+    # Nothing in common.
+    assert (
+        slot_match("reads_from", "orders-db", "publishes_to", "events", POSSIBLE_PHRASE - 0.2)
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("predicate", "plural"),
+    [
+        ("members", True),
+        ("member", True),
+        ("speaks", True),
+        ("tags", True),
+        ("regions", True),
+        ("maintainers", True),
+        ("includes", True),
+        ("runs on", False),
+        ("host", False),
+        ("owner", False),
+        ("uses", False),
+        ("replica count", False),
+        ("number of members", False),
+        ("version", False),
+    ],
+)
+def test_a_plainly_plural_relation(predicate: str, plural: bool) -> None:
+    assert plural_relation(predicate) is plural
