@@ -33,7 +33,9 @@ thing supersedes a fact about another), which is worse than a missed one:
   of the other; or, when the names share no word at all, the embedding cosine is above the
   entity threshold (numbers must agree).
 - **possible**: one name is the other with trailing component words dropped (a head word:
-  ``billing``/``billing service``, ``ledger``/``ledger api``; :data:`COMPONENT_WORDS`), or,
+  ``billing``/``billing service``, ``ledger``/``ledger api``; :data:`COMPONENT_WORDS`), or
+  with at most :data:`QUALIFIERS_DROPPED` other words added without a number (``device lab``/
+  ``QA device lab``; the price: ``kafka``/``kafka streams`` is flagged too, never merged), or,
   for names sharing no word, an embedding cosine in the band just below the threshold
   (:data:`POSSIBLE_BAND`). Both facts are stored, nothing is superseded, both are flagged.
 - **different**: anything else. In particular a *sibling*, where the names share a word and
@@ -152,6 +154,10 @@ COMPONENT_WORDS: Final[frozenset[str]] = frozenset(
     }
 )
 
+#: At most this many words added to a whole name (``status page`` / ``public status page``)
+#: leave the two *possibly* the same: a fact about either is flagged against the other.
+QUALIFIERS_DROPPED: Final = 2
+
 #: Leading words of an object that say what kind of thing it is, not which: ``team Nova``
 #: agrees with ``Nova``.
 OBJECT_KIND_WORDS: Final[frozenset[str]] = frozenset(
@@ -261,6 +267,8 @@ def _compare_spelled(left: Sequence[str], right: Sequence[str]) -> Outcome | Non
             w in COMPONENT_WORDS for w in longer[len(shorter) :]
         ):
             return "possible"  # a head word dropped: billing / billing service
+        if len(extra) <= QUALIFIERS_DROPPED:
+            return "possible"  # words added to the whole name: device lab / QA device lab
         return "different"
     return None
 

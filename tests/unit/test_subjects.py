@@ -67,6 +67,10 @@ def test_abbreviations_are_spelled_out_per_word() -> None:
         ("k8s cluster", "kubernetes cluster", "same"),
         ("kubernetes cluster", "kuberentes cluster", "same"),
         ("billing", "billing service", "possible"),
+        ("device lab", "QA device lab", "possible"),  # words added to the whole name
+        ("status page", "public status page", "possible"),
+        ("device lab", "the QA device lab in Warsaw", "different"),  # too many words added
+        ("tallyboard-api staging", "tallyboard-api production", "different"),
         ("staging db", "production db", "different"),
         ("billing service", "billing database", "different"),
         ("k8s cluster", "k8s namespace", "different"),
