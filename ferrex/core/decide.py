@@ -243,6 +243,17 @@ def _flag_note(new: str, flagged: Sequence[Flagged]) -> str:
     )
 
 
+def _replaced_note(replaced: Sequence[Flagged]) -> str:
+    """The one line that names a fact replaced as the new value of its slot, and how to keep
+    both when both hold."""
+    first = replaced[0]
+    more = f" (and {len(replaced) - 1} more)" if len(replaced) > 1 else ""
+    return (
+        f"replaced {first.id} ({first.fact}){more}; if both hold, store that value again "
+        "with multi_valued=true"
+    )
+
+
 @dataclass(frozen=True)
 class StoreResult:
     status: Literal["stored", "duplicate"]
@@ -273,6 +284,8 @@ class StoreResult:
     """``possible_conflict`` named: each fact's text and why it was flagged."""
     plural: bool = False
     """Stored beside the relation's other values because the relation is plainly plural."""
+    replaced: tuple[Flagged, ...] = ()
+    """The facts this one replaced as the new value of their slot, named."""
     similar: SimilarMemory | None = None
     """A near copy it was kept beside, or a close memory it may replace."""
     warnings: tuple[str, ...] = ()
@@ -311,6 +324,7 @@ class StoreResult:
                 if self.possible_conflict
                 else {}
             ),
+            **({"replaced_note": _replaced_note(self.replaced)} if self.replaced else {}),
             **(
                 {
                     "plural_note": "kept beside the relation's other values (it reads as a "
@@ -923,8 +937,15 @@ def _stored(
         importance=valid.importance, pinned=valid.pinned, expires_at=expires_at,
         possible_conflict=tuple(sorted({o for e in fact.possible for o in e.others})),
         flagged=_flagged(view, fact.possible), similar=similar,
+        replaced=_named(view, fact.superseded, "replaced"),
     )  # fmt: skip
     return Decision(tuple(events), result)
+
+
+def _named(view: View, ids: Sequence[str], reason: str) -> tuple[Flagged, ...]:
+    """Facts by id, with their text, for an answer."""
+    found = [(i, view.memory(i)) for i in ids]
+    return tuple(Flagged(i, f"{m.subject} {m.predicate} {m.object}", reason) for i, m in found if m)
 
 
 def _flagged(view: View, flags: Sequence[FactsPossiblyConflicting]) -> tuple[Flagged, ...]:

@@ -199,7 +199,28 @@ def slot_candidate(
     """Whether a current fact may be weighed at all (only those get a phrase cosine)."""
     if not new_predicate or not old_predicate or new_predicate == old_predicate:
         return False
-    return may_share_slot(new_predicate, old_predicate) and not kinds_clash(new_object, old_object)
+    if kinds_clash(new_object, old_object):
+        return False
+    if value_predicate(new_predicate) or value_predicate(old_predicate):
+        return True  # it names no slot: the subject and the object say which
+    return may_share_slot(new_predicate, old_predicate)
+
+
+#: Words of a predicate that states a value without naming the slot it fills: a copula
+#: (``is``, ``was``, ``is now``) or a verb of change (``set to``, ``bumped to``,
+#: ``moved to``, ``replaced with``). Function words and prepositions aside.
+VALUE_WORDS: Final[frozenset[str]] = frozenset(
+    {"now", "currently", "current", "value", "set", "changed", "switched", "moved", "raised"}
+    | {"reduced", "lowered", "increased", "decreased", "upgraded", "downgraded", "bumped"}
+    | {"migrated", "updated", "became", "becomes", "replaced", "rolled", "back", "tuned"}
+)
+
+
+def value_predicate(predicate: str) -> bool:
+    """Whether a normalized predicate only states a value (see :data:`VALUE_WORDS`):
+    ``is_a``, ``was``, ``now``, ``set_to``, ``bumped_to``, ``rolled_back_to``."""
+    words = [w for w in predicate.split("_") if w and w not in PREPOSITIONS]
+    return all(w in VALUE_WORDS or w in FUNCTION_WORDS for w in words)
 
 
 def slot_match(
@@ -209,7 +230,9 @@ def slot_match(
     :func:`fact_phrase` (see the module docstring)."""
     kind = object_kind(new_object)
     one_kind = kind is not None and kind == object_kind(old_object)
-    if one_kind and phrase_cosine >= SURE_PHRASE:
+    # A predicate that names no slot is never sure of the one it fills.
+    vague = value_predicate(new_predicate) or value_predicate(old_predicate)
+    if one_kind and phrase_cosine >= SURE_PHRASE and not vague:
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
     if phrase_cosine >= POSSIBLE_PHRASE:
         return SlotMatch("possible", "phrases alike", phrase_cosine)

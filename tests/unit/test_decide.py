@@ -847,6 +847,9 @@ def test_two_values_of_one_kind_worded_alike_replace_one_another() -> None:
                   new_id=lambda p: p + "_2")  # fmt: skip
     assert moved.result.superseded == (first.result.id,)
     assert moved.result.possible_conflict == ()
+    note = moved.result.as_dict()["replaced_note"]
+    assert note.startswith(f"replaced {first.result.id} (auth gateway runs on k8s-node-07)")
+    assert "multi_valued=true" in note
     # Two kinds of value (a version, a duration) are two slots, however close the words.
     store(view, fact("public api", "latest version", "v2"), new_id=lambda p: p + "_3")
     timeout = store(view, fact("public api", "default timeout", "30s"), cosine=0.95,
