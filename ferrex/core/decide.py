@@ -126,7 +126,9 @@ from ferrex.rules.predicates import (
 from ferrex.rules.slots import (
     SlotMatch,
     fact_phrase,
+    one_kind,
     plural_relation,
+    same_head,
     slot_candidate,
     slot_match,
 )
@@ -1456,10 +1458,48 @@ def decide_entity(
             relinked=_relinked(named, other, kept),
             agent_id=caller,
         )
+        flags = _merged_slots(view, namespace, caller, kept, other)
+        return Decision((event, *flags), EntityResult(action, kept, other, namespace))
     else:
         event = EntitiesDiffer(entity_id=kept, other_id=other, namespace=namespace,
                                agent_id=caller)  # fmt: skip
     return Decision((event,), EntityResult(action, kept, other, namespace))
+
+
+def _merged_slots(
+    view: View, namespace: str, caller: str | None, kept: str, other: str
+) -> list[FactsPossiblyConflicting]:
+    """Facts of two entities just merged that may fill one slot under different predicates
+    (same predicates are a contradiction proper, which readers find): flagged, by the
+    structural evidence alone (:func:`ferrex.rules.slots.slot_match` without a phrase
+    cosine: one object kind, or one head word). Only facts the caller sees."""
+
+    def current(entity_id: str) -> list[Memory]:
+        found = (view.memory(i) for i in view.linked(entity_id))
+        return [
+            m for m in found
+            if m is not None and m.type == "semantic" and m.t_invalid is None
+            and not m.multi_valued and m.object and m.predicate_normalized
+            and m.entity_ids[:1] == (entity_id,) and sees(caller, m.agent_id, m.visibility)
+        ]  # fmt: skip
+
+    ours, theirs = current(kept), current(other)
+    flags: list[FactsPossiblyConflicting] = []
+    for m in ours:
+        pred, obj = str(m.predicate_normalized), str(m.object)
+        others = tuple(
+            o.memory_id
+            for o in theirs
+            if slot_candidate(pred, obj, str(o.predicate_normalized), str(o.object))
+            and (one_kind(obj, str(o.object)) or same_head(pred, str(o.predicate_normalized)))
+            and not objects_agree(obj, str(o.object))
+        )
+        if others:
+            flags.append(FactsPossiblyConflicting(
+                memory_id=m.memory_id, namespace=namespace, others=others, entity_id=kept,
+                other_entity_id=other, reason=RELATION, score=0.0,
+            ))  # fmt: skip
+    return flags
 
 
 def _entity_named(name: str, spellings: Sequence[Spelling], namespace: str) -> str:

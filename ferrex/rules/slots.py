@@ -176,6 +176,12 @@ def kinds_clash(left: str, right: str) -> bool:
     return a is not None and b is not None and a != b
 
 
+def one_kind(left: str, right: str) -> bool:
+    """Whether two objects are values of one known kind (two host names, two versions)."""
+    kind = object_kind(left)
+    return kind is not None and kind == object_kind(right)
+
+
 def fact_phrase(predicate: str, obj: str) -> str:
     """The text embedded for a fact in :func:`slot_match`: ``X <predicate words> <object>``."""
     return f"X {predicate.replace('_', ' ')} {obj}"
@@ -229,14 +235,14 @@ def slot_match(
     """The outcome for a pair :func:`slot_candidate` allowed, given the cosine of their
     :func:`fact_phrase` (see the module docstring)."""
     kind = object_kind(new_object)
-    one_kind = kind is not None and kind == object_kind(old_object)
+    alike = one_kind(new_object, old_object)
     # A predicate that names no slot is never sure of the one it fills.
     vague = value_predicate(new_predicate) or value_predicate(old_predicate)
-    if one_kind and phrase_cosine >= SURE_PHRASE and not vague:
+    if alike and phrase_cosine >= SURE_PHRASE and not vague:
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
     if phrase_cosine >= POSSIBLE_PHRASE:
         return SlotMatch("possible", "phrases alike", phrase_cosine)
-    if one_kind and phrase_cosine >= POSSIBLE_KIND_PHRASE:
+    if alike and phrase_cosine >= POSSIBLE_KIND_PHRASE:
         return SlotMatch("possible", f"two {kind} values", phrase_cosine)
     if same_head(new_predicate, old_predicate):
         return SlotMatch("possible", "the same head word", phrase_cosine)

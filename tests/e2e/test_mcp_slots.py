@@ -143,3 +143,31 @@ def test_spellings_of_one_subject_and_a_plural_relation(tmp_path: Path) -> None:
     assert ferrex(home, "journal", "verify").returncode == 0
     drift = ferrex(home, "reconcile")
     assert drift.returncode == 0, drift.stdout + drift.stderr
+
+
+def test_a_merge_flags_the_facts_it_puts_in_one_slot(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+
+            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
+                return await call(
+                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
+                )
+
+            box = await fact("search box", "runs on", "k8s-node-07")
+            front = await fact("query frontend", "is hosted at", "k8s-node-12")
+            owner = await fact("query frontend", "owner", "team Nova")
+            assert "possible_conflict" not in front, "two subjects: nothing to compare"
+            merged = ferrex(home, "entity", "merge", "search box", "query frontend", "--json")
+            assert merged.returncode == 0, merged.stderr
+            query = {"query": "search box runs on hosted at", "types": ["semantic"],
+                     "limit": 20, "min_relevance": 0}  # fmt: skip
+            found = _current(await call(client, "recall", query))
+            assert found[box["id"]]["possible_conflict"] == [front["id"]]
+            assert found[front["id"]]["possible_conflict"] == [box["id"]]
+            assert "possible_conflict" not in found.get(owner["id"], {}), "another slot"
+            assert (await call(client, "reflect", {}))["counts"]["possible_conflicts"] == 1
+
+    anyio.run(main)
