@@ -131,7 +131,7 @@ from ferrex.rules.fusion import (
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
-from ferrex.rules.subjects import find_entity, object_form
+from ferrex.rules.subjects import find_entity, object_form, spelling_variants
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
@@ -1010,11 +1010,16 @@ class Reader:
         rm = self.projections.read_model
         for name in names:
             entity_id = find_entity(name, candidates)
-            if entity_id is None:
+            # Else every entity spelt one of the ways people spell the name (a dropped
+            # component word, an acronym): a filter may be broad, a merge may not.
+            variants = spelling_variants(name) if entity_id is None else frozenset()
+            ids = {entity_id} if entity_id else {c.entity_id for c in candidates
+                                                  if c.normalized in variants}  # fmt: skip
+            if not ids:
                 unknown.append(name)
                 continue
             # Memories stored before a merge name the merged entity by its old id.
-            for one in rm.merged_ids([entity_id]):
+            for one in rm.merged_ids(sorted(ids)):
                 if one not in found:
                     found.append(one)
         return tuple(found), unknown

@@ -455,17 +455,59 @@ def find_entity(
 ) -> str | None:
     """The entity a name given by a reader (a resource, a filter, a page) refers to: the
     entity rules, or the same spelled-out words as a known spelling (``kubernetes
-    cluster`` finds the entity spelt ``k8s cluster``). No embedding; None when unknown."""
+    cluster`` finds the entity spelt ``k8s cluster``), or the same by :func:`compare_words`
+    (``auth-gw`` finds ``auth gateway``). No embedding; None when unknown."""
     found = resolve_entity(name, candidates)
     if found.entity_id is not None:
         return found.entity_id
-    words = "".join(spelled_out(normalize_entity(name), abbreviations))
+    spelled = spelled_out(normalize_entity(name), abbreviations)
+    words = "".join(spelled)
     same = [
         c
         for c in candidates
         if words and "".join(spelled_out(c.normalized, abbreviations)) == words
     ]
+    if not same and words:
+        # Short forms the table lacks, where the rest of the name agrees (auth-gw finds
+        # "auth gateway"): the words' rule, no embedding.
+        same = [
+            c
+            for c in candidates
+            if compare_words(spelled, spelled_out(c.normalized, abbreviations)) == "same"
+        ]
     return min(same, key=lambda c: c.entity_id).entity_id if same else None
+
+
+def spelling_variants(
+    name: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS
+) -> frozenset[str]:
+    """The ways people spell ``name``, as normalized forms (:func:`normalize_entity`), for
+    the read side to match on (a filter by entity, a keyword query): joined and spaced
+    (``auth gw``, ``authgw``), a leading article dropped, each word spelled out or
+    shortened by the table (``billing svc`` / ``billing service``), trailing component
+    words dropped (``ci pipeline`` → ``ci``), the acronym of a name of two or more words
+    (``continuous integration`` → ``ci``). Recall-minded: merging entities stays with
+    :func:`resolve_subject`, precision first."""
+    normalized = normalize_entity(name)
+    if not normalized:
+        return frozenset()
+    shorter = {long: short for short, long in abbreviations.items() if " " not in long}
+    words = normalized.split(" ")
+    if len(words) > 1 and words[0] in _ARTICLES:
+        words = words[1:]
+    full = tuple(spelled_out(" ".join(words), abbreviations))
+    forms = {tuple(words), full, tuple(shorter.get(w, w) for w in full)}
+    for form in list(forms):
+        cut = list(form)
+        while len(cut) > 1 and cut[-1] in COMPONENT_WORDS:
+            cut.pop()
+            forms.add(tuple(cut))
+    if len(full) >= 2 and not set(full) & COMPONENT_WORDS and all(w[:1].isalpha() for w in full):
+        forms.add(("".join(w[0] for w in full),))
+    out = {normalized}
+    for form in forms:
+        out |= {" ".join(form), "".join(form)}
+    return frozenset(f for f in out if f)
 
 
 def objects_agree(a: str, b: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> bool:

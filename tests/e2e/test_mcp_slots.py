@@ -115,6 +115,17 @@ def test_spellings_of_one_subject_and_a_plural_relation(tmp_path: Path) -> None:
                 assert later["superseded"] or later.get("possible_conflict"), later
             assert ci[3]["superseded"] == [ci[0]["id"]], "the CI pipeline is CI pipeline"
 
+            # The read side spells names the same ways: a filter by any of them finds them.
+            by_filter = await call(client, "recall", {
+                "query": "who owns it", "types": ["semantic"], "entities": ["auth gw"],
+                "limit": 20, "min_relevance": 0})  # fmt: skip
+            assert ann["id"] in {r["id"] for r in by_filter["results"]}
+            by_acronym = await call(client, "recall", {
+                "query": "what does it run on", "types": ["semantic"],
+                "entities": ["continuous integration pipeline"], "limit": 20,
+                "min_relevance": 0})  # fmt: skip
+            assert ci[3]["id"] in {r["id"] for r in by_acronym["results"]}
+
             # Members of a team: a second member is one more value, and the answer says so.
             priya = await fact("team-engage", "member", "Priya Nair")
             jonas = await fact("team-engage", "member", "Jonas Berg")

@@ -18,6 +18,7 @@ from ferrex.rules.subjects import (
     objects_agree,
     resolve_subject,
     spelled_out,
+    spelling_variants,
     subject_outcome,
 )
 from journal import (
@@ -291,3 +292,18 @@ def test_a_shared_entity_is_never_merged_into_a_private_one() -> None:
 
 def test_settings_default_to_the_built_in_table() -> None:
     assert StoreSettings().abbreviations_for("anything")["svc"] == "service"
+
+
+def test_spelling_variants_for_the_read_side() -> None:
+    assert {"auth gw", "authgw"} <= spelling_variants("auth-gw")
+    assert {"ci pipeline", "ci", "cipipeline"} <= spelling_variants("the CI pipeline")
+    assert "ci" in spelling_variants("continuous integration"), "an acronym"
+    assert {"billing service", "billing"} <= spelling_variants("billing svc")
+    assert "kubernetes cluster" in spelling_variants("k8s cluster")
+    assert "production" not in spelling_variants("staging db"), "a variant, not a sibling"
+    assert spelling_variants("  ") == frozenset()
+    # A reader's name finds a short form the table lacks where the rest agrees; not a sibling.
+    known = [_candidate("e1", "auth gateway"), _candidate("e2", "pg primary")]
+    assert find_entity("auth-gw", known) == "e1"
+    assert find_entity("authentication gateway", known) == "e1"
+    assert find_entity("pg replica", known) is None
