@@ -87,9 +87,7 @@ def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
 @contextmanager
 def translated() -> Iterator[None]:
     """Third-party and lower-layer errors become ferrex errors once, here."""
-    import apsw
-
-    from projections.sqlite import ReadModelError
+    from projections.sqlite import ReadModelError, ReadModelFull
 
     try:
         yield
@@ -97,10 +95,10 @@ def translated() -> Iterator[None]:
         raise BackendUnavailable(exc.message, hint=exc.hint) from exc
     except JournalError as exc:
         raise from_journal_error(exc) from exc
+    except ReadModelFull as exc:  # SQLite met a full disk (storage.reserve_bytes = 0)
+        raise _disk_full("the read model (SQLite)") from exc
     except (VectorStoreError, ReadModelError) as exc:
         raise BackendUnavailable(str(exc)) from exc
-    except apsw.FullError as exc:  # SQLite met a full disk (storage.reserve_bytes = 0)
-        raise _disk_full("the read model (SQLite)") from exc
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise

@@ -11,6 +11,23 @@ Invariants (DESIGN.md section 2):
 - Memory text (content, triple, steps, context, source) lives in a separate *body* that
   enters the record's hash chain only through ``body_hash``. A later redaction drops the body
   and keeps the hash, so the chain still verifies (see ``journal.record``).
+
+**Time is bitemporal.** A memory's ``t_valid`` is when it became true; the record's
+``recorded_at`` is when it was learned. A store without ``valid_from`` has an *unknown* start
+at or before the moment it was learned, and its ``t_valid`` is that moment (the decision's
+clock), standing in for the start. ``MemoryStored.valid_from_given`` records which of the two
+a ``t_valid`` is: True when the store gave its start, False when ``t_valid`` is only the time
+it was learned. A ``memory.stored`` written before the field existed has neither (None), and
+is read by :func:`start_given`: its start was given unless ``t_valid`` falls within
+:data:`UNDATED_WITHIN` seconds at or before the record's ``recorded_at``. An undated store's
+``t_valid`` is the decision's clock, taken moments before the append, so it falls there (an
+import's chunk is decided whole before its one append: a store of a chunk that took over a
+minute reads as dated, as every fact did before the flag); a start an agent gave falls there
+only when it named the minute of the store itself, where "from now" and "from a minute ago"
+say the same. The two ways of misreading differ: an old dated fact read as
+undated would let a late report of an older value replace it (a true fact hidden), while an
+old undated fact read as dated only keeps the order it had before the flag existed. So
+reading every old record as undated was not an option, and the window errs toward "given".
 """
 
 from __future__ import annotations
@@ -89,8 +106,15 @@ class MemoryStored(Event, tag="memory.stored", frozen=True):
     episode: EpisodeRef | None = None
     """For an episodic memory stored without a ``source``: the episode it arrived in and its
     place there, derived at store time by ``ferrex.core.decide`` from one agent's
-    consecutive stores, so a replay reproduces it. None: no derived episode. (One field, not
-    two: a 16th field would change how every ``memory.stored`` is encoded.)"""
+    consecutive stores, so a replay reproduces it. None: no derived episode."""
+    valid_from_given: bool | None = None
+    """Whether the store gave ``t_valid`` (``valid_from``), or ``t_valid`` is only when the
+    memory was learned (see the module docstring). Written on every new ``memory.stored``;
+    None on one written before the field existed, read by :func:`start_given`. The field
+    made ``memory.stored`` a struct of 16 keys with its tag, so msgspec writes every one of
+    them with a map16 header (3 bytes) where it wrote a fixmap (1 byte): records written
+    before keep their bytes, and the golden journal of the current format was written again
+    for it."""
 
     @property
     def episode_id(self) -> str | None:
@@ -104,6 +128,34 @@ class MemoryStored(Event, tag="memory.stored", frozen=True):
     def redacted(self) -> bool:
         """True when the text was purged from the journal (only the hash remains)."""
         return self.body is None and self.body_hash is not None
+
+
+UNDATED_WITHIN = 60.0
+"""Seconds at or before its record's ``recorded_at`` within which the ``t_valid`` of a
+``memory.stored`` without ``valid_from_given`` is read as the time it was learned, not a
+start given (:func:`start_given`)."""
+
+_CLOCK_SKEW = 1.0
+"""Seconds a ``t_valid`` taken as "now" may lie after its record's time (a wall clock set back
+between the decision and the append)."""
+
+
+def start_given(event: MemoryStored, recorded_at: float) -> bool:
+    """Whether ``event``'s ``t_valid`` is a start the store gave (``valid_from``) rather than
+    the moment it was learned. ``recorded_at``: its record's time (POSIX seconds). The event
+    says so itself since it has ``valid_from_given``; an older one is read by the rule in the
+    module docstring."""
+    if event.valid_from_given is not None:
+        return event.valid_from_given
+    return given_by_time(event.t_valid.timestamp(), recorded_at)
+
+
+def given_by_time(t_valid: float, recorded_at: float) -> bool:
+    """How a start not recorded as given or not is read (see the module docstring): given
+    unless ``t_valid`` lies within :data:`UNDATED_WITHIN` seconds at or before
+    ``recorded_at``. Also the reading of a read model's row folded before the flag existed,
+    and of a dump line without it."""
+    return not (recorded_at - UNDATED_WITHIN <= t_valid <= recorded_at + _CLOCK_SKEW)
 
 
 class MemorySuperseded(Event, tag="memory.superseded", frozen=True):
@@ -164,9 +216,10 @@ class MemoryMarked(Event, tag="memory.marked", frozen=True):
     difference): its importance, whether it is pinned, and when it expires.
 
     A store with marks other than the defaults appends one right after its
-    ``memory.stored`` (one more field on that event would change how every one of them is
-    encoded); a later change of marks appends another. ``expires_at`` is absolute, decided
-    at store time, so a replay reads no clock (``ferrex.rules.lifecycle``)."""
+    ``memory.stored`` (when marks came, one more field on that event would have changed how
+    every one of them was encoded); a later change of marks appends another. ``expires_at``
+    is absolute, decided at store time, so a replay reads no clock
+    (``ferrex.rules.lifecycle``)."""
 
     memory_id: str
     namespace: str

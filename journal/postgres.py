@@ -172,25 +172,46 @@ def connect(url: str) -> psycopg.Connection[Any]:
             f"journal.url is not a valid PostgreSQL URL: {exc}",
             hint="write it as postgresql://user:password@host:5432/database",
         ) from exc
-    try:
-        conn: psycopg.Connection[Any] = pg.connect(
-            url,
-            autocommit=True,
-            connect_timeout=CONNECT_TIMEOUT,
-            application_name="ferrex",
-            keepalives=1,
-            keepalives_idle=10,
-            keepalives_interval=5,
-            keepalives_count=3,
-        )
-    except pg.OperationalError as exc:
-        raise _connect_error(exc, where, url) from exc
+    conn: psycopg.Connection[Any] | None = None
+    for attempt in (1, 2):
+        try:
+            conn = pg.connect(
+                url,
+                autocommit=True,
+                connect_timeout=CONNECT_TIMEOUT,
+                application_name="ferrex",
+                keepalives=1,
+                keepalives_idle=10,
+                keepalives_interval=5,
+                keepalives_count=3,
+            )
+            break
+        except pg.OperationalError as exc:
+            error = _connect_error(exc, where, url)
+            # A refusal known only from the server's answer a moment later (libpq gave no
+            # SQLSTATE) may be a server that was restarting when we connected and is up by
+            # the time it is asked: one more try tells a login PostgreSQL refuses from one
+            # it merely could not take then.
+            if attempt == 1 and isinstance(error, JournalConnectError) and not _sqlstate(exc):
+                time.sleep(RETRY_PAUSE)
+                continue
+            raise error from exc
+    assert conn is not None
     try:
         conn.execute("SET synchronous_commit = on")
     except pg.Error as exc:
         conn.close()
         raise JournalUnavailable(f"PostgreSQL at {where} failed at once: {exc}") from exc
     return conn
+
+
+RETRY_PAUSE = 0.2
+"""Seconds before the one more try of a connection the server seemed to refuse."""
+
+
+def _sqlstate(exc: Exception) -> str | None:
+    state = getattr(exc, "sqlstate", None)
+    return state if isinstance(state, str) else None
 
 
 _REFUSED = {
@@ -262,8 +283,9 @@ def _server_answer(url: str) -> str | None:
     import struct
 
     params = _psycopg().conninfo.conninfo_to_dict(url)
-    host = str(params.get("host") or "localhost").split(",")[0]
-    port = int(str(params.get("port") or "5432").split(",")[0])
+    # libpq reads PGHOST and PGPORT when the URL names neither: so does the probe.
+    host = str(params.get("host") or os.environ.get("PGHOST") or "localhost").split(",")[0]
+    port = int(str(params.get("port") or os.environ.get("PGPORT") or "5432").split(",")[0])
     user = str(params.get("user") or os.environ.get("PGUSER") or _os_user())
     database = str(params.get("dbname") or user)
     body = (

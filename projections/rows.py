@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from journal import MemoryBody, MemoryStored
+from journal.events import start_given
 from projections.documents import subject_key
 
 
@@ -57,6 +58,10 @@ class Memory:
     """Lifecycle marks (the last ``memory.marked``; ``ferrex.rules.lifecycle``)."""
     import_key: str | None = None
     """The place and text of the import line that stored it (see ``MemoryBody``)."""
+    valid_from_given: bool = True
+    """Whether ``t_valid`` is a start the store gave (``valid_from``); False: the start is
+    unknown, at or before ``t_valid``, when it was learned (``journal.events.start_given``;
+    both constructors, :meth:`from_event` and the read model's, set it)."""
 
     @classmethod
     def from_event(
@@ -66,13 +71,16 @@ class Memory:
         position: int,
         created_at: float,
         predicate_normalized: str | None,
+        recorded_at: float | None = None,
     ) -> Memory:
         """The memory a ``memory.stored`` event makes, before any later event touches it.
 
         The one place a stored event becomes a row: the SQLite projection writes exactly
         this, and the command side's overlay (``ferrex.core.view``) holds exactly this for
         a decision not yet applied. ``predicate_normalized`` comes from the read model's
-        rules (see :class:`Rules`)."""
+        rules (see :class:`Rules`). ``recorded_at``: when its record was made, where that is
+        not ``created_at`` (the overlay's rows have none), to read an event written before
+        ``valid_from_given`` existed."""
         body = event.body or MemoryBody()
         return cls(
             memory_id=event.memory_id, namespace=event.namespace, type=event.memory_type,
@@ -88,6 +96,9 @@ class Memory:
             entity_ids=tuple(sorted(set(event.entity_ids))),
             multi_valued=event.multi_valued, episode=event.episode_id,
             episode_index=event.episode_index, import_key=body.import_key,
+            valid_from_given=start_given(
+                event, created_at if recorded_at is None else recorded_at
+            ),
         )  # fmt: skip
 
     @property

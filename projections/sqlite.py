@@ -33,6 +33,7 @@ import apsw
 import msgspec
 
 from journal import MemoryBody, MemoryStored, Record
+from journal.events import given_by_time
 from journal.files import create_private_file, make_private_dir
 from projections import fold
 from projections.rows import RELATION, viewers
@@ -87,7 +88,8 @@ CREATE TABLE IF NOT EXISTS memories (
     pinned INTEGER NOT NULL DEFAULT 0,
     expires_at REAL,
     import_key TEXT,
-    object_form TEXT
+    object_form TEXT,
+    valid_from_given INTEGER
 );
 CREATE INDEX IF NOT EXISTS memories_ns_type ON memories (namespace, type);
 CREATE INDEX IF NOT EXISTS memories_fact ON memories (namespace, subject_key, predicate_normalized);
@@ -391,6 +393,10 @@ NO_RULES = Rules()
 
 class ReadModelError(Exception):
     """The read model file cannot be used (corrupt, or written by another schema)."""
+
+
+class ReadModelFull(ReadModelError):
+    """The disk holding the read model is full: a write transaction was rolled back."""
 
 
 @dataclass(frozen=True)
@@ -839,8 +845,8 @@ class ReadModel:
             "procedure_name, procedure_version, conditions, steps, source, context, "
             "confidence, agent_id, visibility, supersedes, t_valid, t_invalid, "
             "superseded_by, created_at, position, redacted, multi_valued, episode, "
-            "episode_index, import_key, object_form) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-            "?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "episode_index, import_key, object_form, valid_from_given) VALUES (?, ?, ?, ?, ?, "
+            "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 m.memory_id, m.namespace, m.type, m.content, m.subject, m.subject_key,
                 m.predicate, m.object, m.predicate_normalized, m.procedure_name,
@@ -848,7 +854,7 @@ class ReadModel:
                 _json(m.context), m.confidence, m.agent_id, m.visibility, m.supersedes,
                 m.t_valid, m.created_at, m.position, 1 if m.redacted else 0,
                 1 if m.multi_valued else 0, m.episode, m.episode_index, m.import_key,
-                self._object_form(m),
+                self._object_form(m), 1 if m.valid_from_given else 0,
             ),
         )  # fmt: skip
         db.execute("DELETE FROM memory_entities WHERE memory_id=?", (m.memory_id,))
@@ -952,7 +958,10 @@ class ReadModel:
         (mid, ns, typ, content, subj, _skey, pred, obj, pnorm, pname, pver, conds, steps, source,
          context, conf, agent, vis, sup, tv, ti, sby, created, pos, red, acount, lacc,
          lval, multi, episode, episode_index, importance, pinned, expires_at,
-         import_key, _form) = row  # fmt: skip
+         import_key, _form, *rest) = row  # fmt: skip
+        # NULL (a row folded before the flag existed) or absent (an older file opened
+        # read-only): read by the rule for events without it.
+        given = rest[0] if rest else None
         if entity_ids is None:
             entity_ids = tuple(
                 str(e)
@@ -997,6 +1006,7 @@ class ReadModel:
             pinned=bool(pinned),
             expires_at=expires_at,
             import_key=import_key,
+            valid_from_given=given_by_time(tv, created) if given is None else bool(given),
         )
 
     def _where(self, sql: str, args: Sequence[Any]) -> list[Memory]:
@@ -1917,6 +1927,10 @@ def _add_aggregates(db: apsw.Connection) -> None:
         # A file of schema 9 or older (until its rebuild): no fact has a form, so
         # ``fact_groups`` answers None and insight reads the facts themselves.
         db.execute("ALTER TABLE memories ADD COLUMN object_form TEXT")
+    if "valid_from_given" not in columns:
+        # A file whose rows were folded before the flag existed: NULL, read by the same rule
+        # as a ``memory.stored`` without it (``journal.events.given_by_time``), so no rebuild.
+        db.execute("ALTER TABLE memories ADD COLUMN valid_from_given INTEGER")
     db.execute(_AGGREGATES)
     db.execute(_UNVALIDATED_COUNTS)
     db.execute(_SPELLING_GENERATION)
@@ -1940,7 +1954,10 @@ def _immediate(db: apsw.Connection) -> Iterator[None]:
     db.execute("BEGIN IMMEDIATE")
     try:
         yield
-    except BaseException:
-        db.execute("ROLLBACK")
+        db.execute("COMMIT")
+    except BaseException as exc:
+        if not db.getautocommit():  # still open (a failed COMMIT may have ended it)
+            db.execute("ROLLBACK")
+        if isinstance(exc, apsw.FullError):
+            raise ReadModelFull(f"the disk holding the read model is full: {exc}") from exc
         raise
-    db.execute("COMMIT")

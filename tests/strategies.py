@@ -79,6 +79,7 @@ memory_stored = st.builds(
     body=st.none() | bodies,
     multi_valued=st.booleans(),
     episode=st.none() | st.builds(EpisodeRef, id=ids, index=st.integers(0, 10_000)),
+    valid_from_given=st.sampled_from([None, False, True]),
 )
 relinks = st.lists(
     st.builds(Relink, memory_id=ids, entity_ids=st.lists(ids, max_size=3).map(tuple)),

@@ -62,7 +62,7 @@ _STORE_FIELDS: Final = frozenset(StoreRequest.__dataclass_fields__)
 _OPTION_FIELDS: Final = frozenset(
     {"types", "entities", "include_invalidated", "include_stale", "as_of", "after", "before"}
 )
-_STATUSES: Final = frozenset({"stored", "duplicate", "refused"})
+_STATUSES: Final = frozenset({"stored", "stored_as_history", "duplicate", "refused"})
 
 
 class GoldenSetError(ValueError):

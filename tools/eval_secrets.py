@@ -15,7 +15,20 @@ on one field):
   every expected kind is found; a false positive = a clean line with any finding.
 - **golden set** (``golden_set/memories.jsonl``): every text field of every memory;
 - **LoCoMo** (``DATA/locomo/locomo10.json``): every turn's text and image caption;
-- **LongMemEval** (``DATA/longmemeval/sessions.jsonl.gz``): every user turn of the shared part.
+- **LongMemEval** (``DATA/longmemeval/sessions.jsonl.gz``): every user turn of the shared part;
+- **ferrex's source**: every ``.py`` file of the three packages (``ferrex``, ``journal``,
+  ``projections``), line by line and in chunks of :data:`CHUNK_LINES` lines, as an agent
+  stores code it works on;
+- **code negatives** (``golden_set/secret_code_negatives.jsonl``): what code and notes about
+  code carry that is no secret (``pin=13``, hashes, git SHAs, UUIDs, placeholders, prose
+  about passwords, Cyrillic, Greek and fullwidth text, percent-encoded URLs, lines that
+  end and start with identifiers).
+
+**Shapes** (``golden_set/secret_shapes.jsonl``): one or more made-up secrets of each shape
+an issue reported as passing (provider tokens, keyword-value pairs, an AWS secret without
+``=``, a token as a namespace or a context key, tokens disguised by zero-width, fullwidth,
+homoglyph or percent-encoded characters or an inner newline, passwords in prose), each
+line naming its shape and the kinds it must be found as; the report counts them by shape.
 
 Findings on the real sets are false positives unless listed in :data:`REVIEWED` (a real
 credential someone pasted into a conversation, checked by hand). Nothing prints a secret: a
@@ -55,8 +68,15 @@ from ferrex.rules.secrets import (  # noqa: E402
 )
 
 PLANTED: Final = ROOT / "golden_set" / "secrets.jsonl"
+SHAPES: Final = ROOT / "golden_set" / "secret_shapes.jsonl"
+CODE_NEGATIVES: Final = ROOT / "golden_set" / "secret_code_negatives.jsonl"
 GOLDEN: Final = ROOT / "golden_set" / "memories.jsonl"
-DATA: Final = ROOT.parent / "shared" / "data"
+SOURCE_PACKAGES: Final = ("ferrex", "journal", "projections")
+CHUNK_LINES: Final = 40
+"""Lines of source per chunk, about a function or a screenful: what an agent stores at once."""
+# A checkout's data, or the shared one beside the worktrees (/work/wt/NAME → /work/shared).
+_DATA_DIRS: Final = (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data")
+DATA: Final = next((d for d in _DATA_DIRS if d.is_dir()), _DATA_DIRS[0])
 _GOLDEN_OWN: Final = {"key", "supersedes_key", "expect_status", "expect_superseded", "multi_valued"}
 _LISTS: Final = {"steps", "conditions", "entities"}
 # Real texts can be longer than a store allows; only the secret check is measured here.
@@ -177,6 +197,67 @@ def eval_planted(path: Path) -> tuple[Planted, dict[str, list[str]]]:
     return report, values
 
 
+@dataclass
+class Shapes:
+    lines: int = 0
+    found: int = 0
+    by_shape: dict[str, list[int]] = field(default_factory=dict)
+    """shape → [lines, lines found as every expected kind]."""
+    missed: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lines": self.lines,
+            "found": self.found,
+            "by_shape": {k: {"lines": v[0], "found": v[1]} for k, v in self.by_shape.items()},
+            "missed": self.missed,
+        }
+
+
+def eval_shapes(path: Path) -> Shapes:
+    """Which lines of the shapes set are found as every kind they name."""
+    report = Shapes()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        raw = json.loads(line)
+        if "text" in raw:
+            found = text_secrets(raw["text"])
+        else:
+            found = request_secrets(request_of(raw["request"]))
+        kinds = {kind for _, kind, _ in found}
+        counts = report.by_shape.setdefault(raw["shape"], [0, 0])
+        report.lines += 1
+        counts[0] += 1
+        if set(raw["expect"]) <= kinds:
+            report.found += 1
+            counts[1] += 1
+        else:
+            report.missed.append(
+                f"line {number} ({raw['shape']}): expected {sorted(raw['expect'])}, "
+                f"found {sorted(kinds)}"
+            )
+    return report
+
+
+def code_negative_texts(path: Path) -> Iterator[tuple[str, str]]:
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        raw = json.loads(line)
+        yield f"code negatives/line {number} ({raw['note']})", raw["text"]
+
+
+def source_texts(root: Path = ROOT) -> Iterator[tuple[str, str]]:
+    """Every line, then every chunk of :data:`CHUNK_LINES` lines, of the packages' sources."""
+    for package in SOURCE_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            where = str(path.relative_to(root))
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines, start=1):
+                if line.strip():
+                    yield f"{where}:{number}", line
+            for at in range(0, len(lines), CHUNK_LINES):
+                chunk = "\n".join(lines[at : at + CHUNK_LINES])
+                yield f"{where}:{at + 1}-{at + CHUNK_LINES}", chunk
+
+
 def golden_texts(path: Path) -> Iterator[tuple[str, StoreRequest]]:
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         raw = json.loads(line)
@@ -247,6 +328,7 @@ def entropy_summary(values: Sequence[str]) -> dict[str, Any]:
 
 def evaluate(data: Path, planted_path: Path = PLANTED) -> dict[str, Any]:
     planted, planted_values = eval_planted(planted_path)
+    shapes = eval_shapes(SHAPES)
     real_values: list[str] = []
     words: set[str] = set()
     corpora: list[Corpus] = []
@@ -273,8 +355,11 @@ def evaluate(data: Path, planted_path: Path = PLANTED) -> dict[str, Any]:
                 words,
             )
         )
+    corpora.append(scan("ferrex's source (lines and chunks)", source_texts(), [], set()))
+    corpora.append(scan("code negatives", code_negative_texts(CODE_NEGATIVES), [], set()))
     return {
         "planted": planted.as_dict(),
+        "shapes": shapes.as_dict(),
         "corpora": {c.name: c.as_dict() for c in corpora},
         "false_positives_total": sum(len(c.false_positives) for c in corpora)
         + len(planted.false_positives),
@@ -310,6 +395,11 @@ def render(report: dict[str, Any], verbose: bool) -> str:
     out += [f"  false positive {m}" for m in p["false_positives"]]
     if verbose:
         out += [f"  {m}" for m in p["extra_kinds"]]
+    s = report["shapes"]
+    out.append(f"shapes: {s['found']}/{s['lines']} lines found")
+    by_shape = s["by_shape"].items()
+    out.append("  by shape: " + ", ".join(f"{k} {v['found']}/{v['lines']}" for k, v in by_shape))
+    out += [f"  missed {m}" for m in s["missed"]]
     for name, c in report["corpora"].items():
         out.append(f"{name}: {c['texts']} texts, false positives: {c['false_positives']}")
         out += [f"  false positive {f}" for f in c["findings"]]

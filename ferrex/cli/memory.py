@@ -4,7 +4,8 @@ Exit codes beyond the common ones: 7 when the memory rules refuse a store (dupli
 ambiguous conflict, a superseded or unknown target). ``import`` exits 0 when every line was
 stored, recognised as a duplicate fact or skipped (a dump's id that exists, a memory-server
 memory already known, a store line imported before), 7 when some were refused, 2 when the
-file or a line is not valid input (nothing of that line is written; the others are).
+file or a line is not valid input (nothing of that line is written; the others are; for a
+Claude or ChatGPT export, a conversation), 130 when stopped by Ctrl-C.
 
 Store lines are idempotent by their place and text: each carries an import key,
 ``"line N sha256:H"`` (N its line number, H the start of the SHA-256 of its JSON object
@@ -12,7 +13,13 @@ written canonically), stored with the memory (``MemoryBody.import_key``). A line
 already stored a memory in its namespace is skipped, whatever the rules would say today;
 the same text on two lines is two memories (two turns "Thanks!" of one conversation).
 A Claude or ChatGPT export (:mod:`ferrex.porting.chats`) uses the same mechanism with the
-message's id as the key (``"chatgpt message ID"``, ``" part I/N"`` for a split message).
+conversation's id and the message's as the key (``chatgpt conversation "CID" message
+"MID"``, ``" part I/N"`` for a split message; files imported under the older
+``"chatgpt message MID"`` are recognised too).
+
+Ctrl-C (SIGINT) stops an import with exit 130, saying how many lines or messages were
+written or skipped: each chunk written stays (the journal's group commits), and since an
+import is idempotent by its keys, running the same command again resumes it.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from itertools import groupby
 from pathlib import Path
@@ -33,6 +41,7 @@ from ferrex.cli.home import reads_home
 from ferrex.cli.progress import progress
 from ferrex.cli.projections import index_after, index_option
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
+from ferrex.core.decide import NEW_MEMORY
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting import chats
@@ -105,6 +114,10 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
         return
     if result["status"] == "duplicate":
         click.echo(f"{result['id']} (already known; confirmed)")
+    elif result["status"] == "stored_as_history":
+        click.echo(f"{result['id']} ({result['type']}, stored as history, superseded by "
+                   f"{result['superseded_by']})")  # fmt: skip
+        click.echo(f"note: {result['history_reason']}", err=True)
     else:
         superseded = result["superseded"]
         extra = f", superseded {', '.join(superseded)}" if superseded else ""
@@ -324,8 +337,13 @@ def import_(
     episodic memory "user: ..." or "assistant: ...", with the conversation (title and id)
     as its source and the message's time as its event time. System and tool messages,
     tool calls, images and other non-text parts, attachments and empty conversations are
-    left out and counted by reason. A message imported before (by its id) is skipped, so a
-    newer export stores only the new messages.
+    left out and counted by reason. A message imported before (by its conversation's id
+    and its own) is skipped, so a newer export stores only the new messages; one whose
+    text changed since is skipped and reported. A conversation not of the export's shape
+    is left out and reported (exit 2); the others are imported.
+
+    Ctrl-C stops an import (exit 130) and says how far it got: what was written stays,
+    and running the same command again resumes, skipping what is imported already.
 
     All formats are written in group commits with batched embedding. Reports the outcome
     of every line; exits 5 if lines could not be stored (the embeddings server went away:
@@ -333,6 +351,67 @@ def import_(
     (see --secrets) never fails the import: its line is redacted or skipped, and the
     report names its kind, field and position, never the secret.
     """
+    reached = _Reached()
+    try:
+        _import(app, file, file_format, assistant, split_chars, secrets, index, as_json, reached)
+    except KeyboardInterrupt:  # Ctrl-C: what was written stays, a re-run resumes
+        click.echo(reached.interrupted(), err=True)
+        raise click.exceptions.Exit(INTERRUPTED) from None
+
+
+INTERRUPTED = 130
+"""The exit code of an import stopped by Ctrl-C (SIGINT), as a shell reports one."""
+
+
+class _Reached:
+    """How far an import got: the last count its progress reported (each chunk's, once the
+    chunk is written), for what Ctrl-C prints."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.total = 0
+        self.unit = "lines"
+
+    @contextmanager
+    def progress(
+        self, label: str, unit: str, *, quiet: bool = False
+    ) -> Iterator[Callable[[int, int], None]]:
+        """:func:`ferrex.cli.progress.progress`, its counts also kept here."""
+        self.unit = unit
+        with progress(label, unit, quiet=quiet) as update:
+
+            def counted(done: int, total: int) -> None:
+                self.done, self.total = done, total
+                update(done, total)
+
+            yield counted
+
+    def interrupted(self) -> str:
+        if not self.done:
+            return "interrupted: nothing was written yet; run the same command to import the file"
+        if self.done >= self.total:  # during the index build that follows a large import
+            return (
+                f"interrupted: all {self.total:,} {self.unit} were written or skipped, and "
+                "stay; the vector indexes were not built: `ferrex optimize` builds them"
+            )
+        return (
+            f"interrupted: {self.done:,} of {self.total:,} {self.unit} were written or skipped "
+            "before Ctrl-C, and stay; run the same command again to resume (what is imported "
+            "already is skipped)"
+        )
+
+
+def _import(
+    app: App,
+    file: str,
+    file_format: str,
+    assistant: str | None,
+    split_chars: int | None,
+    secrets: str | None,
+    index: bool,
+    as_json: bool,
+    reached: _Reached,
+) -> None:
     text = sys.stdin.read() if file == "-" else _read(Path(file))
     # The model loads on its own thread while the file is parsed and the home opened; the
     # load ends before the command does, whatever ends it (never in the interpreter's exit).
@@ -346,7 +425,8 @@ def import_(
             hint="pass --format claude or --format chatgpt",
         )
     if export is not None:
-        _import_chats(app, export[0], export[1], assistant, split_chars, secrets, index, as_json)
+        _import_chats(app, export[0], export[1], assistant, split_chars, secrets, index, as_json,
+                      reached)  # fmt: skip
         return
     parsed, outcomes = _json_lines(text)
     if file_format == "auto":
@@ -354,7 +434,7 @@ def import_(
     writer = app.writer()
     secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
     writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
-    with progress("importing", "lines", quiet=as_json) as update:
+    with reached.progress("importing", "lines", quiet=as_json) as update:
         if file_format == "dump":
             outcomes += _import_dump(writer, parsed, update)
         elif file_format == "memory-server":
@@ -370,7 +450,7 @@ def import_(
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
-    indexed = index_after(app, counts.get("stored", 0), index, as_json)
+    indexed = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), index, as_json)
     with_secrets = secrets_report(outcomes)
     if as_json:
         click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
@@ -392,6 +472,9 @@ def _json_lines(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
             outcomes.append(_invalid(number, UsageError(f"not JSON: {exc}")))
+            continue
+        except RecursionError:
+            outcomes.append(_invalid(number, UsageError(f"not JSON: {chats.TOO_DEEP}")))
             continue
         if not isinstance(raw, dict):
             outcomes.append(_invalid(number, UsageError("a line must be a JSON object")))
@@ -593,8 +676,13 @@ def _chat_export(text: str, file_format: str) -> tuple[chats.ChatFormat, Any] | 
         return None
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except json.JSONDecodeError:
         return None  # JSON lines (or not JSON at all): the line formats report each line
+    except RecursionError as exc:  # its first value cannot be read: no format to tell
+        raise UsageError(
+            f"cannot tell the format of this file: its first JSON value is {chats.TOO_DEEP}",
+            hint="pass the conversations.json of an export, or JSON lines",
+        ) from exc
     fmt = chats.detect(doc)
     if fmt is not None:
         return fmt, doc
@@ -616,9 +704,13 @@ def _import_chats(
     secrets: str | None,
     index: bool,
     as_json: bool,
+    reached: _Reached,
 ) -> None:
     """A Claude or ChatGPT export: parsed whole first (a file of the wrong shape is refused
-    before anything is written), then stored in order, one memory per message or part."""
+    before anything is written; a conversation of the wrong shape is left out and reported
+    as invalid, exit 2, like a bad line), then stored in order, one memory per message or
+    part. A message imported before is skipped, ``imported_before``; one imported before
+    with another text is skipped too and reported, ``changed_since_import``."""
     parsed = chats.parse(
         doc,
         fmt,
@@ -629,7 +721,7 @@ def _import_chats(
     writer = app.writer()
     secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
     writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
-    with progress("importing", "memories") as update:
+    with reached.progress("importing", "memories") as update:
         requests = _as_importer(app.config["store.agent_id"], [i.request for i in parsed.items])
         results = writer.store_many(requests, progress=update)
     skipped = dict(parsed.skipped)
@@ -639,7 +731,9 @@ def _import_chats(
         outcome = _stored(number, result, **where, **({"part": item.part} if item.part else {}))
         outcome["item"] = outcome.pop("line")
         reason = None
-        if isinstance(result, Refused) and result.details.get("imported"):
+        if isinstance(result, Refused) and result.details.get("changed"):
+            reason = "changed_since_import"
+        elif isinstance(result, Refused) and result.details.get("imported"):
             reason = "imported_before"
         elif isinstance(result, FerrexError) and result.code == "secret_refused":
             reason = "secret"
@@ -648,10 +742,16 @@ def _import_chats(
             outcome["reason"] = reason
             skipped[reason] = skipped.get(reason, 0) + 1
         outcomes.append(outcome)
+    invalid = [
+        {"conversation": bad.index,
+         **({"conversation_id": bad.conversation} if bad.conversation else {}),
+         "status": "invalid", **bad.error.as_dict()}
+        for bad in parsed.invalid
+    ]  # fmt: skip
     counts: dict[str, int] = {}
-    for outcome in outcomes:
+    for outcome in [*outcomes, *invalid]:
         counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
-    indexed = index_after(app, counts.get("stored", 0), index, as_json)
+    indexed = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), index, as_json)
     with_secrets = secrets_report(outcomes, key="item")
     summary = {
         "format": fmt,
@@ -660,6 +760,7 @@ def _import_chats(
         "untimed": parsed.untimed,
         "counts": counts,
         "skipped": dict(sorted(skipped.items())),
+        "invalid": invalid,
         "secrets": with_secrets,
         "indexed": indexed,
         "items": outcomes,
@@ -708,11 +809,18 @@ def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
     what was skipped, by reason."""
     outcomes: list[dict[str, Any]] = summary["items"]
     _echo_unavailable(outcomes, lambda first, n: f"{n} messages", "messages")
+    for bad in summary["invalid"]:
+        named = f" ({bad['conversation_id']})" if "conversation_id" in bad else ""
+        click.echo(f"conversation {bad['conversation']}{named}: not imported, invalid "
+                   f"[{bad['code']}] {bad['message']}")  # fmt: skip
     for o in outcomes:
         what = f"conversation {o['conversation_id']} message {o['message_id']}"
         what += f" part {o['part']}" if "part" in o else ""
         if o["status"] in ("invalid", "refused"):
             click.echo(f"{what}: {o['status']} [{o['code']}] {o['message']}")
+        if o.get("reason") == "changed_since_import":
+            click.echo(f"{what}: changed since its import, not stored: {o['message']} "
+                       f"(hint: {o['hint']})")  # fmt: skip
         _echo_redacted(what, o)
     counts: dict[str, int] = summary["counts"]
     untimed = summary["untimed"]

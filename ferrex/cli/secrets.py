@@ -21,6 +21,7 @@ import click
 from ferrex.app import App
 from ferrex.cli.render import echo_table
 from ferrex.rules.memory_input import ValidStore, secrets_in
+from ferrex.rules.secrets import redact
 from journal.events import MemoryType, Visibility
 from projections.sqlite import Memory
 
@@ -53,7 +54,8 @@ def scan(app: App, namespace: str | None, as_json: bool) -> None:
             found.append(
                 {
                     "id": memory.memory_id,
-                    "namespace": memory.namespace,
+                    # A namespace can be what carries the secret: shown redacted.
+                    "namespace": redact(memory.namespace),
                     "type": memory.type,
                     **({"superseded": True} if memory.t_invalid is not None else {}),
                     **secret.as_dict(),

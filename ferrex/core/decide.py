@@ -32,8 +32,17 @@ The rules of a store, in order:
    same relation are compared by object (:mod:`ferrex.rules.dedup`; objects that agree,
    ``team Nova`` / ``Nova``, are the same): the same
    object again is a *duplicate* (the old fact is re-validated, nothing new stored), a
-   different object *supersedes* it, an unclear one is refused as ``conflict_ambiguous``. A
-   back-dated fact older than an active one is stored as history, already ended by it.
+   different object *supersedes* it, an unclear one is refused as ``conflict_ambiguous``.
+   **Time is bitemporal** (:func:`starts_after`): a fact without ``valid_from`` began at
+   some unknown moment at or before it was learned, and of two facts the one that began
+   later is current. Two dated facts are ordered by their dates, whatever order they were
+   learned in; between a dated and an undated one, or two undated ones, the one learned
+   later is current unless a date proves otherwise (an older fact dated after the new,
+   undated one was learned). The fact it replaces ends at the new one's ``valid_from`` when
+   given, else when it was learned, so ``as_of`` in between answers the old value. A fact
+   that began before an active one (a late report of history) is stored already ended by
+   it, at that one's start, with status ``stored_as_history`` and a ``history_reason``, and
+   ends nothing.
    Multi-valued facts (``multi_valued``) never conflict: they sit beside each other. A
    later single-valued store states the one current value: it replaces them (a different
    object) or confirms one (the same object), and its answer says which it replaced
@@ -56,7 +65,10 @@ The rules of a store, in order:
    ``near_threshold``), so the agent can supersede it. An import line whose
    ``import_key`` (its place and text) already stored a memory is refused as ``duplicate``
    with ``imported`` in its details, before any other rule: importing a file twice stores
-   nothing new.
+   nothing new. So is one whose ``former_import_keys`` (a key's older form) stored a memory
+   with the same ``context``. When that memory's text is not the line's (a message edited
+   under its id), ``changed`` is in the details too: the import reports it and stores
+   nothing, so no item silently becomes two memories.
 6. **Citations**: ``source = "memory:<id>"`` validates that memory if the caller may see it
    (an invisible id behaves exactly like a nonexistent one).
 7. **Derived episodes** (:func:`episode_of`): an episodic memory stored without a
@@ -219,6 +231,12 @@ class SimilarMemory:
         }
 
 
+StoreStatus = Literal["stored", "stored_as_history", "duplicate"]
+"""What became of a store (see :class:`StoreResult`)."""
+NEW_MEMORY: frozenset[str] = frozenset({"stored", "stored_as_history"})
+"""The statuses of a store that wrote a new memory (the rest: ``duplicate``)."""
+
+
 @dataclass(frozen=True)
 class Flagged:
     """A current fact a store kept beside the new one, flagged as a possible conflict."""
@@ -258,7 +276,10 @@ def _replaced_note(replaced: Sequence[Flagged]) -> str:
 
 @dataclass(frozen=True)
 class StoreResult:
-    status: Literal["stored", "duplicate"]
+    status: StoreStatus
+    """``stored_as_history``: stored, but already ended by a fact of its relation that began
+    later (``superseded_by``; ``history_reason`` says why), so recall answers that one and
+    ``as_of`` before it answers this one."""
     id: str
     """The new memory, or for a repeated fact the existing one (re-validated)."""
     type: str
@@ -271,6 +292,8 @@ class StoreResult:
     superseded_by: str | None = None
     """Set when a back-dated fact arrived after a newer one: it is kept as history, ended by
     this memory."""
+    history_reason: str | None = None
+    """Why a fact was stored as history: which memory is current, and since when."""
     replaced_multi_valued: tuple[str, ...] = ()
     """Multi-valued facts of the same relation this single-valued fact replaced: a fact
     stored without ``multi_valued`` states the one current value."""
@@ -294,6 +317,11 @@ class StoreResult:
     redacted: tuple[dict[str, Any], ...] = ()
     """The likely secrets replaced by markers before it was stored (field, kind, at)."""
 
+    @property
+    def stored(self) -> bool:
+        """Whether a new memory was written (:data:`NEW_MEMORY`)."""
+        return self.status in NEW_MEMORY
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "status": self.status,
@@ -306,6 +334,7 @@ class StoreResult:
             "position": self.position,
             **({"version": self.version} if self.version is not None else {}),
             **({"superseded_by": self.superseded_by} if self.superseded_by else {}),
+            **({"history_reason": self.history_reason} if self.history_reason else {}),
             **({"multi_valued": True} if self.multi_valued else {}),
             **marks_doc(self.importance, self.pinned, self.expires_at),
             **(
@@ -642,7 +671,7 @@ def decide_store(
     only for what the rules reach."""
     who = _who(valid, settings)
     if valid.import_key is not None:
-        _refuse_imported(valid.import_key, view, who)
+        _refuse_imported(valid, valid.import_key, view, who)
     # A second value of a plainly plural relation (members, speaks) is one more value, not
     # a replacement: kept beside the others, and the answer says so.
     plural = (valid.type == "semantic" and not multi_valued and valid.supersedes is None
@@ -666,7 +695,12 @@ def decide_store(
     versions = _plan_procedure(valid, view, who)
     close: SimilarMemory | None = None
     if valid.supersedes is None:
-        skip = {*fact.superseded, *versions.current}
+        # The fact a late report of history is ended by is named by its answer already.
+        skip = {
+            *fact.superseded,
+            *versions.current,
+            *([fact.successor.memory_id] if fact.successor is not None else []),
+        }
         if supersede.crossing is not None:
             skip.add(supersede.crossing.memory_id)
         text = memory_text(valid.type, fact.body)
@@ -796,17 +830,17 @@ def _plan_fact(
     # already ended, where the newer fact began. Only by a fact all its readers see: ended by
     # one some cannot see, it would show them a trace of it. A later fact they cannot see is
     # left standing.
-    t_valid = (valid.t_valid or now).timestamp()
-    later = [m for m in outcome if m.t_valid > t_valid]
+    later = [m for m in outcome if starts_after(m, valid.t_valid, now)]
     successor = min((m for m in later if who.all_readers_see(m)),
                     key=lambda m: (m.t_valid, m.memory_id), default=None)  # fmt: skip
     taken = {m.memory_id for m in later}
-    _refuse_replacing_pinned(valid, [m for m in outcome if m.memory_id not in taken])
+    # A fact stored as history ends nothing: a fact still standing beside its successor is
+    # not for a report of the past to hide.
+    replaced = [] if successor is not None else [m for m in outcome if m.memory_id not in taken]
+    _refuse_replacing_pinned(valid, replaced)
     # A private fact leaves shared ones standing (the agent then sees both, flagged as a
     # contradiction): what it keeps to itself changes nothing others see.
-    superseded = tuple(
-        m.memory_id for m in outcome if m.memory_id not in taken and who.may_change(m)
-    )
+    superseded = tuple(m.memory_id for m in replaced if who.may_change(m))
     possible = _possible_conflicts(valid, view, who, subject, predicate, memory_id, now,
                                    measures)  # fmt: skip
     assert valid.object is not None
@@ -827,6 +861,19 @@ def _plan_fact(
         successor=successor,
         possible=tuple(possible),
     )  # fmt: skip
+
+
+def starts_after(old: Memory, start: datetime | None, now: datetime) -> bool:
+    """Whether the fact ``old`` is current over a new fact of its relation learned ``now``
+    with ``start`` (its ``valid_from``; None: not given). Time is bitemporal: a fact without
+    a given start began at some unknown moment at or before it was learned. Of two facts,
+    the one that began later is current; the learned order decides when the starts cannot
+    be ordered. So ``old`` stays current only when its start was given and is after the new
+    one's start, or, the new one undated, after ``now``, the latest its unknown start can
+    be: two dated facts by their dates whatever order they were learned in, an undated old
+    fact never (its start may be any time before it was learned, so no date proves the new
+    one began before it), and an undated new fact only when ``old`` is dated after now."""
+    return old.valid_from_given and old.t_valid > (start or now).timestamp()
 
 
 def _repeated_fact(
@@ -909,7 +956,7 @@ def _stored(
             entity_ids=tuple(dict.fromkeys(e.entity_id for e in named.entities)),
             supersedes=valid.supersedes, procedure_version=versions.version,
             agent_id=who.agent_id, visibility=who.visibility, body=fact.body,
-            multi_valued=multi, episode=episode,
+            multi_valued=multi, episode=episode, valid_from_given=valid.t_valid is not None,
         ),
     ]  # fmt: skip
     if valid.marked:
@@ -931,10 +978,14 @@ def _stored(
         validated.append(cited)
     if valid.supersedes is not None:
         events.append(MemoriesValidated(memory_ids=(memory_id,), at=now, source="supersede"))
+    successor = fact.successor
     result = StoreResult(
-        "stored", memory_id, valid.type, who.namespace, named.entities,
-        (*ended, *versions.current), tuple(validated), version=versions.version,
-        superseded_by=fact.successor.memory_id if fact.successor is not None else None,
+        "stored" if successor is None else "stored_as_history", memory_id, valid.type,
+        who.namespace, named.entities, (*ended, *versions.current), tuple(validated),
+        version=versions.version,
+        superseded_by=successor.memory_id if successor is not None else None,
+        history_reason=(_history_reason(valid.t_valid, now, successor)
+                        if successor is not None else None),
         replaced_multi_valued=fact.replaced_multi, multi_valued=multi,
         importance=valid.importance, pinned=valid.pinned, expires_at=expires_at,
         possible_conflict=tuple(sorted({o for e in fact.possible for o in e.others})),
@@ -960,6 +1011,19 @@ def _flagged(view: View, flags: Sequence[FactsPossiblyConflicting]) -> tuple[Fla
                 text = f"{old.subject} {old.predicate} {old.object}"
                 found[other] = Flagged(other, text, flag.reason)
     return tuple(found[k] for k in sorted(found))
+
+
+def _history_reason(start: datetime | None, now: datetime, successor: Memory) -> str:
+    """What a fact stored as history says: the fact that stays current, and since when."""
+    began = (
+        f"valid from {rfc3339(start)}" if start is not None else f"undated (learned {rfc3339(now)})"
+    )
+    return (
+        f"{began}, so it began before {successor.memory_id} ({successor.subject} "
+        f"{successor.predicate} {successor.object!r}, valid from {rfc3339(successor.t_valid)}), "
+        "which stays current; stored as history ending there: recall with as_of before that "
+        "time answers this one"
+    )
 
 
 def _endings(
@@ -1138,19 +1202,44 @@ def _refuse_replacing_pinned(valid: ValidStore, replaced: Sequence[Memory]) -> N
     )
 
 
-def _refuse_imported(key: str, view: View, who: _Who) -> None:
+def _refuse_imported(valid: ValidStore, key: str, view: View, who: _Who) -> None:
     """An import line that already stored a memory (the same place and text of the same
     file, imported again) stores nothing: refused as ``duplicate``, ``imported`` in the
-    details (``ferrex import`` reports it as skipped)."""
+    details (``ferrex import`` reports it as skipped).
+
+    A memory stored under one of ``valid.former_import_keys`` (the form an older ferrex
+    gave the key) counts only when its ``context`` is the line's: the older form may have
+    been too coarse (a chat message's id alone, which two conversations may share), and the
+    context names the item whole (format, conversation, message, part). A memory found
+    whose text is not the line's is an item changed since its import: refused too,
+    ``changed`` in the details. Storing the new text beside the old would leave two
+    memories for one item, and superseding it would drop what was imported without
+    anyone asking; the import reports it instead (forget the old memory and import again
+    to take the new text)."""
     done = [m for m in view.imported(who.namespace, key) if who.sees(m)]
-    if done:
-        first = done[0].memory_id
+    for former in valid.former_import_keys:
+        done += [
+            m
+            for m in view.imported(who.namespace, former)
+            if who.sees(m) and m.context == valid.context
+        ]
+    if not done:
+        return
+    ids = [m.memory_id for m in done]
+    if valid.content is None or any(m.content == valid.content for m in done):
         raise Refused(
-            f"this import line was already imported as {first}",
+            f"this import line was already imported as {ids[0]}",
             code="duplicate",
             hint="nothing to do: importing a file again stores only its new lines",
-            details={"ids": [m.memory_id for m in done], "imported": True, "similarity": 1.0},
+            details={"ids": ids, "imported": True, "similarity": 1.0},
         )
+    raise Refused(
+        f"this import line was imported as {ids[0]} with another text, since changed",
+        code="duplicate",
+        hint=f"the memory imported then stays; to take the new text, forget {ids[0]} and "
+        "import again",
+        details={"ids": ids, "imported": True, "changed": True},
+    )
 
 
 def another_event(valid: ValidStore, text: str, old: Memory, old_text: str) -> str | None:
@@ -2048,6 +2137,7 @@ def _summary_stored(summary_id: str, members: Sequence[Memory], text: str) -> Me
         namespace=first.namespace,
         memory_type="episodic",
         t_valid=datetime.fromtimestamp(min(m.t_valid for m in members), UTC),
+        valid_from_given=min(members, key=lambda m: m.t_valid).valid_from_given,
         confidence=min(m.confidence for m in members),
         entity_ids=tuple(sorted({e for m in members for e in m.entity_ids})),
         agent_id=first.agent_id,

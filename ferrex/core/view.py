@@ -177,8 +177,9 @@ class Overlay:
                 predicate = body.predicate_normalized or body.predicate if body else None
                 self._changed.pop(event.memory_id, None)  # the latest put is the last
                 self._changed[event.memory_id] = Memory.from_event(
-                    event, position=0, created_at=0.0, predicate_normalized=predicate
-                )
+                    event, position=0, created_at=0.0, predicate_normalized=predicate,
+                    recorded_at=recorded_at,
+                )  # fmt: skip
                 self._index_import(event.memory_id)
                 self._recorded[event.memory_id] = recorded_at
             case fold.Forgot():

@@ -481,7 +481,9 @@ def _shut(sock: socket.socket) -> None:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
-class _WatchedHTTP(http.client.HTTPConnection):
+class _Watched(http.client.HTTPConnection):
+    """A connection whose socket the call's deadline shuts (for plain and TLS alike)."""
+
     def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.deadline = deadline
@@ -491,14 +493,8 @@ class _WatchedHTTP(http.client.HTTPConnection):
         self.deadline.watch(self.sock)
 
 
-class _WatchedHTTPS(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, deadline: _Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.deadline = deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self.deadline.watch(self.sock)
+class _WatchedHTTPS(_Watched, http.client.HTTPSConnection):
+    pass
 
 
 class _HTTPHandler(urllib.request.HTTPHandler):
@@ -507,7 +503,7 @@ class _HTTPHandler(urllib.request.HTTPHandler):
         self.deadline = deadline
 
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(functools.partial(_WatchedHTTP, deadline=self.deadline), req)
+        return self.do_open(functools.partial(_Watched, deadline=self.deadline), req)
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):

@@ -34,12 +34,35 @@ The mapping, the same for both:
 - ``valid_from`` is the message's own time; a message without one takes its
   conversation's time (counted in ``untimed``), and failing that the time of the import;
 - ``context`` keeps the provenance: format, conversation id and message id (and the part);
-- ``import_key`` is ``"FORMAT message ID"`` (``" part I/N"`` for a part), so importing the
-  file again, or a newer export that still holds the old messages, stores only what is
-  new; a re-run must use the same ``assistant`` and ``split_chars`` to recognise parts;
+- ``import_key`` is ``FORMAT conversation "CID" message "MID"`` (the ids JSON-quoted, so no
+  two pairs give one key; ``" part I/N"`` for a part), so importing the file again, or a
+  newer export that still holds the old messages, stores only what is new; a re-run must
+  use the same ``assistant`` and ``split_chars`` to recognise parts. A message id alone is
+  no key: two conversations may use one id (a conversation copied or shared, a hostile
+  file). Before this, the key was ``"FORMAT message MID"``; that form is passed along as
+  ``former_import_keys``, so a file imported then still stores nothing again (see
+  :func:`ferrex.core.decide.decide_store`). A message whose text changed since its import
+  is not stored again but reported (``changed_since_import``); an edit that changes how
+  many parts a split message has changes the parts' keys, so those parts are stored beside
+  the old ones;
 - what is not conversation text is left out and counted by reason (:data:`REASONS`):
   system and tool messages, tool calls, non-text parts (images, code and its output,
   thinking), attachments and files, hidden messages, empty messages and conversations.
+
+A conversation whose shape is not the format's (a node's ``parent`` that is not a node id,
+``children`` that are not a list of ids, a ``uuid`` or ``parent_message_uuid`` that is not
+a string id, a ``current_node`` or leaf that names no message, parents in a cycle) is left
+out whole and listed in :attr:`ChatParse.invalid` with why, like an invalid line of a line
+import: nothing of it is stored, the other conversations are. A file none of whose
+conversations is of the format is refused whole (UsageError): it is not such an export.
+The shapes are checked in one place per format, :func:`_chatgpt_tree` and
+:func:`_claude_links`, before a path is followed. A time that cannot be read (not a
+number or not ISO 8601, or out of the range of a date: ``0001-01-01T00:00:00+14:00`` is
+before year 1 in UTC) is no time: the message takes its conversation's. Inside a message,
+a field of an unexpected kind reads as absent, as the formats' optional fields do: an
+author's ``role`` that is not a string is another author (left out as a system message),
+ChatGPT ``parts`` that are not a list hold no text (an empty message), Claude ``content``
+that is not a list leaves the message's ``text``.
 
 Long messages (longer than ``split_chars``): with ``assistant="split"`` (the default) an
 assistant message is cut at paragraph, then sentence, then word boundaries into parts of at
@@ -114,10 +137,32 @@ class ChatParse:
     """Messages without a time of their own (their conversation's time was used)."""
     items: list[ChatItem] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
+    invalid: list[InvalidConversation] = field(default_factory=list)
+    """Conversations left out whole because their shape is not the format's."""
 
     def skip(self, reason: str, n: int = 1) -> None:
         if n:
             self.skipped[reason] = self.skipped.get(reason, 0) + n
+
+    def add(self, other: ChatParse) -> None:
+        """Take in the counts and requests of ``other`` (one conversation's)."""
+        self.conversations += other.conversations
+        self.messages += other.messages
+        self.untimed += other.untimed
+        self.items += other.items
+        for reason, n in other.skipped.items():
+            self.skip(reason, n)
+
+
+@dataclass(frozen=True)
+class InvalidConversation:
+    """A conversation of an export that was not imported, and why."""
+
+    index: int
+    """Its place in the file, from 1."""
+    conversation: str | None
+    """Its id, when it has one that reads as an id."""
+    error: UsageError
 
 
 def detect(doc: Any) -> ChatFormat | None:
@@ -133,6 +178,12 @@ def detect(doc: Any) -> ChatFormat | None:
     return None
 
 
+TOO_DEEP: Final = "nested too deeply to read (arrays and objects within each other)"
+"""Why a JSON text the decoder refused for its depth is not read: the decoder stops at the
+interpreter's recursion limit (about a thousand levels) instead of recursing without
+bound, and no export or import line comes near that."""
+
+
 def loads(text: str) -> Any:
     """The JSON document of an export; UsageError when it is not JSON."""
     try:
@@ -143,7 +194,7 @@ def loads(text: str) -> Any:
             hint="pass the conversations.json of the export (unzipped)",
         ) from exc
     except RecursionError as exc:
-        raise UsageError("not a JSON document: nested too deeply") from exc
+        raise UsageError(f"not a JSON document: {TOO_DEEP}") from exc
 
 
 def parse(
@@ -166,21 +217,40 @@ def parse(
         )
     out = ChatParse(fmt)
     shape = _Shape(fmt, assistant, split_chars, content_chars)
-    for index, conversation in enumerate(conversations):
-        where = f"conversation {index + 1}"
-        if not isinstance(conversation, dict):
-            raise UsageError(f"{where} is {_kind(conversation)}, not a conversation object")
-        out.conversations += 1
-        if fmt == "chatgpt":
-            messages = _chatgpt_messages(conversation, where, out)
-        else:
-            messages = _claude_messages(conversation, where, out)
-        before = len(out.items)
-        for message in messages:
-            shape.add(message, out)
-        if len(out.items) == before:
-            out.skip("empty_conversation")
+    for index, conversation in enumerate(conversations, start=1):
+        try:
+            out.add(_conversation(conversation, f"conversation {index}", shape))
+        except UsageError as exc:
+            out.invalid.append(InvalidConversation(index, _conversation_id(conversation), exc))
+    if out.invalid and not out.conversations:
+        raise out.invalid[0].error  # not one conversation of the format: not its export
     return out
+
+
+def _conversation(conversation: Any, where: str, shape: _Shape) -> ChatParse:
+    """One conversation's requests and counts, or UsageError (nothing of it is kept)."""
+    if not isinstance(conversation, dict):
+        raise UsageError(f"{where} is {_kind(conversation)}, not a conversation object")
+    out = ChatParse(shape.fmt, conversations=1)
+    if shape.fmt == "chatgpt":
+        messages = _chatgpt_messages(conversation, where, out)
+    else:
+        messages = _claude_messages(conversation, where, out)
+    for message in messages:
+        shape.add(message, out)
+    if not out.items:
+        out.skip("empty_conversation")
+    return out
+
+
+def _conversation_id(conversation: Any) -> str | None:
+    if not isinstance(conversation, dict):
+        return None
+    for key in ("id", "conversation_id", "uuid"):
+        value = conversation.get(key)
+        if isinstance(value, str) and _readable_id(value):
+            return value.strip()
+    return None
 
 
 @dataclass(frozen=True)
@@ -228,9 +298,9 @@ class _Shape:
             limit = whole
         parts = split_text(m.text, limit) if len(m.text) > limit else [m.text]
         source = f"{self.fmt}: {m.title} [{m.conversation}]"
-        base_key = f"{self.fmt} message {m.message}"
         for i, part in enumerate(parts, start=1):
             numbered = f"{i}/{len(parts)}" if len(parts) > 1 else None
+            suffix = f" part {numbered}" if numbered else ""
             context: dict[str, Any] = {
                 "import": self.fmt,
                 "conversation": m.conversation,
@@ -245,9 +315,17 @@ class _Shape:
                 valid_from=time,
                 context=context,
                 split_long=True,
-                import_key=base_key + (f" part {numbered}" if numbered else ""),
+                import_key=import_key(self.fmt, m.conversation, m.message) + suffix,
+                former_import_keys=(f"{self.fmt} message {m.message}{suffix}",),
             )
             out.items.append(ChatItem(m.conversation, m.message, numbered, request))
+
+
+def import_key(fmt: ChatFormat, conversation: str, message: str) -> str:
+    """A message's import key: its conversation's id and its own, JSON-quoted (an id may
+    hold spaces or the word ``message``; quoted, no two pairs of ids give one key)."""
+    quoted = [json.dumps(x, ensure_ascii=False) for x in (conversation, message)]
+    return f"{fmt} conversation {quoted[0]} message {quoted[1]}"
 
 
 # ---- ChatGPT ---------------------------------------------------------------------------
@@ -263,54 +341,80 @@ def _chatgpt_messages(conv: Mapping[str, Any], where: str, out: ChatParse) -> li
     conv_id = _id(conv.get("id") or conv.get("conversation_id"), f"{where}'s id")
     title = _title(conv.get("title"))
     conv_time = _epoch(conv.get("create_time"))
-    for node_id, node in mapping.items():
-        if not isinstance(node, dict):
-            raise UsageError(f"{where}: node {node_id!r} of its mapping is not an object")
-    path = _chatgpt_path(mapping, conv.get("current_node"), where)
+    tree = _chatgpt_tree(mapping, where)
+    path = _chatgpt_path(tree, conv.get("current_node"), where)
     on_path = set(path)
     out.skip(
         "other_branch",
-        sum(
-            1
-            for node_id, node in mapping.items()
-            if node_id not in on_path and isinstance(node.get("message"), dict)
-        ),
+        sum(1 for k, node in tree.items() if k not in on_path and node.message is not None),
     )
     messages: list[_Message] = []
     for node_id in path:
-        raw = mapping[node_id].get("message")
+        raw = tree[node_id].message
         if raw is None:
             continue  # the tree's root carries no message
-        if not isinstance(raw, dict):
-            raise UsageError(f"{where}: the message of node {node_id!r} is not an object")
         messages.append(_chatgpt_message(raw, node_id, conv_id, title, conv_time, out, where))
     return messages
 
 
-def _chatgpt_path(mapping: Mapping[str, Any], current: Any, where: str) -> list[str]:
+@dataclass(frozen=True)
+class _Node:
+    """A node of ChatGPT's message tree, its links checked."""
+
+    parent: str | None
+    children: tuple[str, ...]
+    message: Mapping[str, Any] | None
+
+
+def _chatgpt_tree(mapping: Mapping[str, Any], where: str) -> dict[str, _Node]:
+    """The mapping's nodes, every link of them checked once, here: a node is an object, its
+    ``parent`` a node id or null, its ``children`` a list of node ids (or absent), its
+    ``message`` an object or null. UsageError names the first node that is not so."""
+    tree: dict[str, _Node] = {}
+    for node_id, node in mapping.items():
+        what = f"{where}: node {node_id!r} of its mapping"
+        if not isinstance(node, dict):
+            raise UsageError(f"{what} is not an object")
+        parent = node.get("parent")
+        if parent is not None and not isinstance(parent, str):
+            raise UsageError(f"{what} has a parent that is {_kind(parent)}, not a node id")
+        children = node.get("children")
+        if children is None:
+            children = []
+        if not isinstance(children, list) or not all(isinstance(c, str) for c in children):
+            raise UsageError(f"{what} has children that are not a list of node ids")
+        message = node.get("message")
+        if message is not None and not isinstance(message, dict):
+            raise UsageError(f"{what} has a message that is {_kind(message)}, not an object")
+        tree[node_id] = _Node(parent, tuple(children), message)
+    return tree
+
+
+def _chatgpt_path(tree: Mapping[str, _Node], current: Any, where: str) -> list[str]:
     """The node ids from the root down to ``current`` (or, without one, down the last
     child of each node: the newest edit or regeneration)."""
     if current is None:
-        roots = [k for k, n in mapping.items() if n.get("parent") not in mapping]
+        roots = [k for k, node in tree.items() if node.parent not in tree]
         if not roots:
             return []
         current = roots[0]
-        while True:
-            children = [c for c in mapping[current].get("children") or () if c in mapping]
-            if not children:
-                break
+        seen = {current}
+        while children := [c for c in tree[current].children if c in tree and c not in seen]:
             current = children[-1]
-    if not isinstance(current, str) or current not in mapping:
+            seen.add(current)
+    if not isinstance(current, str):
+        raise UsageError(f"{where}: current_node is {_kind(current)}, not a node id")
+    if current not in tree:
         raise UsageError(f"{where}: current_node {current!r} is not a node of its mapping")
     path: list[str] = []
-    seen: set[str] = set()
-    node: Any = current
-    while isinstance(node, str) and node in mapping:
-        if node in seen:
+    on_path: set[str] = set()
+    node: str | None = current
+    while node is not None and node in tree:
+        if node in on_path:
             raise UsageError(f"{where}: its mapping's parents form a cycle at {node!r}")
-        seen.add(node)
+        on_path.add(node)
         path.append(node)
-        node = mapping[node].get("parent")
+        node = tree[node].parent
     path.reverse()
     return path
 
@@ -326,7 +430,7 @@ def _chatgpt_message(
 ) -> _Message:
     message_id = _id(raw.get("id") or node_id, f"{where}: a message's id")
     author = raw.get("author")
-    role = author.get("role") if isinstance(author, dict) else None
+    role = _string(author.get("role")) if isinstance(author, dict) else None
     metadata: Mapping[str, Any] = _object(raw.get("metadata"))
     content: Mapping[str, Any] = _object(raw.get("content"))
     attachments = metadata.get("attachments")
@@ -354,7 +458,8 @@ def _chatgpt_message(
     if content.get("content_type", "text") not in _CHATGPT_TEXT:
         return left_out("non_text_part")
     texts: list[str] = []
-    for part in content.get("parts") or ():
+    parts = content.get("parts")
+    for part in parts if isinstance(parts, list) else ():
         if isinstance(part, dict) and part.get("content_type") == "audio_transcription":
             part = part.get("text")  # what was said in a voice conversation
         if isinstance(part, str):
@@ -378,15 +483,13 @@ def _claude_messages(conv: Mapping[str, Any], where: str, out: ChatParse) -> lis
     conv_id = _id(conv.get("uuid"), f"{where}'s uuid")
     title = _title(conv.get("name"))
     conv_time = _iso(conv.get("created_at"))
-    for i, raw in enumerate(raw_messages, start=1):
-        if not isinstance(raw, dict):
-            raise UsageError(f"{where}: message {i} is {_kind(raw)}, not an object")
-    shown = _claude_path(raw_messages, conv.get("current_leaf_message_uuid"), where)
+    links = _claude_links(raw_messages, where)
+    shown = _claude_path(links, conv.get("current_leaf_message_uuid"), where)
     out.skip("other_branch", len(raw_messages) - len(shown))
     messages: list[_Message] = []
     for i in shown:
         raw = raw_messages[i]
-        message_id = _id(raw.get("uuid"), f"{where}: message {i + 1}'s uuid")
+        message_id = links[i][0]
         for key in ("attachments", "files"):
             if isinstance(raw.get(key), list):
                 out.skip("attachment", len(raw[key]))
@@ -401,26 +504,50 @@ def _claude_messages(conv: Mapping[str, Any], where: str, out: ChatParse) -> lis
     return messages
 
 
-def _claude_path(messages: list[dict[str, Any]], leaf: Any, where: str) -> list[int]:
+_NO_PARENT: Final = object()
+"""A message without ``parent_message_uuid`` (a list in order, no branches)."""
+
+
+def _claude_links(messages: list[Any], where: str) -> list[tuple[str, object]]:
+    """Each message's ``(uuid, parent)``, every link checked once, here: a message is an
+    object, its ``uuid`` a string id, its ``parent_message_uuid`` a string id, null
+    (a root) or absent (:data:`_NO_PARENT`). UsageError names the first that is not so."""
+    links: list[tuple[str, object]] = []
+    for i, raw in enumerate(messages, start=1):
+        if not isinstance(raw, dict):
+            raise UsageError(f"{where}: message {i} is {_kind(raw)}, not an object")
+        uuid = _id(raw.get("uuid"), f"{where}: message {i}'s uuid")
+        parent: object = _NO_PARENT
+        if "parent_message_uuid" in raw:
+            value = raw["parent_message_uuid"]
+            what = f"{where}: message {i}'s parent_message_uuid"
+            parent = None if value is None else _id(value, what)
+        links.append((uuid, parent))
+    return links
+
+
+def _claude_path(links: list[tuple[str, object]], leaf: Any, where: str) -> list[int]:
     """The indexes of the shown messages: all of them, in order, when none names a parent;
     else the chain of parents from the leaf back, read in order."""
-    if not any("parent_message_uuid" in m for m in messages):
-        return list(range(len(messages)))
-    index = {m.get("uuid"): i for i, m in enumerate(messages)}
+    if all(parent is _NO_PARENT for _, parent in links):
+        return list(range(len(links)))
+    index = {uuid: i for i, (uuid, _) in enumerate(links)}
     if leaf is None:
-        if not messages:
-            return []
-        leaf = messages[-1].get("uuid")
+        leaf = links[-1][0]
+    elif not isinstance(leaf, str):
+        raise UsageError(f"{where}: current_leaf_message_uuid is {_kind(leaf)}, not a uuid")
     if leaf not in index:
         raise UsageError(f"{where}: current_leaf_message_uuid {leaf!r} names no message")
     chain: list[int] = []
-    node: Any = leaf
-    while node in index:
+    on_chain: set[int] = set()
+    node: object = leaf
+    while isinstance(node, str) and node in index:
         i = index[node]
-        if i in chain:
+        if i in on_chain:
             raise UsageError(f"{where}: its messages' parents form a cycle at {node!r}")
+        on_chain.add(i)
         chain.append(i)
-        node = messages[i].get("parent_message_uuid")
+        node = links[i][1]
     chain.reverse()
     return chain
 
@@ -487,9 +614,14 @@ def split_text(text: str, limit: int) -> list[str]:
 def _id(value: Any, what: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
-    if not isinstance(value, str) or not value.strip() or len(value) > 100:
+    if not isinstance(value, str) or not _readable_id(value):
         raise UsageError(f"{what} is missing or not a string id ({_kind(value)})")
     return value.strip()
+
+
+def _readable_id(value: str) -> bool:
+    """An id of at most 100 printable characters (one line: it goes into an import key)."""
+    return bool(value.strip()) and len(value) <= 100 and value.strip().isprintable()
 
 
 def _title(value: Any) -> str:
@@ -514,13 +646,17 @@ def _iso(value: Any) -> datetime | None:
         return None
     try:
         parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except (ValueError, OverflowError):  # not a time, or one out of range in UTC
         return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def _object(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _kind(value: Any) -> str:

@@ -20,6 +20,11 @@ line whose spelling and scope a home already holds merges into that entity inste
 line without ``entity_ids`` (an older dump) has its names resolved. A fact that holds
 beside others has ``multi_valued``; an episodic memory of a derived episode ``episode``
 (the episode's id) and ``episode_index``.
+``valid_from_given`` appears only where the line's ``t_valid`` and ``created_at`` would be
+read otherwise (``journal.events.given_by_time``, the rule for journal records written before
+the flag): ``false`` for a memory stored without ``valid_from`` and recorded over a minute
+after it was decided, ``true`` for a start given within the minute before its store. A line
+without it (every older dump) is read by that rule, or as given without ``created_at``.
 Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
 ``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
 absolute time, so one already past is hidden at once and swept).
@@ -56,7 +61,7 @@ from ferrex.rules.memory_input import (
 )
 from ferrex.rules.secrets import SecretsMode
 from journal.events import AliasMatch as AliasMatchKind
-from journal.events import EpisodeRef
+from journal.events import EpisodeRef, given_by_time
 from projections.sqlite import AliasMatch, Entity, Memory, ReadModel
 
 FIELDS: Final = (
@@ -65,7 +70,7 @@ FIELDS: Final = (
     "confidence", "context", "agent_id", "visibility", "t_valid", "t_invalid",
     "superseded_by", "supersedes", "created_at", "last_validated", "last_accessed",
     "access_count", "importance", "pinned", "expires_at", "multi_valued", "episode",
-    "episode_index", "entity_ids", "import_key",
+    "episode_index", "entity_ids", "import_key", "valid_from_given",
 )  # fmt: skip
 """Every key a memory's dump line may have, in the order it is written."""
 
@@ -258,6 +263,11 @@ def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
         "episode_index": m.episode_index if m.episode is not None else None,
         "entity_ids": sorted(e for e in m.entity_ids if e in names) or None,
         "import_key": m.import_key,
+        "valid_from_given": (
+            m.valid_from_given
+            if m.valid_from_given != given_by_time(m.t_valid, m.created_at)
+            else None
+        ),
     }
     line = {key: values[key] for key in FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -286,6 +296,9 @@ class Restored:
     import_key: str | None = None
     """The import line it came from (``ferrex import``), so re-importing that file after a
     restore still stores nothing twice."""
+    valid_from_given: bool = True
+    """Whether ``valid.t_valid`` is a start the memory was stored with (see the module
+    docstring)."""
 
 
 @dataclass(frozen=True)
@@ -463,6 +476,18 @@ def parse_line(
     if not isinstance(entity_ids, list) or not all(plausible_id(e) for e in entity_ids):
         raise UsageError(f"entity_ids in {where} must be a list of entity ids")
     import_key = _optional_text(raw, "import_key", where)
+    given = raw.get("valid_from_given")
+    if given is not None and not isinstance(given, bool):
+        raise UsageError(f"valid_from_given in {where} must be true or false")
+    if given is None:
+        try:
+            created_at = parse_time(raw.get("created_at"), "created_at")
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
+        assert valid.t_valid is not None  # checked above: a dump line has t_valid
+        given = created_at is None or given_by_time(
+            valid.t_valid.timestamp(), created_at.timestamp()
+        )
     return Restored(
         memory_id=memory_id,
         valid=valid,
@@ -478,6 +503,7 @@ def parse_line(
         episode=None if episode is None else EpisodeRef(episode, episode_index or 0),
         entity_ids=tuple(entity_ids),
         import_key=import_key,
+        valid_from_given=given,
     )
 
 

@@ -292,6 +292,7 @@ def _events(
             body=_body(item, predicate),
             multi_valued=item.multi_valued,
             episode=item.episode,
+            valid_from_given=item.valid_from_given,
         )
     )
     if item.t_invalid is not None:

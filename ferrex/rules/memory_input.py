@@ -37,10 +37,11 @@ Rules, and why:
   indexes the whole text for BM25, so nothing is truncated. Semantic facts are short, and a
   procedure is embedded in parts on step boundaries downstream, so neither is window-checked.
 - **Secrets** (:mod:`ferrex.rules.secrets`), last, over every text field an agent sends
-  (content, subject, predicate, object, name, steps, conditions, entities, source and the
-  strings of context): under ``refuse`` (the default) a likely secret is an error coded
-  ``secret_refused`` naming each one's kind, field and character position, never its text;
-  under ``redact`` each is replaced by ``[redacted:KIND]`` (an entity name carrying one is
+  (content, subject, predicate, object, name, steps, conditions, entities, source, namespace,
+  and the keys and strings of context): under ``refuse`` (the default) a likely secret is an
+  error coded ``secret_refused`` naming each one's kind, field and character position, never
+  its text (a context key that carries one is shown redacted in the field's path); under
+  ``redact`` each is replaced by ``[redacted:KIND]`` (an entity name carrying one is
   dropped) and :attr:`ValidStore.redacted` says where, for the answer to tell; ``allow``
   keeps the text as sent.
 """
@@ -134,6 +135,10 @@ class StoreRequest:
     import_key: str | None = None
     """Set by ``ferrex import`` (never by a tool call): the place and text of the line, which
     makes the import idempotent (see ``journal.events.MemoryBody.import_key``)."""
+    former_import_keys: tuple[str, ...] = ()
+    """Forms of ``import_key`` an older ferrex wrote for the same item, checked, never
+    stored: a memory stored under one with the same ``context`` is this item, imported
+    before (``decide._refuse_imported``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +174,7 @@ class ValidStore:
     redacted: tuple[SecretFound, ...] = ()
     """The likely secrets replaced by markers (``store.secrets = "redact"``)."""
     import_key: str | None = None
+    former_import_keys: tuple[str, ...] = ()
 
     @property
     def marked(self) -> bool:
@@ -215,8 +221,9 @@ def detect_type(req: StoreRequest) -> MemoryType:
 DEFAULT_LIMITS: Final = Limits()
 
 
-IMPORT_KEY_CHARS = 200
-"""The longest import key (``ferrex import`` makes them about 40 characters)."""
+IMPORT_KEY_CHARS = 500
+"""The longest import key: a store line's is about 40 characters; a chat message's holds
+two ids of at most 100 characters each, JSON-quoted (``porting.chats.import_key``)."""
 REQUEST_KEY_PREFIX: Final = "request "
 """How the import key of a store the HTTP API made with an ``Idempotency-Key`` starts (a
 hash of who sent it and the key follows): journaled with the memory, so a retry after a
@@ -299,6 +306,10 @@ def validate(
         pinned=pinned,
         ttl_seconds=ttl_seconds,
         import_key=_text("import_key", req.import_key, IMPORT_KEY_CHARS, one_line=True),
+        former_import_keys=tuple(
+            cast(str, _text("former_import_keys", key, IMPORT_KEY_CHARS, one_line=True))
+            for key in req.former_import_keys
+        ),
     )
     return screen_secrets(valid, secrets)
 
@@ -354,13 +365,14 @@ def screen_secrets(valid: ValidStore, mode: SecretsMode) -> ValidStore:
         source=one("source", valid.source),
         conditions=many("conditions", valid.conditions),
         steps=many("steps", valid.steps),
+        namespace=one("namespace", valid.namespace),
         entities=entities,
         context=_redacted_context("context", valid.context, cleaned),
         redacted=found,
     )
 
 
-_TEXT_FIELDS: Final = ("content", "subject", "predicate", "object", "name", "source")
+_TEXT_FIELDS: Final = ("content", "subject", "predicate", "object", "name", "source", "namespace")
 
 
 def _scanned(valid: ValidStore) -> list[tuple[str, str, list[Finding]]]:
@@ -383,15 +395,17 @@ def _scanned(valid: ValidStore) -> list[tuple[str, str, list[Finding]]]:
 def _context_strings(
     path: str, value: object, name: str | None
 ) -> list[tuple[str, str, str | None]]:
-    """(path, string, the key it is the value of) for every string in a context value."""
+    """(path, string, the key it is the value of) for every string in a context value, and
+    for every key (path ``….KEY (key)``, scanned as text: an agent may key by a token). A
+    key that carries a secret is shown redacted in every path (:func:`_shown_keys`)."""
     if isinstance(value, str):
         return [(path, value, name)]
     if isinstance(value, dict):
-        return [
-            item
-            for key, inner in value.items()
-            for item in _context_strings(f"{path}.{key}", inner, key)
-        ]
+        items: list[tuple[str, str, str | None]] = []
+        for key, shown, inner in _shown_keys(value):
+            items.append((f"{path}.{shown} (key)", key, None))
+            items.extend(_context_strings(f"{path}.{shown}", inner, key))
+        return items
     if isinstance(value, list):
         return [
             item
@@ -401,11 +415,33 @@ def _context_strings(
     return []
 
 
+def _shown_keys(value: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """(key, the key as paths show it, value) for each item: a key that carries a likely
+    secret is shown redacted, and numbered when two redacted keys would read alike, so that
+    a redacted context keeps every item."""
+    shown: list[tuple[str, str, Any]] = []
+    taken: set[str] = set()
+    for key, inner in value.items():
+        found = find_secrets(key)
+        label = redact(key, found) if found else key
+        if found:
+            n = 1
+            while label in taken or (label != key and label in value):
+                n += 1
+                label = f"{redact(key, found)} {n}"
+        taken.add(label)
+        shown.append((key, label, inner))
+    return shown
+
+
 def _redacted_context(path: str, value: Any, cleaned: dict[str, str]) -> Any:
     if isinstance(value, str):
         return cleaned.get(path, value)
     if isinstance(value, dict):
-        return {k: _redacted_context(f"{path}.{k}", v, cleaned) for k, v in value.items()}
+        return {
+            shown: _redacted_context(f"{path}.{shown}", inner, cleaned)
+            for _, shown, inner in _shown_keys(value)
+        }
     if isinstance(value, list):
         return [_redacted_context(f"{path}[{i}]", v, cleaned) for i, v in enumerate(value)]
     return value

@@ -13,7 +13,9 @@ leak it. Kinds, and the shape each is recognised by:
   ENCRYPTED, PGP … BLOCK) with a body, up to its END line or, in a cut paste (which still
   leaks the key), to the end of its base64 lines;
 - ``aws_access_key``: ``AKIA``/``ASIA`` and 16 upper-case letters and digits;
-  ``aws_secret_key``: 40 base64 characters after a name like ``aws_secret_access_key``;
+  ``aws_secret_key``: 40 base64 characters after a name like ``aws_secret_access_key``
+  (and ``=``, ``:``, a space or "is"), or mixing upper case, lower case and digits within
+  200 characters of an access key id;
 - ``github_token``: ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` and 36 or more letters and
   digits, or ``github_pat_`` and 40 or more;
 - ``slack_token``: ``xoxa-``/``xoxb-``/``xoxp-``/``xoxr-``/``xoxs-``, groups of digits and
@@ -24,16 +26,37 @@ leak it. Kinds, and the shape each is recognised by:
   ``proj-``, ``svcacct-``, ``admin-``) and 32 or more characters mixing upper and lower
   case and digits;
 - ``google_api_key``: ``AIza`` and 35 characters; ``docker_token``: ``dckr_pat_`` and 20 or
-  more;
+  more; ``npm_token``: ``npm_`` and 36 letters and digits; ``gitlab_token``: ``glpat-``
+  (``gldt-``, ``glrt-``, ``glptt-``, ``glft-``, ``gloas-``, ``glcbt-``) and 20 or more;
+  ``huggingface_token``: ``hf_`` and 34 letters, a fifth or more of each case;
+- ``azure_key``: the base64 after ``AccountKey=`` or ``SharedAccessKey=`` in a connection
+  string;
 - ``jwt``: three base64url parts whose first decodes to a JSON object naming an ``alg``;
 - ``url_password``: ``scheme://user:password@host`` (a placeholder password such as
   ``***``, ``<password>`` or ``${DB_PASS}`` is not one);
 - ``password``, ``secret``, ``token``, ``api_key``: the value right after such a name and
-  ``=`` or ``:`` (``password=…``, ``"api_key": "…"``, ``Authorization: Bearer …``) when it
-  looks random: at least :data:`MIN_VALUE_CHARS` characters of two or more classes
+  ``=`` or ``:`` (``password=…``, ``pw: …``, ``credentials: …``, ``"api_key": "…"``,
+  ``Authorization: Bearer …``) when it looks random: at least :data:`MIN_VALUE_CHARS`
+  characters (:data:`MIN_PASSWORD_CHARS` after a password's name) of two or more classes
   (lower, upper, digit, symbol), Shannon entropy of at least :func:`entropy_floor` bits per
   character, and not a reference to one kept elsewhere (``${VAR}``, ``<token>``,
-  ``os.environ["X"]``, ``DB_PASSWORD``).
+  ``os.environ["X"]``, ``DB_PASSWORD``); after ``pin`` or ``passcode``, four digits or more
+  are one too (a card's PIN), fewer are a board's pin number (``Pin(pin=13)``);
+- ``password`` said in prose: "the password is …", "my password's …", "pw is …", when the
+  token looks like a password (``hunter2``), not a word ("the password is stored in vault").
+
+Disguises are undone before the shapes read a text (:func:`_folded`, :func:`_joined`):
+fullwidth and other compatibility forms (NFKC), zero-width and other format characters,
+combining marks, Cyrillic and Greek look-alikes of Latin letters, ``%XX`` escapes, a token
+split by a newline. The text stored is never the folded one; a finding's span is where the
+secret is in the text as sent, disguise included, so redaction removes all of it.
+
+Out of reach, by design or for want of a shape: a secret that is a dictionary word or a
+phrase ("the password is swordfish"), a value after a name this module does not know
+(``mysql -p…``, ``--key …``), secrets spelled out, base64-encoded (but for ``Basic``),
+escaped (``\\u005f``, ``&#95;``) or split by anything but one newline, providers without a
+fixed prefix (a bare 40-character AWS secret far from its key id, a Twilio or Datadog key),
+and a PIN said in prose without "pin" or "passcode".
 
 What is *not* a secret, and must never be caught (``golden_set/secrets.jsonl`` holds such
 lines, ``tools/eval_secrets.py`` measures it on real conversations): hashes and commit ids,
@@ -45,9 +68,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import json
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -57,7 +82,11 @@ SecretsMode = Literal["refuse", "redact", "allow"]
 SECRETS_MODES: Final[tuple[SecretsMode, ...]] = ("refuse", "redact", "allow")
 
 MIN_VALUE_CHARS: Final = 8
-"""A value after ``password=`` shorter than this is not treated as a likely secret."""
+"""A value after ``token=`` (or ``secret=``, ``api_key=``) shorter than this is not treated
+as a likely secret."""
+MIN_PASSWORD_CHARS: Final = 6
+"""Nor one after ``password=`` shorter than this: people choose passwords (``hunter2``), and
+what keeps words and names out is the rest of :func:`looks_random`, not the length."""
 MAX_VALUE_CHARS: Final = 512
 
 
@@ -96,9 +125,23 @@ def entropy_floor(length: int) -> float:
 
 
 def find_secrets(text: str) -> list[Finding]:
-    """The likely secrets in ``text``, in order, none overlapping (the first found wins)."""
+    """The likely secrets in ``text``, in order, none overlapping (the first found wins).
+
+    The shapes read ``text`` as :func:`_folded` has it (disguises undone), then once more
+    with tokens split by a newline joined (:func:`_joined`); each finding is where the
+    secret is in ``text`` itself.
+    """
+    folded = _folded(text)
+    candidates = [folded.source_span(f) for f in _candidates(folded.text)]
+    joined = _joined(folded)
+    if joined is not None:
+        candidates += [
+            folded.source_span(joined.source_span(f))
+            for f in _candidates(joined.text)
+            if joined.joins_inside(f)
+        ]
     found: list[Finding] = []
-    for finding in _candidates(text):
+    for finding in candidates:
         if not any(f.start < finding.end and finding.start < f.end for f in found):
             found.append(finding)
     return sorted(found, key=lambda f: f.start)
@@ -111,13 +154,16 @@ def find_in_named_value(name: str, value: str) -> list[Finding]:
     found = find_secrets(value)
     if found:
         return found
-    named = _NAME.fullmatch(name)
-    stripped = value.strip()
-    if named is None or not _assigned_secret(stripped):
+    named = _NAME.fullmatch(_folded(name).text)
+    folded = _folded(value)
+    stripped = folded.text.strip()
+    if named is None or not stripped:
         return []
-    kind = next(k for k, _ in _NAMED_KINDS if named.group(k) is not None)
-    start = len(value) - len(value.lstrip())
-    return [Finding(kind, start, start + len(stripped))]
+    rule = next(g for g, _, _ in _NAMED_KINDS if named.group(g) is not None)
+    if not _assigned_secret(stripped, rule):
+        return []
+    start = len(folded.text) - len(folded.text.lstrip())
+    return [folded.source_span(Finding(_KIND_OF[rule], start, start + len(stripped)))]
 
 
 def redact(text: str, findings: list[Finding] | None = None) -> str:
@@ -131,6 +177,151 @@ def redact(text: str, findings: list[Finding] | None = None) -> str:
         at = f.end
     parts.append(text[at:])
     return "".join(parts)
+
+
+# -- what the shapes read -------------------------------------------------------------------
+
+# Latin letters' look-alikes in Cyrillic and Greek (NFKC keeps them: they are letters of
+# their own scripts), read as the Latin letter, for the scan only.
+_HOMOGLYPHS: Final = str.maketrans(
+    # Cyrillic: the first 27 letters of the second string
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0455\u0456\u0458\u0501\u04bb"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0423\u0425"
+    "\u0405\u0406\u0408"
+    # Greek: its last 18
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4"
+    "\u03a5\u03a7\u03bf\u03bd\u03b9\u03b1",
+    "aeopcyxsijdhABEKMHOPCTYXSIJ" + "ABEZHIKMNOPTYXovia",
+)
+# What the fold rewrites: a character beyond ASCII, or a percent-encoded one.
+_UNUSUAL = re.compile(r"[^\x00-\x7f]|%[0-9A-Fa-f]{2}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """A run of a scanned text and where it came from: copied character for character, or
+    one unit (a character, ``%5F``) rewritten as ``length`` characters."""
+
+    at: int
+    length: int
+    source: int
+    source_length: int
+    copied: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Scanned:
+    """A text as the shapes read it, and the pieces that say where each character came from
+    (none: the text itself)."""
+
+    text: str
+    pieces: tuple[_Piece, ...] = ()
+    starts: tuple[int, ...] = ()
+
+    def source_span(self, finding: Finding) -> Finding:
+        """``finding`` placed in the text this one was made from; a rewritten unit is
+        covered whole, and what the fold dropped inside a secret is part of it."""
+        if not self.pieces:
+            return finding
+        first = self.pieces[bisect.bisect_right(self.starts, finding.start) - 1]
+        last = self.pieces[bisect.bisect_right(self.starts, finding.end - 1) - 1]
+        start = first.source + (finding.start - first.at if first.copied else 0)
+        if last.copied:
+            end = last.source + finding.end - last.at
+        else:
+            end = last.source + last.source_length
+        return Finding(finding.kind, start, end)
+
+    def joins_inside(self, finding: Finding) -> bool:
+        """Whether a newline this text left out lies inside ``finding`` (made by
+        :func:`_joined`, its pieces after the first each start where one was)."""
+        return any(finding.start < at < finding.end for at in self.starts[1:])
+
+
+def _scanned(pieces: list[_Piece], parts: list[str]) -> _Scanned:
+    return _Scanned("".join(parts), tuple(pieces), tuple(p.at for p in pieces))
+
+
+def _folded(text: str) -> _Scanned:
+    """``text`` with the disguises a secret can wear undone: compatibility forms folded by
+    NFKC (fullwidth and mathematical letters), format characters (zero-width
+    spaces and joiners, soft hyphens, direction marks) and combining marks dropped,
+    Cyrillic and Greek look-alikes of Latin letters read as Latin, and ``%XX`` of a
+    printable ASCII character decoded. The stored text is never this; findings are mapped
+    back to it (:meth:`_Scanned.source_span`)."""
+    if text.isascii() and "%" not in text:
+        return _Scanned(text)
+    parts: list[str] = []
+    pieces: list[_Piece] = []
+    at = 0
+
+    def add(part: str, source: int, source_length: int, copied: bool) -> None:
+        nonlocal at
+        if not part:
+            return
+        last = pieces[-1] if pieces else None
+        if copied and last is not None and last.copied and last.source + last.length == source:
+            pieces[-1] = _Piece(last.at, last.length + len(part), last.source, 0, True)
+        else:
+            pieces.append(_Piece(at, len(part), source, source_length, copied))
+        parts.append(part)
+        at += len(part)
+
+    done = 0
+    for m in _UNUSUAL.finditer(text):
+        add(text[done : m.start()], done, 0, True)
+        unit = m.group()
+        rewritten = _rewritten(unit)
+        add(rewritten, m.start(), len(unit), rewritten == unit)
+        done = m.end()
+    add(text[done:], done, 0, True)
+    return _scanned(pieces, parts)
+
+
+def _rewritten(unit: str) -> str:
+    if unit.startswith("%"):
+        byte = int(unit[1:], 16)
+        return chr(byte) if 0x21 <= byte <= 0x7E else unit
+    if unicodedata.category(unit) in ("Cf", "Mn"):
+        return ""
+    return unicodedata.normalize("NFKC", unit).translate(_HOMOGLYPHS)
+
+
+# A newline between two runs of a token's characters, four or more each.
+_SPLIT = re.compile(
+    r"(?<![A-Za-z0-9_+/=-])(?P<left>[A-Za-z0-9_+/=-]{4,}+)\r?\n(?=(?P<right>[A-Za-z0-9_+/=-]{4,}+))"
+)
+
+
+def _token_like(half: str) -> bool:
+    """Whether half of a line-broken run looks like part of a token, not a word: a digit,
+    ``_``, ``-`` or the other base64 symbols, or upper case after its first letter."""
+    return any(c.isdigit() or not c.isalpha() for c in half) or any(c.isupper() for c in half[1:])
+
+
+def _joined(folded: _Scanned) -> _Scanned | None:
+    """``folded`` without each newline that splits a token (both sides :func:`_token_like`),
+    or None when there is none. A list of tokens one per line would run together, so the
+    shapes read this beside ``folded``, not instead of it."""
+    text = folded.text
+    cuts = [
+        (m.end("left"), m.end())
+        for m in _SPLIT.finditer(text)
+        if _token_like(m.group("left")) and _token_like(m.group("right"))
+    ]
+    if not cuts:
+        return None
+    parts: list[str] = []
+    pieces: list[_Piece] = []
+    done = at = 0
+    for start, end in cuts:
+        parts.append(text[done:start])
+        pieces.append(_Piece(at, start - done, done, 0, True))
+        at += start - done
+        done = end
+    parts.append(text[done:])
+    pieces.append(_Piece(at, len(text) - done, done, 0, True))
+    return _scanned(pieces, parts)
 
 
 # -- shapes -----------------------------------------------------------------------------------
@@ -148,17 +339,28 @@ _PEM_BODY = re.compile(r"[A-Za-z0-9+/=]{16,}")
 
 # Fixed prefixes with their bodies. The look-behind and look-ahead keep a match from
 # starting or ending inside a longer run of the same characters.
-_TOKEN_EDGE = r"(?<![A-Za-z0-9_-])"
-_TOKEN_END = r"(?![A-Za-z0-9_-])"
+_TOKEN_CHAR = r"[A-Za-z0-9_-]"
+_TOKEN_EDGE = f"(?<!{_TOKEN_CHAR})"
+_TOKEN_END = f"(?!{_TOKEN_CHAR})"
+
+
+def _token(lead: str, rest: str) -> re.Pattern[str]:
+    """A token that starts with the literal ``lead``, then ``rest``, not inside a longer run
+    of a token's characters. The literal comes first and the look-behind after it, so the
+    engine skips to where the literal is (a look-behind first tries every position: eight
+    times slower on conversations)."""
+    literal = re.escape(lead)
+    return re.compile(f"{literal}(?<!{_TOKEN_CHAR}{literal}){rest}{_TOKEN_END}")
+
+
+_AWS_KEY_ID = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")
 _SHAPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("aws_access_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
-    ("github_token", re.compile(_TOKEN_EDGE + r"gh[pousr]_[A-Za-z0-9]{36,255}" + _TOKEN_END)),
-    ("github_token", re.compile(_TOKEN_EDGE + r"github_pat_[A-Za-z0-9_]{40,255}" + _TOKEN_END)),
+    ("aws_access_key", _AWS_KEY_ID),
+    ("github_token", _token("gh", r"[pousr]_[A-Za-z0-9]{36,255}")),
+    ("github_token", _token("github_pat_", r"[A-Za-z0-9_]{40,255}")),
     (
         "slack_token",
-        re.compile(
-            _TOKEN_EDGE + r"xox[abprs]-(?:[0-9]{1,20}-){1,4}[A-Za-z0-9]{8,250}" + _TOKEN_END
-        ),
+        _token("xox", r"[abprs]-(?:[0-9]{1,20}-){1,4}[A-Za-z0-9]{8,250}"),
     ),
     (
         "slack_webhook",
@@ -170,20 +372,50 @@ _SHAPES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         "stripe_key",
         re.compile(_TOKEN_EDGE + r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,247}" + _TOKEN_END),
     ),
-    ("anthropic_key", re.compile(_TOKEN_EDGE + r"sk-ant-[A-Za-z0-9_-]{32,250}" + _TOKEN_END)),
+    ("anthropic_key", _token("sk-ant-", r"[A-Za-z0-9_-]{32,250}")),
     (
         "openai_key",
-        re.compile(
-            _TOKEN_EDGE + r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,250}" + _TOKEN_END
+        _token("sk-", r"(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,250}"),
+    ),
+    ("docker_token", _token("dckr_pat_", r"[A-Za-z0-9_-]{20,250}")),
+    ("google_api_key", _token("AIza", r"[0-9A-Za-z_-]{35}")),
+    # npm's access tokens: 36 letters and digits (30 random, 6 of checksum).
+    ("npm_token", _token("npm_", r"[A-Za-z0-9]{36}")),
+    # GitLab's tokens: personal, project and group (glpat), deploy (gldt), runner (glrt),
+    # pipeline trigger (glptt), feed (glft), OAuth application secrets (gloas), CI job
+    # (glcbt); 20 characters of base64url, longer in newer releases, which may end with
+    # ``.VERSION.ROUTE`` in base 36.
+    (
+        "gitlab_token",
+        _token(
+            "gl",
+            r"(?:pat|dt|rt|ptt|ft|oas|cbt)-[A-Za-z0-9_-]{20,250}(?:\.[0-9a-z]{2}\.[0-9a-z]{7,12})?",
         ),
     ),
-    ("docker_token", re.compile(_TOKEN_EDGE + r"dckr_pat_[A-Za-z0-9_-]{20,250}" + _TOKEN_END)),
-    ("google_api_key", re.compile(_TOKEN_EDGE + r"AIza[0-9A-Za-z_-]{35}" + _TOKEN_END)),
+    # Hugging Face's user access tokens: 34 letters.
+    ("huggingface_token", _token("hf_", r"[A-Za-z0-9]{34}")),
 )
-# Bodies that must mix letters and digits, so that ``sk-`` and ``xoxb-`` followed by words
-# (``sk-learn-style-pipeline-…``) are not keys.
+# Bodies that must mix like generated ones (:func:`_mixed`), so that ``sk-`` and ``xoxb-``
+# followed by words (``sk-learn-style-pipeline-…``), ``glpat-xxxx…`` and ``hf_`` and a
+# camel-case name are not keys.
 _MIXED: Final = frozenset(
-    {"slack_token", "openai_key", "anthropic_key", "stripe_key", "docker_token"}
+    {
+        "slack_token",
+        "openai_key",
+        "anthropic_key",
+        "stripe_key",
+        "docker_token",
+        "npm_token",
+        "gitlab_token",
+        "huggingface_token",
+    }
+)
+
+# Azure's storage account keys (64 random bytes, 88 base64 characters) and the shared access
+# keys of Service Bus and Event Hubs (32 bytes, 44), as connection strings write them.
+_AZURE_KEY = re.compile(
+    r"(?<![A-Za-z0-9])(?:Account|SharedAccess)Key[ \t]*=[ \t]*"
+    r"(?P<value>[A-Za-z0-9+/]{32,256}={0,2})(?![A-Za-z0-9+/=])"
 )
 
 _JWT = re.compile(
@@ -196,24 +428,35 @@ _URL_PASSWORD = re.compile(
     r"[^\s:/@?#\[\]]{1,128}:(?P<password>[^\s/@?#\[\]]{1,256})@[A-Za-z0-9\[]"
 )
 
+# After its name with ``=``, ``:``, ``=>``, a space or "is" (``aws configure`` lists it
+# after a space, people write "the AWS secret key is …").
 _AWS_SECRET = re.compile(
     r"(?i)aws[_\-. ]?(?:secret[_\-. ]?access[_\-. ]?key|secret[_\-. ]?key|secret)"
-    r"[\"']?\s*(?:=|:|=>)\s*[\"']?(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+    r"[\"']?(?:\s*(?:=>|=|:)\s*|[ \t]+(?:(?:is|was)[ \t]+)?)[\"']?"
+    r"(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
 )
+# Or without its name, near an access key id: a column beside it, "with secret …".
+_AWS_SECRET_NEAR: Final = 200
+"""How many characters either side of an access key id its secret key is looked for."""
+_AWS_SECRET_ALONE = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
-_NAMED_KINDS: Final[tuple[tuple[str, str], ...]] = (
-    ("password", r"pass(?:word|wd|phrase)|pwd|(?<=[_.-])pass"),
-    ("api_key", r"api[_-]?key|apikey|access[_-]?key"),
-    ("secret", r"secret(?:[_-]?key)?"),
-    ("token", r"token"),
+# (rule, kind, name): the rule is which test the value must pass (:func:`_assigned_secret`),
+# the kind is what a finding is reported as.
+_NAMED_KINDS: Final[tuple[tuple[str, str, str], ...]] = (
+    ("password", "password", r"pass(?:word|wd|phrase)|pwd|pw|credentials?|(?<=[_.-])pass"),
+    ("pin", "password", r"pin(?:[_-]?code)?|passcode"),
+    ("api_key", "api_key", r"api[_-]?key|apikey|access[_-]?key"),
+    ("secret", "secret", r"secret(?:[_-]?key)?"),
+    ("token", "token", r"token"),
 )
+_KIND_OF: Final = {rule: kind for rule, kind, _ in _NAMED_KINDS}
 # A name is one of the words above, led by any words joined with ``_ . -`` or in camel case
 # (``db_password``, ``client-secret``, ``GITHUB_TOKEN``, ``accessToken``), and must end there
 # (``token_count`` is no name).
 # The leading words are bounded: unbounded, a long run of ``a-a-a-…`` took quadratic time.
 _NAME_PATTERN = (
     r"(?:[A-Za-z0-9]{1,40}[_.-]|(?-i:[a-z0-9]{1,40}(?=[A-Z]))){0,6}(?:"
-    + "|".join(f"(?P<{kind}>{pattern})" for kind, pattern in _NAMED_KINDS)
+    + "|".join(f"(?P<{rule}>{pattern})" for rule, _, pattern in _NAMED_KINDS)
     + ")"
 )
 _NAME = re.compile(f"(?i){_NAME_PATTERN}")
@@ -225,6 +468,22 @@ _NAMED = re.compile(
 )
 _BEARER = re.compile(r"(?<![A-Za-z0-9])Bearer[ \t]+(?P<value>[A-Za-z0-9._~+/-]{16,512}=*)")
 _BASIC = re.compile(r"(?<![A-Za-z0-9])Basic[ \t]+(?P<value>[A-Za-z0-9+/]{12,512}={0,2})")
+
+# A password said in prose: a noun (password, passphrase, passcode, pw, PIN), what it is
+# for ("for the admin account"), a copula ("is", "was", "'s"), an adverb ("now"), then one
+# token, quoted or not, which must look like a password, not a word (:func:`_said_secret`):
+# "the password is stored in vault" says where it is.
+_SAID = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?:(?P<pin>pin(?:[ -]?code)?|passcode)|pass(?:word|phrase)|pwd?)"
+    r"(?:[ \t]+(?:for|of|to|on)[ \t]+[^.,;:!?\n]{1,40}?)?"
+    r"(?:['\u2019]s|[ \t]+(?:is|was))[ \t]+(?:(?:now|still|just|currently|actually)[ \t]+)?"
+    r"(?P<quote>[\"'`\u2018\u201c]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
+)
+_SAID_CHARS: Final = 6
+"""The fewest characters of a password said in prose (a PIN's digits: :data:`_PIN`)."""
+# A PIN or a passcode of digits; shorter, a number after ``pin`` is a pin's number
+# (``Pin(pin=13)``, ``led_pin: 2``): boards have tens of pins, cards have 4-digit PINs.
+_PIN = re.compile(r"[0-9]{4,12}")
 
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\.?")
 _ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]+")
@@ -251,6 +510,9 @@ def _candidates(text: str) -> Iterator[Finding]:
             if kind in _MIXED and not _mixed(kind, m.group()):
                 continue
             yield Finding(kind, m.start(), m.end())
+    for m in _AZURE_KEY.finditer(text):
+        if looks_random(m.group("value")):
+            yield Finding("azure_key", m.start("value"), m.end("value"))
     for m in _JWT.finditer(text):
         if _jwt_header(m.group(1)):
             yield Finding("jwt", m.start(), m.end())
@@ -260,34 +522,117 @@ def _candidates(text: str) -> Iterator[Finding]:
     for m in _AWS_SECRET.finditer(text):
         if looks_random(m.group("value")):
             yield Finding("aws_secret_key", m.start("value"), m.end("value"))
-    for kind, start, value in assigned_values(text):
-        if _assigned_secret(value):
-            yield Finding(kind, start, start + len(value))
+    yield from _aws_secrets_near_key_ids(text)
+    for rule, start, value in _assignments(text):
+        if _assigned_secret(value, rule):
+            yield Finding(_KIND_OF[rule], start, start + len(value))
     for m in _BEARER.finditer(text):
-        if _assigned_secret(m.group("value")):
+        if _assigned_secret(m.group("value"), "token"):
             yield Finding("token", m.start("value"), m.end("value"))
     for m in _BASIC.finditer(text):
         if _basic_credentials(m.group("value")):
             yield Finding("password", m.start("value"), m.end("value"))
+    for m in _SAID.finditer(text):
+        value = _said_value(m)
+        if _said_secret(value, pin=m.group("pin") is not None):
+            yield Finding("password", m.start("value"), m.start("value") + len(value))
+
+
+def _aws_secrets_near_key_ids(text: str) -> Iterator[Finding]:
+    """40 base64 characters mixing upper case, lower case and digits (a commit id is one
+    case) within :data:`_AWS_SECRET_NEAR` characters of an access key id."""
+    for key in _AWS_KEY_ID.finditer(text):
+        # Searched to the text's end, not the window's: a longer run cut at the window's
+        # edge would read as 40 characters.
+        end = key.end() + _AWS_SECRET_NEAR
+        for m in _AWS_SECRET_ALONE.finditer(text, max(0, key.start() - _AWS_SECRET_NEAR)):
+            if m.start() >= end:
+                break
+            value = m.group()
+            if (
+                any(c.isupper() for c in value)
+                and any(c.islower() for c in value)
+                and any(c.isdigit() for c in value)
+                and looks_random(value)
+            ):
+                yield Finding("aws_secret_key", m.start(), m.end())
 
 
 def assigned_values(text: str) -> Iterator[tuple[str, int, str]]:
     """(kind, position, value) of every value written after a secret's name and ``=`` or
     ``:``, secret-looking or not (:func:`looks_random` decides; the evaluation measures it)."""
+    for rule, start, value in _assignments(text):
+        yield _KIND_OF[rule], start, value
+
+
+def _assignments(text: str) -> Iterator[tuple[str, int, str]]:
+    """(rule, position, value): :func:`assigned_values` with the rule each value must pass."""
     for m in _NAMED.finditer(text):
         value = m.group("value")
         if m.group("quote"):  # a quoted value ends at its quote
             value = value.split(m.group("quote"), 1)[0]
         value = value.rstrip(".!?:")
         if value:
-            kind = next(k for k, _ in _NAMED_KINDS if m.group(k) is not None)
-            yield kind, m.start("value"), value
+            rule = next(g for g, _, _ in _NAMED_KINDS if m.group(g) is not None)
+            yield rule, m.start("value"), value
+
+
+def _said_value(m: re.Match[str]) -> str:
+    """The token a password said in prose is: up to its closing quote if quoted, without
+    the punctuation that ends the sentence or the clause."""
+    value = m.group("value")
+    closing = {"\u2018": "\u2019", "\u201c": "\u201d"}.get(m.group("quote"), m.group("quote"))
+    if closing and closing in value:
+        return value.split(closing, 1)[0]
+    return value.rstrip(".,;:)").removesuffix("\u2019")
+
+
+def _said_secret(value: str, *, pin: bool) -> bool:
+    """Whether a token said to be a password looks like one, by its structure: a PIN's
+    digits (after "pin" or "passcode"), a run of six or more digits, or six or more
+    characters mixing letters with digits or symbols that are not a phrase
+    (:func:`_phrase`), a name (``DB_PASSWORD``, ``vault.prod``) or a placeholder. A word
+    alone ("stored", "required", "**redacted**") is never one: a password that is an
+    English word is out of reach, it reads like the sentences about passwords that must stay
+    clean."""
+    core = value.rstrip("!?")
+    if core.isdigit():
+        return not _repeats(core) and (
+            _PIN.fullmatch(core) is not None if pin else _SAID_CHARS <= len(core) <= 64
+        )
+    parts = _PARTS.findall(core)
+    if len(core) < _SAID_CHARS or not any(c.isalpha() for c in core):
+        return False
+    if len(parts) == 1 and parts[0].isalpha():  # a word, quoted or starred
+        return False
+    return _classes(value) >= 2 and not _phrase(core) and not _assigned_reference(value)
+
+
+# Technical names that end in a number: an encoding, a hash, a protocol, a key size.
+_TECHNICAL = re.compile(
+    r"(?i)(?:base|sha|md|utf|wpa|oauth|https?|ipv|x|pkcs|aes|rsa|argon|pbkdf|crc|tls|ssl|ed|v)"
+    r"[0-9]+[a-z]?"
+)
+_PARTS = re.compile(r"[A-Za-z0-9]+")
+
+
+def _phrase(value: str) -> bool:
+    """Whether ``value`` reads as words, numbers and technical names joined (``SHA-256``,
+    ``base64``, ``2FA-protected``, ``sha256(salt+pw)``) rather than a password: each part
+    a word, a short number or a technical name, or any part a lower-case word of four
+    letters or more beside others (``…-encoded``, ``…-based``)."""
+    parts = _PARTS.findall(value)
+    if len(parts) > 1 and any(p.isalpha() and p.islower() and len(p) >= 4 for p in parts):
+        return True
+    return all(_WORDY_PART.fullmatch(p) or _TECHNICAL.fullmatch(p) for p in parts)
 
 
 def _mixed(kind: str, token: str) -> bool:
     """Whether a prefixed token's body mixes like a generated one: letters and digits, and
     for the ``sk-`` keys upper case, lower case and digits (``sk-2024-planning-notes`` is
-    a slug, not a key)."""
+    a slug, not a key); GitLab's two of upper case, lower case and digits, not words joined
+    (``glpat-your-token-here``); Hugging Face's letters a fifth or more of each case (a
+    random body has about half, a camel-case name far fewer)."""
     if kind == "slack_token":  # the random part is the last
         body = token.rsplit("-", 1)[1]
     else:
@@ -295,6 +640,14 @@ def _mixed(kind: str, token: str) -> bool:
     digits = any(c.isdigit() for c in body)
     if kind in ("openai_key", "anthropic_key"):
         return digits and any(c.islower() for c in body) and any(c.isupper() for c in body)
+    if kind == "gitlab_token":
+        alnum = "".join(c for c in body if c.isalnum())
+        return _classes(alnum) >= 2 and not _wordy(body) and not _repeats(body)
+    if kind == "huggingface_token":
+        fifth = len(body) / 5
+        upper = sum(c.isupper() for c in body)
+        lower = sum(c.islower() for c in body)
+        return upper >= fifth and lower >= fifth
     return digits and any(c.isalpha() for c in body)
 
 
@@ -332,10 +685,12 @@ def _classes(value: str) -> int:
     )
 
 
-def looks_random(value: str, floor: Callable[[int], float] | None = None) -> bool:
+def looks_random(
+    value: str, floor: Callable[[int], float] | None = None, *, min_chars: int = MIN_VALUE_CHARS
+) -> bool:
     """Whether ``value`` is long, mixed and high-entropy enough to be a generated secret.
 
-    It needs :data:`MIN_VALUE_CHARS` to :data:`MAX_VALUE_CHARS` characters, a digit and two
+    It needs ``min_chars`` to :data:`MAX_VALUE_CHARS` characters, a digit and two
     classes of characters (or three classes), :func:`entropy_floor`, and must not be words
     and short numbers joined by separators (``ready-for-review``, ``Summer-2024``) nor a
     short unit repeated.
@@ -344,7 +699,7 @@ def looks_random(value: str, floor: Callable[[int], float] | None = None) -> boo
     floor = floor or entropy_floor
     classes = _classes(value)
     return (
-        MIN_VALUE_CHARS <= len(value) <= MAX_VALUE_CHARS
+        min_chars <= len(value) <= MAX_VALUE_CHARS
         and (classes >= 3 or (classes == 2 and any(c.isdigit() for c in value)))
         and shannon_entropy(value) >= floor(len(value))
         and not _wordy(value)
@@ -364,10 +719,20 @@ def _wordy(value: str) -> bool:
     return bool(parts) and all(_WORDY_PART.fullmatch(p) for p in parts)
 
 
-def _assigned_secret(value: str) -> bool:
-    """A value after a secret's name that is one, not a reference to where one is kept."""
+def _assigned_secret(value: str, rule: str) -> bool:
+    """A value after a secret's name that is one, not a reference to where one is kept.
+    After ``pin`` or ``passcode``, :data:`_PIN`'s digits are one too."""
+    if _assigned_reference(value):
+        return False
+    if rule == "pin" and _PIN.fullmatch(value) and not _repeats(value):
+        return True
+    least = MIN_PASSWORD_CHARS if rule == "password" else MIN_VALUE_CHARS
+    return looks_random(value, min_chars=least)
+
+
+def _assigned_reference(value: str) -> bool:
+    """Whether ``value`` names where a secret is kept (a variable, ``${VAR}``, a dotted
+    path) or is a placeholder."""
     # Markdown escapes its underscores (``process.env.API\\_KEY``): a reference still.
     plain = value.replace("\\", "")
-    if _placeholder(plain) or _ENV_NAME.fullmatch(plain) or _DOTTED_NAME.fullmatch(plain):
-        return False
-    return looks_random(value)
+    return bool(_placeholder(plain) or _ENV_NAME.fullmatch(plain) or _DOTTED_NAME.fullmatch(plain))

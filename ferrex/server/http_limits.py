@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import resource
 import time
 from collections import OrderedDict
@@ -37,24 +36,14 @@ from typing import Any, ClassVar
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ferrex.server.descriptors import descriptor_room, open_descriptors, raise_descriptor_limit
+
 log = logging.getLogger("ferrex.http")
 
 #: Connections the event loop accepts in one go (also the listen backlog).
 ACCEPT_BATCH = 32
 _NOTE_EVERY = 10.0  # seconds between two notes of connections closed or refused
 _FEW = 100  # fewer connections than this, for the descriptor limit, is worth a warning
-
-
-def raise_descriptor_limit() -> None:
-    """Raise the soft RLIMIT_NOFILE to the hard one (at most 65,536): the headroom is the
-    administrator's to give, and a server should take it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = 65536 if hard == resource.RLIM_INFINITY else min(hard, 65536)
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-        except (ValueError, OSError):
-            log.debug("could not raise the descriptor limit", exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -79,24 +68,15 @@ class Limits:
         )
 
 
-def open_descriptors() -> int:
-    """How many file descriptors this process has open (0 if the system will not say)."""
-    for directory in ("/proc/self/fd", "/dev/fd"):
-        try:
-            return len(os.listdir(directory))
-        except OSError:
-            continue
-    return 0
-
-
 def descriptor_budget(wanted: int, reserve: int) -> int:
     """At most ``wanted`` connections, and no more than the soft RLIMIT_NOFILE leaves after
     the descriptors open now, the reserve and one accept batch (never below 1)."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
+    left = descriptor_room(reserve)
+    if left is None:
         return wanted
-    room = soft - open_descriptors() - reserve - ACCEPT_BATCH
+    room = left - ACCEPT_BATCH
     if room < min(wanted, _FEW):
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
         log.warning("the descriptor limit (%d, %d open) leaves room for %d HTTP connections "
                     "after a reserve of %d; raise it (ulimit -n) for more", soft,
                     open_descriptors(), max(room, 1), reserve)  # fmt: skip

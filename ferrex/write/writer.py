@@ -201,7 +201,7 @@ class Writer:
         for (i, valid), outcome in zip(valids, decided, strict=True):
             outcomes[i] = _noted(outcome, valid, wait_note)
         if self.settings.budget_bytes is not None and any(
-            isinstance(o, StoreResult) and o.status == "stored" for o in decided
+            isinstance(o, StoreResult) and o.stored for o in decided
         ):
             self.enforce_budget(self.settings.budget_bytes)
         assert all(o is not None for o in outcomes)
@@ -378,7 +378,7 @@ class Writer:
             settings=self.settings,
             multi_valued=multi_valued,
         )
-        if decision.result.status == "stored":
+        if decision.result.stored:
             pending.add(decision.result.id, vector)
         return decision
 

@@ -282,6 +282,22 @@ def test_a_batch_stores_every_good_item_and_reports_the_bad_one(server: Server) 
     assert _total(server) == before + 2
 
 
+def test_a_late_report_of_history_answers_stored_as_history_and_counts_as_stored(
+    server: Server,
+) -> None:
+    fact = {"subject": "billing-worker", "predicate": "runs on", "visibility": "shared"}
+    newer = {**fact, "object": "Python 3.12", "valid_from": "2026-10-01"}
+    older = {**fact, "object": "Python 3.11", "valid_from": "2026-03-01"}  # reported later
+    batch = {"memories": [newer, older]}
+    answer = _post(server, "/api/v1/memories", ALICE, batch)
+    assert answer.status_code == 200, answer.text
+    doc = answer.json()
+    current, history = doc["results"]
+    assert current["status"] == "stored" and history["status"] == "stored_as_history"
+    assert history["superseded_by"] == current["id"] and current["id"] in history["history_reason"]
+    assert (doc["stored"], doc["failed"]) == (2, 0)
+
+
 def test_forget_takes_cascade_and_confirm_takes_marks(server: Server) -> None:
     stored = _post(server, "/api/v1/memories", server.operator,
                    {"content": "Cascade: Zebulon-Prime hosts the build cache",

@@ -139,9 +139,6 @@ def test_bad_files_are_refused_and_nothing_is_written(tmp_path: Path) -> None:
         ("{not json", ["--format", "chatgpt"], "not a JSON document"),
         ('"just a string"', ["--format", "claude"], "array of conversations"),
         ('[{"uuid": "k", "name": "x"}]', ["--format", "claude"], "no chat_messages list"),
-        (json.dumps([claude_linear("k", "n", [("human", "hi")]),
-                     {"uuid": "k2", "chat_messages": "oops"}]),
-         ["--format", "claude"], "conversation 2 has no chat_messages"),
         ('[{"title": "x"}, {"title": "y"}]', [], "cannot tell the format"),
         (json.dumps([gpt_linear("c", "t", [("user", "hi")])]), ["--format", "claude"],
          "no chat_messages list"),
@@ -161,6 +158,17 @@ def test_bad_files_are_refused_and_nothing_is_written(tmp_path: Path) -> None:
     code, _, err = run(home, "import", str(lines), "--assistant", "skip")
     assert code == 2 and "apply to claude and chatgpt" in err
     assert head(home) == position
+    # One conversation of the wrong shape among good ones is left out and reported, as a
+    # bad line is; the others are imported.
+    mixed = write(tmp_path / "mixed.json", [claude_linear("k", "n", [("human", "hi")]),
+                                            {"uuid": "k2", "chat_messages": "oops"}])  # fmt: skip
+    code, out, err = run(home, "import", str(mixed), "--format", "claude")
+    assert code == 2, err
+    assert (
+        "conversation 2 (k2): not imported, invalid [invalid_input] conversation 2 has no "
+        "chat_messages list" in out
+    )
+    assert "1 invalid, 1 stored" in out
 
 
 def test_a_likely_secret_in_a_message_is_redacted_and_reported(tmp_path: Path) -> None:

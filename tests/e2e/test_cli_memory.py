@@ -45,6 +45,16 @@ def test_store_then_duplicate_then_supersede(home: Path) -> None:
     assert code == 0 and json.loads(out)["superseded"] == [first["id"]]
 
 
+def test_a_late_report_of_an_older_value_is_stored_as_history_and_says_so(home: Path) -> None:
+    fact = ("store", "--subject", "ledger-api", "--predicate", "runs on")
+    code, out, _ = run(home, *fact, "--object", "Node 22", "--valid-from", "2026-11-01", "--json")
+    current = json.loads(out)
+    assert code == 0 and current["status"] == "stored"
+    code, out, err = run(home, *fact, "--object", "Node 20", "--valid-from", "2026-06-01")
+    assert code == 0 and "stored as history" in out and current["id"] in out
+    assert err.startswith("note: valid from 2026-06-01") and "stays current" in err
+
+
 def test_store_bad_input_exits_2_and_writes_nothing(home: Path) -> None:
     head = journal_head(home) if (home / "journal").exists() else 0
     for args in (

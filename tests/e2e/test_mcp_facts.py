@@ -7,6 +7,7 @@ an inverse relation stays a fact of its own.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,64 @@ def test_reworded_facts_keep_one_current_answer_and_the_history(tmp_path: Path) 
 
             stats = await call(client, "stats", {})
             assert stats["needs_attention"]["conflicts"] == 0
+
+    anyio.run(main)
+    assert ferrex(home, "journal", "verify").returncode == 0
+
+
+def test_time_is_bitemporal_a_dated_change_is_current_and_a_late_report_is_history(
+    tmp_path: Path,
+) -> None:
+    """The orbit-db report and rewordings of it: an undated fact, then a change dated this
+    morning (before the first was learned) → the change is current; a dated fact, then an
+    older-dated value reported later → stored as history, saying so; ``as_of`` between the
+    dates answers the old value."""
+    home = tmp_path / "home"
+    morning = (datetime.now(UTC) - timedelta(hours=2)).replace(microsecond=0)
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+
+            async def fact(subject: str, predicate: str, obj: str, **extra: Any) -> dict[str, Any]:
+                args = {"subject": subject, "predicate": predicate, "object": obj, **extra}
+                return await call(client, "store", args)
+
+            async def recall(query: str, **extra: Any) -> dict[str, dict[str, Any]]:
+                """The facts about the query's first word (its subject) recall answers."""
+                doc = await call(client, "recall", {"query": query, "types": ["semantic"],
+                                                    "limit": 20, **extra})  # fmt: skip
+                return _facts(doc, query.split()[0])
+
+            old = await fact("orbit-db", "version", "15.4")
+            new = await fact("orbit-db", "version", "16.1", valid_from=morning.isoformat())
+            assert new["status"] == "stored" and new["superseded"] == [old["id"]]
+            assert "superseded_by" not in new and "similar" not in new
+            assert list(await recall("orbit-db version")) == [new["id"]]
+            then = await recall(
+                "orbit-db version", as_of=(morning + timedelta(minutes=30)).isoformat()
+            )
+            assert list(then) == [new["id"]]
+
+            # Reworded: the current version, then an older one reported late.
+            node22 = await fact("ledger-api", "runs on", "Node 22", valid_from="2026-11-01")
+            node20 = await fact("ledger-api", "runs on", "Node 20", valid_from="2026-06-01")
+            assert node20["status"] == "stored_as_history"
+            assert node20["superseded_by"] == node22["id"] and node20["superseded"] == []
+            assert node22["id"] in node20["history_reason"]
+            assert list(await recall("ledger-api runs on")) == [node22["id"]]
+            between = await recall("ledger-api runs on", as_of="2026-08-01")
+            assert list(between) == [node20["id"]]
+            assert between[node20["id"]]["invalidated_at"].startswith("2026-11-01")
+
+            # A dated change ends the old value at its date, so as_of between the two
+            # dates answers the old one; an undated change later is current.
+            aws = await fact("billing-db", "hosted on", "AWS", valid_from="2026-01-01")
+            gcp = await fact("billing-db", "hosted on", "GCP", valid_from="2026-09-01")
+            assert gcp["status"] == "stored" and gcp["superseded"] == [aws["id"]]
+            assert list(await recall("billing-db hosted on", as_of="2026-05-01")) == [aws["id"]]
+            assert list(await recall("billing-db hosted on", as_of="2026-10-01")) == [gcp["id"]]
+            azure = await fact("billing-db", "hosted on", "Azure")
+            assert azure["status"] == "stored" and azure["superseded"] == [gcp["id"]]
 
     anyio.run(main)
     assert ferrex(home, "journal", "verify").returncode == 0

@@ -160,3 +160,67 @@ def test_import_redacts_or_skips_with_a_report_and_scan_finds_what_allow_stored(
     done = ferrex(allowing, "secrets", "scan")
     assert done.returncode == 0 and "no likely secrets in 1 memories" in done.stdout
     assert _anywhere(allowing / "journal", AWS_KEY) == []
+
+
+def test_a_token_as_a_namespace_a_context_key_or_in_disguise_stays_out_and_scan_never_shows_it(
+    tmp_path: Path,
+) -> None:
+    zero_width = f"{GITHUB[:12]}\u200b{GITHUB[12:]}"
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in GITHUB)
+    home = tmp_path / "home"
+
+    async def refusing() -> None:
+        async with stdio_client(home) as client:
+            await call(client, "store", {"content": "The release train leaves on Thursdays"})
+            head = journal_head(home)
+            code, text = await error(
+                client, "store", {"content": "release notes", "namespace": GITHUB}
+            )
+            assert code == "secret_refused" and "github_token in namespace at character 0" in text
+            code, text = await error(
+                client, "store", {"content": "release notes", "context": {GITHUB: "ci"}}
+            )
+            assert code == "secret_refused"
+            assert "github_token in context.[redacted:github_token] (key)" in text
+            assert GITHUB not in text
+            code, text = await error(client, "store", {"content": f"CI pushes with {zero_width}"})
+            assert code == "secret_refused" and "github_token in content at character 15" in text
+            assert journal_head(home) == head
+
+    anyio.run(refusing)
+    assert _anywhere(home, GITHUB) == [] and _anywhere(home, GITHUB[12:]) == []
+
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(
+        "\n".join(
+            json.dumps(line)
+            for line in (
+                {"content": f"CI pushes with {fullwidth} (rotate monthly)"},
+                {"content": "release notes", "context": {GITHUB: {"scope": "repo"}}},
+                {"content": "the release train leaves on Thursdays", "namespace": GITHUB},
+            )
+        )
+        + "\n"
+    )
+    redacting = tmp_path / "redacting"
+    done = ferrex(redacting, "import", str(lines), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["secrets"] == {"lines": 3, "kinds": {"github_token": 3}}
+    assert GITHUB not in done.stdout and fullwidth not in done.stdout
+    assert _anywhere(redacting, GITHUB) == [] and _anywhere(redacting, fullwidth) == []
+
+    # Under allow they are stored; scan finds the namespace's token and never prints it.
+    allowing = tmp_path / "allowing"
+    allowing.mkdir()
+    (allowing / "ferrex.toml").write_text('[store]\nsecrets = "allow"\n')
+    assert ferrex(allowing, "import", str(lines)).returncode == 0
+    done = ferrex(allowing, "secrets", "scan", "--json")
+    assert done.returncode == 0, done.stderr
+    assert GITHUB not in done.stdout and fullwidth not in done.stdout
+    found = json.loads(done.stdout)["found"]
+    assert sorted((f["namespace"], f["field"]) for f in found) == [
+        ("[redacted:github_token]", "namespace"),
+        ("default", "content"),
+        ("default", "context.[redacted:github_token] (key)"),
+    ]

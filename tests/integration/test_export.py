@@ -436,6 +436,21 @@ def test_dump_lines_are_checked_like_stores() -> None:
         assert expected in bad.value.message and "line 1" in bad.value.message, expected
 
 
+def test_a_dump_line_says_whether_its_start_was_given_or_its_times_do() -> None:
+    line: dict[str, Any] = {"id": "mem_1", "type": "semantic", "subject": "api",
+                            "predicate": "version", "object": "2",
+                            "t_valid": "2026-01-01T00:00:00Z"}  # fmt: skip
+    learned_then = {**line, "created_at": "2026-01-01T00:00:02Z"}
+    learned_later = {**line, "created_at": "2026-03-01T00:00:00Z"}
+    assert parse_line(line, "line 1").valid_from_given  # no created_at: as given
+    assert not parse_line(learned_then, "line 1").valid_from_given
+    assert parse_line(learned_later, "line 1").valid_from_given
+    said = {**learned_then, "valid_from_given": True}
+    assert parse_line(said, "line 1").valid_from_given
+    with pytest.raises(UsageError, match="valid_from_given"):
+        parse_line({**line, "valid_from_given": "yes"}, "line 1")
+
+
 def test_memory_server_lines_map_to_stores() -> None:
     entity = {"type": "entity", "name": "John_Smith", "entityType": "person",
               "observations": ["Speaks fluent Spanish"], "createdAt": "ignored"}  # fmt: skip
@@ -583,6 +598,8 @@ def fill(writer: Writer) -> None:
                      visibility="private", entities=("Carol",), ttl="30d"),
         StoreRequest(name="deploy api-server", steps=("build", "roll pods")),
         StoreRequest(name="deploy api-server", steps=("build", "migrate", "roll pods")),
+        StoreRequest(subject="api-server", predicate="runs on", object="k8s",
+                     valid_from="2026-01-01T00:00:00Z"),  # a start given
     ]  # fmt: skip
     owners = [
         StoreRequest(subject="web", predicate="owned by", object="team A"),
@@ -605,6 +622,7 @@ def test_export_then_import_keeps_every_field_of_the_read_model(
     assert [e["agent_id"] for e in rows["entities"] if e["name"] == "Carol"] == ["agent-7"]
     assert {(m["importance"], m["pinned"]) for m in memories} >= {(0.9, 0), (0.5, 1)}
     assert sum(m["expires_at"] is not None for m in memories) == 1
+    assert sorted(m["valid_from_given"] for m in memories) == [0] * (len(memories) - 1) + [1]
 
     out = io.BytesIO()
     write_dump(source.projections.read_model, out, include_invalidated=True)

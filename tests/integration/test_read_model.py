@@ -53,6 +53,7 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         multi_valued=st.booleans(),
         agent_id=st.sampled_from([None, "alice"]),
         visibility=st.sampled_from(["private", "shared"]),
+        valid_from_given=st.sampled_from([None, False, True]),
     ),
     st.builds(MemorySuperseded, memory_id=memory_ids, namespace=st.just("a"), t_invalid=times),
     st.builds(
@@ -266,7 +267,7 @@ def stored(mid: str, **kw: object) -> MemoryStored:
         memory_id=mid,
         namespace="acme",
         memory_type="semantic",
-        t_valid=T0,
+        t_valid=kw.pop("t_valid", T0),  # type: ignore[arg-type]
         entity_ids=("e1",),
         body=MemoryBody(subject="api", predicate="uses", object="tokio 1.36"),
         **kw,  # type: ignore[arg-type]
@@ -317,6 +318,37 @@ def test_event_semantics(tmp_path: Path) -> None:
     m1 = early.get("m1")
     assert m1 is not None and m1.superseded_by == "m2" and m1.t_invalid is not None
     early.close()
+    model.close()
+
+
+def test_whether_a_start_was_given_is_kept_and_an_older_file_reads_it_by_the_times(
+    tmp_path: Path,
+) -> None:
+    """A row keeps the event's ``valid_from_given``; an event without it (an older journal)
+    is read by its times, and so is a row of a file folded before the column existed."""
+    at = T0 + timedelta(days=10)
+    events = [
+        stored("dated", t_valid=at, valid_from_given=True),
+        stored("undated", t_valid=at, valid_from_given=False),
+        stored("old-now", t_valid=at - timedelta(seconds=3)),
+        stored("old-dated", t_valid=at - timedelta(days=3)),
+    ]
+    with Journal.open(tmp_path / "j", clock=lambda: at) as journal:
+        journal.append(events)
+        records = list(journal.read())
+    expected = {"dated": True, "undated": False, "old-now": False, "old-dated": True}
+    model = ReadModel.open(tmp_path / "rm.sqlite")
+    model.apply(records)
+    given = {k: model.get(k).valid_from_given for k in expected}  # type: ignore[union-attr]
+    assert given == expected
+    # A file of an older ferrex: the column absent until it is opened, then empty (NULL).
+    model.db.execute("ALTER TABLE memories DROP COLUMN valid_from_given")
+    model.close()
+    model = ReadModel.open(tmp_path / "rm.sqlite")
+    assert model.db.execute("SELECT count(valid_from_given) FROM memories").get == 0
+    read = {k: model.get(k).valid_from_given for k in expected}  # type: ignore[union-attr]
+    # "dated" was given a start that is its record's own time: read as undated.
+    assert read == {"dated": False, "undated": False, "old-now": False, "old-dated": True}
     model.close()
 
 

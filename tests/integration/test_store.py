@@ -98,8 +98,8 @@ def test_a_back_dated_fact_older_than_the_current_one_is_kept_as_history(
     older = writer.store(
         fact("ledger-api", "tokio version", "1.36.0", valid_from="2025-09-10T09:00:00Z")
     )
-    assert older.status == "stored" and older.superseded == ()
-    assert older.superseded_by == newer.id
+    assert older.status == "stored_as_history" and older.superseded == ()
+    assert older.superseded_by == newer.id and newer.id in (older.history_reason or "")
     rm = writer.projections.read_model
     current, history = rm.get(newer.id), rm.get(older.id)
     assert current is not None and history is not None
@@ -109,6 +109,25 @@ def test_a_back_dated_fact_older_than_the_current_one_is_kept_as_history(
     # a fact newer than both still supersedes the current one, as usual
     newest = writer.store(fact("ledger-api", "tokio version", "1.41.0"))
     assert newest.superseded == (newer.id,)
+    replay_matches(writer)
+
+
+def test_a_change_dated_before_an_undated_fact_was_learned_replaces_it_at_that_date(
+    writer: Writer,
+) -> None:
+    """orbit-db 15.4 stored without a date, then 16.1 valid from before that store: 15.4's
+    start is unknown, so the change learned later is current, and ends 15.4 at its date."""
+    old = writer.store(fact("orbit-db", "version", "15.4"))
+    rm = writer.projections.read_model
+    learned = rm.get(old.id)
+    assert learned is not None and not learned.valid_from_given
+    morning = datetime.fromtimestamp(learned.t_valid, UTC) - timedelta(hours=4)
+    new = writer.store(fact("orbit-db", "version", "16.1", valid_from=morning.isoformat()))
+    assert new.status == "stored" and new.superseded == (old.id,) and new.superseded_by is None
+    current, ended = rm.get(new.id), rm.get(old.id)
+    assert current is not None and ended is not None
+    assert current.valid_from_given and current.t_invalid is None
+    assert ended.t_invalid == morning.timestamp() and ended.superseded_by == new.id
     replay_matches(writer)
 
 

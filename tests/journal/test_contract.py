@@ -153,9 +153,11 @@ def _damage(journal: JournalBackend, position: int, pg_url: str | None) -> None:
 
         assert pg_url is not None
         with psycopg.connect(pg_url, autocommit=True) as conn:
+            # XOR, not a byte written: byte 69 (the payload's 14th) is 0x00 in a record whose
+            # first event is a memory.stored (its map16 header), so writing 0x00 changed nothing.
             conn.execute(
-                "UPDATE ferrex_journal_records SET frame = overlay(frame placing "
-                "'\\x00'::bytea from 70 for 1) WHERE position = %s",
+                "UPDATE ferrex_journal_records SET frame = set_byte(frame, 69, "
+                "get_byte(frame, 69) # 255) WHERE position = %s",
                 (position,),
             )
         return

@@ -99,9 +99,10 @@ def test_repair_and_compact_on_postgres(tmp_path: Path, pg_url: str) -> None:
     code, out, _ = run(pg_home, "journal", "repair")
     assert code == 0 and "nothing to repair" in out
     with psycopg.connect(pg_url, autocommit=True) as conn:
+        # Flipped, not written: in a memory.stored record that byte is 0x00 (a map16 header).
         conn.execute(
-            "UPDATE ferrex_journal_records SET frame = overlay(frame placing '\\x00'::bytea "
-            "from 70 for 1) WHERE position = 2"
+            "UPDATE ferrex_journal_records SET frame = set_byte(frame, 69, "
+            "get_byte(frame, 69) # 255) WHERE position = 2"
         )
     code, out, _ = run(pg_home, "journal", "repair")
     assert code == 3 and "DAMAGED: position 2" in out

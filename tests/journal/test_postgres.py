@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -260,3 +261,32 @@ def test_a_server_shutting_down_is_unavailable_and_a_retry_after_its_restart_suc
     finally:
         cluster.stop("immediate")
         shutil.rmtree(cluster.data.parent, ignore_errors=True)
+
+
+def test_a_server_that_failed_a_connection_while_restarting_is_not_a_refused_login(
+    pg_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first connection fails the way libpq reports a server going down or coming up
+    (no SQLSTATE); by the time the server's answer is read it is up and asks for a
+    password. That is a restart, not a refusal: the second try connects (it was reported
+    as "refused the connection … check the user and password" once in ~240 stores)."""
+    import psycopg
+
+    real = psycopg.connect
+    calls: list[str] = []
+
+    def flaky(url: str, **kwargs: Any) -> Any:
+        calls.append(url)
+        if len(calls) == 1:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return real(url, **kwargs)
+
+    monkeypatch.setattr(psycopg, "connect", flaky)
+    with PostgresJournal.open(pg_cluster.url()) as journal:
+        assert journal.head.position >= 0
+    assert len(calls) >= 2
+    # A login PostgreSQL refuses is still refused, after one more try.
+    calls.clear()
+    with pytest.raises(JournalConnectError, match="refused the connection"):
+        PostgresJournal.open(pg_cluster.url(password="wrong"))
+    assert len(calls) == 2

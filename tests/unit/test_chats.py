@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,7 +48,8 @@ def test_chatgpt_reads_the_shown_path_only() -> None:
     assert parsed.messages == 4 and parsed.conversations == 1
     first = parsed.items[0].request
     assert first.source == "chatgpt: Capitals [c1]"
-    assert first.import_key == "chatgpt message q1"
+    assert first.import_key == 'chatgpt conversation "c1" message "q1"'
+    assert first.former_import_keys == ("chatgpt message q1",)  # before the conversation
     assert first.valid_from == datetime.fromtimestamp(T0, UTC)
     assert first.context == {"import": "chatgpt", "conversation": "c1", "message": "q1"}
     assert first.type == "episodic" and first.split_long
@@ -198,7 +200,8 @@ def test_claude_messages_blocks_and_attachments() -> None:
     second = parsed.items[1].request
     assert second.valid_from == datetime(2024, 6, 1, 8, 5, tzinfo=UTC)
     assert second.source == "claude: Contract [k1]"
-    assert second.import_key == "claude message m2"
+    assert second.import_key == 'claude conversation "k1" message "m2"'
+    assert second.former_import_keys == ("claude message m2",)
 
 
 def test_claude_branches_follow_the_leaf() -> None:
@@ -237,7 +240,9 @@ def test_assistant_modes() -> None:
         assert content is not None and content.startswith("assistant: ")
         assert len(content) <= 400 + len("assistant: ")
         assert item.part == f"{i}/{len(parts)}"
-        assert item.request.import_key == f"chatgpt message c-m2 part {i}/{len(parts)}"
+        key = f'chatgpt conversation "c" message "c-m2" part {i}/{len(parts)}'
+        assert item.request.import_key == key
+        assert item.request.former_import_keys == (f"chatgpt message c-m2 part {i}/{len(parts)}",)
         assert item.request.context == {"import": "chatgpt", "conversation": "c",
                                         "message": "c-m2", "part": item.part}  # fmt: skip
     joined = " ".join((item.request.content or "")[len("assistant: ") :] for item in parts)
@@ -305,3 +310,97 @@ def test_wrong_shapes_are_refused_with_the_conversation_named(
 def test_not_json() -> None:
     with pytest.raises(UsageError, match="not a JSON document"):
         chats.loads("[{'single': 'quotes'}]")
+
+
+def test_a_conversation_of_the_wrong_shape_is_left_out_and_the_others_parsed() -> None:
+    good = gpt_linear("good", "Fine", [("user", "kept")])
+    bad = gpt_linear("bad", "Odd", [("user", "left out")])
+    bad["mapping"]["bad-m1"]["parent"] = ["bad-sys"]
+    parsed = chats.parse([bad, good, 7], "chatgpt")
+    assert contents(parsed) == ["user: kept"]
+    assert parsed.conversations == 1 and parsed.messages == 2  # the good one's
+    assert parsed.skipped == {"hidden": 1}
+    assert [(c.index, c.conversation) for c in parsed.invalid] == [(1, "bad"), (3, None)]
+    assert "node 'bad-m1' of its mapping has a parent that is an array" in str(
+        parsed.invalid[0].error
+    )
+    assert "conversation 3 is a number" in str(parsed.invalid[1].error)
+
+
+def test_children_that_loop_back_end_the_walk_down() -> None:
+    conv = gpt_linear("c", "Loop", [("user", "one"), ("user", "two")])
+    conv["current_node"] = None
+    conv["mapping"]["c-m2"]["children"] = ["c-m1"]
+    assert contents(chats.parse([conv], "chatgpt")) == ["user: one", "user: two"]
+
+
+@pytest.mark.parametrize(
+    "at", ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "not a time", 5]
+)
+def test_a_time_that_cannot_be_read_is_no_time(at: object) -> None:
+    conv = claude_linear("k", "n", [("human", "hi")])
+    conv["chat_messages"][0]["created_at"] = at
+    [item] = chats.parse([conv], "claude").items
+    assert item.request.valid_from == datetime(2024, 6, 1, 9, 59, tzinfo=UTC)
+
+
+def test_import_keys_quote_the_ids_so_no_two_pairs_give_one_key() -> None:
+    one = chats.import_key("claude", "a message b", "c")
+    other = chats.import_key("claude", "a", "b message c")
+    assert one != other
+    assert one == 'claude conversation "a message b" message "c"'
+
+
+HOSTILE: list[Any] = [[1], {"a": 1}, float("inf"), float("nan"), -1, 10**30, True, None, "",
+                      "0001-01-01T00:00:00+14:00", [[[]]]]  # fmt: skip
+
+
+def _paths(doc: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every value inside ``doc`` (keys and list indexes)."""
+    inner = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    )
+    found: list[tuple[Any, ...]] = []
+    for key, value in inner:
+        found += [(*path, key), *_paths(value, (*path, key))]
+    return found
+
+
+def _rich(fmt: chats.ChatFormat, leaf: bool) -> dict[str, Any]:
+    """A conversation using most of the format's keys (parts, attachments, tool blocks)."""
+    if fmt == "chatgpt":
+        conv = gpt_linear("c", "t", [("user", "hi"), ("assistant", "yo")])
+        conv["mapping"]["c-m1"]["message"]["content"] = {"content_type": "multimodal_text",
+            "parts": ["a", {"content_type": "audio_transcription", "text": "b"}]}  # fmt: skip
+        conv["mapping"]["c-m1"]["message"]["metadata"] = {"attachments": [{"name": "f"}]}
+        conv["current_node"] = conv["current_node"] if leaf else None
+        return conv
+    return claude_conversation("k", "n", [
+        claude_message("a", "human", "hi", attachments=[{"f": 1}], files=[{"g": 2}]),
+        claude_message("b", "assistant", "yo", parent="a", content=[
+            {"type": "text", "text": "yo"}, {"type": "tool_use", "name": "x"}]),
+    ]) | ({"current_leaf_message_uuid": "b"} if leaf else {})  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", chats.FORMATS)
+@pytest.mark.parametrize("leaf", [True, False])
+def test_any_value_of_any_kind_anywhere_is_parsed_or_refused_never_a_crash(
+    fmt: chats.ChatFormat, leaf: bool
+) -> None:
+    """Each value of an export, in turn, replaced by one of another kind: the conversation
+    is parsed (a field read as absent, a time as no time) or refused with a UsageError,
+    never another exception."""
+    base = _rich(fmt, leaf)
+    for path in _paths(base):
+        for value in HOSTILE:
+            doc = copy.deepcopy(base)
+            node = doc
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = value
+            try:
+                chats.parse([doc], fmt)
+            except UsageError:
+                pass
+            except Exception as exc:  # pragma: no cover - the failure names the case
+                raise AssertionError(f"{path} = {value!r}: {exc!r}") from exc

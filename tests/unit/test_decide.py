@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import pytest
 
 from ferrex.core.decide import (
@@ -218,6 +219,115 @@ def test_a_back_dated_fact_is_kept_as_history_ended_by_the_newer_one() -> None:
     assert history is not None and history.superseded_by == newer.result.id
 
 
+def _ended_at(view: FakeView, memory_id: str) -> datetime | None:
+    m = view.memory(memory_id)
+    assert m is not None
+    return None if m.t_invalid is None else datetime.fromtimestamp(m.t_invalid, UTC)
+
+
+def test_a_change_dated_before_an_undated_fact_was_learned_is_current_and_ends_it_there() -> None:
+    """orbit-db 15.4 stored at noon without a date, then 16.1 valid from this morning: 15.4's
+    start is unknown (any time before noon), so nothing says 16.1 began before it. The one
+    learned later is current, and 15.4 ends where 16.1 began."""
+    view = FakeView()
+    old = store(view, fact("orbit-db", "version", "15.4"))
+    morning = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+    new = store(
+        view,
+        fact("orbit-db", "version", "16.1", valid_from="2026-12-01T08:00:00Z"),
+        new_id=lambda p: f"{p}_new",
+        now=NOW + timedelta(hours=1),
+    )
+    assert new.result.status == "stored" and new.result.superseded == (old.result.id,)
+    assert new.result.superseded_by is None and "history_reason" not in new.result.as_dict()
+    assert _ended_at(view, new.result.id) is None
+    assert _ended_at(view, old.result.id) == morning
+    (stored,) = [e for e in new.events if isinstance(e, MemoryStored)]
+    assert stored.valid_from_given is True
+    (first,) = [e for e in old.events if isinstance(e, MemoryStored)]
+    assert first.valid_from_given is False
+
+
+def test_two_dated_facts_are_ordered_by_their_dates_whatever_order_they_were_learned_in() -> None:
+    view = FakeView()
+    later = store(view, fact("orbit-db", "version", "16.1", valid_from="2026-11-20T00:00:00Z"))
+    earlier = store(
+        view,
+        fact("orbit-db", "version", "15.4", valid_from="2026-10-01T00:00:00Z"),
+        new_id=lambda p: f"{p}_late_report",
+    )
+    assert earlier.result.status == "stored_as_history"
+    assert earlier.result.superseded == () and earlier.result.superseded_by == later.result.id
+    reason = earlier.result.as_dict()["history_reason"]
+    assert later.result.id in reason and "2026-11-20T00:00:00Z" in reason
+    assert "2026-10-01T00:00:00Z" in reason
+    assert _ended_at(view, later.result.id) is None
+    assert _ended_at(view, earlier.result.id) == datetime(2026, 11, 20, tzinfo=UTC)
+    # Learned in order, the later date replaces the earlier at that date.
+    view = FakeView()
+    first = store(view, fact("orbit-db", "version", "15.4", valid_from="2026-10-01T00:00:00Z"))
+    second = store(
+        view,
+        fact("orbit-db", "version", "16.1", valid_from="2026-11-20T00:00:00Z"),
+        new_id=lambda p: f"{p}_2",
+    )
+    assert second.result.status == "stored" and second.result.superseded == (first.result.id,)
+    assert _ended_at(view, first.result.id) == datetime(2026, 11, 20, tzinfo=UTC)
+
+
+def test_an_undated_fact_learned_after_a_dated_one_is_current_unless_that_one_starts_later() -> (
+    None
+):
+    view = FakeView()
+    dated = store(view, fact("orbit-db", "version", "15.4", valid_from="2026-10-01T00:00:00Z"))
+    undated = store(view, fact("orbit-db", "version", "16.1"), new_id=lambda p: f"{p}_2")
+    assert undated.result.status == "stored" and undated.result.superseded == (dated.result.id,)
+    assert _ended_at(view, dated.result.id) == NOW  # when the undated one was learned
+    # A fact dated after now (a scheduled change) began after anything known today.
+    view = FakeView()
+    scheduled = store(view, fact("orbit-db", "version", "17.0", valid_from="2027-01-01T00:00:00Z"))
+    today = store(view, fact("orbit-db", "version", "16.1"), new_id=lambda p: f"{p}_2")
+    assert today.result.status == "stored_as_history"
+    assert today.result.superseded_by == scheduled.result.id and today.result.superseded == ()
+    assert "undated" in today.result.as_dict()["history_reason"]
+    assert _ended_at(view, scheduled.result.id) is None
+
+
+def test_an_undated_fact_after_an_undated_one_is_current() -> None:
+    view = FakeView()
+    old = store(view, fact("orbit-db", "version", "15.4"))
+    new = store(
+        view, fact("orbit-db", "version", "16.1"), new_id=lambda p: f"{p}_2", now=NOW - timedelta(1)
+    )  # a clock set back: the learned order is the journal's, not the clocks'
+    assert new.result.status == "stored" and new.result.superseded == (old.result.id,)
+
+
+def test_a_fact_of_a_journal_without_the_flag_is_read_by_its_times() -> None:
+    """A ``memory.stored`` written before ``valid_from_given``: ``t_valid`` at its record's
+    time is read as undated (a change dated before it is current), one far from it as dated
+    (a change dated before it is history)."""
+    for t_valid, recorded, status in (
+        (NOW, NOW + timedelta(seconds=2), "stored"),
+        (NOW - timedelta(days=2), NOW, "stored_as_history"),
+    ):
+        view = FakeView()
+        old = store(view, fact("orbit-db", "version", "15.4"))
+        (event,) = [e for e in old.events if isinstance(e, MemoryStored)]
+        view = FakeView()
+        view.add(
+            [*[e for e in old.events if not isinstance(e, MemoryStored)],
+             msgspec.structs.replace(event, t_valid=t_valid, valid_from_given=None)],
+            at=recorded,
+        )  # fmt: skip
+        new = store(
+            view,
+            fact("orbit-db", "version", "16.1", valid_from=(t_valid - timedelta(hours=3))),
+            new_id=lambda p: f"{p}_2",
+            now=NOW + timedelta(hours=1),
+        )
+        assert new.result.status == status
+
+
 def test_multi_valued_facts_sit_side_by_side_and_a_later_single_one_replaces_them_saying_so() -> (
     None
 ):
@@ -420,6 +530,35 @@ def test_an_imported_fact_later_replaced_is_not_imported_again() -> None:
               new_id=lambda p: p + "_c")  # fmt: skip
     assert caught.value.details["imported"] is True
     assert view.memory(new.result.id).t_invalid is None  # type: ignore[union-attr]
+
+
+def test_a_former_import_key_counts_for_the_same_context_and_a_changed_text_is_named() -> None:
+    view = FakeView()
+    where = {"import": "claude", "conversation": "k-1", "message": "m-1"}
+    old = store(view, note("user: The oven runs hot.", context=where,
+                           import_key="claude message m-1"))  # fmt: skip
+    new_key = 'claude conversation "k-1" message "m-1"'
+    # The same item under the key's new form: imported before.
+    with pytest.raises(Refused) as caught:
+        store(view, note("user: The oven runs hot.", context=where, import_key=new_key,
+                         former_import_keys=("claude message m-1",)),
+              new_id=lambda p: p + "_b")  # fmt: skip
+    assert caught.value.details == {"ids": [old.result.id], "imported": True,
+                                    "similarity": 1.0}  # fmt: skip
+    # Its text changed since: refused as well, and said so.
+    with pytest.raises(Refused) as changed:
+        store(view, note("user: The oven runs cold.", context=where, import_key=new_key,
+                         former_import_keys=("claude message m-1",)),
+              new_id=lambda p: p + "_c")  # fmt: skip
+    assert changed.value.details["changed"] is True
+    assert f"forget {old.result.id}" in (changed.value.hint or "")
+    # Another conversation's message under the same old key is another item.
+    other = store(view, note("user: The hedge needs trimming.",
+                             context={**where, "conversation": "k-2"},
+                             import_key='claude conversation "k-2" message "m-1"',
+                             former_import_keys=("claude message m-1",)),
+                  new_id=lambda p: p + "_d")  # fmt: skip
+    assert other.result.status == "stored"
 
 
 def test_an_import_key_of_a_memory_the_caller_cannot_see_does_not_count() -> None:

@@ -63,7 +63,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -71,6 +71,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ferrex import __version__
+from ferrex.core.decide import NEW_MEMORY, StoreStatus
 from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.rules.memory_input import CONTEXT_DEPTH, REQUEST_KEY_PREFIX
 from ferrex.rules.spelling import did_you_mean
@@ -459,7 +460,7 @@ class WriteApi:
                 results.append({"index": index, "error": error_body(exc)})
         return {
             "results": results,
-            "stored": sum(1 for r in results if r.get("status") == "stored"),
+            "stored": sum(1 for r in results if r.get("status") in NEW_MEMORY),
             "failed": sum(1 for r in results if "error" in r),
         }
 
@@ -816,7 +817,18 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
     store_answer = {
         "type": "object",
         "required": ["status", "id"],
-        "properties": {"status": text, "id": text, "type": text, "namespace": text},
+        "properties": {
+            "status": {
+                "enum": sorted(get_args(StoreStatus)),
+                "description": "stored_as_history: stored already ended by a fact that "
+                "began later (superseded_by, history_reason).",
+            },
+            "id": text,
+            "type": text,
+            "namespace": text,
+            "superseded_by": text,
+            "history_reason": text,
+        },
     }
     batch_answer = {
         "type": "object",
