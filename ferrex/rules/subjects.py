@@ -68,6 +68,7 @@ from ferrex.rules.entities import (
     normalize_entity,
     resolve_entity,
 )
+from ferrex.rules.predicates import PREPOSITIONS
 
 #: Per-word short forms agents write, and the word they stand for. Numeronyms (``k8s``)
 #: and clipped words (``db``, ``svc``). Only forms with one common meaning in software.
@@ -170,6 +171,7 @@ OBJECT_KIND_WORDS: Final[frozenset[str]] = frozenset(
 POSSIBLE_BAND: Final = 0.04
 
 _ARTICLES: Final = frozenset({"the", "a", "an"})
+_LINK_WORDS: Final = _ARTICLES | PREPOSITIONS
 
 #: Trailing words of an organisation's legal form, dropped: ``Acme Inc.`` is ``Acme``.
 _LEGAL_FORMS: Final = frozenset({"inc", "corp", "corporation", "ltd", "llc", "gmbh", "co"})
@@ -267,7 +269,8 @@ def _compare_spelled(left: Sequence[str], right: Sequence[str]) -> Outcome | Non
             w in COMPONENT_WORDS for w in longer[len(shorter) :]
         ):
             return "possible"  # a head word dropped: billing / billing service
-        if len(extra) <= QUALIFIERS_DROPPED:
+        # Prepositions and articles add no qualifier: "stripe api version used by billing".
+        if len([w for w in extra if w not in _LINK_WORDS]) <= QUALIFIERS_DROPPED:
             return "possible"  # words added to the whole name: device lab / QA device lab
         return "different"
     return None
