@@ -131,6 +131,7 @@ from ferrex.rules.fusion import (
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
+from ferrex.rules.slots import may_share_slot
 from ferrex.rules.subjects import find_entity, object_form, spelling_variants
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
@@ -944,11 +945,13 @@ class Reader:
         )
         if same:
             return same
+        # Sibling predicates (daily cap / monthly cap) are two slots, whatever the phrases.
         others = sorted(
             {
                 str(m.predicate_normalized)
                 for m in facts.values()
                 if m.predicate_normalized != memory.predicate_normalized
+                and may_share_slot(memory.predicate_normalized, str(m.predicate_normalized))
             }
         )
         found = (
