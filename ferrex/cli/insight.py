@@ -95,6 +95,8 @@ def reflect_cmd(
                     for f in item.get("facts", [])
                 )
                 click.echo(f"  {sides}  [{scalar(item.get('reason'))}]")
+                if item.get("what_to_do"):
+                    click.echo(f"    {scalar(item.get('what_to_do'))}")
         else:
             echo_table(items, columns[section])
 

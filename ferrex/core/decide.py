@@ -24,10 +24,15 @@ The rules of a store, in order:
 2. **Explicit supersede** (``supersedes``): the memory must exist, be visible, be in the
    same namespace and still be valid.
 3. **Facts** (semantic): the predicate is normalized (:mod:`ferrex.rules.predicates`),
-   matched against the subject's known predicates (typos only). A predicate still unknown
-   for the subject whose phrase embeds close to one the subject has (and that the guard
-   allows: never an inverse) is refused as ``conflict_ambiguous`` naming that fact, unless
-   the agent says ``supersedes`` or ``multi_valued``. "The subject's" facts are those of
+   matched against the subject's known predicates (typos only). The subject's current
+   single-valued facts under *other* predicates are weighed by :mod:`ferrex.rules.slots`
+   (object kinds, head words, sibling predicates, the cosine of the two facts' phrases):
+   a sure match is replaced like a fact of the same relation; a possible one is left
+   standing and flagged (``facts.possible_conflict``, reason ``relation``), and the answer
+   names it (``possible_conflict_with``) with the one line that settles it (``confirm``
+   with ``supersedes`` or ``differs_from``: :func:`decide_settle`). A plainly plural
+   relation (:func:`ferrex.rules.slots.plural_relation`) is stored as multi-valued and the
+   answer says so. "The subject's" facts are those of
    every spelling of its entity the scope may use. The active single-valued facts of the
    same relation are compared by object (:mod:`ferrex.rules.dedup`; objects that agree,
    ``team Nova`` / ``Nova``, are the same): the same
@@ -47,8 +52,10 @@ The rules of a store, in order:
    later single-valued store states the one current value: it replaces them (a different
    object) or confirms one (the same object), and its answer says which it replaced
    (``replaced_multi_valued``). Active facts of the same relation on a subject that is
-   *possibly* the same, with an object that does not agree, are left standing and named
-   in a ``facts.possible_conflict`` event (the answer's ``possible_conflict``).
+   *possibly* the same, with an object that does not agree, or of a relation that may
+   fill the same slot, are left standing and named in a ``facts.possible_conflict`` event
+   (the answer's ``possible_conflict``). A fact replaced as its slot's new value is named
+   in the answer (``replaced_note``) with how to keep both.
 4. **Procedures**: the next version of the name; the current version is superseded.
 5. **Dedup**: a memory of the same namespace and type whose text is a near copy (dense
    cosine at or above ``dedup_threshold``, or the same words up to case, spacing and
