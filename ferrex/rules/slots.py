@@ -242,6 +242,10 @@ def slot_match(
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
     if phrase_cosine >= POSSIBLE_PHRASE:
         return SlotMatch("possible", "phrases alike", phrase_cosine)
+    if vague and (alike or phrase_cosine >= POSSIBLE_KIND_PHRASE):
+        return SlotMatch("possible", "a value of no named slot", phrase_cosine)
+    if value_predicate(new_predicate) and value_predicate(old_predicate):
+        return SlotMatch("possible", "two values of no named slot", phrase_cosine)
     if alike and phrase_cosine >= POSSIBLE_KIND_PHRASE:
         return SlotMatch("possible", f"two {kind} values", phrase_cosine)
     if same_head(new_predicate, old_predicate):
@@ -294,7 +298,11 @@ def _plural_noun(word: str) -> bool:
 def _root(word: str) -> str:
     for ending in ("ing", "ers", "ors", "ed", "es", "er", "or", "s"):
         if len(word) - len(ending) >= 3 and word.endswith(ending):
-            return word[: -len(ending)].rstrip("e")
+            stem = word[: -len(ending)].rstrip("e")
+            # A doubled consonant before the ending is one: capped, running, planned.
+            if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls":
+                stem = stem[:-1]
+            return stem
     return word.rstrip("e") if len(word) > 3 else word
 
 

@@ -97,6 +97,15 @@ def test_a_predicate_that_names_no_slot_is_weighed_by_its_object_never_sure() ->
     assert not slot_candidate("now", "30s", "version", "0.74.5"), "two kinds"
     found = slot_match("bumped_to", "1.8.2", "version", "1.7.4", 0.99)
     assert found is not None and found.outcome == "possible"
+    # A value of one kind stated without a slot: possible however far apart the phrases.
+    moved = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
+    assert moved is not None and moved.why == "a value of no named slot"
+    # Two statements of no slot ("is 16 A100", "now 32 H100") fill the one the subject names.
+    both = slot_match("now", "32 H100", "is_a", "16 A100", 0.1)
+    assert both is not None and both.outcome == "possible"
+    # A doubled consonant is one head word: capped at / monthly spend cap.
+    cap = slot_match("capped_at", "$12,000/month", "monthly_spend_cap", "Acme", 0.1)
+    assert cap is not None and cap.why == "the same head word"
 
 
 @pytest.mark.parametrize(
