@@ -79,7 +79,11 @@ _RATE = re.compile(
 )
 _MONEY = re.compile(r"^(?:[$€£¥]\s*\d[\d,.]*[km]?|\d[\d,.]*\s*(?:usd|eur|gbp|chf))\b")
 _PERCENT = re.compile(rf"^{_UNIT_NUMBER}(?:%|percent)$")
-_VERSION = re.compile(r"^(?:[a-z][\w+-]*\s+)?v?\d+(?:\.\d+){1,3}(?:[-+.]?[a-z][\w.]*)?$|^v\d+$")
+_VERSION = re.compile(
+    r"^(?:[a-z][\w+-]*\s+)?v?\d+(?:\.\d+){1,3}(?:[-+.]?[a-z][\w.]*)?$|^v\d+$"
+    # A name and its dotted version in one token: gpl-3.0, python-3.11 (no host name).
+    r"|^[a-z][a-z+]*-v?\d+(?:\.\d+)+$"
+)
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[t ][\d:]+z?)?$")
 _URL = re.compile(r"^(?:https?|s3|gs|ftp)://\S+$")
 _IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")
@@ -121,9 +125,11 @@ def object_kind(text: str) -> ObjectKind | None:
         return "duration"
     if _SIZE.match(low):
         return "size"
+    if _IP.match(low):
+        return "host"
     if _VERSION.match(low):
         return "version"
-    if _IP.match(low) or _HOSTNAME.match(low) or _DOMAIN.match(low):
+    if _HOSTNAME.match(low) or _DOMAIN.match(low):
         return "host"
     words = re.split(r"[\s_]+", low)
     if any(w.strip("-") in _TEAM_WORDS for w in words) or re.match(r"^team[-_]", low):

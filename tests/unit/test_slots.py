@@ -21,6 +21,8 @@ from ferrex.rules.slots import (
         ("k8s-node-07", "host"),
         ("bff-1.fitpulse.net", "host"),
         ("10.0.3.7:5432", "host"),
+        ("10.0.3.7", "host"),
+        ("GPL-3.0", "version"),
         ("16.1", "version"),
         ("v2", "version"),
         ("Postgres 16.1", "version"),
