@@ -254,7 +254,10 @@ def slot_match(
         return SlotMatch("possible", "two values of no named slot", phrase_cosine)
     if alike and phrase_cosine >= POSSIBLE_KIND_PHRASE:
         return SlotMatch("possible", f"two {kind} values", phrase_cosine)
-    if same_head(new_predicate, old_predicate):
+    # One head word with other prepositions (reports to / reports on) is left to the score;
+    # a preposition on one side only is no other one (capped at / spend cap).
+    preps = (_prepositions(new_predicate), _prepositions(old_predicate))
+    if same_head(new_predicate, old_predicate) and (preps[0] == preps[1] or not all(preps)):
         return SlotMatch("possible", "the same head word", phrase_cosine)
     return None
 
@@ -310,6 +313,10 @@ def _root(word: str) -> str:
                 stem = stem[:-1]
             return stem
     return word.rstrip("e") if len(word) > 3 else word
+
+
+def _prepositions(predicate: str) -> list[str]:
+    return [w for w in predicate.split("_") if w in PREPOSITIONS]
 
 
 def _placed(predicate: str) -> str:

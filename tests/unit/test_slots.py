@@ -83,9 +83,11 @@ def test_same_needs_one_kind_and_close_phrases_possible_needs_less() -> None:
     # One kind, phrases a little apart: flagged.
     kind = slot_match("lives_on", "k8s-node-3", "runs_on", "k8s-node-7", SURE_PHRASE - 0.1)
     assert kind is not None and kind.outcome == "possible"
-    # The same head word, whatever the score.
-    head = slot_match("host", "Render", "hosted_at", "Heroku", 0.1)
+    # The same head word with the same prepositions, whatever the score; with others
+    # (reports to / reports on) the score decides.
+    head = slot_match("hosting", "Render", "host", "Heroku", 0.1)
     assert head is not None and head.outcome == "possible" and head.why == "the same head word"
+    assert slot_match("reports_on", "Q3 revenue", "reports_to", "Dana", 0.1) is None
     # Nothing in common.
     assert (
         slot_match("reads_from", "orders-db", "publishes_to", "events", POSSIBLE_PHRASE - 0.2)
