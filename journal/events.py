@@ -320,6 +320,17 @@ class EntitiesDiffer(Event, tag="entities.differ", frozen=True):
     agent_id: str | None = None
 
 
+class FactsDiffer(Event, tag="facts.differ", frozen=True):
+    """Two facts both hold: an agent or operator said ``memory_id`` does not replace
+    ``other_id``. Any possible conflict between the two is cleared (``facts.possible_conflict``),
+    and neither is flagged against the other again."""
+
+    memory_id: str
+    other_id: str
+    namespace: str
+    agent_id: str | None = None
+
+
 class Fold(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """One sentence of a summary and the source memory it was taken from: ``start`` and
     ``end`` are character offsets into the summary's content."""
@@ -368,6 +379,7 @@ AnyEvent = (
     | EntitiesDiffer
     | MemoriesConsolidated
     | MemoriesUnfolded
+    | FactsDiffer
 )
 """The union every reader decodes. Add new event classes here, at the end."""
 
@@ -386,6 +398,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     EntitiesDiffer,
     MemoriesConsolidated,
     MemoriesUnfolded,
+    FactsDiffer,
 )
 
 KNOWN_TAGS: frozenset[str] = frozenset(str(t.__struct_config__.tag) for t in EVENT_TYPES)

@@ -197,7 +197,15 @@ class Unfolded:
     summary_id: str
 
 
-FlagChange = Flagged | Differ | FoldedPair | Unfolded
+@dataclass(frozen=True, slots=True)
+class Unflagged:
+    """Two facts said to both hold: no possible conflict between them any more."""
+
+    memory_id: str
+    other_id: str
+
+
+FlagChange = Flagged | Differ | FoldedPair | Unfolded | Unflagged
 
 Change = MemoryChange | EntityChange | FlagChange
 
@@ -259,6 +267,8 @@ def changes(event: ev.AnyEvent) -> tuple[Change, ...]:
             )  # fmt: skip
         case ev.EntitiesDiffer():
             return (Differ(event.namespace, event.entity_id, event.other_id),)
+        case ev.FactsDiffer():
+            return (Unflagged(event.memory_id, event.other_id),)
         case ev.MemoriesConsolidated():
             at = event.at.timestamp()
             return tuple(

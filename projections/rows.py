@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from journal import MemoryBody, MemoryStored
 from journal.events import start_given
@@ -164,9 +164,15 @@ class Entity:
     viewers: tuple[str, ...] | None = None
 
 
+#: The reason of a possible conflict between two facts of *one* subject whose predicates may
+#: name one relation (``runs on`` / ``is hosted at``): kept when the two entities are one.
+RELATION: Final = "relation"
+
+
 @dataclass(frozen=True, slots=True)
 class PossibleConflict:
-    """Two active-at-the-time facts of one relation on subjects possibly the same (see
+    """Two active-at-the-time facts of one relation on subjects possibly the same, or of
+    relations possibly the same on one subject (reason :data:`RELATION`; see
     ``facts.possible_conflict``), seen from ``memory_id``."""
 
     memory_id: str

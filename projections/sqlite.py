@@ -36,13 +36,13 @@ from journal import MemoryBody, MemoryStored, Record
 from journal.events import given_by_time
 from journal.files import create_private_file, make_private_dir
 from projections import fold
+from projections.rows import RELATION, viewers
 from projections.rows import AliasMatch as AliasMatch  # re-exported: the queries' rows
 from projections.rows import Entity as Entity
 from projections.rows import Memory as Memory
 from projections.rows import MemoryCount as MemoryCount
 from projections.rows import PossibleConflict as PossibleConflict
 from projections.rows import Spelling as Spelling
-from projections.rows import viewers
 
 SCHEMA_VERSION = 10
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
@@ -822,6 +822,12 @@ class ReadModel:
                 )
             case fold.Unfolded():
                 db.execute("DELETE FROM folds WHERE summary_id=?", (change.summary_id,))
+            case fold.Unflagged():
+                db.execute(
+                    "DELETE FROM possible_conflicts WHERE (memory_id=? AND other_id=?) "
+                    "OR (memory_id=? AND other_id=?)",
+                    (change.memory_id, change.other_id, change.other_id, change.memory_id),
+                )
             case _:
                 assert_never(change)
 
@@ -1360,7 +1366,8 @@ class ReadModel:
         )
         out: dict[tuple[str, str], PossibleConflict] = {}
         for m, o, e, oe, r, sc in rows:
-            if e == oe or tuple(sorted((str(e), str(oe)))) in differ:
+            # Subjects merged: a contradiction proper, unless the relations differed.
+            if (e == oe and r != RELATION) or tuple(sorted((str(e), str(oe)))) in differ:
                 continue
             out.setdefault(
                 (str(m), str(o)),

@@ -205,7 +205,13 @@ class VectorSink:
                             pass  # freshness and marks live in the read model
                         case fold.PutEntity() | fold.KeptFor() | fold.Merged():
                             pass  # an entity's points are its spellings'; merges keep them
-                        case fold.Flagged() | fold.Differ() | fold.FoldedPair() | fold.Unfolded():
+                        case (
+                            fold.Flagged()
+                            | fold.Differ()
+                            | fold.FoldedPair()
+                            | fold.Unfolded()
+                            | fold.Unflagged()
+                        ):
                             pass  # read-model facts: vectors do not change
                         case _:
                             assert_never(change)

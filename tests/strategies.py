@@ -16,6 +16,7 @@ from journal import (
     EntityCreated,
     EntitySplit,
     Event,
+    FactsDiffer,
     FactsPossiblyConflicting,
     Fold,
     KeptEntity,
@@ -154,7 +155,7 @@ events: st.SearchStrategy[Event] = st.one_of(
         others=st.lists(ids, min_size=1, max_size=3).map(tuple),
         entity_id=ids,
         other_entity_id=ids,
-        reason=st.sampled_from(["head word", "embedding"]),
+        reason=st.sampled_from(["head word", "embedding", "relation"]),
         score=confidence,
     ),
     st.builds(EntitiesMerged, entity_id=ids, into=ids, namespace=names, agent_id=st.none() | names),
@@ -186,6 +187,9 @@ events: st.SearchStrategy[Event] = st.one_of(
     ),
     st.builds(
         MemoriesUnfolded, summary_id=ids, namespace=names, memory_ids=st.lists(ids).map(tuple)
+    ),
+    st.builds(
+        FactsDiffer, memory_id=ids, other_id=ids, namespace=names, agent_id=st.none() | names
     ),
 )
 commands = st.lists(events, min_size=1, max_size=4)

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "backfill": ("projections", "backfill"),
     "config": ("config", "config_group"),
     "consolidate": ("consolidate", "consolidate"),
+    "differ": ("memory", "differ"),
     "doctor": ("doctor", "doctor"),
     "entity": ("entity", "entity"),
     "export": ("export", "export"),

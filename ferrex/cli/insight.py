@@ -34,7 +34,9 @@ def stats_cmd(
     attention = doc["needs_attention"]
     click.echo(
         f"{doc['total']} memories; needs attention: {attention['stale']} stale, "
-        f"{attention['conflicts']} conflicts, {attention['unvalidated']} never validated"
+        f"{attention['conflicts']} conflicts, "
+        f"{attention.get('possible_conflicts', 0)} possible conflicts, "
+        f"{attention['unvalidated']} never validated"
         + (f"; {doc['expiring']} expiring" if doc.get("expiring") else "")
     )
     echo_table(doc["recent"], ("id", "type", "summary"))
@@ -93,6 +95,8 @@ def reflect_cmd(
                     for f in item.get("facts", [])
                 )
                 click.echo(f"  {sides}  [{scalar(item.get('reason'))}]")
+                if item.get("what_to_do"):
+                    click.echo(f"    {scalar(item.get('what_to_do'))}")
         else:
             echo_table(items, columns[section])
 

@@ -193,6 +193,33 @@ def mark(
         click.echo(f"not found: {memory_id}")
 
 
+@click.command()
+@click.argument("memory_id")
+@click.argument("others", nargs=-1, required=True)
+@agent_option
+@reads_home
+def differ(
+    app: App, memory_id: str, others: tuple[str, ...], agent_id: str | None, as_json: bool
+) -> None:
+    """Say that facts both hold: MEMORY_ID does not replace any of OTHERS (a facts.differ
+    event each); a possible conflict between them is cleared. Like the confirm tool with
+    differs_from, it also confirms MEMORY_ID. Exits 7 (not_found) on an unknown id."""
+    args = {"ids": [memory_id], "differs_from": list(others)}
+    doc = call_tool(app, "confirm", args, agent_id=agent_id)
+    if as_json:
+        click.echo(json.dumps(doc))
+    else:
+        for first, second in doc.get("differ", []):
+            click.echo(f"{first} and {second} both hold")
+    if doc["not_found"]:
+        raise Refused(
+            f"no memory {', '.join(doc['not_found'][:5])}",
+            hint="`ferrex recall` or `ferrex reflect` shows the flagged facts' ids",
+            code="not_found",
+            details={"not_found": list(doc["not_found"])},
+        )
+
+
 _FIELDS = {
     "type": "type", "memory_type": "type", "content": "content", "subject": "subject",
     "predicate": "predicate", "object": "object", "object_": "object", "name": "name",

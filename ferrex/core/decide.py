@@ -24,10 +24,15 @@ The rules of a store, in order:
 2. **Explicit supersede** (``supersedes``): the memory must exist, be visible, be in the
    same namespace and still be valid.
 3. **Facts** (semantic): the predicate is normalized (:mod:`ferrex.rules.predicates`),
-   matched against the subject's known predicates (typos only). A predicate still unknown
-   for the subject whose phrase embeds close to one the subject has (and that the guard
-   allows: never an inverse) is refused as ``conflict_ambiguous`` naming that fact, unless
-   the agent says ``supersedes`` or ``multi_valued``. "The subject's" facts are those of
+   matched against the subject's known predicates (typos only). The subject's current
+   single-valued facts under *other* predicates are weighed by :mod:`ferrex.rules.slots`
+   (object kinds, head words, sibling predicates, the cosine of the two facts' phrases):
+   a sure match is replaced like a fact of the same relation; a possible one is left
+   standing and flagged (``facts.possible_conflict``, reason ``relation``), and the answer
+   names it (``possible_conflict_with``) with the one line that settles it (``confirm``
+   with ``supersedes`` or ``differs_from``: :func:`decide_settle`). A plainly plural
+   relation (:func:`ferrex.rules.slots.plural_relation`) is stored as multi-valued and the
+   answer says so. "The subject's" facts are those of
    every spelling of its entity the scope may use. The active single-valued facts of the
    same relation are compared by object (:mod:`ferrex.rules.dedup`; objects that agree,
    ``team Nova`` / ``Nova``, are the same): the same
@@ -47,8 +52,10 @@ The rules of a store, in order:
    later single-valued store states the one current value: it replaces them (a different
    object) or confirms one (the same object), and its answer says which it replaced
    (``replaced_multi_valued``). Active facts of the same relation on a subject that is
-   *possibly* the same, with an object that does not agree, are left standing and named
-   in a ``facts.possible_conflict`` event (the answer's ``possible_conflict``).
+   *possibly* the same, with an object that does not agree, or of a relation that may
+   fill the same slot, are left standing and named in a ``facts.possible_conflict`` event
+   (the answer's ``possible_conflict``). A fact replaced as its slot's new value is named
+   in the answer (``replaced_note``) with how to keep both.
 4. **Procedures**: the next version of the name; the current version is superseded.
 5. **Dedup**: a memory of the same namespace and type whose text is a near copy (dense
    cosine at or above ``dedup_threshold``, or the same words up to case, spacing and
@@ -134,7 +141,15 @@ from ferrex.rules.memory_input import ValidStore, is_request_key
 from ferrex.rules.predicates import (
     match_known,
     normalize_predicate,
-    unplaced_neighbour,
+)
+from ferrex.rules.slots import (
+    SlotMatch,
+    fact_phrase,
+    one_kind,
+    plural_relation,
+    same_head,
+    slot_candidate,
+    slot_match,
 )
 from ferrex.rules.subjects import Possible, find_entity, objects_agree, resolve_subject
 from ferrex.rules.visibility import (
@@ -156,6 +171,7 @@ from journal import (
     EntityCreated,
     EntitySplit,
     Event,
+    FactsDiffer,
     FactsPossiblyConflicting,
     Fold,
     KeptEntity,
@@ -172,7 +188,7 @@ from journal import (
 )
 from journal.events import AliasMatch, EpisodeRef, SupersedeReason, ValidationSource, Visibility
 from projections.documents import memory_text, subject_key
-from projections.rows import Memory, Spelling
+from projections.rows import RELATION, Memory, Spelling
 
 from .settings import StoreSettings
 from .view import EpisodeTail, View
@@ -229,6 +245,43 @@ NEW_MEMORY: frozenset[str] = frozenset({"stored", "stored_as_history"})
 
 
 @dataclass(frozen=True)
+class Flagged:
+    """A current fact a store kept beside the new one, flagged as a possible conflict."""
+
+    id: str
+    fact: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.id, "fact": self.fact, "reason": self.reason}
+
+
+def _flag_note(new: str, flagged: Sequence[Flagged]) -> str:
+    """The one line that tells the agent how to settle the first flagged fact."""
+    if not flagged:
+        return ""
+    first = flagged[0]
+    more = f" (and {len(flagged) - 1} more)" if len(flagged) > 1 else ""
+    also = "" if first.reason == RELATION else " (or `ferrex entity merge`/`differ`)"
+    return (
+        f"may replace {first.id} ({first.fact}){more}: if it does, confirm ids=[{new}] "
+        f"supersedes={first.id}; if both hold, confirm ids=[{new}] differs_from=[{first.id}]"
+        f"{also}"
+    )
+
+
+def _replaced_note(replaced: Sequence[Flagged]) -> str:
+    """The one line that names a fact replaced as the new value of its slot, and how to keep
+    both when both hold."""
+    first = replaced[0]
+    more = f" (and {len(replaced) - 1} more)" if len(replaced) > 1 else ""
+    return (
+        f"replaced {first.id} ({first.fact}){more}; if both hold, store that value again "
+        "with multi_valued=true"
+    )
+
+
+@dataclass(frozen=True)
 class StoreResult:
     status: StoreStatus
     """``stored_as_history``: stored, but already ended by a fact of its relation that began
@@ -256,8 +309,15 @@ class StoreResult:
     pinned: bool = False
     expires_at: datetime | float | None = None
     possible_conflict: tuple[str, ...] = ()
-    """Active facts of the same relation, with another object, on a subject possibly the
-    same as this one's: both are kept and flagged."""
+    """Active facts that may fill the same slot with another object (the same relation on
+    a subject possibly the same, or a relation possibly the same on this subject): both are
+    kept and flagged."""
+    flagged: tuple[Flagged, ...] = ()
+    """``possible_conflict`` named: each fact's text and why it was flagged."""
+    plural: bool = False
+    """Stored beside the relation's other values because the relation is plainly plural."""
+    replaced: tuple[Flagged, ...] = ()
+    """The facts this one replaced as the new value of their slot, named."""
     similar: SimilarMemory | None = None
     """A near copy it was kept beside, or a close memory it may replace."""
     warnings: tuple[str, ...] = ()
@@ -296,11 +356,19 @@ class StoreResult:
             **(
                 {
                     "possible_conflict": list(self.possible_conflict),
-                    "possible_conflict_note": "the subject may be the same as theirs: if so, "
-                    "store the right value with supersedes (or `ferrex entity merge`); if not, "
-                    "`ferrex entity differ`",
+                    "possible_conflict_with": [f.as_dict() for f in self.flagged],
+                    "possible_conflict_note": _flag_note(self.id, self.flagged),
                 }
                 if self.possible_conflict
+                else {}
+            ),
+            **({"replaced_note": _replaced_note(self.replaced)} if self.replaced else {}),
+            **(
+                {
+                    "plural_note": "kept beside the relation's other values (it reads as a "
+                    "relation of many values); to replace one, store with supersedes=ID"
+                }
+                if self.plural
                 else {}
             ),
             **({"similar": self.similar.as_dict()} if self.similar is not None else {}),
@@ -505,34 +573,52 @@ def _other_relations(view: View, who: _Who, keys: Sequence[str], predicate: str)
     ]
 
 
-def _refuse_unplaced(
+def _other_slots(
     valid: ValidStore,
     view: View,
     who: _Who,
     keys: Sequence[str],
     predicate: str,
     measures: Measures,
-) -> None:
-    """A predicate no rule places, whose phrase embeds close to one the subject already has
-    (guarded by :func:`ferrex.rules.predicates.may_reword`): rather than keep two "current"
-    answers, ask the agent which it means."""
-    others = _other_relations(view, who, keys, predicate)
-    known = sorted({str(m.predicate_normalized) for m in others})
-    found = unplaced_neighbour(predicate, known, lambda text, texts: _scores(measures, text, texts))
-    if found is None:
-        return
-    neighbour, score = found
-    old = min((m for m in others if m.predicate_normalized == neighbour),
-              key=lambda m: m.memory_id)  # fmt: skip
-    raise Refused(
-        f"{valid.subject} {valid.predicate!r} may be the relation {neighbour!r} it already has "
-        f"({old.memory_id}: {old.subject} {old.predicate} {old.object!r}); phrase similarity "
-        f"{score:.2f}",
-        code="conflict_ambiguous",
-        hint=f"pass supersedes={old.memory_id} if it replaces that fact, or multi_valued=true "
-        "to keep it as a relation of its own",
-        details={"ids": [old.memory_id], "predicate": neighbour, "similarity": round(score, 4)},
-    )
+    now: datetime,
+) -> list[tuple[Memory, SlotMatch]]:
+    """The subject's current single-valued facts under other predicates that the new fact
+    may fill the slot of (:func:`ferrex.rules.slots.slot_match`: object kinds, head words,
+    the cosine of the two facts' phrases), each with how sure that is."""
+    assert valid.object is not None
+    return _slot_matches(valid.object, predicate, [
+        m for m in _other_relations(view, who, keys, predicate)
+        if m.object and not expired(m.expires_at, now.timestamp())
+    ], measures)  # fmt: skip
+
+
+def _slot_matches(
+    obj: str, predicate: str, others: Sequence[Memory], measures: Measures
+) -> list[tuple[Memory, SlotMatch]]:
+    """:func:`ferrex.rules.slots.slot_match` of a fact against each of ``others``; the phrase
+    cosines asked in one batch, only for the pairs the guards allow."""
+    allowed = [
+        m
+        for m in others
+        if m.object is not None
+        and slot_candidate(predicate, obj, str(m.predicate_normalized), m.object)
+    ]
+    if not allowed:
+        return []
+    mine = fact_phrase(predicate, obj)
+    theirs = [fact_phrase(str(m.predicate_normalized), str(m.object)) for m in allowed]
+    found: list[tuple[Memory, SlotMatch]] = []
+    for m, score in zip(allowed, _scores(measures, mine, theirs), strict=True):
+        match = slot_match(predicate, obj, str(m.predicate_normalized), str(m.object), score)
+        if match is not None:
+            found.append((m, match))
+    return found
+
+
+def _may_replace(who: _Who, old: Memory) -> bool:
+    """Whether a fact found to fill the same slot is replaced, not flagged: only one the
+    store may change and that is not pinned (a pinned fact yields to ``supersedes`` only)."""
+    return who.may_change(old) and not old.pinned
 
 
 @dataclass(frozen=True)
@@ -593,6 +679,11 @@ def decide_store(
     who = _who(valid, settings)
     if valid.import_key is not None:
         _refuse_imported(valid, valid.import_key, view, who)
+    # A second value of a plainly plural relation (members, speaks) is one more value, not
+    # a replacement: kept beside the others, and the answer says so.
+    plural = (valid.type == "semantic" and not multi_valued and valid.supersedes is None
+              and valid.predicate is not None and plural_relation(valid.predicate))  # fmt: skip
+    multi_valued = multi_valued or plural
     memory_id = new_id("mem")
     named = _name_entities(valid, view, who, measures, settings, new_id)
     supersede = _Supersede()
@@ -622,8 +713,9 @@ def decide_store(
         text = memory_text(valid.type, fact.body)
         close = _refuse_duplicates(valid, text, view, who, measures, skip, settings, now)
     episode = _plan_episode(valid, view, who, memory_id, now, settings)
-    return _stored(valid, view, who, memory_id, now, named, supersede, fact, versions,
-                   episode, close, multi_valued=multi_valued)  # fmt: skip
+    decided = _stored(valid, view, who, memory_id, now, named, supersede, fact, versions,
+                      episode, close, multi_valued=multi_valued)  # fmt: skip
+    return Decision(decided.events, replaced(decided.result, plural=plural)) if plural else decided
 
 
 def _name_entities(
@@ -732,11 +824,15 @@ def _plan_fact(
         if not expired(m.expires_at, now.timestamp())
         and (crossing is None or m.memory_id != crossing.memory_id)
     ]
-    if not actives:
-        _refuse_unplaced(valid, view, who, subject.keys, predicate, measures)
-    outcome = _fact_conflicts(valid, actives, measures, settings, _agree(view, who))
+    agree = _agree(view, who)
+    outcome = _fact_conflicts(valid, actives, measures, settings, agree)
     if isinstance(outcome, Memory):
         return outcome
+    # Facts under other predicates that may fill this slot: the sure ones are replaced like
+    # the same relation's, the others flagged below (never left as two silent answers).
+    slots = _other_slots(valid, view, who, subject.keys, predicate, measures, now)
+    sure = [m for m, found in slots if found.outcome == "same" and _may_replace(who, m)]
+    outcome = [*outcome, *sure]
     # A back-dated fact older than an active one is history, not the new truth: it is stored
     # already ended, where the newer fact began. Only by a fact all its readers see: ended by
     # one some cannot see, it would show them a trace of it. A later fact they cannot see is
@@ -752,7 +848,18 @@ def _plan_fact(
     # A private fact leaves shared ones standing (the agent then sees both, flagged as a
     # contradiction): what it keeps to itself changes nothing others see.
     superseded = tuple(m.memory_id for m in replaced if who.may_change(m))
-    possible = _possible_conflicts(valid, view, who, subject, predicate, memory_id, now)
+    possible = _possible_conflicts(valid, view, who, subject, predicate, memory_id, now,
+                                   measures)  # fmt: skip
+    assert valid.object is not None
+    maybe = [(m, f) for m, f in slots if m not in sure and not agree(valid.object, str(m.object))]
+    if maybe and subject.entity is not None:
+        entity_id = subject.entity.entity_id
+        possible.append(FactsPossiblyConflicting(
+            memory_id=memory_id, namespace=who.namespace,
+            others=tuple(m.memory_id for m, _ in maybe), entity_id=entity_id,
+            other_entity_id=entity_id, reason=RELATION,
+            score=round(max(f.score for _, f in maybe), 6),
+        ))  # fmt: skip
     return _FactPlan(
         body,
         superseded=superseded,
@@ -889,9 +996,28 @@ def _stored(
         replaced_multi_valued=fact.replaced_multi, multi_valued=multi,
         importance=valid.importance, pinned=valid.pinned, expires_at=expires_at,
         possible_conflict=tuple(sorted({o for e in fact.possible for o in e.others})),
-        similar=similar,
+        flagged=_flagged(view, fact.possible), similar=similar,
+        replaced=_named(view, fact.superseded, "replaced"),
     )  # fmt: skip
     return Decision(tuple(events), result)
+
+
+def _named(view: View, ids: Sequence[str], reason: str) -> tuple[Flagged, ...]:
+    """Facts by id, with their text, for an answer."""
+    found = [(i, view.memory(i)) for i in ids]
+    return tuple(Flagged(i, f"{m.subject} {m.predicate} {m.object}", reason) for i, m in found if m)
+
+
+def _flagged(view: View, flags: Sequence[FactsPossiblyConflicting]) -> tuple[Flagged, ...]:
+    """The facts a store flagged, named for its answer (the first reason of each)."""
+    found: dict[str, Flagged] = {}
+    for flag in flags:
+        for other in flag.others:
+            old = view.memory(other)
+            if old is not None and other not in found:
+                text = f"{old.subject} {old.predicate} {old.object}"
+                found[other] = Flagged(other, text, flag.reason)
+    return tuple(found[k] for k in sorted(found))
 
 
 def _history_reason(start: datetime | None, now: datetime, successor: Memory) -> str:
@@ -1251,9 +1377,11 @@ def _possible_conflicts(
     predicate: str,
     memory_id: str,
     now: datetime,
+    measures: Measures,
 ) -> list[FactsPossiblyConflicting]:
     """For each entity the subject is possibly the same as: its active single-valued facts
-    of the same relation whose object disagrees. Nothing is superseded; both are flagged."""
+    of the same relation, or of one that may fill the same slot (:func:`_slot_matches`),
+    whose object disagrees. Nothing is superseded; both are flagged."""
     assert valid.object is not None and valid.subject is not None
     if subject.entity is None:
         return []
@@ -1261,26 +1389,36 @@ def _possible_conflicts(
     out: list[FactsPossiblyConflicting] = []
     for possible in subject.possible:
         keys = _subject_keys(view, who, "", possible.entity_id)
-        others = [
-            m.memory_id
-            for m in _same_relation(view, who, keys, predicate)
-            if not m.multi_valued
+        current = [
+            m
+            for m in _facts_of(view, who, keys)
+            if m.t_invalid is None
+            and who.sees(m)
+            and not m.multi_valued
             and not expired(m.expires_at, now.timestamp())
             and m.object is not None
+            and m.predicate_normalized
             and not agree(valid.object, m.object)
         ]
-        if others:
-            out.append(
-                FactsPossiblyConflicting(
-                    memory_id=memory_id,
-                    namespace=who.namespace,
-                    others=tuple(others),
-                    entity_id=subject.entity.entity_id,
-                    other_entity_id=possible.entity_id,
-                    reason=possible.reason,
-                    score=possible.score,
+        same = [m for m in current if m.predicate_normalized == predicate]
+        slots = _slot_matches(valid.object, predicate, [m for m in current if m not in same],
+                              measures)  # fmt: skip
+        # Two flags: one of the same relation (gone once the subjects are one entity, a
+        # contradiction proper then) and one of relations possibly the same (kept).
+        for others, reason in (([m.memory_id for m in same], possible.reason),
+                               ([m.memory_id for m, _ in slots], RELATION)):  # fmt: skip
+            if others:
+                out.append(
+                    FactsPossiblyConflicting(
+                        memory_id=memory_id,
+                        namespace=who.namespace,
+                        others=tuple(sorted(others)),
+                        entity_id=subject.entity.entity_id,
+                        other_entity_id=possible.entity_id,
+                        reason=reason,
+                        score=possible.score,
+                    )
                 )
-            )
     return out
 
 
@@ -1416,10 +1554,48 @@ def decide_entity(
             relinked=_relinked(named, other, kept),
             agent_id=caller,
         )
+        flags = _merged_slots(view, namespace, caller, kept, other)
+        return Decision((event, *flags), EntityResult(action, kept, other, namespace))
     else:
         event = EntitiesDiffer(entity_id=kept, other_id=other, namespace=namespace,
                                agent_id=caller)  # fmt: skip
     return Decision((event,), EntityResult(action, kept, other, namespace))
+
+
+def _merged_slots(
+    view: View, namespace: str, caller: str | None, kept: str, other: str
+) -> list[FactsPossiblyConflicting]:
+    """Facts of two entities just merged that may fill one slot under different predicates
+    (same predicates are a contradiction proper, which readers find): flagged, by the
+    structural evidence alone (:func:`ferrex.rules.slots.slot_match` without a phrase
+    cosine: one object kind, or one head word). Only facts the caller sees."""
+
+    def current(entity_id: str) -> list[Memory]:
+        found = (view.memory(i) for i in view.linked(entity_id))
+        return [
+            m for m in found
+            if m is not None and m.type == "semantic" and m.t_invalid is None
+            and not m.multi_valued and m.object and m.predicate_normalized
+            and m.entity_ids[:1] == (entity_id,) and sees(caller, m.agent_id, m.visibility)
+        ]  # fmt: skip
+
+    ours, theirs = current(kept), current(other)
+    flags: list[FactsPossiblyConflicting] = []
+    for m in ours:
+        pred, obj = str(m.predicate_normalized), str(m.object)
+        others = tuple(
+            o.memory_id
+            for o in theirs
+            if slot_candidate(pred, obj, str(o.predicate_normalized), str(o.object))
+            and (one_kind(obj, str(o.object)) or same_head(pred, str(o.predicate_normalized)))
+            and not objects_agree(obj, str(o.object))
+        )
+        if others:
+            flags.append(FactsPossiblyConflicting(
+                memory_id=m.memory_id, namespace=namespace, others=others, entity_id=kept,
+                other_entity_id=other, reason=RELATION, score=0.0,
+            ))  # fmt: skip
+    return flags
 
 
 def _entity_named(name: str, spellings: Sequence[Spelling], namespace: str) -> str:
@@ -1597,6 +1773,72 @@ def decide_validate(
         return Decision((), ValidateResult((), missing, None))
     events = (MemoriesValidated(memory_ids=ok, at=now, source=source),)
     return Decision(events, ValidateResult(ok, missing, None))
+
+
+@dataclass(frozen=True)
+class SettleResult:
+    """How flagged facts were settled by a confirm: pairs said to both hold (``differ``),
+    facts ended by the confirmed one (``superseded``), and ids not found."""
+
+    differ: tuple[tuple[str, str], ...]
+    superseded: tuple[str, ...]
+    not_found: tuple[str, ...]
+
+
+def decide_settle(
+    ids: Sequence[str],
+    view: View,
+    *,
+    now: datetime,
+    differs_from: Sequence[str] = (),
+    supersedes: str | None = None,
+    caller: str | None = None,
+) -> Decision[SettleResult]:
+    """An agent settles a possible conflict from the fact it confirms: ``differs_from``
+    (each of ``ids`` and each of those both hold: ``facts.differ``, the flag goes) or
+    ``supersedes`` (the one confirmed fact replaces it: ``memory.superseded``, as an
+    explicit supersede). Ids the caller cannot see, or that expired, are not found, exactly
+    like ids that do not exist; a pair across namespaces is a usage error."""
+    wanted = checked_ids(ids)
+    others = checked_ids(differs_from) if differs_from else []
+    at = now.timestamp()
+
+    def visible(memory_id: str) -> Memory | None:
+        m = view.memory(memory_id)
+        ok = m is not None and sees(caller, m.agent_id, m.visibility)
+        return m if ok and m is not None and not expired(m.expires_at, at) else None
+
+    found = {i: m for i in dict.fromkeys([*wanted, *others]) if (m := visible(i)) is not None}
+    missing = tuple(i for i in dict.fromkeys([*wanted, *others]) if i not in found)
+    events: list[Event] = []
+    pairs: list[tuple[str, str]] = []
+    for memory_id in (i for i in wanted if i in found):
+        for other in (o for o in others if o in found and o != memory_id):
+            if found[memory_id].namespace != found[other].namespace:
+                raise UsageError(
+                    f"{memory_id} and {other} are in different namespaces",
+                    hint="facts of different namespaces are never flagged against each other",
+                )
+            pairs.append((memory_id, other))
+            events.append(FactsDiffer(memory_id=memory_id, other_id=other,
+                                      namespace=found[memory_id].namespace,
+                                      agent_id=caller))  # fmt: skip
+    ended: tuple[str, ...] = ()
+    if supersedes is not None:
+        if len(wanted) != 1 or wanted[0] not in found:
+            raise UsageError(
+                "supersedes takes exactly one confirmed fact: the one that replaces it",
+                hint="confirm ids=[NEW] supersedes=OLD",
+            )
+        new = found[wanted[0]]
+        who = _Who(new.namespace, caller, "private" if new.visibility == "private" else "shared")
+        old = _supersedable(supersedes, new.namespace, view, who, now)
+        t_invalid = datetime.fromtimestamp(max(new.t_valid, old.t_valid), UTC)
+        events.append(MemorySuperseded(memory_id=old.memory_id, namespace=new.namespace,
+                                       t_invalid=t_invalid, superseded_by=new.memory_id,
+                                       reason="explicit"))  # fmt: skip
+        ended = (old.memory_id,)
+    return Decision(tuple(events), SettleResult(tuple(pairs), ended, missing))
 
 
 def decide_mark(

@@ -211,7 +211,7 @@ class Overlay:
                 self._merge(change)
             case fold.Differ():
                 self._differ.add(_pair(change.entity_id, change.other_id))
-            case fold.Flagged() | fold.FoldedPair() | fold.Unfolded():
+            case fold.Flagged() | fold.FoldedPair() | fold.Unfolded() | fold.Unflagged():
                 pass  # a store's flags and a summary's folds change no decision
             case _:
                 assert_never(change)

@@ -34,6 +34,7 @@ from journal import (
     EntityAliasAdded,
     EntityCreated,
     EntitySplit,
+    FactsDiffer,
     FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesConsolidated,
@@ -183,6 +184,7 @@ class Summary:
                     | EntitiesMerged()
                     | EntitySplit()
                     | EntitiesDiffer()
+                    | FactsDiffer()
                     | MemoriesConsolidated()
                     | MemoriesUnfolded()
                 ):

@@ -28,6 +28,7 @@ from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees
 from ferrex.times import rfc3339
 from projections.documents import subject_key
+from projections.rows import RELATION
 from projections.sqlite import (
     FactRow,
     FactSubject,
@@ -161,12 +162,21 @@ def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[dict[str, An
                      "object": f.object}
                     for f in facts
                 ],
-                "what_to_do": f"if {facts[0].subject!r} and {facts[1].subject!r} are one "
-                "thing, store the right value with supersedes (or merge the entities); "
-                "if not, say they differ (ferrex entity differ); confirm the one that holds",
+                "what_to_do": settle_hint(facts[1].memory_id, facts[0].memory_id, c.reason),
             }
         )  # fmt: skip
     return sorted(out, key=lambda d: [f["id"] for f in d["facts"]])
+
+
+def settle_hint(newer: str, older: str, reason: str) -> str:
+    """The one line that tells an agent how to settle a possible conflict between two facts:
+    the newer replaces the older, or both hold (and, for subjects possibly one thing, the
+    entity commands)."""
+    entities = "" if reason == RELATION else "; or `ferrex entity merge`/`differ` the subjects"
+    return (
+        f"if {newer} replaces {older}: confirm ids=[{newer}] supersedes={older}; "
+        f"if both hold: confirm ids=[{newer}] differs_from=[{older}]{entities}"
+    )
 
 
 _IDS_PER_QUERY: Final = 8_000

@@ -133,7 +133,8 @@ from ferrex.rules.fusion import (
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
-from ferrex.rules.subjects import find_entity, loosely_named, object_form
+from ferrex.rules.slots import may_share_slot
+from ferrex.rules.subjects import find_entity, loosely_named, object_form, spelling_variants
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
@@ -963,11 +964,13 @@ class Reader:
         )
         if same:
             return same
+        # Sibling predicates (daily cap / monthly cap) are two slots, whatever the phrases.
         others = sorted(
             {
                 str(m.predicate_normalized)
                 for m in facts.values()
                 if m.predicate_normalized != memory.predicate_normalized
+                and may_share_slot(memory.predicate_normalized, str(m.predicate_normalized))
             }
         )
         found = (
@@ -1021,9 +1024,10 @@ class Reader:
         self, namespace: str, names: Sequence[str], sight: Sight
     ) -> tuple[tuple[str, ...], list[str]]:
         """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime"), else
-        by the looser spellings of :func:`ferrex.rules.subjects.loosely_named` ("cart Redis"
-        finds ``redis-carts``); a name may mean several entities, the filter then admits
-        the memories of any of them."""
+        by the ways people spell a name (:func:`ferrex.rules.subjects.spelling_variants`: a
+        dropped word, an acronym) and the looser matches of
+        :func:`ferrex.rules.subjects.loosely_named` ("cart Redis" finds ``redis-carts``); a
+        name may mean several entities, the filter then admits the memories of any of them."""
         if not names:
             return (), []
         candidates = sight.candidates(self.projections.read_model, namespace)
@@ -1032,7 +1036,16 @@ class Reader:
         rm = self.projections.read_model
         for name in names:
             entity_id = find_entity(name, candidates)
-            meant = [entity_id] if entity_id is not None else loosely_named(name, candidates)
+            meant: list[str] = []
+            if entity_id is not None:
+                meant = [entity_id]
+            else:
+                # Every entity spelt one of the ways people spell the name (a dropped
+                # component word, an acronym), and the looser matches of a name as a person
+                # writes it: a filter may be broad, a merge may not.
+                variants = spelling_variants(name)
+                meant = sorted({c.entity_id for c in candidates if c.normalized in variants})
+                meant += [e for e in loosely_named(name, candidates) if e not in meant]
             if not meant:
                 unknown.append(name)
                 continue

@@ -14,6 +14,16 @@ Ambiguous short forms are left out on purpose: ``auth`` (authentication or autho
 ``pg`` (PostgreSQL or a page?), ``ns`` (a namespace or a DNS name server?), ``conf`` (a
 configuration or a conference?), ``ts``, ``js``, ``ui``, ``api`` (already the usual word).
 
+The table is the fast path, not the method: a short form it does not hold is still tried
+where people form it (:func:`formed_alike`): a clipped word cut before a vowel
+(``auth``/``authentication``), a consonant skeleton keeping the first letter
+(``gw``/``gateway``, ``pg``/``postgres``), an acronym of two or more words
+(``ci``/``continuous integration``). Each is trusted only where the rest of the name agrees
+(a word shared as it is, or an acronym of three letters or more); otherwise the names are
+only *possibly* the same (``auth-gw``/``authentication gateway``, ``CI``/``continuous
+integration``). The sibling rule still holds after it: ``pg primary``/``pg replica`` stay
+apart.
+
 There are three outcomes, because a wrong merge invalidates a true fact (a fact about one
 thing supersedes a fact about another), which is worse than a missed one:
 
@@ -23,7 +33,9 @@ thing supersedes a fact about another), which is worse than a missed one:
   of the other; or, when the names share no word at all, the embedding cosine is above the
   entity threshold (numbers must agree).
 - **possible**: one name is the other with trailing component words dropped (a head word:
-  ``billing``/``billing service``, ``ledger``/``ledger api``; :data:`COMPONENT_WORDS`), or,
+  ``billing``/``billing service``, ``ledger``/``ledger api``; :data:`COMPONENT_WORDS`), or
+  with at most :data:`QUALIFIERS_DROPPED` other words added without a number (``device lab``/
+  ``QA device lab``; the price: ``kafka``/``kafka streams`` is flagged too, never merged), or,
   for names sharing no word, an embedding cosine in the band just below the threshold
   (:data:`POSSIBLE_BAND`). Both facts are stored, nothing is superseded, both are flagged.
 - **different**: anything else. In particular a *sibling*, where the names share a word and
@@ -56,6 +68,7 @@ from ferrex.rules.entities import (
     normalize_entity,
     resolve_entity,
 )
+from ferrex.rules.predicates import PREPOSITIONS
 
 #: Per-word short forms agents write, and the word they stand for. Numeronyms (``k8s``)
 #: and clipped words (``db``, ``svc``). Only forms with one common meaning in software.
@@ -142,6 +155,10 @@ COMPONENT_WORDS: Final[frozenset[str]] = frozenset(
     }
 )
 
+#: At most this many words added to a whole name (``status page`` / ``public status page``)
+#: leave the two *possibly* the same: a fact about either is flagged against the other.
+QUALIFIERS_DROPPED: Final = 2
+
 #: Leading words of an object that say what kind of thing it is, not which: ``team Nova``
 #: agrees with ``Nova``.
 OBJECT_KIND_WORDS: Final[frozenset[str]] = frozenset(
@@ -154,6 +171,7 @@ OBJECT_KIND_WORDS: Final[frozenset[str]] = frozenset(
 POSSIBLE_BAND: Final = 0.04
 
 _ARTICLES: Final = frozenset({"the", "a", "an"})
+_LINK_WORDS: Final = _ARTICLES | PREPOSITIONS
 
 #: Trailing words of an organisation's legal form, dropped: ``Acme Inc.`` is ``Acme``.
 _LEGAL_FORMS: Final = frozenset({"inc", "corp", "corporation", "ltd", "llc", "gmbh", "co"})
@@ -216,6 +234,19 @@ def compare_words(left: Sequence[str], right: Sequence[str]) -> Outcome | None:
         return "same"
     if _numbers(left) != _numbers(right) and _numbers(left) and _numbers(right):
         return "different"
+    formed = formed_alike(left, right)
+    if formed is not None:
+        left, right, gated = formed
+        found = _compare_spelled(left, right)
+        # A short form the table does not hold is trusted only where the rest of the name
+        # agrees: a word shared as it is, or an acronym of three letters or more.
+        return "possible" if found == "same" and not gated else found
+    return _compare_spelled(left, right)
+
+
+def _compare_spelled(left: Sequence[str], right: Sequence[str]) -> Outcome | None:
+    if "".join(left) == "".join(right):
+        return "same"
     only_left = [w for w in left if w not in right]
     only_right = [w for w in right if w not in left]
     # A word swapped for its typo or its product-suffixed form is the same word.
@@ -238,8 +269,76 @@ def compare_words(left: Sequence[str], right: Sequence[str]) -> Outcome | None:
             w in COMPONENT_WORDS for w in longer[len(shorter) :]
         ):
             return "possible"  # a head word dropped: billing / billing service
+        # Prepositions and articles add no qualifier: "stripe api version used by billing".
+        if len([w for w in extra if w not in _LINK_WORDS]) <= QUALIFIERS_DROPPED:
+            return "possible"  # words added to the whole name: device lab / QA device lab
         return "different"
     return None
+
+
+def abbreviates(short: str, long: str) -> bool:
+    """Whether ``short`` is a short form people make of the word ``long`` (the table's
+    fast path aside): a clipped word, cut before a vowel (``auth``/``authentication``,
+    ``prod``/``production``; not ``web``/``webhook``, a word of its own plus another), or a
+    consonant skeleton that keeps the first letter (``gw``/``gateway``, ``pg``/``postgres``,
+    ``svc``/``service``, ``mgr``/``manager``). No digits, and the long word is clearly
+    longer."""
+    if not short.isalpha() or not long.isalpha() or len(long) < len(short) + 3:
+        return False
+    if short in AMBIGUOUS_SHORT_FORMS:
+        return False
+    if len(short) >= 3 and long.startswith(short):
+        # Clipped well short of the word: "product" is no short form of "production".
+        return long[len(short)] in _VOWELS and 2 * len(short) <= len(long) + 1
+    if not 2 <= len(short) <= 4 or short[0] != long[0]:
+        return False
+    if sum(c in _VOWELS for c in short[1:]) > 0:
+        return False
+    rest = iter(long[1:])
+    return all(c in rest for c in short[1:])
+
+
+def acronym_of(short: str, words: Sequence[str]) -> bool:
+    """Whether ``short`` is the initials of ``words`` (two or more): ``ci`` of ``continuous
+    integration``, ``aws`` of ``amazon web services``."""
+    return len(words) >= 2 and len(short) == len(words) and short == "".join(w[0] for w in words)
+
+
+def formed_alike(
+    left: Sequence[str], right: Sequence[str]
+) -> tuple[list[str], list[str], bool] | None:
+    """Two spelled-out names with each short form people make replaced by the words it
+    stands for in the other name (:func:`abbreviates`, :func:`acronym_of`), and whether the
+    rest of the name vouches for them (a word shared as it is, or an acronym of three or
+    more letters); None when no short form pairs up."""
+    a, b = list(left), list(right)
+    shared = bool(set(a) & set(b))
+    vouched, found = shared, False
+    for one, other in ((a, b), (b, a)):
+        for i, word in enumerate(one):
+            if word in other:
+                continue
+            twin = next((w for w in other if w not in one and abbreviates(word, w)), None)
+            if twin is not None:
+                one[i], found = twin, True
+                continue
+            for size in range(len(word), 1, -1):
+                spans = [other[j : j + size] for j in range(len(other) - size + 1)]
+                span = next((sp for sp in spans if acronym_of(word, sp)), None)
+                if span is not None and not set(span) & set(one):
+                    one[i : i + 1] = span
+                    found = True
+                    vouched = vouched or len(word) >= 3
+                    break
+    return (a, b, vouched) if found else None
+
+
+_VOWELS: Final = frozenset("aeiouy")
+
+#: Short forms with two common meanings in software, never expanded by :func:`abbreviates`
+#: (``ns``: a namespace or a DNS name server; ``conf``: a configuration or a conference;
+#: ``ts``: TypeScript or a timestamp). A namespace's own table may still spell them out.
+AMBIGUOUS_SHORT_FORMS: Final = frozenset({"ns", "conf", "ts"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,17 +458,59 @@ def find_entity(
 ) -> str | None:
     """The entity a name given by a reader (a resource, a filter, a page) refers to: the
     entity rules, or the same spelled-out words as a known spelling (``kubernetes
-    cluster`` finds the entity spelt ``k8s cluster``). No embedding; None when unknown."""
+    cluster`` finds the entity spelt ``k8s cluster``), or the same by :func:`compare_words`
+    (``auth-gw`` finds ``auth gateway``). No embedding; None when unknown."""
     found = resolve_entity(name, candidates)
     if found.entity_id is not None:
         return found.entity_id
-    words = "".join(spelled_out(normalize_entity(name), abbreviations))
+    spelled = spelled_out(normalize_entity(name), abbreviations)
+    words = "".join(spelled)
     same = [
         c
         for c in candidates
         if words and "".join(spelled_out(c.normalized, abbreviations)) == words
     ]
+    if not same and words:
+        # Short forms the table lacks, where the rest of the name agrees (auth-gw finds
+        # "auth gateway"): the words' rule, no embedding.
+        same = [
+            c
+            for c in candidates
+            if compare_words(spelled, spelled_out(c.normalized, abbreviations)) == "same"
+        ]
     return min(same, key=lambda c: c.entity_id).entity_id if same else None
+
+
+def spelling_variants(
+    name: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS
+) -> frozenset[str]:
+    """The ways people spell ``name``, as normalized forms (:func:`normalize_entity`), for
+    the read side to match on (a filter by entity, a keyword query): joined and spaced
+    (``auth gw``, ``authgw``), a leading article dropped, each word spelled out or
+    shortened by the table (``billing svc`` / ``billing service``), trailing component
+    words dropped (``ci pipeline`` → ``ci``), the acronym of a name of two or more words
+    (``continuous integration`` → ``ci``). Recall-minded: merging entities stays with
+    :func:`resolve_subject`, precision first."""
+    normalized = normalize_entity(name)
+    if not normalized:
+        return frozenset()
+    shorter = {long: short for short, long in abbreviations.items() if " " not in long}
+    words = normalized.split(" ")
+    if len(words) > 1 and words[0] in _ARTICLES:
+        words = words[1:]
+    full = tuple(spelled_out(" ".join(words), abbreviations))
+    forms = {tuple(words), full, tuple(shorter.get(w, w) for w in full)}
+    for form in list(forms):
+        cut = list(form)
+        while len(cut) > 1 and cut[-1] in COMPONENT_WORDS:
+            cut.pop()
+            forms.add(tuple(cut))
+    if len(full) >= 2 and not set(full) & COMPONENT_WORDS and all(w[:1].isalpha() for w in full):
+        forms.add(("".join(w[0] for w in full),))
+    out = {normalized}
+    for form in forms:
+        out |= {" ".join(form), "".join(form)}
+    return frozenset(f for f in out if f)
 
 
 def objects_agree(a: str, b: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> bool:

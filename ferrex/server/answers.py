@@ -165,13 +165,10 @@ def reflect_text(doc: Mapping[str, Any]) -> str:
             for c in doc["contradictions"]
         )
     if doc.get("possible_conflicts"):
-        lines.append(
-            "possible conflicts (subjects that may be one thing: if so store the right value "
-            "with supersedes, else `ferrex entity differ`; confirm the one that holds):"
-        )
+        lines.append("possible conflicts (two facts that may fill one slot; each says what to do):")
         lines.extend(
             "- " + json.dumps(
-                {"reason": c.get("reason"), "facts": c.get("facts")},
+                {"reason": c.get("reason"), "facts": c.get("facts"), "do": c.get("what_to_do")},
                 separators=(",", ":"), ensure_ascii=False,
             )
             for c in doc["possible_conflicts"]

@@ -535,8 +535,19 @@ def _add_marks(server: FerrexMCP, call: _Call) -> None:
         ids: Annotated[list[ShortText], Field(min_length=1, max_length=100)],
         pinned: bool | None = None,
         importance: Importance | None = None,
+        differs_from: MemoryIdArg | None = None,
+        supersedes: MemoryIdArg | None = None,
     ) -> CallToolResult:
-        return call("confirm", {"ids": ids, "pinned": pinned, "importance": importance})
+        return call(
+            "confirm",
+            {
+                "ids": ids,
+                "pinned": pinned,
+                "importance": importance,
+                "differs_from": differs_from,
+                "supersedes": supersedes,
+            },
+        )
 
     @server.tool(description=FORGET_DOC, annotations=_writes(idempotent=True, destructive=True))
     def forget(

@@ -290,8 +290,21 @@ class Service:
         if importance is not None or pinned is not None:
             # Checked before anything is written: bad marks confirm nothing either.
             check_importance(importance if importance is not None else 0.5)
+        # One fact (as the MCP tool takes it) or several (the CLI, the HTTP API).
+        given = args.get("differs_from", [])
+        differs_from = _texts([given] if isinstance(given, str) else given, "differs_from")
+        supersedes = _optional_text(args.get("supersedes"), "supersedes")
         # Another agent's private memory is reported exactly like one that does not exist.
         doc = writer.validate_memories(list(ids), caller=caller.agent_id).as_dict()
+        if differs_from or supersedes is not None:
+            settled = writer.settle(ids, differs_from=differs_from, supersedes=supersedes,
+                                    caller=caller.agent_id)  # fmt: skip
+            if differs_from:
+                doc["differ"] = [list(pair) for pair in settled.differ]
+            if supersedes is not None:
+                doc["superseded"] = list(settled.superseded)
+            gone = [i for i in settled.not_found if i not in doc["not_found"]]
+            doc["not_found"] = [*doc["not_found"], *gone]
         if importance is not None or pinned is not None:
             marked = writer.mark(ids, importance=importance, pinned=pinned, caller=caller.agent_id)
             doc["marked"] = list(marked.marked)

@@ -31,6 +31,7 @@ from ferrex.core.decide import (
     ForgetResult,
     MarkResult,
     ResolvedEntity,
+    SettleResult,
     StoreResult,
     UnfoldResult,
     ValidateResult,
@@ -44,6 +45,7 @@ from ferrex.core.decide import (
     decide_forget,
     decide_mark,
     decide_refold,
+    decide_settle,
     decide_store,
     decide_unfold,
     decide_validate,
@@ -495,6 +497,25 @@ class Writer:
             lambda i, batch: decide_mark(
                 i, batch.view, now=self.clock(), importance=importance, pinned=pinned,
                 caller=caller,
+            ),
+        )  # fmt: skip
+        return result
+
+    def settle(
+        self,
+        ids: Sequence[str],
+        *,
+        differs_from: Sequence[str] = (),
+        supersedes: str | None = None,
+        caller: str | None = None,
+    ) -> SettleResult:
+        """Settle possible conflicts from the facts confirmed (:func:`ferrex.core.decide.
+        decide_settle`): pairs that both hold, or the one fact a confirmed fact replaces."""
+        result: SettleResult = self._runner.run_one(
+            ids,
+            lambda i, batch: decide_settle(
+                i, batch.view, now=self.clock(), differs_from=differs_from,
+                supersedes=supersedes, caller=caller,
             ),
         )  # fmt: skip
         return result

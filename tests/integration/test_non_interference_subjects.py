@@ -24,9 +24,12 @@ from tests.integration.test_non_interference import Canon, Home, homes  # noqa: 
 SUBJECTS = [
     "billing service", "billing-svc", "billing svc", "billing", "billing database",
     "staging database", "staging db", "production db", "k8s cluster", "kubernetes cluster",
+    "auth gateway", "auth-gw", "authentication gateway",
 ]  # fmt: skip
-PREDICATES = ["owner", "is owned by", "hosted on", "version"]
-OBJECTS = ["team Atlas", "Nova", "team Nova", "pg-stage-02", "pg-stage-03", "1.29", "1.30"]
+#: Wordings of one relation (where it runs) that only the slot rules put together.
+PREDICATES = ["owner", "is owned by", "hosted on", "version", "runs on", "lives on", "host"]
+OBJECTS = ["team Atlas", "Nova", "team Nova", "pg-stage-02", "pg-stage-03", "1.29", "1.30",
+           "k8s-node-07", "k8s-node-12"]  # fmt: skip
 
 
 @st.composite
@@ -43,6 +46,12 @@ def _fact(draw: st.DrawFn, visibility: str | None) -> dict[str, Any]:
 
 ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "store a fact with her spelling": _fact("private").map(lambda a: ("store", a)),
+    # Her private fact and one of bob's both hold (a facts.differ she may make).
+    "say her fact differs": st.builds(
+        lambda k, j: ("confirm", {"ids": [f"@alice:{k}"], "differs_from": f"@bob:{j}"}),
+        st.integers(0, 5),
+        st.integers(0, 5),
+    ),
 }
 
 BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
@@ -94,6 +103,21 @@ step = st.one_of(
                           "visibility": "shared"}),
         ("bob", "recall", {"query": "who owns billing-svc", "limit": 100}),
         ("bob", "resource", {"uri": "ferrex://entity/billing-svc"}),
+        ("bob", "reflect", {"limit": 100}),
+    ]
+)  # fmt: skip
+# Alice's private host in other words than bob's: flagged for her only, and her saying
+# that it differs clears nothing bob sees.
+@example(
+    steps=[
+        ("bob", "store", {"subject": "auth gateway", "predicate": "runs on",
+                          "object": "k8s-node-07"}),
+        ("alice", "store", {"subject": "auth-gw", "predicate": "lives on",
+                            "object": "k8s-node-12", "visibility": "private"}),
+        ("bob", "store", {"subject": "auth gateway", "predicate": "host",
+                          "object": "k8s-node-12"}),
+        ("alice", "confirm", {"ids": ["@alice:0"], "differs_from": "@bob:0"}),
+        ("bob", "recall", {"query": "where does auth gateway run", "limit": 100}),
         ("bob", "reflect", {"limit": 100}),
     ]
 )  # fmt: skip

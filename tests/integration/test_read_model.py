@@ -18,6 +18,7 @@ from journal import (
     EntityCreated,
     EntitySplit,
     Event,
+    FactsDiffer,
     FactsPossiblyConflicting,
     Fold,
     Journal,
@@ -113,7 +114,9 @@ interacting: st.SearchStrategy[Event] = st.one_of(
         others=st.lists(memory_ids, min_size=1, max_size=2).map(tuple),
         entity_id=entity_ids,
         other_entity_id=entity_ids,
+        reason=st.sampled_from(["head word", "relation"]),
     ),
+    st.builds(FactsDiffer, memory_id=memory_ids, other_id=memory_ids, namespace=st.just("a")),
     st.builds(
         EntitiesMerged,
         entity_id=entity_ids,

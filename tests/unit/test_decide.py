@@ -22,6 +22,7 @@ from ferrex.core.decide import (
     decide_expiry,
     decide_forget,
     decide_mark,
+    decide_settle,
     decide_store,
     decide_validate,
     episode_of,
@@ -36,6 +37,7 @@ from journal import (
     EntityAliasAdded,
     EntityCreated,
     Event,
+    FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
     MemoriesValidated,
@@ -954,19 +956,59 @@ def test_the_overlay_shows_pending_decisions_like_applied_ones() -> None:
     assert overlay.memory("mem_1") is None and base.memory("mem_1") is None
 
 
-def test_a_relation_no_rule_places_but_that_embeds_close_is_refused_as_ambiguous() -> None:
+def test_a_relation_no_rule_places_but_that_embeds_close_is_stored_and_flagged() -> None:
     view = FakeView()
     first = store(view, fact("office", "located in", "Berlin"))
-    with pytest.raises(Refused) as caught:
-        store(view, fact("office", "situated in", "Munich"), cosine=0.88,
-              new_id=lambda p: p + "_2")  # fmt: skip
-    assert caught.value.code == "conflict_ambiguous"
-    assert caught.value.details["ids"] == [first.result.id]
-    assert caught.value.details["predicate"] == "located_in"
-    # Far apart: another relation of its own.
-    other = store(view, fact("office", "situated in", "Munich"), cosine=0.5,
+    flagged = store(view, fact("office", "situated in", "Munich"), cosine=0.88,
+                    new_id=lambda p: p + "_2")  # fmt: skip
+    assert flagged.result.status == "stored" and flagged.result.superseded == ()
+    assert flagged.result.possible_conflict == (first.result.id,)
+    (event,) = [e for e in flagged.events if isinstance(e, FactsPossiblyConflicting)]
+    assert event.reason == "relation" and event.entity_id == event.other_entity_id
+    answer = flagged.result.as_dict()
+    assert answer["possible_conflict_with"] == [
+        {"id": first.result.id, "fact": "office located in Berlin", "reason": "relation"}
+    ]
+    note = answer["possible_conflict_note"]
+    assert f"supersedes={first.result.id}" in note and f"differs_from=[{first.result.id}]" in note
+    # Far apart: another relation of its own, nothing flagged.
+    apart = FakeView()
+    store(apart, fact("office", "located in", "Berlin"))
+    other = store(apart, fact("office", "situated in", "Munich"), cosine=0.5,
                   new_id=lambda p: p + "_3")  # fmt: skip
-    assert other.result.status == "stored" and other.result.superseded == ()
+    assert other.result.status == "stored" and other.result.possible_conflict == ()
+
+
+def test_two_values_of_one_kind_worded_alike_replace_one_another() -> None:
+    view = FakeView()
+    first = store(view, fact("auth gateway", "runs on", "k8s-node-07"))
+    moved = store(view, fact("auth gateway", "is hosted at", "k8s-node-12"), cosine=0.83,
+                  new_id=lambda p: p + "_2")  # fmt: skip
+    assert moved.result.superseded == (first.result.id,)
+    assert moved.result.possible_conflict == ()
+    note = moved.result.as_dict()["replaced_note"]
+    assert note.startswith(f"replaced {first.result.id} (auth gateway runs on k8s-node-07)")
+    assert "multi_valued=true" in note
+    # Two kinds of value (a version, a duration) are two slots, however close the words.
+    store(view, fact("public api", "latest version", "v2"), new_id=lambda p: p + "_3")
+    timeout = store(view, fact("public api", "default timeout", "30s"), cosine=0.95,
+                    new_id=lambda p: p + "_4")  # fmt: skip
+    assert timeout.result.superseded == () and timeout.result.possible_conflict == ()
+
+
+def test_a_second_value_of_a_plural_relation_is_kept_beside_the_first() -> None:
+    view = FakeView()
+    first = store(view, fact("team-engage", "member", "Priya Nair"))
+    second = store(view, fact("team-engage", "member", "Jonas Berg"), cosine=0.2,
+                   new_id=lambda p: p + "_2")  # fmt: skip
+    assert second.result.superseded == () and second.result.multi_valued
+    assert "supersedes" in second.result.as_dict()["plural_note"]
+    assert view.memory(first.result.id) is not None
+    # A sibling predicate (max retries / max connections) is another slot.
+    store(view, fact("push-svc", "max retries", "5"), new_id=lambda p: p + "_3")
+    conns = store(view, fact("push-svc", "max connections", "50"), cosine=0.99,
+                  new_id=lambda p: p + "_4")  # fmt: skip
+    assert conns.result.superseded == () and conns.result.possible_conflict == ()
 
 
 def test_an_inverse_relation_is_never_asked_about() -> None:
@@ -1279,3 +1321,28 @@ def test_a_recall_confirms_only_ids_it_showed() -> None:
     with pytest.raises(UsageError, match="not returned: mem_x") as refused:
         confirmable(["mem_a", "mem_x"], ["mem_a"])
     assert refused.value.code == "invalid_input"
+
+
+# -- settling a possible conflict ----------------------------------------------------------
+
+
+def test_an_agent_settles_a_possible_conflict_by_either_fact() -> None:
+    view = FakeView()
+    first = store(view, fact("office", "located in", "Berlin", visibility="shared"))
+    second = store(view, fact("office", "situated in", "Munich", visibility="shared"),
+                   cosine=0.88, new_id=lambda p: p + "_2")  # fmt: skip
+    new, old = second.result.id, first.result.id
+    both = decide_settle([new], view, now=NOW, differs_from=[old, "mem_gone"])
+    assert [type(e).__name__ for e in both.events] == ["FactsDiffer"]
+    assert both.result.differ == ((new, old),) and both.result.not_found == ("mem_gone",)
+    ends = decide_settle([new], view, now=NOW, supersedes=old)
+    (ended,) = ends.events
+    assert isinstance(ended, MemorySuperseded)
+    assert (ended.memory_id, ended.superseded_by, ended.reason) == (old, new, "explicit")
+    # Another agent's private fact is not found, and a private fact ends no shared one.
+    mine = store(view, fact("office", "lies in", "Bonn", visibility="private", agent_id="al"),
+                 new_id=lambda p: p + "_3")  # fmt: skip
+    hidden = decide_settle([new], view, now=NOW, differs_from=[mine.result.id], caller="bo")
+    assert hidden.events == () and hidden.result.not_found == (mine.result.id,)
+    with pytest.raises(UsageError):
+        decide_settle([mine.result.id], view, now=NOW, supersedes=old, caller="al")

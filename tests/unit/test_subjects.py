@@ -19,6 +19,7 @@ from ferrex.rules.subjects import (
     objects_agree,
     resolve_subject,
     spelled_out,
+    spelling_variants,
     subject_outcome,
 )
 from journal import (
@@ -68,6 +69,10 @@ def test_abbreviations_are_spelled_out_per_word() -> None:
         ("k8s cluster", "kubernetes cluster", "same"),
         ("kubernetes cluster", "kuberentes cluster", "same"),
         ("billing", "billing service", "possible"),
+        ("device lab", "QA device lab", "possible"),  # words added to the whole name
+        ("status page", "public status page", "possible"),
+        ("device lab", "QA device lab Warsaw east", "different"),  # too many words added
+        ("tallyboard-api staging", "tallyboard-api production", "different"),
         ("staging db", "production db", "different"),
         ("billing service", "billing database", "different"),
         ("k8s cluster", "k8s namespace", "different"),
@@ -76,6 +81,35 @@ def test_abbreviations_are_spelled_out_per_word() -> None:
     ],
 )
 def test_three_outcomes_by_the_words(a: str, b: str, outcome: str) -> None:
+    assert subject_outcome(a, b) == outcome
+    assert subject_outcome(b, a) == outcome
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "outcome"),
+    [
+        # Short forms people make, trusted where the rest of the name agrees.
+        ("auth gateway", "auth-gw", "same"),
+        ("authentication gateway", "auth gateway", "same"),
+        ("pg primary", "Postgres primary", "same"),
+        ("T4 fw", "T4 firmware", "same"),
+        ("continuous integration pipeline", "CI pipeline", "same"),
+        ("Amazon Web Services", "AWS", "same"),
+        # Nothing else agrees: only possibly the same.
+        ("auth-gw", "authentication gateway", "possible"),
+        ("continuous integration", "CI", "possible"),
+        # Hard negatives: siblings stay siblings, a word is no short form of another word.
+        ("pg primary", "pg replica", "different"),
+        ("web service", "webhook service", "different"),
+        ("product", "prod", "different"),
+        ("ns record", "namespace record", "different"),
+        ("staging gw", "production gateway", "different"),
+        ("gw v1", "gateway v2", "different"),
+    ],
+)
+def test_short_forms_people_make_are_tried_where_the_rest_agrees(
+    a: str, b: str, outcome: str
+) -> None:
     assert subject_outcome(a, b) == outcome
     assert subject_outcome(b, a) == outcome
 
@@ -287,3 +321,18 @@ def test_a_shared_entity_is_never_merged_into_a_private_one() -> None:
 
 def test_settings_default_to_the_built_in_table() -> None:
     assert StoreSettings().abbreviations_for("anything")["svc"] == "service"
+
+
+def test_spelling_variants_for_the_read_side() -> None:
+    assert {"auth gw", "authgw"} <= spelling_variants("auth-gw")
+    assert {"ci pipeline", "ci", "cipipeline"} <= spelling_variants("the CI pipeline")
+    assert "ci" in spelling_variants("continuous integration"), "an acronym"
+    assert {"billing service", "billing"} <= spelling_variants("billing svc")
+    assert "kubernetes cluster" in spelling_variants("k8s cluster")
+    assert "production" not in spelling_variants("staging db"), "a variant, not a sibling"
+    assert spelling_variants("  ") == frozenset()
+    # A reader's name finds a short form the table lacks where the rest agrees; not a sibling.
+    known = [_candidate("e1", "auth gateway"), _candidate("e2", "pg primary")]
+    assert find_entity("auth-gw", known) == "e1"
+    assert find_entity("authentication gateway", known) == "e1"
+    assert find_entity("pg replica", known) is None

@@ -529,7 +529,7 @@ def health_page(
             memory_link(str(f["id"]), f"{f.get('subject')} {f.get('predicate')} {f.get('object')}")
             for f in c.get("facts", [])
         )
-        + f" <small>({e(c.get('reason'))}: the subjects may be one thing)</small></li>"
+        + f" <small>({e(c.get('reason'))}) {e(c.get('what_to_do'))}</small></li>"
         for c in reflect.get("possible_conflicts", [])
     )
     sections.append(

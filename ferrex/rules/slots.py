@@ -1,0 +1,326 @@
+"""Slot matching: which current facts of a subject a new fact may replace, beyond one predicate.
+
+A slot is a subject and a relation. :mod:`ferrex.rules.predicates` gives each relation one
+spelling where it can (synonym groups, typos); what it cannot place, agents still write: the
+host of a service is ``runs on``, ``is hosted at``, ``lives on``, ``is deployed on``,
+``host``. No list holds every wording, so for a new fact and each current single-valued fact
+of the same subject under *another* predicate, :func:`slot_match` weighs evidence that does
+not come from a list:
+
+- **the kind of the objects** (:func:`object_kind`): two host names (``k8s-node-07``,
+  ``bff-1.fitpulse.net``), two versions (``16.1``, ``v2``), two durations (``30s``,
+  ``5 min``), two sizes (``512Mi``, ``2 MB``), two rates, two amounts of money, two
+  percentages, two URLs, two people or teams (``@priya.n``, ``Ann Weller``, ``team Nova``),
+  two dates. Two *different* known kinds (a version and a duration) are two slots, whatever
+  the words say;
+- **the predicate's head word** (the same word root, ``host``/``hosted``/``hosting``) with
+  prepositions that agree (``on``, ``at``, ``in``, ``to`` all place a thing; ``by``, ``of``,
+  ``for``, ``from`` and ``with`` give a direction and must be the same);
+- **the phrases' embedding**: the cosine of ``X <predicate> <object>`` for the two facts
+  (bundled model). The object in the phrase is what makes it work: bare, ``runs on`` and
+  ``is hosted at`` score 0.51; with two host names, 0.83.
+
+And it rules a pair out before any score: the guard of
+:func:`ferrex.rules.predicates.may_reword` (an inverse, an agent phrase against another,
+a negation on one side, different numbers, a count against its member), and *sibling*
+predicates: two predicates sharing a content word where each has one the other lacks
+(``max retries`` / ``max connections``, ``memory request`` / ``memory limit``,
+``page size on desktop`` / ``page size on mobile web``) name two slots.
+
+Three outcomes, precision first, because a wrong supersede hides a true fact:
+
+- ``same`` (the store supersedes the old fact): objects of one known kind and a phrase
+  cosine of at least :data:`SURE_PHRASE`;
+- ``possible`` (both are kept and flagged, ``facts.possible_conflict`` with reason
+  ``relation``): a phrase cosine of at least :data:`POSSIBLE_PHRASE`; or objects of one
+  known kind and at least :data:`POSSIBLE_KIND_PHRASE`; or the same head word;
+- ``None``: different slots.
+
+:func:`plural_relation` says when a relation is plainly plural (its predicate a plural noun,
+``members``, ``regions``; or a head word that names one of many, ``member``, ``tag``,
+``speaks``): a second value is kept beside the first, not put in its place.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
+from projections.rows import RELATION as RELATION
+
+#: Phrase cosine (bundled model) at or above which two facts of one object kind fill one slot.
+SURE_PHRASE: Final = 0.80
+#: Phrase cosine at or above which two facts may fill one slot, whatever their objects.
+POSSIBLE_PHRASE: Final = 0.72
+#: Phrase cosine at or above which two facts with objects of one known kind may fill one slot.
+POSSIBLE_KIND_PHRASE: Final = 0.60
+
+#: Prepositions that place a thing (``runs on``, ``hosted at``, ``deployed to``): one relation
+#: may take any of them. The others give a direction and must agree.
+PLACE_PREPOSITIONS: Final[frozenset[str]] = frozenset(
+    {"on", "at", "in", "to", "into", "onto", "upon"}
+)
+
+ObjectKind = Literal[
+    "host", "version", "duration", "size", "rate", "money", "percent", "url", "party", "date"
+]
+
+_UNIT_NUMBER = r"(?:\d+(?:[.,]\d+)*)\s*"
+_DURATION = re.compile(
+    rf"^(?:every\s+)?{_UNIT_NUMBER}(?:ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|"
+    r"hours?|d|days?|w|wks?|weeks?|months?|y|yrs?|years?)$"
+)
+_SIZE = re.compile(rf"^{_UNIT_NUMBER}(?:b|bytes?|kb|kib|ki|mb|mib|mi|gb|gib|gi|tb|tib|ti|pb)$")
+_RATE = re.compile(
+    rf"^{_UNIT_NUMBER}(?:rps|qps|tps|(?:req(?:uest)?s?|messages|msgs|calls|ops|events)?\s*"
+    r"(?:/|per\s+)\s*(?:s|sec|second|min|minute|h|hour|day))\b"
+)
+_MONEY = re.compile(r"^(?:[$€£¥]\s*\d[\d,.]*[km]?|\d[\d,.]*\s*(?:usd|eur|gbp|chf))\b")
+_PERCENT = re.compile(rf"^{_UNIT_NUMBER}(?:%|percent)$")
+_VERSION = re.compile(
+    r"^(?:[a-z][\w+-]*\s+)?v?\d+(?:\.\d+){1,3}(?:[-+.]?[a-z][\w.]*)?$|^v\d+$"
+    # A name and its dotted version in one token: gpl-3.0, python-3.11 (no host name).
+    r"|^[a-z][a-z+]*-v?\d+(?:\.\d+)+$"
+)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[t ][\d:]+z?)?$")
+_URL = re.compile(r"^(?:https?|s3|gs|ftp)://\S+$")
+_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")
+# A machine's name: one token of letters and digits joined by hyphens or dots, holding a
+# digit (k8s-node-07, pg-prod-1) or ending in a domain (bff-1.fitpulse.net).
+_HOSTNAME = re.compile(r"^(?=[^ ]*\d)[a-z][a-z0-9]*(?:[-.][a-z0-9]+)+$")
+_DOMAIN = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,}(?::\d+)?(?:/\S*)?$")
+_HANDLE = re.compile(r"^@[\w.-]+(?:/[\w.-]+)?$")
+_EMAIL = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
+_TEAM_WORDS: Final = frozenset(
+    {"team", "squad", "guild", "crew", "tribe", "chapter", "department", "dept", "org"}
+)
+_NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?$")
+
+
+def object_kind(text: str) -> ObjectKind | None:
+    """The kind of value an object is, when its shape says so plainly; None otherwise.
+
+    ``party`` is a person or a team (ownership moves between them): an ``@handle``, an email
+    address, a name of two or three capitalised words, or words holding ``team``, ``squad``...
+    """
+    raw = text.strip().strip("`'\"")
+    low = raw.casefold()
+    if not low:
+        return None
+    if _URL.match(low):
+        return "url"
+    if _EMAIL.match(low) or _HANDLE.match(low):
+        return "party"
+    if _DATE.match(low):
+        return "date"
+    if _PERCENT.match(low):
+        return "percent"
+    if _MONEY.match(low):
+        return "money"
+    if _RATE.match(low):
+        return "rate"
+    if _DURATION.match(low):
+        return "duration"
+    if _SIZE.match(low):
+        return "size"
+    if _IP.match(low):
+        return "host"
+    if _VERSION.match(low):
+        return "version"
+    if _HOSTNAME.match(low) or _DOMAIN.match(low):
+        return "host"
+    words = re.split(r"[\s_]+", low)
+    if any(w.strip("-") in _TEAM_WORDS for w in words) or re.match(r"^team[-_]", low):
+        return "party"
+    names = raw.split()
+    if 2 <= len(names) <= 3 and all(_NAME_WORD.match(w) for w in names):
+        return "party"
+    return None
+
+
+def content_words(predicate: str) -> list[str]:
+    """A normalized predicate's words that are neither function words nor prepositions."""
+    return [w for w in predicate.split("_") if w and w not in FUNCTION_WORDS | PREPOSITIONS]
+
+
+def sibling_predicates(left: str, right: str) -> bool:
+    """Whether two normalized predicates name two slots of one thing: they share a content
+    word and each has a content word the other lacks (``max_retries``/``max_connections``)."""
+    a, b = content_words(left), content_words(right)
+    shared = [w for w in a if any(_root(w) == _root(x) for x in b)]
+    only_a = [w for w in a if all(_root(w) != _root(x) for x in b)]
+    only_b = [w for w in b if all(_root(w) != _root(x) for x in a)]
+    return bool(shared and only_a and only_b)
+
+
+def may_share_slot(left: str, right: str) -> bool:
+    """Whether two different normalized predicates may name one relation: the guard of
+    :func:`ferrex.rules.predicates.may_reword` (with placing prepositions as one) and not
+    siblings."""
+    if left == right:
+        return True
+    if sibling_predicates(left, right) or same_count(left, right):
+        return False
+    placed_left, placed_right = _placed(left), _placed(right)
+    if placed_left == placed_right:
+        return True
+    return may_reword(placed_left, placed_right)
+
+
+def same_head(left: str, right: str) -> bool:
+    """Whether two normalized predicates share a content word's root (``hosted_at``/
+    ``host``/``hosting``)."""
+    a, b = content_words(left), content_words(right)
+    return any(_root(x) == _root(y) for x in a for y in b)
+
+
+def kinds_clash(left: str, right: str) -> bool:
+    """Whether two objects are values of two different known kinds (a version, a duration)."""
+    a, b = object_kind(left), object_kind(right)
+    return a is not None and b is not None and a != b
+
+
+def one_kind(left: str, right: str) -> bool:
+    """Whether two objects are values of one known kind (two host names, two versions)."""
+    kind = object_kind(left)
+    return kind is not None and kind == object_kind(right)
+
+
+def fact_phrase(predicate: str, obj: str) -> str:
+    """The text embedded for a fact in :func:`slot_match`: ``X <predicate words> <object>``."""
+    return f"X {predicate.replace('_', ' ')} {obj}"
+
+
+SlotOutcome = Literal["same", "possible"]
+
+
+@dataclass(frozen=True, slots=True)
+class SlotMatch:
+    """How a new fact stands to a current one under another predicate, and why."""
+
+    outcome: SlotOutcome
+    why: str
+    score: float
+
+
+def slot_candidate(
+    new_predicate: str, new_object: str, old_predicate: str, old_object: str
+) -> bool:
+    """Whether a current fact may be weighed at all (only those get a phrase cosine)."""
+    if not new_predicate or not old_predicate or new_predicate == old_predicate:
+        return False
+    if kinds_clash(new_object, old_object):
+        return False
+    if value_predicate(new_predicate) or value_predicate(old_predicate):
+        return True  # it names no slot: the subject and the object say which
+    return may_share_slot(new_predicate, old_predicate)
+
+
+#: Words of a predicate that states a value without naming the slot it fills: a copula
+#: (``is``, ``was``, ``is now``) or a verb of change (``set to``, ``bumped to``,
+#: ``moved to``, ``replaced with``). Function words and prepositions aside.
+VALUE_WORDS: Final[frozenset[str]] = frozenset(
+    {"now", "currently", "current", "value", "set", "changed", "switched", "moved", "raised"}
+    | {"reduced", "lowered", "increased", "decreased", "upgraded", "downgraded", "bumped"}
+    | {"migrated", "updated", "became", "becomes", "replaced", "rolled", "back", "tuned"}
+)
+
+
+def value_predicate(predicate: str) -> bool:
+    """Whether a normalized predicate only states a value (see :data:`VALUE_WORDS`):
+    ``is_a``, ``was``, ``now``, ``set_to``, ``bumped_to``, ``rolled_back_to``."""
+    words = [w for w in predicate.split("_") if w and w not in PREPOSITIONS]
+    return all(w in VALUE_WORDS or w in FUNCTION_WORDS for w in words)
+
+
+def slot_match(
+    new_predicate: str, new_object: str, old_predicate: str, old_object: str, phrase_cosine: float
+) -> SlotMatch | None:
+    """The outcome for a pair :func:`slot_candidate` allowed, given the cosine of their
+    :func:`fact_phrase` (see the module docstring)."""
+    kind = object_kind(new_object)
+    alike = one_kind(new_object, old_object)
+    # A predicate that names no slot is never sure of the one it fills.
+    vague = value_predicate(new_predicate) or value_predicate(old_predicate)
+    if alike and phrase_cosine >= SURE_PHRASE and not vague:
+        return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
+    if phrase_cosine >= POSSIBLE_PHRASE:
+        return SlotMatch("possible", "phrases alike", phrase_cosine)
+    if vague and (alike or phrase_cosine >= POSSIBLE_KIND_PHRASE):
+        return SlotMatch("possible", "a value of no named slot", phrase_cosine)
+    if value_predicate(new_predicate) and value_predicate(old_predicate):
+        return SlotMatch("possible", "two values of no named slot", phrase_cosine)
+    if alike and phrase_cosine >= POSSIBLE_KIND_PHRASE:
+        return SlotMatch("possible", f"two {kind} values", phrase_cosine)
+    # One head word with other prepositions (reports to / reports on) is left to the score;
+    # a preposition on one side only is no other one (capped at / spend cap).
+    preps = (_prepositions(new_predicate), _prepositions(old_predicate))
+    if same_head(new_predicate, old_predicate) and (preps[0] == preps[1] or not all(preps)):
+        return SlotMatch("possible", "the same head word", phrase_cosine)
+    return None
+
+
+# -- plural relations ----------------------------------------------------------------------
+
+#: Head words of a relation that holds many values at once: a thing has many members, tags,
+#: topics; a person speaks many languages. Singular forms; a plural predicate is plural
+#: anyway (:func:`plural_relation`).
+PLURAL_HEADS: Final[frozenset[str]] = frozenset(
+    {
+        "member",
+        "tag",
+        "topic",
+        "label",
+        "keyword",
+        "contributor",
+        "speak",
+        "include",
+        "contain",
+        "subcommand",
+    }
+)
+
+
+def plural_relation(predicate: str) -> bool:
+    """Whether a predicate as written (not normalized: ``owners`` normalizes to ``owned_by``)
+    names a relation of many values: its last content word a plural noun (``members``,
+    ``regions``, ``maintainers``), or a head word of :data:`PLURAL_HEADS` (``member``,
+    ``speaks``). Counts (``replicas count``, ``number of nodes``) are single values."""
+    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
+    if not content or "count" in content or "number" in content or "num" in content:
+        return False
+    last = content[-1]
+    if any(_root(w) in _PLURAL_ROOTS for w in content):
+        return True
+    return _plural_noun(last) and len(content) <= 2
+
+
+def _plural_noun(word: str) -> bool:
+    # Verbs in the third person end in s too (runs, hosts, uses): a plural noun is told apart
+    # only by endings verbs rarely have.
+    return len(word) > 4 and word.endswith(("ers", "ors", "ies", "ions", "ages", "ags", "ics"))
+
+
+def _root(word: str) -> str:
+    for ending in ("ing", "ers", "ors", "ed", "es", "er", "or", "s"):
+        if len(word) - len(ending) >= 3 and word.endswith(ending):
+            stem = word[: -len(ending)].rstrip("e")
+            # A doubled consonant before the ending is one: capped, running, planned.
+            if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls":
+                stem = stem[:-1]
+            return stem
+    return word.rstrip("e") if len(word) > 3 else word
+
+
+def _prepositions(predicate: str) -> list[str]:
+    return [w for w in predicate.split("_") if w in PREPOSITIONS]
+
+
+def _placed(predicate: str) -> str:
+    return "_".join("at" if w in PLACE_PREPOSITIONS else w for w in predicate.split("_"))
+
+
+_PLURAL_ROOTS: Final = frozenset(_root(w) for w in PLURAL_HEADS)

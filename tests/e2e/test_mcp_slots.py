@@ -1,0 +1,184 @@
+"""A changed fact has one current answer, however the agent words it, over MCP.
+
+A real server on stdio, the SDK's client, the bundled model. The issue's examples: one
+subject, five wordings of where it runs; one subject, three spellings of its name; the CI
+system under five names; a plural relation. What is sure is replaced; what may be is stored,
+flagged on both sides, named in the store's answer with what to do, counted by reflect and
+stats, marked in recall; and the agent settles it with ``confirm`` (``supersedes`` or
+``differs_from``) or an operator with ``ferrex differ``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tests.e2e.mcp_helpers import call, ferrex, stdio_client
+
+
+def _current(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in doc["results"] if not r.get("superseded_by")}
+
+
+def test_five_wordings_of_where_it_runs_leave_no_silent_second_answer(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+
+            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
+                return await call(
+                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
+                )
+
+            hosts = [("runs on", "k8s-node-07"), ("is hosted at", "k8s-node-12"),
+                     ("lives on", "k8s-node-03"), ("is deployed on", "k8s-node-21"),
+                     ("host", "k8s-node-30")]  # fmt: skip
+            stored = [await fact("auth gateway", p, o) for p, o in hosts]
+            ids = [s["id"] for s in stored]
+            # Each later wording either replaced an earlier host or named it in its answer.
+            for later in stored[1:]:
+                assert later["superseded"] or later["possible_conflict"], later
+            assert stored[1]["superseded"] == [ids[0]], "two host names, phrases alike: sure"
+            flagged = next(s for s in stored if s.get("possible_conflict"))
+            other = flagged["possible_conflict"][0]
+            note = flagged["possible_conflict_note"]
+            assert f"supersedes={other}" in note and f"differs_from=[{other}]" in note
+            (named,) = [f for f in flagged["possible_conflict_with"] if f["id"] == other]
+            assert named["reason"] == "relation" and "auth gateway" in named["fact"]
+
+            # Every current host is either alone or flagged: recall marks it.
+            found = await call(client, "recall", {"query": "where does auth gateway run",
+                                                  "types": ["semantic"], "limit": 20})  # fmt: skip
+            current = _current(found)
+            hosts_now = [r for r in current.values() if r["object"].startswith("k8s-node")]
+            assert len(hosts_now) >= 2
+            assert all(r.get("possible_conflict") for r in hosts_now), hosts_now
+            reflect = await call(client, "reflect", {})
+            count = reflect["counts"]["possible_conflicts"]
+            assert count >= 1 and reflect["possible_conflicts"][0]["what_to_do"].startswith("if ")
+            stats = await call(client, "stats", {})
+            assert stats["needs_attention"]["possible_conflicts"] == count
+            text = (await client.read_resource("ferrex://stats")).contents[0].text  # type: ignore[union-attr]
+            assert json.loads(text)["needs_attention"]["possible_conflicts"] == count
+
+            # The agent settles one: the flagged fact replaces the other.
+            settled = await call(client, "confirm", {"ids": [flagged["id"]], "supersedes": other})
+            assert settled["superseded"] == [other]
+            after = await call(client, "reflect", {})
+            assert after["counts"]["possible_conflicts"] < count
+            query = {"query": "where does auth gateway run", "types": ["semantic"], "limit": 20}
+            again = _current(await call(client, "recall", query))
+            assert other not in again
+
+    anyio.run(main)
+    assert ferrex(home, "journal", "verify").returncode == 0
+
+
+def test_spellings_of_one_subject_and_a_plural_relation(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+
+            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
+                return await call(
+                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
+                )
+
+            atlas = await fact("auth gateway", "owner", "team Atlas")
+            nova = await fact("auth-gw", "owner", "team Nova")
+            assert nova["superseded"] == [atlas["id"]], "gw is gateway: the rest agrees"
+            ann = await fact("authentication gateway", "owner", "Ann Weller")
+            assert ann["superseded"] == [nova["id"]], "auth is authentication here"
+            assert len({f["entities"][0]["entity_id"] for f in (atlas, nova, ann)}) == 1
+
+            one = await fact("pg primary", "host", "db-1")
+            two = await fact("Postgres primary", "host", "db-2")
+            assert two["superseded"] == [one["id"]]
+            replica = await fact("pg replica", "host", "db-9")
+            assert replica["superseded"] == [] and "possible_conflict" not in replica
+
+            # The CI system under five names: never two silent current answers.
+            names = [
+                ("CI pipeline", "Jenkins"),
+                ("ci", "GitHub Actions"),
+                ("CI", "Buildkite"),
+                ("the CI pipeline", "CircleCI"),
+                ("continuous integration", "GitLab CI"),
+            ]
+            ci = [await fact(s, "runs on", o) for s, o in names]
+            for later in ci[1:]:
+                assert later["superseded"] or later.get("possible_conflict"), later
+            assert ci[3]["superseded"] == [ci[0]["id"]], "the CI pipeline is CI pipeline"
+
+            # The read side spells names the same ways: a filter by any of them finds them.
+            by_filter = await call(client, "recall", {
+                "query": "who owns it", "types": ["semantic"], "entities": ["auth gw"],
+                "limit": 20, "min_relevance": 0})  # fmt: skip
+            assert ann["id"] in {r["id"] for r in by_filter["results"]}
+            by_acronym = await call(client, "recall", {
+                "query": "what does it run on", "types": ["semantic"],
+                "entities": ["continuous integration pipeline"], "limit": 20,
+                "min_relevance": 0})  # fmt: skip
+            assert ci[3]["id"] in {r["id"] for r in by_acronym["results"]}
+
+            # Members of a team: a second member is one more value, and the answer says so.
+            priya = await fact("team-engage", "member", "Priya Nair")
+            jonas = await fact("team-engage", "member", "Jonas Berg")
+            assert jonas["superseded"] == [] and jonas["multi_valued"] is True
+            assert "supersedes" in jonas["plural_note"]
+            found = _current(await call(client, "recall", {
+                "query": "team-engage members", "types": ["semantic"], "limit": 20}))  # fmt: skip
+            assert {priya["id"], jonas["id"]} <= set(found)
+
+            # Two facts that both hold: the operator says so, the flag goes.
+            gitlab = ci[4]["id"]
+            (buildkite, circle) = ci[4]["possible_conflict"]
+            assert {buildkite, circle} == {ci[2]["id"], ci[3]["id"]}
+            said = ferrex(home, "differ", gitlab, buildkite, "--json")
+            assert said.returncode == 0, said.stderr
+            assert json.loads(said.stdout)["differ"] == [[gitlab, buildkite]]
+            after = _current(await call(client, "recall", {
+                "query": "continuous integration CI runs on", "types": ["semantic"],
+                "limit": 30}))  # fmt: skip
+            assert after[gitlab]["possible_conflict"] == [circle], "the other flag stays"
+            assert gitlab not in after[buildkite].get("possible_conflict", [])
+            missing = ferrex(home, "differ", gitlab, "mem_nope")
+            assert missing.returncode == 7
+
+    anyio.run(main)
+    assert ferrex(home, "journal", "verify").returncode == 0
+    drift = ferrex(home, "reconcile")
+    assert drift.returncode == 0, drift.stdout + drift.stderr
+
+
+def test_a_merge_flags_the_facts_it_puts_in_one_slot(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+
+            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
+                return await call(
+                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
+                )
+
+            box = await fact("search box", "runs on", "k8s-node-07")
+            front = await fact("query frontend", "is hosted at", "k8s-node-12")
+            owner = await fact("query frontend", "owner", "team Nova")
+            assert "possible_conflict" not in front, "two subjects: nothing to compare"
+            merged = ferrex(home, "entity", "merge", "search box", "query frontend", "--json")
+            assert merged.returncode == 0, merged.stderr
+            query = {"query": "search box runs on hosted at", "types": ["semantic"],
+                     "limit": 20, "min_relevance": 0}  # fmt: skip
+            found = _current(await call(client, "recall", query))
+            assert found[box["id"]]["possible_conflict"] == [front["id"]]
+            assert found[front["id"]]["possible_conflict"] == [box["id"]]
+            assert "possible_conflict" not in found.get(owner["id"], {}), "another slot"
+            assert (await call(client, "reflect", {}))["counts"]["possible_conflicts"] == 1
+
+    anyio.run(main)

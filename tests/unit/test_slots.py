@@ -1,0 +1,135 @@
+"""Slot matching: object kinds, sibling predicates, the three outcomes, plural relations."""
+
+from __future__ import annotations
+
+import pytest
+
+from ferrex.rules.slots import (
+    POSSIBLE_PHRASE,
+    SURE_PHRASE,
+    may_share_slot,
+    object_kind,
+    plural_relation,
+    slot_candidate,
+    slot_match,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("k8s-node-07", "host"),
+        ("bff-1.fitpulse.net", "host"),
+        ("10.0.3.7:5432", "host"),
+        ("10.0.3.7", "host"),
+        ("GPL-3.0", "version"),
+        ("16.1", "version"),
+        ("v2", "version"),
+        ("Postgres 16.1", "version"),
+        ("30s", "duration"),
+        ("every 15 minutes", "duration"),
+        ("512Mi", "size"),
+        ("2 MB", "size"),
+        ("25 requests/second per seller", "rate"),
+        ("$5,000", "money"),
+        ("12%", "percent"),
+        ("https://status.example.com", "url"),
+        ("@priya.n", "party"),
+        ("help@fitpulse.app", "party"),
+        ("Ann Weller", "party"),
+        ("monetization team", "party"),
+        ("2026-12-17", "date"),
+        ("Vercel", None),
+        ("nightly at 02:00 UTC", None),
+        ("4096", None),
+    ],
+)
+def test_an_object_kind_is_read_from_its_shape(text: str, kind: str | None) -> None:
+    assert object_kind(text) == kind
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "shared"),
+    [
+        ("runs_on", "hosted_at", True),
+        ("deployed_on", "deployed_to", True),  # placing prepositions are one
+        ("version", "latest_version", True),
+        ("max_retries", "max_connections", False),  # siblings
+        ("memory_request", "memory_limit", False),
+        ("page_size_on_desktop", "page_size_on_mobile_web", False),
+        ("owned_by", "on_call_this_week", False),  # an agent phrase against another
+        ("owns", "owned_by", False),  # an inverse
+        ("created_by", "created_at", False),
+        ("replica_count", "replica", False),  # a count and a member
+    ],
+)
+def test_which_predicates_may_share_a_slot(left: str, right: str, shared: bool) -> None:
+    assert may_share_slot(left, right) is shared
+    assert may_share_slot(right, left) is shared
+
+
+def test_two_known_kinds_are_two_slots_whatever_the_words() -> None:
+    assert not slot_candidate("latest_version", "v2", "default_timeout", "30s")
+    assert slot_candidate("runs_on", "k8s-node-07", "hosted_at", "k8s-node-12")
+    assert not slot_candidate("runs_on", "k8s-node-07", "runs_on", "k8s-node-12"), "one relation"
+
+
+def test_same_needs_one_kind_and_close_phrases_possible_needs_less() -> None:
+    sure = slot_match("hosted_at", "k8s-node-12", "runs_on", "k8s-node-07", SURE_PHRASE)
+    assert sure is not None and sure.outcome == "same"
+    # Close phrases, but values of no known kind: never replaced, only flagged.
+    vague = slot_match("hosting", "Cloudflare Pages", "deployed_on", "Vercel", 0.95)
+    assert vague is not None and vague.outcome == "possible"
+    # One kind, phrases a little apart: flagged.
+    kind = slot_match("lives_on", "k8s-node-3", "runs_on", "k8s-node-7", SURE_PHRASE - 0.1)
+    assert kind is not None and kind.outcome == "possible"
+    # The same head word with the same prepositions, whatever the score; with others
+    # (reports to / reports on) the score decides.
+    head = slot_match("hosting", "Render", "host", "Heroku", 0.1)
+    assert head is not None and head.outcome == "possible" and head.why == "the same head word"
+    assert slot_match("reports_on", "Q3 revenue", "reports_to", "Dana", 0.1) is None
+    # Nothing in common.
+    assert (
+        slot_match("reads_from", "orders-db", "publishes_to", "events", POSSIBLE_PHRASE - 0.2)
+        is None
+    )
+
+
+def test_a_predicate_that_names_no_slot_is_weighed_by_its_object_never_sure() -> None:
+    # "RN | was | 0.72.10" beside "React Native | version | 0.74.5": a version either way.
+    assert slot_candidate("was", "0.72.10", "version", "0.74.5")
+    assert not slot_candidate("now", "30s", "version", "0.74.5"), "two kinds"
+    found = slot_match("bumped_to", "1.8.2", "version", "1.7.4", 0.99)
+    assert found is not None and found.outcome == "possible"
+    # A value of one kind stated without a slot: possible however far apart the phrases.
+    moved = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
+    assert moved is not None and moved.why == "a value of no named slot"
+    # Two statements of no slot ("is 16 A100", "now 32 H100") fill the one the subject names.
+    both = slot_match("now", "32 H100", "is_a", "16 A100", 0.1)
+    assert both is not None and both.outcome == "possible"
+    # A doubled consonant is one head word: capped at / monthly spend cap.
+    cap = slot_match("capped_at", "$12,000/month", "monthly_spend_cap", "Acme", 0.1)
+    assert cap is not None and cap.why == "the same head word"
+
+
+@pytest.mark.parametrize(
+    ("predicate", "plural"),
+    [
+        ("members", True),
+        ("member", True),
+        ("speaks", True),
+        ("tags", True),
+        ("regions", True),
+        ("maintainers", True),
+        ("includes", True),
+        ("runs on", False),
+        ("host", False),
+        ("owner", False),
+        ("uses", False),
+        ("replica count", False),
+        ("number of members", False),
+        ("version", False),
+    ],
+)
+def test_a_plainly_plural_relation(predicate: str, plural: bool) -> None:
+    assert plural_relation(predicate) is plural
