@@ -107,6 +107,7 @@ def jsonl_cmd(
                 include_invalidated=include_invalidated,
                 namespace=only_namespace,
                 progress=update,
+                fits=app.embedder().counter().fits,
             )
             sys.stdout.buffer.flush()
         else:
@@ -116,6 +117,7 @@ def jsonl_cmd(
                 include_invalidated=include_invalidated,
                 namespace=only_namespace,
                 progress=update,
+                fits=app.embedder().counter().fits,
             )
     if as_json:
         click.echo(json.dumps({"file": file, **result.as_dict()}))

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Final, Literal
+from typing import IO, Any, Final, Literal, get_args
 
 from ferrex.errors import UsageError
 from ferrex.ids import plausible_id
@@ -65,9 +65,31 @@ FIELDS: Final = (
     "confidence", "context", "agent_id", "visibility", "t_valid", "t_invalid",
     "superseded_by", "supersedes", "created_at", "last_validated", "last_accessed",
     "access_count", "importance", "pinned", "expires_at", "multi_valued", "episode",
-    "episode_index", "entity_ids", "import_key",
+    "episode_index", "entity_ids", "import_key", "split_long",
 )  # fmt: skip
 """Every key a memory's dump line may have, in the order it is written."""
+
+ROW_KEYS: Final = {
+    "memory_id": "id", "type": "type", "namespace": "namespace", "content": "content",
+    "subject": "subject", "predicate": "predicate", "object": "object",
+    "predicate_normalized": "predicate_normalized", "procedure_name": "name",
+    "procedure_version": "version", "steps": "steps", "conditions": "conditions",
+    "entity_ids": "entity_ids", "source": "source", "confidence": "confidence",
+    "context": "context", "agent_id": "agent_id", "visibility": "visibility",
+    "t_valid": "t_valid", "t_invalid": "t_invalid", "superseded_by": "superseded_by",
+    "supersedes": "supersedes", "created_at": "created_at",
+    "last_validated": "last_validated", "last_accessed": "last_accessed",
+    "access_count": "access_count", "importance": "importance", "pinned": "pinned",
+    "expires_at": "expires_at", "multi_valued": "multi_valued", "episode": "episode",
+    "episode_index": "episode_index", "import_key": "import_key",
+}  # fmt: skip
+"""Each field of a read-model row (:class:`projections.rows.Memory`) and the dump key that
+carries it; a test holds the row type to this table, so a new column is dumped or named in
+:data:`ROW_NOT_DUMPED`."""
+
+ROW_NOT_DUMPED: Final = ("position", "redacted")
+"""Row fields a dump does not carry: the journal position is the restore's own, and a
+redacted memory is not dumped at all."""
 
 ENTITY: Final = "entity"
 """The ``type`` of an entity's line."""
@@ -89,7 +111,9 @@ FLAG_FIELDS: Final = ("id", "type", "namespace", "other_id", "entity_id", "other
 ALIAS_FIELDS: Final = ("alias", "normalized", "match", "score", "agent_id")
 """Every key of one of an entity line's ``aliases``."""
 
-ALIAS_MATCHES: Final = ("exact", "normalized", "fuzzy", "embedding", "operator")
+ALIAS_MATCHES: Final = get_args(AliasMatchKind)
+"""How a spelling may have been matched: the event catalogue's own list, so a kind the
+resolver learns (``abbreviation``) is one a dump can carry back."""
 
 NOT_RESTORED: Final = ("created_at",)
 """Dumped, but a restore cannot keep it: the journal records when the restore happened."""
@@ -217,9 +241,15 @@ def entity_line(entity: Entity, spellings: Sequence[AliasMatch]) -> bytes:
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
-    """One memory as one dump line (without the newline)."""
+def dump_line(
+    memory: Memory, names: Mapping[str, str], fits: Callable[[str], bool] | None = None
+) -> bytes:
+    """One memory as one dump line (without the newline). ``fits``: whether a text fits the
+    model's window, so an episodic text longer than it says ``split_long``, as its store did."""
     m = memory
+    split_long = (
+        m.type == "episodic" and m.content is not None and fits is not None and not fits(m.content)
+    )
     entities = sorted(
         {names[e] for e in m.entity_ids if e in names}, key=lambda n: (n.casefold(), n)
     )
@@ -258,6 +288,7 @@ def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
         "episode_index": m.episode_index if m.episode is not None else None,
         "entity_ids": sorted(e for e in m.entity_ids if e in names) or None,
         "import_key": m.import_key,
+        "split_long": True if split_long else None,
     }
     line = {key: values[key] for key in FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -413,9 +444,14 @@ def parse_line(
             if isinstance(value, str) or not isinstance(value, list):
                 raise UsageError(f"{key} in {where} must be a list of strings")
             fields[key] = tuple(value)
+    split_long = raw.get("split_long", False)
+    if not isinstance(split_long, bool):
+        raise UsageError(f"split_long in {where} must be true or false")
     try:
+        # A dumped memory was stored once: a text longer than the window was kept whole then
+        # and is embedded in parts again, whatever this home's model reads (split_long).
         valid = validate(
-            StoreRequest(valid_from=raw["t_valid"], **fields),
+            StoreRequest(valid_from=raw["t_valid"], split_long=True, **fields),
             limits,
             count_tokens=count_tokens,
             window=window,
@@ -527,6 +563,7 @@ def write_dump(
     include_invalidated: bool = False,
     namespace: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    fits: Callable[[str], bool] | None = None,
 ) -> DumpResult:
     """Write the dump of ``read_model`` to ``out``: a line per entity, then one per memory."""
     memories, redacted = live_memories(
@@ -540,7 +577,7 @@ def write_dump(
         out.write(entity_line(entity, spellings.get(entity.entity_id, ())) + b"\n")
     names = {e.entity_id: e.name for e in entities}
     for done, memory in enumerate(memories, start=1):
-        out.write(dump_line(memory, names) + b"\n")
+        out.write(dump_line(memory, names, fits) + b"\n")
         if progress is not None and (done % 512 == 0 or done == len(memories)):
             progress(done, len(memories))
     for flag in dumped_flags(read_model, memories, entities, namespace):
@@ -556,6 +593,7 @@ def write_dump_file(
     include_invalidated: bool = False,
     namespace: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    fits: Callable[[str], bool] | None = None,
 ) -> DumpResult:
     """Write the dump to ``path`` atomically: a reader sees the old file or the whole new one."""
     if path.is_dir():
@@ -574,6 +612,7 @@ def write_dump_file(
                 include_invalidated=include_invalidated,
                 namespace=namespace,
                 progress=progress,
+                fits=fits,
             )
             out.flush()
             os.fsync(out.fileno())
