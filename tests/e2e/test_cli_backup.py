@@ -74,3 +74,46 @@ def test_abbreviated_subjects_and_long_memories_come_back(tmp_path: Path) -> Non
     assert rows(fresh) == rows(home)
     code, out, _ = run(fresh, "recall", "who owns the payments repo", "--json")
     assert code == 0 and json.loads(out)["results"][0]["object"] == "team payments"
+
+
+TURNS = [
+    "Caroline: I went to an LGBTQ support group yesterday and it was powerful.",
+    "Melanie: That sounds great! I painted a lake sunrise last year.",
+    "Caroline: I am researching adoption agencies this month.",
+]
+
+
+def consolidated(home: Path) -> tuple[list[str], str]:
+    """A home whose three turns of one chat are folded into a summary: their ids, its id."""
+    ids = [stored(home, "--content", turn, "--source", "chat-1") for turn in TURNS]
+    code, out, err = run(home, "consolidate", "--older-than", "0", "--json")
+    assert code == 0, err
+    (summary,) = json.loads(out)["summaries"]
+    return ids, str(summary["summary_id"])
+
+
+def drop_points(home: Path, memory_ids: list[str]) -> None:
+    """Delete the memories' vector points behind ferrex's back."""
+    app = App(home=home, config=load(home, env={}))
+    try:
+        p = app.projections()
+        p.backend.delete_by_memory(p.live.memories, memory_ids)
+        p.sink.sync()
+    finally:
+        app.close()
+
+
+def test_reconcile_fix_converges_on_a_folded_memory(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    ids, summary = consolidated(home)
+    drop_points(home, [ids[0], summary])
+    code, out, _ = run(home, "reconcile", "--json")
+    doc = json.loads(out)
+    assert code == 6 and doc["missing_points"]["examples"] == sorted([ids[0], summary])
+    code, out, err = run(home, "reconcile", "--fix", "--json")
+    assert code == 0 and json.loads(out)["clean"], (out, err)
+    code, out, _ = run(home, "reconcile", "--json")
+    assert code == 0 and json.loads(out)["clean"], out
+    code, out, _ = run(home, "recall", "adoption agencies", "--json")
+    found = [r["id"] for r in json.loads(out)["results"]]
+    assert found[0] == summary and ids[0] not in found, "the folded source stays out of recall"
