@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from projections.indexing import ApartBuild
     from projections.replay import Progress, Projections
     from projections.sidecar import Sidecar
-    from projections.sqlite import Rules
+    from projections.sqlite import ReadModel, Rules
     from projections.vector_sink import Encoders
 
 DEFAULT_HOME = Path("~/.ferrex")
@@ -479,6 +479,19 @@ class App:
         if marker.exists():
             self.projections(progress)  # rebuilds, then removes the marker
         return entry
+
+    def journal_read_model(self, path: Path, progress: Progress | None = None) -> ReadModel:
+        """A read model of the journal as it stands now, built at ``path`` from the journal
+        alone (``projections.replay.read_model_at``): no vectors and no owner lock, so a
+        process may read it while a server owns the stores. The caller closes it."""
+        from projections.replay import read_model_at
+
+        journal = self.journal()
+        with translated():
+            position = journal.refresh().position
+            return read_model_at(
+                journal, path, position, rules=build_rules(self.config), progress=progress
+            )
 
     def writer(self) -> Writer:
         """The command side: store, forget, validate."""

@@ -17,7 +17,15 @@ from typing import Any, assert_never
 from journal import MemoryStored, Record
 from journal.backend import JournalBackend
 from projections import fold
-from projections.replay import BATCH, QDRANT, Projections, chunks, read_pointer, remove_sqlite
+from projections.replay import (
+    BATCH,
+    QDRANT,
+    Projections,
+    chunks,
+    read_model_at,
+    read_pointer,
+    remove_sqlite,
+)
 from projections.sqlite import ReadModel
 from projections.vector_sink import alias_point_id
 
@@ -132,13 +140,8 @@ def _compare(p: Projections) -> Drift:
         qdrant_checkpoint=rm.checkpoint(QDRANT),
     )
     scratch_path = p.home / f"reconcile-{os.getpid()}.sqlite"
-    remove_sqlite(scratch_path)
-    scratch = ReadModel.open(scratch_path, rules=p.rules)
+    scratch = read_model_at(p.journal, scratch_path, drift.sqlite_checkpoint, rules=p.rules)
     try:
-        for chunk in chunks(p.journal.read(), BATCH):
-            if chunk[0].position > drift.sqlite_checkpoint:
-                break
-            scratch.apply([r for r in chunk if r.position <= drift.sqlite_checkpoint])
         drift.sqlite_rows = _row_differences(rm, scratch)
     finally:
         scratch.close()

@@ -1328,6 +1328,19 @@ class ReadModel:
             )
         ]
 
+    def fold_rows(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
+        """Every memory folded into a summary: (namespace, summary, memory), by ids; what a
+        dump carries of the consolidations."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            (str(n), str(s), str(m))
+            for n, s, m in self.db.execute(
+                f"SELECT namespace, summary_id, memory_id FROM folds {where} "
+                "ORDER BY summary_id, memory_id",
+                args,
+            )
+        ]
+
     def entities_differ(self, a: str, b: str) -> bool:
         """Whether the two entities were said to differ (or split apart)."""
         first, second = sorted((a, b))

@@ -1,9 +1,11 @@
-"""The portable dump: entities and live memories as JSON lines, read back for a restore.
+"""The portable dump: a home's memories and entities as JSON lines, read back for a restore.
 
-First one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
+Format 2 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
+journal position the whole dump is of, ``current_only``, the namespace when only one);
+then one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
 kind, scope ``agent_id`` and every spelling its creation does not make, with how each was
-matched; every entity but those only memories left out name), then one line per memory,
-keys in a fixed order, absent values left out::
+matched, any kind of the catalogue's ``AliasMatch``; every entity but those only memories
+left out name), then one line per memory, keys in a fixed order, absent values left out::
 
     {"id": "mem_01J…", "type": "semantic", "namespace": "default",
      "subject": "api", "predicate": "uses", "object": "tokio 1.36",
@@ -12,22 +14,31 @@ keys in a fixed order, absent values left out::
      "t_valid": "2026-11-28T09:00:00Z", "created_at": "2026-11-28T09:00:01.5Z",
      "last_validated": "…", "last_accessed": "…", "access_count": 3}
 
-Episodic memories carry ``content``; procedures ``name``, ``version``, ``steps`` and
-``conditions``; invalidated memories (``--include-invalidated``) ``t_invalid`` and
-``superseded_by``. A memory's entities are listed by name, sorted, for people, and by id
-(``entity_ids``) for the restore, which keeps entity ids as it keeps memory ids (an entity
-line whose spelling and scope a home already holds merges into that entity instead). A
-line without ``entity_ids`` (an older dump) has its names resolved. A fact that holds
-beside others has ``multi_valued``; an episodic memory of a derived episode ``episode``
-(the episode's id) and ``episode_index``.
+Episodic memories carry ``content`` (and ``split_long`` when it is longer than the
+exporting model's window: it was stored so, and is embedded in parts again); procedures
+``name``, ``version``, ``steps`` and ``conditions``; superseded memories (all of them
+unless ``current_only``) ``t_invalid`` and ``superseded_by``. A memory's entities are
+listed by name, sorted, for people, and by id (``entity_ids``) for the restore, which keeps
+entity ids as it keeps memory ids (an entity line whose spelling and scope a home already
+holds merges into that entity instead). A line without ``entity_ids`` (an older dump) has
+its names resolved. A fact that holds beside others has ``multi_valued``; an episodic
+memory of a derived episode ``episode`` (the episode's id) and ``episode_index``.
 Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
 ``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
-absolute time, so one already past is hidden at once and swept).
+absolute time, so one already past is hidden at once and swept). Last come the flags
+between dumped memories and entities, and a ``consolidation`` line per summary naming the
+sources folded into it and when, so a restored summary can be undone.
+
+Format 1 (what ``export jsonl`` wrote before: no header, no consolidation lines, live
+memories unless ``--include-invalidated``) still imports; its folded sources come back
+superseded by their summary, not folded.
 
 Invariants: lines are in journal order (a memory comes after any it supersedes); the same
 read model always dumps to the same bytes; a line read back (:func:`parse_line`) passes the
-same validation as a store, so a dump restores only what a store could have written.
-Memories whose text was redacted cannot be restored and are not dumped.
+same validation as a store, but for the window (a dumped text was stored once), so a dump
+restores only what a store could have written. Memories whose text was redacted cannot be
+restored and are not dumped. What the dump carries of a row is :data:`ROW_KEYS`, held to
+the row type by a test.
 """
 
 from __future__ import annotations
@@ -91,6 +102,22 @@ ROW_NOT_DUMPED: Final = ("position", "redacted")
 """Row fields a dump does not carry: the journal position is the restore's own, and a
 redacted memory is not dumped at all."""
 
+FORMAT: Final = 2
+"""The dump format this code writes. 2: a header line first (:data:`HEADER`), history
+included unless ``current_only``, consolidations as their own lines. 1: what ``export
+jsonl`` wrote before, no header; still imported."""
+
+HEADER: Final = "ferrex_dump"
+"""The ``type`` of a dump's first line: its format, and the journal position it is of."""
+
+HEADER_FIELDS: Final = ("type", "format", "journal_position", "current_only", "namespace")
+
+CONSOLIDATION: Final = "consolidation"
+"""The ``type`` of a line recording that dumped memories were folded into a dumped summary
+(``id``: the summary's; after the memories)."""
+
+FOLD_FIELDS: Final = ("id", "type", "namespace", "memory_ids", "at")
+
 ENTITY: Final = "entity"
 """The ``type`` of an entity's line."""
 
@@ -115,8 +142,9 @@ ALIAS_MATCHES: Final = get_args(AliasMatchKind)
 """How a spelling may have been matched: the event catalogue's own list, so a kind the
 resolver learns (``abbreviation``) is one a dump can carry back."""
 
-NOT_RESTORED: Final = ("created_at",)
-"""Dumped, but a restore cannot keep it: the journal records when the restore happened."""
+NOT_RESTORED: Final = ("created_at", "journal_position")
+"""Dumped, but a restore cannot keep it: the journal records when the restore happened, and
+at which position (a memory's row ``position``, a dump header's ``journal_position``)."""
 
 
 def iso(timestamp: float) -> str:
@@ -178,6 +206,111 @@ def dumped_flags(
         if first in dumped and other in dumped
     ]
     return flags
+
+
+def dumped_folds(
+    read_model: ReadModel, memories: Sequence[Memory], namespace: str | None
+) -> list[dict[str, Any]]:
+    """The consolidations between dumped memories, a line per summary: the sources folded
+    into it and when (their ``t_invalid``, the summary's event time if none still says so)."""
+    dumped = {m.memory_id: m for m in memories}
+    folded: dict[tuple[str, str], list[str]] = {}
+    for ns, summary, memory in read_model.fold_rows(namespace):
+        if summary in dumped and memory in dumped:
+            folded.setdefault((ns, summary), []).append(memory)
+    lines: list[dict[str, Any]] = []
+    for (ns, summary), sources in folded.items():
+        times = [
+            t for m in sources if (t := dumped[m].t_invalid) is not None
+            and dumped[m].superseded_by == summary
+        ]  # fmt: skip
+        at = min(times) if times else dumped[summary].t_valid
+        lines.append({"id": summary, "type": CONSOLIDATION, "namespace": ns,
+                      "memory_ids": sources, "at": iso(at)})  # fmt: skip
+    return lines
+
+
+@dataclass(frozen=True)
+class DumpHeader:
+    """A dump's first line, checked (a dump without one is format 1)."""
+
+    format: int
+    journal_position: int | None = None
+    current_only: bool = False
+    namespace: str | None = None
+
+
+def header_line(header: DumpHeader) -> bytes:
+    values: dict[str, Any] = {
+        "type": HEADER,
+        "format": header.format,
+        "journal_position": header.journal_position,
+        "current_only": header.current_only,
+        "namespace": header.namespace,
+    }
+    line = {key: values[key] for key in HEADER_FIELDS if values[key] is not None}
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def parse_header(raw: Mapping[str, Any], where: str) -> DumpHeader:
+    """Check a header line: a format this code reads, or a refusal naming it."""
+    _only_fields(raw, HEADER_FIELDS, where, "a dump header")
+    version = _count(raw, "format", where, minimum=1)
+    if version is None:
+        raise UsageError(f"{where} has no format", hint="a dump header names its format")
+    if version > FORMAT:
+        raise UsageError(
+            f"the dump is format {version}, newer than this ferrex reads ({FORMAT})",
+            hint="import it with the ferrex version that wrote it, or a newer one",
+        )
+    current_only = raw.get("current_only", False)
+    if not isinstance(current_only, bool):
+        raise UsageError(f"current_only in {where} must be true or false")
+    return DumpHeader(
+        format=version,
+        journal_position=_count(raw, "journal_position", where, minimum=0),
+        current_only=current_only,
+        namespace=_optional_text(raw, "namespace", where),
+    )
+
+
+def is_header(raw: Mapping[str, Any]) -> bool:
+    return raw.get("type") == HEADER
+
+
+@dataclass(frozen=True)
+class RestoredFold:
+    """One consolidation line, checked: ``memory_ids`` were folded into ``summary_id``."""
+
+    summary_id: str
+    namespace: str
+    memory_ids: tuple[str, ...]
+    at: datetime
+
+
+def parse_fold_line(raw: Mapping[str, Any], where: str) -> RestoredFold:
+    """Check one consolidation line; raise UsageError naming ``where`` and the field."""
+    _only_fields(raw, FOLD_FIELDS, where, "a consolidation line")
+    summary = raw.get("id")
+    if not plausible_id(summary):
+        raise UsageError(f"id in {where} is not a memory id", hint="ids come from a dump")
+    namespace = raw.get("namespace")
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise UsageError(f"namespace in {where} must be a namespace name")
+    memory_ids = raw.get("memory_ids")
+    if (
+        not isinstance(memory_ids, list)
+        or not memory_ids
+        or not all(plausible_id(m) for m in memory_ids)
+    ):
+        raise UsageError(f"memory_ids in {where} must be a list of memory ids")
+    try:
+        at = parse_time(raw.get("at"), "at")
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
+    if at is None:
+        raise UsageError(f"{where} has no at", hint="a consolidation line says when it folded")
+    return RestoredFold(str(summary), namespace, tuple(memory_ids), at)
 
 
 @dataclass(frozen=True)
@@ -349,8 +482,9 @@ _LISTS: Final = ("steps", "conditions", "entities")
 
 
 def is_dump_line(raw: Mapping[str, Any]) -> bool:
-    """Whether a parsed JSON line is a dump line (store lines never carry an ``id``)."""
-    return "id" in raw
+    """Whether a parsed JSON line is a dump line (store lines never carry an ``id``), or a
+    dump's header."""
+    return "id" in raw or is_header(raw)
 
 
 def parse_dump_line(
@@ -361,11 +495,13 @@ def parse_dump_line(
     count_tokens: Callable[[str], int | None] | None = None,
     window: int | None = None,
     secrets: SecretsMode = "refuse",
-) -> Restored | RestoredEntity | RestoredFlag:
-    """Check one parsed dump line, an entity's, a memory's or a flag's (``secrets``: what a
-    likely secret in a memory's text does, :func:`parse_line`)."""
+) -> Restored | RestoredEntity | RestoredFlag | RestoredFold:
+    """Check one parsed dump line, an entity's, a memory's, a flag's or a consolidation's
+    (``secrets``: what a likely secret in a memory's text does, :func:`parse_line`)."""
     if raw.get("type") == ENTITY:
         return parse_entity_line(raw, where)
+    if raw.get("type") == CONSOLIDATION:
+        return parse_fold_line(raw, where)
     if raw.get("type") in (POSSIBLE, DIFFER):
         return parse_flag_line(raw, where)
     return parse_line(raw, where, limits, count_tokens=count_tokens, window=window, secrets=secrets)
@@ -547,27 +683,37 @@ class DumpResult:
     memories: int
     entities: int
     invalidated: int
-    """How many of them are invalidated (only with ``include_invalidated``)."""
+    """How many of them are invalidated (none with ``current_only``)."""
     redacted: int
     """Memories left out because their text was redacted."""
+    journal_position: int = 0
+    """The journal position the dump is of (its header says so)."""
+    consolidations: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {"memories": self.memories, "entities": self.entities,
-                "invalidated": self.invalidated, "redacted_left_out": self.redacted}  # fmt: skip
+                "invalidated": self.invalidated, "redacted_left_out": self.redacted,
+                "consolidations": self.consolidations,
+                "journal_position": self.journal_position}  # fmt: skip
 
 
 def write_dump(
     read_model: ReadModel,
     out: IO[bytes],
     *,
-    include_invalidated: bool = False,
+    current_only: bool = False,
     namespace: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     fits: Callable[[str], bool] | None = None,
 ) -> DumpResult:
-    """Write the dump of ``read_model`` to ``out``: a line per entity, then one per memory."""
+    """Write the dump of ``read_model`` to ``out``: the header, a line per entity, one per
+    memory (superseded ones too unless ``current_only``), then the flags and the
+    consolidations between them. All of it at the read model's one journal position."""
+    position = read_model.checkpoint()
+    header = DumpHeader(FORMAT, position, current_only, namespace)
+    out.write(header_line(header) + b"\n")
     memories, redacted = live_memories(
-        read_model, include_invalidated=include_invalidated, namespace=namespace
+        read_model, include_invalidated=not current_only, namespace=namespace
     )
     entities = dumped_entities(read_model, memories, namespace)
     spellings: dict[str, list[AliasMatch]] = {}
@@ -580,17 +726,18 @@ def write_dump(
         out.write(dump_line(memory, names, fits) + b"\n")
         if progress is not None and (done % 512 == 0 or done == len(memories)):
             progress(done, len(memories))
-    for flag in dumped_flags(read_model, memories, entities, namespace):
-        out.write(json.dumps(flag, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+    folds = dumped_folds(read_model, memories, namespace)
+    for line in [*dumped_flags(read_model, memories, entities, namespace), *folds]:
+        out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
     invalidated = sum(1 for m in memories if m.t_invalid is not None)
-    return DumpResult(len(memories), len(entities), invalidated, redacted)
+    return DumpResult(len(memories), len(entities), invalidated, redacted, position, len(folds))
 
 
 def write_dump_file(
     read_model: ReadModel,
     path: Path,
     *,
-    include_invalidated: bool = False,
+    current_only: bool = False,
     namespace: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     fits: Callable[[str], bool] | None = None,
@@ -609,7 +756,7 @@ def write_dump_file(
             result = write_dump(
                 read_model,
                 out,
-                include_invalidated=include_invalidated,
+                current_only=current_only,
                 namespace=namespace,
                 progress=progress,
                 fits=fits,
