@@ -183,6 +183,9 @@ def _fix(p: Projections, drift: Drift) -> None:
     p.catch_up()
     if drift.sqlite_rows:
         _fix_rows(p, set(drift.sqlite_rows))
+        # The points were compared with the rows before their repair: a memory whose row
+        # was missing had its points counted as orphans. Compare them again.
+        drift = _compare(p)
     if drift.orphan_points:
         p.backend.delete(p.live.memories, drift.orphan_points)
     affected = set(drift.missing_points) | set(drift.stale_payloads)

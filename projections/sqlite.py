@@ -1176,6 +1176,32 @@ class ReadModel:
             )
         ]
 
+    def entity_rows(self, namespace: str | None = None) -> list[tuple[Entity, str | None]]:
+        """Every entity, merged ones too, each with the entity it was merged into (None: not
+        merged), unmerged ones first, by id: what a dump carries."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            (Entity(str(e), str(ns), str(n), _text(g), str(z), _text(k)), _text(into))
+            for e, ns, n, g, z, k, into in self.db.execute(
+                "SELECT entity_id, namespace, name, agent_id, normalized, kind, merged_into "
+                f"FROM entities {where} ORDER BY merged_into IS NOT NULL, entity_id",
+                args,
+            )
+        ]
+
+    def spelling_rows(self, namespace: str | None = None) -> list[AliasMatch]:
+        """Every spelling as recorded, under the entity it was recorded for (not the one
+        that entity was merged into), by entity and alias: what a dump carries."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            AliasMatch(str(e), str(a), str(m), float(s), _text(g), str(n))
+            for e, a, m, s, g, n in self.db.execute(
+                "SELECT entity_id, alias, match, score, agent_id, normalized FROM aliases "
+                f"{where} ORDER BY entity_id, alias",
+                args,
+            )
+        ]
+
     def entity_names(self, entity_ids: Sequence[str] | None = None) -> dict[str, str]:
         """Entity id → name, for the given ids (every entity when None)."""
         if entity_ids is None:

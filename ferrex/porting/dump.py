@@ -122,7 +122,7 @@ ENTITY: Final = "entity"
 """The ``type`` of an entity's line."""
 
 ENTITY_FIELDS: Final = ("id", "type", "namespace", "name", "normalized", "kind", "agent_id",
-                        "aliases")  # fmt: skip
+                        "aliases", "merged_into")  # fmt: skip
 """Every key an entity's dump line may have, in the order it is written."""
 
 POSSIBLE: Final = "possible_conflict"
@@ -171,22 +171,23 @@ def entity_names(read_model: ReadModel) -> dict[str, str]:
 
 def dumped_entities(
     read_model: ReadModel, memories: Sequence[Memory], namespace: str | None
-) -> list[Entity]:
-    """The entities a dump of ``memories`` carries, by id: those a dumped memory names, and
-    those no memory names; not those only memories left out name (superseded ones without
-    ``include_invalidated``, redacted ones)."""
-    entities = read_model.entities(namespace)
+) -> list[tuple[Entity, str | None]]:
+    """The entities a dump of ``memories`` carries, by id, each with the entity it was merged
+    into (None: not merged; merged ones last, so what they merged into comes first): those a
+    dumped memory names, and those no memory names; not those only memories left out name
+    (superseded ones with ``current_only``, redacted ones)."""
+    entities = read_model.entity_rows(namespace)
     dumped = {m.memory_id for m in memories}
     named: dict[str, bool] = {}
-    for entity_id, memory_id in read_model.links([e.entity_id for e in entities]):
+    for entity_id, memory_id in read_model.links([e.entity_id for e, _ in entities]):
         named[entity_id] = named.get(entity_id, False) or memory_id in dumped
-    return [e for e in entities if named.get(e.entity_id, True)]
+    return [(e, into) for e, into in entities if named.get(e.entity_id, True)]
 
 
 def dumped_flags(
     read_model: ReadModel,
     memories: Sequence[Memory],
-    entities: Sequence[Entity],
+    entities: Sequence[tuple[Entity, str | None]],
     namespace: str | None,
 ) -> list[dict[str, Any]]:
     """The possible conflicts between dumped facts and the differences between dumped
@@ -199,7 +200,7 @@ def dumped_flags(
         for c in read_model.possible_conflict_rows(namespace)
         if c.memory_id in namespaces and c.other_id in namespaces
     ]  # fmt: skip
-    dumped = {e.entity_id for e in entities}
+    dumped = {e.entity_id for e, _ in entities}
     flags += [
         {"id": first, "type": DIFFER, "namespace": ns, "other_id": other}
         for ns, first, other in read_model.differing(namespace)
@@ -351,9 +352,12 @@ def parse_flag_line(raw: Mapping[str, Any], where: str) -> RestoredFlag:
                         float(score))  # fmt: skip
 
 
-def entity_line(entity: Entity, spellings: Sequence[AliasMatch]) -> bytes:
+def entity_line(
+    entity: Entity, spellings: Sequence[AliasMatch], merged_into: str | None = None
+) -> bytes:
     """One entity as one dump line (without the newline): its name, normalized form, kind
-    and scope, and every spelling its ``entity.created`` does not make again."""
+    and scope, every spelling recorded for it that its ``entity.created`` does not make
+    again, and the entity it was merged into."""
     made = (entity.name, entity.normalized, "exact", 1.0, entity.agent_id)
     aliases = [
         {k: v for k, v in zip(ALIAS_FIELDS, row, strict=True) if v is not None}
@@ -369,6 +373,7 @@ def entity_line(entity: Entity, spellings: Sequence[AliasMatch]) -> bytes:
         "kind": entity.kind,
         "agent_id": entity.agent_id,
         "aliases": aliases or None,
+        "merged_into": merged_into,
     }
     line = {key: values[key] for key in ENTITY_FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -472,6 +477,8 @@ class RestoredEntity:
     kind: str | None
     agent_id: str | None
     aliases: tuple[RestoredAlias, ...]
+    merged_into: str | None = None
+    """The dumped entity it was merged into (restored as ``entities.merged``)."""
 
 
 _STORE_FIELDS: Final = (
@@ -520,6 +527,9 @@ def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
     aliases = raw.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, dict) for a in aliases):
         raise UsageError(f"aliases in {where} must be a list of objects")
+    merged_into = raw.get("merged_into")
+    if merged_into is not None and (not plausible_id(merged_into) or merged_into == entity_id):
+        raise UsageError(f"merged_into in {where} is not another entity's id")
     return RestoredEntity(
         entity_id=entity_id,
         namespace=_optional_text(raw, "namespace", where),
@@ -528,6 +538,7 @@ def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
         kind=_optional_text(raw, "kind", where),
         agent_id=_optional_text(raw, "agent_id", where),
         aliases=tuple(_alias(a, f"alias {n} of {where}") for n, a in enumerate(aliases, 1)),
+        merged_into=merged_into,
     )
 
 
@@ -717,11 +728,11 @@ def write_dump(
     )
     entities = dumped_entities(read_model, memories, namespace)
     spellings: dict[str, list[AliasMatch]] = {}
-    for spelling in read_model.alias_matches([e.entity_id for e in entities]):
+    for spelling in read_model.spelling_rows(namespace):
         spellings.setdefault(spelling.entity_id, []).append(spelling)
-    for entity in entities:
-        out.write(entity_line(entity, spellings.get(entity.entity_id, ())) + b"\n")
-    names = {e.entity_id: e.name for e in entities}
+    for entity, merged_into in entities:
+        out.write(entity_line(entity, spellings.get(entity.entity_id, ()), merged_into) + b"\n")
+    names = {e.entity_id: e.name for e, _ in entities}
     for done, memory in enumerate(memories, start=1):
         out.write(dump_line(memory, names, fits) + b"\n")
         if progress is not None and (done % 512 == 0 or done == len(memories)):

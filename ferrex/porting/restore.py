@@ -40,6 +40,7 @@ from ferrex.write.writer import Writer
 from journal import (
     Access,
     EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
     Event,
@@ -93,7 +94,7 @@ def restore_many(
         if isinstance(item, RestoredFold):
             return decide_fold(item, batch.view, fresh, memories)
         if isinstance(item, RestoredEntity):
-            decided = decide_entity(item, batch.view, settings=writer.settings)
+            decided = decide_entity(item, batch.view, settings=writer.settings, entities=dumped)
         else:
             decided = decide_restore(
                 item, batch.view, new_id=writer.new_id, settings=writer.settings,
@@ -184,9 +185,15 @@ def decide_fold(
 
 
 def decide_entity(
-    item: RestoredEntity, view: View, *, settings: StoreSettings
+    item: RestoredEntity,
+    view: View,
+    *,
+    settings: StoreSettings,
+    entities: Mapping[str, RestoredEntity] | None = None,
 ) -> Decision[Restore]:
-    """The events that journal one dumped entity as it was, with its id, scope and spellings.
+    """The events that journal one dumped entity as it was, with its id, scope and spellings,
+    and, for one the dump shows merged, its ``entities.merged`` into the entity that took it
+    (``entities``: the dump's entity lines by id; the one it merged into comes first).
 
     Skipped when the home already holds that id, or an entity of that namespace and scope
     with that normalized spelling (then the dumped entity merges into it); either way the
@@ -224,7 +231,25 @@ def decide_entity(
             )
         )
     created = bool(events) and isinstance(events[0], EntityCreated)
+    into = _merged_into(item, namespace, view, entities or {})
+    if created and into is not None and into != target:
+        events.append(EntitiesMerged(entity_id=target, into=into, namespace=namespace))
     return Decision(tuple(events), Restore("stored" if created else "skipped", item.entity_id))
+
+
+def _merged_into(
+    item: RestoredEntity, namespace: str, view: View, entities: Mapping[str, RestoredEntity]
+) -> str | None:
+    """The home's entity a dumped merged entity goes into: the one the dumped entity it
+    merged into became, or that id when the home holds it; None when not merged (or the
+    entity it merged into is in neither)."""
+    if item.merged_into is None:
+        return None
+    dumped = entities.get(item.merged_into)
+    target = _entity_target(dumped, namespace, view) if dumped is not None else None
+    if target is None and any(s.entity_id == item.merged_into for s in view.spellings(namespace)):
+        target = item.merged_into
+    return target
 
 
 def _entity_target(item: RestoredEntity, namespace: str, view: View) -> str | None:
