@@ -355,6 +355,8 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
             kinds += ["alias"]
         if len([e for e in entities if e not in merged]) >= 2:
             kinds += ["merge", "differ"]
+        if any(e not in merged for e, _ in spelled):
+            kinds += ["split"]
         if valid:
             kinds += ["supersede", "validate", "access", "mark", "forget"]
         foldable = sorted(
@@ -379,13 +381,16 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                                          normalized=name))  # fmt: skip
         elif kind == "alias":
             entity_id = draw(st.sampled_from(sorted(entities)))
-            alias = draw(st.sampled_from(SPELLINGS[entities[entity_id]]))
+            others = SPELLINGS.get(entities[entity_id], ())
+            if not others:
+                continue  # an entity split off under another spelling
+            alias = draw(st.sampled_from(others))
             if (entity_id, alias) in spelled or entity_id in merged:
                 continue
             spelled.add((entity_id, alias))
             command.append(
                 EntityAliasAdded(entity_id=entity_id, namespace="default", alias=alias,
-                                 normalized=alias.casefold().replace("-", " "),
+                                 normalized=alias.casefold(),
                                  match=draw(st.sampled_from(ALIAS_MATCHES)),
                                  score=draw(st.sampled_from([1.0, 0.93, 0.81])))
             )  # fmt: skip
@@ -510,6 +515,15 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                 memories[r.memory_id] = msgspec.structs.replace(
                     memories[r.memory_id], entity_ids=r.entity_ids
                 )
+        elif kind == "split":
+            entity_id, alias = draw(st.sampled_from(sorted(
+                (e, a) for e, a in spelled if e not in merged)))  # fmt: skip
+            new_entity = new_id("ent")
+            command.append(EntitySplit(entity_id=entity_id, new_entity_id=new_entity,
+                                       namespace="default", name=alias,
+                                       normalized=alias.casefold()))  # fmt: skip
+            spelled.discard((entity_id, alias))
+            entities[new_entity] = alias
         elif kind == "differ":
             live = sorted(e for e in entities if e not in merged)
             first, other = draw(st.lists(st.sampled_from(live), min_size=2, max_size=2,

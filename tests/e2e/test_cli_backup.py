@@ -251,3 +251,15 @@ def test_importing_into_a_non_empty_home_merges(tmp_path: Path) -> None:
     assert [e["name"] for e in after["entities"]] == [e["name"] for e in before["entities"]]
     code, out, _ = run(home, "import", str(dump), "--json")
     assert code == 0 and {line["status"] for line in json.loads(out)["lines"]} == {"skipped"}
+
+
+def test_a_dump_of_a_newer_format_is_refused_whole(tmp_path: Path) -> None:
+    dump = tmp_path / "future.jsonl"
+    lines = [{"type": "ferrex_dump", "format": FORMAT + 1, "journal_position": 3},
+             {"id": "mem_1", "type": "episodic", "content": "Kept",
+              "t_valid": "2026-01-01T00:00:00Z"}]  # fmt: skip
+    dump.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    home = tmp_path / "home"
+    code, _, err = run(home, "import", str(dump))
+    assert code == 2 and f"format {FORMAT + 1}, newer than this ferrex reads" in err
+    assert not (home / "journal").exists() or head(home) == 0, "nothing written"

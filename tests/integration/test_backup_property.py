@@ -5,7 +5,9 @@ pass, then clean.
 
 What the dump format says is the import's own, and so left out of the comparison
 (``tests/rows.NOT_RESTORED``): a memory's ``created_at`` and ``position``, an entity's
-``created_at``. Ids and every other column must be equal.
+``created_at``. Ids and every other column of every table must be equal. Recall must find
+the same memories for each question; their order may differ where two were nearly tied
+(freshness reads ``created_at``).
 
 Example counts are modest so that CI stays fast (each example builds two homes with the
 bundled model); raise them locally with ``--hypothesis-seed`` and a profile if needed.
@@ -30,7 +32,7 @@ from ferrex.read.recall import RecallRequest
 from journal import Event, Journal
 from projections.replay import read_pointer
 from tests.rows import read_model_rows
-from tests.strategies import WORDS, home_histories
+from tests.strategies import home_histories
 
 UNSHRUNK = (Phase.explicit, Phase.reuse, Phase.generate)
 """Shrinking a failure through real homes takes many minutes: a failing history is shown as
@@ -80,7 +82,9 @@ def test_export_then_import_gives_back_the_same_home(commands: list[list[Event]]
         restored_rows, restored_answers = looked_at(fresh)
         for table, expected in rows.items():
             assert restored_rows[table] == expected, table
-        assert restored_answers == answers
+        # The same memories answer each question; their order may differ at a near tie,
+        # since freshness reads created_at, which is the import's.
+        assert [sorted(a) for a in restored_answers] == [sorted(a) for a in answers]
 
 
 @settings(max_examples=5, deadline=None, phases=UNSHRUNK,
@@ -143,6 +147,7 @@ def test_the_histories_reach_every_kind_of_step() -> None:
                     seen.add("expires")
 
     collect()
-    assert {"MemoriesConsolidated", "MemoriesUnfolded", "EntitiesMerged", "match:abbreviation",
-            "long", "multi_valued", "expires", "MemorySuperseded"} <= seen, seen  # fmt: skip
-    assert WORDS
+    wanted = {"MemoriesConsolidated", "MemoriesUnfolded", "EntitiesMerged", "EntitySplit",
+              "match:abbreviation", "long", "multi_valued", "expires", "MemorySuperseded",
+              "MemoryMarked", "MemoriesAccessed", "FactsPossiblyConflicting"}  # fmt: skip
+    assert wanted <= seen, wanted - seen
