@@ -355,7 +355,8 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
             kinds += ["alias"]
         if len([e for e in entities if e not in merged]) >= 2:
             kinds += ["merge", "differ"]
-        if any(e not in merged for e, _ in spelled):
+        splittable = sorted((e, a) for e, a in spelled if e not in merged and entities[e] != a)
+        if splittable:
             kinds += ["split"]
         if valid:
             kinds += ["supersede", "validate", "access", "mark", "forget"]
@@ -385,8 +386,8 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
             if not others:
                 continue  # an entity split off under another spelling
             alias = draw(st.sampled_from(others))
-            if (entity_id, alias) in spelled or entity_id in merged:
-                continue
+            if any(a == alias for _, a in spelled) or entity_id in merged:
+                continue  # a spelling some entity holds resolves to it: never added again
             spelled.add((entity_id, alias))
             command.append(
                 EntityAliasAdded(entity_id=entity_id, namespace="default", alias=alias,
@@ -516,13 +517,13 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                     memories[r.memory_id], entity_ids=r.entity_ids
                 )
         elif kind == "split":
-            entity_id, alias = draw(st.sampled_from(sorted(
-                (e, a) for e, a in spelled if e not in merged)))  # fmt: skip
+            entity_id, alias = draw(st.sampled_from(splittable))
             new_entity = new_id("ent")
             command.append(EntitySplit(entity_id=entity_id, new_entity_id=new_entity,
                                        namespace="default", name=alias,
                                        normalized=alias.casefold()))  # fmt: skip
             spelled.discard((entity_id, alias))
+            spelled.add((new_entity, alias))  # the spelling is the new entity's now
             entities[new_entity] = alias
         elif kind == "differ":
             live = sorted(e for e in entities if e not in merged)
