@@ -1176,12 +1176,20 @@ class ReadModel:
             )
         ]
 
-    def entity_rows(self, namespace: str | None = None) -> list[tuple[Entity, str | None]]:
+    def entity_rows(
+        self, namespace: str | None = None
+    ) -> list[tuple[Entity, str | None, tuple[str, ...]]]:
         """Every entity, merged ones too, each with the entity it was merged into (None: not
-        merged), unmerged ones first, by id: what a dump carries."""
+        merged) and the agents a cascade kept it for (empty: not kept for some only),
+        unmerged ones first, by id: what a dump carries."""
         where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        kept = self._kept_for(namespace or None)
         return [
-            (Entity(str(e), str(ns), str(n), _text(g), str(z), _text(k)), _text(into))
+            (
+                Entity(str(e), str(ns), str(n), _text(g), str(z), _text(k)),
+                _text(into),
+                tuple(sorted(kept.get(str(e), ()))),
+            )
             for e, ns, n, g, z, k, into in self.db.execute(
                 "SELECT entity_id, namespace, name, agent_id, normalized, kind, merged_into "
                 f"FROM entities {where} ORDER BY merged_into IS NOT NULL, entity_id",

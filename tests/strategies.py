@@ -468,7 +468,12 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
             gone = draw(st.sampled_from(sorted(valid)))
             if gone in folds or any(gone in s for s in folds.values()):
                 continue  # the writer refolds those (decide_refold); not drawn here
-            command.append(MemoriesForgotten(memory_ids=(gone,), namespace="default"))
+            live = sorted(e for e in entities if e not in merged)
+            kept = draw(st.lists(st.sampled_from(live), max_size=1)) if live else []
+            command.append(MemoriesForgotten(
+                memory_ids=(gone,), namespace="default", reason="cascade",
+                kept_entities=tuple(KeptEntity(e, ("agent-7",)) for e in kept),
+            ))  # fmt: skip
             valid.discard(gone)
             del memories[gone]
         elif kind == "consolidate":

@@ -3,9 +3,11 @@
 Format 2 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
 journal position the whole dump is of, ``current_only``, the namespace when only one);
 then one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
-kind, scope ``agent_id`` and every spelling its creation does not make, with how each was
-matched, any kind of the catalogue's ``AliasMatch``; every entity but those only memories
-left out name), then one line per memory, keys in a fixed order, absent values left out::
+kind, scope ``agent_id``, every spelling recorded for it that its creation does not make,
+with how each was matched (any kind of the catalogue's ``AliasMatch``), ``merged_into`` for
+one merged into another (those come last) and ``kept_for``, the agents a cascading forget
+kept it for; every entity but those only memories left out name), then one line per
+memory, keys in a fixed order, absent values left out::
 
     {"id": "mem_01J…", "type": "semantic", "namespace": "default",
      "subject": "api", "predicate": "uses", "object": "tokio 1.36",
@@ -122,7 +124,7 @@ ENTITY: Final = "entity"
 """The ``type`` of an entity's line."""
 
 ENTITY_FIELDS: Final = ("id", "type", "namespace", "name", "normalized", "kind", "agent_id",
-                        "aliases", "merged_into")  # fmt: skip
+                        "aliases", "merged_into", "kept_for")  # fmt: skip
 """Every key an entity's dump line may have, in the order it is written."""
 
 POSSIBLE: Final = "possible_conflict"
@@ -171,23 +173,24 @@ def entity_names(read_model: ReadModel) -> dict[str, str]:
 
 def dumped_entities(
     read_model: ReadModel, memories: Sequence[Memory], namespace: str | None
-) -> list[tuple[Entity, str | None]]:
+) -> list[tuple[Entity, str | None, tuple[str, ...]]]:
     """The entities a dump of ``memories`` carries, by id, each with the entity it was merged
-    into (None: not merged; merged ones last, so what they merged into comes first): those a
+    into (None: not merged; merged ones last, so what they merged into comes first) and the
+    agents a cascading forget kept it for (``ReadModel.entity_rows``): those a
     dumped memory names, and those no memory names; not those only memories left out name
     (superseded ones with ``current_only``, redacted ones)."""
     entities = read_model.entity_rows(namespace)
     dumped = {m.memory_id for m in memories}
     named: dict[str, bool] = {}
-    for entity_id, memory_id in read_model.links([e.entity_id for e, _ in entities]):
+    for entity_id, memory_id in read_model.links([e.entity_id for e, _, _ in entities]):
         named[entity_id] = named.get(entity_id, False) or memory_id in dumped
-    return [(e, into) for e, into in entities if named.get(e.entity_id, True)]
+    return [row for row in entities if named.get(row[0].entity_id, True)]
 
 
 def dumped_flags(
     read_model: ReadModel,
     memories: Sequence[Memory],
-    entities: Sequence[tuple[Entity, str | None]],
+    entities: Sequence[tuple[Entity, str | None, tuple[str, ...]]],
     namespace: str | None,
 ) -> list[dict[str, Any]]:
     """The possible conflicts between dumped facts and the differences between dumped
@@ -200,7 +203,7 @@ def dumped_flags(
         for c in read_model.possible_conflict_rows(namespace)
         if c.memory_id in namespaces and c.other_id in namespaces
     ]  # fmt: skip
-    dumped = {e.entity_id for e, _ in entities}
+    dumped = {e.entity_id for e, _, _ in entities}
     flags += [
         {"id": first, "type": DIFFER, "namespace": ns, "other_id": other}
         for ns, first, other in read_model.differing(namespace)
@@ -353,11 +356,14 @@ def parse_flag_line(raw: Mapping[str, Any], where: str) -> RestoredFlag:
 
 
 def entity_line(
-    entity: Entity, spellings: Sequence[AliasMatch], merged_into: str | None = None
+    entity: Entity,
+    spellings: Sequence[AliasMatch],
+    merged_into: str | None = None,
+    kept_for: Sequence[str] = (),
 ) -> bytes:
     """One entity as one dump line (without the newline): its name, normalized form, kind
     and scope, every spelling recorded for it that its ``entity.created`` does not make
-    again, and the entity it was merged into."""
+    again, the entity it was merged into, and the agents a cascading forget kept it for."""
     made = (entity.name, entity.normalized, "exact", 1.0, entity.agent_id)
     aliases = [
         {k: v for k, v in zip(ALIAS_FIELDS, row, strict=True) if v is not None}
@@ -374,6 +380,7 @@ def entity_line(
         "agent_id": entity.agent_id,
         "aliases": aliases or None,
         "merged_into": merged_into,
+        "kept_for": list(kept_for) or None,
     }
     line = {key: values[key] for key in ENTITY_FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -479,6 +486,9 @@ class RestoredEntity:
     aliases: tuple[RestoredAlias, ...]
     merged_into: str | None = None
     """The dumped entity it was merged into (restored as ``entities.merged``)."""
+    kept_for: tuple[str, ...] = ()
+    """The agents a cascading forget kept it for (restored as that forget's ``kept_entities``,
+    a ``memories.forgotten`` of no memory)."""
 
 
 _STORE_FIELDS: Final = (
@@ -530,6 +540,11 @@ def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
     merged_into = raw.get("merged_into")
     if merged_into is not None and (not plausible_id(merged_into) or merged_into == entity_id):
         raise UsageError(f"merged_into in {where} is not another entity's id")
+    kept_for = raw.get("kept_for", [])
+    if not isinstance(kept_for, list) or not all(
+        isinstance(a, str) and a.strip() for a in kept_for
+    ):
+        raise UsageError(f"kept_for in {where} must be a list of agent ids")
     return RestoredEntity(
         entity_id=entity_id,
         namespace=_optional_text(raw, "namespace", where),
@@ -539,6 +554,7 @@ def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
         agent_id=_optional_text(raw, "agent_id", where),
         aliases=tuple(_alias(a, f"alias {n} of {where}") for n, a in enumerate(aliases, 1)),
         merged_into=merged_into,
+        kept_for=tuple(kept_for),
     )
 
 
@@ -730,9 +746,10 @@ def write_dump(
     spellings: dict[str, list[AliasMatch]] = {}
     for spelling in read_model.spelling_rows(namespace):
         spellings.setdefault(spelling.entity_id, []).append(spelling)
-    for entity, merged_into in entities:
-        out.write(entity_line(entity, spellings.get(entity.entity_id, ()), merged_into) + b"\n")
-    names = {e.entity_id: e.name for e, _ in entities}
+    for entity, merged_into, kept_for in entities:
+        own = spellings.get(entity.entity_id, ())
+        out.write(entity_line(entity, own, merged_into, kept_for) + b"\n")
+    names = {e.entity_id: e.name for e, _, _ in entities}
     for done, memory in enumerate(memories, start=1):
         out.write(dump_line(memory, names, fits) + b"\n")
         if progress is not None and (done % 512 == 0 or done == len(memories)):

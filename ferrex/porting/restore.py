@@ -45,8 +45,10 @@ from journal import (
     EntityCreated,
     Event,
     FactsPossiblyConflicting,
+    KeptEntity,
     MemoriesAccessed,
     MemoriesConsolidated,
+    MemoriesForgotten,
     MemoriesValidated,
     MemoryBody,
     MemoryMarked,
@@ -234,6 +236,12 @@ def decide_entity(
     into = _merged_into(item, namespace, view, entities or {})
     if created and into is not None and into != target:
         events.append(EntitiesMerged(entity_id=target, into=into, namespace=namespace))
+    if created and item.kept_for:
+        # Who still sees it: the one event that says so is a cascading forget's.
+        events.append(
+            MemoriesForgotten(memory_ids=(), namespace=namespace, reason="import",
+                              kept_entities=(KeptEntity(target, item.kept_for),))
+        )  # fmt: skip
     return Decision(tuple(events), Restore("stored" if created else "skipped", item.entity_id))
 
 

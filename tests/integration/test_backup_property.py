@@ -145,9 +145,12 @@ def test_the_histories_reach_every_kind_of_step() -> None:
                     seen.add("multi_valued")
                 if getattr(event, "expires_at", None) is not None:
                     seen.add("expires")
+                if getattr(event, "kept_entities", ()):
+                    seen.add("kept_for")
 
     collect()
     wanted = {"MemoriesConsolidated", "MemoriesUnfolded", "EntitiesMerged", "EntitySplit",
               "match:abbreviation", "long", "multi_valued", "expires", "MemorySuperseded",
-              "MemoryMarked", "MemoriesAccessed", "FactsPossiblyConflicting"}  # fmt: skip
+              "MemoryMarked", "MemoriesAccessed", "FactsPossiblyConflicting",
+              "kept_for"}  # fmt: skip
     assert wanted <= seen, wanted - seen
