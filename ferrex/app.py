@@ -402,8 +402,8 @@ class App:
                 raise read_only_error(
                     self.home,
                     "open the embedded Qdrant Edge store, which maps its files for writing "
-                    "(recall, stats, reflect and export jsonl need it; journal verify, journal "
-                    "show and export git do not)",
+                    "(recall, stats and reflect need it; journal verify, journal show and "
+                    "export git and jsonl do not)",
                 )
             from projections.replay import Projections
 
