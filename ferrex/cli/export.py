@@ -117,7 +117,6 @@ def jsonl_cmd(
             hint="history is included by default; drop --include-invalidated",
         )
     _require_journal(app)
-    fits = app.embedder().counter().fits
     with (
         tempfile.TemporaryDirectory(prefix=".export-", dir=_scratch_dir(app)) as scratch,
         progress("reading", "records") as read_update,
@@ -127,7 +126,6 @@ def jsonl_cmd(
             with progress("exporting", "memories") as update:
                 options: dict[str, Any] = {
                     "current_only": current_only,
-                    "fits": fits,
                     "namespace": only_namespace,
                     "progress": update,
                 }

@@ -16,8 +16,10 @@ memory, keys in a fixed order, absent values left out::
      "t_valid": "2026-11-28T09:00:00Z", "created_at": "2026-11-28T09:00:01.5Z",
      "last_validated": "…", "last_accessed": "…", "access_count": 3}
 
-Episodic memories carry ``content`` (and ``split_long`` when it is longer than the
-exporting model's window: it was stored so, and is embedded in parts again); procedures
+Episodic memories carry ``content`` (a text longer than the model's window too: it was
+stored with ``split_long`` and is embedded in parts again; a line may say ``split_long``,
+which a restore accepts and never needs, and the export, which loads no model, does not
+write it); procedures
 ``name``, ``version``, ``steps`` and ``conditions``; superseded memories (all of them
 unless ``current_only``) ``t_invalid`` and ``superseded_by``. A memory's entities are
 listed by name, sorted, for people, and by id (``entity_ids``) for the restore, which keeps
@@ -386,15 +388,9 @@ def entity_line(
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def dump_line(
-    memory: Memory, names: Mapping[str, str], fits: Callable[[str], bool] | None = None
-) -> bytes:
-    """One memory as one dump line (without the newline). ``fits``: whether a text fits the
-    model's window, so an episodic text longer than it says ``split_long``, as its store did."""
+def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
+    """One memory as one dump line (without the newline)."""
     m = memory
-    split_long = (
-        m.type == "episodic" and m.content is not None and fits is not None and not fits(m.content)
-    )
     entities = sorted(
         {names[e] for e in m.entity_ids if e in names}, key=lambda n: (n.casefold(), n)
     )
@@ -433,7 +429,7 @@ def dump_line(
         "episode_index": m.episode_index if m.episode is not None else None,
         "entity_ids": sorted(e for e in m.entity_ids if e in names) or None,
         "import_key": m.import_key,
-        "split_long": True if split_long else None,
+        "split_long": None,  # never needed to restore: see parse_line
     }
     line = {key: values[key] for key in FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -731,7 +727,6 @@ def write_dump(
     current_only: bool = False,
     namespace: str | None = None,
     progress: Callable[[int, int], None] | None = None,
-    fits: Callable[[str], bool] | None = None,
 ) -> DumpResult:
     """Write the dump of ``read_model`` to ``out``: the header, a line per entity, one per
     memory (superseded ones too unless ``current_only``), then the flags and the
@@ -751,7 +746,7 @@ def write_dump(
         out.write(entity_line(entity, own, merged_into, kept_for) + b"\n")
     names = {e.entity_id: e.name for e, _, _ in entities}
     for done, memory in enumerate(memories, start=1):
-        out.write(dump_line(memory, names, fits) + b"\n")
+        out.write(dump_line(memory, names) + b"\n")
         if progress is not None and (done % 512 == 0 or done == len(memories)):
             progress(done, len(memories))
     folds = dumped_folds(read_model, memories, namespace)
@@ -768,7 +763,6 @@ def write_dump_file(
     current_only: bool = False,
     namespace: str | None = None,
     progress: Callable[[int, int], None] | None = None,
-    fits: Callable[[str], bool] | None = None,
 ) -> DumpResult:
     """Write the dump to ``path`` atomically: a reader sees the old file or the whole new one."""
     if path.is_dir():
@@ -787,7 +781,6 @@ def write_dump_file(
                 current_only=current_only,
                 namespace=namespace,
                 progress=progress,
-                fits=fits,
             )
             out.flush()
             os.fsync(out.fileno())
