@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from projections.indexing import ApartBuild
     from projections.replay import Progress, Projections
     from projections.sidecar import Sidecar
-    from projections.sqlite import Rules
+    from projections.sqlite import ReadModel, Rules
     from projections.vector_sink import Encoders
 
 DEFAULT_HOME = Path("~/.ferrex")
@@ -400,8 +400,8 @@ class App:
                 raise read_only_error(
                     self.home,
                     "open the embedded Qdrant Edge store, which maps its files for writing "
-                    "(recall, stats, reflect and export jsonl need it; journal verify, journal "
-                    "show and export git do not)",
+                    "(recall, stats and reflect need it; journal verify, journal show and "
+                    "export git and jsonl do not)",
                 )
             from projections.replay import Projections
 
@@ -477,6 +477,19 @@ class App:
         if marker.exists():
             self.projections(progress)  # rebuilds, then removes the marker
         return entry
+
+    def journal_read_model(self, path: Path, progress: Progress | None = None) -> ReadModel:
+        """A read model of the journal as it stands now, built at ``path`` from the journal
+        alone (``projections.replay.read_model_at``): no vectors and no owner lock, so a
+        process may read it while a server owns the stores. The caller closes it."""
+        from projections.replay import read_model_at
+
+        journal = self.journal()
+        with translated():
+            position = journal.refresh().position
+            return read_model_at(
+                journal, path, position, rules=build_rules(self.config), progress=progress
+            )
 
     def writer(self) -> Writer:
         """The command side: store, forget, validate."""

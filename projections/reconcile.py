@@ -12,13 +12,20 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
-import msgspec
-
-from journal import EntityAliasAdded, EntityCreated, MemoryStored, MemorySuperseded, Record
+from journal import MemoryStored, Record
 from journal.backend import JournalBackend
-from projections.replay import BATCH, QDRANT, Projections, chunks, read_pointer, remove_sqlite
+from projections import fold
+from projections.replay import (
+    BATCH,
+    QDRANT,
+    Projections,
+    chunks,
+    read_model_at,
+    read_pointer,
+    remove_sqlite,
+)
 from projections.sqlite import ReadModel
 from projections.vector_sink import alias_point_id
 
@@ -133,13 +140,8 @@ def _compare(p: Projections) -> Drift:
         qdrant_checkpoint=rm.checkpoint(QDRANT),
     )
     scratch_path = p.home / f"reconcile-{os.getpid()}.sqlite"
-    remove_sqlite(scratch_path)
-    scratch = ReadModel.open(scratch_path, rules=p.rules)
+    scratch = read_model_at(p.journal, scratch_path, drift.sqlite_checkpoint, rules=p.rules)
     try:
-        for chunk in chunks(p.journal.read(), BATCH):
-            if chunk[0].position > drift.sqlite_checkpoint:
-                break
-            scratch.apply([r for r in chunk if r.position <= drift.sqlite_checkpoint])
         drift.sqlite_rows = _row_differences(rm, scratch)
     finally:
         scratch.close()
@@ -181,17 +183,20 @@ def _fix(p: Projections, drift: Drift) -> None:
     p.catch_up()
     if drift.sqlite_rows:
         _fix_rows(p, set(drift.sqlite_rows))
+        # The points were compared with the rows before their repair: a memory whose row
+        # was missing had its points counted as orphans. Compare them again.
+        drift = _compare(p)
     if drift.orphan_points:
         p.backend.delete(p.live.memories, drift.orphan_points)
     affected = set(drift.missing_points) | set(drift.stale_payloads)
     if drift.entity_drift:
         p.backend.delete(p.live.entities, drift.entity_drift)
     expected = _alias_points(p.read_model)
-    spellings = {expected[p][:2] for p in drift.entity_drift if p in expected}
+    spellings = {expected[pid] for pid in drift.entity_drift if pid in expected}
     if affected or spellings:
         if affected:
             p.backend.delete_by_memory(p.live.memories, sorted(affected))
-        p.sink.apply(list(_restricted(p.journal.read(), affected, spellings)))
+        p.sink.apply_changes(_changes_of(p.journal.read(), affected, spellings))
 
 
 def _fix_rows(p: Projections, keys: set[str]) -> None:
@@ -222,20 +227,55 @@ def _alias_points(rm: ReadModel) -> dict[str, tuple[str, str, str]]:
     }
 
 
-def _restricted(
-    records: Iterator[Record], memory_ids: set[str], spellings: set[tuple[str, str]]
-) -> Iterator[Record]:
-    """The records, keeping only the events that shape the given memories' vectors (stores,
-    supersedes) and the given entity spellings' vectors (entity names, aliases)."""
+def _changes_of(
+    records: Iterator[Record], memory_ids: set[str], spellings: set[tuple[str, str, str]]
+) -> Iterator[tuple[int, fold.Change]]:
+    """The fold's changes to the given memories' points and the given spellings' points
+    (namespace, normalized, entity), each with its record's position, in journal order:
+    every change a projection applies to them (a fold, an unfold, a relink by a merge or a
+    split) and none to any other point."""
     for record in records:
-        kept = tuple(
-            e
-            for e in record.events
-            if (isinstance(e, MemoryStored | MemorySuperseded) and e.memory_id in memory_ids)
-            or (
-                isinstance(e, EntityCreated | EntityAliasAdded)
-                and (e.namespace, e.normalized) in spellings
-            )
-        )
-        if kept:
-            yield msgspec.structs.replace(record, events=kept)
+        for event in record.events:
+            for change in fold.changes(event):
+                kept = _concerning(change, memory_ids, spellings)
+                if kept is not None:
+                    yield record.position, kept
+
+
+def _concerning(
+    change: fold.Change, memory_ids: set[str], spellings: set[tuple[str, str, str]]
+) -> fold.Change | None:
+    """The part of one change that concerns the given points, or None."""
+    match change:
+        case fold.PutMemory():
+            return change if change.event.memory_id in memory_ids else None
+        case (
+            fold.Invalidated()
+            | fold.Revalidated()
+            | fold.Validated()
+            | fold.Accessed()
+            | fold.Marked()
+            | fold.Relinked()
+        ):
+            return change if change.memory_id in memory_ids else None
+        case fold.Forgot():
+            gone = tuple(m for m in change.memory_ids if m in memory_ids)
+            return fold.Forgot(gone) if gone else None
+        case fold.PutSpelling():
+            key = (change.namespace, change.normalized, change.entity_id)
+            return change if key in spellings else None
+        case fold.DropSpelling():
+            key = (change.namespace, change.normalized, change.owner)
+            return change if key in spellings else None
+        case fold.DropEntities():
+            # A spelling the read model still holds belongs to an entity never dropped
+            # (entity ids are not drawn twice): dropping would only take correct points.
+            return None
+        case fold.PutEntity() | fold.KeptFor() | fold.Merged():
+            return None  # an entity's points are its spellings'
+        case (
+            fold.Flagged() | fold.Differ() | fold.FoldedPair() | fold.Unfolded() | fold.Unflagged()
+        ):
+            return None  # read-model facts: no point holds them
+        case _:
+            assert_never(change)

@@ -190,6 +190,34 @@ def chunks(records: Iterator[Record], size: int) -> Iterator[list[Record]]:
         yield chunk
 
 
+def read_model_at(
+    journal: JournalBackend,
+    path: Path,
+    position: int,
+    *,
+    rules: Rules = NO_RULES,
+    progress: Progress | None = None,
+) -> ReadModel:
+    """A read model of the journal's records up to ``position``, built afresh at ``path``
+    (SQLite only, no vectors) by the one fold, as a replay builds the live one. It needs
+    nothing but the journal, which any process may read: a backup taken while a server owns
+    the home reads one of these, whole at one journal position."""
+    remove_sqlite(path)
+    model = ReadModel.open(path, rules=rules)
+    try:
+        for chunk in chunks(journal.read(), BATCH):
+            model.apply([r for r in chunk if r.position <= position])
+            if progress is not None:
+                progress(min(chunk[-1].position, position), position)
+            if chunk[-1].position >= position:
+                break
+    except BaseException:
+        model.close()
+        remove_sqlite(path)
+        raise
+    return model
+
+
 def remove_sqlite(path: Path) -> None:
     """Delete an SQLite file with its WAL and shared-memory files, if they exist."""
     for suffix in ("", "-wal", "-shm"):

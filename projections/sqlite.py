@@ -1253,6 +1253,40 @@ class ReadModel:
             )
         ]
 
+    def entity_rows(
+        self, namespace: str | None = None
+    ) -> list[tuple[Entity, str | None, tuple[str, ...]]]:
+        """Every entity, merged ones too, each with the entity it was merged into (None: not
+        merged) and the agents a cascade kept it for (empty: not kept for some only),
+        unmerged ones first, by id: what a dump carries."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        kept = self._kept_for(namespace or None)
+        return [
+            (
+                Entity(str(e), str(ns), str(n), _text(g), str(z), _text(k)),
+                _text(into),
+                tuple(sorted(kept.get(str(e), ()))),
+            )
+            for e, ns, n, g, z, k, into in self.db.execute(
+                "SELECT entity_id, namespace, name, agent_id, normalized, kind, merged_into "
+                f"FROM entities {where} ORDER BY merged_into IS NOT NULL, entity_id",
+                args,
+            )
+        ]
+
+    def spelling_rows(self, namespace: str | None = None) -> list[AliasMatch]:
+        """Every spelling as recorded, under the entity it was recorded for (not the one
+        that entity was merged into), by entity and alias: what a dump carries."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            AliasMatch(str(e), str(a), str(m), float(s), _text(g), str(n))
+            for e, a, m, s, g, n in self.db.execute(
+                "SELECT entity_id, alias, match, score, agent_id, normalized FROM aliases "
+                f"{where} ORDER BY entity_id, alias",
+                args,
+            )
+        ]
+
     def entity_names(self, entity_ids: Sequence[str] | None = None) -> dict[str, str]:
         """Entity id → name, for the given ids (every entity when None)."""
         if entity_ids is None:
@@ -1402,6 +1436,19 @@ class ReadModel:
             for n, e, o in self.db.execute(
                 f"SELECT namespace, entity_id, other_id FROM entity_differs {where} "
                 "ORDER BY entity_id, other_id",
+                args,
+            )
+        ]
+
+    def fold_rows(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
+        """Every memory folded into a summary: (namespace, summary, memory), by ids; what a
+        dump carries of the consolidations."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            (str(n), str(s), str(m))
+            for n, s, m in self.db.execute(
+                f"SELECT namespace, summary_id, memory_id FROM folds {where} "
+                "ORDER BY summary_id, memory_id",
                 args,
             )
         ]

@@ -131,11 +131,29 @@ class VectorSink:
         ):
             self._apply(records)
 
+    def apply_changes(self, changes: Iterable[tuple[int, fold.Change]]) -> None:
+        """Apply the fold's changes (each with the position of its record) in order, durably:
+        what ``reconcile --fix`` replays for the points it found wrong, the changes of the
+        memories and spellings they hold and nothing else."""
+        with (
+            self.backend.bulk(self.collections.memories, flush=True),
+            self.backend.bulk(self.collections.entities, flush=True),
+        ):
+            self._apply_changes(changes)
+
     def sync(self) -> None:
         self.backend.sync(self.collections.memories)
         self.backend.sync(self.collections.entities)
 
     def _apply(self, records: Sequence[Record]) -> None:
+        self._apply_changes(
+            (record.position, change)
+            for record in records
+            for event in record.events
+            for change in fold.changes(event)
+        )
+
+    def _apply_changes(self, changes: Iterable[tuple[int, fold.Change]]) -> None:
         pending: list[_Pending] = []
         entities: list[_Pending] = []
         # Invalidations wait for the upserts before them, so that a supersede does not cut
@@ -150,71 +168,67 @@ class VectorSink:
                 )
             invalidations.clear()
 
-        for record in records:
-            for event in record.events:
-                for change in fold.changes(event):
-                    match change:
-                        case fold.PutMemory():
-                            memory_id = change.event.memory_id
-                            if any(m == memory_id for m, _ in invalidations):
-                                flush_memories()  # stored again after its invalidation
-                            pending.extend(self._memory_points(change.event, record.position))
-                        case fold.Invalidated():
-                            invalidations.append((change.memory_id, change.t_invalid))
-                        case fold.Revalidated():
-                            invalidations.append((change.memory_id, None))
-                        case fold.Forgot():
-                            flush_memories()
-                            self._forget_tails(change.memory_ids)
-                            self.backend.delete_by_memory(
-                                self.collections.memories, list(change.memory_ids)
-                            )
-                        case fold.DropEntities():
-                            self._flush(entities, self.collections.entities)
-                            # The entity's name and all its aliases.
-                            self.backend.delete_by_memory(
-                                self.collections.entities, list(change.entity_ids)
-                            )
-                        case fold.PutSpelling():
-                            entities.append(
-                                _Pending(
-                                    alias_point_id(
-                                        change.namespace, change.normalized, change.entity_id
-                                    ),
-                                    change.alias,
-                                    change.alias,
-                                    _entity_payload(change.entity_id, change.namespace),
-                                )
-                            )
-                        case fold.DropSpelling():
-                            # The spelling's point (a split moves it to the new entity).
-                            self._flush(entities, self.collections.entities)
-                            self.backend.delete(
-                                self.collections.entities,
-                                [alias_point_id(change.namespace, change.normalized, change.owner)],
-                            )
-                        case fold.Relinked():
-                            # The entities filter reads the payload: it follows the new links.
-                            flush_memories()
-                            self.backend.set_payload(
-                                self.collections.memories,
-                                [change.memory_id],
-                                {"entity_ids": list(change.entity_ids)},
-                            )
-                        case fold.Validated() | fold.Accessed() | fold.Marked():
-                            pass  # freshness and marks live in the read model
-                        case fold.PutEntity() | fold.KeptFor() | fold.Merged():
-                            pass  # an entity's points are its spellings'; merges keep them
-                        case (
-                            fold.Flagged()
-                            | fold.Differ()
-                            | fold.FoldedPair()
-                            | fold.Unfolded()
-                            | fold.Unflagged()
-                        ):
-                            pass  # read-model facts: vectors do not change
-                        case _:
-                            assert_never(change)
+        for position, change in changes:
+            match change:
+                case fold.PutMemory():
+                    memory_id = change.event.memory_id
+                    if any(m == memory_id for m, _ in invalidations):
+                        flush_memories()  # stored again after its invalidation
+                    pending.extend(self._memory_points(change.event, position))
+                case fold.Invalidated():
+                    invalidations.append((change.memory_id, change.t_invalid))
+                case fold.Revalidated():
+                    invalidations.append((change.memory_id, None))
+                case fold.Forgot():
+                    flush_memories()
+                    self._forget_tails(change.memory_ids)
+                    self.backend.delete_by_memory(
+                        self.collections.memories, list(change.memory_ids)
+                    )
+                case fold.DropEntities():
+                    self._flush(entities, self.collections.entities)
+                    # The entity's name and all its aliases.
+                    self.backend.delete_by_memory(
+                        self.collections.entities, list(change.entity_ids)
+                    )
+                case fold.PutSpelling():
+                    entities.append(
+                        _Pending(
+                            alias_point_id(change.namespace, change.normalized, change.entity_id),
+                            change.alias,
+                            change.alias,
+                            _entity_payload(change.entity_id, change.namespace),
+                        )
+                    )
+                case fold.DropSpelling():
+                    # The spelling's point (a split moves it to the new entity).
+                    self._flush(entities, self.collections.entities)
+                    self.backend.delete(
+                        self.collections.entities,
+                        [alias_point_id(change.namespace, change.normalized, change.owner)],
+                    )
+                case fold.Relinked():
+                    # The entities filter reads the payload: it follows the new links.
+                    flush_memories()
+                    self.backend.set_payload(
+                        self.collections.memories,
+                        [change.memory_id],
+                        {"entity_ids": list(change.entity_ids)},
+                    )
+                case fold.Validated() | fold.Accessed() | fold.Marked():
+                    pass  # freshness and marks live in the read model
+                case fold.PutEntity() | fold.KeptFor() | fold.Merged():
+                    pass  # an entity's points are its spellings'; merges keep them
+                case (
+                    fold.Flagged()
+                    | fold.Differ()
+                    | fold.FoldedPair()
+                    | fold.Unfolded()
+                    | fold.Unflagged()
+                ):
+                    pass  # read-model facts: vectors do not change
+                case _:
+                    assert_never(change)
         flush_memories()
         self._flush(entities, self.collections.entities)
 

@@ -296,3 +296,266 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
         if out:
             kept.append(out)
     return kept
+
+
+# -- whole homes: plausible histories a store could have written ------------------------------
+
+SPELLINGS = {
+    "payments repository": ("payments repo", "payments-repository"),
+    "api server": ("api srv", "API-Server"),
+    "tokio": ("tokio runtime",),
+    "carol": ("caz",),
+    "build cache": ("build-cache",),
+}
+"""Entity names and other spellings of each (an abbreviation, another form)."""
+
+WORDS = ("deploy", "backup", "disk", "cluster", "rollback", "lake", "museum", "release",
+         "pager", "invoice", "replica", "failover")  # fmt: skip
+
+LONG_TEXT = " ".join(
+    f"Part {n}: the review covered the failover of the payments database, the replication "
+    f"lag on replica {n}, and the alert thresholds the team agreed to change."
+    for n in range(16)
+)
+"""An episodic text longer than the bundled model's window (stored with ``split_long``)."""
+
+ALIAS_MATCHES = ("exact", "normalized", "abbreviation", "fuzzy", "embedding", "operator")
+SCOPES = ((None, "shared"), ("agent-7", "private"), ("agent-7", "shared"))
+
+
+@st.composite
+def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
+    """Commands (lists of events, one record each) such as a home's decisions write: entities
+    and their spellings (abbreviations among them), facts (some multi-valued), episodes
+    (some derived, some long), procedures, supersedes, validations, recall hits, marks
+    (importance, pins, times to live), consolidations and their undoing, merges, forgets,
+    possible conflicts and differences. Every memory is one a dump line can describe."""
+    memories: dict[str, MemoryStored] = {}
+    valid: set[str] = set()
+    entities: dict[str, str] = {}  # id → name
+    spelled: set[tuple[str, str]] = set()
+    folds: dict[str, tuple[str, ...]] = {}  # summary → sources still folded
+    merged: set[str] = set()
+    commands: list[list[Event]] = []
+    n_ids = 0
+
+    def new_id(prefix: str) -> str:
+        nonlocal n_ids
+        n_ids += 1
+        return f"{prefix}_{n_ids:04d}"
+
+    def when(days: int) -> datetime:
+        return T0 + timedelta(days=days, seconds=draw(st.integers(0, 86_399)))
+
+    def links(subject: str | None) -> tuple[str, ...]:
+        live = sorted(e for e in entities if e not in merged)
+        chosen = draw(st.lists(st.sampled_from(live), max_size=2, unique=True)) if live else []
+        by_name = {name: e for e, name in entities.items() if e not in merged}
+        first = [by_name[subject]] if subject in by_name else []
+        return tuple(dict.fromkeys([*first, *chosen]))
+
+    for _ in range(draw(st.integers(3, max_steps))):
+        kinds = ["entity", "episode", "fact", "procedure"]
+        if entities:
+            kinds += ["alias"]
+        if len([e for e in entities if e not in merged]) >= 2:
+            kinds += ["merge", "differ"]
+        splittable = sorted((e, a) for e, a in spelled if e not in merged and entities[e] != a)
+        if splittable:
+            kinds += ["split"]
+        if valid:
+            kinds += ["supersede", "validate", "access", "mark", "forget"]
+        foldable = sorted(
+            m for m in valid if memories[m].memory_type == "episodic" and m not in folds
+        )
+        if len(foldable) >= 2:
+            kinds += ["consolidate"]
+        if folds:
+            kinds += ["unfold"]
+        facts = sorted(m for m in memories if memories[m].memory_type == "semantic")
+        if len(facts) >= 2:
+            kinds += ["conflict"]
+        kind = draw(st.sampled_from(kinds))
+        command: list[Event] = []
+        if kind == "entity":
+            name = draw(st.sampled_from(sorted(SPELLINGS)))
+            if name in entities.values():
+                continue
+            entity_id = new_id("ent")
+            entities[entity_id] = name
+            command.append(EntityCreated(entity_id=entity_id, namespace="default", name=name,
+                                         normalized=name))  # fmt: skip
+        elif kind == "alias":
+            entity_id = draw(st.sampled_from(sorted(entities)))
+            others = SPELLINGS.get(entities[entity_id], ())
+            if not others:
+                continue  # an entity split off under another spelling
+            alias = draw(st.sampled_from(others))
+            if any(a == alias for _, a in spelled) or entity_id in merged:
+                continue  # a spelling some entity holds resolves to it: never added again
+            spelled.add((entity_id, alias))
+            command.append(
+                EntityAliasAdded(entity_id=entity_id, namespace="default", alias=alias,
+                                 normalized=alias.casefold(),
+                                 match=draw(st.sampled_from(ALIAS_MATCHES)),
+                                 score=draw(st.sampled_from([1.0, 0.93, 0.81])))
+            )  # fmt: skip
+        elif kind in ("episode", "fact", "procedure"):
+            memory_id = new_id("mem")
+            agent_id, visibility = draw(st.sampled_from(SCOPES))
+            words = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=2, max_size=7)))
+            episode = None
+            if kind == "episode":
+                long = draw(st.booleans()) and not any(
+                    m.body is not None and m.body.content == LONG_TEXT for m in memories.values()
+                )
+                source = draw(st.none() | st.sampled_from(["chat-1", "standup"]))
+                if source is None and draw(st.booleans()):
+                    episodes = sorted({m.episode.id for m in memories.values() if m.episode})
+                    episode = EpisodeRef(memory_id, 0)
+                    if episodes and draw(st.booleans()):
+                        episode = EpisodeRef(draw(st.sampled_from(episodes)),
+                                             draw(st.integers(1, 5)))  # fmt: skip
+                body = MemoryBody(content=LONG_TEXT if long else f"The {words} note {n_ids}.",
+                                  source=source)  # fmt: skip
+                stored_event = MemoryStored(
+                    memory_id=memory_id, namespace="default", memory_type="episodic",
+                    t_valid=when(draw(st.integers(0, 60))), entity_ids=links(None),
+                    agent_id=agent_id, visibility=visibility, body=body, episode=episode,
+                    confidence=draw(st.sampled_from([1.0, 0.7])),
+                )  # fmt: skip
+            elif kind == "fact":
+                subject = draw(st.sampled_from(sorted(SPELLINGS)))
+                predicate = draw(st.sampled_from(["owned by", "uses", "deployed to"]))
+                stored_event = MemoryStored(
+                    memory_id=memory_id, namespace="default", memory_type="semantic",
+                    t_valid=when(draw(st.integers(0, 60))), entity_ids=links(subject),
+                    agent_id=agent_id, visibility=visibility,
+                    multi_valued=draw(st.booleans()),
+                    body=MemoryBody(subject=subject, predicate=predicate, object=words,
+                                    predicate_normalized=predicate.replace(" ", "_")),
+                )  # fmt: skip
+            else:
+                steps = tuple(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)))
+                stored_event = MemoryStored(
+                    memory_id=memory_id, namespace="default", memory_type="procedural",
+                    t_valid=when(draw(st.integers(0, 60))), entity_ids=links(None),
+                    agent_id=agent_id, visibility=visibility,
+                    procedure_version=draw(st.integers(1, 3)),
+                    body=MemoryBody(procedure_name=f"run {words}", steps=steps,
+                                    conditions=tuple(draw(st.lists(st.just("on call"),
+                                                                   max_size=1)))),
+                )  # fmt: skip
+            memories[memory_id] = stored_event
+            valid.add(memory_id)
+            command.append(stored_event)
+            if draw(st.booleans()):
+                command.append(_marks(draw, memory_id))
+        elif kind == "supersede":
+            old = draw(st.sampled_from(sorted(valid)))
+            others = sorted(set(memories) - {old})
+            by = draw(st.none() | st.sampled_from(others)) if others else None
+            command.append(MemorySuperseded(memory_id=old, namespace="default",
+                                            t_invalid=when(61), superseded_by=by))  # fmt: skip
+            valid.discard(old)
+        elif kind == "validate":
+            chosen = draw(st.lists(st.sampled_from(sorted(valid)), min_size=1, max_size=3))
+            command.append(MemoriesValidated(memory_ids=tuple(dict.fromkeys(chosen)),
+                                             at=when(62), source="operator"))  # fmt: skip
+        elif kind == "access":
+            chosen = draw(st.lists(st.sampled_from(sorted(valid)), min_size=1, max_size=3))
+            command.append(MemoriesAccessed(accesses=tuple(
+                Access(m, when(63), draw(st.integers(1, 4))) for m in dict.fromkeys(chosen)
+            )))  # fmt: skip
+        elif kind == "mark":
+            command.append(_marks(draw, draw(st.sampled_from(sorted(valid)))))
+        elif kind == "forget":
+            gone = draw(st.sampled_from(sorted(valid)))
+            if gone in folds or any(gone in s for s in folds.values()):
+                continue  # the writer refolds those (decide_refold); not drawn here
+            live = sorted(e for e in entities if e not in merged)
+            kept = draw(st.lists(st.sampled_from(live), max_size=1)) if live else []
+            command.append(MemoriesForgotten(
+                memory_ids=(gone,), namespace="default", reason="cascade",
+                kept_entities=tuple(KeptEntity(e, ("agent-7",)) for e in kept),
+            ))  # fmt: skip
+            valid.discard(gone)
+            del memories[gone]
+        elif kind == "consolidate":
+            sources = tuple(draw(st.lists(st.sampled_from(foldable), min_size=2, max_size=3,
+                                          unique=True)))  # fmt: skip
+            summary_id = new_id("mem")
+            texts = [memories[m].body.content or "" for m in sources]  # type: ignore[union-attr]
+            summary = MemoryStored(
+                memory_id=summary_id, namespace="default", memory_type="episodic",
+                t_valid=min(memories[m].t_valid for m in sources),
+                body=MemoryBody(content=" ".join(texts)),
+                agent_id=memories[sources[0]].agent_id,
+                visibility=memories[sources[0]].visibility,
+            )  # fmt: skip
+            memories[summary_id] = summary
+            command += [summary, MemoriesConsolidated(summary_id=summary_id, namespace="default",
+                                                      memory_ids=sources, at=when(64))]  # fmt: skip
+            valid.difference_update(sources)
+            valid.add(summary_id)
+            folds[summary_id] = sources
+        elif kind == "unfold":
+            summary_id = draw(st.sampled_from(sorted(folds)))
+            back = tuple(m for m in folds.pop(summary_id) if m in memories)
+            command += [
+                MemoriesUnfolded(summary_id=summary_id, namespace="default", memory_ids=back),
+                MemoriesForgotten(memory_ids=(summary_id,), namespace="default",
+                                  reason="consolidation"),
+            ]  # fmt: skip
+            valid.update(back)
+            valid.discard(summary_id)
+            del memories[summary_id]
+        elif kind == "merge":
+            live = sorted(e for e in entities if e not in merged)
+            absorbed, into = draw(st.lists(st.sampled_from(live), min_size=2, max_size=2,
+                                           unique=True))  # fmt: skip
+            relinked = tuple(
+                Relink(m.memory_id, tuple(dict.fromkeys(
+                    into if e == absorbed else e for e in m.entity_ids)))
+                for m in memories.values() if absorbed in m.entity_ids
+            )  # fmt: skip
+            command.append(EntitiesMerged(entity_id=absorbed, into=into, namespace="default",
+                                          relinked=relinked))  # fmt: skip
+            merged.add(absorbed)
+            for r in relinked:
+                memories[r.memory_id] = msgspec.structs.replace(
+                    memories[r.memory_id], entity_ids=r.entity_ids
+                )
+        elif kind == "split":
+            entity_id, alias = draw(st.sampled_from(splittable))
+            new_entity = new_id("ent")
+            command.append(EntitySplit(entity_id=entity_id, new_entity_id=new_entity,
+                                       namespace="default", name=alias,
+                                       normalized=alias.casefold()))  # fmt: skip
+            spelled.discard((entity_id, alias))
+            spelled.add((new_entity, alias))  # the spelling is the new entity's now
+            entities[new_entity] = alias
+        elif kind == "differ":
+            live = sorted(e for e in entities if e not in merged)
+            first, other = draw(st.lists(st.sampled_from(live), min_size=2, max_size=2,
+                                         unique=True))  # fmt: skip
+            command.append(EntitiesDiffer(entity_id=first, other_id=other, namespace="default"))
+        elif kind == "conflict":
+            first, other = draw(st.lists(st.sampled_from(facts), min_size=2, max_size=2,
+                                         unique=True))  # fmt: skip
+            command.append(FactsPossiblyConflicting(
+                memory_id=first, namespace="default", others=(other,),
+                entity_id=(memories[first].entity_ids or ("ent_x",))[0],
+                other_entity_id=(memories[other].entity_ids or ("ent_y",))[0],
+            ))  # fmt: skip
+        if command:
+            commands.append(command)
+    return commands
+
+
+def _marks(draw: st.DrawFn, memory_id: str) -> MemoryMarked:
+    pinned = draw(st.booleans())
+    expires = None if pinned else draw(st.none() | st.sampled_from([T0 + timedelta(days=400)]))
+    return MemoryMarked(memory_id=memory_id, namespace="default",
+                        importance=draw(st.sampled_from([0.5, 0.2, 0.9])), pinned=pinned,
+                        expires_at=expires)  # fmt: skip

@@ -1,4 +1,4 @@
-"""``ferrex export git | jsonl``: the journal as a git audit trail; live memories as a dump.
+"""``ferrex export git | jsonl``: the journal as a git audit trail; the memories as a dump.
 
 Exit codes beyond the common ones: 2 when the target is not ours to write (a non-empty
 directory that is no export, the export of another journal, local changes), 3 when the
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -76,58 +78,81 @@ def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
 @export.command("jsonl")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=str))
 @click.option(
-    "--include-invalidated", is_flag=True, help="Also superseded memories (their history)."
+    "--current-only",
+    is_flag=True,
+    help="Only the memories valid now, a portable snapshot (a backup holds history too).",
 )
+@click.option("--include-invalidated", is_flag=True, hidden=True)  # the default now
 @click.option("--namespace", "only_namespace", help="Only this namespace.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary on stdout.")
 @click.pass_obj
 @existing_home
 def jsonl_cmd(
-    app: App, file: str, include_invalidated: bool, only_namespace: str | None, as_json: bool
+    app: App,
+    file: str,
+    current_only: bool,
+    include_invalidated: bool,
+    only_namespace: str | None,
+    as_json: bool,
 ) -> None:
-    """Dump the live memories to FILE (- for stdout), one JSON object per line.
+    """Back up the memories to FILE (- for stdout), one JSON object per line.
 
-    Forgotten memories are never dumped; superseded ones only with --include-invalidated.
-    A line per entity (id, name, scope, spellings) comes first; then each memory's line
+    The dump is whole at one journal position, which its first line names with its format:
+    every memory not forgotten, superseded ones and their history included (--current-only
+    for the valid ones alone), a line per entity (id, name, scope, spellings), then the
+    possible conflicts, differences and consolidations between them. Each memory's line
     keeps its id, type, text, entities (by name and id), namespace, agent, visibility,
-    source, confidence, times, supersede links, marks, multi-valued flag and derived
-    episode, so `ferrex import FILE` into an empty home restores them with their ids and
-    times (all but created_at, which becomes the time of the import).
+    source, confidence, times, supersede links, marks, multi-valued flag, derived episode
+    and import key, so `ferrex import FILE` into an empty home restores them with their ids
+    and times (all but created_at, which becomes the time of the import).
+
+    It reads the journal, not the stores, so it runs while servers use the home.
     """
     if file == "-" and as_json:
         raise UsageError("--json prints on stdout, where the dump goes with FILE -",
                          hint="write the dump to a file to get the JSON summary")  # fmt: skip
+    if current_only and include_invalidated:
+        raise UsageError(
+            "--include-invalidated and --current-only contradict each other",
+            hint="history is included by default; drop --include-invalidated",
+        )
     _require_journal(app)
-    read_model = app.projections().read_model
-    with progress("exporting", "memories") as update:
-        if file == "-":
-            result = write_dump(
-                read_model,
-                sys.stdout.buffer,
-                include_invalidated=include_invalidated,
-                namespace=only_namespace,
-                progress=update,
-            )
-            sys.stdout.buffer.flush()
-        else:
-            result = write_dump_file(
-                read_model,
-                Path(file),
-                include_invalidated=include_invalidated,
-                namespace=only_namespace,
-                progress=update,
-            )
+    with (
+        tempfile.TemporaryDirectory(prefix=".export-", dir=_scratch_dir(app)) as scratch,
+        progress("reading", "records") as read_update,
+    ):
+        read_model = app.journal_read_model(Path(scratch) / "export.sqlite", read_update)
+        try:
+            with progress("exporting", "memories") as update:
+                options: dict[str, Any] = {
+                    "current_only": current_only,
+                    "namespace": only_namespace,
+                    "progress": update,
+                }
+                if file == "-":
+                    result = write_dump(read_model, sys.stdout.buffer, **options)
+                    sys.stdout.buffer.flush()
+                else:
+                    result = write_dump_file(read_model, Path(file), **options)
+        finally:
+            read_model.close()
     if as_json:
         click.echo(json.dumps({"file": file, **result.as_dict()}))
         return
-    note = f", {result.invalidated} of them invalidated" if include_invalidated else ""
+    note = "" if current_only else f", {result.invalidated} of them invalidated"
     skipped = f"; {result.redacted} redacted memories left out" if result.redacted else ""
     click.echo(
         f"exported {result.memories} memories and {result.entities} entities to "
-        f"{'stdout' if file == '-' else file}"
+        f"{'stdout' if file == '-' else file} at journal position {result.journal_position}"
         f"{note}{skipped}",
         err=file == "-",
     )
+
+
+def _scratch_dir(app: App) -> Path | None:
+    """Where the export builds its read model: the home (private, on the home's disk),
+    else, for a read-only home, the system's temporary directory."""
+    return None if app.read_only else app.home
 
 
 def _require_journal(app: App) -> None:

@@ -45,15 +45,9 @@ from ferrex.core.decide import NEW_MEMORY
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting import chats
-from ferrex.porting.dump import (
-    Restored,
-    RestoredEntity,
-    RestoredFlag,
-    is_dump_line,
-    parse_dump_line,
-)
+from ferrex.porting.dump import Restored, is_dump_line, is_header, parse_dump_line, parse_header
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
-from ferrex.porting.restore import restore_many
+from ferrex.porting.restore import Item, restore_many
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.secrets import SecretsMode
 from ferrex.write.writer import StoreResult, Writer
@@ -591,10 +585,15 @@ def _stored(number: int, result: StoreResult | FerrexError, **extra: Any) -> dic
 def _import_dump(
     writer: Writer, parsed: list[tuple[int, dict[str, Any]]], update: Callable[[int, int], None]
 ) -> list[dict[str, Any]]:
-    """Restore a dump: ids and times kept; ids that exist are skipped."""
+    """Restore a dump: ids and times kept; ids that exist are skipped. A dump of a format
+    newer than this code reads is refused whole, before anything is written; its header
+    line (none in a format 1 dump) gets no outcome of its own."""
+    if parsed and is_header(parsed[0][1]):
+        parse_header(parsed[0][1], f"line {parsed[0][0]}")
+        parsed = parsed[1:]
     model = writer.embedder.model()
     outcomes: list[dict[str, Any]] = []
-    items: list[tuple[int, Restored | RestoredEntity | RestoredFlag]] = []
+    items: list[tuple[int, Item]] = []
     for number, raw in parsed:
         try:
             items.append(

@@ -1,9 +1,13 @@
-"""The portable dump: entities and live memories as JSON lines, read back for a restore.
+"""The portable dump: a home's memories and entities as JSON lines, read back for a restore.
 
-First one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
-kind, scope ``agent_id`` and every spelling its creation does not make, with how each was
-matched; every entity but those only memories left out name), then one line per memory,
-keys in a fixed order, absent values left out::
+Format 2 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
+journal position the whole dump is of, ``current_only``, the namespace when only one);
+then one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
+kind, scope ``agent_id``, every spelling recorded for it that its creation does not make,
+with how each was matched (any kind of the catalogue's ``AliasMatch``), ``merged_into`` for
+one merged into another (those come last) and ``kept_for``, the agents a cascading forget
+kept it for; every entity but those only memories left out name), then one line per
+memory, keys in a fixed order, absent values left out::
 
     {"id": "mem_01J…", "type": "semantic", "namespace": "default",
      "subject": "api", "predicate": "uses", "object": "tokio 1.36",
@@ -12,14 +16,17 @@ keys in a fixed order, absent values left out::
      "t_valid": "2026-11-28T09:00:00Z", "created_at": "2026-11-28T09:00:01.5Z",
      "last_validated": "…", "last_accessed": "…", "access_count": 3}
 
-Episodic memories carry ``content``; procedures ``name``, ``version``, ``steps`` and
-``conditions``; invalidated memories (``--include-invalidated``) ``t_invalid`` and
-``superseded_by``. A memory's entities are listed by name, sorted, for people, and by id
-(``entity_ids``) for the restore, which keeps entity ids as it keeps memory ids (an entity
-line whose spelling and scope a home already holds merges into that entity instead). A
-line without ``entity_ids`` (an older dump) has its names resolved. A fact that holds
-beside others has ``multi_valued``; an episodic memory of a derived episode ``episode``
-(the episode's id) and ``episode_index``.
+Episodic memories carry ``content`` (a text longer than the model's window too: it was
+stored with ``split_long`` and is embedded in parts again; a line may say ``split_long``,
+which a restore accepts and never needs, and the export, which loads no model, does not
+write it); procedures
+``name``, ``version``, ``steps`` and ``conditions``; superseded memories (all of them
+unless ``current_only``) ``t_invalid`` and ``superseded_by``. A memory's entities are
+listed by name, sorted, for people, and by id (``entity_ids``) for the restore, which keeps
+entity ids as it keeps memory ids (an entity line whose spelling and scope a home already
+holds merges into that entity instead). A line without ``entity_ids`` (an older dump) has
+its names resolved. A fact that holds beside others has ``multi_valued``; an episodic
+memory of a derived episode ``episode`` (the episode's id) and ``episode_index``.
 ``valid_from_given`` appears only where the line's ``t_valid`` and ``created_at`` would be
 read otherwise (``journal.events.given_by_time``, the rule for journal records written before
 the flag): ``false`` for a memory stored without ``valid_from`` and recorded over a minute
@@ -27,12 +34,20 @@ after it was decided, ``true`` for a start given within the minute before its st
 without it (every older dump) is read by that rule, or as given without ``created_at``.
 Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
 ``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
-absolute time, so one already past is hidden at once and swept).
+absolute time, so one already past is hidden at once and swept). Last come the flags
+between dumped memories and entities, and a ``consolidation`` line per summary naming the
+sources folded into it and when, so a restored summary can be undone.
+
+Format 1 (what ``export jsonl`` wrote before: no header, no consolidation lines, live
+memories unless ``--include-invalidated``) still imports; its folded sources come back
+superseded by their summary, not folded.
 
 Invariants: lines are in journal order (a memory comes after any it supersedes); the same
 read model always dumps to the same bytes; a line read back (:func:`parse_line`) passes the
-same validation as a store, so a dump restores only what a store could have written.
-Memories whose text was redacted cannot be restored and are not dumped.
+same validation as a store, but for the window (a dumped text was stored once), so a dump
+restores only what a store could have written. Memories whose text was redacted cannot be
+restored and are not dumped. What the dump carries of a row is :data:`ROW_KEYS`, held to
+the row type by a test.
 """
 
 from __future__ import annotations
@@ -45,7 +60,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Final, Literal
+from typing import IO, Any, Final, Literal, get_args
 
 from ferrex.errors import UsageError
 from ferrex.ids import plausible_id
@@ -70,15 +85,54 @@ FIELDS: Final = (
     "confidence", "context", "agent_id", "visibility", "t_valid", "t_invalid",
     "superseded_by", "supersedes", "created_at", "last_validated", "last_accessed",
     "access_count", "importance", "pinned", "expires_at", "multi_valued", "episode",
-    "episode_index", "entity_ids", "import_key", "valid_from_given",
+    "episode_index", "entity_ids", "import_key", "valid_from_given", "split_long",
 )  # fmt: skip
 """Every key a memory's dump line may have, in the order it is written."""
+
+ROW_KEYS: Final = {
+    "memory_id": "id", "type": "type", "namespace": "namespace", "content": "content",
+    "subject": "subject", "predicate": "predicate", "object": "object",
+    "predicate_normalized": "predicate_normalized", "procedure_name": "name",
+    "procedure_version": "version", "steps": "steps", "conditions": "conditions",
+    "entity_ids": "entity_ids", "source": "source", "confidence": "confidence",
+    "context": "context", "agent_id": "agent_id", "visibility": "visibility",
+    "t_valid": "t_valid", "t_invalid": "t_invalid", "superseded_by": "superseded_by",
+    "supersedes": "supersedes", "created_at": "created_at",
+    "last_validated": "last_validated", "last_accessed": "last_accessed",
+    "access_count": "access_count", "importance": "importance", "pinned": "pinned",
+    "expires_at": "expires_at", "multi_valued": "multi_valued", "episode": "episode",
+    "episode_index": "episode_index", "import_key": "import_key",
+    "valid_from_given": "valid_from_given",
+}  # fmt: skip
+"""Each field of a read-model row (:class:`projections.rows.Memory`) and the dump key that
+carries it; a test holds the row type to this table, so a new column is dumped or named in
+:data:`ROW_NOT_DUMPED`."""
+
+ROW_NOT_DUMPED: Final = ("position", "redacted")
+"""Row fields a dump does not carry: the journal position is the restore's own, and a
+redacted memory is not dumped at all."""
+
+FORMAT: Final = 2
+"""The dump format this code writes. 2: a header line first (:data:`HEADER`), history
+included unless ``current_only``, consolidations as their own lines. 1: what ``export
+jsonl`` wrote before, no header; still imported."""
+
+HEADER: Final = "ferrex_dump"
+"""The ``type`` of a dump's first line: its format, and the journal position it is of."""
+
+HEADER_FIELDS: Final = ("type", "format", "journal_position", "current_only", "namespace")
+
+CONSOLIDATION: Final = "consolidation"
+"""The ``type`` of a line recording that dumped memories were folded into a dumped summary
+(``id``: the summary's; after the memories)."""
+
+FOLD_FIELDS: Final = ("id", "type", "namespace", "memory_ids", "at")
 
 ENTITY: Final = "entity"
 """The ``type`` of an entity's line."""
 
 ENTITY_FIELDS: Final = ("id", "type", "namespace", "name", "normalized", "kind", "agent_id",
-                        "aliases")  # fmt: skip
+                        "aliases", "merged_into", "kept_for")  # fmt: skip
 """Every key an entity's dump line may have, in the order it is written."""
 
 POSSIBLE: Final = "possible_conflict"
@@ -94,10 +148,13 @@ FLAG_FIELDS: Final = ("id", "type", "namespace", "other_id", "entity_id", "other
 ALIAS_FIELDS: Final = ("alias", "normalized", "match", "score", "agent_id")
 """Every key of one of an entity line's ``aliases``."""
 
-ALIAS_MATCHES: Final = ("exact", "normalized", "fuzzy", "embedding", "operator")
+ALIAS_MATCHES: Final = get_args(AliasMatchKind)
+"""How a spelling may have been matched: the event catalogue's own list, so a kind the
+resolver learns (``abbreviation``) is one a dump can carry back."""
 
-NOT_RESTORED: Final = ("created_at",)
-"""Dumped, but a restore cannot keep it: the journal records when the restore happened."""
+NOT_RESTORED: Final = ("created_at", "journal_position")
+"""Dumped, but a restore cannot keep it: the journal records when the restore happened, and
+at which position (a memory's row ``position``, a dump header's ``journal_position``)."""
 
 
 def iso(timestamp: float) -> str:
@@ -124,22 +181,24 @@ def entity_names(read_model: ReadModel) -> dict[str, str]:
 
 def dumped_entities(
     read_model: ReadModel, memories: Sequence[Memory], namespace: str | None
-) -> list[Entity]:
-    """The entities a dump of ``memories`` carries, by id: those a dumped memory names, and
-    those no memory names; not those only memories left out name (superseded ones without
-    ``include_invalidated``, redacted ones)."""
-    entities = read_model.entities(namespace)
+) -> list[tuple[Entity, str | None, tuple[str, ...]]]:
+    """The entities a dump of ``memories`` carries, by id, each with the entity it was merged
+    into (None: not merged; merged ones last, so what they merged into comes first) and the
+    agents a cascading forget kept it for (``ReadModel.entity_rows``): those a
+    dumped memory names, and those no memory names; not those only memories left out name
+    (superseded ones with ``current_only``, redacted ones)."""
+    entities = read_model.entity_rows(namespace)
     dumped = {m.memory_id for m in memories}
     named: dict[str, bool] = {}
-    for entity_id, memory_id in read_model.links([e.entity_id for e in entities]):
+    for entity_id, memory_id in read_model.links([e.entity_id for e, _, _ in entities]):
         named[entity_id] = named.get(entity_id, False) or memory_id in dumped
-    return [e for e in entities if named.get(e.entity_id, True)]
+    return [row for row in entities if named.get(row[0].entity_id, True)]
 
 
 def dumped_flags(
     read_model: ReadModel,
     memories: Sequence[Memory],
-    entities: Sequence[Entity],
+    entities: Sequence[tuple[Entity, str | None, tuple[str, ...]]],
     namespace: str | None,
 ) -> list[dict[str, Any]]:
     """The possible conflicts between dumped facts and the differences between dumped
@@ -152,13 +211,118 @@ def dumped_flags(
         for c in read_model.possible_conflict_rows(namespace)
         if c.memory_id in namespaces and c.other_id in namespaces
     ]  # fmt: skip
-    dumped = {e.entity_id for e in entities}
+    dumped = {e.entity_id for e, _, _ in entities}
     flags += [
         {"id": first, "type": DIFFER, "namespace": ns, "other_id": other}
         for ns, first, other in read_model.differing(namespace)
         if first in dumped and other in dumped
     ]
     return flags
+
+
+def dumped_folds(
+    read_model: ReadModel, memories: Sequence[Memory], namespace: str | None
+) -> list[dict[str, Any]]:
+    """The consolidations between dumped memories, a line per summary: the sources folded
+    into it and when (their ``t_invalid``, the summary's event time if none still says so)."""
+    dumped = {m.memory_id: m for m in memories}
+    folded: dict[tuple[str, str], list[str]] = {}
+    for ns, summary, memory in read_model.fold_rows(namespace):
+        if summary in dumped and memory in dumped:
+            folded.setdefault((ns, summary), []).append(memory)
+    lines: list[dict[str, Any]] = []
+    for (ns, summary), sources in folded.items():
+        times = [
+            t for m in sources if (t := dumped[m].t_invalid) is not None
+            and dumped[m].superseded_by == summary
+        ]  # fmt: skip
+        at = min(times) if times else dumped[summary].t_valid
+        lines.append({"id": summary, "type": CONSOLIDATION, "namespace": ns,
+                      "memory_ids": sources, "at": iso(at)})  # fmt: skip
+    return lines
+
+
+@dataclass(frozen=True)
+class DumpHeader:
+    """A dump's first line, checked (a dump without one is format 1)."""
+
+    format: int
+    journal_position: int | None = None
+    current_only: bool = False
+    namespace: str | None = None
+
+
+def header_line(header: DumpHeader) -> bytes:
+    values: dict[str, Any] = {
+        "type": HEADER,
+        "format": header.format,
+        "journal_position": header.journal_position,
+        "current_only": header.current_only,
+        "namespace": header.namespace,
+    }
+    line = {key: values[key] for key in HEADER_FIELDS if values[key] is not None}
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def parse_header(raw: Mapping[str, Any], where: str) -> DumpHeader:
+    """Check a header line: a format this code reads, or a refusal naming it."""
+    _only_fields(raw, HEADER_FIELDS, where, "a dump header")
+    version = _count(raw, "format", where, minimum=1)
+    if version is None:
+        raise UsageError(f"{where} has no format", hint="a dump header names its format")
+    if version > FORMAT:
+        raise UsageError(
+            f"the dump is format {version}, newer than this ferrex reads ({FORMAT})",
+            hint="import it with the ferrex version that wrote it, or a newer one",
+        )
+    current_only = raw.get("current_only", False)
+    if not isinstance(current_only, bool):
+        raise UsageError(f"current_only in {where} must be true or false")
+    return DumpHeader(
+        format=version,
+        journal_position=_count(raw, "journal_position", where, minimum=0),
+        current_only=current_only,
+        namespace=_optional_text(raw, "namespace", where),
+    )
+
+
+def is_header(raw: Mapping[str, Any]) -> bool:
+    return raw.get("type") == HEADER
+
+
+@dataclass(frozen=True)
+class RestoredFold:
+    """One consolidation line, checked: ``memory_ids`` were folded into ``summary_id``."""
+
+    summary_id: str
+    namespace: str
+    memory_ids: tuple[str, ...]
+    at: datetime
+
+
+def parse_fold_line(raw: Mapping[str, Any], where: str) -> RestoredFold:
+    """Check one consolidation line; raise UsageError naming ``where`` and the field."""
+    _only_fields(raw, FOLD_FIELDS, where, "a consolidation line")
+    summary = raw.get("id")
+    if not plausible_id(summary):
+        raise UsageError(f"id in {where} is not a memory id", hint="ids come from a dump")
+    namespace = raw.get("namespace")
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise UsageError(f"namespace in {where} must be a namespace name")
+    memory_ids = raw.get("memory_ids")
+    if (
+        not isinstance(memory_ids, list)
+        or not memory_ids
+        or not all(plausible_id(m) for m in memory_ids)
+    ):
+        raise UsageError(f"memory_ids in {where} must be a list of memory ids")
+    try:
+        at = parse_time(raw.get("at"), "at")
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
+    if at is None:
+        raise UsageError(f"{where} has no at", hint="a consolidation line says when it folded")
+    return RestoredFold(str(summary), namespace, tuple(memory_ids), at)
 
 
 @dataclass(frozen=True)
@@ -199,9 +363,15 @@ def parse_flag_line(raw: Mapping[str, Any], where: str) -> RestoredFlag:
                         float(score))  # fmt: skip
 
 
-def entity_line(entity: Entity, spellings: Sequence[AliasMatch]) -> bytes:
+def entity_line(
+    entity: Entity,
+    spellings: Sequence[AliasMatch],
+    merged_into: str | None = None,
+    kept_for: Sequence[str] = (),
+) -> bytes:
     """One entity as one dump line (without the newline): its name, normalized form, kind
-    and scope, and every spelling its ``entity.created`` does not make again."""
+    and scope, every spelling recorded for it that its ``entity.created`` does not make
+    again, the entity it was merged into, and the agents a cascading forget kept it for."""
     made = (entity.name, entity.normalized, "exact", 1.0, entity.agent_id)
     aliases = [
         {k: v for k, v in zip(ALIAS_FIELDS, row, strict=True) if v is not None}
@@ -217,6 +387,8 @@ def entity_line(entity: Entity, spellings: Sequence[AliasMatch]) -> bytes:
         "kind": entity.kind,
         "agent_id": entity.agent_id,
         "aliases": aliases or None,
+        "merged_into": merged_into,
+        "kept_for": list(kept_for) or None,
     }
     line = {key: values[key] for key in ENTITY_FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -268,6 +440,7 @@ def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
             if m.valid_from_given != given_by_time(m.t_valid, m.created_at)
             else None
         ),
+        "split_long": None,  # never needed to restore: see parse_line
     }
     line = {key: values[key] for key in FIELDS if values[key] is not None}
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
@@ -321,6 +494,11 @@ class RestoredEntity:
     kind: str | None
     agent_id: str | None
     aliases: tuple[RestoredAlias, ...]
+    merged_into: str | None = None
+    """The dumped entity it was merged into (restored as ``entities.merged``)."""
+    kept_for: tuple[str, ...] = ()
+    """The agents a cascading forget kept it for (restored as that forget's ``kept_entities``,
+    a ``memories.forgotten`` of no memory)."""
 
 
 _STORE_FIELDS: Final = (
@@ -331,8 +509,9 @@ _LISTS: Final = ("steps", "conditions", "entities")
 
 
 def is_dump_line(raw: Mapping[str, Any]) -> bool:
-    """Whether a parsed JSON line is a dump line (store lines never carry an ``id``)."""
-    return "id" in raw
+    """Whether a parsed JSON line is a dump line (store lines never carry an ``id``), or a
+    dump's header."""
+    return "id" in raw or is_header(raw)
 
 
 def parse_dump_line(
@@ -343,11 +522,13 @@ def parse_dump_line(
     count_tokens: Callable[[str], int | None] | None = None,
     window: int | None = None,
     secrets: SecretsMode = "refuse",
-) -> Restored | RestoredEntity | RestoredFlag:
-    """Check one parsed dump line, an entity's, a memory's or a flag's (``secrets``: what a
-    likely secret in a memory's text does, :func:`parse_line`)."""
+) -> Restored | RestoredEntity | RestoredFlag | RestoredFold:
+    """Check one parsed dump line, an entity's, a memory's, a flag's or a consolidation's
+    (``secrets``: what a likely secret in a memory's text does, :func:`parse_line`)."""
     if raw.get("type") == ENTITY:
         return parse_entity_line(raw, where)
+    if raw.get("type") == CONSOLIDATION:
+        return parse_fold_line(raw, where)
     if raw.get("type") in (POSSIBLE, DIFFER):
         return parse_flag_line(raw, where)
     return parse_line(raw, where, limits, count_tokens=count_tokens, window=window, secrets=secrets)
@@ -366,6 +547,14 @@ def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
     aliases = raw.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, dict) for a in aliases):
         raise UsageError(f"aliases in {where} must be a list of objects")
+    merged_into = raw.get("merged_into")
+    if merged_into is not None and (not plausible_id(merged_into) or merged_into == entity_id):
+        raise UsageError(f"merged_into in {where} is not another entity's id")
+    kept_for = raw.get("kept_for", [])
+    if not isinstance(kept_for, list) or not all(
+        isinstance(a, str) and a.strip() for a in kept_for
+    ):
+        raise UsageError(f"kept_for in {where} must be a list of agent ids")
     return RestoredEntity(
         entity_id=entity_id,
         namespace=_optional_text(raw, "namespace", where),
@@ -374,6 +563,8 @@ def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
         kind=_optional_text(raw, "kind", where),
         agent_id=_optional_text(raw, "agent_id", where),
         aliases=tuple(_alias(a, f"alias {n} of {where}") for n, a in enumerate(aliases, 1)),
+        merged_into=merged_into,
+        kept_for=tuple(kept_for),
     )
 
 
@@ -426,9 +617,14 @@ def parse_line(
             if isinstance(value, str) or not isinstance(value, list):
                 raise UsageError(f"{key} in {where} must be a list of strings")
             fields[key] = tuple(value)
+    split_long = raw.get("split_long", False)
+    if not isinstance(split_long, bool):
+        raise UsageError(f"split_long in {where} must be true or false")
     try:
+        # A dumped memory was stored once: a text longer than the window was kept whole then
+        # and is embedded in parts again, whatever this home's model reads (split_long).
         valid = validate(
-            StoreRequest(valid_from=raw["t_valid"], **fields),
+            StoreRequest(valid_from=raw["t_valid"], split_long=True, **fields),
             limits,
             count_tokens=count_tokens,
             window=window,
@@ -537,49 +733,61 @@ class DumpResult:
     memories: int
     entities: int
     invalidated: int
-    """How many of them are invalidated (only with ``include_invalidated``)."""
+    """How many of them are invalidated (none with ``current_only``)."""
     redacted: int
     """Memories left out because their text was redacted."""
+    journal_position: int = 0
+    """The journal position the dump is of (its header says so)."""
+    consolidations: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {"memories": self.memories, "entities": self.entities,
-                "invalidated": self.invalidated, "redacted_left_out": self.redacted}  # fmt: skip
+                "invalidated": self.invalidated, "redacted_left_out": self.redacted,
+                "consolidations": self.consolidations,
+                "journal_position": self.journal_position}  # fmt: skip
 
 
 def write_dump(
     read_model: ReadModel,
     out: IO[bytes],
     *,
-    include_invalidated: bool = False,
+    current_only: bool = False,
     namespace: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> DumpResult:
-    """Write the dump of ``read_model`` to ``out``: a line per entity, then one per memory."""
+    """Write the dump of ``read_model`` to ``out``: the header, a line per entity, one per
+    memory (superseded ones too unless ``current_only``), then the flags and the
+    consolidations between them. All of it at the read model's one journal position."""
+    position = read_model.checkpoint()
+    header = DumpHeader(FORMAT, position, current_only, namespace)
+    out.write(header_line(header) + b"\n")
     memories, redacted = live_memories(
-        read_model, include_invalidated=include_invalidated, namespace=namespace
+        read_model, include_invalidated=not current_only, namespace=namespace
     )
     entities = dumped_entities(read_model, memories, namespace)
     spellings: dict[str, list[AliasMatch]] = {}
-    for spelling in read_model.alias_matches([e.entity_id for e in entities]):
+    for spelling in read_model.spelling_rows(namespace):
         spellings.setdefault(spelling.entity_id, []).append(spelling)
-    for entity in entities:
-        out.write(entity_line(entity, spellings.get(entity.entity_id, ())) + b"\n")
-    names = {e.entity_id: e.name for e in entities}
+    for entity, merged_into, kept_for in entities:
+        own = spellings.get(entity.entity_id, ())
+        out.write(entity_line(entity, own, merged_into, kept_for) + b"\n")
+    names = {e.entity_id: e.name for e, _, _ in entities}
     for done, memory in enumerate(memories, start=1):
         out.write(dump_line(memory, names) + b"\n")
         if progress is not None and (done % 512 == 0 or done == len(memories)):
             progress(done, len(memories))
-    for flag in dumped_flags(read_model, memories, entities, namespace):
-        out.write(json.dumps(flag, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+    folds = dumped_folds(read_model, memories, namespace)
+    for line in [*dumped_flags(read_model, memories, entities, namespace), *folds]:
+        out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
     invalidated = sum(1 for m in memories if m.t_invalid is not None)
-    return DumpResult(len(memories), len(entities), invalidated, redacted)
+    return DumpResult(len(memories), len(entities), invalidated, redacted, position, len(folds))
 
 
 def write_dump_file(
     read_model: ReadModel,
     path: Path,
     *,
-    include_invalidated: bool = False,
+    current_only: bool = False,
     namespace: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> DumpResult:
@@ -597,7 +805,7 @@ def write_dump_file(
             result = write_dump(
                 read_model,
                 out,
-                include_invalidated=include_invalidated,
+                current_only=current_only,
                 namespace=namespace,
                 progress=progress,
             )

@@ -14,7 +14,9 @@ Each memory is one record: its new entities (only for a line without ``entity_id
 t_valid, links and text, then ``memory.superseded`` (t_invalid, superseded_by),
 ``memories.validated`` (last_validated, source ``operator``), ``memories.accessed``
 (access_count, last_accessed) and ``memory.marked`` (importance, pinned, expires_at) when
-the dump has them. Chunks are group-committed and their
+the dump has them; a source a consolidation line folds gets no ``memory.superseded``: the
+line's ``memories.consolidated``, after the memories, supersedes it and records the fold.
+Chunks are group-committed and their
 texts embedded in one batch, through the writer's one write path like every store
 (:meth:`ferrex.write.writer.Writer.run`, :mod:`ferrex.core.runner`).
 """
@@ -29,7 +31,7 @@ from ferrex.core.decide import Decision, NewId
 from ferrex.core.runner import Batch
 from ferrex.core.settings import StoreSettings
 from ferrex.core.view import View
-from ferrex.porting.dump import POSSIBLE, Restored, RestoredEntity, RestoredFlag
+from ferrex.porting.dump import POSSIBLE, Restored, RestoredEntity, RestoredFlag, RestoredFold
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.predicates import normalize_predicate
@@ -38,11 +40,15 @@ from ferrex.write.writer import Writer
 from journal import (
     Access,
     EntitiesDiffer,
+    EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
     Event,
     FactsPossiblyConflicting,
+    KeptEntity,
     MemoriesAccessed,
+    MemoriesConsolidated,
+    MemoriesForgotten,
     MemoriesValidated,
     MemoryBody,
     MemoryMarked,
@@ -61,9 +67,13 @@ class Restore:
     warnings: tuple[str, ...] = ()
 
 
+Item = Restored | RestoredEntity | RestoredFlag | RestoredFold
+"""One checked line of a dump."""
+
+
 def restore_many(
     writer: Writer,
-    items: Sequence[Restored | RestoredEntity | RestoredFlag],
+    items: Sequence[Item],
     *,
     chunk: int = 256,
     progress: Callable[[int, int], None] | None = None,
@@ -71,22 +81,27 @@ def restore_many(
     """Restore every item not already present; one outcome per item, in order."""
 
     dumped = {i.entity_id: i for i in items if isinstance(i, RestoredEntity)}
+    memories = {i.memory_id: i for i in items if isinstance(i, Restored)}
+    folded = {m: i.summary_id for i in items if isinstance(i, RestoredFold) for m in i.memory_ids}
     fresh: set[str] = set()
     """Memories and entities this restore journals (a flag between two that were there
     already is not journaled again: importing a dump twice adds nothing)."""
 
-    def texts(part: Sequence[Restored | RestoredEntity | RestoredFlag]) -> list[str]:
+    def texts(part: Sequence[Item]) -> list[str]:
         return [memory_text(i.valid.type, _body(i, None)) for i in part if isinstance(i, Restored)]
 
-    def decide(item: Restored | RestoredEntity | RestoredFlag, batch: Batch) -> Decision[Restore]:
+    def decide(item: Item, batch: Batch) -> Decision[Restore]:
         if isinstance(item, RestoredFlag):
             return decide_flag(item, batch.view, fresh)
+        if isinstance(item, RestoredFold):
+            return decide_fold(item, batch.view, fresh, memories)
         if isinstance(item, RestoredEntity):
-            decided = decide_entity(item, batch.view, settings=writer.settings)
+            decided = decide_entity(item, batch.view, settings=writer.settings, entities=dumped)
         else:
             decided = decide_restore(
-                item, batch.view, new_id=writer.new_id, settings=writer.settings, entities=dumped
-            )
+                item, batch.view, new_id=writer.new_id, settings=writer.settings,
+                entities=dumped, folded_into=folded.get(item.memory_id),
+            )  # fmt: skip
         if decided.result.status == "stored":
             fresh.add(decided.result.id)
         return decided
@@ -106,14 +121,19 @@ def decide_restore(
     new_id: NewId,
     settings: StoreSettings,
     entities: Mapping[str, RestoredEntity] | None = None,
+    folded_into: str | None = None,
 ) -> Decision[Restore]:
     """The events that journal one dumped memory as it was; skipped when its id exists.
 
     ``entities``: the dump's entity lines by id, so a memory links to the entity its dump
-    named (restored by :func:`decide_entity` before it) or to the one that entity merged into."""
+    named (restored by :func:`decide_entity` before it) or to the one that entity merged
+    into. ``folded_into``: the summary a consolidation line of the dump folds it into (its
+    ``memories.consolidated``, journaled by :func:`decide_fold`, supersedes it)."""
     if view.memory(item.memory_id) is not None:
         return Decision((), Restore("skipped", item.memory_id))
     events = _events(item, view, new_id, settings, entities or {})
+    if folded_into is not None and item.superseded_by == folded_into:
+        events = [e for e in events if not isinstance(e, MemorySuperseded)]
     return Decision(tuple(events), Restore("stored", item.memory_id))
 
 
@@ -137,10 +157,45 @@ def decide_flag(item: RestoredFlag, view: View, fresh: set[str]) -> Decision[Res
     return Decision((event,), Restore("stored", item.first))
 
 
-def decide_entity(
-    item: RestoredEntity, view: View, *, settings: StoreSettings
+def decide_fold(
+    item: RestoredFold, view: View, fresh: set[str], memories: Mapping[str, Restored]
 ) -> Decision[Restore]:
-    """The events that journal one dumped entity as it was, with its id, scope and spellings.
+    """A dumped consolidation journaled as its ``memories.consolidated``, when this restore
+    journaled the summary or a source and the home holds the summary and its sources (so
+    ``consolidate --undo`` and a forgotten source's refold work on the restored home);
+    skipped otherwise. A source the dump shows superseded by something else since is
+    superseded so again after it."""
+    there = tuple(m for m in item.memory_ids if view.memory(m) is not None)
+    mine = {item.summary_id, *item.memory_ids} & fresh
+    if not mine or view.memory(item.summary_id) is None or not there:
+        return Decision((), Restore("skipped", item.summary_id))
+    events: list[Event] = [
+        MemoriesConsolidated(
+            summary_id=item.summary_id, namespace=item.namespace, memory_ids=there, at=item.at
+        )
+    ]
+    for memory_id in there:
+        dumped = memories.get(memory_id)
+        if dumped is None or dumped.superseded_by == item.summary_id:
+            continue
+        if dumped.t_invalid is not None:
+            events.append(
+                MemorySuperseded(memory_id=memory_id, namespace=item.namespace,
+                                 t_invalid=dumped.t_invalid, superseded_by=dumped.superseded_by)
+            )  # fmt: skip
+    return Decision(tuple(events), Restore("stored", item.summary_id))
+
+
+def decide_entity(
+    item: RestoredEntity,
+    view: View,
+    *,
+    settings: StoreSettings,
+    entities: Mapping[str, RestoredEntity] | None = None,
+) -> Decision[Restore]:
+    """The events that journal one dumped entity as it was, with its id, scope and spellings,
+    and, for one the dump shows merged, its ``entities.merged`` into the entity that took it
+    (``entities``: the dump's entity lines by id; the one it merged into comes first).
 
     Skipped when the home already holds that id, or an entity of that namespace and scope
     with that normalized spelling (then the dumped entity merges into it); either way the
@@ -178,7 +233,31 @@ def decide_entity(
             )
         )
     created = bool(events) and isinstance(events[0], EntityCreated)
+    into = _merged_into(item, namespace, view, entities or {})
+    if created and into is not None and into != target:
+        events.append(EntitiesMerged(entity_id=target, into=into, namespace=namespace))
+    if created and item.kept_for:
+        # Who still sees it: the one event that says so is a cascading forget's.
+        events.append(
+            MemoriesForgotten(memory_ids=(), namespace=namespace, reason="import",
+                              kept_entities=(KeptEntity(target, item.kept_for),))
+        )  # fmt: skip
     return Decision(tuple(events), Restore("stored" if created else "skipped", item.entity_id))
+
+
+def _merged_into(
+    item: RestoredEntity, namespace: str, view: View, entities: Mapping[str, RestoredEntity]
+) -> str | None:
+    """The home's entity a dumped merged entity goes into: the one the dumped entity it
+    merged into became, or that id when the home holds it; None when not merged (or the
+    entity it merged into is in neither)."""
+    if item.merged_into is None:
+        return None
+    dumped = entities.get(item.merged_into)
+    target = _entity_target(dumped, namespace, view) if dumped is not None else None
+    if target is None and any(s.entity_id == item.merged_into for s in view.spellings(namespace)):
+        target = item.merged_into
+    return target
 
 
 def _entity_target(item: RestoredEntity, namespace: str, view: View) -> str | None:

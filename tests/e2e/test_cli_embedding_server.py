@@ -48,7 +48,8 @@ def run(
 def stored_contents(home: Path) -> list[str]:
     result = run(home, "export", "jsonl", "-")
     assert result.exit_code == 0, result.output
-    return [json.loads(line)["content"] for line in result.stdout.splitlines() if line.strip()]
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+    return [line["content"] for line in lines if line["type"] == "episodic"]
 
 
 def test_store_and_recall_through_the_server(server: EmbeddingServer, tmp_path: Path) -> None:

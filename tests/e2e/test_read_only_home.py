@@ -37,6 +37,12 @@ def test_export_git_works(read_only_home: Path, tmp_path: Path) -> None:
     assert (tmp_path / "audit" / ".git").is_dir()
 
 
+def test_a_backup_is_taken_from_the_journal(read_only_home: Path, tmp_path: Path) -> None:
+    done = ferrex(read_only_home, "export", "jsonl", str(tmp_path / "backup.jsonl"), "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["memories"] == 2
+
+
 @pytest.mark.parametrize(
     "args",
     [
