@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -25,6 +23,7 @@ import anyio
 
 from tests.e2e.mcp_helpers import FERREX, call, owner_pid, stdio_client
 from tests.e2e.test_hooks_claude_code import SESSION, write_transcript
+from tools import quiet
 
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
 PROMPTS = [
@@ -98,8 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--memories", type=int, default=1000)
+    quiet.add_arguments(parser)
     options = parser.parse_args()
-    print(f"load average before: {os.getloadavg()}", file=sys.stderr)
+    quiet.begin(options)  # refuses a busy machine unless --noisy; reports the load at exit
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         home = _home(root, options.memories)
@@ -124,7 +124,6 @@ def main() -> None:
         finally:
             stop.set()
             thread.join(60)
-    print(f"load average after: {os.getloadavg()}", file=sys.stderr)
 
 
 if __name__ == "__main__":
