@@ -19,7 +19,7 @@ import pytest
 
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
-from ferrex.porting.dump import parse_line, write_dump
+from ferrex.porting.dump import is_header, parse_line, write_dump
 from ferrex.porting.restore import restore_many
 from ferrex.read.recall import AccessLog, Reader, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
@@ -162,7 +162,9 @@ def test_marks_survive_a_rebuild_and_a_dump_and_restore(
 
     out = io.BytesIO()
     write_dump(rm, out)
-    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    raw = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert is_header(raw[0])  # a dump opens with its format and journal position
+    lines = raw[1:]
     by_id = {line["id"]: line for line in lines}
     assert by_id[pinned.id]["pinned"] is True and by_id[pinned.id]["importance"] == 0.8
     assert by_id[scratch.id]["expires_at"] == "2026-03-01T11:00:00Z"
