@@ -7,17 +7,42 @@ server process on one data directory, as MCP clients do.
 
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
 
 import anyio
 
 from tests.e2e.mcp_helpers import call, stdio_client
 
-#: The arguments the README's client snippets give ferrex (after the executable).
-CLIENT_ARGS = {
-    "claude-code": ["--agent-id", "claude-code", "--default-visibility", "shared"],
-    "cursor": ["--agent-id", "cursor", "--default-visibility", "shared"],
-}
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_args() -> dict[str, list[str]]:
+    """The arguments the README's client snippets give ferrex, by agent id: the JSON
+    snippets' ``"args"`` lines and the ``claude mcp add`` line, read from the README itself,
+    so the test follows the snippets as a user copies them."""
+    found: dict[str, list[str]] = {}
+    for line in README.read_text().splitlines():
+        line = line.strip()
+        if line.startswith('"args": ['):
+            args = json.loads(line.removeprefix('"args":').rstrip(","))
+        elif line.startswith("claude mcp add ferrex -- /path/to/ferrex/.venv/bin/ferrex "):
+            args = shlex.split(line)[6:]
+        else:
+            continue
+        found[args[args.index("--agent-id") + 1]] = args
+    return found
+
+
+CLIENT_ARGS = _readme_args()
+"""The arguments the README's client snippets give ferrex (after the executable)."""
+
+
+def test_the_readme_gives_each_client_its_own_id_and_shares_by_default() -> None:
+    assert {"claude-code", "claude-desktop", "vscode", "cursor"} <= set(CLIENT_ARGS)
+    for args in CLIENT_ARGS.values():
+        assert args[args.index("--default-visibility") + 1] == "shared", args
 
 
 def test_two_clients_configured_from_the_readme_share_what_they_store(tmp_path: Path) -> None:
