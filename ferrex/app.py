@@ -35,7 +35,7 @@ from ferrex.home_safety import (
     read_only_error,
     secure_home,
 )
-from ferrex.server.owner import Endpoint, try_lock
+from ferrex.ownership import Endpoint, try_lock
 from journal import (
     Journal,
     JournalBackend,

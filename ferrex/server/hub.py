@@ -100,9 +100,9 @@ from ferrex.errors import (
     Refused,
     UsageError,
 )
+from ferrex.ownership import Endpoint, is_held, lock_path
 from ferrex.server.caller import Caller, error_document
 from ferrex.server.descriptors import descriptor_room, raise_descriptor_limit
-from ferrex.server.owner import Endpoint, is_held, lock_path
 from journal import FORMAT_VERSION
 
 if TYPE_CHECKING:
