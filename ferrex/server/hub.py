@@ -60,7 +60,7 @@ and one writer applying the journal to the projections keeps them simple, so:
   into a spare App (unclaimed: it opens no store but the journal, which any process may
   read), so a takeover is only opening the projections and catching up, not loading models
   or checking the whole journal. A peer that is never called loads nothing; one that
-  is costs a model's memory (see README "Performance"; ``server.warm_peers = false`` turns
+  is costs a model's memory (see docs/performance.md; ``server.warm_peers = false`` turns
   it off).
 - **A call cut off.** A call whose connection drops before the answer arrives is sent again
   to the next owner. Reads are safe to repeat; a forget repeated reports the ids as not found;

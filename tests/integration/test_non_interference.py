@@ -4,7 +4,7 @@ For random interleavings of alice's private calls and bob's calls, every answer 
 home where alice made her calls equals the answer he gets in a home where she never did
 (memory and entity ids, times, scores and journal positions aside: ids are compared by the
 order bob met them, and results as sets, because BM25's collection-wide IDF lets any text,
-private or not, move scores a little; see the README's Security section).
+private or not, move scores a little; see docs/security.md).
 
 Both homes are real: the service over the real journal, SQLite read model, Qdrant Edge and
 the bundled model. Every call is forwarded as another process's would be: a peer hub sends
