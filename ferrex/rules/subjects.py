@@ -318,19 +318,28 @@ def formed_alike(
         for i, word in enumerate(one):
             if word in other:
                 continue
+            # The initials of several words explain more than one word's skeleton: "cm" is
+            # "community manager" before it is "community".
+            span = _acronym_span(word, other, one)
+            if span is not None:
+                one[i : i + 1] = span
+                found = True
+                vouched = vouched or len(word) >= 3
+                continue
             twin = next((w for w in other if w not in one and abbreviates(word, w)), None)
             if twin is not None:
                 one[i], found = twin, True
-                continue
-            for size in range(len(word), 1, -1):
-                spans = [other[j : j + size] for j in range(len(other) - size + 1)]
-                span = next((sp for sp in spans if acronym_of(word, sp)), None)
-                if span is not None and not set(span) & set(one):
-                    one[i : i + 1] = span
-                    found = True
-                    vouched = vouched or len(word) >= 3
-                    break
     return (a, b, vouched) if found else None
+
+
+def _acronym_span(word: str, other: Sequence[str], one: Sequence[str]) -> list[str] | None:
+    """The words of ``other`` (none of them in ``one``) that ``word`` is the initials of."""
+    for size in range(len(word), 1, -1):
+        for j in range(len(other) - size + 1):
+            span = list(other[j : j + size])
+            if acronym_of(word, span) and not set(span) & set(one):
+                return span
+    return None
 
 
 _VOWELS: Final = frozenset("aeiouy")
@@ -341,12 +350,141 @@ _VOWELS: Final = frozenset("aeiouy")
 AMBIGUOUS_SHORT_FORMS: Final = frozenset({"ns", "conf", "ts"})
 
 
+#: Leading words that say whose a thing is, not which: ``our BIC`` is ``BIC``.
+_DETERMINERS: Final = _ARTICLES | frozenset({"our", "my", "your", "their", "its", "this"})
+
+#: Endings a word takes in another form of itself (``tokenizer``/``tokenization``,
+#: ``invoice``/``invoicing``, ``matchmaker``/``matchmaking``), for :func:`word_twins`.
+_FORM_ENDINGS: Final = frozenset(
+    {"", "e", "er", "ers", "or", "ors", "ing", "ion", "ions", "ation", "ations", "ed", "es"}
+    | {"s", "ment", "ments", "iation", "ization", "ize", "ise", "ic"}
+)
+_BRACKETS: Final = str.maketrans("", "", "()[]{}")
+
+
+def name_words(words: Sequence[str]) -> list[str]:
+    """A spelled-out name's words as :func:`names_alike` compares them: a handle's ``@``
+    and brackets stripped (``@naomi-k``, ``laptop fleet (MDM)``), leading determiners
+    (``the``, ``our``) and link words (``for``, ``in``) dropped."""
+    out = [w.lstrip("@").translate(_BRACKETS) for w in words]
+    out = [w for w in out if w]
+    while len(out) > 1 and out[0] in _DETERMINERS:
+        out = out[1:]
+    kept = [w for w in out if w not in _LINK_WORDS]
+    return kept or out
+
+
+def word_twins(a: str, b: str) -> bool:
+    """Whether two words are one word in two forms, as people write a name: the same, a
+    plural (``log``/``logs``, ``policy``/``policies``), another ending on one stem of five
+    letters or more (``tokenizer``/``tokenization``, ``invoice``/``invoicing``; not
+    ``product``/``production``, where one is the whole of the other), a short form people
+    make (:func:`abbreviates`), a typo of a long word or a product suffix."""
+    if a == b:
+        return True
+    if _DIGITS.search(a) or _DIGITS.search(b):
+        return False
+    short, long = sorted((a, b), key=len)
+    if long in (short + "s", short + "es") or (short.endswith("y") and long == short[:-1] + "ies"):
+        return len(short) >= 3
+    stem = 0
+    while stem < len(short) and short[stem] == long[stem]:
+        stem += 1
+    if stem >= 5 and short[stem:] and {short[stem:], long[stem:]} <= _FORM_ENDINGS:
+        return True
+    return abbreviates(short, long) or _same_word(a, b)
+
+
+def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
+    """Whether two spelled-out names that the rules of :func:`compare_words` keep apart may
+    still name one thing, by evidence that generalises (each only *possibly* the same: a
+    fact about one is flagged against a fact of the same slot about the other, never
+    merged or superseded):
+
+    - once handles, brackets, determiners and link words are set aside (:func:`name_words`)
+      and words in two forms paired (:func:`word_twins`; a single letter as a word's
+      initial, ``naomi k``/``naomi kowalski``; acronyms and short forms by
+      :func:`formed_alike`), one name holds all of the other's words, and the other has two
+      words or more, or at most :data:`QUALIFIERS_DROPPED` more (``remote config key
+      onboarding_variant``/``onboarding_variant``, ``audit logs``/``audit log``);
+    - or a trailing kind word (:data:`COMPONENT_WORDS`) names what the other name says by
+      a distinctive word in front of a word they share: ``primary database``/``Postgres
+      primary``, ``ios app``/``FitPulse iOS``, ``training jobs``/``model training``. Never
+      when both have a kind word of their own (``payments api``/``payments worker``), nor
+      when the other's extra word is its own head (``ledger api``/``ledger reconciler``).
+
+    Hard negatives stay apart: a word swapped for another in front of a shared head
+    (``staging db``/``production db``, ``iOS app``/``Android app``), different numbers
+    (``v1``/``v2``, ``T3``/``T4``), or no shared word but a kind word."""
+    a, b = name_words(left), name_words(right)
+    if not a or not b or _numbers(a) != _numbers(b):
+        return False
+    formed = formed_alike(a, b)
+    if formed is not None:
+        a, b = formed[0], formed[1]
+    if len(b) < len(a):
+        a, b = b, a
+    only_a, only_b, shared = _pair_words(a, b)
+    if all(_kind_word(w) for w in shared):
+        return False
+    if not only_a or not only_b:
+        extra = only_a or only_b
+        return len(min(a, b, key=len)) >= 2 or len(extra) <= QUALIFIERS_DROPPED
+    for one, other, mine, theirs in ((a, b, only_a, only_b), (b, a, only_b, only_a)):
+        # one: [... shared, KIND]; other: [X ..., shared] with X a modifier, not a kind.
+        if (
+            mine == [one[-1]]
+            and _kind_word(one[-1])
+            and other[-1] not in theirs
+            and not any(_kind_word(w) for w in theirs)
+        ):
+            return True
+    return False
+
+
+def _initial_of(letter: str, word: str) -> bool:
+    """Whether ``letter`` is the initial of ``word`` (``k``/``kowalski``; not ``i``/``ii``)."""
+    return letter.isalpha() and len(word) >= 3 and word.isalpha() and word[0] == letter
+
+
+def _kind_word(word: str) -> bool:
+    """A word of :data:`COMPONENT_WORDS`, or its plural."""
+    return word in COMPONENT_WORDS or (word.endswith("s") and word[:-1] in COMPONENT_WORDS)
+
+
+def _pair_words(a: Sequence[str], b: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """The words of ``a`` and ``b`` left unpaired by :func:`word_twins` (a single letter of
+    one pairs with a word it begins in the other, once another word is paired), and the
+    paired words of ``a``."""
+    only_a, only_b, shared = list(a), list(b), []
+    for word in list(only_a):
+        twin = next((w for w in only_b if w == word), None) or next(
+            (w for w in only_b if word_twins(word, w)), None
+        )
+        if twin is not None:
+            only_a.remove(word)
+            only_b.remove(twin)
+            shared.append(word)
+    if shared:
+        for word in [w for w in only_a if len(w) == 1]:
+            twin = next((w for w in only_b if _initial_of(word, w)), None)
+            if twin is not None:
+                only_a.remove(word)
+                only_b.remove(twin)
+        for word in [w for w in only_b if len(w) == 1]:
+            twin = next((w for w in only_a if _initial_of(word, w)), None)
+            if twin is not None:
+                only_b.remove(word)
+                only_a.remove(twin)
+    return only_a, only_b, shared
+
+
 @dataclass(frozen=True, slots=True)
 class Possible:
     """An entity the subject is possibly the same as, and why."""
 
     entity_id: str
-    reason: Literal["head word", "embedding"]
+    reason: Literal["head word", "embedding", "name"]
     score: float
 
 
@@ -382,11 +520,19 @@ def resolve_subject(
     spelled = {c: spelled_out(c.normalized, abbreviations) for c in candidates}
     verdicts = {c: compare_words(words, spelled[c]) for c in candidates}
     heads = {c.entity_id for c in candidates if verdicts[c] == "possible"}
+    # Names the words keep apart that may still name one thing (never merged: flagged).
+    alike = {
+        c.entity_id
+        for c in candidates
+        if verdicts[c] != "same" and c.entity_id not in heads and names_alike(words, spelled[c])
+    }
 
     def answer(found: Resolution, scored: Sequence[Possible] = ()) -> SubjectResolution:
         possible = {p.entity_id: p for p in scored}
         for entity_id in heads:
             possible.setdefault(entity_id, Possible(entity_id, "head word", 1.0))
+        for entity_id in alike:
+            possible.setdefault(entity_id, Possible(entity_id, "name", 1.0))
         possible.pop(found.entity_id or "", None)
         return SubjectResolution(found, tuple(possible[k] for k in sorted(possible)))
 
