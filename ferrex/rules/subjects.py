@@ -404,9 +404,11 @@ def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     - once handles, brackets, determiners and link words are set aside (:func:`name_words`)
       and words in two forms paired (:func:`word_twins`; a single letter as a word's
       initial, ``naomi k``/``naomi kowalski``; acronyms and short forms by
-      :func:`formed_alike`), one name holds all of the other's words, and the other has two
-      words or more, or at most :data:`QUALIFIERS_DROPPED` more (``remote config key
-      onboarding_variant``/``onboarding_variant``, ``audit logs``/``audit log``);
+      :func:`formed_alike`), one name holds all of the other's words: at most
+      :data:`QUALIFIERS_DROPPED` more (``audit logs``/``audit log``, ``DB pool size for
+      api``/``tallyboard-api DATABASE_POOL_SIZE``), or any number in front of a name of two
+      words or more that ends it (``remote config key onboarding_variant``/
+      ``onboarding_variant``);
     - or a trailing kind word (:data:`COMPONENT_WORDS`) names what the other name says by
       a distinctive word in front of a word they share: ``primary database``/``Postgres
       primary``, ``ios app``/``FitPulse iOS``, ``training jobs``/``model training``. Never
@@ -428,8 +430,12 @@ def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     if all(_kind_word(w) for w in shared):
         return False
     if not only_a or not only_b:
-        extra = only_a or only_b
-        return len(min(a, b, key=len)) >= 2 or len(extra) <= QUALIFIERS_DROPPED
+        # Words in front keep the head (``remote config key onboarding_variant``); words
+        # around it, a few at most (``device lab``/``QA device lab``).
+        head_kept = len(a) >= 2 and all(
+            word_twins(x, y) for x, y in zip(a, b[-len(a) :], strict=True)
+        )
+        return head_kept or len(only_a or only_b) <= QUALIFIERS_DROPPED
     for one, other, mine, theirs in ((a, b, only_a, only_b), (b, a, only_b, only_a)):
         # one: [... shared, KIND]; other: [X ..., shared] with X a modifier, not a kind.
         if (
