@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
@@ -410,8 +410,9 @@ def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
       words or more that ends it (``remote config key onboarding_variant``/
       ``onboarding_variant``);
     - or a trailing kind word (:data:`COMPONENT_WORDS`) names what the other name says by
-      a distinctive word in front of a word they share: ``primary database``/``Postgres
-      primary``, ``ios app``/``FitPulse iOS``, ``training jobs``/``model training``. Never
+      one distinctive word (a product's name) in front of a word they share: ``primary
+      database``/``Postgres primary``, ``ios app``/``FitPulse iOS``, ``training jobs``/
+      ``model training``. Never
       when both have a kind word of their own (``payments api``/``payments worker``), nor
       when the other's extra word is its own head (``ledger api``/``ledger reconciler``).
 
@@ -441,8 +442,9 @@ def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
         if (
             mine == [one[-1]]
             and _kind_word(one[-1])
+            and len(theirs) == 1
             and other[-1] not in theirs
-            and not any(_kind_word(w) for w in theirs)
+            and not _kind_word(theirs[0])
         ):
             return True
     return False
@@ -501,6 +503,16 @@ class SubjectResolution:
 
     resolution: Resolution
     possible: tuple[Possible, ...]
+    related: tuple[str, ...] = ()
+    """Other entities whose names share a distinctive word (or a short form) with the
+    subject, most shared first, at most :data:`RELATED_LIMIT`: not possibly the same by
+    the name alone, but a fact of theirs may name the same slot in other words
+    (:func:`same_slot_words`)."""
+
+
+#: At most this many related entities are weighed per store (:attr:`SubjectResolution.
+#: related`), the ones sharing the most words.
+RELATED_LIMIT: Final = 12
 
 
 def resolve_subject(
@@ -540,7 +552,11 @@ def resolve_subject(
         for entity_id in alike:
             possible.setdefault(entity_id, Possible(entity_id, "name", 1.0))
         possible.pop(found.entity_id or "", None)
-        return SubjectResolution(found, tuple(possible[k] for k in sorted(possible)))
+        return SubjectResolution(
+            found,
+            tuple(possible[k] for k in sorted(possible)),
+            _related(words, spelled, {found.entity_id, *possible}),
+        )
 
     exact = [c for c in candidates if c.name == name]
     if exact:
@@ -577,6 +593,99 @@ def resolve_subject(
         return answer(NEW, near)
     score, winner = best
     return answer(Resolution("embedding", winner.entity_id, score, winner.name), near)
+
+
+def _related(
+    words: Sequence[str], spelled: Mapping[Candidate, list[str]], known: Set[str | None]
+) -> tuple[str, ...]:
+    """The entities (not in ``known``) whose spellings share a distinctive word with
+    ``words`` or pair a short form with them (:attr:`SubjectResolution.related`)."""
+    mine = {w for w in name_words(words) if not _kind_word(w)}
+    if not mine:
+        return ()
+    shared: dict[str, int] = {}
+    for c, theirs in spelled.items():
+        if c.entity_id in known:
+            continue
+        count = len(mine & set(name_words(theirs)))
+        if not count and formed_alike(words, theirs) is not None:
+            count = 1
+        if count:
+            shared[c.entity_id] = max(count, shared.get(c.entity_id, 0))
+    ranked = sorted(shared, key=lambda e: (-shared[e], e))
+    return tuple(ranked[:RELATED_LIMIT])
+
+
+def same_slot_words(
+    subject: Sequence[str],
+    predicate: Sequence[str],
+    other_subject: Sequence[str],
+    other_predicate: Sequence[str],
+) -> bool:
+    """Whether two facts of two differently named subjects name one slot in other words,
+    a word moved between subject and predicate: ``Vault | default lease TTL`` and ``vault
+    default_lease_ttl | is``; ``Airflow | parallelism`` and ``Airflow parallelism | is``;
+    ``patient portal session | idle timeout`` and ``portal session timeout | is``; ``DR
+    region | is`` and ``disaster recovery site | region``.
+
+    The subjects are spelled-out words (:func:`spelled_out`), the predicates their content
+    words, empty for one that only states a value (``is``, ``set to``). The slot's words
+    are a subject's and its predicate's together; the rule, with words paired as
+    :func:`names_alike` pairs them (forms, short forms, acronyms):
+
+    - the two subjects share a distinctive word (not a kind word), so one thing is named;
+    - the numbers agree, and one slot's words (two or more) are all among the other's;
+    - each word only the larger slot has is a word in front of its subject's head (``the
+      patient`` portal session), a kind word (``site``), or, when the smaller fact's
+      predicate names nothing, a word of the larger's predicate (``conversion rate``).
+      So ``customer PII | stored in`` and ``customer PII backups | stored in`` are two
+      slots (``backups`` is the head), and so are sibling predicates.
+
+    Only a flag follows, never a supersede."""
+    mine, theirs = name_words(subject), name_words(other_subject)
+    left, right = [*mine, *predicate], [*theirs, *other_predicate]
+    if len(left) < 2 or len(right) < 2 or _numbers(left) != _numbers(right):
+        return False
+    _, _, anchors = _pair_words(mine, theirs)
+    formed = formed_alike(mine, theirs)
+    if formed is not None:
+        _, _, more = _pair_words(formed[0], formed[1])
+        anchors = anchors + more
+    if all(_kind_word(w) for w in anchors):
+        return False
+    formed = formed_alike(left, right)
+    if formed is not None:
+        left, right = formed[0], formed[1]
+        # Expanded in place: where each subject ends, in its slot's words.
+        mine = left[: len(left) - len(predicate)]
+        theirs = right[: len(right) - len(other_predicate)]
+    only_left, only_right, _ = _pair_words(left, right)
+    if only_left and only_right:
+        return False
+    if only_left:
+        extra, words, head, pred, smaller_pred = (
+            only_left,
+            left,
+            len(mine),
+            predicate,
+            other_predicate,
+        )
+    else:
+        extra, words, head, pred, smaller_pred = (
+            only_right,
+            right,
+            len(theirs),
+            other_predicate,
+            predicate,
+        )
+    for word in extra:
+        at = words.index(word)
+        if at < head - 1 or (at < head and _kind_word(word)):
+            continue  # a word in front of the subject's head, or a kind word
+        if at >= head and not smaller_pred and word in pred:
+            continue  # the slot named more closely
+        return False
+    return True
 
 
 def subject_outcome(
