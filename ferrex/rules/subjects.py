@@ -379,7 +379,8 @@ def word_twins(a: str, b: str) -> bool:
     plural (``log``/``logs``, ``policy``/``policies``), another ending on one stem of five
     letters or more (``tokenizer``/``tokenization``, ``invoice``/``invoicing``; not
     ``product``/``production``, where one is the whole of the other), a short form people
-    make (:func:`abbreviates`), a typo of a long word or a product suffix."""
+    make (:func:`abbreviates`) or a word's whole consonant skeleton (``fct``/``fact``), a
+    typo of a long word or a product suffix."""
     if a == b:
         return True
     if _DIGITS.search(a) or _DIGITS.search(b):
@@ -392,6 +393,8 @@ def word_twins(a: str, b: str) -> bool:
         stem += 1
     if stem >= 5 and short[stem:] and {short[stem:], long[stem:]} <= _FORM_ENDINGS:
         return True
+    if len(short) >= 3 and short == "".join(c for c in long if c not in "aeiou"):
+        return True  # a whole consonant skeleton: fct/fact
     return abbreviates(short, long) or _same_word(a, b)
 
 
@@ -450,6 +453,18 @@ def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     return False
 
 
+def _joined(words: Sequence[str], other: Sequence[str]) -> list[str]:
+    """``words`` with two neighbours joined where ``other`` writes them as one word
+    (``keep alive``/``keepalive``, ``on call``/``oncall``)."""
+    out = list(words)
+    i = 0
+    while i < len(out) - 1:
+        if out[i] + out[i + 1] in other and out[i] not in other:
+            out[i : i + 2] = [out[i] + out[i + 1]]
+        i += 1
+    return out
+
+
 def _initial_of(letter: str, word: str) -> bool:
     """Whether ``letter`` is the initial of ``word`` (``k``/``kowalski``; not ``i``/``ii``)."""
     return letter.isalpha() and len(word) >= 3 and word.isalpha() and word[0] == letter
@@ -464,7 +479,7 @@ def _pair_words(a: Sequence[str], b: Sequence[str]) -> tuple[list[str], list[str
     """The words of ``a`` and ``b`` left unpaired by :func:`word_twins` (a single letter of
     one pairs with a word it begins in the other, once another word is paired), and the
     paired words of ``a``."""
-    only_a, only_b, shared = list(a), list(b), []
+    only_a, only_b, shared = _joined(a, b), _joined(b, a), []
     for word in list(only_a):
         twin = next((w for w in only_b if w == word), None) or next(
             (w for w in only_b if word_twins(word, w)), None
@@ -643,6 +658,10 @@ def same_slot_words(
 
     Only a flag follows, never a supersede."""
     mine, theirs = name_words(subject), name_words(other_subject)
+    left, right = [*mine, *predicate], [*theirs, *other_predicate]
+    # One word written as two (keep-alive / keepalive), joined within subject or predicate.
+    mine, predicate = _joined(mine, right), _joined(predicate, right)
+    theirs, other_predicate = _joined(theirs, left), _joined(other_predicate, left)
     left, right = [*mine, *predicate], [*theirs, *other_predicate]
     if len(left) < 2 or len(right) < 2 or _numbers(left) != _numbers(right):
         return False

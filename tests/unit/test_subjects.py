@@ -372,6 +372,8 @@ def _words(name: str) -> list[str]:
         ("DB pool size for api", "tallyboard-api DATABASE_POOL_SIZE"),
         ("remote config key onboarding_variant", "onboarding_variant"),  # the head kept
         ("community manager", "Starfall CM"),  # an acronym before one word's skeleton
+        ("fct_orders", "orders fact"),  # a whole consonant skeleton, in another order
+        ("orders api keep-alive", "orders-api"),  # one word written as two
         ("CI", "continuous integration"),
         ("the CI pipeline", "continuous integration"),
     ],
@@ -403,6 +405,8 @@ def test_names_possibly_the_same(a: str, b: str) -> None:
         ("exports db", "webhooks daily export"),  # more than one product name
         ("payments api", "payments events table"),
         ("Yara Haddad", "Bilal Haddad"),
+        ("fct_orders", "fct_refunds"),
+        ("on-call handover", "oncall rotation"),  # one word as two, the heads swapped
         ("device lab", "QA device lab Warsaw east"),  # the head not kept, too many words
         ("product", "production"),  # one word the whole of the other
         ("wiki", "engineering handbook"),
@@ -415,7 +419,8 @@ def test_hard_negatives_stay_apart(a: str, b: str) -> None:
 
 def test_word_twins() -> None:
     same = [("log", "logs"), ("policy", "policies"), ("tokenizer", "tokenization"),
-            ("matchmaker", "matchmaking"), ("invoice", "invoicing"), ("gw", "gateway")]  # fmt: skip
+            ("matchmaker", "matchmaking"), ("invoice", "invoicing"), ("gw", "gateway"),
+            ("fct", "fact")]  # fmt: skip
     for a, b in same:
         assert word_twins(a, b) and word_twins(b, a), (a, b)
     apart = [("product", "production"), ("v1", "v2"), ("i", "ii"), ("web", "webhook"),
@@ -442,6 +447,7 @@ def _slot(subject: str, predicate: str) -> tuple[list[str], list[str]]:
         (("patient portal session", "idle timeout"), ("portal session timeout", "is"), True),
         (("Bazaarly checkout", "conversion rate"), ("checkout conversion", "is now"), True),
         (("disaster recovery site", "region"), ("DR region", "is"), True),
+        (("orders-api", "http keepalive"), ("orders api keep-alive", "is"), True),
         # the extra word is the subject's head: another thing
         (("customer PII", "stored in"), ("customer PII backups", "stored in"), False),
         (("payments api", "request timeout"), ("payments worker", "job timeout"), False),
