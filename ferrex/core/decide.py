@@ -1408,8 +1408,17 @@ def _possible_conflicts(
     abbreviations = settings.abbreviations_for(who.namespace)
     mine = _slot_words(valid.subject, predicate, abbreviations)
 
+    # The spellings of every entity weighed, in one pass over the namespace's spellings.
+    weighed = {p.entity_id for p in subject.possible} | set(subject.related)
+    spelt: dict[str, set[str]] = {}
+    if weighed:
+        scope = who.scope
+        for s in view.spellings(who.namespace):
+            if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id, s.viewers):
+                spelt.setdefault(s.entity_id, set()).add(s.normalized)
+
     def current_of(entity_id: str) -> list[Memory]:
-        keys = _subject_keys(view, who, "", entity_id)
+        keys = sorted(spelt.get(entity_id, ()))
         return [
             m
             for m in _facts_of(view, who, keys)

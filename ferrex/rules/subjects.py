@@ -334,11 +334,15 @@ def formed_alike(
 
 def _acronym_span(word: str, other: Sequence[str], one: Sequence[str]) -> list[str] | None:
     """The words of ``other`` (none of them in ``one``) that ``word`` is the initials of."""
-    for size in range(len(word), 1, -1):
-        for j in range(len(other) - size + 1):
-            span = list(other[j : j + size])
-            if acronym_of(word, span) and not set(span) & set(one):
-                return span
+    if len(word) < 2 or len(word) > len(other):
+        return None
+    initials = "".join(w[:1] for w in other)
+    at = initials.find(word)
+    while at >= 0:
+        span = list(other[at : at + len(word)])
+        if acronym_of(word, span) and not set(span) & set(one):
+            return span
+        at = initials.find(word, at + 1)
     return None
 
 
@@ -423,7 +427,7 @@ def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     (``staging db``/``production db``, ``iOS app``/``Android app``), different numbers
     (``v1``/``v2``, ``T3``/``T4``), or no shared word but a kind word."""
     a, b = name_words(left), name_words(right)
-    if not a or not b or _numbers(a) != _numbers(b):
+    if not a or not b or _numbers(a) != _numbers(b) or not _may_pair(a, b):
         return False
     formed = formed_alike(a, b)
     if formed is not None:
@@ -451,6 +455,20 @@ def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
         ):
             return True
     return False
+
+
+def _may_pair(a: Sequence[str], b: Sequence[str]) -> bool:
+    """A quick test that :func:`word_twins` or :func:`formed_alike` may pair a word of
+    ``a`` with ``b``'s: two words of one three-letter start (the same word, a plural, a
+    stem, a clipped word), or a short word (an abbreviation, a skeleton, an acronym) of a
+    first letter a word of the other begins with. Only a long word's typo early in the
+    word slips through, and that only makes a possible name a different one."""
+    if {w[:3] for w in a} & {w[:3] for w in b}:
+        return True
+    firsts_a, firsts_b = {w[:1] for w in a}, {w[:1] for w in b}
+    return bool(
+        {w[:1] for w in a if len(w) <= 5} & firsts_b or {w[:1] for w in b if len(w) <= 5} & firsts_a
+    )
 
 
 def _joined(words: Sequence[str], other: Sequence[str]) -> list[str]:
@@ -622,8 +640,9 @@ def _related(
     for c, theirs in spelled.items():
         if c.entity_id in known:
             continue
-        count = len(mine & set(name_words(theirs)))
-        if not count and formed_alike(words, theirs) is not None:
+        named = name_words(theirs)
+        count = len(mine & set(named))
+        if not count and _may_pair(words, named) and formed_alike(words, theirs) is not None:
             count = 1
         if count:
             shared[c.entity_id] = max(count, shared.get(c.entity_id, 0))
