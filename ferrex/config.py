@@ -199,6 +199,9 @@ KEYS: tuple[Key, ...] = (
         "open HTTP connections in all (also kept below the descriptor limit minus the reserve)"),
     Key("server.max_connections_per_client", int, 100, None,
         "open HTTP connections from one client address"),
+    Key("server.max_streams_per_principal", int, 4, None,
+        "change streams (GET /api/v1/changes) one token may hold open at once; all streams "
+        "together stay below half of server.max_connections"),
     Key("server.descriptor_reserve", int, 128, None,
         "file descriptors HTTP connections never take: kept for the journal, the stores and "
         "the owner's socket"),
@@ -215,7 +218,7 @@ RESTART_KEYS: frozenset[str] = frozenset(
      "predicates.synonyms", "predicates.namespaces",
      "server.public_url", "server.trusted_proxies", "server.header_timeout",
      "server.body_timeout", "server.max_connections", "server.max_connections_per_client",
-     "server.descriptor_reserve"}
+     "server.max_streams_per_principal", "server.descriptor_reserve"}
 )  # fmt: skip
 """Keys a running server cannot take on the fly: they choose the models, the stores, the
 journal layout or the rules the projections were built with. The rest apply at once."""
@@ -424,9 +427,11 @@ def _check_server_value(name: str, value: Any, where: str) -> None:
             except ValueError:
                 raise UsageError(f"{at} must list IP addresses, got {item!r}",
                                  hint=_BY_NAME[name].help) from None  # fmt: skip
-    elif name in ("server.header_timeout", "server.body_timeout") or name.startswith(
-        "server.max_connections"
-    ):
+    elif name in (
+        "server.header_timeout",
+        "server.body_timeout",
+        "server.max_streams_per_principal",
+    ) or name.startswith("server.max_connections"):
         if value <= 0:
             raise UsageError(f"{at} must be above 0, got {value!r}", hint=_BY_NAME[name].help)
     elif name == "server.descriptor_reserve" and value < 16:

@@ -44,7 +44,7 @@ from projections.rows import MemoryCount as MemoryCount
 from projections.rows import PossibleConflict as PossibleConflict
 from projections.rows import Spelling as Spelling
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -105,6 +105,11 @@ CREATE INDEX IF NOT EXISTS memories_superseded_by ON memories (superseded_by)
     WHERE superseded_by IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_import_keys ON memories (namespace, import_key)
     WHERE import_key IS NOT NULL;
+CREATE TABLE IF NOT EXISTS forgotten (
+    memory_id TEXT PRIMARY KEY,
+    agent_id TEXT,
+    visibility TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS entities (
     entity_id TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,
@@ -867,6 +872,12 @@ class ReadModel:
     def _forget(self, memory_ids: Sequence[str]) -> None:
         db = self.db
         for memory_id in memory_ids:
+            # Who could see it, kept (no text) so a change stream tells only them it went.
+            db.execute(
+                "INSERT OR REPLACE INTO forgotten (memory_id, agent_id, visibility) "
+                "SELECT memory_id, agent_id, visibility FROM memories WHERE memory_id=?",
+                (memory_id,),
+            )
             db.execute("DELETE FROM memories WHERE memory_id=?", (memory_id,))
             db.execute("DELETE FROM memory_entities WHERE memory_id=?", (memory_id,))
             db.execute(
@@ -953,6 +964,20 @@ class ReadModel:
             " ORDER BY me.memory_id, me.entity_id",
         )  # fmt: skip
         return [self._memory(row, tuple(linked.get(str(row[0]), ()))) for row in rows]
+
+    def forgotten_seen(self, memory_ids: Sequence[str], agent_id: str | None) -> set[str]:
+        """Which of these forgotten memories ``agent_id`` could see before they went (None:
+        the operator, every one), asked in chunks of ids."""
+        found: set[str] = set()
+        for start in range(0, len(memory_ids), 500):
+            chunk = list(memory_ids[start : start + 500])
+            where = f"memory_id IN ({','.join('?' * len(chunk))})"
+            if agent_id is not None:
+                where += f" AND {_seen_by()}"
+                chunk.append(agent_id)
+            sql = f"SELECT memory_id FROM forgotten WHERE {where}"
+            found.update(str(row[0]) for row in self.db.execute(sql, chunk))
+        return found
 
     def memory_page(
         self,

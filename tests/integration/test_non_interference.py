@@ -68,7 +68,7 @@ _ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
 _ASIDE = {
     "score", "explain", "similarity", "staleness", "position", "event_time", "invalidated_at",
     "last_validated", "last_accessed", "last_referenced", "age_days", "created_at",
-    "t_valid", "t_invalid", "expires_at", "next_cursor",
+    "t_valid", "t_invalid", "expires_at", "next_cursor", "recorded_at",
 }  # fmt: skip
 
 
@@ -366,6 +366,11 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
             "dashboard",
             {"view": "memories", "limit": lsso[0], "sort": lsso[1], "state": lsso[2], **lsso[3]},
         )
+    ),
+    # /api/v1/changes (the change stream's one read): every record from the start, and from
+    # the head now (nothing). Positions are aside: they count every agent's records.
+    "dashboard changes": st.sampled_from([0, None]).map(
+        lambda after: ("dashboard", {"view": "changes", "after": after})
     ),
     "dashboard entities": st.tuples(
         st.sampled_from(["", "p", "k", "t"]), st.sampled_from([0, 1])

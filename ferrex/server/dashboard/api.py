@@ -382,7 +382,7 @@ class WriteApi:
                             f"an Idempotency-Key is 1 to {MAX_KEY} printable ASCII characters",
                             hint="a random UUID is a good key",
                         )
-                    principal = _principal(caller)
+                    principal = principal_of(caller)
                     answer, replayed = await run_in_threadpool(
                         self.keys.run, principal, key, _fingerprint(request, payload), work
                     )
@@ -525,13 +525,14 @@ def not_found_json(request: Request, status: int) -> Response:
     return JSONResponse(doc, status_code=status, headers=error_headers(status))
 
 
-def _principal(caller: Caller) -> str:
+def principal_of(caller: Caller) -> str:
+    """Who a caller is, for the caps kept per principal: the operator, or one agent."""
     return "operator" if caller.agent_id is None else f"agent:{caller.agent_id}"
 
 
 def _request_key(caller: Caller, key: str) -> str:
     """The import key a keyed store journals: who sent it and the key, hashed."""
-    digest = hashlib.sha256(f"{_principal(caller)}\0{key}".encode()).hexdigest()[:40]
+    digest = hashlib.sha256(f"{principal_of(caller)}\0{key}".encode()).hexdigest()[:40]
     return REQUEST_KEY_PREFIX + digest
 
 
@@ -641,7 +642,7 @@ class Param:
 
 _TEXT: dict[str, Any] = {"type": "string"}
 _TEXTS: dict[str, Any] = {"type": "array", "items": _TEXT}
-_FLAG: dict[str, Any] = {"type": "boolean"}
+FLAG: dict[str, Any] = {"type": "boolean"}
 
 #: ``GET /api/v1/recall`` (the dashboard's search): its names are the search form's fields.
 SEARCH_QUERY = (
@@ -652,7 +653,7 @@ SEARCH_QUERY = (
     Param("min_relevance", {"type": "number", "minimum": 0, "maximum": 1}, "Cut-off."),
     *(Param(n, _TEXT, f"The recall tool's {n}.")
       for n in ("as_of", "after", "before", "namespace", "strategy")),
-    *(Param(n, _FLAG, f"The recall tool's {n}: true or false.")
+    *(Param(n, FLAG, f"The recall tool's {n}: true or false.")
       for n in ("include_stale", "include_invalidated")),
 )  # fmt: skip
 ENTITIES_QUERY = (
@@ -682,7 +683,7 @@ REFLECT_QUERY = (
     Param("namespace", _TEXT, "One namespace (default: every namespace)."),
     Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per section (10)."),
 )
-FORGET_QUERY = (Param("cascade", _FLAG, "Also drop entities no longer mentioned: true or false."),)
+FORGET_QUERY = (Param("cascade", FLAG, "Also drop entities no longer mentioned: true or false."),)
 
 
 def check_query(request: Request, params: tuple[Param, ...]) -> None:

@@ -15,6 +15,10 @@ Views (``args["view"]``):
   matched, the memories naming it (newest first, a page at a time) and the entities that
   co-occur with it in those memories (the graph);
 - ``entities``: the entity names the caller may see, a page at a time, optionally by prefix;
+- ``memories``: a page of the memories the caller sees, filtered and sorted (a cursor);
+- ``changes``: the journal records after a position that changed memories the caller sees
+  (or saw, for a forgotten one), each with the ids and what happened to them: the change
+  stream's one read;
 - ``journal``: the latest records, the head, the last ``verify`` and the git export's state;
 - ``verify``: run ``journal verify`` now and remember its outcome for the journal view.
 """
@@ -39,11 +43,12 @@ from ferrex.rules.subjects import find_entity
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from journal.errors import JournalError
+from journal.events import tag_of
 from journal.record import to_builtins
 from journal.verify import VerifyReport
 from projections.sqlite import Memory, ReadModel
 
-VIEWS = ("history", "entity", "entities", "memories", "journal", "verify")
+VIEWS = ("history", "entity", "entities", "memories", "changes", "journal", "verify")
 #: Memories an entity page lists per page, and the most it reads to draw the graph.
 PAGE = 25
 GRAPH_MEMORIES = 200
@@ -85,6 +90,8 @@ def answer(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
         return _entities(ctx, prefix, _offset(args))
     if view == "memories":
         return _memories(ctx, args)
+    if view == "changes":
+        return _changes(ctx, args)
     if view == "journal":
         return _journal(ctx)
     if view == "verify":
@@ -130,6 +137,70 @@ def _memories(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
                      for m in page],
         "next_cursor": _encode_cursor(getattr(last, column), last.memory_id) if last else None,
     }  # fmt: skip
+
+
+#: The most journal records one ``changes`` read scans.
+CHANGES_SCAN = 500
+#: What each memory event is called in the change stream (other events change no memory a
+#: caller reads: entities, and recall hits, which are uses, not changes).
+CHANGE_NAMES = {
+    "memory.stored": "stored",
+    "memory.superseded": "superseded",
+    "memories.forgotten": "forgotten",
+    "memories.validated": "confirmed",
+    "memory.marked": "marked",
+    "memories.consolidated": "consolidated",
+    "memories.unfolded": "unfolded",
+}
+
+
+def _changes(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The records after ``after`` (None: from now on, nothing read) up to the read model's
+    checkpoint, at most :data:`CHANGES_SCAN` of them, each with the memories it changed that
+    the caller sees now, or could see before a forget took them; records with none are left
+    out. ``position``: where the next read starts; ``more``: records are waiting beyond it."""
+    head = ctx.rm.checkpoint()
+    after = args.get("after")
+    if after is None:
+        return {"changes": [], "position": head, "more": False}
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise UsageError(f"after must be a journal position (a whole number ≥ 0), got {after!r}")
+    found: list[tuple[int, str, list[tuple[str, str]]]] = []
+    position = min(after, head)
+    scanned = 0
+    try:
+        for record in ctx.app.journal().read(after=position):
+            if record.position > head or scanned >= CHANGES_SCAN:
+                break
+            scanned += 1
+            position = record.position
+            touched: list[tuple[str, str]] = []
+            for event in record.events:
+                change = CHANGE_NAMES.get(tag_of(event))
+                if change is not None:
+                    touched.extend((memory_id, change) for memory_id in _memory_ids(event))
+            if touched:
+                found.append((record.position, rfc3339(record.recorded_at), touched))
+    except JournalError as exc:
+        raise from_journal_error(exc) from exc
+    ids = list(dict.fromkeys(i for _, _, touched in found for i, _ in touched))
+    seen = {m.memory_id for m in ctx.sight.memories(ctx.rm, ids)}
+    seen |= ctx.rm.forgotten_seen([i for i in ids if i not in seen], ctx.agent_id)
+    changes = []
+    for at, when, touched in found:
+        memories = [{"id": i, "change": c} for i, c in dict.fromkeys(touched) if i in seen]
+        if memories:
+            changes.append({"position": at, "recorded_at": when, "memories": memories})
+    return {"changes": changes, "position": position, "more": position < head}
+
+
+def _memory_ids(event: Any) -> tuple[str, ...]:
+    ids: tuple[str, ...] = tuple(getattr(event, "memory_ids", ()))
+    for name in ("summary_id", "memory_id"):
+        value = getattr(event, name, None)
+        if isinstance(value, str):
+            ids = (value, *ids)
+    return ids
 
 
 def _choice(value: object, allowed: tuple[str, ...], name: str) -> str:

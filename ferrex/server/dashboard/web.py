@@ -73,6 +73,7 @@ from ferrex.server.dashboard.edge import (
     error_headers,
     status_of,
 )
+from ferrex.server.dashboard.stream import STREAMS_PER_PRINCIPAL, ChangeStream, Streams
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import TokenTable
 from ferrex.server.service import Caller, error_document
@@ -158,6 +159,7 @@ class Dashboard:
         public_url: str | None = None,
         trusted_proxies: Iterable[str] = (),
         tools: Mapping[str, ToolInput] | None = None,
+        streams: tuple[int, int] | None = None,
     ) -> None:
         self.hub = hub
         self.tokens = tokens
@@ -167,6 +169,8 @@ class Dashboard:
         self.sessions = Sessions()
         # The write API (ferrex.server.dashboard.api) needs the tools' argument checks.
         self.write_api = WriteApi(self, tools) if tools is not None else None
+        per_principal, total = streams or (STREAMS_PER_PRINCIPAL, STREAMS_PER_PRINCIPAL * 16)
+        self.changes = ChangeStream(self, Streams(per_principal, total))
 
     # -- who is asking ----------------------------------------------------------------------
 
@@ -540,6 +544,7 @@ class Dashboard:
             Route("/api/v1/stats", self.api(self.api_stats, STATS_QUERY), methods=["GET"]),
             Route("/api/v1/reflect", self.api(self.api_reflect, REFLECT_QUERY), methods=["GET"]),
             Route("/api/v1/memories", self.api(self.api_memories, LIST_QUERY), methods=["GET"]),
+            Route("/api/v1/changes", self.changes.endpoint, methods=["GET"]),
             *(self.write_api.routes() if self.write_api is not None else ()),
         ]
 
