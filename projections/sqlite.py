@@ -193,6 +193,21 @@ def _counted(row: str, step: int) -> str:
     )
 
 
+def context_path(key: str) -> str:
+    """The JSON path of a top-level context key (a key holding ``"`` or ``\\`` is refused
+    before it gets here: ``ferrex.server.dashboard.reads``)."""
+    return f'$."{key}"'
+
+
+def _context_holds() -> str:
+    """SQL true of a row whose context, at a path (the first parameter), is the text of the
+    second, or a list holding it."""
+    return (
+        "EXISTS (SELECT 1 FROM json_each(memories.context, ?) AS c "
+        "WHERE c.type = 'text' AND c.value = ?)"
+    )
+
+
 def _seen_by(param: str = "?", table: str = "") -> str:
     """SQL true of a row an agent (bound at ``param``) sees, as ``ferrex.rules.visibility.sees``
     decides for a caller that is not the operator (who sees every row, and needs no clause);
@@ -979,6 +994,37 @@ class ReadModel:
             found.update(str(row[0]) for row in self.db.execute(sql, chunk))
         return found
 
+    def context_values(
+        self,
+        key: str,
+        *,
+        agent_id: str | None,
+        now: float,
+        namespace: str | None = None,
+        state: str = "current",
+        limit: int = 100,
+    ) -> list[tuple[str, int]]:
+        """The text values of context key ``key`` (a value, or the texts of a list) over the
+        memories ``agent_id`` sees (None: the operator), unexpired at ``now``, with how many
+        memories hold each: most first, then by value."""
+        where = ["(m.expires_at IS NULL OR m.expires_at > ?)", "j.type = 'text'"]
+        args: list[Any] = [now]
+        if agent_id is not None:
+            where.append(_seen_by(table="m."))
+            args.append(agent_id)
+        if namespace is not None:
+            where.append("m.namespace=?")
+            args.append(namespace)
+        if state == "current":
+            where.append("m.t_invalid IS NULL")
+        elif state == "superseded":
+            where.append("m.t_invalid IS NOT NULL")
+        sql = (f"SELECT j.value, COUNT(DISTINCT m.memory_id) AS n FROM memories AS m, "
+               f"json_each(m.context, ?) AS j WHERE {' AND '.join(where)} "
+               f"GROUP BY j.value ORDER BY n DESC, j.value LIMIT ?")  # fmt: skip
+        rows = self.db.execute(sql, [context_path(key), *args, limit])
+        return [(str(value), int(n)) for value, n in rows]
+
     def memory_page(
         self,
         *,
@@ -995,12 +1041,14 @@ class ReadModel:
         sort: str = "-created",
         cursor: tuple[float, str] | None = None,
         limit: int = 50,
+        context: Sequence[tuple[str, str]] = (),
     ) -> list[Memory]:
         """One page of the memories ``agent_id`` sees (None: the operator, every one), unexpired
         at ``now``, filtered, in ``sort`` order (``created`` or ``valid_from``, ``-`` first for
         newest first; ties by id), starting after ``cursor`` (the sort value and id of the
         last memory of the page before). ``state``: ``current`` (not superseded), ``superseded``
-        or ``all``; ``after``/``before``: the event time's window (``t_valid``)."""
+        or ``all``; ``after``/``before``: the event time's window (``t_valid``); ``context``:
+        (key, value) pairs the memory's context holds, each (:func:`_context_holds`)."""
         column = {"created": "created_at", "valid_from": "t_valid"}[sort.lstrip("-")]
         newest_first = sort.startswith("-")
         where = ["(expires_at IS NULL OR expires_at > ?)"]
@@ -1029,6 +1077,9 @@ class ReadModel:
             where.append("t_invalid IS NULL")
         elif state == "superseded":
             where.append("t_invalid IS NOT NULL")
+        for key, value in context:
+            where.append(_context_holds())
+            args.extend([context_path(key), value])
         if cursor is not None:
             beyond = "<" if newest_first else ">"
             where.append(f"({column} {beyond} ? OR ({column} = ? AND memory_id {beyond} ?))")

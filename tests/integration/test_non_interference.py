@@ -60,6 +60,7 @@ ENTITIES = ["Postgres", "PostgreSQL", "Kafka", "tokio", "Tokio runtime", "Grafan
 WORDS = ["deploy", "rollback", "backup", "cache", "latency", "incident", "migration", "on-call"]
 SOURCES = ["chat-7", "chat-8"]
 PROCEDURES = ["deploy", "restore"]
+TAGS = ["ops", "billing"]
 
 _ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
 #: Keys whose values are times, scores or positions: the comparison keeps only whether
@@ -104,6 +105,8 @@ def _store(draw: st.DrawFn, visibility: str | None) -> dict[str, Any]:
         entities = [draw(st.sampled_from(ENTITIES[:4]))]
     if entities:
         args["entities"] = entities
+    if draw(st.integers(0, 2)) == 0:  # tags: a convention over context (the tags list)
+        args["context"] = {"tags": draw(st.lists(st.sampled_from(TAGS), min_size=1, unique=True))}
     if visibility is not None:
         args["visibility"] = visibility
     return args
@@ -359,6 +362,8 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
                 {"visibility": "shared"},
                 {"source": SOURCES[0]},
                 {"entity": ENTITIES[0]},
+                {"tags": [TAGS[0]]},
+                {"context": [f"tags:{TAGS[1]}"]},
             ]
         ),
     ).map(
@@ -371,6 +376,10 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     # the head now (nothing). Positions are aside: they count every agent's records.
     "dashboard changes": st.sampled_from([0, None]).map(
         lambda after: ("dashboard", {"view": "changes", "after": after})
+    ),
+    # /api/v1/tags: the tags bob's memories and the shared ones carry, with counts.
+    "dashboard tags": st.sampled_from(["current", "all"]).map(
+        lambda state: ("dashboard", {"view": "tags", "state": state})
     ),
     "dashboard entities": st.tuples(
         st.sampled_from(["", "p", "k", "t"]), st.sampled_from([0, 1])

@@ -120,7 +120,7 @@ def test_the_api_answers_each_code_with_its_documented_status_and_body(
 ) -> None:
     client, hub, document = api
     documented = ERRORS[code]
-    schema = document["components"]["schemas"]["Error"]["properties"]["error"]
+    schema = document["components"]["schemas"]["ErrorBody"]
     assert code in schema["properties"]["code"]["enum"]
     assert documented.kind in schema["properties"]["kind"]["enum"]
     assert (

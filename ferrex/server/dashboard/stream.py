@@ -43,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ferrex.errors import FerrexError, UsageError
-from ferrex.server.dashboard.api import FLAG, INTERNAL, Param, check_query, principal_of
+from ferrex.server.dashboard.api import CHANGES_QUERY, INTERNAL, check_query, principal_of
 from ferrex.server.dashboard.edge import HEADERS, error_body, error_headers, status_of
 from ferrex.server.service import Caller
 
@@ -58,13 +58,6 @@ HEARTBEAT_SECONDS = 15.0
 RETRY_MS = 2000
 #: The default cap of streams per principal (``server.max_streams_per_principal``).
 STREAMS_PER_PRINCIPAL = 4
-
-CHANGES_QUERY = (
-    Param("after", {"type": "integer", "minimum": 0},
-          "Start after this journal position (Last-Event-ID, when sent, wins); "
-          "without either, only what comes next."),
-    Param("until_idle", FLAG, "End the stream once it has caught up: true or false."),
-)  # fmt: skip
 
 
 class TooManyStreams(FerrexError):
