@@ -58,10 +58,13 @@ def test_every_answer_matches_its_documented_type(server: Server) -> None:
         {"content": "The cache warms at 06:00"}, {"contnt": "a typo"}]})  # fmt: skip
     assert batch["failed"] == 1 and "error" in batch["results"][1]
     assert history["id"]
-    for body in ({"query": "what does api-server use", "limit": 3},
-                 {"query": "api-server", "explain": True, "max_tokens": 50},
-                 {"query": "zebra unicorn quasar", "min_relevance": 0.9},
-                 {"query": "tokio", "include_invalidated": True, "strategy": "lexical"}):  # fmt: skip
+    recalls = [
+        {"query": "what does api-server use", "limit": 3},
+        {"query": "api-server", "explain": True, "max_tokens": 50},
+        {"query": "zebra unicorn quasar", "min_relevance": 0.9},
+        {"query": "tokio", "include_invalidated": True, "strategy": "lexical"},
+    ]
+    for body in recalls:
         call("POST", "/api/v1/recall", json=body)
     call("GET", "/api/v1/recall", params={"q": "api-server", "limit": 2})
     call("POST", "/api/v1/confirm", json={"ids": [event["id"], "mem_nothing"], "pinned": True})
