@@ -66,6 +66,16 @@ def test_no_schema_carries_a_default(document: dict[str, Any]) -> None:
     assert "Default:" in limit.get("description", "")
 
 
+def test_an_object_without_properties_is_open_to_any(document: dict[str, Any]) -> None:
+    # openapi-typescript types a bare {"type": "object"} as an object that holds nothing, so
+    # a context of {"tags": [...]} would not compile in a generated client
+    for at, schema in [*_schemas(document["components"]), *_schemas(document["paths"])]:
+        if schema.get("type") == "object" and "properties" not in schema:
+            assert "additionalProperties" in schema, at
+    context = document["components"]["schemas"]["StoreArguments"]["properties"]["context"]
+    assert context["additionalProperties"] is True
+
+
 def test_every_required_property_is_described(document: dict[str, Any]) -> None:
     for at, schema in _schemas(document["components"]):
         for name in schema.get("required", []):

@@ -84,7 +84,7 @@ from ferrex.server.dashboard.edge import (
     error_headers,
     status_of,
 )
-from ferrex.server.dashboard.schemas import ANSWERS, ref, without_defaults
+from ferrex.server.dashboard.schemas import ANSWERS, for_generators, ref
 from ferrex.server.service import Caller
 from journal.files import make_private_dir, open_private, replace_durably
 
@@ -892,18 +892,20 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
             "answers, error codes and privacy rules. Every route but this document needs "
             "Authorization: Bearer <token>.",
         },
-        "paths": paths,
+        "paths": for_generators(paths),
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
-                "StoreArguments": _described(tools["store"]),
-                "RecallArguments": _described(tools["recall"]),
-                "ConfirmArguments": _described(tools["confirm"]),
-                "StoreBatch": batch,
-                **ANSWERS,
-                "Error": error,
-                "ErrorBody": error_fields,
-            },
+            "schemas": for_generators(
+                {
+                    "StoreArguments": _described(tools["store"]),
+                    "RecallArguments": _described(tools["recall"]),
+                    "ConfirmArguments": _described(tools["confirm"]),
+                    "StoreBatch": batch,
+                    **ANSWERS,
+                    "Error": error,
+                    "ErrorBody": error_fields,
+                }
+            ),
         },
         "security": [{"bearer": []}],
     }
@@ -932,5 +934,4 @@ def _changes_operation() -> dict[str, Any]:
 
 
 def _described(tool: ToolInput) -> dict[str, Any]:
-    described: dict[str, Any] = without_defaults({**tool.schema, "description": tool.description})
-    return described
+    return {**tool.schema, "description": tool.description}

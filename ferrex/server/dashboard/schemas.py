@@ -8,7 +8,10 @@ answer, not a bare object. The rules they follow, for generators' sake:
 - no ``default`` anywhere (:func:`without_defaults`): openapi-typescript makes a property with
   a default a required one, which a request need not send;
 - objects stay open (no ``additionalProperties: false`` on answers): a later server may add
-  a field, and a client built today must still read it.
+  a field, and a client built today must still read it; an object with no properties of its
+  own (a memory's ``context``, an ``explain`` document) says ``additionalProperties: true``
+  (:func:`for_generators`): openapi-typescript types a bare ``{"type": "object"}`` as an
+  object that can hold nothing.
 
 ``tests/e2e/test_api_typed.py`` checks real answers of a running server against these
 schemas, every route and the optional fields too.
@@ -341,6 +344,31 @@ def without_defaults(schema: Any) -> Any:
 
 
 _NAMED = ("properties", "patternProperties", "$defs", "definitions")
+
+
+def for_generators(schema: Any) -> Any:
+    """``schema`` without defaults (:func:`without_defaults`) and with every object that
+    names no properties open to any (``additionalProperties: true``)."""
+    return _opened(without_defaults(schema))
+
+
+def _opened(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_opened(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    found: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NAMED and isinstance(value, dict):
+            found[key] = {name: _opened(v) for name, v in value.items()}
+        else:
+            found[key] = _opened(value)
+    kinds = found.get("type")
+    is_object = kinds == "object" or (isinstance(kinds, list) and "object" in kinds)
+    said = ("properties", "additionalProperties", "patternProperties", "$ref")
+    if is_object and not any(k in found for k in said):
+        found["additionalProperties"] = True
+    return found
 
 
 def _shown(value: Any) -> str:
