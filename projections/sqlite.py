@@ -388,6 +388,7 @@ TABLES = (
     "folds",
     "memory_counts",
     "unvalidated_counts",
+    "forgotten",
 )
 
 
@@ -2085,8 +2086,10 @@ _KEYED: Final = (
     ("memory_entities", "memory_id"),
     ("entities", "entity_id"),
     ("aliases", "entity_id"),
+    ("forgotten", "memory_id"),
 )
-_KEY_COLUMN: Final = {"memories": 0, "memory_entities": 0, "entities": 0, "aliases": 3}
+_KEY_COLUMN: Final = {"memories": 0, "memory_entities": 0, "entities": 0, "aliases": 3,
+                      "forgotten": 0}  # fmt: skip
 
 
 def _spelling(row: tuple[Any, ...], kept: Mapping[str, Sequence[str]]) -> Spelling:
