@@ -12,6 +12,8 @@ such as the prompt hook's lean path needs none of them.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -98,6 +100,20 @@ _WHERE: dict[str, str] = {
     "to_builtins": "journal.record",
     "verify": "journal.verify",
 }
+
+
+class _Package(types.ModuleType):
+    """The package's module: ``journal.verify`` names the function, as it always has, even
+    once the submodule of that name is loaded (the import system then sets the package's
+    attribute to the submodule; an eager ``__init__`` bound the function after it)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "verify" and isinstance(value, types.ModuleType):
+            value = value.verify
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str) -> Any:

@@ -55,3 +55,17 @@ def test_the_configuration_checks_visibility_against_the_rule() -> None:
     from ferrex.rules.memory_input import VISIBILITIES
 
     assert _vocabulary("store.default_visibility") == VISIBILITIES
+
+
+def test_journal_names_load_on_first_use_and_verify_stays_the_function() -> None:
+    """The package loads its names lazily; ``journal.verify`` is still the function after
+    the submodule of that name loads (as the eager package had it)."""
+    code = (
+        "import sys, journal\n"
+        "assert 'journal.log' not in sys.modules and 'msgspec' not in sys.modules\n"
+        "import journal.verify\n"
+        "from journal import Journal, verify\n"
+        "assert journal.verify is verify and verify.__module__ == 'journal.verify'\n"
+        "assert Journal.__module__ == 'journal.log' and journal.FORMAT_VERSION == 2\n"
+    )
+    subprocess.run([sys.executable, "-c", code], timeout=120, check=True)
