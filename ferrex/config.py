@@ -16,17 +16,16 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ferrex.errors import UsageError
 from ferrex.home_safety import DEFAULT_RESERVE_BYTES
-from ferrex.rules.consolidation import UNITS
-from ferrex.rules.freshness import StalenessConfig
 from ferrex.rules.fusion import NOTE_CONTEXT_SHARE
-from ferrex.rules.memory_input import VISIBILITIES
-from ferrex.rules.secrets import SECRETS_MODES
 from journal.files import private_opener
+
+if TYPE_CHECKING:
+    from ferrex.rules.freshness import StalenessConfig
 
 CONFIG_NAME = "ferrex.toml"
 
@@ -302,6 +301,19 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _vocabulary(name: str) -> tuple[str, ...]:
+    """The values a key of a fixed vocabulary may take, from the rule that defines them."""
+    if name == "consolidation.unit":
+        from ferrex.rules.consolidation import UNITS
+
+        return UNITS
+    if name == "store.default_visibility":
+        return ("private", "shared")  # rules/memory_input.VISIBILITIES (a unit test holds it)
+    from ferrex.rules.secrets import SECRETS_MODES
+
+    return SECRETS_MODES
+
+
 def _check(name: str, value: Any, where: str) -> Any:
     key = _BY_NAME.get(name)
     if key is None:
@@ -322,9 +334,12 @@ def _check(name: str, value: Any, where: str) -> Any:
         _check_token_entries(value, where)
     if name.startswith("server."):
         _check_server_value(name, value, where)
-    if name == "consolidation.unit" and value not in UNITS:
+    # The rules' vocabularies are loaded by the key they check: a process that reads a few
+    # keys (the prompt hook's lean path) loads only what those need.
+    if name == "consolidation.unit" and value not in _vocabulary(name):
         raise UsageError(
-            f"configuration key {name!r} in {where} is {value!r}, not one of {', '.join(UNITS)}",
+            f"configuration key {name!r} in {where} is {value!r}, not one of "
+            f"{', '.join(_vocabulary(name))}",
             hint=key.help,
         )
     if (
@@ -343,16 +358,16 @@ def _check(name: str, value: Any, where: str) -> Any:
             f"{EMBED_CONTEXT_MAX} characters",
             hint=key.help,
         )
-    if name == "store.default_visibility" and value not in VISIBILITIES:
+    if name == "store.default_visibility" and value not in _vocabulary(name):
         raise UsageError(
             f"configuration key {name!r} in {where} is {value!r}, not one of "
-            f"{', '.join(VISIBILITIES)}",
+            f"{', '.join(_vocabulary(name))}",
             hint=key.help,
         )
-    if name == "store.secrets" and value not in SECRETS_MODES:
+    if name == "store.secrets" and value not in _vocabulary(name):
         raise UsageError(
             f"configuration key 'store.secrets' in {where} is {value!r}, not one of "
-            f"{', '.join(SECRETS_MODES)}",
+            f"{', '.join(_vocabulary(name))}",
             hint=key.help,
         )
     if name.startswith("models."):
@@ -525,4 +540,6 @@ def staleness_config(config: Config) -> StalenessConfig:
     """The one staleness configuration (recall, reflect, stats, eviction) of ``config``.
 
     Errors name the key (``staleness.namespaces.ops: episodic: ...``)."""
+    from ferrex.rules.freshness import StalenessConfig
+
     return StalenessConfig.from_tables(config["staleness.defaults"], config["staleness.namespaces"])
