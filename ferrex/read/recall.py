@@ -725,7 +725,7 @@ class Reader:
         for item in scored:
             if (cut is None or cut <= 0) and len(kept) >= req.limit:
                 break
-            evidence = _evidence(terms, item.memory, dense)
+            evidence = _evidence(terms, item.memory, dense, item, legs.get("bm25"))
             value = relevance.DEFAULT_MODEL.relevance(evidence)
             if cut is not None and value < cut:
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + 1
@@ -1097,7 +1097,13 @@ class _Judgement:
                 "missing_named": self.evidence.missing_named,
                 "missing_name": self.evidence.missing_name,
                 "missing_attribute": self.evidence.missing_attribute,
+                "given": self.evidence.given,
+                "dense_rank": self.evidence.dense_rank,
+                "sparse_rank": self.evidence.sparse_rank,
+                "cosine_gap": round(self.evidence.cosine_gap, 6),
+                "bm25_share": round(self.evidence.bm25_share, 6),
             }
+            doc["answer_chance"] = round(relevance.ANSWER_MODEL.chance(self.evidence), 4)
         return doc
 
 
@@ -1137,7 +1143,16 @@ class _Terms:
         return self.period is not None and not self.tokens
 
 
-def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evidence:
+def _evidence(
+    terms: _Terms,
+    memory: Memory,
+    dense: Leg | None,
+    candidate: Candidate | None = None,
+    sparse: Leg | None = None,
+) -> relevance.Evidence:
+    """The relevance evidence for ``memory``; with its ``candidate`` (and the BM25 leg), also
+    what the legs' rankings say of it: its ranks, its cosine's gap to the best, its share
+    of the best BM25 score."""
     hit = None if dense is None else dense.best.get(memory.memory_id)
     text = tokens(memory_text(memory.type, memory.body()))
     # Below the leg's floor a memory counts as at the floor, as one the leg did not return:
@@ -1154,7 +1169,22 @@ def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evi
         ),
         terms.names,
         terms.given,
+        (None, None) if candidate is None else (candidate.dense_rank, candidate.sparse_rank),
+        _best(dense),
+        0.0 if candidate is None or candidate.bm25 is None else _share(candidate.bm25, sparse),
     )
+
+
+def _best(leg: Leg | None) -> float | None:
+    """The best score a leg returned (None: it returned nothing)."""
+    if leg is None or not leg.best:
+        return None
+    return max(hit.score for hit in leg.best.values())
+
+
+def _share(score: float, leg: Leg | None) -> float:
+    best = _best(leg)
+    return score / best if best is not None and best > 0 else 0.0
 
 
 def _relevance(terms: _Terms, memory: Memory, dense: Leg | None) -> float:

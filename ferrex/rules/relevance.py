@@ -123,6 +123,15 @@ class Evidence:
     given: float = 0.0
     """How many explicit filters (entities, a time window) the memory passed to be ranked
     at all (:func:`coverage`, :meth:`Model.relevance`)."""
+    dense_rank: int | None = None
+    """The memory's rank in the dense leg (1 is the best; None: the leg did not return it)."""
+    sparse_rank: int | None = None
+    """The memory's rank in the BM25 leg (None: the leg did not return it)."""
+    cosine_gap: float = 0.0
+    """The best cosine the dense leg returned less this memory's (``cosine``), in [0, 2]:
+    how far below the nearest memory of the store this one lies."""
+    bm25_share: float = 0.0
+    """The memory's BM25 score over the BM25 leg's best, in [0, 1] (0: not returned)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +187,115 @@ class Model:
 
 
 DEFAULT_MODEL: Final = Model()
+
+RANK_DEPTH: Final = 30
+"""Ranks are read up to this depth (the fewest points a leg is asked for): deeper, or not
+returned, counts the same, so the evidence does not depend on how deep a recall asked."""
+
+
+def rank_depth(rank: int | None) -> float:
+    """A leg's rank on a log scale in [0, 1]: 0 for the first, 1 from :data:`RANK_DEPTH` on
+    (and for a memory the leg did not return)."""
+    if rank is None or rank >= RANK_DEPTH:
+        return 1.0
+    return math.log(max(rank, 1)) / math.log(RANK_DEPTH)
+
+
+BOTH_WITHIN: Final = 10
+"""Both legs agree on a memory when each ranks it within this many."""
+
+
+def both_legs(evidence: Evidence) -> float:
+    """1.0 when the dense and the BM25 leg both rank the memory in their first
+    :data:`BOTH_WITHIN`, else 0.0."""
+    d, s = evidence.dense_rank, evidence.sparse_rank
+    return 1.0 if d is not None and s is not None and max(d, s) <= BOTH_WITHIN else 0.0
+
+
+ANSWER_INPUTS: Final = (
+    "cosine",
+    "coverage",
+    "missing_named",
+    "missing_name",
+    "missing_attribute",
+    "dense_rank",
+    "sparse_rank",
+    "cosine_gap",
+    "bm25_share",
+    "both_legs",
+)
+"""What the answer model reads of a result (:func:`inputs`), in the order of its weights."""
+
+
+def inputs(evidence: Evidence) -> list[float]:
+    """The answer model's inputs for one result, in :data:`ANSWER_INPUTS` order: the text
+    evidence, and what the legs' rankings say (ranks on a log scale, :func:`rank_depth`;
+    the gap to the best cosine; the share of the best BM25 score; both legs agreeing)."""
+    e = evidence
+    return [
+        e.cosine,
+        e.coverage,
+        e.missing_named,
+        e.missing_name,
+        e.missing_attribute,
+        rank_depth(e.dense_rank),
+        rank_depth(e.sparse_rank),
+        e.cosine_gap,
+        e.bm25_share,
+        both_legs(e),
+    ]
+
+
+# Fitted by ``python tools/learn_relevance.py collect`` then ``... fit`` (its docstring):
+# LoCoMo's training conversations (plain lines) and the golden set's calibration half (L2 1.0,
+# both sets weighed alike, chosen on validation log loss); ``kept_from`` chosen on LoCoMo's
+# validation conversation and the golden set's other half.
+ANSWER_WEIGHTS: Final = (
+    -0.303,
+    2.654,
+    -0.707,
+    0.328,
+    -0.229,
+    -1.218,
+    -1.581,
+    -6.077,
+    0.156,
+    -1.067,
+)
+ANSWER_BIAS: Final = 1.112
+ANSWER_KEPT_FROM: Final = 0.045
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerModel:
+    """The chance that a result is an answer to a question that has one among the results
+    (a logistic model over :func:`inputs`, learned from thousands of real questions with
+    their top-ranked other results as hard negatives). ``explain`` shows it
+    (``answer_chance``).
+
+    UNFINISHED: a default recall does not trim by it yet. :func:`trim` can keep every result
+    whose chance reaches ``kept_from`` (the highest threshold at which no validation answer
+    was hidden), but on the test split it hid as many LoCoMo answers as trimming by
+    relevance alone (1 of 637 questions) while the golden set's answers grew from 0.80 to
+    0.92 of the untrimmed tokens: no better on one set, worse on another, so it is not the
+    default (``tools/learn_relevance.py fit`` prints both)."""
+
+    weights: tuple[float, ...] = ANSWER_WEIGHTS
+    bias: float = ANSWER_BIAS
+    kept_from: float = ANSWER_KEPT_FROM
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != len(ANSWER_INPUTS):
+            raise ValueError(f"need {len(ANSWER_INPUTS)} weights, got {len(self.weights)}")
+        if not 0.0 <= self.kept_from <= 1.0:
+            raise ValueError(f"need 0 <= kept_from <= 1, got {self.kept_from}")
+
+    def chance(self, evidence: Evidence) -> float:
+        z = sum(w * x for w, x in zip(self.weights, inputs(evidence), strict=True))
+        return _sigmoid(z + self.bias)
+
+
+ANSWER_MODEL: Final = AnswerModel()
 
 
 def _sigmoid(z: float) -> float:
@@ -424,22 +542,33 @@ def evidence(
     in_period: bool | None = None,
     names: Iterable[str] = (),
     given: int = 0,
+    ranks: tuple[int | None, int | None] = (None, None),
+    best_cosine: float | None = None,
+    bm25_share: float = 0.0,
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
     cut-off (it scored no higher), else 0 (no dense leg); its coverage (with the period
     the query names as one term, :func:`coverage`); whether it lacks a specific thing the
     query names (:func:`missing_named`) and a capitalised name (``names``: the tokens of
     :func:`query_names`; :func:`missing_name`); ``given``: the explicit filters, terms
-    every ranked memory has (:func:`coverage`)."""
+    every ranked memory has (:func:`coverage`); ``ranks``: its dense and BM25 ranks;
+    ``best_cosine``: the dense leg's best cosine (the gap to it is evidence); ``bm25_share``:
+    its BM25 score over the leg's best."""
     if cosine is None:
         cosine = dense_floor if dense_floor is not None else 0.0
+    cosine = max(-1.0, min(1.0, cosine))
+    gap = 0.0 if best_cosine is None else max(0.0, best_cosine - cosine)
     return Evidence(
-        max(-1.0, min(1.0, cosine)),
+        cosine,
         coverage(query_tokens, document_tokens, in_period, given),
         missing_named(query_tokens, document_tokens, in_period),
         missing_name(names, document_tokens),
         missing_attribute(query_tokens, document_tokens),
         given,
+        ranks[0],
+        ranks[1],
+        gap,
+        max(0.0, min(1.0, bm25_share)),
     )
 
 
@@ -447,7 +576,12 @@ NEAREST_WHEN_NOTHING: Final = 2
 """How many of the nearest results a trimmed recall returns when none is relevant."""
 
 
-def trim(relevances: Sequence[float], model: Model = DEFAULT_MODEL) -> list[int]:
+def trim(
+    relevances: Sequence[float],
+    model: Model = DEFAULT_MODEL,
+    chances: Sequence[float] | None = None,
+    answer: AnswerModel = ANSWER_MODEL,
+) -> list[int]:
     """Which results (their indices, in order) a recall without ``min_relevance`` returns.
 
     Only what the model is confident is no answer is hidden: a result whose relevance is
@@ -456,10 +590,21 @@ def trim(relevances: Sequence[float], model: Model = DEFAULT_MODEL) -> list[int]
     ``weak``, the verdict *nothing relevant*). A ``none`` label above that line is shown:
     a label is a best guess, and an answer a recall hides is one the agent never sees, while
     a row too many costs it a few tokens. Each result is judged on its own, in rank order,
-    so a longer answer begins with a shorter one."""
+    so a longer answer begins with a shorter one.
+
+    ``chances``: each result's chance of being an answer (:class:`AnswerModel`); a result
+    whose chance reaches ``answer.kept_from`` is kept whatever its relevance. A default
+    recall passes none (see :class:`AnswerModel`); ``tools/learn_relevance.py`` measures it."""
     labels = [model.label(value) for value in relevances]
     first = NEAREST_WHEN_NOTHING if nothing_relevant(labels) else SHOWN_AT_LEAST
-    return [i for i, value in enumerate(relevances) if i < first or value >= model.hidden_below]
+    kept_from = 2.0 if chances is None else answer.kept_from
+    return [
+        i
+        for i, value in enumerate(relevances)
+        if i < first
+        or value >= model.hidden_below
+        or (chances is not None and chances[i] >= kept_from)
+    ]
 
 
 def nothing_relevant(labels: Sequence[Label]) -> bool:

@@ -10,20 +10,27 @@ from hypothesis import strategies as st
 
 from ferrex.models.sparse import tokens
 from ferrex.rules.relevance import (
+    ANSWER_INPUTS,
+    ANSWER_MODEL,
     DEFAULT_MODEL,
     NEAREST_WHEN_NOTHING,
     PIECE_CREDIT,
+    RANK_DEPTH,
+    AnswerModel,
     Evidence,
     Model,
+    both_legs,
     check_min_relevance,
     coverage,
     evidence,
+    inputs,
     missing_attribute,
     missing_name,
     missing_named,
     nothing_relevant,
     period_found,
     query_names,
+    rank_depth,
     trim,
     without_phrase,
 )
@@ -304,3 +311,52 @@ def test_trim_never_reorders_and_a_longer_answer_begins_with_a_shorter_one(
             [MODEL.label(v) for v in values]
         ):
             assert trim(values[:n], MODEL) == [i for i in kept if i < n]
+
+
+# --- What the legs' rankings say (the answer model's inputs) ---
+
+
+def test_rank_depth_reads_ranks_on_a_log_scale_up_to_the_fewest_points_asked() -> None:
+    assert rank_depth(1) == 0.0
+    assert 0.0 < rank_depth(2) < rank_depth(5) < rank_depth(RANK_DEPTH - 1) < 1.0
+    # deeper than the fewest points a leg is asked for, or not returned: all the same
+    assert rank_depth(RANK_DEPTH) == rank_depth(RANK_DEPTH + 50) == rank_depth(None) == 1.0
+
+
+def test_both_legs_agree_only_when_each_ranks_the_memory_near_the_top() -> None:
+    assert both_legs(Evidence(0.5, 0.5, dense_rank=1, sparse_rank=10)) == 1.0
+    assert both_legs(Evidence(0.5, 0.5, dense_rank=1, sparse_rank=11)) == 0.0
+    assert both_legs(Evidence(0.5, 0.5, dense_rank=3, sparse_rank=None)) == 0.0
+
+
+def test_evidence_carries_the_ranks_the_gap_to_the_best_cosine_and_the_bm25_share() -> None:
+    e = evidence(["port"], ["port"], 0.6, 0.2, ranks=(2, 7), best_cosine=0.75, bm25_share=0.4)
+    assert (e.dense_rank, e.sparse_rank) == (2, 7)
+    assert e.cosine_gap == pytest.approx(0.15)
+    assert e.bm25_share == pytest.approx(0.4)
+    # a memory the dense leg did not return sits at its floor; shares are clamped to [0, 1]
+    e = evidence(["port"], [], None, 0.2, best_cosine=0.75, bm25_share=1.7)
+    assert e.cosine_gap == pytest.approx(0.55) and e.bm25_share == 1.0
+    assert evidence(["port"], [], 0.8, 0.2, best_cosine=0.75).cosine_gap == 0.0
+
+
+def test_the_answer_model_reads_every_input_and_prefers_the_top_of_both_legs() -> None:
+    top = Evidence(0.5, 0.6, dense_rank=1, sparse_rank=1, cosine_gap=0.0, bm25_share=1.0)
+    deep = Evidence(0.5, 0.6, dense_rank=25, sparse_rank=None, cosine_gap=0.12)
+    assert len(inputs(top)) == len(ANSWER_INPUTS) == len(ANSWER_MODEL.weights)
+    assert 0.0 < ANSWER_MODEL.chance(deep) < ANSWER_MODEL.chance(top) < 1.0
+
+
+def test_an_answer_model_with_the_wrong_shape_or_threshold_is_refused() -> None:
+    with pytest.raises(ValueError, match="weights"):
+        AnswerModel(weights=(1.0, 2.0))
+    with pytest.raises(ValueError, match="kept_from"):
+        AnswerModel(kept_from=1.5)
+
+
+def test_trim_keeps_a_row_the_answer_model_thinks_may_answer_whatever_its_relevance() -> None:
+    answer = AnswerModel(kept_from=0.3)
+    values = [0.9, 0.3, 0.6, 0.05, 0.05]
+    assert trim(values, MODEL) == [0, 1, 2]
+    assert trim(values, MODEL, [0.9, 0.1, 0.1, 0.1, 0.1], answer) == [0, 1, 2]
+    assert trim(values, MODEL, [0.9, 0.1, 0.1, 0.1, 0.4], answer) == [0, 1, 2, 4]
