@@ -22,17 +22,26 @@ recall computed it), whether it is an answer, and its size in the bundled model'
 - LongMemEval is not collected (its embeddings are not cached yet; a haystack per question
   costs minutes to embed on a busy machine): the code path is left for when they are.
 
-``fit`` fits the logistic model of :mod:`ferrex.rules.relevance` (numpy, Newton steps with
-an L2 penalty, the sets weighted equally) on the training rows for each L2 strength and
-golden weight of a small grid, chooses on the validation rows (log loss), then chooses the
-thresholds on validation: ``weak_from`` (the verdict *nothing relevant*) the highest that
-loses no answer in the top five of a validation question; ``hidden_below`` the highest that
-loses none either; ``strong_from`` the lowest at which 95% of validation results at or above
-it are answers. It prints the constants for ``ferrex/rules/relevance.py`` and, for every
-split, what a default recall would show against an untrimmed one: hit@5 both ways, the
-tokens' ratio, the verdict's rate on unanswerable and on answerable questions. ``report``
-prints the same for the constants in the package (the simulation is exact for the first five
-results; ``tools/eval_retrieval.py --modes trimmed`` measures it through recall itself).
+``fit`` fits :class:`ferrex.rules.relevance.AnswerModel` (logistic, numpy Newton steps with
+an L2 penalty, not on the bias) on the training rows: the results a trim may hide (ranked
+4th and 5th) of the answerable questions, positive when they hold an answer the first three
+lack (what hiding them would lose), hard negatives otherwise; each set weighs the same, and
+its positives as much as its negatives. The L2 strength and the golden set's weight are
+chosen on the validation rows (log loss), then ``kept_from``: the highest threshold at
+which trimming loses no validation answer that showing every result past the third would
+keep, on every set. It prints the constants for ``ferrex/rules/relevance.py`` and, before
+(trimming by relevance alone) and after, for every set and split, what a default recall
+would show against an untrimmed one: hit@5 both ways, the tokens' ratio (answerable
+questions, as ``tools/eval_retrieval.py`` counts), results per answer, and the verdict's
+rate on unanswerable and answerable questions. ``report`` prints the same for the
+constants in the package. The simulation is exact for the first five results, which is
+what a default recall judges; ``tools/eval_retrieval.py --modes trimmed``,
+``tools/eval_agent_notes.py`` and ``tools/eval_relevance.py --trimming`` measure it through
+recall itself.
+
+The relevance model (the labels and the verdict) is not refitted here: refits of its five
+text inputs on these rows traded the golden set's unanswerable verdicts for LoCoMo's
+(see the branch's report).
 """
 
 from __future__ import annotations
@@ -76,7 +85,6 @@ DATA: Final = Path("/work/shared/data")
 OUT: Final = Path("/tmp/ferrex-learn-relevance")
 L2_GRID: Final = (0.1, 1.0, 10.0)
 GOLDEN_WEIGHT_GRID: Final = (0.5, 1.0, 2.0)
-STRONG_PRECISION: Final = 0.95
 
 
 # --- collect ------------------------------------------------------------------------------
@@ -275,17 +283,21 @@ def read(out: Path) -> list[Question]:
 def matrix(
     questions: Sequence[Question], golden_weight: float
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Inputs (:func:`ferrex.rules.relevance.inputs`), labels and weights of every result of
-    the answerable questions: each set weighs the same in total (times ``golden_weight`` for
-    the golden set), and within it answers and other results weigh the same."""
+    """Inputs (:func:`ferrex.rules.relevance.inputs`), labels and weights of the results a
+    trim may hide (past the first :data:`ferrex.rules.relevance.SHOWN_AT_LEAST`) of the
+    answerable questions: positive when the result holds an answer none of the first ones
+    gives. Each set weighs the same in total (times ``golden_weight`` for the golden set),
+    and within it positives and negatives weigh the same."""
+    first = relevance.SHOWN_AT_LEAST
     xs, ys, groups = [], [], []
     for q in questions:
         if q.kind != "answer":
             continue
-        for e, a in zip(q.evidence, q.answers, strict=True):
-            xs.append(relevance.inputs(e))
-            ys.append(1.0 if a else 0.0)
-            groups.append((q.set, a))
+        for e, a in list(zip(q.evidence, q.answers, strict=True))[first:LIMIT]:
+            label = a and not any(q.answers[:first])
+            xs.append(relevance.inputs(e, relevance.DEFAULT_MODEL.relevance(e)))
+            ys.append(1.0 if label else 0.0)
+            groups.append((q.set, label))
     sizes: dict[tuple[str, bool], int] = {}
     for g in groups:
         sizes[g] = sizes.get(g, 0) + 1
@@ -314,8 +326,9 @@ def logistic(
 
 
 def log_loss(model: AnswerModel, questions: Sequence[Question]) -> float:
-    _, y, w = matrix(questions, 1.0)
-    p = np.asarray([model.chance(e) for q in questions if q.kind == "answer" for e in q.evidence])
+    x, y, w = matrix(questions, 1.0)
+    z = x @ np.asarray(model.weights) + model.bias
+    p = 1.0 / (1.0 + np.exp(-z))
     p = np.clip(p, 1e-9, 1 - 1e-9)
     return float(-(w * (y * np.log(p) + (1 - y) * np.log(1 - p))).sum() / w.sum())
 
@@ -361,7 +374,9 @@ def simulate(
     for q in questions:
         shown = q.evidence[:LIMIT]
         values = [model.relevance(e) for e in shown]
-        chances = None if answer is None else [answer.chance(e) for e in shown]
+        chances = None
+        if answer is not None:
+            chances = [answer.chance(e, v) for e, v in zip(shown, values, strict=True)]
         kept = relevance.trim(values, model, chances, answer or relevance.ANSWER_MODEL)
         verdict = relevance.nothing_relevant([model.label(v) for v in values])
         f.questions += 1
@@ -389,14 +404,16 @@ def report(questions: Sequence[Question], answer: AnswerModel | None) -> None:
 
 
 def choose_kept_from(answer: AnswerModel, validation: Sequence[Question]) -> AnswerModel:
-    """The highest ``kept_from`` at which trimming loses no answer of a validation
-    question's top five, on any set."""
-    sets = sorted({q.set for q in validation})
+    """The highest ``kept_from`` at which trimming loses no answer of the validation
+    questions' top fives that showing every result past the third would keep, on every set
+    (what the verdict's shorter answers lose is the verdict's)."""
+    by_set = {s: [q for q in validation if q.set == s] for s in sorted({q.set for q in validation})}
+    keep_all = replace(answer, kept_from=0.0)
+    before = {s: simulate(qs, answer=keep_all).lost for s, qs in by_set.items()}
     best = 0.0
-    for t in [round(x, 3) for x in np.arange(0.005, 0.5, 0.005)]:
+    for t in [round(x, 3) for x in np.arange(0.005, 0.6, 0.005)]:
         tried = replace(answer, kept_from=t)
-        if all(simulate([q for q in validation if q.set == s], answer=tried).lost == 0
-               for s in sets):  # fmt: skip
+        if all(simulate(qs, answer=tried).lost <= before[s] for s, qs in by_set.items()):
             best = t
         else:
             break

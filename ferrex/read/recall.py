@@ -733,7 +733,8 @@ class Reader:
             judgement = _Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
         if cut is None:
-            keep = relevance.trim([judgement.value for _, judgement in kept])
+            chances = [j.chance() for _, j in kept]
+            keep = relevance.trim([j.value for _, j in kept], chances=chances)
             if len(keep) < len(kept):
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + len(kept) - len(keep)
             kept = [kept[i] for i in keep]
@@ -1087,6 +1088,11 @@ class _Judgement:
     label: relevance.Label
     evidence: relevance.Evidence
 
+    def chance(self) -> float:
+        """The chance the result holds an answer the results above it lack
+        (:class:`ferrex.rules.relevance.AnswerModel`: what trimming reads past the third)."""
+        return relevance.ANSWER_MODEL.chance(self.evidence, self.value)
+
     def fields(self, explain: bool) -> dict[str, Any]:
         """The result's relevance fields; with ``explain``, the evidence too."""
         doc: dict[str, Any] = {"relevance": round(self.value, 4), "relevance_label": self.label}
@@ -1103,7 +1109,7 @@ class _Judgement:
                 "cosine_gap": round(self.evidence.cosine_gap, 6),
                 "bm25_share": round(self.evidence.bm25_share, 6),
             }
-            doc["answer_chance"] = round(relevance.ANSWER_MODEL.chance(self.evidence), 4)
+            doc["answer_chance"] = round(self.chance(), 4)
         return doc
 
 

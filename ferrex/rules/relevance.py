@@ -223,14 +223,16 @@ ANSWER_INPUTS: Final = (
     "cosine_gap",
     "bm25_share",
     "both_legs",
+    "relevance",
 )
 """What the answer model reads of a result (:func:`inputs`), in the order of its weights."""
 
 
-def inputs(evidence: Evidence) -> list[float]:
+def inputs(evidence: Evidence, relevance: float) -> list[float]:
     """The answer model's inputs for one result, in :data:`ANSWER_INPUTS` order: the text
-    evidence, and what the legs' rankings say (ranks on a log scale, :func:`rank_depth`;
-    the gap to the best cosine; the share of the best BM25 score; both legs agreeing)."""
+    evidence, what the legs' rankings say (ranks on a log scale, :func:`rank_depth`; the gap
+    to the best cosine; the share of the best BM25 score; both legs agreeing), and the
+    result's ``relevance`` (:meth:`Model.relevance`)."""
     e = evidence
     return [
         e.cosine,
@@ -243,42 +245,31 @@ def inputs(evidence: Evidence) -> list[float]:
         e.cosine_gap,
         e.bm25_share,
         both_legs(e),
+        relevance,
     ]
 
 
 # Fitted by ``python tools/learn_relevance.py collect`` then ``... fit`` (its docstring):
-# LoCoMo's training conversations (plain lines) and the golden set's calibration half (L2 1.0,
-# both sets weighed alike, chosen on validation log loss); ``kept_from`` chosen on LoCoMo's
-# validation conversation and the golden set's other half.
+# LoCoMo's training conversations (plain lines) and the golden set's calibration half (L2 0.1,
+# the golden set at half LoCoMo's weight: chosen on validation log loss); ``kept_from`` chosen
+# on LoCoMo's validation conversation and the golden set's other half.
 ANSWER_WEIGHTS: Final = (
-    -0.303,
-    2.654,
-    -0.707,
-    0.328,
-    -0.229,
-    -1.218,
-    -1.581,
-    -6.077,
-    0.156,
-    -1.067,
-)
-ANSWER_BIAS: Final = 1.112
-ANSWER_KEPT_FROM: Final = 0.045
+    -0.297, 1.884, -0.628, 0.192, -0.222, -0.151, 0.578, -5.305, -0.082, -0.572, -0.331
+)  # fmt: skip
+ANSWER_BIAS: Final = 0.399
+ANSWER_KEPT_FROM: Final = 0.275
 
 
 @dataclass(frozen=True, slots=True)
 class AnswerModel:
-    """The chance that a result is an answer to a question that has one among the results
-    (a logistic model over :func:`inputs`, learned from thousands of real questions with
-    their top-ranked other results as hard negatives). ``explain`` shows it
-    (``answer_chance``).
-
-    UNFINISHED: a default recall does not trim by it yet. :func:`trim` can keep every result
-    whose chance reaches ``kept_from`` (the highest threshold at which no validation answer
-    was hidden), but on the test split it hid as many LoCoMo answers as trimming by
-    relevance alone (1 of 637 questions) while the golden set's answers grew from 0.80 to
-    0.92 of the untrimmed tokens: no better on one set, worse on another, so it is not the
-    default (``tools/learn_relevance.py fit`` prints both)."""
+    """The chance that a result past the first :data:`SHOWN_AT_LEAST` is an answer that no
+    result above it gives: what hiding it would lose. A logistic model over :func:`inputs`,
+    learned from thousands of real questions (``tools/learn_relevance.py``: the results
+    ranked 4th and 5th of LoCoMo's and the golden set's answerable questions, positive when
+    they hold an answer the first three lack). A default recall hides such a result only
+    when its chance is below ``kept_from`` (:func:`trim`), the highest threshold at which
+    trimming hid no validation answer that trimming by relevance alone kept. ``explain``
+    shows it (``answer_chance``)."""
 
     weights: tuple[float, ...] = ANSWER_WEIGHTS
     bias: float = ANSWER_BIAS
@@ -290,8 +281,9 @@ class AnswerModel:
         if not 0.0 <= self.kept_from <= 1.0:
             raise ValueError(f"need 0 <= kept_from <= 1, got {self.kept_from}")
 
-    def chance(self, evidence: Evidence) -> float:
-        z = sum(w * x for w, x in zip(self.weights, inputs(evidence), strict=True))
+    def chance(self, evidence: Evidence, relevance: float) -> float:
+        """The chance for a result of this evidence and relevance."""
+        z = sum(w * x for w, x in zip(self.weights, inputs(evidence, relevance), strict=True))
         return _sigmoid(z + self.bias)
 
 
@@ -592,19 +584,24 @@ def trim(
     a row too many costs it a few tokens. Each result is judged on its own, in rank order,
     so a longer answer begins with a shorter one.
 
-    ``chances``: each result's chance of being an answer (:class:`AnswerModel`); a result
-    whose chance reaches ``answer.kept_from`` is kept whatever its relevance. A default
-    recall passes none (see :class:`AnswerModel`); ``tools/learn_relevance.py`` measures it."""
+    ``chances``: each result's chance of holding an answer the results above it lack
+    (:class:`AnswerModel`, as a default recall passes them): past the first
+    :data:`SHOWN_AT_LEAST` a result is then shown when its chance reaches
+    ``answer.kept_from``, whatever its relevance, and hidden below it. Under the verdict
+    the results are judged by their relevance alone (the model learned from answerable
+    questions)."""
     labels = [model.label(value) for value in relevances]
-    first = NEAREST_WHEN_NOTHING if nothing_relevant(labels) else SHOWN_AT_LEAST
-    kept_from = 2.0 if chances is None else answer.kept_from
-    return [
-        i
-        for i, value in enumerate(relevances)
-        if i < first
-        or value >= model.hidden_below
-        or (chances is not None and chances[i] >= kept_from)
-    ]
+    verdict = nothing_relevant(labels)
+    first = NEAREST_WHEN_NOTHING if verdict else SHOWN_AT_LEAST
+
+    def shown(i: int, value: float) -> bool:
+        if i < first:
+            return True
+        if chances is None or verdict:
+            return value >= model.hidden_below
+        return chances[i] >= answer.kept_from
+
+    return [i for i, value in enumerate(relevances) if shown(i, value)]
 
 
 def nothing_relevant(labels: Sequence[Label]) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -340,11 +341,11 @@ def test_evidence_carries_the_ranks_the_gap_to_the_best_cosine_and_the_bm25_shar
     assert evidence(["port"], [], 0.8, 0.2, best_cosine=0.75).cosine_gap == 0.0
 
 
-def test_the_answer_model_reads_every_input_and_prefers_the_top_of_both_legs() -> None:
-    top = Evidence(0.5, 0.6, dense_rank=1, sparse_rank=1, cosine_gap=0.0, bm25_share=1.0)
-    deep = Evidence(0.5, 0.6, dense_rank=25, sparse_rank=None, cosine_gap=0.12)
-    assert len(inputs(top)) == len(ANSWER_INPUTS) == len(ANSWER_MODEL.weights)
-    assert 0.0 < ANSWER_MODEL.chance(deep) < ANSWER_MODEL.chance(top) < 1.0
+def test_the_answer_model_reads_every_input_and_doubts_a_memory_far_below_the_nearest() -> None:
+    near = Evidence(0.5, 0.6, dense_rank=4, sparse_rank=4, cosine_gap=0.01, bm25_share=0.5)
+    far = replace(near, cosine_gap=0.15)
+    assert len(inputs(near, 0.5)) == len(ANSWER_INPUTS) == len(ANSWER_MODEL.weights)
+    assert 0.0 < ANSWER_MODEL.chance(far, 0.5) < ANSWER_MODEL.chance(near, 0.5) < 1.0
 
 
 def test_an_answer_model_with_the_wrong_shape_or_threshold_is_refused() -> None:
@@ -354,9 +355,17 @@ def test_an_answer_model_with_the_wrong_shape_or_threshold_is_refused() -> None:
         AnswerModel(kept_from=1.5)
 
 
-def test_trim_keeps_a_row_the_answer_model_thinks_may_answer_whatever_its_relevance() -> None:
+def test_past_the_third_trim_reads_the_answer_chance_not_the_relevance() -> None:
     answer = AnswerModel(kept_from=0.3)
-    values = [0.9, 0.3, 0.6, 0.05, 0.05]
-    assert trim(values, MODEL) == [0, 1, 2]
+    values = [0.9, 0.3, 0.6, 0.05, 0.5]
+    assert trim(values, MODEL) == [0, 1, 2, 4]
+    # a result of low relevance that may hold an answer the first three lack is shown; one
+    # of fair relevance the model is confident adds no answer is not
+    assert trim(values, MODEL, [0.9, 0.1, 0.1, 0.4, 0.1], answer) == [0, 1, 2, 3]
     assert trim(values, MODEL, [0.9, 0.1, 0.1, 0.1, 0.1], answer) == [0, 1, 2]
-    assert trim(values, MODEL, [0.9, 0.1, 0.1, 0.1, 0.4], answer) == [0, 1, 2, 4]
+
+
+def test_under_the_verdict_trim_reads_the_relevance_alone() -> None:
+    answer = AnswerModel(kept_from=0.3)
+    values = [0.4, 0.1, 0.3, 0.05, 0.1]  # none reaches weak (0.5): the verdict
+    assert trim(values, MODEL, [0.0, 0.0, 0.0, 0.9, 0.0], answer) == trim(values, MODEL)
