@@ -587,7 +587,8 @@ def trim(
     ``chances``: each result's chance of holding an answer the results above it lack
     (:class:`AnswerModel`, as a default recall passes them): past the first
     :data:`SHOWN_AT_LEAST` a result is then shown when its chance reaches
-    ``answer.kept_from``, whatever its relevance, and hidden below it. Under the verdict
+    ``answer.kept_from`` or it is labelled ``weak`` or ``strong``, and hidden otherwise
+    (a result the relevance model calls an answer is never hidden). Under the verdict
     the results are judged by their relevance alone (the model learned from answerable
     questions)."""
     labels = [model.label(value) for value in relevances]
@@ -599,7 +600,7 @@ def trim(
             return True
         if chances is None or verdict:
             return value >= model.hidden_below
-        return chances[i] >= answer.kept_from
+        return chances[i] >= answer.kept_from or value >= model.weak_from
 
     return [i for i, value in enumerate(relevances) if shown(i, value)]
 

@@ -355,14 +355,16 @@ def test_an_answer_model_with_the_wrong_shape_or_threshold_is_refused() -> None:
         AnswerModel(kept_from=1.5)
 
 
-def test_past_the_third_trim_reads_the_answer_chance_not_the_relevance() -> None:
+def test_past_the_third_trim_reads_the_answer_chance_and_never_hides_weak() -> None:
     answer = AnswerModel(kept_from=0.3)
-    values = [0.9, 0.3, 0.6, 0.05, 0.5]
+    values = [0.9, 0.3, 0.6, 0.05, 0.4]
     assert trim(values, MODEL) == [0, 1, 2, 4]
     # a result of low relevance that may hold an answer the first three lack is shown; one
-    # of fair relevance the model is confident adds no answer is not
+    # labelled none that the model is confident adds no answer is not
     assert trim(values, MODEL, [0.9, 0.1, 0.1, 0.4, 0.1], answer) == [0, 1, 2, 3]
     assert trim(values, MODEL, [0.9, 0.1, 0.1, 0.1, 0.1], answer) == [0, 1, 2]
+    # a result labelled weak or strong is shown whatever its chance
+    assert trim([0.9, 0.3, 0.6, 0.05, 0.7], MODEL, [0.0] * 5, answer) == [0, 1, 2, 4]
 
 
 def test_under_the_verdict_trim_reads_the_relevance_alone() -> None:
