@@ -64,9 +64,12 @@ evidence (the raw dense cosine, the share of the query's terms the memory contai
 it lacks an identifier, number or period the query names), since the fused score is
 relative and cannot say that nothing matches. An explicit ``min_relevance`` drops
 candidates below it (0 keeps every one: the evaluation tools measure untrimmed); without one
-the answer is trimmed of what the model is confident is no answer (relevance below
-``HIDDEN_BELOW``), never of its first three results (two when nothing is relevant): a
-``none`` label is a guess, and an answer hidden is one the agent never sees. Either way what
+the answer is trimmed of what is confidently no answer, never of its first three results
+(two when nothing is relevant): past them a result labelled ``none`` is hidden when its
+learned answer chance (:class:`ferrex.rules.relevance.AnswerModel`, which also reads the
+legs' ranks) says it adds no answer the first three lack, and under the verdict when its
+relevance is below ``HIDDEN_BELOW``: a ``none`` label alone is a guess, and an answer hidden
+is one the agent never sees. Either way what
 was left out is counted as ``hidden["irrelevant"]``; when no returned result reaches
 ``weak`` the answer says ``nothing_relevant`` with a ``note``.
 

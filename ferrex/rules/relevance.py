@@ -55,10 +55,11 @@ for data it was not fitted on); the tool reports the other half.
 So a relevance reads as the chance, on data like these sets, that the memory is one the
 query was after. Labels: ``strong`` from :data:`STRONG_FROM`, ``weak`` from
 :data:`WEAK_FROM`, ``none`` below it. A recall says *nothing relevant* when none of the
-results it returns reaches ``weak``; without a ``min_relevance`` it returns no result
-below :data:`HIDDEN_BELOW` (where the model is confident a result is no answer) past the
-first :data:`SHOWN_AT_LEAST`, or past the nearest :data:`NEAREST_WHEN_NOTHING` when nothing
-is relevant (:func:`trim`).
+results it returns reaches ``weak``; without a ``min_relevance`` it shows the first
+:data:`SHOWN_AT_LEAST` and past them hides a result labelled ``none`` whose learned answer
+chance (:class:`AnswerModel`, which also reads the legs' ranks) is below
+:data:`ANSWER_KEPT_FROM`; when nothing is relevant it shows the nearest
+:data:`NEAREST_WHEN_NOTHING` and past them nothing below :data:`HIDDEN_BELOW` (:func:`trim`).
 """
 
 from __future__ import annotations
@@ -576,8 +577,9 @@ def trim(
 ) -> list[int]:
     """Which results (their indices, in order) a recall without ``min_relevance`` returns.
 
-    Only what the model is confident is no answer is hidden: a result whose relevance is
-    below ``model.hidden_below`` (:data:`HIDDEN_BELOW`), and never one of the first
+    Without ``chances``: only what the model is confident is no answer is hidden: a result
+    whose relevance is below ``model.hidden_below`` (:data:`HIDDEN_BELOW`), and never one of
+    the first
     :data:`SHOWN_AT_LEAST` (the first :data:`NEAREST_WHEN_NOTHING` when no result reaches
     ``weak``, the verdict *nothing relevant*). A ``none`` label above that line is shown:
     a label is a best guess, and an answer a recall hides is one the agent never sees, while
