@@ -64,12 +64,11 @@ evidence (the raw dense cosine, the share of the query's terms the memory contai
 it lacks an identifier, number or period the query names), since the fused score is
 relative and cannot say that nothing matches. An explicit ``min_relevance`` drops
 candidates below it (0 keeps every one: the evaluation tools measure untrimmed); without one
-the answer is trimmed of what is confidently no answer, never of its first three results
-(two when nothing is relevant): past them a result labelled ``none`` is hidden when its
-learned answer chance (:class:`ferrex.rules.relevance.AnswerModel`, which also reads the
-legs' ranks) says it adds no answer the first three lack, and under the verdict when its
-relevance is below ``HIDDEN_BELOW``: a ``none`` label alone is a guess, and an answer hidden
-is one the agent never sees. Either way what
+the answer is trimmed of what the model is confident is no answer (relevance below
+``HIDDEN_BELOW``), never of its first three results (two when nothing is relevant): a
+``none`` label is a guess, and an answer hidden is one the agent never sees. ``explain``
+also shows each result's learned ``answer_chance``
+(:class:`ferrex.rules.relevance.AnswerModel`), which does not trim yet. Either way what
 was left out is counted as ``hidden["irrelevant"]``; when no returned result reaches
 ``weak`` the answer says ``nothing_relevant`` with a ``note``.
 
@@ -736,8 +735,7 @@ class Reader:
             judgement = _Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
         if cut is None:
-            chances = [j.chance() for _, j in kept]
-            keep = relevance.trim([j.value for _, j in kept], chances=chances)
+            keep = relevance.trim([j.value for _, j in kept])
             if len(keep) < len(kept):
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + len(kept) - len(keep)
             kept = [kept[i] for i in keep]
@@ -1093,7 +1091,7 @@ class _Judgement:
 
     def chance(self) -> float:
         """The chance the result holds an answer the results above it lack
-        (:class:`ferrex.rules.relevance.AnswerModel`: what trimming reads past the third)."""
+        (:class:`ferrex.rules.relevance.AnswerModel`; shown under explain, not used to trim)."""
         return relevance.ANSWER_MODEL.chance(self.evidence, self.value)
 
     def fields(self, explain: bool) -> dict[str, Any]:

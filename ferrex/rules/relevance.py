@@ -55,11 +55,16 @@ for data it was not fitted on); the tool reports the other half.
 So a relevance reads as the chance, on data like these sets, that the memory is one the
 query was after. Labels: ``strong`` from :data:`STRONG_FROM`, ``weak`` from
 :data:`WEAK_FROM`, ``none`` below it. A recall says *nothing relevant* when none of the
-results it returns reaches ``weak``; without a ``min_relevance`` it shows the first
-:data:`SHOWN_AT_LEAST` and past them hides a result labelled ``none`` whose learned answer
-chance (:class:`AnswerModel`, which also reads the legs' ranks) is below
-:data:`ANSWER_KEPT_FROM`; when nothing is relevant it shows the nearest
-:data:`NEAREST_WHEN_NOTHING` and past them nothing below :data:`HIDDEN_BELOW` (:func:`trim`).
+results it returns reaches ``weak``; without a ``min_relevance`` it returns no result
+below :data:`HIDDEN_BELOW` (where the model is confident a result is no answer) past the
+first :data:`SHOWN_AT_LEAST`, or past the nearest :data:`NEAREST_WHEN_NOTHING` when nothing
+is relevant (:func:`trim`).
+
+The evidence also carries what the legs' rankings say of a result (its dense and BM25
+ranks, the gap to the best cosine, its share of the best BM25 score): the inputs, with the
+relevance, of :class:`AnswerModel`, learned by ``tools/learn_relevance.py`` from LoCoMo's
+and the golden set's questions (train / validation / test: ``tools/splits.py``) and shown
+under ``explain`` as ``answer_chance``. It does not trim a default recall yet (see there).
 """
 
 from __future__ import annotations
@@ -265,12 +270,18 @@ ANSWER_KEPT_FROM: Final = 0.275
 class AnswerModel:
     """The chance that a result past the first :data:`SHOWN_AT_LEAST` is an answer that no
     result above it gives: what hiding it would lose. A logistic model over :func:`inputs`,
-    learned from thousands of real questions (``tools/learn_relevance.py``: the results
-    ranked 4th and 5th of LoCoMo's and the golden set's answerable questions, positive when
-    they hold an answer the first three lack). A default recall hides such a result only
-    when its chance is below ``kept_from`` (:func:`trim`), the highest threshold at which
-    trimming hid no validation answer that trimming by relevance alone kept. ``explain``
-    shows it (``answer_chance``)."""
+    learned from real questions (``tools/learn_relevance.py``: the results ranked 4th and
+    5th of LoCoMo's training conversations and the golden set's calibration half, positive
+    when they hold an answer the first three lack); ``kept_from`` is the highest threshold
+    at which trimming by it (:func:`trim` with ``chances``) hid no validation answer that
+    showing every result would keep. ``explain`` shows it (``answer_chance``).
+
+    UNFINISHED: a default recall does not trim by it. On the test splits it kept LoCoMo's
+    one lost answer (637 questions) and cut the golden set's tokens a little (0.80 to 0.78 of
+    untrimmed), but lost one more LongMemEval answer (2 of 102 against 1) with more tokens
+    (0.83 against 0.81); refitted with LongMemEval's train split it was worse on every test
+    set. Its inputs do not yet carry what separates an answer ranked 4th from a near miss
+    (question form against what the memory states, the period against its event time)."""
 
     weights: tuple[float, ...] = ANSWER_WEIGHTS
     bias: float = ANSWER_BIAS

@@ -183,9 +183,7 @@ def test_a_default_answer_hides_only_what_is_surely_no_answer(tmp_path: Path) ->
                 assert ids == [r["id"] for r in every["results"] if r["id"] in ids], question
                 assert len(ids) >= (2 if shown["nothing_relevant"] else 3), question
                 left_out = [r for r in every["results"] if r["id"] not in ids]
-                # past the third only what the relevance model labels no answer and the
-                # learned answer chance says adds none (the chance: unit-tested)
-                assert all(r["relevance_label"] == "none" for r in left_out), (question, left_out)
+                assert all(r["relevance"] < 0.1 for r in left_out), (question, left_out)
                 assert shown["hidden"].get("irrelevant", 0) == len(left_out), question
 
     anyio.run(main)
