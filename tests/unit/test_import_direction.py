@@ -120,6 +120,13 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
+def every_import(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, ``if TYPE_CHECKING:`` blocks included."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+
+
 def run_time_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement that can run: at module level, in a class or a function
     (a lazy import is still an edge), but not under ``if TYPE_CHECKING:``, which never runs
@@ -134,7 +141,9 @@ def run_time_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
             yield from run_time_imports(node)
 
 
-def package_imports(*packages: str, base: Path = ROOT) -> dict[str, set[str]]:
+def package_imports(
+    *packages: str, base: Path = ROOT, typing_too: bool = False
+) -> dict[str, set[str]]:
     """Each module of ``packages`` (dotted names) -> the modules of them it imports, wherever
     the import statement is (a function-level import is still an edge; ``TYPE_CHECKING``
     blocks are not). ``from pkg import sub`` is an edge to ``pkg.sub`` when that is a module,
@@ -149,7 +158,8 @@ def package_imports(*packages: str, base: Path = ROOT) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in paths.items():
         edges: set[str] = set()
-        for node in run_time_imports(ast.parse(path.read_text(), filename=str(path))):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in every_import(tree) if typing_too else run_time_imports(tree):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -270,3 +280,11 @@ def test_every_imported_library_is_declared() -> None:
             if not owners & runtime:
                 missing.append(f"{path.relative_to(ROOT)} imports {name} ({', '.join(owners)})")
     assert not missing, missing
+
+
+def test_no_cycle_hidden_behind_type_checking() -> None:
+    """Two modules that name each other only for the type checker still depend on each other
+    by design: a protocol in the lower one (``dashboard/edge.Gate``, ``compact.Compactable``)
+    says what it needs instead."""
+    cycle = find_cycle(package_imports(*LAYERS, typing_too=True))
+    assert cycle is None, " -> ".join(cycle or [])

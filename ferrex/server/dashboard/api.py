@@ -79,6 +79,7 @@ from ferrex.server.dashboard.edge import (
     ERRORS,
     HEADERS,
     RETRY_AFTER_SECONDS,
+    Gate,
     Unauthorized,
     error_body,
     error_headers,
@@ -89,7 +90,6 @@ from ferrex.server.service import Caller
 from journal.files import make_private_dir, open_private, replace_durably
 
 if TYPE_CHECKING:
-    from ferrex.server.dashboard.web import Dashboard
     from ferrex.server.mcp_server import ToolInput
 
 log = logging.getLogger("ferrex.api")
@@ -335,7 +335,7 @@ Handler = Callable[[Request, Caller, Any], dict[str, Any]]
 class WriteApi:
     """The write routes and the OpenAPI document, over a dashboard's checks and hub."""
 
-    def __init__(self, dashboard: Dashboard, tools: Mapping[str, ToolInput]) -> None:
+    def __init__(self, dashboard: Gate, tools: Mapping[str, ToolInput]) -> None:
         self.dashboard = dashboard
         self.tools = dict(tools)
         self.keys = IdempotencyKeys(path=dashboard.hub.home / KEY_FILE)

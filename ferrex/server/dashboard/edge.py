@@ -10,10 +10,34 @@ the answers, the error bodies and the OpenAPI document all read. Kept apart so t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ferrex.errors import FerrexError
-from ferrex.server.caller import error_document
+from ferrex.server.caller import Caller, error_document
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+    from ferrex.server.hub import Hub
+    from ferrex.server.mcp_auth import TokenTable
+
+
+class Gate(Protocol):
+    """What the API and the change stream need of the dashboard that mounts them (``web``'s
+    ``Dashboard`` is the one): the hub calls go through, the token table, and the checks of
+    who is asking. Written here so that ``api`` and ``stream`` import nothing from ``web``."""
+
+    hub: Hub
+    tokens: TokenTable | None
+
+    def caller(self, request: Request) -> Caller: ...
+
+    def authenticated(self, request: Request) -> tuple[Caller, bool]: ...
+
+    def check_host(self, request: Request) -> None: ...
+
+    def same_origin(self, request: Request) -> None: ...
+
 
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "

@@ -36,7 +36,7 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -44,11 +44,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ferrex.errors import FerrexError, UsageError
 from ferrex.server.dashboard.api import CHANGES_QUERY, INTERNAL, check_query, principal_of
-from ferrex.server.dashboard.edge import HEADERS, error_body, error_headers, status_of
+from ferrex.server.dashboard.edge import HEADERS, Gate, error_body, error_headers, status_of
 from ferrex.server.service import Caller
-
-if TYPE_CHECKING:
-    from ferrex.server.dashboard.web import Dashboard
 
 #: Seconds between two reads of the journal while a stream has caught up.
 POLL_SECONDS = 0.5
@@ -106,7 +103,7 @@ class Streams:
 class ChangeStream:
     """The endpoint of ``GET /api/v1/changes`` over a dashboard's checks and hub."""
 
-    def __init__(self, dashboard: Dashboard, streams: Streams) -> None:
+    def __init__(self, dashboard: Gate, streams: Streams) -> None:
         self.dashboard = dashboard
         self.streams = streams
 
