@@ -178,7 +178,7 @@ def test_a_changed_fact_supersedes_the_old_one() -> None:
     view = FakeView()
     first = store(view, fact("payments-api", "uses", "PostgreSQL 15"), new_id=ids())
     second = store(
-        view, fact("payments-api", "depends on", "CockroachDB"), new_id=lambda p: f"{p}_new"
+        view, fact("payments-api", "is using", "CockroachDB"), new_id=lambda p: f"{p}_new"
     )
     assert second.result.superseded == (first.result.id,)
     old = view.memory(first.result.id)
