@@ -360,7 +360,7 @@ def plural_relation(predicate: str) -> bool:
     ``speaks``). Counts (``replicas count``, ``number of nodes``) are single values."""
     words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
     content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
-    if not content or "count" in content or "number" in content or "num" in content:
+    if not content or any(w in _MEASURES for w in content):
         return False
     last = content[-1]
     if any((_root(w) in _PLURAL_ROOTS and w not in _BARE_NOUNS) or w in PLURAL_ROLES
@@ -375,9 +375,13 @@ def plural_fact(subject: str, predicate: str, obj: str) -> bool:
     """Whether a fact is one value of many: a plural relation (:func:`plural_relation`) or
     a plural subject placed (:func:`plural_subject`), unless its object is of a kind a thing
     has one of at a time (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``)."""
-    if object_kind(obj) in SINGLE_KINDS:
+    if object_kind(obj) in SINGLE_KINDS or _QUANTITY.match(obj.strip()):
         return False
     return plural_relation(predicate) or plural_subject(subject, predicate)
+
+
+# A number, maybe with a short unit or a multiplier (5, 50, 4k, 1.5x): a quantity, one value.
+_QUANTITY = re.compile(r"^[~<>=]*\d[\d.,_]*\s*[a-z%]{0,3}$", re.IGNORECASE)
 
 
 def scoped_apart(left: str, right: str) -> bool:
@@ -430,6 +434,11 @@ def _placed(predicate: str) -> str:
 
 
 _PLURAL_ROOTS: Final = frozenset(_root(w) for w in PLURAL_HEADS)
+# Words that make a relation one measure of many things (``max retries``, ``number of
+# nodes``): one value.
+_MEASURES: Final = frozenset(
+    {"count", "number", "num", "max", "min", "maximum", "minimum", "limit", "total"}
+)
 _PLURAL_NOUN_ROOTS: Final = frozenset(_root(w) for w in PLURAL_NOUNS)
 # Heads that are also nouns of one value as written bare (``support tier``, ``call
 # schedule``, ``import path``): plural only inflected (``supports``, ``supported``, ``calls``).

@@ -8,11 +8,16 @@ from ferrex.rules.slots import (
     POSSIBLE_PHRASE,
     SURE_PARTY_PHRASE,
     SURE_PHRASE,
+    VALUE_FLOOR,
     may_share_slot,
     object_kind,
+    plural_fact,
     plural_relation,
+    scoped_apart,
     slot_candidate,
     slot_match,
+    slot_words,
+    value_fallback,
 )
 
 
@@ -136,3 +141,57 @@ def test_a_predicate_that_names_no_slot_is_weighed_by_its_object_never_sure() ->
 )
 def test_a_plainly_plural_relation(predicate: str, plural: bool) -> None:
     assert plural_relation(predicate) is plural
+
+
+def test_hard_negatives_are_two_slots_whatever_the_score() -> None:
+    # Siblings: a shared word, each with one the other lacks.
+    assert not slot_candidate("max_connections", "50", "max_retries", "5")
+    assert not slot_candidate("memory_limit", "512Mi", "memory_request", "256Mi")
+    assert not slot_candidate("production_host", "pg-prod-1", "staging_host", "pg-stg-1")
+    # Two values of one known kind but phrased apart: two slots (flash / ram).
+    assert slot_match("ram", "512 KB", "flash", "1 MB", 0.53) is None
+
+
+def test_one_slot_named_beside_a_word_of_change_is_that_slot() -> None:
+    assert slot_words("moved_to_team") == ("team",) == slot_words("team")
+    assert slot_candidate("moved_to_team", "billing", "team", "platform")
+    same = slot_match("moved_to_team", "billing", "team", "platform", 0.1)
+    assert same is not None and same.outcome == "same"
+    # The preposition of a relation is kept: reports to someone is not reports on something.
+    assert slot_words("reports_on") != slot_words("reports_to")
+    assert slot_words("set_to") == ()
+
+
+def test_a_bare_value_names_the_closest_slot_above_a_floor() -> None:
+    assert value_fallback("is_a", [0.1, VALUE_FLOOR + 0.1, 0.15]) == 1
+    assert value_fallback("is_a", [VALUE_FLOOR - 0.05]) is None
+    assert value_fallback("runs_on", [0.9]) is None, "a named slot is weighed by slot_match"
+    assert value_fallback("set_to", []) is None
+
+
+def test_a_value_without_its_slot_is_never_sure() -> None:
+    # "was 0.72.10" beside "version 0.74.5" may be history: flagged, never replaced.
+    match = slot_match("was", "0.72.10", "version", "0.74.5", 0.9)
+    assert match is not None and match.outcome == "possible"
+
+
+def test_plural_facts_by_relation_subject_and_object() -> None:
+    for predicate, obj in [("members", "Ann"), ("depends on", "Redis"), ("emits event", "a.b"),
+                           ("supported currency", "EUR"), ("ships to", "Austria"),
+                           ("sold in", "Canada"), ("node", "crdb-2"), ("maintainer", "@grace"),
+                           ("called by", "recs-api"), ("speaks", "Dutch")]:  # fmt: skip
+        assert plural_fact("x", predicate, obj), predicate
+    assert plural_fact("Kafka brokers", "run on", "kafka-2"), "a plural subject placed"
+    for predicate, obj in [("max retries", "5"), ("max connections", "50"),
+                           ("supported until", "2027-01-01"), ("node version", "20.11"),
+                           ("shipped from", "Berlin"), ("support tier", "gold"),
+                           ("maintained by", "Lucia"), ("runs on", "k8s-node-07"),
+                           ("node count", "3"), ("replicas", "4")]:  # fmt: skip
+        assert not plural_fact("x", predicate, obj), predicate
+    assert not plural_fact("legacy Pig jobs", "status", "decommissioned")
+
+
+def test_objects_scoped_to_their_own_purposes_both_hold() -> None:
+    assert scoped_apart("PlayFab for economy", "EOS for lobbies")
+    assert not scoped_apart("Redis for caching", "Memcached for caching"), "one purpose"
+    assert not scoped_apart("Redis", "EOS for lobbies")
