@@ -1386,10 +1386,10 @@ def test_two_sure_slots_are_one_too_many_both_flagged() -> None:
 
 def test_a_bare_value_flags_the_closest_slot_never_replaces_it() -> None:
     view = FakeView()
-    version = store(view, fact("orbit-db", "version", "16.2"))
+    engine = store(view, fact("orbit-db", "storage engine", "RocksDB"))
     store(view, fact("orbit-db", "owned by", "team Nova"), new_id=lambda p: p + "_2")
-    mine = fact_phrase("is_a", "17.0")
-    near = Similar(cosines_of={(mine, fact_phrase("version", "16.2")): 0.35,
+    mine = fact_phrase("is_a", "LMDB")
+    near = Similar(cosines_of={(mine, fact_phrase("storage_engine", "RocksDB")): 0.35,
                                (mine, fact_phrase("owned_by", "team Nova")): 0.15})  # fmt: skip
-    bare = store(view, fact("orbit-db", "is", "17.0"), near, new_id=lambda p: p + "_3")
-    assert bare.result.superseded == () and bare.result.possible_conflict == (version.result.id,)
+    bare = store(view, fact("orbit-db", "is", "LMDB"), near, new_id=lambda p: p + "_3")
+    assert bare.result.superseded == () and bare.result.possible_conflict == (engine.result.id,)
