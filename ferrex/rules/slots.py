@@ -269,6 +269,16 @@ def value_fallback(predicate: str, scored: Sequence[float]) -> int | None:
 VALUE_FLOOR: Final = 0.20
 
 
+#: :data:`VALUE_WORDS` that tell of a change (the value it names is the new one).
+CHANGE_WORDS: Final[frozenset[str]] = VALUE_WORDS - {"value", "current", "currently"}
+
+
+def bare_value(predicate: str) -> bool:
+    """Whether a normalized predicate states a value with no word of change (``is_a``,
+    ``was``, ``value``): it names neither its slot nor that the value is new."""
+    return value_predicate(predicate) and not any(w in CHANGE_WORDS for w in predicate.split("_"))
+
+
 def value_predicate(predicate: str) -> bool:
     """Whether a normalized predicate only states a value (see :data:`VALUE_WORDS`):
     ``is_a``, ``was``, ``now``, ``set_to``, ``bumped_to``, ``rolled_back_to``."""
@@ -289,11 +299,12 @@ def slot_match(
     if core and core == slot_words(old_predicate) and not kinds_clash(new_object, old_object):
         return SlotMatch("same", "one slot named, with a word of change", 1.0)
     # A predicate that names no slot (``is``, ``set to``) says which by its value and the
-    # subject's other facts: flagged against them, never sure.
+    # subject's other facts: flagged against them.
     vague = value_predicate(new_predicate) or value_predicate(old_predicate)
     sure_at = SURE_PARTY_PHRASE if kind == "party" else SURE_PHRASE
-    # A value without its slot's name is never sure of it (``was 0.72.10`` may be history).
-    if alike and phrase_cosine >= sure_at and not vague:
+    # A bare value (``is``, ``was``) is never sure of its slot (``was 0.72.10`` may be
+    # history); one told as a change (``upgraded to``, ``set to``, ``now``) may be.
+    if alike and phrase_cosine >= sure_at and not bare_value(new_predicate):
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
     if phrase_cosine >= POSSIBLE_PHRASE:
         return SlotMatch("possible", "phrases alike", phrase_cosine)
@@ -330,6 +341,11 @@ PLURAL_HEADS: Final[frozenset[str]] = frozenset(
         "import",
         "subscribe",
         "integrate",
+        "consume",
+        "produce",
+        "publish",
+        "expose",
+        "connect",
     }
 )
 
@@ -337,6 +353,7 @@ PLURAL_HEADS: Final[frozenset[str]] = frozenset(
 #: ``node version`` is a version).
 PLURAL_NOUNS: Final[frozenset[str]] = frozenset(
     {"member", "tag", "topic", "label", "keyword", "contributor", "subcommand", "node"}
+    | {"feature", "plugin", "extension", "integration", "endpoint", "port", "peer", "shard"}
 )
 
 #: Kinds of object a thing has one of at a time, whatever its relation's words: a second
@@ -368,7 +385,15 @@ def plural_relation(predicate: str) -> bool:
         return True
     if _root(last) in _PLURAL_NOUN_ROOTS or last in ("ships", "ship"):
         return True
-    return _plural_noun(last) and len(content) <= 2
+    if _plural_noun(last) and len(content) <= 2:
+        return True
+    # A noun in the plural after a modifier or a verb (``supported regions``, ``target
+    # markets``, ``emits events``): a verb in the third person rarely follows another word.
+    return len(content) >= 2 and _plain_plural(last) and not _plain_plural(content[0])
+
+
+def _plain_plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "ys"))
 
 
 def plural_fact(subject: str, predicate: str, obj: str) -> bool:

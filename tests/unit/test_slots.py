@@ -103,12 +103,15 @@ def test_same_needs_one_kind_and_close_phrases_possible_needs_less() -> None:
     )
 
 
-def test_a_predicate_that_names_no_slot_is_weighed_by_its_object_never_sure() -> None:
+def test_a_predicate_that_names_no_slot_is_weighed_by_its_object() -> None:
     # "RN | was | 0.72.10" beside "React Native | version | 0.74.5": a version either way.
     assert slot_candidate("was", "0.72.10", "version", "0.74.5")
     assert not slot_candidate("now", "30s", "version", "0.74.5"), "two kinds"
+    # Told as a change (bumped to), one kind, phrases alike: sure. A bare "was": flagged.
     found = slot_match("bumped_to", "1.8.2", "version", "1.7.4", 0.99)
-    assert found is not None and found.outcome == "possible"
+    assert found is not None and found.outcome == "same"
+    was = slot_match("was", "0.72.10", "version", "0.74.5", 0.99)
+    assert was is not None and was.outcome == "possible"
     # A value of one kind stated without a slot: possible however far apart the phrases.
     moved = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
     assert moved is not None and moved.why == "a value of no named slot"
