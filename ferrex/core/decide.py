@@ -31,9 +31,11 @@ The rules of a store, in order:
    standing and flagged (``facts.possible_conflict``, reason ``relation``), and the answer
    names it (``possible_conflict_with``) with the one line that settles it (``confirm``
    with ``supersedes`` or ``differs_from``: :func:`decide_settle`). A plainly plural
-   relation (:func:`ferrex.rules.slots.plural_relation`) is stored as multi-valued and the
-   answer says so. "The subject's" facts are those of
-   every spelling of its entity the scope may use. The active single-valued facts of the
+   fact (:func:`ferrex.rules.slots.plural_fact`, or two objects each scoped to its own
+   purpose) is stored as multi-valued; the answer names the values it was kept beside
+   (``kept_beside``) and how to replace one instead, and one stored under a wording that
+   does not read as plural (``maintained by`` beside ``maintainer``) is flagged.
+   "The subject's" facts are those of every spelling of its entity the scope may use. The active single-valued facts of the
    same relation are compared by object (:mod:`ferrex.rules.dedup`; objects that agree,
    ``team Nova`` / ``Nova``, are the same): the same
    object again is a *duplicate* (the old fact is re-validated, nothing new stored), a
