@@ -39,7 +39,8 @@ The rules of a store, in order:
    active single-valued facts of the same relation are compared by object
    (:mod:`ferrex.rules.dedup`; objects that agree, ``team Nova`` / ``Nova``, are the
    same): the same object again is a *duplicate* (the old fact is re-validated, nothing
-   new stored), a different object *supersedes* it, an unclear one is refused as ``conflict_ambiguous``.
+   new stored), a different object *supersedes* it, an unclear one is refused as
+   ``conflict_ambiguous``.
    **Time is bitemporal** (:func:`starts_after`): a fact without ``valid_from`` began at
    some unknown moment at or before it was learned, and of two facts the one that began
    later is current. Two dated facts are ordered by their dates, whatever order they were
