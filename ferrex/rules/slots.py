@@ -401,7 +401,15 @@ def plural_relation(predicate: str) -> bool:
         return True
     # A noun in the plural after a modifier or a verb (``supported regions``, ``target
     # markets``, ``emits events``): a verb in the third person rarely follows another word.
-    return len(content) >= 2 and _plain_plural(last) and not _plain_plural(content[0])
+    # Not a verb: one followed by a preposition (``now lives on``) or after an adverb.
+    return (
+        len(content) >= 2
+        and words[-1] == last
+        and _plain_plural(last)
+        and not _plain_plural(content[0])
+        and content[-2] not in VALUE_WORDS
+        and not content[-2].endswith("ly")
+    )
 
 
 def _plain_plural(word: str) -> bool:

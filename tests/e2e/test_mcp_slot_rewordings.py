@@ -64,12 +64,15 @@ def test_rewordings_resolve_plural_values_stay_and_every_answer_says_what_to_do(
             hour = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
             patch = await fact("orbit-db", "running version", "16.2", valid_from=hour)
             assert patch["superseded"] == [new["id"]]
-            # A bare value names no slot: flagged against the version, with what to do.
-            bare = await fact("orbit-db", "upgraded to", "17.0")
-            assert bare["superseded"] == [] and bare["possible_conflict"] == [patch["id"]]
+            # Told as a change, a version again: replaced.
+            upgrade = await fact("orbit-db", "upgraded to", "17.0")
+            assert upgrade["superseded"] == [patch["id"]]
+            # A bare value names no slot and may be history: flagged, with what to do.
+            bare = await fact("orbit-db", "is", "17.1")
+            assert bare["superseded"] == [] and bare["possible_conflict"] == [upgrade["id"]]
             line = bare["possible_conflict_note"]
-            assert f"confirm ids=[{bare['id']}] supersedes={patch['id']}" in line
-            assert f"differs_from=[{patch['id']}]" in line
+            assert f"confirm ids=[{bare['id']}] supersedes={upgrade['id']}" in line
+            assert f"differs_from=[{upgrade['id']}]" in line
 
             # Plural relations: every value stays current, the answer names the one beside.
             pg = await fact("ledger-api", "depends on", "Postgres")
@@ -96,7 +99,8 @@ def test_rewordings_resolve_plural_values_stay_and_every_answer_says_what_to_do(
                 "query": "orbit-db version", "types": ["semantic"], "limit": 20,
                 "min_relevance": 0}))  # fmt: skip
             assert old["id"] not in versions and new["id"] not in versions
-            assert versions[bare["id"]]["possible_conflict"] == [patch["id"]]
+            assert patch["id"] not in versions
+            assert versions[bare["id"]]["possible_conflict"] == [upgrade["id"]]
 
     anyio.run(main)
     assert ferrex(home, "journal", "verify").returncode == 0

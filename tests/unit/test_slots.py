@@ -198,3 +198,10 @@ def test_objects_scoped_to_their_own_purposes_both_hold() -> None:
     assert scoped_apart("PlayFab for economy", "EOS for lobbies")
     assert not scoped_apart("Redis for caching", "Memcached for caching"), "one purpose"
     assert not scoped_apart("Redis", "EOS for lobbies")
+
+
+def test_a_verb_in_the_third_person_is_no_plural_noun() -> None:
+    for predicate in ("now lives on", "now runs", "mostly uses", "currently hosts"):
+        assert not plural_relation(predicate), predicate
+    for predicate in ("supported regions", "target markets", "emits events"):
+        assert plural_relation(predicate), predicate
