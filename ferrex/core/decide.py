@@ -155,6 +155,7 @@ from ferrex.rules.slots import (
     slot_candidate,
     slot_match,
     value_fallback,
+    versions_of_one,
 )
 from ferrex.rules.subjects import Possible, find_entity, objects_agree, resolve_subject
 from ferrex.rules.visibility import (
@@ -721,6 +722,8 @@ def decide_store(
     named = _name_entities(valid, view, who, measures, settings, new_id)
     # Two values each scoped to its own purpose (``PlayFab for economy`` / ``EOS for
     # lobbies``) both hold: one more value too.
+    if plural and _versions_of_one(valid, view, who, named, settings):
+        plural = False  # react 18 → react 19: one thing at another version, a change
     scoped = (not plural and valid.type == "semantic" and not multi_valued
               and valid.supersedes is None
               and _scoped_apart(valid, view, who, named, settings))  # fmt: skip
@@ -775,6 +778,19 @@ def _scoped_apart(
     keys = named.subject.keys
     predicate = normalized_predicate(valid, view, who, settings, keys)
     return any(scoped_apart(valid.object, str(m.object))
+               for m in _same_relation(view, who, keys, predicate))  # fmt: skip
+
+
+def _versions_of_one(
+    valid: ValidStore, view: View, who: _Who, named: _Named, settings: StoreSettings
+) -> bool:
+    """Whether a current value of the new fact's relation is the same named thing at
+    another version (:func:`ferrex.rules.slots.versions_of_one`)."""
+    if valid.object is None or valid.predicate is None:
+        return False
+    keys = named.subject.keys
+    predicate = normalized_predicate(valid, view, who, settings, keys)
+    return any(versions_of_one(valid.object, str(m.object))
                for m in _same_relation(view, who, keys, predicate))  # fmt: skip
 
 

@@ -444,6 +444,21 @@ def scoped_apart(left: str, right: str) -> bool:
 _SCOPED = re.compile(r"^(.+?)\s+for\s+(.+)$", re.IGNORECASE)
 
 
+def versions_of_one(left: str, right: str) -> bool:
+    """Whether two objects are one named thing at two versions (``react 18`` / ``react 19``,
+    ``PostgreSQL 15`` / ``PostgreSQL 16.2``): a thing uses one version at a time, so a
+    second is a change even of a relation of many values."""
+    a, b = _NAMED_VERSION.match(left.strip()), _NAMED_VERSION.match(right.strip())
+    if a is None or b is None:
+        return False
+    return a.group(1).casefold() == b.group(1).casefold() and a.group(2) != b.group(2)
+
+
+_NAMED_VERSION = re.compile(
+    r"^([A-Za-z][\w.+-]*?(?:\s+[A-Za-z][\w+-]*)*)(?:\s+|@)v?(\d+(?:\.\d+)*)$"
+)
+
+
 def plural_subject(subject: str, predicate: str) -> bool:
     """Whether a fact places a plural subject (``Kafka brokers | run on | kafka-1``): each
     of several things has its own place, so a second value is one more, not a move. The

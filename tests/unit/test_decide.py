@@ -1368,6 +1368,10 @@ def test_plural_values_kept_beside_are_named_and_a_disagreeing_wording_is_flagge
                  new_id=lambda p: p + "_4")  # fmt: skip
     assert team.result.superseded == () and team.result.possible_conflict == (owner.result.id,)
     assert f"supersedes={owner.result.id}" in team.result.as_dict()["possible_conflict_note"]
+    # One thing at another version is a change, even of a relation of many values.
+    r18 = store(view, fact("web", "depends on", "react 18"), new_id=lambda p: p + "_7")
+    r19 = store(view, fact("web", "depends on", "react 19"), new_id=lambda p: p + "_8")
+    assert r19.result.superseded == (r18.result.id,) and not r19.result.plural
     # A limit is one value, whatever its noun's number (max retries 5, then 3).
     five = store(view, fact("push-svc", "max retries", "5"), new_id=lambda p: p + "_5")
     three = store(view, fact("push-svc", "max retries", "3"), new_id=lambda p: p + "_6")

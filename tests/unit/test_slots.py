@@ -18,6 +18,7 @@ from ferrex.rules.slots import (
     slot_match,
     slot_words,
     value_fallback,
+    versions_of_one,
 )
 
 
@@ -205,3 +206,12 @@ def test_a_verb_in_the_third_person_is_no_plural_noun() -> None:
         assert not plural_relation(predicate), predicate
     for predicate in ("supported regions", "target markets", "emits events"):
         assert plural_relation(predicate), predicate
+
+
+def test_one_named_thing_at_two_versions_is_a_change_not_two_values() -> None:
+    assert versions_of_one("react 18", "react 19")
+    assert versions_of_one("PostgreSQL 15", "PostgreSQL 16.2")
+    assert versions_of_one("react@18", "react@19")
+    assert not versions_of_one("Postgres", "Redis")
+    assert not versions_of_one("kafka-1", "kafka-2"), "numbered hosts are siblings"
+    assert not versions_of_one("react 18", "react 18")
