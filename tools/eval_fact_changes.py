@@ -57,7 +57,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -113,6 +113,17 @@ class Scenario:
 def half_of(scenario_id: str) -> Half:
     """The half a scenario belongs to: ``sha256(id)``'s first byte even is tuning."""
     return "tuning" if hashlib.sha256(scenario_id.encode()).digest()[0] % 2 == 0 else "held-out"
+
+
+def one_subject(scenario: Scenario) -> Scenario:
+    """The scenario with every step under its first step's subject: what the slot rules do
+    when the subject is resolved (a diagnostic, ``--one-subject``). Negatives keep theirs: two
+    subjects (staging, production) are what makes many of them negatives."""
+    if scenario.kind == "negative":
+        return scenario
+    first = scenario.steps[0].subject
+    steps = tuple(replace(s, subject=first) for s in scenario.steps)
+    return replace(scenario, steps=steps)
 
 
 def load_set(path: Path) -> list[Scenario]:
@@ -768,6 +779,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="instead: the false-flag rate over N unrelated facts",
     )
     parser.add_argument("--seed", type=int, default=7, help="the unrelated facts' seed")
+    parser.add_argument(
+        "--one-subject",
+        action="store_true",
+        help="diagnostic: every step under its scenario's first subject (the slot side alone)",
+    )
     args = parser.parse_args(argv)
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ferrex-fact-changes-") as tmp:
@@ -789,6 +805,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen = [s for s in scenarios if s.half in halves]
         if args.limit is not None:
             chosen = chosen[: args.limit]
+        if args.one_subject:
+            chosen = [one_subject(s) for s in chosen]
         print(f"{len(chosen)} scenarios of {args.set.name} ({args.half}) through one ferrex "
               f"stdio server, head {head()}", file=sys.stderr)  # fmt: skip
         outcomes, seconds = anyio.run(run_scenarios, home, chosen)

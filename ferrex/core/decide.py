@@ -31,13 +31,16 @@ The rules of a store, in order:
    standing and flagged (``facts.possible_conflict``, reason ``relation``), and the answer
    names it (``possible_conflict_with``) with the one line that settles it (``confirm``
    with ``supersedes`` or ``differs_from``: :func:`decide_settle`). A plainly plural
-   relation (:func:`ferrex.rules.slots.plural_relation`) is stored as multi-valued and the
-   answer says so. "The subject's" facts are those of
-   every spelling of its entity the scope may use. The active single-valued facts of the
-   same relation are compared by object (:mod:`ferrex.rules.dedup`; objects that agree,
-   ``team Nova`` / ``Nova``, are the same): the same
-   object again is a *duplicate* (the old fact is re-validated, nothing new stored), a
-   different object *supersedes* it, an unclear one is refused as ``conflict_ambiguous``.
+   fact (:func:`ferrex.rules.slots.plural_fact`, or two objects each scoped to its own
+   purpose) is stored as multi-valued; the answer names the values it was kept beside
+   (``kept_beside``) and how to replace one instead, and one stored under a wording that
+   does not read as plural (``maintained by`` beside ``maintainer``) is flagged.
+   "The subject's" facts are those of every spelling of its entity the scope may use. The
+   active single-valued facts of the same relation are compared by object
+   (:mod:`ferrex.rules.dedup`; objects that agree, ``team Nova`` / ``Nova``, are the
+   same): the same object again is a *duplicate* (the old fact is re-validated, nothing
+   new stored), a different object *supersedes* it, an unclear one is refused as
+   ``conflict_ambiguous``.
    **Time is bitemporal** (:func:`starts_after`): a fact without ``valid_from`` began at
    some unknown moment at or before it was learned, and of two facts the one that began
    later is current. Two dated facts are ordered by their dates, whatever order they were
@@ -148,11 +151,14 @@ from ferrex.rules.slots import (
     fact_phrase,
     kinds_clash,
     one_kind,
-    plural_relation,
+    plural_fact,
     same_head,
+    scoped_apart,
     slot_candidate,
     slot_match,
+    value_fallback,
     value_predicate,
+    versions_of_one,
 )
 from ferrex.rules.subjects import (
     Possible,
@@ -280,6 +286,22 @@ def _flag_note(new: str, flagged: Sequence[Flagged]) -> str:
     )
 
 
+def _plural_note(new: str, beside: Sequence[Flagged]) -> str:
+    """The one line for a value kept beside others of a plainly plural relation: which, and
+    how to say it replaces one instead."""
+    if not beside:
+        return (
+            "stored as one value of a relation of many values (multi_valued); a later value "
+            "is kept beside it"
+        )
+    first = beside[0]
+    more = f" (and {len(beside) - 1} more)" if len(beside) > 1 else ""
+    return (
+        f"kept beside {first.id} ({first.fact}){more} as one more value of a relation of many "
+        f"values; if it replaces it, confirm ids=[{new}] supersedes={first.id}"
+    )
+
+
 def _replaced_note(replaced: Sequence[Flagged]) -> str:
     """The one line that names a fact replaced as the new value of its slot, and how to keep
     both when both hold."""
@@ -326,6 +348,8 @@ class StoreResult:
     """``possible_conflict`` named: each fact's text and why it was flagged."""
     plural: bool = False
     """Stored beside the relation's other values because the relation is plainly plural."""
+    kept_beside: tuple[Flagged, ...] = ()
+    """With ``plural``: the relation's current values it was stored beside, named."""
     replaced: tuple[Flagged, ...] = ()
     """The facts this one replaced as the new value of their slot, named."""
     similar: SimilarMemory | None = None
@@ -375,8 +399,12 @@ class StoreResult:
             **({"replaced_note": _replaced_note(self.replaced)} if self.replaced else {}),
             **(
                 {
-                    "plural_note": "kept beside the relation's other values (it reads as a "
-                    "relation of many values); to replace one, store with supersedes=ID"
+                    **(
+                        {"kept_beside": [f.as_dict() for f in self.kept_beside]}
+                        if self.kept_beside
+                        else {}
+                    ),
+                    "plural_note": _plural_note(self.id, self.kept_beside),
                 }
                 if self.plural
                 else {}
@@ -619,10 +647,15 @@ def _slot_matches(
     mine = fact_phrase(predicate, obj)
     theirs = [fact_phrase(str(m.predicate_normalized), str(m.object)) for m in allowed]
     found: list[tuple[Memory, SlotMatch]] = []
-    for m, score in zip(allowed, _scores(measures, mine, theirs), strict=True):
+    scores = _scores(measures, mine, theirs)
+    for m, score in zip(allowed, scores, strict=True):
         match = slot_match(predicate, obj, str(m.predicate_normalized), str(m.object), score)
         if match is not None:
             found.append((m, match))
+    best = None if found else value_fallback(predicate, scores)
+    if best is not None:
+        found.append((allowed[best], SlotMatch("possible", "the closest slot to a bare value",
+                                               scores[best])))  # fmt: skip
     return found
 
 
@@ -693,10 +726,20 @@ def decide_store(
     # A second value of a plainly plural relation (members, speaks) is one more value, not
     # a replacement: kept beside the others, and the answer says so.
     plural = (valid.type == "semantic" and not multi_valued and valid.supersedes is None
-              and valid.predicate is not None and plural_relation(valid.predicate))  # fmt: skip
-    multi_valued = multi_valued or plural
+              and valid.predicate is not None
+              and plural_fact(valid.subject or "", valid.predicate,
+                              valid.object or ""))  # fmt: skip
     memory_id = new_id("mem")
     named = _name_entities(valid, view, who, measures, settings, new_id)
+    # Two values each scoped to its own purpose (``PlayFab for economy`` / ``EOS for
+    # lobbies``) both hold: one more value too.
+    if plural and _versions_of_one(valid, view, who, named, settings):
+        plural = False  # react 18 → react 19: one thing at another version, a change
+    scoped = (not plural and valid.type == "semantic" and not multi_valued
+              and valid.supersedes is None
+              and _scoped_apart(valid, view, who, named, settings))  # fmt: skip
+    plural = plural or scoped
+    multi_valued = multi_valued or plural
     supersede = _Supersede()
     if valid.supersedes is not None:
         supersede = _explicit(valid.supersedes, view, who, now)
@@ -723,10 +766,74 @@ def decide_store(
             skip.add(supersede.crossing.memory_id)
         text = memory_text(valid.type, fact.body)
         close = _refuse_duplicates(valid, text, view, who, measures, skip, settings, now)
+    beside: list[Memory] = []
+    if plural and named.subject.entity is not None:
+        beside, fact = _plural_beside(valid, view, who, named.subject, fact, memory_id,
+                                      flag=not scoped)  # fmt: skip
     episode = _plan_episode(valid, view, who, memory_id, now, settings)
     decided = _stored(valid, view, who, memory_id, now, named, supersede, fact, versions,
                       episode, close, multi_valued=multi_valued)  # fmt: skip
-    return Decision(decided.events, replaced(decided.result, plural=plural)) if plural else decided
+    if not plural:
+        return decided
+    kept = _named(view, [m.memory_id for m in beside], "plural")
+    return Decision(decided.events, replaced(decided.result, plural=True, kept_beside=kept))
+
+
+def _scoped_apart(
+    valid: ValidStore, view: View, who: _Who, named: _Named, settings: StoreSettings
+) -> bool:
+    """Whether the new fact's object and a current value of its relation are each scoped to
+    a purpose of its own (:func:`ferrex.rules.slots.scoped_apart`)."""
+    if valid.object is None or valid.predicate is None or " for " not in valid.object:
+        return False
+    keys = named.subject.keys
+    predicate = normalized_predicate(valid, view, who, settings, keys)
+    return any(scoped_apart(valid.object, str(m.object))
+               for m in _same_relation(view, who, keys, predicate))  # fmt: skip
+
+
+def _versions_of_one(
+    valid: ValidStore, view: View, who: _Who, named: _Named, settings: StoreSettings
+) -> bool:
+    """Whether a current value of the new fact's relation is the same named thing at
+    another version (:func:`ferrex.rules.slots.versions_of_one`)."""
+    if valid.object is None or valid.predicate is None:
+        return False
+    keys = named.subject.keys
+    predicate = normalized_predicate(valid, view, who, settings, keys)
+    return any(versions_of_one(valid.object, str(m.object))
+               for m in _same_relation(view, who, keys, predicate))  # fmt: skip
+
+
+def _plural_beside(
+    valid: ValidStore,
+    view: View,
+    who: _Who,
+    subject: _Subject,
+    fact: _FactPlan,
+    memory_id: str,
+    *,
+    flag: bool,
+) -> tuple[list[Memory], _FactPlan]:
+    """The current values of a plainly plural relation a new value is kept beside (named in
+    the answer, so the agent can say it replaces one instead). One stored as a single value
+    under a wording that does not read as plural (``maintained by`` beside ``maintainer``)
+    is flagged too: the two wordings disagree on whether the relation holds many values."""
+    assert subject.entity is not None
+    predicate = str(fact.body.predicate_normalized)
+    beside = [m for m in _same_relation(view, who, subject.keys, predicate)
+              if m.memory_id != memory_id and m.object != valid.object]  # fmt: skip
+    single = [m for m in beside if not m.multi_valued
+              and not plural_fact(str(m.subject), str(m.predicate), str(m.object))]  # fmt: skip
+    if not single or not flag:
+        return beside, fact
+    entity_id = subject.entity.entity_id
+    flagged = FactsPossiblyConflicting(
+        memory_id=memory_id, namespace=who.namespace,
+        others=tuple(m.memory_id for m in single), entity_id=entity_id,
+        other_entity_id=entity_id, reason=RELATION, score=1.0,
+    )  # fmt: skip
+    return beside, replaced(fact, possible=(*fact.possible, flagged))
 
 
 def _name_entities(
@@ -842,7 +949,9 @@ def _plan_fact(
     # Facts under other predicates that may fill this slot: the sure ones are replaced like
     # the same relation's, the others flagged below (never left as two silent answers).
     slots = _other_slots(valid, view, who, subject.keys, predicate, measures, now)
+    # Two slots that each look sure are one too many: which one it fills is the agent's call.
     sure = [m for m, found in slots if found.outcome == "same" and _may_replace(who, m)]
+    sure = sure if len([f for _, f in slots if f.outcome == "same"]) == 1 else []
     outcome = [*outcome, *sure]
     # A back-dated fact older than an active one is history, not the new truth: it is stored
     # already ended, where the newer fact began. Only by a fact all its readers see: ended by

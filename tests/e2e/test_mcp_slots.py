@@ -39,11 +39,14 @@ def test_five_wordings_of_where_it_runs_leave_no_silent_second_answer(tmp_path: 
                      ("host", "k8s-node-30")]  # fmt: skip
             stored = [await fact("auth gateway", p, o) for p, o in hosts]
             ids = [s["id"] for s in stored]
-            # Each later wording either replaced an earlier host or named it in its answer.
-            for later in stored[1:]:
-                assert later["superseded"] or later["possible_conflict"], later
-            assert stored[1]["superseded"] == [ids[0]], "two host names, phrases alike: sure"
-            flagged = next(s for s in stored if s.get("possible_conflict"))
+            # Two host names, phrases alike: each later wording replaces the host before it,
+            # and its answer names the one it replaced.
+            for before, later in zip(ids, stored[1:], strict=False):
+                assert later["superseded"] == [before], later
+                assert later["replaced_note"].startswith(f"replaced {before} (auth gateway ")
+            # A bare value (``is``) names no slot: the closest one is flagged, not replaced.
+            flagged = await fact("auth gateway", "is", "k8s-node-31")
+            assert flagged["superseded"] == [] and flagged["possible_conflict"] == [ids[-1]]
             other = flagged["possible_conflict"][0]
             note = flagged["possible_conflict_note"]
             assert f"supersedes={other}" in note and f"differs_from=[{other}]" in note

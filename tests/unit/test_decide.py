@@ -33,6 +33,7 @@ from ferrex.core.view import EpisodeTail, Overlay
 from ferrex.errors import Refused, UsageError
 from ferrex.rules.freshness import DEFAULT_STALENESS
 from ferrex.rules.memory_input import StoreRequest, validate
+from ferrex.rules.slots import fact_phrase
 from journal import (
     EntityAliasAdded,
     EntityCreated,
@@ -178,7 +179,7 @@ def test_a_changed_fact_supersedes_the_old_one() -> None:
     view = FakeView()
     first = store(view, fact("payments-api", "uses", "PostgreSQL 15"), new_id=ids())
     second = store(
-        view, fact("payments-api", "depends on", "CockroachDB"), new_id=lambda p: f"{p}_new"
+        view, fact("payments-api", "is using", "CockroachDB"), new_id=lambda p: f"{p}_new"
     )
     assert second.result.superseded == (first.result.id,)
     old = view.memory(first.result.id)
@@ -1346,3 +1347,53 @@ def test_an_agent_settles_a_possible_conflict_by_either_fact() -> None:
     assert hidden.events == () and hidden.result.not_found == (mine.result.id,)
     with pytest.raises(UsageError):
         decide_settle([mine.result.id], view, now=NOW, supersedes=old, caller="al")
+
+
+def test_plural_values_kept_beside_are_named_and_a_disagreeing_wording_is_flagged() -> None:
+    view = FakeView()
+    first = store(view, fact("ledger-api", "depends on", "Postgres"))
+    second = store(view, fact("ledger-api", "depends on", "Redis"), new_id=lambda p: p + "_2")
+    assert second.result.superseded == () and second.result.possible_conflict == ()
+    answer = second.result.as_dict()
+    assert answer["kept_beside"] == [
+        {"id": first.result.id, "fact": "ledger-api depends on Postgres", "reason": "plural"}
+    ]
+    assert (
+        f"confirm ids=[{second.result.id}] supersedes={first.result.id}" in (answer["plural_note"])
+    )
+    # ``maintained by`` reads as one owner, ``maintainer`` as one of many: both kept, flagged.
+    owner = store(view, fact("llm-gateway", "maintained by", "Lucia Ferri"),
+                  new_id=lambda p: p + "_3")  # fmt: skip
+    team = store(view, fact("llm-gateway", "maintainer", "ml-infra team"),
+                 new_id=lambda p: p + "_4")  # fmt: skip
+    assert team.result.superseded == () and team.result.possible_conflict == (owner.result.id,)
+    assert f"supersedes={owner.result.id}" in team.result.as_dict()["possible_conflict_note"]
+    # One thing at another version is a change, even of a relation of many values.
+    r18 = store(view, fact("web", "depends on", "react 18"), new_id=lambda p: p + "_7")
+    r19 = store(view, fact("web", "depends on", "react 19"), new_id=lambda p: p + "_8")
+    assert r19.result.superseded == (r18.result.id,) and not r19.result.plural
+    # A limit is one value, whatever its noun's number (max retries 5, then 3).
+    five = store(view, fact("push-svc", "max retries", "5"), new_id=lambda p: p + "_5")
+    three = store(view, fact("push-svc", "max retries", "3"), new_id=lambda p: p + "_6")
+    assert three.result.superseded == (five.result.id,) and not three.result.plural
+
+
+def test_two_sure_slots_are_one_too_many_both_flagged() -> None:
+    view = FakeView()
+    a = store(view, fact("billing worker", "runs on", "bw-node-3"))
+    b = store(view, fact("billing worker", "lives on", "bw-node-4"), new_id=lambda p: p + "_2")
+    moved = store(view, fact("billing worker", "hosted at", "bw-node-9"), cosine=0.9,
+                  new_id=lambda p: p + "_3")  # fmt: skip
+    assert moved.result.superseded == ()
+    assert set(moved.result.possible_conflict) == {a.result.id, b.result.id}
+
+
+def test_a_bare_value_flags_the_closest_slot_never_replaces_it() -> None:
+    view = FakeView()
+    engine = store(view, fact("orbit-db", "storage engine", "RocksDB"))
+    store(view, fact("orbit-db", "owned by", "team Nova"), new_id=lambda p: p + "_2")
+    mine = fact_phrase("is_a", "LMDB")
+    near = Similar(cosines_of={(mine, fact_phrase("storage_engine", "RocksDB")): 0.35,
+                               (mine, fact_phrase("owned_by", "team Nova")): 0.15})  # fmt: skip
+    bare = store(view, fact("orbit-db", "is", "LMDB"), near, new_id=lambda p: p + "_3")
+    assert bare.result.superseded == () and bare.result.possible_conflict == (engine.result.id,)

@@ -6,12 +6,19 @@ import pytest
 
 from ferrex.rules.slots import (
     POSSIBLE_PHRASE,
+    SURE_PARTY_PHRASE,
     SURE_PHRASE,
+    VALUE_FLOOR,
     may_share_slot,
     object_kind,
+    plural_fact,
     plural_relation,
+    scoped_apart,
     slot_candidate,
     slot_match,
+    slot_words,
+    value_fallback,
+    versions_of_one,
 )
 
 
@@ -80,9 +87,11 @@ def test_same_needs_one_kind_and_close_phrases_possible_needs_less() -> None:
     # Close phrases, but values of no known kind: never replaced, only flagged.
     vague = slot_match("hosting", "Cloudflare Pages", "deployed_on", "Vercel", 0.95)
     assert vague is not None and vague.outcome == "possible"
-    # One kind, phrases a little apart: flagged.
-    kind = slot_match("lives_on", "k8s-node-3", "runs_on", "k8s-node-7", SURE_PHRASE - 0.1)
-    assert kind is not None and kind.outcome == "possible"
+    # Two people or teams need closer phrases to be sure: one person is many things at once.
+    party = slot_match("lead", "Ann Weller", "led_by", "Tom Reyes", SURE_PARTY_PHRASE - 0.05)
+    assert party is not None and party.outcome == "possible"
+    # One kind, phrases apart: two slots (flash 1 MB / ram 512 KB; bom cost / retail price).
+    assert slot_match("ram", "512 KB", "flash", "1 MB", POSSIBLE_PHRASE - 0.07) is None
     # The same head word with the same prepositions, whatever the score; with others
     # (reports to / reports on) the score decides.
     head = slot_match("hosting", "Render", "host", "Heroku", 0.1)
@@ -95,12 +104,15 @@ def test_same_needs_one_kind_and_close_phrases_possible_needs_less() -> None:
     )
 
 
-def test_a_predicate_that_names_no_slot_is_weighed_by_its_object_never_sure() -> None:
+def test_a_predicate_that_names_no_slot_is_weighed_by_its_object() -> None:
     # "RN | was | 0.72.10" beside "React Native | version | 0.74.5": a version either way.
     assert slot_candidate("was", "0.72.10", "version", "0.74.5")
     assert not slot_candidate("now", "30s", "version", "0.74.5"), "two kinds"
+    # Told as a change (bumped to), one kind, phrases alike: sure. A bare "was": flagged.
     found = slot_match("bumped_to", "1.8.2", "version", "1.7.4", 0.99)
-    assert found is not None and found.outcome == "possible"
+    assert found is not None and found.outcome == "same"
+    was = slot_match("was", "0.72.10", "version", "0.74.5", 0.99)
+    assert was is not None and was.outcome == "possible"
     # A value of one kind stated without a slot: possible however far apart the phrases.
     moved = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
     assert moved is not None and moved.why == "a value of no named slot"
@@ -133,3 +145,73 @@ def test_a_predicate_that_names_no_slot_is_weighed_by_its_object_never_sure() ->
 )
 def test_a_plainly_plural_relation(predicate: str, plural: bool) -> None:
     assert plural_relation(predicate) is plural
+
+
+def test_hard_negatives_are_two_slots_whatever_the_score() -> None:
+    # Siblings: a shared word, each with one the other lacks.
+    assert not slot_candidate("max_connections", "50", "max_retries", "5")
+    assert not slot_candidate("memory_limit", "512Mi", "memory_request", "256Mi")
+    assert not slot_candidate("production_host", "pg-prod-1", "staging_host", "pg-stg-1")
+    # Two values of one known kind but phrased apart: two slots (flash / ram).
+    assert slot_match("ram", "512 KB", "flash", "1 MB", 0.53) is None
+
+
+def test_one_slot_named_beside_a_word_of_change_is_that_slot() -> None:
+    assert slot_words("moved_to_team") == ("team",) == slot_words("team")
+    assert slot_candidate("moved_to_team", "billing", "team", "platform")
+    same = slot_match("moved_to_team", "billing", "team", "platform", 0.1)
+    assert same is not None and same.outcome == "same"
+    # The preposition of a relation is kept: reports to someone is not reports on something.
+    assert slot_words("reports_on") != slot_words("reports_to")
+    assert slot_words("set_to") == ()
+
+
+def test_a_bare_value_names_the_closest_slot_above_a_floor() -> None:
+    assert value_fallback("is_a", [0.1, VALUE_FLOOR + 0.1, 0.15]) == 1
+    assert value_fallback("is_a", [VALUE_FLOOR - 0.05]) is None
+    assert value_fallback("runs_on", [0.9]) is None, "a named slot is weighed by slot_match"
+    assert value_fallback("set_to", []) is None
+
+
+def test_a_value_without_its_slot_is_never_sure() -> None:
+    # "was 0.72.10" beside "version 0.74.5" may be history: flagged, never replaced.
+    match = slot_match("was", "0.72.10", "version", "0.74.5", 0.9)
+    assert match is not None and match.outcome == "possible"
+
+
+def test_plural_facts_by_relation_subject_and_object() -> None:
+    for predicate, obj in [("members", "Ann"), ("depends on", "Redis"), ("emits event", "a.b"),
+                           ("supported currency", "EUR"), ("ships to", "Austria"),
+                           ("sold in", "Canada"), ("node", "crdb-2"), ("maintainer", "@grace"),
+                           ("called by", "recs-api"), ("speaks", "Dutch")]:  # fmt: skip
+        assert plural_fact("x", predicate, obj), predicate
+    assert plural_fact("Kafka brokers", "run on", "kafka-2"), "a plural subject placed"
+    for predicate, obj in [("max retries", "5"), ("max connections", "50"),
+                           ("supported until", "2027-01-01"), ("node version", "20.11"),
+                           ("shipped from", "Berlin"), ("support tier", "gold"),
+                           ("maintained by", "Lucia"), ("runs on", "k8s-node-07"),
+                           ("node count", "3"), ("replicas", "4")]:  # fmt: skip
+        assert not plural_fact("x", predicate, obj), predicate
+    assert not plural_fact("legacy Pig jobs", "status", "decommissioned")
+
+
+def test_objects_scoped_to_their_own_purposes_both_hold() -> None:
+    assert scoped_apart("PlayFab for economy", "EOS for lobbies")
+    assert not scoped_apart("Redis for caching", "Memcached for caching"), "one purpose"
+    assert not scoped_apart("Redis", "EOS for lobbies")
+
+
+def test_a_verb_in_the_third_person_is_no_plural_noun() -> None:
+    for predicate in ("now lives on", "now runs", "mostly uses", "currently hosts"):
+        assert not plural_relation(predicate), predicate
+    for predicate in ("supported regions", "target markets", "emits events"):
+        assert plural_relation(predicate), predicate
+
+
+def test_one_named_thing_at_two_versions_is_a_change_not_two_values() -> None:
+    assert versions_of_one("react 18", "react 19")
+    assert versions_of_one("PostgreSQL 15", "PostgreSQL 16.2")
+    assert versions_of_one("react@18", "react@19")
+    assert not versions_of_one("Postgres", "Redis")
+    assert not versions_of_one("kafka-1", "kafka-2"), "numbered hosts are siblings"
+    assert not versions_of_one("react 18", "react 18")

@@ -1,0 +1,106 @@
+"""Rewordings of one relation over MCP stdio: what is sure is replaced, a bare value is
+flagged, plural relations keep every value, and every answer names the fact it may replace
+with the one line that settles it.
+
+A real server on stdio, the SDK's client, the bundled model. The issue's examples (where the
+auth gateway runs, the orbit-db upgrade with a date) in wordings of our own, and the hard
+negatives the slot rules must keep apart (max retries / max connections, memory request /
+memory limit, staging / production).
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from tests.e2e.mcp_helpers import call, ferrex, stdio_client
+
+
+def _current(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["id"]: r for r in doc["results"] if not r.get("superseded_by")}
+
+
+def test_rewordings_resolve_plural_values_stay_and_every_answer_says_what_to_do(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+
+            async def fact(subject: str, predicate: str, obj: str, **more: Any) -> dict[str, Any]:
+                args = {"subject": subject, "predicate": predicate, "object": obj, **more}
+                return await call(client, "store", args)
+
+            # Where it runs, in wordings of our own: each replaces the one before it.
+            hosts = [("runs on", "bw-node-3"), ("is hosted on", "bw-node-8"),
+                     ("now lives on", "bw-node-9"), ("moved to host", "bw-node-11")]  # fmt: skip
+            stored = [await fact("billing worker", p, o) for p, o in hosts]
+            for before, later in itertools.pairwise(stored):
+                assert later["superseded"] == [before["id"]], later
+                assert later["replaced_note"].startswith(f"replaced {before['id']} (")
+
+            # Hard negatives on the same subject: two slots each, nothing replaced or flagged.
+            siblings = [("max retries", "5"), ("max connections", "50"),
+                        ("memory request", "256Mi"), ("memory limit", "512Mi")]  # fmt: skip
+            for predicate, obj in siblings:
+                kept = await fact("billing worker", predicate, obj)
+                assert kept["superseded"] == [] and "possible_conflict" not in kept, kept
+            staging = await fact("billing worker staging", "runs on", "bw-stg-1")
+            production = await fact("billing worker production", "runs on", "bw-prod-1")
+            assert staging["superseded"] == [] == production["superseded"]
+            assert "possible_conflict" not in production
+
+            # orbit-db: undated 15.4, then 16.1 upgraded this morning: 16.1 is current.
+            old = await fact("orbit-db", "version", "15.4")
+            morning = (datetime.now(UTC) - timedelta(hours=3)).isoformat()
+            new = await fact("orbit-db", "version", "16.1", valid_from=morning)
+            assert new["status"] == "stored" and new["superseded"] == [old["id"]]
+            # Reworded with a date: still a version, still replaced.
+            hour = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+            patch = await fact("orbit-db", "running version", "16.2", valid_from=hour)
+            assert patch["superseded"] == [new["id"]]
+            # Told as a change, a version again: replaced.
+            upgrade = await fact("orbit-db", "upgraded to", "17.0")
+            assert upgrade["superseded"] == [patch["id"]]
+            # A bare value names no slot and may be history: flagged, with what to do.
+            bare = await fact("orbit-db", "is", "17.1")
+            assert bare["superseded"] == [] and bare["possible_conflict"] == [upgrade["id"]]
+            line = bare["possible_conflict_note"]
+            assert f"confirm ids=[{bare['id']}] supersedes={upgrade['id']}" in line
+            assert f"differs_from=[{upgrade['id']}]" in line
+
+            # Plural relations: every value stays current, the answer names the one beside.
+            pg = await fact("ledger-api", "depends on", "Postgres")
+            redis = await fact("ledger-api", "depends on", "Redis")
+            assert redis["superseded"] == [] and redis["multi_valued"] is True
+            assert redis["kept_beside"][0]["id"] == pg["id"]
+            assert f"supersedes={pg['id']}" in redis["plural_note"]
+            brokers = [await fact("Kafka brokers", "run on", f"kafka-{i}") for i in (1, 2, 3)]
+            assert all(b["superseded"] == [] for b in brokers)
+            # Two wordings that disagree on many values: both kept and flagged.
+            lucia = await fact("llm-gateway", "maintained by", "Lucia Ferri")
+            team = await fact("llm-gateway", "maintainer", "ml-infra team")
+            assert team["superseded"] == [] and team["possible_conflict"] == [lucia["id"]]
+
+            found = _current(await call(client, "recall", {
+                "query": "ledger-api depends on", "types": ["semantic"], "limit": 20,
+                "min_relevance": 0}))  # fmt: skip
+            assert {pg["id"], redis["id"]} <= set(found)
+            kafka = _current(await call(client, "recall", {
+                "query": "Kafka brokers run on", "types": ["semantic"], "limit": 20,
+                "min_relevance": 0}))  # fmt: skip
+            assert {b["id"] for b in brokers} <= set(kafka)
+            versions = _current(await call(client, "recall", {
+                "query": "orbit-db version", "types": ["semantic"], "limit": 20,
+                "min_relevance": 0}))  # fmt: skip
+            assert old["id"] not in versions and new["id"] not in versions
+            assert patch["id"] not in versions
+            assert versions[bare["id"]]["possible_conflict"] == [upgrade["id"]]
+
+    anyio.run(main)
+    assert ferrex(home, "journal", "verify").returncode == 0
