@@ -329,13 +329,15 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
     and their spellings (abbreviations among them), facts (some multi-valued), episodes
     (some derived, some long), procedures, supersedes, validations, recall hits, marks
     (importance, pins, times to live), consolidations and their undoing, merges, forgets,
-    possible conflicts and differences. Every memory is one a dump line can describe."""
+    possible conflicts (one fact against several), facts said to both hold (a flag cleared),
+    entities said to differ. Every memory is one a dump line can describe."""
     memories: dict[str, MemoryStored] = {}
     valid: set[str] = set()
     entities: dict[str, str] = {}  # id → name
     spelled: set[tuple[str, str]] = set()
     folds: dict[str, tuple[str, ...]] = {}  # summary → sources still folded
     merged: set[str] = set()
+    flagged: set[tuple[str, str]] = set()  # possible conflicts drawn (fact, other)
     commands: list[list[Event]] = []
     n_ids = 0
 
@@ -355,7 +357,7 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
         return tuple(dict.fromkeys([*first, *chosen]))
 
     for _ in range(draw(st.integers(3, max_steps))):
-        kinds = ["entity", "episode", "fact", "procedure"]
+        kinds = ["entity", "episode", "fact", "fact", "procedure"]  # facts: flags need them
         if entities:
             kinds += ["alias"]
         if len([e for e in entities if e not in merged]) >= 2:
@@ -374,7 +376,7 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
             kinds += ["unfold"]
         facts = sorted(m for m in memories if memories[m].memory_type == "semantic")
         if len(facts) >= 2:
-            kinds += ["conflict"]
+            kinds += ["conflict", "facts_differ"]
         kind = draw(st.sampled_from(kinds))
         command: list[Event] = []
         if kind == "entity":
@@ -416,8 +418,9 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                     if episodes and draw(st.booleans()):
                         episode = EpisodeRef(draw(st.sampled_from(episodes)),
                                              draw(st.integers(1, 5)))  # fmt: skip
+                key = draw(st.none() | st.just(f"chat conv-1 {n_ids}"))
                 body = MemoryBody(content=LONG_TEXT if long else f"The {words} note {n_ids}.",
-                                  source=source)  # fmt: skip
+                                  source=source, import_key=key)  # fmt: skip
                 stored_event = MemoryStored(
                     memory_id=memory_id, namespace="default", memory_type="episodic",
                     t_valid=when(draw(st.integers(0, 60))), entity_ids=links(None),
@@ -541,13 +544,29 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                                          unique=True))  # fmt: skip
             command.append(EntitiesDiffer(entity_id=first, other_id=other, namespace="default"))
         elif kind == "conflict":
-            first, other = draw(st.lists(st.sampled_from(facts), min_size=2, max_size=2,
-                                         unique=True))  # fmt: skip
+            n = 1 + draw(st.integers(1, min(2, len(facts) - 1)))
+            first, *others = draw(st.lists(st.sampled_from(facts), min_size=n, max_size=n,
+                                           unique=True))  # fmt: skip
             command.append(FactsPossiblyConflicting(
-                memory_id=first, namespace="default", others=(other,),
+                memory_id=first, namespace="default", others=tuple(others),
                 entity_id=(memories[first].entity_ids or ("ent_x",))[0],
-                other_entity_id=(memories[other].entity_ids or ("ent_y",))[0],
+                other_entity_id=(memories[others[0]].entity_ids or ("ent_y",))[0],
+                reason=draw(st.sampled_from(["head word", "embedding", "relation"])),
+                score=draw(st.sampled_from([1.0, 0.87, 0.5])),
             ))  # fmt: skip
+            flagged.update((first, o) for o in others)
+        elif kind == "facts_differ":
+            # mostly a pair flagged before (the flag goes), sometimes one never flagged
+            pairs = sorted(flagged & {(a, b) for a in facts for b in facts})
+            pick = st.sampled_from(pairs) if pairs else st.nothing()
+            first, other = draw(pick | st.lists(st.sampled_from(facts), min_size=2, max_size=2,
+                                                unique=True).map(tuple))  # fmt: skip
+            if draw(st.booleans()):
+                first, other = other, first  # said from either side
+            command.append(FactsDiffer(memory_id=first, other_id=other, namespace="default",
+                                       agent_id=draw(st.none() | st.just("agent-7"))))  # fmt: skip
+            flagged.discard((first, other))
+            flagged.discard((other, first))
         if command:
             commands.append(command)
     return commands
