@@ -76,7 +76,26 @@ from ferrex.rules.memory_input import (
 )
 from ferrex.rules.secrets import SecretsMode
 from journal.events import AliasMatch as AliasMatchKind
-from journal.events import EpisodeRef, given_by_time
+from journal.events import (
+    EntitiesDiffer,
+    EntitiesMerged,
+    EntityAliasAdded,
+    EntityCreated,
+    EntitySplit,
+    EpisodeRef,
+    Event,
+    FactsDiffer,
+    FactsPossiblyConflicting,
+    MemoriesAccessed,
+    MemoriesConsolidated,
+    MemoriesForgotten,
+    MemoriesUnfolded,
+    MemoriesValidated,
+    MemoryMarked,
+    MemoryStored,
+    MemorySuperseded,
+    given_by_time,
+)
 from projections.sqlite import AliasMatch, Entity, Memory, ReadModel
 
 FIELDS: Final = (
@@ -151,6 +170,42 @@ ALIAS_FIELDS: Final = ("alias", "normalized", "match", "score", "agent_id")
 ALIAS_MATCHES: Final = get_args(AliasMatchKind)
 """How a spelling may have been matched: the event catalogue's own list, so a kind the
 resolver learns (``abbreviation``) is one a dump can carry back."""
+
+CARRIED: Final[Mapping[type[Event], str]] = {
+    MemoryStored: "a memory line (every field of the event and its body; ROW_KEYS)",
+    MemorySuperseded: "t_invalid and superseded_by of the memory's line",
+    MemoriesForgotten: (
+        "nothing of a forgotten memory (gone from the read model); the entities a cascade "
+        "dropped are not dumped, those it kept for some agents carry kept_for"
+    ),
+    MemoriesValidated: "last_validated of each memory's line (restored as source operator)",
+    MemoriesAccessed: "access_count and last_accessed of each memory's line",
+    MemoryMarked: "importance, pinned and expires_at of the memory's line",
+    EntityCreated: "an entity line (name, normalized, kind, agent_id)",
+    EntityAliasAdded: "aliases of the entity's line, match any of the catalogue's AliasMatch",
+    FactsPossiblyConflicting: "a possible_conflict line per pair still flagged",
+    EntitiesMerged: (
+        "merged_into of the absorbed entity's line; the relinks as entity_ids of memory lines"
+    ),
+    EntitySplit: (
+        "the new entity's line (its spelling, match operator), an entities_differ line, the "
+        "relinks as entity_ids of memory lines"
+    ),
+    EntitiesDiffer: "an entities_differ line",
+    FactsDiffer: (
+        "the possible conflict it cleared is not dumped (no possible_conflict line for the "
+        "pair); a possible conflict is flagged only as a fact is stored, so the pair is never "
+        "flagged again in the restored home either"
+    ),
+    MemoriesConsolidated: "a consolidation line (the summary, its sources, when)",
+    MemoriesUnfolded: "the sources' lines valid again; the summary, forgotten, is not dumped",
+}
+"""How each kind of the event catalogue comes back from a dump: what its read-model rows
+become in the lines (a test holds this to ``journal.events.EVENT_TYPES``, and the round-trip
+property draws every kind). What stays in the journal only, and so in no dump: who said so
+(``agent_id`` of a merge, split, difference or facts.differ), a forget's reason and details,
+a supersede's reason, a validation's source, a consolidation's sentence offsets (``folds``)
+and a split's ``spelling_entity_id``; ``ferrex export git`` carries those."""
 
 NOT_RESTORED: Final = ("created_at", "journal_position")
 """Dumped, but a restore cannot keep it: the journal records when the restore happened, and

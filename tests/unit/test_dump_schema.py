@@ -47,3 +47,11 @@ def test_every_match_kind_of_the_catalogue_parses(match: str) -> None:
 def test_a_match_kind_the_catalogue_lacks_is_refused() -> None:
     with pytest.raises(UsageError, match="abbreviation"):
         dump.parse_entity_line(_entity("guessed"), "line 1")
+
+
+def test_every_kind_of_the_catalogue_says_how_a_dump_carries_it() -> None:
+    """A new kind of event fails here until ``dump.CARRIED`` says how it comes back (the
+    round-trip property, ``tests/integration/test_backup_property.py``, draws every kind
+    and shows it does)."""
+    assert set(dump.CARRIED) == set(ev.EVENT_TYPES)
+    assert all(how.strip() for how in dump.CARRIED.values())
