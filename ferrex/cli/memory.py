@@ -588,8 +588,9 @@ def _import_dump(
     """Restore a dump: ids and times kept; ids that exist are skipped. A dump of a format
     newer than this code reads is refused whole, before anything is written; its header
     line (none in a format 1 dump) gets no outcome of its own."""
+    dump_format = 1
     if parsed and is_header(parsed[0][1]):
-        parse_header(parsed[0][1], f"line {parsed[0][0]}")
+        dump_format = parse_header(parsed[0][1], f"line {parsed[0][0]}").format
         parsed = parsed[1:]
     model = writer.embedder.model()
     outcomes: list[dict[str, Any]] = []
@@ -599,7 +600,8 @@ def _import_dump(
             items.append(
                 (number, parse_dump_line(raw, f"line {number}", writer.settings.limits,
                                          count_tokens=model.count_tokens, window=model.window,
-                                         secrets=writer.settings.secrets))
+                                         secrets=writer.settings.secrets,
+                                         dump_format=dump_format))
             )  # fmt: skip
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))

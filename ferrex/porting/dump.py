@@ -1,6 +1,6 @@
 """The portable dump: a home's memories and entities as JSON lines, read back for a restore.
 
-Format 2 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
+Format 3 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
 journal position the whole dump is of, ``current_only``, the namespace when only one);
 then one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
 kind, scope ``agent_id``, every spelling recorded for it that its creation does not make,
@@ -27,11 +27,14 @@ entity ids as it keeps memory ids (an entity line whose spelling and scope a hom
 holds merges into that entity instead). A line without ``entity_ids`` (an older dump) has
 its names resolved. A fact that holds beside others has ``multi_valued``; an episodic
 memory of a derived episode ``episode`` (the episode's id) and ``episode_index``.
-``valid_from_given`` appears only where the line's ``t_valid`` and ``created_at`` would be
-read otherwise (``journal.events.given_by_time``, the rule for journal records written before
-the flag): ``false`` for a memory stored without ``valid_from`` and recorded over a minute
-after it was decided, ``true`` for a start given within the minute before its store. A line
-without it (every older dump) is read by that rule, or as given without ``created_at``.
+``valid_from_given`` is ``true`` on the line of a memory stored with its start
+(``valid_from``, a chat message's time) and absent otherwise (``t_valid`` is only when the
+memory was learned). Format 2 wrote it only where the line's ``t_valid`` and ``created_at``
+would be read otherwise (``journal.events.given_by_time``, the rule for journal records
+written before the flag), so a line of a format 2 or 1 dump without it is read by that rule,
+or as given without ``created_at``; but ``created_at`` is the import's, so a home restored
+more than a minute after its memories were stored wrote the flag on lines its first dump
+had left without it. Format 3 says it whatever ``created_at`` is.
 Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
 ``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
 absolute time, so one already past is hidden at once and swept). Last come the flags
@@ -131,10 +134,16 @@ ROW_NOT_DUMPED: Final = ("position", "redacted")
 """Row fields a dump does not carry: the journal position is the restore's own, and a
 redacted memory is not dumped at all."""
 
-FORMAT: Final = 2
-"""The dump format this code writes. 2: a header line first (:data:`HEADER`), history
-included unless ``current_only``, consolidations as their own lines. 1: what ``export
-jsonl`` wrote before, no header; still imported."""
+FORMAT: Final = 3
+"""The dump format this code writes. 3: ``valid_from_given`` said on every line whose start
+was given, whatever its ``created_at`` (a restored home dumps the same lines again). 2: a
+header line first (:data:`HEADER`), history included unless ``current_only``,
+consolidations as their own lines. 1: what ``export jsonl`` wrote before, no header. All
+three import (``tests/golden/dump-v1.jsonl``, ``dump-v2.jsonl``)."""
+
+GIVEN_SAID: Final = 3
+"""The first format whose memory lines say ``valid_from_given`` whenever it is true (a line
+without it was not given); an older line without it is read by ``given_by_time``."""
 
 HEADER: Final = "ferrex_dump"
 """The ``type`` of a dump's first line: its format, and the journal position it is of."""
@@ -490,11 +499,7 @@ def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
         "episode_index": m.episode_index if m.episode is not None else None,
         "entity_ids": sorted(e for e in m.entity_ids if e in names) or None,
         "import_key": m.import_key,
-        "valid_from_given": (
-            m.valid_from_given
-            if m.valid_from_given != given_by_time(m.t_valid, m.created_at)
-            else None
-        ),
+        "valid_from_given": True if m.valid_from_given else None,
         "split_long": None,  # never needed to restore: see parse_line
     }
     line = {key: values[key] for key in FIELDS if values[key] is not None}
@@ -577,16 +582,19 @@ def parse_dump_line(
     count_tokens: Callable[[str], int | None] | None = None,
     window: int | None = None,
     secrets: SecretsMode = "refuse",
+    dump_format: int = FORMAT,
 ) -> Restored | RestoredEntity | RestoredFlag | RestoredFold:
     """Check one parsed dump line, an entity's, a memory's, a flag's or a consolidation's
-    (``secrets``: what a likely secret in a memory's text does, :func:`parse_line`)."""
+    (``secrets``: what a likely secret in a memory's text does, ``dump_format``: the format
+    its header named, 1 without one; :func:`parse_line`)."""
     if raw.get("type") == ENTITY:
         return parse_entity_line(raw, where)
     if raw.get("type") == CONSOLIDATION:
         return parse_fold_line(raw, where)
     if raw.get("type") in (POSSIBLE, DIFFER):
         return parse_flag_line(raw, where)
-    return parse_line(raw, where, limits, count_tokens=count_tokens, window=window, secrets=secrets)
+    return parse_line(raw, where, limits, count_tokens=count_tokens, window=window,
+                      secrets=secrets, dump_format=dump_format)  # fmt: skip
 
 
 def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
@@ -654,9 +662,11 @@ def parse_line(
     count_tokens: Callable[[str], int | None] | None = None,
     window: int | None = None,
     secrets: SecretsMode = "refuse",
+    dump_format: int = FORMAT,
 ) -> Restored:
     """Check one parsed dump line; raise UsageError naming ``where`` and the field.
-    ``secrets``: what a likely secret in its text does (``ferrex import --secrets``)."""
+    ``secrets``: what a likely secret in its text does (``ferrex import --secrets``);
+    ``dump_format``: the dump's format (how a line without ``valid_from_given`` reads)."""
     _only_fields(raw, FIELDS, where, "a dump line")
     memory_id = raw.get("id")
     if not plausible_id(memory_id):
@@ -730,6 +740,8 @@ def parse_line(
     given = raw.get("valid_from_given")
     if given is not None and not isinstance(given, bool):
         raise UsageError(f"valid_from_given in {where} must be true or false")
+    if given is None and dump_format >= GIVEN_SAID:
+        given = False
     if given is None:
         try:
             created_at = parse_time(raw.get("created_at"), "created_at")

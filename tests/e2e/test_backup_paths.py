@@ -16,6 +16,7 @@ as the first: a fold is undone, and the chat export imported again stores nothin
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from click.testing import CliRunner
 from ferrex.app import App
 from ferrex.cli import cli
 from ferrex.config import load
+from journal import Journal, MemoryBody, MemoryStored
 from tests.chat_exports import gpt_linear
 from tests.dumps import comparable
 from tests.e2e.mcp_helpers import call, stdio_client
@@ -154,3 +156,31 @@ def test_every_ordinary_path_backs_up_whole_and_backs_up_the_same_again(tmp_path
     assert code == 0 and f"{len(summary['memory_ids'])} memories back in recall" in out, err
     found = ok(fresh, "recall", "where is the fado dinner booked")["results"]
     assert found[0]["content"] == "user: We booked the fado dinner at Clube de Fado for the 13th."
+
+
+def test_a_home_restored_long_after_its_stores_backs_up_the_same(tmp_path: Path) -> None:
+    """The start of a memory (given, or only when it was learned) is said by the dump whatever
+    ``created_at`` is: format 2 wrote ``valid_from_given`` only where ``created_at`` would
+    misread it, so a home restored a minute or more after its stores dumped lines its first
+    dump did not have."""
+    home = tmp_path / "home"
+    learned = datetime(2026, 1, 1, 9, 0, 30, tzinfo=UTC)
+    with Journal.open(home / "journal", clock=lambda: learned) as journal:
+        journal.append_batch([[
+            MemoryStored(memory_id="mem_01KUNDATED0000000000000000", namespace="default",
+                         memory_type="episodic", t_valid=learned - timedelta(seconds=20),
+                         valid_from_given=False,
+                         body=MemoryBody(content="The standup moved to 9:30.")),
+            MemoryStored(memory_id="mem_01KGIVEN000000000000000000", namespace="default",
+                         memory_type="episodic", t_valid=learned - timedelta(seconds=10),
+                         valid_from_given=True,
+                         body=MemoryBody(content="The release went out at 9:00.")),
+        ]])  # fmt: skip
+    dump = tmp_path / "backup.jsonl"
+    ok(home, "export", "jsonl", str(dump))
+    fresh = tmp_path / "restored"
+    ok(fresh, "import", str(dump))
+    assert rows(fresh) == rows(home)
+    again = tmp_path / "again.jsonl"
+    ok(fresh, "export", "jsonl", str(again))
+    assert comparable(again) == comparable(dump)
