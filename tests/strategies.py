@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from typing import get_args
 
 import msgspec
 from hypothesis import strategies as st
@@ -31,7 +32,7 @@ from journal import (
     MemorySuperseded,
     Relink,
 )
-from journal.events import EpisodeRef
+from journal.events import AliasMatch, EpisodeRef
 
 ids = st.text(alphabet="0123456789abcdefghjkmnpqrstvwxyz", min_size=1, max_size=26)
 texts = st.text(max_size=200)
@@ -134,9 +135,7 @@ events: st.SearchStrategy[Event] = st.one_of(
         namespace=names,
         alias=names,
         normalized=names,
-        match=st.sampled_from(
-            ["exact", "normalized", "abbreviation", "fuzzy", "embedding", "operator"]
-        ),
+        match=st.sampled_from(get_args(AliasMatch)),
         score=confidence,
         agent_id=st.none() | names,
     ),
@@ -319,7 +318,8 @@ LONG_TEXT = " ".join(
 )
 """An episodic text longer than the bundled model's window (stored with ``split_long``)."""
 
-ALIAS_MATCHES = ("exact", "normalized", "abbreviation", "fuzzy", "embedding", "operator")
+ALIAS_MATCHES: tuple[AliasMatch, ...] = get_args(AliasMatch)
+"""Every kind of spelling match the catalogue has: a kind it gains is drawn at once."""
 SCOPES = ((None, "shared"), ("agent-7", "private"), ("agent-7", "shared"))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import apsw
 from click.testing import CliRunner
@@ -30,7 +30,7 @@ from ferrex.cli import cli
 from ferrex.config import load
 from ferrex.read.recall import RecallRequest
 from journal import Event, Journal
-from journal.events import EVENT_TYPES
+from journal.events import EVENT_TYPES, AliasMatch
 from projections.replay import read_pointer
 from tests.dumps import comparable
 from tests.rows import read_model_rows
@@ -171,5 +171,5 @@ def test_the_histories_reach_every_kind_of_step() -> None:
     wanted = {t.__name__ for t in EVENT_TYPES} | {
         "match:abbreviation", "long", "multi_valued", "expires", "kept_for", "pinned",
         "importance", "import_key", "episode", "several_others",
-    }  # fmt: skip
+    } | {f"match:{kind}" for kind in get_args(AliasMatch)}  # fmt: skip
     assert wanted <= seen, wanted - seen
