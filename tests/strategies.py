@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
-from typing import get_args
+from typing import Any, get_args
 
 import msgspec
 from hypothesis import strategies as st
@@ -81,6 +81,7 @@ memory_stored = st.builds(
     multi_valued=st.booleans(),
     episode=st.none() | st.builds(EpisodeRef, id=ids, index=st.integers(0, 10_000)),
     valid_from_given=st.sampled_from([None, False, True]),
+    learned_at=st.none() | times,
 )
 relinks = st.lists(
     st.builds(Relink, memory_id=ids, entity_ids=st.lists(ids, max_size=3).map(tuple)),
@@ -194,6 +195,10 @@ events: st.SearchStrategy[Event] = st.one_of(
 commands = st.lists(events, min_size=1, max_size=4)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+RECORDED = T0 + timedelta(days=30)
+"""When a home of :func:`home_histories` was written (its journal's clock): an undated store
+was learned seconds before, so a restore, long after, records it at another time."""
 
 
 def stored(i: int, text: str | None = None) -> MemoryStored:
@@ -349,6 +354,15 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
     def when(days: int) -> datetime:
         return T0 + timedelta(days=days, seconds=draw(st.integers(0, 86_399)))
 
+    def start() -> dict[str, Any]:
+        """A start given (or, in an old record, not said), or none: ``t_valid`` is then the
+        moment the store was learned, seconds before :data:`RECORDED`."""
+        if draw(st.booleans()):
+            learned = RECORDED - timedelta(seconds=draw(st.integers(1, 50)))
+            return {"t_valid": learned, "valid_from_given": False}
+        return {"t_valid": when(draw(st.integers(0, 60))),
+                "valid_from_given": draw(st.sampled_from([None, True]))}  # fmt: skip
+
     def links(subject: str | None) -> tuple[str, ...]:
         live = sorted(e for e in entities if e not in merged)
         chosen = draw(st.lists(st.sampled_from(live), max_size=2, unique=True)) if live else []
@@ -423,7 +437,7 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                                   source=source, import_key=key)  # fmt: skip
                 stored_event = MemoryStored(
                     memory_id=memory_id, namespace="default", memory_type="episodic",
-                    t_valid=when(draw(st.integers(0, 60))), entity_ids=links(None),
+                    **start(), entity_ids=links(None),
                     agent_id=agent_id, visibility=visibility, body=body, episode=episode,
                     confidence=draw(st.sampled_from([1.0, 0.7])),
                 )  # fmt: skip
@@ -432,7 +446,7 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                 predicate = draw(st.sampled_from(["owned by", "uses", "deployed to"]))
                 stored_event = MemoryStored(
                     memory_id=memory_id, namespace="default", memory_type="semantic",
-                    t_valid=when(draw(st.integers(0, 60))), entity_ids=links(subject),
+                    **start(), entity_ids=links(subject),
                     agent_id=agent_id, visibility=visibility,
                     multi_valued=draw(st.booleans()),
                     body=MemoryBody(subject=subject, predicate=predicate, object=words,
@@ -442,7 +456,7 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                 steps = tuple(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)))
                 stored_event = MemoryStored(
                     memory_id=memory_id, namespace="default", memory_type="procedural",
-                    t_valid=when(draw(st.integers(0, 60))), entity_ids=links(None),
+                    **start(), entity_ids=links(None),
                     agent_id=agent_id, visibility=visibility,
                     procedure_version=draw(st.integers(1, 3)),
                     body=MemoryBody(procedure_name=f"run {words}", steps=steps,

@@ -318,7 +318,7 @@ def import_(
 
     dump (lines with an id, from `ferrex export jsonl`): each memory is restored as it
     was, without re-deciding: id, validity, supersede links, last validation and access
-    kept (created_at becomes the import's time). A line whose id exists is skipped, so
+    kept, and created_at (when the dumped home learned it). A line whose id exists is skipped, so
     importing a dump twice adds nothing. Restore a dump into an empty home.
 
     memory-server: entities (their type becomes a fact "NAME is a TYPE", each observation

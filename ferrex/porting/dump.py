@@ -32,9 +32,10 @@ memory of a derived episode ``episode`` (the episode's id) and ``episode_index``
 memory was learned). Format 2 wrote it only where the line's ``t_valid`` and ``created_at``
 would be read otherwise (``journal.events.given_by_time``, the rule for journal records
 written before the flag), so a line of a format 2 or 1 dump without it is read by that rule,
-or as given without ``created_at``; but ``created_at`` is the import's, so a home restored
-more than a minute after its memories were stored wrote the flag on lines its first dump
-had left without it. Format 3 says it whatever ``created_at`` is.
+or as given without ``created_at``; but ``created_at`` was the import's then, so a home
+restored more than a minute after its memories were stored wrote the flag on lines its first
+dump had left without it. Format 3 says it whatever ``created_at`` is, and a restore keeps
+``created_at`` (the ``learned_at`` of the ``memory.stored`` it journals).
 Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
 ``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
 absolute time, so one already past is hidden at once and swept). Last come the flags
@@ -240,7 +241,7 @@ EVENT_KEYS: Final[Mapping[type[msgspec.Struct], Mapping[str, str | None]]] = {
         "procedure_version": "memory.version", "agent_id": "memory.agent_id",
         "visibility": "memory.visibility", "body": "memory.content",
         "body_hash": None, "multi_valued": "memory.multi_valued", "episode": "memory.episode",
-        "valid_from_given": "memory.valid_from_given",
+        "valid_from_given": "memory.valid_from_given", "learned_at": "memory.created_at",
     },
     MemoryBody: {
         "content": "memory.content", "subject": "memory.subject",
@@ -321,9 +322,11 @@ LINES: Final[Mapping[str, type[Line]]] = {
 }  # fmt: skip
 """The line types by the names :data:`EVENT_KEYS` uses."""
 
-NOT_RESTORED: Final = ("created_at", "journal_position")
-"""Dumped, but a restore cannot keep it: the journal records when the restore happened, and
-at which position (a memory's row ``position``, a dump header's ``journal_position``)."""
+NOT_RESTORED: Final = ("journal_position",)
+"""Dumped, but a restore cannot keep it: the journal records at which position the restore
+journaled each memory (a row's ``position``), so a dump of the restored home names its own
+(the header's ``journal_position``). A memory's ``created_at`` comes back: its
+``memory.stored`` says when the dumped home learned it (``learned_at``)."""
 
 
 def iso(timestamp: float) -> str:
@@ -632,6 +635,8 @@ class Restored:
     valid_from_given: bool = True
     """Whether ``valid.t_valid`` is a start the memory was stored with (see the module
     docstring)."""
+    created_at: datetime | None = None
+    """When the home it was dumped from learned it (restored as ``learned_at``)."""
 
 
 @dataclass(frozen=True)
@@ -842,11 +847,11 @@ def parse_line(
         raise UsageError(f"valid_from_given in {where} must be true or false")
     if given is None and dump_format >= GIVEN_SAID:
         given = False
+    try:
+        created_at = parse_time(raw.get("created_at"), "created_at")
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
     if given is None:
-        try:
-            created_at = parse_time(raw.get("created_at"), "created_at")
-        except UsageError as exc:
-            raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
         assert valid.t_valid is not None  # checked above: a dump line has t_valid
         given = created_at is None or given_by_time(
             valid.t_valid.timestamp(), created_at.timestamp()
@@ -867,6 +872,7 @@ def parse_line(
         entity_ids=tuple(entity_ids),
         import_key=import_key,
         valid_from_given=given,
+        created_at=created_at,
     )
 
 

@@ -9,7 +9,7 @@ a memory-server graph imported, the chat consolidated, entities merged, split an
 differ, a memory forgotten. ``export jsonl`` → ``import`` into a fresh home → the two read
 models equal row by row (but for what ``tests/rows.NOT_RESTORED`` names) → ``export jsonl``
 of the restored home writes the same lines (but for ``ferrex.porting.dump.NOT_RESTORED``:
-the header's journal position, each memory's ``created_at``). Then the restored home works
+the header's journal position). Then the restored home works
 as the first: a fold is undone, and the chat export imported again stores nothing.
 """
 
