@@ -115,6 +115,11 @@ class MemoryStored(Event, tag="memory.stored", frozen=True):
     them with a map16 header (3 bytes) where it wrote a fixmap (1 byte): records written
     before keep their bytes, and the golden journal of the current format was written again
     for it."""
+    learned_at: UtcTime | None = None
+    """When ferrex first learned the memory, where that is not when this record was made: a
+    dump's restore says when the home it came from recorded it, so a restored memory is as
+    old to freshness, consolidation and episodes as it was (the read model's ``created_at``).
+    None (every store): the record's ``recorded_at``. A 17th key keeps the map16 header."""
 
     @property
     def episode_id(self) -> str | None:

@@ -80,8 +80,13 @@ class Memory:
         a decision not yet applied. ``predicate_normalized`` comes from the read model's
         rules (see :class:`Rules`). ``recorded_at``: when its record was made, where that is
         not ``created_at`` (the overlay's rows have none), to read an event written before
-        ``valid_from_given`` existed."""
+        ``valid_from_given`` existed. A restored event's ``learned_at`` is its ``created_at``
+        (when the home it was dumped from learned it)."""
         body = event.body or MemoryBody()
+        if recorded_at is None:
+            recorded_at = created_at
+        if event.learned_at is not None:
+            created_at = event.learned_at.timestamp()
         return cls(
             memory_id=event.memory_id, namespace=event.namespace, type=event.memory_type,
             content=body.content, subject=body.subject, predicate=body.predicate,
@@ -96,9 +101,7 @@ class Memory:
             entity_ids=tuple(sorted(set(event.entity_ids))),
             multi_valued=event.multi_valued, episode=event.episode_id,
             episode_index=event.episode_index, import_key=body.import_key,
-            valid_from_given=start_given(
-                event, created_at if recorded_at is None else recorded_at
-            ),
+            valid_from_given=start_given(event, recorded_at),
         )  # fmt: skip
 
     @property

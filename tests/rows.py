@@ -7,7 +7,7 @@ from typing import Any
 from projections.sqlite import TABLES, ReadModel
 
 NOT_RESTORED: dict[str, tuple[str, ...]] = {
-    "memories": ("created_at", "position"),
+    "memories": ("position",),
     "entities": ("created_at",),
 }
 """Columns a restore cannot keep: the journal records when (and where) the restore happened."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any, get_args
 
 import msgspec
 from hypothesis import strategies as st
@@ -31,7 +32,7 @@ from journal import (
     MemorySuperseded,
     Relink,
 )
-from journal.events import EpisodeRef
+from journal.events import AliasMatch, EpisodeRef
 
 ids = st.text(alphabet="0123456789abcdefghjkmnpqrstvwxyz", min_size=1, max_size=26)
 texts = st.text(max_size=200)
@@ -80,6 +81,7 @@ memory_stored = st.builds(
     multi_valued=st.booleans(),
     episode=st.none() | st.builds(EpisodeRef, id=ids, index=st.integers(0, 10_000)),
     valid_from_given=st.sampled_from([None, False, True]),
+    learned_at=st.none() | times,
 )
 relinks = st.lists(
     st.builds(Relink, memory_id=ids, entity_ids=st.lists(ids, max_size=3).map(tuple)),
@@ -134,9 +136,7 @@ events: st.SearchStrategy[Event] = st.one_of(
         namespace=names,
         alias=names,
         normalized=names,
-        match=st.sampled_from(
-            ["exact", "normalized", "abbreviation", "fuzzy", "embedding", "operator"]
-        ),
+        match=st.sampled_from(get_args(AliasMatch)),
         score=confidence,
         agent_id=st.none() | names,
     ),
@@ -195,6 +195,10 @@ events: st.SearchStrategy[Event] = st.one_of(
 commands = st.lists(events, min_size=1, max_size=4)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+RECORDED = T0 + timedelta(days=30)
+"""When a home of :func:`home_histories` was written (its journal's clock): an undated store
+was learned seconds before, so a restore, long after, records it at another time."""
 
 
 def stored(i: int, text: str | None = None) -> MemoryStored:
@@ -319,7 +323,8 @@ LONG_TEXT = " ".join(
 )
 """An episodic text longer than the bundled model's window (stored with ``split_long``)."""
 
-ALIAS_MATCHES = ("exact", "normalized", "abbreviation", "fuzzy", "embedding", "operator")
+ALIAS_MATCHES: tuple[AliasMatch, ...] = get_args(AliasMatch)
+"""Every kind of spelling match the catalogue has: a kind it gains is drawn at once."""
 SCOPES = ((None, "shared"), ("agent-7", "private"), ("agent-7", "shared"))
 
 
@@ -329,13 +334,15 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
     and their spellings (abbreviations among them), facts (some multi-valued), episodes
     (some derived, some long), procedures, supersedes, validations, recall hits, marks
     (importance, pins, times to live), consolidations and their undoing, merges, forgets,
-    possible conflicts and differences. Every memory is one a dump line can describe."""
+    possible conflicts (one fact against several), facts said to both hold (a flag cleared),
+    entities said to differ. Every memory is one a dump line can describe."""
     memories: dict[str, MemoryStored] = {}
     valid: set[str] = set()
     entities: dict[str, str] = {}  # id → name
     spelled: set[tuple[str, str]] = set()
     folds: dict[str, tuple[str, ...]] = {}  # summary → sources still folded
     merged: set[str] = set()
+    flagged: set[tuple[str, str]] = set()  # possible conflicts drawn (fact, other)
     commands: list[list[Event]] = []
     n_ids = 0
 
@@ -347,6 +354,15 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
     def when(days: int) -> datetime:
         return T0 + timedelta(days=days, seconds=draw(st.integers(0, 86_399)))
 
+    def start() -> dict[str, Any]:
+        """A start given (or, in an old record, not said), or none: ``t_valid`` is then the
+        moment the store was learned, seconds before :data:`RECORDED`."""
+        if draw(st.booleans()):
+            learned = RECORDED - timedelta(seconds=draw(st.integers(1, 50)))
+            return {"t_valid": learned, "valid_from_given": False}
+        return {"t_valid": when(draw(st.integers(0, 60))),
+                "valid_from_given": draw(st.sampled_from([None, True]))}  # fmt: skip
+
     def links(subject: str | None) -> tuple[str, ...]:
         live = sorted(e for e in entities if e not in merged)
         chosen = draw(st.lists(st.sampled_from(live), max_size=2, unique=True)) if live else []
@@ -355,7 +371,7 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
         return tuple(dict.fromkeys([*first, *chosen]))
 
     for _ in range(draw(st.integers(3, max_steps))):
-        kinds = ["entity", "episode", "fact", "procedure"]
+        kinds = ["entity", "episode", "fact", "fact", "procedure"]  # facts: flags need them
         if entities:
             kinds += ["alias"]
         if len([e for e in entities if e not in merged]) >= 2:
@@ -374,7 +390,7 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
             kinds += ["unfold"]
         facts = sorted(m for m in memories if memories[m].memory_type == "semantic")
         if len(facts) >= 2:
-            kinds += ["conflict"]
+            kinds += ["conflict", "facts_differ"]
         kind = draw(st.sampled_from(kinds))
         command: list[Event] = []
         if kind == "entity":
@@ -416,11 +432,12 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                     if episodes and draw(st.booleans()):
                         episode = EpisodeRef(draw(st.sampled_from(episodes)),
                                              draw(st.integers(1, 5)))  # fmt: skip
+                key = draw(st.none() | st.just(f"chat conv-1 {n_ids}"))
                 body = MemoryBody(content=LONG_TEXT if long else f"The {words} note {n_ids}.",
-                                  source=source)  # fmt: skip
+                                  source=source, import_key=key)  # fmt: skip
                 stored_event = MemoryStored(
                     memory_id=memory_id, namespace="default", memory_type="episodic",
-                    t_valid=when(draw(st.integers(0, 60))), entity_ids=links(None),
+                    **start(), entity_ids=links(None),
                     agent_id=agent_id, visibility=visibility, body=body, episode=episode,
                     confidence=draw(st.sampled_from([1.0, 0.7])),
                 )  # fmt: skip
@@ -429,7 +446,7 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                 predicate = draw(st.sampled_from(["owned by", "uses", "deployed to"]))
                 stored_event = MemoryStored(
                     memory_id=memory_id, namespace="default", memory_type="semantic",
-                    t_valid=when(draw(st.integers(0, 60))), entity_ids=links(subject),
+                    **start(), entity_ids=links(subject),
                     agent_id=agent_id, visibility=visibility,
                     multi_valued=draw(st.booleans()),
                     body=MemoryBody(subject=subject, predicate=predicate, object=words,
@@ -439,7 +456,7 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                 steps = tuple(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)))
                 stored_event = MemoryStored(
                     memory_id=memory_id, namespace="default", memory_type="procedural",
-                    t_valid=when(draw(st.integers(0, 60))), entity_ids=links(None),
+                    **start(), entity_ids=links(None),
                     agent_id=agent_id, visibility=visibility,
                     procedure_version=draw(st.integers(1, 3)),
                     body=MemoryBody(procedure_name=f"run {words}", steps=steps,
@@ -541,13 +558,29 @@ def home_histories(draw: st.DrawFn, max_steps: int = 14) -> list[list[Event]]:
                                          unique=True))  # fmt: skip
             command.append(EntitiesDiffer(entity_id=first, other_id=other, namespace="default"))
         elif kind == "conflict":
-            first, other = draw(st.lists(st.sampled_from(facts), min_size=2, max_size=2,
-                                         unique=True))  # fmt: skip
+            n = 1 + draw(st.integers(1, min(2, len(facts) - 1)))
+            first, *others = draw(st.lists(st.sampled_from(facts), min_size=n, max_size=n,
+                                           unique=True))  # fmt: skip
             command.append(FactsPossiblyConflicting(
-                memory_id=first, namespace="default", others=(other,),
+                memory_id=first, namespace="default", others=tuple(others),
                 entity_id=(memories[first].entity_ids or ("ent_x",))[0],
-                other_entity_id=(memories[other].entity_ids or ("ent_y",))[0],
+                other_entity_id=(memories[others[0]].entity_ids or ("ent_y",))[0],
+                reason=draw(st.sampled_from(["head word", "embedding", "relation"])),
+                score=draw(st.sampled_from([1.0, 0.87, 0.5])),
             ))  # fmt: skip
+            flagged.update((first, o) for o in others)
+        elif kind == "facts_differ":
+            # mostly a pair flagged before (the flag goes), sometimes one never flagged
+            pairs = sorted(flagged & {(a, b) for a in facts for b in facts})
+            pick = st.sampled_from(pairs) if pairs else st.nothing()
+            first, other = draw(pick | st.lists(st.sampled_from(facts), min_size=2, max_size=2,
+                                                unique=True).map(tuple))  # fmt: skip
+            if draw(st.booleans()):
+                first, other = other, first  # said from either side
+            command.append(FactsDiffer(memory_id=first, other_id=other, namespace="default",
+                                       agent_id=draw(st.none() | st.just("agent-7"))))  # fmt: skip
+            flagged.discard((first, other))
+            flagged.discard((other, first))
         if command:
             commands.append(command)
     return commands

@@ -318,7 +318,7 @@ def import_(
 
     dump (lines with an id, from `ferrex export jsonl`): each memory is restored as it
     was, without re-deciding: id, validity, supersede links, last validation and access
-    kept (created_at becomes the import's time). A line whose id exists is skipped, so
+    kept, and created_at (when the dumped home learned it). A line whose id exists is skipped, so
     importing a dump twice adds nothing. Restore a dump into an empty home.
 
     memory-server: entities (their type becomes a fact "NAME is a TYPE", each observation
@@ -588,8 +588,9 @@ def _import_dump(
     """Restore a dump: ids and times kept; ids that exist are skipped. A dump of a format
     newer than this code reads is refused whole, before anything is written; its header
     line (none in a format 1 dump) gets no outcome of its own."""
+    dump_format = 1
     if parsed and is_header(parsed[0][1]):
-        parse_header(parsed[0][1], f"line {parsed[0][0]}")
+        dump_format = parse_header(parsed[0][1], f"line {parsed[0][0]}").format
         parsed = parsed[1:]
     model = writer.embedder.model()
     outcomes: list[dict[str, Any]] = []
@@ -599,7 +600,8 @@ def _import_dump(
             items.append(
                 (number, parse_dump_line(raw, f"line {number}", writer.settings.limits,
                                          count_tokens=model.count_tokens, window=model.window,
-                                         secrets=writer.settings.secrets))
+                                         secrets=writer.settings.secrets,
+                                         dump_format=dump_format))
             )  # fmt: skip
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))

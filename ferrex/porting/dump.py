@@ -1,6 +1,6 @@
 """The portable dump: a home's memories and entities as JSON lines, read back for a restore.
 
-Format 2 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
+Format 3 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
 journal position the whole dump is of, ``current_only``, the namespace when only one);
 then one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
 kind, scope ``agent_id``, every spelling recorded for it that its creation does not make,
@@ -27,11 +27,15 @@ entity ids as it keeps memory ids (an entity line whose spelling and scope a hom
 holds merges into that entity instead). A line without ``entity_ids`` (an older dump) has
 its names resolved. A fact that holds beside others has ``multi_valued``; an episodic
 memory of a derived episode ``episode`` (the episode's id) and ``episode_index``.
-``valid_from_given`` appears only where the line's ``t_valid`` and ``created_at`` would be
-read otherwise (``journal.events.given_by_time``, the rule for journal records written before
-the flag): ``false`` for a memory stored without ``valid_from`` and recorded over a minute
-after it was decided, ``true`` for a start given within the minute before its store. A line
-without it (every older dump) is read by that rule, or as given without ``created_at``.
+``valid_from_given`` is ``true`` on the line of a memory stored with its start
+(``valid_from``, a chat message's time) and absent otherwise (``t_valid`` is only when the
+memory was learned). Format 2 wrote it only where the line's ``t_valid`` and ``created_at``
+would be read otherwise (``journal.events.given_by_time``, the rule for journal records
+written before the flag), so a line of a format 2 or 1 dump without it is read by that rule,
+or as given without ``created_at``; but ``created_at`` was the import's then, so a home
+restored more than a minute after its memories were stored wrote the flag on lines its first
+dump had left without it. Format 3 says it whatever ``created_at`` is, and a restore keeps
+``created_at`` (the ``learned_at`` of the ``memory.stored`` it journals).
 Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
 ``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
 absolute time, so one already past is hidden at once and swept). Last come the flags
@@ -46,24 +50,41 @@ Invariants: lines are in journal order (a memory comes after any it supersedes);
 read model always dumps to the same bytes; a line read back (:func:`parse_line`) passes the
 same validation as a store, but for the window (a dumped text was stored once), so a dump
 restores only what a store could have written. Memories whose text was redacted cannot be
-restored and are not dumped. What the dump carries of a row is :data:`ROW_KEYS`, held to
-the row type by a test.
+restored and are not dumped. Each kind of line is a typed structure of
+:mod:`ferrex.porting.lines`, which every line is written through and whose keys a line read
+back may have. What the dump carries of a row is :data:`ROW_KEYS`, of each field of each
+event :data:`EVENT_KEYS`, of each kind of event :data:`CARRIED`; a test holds the three to
+the row type and the event catalogue.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Final, Literal, get_args
+from typing import IO, Any, Final, cast
+
+import msgspec
 
 from ferrex.errors import UsageError
 from ferrex.ids import plausible_id
+from ferrex.porting.lines import (
+    AliasLine,
+    EntityLine,
+    FlagKind,
+    FlagLine,
+    FoldLine,
+    HeaderLine,
+    Line,
+    MemoryLine,
+    encode,
+    keys,
+    values,
+)
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.memory_input import (
@@ -75,18 +96,37 @@ from ferrex.rules.memory_input import (
     validate,
 )
 from ferrex.rules.secrets import SecretsMode
+from journal.events import (
+    Access,
+    EntitiesDiffer,
+    EntitiesMerged,
+    EntityAliasAdded,
+    EntityCreated,
+    EntitySplit,
+    EpisodeRef,
+    Event,
+    FactsDiffer,
+    FactsPossiblyConflicting,
+    Fold,
+    KeptEntity,
+    MemoriesAccessed,
+    MemoriesConsolidated,
+    MemoriesForgotten,
+    MemoriesUnfolded,
+    MemoriesValidated,
+    MemoryBody,
+    MemoryMarked,
+    MemoryStored,
+    MemorySuperseded,
+    MemoryType,
+    Relink,
+    Visibility,
+    given_by_time,
+)
 from journal.events import AliasMatch as AliasMatchKind
-from journal.events import EpisodeRef, given_by_time
 from projections.sqlite import AliasMatch, Entity, Memory, ReadModel
 
-FIELDS: Final = (
-    "id", "type", "namespace", "content", "subject", "predicate", "object",
-    "predicate_normalized", "name", "version", "steps", "conditions", "entities", "source",
-    "confidence", "context", "agent_id", "visibility", "t_valid", "t_invalid",
-    "superseded_by", "supersedes", "created_at", "last_validated", "last_accessed",
-    "access_count", "importance", "pinned", "expires_at", "multi_valued", "episode",
-    "episode_index", "entity_ids", "import_key", "valid_from_given", "split_long",
-)  # fmt: skip
+FIELDS: Final = keys(MemoryLine)
 """Every key a memory's dump line may have, in the order it is written."""
 
 ROW_KEYS: Final = {
@@ -112,49 +152,181 @@ ROW_NOT_DUMPED: Final = ("position", "redacted")
 """Row fields a dump does not carry: the journal position is the restore's own, and a
 redacted memory is not dumped at all."""
 
-FORMAT: Final = 2
-"""The dump format this code writes. 2: a header line first (:data:`HEADER`), history
-included unless ``current_only``, consolidations as their own lines. 1: what ``export
-jsonl`` wrote before, no header; still imported."""
+FORMAT: Final = 3
+"""The dump format this code writes. 3: ``valid_from_given`` said on every line whose start
+was given, whatever its ``created_at`` (a restored home dumps the same lines again). 2: a
+header line first (:data:`HEADER`), history included unless ``current_only``,
+consolidations as their own lines. 1: what ``export jsonl`` wrote before, no header. All
+three import (``tests/golden/dump-v1.jsonl``, ``dump-v2.jsonl``)."""
+
+GIVEN_SAID: Final = 3
+"""The first format whose memory lines say ``valid_from_given`` whenever it is true (a line
+without it was not given); an older line without it is read by ``given_by_time``."""
 
 HEADER: Final = "ferrex_dump"
 """The ``type`` of a dump's first line: its format, and the journal position it is of."""
 
-HEADER_FIELDS: Final = ("type", "format", "journal_position", "current_only", "namespace")
+HEADER_FIELDS: Final = keys(HeaderLine)
 
 CONSOLIDATION: Final = "consolidation"
 """The ``type`` of a line recording that dumped memories were folded into a dumped summary
 (``id``: the summary's; after the memories)."""
 
-FOLD_FIELDS: Final = ("id", "type", "namespace", "memory_ids", "at")
+FOLD_FIELDS: Final = keys(FoldLine)
 
 ENTITY: Final = "entity"
 """The ``type`` of an entity's line."""
 
-ENTITY_FIELDS: Final = ("id", "type", "namespace", "name", "normalized", "kind", "agent_id",
-                        "aliases", "merged_into", "kept_for")  # fmt: skip
+ENTITY_FIELDS: Final = keys(EntityLine)
 """Every key an entity's dump line may have, in the order it is written."""
 
-POSSIBLE: Final = "possible_conflict"
+POSSIBLE: Final[FlagKind] = "possible_conflict"
 """The ``type`` of a line recording that two dumped facts were kept as possibly conflicting."""
 
-DIFFER: Final = "entities_differ"
+DIFFER: Final[FlagKind] = "entities_differ"
 """The ``type`` of a line recording that two dumped entities were said to differ."""
 
-FLAG_FIELDS: Final = ("id", "type", "namespace", "other_id", "entity_id", "other_entity_id",
-                      "reason", "score")  # fmt: skip
+FLAG_FIELDS: Final = keys(FlagLine)
 """Every key a flag's line may have (``id`` is the memory's, or the first entity's)."""
 
-ALIAS_FIELDS: Final = ("alias", "normalized", "match", "score", "agent_id")
+ALIAS_FIELDS: Final = keys(AliasLine)
 """Every key of one of an entity line's ``aliases``."""
 
-ALIAS_MATCHES: Final = get_args(AliasMatchKind)
-"""How a spelling may have been matched: the event catalogue's own list, so a kind the
-resolver learns (``abbreviation``) is one a dump can carry back."""
+ALIAS_MATCHES: Final = values(AliasLine, "match")
+"""How a spelling may have been matched: the values of the alias line's ``match``, typed as
+the event catalogue's ``AliasMatch``, so a kind the resolver learns (``abbreviation``) is one
+a dump can carry back."""
 
-NOT_RESTORED: Final = ("created_at", "journal_position")
-"""Dumped, but a restore cannot keep it: the journal records when the restore happened, and
-at which position (a memory's row ``position``, a dump header's ``journal_position``)."""
+CARRIED: Final[Mapping[type[Event], str]] = {
+    MemoryStored: "a memory line (every field of the event and its body; ROW_KEYS)",
+    MemorySuperseded: "t_invalid and superseded_by of the memory's line",
+    MemoriesForgotten: (
+        "nothing of a forgotten memory (gone from the read model); the entities a cascade "
+        "dropped are not dumped, those it kept for some agents carry kept_for"
+    ),
+    MemoriesValidated: "last_validated of each memory's line (restored as source operator)",
+    MemoriesAccessed: "access_count and last_accessed of each memory's line",
+    MemoryMarked: "importance, pinned and expires_at of the memory's line",
+    EntityCreated: "an entity line (name, normalized, kind, agent_id)",
+    EntityAliasAdded: "aliases of the entity's line, match any of the catalogue's AliasMatch",
+    FactsPossiblyConflicting: "a possible_conflict line per pair still flagged",
+    EntitiesMerged: (
+        "merged_into of the absorbed entity's line; the relinks as entity_ids of memory lines"
+    ),
+    EntitySplit: (
+        "the new entity's line (its spelling, match operator), an entities_differ line, the "
+        "relinks as entity_ids of memory lines"
+    ),
+    EntitiesDiffer: "an entities_differ line",
+    FactsDiffer: (
+        "the possible conflict it cleared is not dumped (no possible_conflict line for the "
+        "pair); a possible conflict is flagged only as a fact is stored, so the pair is never "
+        "flagged again in the restored home either"
+    ),
+    MemoriesConsolidated: "a consolidation line (the summary, its sources, when)",
+    MemoriesUnfolded: "the sources' lines valid again; the summary, forgotten, is not dumped",
+}
+"""How each kind of the event catalogue comes back from a dump: what its read-model rows
+become in the lines (a test holds this to ``journal.events.EVENT_TYPES``, and the round-trip
+property draws every kind). What stays in the journal only, and so in no dump: who said so
+(``agent_id`` of a merge, split, difference or facts.differ), a forget's reason and details,
+a supersede's reason, a validation's source, a consolidation's sentence offsets (``folds``)
+and a split's ``spelling_entity_id``; ``ferrex export git`` carries those."""
+
+EVENT_KEYS: Final[Mapping[type[msgspec.Struct], Mapping[str, str | None]]] = {
+    MemoryStored: {
+        "memory_id": "memory.id", "namespace": "memory.namespace", "memory_type": "memory.type",
+        "t_valid": "memory.t_valid", "confidence": "memory.confidence",
+        "entity_ids": "memory.entity_ids", "supersedes": "memory.supersedes",
+        "procedure_version": "memory.version", "agent_id": "memory.agent_id",
+        "visibility": "memory.visibility", "body": "memory.content",
+        "body_hash": None, "multi_valued": "memory.multi_valued", "episode": "memory.episode",
+        "valid_from_given": "memory.valid_from_given", "learned_at": "memory.created_at",
+    },
+    MemoryBody: {
+        "content": "memory.content", "subject": "memory.subject",
+        "predicate": "memory.predicate", "object": "memory.object",
+        "predicate_normalized": "memory.predicate_normalized",
+        "procedure_name": "memory.name", "conditions": "memory.conditions",
+        "steps": "memory.steps", "source": "memory.source", "context": "memory.context",
+        "import_key": "memory.import_key",
+    },
+    EpisodeRef: {"id": "memory.episode", "index": "memory.episode_index"},
+    MemorySuperseded: {
+        "memory_id": "memory.id", "namespace": "memory.namespace",
+        "t_invalid": "memory.t_invalid", "superseded_by": "memory.superseded_by",
+        "reason": None,
+    },
+    MemoriesForgotten: {
+        "memory_ids": None, "namespace": None, "reason": None, "dropped_entity_ids": None,
+        "details": None, "kept_entities": "entity.kept_for",
+    },
+    KeptEntity: {"entity_id": "entity.id", "agent_ids": "entity.kept_for"},
+    MemoriesValidated: {"memory_ids": "memory.id", "at": "memory.last_validated", "source": None},
+    MemoriesAccessed: {"accesses": "memory.access_count"},
+    Access: {
+        "memory_id": "memory.id", "last_at": "memory.last_accessed",
+        "count": "memory.access_count",
+    },
+    MemoryMarked: {
+        "memory_id": "memory.id", "namespace": "memory.namespace",
+        "importance": "memory.importance", "pinned": "memory.pinned",
+        "expires_at": "memory.expires_at",
+    },
+    EntityCreated: {
+        "entity_id": "entity.id", "namespace": "entity.namespace", "name": "entity.name",
+        "normalized": "entity.normalized", "kind": "entity.kind", "agent_id": "entity.agent_id",
+    },
+    EntityAliasAdded: {
+        "entity_id": "entity.id", "namespace": "entity.namespace", "alias": "alias.alias",
+        "normalized": "alias.normalized", "match": "alias.match", "score": "alias.score",
+        "agent_id": "alias.agent_id",
+    },
+    FactsPossiblyConflicting: {
+        "memory_id": "flag.id", "namespace": "flag.namespace", "others": "flag.other_id",
+        "entity_id": "flag.entity_id", "other_entity_id": "flag.other_entity_id",
+        "reason": "flag.reason", "score": "flag.score",
+    },
+    Relink: {"memory_id": "memory.id", "entity_ids": "memory.entity_ids"},
+    EntitiesMerged: {
+        "entity_id": "entity.id", "into": "entity.merged_into", "namespace": "entity.namespace",
+        "relinked": "memory.entity_ids", "agent_id": None,
+    },
+    EntitySplit: {
+        "entity_id": "flag.id", "new_entity_id": "entity.id", "namespace": "entity.namespace",
+        "name": "alias.alias", "normalized": "alias.normalized",
+        "entity_agent_id": "alias.agent_id", "spelling_entity_id": None,
+        "relinked": "memory.entity_ids", "agent_id": None,
+    },
+    EntitiesDiffer: {
+        "entity_id": "flag.id", "other_id": "flag.other_id", "namespace": "flag.namespace",
+        "agent_id": None,
+    },
+    FactsDiffer: {"memory_id": None, "other_id": None, "namespace": None, "agent_id": None},
+    MemoriesConsolidated: {
+        "summary_id": "fold.id", "namespace": "fold.namespace",
+        "memory_ids": "fold.memory_ids", "at": "fold.at", "folds": None,
+    },
+    Fold: {"memory_id": None, "start": None, "end": None},
+    MemoriesUnfolded: {"summary_id": None, "namespace": None, "memory_ids": None},
+}  # fmt: skip
+"""Every field of every event of the catalogue, and of the structures events hold, with the
+dump key that carries what it left in the read model (``line.key``, the line types of
+:data:`LINES`), or None: in no dump, the journal keeps it (who said so, why, a forget's
+ids, a consolidation's sentence offsets; see :data:`CARRIED`). ``tests/unit/
+test_dump_schema.py`` holds it to the catalogue, so a new field is placed here or fails."""
+
+LINES: Final[Mapping[str, type[Line]]] = {
+    "header": HeaderLine, "entity": EntityLine, "alias": AliasLine, "memory": MemoryLine,
+    "flag": FlagLine, "fold": FoldLine,
+}  # fmt: skip
+"""The line types by the names :data:`EVENT_KEYS` uses."""
+
+NOT_RESTORED: Final = ("journal_position",)
+"""Dumped, but a restore cannot keep it: the journal records at which position the restore
+journaled each memory (a row's ``position``), so a dump of the restored home names its own
+(the header's ``journal_position``). A memory's ``created_at`` comes back: its
+``memory.stored`` says when the dumped home learned it (``learned_at``)."""
 
 
 def iso(timestamp: float) -> str:
@@ -200,20 +372,20 @@ def dumped_flags(
     memories: Sequence[Memory],
     entities: Sequence[tuple[Entity, str | None, tuple[str, ...]]],
     namespace: str | None,
-) -> list[dict[str, Any]]:
+) -> list[FlagLine]:
     """The possible conflicts between dumped facts and the differences between dumped
     entities, as dump lines (after the memories they name)."""
     namespaces = {m.memory_id: m.namespace for m in memories}
-    flags: list[dict[str, Any]] = [
-        {"id": c.memory_id, "type": POSSIBLE, "namespace": namespaces[c.memory_id],
-         "other_id": c.other_id, "entity_id": c.entity_id, "other_entity_id": c.other_entity_id,
-         "reason": c.reason, "score": c.score}
+    flags = [
+        FlagLine(id=c.memory_id, type=POSSIBLE, namespace=namespaces[c.memory_id],
+                 other_id=c.other_id, entity_id=c.entity_id, other_entity_id=c.other_entity_id,
+                 reason=c.reason, score=c.score)
         for c in read_model.possible_conflict_rows(namespace)
         if c.memory_id in namespaces and c.other_id in namespaces
     ]  # fmt: skip
     dumped = {e.entity_id for e, _, _ in entities}
     flags += [
-        {"id": first, "type": DIFFER, "namespace": ns, "other_id": other}
+        FlagLine(id=first, type=DIFFER, namespace=ns, other_id=other)
         for ns, first, other in read_model.differing(namespace)
         if first in dumped and other in dumped
     ]
@@ -222,7 +394,7 @@ def dumped_flags(
 
 def dumped_folds(
     read_model: ReadModel, memories: Sequence[Memory], namespace: str | None
-) -> list[dict[str, Any]]:
+) -> list[FoldLine]:
     """The consolidations between dumped memories, a line per summary: the sources folded
     into it and when (their ``t_invalid``, the summary's event time if none still says so)."""
     dumped = {m.memory_id: m for m in memories}
@@ -230,15 +402,14 @@ def dumped_folds(
     for ns, summary, memory in read_model.fold_rows(namespace):
         if summary in dumped and memory in dumped:
             folded.setdefault((ns, summary), []).append(memory)
-    lines: list[dict[str, Any]] = []
+    lines: list[FoldLine] = []
     for (ns, summary), sources in folded.items():
         times = [
             t for m in sources if (t := dumped[m].t_invalid) is not None
             and dumped[m].superseded_by == summary
         ]  # fmt: skip
         at = min(times) if times else dumped[summary].t_valid
-        lines.append({"id": summary, "type": CONSOLIDATION, "namespace": ns,
-                      "memory_ids": sources, "at": iso(at)})  # fmt: skip
+        lines.append(FoldLine(id=summary, namespace=ns, memory_ids=tuple(sources), at=iso(at)))
     return lines
 
 
@@ -253,15 +424,10 @@ class DumpHeader:
 
 
 def header_line(header: DumpHeader) -> bytes:
-    values: dict[str, Any] = {
-        "type": HEADER,
-        "format": header.format,
-        "journal_position": header.journal_position,
-        "current_only": header.current_only,
-        "namespace": header.namespace,
-    }
-    line = {key: values[key] for key in HEADER_FIELDS if values[key] is not None}
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+    return encode(
+        HeaderLine(format=header.format, journal_position=header.journal_position,
+                   current_only=header.current_only, namespace=header.namespace)
+    )  # fmt: skip
 
 
 def parse_header(raw: Mapping[str, Any], where: str) -> DumpHeader:
@@ -330,7 +496,7 @@ class RestoredFlag:
     """One flag line, checked: a possible conflict between two facts (``kind`` POSSIBLE:
     ``first``/``other`` are memories), or two entities said to differ (DIFFER)."""
 
-    kind: Literal["possible_conflict", "entities_differ"]
+    kind: FlagKind
     namespace: str
     first: str
     other: str
@@ -372,26 +538,28 @@ def entity_line(
     """One entity as one dump line (without the newline): its name, normalized form, kind
     and scope, every spelling recorded for it that its ``entity.created`` does not make
     again, the entity it was merged into, and the agents a cascading forget kept it for."""
-    made = (entity.name, entity.normalized, "exact", 1.0, entity.agent_id)
+    made = AliasLine(alias=entity.name, normalized=entity.normalized, match="exact", score=1.0,
+                     agent_id=entity.agent_id)  # fmt: skip
+    ordered = sorted(spellings, key=lambda a: (a.alias, a.normalized, a.match, a.score,
+                                                a.agent_id or ""))  # fmt: skip
     aliases = [
-        {k: v for k, v in zip(ALIAS_FIELDS, row, strict=True) if v is not None}
-        for row in sorted((a.alias, a.normalized, a.match, a.score, a.agent_id) for a in spellings)
-        if row != made
-    ]
-    values: dict[str, Any] = {
-        "id": entity.entity_id,
-        "type": ENTITY,
-        "namespace": entity.namespace,
-        "name": entity.name,
-        "normalized": entity.normalized,
-        "kind": entity.kind,
-        "agent_id": entity.agent_id,
-        "aliases": aliases or None,
-        "merged_into": merged_into,
-        "kept_for": list(kept_for) or None,
-    }
-    line = {key: values[key] for key in ENTITY_FIELDS if values[key] is not None}
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+        AliasLine(alias=a.alias, normalized=a.normalized, score=a.score, agent_id=a.agent_id,
+                  match=cast(AliasMatchKind, a.match))  # a spelling's match the catalogue wrote
+        for a in ordered
+    ]  # fmt: skip
+    return encode(
+        EntityLine(
+            id=entity.entity_id,
+            namespace=entity.namespace,
+            name=entity.name,
+            normalized=entity.normalized,
+            kind=entity.kind,
+            agent_id=entity.agent_id,
+            aliases=tuple(a for a in aliases if a != made) or None,
+            merged_into=merged_into,
+            kept_for=tuple(kept_for) or None,
+        )
+    )
 
 
 def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
@@ -400,50 +568,45 @@ def dump_line(memory: Memory, names: Mapping[str, str]) -> bytes:
     entities = sorted(
         {names[e] for e in m.entity_ids if e in names}, key=lambda n: (n.casefold(), n)
     )
-    values: dict[str, Any] = {
-        "id": m.memory_id,
-        "type": m.type,
-        "namespace": m.namespace,
-        "content": m.content,
-        "subject": m.subject,
-        "predicate": m.predicate,
-        "object": m.object,
-        "predicate_normalized": m.predicate_normalized if m.type == "semantic" else None,
-        "name": m.procedure_name,
-        "version": m.procedure_version,
-        "steps": list(m.steps) or None,
-        "conditions": list(m.conditions) or None,
-        "entities": entities or None,
-        "source": m.source,
-        "confidence": m.confidence,
-        "context": m.context,
-        "agent_id": m.agent_id,
-        "visibility": m.visibility,
-        "t_valid": iso(m.t_valid),
-        "t_invalid": None if m.t_invalid is None else iso(m.t_invalid),
-        "superseded_by": m.superseded_by,
-        "supersedes": m.supersedes,
-        "created_at": iso(m.created_at),
-        "last_validated": None if m.last_validated is None else iso(m.last_validated),
-        "last_accessed": None if m.last_accessed is None else iso(m.last_accessed),
-        "access_count": m.access_count or None,
-        "importance": m.importance if m.importance != DEFAULT_IMPORTANCE else None,
-        "pinned": True if m.pinned else None,
-        "expires_at": None if m.expires_at is None else iso(m.expires_at),
-        "multi_valued": True if m.multi_valued else None,
-        "episode": m.episode,
-        "episode_index": m.episode_index if m.episode is not None else None,
-        "entity_ids": sorted(e for e in m.entity_ids if e in names) or None,
-        "import_key": m.import_key,
-        "valid_from_given": (
-            m.valid_from_given
-            if m.valid_from_given != given_by_time(m.t_valid, m.created_at)
-            else None
-        ),
-        "split_long": None,  # never needed to restore: see parse_line
-    }
-    line = {key: values[key] for key in FIELDS if values[key] is not None}
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+    line = MemoryLine(
+        id=m.memory_id,
+        type=cast(MemoryType, m.type),  # a row's type is one the catalogue wrote
+        namespace=m.namespace,
+        content=m.content,
+        subject=m.subject,
+        predicate=m.predicate,
+        object=m.object,
+        predicate_normalized=m.predicate_normalized if m.type == "semantic" else None,
+        name=m.procedure_name,
+        version=m.procedure_version,
+        steps=m.steps or None,
+        conditions=m.conditions or None,
+        entities=tuple(entities) or None,
+        source=m.source,
+        confidence=m.confidence,
+        context=m.context,
+        agent_id=m.agent_id,
+        visibility=cast(Visibility, m.visibility),
+        t_valid=iso(m.t_valid),
+        t_invalid=None if m.t_invalid is None else iso(m.t_invalid),
+        superseded_by=m.superseded_by,
+        supersedes=m.supersedes,
+        created_at=iso(m.created_at),
+        last_validated=None if m.last_validated is None else iso(m.last_validated),
+        last_accessed=None if m.last_accessed is None else iso(m.last_accessed),
+        access_count=m.access_count or None,
+        importance=m.importance if m.importance != DEFAULT_IMPORTANCE else None,
+        pinned=True if m.pinned else None,
+        expires_at=None if m.expires_at is None else iso(m.expires_at),
+        multi_valued=True if m.multi_valued else None,
+        episode=m.episode,
+        episode_index=m.episode_index if m.episode is not None else None,
+        entity_ids=tuple(sorted(e for e in m.entity_ids if e in names)) or None,
+        import_key=m.import_key,
+        valid_from_given=True if m.valid_from_given else None,
+        # split_long: never needed to restore (see parse_line), so never written
+    )
+    return encode(line)
 
 
 @dataclass(frozen=True)
@@ -472,6 +635,8 @@ class Restored:
     valid_from_given: bool = True
     """Whether ``valid.t_valid`` is a start the memory was stored with (see the module
     docstring)."""
+    created_at: datetime | None = None
+    """When the home it was dumped from learned it (restored as ``learned_at``)."""
 
 
 @dataclass(frozen=True)
@@ -522,16 +687,19 @@ def parse_dump_line(
     count_tokens: Callable[[str], int | None] | None = None,
     window: int | None = None,
     secrets: SecretsMode = "refuse",
+    dump_format: int = FORMAT,
 ) -> Restored | RestoredEntity | RestoredFlag | RestoredFold:
     """Check one parsed dump line, an entity's, a memory's, a flag's or a consolidation's
-    (``secrets``: what a likely secret in a memory's text does, :func:`parse_line`)."""
+    (``secrets``: what a likely secret in a memory's text does, ``dump_format``: the format
+    its header named, 1 without one; :func:`parse_line`)."""
     if raw.get("type") == ENTITY:
         return parse_entity_line(raw, where)
     if raw.get("type") == CONSOLIDATION:
         return parse_fold_line(raw, where)
     if raw.get("type") in (POSSIBLE, DIFFER):
         return parse_flag_line(raw, where)
-    return parse_line(raw, where, limits, count_tokens=count_tokens, window=window, secrets=secrets)
+    return parse_line(raw, where, limits, count_tokens=count_tokens, window=window,
+                      secrets=secrets, dump_format=dump_format)  # fmt: skip
 
 
 def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
@@ -599,9 +767,11 @@ def parse_line(
     count_tokens: Callable[[str], int | None] | None = None,
     window: int | None = None,
     secrets: SecretsMode = "refuse",
+    dump_format: int = FORMAT,
 ) -> Restored:
     """Check one parsed dump line; raise UsageError naming ``where`` and the field.
-    ``secrets``: what a likely secret in its text does (``ferrex import --secrets``)."""
+    ``secrets``: what a likely secret in its text does (``ferrex import --secrets``);
+    ``dump_format``: the dump's format (how a line without ``valid_from_given`` reads)."""
     _only_fields(raw, FIELDS, where, "a dump line")
     memory_id = raw.get("id")
     if not plausible_id(memory_id):
@@ -675,11 +845,13 @@ def parse_line(
     given = raw.get("valid_from_given")
     if given is not None and not isinstance(given, bool):
         raise UsageError(f"valid_from_given in {where} must be true or false")
+    if given is None and dump_format >= GIVEN_SAID:
+        given = False
+    try:
+        created_at = parse_time(raw.get("created_at"), "created_at")
+    except UsageError as exc:
+        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
     if given is None:
-        try:
-            created_at = parse_time(raw.get("created_at"), "created_at")
-        except UsageError as exc:
-            raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
         assert valid.t_valid is not None  # checked above: a dump line has t_valid
         given = created_at is None or given_by_time(
             valid.t_valid.timestamp(), created_at.timestamp()
@@ -700,6 +872,7 @@ def parse_line(
         entity_ids=tuple(entity_ids),
         import_key=import_key,
         valid_from_given=given,
+        created_at=created_at,
     )
 
 
@@ -778,7 +951,7 @@ def write_dump(
             progress(done, len(memories))
     folds = dumped_folds(read_model, memories, namespace)
     for line in [*dumped_flags(read_model, memories, entities, namespace), *folds]:
-        out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+        out.write(encode(line) + b"\n")
     invalidated = sum(1 for m in memories if m.t_invalid is not None)
     return DumpResult(len(memories), len(entities), invalidated, redacted, position, len(folds))
 

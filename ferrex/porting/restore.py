@@ -11,7 +11,8 @@ an ``entity.alias_added`` per other spelling (an entity the home already holds b
 the same spelling in the same scope, only gets the spellings it lacks).
 Each memory is one record: its new entities (only for a line without ``entity_ids``),
 ``memory.stored`` with the dumped id, type, multi-valued flag, derived episode,
-t_valid, links and text, then ``memory.superseded`` (t_invalid, superseded_by),
+t_valid, links, text and ``learned_at`` (the dumped ``created_at``), then
+``memory.superseded`` (t_invalid, superseded_by),
 ``memories.validated`` (last_validated, source ``operator``), ``memories.accessed``
 (access_count, last_accessed) and ``memory.marked`` (importance, pinned, expires_at) when
 the dump has them; a source a consolidation line folds gets no ``memory.superseded``: the
@@ -372,6 +373,7 @@ def _events(
             multi_valued=item.multi_valued,
             episode=item.episode,
             valid_from_given=item.valid_from_given,
+            learned_at=item.created_at,
         )
     )
     if item.t_invalid is not None:

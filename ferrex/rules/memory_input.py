@@ -54,7 +54,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Final, assert_never, cast
+from typing import Any, Final, assert_never, cast, get_args
 
 from ferrex.errors import UsageError
 from ferrex.rules.lifecycle import (
@@ -75,8 +75,9 @@ from ferrex.rules.secrets import (
 )
 from journal.events import MemoryType, Visibility
 
-MEMORY_TYPES: Final[tuple[MemoryType, ...]] = ("episodic", "semantic", "procedural")
-VISIBILITIES: Final[tuple[Visibility, ...]] = ("private", "shared")
+MEMORY_TYPES: Final = cast(tuple[MemoryType, ...], get_args(MemoryType))
+"""The catalogue's own list, so a store, an import line and a dump line accept the same types."""
+VISIBILITIES: Final = cast(tuple[Visibility, ...], get_args(Visibility))
 SUPERSEDES_CHARS: Final = 64
 CONTEXT_DEPTH: Final = 32
 

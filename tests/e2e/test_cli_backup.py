@@ -238,6 +238,21 @@ def test_a_dump_written_before_the_format_had_a_header_still_imports(tmp_path: P
     assert rows(again) == rows(old), "a home of the old code backs up whole, folds too"
 
 
+def test_a_dump_of_format_2_still_imports(tmp_path: Path) -> None:
+    """``golden/dump-v2.jsonl`` is ``export jsonl`` of ``golden/home-v1`` by the code of
+    format 2, which wrote ``valid_from_given`` only where ``created_at`` would misread it:
+    four of its memories were stored with their start and say nothing of it."""
+    fresh = tmp_path / "restored"
+    code, out, err = run(fresh, "import", str(GOLDEN / "dump-v2.jsonl"), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"] == {"stored": 15}, (err, doc["lines"])
+    old = tmp_path / "old"
+    shutil.copytree(GOLDEN / "home-v1", old)
+    replayed = rows(old)
+    assert sum(m["valid_from_given"] for m in replayed["memories"]) == 4
+    assert rows(fresh) == replayed
+
+
 def test_importing_into_a_non_empty_home_merges(tmp_path: Path) -> None:
     home, other = tmp_path / "home", tmp_path / "other"
     mine = stored(home, "--content", "Backups now go to the new NAS", "--entity", "NAS")

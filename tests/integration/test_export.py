@@ -442,11 +442,16 @@ def test_a_dump_line_says_whether_its_start_was_given_or_its_times_do() -> None:
                             "t_valid": "2026-01-01T00:00:00Z"}  # fmt: skip
     learned_then = {**line, "created_at": "2026-01-01T00:00:02Z"}
     learned_later = {**line, "created_at": "2026-03-01T00:00:00Z"}
-    assert parse_line(line, "line 1").valid_from_given  # no created_at: as given
-    assert not parse_line(learned_then, "line 1").valid_from_given
-    assert parse_line(learned_later, "line 1").valid_from_given
+    # format 3 says it whatever created_at is: without it, not given
+    for unsaid in (line, learned_then, learned_later):
+        assert not parse_line(unsaid, "line 1").valid_from_given
+    # a line of an older dump without it is read by its times
+    assert parse_line(line, "line 1", dump_format=2).valid_from_given  # no created_at: given
+    assert not parse_line(learned_then, "line 1", dump_format=2).valid_from_given
+    assert parse_line(learned_later, "line 1", dump_format=1).valid_from_given
     said = {**learned_then, "valid_from_given": True}
     assert parse_line(said, "line 1").valid_from_given
+    assert parse_line(said, "line 1", dump_format=2).valid_from_given
     with pytest.raises(UsageError, match="valid_from_given"):
         parse_line({**line, "valid_from_given": "yes"}, "line 1")
 

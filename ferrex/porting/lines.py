@@ -1,0 +1,162 @@
+"""The dump's line types: one typed structure per kind of line, the one place its keys, their
+order on disk and their values are declared.
+
+``ferrex.porting.dump`` writes every line through these structures (:func:`encode`) and
+reads its lists of keys from them (:func:`keys`); a value the event catalogue constrains
+takes the catalogue's own type (``journal.events.MemoryType``, ``Visibility``,
+``AliasMatch``), so a kind the catalogue gains is one a dump writes and reads back, and
+``tests/unit/test_dump_schema.py`` holds every field of the events and of the read model's
+rows to a field here (or names it as left out). Times are RFC 3339 text, as on disk. A key
+whose value is None is left off the line; the others are written in declaration order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, Literal, get_args, get_type_hints
+
+import msgspec
+
+from journal.events import AliasMatch, MemoryType, Visibility
+
+FlagKind = Literal["possible_conflict", "entities_differ"]
+"""The kinds of flag line: a possible conflict between two facts, two entities said to
+differ."""
+
+
+class Line(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every line type."""
+
+
+class HeaderLine(Line, frozen=True, kw_only=True):
+    type: Literal["ferrex_dump"] = "ferrex_dump"
+    format: int
+    journal_position: int | None = None
+    current_only: bool = False
+    namespace: str | None = None
+
+
+class AliasLine(Line, frozen=True, kw_only=True):
+    """One spelling of an entity (an ``entity.alias_added``, or the split-off spelling)."""
+
+    alias: str
+    normalized: str | None = None
+    match: AliasMatch = "exact"
+    score: float = 1.0
+    agent_id: str | None = None
+
+
+class EntityLine(Line, frozen=True, kw_only=True):
+    id: str
+    type: Literal["entity"] = "entity"
+    namespace: str | None = None
+    name: str
+    normalized: str | None = None
+    kind: str | None = None
+    agent_id: str | None = None
+    aliases: tuple[AliasLine, ...] | None = None
+    merged_into: str | None = None
+    kept_for: tuple[str, ...] | None = None
+
+
+class MemoryLine(Line, frozen=True, kw_only=True):
+    """One memory, as its read-model row holds it (``dump.ROW_KEYS``)."""
+
+    id: str
+    type: MemoryType
+    namespace: str | None = None
+    content: str | None = None
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | None = None
+    predicate_normalized: str | None = None
+    name: str | None = None
+    version: int | None = None
+    steps: tuple[str, ...] | None = None
+    conditions: tuple[str, ...] | None = None
+    entities: tuple[str, ...] | None = None
+    source: str | None = None
+    confidence: float | None = None
+    context: dict[str, Any] | None = None
+    agent_id: str | None = None
+    visibility: Visibility | None = None
+    t_valid: str
+    t_invalid: str | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+    created_at: str | None = None
+    last_validated: str | None = None
+    last_accessed: str | None = None
+    access_count: int | None = None
+    importance: float | None = None
+    pinned: bool | None = None
+    expires_at: str | None = None
+    multi_valued: bool | None = None
+    episode: str | None = None
+    episode_index: int | None = None
+    entity_ids: tuple[str, ...] | None = None
+    import_key: str | None = None
+    valid_from_given: bool | None = None
+    split_long: bool | None = None
+    """Accepted (a store's flag written back by hand), never written: a restore needs it not."""
+
+
+class FlagLine(Line, frozen=True, kw_only=True):
+    """A possible conflict (``id``, ``other_id``: facts) or a difference (entities)."""
+
+    id: str
+    type: FlagKind
+    namespace: str
+    other_id: str
+    entity_id: str | None = None
+    other_entity_id: str | None = None
+    reason: str | None = None
+    score: float | None = None
+
+
+class FoldLine(Line, frozen=True, kw_only=True):
+    """A consolidation: ``memory_ids`` folded into the summary ``id`` at ``at``."""
+
+    id: str
+    type: Literal["consolidation"] = "consolidation"
+    namespace: str
+    memory_ids: tuple[str, ...]
+    at: str
+
+
+LINE_TYPES: Final = (HeaderLine, EntityLine, MemoryLine, FlagLine, FoldLine)
+
+
+def keys(line_type: type[Line]) -> tuple[str, ...]:
+    """Every key a line of ``line_type`` may have, in the order it is written."""
+    return tuple(f.name for f in msgspec.structs.fields(line_type))
+
+
+def values(line_type: type[Line], key: str) -> tuple[str, ...]:
+    """The values a key of ``line_type`` may take when its type is an enumeration (the
+    catalogue's own), else ()."""
+    hint = get_type_hints(line_type)[key]
+    found: list[str] = []
+    for part in (hint, *get_args(hint)):
+        found += [a for a in get_args(part) if isinstance(a, str)]
+    return tuple(dict.fromkeys(found))
+
+
+def encode(line: Line) -> bytes:
+    """One line as written (without the newline): keys in declaration order, None left off,
+    text as UTF-8, no insignificant whitespace."""
+    return json.dumps(builtins(line), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def builtins(line: Line) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in line.__struct_fields__:
+        value = getattr(line, key)
+        if value is None:
+            continue
+        if isinstance(value, Line):
+            value = builtins(value)
+        elif isinstance(value, tuple):
+            value = [builtins(v) if isinstance(v, Line) else v for v in value]
+        out[key] = value
+    return out
