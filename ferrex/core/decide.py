@@ -2147,7 +2147,9 @@ def _fold_events(
             hint="group by namespace and agent (consolidation_groups does)",
         )
     summary = summarize(
-        [Source(m.memory_id, m.content or "") for m in members], keep_ratio=keep_ratio, unit=unit
+        [Source(m.memory_id, m.content or "", m.entity_ids) for m in members],
+        keep_ratio=keep_ratio,
+        unit=unit,
     )
     stored = _summary_stored(summary_id, members, summary.text)
     ids = tuple(m.memory_id for m in members)
@@ -2219,7 +2221,8 @@ def decide_consolidate(
     every source is; the sources become invalid at ``now`` with the summary as what
     replaced them (``memories.consolidated``). Members that may no longer be folded (pinned,
     expiring, younger than ``created_before``, already folded) are left out; fewer than two
-    left, nothing is written."""
+    left, or a summary that would drop nothing (every turn states something), nothing is
+    written."""
     kept = [m for m in members if foldable(m, created_before=created_before)]
     if len(kept) < 2:
         return Decision((), ConsolidateResult(()))
@@ -2227,6 +2230,8 @@ def decide_consolidate(
         group, sorted(kept, key=_episode_order), summary_id=summary_id, now=now,
         keep_ratio=keep_ratio, unit=unit,
     )  # fmt: skip
+    if folding.chars >= folding.source_chars:
+        return Decision((), ConsolidateResult(()))  # every turn states something: none goes
     return Decision(tuple(events), ConsolidateResult((folding,)))
 
 

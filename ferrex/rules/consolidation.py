@@ -9,7 +9,8 @@ within a piece, or adds a word. The rule:
    each an exact slice of its source, surrounding space trimmed;
 2. **a piece that states something is always kept** (:func:`statements`, by structure: a
    number, an identifier or a quoted term, a capitalised name that is not a speaker's, a
-   date, or a statement in the first person — what someone did, has, decided or prefers),
+   date, or a statement in the first person — what someone did, has, decided or prefers;
+   and any piece of a memory stored about an entity, such as a memory-server observation),
    unless it only restates kept pieces (every content word and every stated token already
    there, :func:`restates`); a piece repeated word for word (after case and space) is kept
    once. What may go carries no fact: greetings, thanks, questions, reactions, restatements;
@@ -55,8 +56,9 @@ that's don't didn't can't you're we're they're
 """
 _FUNCTION_WORDS = frozenset(_FUNCTION_TEXT.split())
 
-KINDS = ("number", "identifier", "name", "date", "first person")
-"""What a piece may state (:func:`statements`), in the order they are looked for."""
+KINDS = ("number", "identifier", "name", "date", "first person", "entity")
+"""What a piece may state (:func:`statements`, in the order they are looked for; "entity":
+its source was stored about an entity, :class:`Source`)."""
 
 _LABEL = re.compile(r"\s*([^\W\d_][\w'.-]*(?: [\w'.-]+){0,2}): (?=\S)")
 """A speaker's label opening a turn ("Caroline: ", "Dr. Lee: "), as recall reads one."""
@@ -90,6 +92,12 @@ _PHATIC = re.compile(
 )
 """A sentence that opens with a greeting, thanks or a farewell says nothing of its own in
 the first person ("Thanks, I appreciate it!")."""
+_FORMULAS = re.compile(
+    r"\b(?:let(?:ting)?|keep(?:ing)?) me (?:know|posted)\b|\bbear with me\b|"
+    r"\b(?:excuse|pardon) me\b|\b(?:thank you|thanks) (?:for|so much)\b",
+    re.IGNORECASE,
+)
+"""Set phrases of courtesy whose pronoun states nothing ("let me know", "bear with me")."""
 
 
 def summary_of(summary_id: str, folded: int) -> str:
@@ -165,7 +173,7 @@ def statements(text: str, speakers: Set[str] = frozenset()) -> Statement:
             kinds.append(kind)
             tokens.update(f.lower().strip(_QUOTES) for f in found)
     if any(
-        _FIRST_PERSON.search(s) and not s.endswith("?") and not _PHATIC.match(s)
+        _FIRST_PERSON.search(_FORMULAS.sub(" ", s)) and not s.endswith("?") and not _PHATIC.match(s)
         for s in sentences(body)
     ):
         kinds.append("first person")
@@ -174,10 +182,12 @@ def statements(text: str, speakers: Set[str] = frozenset()) -> Statement:
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One episode to fold: its id and its text."""
+    """One episode to fold: its id, its text, and the entities it was stored about (a memory
+    linked to an entity states something of it, whatever its words)."""
 
     memory_id: str
     text: str
+    entities: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,8 +284,10 @@ def summarize(
             if key in seen:
                 continue
             seen.add(key)
-            pool.append(_Piece(len(pool), source.memory_id, text, content_words(text),
-                               statements(text, speakers)))  # fmt: skip
+            stated = statements(text, speakers)
+            if source.entities:
+                stated = Statement((*stated.kinds, "entity"), stated.tokens | set(source.entities))
+            pool.append(_Piece(len(pool), source.memory_id, text, content_words(text), stated))
     budget = min(total, max(MIN_BUDGET, int(total * keep_ratio)))
     kept: list[_Piece] = []
     said_words: set[str] = set()

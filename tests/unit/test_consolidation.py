@@ -80,8 +80,13 @@ def row(
     return replace(m, **changes)  # type: ignore[arg-type]
 
 
+CHATTY = "Melanie: Wow, that's lovely! How was it?"
+"""A turn that states nothing: the one a summary of the chat drops."""
+
+
 def chat(**kw: object) -> list[Memory]:
-    return [row(i, t, **kw) for i, t in enumerate(TURNS)]  # type: ignore[arg-type]
+    turns = [row(i, t, **kw) for i, t in enumerate(TURNS)]  # type: ignore[arg-type]
+    return [*turns, row(len(TURNS), CHATTY, entity_ids=(), **kw)]  # type: ignore[arg-type]
 
 
 # -- the rule -------------------------------------------------------------------------------
@@ -184,6 +189,7 @@ def test_a_summary_carries_entities_importance_and_the_sources() -> None:
         assert sentence in TURNS[int(piece.memory_id[1:])]
     (result,) = d.result.summaries
     assert result.chars == len(text) < result.source_chars
+    assert CHATTY not in text and all(t in text for t in TURNS)
 
 
 def test_one_private_source_makes_the_summary_private() -> None:
@@ -205,8 +211,8 @@ def test_pinned_and_young_memories_are_never_folded() -> None:
     )
     folded = d.events[-1]
     assert isinstance(folded, MemoriesConsolidated)
-    assert folded.memory_ids == ("m2", "m3", "m4")
-    assert {f.memory_id for f in folded.folds} <= {"m2", "m3", "m4"}
+    assert folded.memory_ids == ("m2", "m3", "m4", "m5")
+    assert {f.memory_id for f in folded.folds} <= {"m2", "m3", "m4", "m5"}
     # fewer than two left: nothing at all
     lone = decide_consolidate(
         "source:chat-1", members[:3], created_before=CUTOFF, now=NOW, summary_id="s1",
@@ -360,6 +366,23 @@ def test_a_turn_stating_something_is_kept_past_the_budget() -> None:
             assert facts[i].split(": ", 1)[1] in summary.text, (unit, i)
         assert "Thanks for sharing" not in summary.text
         assert "Anything else" not in summary.text
+
+
+def test_a_memory_stored_about_an_entity_states_something() -> None:
+    observations = [Source(f"m{i}", f"alice: {t}", ("e-alice",)) for i, t in
+                    enumerate(["likes tea", "works nights", "Thanks!"])]  # fmt: skip
+    summary = summarize(observations, keep_ratio=0.1, unit="turn")
+    assert [m for m, _ in summary.sentences()] == ["m0", "m1", "m2"]
+    plain = [Source(s.memory_id, s.text) for s in observations]
+    assert statements(plain[0].text).kinds == ()  # the words alone say nothing checkable
+
+
+def test_a_group_where_every_turn_states_something_is_left_alone() -> None:
+    d = decide_consolidate(
+        "source:chat-1", chat()[:5], created_before=CUTOFF, now=NOW, summary_id="s1",
+        keep_ratio=0.5,
+    )  # fmt: skip
+    assert d.events == () and d.result.summaries == ()
 
 
 def test_a_restatement_may_go_and_what_adds_nothing_stays_out() -> None:
