@@ -194,20 +194,26 @@ def run(
             summaries = {f.summary_id: f for f in done.summaries}
             content = {s: (rm.get(s).content or "") for s in summaries}  # type: ignore[union-attr]
 
+            held: dict[tuple[str, bool], set[str]] = {}  # a summary's turns, found once
+
             def counted(
                 memory_id: str,
                 strict: bool,
                 summaries: dict[str, Folding] = summaries,
                 content: dict[str, str] = content,
+                held: dict[tuple[str, bool], set[str]] = held,
             ) -> set[str]:
                 folding = summaries.get(memory_id)
                 if folding is None:
                     return plain(memory_id)
-                return {
-                    stored.by_memory[m]
-                    for m in folding.memory_ids
-                    if m in stored.by_memory and holds(content[memory_id], texts[m], strict=strict)
-                }
+                if (memory_id, strict) not in held:
+                    held[memory_id, strict] = {
+                        stored.by_memory[m]
+                        for m in folding.memory_ids
+                        if m in stored.by_memory
+                        and holds(content[memory_id], texts[m], strict=strict)
+                    }
+                return held[memory_id, strict]
 
             folded = sum(len(f.memory_ids) for f in done.summaries)
             source_chars = sum(f.source_chars for f in done.summaries)
@@ -226,10 +232,9 @@ def run(
                 "fold_seconds": round(fold_seconds, 1),
             }
             entry["corpus_shrink"] = round(report["corpus_chars"] / entry["corpus_chars_after"], 3)
+            squashed = {s: _squash(c) for s, c in content.items()}
             turns_held = sum(
-                holds(content[s], texts[m], strict=True)
-                for s, f in summaries.items()
-                for m in f.memory_ids
+                _squash(texts[m]) in squashed[s] for s, f in summaries.items() for m in f.memory_ids
             )
             entry["folded_turns_held_whole"] = round(turns_held / folded, 4) if folded else None
             folded_keys = {
@@ -243,8 +248,7 @@ def run(
                 1
                 for s, f in summaries.items()
                 for m in f.memory_ids
-                if stored.by_memory.get(m) in evidence
-                and not holds(content[s], texts[m], strict=True)
+                if stored.by_memory.get(m) in evidence and _squash(texts[m]) not in squashed[s]
             )
             entry["folded_evidence_turns"] = len(folded_keys & evidence)
             progress("    strict")

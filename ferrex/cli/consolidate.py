@@ -59,7 +59,8 @@ def consolidate(
     turns of its sources, never rewritten. Every turn that states something (a number, a
     name, an identifier or quoted term, a date, a first-person statement such as a decision
     or a preference) is kept; what carries no fact (greetings, thanks, questions,
-    restatements) may go, up to consolidation.keep_ratio (0.8) of the text kept. A group
+    restatements) may go, up to consolidation.keep_ratio (0.8) of the text kept; a
+    group in which every turn states something is left as it is. A group
     is one source's (a conversation's) or one episode's turns, split at pauses of more
     than 6 hours and never mixing memories whose entities do not overlap; per namespace,
     agent and visibility. A summary carries its sources' entities and highest importance,
