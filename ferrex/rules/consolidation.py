@@ -18,10 +18,10 @@ within a piece, or adds a word. The rule:
    ``MIN_BUDGET`` characters) takes, greedily, the piece without a fact that covers the most
    weight of content words no kept piece covers yet (a content word: lower-cased, three
    letters or more, not a function word; its weight: how many pieces of the group hold it)
-   per character to the power ``LENGTH_DAMPING``, the earliest on a tie, and only while it
-   adds more new content words than it repeats; a piece that would pass the budget is
-   skipped. The facts may pass the budget: a summary is longer than ``keep_ratio`` only by
-   what states something;
+   per character to the power ``LENGTH_DAMPING``, the earliest on a tie, and only when more
+   than ``FILL_NEW_SHARE`` of its content words are new (it adds twice what it repeats); a
+   piece that would pass the budget is skipped. The facts may pass the budget: a summary is
+   longer than ``keep_ratio`` only by what states something;
 4. write the kept pieces in their original order, joined by a space, and say which
    source each came from (:class:`Piece`: offsets into the summary).
 """
@@ -39,6 +39,9 @@ MIN_BUDGET = 200
 """The fewest characters a summary may use, whatever ``keep_ratio`` says."""
 LENGTH_DAMPING = 0.5
 DEFAULT_KEEP_RATIO = 0.8
+FILL_NEW_SHARE = 2 / 3
+"""A piece that states nothing fills the budget only when more than this share of its
+content words are new to the summary: it adds at least twice as much as it repeats."""
 Unit = Literal["sentence", "turn"]
 UNITS: tuple[Unit, ...] = ("sentence", "turn")
 
@@ -313,7 +316,7 @@ def summarize(
         best_score = 0.0
         for p in left:
             new = p.words - said_words
-            if len(new) <= len(p.words) - len(new):
+            if len(new) <= FILL_NEW_SHARE * len(p.words):
                 continue
             score = sum(weight[w] for w in new) / _damped(p)
             if score > best_score:  # strict: the earliest wins a tie
