@@ -288,7 +288,11 @@ def render(report: dict[str, Any]) -> str:
     base = report["unconsolidated"]
     lines = [
         f"{report['bench']}: {report['queries']} questions, {report['memories']} turns; "
-        f"the last {report['recent_sessions_kept']} sessions of each conversation kept",
+        + (
+            f"the last {report['recent_sessions_kept']} sessions of each conversation kept"
+            if report.get("groups") == "sessions"
+            else "folded as `ferrex consolidate --older-than 0` folds"
+        ),
         "",
         "| recall@10 | all | " + " | ".join(g for g in base if g != "all") + " |",
         "|---|---|" + "---|" * (len(base) - 1),
