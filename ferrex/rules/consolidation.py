@@ -11,9 +11,10 @@ within a piece, or adds a word. The rule:
    number, an identifier or a quoted term, a capitalised name that is not a speaker's, a
    date, or a statement in the first person — what someone did, has, decided or prefers;
    and any piece of a memory stored about an entity, such as a memory-server observation),
-   unless it only restates kept pieces (every content word and every stated token already
-   there, :func:`restates`); a piece repeated word for word (after case and space) is kept
-   once. What may go carries no fact: greetings, thanks, questions, reactions, restatements;
+   unless it only restates a kept piece (every content word and every stated token of it
+   already in that one piece, :func:`restates`); a piece repeated word for word (after case
+   and space) is kept once. What may go carries no fact: greetings, thanks, questions,
+   reactions, restatements;
 3. then what is left of the budget (``keep_ratio`` of the group's text, at least
    ``MIN_BUDGET`` characters) takes, greedily, the piece without a fact that covers the most
    weight of content words no kept piece covers yet (a content word: lower-cased, three
@@ -255,8 +256,9 @@ def content_words(text: str) -> frozenset[str]:
 
 def restates(piece: str, said_words: Set[str], said_tokens: Set[str],
              speakers: Set[str] = frozenset()) -> bool:  # fmt: skip
-    """Whether ``piece`` only says again what was said: it has content words, and every one
-    of them and every token it states (:func:`statements`) are among those said already."""
+    """Whether ``piece`` only says again what one kept piece said (``said_words``, its
+    content words; ``said_tokens``, the tokens it states): it has content words, and every
+    one of them and every token it states (:func:`statements`) are among those."""
     words = content_words(piece)
     stated = statements(piece, speakers)
     return bool(words) and words <= said_words and stated.tokens <= said_tokens
@@ -305,10 +307,12 @@ def summarize(
         said_tokens.update(p.stated.tokens)
 
     left: list[_Piece] = []
-    for p in pool:  # what states something, unless it says again what was said
+    for p in pool:  # what states something, unless it says again what one kept piece said
         if not p.stated.kinds:
             left.append(p)
-        elif not (p.words and p.words <= said_words and p.stated.tokens <= said_tokens):
+        elif not p.words or not any(
+            p.words <= k.words and p.stated.tokens <= k.stated.tokens for k in kept
+        ):
             keep(p)
     weight = Counter(w for p in pool for w in p.words)
     while left:  # then what covers the group's words best, while it adds more than it repeats
