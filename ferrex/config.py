@@ -129,7 +129,8 @@ KEYS: tuple[Key, ...] = (
         "the owner folds episodes ferrex learned more than this many days ago into "
         "extractive summaries (ferrex consolidate); unset: never"),
     Key("consolidation.keep_ratio", float, 0.8, None,
-        "the share of a group's text its consolidation summary keeps, in (0, 1]"),
+        "the share of a group's text its consolidation summary keeps, in (0, 1]; a turn "
+        "or sentence that states something is kept beyond it"),
     Key("consolidation.unit", str, "turn", None,
         "what a consolidation summary selects: sentence (the sentences that cover the group "
         "best) or turn (whole episodes, so a kept turn is kept whole)"),

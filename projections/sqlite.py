@@ -1630,6 +1630,32 @@ class ReadModel:
             )
         ]
 
+    def fold_counts(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """For each of ``memory_ids`` that is a summary: how many memories it folds."""
+        if not memory_ids:
+            return {}
+        return {
+            str(s): int(n)
+            for s, n in self.db.execute(
+                f"SELECT summary_id, count(*) FROM folds WHERE summary_id IN "
+                f"({','.join('?' * len(memory_ids))}) GROUP BY summary_id",
+                list(memory_ids),
+            )
+        }
+
+    def summaries(self, namespace: str | None = None) -> dict[str, list[str]]:
+        """Every consolidation summary (of ``namespace`` when given) → the memories folded
+        into it, both in id order."""
+        sql = "SELECT summary_id, memory_id FROM folds"
+        args: list[Any] = []
+        if namespace is not None:
+            sql += " WHERE namespace=?"
+            args.append(namespace)
+        found: dict[str, list[str]] = {}
+        for s, m in self.db.execute(sql + " ORDER BY summary_id, memory_id", args):
+            found.setdefault(str(s), []).append(str(m))
+        return found
+
     def folded_into(self, memory_ids: Sequence[str]) -> dict[str, str]:
         """For each of ``memory_ids`` folded into a summary: that summary's id."""
         if not memory_ids:

@@ -63,7 +63,8 @@ def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
         f"head {result.commits[-1][:12]}"
     )
     click.echo(
-        f"{s.stored} stored, {s.superseded} superseded, {s.forgotten} forgotten, "
+        f"{s.stored} stored, {s.superseded} superseded, "
+        f"{s.folds() + ', ' if s.folds() else ''}{s.forgotten} forgotten, "
         f"{s.validated} validated ({s.redacted} bodies redacted)"
     )
     if result.still_reachable:

@@ -102,6 +102,7 @@ def recall(
         flags += ", pinned" if item.get("pinned") else ""
         flags += f", importance {item['importance']:g}" if "importance" in item else ""
         flags += f", expires {item['expires_at']}" if item.get("expires_at") else ""
+        flags += f", summary of {item['summary_of']}" if item.get("summary_of") else ""
         relevant = item["relevance_label"]
         click.echo(f"{item['id']}  [{item['type']}, {label}, {relevant}{flags}]  {text}")
         if explain:  # every stage's score, the ones that did not run left out

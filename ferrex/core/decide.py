@@ -2240,6 +2240,11 @@ def _episode_order(memory: Memory) -> tuple[float, int, int, str]:
     return (memory.t_valid, memory.episode_index, memory.position, memory.memory_id)
 
 
+SESSION_GAP_SECONDS = 6 * 3600.0
+"""A pause longer than this between two turns of one conversation (their event times)
+ends a session: each session is folded apart."""
+
+
 def consolidation_groups(
     memories: Sequence[Memory], *, created_before: float, min_size: int = 2
 ) -> list[tuple[str, list[Memory]]]:
@@ -2247,7 +2252,11 @@ def consolidation_groups(
     of one namespace, one agent, one visibility and one source (or one derived episode), at
     least ``min_size`` of them, in episode order; groups ordered by namespace, agent, key and
     visibility. (Per visibility: an agent's shared memories folded with its private ones
-    would make a private summary, and what others could see would vanish from their view.)"""
+    would make a private summary, and what others could see would vanish from their view.)
+    Within one source, a group never spans a pause of more than ``SESSION_GAP_SECONDS``
+    (:func:`_sessions`) and never holds two memories whose entity sets do not overlap
+    (:func:`_by_entities`: observations of different entities imported from one file are
+    not one story)."""
     groups: dict[tuple[str, str, str, str], list[Memory]] = {}
     for m in memories:
         key = _group_key(m)
@@ -2255,10 +2264,50 @@ def consolidation_groups(
             continue
         groups.setdefault((m.namespace, m.agent_id or "", key, m.visibility), []).append(m)
     return [
-        (key, sorted(members, key=_episode_order))
+        (key, part)
         for (_ns, _agent, key, _vis), members in sorted(groups.items())
-        if len(members) >= min_size
+        for session in _sessions(sorted(members, key=_episode_order))
+        for part in _by_entities(session)
+        if len(part) >= min_size
     ]
+
+
+def _sessions(members: Sequence[Memory]) -> list[list[Memory]]:
+    """``members`` (in episode order) cut wherever a pause passes ``SESSION_GAP_SECONDS``."""
+    runs: list[list[Memory]] = []
+    for m in members:
+        if runs and m.t_valid - runs[-1][-1].t_valid <= SESSION_GAP_SECONDS:
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    return runs
+
+
+def _by_entities(members: Sequence[Memory]) -> list[list[Memory]]:
+    """``members`` (in order) in groups whose every two memories share an entity (each joins
+    the first group it shares one with every member of); memories naming no entity form
+    groups of their own kind (a conversation's plain turns). Each group in order."""
+    groups: list[tuple[list[Memory], list[frozenset[str]]]] = []
+    plain: int | None = None  # the group of the memories naming no entity
+    naming: dict[str, list[int]] = {}  # entity → the groups holding it, in order
+    for m in members:
+        mine = frozenset(m.entity_ids)
+        if not mine:
+            if plain is None:
+                plain = len(groups)
+                groups.append(([], []))
+            at = plain
+        else:
+            candidates = sorted({g for e in mine for g in naming.get(e, ())})
+            at = next((g for g in candidates if all(mine & o for o in groups[g][1])), len(groups))
+            if at == len(groups):
+                groups.append(([], []))
+            for e in mine:
+                if at not in naming.setdefault(e, []):
+                    naming[e].append(at)
+        groups[at][0].append(m)
+        groups[at][1].append(mine)
+    return [group for group, _ in groups]
 
 
 def _fold_events(
@@ -2277,7 +2326,9 @@ def _fold_events(
             hint="group by namespace and agent (consolidation_groups does)",
         )
     summary = summarize(
-        [Source(m.memory_id, m.content or "") for m in members], keep_ratio=keep_ratio, unit=unit
+        [Source(m.memory_id, m.content or "", m.entity_ids) for m in members],
+        keep_ratio=keep_ratio,
+        unit=unit,
     )
     stored = _summary_stored(summary_id, members, summary.text)
     ids = tuple(m.memory_id for m in members)
@@ -2349,7 +2400,8 @@ def decide_consolidate(
     every source is; the sources become invalid at ``now`` with the summary as what
     replaced them (``memories.consolidated``). Members that may no longer be folded (pinned,
     expiring, younger than ``created_before``, already folded) are left out; fewer than two
-    left, nothing is written."""
+    left, or a summary that would drop nothing (every turn states something), nothing is
+    written."""
     kept = [m for m in members if foldable(m, created_before=created_before)]
     if len(kept) < 2:
         return Decision((), ConsolidateResult(()))
@@ -2357,6 +2409,8 @@ def decide_consolidate(
         group, sorted(kept, key=_episode_order), summary_id=summary_id, now=now,
         keep_ratio=keep_ratio, unit=unit,
     )  # fmt: skip
+    if folding.chars >= folding.source_chars:
+        return Decision((), ConsolidateResult(()))  # every turn states something: none goes
     return Decision(tuple(events), ConsolidateResult((folding,)))
 
 

@@ -150,6 +150,11 @@ class Summary:
     aliases: int = 0
     redacted: int = 0
     skipped: int = 0
+    folded: int = 0
+    """Memories folded into consolidation summaries (each superseded by its summary)."""
+    summaries: int = 0
+    unfolded: int = 0
+    """Memories a consolidation undone gave back."""
     files: list[str] = field(default_factory=list)
     last_record: Record | None = None
 
@@ -178,6 +183,11 @@ class Summary:
                     self.entities += 1
                 case EntityAliasAdded():
                     self.aliases += 1
+                case MemoriesConsolidated():
+                    self.folded += len(event.memory_ids)
+                    self.summaries += 1
+                case MemoriesUnfolded():
+                    self.unfolded += len(event.memory_ids)
                 case (
                     MemoryMarked()
                     | FactsPossiblyConflicting()
@@ -185,8 +195,6 @@ class Summary:
                     | EntitySplit()
                     | EntitiesDiffer()
                     | FactsDiffer()
-                    | MemoriesConsolidated()
-                    | MemoriesUnfolded()
                 ):
                     pass  # not among the counts the audit export reports
                 case _:
@@ -218,20 +226,35 @@ class Summary:
             "aliases_added": self.aliases,
             "redacted_bodies": self.redacted,
             "unknown_events": self.skipped,
+            "folded": self.folded,
+            "summaries": self.summaries,
+            "unfolded": self.unfolded,
         }
+
+    def folds(self) -> str:
+        """The consolidations among the counts ("31 folded into 4 summaries, 3 unfolded"),
+        or nothing when there were none (a message without them reads as it always did)."""
+        parts = []
+        if self.folded:
+            parts.append(f"{self.folded} folded into {self.summaries} summaries")
+        if self.unfolded:
+            parts.append(f"{self.unfolded} unfolded")
+        return ", ".join(parts)
 
     def message(self, journal_first_hash: str, head_hash: str) -> str:
         """A commit message: a subject line, the counts, and machine-readable trailers."""
+        folds = self.folds()
         subject = (
             f"journal {self.first}..{self.last}: {self.stored} stored, "
-            f"{self.superseded} superseded, {self.forgotten} forgotten, "
-            f"{self.validated} validated"
+            f"{self.superseded} superseded, {folds + ', ' if folds else ''}"
+            f"{self.forgotten} forgotten, {self.validated} validated"
         )
         body = [
             f"Records:    {self.records} (positions {self.first}..{self.last})",
             f"Recorded:   {self.first_time} .. {self.last_time}",
             f"Stored:     {self.stored} memories ({self.redacted} with redacted text)",
             f"Superseded: {self.superseded} memories",
+            *([f"Folded:     {folds}"] if folds else []),
             f"Forgotten:  {self.forgotten} memories",
             f"Validated:  {self.validated} memories",
             f"Accessed:   {self.accessed} memories",
@@ -248,7 +271,8 @@ class Summary:
 
 
 _COUNTED: Final = ("records", "stored", "superseded", "forgotten", "validated", "accessed",
-                   "entities", "aliases", "redacted", "skipped")  # fmt: skip
+                   "entities", "aliases", "redacted", "skipped", "folded", "summaries",
+                   "unfolded")  # fmt: skip
 
 
 def difference(exported: bytes, rendered: bytes) -> str | None:

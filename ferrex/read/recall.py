@@ -112,6 +112,7 @@ from ferrex.read.candidate import Candidate
 from ferrex.read.seen import Sight, unexpired
 from ferrex.rules import relevance
 from ferrex.rules.assess import freshness_input
+from ferrex.rules.consolidation import summary_of
 from ferrex.rules.dates import Period, when
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.freshness import (
@@ -926,6 +927,9 @@ class Reader:
             )
         else:
             result["content"] = memory.content
+            folds = self.projections.read_model.fold_counts([memory.memory_id])
+            if folds:  # a consolidation summary: what it stands for, and where they are
+                result["summary_of"] = summary_of(memory.memory_id, folds[memory.memory_id])
         if memory.t_invalid is not None:
             result["invalidated_at"] = rfc3339(memory.t_invalid)
             result["superseded_by"] = memory.superseded_by

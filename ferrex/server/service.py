@@ -336,10 +336,26 @@ class Service:
         return result.as_dict()
 
     def _consolidate(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        """Fold old episodes (``older_than_days``, ``namespace``, ``dry_run``) or undo one
-        consolidation (``undo``: a summary's id). An agent folds and undoes only its own."""
+        """Fold old episodes (``older_than_days``, ``namespace``, ``dry_run``, at most
+        ``max_groups`` summaries), undo one consolidation (``undo``: a summary's id) or up to
+        ``limit`` of them (``undo_all``), or list the summaries (``list``; with
+        ``summary_id``, that one and its sources' text). An agent sees, folds and undoes
+        only its own."""
         writer = self.app.writer()
         undo = args.get("undo")
+        namespace = _optional_text(args.get("namespace"), "namespace")
+        if _flag(args.get("list", False), "list"):
+            one = _optional_text(args.get("summary_id"), "summary_id")
+            return {"summaries": self._summaries(namespace, caller, one)}
+        if _flag(args.get("undo_all", False), "undo_all"):
+            limit = _whole(args.get("limit", 64), "limit", 1, 10_000)
+            ids = [s["summary_id"] for s in self._summaries(namespace, caller, None)]
+            results = writer.unfold_many(ids[:limit])
+            return {
+                "undone": [r.as_dict() for r in results],
+                "restored": sum(len(r.restored) for r in results),
+                "left": max(len(ids) - limit, 0),
+            }
         if undo is not None:
             if not isinstance(undo, str):
                 raise UsageError("undo takes a summary's memory id")
@@ -356,13 +372,50 @@ class Service:
                 "give the age of what to fold, in days",
                 hint="--older-than DAYS, or set consolidation.after_days",
             )
-        namespace = _optional_text(args.get("namespace"), "namespace")
+        most = args.get("max_groups")
         return writer.consolidate(
             older_than_days=float(days),
             namespace=namespace,
             agent_id=caller.agent_id,
             dry_run=_flag(args.get("dry_run", False), "dry_run"),
+            max_groups=None if most is None else _whole(most, "max_groups", 1, 10_000),
         ).as_dict()
+
+    def _summaries(
+        self, namespace: str | None, caller: Caller, one: str | None
+    ) -> list[dict[str, Any]]:
+        """The consolidation summaries the caller made (the operator: all), in id order; with
+        ``one``, only that summary, with its sources' text (``not_found`` when it is none)."""
+        rm = self._read_model()
+        folds = rm.summaries(namespace)
+        if one is not None:
+            folds = {one: folds[one]} if one in folds else {}
+        rows = {m.memory_id: m for m in rm.memories(memory_ids=sorted(folds))} if folds else {}
+        found: list[dict[str, Any]] = []
+        for summary_id, memory_ids in folds.items():
+            m = rows.get(summary_id)
+            if m is None or (caller.agent_id is not None and m.agent_id != caller.agent_id):
+                continue
+            doc: dict[str, Any] = {
+                "summary_id": summary_id, "namespace": m.namespace, "agent_id": m.agent_id,
+                "group": f"source:{m.source}" if m.source else f"episode:{m.episode or ''}",
+                "visibility": m.visibility, "memory_ids": memory_ids,
+                "chars": len(m.content or ""),
+            }  # fmt: skip
+            if one is not None:
+                doc["content"] = m.content
+                doc["sources"] = [
+                    {"id": s.memory_id, "content": s.content}
+                    for s in rm.memories(memory_ids=memory_ids)
+                ]
+            found.append(doc)
+        if one is not None and not found:
+            raise Refused(
+                f"no consolidation summary {one!r}",
+                code="not_found",
+                hint="`ferrex consolidate --list` lists the summaries",
+            )
+        return found
 
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)

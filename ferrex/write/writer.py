@@ -639,13 +639,17 @@ class Writer:
         namespace: str | None = None,
         agent_id: str | None = None,
         dry_run: bool = False,
+        max_groups: int | None = None,
     ) -> ConsolidateResult:
         """Fold every group of episodes learned more than ``older_than_days`` ago into one
-        summary each (one command per summary); ``dry_run`` says what it would make and
+        summary each (one command per summary), or the first ``max_groups`` of them (a
+        caller showing progress folds in rounds); ``dry_run`` says what it would make and
         writes nothing."""
         groups = self.consolidation_groups(
             older_than_days=older_than_days, namespace=namespace, agent_id=agent_id
         )
+        if max_groups is not None:
+            groups = groups[:max_groups]
         return self.fold(
             groups, created_before=_cutoff(self.clock(), older_than_days), dry_run=dry_run
         )
@@ -699,6 +703,23 @@ class Writer:
 
         result: UnfoldResult = self._runner.run_one(summary_id, decide)
         return result
+
+    def unfold_many(self, summary_ids: Sequence[str]) -> list[UnfoldResult]:
+        """Undo these consolidations, one command each (a summary already gone, undone or
+        forgotten meanwhile, is passed over); any other refusal is raised, and what was
+        undone before it stays undone."""
+
+        def decide(sid: str, batch: Batch) -> Any:
+            return decide_unfold(sid, batch.view, self.projections.read_model.folded(sid))
+
+        done: list[UnfoldResult] = []
+        for outcome in self._runner.run(list(summary_ids), decide, chunk=64):
+            if isinstance(outcome, FerrexError):
+                if outcome.code == "not_found":
+                    continue
+                raise outcome
+            done.append(outcome)
+        return done
 
 
 def embedding_units(chunks: int, most: int = EMBED_CHUNKS) -> list[range]:

@@ -97,11 +97,12 @@ TURNS = [
     "Caroline: I went to an LGBTQ support group yesterday and it was powerful.",
     "Melanie: That sounds great! I painted a lake sunrise last year.",
     "Caroline: I am researching adoption agencies this month.",
+    "Melanie: Wow, that is so lovely to hear! How did it all go?",  # what a summary drops
 ]
 
 
 def consolidated(home: Path) -> tuple[list[str], str]:
-    """A home whose three turns of one chat are folded into a summary: their ids, its id."""
+    """A home whose four turns of one chat are folded into a summary: their ids, its id."""
     ids = [stored(home, "--content", turn, "--source", "chat-1") for turn in TURNS]
     code, out, err = run(home, "consolidate", "--older-than", "0", "--json")
     assert code == 0, err
@@ -144,8 +145,9 @@ LONG_TURNS = [
         for n in range(6)
     )
     for who, topic in (("Caroline", "museums"), ("Melanie", "mountains"), ("Caroline", "lakes"))
-]
-"""Three turns of one chat, each longer than the window: their summary is too."""
+] + ["Melanie: Wow, what a trip, that all sounds so lovely!"]
+"""Three turns of one chat, each longer than the window: their summary is too; and one
+that states nothing, which the summary drops."""
 
 
 def head(home: Path) -> int:
@@ -192,7 +194,7 @@ def test_a_consolidated_home_comes_back_and_its_folds_can_be_undone(tmp_path: Pa
     code, out, _ = run(fresh, "recall", "the museums of the trip", "--json")
     assert json.loads(out)["results"][0]["id"] == summary_id
     code, out, err = run(fresh, "consolidate", "--undo", summary_id)
-    assert code == 0 and "3 memories back in recall" in out, err
+    assert code == 0 and "4 memories back in recall" in out, err
     code, out, _ = run(fresh, "recall", "the museums of the trip", "--json")
     assert json.loads(out)["results"][0]["id"] == ids[0]
 

@@ -43,6 +43,7 @@ OLD_CHAT = [
     "Melanie: My kids loved the pottery class we took together in May.",
     "Caroline: I am researching adoption agencies this month.",
     "Melanie: Camping at the beach with the family is our summer plan.",
+    "Caroline: Wow, that sounds so lovely! How did the kids like it?",  # states nothing
 ]
 NEW_CHAT = [
     "Caroline: Yesterday I ran a charity race for mental health.",
@@ -227,16 +228,16 @@ def test_pinned_stays_and_shared_and_private_fold_apart_on_real_parts(world: Wor
         world.writer.store(
             StoreRequest(
                 content=t, source="chat-9", agent_id="alice",
-                visibility="private" if n in (1, 4) else "shared", pinned=n == 2,
+                visibility="private" if n in (1, 4, 6) else "shared", pinned=n == 2,
             )
         ).id
-        for n, t in enumerate(OLD_CHAT[:5])
+        for n, t in enumerate([*OLD_CHAT[:5], OLD_CHAT[6], "Melanie: Aww, so sweet of you!"])
     ]  # fmt: skip
     world.clock.now = START + timedelta(days=40)
     done = world.writer.consolidate(older_than_days=30).summaries
     assert {(f.memory_ids, f.visibility) for f in done} == {
-        ((ids[0], ids[3]), "shared"),
-        ((ids[1], ids[4]), "private"),
+        ((ids[0], ids[3], ids[5]), "shared"),
+        ((ids[1], ids[4], ids[6]), "private"),
     }
     pinned = world.writer.projections.read_model.get(ids[2])
     assert pinned is not None and pinned.t_invalid is None
@@ -262,10 +263,10 @@ def test_the_owner_pass_is_off_by_default_and_folds_when_configured(
     on = _app(
         tmp_path / "on", shared_embedder, "[consolidation]\nafter_days = 0\nevery_seconds = 3600\n"
     )
-    for turn in OLD_CHAT[:3]:
+    for turn in [*OLD_CHAT[:3], OLD_CHAT[6]]:
         on.writer().store(StoreRequest(content=turn, source="chat-1"))
     owner = Service(on)
-    assert owner.consolidate_due() == 3
+    assert owner.consolidate_due() == 4
     for turn in NEW_CHAT:
         on.writer().store(StoreRequest(content=turn, source="chat-2"))
     assert owner.consolidate_due() == 0  # not again within every_seconds

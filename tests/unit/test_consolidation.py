@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ferrex.core.decide import (
+    SESSION_GAP_SECONDS,
     consolidation_groups,
     decide_consolidate,
     decide_refold,
@@ -21,7 +22,15 @@ from ferrex.core.decide import (
 )
 from ferrex.core.view import Overlay
 from ferrex.errors import Refused, UsageError
-from ferrex.rules.consolidation import MIN_BUDGET, Source, sentences, summarize
+from ferrex.rules.consolidation import (
+    MIN_BUDGET,
+    Source,
+    content_words,
+    restates,
+    sentences,
+    statements,
+    summarize,
+)
 from journal import (
     MemoriesConsolidated,
     MemoriesForgotten,
@@ -61,7 +70,7 @@ def row(
         namespace="default",
         memory_type="episodic",
         t_valid=datetime(2023, 5, 1, tzinfo=UTC) + timedelta(minutes=i),
-        entity_ids=(f"e{i % 2}",),
+        entity_ids=("e0", f"e{1 + i % 2}"),  # every two share e0: one group
         agent_id=agent,
         visibility=visibility,  # type: ignore[arg-type]
         body=MemoryBody(content=text, source=source),
@@ -71,8 +80,13 @@ def row(
     return replace(m, **changes)  # type: ignore[arg-type]
 
 
+CHATTY = "Melanie: Wow, that's lovely! How was it?"
+"""A turn that states nothing: the one a summary of the chat drops."""
+
+
 def chat(**kw: object) -> list[Memory]:
-    return [row(i, t, **kw) for i, t in enumerate(TURNS)]  # type: ignore[arg-type]
+    turns = [row(i, t, **kw) for i, t in enumerate(TURNS)]  # type: ignore[arg-type]
+    return [*turns, row(len(TURNS), CHATTY, entity_ids=(), **kw)]  # type: ignore[arg-type]
 
 
 # -- the rule -------------------------------------------------------------------------------
@@ -163,7 +177,7 @@ def test_a_summary_carries_entities_importance_and_the_sources() -> None:
     assert isinstance(folded, MemoriesConsolidated)
     assert stored.memory_type == "episodic" and stored.body is not None
     assert stored.body.source == "chat-1"
-    assert stored.entity_ids == ("e0", "e1")
+    assert stored.entity_ids == ("e0", "e1", "e2")
     assert stored.visibility == "shared" and stored.agent_id == "alice"
     assert stored.t_valid == datetime(2023, 5, 1, tzinfo=UTC)
     assert marked.importance == 0.9
@@ -175,6 +189,7 @@ def test_a_summary_carries_entities_importance_and_the_sources() -> None:
         assert sentence in TURNS[int(piece.memory_id[1:])]
     (result,) = d.result.summaries
     assert result.chars == len(text) < result.source_chars
+    assert CHATTY not in text and all(t in text for t in TURNS)
 
 
 def test_one_private_source_makes_the_summary_private() -> None:
@@ -196,8 +211,8 @@ def test_pinned_and_young_memories_are_never_folded() -> None:
     )
     folded = d.events[-1]
     assert isinstance(folded, MemoriesConsolidated)
-    assert folded.memory_ids == ("m2", "m3", "m4")
-    assert {f.memory_id for f in folded.folds} <= {"m2", "m3", "m4"}
+    assert folded.memory_ids == ("m2", "m3", "m4", "m5")
+    assert {f.memory_id for f in folded.folds} <= {"m2", "m3", "m4", "m5"}
     # fewer than two left: nothing at all
     lone = decide_consolidate(
         "source:chat-1", members[:3], created_before=CUTOFF, now=NOW, summary_id="s1",
@@ -294,10 +309,115 @@ def test_forgetting_a_summary_gives_its_sources_back() -> None:
 
 
 def test_the_turn_unit_keeps_whole_episodes() -> None:
-    sources = [Source(f"m{i}", f"  {t} ") for i, t in enumerate(TURNS)]
+    chatty = [*TURNS, "Melanie: Wow, that's lovely! How was it?", "Caroline: Thanks, Mel!"]
+    sources = [Source(f"m{i}", f"  {t} ") for i, t in enumerate(chatty)]
     summary = summarize(sources, keep_ratio=0.5, unit="turn")
     kept = summary.sentences()
-    assert kept and all(text == TURNS[int(m[1:])] for m, text in kept)
-    assert len(kept) < len(TURNS)
+    assert kept and all(text == chatty[int(m[1:])] for m, text in kept)
+    assert [text for _, text in kept] == TURNS  # every turn stating something, nothing else
     with pytest.raises(ValueError, match="unit"):
         summarize(sources, unit="paragraph")  # type: ignore[arg-type]
+
+
+# -- what a turn states ---------------------------------------------------------------------
+
+SPEAKERS = frozenset({"Caroline", "Melanie", "user", "assistant"})
+
+
+@pytest.mark.parametrize(
+    ("text", "kinds"),
+    [
+        ("user: We run our prod cluster 'orca' on Kubernetes 1.27",
+         {"number", "identifier", "name", "first person"}),
+        ("user: The lag came from a nightly VACUUM FULL", {"name"}),
+        ("user: the config lives in settings_local.py", {"identifier"}),
+        ("user: ask about INC-90312 before Friday", {"number", "name"}),
+        ("user: the retro moved to next week", {"date"}),
+        ("user: we decided to go with postgres", {"first person"}),
+        ("user: I prefer tabs over spaces.", {"first person"}),
+        ("Caroline: I went to an LGBTQ support group yesterday.",
+         {"name", "date", "first person"}),
+        # what states nothing: greetings (a speaker's name is no fact), thanks, questions,
+        # reactions
+        ("Caroline: Hey Mel! Good to see you! How have you been?", set()),
+        ("Melanie: Thanks, Caroline! That's really sweet.", set()),
+        ("assistant: Great question! Happy to help.", set()),
+        ("user: thanks, that fixed it", set()),
+        ("Melanie: Wow, love that! Did you paint it yourself?", set()),
+        ("user: It's the kids' toys, isn't it", set()),
+    ],
+)  # fmt: skip
+def test_what_a_turn_states_is_read_from_its_structure(text: str, kinds: set[str]) -> None:
+    assert set(statements(text, SPEAKERS).kinds) == kinds
+
+
+def test_a_turn_stating_something_is_kept_past_the_budget() -> None:
+    facts = [
+        "user: We run our prod cluster 'orca' on Kubernetes 1.27 since the upgrade in March.",
+        "assistant: Okay, noted. Anything else about the cluster I should keep in mind?",
+        "user: The lag came from a nightly VACUUM FULL on the orders table.",
+        "assistant: Thanks for sharing, that explains it!",
+        "user: We decided to move the job to Sunday nights.",
+    ]
+    sources = [Source(f"m{i}", t) for i, t in enumerate(facts)]
+    for unit in ("turn", "sentence"):
+        summary = summarize(sources, keep_ratio=0.1, unit=unit)  # type: ignore[arg-type]
+        for i in (0, 2, 4):
+            assert facts[i].split(": ", 1)[1] in summary.text, (unit, i)
+        assert "Thanks for sharing" not in summary.text
+        assert "Anything else" not in summary.text
+
+
+def test_a_memory_stored_about_an_entity_states_something() -> None:
+    observations = [Source(f"m{i}", f"alice: {t}", ("e-alice",)) for i, t in
+                    enumerate(["likes tea", "works nights", "Thanks!"])]  # fmt: skip
+    summary = summarize(observations, keep_ratio=0.1, unit="turn")
+    assert [m for m, _ in summary.sentences()] == ["m0", "m1", "m2"]
+    plain = [Source(s.memory_id, s.text) for s in observations]
+    assert statements(plain[0].text).kinds == ()  # the words alone say nothing checkable
+
+
+def test_a_group_where_every_turn_states_something_is_left_alone() -> None:
+    d = decide_consolidate(
+        "source:chat-1", chat()[:5], created_before=CUTOFF, now=NOW, summary_id="s1",
+        keep_ratio=0.5,
+    )  # fmt: skip
+    assert d.events == () and d.result.summaries == ()
+
+
+def test_a_restatement_may_go_and_what_adds_nothing_stays_out() -> None:
+    turns = [
+        "user: The backup runs at 02:00 on db-7.",
+        "assistant: The backup runs at 02:00 on db-7.",  # the same words: kept once
+        "assistant: So the backup on db-7 runs at 02:00.",  # a restatement
+        "assistant: Right, the backup.",  # no fact, and repeats as much as it adds
+    ]
+    summary = summarize([Source(f"m{i}", t) for i, t in enumerate(turns)], unit="turn")
+    assert [m for m, _ in summary.sentences()] == ["m0"]
+    assert restates(turns[2], content_words(turns[0]), statements(turns[0]).tokens)
+    assert not restates(turns[0], set(), set())
+
+
+def _at(i: int, minutes: float, entities: tuple[str, ...] = ()) -> Memory:
+    m = row(i, TURNS[i % len(TURNS)])
+    start = datetime(2023, 5, 1, tzinfo=UTC).timestamp()
+    return replace(m, t_valid=start + minutes * 60, entity_ids=entities)
+
+
+def test_a_group_never_spans_a_long_pause_nor_disjoint_entities() -> None:
+    gap = SESSION_GAP_SECONDS / 60
+    sessions = [_at(0, 0), _at(1, 5), _at(2, 5 + gap + 1), _at(3, 10 + gap)]
+    groups = consolidation_groups(sessions, created_before=CUTOFF)
+    assert [[m.memory_id for m in ms] for _, ms in groups] == [["m0", "m1"], ["m2", "m3"]]
+    # observations of three entities from one memory-server file, and two that name two
+    observations = [
+        *(_at(i, 0, (e,)) for i, e in enumerate(("alice", "bob", "alice"))),
+        _at(3, 0, ("bob", "carol")), _at(4, 0, ("carol",)), _at(5, 0, ("bob",)),
+    ]  # fmt: skip
+    groups = consolidation_groups(observations, created_before=CUTOFF)
+    assert [[m.memory_id for m in ms] for _, ms in groups] == [["m0", "m2"], ["m1", "m3", "m5"]]
+    for _, members in groups:
+        assert all(set(a.entity_ids) & set(b.entity_ids) for a in members for b in members)
+    plain_and_named = [_at(0, 0), _at(1, 1, ("orca",)), _at(2, 2), _at(3, 3, ("orca",))]
+    groups = consolidation_groups(plain_and_named, created_before=CUTOFF)
+    assert [[m.memory_id for m in ms] for _, ms in groups] == [["m0", "m2"], ["m1", "m3"]]
