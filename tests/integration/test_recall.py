@@ -585,3 +585,16 @@ def test_the_explain_document_is_rendered_only_when_asked(
     assert rendered == [r["id"] for r in explained] == [r["id"] for r in plain]
     assert [r["score"] for r in explained] == [r["score"] for r in plain]
     assert explained[0]["explain"]["legs"] == "hybrid"
+
+
+def test_the_keyword_leg_asks_for_other_spellings_of_the_questions_words(world: World) -> None:
+    short = world.writer.store(note("cart-svc p99 latency went up to 900 ms after the upgrade"))
+    world.writer.store(note("The checkout service latency is 240 ms on a normal day"))
+    world.writer.store(note("The cart page shows a banner when the shop is closed"))
+    long = world.writer.store(note("The payment service retries a declined card twice"))
+    world.writer.store(note("payment-api answers 402 for a declined card"))
+    assert world.ids("cart service latency", legs="bm25")[0] == short.id
+    assert world.ids("payment svc retries", legs="bm25")[0] == long.id
+    # Off (0): the question's own tokens alone, and the other service's note wins.
+    world.reader.settings = replace(world.reader.settings, spelling_weight=0.0)
+    assert world.ids("cart service latency", legs="bm25")[0] != short.id
