@@ -101,3 +101,40 @@ def test_the_keyword_leg_finds_a_service_as_its_notes_spell_it(tmp_path: Path) -
             assert first.startswith("The payment service"), first
 
     anyio.run(main)
+
+
+SHARED_WORDS = (
+    ("The notification-proxy SLO: 99% of pushes are delivered within 2 seconds.", "slo"),
+    ("checkout-engine calls notification-proxy after every paid order; response time "
+     "objective of checkout-engine itself is 800 ms.", None),
+    ("Nightly backups of support-gateway go to the cold bucket at 01:00.", None),
+    ("metrics-gateway snapshots its TSDB every night to s3://ops-backups/metrics.", "backup"),
+    ("The notification proxy runs three replicas behind the internal load balancer.", None),
+    ("support-gateway forwards tickets to the helpdesk queue.", None),
+)  # fmt: skip
+ASKED = {
+    "slo": ("what is the response-time objective of the notification proxy?",
+            "how fast must the notification proxy deliver a push?"),
+    "backup": ("how are the metrics gateway's backups done?",
+               "where does the metrics gateway back up its data?"),
+}  # fmt: skip
+
+
+def test_a_note_about_the_thing_asked_beats_one_that_shares_its_words(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            ids: dict[str, str] = {}
+            for text, topic in SHARED_WORDS:
+                done = await call(client, "store", {"content": text})
+                if topic:
+                    ids[topic] = str(done["id"])
+            for topic, questions in ASKED.items():
+                for question in questions:
+                    doc = await call(client, "recall", {"query": question})
+                    # Among the first two: a note sharing the words "response time objective"
+                    # still comes first for the first question (a known gap, issue 44).
+                    top = [r["id"] for r in doc["results"][:2]]
+                    assert ids[topic] in top, (question, doc["results"][:2])
+                    assert doc["nothing_relevant"] is False, question
+
+    anyio.run(main)
