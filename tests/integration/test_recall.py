@@ -75,13 +75,14 @@ def test_identifier_and_paraphrase_both_come_back(world: World) -> None:
     meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
     for i in range(8):
         world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
-    # The identifier only BM25 can match; the paraphrase only the dense vector can.
-    ids = world.ids("INC-90312 and the storage on the test db filling up", limit=3)
+    # The identifier only BM25 can match; the paraphrase only the dense vector can (no
+    # word of it, nor a spelling of one: "db" would be "database" to the keyword leg).
+    ids = world.ids("INC-90312 and the storage on the test box filling up", limit=3)
     assert exact.id in ids and meaning.id in ids
     result = world.reader.recall(
         RecallRequest(
             min_relevance=0.0,
-            query="INC-90312 storage filling up on test db",
+            query="INC-90312 storage filling up on test box",
             limit=5,
             explain=True,
         )
@@ -216,7 +217,7 @@ def test_a_storage_budget_evicts_stale_episodes_never_facts(world: World) -> Non
 def test_each_leg_alone_finds_what_only_it_can(world: World) -> None:
     exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
     meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
-    query = "INC-90312 storage filling up on the test db"
+    query = "INC-90312 storage filling up on the test box"
     # Stored back to back, the two notes are one derived episode: context off, legs alone.
     world.reader.settings = replace(
         world.reader.settings, context_share=0.0, note_context_share=0.0
@@ -382,7 +383,7 @@ def test_a_long_text_is_one_memory_embedded_in_parts(world: World) -> None:
 def test_strategies_reweigh_without_switching_a_leg_off(world: World) -> None:
     exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
     meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
-    query = "INC-90312 storage filling up on the test db"
+    query = "INC-90312 storage filling up on the test box"
     for strategy in ("balanced", "semantic", "lexical", "recent", "relational"):
         result = world.reader.recall(RecallRequest(query=query, strategy=strategy, explain=True))
         assert {r["id"] for r in result.results} == {exact.id, meaning.id}, strategy
