@@ -35,7 +35,7 @@ from ferrex.home_safety import (
     read_only_error,
     secure_home,
 )
-from ferrex.server.owner import Endpoint, try_lock
+from ferrex.ownership import Endpoint, try_lock
 from journal import (
     Journal,
     JournalBackend,
@@ -63,25 +63,12 @@ if TYPE_CHECKING:
     from projections.sqlite import ReadModel, Rules
     from projections.vector_sink import Encoders
 
-DEFAULT_HOME = Path("~/.ferrex")
 REPLAY_NEEDED = "replay-needed"
 """A file in the home, made before a journal repair removes records and removed once the
 projections are rebuilt from the repaired journal: while it is there, opening the
 projections rebuilds them instead of serving what they still hold of the removed records
 (a repair whose rebuild was interrupted heals at the next start)."""
 log = logging.getLogger("ferrex")
-
-
-def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
-    """The data directory: ``--home``, else ``FERREX_HOME``, else ``~/.ferrex``."""
-    raw = home if home is not None else os.environ.get("FERREX_HOME") or DEFAULT_HOME
-    path = Path(raw).expanduser()
-    if path.exists() and not path.is_dir():
-        raise UsageError(
-            f"data directory {path} exists and is not a directory",
-            hint="pass --home DIR or set FERREX_HOME to a directory",
-        )
-    return path.absolute()
 
 
 @contextmanager

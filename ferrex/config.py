@@ -16,17 +16,16 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ferrex.errors import UsageError
 from ferrex.home_safety import DEFAULT_RESERVE_BYTES
-from ferrex.rules.consolidation import UNITS
-from ferrex.rules.freshness import StalenessConfig
 from ferrex.rules.fusion import NOTE_CONTEXT_SHARE
-from ferrex.rules.memory_input import VISIBILITIES
-from ferrex.rules.secrets import SECRETS_MODES
 from journal.files import private_opener
+
+if TYPE_CHECKING:
+    from ferrex.rules.freshness import StalenessConfig
 
 CONFIG_NAME = "ferrex.toml"
 
@@ -199,6 +198,9 @@ KEYS: tuple[Key, ...] = (
         "open HTTP connections in all (also kept below the descriptor limit minus the reserve)"),
     Key("server.max_connections_per_client", int, 100, None,
         "open HTTP connections from one client address"),
+    Key("server.max_streams_per_principal", int, 4, None,
+        "change streams (GET /api/v1/changes) one token may hold open at once; all streams "
+        "together stay below half of server.max_connections"),
     Key("server.descriptor_reserve", int, 128, None,
         "file descriptors HTTP connections never take: kept for the journal, the stores and "
         "the owner's socket"),
@@ -215,7 +217,7 @@ RESTART_KEYS: frozenset[str] = frozenset(
      "predicates.synonyms", "predicates.namespaces",
      "server.public_url", "server.trusted_proxies", "server.header_timeout",
      "server.body_timeout", "server.max_connections", "server.max_connections_per_client",
-     "server.descriptor_reserve"}
+     "server.max_streams_per_principal", "server.descriptor_reserve"}
 )  # fmt: skip
 """Keys a running server cannot take on the fly: they choose the models, the stores, the
 journal layout or the rules the projections were built with. The rest apply at once."""
@@ -299,6 +301,19 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _vocabulary(name: str) -> tuple[str, ...]:
+    """The values a key of a fixed vocabulary may take, from the rule that defines them."""
+    if name == "consolidation.unit":
+        from ferrex.rules.consolidation import UNITS
+
+        return UNITS
+    if name == "store.default_visibility":
+        return ("private", "shared")  # rules/memory_input.VISIBILITIES (a unit test holds it)
+    from ferrex.rules.secrets import SECRETS_MODES
+
+    return SECRETS_MODES
+
+
 def _check(name: str, value: Any, where: str) -> Any:
     key = _BY_NAME.get(name)
     if key is None:
@@ -319,9 +334,12 @@ def _check(name: str, value: Any, where: str) -> Any:
         _check_token_entries(value, where)
     if name.startswith("server."):
         _check_server_value(name, value, where)
-    if name == "consolidation.unit" and value not in UNITS:
+    # The rules' vocabularies are loaded by the key they check: a process that reads a few
+    # keys (the prompt hook's lean path) loads only what those need.
+    if name == "consolidation.unit" and value not in _vocabulary(name):
         raise UsageError(
-            f"configuration key {name!r} in {where} is {value!r}, not one of {', '.join(UNITS)}",
+            f"configuration key {name!r} in {where} is {value!r}, not one of "
+            f"{', '.join(_vocabulary(name))}",
             hint=key.help,
         )
     if (
@@ -340,16 +358,16 @@ def _check(name: str, value: Any, where: str) -> Any:
             f"{EMBED_CONTEXT_MAX} characters",
             hint=key.help,
         )
-    if name == "store.default_visibility" and value not in VISIBILITIES:
+    if name == "store.default_visibility" and value not in _vocabulary(name):
         raise UsageError(
             f"configuration key {name!r} in {where} is {value!r}, not one of "
-            f"{', '.join(VISIBILITIES)}",
+            f"{', '.join(_vocabulary(name))}",
             hint=key.help,
         )
-    if name == "store.secrets" and value not in SECRETS_MODES:
+    if name == "store.secrets" and value not in _vocabulary(name):
         raise UsageError(
             f"configuration key 'store.secrets' in {where} is {value!r}, not one of "
-            f"{', '.join(SECRETS_MODES)}",
+            f"{', '.join(_vocabulary(name))}",
             hint=key.help,
         )
     if name.startswith("models."):
@@ -424,9 +442,11 @@ def _check_server_value(name: str, value: Any, where: str) -> None:
             except ValueError:
                 raise UsageError(f"{at} must list IP addresses, got {item!r}",
                                  hint=_BY_NAME[name].help) from None  # fmt: skip
-    elif name in ("server.header_timeout", "server.body_timeout") or name.startswith(
-        "server.max_connections"
-    ):
+    elif name in (
+        "server.header_timeout",
+        "server.body_timeout",
+        "server.max_streams_per_principal",
+    ) or name.startswith("server.max_connections"):
         if value <= 0:
             raise UsageError(f"{at} must be above 0, got {value!r}", hint=_BY_NAME[name].help)
     elif name == "server.descriptor_reserve" and value < 16:
@@ -520,4 +540,6 @@ def staleness_config(config: Config) -> StalenessConfig:
     """The one staleness configuration (recall, reflect, stats, eviction) of ``config``.
 
     Errors name the key (``staleness.namespaces.ops: episodic: ...``)."""
+    from ferrex.rules.freshness import StalenessConfig
+
     return StalenessConfig.from_tables(config["staleness.defaults"], config["staleness.namespaces"])

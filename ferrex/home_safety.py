@@ -35,8 +35,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferrex.errors import FerrexError, ReadOnlyHome, StorageFull
+from ferrex.errors import FerrexError, ReadOnlyHome, StorageFull, UsageError
 from journal.files import DIR_MODE, FILE_MODE
+
+DEFAULT_HOME = Path("~/.ferrex")
+
+
+def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:
+    """The data directory: ``--home``, else ``FERREX_HOME``, else ``~/.ferrex``."""
+    raw = home if home is not None else os.environ.get("FERREX_HOME") or DEFAULT_HOME
+    path = Path(raw).expanduser()
+    if path.exists() and not path.is_dir():
+        raise UsageError(
+            f"data directory {path} exists and is not a directory",
+            hint="pass --home DIR or set FERREX_HOME to a directory",
+        )
+    return path.absolute()
+
 
 MIB = 1024 * 1024
 QDRANT_FILE_BYTES = 32 * MIB

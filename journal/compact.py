@@ -32,9 +32,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -56,8 +57,19 @@ from journal.record import (
 )
 from journal.segment import HEADER_SIZE, SEALING_SUFFIX, fsync_dir, list_segments, scan_frames
 
-if TYPE_CHECKING:
-    from journal.log import Journal
+
+class Compactable(Protocol):
+    """What compaction needs of a journal (``journal.log.Journal`` is one): its directory,
+    its writer lock, and sealing the active segment. Compaction is written against this, so
+    ``journal.log`` can call it without the two modules importing each other."""
+
+    @property
+    def directory(self) -> Path: ...
+
+    def exclusive(self) -> AbstractContextManager[Any]: ...
+
+    def seal(self) -> Path | None: ...
+
 
 TEMP_SUFFIX = ".compacting"
 """A rewritten copy not yet renamed into place; left behind only by a crash, never read."""
@@ -219,7 +231,7 @@ def _segment_records(
 
 
 def compact(
-    journal: Journal,
+    journal: Compactable,
     *,
     before_rewrite: Callable[[Plan], None] | None = None,
     step: Step | None = None,
@@ -235,7 +247,7 @@ def compact(
         return _apply(journal, found, step)
 
 
-def _apply(journal: Journal, found: Plan, step: Step | None) -> Report:
+def _apply(journal: Compactable, found: Plan, step: Step | None) -> Report:
     """Carry out a plan made under the same hold of the writer lock."""
     report = Report(found)
     forgotten = set(found.forgotten)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import msgspec
 
-from journal import compact as compaction
+from journal.compact import compact as compact_segments
 from journal.errors import (
     EncodeError,
     JournalDamaged,
@@ -316,7 +316,7 @@ class Journal:
     def compact(self) -> int:
         """Redact forgotten bodies (:func:`journal.compact.compact`, which says how: sealed
         segments rewritten by copy and rename); how many records changed."""
-        return compaction.compact(self).redacted
+        return compact_segments(self).redacted
 
     def _note_versions(
         self, path: Path, base: int, data: bytes, frames: Sequence[FrameInfo]

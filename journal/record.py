@@ -54,6 +54,7 @@ from journal.events import (
     MemoryStored,
     UtcTime,
 )
+from journal.version import FORMAT_VERSION as FORMAT_VERSION  # record.FORMAT_VERSION too
 
 log = logging.getLogger("journal")
 
@@ -68,10 +69,6 @@ MAX_PART = 64 * 1024 * 1024
 
 _POSITION = struct.Struct("<Q")
 
-FORMAT_VERSION = 2
-"""The record format this code writes, and the newest it understands. 1: the payload without
-a version; 2: the version as the payload's fourth element. (The segment file header has its
-own version, ``journal.segment.FORMAT_VERSION``, unchanged at 1.)"""
 
 _V1_ARRAY = 0x93  # msgpack fixarray of 3: a format 1 payload
 _FIXARRAY = range(0x94, 0xA0)  # fixarrays of 4 to 15: a payload that carries its version

@@ -44,7 +44,7 @@ from projections.rows import MemoryCount as MemoryCount
 from projections.rows import PossibleConflict as PossibleConflict
 from projections.rows import Spelling as Spelling
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -105,6 +105,11 @@ CREATE INDEX IF NOT EXISTS memories_superseded_by ON memories (superseded_by)
     WHERE superseded_by IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_import_keys ON memories (namespace, import_key)
     WHERE import_key IS NOT NULL;
+CREATE TABLE IF NOT EXISTS forgotten (
+    memory_id TEXT PRIMARY KEY,
+    agent_id TEXT,
+    visibility TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS entities (
     entity_id TEXT PRIMARY KEY,
     namespace TEXT NOT NULL,
@@ -185,6 +190,21 @@ def _counted(row: str, step: int) -> str:
         f"AND owned = ({row}.agent_id IS NOT NULL) AND visibility = {row}.visibility "
         f"AND active = ({row}.t_invalid IS NULL) AND expiring = ({row}.expires_at IS NOT NULL); "
         "DELETE FROM memory_counts WHERE n <= 0;"
+    )
+
+
+def context_path(key: str) -> str:
+    """The JSON path of a top-level context key (a key holding ``"`` or ``\\`` is refused
+    before it gets here: ``ferrex.server.dashboard.reads``)."""
+    return f'$."{key}"'
+
+
+def _context_holds() -> str:
+    """SQL true of a row whose context, at a path (the first parameter), is the text of the
+    second, or a list holding it."""
+    return (
+        "EXISTS (SELECT 1 FROM json_each(memories.context, ?) AS c "
+        "WHERE c.type = 'text' AND c.value = ?)"
     )
 
 
@@ -368,6 +388,7 @@ TABLES = (
     "folds",
     "memory_counts",
     "unvalidated_counts",
+    "forgotten",
 )
 
 
@@ -867,6 +888,12 @@ class ReadModel:
     def _forget(self, memory_ids: Sequence[str]) -> None:
         db = self.db
         for memory_id in memory_ids:
+            # Who could see it, kept (no text) so a change stream tells only them it went.
+            db.execute(
+                "INSERT OR REPLACE INTO forgotten (memory_id, agent_id, visibility) "
+                "SELECT memory_id, agent_id, visibility FROM memories WHERE memory_id=?",
+                (memory_id,),
+            )
             db.execute("DELETE FROM memories WHERE memory_id=?", (memory_id,))
             db.execute("DELETE FROM memory_entities WHERE memory_id=?", (memory_id,))
             db.execute(
@@ -954,6 +981,51 @@ class ReadModel:
         )  # fmt: skip
         return [self._memory(row, tuple(linked.get(str(row[0]), ()))) for row in rows]
 
+    def forgotten_seen(self, memory_ids: Sequence[str], agent_id: str | None) -> set[str]:
+        """Which of these forgotten memories ``agent_id`` could see before they went (None:
+        the operator, every one), asked in chunks of ids."""
+        found: set[str] = set()
+        for start in range(0, len(memory_ids), 500):
+            chunk = list(memory_ids[start : start + 500])
+            where = f"memory_id IN ({','.join('?' * len(chunk))})"
+            if agent_id is not None:
+                where += f" AND {_seen_by()}"
+                chunk.append(agent_id)
+            sql = f"SELECT memory_id FROM forgotten WHERE {where}"
+            found.update(str(row[0]) for row in self.db.execute(sql, chunk))
+        return found
+
+    def context_values(
+        self,
+        key: str,
+        *,
+        agent_id: str | None,
+        now: float,
+        namespace: str | None = None,
+        state: str = "current",
+        limit: int = 100,
+    ) -> list[tuple[str, int]]:
+        """The text values of context key ``key`` (a value, or the texts of a list) over the
+        memories ``agent_id`` sees (None: the operator), unexpired at ``now``, with how many
+        memories hold each: most first, then by value."""
+        where = ["(m.expires_at IS NULL OR m.expires_at > ?)", "j.type = 'text'"]
+        args: list[Any] = [now]
+        if agent_id is not None:
+            where.append(_seen_by(table="m."))
+            args.append(agent_id)
+        if namespace is not None:
+            where.append("m.namespace=?")
+            args.append(namespace)
+        if state == "current":
+            where.append("m.t_invalid IS NULL")
+        elif state == "superseded":
+            where.append("m.t_invalid IS NOT NULL")
+        sql = (f"SELECT j.value, COUNT(DISTINCT m.memory_id) AS n FROM memories AS m, "
+               f"json_each(m.context, ?) AS j WHERE {' AND '.join(where)} "
+               f"GROUP BY j.value ORDER BY n DESC, j.value LIMIT ?")  # fmt: skip
+        rows = self.db.execute(sql, [context_path(key), *args, limit])
+        return [(str(value), int(n)) for value, n in rows]
+
     def memory_page(
         self,
         *,
@@ -970,12 +1042,14 @@ class ReadModel:
         sort: str = "-created",
         cursor: tuple[float, str] | None = None,
         limit: int = 50,
+        context: Sequence[tuple[str, str]] = (),
     ) -> list[Memory]:
         """One page of the memories ``agent_id`` sees (None: the operator, every one), unexpired
         at ``now``, filtered, in ``sort`` order (``created`` or ``valid_from``, ``-`` first for
         newest first; ties by id), starting after ``cursor`` (the sort value and id of the
         last memory of the page before). ``state``: ``current`` (not superseded), ``superseded``
-        or ``all``; ``after``/``before``: the event time's window (``t_valid``)."""
+        or ``all``; ``after``/``before``: the event time's window (``t_valid``); ``context``:
+        (key, value) pairs the memory's context holds, each (:func:`_context_holds`)."""
         column = {"created": "created_at", "valid_from": "t_valid"}[sort.lstrip("-")]
         newest_first = sort.startswith("-")
         where = ["(expires_at IS NULL OR expires_at > ?)"]
@@ -1004,6 +1078,9 @@ class ReadModel:
             where.append("t_invalid IS NULL")
         elif state == "superseded":
             where.append("t_invalid IS NOT NULL")
+        for key, value in context:
+            where.append(_context_holds())
+            args.extend([context_path(key), value])
         if cursor is not None:
             beyond = "<" if newest_first else ">"
             where.append(f"({column} {beyond} ? OR ({column} = ? AND memory_id {beyond} ?))")
@@ -2009,8 +2086,10 @@ _KEYED: Final = (
     ("memory_entities", "memory_id"),
     ("entities", "entity_id"),
     ("aliases", "entity_id"),
+    ("forgotten", "memory_id"),
 )
-_KEY_COLUMN: Final = {"memories": 0, "memory_entities": 0, "entities": 0, "aliases": 3}
+_KEY_COLUMN: Final = {"memories": 0, "memory_entities": 0, "entities": 0, "aliases": 3,
+                      "forgotten": 0}  # fmt: skip
 
 
 def _spelling(row: tuple[Any, ...], kept: Mapping[str, Sequence[str]]) -> Spelling:

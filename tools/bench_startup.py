@@ -160,7 +160,7 @@ def _medians(rows: list[dict[str, Any]]) -> Callable[[str], float]:
 
 
 def _lock_held(home: Path) -> bool:
-    from ferrex.server.owner import is_held
+    from ferrex.ownership import is_held
 
     return is_held(home)
 

@@ -462,6 +462,12 @@ def by_category(judged: Sequence[Judged], model: Model) -> dict[str, dict[str, A
 # --- Fitting ---------------------------------------------------------------------------------
 
 
+def _row_evidence(row: Any) -> Evidence:
+    """The evidence of a row of :func:`_samples` (its five text columns)."""
+    cosine, coverage, named, name, attribute = (float(f) for f in row[:5])
+    return Evidence(cosine, coverage, named, name, attribute)
+
+
 def _samples(judged: Sequence[Judged]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     xs: list[tuple[float, float, float, float, float]] = []
     ys: list[float] = []
@@ -495,7 +501,7 @@ def fit(judged: Sequence[Judged]) -> Model:
     weak = _weak_from(judged, base)
     relevances = sorted(
         (
-            (base.relevance(Evidence(*(float(f) for f in row))), bool(label))
+            (base.relevance(_row_evidence(row)), bool(label))
             for row, label in zip(x, y, strict=True)
         ),
         reverse=True,

@@ -7,7 +7,7 @@ stores private memories drawn from the same vocabulary. Bob then runs the same r
 both and the tool reports, over his queries: how often the set of results differs (it must
 never: that would be a leak of which memories exist), how often the order differs, how often
 the top result differs, and the relative change of his scores (median and max). The sparse
-leg's IDF is collection-wide, so the scores move; the README's Security section reports the
+leg's IDF is collection-wide, so the scores move; docs/security.md reports the
 numbers this prints.
 """
 

@@ -16,11 +16,11 @@ import sys
 
 import click
 
-from ferrex.app import App, resolve_home
+from ferrex.app import App
 from ferrex.config import Config
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
-from ferrex.home_safety import from_os_error
+from ferrex.home_safety import from_os_error, resolve_home
 
 #: Every subcommand: its name, and the module of ``ferrex.cli`` and the attribute it is in.
 #: A subcommand's module is imported when it is asked for (to run it, or for ``--help``):

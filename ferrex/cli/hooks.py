@@ -34,30 +34,27 @@ from ferrex.app import App
 from ferrex.errors import FerrexError, UsageError
 from ferrex.hooks import claude_code
 from ferrex.hooks.claude_code import HookInput
-from ferrex.projects import project_namespace, project_root
-from journal.files import make_private_dir, private_opener, replace_durably
+from ferrex.hooks.lean import (
+    hook_namespace,
+    log_run,
+    paused_file,
+    paused_projects,
+    prompt_request,
+)
+from ferrex.projects import project_root
+from journal.files import make_private_dir, replace_durably
 
 CLIENTS = click.Choice(["claude-code"])
 DEADLINES: Final = {"session-start": 12.0, "prompt": 8.0, "capture": 55.0}
 """Seconds a hook may work before it gives up and exits 0 (below the timeout install gives
 the client for it, ``claude_code.HOOKS``)."""
-PROMPT_RESULTS: Final = 3
-PROMPT_QUERY_CHARS: Final = 2000
 
 
 # -- where things are ------------------------------------------------------------------------
 
 
-def _paused_file(app: App) -> Path:
-    return app.home / "hooks" / "paused.json"
-
-
 def _paused(app: App) -> list[str]:
-    try:
-        listed = json.loads(_paused_file(app).read_text())
-    except FileNotFoundError:
-        return []
-    return [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
+    return paused_projects(app.home)
 
 
 def _settings_path(project: str | None, user: bool) -> Path:
@@ -216,8 +213,8 @@ def status(app: App, project: str | None, as_json: bool) -> None:
 def _set_paused(app: App, project: str | None, paused: bool) -> None:
     root = str(project_root(Path(project or ".")))
     listed = [p for p in _paused(app) if p != root] + ([root] if paused else [])
-    make_private_dir(_paused_file(app).parent)
-    replace_durably(_paused_file(app), (json.dumps(sorted(listed), indent=2) + "\n").encode())
+    make_private_dir(paused_file(app.home).parent)
+    replace_durably(paused_file(app.home), (json.dumps(sorted(listed), indent=2) + "\n").encode())
     click.echo(f"ferrex hooks {'paused' if paused else 'resumed'} for {root}")
 
 
@@ -277,10 +274,7 @@ class _Hooked:
         self.app = app
         self.given = given
         config = app.config
-        self.namespace: str = config["store.default_namespace"]
-        if config["store.project_namespace"] and namespace_flag is None and given.cwd:
-            # the project the client runs in, as its MCP server derives it (ferrex.projects)
-            self.namespace = project_namespace(Path(given.cwd)) or self.namespace
+        self.namespace = hook_namespace(config, namespace_flag, given.cwd)
         self.caller = Caller(agent_id=config["store.agent_id"], namespace=self.namespace,
                              visibility=config["store.default_visibility"])  # fmt: skip
         self.hub = Hub(app.home, lambda: app, self.caller, flush_every=None, sweep_every=None)
@@ -312,15 +306,14 @@ def _brief(run: _Hooked) -> str:
 
 
 def _prompt(run: _Hooked) -> str:
-    from ferrex.hooks.context import PROMPT_TOKENS, prompt_context
-    from ferrex.porting.transcripts import conversation_text
+    """What the lean path does (:mod:`ferrex.hooks.lean`), through the hub: this runs when
+    no server answered it, and with the hook's ``FERREX_HOOK_LEAN=0``."""
+    from ferrex.hooks.context import prompt_context
 
-    query = conversation_text(run.given.prompt or "")[:PROMPT_QUERY_CHARS].strip()
-    if not query:
+    request = prompt_request(run.given.prompt)
+    if request is None:
         return ""
-    found = run.call("recall", {"query": query, "limit": PROMPT_RESULTS,
-                                "max_tokens": PROMPT_TOKENS})  # fmt: skip
-    return prompt_context(found, _token_count())
+    return prompt_context(run.call("recall", request), count=None)
 
 
 def _capture(run: _Hooked) -> str:
@@ -403,20 +396,4 @@ def _run(app: App, name: str, work: Callable[[_Hooked], str]) -> None:
 
 
 def _log(app: App, name: str, outcome: dict[str, Any], seconds: float, note: str | None) -> None:
-    if "error" in outcome:
-        result = "failed: " + str(outcome["error"])
-    elif outcome.get("paused"):
-        result = "paused"
-    else:
-        result = "context" if outcome.get("context") else "nothing"
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    line = f"{stamp} {name} {result} {seconds * 1000:.0f}ms" + (f" {note}" if note else "")
-    try:
-        if not app.home.is_dir():
-            raise FileNotFoundError(app.home)
-        logs = app.home / "logs"
-        make_private_dir(logs)
-        with open(logs / "hooks.log", "a", opener=private_opener) as f:
-            f.write(line.replace("\n", " ") + "\n")
-    except OSError:
-        sys.stderr.write(f"ferrex hook: {line}\n")
+    log_run(app.home, name, outcome, seconds, note)

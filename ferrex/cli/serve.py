@@ -171,9 +171,13 @@ def _serve_http(
         transport_security=transport_security(_is_loopback(host), config["server.public_url"]),
     )  # fmt: skip
     # the dashboard at / beside /mcp, behind the same tokens
+    limits = Limits.from_config(config)
+    # Change streams: per token, and in all half of the connections (each is one of them).
+    streams = (config["server.max_streams_per_principal"], limits.max_connections // 2)
     mount(app, server.hub, tokens, loopback=_is_loopback(host),
           public_url=config["server.public_url"],
-          trusted_proxies=config["server.trusted_proxies"], tools=tool_inputs(server))  # fmt: skip
+          trusted_proxies=config["server.trusted_proxies"], tools=tool_inputs(server),
+          streams=streams)  # fmt: skip
     from ferrex.server.mcp_http_ids import RefusingBadIds
 
     served = uvicorn.Config(
@@ -188,7 +192,7 @@ def _serve_http(
         timeout_graceful_shutdown=_GRACE_SECONDS,
         # Deadlines for heads and bodies, caps on connections, a descriptor reserve
         # (ferrex.server.http_limits); at most one accept batch beyond the caps at once.
-        http=guarded_protocol(Limits.from_config(config)),
+        http=guarded_protocol(limits),
         backlog=ACCEPT_BATCH,
     )
     filter_repeats()  # after uvicorn configured its loggers

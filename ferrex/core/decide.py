@@ -114,7 +114,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from dataclasses import replace as replaced
 from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 
 from ferrex.errors import Refused, UsageError
 from ferrex.ids import plausible_id
@@ -144,14 +144,24 @@ from ferrex.rules.predicates import (
 )
 from ferrex.rules.slots import (
     SlotMatch,
+    content_words,
     fact_phrase,
+    kinds_clash,
     one_kind,
     plural_relation,
     same_head,
     slot_candidate,
     slot_match,
+    value_predicate,
 )
-from ferrex.rules.subjects import Possible, find_entity, objects_agree, resolve_subject
+from ferrex.rules.subjects import (
+    Possible,
+    find_entity,
+    objects_agree,
+    resolve_subject,
+    same_slot_words,
+    spelled_out,
+)
 from ferrex.rules.visibility import (
     Mention,
     after_forget,
@@ -512,6 +522,7 @@ class _Subject:
     entity: ResolvedEntity | None
     keys: tuple[str, ...]
     possible: tuple[Possible, ...] = ()
+    related: tuple[str, ...] = ()
 
 
 def _subject_keys(view: View, who: _Who, name: str, entity_id: str | None) -> tuple[str, ...]:
@@ -849,7 +860,7 @@ def _plan_fact(
     # contradiction): what it keeps to itself changes nothing others see.
     superseded = tuple(m.memory_id for m in replaced if who.may_change(m))
     possible = _possible_conflicts(valid, view, who, subject, predicate, memory_id, now,
-                                   measures)  # fmt: skip
+                                   measures, settings)  # fmt: skip
     assert valid.object is not None
     maybe = [(m, f) for m, f in slots if m not in sure and not agree(valid.object, str(m.object))]
     if maybe and subject.entity is not None:
@@ -1351,8 +1362,11 @@ def _resolve_subject(
     alias: AliasMatch | None = None
     if not any(c.normalized == normalized and c.entity_id == res.entity_id for c in known):
         alias = "abbreviation" if res.kind in ("abbreviation", "normalized") else _alias_match(res)
+    related = tuple(r for r in found.related if res.entity_id is None or
+                    not view.entities_differ(res.entity_id, r))  # fmt: skip
     entity, made = _entity_or_spelling(name, res, alias, who, new_id)
-    return _Subject(entity, _subject_keys(view, who, name, res.entity_id), possible), made
+    keys = _subject_keys(view, who, name, res.entity_id)
+    return _Subject(entity, keys, possible, related), made
 
 
 def _agree(view: View, who: _Who) -> Callable[[str, str], bool]:
@@ -1378,18 +1392,34 @@ def _possible_conflicts(
     memory_id: str,
     now: datetime,
     measures: Measures,
+    settings: StoreSettings,
 ) -> list[FactsPossiblyConflicting]:
     """For each entity the subject is possibly the same as: its active single-valued facts
-    of the same relation, or of one that may fill the same slot (:func:`_slot_matches`),
-    whose object disagrees. Nothing is superseded; both are flagged."""
+    of the same relation, or of one that may fill the same slot (:func:`_slot_matches`, or
+    a word moved between subject and predicate), whose object disagrees; for each entity
+    that only shares a word with it (:attr:`ferrex.rules.subjects.SubjectResolution.
+    related`), those that name the same slot in other words (:func:`ferrex.rules.subjects.
+    same_slot_words`). Nothing is superseded; both are flagged."""
     assert valid.object is not None and valid.subject is not None
     if subject.entity is None:
         return []
     agree = _agree(view, who)
-    out: list[FactsPossiblyConflicting] = []
-    for possible in subject.possible:
-        keys = _subject_keys(view, who, "", possible.entity_id)
-        current = [
+    obj = valid.object
+    abbreviations = settings.abbreviations_for(who.namespace)
+    mine = _slot_words(valid.subject, predicate, abbreviations)
+
+    # The spellings of every entity weighed, in one pass over the namespace's spellings.
+    weighed = {p.entity_id for p in subject.possible} | set(subject.related)
+    spelt: dict[str, set[str]] = {}
+    if weighed:
+        scope = who.scope
+        for s in view.spellings(who.namespace):
+            if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id, s.viewers):
+                spelt.setdefault(s.entity_id, set()).add(s.normalized)
+
+    def current_of(entity_id: str) -> list[Memory]:
+        keys = sorted(spelt.get(entity_id, ()))
+        return [
             m
             for m in _facts_of(view, who, keys)
             if m.t_invalid is None
@@ -1398,15 +1428,26 @@ def _possible_conflicts(
             and not expired(m.expires_at, now.timestamp())
             and m.object is not None
             and m.predicate_normalized
-            and not agree(valid.object, m.object)
+            and not agree(obj, m.object)
         ]
+
+    def moved(m: Memory) -> bool:
+        """A word moved between subject and predicate (:func:`same_slot_words`)."""
+        theirs = _slot_words(str(m.subject), str(m.predicate_normalized), abbreviations)
+        return not kinds_clash(obj, str(m.object)) and same_slot_words(*mine, *theirs)
+
+    out: list[FactsPossiblyConflicting] = []
+    for possible in subject.possible:
+        current = current_of(possible.entity_id)
         same = [m for m in current if m.predicate_normalized == predicate]
         slots = _slot_matches(valid.object, predicate, [m for m in current if m not in same],
                               measures)  # fmt: skip
+        matched = {m.memory_id for m, _ in slots}
+        matched |= {m.memory_id for m in current if m not in same and moved(m)}
         # Two flags: one of the same relation (gone once the subjects are one entity, a
         # contradiction proper then) and one of relations possibly the same (kept).
         for others, reason in (([m.memory_id for m in same], possible.reason),
-                               ([m.memory_id for m, _ in slots], RELATION)):  # fmt: skip
+                               (sorted(matched), RELATION)):  # fmt: skip
             if others:
                 out.append(
                     FactsPossiblyConflicting(
@@ -1419,7 +1460,36 @@ def _possible_conflicts(
                         score=possible.score,
                     )
                 )
+    # Entities that only share a word with the subject: flagged where a fact of theirs
+    # names the same slot in other words (a word moved between subject and predicate).
+    for entity_id in subject.related:
+        others = sorted(m.memory_id for m in current_of(entity_id) if moved(m))
+        if others:
+            out.append(
+                FactsPossiblyConflicting(
+                    memory_id=memory_id, namespace=who.namespace, others=tuple(others),
+                    entity_id=subject.entity.entity_id, other_entity_id=entity_id,
+                    reason=SLOT_WORDS, score=1.0,
+                )
+            )  # fmt: skip
     return out
+
+
+#: The reason of a possible conflict found by :func:`ferrex.rules.subjects.same_slot_words`
+#: between subjects that only share a word.
+SLOT_WORDS: Final = "slot words"
+
+
+def _slot_words(
+    subject: str, predicate: str, abbreviations: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """A fact's subject spelled out and its predicate's content words (none for a
+    predicate that only states a value), as :func:`ferrex.rules.subjects.same_slot_words`
+    compares them."""
+    words = spelled_out(normalize_entity(subject), abbreviations)
+    if value_predicate(predicate):
+        return words, []
+    return words, [w for part in content_words(predicate) for w in spelled_out(part, abbreviations)]
 
 
 def _alias_match(found: Resolution) -> Literal["fuzzy", "embedding"]:

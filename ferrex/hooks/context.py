@@ -4,25 +4,46 @@ tools in, text out).
 Budgets are in tokens, counted by the ``count`` a caller passes (the hooks pass the bundled
 model's tokenizer, the one recall's ``max_tokens`` counts with; a client's model counts
 somewhat differently): :data:`BRIEF_TOKENS` (300) for the session brief,
-:data:`PROMPT_TOKENS` (200) for a prompt's memories, the wrapping included. A memory id is
-about 20 of them. Lines are dropped whole, least important first; a line is cut to
-:data:`LINE_CHARS` characters first.
+:data:`PROMPT_TOKENS` (250) for a prompt's memories, the wrapping included (room for the
+wrapping's 32 and the three results the hook asks for at up to about 70 tokens each: a
+line is cut to :data:`LINE_CHARS` characters; 200 cut a third result on the prompt set's
+tuning half). A memory id is about 20 of them. Lines are dropped whole, least important
+first; a line is cut to :data:`LINE_CHARS` characters first.
 
-Everything injected sits between ``transcripts.OPEN`` and ``transcripts.CLOSE``, so that a
-capture of the session leaves it out (:func:`ferrex.porting.transcripts.without_ours`).
+Everything injected sits between :data:`OPEN` and :data:`CLOSE`, so that a capture of the
+session leaves it out (:func:`without_ours`, which :mod:`ferrex.porting.transcripts` applies).
+This module imports nothing heavy: the prompt hook's lean path (:mod:`ferrex.hooks.lean`)
+loads it without the stores' code.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from ferrex.porting.transcripts import CLOSE, OPEN
 from ferrex.server.answers import recall_line
 
+OPEN: Final = "<ferrex-memory>"
+CLOSE: Final = "</ferrex-memory>"
+_OURS: Final = re.compile(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.S)
+_REMINDERS: Final = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
+
+
+def without_ours(text: str) -> str:
+    """``text`` without the context ferrex's hooks injected (an unclosed block to the end)."""
+    return _OURS.sub("", text).strip()
+
+
+def conversation_text(text: str) -> str:
+    """What of a message's text is the conversation: not ferrex's context, not the
+    ``<system-reminder>`` blocks the client adds to a turn."""
+    return _REMINDERS.sub("", without_ours(text)).strip()
+
+
 BRIEF_TOKENS: Final = 300
-PROMPT_TOKENS: Final = 200
+PROMPT_TOKENS: Final = 250
 CHARS_PER_TOKEN: Final = 4
 
 Count = Callable[[str], int]
@@ -69,15 +90,26 @@ def session_brief(
     return _wrapped(_fit(lines, BRIEF_TOKENS, count))
 
 
-def prompt_context(recall: Mapping[str, Any], count: Count = estimate) -> str:
+PROMPT_HEAD: Final = "ferrex memories relevant to this prompt (confirm the ids that help):"
+WRAP_TOKENS: Final = 32
+"""At least the tokens of :data:`OPEN`, :data:`CLOSE` and :data:`PROMPT_HEAD` with their line
+breaks (32 by the bundled tokenizer; ``tests/unit/test_hook_lean.py`` holds it)."""
+RECALL_TOKENS: Final = PROMPT_TOKENS - WRAP_TOKENS
+"""The ``max_tokens`` the prompt hook asks recall for: the owner cuts its answer with the
+bundled tokenizer to this, its text a head line and one line per result, so the results'
+lines and the wrapping stay within :data:`PROMPT_TOKENS` without the hook loading a
+tokenizer of its own."""
+
+
+def prompt_context(recall: Mapping[str, Any], count: Count | None = estimate) -> str:
     """The memories recall judged relevant to a prompt, one line each with its id; empty
-    when recall found nothing or says nothing is relevant."""
+    when recall found nothing or says nothing is relevant. ``count`` None: the answer was
+    cut to :data:`RECALL_TOKENS` by recall's ``max_tokens`` (lines are only shortened here)."""
     results = [r for r in recall.get("results") or [] if isinstance(r, Mapping)]
     if recall.get("nothing_relevant") or not results:
         return ""
-    lines = ["ferrex memories relevant to this prompt (confirm the ids that help):"]
-    lines += [_cut(recall_line(r)) for r in results]
-    return _wrapped(_fit(lines, PROMPT_TOKENS, count))
+    lines = [PROMPT_HEAD, *(_cut(recall_line(r)) for r in results)]
+    return _wrapped(lines if count is None else _fit(lines, PROMPT_TOKENS, count))
 
 
 def _attention(reflect: Mapping[str, Any]) -> list[str]:

@@ -19,8 +19,9 @@ alike in recall:
   session id, the line's ``uuid``), ``" part I/N"`` for a part: capturing the same
   transcript again, or a longer one later in the session, stores only the new lines;
 - tool calls and tool results (and thinking) are left out, counted by reason;
-- ferrex's own context, which the hooks inject between :data:`OPEN` and :data:`CLOSE`, is
-  cut out of any text it shows up in, so a recalled memory is never stored again as talk;
+- ferrex's own context, which the hooks inject between ``context.OPEN`` and
+  ``context.CLOSE`` (:mod:`ferrex.hooks.context`), is cut out of any text it shows up in,
+  so a recalled memory is never stored again as talk;
   so are the client's ``<system-reminder>`` blocks, and a line that is a slash command or
   its output (``<command-name>``, ``<local-command-stdout>``) is left out.
 """
@@ -33,14 +34,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from ferrex.hooks.context import conversation_text
 from ferrex.porting.chats import import_key, split_text
 from ferrex.rules.memory_input import StoreRequest
 
 FORMAT: Final = "claude-code"
-OPEN: Final = "<ferrex-memory>"
-CLOSE: Final = "</ferrex-memory>"
-_OURS: Final = re.compile(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.S)
-_REMINDERS: Final = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
 _COMMAND: Final = re.compile(r"\s*<(?:command-name|command-message|local-command-stdout)>")
 PART_CHARS: Final = 1000
 """Parts of a long text, as the chat import cuts an assistant message."""
@@ -60,17 +58,6 @@ class Transcript:
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
-
-
-def without_ours(text: str) -> str:
-    """``text`` without the context ferrex's hooks injected (an unclosed block to the end)."""
-    return _OURS.sub("", text).strip()
-
-
-def conversation_text(text: str) -> str:
-    """What of a message's text is the conversation: not ferrex's context, not the
-    ``<system-reminder>`` blocks the client adds to a turn."""
-    return _REMINDERS.sub("", without_ours(text)).strip()
 
 
 def parse(text: str, session: str | None = None) -> Transcript:

@@ -66,7 +66,9 @@ relative and cannot say that nothing matches. An explicit ``min_relevance`` drop
 candidates below it (0 keeps every one: the evaluation tools measure untrimmed); without one
 the answer is trimmed of what the model is confident is no answer (relevance below
 ``HIDDEN_BELOW``), never of its first three results (two when nothing is relevant): a
-``none`` label is a guess, and an answer hidden is one the agent never sees. Either way what
+``none`` label is a guess, and an answer hidden is one the agent never sees. ``explain``
+also shows each result's learned ``answer_chance``
+(:class:`ferrex.rules.relevance.AnswerModel`), which does not trim yet. Either way what
 was left out is counted as ``hidden["irrelevant"]``; when no returned result reaches
 ``weak`` the answer says ``nothing_relevant`` with a ``note``.
 
@@ -744,7 +746,7 @@ class Reader:
         for item in scored:
             if (cut is None or cut <= 0) and len(kept) >= req.limit:
                 break
-            evidence = _evidence(terms, item.memory, dense)
+            evidence = _evidence(terms, item.memory, dense, item, legs.get("bm25"))
             value = relevance.DEFAULT_MODEL.relevance(evidence)
             if cut is not None and value < cut:
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + 1
@@ -752,7 +754,7 @@ class Reader:
             judgement = _Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
         if cut is None:
-            keep = relevance.trim([judgement.value for _, judgement in kept])
+            keep = relevance.trim([j.value for _, j in kept])
             if len(keep) < len(kept):
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + len(kept) - len(keep)
             kept = [kept[i] for i in keep]
@@ -1111,6 +1113,11 @@ class _Judgement:
     label: relevance.Label
     evidence: relevance.Evidence
 
+    def chance(self) -> float:
+        """The chance the result holds an answer the results above it lack
+        (:class:`ferrex.rules.relevance.AnswerModel`; shown under explain, not used to trim)."""
+        return relevance.ANSWER_MODEL.chance(self.evidence, self.value)
+
     def fields(self, explain: bool) -> dict[str, Any]:
         """The result's relevance fields; with ``explain``, the evidence too."""
         doc: dict[str, Any] = {"relevance": round(self.value, 4), "relevance_label": self.label}
@@ -1121,7 +1128,13 @@ class _Judgement:
                 "missing_named": self.evidence.missing_named,
                 "missing_name": self.evidence.missing_name,
                 "missing_attribute": self.evidence.missing_attribute,
+                "given": self.evidence.given,
+                "dense_rank": self.evidence.dense_rank,
+                "sparse_rank": self.evidence.sparse_rank,
+                "cosine_gap": round(self.evidence.cosine_gap, 6),
+                "bm25_share": round(self.evidence.bm25_share, 6),
             }
+            doc["answer_chance"] = round(self.chance(), 4)
         return doc
 
 
@@ -1161,7 +1174,16 @@ class _Terms:
         return self.period is not None and not self.tokens
 
 
-def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evidence:
+def _evidence(
+    terms: _Terms,
+    memory: Memory,
+    dense: Leg | None,
+    candidate: Candidate | None = None,
+    sparse: Leg | None = None,
+) -> relevance.Evidence:
+    """The relevance evidence for ``memory``; with its ``candidate`` (and the BM25 leg), also
+    what the legs' rankings say of it: its ranks, its cosine's gap to the best, its share
+    of the best BM25 score."""
     hit = None if dense is None else dense.best.get(memory.memory_id)
     text = tokens(memory_text(memory.type, memory.body()))
     # Below the leg's floor a memory counts as at the floor, as one the leg did not return:
@@ -1178,7 +1200,22 @@ def _evidence(terms: _Terms, memory: Memory, dense: Leg | None) -> relevance.Evi
         ),
         terms.names,
         terms.given,
+        (None, None) if candidate is None else (candidate.dense_rank, candidate.sparse_rank),
+        _best(dense),
+        0.0 if candidate is None or candidate.bm25 is None else _share(candidate.bm25, sparse),
     )
+
+
+def _best(leg: Leg | None) -> float | None:
+    """The best score a leg returned (None: it returned nothing)."""
+    if leg is None or not leg.best:
+        return None
+    return max(hit.score for hit in leg.best.values())
+
+
+def _share(score: float, leg: Leg | None) -> float:
+    best = _best(leg)
+    return score / best if best is not None and best > 0 else 0.0
 
 
 def _relevance(terms: _Terms, memory: Memory, dense: Leg | None) -> float:

@@ -59,6 +59,12 @@ results it returns reaches ``weak``; without a ``min_relevance`` it returns no r
 below :data:`HIDDEN_BELOW` (where the model is confident a result is no answer) past the
 first :data:`SHOWN_AT_LEAST`, or past the nearest :data:`NEAREST_WHEN_NOTHING` when nothing
 is relevant (:func:`trim`).
+
+The evidence also carries what the legs' rankings say of a result (its dense and BM25
+ranks, the gap to the best cosine, its share of the best BM25 score): the inputs, with the
+relevance, of :class:`AnswerModel`, learned by ``tools/learn_relevance.py`` from LoCoMo's
+and the golden set's questions (train / validation / test: ``tools/splits.py``) and shown
+under ``explain`` as ``answer_chance``. It does not trim a default recall yet (see there).
 """
 
 from __future__ import annotations
@@ -123,6 +129,15 @@ class Evidence:
     given: float = 0.0
     """How many explicit filters (entities, a time window) the memory passed to be ranked
     at all (:func:`coverage`, :meth:`Model.relevance`)."""
+    dense_rank: int | None = None
+    """The memory's rank in the dense leg (1 is the best; None: the leg did not return it)."""
+    sparse_rank: int | None = None
+    """The memory's rank in the BM25 leg (None: the leg did not return it)."""
+    cosine_gap: float = 0.0
+    """The best cosine the dense leg returned less this memory's (``cosine``), in [0, 2]:
+    how far below the nearest memory of the store this one lies."""
+    bm25_share: float = 0.0
+    """The memory's BM25 score over the BM25 leg's best, in [0, 1] (0: not returned)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +193,113 @@ class Model:
 
 
 DEFAULT_MODEL: Final = Model()
+
+RANK_DEPTH: Final = 30
+"""Ranks are read up to this depth (the fewest points a leg is asked for): deeper, or not
+returned, counts the same, so the evidence does not depend on how deep a recall asked."""
+
+
+def rank_depth(rank: int | None) -> float:
+    """A leg's rank on a log scale in [0, 1]: 0 for the first, 1 from :data:`RANK_DEPTH` on
+    (and for a memory the leg did not return)."""
+    if rank is None or rank >= RANK_DEPTH:
+        return 1.0
+    return math.log(max(rank, 1)) / math.log(RANK_DEPTH)
+
+
+BOTH_WITHIN: Final = 10
+"""Both legs agree on a memory when each ranks it within this many."""
+
+
+def both_legs(evidence: Evidence) -> float:
+    """1.0 when the dense and the BM25 leg both rank the memory in their first
+    :data:`BOTH_WITHIN`, else 0.0."""
+    d, s = evidence.dense_rank, evidence.sparse_rank
+    return 1.0 if d is not None and s is not None and max(d, s) <= BOTH_WITHIN else 0.0
+
+
+ANSWER_INPUTS: Final = (
+    "cosine",
+    "coverage",
+    "missing_named",
+    "missing_name",
+    "missing_attribute",
+    "dense_rank",
+    "sparse_rank",
+    "cosine_gap",
+    "bm25_share",
+    "both_legs",
+    "relevance",
+)
+"""What the answer model reads of a result (:func:`inputs`), in the order of its weights."""
+
+
+def inputs(evidence: Evidence, relevance: float) -> list[float]:
+    """The answer model's inputs for one result, in :data:`ANSWER_INPUTS` order: the text
+    evidence, what the legs' rankings say (ranks on a log scale, :func:`rank_depth`; the gap
+    to the best cosine; the share of the best BM25 score; both legs agreeing), and the
+    result's ``relevance`` (:meth:`Model.relevance`)."""
+    e = evidence
+    return [
+        e.cosine,
+        e.coverage,
+        e.missing_named,
+        e.missing_name,
+        e.missing_attribute,
+        rank_depth(e.dense_rank),
+        rank_depth(e.sparse_rank),
+        e.cosine_gap,
+        e.bm25_share,
+        both_legs(e),
+        relevance,
+    ]
+
+
+# Fitted by ``python tools/learn_relevance.py collect`` then ``... fit`` (its docstring):
+# LoCoMo's training conversations (plain lines) and the golden set's calibration half (L2 0.1,
+# the golden set at half LoCoMo's weight: chosen on validation log loss); ``kept_from`` chosen
+# on LoCoMo's validation conversation and the golden set's other half.
+ANSWER_WEIGHTS: Final = (
+    -0.297, 1.884, -0.628, 0.192, -0.222, -0.151, 0.578, -5.305, -0.082, -0.572, -0.331
+)  # fmt: skip
+ANSWER_BIAS: Final = 0.399
+ANSWER_KEPT_FROM: Final = 0.275
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerModel:
+    """The chance that a result past the first :data:`SHOWN_AT_LEAST` is an answer that no
+    result above it gives: what hiding it would lose. A logistic model over :func:`inputs`,
+    learned from real questions (``tools/learn_relevance.py``: the results ranked 4th and
+    5th of LoCoMo's training conversations and the golden set's calibration half, positive
+    when they hold an answer the first three lack); ``kept_from`` is the highest threshold
+    at which trimming by it (:func:`trim` with ``chances``) hid no validation answer that
+    showing every result would keep. ``explain`` shows it (``answer_chance``).
+
+    UNFINISHED: a default recall does not trim by it. On the test splits it kept LoCoMo's
+    one lost answer (637 questions) and cut the golden set's tokens a little (0.80 to 0.78 of
+    untrimmed), but lost one more LongMemEval answer (2 of 102 against 1) with more tokens
+    (0.83 against 0.81); refitted with LongMemEval's train split it was worse on every test
+    set. Its inputs do not yet carry what separates an answer ranked 4th from a near miss
+    (question form against what the memory states, the period against its event time)."""
+
+    weights: tuple[float, ...] = ANSWER_WEIGHTS
+    bias: float = ANSWER_BIAS
+    kept_from: float = ANSWER_KEPT_FROM
+
+    def __post_init__(self) -> None:
+        if len(self.weights) != len(ANSWER_INPUTS):
+            raise ValueError(f"need {len(ANSWER_INPUTS)} weights, got {len(self.weights)}")
+        if not 0.0 <= self.kept_from <= 1.0:
+            raise ValueError(f"need 0 <= kept_from <= 1, got {self.kept_from}")
+
+    def chance(self, evidence: Evidence, relevance: float) -> float:
+        """The chance for a result of this evidence and relevance."""
+        z = sum(w * x for w, x in zip(self.weights, inputs(evidence, relevance), strict=True))
+        return _sigmoid(z + self.bias)
+
+
+ANSWER_MODEL: Final = AnswerModel()
 
 
 def _sigmoid(z: float) -> float:
@@ -424,22 +546,33 @@ def evidence(
     in_period: bool | None = None,
     names: Iterable[str] = (),
     given: int = 0,
+    ranks: tuple[int | None, int | None] = (None, None),
+    best_cosine: float | None = None,
+    bm25_share: float = 0.0,
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
     cut-off (it scored no higher), else 0 (no dense leg); its coverage (with the period
     the query names as one term, :func:`coverage`); whether it lacks a specific thing the
     query names (:func:`missing_named`) and a capitalised name (``names``: the tokens of
     :func:`query_names`; :func:`missing_name`); ``given``: the explicit filters, terms
-    every ranked memory has (:func:`coverage`)."""
+    every ranked memory has (:func:`coverage`); ``ranks``: its dense and BM25 ranks;
+    ``best_cosine``: the dense leg's best cosine (the gap to it is evidence); ``bm25_share``:
+    its BM25 score over the leg's best."""
     if cosine is None:
         cosine = dense_floor if dense_floor is not None else 0.0
+    cosine = max(-1.0, min(1.0, cosine))
+    gap = 0.0 if best_cosine is None else max(0.0, best_cosine - cosine)
     return Evidence(
-        max(-1.0, min(1.0, cosine)),
+        cosine,
         coverage(query_tokens, document_tokens, in_period, given),
         missing_named(query_tokens, document_tokens, in_period),
         missing_name(names, document_tokens),
         missing_attribute(query_tokens, document_tokens),
         given,
+        ranks[0],
+        ranks[1],
+        gap,
+        max(0.0, min(1.0, bm25_share)),
     )
 
 
@@ -447,19 +580,42 @@ NEAREST_WHEN_NOTHING: Final = 2
 """How many of the nearest results a trimmed recall returns when none is relevant."""
 
 
-def trim(relevances: Sequence[float], model: Model = DEFAULT_MODEL) -> list[int]:
+def trim(
+    relevances: Sequence[float],
+    model: Model = DEFAULT_MODEL,
+    chances: Sequence[float] | None = None,
+    answer: AnswerModel = ANSWER_MODEL,
+) -> list[int]:
     """Which results (their indices, in order) a recall without ``min_relevance`` returns.
 
-    Only what the model is confident is no answer is hidden: a result whose relevance is
-    below ``model.hidden_below`` (:data:`HIDDEN_BELOW`), and never one of the first
+    Without ``chances``: only what the model is confident is no answer is hidden: a result
+    whose relevance is below ``model.hidden_below`` (:data:`HIDDEN_BELOW`), and never one of
+    the first
     :data:`SHOWN_AT_LEAST` (the first :data:`NEAREST_WHEN_NOTHING` when no result reaches
     ``weak``, the verdict *nothing relevant*). A ``none`` label above that line is shown:
     a label is a best guess, and an answer a recall hides is one the agent never sees, while
     a row too many costs it a few tokens. Each result is judged on its own, in rank order,
-    so a longer answer begins with a shorter one."""
+    so a longer answer begins with a shorter one.
+
+    ``chances``: each result's chance of holding an answer the results above it lack
+    (:class:`AnswerModel`, as a default recall passes them): past the first
+    :data:`SHOWN_AT_LEAST` a result is then shown when its chance reaches
+    ``answer.kept_from`` or it is labelled ``weak`` or ``strong``, and hidden otherwise
+    (a result the relevance model calls an answer is never hidden). Under the verdict
+    the results are judged by their relevance alone (the model learned from answerable
+    questions)."""
     labels = [model.label(value) for value in relevances]
-    first = NEAREST_WHEN_NOTHING if nothing_relevant(labels) else SHOWN_AT_LEAST
-    return [i for i, value in enumerate(relevances) if i < first or value >= model.hidden_below]
+    verdict = nothing_relevant(labels)
+    first = NEAREST_WHEN_NOTHING if verdict else SHOWN_AT_LEAST
+
+    def shown(i: int, value: float) -> bool:
+        if i < first:
+            return True
+        if chances is None or verdict:
+            return value >= model.hidden_below
+        return chances[i] >= answer.kept_from or value >= model.weak_from
+
+    return [i for i, value in enumerate(relevances) if shown(i, value)]
 
 
 def nothing_relevant(labels: Sequence[Label]) -> bool:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
@@ -319,19 +319,32 @@ def formed_alike(
         for i, word in enumerate(one):
             if word in other:
                 continue
+            # The initials of several words explain more than one word's skeleton: "cm" is
+            # "community manager" before it is "community".
+            span = _acronym_span(word, other, one)
+            if span is not None:
+                one[i : i + 1] = span
+                found = True
+                vouched = vouched or len(word) >= 3
+                continue
             twin = next((w for w in other if w not in one and abbreviates(word, w)), None)
             if twin is not None:
                 one[i], found = twin, True
-                continue
-            for size in range(len(word), 1, -1):
-                spans = [other[j : j + size] for j in range(len(other) - size + 1)]
-                span = next((sp for sp in spans if acronym_of(word, sp)), None)
-                if span is not None and not set(span) & set(one):
-                    one[i : i + 1] = span
-                    found = True
-                    vouched = vouched or len(word) >= 3
-                    break
     return (a, b, vouched) if found else None
+
+
+def _acronym_span(word: str, other: Sequence[str], one: Sequence[str]) -> list[str] | None:
+    """The words of ``other`` (none of them in ``one``) that ``word`` is the initials of."""
+    if len(word) < 2 or len(word) > len(other):
+        return None
+    initials = "".join(w[:1] for w in other)
+    at = initials.find(word)
+    while at >= 0:
+        span = list(other[at : at + len(word)])
+        if acronym_of(word, span) and not set(span) & set(one):
+            return span
+        at = initials.find(word, at + 1)
+    return None
 
 
 _VOWELS: Final = frozenset("aeiouy")
@@ -342,12 +355,178 @@ _VOWELS: Final = frozenset("aeiouy")
 AMBIGUOUS_SHORT_FORMS: Final = frozenset({"ns", "conf", "ts"})
 
 
+#: Leading words that say whose a thing is, not which: ``our BIC`` is ``BIC``.
+_DETERMINERS: Final = _ARTICLES | frozenset({"our", "my", "your", "their", "its", "this"})
+
+#: Endings a word takes in another form of itself (``tokenizer``/``tokenization``,
+#: ``invoice``/``invoicing``, ``matchmaker``/``matchmaking``), for :func:`word_twins`.
+_FORM_ENDINGS: Final = frozenset(
+    {"", "e", "er", "ers", "or", "ors", "ing", "ion", "ions", "ation", "ations", "ed", "es"}
+    | {"s", "ment", "ments", "iation", "ization", "ize", "ise", "ic"}
+)
+_BRACKETS: Final = str.maketrans("", "", "()[]{}")
+
+
+def name_words(words: Sequence[str]) -> list[str]:
+    """A spelled-out name's words as :func:`names_alike` compares them: a handle's ``@``
+    and brackets stripped (``@naomi-k``, ``laptop fleet (MDM)``), leading determiners
+    (``the``, ``our``) and link words (``for``, ``in``) dropped."""
+    out = [w.lstrip("@").translate(_BRACKETS) for w in words]
+    out = [w for w in out if w]
+    while len(out) > 1 and out[0] in _DETERMINERS:
+        out = out[1:]
+    kept = [w for w in out if w not in _LINK_WORDS]
+    return kept or out
+
+
+def word_twins(a: str, b: str) -> bool:
+    """Whether two words are one word in two forms, as people write a name: the same, a
+    plural (``log``/``logs``, ``policy``/``policies``), another ending on one stem of five
+    letters or more (``tokenizer``/``tokenization``, ``invoice``/``invoicing``; not
+    ``product``/``production``, where one is the whole of the other), a short form people
+    make (:func:`abbreviates`) or a word's whole consonant skeleton (``fct``/``fact``), a
+    typo of a long word or a product suffix."""
+    if a == b:
+        return True
+    if _DIGITS.search(a) or _DIGITS.search(b):
+        return False
+    short, long = sorted((a, b), key=len)
+    if long in (short + "s", short + "es") or (short.endswith("y") and long == short[:-1] + "ies"):
+        return len(short) >= 3
+    stem = 0
+    while stem < len(short) and short[stem] == long[stem]:
+        stem += 1
+    if stem >= 5 and short[stem:] and {short[stem:], long[stem:]} <= _FORM_ENDINGS:
+        return True
+    if len(short) >= 3 and short == "".join(c for c in long if c not in "aeiou"):
+        return True  # a whole consonant skeleton: fct/fact
+    return abbreviates(short, long) or _same_word(a, b)
+
+
+def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
+    """Whether two spelled-out names that the rules of :func:`compare_words` keep apart may
+    still name one thing, by evidence that generalises (each only *possibly* the same: a
+    fact about one is flagged against a fact of the same slot about the other, never
+    merged or superseded):
+
+    - once handles, brackets, determiners and link words are set aside (:func:`name_words`)
+      and words in two forms paired (:func:`word_twins`; a single letter as a word's
+      initial, ``naomi k``/``naomi kowalski``; acronyms and short forms by
+      :func:`formed_alike`), one name holds all of the other's words: at most
+      :data:`QUALIFIERS_DROPPED` more (``audit logs``/``audit log``, ``DB pool size for
+      api``/``tallyboard-api DATABASE_POOL_SIZE``), or any number in front of a name of two
+      words or more that ends it (``remote config key onboarding_variant``/
+      ``onboarding_variant``);
+    - or a trailing kind word (:data:`COMPONENT_WORDS`) names what the other name says by
+      one distinctive word (a product's name) in front of a word they share: ``primary
+      database``/``Postgres primary``, ``ios app``/``FitPulse iOS``, ``training jobs``/
+      ``model training``. Never
+      when both have a kind word of their own (``payments api``/``payments worker``), nor
+      when the other's extra word is its own head (``ledger api``/``ledger reconciler``).
+
+    Hard negatives stay apart: a word swapped for another in front of a shared head
+    (``staging db``/``production db``, ``iOS app``/``Android app``), different numbers
+    (``v1``/``v2``, ``T3``/``T4``), or no shared word but a kind word."""
+    a, b = name_words(left), name_words(right)
+    if not a or not b or _numbers(a) != _numbers(b) or not _may_pair(a, b):
+        return False
+    formed = formed_alike(a, b)
+    if formed is not None:
+        a, b = formed[0], formed[1]
+    if len(b) < len(a):
+        a, b = b, a
+    only_a, only_b, shared = _pair_words(a, b)
+    if all(_kind_word(w) for w in shared):
+        return False
+    if not only_a or not only_b:
+        # Words in front keep the head (``remote config key onboarding_variant``); words
+        # around it, a few at most (``device lab``/``QA device lab``).
+        head_kept = len(a) >= 2 and all(
+            word_twins(x, y) for x, y in zip(a, b[-len(a) :], strict=True)
+        )
+        return head_kept or len(only_a or only_b) <= QUALIFIERS_DROPPED
+    for one, other, mine, theirs in ((a, b, only_a, only_b), (b, a, only_b, only_a)):
+        # one: [... shared, KIND]; other: [X ..., shared] with X a modifier, not a kind.
+        if (
+            mine == [one[-1]]
+            and _kind_word(one[-1])
+            and len(theirs) == 1
+            and other[-1] not in theirs
+            and not _kind_word(theirs[0])
+        ):
+            return True
+    return False
+
+
+def _may_pair(a: Sequence[str], b: Sequence[str]) -> bool:
+    """A quick test that :func:`word_twins` or :func:`formed_alike` may pair a word of
+    ``a`` with ``b``'s: two words of one three-letter start (the same word, a plural, a
+    stem, a clipped word), or a short word (an abbreviation, a skeleton, an acronym) of a
+    first letter a word of the other begins with. Only a long word's typo early in the
+    word slips through, and that only makes a possible name a different one."""
+    if {w[:3] for w in a} & {w[:3] for w in b}:
+        return True
+    firsts_a, firsts_b = {w[:1] for w in a}, {w[:1] for w in b}
+    return bool(
+        {w[:1] for w in a if len(w) <= 5} & firsts_b or {w[:1] for w in b if len(w) <= 5} & firsts_a
+    )
+
+
+def _joined(words: Sequence[str], other: Sequence[str]) -> list[str]:
+    """``words`` with two neighbours joined where ``other`` writes them as one word
+    (``keep alive``/``keepalive``, ``on call``/``oncall``)."""
+    out = list(words)
+    i = 0
+    while i < len(out) - 1:
+        if out[i] + out[i + 1] in other and out[i] not in other:
+            out[i : i + 2] = [out[i] + out[i + 1]]
+        i += 1
+    return out
+
+
+def _initial_of(letter: str, word: str) -> bool:
+    """Whether ``letter`` is the initial of ``word`` (``k``/``kowalski``; not ``i``/``ii``)."""
+    return letter.isalpha() and len(word) >= 3 and word.isalpha() and word[0] == letter
+
+
+def _kind_word(word: str) -> bool:
+    """A word of :data:`COMPONENT_WORDS`, or its plural."""
+    return word in COMPONENT_WORDS or (word.endswith("s") and word[:-1] in COMPONENT_WORDS)
+
+
+def _pair_words(a: Sequence[str], b: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """The words of ``a`` and ``b`` left unpaired by :func:`word_twins` (a single letter of
+    one pairs with a word it begins in the other, once another word is paired), and the
+    paired words of ``a``."""
+    only_a, only_b, shared = _joined(a, b), _joined(b, a), []
+    for word in list(only_a):
+        twin = next((w for w in only_b if w == word), None) or next(
+            (w for w in only_b if word_twins(word, w)), None
+        )
+        if twin is not None:
+            only_a.remove(word)
+            only_b.remove(twin)
+            shared.append(word)
+    if shared:
+        for word in [w for w in only_a if len(w) == 1]:
+            twin = next((w for w in only_b if _initial_of(word, w)), None)
+            if twin is not None:
+                only_a.remove(word)
+                only_b.remove(twin)
+        for word in [w for w in only_b if len(w) == 1]:
+            twin = next((w for w in only_a if _initial_of(word, w)), None)
+            if twin is not None:
+                only_b.remove(word)
+                only_a.remove(twin)
+    return only_a, only_b, shared
+
+
 @dataclass(frozen=True, slots=True)
 class Possible:
     """An entity the subject is possibly the same as, and why."""
 
     entity_id: str
-    reason: Literal["head word", "embedding"]
+    reason: Literal["head word", "embedding", "name"]
     score: float
 
 
@@ -358,6 +537,16 @@ class SubjectResolution:
 
     resolution: Resolution
     possible: tuple[Possible, ...]
+    related: tuple[str, ...] = ()
+    """Other entities whose names share a distinctive word (or a short form) with the
+    subject, most shared first, at most :data:`RELATED_LIMIT`: not possibly the same by
+    the name alone, but a fact of theirs may name the same slot in other words
+    (:func:`same_slot_words`)."""
+
+
+#: At most this many related entities are weighed per store (:attr:`SubjectResolution.
+#: related`), the ones sharing the most words.
+RELATED_LIMIT: Final = 12
 
 
 def resolve_subject(
@@ -383,13 +572,25 @@ def resolve_subject(
     spelled = {c: spelled_out(c.normalized, abbreviations) for c in candidates}
     verdicts = {c: compare_words(words, spelled[c]) for c in candidates}
     heads = {c.entity_id for c in candidates if verdicts[c] == "possible"}
+    # Names the words keep apart that may still name one thing (never merged: flagged).
+    alike = {
+        c.entity_id
+        for c in candidates
+        if verdicts[c] != "same" and c.entity_id not in heads and names_alike(words, spelled[c])
+    }
 
     def answer(found: Resolution, scored: Sequence[Possible] = ()) -> SubjectResolution:
         possible = {p.entity_id: p for p in scored}
         for entity_id in heads:
             possible.setdefault(entity_id, Possible(entity_id, "head word", 1.0))
+        for entity_id in alike:
+            possible.setdefault(entity_id, Possible(entity_id, "name", 1.0))
         possible.pop(found.entity_id or "", None)
-        return SubjectResolution(found, tuple(possible[k] for k in sorted(possible)))
+        return SubjectResolution(
+            found,
+            tuple(possible[k] for k in sorted(possible)),
+            _related(words, spelled, {found.entity_id, *possible}),
+        )
 
     exact = [c for c in candidates if c.name == name]
     if exact:
@@ -426,6 +627,104 @@ def resolve_subject(
         return answer(NEW, near)
     score, winner = best
     return answer(Resolution("embedding", winner.entity_id, score, winner.name), near)
+
+
+def _related(
+    words: Sequence[str], spelled: Mapping[Candidate, list[str]], known: Set[str | None]
+) -> tuple[str, ...]:
+    """The entities (not in ``known``) whose spellings share a distinctive word with
+    ``words`` or pair a short form with them (:attr:`SubjectResolution.related`)."""
+    mine = {w for w in name_words(words) if not _kind_word(w)}
+    if not mine:
+        return ()
+    shared: dict[str, int] = {}
+    for c, theirs in spelled.items():
+        if c.entity_id in known:
+            continue
+        named = name_words(theirs)
+        count = len(mine & set(named))
+        if not count and _may_pair(words, named) and formed_alike(words, theirs) is not None:
+            count = 1
+        if count:
+            shared[c.entity_id] = max(count, shared.get(c.entity_id, 0))
+    ranked = sorted(shared, key=lambda e: (-shared[e], e))
+    return tuple(ranked[:RELATED_LIMIT])
+
+
+def same_slot_words(
+    subject: Sequence[str],
+    predicate: Sequence[str],
+    other_subject: Sequence[str],
+    other_predicate: Sequence[str],
+) -> bool:
+    """Whether two facts of two differently named subjects name one slot in other words,
+    a word moved between subject and predicate: ``Vault | default lease TTL`` and ``vault
+    default_lease_ttl | is``; ``Airflow | parallelism`` and ``Airflow parallelism | is``;
+    ``patient portal session | idle timeout`` and ``portal session timeout | is``; ``DR
+    region | is`` and ``disaster recovery site | region``.
+
+    The subjects are spelled-out words (:func:`spelled_out`), the predicates their content
+    words, empty for one that only states a value (``is``, ``set to``). The slot's words
+    are a subject's and its predicate's together; the rule, with words paired as
+    :func:`names_alike` pairs them (forms, short forms, acronyms):
+
+    - the two subjects share a distinctive word (not a kind word), so one thing is named;
+    - the numbers agree, and one slot's words (two or more) are all among the other's;
+    - each word only the larger slot has is a word in front of its subject's head (``the
+      patient`` portal session), a kind word (``site``), or, when the smaller fact's
+      predicate names nothing, a word of the larger's predicate (``conversion rate``).
+      So ``customer PII | stored in`` and ``customer PII backups | stored in`` are two
+      slots (``backups`` is the head), and so are sibling predicates.
+
+    Only a flag follows, never a supersede."""
+    mine, theirs = name_words(subject), name_words(other_subject)
+    left, right = [*mine, *predicate], [*theirs, *other_predicate]
+    # One word written as two (keep-alive / keepalive), joined within subject or predicate.
+    mine, predicate = _joined(mine, right), _joined(predicate, right)
+    theirs, other_predicate = _joined(theirs, left), _joined(other_predicate, left)
+    left, right = [*mine, *predicate], [*theirs, *other_predicate]
+    if len(left) < 2 or len(right) < 2 or _numbers(left) != _numbers(right):
+        return False
+    _, _, anchors = _pair_words(mine, theirs)
+    formed = formed_alike(mine, theirs)
+    if formed is not None:
+        _, _, more = _pair_words(formed[0], formed[1])
+        anchors = anchors + more
+    if all(_kind_word(w) for w in anchors):
+        return False
+    formed = formed_alike(left, right)
+    if formed is not None:
+        left, right = formed[0], formed[1]
+        # Expanded in place: where each subject ends, in its slot's words.
+        mine = left[: len(left) - len(predicate)]
+        theirs = right[: len(right) - len(other_predicate)]
+    only_left, only_right, _ = _pair_words(left, right)
+    if only_left and only_right:
+        return False
+    if only_left:
+        extra, words, head, pred, smaller_pred = (
+            only_left,
+            left,
+            len(mine),
+            predicate,
+            other_predicate,
+        )
+    else:
+        extra, words, head, pred, smaller_pred = (
+            only_right,
+            right,
+            len(theirs),
+            other_predicate,
+            predicate,
+        )
+    for word in extra:
+        at = words.index(word)
+        if at < head - 1 or (at < head and _kind_word(word)):
+            continue  # a word in front of the subject's head, or a kind word
+        if at >= head and not smaller_pred and word in pred:
+            continue  # the slot named more closely
+        return False
+    return True
 
 
 def subject_outcome(

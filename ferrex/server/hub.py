@@ -38,7 +38,7 @@ and one writer applying the journal to the projections keeps them simple, so:
   a waiting connection, else the oldest idle peer connection, is closed to make room, else
   the new one is refused. An accept that fails for want of descriptors or memory backs off
   (50 ms, doubled up to 1 s) instead of spinning. A served connection is a thread; a frame
-  may be up to :data:`MAX_FRAME` once the hello is in, but must arrive within
+  may be up to :data:`ferrex.server.frames.MAX_FRAME` once the hello is in, but must arrive within
   ``frame_seconds`` (60 s) of its first byte, and a connection idle for ``idle_seconds``
   (300 s) between calls is closed.
 - **Peers.** A process that does not get the lock connects to the owner (one connection per
@@ -60,7 +60,7 @@ and one writer applying the journal to the projections keeps them simple, so:
   into a spare App (unclaimed: it opens no store but the journal, which any process may
   read), so a takeover is only opening the projections and catching up, not loading models
   or checking the whole journal. A peer that is never called loads nothing; one that
-  is costs a model's memory (see README "Performance"; ``server.warm_peers = false`` turns
+  is costs a model's memory (see docs/performance.md; ``server.warm_peers = false`` turns
   it off).
 - **A call cut off.** A call whose connection drops before the answer arrives is sent again
   to the next owner. Reads are safe to repeat; a forget repeated reports the ids as not found;
@@ -80,7 +80,6 @@ import os
 import secrets
 import selectors
 import socket
-import struct
 import threading
 import time
 from collections import OrderedDict
@@ -100,9 +99,16 @@ from ferrex.errors import (
     Refused,
     UsageError,
 )
+from ferrex.ownership import Endpoint, is_held, lock_path
 from ferrex.server.caller import Caller, error_document
 from ferrex.server.descriptors import descriptor_room, raise_descriptor_limit
-from ferrex.server.owner import Endpoint, is_held, lock_path
+from ferrex.server.frames import (  # the wire format; re-exported for the hub's users
+    HEADER,
+    PROTOCOL,
+    recv_frame,
+    send_frame,
+    versions,
+)
 from journal import FORMAT_VERSION
 
 if TYPE_CHECKING:
@@ -110,13 +116,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ferrex.hub")
 
-PROTOCOL = 2
-"""The hub's request format; raised whenever a frame's fields or meaning change (2: a
-connection opens with a hello that carries the token and the versions, once)."""
-_HEADER = struct.Struct(">I")
-MAX_FRAME = 64 * 1024 * 1024
-"""The largest frame once a connection has said hello (a store's text is far smaller; a
-dump restored through a peer is sent in chunks)."""
 _IDLE_CONNECTIONS = 8  # a peer keeps this many connections to the owner open between calls
 _ACCEPT_BATCH = 32  # connections accepted in one turn of the owner's loop (also the backlog)
 _TURN = 0.05  # seconds the owner's loop waits at most (shutdown waits for it to notice)
@@ -137,67 +136,6 @@ class ServiceClosed(Exception):
     """This process has handed its stores over; the call must go to the next owner."""
 
 
-# -- framing ----------------------------------------------------------------------------
-
-
-class FrameTooLarge(ValueError):
-    """A frame's header declares more bytes than the reader accepts (nothing else is read)."""
-
-
-def send_frame(sock: socket.socket, doc: Mapping[str, Any]) -> None:
-    payload = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
-    sock.sendall(_HEADER.pack(len(payload)) + payload)
-
-
-def recv_frame(
-    sock: socket.socket,
-    *,
-    limit: int = MAX_FRAME,
-    idle: float | None = None,
-    within: float | None = None,
-) -> dict[str, Any] | None:
-    """The next frame, or None at a clean end of stream.
-
-    A header declaring more than ``limit`` bytes raises :class:`FrameTooLarge` before any of
-    the body is read. ``idle``: seconds to wait for the frame's first byte; ``within``:
-    seconds for the whole frame from its first byte (a peer trickling bytes cannot hold a
-    thread longer); either raises ``TimeoutError``. Without them the socket's own timeout
-    applies to each read.
-    """
-    if idle is not None:
-        sock.settimeout(idle)
-    first = sock.recv(1)
-    if not first:
-        return None
-    deadline = None if within is None else time.monotonic() + within
-    (size,) = _HEADER.unpack(first + _recv_exactly(sock, _HEADER.size - 1, deadline))
-    if size > limit:
-        raise FrameTooLarge(f"frame of {size} bytes is larger than {limit}")
-    doc = json.loads(_recv_exactly(sock, size, deadline))
-    if not isinstance(doc, dict):
-        raise ValueError("a frame must hold a JSON object")
-    return doc
-
-
-def _recv_exactly(sock: socket.socket, size: int, deadline: float | None) -> bytes:
-    """``size`` bytes, read as they arrive (memory grows with what was sent, not with what a
-    header claims)."""
-    chunks: list[bytes] = []
-    left = size
-    while left:
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError("the frame did not arrive in time")
-            sock.settimeout(remaining)
-        chunk = sock.recv(min(left, 1 << 20))
-        if not chunk:
-            raise ConnectionError("connection closed inside a frame")
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
 def error_from_document(doc: Mapping[str, Any]) -> FerrexError:
     """Rebuild the ferrex error an owner reported (same class, code, message, hint)."""
     fields = dict(doc)
@@ -206,11 +144,6 @@ def error_from_document(doc: Mapping[str, Any]) -> FerrexError:
     message = str(fields.pop("message", "the memory server failed"))
     hint = fields.pop("hint", None)
     return cls(message, hint=hint if isinstance(hint, str) else None, code=code, details=fields)
-
-
-def versions() -> dict[str, object]:
-    """What a peer says about itself in its hello."""
-    return {"ferrex": __version__, "protocol": PROTOCOL, "journal": FORMAT_VERSION}
 
 
 def version_mismatch(request: Mapping[str, Any]) -> FerrexError | None:
@@ -446,9 +379,9 @@ class _Listener:
             return
         got = waiting.received
         # Never more than the frame needs: the header, then the length it declares.
-        need = _HEADER.size - len(got)
+        need = HEADER.size - len(got)
         if need <= 0:
-            need = _HEADER.size + _HEADER.unpack_from(got)[0] - len(got)
+            need = HEADER.size + HEADER.unpack_from(got)[0] - len(got)
         try:
             chunk = sock.recv(need)
         except BlockingIOError:
@@ -460,9 +393,9 @@ class _Listener:
             self._drop_waiting(sock)
             return
         got += chunk
-        if len(got) < _HEADER.size:
+        if len(got) < HEADER.size:
             return
-        (size,) = _HEADER.unpack_from(got)
+        (size,) = HEADER.unpack_from(got)
         if size > self.limits.hello_bytes:
             self._refuse_hello(sock, UsageError(
                 f"a connection's first frame (its hello) may hold {self.limits.hello_bytes} "
@@ -473,10 +406,10 @@ class _Listener:
                 "version",
             ))  # fmt: skip
             return
-        if len(got) < _HEADER.size + size:
+        if len(got) < HEADER.size + size:
             return
         try:
-            hello = json.loads(bytes(got[_HEADER.size :]))
+            hello = json.loads(bytes(got[HEADER.size :]))
         except ValueError:
             hello = None
         if not isinstance(hello, dict):
@@ -520,7 +453,7 @@ class _Listener:
         """A small frame written without blocking (a fresh connection's send buffer takes
         it whole); False if it could not be."""
         payload = json.dumps(doc, separators=(",", ":")).encode()
-        frame = _HEADER.pack(len(payload)) + payload
+        frame = HEADER.pack(len(payload)) + payload
         try:
             return sock.send(frame) == len(frame)
         except OSError:

@@ -64,14 +64,23 @@ export interface ClientOptions {
   allowInsecureHttp?: boolean;
 }
 
-/** A tool's answer, as the MCP tool gives it. */
+/** Any answer's other fields (a later server may add some). */
 export type Answer = Record<string, unknown>;
 
 export interface StoreAnswer extends Answer {
   status: string;
   id: string;
-  type: MemoryType;
-  namespace: string;
+  type?: MemoryType;
+  namespace?: string;
+  entities?: unknown[];
+  superseded?: string[];
+  validated?: string[];
+  position?: number;
+  version?: number;
+  superseded_by?: string;
+  history_reason?: string;
+  /** Answered from an earlier request with the same Idempotency-Key whose answer was lost. */
+  recovered?: boolean;
 }
 
 export interface BatchAnswer extends Answer {
@@ -81,9 +90,48 @@ export interface BatchAnswer extends Answer {
   failed: number;
 }
 
+export interface RecallHit extends Answer {
+  id: string;
+  type: MemoryType;
+  score: number;
+  entities: string[];
+  event_time: string;
+  content?: string;
+  subject?: string;
+  predicate?: string;
+  object?: string;
+  name?: string;
+  steps?: string[];
+  relevance?: number;
+  relevance_label?: string;
+  explain?: Record<string, unknown>;
+}
+
 export interface RecallAnswer extends Answer {
   query: string;
-  results: Array<Answer & { id: string; type: MemoryType; score: number }>;
+  namespace: string;
+  results: RecallHit[];
+  hidden: Record<string, number>;
+  unknown_entities: string[];
+  reranker: string;
+  nothing_relevant: boolean;
+  note?: string;
+  warning?: string;
+  truncated?: { max_tokens: number; omitted: number };
+}
+
+export interface ConfirmAnswer extends Answer {
+  validated: string[];
+  not_found: string[];
+  marked?: string[];
+  position?: number;
+}
+
+export interface ForgetAnswer extends Answer {
+  forgotten: string[];
+  not_found: string[];
+  dropped_entities: unknown[];
+  position?: number;
 }
 
 export interface ListOptions {
@@ -98,24 +146,149 @@ export interface ListOptions {
   state?: "current" | "superseded" | "all";
   after?: string;
   before?: string;
+  /** Memories holding every one of these in their context's tags. */
+  tag?: string[];
+  /** KEY:VALUE, each: the context's top-level KEY is VALUE or a list holding it. */
+  context?: string[];
 }
 
-export interface ListedMemory {
+/** A memory as lists show it. */
+export interface Brief {
   id: string;
   type: MemoryType;
+  event_time: string;
+  t_invalid: string | null;
+  created_at: string;
+  summary: string;
+}
+
+export interface ListedMemory extends Brief {
   namespace: string;
   visibility: "private" | "shared";
-  summary: string;
   source: string | null;
-  event_time: string;
-  created_at: string;
-  t_invalid: string | null;
   superseded_by: string | null;
 }
 
 export interface MemoryPage extends Answer {
   memories: ListedMemory[];
   next_cursor: string | null;
+}
+
+export interface MemoryDetail extends Brief, Answer {
+  namespace: string;
+  visibility: "private" | "shared";
+  entities: string[];
+  body: Record<string, unknown>;
+  confidence: number;
+  access_count: number;
+  last_accessed: string | null;
+  last_validated: string | null;
+  history: Array<{ id: string; t_valid: string; t_invalid: string | null; summary: string }>;
+  pinned?: boolean;
+  importance?: number;
+  expires_at?: string;
+}
+
+export interface MemoryVersion {
+  id: string;
+  type: MemoryType;
+  summary: string;
+  t_valid: string;
+  t_invalid: string | null;
+  created_at: string;
+  superseded_by: string | null;
+  confidence: number;
+  access_count: number;
+  last_accessed: string | null;
+  last_validated: string | null;
+  position: number;
+  current: boolean;
+}
+
+export interface History extends Answer {
+  id: string;
+  versions: MemoryVersion[];
+}
+
+export interface EntityNames extends Answer {
+  namespace: string;
+  prefix: string;
+  names: string[];
+  offset: number;
+  total: number;
+}
+
+export interface Entity extends Answer {
+  namespace: string;
+  name: string;
+  aliases: Array<{ alias: string; match: string; score: number }>;
+  memories: Brief[];
+  offset: number;
+  more: boolean;
+  graph: {
+    memories_read: number;
+    nodes: Array<{ name: string; count: number }>;
+    edges: Array<{ a: string; b: string; count: number }>;
+  };
+}
+
+export interface AttentionCounts {
+  stale: number;
+  aging: number;
+  unvalidated: number;
+  conflicts: number;
+  possible_conflicts: number;
+  forget_candidates: number;
+}
+
+export interface Stats extends Answer {
+  namespace: string;
+  total: number;
+  recent: Array<{ id: string; type: MemoryType; summary: string }>;
+  needs_attention: AttentionCounts;
+  expiring: number;
+  by_type: Record<string, number>;
+  staleness?: Record<string, number>;
+  entities?: number;
+}
+
+export interface Reflect extends Answer {
+  namespace: string;
+  counts: AttentionCounts;
+  stale: Array<{ id: string; summary: string; staleness: number; reasons: string[] }>;
+  unvalidated: Array<{ id: string; summary: string; age_days: number }>;
+  contradictions: Answer[];
+  possible_conflicts: Answer[];
+  forget_candidates: Array<{ id: string; summary: string; access_count: number; label: string }>;
+  dormant_entities: Array<{ id: string; name: string; last_referenced?: string | null }>;
+}
+
+export interface TagCounts extends Answer {
+  key: string;
+  tags: Array<{ value: string; count: number }>;
+  more: boolean;
+}
+
+export type Change =
+  | "stored" | "superseded" | "forgotten" | "confirmed" | "marked" | "consolidated" | "unfolded";
+
+/** One record of the change stream (its journal position is the event's id). */
+export interface ChangeEvent {
+  position: number;
+  recorded_at: string;
+  memories: Array<{ id: string; change: Change }>;
+}
+
+export interface ChangesOptions {
+  /** From this journal position (default: from now on). */
+  after?: number;
+  /** End once caught up. */
+  untilIdle?: boolean;
+  /** Reconnect after a lost connection from the last position read (true; never with
+   * untilIdle). */
+  reconnect?: boolean;
+  /** Aborting it ends the stream. */
+  signal?: AbortSignal;
 }
 
 export interface ErrorDocument {
@@ -152,13 +325,24 @@ export class Client {
   /** At most 100 memories; a refused or invalid one does not stop the others. */
   storeMany(memories: StoreArguments[], options?: WriteOptions): Promise<BatchAnswer>;
   recall(query: string, options?: RecallOptions): Promise<RecallAnswer>;
-  forget(id: string, options?: WriteOptions & { cascade?: boolean }): Promise<Answer>;
+  forget(id: string, options?: WriteOptions & { cascade?: boolean }): Promise<ForgetAnswer>;
   confirm(
     ids: string[],
     options?: WriteOptions & { pinned?: boolean; importance?: number },
-  ): Promise<Answer>;
-  stats(options?: { namespace?: string }): Promise<Answer>;
-  reflect(options?: { namespace?: string; limit?: number }): Promise<Answer>;
+  ): Promise<ConfirmAnswer>;
+  stats(options?: { namespace?: string }): Promise<Stats>;
+  reflect(options?: { namespace?: string; limit?: number }): Promise<Reflect>;
   list(options?: ListOptions): Promise<MemoryPage>;
-  memory(id: string): Promise<Answer>;
+  memory(id: string): Promise<MemoryDetail>;
+  history(id: string): Promise<History>;
+  entities(options?: { prefix?: string; offset?: number }): Promise<EntityNames>;
+  entity(name: string, options?: { offset?: number }): Promise<Entity>;
+  tags(options?: {
+    key?: string;
+    namespace?: string;
+    state?: "current" | "superseded" | "all";
+    limit?: number;
+  }): Promise<TagCounts>;
+  /** The change stream, as an async iterator of change events. */
+  changes(options?: ChangesOptions): AsyncGenerator<ChangeEvent, void, undefined>;
 }

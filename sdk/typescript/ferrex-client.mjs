@@ -5,6 +5,9 @@
 //   const client = new Client("http://127.0.0.1:8765", process.env.FERREX_TOKEN);
 //   const stored = await client.store("On 2026-11-02 Ana deployed api-server v2.3");
 //   const found = await client.recall("who deployed api-server?", { limit: 3 });
+//   const page = await client.list({ tag: ["deploy"], limit: 20 });  // then page.next_cursor
+//   await client.history(stored.id); await client.entity("Ana"); await client.tags();
+//   for await (const change of client.changes({ after: 0, untilIdle: true })) { ... }
 //
 // Writes (store, storeMany, forget, confirm) send an Idempotency-Key made once per call and
 // sent again on each retry, so a write retried after a lost answer is done once. A request
@@ -118,18 +121,76 @@ export class Client {
 
   // One page of memories: { memories, next_cursor }; pass next_cursor back as cursor.
   list(options = {}) {
-    const params = new URLSearchParams();
-    for (const [name, value] of Object.entries(options)) {
-      if (value === undefined || value === null) continue;
-      if (Array.isArray(value)) for (const item of value) params.append(name, String(item));
-      else params.set(name, String(value));
-    }
-    const query = params.size ? `?${params}` : "";
-    return this.#request("GET", `/api/v1/memories${query}`, null, null);
+    return this.#request("GET", `/api/v1/memories${query(options)}`, null, null);
   }
 
   memory(id) {
     return this.#request("GET", `/api/v1/memory/${encodeURIComponent(id)}`, null, null);
+  }
+
+  // A memory's versions, oldest first.
+  history(id) {
+    return this.#request("GET", `/api/v1/history/${encodeURIComponent(id)}`, null, null);
+  }
+
+  // The entity names the caller may see, a page at a time, optionally by prefix.
+  entities(options = {}) {
+    const { prefix, offset } = options;
+    return this.#request("GET", `/api/v1/entities${query({ prefix, offset })}`, null, null);
+  }
+
+  // One entity by any spelling: its spellings, its memories, its neighbours.
+  entity(name, options = {}) {
+    const params = query({ name, offset: options.offset });
+    return this.#request("GET", `/api/v1/entities${params}`, null, null);
+  }
+
+  // The tags (values of a context key, "tags" by default) with how many memories hold each.
+  tags(options = {}) {
+    return this.#request("GET", `/api/v1/tags${query(options)}`, null, null);
+  }
+
+  // The change stream: an async iterator of change events (each journal record that changed
+  // memories the caller sees). after: from this position (default: from now on); untilIdle:
+  // end once caught up; otherwise it runs until the loop breaks (or signal aborts),
+  // reconnecting after a lost connection from the last position read (Last-Event-ID).
+  async *changes(options = {}) {
+    let position = options.after ?? null;
+    const untilIdle = options.untilIdle ?? false;
+    const reconnect = (options.reconnect ?? true) && !untilIdle;
+    for (let attempt = 0; ; ) {
+      const headers = { Accept: "text/event-stream" };
+      if (this.token) headers.Authorization = `Bearer ${this.token}`;
+      if (position !== null) headers["Last-Event-ID"] = String(position);
+      const path = `/api/v1/changes${untilIdle ? "?until_idle=true" : ""}`;
+      let response;
+      try {
+        response = await this.fetch(this.url + path, {
+          headers, redirect: "manual", signal: options.signal,
+        });
+      } catch (cause) {
+        if (!reconnect || options.signal?.aborted) {
+          const error = new FerrexError("connection_failed", `GET ${this.url}${path} failed: ${cause?.cause?.code ?? cause?.message ?? cause}`);
+          error.cause = cause;
+          throw error;
+        }
+        await sleep(Math.min(this.backoff * 2 ** attempt++, 30_000));
+        continue;
+      }
+      if (response.status !== 200) throw errorOf(await response.text(), response.status);
+      try {
+        for await (const event of events(response.body)) {
+          attempt = 0;
+          if (/^\d+$/.test(event.id ?? "")) position = Number(event.id);
+          if (event.name === "change") yield JSON.parse(event.data);
+          else if (event.name === "error") throw errorOf(event.data, 200);
+        }
+      } catch (cause) {
+        if (cause instanceof FerrexError || !reconnect || options.signal?.aborted) throw cause;
+      }
+      if (!reconnect) return;
+      await sleep(Math.min(this.backoff * 2 ** attempt++, 30_000));
+    }
   }
 
   #write(method, path, body, key) {
@@ -179,6 +240,46 @@ export class Client {
         throw errorOf(text, response.status);
       }
       await sleep(this.backoff * 2 ** attempt);
+    }
+  }
+}
+
+function query(options) {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(options)) {
+    if (value === undefined || value === null) continue;
+    if (Array.isArray(value)) for (const item of value) params.append(name, String(item));
+    else params.set(name, String(value));
+  }
+  return params.size ? `?${params}` : "";
+}
+
+// The events of a text/event-stream body: { name, id, data } as they arrive.
+async function* events(body) {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let name = "message";
+  let id = null;
+  let data = [];
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let end;
+    while ((end = buffer.search(/\r\n|\n|\r/)) >= 0) {
+      const line = buffer.slice(0, end);
+      buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1));
+      if (line === "") {
+        if (data.length) yield { name, id, data: data.join("\n") };
+        name = "message";
+        data = [];
+        continue;
+      }
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") name = value;
+      else if (field === "data") data.push(value);
+      else if (field === "id") id = value;
     }
   }
 }

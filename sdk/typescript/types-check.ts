@@ -4,10 +4,18 @@ import {
   Client,
   FerrexError,
   type BatchAnswer,
+  type ChangeEvent,
+  type Entity,
+  type EntityNames,
+  type History,
+  type MemoryDetail,
   type MemoryPage,
   type RecallAnswer,
+  type Reflect,
+  type Stats,
   type StoreAnswer,
   type StoreArguments,
+  type TagCounts,
 } from "./ferrex-client.mjs";
 
 export async function example(url: string, token: string): Promise<string[]> {
@@ -25,7 +33,20 @@ export async function example(url: string, token: string): Promise<string[]> {
   await client.forget(stored.id, { cascade: true });
   const page: MemoryPage = await client.list({ types: ["semantic"], limit: 20, sort: "created" });
   if (page.next_cursor !== null) await client.list({ cursor: page.next_cursor });
-  await client.reflect({ limit: 3 });
+  const reflected: Reflect = await client.reflect({ limit: 3 });
+  const versions: History = await client.history(stored.id);
+  const current: boolean = versions.versions[0].current;
+  const names: EntityNames = await client.entities({ prefix: "api" });
+  const entity: Entity = await client.entity(names.names[0], { offset: 0 });
+  const detail: MemoryDetail = await client.memory(entity.memories[0].id);
+  const tags: TagCounts = await client.tags({ key: "tags", limit: 10 });
+  const tagged: MemoryPage = await client.list({ tag: [tags.tags[0].value], context: ["a:b"] });
+  const counted: Stats = await client.stats();
+  for await (const change of client.changes({ after: 0, untilIdle: true })) {
+    const event: ChangeEvent = change;
+    if (event.memories.some((m) => m.change === "forgotten")) break;
+  }
+  void [reflected.counts.stale, current, detail.body, tagged.next_cursor, counted.total];
   try {
     await client.stats({ namespace: "default" });
   } catch (error) {

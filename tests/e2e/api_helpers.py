@@ -36,16 +36,24 @@ def _free_port() -> int:
 
 @contextmanager
 def serve_http(
-    home: Path, *, open_loopback: bool = False, env: dict[str, str] | None = None
+    home: Path,
+    *,
+    open_loopback: bool = False,
+    env: dict[str, str] | None = None,
+    config: str = "",
 ) -> Iterator[Server]:
     """``ferrex serve --http 127.0.0.1:PORT`` on ``home`` (alice's and bob's tokens
     configured, or no tokens at all with ``open_loopback``; ``env``: more environment
-    variables), once it answers; terminated afterwards."""
+    variables; ``config``: more lines of ferrex.toml), once it answers; terminated
+    afterwards."""
     if open_loopback:
         home.mkdir(parents=True, exist_ok=True)
         (home / "ferrex.toml").write_text("[auth]\nopen_loopback = true\n")
     else:
         write_tokens(home)
+    if config:
+        path = home / "ferrex.toml"
+        path.write_text(config + "\n" + path.read_text())
     port = _free_port()
     process = subprocess.Popen(
         [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],

@@ -18,7 +18,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         memories = [
             {"content": f"Release note {i}: ledger-api build {i} passed on runner-{i % 3}",
              "visibility": "shared", "valid_from": f"2026-11-{i + 1:02d}T09:00:00Z",
-             "source": "ci" if i % 2 else "chat", "entities": ["ledger-api"]}
+             "source": "ci" if i % 2 else "chat", "entities": ["ledger-api"],
+             "context": {"tags": ["release", *(["flaky"] if i % 3 == 0 else [])],
+                         "team": "ledger"}}
             for i in range(7)
         ]  # fmt: skip
         memories.append({"subject": "ledger-api", "predicate": "runs on", "object": "postgres 15",
@@ -29,7 +31,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             "subject": "ledger-api", "predicate": "runs on", "object": "postgres 16",
             "visibility": "shared"})  # fmt: skip
         _get_or_post(served, "POST", "/api/v1/memories", ALICE, {
-            "content": "Alice's private draft about the ledger-api migration"})  # fmt: skip
+            "content": "Alice's private draft about the ledger-api migration",
+            "context": {"tags": ["secret-plan", "release"], "team": "ledger"}})  # fmt: skip
         yield served
 
 
@@ -98,3 +101,49 @@ def test_reflect_over_the_api(server: Server) -> None:
     assert set(doc) >= {"counts", "stale", "unvalidated", "contradictions"}
     assert len(doc["unvalidated"]) <= 2
     assert all("private draft" not in item["summary"] for item in doc["unvalidated"])
+
+
+def test_tags_filter_the_list_and_are_counted_as_each_caller_sees_them(server: Server) -> None:
+    # Tags are a convention over context (its "tags" list), not a field of their own.
+    flaky = _get_or_post(server, "GET", "/api/v1/memories", BOB, tag="flaky", limit=50)
+    assert sorted(m["summary"][:14] for m in flaky["memories"]) == [
+        "Release note 0", "Release note 3", "Release note 6"]  # fmt: skip
+    both = _get_or_post(server, "GET", "/api/v1/memories", BOB, tag=["flaky", "release"],
+                        context="team:ledger", limit=50)  # fmt: skip
+    assert [m["id"] for m in both["memories"]] == [m["id"] for m in flaky["memories"]]
+    assert _get_or_post(server, "GET", "/api/v1/memories", BOB, tag="secret-plan")[
+        "memories"] == []  # fmt: skip
+    mine = _get_or_post(server, "GET", "/api/v1/memories", ALICE, tag="secret-plan")
+    assert [m["summary"][:15] for m in mine["memories"]] == ["Alice's private"]
+    bob = _get_or_post(server, "GET", "/api/v1/tags", BOB)
+    assert bob == {"key": "tags", "more": False, "tags": [
+        {"value": "release", "count": 7}, {"value": "flaky", "count": 3}]}  # fmt: skip
+    alice = _get_or_post(server, "GET", "/api/v1/tags", ALICE)
+    assert alice["tags"] == [{"value": "release", "count": 8}, {"value": "flaky", "count": 3},
+                             {"value": "secret-plan", "count": 1}]  # fmt: skip
+    teams = _get_or_post(server, "GET", "/api/v1/tags", ALICE, key="team", limit=1)
+    assert teams == {"key": "team", "more": False, "tags": [{"value": "ledger", "count": 8}]}
+    one = _get_or_post(server, "GET", "/api/v1/tags", ALICE, limit=1)
+    assert one["more"] is True and len(one["tags"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/api/v1/memories", {"context": "team"}),
+        ("/api/v1/memories", {"context": 'te"am:ledger'}),
+        ("/api/v1/memories", {"tag": ""}),
+        ("/api/v1/tags", {"key": "a\\b"}),
+        ("/api/v1/tags", {"key": ""}),
+        ("/api/v1/tags", {"limit": "0"}),
+        ("/api/v1/tags", {"state": "old"}),
+        ("/api/v1/tags", {"tag": "x"}),
+    ],
+)
+def test_bad_tag_and_context_filters_are_refused(
+    server: Server, path: str, params: dict[str, str]
+) -> None:
+    answer = httpx.get(server.url + path, params=params,
+                       headers={"Authorization": f"Bearer {BOB}"}, timeout=60)  # fmt: skip
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["code"] == "invalid_input"

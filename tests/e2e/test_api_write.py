@@ -20,6 +20,7 @@ from ferrex.errors import UsageError
 from ferrex.rules.memory_input import SUPERSEDES_CHARS
 from ferrex.server.dashboard.api import KILL_BEFORE_KEY_SAVED, openapi_document
 from ferrex.server.dashboard.edge import STATUS, status_of
+from ferrex.server.dashboard.schemas import for_generators
 from ferrex.server.dashboard.web import Dashboard
 from ferrex.server.mcp_server import build_server, tool_inputs
 from tests.e2e.api_helpers import ALICE, BOB, Server, serve_http
@@ -337,7 +338,9 @@ def test_the_openapi_document_is_valid_and_covers_every_route(server: Server) ->
     schemas = doc["components"]["schemas"]
     for tool, name in (("store", "StoreArguments"), ("recall", "RecallArguments"),
                        ("confirm", "ConfirmArguments")):  # fmt: skip
-        assert schemas[name]["properties"] == tools[tool].schema["properties"]
+        # the tool's own schema as generators need it: its defaults said in words (a
+        # generator would make them required), its bare objects open
+        assert schemas[name]["properties"] == for_generators(tools[tool].schema["properties"])
     assert openapi_document(tools) == doc
     # a foreign Host is refused here too
     _error(httpx.get(server.url + "/api/v1/openapi.json", headers={"Host": "evil.example"},

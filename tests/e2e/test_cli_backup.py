@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from ferrex.app import App
 from ferrex.cli import cli
 from ferrex.config import load
+from ferrex.ownership import Endpoint, is_held
 from ferrex.porting.dump import FORMAT
-from ferrex.server.owner import Endpoint, is_held
 from tests.e2e.stdio_helpers import RawServer
 from tests.rows import read_model_rows
 

@@ -179,7 +179,7 @@ def test_a_rebuild_a_repair_still_owes_happens_at_the_next_open(tmp_path: Path) 
 
 
 def test_a_repair_is_refused_while_another_process_owns_the_stores(tmp_path: Path) -> None:
-    from ferrex.server.owner import try_lock
+    from ferrex.ownership import try_lock
 
     home = tmp_path / "served"
     seg = _served_and_damaged(home)

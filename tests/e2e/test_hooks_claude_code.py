@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 
 from ferrex.cli.hooks import _token_count
-from ferrex.hooks.context import BRIEF_TOKENS
+from ferrex.hooks.context import BRIEF_TOKENS, PROMPT_TOKENS
 from tests.e2e.mcp_helpers import FERREX, call, owner_pid, server_params, stdio_client
 
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
@@ -153,6 +153,7 @@ def test_each_hook_as_claude_code_runs_it(tmp_path: Path, with_server: bool) -> 
             **common, "hook_event_name": "UserPromptSubmit",
             "prompt": "Which branch does the billing service deploy from?"})  # fmt: skip
         assert code == 0 and memory in context_of(out, "UserPromptSubmit")
+        assert _token_count()(context_of(out, "UserPromptSubmit")) <= PROMPT_TOKENS
         code, out, _ = run_hook(argv["UserPromptSubmit"], {
             **common, "hook_event_name": "UserPromptSubmit",
             "prompt": "What is the capital city of Mongolia?"})  # fmt: skip
@@ -176,6 +177,9 @@ def test_each_hook_as_claude_code_runs_it(tmp_path: Path, with_server: bool) -> 
         ["capture", "nothing"],
         ["capture", "nothing"],
     ]
+    # with a server the prompt hook took the lean path (no stores' code, one call to the
+    # owner); without one, the full command (it owned the data directory for its run)
+    assert [line.endswith(" lean") for line in log[1:3]] == [with_server] * 2
     first, second = (json.loads(line.split(" ", 4)[4]) for line in log[3:5])
     assert first["stored"] == 3 and first["refused"] == 0
     assert first["skipped"] == {"not_a_message": 1, "non_text_part": 1, "tool_call": 1,

@@ -205,3 +205,76 @@ def test_a_possible_conflict_is_flagged_listed_and_cleared(tmp_path: Path) -> No
     assert ferrex(home, "journal", "verify").returncode == 0
     drift = ferrex(home, "reconcile")
     assert drift.returncode == 0, drift.stdout + drift.stderr  # the split moved its point
+
+
+def test_a_subject_named_in_other_words_is_never_a_silent_second_answer(tmp_path: Path) -> None:
+    """Issue 43's subjects and rewordings of our own: a subject that resolves to another
+    entity, but may be the same thing, has its fact flagged against the current fact of
+    the same slot (never merged, never superseded); siblings stay apart and unflagged."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+
+            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
+                return await call(
+                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
+                )
+
+            def flagged(new: dict[str, Any], old: dict[str, Any]) -> None:
+                assert new["status"] == "stored" and new["superseded"] == [], new
+                assert old["id"] in new.get("possible_conflict", []), new
+                assert new["possible_conflict_with"] and new["possible_conflict_note"]
+
+            # A product name standing for its kind: the Postgres primary, the primary db.
+            one = await fact("pg primary", "host", "db-1")
+            two = await fact("Postgres primary", "host", "db-2")
+            assert two["superseded"] == [one["id"]]
+            three = await fact("primary database", "host", "db-3")
+            flagged(three, two)
+            assert three["entities"][0]["entity_id"] != two["entities"][0]["entity_id"]
+            mysql = await fact("MySQL replica", "version", "8.0.35")
+            replica = await fact("the replica db", "version", "8.4.1")
+            flagged(replica, mysql)
+
+            # The CI system: the acronym, the words it stands for, a descriptive word.
+            jenkins = await fact("CI pipeline", "runs on", "Jenkins")
+            gha = await fact("continuous integration", "runs on", "GitHub Actions")
+            flagged(gha, jenkins)
+            nightly = await fact("the nightly CI job", "schedule", "02:00 UTC")
+            earlier = await fact("nightly continuous integration job", "schedule", "01:00 UTC")
+            assert earlier["superseded"] == [nightly["id"]], "the rest of the name agrees"
+
+            # Dropped words, determiners, a handle, a plural, a word in another form.
+            chicago = await fact("Naomi Kowalski", "lives in", "Chicago")
+            flagged(await fact("@naomi-k", "lives in", "Denver"), chicago)
+            year = await fact("audit log", "retention", "1 year")
+            flagged(await fact("our audit logs", "retention", "6 years"), year)
+            vpc = await fact("card tokenization service", "runs in", "vpc-pci-1")
+            flagged(await fact("tokenizer", "runs in", "vpc-pci-2"), vpc)
+
+            # A word moved between subject and predicate names the same slot.
+            ttl = await fact("Vault", "default lease TTL", "768h")
+            flagged(await fact("vault default_lease_ttl", "is", "24h"), ttl)
+            idle = await fact("patient portal session", "idle timeout", "30 min")
+            flagged(await fact("portal session timeout", "is", "15 min"), idle)
+
+            # Hard negatives: siblings, numbered things, a kind word for a kind word.
+            for first, second, predicate, a, b in (
+                ("ledger-api", "ledger-reconciler", "version", "3.8.0", "3.8.2"),
+                ("T3 thermostat firmware", "T4 thermostat firmware", "owner", "team A", "team B"),
+                ("iOS app builds", "Android app builds", "built on", "Xcode Cloud", "Bitrise"),
+                ("staging database", "production database", "hosted on", "pg-s-1", "pg-p-1"),
+                ("eu cluster", "us cluster", "region", "eu-west-1", "us-east-1"),
+                ("payments-api", "payments-worker", "runs on", "node-01", "node-02"),
+                ("quillparse 1.x", "quillparse 2.x", "support status", "end of life", "active"),
+            ):
+                await fact(first, predicate, a)
+                other = await fact(second, predicate, b)
+                assert other["superseded"] == [] and "possible_conflict" not in other, other
+
+            reflect = await call(client, "reflect", {"limit": 50})
+            assert reflect["counts"]["possible_conflicts"] >= 8
+
+    anyio.run(main)
+    assert ferrex(home, "journal", "verify").returncode == 0

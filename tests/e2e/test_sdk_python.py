@@ -310,3 +310,40 @@ def test_list_pages_and_reflect(server: Server) -> None:
     assert (
         set(reflected) >= {"counts", "stale", "unvalidated"} and len(reflected["unvalidated"]) <= 1
     )
+
+
+def test_history_entities_tags_stats_and_the_change_stream(server: Server) -> None:
+    alice, bob = Client(server.url, ALICE), Client(server.url, BOB)
+    assert next(iter(alice.changes(until_idle=True)), None) is None  # from the head on
+    before = bob.stats()["total"]
+    fact = {"subject": "quillon-queue", "predicate": "runs on", "visibility": "shared",
+            "entities": ["quillon-queue"], "context": {"tags": ["sdk-tagged"]}}  # fmt: skip
+    old = alice.store(**fact, object="rabbitmq 3.12")
+    new = alice.store(**fact, object="rabbitmq 3.13")
+    private = alice.store("Alice only: quillon-queue's admin password moved",
+                          context={"tags": ["sdk-tagged", "sdk-secret"]})  # fmt: skip
+    versions = alice.history(new["id"])["versions"]
+    assert [v["id"] for v in versions] == [old["id"], new["id"]]
+    assert [v["current"] for v in versions] == [False, True]
+    assert "quillon-queue" in bob.entities(prefix="quill")["names"]
+    assert bob.entity("quillon-queue")["memories"][0]["id"] == new["id"]
+    assert bob.tags()["tags"] == [{"value": "sdk-tagged", "count": 1}]
+    assert {t["value"] for t in alice.tags()["tags"]} == {"sdk-tagged", "sdk-secret"}
+    assert [m["id"] for m in bob.list(tag=["sdk-tagged"])["memories"]] == [new["id"]]
+    assert bob.stats()["total"] == before + 1  # the current fact; the private one is alice's
+    assert set(bob.reflect(limit=2)["counts"]) >= {"stale", "unvalidated", "conflicts"}
+    # the change stream from the record before the first store: bob hears of the shared
+    # ones, alice of her private one too
+    first = next(c for c in alice.changes(after=0, until_idle=True)
+                 if any(m["id"] == old["id"] for m in c["memories"]))  # fmt: skip
+    since = first["position"] - 1
+    heard = [(m["id"], m["change"]) for c in bob.changes(after=since, until_idle=True)
+             for m in c["memories"]]  # fmt: skip
+    assert (old["id"], "stored") in heard and (new["id"], "stored") in heard
+    assert (old["id"], "superseded") in heard
+    assert private["id"] not in {i for i, _ in heard}
+    mine = {m["id"] for c in alice.changes(after=since, until_idle=True) for m in c["memories"]}
+    assert private["id"] in mine
+    with pytest.raises(FerrexError) as bad:
+        next(iter(bob.changes(after=-1, until_idle=True)))
+    assert bad.value.code == "invalid_input" and bad.value.status == 400

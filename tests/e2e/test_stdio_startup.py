@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ferrex.server.owner import Endpoint, is_held
+from ferrex.ownership import Endpoint, is_held
 from tests.e2e.stdio_helpers import INITIALIZE, INITIALIZED, RawServer, line
 
 HEAVY = ("onnxruntime", "qdrant_edge", "apsw", "numpy")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ferrex.server.owner import is_held
+from ferrex.ownership import is_held
 from tests.e2e.stdio_helpers import RawServer, ping
 
 NATIVE_ABORT = b"terminate called"

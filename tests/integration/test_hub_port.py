@@ -22,9 +22,9 @@ import pytest
 from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.models import Embedder
+from ferrex.ownership import Endpoint
 from ferrex.server import hub as hub_module
 from ferrex.server.hub import Hub, PortLimits, recv_frame, send_frame, versions
-from ferrex.server.owner import Endpoint
 from ferrex.server.service import Caller
 
 

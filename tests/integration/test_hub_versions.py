@@ -12,8 +12,8 @@ from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
 from ferrex.models import Embedder
+from ferrex.ownership import Endpoint
 from ferrex.server.hub import PROTOCOL, Hub, recv_frame, send_frame
-from ferrex.server.owner import Endpoint
 from ferrex.server.service import Caller
 from journal import FORMAT_VERSION
 

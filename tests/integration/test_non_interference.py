@@ -4,7 +4,7 @@ For random interleavings of alice's private calls and bob's calls, every answer 
 home where alice made her calls equals the answer he gets in a home where she never did
 (memory and entity ids, times, scores and journal positions aside: ids are compared by the
 order bob met them, and results as sets, because BM25's collection-wide IDF lets any text,
-private or not, move scores a little; see the README's Security section).
+private or not, move scores a little; see docs/security.md).
 
 Both homes are real: the service over the real journal, SQLite read model, Qdrant Edge and
 the bundled model. Every call is forwarded as another process's would be: a peer hub sends
@@ -60,6 +60,7 @@ ENTITIES = ["Postgres", "PostgreSQL", "Kafka", "tokio", "Tokio runtime", "Grafan
 WORDS = ["deploy", "rollback", "backup", "cache", "latency", "incident", "migration", "on-call"]
 SOURCES = ["chat-7", "chat-8"]
 PROCEDURES = ["deploy", "restore"]
+TAGS = ["ops", "billing"]
 
 _ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
 #: Keys whose values are times, scores or positions: the comparison keeps only whether
@@ -68,7 +69,7 @@ _ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
 _ASIDE = {
     "score", "explain", "similarity", "staleness", "position", "event_time", "invalidated_at",
     "last_validated", "last_accessed", "last_referenced", "age_days", "created_at",
-    "t_valid", "t_invalid", "expires_at", "next_cursor",
+    "t_valid", "t_invalid", "expires_at", "next_cursor", "recorded_at",
 }  # fmt: skip
 
 
@@ -104,6 +105,8 @@ def _store(draw: st.DrawFn, visibility: str | None) -> dict[str, Any]:
         entities = [draw(st.sampled_from(ENTITIES[:4]))]
     if entities:
         args["entities"] = entities
+    if draw(st.integers(0, 2)) == 0:  # tags: a convention over context (the tags list)
+        args["context"] = {"tags": draw(st.lists(st.sampled_from(TAGS), min_size=1, unique=True))}
     if visibility is not None:
         args["visibility"] = visibility
     return args
@@ -359,6 +362,8 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
                 {"visibility": "shared"},
                 {"source": SOURCES[0]},
                 {"entity": ENTITIES[0]},
+                {"tags": [TAGS[0]]},
+                {"context": [f"tags:{TAGS[1]}"]},
             ]
         ),
     ).map(
@@ -366,6 +371,15 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
             "dashboard",
             {"view": "memories", "limit": lsso[0], "sort": lsso[1], "state": lsso[2], **lsso[3]},
         )
+    ),
+    # /api/v1/changes (the change stream's one read): every record from the start, and from
+    # the head now (nothing). Positions are aside: they count every agent's records.
+    "dashboard changes": st.sampled_from([0, None]).map(
+        lambda after: ("dashboard", {"view": "changes", "after": after})
+    ),
+    # /api/v1/tags: the tags bob's memories and the shared ones carry, with counts.
+    "dashboard tags": st.sampled_from(["current", "all"]).map(
+        lambda state: ("dashboard", {"view": "tags", "state": state})
     ),
     "dashboard entities": st.tuples(
         st.sampled_from(["", "p", "k", "t"]), st.sampled_from([0, 1])

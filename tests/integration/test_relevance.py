@@ -80,7 +80,16 @@ def test_a_forgotten_topic_is_nothing_relevant(parts: tuple[Writer, Reader]) -> 
             "missing_named",
             "missing_name",
             "missing_attribute",
+            "given",
+            "dense_rank",
+            "sparse_rank",
+            "cosine_gap",
+            "bm25_share",
         }
+        assert 0.0 <= r["answer_chance"] <= 1.0
+        # the evidence's ranks are the legs' own, as explain shows them
+        assert r["relevance_evidence"]["dense_rank"] == r["explain"]["dense_rank"]
+        assert r["relevance_evidence"]["sparse_rank"] == r["explain"]["sparse_rank"]
 
 
 def test_min_relevance_drops_and_counts_what_falls_below(parts: tuple[Writer, Reader]) -> None:

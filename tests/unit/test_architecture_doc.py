@@ -35,11 +35,15 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+import pytest
+
 from ferrex.config import KEYS
 from journal.events import KNOWN_TAGS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
+INTERNALS = ROOT / "docs" / "internals.md"
+"""The long notes behind the map, held to the code the same way."""
 PACKAGES = ("journal", "projections", "ferrex")
 _SHAPE = re.compile(r"[\w/.]+")
 _TABLE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+)")
@@ -217,12 +221,23 @@ def problem(tree: Tree, name: str, not_symbols: frozenset[str] = frozenset()) ->
     return None
 
 
-def test_every_module_and_symbol_the_architecture_names_exists() -> None:
+@pytest.mark.parametrize("doc", [DOC, INTERNALS], ids=lambda p: p.name)
+def test_every_module_and_symbol_the_architecture_names_exists(doc: Path) -> None:
     tree = Tree(ROOT)
-    checked = list(spans(DOC.read_text()))
+    checked = list(spans(doc.read_text()))
     wrong = sorted({f"`{s}`: {why}" for s in checked if (why := problem(tree, s, _not_symbols()))})
     assert not wrong, "\n".join(wrong)
     assert len(checked) > 100
+
+
+def test_the_map_is_short() -> None:
+    """ARCHITECTURE.md is a map a newcomer reads in one sitting: at most 300 lines and 3,000
+    words, no line over 120 characters (a table cell is not a chapter)."""
+    text = DOC.read_text()
+    lines = text.splitlines()
+    assert len(lines) <= 300, len(lines)
+    assert len(text.split()) <= 3000, len(text.split())
+    assert [n for n, line in enumerate(lines, 1) if len(line) > 120] == []
 
 
 def test_the_doc_checker_sees_what_does_not_exist(tmp_path: Path) -> None:

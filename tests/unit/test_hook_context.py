@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from ferrex.hooks import context
 from ferrex.hooks.claude_code import installed, with_ours, without_ours
 from ferrex.hooks.context import BRIEF_TOKENS, PROMPT_TOKENS, prompt_context, session_brief
 from ferrex.porting import transcripts
@@ -27,7 +28,7 @@ def test_a_transcript_keys_each_message_by_session_and_uuid_and_cuts_long_ones()
 
 def test_ferrex_context_is_cut_out_even_unclosed() -> None:
     text = "before <ferrex-memory>\nx\n</ferrex-memory> after <ferrex-memory> never closed"
-    assert transcripts.without_ours(text) == "before  after"
+    assert context.without_ours(text) == "before  after"
 
 
 def test_nothing_relevant_injects_nothing_and_results_fit_the_budget() -> None:

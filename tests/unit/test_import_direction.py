@@ -230,3 +230,43 @@ def test_the_cycle_finder_skips_type_checking_and_sees_names_from_a_package(
     assert graph["pkg.web"] == {"pkg.pages", "pkg.shared"}
     assert graph["pkg.shared"] == {"pkg"}
     assert find_cycle(graph) == ["pkg", "pkg.web", "pkg.shared", "pkg"]
+
+
+def _declared() -> dict[str, set[str]]:
+    """Distribution names (normalised) of pyproject's dependencies: ``project`` and each extra."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(requirements: list[str]) -> set[str]:
+        return {
+            re.sub(r"[-_.]+", "-", re.split(r"[\s<>=!~\[;]", r, maxsplit=1)[0]).lower()
+            for r in requirements
+        }
+
+    groups = {"project": names(project["dependencies"])}
+    groups.update({extra: names(reqs) for extra, reqs in project["optional-dependencies"].items()})
+    return groups
+
+
+def test_every_imported_library_is_declared() -> None:
+    """A library ferrex's own code imports is a dependency of the project (or of the extra
+    that enables the code importing it), never something that happens to arrive with another
+    package."""
+    import importlib.metadata
+    import re
+    import sys
+
+    distributions = importlib.metadata.packages_distributions()
+    declared = _declared()
+    runtime = declared["project"] | declared["qdrant-server"] | declared["postgres"]
+    missing = []
+    for _, path in modules():
+        for name in imports_of(path):
+            if name in LAYERS or name in sys.stdlib_module_names:
+                continue
+            owners = {re.sub(r"[-_.]+", "-", d).lower() for d in distributions.get(name, [name])}
+            if not owners & runtime:
+                missing.append(f"{path.relative_to(ROOT)} imports {name} ({', '.join(owners)})")
+    assert not missing, missing

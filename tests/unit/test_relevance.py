@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -10,20 +11,27 @@ from hypothesis import strategies as st
 
 from ferrex.models.sparse import tokens
 from ferrex.rules.relevance import (
+    ANSWER_INPUTS,
+    ANSWER_MODEL,
     DEFAULT_MODEL,
     NEAREST_WHEN_NOTHING,
     PIECE_CREDIT,
+    RANK_DEPTH,
+    AnswerModel,
     Evidence,
     Model,
+    both_legs,
     check_min_relevance,
     coverage,
     evidence,
+    inputs,
     missing_attribute,
     missing_name,
     missing_named,
     nothing_relevant,
     period_found,
     query_names,
+    rank_depth,
     trim,
     without_phrase,
 )
@@ -304,3 +312,62 @@ def test_trim_never_reorders_and_a_longer_answer_begins_with_a_shorter_one(
             [MODEL.label(v) for v in values]
         ):
             assert trim(values[:n], MODEL) == [i for i in kept if i < n]
+
+
+# --- What the legs' rankings say (the answer model's inputs) ---
+
+
+def test_rank_depth_reads_ranks_on_a_log_scale_up_to_the_fewest_points_asked() -> None:
+    assert rank_depth(1) == 0.0
+    assert 0.0 < rank_depth(2) < rank_depth(5) < rank_depth(RANK_DEPTH - 1) < 1.0
+    # deeper than the fewest points a leg is asked for, or not returned: all the same
+    assert rank_depth(RANK_DEPTH) == rank_depth(RANK_DEPTH + 50) == rank_depth(None) == 1.0
+
+
+def test_both_legs_agree_only_when_each_ranks_the_memory_near_the_top() -> None:
+    assert both_legs(Evidence(0.5, 0.5, dense_rank=1, sparse_rank=10)) == 1.0
+    assert both_legs(Evidence(0.5, 0.5, dense_rank=1, sparse_rank=11)) == 0.0
+    assert both_legs(Evidence(0.5, 0.5, dense_rank=3, sparse_rank=None)) == 0.0
+
+
+def test_evidence_carries_the_ranks_the_gap_to_the_best_cosine_and_the_bm25_share() -> None:
+    e = evidence(["port"], ["port"], 0.6, 0.2, ranks=(2, 7), best_cosine=0.75, bm25_share=0.4)
+    assert (e.dense_rank, e.sparse_rank) == (2, 7)
+    assert e.cosine_gap == pytest.approx(0.15)
+    assert e.bm25_share == pytest.approx(0.4)
+    # a memory the dense leg did not return sits at its floor; shares are clamped to [0, 1]
+    e = evidence(["port"], [], None, 0.2, best_cosine=0.75, bm25_share=1.7)
+    assert e.cosine_gap == pytest.approx(0.55) and e.bm25_share == 1.0
+    assert evidence(["port"], [], 0.8, 0.2, best_cosine=0.75).cosine_gap == 0.0
+
+
+def test_the_answer_model_reads_every_input_and_doubts_a_memory_far_below_the_nearest() -> None:
+    near = Evidence(0.5, 0.6, dense_rank=4, sparse_rank=4, cosine_gap=0.01, bm25_share=0.5)
+    far = replace(near, cosine_gap=0.15)
+    assert len(inputs(near, 0.5)) == len(ANSWER_INPUTS) == len(ANSWER_MODEL.weights)
+    assert 0.0 < ANSWER_MODEL.chance(far, 0.5) < ANSWER_MODEL.chance(near, 0.5) < 1.0
+
+
+def test_an_answer_model_with_the_wrong_shape_or_threshold_is_refused() -> None:
+    with pytest.raises(ValueError, match="weights"):
+        AnswerModel(weights=(1.0, 2.0))
+    with pytest.raises(ValueError, match="kept_from"):
+        AnswerModel(kept_from=1.5)
+
+
+def test_past_the_third_trim_reads_the_answer_chance_and_never_hides_weak() -> None:
+    answer = AnswerModel(kept_from=0.3)
+    values = [0.9, 0.3, 0.6, 0.05, 0.4]
+    assert trim(values, MODEL) == [0, 1, 2, 4]
+    # a result of low relevance that may hold an answer the first three lack is shown; one
+    # labelled none that the model is confident adds no answer is not
+    assert trim(values, MODEL, [0.9, 0.1, 0.1, 0.4, 0.1], answer) == [0, 1, 2, 3]
+    assert trim(values, MODEL, [0.9, 0.1, 0.1, 0.1, 0.1], answer) == [0, 1, 2]
+    # a result labelled weak or strong is shown whatever its chance
+    assert trim([0.9, 0.3, 0.6, 0.05, 0.7], MODEL, [0.0] * 5, answer) == [0, 1, 2, 4]
+
+
+def test_under_the_verdict_trim_reads_the_relevance_alone() -> None:
+    answer = AnswerModel(kept_from=0.3)
+    values = [0.4, 0.1, 0.3, 0.05, 0.1]  # none reaches weak (0.5): the verdict
+    assert trim(values, MODEL, [0.0, 0.0, 0.0, 0.9, 0.0], answer) == trim(values, MODEL)

@@ -12,15 +12,20 @@ from ferrex.core.settings import StoreSettings, build_abbreviations
 from ferrex.errors import Refused, UsageError
 from ferrex.rules.entities import Candidate, normalize_entity
 from ferrex.rules.subjects import (
+    RELATED_LIMIT,
     abbreviation_map,
     compare_words,
     find_entity,
+    formed_alike,
     loosely_named,
+    names_alike,
     objects_agree,
     resolve_subject,
+    same_slot_words,
     spelled_out,
     spelling_variants,
     subject_outcome,
+    word_twins,
 )
 from journal import (
     EntitiesDiffer,
@@ -134,7 +139,11 @@ def test_the_embedding_decides_only_names_sharing_no_word_with_numbers_agreeing(
              _candidate("e3", "journal api")]  # fmt: skip
     found = resolve_subject("general journal", known, embedding_scores=scores)
     assert found.resolution.entity_id == "e1" and found.resolution.kind == "embedding"
-    assert [p.entity_id for p in found.possible] == ["e2"], "a cosine in the band"
+    # e2 by a cosine in the band; e3 by its words alone (a kind word, "api", for the
+    # distinctive word in front of the shared one), never by a score.
+    assert [(p.entity_id, p.reason) for p in found.possible] == [
+        ("e2", "embedding"), ("e3", "name")
+    ]  # fmt: skip
     assert asked == [["the ledger", "books"]], "journal api shares a word: never scored"
     versions = resolve_subject(
         "python 3", [_candidate("e1", "python 2")], embedding_scores=lambda n, cs: [0.99]
@@ -351,3 +360,155 @@ def test_query_spellings_give_the_other_forms_of_a_questions_names() -> None:
     where = query_spellings("where does the auth gateway run?")
     assert "auth-gateway" in where and not any("where" in s or "does" in s for s in where)
     assert query_spellings("") == [] and query_spellings("why?") == []
+
+
+# -- names possibly the same, by evidence that generalises (issue 43) --------------------
+
+
+def _words(name: str) -> list[str]:
+    return spelled_out(normalize_entity(name))
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Postgres primary", "primary database"),  # a product name for its kind (issue)
+        ("pg primary", "primary database"),
+        ("MySQL replica", "the replica db"),
+        ("FitPulse iOS", "ios app"),
+        ("training jobs", "model training"),
+        ("SWIFT BIC", "our BIC"),  # a determiner
+        ("Naomi Kowalski", "@naomi-k"),  # a handle, an initial
+        ("Lea Schmidt", "@lea"),
+        ("laptop fleet (MDM)", "MDM"),  # brackets
+        ("audit log", "audit logs"),  # a plural
+        ("card tokenization service", "tokenizer"),  # one stem, two endings
+        ("invoice run for shippers", "shipper invoicing"),  # a link word, two forms
+        ("DB pool size for api", "tallyboard-api DATABASE_POOL_SIZE"),
+        ("remote config key onboarding_variant", "onboarding_variant"),  # the head kept
+        ("community manager", "Starfall CM"),  # an acronym before one word's skeleton
+        ("fct_orders", "orders fact"),  # a whole consonant skeleton, in another order
+        ("orders api keep-alive", "orders-api"),  # one word written as two
+        ("CI", "continuous integration"),
+        ("the CI pipeline", "continuous integration"),
+    ],
+)
+def test_names_possibly_the_same(a: str, b: str) -> None:
+    assert names_alike(_words(a), _words(b)) and names_alike(_words(b), _words(a))
+    assert subject_outcome(a, b) == "possible", "flagged, never merged"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("staging db", "production db"),  # siblings: a word swapped before the head
+        ("tallyboard-api staging", "tallyboard-api production"),
+        ("iOS app builds", "Android app builds"),
+        ("FitPulse iOS app", "FitPulse Android app"),
+        ("seller API", "buyer API"),
+        ("eu cluster", "us cluster"),
+        ("primary database", "replica database"),
+        ("api v1", "api v2"),  # numbers
+        ("T3 thermostat firmware", "T4 thermostat firmware"),
+        ("quillparse 1.x", "quillparse 2.x"),
+        ("web-01", "web-02"),
+        ("SOC 2 Type I", "SOC 2 Type II"),  # i is no initial of ii
+        ("payments-api", "payments-worker"),  # a kind word each
+        ("billing service", "billing database"),
+        ("ledger-api", "ledger-reconciler"),  # the other's extra word is its head
+        ("catalog-svc", "catalog-importer"),
+        ("exports db", "webhooks daily export"),  # more than one product name
+        ("payments api", "payments events table"),
+        ("Yara Haddad", "Bilal Haddad"),
+        ("fct_orders", "fct_refunds"),
+        ("on-call handover", "oncall rotation"),  # one word as two, the heads swapped
+        ("device lab", "QA device lab Warsaw east"),  # the head not kept, too many words
+        ("product", "production"),  # one word the whole of the other
+        ("wiki", "engineering handbook"),
+    ],
+)
+def test_hard_negatives_stay_apart(a: str, b: str) -> None:
+    assert not names_alike(_words(a), _words(b)) and not names_alike(_words(b), _words(a))
+    assert subject_outcome(a, b) == "different"
+
+
+def test_word_twins() -> None:
+    same = [("log", "logs"), ("policy", "policies"), ("tokenizer", "tokenization"),
+            ("matchmaker", "matchmaking"), ("invoice", "invoicing"), ("gw", "gateway"),
+            ("fct", "fact")]  # fmt: skip
+    for a, b in same:
+        assert word_twins(a, b) and word_twins(b, a), (a, b)
+    apart = [("product", "production"), ("v1", "v2"), ("i", "ii"), ("web", "webhook"),
+             ("us", "use"), ("stage", "staging"), ("api", "apis2")]  # fmt: skip
+    for a, b in apart:
+        assert not word_twins(a, b), (a, b)
+
+
+def test_an_acronym_is_tried_before_one_words_skeleton() -> None:
+    formed = formed_alike(["starfall", "cm"], ["community", "manager"])
+    assert formed is not None and formed[0] == ["starfall", "community", "manager"]
+
+
+def _slot(subject: str, predicate: str) -> tuple[list[str], list[str]]:
+    words = [w for w in predicate.split(" ") if w not in ("is", "set", "to", "now")]
+    return _words(subject), words
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        (("Vault", "default lease ttl"), ("vault default_lease_ttl", "is"), True),
+        (("Airflow", "parallelism"), ("Airflow parallelism", "is"), True),
+        (("patient portal session", "idle timeout"), ("portal session timeout", "is"), True),
+        (("Bazaarly checkout", "conversion rate"), ("checkout conversion", "is now"), True),
+        (("disaster recovery site", "region"), ("DR region", "is"), True),
+        (("orders-api", "http keepalive"), ("orders api keep-alive", "is"), True),
+        # the extra word is the subject's head: another thing
+        (("customer PII", "stored in"), ("customer PII backups", "stored in"), False),
+        (("payments api", "request timeout"), ("payments worker", "job timeout"), False),
+        (("profile photo upload", "max size"), ("workout video upload", "max size"), False),
+        (("checkout api", "timeout"), ("checkout", "db timeout"), False),
+        (("events v1", "retention"), ("events v2 retention", "is"), False),  # numbers
+        (("api service", "timeout"), ("service timeout", "is"), False),  # only a kind word
+    ],
+)
+def test_a_word_moved_between_subject_and_predicate(
+    first: tuple[str, str], second: tuple[str, str], same: bool
+) -> None:
+    assert same_slot_words(*_slot(*first), *_slot(*second)) is same
+    assert same_slot_words(*_slot(*second), *_slot(*first)) is same
+
+
+def test_related_entities_share_a_distinctive_word_most_first_and_few() -> None:
+    known = [_candidate("e1", "vault default lease ttl"), _candidate("e2", "vault"),
+             _candidate("e3", "service"), _candidate("e4", "vault audit device log"),
+             _candidate("e5", "disaster recovery site")]  # fmt: skip
+    found = resolve_subject("vault", known)
+    assert found.resolution.entity_id == "e2"
+    assert found.related == ("e1", "e4"), "a kind word alone relates nothing"
+    assert resolve_subject("DR region", known).related == ("e5",), "an acronym relates"
+    many = [_candidate(f"e{i:02d}", f"search thing{i}") for i in range(30)]
+    assert len(resolve_subject("search", many).related) == RELATED_LIMIT
+
+
+def test_a_possible_name_flags_the_slot_and_supersedes_nothing() -> None:
+    view = View()
+    two = store(view, fact("Postgres primary", "host", "db-2"))
+    three = store(view, fact("primary database", "host", "db-3"))
+    assert three.result.superseded == ()
+    (flag,) = [e for e in three.events if isinstance(e, FactsPossiblyConflicting)]
+    assert flag.others == (two.result.id,) and flag.reason == "name"
+    sibling = store(view, fact("replica database", "host", "db-9"))
+    assert sibling.result.possible_conflict == ()
+
+
+def test_a_word_moved_into_the_subject_flags_a_related_entity() -> None:
+    view = View()
+    ttl = store(view, fact("Vault", "default lease TTL", "768h"))
+    store(view, fact("vault policy", "owner", "team Atlas"))
+    moved = store(view, fact("vault default_lease_ttl", "is", "24h"), cosine=0.1)
+    assert moved.result.superseded == ()
+    (flag,) = [e for e in moved.events if isinstance(e, FactsPossiblyConflicting)]
+    assert flag.others == (ttl.result.id,) and flag.reason == "slot words"
+    unrelated = store(view, fact("vault audit device", "is", "file"), cosine=0.1)
+    assert unrelated.result.possible_conflict == ()

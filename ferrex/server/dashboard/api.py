@@ -63,7 +63,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -71,7 +71,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ferrex import __version__
-from ferrex.core.decide import NEW_MEMORY, StoreStatus
+from ferrex.core.decide import NEW_MEMORY
 from ferrex.errors import FerrexError, Refused, UsageError
 from ferrex.rules.memory_input import CONTEXT_DEPTH, REQUEST_KEY_PREFIX
 from ferrex.rules.spelling import did_you_mean
@@ -84,6 +84,7 @@ from ferrex.server.dashboard.edge import (
     error_headers,
     status_of,
 )
+from ferrex.server.dashboard.schemas import ANSWERS, for_generators, ref
 from ferrex.server.service import Caller
 from journal.files import make_private_dir, open_private, replace_durably
 
@@ -382,7 +383,7 @@ class WriteApi:
                             f"an Idempotency-Key is 1 to {MAX_KEY} printable ASCII characters",
                             hint="a random UUID is a good key",
                         )
-                    principal = _principal(caller)
+                    principal = principal_of(caller)
                     answer, replayed = await run_in_threadpool(
                         self.keys.run, principal, key, _fingerprint(request, payload), work
                     )
@@ -525,13 +526,14 @@ def not_found_json(request: Request, status: int) -> Response:
     return JSONResponse(doc, status_code=status, headers=error_headers(status))
 
 
-def _principal(caller: Caller) -> str:
+def principal_of(caller: Caller) -> str:
+    """Who a caller is, for the caps kept per principal: the operator, or one agent."""
     return "operator" if caller.agent_id is None else f"agent:{caller.agent_id}"
 
 
 def _request_key(caller: Caller, key: str) -> str:
     """The import key a keyed store journals: who sent it and the key, hashed."""
-    digest = hashlib.sha256(f"{_principal(caller)}\0{key}".encode()).hexdigest()[:40]
+    digest = hashlib.sha256(f"{principal_of(caller)}\0{key}".encode()).hexdigest()[:40]
     return REQUEST_KEY_PREFIX + digest
 
 
@@ -641,7 +643,7 @@ class Param:
 
 _TEXT: dict[str, Any] = {"type": "string"}
 _TEXTS: dict[str, Any] = {"type": "array", "items": _TEXT}
-_FLAG: dict[str, Any] = {"type": "boolean"}
+FLAG: dict[str, Any] = {"type": "boolean"}
 
 #: ``GET /api/v1/recall`` (the dashboard's search): its names are the search form's fields.
 SEARCH_QUERY = (
@@ -652,7 +654,7 @@ SEARCH_QUERY = (
     Param("min_relevance", {"type": "number", "minimum": 0, "maximum": 1}, "Cut-off."),
     *(Param(n, _TEXT, f"The recall tool's {n}.")
       for n in ("as_of", "after", "before", "namespace", "strategy")),
-    *(Param(n, _FLAG, f"The recall tool's {n}: true or false.")
+    *(Param(n, FLAG, f"The recall tool's {n}: true or false.")
       for n in ("include_stale", "include_invalidated")),
 )  # fmt: skip
 ENTITIES_QUERY = (
@@ -677,12 +679,31 @@ LIST_QUERY = (
           "current (default): not superseded; superseded; or all."),
     Param("after", {"type": "string", "format": "date-time"}, "Event time at or after."),
     Param("before", {"type": "string", "format": "date-time"}, "Event time before."),
+    Param("tag", _TEXTS, "Only memories with this tag (a value of their context's tags "
+          "list); repeated: every one of them."),
+    Param("context", _TEXTS, "KEY:VALUE: only memories whose context's top-level KEY is "
+          "VALUE or a list holding it; repeated: every one of them."),
+)  # fmt: skip
+#: ``GET /api/v1/tags``: the values of one context key, with counts.
+TAGS_QUERY = (
+    Param("key", _TEXT, "The context key whose values are counted (tags)."),
+    Param("namespace", _TEXT, "One namespace (default: every namespace)."),
+    Param("state", {"enum": ["current", "superseded", "all"]},
+          "Over current memories (default), superseded ones, or all."),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "How many (100)."),
 )  # fmt: skip
 REFLECT_QUERY = (
     Param("namespace", _TEXT, "One namespace (default: every namespace)."),
     Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per section (10)."),
 )
-FORGET_QUERY = (Param("cascade", _FLAG, "Also drop entities no longer mentioned: true or false."),)
+#: ``GET /api/v1/changes``: where the change stream starts, and whether it ends when idle.
+CHANGES_QUERY = (
+    Param("after", {"type": "integer", "minimum": 0},
+          "Start after this journal position (Last-Event-ID, when sent, wins); "
+          "without either, only what comes next."),
+    Param("until_idle", FLAG, "End the stream once it has caught up: true or false."),
+)  # fmt: skip
+FORGET_QUERY = (Param("cascade", FLAG, "Also drop entities no longer mentioned: true or false."),)
 
 
 def check_query(request: Request, params: tuple[Param, ...]) -> None:
@@ -701,8 +722,6 @@ def check_query(request: Request, params: tuple[Param, ...]) -> None:
 
 
 # -- OpenAPI ----------------------------------------------------------------------------------
-
-_ANSWER = {"type": "object", "description": "The tool's answer, as the MCP tool gives it."}
 
 #: The error codes every route may answer (who asks; a store or process unavailable).
 _ANY_ROUTE = ("invalid_input", "unauthorized", "forbidden", "busy", "backend_unavailable",
@@ -729,8 +748,8 @@ def _responses(codes: tuple[str, ...], ok: dict[str, Any]) -> dict[str, Any]:
     for status in sorted(by_status):
         listed = "; ".join(f"`{c}`: {ERRORS[c].meaning}" for c in by_status[status])
         found[str(status)] = {"description": listed + ".", "content": error}
-        if status == 503:
-            found["503"]["headers"] = {"Retry-After": {
+        if status in (429, 503):
+            found[str(status)]["headers"] = {"Retry-After": {
                 "description": "Seconds to wait before a retry.",
                 "schema": {"type": "integer", "const": RETRY_AFTER_SECONDS},
             }}  # fmt: skip
@@ -766,7 +785,6 @@ def error_table() -> str:
 def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
     """The OpenAPI 3.1 description of every ``/api/v1`` route; request schemas are the MCP
     tools' own input schemas (JSON Schema 2020-12, which OpenAPI 3.1 takes as it is)."""
-    ref = "#/components/schemas/"
     key = Param("Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": MAX_KEY},
                 "Send the same key again to retry this write: it is done once.",
                 ).openapi("header")  # fmt: skip
@@ -775,131 +793,88 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
     text = _TEXT
     paths: dict[str, Any] = {
         "/api/v1/memories": {"get": _operation(
-            "A page of memories, filtered and sorted", "list", _ANY_ROUTE,
-            {"$ref": ref + "MemoryPage"}, parameters=[p.openapi() for p in LIST_QUERY],
+            "A page of memories, filtered (tags too) and sorted", "list", _ANY_ROUTE,
+            ref("MemoryPage"), parameters=[p.openapi() for p in LIST_QUERY],
         ), "post": _operation(
             "Store a memory, or a batch ({\"memories\": [...]})", "store", _STORE,
-            {"oneOf": [{"$ref": ref + "StoreAnswer"}, {"$ref": ref + "StoreBatchAnswer"}]},
-            body={"oneOf": [{"$ref": ref + "StoreArguments"}, {"$ref": ref + "StoreBatch"}]},
+            {"oneOf": [ref("StoreAnswer"), ref("StoreBatchAnswer")]},
+            body={"oneOf": [ref("StoreArguments"), ref("StoreBatch")]},
             parameters=[key],
         )},
         "/api/v1/memories/{id}": {"delete": _operation(
-            "Forget a memory", "forget", (*_ANY_WRITE, "not_found"), _ANSWER,
+            "Forget a memory", "forget", (*_ANY_WRITE, "not_found"), ref("ForgetAnswer"),
             parameters=[memory_id, key, *(p.openapi() for p in FORGET_QUERY)],
         )},
         "/api/v1/recall": {
             "post": _operation("Recall (the recall tool's arguments)", "recall",
-                               (*_ANY_ROUTE, *_EMBEDS), _ANSWER,
-                               body={"$ref": ref + "RecallArguments"}),
+                               (*_ANY_ROUTE, *_EMBEDS), ref("RecallAnswer"),
+                               body=ref("RecallArguments")),
             "get": _operation("Recall as the dashboard searches (explained, not counted as a use)",
-                              "search", (*_ANY_ROUTE, *_EMBEDS), _ANSWER,
+                              "search", (*_ANY_ROUTE, *_EMBEDS), ref("RecallAnswer"),
                               parameters=[p.openapi() for p in SEARCH_QUERY]),
         },
         "/api/v1/confirm": {"post": _operation(
-            "Confirm memories (and set pinned or importance)", "confirm", _ANY_WRITE, _ANSWER,
-            body={"$ref": ref + "ConfirmArguments"}, parameters=[key],
+            "Confirm memories (and set pinned or importance)", "confirm", _ANY_WRITE,
+            ref("ConfirmAnswer"), body=ref("ConfirmArguments"), parameters=[key],
         )},
         "/api/v1/memory/{id}": {"get": _operation(
-            "One memory", "memory", (*_ANY_ROUTE, "not_found"), _ANSWER, parameters=[memory_id],
+            "One memory", "memory", (*_ANY_ROUTE, "not_found"), ref("MemoryDetail"),
+            parameters=[memory_id],
         )},
         "/api/v1/history/{id}": {"get": _operation(
-            "A memory's history", "history", (*_ANY_ROUTE, "not_found"), _ANSWER,
+            "A memory's history", "history", (*_ANY_ROUTE, "not_found"), ref("MemoryHistory"),
             parameters=[memory_id],
         )},
         "/api/v1/entities": {"get": _operation(
             "Entities by prefix, or one entity by name", "entities", (*_ANY_ROUTE, "not_found"),
-            _ANSWER, parameters=[p.openapi() for p in ENTITIES_QUERY],
+            {"oneOf": [ref("EntityNames"), ref("Entity")]},
+            parameters=[p.openapi() for p in ENTITIES_QUERY],
         )},
         "/api/v1/stats": {"get": _operation(
-            "Counts, the latest, what needs attention", "stats", _ANY_ROUTE, _ANSWER,
+            "Counts, the latest, what needs attention", "stats", _ANY_ROUTE, ref("Stats"),
             parameters=[p.openapi() for p in STATS_QUERY],
         )},
         "/api/v1/reflect": {"get": _operation(
-            "What needs attention (the reflect tool)", "reflect", _ANY_ROUTE, _ANSWER,
+            "What needs attention (the reflect tool)", "reflect", _ANY_ROUTE, ref("Reflect"),
             parameters=[p.openapi() for p in REFLECT_QUERY],
         )},
+        "/api/v1/tags": {"get": _operation(
+            "The tags (values of a context key) of the memories the caller sees, with counts",
+            "tags", _ANY_ROUTE, ref("TagCounts"), parameters=[p.openapi() for p in TAGS_QUERY],
+        )},
+        "/api/v1/changes": {"get": _changes_operation()},
         "/api/v1/openapi.json": {"get": {
             "summary": "This document", "operationId": "openapi", "security": [],
             "responses": {"200": {"description": "The OpenAPI document.",
-                                  "content": {"application/json": {"schema": _ANSWER}}}},
+                                  "content": {"application/json": {
+                                      "schema": ref("OpenApiDocument")}}}},
         }},
+    }  # fmt: skip
+    error_fields = {
+        "type": "object",
+        "required": ["kind", "code", "message"],
+        "properties": {
+            "kind": {"enum": sorted({e.kind for e in ERRORS.values()}),
+                     "description": "The family of the error."},
+            "code": {"enum": sorted(ERRORS), "description": "Stable; see the table."},
+            "message": text,
+            "hint": {"type": ["string", "null"], "description": "What to do about it."},
+        },
+        "additionalProperties": {"description": "Details: the ids involved, scores."},
     }  # fmt: skip
     error = {
         "type": "object",
         "required": ["error"],
         "description": "Every error answer. Each code has one status (and one kind):\n\n"
         + error_table(),
-        "properties": {"error": {
-            "type": "object",
-            "required": ["kind", "code", "message"],
-            "properties": {
-                "kind": {"enum": sorted({e.kind for e in ERRORS.values()}),
-                         "description": "The family of the error."},
-                "code": {"enum": sorted(ERRORS), "description": "Stable; see the table."},
-                "message": text,
-                "hint": {"type": ["string", "null"], "description": "What to do about it."},
-            },
-            "additionalProperties": {"description": "Details: the ids involved, scores."},
-        }},
-    }  # fmt: skip
-    store_answer = {
-        "type": "object",
-        "required": ["status", "id"],
-        "properties": {
-            "status": {
-                "enum": sorted(get_args(StoreStatus)),
-                "description": "stored_as_history: stored already ended by a fact that "
-                "began later (superseded_by, history_reason).",
-            },
-            "id": text,
-            "type": text,
-            "namespace": text,
-            "superseded_by": text,
-            "history_reason": text,
-        },
+        "properties": {"error": ref("ErrorBody")},
     }
-    batch_answer = {
-        "type": "object",
-        "required": ["results", "stored", "failed"],
-        "properties": {
-            "results": {"type": "array", "items": {"type": "object", "required": ["index"],
-                        "description": "The store answer, or {index, error} for a refused "
-                                       "or invalid item."}},
-            "stored": {"type": "integer"},
-            "failed": {"type": "integer"},
-        },
-    }  # fmt: skip
     batch = {
         "type": "object",
         "additionalProperties": False,
         "required": ["memories"],
         "properties": {"memories": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH,
-                                    "items": {"$ref": ref + "StoreArguments"}}},
-    }  # fmt: skip
-    listed = {
-        "type": "object",
-        "required": ["id", "type", "namespace", "visibility", "summary", "created_at"],
-        "properties": {
-            "id": text,
-            "type": {"enum": ["episodic", "semantic", "procedural"]},
-            "namespace": text,
-            "visibility": {"enum": ["private", "shared"]},
-            "summary": {**text, "description": "The memory on one line (at most 200 characters)."},
-            "source": {"type": ["string", "null"]},
-            "event_time": {"type": "string", "format": "date-time"},
-            "created_at": {"type": "string", "format": "date-time"},
-            "t_invalid": {"type": ["string", "null"], "format": "date-time"},
-            "superseded_by": {"type": ["string", "null"]},
-        },
-    }
-    page = {
-        "type": "object",
-        "required": ["memories", "next_cursor"],
-        "properties": {
-            "memories": {"type": "array", "items": {"$ref": ref + "ListedMemory"}},
-            "next_cursor": {"type": ["string", "null"],
-                            "description": "Pass as cursor for the next page; null: the last."},
-        },
+                                    "items": ref("StoreArguments")}},
     }  # fmt: skip
     return {
         "openapi": "3.1.0",
@@ -917,23 +892,45 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
             "answers, error codes and privacy rules. Every route but this document needs "
             "Authorization: Bearer <token>.",
         },
-        "paths": paths,
+        "paths": for_generators(paths),
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": {
-                "StoreArguments": _described(tools["store"]),
-                "RecallArguments": _described(tools["recall"]),
-                "ConfirmArguments": _described(tools["confirm"]),
-                "StoreBatch": batch,
-                "StoreAnswer": store_answer,
-                "StoreBatchAnswer": batch_answer,
-                "ListedMemory": listed,
-                "MemoryPage": page,
-                "Error": error,
-            },
+            "schemas": for_generators(
+                {
+                    "StoreArguments": _described(tools["store"]),
+                    "RecallArguments": _described(tools["recall"]),
+                    "ConfirmArguments": _described(tools["confirm"]),
+                    "StoreBatch": batch,
+                    **ANSWERS,
+                    "Error": error,
+                    "ErrorBody": error_fields,
+                }
+            ),
         },
         "security": [{"bearer": []}],
     }
+
+
+def _changes_operation() -> dict[str, Any]:
+    """``GET /api/v1/changes``: an event stream, described in words and by its events'
+    data schema (OpenAPI 3.1 has no schema for the items of a stream)."""
+    doc = _operation(
+        "The change stream: server-sent events of journal positions and memory ids",
+        "changes", (*_ANY_ROUTE, "too_many_streams"), {"type": "string"},
+        parameters=[
+            Param("Last-Event-ID", {"type": "string", "pattern": "^[0-9]+$"},
+                  "Resume after this position (an EventSource sends it by itself).",
+                  ).openapi("header"),
+            *(p.openapi() for p in CHANGES_QUERY),
+        ],
+    )  # fmt: skip
+    doc["responses"]["200"] = {
+        "description": "text/event-stream: `change` events (id: the journal position; data: "
+        'a ChangeEvent), `heartbeat` events (data: {"position"}) when quiet, an `error` '
+        "event (data: an Error) before the server ends a stream it cannot go on with.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+    return doc
 
 
 def _described(tool: ToolInput) -> dict[str, Any]:

@@ -69,6 +69,8 @@ ERRORS: dict[str, ErrorStatus] = {
                                   "nothing was stored"),
     "idempotency_key_reused": ErrorStatus(422, "KeyReused", "an Idempotency-Key already "
                                           "used for a different request"),
+    "too_many_streams": ErrorStatus(429, "TooManyStreams", "this token (or the server) "
+                                    "holds as many change streams as it may; close one"),
     # the memories
     "duplicate": ErrorStatus(409, "Refused", "a near-copy exists (its id in `ids`); pass "
                              "`supersedes` to replace it"),
@@ -130,8 +132,9 @@ def status_of(code: str) -> int:
 
 
 def error_headers(status: int) -> dict[str, str]:
-    """The headers of an error answer: :data:`HEADERS`, and ``Retry-After`` on a 503."""
-    if status == 503:
+    """The headers of an error answer: :data:`HEADERS`, and ``Retry-After`` on a 503 or a
+    429."""
+    if status in (429, 503):
         return {**HEADERS, "Retry-After": str(RETRY_AFTER_SECONDS)}
     return dict(HEADERS)
 

@@ -15,6 +15,13 @@ Views (``args["view"]``):
   matched, the memories naming it (newest first, a page at a time) and the entities that
   co-occur with it in those memories (the graph);
 - ``entities``: the entity names the caller may see, a page at a time, optionally by prefix;
+- ``memories``: a page of the memories the caller sees, filtered and sorted (a cursor);
+- ``tags``: the values of one context key (``tags`` by default) over the memories the
+  caller sees, with how many hold each (tags are a convention over ``context``, not a
+  field of their own: see the README);
+- ``changes``: the journal records after a position that changed memories the caller sees
+  (or saw, for a forgotten one), each with the ids and what happened to them: the change
+  stream's one read;
 - ``journal``: the latest records, the head, the last ``verify`` and the git export's state;
 - ``verify``: run ``journal verify`` now and remember its outcome for the journal view.
 """
@@ -39,11 +46,12 @@ from ferrex.rules.subjects import find_entity
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from journal.errors import JournalError
+from journal.events import tag_of
 from journal.record import to_builtins
 from journal.verify import VerifyReport
 from projections.sqlite import Memory, ReadModel
 
-VIEWS = ("history", "entity", "entities", "memories", "journal", "verify")
+VIEWS = ("history", "entity", "entities", "memories", "tags", "changes", "journal", "verify")
 #: Memories an entity page lists per page, and the most it reads to draw the graph.
 PAGE = 25
 GRAPH_MEMORIES = 200
@@ -85,6 +93,10 @@ def answer(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
         return _entities(ctx, prefix, _offset(args))
     if view == "memories":
         return _memories(ctx, args)
+    if view == "tags":
+        return _tags(ctx, args)
+    if view == "changes":
+        return _changes(ctx, args)
     if view == "journal":
         return _journal(ctx)
     if view == "verify":
@@ -119,6 +131,7 @@ def _memories(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
         entity_ids=entity_ids, visibility=args.get("visibility"), state=state,
         after=_when(args.get("after"), "after"), before=_when(args.get("before"), "before"),
         sort=sort, cursor=_cursor(args.get("cursor")), limit=limit + 1,
+        context=_context_filters(args),
     )  # fmt: skip
     more = len(rows) > limit
     page = ctx.sight.shown(rows[:limit])
@@ -130,6 +143,125 @@ def _memories(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
                      for m in page],
         "next_cursor": _encode_cursor(getattr(last, column), last.memory_id) if last else None,
     }  # fmt: skip
+
+
+#: The most journal records one ``changes`` read scans.
+CHANGES_SCAN = 500
+#: What each memory event is called in the change stream (other events change no memory a
+#: caller reads: entities, and recall hits, which are uses, not changes).
+CHANGE_NAMES = {
+    "memory.stored": "stored",
+    "memory.superseded": "superseded",
+    "memories.forgotten": "forgotten",
+    "memories.validated": "confirmed",
+    "memory.marked": "marked",
+    "memories.consolidated": "consolidated",
+    "memories.unfolded": "unfolded",
+}
+
+
+def _changes(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The records after ``after`` (None: from now on, nothing read) up to the read model's
+    checkpoint, at most :data:`CHANGES_SCAN` of them, each with the memories it changed that
+    the caller sees now, or could see before a forget took them; records with none are left
+    out. ``position``: where the next read starts; ``more``: records are waiting beyond it."""
+    head = ctx.rm.checkpoint()
+    after = args.get("after")
+    if after is None:
+        return {"changes": [], "position": head, "more": False}
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise UsageError(f"after must be a journal position (a whole number ≥ 0), got {after!r}")
+    found: list[tuple[int, str, list[tuple[str, str]]]] = []
+    position = min(after, head)
+    scanned = 0
+    try:
+        for record in ctx.app.journal().read(after=position):
+            if record.position > head or scanned >= CHANGES_SCAN:
+                break
+            scanned += 1
+            position = record.position
+            touched: list[tuple[str, str]] = []
+            for event in record.events:
+                change = CHANGE_NAMES.get(tag_of(event))
+                if change is not None:
+                    touched.extend((memory_id, change) for memory_id in _memory_ids(event))
+            if touched:
+                found.append((record.position, rfc3339(record.recorded_at), touched))
+    except JournalError as exc:
+        raise from_journal_error(exc) from exc
+    ids = list(dict.fromkeys(i for _, _, touched in found for i, _ in touched))
+    seen = {m.memory_id for m in ctx.sight.memories(ctx.rm, ids)}
+    seen |= ctx.rm.forgotten_seen([i for i in ids if i not in seen], ctx.agent_id)
+    changes = []
+    for at, when, touched in found:
+        memories = [{"id": i, "change": c} for i, c in dict.fromkeys(touched) if i in seen]
+        if memories:
+            changes.append({"position": at, "recorded_at": when, "memories": memories})
+    return {"changes": changes, "position": position, "more": position < head}
+
+
+def _memory_ids(event: Any) -> tuple[str, ...]:
+    ids: tuple[str, ...] = tuple(getattr(event, "memory_ids", ()))
+    for name in ("summary_id", "memory_id"):
+        value = getattr(event, name, None)
+        if isinstance(value, str):
+            ids = (value, *ids)
+    return ids
+
+
+#: The context key whose values are a memory's tags.
+TAGS_KEY = "tags"
+TAGS_LIMIT = 100
+TAGS_MAX = 1000
+
+
+def _context_key(value: object, name: str) -> str:
+    """A top-level context key: text, not empty, at most 100 characters, no ``"``, ``\\``
+    or control character (it becomes a JSON path)."""
+    if not isinstance(value, str) or not value or len(value) > 100:
+        raise UsageError(f"{name} must be a context key of 1 to 100 characters, got {value!r}")
+    if any(c in '"\\' or not c.isprintable() for c in value):
+        raise UsageError(f"{name} holds a quote, a backslash or a control character: {value!r}",
+                         hint="filter on a top-level context key with a plain name")  # fmt: skip
+    return value
+
+
+def _context_filters(args: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``tags`` (each a value of the context's ``tags``) and ``context`` (each
+    ``KEY:VALUE``, the key's value or one item of its list) as (key, value) pairs."""
+    pairs: list[tuple[str, str]] = []
+    for tag in args.get("tags") or ():
+        pairs.append((TAGS_KEY, _text(tag, "tag")))
+    for given in args.get("context") or ():
+        text = _text(given, "context")
+        key, colon, value = text.partition(":")
+        if not colon:
+            raise UsageError(f"context must be KEY:VALUE, got {text!r}",
+                             hint="for example context=project:billing")  # fmt: skip
+        pairs.append((_context_key(key, "context's key"), value))
+    if len(pairs) > 20:
+        raise UsageError("at most 20 tag and context filters at once")
+    return pairs
+
+
+def _tags(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of context key ``key`` (``tags``) over the memories the caller sees,
+    ``state`` as the list's (current by default), with how many memories hold each."""
+    key = _context_key(args.get("key", TAGS_KEY), "key")
+    state = _choice(args.get("state", "current"), STATES, "state")
+    limit = args.get("limit", TAGS_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= TAGS_MAX:
+        raise UsageError(f"limit must be a whole number from 1 to {TAGS_MAX}")
+    namespace = args.get("namespace")
+    if namespace is not None and not isinstance(namespace, str):
+        raise UsageError("namespace must be text")
+    values = ctx.rm.context_values(key, agent_id=ctx.agent_id, now=ctx.sight.now,
+                                   namespace=namespace, state=state, limit=limit + 1)  # fmt: skip
+    return {
+        "key": key,
+        "tags": [{"value": v, "count": n} for v, n in values[:limit]],
+        "more": len(values) > limit,
+    }
 
 
 def _choice(value: object, allowed: tuple[str, ...], name: str) -> str:

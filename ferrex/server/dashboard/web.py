@@ -60,6 +60,7 @@ from ferrex.server.dashboard.api import (
     REFLECT_QUERY,
     SEARCH_QUERY,
     STATS_QUERY,
+    TAGS_QUERY,
     Param,
     WriteApi,
     check_query,
@@ -73,6 +74,7 @@ from ferrex.server.dashboard.edge import (
     error_headers,
     status_of,
 )
+from ferrex.server.dashboard.stream import STREAMS_PER_PRINCIPAL, ChangeStream, Streams
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import TokenTable
 from ferrex.server.service import Caller, error_document
@@ -158,6 +160,7 @@ class Dashboard:
         public_url: str | None = None,
         trusted_proxies: Iterable[str] = (),
         tools: Mapping[str, ToolInput] | None = None,
+        streams: tuple[int, int] | None = None,
     ) -> None:
         self.hub = hub
         self.tokens = tokens
@@ -167,6 +170,8 @@ class Dashboard:
         self.sessions = Sessions()
         # The write API (ferrex.server.dashboard.api) needs the tools' argument checks.
         self.write_api = WriteApi(self, tools) if tools is not None else None
+        per_principal, total = streams or (STREAMS_PER_PRINCIPAL, STREAMS_PER_PRINCIPAL * 16)
+        self.changes = ChangeStream(self, Streams(per_principal, total))
 
     # -- who is asking ----------------------------------------------------------------------
 
@@ -496,6 +501,20 @@ class Dashboard:
         types = [t.strip() for v in q.getlist("types") for t in v.split(",") if t.strip()]
         if types:
             args["types"] = types
+        if q.getlist("tag"):
+            args["tags"] = q.getlist("tag")
+        if q.getlist("context"):
+            args["context"] = q.getlist("context")
+        return self._call("dashboard", args, caller)
+
+    def api_tags(self, request: Request, caller: Caller) -> dict[str, Any]:
+        q = request.query_params
+        args: dict[str, Any] = {"view": "tags"}
+        for name in ("key", "namespace", "state"):
+            if name in q:
+                args[name] = q[name]
+        if "limit" in q:
+            args["limit"] = _int(q["limit"], "limit")
         return self._call("dashboard", args, caller)
 
     def same_origin(self, request: Request) -> None:
@@ -540,6 +559,8 @@ class Dashboard:
             Route("/api/v1/stats", self.api(self.api_stats, STATS_QUERY), methods=["GET"]),
             Route("/api/v1/reflect", self.api(self.api_reflect, REFLECT_QUERY), methods=["GET"]),
             Route("/api/v1/memories", self.api(self.api_memories, LIST_QUERY), methods=["GET"]),
+            Route("/api/v1/tags", self.api(self.api_tags, TAGS_QUERY), methods=["GET"]),
+            Route("/api/v1/changes", self.changes.endpoint, methods=["GET"]),
             *(self.write_api.routes() if self.write_api is not None else ()),
         ]
 

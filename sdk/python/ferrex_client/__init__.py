@@ -7,10 +7,15 @@
     found = client.recall("who deployed api-server?", limit=3)
     client.confirm([stored["id"]], pinned=True)
     page = client.list(types=["episodic"], limit=20)  # then cursor=page["next_cursor"]
+    client.history(stored["id"]), client.entities(prefix="A"), client.entity("Ana")
+    client.stats(), client.reflect(), client.tags()
     client.forget(stored["id"])
+    for change in client.changes(after=0, until_idle=True):  # the change stream
+        print(change["position"], change["memories"])
 
-Every method returns the tool's answer (a dict, as the MCP tool gives it) or raises
-:class:`FerrexError` carrying the server's ``code``, ``message`` and ``hint``.
+Every method returns the server's answer, a dict typed by :mod:`ferrex_client.answers`
+(what ``/api/v1/openapi.json`` describes), or raises :class:`FerrexError` carrying the
+server's ``code``, ``message`` and ``hint``.
 
 Writes (store, store_many, forget, confirm) send an ``Idempotency-Key`` made once per call and
 sent again on each retry, so a write retried after a lost answer is done once. A request is
@@ -34,9 +39,26 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, cast
 from urllib.parse import quote, urlencode, urlsplit
+
+from ferrex_client.answers import (
+    BatchAnswer,
+    ChangeEvent,
+    ConfirmAnswer,
+    Entity,
+    EntityNames,
+    ForgetAnswer,
+    History,
+    MemoryDetail,
+    MemoryPage,
+    RecallAnswer,
+    Reflect,
+    Stats,
+    StoreAnswer,
+    TagCounts,
+)
 
 __all__ = ["Client", "FerrexError"]
 __version__ = "0.1.0"
@@ -148,35 +170,36 @@ class Client:
 
     def store(
         self, content: str | None = None, *, idempotency_key: str | None = None, **fields: Any
-    ) -> dict[str, Any]:
+    ) -> StoreAnswer:
         """Store one memory: ``content`` for an event, or the store tool's other fields
         (``subject``/``predicate``/``object``, ``name``/``steps``, ``entities``,
         ``visibility``, …)."""
         body = {"content": content, **fields} if content is not None else dict(fields)
-        return self._write("POST", "/api/v1/memories", body, idempotency_key)
+        return cast(StoreAnswer, self._write("POST", "/api/v1/memories", body, idempotency_key))
 
     def store_many(
         self, memories: Sequence[Mapping[str, Any]], *, idempotency_key: str | None = None
-    ) -> dict[str, Any]:
+    ) -> BatchAnswer:
         """Store a batch (at most 100): ``{"results": [...], "stored": n, "failed": m}``, one
         result per memory in order; a refused or invalid one is ``{"index", "error"}`` and
         does not stop the others."""
         body = {"memories": [dict(m) for m in memories]}
-        return self._write("POST", "/api/v1/memories", body, idempotency_key)
+        return cast(BatchAnswer, self._write("POST", "/api/v1/memories", body, idempotency_key))
 
-    def recall(self, query: str, **options: Any) -> dict[str, Any]:
+    def recall(self, query: str, **options: Any) -> RecallAnswer:
         """Recall: the recall tool's options (``limit``, ``types``, ``entities``, ``as_of``,
         ``strategy``, ``explain``, …)."""
-        return self._request("POST", "/api/v1/recall", {"query": query, **options}, None)
+        body = {"query": query, **options}
+        return cast(RecallAnswer, self._request("POST", "/api/v1/recall", body, None))
 
     def forget(
         self, memory_id: str, *, cascade: bool = False, idempotency_key: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ForgetAnswer:
         """Forget one memory (``cascade``: drop entities no longer mentioned too)."""
         path = f"/api/v1/memories/{quote(memory_id, safe='')}"
         if cascade:
             path += "?" + urlencode({"cascade": "true"})
-        return self._write("DELETE", path, None, idempotency_key)
+        return cast(ForgetAnswer, self._write("DELETE", path, None, idempotency_key))
 
     def confirm(
         self,
@@ -185,46 +208,153 @@ class Client:
         pinned: bool | None = None,
         importance: float | None = None,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> ConfirmAnswer:
         """Confirm memories as still correct; optionally pin them or set their importance."""
         body: dict[str, Any] = {"ids": list(ids)}
         if pinned is not None:
             body["pinned"] = pinned
         if importance is not None:
             body["importance"] = importance
-        return self._write("POST", "/api/v1/confirm", body, idempotency_key)
+        return cast(ConfirmAnswer, self._write("POST", "/api/v1/confirm", body, idempotency_key))
 
-    def stats(self, namespace: str | None = None) -> dict[str, Any]:
+    def stats(self, namespace: str | None = None) -> Stats:
         """Counts, the latest memories, what needs attention."""
-        query = "?" + urlencode({"namespace": namespace}) if namespace else ""
-        return self._request("GET", "/api/v1/stats" + query, None, None)
+        return cast(Stats, self._get("/api/v1/stats", namespace=namespace))
 
-    def reflect(self, namespace: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    def reflect(self, namespace: str | None = None, limit: int | None = None) -> Reflect:
         """What needs attention: stale, never confirmed, contradicted, rarely used memories."""
-        params = {k: v for k, v in (("namespace", namespace), ("limit", limit)) if v is not None}
-        query = "?" + urlencode(params) if params else ""
-        return self._request("GET", "/api/v1/reflect" + query, None, None)
+        return cast(Reflect, self._get("/api/v1/reflect", namespace=namespace, limit=limit))
 
-    def list(self, *, cursor: str | None = None, **filters: Any) -> dict[str, Any]:
+    def list(self, *, cursor: str | None = None, **filters: Any) -> MemoryPage:
         """One page of memories, ``{"memories": [...], "next_cursor": str | None}``; pass
         ``next_cursor`` back as ``cursor`` for the next page. Filters: ``limit``, ``sort``
         (``-created``, ``created``, ``-valid_from``, ``valid_from``), ``types`` (a list),
         ``namespace``, ``entity``, ``source``, ``visibility``, ``state`` (``current``,
-        ``superseded``, ``all``), ``after``, ``before`` (ISO 8601)."""
-        params: list[tuple[str, Any]] = [("cursor", cursor)] if cursor else []
-        for name, value in filters.items():
-            if isinstance(value, (list, tuple)):
-                params.extend((name, v) for v in value)
-            elif value is not None:
-                params.append((name, value))
-        query = "?" + urlencode(params) if params else ""
-        return self._request("GET", "/api/v1/memories" + query, None, None)
+        ``superseded``, ``all``), ``after``, ``before`` (ISO 8601), ``tag`` (a list: memories
+        holding every one in their context's tags), ``context`` (a list of ``KEY:VALUE``)."""
+        return cast(MemoryPage, self._get("/api/v1/memories", cursor=cursor, **filters))
 
-    def memory(self, memory_id: str) -> dict[str, Any]:
+    def memory(self, memory_id: str) -> MemoryDetail:
         """One memory as the caller may see it."""
-        return self._request("GET", f"/api/v1/memory/{quote(memory_id, safe='')}", None, None)
+        path = f"/api/v1/memory/{quote(memory_id, safe='')}"
+        return cast(MemoryDetail, self._request("GET", path, None, None))
+
+    def history(self, memory_id: str) -> History:
+        """A memory's versions, oldest first (what it replaced and what replaced it)."""
+        path = f"/api/v1/history/{quote(memory_id, safe='')}"
+        return cast(History, self._request("GET", path, None, None))
+
+    def entities(self, prefix: str | None = None, offset: int | None = None) -> EntityNames:
+        """The entity names the caller may see, a page at a time, optionally by prefix."""
+        return cast(EntityNames, self._get("/api/v1/entities", prefix=prefix, offset=offset))
+
+    def entity(self, name: str, offset: int | None = None) -> Entity:
+        """One entity by any spelling: its spellings, its memories, its neighbours."""
+        return cast(Entity, self._get("/api/v1/entities", name=name, offset=offset))
+
+    def tags(
+        self,
+        key: str | None = None,
+        *,
+        namespace: str | None = None,
+        state: str | None = None,
+        limit: int | None = None,
+    ) -> TagCounts:
+        """The tags (the values of context key ``key``, ``tags`` by default) of the memories
+        the caller sees, with how many hold each, most first."""
+        found = self._get("/api/v1/tags", key=key, namespace=namespace, state=state, limit=limit)
+        return cast(TagCounts, found)
+
+    def changes(
+        self,
+        after: int | None = None,
+        *,
+        until_idle: bool = False,
+        reconnect: bool = True,
+    ) -> Iterator[ChangeEvent]:
+        """The change stream: each journal record that changed memories the caller sees, as
+        it comes (``after``: from this position; None: from now on). With ``until_idle`` it
+        ends once caught up; otherwise it runs until the caller stops, reconnecting after a
+        lost connection from the last position read (``Last-Event-ID``) unless
+        ``reconnect`` is False."""
+        position = after
+        attempt = 0
+        while True:
+            params: dict[str, str] = {"until_idle": "true"} if until_idle else {}
+            headers = {"Accept": "text/event-stream"}
+            if position is not None:
+                headers["Last-Event-ID"] = str(position)
+            try:
+                for name, event_id, data in self._events("/api/v1/changes", params, headers):
+                    attempt = 0
+                    if event_id is not None and event_id.isdigit():
+                        position = int(event_id)
+                    if name == "change":
+                        yield cast(ChangeEvent, json.loads(data))
+                    elif name == "error":
+                        raise _error(data.encode(), 200)
+                if until_idle:
+                    return
+            except FerrexError as exc:
+                if exc.code != "connection_failed" or not reconnect or until_idle:
+                    raise
+            if not reconnect:
+                return
+            time.sleep(min(self.backoff * 2**attempt, 30.0))
+            attempt += 1
 
     # -- HTTP ---------------------------------------------------------------------------------
+
+    def _get(self, path: str, **params: Any) -> dict[str, Any]:
+        """GET ``path`` with the parameters that are not None (a list: the name repeated)."""
+        pairs: list[tuple[str, Any]] = []
+        for name, value in params.items():
+            if isinstance(value, (list, tuple)):
+                pairs.extend((name, v) for v in value)
+            elif isinstance(value, bool):
+                pairs.append((name, "true" if value else "false"))
+            elif value is not None:
+                pairs.append((name, value))
+        query = "?" + urlencode(pairs) if pairs else ""
+        return self._request("GET", path + query, None, None)
+
+    def _events(
+        self, path: str, params: Mapping[str, str], headers: Mapping[str, str]
+    ) -> Iterator[tuple[str, str | None, str]]:
+        """(event name, id, data) of a server-sent-events answer, as they arrive."""
+        sent = dict(headers)
+        if self.token is not None:
+            sent["Authorization"] = f"Bearer {self.token}"
+        url = self.url + path + ("?" + urlencode(params) if params else "")
+        request = urllib.request.Request(url, headers=sent, method="GET")
+        try:
+            response = _OPENER.open(request, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            raise _error(exc.read(), exc.code) from None
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise FerrexError("connection_failed", f"GET {url} failed: {reason}") from exc
+        with response:
+            name, event_id = "message", None
+            data: list[str] = []
+            try:
+                for raw in response:
+                    line = raw.decode("utf-8").rstrip("\r\n")
+                    if not line:
+                        if data:
+                            yield name, event_id, "\n".join(data)
+                        name, data = "message", []
+                        continue
+                    field, _, value = line.partition(":")
+                    value = value[1:] if value.startswith(" ") else value
+                    if field == "event":
+                        name = value
+                    elif field == "data":
+                        data.append(value)
+                    elif field == "id":
+                        event_id = value
+            except (http.client.HTTPException, OSError) as exc:
+                raise FerrexError("connection_failed", f"the stream {url} broke: {exc}") from exc
 
     def _write(
         self, method: str, path: str, body: Any, idempotency_key: str | None

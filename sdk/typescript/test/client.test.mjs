@@ -152,3 +152,43 @@ test("list pages with a cursor and reflect", async () => {
   const reflected = await bob.reflect({ limit: 1 });
   assert.ok("counts" in reflected && reflected.unvalidated.length <= 1);
 });
+
+test("history, entities, tags, stats and the change stream", async () => {
+  const fact = {
+    subject: "tern-cache", predicate: "runs on", visibility: "shared",
+    entities: ["tern-cache"], context: { tags: ["ts-tagged"] },
+  };
+  const old = await alice.store({ ...fact, object: "redis 7.0" });
+  const current = await alice.store({ ...fact, object: "redis 7.2" });
+  const secret = await alice.store({
+    content: "Alice only: tern-cache's admin password moved", context: { tags: ["ts-tagged"] },
+  });
+  const history = await alice.history(current.id);
+  assert.deepEqual(history.versions.map((v) => [v.id, v.current]), [[old.id, false], [current.id, true]]);
+  assert.ok((await bob.entities({ prefix: "tern" })).names.includes("tern-cache"));
+  assert.equal((await bob.entity("tern-cache")).memories[0].id, current.id);
+  assert.deepEqual((await bob.tags()).tags.find((t) => t.value === "ts-tagged"), { value: "ts-tagged", count: 1 });
+  assert.deepEqual((await alice.tags()).tags.find((t) => t.value === "ts-tagged"), { value: "ts-tagged", count: 2 });
+  assert.deepEqual((await bob.list({ tag: ["ts-tagged"] })).memories.map((m) => m.id), [current.id]);
+  assert.ok((await bob.stats()).total >= 1);
+  // From the start, until caught up: bob hears of the shared facts, never of alice's private one.
+  const heard = [];
+  let last = 0;
+  for await (const change of bob.changes({ after: 0, untilIdle: true })) {
+    for (const m of change.memories) heard.push(`${m.id} ${m.change}`);
+    last = change.position;
+  }
+  assert.ok(heard.includes(`${old.id} stored`) && heard.includes(`${current.id} stored`));
+  assert.ok(heard.includes(`${old.id} superseded`));
+  assert.ok(!heard.some((h) => h.startsWith(secret.id)));
+  // Live, resumed after the last event bob heard: a store made while the stream is open
+  // arrives (and nothing of alice's private one before it); return() ends the stream.
+  const stream = bob.changes({ after: last });
+  const next = stream.next();
+  const live = await alice.store({ content: "Shared: the tern-cache maintenance is on Fridays", visibility: "shared" });
+  const event = (await next).value;
+  assert.deepEqual(event.memories, [{ id: live.id, change: "stored" }]);
+  await stream.return();
+  const bad = await refused(bob.changes({ after: -1 }).next());
+  assert.equal(bad.code, "invalid_input");
+});

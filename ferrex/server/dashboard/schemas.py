@@ -1,0 +1,377 @@
+"""The answers of ``/api/v1``, typed for the OpenAPI document (JSON Schema 2020-12).
+
+Each route's 200 answer is a named schema here, so a generated client gets a type per
+answer, not a bare object. The rules they follow, for generators' sake:
+
+- ``required`` lists exactly what every answer of that kind carries; a field shown only
+  sometimes (a memory's marks, ``truncated``, ``warning``) is optional and never required;
+- no ``default`` anywhere (:func:`without_defaults`): openapi-typescript makes a property with
+  a default a required one, which a request need not send;
+- objects stay open (no ``additionalProperties: false`` on answers): a later server may add
+  a field, and a client built today must still read it; an object with no properties of its
+  own (a memory's ``context``, an ``explain`` document) says ``additionalProperties: true``
+  (:func:`for_generators`): openapi-typescript types a bare ``{"type": "object"}`` as an
+  object that can hold nothing.
+
+``tests/e2e/test_api_typed.py`` checks real answers of a running server against these
+schemas, every route and the optional fields too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from ferrex.core.decide import StoreStatus
+
+REF = "#/components/schemas/"
+
+_TEXT: dict[str, Any] = {"type": "string"}
+_TEXTS: dict[str, Any] = {"type": "array", "items": _TEXT}
+_INT: dict[str, Any] = {"type": "integer"}
+_NUMBER: dict[str, Any] = {"type": "number"}
+_FLAG: dict[str, Any] = {"type": "boolean"}
+_TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
+_MAYBE_TIME: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
+_MAYBE_TEXT: dict[str, Any] = {"type": ["string", "null"]}
+_TYPE: dict[str, Any] = {"enum": ["episodic", "semantic", "procedural"]}
+_VISIBILITY: dict[str, Any] = {"enum": ["private", "shared"]}
+_COUNTS: dict[str, Any] = {"type": "object", "additionalProperties": _INT}
+
+
+def ref(name: str) -> dict[str, Any]:
+    return {"$ref": REF + name}
+
+
+def _object(
+    required: dict[str, Any], optional: dict[str, Any] | None = None, description: str = ""
+) -> dict[str, Any]:
+    """An object with these properties, ``required`` ones always there."""
+    doc: dict[str, Any] = {"type": "object"}
+    if description:
+        doc["description"] = description
+    doc["required"] = list(required)
+    doc["properties"] = {**required, **(optional or {})}
+    return doc
+
+
+def _list(item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": item}
+
+
+# fmt: off
+_BRIEF = {
+    "id": _TEXT,
+    "type": _TYPE,
+    "event_time": _TIME,
+    "t_invalid": _MAYBE_TIME,
+    "created_at": _TIME,
+    "summary": {**_TEXT, "description": "The memory on one line (at most 200 characters)."},
+}
+_MARKS = {
+    "pinned": {**_FLAG, "description": "Shown only when pinned."},
+    "importance": {**_NUMBER, "description": "Shown only when not 0.5."},
+    "expires_at": {**_TIME, "description": "Shown only when it expires."},
+}
+_ATTENTION = _object(
+    {
+        n: _INT
+        for n in (
+            "stale",
+            "aging",
+            "unvalidated",
+            "conflicts",
+            "possible_conflicts",
+            "forget_candidates",
+        )
+    },
+    description="How many memories need attention, by reason.",
+)
+_CONFLICT = _object(
+    {"namespace": _TEXT, "facts": _list({"type": "object", "required": ["id"],
+                                         "properties": {"id": _TEXT}})},
+    {"subject": _MAYBE_TEXT, "predicate": _MAYBE_TEXT, "reason": _TEXT, "what_to_do": _TEXT},
+)
+_LISTED = {**_BRIEF, "namespace": _TEXT, "visibility": _VISIBILITY, "source": _MAYBE_TEXT,
+           "superseded_by": _MAYBE_TEXT}
+_STORE_ANSWER = {
+    "type": _TYPE,
+    "namespace": _TEXT,
+    "entities": _list({}),
+    "superseded": _TEXTS,
+    "validated": _TEXTS,
+    "position": _INT,
+    "version": _INT,
+    "superseded_by": _TEXT,
+    "history_reason": _TEXT,
+    "recovered": {**_FLAG, "description": "Answered from an earlier request with the same "
+                  "Idempotency-Key whose answer was lost: only the id is known."},
+    "note": _TEXT,
+}
+_STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "
+           "already ended by a fact that began later (superseded_by, history_reason)."}
+
+#: The answer schemas, by component name.
+ANSWERS: dict[str, dict[str, Any]] = {
+    "StoreAnswer": _object({"status": _STATUS, "id": _TEXT}, _STORE_ANSWER),
+    "StoreBatchItem": _object(
+        {"index": _INT},
+        {"status": _STATUS, "id": _TEXT, **_STORE_ANSWER, "error": ref("ErrorBody")},
+        "The store answer of one item, or its error (a refused or invalid item).",
+    ),
+    "StoreBatchAnswer": _object(
+        {"results": _list(ref("StoreBatchItem")), "stored": _INT, "failed": _INT}
+    ),
+    "RecallHit": _object(
+        {"id": _TEXT, "type": _TYPE, "score": _NUMBER, "entities": _TEXTS, "event_time": _TIME},
+        {
+            "content": _TEXT,
+            "subject": _TEXT,
+            "predicate": _TEXT,
+            "object": _TEXT,
+            "name": _TEXT,
+            "steps": _TEXTS,
+            "conditions": _TEXTS,
+            "version": _INT,
+            "source": _TEXT,
+            "context": {"type": "object"},
+            "freshness": {"type": "object"},
+            "t_invalid": _MAYBE_TIME,
+            "superseded_by": _MAYBE_TEXT,
+            "contradiction": _FLAG,
+            "relevance": _NUMBER,
+            "relevance_label": _TEXT,
+            "relevance_evidence": {"type": "object"},
+            "explain": {"type": "object", "description": "With explain: how it was scored."},
+            **_MARKS,
+        },
+        "One memory found; its own fields are those it has (content, or subject/predicate/"
+        "object, or name/steps).",
+    ),
+    "RecallAnswer": _object(
+        {
+            "query": _TEXT,
+            "namespace": _TEXT,
+            "results": _list(ref("RecallHit")),
+            "hidden": _COUNTS,
+            "unknown_entities": _TEXTS,
+            "reranker": _TEXT,
+            "nothing_relevant": _FLAG,
+        },
+        {
+            "note": _TEXT,
+            "warning": _TEXT,
+            "truncated": _object({"max_tokens": _INT, "omitted": _INT}),
+        },
+    ),
+    "ConfirmAnswer": _object(
+        {"validated": _TEXTS, "not_found": _TEXTS}, {"marked": _TEXTS, "position": _INT}
+    ),
+    "ForgetAnswer": _object(
+        {"forgotten": _TEXTS, "not_found": _TEXTS, "dropped_entities": _list({})},
+        {"position": _INT},
+    ),
+    "MemoryDetail": _object(
+        {
+            **_BRIEF,
+            "namespace": _TEXT,
+            "visibility": _VISIBILITY,
+            "entities": _TEXTS,
+            "body": {"type": "object", "description": "The memory's own fields, those it has."},
+            "confidence": _NUMBER,
+            "access_count": _INT,
+            "last_accessed": _MAYBE_TIME,
+            "last_validated": _MAYBE_TIME,
+            "history": _list(
+                _object({"id": _TEXT, "t_valid": _TIME, "t_invalid": _MAYBE_TIME, "summary": _TEXT})
+            ),
+        },
+        _MARKS,
+    ),
+    "MemoryVersion": _object(
+        {
+            "id": _TEXT,
+            "type": _TYPE,
+            "summary": _TEXT,
+            "t_valid": _TIME,
+            "t_invalid": _MAYBE_TIME,
+            "created_at": _TIME,
+            "superseded_by": _MAYBE_TEXT,
+            "confidence": _NUMBER,
+            "access_count": _INT,
+            "last_accessed": _MAYBE_TIME,
+            "last_validated": _MAYBE_TIME,
+            "position": _INT,
+            "current": _FLAG,
+        }
+    ),
+    "MemoryHistory": _object({"id": _TEXT, "versions": _list(ref("MemoryVersion"))}),
+    "EntityNames": _object(
+        {"namespace": _TEXT, "prefix": _TEXT, "names": _TEXTS, "offset": _INT, "total": _INT},
+        description="The entity names the caller may see (no name given).",
+    ),
+    "Entity": _object(
+        {
+            "namespace": _TEXT,
+            "name": _TEXT,
+            "aliases": _list(_object({"alias": _TEXT, "match": _TEXT, "score": _NUMBER})),
+            "memories": _list(_object(_BRIEF)),
+            "offset": _INT,
+            "more": _FLAG,
+            "graph": _object(
+                {
+                    "memories_read": _INT,
+                    "nodes": _list(_object({"name": _TEXT, "count": _INT})),
+                    "edges": _list(_object({"a": _TEXT, "b": _TEXT, "count": _INT})),
+                }
+            ),
+        },
+        description="One entity (name given): its spellings, memories and neighbours.",
+    ),
+    "Stats": _object(
+        {
+            "namespace": _TEXT,
+            "total": _INT,
+            "recent": _list(_object({"id": _TEXT, "type": _TYPE, "summary": _TEXT})),
+            "needs_attention": _ATTENTION,
+            "expiring": _INT,
+            "by_type": _COUNTS,
+        },
+        {
+            "staleness": _COUNTS,
+            "conflicts": _list(_CONFLICT),
+            "possible_conflicts": _list(_CONFLICT),
+            "entities": _INT,
+            "journal": {"type": "object"},
+            "storage_bytes": _COUNTS,
+            "models": {"type": "object"},
+        },
+    ),
+    "Reflect": _object(
+        {
+            "namespace": _TEXT,
+            "counts": _ATTENTION,
+            "stale": _list(
+                _object({"id": _TEXT, "summary": _TEXT, "staleness": _NUMBER, "reasons": _TEXTS})
+            ),
+            "unvalidated": _list(_object({"id": _TEXT, "summary": _TEXT, "age_days": _NUMBER})),
+            "contradictions": _list(_CONFLICT),
+            "possible_conflicts": _list(_CONFLICT),
+            "forget_candidates": _list(
+                _object(
+                    {
+                        "id": _TEXT,
+                        "summary": _TEXT,
+                        "access_count": _INT,
+                        "last_accessed": _MAYBE_TIME,
+                        "label": _TEXT,
+                    },
+                    {"eviction": {}},
+                )
+            ),
+            "dormant_entities": _list(
+                _object({"id": _TEXT, "name": _TEXT}, {"last_referenced": _MAYBE_TIME})
+            ),
+        },
+    ),
+    "ListedMemory": _object(_LISTED),
+    "MemoryPage": _object(
+        {
+            "memories": _list(ref("ListedMemory")),
+            "next_cursor": {
+                **_MAYBE_TEXT,
+                "description": "Pass as cursor for the next page; null: the last.",
+            },
+        },
+    ),
+    "TagCounts": _object(
+        {"key": _TEXT, "tags": _list(_object({"value": _TEXT, "count": _INT})), "more": _FLAG},
+        description="The values of one context key (tags), most held first.",
+    ),
+    "ChangeEvent": _object(
+        {
+            "position": _INT,
+            "recorded_at": _TIME,
+            "memories": _list(
+                _object(
+                    {
+                        "id": _TEXT,
+                        "change": {
+                            "enum": [
+                                "stored",
+                                "superseded",
+                                "forgotten",
+                                "confirmed",
+                                "marked",
+                                "consolidated",
+                                "unfolded",
+                            ]
+                        },
+                    }
+                )
+            ),
+        },
+        description="The data of one `change` event of the change stream (its id: position).",
+    ),
+    "OpenApiDocument": _object(
+        {"openapi": _TEXT, "info": {"type": "object"}, "paths": {"type": "object"}},
+        {"servers": _list({"type": "object"}), "components": {"type": "object"}},
+    ),
+}
+
+# fmt: on
+
+
+def without_defaults(schema: Any) -> Any:
+    """``schema`` with every ``default`` taken out (said in the description instead), so a
+    generator does not make an argument a request may leave out a required property."""
+    if isinstance(schema, list):
+        return [without_defaults(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    found: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "default":
+            continue
+        if key in _NAMED and isinstance(value, dict):  # names → schemas: no name is dropped
+            found[key] = {name: without_defaults(v) for name, v in value.items()}
+        else:
+            found[key] = without_defaults(value)
+    if schema.get("default") is not None:
+        said = f"Default: {_shown(schema['default'])}."
+        text = str(found.get("description", "")).rstrip()
+        found["description"] = f"{text} {said}".strip() if said not in text else text
+    return found
+
+
+_NAMED = ("properties", "patternProperties", "$defs", "definitions")
+
+
+def for_generators(schema: Any) -> Any:
+    """``schema`` without defaults (:func:`without_defaults`) and with every object that
+    names no properties open to any (``additionalProperties: true``)."""
+    return _opened(without_defaults(schema))
+
+
+def _opened(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_opened(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    found: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NAMED and isinstance(value, dict):
+            found[key] = {name: _opened(v) for name, v in value.items()}
+        else:
+            found[key] = _opened(value)
+    kinds = found.get("type")
+    is_object = kinds == "object" or (isinstance(kinds, list) and "object" in kinds)
+    said = ("properties", "additionalProperties", "patternProperties", "$ref")
+    if is_object and not any(k in found for k in said):
+        found["additionalProperties"] = True
+    return found
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, str) else str(value)

@@ -1,0 +1,481 @@
+"""Learn recall's relevance model from real questions: collect, fit, choose, report.
+
+    python tools/learn_relevance.py collect [--out DIR] [--home DIR] [--cache-home DIR]
+    python tools/learn_relevance.py fit     [--out DIR]   (prints the constants)
+    python tools/learn_relevance.py report  [--out DIR]   (today's constants, per split)
+
+``collect`` runs ferrex's real import and real recall (``tools/eval_retrieval.py``'s loading
+and home preparation; ``tools/eval_relevance.py``'s golden loading) and writes one JSON line
+per question to ``DIR/rows.jsonl``: every result of an untrimmed recall at ``limit`` 5
+(``explain`` on) with its relevance evidence (:class:`ferrex.rules.relevance.Evidence`, as
+recall computed it), whether it is an answer, and its size in the bundled model's tokens
+(the result as an agent is shown it, compact JSON). The questions:
+
+- LoCoMo, plain lines (what ``ferrex import`` of plain lines gives), split by conversation
+  (``tools/splits.py``): each question in its own conversation (answerable: its evidence
+  turns are the answers, the top-ranked other turns hard negatives), and again in another
+  conversation's namespace of the same split (validation: a training one), where it is
+  unanswerable (another pair of speakers, another life).
+- The golden set (``golden_set/``: its queries, ``unanswerable.json`` and the relevance set
+  of its own), split by ``tools/eval_relevance.py``'s hash halves: the calibration half
+  trains, the other half validates and is reported.
+- LongMemEval is not collected (its embeddings are not cached yet; a haystack per question
+  costs minutes to embed on a busy machine): the code path is left for when they are.
+
+``fit`` fits :class:`ferrex.rules.relevance.AnswerModel` (logistic, numpy Newton steps with
+an L2 penalty, not on the bias) on the training rows: the results a trim may hide (ranked
+4th and 5th) of the answerable questions, positive when they hold an answer the first three
+lack (what hiding them would lose), hard negatives otherwise; each set weighs the same, and
+its positives as much as its negatives. The L2 strength and the golden set's weight are
+chosen on the validation rows (log loss), then ``kept_from``: the highest threshold at
+which trimming loses no validation answer that showing every result past the third would
+keep, on every set. It prints the constants for ``ferrex/rules/relevance.py`` and, before
+(trimming by relevance alone) and after, for every set and split, what a default recall
+would show against an untrimmed one: hit@5 both ways, the tokens' ratio (answerable
+questions, as ``tools/eval_retrieval.py`` counts), results per answer, and the verdict's
+rate on unanswerable and answerable questions. ``report`` prints the same for the
+constants in the package. The simulation is exact for the first five results, which is
+what a default recall judges; ``tools/eval_retrieval.py --modes trimmed``,
+``tools/eval_agent_notes.py`` and ``tools/eval_relevance.py --trimming`` measure it through
+recall itself.
+
+The relevance model (the labels and the verdict) is not refitted here: refits of its five
+text inputs on these rows traded the golden set's unanswerable verdicts for LoCoMo's
+(see the branch's report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ferrex.app import App  # noqa: E402
+from ferrex.config import load  # noqa: E402
+from ferrex.read.recall import RecallRequest  # noqa: E402
+from ferrex.rules import relevance  # noqa: E402
+from ferrex.rules.relevance import AnswerModel, Evidence, Model  # noqa: E402
+from tools import eval_relevance  # noqa: E402
+from tools.eval_golden import DEFAULT_SET, load_set  # noqa: E402
+from tools.eval_retrieval import (  # noqa: E402
+    STORE_ENV,
+    Bench,
+    locomo_bench,
+    longmemeval_haystacks,
+    longmemeval_session,
+    prepare_home,
+    store,
+)
+from tools.splits import locomo_split, longmemeval_split  # noqa: E402
+
+LIMIT: Final = 5
+"""A default recall's limit: the rows are what it would judge."""
+DATA: Final = Path("/work/shared/data")
+OUT: Final = Path("/tmp/ferrex-learn-relevance")
+L2_GRID: Final = (0.1, 1.0, 10.0)
+GOLDEN_WEIGHT_GRID: Final = (0.5, 1.0, 2.0)
+
+
+# --- collect ------------------------------------------------------------------------------
+
+
+def _evidence(doc: dict[str, Any]) -> Evidence:
+    return Evidence(
+        doc["cosine"],
+        doc["coverage"],
+        doc["missing_named"],
+        doc["missing_name"],
+        doc["missing_attribute"],
+        doc.get("given", 0.0),
+        doc.get("dense_rank"),
+        doc.get("sparse_rank"),
+        doc.get("cosine_gap", 0.0),
+        doc.get("bm25_share", 0.0),
+    )
+
+
+def _shown(result: dict[str, Any]) -> dict[str, Any]:
+    # A result as a default recall shows it: without explain and its evidence.
+    return {k: v for k, v in result.items() if k not in ("explain", "relevance_evidence")}
+
+
+def _rows(
+    app: App, request: RecallRequest, answers: set[str], key_of: Callable[[str], str]
+) -> list[dict[str, Any]]:
+    count = app.embedder().model().count_tokens
+    result = app.recall(replace(request, limit=LIMIT, explain=True, min_relevance=0.0,
+                                count_access=False))  # fmt: skip
+    rows = []
+    for r in result.results:
+        shown = json.dumps(_shown(r), separators=(",", ":"), ensure_ascii=False)
+        rows.append({
+            "answer": key_of(r["id"]) in answers,
+            "tokens": int(count(shown) or 0),
+            "evidence": r["relevance_evidence"],
+        })  # fmt: skip
+    return rows
+
+
+def collect_locomo(out: Path, home: Path, cache_home: Path) -> Iterable[dict[str, Any]]:
+    bench = locomo_bench(DATA / "locomo/locomo10.json", plain=True)
+    prepare_home(home, cache_home)
+    app = App(home=home, config=load(home, env=STORE_ENV))
+    try:
+        stored = store(app, bench, lambda m: print(m, file=sys.stderr))
+        by_memory = stored.by_memory
+        namespaces = sorted({q.namespace for q in bench.queries})
+        split_of = {ns: locomo_split(ns.removeprefix("locomo-")) for ns in namespaces}
+        others = {}
+        for ns in namespaces:
+            same = [n for n in namespaces if split_of[n] == split_of[ns] and n != ns]
+            if not same:  # validation holds one conversation: ask it in a training one
+                same = [n for n in namespaces if split_of[n] == "train"]
+            others[ns] = same[0] if same else ns
+        for number, q in enumerate(bench.queries):
+            split = split_of[q.namespace]
+            request = RecallRequest(query=q.text, namespace=q.namespace)
+            rows = _rows(app, request, set(q.relevant), lambda m: by_memory.get(m, m))
+            yield {"set": "locomo", "split": split, "kind": "answer", "group": q.group,
+                   "query": q.text, "rows": rows}  # fmt: skip
+            elsewhere = replace(request, namespace=others[q.namespace])
+            rows = _rows(app, elsewhere, set(), lambda m: m)
+            yield {"set": "locomo", "split": split, "kind": "unanswerable", "group": q.group,
+                   "query": q.text, "rows": rows}  # fmt: skip
+            if number % 200 == 0:
+                print(f"  locomo {number}/{len(bench.queries)}", file=sys.stderr, flush=True)
+    finally:
+        app.close()
+
+
+def collect_golden(scratch: Path) -> Iterable[dict[str, Any]]:
+    golden = load_set(DEFAULT_SET)
+    unanswerable = eval_relevance.load_unanswerable(DEFAULT_SET / "unanswerable.json", golden)
+    own = eval_relevance.load_own(DEFAULT_SET, golden)
+    made: list[list[dict[str, Any]]] = []
+
+    def rows(
+        app: App, request: RecallRequest, expected: set[str], key_of: dict[str, str]
+    ) -> tuple[Any, ...]:
+        found = _rows(app, request, expected, lambda m: key_of.get(m, m))
+        made.append(found)
+        return tuple(found)
+
+    # eval_relevance.collect asks every query through the real recall (forgotten ones after
+    # their forget); its row maker is swapped for this one, which keeps the new evidence.
+    original = eval_relevance._rows
+    eval_relevance._rows = rows
+    try:
+        judged = eval_relevance.collect(golden, unanswerable, own, scratch)
+    finally:
+        eval_relevance._rows = original
+    for j in judged:
+        yield {"set": "golden", "split": "train" if j.calibration else "validation",
+               "kind": "answer" if j.answerable else "unanswerable", "group": j.category,
+               "query": j.query, "rows": list(j.rows)}  # fmt: skip
+
+
+def _key_of(by_memory: dict[str, str]) -> Callable[[str], str]:
+    return lambda memory_id: by_memory.get(memory_id, memory_id)
+
+
+def collect_longmemeval(splits: Sequence[str], cache_home: Path) -> Iterable[dict[str, Any]]:
+    """LongMemEval-S, plain protocol, the questions of ``splits``: each in a fresh data
+    directory holding its own haystack (answerable), and the previous question of the same
+    split asked of it too (unanswerable, when none of its answer turns is in this haystack).
+    One embedder (and embedding cache) serves every directory."""
+    stacks = [h for h in longmemeval_haystacks(DATA / "longmemeval", plain=True)
+              if longmemeval_split(h.question_id) in splits]  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="ferrex-learn-lme-") as scratch:
+        base = Path(scratch) / "embedder"
+        prepare_home(base, cache_home)
+        owner = App(home=base, config=load(base, env=STORE_ENV))
+        embedder = owner.embedder()
+        previous: dict[str, Any] = {}
+        try:
+            for number, stack in enumerate(stacks):
+                split = longmemeval_split(stack.question_id)
+                home = Path(scratch) / stack.question_id
+                prepare_home(home, cache_home)
+                app = App(home=home, config=load(home, env=STORE_ENV), _embedder=embedder)
+                try:
+                    bench = Bench("lme", stack.docs, [stack.query], [], episodes=True,
+                                  session=longmemeval_session)  # fmt: skip
+                    by_memory = store(app, bench, lambda _: None).by_memory
+                    keys = set(by_memory.values())
+                    request = RecallRequest(query=stack.query.text, namespace="longmemeval")
+                    rows = _rows(app, request, set(stack.query.relevant),
+                                 _key_of(by_memory))  # fmt: skip
+                    yield {"set": "longmemeval", "split": split, "kind": "answer",
+                           "group": stack.query.group, "query": stack.query.text,
+                           "rows": rows}  # fmt: skip
+                    other = previous.get(split)
+                    if other is not None and not (set(other.query.relevant) & keys):
+                        asked = replace(request, query=other.query.text)
+                        yield {"set": "longmemeval", "split": split, "kind": "unanswerable",
+                               "group": other.query.group, "query": other.query.text,
+                               "rows": _rows(app, asked, set(), lambda m: m)}  # fmt: skip
+                    previous[split] = stack
+                finally:
+                    app._embedder = None  # shared: the owner closes it
+                    app.close()
+                print(f"  longmemeval {number + 1}/{len(stacks)}", file=sys.stderr, flush=True)
+        finally:
+            owner.close()
+
+
+def collect(
+    out: Path, home: Path, cache_home: Path, sets: Sequence[str], lme_splits: Sequence[str]
+) -> None:
+    """Append the rows of ``sets`` to ``out/rows.jsonl``."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "rows.jsonl").open("a", encoding="utf-8") as sink:
+        if "golden" in sets:
+            with tempfile.TemporaryDirectory(prefix="ferrex-learn-golden-") as scratch:
+                for doc in collect_golden(Path(scratch)):
+                    sink.write(json.dumps(doc) + "\n")
+        if "locomo" in sets:
+            for doc in collect_locomo(out, home, cache_home):
+                sink.write(json.dumps(doc) + "\n")
+        if "longmemeval" in sets:
+            for doc in collect_longmemeval(lme_splits, cache_home):
+                sink.write(json.dumps(doc) + "\n")
+                sink.flush()
+
+
+# --- fit -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    set: str
+    split: str
+    kind: str
+    group: str
+    evidence: tuple[Evidence, ...]
+    answers: tuple[bool, ...]
+    tokens: tuple[int, ...]
+
+
+def read(out: Path) -> list[Question]:
+    questions = []
+    for line in (out / "rows.jsonl").read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        rows = doc["rows"]
+        questions.append(Question(
+            doc["set"], doc["split"], doc["kind"], doc["group"],
+            tuple(_evidence(r["evidence"]) for r in rows),
+            tuple(bool(r["answer"]) for r in rows), tuple(int(r["tokens"]) for r in rows),
+        ))  # fmt: skip
+    return questions
+
+
+def matrix(
+    questions: Sequence[Question], golden_weight: float
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Inputs (:func:`ferrex.rules.relevance.inputs`), labels and weights of the results a
+    trim may hide (past the first :data:`ferrex.rules.relevance.SHOWN_AT_LEAST`) of the
+    answerable questions: positive when the result holds an answer none of the first ones
+    gives. Each set weighs the same in total (times ``golden_weight`` for the golden set),
+    and within it positives and negatives weigh the same."""
+    first = relevance.SHOWN_AT_LEAST
+    xs, ys, groups = [], [], []
+    for q in questions:
+        if q.kind != "answer":
+            continue
+        for e, a in list(zip(q.evidence, q.answers, strict=True))[first:LIMIT]:
+            label = a and not any(q.answers[:first])
+            xs.append(relevance.inputs(e, relevance.DEFAULT_MODEL.relevance(e)))
+            ys.append(1.0 if label else 0.0)
+            groups.append((q.set, label))
+    sizes: dict[tuple[str, bool], int] = {}
+    for g in groups:
+        sizes[g] = sizes.get(g, 0) + 1
+    w = np.asarray([(golden_weight if g[0] == "golden" else 1.0) / sizes[g] for g in groups])
+    return np.asarray(xs), np.asarray(ys), w * len(w) / w.sum()
+
+
+def logistic(
+    x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], w: np.ndarray[Any, Any], l2: float
+) -> tuple[np.ndarray[Any, Any], float]:
+    """Weighted logistic regression with an L2 penalty (not on the bias), by Newton steps."""
+    n, d = x.shape
+    xb = np.hstack([x, np.ones((n, 1))])
+    beta = np.zeros(d + 1)
+    penalty = np.eye(d + 1) * l2
+    penalty[d, d] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(xb @ beta)))
+        grad = xb.T @ (w * (p - y)) + penalty @ beta
+        hess = (xb * (w * p * (1 - p))[:, None]).T @ xb + penalty
+        step = np.linalg.solve(hess, grad)
+        beta -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return beta[:d], float(beta[d])
+
+
+def log_loss(model: AnswerModel, questions: Sequence[Question]) -> float:
+    x, y, w = matrix(questions, 1.0)
+    z = x @ np.asarray(model.weights) + model.bias
+    p = 1.0 / (1.0 + np.exp(-z))
+    p = np.clip(p, 1e-9, 1 - 1e-9)
+    return float(-(w * (y * np.log(p) + (1 - y) * np.log(1 - p))).sum() / w.sum())
+
+
+@dataclass
+class Figures:
+    questions: int = 0
+    answerable: int = 0
+    unanswerable: int = 0
+    hit_default: int = 0
+    hit_untrimmed: int = 0
+    tokens_default: int = 0
+    tokens_untrimmed: int = 0
+    verdict_unanswerable: int = 0
+    verdict_answerable: int = 0
+    rows_default: int = 0
+
+    @property
+    def lost(self) -> int:
+        return self.hit_untrimmed - self.hit_default
+
+    def line(self) -> str:
+        a, u = max(self.answerable, 1), max(self.unanswerable, 1)
+        ratio = self.tokens_default / max(self.tokens_untrimmed, 1)
+        return (
+            f"n={self.answerable}+{self.unanswerable} hit@5 default {self.hit_default / a:.3f} "
+            f"untrimmed {self.hit_untrimmed / a:.3f} (lost {self.lost})"
+            f" tokens ratio {ratio:.3f} rows {self.rows_default / max(self.questions, 1):.2f}"
+            f" verdict: unanswerable {self.verdict_unanswerable / u:.3f}"
+            f" answerable {self.verdict_answerable / a:.3f}"
+        )
+
+
+def simulate(
+    questions: Iterable[Question],
+    model: Model = relevance.DEFAULT_MODEL,
+    answer: AnswerModel | None = relevance.ANSWER_MODEL,
+) -> Figures:
+    """What a default recall (trimmed: :func:`ferrex.rules.relevance.trim`) shows against an
+    untrimmed one, from the first :data:`LIMIT` results of each question (what recall's trim
+    sees); token ratio over the answerable questions, as ``tools/eval_retrieval.py``."""
+    f = Figures()
+    for q in questions:
+        shown = q.evidence[:LIMIT]
+        values = [model.relevance(e) for e in shown]
+        chances = None
+        if answer is not None:
+            chances = [answer.chance(e, v) for e, v in zip(shown, values, strict=True)]
+        kept = relevance.trim(values, model, chances, answer or relevance.ANSWER_MODEL)
+        verdict = relevance.nothing_relevant([model.label(v) for v in values])
+        f.questions += 1
+        f.rows_default += len(kept)
+        if q.kind == "answer":
+            f.tokens_default += sum(q.tokens[i] for i in kept)
+            f.tokens_untrimmed += sum(q.tokens[:LIMIT])
+            f.answerable += 1
+            f.hit_untrimmed += any(q.answers[:LIMIT])
+            f.hit_default += any(q.answers[i] for i in kept)
+            f.verdict_answerable += verdict
+        else:
+            f.unanswerable += 1
+            f.verdict_unanswerable += verdict
+    return f
+
+
+def report(questions: Sequence[Question], answer: AnswerModel | None) -> None:
+    for name in ("golden", "locomo", "longmemeval"):
+        for split in ("train", "validation", "test"):
+            chosen = [q for q in questions if q.set == name and q.split == split]
+            if chosen:
+                figures = simulate(chosen, answer=answer)
+                print(f"{name:11s} {split:10s} {figures.line()}")
+
+
+def choose_kept_from(answer: AnswerModel, validation: Sequence[Question]) -> AnswerModel:
+    """The highest ``kept_from`` at which trimming loses no answer of the validation
+    questions' top fives that showing every result past the third would keep, on every set
+    (what the verdict's shorter answers lose is the verdict's)."""
+    by_set = {s: [q for q in validation if q.set == s] for s in sorted({q.set for q in validation})}
+    keep_all = replace(answer, kept_from=0.0)
+    before = {s: simulate(qs, answer=keep_all).lost for s, qs in by_set.items()}
+    best = 0.0
+    for t in [round(x, 3) for x in np.arange(0.005, 0.6, 0.005)]:
+        tried = replace(answer, kept_from=t)
+        if all(simulate(qs, answer=tried).lost <= before[s] for s, qs in by_set.items()):
+            best = t
+        else:
+            break
+    return replace(answer, kept_from=best)
+
+
+def fit(out: Path) -> AnswerModel:
+    questions = read(out)
+    train = [q for q in questions if q.split == "train"]
+    validation = [q for q in questions if q.split == "validation"]
+    print("before (the relevance model alone trims), per set and split:")
+    report(questions, None)
+    best: tuple[float, AnswerModel, float, float] | None = None
+    for l2 in L2_GRID:
+        for gw in GOLDEN_WEIGHT_GRID:
+            x, y, w = matrix(train, gw)
+            weights, bias = logistic(x, y, w, l2)
+            m = AnswerModel(tuple(float(v) for v in weights), bias, 0.0)
+            loss = log_loss(m, validation)
+            print(f"l2={l2} golden_weight={gw}: validation log loss {loss:.4f}")
+            if best is None or loss < best[0]:
+                best = (loss, m, l2, gw)
+    assert best is not None
+    _, m, l2, gw = best
+    m = choose_kept_from(m, validation)
+    print(f"\nchosen: l2={l2} golden_weight={gw}; paste into ferrex/rules/relevance.py:\n")
+    listed = ", ".join(f"{v:.3f}" for v in m.weights)
+    print(f"ANSWER_WEIGHTS: Final = ({listed})")
+    print(f"ANSWER_BIAS: Final = {m.bias:.3f}")
+    print(f"ANSWER_KEPT_FROM: Final = {m.kept_from:.3f}")
+    print("\nafter (kept when the answer chance reaches it), per set and split:")
+    report(questions, m)
+    return m
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("collect", "fit", "report"))
+    parser.add_argument("--out", type=Path, default=OUT, help="where rows.jsonl is kept")
+    parser.add_argument("--home", type=Path, default=OUT / "locomo-plain",
+                        help="LoCoMo's data directory (kept and reused)")  # fmt: skip
+    parser.add_argument("--cache-home", type=Path,
+                        default=Path("~/.cache/ferrex-eval").expanduser())  # fmt: skip
+    parser.add_argument(
+        "--sets",
+        default="golden,locomo",
+        help="collect: golden, locomo, longmemeval (comma-separated)",
+    )
+    parser.add_argument("--lme-splits", default="train,validation,test",
+                        help="collect: LongMemEval's splits to collect")  # fmt: skip
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.command == "collect":
+        collect(args.out, args.home, args.cache_home, args.sets.split(","),
+                args.lme_splits.split(","))  # fmt: skip
+    elif args.command == "fit":
+        fit(args.out)
+    else:
+        print("the package's constants, per set and split:")
+        report(read(args.out), relevance.ANSWER_MODEL)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
