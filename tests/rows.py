@@ -12,13 +12,23 @@ NOT_RESTORED: dict[str, tuple[str, ...]] = {
 }
 """Columns a restore cannot keep: the journal records when (and where) the restore happened."""
 
+NOT_RESTORED_TABLES: frozenset[str] = frozenset({"forgotten"})
+"""Tables a restore does not rebuild: ``forgotten`` records who could see each forgotten memory,
+for the change stream's deliveries over this journal's positions; a backup holds what the home
+holds, not what it forgot, and a restored home's journal starts its positions afresh."""
+
 
 def read_model_rows(
-    read_model: ReadModel, leave_out: dict[str, tuple[str, ...]] = NOT_RESTORED
+    read_model: ReadModel,
+    leave_out: dict[str, tuple[str, ...]] = NOT_RESTORED,
+    tables_left_out: frozenset[str] = NOT_RESTORED_TABLES,
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every row of every projected table by column name, sorted, without ``leave_out``."""
+    """Every row of every projected table by column name, sorted, without ``leave_out``'s
+    columns and ``tables_left_out`` (pass an empty set to compare a rebuild with its home)."""
     rows: dict[str, list[dict[str, Any]]] = {}
     for table in TABLES:
+        if table in tables_left_out:
+            continue
         # the columns from the schema: an empty table's cursor has no description
         names = [str(row[1]) for row in read_model.db.execute(f"PRAGMA table_info({table})")]
         kept = [

@@ -101,6 +101,7 @@ from ferrex.read.recall import (  # noqa: E402
     Strategy,
 )
 from ferrex.rules.memory_input import StoreRequest  # noqa: E402
+from tools.splits import locomo_split, longmemeval_split  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 K = 10
@@ -279,11 +280,14 @@ def locomo_session(key: str) -> str:
     return key.rsplit(":", 1)[0]
 
 
-def locomo_bench(path: Path, plain: bool = False) -> Bench:
+def locomo_bench(path: Path, plain: bool = False, split: str | None = None) -> Bench:
     """LoCoMo's turns as memories. ``plain``: the plain-lines protocol, what an import of
     ``{"content": ..., "namespace": ...}`` lines gives (no source, no time: the turns arrive
-    in file order and episode context must come from that alone)."""
+    in file order and episode context must come from that alone). ``split``: only the
+    conversations of that split (:mod:`tools.splits`)."""
     samples = json.loads(path.read_text(encoding="utf-8"))
+    if split is not None:
+        samples = [s for s in samples if locomo_split(str(s["sample_id"])) == split]
     docs: list[Doc] = []
     queries: list[Query] = []
     dropped_ids = 0
@@ -321,7 +325,8 @@ def locomo_bench(path: Path, plain: bool = False) -> Bench:
         f"{skipped} questions without a readable evidence turn skipped; "
         f"{dropped_ids} evidence ids naming no turn dropped"
     ]
-    name = "LoCoMo (10 conversations, turn level)"
+    name = f"LoCoMo ({len(samples)} conversations, turn level)"
+    name += f", {split} split" if split else ""
     name += ", plain lines (no source, no time)" if plain else ", with source and session time"
     return Bench(name, docs, queries, notes, episodes=True, session=locomo_session)
 
@@ -349,10 +354,11 @@ class Haystack:
 
 
 def longmemeval_haystacks(
-    data: Path, plain: bool = True, every: int = 1, offset: int = 0
+    data: Path, plain: bool = True, every: int = 1, offset: int = 0, split: str | None = None
 ) -> list[Haystack]:
-    """The questions of ``data/questions.jsonl`` (every ``every``-th from ``offset``), each
-    with its haystack's user turns as store requests, in the haystack's order."""
+    """The questions of ``data/questions.jsonl`` (every ``every``-th from ``offset``; of
+    ``split`` alone when given, :mod:`tools.splits`), each with its haystack's user turns as
+    store requests, in the haystack's order."""
     sessions: dict[str, dict[str, Any]] = {}
     with gzip.open(data / "sessions.jsonl.gz", "rt", encoding="utf-8") as lines:
         for line in lines:
@@ -364,6 +370,8 @@ def longmemeval_haystacks(
         if number % every != offset % every:
             continue
         q = json.loads(line)
+        if split is not None and longmemeval_split(str(q["question_id"])) != split:
+            continue
         evidence = {str(s) for s in q["answer_session_ids"]}
         docs: list[Doc] = []
         relevant: set[str] = set()
@@ -804,7 +812,8 @@ _SETTINGS: dict[str, Callable[[str], Any]] = {
     "dense_weight": float, "context_share": float, "note_context_share": float,
     "context_reach": int,
     "context_gap": float, "prefetch": int, "dense_adapt": float,
-    "graph_weight": float, "date_boost": float,
+    "graph_weight": float, "date_boost": float, "spelling_weight": float,
+    "form_boost": float,
     "context_below_lender": lambda v: v.lower() in ("1", "true", "yes"),
     "top_guard": lambda v: v.lower() in ("1", "true", "yes"),
 }  # fmt: skip
@@ -848,6 +857,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--offset", type=int, default=0, help="LongMemEval: which of every N to keep (0..N-1)"
     )
+    parser.add_argument(
+        "--split", choices=("train", "validation", "test"),
+        help="LoCoMo and LongMemEval: only this split of tools/splits.py (fit on train, "
+        "choose on validation, report on test)",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument(
         "--modes",
@@ -908,9 +922,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.bench in ("locomo", "all"):
         file = args.data if args.bench == "locomo" and args.data else DATA / "locomo/locomo10.json"
         if "plain" in args.protocol:
-            benches.append(("locomo-plain", lambda: locomo_bench(file, plain=True)))
+            benches.append(("locomo-plain", lambda: locomo_bench(file, True, args.split)))
         if "source" in args.protocol:
-            benches.append(("locomo", lambda: locomo_bench(file)))
+            benches.append(("locomo", lambda: locomo_bench(file, False, args.split)))
 
     def run(bench: Bench, home: Path) -> dict[str, Any]:
         return evaluate(bench, home, args.cache_home, args.reranker, args.later_days,
@@ -924,7 +938,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise SystemExit("--every must be 1 or more")
         folder = args.data or DATA / "longmemeval"
         for protocol in [p for p in ("plain", "source") if p in args.protocol]:
-            stacks = longmemeval_haystacks(folder, protocol == "plain", args.every, args.offset)
+            stacks = longmemeval_haystacks(
+                folder, protocol == "plain", args.every, args.offset, args.split
+            )
             progress(f"LongMemEval-S {protocol}: {len(stacks)} questions, "
                      f"{sum(len(h.docs) for h in stacks)} turns")  # fmt: skip
             reports.append(evaluate_longmemeval(stacks, protocol == "plain", args.cache_home,

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, cast
 
@@ -53,6 +54,10 @@ import mmh3
 import py_rust_stemmers  # type: ignore[import-untyped]
 
 K1: Final = 1.2
+SPELLING_WEIGHT: Final = 0.5
+"""A query token that only another spelling of the question's words gives weighs this much
+(:meth:`Bm25Encoder.encode_query`): a memory that writes ``cart-svc`` matches ``cart service``
+on ``cart`` and half of each of ``svc`` and ``cart-svc``, about what the same words score."""
 B: Final = 0.75
 DEFAULT_AVG_DOC_LEN: Final = 32.0
 
@@ -176,10 +181,20 @@ class Bm25Encoder:
             values=tuple(tf * top / (tf + norm) for _, tf in ordered),
         )
 
-    def encode_query(self, text: str) -> SparseVector:
-        """The query-side vector of ``text``: weight 1.0 for each distinct token."""
-        distinct = sorted(set(_TERMS.indices(text)))
-        return SparseVector(indices=tuple(distinct), values=(1.0,) * len(distinct))
+    def encode_query(
+        self, text: str, spellings: Sequence[str] = (), weight: float = SPELLING_WEIGHT
+    ) -> SparseVector:
+        """The query-side vector of ``text``: weight 1.0 for each distinct token; and
+        ``weight`` for each token of the other ``spellings`` of its words that ``text``
+        lacks (``cart service`` with ``cart-svc``: the tokens ``svc`` and ``cart-svc``)."""
+        if not 0.0 <= weight <= 1.0:
+            raise ValueError(f"a spelling's weight must be within [0, 1], got {weight}")
+        weights = dict.fromkeys(_TERMS.indices(text), 1.0)
+        for spelling in spellings if weight > 0 else ():
+            for index in _TERMS.indices(spelling):
+                weights.setdefault(index, weight)
+        ordered = sorted(weights.items())
+        return SparseVector(tuple(i for i, _ in ordered), tuple(w for _, w in ordered))
 
 
 class _TermIndices:

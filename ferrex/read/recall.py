@@ -107,7 +107,7 @@ from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.models.rerank import RerankStage
-from ferrex.models.sparse import Bm25Encoder, tokens
+from ferrex.models.sparse import SPELLING_WEIGHT, Bm25Encoder, tokens
 from ferrex.read.candidate import Candidate
 from ferrex.read.seen import Sight, unexpired
 from ferrex.rules import relevance
@@ -136,8 +136,14 @@ from ferrex.rules.fusion import (
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
 from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
 from ferrex.rules.predicates import unplaced_neighbour
-from ferrex.rules.slots import may_share_slot
-from ferrex.rules.subjects import find_entity, loosely_named, object_form, spelling_variants
+from ferrex.rules.slots import answers_form, asked_kinds, may_share_slot, stated_kinds
+from ferrex.rules.subjects import (
+    find_entity,
+    loosely_named,
+    object_form,
+    query_spellings,
+    spelling_variants,
+)
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
@@ -266,6 +272,14 @@ class RecallSettings:
     importance_weight: float = IMPORTANCE_WEIGHT
     """How far a memory's importance moves its score (``ferrex.rules.lifecycle``): the
     factor is ``1 + weight · (importance - 0.5)``, 1 for an unmarked memory."""
+    form_boost: float = 0.3
+    """A memory that states a value of the kind the question's form asks for (*where does
+    the auth gateway run?*: a host name, :func:`ferrex.rules.slots.stated_kinds`) has its
+    score multiplied by 1 + this, over one that shares the question's verb only."""
+    spelling_weight: float = SPELLING_WEIGHT
+    """The BM25 leg's weight of a query token that only another spelling of the question's
+    words gives (:func:`ferrex.rules.subjects.query_spellings`: ``cart service`` also asks
+    for ``cart-svc``); 0: the question's own tokens alone."""
     top_guard: bool = True
     """The BM25 leg's best memory is ranked first (:func:`ferrex.rules.fusion.keep_top`)
     under ``balanced`` and ``lexical``, hybrid legs only."""
@@ -546,6 +560,7 @@ class Reader:
             params=self.settings.staleness.for_namespace(namespace),
             prefetch=max(self.settings.prefetch, 30, req.limit * 4),
             pool=max(self.settings.rerank_pool, POOL),
+            asks=asked_kinds(req.query),
             show_invalidated=req.include_invalidated or as_of is not None,
         )
 
@@ -657,6 +672,10 @@ class Reader:
         in_period = q.period is not None and q.period.holds(memory.t_valid)
         if in_period:
             boost *= 1.0 + self.settings.date_boost
+        if q.asks and self.settings.form_boost > 0:
+            text = memory_text(memory.type, memory.body())
+            if answers_form(q.asks, stated_kinds(text, memory.predicate, memory.object)):
+                boost *= 1.0 + self.settings.form_boost
         weight = importance_factor(memory.importance, self.settings.importance_weight)
         base = candidate.fused if candidate.rerank is None else candidate.rerank
         lexical = None if candidate.bm25 is None else boosted(candidate.bm25, boost * weight)
@@ -795,7 +814,9 @@ class Reader:
             else:
                 legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n, scale)
         if req.legs in ("hybrid", "bm25") or "dense" not in legs:
-            query = self.bm25.encode_query(req.query)
+            weight = self.settings.spelling_weight
+            spellings = query_spellings(req.query) if weight > 0 else []
+            query = self.bm25.encode_query(req.query, spellings, weight)
             sparse = SparseVector(query.indices, query.values)
             legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n, scale)
         return legs, degraded
@@ -1085,6 +1106,9 @@ class _Query:
     """How many fused candidates go on to the later stages."""
     show_invalidated: bool
     """Superseded memories are shown (``include_invalidated``, or an ``as_of`` view)."""
+    asks: frozenset[str]
+    """The kinds of value the question's form asks for (:func:`ferrex.rules.slots.asked_kinds`:
+    *where* a host, *what version* a version); empty for most questions."""
 
 
 @dataclass(frozen=True, slots=True)

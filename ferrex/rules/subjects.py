@@ -59,6 +59,7 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from ferrex.errors import UsageError
+from ferrex.models.sparse import ENGLISH_STOP_WORDS
 from ferrex.rules.entities import (
     NEW,
     Candidate,
@@ -910,3 +911,51 @@ def _abbreviates(short: str, long: str) -> bool:
         return False
     rest = iter(long[1:])
     return all(letter in rest for letter in short[1:])
+
+
+_QUERY_WORD = re.compile(r"[^\W_]+")
+_JOINS: Final = ("-", "")
+"""How a name's words are written as one token: hyphenated (``cart-svc``), run together."""
+
+
+def query_spellings(
+    query: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS
+) -> list[str]:
+    """Other spellings of what a question says, for the keyword leg's query side (a memory's
+    own text is indexed as written): each word or phrase the table shortens or spells out,
+    in its other form (``service`` → ``svc``, ``k8s`` → ``kubernetes``, ``command line`` →
+    ``cli``); and two or three neighbouring words written as one name, hyphenated and run
+    together, as they are and with those forms swapped in (``cart service`` → ``cart-svc``,
+    ``cartsvc``, ``cart-service``). In the question's order, without repeats, none equal to
+    a word or phrase of the question itself."""
+    words = _QUERY_WORD.findall(query.casefold())
+    shorter: dict[str, list[str]] = {}
+    for short, long in abbreviations.items():
+        shorter.setdefault(long, []).append(short)
+    other: dict[int, tuple[int, list[str]]] = {}
+    """Where a word or phrase starts: how many words it spans and its other forms."""
+    for start in range(len(words)):
+        for span in (3, 2, 1):
+            if len(words) - start < span:
+                continue
+            phrase = " ".join(words[start : start + span])
+            forms = [f for f in [abbreviations.get(phrase, ""), *shorter.get(phrase, ())]
+                     if f and f != phrase]  # fmt: skip
+            if forms:
+                other[start] = (span, forms)
+                break
+    out: dict[str, None] = {}
+    for start in sorted(other):
+        out.update(dict.fromkeys(other[start][1]))
+    for start in range(len(words)):
+        for span in (2, 3):
+            window = words[start : start + span]
+            if len(window) < span or any(w in ENGLISH_STOP_WORDS for w in window):
+                continue
+            one = [other.get(start + i, (0, [w])) for i, w in enumerate(window)]
+            swapped_in = [f[0] if n == 1 else w for w, (n, f) in zip(window, one, strict=True)]
+            for form in [window] if swapped_in == window else [window, swapped_in]:
+                for join in _JOINS:
+                    out[join.join(w.replace(" ", join) for w in form)] = None
+    said = set(words) | {" ".join(words[i : i + n]) for n in (2, 3) for i in range(len(words))}
+    return [s for s in out if s not in said]

@@ -75,13 +75,14 @@ def test_identifier_and_paraphrase_both_come_back(world: World) -> None:
     meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
     for i in range(8):
         world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
-    # The identifier only BM25 can match; the paraphrase only the dense vector can.
-    ids = world.ids("INC-90312 and the storage on the test db filling up", limit=3)
+    # The identifier only BM25 can match; the paraphrase only the dense vector can (no
+    # word of it, nor a spelling of one: "db" would be "database" to the keyword leg).
+    ids = world.ids("INC-90312 and the storage on the test box filling up", limit=3)
     assert exact.id in ids and meaning.id in ids
     result = world.reader.recall(
         RecallRequest(
             min_relevance=0.0,
-            query="INC-90312 storage filling up on test db",
+            query="INC-90312 storage filling up on test box",
             limit=5,
             explain=True,
         )
@@ -216,7 +217,7 @@ def test_a_storage_budget_evicts_stale_episodes_never_facts(world: World) -> Non
 def test_each_leg_alone_finds_what_only_it_can(world: World) -> None:
     exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
     meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
-    query = "INC-90312 storage filling up on the test db"
+    query = "INC-90312 storage filling up on the test box"
     # Stored back to back, the two notes are one derived episode: context off, legs alone.
     world.reader.settings = replace(
         world.reader.settings, context_share=0.0, note_context_share=0.0
@@ -382,7 +383,7 @@ def test_a_long_text_is_one_memory_embedded_in_parts(world: World) -> None:
 def test_strategies_reweigh_without_switching_a_leg_off(world: World) -> None:
     exact = world.writer.store(note("Ticket INC-90312 tracks the flaky login redirect"))
     meaning = world.writer.store(note("The staging database ran out of disk space overnight"))
-    query = "INC-90312 storage filling up on the test db"
+    query = "INC-90312 storage filling up on the test box"
     for strategy in ("balanced", "semantic", "lexical", "recent", "relational"):
         result = world.reader.recall(RecallRequest(query=query, strategy=strategy, explain=True))
         assert {r["id"] for r in result.results} == {exact.id, meaning.id}, strategy
@@ -585,3 +586,16 @@ def test_the_explain_document_is_rendered_only_when_asked(
     assert rendered == [r["id"] for r in explained] == [r["id"] for r in plain]
     assert [r["score"] for r in explained] == [r["score"] for r in plain]
     assert explained[0]["explain"]["legs"] == "hybrid"
+
+
+def test_the_keyword_leg_asks_for_other_spellings_of_the_questions_words(world: World) -> None:
+    short = world.writer.store(note("cart-svc p99 latency went up to 900 ms after the upgrade"))
+    world.writer.store(note("The checkout service latency is 240 ms on a normal day"))
+    world.writer.store(note("The cart page shows a banner when the shop is closed"))
+    long = world.writer.store(note("The payment service retries a declined card twice"))
+    world.writer.store(note("payment-api answers 402 for a declined card"))
+    assert world.ids("cart service latency", legs="bm25")[0] == short.id
+    assert world.ids("payment svc retries", legs="bm25")[0] == long.id
+    # Off (0): the question's own tokens alone, and the other service's note wins.
+    world.reader.settings = replace(world.reader.settings, spelling_weight=0.0)
+    assert world.ids("cart service latency", legs="bm25")[0] != short.id

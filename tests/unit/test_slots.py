@@ -215,3 +215,25 @@ def test_one_named_thing_at_two_versions_is_a_change_not_two_values() -> None:
     assert not versions_of_one("Postgres", "Redis")
     assert not versions_of_one("kafka-1", "kafka-2"), "numbered hosts are siblings"
     assert not versions_of_one("react 18", "react 18")
+
+
+def test_a_questions_form_asks_for_a_kind_of_value() -> None:
+    from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds
+
+    assert asked_kinds("where does the auth gateway run?") == {"host", "url"}
+    assert asked_kinds("What version does the auth gateway run?") == {"version"}
+    assert asked_kinds("which version of postgres is live, and where?") == {"version"}
+    assert asked_kinds("who owns billing?") == {"party"}
+    assert asked_kinds("when did we migrate the queue?") == {"date"}
+    assert asked_kinds("how long is the session timeout?") == {"duration"}
+    assert asked_kinds("why was checkout slow?") == frozenset()
+    assert stated_kinds("auth gateway runs on k8s-node-07") == {"host"}
+    assert stated_kinds("auth gateway runs version 1.9.0.") == {"version"}
+    assert stated_kinds("the timeout is 30 s now") == {"duration"}
+    assert stated_kinds("docs at https://wiki.example.org/auth") == {"url"}
+    assert stated_kinds("Caroline: Ann Weller went to the group") == set(), "names need a fact"
+    assert stated_kinds("", "owned_by", "Ann Weller") == {"party"}
+    assert stated_kinds("", "deployed_in", "eu-west") == {"host"}, "a placing predicate"
+    where = asked_kinds("where does the auth gateway run?")
+    assert answers_form(where, stated_kinds("auth gateway runs on k8s-node-07"))
+    assert not answers_form(where, stated_kinds("auth gateway runs version 1.9.0"))

@@ -265,3 +265,21 @@ def test_remembered_word_indices_give_the_recipes_vectors(texts: list[str]) -> N
             assert list(document.indices) == sorted(_reference_document(encoder, text))
             assert document.as_dict() == _reference_document(encoder, text)
             assert encoder.encode_query(text).indices == tuple(sorted(document.indices))
+
+
+def test_a_query_asks_for_other_spellings_at_their_own_weight() -> None:
+    encoder = Bm25Encoder()
+    plain = encoder.encode_query("cart service").as_dict()
+    spelled = encoder.encode_query("cart service", ["svc", "cart-svc"], 0.5).as_dict()
+    assert set(plain.items()) <= set(spelled.items()), "the question's own tokens keep 1.0"
+    extra = {i: w for i, w in spelled.items() if i not in plain}
+    assert set(extra) == {sparse.token_index("svc"), sparse.token_index("cart-svc")}
+    assert set(extra.values()) == {0.5}
+    # A spelling's token the question already has keeps its full weight.
+    assert (
+        encoder.encode_query("cart svc", ["svc"], 0.5).as_dict()
+        == encoder.encode_query("cart svc").as_dict()
+    )
+    assert encoder.encode_query("cart service", ["svc"], 0.0).as_dict() == plain
+    with pytest.raises(ValueError, match="within"):
+        encoder.encode_query("cart service", ["svc"], 1.5)

@@ -347,6 +347,21 @@ def test_spelling_variants_for_the_read_side() -> None:
     assert find_entity("pg replica", known) is None
 
 
+def test_query_spellings_give_the_other_forms_of_a_questions_names() -> None:
+    from ferrex.rules.subjects import query_spellings
+
+    cart = query_spellings("how slow is the cart service?")
+    assert {"svc", "cart-svc", "cartsvc", "cart-service"} <= set(cart)
+    assert "service" not in cart and "cart service" not in cart, "nothing it says already"
+    assert {"service", "cart-service"} <= set(query_spellings("is cart-svc down"))
+    assert "cli" in query_spellings("which command line flags?")
+    assert "k8s" in query_spellings("our kubernetes nodes")
+    # Frame words are never run together into a name.
+    where = query_spellings("where does the auth gateway run?")
+    assert "auth-gateway" in where and not any("where" in s or "does" in s for s in where)
+    assert query_spellings("") == [] and query_spellings("why?") == []
+
+
 # -- names possibly the same, by evidence that generalises (issue 43) --------------------
 
 

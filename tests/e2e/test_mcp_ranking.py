@@ -1,0 +1,140 @@
+"""Ranking that reads the question, over MCP stdio, with the bundled model (issue 44).
+
+A real server process and the SDK's client. A *where* question ranks the memory that says
+where a thing runs above one that shares the question's verb and states its version, and
+a *what version* question the other way round, whether the memories are facts or notes;
+the keyword leg finds a service under the spelling its notes use (``cart service`` and
+``cart-svc``), in either direction, also when the question leans on keywords (``lexical``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from tests.e2e.mcp_helpers import call, stdio_client
+
+NOTES = (
+    "The auth gateway runs version 1.9.0 since the Tuesday release.",
+    "The auth gateway runs on k8s-node-07 in the eu-west rack.",
+    "The billing worker runs every night at 02:00 and retries twice.",
+    "The search indexer runs version 4.2.1 and reindexes on Sundays.",
+    "The metrics gateway runs on k8s-node-12 next to Prometheus.",
+    "cart-svc p99 latency went up to 900 ms after the Redis upgrade.",
+    "The checkout service p99 latency is 240 ms on a normal day.",
+    "The cart page shows a banner when the shop is closed.",
+    "The notification proxy keeps a service latency budget of 300 ms.",
+    "The inventory service latency alarms page the on-call engineer.",
+)
+WHERE = (
+    "where does the auth gateway run?",
+    "where is the auth gateway deployed?",
+    "where's the auth gateway running these days?",
+)
+VERSION = (
+    "what version does the auth gateway run?",
+    "which version of the auth gateway is running?",
+)
+CART = ("cart service latency", "how slow is the cart service?", "cart svc p99")
+
+
+async def _first(client: Client, args: dict[str, Any]) -> str:
+    doc = await call(client, "recall", args | {"min_relevance": 0})
+    assert doc["results"], args
+    return str(doc["results"][0]["content"])
+
+
+def test_a_where_question_prefers_where_over_the_shared_verb_in_notes(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            for note in NOTES:
+                await call(client, "store", {"content": note})
+            for question in WHERE:
+                assert "k8s-node-07" in await _first(client, {"query": question}), question
+            for question in VERSION:
+                assert "1.9.0" in await _first(client, {"query": question}), question
+
+    anyio.run(main)
+
+
+def test_a_where_question_prefers_where_over_the_shared_verb_in_facts(tmp_path: Path) -> None:
+    facts = (
+        ("auth gateway", "runs version", "1.9.0"),
+        ("auth gateway", "runs on", "k8s-node-07"),
+        ("auth gateway", "runs with", "two replicas"),
+        ("billing worker", "runs on", "k8s-node-03"),
+        ("search indexer", "runs version", "4.2.1"),
+    )
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            for subject, predicate, obj in facts:
+                args = {"subject": subject, "predicate": predicate, "object": obj}
+                done = await call(client, "store", args)
+                assert not done.get("superseded"), (args, done)
+            for question in WHERE:
+                first = await call(client, "recall", {"query": question, "min_relevance": 0})
+                assert first["results"][0]["object"] == "k8s-node-07", (question, first)
+            for question in VERSION:
+                first = await call(client, "recall", {"query": question, "min_relevance": 0})
+                assert first["results"][0]["object"] == "1.9.0", (question, first)
+
+    anyio.run(main)
+
+
+def test_the_keyword_leg_finds_a_service_as_its_notes_spell_it(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            for note in NOTES:
+                await call(client, "store", {"content": note})
+            for question in CART:
+                for strategy in ("balanced", "lexical"):
+                    first = await _first(client, {"query": question, "strategy": strategy})
+                    assert first.startswith("cart-svc"), (question, strategy, first)
+            # The other way round: a question that writes the short form finds the long one.
+            await call(client, "store", {"content": "The payment service retries a card twice."})
+            args = {"query": "payment-svc retries", "strategy": "lexical"}
+            first = await _first(client, args)
+            assert first.startswith("The payment service"), first
+
+    anyio.run(main)
+
+
+SHARED_WORDS = (
+    ("The notification-proxy SLO: 99% of pushes are delivered within 2 seconds.", "slo"),
+    ("checkout-engine calls notification-proxy after every paid order; response time "
+     "objective of checkout-engine itself is 800 ms.", None),
+    ("Nightly backups of support-gateway go to the cold bucket at 01:00.", None),
+    ("metrics-gateway snapshots its TSDB every night to s3://ops-backups/metrics.", "backup"),
+    ("The notification proxy runs three replicas behind the internal load balancer.", None),
+    ("support-gateway forwards tickets to the helpdesk queue.", None),
+)  # fmt: skip
+ASKED = {
+    "slo": ("what is the response-time objective of the notification proxy?",
+            "how fast must the notification proxy deliver a push?"),
+    "backup": ("how are the metrics gateway's backups done?",
+               "where does the metrics gateway back up its data?"),
+}  # fmt: skip
+
+
+def test_a_note_about_the_thing_asked_beats_one_that_shares_its_words(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            ids: dict[str, str] = {}
+            for text, topic in SHARED_WORDS:
+                done = await call(client, "store", {"content": text})
+                if topic:
+                    ids[topic] = str(done["id"])
+            for topic, questions in ASKED.items():
+                for question in questions:
+                    doc = await call(client, "recall", {"query": question})
+                    # Among the first two: a note sharing the words "response time objective"
+                    # still comes first for the first question (a known gap, issue 44).
+                    top = [r["id"] for r in doc["results"][:2]]
+                    assert ids[topic] in top, (question, doc["results"][:2])
+                    assert doc["nothing_relevant"] is False, question
+
+    anyio.run(main)
