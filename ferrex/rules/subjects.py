@@ -59,7 +59,6 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from ferrex.errors import UsageError
-from ferrex.models.sparse import ENGLISH_STOP_WORDS
 from ferrex.rules.entities import (
     NEW,
     Candidate,
@@ -928,6 +927,10 @@ def query_spellings(
     together, as they are and with those forms swapped in (``cart service`` → ``cart-svc``,
     ``cartsvc``, ``cart-service``). In the question's order, without repeats, none equal to
     a word or phrase of the question itself."""
+    # The keyword leg's own stop words, read when first asked: importing ``ferrex.models``
+    # with this module would load SQLite and NumPy into every pure decision.
+    from ferrex.models.sparse import ENGLISH_STOP_WORDS
+
     words = _QUERY_WORD.findall(query.casefold())
     shorter: dict[str, list[str]] = {}
     for short, long in abbreviations.items():
