@@ -23,13 +23,10 @@ import resource
 import statistics
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import anyio
-
-from tests.e2e.mcp_helpers import FERREX, call, owner_pid, stdio_client
+from tests.e2e.mcp_helpers import FERREX, serving
 from tests.e2e.test_hooks_claude_code import SESSION, write_transcript
 from tools import quiet
 
@@ -145,24 +142,8 @@ def main() -> None:
         write_transcript(transcript)
         if not options.server_only:
             _report("no-server", _series(home, options.runs, transcript))
-        stop, up = threading.Event(), threading.Event()
-
-        async def serve() -> None:
-            async with stdio_client(home, *AGENT) as client:
-                await call(client, "stats", {})
-                up.set()
-                while not stop.is_set():
-                    await anyio.sleep(0.05)
-
-        thread = threading.Thread(target=lambda: anyio.run(serve), daemon=True)
-        thread.start()
-        assert up.wait(300)
-        owner_pid(home)
-        try:
+        with serving(home, *AGENT):
             _report("server", _series(home, options.runs, transcript))
-        finally:
-            stop.set()
-            thread.join(60)
 
 
 if __name__ == "__main__":

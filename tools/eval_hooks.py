@@ -44,7 +44,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -147,29 +146,10 @@ def _server(home: Path, on: bool) -> Iterator[None]:
     if not on:
         yield
         return
-    import anyio
+    from tests.e2e.mcp_helpers import serving
 
-    from tests.e2e.mcp_helpers import call, owner_pid, stdio_client
-
-    stop, up = threading.Event(), threading.Event()
-
-    async def serve() -> None:
-        async with stdio_client(home, *AGENT) as client:
-            await call(client, "stats", {})
-            up.set()
-            while not stop.is_set():
-                await anyio.sleep(0.05)
-
-    thread = threading.Thread(target=lambda: anyio.run(serve), daemon=True)
-    thread.start()
-    if not up.wait(600):
-        raise SystemExit("the server did not start")
-    owner_pid(home)
-    try:
+    with serving(home, *AGENT):
         yield
-    finally:
-        stop.set()
-        thread.join(60)
 
 
 def _run(argv: list[str], doc: dict[str, Any], env: dict[str, str]) -> tuple[str, float]:

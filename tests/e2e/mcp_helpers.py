@@ -7,12 +7,14 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
@@ -104,3 +106,28 @@ def owner_pid(home: Path, timeout: float = 60) -> int:
         except (OSError, ValueError, KeyError):
             time.sleep(0.05)
     raise AssertionError("no process became the owner")
+
+
+@contextmanager
+def serving(home: Path, *extra: str, start_within: float = 600) -> Iterator[int]:
+    """An MCP stdio server on ``home`` (``extra`` its arguments), held open by a client on a
+    thread of its own while the block runs; it answers one ``stats`` first, so it owns the
+    stores when the block starts. Yields the owner's pid."""
+    stop, up = threading.Event(), threading.Event()
+
+    async def serve() -> None:
+        async with stdio_client(home, *extra) as client:
+            await call(client, "stats", {})
+            up.set()
+            while not stop.is_set():
+                await anyio.sleep(0.05)
+
+    thread = threading.Thread(target=lambda: anyio.run(serve), daemon=True)
+    thread.start()
+    try:
+        if not up.wait(start_within):
+            raise AssertionError(f"the server did not start within {start_within:.0f} s")
+        yield owner_pid(home)
+    finally:
+        stop.set()
+        thread.join(60)
