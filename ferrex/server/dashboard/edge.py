@@ -1,8 +1,9 @@
 """What every dashboard response and refusal shares, for ``web`` and ``api`` alike.
 
-The headers each answer carries (error pages and JSON errors included), the two refusals
-of who is asking, and :data:`ERRORS`: every error code's one HTTP status and ``kind``, which
-the answers, the error bodies and the OpenAPI document all read. Kept apart so that ``api``
+The headers each answer carries (error pages and JSON errors included), and :data:`ERRORS`:
+every error code's one HTTP status and ``kind``, read from the error classes of
+:mod:`ferrex.errors` (the two refusals of who is asking among them), which the answers, the
+error bodies and the OpenAPI document all read. Kept apart so that ``api``
 (which ``web`` builds) needs nothing from ``web``: the dashboard's modules import one way,
 ``web`` → ``api`` → ``edge``.
 """
