@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ferrex.config import Config
 from ferrex.errors import (
     BackendUnavailable,
+    Busy,
     FerrexError,
     StorageFull,
     UsageError,
@@ -225,11 +226,10 @@ class App:
             return
         endpoint = Endpoint.read(self.home)
         owner = f" (pid {endpoint.pid})" if endpoint is not None else ""
-        raise BackendUnavailable(
+        raise Busy(
             f"another ferrex process{owner} is using the stores of {self.home}",
             hint="this command needs the data directory to itself: stop the MCP servers that "
             "use it (close their clients) and run it again",
-            code="busy",
         )
 
     @property

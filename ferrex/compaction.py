@@ -35,7 +35,7 @@ from typing import Any
 import msgspec
 
 from ferrex.app import App, translated
-from ferrex.errors import BackendUnavailable, FerrexError, JournalFailure
+from ferrex.errors import BackendUnavailable, FerrexError, JournalDamagedFailure
 from ferrex.models import EmbeddingCache, cache_path, text_key
 from journal import Journal, verify
 from journal.compact import Plan, Progress, Report, Step, plan
@@ -170,11 +170,10 @@ def compact(
         report = verify(directory)
         if report.problem is not None:
             problem = report.problem
-            raise JournalFailure(
+            raise JournalDamagedFailure(
                 f"the journal does not verify ({problem.segment.name} offset "
                 f"{problem.offset}: {problem.reason}); nothing was compacted",
                 hint="run `ferrex journal verify`, then `ferrex journal repair`",
-                code="journal.damaged",
             )
         keys = _cache_keys(found, _window(app))
         rows = _forget_cached(app.home, keys)

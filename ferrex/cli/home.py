@@ -16,18 +16,17 @@ from typing import Any, TypeVar, cast
 import click
 
 from ferrex.app import App
-from ferrex.errors import UsageError
+from ferrex.errors import NoHome, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def missing_home(app: App) -> UsageError:
-    return UsageError(
+    return NoHome(
         f"the data directory {app.home} does not exist: there is no journal and no memory "
         "to read there, and nothing was created",
         hint="check --home or FERREX_HOME (a typo?); `ferrex store` or `ferrex serve` "
         "makes a new data directory",
-        code="no_home",
     )
 
 

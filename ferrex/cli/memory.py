@@ -43,7 +43,7 @@ from ferrex.cli.projections import index_after, index_option
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.core.decide import NEW_MEMORY
 from ferrex.core.settings import StoreSettings
-from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
+from ferrex.errors import BackendUnavailable, FerrexError, NotFound, Refused, UsageError
 from ferrex.porting import chats
 from ferrex.porting.dump import Restored, is_dump_line, is_header, parse_dump_line, parse_header
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
@@ -142,11 +142,10 @@ def forget(
             click.echo(f"forgot {memory_id}")
     missing = list(doc["not_found"])
     if missing:
-        raise Refused(
+        raise NotFound(
             f"no memory {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''} to forget"
             + _others(len(doc["forgotten"])),
             hint="`ferrex recall` or `ferrex export jsonl -` lists the memories' ids",
-            code="not_found",
             details={"not_found": missing},
         )
 
@@ -206,10 +205,9 @@ def differ(
         for first, second in doc.get("differ", []):
             click.echo(f"{first} and {second} both hold")
     if doc["not_found"]:
-        raise Refused(
+        raise NotFound(
             f"no memory {', '.join(doc['not_found'][:5])}",
             hint="`ferrex recall` or `ferrex reflect` shows the flagged facts' ids",
-            code="not_found",
             details={"not_found": list(doc["not_found"])},
         )
 

@@ -119,7 +119,14 @@ from dataclasses import replace as replaced
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar
 
-from ferrex.errors import Refused, UsageError
+from ferrex.errors import (
+    AlreadySuperseded,
+    ConflictAmbiguous,
+    Duplicate,
+    NotFound,
+    Refused,
+    UsageError,
+)
 from ferrex.ids import plausible_id
 from ferrex.rules.assess import assess, eviction_candidate, text_bytes
 from ferrex.rules.consolidation import Source, Unit, summarize
@@ -1212,9 +1219,8 @@ def replace_body(body: MemoryBody, **changes: Any) -> MemoryBody:
 def _supersedable(memory_id: str, namespace: str, view: View, who: _Who, now: datetime) -> Memory:
     old = view.memory(memory_id)
     if old is None or not who.sees(old) or expired(old.expires_at, now.timestamp()):
-        raise Refused(
+        raise NotFound(
             f"cannot supersede {memory_id}: no such memory",
-            code="not_found",
             hint="check the id (recall shows ids); it may have been forgotten",
             details={"ids": [memory_id]},
         )
@@ -1231,9 +1237,8 @@ def _supersedable(memory_id: str, namespace: str, view: View, who: _Who, now: da
             hint='store the replacement with visibility "shared"',
         )
     if old.t_invalid is not None:
-        raise Refused(
+        raise AlreadySuperseded(
             f"{memory_id} is already superseded by {old.superseded_by}",
-            code="already_superseded",
             hint=f"supersede the current version, {old.superseded_by}, instead",
             details={"ids": [memory_id], "superseded_by": old.superseded_by},
         )
@@ -1269,11 +1274,10 @@ def _fact_conflicts(
         if change == "duplicate":
             return old
         if change == "ambiguous":
-            raise Refused(
+            raise ConflictAmbiguous(
                 f"{valid.subject} {valid.predicate} {valid.object!r} may or may not replace "
                 f"{old.memory_id} ({old.subject} {old.predicate} {old.object!r}); "
                 f"object similarity {similarity:.2f}",
-                code="conflict_ambiguous",
                 hint=f"pass supersedes={old.memory_id} to replace it, or store it as a "
                 "multi-valued fact to keep both",
                 details={"ids": [old.memory_id], "similarity": round(similarity, 4)},
@@ -1320,10 +1324,9 @@ def _refuse_replacing_pinned(valid: ValidStore, replaced: Sequence[Memory]) -> N
     if not pinned:
         return
     old = pinned[0]
-    raise Refused(
+    raise ConflictAmbiguous(
         f"{valid.subject} {valid.predicate} {valid.object!r} would replace the pinned fact "
         f"{old.memory_id} ({old.subject} {old.predicate} {old.object!r})",
-        code="conflict_ambiguous",
         hint=f"pass supersedes={old.memory_id} to replace it, or multi_valued=true to keep both",
         details={"ids": [m.memory_id for m in pinned], "pinned": True},
     )
@@ -1354,15 +1357,13 @@ def _refuse_imported(valid: ValidStore, key: str, view: View, who: _Who) -> None
         return
     ids = [m.memory_id for m in done]
     if valid.content is None or any(m.content == valid.content for m in done):
-        raise Refused(
+        raise Duplicate(
             f"this import line was already imported as {ids[0]}",
-            code="duplicate",
             hint="nothing to do: importing a file again stores only its new lines",
             details={"ids": ids, "imported": True, "similarity": 1.0},
         )
-    raise Refused(
+    raise Duplicate(
         f"this import line was imported as {ids[0]} with another text, since changed",
-        code="duplicate",
         hint=f"the memory imported then stays; to take the new text, forget {ids[0]} and "
         "import again",
         details={"ids": ids, "imported": True, "changed": True},
@@ -1434,9 +1435,8 @@ def _refuse_duplicates(
         if why is None:
             why = meaning_difference(text, old_text)
         if why is None:
-            raise Refused(
+            raise Duplicate(
                 f"a similar memory exists: {memory_id} (similarity {score:.3f})",
-                code="duplicate",
                 hint=f"pass supersedes={memory_id} to replace it",
                 details={"ids": [memory_id], "similarity": round(score, 4)},
             )
@@ -1781,9 +1781,8 @@ def _entity_named(name: str, spellings: Sequence[Spelling], namespace: str) -> s
     """The entity a caller's ``name`` is, through the spellings it sees; ``not_found``."""
     found = find_entity(name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings])
     if found is None:
-        raise Refused(
+        raise NotFound(
             f"no entity {name!r} in {namespace}",
-            code="not_found",
             hint="stats or recall show the entities memories name",
             details={"name": name},
         )
@@ -1807,9 +1806,8 @@ def _split(
         (s for s in spellings if s.entity_id == kept and s.normalized == normalized), None
     )
     if spelling is None:
-        raise Refused(
+        raise NotFound(
             f"{second!r} is not a spelling of the entity {first!r}",
-            code="not_found",
             hint="the entity resource lists its aliases",
             details={"name": second},
         )
@@ -2421,9 +2419,8 @@ def decide_unfold(summary_id: str, view: View, folded: Sequence[str]) -> Decisio
     (summary_id,) = checked_ids([summary_id])
     summary = view.memory(summary_id)
     if summary is None or not folded:
-        raise Refused(
+        raise NotFound(
             f"no consolidation summary {summary_id!r}",
-            code="not_found",
             hint="`ferrex consolidate --dry-run` and recall show summaries; their ids start mem_",
         )
     restored = _still_folded(view, summary_id, folded)

@@ -47,7 +47,14 @@ from urllib.parse import urlsplit
 import numpy as np
 from numpy.typing import NDArray
 
-from ferrex.errors import BackendUnavailable, ModelUnavailable, UsageError
+from ferrex.errors import (
+    BackendUnavailable,
+    ModelBadResponse,
+    ModelMismatch,
+    ModelUnauthorized,
+    ModelUnavailable,
+    UsageError,
+)
 from ferrex.models.choice import REMOTE_PREFIX
 from ferrex.models.identity import ModelIdentity
 from journal.files import replace_durably
@@ -338,28 +345,24 @@ class RemoteEncoder:
                     + ("" if self._key else ", which is not set")
                     + "; set it to a key the server accepts (models.embedding_key_env names it)"
                 )
-                raise ModelUnavailable(
-                    f"{where} refused the request ({exc.code}){detail}",
-                    hint=hint,
-                    code="model_unauthorized",
+                raise ModelUnauthorized(
+                    f"{where} refused the request ({exc.code}){detail}", hint=hint
                 ) from None
             if 300 <= exc.code < 400:  # never followed: the key would go along
-                raise ModelUnavailable(
+                raise ModelBadResponse(
                     f"{where} redirected the request ({exc.code}) to "
                     f"{exc.headers.get('Location', 'somewhere else')}",
                     hint="set models.embedding_url to the address it redirects to",
-                    code="model_bad_response",
                 ) from None
             if exc.code >= 500 or exc.code in (408, 429):
                 raise ServerDown(
                     f"{where} answered {exc.code}{detail}",
                     hint="retry later; recall meanwhile uses the BM25 leg alone",
                 ) from None
-            raise ModelUnavailable(
+            raise ModelBadResponse(
                 f"{where} answered {exc.code} for model {self.model!r}{detail}",
                 hint=f"check models.embedding_url (ferrex posts to {self.endpoint}) and that "
                 "the server serves this model",
-                code="model_bad_response",
             ) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
@@ -379,11 +382,10 @@ class RemoteEncoder:
 
     def _vectors(self, body: bytes, count: int, dim: int | None) -> NDArray[np.float32]:
         def bad(why: str) -> ModelUnavailable:
-            return ModelUnavailable(
+            return ModelBadResponse(
                 f"the embeddings server at {self.url} gave a malformed answer: {why}",
                 hint="check that models.embedding_url is an OpenAI-compatible embeddings API "
                 f"and that {self.model!r} is an embedding model",
-                code="model_bad_response",
             )
 
         try:
@@ -587,11 +589,10 @@ def mismatch_error(
             f"the vector collection was built with {recorded.name} ({recorded.dim} dimensions), "
             f"but the configured model is {current.name} ({current.dim} dimensions)"
         )
-    return ModelUnavailable(
+    return ModelMismatch(
         what,
         hint=f"run `ferrex reembed --model {setting}` to re-embed every memory with it (the "
         "current collection keeps answering until the new one is complete), or configure "
         "the model the collection was built with",
-        code="model_mismatch",
         details={"recorded": recorded.key, "configured": current.key},
     )

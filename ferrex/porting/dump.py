@@ -485,7 +485,7 @@ def parse_fold_line(raw: Mapping[str, Any], where: str) -> RestoredFold:
     try:
         at = parse_time(raw.get("at"), "at")
     except UsageError as exc:
-        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
+        raise exc.reworded(f"{where}: {exc.message}") from exc
     if at is None:
         raise UsageError(f"{where} has no at", hint="a consolidation line says when it folded")
     return RestoredFold(str(summary), namespace, tuple(memory_ids), at)
@@ -801,9 +801,7 @@ def parse_line(
             secrets=secrets,
         )
     except UsageError as exc:
-        raise UsageError(
-            f"{where}: {exc.message}", hint=exc.hint, code=exc.code, details=exc.details
-        ) from exc
+        raise exc.reworded(f"{where}: {exc.message}", details=exc.details) from exc
     superseded_by = raw.get("superseded_by")
     if superseded_by is not None and not plausible_id(superseded_by):
         raise UsageError(f"superseded_by in {where} is not a memory id")
@@ -816,7 +814,7 @@ def parse_line(
         last_accessed = parse_time(raw.get("last_accessed"), "last_accessed")
         expires_at = parse_time(raw.get("expires_at"), "expires_at")
     except UsageError as exc:
-        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
+        raise exc.reworded(f"{where}: {exc.message}") from exc
     if superseded_by is not None and t_invalid is None:
         raise UsageError(f"{where} has superseded_by but no t_invalid")
     if expires_at is not None and valid.pinned:
@@ -850,7 +848,7 @@ def parse_line(
     try:
         created_at = parse_time(raw.get("created_at"), "created_at")
     except UsageError as exc:
-        raise UsageError(f"{where}: {exc.message}", hint=exc.hint, code=exc.code) from exc
+        raise exc.reworded(f"{where}: {exc.message}") from exc
     if given is None:
         assert valid.t_valid is not None  # checked above: a dump line has t_valid
         given = created_at is None or given_by_time(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ferrex.errors import BackendUnavailable
+from ferrex.errors import BackendUnavailable, GitFailure, GitUnavailable
 
 
 def git_env() -> dict[str, str]:
@@ -85,19 +85,17 @@ def run_git(cmd: Sequence[str], *, data: bytes | None, check: bool, cwd: Path) -
 
 
 def git_missing() -> BackendUnavailable:
-    return BackendUnavailable(
+    return GitUnavailable(
         "git is not installed (the audit export is a git repository)",
         hint="install git, or use `ferrex export jsonl` for a plain dump",
-        code="git_unavailable",
     )
 
 
 def git_error(exc: GitFailed, what: str) -> BackendUnavailable:
-    return BackendUnavailable(
+    return GitFailure(
         f"git failed while {what}: {exc.stderr or exc}",
         hint="run the export again: it resumes from what the export's branch holds (the "
         "branch moves only once every new object is written)",
-        code="git_failed",
     )
 
 

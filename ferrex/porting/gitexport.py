@@ -42,7 +42,14 @@ from typing import Any, Final
 
 import msgspec
 
-from ferrex.errors import JournalFailure, UsageError
+from ferrex.errors import (
+    ExportAhead,
+    ExportDirty,
+    ExportDiverged,
+    ExportForeign,
+    ExportTarget,
+    UsageError,
+)
 from ferrex.porting.git import (
     FastImportStream,
     GitFailed,
@@ -97,7 +104,7 @@ class Target:
 def inspect_target(directory: Path) -> Target:
     """Classify ``directory``; refuse (UsageError) anything we must not write into."""
     if directory.exists() and not directory.is_dir():
-        raise UsageError(f"{directory} exists and is not a directory", code="export_target")
+        raise ExportTarget(f"{directory} exists and is not a directory")
     if not directory.exists():
         return Target(directory, None, None, None)
     repo = find_repo(directory)
@@ -118,10 +125,9 @@ def inspect_target(directory: Path) -> Target:
 
 
 def not_an_export(directory: Path) -> UsageError:
-    return UsageError(
+    return ExportTarget(
         f"{directory} is not empty and holds no ferrex export (no committed {STATE_FILE})",
         hint="export into a new or empty directory, or into an earlier export of this journal",
-        code="export_target",
     )
 
 
@@ -145,11 +151,10 @@ def journal_identity(journal: JournalBackend) -> Identity | None:
 def _check_identity(target: Target, identity: Identity) -> None:
     state = target.state
     if state is not None and state.journal_first_hash != identity.hash:
-        raise UsageError(
+        raise ExportForeign(
             f"{target.directory} holds the export of another journal: its first record hash "
             f"is {state.journal_first_hash[:16]}…, this journal's is {identity.hash[:16]}…",
             hint="check --home / FERREX_HOME, or export into another directory",
-            code="export_foreign",
         )
 
 
@@ -218,20 +223,18 @@ def export_git(
         return result
     dirty = target.repo.dirty() if target.repo is not None else []
     if dirty:
-        raise UsageError(
+        raise ExportDirty(
             f"{directory} has local changes to exported files: {', '.join(dirty[:5])}",
             hint=f"the export is written by ferrex only; discard them with "
             f"`git -C {directory} checkout -- .` (or verify with `ferrex journal verify "
             f"--against {directory}` first)",
-            code="export_dirty",
         )
     ends = _batch_ends(target, head.position) if rewrite else [head.position]
     repo = target.repo or init_repo(directory, BRANCH)
     if not on_branch(repo):
-        raise UsageError(
+        raise ExportTarget(
             f"HEAD is detached in {directory}",
             hint=f"check out the export's branch first: git -C {directory} checkout {BRANCH}",
-            code="export_target",
         )
     with _locked(repo):
         old = repo.head_commit()
@@ -261,18 +264,16 @@ def _check_resume_point(
     record: Record | None, target: Target, state: ExportState, head: int
 ) -> None:
     if record is None or record.hash is None or record.position != state.position:
-        raise JournalFailure(
+        raise ExportAhead(
             f"{target.directory} is exported up to position {state.position}, which this "
             f"journal does not have (its head is {head})",
             hint="is --home the journal this export was made from?",
-            code="export_ahead",
         )
     if record.hash.hex() != state.hash:
-        raise JournalFailure(
+        raise ExportDiverged(
             f"the export's resume point, position {state.position}, has hash "
             f"{state.hash[:16]}… but the journal's record there has {record.hash.hex()[:16]}…",
             hint=f"run `ferrex journal verify --against {target.directory}` to see what differs",
-            code="export_diverged",
         )
 
 

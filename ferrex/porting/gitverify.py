@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ferrex.errors import UsageError
+from ferrex.errors import ExportTarget
 from ferrex.porting.git import Repo, find_repo
 from ferrex.porting.gitexport import journal_identity, not_an_export
 from ferrex.porting.records import (
@@ -230,7 +230,7 @@ class _ExportFiles:
     @classmethod
     def at(cls, directory: Path) -> _ExportFiles:
         if not directory.is_dir():
-            raise UsageError(f"{directory} is not a directory", code="export_target")
+            raise ExportTarget(f"{directory} is not a directory")
         repo = find_repo(directory)
         if (directory / STATE_FILE).is_file():
             return cls(directory, repo, None)

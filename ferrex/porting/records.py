@@ -27,7 +27,7 @@ from typing import Any, Final, assert_never
 
 import msgspec
 
-from ferrex.errors import UsageError
+from ferrex.errors import ExportInvalid
 from journal import (
     EntitiesDiffer,
     EntitiesMerged,
@@ -119,16 +119,14 @@ class ExportState(msgspec.Struct, frozen=True, kw_only=True):
         try:
             state = msgspec.json.decode(data, type=cls)
         except msgspec.DecodeError as exc:
-            raise UsageError(
+            raise ExportInvalid(
                 f"{where} is not a ferrex export state file: {exc}",
                 hint="was it edited? `ferrex export git --rewrite` regenerates the export",
-                code="export_invalid",
             ) from exc
         if state.format != FORMAT or state.records_per_file < 1 or state.position < 1:
-            raise UsageError(
+            raise ExportInvalid(
                 f"{where}: export format {state.format} is not one this ferrex writes ({FORMAT})",
                 hint="export into a new directory, or regenerate it with --rewrite",
-                code="export_invalid",
             )
         return state
 

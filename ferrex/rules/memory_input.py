@@ -56,7 +56,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, assert_never, cast, get_args
 
-from ferrex.errors import UsageError
+from ferrex.errors import SecretRefused, UsageError
 from ferrex.rules.lifecycle import (
     DEFAULT_IMPORTANCE,
     check_importance,
@@ -337,12 +337,11 @@ def screen_secrets(valid: ValidStore, mode: SecretsMode) -> ValidStore:
     found = tuple(SecretFound(field, f.kind, f.start) for field, _, fs in scanned for f in fs)
     if mode == "refuse":
         listed = "; ".join(s.describe() for s in found)
-        raise UsageError(
+        raise SecretRefused(
             f"not stored: the text carries {listed}; secrets are kept out of memory",
             hint="leave the secret out and say where it is kept instead (a vault path, the name "
             'of an environment variable); the operator can set store.secrets = "redact" to '
             "store such text with each secret replaced by a marker",
-            code="secret_refused",
             details={"secrets": [s.as_dict() for s in found]},
         )
     cleaned = {field: redact(text, findings) for field, text, findings in scanned}
@@ -449,7 +448,7 @@ def _redacted_context(path: str, value: Any, cleaned: dict[str, str]) -> Any:
 
 
 def _error(message: str, hint: str) -> UsageError:
-    return UsageError(message, hint=hint, code="invalid_input")
+    return UsageError(message, hint=hint)
 
 
 def _check_fields_belong(req: StoreRequest, memory_type: MemoryType) -> None:

@@ -55,4 +55,4 @@ class Caller:
 
 def error_document(exc: FerrexError) -> dict[str, Any]:
     """The JSON form of an error that crosses a process boundary or reaches an agent."""
-    return {"kind": type(exc).__name__, **exc.as_dict()}
+    return {"kind": exc.kind, **exc.as_dict()}

@@ -94,10 +94,12 @@ from ferrex.config import Config
 from ferrex.errors import (
     BackendUnavailable,
     FerrexError,
+    HelloRefused,
     JournalFailure,
     ModelUnavailable,
     Refused,
     UsageError,
+    VersionMismatch,
 )
 from ferrex.ownership import Endpoint, is_held, lock_path
 from ferrex.server.caller import Caller, error_document
@@ -155,10 +157,9 @@ def version_mismatch(request: Mapping[str, Any]) -> FerrexError | None:
         f"ferrex {theirs[0] or 'unknown'} (hub protocol {theirs[1] or 'unknown'}, journal "
         f"format {theirs[2] or 'unknown'})"
     )
-    return FerrexError(
+    return VersionMismatch(
         f"this data directory is served by ferrex {__version__} (hub protocol {PROTOCOL}, "
         f"journal format {FORMAT_VERSION}); the calling process is {peer}",
-        code="version_mismatch",
         hint="restart every ferrex process on this data directory with the same version",
     )
 
@@ -397,11 +398,10 @@ class _Listener:
             return
         (size,) = HEADER.unpack_from(got)
         if size > self.limits.hello_bytes:
-            self._refuse_hello(sock, UsageError(
+            self._refuse_hello(sock, HelloRefused(
                 f"a connection's first frame (its hello) may hold {self.limits.hello_bytes} "
                 f"bytes, not {size}; this data directory is served by ferrex {__version__}, "
                 f"hub protocol {PROTOCOL}",
-                code="hello_refused",
                 hint="restart every ferrex process on this data directory with the same "
                 "version",
             ))  # fmt: skip
@@ -413,8 +413,7 @@ class _Listener:
         except ValueError:
             hello = None
         if not isinstance(hello, dict):
-            self._refuse_hello(sock, UsageError("a connection's hello must be a JSON object",
-                                                code="hello_refused"))  # fmt: skip
+            self._refuse_hello(sock, HelloRefused("a connection's hello must be a JSON object"))
             return
         refusal = self.refusal(hello)
         if refusal is not None:

@@ -24,7 +24,7 @@ from urllib.parse import unquote
 
 from ferrex.app import App, translated
 from ferrex.config import Config, staleness_config
-from ferrex.errors import Refused, UsageError
+from ferrex.errors import NotFound, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.recall import RecallRequest
@@ -362,7 +362,7 @@ class Service:
             if caller.agent_id is not None:
                 summary = self.app.projections().read_model.get(undo)
                 if summary is not None and summary.agent_id != caller.agent_id:
-                    raise Refused(f"no consolidation summary {undo!r}", code="not_found")
+                    raise NotFound(f"no consolidation summary {undo!r}")
             return writer.unfold(undo).as_dict()
         days = args.get("older_than_days")
         if days is None:
@@ -410,9 +410,8 @@ class Service:
                 ]
             found.append(doc)
         if one is not None and not found:
-            raise Refused(
+            raise NotFound(
                 f"no consolidation summary {one!r}",
-                code="not_found",
                 hint="`ferrex consolidate --list` lists the summaries",
             )
         return found
@@ -488,8 +487,7 @@ class Service:
         sight = self._sight(caller)
         found = sight.memories(rm, [memory_id])
         if not found:
-            raise Refused(f"no memory {memory_id!r}", code="not_found",
-                          hint="recall to find a memory's id")  # fmt: skip
+            raise NotFound(f"no memory {memory_id!r}", hint="recall to find a memory's id")
         memory = found[0]
         names = rm.entity_names(memory.entity_ids)
         doc = {
@@ -522,8 +520,8 @@ class Service:
         memories = [m for m in sight.memories(rm, memory_ids) if m.t_invalid is None]
         if entity_id is None or entity_id not in names or not memories:
             # An entity only memories the caller may not see (or none) name is unknown.
-            raise Refused(f"no entity {name!r} in {namespace}", code="not_found",
-                          hint="stats or recall show the entities memories name")  # fmt: skip
+            raise NotFound(f"no entity {name!r} in {namespace}",
+                           hint="stats or recall show the entities memories name")  # fmt: skip
         memories.sort(key=lambda m: (-m.t_valid, m.memory_id))
         return {
             "namespace": namespace,

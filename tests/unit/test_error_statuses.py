@@ -17,11 +17,27 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from ferrex.errors import FerrexError
+from ferrex.errors import (
+    ERROR_CLASSES,
+    Duplicate,
+    ExportDiverged,
+    FerrexError,
+    Internal,
+    JournalDamagedFailure,
+    JournalFailure,
+    ModelMismatch,
+    NotFound,
+    Refused,
+    SecretRefused,
+    UsageError,
+    from_journal_error,
+)
+from ferrex.server.caller import error_document
 from ferrex.server.dashboard.api import openapi_document
-from ferrex.server.dashboard.edge import ERRORS, RETRY_AFTER_SECONDS, status_of
+from ferrex.server.dashboard.edge import ERRORS, RETRY_AFTER_SECONDS, ErrorStatus, status_of
 from ferrex.server.dashboard.web import Dashboard
 from ferrex.server.mcp_server import build_server, tool_inputs
+from journal.errors import JournalDamaged, JournalError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -183,3 +199,119 @@ def test_each_operation_documents_the_statuses_of_its_codes(
                 named = [c for c in ERRORS if f"`{c}`" in response["description"]]
                 assert named, (path, method, status)
                 assert all(ERRORS[c].status == int(status) for c in named), (path, method)
+
+
+# -- one class per failure: no free-string codes, no class without its status ----------------
+
+#: The ``code=`` arguments left in the source, each with why it is not a class: every other
+#: failure is raised as the class of its code.
+FREE_CODES = {
+    ("ferrex/errors.py", "JournalFailure"): "a journal code newer than ferrex's classes, kept",
+    ("ferrex/server/hub.py", "cls"): "rebuilds the error another process reported by its "
+    "kind and code (the code may be one this version does not know)",
+    ("ferrex/hooks/lean.py", "FerrexError"): "the lean hook rebuilds an owner's error the "
+    "same way, without importing the hub",
+    ("ferrex/server/mcp_stdio.py", "ErrorData"): "MCP's JSON-RPC error, not a ferrex error",
+}
+
+
+def _calls() -> list[tuple[str, str, ast.Call]]:
+    """Every call in the three packages: (file, the name called, the call)."""
+    found = []
+    for package in ("ferrex", "journal", "projections"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                    found.append((str(path.relative_to(ROOT)), name, node))
+    return found
+
+
+CALLS = _calls()
+
+
+def _error_classes() -> dict[str, type[FerrexError]]:
+    """Every FerrexError class ferrex makes, by name (the modules that make any imported)."""
+    import ferrex.models.remote
+    import ferrex.server.dashboard.api  # noqa: F401  (TooLarge)
+
+    seen: dict[str, type[FerrexError]] = {}
+    todo: list[type[FerrexError]] = [FerrexError]
+    while todo:
+        cls = todo.pop()
+        if cls.__module__.startswith("ferrex."):
+            seen[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return seen
+
+
+def test_no_error_is_raised_with_a_free_string_code() -> None:
+    free = {(path, name) for path, name, call in CALLS
+            if any(keyword.arg == "code" for keyword in call.keywords)}  # fmt: skip
+    assert free == set(FREE_CODES), "raise the class of the code instead of code=..."
+
+
+def test_every_error_class_raised_has_its_code_and_status() -> None:
+    classes = _error_classes()
+    raised = {name for _, name, _ in CALLS if name in classes}
+    # the search finds raise sites for real: a family, a code's class, one without a code
+    assert {"UsageError", "Duplicate", "SecretRefused", "NotFound", "ServerDown"} <= raised
+    for name, cls in classes.items():
+        owner = ERROR_CLASSES[cls.code]  # the class that declares its code
+        assert issubclass(cls, owner), name
+        assert owner.__module__ == "ferrex.errors", name  # all made before edge reads them
+        assert ERRORS[cls.code] == ErrorStatus(owner.http_status, owner.kind, owner.meaning)
+        assert cls.exit_code == owner.exit_code, name
+
+
+def test_a_code_cannot_be_added_without_its_status_nor_twice() -> None:
+    before = dict(ERROR_CLASSES)
+    with pytest.raises(TypeError, match="without its http_status"):
+        type("NoStatus", (UsageError,), {"code": "no_status_yet", "meaning": "m"})
+    with pytest.raises(TypeError, match="already Duplicate's"):
+        type("Again", (Refused,), {"code": "duplicate", "http_status": 409, "meaning": "m"})
+    assert before == ERROR_CLASSES
+    assert len({cls.code for cls in ERROR_CLASSES.values()}) == len(ERROR_CLASSES)
+
+
+@pytest.mark.parametrize(
+    ("cls", "code", "exit_code", "status", "kind"),
+    [
+        (Duplicate, "duplicate", 7, 409, "Refused"),
+        (NotFound, "not_found", 7, 404, "Refused"),
+        (SecretRefused, "secret_refused", 2, 422, "UsageError"),
+        (ModelMismatch, "model_mismatch", 4, 409, "ModelUnavailable"),
+        (ExportDiverged, "export_diverged", 3, 409, "JournalFailure"),
+        (Internal, "internal", 1, 500, "FerrexError"),
+        (UsageError, "invalid_input", 2, 400, "UsageError"),
+    ],
+)
+def test_a_failure_class_carries_its_code_exit_code_status_and_kind(
+    cls: type[FerrexError], code: str, exit_code: int, status: int, kind: str
+) -> None:
+    error = cls("it failed", hint="do this", details={"ids": ["m1"]})
+    assert (error.code, error.exit_code, status_of(error.code)) == (code, exit_code, status)
+    assert error_document(error) == {"kind": kind, "code": code, "message": "it failed",
+                                     "hint": "do this", "ids": ["m1"]}  # fmt: skip
+    again = error.reworded("in line 3: it failed")
+    assert (type(again), again.code, again.hint, again.message) == (
+        cls, code, "do this", "in line 3: it failed")  # fmt: skip
+
+
+def test_a_class_without_a_code_of_its_own_keeps_its_name_as_kind() -> None:
+    from ferrex.models.remote import ServerDown
+
+    error = ServerDown("the embeddings server is down")
+    assert (error.code, error.exit_code, error_document(error)["kind"]) == (
+        "backend_unavailable", 5, "ServerDown")  # fmt: skip
+
+
+def test_journal_errors_become_the_class_of_their_code() -> None:
+    damaged = from_journal_error(JournalDamaged("bad record", segment=Path("s"), offset=3))
+    assert type(damaged) is JournalDamagedFailure and damaged.code == "journal.damaged"
+    assert status_of(damaged.code) == 409 and damaged.exit_code == 3
+    unknown = JournalError("something new")
+    unknown.code = "newer"
+    kept = from_journal_error(unknown)
+    assert (type(kept), kept.code) == (JournalFailure, "journal.newer")

@@ -72,7 +72,8 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex import __version__
 from ferrex.core.decide import NEW_MEMORY
-from ferrex.errors import FerrexError, Refused, UsageError
+from ferrex.errors import FerrexError, Internal, MethodNotAllowed, NotFound, Refused, UsageError
+from ferrex.errors import KeyReused as KeyReused
 from ferrex.rules.memory_input import CONTEXT_DEPTH, REQUEST_KEY_PREFIX
 from ferrex.rules.spelling import did_you_mean
 from ferrex.server.dashboard.edge import (
@@ -116,12 +117,8 @@ KILL_BEFORE_KEY_SAVED = "FERREX_TEST_KILL_BEFORE_KEY_SAVED"
 MAX_DEPTH = CONTEXT_DEPTH + 8
 
 
-class TooLarge(FerrexError):
-    code = "invalid_input"
-
-
-class KeyReused(FerrexError):
-    code = "idempotency_key_reused"
+class TooLarge(UsageError):
+    """A body over :data:`MAX_BODY` bytes (``invalid_input``)."""
 
 
 Answer = tuple[int, dict[str, Any]]
@@ -480,9 +477,9 @@ class WriteApi:
         doc = self._tool("forget", {"ids": [memory_id], "cascade": cascade}, caller)
         if memory_id in doc.get("not_found", []):
             # Another agent's private memory is reported exactly like one that does not exist.
-            raise Refused(f"no memory {memory_id!r}", code="not_found",
-                              hint="recall or GET /api/v1/memory/{id} finds ids",
-                              details={"ids": [memory_id]})  # fmt: skip
+            raise NotFound(f"no memory {memory_id!r}",
+                           hint="recall or GET /api/v1/memory/{id} finds ids",
+                           details={"ids": [memory_id]})  # fmt: skip
         return doc
 
     # -- the OpenAPI document -------------------------------------------------------------------
@@ -518,10 +515,9 @@ def not_found_json(request: Request, status: int) -> Response:
     hint = "see /api/v1/openapi.json"
     exc: FerrexError
     if status == 405:
-        exc = UsageError(f"{request.url.path} does not take {request.method}", hint=hint,
-                         code="method_not_allowed")  # fmt: skip
+        exc = MethodNotAllowed(f"{request.url.path} does not take {request.method}", hint=hint)
     else:
-        exc = Refused(f"nothing is served at {request.url.path}", hint=hint, code="not_found")
+        exc = NotFound(f"nothing is served at {request.url.path}", hint=hint)
     status, doc = _error(exc)
     return JSONResponse(doc, status_code=status, headers=error_headers(status))
 
@@ -538,7 +534,7 @@ def _request_key(caller: Caller, key: str) -> str:
 
 
 #: What a client hears of an unexpected failure (its traceback goes to the log).
-INTERNAL = FerrexError("the memory server failed; the error is in its log", code="internal")
+INTERNAL = Internal("the memory server failed; the error is in its log")
 
 
 def _error(exc: FerrexError) -> Answer:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ferrex.app import App
-from ferrex.errors import FerrexError, Refused, UsageError, from_journal_error
+from ferrex.errors import FerrexError, Forbidden, NotFound, UsageError, from_journal_error
 from ferrex.read.seen import Sight, brief, one_line
 from ferrex.rules.entities import Candidate
 from ferrex.rules.subjects import find_entity
@@ -306,8 +306,7 @@ def _history(ctx: Context, memory_id: str) -> dict[str, Any]:
     memory resource shows too)."""
     found = ctx.sight.memories(ctx.rm, [memory_id])
     if not found:
-        raise Refused(f"no memory {memory_id!r}", code="not_found",
-                      hint="recall to find a memory's id")  # fmt: skip
+        raise NotFound(f"no memory {memory_id!r}", hint="recall to find a memory's id")  # fmt: skip
     versions = [_version(m, m.memory_id == memory_id) for m in ctx.sight.history(ctx.rm, found[0])]
     return {"id": memory_id, "versions": versions}
 
@@ -345,9 +344,8 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
     newest = sorted(memories.values(), key=lambda m: (-m.position, m.memory_id))
     names = ctx.rm.entity_names([found]) if found else {}
     if found is None or found not in names or not newest:
-        raise Refused(
+        raise NotFound(
             f"no entity {name!r} in {ctx.namespace}",
-            code="not_found",
             hint="the entities page lists the names you can see",
         )
     aliases = [
@@ -416,9 +414,8 @@ def _entities(ctx: Context, prefix: str, offset: int) -> dict[str, Any]:
 def _operator_only(ctx: Context, what: str) -> None:
     if ctx.agent_id is not None:
         # The journal holds every agent's writes, private ones included.
-        raise Refused(
+        raise Forbidden(
             f"{what} is the operator's only",
-            code="forbidden",
             hint="open the dashboard with the operator's token (`ferrex ui`)",
         )
 

@@ -42,7 +42,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ferrex.errors import FerrexError, UsageError
+from ferrex.errors import FerrexError, TooManyStreams, UsageError
 from ferrex.server.dashboard.api import CHANGES_QUERY, INTERNAL, check_query, principal_of
 from ferrex.server.dashboard.edge import HEADERS, Gate, error_body, error_headers, status_of
 from ferrex.server.service import Caller
@@ -55,10 +55,6 @@ HEARTBEAT_SECONDS = 15.0
 RETRY_MS = 2000
 #: The default cap of streams per principal (``server.max_streams_per_principal``).
 STREAMS_PER_PRINCIPAL = 4
-
-
-class TooManyStreams(FerrexError):
-    code = "too_many_streams"
 
 
 class Streams:
