@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ferrex.app import App, translated
@@ -40,6 +40,9 @@ from ferrex.server.caller import error_document as error_document
 from ferrex.times import rfc3339
 from projections.gate import Gate
 from projections.sqlite import Memory, ReadModel
+
+if TYPE_CHECKING:
+    from ferrex.write.writer import Writer
 
 TOOLS = ("store", "recall", "confirm", "forget", "reflect", "stats")
 READ_ONLY = frozenset({"recall", "reflect", "stats", "resource", "dashboard"})
@@ -111,6 +114,8 @@ class Service:
     def flush_access(self) -> None:
         """Journal the recall hits counted so far (a server does it every few seconds)."""
         with self._calls.shared(), self._writes:
+            if not self.app.read_only and len(self.app.access):
+                self._writer()  # the flush goes through it
             self.app.flush_access()
 
     def sweep_expired(self) -> int:
@@ -120,7 +125,7 @@ class Service:
             if self.app.read_only:
                 return 0
             with translated():
-                return self.app.writer().sweep_due()
+                return self._writer().sweep_due()
 
     def consolidate_due(self) -> int:
         """The owner's consolidation pass (off unless ``consolidation.after_days`` is set):
@@ -135,7 +140,18 @@ class Service:
             return 0
         self._consolidated_at = now
         with self._calls.shared(), self._writes, translated():
-            return self.app.writer().consolidate_due(older_than_days=after)
+            return self._writer().consolidate_due(older_than_days=after)
+
+    def _writer(self) -> Writer:
+        """The App's writer, opened (and the projections with it) under the opening lock.
+
+        The App opens its parts lazily and without a lock of its own. The warm-up, the calls
+        and the owner's timers (access flush, expiry sweep, consolidation) may each be the
+        first to need them: one that opened them beside another built a new home's
+        projections twice at once, the second build dropping the collections the first had
+        just made ("collection ... does not exist"; tests/integration/test_warm_start.py)."""
+        with self._opening:
+            return self.app.writer()
 
     def index_due(self) -> list[str]:
         """The owner's background index: build the vector indexes the embedded collections
@@ -169,6 +185,8 @@ class Service:
                 with self._writes:
                     with self._opening:
                         self.app.writer()
+                        if tool == "recall":  # a recall that confirms: App.recall reads too
+                            self.app.reader()
                     return handler(clean, caller)
             with self._opening:
                 if tool == "recall":
