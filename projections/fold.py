@@ -199,10 +199,12 @@ class Unfolded:
 
 @dataclass(frozen=True, slots=True)
 class Unflagged:
-    """Two facts said to both hold: no possible conflict between them any more."""
+    """Two facts said to both hold (``facts.differ``): no possible conflict between them any
+    more, and the pair is kept (sorted) so that nothing flags it again (an entity merge)."""
 
     memory_id: str
     other_id: str
+    namespace: str
 
 
 FlagChange = Flagged | Differ | FoldedPair | Unfolded | Unflagged
@@ -268,7 +270,7 @@ def changes(event: ev.AnyEvent) -> tuple[Change, ...]:
         case ev.EntitiesDiffer():
             return (Differ(event.namespace, event.entity_id, event.other_id),)
         case ev.FactsDiffer():
-            return (Unflagged(event.memory_id, event.other_id),)
+            return (Unflagged(event.memory_id, event.other_id, event.namespace),)
         case ev.MemoriesConsolidated():
             at = event.at.timestamp()
             return tuple(

@@ -44,7 +44,7 @@ from projections.rows import MemoryCount as MemoryCount
 from projections.rows import PossibleConflict as PossibleConflict
 from projections.rows import Spelling as Spelling
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 SQLITE = "sqlite"
@@ -158,6 +158,14 @@ CREATE TABLE IF NOT EXISTS entity_differs (
     other_id TEXT NOT NULL,
     PRIMARY KEY (entity_id, other_id)
 );
+-- Two facts said to both hold (facts.differ), as the sorted pair: never flagged again.
+CREATE TABLE IF NOT EXISTS fact_differs (
+    namespace TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    other_id TEXT NOT NULL,
+    PRIMARY KEY (memory_id, other_id)
+);
+CREATE INDEX IF NOT EXISTS fact_differs_other ON fact_differs (other_id);
 CREATE TABLE IF NOT EXISTS entity_kept_for (
     entity_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
@@ -384,6 +392,7 @@ TABLES = (
     "memory_entities",
     "possible_conflicts",
     "entity_differs",
+    "fact_differs",
     "entity_kept_for",
     "folds",
     "memory_counts",
@@ -849,6 +858,12 @@ class ReadModel:
                     "OR (memory_id=? AND other_id=?)",
                     (change.memory_id, change.other_id, change.other_id, change.memory_id),
                 )
+                first, second = sorted((change.memory_id, change.other_id))
+                db.execute(
+                    "INSERT OR IGNORE INTO fact_differs (namespace, memory_id, other_id) "
+                    "VALUES (?, ?, ?)",
+                    (change.namespace, first, second),
+                )
             case _:
                 assert_never(change)
 
@@ -899,6 +914,9 @@ class ReadModel:
             db.execute(
                 "DELETE FROM possible_conflicts WHERE memory_id=? OR other_id=?",
                 (memory_id, memory_id),
+            )
+            db.execute(
+                "DELETE FROM fact_differs WHERE memory_id=? OR other_id=?", (memory_id, memory_id)
             )
             db.execute(
                 "DELETE FROM folds WHERE memory_id=? OR summary_id=?", (memory_id, memory_id)
@@ -1536,6 +1554,16 @@ class ReadModel:
         return (
             self.db.execute(
                 "SELECT 1 FROM entity_differs WHERE entity_id=? AND other_id=?", (first, second)
+            ).fetchone()
+            is not None
+        )
+
+    def facts_differ(self, a: str, b: str) -> bool:
+        """Whether the two facts were said to both hold (``facts.differ``)."""
+        first, second = sorted((a, b))
+        return (
+            self.db.execute(
+                "SELECT 1 FROM fact_differs WHERE memory_id=? AND other_id=?", (first, second)
             ).fetchone()
             is not None
         )

@@ -1747,7 +1747,8 @@ def _merged_slots(
     """Facts of two entities just merged that may fill one slot under different predicates
     (same predicates are a contradiction proper, which readers find): flagged, by the
     structural evidence alone (:func:`ferrex.rules.slots.slot_match` without a phrase
-    cosine: one object kind, or one head word). Only facts the caller sees."""
+    cosine: one object kind, or one head word). Only facts the caller sees, and never a
+    pair already said to both hold (``facts.differ``)."""
 
     def current(entity_id: str) -> list[Memory]:
         found = (view.memory(i) for i in view.linked(entity_id))
@@ -1768,6 +1769,7 @@ def _merged_slots(
             if slot_candidate(pred, obj, str(o.predicate_normalized), str(o.object))
             and (one_kind(obj, str(o.object)) or same_head(pred, str(o.predicate_normalized)))
             and not objects_agree(obj, str(o.object))
+            and not view.facts_differ(m.memory_id, o.memory_id)
         )
         if others:
             flags.append(FactsPossiblyConflicting(

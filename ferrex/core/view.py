@@ -3,7 +3,8 @@
 :class:`View` is the whole of what the decisions in :mod:`ferrex.core.decide` may ask about
 the committed state: a memory by id, the active facts of one relation, the facts of one
 subject, the versions of a procedure, the spellings of a namespace's entities, which
-memories name an entity, and where an agent's last derived episode ends. Two implementations:
+memories name an entity, whether two entities or two facts were said to differ, and where
+an agent's last derived episode ends. Two implementations:
 
 - :class:`ReadModelView`: the SQLite read model, through its named queries;
 - :class:`Overlay`: a view plus the events decided earlier in the same batch but not yet
@@ -56,6 +57,8 @@ class View(Protocol):
     def linked(self, entity_id: str) -> list[str]: ...
 
     def entities_differ(self, a: str, b: str) -> bool: ...
+
+    def facts_differ(self, a: str, b: str) -> bool: ...
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
@@ -117,6 +120,10 @@ class ReadModelView:
     def entities_differ(self, a: str, b: str) -> bool:
         return bool(self._once(("differ", *sorted((a, b))), lambda: self._rm.entities_differ(a, b)))
 
+    def facts_differ(self, a: str, b: str) -> bool:
+        key = ("facts differ", *sorted((a, b)))
+        return bool(self._once(key, lambda: self._rm.facts_differ(a, b)))
+
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
     ) -> EpisodeTail | None:
@@ -157,6 +164,8 @@ class Overlay:
         self._merged_into: dict[str, str] = {}
         self._differ: set[tuple[str, str]] = set()
         self._same: set[tuple[str, str]] = set()  # pairs a merge made one again
+        self._facts_differ: set[tuple[str, str]] = set()  # facts said to both hold
+        self._forgot: set[str] = set()  # forgotten in this batch: the base's pairs are gone
 
     # -- applying ---------------------------------------------------------------------------
 
@@ -185,6 +194,9 @@ class Overlay:
             case fold.Forgot():
                 for memory_id in change.memory_ids:
                     self._changed[memory_id] = None
+                    # A forgotten fact's pairs go with it (the base's too).
+                    self._forgot.add(memory_id)
+                    self._facts_differ = {p for p in self._facts_differ if memory_id not in p}
             case (
                 fold.Invalidated()
                 | fold.Revalidated()
@@ -211,7 +223,9 @@ class Overlay:
                 self._merge(change)
             case fold.Differ():
                 self._differ.add(_pair(change.entity_id, change.other_id))
-            case fold.Flagged() | fold.FoldedPair() | fold.Unfolded() | fold.Unflagged():
+            case fold.Unflagged():
+                self._facts_differ.add(_pair(change.memory_id, change.other_id))
+            case fold.Flagged() | fold.FoldedPair() | fold.Unfolded():
                 pass  # a store's flags and a summary's folds change no decision
             case _:
                 assert_never(change)
@@ -368,6 +382,11 @@ class Overlay:
         if pair in self._differ:
             return True
         return pair not in self._same and self._base.entities_differ(a, b)
+
+    def facts_differ(self, a: str, b: str) -> bool:
+        if _pair(a, b) in self._facts_differ:
+            return True
+        return not {a, b} & self._forgot and self._base.facts_differ(a, b)
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str

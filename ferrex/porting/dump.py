@@ -220,8 +220,8 @@ CARRIED: Final[Mapping[type[Event], str]] = {
     EntitiesDiffer: "an entities_differ line",
     FactsDiffer: (
         "the possible conflict it cleared is not dumped (no possible_conflict line for the "
-        "pair); a possible conflict is flagged only as a fact is stored, so the pair is never "
-        "flagged again in the restored home either"
+        "pair), nor the pair itself (no line yet): a store never flags the pair again, but "
+        "an entity merge in the restored home may"
     ),
     MemoriesConsolidated: "a consolidation line (the summary, its sources, when)",
     MemoriesUnfolded: "the sources' lines valid again; the summary, forgotten, is not dumped",

@@ -185,3 +185,47 @@ def test_a_merge_flags_the_facts_it_puts_in_one_slot(tmp_path: Path) -> None:
             assert (await call(client, "reflect", {}))["counts"]["possible_conflicts"] == 1
 
     anyio.run(main)
+    # The pair said to both hold is kept by the read model as a replay rebuilds it.
+    drift = ferrex(home, "reconcile")
+    assert drift.returncode == 0, drift.stdout + drift.stderr
+
+
+def test_a_merge_does_not_flag_again_facts_said_to_both_hold(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+
+            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
+                return await call(
+                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
+                )
+
+            # Two spellings that may be one subject: flagged, and the agent says both hold.
+            gateway = await fact("billing service", "runs on", "k8s-node-07")
+            gw = await fact("billing", "lives on", "k8s-node-12")
+            assert gw["possible_conflict"] == [gateway["id"]], gw
+            settled = await call(
+                client, "confirm", {"ids": [gw["id"]], "differs_from": gateway["id"]}
+            )
+            assert settled["differ"] == [[gw["id"], gateway["id"]]], settled
+            assert (await call(client, "reflect", {}))["counts"]["possible_conflicts"] == 0
+            # Two subjects never compared: a merge puts their facts in one slot.
+            box = await fact("search box", "runs on", "k8s-node-03")
+            front = await fact("query frontend", "is hosted at", "k8s-node-21")
+            for kept, other in (("billing service", "billing"), ("search box", "query frontend")):
+                merged = ferrex(home, "entity", "merge", kept, other, "--json")
+                assert merged.returncode == 0, merged.stdout + merged.stderr
+            query = {"query": "where does it run hosted on lives on", "types": ["semantic"],
+                     "limit": 20, "min_relevance": 0}  # fmt: skip
+            found = _current(await call(client, "recall", query))
+            assert "possible_conflict" not in found[gateway["id"]], found[gateway["id"]]
+            assert "possible_conflict" not in found[gw["id"]], found[gw["id"]]
+            assert found[box["id"]]["possible_conflict"] == [front["id"]], "never settled"
+            assert found[front["id"]]["possible_conflict"] == [box["id"]]
+            assert (await call(client, "reflect", {}))["counts"]["possible_conflicts"] == 1
+
+    anyio.run(main)
+    # The pair said to both hold is kept by the read model as a replay rebuilds it.
+    drift = ferrex(home, "reconcile")
+    assert drift.returncode == 0, drift.stdout + drift.stderr

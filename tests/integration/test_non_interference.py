@@ -153,6 +153,20 @@ ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     "mark her own": st.tuples(
         st.integers(0, 5), st.sampled_from([{"pinned": True}, {"importance": 1.0}])
     ).map(lambda km: ("confirm", {"ids": [f"@alice:{km[0]}"], **km[1]})),
+    # Settling a possible conflict from her private fact: it and one of hers or bob's both
+    # hold (a facts.differ), or it replaces one (her own; bob's is refused).
+    "say her fact differs": st.builds(
+        lambda k, who, j: ("confirm", {"ids": [f"@alice:{k}"], "differs_from": f"@{who}:{j}"}),
+        st.integers(0, 5),
+        st.sampled_from(["alice", "bob"]),
+        st.integers(0, 5),
+    ),
+    "settle by replacing": st.builds(
+        lambda k, who, j: ("confirm", {"ids": [f"@alice:{k}"], "supersedes": f"@{who}:{j}"}),
+        st.integers(0, 5),
+        st.sampled_from(["alice", "bob"]),
+        st.integers(0, 5),
+    ),
     # Her private note naming what one of bob's memories names ("@bob-names:K" stands for
     # the entity names of bob's K-th memory): the entity is then bob's shared one, and his
     # cascading forget of that memory must leave it gone for him as where she never wrote.
@@ -317,6 +331,13 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     ),
     "confirm": st.tuples(st.sampled_from(["bob", "alice"]), st.integers(0, 5)).map(
         lambda wk: ("confirm", {"ids": [f"@{wk[0]}:{wk[1]}"]})
+    ),
+    # Settling: two of his facts both hold, or one of alice's (unknown to him: not_found).
+    "say facts differ": st.builds(
+        lambda k, who, j: ("confirm", {"ids": [f"@bob:{k}"], "differs_from": f"@{who}:{j}"}),
+        st.integers(0, 5),
+        st.sampled_from(["bob", "bob", "alice", "alice-shared"]),
+        st.integers(0, 5),
     ),
     # Marking: alice's private ids must read as unknown; bob's own marks and expiring
     # stores next to hers must answer alike (recall's hidden counts, stats' expiring).

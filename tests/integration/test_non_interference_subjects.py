@@ -52,6 +52,20 @@ ALICE_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
         st.integers(0, 5),
         st.integers(0, 5),
     ),
+    # Two of her private facts both hold: a facts.differ between private facts only.
+    "say two of hers differ": st.builds(
+        lambda k, j: ("confirm", {"ids": [f"@alice:{k}"], "differs_from": f"@alice:{j}"}),
+        st.integers(0, 5),
+        st.integers(0, 5),
+    ),
+    # Settling by replacement: her private fact replaces her own (a supersede bob cannot
+    # see), or tries to replace bob's (refused: a private fact never ends a shared one).
+    "settle by replacing": st.builds(
+        lambda k, who, j: ("confirm", {"ids": [f"@alice:{k}"], "supersedes": f"@{who}:{j}"}),
+        st.integers(0, 5),
+        st.sampled_from(["alice", "bob"]),
+        st.integers(0, 5),
+    ),
 }
 
 BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
@@ -76,7 +90,25 @@ BOB_CALLS: dict[str, st.SearchStrategy[tuple[str, dict[str, Any]]]] = {
     ),
     "dashboard entities": st.just(("dashboard", {"view": "entities", "prefix": ""})),
     "reflect": st.just(("reflect", {"limit": 100})),
-    "stats": st.just(("stats", {"detailed": True})),
+    "stats": st.booleans().map(lambda d: ("stats", {"detailed": d})),
+    "resource stats": st.just(("resource", {"uri": "ferrex://stats"})),
+    # A merge re-examines both subjects' facts he sees (new possible conflicts, never a pair
+    # said to both hold); alice's private spellings and facts must change none of it.
+    "merge two subjects": st.tuples(st.sampled_from(SUBJECTS), st.sampled_from(SUBJECTS)).map(
+        lambda ab: ("entity", {"action": "merge", "first": ab[0], "second": ab[1]})
+    ),
+    # His settling: two of his facts both hold, or one of his names alice's (unknown to him).
+    "say his facts differ": st.builds(
+        lambda k, who, j: ("confirm", {"ids": [f"@bob:{k}"], "differs_from": f"@{who}:{j}"}),
+        st.integers(0, 5),
+        st.sampled_from(["bob", "bob", "alice"]),
+        st.integers(0, 5),
+    ),
+    "settle his by replacing": st.builds(
+        lambda k, j: ("confirm", {"ids": [f"@bob:{k}"], "supersedes": f"@bob:{j}"}),
+        st.integers(0, 5),
+        st.integers(0, 5),
+    ),
 }
 
 _examples = itertools.count()
@@ -131,6 +163,43 @@ step = st.one_of(
         ("bob", "store", {"subject": "billing", "predicate": "owner", "object": "Nova"}),
         ("bob", "recall", {"query": "who owns billing", "limit": 100}),
         ("bob", "stats", {"detailed": True}),
+    ]
+)  # fmt: skip
+# Bob merges two subjects: the merge puts his two hosts in one slot (flagged in both homes),
+# and alice's private host on one of them, which she stored under his spelling, must neither
+# be flagged against his nor change his flags.
+@example(
+    steps=[
+        ("bob", "store", {"subject": "billing service", "predicate": "runs on",
+                          "object": "k8s-node-07", "visibility": "shared"}),
+        ("bob", "store", {"subject": "billing database", "predicate": "lives on",
+                          "object": "k8s-node-03", "visibility": "shared"}),
+        ("alice", "store", {"subject": "billing database", "predicate": "hosted on",
+                            "object": "k8s-node-12", "visibility": "private"}),
+        ("alice", "store", {"subject": "billing service", "predicate": "host",
+                            "object": "k8s-node-12", "visibility": "private"}),
+        ("bob", "entity", {"action": "merge", "first": "billing service",
+                           "second": "billing database"}),
+        ("bob", "recall", {"query": "who owns billing service", "limit": 100}),
+        ("bob", "reflect", {"limit": 100}),
+        ("bob", "stats", {"detailed": False}),
+    ]
+)  # fmt: skip
+# Bob says two of his facts both hold, then merges their subjects: no flag for that pair,
+# whatever alice stored privately under either spelling or said of his facts.
+@example(
+    steps=[
+        ("bob", "store", {"subject": "billing service", "predicate": "runs on",
+                          "object": "k8s-node-07", "visibility": "shared"}),
+        ("bob", "store", {"subject": "billing", "predicate": "lives on",
+                          "object": "k8s-node-12", "visibility": "shared"}),
+        ("bob", "confirm", {"ids": ["@bob:1"], "differs_from": "@bob:0"}),
+        ("alice", "store", {"subject": "billing", "predicate": "host", "object": "k8s-node-07",
+                            "visibility": "private"}),
+        ("alice", "confirm", {"ids": ["@alice:0"], "differs_from": "@bob:0"}),
+        ("bob", "entity", {"action": "merge", "first": "billing service", "second": "billing"}),
+        ("bob", "recall", {"query": "who owns billing service", "limit": 100}),
+        ("bob", "reflect", {"limit": 100}),
     ]
 )  # fmt: skip
 def test_bob_cannot_tell_alice_spelt_a_subject_privately(

@@ -106,6 +106,7 @@ def _answers(view: Overlay | ReadModelView) -> dict[str, object]:
         "spellings": {ns: _spelled(view.spellings(ns)) for ns in ("a", "b")},
         "linked": {e: view.linked(e) for e in ENTITY_IDS},
         "differ": {(a, b): view.entities_differ(a, b) for a, b in combinations(ENTITY_IDS, 2)},
+        "facts_differ": {(a, b): view.facts_differ(a, b) for a, b in combinations(MEMORY_IDS, 2)},
         "tails": {
             (ns, agent, vis): _tail(view.episode_tail(ns, agent, vis))
             for ns in ("a", "b")

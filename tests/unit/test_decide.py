@@ -86,6 +86,9 @@ class _Set:
     def entities_differ(self, a: str, b: str) -> bool:
         return tuple(sorted((a, b))) in self.differ
 
+    def facts_differ(self, a: str, b: str) -> bool:
+        return False
+
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
     ) -> EpisodeTail | None:
