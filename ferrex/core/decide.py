@@ -288,7 +288,7 @@ def _flag_note(new: str, flagged: Sequence[Flagged]) -> str:
     also = "" if first.reason == RELATION else " (or `ferrex entity merge`/`differ`)"
     return (
         f"may replace {first.id} ({first.fact}){more}: if it does, confirm ids=[{new}] "
-        f"supersedes={first.id}; if both hold, confirm ids=[{new}] differs_from=[{first.id}]"
+        f"supersedes={first.id}; if both hold, confirm ids=[{new}] differs_from={first.id}"
         f"{also}"
     )
 

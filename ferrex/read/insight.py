@@ -175,7 +175,7 @@ def settle_hint(newer: str, older: str, reason: str) -> str:
     entities = "" if reason == RELATION else "; or `ferrex entity merge`/`differ` the subjects"
     return (
         f"if {newer} replaces {older}: confirm ids=[{newer}] supersedes={older}; "
-        f"if both hold: confirm ids=[{newer}] differs_from=[{older}]{entities}"
+        f"if both hold: confirm ids=[{newer}] differs_from={older}{entities}"
     )
 
 

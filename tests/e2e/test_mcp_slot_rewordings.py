@@ -72,7 +72,7 @@ def test_rewordings_resolve_plural_values_stay_and_every_answer_says_what_to_do(
             assert bare["superseded"] == [] and bare["possible_conflict"] == [upgrade["id"]]
             line = bare["possible_conflict_note"]
             assert f"confirm ids=[{bare['id']}] supersedes={upgrade['id']}" in line
-            assert f"differs_from=[{upgrade['id']}]" in line
+            assert f"differs_from={upgrade['id']}" in line
 
             # Plural relations: every value stays current, the answer names the one beside.
             pg = await fact("ledger-api", "depends on", "Postgres")

@@ -974,7 +974,7 @@ def test_a_relation_no_rule_places_but_that_embeds_close_is_stored_and_flagged()
         {"id": first.result.id, "fact": "office located in Berlin", "reason": "relation"}
     ]
     note = answer["possible_conflict_note"]
-    assert f"supersedes={first.result.id}" in note and f"differs_from=[{first.result.id}]" in note
+    assert f"supersedes={first.result.id}" in note and f"differs_from={first.result.id}" in note
     # Far apart: another relation of its own, nothing flagged.
     apart = FakeView()
     store(apart, fact("office", "located in", "Berlin"))
