@@ -3,6 +3,7 @@ keys' (from :data:`ferrex.config.KEYS`), each a Markdown file under ``docs/refer
 
     python -m tools.reference_docs           rewrite both files
     python -m tools.reference_docs --check   exit 1 naming each file that is not up to date
+                                             (--diff: and how it differs)
 
 ``tests/unit/test_reference_docs.py`` runs the check, so a new option, command or key that
 is not in the docs fails the suite until this command is run and the result committed.
@@ -11,6 +12,7 @@ is not in the docs fails the suite until this command is run and the result comm
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,11 +120,18 @@ def stale() -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only say which files are stale")
+    parser.add_argument("--diff", action="store_true", help="with --check: show the differences")
     args = parser.parse_args(argv)
     if args.check:
         out_of_date = stale()
         for path in out_of_date:
             print(f"{path.relative_to(ROOT)} is not up to date: python -m tools.reference_docs")
+            if args.diff:
+                old = path.read_text(encoding="utf-8") if path.exists() else ""
+                new = expected()[path]
+                print("".join(difflib.unified_diff(
+                    old.splitlines(True), new.splitlines(True), "committed", "from the code"
+                )))  # fmt: skip
         return 1 if out_of_date else 0
     for path, text in expected().items():
         path.parent.mkdir(parents=True, exist_ok=True)
