@@ -41,6 +41,14 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
     return dict(result.structured_content)
 
 
+async def store_fact(
+    client: Client, subject: str, predicate: str, obj: str, **extra: Any
+) -> dict[str, Any]:
+    """Store one fact over MCP as an agent states it; the store's answer."""
+    args = {"subject": subject, "predicate": predicate, "object": obj, **extra}
+    return await call(client, "store", args)
+
+
 async def error(client: Client, tool: str, args: dict[str, Any]) -> tuple[str, str]:
     """A tool call that must fail as a tool error; returns (code, text)."""
     result = await client.call_tool(tool, args)

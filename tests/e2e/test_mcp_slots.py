@@ -11,12 +11,13 @@ stats, marked in recall; and the agent settles it with ``confirm`` (``supersedes
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from tests.e2e.mcp_helpers import call, ferrex, stdio_client
+from tests.e2e.mcp_helpers import call, ferrex, stdio_client, store_fact
 
 
 def _current(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -28,11 +29,7 @@ def test_five_wordings_of_where_it_runs_leave_no_silent_second_answer(tmp_path: 
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
-                return await call(
-                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
-                )
+            fact = partial(store_fact, client)
 
             hosts = [("runs on", "k8s-node-07"), ("is hosted at", "k8s-node-12"),
                      ("lives on", "k8s-node-03"), ("is deployed on", "k8s-node-21"),
@@ -86,11 +83,7 @@ def test_spellings_of_one_subject_and_a_plural_relation(tmp_path: Path) -> None:
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
-                return await call(
-                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
-                )
+            fact = partial(store_fact, client)
 
             atlas = await fact("auth gateway", "owner", "team Atlas")
             nova = await fact("auth-gw", "owner", "team Nova")
@@ -164,11 +157,7 @@ def test_a_merge_flags_the_facts_it_puts_in_one_slot(tmp_path: Path) -> None:
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
-                return await call(
-                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
-                )
+            fact = partial(store_fact, client)
 
             box = await fact("search box", "runs on", "k8s-node-07")
             front = await fact("query frontend", "is hosted at", "k8s-node-12")
@@ -195,11 +184,7 @@ def test_a_merge_does_not_flag_again_facts_said_to_both_hold(tmp_path: Path) -> 
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
-                return await call(
-                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
-                )
+            fact = partial(store_fact, client)
 
             # Two spellings that may be one subject: flagged, and the agent says both hold.
             gateway = await fact("billing service", "runs on", "k8s-node-07")

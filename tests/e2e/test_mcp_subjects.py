@@ -10,12 +10,13 @@ reflect and stats list what is flagged, and an operator's ``ferrex entity differ
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from tests.e2e.mcp_helpers import call, ferrex, stdio_client
+from tests.e2e.mcp_helpers import call, ferrex, stdio_client, store_fact
 
 
 def _by_id(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -32,11 +33,7 @@ def test_one_subject_however_spelt_has_one_current_answer(tmp_path: Path) -> Non
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
-                return await call(
-                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
-                )
+            fact = partial(store_fact, client)
 
             # The scenario: three spellings of the billing service's owner.
             atlas = await fact("billing service", "is owned by", "team Atlas")
@@ -150,11 +147,7 @@ def test_a_possible_conflict_is_flagged_listed_and_cleared(tmp_path: Path) -> No
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
-                return await call(
-                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
-                )
+            fact = partial(store_fact, client)
 
             ann = await fact("checkout", "owner", "Ann Weller")
             bob = await fact("checkout service", "maintained by", "Bob Okafor")
@@ -215,11 +208,7 @@ def test_a_subject_named_in_other_words_is_never_a_silent_second_answer(tmp_path
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
-                return await call(
-                    client, "store", {"subject": subject, "predicate": predicate, "object": obj}
-                )
+            fact = partial(store_fact, client)
 
             def flagged(new: dict[str, Any], old: dict[str, Any]) -> None:
                 assert new["status"] == "stored" and new["superseded"] == [], new
