@@ -15,8 +15,13 @@ def comparable(path: Path) -> list[list[tuple[str, Any]]]:
     for :data:`ferrex.porting.dump.NOT_RESTORED` (the header's ``journal_position``, a
     memory's ``created_at``): two dumps whose lines compare equal are the same bytes but for
     those."""
+    return comparable_text(path.read_text(encoding="utf-8"))
+
+
+def comparable_text(dump: str) -> list[list[tuple[str, Any]]]:
+    """:func:`comparable` of a dump's text (``export jsonl -`` writes it to stdout)."""
     lines: list[list[tuple[str, Any]]] = []
-    for text in path.read_text(encoding="utf-8").splitlines():
+    for text in dump.splitlines():
         line: dict[str, Any] = json.loads(text)
         lines.append([(k, v) for k, v in line.items() if k not in NOT_RESTORED])
     return lines

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from ferrex.app import App
+from ferrex.config import load
 from projections.sqlite import TABLES, ReadModel
 
 NOT_RESTORED: dict[str, tuple[str, ...]] = {
@@ -39,3 +42,13 @@ def read_model_rows(
         ]
         rows[table] = sorted(kept, key=repr)
     return rows
+
+
+def home_rows(home: Path) -> dict[str, list[dict[str, Any]]]:
+    """The read model of the data directory ``home``, row by row (:func:`read_model_rows`),
+    opened and closed for the reading."""
+    app = App(home=home, config=load(home, env={}))
+    try:
+        return read_model_rows(app.projections().read_model)
+    finally:
+        app.close()

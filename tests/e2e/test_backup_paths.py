@@ -23,14 +23,12 @@ from typing import Any
 import anyio
 from click.testing import CliRunner
 
-from ferrex.app import App
 from ferrex.cli import cli
-from ferrex.config import load
 from journal import Journal, MemoryBody, MemoryStored
 from tests.chat_exports import gpt_linear
 from tests.dumps import comparable
 from tests.e2e.mcp_helpers import call, stdio_client
-from tests.rows import read_model_rows
+from tests.rows import home_rows
 
 LONG = " ".join(
     f"Paragraph {n}: the incident review covered the failover of the payments database, "
@@ -63,14 +61,6 @@ def ok(home: Path, *args: str) -> Any:
     code, out, err = run(home, *args, "--json")
     assert code == 0, (args, out, err)
     return json.loads(out)
-
-
-def rows(home: Path) -> dict[str, list[dict[str, Any]]]:
-    app = App(home=home, config=load(home, env={}))
-    try:
-        return read_model_rows(app.projections().read_model)
-    finally:
-        app.close()
 
 
 def mcp_stores(home: Path) -> dict[str, str]:
@@ -130,7 +120,7 @@ def test_every_ordinary_path_backs_up_whole_and_backs_up_the_same_again(tmp_path
     ok(home, "entity", "split", "payments repository", "payments repo")
     ok(home, "entity", "differ", "John_Smith", "api server")
     ok(home, "forget", ids["gone"])
-    before = rows(home)
+    before = home_rows(home)
     assert before["folds"] and before["possible_conflicts"] and before["entity_differs"]
     assert {(c["memory_id"], c["other_id"]) for c in before["possible_conflicts"]} == {
         (ids["nova"], next(m["memory_id"] for m in before["memories"]
@@ -145,7 +135,7 @@ def test_every_ordinary_path_backs_up_whole_and_backs_up_the_same_again(tmp_path
     fresh = tmp_path / "restored"
     doc = ok(fresh, "import", str(dump))
     assert {line["status"] for line in doc["lines"]} == {"stored"}, doc["lines"]
-    assert rows(fresh) == before
+    assert home_rows(fresh) == before
     again = tmp_path / "again.jsonl"
     ok(fresh, "export", "jsonl", str(again))
     assert comparable(again) == comparable(dump)
@@ -180,7 +170,7 @@ def test_a_home_restored_long_after_its_stores_backs_up_the_same(tmp_path: Path)
     ok(home, "export", "jsonl", str(dump))
     fresh = tmp_path / "restored"
     ok(fresh, "import", str(dump))
-    assert rows(fresh) == rows(home)
+    assert home_rows(fresh) == home_rows(home)
     again = tmp_path / "again.jsonl"
     ok(fresh, "export", "jsonl", str(again))
     assert comparable(again) == comparable(dump)

@@ -21,7 +21,7 @@ from ferrex.config import load
 from ferrex.ownership import Endpoint, is_held
 from ferrex.porting.dump import FORMAT
 from tests.e2e.stdio_helpers import RawServer
-from tests.rows import read_model_rows
+from tests.rows import home_rows
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 EXE = Path(sys.executable).with_name("ferrex")
@@ -43,14 +43,6 @@ def stored(home: Path, *args: str) -> str:
     code, out, err = run(home, "store", *args, "--json")
     assert code == 0, err
     return str(json.loads(out)["id"])
-
-
-def rows(home: Path) -> dict[str, list[dict[str, Any]]]:
-    app = App(home=home, config=load(home, env={}))
-    try:
-        return read_model_rows(app.projections().read_model)
-    finally:
-        app.close()
 
 
 def restored(home: Path, tmp_path: Path, *export: str) -> tuple[Path, list[dict[str, Any]]]:
@@ -83,7 +75,7 @@ def test_abbreviated_subjects_and_long_memories_come_back(tmp_path: Path) -> Non
     assert long_line["content"] == LONG, "kept whole"
 
     fresh, _ = restored(home, tmp_path)
-    assert rows(fresh) == rows(home)
+    assert home_rows(fresh) == home_rows(home)
     # the flag a store took, written back by hand, is accepted too
     flagged = tmp_path / "flagged.jsonl"
     flagged.write_text(json.dumps({**long_line, "split_long": True}) + "\n")
@@ -175,7 +167,7 @@ def test_a_backup_holds_history_by_default_and_names_its_position(tmp_path: Path
     assert {line["id"] for line in lines if line["type"] == "semantic"} == {new}
 
     fresh, _ = restored(home, tmp_path)
-    assert rows(fresh) == rows(home)
+    assert home_rows(fresh) == home_rows(home)
     code, out, _ = run(fresh, "recall", "what does api-server use", "--as-of",
                        "2026-11-10T00:00:00Z", "--json")  # fmt: skip
     assert code == 0 and json.loads(out)["results"][0]["id"] == old, "history answers"
@@ -190,7 +182,7 @@ def test_a_consolidated_home_comes_back_and_its_folds_can_be_undone(tmp_path: Pa
     summary_id = summary["summary_id"]
     fresh, _ = restored(home, tmp_path)
     assert summary["chars"] > 1500, "a summary longer than the model's window"
-    assert rows(fresh) == rows(home), "summary, superseded sources and folds"
+    assert home_rows(fresh) == home_rows(home), "summary, superseded sources and folds"
     code, out, _ = run(fresh, "recall", "the museums of the trip", "--json")
     assert json.loads(out)["results"][0]["id"] == summary_id
     code, out, err = run(fresh, "consolidate", "--undo", summary_id)
@@ -232,12 +224,12 @@ def test_a_dump_written_before_the_format_had_a_header_still_imports(tmp_path: P
     assert code == 0 and doc["counts"] == {"stored": 14}, (err, doc["lines"])
     old = tmp_path / "old"
     shutil.copytree(GOLDEN / "home-v1", old)
-    replayed, restored_rows = rows(old), rows(fresh)
+    replayed, restored_rows = home_rows(old), home_rows(fresh)
     # a format 1 dump says nothing of the folds: its sources come back superseded
     assert replayed.pop("folds") and not restored_rows.pop("folds")
     assert restored_rows == replayed
     again, _ = restored(old, tmp_path / "again")
-    assert rows(again) == rows(old), "a home of the old code backs up whole, folds too"
+    assert home_rows(again) == home_rows(old), "a home of the old code backs up whole, folds too"
 
 
 def test_a_dump_of_format_2_still_imports(tmp_path: Path) -> None:
@@ -250,9 +242,9 @@ def test_a_dump_of_format_2_still_imports(tmp_path: Path) -> None:
     assert code == 0 and doc["counts"] == {"stored": 15}, (err, doc["lines"])
     old = tmp_path / "old"
     shutil.copytree(GOLDEN / "home-v1", old)
-    replayed = rows(old)
+    replayed = home_rows(old)
     assert sum(m["valid_from_given"] for m in replayed["memories"]) == 4
-    assert rows(fresh) == replayed
+    assert home_rows(fresh) == replayed
 
 
 def test_importing_into_a_non_empty_home_merges(tmp_path: Path) -> None:
@@ -261,14 +253,14 @@ def test_importing_into_a_non_empty_home_merges(tmp_path: Path) -> None:
     theirs = stored(other, "--content", "The NAS is in rack 4", "--entity", "NAS")
     dump = tmp_path / "other.jsonl"
     assert run(other, "export", "jsonl", str(dump))[0] == 0
-    before = rows(home)
+    before = home_rows(home)
     code, out, _ = run(home, "import", str(dump), "--json")
     statuses = {line["id"]: line["status"] for line in json.loads(out)["lines"]}
     assert code == 0 and statuses[theirs] == "stored"
     assert [s for i, s in statuses.items() if i.startswith("ent_")] == ["skipped"], (
         "the home's own NAS entity takes the dumped one's place"
     )
-    after = rows(home)
+    after = home_rows(home)
     assert {m["memory_id"] for m in after["memories"]} == {mine, theirs}
     assert [e["name"] for e in after["entities"]] == [e["name"] for e in before["entities"]]
     code, out, _ = run(home, "import", str(dump), "--json")

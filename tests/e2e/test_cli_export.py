@@ -12,11 +12,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ferrex.app import App
 from ferrex.cli import cli
-from ferrex.config import load
-from ferrex.porting.dump import NOT_RESTORED
-from tests.rows import read_model_rows
+from tests.dumps import comparable_text
+from tests.rows import home_rows
 
 EXE = Path(sys.executable).with_name("ferrex")
 
@@ -174,21 +172,6 @@ def test_export_git_refuses_bad_targets(home: Path, tmp_path: Path) -> None:
 # -- export jsonl / import dump -------------------------------------------------------------
 
 
-def comparable(dump: str) -> list[dict[str, Any]]:
-    """Dump lines without the fields a restore cannot keep (see NOT_RESTORED)."""
-    lines = [json.loads(line) for line in dump.splitlines()]
-    return [{k: v for k, v in line.items() if k not in NOT_RESTORED} for line in lines]
-
-
-def rows(home: Path) -> dict[str, list[dict[str, Any]]]:
-    """The home's read model, row by row, without what a restore cannot keep."""
-    app = App(home=home, config=load(home, env={}))
-    try:
-        return read_model_rows(app.projections().read_model)
-    finally:
-        app.close()
-
-
 def test_dump_round_trip(home: Path, tmp_path: Path) -> None:
     dump = tmp_path / "dump.jsonl"
     code, out, _ = run(home, "export", "jsonl", str(dump), "--include-invalidated", "--json")
@@ -216,11 +199,11 @@ def test_dump_round_trip(home: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["format"] == "dump" and doc["counts"] == {"stored": len(every)}
-    assert rows(empty) == rows(home), "the restored read model is the dumped one"
+    assert home_rows(empty) == home_rows(home), "the restored read model is the dumped one"
     again = tmp_path / "again.jsonl"
     code, _, _ = run(empty, "export", "jsonl", str(again), "--include-invalidated")
     assert code == 0
-    assert comparable(again.read_text()) == comparable(dump.read_text())
+    assert comparable_text(again.read_text()) == comparable_text(dump.read_text())
     restored = [json.loads(line) for line in again.read_text().splitlines()[1:]]
     assert [line["id"] for line in restored] == [line["id"] for line in every]
     # when the home learned each memory comes back (memory.stored's learned_at)
@@ -234,7 +217,7 @@ def test_dump_round_trip(home: Path, tmp_path: Path) -> None:
     live = proc(home, "export", "jsonl", "-", "--current-only")
     assert live.returncode == 0 and "exported" in live.stderr
     live_again = proc(empty, "export", "jsonl", "-", "--current-only")
-    assert comparable(live.stdout) == comparable(live_again.stdout)
+    assert comparable_text(live.stdout) == comparable_text(live_again.stdout)
     live_memories = [json.loads(line) for line in live.stdout.splitlines()[1:]]
     assert sum(m["type"] != "entity" for m in live_memories) == len(lines) - 2, "live only"
 
