@@ -740,11 +740,11 @@ def decide_store(
     named = _name_entities(valid, view, who, measures, settings, new_id)
     # Two values each scoped to its own purpose (``PlayFab for economy`` / ``EOS for
     # lobbies``) both hold: one more value too.
-    if plural and _versions_of_one(valid, view, who, named, settings):
+    if plural and _a_current_value(valid, view, who, named, settings, versions_of_one):
         plural = False  # react 18 → react 19: one thing at another version, a change
     scoped = (not plural and valid.type == "semantic" and not multi_valued
-              and valid.supersedes is None
-              and _scoped_apart(valid, view, who, named, settings))  # fmt: skip
+              and valid.supersedes is None and " for " in (valid.object or "")
+              and _a_current_value(valid, view, who, named, settings, scoped_apart))  # fmt: skip
     plural = plural or scoped
     multi_valued = multi_valued or plural
     supersede = _Supersede()
@@ -786,30 +786,24 @@ def decide_store(
     return Decision(decided.events, replaced(decided.result, plural=True, kept_beside=kept))
 
 
-def _scoped_apart(
-    valid: ValidStore, view: View, who: _Who, named: _Named, settings: StoreSettings
+def _a_current_value(
+    valid: ValidStore,
+    view: View,
+    who: _Who,
+    named: _Named,
+    settings: StoreSettings,
+    rule: Callable[[str, str], bool],
 ) -> bool:
-    """Whether the new fact's object and a current value of its relation are each scoped to
-    a purpose of its own (:func:`ferrex.rules.slots.scoped_apart`)."""
-    if valid.object is None or valid.predicate is None or " for " not in valid.object:
-        return False
-    keys = named.subject.keys
-    predicate = normalized_predicate(valid, view, who, settings, keys)
-    return any(scoped_apart(valid.object, str(m.object))
-               for m in _same_relation(view, who, keys, predicate))  # fmt: skip
-
-
-def _versions_of_one(
-    valid: ValidStore, view: View, who: _Who, named: _Named, settings: StoreSettings
-) -> bool:
-    """Whether a current value of the new fact's relation is the same named thing at
-    another version (:func:`ferrex.rules.slots.versions_of_one`)."""
+    """Whether ``rule(new object, current object)`` holds for a current value of the new
+    fact's relation: its subject's active facts under its predicate that the caller sees
+    (``slots.scoped_apart``: each value scoped to a purpose of its own;
+    ``slots.versions_of_one``: the same named thing at another version)."""
     if valid.object is None or valid.predicate is None:
         return False
     keys = named.subject.keys
     predicate = normalized_predicate(valid, view, who, settings, keys)
-    return any(versions_of_one(valid.object, str(m.object))
-               for m in _same_relation(view, who, keys, predicate))  # fmt: skip
+    current = _same_relation(view, who, keys, predicate)
+    return any(rule(valid.object, str(m.object)) for m in current)
 
 
 def _plural_beside(
