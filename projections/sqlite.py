@@ -1535,6 +1535,19 @@ class ReadModel:
             )
         ]
 
+    def facts_differing(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
+        """Every pair of facts said to both hold: (namespace, memory, other), by ids, the
+        pair sorted."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            (str(n), str(m), str(o))
+            for n, m, o in self.db.execute(
+                f"SELECT namespace, memory_id, other_id FROM fact_differs {where} "
+                "ORDER BY memory_id, other_id",
+                args,
+            )
+        ]
+
     def fold_rows(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
         """Every memory folded into a summary: (namespace, summary, memory), by ids; what a
         dump carries of the consolidations."""

@@ -1,6 +1,6 @@
 """The portable dump: a home's memories and entities as JSON lines, read back for a restore.
 
-Format 3 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
+Format 4 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
 journal position the whole dump is of, ``current_only``, the namespace when only one);
 then one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
 kind, scope ``agent_id``, every spelling recorded for it that its creation does not make,
@@ -39,7 +39,8 @@ dump had left without it. Format 3 says it whatever ``created_at`` is, and a res
 Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
 ``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
 absolute time, so one already past is hidden at once and swept). Last come the flags
-between dumped memories and entities, and a ``consolidation`` line per summary naming the
+between dumped memories and entities (possible conflicts, entities said to differ, and, since
+format 4, facts said to both hold), and a ``consolidation`` line per summary naming the
 sources folded into it and when, so a restored summary can be undone.
 
 Format 1 (what ``export jsonl`` wrote before: no header, no consolidation lines, live
@@ -152,12 +153,14 @@ ROW_NOT_DUMPED: Final = ("position", "redacted")
 """Row fields a dump does not carry: the journal position is the restore's own, and a
 redacted memory is not dumped at all."""
 
-FORMAT: Final = 3
-"""The dump format this code writes. 3: ``valid_from_given`` said on every line whose start
-was given, whatever its ``created_at`` (a restored home dumps the same lines again). 2: a
-header line first (:data:`HEADER`), history included unless ``current_only``,
-consolidations as their own lines. 1: what ``export jsonl`` wrote before, no header. All
-three import (``tests/golden/dump-v1.jsonl``, ``dump-v2.jsonl``)."""
+FORMAT: Final = 4
+"""The dump format this code writes. 4: ``facts_differ`` lines (two facts an agent or
+operator said both hold, so the restored home never flags the pair again). 3:
+``valid_from_given`` said on every line whose start was given, whatever its ``created_at``
+(a restored home dumps the same lines again). 2: a header line first (:data:`HEADER`),
+history included unless ``current_only``, consolidations as their own lines. 1: what
+``export jsonl`` wrote before, no header. All of them import (``tests/golden/dump-v1.jsonl``,
+``dump-v2.jsonl``)."""
 
 GIVEN_SAID: Final = 3
 """The first format whose memory lines say ``valid_from_given`` whenever it is true (a line
@@ -185,6 +188,10 @@ POSSIBLE: Final[FlagKind] = "possible_conflict"
 
 DIFFER: Final[FlagKind] = "entities_differ"
 """The ``type`` of a line recording that two dumped entities were said to differ."""
+
+FACTS_DIFFER: Final[FlagKind] = "facts_differ"
+"""The ``type`` of a line recording that two dumped facts were said to both hold (``id``
+sorts before ``other_id``)."""
 
 FLAG_FIELDS: Final = keys(FlagLine)
 """Every key a flag's line may have (``id`` is the memory's, or the first entity's)."""
@@ -219,9 +226,8 @@ CARRIED: Final[Mapping[type[Event], str]] = {
     ),
     EntitiesDiffer: "an entities_differ line",
     FactsDiffer: (
-        "the possible conflict it cleared is not dumped (no possible_conflict line for the "
-        "pair), nor the pair itself (no line yet): a store never flags the pair again, but "
-        "an entity merge in the restored home may"
+        "a facts_differ line for the pair (the possible conflict it cleared has no line), so "
+        "neither a store nor an entity merge in the restored home flags the pair again"
     ),
     MemoriesConsolidated: "a consolidation line (the summary, its sources, when)",
     MemoriesUnfolded: "the sources' lines valid again; the summary, forgotten, is not dumped",
@@ -302,7 +308,10 @@ EVENT_KEYS: Final[Mapping[type[msgspec.Struct], Mapping[str, str | None]]] = {
         "entity_id": "flag.id", "other_id": "flag.other_id", "namespace": "flag.namespace",
         "agent_id": None,
     },
-    FactsDiffer: {"memory_id": None, "other_id": None, "namespace": None, "agent_id": None},
+    FactsDiffer: {
+        "memory_id": "flag.id", "other_id": "flag.other_id", "namespace": "flag.namespace",
+        "agent_id": None,
+    },
     MemoriesConsolidated: {
         "summary_id": "fold.id", "namespace": "fold.namespace",
         "memory_ids": "fold.memory_ids", "at": "fold.at", "folds": None,
@@ -373,8 +382,9 @@ def dumped_flags(
     entities: Sequence[tuple[Entity, str | None, tuple[str, ...]]],
     namespace: str | None,
 ) -> list[FlagLine]:
-    """The possible conflicts between dumped facts and the differences between dumped
-    entities, as dump lines (after the memories they name)."""
+    """The possible conflicts between dumped facts, the pairs of dumped facts said to both
+    hold and the differences between dumped entities, as dump lines (after the memories they
+    name)."""
     namespaces = {m.memory_id: m.namespace for m in memories}
     flags = [
         FlagLine(id=c.memory_id, type=POSSIBLE, namespace=namespaces[c.memory_id],
@@ -383,6 +393,11 @@ def dumped_flags(
         for c in read_model.possible_conflict_rows(namespace)
         if c.memory_id in namespaces and c.other_id in namespaces
     ]  # fmt: skip
+    flags += [
+        FlagLine(id=first, type=FACTS_DIFFER, namespace=ns, other_id=other)
+        for ns, first, other in read_model.facts_differing(namespace)
+        if first in namespaces and other in namespaces
+    ]
     dumped = {e.entity_id for e, _, _ in entities}
     flags += [
         FlagLine(id=first, type=DIFFER, namespace=ns, other_id=other)
@@ -494,7 +509,8 @@ def parse_fold_line(raw: Mapping[str, Any], where: str) -> RestoredFold:
 @dataclass(frozen=True)
 class RestoredFlag:
     """One flag line, checked: a possible conflict between two facts (``kind`` POSSIBLE:
-    ``first``/``other`` are memories), or two entities said to differ (DIFFER)."""
+    ``first``/``other`` are memories), two facts said to both hold (FACTS_DIFFER), or two
+    entities said to differ (DIFFER)."""
 
     kind: FlagKind
     namespace: str
@@ -517,8 +533,8 @@ def parse_flag_line(raw: Mapping[str, Any], where: str) -> RestoredFlag:
     namespace = raw.get("namespace")
     if not isinstance(namespace, str) or not namespace.strip():
         raise UsageError(f"namespace in {where} must be a namespace name")
-    if kind == DIFFER:
-        return RestoredFlag(DIFFER, namespace, str(raw["id"]), str(raw["other_id"]))
+    if kind in (DIFFER, FACTS_DIFFER):
+        return RestoredFlag(kind, namespace, str(raw["id"]), str(raw["other_id"]))
     reason, score = raw.get("reason", "head word"), raw.get("score", 1.0)
     if not isinstance(reason, str) or not reason.strip():
         raise UsageError(f"reason in {where} must be a text")
@@ -696,7 +712,7 @@ def parse_dump_line(
         return parse_entity_line(raw, where)
     if raw.get("type") == CONSOLIDATION:
         return parse_fold_line(raw, where)
-    if raw.get("type") in (POSSIBLE, DIFFER):
+    if raw.get("type") in (POSSIBLE, DIFFER, FACTS_DIFFER):
         return parse_flag_line(raw, where)
     return parse_line(raw, where, limits, count_tokens=count_tokens, window=window,
                       secrets=secrets, dump_format=dump_format)  # fmt: skip

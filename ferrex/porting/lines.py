@@ -19,9 +19,9 @@ import msgspec
 
 from journal.events import AliasMatch, MemoryType, Visibility
 
-FlagKind = Literal["possible_conflict", "entities_differ"]
+FlagKind = Literal["possible_conflict", "entities_differ", "facts_differ"]
 """The kinds of flag line: a possible conflict between two facts, two entities said to
-differ."""
+differ, two facts said to both hold (format 4)."""
 
 
 class Line(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,7 +102,8 @@ class MemoryLine(Line, frozen=True, kw_only=True):
 
 
 class FlagLine(Line, frozen=True, kw_only=True):
-    """A possible conflict (``id``, ``other_id``: facts) or a difference (entities)."""
+    """A possible conflict or a difference between two facts (``id``, ``other_id``: memories),
+    or a difference between two entities."""
 
     id: str
     type: FlagKind
