@@ -161,7 +161,7 @@ operator said both hold, so the restored home never flags the pair again). 3:
 (a restored home dumps the same lines again). 2: a header line first (:data:`HEADER`),
 history included unless ``current_only``, consolidations as their own lines. 1: what
 ``export jsonl`` wrote before, no header. All of them import (``tests/golden/dump-v1.jsonl``,
-``dump-v2.jsonl``)."""
+``dump-v2.jsonl``, ``dump-v3.jsonl``)."""
 
 GIVEN_SAID: Final = 3
 """The first format whose memory lines say ``valid_from_given`` whenever it is true (a line
