@@ -65,9 +65,9 @@ from ferrex.rules.lifecycle import (
     parse_ttl,
 )
 from ferrex.rules.predicates import predicate_shape
+from ferrex.rules.secret_fold import Finding
 from ferrex.rules.secrets import (
     SECRETS_MODES,
-    Finding,
     SecretsMode,
     find_in_named_value,
     find_secrets,
