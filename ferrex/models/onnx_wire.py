@@ -5,6 +5,9 @@ types and shapes (and a few small constants' values) and write nodes, attributes
 initializers back, keeping every other byte as it was: :func:`parse_fields` splits a
 message into its top-level fields, :class:`Node` reads a ``NodeProto``, :func:`node_field`
 writes one. Field numbers are those of ``onnx.proto3``.
+
+By hand, measured (issue 46): ``onnx`` adds 33 MB to a 380 MB venv and 1.3 s of import to 0.2 s of
+rewrites; ONNX Runtime's transformer optimizer also needs sympy (+85 MB) and fuses 0 of 6 attentions.
 """
 
 from __future__ import annotations
