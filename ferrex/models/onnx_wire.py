@@ -7,7 +7,7 @@ message into its top-level fields, :class:`Node` reads a ``NodeProto``, :func:`n
 writes one. Field numbers are those of ``onnx.proto3``.
 
 By hand, measured (issue 46): ``onnx`` adds 33 MB to a 380 MB venv and 1.3 s of import to 0.2 s of
-rewrites; ONNX Runtime's transformer optimizer also needs sympy (+85 MB) and fuses 0 of 6 attentions.
+rewrites; ONNX Runtime's transformer optimizer needs sympy too (+85 MB) and fuses 0 of 6 attentions.
 """
 
 from __future__ import annotations
