@@ -94,10 +94,10 @@ from ferrex.rules.memory_input import (
     Limits,
     StoreRequest,
     ValidStore,
-    parse_time,
     validate,
 )
 from ferrex.rules.secrets import SecretsMode
+from ferrex.rules.store_fields import parse_time
 from journal.events import (
     Access,
     EntitiesDiffer,

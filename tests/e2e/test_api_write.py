@@ -17,7 +17,7 @@ from openapi_spec_validator import validate
 from starlette.routing import Route
 
 from ferrex.errors import UsageError
-from ferrex.rules.memory_input import SUPERSEDES_CHARS
+from ferrex.rules.store_fields import SUPERSEDES_CHARS
 from ferrex.server.dashboard.api import KILL_BEFORE_KEY_SAVED, openapi_document
 from ferrex.server.dashboard.edge import STATUS, status_of
 from ferrex.server.dashboard.schemas import for_generators

@@ -74,8 +74,9 @@ from ferrex import __version__
 from ferrex.core.decide import NEW_MEMORY
 from ferrex.errors import FerrexError, Internal, MethodNotAllowed, NotFound, Refused, UsageError
 from ferrex.errors import KeyReused as KeyReused
-from ferrex.rules.memory_input import CONTEXT_DEPTH, REQUEST_KEY_PREFIX
+from ferrex.rules.memory_input import REQUEST_KEY_PREFIX
 from ferrex.rules.spelling import did_you_mean
+from ferrex.rules.store_fields import CONTEXT_DEPTH
 from ferrex.server.dashboard.edge import (
     ERRORS,
     HEADERS,
