@@ -33,8 +33,8 @@ from ferrex.errors import (
     from_journal_error,
 )
 from ferrex.server.caller import error_document
-from ferrex.server.dashboard.api import openapi_document
 from ferrex.server.dashboard.edge import ERRORS, RETRY_AFTER_SECONDS, ErrorStatus, status_of
+from ferrex.server.dashboard.openapi import openapi_document
 from ferrex.server.dashboard.web import Dashboard
 from ferrex.server.mcp_server import build_server, tool_inputs
 from journal.errors import JournalDamaged, JournalError
