@@ -10,8 +10,8 @@ from typing import Any
 from starlette.requests import Request
 
 from ferrex.errors import UsageError
-from ferrex.rules.store_fields import CONTEXT_DEPTH
 from ferrex.rules.spelling import did_you_mean
+from ferrex.rules.store_fields import CONTEXT_DEPTH
 
 #: The largest request body taken (bytes); a batch of many long memories fits.
 MAX_BODY = 4 * 1024 * 1024
