@@ -111,23 +111,38 @@ def _shown(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rows(
-    app: App, request: RecallRequest, answers: set[str], key_of: Callable[[str], str]
+    app: App,
+    request: RecallRequest,
+    answers: set[str],
+    key_of: Callable[[str], str],
+    depth: int = LIMIT,
 ) -> list[dict[str, Any]]:
     count = app.embedder().model().count_tokens
-    result = app.recall(replace(request, limit=LIMIT, explain=True, min_relevance=0.0,
+    result = app.recall(replace(request, limit=depth, explain=True, min_relevance=0.0,
                                 count_access=False))  # fmt: skip
     rows = []
     for r in result.results:
         shown = json.dumps(_shown(r), separators=(",", ":"), ensure_ascii=False)
-        rows.append({
+        row = {
             "answer": key_of(r["id"]) in answers,
             "tokens": int(count(shown) or 0),
             "evidence": r["relevance_evidence"],
-        })  # fmt: skip
+        }
+        if depth > LIMIT:  # what the ranker reads beside the evidence
+            row["stages"] = r["explain"]
+            row["text"] = _text(r)
+        rows.append(row)
     return rows
 
 
-def collect_locomo(out: Path, home: Path, cache_home: Path) -> Iterable[dict[str, Any]]:
+def _text(result: dict[str, Any]) -> str:
+    parts = [result.get(k) for k in ("subject", "predicate", "object", "content", "name")]
+    return " ".join(str(p) for p in parts if p)
+
+
+def collect_locomo(
+    out: Path, home: Path, cache_home: Path, depth: int = LIMIT
+) -> Iterable[dict[str, Any]]:
     bench = locomo_bench(DATA / "locomo/locomo10.json", plain=True)
     prepare_home(home, cache_home)
     app = App(home=home, config=load(home, env=STORE_ENV))
@@ -145,9 +160,9 @@ def collect_locomo(out: Path, home: Path, cache_home: Path) -> Iterable[dict[str
         for number, q in enumerate(bench.queries):
             split = split_of[q.namespace]
             request = RecallRequest(query=q.text, namespace=q.namespace)
-            rows = _rows(app, request, set(q.relevant), lambda m: by_memory.get(m, m))
+            rows = _rows(app, request, set(q.relevant), lambda m: by_memory.get(m, m), depth)
             yield {"set": "locomo", "split": split, "kind": "answer", "group": q.group,
-                   "query": q.text, "rows": rows}  # fmt: skip
+                   "query": q.text, "relevant": len(q.relevant), "rows": rows}  # fmt: skip
             elsewhere = replace(request, namespace=others[q.namespace])
             rows = _rows(app, elsewhere, set(), lambda m: m)
             yield {"set": "locomo", "split": split, "kind": "unanswerable", "group": q.group,
@@ -189,7 +204,9 @@ def _key_of(by_memory: dict[str, str]) -> Callable[[str], str]:
     return lambda memory_id: by_memory.get(memory_id, memory_id)
 
 
-def collect_longmemeval(splits: Sequence[str], cache_home: Path) -> Iterable[dict[str, Any]]:
+def collect_longmemeval(
+    splits: Sequence[str], cache_home: Path, depth: int = LIMIT
+) -> Iterable[dict[str, Any]]:
     """LongMemEval-S, plain protocol, the questions of ``splits``: each in a fresh data
     directory holding its own haystack (answerable), and the previous question of the same
     split asked of it too (unanswerable, when none of its answer turns is in this haystack).
@@ -215,10 +232,10 @@ def collect_longmemeval(splits: Sequence[str], cache_home: Path) -> Iterable[dic
                     keys = set(by_memory.values())
                     request = RecallRequest(query=stack.query.text, namespace="longmemeval")
                     rows = _rows(app, request, set(stack.query.relevant),
-                                 _key_of(by_memory))  # fmt: skip
+                                 _key_of(by_memory), depth)  # fmt: skip
                     yield {"set": "longmemeval", "split": split, "kind": "answer",
                            "group": stack.query.group, "query": stack.query.text,
-                           "rows": rows}  # fmt: skip
+                           "relevant": len(stack.query.relevant), "rows": rows}  # fmt: skip
                     other = previous.get(split)
                     if other is not None and not (set(other.query.relevant) & keys):
                         asked = replace(request, query=other.query.text)
@@ -235,9 +252,17 @@ def collect_longmemeval(splits: Sequence[str], cache_home: Path) -> Iterable[dic
 
 
 def collect(
-    out: Path, home: Path, cache_home: Path, sets: Sequence[str], lme_splits: Sequence[str]
+    out: Path,
+    home: Path,
+    cache_home: Path,
+    sets: Sequence[str],
+    lme_splits: Sequence[str],
+    depth: int = LIMIT,
 ) -> None:
-    """Append the rows of ``sets`` to ``out/rows.jsonl``."""
+    """Append the rows of ``sets`` to ``out/rows.jsonl``; ``depth``: how many results an
+    answerable LoCoMo or LongMemEval question's rows hold (:data:`LIMIT` to learn a trim; the
+    pool, :data:`ferrex.read.recall.POOL`, to learn an order: then each row also carries
+    the explain document and the memory's text)."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / "rows.jsonl").open("a", encoding="utf-8") as sink:
         if "golden" in sets:
@@ -245,10 +270,10 @@ def collect(
                 for doc in collect_golden(Path(scratch)):
                     sink.write(json.dumps(doc) + "\n")
         if "locomo" in sets:
-            for doc in collect_locomo(out, home, cache_home):
+            for doc in collect_locomo(out, home, cache_home, depth):
                 sink.write(json.dumps(doc) + "\n")
         if "longmemeval" in sets:
-            for doc in collect_longmemeval(lme_splits, cache_home):
+            for doc in collect_longmemeval(lme_splits, cache_home, depth):
                 sink.write(json.dumps(doc) + "\n")
                 sink.flush()
 
@@ -462,13 +487,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="golden,locomo",
         help="collect: golden, locomo, longmemeval (comma-separated)",
     )
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=LIMIT,
+        help="collect: results per answerable question (30: the ranker's pool)",
+    )
     parser.add_argument("--lme-splits", default="train,validation,test",
                         help="collect: LongMemEval's splits to collect")  # fmt: skip
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.command == "collect":
         collect(args.out, args.home, args.cache_home, args.sets.split(","),
-                args.lme_splits.split(","))  # fmt: skip
+                args.lme_splits.split(","), args.depth)  # fmt: skip
     elif args.command == "fit":
         fit(args.out)
     else:
