@@ -49,8 +49,8 @@ split. Recall does not use it, and no ranker's weights are in the package: chose
 validation (pairwise, L2 0.1; LoCoMo validation R@10 0.778 to 0.806, LongMemEval 0.911 to
 0.915), it moved LongMemEval's test split from R@10 0.860 to 0.863 (any@5 0.892 both) and
 lowered LoCoMo's (R@10 0.732 to 0.724, any@5 0.727 to 0.719); across the grid no setting
-raised either test split's R@10 by more than 0.003. Its inputs cost about 4.5 ms per recall (30 candidates, on a loaded
-two-core machine).
+raised either test split's R@10 by more than 0.003. Its inputs cost about 4.5 ms per recall
+(30 candidates, on a loaded two-core machine).
 
 The relevance model (the labels and the verdict) is not refitted here: refits of its five
 text inputs on these rows traded the golden set's unanswerable verdicts for LoCoMo's
