@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ferrex.core.decide import neighbour_floor
+from ferrex.core.decide.copies import neighbour_floor
 from ferrex.core.settings import StoreSettings
 from ferrex.rules.memory_input import ValidStore
 from projections.replay import Projections

@@ -22,36 +22,33 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
-from ferrex.core.decide import (
+from ferrex.core.decide import Decision
+from ferrex.core.decide.consolidate import (
     ConsolidateResult,
-    Decision,
-    EntityAction,
-    EntityResult,
     Folding,
+    UnfoldResult,
+    consolidation_groups,
+    decide_consolidate,
+    decide_refold,
+    decide_unfold,
+)
+from ferrex.core.decide.copies import neighbour_floor
+from ferrex.core.decide.entities import EntityAction, EntityResult, ResolvedEntity, decide_entity
+from ferrex.core.decide.forget import (
     ForgetResult,
     MarkResult,
-    ResolvedEntity,
     SettleResult,
-    StoreResult,
-    UnfoldResult,
     ValidateResult,
     confirmable,
-    consolidation_groups,
     decide_access,
-    decide_consolidate,
-    decide_entity,
     decide_eviction,
     decide_expiry,
     decide_forget,
     decide_mark,
-    decide_refold,
     decide_settle,
-    decide_store,
-    decide_unfold,
     decide_validate,
-    neighbour_floor,
-    store_text,
 )
+from ferrex.core.decide.store import StoreResult, decide_store, store_text
 from ferrex.core.runner import Batch, CommandRunner, Decide
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import FerrexError, UsageError

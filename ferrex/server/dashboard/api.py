@@ -71,7 +71,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ferrex import __version__
-from ferrex.core.decide import NEW_MEMORY
+from ferrex.core.decide.store import NEW_MEMORY
 from ferrex.errors import FerrexError, Internal, MethodNotAllowed, NotFound, Refused, UsageError
 from ferrex.errors import KeyReused as KeyReused
 from ferrex.rules.memory_input import CONTEXT_DEPTH, REQUEST_KEY_PREFIX
