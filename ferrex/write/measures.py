@@ -1,5 +1,5 @@
 """What the writer measures for a store's decision, when the decision asks
-(:class:`ferrex.core.decide.Measures`): cosines of short texts, the nearest memories by
+(:class:`ferrex.core.decide.shared.Measures`): cosines of short texts, the nearest memories by
 dense vector, and the vectors of a chunk's pending stores, which later stores of the chunk
 are compared with."""
 
@@ -62,7 +62,7 @@ class Pending:
 
 
 class StoreMeasures:
-    """What one store's decision asks to measure (:class:`ferrex.core.decide.Measures`),
+    """What one store's decision asks to measure (:class:`ferrex.core.decide.shared.Measures`),
     each measured once however often it is asked: cosines of short texts by the embedding
     model (``embed_many``; its cache keeps each text's vector), the nearest memories by
     ``nearest`` (Qdrant and the chunk's pending vectors), taken at the first ask."""

@@ -18,9 +18,12 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
 
 from ferrex.core.decide import Decision
 from ferrex.core.decide.consolidate import (
@@ -86,9 +89,18 @@ log = logging.getLogger("ferrex")
 EMBED_CHUNKS = 4
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
-_VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
-_NEAREST = "nearest"  # Batch.scratch key: the committed nearest memories, by store index
-_AHEAD = "ahead"  # Batch.scratch key: vectors read for the nearest queries, by store index
+
+
+@dataclass
+class _Chunk:
+    """What the stores of one chunk keep between their decisions (``Batch.state``)."""
+
+    pending: Pending = field(default_factory=Pending)
+    """The vectors of the chunk's pending stores."""
+    nearest: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
+    """The committed nearest memories, by store index."""
+    ahead: dict[int, NDArray[np.float32]] = field(default_factory=dict)
+    """Vectors read for the nearest queries, by store index."""
 
 
 def _now() -> datetime:
@@ -129,9 +141,7 @@ class Writer:
         self.embedder = embedder
         self.settings = settings or StoreSettings()
         self.clock = clock
-        self._runner: CommandRunner[Any, Any] = CommandRunner(
-            journal, projections, before_write=before_write
-        )
+        self._runner = CommandRunner(journal, projections, before_write=before_write)
 
     def new_id(self, prefix: str) -> str:
         return new_id(prefix, self.clock())
@@ -139,7 +149,7 @@ class Writer:
     # -- store ------------------------------------------------------------------------------
 
     def store(self, request: StoreRequest, *, multi_valued: bool = False) -> StoreResult:
-        """Store one memory (see :mod:`ferrex.core.decide` for the rules).
+        """Store one memory (see :mod:`ferrex.core.decide.store` for the rules).
 
         ``multi_valued``: a fact that may hold alongside others for the same subject and
         predicate (several owners, several dependencies); no conflict resolution.
@@ -262,7 +272,7 @@ class Writer:
         multi_valued: bool,
         chunk: int,
         report: Callable[[int], None],
-    ) -> list[Any]:
+    ) -> list[StoreResult | FerrexError]:
         """Decide, append and apply ``items`` chunk by chunk, one outcome each, in order.
 
         Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
@@ -273,7 +283,7 @@ class Writer:
         waits for the writer; a few chunks at a time (:func:`embedding_units`), so that
         the encoder's batches of similar length are padded less."""
 
-        def decide(item: tuple[int, Sequence[ValidStore]], batch: Batch) -> Any:
+        def decide(item: tuple[int, Sequence[ValidStore]], batch: Batch) -> Decision[StoreResult]:
             return self._decide(item, batch, multi_valued)
 
         parts = [items[start : start + chunk] for start in range(0, len(items), chunk)]
@@ -286,7 +296,7 @@ class Writer:
             also = [t for n in unit for v in parts[n] for t in self._ahead(v, multi_valued)]
             self.embedder.embed_many(texts + also)
 
-        decided: list[Any] = []
+        decided: list[StoreResult | FerrexError] = []
         # One chunk (a single store) has nothing to overlap: no thread for it.
         pool = _Inline() if len(parts) == 1 else ThreadPoolExecutor(1, "ferrex-embed")
         try:
@@ -303,7 +313,8 @@ class Writer:
                         if following[n] + 1 < len(units):
                             ahead = pool.submit(prepare, units[following[n] + 1])
                     at = [(i, part) for i in range(len(part))]
-                    decided += self._runner.run(at, decide, chunk=chunk, progress=reported)
+                    done = self._runner.run(at, decide, chunk=chunk, progress=reported)
+                    decided += done
                 except ServerDown as exc:
                     log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
                     decided += [exc] * (len(items) - start)
@@ -351,14 +362,15 @@ class Writer:
 
     def _decide(
         self, item: tuple[int, Sequence[ValidStore]], batch: Batch, multi_valued: bool
-    ) -> Any:
+    ) -> Decision[StoreResult]:
         """Decide the store at ``item = (i, chunk)``; what it asks to measure (the only I/O)
         is measured then."""
         i, part = item
         valid = part[i]
-        ahead: dict[int, Any] = batch.scratch.setdefault(_AHEAD, {})
+        kept = batch.state(_Chunk)
+        ahead = kept.ahead
         vector = ahead.pop(i) if i in ahead else self.embedder.embed(store_text(valid))
-        pending: Pending = batch.scratch.setdefault(_VECTORS, Pending())
+        pending = kept.pending
         floor = neighbour_floor(self.settings)
 
         def neighbours() -> list[tuple[str, float]]:
@@ -380,18 +392,19 @@ class Writer:
         return decision
 
     def _committed_nearest(
-        self, item: tuple[int, Sequence[ValidStore]], batch: Batch, vector: Any
+        self, item: tuple[int, Sequence[ValidStore]], batch: Batch, vector: NDArray[np.float32]
     ) -> list[tuple[str, float]]:
         """The nearest committed memories of the store at ``item = (i, chunk)``, whose vector
         is ``vector``. Qdrant does not change while a chunk is decided (its records are
         applied after the append), so the first store that asks asks for itself and every
         later store of the chunk in one batch of queries; the later ones find their answer,
-        and their vector, kept in the batch's scratch."""
+        and their vector, kept for the chunk (``Batch.state``)."""
         i, part = item
-        found: dict[int, list[tuple[str, float]]] = batch.scratch.setdefault(_NEAREST, {})
+        kept = batch.state(_Chunk)
+        found = kept.nearest
         if i not in found:
             later = self.embedder.embed_many([store_text(v) for v in part[i + 1 :]])
-            batch.scratch.setdefault(_AHEAD, {}).update(enumerate(later, start=i + 1))
+            kept.ahead.update(enumerate(later, start=i + 1))
             vectors = [vector, *later]
             answers = nearest(self.projections, list(zip(part[i:], vectors, strict=True)),
                               self.settings)  # fmt: skip
@@ -476,7 +489,7 @@ class Writer:
         self, ids: Sequence[str], shown: Iterable[str], *, caller: str | None = None
     ) -> ValidateResult:
         """Confirm memories a recall showed the caller (``validate_ids``): ids it did not
-        show are refused (:func:`ferrex.core.decide.confirmable`), nothing written."""
+        show are refused (:func:`ferrex.core.decide.forget.confirmable`), nothing written."""
         return self.validate_memories(confirmable(ids, shown), caller=caller)
 
     def mark(
@@ -507,7 +520,8 @@ class Writer:
         caller: str | None = None,
     ) -> SettleResult:
         """Settle possible conflicts from the facts confirmed (:func:`ferrex.core.decide.
-        decide_settle`): pairs that both hold, or the one fact a confirmed fact replaces."""
+        forget.decide_settle`): pairs that both hold, or the one fact a confirmed fact
+        replaces."""
         result: SettleResult = self._runner.run_one(
             ids,
             lambda i, batch: decide_settle(
@@ -527,7 +541,7 @@ class Writer:
         caller: str | None = None,
     ) -> EntityResult:
         """Merge two entities, split a wrongly merged spelling off one, or say two differ
-        (:func:`ferrex.core.decide.decide_entity`): one journal event."""
+        (:func:`ferrex.core.decide.entities.decide_entity`): one journal event."""
         ns = namespace or self.settings.default_namespace
         result: EntityResult = self._runner.run_one(
             None,
@@ -542,7 +556,7 @@ class Writer:
         """Forget the memories whose time to live has run out (the owner runs it
         periodically: ``ferrex.server.hub``)."""
 
-        def decide(_: None, batch: Batch) -> Any:
+        def decide(_: None, batch: Batch) -> Decision[ForgetResult]:
             now = self.clock()
             due = self.projections.read_model.expiring(by=now.timestamp())
             return self._refolded(decide_expiry(due, now=now), batch)
@@ -568,9 +582,9 @@ class Writer:
         return ids
 
     def enforce_budget(self, budget: int) -> ForgetResult | None:
-        """Evict what the budget cannot hold (see :func:`ferrex.core.decide.decide_eviction`)."""
+        """Evict what the budget cannot hold (:func:`ferrex.core.decide.forget.decide_eviction`)."""
 
-        def decide(_: None, batch: Batch) -> Any:
+        def decide(_: None, batch: Batch) -> Decision[ForgetResult]:
             return self._refolded(
                 decide_eviction(
                     self.projections.read_model.memories(),
@@ -588,8 +602,8 @@ class Writer:
 
     def _refolded(self, decision: Decision[ForgetResult], batch: Batch) -> Decision[ForgetResult]:
         """A forget's decision with what it does to consolidation summaries after it
-        (:func:`~ferrex.core.decide.decide_refold`): a forgotten source's sentences leave
-        its summary's text in the same record."""
+        (:func:`~ferrex.core.decide.consolidate.decide_refold`): a forgotten source's
+        sentences leave its summary's text in the same record."""
         gone = decision.result.forgotten
         if not gone:
             return decision
@@ -611,7 +625,8 @@ class Writer:
     def consolidation_groups(
         self, *, older_than_days: float, namespace: str | None = None, agent_id: str | None = None
     ) -> list[tuple[str, list[Memory]]]:
-        """The groups a consolidation would fold now (see ``decide.consolidation_groups``)."""
+        """The groups a consolidation would fold now
+        (``decide.consolidate.consolidation_groups``)."""
         created_before = _cutoff(self.clock(), older_than_days)
         self.projections.catch_up()
         found = self.projections.read_model.foldable(
@@ -671,7 +686,7 @@ class Writer:
                 planned += d.result.summaries
             return ConsolidateResult(tuple(planned), dry_run=True)
 
-        def decide(item: tuple[str, Sequence[Memory]], batch: Batch) -> Any:
+        def decide(item: tuple[str, Sequence[Memory]], batch: Batch) -> Decision[ConsolidateResult]:
             key, members = item
             current = [m for m in (batch.view.memory(x.memory_id) for x in members) if m]
             return decide_consolidate(
@@ -695,7 +710,7 @@ class Writer:
     def unfold(self, summary_id: str) -> UnfoldResult:
         """Undo one consolidation: its memories back in recall, the summary forgotten."""
 
-        def decide(sid: str, batch: Batch) -> Any:
+        def decide(sid: str, batch: Batch) -> Decision[UnfoldResult]:
             return decide_unfold(sid, batch.view, self.projections.read_model.folded(sid))
 
         result: UnfoldResult = self._runner.run_one(summary_id, decide)
@@ -706,7 +721,7 @@ class Writer:
         forgotten meanwhile, is passed over); any other refusal is raised, and what was
         undone before it stays undone."""
 
-        def decide(sid: str, batch: Batch) -> Any:
+        def decide(sid: str, batch: Batch) -> Decision[UnfoldResult]:
             return decide_unfold(sid, batch.view, self.projections.read_model.folded(sid))
 
         done: list[UnfoldResult] = []
@@ -729,7 +744,9 @@ def embedding_units(chunks: int, most: int = EMBED_CHUNKS) -> list[range]:
     return [range(0, 1), *middle, range(chunks - 1, chunks)]
 
 
-def _noted(outcome: Any, valid: ValidStore, wait_note: tuple[str, ...]) -> Any:
+def _noted(
+    outcome: StoreResult | FerrexError, valid: ValidStore, wait_note: tuple[str, ...]
+) -> StoreResult | FerrexError:
     """A store's outcome with what the caller should hear beside it: the wait for the
     model, and the likely secrets redacted before it was stored."""
     if wait_note and isinstance(outcome, StoreResult):
