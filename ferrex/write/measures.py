@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ferrex.core.decide.copies import neighbour_floor
 from ferrex.core.settings import StoreSettings
@@ -17,7 +19,7 @@ from ferrex.rules.memory_input import ValidStore
 from projections.replay import Projections
 from projections.vectors import VectorFilter
 
-__all__ = ["Pending", "StoreMeasures", "cosine", "nearest"]
+__all__ = ["ChunkVectors", "Pending", "StoreMeasures", "cosine", "nearest"]
 
 
 def cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
@@ -59,6 +61,17 @@ class Pending:
             return list(zip(self.ids, values.tolist(), strict=True))
         kept = np.flatnonzero(values.astype(np.float64) >= floor)  # as the check compares
         return [(self.ids[i], v) for i, v in zip(kept.tolist(), values[kept].tolist(), strict=True)]
+
+
+@dataclass
+class ChunkVectors:
+    """What the stores of one chunk keep between their decisions (the writer's
+    ``Batch.state``): the vectors of its pending stores, the committed nearest memories by
+    store index, and the vectors read ahead for those queries, by store index."""
+
+    pending: Pending = field(default_factory=Pending)
+    nearest: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
+    ahead: dict[int, NDArray[np.float32]] = field(default_factory=dict)
 
 
 class StoreMeasures:

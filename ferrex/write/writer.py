@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Literal, TypeVar
 
@@ -61,7 +61,7 @@ from ferrex.models.remote import ServerDown
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
 from ferrex.rules.predicates import normalize_predicate
-from ferrex.write.measures import Pending, StoreMeasures, nearest
+from ferrex.write.measures import ChunkVectors, StoreMeasures, nearest
 from journal import JournalBackend
 from projections.documents import subject_key
 from projections.replay import Projections
@@ -89,18 +89,6 @@ log = logging.getLogger("ferrex")
 EMBED_CHUNKS = 4
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
-
-
-@dataclass
-class _Chunk:
-    """What the stores of one chunk keep between their decisions (``Batch.state``)."""
-
-    pending: Pending = field(default_factory=Pending)
-    """The vectors of the chunk's pending stores."""
-    nearest: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
-    """The committed nearest memories, by store index."""
-    ahead: dict[int, NDArray[np.float32]] = field(default_factory=dict)
-    """Vectors read for the nearest queries, by store index."""
 
 
 def _now() -> datetime:
@@ -367,7 +355,7 @@ class Writer:
         is measured then."""
         i, part = item
         valid = part[i]
-        kept = batch.state(_Chunk)
+        kept = batch.state(ChunkVectors)
         ahead = kept.ahead
         vector = ahead.pop(i) if i in ahead else self.embedder.embed(store_text(valid))
         pending = kept.pending
@@ -400,7 +388,7 @@ class Writer:
         later store of the chunk in one batch of queries; the later ones find their answer,
         and their vector, kept for the chunk (``Batch.state``)."""
         i, part = item
-        kept = batch.state(_Chunk)
+        kept = batch.state(ChunkVectors)
         found = kept.nearest
         if i not in found:
             later = self.embedder.embed_many([store_text(v) for v in part[i + 1 :]])
