@@ -19,11 +19,12 @@ from dataclasses import replace
 from itertools import groupby
 from typing import Any, cast
 
+from ferrex.core.decide.restore import Item, Restored
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting import chats
-from ferrex.porting.dump import Restored, is_dump_line, is_header, parse_dump_line, parse_header
+from ferrex.porting.dump_read import is_dump_line, is_header, parse_dump_line, parse_header
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
-from ferrex.porting.restore import Item, restore_many
+from ferrex.porting.restore import restore_many
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.secrets import SecretsMode
 from ferrex.write.writer import StoreResult, Writer

@@ -22,12 +22,9 @@ from typing import Any, Final, Literal, TypeVar, get_args, get_type_hints
 
 import msgspec
 
+from ferrex.core.decide.restore import FlagKind
 from ferrex.errors import UsageError
 from journal.events import AliasMatch, MemoryType, Visibility
-
-FlagKind = Literal["possible_conflict", "entities_differ", "facts_differ"]
-"""The kinds of flag line: a possible conflict between two facts, two entities said to
-differ, two facts said to both hold (format 4)."""
 
 
 class Line(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

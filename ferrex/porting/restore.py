@@ -1,83 +1,32 @@
 """Restore a dump: journal memories exactly as the dump describes them, ids and times kept.
 
-A restore is a command like a store (writer lock → catch up → decide → append → apply), but
-what it decides is only what is not in the dump: whether the id already exists (then the
-line is skipped, which makes importing the same dump twice add nothing) and which entity
-each name is (an entity of that namespace with that normalized name, else a new one). It
-does not re-run dedup, conflict resolution or versioning: the dump records their outcomes.
-
-Each entity line is one record: ``entity.created`` with the dumped id, scope and kind, and
-an ``entity.alias_added`` per other spelling (an entity the home already holds by id, or by
-the same spelling in the same scope, only gets the spellings it lacks).
-Each memory is one record: its new entities (only for a line without ``entity_ids``),
-``memory.stored`` with the dumped id, type, multi-valued flag, derived episode,
-t_valid, links, text and ``learned_at`` (the dumped ``created_at``), then
-``memory.superseded`` (t_invalid, superseded_by),
-``memories.validated`` (last_validated, source ``operator``), ``memories.accessed``
-(access_count, last_accessed) and ``memory.marked`` (importance, pinned, expires_at) when
-the dump has them; a source a consolidation line folds gets no ``memory.superseded``: the
-line's ``memories.consolidated``, after the memories, supersedes it and records the fold.
-Chunks are group-committed and their
-texts embedded in one batch, through the writer's one write path like every store
-(:meth:`ferrex.write.writer.Writer.run`, :mod:`ferrex.core.runner`).
+The lines are checked by :mod:`ferrex.porting.dump` and decided by
+:mod:`ferrex.core.decide.restore` (what each line journals, and when it is skipped). Chunks
+are group-committed and their texts embedded in one batch, through the writer's one write
+path like every store (:meth:`ferrex.write.writer.Writer.run`, :mod:`ferrex.core.runner`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Callable, Sequence
 
-from ferrex.core.decide import Decision, NewId
-from ferrex.core.runner import Batch
-from ferrex.core.settings import StoreSettings
-from ferrex.core.view import View
-from ferrex.porting.dump import (
-    FACTS_DIFFER,
-    POSSIBLE,
+from ferrex.core.decide import Decision
+from ferrex.core.decide.restore import (
+    Item,
+    Restore,
     Restored,
     RestoredEntity,
     RestoredFlag,
     RestoredFold,
+    decide_flag,
+    decide_fold,
+    decide_restore,
+    decide_restored_entity,
+    restored_body,
 )
-from ferrex.rules.entities import normalize_entity
-from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
-from ferrex.rules.predicates import normalize_predicate
-from ferrex.rules.visibility import in_scope, scope_of
+from ferrex.core.runner import Batch
 from ferrex.write.writer import Writer
-from journal import (
-    Access,
-    EntitiesDiffer,
-    EntitiesMerged,
-    EntityAliasAdded,
-    EntityCreated,
-    Event,
-    FactsDiffer,
-    FactsPossiblyConflicting,
-    KeptEntity,
-    MemoriesAccessed,
-    MemoriesConsolidated,
-    MemoriesForgotten,
-    MemoriesValidated,
-    MemoryBody,
-    MemoryMarked,
-    MemoryStored,
-    MemorySuperseded,
-)
 from projections.documents import memory_text
-
-
-@dataclass(frozen=True)
-class Restore:
-    status: Literal["stored", "skipped"]
-    id: str
-    position: int | None = None
-    """The record that restored it; None when skipped (the id exists)."""
-    warnings: tuple[str, ...] = ()
-
-
-Item = Restored | RestoredEntity | RestoredFlag | RestoredFold
-"""One checked line of a dump."""
 
 
 def restore_many(
@@ -97,7 +46,8 @@ def restore_many(
     already is not journaled again: importing a dump twice adds nothing)."""
 
     def texts(part: Sequence[Item]) -> list[str]:
-        return [memory_text(i.valid.type, _body(i, None)) for i in part if isinstance(i, Restored)]
+        stored = [i for i in part if isinstance(i, Restored)]
+        return [memory_text(i.valid.type, restored_body(i, None)) for i in stored]
 
     def decide(item: Item, batch: Batch) -> Decision[Restore]:
         if isinstance(item, RestoredFlag):
@@ -105,7 +55,9 @@ def restore_many(
         if isinstance(item, RestoredFold):
             return decide_fold(item, batch.view, fresh, memories)
         if isinstance(item, RestoredEntity):
-            decided = decide_entity(item, batch.view, settings=writer.settings, entities=dumped)
+            decided = decide_restored_entity(
+                item, batch.view, settings=writer.settings, entities=dumped
+            )
         else:
             decided = decide_restore(
                 item, batch.view, new_id=writer.new_id, settings=writer.settings,
@@ -121,303 +73,3 @@ def restore_many(
     if writer.settings.budget_bytes is not None and any(r.status == "stored" for r in restored):
         writer.enforce_budget(writer.settings.budget_bytes)
     return restored
-
-
-def decide_restore(
-    item: Restored,
-    view: View,
-    *,
-    new_id: NewId,
-    settings: StoreSettings,
-    entities: Mapping[str, RestoredEntity] | None = None,
-    folded_into: str | None = None,
-) -> Decision[Restore]:
-    """The events that journal one dumped memory as it was; skipped when its id exists.
-
-    ``entities``: the dump's entity lines by id, so a memory links to the entity its dump
-    named (restored by :func:`decide_entity` before it) or to the one that entity merged
-    into. ``folded_into``: the summary a consolidation line of the dump folds it into (its
-    ``memories.consolidated``, journaled by :func:`decide_fold`, supersedes it)."""
-    if view.memory(item.memory_id) is not None:
-        return Decision((), Restore("skipped", item.memory_id))
-    events = _events(item, view, new_id, settings, entities or {})
-    if folded_into is not None and item.superseded_by == folded_into:
-        events = [e for e in events if not isinstance(e, MemorySuperseded)]
-    return Decision(tuple(events), Restore("stored", item.memory_id))
-
-
-def decide_flag(item: RestoredFlag, view: View, fresh: set[str]) -> Decision[Restore]:
-    """A dumped possible conflict between two facts, two facts said to both hold, or a
-    difference between two entities, journaled as its event when this restore journaled one
-    of the two and the home holds both; skipped otherwise."""
-    if item.kind == FACTS_DIFFER:
-        there = view.memory(item.first) is not None and view.memory(item.other) is not None
-        event: Event = FactsDiffer(memory_id=item.first, other_id=item.other,
-                                   namespace=item.namespace)  # fmt: skip
-    elif item.kind == POSSIBLE:
-        there = view.memory(item.first) is not None and view.memory(item.other) is not None
-        event = FactsPossiblyConflicting(
-            memory_id=item.first, namespace=item.namespace, others=(item.other,),
-            entity_id=item.entity_id, other_entity_id=item.other_entity_id,
-            reason=item.reason, score=item.score,
-        )  # fmt: skip
-    else:
-        names = {s.entity_id for s in view.spellings(item.namespace)}
-        there = item.first in names and item.other in names
-        event = EntitiesDiffer(entity_id=item.first, other_id=item.other, namespace=item.namespace)
-    if not there or not ({item.first, item.other} & fresh):
-        return Decision((), Restore("skipped", item.first))
-    return Decision((event,), Restore("stored", item.first))
-
-
-def decide_fold(
-    item: RestoredFold, view: View, fresh: set[str], memories: Mapping[str, Restored]
-) -> Decision[Restore]:
-    """A dumped consolidation journaled as its ``memories.consolidated``, when this restore
-    journaled the summary or a source and the home holds the summary and its sources (so
-    ``consolidate --undo`` and a forgotten source's refold work on the restored home);
-    skipped otherwise. A source the dump shows superseded by something else since is
-    superseded so again after it."""
-    there = tuple(m for m in item.memory_ids if view.memory(m) is not None)
-    mine = {item.summary_id, *item.memory_ids} & fresh
-    if not mine or view.memory(item.summary_id) is None or not there:
-        return Decision((), Restore("skipped", item.summary_id))
-    events: list[Event] = [
-        MemoriesConsolidated(
-            summary_id=item.summary_id, namespace=item.namespace, memory_ids=there, at=item.at
-        )
-    ]
-    for memory_id in there:
-        dumped = memories.get(memory_id)
-        if dumped is None or dumped.superseded_by == item.summary_id:
-            continue
-        if dumped.t_invalid is not None:
-            events.append(
-                MemorySuperseded(memory_id=memory_id, namespace=item.namespace,
-                                 t_invalid=dumped.t_invalid, superseded_by=dumped.superseded_by)
-            )  # fmt: skip
-    return Decision(tuple(events), Restore("stored", item.summary_id))
-
-
-def decide_entity(
-    item: RestoredEntity,
-    view: View,
-    *,
-    settings: StoreSettings,
-    entities: Mapping[str, RestoredEntity] | None = None,
-) -> Decision[Restore]:
-    """The events that journal one dumped entity as it was, with its id, scope and spellings,
-    and, for one the dump shows merged, its ``entities.merged`` into the entity that took it
-    (``entities``: the dump's entity lines by id; the one it merged into comes first).
-
-    Skipped when the home already holds that id, or an entity of that namespace and scope
-    with that normalized spelling (then the dumped entity merges into it); either way the
-    spellings it lacks are added."""
-    namespace = item.namespace or settings.default_namespace
-    target = _entity_target(item, namespace, view)
-    known = {(s.entity_id, s.normalized) for s in view.spellings(namespace)}
-    events: list[Event] = []
-    if target is None:
-        target = item.entity_id
-        events.append(
-            EntityCreated(
-                entity_id=target,
-                namespace=namespace,
-                name=item.name,
-                normalized=item.normalized,
-                kind=item.kind,
-                agent_id=item.agent_id,
-            )
-        )
-        known = set()  # every dumped spelling is journaled, even one replacing the name's
-    for alias in item.aliases:
-        if (target, alias.normalized) in known:
-            continue
-        known.add((target, alias.normalized))
-        events.append(
-            EntityAliasAdded(
-                entity_id=target,
-                namespace=namespace,
-                alias=alias.alias,
-                normalized=alias.normalized,
-                match=alias.match,
-                score=alias.score,
-                agent_id=alias.agent_id,
-            )
-        )
-    created = bool(events) and isinstance(events[0], EntityCreated)
-    into = _merged_into(item, namespace, view, entities or {})
-    if created and into is not None and into != target:
-        events.append(EntitiesMerged(entity_id=target, into=into, namespace=namespace))
-    if created and item.kept_for:
-        # Who still sees it: the one event that says so is a cascading forget's.
-        events.append(
-            MemoriesForgotten(memory_ids=(), namespace=namespace, reason="import",
-                              kept_entities=(KeptEntity(target, item.kept_for),))
-        )  # fmt: skip
-    return Decision(tuple(events), Restore("stored" if created else "skipped", item.entity_id))
-
-
-def _merged_into(
-    item: RestoredEntity, namespace: str, view: View, entities: Mapping[str, RestoredEntity]
-) -> str | None:
-    """The home's entity a dumped merged entity goes into: the one the dumped entity it
-    merged into became, or that id when the home holds it; None when not merged (or the
-    entity it merged into is in neither)."""
-    if item.merged_into is None:
-        return None
-    dumped = entities.get(item.merged_into)
-    target = _entity_target(dumped, namespace, view) if dumped is not None else None
-    if target is None and any(s.entity_id == item.merged_into for s in view.spellings(namespace)):
-        target = item.merged_into
-    return target
-
-
-def _entity_target(item: RestoredEntity, namespace: str, view: View) -> str | None:
-    """The entity of the home a dumped entity is (its id, or the same spelling in the same
-    scope), or None when it is new."""
-    spellings = view.spellings(namespace)
-    if any(s.entity_id == item.entity_id for s in spellings):
-        return item.entity_id
-    for spelling in spellings:
-        if spelling.normalized == item.normalized and spelling.agent_id == item.agent_id:
-            return spelling.entity_id
-    return None
-
-
-def _linked(
-    item: Restored, namespace: str, view: View, entities: Mapping[str, RestoredEntity]
-) -> tuple[str, ...] | None:
-    """The home's entities for a memory's dumped entity ids; None when one of them is
-    neither in the dump nor in the home (then its names are resolved instead)."""
-    if not item.entity_ids:
-        return None
-    known = {s.entity_id for s in view.spellings(namespace)}
-    linked: list[str] = []
-    for entity_id in item.entity_ids:
-        dumped = entities.get(entity_id)
-        target = _entity_target(dumped, namespace, view) if dumped is not None else None
-        if target is None and entity_id in known:
-            target = entity_id
-        if target is None:
-            return None
-        linked.append(target)
-    return tuple(dict.fromkeys(linked))
-
-
-def _entity(
-    namespace: str, scope: str | None, name: str, view: View, new_id: NewId, events: list[Event]
-) -> str:
-    """The entity of that namespace and scope with that normalized name, else a new one."""
-    normalized = normalize_entity(name)
-    for spelling in view.spellings(namespace):
-        if spelling.normalized == normalized and in_scope(
-            scope, spelling.agent_id, spelling.viewers
-        ):
-            return spelling.entity_id
-    for event in events:  # created earlier in this same memory
-        if isinstance(event, EntityCreated) and event.normalized == normalized:
-            return event.entity_id
-    entity_id = new_id("ent")
-    events.append(
-        EntityCreated(
-            entity_id=entity_id,
-            namespace=namespace,
-            name=name,
-            normalized=normalized,
-            agent_id=scope,
-        )
-    )
-    return entity_id
-
-
-def _body(item: Restored, predicate_normalized: str | None) -> MemoryBody:
-    v = item.valid
-    return MemoryBody(
-        content=v.content,
-        subject=v.subject,
-        predicate=v.predicate,
-        object=v.object,
-        predicate_normalized=predicate_normalized,
-        procedure_name=v.name,
-        conditions=v.conditions,
-        steps=v.steps,
-        source=v.source,
-        context=v.context,
-        import_key=item.import_key,
-    )
-
-
-def _events(
-    item: Restored,
-    view: View,
-    new_id: NewId,
-    settings: StoreSettings,
-    entities: Mapping[str, RestoredEntity],
-) -> list[Event]:
-    v = item.valid
-    namespace = v.namespace or settings.default_namespace
-    assert v.t_valid is not None  # a dump line always has t_valid
-    events: list[Event] = []
-    visibility = v.visibility or "shared"
-    scope = scope_of(v.agent_id, visibility)
-    entity_ids = _linked(item, namespace, view, entities)
-    if entity_ids is None:
-        entity_ids = tuple(
-            dict.fromkeys(_entity(namespace, scope, n, view, new_id, events) for n in v.entities)
-        )
-    predicate = item.predicate_normalized if v.predicate is not None else None
-    if v.predicate is not None and predicate is None:
-        predicate = normalize_predicate(v.predicate, settings.synonyms_for(namespace))
-    events.append(
-        MemoryStored(
-            memory_id=item.memory_id,
-            namespace=namespace,
-            memory_type=v.type,
-            t_valid=v.t_valid,
-            confidence=v.confidence,
-            entity_ids=entity_ids,
-            supersedes=v.supersedes,
-            procedure_version=item.version,
-            agent_id=v.agent_id,
-            visibility=visibility,
-            body=_body(item, predicate),
-            multi_valued=item.multi_valued,
-            episode=item.episode,
-            valid_from_given=item.valid_from_given,
-            learned_at=item.created_at,
-        )
-    )
-    if item.t_invalid is not None:
-        events.append(
-            MemorySuperseded(
-                memory_id=item.memory_id,
-                namespace=namespace,
-                t_invalid=item.t_invalid,
-                superseded_by=item.superseded_by,
-                reason="version" if v.type == "procedural" else "explicit",
-            )
-        )
-    if item.last_validated is not None:
-        events.append(
-            MemoriesValidated(
-                memory_ids=(item.memory_id,), at=item.last_validated, source="operator"
-            )
-        )
-    if v.importance != DEFAULT_IMPORTANCE or v.pinned or item.expires_at is not None:
-        events.append(
-            MemoryMarked(
-                memory_id=item.memory_id,
-                namespace=namespace,
-                importance=v.importance,
-                pinned=v.pinned,
-                expires_at=item.expires_at,
-            )
-        )
-    if item.access_count and item.last_accessed is not None:
-        events.append(
-            MemoriesAccessed(
-                accesses=(Access(item.memory_id, item.last_accessed, item.access_count),)
-            )
-        )
-    return events

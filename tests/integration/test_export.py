@@ -16,17 +16,11 @@ from typing import Any
 import msgspec
 import pytest
 
+from ferrex.core.decide.restore import RestoredEntity
 from ferrex.errors import BackendUnavailable, JournalFailure, UsageError
 from ferrex.models import Embedder
-from ferrex.porting.dump import (
-    RestoredEntity,
-    dump_line,
-    entity_names,
-    live_memories,
-    parse_dump_line,
-    parse_line,
-    write_dump,
-)
+from ferrex.porting.dump import dump_line, entity_names, live_memories, write_dump
+from ferrex.porting.dump_read import parse_dump_line, parse_line
 from ferrex.porting.gitexport import export_git
 from ferrex.porting.gitverify import verify_against
 from ferrex.porting.memory_server import graph_items

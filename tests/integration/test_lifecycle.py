@@ -19,7 +19,8 @@ import pytest
 
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
-from ferrex.porting.dump import is_header, parse_line, write_dump
+from ferrex.porting.dump import write_dump
+from ferrex.porting.dump_read import is_header, parse_line
 from ferrex.porting.restore import restore_many
 from ferrex.read.recall import AccessLog, Reader, RecallRequest
 from ferrex.rules.memory_input import StoreRequest

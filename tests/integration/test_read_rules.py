@@ -15,7 +15,7 @@ import pytest
 from ferrex.app import App
 from ferrex.config import load
 from ferrex.errors import Refused
-from ferrex.porting.dump import parse_line
+from ferrex.porting.dump_read import parse_line
 from ferrex.porting.restore import restore_many
 from ferrex.server.service import Caller, Service
 

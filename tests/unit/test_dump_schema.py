@@ -9,8 +9,11 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 import msgspec
 import pytest
 
+from ferrex.core.decide import restore
+from ferrex.core.decide.restore import RestoredFlag
 from ferrex.errors import UsageError
 from ferrex.porting import dump
+from ferrex.porting.dump_read import parse_entity_line
 from ferrex.porting.lines import FlagLine, keys, values
 from journal import events as ev
 from projections.rows import Memory
@@ -41,13 +44,13 @@ def _entity(match: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("match", get_args(ev.AliasMatch))
 def test_every_match_kind_of_the_catalogue_parses(match: str) -> None:
-    parsed = dump.parse_entity_line(_entity(match), "line 1")
+    parsed = parse_entity_line(_entity(match), "line 1")
     assert parsed.aliases[0].match == match
 
 
 def test_a_match_kind_the_catalogue_lacks_is_refused() -> None:
     with pytest.raises(UsageError, match="abbreviation"):
-        dump.parse_entity_line(_entity("guessed"), "line 1")
+        parse_entity_line(_entity("guessed"), "line 1")
 
 
 def test_every_kind_of_the_catalogue_says_how_a_dump_carries_it() -> None:
@@ -109,7 +112,7 @@ def test_a_carried_enumeration_takes_exactly_the_catalogue_values() -> None:
 
 
 def test_flag_kinds_are_the_flag_line_types() -> None:
-    assert {dump.POSSIBLE, dump.DIFFER, dump.FACTS_DIFFER} == set(
+    assert {restore.POSSIBLE, restore.DIFFER, restore.FACTS_DIFFER} == set(
         values(dump.LINES["flag"], "type")
     )
-    assert get_type_hints(dump.RestoredFlag)["kind"] == get_type_hints(FlagLine)["type"]
+    assert get_type_hints(RestoredFlag)["kind"] == get_type_hints(FlagLine)["type"]

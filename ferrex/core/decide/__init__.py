@@ -16,7 +16,8 @@ The families: :mod:`.store` (one store, in the order of its rules), with :mod:`.
 fact's relation: replace, repeat, history, plural, possible conflicts), :mod:`.copies`
 (duplicates and re-imports) and :mod:`.entities` (a store's names resolved; merge, split and
 differ); :mod:`.forget` (forget, confirm and settle, marks, expiry, accesses, eviction);
-:mod:`.consolidate` (fold, unfold, refold). :mod:`.shared` holds what they share and
+:mod:`.consolidate` (fold, unfold, refold); :mod:`.restore` (a dump's lines journaled as they
+were). :mod:`.shared` holds what they share and
 :mod:`.notes` the prose they put into answers. This module defines only what every
 decision is: the :class:`Decision` and the id generator it is given.
 """
