@@ -49,16 +49,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.models import choose_embedding_model  # noqa: E402
-from journal import Journal, JournalBackend  # noqa: E402
-from journal.segment import list_segments  # noqa: E402
-from tools import bench_journal, quiet  # noqa: E402
-from tools.bench_recall import Measured, build, measure, pct  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.models import choose_embedding_model
+from journal import Journal, JournalBackend
+from journal.segment import list_segments
+from tools import bench_journal, harness
+from tools.bench_recall import Measured, build, measure
+from tools.harness import ROOT
 
 FULL_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -157,7 +155,7 @@ def summary(values: list[float]) -> dict[str, float | int] | None:
     return {
         "n": len(values),
         "p50_ms": round(statistics.median(values), 2),
-        "p95_ms": round(pct(values, 0.95), 2),
+        "p95_ms": round(harness.percentile(values, 0.95), 2),
         "mean_ms": round(statistics.fmean(values), 2),
         "max_ms": round(max(values), 2),
     }
@@ -324,10 +322,10 @@ def journal_numbers(scratch: Path, plan: Plan) -> dict[str, Any]:
 
 
 def mcp_numbers(home: Path | None, scratch: Path, plan: Plan) -> dict[str, Any]:
-    """tools/bench_mcp.py in its own process (it starts servers), on a copy of ``home``."""
+    """``tools.bench_mcp`` in its own process (it starts servers), on a copy of ``home``."""
     out = scratch / "mcp.json"
     command = [
-        sys.executable, str(ROOT / "tools" / "bench_mcp.py"), "--json", str(out),
+        sys.executable, "-m", "tools.bench_mcp", "--json", str(out),
         "--calls", str(plan.mcp_calls), "--starts", str(plan.mcp_starts),
         "--seconds", str(plan.mcp_seconds),
     ]  # fmt: skip
@@ -556,9 +554,9 @@ def parse() -> tuple[argparse.Namespace, Plan]:
         "--replot", type=Path, metavar="RESULTS_JSON",
         help="measure nothing: write results.md and latency.png again from this results.json",
     )  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     quick = args.quick
     sizes = (
         tuple(int(s) for s in args.sizes.split(",") if s.strip())
@@ -597,7 +595,7 @@ def main() -> None:
     reuse: Path | None = args.reuse
     results: dict[str, Any] = {
         "machine": machine(),
-        "command": " ".join(["python tools/bench.py", *sys.argv[1:]]),
+        "command": " ".join(["python -m tools.bench", *sys.argv[1:]]),
         "settings": {
             "sizes": list(plan.sizes),
             "queries": plan.queries,

@@ -24,8 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from tests.chat_exports import (
     T0,
     claude_conversation,
@@ -33,7 +31,7 @@ from tests.chat_exports import (
     gpt_conversation,
     gpt_message,
 )
-from tools import quiet
+from tools import harness
 from tools.bench_journal import WORDS
 
 PER_CONVERSATION = 12
@@ -101,9 +99,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--format", choices=("chatgpt", "claude"), default="chatgpt")
     parser.add_argument("--dir", type=Path, help="keep the export and home here")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     rng = random.Random(28)
     base = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-chat-bench-"))
     base.mkdir(parents=True, exist_ok=True)

@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 from typing import TypedDict
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
+from tools import harness
 
 SEED = [
     "The staging database moved to Postgres 16 on 2024-03-02.",
@@ -184,11 +183,11 @@ def main() -> None:
     parser.add_argument("--ferrex", default=str(Path(sys.executable).parent / "ferrex"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     options = parser.parse_args()
     if 2 * (options.runs + 1) > len(TOPICS):  # every store of the two passes a new text
         parser.error(f"--runs is at most {len(TOPICS) // 2 - 1}")
-    quiet.begin(options)
+    harness.begin(options)
     compiled(options.ferrex)
 
     with tempfile.TemporaryDirectory(prefix="ferrex-bench-cli-") as scratch:

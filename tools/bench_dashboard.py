@@ -30,15 +30,12 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from ferrex.server.service import Caller, Service  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_journal import WORDS  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.rules.memory_input import StoreRequest
+from ferrex.server.service import Caller, Service
+from tools import harness
+from tools.bench_journal import WORDS
 
 FERREX = str(Path(sys.executable).with_name("ferrex"))
 NAMES = [f"{a}-{b}" for a in ("billing", "search", "auth", "ledger", "edge", "infra", "mobile",
@@ -260,9 +257,9 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build homes here and keep them")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--screenshots", type=Path, help="write screenshots here and stop")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     if args.screenshots is not None:
         screenshots(args.screenshots)
         return

@@ -25,25 +25,19 @@ from __future__ import annotations
 import argparse
 import logging
 import random
-import shutil
 import statistics
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from projections.indexing import ApartBuild  # noqa: E402
-from projections.qdrant_edge import EdgeBackend  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_journal import WORDS  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.read.recall import RecallRequest
+from ferrex.rules.memory_input import StoreRequest
+from projections.indexing import ApartBuild
+from projections.qdrant_edge import EdgeBackend
+from tools import harness
+from tools.bench_journal import WORDS
 
 
 def _ms(samples: list[float]) -> str:
@@ -93,7 +87,7 @@ def main() -> None:
         "--stand-in", action="store_true",
         help="the home was built by tools/bench_million.py: open it with its stand-in vectors",
     )  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
     if not args.home.is_dir():
         parser.error(f"--home {args.home} does not exist")
@@ -101,13 +95,12 @@ def main() -> None:
         from tools.bench_million import STAND_IN_NOTE
 
         print(STAND_IN_NOTE)
-    quiet.begin(args)
+    harness.begin(args)
     # The index's own report: how long the copy, the build and the switch took.
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("ferrex.projections").setLevel(logging.INFO)
-    with tempfile.TemporaryDirectory(prefix="ferrex-beside-") as scratch:
-        home = Path(scratch) / "home"
-        shutil.copytree(args.home, home, symlinks=True)
+    with harness.scratch("ferrex-beside-") as scratch:
+        home = harness.home_copy(args.home, scratch)
         if args.stand_in:
             from tools.bench_million import HashProjection, open_app
 

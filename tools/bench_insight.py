@@ -20,22 +20,17 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.read.insight import RARELY_RECALLED, clock_bound, reflect, scoring, stats  # noqa: E402
-from ferrex.read.seen import Sight  # noqa: E402
-from ferrex.rules.freshness import StalenessConfig  # noqa: E402
-from ferrex.rules.subjects import object_form  # noqa: E402
-from journal import (  # noqa: E402
+from ferrex.read.insight import RARELY_RECALLED, clock_bound, reflect, scoring, stats
+from ferrex.read.seen import Sight
+from ferrex.rules.freshness import StalenessConfig
+from ferrex.rules.subjects import object_form
+from journal import (
     Access,
     AnyEvent,
     EntityCreated,
@@ -46,9 +41,9 @@ from journal import (  # noqa: E402
     MemorySuperseded,
     Record,
 )
-from projections.sqlite import LabelQuery, ReadModel, Rules  # noqa: E402
-from tests.integration.test_insight_aggregates import old_reflect, old_stats  # noqa: E402
-from tools import quiet  # noqa: E402
+from projections.sqlite import LabelQuery, ReadModel, Rules
+from tests.integration.test_insight_aggregates import old_reflect, old_stats
+from tools import harness
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 AGENTS = [None, "alice", "bob", "carol"]
@@ -136,9 +131,8 @@ def build(path: Path, count: int, age_days: int, seed: int) -> None:
 def timed(call: Callable[[], Any]) -> tuple[float, Any]:
     """The CPU time of one call (this process's: wall time on a loaded machine would
     measure the other processes) and its answer."""
-    start = time.process_time()
-    out = call()
-    return time.process_time() - start, out
+    took = harness.timed(call)
+    return took.cpu, took.value
 
 
 def main() -> None:
@@ -147,9 +141,9 @@ def main() -> None:
     parser.add_argument("--ages", default="30,400", help="days the store times spread over")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per home")
     parser.add_argument("--seed", type=int, default=7)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     config = StalenessConfig()
     now = NOW.timestamp()
     for age in (int(a) for a in args.ages.split(",")):

@@ -28,12 +28,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from journal import Journal, JournalBackend, MemoryBody, MemoryStored  # noqa: E402
-from journal.postgres import PostgresJournal  # noqa: E402
-from tools import quiet  # noqa: E402
+from journal import Journal, JournalBackend, MemoryBody, MemoryStored
+from journal.postgres import PostgresJournal
+from tools import harness
 
 WORDS = [
     "deploy",
@@ -76,11 +73,6 @@ def memory(i: int) -> MemoryStored:
 
 
 Opener = Callable[[], JournalBackend]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def bench_appends(open_fresh: Opener, n: int, batch: int) -> float:
@@ -138,7 +130,7 @@ def follow_latency(open_journal: Opener, samples: int) -> tuple[float, float]:
     writer.close()
     reader.close()
     latencies = [(seen[p] - t) * 1000 for p, t in sent.items() if p in seen]
-    return pct(latencies, 0.5), pct(latencies, 0.95)
+    return harness.percentile(latencies, 0.5), harness.percentile(latencies, 0.95)
 
 
 def lock_cost(open_journal: Opener, n: int = 300) -> float:
@@ -214,7 +206,7 @@ def cross_server(url: str, root: Path, stores: int) -> tuple[float, float]:
     finally:
         a.close()
         b.close()
-    return pct(times, 0.5), pct(times, 0.95)
+    return harness.percentile(times, 0.5), harness.percentile(times, 0.95)
 
 
 def run(open_fresh: Opener, open_again: Opener, args: argparse.Namespace, home: Path,
@@ -309,9 +301,9 @@ def main() -> None:
     parser.add_argument("--postgres", default=None, help="a PostgreSQL URL (its ferrex tables "
                         "are dropped!); default: a throwaway cluster")  # fmt: skip
     parser.add_argument("--backends", default="files,postgres")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     root = Path(tempfile.mkdtemp(prefix="ferrex-bench-"))
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}, dir: {root}")
     results: dict[str, Numbers] = {}

@@ -18,21 +18,17 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.models.late import LateInteraction, TokenCache  # noqa: E402
-from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_recall import build, pct  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.models.late import LateInteraction, TokenCache
+from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
+from ferrex.read.recall import RecallRequest
+from tools import harness
+from tools.bench_recall import build
 
 
 def main() -> None:
@@ -41,9 +37,9 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="reuse (or build and keep) this home")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     rng = random.Random(args.seed)
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
     home = args.home or Path(tempfile.mkdtemp(prefix="ferrex-bench-late-")) / "home"
@@ -91,7 +87,8 @@ def main() -> None:
     print(f"\n{count:,} memories, {len(probes)} recalls each, limit 10, rerank pool 20\n")
     print("| reranker | recall p50 ms | p95 ms |\n|---|---:|---:|")
     for label, values in times.items():
-        print(f"| {label} | {statistics.median(values):.1f} | {pct(values, 0.95):.1f} |")
+        p50, p95 = statistics.median(values), harness.percentile(values, 0.95)
+        print(f"| {label} | {p50:.1f} | {p95:.1f} |")
     print(f"\nload average after: {os.getloadavg()}; home {home}")
 
 

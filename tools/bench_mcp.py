@@ -39,14 +39,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-
-from tools import quiet  # noqa: E402
-from tools.bench_recall import build, pct, text  # noqa: E402
+from tools import harness
+from tools.bench_recall import build, text
 
 FERREX = str(Path(sys.executable).with_name("ferrex"))
 INIT = {
@@ -260,7 +257,7 @@ def _cell(mix: str, clients: int, seconds: float, calls: list[tuple[str, float]]
     for tool in ("recall", "store"):
         times = [t for name, t in calls if name == tool]
         if times:
-            cell[tool] = (statistics.median(times), pct(times, 0.95), len(times))
+            cell[tool] = (statistics.median(times), harness.percentile(times, 0.95), len(times))
     return cell
 
 
@@ -306,7 +303,7 @@ def handover(home: Path, rounds: int) -> list[float]:
 
 def row(name: str, values: list[float]) -> str:
     return (f"| {name} | {len(values)} | {statistics.median(values) * 1000:.1f} | "
-            f"{pct(values, 0.95) * 1000:.1f} |")  # fmt: skip
+            f"{harness.percentile(values, 0.95) * 1000:.1f} |")  # fmt: skip
 
 
 def main() -> None:
@@ -324,9 +321,9 @@ def main() -> None:
     parser.add_argument("--handovers", type=int, default=5, help="owner kills to time")
     parser.add_argument("--skip-table", action="store_true",
                         help="with --only-concurrency: only the hand-over")  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     if args.only_concurrency:
         concurrency_main(args)
         return

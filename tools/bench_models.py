@@ -8,11 +8,10 @@ load average is printed before and after, since the numbers mean little on a bus
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,9 +23,7 @@ from ferrex.models import (
     text_key,
 )
 from ferrex.models.sparse import Bm25Encoder
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
+from tools import harness
 
 SUBJECTS = ("the deploy", "INC-90312", "the billing service", "our staging cluster", "Alice")
 VERBS = ("failed after", "was fixed by", "depends on", "moved to", "was reviewed in")
@@ -48,25 +45,18 @@ def short_texts(count: int, salt: str) -> list[str]:
     return texts
 
 
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def timed(action: Callable[..., object], *args: object) -> float:
-    """Seconds ``action(*args)`` takes (arguments are built before the clock starts)."""
-    started = time.perf_counter()
-    action(*args)
-    return time.perf_counter() - started
+    """Wall seconds ``action(*args)`` takes (arguments are built before the clock starts)."""
+    return harness.timed(functools.partial(action, *args)).wall
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, help="data directory (default: a temporary one)")
     parser.add_argument("--rounds", type=int, default=5, help="batches of 256 to time")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     with tempfile.TemporaryDirectory(prefix="ferrex-bench-") as scratch:
         run(args.home or Path(scratch), args.rounds)
 
@@ -101,18 +91,18 @@ def run(home: Path, rounds: int) -> None:
 
     queries = short_texts(200, "q")
     latencies = [timed(model.run, [q], 1) * 1000.0 for q in queries]
-    rows.append(("single query p50 (model only)", f"{percentile(latencies, 0.50):.2f} ms"))
-    rows.append(("single query p95 (model only)", f"{percentile(latencies, 0.95):.2f} ms"))
+    rows.append(("single query p50 (model only)", f"{harness.percentile(latencies, 0.50):.2f} ms"))
+    rows.append(("single query p95 (model only)", f"{harness.percentile(latencies, 0.95):.2f} ms"))
 
     cached = short_texts(1000, "c")
     embedder.embed_many(cached)
     hit_times = [timed(embedder.embed, t) * 1e6 for t in cached]
-    rows.append(("embed() of a cached text, p50", f"{percentile(hit_times, 0.50):.0f} µs"))
+    rows.append(("embed() of a cached text, p50", f"{harness.percentile(hit_times, 0.50):.0f} µs"))
     cache = EmbeddingCache(cache_path(home))
     identity = model.identity
     lookups = [timed(cache.get_many, identity, [text_key(t)]) * 1e6 for t in cached]
-    rows.append(("cache lookup (one key), p50", f"{percentile(lookups, 0.50):.0f} µs"))
-    rows.append(("cache lookup (one key), p95", f"{percentile(lookups, 0.95):.0f} µs"))
+    rows.append(("cache lookup (one key), p50", f"{harness.percentile(lookups, 0.50):.0f} µs"))
+    rows.append(("cache lookup (one key), p95", f"{harness.percentile(lookups, 0.95):.0f} µs"))
     bulk = timed(cache.get_many, identity, [text_key(t) for t in cached])
     rows.append(("cache lookup (1000 keys at once)", f"{bulk * 1e6 / len(cached):.1f} µs/key"))
     cache.close()

@@ -59,11 +59,9 @@ from projections.qdrant_edge import EdgeBackend
 from projections.replay import Live, Projections, read_pointer
 from projections.sqlite import ReadModel
 from projections.vector_sink import Encoders, VectorSink
+from tools import harness
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
-
-REPO = Path(__file__).resolve().parent.parent
+REPO = harness.ROOT
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 NAMESPACES = ("acme", "acme", "acme", "acme-infra", "personal")
 
@@ -866,9 +864,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--top", type=int, default=20, help="rows of the profile tables")
     parser.add_argument("--keep", action="store_true", help="keep each size's data directory")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     profile_size = sizes[0] if args.profile_size is None else args.profile_size
 

@@ -33,14 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-
-from tools import quiet  # noqa: E402
-from tools.bench_journal import WORDS  # noqa: E402
+from tools import harness
+from tools.bench_journal import WORDS
 
 FERREX = str(Path(sys.executable).with_name("ferrex"))
 
@@ -118,8 +115,7 @@ def _child_pid() -> int:
 async def measure(
     ferrex: str, home: Path, calls: int, top: int = 0, *, rebuild: bool = False
 ) -> None:
-    copy = Path(tempfile.mkdtemp(prefix="ferrex-bench-rss-")) / "home"
-    shutil.copytree(home, copy, symlinks=True)
+    copy = harness.home_copy(home, Path(tempfile.mkdtemp(prefix="ferrex-bench-rss-")))
     if rebuild:
         done = subprocess.run([ferrex, "--home", str(copy), "replay"], capture_output=True,
                               text=True, check=True)  # fmt: skip
@@ -162,14 +158,14 @@ def main() -> None:
         "--mappings", type=int, default=0, metavar="N",
         help="also print the N largest resident mappings at the end (by file; anonymous apart)",
     )  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     sides = [("ferrex", args.ferrex)] + ([("baseline", args.baseline)] if args.baseline else [])
     for label, executable in sides:
         print(f"{label} ({executable}) on a copy of {args.home}:")
         asyncio.run(measure(executable, args.home, args.calls, args.mappings, rebuild=args.rebuild))
-        print(f"  {quiet.load_line()}")
+        print(f"  {harness.load_line()}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ import os
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -27,9 +26,7 @@ from pathlib import Path
 from projections.qdrant_edge import EdgeBackend
 from projections.qdrant_server import ClientBackend
 from projections.vectors import SparseVector, VectorBackend, VectorFilter, VectorPoint
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
+from tools import harness
 
 DIM = 384
 VOCAB = 30_000
@@ -77,18 +74,10 @@ def point(rng: random.Random, i: int) -> VectorPoint:
     )
 
 
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    cuts = statistics.quantiles(samples, n=20)
-    return statistics.median(samples), cuts[18]  # p50, p95
-
-
 def timed(calls: list[Callable[[], object]]) -> tuple[float, float]:
-    samples = []
-    for call in calls:
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1000)
-    return percentiles(samples)
+    """p50 and p95 wall milliseconds of the calls, one at a time."""
+    samples = [harness.timed(call).wall * 1000 for call in calls]
+    return statistics.median(samples), harness.percentile(samples, 0.95)
 
 
 def run(
@@ -144,9 +133,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="points per upsert call")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: tmp)")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     root = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-bench-vectors-"))
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"cpus: {os.cpu_count()}, data in {root}\n")

@@ -60,16 +60,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import CallToolResult
 
-import anyio  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mcp_types import CallToolResult  # noqa: E402
-
-from ferrex.models import Embedder  # noqa: E402
-from ferrex.models.choice import choose_embedding_model  # noqa: E402
+from ferrex.models import Embedder
+from ferrex.models.choice import choose_embedding_model
+from tools.harness import ROOT
 
 SET_DIR: Final = ROOT / "golden_set" / "agent_notes"
 KINDS: Final = ("paraphrase", "identifier", "time", "filtered", "unanswerable")

@@ -43,16 +43,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.core.decide import Folding  # noqa: E402
-from ferrex.read.recall import Reader, RecallRequest  # noqa: E402
-from ferrex.rules.consolidation import sentences  # noqa: E402
-from projections.sqlite import Memory  # noqa: E402
-from tools.eval_retrieval import (  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.core.decide import Folding
+from ferrex.read.recall import Reader, RecallRequest
+from ferrex.rules.consolidation import sentences
+from projections.sqlite import Memory
+from tools.eval_retrieval import (
     DATA,
     Bench,
     K,

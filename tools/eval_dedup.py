@@ -44,9 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))
+from tools.harness import ROOT
 
 PAIRS: Final = ROOT / "golden_set" / "dedup_pairs.jsonl"
 DATA: Final = ROOT.parent / "shared" / "data"

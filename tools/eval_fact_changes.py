@@ -62,15 +62,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import TextResourceContents
 
-import anyio  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mcp_types import TextResourceContents  # noqa: E402
-
-from tools import quiet  # noqa: E402
+from tools import harness
+from tools.harness import ROOT
 
 DEFAULT_SET: Final = ROOT / "golden_set" / "fact_changes.jsonl"
 FERREX: Final = str(Path(sys.executable).with_name("ferrex"))
@@ -831,7 +829,7 @@ def report(args: argparse.Namespace, outcomes: list[Outcome], halves: list[Half]
         return
     print(
         f"# fact changes over MCP: {args.set.name}, head {head()}, {seconds:.0f} s "
-        f"({seconds / max(len(outcomes), 1):.2f} s a scenario); {quiet.load_line()}"
+        f"({seconds / max(len(outcomes), 1):.2f} s a scenario); {harness.load_line()}"
     )
     for h, mine in by_half.items():
         print_totals(h, totals(mine), seconds * len(mine) / max(len(outcomes), 1),

@@ -50,7 +50,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-SET = Path(__file__).resolve().parents[1] / "golden_set" / "hook_prompts"
+from tools.harness import ROOT, percentile
+
+SET = ROOT / "golden_set" / "hook_prompts"
 FERREX = str(Path(sys.executable).with_name("ferrex"))
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
 SESSION = "0d6c2f3e-9a51-4b7e-8c1d-5e2f7a9b3c40"
@@ -171,11 +173,6 @@ def _pct(part: int, whole: int) -> str:
     return f"{part}/{whole} = {100 * part / whole:.1f}%" if whole else "0/0"
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--half", choices=["tuning", "held-out", "both"], required=True)
@@ -236,7 +233,7 @@ def main() -> None:
         print(f"tokens per injection: p50 {statistics.median(tokens):.0f}, max {max(tokens)}, "
               f"n {len(tokens)}")  # fmt: skip
     print(f"hook wall time: p50 {statistics.median(times) * 1000:.0f} ms, "
-          f"p95 {_percentile(times, 0.95) * 1000:.0f} ms")  # fmt: skip
+          f"p95 {percentile(times, 0.95) * 1000:.0f} ms")  # fmt: skip
     if options.out is not None:
         options.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
 

@@ -84,15 +84,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypedDict
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.errors import FerrexError  # noqa: E402
-from ferrex.models.late import LateInteraction  # noqa: E402
-from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker  # noqa: E402
-from ferrex.read.recall import (  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.errors import FerrexError
+from ferrex.models.late import LateInteraction
+from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
+from ferrex.read.recall import (
     STRATEGIES,
     AccessLog,
     Legs,
@@ -100,8 +97,9 @@ from ferrex.read.recall import (  # noqa: E402
     RecallRequest,
     Strategy,
 )
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from tools.splits import locomo_split, longmemeval_split  # noqa: E402
+from ferrex.rules.memory_input import StoreRequest
+from tools.harness import ROOT
+from tools.splits import locomo_split, longmemeval_split
 
 DATA = ROOT.parent / "shared" / "data"
 K = 10

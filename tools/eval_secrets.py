@@ -55,17 +55,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.rules.memory_input import Limits, StoreRequest, secrets_in, validate  # noqa: E402
-from ferrex.rules.secrets import (  # noqa: E402
+from ferrex.rules.memory_input import Limits, StoreRequest, secrets_in, validate
+from ferrex.rules.secrets import (
     assigned_values,
     entropy_floor,
     find_secrets,
     looks_random,
     shannon_entropy,
 )
+from tools.harness import ROOT
 
 PLANTED: Final = ROOT / "golden_set" / "secrets.jsonl"
 SHAPES: Final = ROOT / "golden_set" / "secret_shapes.jsonl"

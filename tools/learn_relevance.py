@@ -58,17 +58,14 @@ from typing import Any, Final
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules import relevance  # noqa: E402
-from ferrex.rules.relevance import AnswerModel, Evidence, Model  # noqa: E402
-from tools import eval_relevance  # noqa: E402
-from tools.eval_golden import DEFAULT_SET, load_set  # noqa: E402
-from tools.eval_retrieval import (  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.read.recall import RecallRequest
+from ferrex.rules import relevance
+from ferrex.rules.relevance import AnswerModel, Evidence, Model
+from tools import eval_relevance
+from tools.eval_golden import DEFAULT_SET, load_set
+from tools.eval_retrieval import (
     STORE_ENV,
     Bench,
     locomo_bench,
@@ -77,7 +74,7 @@ from tools.eval_retrieval import (  # noqa: E402
     prepare_home,
     store,
 )
-from tools.splits import locomo_split, longmemeval_split  # noqa: E402
+from tools.splits import locomo_split, longmemeval_split
 
 LIMIT: Final = 5
 """A default recall's limit: the rows are what it would judge."""

@@ -16,12 +16,9 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ferrex.app import App
 from ferrex.config import load

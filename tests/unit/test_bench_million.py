@@ -1,4 +1,5 @@
-"""The pure helpers of tools/bench_million.py: the stand-in vectors, the memory lines, quantiles."""
+"""The pure helpers of tools/bench_million.py (the stand-in vectors, the memory lines) and the
+harness's quantile, which it reports."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from tools.bench_million import (
     ReplayResult,
     load_built,
     parse_status,
-    percentile,
     phase_list,
     queries,
 )
+from tools.harness import percentile
 
 
 def test_stand_in_vectors_are_unit_rows_the_same_for_a_seed() -> None:

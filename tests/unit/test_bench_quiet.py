@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tools import quiet
+from tools import harness
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     return parser.parse_args(list(argv))
 
 
@@ -24,13 +24,13 @@ def test_a_busy_machine_is_refused_unless_noisy(
 ) -> None:
     monkeypatch.setattr(os, "getloadavg", lambda: (3.2, 2.0, 1.0))
     registered: list[object] = []
-    monkeypatch.setattr(quiet.atexit, "register", registered.append)
+    monkeypatch.setattr(harness.atexit, "register", registered.append)
     with pytest.raises(SystemExit) as stopped:
-        quiet.begin(_args())
-    assert stopped.value.code == quiet.REFUSED_EXIT
+        harness.begin(_args())
+    assert stopped.value.code == harness.REFUSED_EXIT
     assert "refusing to measure: the one-minute load 3.20 is above 1.5" in capsys.readouterr().err
     assert not registered
-    quiet.begin(_args("--noisy"))
+    harness.begin(_args("--noisy"))
     assert len(registered) == 1
     registered[0]()  # type: ignore[operator]
     assert "NOISY" in capsys.readouterr().out
@@ -42,8 +42,8 @@ def test_a_quiet_machine_runs_and_reports_the_load_before_and_after(
     monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.5, 0.6))
     _clocks(monkeypatch, busy=[100.0, 130.0], own=[5.0, 34.0])  # 30 s busy, 29 of them ours
     registered: list[object] = []
-    monkeypatch.setattr(quiet.atexit, "register", registered.append)
-    quiet.begin(_args("--max-load", "1"))
+    monkeypatch.setattr(harness.atexit, "register", registered.append)
+    harness.begin(_args("--max-load", "1"))
     registered[0]()  # type: ignore[operator]
     out = capsys.readouterr().out
     assert "before: load average 0.40 0.50 0.60" in out and "after: load average" in out
@@ -53,9 +53,9 @@ def test_a_quiet_machine_runs_and_reports_the_load_before_and_after(
 
 def _clocks(monkeypatch: pytest.MonkeyPatch, *, busy: list[float], own: list[float]) -> None:
     """Machine busy seconds, own CPU seconds and the wall clock (10 s apart), one per call."""
-    monkeypatch.setattr(quiet, "busy_seconds", iter(busy).__next__)
-    monkeypatch.setattr(quiet, "own_seconds", iter(own).__next__)
-    monkeypatch.setattr(quiet, "wall_seconds", iter([0.0, 10.0]).__next__)
+    monkeypatch.setattr(harness, "busy_seconds", iter(busy).__next__)
+    monkeypatch.setattr(harness, "own_seconds", iter(own).__next__)
+    monkeypatch.setattr(harness, "wall_seconds", iter([0.0, 10.0]).__next__)
 
 
 def test_other_processes_working_beside_the_run_make_it_noisy_but_its_own_work_does_not(
@@ -63,17 +63,17 @@ def test_other_processes_working_beside_the_run_make_it_noisy_but_its_own_work_d
 ) -> None:
     monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.5, 0.6))
     registered: list[object] = []
-    monkeypatch.setattr(quiet.atexit, "register", registered.append)
+    monkeypatch.setattr(harness.atexit, "register", registered.append)
     # The run keeps both cores busy itself (20 of 20 s): quiet, however high the load after.
     _clocks(monkeypatch, busy=[0.0, 20.0], own=[0.0, 20.0])
-    quiet.begin(_args())
+    harness.begin(_args())
     monkeypatch.setattr(os, "getloadavg", lambda: (2.0, 1.0, 0.6))
     registered.pop()()  # type: ignore[operator]
     assert "NOISY" not in capsys.readouterr().out
     # Others took 8 CPU seconds in 10 s beside it: 0.8 cores.
     _clocks(monkeypatch, busy=[0.0, 18.0], own=[0.0, 10.0])
     monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.5, 0.6))
-    quiet.begin(_args())
+    harness.begin(_args())
     registered.pop()()  # type: ignore[operator]
     out = capsys.readouterr().out
     assert "other processes used 0.80 cores on average" in out
@@ -83,5 +83,5 @@ def test_other_processes_working_beside_the_run_make_it_noisy_but_its_own_work_d
 def test_every_benchmark_checks_the_load() -> None:
     benches = sorted((ROOT / "tools").glob("bench*.py"))
     assert len(benches) > 10
-    missing = [p.name for p in benches if "quiet.begin(" not in p.read_text()]
-    assert not missing, f"benchmarks that do not call tools.quiet.begin: {missing}"
+    missing = [p.name for p in benches if "harness.begin(" not in p.read_text()]
+    assert not missing, f"benchmarks that do not call tools.harness.begin: {missing}"
