@@ -1,6 +1,6 @@
 """Run ferrex's benchmarks and write docs/bench/results.json, results.md and latency.png.
 
-    python tools/bench.py [--quick] [--sizes 1000,10000,100000] [--reuse DIR] [--all]
+    python -m tools.bench [--quick] [--sizes 1000,10000,100000] [--reuse DIR] [--all]
 
 Recall and store latency at each memory count (tools/bench_recall.py): a data directory
 ("home") of that many memories is built through the real import path, which embeds every

@@ -1,12 +1,12 @@
 """Two versions of ferrex side by side on the same home: recall and store, interleaved.
 
-    python tools/bench_ab.py --home DIR --base TREE [--queries 200] [--stores 50] [--facts 0]
+    python -m tools.bench_ab --home DIR --base TREE [--queries 200] [--stores 50] [--facts 0]
         [--paced 0 --gap 1.5]
 
 A comparison taken in two runs at two moments measures the machine as much as the code. This
 one runs both sides at once, in two worker processes: this tree (B) and another checkout
 ``--base TREE`` (A, for example ``git archive <commit> | tar -x -C /tmp/base``), each on its
-own fresh copy of ``--home`` (a home built by ``tools/bench.py --reuse``, whose embedding
+own fresh copy of ``--home`` (a home built by ``python -m tools.bench --reuse``, whose embedding
 cache then serves the stored texts), and with a model cache of its own
 (``~/.cache/ferrex-ab/A`` and ``B``, kept warm across runs). Every call goes to both sides
 in turn, the side that goes first alternating, so a burst of other work falls on both. Each

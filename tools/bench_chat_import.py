@@ -7,7 +7,7 @@ The export is deterministic: conversations of user and assistant turns made of w
 ``tools.bench_journal.WORDS``, each conversation with one regenerated answer (a branch that
 is not shown) and every fifth assistant answer long enough to be split.
 
-    python tools/bench_chat_import.py [--messages 3000] [--format chatgpt] [--dir DIR]
+    python -m tools.bench_chat_import [--messages 3000] [--format chatgpt] [--dir DIR]
 """
 
 from __future__ import annotations

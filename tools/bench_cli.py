@@ -5,8 +5,8 @@ gives the median wall time and whether the process loaded the embedding model. "
 means an MCP server on stdio owns the data directory, so the tool commands forward their call
 to it. Times are reported, never asserted.
 
-    nice .venv/bin/python tools/bench_cli.py                      # this checkout's ferrex
-    nice .venv/bin/python tools/bench_cli.py --ferrex /other/venv/bin/ferrex --runs 3
+    nice .venv/bin/python -m tools.bench_cli                      # this checkout's ferrex
+    nice .venv/bin/python -m tools.bench_cli --ferrex /other/venv/bin/ferrex --runs 3
 
 The model's user cache is a temporary directory unless ``FERREX_CACHE_DIR`` is set, so the
 first command that needs the model pays for assembling it once (not counted: a warm-up runs

@@ -2,7 +2,7 @@
 reader that was following the journal catches up afterwards. Prints a markdown table; speed
 is reported, never asserted.
 
-    python tools/bench_compact.py [--records 200000] [--forget 0.01] [--dir DIR]
+    python -m tools.bench_compact [--records 200000] [--forget 0.01] [--dir DIR]
 
 The journal part only (no embedding cache, no projection rebuild: that is ``ferrex
 replay``'s cost, measured by ``tools/bench_replay.py``).

@@ -1,8 +1,8 @@
 """Dashboard page load times in headless chromium, at several memory counts; screenshots.
 
-    nice -n 10 python tools/bench_dashboard.py [--sizes 10000,100000] [--homes DIR,...]
+    nice -n 10 python -m tools.bench_dashboard [--sizes 10000,100000] [--homes DIR,...]
                                                [--loads 7] [--keep DIR]
-    python tools/bench_dashboard.py --screenshots docs/
+    python -m tools.bench_dashboard --screenshots docs/
 
 Each size is a home built through the real import path (``store_many``: events with two of
 200 entity names, and facts of 500 subjects whose values change, so histories are long), or

@@ -1,6 +1,6 @@
 """Benchmark dense embedding: the previous path (fastembed) against ferrex's own, in one run.
 
-Usage: ``nice -n 10 .venv/bin/python tools/bench_embed.py [--rounds N] [--variants]
+Usage: ``nice -n 10 .venv/bin/python -m tools.bench_embed [--rounds N] [--variants]
 [--home DIR --stores N]``.
 
 Both paths load the bundled all-MiniLM-L6-v2 in this process. The previous path is what

@@ -3,7 +3,7 @@ built directly with the journal API (no embeddings needed), then an incremental 
 few records on top, then `verify --against`. Prints a markdown table; speed is reported,
 never asserted.
 
-    python tools/bench_export.py [--records 100000] [--dir DIR]
+    python -m tools.bench_export [--records 100000] [--dir DIR]
 """
 
 from __future__ import annotations

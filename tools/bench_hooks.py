@@ -1,7 +1,7 @@
 """Wall-clock time of each Claude Code hook as the client runs it (a process, JSON on stdin),
 with a server running on the data directory and without one.
 
-``python tools/bench_hooks.py [--runs N] [--memories M]``. Cold is each mode's first run
+``python -m tools.bench_hooks [--runs N] [--memories M]``. Cold is each mode's first run
 (without a server: the first process to open the home and load the model; with one: the
 first call after the server answered its first tool call); warm are the runs after it,
 reported as p50/p95. The home holds M memories imported from a store file. Wall clock on a

@@ -1,6 +1,6 @@
 """A server's background index, as its calls meet it: before, during and after, in one run.
 
-    python tools/bench_index_beside.py --home DIR [--calls 100]
+    python -m tools.bench_index_beside --home DIR [--calls 100]
 
 A home whose memories came one store at a time (or an old import) has no vector indexes:
 every dense search compares the query with every vector. A server now indexes such a home
@@ -14,7 +14,7 @@ max per call kind, the index's total time, the child's share of it, and the rest
 catching up and switching), with ferrex's own log line that splits the rest, and the five
 slowest calls of the build with when they began. Speed is printed, never asserted.
 
-``--stand-in`` opens a home that ``tools/bench_million.py --keep`` built (its dense vectors a
+``--stand-in`` opens a home that ``python -m tools.bench_million --keep`` built (its dense vectors a
 stand-in, a hashed projection of the words, not the model's) with that same stand-in, as a
 home must be opened with the embedder it was projected with; its output then says so first.
 A million-memory home is built unindexed by that tool's build and replay phases alone.

@@ -4,7 +4,7 @@ the writer lock's cost (``exclusive()``: lock + head) p50, store p50 through the
 and on PostgreSQL: a store on one server until a recall on another returns it, p50/p95.
 Prints a markdown table; speed is reported, never asserted.
 
-    python tools/bench_journal.py [--records 100000] [--postgres URL] [--backends files,postgres]
+    python -m tools.bench_journal [--records 100000] [--postgres URL] [--backends files,postgres]
 
 Without ``--postgres`` a throwaway PostgreSQL 15 cluster is started (``tests/pg_cluster.py``)
 and stopped at the end. ``--mcp-stores 0`` skips the MCP server runs.

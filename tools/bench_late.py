@@ -1,6 +1,6 @@
 """What the late-interaction reranker (``models.reranker = late``) adds to a recall.
 
-    nice -n 10 python tools/bench_late.py [--size 10000] [--home DIR] [--queries 300]
+    nice -n 10 python -m tools.bench_late [--size 10000] [--home DIR] [--queries 300]
 
 Builds (or reuses, ``--home``) a data directory of ``--size`` memories through the import
 path (``tools/bench_recall.build``), then asks the same probe queries through the composition

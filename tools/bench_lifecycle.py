@@ -1,6 +1,6 @@
 """What lifecycle marks cost: the sweep's idle check, a sweep, recall with marks.
 
-    python tools/bench_lifecycle.py [--memories 2000] [--expiring 200] [--queries 50]
+    python -m tools.bench_lifecycle [--memories 2000] [--expiring 200] [--queries 50]
 
 Builds a home of ``--memories`` distinct memories through the import path
 (``store_many``), ``--expiring`` of them with a ttl of one hour and a tenth of the rest

@@ -1,6 +1,6 @@
 """The MCP server as an agent meets it: start-up, round trips over stdio and HTTP, two clients.
 
-    python tools/bench_mcp.py [--memories 10000] [--home DIR] [--calls 200] [--starts 5]
+    python -m tools.bench_mcp [--memories 10000] [--home DIR] [--calls 200] [--starts 5]
 
 - start-up: a fresh ``ferrex`` process until its answer to ``initialize`` (median of
   ``--starts``), measured with raw JSON-RPC on the pipes;

@@ -1,6 +1,6 @@
 """A million memories (issue 27): recall, store, stats, replay, disk and RSS at large sizes.
 
-    python tools/bench_million.py [--sizes 100000,1000000] [--json FILE] [--profile PHASES]
+    python -m tools.bench_million [--sizes 100000,1000000] [--json FILE] [--profile PHASES]
 
 For each size a home is built the fast honest way: the synthetic agent notes of
 ``tools/bench_replay.py`` (episodes, facts with supersedes, procedures, entities; generated

@@ -1,6 +1,6 @@
 """Benchmark ferrex's models: dense throughput and latency, sparse encoding, cache hits.
 
-Usage: ``.venv/bin/python tools/bench_models.py [--home DIR] [--rounds N]``. Without
+Usage: ``.venv/bin/python -m tools.bench_models [--home DIR] [--rounds N]``. Without
 ``--home`` a throwaway data directory is used (the model is assembled into it first). The
 load average is printed before and after, since the numbers mean little on a busy machine.
 """

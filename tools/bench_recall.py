@@ -1,9 +1,9 @@
 """Recall and store latency (p50/p95) on the embedded Qdrant, at several memory counts.
 
-    python tools/bench_recall.py [--sizes 1000,10000] [--homes DIR,...] [--queries 200]
+    python -m tools.bench_recall [--sizes 1000,10000] [--homes DIR,...] [--queries 200]
 
 Each size needs a data directory holding that many memories. ``--homes`` reuses existing
-ones (for example those ``tools/bench_replay.py --keep`` leaves, whose embedding caches are
+ones (for example those ``python -m tools.bench_replay --keep`` leaves, whose embedding caches are
 warm); otherwise a home is built here through the real import path (``store_many``), which
 embeds every text once (about 200 texts/s on 2 cores). Recall runs in-process through the
 composition root, without and with a small test reranker (built like the test suite's), so

@@ -5,7 +5,7 @@ embedding cache, shows where a warm replay spends its time (wall-clock stage tim
 cProfile summary by module), and the disk each store takes per memory. Prints markdown;
 speed is reported, never asserted.
 
-    python tools/bench_replay.py [--sizes 10000,100000] [--dir DIR] [--skip-cold]
+    python -m tools.bench_replay [--sizes 10000,100000] [--dir DIR] [--skip-cold]
 
 Goal stated in issue 4: 100k memories replayed in under 60 s with a warm cache on a 2-core
 machine. A cold replay embeds every text (the bundled model does ~200 texts/s on such a

@@ -1,9 +1,9 @@
 """A stdio server's memory on a data directory: in all, anonymous, and file-backed (Qdrant's apart).
 
-    python tools/bench_rss.py --home DIR [--calls 30] [--baseline PATH] [--rebuild]
+    python -m tools.bench_rss --home DIR [--calls 30] [--baseline PATH] [--rebuild]
         [--mappings N] [--noisy]
 
-A fresh copy of DIR (say a 10k home ``tools/bench.py --reuse`` built) is served by ``ferrex``
+A fresh copy of DIR (say a 10k home ``python -m tools.bench --reuse`` built) is served by ``ferrex``
 (this tree's, or ``--ferrex PATH``) through the MCP SDK's stdio client; its memory is read
 from ``/proc/PID/smaps`` after the first store, after the first recall, and after ``--calls``
 store+recall pairs (new texts; recalls of five words of the benchmark's vocabulary, and every

@@ -1,6 +1,6 @@
 """What an agent pays to use ferrex: characters and tokens of the schemas and the answers.
 
-    python tools/bench_tokens.py [--json]
+    python -m tools.bench_tokens [--json]
 
 Builds the MCP server in-process over a fresh home holding a fixed set of memories (facts,
 events, a procedure; the same every run), talks to it through the SDK's own client and

@@ -6,7 +6,7 @@ from a skewed vocabulary, payloads shaped like ferrex's. Each upsert call is ack
 (on Edge) flushed to disk before the next. Prints a markdown table and the load average;
 speed is reported, never asserted.
 
-    python tools/bench_vectors.py [--points 10000] [--client-points 1000] [--queries 200]
+    python -m tools.bench_vectors [--points 10000] [--client-points 1000] [--queries 200]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A team's notes through ferrex's real import and MCP recall: what an agent is shown.
 
-    python tools/eval_agent_notes.py [--half tuning|held-out|both] [--show N] [--json]
+    python -m tools.eval_agent_notes [--half tuning|held-out|both] [--show N] [--json]
         [--notes FILE] [--questions FILE] [--keep DIR]
 
 The workload is ``golden_set/agent_notes/`` (its README: 1,040 notes of a fictional team,
@@ -26,7 +26,7 @@ the results shown), recall@5 and (untrimmed) recall@10 (the share of a question'
 notes shown), the verdict (the answer's ``nothing_relevant``), "shown without the verdict"
 (an answer note shown and no verdict: what an agent can use as it stands), results shown,
 and the tokens of the answer's text content (what the agent reads; the bundled model's
-tokenizer, as ``tools/bench_tokens.py`` and ``tools/eval_relevance.py --trimming`` count)
+tokenizer, as ``tools/bench_tokens.py`` and ``python -m tools.eval_relevance --trimming`` count)
 and of its structured content (compact JSON), default ÷ untrimmed. For unanswerable
 questions the verdict is the success.
 

@@ -1,6 +1,6 @@
 """What consolidation does to recall and to the stored text, on LoCoMo.
 
-    python tools/eval_consolidation.py [--data FILE] [--cache-home DIR] [--home DIR]
+    python -m tools.eval_consolidation [--data FILE] [--cache-home DIR] [--home DIR]
         [--groups consolidate|sessions] [--runs turn:0.8,...] [--recent 2] [--json FILE]
 
 LoCoMo is imported as ``tools/eval_retrieval.py`` imports it (one namespace per

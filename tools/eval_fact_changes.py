@@ -1,8 +1,8 @@
 """Fact changes over the real MCP path: does the slot end with the right current answer?
 
-    python tools/eval_fact_changes.py [--half tuning|held-out|both] [--show N] [--only OUTCOME]
+    python -m tools.eval_fact_changes [--half tuning|held-out|both] [--show N] [--only OUTCOME]
                                       [--json] [--limit N] [--set FILE]
-    python tools/eval_fact_changes.py --unrelated N [--seed S] [--json]
+    python -m tools.eval_fact_changes --unrelated N [--seed S] [--json]
 
 Each scenario of ``golden_set/fact_changes.jsonl`` (its format and time rule are in
 ``golden_set/fact_changes.md``) is stored step by step through one ``ferrex`` stdio server on

@@ -1,6 +1,6 @@
 """Retrieval quality on ferrex's own golden set: recall@3, recall@5 and MRR, per category.
 
-    python tools/eval_golden.py [--set DIR] [--json] [--verbose] [--config FILE] [--keep DIR]
+    python -m tools.eval_golden [--set DIR] [--json] [--verbose] [--config FILE] [--keep DIR]
 
 The set (``golden_set/``, described in its README) is loaded into a fresh data directory
 through the real store path (``App.writer().store_many``: validation, entity resolution,

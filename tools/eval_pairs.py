@@ -1,6 +1,6 @@
 """Precision and recall of predicate normalization and entity resolution on our pair sets.
 
-    python tools/eval_pairs.py [--no-model] [--json] [--verbose]
+    python -m tools.eval_pairs [--no-model] [--json] [--verbose]
 
 The sets (``golden_set/predicate_pairs.jsonl`` and ``golden_set/entity_pairs.jsonl``,
 described in ``golden_set/README.md``) are lines ``{"a", "b", "same", "note"}``: two ways of

@@ -1,6 +1,6 @@
 """How well recall's relevance labels tell answerable queries from unanswerable ones.
 
-    python tools/eval_relevance.py [--json] [--fit] [--verbose] [--keep DIR]
+    python -m tools.eval_relevance [--json] [--fit] [--verbose] [--keep DIR]
         [--save-rows FILE | --rows FILE] [--golden-only] [--trimming]
 
 The golden set (``golden_set/``) is loaded into a fresh data directory through the real store

@@ -1,9 +1,9 @@
 """Retrieval quality on public benchmarks, through ferrex's real import and real recall.
 
-    python tools/eval_retrieval.py beir   [--data DIR]  [--cache-home DIR] [--home DIR]
-    python tools/eval_retrieval.py locomo [--data FILE] [--cache-home DIR] [--home DIR]
-    python tools/eval_retrieval.py longmemeval [--every N] [--offset K] [--protocol plain]
-    python tools/eval_retrieval.py all    (SciFact and LoCoMo, one after the other)
+    python -m tools.eval_retrieval beir   [--data DIR]  [--cache-home DIR] [--home DIR]
+    python -m tools.eval_retrieval locomo [--data FILE] [--cache-home DIR] [--home DIR]
+    python -m tools.eval_retrieval longmemeval [--every N] [--offset K] [--protocol plain]
+    python -m tools.eval_retrieval all    (SciFact and LoCoMo, one after the other)
         [--reranker NAME] [--later-days N] [--setting dense_weight=0.5 ...] [--json FILE]
 
 With a warm embedding cache ``all`` takes about three minutes on two cores; the first run

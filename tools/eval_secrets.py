@@ -1,7 +1,7 @@
 """How well the store's secret detection works: detection on planted secrets, false positives
 on real conversations.
 
-    python tools/eval_secrets.py [--data DIR] [--json] [--verbose]
+    python -m tools.eval_secrets [--data DIR] [--json] [--verbose]
 
 Every text goes through the very check a store runs (``validate`` with ``secrets="allow"``,
 then :func:`ferrex.rules.memory_input.secrets_in`, which scans every text field; plain

@@ -1,8 +1,8 @@
 """Learn recall's relevance model from real questions: collect, fit, choose, report.
 
-    python tools/learn_relevance.py collect [--out DIR] [--home DIR] [--cache-home DIR]
-    python tools/learn_relevance.py fit     [--out DIR]   (prints the constants)
-    python tools/learn_relevance.py report  [--out DIR]   (today's constants, per split)
+    python -m tools.learn_relevance collect [--out DIR] [--home DIR] [--cache-home DIR]
+    python -m tools.learn_relevance fit     [--out DIR]   (prints the constants)
+    python -m tools.learn_relevance report  [--out DIR]   (today's constants, per split)
 
 ``collect`` runs ferrex's real import and real recall (``tools/eval_retrieval.py``'s loading
 and home preparation; ``tools/eval_relevance.py``'s golden loading) and writes one JSON line
@@ -35,8 +35,8 @@ would show against an untrimmed one: hit@5 both ways, the tokens' ratio (answera
 questions, as ``tools/eval_retrieval.py`` counts), results per answer, and the verdict's
 rate on unanswerable and answerable questions. ``report`` prints the same for the
 constants in the package. The simulation is exact for the first five results, which is
-what a default recall judges; ``tools/eval_retrieval.py --modes trimmed``,
-``tools/eval_agent_notes.py`` and ``tools/eval_relevance.py --trimming`` measure it through
+what a default recall judges; ``python -m tools.eval_retrieval --modes trimmed``,
+``tools/eval_agent_notes.py`` and ``python -m tools.eval_relevance --trimming`` measure it through
 recall itself.
 
 The relevance model (the labels and the verdict) is not refitted here: refits of its five

@@ -1,6 +1,6 @@
 """Where one store's time goes: its stages' wall or CPU time, from a profile.
 
-    python tools/profile_store.py --home benchhomes/n10000 [--stores 50] [--threads N] [--clock cpu]
+    python -m tools.profile_store --home benchhomes/n10000 [--stores 50] [--threads N] [--clock cpu]
 
 The home (one ``tools/bench.py`` built) is copied to a temporary directory, so it is not
 changed. After a few warm-up stores, ``--stores`` new episodic memories are stored one at a

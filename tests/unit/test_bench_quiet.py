@@ -81,7 +81,9 @@ def test_other_processes_working_beside_the_run_make_it_noisy_but_its_own_work_d
 
 
 def test_every_benchmark_checks_the_load() -> None:
-    benches = sorted((ROOT / "tools").glob("bench*.py"))
+    benches = sorted((ROOT / "tools").glob("bench*.py")) + sorted(
+        (ROOT / "tools" / "trials").glob("bench*.py")
+    )
     assert len(benches) > 10
     missing = [p.name for p in benches if "harness.begin(" not in p.read_text()]
     assert not missing, f"benchmarks that do not call tools.harness.begin: {missing}"

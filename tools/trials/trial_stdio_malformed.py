@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.trial_stdio import INITIALIZE, INITIALIZED, _line
+from tools.trials.trial_stdio import INITIALIZE, INITIALIZED, _line
 
 SEQUENCE = (_line(INITIALIZE) + _line(INITIALIZED) + b"{not json}\n"
             + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')  # fmt: skip

@@ -1,7 +1,7 @@
 """Does ferrex's default arithmetic cost recall? The bundled model in float32 (``small-float``)
 beside the same model on 8-bit activations (``small``, the default).
 
-    python -m tools.eval_int8_activations [--scifact] [--locomo]
+    python -m tools.trials.eval_int8_activations [--scifact] [--locomo]
 
 Both sides load through :func:`ferrex.models.load_model` as ferrex loads them (the 8-bit side's
 graph is :func:`ferrex.models.graph.int8_matrix_products` of the bundled file: the file's own

@@ -1,6 +1,6 @@
 """Trials of the stdio server's edges (issues #29 and #24 items 11-12), bounded in count and time.
 
-    python -m tools.trial_stdio [--runs N] [--ferrex PATH]
+    python -m tools.trials.trial_stdio [--runs N] [--ferrex PATH]
 
 Each run starts a fresh ``ferrex`` on a new data directory and prints one line per trial:
 

@@ -1,6 +1,6 @@
 """A home as imported beside the same home with its vector indexes built, in one run.
 
-    python tools/bench_index.py --home DIR [--queries 200] [--stores 50]
+    python -m tools.trials.bench_index --home DIR [--queries 200] [--stores 50]
 
 What an import of 5,000 memories or more now ends with (``App.index_vectors``, the work of
 ``ferrex optimize``) against a home left without it. The home (one ``tools/bench.py`` or

@@ -1,6 +1,6 @@
 """Measure how much one agent's private text moves another agent's recall (BM25's IDF).
 
-    python tools/measure_bm25_side_channel.py [--bob 60] [--alice 300] [--queries 40]
+    python -m tools.trials.measure_bm25_side_channel [--bob 60] [--alice 300] [--queries 40]
 
 Two data directories get the same memories of bob's (shared); in one of them alice also
 stores private memories drawn from the same vocabulary. Bob then runs the same recalls in

@@ -1,7 +1,7 @@
 """stats and reflect at many memories: from the read model's aggregates against the old path
 that read and assessed every memory, alternating, on one home.
 
-    python tools/bench_insight.py [--memories 100000] [--ages 30,400] [--rounds 5]
+    python -m tools.trials.bench_insight [--memories 100000] [--ages 30,400] [--rounds 5]
 
 A home here is a read-model file only (stats and reflect read nothing else), built by
 applying ``memory.stored`` events (episodes, facts on a few hundred subjects with entities,

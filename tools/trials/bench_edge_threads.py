@@ -1,6 +1,6 @@
 """Qdrant Edge from several threads: is it safe, does its search release the GIL?
 
-    python tools/bench_edge_threads.py [--points 40000] [--optimize]
+    python -m tools.trials.bench_edge_threads [--points 40000] [--optimize]
 
 - queries/s of one thread searching against two threads at once (same shard, same queries);
 - whether a search releases the GIL: beside a spinning thread with a long switch interval,

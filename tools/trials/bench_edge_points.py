@@ -1,6 +1,6 @@
 """Where a rebuild's writer spends its time per point in Qdrant Edge (issue 27's replay).
 
-    python tools/bench_edge_points.py [--points 20000] [--rounds 3]
+    python -m tools.trials.bench_edge_points [--points 20000] [--rounds 3]
 
 CPU microseconds per point, median of ``--rounds`` interleaved rounds, for:
 

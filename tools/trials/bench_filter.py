@@ -1,6 +1,6 @@
 """What a store's nearest-memories filter costs Qdrant Edge, spelt one way or another.
 
-    python tools/bench_filter.py --home benchhomes/n10000 [--queries 100] [--rounds 20]
+    python -m tools.trials.bench_filter --home benchhomes/n10000 [--queries 100] [--rounds 20]
 
 A store's dedup check asks for the nearest memories of its namespace and type that are
 still valid (``write/measures.nearest``). A filtered search checks each point it visits
