@@ -225,8 +225,9 @@ def optimize(home: Path) -> float:
 
 def latency_at(home: Path, scratch: Path, plan: Plan, optimized: bool) -> dict[str, Any]:
     """Measure a copy of ``home`` (optimized first if asked); the copy is removed after."""
-    copy = scratch / f"{home.name}-{'optimized' if optimized else 'imported'}"
-    shutil.copytree(home, copy, symlinks=True)
+    copy = harness.home_copy(
+        home, scratch, f"{home.name}-{'optimized' if optimized else 'imported'}"
+    )
     try:
         optimize_s = optimize(copy) if optimized else None
         load_before = os.getloadavg()[0]
@@ -331,7 +332,7 @@ def mcp_numbers(home: Path | None, scratch: Path, plan: Plan) -> dict[str, Any]:
     ]  # fmt: skip
     copy = scratch / "mcp-home"
     if home is not None:
-        shutil.copytree(home, copy, symlinks=True)
+        harness.home_copy(home, scratch, copy.name)
         memories = int(home.name.removeprefix("n"))
         command += ["--home", str(copy), "--memories", str(memories)]
     else:  # no size small enough was measured: bench_mcp builds its own home

@@ -307,8 +307,7 @@ def main() -> None:
     if args.home is not None:
         print(f"load before the stores: {Path('/proc/loadavg').read_text().strip()}")
         for runner, ms in store_latency(args.home, args.stores).items():
-            ordered = sorted(ms)
-            p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+            p95 = harness.percentile(ms, 0.95)
             print(f"store on {args.home.name}, {runner} path: p50 {statistics.median(ms):.1f} ms, "
                   f"p95 {p95:.1f} ms ({len(ms)} stores)")  # fmt: skip
     if args.server_rss and args.home is not None:

@@ -44,7 +44,7 @@ def _ms(samples: list[float]) -> str:
     if not samples:
         return "no calls"
     ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    p95 = harness.percentile(ordered, 0.95)
     return (
         f"p50 {statistics.median(ordered):6.2f} / p95 {p95:6.2f} / max {ordered[-1]:7.2f} ms"
         f" ({len(ordered)})"
