@@ -11,10 +11,12 @@ continues on the next), its ``# comment`` removed. How it runs:
 - a synopsis (a line with ``[...]``, ``a | b``, ``ID...`` or a placeholder such as ``FILE``)
   runs as ``--help`` of its command, and every option the line names must be in that help;
   so does a ``python -m tools.NAME`` line (a benchmark or evaluation: never run by the suite);
-- any other line runs in bash in the project directory and must exit 0.
+- any other line runs in bash in a temporary directory (a block's lines as one script) and
+  must exit 0.
 
 Only the lines in :data:`EXEMPT` are not run, each with its reason: they need a running
-service, another client, or the package registries.
+service elsewhere, another client, or the package registries. The HTTP API's examples
+(``serve --http`` and the two ``curl`` lines) run against a server this test starts.
 """
 
 from __future__ import annotations
@@ -24,13 +26,17 @@ import os
 import random
 import re
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.api_helpers import ALICE, serve_http
 from tools.bench_chat_import import chatgpt_export, claude_export
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,16 +65,17 @@ EXEMPT: dict[str, str] = {
     ),
     "(cd sdk/typescript && npm pack)": "needs Node and npm",
     "npm install ./sdk/typescript/ferrex-client-0.1.0.tgz": "needs npm and its registry",
-    "ferrex --home /srv/ferrex serve --http 127.0.0.1:8765": "starts a server that runs "
-    "until stopped (a running service), on a fixed port",
+}
+
+#: The HTTP API's examples: run against a real ``ferrex serve --http`` (the first line, on a
+#: temporary home and a free port) by :func:`test_the_http_examples_run_against_a_served_home`.
+SERVE = "ferrex --home /srv/ferrex serve --http 127.0.0.1:8765"
+POST = (
     'curl -X POST http://127.0.0.1:8765/api/v1/memories -H "Authorization: Bearer $TOKEN" '
     "-H 'Content-Type: application/json' -H \"Idempotency-Key: $(uuidgen)\" "
-    '-d \'{"content": "On 2026-11-02 Ana deployed api-server v2.3", "entities": '
-    '["Ana"]}\'': "needs a running `ferrex serve --http` and its token",
-    'curl -N "http://127.0.0.1:8765/api/v1/changes?after=0" -H "Authorization: Bearer $TOKEN"': (
-        "needs a running `ferrex serve --http` and its token"
-    ),
-}
+    '-d \'{"content": "On 2026-11-02 Ana deployed api-server v2.3", "entities": ["Ana"]}\''
+)
+CHANGES = 'curl -N "http://127.0.0.1:8765/api/v1/changes?after=0" -H "Authorization: Bearer $TOKEN"'
 
 _FERREX_LINE = re.compile(r"^(?:cd \S+ && )?(?:\S*/)?ferrex(?: |$)")
 _TOOLS_LINE = re.compile(r"^(?:nice -n \d+ )?(?:\S*/)?python3? -m (tools(?:\.\w+)+)(?: |$)")
@@ -124,7 +131,7 @@ def shown_commands() -> list[Shown]:
 
 
 SHOWN = shown_commands()
-RUN = [s for s in SHOWN if s.text not in EXEMPT]
+RUN = [s for s in SHOWN if s.text not in EXEMPT and s.text not in (SERVE, POST, CHANGES)]
 LITERAL = [s for s in RUN if _FERREX_LINE.match(s.text) and not s.synopsis]
 HELP = [s for s in RUN if (_FERREX_LINE.match(s.text) and s.synopsis) or _TOOLS_LINE.match(s.text)]
 #: The other lines, by block: a block's lines are one script (a variable set on one line is
@@ -139,6 +146,7 @@ def test_the_docs_show_commands_and_every_exemption_is_still_shown() -> None:
     assert len(SHOWN) > 50 and len(LITERAL) > 20 and len(HELP) > 15
     texts = {s.text for s in SHOWN}
     assert not [t for t in EXEMPT if t not in texts], "exempt commands no doc shows any more"
+    assert {SERVE, POST, CHANGES} <= texts, "the HTTP examples this test runs are not shown"
 
 
 def _help_argv(shown: Shown) -> tuple[list[str], Path | None]:
@@ -205,3 +213,56 @@ def test_every_other_shell_line_runs(block: str, tmp_path: Path) -> None:
         cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)}, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, f"{block}: {script}\n{done.stderr}"
+
+
+def test_the_http_examples_run_against_a_served_home(tmp_path: Path) -> None:
+    """The guide's ``serve --http`` (a temporary home, a free port: ``serve_http`` starts
+    ``ferrex --home HOME serve --http 127.0.0.1:PORT``), then http-api.md's two curl lines
+    with a token of that home: the POST stores, the change stream shows the stored memory."""
+    assert shlex.split(SERVE)[1:] == ["--home", "/srv/ferrex", "serve", "--http", "127.0.0.1:8765"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if shutil.which("uuidgen") is None:  # util-linux's, absent from slim images: a stand-in
+        shim = bin_dir / "uuidgen"
+        shim.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import uuid; print(uuid.uuid4())'\n")
+        shim.chmod(0o755)
+    env = {
+        **os.environ,
+        "TOKEN": ALICE,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": str(tmp_path),
+    }
+    with serve_http(tmp_path / "home") as server:
+        post = POST.replace("http://127.0.0.1:8765", server.url)
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", post], capture_output=True, text=True, env=env,
+            timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        stored = json.loads(done.stdout)
+        assert stored["status"] == "stored", stored
+        changes = CHANGES.replace("http://127.0.0.1:8765", server.url)
+        stream = subprocess.Popen(
+            ["bash", "-euo", "pipefail", "-c", changes], stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True,
+        )  # fmt: skip
+        out: list[str] = []
+        reader = threading.Thread(target=_read_until, args=(stream, stored["id"], out))
+        reader.start()
+        reader.join(60)
+        os.killpg(stream.pid, signal.SIGTERM)  # the stream runs until stopped
+        stream.wait(timeout=30)
+        reader.join(30)
+        assert stream.stdout is not None
+        stream.stdout.close()
+        seen = "".join(out)
+        assert stored["id"] in seen, seen
+
+
+def _read_until(process: subprocess.Popen[str], wanted: str, out: list[str]) -> None:
+    """Keep what ``process`` prints in ``out`` until a line holds ``wanted`` or it ends."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        out.append(line)
+        if wanted in line:
+            return
