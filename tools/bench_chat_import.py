@@ -18,7 +18,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -80,7 +79,7 @@ def claude_export(messages: int, rng: random.Random) -> list[dict[str, Any]]:
 
 
 def run(home: Path, export: Path) -> tuple[float, dict[str, Any]]:
-    exe = str(Path(sys.executable).with_name("ferrex"))
+    exe = harness.FERREX
     started = time.perf_counter()
     done = subprocess.run(
         [exe, "--home", str(home), "import", str(export), "--json"],

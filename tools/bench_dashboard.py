@@ -22,7 +22,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,7 +36,6 @@ from ferrex.server.service import Caller, Service
 from tools import harness
 from tools.bench_journal import WORDS
 
-FERREX = str(Path(sys.executable).with_name("ferrex"))
 NAMES = [f"{a}-{b}" for a in ("billing", "search", "auth", "ledger", "edge", "infra", "mobile",
          "web", "data", "ops") for b in ("api", "db", "queue", "cache", "ui", "worker", "cron",
          "proxy", "sdk", "team", "oncall", "ml", "etl", "gateway", "store", "index", "jobs",
@@ -94,7 +92,7 @@ def chromium(profile: Path) -> Any:
 
 class Served:
     def __init__(self, home: Path) -> None:
-        self.process = subprocess.Popen([FERREX, "--home", str(home), "ui"],
+        self.process = subprocess.Popen([harness.FERREX, "--home", str(home), "ui"],
                                         stdout=subprocess.PIPE, text=True)  # fmt: skip
         assert self.process.stdout is not None
         self.login = self.process.stdout.readline().strip()
@@ -173,8 +171,8 @@ def screenshots(directory: Path) -> None:
         home = Path(work) / "home"
         demo(home)
         export = Path(work) / "audit"
-        subprocess.run([FERREX, "--home", str(home), "export", "git", str(export)], check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run([harness.FERREX, "--home", str(home), "export", "git", str(export)],
+                       check=True, capture_output=True)  # fmt: skip
         (home / "ferrex.toml").write_text(f'[dashboard]\ngit_export = "{export}"\n')
         served = Served(home)
         driver = chromium(Path(work) / "profile")

@@ -33,7 +33,6 @@ import os
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -186,7 +185,7 @@ async def server_memory(home: Path) -> None:
     from mcp.client.stdio import StdioServerParameters
 
     copy = harness.home_copy(home, Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-rss-")))
-    ferrex = str(Path(sys.executable).with_name("ferrex"))
+    ferrex = harness.FERREX
     params = StdioServerParameters(command=ferrex, args=["--home", str(copy)], env=dict(os.environ))
     rng = random.Random(5)
     words = vocabulary()

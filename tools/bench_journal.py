@@ -18,7 +18,6 @@ import functools
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -154,7 +153,7 @@ def store_p50(home: Path, url: str | None, stores: int) -> float:
         config = home / "ferrex.toml"
         config.write_text(f'[journal]\nurl = "{url}"\n')
         config.chmod(0o600)
-    ferrex = str(Path(sys.executable).with_name("ferrex"))
+    ferrex = harness.FERREX
 
     async def main() -> list[float]:
         params = StdioServerParameters(command=ferrex, args=["--home", str(home)])

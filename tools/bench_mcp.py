@@ -45,7 +45,6 @@ from mcp.client.stdio import StdioServerParameters
 from tools import harness
 from tools.bench_recall import build, text
 
-FERREX = str(Path(sys.executable).with_name("ferrex"))
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -57,7 +56,7 @@ def startup(home: Path) -> float:
     """Seconds from spawning ``ferrex`` until its initialize answer arrives on stdout."""
     began = time.perf_counter()
     process = subprocess.Popen(
-        [FERREX, "--home", str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [harness.FERREX, "--home", str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert process.stdin is not None and process.stdout is not None
@@ -104,7 +103,7 @@ async def drive(client: Client, seconds: float, rng: random.Random) -> int:
 
 
 def stdio(home: Path) -> Client:
-    return Client(StdioServerParameters(command=FERREX, args=["--home", str(home)]),
+    return Client(StdioServerParameters(command=harness.FERREX, args=["--home", str(home)]),
                   read_timeout_seconds=600)  # fmt: skip
 
 
@@ -118,7 +117,7 @@ async def over_http(home: Path, calls: int, rng: random.Random) -> dict[str, lis
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen(
-        [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
+        [harness.FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -219,7 +218,7 @@ def _http_server(home: Path) -> tuple[subprocess.Popen[bytes], str, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen(
-        [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
+        [harness.FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     for _ in range(1200):
@@ -267,7 +266,7 @@ def handover(home: Path, rounds: int) -> list[float]:
 
     async def one() -> float:
         owner = subprocess.Popen(
-            [FERREX, "--home", str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [harness.FERREX, "--home", str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:

@@ -28,7 +28,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,8 +37,6 @@ from mcp.client.stdio import StdioServerParameters
 
 from tools import harness
 from tools.bench_journal import WORDS
-
-FERREX = str(Path(sys.executable).with_name("ferrex"))
 
 
 def memory(pid: int, qdrant: Path) -> dict[str, int]:
@@ -148,7 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, required=True, help="the data directory to copy")
     parser.add_argument("--calls", type=int, default=30, help="store+recall pairs (default 30)")
-    parser.add_argument("--ferrex", default=FERREX, help="the ferrex executable measured")
+    parser.add_argument("--ferrex", default=harness.FERREX, help="the ferrex executable measured")
     parser.add_argument("--baseline", help="another ferrex executable, measured after it")
     parser.add_argument(
         "--rebuild", action="store_true",

@@ -44,7 +44,6 @@ from typing import Any
 
 from tools import harness
 
-FERREX = str(Path(sys.executable).with_name("ferrex"))
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "bench", "version": "1"}}}  # fmt: skip
@@ -174,7 +173,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--memories", type=int, default=200)
     parser.add_argument("--home", type=Path, help="reuse this home (built when empty)")
-    parser.add_argument("--ferrex", default=FERREX, help="the ferrex executable to start")
+    parser.add_argument("--ferrex", default=harness.FERREX, help="the ferrex executable to start")
     parser.add_argument("--baseline", help="another ferrex executable, measured alternately")
     harness.add_arguments(parser)
     options = parser.parse_args()

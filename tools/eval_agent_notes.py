@@ -67,6 +67,7 @@ from mcp_types import CallToolResult
 
 from ferrex.models import Embedder
 from ferrex.models.choice import choose_embedding_model
+from tools import harness
 from tools.harness import ROOT
 
 SET_DIR: Final = ROOT / "golden_set" / "agent_notes"
@@ -524,7 +525,7 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 
 def _ferrex() -> str:
-    beside = Path(sys.executable).with_name("ferrex")
+    beside = Path(harness.FERREX)
     found = str(beside) if beside.exists() else shutil.which("ferrex")
     if found is None:
         raise SystemExit("no ferrex executable beside this Python or on PATH")

@@ -71,7 +71,6 @@ from tools import harness
 from tools.harness import ROOT
 
 DEFAULT_SET: Final = ROOT / "golden_set" / "fact_changes.jsonl"
-FERREX: Final = str(Path(sys.executable).with_name("ferrex"))
 KINDS: Final = ("change", "restatement", "negative")
 CATEGORIES: Final = ("config", "host", "limit", "location", "other", "owner", "people",
                      "schedule", "status", "uses", "version")  # fmt: skip
@@ -172,7 +171,7 @@ def iso(at: datetime) -> str:
 
 def server(home: Path) -> Client:
     # The SDK passes the server only a minimal environment: no FERREX_* reaches it.
-    params = StdioServerParameters(command=FERREX, args=["--home", str(home)])
+    params = StdioServerParameters(command=harness.FERREX, args=["--home", str(home)])
     return Client(params, read_timeout_seconds=120)
 
 

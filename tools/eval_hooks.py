@@ -42,7 +42,6 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -50,10 +49,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tools import harness
 from tools.harness import ROOT, percentile
 
 SET = ROOT / "golden_set" / "hook_prompts"
-FERREX = str(Path(sys.executable).with_name("ferrex"))
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
 SESSION = "0d6c2f3e-9a51-4b7e-8c1d-5e2f7a9b3c40"
 MEMORY_ID = re.compile(r"\bmem_[0-9A-Za-z]+\b")
@@ -79,7 +78,7 @@ def _home(root: Path, memories: list[dict[str, Any]]) -> tuple[Path, dict[str, s
     ]  # fmt: skip
     data.write_text("".join(json.dumps(line) + "\n" for line in lines))
     done = subprocess.run(
-        [FERREX, "--home", str(home), *AGENT, "import", str(data)],
+        [harness.FERREX, "--home", str(home), *AGENT, "import", str(data)],
         capture_output=True, text=True, timeout=3600,
     )  # fmt: skip
     if done.returncode != 0:
@@ -90,7 +89,7 @@ def _home(root: Path, memories: list[dict[str, Any]]) -> tuple[Path, dict[str, s
 def _ids(home: Path, memories: list[dict[str, Any]]) -> dict[str, str]:
     """ferrex id → the set's id, matched by text from an export of the home."""
     done = subprocess.run(
-        [FERREX, "--home", str(home), "export", "jsonl", "-"],
+        [harness.FERREX, "--home", str(home), "export", "jsonl", "-"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     if done.returncode != 0:
@@ -127,7 +126,7 @@ def _hook_argv(home: Path) -> list[str]:
     project = home.parent / "install-probe"
     project.mkdir(exist_ok=True)
     done = subprocess.run(
-        [FERREX, "--home", str(home), "hooks", "install", "claude-code", "--project",
+        [harness.FERREX, "--home", str(home), "hooks", "install", "claude-code", "--project",
          str(project), "--dry-run"], capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     if done.returncode != 0:

@@ -44,6 +44,8 @@ from typing import Final, Generic, TypeVar
 
 #: The checkout: the directory holding ``tools/``, ``golden_set/`` and ``docs/``.
 ROOT: Final = Path(__file__).resolve().parents[1]
+#: The ``ferrex`` command beside this interpreter (the checkout's, in its venv).
+FERREX: Final = str(Path(sys.executable).with_name("ferrex"))
 
 DEFAULT_MAX_LOAD: Final = 1.5
 DEFAULT_MAX_OTHERS: Final = 0.25
