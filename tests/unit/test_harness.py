@@ -1,4 +1,5 @@
-"""Benchmarks refuse a busy machine unless told --noisy, and every one of them asks."""
+"""The tools' shared harness: benchmarks refuse a busy machine unless told --noisy (and every
+one of them asks), the one percentile, timing, scratch directories and home copies."""
 
 from __future__ import annotations
 
@@ -87,3 +88,59 @@ def test_every_benchmark_checks_the_load() -> None:
     assert len(benches) > 10
     missing = [p.name for p in benches if "harness.begin(" not in p.read_text()]
     assert not missing, f"benchmarks that do not call tools.harness.begin: {missing}"
+
+
+def test_percentile_is_the_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert harness.percentile(values, 0.95) == 95.0
+    assert harness.percentile(values, 0.5) == 50.0
+    assert harness.percentile(list(reversed(values)), 1.0) == 100.0
+    assert harness.percentile([3.0], 0.95) == 3.0
+    assert harness.percentile([1.0, 2.0, 3.0, 4.0], 0.95) == 4.0
+    with pytest.raises(ValueError):
+        harness.percentile([], 0.5)
+
+
+def test_timed_gives_the_answer_and_both_clocks() -> None:
+    took = harness.timed(lambda: sum(range(200_000)))
+    assert took.value == sum(range(200_000))
+    assert took.wall > 0 and took.cpu >= 0
+
+
+def test_a_scratch_directory_is_removed_unless_kept(tmp_path: Path) -> None:
+    with harness.scratch("ferrex-test-") as made:
+        assert made.is_dir()
+        (made / "x").write_text("x")
+    assert not made.exists()
+    keep = tmp_path / "kept" / "here"
+    with harness.scratch("ferrex-test-", keep) as made:
+        assert made == keep
+        (made / "x").write_text("x")
+    assert (keep / "x").is_file()
+    with harness.scratch("ferrex-test-", keep):  # reused as it is unless asked to be empty
+        pass
+    with (
+        pytest.raises(harness.NotEmpty, match="must be new or empty"),
+        harness.scratch("ferrex-test-", keep, empty=True),
+    ):
+        pass
+    assert (keep / "x").read_text() == "x"
+
+
+def test_a_home_copy_is_a_copy_with_links_kept_and_a_missing_home_is_refused(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    (home / "journal").mkdir(parents=True)
+    (home / "journal" / "00000001.seg").write_bytes(b"records")
+    (home / "current").symlink_to("journal")
+    into = tmp_path / "work"
+    into.mkdir()
+    copy = harness.home_copy(home, into, "side-a")
+    assert copy == into / "side-a"
+    assert (copy / "journal" / "00000001.seg").read_bytes() == b"records"
+    assert (copy / "current").is_symlink()
+    (copy / "journal" / "00000001.seg").write_bytes(b"changed")
+    assert (home / "journal" / "00000001.seg").read_bytes() == b"records"
+    with pytest.raises(SystemExit, match="no home at"):
+        harness.home_copy(tmp_path / "missing", into)
