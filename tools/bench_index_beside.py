@@ -123,7 +123,7 @@ def main() -> None:
             child = ApartBuild(backend.root, backend.indexing_threshold_kb)
             built: list[float] = []
 
-            def timed(names: list[str]) -> dict[str, bool]:
+            def build_apart(names: list[str]) -> dict[str, bool]:
                 began = time.perf_counter()
                 try:
                     return child(names)
@@ -135,7 +135,7 @@ def main() -> None:
             def index() -> None:
                 began = time.perf_counter()
                 try:
-                    outcome.append(projections.index_beside(timed))
+                    outcome.append(projections.index_beside(build_apart))
                 except Exception as exc:  # printed below
                     outcome.append(exc)
                 outcome.append(time.perf_counter() - began)

@@ -70,17 +70,16 @@ def main() -> None:
         scorer.rerank("warm up", ["the late stage's first run"])
         times: dict[str, list[float]] = {"none": [], "late, cold cache": [], "late, warm": []}
 
-        def timed(label: str, stage: RerankStage, query: str, namespace: str) -> None:
+        def recall_as(label: str, stage: RerankStage, query: str, namespace: str) -> None:
             reader.reranker = stage
-            t = time.perf_counter()
-            reader.recall(RecallRequest(query=query, namespace=namespace, limit=10))
-            times[label].append((time.perf_counter() - t) * 1000)
+            request = RecallRequest(query=query, namespace=namespace, limit=10)
+            times[label].append(harness.timed(lambda: reader.recall(request)).wall * 1000)
 
         for query, namespace in probes:
-            timed("none", off, query, namespace)
+            recall_as("none", off, query, namespace)
             scorer.cache = TokenCache()
-            timed("late, cold cache", late, query, namespace)
-            timed("late, warm", late, query, namespace)
+            recall_as("late, cold cache", late, query, namespace)
+            recall_as("late, warm", late, query, namespace)
         count = reader.projections.read_model.db.execute("SELECT count(*) FROM memories").get
     finally:
         app.close()

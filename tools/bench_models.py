@@ -45,7 +45,7 @@ def short_texts(count: int, salt: str) -> list[str]:
     return texts
 
 
-def timed(action: Callable[..., object], *args: object) -> float:
+def wall_of(action: Callable[..., object], *args: object) -> float:
     """Wall seconds ``action(*args)`` takes (arguments are built before the clock starts)."""
     return harness.timed(functools.partial(action, *args)).wall
 
@@ -66,14 +66,14 @@ def run(home: Path, rounds: int) -> None:
     rows: list[tuple[str, str]] = []
 
     embedder = Embedder(home, choose_embedding_model(None, os.environ))
-    load = timed(embedder.model)
+    load = wall_of(embedder.model)
     model = embedder.model()
     rows.append(("model", f"{model.identity.name} ({model.identity.dim} d)"))
     rows.append(("model load (first, incl. assembly)", f"{load:.2f} s"))
 
     model.run(short_texts(32, "warm"), embedder.batch_size)
     batch_times = [
-        timed(model.run, short_texts(256, f"b{r}"), embedder.batch_size) for r in range(rounds)
+        wall_of(model.run, short_texts(256, f"b{r}"), embedder.batch_size) for r in range(rounds)
     ]
     rows.append(
         (
@@ -81,7 +81,7 @@ def run(home: Path, rounds: int) -> None:
             f"{256 / statistics.median(batch_times):.0f} texts/s",
         )
     )
-    whole_batch = [timed(model.run, short_texts(256, f"w{r}"), 256) for r in range(3)]
+    whole_batch = [wall_of(model.run, short_texts(256, f"w{r}"), 256) for r in range(3)]
     rows.append(
         (
             "dense, batches of 256 short texts (batch_size 256)",
@@ -90,29 +90,29 @@ def run(home: Path, rounds: int) -> None:
     )
 
     queries = short_texts(200, "q")
-    latencies = [timed(model.run, [q], 1) * 1000.0 for q in queries]
+    latencies = [wall_of(model.run, [q], 1) * 1000.0 for q in queries]
     rows.append(("single query p50 (model only)", f"{harness.percentile(latencies, 0.50):.2f} ms"))
     rows.append(("single query p95 (model only)", f"{harness.percentile(latencies, 0.95):.2f} ms"))
 
     cached = short_texts(1000, "c")
     embedder.embed_many(cached)
-    hit_times = [timed(embedder.embed, t) * 1e6 for t in cached]
+    hit_times = [wall_of(embedder.embed, t) * 1e6 for t in cached]
     rows.append(("embed() of a cached text, p50", f"{harness.percentile(hit_times, 0.50):.0f} µs"))
     cache = EmbeddingCache(cache_path(home))
     identity = model.identity
-    lookups = [timed(cache.get_many, identity, [text_key(t)]) * 1e6 for t in cached]
+    lookups = [wall_of(cache.get_many, identity, [text_key(t)]) * 1e6 for t in cached]
     rows.append(("cache lookup (one key), p50", f"{harness.percentile(lookups, 0.50):.0f} µs"))
     rows.append(("cache lookup (one key), p95", f"{harness.percentile(lookups, 0.95):.0f} µs"))
-    bulk = timed(cache.get_many, identity, [text_key(t) for t in cached])
+    bulk = wall_of(cache.get_many, identity, [text_key(t) for t in cached])
     rows.append(("cache lookup (1000 keys at once)", f"{bulk * 1e6 / len(cached):.1f} µs/key"))
     cache.close()
     embedder.close()
 
     encoder = Bm25Encoder()
     sparse_texts = short_texts(10_000, "s")
-    sparse_time = sum(timed(encoder.encode_document, t) for t in sparse_texts)
+    sparse_time = sum(wall_of(encoder.encode_document, t) for t in sparse_texts)
     rows.append(("sparse encode_document", f"{len(sparse_texts) / sparse_time:.0f} texts/s"))
-    query_time = sum(timed(encoder.encode_query, t) for t in sparse_texts)
+    query_time = sum(wall_of(encoder.encode_query, t) for t in sparse_texts)
     rows.append(("sparse encode_query", f"{len(sparse_texts) / query_time:.0f} texts/s"))
 
     width = max(len(name) for name, _ in rows)

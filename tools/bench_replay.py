@@ -435,17 +435,17 @@ class Stages:
             self._children[-1] += elapsed
 
     def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
             started = self._enter()
             try:
                 return fn(*args, **kwargs)
             finally:
                 self._leave(name, started)
 
-        return timed
+        return wrapped
 
     def wrap_iter(self, name: str, make: Callable[..., Iterator[Any]]) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        def wrapped(*args: Any, **kwargs: Any) -> Iterator[Any]:
             inner = make(*args, **kwargs)
             while True:
                 started = self._enter()
@@ -457,7 +457,7 @@ class Stages:
                     self._leave(name, started)
                 yield item
 
-        return timed
+        return wrapped
 
 
 # (owner, attribute, stage name): class methods are timed for every instance the replay makes.

@@ -74,7 +74,7 @@ def point(rng: random.Random, i: int) -> VectorPoint:
     )
 
 
-def timed(calls: list[Callable[[], object]]) -> tuple[float, float]:
+def latency_ms(calls: list[Callable[[], object]]) -> tuple[float, float]:
     """p50 and p95 wall milliseconds of the calls, one at a time."""
     samples = [harness.timed(call).wall * 1000 for call in calls]
     return statistics.median(samples), harness.percentile(samples, 0.95)
@@ -89,7 +89,7 @@ def run(
     rows = []
 
     singles = points[:100]
-    single = timed([functools.partial(backend.upsert, NAME, [p]) for p in singles])
+    single = latency_ms([functools.partial(backend.upsert, NAME, [p]) for p in singles])
     rows.append(f"| {label} | upsert 1 point per call (p50 / p95 ms) | {fmt(single)} |")
 
     start = time.perf_counter()
@@ -113,9 +113,9 @@ def run(
             rebuilt = backend.optimize(NAME)
             took = time.perf_counter() - start
             rows.append(f"| {label} | optimize() | {took:.1f} s (rebuilt: {rebuilt}) |")
-        timed(hybrid(filtered)[:5])  # warm caches
+        latency_ms(hybrid(filtered)[:5])  # warm caches
         for what, flt in (("filtered", filtered), ("no filter", VectorFilter())):
-            latency = fmt(timed(hybrid(flt)))
+            latency = fmt(latency_ms(hybrid(flt)))
             rows.append(f"| {label} | hybrid, {what}, {stage} (p50 / p95 ms) | {latency} |")
     rows.append(f"| {label} | points stored | {backend.count(NAME):,} |")
     return rows

@@ -128,7 +128,7 @@ def build(path: Path, count: int, age_days: int, seed: int) -> None:
     model.close()
 
 
-def timed(call: Callable[[], Any]) -> tuple[float, Any]:
+def cpu_and_answer(call: Callable[[], Any]) -> tuple[float, Any]:
     """The CPU time of one call (this process's: wall time on a loaded machine would
     measure the other processes) and its answer."""
     took = harness.timed(call)
@@ -149,7 +149,7 @@ def main() -> None:
     for age in (int(a) for a in args.ages.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "rm.sqlite"
-            took, _ = timed(lambda: build(path, args.memories, age, args.seed))  # noqa: B023
+            took, _ = cpu_and_answer(lambda: build(path, args.memories, age, args.seed))  # noqa: B023
             rm = ReadModel.open(path, rules=RULES)
             old_enough = sum(
                 c.n
@@ -169,12 +169,12 @@ def main() -> None:
                 keys = ("stats", "old stats", "reflect", "old reflect")
                 sides: dict[str, list[float]] = {k: [] for k in keys}
                 for _ in range(args.rounds):
-                    t1, new = timed(lambda: stats(rm, sight, config, namespace=None,  # noqa: B023
+                    t1, new = cpu_and_answer(lambda: stats(rm, sight, config, namespace=None,  # noqa: B023
                                                   detailed=True))  # fmt: skip
-                    t2, old = timed(lambda: old_stats(rm, sight, config, None))  # noqa: B023
+                    t2, old = cpu_and_answer(lambda: old_stats(rm, sight, config, None))  # noqa: B023
                     assert new == old, "stats differ from the old path"
-                    t3, new = timed(lambda: reflect(rm, sight, config, namespace=None))  # noqa: B023
-                    t4, old = timed(lambda: old_reflect(rm, sight, config, None, 10))  # noqa: B023
+                    t3, new = cpu_and_answer(lambda: reflect(rm, sight, config, namespace=None))  # noqa: B023
+                    t4, old = cpu_and_answer(lambda: old_reflect(rm, sight, config, None, 10))  # noqa: B023
                     assert new == old, "reflect differs from the old path"
                     for key, t in zip(sides, (t1, t2, t3, t4), strict=True):
                         sides[key].append(t)
