@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -49,6 +48,7 @@ from ferrex.core.decide import Folding
 from ferrex.read.recall import Reader, RecallRequest
 from ferrex.rules.consolidation import sentences
 from projections.sqlite import Memory
+from tools import harness
 from tools.eval_retrieval import (
     DATA,
     Bench,
@@ -347,15 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    if args.home is not None:
-        report = run(
-            args.data, args.home, args.cache_home, runs, args.recent, progress, args.groups
-        )
-    else:
-        with tempfile.TemporaryDirectory(prefix="ferrex-consolidation-") as tmp:
-            report = run(
-                args.data, Path(tmp), args.cache_home, runs, args.recent, progress, args.groups
-            )
+    with harness.scratch("ferrex-consolidation-", args.home) as home:
+        report = run(args.data, home, args.cache_home, runs, args.recent, progress, args.groups)
     print(render(report))
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")

@@ -98,6 +98,7 @@ from ferrex.read.recall import (
     Strategy,
 )
 from ferrex.rules.memory_input import StoreRequest
+from tools import harness
 from tools.harness import ROOT
 from tools.splits import locomo_split, longmemeval_split
 
@@ -945,12 +946,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                 progress, overrides, kinds, variants))  # fmt: skip
     for name, build in benches:
         bench = build()
-        if args.home is not None:
-            home = args.home / name
+        keep = args.home / name if args.home is not None else None
+        with harness.scratch(f"ferrex-eval-{name}-", keep) as home:
             reports.append(run(bench, home))
-        else:
-            with tempfile.TemporaryDirectory(prefix=f"ferrex-eval-{name}-") as tmp:
-                reports.append(run(bench, Path(tmp)))
     load_avg = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     total = time.perf_counter() - started
     print(f"# ferrex retrieval evaluation ({total:.0f} s; {load_avg})\n")

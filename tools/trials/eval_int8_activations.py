@@ -17,13 +17,13 @@ cosine between the two vectors of each LoCoMo turn. The data are read from ``../
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ferrex.models import choose_embedding_model, load_model
 from ferrex.models.loading import LoadedModel
+from tools import harness
 from tools.eval_retrieval import (
     DATA,
     Bench,
@@ -98,8 +98,8 @@ def main() -> None:
     parser.add_argument("--scifact", action="store_true", help="SciFact only (slow: ~10 min)")
     parser.add_argument("--locomo", action="store_true", help="LoCoMo only (~2 min)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="ferrex-int8-eval-") as home:
-        run(encoders(Path(home)), args)
+    with harness.scratch("ferrex-int8-eval-") as home:
+        run(encoders(home), args)
 
 
 def run(coders: dict[str, LoadedModel], args: argparse.Namespace) -> None:
