@@ -1,6 +1,6 @@
 """Run ferrex's benchmarks and write docs/bench/results.json, results.md and latency.png.
 
-    python tools/bench.py [--quick] [--sizes 1000,10000,100000] [--reuse DIR] [--all]
+    python -m tools.bench [--quick] [--sizes 1000,10000,100000] [--reuse DIR] [--all]
 
 Recall and store latency at each memory count (tools/bench_recall.py): a data directory
 ("home") of that many memories is built through the real import path, which embeds every
@@ -49,16 +49,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.models import choose_embedding_model  # noqa: E402
-from journal import Journal, JournalBackend  # noqa: E402
-from journal.segment import list_segments  # noqa: E402
-from tools import bench_journal, quiet  # noqa: E402
-from tools.bench_recall import Measured, build, measure, pct  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.models import choose_embedding_model
+from journal import Journal, JournalBackend
+from journal.segment import list_segments
+from tools import bench_journal, harness
+from tools.bench_recall import Measured, build, measure
+from tools.harness import ROOT
 
 FULL_SIZES = (1_000, 10_000, 100_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -157,7 +155,7 @@ def summary(values: list[float]) -> dict[str, float | int] | None:
     return {
         "n": len(values),
         "p50_ms": round(statistics.median(values), 2),
-        "p95_ms": round(pct(values, 0.95), 2),
+        "p95_ms": round(harness.percentile(values, 0.95), 2),
         "mean_ms": round(statistics.fmean(values), 2),
         "max_ms": round(max(values), 2),
     }
@@ -227,8 +225,9 @@ def optimize(home: Path) -> float:
 
 def latency_at(home: Path, scratch: Path, plan: Plan, optimized: bool) -> dict[str, Any]:
     """Measure a copy of ``home`` (optimized first if asked); the copy is removed after."""
-    copy = scratch / f"{home.name}-{'optimized' if optimized else 'imported'}"
-    shutil.copytree(home, copy, symlinks=True)
+    copy = harness.home_copy(
+        home, scratch, f"{home.name}-{'optimized' if optimized else 'imported'}"
+    )
     try:
         optimize_s = optimize(copy) if optimized else None
         load_before = os.getloadavg()[0]
@@ -324,16 +323,16 @@ def journal_numbers(scratch: Path, plan: Plan) -> dict[str, Any]:
 
 
 def mcp_numbers(home: Path | None, scratch: Path, plan: Plan) -> dict[str, Any]:
-    """tools/bench_mcp.py in its own process (it starts servers), on a copy of ``home``."""
+    """``tools.bench_mcp`` in its own process (it starts servers), on a copy of ``home``."""
     out = scratch / "mcp.json"
     command = [
-        sys.executable, str(ROOT / "tools" / "bench_mcp.py"), "--json", str(out),
+        sys.executable, "-m", "tools.bench_mcp", "--json", str(out),
         "--calls", str(plan.mcp_calls), "--starts", str(plan.mcp_starts),
         "--seconds", str(plan.mcp_seconds),
     ]  # fmt: skip
     copy = scratch / "mcp-home"
     if home is not None:
-        shutil.copytree(home, copy, symlinks=True)
+        harness.home_copy(home, scratch, copy.name)
         memories = int(home.name.removeprefix("n"))
         command += ["--home", str(copy), "--memories", str(memories)]
     else:  # no size small enough was measured: bench_mcp builds its own home
@@ -556,9 +555,9 @@ def parse() -> tuple[argparse.Namespace, Plan]:
         "--replot", type=Path, metavar="RESULTS_JSON",
         help="measure nothing: write results.md and latency.png again from this results.json",
     )  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     quick = args.quick
     sizes = (
         tuple(int(s) for s in args.sizes.split(",") if s.strip())
@@ -597,7 +596,7 @@ def main() -> None:
     reuse: Path | None = args.reuse
     results: dict[str, Any] = {
         "machine": machine(),
-        "command": " ".join(["python tools/bench.py", *sys.argv[1:]]),
+        "command": " ".join(["python -m tools.bench", *sys.argv[1:]]),
         "settings": {
             "sizes": list(plan.sizes),
             "queries": plan.queries,

@@ -1,12 +1,12 @@
 """Two versions of ferrex side by side on the same home: recall and store, interleaved.
 
-    python tools/bench_ab.py --home DIR --base TREE [--queries 200] [--stores 50] [--facts 0]
+    python -m tools.bench_ab --home DIR --base TREE [--queries 200] [--stores 50] [--facts 0]
         [--paced 0 --gap 1.5]
 
 A comparison taken in two runs at two moments measures the machine as much as the code. This
 one runs both sides at once, in two worker processes: this tree (B) and another checkout
 ``--base TREE`` (A, for example ``git archive <commit> | tar -x -C /tmp/base``), each on its
-own fresh copy of ``--home`` (a home built by ``tools/bench.py --reuse``, whose embedding
+own fresh copy of ``--home`` (a home built by ``python -m tools.bench --reuse``, whose embedding
 cache then serves the stored texts), and with a model cache of its own
 (``~/.cache/ferrex-ab/A`` and ``B``, kept warm across runs). Every call goes to both sides
 in turn, the side that goes first alternating, so a burst of other work falls on both. Each
@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -37,11 +36,11 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def _worker(tree: Path, home: Path) -> None:
     """Serve calls read as JSON lines on stdin; answer each with its CPU and wall time."""
+    # The point of a side: the ferrex of ``tree`` (this checkout, or the ``--base`` one) is
+    # imported first, so the worker runs that version. Nothing of ferrex is imported before.
     sys.path.insert(0, str(tree))
     from ferrex.app import App
     from ferrex.config import load
@@ -137,8 +136,8 @@ def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--worker":
         _worker(Path(sys.argv[2]), Path(sys.argv[3]))
         return
-    sys.path.insert(0, str(ROOT))
-    from tools import quiet
+    # Imported here, not above: a worker (run as this file) imports nothing but its tree's ferrex.
+    from tools import harness
     from tools.bench_journal import WORDS
 
     parser = argparse.ArgumentParser(
@@ -161,24 +160,23 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=1.5, help="seconds between paced stores")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
     if not (args.base / "ferrex" / "app.py").is_file():
         parser.error(f"--base {args.base} is not a ferrex tree (no ferrex/app.py)")
     if not args.home.is_dir():
         parser.error(f"--home {args.home} does not exist")
-    quiet.begin(args)
+    harness.begin(args)
     rng = random.Random(args.seed)
     stamp = time.time_ns()
     with tempfile.TemporaryDirectory(prefix="ferrex-ab-") as tmp:
         homes = {}
         for name in ("A", "B"):
-            homes[name] = Path(tmp) / name
-            shutil.copytree(args.home, homes[name], symlinks=True)
+            homes[name] = harness.home_copy(args.home, Path(tmp), name)
         caches = Path.home() / ".cache" / "ferrex-ab"
         sides = [
             Side("A", args.base.resolve(), homes["A"], caches / "A"),
-            Side("B", ROOT, homes["B"], caches / "B"),
+            Side("B", harness.ROOT, homes["B"], caches / "B"),
         ]
         queries = [" ".join(rng.choice(WORDS) for _ in range(6)) for _ in range(args.queries)]
         for i, query in enumerate(queries):

@@ -7,7 +7,7 @@ The export is deterministic: conversations of user and assistant turns made of w
 ``tools.bench_journal.WORDS``, each conversation with one regenerated answer (a branch that
 is not shown) and every fifth assistant answer long enough to be split.
 
-    python tools/bench_chat_import.py [--messages 3000] [--format chatgpt] [--dir DIR]
+    python -m tools.bench_chat_import [--messages 3000] [--format chatgpt] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -18,13 +18,10 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.chat_exports import (
     T0,
@@ -33,7 +30,7 @@ from tests.chat_exports import (
     gpt_conversation,
     gpt_message,
 )
-from tools import quiet
+from tools import harness
 from tools.bench_journal import WORDS
 
 PER_CONVERSATION = 12
@@ -82,7 +79,7 @@ def claude_export(messages: int, rng: random.Random) -> list[dict[str, Any]]:
 
 
 def run(home: Path, export: Path) -> tuple[float, dict[str, Any]]:
-    exe = str(Path(sys.executable).with_name("ferrex"))
+    exe = harness.FERREX
     started = time.perf_counter()
     done = subprocess.run(
         [exe, "--home", str(home), "import", str(export), "--json"],
@@ -101,9 +98,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=3000)
     parser.add_argument("--format", choices=("chatgpt", "claude"), default="chatgpt")
     parser.add_argument("--dir", type=Path, help="keep the export and home here")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     rng = random.Random(28)
     base = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-chat-bench-"))
     base.mkdir(parents=True, exist_ok=True)

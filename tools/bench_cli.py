@@ -5,8 +5,8 @@ gives the median wall time and whether the process loaded the embedding model. "
 means an MCP server on stdio owns the data directory, so the tool commands forward their call
 to it. Times are reported, never asserted.
 
-    nice .venv/bin/python tools/bench_cli.py                      # this checkout's ferrex
-    nice .venv/bin/python tools/bench_cli.py --ferrex /other/venv/bin/ferrex --runs 3
+    nice .venv/bin/python -m tools.bench_cli                      # this checkout's ferrex
+    nice .venv/bin/python -m tools.bench_cli --ferrex /other/venv/bin/ferrex --runs 3
 
 The model's user cache is a temporary directory unless ``FERREX_CACHE_DIR`` is set, so the
 first command that needs the model pays for assembling it once (not counted: a warm-up runs
@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 from typing import TypedDict
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
+from tools import harness
 
 SEED = [
     "The staging database moved to Postgres 16 on 2024-03-02.",
@@ -184,11 +183,11 @@ def main() -> None:
     parser.add_argument("--ferrex", default=str(Path(sys.executable).parent / "ferrex"))
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", action="store_true")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     options = parser.parse_args()
     if 2 * (options.runs + 1) > len(TOPICS):  # every store of the two passes a new text
         parser.error(f"--runs is at most {len(TOPICS) // 2 - 1}")
-    quiet.begin(options)
+    harness.begin(options)
     compiled(options.ferrex)
 
     with tempfile.TemporaryDirectory(prefix="ferrex-bench-cli-") as scratch:

@@ -2,7 +2,7 @@
 reader that was following the journal catches up afterwards. Prints a markdown table; speed
 is reported, never asserted.
 
-    python tools/bench_compact.py [--records 200000] [--forget 0.01] [--dir DIR]
+    python -m tools.bench_compact [--records 200000] [--forget 0.01] [--dir DIR]
 
 The journal part only (no embedding cache, no projection rebuild: that is ``ferrex
 replay``'s cost, measured by ``tools/bench_replay.py``).
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -21,9 +20,7 @@ from pathlib import Path
 from journal import Journal, MemoriesForgotten, MemoryBody, MemoryStored, verify
 from journal.compact import compact, plan
 from journal.segment import list_segments
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
+from tools import harness
 
 
 def memory(i: int) -> MemoryStored:
@@ -42,9 +39,9 @@ def main() -> None:
     parser.add_argument("--forget", type=float, default=0.01, help="share of memories forgotten")
     parser.add_argument("--segment-mib", type=int, default=64)
     parser.add_argument("--dir", type=Path, default=None)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     root = Path(tempfile.mkdtemp(dir=args.dir))
     directory = root / "journal"
     try:

@@ -1,8 +1,8 @@
 """Dashboard page load times in headless chromium, at several memory counts; screenshots.
 
-    nice -n 10 python tools/bench_dashboard.py [--sizes 10000,100000] [--homes DIR,...]
+    nice -n 10 python -m tools.bench_dashboard [--sizes 10000,100000] [--homes DIR,...]
                                                [--loads 7] [--keep DIR]
-    python tools/bench_dashboard.py --screenshots docs/
+    python -m tools.bench_dashboard --screenshots docs/
 
 Each size is a home built through the real import path (``store_many``: events with two of
 200 entity names, and facts of 500 subjects whose values change, so histories are long), or
@@ -22,7 +22,6 @@ import os
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,17 +29,13 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.rules.memory_input import StoreRequest
+from ferrex.server.service import Caller, Service
+from tools import harness
+from tools.bench_journal import WORDS
 
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from ferrex.server.service import Caller, Service  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_journal import WORDS  # noqa: E402
-
-FERREX = str(Path(sys.executable).with_name("ferrex"))
 NAMES = [f"{a}-{b}" for a in ("billing", "search", "auth", "ledger", "edge", "infra", "mobile",
          "web", "data", "ops") for b in ("api", "db", "queue", "cache", "ui", "worker", "cron",
          "proxy", "sdk", "team", "oncall", "ml", "etl", "gateway", "store", "index", "jobs",
@@ -97,7 +92,7 @@ def chromium(profile: Path) -> Any:
 
 class Served:
     def __init__(self, home: Path) -> None:
-        self.process = subprocess.Popen([FERREX, "--home", str(home), "ui"],
+        self.process = subprocess.Popen([harness.FERREX, "--home", str(home), "ui"],
                                         stdout=subprocess.PIPE, text=True)  # fmt: skip
         assert self.process.stdout is not None
         self.login = self.process.stdout.readline().strip()
@@ -176,8 +171,8 @@ def screenshots(directory: Path) -> None:
         home = Path(work) / "home"
         demo(home)
         export = Path(work) / "audit"
-        subprocess.run([FERREX, "--home", str(home), "export", "git", str(export)], check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run([harness.FERREX, "--home", str(home), "export", "git", str(export)],
+                       check=True, capture_output=True)  # fmt: skip
         (home / "ferrex.toml").write_text(f'[dashboard]\ngit_export = "{export}"\n')
         served = Served(home)
         driver = chromium(Path(work) / "profile")
@@ -260,9 +255,9 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="build homes here and keep them")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--screenshots", type=Path, help="write screenshots here and stop")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     if args.screenshots is not None:
         screenshots(args.screenshots)
         return

@@ -1,6 +1,6 @@
 """Benchmark dense embedding: the previous path (fastembed) against ferrex's own, in one run.
 
-Usage: ``nice -n 10 .venv/bin/python tools/bench_embed.py [--rounds N] [--variants]
+Usage: ``nice -n 10 .venv/bin/python -m tools.bench_embed [--rounds N] [--variants]
 [--home DIR --stores N]``.
 
 Both paths load the bundled all-MiniLM-L6-v2 in this process. The previous path is what
@@ -33,7 +33,6 @@ import os
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -48,12 +47,10 @@ from ferrex.models.encoder import OnnxEncoder, SessionSettings, usable_cores
 from ferrex.models.identity import INT8_ACTIVATIONS
 from ferrex.models.loading import LoadedModel, Runner, load_model
 from ferrex.rules.memory_input import StoreRequest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
+from tools import harness
 
 LAYERS, WIDTH, FFN = 6, 384, 1536  # all-MiniLM-L6-v2
-GOLDEN = Path(__file__).resolve().parents[1] / "golden_set" / "memories.jsonl"
+GOLDEN = harness.ROOT / "golden_set" / "memories.jsonl"
 
 
 def vocabulary() -> list[str]:
@@ -114,8 +111,7 @@ def store_latency(home: Path, stores: int) -> dict[Runner, list[float]]:
     work = Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-store-"))
     apps: dict[Runner, App] = {}
     for runner in ("fastembed", "direct"):
-        copy = work / runner
-        shutil.copytree(home, copy)
+        copy = harness.home_copy(home, work, runner)
         app = App(home=copy, config=load(copy, env={}))
         app.embedder().runner = runner
         app.writer().store(StoreRequest(content=f"warm-up store {time.time_ns()}"))
@@ -188,9 +184,8 @@ async def server_memory(home: Path) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    copy = Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-rss-")) / "home"
-    shutil.copytree(home, copy)
-    ferrex = str(Path(sys.executable).with_name("ferrex"))
+    copy = harness.home_copy(home, Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-rss-")))
+    ferrex = harness.FERREX
     params = StdioServerParameters(command=ferrex, args=["--home", str(copy)], env=dict(os.environ))
     rng = random.Random(5)
     words = vocabulary()
@@ -226,9 +221,9 @@ def main() -> None:
     parser.add_argument("--stores", type=int, default=60, help="stores per path with --home")
     parser.add_argument("--imports", type=int, default=0, help="memories to import per path")
     parser.add_argument("--server-rss", action="store_true", help="a server's memory (--home)")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     print(f"load before: {Path('/proc/loadavg').read_text().strip()}; cores usable: "
           f"{usable_cores()}")  # fmt: skip
     home = Path(tempfile.mkdtemp(prefix="ferrex-bench-embed-"))
@@ -311,8 +306,7 @@ def main() -> None:
     if args.home is not None:
         print(f"load before the stores: {Path('/proc/loadavg').read_text().strip()}")
         for runner, ms in store_latency(args.home, args.stores).items():
-            ordered = sorted(ms)
-            p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+            p95 = harness.percentile(ms, 0.95)
             print(f"store on {args.home.name}, {runner} path: p50 {statistics.median(ms):.1f} ms, "
                   f"p95 {p95:.1f} ms ({len(ms)} stores)")  # fmt: skip
     if args.server_rss and args.home is not None:

@@ -3,7 +3,7 @@ built directly with the journal API (no embeddings needed), then an incremental 
 few records on top, then `verify --against`. Prints a markdown table; speed is reported,
 never asserted.
 
-    python tools/bench_export.py [--records 100000] [--dir DIR]
+    python -m tools.bench_export [--records 100000] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -12,13 +12,10 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ferrex.porting.gitexport import export_git
 from ferrex.porting.gitverify import verify_against
@@ -31,7 +28,7 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
-from tools import quiet
+from tools import harness
 from tools.bench_journal import WORDS
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -79,9 +76,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--dir", type=Path, default=None, help="default: a tmp dir")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     root = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-bench-export-"))
     root.mkdir(parents=True, exist_ok=True)
     journal_dir, target = root / "journal", root / "export"

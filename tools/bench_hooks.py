@@ -1,7 +1,7 @@
 """Wall-clock time of each Claude Code hook as the client runs it (a process, JSON on stdin),
 with a server running on the data directory and without one.
 
-``python tools/bench_hooks.py [--runs N] [--memories M]``. Cold is each mode's first run
+``python -m tools.bench_hooks [--runs N] [--memories M]``. Cold is each mode's first run
 (without a server: the first process to open the home and load the model; with one: the
 first call after the server answered its first tool call); warm are the runs after it,
 reported as p50/p95. The home holds M memories imported from a store file. Wall clock on a
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tests.e2e.mcp_helpers import FERREX, serving
 from tests.e2e.test_hooks_claude_code import SESSION, write_transcript
-from tools import quiet
+from tools import harness
 
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
 PROMPTS = [
@@ -132,9 +132,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--memories", type=int, default=1000)
     parser.add_argument("--server-only", action="store_true", help="skip the runs without one")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     options = parser.parse_args()
-    quiet.begin(options)  # refuses a busy machine unless --noisy; reports the load at exit
+    harness.begin(options)  # refuses a busy machine unless --noisy; reports the load at exit
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         home = _home(root, options.memories)

@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools import quiet
+from tools import harness
 
 WORDS = [
     "meeting",
@@ -124,7 +124,7 @@ def child_env(tree: Path | None) -> dict[str, str]:
     """The environment of a child that runs ``tree`` (or this tool's own tree) in the scratch
     directory: the tree first on the path. ``python -c`` puts its working directory before
     PYTHONPATH, so a child run from inside one tree would import that tree on both sides."""
-    first = tree if tree is not None else Path(__file__).resolve().parents[1]
+    first = tree if tree is not None else harness.ROOT
     path = os.pathsep.join([str(first), *filter(None, [os.environ.get("PYTHONPATH")])])
     return {**os.environ, "PYTHONPATH": path}
 
@@ -176,9 +176,9 @@ def main() -> None:
         help="also import with the ferrex of this source tree (e.g. `git archive main` "
         "unpacked), a third side in the same rotation: before and after in one run",
     )  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
 
     import ferrex
     from ferrex.models.choice import choose_embedding_model
@@ -245,7 +245,7 @@ def main() -> None:
                     if "against" in rates
                     else ""
                 )
-                + f"  [{quiet.load_line()}]",
+                + f"  [{harness.load_line()}]",
                 flush=True,
             )
         ratios = [a / b for a, b in zip(imports, bares, strict=True)]

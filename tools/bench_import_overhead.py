@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools import quiet
+from tools import harness
 from tools.bench_import import child_env, imported_from, texts
 
 #: One side, run in its own process: warm the cache, then time ``store_many``.
@@ -75,9 +75,9 @@ def main() -> None:
     parser.add_argument("--against", type=Path, metavar="TREE", required=True)
     parser.add_argument("--texts", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     with tempfile.TemporaryDirectory(prefix="bench-overhead-") as scratch:
         work = Path(scratch)
         print(f"this side runs {imported_from(None, work)}", flush=True)
@@ -93,7 +93,7 @@ def main() -> None:
                 f"round {round_ + 1} ({' then '.join(order)}): CPU s this "
                 f"{got['this']['cpu']:.2f} (deciding thread {got['this']['main']:.2f}), "
                 f"against {got['against']['cpu']:.2f} ({got['against']['main']:.2f}); "
-                f"against/this {ratios[-1]:.3f}  [{quiet.load_line()}]",
+                f"against/this {ratios[-1]:.3f}  [{harness.load_line()}]",
                 flush=True,
             )
         print(f"median CPU against/this {statistics.median(ratios):.3f} over {args.texts} texts")

@@ -1,6 +1,6 @@
 """A server's background index, as its calls meet it: before, during and after, in one run.
 
-    python tools/bench_index_beside.py --home DIR [--calls 100]
+    python -m tools.bench_index_beside --home DIR [--calls 100]
 
 A home whose memories came one store at a time (or an old import) has no vector indexes:
 every dense search compares the query with every vector. A server now indexes such a home
@@ -14,7 +14,7 @@ max per call kind, the index's total time, the child's share of it, and the rest
 catching up and switching), with ferrex's own log line that splits the rest, and the five
 slowest calls of the build with when they began. Speed is printed, never asserted.
 
-``--stand-in`` opens a home that ``tools/bench_million.py --keep`` built (its dense vectors a
+``--stand-in`` opens a home that ``python -m tools.bench_million --keep`` built (its dense vectors a
 stand-in, a hashed projection of the words, not the model's) with that same stand-in, as a
 home must be opened with the embedder it was projected with; its output then says so first.
 A million-memory home is built unindexed by that tool's build and replay phases alone.
@@ -25,32 +25,26 @@ from __future__ import annotations
 import argparse
 import logging
 import random
-import shutil
 import statistics
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from projections.indexing import ApartBuild  # noqa: E402
-from projections.qdrant_edge import EdgeBackend  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_journal import WORDS  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.read.recall import RecallRequest
+from ferrex.rules.memory_input import StoreRequest
+from projections.indexing import ApartBuild
+from projections.qdrant_edge import EdgeBackend
+from tools import harness
+from tools.bench_journal import WORDS
 
 
 def _ms(samples: list[float]) -> str:
     if not samples:
         return "no calls"
     ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+    p95 = harness.percentile(ordered, 0.95)
     return (
         f"p50 {statistics.median(ordered):6.2f} / p95 {p95:6.2f} / max {ordered[-1]:7.2f} ms"
         f" ({len(ordered)})"
@@ -93,7 +87,7 @@ def main() -> None:
         "--stand-in", action="store_true",
         help="the home was built by tools/bench_million.py: open it with its stand-in vectors",
     )  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
     if not args.home.is_dir():
         parser.error(f"--home {args.home} does not exist")
@@ -101,13 +95,12 @@ def main() -> None:
         from tools.bench_million import STAND_IN_NOTE
 
         print(STAND_IN_NOTE)
-    quiet.begin(args)
+    harness.begin(args)
     # The index's own report: how long the copy, the build and the switch took.
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     logging.getLogger("ferrex.projections").setLevel(logging.INFO)
-    with tempfile.TemporaryDirectory(prefix="ferrex-beside-") as scratch:
-        home = Path(scratch) / "home"
-        shutil.copytree(args.home, home, symlinks=True)
+    with harness.scratch("ferrex-beside-") as scratch:
+        home = harness.home_copy(args.home, scratch)
         if args.stand_in:
             from tools.bench_million import HashProjection, open_app
 
@@ -130,7 +123,7 @@ def main() -> None:
             child = ApartBuild(backend.root, backend.indexing_threshold_kb)
             built: list[float] = []
 
-            def timed(names: list[str]) -> dict[str, bool]:
+            def build_apart(names: list[str]) -> dict[str, bool]:
                 began = time.perf_counter()
                 try:
                     return child(names)
@@ -142,7 +135,7 @@ def main() -> None:
             def index() -> None:
                 began = time.perf_counter()
                 try:
-                    outcome.append(projections.index_beside(timed))
+                    outcome.append(projections.index_beside(build_apart))
                 except Exception as exc:  # printed below
                     outcome.append(exc)
                 outcome.append(time.perf_counter() - began)

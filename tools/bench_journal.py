@@ -4,7 +4,7 @@ the writer lock's cost (``exclusive()``: lock + head) p50, store p50 through the
 and on PostgreSQL: a store on one server until a recall on another returns it, p50/p95.
 Prints a markdown table; speed is reported, never asserted.
 
-    python tools/bench_journal.py [--records 100000] [--postgres URL] [--backends files,postgres]
+    python -m tools.bench_journal [--records 100000] [--postgres URL] [--backends files,postgres]
 
 Without ``--postgres`` a throwaway PostgreSQL 15 cluster is started (``tests/pg_cluster.py``)
 and stopped at the end. ``--mcp-stores 0`` skips the MCP server runs.
@@ -18,7 +18,6 @@ import functools
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -28,12 +27,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from journal import Journal, JournalBackend, MemoryBody, MemoryStored  # noqa: E402
-from journal.postgres import PostgresJournal  # noqa: E402
-from tools import quiet  # noqa: E402
+from journal import Journal, JournalBackend, MemoryBody, MemoryStored
+from journal.postgres import PostgresJournal
+from tools import harness
 
 WORDS = [
     "deploy",
@@ -76,11 +72,6 @@ def memory(i: int) -> MemoryStored:
 
 
 Opener = Callable[[], JournalBackend]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def bench_appends(open_fresh: Opener, n: int, batch: int) -> float:
@@ -138,7 +129,7 @@ def follow_latency(open_journal: Opener, samples: int) -> tuple[float, float]:
     writer.close()
     reader.close()
     latencies = [(seen[p] - t) * 1000 for p, t in sent.items() if p in seen]
-    return pct(latencies, 0.5), pct(latencies, 0.95)
+    return harness.percentile(latencies, 0.5), harness.percentile(latencies, 0.95)
 
 
 def lock_cost(open_journal: Opener, n: int = 300) -> float:
@@ -162,7 +153,7 @@ def store_p50(home: Path, url: str | None, stores: int) -> float:
         config = home / "ferrex.toml"
         config.write_text(f'[journal]\nurl = "{url}"\n')
         config.chmod(0o600)
-    ferrex = str(Path(sys.executable).with_name("ferrex"))
+    ferrex = harness.FERREX
 
     async def main() -> list[float]:
         params = StdioServerParameters(command=ferrex, args=["--home", str(home)])
@@ -214,7 +205,7 @@ def cross_server(url: str, root: Path, stores: int) -> tuple[float, float]:
     finally:
         a.close()
         b.close()
-    return pct(times, 0.5), pct(times, 0.95)
+    return harness.percentile(times, 0.5), harness.percentile(times, 0.95)
 
 
 def run(open_fresh: Opener, open_again: Opener, args: argparse.Namespace, home: Path,
@@ -309,9 +300,9 @@ def main() -> None:
     parser.add_argument("--postgres", default=None, help="a PostgreSQL URL (its ferrex tables "
                         "are dropped!); default: a throwaway cluster")  # fmt: skip
     parser.add_argument("--backends", default="files,postgres")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     root = Path(tempfile.mkdtemp(prefix="ferrex-bench-"))
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}, dir: {root}")
     results: dict[str, Numbers] = {}

@@ -1,6 +1,6 @@
 """What the late-interaction reranker (``models.reranker = late``) adds to a recall.
 
-    nice -n 10 python tools/bench_late.py [--size 10000] [--home DIR] [--queries 300]
+    nice -n 10 python -m tools.bench_late [--size 10000] [--home DIR] [--queries 300]
 
 Builds (or reuses, ``--home``) a data directory of ``--size`` memories through the import
 path (``tools/bench_recall.build``), then asks the same probe queries through the composition
@@ -18,21 +18,17 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.models.late import LateInteraction, TokenCache  # noqa: E402
-from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_recall import build, pct  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.models.late import LateInteraction, TokenCache
+from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
+from ferrex.read.recall import RecallRequest
+from tools import harness
+from tools.bench_recall import build
 
 
 def main() -> None:
@@ -41,9 +37,9 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="reuse (or build and keep) this home")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--seed", type=int, default=7)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     rng = random.Random(args.seed)
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
     home = args.home or Path(tempfile.mkdtemp(prefix="ferrex-bench-late-")) / "home"
@@ -74,24 +70,24 @@ def main() -> None:
         scorer.rerank("warm up", ["the late stage's first run"])
         times: dict[str, list[float]] = {"none": [], "late, cold cache": [], "late, warm": []}
 
-        def timed(label: str, stage: RerankStage, query: str, namespace: str) -> None:
+        def recall_as(label: str, stage: RerankStage, query: str, namespace: str) -> None:
             reader.reranker = stage
-            t = time.perf_counter()
-            reader.recall(RecallRequest(query=query, namespace=namespace, limit=10))
-            times[label].append((time.perf_counter() - t) * 1000)
+            request = RecallRequest(query=query, namespace=namespace, limit=10)
+            times[label].append(harness.timed(lambda: reader.recall(request)).wall * 1000)
 
         for query, namespace in probes:
-            timed("none", off, query, namespace)
+            recall_as("none", off, query, namespace)
             scorer.cache = TokenCache()
-            timed("late, cold cache", late, query, namespace)
-            timed("late, warm", late, query, namespace)
+            recall_as("late, cold cache", late, query, namespace)
+            recall_as("late, warm", late, query, namespace)
         count = reader.projections.read_model.db.execute("SELECT count(*) FROM memories").get
     finally:
         app.close()
     print(f"\n{count:,} memories, {len(probes)} recalls each, limit 10, rerank pool 20\n")
     print("| reranker | recall p50 ms | p95 ms |\n|---|---:|---:|")
     for label, values in times.items():
-        print(f"| {label} | {statistics.median(values):.1f} | {pct(values, 0.95):.1f} |")
+        p50, p95 = statistics.median(values), harness.percentile(values, 0.95)
+        print(f"| {label} | {p50:.1f} | {p95:.1f} |")
     print(f"\nload average after: {os.getloadavg()}; home {home}")
 
 

@@ -1,6 +1,6 @@
 """What lifecycle marks cost: the sweep's idle check, a sweep, recall with marks.
 
-    python tools/bench_lifecycle.py [--memories 2000] [--expiring 200] [--queries 50]
+    python -m tools.bench_lifecycle [--memories 2000] [--expiring 200] [--queries 50]
 
 Builds a home of ``--memories`` distinct memories through the import path
 (``store_many``), ``--expiring`` of them with a ttl of one hour and a tenth of the rest
@@ -20,21 +20,17 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_recall import text  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.read.recall import RecallRequest
+from ferrex.rules.memory_input import StoreRequest
+from tools import harness
+from tools.bench_recall import text
 
 
 def _ms(start: float) -> float:
@@ -46,9 +42,9 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--expiring", type=int, default=200)
     parser.add_argument("--queries", type=int, default=50)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     rng = random.Random(18)
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"

@@ -1,6 +1,6 @@
 """The MCP server as an agent meets it: start-up, round trips over stdio and HTTP, two clients.
 
-    python tools/bench_mcp.py [--memories 10000] [--home DIR] [--calls 200] [--starts 5]
+    python -m tools.bench_mcp [--memories 10000] [--home DIR] [--calls 200] [--starts 5]
 
 - start-up: a fresh ``ferrex`` process until its answer to ``initialize`` (median of
   ``--starts``), measured with raw JSON-RPC on the pipes;
@@ -39,16 +39,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from tools import harness
+from tools.bench_recall import build, text
 
-from tools import quiet  # noqa: E402
-from tools.bench_recall import build, pct, text  # noqa: E402
-
-FERREX = str(Path(sys.executable).with_name("ferrex"))
 INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -60,7 +56,7 @@ def startup(home: Path) -> float:
     """Seconds from spawning ``ferrex`` until its initialize answer arrives on stdout."""
     began = time.perf_counter()
     process = subprocess.Popen(
-        [FERREX, "--home", str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        [harness.FERREX, "--home", str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert process.stdin is not None and process.stdout is not None
@@ -107,7 +103,7 @@ async def drive(client: Client, seconds: float, rng: random.Random) -> int:
 
 
 def stdio(home: Path) -> Client:
-    return Client(StdioServerParameters(command=FERREX, args=["--home", str(home)]),
+    return Client(StdioServerParameters(command=harness.FERREX, args=["--home", str(home)]),
                   read_timeout_seconds=600)  # fmt: skip
 
 
@@ -121,7 +117,7 @@ async def over_http(home: Path, calls: int, rng: random.Random) -> dict[str, lis
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen(
-        [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
+        [harness.FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -222,7 +218,7 @@ def _http_server(home: Path) -> tuple[subprocess.Popen[bytes], str, str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     server = subprocess.Popen(
-        [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
+        [harness.FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     for _ in range(1200):
@@ -260,7 +256,7 @@ def _cell(mix: str, clients: int, seconds: float, calls: list[tuple[str, float]]
     for tool in ("recall", "store"):
         times = [t for name, t in calls if name == tool]
         if times:
-            cell[tool] = (statistics.median(times), pct(times, 0.95), len(times))
+            cell[tool] = (statistics.median(times), harness.percentile(times, 0.95), len(times))
     return cell
 
 
@@ -270,7 +266,7 @@ def handover(home: Path, rounds: int) -> list[float]:
 
     async def one() -> float:
         owner = subprocess.Popen(
-            [FERREX, "--home", str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [harness.FERREX, "--home", str(home)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
@@ -306,7 +302,7 @@ def handover(home: Path, rounds: int) -> list[float]:
 
 def row(name: str, values: list[float]) -> str:
     return (f"| {name} | {len(values)} | {statistics.median(values) * 1000:.1f} | "
-            f"{pct(values, 0.95) * 1000:.1f} |")  # fmt: skip
+            f"{harness.percentile(values, 0.95) * 1000:.1f} |")  # fmt: skip
 
 
 def main() -> None:
@@ -324,9 +320,9 @@ def main() -> None:
     parser.add_argument("--handovers", type=int, default=5, help="owner kills to time")
     parser.add_argument("--skip-table", action="store_true",
                         help="with --only-concurrency: only the hand-over")  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     if args.only_concurrency:
         concurrency_main(args)
         return

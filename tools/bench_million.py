@@ -1,6 +1,6 @@
 """A million memories (issue 27): recall, store, stats, replay, disk and RSS at large sizes.
 
-    python tools/bench_million.py [--sizes 100000,1000000] [--json FILE] [--profile PHASES]
+    python -m tools.bench_million [--sizes 100000,1000000] [--json FILE] [--profile PHASES]
 
 For each size a home is built the fast honest way: the synthetic agent notes of
 ``tools/bench_replay.py`` (episodes, facts with supersedes, procedures, entities; generated
@@ -35,7 +35,6 @@ import dataclasses
 import functools
 import io
 import json
-import math
 import multiprocessing
 import os
 import random
@@ -56,8 +55,6 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from ferrex.app import App
 from ferrex.config import load
 from ferrex.errors import Refused
@@ -70,7 +67,7 @@ from ferrex.rules.memory_input import StoreRequest
 from journal import Event, MemoryStored
 from projections.documents import memory_text
 from projections.replay import read_pointer
-from tools import quiet
+from tools import harness
 from tools.bench_replay import (
     EPISODES,
     NAMESPACES,
@@ -80,6 +77,7 @@ from tools.bench_replay import (
     slots,
     sqlite_files,
 )
+from tools.harness import Took, timed
 
 STAND_IN_NOTE = (
     "VECTORS ARE A STAND-IN: dense vectors come from a seeded random projection of hashed "
@@ -213,29 +211,6 @@ def mib(value: int | None) -> str:
 # -- figures ---------------------------------------------------------------------------------
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank ``q`` quantile (0 < q <= 1) of ``values``."""
-    if not values:
-        raise ValueError("no values")
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
-@dataclass(frozen=True)
-class Took:
-    """One call's wall-clock seconds, and the CPU seconds this process spent meanwhile (all
-    its threads): on a loaded machine the CPU figure is the steadier of the two."""
-
-    wall: float
-    cpu: float
-
-
-def timed(fn: Callable[[], object]) -> Took:
-    wall, cpu = time.perf_counter(), time.process_time()
-    fn()
-    return Took(time.perf_counter() - wall, time.process_time() - cpu)
-
-
 @dataclass
 class Latency:
     calls: int
@@ -245,10 +220,10 @@ class Latency:
     cpu_p50_ms: float
 
     @classmethod
-    def of(cls, took: Sequence[Took]) -> Latency:
+    def of(cls, took: Sequence[Took[object]]) -> Latency:
         ms = [t.wall * 1000 for t in took]
         cpu = statistics.median(t.cpu * 1000 for t in took)
-        return cls(len(ms), statistics.median(ms), percentile(ms, 0.95), max(ms), cpu)
+        return cls(len(ms), statistics.median(ms), harness.percentile(ms, 0.95), max(ms), cpu)
 
     def cell(self) -> str:
         return f"{self.p50_ms:.1f} / {self.p95_ms:.1f} ({self.cpu_p50_ms:.1f})"
@@ -490,13 +465,13 @@ def phase_serve(
         result.sizes_before_optimize = Sizes.of(home)
         reader = app.reader()
 
-        def recalls(requests: list[RecallRequest]) -> list[Took]:
+        def recalls(requests: list[RecallRequest]) -> list[Took[object]]:
             return [timed(functools.partial(reader.recall, request)) for request in requests]
 
         def one_leg_recalls() -> dict[str, Latency]:
             """Diagnostics: recall with one leg alone (the later stages as usual), to see which
             leg's search the time goes to; the two alternate, half the queries each."""
-            took: dict[str, list[Took]] = {"dense": [], "bm25": []}
+            took: dict[str, list[Took[object]]] = {"dense": [], "bm25": []}
             for i, request in enumerate(queries(rng, samples, n_queries)):
                 legs: Legs = "dense" if i % 2 == 0 else "bm25"
                 took[legs].extend(recalls([dataclasses.replace(request, legs=legs)]))
@@ -537,8 +512,8 @@ def phase_serve(
 
         operator = Caller()
 
-        plain: list[Took] = []
-        detailed: list[Took] = []
+        plain: list[Took[object]] = []
+        detailed: list[Took[object]] = []
 
         def stats_call(detailed: bool) -> Callable[[], object]:
             args = {"detailed": True} if detailed else {}
@@ -568,8 +543,8 @@ def phase_serve(
             except Refused:
                 answers.append("refused")
 
-        def stores(count: int) -> list[Took]:
-            took = []
+        def stores(count: int) -> list[Took[object]]:
+            took: list[Took[object]] = []
             for _ in range(count):
                 request = new_note(rng)
                 answers: list[str] = []
@@ -807,10 +782,10 @@ def main() -> None:
         help=f"at the largest size, profile these phases ({', '.join(PROFILED)}; comma "
         "separated) in an extra pass each, and print where their time went",
     )  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
     say(STAND_IN_NOTE)
-    quiet.begin(args)
+    harness.begin(args)
     load_before = os.getloadavg()[0]
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     root: Path = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-million-"))

@@ -1,6 +1,6 @@
 """Benchmark ferrex's models: dense throughput and latency, sparse encoding, cache hits.
 
-Usage: ``.venv/bin/python tools/bench_models.py [--home DIR] [--rounds N]``. Without
+Usage: ``.venv/bin/python -m tools.bench_models [--home DIR] [--rounds N]``. Without
 ``--home`` a throwaway data directory is used (the model is assembled into it first). The
 load average is printed before and after, since the numbers mean little on a busy machine.
 """
@@ -8,11 +8,10 @@ load average is printed before and after, since the numbers mean little on a bus
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,9 +23,7 @@ from ferrex.models import (
     text_key,
 )
 from ferrex.models.sparse import Bm25Encoder
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
+from tools import harness
 
 SUBJECTS = ("the deploy", "INC-90312", "the billing service", "our staging cluster", "Alice")
 VERBS = ("failed after", "was fixed by", "depends on", "moved to", "was reviewed in")
@@ -48,25 +45,18 @@ def short_texts(count: int, salt: str) -> list[str]:
     return texts
 
 
-def percentile(samples: list[float], fraction: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
-def timed(action: Callable[..., object], *args: object) -> float:
-    """Seconds ``action(*args)`` takes (arguments are built before the clock starts)."""
-    started = time.perf_counter()
-    action(*args)
-    return time.perf_counter() - started
+def wall_of(action: Callable[..., object], *args: object) -> float:
+    """Wall seconds ``action(*args)`` takes (arguments are built before the clock starts)."""
+    return harness.timed(functools.partial(action, *args)).wall
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, help="data directory (default: a temporary one)")
     parser.add_argument("--rounds", type=int, default=5, help="batches of 256 to time")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     with tempfile.TemporaryDirectory(prefix="ferrex-bench-") as scratch:
         run(args.home or Path(scratch), args.rounds)
 
@@ -76,14 +66,14 @@ def run(home: Path, rounds: int) -> None:
     rows: list[tuple[str, str]] = []
 
     embedder = Embedder(home, choose_embedding_model(None, os.environ))
-    load = timed(embedder.model)
+    load = wall_of(embedder.model)
     model = embedder.model()
     rows.append(("model", f"{model.identity.name} ({model.identity.dim} d)"))
     rows.append(("model load (first, incl. assembly)", f"{load:.2f} s"))
 
     model.run(short_texts(32, "warm"), embedder.batch_size)
     batch_times = [
-        timed(model.run, short_texts(256, f"b{r}"), embedder.batch_size) for r in range(rounds)
+        wall_of(model.run, short_texts(256, f"b{r}"), embedder.batch_size) for r in range(rounds)
     ]
     rows.append(
         (
@@ -91,7 +81,7 @@ def run(home: Path, rounds: int) -> None:
             f"{256 / statistics.median(batch_times):.0f} texts/s",
         )
     )
-    whole_batch = [timed(model.run, short_texts(256, f"w{r}"), 256) for r in range(3)]
+    whole_batch = [wall_of(model.run, short_texts(256, f"w{r}"), 256) for r in range(3)]
     rows.append(
         (
             "dense, batches of 256 short texts (batch_size 256)",
@@ -100,29 +90,29 @@ def run(home: Path, rounds: int) -> None:
     )
 
     queries = short_texts(200, "q")
-    latencies = [timed(model.run, [q], 1) * 1000.0 for q in queries]
-    rows.append(("single query p50 (model only)", f"{percentile(latencies, 0.50):.2f} ms"))
-    rows.append(("single query p95 (model only)", f"{percentile(latencies, 0.95):.2f} ms"))
+    latencies = [wall_of(model.run, [q], 1) * 1000.0 for q in queries]
+    rows.append(("single query p50 (model only)", f"{harness.percentile(latencies, 0.50):.2f} ms"))
+    rows.append(("single query p95 (model only)", f"{harness.percentile(latencies, 0.95):.2f} ms"))
 
     cached = short_texts(1000, "c")
     embedder.embed_many(cached)
-    hit_times = [timed(embedder.embed, t) * 1e6 for t in cached]
-    rows.append(("embed() of a cached text, p50", f"{percentile(hit_times, 0.50):.0f} µs"))
+    hit_times = [wall_of(embedder.embed, t) * 1e6 for t in cached]
+    rows.append(("embed() of a cached text, p50", f"{harness.percentile(hit_times, 0.50):.0f} µs"))
     cache = EmbeddingCache(cache_path(home))
     identity = model.identity
-    lookups = [timed(cache.get_many, identity, [text_key(t)]) * 1e6 for t in cached]
-    rows.append(("cache lookup (one key), p50", f"{percentile(lookups, 0.50):.0f} µs"))
-    rows.append(("cache lookup (one key), p95", f"{percentile(lookups, 0.95):.0f} µs"))
-    bulk = timed(cache.get_many, identity, [text_key(t) for t in cached])
+    lookups = [wall_of(cache.get_many, identity, [text_key(t)]) * 1e6 for t in cached]
+    rows.append(("cache lookup (one key), p50", f"{harness.percentile(lookups, 0.50):.0f} µs"))
+    rows.append(("cache lookup (one key), p95", f"{harness.percentile(lookups, 0.95):.0f} µs"))
+    bulk = wall_of(cache.get_many, identity, [text_key(t) for t in cached])
     rows.append(("cache lookup (1000 keys at once)", f"{bulk * 1e6 / len(cached):.1f} µs/key"))
     cache.close()
     embedder.close()
 
     encoder = Bm25Encoder()
     sparse_texts = short_texts(10_000, "s")
-    sparse_time = sum(timed(encoder.encode_document, t) for t in sparse_texts)
+    sparse_time = sum(wall_of(encoder.encode_document, t) for t in sparse_texts)
     rows.append(("sparse encode_document", f"{len(sparse_texts) / sparse_time:.0f} texts/s"))
-    query_time = sum(timed(encoder.encode_query, t) for t in sparse_texts)
+    query_time = sum(wall_of(encoder.encode_query, t) for t in sparse_texts)
     rows.append(("sparse encode_query", f"{len(sparse_texts) / query_time:.0f} texts/s"))
 
     width = max(len(name) for name, _ in rows)

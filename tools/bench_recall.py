@@ -1,9 +1,9 @@
 """Recall and store latency (p50/p95) on the embedded Qdrant, at several memory counts.
 
-    python tools/bench_recall.py [--sizes 1000,10000] [--homes DIR,...] [--queries 200]
+    python -m tools.bench_recall [--sizes 1000,10000] [--homes DIR,...] [--queries 200]
 
 Each size needs a data directory holding that many memories. ``--homes`` reuses existing
-ones (for example those ``tools/bench_replay.py --keep`` leaves, whose embedding caches are
+ones (for example those ``python -m tools.bench_replay --keep`` leaves, whose embedding caches are
 warm); otherwise a home is built here through the real import path (``store_many``), which
 embeds every text once (about 200 texts/s on 2 cores). Recall runs in-process through the
 composition root, without and with a small test reranker (built like the test suite's), so
@@ -16,23 +16,19 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.models.rerank import choose_reranker, load_reranker  # noqa: E402
-from ferrex.read.recall import QueryCache, RecallRequest  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_journal import WORDS  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.models.rerank import choose_reranker, load_reranker
+from ferrex.read.recall import QueryCache, RecallRequest
+from ferrex.rules.memory_input import StoreRequest
+from tools import harness
+from tools.bench_journal import WORDS
 
 
 def text(rng: random.Random, i: int) -> str:
@@ -56,11 +52,6 @@ def build(
         app.writer().store_many(requests, chunk=512, progress=progress)
     finally:
         app.close()
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 class Measured(NamedTuple):
@@ -139,9 +130,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stores", type=int, default=50)
     parser.add_argument("--seed", type=int, default=7)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     rng = random.Random(args.seed)
     print(f"load average before: {os.getloadavg()}, cores: {os.cpu_count()}")
     work = Path(tempfile.mkdtemp(prefix="ferrex-bench-recall-"))
@@ -172,7 +163,9 @@ def main() -> None:
     )
 
     def cell(values: list[float]) -> str:
-        return f"{statistics.median(values):.1f} / {pct(values, 0.95):.1f}" if values else "-"
+        if not values:
+            return "-"
+        return f"{statistics.median(values):.1f} / {harness.percentile(values, 0.95):.1f}"
 
     for count, recall_ms, seen_ms, rerank_ms, store_ms, fact_ms in rows:
         print(

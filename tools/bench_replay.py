@@ -5,7 +5,7 @@ embedding cache, shows where a warm replay spends its time (wall-clock stage tim
 cProfile summary by module), and the disk each store takes per memory. Prints markdown;
 speed is reported, never asserted.
 
-    python tools/bench_replay.py [--sizes 10000,100000] [--dir DIR] [--skip-cold]
+    python -m tools.bench_replay [--sizes 10000,100000] [--dir DIR] [--skip-cold]
 
 Goal stated in issue 4: 100k memories replayed in under 60 s with a warm cache on a 2-core
 machine. A cold replay embeds every text (the bundled model does ~200 texts/s on such a
@@ -59,11 +59,9 @@ from projections.qdrant_edge import EdgeBackend
 from projections.replay import Live, Projections, read_pointer
 from projections.sqlite import ReadModel
 from projections.vector_sink import Encoders, VectorSink
+from tools import harness
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
-
-REPO = Path(__file__).resolve().parent.parent
+REPO = harness.ROOT
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 NAMESPACES = ("acme", "acme", "acme", "acme-infra", "personal")
 
@@ -437,17 +435,17 @@ class Stages:
             self._children[-1] += elapsed
 
     def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Any:
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
             started = self._enter()
             try:
                 return fn(*args, **kwargs)
             finally:
                 self._leave(name, started)
 
-        return timed
+        return wrapped
 
     def wrap_iter(self, name: str, make: Callable[..., Iterator[Any]]) -> Callable[..., Any]:
-        def timed(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        def wrapped(*args: Any, **kwargs: Any) -> Iterator[Any]:
             inner = make(*args, **kwargs)
             while True:
                 started = self._enter()
@@ -459,7 +457,7 @@ class Stages:
                     self._leave(name, started)
                 yield item
 
-        return timed
+        return wrapped
 
 
 # (owner, attribute, stage name): class methods are timed for every instance the replay makes.
@@ -866,9 +864,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--top", type=int, default=20, help="rows of the profile tables")
     parser.add_argument("--keep", action="store_true", help="keep each size's data directory")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     profile_size = sizes[0] if args.profile_size is None else args.profile_size
 

@@ -1,9 +1,9 @@
 """A stdio server's memory on a data directory: in all, anonymous, and file-backed (Qdrant's apart).
 
-    python tools/bench_rss.py --home DIR [--calls 30] [--baseline PATH] [--rebuild]
+    python -m tools.bench_rss --home DIR [--calls 30] [--baseline PATH] [--rebuild]
         [--mappings N] [--noisy]
 
-A fresh copy of DIR (say a 10k home ``tools/bench.py --reuse`` built) is served by ``ferrex``
+A fresh copy of DIR (say a 10k home ``python -m tools.bench --reuse`` built) is served by ``ferrex``
 (this tree's, or ``--ferrex PATH``) through the MCP SDK's stdio client; its memory is read
 from ``/proc/PID/smaps`` after the first store, after the first recall, and after ``--calls``
 store+recall pairs (new texts; recalls of five words of the benchmark's vocabulary, and every
@@ -28,21 +28,15 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-
-from tools import quiet  # noqa: E402
-from tools.bench_journal import WORDS  # noqa: E402
-
-FERREX = str(Path(sys.executable).with_name("ferrex"))
+from tools import harness
+from tools.bench_journal import WORDS
 
 
 def memory(pid: int, qdrant: Path) -> dict[str, int]:
@@ -118,8 +112,7 @@ def _child_pid() -> int:
 async def measure(
     ferrex: str, home: Path, calls: int, top: int = 0, *, rebuild: bool = False
 ) -> None:
-    copy = Path(tempfile.mkdtemp(prefix="ferrex-bench-rss-")) / "home"
-    shutil.copytree(home, copy, symlinks=True)
+    copy = harness.home_copy(home, Path(tempfile.mkdtemp(prefix="ferrex-bench-rss-")))
     if rebuild:
         done = subprocess.run([ferrex, "--home", str(copy), "replay"], capture_output=True,
                               text=True, check=True)  # fmt: skip
@@ -152,7 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, required=True, help="the data directory to copy")
     parser.add_argument("--calls", type=int, default=30, help="store+recall pairs (default 30)")
-    parser.add_argument("--ferrex", default=FERREX, help="the ferrex executable measured")
+    parser.add_argument("--ferrex", default=harness.FERREX, help="the ferrex executable measured")
     parser.add_argument("--baseline", help="another ferrex executable, measured after it")
     parser.add_argument(
         "--rebuild", action="store_true",
@@ -162,14 +155,14 @@ def main() -> None:
         "--mappings", type=int, default=0, metavar="N",
         help="also print the N largest resident mappings at the end (by file; anonymous apart)",
     )  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     sides = [("ferrex", args.ferrex)] + ([("baseline", args.baseline)] if args.baseline else [])
     for label, executable in sides:
         print(f"{label} ({executable}) on a copy of {args.home}:")
         asyncio.run(measure(executable, args.home, args.calls, args.mappings, rebuild=args.rebuild))
-        print(f"  {quiet.load_line()}")
+        print(f"  {harness.load_line()}")
 
 
 if __name__ == "__main__":

@@ -42,12 +42,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from tools import harness
 
-from tools import quiet  # noqa: E402
-
-FERREX = str(Path(sys.executable).with_name("ferrex"))
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "bench", "version": "1"}}}  # fmt: skip
@@ -177,11 +173,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--memories", type=int, default=200)
     parser.add_argument("--home", type=Path, help="reuse this home (built when empty)")
-    parser.add_argument("--ferrex", default=FERREX, help="the ferrex executable to start")
+    parser.add_argument("--ferrex", default=harness.FERREX, help="the ferrex executable to start")
     parser.add_argument("--baseline", help="another ferrex executable, measured alternately")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     options = parser.parse_args()
-    quiet.begin(options)
+    harness.begin(options)
     with tempfile.TemporaryDirectory(prefix="ferrex-startup-") as scratch:
         home = options.home or Path(scratch) / "home"
         if not (home / "journal").exists():
@@ -205,7 +201,7 @@ def main() -> None:
                       f"libraries then: {', '.join(row['loaded']) or 'none'}, owner lock "
                       f"{'taken' if row['owner_lock'] else 'free'}; first recall "
                       f"{row['recall_wall']:.2f} s wall after it, {row['recall_cpu']:.2f} s "
-                      f"CPU by then; {quiet.load_line()}", flush=True)  # fmt: skip
+                      f"CPU by then; {harness.load_line()}", flush=True)  # fmt: skip
         for side, measured in rows.items():
             median = _medians(measured)
             print(f"{side}, median of {len(measured)}: sdk import {median('sdk_cpu'):.2f} s "

@@ -1,6 +1,6 @@
 """What an agent pays to use ferrex: characters and tokens of the schemas and the answers.
 
-    python tools/bench_tokens.py [--json]
+    python -m tools.bench_tokens [--json]
 
 Builds the MCP server in-process over a fresh home holding a fixed set of memories (facts,
 events, a procedure; the same every run), talks to it through the SDK's own client and
@@ -20,26 +20,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import anyio
+from mcp import Client
+from mcp_types import CallToolResult
 
-import anyio  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp_types import CallToolResult  # noqa: E402
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load as load_config  # noqa: E402
-from ferrex.models import Embedder  # noqa: E402
-from ferrex.models.choice import choose_embedding_model  # noqa: E402
-from ferrex.server.hub import Hub  # noqa: E402
-from ferrex.server.mcp_server import build_server  # noqa: E402
-from ferrex.server.service import Caller  # noqa: E402
-from tools import quiet  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load as load_config
+from ferrex.models import Embedder
+from ferrex.models.choice import choose_embedding_model
+from ferrex.server.hub import Hub
+from ferrex.server.mcp_server import build_server
+from ferrex.server.service import Caller
+from tools import harness
 
 MEMORIES: list[dict[str, Any]] = [
     {"content": "On 2026-11-28 the nightly backup of billing-db failed because the disk on "
@@ -117,9 +113,9 @@ async def _measure(client: Client, count: Any) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     opts = parser.parse_args()
-    quiet.begin(opts)
+    harness.begin(opts)
     with tempfile.TemporaryDirectory(prefix="ferrex-tokens-") as tmp:
         home = Path(tmp) / "home"
         embedder = Embedder(Path(tmp) / "models", choose_embedding_model("small", {}))

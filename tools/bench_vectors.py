@@ -6,7 +6,7 @@ from a skewed vocabulary, payloads shaped like ferrex's. Each upsert call is ack
 (on Edge) flushed to disk before the next. Prints a markdown table and the load average;
 speed is reported, never asserted.
 
-    python tools/bench_vectors.py [--points 10000] [--client-points 1000] [--queries 200]
+    python -m tools.bench_vectors [--points 10000] [--client-points 1000] [--queries 200]
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import os
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -27,9 +26,7 @@ from pathlib import Path
 from projections.qdrant_edge import EdgeBackend
 from projections.qdrant_server import ClientBackend
 from projections.vectors import SparseVector, VectorBackend, VectorFilter, VectorPoint
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tools import quiet
+from tools import harness
 
 DIM = 384
 VOCAB = 30_000
@@ -77,18 +74,10 @@ def point(rng: random.Random, i: int) -> VectorPoint:
     )
 
 
-def percentiles(samples: list[float]) -> tuple[float, float]:
-    cuts = statistics.quantiles(samples, n=20)
-    return statistics.median(samples), cuts[18]  # p50, p95
-
-
-def timed(calls: list[Callable[[], object]]) -> tuple[float, float]:
-    samples = []
-    for call in calls:
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1000)
-    return percentiles(samples)
+def latency_ms(calls: list[Callable[[], object]]) -> tuple[float, float]:
+    """p50 and p95 wall milliseconds of the calls, one at a time."""
+    samples = [harness.timed(call).wall * 1000 for call in calls]
+    return statistics.median(samples), harness.percentile(samples, 0.95)
 
 
 def run(
@@ -100,7 +89,7 @@ def run(
     rows = []
 
     singles = points[:100]
-    single = timed([functools.partial(backend.upsert, NAME, [p]) for p in singles])
+    single = latency_ms([functools.partial(backend.upsert, NAME, [p]) for p in singles])
     rows.append(f"| {label} | upsert 1 point per call (p50 / p95 ms) | {fmt(single)} |")
 
     start = time.perf_counter()
@@ -124,9 +113,9 @@ def run(
             rebuilt = backend.optimize(NAME)
             took = time.perf_counter() - start
             rows.append(f"| {label} | optimize() | {took:.1f} s (rebuilt: {rebuilt}) |")
-        timed(hybrid(filtered)[:5])  # warm caches
+        latency_ms(hybrid(filtered)[:5])  # warm caches
         for what, flt in (("filtered", filtered), ("no filter", VectorFilter())):
-            latency = fmt(timed(hybrid(flt)))
+            latency = fmt(latency_ms(hybrid(flt)))
             rows.append(f"| {label} | hybrid, {what}, {stage} (p50 / p95 ms) | {latency} |")
     rows.append(f"| {label} | points stored | {backend.count(NAME):,} |")
     return rows
@@ -144,9 +133,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=256, help="points per upsert call")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: tmp)")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     root = args.dir or Path(tempfile.mkdtemp(prefix="ferrex-bench-vectors-"))
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"cpus: {os.cpu_count()}, data in {root}\n")

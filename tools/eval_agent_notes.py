@@ -1,6 +1,6 @@
 """A team's notes through ferrex's real import and MCP recall: what an agent is shown.
 
-    python tools/eval_agent_notes.py [--half tuning|held-out|both] [--show N] [--json]
+    python -m tools.eval_agent_notes [--half tuning|held-out|both] [--show N] [--json]
         [--notes FILE] [--questions FILE] [--keep DIR]
 
 The workload is ``golden_set/agent_notes/`` (its README: 1,040 notes of a fictional team,
@@ -26,7 +26,7 @@ the results shown), recall@5 and (untrimmed) recall@10 (the share of a question'
 notes shown), the verdict (the answer's ``nothing_relevant``), "shown without the verdict"
 (an answer note shown and no verdict: what an agent can use as it stands), results shown,
 and the tokens of the answer's text content (what the agent reads; the bundled model's
-tokenizer, as ``tools/bench_tokens.py`` and ``tools/eval_relevance.py --trimming`` count)
+tokenizer, as ``tools/bench_tokens.py`` and ``python -m tools.eval_relevance --trimming`` count)
 and of its structured content (compact JSON), default ÷ untrimmed. For unanswerable
 questions the verdict is the success.
 
@@ -60,16 +60,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import CallToolResult
 
-import anyio  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mcp_types import CallToolResult  # noqa: E402
-
-from ferrex.models import Embedder  # noqa: E402
-from ferrex.models.choice import choose_embedding_model  # noqa: E402
+from ferrex.models import Embedder
+from ferrex.models.choice import choose_embedding_model
+from tools import harness
+from tools.harness import ROOT
 
 SET_DIR: Final = ROOT / "golden_set" / "agent_notes"
 KINDS: Final = ("paraphrase", "identifier", "time", "filtered", "unanswerable")
@@ -526,7 +525,7 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 
 def _ferrex() -> str:
-    beside = Path(sys.executable).with_name("ferrex")
+    beside = Path(harness.FERREX)
     found = str(beside) if beside.exists() else shutil.which("ferrex")
     if found is None:
         raise SystemExit("no ferrex executable beside this Python or on PATH")

@@ -1,6 +1,6 @@
 """What consolidation does to recall and to the stored text, on LoCoMo.
 
-    python tools/eval_consolidation.py [--data FILE] [--cache-home DIR] [--home DIR]
+    python -m tools.eval_consolidation [--data FILE] [--cache-home DIR] [--home DIR]
         [--groups consolidate|sessions] [--runs turn:0.8,...] [--recent 2] [--json FILE]
 
 LoCoMo is imported as ``tools/eval_retrieval.py`` imports it (one namespace per
@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -43,16 +42,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.core.decide.consolidate import Folding  # noqa: E402
-from ferrex.read.recall import Reader, RecallRequest  # noqa: E402
-from ferrex.rules.consolidation import sentences  # noqa: E402
-from projections.sqlite import Memory  # noqa: E402
-from tools.eval_retrieval import (  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.core.decide.consolidate import Folding
+from ferrex.read.recall import Reader, RecallRequest
+from ferrex.rules.consolidation import sentences
+from projections.sqlite import Memory
+from tools import harness
+from tools.eval_retrieval import (
     DATA,
     Bench,
     K,
@@ -350,15 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    if args.home is not None:
-        report = run(
-            args.data, args.home, args.cache_home, runs, args.recent, progress, args.groups
-        )
-    else:
-        with tempfile.TemporaryDirectory(prefix="ferrex-consolidation-") as tmp:
-            report = run(
-                args.data, Path(tmp), args.cache_home, runs, args.recent, progress, args.groups
-            )
+    with harness.scratch("ferrex-consolidation-", args.home) as home:
+        report = run(args.data, home, args.cache_home, runs, args.recent, progress, args.groups)
     print(render(report))
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")

@@ -1,7 +1,7 @@
 """How the duplicate rule decides, on our pair set and on imported conversations.
 
-    python tools/eval_dedup.py pairs   [--verbose] [--json FILE]
-    python tools/eval_dedup.py imports [--questions N] [--again] [--json FILE]
+    python -m tools.eval_dedup pairs   [--verbose] [--json FILE]
+    python -m tools.eval_dedup imports [--questions N] [--again] [--json FILE]
 
 ``pairs`` reads ``golden_set/dedup_pairs.jsonl`` (lines ``{"a", "b", "duplicate", "kind"}``,
 described in ``golden_set/README.md``) and runs every pair through the real store path: a
@@ -44,9 +44,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.append(str(ROOT))
+from tools.harness import ROOT
 
 PAIRS: Final = ROOT / "golden_set" / "dedup_pairs.jsonl"
 DATA: Final = ROOT.parent / "shared" / "data"

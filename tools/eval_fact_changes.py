@@ -1,8 +1,8 @@
 """Fact changes over the real MCP path: does the slot end with the right current answer?
 
-    python tools/eval_fact_changes.py [--half tuning|held-out|both] [--show N] [--only OUTCOME]
+    python -m tools.eval_fact_changes [--half tuning|held-out|both] [--show N] [--only OUTCOME]
                                       [--json] [--limit N] [--set FILE]
-    python tools/eval_fact_changes.py --unrelated N [--seed S] [--json]
+    python -m tools.eval_fact_changes --unrelated N [--seed S] [--json]
 
 Each scenario of ``golden_set/fact_changes.jsonl`` (its format and time rule are in
 ``golden_set/fact_changes.md``) is stored step by step through one ``ferrex`` stdio server on
@@ -62,18 +62,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import TextResourceContents
 
-import anyio  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mcp_types import TextResourceContents  # noqa: E402
-
-from tools import quiet  # noqa: E402
+from tools import harness
+from tools.harness import ROOT
 
 DEFAULT_SET: Final = ROOT / "golden_set" / "fact_changes.jsonl"
-FERREX: Final = str(Path(sys.executable).with_name("ferrex"))
 KINDS: Final = ("change", "restatement", "negative")
 CATEGORIES: Final = ("config", "host", "limit", "location", "other", "owner", "people",
                      "schedule", "status", "uses", "version")  # fmt: skip
@@ -174,7 +171,7 @@ def iso(at: datetime) -> str:
 
 def server(home: Path) -> Client:
     # The SDK passes the server only a minimal environment: no FERREX_* reaches it.
-    params = StdioServerParameters(command=FERREX, args=["--home", str(home)])
+    params = StdioServerParameters(command=harness.FERREX, args=["--home", str(home)])
     return Client(params, read_timeout_seconds=120)
 
 
@@ -831,7 +828,7 @@ def report(args: argparse.Namespace, outcomes: list[Outcome], halves: list[Half]
         return
     print(
         f"# fact changes over MCP: {args.set.name}, head {head()}, {seconds:.0f} s "
-        f"({seconds / max(len(outcomes), 1):.2f} s a scenario); {quiet.load_line()}"
+        f"({seconds / max(len(outcomes), 1):.2f} s a scenario); {harness.load_line()}"
     )
     for h, mine in by_half.items():
         print_totals(h, totals(mine), seconds * len(mine) / max(len(outcomes), 1),

@@ -1,6 +1,6 @@
 """Retrieval quality on ferrex's own golden set: recall@3, recall@5 and MRR, per category.
 
-    python tools/eval_golden.py [--set DIR] [--json] [--verbose] [--config FILE] [--keep DIR]
+    python -m tools.eval_golden [--set DIR] [--json] [--verbose] [--config FILE] [--keep DIR]
 
 The set (``golden_set/``, described in its README) is loaded into a fresh data directory
 through the real store path (``App.writer().store_many``: validation, entity resolution,
@@ -26,26 +26,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.errors import FerrexError, Refused  # noqa: E402
-from ferrex.models import Embedder  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from ferrex.rules.store_fields import parse_time  # noqa: E402
-from ferrex.write.writer import StoreResult  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.errors import FerrexError, Refused
+from ferrex.models import Embedder
+from ferrex.read.recall import RecallRequest
+from ferrex.rules.memory_input import StoreRequest
+from ferrex.rules.store_fields import parse_time
+from ferrex.write.writer import StoreResult
+from tools.harness import ROOT, NotEmpty, scratch
 
 DEFAULT_SET: Final = ROOT / "golden_set"
 #: Results asked of every recall: MRR looks this deep.
@@ -430,18 +426,6 @@ class Report:
         }
 
 
-@contextmanager
-def _data_dir(keep: Path | None) -> Iterator[Path]:
-    if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        if any(keep.iterdir()):
-            raise GoldenSetError(f"--keep {keep}: the directory must be new or empty")
-        yield keep
-        return
-    with tempfile.TemporaryDirectory(prefix="ferrex-golden-") as tmp:
-        yield Path(tmp)
-
-
 def evaluate(
     golden: GoldenSet,
     home: Path,
@@ -589,9 +573,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         golden = load_set(args.set_dir)
-        with _data_dir(args.keep) as home:
+        with scratch("ferrex-golden-", args.keep, empty=True) as home:
             report = evaluate(golden, home, config_file=args.config)
-    except GoldenSetError as exc:
+    except (GoldenSetError, NotEmpty) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except FerrexError as exc:

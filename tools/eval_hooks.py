@@ -42,7 +42,6 @@ import os
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -50,8 +49,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-SET = Path(__file__).resolve().parents[1] / "golden_set" / "hook_prompts"
-FERREX = str(Path(sys.executable).with_name("ferrex"))
+from tools import harness
+from tools.harness import ROOT, percentile
+
+SET = ROOT / "golden_set" / "hook_prompts"
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
 SESSION = "0d6c2f3e-9a51-4b7e-8c1d-5e2f7a9b3c40"
 MEMORY_ID = re.compile(r"\bmem_[0-9A-Za-z]+\b")
@@ -77,7 +78,7 @@ def _home(root: Path, memories: list[dict[str, Any]]) -> tuple[Path, dict[str, s
     ]  # fmt: skip
     data.write_text("".join(json.dumps(line) + "\n" for line in lines))
     done = subprocess.run(
-        [FERREX, "--home", str(home), *AGENT, "import", str(data)],
+        [harness.FERREX, "--home", str(home), *AGENT, "import", str(data)],
         capture_output=True, text=True, timeout=3600,
     )  # fmt: skip
     if done.returncode != 0:
@@ -88,7 +89,7 @@ def _home(root: Path, memories: list[dict[str, Any]]) -> tuple[Path, dict[str, s
 def _ids(home: Path, memories: list[dict[str, Any]]) -> dict[str, str]:
     """ferrex id → the set's id, matched by text from an export of the home."""
     done = subprocess.run(
-        [FERREX, "--home", str(home), "export", "jsonl", "-"],
+        [harness.FERREX, "--home", str(home), "export", "jsonl", "-"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     if done.returncode != 0:
@@ -125,7 +126,7 @@ def _hook_argv(home: Path) -> list[str]:
     project = home.parent / "install-probe"
     project.mkdir(exist_ok=True)
     done = subprocess.run(
-        [FERREX, "--home", str(home), "hooks", "install", "claude-code", "--project",
+        [harness.FERREX, "--home", str(home), "hooks", "install", "claude-code", "--project",
          str(project), "--dry-run"], capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     if done.returncode != 0:
@@ -169,11 +170,6 @@ def _run(argv: list[str], doc: dict[str, Any], env: dict[str, str]) -> tuple[str
 
 def _pct(part: int, whole: int) -> str:
     return f"{part}/{whole} = {100 * part / whole:.1f}%" if whole else "0/0"
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -236,7 +232,7 @@ def main() -> None:
         print(f"tokens per injection: p50 {statistics.median(tokens):.0f}, max {max(tokens)}, "
               f"n {len(tokens)}")  # fmt: skip
     print(f"hook wall time: p50 {statistics.median(times) * 1000:.0f} ms, "
-          f"p95 {_percentile(times, 0.95) * 1000:.0f} ms")  # fmt: skip
+          f"p95 {percentile(times, 0.95) * 1000:.0f} ms")  # fmt: skip
     if options.out is not None:
         options.out.write_text("".join(json.dumps(r) + "\n" for r in rows))
 

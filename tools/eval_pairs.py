@@ -1,6 +1,6 @@
 """Precision and recall of predicate normalization and entity resolution on our pair sets.
 
-    python tools/eval_pairs.py [--no-model] [--json] [--verbose]
+    python -m tools.eval_pairs [--no-model] [--json] [--verbose]
 
 The sets (``golden_set/predicate_pairs.jsonl`` and ``golden_set/entity_pairs.jsonl``,
 described in ``golden_set/README.md``) are lines ``{"a", "b", "same", "note"}``: two ways of
@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -49,12 +48,9 @@ from typing import Final
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.models import Embedder, choose_embedding_model  # noqa: E402
-from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity  # noqa: E402
-from ferrex.rules.predicates import (  # noqa: E402
+from ferrex.models import Embedder, choose_embedding_model
+from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity
+from ferrex.rules.predicates import (
     PREDICATE_EMBEDDING_THRESHOLD,
     match_known,
     may_reword,
@@ -62,8 +58,9 @@ from ferrex.rules.predicates import (  # noqa: E402
     predicate_phrase,
     unplaced_neighbour,
 )
-from ferrex.rules.subjects import Outcome, subject_outcome  # noqa: E402
-from projections.documents import subject_key  # noqa: E402
+from ferrex.rules.subjects import Outcome, subject_outcome
+from projections.documents import subject_key
+from tools.harness import ROOT
 
 PREDICATE_PAIRS: Final = ROOT / "golden_set" / "predicate_pairs.jsonl"
 ENTITY_PAIRS: Final = ROOT / "golden_set" / "entity_pairs.jsonl"

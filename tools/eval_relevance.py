@@ -1,6 +1,6 @@
 """How well recall's relevance labels tell answerable queries from unanswerable ones.
 
-    python tools/eval_relevance.py [--json] [--fit] [--verbose] [--keep DIR]
+    python -m tools.eval_relevance [--json] [--fit] [--verbose] [--keep DIR]
         [--save-rows FILE | --rows FILE] [--golden-only] [--trimming]
 
 The golden set (``golden_set/``) is loaded into a fresh data directory through the real store
@@ -52,11 +52,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import tempfile
 import zlib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -64,16 +61,14 @@ from typing import Any, Final
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules.relevance import DEFAULT_MODEL, Evidence, Model  # noqa: E402
-from ferrex.rules.store_fields import parse_time  # noqa: E402
-from ferrex.server.answers import recall_text  # noqa: E402
-from tools.eval_golden import (  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.read.recall import RecallRequest
+from ferrex.rules.relevance import DEFAULT_MODEL, Evidence, Model
+from ferrex.rules.store_fields import parse_time
+from ferrex.server.answers import recall_text
+from tools import harness
+from tools.eval_golden import (
     DEFAULT_SET,
     GoldenMemory,
     GoldenSet,
@@ -538,16 +533,6 @@ def _weak_from(judged: Sequence[Judged], base: Model) -> float:
 # --- The command line ------------------------------------------------------------------------
 
 
-@contextmanager
-def _home(keep: Path | None) -> Iterator[Path]:
-    if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        yield keep
-        return
-    with tempfile.TemporaryDirectory(prefix="ferrex-relevance-") as tmp:
-        yield Path(tmp)
-
-
 def _render(name: str, s: dict[str, Any]) -> str:
     top, answer = s["none_top"], s["none_answer"]
     return (
@@ -639,7 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         golden = load_set(args.set)
         unanswerable = load_unanswerable(args.set / "unanswerable.json", golden)
         own = None if args.golden_only else load_own(args.set, golden)
-        with _home(args.keep) as home:
+        with harness.scratch("ferrex-relevance-", args.keep) as home:
             groups = trimming(golden, unanswerable, own, home)
         print(json.dumps(groups, indent=2) if args.json else _render_trimming(groups))
         return 0
@@ -649,7 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         golden = load_set(args.set)
         unanswerable = load_unanswerable(args.set / "unanswerable.json", golden)
         own = None if args.golden_only else load_own(args.set, golden)
-        with _home(args.keep) as home:
+        with harness.scratch("ferrex-relevance-", args.keep) as home:
             judged = collect(golden, unanswerable, own, home)
     if args.save_rows is not None:
         save_rows(args.save_rows, judged)

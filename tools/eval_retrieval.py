@@ -1,9 +1,9 @@
 """Retrieval quality on public benchmarks, through ferrex's real import and real recall.
 
-    python tools/eval_retrieval.py beir   [--data DIR]  [--cache-home DIR] [--home DIR]
-    python tools/eval_retrieval.py locomo [--data FILE] [--cache-home DIR] [--home DIR]
-    python tools/eval_retrieval.py longmemeval [--every N] [--offset K] [--protocol plain]
-    python tools/eval_retrieval.py all    (SciFact and LoCoMo, one after the other)
+    python -m tools.eval_retrieval beir   [--data DIR]  [--cache-home DIR] [--home DIR]
+    python -m tools.eval_retrieval locomo [--data FILE] [--cache-home DIR] [--home DIR]
+    python -m tools.eval_retrieval longmemeval [--every N] [--offset K] [--protocol plain]
+    python -m tools.eval_retrieval all    (SciFact and LoCoMo, one after the other)
         [--reranker NAME] [--later-days N] [--setting dense_weight=0.5 ...] [--json FILE]
 
 With a warm embedding cache ``all`` takes about three minutes on two cores; the first run
@@ -84,15 +84,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypedDict
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.errors import FerrexError  # noqa: E402
-from ferrex.models.late import LateInteraction  # noqa: E402
-from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker  # noqa: E402
-from ferrex.read.recall import (  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.errors import FerrexError
+from ferrex.models.late import LateInteraction
+from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
+from ferrex.read.recall import (
     STRATEGIES,
     AccessLog,
     Legs,
@@ -100,8 +97,10 @@ from ferrex.read.recall import (  # noqa: E402
     RecallRequest,
     Strategy,
 )
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from tools.splits import locomo_split, longmemeval_split  # noqa: E402
+from ferrex.rules.memory_input import StoreRequest
+from tools import harness
+from tools.harness import ROOT
+from tools.splits import locomo_split, longmemeval_split
 
 DATA = ROOT.parent / "shared" / "data"
 K = 10
@@ -947,12 +946,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                 progress, overrides, kinds, variants))  # fmt: skip
     for name, build in benches:
         bench = build()
-        if args.home is not None:
-            home = args.home / name
+        keep = args.home / name if args.home is not None else None
+        with harness.scratch(f"ferrex-eval-{name}-", keep) as home:
             reports.append(run(bench, home))
-        else:
-            with tempfile.TemporaryDirectory(prefix=f"ferrex-eval-{name}-") as tmp:
-                reports.append(run(bench, Path(tmp)))
     load_avg = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     total = time.perf_counter() - started
     print(f"# ferrex retrieval evaluation ({total:.0f} s; {load_avg})\n")

@@ -1,7 +1,7 @@
 """How well the store's secret detection works: detection on planted secrets, false positives
 on real conversations.
 
-    python tools/eval_secrets.py [--data DIR] [--json] [--verbose]
+    python -m tools.eval_secrets [--data DIR] [--json] [--verbose]
 
 Every text goes through the very check a store runs (``validate`` with ``secrets="allow"``,
 then :func:`ferrex.rules.memory_input.secrets_in`, which scans every text field; plain
@@ -55,17 +55,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.rules.memory_input import Limits, StoreRequest, secrets_in, validate  # noqa: E402
-from ferrex.rules.secrets import (  # noqa: E402
+from ferrex.rules.memory_input import Limits, StoreRequest, secrets_in, validate
+from ferrex.rules.secrets import (
     assigned_values,
     entropy_floor,
     find_secrets,
     looks_random,
     shannon_entropy,
 )
+from tools.harness import ROOT
 
 PLANTED: Final = ROOT / "golden_set" / "secrets.jsonl"
 SHAPES: Final = ROOT / "golden_set" / "secret_shapes.jsonl"

@@ -1,9 +1,9 @@
 """Learn recall's relevance model from real questions: collect, fit, choose, report.
 
-    python tools/learn_relevance.py collect [--out DIR] [--home DIR] [--cache-home DIR]
-    python tools/learn_relevance.py fit     [--out DIR]   (prints the constants)
-    python tools/learn_relevance.py report  [--out DIR]   (today's constants, per split)
-    python tools/learn_relevance.py rank    [--out DIR]   (a learned order of the pool)
+    python -m tools.learn_relevance collect [--out DIR] [--home DIR] [--cache-home DIR]
+    python -m tools.learn_relevance fit     [--out DIR]   (prints the constants)
+    python -m tools.learn_relevance report  [--out DIR]   (today's constants, per split)
+    python -m tools.learn_relevance rank    [--out DIR]   (a learned order of the pool)
 
 ``collect`` runs ferrex's real import and real recall (``tools/eval_retrieval.py``'s loading
 and home preparation; ``tools/eval_relevance.py``'s golden loading) and writes one JSON line
@@ -36,8 +36,8 @@ would show against an untrimmed one: hit@5 both ways, the tokens' ratio (answera
 questions, as ``tools/eval_retrieval.py`` counts), results per answer, and the verdict's
 rate on unanswerable and answerable questions. ``report`` prints the same for the
 constants in the package. The simulation is exact for the first five results, which is
-what a default recall judges; ``tools/eval_retrieval.py --modes trimmed``,
-``tools/eval_agent_notes.py`` and ``tools/eval_relevance.py --trimming`` measure it through
+what a default recall judges; ``python -m tools.eval_retrieval --modes trimmed``,
+``tools/eval_agent_notes.py`` and ``python -m tools.eval_relevance --trimming`` measure it through
 recall itself.
 
 ``collect --depth 30`` keeps an answerable question's whole pool (the first
@@ -72,18 +72,15 @@ from typing import Any, Final
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules import relevance  # noqa: E402
-from ferrex.rules.relevance import AnswerModel, Evidence, Model  # noqa: E402
-from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds  # noqa: E402
-from tools import eval_relevance  # noqa: E402
-from tools.eval_golden import DEFAULT_SET, load_set  # noqa: E402
-from tools.eval_retrieval import (  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.read.recall import RecallRequest
+from ferrex.rules import relevance
+from ferrex.rules.relevance import AnswerModel, Evidence, Model
+from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds
+from tools import eval_relevance
+from tools.eval_golden import DEFAULT_SET, load_set
+from tools.eval_retrieval import (
     STORE_ENV,
     Bench,
     locomo_bench,
@@ -92,7 +89,7 @@ from tools.eval_retrieval import (  # noqa: E402
     prepare_home,
     store,
 )
-from tools.splits import locomo_split, longmemeval_split  # noqa: E402
+from tools.splits import locomo_split, longmemeval_split
 
 LIMIT: Final = 5
 """A default recall's limit: the rows are what it would judge."""

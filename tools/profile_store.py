@@ -1,6 +1,6 @@
 """Where one store's time goes: its stages' wall or CPU time, from a profile.
 
-    python tools/profile_store.py --home benchhomes/n10000 [--stores 50] [--threads N] [--clock cpu]
+    python -m tools.profile_store --home benchhomes/n10000 [--stores 50] [--threads N] [--clock cpu]
 
 The home (one ``tools/bench.py`` built) is copied to a temporary directory, so it is not
 changed. After a few warm-up stores, ``--stores`` new episodic memories are stored one at a
@@ -17,24 +17,19 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import pstats
 import random
-import shutil
 import statistics
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_recall import text  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.rules.memory_input import StoreRequest
+from tools import harness
+from tools.bench_recall import text
 
 #: The leaves of a store's time: native calls (and the one Python function that counts
 #: tokens), none inside another, so their times add up; what they leave is Python around them.
@@ -86,13 +81,11 @@ def requests(kind: str, n: int, rng: random.Random) -> list[StoreRequest]:
     return facts
 
 
-def timed(store: Callable[[StoreRequest], object], batch: Sequence[StoreRequest]) -> str:
-    walls, cpus = [], []
-    for request in batch:
-        wall, cpu = time.perf_counter(), time.process_time()
-        store(request)
-        walls.append((time.perf_counter() - wall) * 1000)
-        cpus.append((time.process_time() - cpu) * 1000)
+def latency(store: Callable[[StoreRequest], object], batch: Sequence[StoreRequest]) -> str:
+    """Wall and CPU p50 of storing each request of ``batch``, one at a time."""
+    took = [harness.timed(functools.partial(store, request)) for request in batch]
+    walls = [t.wall * 1000 for t in took]
+    cpus = [t.cpu * 1000 for t in took]
     return f"wall p50 {statistics.median(walls):.2f} ms, CPU p50 {statistics.median(cpus):.2f} ms"
 
 
@@ -150,13 +143,12 @@ def main() -> None:
         help="what the profile measures: wall time, or the process's CPU time (steadier on a "
         "busy machine)",
     )  # fmt: skip
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory(prefix="ferrex-profile-store-") as scratch:
-        home = Path(scratch) / "home"
-        shutil.copytree(args.home, home, symlinks=True)
+    with harness.scratch("ferrex-profile-store-") as scratch:
+        home = harness.home_copy(args.home, scratch)
         app = App(home=home, config=load(home, env={}))
         try:
             if args.threads is not None:  # before the model loads
@@ -168,7 +160,7 @@ def main() -> None:
             print(f"model session: {settings}")
             for kind in ("episodic", "fact"):
                 print(f"{kind}: plain run of {args.stores}: "
-                      f"{timed(writer.store, requests(kind, args.stores, rng))}")  # fmt: skip
+                      f"{latency(writer.store, requests(kind, args.stores, rng))}")  # fmt: skip
                 print(f"{kind}: {args.clock} time under cProfile, {args.stores} more stores:")
                 profile(writer.store, requests(kind, args.stores, rng), args.clock)
         finally:

@@ -20,8 +20,8 @@ from pathlib import Path
 import click
 
 from ferrex.config import KEYS, Key
+from tools.harness import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CLI_DOC = ROOT / "docs" / "reference" / "cli.md"
 CONFIG_DOC = ROOT / "docs" / "reference" / "configuration.md"
 _WIDTH = 100

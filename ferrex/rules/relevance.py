@@ -259,7 +259,7 @@ def inputs(evidence: Evidence, relevance: float) -> list[float]:
     ]
 
 
-# Fitted by ``python tools/learn_relevance.py collect`` then ``... fit`` (its docstring):
+# Fitted by ``python -m tools.learn_relevance collect`` then ``... fit`` (its docstring):
 # LoCoMo's training conversations (plain lines) and the golden set's calibration half (L2 0.1,
 # the golden set at half LoCoMo's weight: chosen on validation log loss); ``kept_from`` chosen
 # on LoCoMo's validation conversation and the golden set's other half.

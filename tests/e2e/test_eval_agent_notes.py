@@ -1,4 +1,4 @@
-"""tools/eval_agent_notes.py end to end on a slice of its set: 30 notes, 6 questions.
+"""``python -m tools.eval_agent_notes`` end to end on a slice of its set: 30 notes, 6 questions.
 
 The tool imports the notes with a real ``ferrex import`` and asks through a real MCP stdio
 server; this checks that the notes arrive whole, that the halves keep the held-out questions
@@ -36,10 +36,10 @@ def test_a_slice_of_the_notes_through_import_and_mcp(tmp_path: Path) -> None:
     (tmp_path / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
 
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "eval_agent_notes.py"), "--json",
+        [sys.executable, "-m", "tools.eval_agent_notes", "--json",
          "--notes", str(tmp_path / "notes.jsonl"),
          "--questions", str(tmp_path / "questions.jsonl"), "--show", "3"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

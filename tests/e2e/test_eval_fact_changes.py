@@ -48,9 +48,9 @@ def test_the_tool_classifies_known_cases(tmp_path: Path) -> None:
     path = tmp_path / "set.jsonl"
     path.write_text("\n".join(lines) + "\n")
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "eval_fact_changes.py"), "--set", str(path),
+        [sys.executable, "-m", "tools.eval_fact_changes", "--set", str(path),
          "--half", "both", "--limit", "6", "--json"],
-        capture_output=True, text=True, timeout=240,
+        capture_output=True, text=True, timeout=240, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)

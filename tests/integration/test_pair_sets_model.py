@@ -2,7 +2,7 @@
 
 ``unplaced_neighbour`` at :data:`PREDICATE_EMBEDDING_THRESHOLD` and ``resolve_entity``'s
 embedding tier at its default 0.92 must not name a negative pair; the recall floors are what
-``python tools/eval_pairs.py`` measured when the threshold was chosen.
+``python -m tools.eval_pairs`` measured when the threshold was chosen.
 """
 
 from __future__ import annotations

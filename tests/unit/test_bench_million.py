@@ -1,4 +1,4 @@
-"""The pure helpers of tools/bench_million.py: the stand-in vectors, the memory lines, quantiles."""
+"""The pure helpers of tools/bench_million.py: the stand-in vectors, the memory lines."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from tools.bench_million import (
     ReplayResult,
     load_built,
     parse_status,
-    percentile,
     phase_list,
     queries,
 )
@@ -63,15 +62,6 @@ def test_parse_status_reads_the_memory_lines_in_bytes() -> None:
         "RssShmem": 24 * 1024,
     }
     assert parse_status("Name:\tpython\n") == {}
-
-
-def test_percentile_is_the_nearest_rank() -> None:
-    values = [float(v) for v in range(1, 101)]
-    assert percentile(values, 0.95) == 95.0
-    assert percentile(values, 0.5) == 50.0
-    assert percentile([3.0], 0.95) == 3.0
-    with pytest.raises(ValueError):
-        percentile([], 0.5)
 
 
 def test_queries_are_new_distinct_texts_in_a_namespace() -> None:

@@ -24,6 +24,8 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tools import harness
+
 OWNER = "claude-code"
 #: The forwarding MCP servers: the agent id each is started with (None: none).
 PEERS: tuple[str | None, ...] = (None, "cursor", OWNER)
@@ -82,7 +84,7 @@ def _owners(ferrex: str, home: Path) -> dict[str, tuple[str | None, str]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--ferrex", default=str(Path(sys.executable).with_name("ferrex")))
+    parser.add_argument("--ferrex", default=harness.FERREX)
     args = parser.parse_args()
     stores = misowned = 0
     for run in range(args.runs):

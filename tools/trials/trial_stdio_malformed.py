@@ -38,7 +38,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.trial_stdio import INITIALIZE, INITIALIZED, _line
+from tools import harness
+from tools.trials.trial_stdio import INITIALIZE, INITIALIZED, _line
 
 SEQUENCE = (_line(INITIALIZE) + _line(INITIALIZED) + b"{not json}\n"
             + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')  # fmt: skip
@@ -151,7 +152,7 @@ def main() -> None:
     parser.add_argument("--nonblocking", action="store_true",
                         help="the server's stdin reads non-blocking")  # fmt: skip
     parser.add_argument("--each", action="store_true", help="a line for every run")
-    parser.add_argument("--ferrex", default=str(Path(sys.executable).with_name("ferrex")))
+    parser.add_argument("--ferrex", default=harness.FERREX)
     args = parser.parse_args()
     # SIGTERM ends the trial through the ``finally`` blocks, so no burner or server is left
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1))

@@ -1,6 +1,6 @@
 """A home as imported beside the same home with its vector indexes built, in one run.
 
-    python tools/bench_index.py --home DIR [--queries 200] [--stores 50]
+    python -m tools.trials.bench_index --home DIR [--queries 200] [--stores 50]
 
 What an import of 5,000 memories or more now ends with (``App.index_vectors``, the work of
 ``ferrex optimize``) against a home left without it. The home (one ``tools/bench.py`` or
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,15 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest  # noqa: E402
-from tools import quiet  # noqa: E402
-from tools.bench_journal import WORDS  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from ferrex.read.recall import RecallRequest
+from ferrex.rules.memory_input import StoreRequest
+from tools import harness
+from tools.bench_journal import WORDS
+from tools.harness import ROOT
 
 _INDEX = """
 import sys, time
@@ -63,15 +60,16 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stores", type=int, default=50)
     parser.add_argument("--seed", type=int, default=4)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
     if not args.home.is_dir():
         parser.error(f"--home {args.home} does not exist")
-    quiet.begin(args)
+    harness.begin(args)
     with tempfile.TemporaryDirectory(prefix="ferrex-index-") as scratch:
-        homes = {side: Path(scratch) / side for side in ("as imported", "indexed")}
-        for home in homes.values():
-            shutil.copytree(args.home, home, symlinks=True)
+        homes = {
+            side: harness.home_copy(args.home, Path(scratch), side)
+            for side in ("as imported", "indexed")
+        }
         done = subprocess.run(
             [sys.executable, "-c", _INDEX, str(homes["indexed"])],
             capture_output=True, text=True, check=True, cwd=ROOT,

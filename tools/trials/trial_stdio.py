@@ -1,6 +1,6 @@
 """Trials of the stdio server's edges (issues #29 and #24 items 11-12), bounded in count and time.
 
-    python -m tools.trial_stdio [--runs N] [--ferrex PATH]
+    python -m tools.trials.trial_stdio [--runs N] [--ferrex PATH]
 
 Each run starts a fresh ``ferrex`` on a new data directory and prints one line per trial:
 
@@ -24,11 +24,12 @@ import os
 import select
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
+
+from tools import harness
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -124,7 +125,7 @@ def _exit_after_initialize(ferrex: str, home: Path) -> tuple[float, bool]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--ferrex", default=str(Path(sys.executable).with_name("ferrex")))
+    parser.add_argument("--ferrex", default=harness.FERREX)
     args = parser.parse_args()
     lost = bad = aborts = 0
     fresh: list[float] = []

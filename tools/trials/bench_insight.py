@@ -1,7 +1,7 @@
 """stats and reflect at many memories: from the read model's aggregates against the old path
 that read and assessed every memory, alternating, on one home.
 
-    python tools/bench_insight.py [--memories 100000] [--ages 30,400] [--rounds 5]
+    python -m tools.trials.bench_insight [--memories 100000] [--ages 30,400] [--rounds 5]
 
 A home here is a read-model file only (stats and reflect read nothing else), built by
 applying ``memory.stored`` events (episodes, facts on a few hundred subjects with entities,
@@ -20,23 +20,18 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ferrex.read.insight import reflect, stats  # noqa: E402
-from ferrex.read.labels import RARELY_RECALLED, clock_bound, scoring  # noqa: E402
-from ferrex.read.seen import Sight  # noqa: E402
-from ferrex.rules.freshness import StalenessConfig  # noqa: E402
-from ferrex.rules.subjects import object_form  # noqa: E402
-from journal import (  # noqa: E402
+from ferrex.read.insight import reflect, stats
+from ferrex.read.labels import RARELY_RECALLED, clock_bound, scoring
+from ferrex.read.seen import Sight
+from ferrex.rules.freshness import StalenessConfig
+from ferrex.rules.subjects import object_form
+from journal import (
     Access,
     AnyEvent,
     EntityCreated,
@@ -47,9 +42,9 @@ from journal import (  # noqa: E402
     MemorySuperseded,
     Record,
 )
-from projections.sqlite import LabelQuery, ReadModel, Rules  # noqa: E402
-from tests.integration.test_insight_aggregates import old_reflect, old_stats  # noqa: E402
-from tools import quiet  # noqa: E402
+from projections.sqlite import LabelQuery, ReadModel, Rules
+from tests.integration.test_insight_aggregates import old_reflect, old_stats
+from tools import harness
 
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 AGENTS = [None, "alice", "bob", "carol"]
@@ -134,12 +129,11 @@ def build(path: Path, count: int, age_days: int, seed: int) -> None:
     model.close()
 
 
-def timed(call: Callable[[], Any]) -> tuple[float, Any]:
+def cpu_and_answer(call: Callable[[], Any]) -> tuple[float, Any]:
     """The CPU time of one call (this process's: wall time on a loaded machine would
     measure the other processes) and its answer."""
-    start = time.process_time()
-    out = call()
-    return time.process_time() - start, out
+    took = harness.timed(call)
+    return took.cpu, took.value
 
 
 def main() -> None:
@@ -148,15 +142,15 @@ def main() -> None:
     parser.add_argument("--ages", default="30,400", help="days the store times spread over")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per home")
     parser.add_argument("--seed", type=int, default=7)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     config = StalenessConfig()
     now = NOW.timestamp()
     for age in (int(a) for a in args.ages.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "rm.sqlite"
-            took, _ = timed(lambda: build(path, args.memories, age, args.seed))  # noqa: B023
+            took, _ = cpu_and_answer(lambda: build(path, args.memories, age, args.seed))  # noqa: B023
             rm = ReadModel.open(path, rules=RULES)
             old_enough = sum(
                 c.n
@@ -176,12 +170,12 @@ def main() -> None:
                 keys = ("stats", "old stats", "reflect", "old reflect")
                 sides: dict[str, list[float]] = {k: [] for k in keys}
                 for _ in range(args.rounds):
-                    t1, new = timed(lambda: stats(rm, sight, config, namespace=None,  # noqa: B023
+                    t1, new = cpu_and_answer(lambda: stats(rm, sight, config, namespace=None,  # noqa: B023
                                                   detailed=True))  # fmt: skip
-                    t2, old = timed(lambda: old_stats(rm, sight, config, None))  # noqa: B023
+                    t2, old = cpu_and_answer(lambda: old_stats(rm, sight, config, None))  # noqa: B023
                     assert new == old, "stats differ from the old path"
-                    t3, new = timed(lambda: reflect(rm, sight, config, namespace=None))  # noqa: B023
-                    t4, old = timed(lambda: old_reflect(rm, sight, config, None, 10))  # noqa: B023
+                    t3, new = cpu_and_answer(lambda: reflect(rm, sight, config, namespace=None))  # noqa: B023
+                    t4, old = cpu_and_answer(lambda: old_reflect(rm, sight, config, None, 10))  # noqa: B023
                     assert new == old, "reflect differs from the old path"
                     for key, t in zip(sides, (t1, t2, t3, t4), strict=True):
                         sides[key].append(t)

@@ -1,6 +1,6 @@
 """Measure how much one agent's private text moves another agent's recall (BM25's IDF).
 
-    python tools/measure_bm25_side_channel.py [--bob 60] [--alice 300] [--queries 40]
+    python -m tools.trials.measure_bm25_side_channel [--bob 60] [--alice 300] [--queries 40]
 
 Two data directories get the same memories of bob's (shared); in one of them alice also
 stores private memories drawn from the same vocabulary. Bob then runs the same recalls in
@@ -16,12 +16,9 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ferrex.app import App
 from ferrex.config import load

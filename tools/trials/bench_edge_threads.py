@@ -1,6 +1,6 @@
 """Qdrant Edge from several threads: is it safe, does its search release the GIL?
 
-    python tools/bench_edge_threads.py [--points 40000] [--optimize]
+    python -m tools.trials.bench_edge_threads [--points 40000] [--optimize]
 
 - queries/s of one thread searching against two threads at once (same shard, same queries);
 - whether a search releases the GIL: beside a spinning thread with a long switch interval,
@@ -21,15 +21,12 @@ import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from projections.qdrant_edge import EdgeBackend
 from projections.vectors import SparseVector, VectorFilter, VectorPoint
-from tools import quiet
+from tools import harness
 
 DIM = 384
 FILTER = VectorFilter(namespace="default")
@@ -64,9 +61,9 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=40_000)
     parser.add_argument("--queries", type=int, default=200, help="searches per thread")
     parser.add_argument("--optimize", action="store_true", help="build the HNSW index first")
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((args.points, DIM)).astype(np.float32)
     queries = rng.standard_normal((200, DIM)).astype(np.float32).tolist()

@@ -1,6 +1,6 @@
 """Where a rebuild's writer spends its time per point in Qdrant Edge (issue 27's replay).
 
-    python tools/bench_edge_points.py [--points 20000] [--rounds 3]
+    python -m tools.trials.bench_edge_points [--points 20000] [--rounds 3]
 
 CPU microseconds per point, median of ``--rounds`` interleaved rounds, for:
 
@@ -23,7 +23,6 @@ import argparse
 import random
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -34,8 +33,6 @@ from typing import Any
 import numpy as np
 import qdrant_edge as edge
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from projections.qdrant_edge import EdgeBackend, _point
 from projections.vectors import (
     DENSE,
@@ -45,7 +42,7 @@ from projections.vectors import (
     SparseVector,
     VectorPoint,
 )
-from tools import quiet
+from tools import harness
 
 DIM = 384
 BATCH = 512
@@ -140,9 +137,9 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=27)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
 
     pts = points(args.points, args.seed)
     builds: dict[str, list[float]] = {}

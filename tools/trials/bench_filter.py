@@ -1,6 +1,6 @@
 """What a store's nearest-memories filter costs Qdrant Edge, spelt one way or another.
 
-    python tools/bench_filter.py --home benchhomes/n10000 [--queries 100] [--rounds 20]
+    python -m tools.trials.bench_filter --home benchhomes/n10000 [--queries 100] [--rounds 20]
 
 A store's dedup check asks for the nearest memories of its namespace and type that are
 still valid (``write/measures.nearest``). A filtered search checks each point it visits
@@ -16,25 +16,19 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import numpy as np
+import qdrant_edge as edge
 
-import numpy as np  # noqa: E402
-import qdrant_edge as edge  # noqa: E402
-
-from ferrex.app import App  # noqa: E402
-from ferrex.config import load  # noqa: E402
-from projections import qdrant_edge  # noqa: E402
-from projections.vectors import DENSE, TIE_SLACK, AnyOf, VectorFilter, filter_clauses  # noqa: E402
-from tools import quiet  # noqa: E402
+from ferrex.app import App
+from ferrex.config import load
+from projections import qdrant_edge
+from projections.vectors import DENSE, TIE_SLACK, AnyOf, VectorFilter, filter_clauses
+from tools import harness
 
 
 def _as_before(flt: VectorFilter) -> Any:
@@ -54,13 +48,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=11)
-    quiet.add_arguments(parser)
+    harness.add_arguments(parser)
     args = parser.parse_args()
-    quiet.begin(args)
+    harness.begin(args)
     rng = random.Random(args.seed)
-    with tempfile.TemporaryDirectory(prefix="ferrex-bench-filter-") as scratch:
-        home = Path(scratch) / "home"
-        shutil.copytree(args.home, home, symlinks=True)
+    with harness.scratch("ferrex-bench-filter-") as scratch:
+        home = harness.home_copy(args.home, scratch)
         app = App(home=home, config=load(home, env={}))
         try:
             projections = app.projections()

@@ -14,7 +14,8 @@ Every server runs on a fresh temporary home and is stopped at the end. To measur
 put its source first on ``PYTHONPATH`` (the servers are started as ``python -c 'from
 ferrex.cli import main; main()'`` with this interpreter).
 
-    nice -n 10 .venv/bin/python tools/trial_edges.py [--slow 1000] [--nofile 1024] [--hold 20]
+    nice -n 10 .venv/bin/python -m tools.trials.trial_edges [--slow 1000] [--nofile 1024]
+        [--hold 20]
 """
 
 from __future__ import annotations

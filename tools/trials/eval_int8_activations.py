@@ -1,7 +1,7 @@
 """Does ferrex's default arithmetic cost recall? The bundled model in float32 (``small-float``)
 beside the same model on 8-bit activations (``small``, the default).
 
-    python -m tools.eval_int8_activations [--scifact] [--locomo]
+    python -m tools.trials.eval_int8_activations [--scifact] [--locomo]
 
 Both sides load through :func:`ferrex.models.load_model` as ferrex loads them (the 8-bit side's
 graph is :func:`ferrex.models.graph.int8_matrix_products` of the bundled file: the file's own
@@ -17,13 +17,13 @@ cosine between the two vectors of each LoCoMo turn. The data are read from ``../
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from ferrex.models import choose_embedding_model, load_model
 from ferrex.models.loading import LoadedModel
+from tools import harness
 from tools.eval_retrieval import (
     DATA,
     Bench,
@@ -98,8 +98,8 @@ def main() -> None:
     parser.add_argument("--scifact", action="store_true", help="SciFact only (slow: ~10 min)")
     parser.add_argument("--locomo", action="store_true", help="LoCoMo only (~2 min)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="ferrex-int8-eval-") as home:
-        run(encoders(Path(home)), args)
+    with harness.scratch("ferrex-int8-eval-") as home:
+        run(encoders(home), args)
 
 
 def run(coders: dict[str, LoadedModel], args: argparse.Namespace) -> None:
