@@ -46,7 +46,9 @@ from journal import (  # noqa: E402
     MemorySuperseded,
     Record,
 )
-from projections.sqlite import LabelQuery, ReadModel, Rules  # noqa: E402
+from projections.readmodel.insight import LabelQuery  # noqa: E402
+from projections.readmodel.projector import Rules  # noqa: E402
+from projections.sqlite import ReadModel  # noqa: E402
 from tests.integration.test_insight_aggregates import old_reflect, old_stats  # noqa: E402
 from tools import quiet  # noqa: E402
 
@@ -160,7 +162,7 @@ def main() -> None:
             old_enough = sum(
                 c.n
                 for t in ("episodic", "semantic", "procedural")
-                for c in rm.label_counts(
+                for c in rm.insight.label_counts(
                     LabelQuery("default", t, scoring(config.base, t),
                                clock_bound(config.base, t, now), now),
                     rarely_below=RARELY_RECALLED,

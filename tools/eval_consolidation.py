@@ -51,7 +51,7 @@ from ferrex.config import load  # noqa: E402
 from ferrex.core.decide import Folding  # noqa: E402
 from ferrex.read.recall import Reader, RecallRequest  # noqa: E402
 from ferrex.rules.consolidation import sentences  # noqa: E402
-from projections.sqlite import Memory  # noqa: E402
+from projections.rows import Memory  # noqa: E402
 from tools.eval_retrieval import (  # noqa: E402
     DATA,
     Bench,

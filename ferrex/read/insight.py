@@ -28,16 +28,9 @@ from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees
 from ferrex.times import rfc3339
 from projections.documents import subject_key
-from projections.rows import RELATION
-from projections.sqlite import (
-    FactRow,
-    FactSubject,
-    LabelQuery,
-    Memory,
-    MemoryCount,
-    ReadModel,
-    Scoring,
-)
+from projections.readmodel.insight import FactRow, FactSubject, LabelQuery, Scoring
+from projections.rows import RELATION, Memory, MemoryCount
+from projections.sqlite import ReadModel
 
 SubjectOf = Mapping[tuple[str, str], str]
 """(namespace, normalized spelling) → the entity it names, as the caller sees spellings."""
@@ -250,7 +243,7 @@ def tally(rm: ReadModel, sight: Sight, namespace: str | None) -> Tally:
     the memories expired but not swept yet (few, and indexed by ``expires_at``)."""
     total = superseded = expiring = 0
     by_type: dict[str, int] = defaultdict(int)
-    for c in rm.memory_counts(namespace):
+    for c in rm.insight.memory_counts(namespace):
         if not sees(sight.agent_id, c.agent_id, c.visibility):
             continue
         if c.active:
@@ -399,7 +392,7 @@ def _labels(
         before = clock_bound(params, memory_type, now)
         query = LabelQuery(ns, memory_type, scoring(params, memory_type), before, now, skip)
         unsure: list[str] = []
-        for c in rm.label_counts(query, rarely_below=RARELY_RECALLED):
+        for c in rm.insight.label_counts(query, rarely_below=RARELY_RECALLED):
             unsure += c.unsure
             if sees(sight.agent_id, c.agent_id, c.visibility):
                 labels.count(c.band, c.rarely, c.n)
@@ -410,7 +403,7 @@ def _labels(
         # Only those clocked long enough ago to be aging, hits counted (most memories just
         # recalled are recent): the others are fresh, the rest of the count.
         last_hits = {memory_id: last for memory_id, (_, last) in sight.pending.items()}
-        aged = rm.clocked_before([kind.query for kind in plans], last_hits)
+        aged = rm.insight.clocked_before([kind.query for kind in plans], last_hits)
         hit = [
             m for m in sight.shown(rm.by_ids(aged))
             if m.t_invalid is None and (m.namespace, m.type) in kinds
@@ -461,23 +454,25 @@ def _list_candidates(
         # The highest scores are usually among the oldest clocked: when the oldest hold
         # enough of the band, only the memories clocked before any that score as high as
         # the least of those (less the margins) are read.
-        oldest = rm.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
+        oldest = rm.insight.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
                                oldest=_OLDEST * first)  # fmt: skip
         if len(oldest) >= first:
             low = max(scores[0], sorted((s for _, s, _ in oldest), reverse=True)[first - 1]
                       - 2 * margin)  # fmt: skip
             cut = min(query.before, clock_bound(kind.params, query.type, query.now, low))
-            rows = rm.most_stale(replace(query, before=cut), caller=caller,
+            rows = rm.insight.most_stale(replace(query, before=cut), caller=caller,
                                  scores=(low, scores[1]), rarely_below=rarely)  # fmt: skip
             return rows, low
-        rows = rm.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
+        rows = rm.insight.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
                              limit=first + _SLACK)  # fmt: skip
         if len(rows) < first + _SLACK:
             return rows, -math.inf
         if rows[-1][1] < rows[first - 1][1] - 2 * margin:
             return rows, rows[-1][1]
         low = max(scores[0], rows[first - 1][1] - 2 * margin)
-        rows = rm.most_stale(query, caller=caller, scores=(low, scores[1]), rarely_below=rarely)
+        rows = rm.insight.most_stale(
+            query, caller=caller, scores=(low, scores[1]), rarely_below=rarely
+        )
         return rows, low
 
     def covered(rows: list[tuple[str, float, int]], above: float) -> bool:
@@ -527,12 +522,12 @@ def attention(
     after = unvalidated_after_days * DAY
     unvalidated_count = sum(
         n
-        for agent_id, visibility, n in rm.unvalidated_counts(namespace, now, after)
+        for agent_id, visibility, n in rm.insight.unvalidated_counts(namespace, now, after)
         if sees(sight.agent_id, agent_id, visibility)
     )
     unvalidated: list[Memory] = []
     if listed > 0:
-        for m in rm.unvalidated(namespace, now, after):
+        for m in rm.insight.unvalidated(namespace, now, after):
             if sight.sees(m):
                 unvalidated.append(m)
                 if len(unvalidated) >= listed:
@@ -541,7 +536,7 @@ def attention(
         rm,
         [
             m
-            for m in sight.shown(rm.by_ids(rm.conflicting_ids()))
+            for m in sight.shown(rm.by_ids(rm.insight.conflicting_ids()))
             if m.t_invalid is None and (namespace is None or m.namespace == namespace)
         ],
     )
@@ -569,7 +564,7 @@ def _contradictions(
     a typo of another predicate) are counted from their groups (``ReadModel.fact_groups``),
     and only the facts of the listed ones' subjects are read. When the read model keeps no
     forms, from every fact (:func:`_contradictions_of_facts`)."""
-    keyed = rm.fact_subjects(namespace, sight.now, sight.agent_id)
+    keyed = rm.insight.fact_subjects(namespace, sight.now, sight.agent_id)
     if keyed is None:
         every = _contradictions_of_facts(rm, sight, namespace)
         return every[:listed], len(every)
@@ -590,7 +585,7 @@ def _contradictions(
             merged.append(s)
     if merged:
         wanted = sorted((k.namespace, k.subject_key) for s in merged for k in keys_of[s])
-        groups = rm.fact_groups(namespace, sight.now, sight.agent_id, wanted)
+        groups = rm.insight.fact_groups(namespace, sight.now, sight.agent_id, wanted)
         if groups is None:  # never within one snapshot (fact_subjects saw every form)
             every = _contradictions_of_facts(rm, sight, namespace)
             return every[:listed], len(every)
@@ -623,7 +618,7 @@ def _contradictions(
     # with the first ``listed`` of all.
     wanted = sorted((k.namespace, k.subject_key) for s in chosen for k in keys_of[s])
     facts = [
-        f for f in rm.single_facts(namespace, sight.now, wanted)
+        f for f in rm.insight.single_facts(namespace, sight.now, wanted)
         if sees(sight.agent_id, f.agent_id, f.visibility)
     ]  # fmt: skip
     canonical = {s: _canonical_of(keys_of[s]) for s in chosen}
@@ -656,7 +651,7 @@ def _contradictions_of_facts(
     and predicate (as fuzzy-matched among all the subject's predicates) with at least two
     of them: a group needs two."""
     facts = [
-        f for f in rm.single_facts(namespace, sight.now)
+        f for f in rm.insight.single_facts(namespace, sight.now)
         if sees(sight.agent_id, f.agent_id, f.visibility)
     ]  # fmt: skip
     if not facts:
@@ -700,13 +695,13 @@ def stats(
     of what ``sight`` sees (visible, unexpired: ``ferrex.read.seen``). From the read model's
     aggregates (``memory_counts``, :func:`attention`), never every memory."""
     with rm.snapshot():
-        counts = rm.memory_counts(namespace)
+        counts = rm.insight.memory_counts(namespace)
         seen = tally(rm, sight, namespace)
         needs = attention(rm, sight, staleness_of, namespace=namespace, counts=counts, listed=0,
                           conflicts_listed=10 if detailed else 0)  # fmt: skip
         latest: list[Memory] = []
         if recent > 0:
-            for m in rm.latest_active(namespace):
+            for m in rm.insight.latest_active(namespace):
                 if sight.sees(m):
                     latest.append(m)
                     if len(latest) >= recent:
@@ -752,7 +747,8 @@ def reflect(
     now = sight.now
     with rm.snapshot():
         needs = attention(
-            rm, sight, staleness_of, namespace=namespace, counts=rm.memory_counts(namespace),
+            rm, sight, staleness_of, namespace=namespace,
+            counts=rm.insight.memory_counts(namespace),
             unvalidated_after_days=unvalidated_after_days, listed=limit,
         )  # fmt: skip
         # Dormant: no memory the caller sees names it with an event time of the last
@@ -761,7 +757,9 @@ def reflect(
         after = dormant_after_days * DAY
         used = {
             entity_id
-            for entity_id, agent_id, visibility in rm.entities_used_since(namespace, now, after)
+            for entity_id, agent_id, visibility in rm.insight.entities_used_since(
+                namespace, now, after
+            )
             if sees(sight.agent_id, agent_id, visibility)
         }
         unused = [e for e in sight.entities(rm, namespace) if e.entity_id not in used]
@@ -770,7 +768,9 @@ def reflect(
         last_use: dict[str, float] = {}
         if listed:
             ids = [e.entity_id for e in listed]
-            for entity_id, agent_id, visibility, t_valid in rm.entity_last_use(namespace, now, ids):
+            for entity_id, agent_id, visibility, t_valid in rm.insight.entity_last_use(
+                namespace, now, ids
+            ):
                 if sees(sight.agent_id, agent_id, visibility):
                     last_use[entity_id] = max(last_use.get(entity_id, 0.0), t_valid)
         dormant = [

@@ -65,7 +65,7 @@ from ferrex.write.measures import Pending, StoreMeasures, nearest
 from journal import JournalBackend
 from projections.documents import subject_key
 from projections.replay import Projections
-from projections.sqlite import Memory
+from projections.rows import Memory
 
 __all__ = [
     "ForgetResult",
@@ -597,7 +597,7 @@ class Writer:
         if not gone:
             return decision
         rm = self.projections.read_model
-        touched = set(rm.folded_into(gone).values()) | {i for i in gone if rm.folded(i)}
+        touched = set(rm.decisions.folded_into(gone).values()) | {i for i in gone if rm.folded(i)}
         if not touched:
             return decision
         extra = decide_refold(
@@ -617,7 +617,7 @@ class Writer:
         """The groups a consolidation would fold now (see ``decide.consolidation_groups``)."""
         created_before = _cutoff(self.clock(), older_than_days)
         self.projections.catch_up()
-        found = self.projections.read_model.foldable(
+        found = self.projections.read_model.decisions.foldable(
             created_before=created_before, namespace=namespace, agent_id=agent_id
         )
         return consolidation_groups(found, created_before=created_before)

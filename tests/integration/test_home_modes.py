@@ -87,7 +87,7 @@ def test_the_read_model_writes_no_temporary_files(tmp_path: Path) -> None:
     # (or $TMPDIR), outside the private home; the writer keeps them in memory.
     model = ReadModel.open(tmp_path / "home" / "readmodel-1.sqlite")
     try:
-        assert model._primary.pragma("temp_store") == 2  # MEMORY
+        assert model.store._primary.pragma("temp_store") == 2  # MEMORY
     finally:
         model.close()
 
