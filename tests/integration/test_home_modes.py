@@ -73,7 +73,7 @@ def test_read_model_and_its_wal_are_private(tmp_path: Path, umask_022: None) -> 
     path = tmp_path / "home" / "readmodel-1.sqlite"
     model = ReadModel.open(path)
     try:
-        model.set_meta("x", "1")
+        model.store.set_meta("x", "1")
         # SQLite creates -wal and -shm with the database file's mode.
         wal = Path(f"{path}-wal")
         assert wal.exists()
