@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from projections.readmodel.predicates import seen_by
+from projections.readmodel.predicates import CURRENT, current, seen_by, unexpired
 from projections.readmodel.reads import Reads, optional_text
 from projections.rows import AliasMatch, Memory, viewers
 
@@ -57,7 +57,7 @@ class DashboardReads(Reads):
         """The text values of context key ``key`` (a value, or the texts of a list) over the
         memories ``agent_id`` sees (None: the operator), unexpired at ``now``, with how many
         memories hold each: most first, then by value."""
-        where = ["(m.expires_at IS NULL OR m.expires_at > ?)", "j.type = 'text'"]
+        where = [unexpired(table="m."), "j.type = 'text'"]
         args: list[Any] = [now]
         if agent_id is not None:
             where.append(seen_by(table="m."))
@@ -66,7 +66,7 @@ class DashboardReads(Reads):
             where.append("m.namespace=?")
             args.append(namespace)
         if state == "current":
-            where.append("m.t_invalid IS NULL")
+            where.append(current("m."))
         elif state == "superseded":
             where.append("m.t_invalid IS NOT NULL")
         sql = (f"SELECT j.value, COUNT(DISTINCT m.memory_id) AS n FROM memories AS m, "
@@ -101,7 +101,7 @@ class DashboardReads(Reads):
         (key, value) pairs the memory's context holds, each (:func:`_context_holds`)."""
         column = {"created": "created_at", "valid_from": "t_valid"}[sort.lstrip("-")]
         newest_first = sort.startswith("-")
-        where = ["(expires_at IS NULL OR expires_at > ?)"]
+        where = [unexpired()]
         args: list[Any] = [now]
         if agent_id is not None:
             where.append(seen_by())
@@ -124,7 +124,7 @@ class DashboardReads(Reads):
             )
             args.extend(entity_ids)
         if state == "current":
-            where.append("t_invalid IS NULL")
+            where.append(CURRENT)
         elif state == "superseded":
             where.append("t_invalid IS NOT NULL")
         for key, value in context:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from projections.readmodel.predicates import FOLDABLE
 from projections.readmodel.reads import Reads
 from projections.rows import Memory
 
@@ -75,12 +76,9 @@ class DecisionReads(Reads):
         """Episodic memories consolidation may fold: valid, learned before
         ``created_before`` (the read model's ``created_at``, when the journal recorded
         them, never their event time), not pinned, with no expiry, text not purged, not a
-        summary themselves; of one namespace and one agent when given. In episode order."""
-        sql = (
-            "SELECT * FROM memories WHERE type='episodic' AND t_invalid IS NULL AND pinned=0 "
-            "AND expires_at IS NULL AND redacted=0 AND content IS NOT NULL AND created_at<? "
-            "AND memory_id NOT IN (SELECT summary_id FROM folds)"
-        )
+        summary themselves (``predicates.FOLDABLE``); of one namespace and one agent when
+        given. In episode order."""
+        sql = f"SELECT * FROM memories WHERE {FOLDABLE} AND created_at<?"
         args: list[Any] = [created_before]
         if namespace is not None:
             sql += " AND namespace=?"

@@ -17,7 +17,14 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from projections.readmodel.predicates import CLOCK, SINGLE_FACT, seen_by
+from projections.readmodel.predicates import (
+    CLOCK,
+    CURRENT,
+    SINGLE_FACT,
+    current,
+    seen_by,
+    unexpired,
+)
 from projections.readmodel.reads import PAGE, Reads, optional_text
 from projections.rows import Memory, MemoryCount
 
@@ -47,8 +54,8 @@ _APART = " LIMIT -1"
 # (a pinned memory is fresh), unexpired, clocked before ``:before`` (``memories_clock``), and
 # not among ``:skip`` (a JSON array of ids: those with recall hits not journaled yet).
 _LABELLED = (
-    f"namespace=:namespace AND type=:type AND t_invalid IS NULL AND {CLOCK} < :before "
-    "AND pinned=0 AND (expires_at IS NULL OR expires_at > :now) "
+    f"namespace=:namespace AND type=:type AND {CURRENT} AND {CLOCK} < :before "
+    f"AND pinned=0 AND {unexpired(':now')} "
     "AND memory_id NOT IN (SELECT value FROM json_each(:skip))"
 )
 
@@ -338,8 +345,8 @@ class InsightReads(Reads):
         # from ``memories_unvalidated_scoped`` alone: ``+namespace`` keeps the planner (no
         # statistics) from walking a namespace's every active memory in ``memories_clock``.
         sql = (
-            "t_invalid IS NULL AND last_validated IS NULL AND created_at <= ? "
-            "AND ? - created_at >= ? AND (expires_at IS NULL OR expires_at > ?)"
+            f"{CURRENT} AND last_validated IS NULL AND created_at <= ? "
+            f"AND ? - created_at >= ? AND {unexpired()}"
         )
         args: list[Any] = [now - after_seconds + 1.0, now, after_seconds, now]
         if namespace is not None:
@@ -460,7 +467,7 @@ class InsightReads(Reads):
 
     @staticmethod
     def _facts_where(namespace: str | None, now: float) -> tuple[str, list[Any]]:
-        sql = f"{SINGLE_FACT} AND (expires_at IS NULL OR expires_at > ?)"
+        sql = f"{SINGLE_FACT} AND {unexpired()}"
         args: list[Any] = [now]
         if namespace is not None:
             sql = "namespace=? AND " + sql
@@ -495,7 +502,7 @@ class InsightReads(Reads):
             for e, a, v, t in self.db.execute(
                 "SELECT me.entity_id, m.agent_id, m.visibility, max(m.t_valid) "
                 "FROM memory_entities me JOIN memories m ON m.memory_id = me.memory_id "
-                "WHERE m.t_invalid IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?)"
+                f"WHERE {current('m.')} AND {unexpired(table='m.')}"
                 f"{ns} GROUP BY me.entity_id, m.agent_id, m.visibility ORDER BY 1, 2, 3",
                 args,
             )
@@ -515,7 +522,7 @@ class InsightReads(Reads):
             for e, a, v in self.db.execute(
                 "SELECT DISTINCT me.entity_id, m.agent_id, m.visibility "
                 "FROM memories m CROSS JOIN memory_entities me ON me.memory_id = m.memory_id "
-                "WHERE m.t_invalid IS NULL AND (m.expires_at IS NULL OR m.expires_at > ?) "
+                f"WHERE {current('m.')} AND {unexpired(table='m.')} "
                 f"AND ? - m.t_valid < ?{ns} ORDER BY 1, 2, 3",
                 args,
             )

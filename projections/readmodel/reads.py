@@ -16,7 +16,7 @@ from typing import Any
 import apsw
 
 from journal.events import given_by_time
-from projections.readmodel.predicates import seen_by
+from projections.readmodel.predicates import current, seen_by
 from projections.readmodel.store import Store
 from projections.rows import RELATION, Entity, Memory, PossibleConflict, Spelling, viewers
 
@@ -285,7 +285,7 @@ class Reads:
             return []
         marks = ",".join("?" * len(entity_ids))
         seen = "" if agent_id is None else f" AND {seen_by(table='m.')}"
-        valid = " AND m.t_invalid IS NULL" if only_valid else ""
+        valid = f" AND {current('m.')}" if only_valid else ""
         args: list[Any] = [namespace, *entity_ids]
         if agent_id is not None:
             args.append(agent_id)
