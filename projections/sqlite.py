@@ -38,7 +38,6 @@ class ReadModel(Reads):
         super().__init__(store)
         self.store = store
         self.path = store.path
-        self.rules = rules
         self.projector = Projector(store, rules)
         self.recall = RecallReads(store)
         self.insight = InsightReads(store)

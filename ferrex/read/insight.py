@@ -273,8 +273,8 @@ _SCORE_MARGIN: Final = 1e-9
 def clock_bound(
     params: StalenessParams, memory_type: str, now: float, score: float | None = None
 ) -> float:
-    """An oldest clock (see ``projections.sqlite._AGGREGATES``) from which on a memory of
-    this type cannot be aging or stale at ``now``: only memories clocked before it need
+    """An oldest clock (see ``projections.readmodel.predicates.CLOCK``) from which on a memory
+    of this type cannot be aging or stale at ``now``: only memories clocked before it need
     assessing. ``inf`` when no age rules a memory out.
 
     A memory's score is at most that of a memory never touched since its oldest clock
