@@ -16,12 +16,10 @@ NOT_RESTORED: dict[str, tuple[str, ...]] = {
 }
 """Columns a restore cannot keep: the journal records when (and where) the restore happened."""
 
-NOT_RESTORED_TABLES: frozenset[str] = frozenset({"forgotten", "fact_differs"})
+NOT_RESTORED_TABLES: frozenset[str] = frozenset({"forgotten"})
 """Tables a restore does not rebuild: ``forgotten`` records who could see each forgotten memory,
 for the change stream's deliveries over this journal's positions; a backup holds what the home
-holds, not what it forgot, and a restored home's journal starts its positions afresh.
-``fact_differs`` (pairs of facts said to both hold) has no line in a dump yet (format 3):
-a restored home forgets them, so an entity merge there may flag such a pair again."""
+holds, not what it forgot, and a restored home's journal starts its positions afresh."""
 
 
 def read_model_rows(

@@ -31,7 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferrex.read.insight import RARELY_RECALLED, clock_bound, reflect, scoring, stats  # noqa: E402
+from ferrex.read.insight import reflect, stats  # noqa: E402
+from ferrex.read.labels import RARELY_RECALLED, clock_bound, scoring  # noqa: E402
 from ferrex.read.seen import Sight  # noqa: E402
 from ferrex.rules.freshness import StalenessConfig  # noqa: E402
 from ferrex.rules.subjects import object_form  # noqa: E402

@@ -43,7 +43,8 @@ from ferrex.config import load  # noqa: E402
 from ferrex.errors import FerrexError, Refused  # noqa: E402
 from ferrex.models import Embedder  # noqa: E402
 from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules.memory_input import StoreRequest, parse_time  # noqa: E402
+from ferrex.rules.memory_input import StoreRequest  # noqa: E402
+from ferrex.rules.store_fields import parse_time  # noqa: E402
 from ferrex.write.writer import StoreResult  # noqa: E402
 
 DEFAULT_SET: Final = ROOT / "golden_set"

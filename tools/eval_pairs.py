@@ -368,7 +368,8 @@ def _misses(pairs: Sequence[Pair], merged: Callable[[Pair], bool]) -> list[str]:
 
 
 def _open_subject(pair: SubjectPair) -> bool:
-    from ferrex.rules.subjects import compare_words, spelled_out
+    from ferrex.rules.short_forms import spelled_out
+    from ferrex.rules.subjects import compare_words
 
     left = spelled_out(normalize_entity(pair.a))
     right = spelled_out(normalize_entity(pair.b))

@@ -70,8 +70,8 @@ sys.path.insert(0, str(ROOT))
 from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
 from ferrex.read.recall import RecallRequest  # noqa: E402
-from ferrex.rules.memory_input import parse_time  # noqa: E402
 from ferrex.rules.relevance import DEFAULT_MODEL, Evidence, Model  # noqa: E402
+from ferrex.rules.store_fields import parse_time  # noqa: E402
 from ferrex.server.answers import recall_text  # noqa: E402
 from tools.eval_golden import (  # noqa: E402
     DEFAULT_SET,

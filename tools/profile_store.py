@@ -60,9 +60,9 @@ LEAVES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 #: Parts of the write path, each a function's cumulative time (they overlap: the decision
 #: contains the nearest query, a fact's decision the model for its subject's name).
 PARTS: tuple[tuple[str, str, str], ...] = (
-    ("validation (with the window check)", "write/writer.py", "_validated"),
-    ("embedding before the lock (with the model)", "write/writer.py", "prepare"),
-    ("decision (with the nearest query)", "write/writer.py", "_decide"),
+    ("validation (with the window check)", "write/pipeline.py", "_validated"),
+    ("embedding before the lock (with the model)", "write/pipeline.py", "prepare"),
+    ("decision (with the nearest query)", "write/pipeline.py", "_decide"),
     ("journal append (with the fsync)", "journal/log.py", "append_batch"),
     ("catching up, before and after (projections, flush)", "projections/replay.py", "catch_up"),
     ("SQLite projection", "projections/readmodel/projector.py", "apply"),

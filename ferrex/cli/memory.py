@@ -24,13 +24,11 @@ import is idempotent by its keys, running the same command again resumes it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, replace
-from itertools import groupby
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
@@ -45,12 +43,18 @@ from ferrex.core.decide import NEW_MEMORY
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import BackendUnavailable, FerrexError, NotFound, Refused, UsageError
 from ferrex.porting import chats
-from ferrex.porting.dump import Restored, is_dump_line, is_header, parse_dump_line, parse_header
-from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
-from ferrex.porting.restore import Item, restore_many
-from ferrex.rules.memory_input import StoreRequest
-from ferrex.rules.secrets import SecretsMode
-from ferrex.write.writer import StoreResult, Writer
+from ferrex.porting.imports import (
+    IMPORT_SECRETS,
+    chat_export,
+    counted,
+    detect,
+    import_chats,
+    import_lines,
+    json_lines,
+    secrets_mode,
+    secrets_report,
+    store_request,
+)
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 
@@ -92,7 +96,9 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
     new id, or with --json the whole outcome (resolved entities, superseded ids, position).
     """
     multi_valued = bool(fields.pop("multi_valued"))
-    request = _request({k: v for k, v in fields.items() if v not in (None, ())}, where="options")
+    request = store_request(
+        {k: v for k, v in fields.items() if v not in (None, ())}, where="options"
+    )
     args: dict[str, Any] = {"multi_valued": multi_valued}
     for key, value in asdict(request).items():
         if key != "agent_id" and value is not None and value is not False and value != ():
@@ -212,51 +218,7 @@ def differ(
         )
 
 
-_FIELDS = {
-    "type": "type", "memory_type": "type", "content": "content", "subject": "subject",
-    "predicate": "predicate", "object": "object", "object_": "object", "name": "name",
-    "steps": "steps", "conditions": "conditions", "entities": "entities",
-    "supersedes": "supersedes", "source": "source", "confidence": "confidence",
-    "context": "context", "namespace": "namespace", "valid_from": "valid_from",
-    "agent_id": "agent_id", "visibility": "visibility", "split_long": "split_long",
-    "importance": "importance", "pinned": "pinned", "ttl": "ttl",
-}  # fmt: skip
-_LISTS = {"steps", "conditions", "entities"}
-
-
-def _request(raw: dict[str, Any], *, where: str) -> StoreRequest:
-    """A StoreRequest from CLI options or one import line, with clear errors."""
-    fields: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key == "multi_valued":
-            continue
-        name = _FIELDS.get(key)
-        if name is None:
-            raise UsageError(
-                f"unknown field {key!r} in {where}",
-                hint=f"known fields: {', '.join(sorted(set(_FIELDS.values())))}, multi_valued",
-            )
-        if name in _LISTS:
-            if isinstance(value, str) or not isinstance(value, list | tuple):
-                raise UsageError(f"{name} in {where} must be a list of strings")
-            value = tuple(value)
-        if name == "context" and isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"context in {where} is not JSON: {exc}") from exc
-        fields[name] = value
-    try:
-        return StoreRequest(**fields)
-    except TypeError as exc:  # a value of the wrong kind for a dataclass field
-        raise UsageError(f"invalid {where}: {exc}") from exc
-
-
-SAME_TEXT = 0.9999
-"""Cosine similarity of a text's embedding with itself, up to rounding."""
 FORMATS = click.Choice(["auto", "store", "dump", "memory-server", *chats.FORMATS])
-IMPORT_SECRETS = ("redact", "skip", "allow")
-_SECRETS_MODE: dict[str, SecretsMode] = {"redact": "redact", "skip": "refuse", "allow": "allow"}
 
 
 @click.command("import")
@@ -410,7 +372,7 @@ def _import(
     embedder = app.embedder()
     embedder.load_in_background()
     click.get_current_context().call_on_close(embedder.join_loader)
-    export = _chat_export(text, file_format)
+    export = chat_export(text, file_format)
     if export is None and (assistant is not None or split_chars is not None):
         raise UsageError(
             "--assistant and --split-chars apply to claude and chatgpt exports only",
@@ -420,28 +382,17 @@ def _import(
         _import_chats(app, export[0], export[1], assistant, split_chars, secrets, index, as_json,
                       reached)  # fmt: skip
         return
-    parsed, outcomes = _json_lines(text)
+    parsed, unreadable = json_lines(text)
     if file_format == "auto":
-        file_format = _detect(parsed[0][1]) if parsed else "store"
+        file_format = detect(parsed[0][1]) if parsed else "store"
     writer = app.writer()
-    secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
-    writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
+    secrets = secrets_mode(writer, secrets)
     with reached.progress("importing", "lines", quiet=as_json) as update:
-        if file_format == "dump":
-            outcomes += _import_dump(writer, parsed, update)
-        elif file_format == "memory-server":
-            outcomes += _import_graph(writer, parsed, update, agent_id=app.config["store.agent_id"])
-        else:
-            outcomes += _import_requests(
-                writer, parsed, update, agent_id=app.config["store.agent_id"]
-            )
-    outcomes.sort(key=lambda o: o["line"])
-    for outcome in outcomes:  # under skip, a line refused for its secrets is skipped
-        if outcome.get("code") == "secret_refused":
-            outcome["status"] = "skipped"
-    counts: dict[str, int] = {}
-    for outcome in outcomes:
-        counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
+        outcomes = import_lines(
+            writer, parsed, file_format, update,
+            agent_id=app.config["store.agent_id"], unreadable=unreadable,
+        )  # fmt: skip
+    counts = counted(outcomes)
     indexed = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), index, as_json)
     with_secrets = secrets_report(outcomes)
     if as_json:
@@ -450,29 +401,6 @@ def _import(
     else:
         _echo_lines(outcomes, counts, with_secrets["lines"], secrets)
     _exit_for(counts)
-
-
-def _json_lines(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
-    """The JSON objects of ``text``'s lines, numbered from 1 (blank lines skipped), and the
-    outcome of each line that is not one."""
-    parsed: list[tuple[int, dict[str, Any]]] = []
-    outcomes: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            outcomes.append(_invalid(number, UsageError(f"not JSON: {exc}")))
-            continue
-        except RecursionError:
-            outcomes.append(_invalid(number, UsageError(f"not JSON: {chats.TOO_DEEP}")))
-            continue
-        if not isinstance(raw, dict):
-            outcomes.append(_invalid(number, UsageError("a line must be a JSON object")))
-            continue
-        parsed.append((number, raw))
-    return parsed, outcomes
 
 
 def _echo_lines(
@@ -492,170 +420,6 @@ def _echo_lines(
     click.echo(summary)
 
 
-def secrets_report(outcomes: list[dict[str, Any]], key: str = "line") -> dict[str, Any]:
-    """How many lines (or other items, named by ``key``) carried likely secrets, and of
-    which kinds (redacted or skipped)."""
-    kinds: dict[str, int] = {}
-    lines = set()
-    for o in outcomes:
-        for found in [*o.get("redacted", ()), *o.get("secrets", ())]:
-            kinds[found["kind"]] = kinds.get(found["kind"], 0) + 1
-            lines.add(o[key])
-    return {"lines": len(lines), "kinds": dict(sorted(kinds.items()))}
-
-
-def _detect(first: dict[str, Any]) -> str:
-    if is_dump_line(first):
-        return "dump"
-    if is_graph_line(first):
-        return "memory-server"
-    return "store"
-
-
-def _invalid(number: int, error: FerrexError, **extra: Any) -> dict[str, Any]:
-    return {"line": number, **extra, "status": "invalid", **error.as_dict()}
-
-
-def _import_requests(
-    writer: Writer,
-    parsed: list[tuple[int, dict[str, Any]]],
-    update: Callable[[int, int], None],
-    *,
-    agent_id: str | None,
-) -> list[dict[str, Any]]:
-    """Store requests, one per line, decided in file order (runs of lines with the same
-    multi_valued flag go to the writer together)."""
-    outcomes: list[dict[str, Any]] = []
-    requests: list[tuple[int, StoreRequest, bool]] = []
-    for number, raw in parsed:
-        try:
-            request = _request(raw, where=f"line {number}")
-        except UsageError as exc:
-            outcomes.append(_invalid(number, exc))
-            continue
-        request = replace(request, import_key=import_key(number, raw))
-        requests.append((number, request, bool(raw.get("multi_valued"))))
-    before = len(outcomes)  # lines refused before the writer: done already
-    for multi, run in groupby(requests, key=lambda item: item[2]):
-        group = [(n, r) for n, r, _ in run]
-
-        def overall(done: int, _total: int, before: int = before) -> None:
-            update(before + done, len(parsed))  # one bar over every run of lines
-
-        results = writer.store_many(
-            _as_importer(agent_id, [r for _, r in group]), multi_valued=multi, progress=overall
-        )
-        before += len(group)
-        for (number, _), result in zip(group, results, strict=True):
-            outcome = _stored(number, result)
-            if isinstance(result, Refused) and result.details.get("imported"):
-                outcome["status"] = "skipped"
-            outcomes.append(outcome)
-    return outcomes
-
-
-def _as_importer(agent_id: str | None, requests: list[StoreRequest]) -> list[StoreRequest]:
-    """Lines that name no agent are stored as the importing process's (``--agent-id``,
-    store.agent_id; none: the operator's, shared). The writer itself stamps no identity: a
-    store carries its caller's, so a server never lends its own to another process's call."""
-    if agent_id is None:
-        return requests
-    return [r if r.agent_id else replace(r, agent_id=agent_id) for r in requests]
-
-
-def import_key(number: int, raw: dict[str, Any]) -> str:
-    """A store line's place and text: its number and a hash of its JSON object written
-    canonically (sorted keys, no spaces), so reformatting a line does not change it."""
-    canonical = json.dumps(raw, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-    return f"line {number} sha256:{digest}"
-
-
-def _stored(number: int, result: StoreResult | FerrexError, **extra: Any) -> dict[str, Any]:
-    if isinstance(result, FerrexError):
-        status = "refused" if isinstance(result, Refused) else "invalid"
-        if isinstance(result, BackendUnavailable):  # e.g. the embeddings server went away
-            status = "unavailable"
-        return {"line": number, **extra, "status": status, **result.as_dict()}
-    return {"line": number, **extra, **result.as_dict()}
-
-
-def _import_dump(
-    writer: Writer, parsed: list[tuple[int, dict[str, Any]]], update: Callable[[int, int], None]
-) -> list[dict[str, Any]]:
-    """Restore a dump: ids and times kept; ids that exist are skipped. A dump of a format
-    newer than this code reads is refused whole, before anything is written; its header
-    line (none in a format 1 dump) gets no outcome of its own."""
-    dump_format = 1
-    if parsed and is_header(parsed[0][1]):
-        dump_format = parse_header(parsed[0][1], f"line {parsed[0][0]}").format
-        parsed = parsed[1:]
-    model = writer.embedder.model()
-    outcomes: list[dict[str, Any]] = []
-    items: list[tuple[int, Item]] = []
-    for number, raw in parsed:
-        try:
-            items.append(
-                (number, parse_dump_line(raw, f"line {number}", writer.settings.limits,
-                                         count_tokens=model.count_tokens, window=model.window,
-                                         secrets=writer.settings.secrets,
-                                         dump_format=dump_format))
-            )  # fmt: skip
-        except UsageError as exc:
-            outcomes.append(_invalid(number, exc))
-    results = restore_many(writer, [item for _, item in items], progress=update)
-    for (number, item), result in zip(items, results, strict=True):
-        redacted = item.valid.redacted if isinstance(item, Restored) else ()
-        outcomes.append(
-            {"line": number, "status": result.status, "id": result.id,
-             **({"position": result.position} if result.position is not None else {}),
-             **({"redacted": [s.as_dict() for s in redacted]} if redacted else {})}
-        )  # fmt: skip
-    return outcomes
-
-
-def _known(result: StoreResult | FerrexError) -> bool:
-    """A duplicate of a memory with the very same text: importing it again changes nothing.
-    A near-duplicate stays refused, so that a relation the dedup rule took for another one
-    (``alice knows bob`` / ``alice knows rob``) is shown, not silently dropped."""
-    return (
-        isinstance(result, Refused)
-        and result.code == "duplicate"
-        and float(result.details.get("similarity", 0.0)) >= SAME_TEXT
-    )
-
-
-def _import_graph(
-    writer: Writer,
-    parsed: list[tuple[int, dict[str, Any]]],
-    update: Callable[[int, int], None],
-    *,
-    agent_id: str | None,
-) -> list[dict[str, Any]]:
-    """The memory server's graph: entity types and relations as facts, observations as
-    episodic memories. A memory already known (a duplicate) is skipped, not refused."""
-    outcomes: list[dict[str, Any]] = []
-    items: list[GraphItem] = []
-    for number, raw in parsed:
-        try:
-            items.extend(graph_items(raw, number))
-        except UsageError as exc:
-            outcomes.append(_invalid(number, exc))
-    for multi in (False, True):
-        group = [item for item in items if item.multi_valued is multi]
-        results = writer.store_many(
-            _as_importer(agent_id, [item.request for item in group]),
-            multi_valued=multi,
-            progress=update,
-        )
-        for item, result in zip(group, results, strict=True):
-            outcome = _stored(item.line, result, item=item.what)
-            if _known(result):
-                outcome["status"] = "skipped"
-            outcomes.append(outcome)
-    return outcomes
-
-
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
@@ -663,35 +427,6 @@ def _read(path: Path) -> str:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path} is not UTF-8 text: {exc}") from exc
-
-
-def _chat_export(text: str, file_format: str) -> tuple[chats.ChatFormat, Any] | None:
-    """The format and parsed document of a Claude or ChatGPT export, or None for a file of
-    JSON lines. Under auto, a file that is one JSON array or object is an export when its
-    shape says which; a JSON array of another shape is refused (no JSON-lines file is one)."""
-    if file_format in chats.FORMATS:
-        return cast(chats.ChatFormat, file_format), chats.loads(text)
-    if file_format != "auto" or not text.lstrip().startswith(("[", "{")):
-        return None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError:
-        return None  # JSON lines (or not JSON at all): the line formats report each line
-    except RecursionError as exc:  # its first value cannot be read: no format to tell
-        raise UsageError(
-            f"cannot tell the format of this file: its first JSON value is {chats.TOO_DEEP}",
-            hint="pass the conversations.json of an export, or JSON lines",
-        ) from exc
-    fmt = chats.detect(doc)
-    if fmt is not None:
-        return fmt, doc
-    if isinstance(doc, list):
-        raise UsageError(
-            "cannot tell the format of this JSON array (neither a Claude nor a ChatGPT "
-            "export: no chat_messages or mapping in its first conversation)",
-            hint="pass --format claude or --format chatgpt; JSON lines need one object a line",
-        )
-    return None
 
 
 def _import_chats(
@@ -707,9 +442,8 @@ def _import_chats(
 ) -> None:
     """A Claude or ChatGPT export: parsed whole first (a file of the wrong shape is refused
     before anything is written; a conversation of the wrong shape is left out and reported
-    as invalid, exit 2, like a bad line), then stored in order, one memory per message or
-    part. A message imported before is skipped, ``imported_before``; one imported before
-    with another text is skipped too and reported, ``changed_since_import``."""
+    as invalid, exit 2, like a bad line), then stored (:func:`ferrex.porting.imports.
+    import_chats`)."""
     parsed = chats.parse(
         doc,
         fmt,
@@ -718,52 +452,12 @@ def _import_chats(
         content_chars=StoreSettings.from_config(app.config).limits.content_chars,
     )
     writer = app.writer()
-    secrets = secrets or ("allow" if writer.settings.secrets == "allow" else "redact")
-    writer.settings = replace(writer.settings, secrets=_SECRETS_MODE[secrets])
+    secrets = secrets_mode(writer, secrets)
     with reached.progress("importing", "memories") as update:
-        requests = _as_importer(app.config["store.agent_id"], [i.request for i in parsed.items])
-        results = writer.store_many(requests, progress=update)
-    skipped = dict(parsed.skipped)
-    outcomes: list[dict[str, Any]] = []
-    for number, (item, result) in enumerate(zip(parsed.items, results, strict=True), start=1):
-        where = {"conversation_id": item.conversation, "message_id": item.message}
-        outcome = _stored(number, result, **where, **({"part": item.part} if item.part else {}))
-        outcome["item"] = outcome.pop("line")
-        reason = None
-        if isinstance(result, Refused) and result.details.get("changed"):
-            reason = "changed_since_import"
-        elif isinstance(result, Refused) and result.details.get("imported"):
-            reason = "imported_before"
-        elif isinstance(result, FerrexError) and result.code == "secret_refused":
-            reason = "secret"
-        if reason is not None:
-            outcome["status"] = "skipped"
-            outcome["reason"] = reason
-            skipped[reason] = skipped.get(reason, 0) + 1
-        outcomes.append(outcome)
-    invalid = [
-        {"conversation": bad.index,
-         **({"conversation_id": bad.conversation} if bad.conversation else {}),
-         "status": "invalid", **bad.error.as_dict()}
-        for bad in parsed.invalid
-    ]  # fmt: skip
-    counts: dict[str, int] = {}
-    for outcome in [*outcomes, *invalid]:
-        counts[outcome["status"]] = counts.get(outcome["status"], 0) + 1
-    indexed = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), index, as_json)
-    with_secrets = secrets_report(outcomes, key="item")
-    summary = {
-        "format": fmt,
-        "conversations": parsed.conversations,
-        "messages": parsed.messages,
-        "untimed": parsed.untimed,
-        "counts": counts,
-        "skipped": dict(sorted(skipped.items())),
-        "invalid": invalid,
-        "secrets": with_secrets,
-        "indexed": indexed,
-        "items": outcomes,
-    }
+        summary = import_chats(writer, fmt, parsed, update, agent_id=app.config["store.agent_id"])
+    counts: dict[str, int] = summary["counts"]
+    summary["indexed"] = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), index,
+                                     as_json)  # fmt: skip
     if as_json:
         click.echo(json.dumps(summary))
     else:

@@ -148,10 +148,12 @@ from ferrex.rules.lifecycle import (
     marks_doc,
 )
 from ferrex.rules.memory_input import ValidStore, is_request_key
+from ferrex.rules.name_lookup import find_entity
 from ferrex.rules.predicates import (
     match_known,
     normalize_predicate,
 )
+from ferrex.rules.short_forms import spelled_out
 from ferrex.rules.slots import (
     SlotMatch,
     content_words,
@@ -169,11 +171,9 @@ from ferrex.rules.slots import (
 )
 from ferrex.rules.subjects import (
     Possible,
-    find_entity,
     objects_agree,
     resolve_subject,
     same_slot_words,
-    spelled_out,
 )
 from ferrex.rules.visibility import (
     Mention,

@@ -14,7 +14,7 @@ from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits
 from ferrex.rules.predicates import DEFAULT_SYNONYMS, merge_synonyms, synonym_map
 from ferrex.rules.secrets import SecretsMode
-from ferrex.rules.subjects import DEFAULT_ABBREVIATIONS, abbreviation_map
+from ferrex.rules.short_forms import DEFAULT_ABBREVIATIONS, abbreviation_map
 
 
 def build_synonyms(config: Config) -> tuple[dict[str, str], dict[str, dict[str, str]]]:

@@ -29,9 +29,10 @@ vectors (cosine 0.9999999 to the unfused graph's); after it the 8-bit products r
 little differently, so it is part of the default model's variant. One short text embeds in
 about 0.8 of the time, a batch in about 0.85 (the EPYC above).
 
-The model is read and written in protobuf's wire format directly (ferrex does not depend on
-the ``onnx`` package); only the graph's nodes (and, for the second rewrite, the model's list
-of operator sets) are touched, every other byte is kept.
+The model is read and written in protobuf's wire format directly
+(:mod:`ferrex.models.onnx_wire`; ferrex does not depend on the ``onnx`` package); only the
+graph's nodes (and, for the second rewrite, the model's list of operator sets) are touched,
+every other byte is kept.
 """
 
 from __future__ import annotations
@@ -41,186 +42,53 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from ferrex.models.onnx_wire import (
+    ATTR_INT,
+    ATTR_INTS,
+    ATTR_NAME,
+    ATTR_TYPE,
+    ATTR_TYPE_INT,
+    ATTR_TYPE_INTS,
+    FLOAT,
+    GRAPH_INIT,
+    GRAPH_INPUT,
+    GRAPH_NODE,
+    GRAPH_OUTPUT,
+    GRAPH_VALUE_INFO,
+    INT8,
+    INT32,
+    INT64,
+    MODEL_GRAPH,
+    MODEL_OPSET,
+    NODE_DOMAIN,
+    OPSET_DOMAIN,
+    OPSET_VERSION,
+    TENSOR_FLOATS,
+    TENSOR_INT64S,
+    TENSOR_NAME,
+    TENSOR_RAW,
+    TENSOR_TYPE,
+    UINT8,
+    Node,
+    cast_to_float,
+    imports_domain,
+    int_attribute,
+    length_field,
+    node_field,
+    packed_varints,
+    parse_fields,
+    signed,
+    tensor_header,
+    value_name,
+    varint_field,
+)
+
 #: Version of this rewrite, part of the optimised graph's file name: a change to what it does
 #: makes the next start optimise again.
 REWRITE_VERSION: Final = 4
 
 #: The operator set of ONNX Runtime's own operators (``MatMulIntegerToFloat``).
 _MICROSOFT: Final = "com.microsoft"
-
-# Field numbers of onnx.proto3 (ModelProto.graph, .opset_import; GraphProto.node,
-# .initializer, .output, .value_info; OperatorSetIdProto; NodeProto; TensorProto;
-# AttributeProto), and the element types used.
-_MODEL_GRAPH, _MODEL_OPSET = 7, 8
-_GRAPH_NODE, _GRAPH_INIT, _GRAPH_INPUT, _GRAPH_OUTPUT, _GRAPH_VALUE_INFO = 1, 5, 11, 12, 13
-_OPSET_DOMAIN, _OPSET_VERSION = 1, 2
-_NODE_INPUT, _NODE_OUTPUT, _NODE_NAME, _NODE_OP, _NODE_ATTR, _NODE_DOMAIN = 1, 2, 3, 4, 5, 7
-_TENSOR_DIMS, _TENSOR_TYPE, _TENSOR_FLOATS, _TENSOR_INT64S = 1, 2, 4, 7
-_TENSOR_NAME, _TENSOR_RAW = 8, 9
-_ATTR_NAME, _ATTR_INT, _ATTR_INTS, _ATTR_TYPE = 1, 3, 8, 20
-_FLOAT, _UINT8, _INT8, _INT32, _INT64 = 1, 2, 3, 6, 7
-_ATTR_TYPE_INT, _ATTR_TYPE_INTS = 2, 7
-_VARINT, _LENGTH = 0, 2
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        low = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
-@dataclass(frozen=True, slots=True)
-class _Field:
-    number: int
-    wire: int
-    value: int | bytes  # a varint's value, or a length-delimited field's payload
-    raw: bytes  # the whole field as it was written
-
-
-def _fields(data: bytes) -> list[_Field]:
-    """The top-level fields of one protobuf message."""
-    fields: list[_Field] = []
-    at = 0
-    while at < len(data):
-        start = at
-        key, at = _varint(data, at)
-        number, wire = key >> 3, key & 7
-        value: int | bytes
-        if wire == _VARINT:
-            value, at = _varint(data, at)
-        elif wire == _LENGTH:
-            size, at = _varint(data, at)
-            value, at = data[at : at + size], at + size
-        elif wire in (1, 5):  # fixed 64 / 32 bits
-            width = 8 if wire == 1 else 4
-            value, at = data[at : at + width], at + width
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
-        fields.append(_Field(number, wire, value, data[start:at]))
-    return fields
-
-
-def _length_field(number: int, payload: bytes) -> bytes:
-    return _encode_varint(number << 3 | _LENGTH) + _encode_varint(len(payload)) + payload
-
-
-def _varint_field(number: int, value: int) -> bytes:
-    return _encode_varint(number << 3 | _VARINT) + _encode_varint(value)
-
-
-def _text(value: int | bytes) -> str:
-    return value.decode() if isinstance(value, bytes) else ""
-
-
-@dataclass(slots=True)
-class _Node:
-    raw: bytes
-    op: str = ""
-    domain: str = ""
-    name: str = ""
-    inputs: list[str] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
-    attributes: list[bytes] = field(default_factory=list)  # each AttributeProto's payload
-
-    @classmethod
-    def parse(cls, raw: bytes) -> _Node:
-        node = cls(raw)
-        for f in _fields(raw):
-            if f.number == _NODE_INPUT:
-                node.inputs.append(_text(f.value))
-            elif f.number == _NODE_OUTPUT:
-                node.outputs.append(_text(f.value))
-            elif f.number == _NODE_OP:
-                node.op = _text(f.value)
-            elif f.number == _NODE_NAME:
-                node.name = _text(f.value)
-            elif f.number == _NODE_DOMAIN:
-                node.domain = _text(f.value)
-            elif f.number == _NODE_ATTR and isinstance(f.value, bytes):
-                node.attributes.append(f.value)
-        return node
-
-    def attribute_ints(self, name: str) -> list[int] | None:
-        """An attribute's list of integers (written packed or one by one), or None."""
-        for payload in self.attributes:
-            fields = _fields(payload)
-            if not any(f.number == _ATTR_NAME and f.value == name.encode() for f in fields):
-                continue
-            found: list[int] = []
-            for f in fields:
-                if f.number == _ATTR_INTS:
-                    found.extend([f.value] if isinstance(f.value, int) else _packed(f.value))
-            return [_signed(v) for v in found]
-        return None
-
-    def attribute_int(self, name: str) -> int | None:
-        for payload in self.attributes:
-            fields = {f.number: f.value for f in _fields(payload)}
-            if fields.get(_ATTR_NAME) == name.encode():
-                value = fields.get(_ATTR_INT)
-                return _signed(value) if isinstance(value, int) else None
-        return None
-
-
-def _node(
-    op: str,
-    name: str,
-    inputs: list[str],
-    outputs: list[str],
-    attributes: list[bytes],
-    domain: str = "",
-) -> bytes:
-    body = b"".join(_length_field(_NODE_INPUT, i.encode()) for i in inputs)
-    body += b"".join(_length_field(_NODE_OUTPUT, o.encode()) for o in outputs)
-    body += _length_field(_NODE_NAME, name.encode()) + _length_field(_NODE_OP, op.encode())
-    body += b"".join(_length_field(_NODE_ATTR, a) for a in attributes)
-    if domain:
-        body += _length_field(_NODE_DOMAIN, domain.encode())
-    return _length_field(_GRAPH_NODE, body)
-
-
-def _cast_to_float() -> bytes:
-    return (
-        _length_field(_ATTR_NAME, b"to")
-        + _varint_field(_ATTR_INT, _FLOAT)
-        + _varint_field(_ATTR_TYPE, _ATTR_TYPE_INT)
-    )
-
-
-def _tensor(payload: bytes) -> tuple[str, int, list[int]]:
-    """An initializer's name, element type and dimensions (its data is not read)."""
-    name, kind, dims = "", 0, []
-    for f in _fields(payload):
-        if f.number == _TENSOR_NAME:
-            name = _text(f.value)
-        elif f.number == _TENSOR_TYPE and isinstance(f.value, int):
-            kind = f.value
-        elif f.number == _TENSOR_DIMS:
-            if isinstance(f.value, int):
-                dims.append(f.value)
-            else:  # packed
-                at = 0
-                while at < len(f.value):
-                    dim, at = _varint(f.value, at)
-                    dims.append(dim)
-    return name, kind, dims
 
 
 def int8_embedding_lookups(model: bytes) -> tuple[bytes, int]:
@@ -275,7 +143,7 @@ def fused_gelu(model: bytes) -> tuple[bytes, int]:
 
 @dataclass(frozen=True, slots=True)
 class _Graph:
-    nodes: dict[int, _Node]  # graph field index → node
+    nodes: dict[int, Node]  # graph field index → node
     producer: dict[str, int]  # value name → the field index of the node that makes it
     tensors: dict[str, tuple[int, list[int]]]  # initializer → element type, dimensions
     uses: dict[str, int]  # value name → how many node inputs and graph outputs read it
@@ -291,25 +159,25 @@ _Turn = Callable[[int, _Graph], tuple[bytes, list[int]] | None]
 
 
 def _rewrite(model: bytes, turn: _Turn) -> tuple[bytes, int]:
-    top = _fields(model)
-    graph_at = next((i for i, f in enumerate(top) if f.number == _MODEL_GRAPH), None)
+    top = parse_fields(model)
+    graph_at = next((i for i, f in enumerate(top) if f.number == MODEL_GRAPH), None)
     payload = None if graph_at is None else top[graph_at].value
     if graph_at is None or not isinstance(payload, bytes):
         return model, 0
-    graph = _fields(payload)
+    graph = parse_fields(payload)
     tensors: dict[str, tuple[int, list[int]]] = {}
     values: dict[str, bytes] = {}
     for f in graph:
-        if f.number == _GRAPH_INIT and isinstance(f.value, bytes):
-            name, kind, dims = _tensor(f.value)
+        if f.number == GRAPH_INIT and isinstance(f.value, bytes):
+            name, kind, dims = tensor_header(f.value)
             tensors[name] = (kind, dims)
             values[name] = f.value
-    inputs = {_value_name(f.value) for f in graph if f.number == _GRAPH_INPUT}
-    nodes = {i: _Node.parse(f.value) for i, f in enumerate(graph) if f.number == _GRAPH_NODE
+    inputs = {value_name(f.value) for f in graph if f.number == GRAPH_INPUT}
+    nodes = {i: Node.parse(f.value) for i, f in enumerate(graph) if f.number == GRAPH_NODE
              and isinstance(f.value, bytes)}  # fmt: skip
     producer = {out: i for i, n in nodes.items() for out in n.outputs}
     uses: dict[str, int] = {}
-    used_by_graph = [_value_name(f.value) for f in graph if f.number == _GRAPH_OUTPUT]
+    used_by_graph = [value_name(f.value) for f in graph if f.number == GRAPH_OUTPUT]
     for name in [name for n in nodes.values() for name in n.inputs] + used_by_graph:
         uses[name] = uses.get(name, 0) + 1
     seen = _Graph(nodes, producer, tensors, uses, values, inputs)
@@ -329,26 +197,17 @@ def _rewrite(model: bytes, turn: _Turn) -> tuple[bytes, int]:
     body = b"".join(
         replaced.get(i, f.raw)
         for i, f in enumerate(graph)
-        if not (f.number == _GRAPH_VALUE_INFO and _value_name(f.value) in gone)
+        if not (f.number == GRAPH_VALUE_INFO and value_name(f.value) in gone)
     ) + b"".join(seen.added)
     written = b"".join(replaced.values())
-    needs_microsoft = _length_field(_NODE_DOMAIN, _MICROSOFT.encode()) in written
+    needs_microsoft = length_field(NODE_DOMAIN, _MICROSOFT.encode()) in written
     top_bytes = b"".join(
-        _length_field(_MODEL_GRAPH, body) if i == graph_at else f.raw for i, f in enumerate(top)
+        length_field(MODEL_GRAPH, body) if i == graph_at else f.raw for i, f in enumerate(top)
     )
-    if needs_microsoft and not _imports_domain(top, _MICROSOFT):
-        opset = _length_field(_OPSET_DOMAIN, _MICROSOFT.encode()) + _varint_field(_OPSET_VERSION, 1)
-        top_bytes += _length_field(_MODEL_OPSET, opset)
+    if needs_microsoft and not imports_domain(top, _MICROSOFT):
+        opset = length_field(OPSET_DOMAIN, _MICROSOFT.encode()) + varint_field(OPSET_VERSION, 1)
+        top_bytes += length_field(MODEL_OPSET, opset)
     return top_bytes, sum(1 for b in replaced.values() if b)
-
-
-def _imports_domain(top: list[_Field], domain: str) -> bool:
-    for f in top:
-        if f.number == _MODEL_OPSET and isinstance(f.value, bytes):
-            names = [g.value for g in _fields(f.value) if g.number == _OPSET_DOMAIN]
-            if domain.encode() in names:
-                return True
-    return False
 
 
 def _turn_lookup(index: int, graph: _Graph) -> tuple[bytes, list[int]] | None:
@@ -361,10 +220,10 @@ def _turn_lookup(index: int, graph: _Graph) -> tuple[bytes, list[int]] | None:
     axis = list(gather.attributes)
     step = gather.name
     written = (
-        _node("Gather", f"{step}/int8_rows", [table, ids], [f"{out}/int8"], axis)
-        + _node("Gather", f"{step}/row_scales", [scale, ids], [f"{out}/scale"], axis)
-        + _node("Cast", f"{step}/widen", [f"{out}/int8"], [f"{out}/float"], [_cast_to_float()])
-        + _node("Mul", f"{step}/scaled", [f"{out}/float", f"{out}/scale"], [out], [])
+        node_field("Gather", f"{step}/int8_rows", [table, ids], [f"{out}/int8"], axis)
+        + node_field("Gather", f"{step}/row_scales", [scale, ids], [f"{out}/scale"], axis)
+        + node_field("Cast", f"{step}/widen", [f"{out}/int8"], [f"{out}/float"], [cast_to_float()])
+        + node_field("Mul", f"{step}/scaled", [f"{out}/float", f"{out}/scale"], [out], [])
     )
     return written, [mul_at, cast_at]
 
@@ -400,21 +259,21 @@ def _turn_product(index: int, graph: _Graph) -> tuple[bytes, list[int]] | None:
     quantized, inverse = f"{x}/ferrex_u8", f"{x}/ferrex_inverse"
     written = _quantize_rows(x, quantized, inverse, graph)
     columns = f"{product.outputs[0]}/ferrex_columns"
-    written += _node(
+    written += node_field(
         "MatMulIntegerToFloat", f"{product.name}/int8",
         [quantized, weight, _constant(graph, "one"), scale, _constant(graph, "zero_point")],
         [columns], [], domain=_MICROSOFT,
     )  # fmt: skip
-    written += _node("Div", f"{product.name}/rows", [columns, inverse], product.outputs, [])
+    written += node_field("Div", f"{product.name}/rows", [columns, inverse], product.outputs, [])
     return written, [mul_at, cast_at]
 
 
 #: The scalars the product rewrite reads, by short name: (element type, little-endian bytes).
 _CONSTANTS: Final[dict[str, tuple[int, bytes]]] = {
-    "tiny": (_FLOAT, struct.pack("<f", 1e-12)),  # a row of zeros gets a step, not a 0/0
-    "levels": (_FLOAT, struct.pack("<f", 127.0)),
-    "one": (_FLOAT, struct.pack("<f", 1.0)),
-    "zero_point": (_UINT8, bytes([128])),
+    "tiny": (FLOAT, struct.pack("<f", 1e-12)),  # a row of zeros gets a step, not a 0/0
+    "levels": (FLOAT, struct.pack("<f", 127.0)),
+    "one": (FLOAT, struct.pack("<f", 1.0)),
+    "zero_point": (UINT8, bytes([128])),
 }
 
 
@@ -423,11 +282,11 @@ def _constant(graph: _Graph, short: str) -> str:
     if name not in graph.done:
         kind, raw = _CONSTANTS[short]
         tensor = (
-            _varint_field(_TENSOR_TYPE, kind)
-            + _length_field(_TENSOR_NAME, name.encode())
-            + _length_field(_TENSOR_RAW, raw)
+            varint_field(TENSOR_TYPE, kind)
+            + length_field(TENSOR_NAME, name.encode())
+            + length_field(TENSOR_RAW, raw)
         )
-        graph.added.append(_length_field(_GRAPH_INIT, tensor))
+        graph.added.append(length_field(GRAPH_INIT, tensor))
         graph.done.add(name)
     return name
 
@@ -438,20 +297,22 @@ def _quantize_rows(x: str, quantized: str, inverse: str, graph: _Graph) -> bytes
     ``[..., 1]``): the row's step is ``1 / inverse``."""
     at = f"{x}/ferrex_q"
     last_axis = (
-        _length_field(_ATTR_NAME, b"axes")
-        + _varint_field(_ATTR_INTS, (1 << 64) - 1)  # -1 as an int64
-        + _varint_field(_ATTR_TYPE, _ATTR_TYPE_INTS)
+        length_field(ATTR_NAME, b"axes")
+        + varint_field(ATTR_INTS, (1 << 64) - 1)  # -1 as an int64
+        + varint_field(ATTR_TYPE, ATTR_TYPE_INTS)
     )
     tiny, levels = _constant(graph, "tiny"), _constant(graph, "levels")
     one, zero_point = _constant(graph, "one"), _constant(graph, "zero_point")
     # QuantizeLinear rounds half to even, as Round does, adds the zero point and saturates.
     return (
-        _node("Abs", f"{at}/abs", [x], [f"{at}/abs"], [])
-        + _node("ReduceMax", f"{at}/largest", [f"{at}/abs"], [f"{at}/largest"], [last_axis])
-        + _node("Max", f"{at}/nonzero", [f"{at}/largest", tiny], [f"{at}/nonzero"], [])
-        + _node("Div", f"{at}/inverse", [levels, f"{at}/nonzero"], [inverse], [])
-        + _node("Mul", f"{at}/scaled", [x, inverse], [f"{at}/scaled"], [])
-        + _node("QuantizeLinear", f"{at}/uint8", [f"{at}/scaled", one, zero_point], [quantized], [])
+        node_field("Abs", f"{at}/abs", [x], [f"{at}/abs"], [])
+        + node_field("ReduceMax", f"{at}/largest", [f"{at}/abs"], [f"{at}/largest"], [last_axis])
+        + node_field("Max", f"{at}/nonzero", [f"{at}/largest", tiny], [f"{at}/nonzero"], [])
+        + node_field("Div", f"{at}/inverse", [levels, f"{at}/nonzero"], [inverse], [])
+        + node_field("Mul", f"{at}/scaled", [x, inverse], [f"{at}/scaled"], [])
+        + node_field(
+            "QuantizeLinear", f"{at}/uint8", [f"{at}/scaled", one, zero_point], [quantized], []
+        )
     )
 
 
@@ -474,29 +335,23 @@ def _dequantized_weight(value: str, graph: _Graph) -> tuple[int, int, str, str] 
         if cast_at is None or graph.uses.get(cast_input) != 1:
             continue
         cast = graph.nodes[cast_at]
-        if cast.op != "Cast" or cast.attribute_int("to") != _FLOAT or len(cast.inputs) != 1:
+        if cast.op != "Cast" or cast.attribute_int("to") != FLOAT or len(cast.inputs) != 1:
             continue
         weight_kind, weight_dims = graph.tensors.get(cast.inputs[0], (0, []))
         scale_kind, scale_dims = graph.tensors.get(scale, (0, []))
         if (
-            weight_kind == _INT8
+            weight_kind == INT8
             and len(weight_dims) == 2
-            and scale_kind == _FLOAT
+            and scale_kind == FLOAT
             and scale_dims in ([1, weight_dims[1]], [weight_dims[1]])
         ):
             return mul_at, cast_at, cast.inputs[0], scale
     return None
 
 
-def _value_name(value: int | bytes) -> str:
-    if not isinstance(value, bytes):
-        return ""
-    return next((_text(f.value) for f in _fields(value) if f.number == 1), "")
-
-
 def _embedding_pattern(
-    gather: _Node,
-    nodes: dict[int, _Node],
+    gather: Node,
+    nodes: dict[int, Node],
     producer: dict[str, int],
     tensors: dict[str, tuple[int, list[int]]],
     uses: dict[str, int],
@@ -516,14 +371,14 @@ def _embedding_pattern(
         if cast_at is None:
             continue
         cast = nodes[cast_at]
-        if cast.op != "Cast" or cast.attribute_int("to") != _FLOAT or len(cast.inputs) != 1:
+        if cast.op != "Cast" or cast.attribute_int("to") != FLOAT or len(cast.inputs) != 1:
             continue
         table_kind, table_dims = tensors.get(cast.inputs[0], (0, []))
         scale_kind, scale_dims = tensors.get(scale, (0, []))
         if (
-            table_kind == _INT8
+            table_kind == INT8
             and len(table_dims) == 2
-            and scale_kind == _FLOAT
+            and scale_kind == FLOAT
             and scale_dims == [table_dims[0], 1]
             and uses.get(gather.inputs[0]) == 1
             and uses.get(cast_input) == 1
@@ -532,38 +387,25 @@ def _embedding_pattern(
     return None
 
 
-def _signed(value: int) -> int:
-    """A varint read as protobuf's int64 (negative numbers are written as 2**64 + n)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def _packed(data: bytes) -> list[int]:
-    values, at = [], 0
-    while at < len(data):
-        value, at = _varint(data, at)
-        values.append(value)
-    return values
-
-
 def _numbers(graph: _Graph, name: str) -> list[float] | None:
     """The values of a small float32 or int64 initializer, or None for anything else."""
     payload = graph.values.get(name)
     kind = graph.tensors.get(name, (0, []))[0]
-    if payload is None or kind not in (_FLOAT, _INT64):
+    if payload is None or kind not in (FLOAT, INT64):
         return None
-    for f in _fields(payload):
-        if f.number == _TENSOR_RAW and isinstance(f.value, bytes):
-            width, code = (4, "f") if kind == _FLOAT else (8, "q")
+    for f in parse_fields(payload):
+        if f.number == TENSOR_RAW and isinstance(f.value, bytes):
+            width, code = (4, "f") if kind == FLOAT else (8, "q")
             return list(struct.unpack(f"<{len(f.value) // width}{code}", f.value))
-        if kind == _FLOAT and f.number == _TENSOR_FLOATS and isinstance(f.value, bytes):
+        if kind == FLOAT and f.number == TENSOR_FLOATS and isinstance(f.value, bytes):
             return list(struct.unpack(f"<{len(f.value) // 4}f", f.value))
-        if kind == _INT64 and f.number == _TENSOR_INT64S:
-            return [_signed(v) for v in (_packed(f.value) if isinstance(f.value, bytes)
+        if kind == INT64 and f.number == TENSOR_INT64S:
+            return [signed(v) for v in (packed_varints(f.value) if isinstance(f.value, bytes)
                                          else [f.value])]  # fmt: skip
     return []
 
 
-def _made_by(graph: _Graph, value: str, op: str) -> _Node | None:
+def _made_by(graph: _Graph, value: str, op: str) -> Node | None:
     at = graph.producer.get(value)
     node = None if at is None else graph.nodes[at]
     return node if node is not None and node.op == op and not node.domain else None
@@ -582,7 +424,7 @@ def _projection(graph: _Graph, value: str) -> tuple[int, str, str, str, int] | N
     for made, bias in (add.inputs, add.inputs[::-1]):
         kind, dims = graph.tensors.get(bias, (0, []))
         at = graph.producer.get(made)
-        if kind != _FLOAT or len(dims) != 1 or at is None:
+        if kind != FLOAT or len(dims) != 1 or at is None:
             continue
         product = graph.nodes[at]
         if product.op == "MatMul" and not product.domain and len(product.inputs) == 2:
@@ -633,7 +475,7 @@ def _reaches(graph: _Graph, value: str, target: str, depth: int = 16) -> bool:
     return False
 
 
-def _softmax_before(graph: _Graph, value: str) -> _Node | None:
+def _softmax_before(graph: _Graph, value: str) -> Node | None:
     """The Softmax whose output ``value`` is, or is within two operators of (the export's
     guard against rows with every token masked: ``Where(IsNaN(p), 0, p)``)."""
     frontier = [value]
@@ -762,35 +604,27 @@ def _turn_attention(index: int, graph: _Graph) -> tuple[bytes, list[int]] | None
     written = b""
     if mask not in graph.done:
         to_int32 = (
-            _length_field(_ATTR_NAME, b"to")
-            + _varint_field(_ATTR_INT, _INT32)
-            + _varint_field(_ATTR_TYPE, _ATTR_TYPE_INT)
+            length_field(ATTR_NAME, b"to")
+            + varint_field(ATTR_INT, INT32)
+            + varint_field(ATTR_TYPE, ATTR_TYPE_INT)
         )
-        written += _node("Cast", f"{mask}/int32", [_MASK_INPUT], [mask], [to_int32])
+        written += node_field("Cast", f"{mask}/int32", [_MASK_INPUT], [mask], [to_int32])
         graph.done.add(mask)
         graph.uses[_MASK_INPUT] = graph.uses.get(_MASK_INPUT, 0) + 1
-    written += _node("Concat", f"{step}/ferrex_qkv_weights", [q[2], k[2], v[2]], [weights],
-                     [_int_attribute("axis", 1)])  # fmt: skip
-    written += _node("Concat", f"{step}/ferrex_qkv_biases", [q[3], k[3], v[3]], [biases],
-                     [_int_attribute("axis", 0)])  # fmt: skip
-    written += _node(
+    written += node_field("Concat", f"{step}/ferrex_qkv_weights", [q[2], k[2], v[2]], [weights],
+                     [int_attribute("axis", 1)])  # fmt: skip
+    written += node_field("Concat", f"{step}/ferrex_qkv_biases", [q[3], k[3], v[3]], [biases],
+                     [int_attribute("axis", 0)])  # fmt: skip
+    written += node_field(
         "Attention", f"{step}/ferrex_attention", [x, weights, biases, mask], out.outputs,
-        [_int_attribute("num_heads", width // head_size)], domain=_MICROSOFT,
+        [int_attribute("num_heads", width // head_size)], domain=_MICROSOFT,
     )  # fmt: skip
     for name in (x, q[2], k[2], v[2], q[3], k[3], v[3]):
         graph.uses[name] = graph.uses.get(name, 0) + 1
     return written, _drop(graph, index)
 
 
-def _int_attribute(name: str, value: int) -> bytes:
-    return (
-        _length_field(_ATTR_NAME, name.encode())
-        + _varint_field(_ATTR_INT, value)
-        + _varint_field(_ATTR_TYPE, _ATTR_TYPE_INT)
-    )
-
-
-def _times_constant(graph: _Graph, node: _Node | None, value: float) -> str | None:
+def _times_constant(graph: _Graph, node: Node | None, value: float) -> str | None:
     """The other input of ``node`` (a two-input operator) when one input is the float32
     scalar ``value`` (to a relative 1e-6), else None."""
     if node is None or len(node.inputs) != 2:
@@ -823,7 +657,7 @@ def _turn_gelu(index: int, graph: _Graph) -> tuple[bytes, list[int]] | None:
         chain = [half_of, summed_value, erf_value, erf.inputs[0]]
         if any(v is None or graph.uses.get(v) != 1 for v in chain):
             continue
-        written = _node("Gelu", f"{outer.name}/ferrex_gelu", [x], outer.outputs, [],
+        written = node_field("Gelu", f"{outer.name}/ferrex_gelu", [x], outer.outputs, [],
                         domain=_MICROSOFT)  # fmt: skip
         graph.uses[x] = graph.uses.get(x, 0) + 1
         return written, _drop(graph, index)

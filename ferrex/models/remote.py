@@ -4,7 +4,10 @@
 LM Studio and Infinity all serve it): each batch is one ``POST {url}/embeddings`` of
 ``{"model": MODEL, "input": [texts]}`` (with ``input_type``, a field saying whether the texts
 are queries or passages, for servers that add a model's prefixes themselves), answered by
-``{"data": [{"index": i, "embedding": [...]}, ...]}``. Standard library HTTP only.
+``{"data": [{"index": i, "embedding": [...]}, ...]}``. Standard library HTTP only: httpx
+(not a runtime dependency) times each read, not the exchange; a server sending its answer a
+byte every 0.5 s kept ``httpx.post(..., timeout=1.0)`` (0.29) waiting 5.3 s for 8 bytes, and
+unbounded for more. ``http.client`` follows no redirect, so the key never goes to another host.
 
 Every call has a wall-clock deadline (``embedding_timeout``) for the whole exchange, not only
 for each read: a server that trickles its answer a byte at a time is cut off at it. After a

@@ -1,6 +1,6 @@
 """The portable dump: a home's memories and entities as JSON lines, read back for a restore.
 
-Format 3 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
+Format 4 (:data:`FORMAT`). First a header (``"type": "ferrex_dump"``: the format, the
 journal position the whole dump is of, ``current_only``, the namespace when only one);
 then one line per entity (``"type": "entity"``: its id, namespace, name, normalized form,
 kind, scope ``agent_id``, every spelling recorded for it that its creation does not make,
@@ -39,7 +39,8 @@ dump had left without it. Format 3 says it whatever ``created_at`` is, and a res
 Lifecycle marks appear only when not at their default: ``importance`` (not 0.5),
 ``pinned`` (true) and ``expires_at`` (a memory with a time to live; restored as that same
 absolute time, so one already past is hidden at once and swept). Last come the flags
-between dumped memories and entities, and a ``consolidation`` line per summary naming the
+between dumped memories and entities (possible conflicts, entities said to differ, and, since
+format 4, facts said to both hold), and a ``consolidation`` line per summary naming the
 sources folded into it and when, so a restored summary can be undone.
 
 Format 1 (what ``export jsonl`` wrote before: no header, no consolidation lines, live
@@ -81,6 +82,7 @@ from ferrex.porting.lines import (
     HeaderLine,
     Line,
     MemoryLine,
+    decode,
     encode,
     keys,
     values,
@@ -92,10 +94,10 @@ from ferrex.rules.memory_input import (
     Limits,
     StoreRequest,
     ValidStore,
-    parse_time,
     validate,
 )
 from ferrex.rules.secrets import SecretsMode
+from ferrex.rules.store_fields import parse_time
 from journal.events import (
     Access,
     EntitiesDiffer,
@@ -153,12 +155,14 @@ ROW_NOT_DUMPED: Final = ("position", "redacted")
 """Row fields a dump does not carry: the journal position is the restore's own, and a
 redacted memory is not dumped at all."""
 
-FORMAT: Final = 3
-"""The dump format this code writes. 3: ``valid_from_given`` said on every line whose start
-was given, whatever its ``created_at`` (a restored home dumps the same lines again). 2: a
-header line first (:data:`HEADER`), history included unless ``current_only``,
-consolidations as their own lines. 1: what ``export jsonl`` wrote before, no header. All
-three import (``tests/golden/dump-v1.jsonl``, ``dump-v2.jsonl``)."""
+FORMAT: Final = 4
+"""The dump format this code writes. 4: ``facts_differ`` lines (two facts an agent or
+operator said both hold, so the restored home never flags the pair again). 3:
+``valid_from_given`` said on every line whose start was given, whatever its ``created_at``
+(a restored home dumps the same lines again). 2: a header line first (:data:`HEADER`),
+history included unless ``current_only``, consolidations as their own lines. 1: what
+``export jsonl`` wrote before, no header. All of them import (``tests/golden/dump-v1.jsonl``,
+``dump-v2.jsonl``, ``dump-v3.jsonl``)."""
 
 GIVEN_SAID: Final = 3
 """The first format whose memory lines say ``valid_from_given`` whenever it is true (a line
@@ -186,6 +190,10 @@ POSSIBLE: Final[FlagKind] = "possible_conflict"
 
 DIFFER: Final[FlagKind] = "entities_differ"
 """The ``type`` of a line recording that two dumped entities were said to differ."""
+
+FACTS_DIFFER: Final[FlagKind] = "facts_differ"
+"""The ``type`` of a line recording that two dumped facts were said to both hold (``id``
+sorts before ``other_id``)."""
 
 FLAG_FIELDS: Final = keys(FlagLine)
 """Every key a flag's line may have (``id`` is the memory's, or the first entity's)."""
@@ -220,9 +228,8 @@ CARRIED: Final[Mapping[type[Event], str]] = {
     ),
     EntitiesDiffer: "an entities_differ line",
     FactsDiffer: (
-        "the possible conflict it cleared is not dumped (no possible_conflict line for the "
-        "pair), nor the pair itself (no line yet): a store never flags the pair again, but "
-        "an entity merge in the restored home may"
+        "a facts_differ line for the pair (the possible conflict it cleared has no line), so "
+        "neither a store nor an entity merge in the restored home flags the pair again"
     ),
     MemoriesConsolidated: "a consolidation line (the summary, its sources, when)",
     MemoriesUnfolded: "the sources' lines valid again; the summary, forgotten, is not dumped",
@@ -303,7 +310,10 @@ EVENT_KEYS: Final[Mapping[type[msgspec.Struct], Mapping[str, str | None]]] = {
         "entity_id": "flag.id", "other_id": "flag.other_id", "namespace": "flag.namespace",
         "agent_id": None,
     },
-    FactsDiffer: {"memory_id": None, "other_id": None, "namespace": None, "agent_id": None},
+    FactsDiffer: {
+        "memory_id": "flag.id", "other_id": "flag.other_id", "namespace": "flag.namespace",
+        "agent_id": None,
+    },
     MemoriesConsolidated: {
         "summary_id": "fold.id", "namespace": "fold.namespace",
         "memory_ids": "fold.memory_ids", "at": "fold.at", "folds": None,
@@ -374,8 +384,9 @@ def dumped_flags(
     entities: Sequence[tuple[Entity, str | None, tuple[str, ...]]],
     namespace: str | None,
 ) -> list[FlagLine]:
-    """The possible conflicts between dumped facts and the differences between dumped
-    entities, as dump lines (after the memories they name)."""
+    """The possible conflicts between dumped facts, the pairs of dumped facts said to both
+    hold and the differences between dumped entities, as dump lines (after the memories they
+    name)."""
     namespaces = {m.memory_id: m.namespace for m in memories}
     flags = [
         FlagLine(id=c.memory_id, type=POSSIBLE, namespace=namespaces[c.memory_id],
@@ -384,6 +395,11 @@ def dumped_flags(
         for c in read_model.export.possible_conflict_rows(namespace)
         if c.memory_id in namespaces and c.other_id in namespaces
     ]  # fmt: skip
+    flags += [
+        FlagLine(id=first, type=FACTS_DIFFER, namespace=ns, other_id=other)
+        for ns, first, other in read_model.export.facts_differing(namespace)
+        if first in namespaces and other in namespaces
+    ]
     dumped = {e.entity_id for e, _, _ in entities}
     flags += [
         FlagLine(id=first, type=DIFFER, namespace=ns, other_id=other)
@@ -433,23 +449,19 @@ def header_line(header: DumpHeader) -> bytes:
 
 def parse_header(raw: Mapping[str, Any], where: str) -> DumpHeader:
     """Check a header line: a format this code reads, or a refusal naming it."""
-    _only_fields(raw, HEADER_FIELDS, where, "a dump header")
-    version = _count(raw, "format", where, minimum=1)
-    if version is None:
-        raise UsageError(f"{where} has no format", hint="a dump header names its format")
+    line = decode(raw, HeaderLine, where, "a dump header")
+    version = _at_least(line.format, "format", where, minimum=1)
+    assert version is not None  # a header's format is a required key
     if version > FORMAT:
         raise UsageError(
             f"the dump is format {version}, newer than this ferrex reads ({FORMAT})",
             hint="import it with the ferrex version that wrote it, or a newer one",
         )
-    current_only = raw.get("current_only", False)
-    if not isinstance(current_only, bool):
-        raise UsageError(f"current_only in {where} must be true or false")
     return DumpHeader(
         format=version,
-        journal_position=_count(raw, "journal_position", where, minimum=0),
-        current_only=current_only,
-        namespace=_optional_text(raw, "namespace", where),
+        journal_position=_at_least(line.journal_position, "journal_position", where, minimum=0),
+        current_only=line.current_only,
+        namespace=_text(line.namespace, "namespace", where),
     )
 
 
@@ -469,33 +481,25 @@ class RestoredFold:
 
 def parse_fold_line(raw: Mapping[str, Any], where: str) -> RestoredFold:
     """Check one consolidation line; raise UsageError naming ``where`` and the field."""
-    _only_fields(raw, FOLD_FIELDS, where, "a consolidation line")
-    summary = raw.get("id")
-    if not plausible_id(summary):
+    line = decode(raw, FoldLine, where, "a consolidation line")
+    if not plausible_id(line.id):
         raise UsageError(f"id in {where} is not a memory id", hint="ids come from a dump")
-    namespace = raw.get("namespace")
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise UsageError(f"namespace in {where} must be a namespace name")
-    memory_ids = raw.get("memory_ids")
-    if (
-        not isinstance(memory_ids, list)
-        or not memory_ids
-        or not all(plausible_id(m) for m in memory_ids)
-    ):
+    namespace = _namespace(line.namespace, where)
+    if not line.memory_ids or not all(plausible_id(m) for m in line.memory_ids):
         raise UsageError(f"memory_ids in {where} must be a list of memory ids")
     try:
-        at = parse_time(raw.get("at"), "at")
+        at = parse_time(line.at, "at")
     except UsageError as exc:
         raise exc.reworded(f"{where}: {exc.message}") from exc
-    if at is None:
-        raise UsageError(f"{where} has no at", hint="a consolidation line says when it folded")
-    return RestoredFold(str(summary), namespace, tuple(memory_ids), at)
+    assert at is not None  # a consolidation line's at is a required key
+    return RestoredFold(line.id, namespace, line.memory_ids, at)
 
 
 @dataclass(frozen=True)
 class RestoredFlag:
     """One flag line, checked: a possible conflict between two facts (``kind`` POSSIBLE:
-    ``first``/``other`` are memories), or two entities said to differ (DIFFER)."""
+    ``first``/``other`` are memories), two facts said to both hold (FACTS_DIFFER), or two
+    entities said to differ (DIFFER)."""
 
     kind: FlagKind
     namespace: str
@@ -509,25 +513,24 @@ class RestoredFlag:
 
 def parse_flag_line(raw: Mapping[str, Any], where: str) -> RestoredFlag:
     """Check one flag line; raise UsageError naming ``where`` and the field."""
-    _only_fields(raw, FLAG_FIELDS, where, f"a {raw['type']} line")
-    kind = raw["type"]
-    ids = ["id", "other_id"] + (["entity_id", "other_entity_id"] if kind == POSSIBLE else [])
-    for key in ids:
-        if not plausible_id(raw.get(key)):
+    line = decode(raw, FlagLine, where, f"a {raw.get('type')} line")
+    kind = line.type
+    ids: dict[str, str | None] = {"id": line.id, "other_id": line.other_id}
+    if kind == POSSIBLE:
+        ids |= {"entity_id": line.entity_id, "other_entity_id": line.other_entity_id}
+    for key, value in ids.items():
+        if not plausible_id(value):
             raise UsageError(f"{key} in {where} is not an id", hint="ids come from a dump")
-    namespace = raw.get("namespace")
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise UsageError(f"namespace in {where} must be a namespace name")
-    if kind == DIFFER:
-        return RestoredFlag(DIFFER, namespace, str(raw["id"]), str(raw["other_id"]))
-    reason, score = raw.get("reason", "head word"), raw.get("score", 1.0)
-    if not isinstance(reason, str) or not reason.strip():
+    namespace = _namespace(line.namespace, where)
+    if kind != POSSIBLE:
+        return RestoredFlag(kind, namespace, line.id, line.other_id)
+    reason = line.reason if line.reason is not None else "head word"
+    if not reason.strip():
         raise UsageError(f"reason in {where} must be a text")
-    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
-        raise UsageError(f"score in {where} must be a number from 0 to 1")
-    return RestoredFlag(POSSIBLE, namespace, str(raw["id"]), str(raw["other_id"]),
-                        str(raw["entity_id"]), str(raw["other_entity_id"]), reason,
-                        float(score))  # fmt: skip
+    score = _fraction(line.score, "score", where)
+    assert line.entity_id is not None and line.other_entity_id is not None  # checked above
+    return RestoredFlag(POSSIBLE, namespace, line.id, line.other_id, line.entity_id,
+                        line.other_entity_id, reason, score)  # fmt: skip
 
 
 def entity_line(
@@ -697,7 +700,7 @@ def parse_dump_line(
         return parse_entity_line(raw, where)
     if raw.get("type") == CONSOLIDATION:
         return parse_fold_line(raw, where)
-    if raw.get("type") in (POSSIBLE, DIFFER):
+    if raw.get("type") in (POSSIBLE, DIFFER, FACTS_DIFFER):
         return parse_flag_line(raw, where)
     return parse_line(raw, where, limits, count_tokens=count_tokens, window=window,
                       secrets=secrets, dump_format=dump_format)  # fmt: skip
@@ -705,58 +708,41 @@ def parse_dump_line(
 
 def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
     """Check one entity line; raise UsageError naming ``where`` and the field."""
-    _only_fields(raw, ENTITY_FIELDS, where, "an entity line")
-    entity_id = raw.get("id")
-    if not plausible_id(entity_id):
+    line = decode(raw, EntityLine, where, "an entity line")
+    if not plausible_id(line.id):
         raise UsageError(f"id in {where} is not an entity id", hint="ids come from a dump")
-    assert isinstance(entity_id, str)
-    name = _optional_text(raw, "name", where)
-    if name is None:
-        raise UsageError(f"{where} has no name", hint="an entity line names its entity")
-    aliases = raw.get("aliases", [])
-    if not isinstance(aliases, list) or not all(isinstance(a, dict) for a in aliases):
-        raise UsageError(f"aliases in {where} must be a list of objects")
-    merged_into = raw.get("merged_into")
-    if merged_into is not None and (not plausible_id(merged_into) or merged_into == entity_id):
+    name = _text(line.name, "name", where)
+    assert name is not None  # an entity line's name is a required key
+    merged_into = line.merged_into
+    if merged_into is not None and (not plausible_id(merged_into) or merged_into == line.id):
         raise UsageError(f"merged_into in {where} is not another entity's id")
-    kept_for = raw.get("kept_for", [])
-    if not isinstance(kept_for, list) or not all(
-        isinstance(a, str) and a.strip() for a in kept_for
-    ):
+    kept_for = line.kept_for or ()
+    if not all(a.strip() for a in kept_for):
         raise UsageError(f"kept_for in {where} must be a list of agent ids")
     return RestoredEntity(
-        entity_id=entity_id,
-        namespace=_optional_text(raw, "namespace", where),
+        entity_id=line.id,
+        namespace=_text(line.namespace, "namespace", where),
         name=name,
-        normalized=_optional_text(raw, "normalized", where) or normalize_entity(name),
-        kind=_optional_text(raw, "kind", where),
-        agent_id=_optional_text(raw, "agent_id", where),
-        aliases=tuple(_alias(a, f"alias {n} of {where}") for n, a in enumerate(aliases, 1)),
+        normalized=_text(line.normalized, "normalized", where) or normalize_entity(name),
+        kind=_text(line.kind, "kind", where),
+        agent_id=_text(line.agent_id, "agent_id", where),
+        aliases=tuple(
+            _alias(a, f"alias {n} of {where}") for n, a in enumerate(line.aliases or (), 1)
+        ),
         merged_into=merged_into,
-        kept_for=tuple(kept_for),
+        kept_for=kept_for,
     )
 
 
-def _alias(raw: Mapping[str, Any], where: str) -> RestoredAlias:
-    unknown = sorted(set(raw) - set(ALIAS_FIELDS))
-    if unknown:
-        raise UsageError(f"unknown field {unknown[0]!r} in {where}",
-                         hint=f"an alias has: {', '.join(ALIAS_FIELDS)}")  # fmt: skip
-    alias = _optional_text(raw, "alias", where)
-    if alias is None:
-        raise UsageError(f"{where} has no alias")
-    match = raw.get("match", "exact")
-    if match not in ALIAS_MATCHES:
-        raise UsageError(f"match in {where} must be one of {', '.join(ALIAS_MATCHES)}")
-    score = raw.get("score", 1.0)
-    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
-        raise UsageError(f"score in {where} must be a number from 0 to 1")
+def _alias(line: AliasLine, where: str) -> RestoredAlias:
+    alias = _text(line.alias, "alias", where)
+    assert alias is not None  # an alias's alias is a required key
     return RestoredAlias(
         alias=alias,
-        normalized=_optional_text(raw, "normalized", where) or normalize_entity(alias),
-        match=match,
-        score=float(score),
-        agent_id=_optional_text(raw, "agent_id", where),
+        normalized=_text(line.normalized, "normalized", where) or normalize_entity(alias),
+        match=line.match,
+        score=_fraction(line.score, "score", where),
+        agent_id=_text(line.agent_id, "agent_id", where),
     )
 
 
@@ -773,29 +759,17 @@ def parse_line(
     """Check one parsed dump line; raise UsageError naming ``where`` and the field.
     ``secrets``: what a likely secret in its text does (``ferrex import --secrets``);
     ``dump_format``: the dump's format (how a line without ``valid_from_given`` reads)."""
-    _only_fields(raw, FIELDS, where, "a dump line")
-    memory_id = raw.get("id")
-    if not plausible_id(memory_id):
+    line = decode(raw, MemoryLine, where, "a dump line")
+    if not plausible_id(line.id):
         raise UsageError(f"id in {where} is not a memory id", hint="ids come from a dump")
-    assert isinstance(memory_id, str)
-    for key in ("type", "t_valid"):
-        if key not in raw:
-            raise UsageError(f"{where} has no {key}", hint="a dump line names its type and t_valid")
-    fields: dict[str, Any] = {k: raw[k] for k in _STORE_FIELDS if k in raw}
-    for key in _LISTS:
-        if key in raw:
-            value = raw[key]
-            if isinstance(value, str) or not isinstance(value, list):
-                raise UsageError(f"{key} in {where} must be a list of strings")
-            fields[key] = tuple(value)
-    split_long = raw.get("split_long", False)
-    if not isinstance(split_long, bool):
-        raise UsageError(f"split_long in {where} must be true or false")
+    fields: dict[str, Any] = {
+        k: v for k in (*_STORE_FIELDS, *_LISTS) if (v := getattr(line, k)) is not None
+    }
     try:
         # A dumped memory was stored once: a text longer than the window was kept whole then
         # and is embedded in parts again, whatever this home's model reads (split_long).
         valid = validate(
-            StoreRequest(valid_from=raw["t_valid"], split_long=True, **fields),
+            StoreRequest(valid_from=line.t_valid, split_long=True, **fields),
             limits,
             count_tokens=count_tokens,
             window=window,
@@ -803,17 +777,18 @@ def parse_line(
         )
     except UsageError as exc:
         raise exc.reworded(f"{where}: {exc.message}", details=exc.details) from exc
-    superseded_by = raw.get("superseded_by")
+    superseded_by = line.superseded_by
     if superseded_by is not None and not plausible_id(superseded_by):
         raise UsageError(f"superseded_by in {where} is not a memory id")
-    version = _count(raw, "version", where, minimum=1)
+    version = _at_least(line.version, "version", where, minimum=1)
     if version is not None and valid.type != "procedural":
         raise UsageError(f"version in {where} is only for procedural memories")
     try:
-        t_invalid = parse_time(raw.get("t_invalid"), "t_invalid")
-        last_validated = parse_time(raw.get("last_validated"), "last_validated")
-        last_accessed = parse_time(raw.get("last_accessed"), "last_accessed")
-        expires_at = parse_time(raw.get("expires_at"), "expires_at")
+        t_invalid = parse_time(line.t_invalid, "t_invalid")
+        last_validated = parse_time(line.last_validated, "last_validated")
+        last_accessed = parse_time(line.last_accessed, "last_accessed")
+        expires_at = parse_time(line.expires_at, "expires_at")
+        created_at = parse_time(line.created_at, "created_at")
     except UsageError as exc:
         raise exc.reworded(f"{where}: {exc.message}") from exc
     if superseded_by is not None and t_invalid is None:
@@ -823,42 +798,33 @@ def parse_line(
             f"{where} is both pinned and expiring (expires_at)",
             hint="a pinned memory does not expire: drop one of the two",
         )
-    access_count = _count(raw, "access_count", where, minimum=0) or 0
+    access_count = _at_least(line.access_count, "access_count", where, minimum=0) or 0
     if access_count and last_accessed is None:
         raise UsageError(f"{where} has access_count but no last_accessed")
-    multi_valued = raw.get("multi_valued", False)
-    if not isinstance(multi_valued, bool):
-        raise UsageError(f"multi_valued in {where} must be true or false")
+    multi_valued = bool(line.multi_valued)
     if multi_valued and valid.type != "semantic":
         raise UsageError(f"multi_valued in {where} is only for semantic memories")
-    episode = _optional_text(raw, "episode", where)
-    episode_index = _count(raw, "episode_index", where, minimum=0)
+    episode = _text(line.episode, "episode", where)
+    episode_index = _at_least(line.episode_index, "episode_index", where, minimum=0)
     if episode is not None and valid.type != "episodic":
         raise UsageError(f"episode in {where} is only for episodic memories")
     if episode_index is not None and episode is None:
         raise UsageError(f"{where} has episode_index but no episode")
-    entity_ids = raw.get("entity_ids", [])
-    if not isinstance(entity_ids, list) or not all(plausible_id(e) for e in entity_ids):
+    entity_ids = line.entity_ids or ()
+    if not all(plausible_id(e) for e in entity_ids):
         raise UsageError(f"entity_ids in {where} must be a list of entity ids")
-    import_key = _optional_text(raw, "import_key", where)
-    given = raw.get("valid_from_given")
-    if given is not None and not isinstance(given, bool):
-        raise UsageError(f"valid_from_given in {where} must be true or false")
+    given = line.valid_from_given
     if given is None and dump_format >= GIVEN_SAID:
         given = False
-    try:
-        created_at = parse_time(raw.get("created_at"), "created_at")
-    except UsageError as exc:
-        raise exc.reworded(f"{where}: {exc.message}") from exc
     if given is None:
         assert valid.t_valid is not None  # checked above: a dump line has t_valid
         given = created_at is None or given_by_time(
             valid.t_valid.timestamp(), created_at.timestamp()
         )
     return Restored(
-        memory_id=memory_id,
+        memory_id=line.id,
         valid=valid,
-        predicate_normalized=_optional_text(raw, "predicate_normalized", where),
+        predicate_normalized=_text(line.predicate_normalized, "predicate_normalized", where),
         version=version,
         t_invalid=t_invalid,
         superseded_by=superseded_by,
@@ -868,36 +834,38 @@ def parse_line(
         expires_at=expires_at,
         multi_valued=multi_valued,
         episode=None if episode is None else EpisodeRef(episode, episode_index or 0),
-        entity_ids=tuple(entity_ids),
-        import_key=import_key,
+        entity_ids=entity_ids,
+        import_key=_text(line.import_key, "import_key", where),
         valid_from_given=given,
         created_at=created_at,
     )
 
 
-def _only_fields(raw: Mapping[str, Any], fields: Sequence[str], where: str, what: str) -> None:
-    """Refuse a line with a key its kind does not have, naming the first and the kind's keys."""
-    unknown = sorted(set(raw) - set(fields))
-    if unknown:
-        raise UsageError(
-            f"unknown field {unknown[0]!r} in {where}", hint=f"{what} has: {', '.join(fields)}"
-        )
-
-
-def _optional_text(raw: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = raw.get(key)
-    if value is not None and (not isinstance(value, str) or not value.strip()):
+def _text(value: str | None, key: str, where: str) -> str | None:
+    """A decoded text value, refused when blank."""
+    if value is not None and not value.strip():
         raise UsageError(f"{key} in {where} must be a non-empty string")
     return value
 
 
-def _count(raw: Mapping[str, Any], key: str, where: str, *, minimum: int) -> int | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 2**63:
+def _namespace(value: str, where: str) -> str:
+    if not value.strip():
+        raise UsageError(f"namespace in {where} must be a namespace name")
+    return value
+
+
+def _at_least(value: int | None, key: str, where: str, *, minimum: int) -> int | None:
+    if value is not None and not minimum <= value < 2**63:
         raise UsageError(f"{key} in {where} must be an integer of at least {minimum}")
     return value
+
+
+def _fraction(value: float | None, key: str, where: str) -> float:
+    """A score: 1.0 when not given, else a number from 0 to 1."""
+    score = 1.0 if value is None else value
+    if not 0 <= score <= 1:
+        raise UsageError(f"{key} in {where} must be a number from 0 to 1")
+    return float(score)
 
 
 @dataclass(frozen=True)

@@ -7,25 +7,31 @@ takes the catalogue's own type (``journal.events.MemoryType``, ``Visibility``,
 ``AliasMatch``), so a kind the catalogue gains is one a dump writes and reads back, and
 ``tests/unit/test_dump_schema.py`` holds every field of the events and of the read model's
 rows to a field here (or names it as left out). Times are RFC 3339 text, as on disk. A key
-whose value is None is left off the line; the others are written in declaration order.
+whose value is None is left off the line; the others are written in declaration order. A line
+read back is decoded into the same structure (:func:`decode`): a key its kind does not have, a
+value of the wrong type or outside the catalogue's enumeration is refused there, naming the
+key and the line, before ``dump`` checks what types cannot say (ids, ranges, times).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Final, Literal, get_args, get_type_hints
+import re
+from collections.abc import Mapping
+from typing import Any, Final, Literal, TypeVar, get_args, get_type_hints
 
 import msgspec
 
+from ferrex.errors import UsageError
 from journal.events import AliasMatch, MemoryType, Visibility
 
-FlagKind = Literal["possible_conflict", "entities_differ"]
+FlagKind = Literal["possible_conflict", "entities_differ", "facts_differ"]
 """The kinds of flag line: a possible conflict between two facts, two entities said to
-differ."""
+differ, two facts said to both hold (format 4)."""
 
 
-class Line(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of every line type."""
+class Line(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every line type (a key a line type does not declare is refused on decoding)."""
 
 
 class HeaderLine(Line, frozen=True, kw_only=True):
@@ -102,7 +108,8 @@ class MemoryLine(Line, frozen=True, kw_only=True):
 
 
 class FlagLine(Line, frozen=True, kw_only=True):
-    """A possible conflict (``id``, ``other_id``: facts) or a difference (entities)."""
+    """A possible conflict or a difference between two facts (``id``, ``other_id``: memories),
+    or a difference between two entities."""
 
     id: str
     type: FlagKind
@@ -160,3 +167,70 @@ def builtins(line: Line) -> dict[str, Any]:
             value = [builtins(v) if isinstance(v, Line) else v for v in value]
         out[key] = value
     return out
+
+
+L = TypeVar("L", bound=Line)
+
+_ERROR: Final = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$")
+_STEP: Final = re.compile(r"\.(\w+)|\[(\d+)\]")
+_FIELD: Final = re.compile(r"field `(\w+)`")
+_EXPECTED: Final = re.compile(r"^Expected `(\w+)")
+_WORDS: Final = {
+    "str": "a non-empty string", "int": "an integer", "float": "a number",
+    "bool": "true or false", "array": "a list", "object": "an object",
+}  # fmt: skip
+_PLURAL: Final = {"str": "strings", "int": "integers", "float": "numbers", "object": "objects"}
+_ONE_OF: Final = {"aliases": "alias"}
+"""The name of one item of a list of objects, for the place of an error inside it."""
+
+
+def decode(raw: Mapping[str, Any], line_type: type[L], where: str, what: str) -> L:
+    """``raw`` (one parsed JSON line) as a ``line_type``, or UsageError naming the key, where
+    it is (``alias 2 of line 7``) and what it must be; ``what``: the kind of line, for the
+    hint that lists its keys."""
+    try:
+        return msgspec.convert(raw, line_type, strict=True)
+    except msgspec.ValidationError as exc:
+        raise _refusal(str(exc), line_type, where, what) from None
+
+
+def _refusal(error: str, line_type: type[Line], where: str, what: str) -> UsageError:
+    """msgspec's ``Expected `str`, got `int` - at `$.aliases[0].alias``` told in a dump's
+    terms: ``alias in alias 1 of line 7 must be a non-empty string``."""
+    found = _ERROR.match(error)
+    assert found is not None  # the pattern matches any text
+    message, path = found["what"], found["path"] or ""
+    place, key, listed, inner, owner = where, "", "", line_type, line_type
+    for name, index in _STEP.findall(path):
+        if name:
+            owner, key = inner, name
+            hint = get_type_hints(inner).get(name)
+            nested = [a for a in (hint, *get_args(hint), *_args_of(hint)) if _is_line(a)]
+            inner = nested[0] if nested else inner
+        else:
+            place, listed, key = f"{_ONE_OF.get(key, key)} {int(index) + 1} of {place}", key, ""
+    if inner is not line_type:
+        what = f"each of {listed or key}"
+    field = _FIELD.search(message)
+    if message.startswith("Object contains unknown field") and field:
+        keys_of = ", ".join(f.name for f in msgspec.structs.fields(inner))
+        return UsageError(f"unknown field {field[1]!r} in {place}", hint=f"{what} has: {keys_of}")
+    if message.startswith("Object missing required field") and field:
+        return UsageError(f"{place} has no {field[1]}", hint=f"{what} has a {field[1]}")
+    if message.startswith("Invalid enum value") and key:
+        return UsageError(f"{key} in {place} must be one of {', '.join(values(owner, key))}")
+    expected = _EXPECTED.match(message)
+    kind = expected[1] if expected else ""
+    if key:
+        return UsageError(f"{key} in {place} must be {_WORDS.get(kind, kind)}")
+    if listed:  # an item of a list of values (``$.entities[1]``)
+        return UsageError(f"{listed} in {where} must be a list of {_PLURAL.get(kind, kind)}")
+    return UsageError(f"{where} is not a dump line: {message}")
+
+
+def _args_of(hint: Any) -> tuple[Any, ...]:
+    return tuple(b for a in get_args(hint) for b in get_args(a))
+
+
+def _is_line(candidate: Any) -> bool:
+    return isinstance(candidate, type) and issubclass(candidate, Line)

@@ -32,7 +32,14 @@ from ferrex.core.decide import Decision, NewId
 from ferrex.core.runner import Batch
 from ferrex.core.settings import StoreSettings
 from ferrex.core.view import View
-from ferrex.porting.dump import POSSIBLE, Restored, RestoredEntity, RestoredFlag, RestoredFold
+from ferrex.porting.dump import (
+    FACTS_DIFFER,
+    POSSIBLE,
+    Restored,
+    RestoredEntity,
+    RestoredFlag,
+    RestoredFold,
+)
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.predicates import normalize_predicate
@@ -45,6 +52,7 @@ from journal import (
     EntityAliasAdded,
     EntityCreated,
     Event,
+    FactsDiffer,
     FactsPossiblyConflicting,
     KeptEntity,
     MemoriesAccessed,
@@ -139,12 +147,16 @@ def decide_restore(
 
 
 def decide_flag(item: RestoredFlag, view: View, fresh: set[str]) -> Decision[Restore]:
-    """A dumped possible conflict between two facts, or a difference between two entities,
-    journaled as its event when this restore journaled one of the two and the home holds
-    both; skipped otherwise."""
-    if item.kind == POSSIBLE:
+    """A dumped possible conflict between two facts, two facts said to both hold, or a
+    difference between two entities, journaled as its event when this restore journaled one
+    of the two and the home holds both; skipped otherwise."""
+    if item.kind == FACTS_DIFFER:
         there = view.memory(item.first) is not None and view.memory(item.other) is not None
-        event: Event = FactsPossiblyConflicting(
+        event: Event = FactsDiffer(memory_id=item.first, other_id=item.other,
+                                   namespace=item.namespace)  # fmt: skip
+    elif item.kind == POSSIBLE:
+        there = view.memory(item.first) is not None and view.memory(item.other) is not None
+        event = FactsPossiblyConflicting(
             memory_id=item.first, namespace=item.namespace, others=(item.other,),
             entity_id=item.entity_id, other_entity_id=item.other_entity_id,
             reason=item.reason, score=item.score,

@@ -134,16 +134,17 @@ from ferrex.rules.fusion import (
     lend_to_neighbours,
 )
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
-from ferrex.rules.memory_input import MEMORY_TYPES, offset_of, parse_time
-from ferrex.rules.predicates import unplaced_neighbour
-from ferrex.rules.slots import answers_form, asked_kinds, may_share_slot, stated_kinds
-from ferrex.rules.subjects import (
+from ferrex.rules.memory_input import MEMORY_TYPES
+from ferrex.rules.name_lookup import (
     find_entity,
     loosely_named,
-    object_form,
     query_spellings,
     spelling_variants,
 )
+from ferrex.rules.predicates import unplaced_neighbour
+from ferrex.rules.slots import answers_form, asked_kinds, may_share_slot, stated_kinds
+from ferrex.rules.store_fields import offset_of, parse_time
+from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text

@@ -48,15 +48,12 @@ Rules, and why:
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, tzinfo
+from datetime import datetime
 from typing import Any, Final, assert_never, cast, get_args
 
-from ferrex.errors import SecretRefused, UsageError
+from ferrex.errors import SecretRefused
 from ferrex.rules.lifecycle import (
     DEFAULT_IMPORTANCE,
     check_importance,
@@ -65,28 +62,33 @@ from ferrex.rules.lifecycle import (
     parse_ttl,
 )
 from ferrex.rules.predicates import predicate_shape
+from ferrex.rules.secret_fold import Finding
 from ferrex.rules.secrets import (
     SECRETS_MODES,
-    Finding,
     SecretsMode,
     find_in_named_value,
     find_secrets,
     redact,
+)
+from ferrex.rules.store_fields import (
+    checked_confidence,
+    checked_context,
+    checked_list,
+    checked_supersedes,
+    checked_text,
+    checked_texts,
+    input_error,
+    parse_time,
+    quoted,
 )
 from journal.events import MemoryType, Visibility
 
 MEMORY_TYPES: Final = cast(tuple[MemoryType, ...], get_args(MemoryType))
 """The catalogue's own list, so a store, an import line and a dump line accept the same types."""
 VISIBILITIES: Final = cast(tuple[Visibility, ...], get_args(Visibility))
-SUPERSEDES_CHARS: Final = 64
-CONTEXT_DEPTH: Final = 32
 
 _TRIPLE: Final = ("subject", "predicate", "object")
 _PROCEDURE: Final = ("name", "steps", "conditions")
-_MULTILINE_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_NEWLINES = re.compile(r"\r\n?")
-_WHITESPACE = re.compile(r"\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,28 +255,30 @@ def validate(
     if req.type is not None and (
         not isinstance(req.type, str) or req.type.strip().lower() not in MEMORY_TYPES
     ):
-        raise _error(
-            f"type {_show(req.type)} is not a memory type",
+        raise input_error(
+            f"type {quoted(req.type)} is not a memory type",
             "use episodic, semantic or procedural, or leave type out to have it inferred",
         )
     memory_type = detect_type(req)
     _check_fields_belong(req, memory_type)
 
-    content = _text("content", req.content, limits.content_chars)
-    subject = _text("subject", req.subject, limits.field_chars)
-    predicate = _text("predicate", req.predicate, limits.field_chars, one_line=True)
-    object_ = _text("object", req.object, limits.field_chars)
-    name = _text("name", req.name, limits.field_chars, one_line=True)
-    conditions = _texts("conditions", req.conditions, limits.field_chars, limits.max_conditions)
-    steps = _texts("steps", req.steps, limits.step_chars, limits.max_steps)
+    content = checked_text("content", req.content, limits.content_chars)
+    subject = checked_text("subject", req.subject, limits.field_chars)
+    predicate = checked_text("predicate", req.predicate, limits.field_chars, one_line=True)
+    object_ = checked_text("object", req.object, limits.field_chars)
+    name = checked_text("name", req.name, limits.field_chars, one_line=True)
+    conditions = checked_texts(
+        "conditions", req.conditions, limits.field_chars, limits.max_conditions
+    )
+    steps = checked_texts("steps", req.steps, limits.step_chars, limits.max_steps)
     _check_required(memory_type, content, subject, predicate, object_, name, steps)
     if predicate is not None and not predicate_shape(predicate):
-        raise _error(
-            f"predicate {_show(predicate)} has no letters or digits",
+        raise input_error(
+            f"predicate {quoted(predicate)} has no letters or digits",
             "name the relation in words, for example 'depends on' or 'version'",
         )
     if not isinstance(req.split_long, bool):
-        raise _error(
+        raise input_error(
             f"split_long must be true or false, got {type(req.split_long).__name__}",
             "pass split_long: true to keep a long text as one memory embedded in parts",
         )
@@ -291,24 +295,24 @@ def validate(
         subject=subject,
         predicate=predicate,
         object=object_,
-        confidence=_confidence(req.confidence),
-        source=_text("source", req.source, limits.source_chars),
+        confidence=checked_confidence(req.confidence),
+        source=checked_text("source", req.source, limits.source_chars),
         entities=_entities(req.entities, limits),
-        context=_context(req.context, limits.max_context_bytes),
-        supersedes=_supersedes(req.supersedes),
-        namespace=_text("namespace", req.namespace, limits.namespace_chars, one_line=True),
+        context=checked_context(req.context, limits.max_context_bytes),
+        supersedes=checked_supersedes(req.supersedes),
+        namespace=checked_text("namespace", req.namespace, limits.namespace_chars, one_line=True),
         t_valid=parse_time(req.valid_from),
         name=name,
         conditions=conditions,
         steps=steps,
-        agent_id=_text("agent_id", req.agent_id, limits.agent_id_chars, one_line=True),
+        agent_id=checked_text("agent_id", req.agent_id, limits.agent_id_chars, one_line=True),
         visibility=_visibility(req.visibility),
         importance=importance,
         pinned=pinned,
         ttl_seconds=ttl_seconds,
-        import_key=_text("import_key", req.import_key, IMPORT_KEY_CHARS, one_line=True),
+        import_key=checked_text("import_key", req.import_key, IMPORT_KEY_CHARS, one_line=True),
         former_import_keys=tuple(
-            cast(str, _text("former_import_keys", key, IMPORT_KEY_CHARS, one_line=True))
+            cast(str, checked_text("former_import_keys", key, IMPORT_KEY_CHARS, one_line=True))
             for key in req.former_import_keys
         ),
     )
@@ -447,10 +451,6 @@ def _redacted_context(path: str, value: Any, cleaned: dict[str, str]) -> Any:
     return value
 
 
-def _error(message: str, hint: str) -> UsageError:
-    return UsageError(message, hint=hint)
-
-
 def _check_fields_belong(req: StoreRequest, memory_type: MemoryType) -> None:
     owners: tuple[tuple[MemoryType, tuple[str, ...]], ...] = (
         ("semantic", _TRIPLE),
@@ -461,7 +461,7 @@ def _check_fields_belong(req: StoreRequest, memory_type: MemoryType) -> None:
             continue
         given = [field for field in fields if _given(getattr(req, field))]
         if given:
-            raise _error(
+            raise input_error(
                 f"{_join(given)} {'is' if len(given) == 1 else 'are'} only for {owner} "
                 f"memories, but this is {_article(memory_type)} {memory_type} memory",
                 f"leave {_join(given, 'or')} out, or store it with type {owner}",
@@ -499,7 +499,7 @@ def _check_required(
         case _:
             assert_never(memory_type)
     if missing:
-        raise _error(
+        raise input_error(
             f"{_article(memory_type)} {memory_type} memory needs {needs}; "
             f"missing: {_join(missing)}",
             hint,
@@ -513,7 +513,7 @@ def _check_window(
         return
     tokens = count_tokens(content)
     if tokens is not None and tokens > window:
-        raise _error(
+        raise input_error(
             f"content is {tokens} tokens, longer than the model's window of {window}; "
             "break it into separate events",
             "split it into several memories, one event each, so none is cut short when embedded;"
@@ -521,69 +521,14 @@ def _check_window(
         )
 
 
-def _text(field: str, value: object, limit: int, *, one_line: bool = False) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise _error(
-            f"{field} must be a string, got {type(value).__name__}", f"pass {field} as text"
-        )
-    text = _NEWLINES.sub("\n", value).strip()
-    if not text:
-        raise _error(f"{field} is empty", f"leave {field} out, or give it a value")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise _error(
-            f"{field} is not valid Unicode (a lone surrogate at character {exc.start})",
-            "send the text as UTF-8",
-        ) from exc
-    control = (_ANY_CONTROL if one_line else _MULTILINE_CONTROL).search(text)
-    if control is not None:
-        allowed = "one line, with no control characters" if one_line else "newline and tab"
-        raise _error(
-            f"{field} contains the control character U+{ord(control.group()):04X} at "
-            f"character {control.start()}",
-            f"remove it; {field} allows {allowed}"
-            if one_line
-            else f"remove it; only {allowed} are allowed",
-        )
-    if len(text) > limit:
-        raise _error(
-            f"{field} is {len(text)} characters, longer than the limit of {limit}",
-            f"shorten {field}, or split the memory into several",
-        )
-    return text
-
-
-def _texts(field: str, values: object, limit: int, max_items: int) -> tuple[str, ...]:
-    items = _sequence(field, values)
-    if len(items) > max_items:
-        raise _error(
-            f"{field} has {len(items)} items, more than the limit of {max_items}",
-            f"keep at most {max_items} {field}, or split it into several memories",
-        )
-    return tuple(cast(str, _text(f"{field}[{i}]", item, limit)) for i, item in enumerate(items))
-
-
-def _sequence(field: str, values: object) -> Sequence[object]:
-    # A bare string is a Sequence too; taken as a list it would become one item per letter.
-    if isinstance(values, str) or not isinstance(values, Sequence):
-        raise _error(
-            f"{field} must be a list of strings, got {type(values).__name__}",
-            f"pass {field} as a list, even for one item",
-        )
-    return values
-
-
 def _entities(values: object, limits: Limits) -> tuple[str, ...]:
-    items = _sequence("entities", values)
+    items = checked_list("entities", values)
     kept: dict[str, str] = {}
     for i, item in enumerate(items):
-        name = cast(str, _text(f"entities[{i}]", item, limits.field_chars, one_line=True))
+        name = cast(str, checked_text(f"entities[{i}]", item, limits.field_chars, one_line=True))
         kept.setdefault(name.casefold(), name)
     if len(kept) > limits.max_entities:
-        raise _error(
+        raise input_error(
             f"entities has {len(kept)} distinct names, more than the limit of "
             f"{limits.max_entities}",
             "link only the entities the memory is about",
@@ -591,190 +536,16 @@ def _entities(values: object, limits: Limits) -> tuple[str, ...]:
     return tuple(kept.values())
 
 
-def _confidence(value: object) -> float:
-    # bool is an int subclass; True is not a confidence.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _error(
-            f"confidence must be a number, got {type(value).__name__}",
-            "give a number from 0 to 1",
-        )
-    # Compare before converting: float() of a huge int overflows.
-    if not 0 <= value <= 1 or not math.isfinite(value):
-        raise _error(
-            f"confidence {_show(value)} is not a finite number from 0 to 1",
-            "give a number from 0 (a guess) to 1 (certain)",
-        )
-    return float(value)
-
-
-def _context(value: object, max_bytes: int) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise _error(
-            f"context must be a JSON object, got {type(value).__name__}",
-            'pass context as an object, for example {"ticket": "INC-1"}',
-        )
-    _check_json("context", value, 0)
-    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    size = len(encoded.encode("utf-8"))
-    if size > max_bytes:
-        raise _error(
-            f"context is {size} bytes as JSON, larger than the limit of {max_bytes}",
-            "keep context to a few small fields; put long text in content",
-        )
-    return cast(dict[str, Any], json.loads(encoded))
-
-
-def _check_json(path: str, value: object, depth: int) -> None:
-    if depth > CONTEXT_DEPTH:
-        raise _error(
-            f"context is nested deeper than {CONTEXT_DEPTH} levels (at {path})",
-            "flatten the context",
-        )
-    if value is None or isinstance(value, bool):
-        return
-    if isinstance(value, str):
-        _check_encodable(path, value)
-        return
-    if isinstance(value, int):
-        # The journal stores context as msgpack, whose integers are 64-bit.
-        if not -(2**63) <= value < 2**64:
-            raise _error(
-                f"{path} is an integer too large to store (64 bits at most)",
-                "store a number this large as a string",
-            )
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise _error(
-                f"{path} is {value!r}, which JSON cannot carry", "use a finite number or null"
-            )
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise _error(
-                    f"{path} has a key {_show(key)} that is not a string",
-                    "JSON object keys are strings",
-                )
-            _check_encodable(f"{path} key", key)
-            _check_json(f"{path}.{key}", item, depth + 1)
-        return
-    if isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            _check_json(f"{path}[{i}]", item, depth + 1)
-        return
-    raise _error(
-        f"{path} is a {type(value).__name__}, which is not JSON",
-        "use strings, numbers, booleans, null, lists and objects only",
-    )
-
-
-def _check_encodable(path: str, text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise _error(f"{path} is not valid Unicode", "send the text as UTF-8") from exc
-
-
-def _supersedes(value: object) -> str | None:
-    if value is None:
-        return None
-    hint = "pass the id of the memory to replace, as a store or recall returned it"
-    if not isinstance(value, str):
-        raise _error(f"supersedes must be a memory id, got {type(value).__name__}", hint)
-    memory_id = value.strip()
-    if not memory_id:
-        raise _error("supersedes is empty", hint)
-    if len(memory_id) > SUPERSEDES_CHARS:
-        raise _error(
-            f"supersedes is {len(memory_id)} characters, longer than any memory id "
-            f"({SUPERSEDES_CHARS} at most)",
-            hint,
-        )
-    if _WHITESPACE.search(memory_id) or not memory_id.isprintable():
-        raise _error(
-            f"supersedes {memory_id!r} is not a memory id: it contains whitespace or "
-            "control characters",
-            hint,
-        )
-    return memory_id
-
-
-_DATE_ONLY: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def offset_of(value: object) -> tzinfo | None:
-    """The offset a time was written with (``+09:00`` in ``2024-05-01T09:00:00+09:00``),
-    None for a date alone, a time without one, or anything :func:`parse_time` refuses."""
-    if isinstance(value, datetime):
-        return value.tzinfo
-    if not isinstance(value, str) or _DATE_ONLY.fullmatch(value.strip()):
-        return None
-    try:
-        return datetime.fromisoformat(value.strip()).tzinfo
-    except ValueError:
-        return None
-
-
-def parse_time(value: object, name: str = "valid_from") -> datetime | None:
-    """An aware UTC datetime from an ISO 8601 string or a datetime (None stays None).
-
-    ``name`` is the field the errors name. A date alone (``2026-11-20``, as the tool schemas
-    write it) is that day at 00:00 UTC; a time without a timezone is refused, since ferrex
-    does not guess the timezone of a clock reading.
-    """
-    if value is None:
-        return None
-    example = "2024-05-01T09:00:00Z, 2024-05-01T09:00:00+02:00 or the date 2024-05-01"
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError as exc:
-            raise _error(
-                f"{name} {_show(value)} is not an ISO 8601 time", f"write it like {example}"
-            ) from exc
-        if _DATE_ONLY.fullmatch(text):
-            parsed = parsed.replace(tzinfo=UTC)
-    elif isinstance(value, datetime):
-        parsed = value
-    else:
-        raise _error(
-            f"{name} must be an ISO 8601 time, got {type(value).__name__}",
-            f"write it like {example}",
-        )
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise _error(
-            f"{name} {value!s} has no timezone",
-            f"add one, for example {example}; ferrex does not guess the timezone",
-        )
-    try:
-        return parsed.astimezone(UTC)
-    except OverflowError as exc:
-        raise _error(f"{name} {value!s} is out of range", f"write it like {example}") from exc
-
-
 def _visibility(value: object) -> Visibility | None:
     if value is None:
         return None
     cleaned = value.strip().lower() if isinstance(value, str) else None
     if cleaned not in VISIBILITIES:
-        raise _error(
-            f"visibility {_show(value)} is not private or shared",
+        raise input_error(
+            f"visibility {quoted(value)} is not private or shared",
             "use private (only this agent) or shared (every agent in the namespace)",
         )
     return cleaned
-
-
-def _show(value: object, width: int = 80) -> str:
-    """``repr(value)`` cut to ``width`` characters, for quoting bad input in a message."""
-    try:
-        shown = repr(value)
-    except ValueError:  # an int of thousands of digits (CPython's int-to-str limit)
-        return f"(a {type(value).__name__} too large to show)"
-    return shown if len(shown) <= width else f"{shown[: width - 3]}..."
 
 
 def _given(value: object) -> bool:

@@ -47,6 +47,9 @@ thing supersedes a fact about another), which is worse than a missed one:
 Objects are compared for agreement by :func:`objects_agree`: ``team Nova`` and ``Nova`` name
 the same team (a leading kind word such as ``team`` is dropped), ``prod db`` and
 ``production database`` the same thing.
+
+The table and the short forms are :mod:`ferrex.rules.short_forms`; the names a reader gives
+(a filter, a page, a question's words) are looked up by :mod:`ferrex.rules.name_lookup`.
 """
 
 from __future__ import annotations
@@ -55,10 +58,8 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Final, Literal
 
-from ferrex.errors import UsageError
 from ferrex.rules.entities import (
     NEW,
     Candidate,
@@ -69,53 +70,12 @@ from ferrex.rules.entities import (
     resolve_entity,
 )
 from ferrex.rules.predicates import PREPOSITIONS
-
-#: Per-word short forms agents write, and the word they stand for. Numeronyms (``k8s``)
-#: and clipped words (``db``, ``svc``). Only forms with one common meaning in software.
-DEFAULT_ABBREVIATIONS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "db": "database",
-        "dbs": "databases",
-        "svc": "service",
-        "svcs": "services",
-        "srv": "server",
-        "k8s": "kubernetes",
-        "kube": "kubernetes",
-        "repo": "repository",
-        "repos": "repositories",
-        "env": "environment",
-        "envs": "environments",
-        "prod": "production",
-        "stg": "staging",
-        "dev": "development",
-        "cfg": "config",
-        "configuration": "config",
-        "authn": "authentication",
-        "authz": "authorization",
-        "i18n": "internationalization",
-        "l10n": "localization",
-        "a11y": "accessibility",
-        "o11y": "observability",
-        "app": "application",
-        "apps": "applications",
-        "pkg": "package",
-        "lib": "library",
-        "libs": "libraries",
-        "msg": "message",
-        "msgs": "messages",
-        "var": "variable",
-        "vars": "variables",
-        "infra": "infrastructure",
-        "mgmt": "management",
-        "dir": "directory",
-        "img": "image",
-        "acct": "account",
-        "org": "organization",
-        "dept": "department",
-        "eng": "engineering",
-        "cli": "command line",
-        "e2e": "end to end",
-    }
+from ferrex.rules.short_forms import (
+    ARTICLES,
+    DEFAULT_ABBREVIATIONS,
+    abbreviates,
+    formed_alike,
+    spelled_out,
 )
 
 #: Trailing words that name a part or a kind of deployment of a thing: ``billing`` may mean
@@ -170,56 +130,12 @@ OBJECT_KIND_WORDS: Final[frozenset[str]] = frozenset(
 #: ``golden_set/subject_pairs.jsonl`` (``tools/eval_pairs.py`` prints the cosines).
 POSSIBLE_BAND: Final = 0.04
 
-_ARTICLES: Final = frozenset({"the", "a", "an"})
-_LINK_WORDS: Final = _ARTICLES | PREPOSITIONS
+_LINK_WORDS: Final = ARTICLES | PREPOSITIONS
 
-#: Trailing words of an organisation's legal form, dropped: ``Acme Inc.`` is ``Acme``.
-_LEGAL_FORMS: Final = frozenset({"inc", "corp", "corporation", "ltd", "llc", "gmbh", "co"})
 _DIGITS: Final = re.compile(r"\d")
 _DIGIT_RUNS: Final = re.compile(r"\d+")
 
 Outcome = Literal["same", "possible", "different"]
-
-
-def abbreviation_map(extra: Mapping[str, object]) -> dict[str, str]:
-    """The default table with ``extra`` (short → long, from the configuration) over it.
-
-    A short or long form without letters or digits, or a value that is not a string, is a
-    :class:`UsageError`: a configuration mistake.
-    """
-    table = dict(DEFAULT_ABBREVIATIONS)
-    for short, long in extra.items():
-        if not isinstance(long, str):
-            raise UsageError(
-                f"subject abbreviation {short!r} must map to a string, not {long!r}",
-                hint=f'write {short} = "the word it stands for"',
-            )
-        key, value = normalize_entity(str(short)), normalize_entity(long)
-        if not key or not value:
-            raise UsageError(
-                f"subject abbreviation {short!r} = {long!r} has no letters or digits",
-                hint="each abbreviation and its word must be a word",
-            )
-        table[key] = value
-    return table
-
-
-def spelled_out(
-    normalized: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS
-) -> list[str]:
-    """The words of a normalized name with abbreviations spelled out, a leading article
-    dropped: ``the billing svc`` → ``["billing", "service"]``."""
-    whole = abbreviations.get(normalized)
-    words = (whole if whole is not None else normalized).split(" ")
-    if len(words) > 1 and words[0] in _ARTICLES:
-        words = words[1:]
-    out: list[str] = []
-    for word in words:
-        out += abbreviations.get(word, word).split(" ")
-    out = [w for w in out if w]
-    while len(out) > 1 and out[-1] in _LEGAL_FORMS:
-        out.pop()
-    return out
 
 
 def subject_form(name: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> str:
@@ -276,86 +192,8 @@ def _compare_spelled(left: Sequence[str], right: Sequence[str]) -> Outcome | Non
     return None
 
 
-def abbreviates(short: str, long: str) -> bool:
-    """Whether ``short`` is a short form people make of the word ``long`` (the table's
-    fast path aside): a clipped word, cut before a vowel (``auth``/``authentication``,
-    ``prod``/``production``; not ``web``/``webhook``, a word of its own plus another), or a
-    consonant skeleton that keeps the first letter (``gw``/``gateway``, ``pg``/``postgres``,
-    ``svc``/``service``, ``mgr``/``manager``). No digits, and the long word is clearly
-    longer."""
-    if not short.isalpha() or not long.isalpha() or len(long) < len(short) + 3:
-        return False
-    if short in AMBIGUOUS_SHORT_FORMS:
-        return False
-    if len(short) >= 3 and long.startswith(short):
-        # Clipped well short of the word: "product" is no short form of "production".
-        return long[len(short)] in _VOWELS and 2 * len(short) <= len(long) + 1
-    if not 2 <= len(short) <= 4 or short[0] != long[0]:
-        return False
-    if sum(c in _VOWELS for c in short[1:]) > 0:
-        return False
-    rest = iter(long[1:])
-    return all(c in rest for c in short[1:])
-
-
-def acronym_of(short: str, words: Sequence[str]) -> bool:
-    """Whether ``short`` is the initials of ``words`` (two or more): ``ci`` of ``continuous
-    integration``, ``aws`` of ``amazon web services``."""
-    return len(words) >= 2 and len(short) == len(words) and short == "".join(w[0] for w in words)
-
-
-def formed_alike(
-    left: Sequence[str], right: Sequence[str]
-) -> tuple[list[str], list[str], bool] | None:
-    """Two spelled-out names with each short form people make replaced by the words it
-    stands for in the other name (:func:`abbreviates`, :func:`acronym_of`), and whether the
-    rest of the name vouches for them (a word shared as it is, or an acronym of three or
-    more letters); None when no short form pairs up."""
-    a, b = list(left), list(right)
-    shared = bool(set(a) & set(b))
-    vouched, found = shared, False
-    for one, other in ((a, b), (b, a)):
-        for i, word in enumerate(one):
-            if word in other:
-                continue
-            # The initials of several words explain more than one word's skeleton: "cm" is
-            # "community manager" before it is "community".
-            span = _acronym_span(word, other, one)
-            if span is not None:
-                one[i : i + 1] = span
-                found = True
-                vouched = vouched or len(word) >= 3
-                continue
-            twin = next((w for w in other if w not in one and abbreviates(word, w)), None)
-            if twin is not None:
-                one[i], found = twin, True
-    return (a, b, vouched) if found else None
-
-
-def _acronym_span(word: str, other: Sequence[str], one: Sequence[str]) -> list[str] | None:
-    """The words of ``other`` (none of them in ``one``) that ``word`` is the initials of."""
-    if len(word) < 2 or len(word) > len(other):
-        return None
-    initials = "".join(w[:1] for w in other)
-    at = initials.find(word)
-    while at >= 0:
-        span = list(other[at : at + len(word)])
-        if acronym_of(word, span) and not set(span) & set(one):
-            return span
-        at = initials.find(word, at + 1)
-    return None
-
-
-_VOWELS: Final = frozenset("aeiouy")
-
-#: Short forms with two common meanings in software, never expanded by :func:`abbreviates`
-#: (``ns``: a namespace or a DNS name server; ``conf``: a configuration or a conference;
-#: ``ts``: TypeScript or a timestamp). A namespace's own table may still spell them out.
-AMBIGUOUS_SHORT_FORMS: Final = frozenset({"ns", "conf", "ts"})
-
-
 #: Leading words that say whose a thing is, not which: ``our BIC`` is ``BIC``.
-_DETERMINERS: Final = _ARTICLES | frozenset({"our", "my", "your", "their", "its", "this"})
+_DETERMINERS: Final = ARTICLES | frozenset({"our", "my", "your", "their", "its", "this"})
 
 #: Endings a word takes in another form of itself (``tokenizer``/``tokenization``,
 #: ``invoice``/``invoicing``, ``matchmaker``/``matchmaking``), for :func:`word_twins`.
@@ -750,68 +588,6 @@ def subject_outcome(
     return "possible" if found.possible else "different"
 
 
-def find_entity(
-    name: str,
-    candidates: Sequence[Candidate],
-    abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS,
-) -> str | None:
-    """The entity a name given by a reader (a resource, a filter, a page) refers to: the
-    entity rules, or the same spelled-out words as a known spelling (``kubernetes
-    cluster`` finds the entity spelt ``k8s cluster``), or the same by :func:`compare_words`
-    (``auth-gw`` finds ``auth gateway``). No embedding; None when unknown."""
-    found = resolve_entity(name, candidates)
-    if found.entity_id is not None:
-        return found.entity_id
-    spelled = spelled_out(normalize_entity(name), abbreviations)
-    words = "".join(spelled)
-    same = [
-        c
-        for c in candidates
-        if words and "".join(spelled_out(c.normalized, abbreviations)) == words
-    ]
-    if not same and words:
-        # Short forms the table lacks, where the rest of the name agrees (auth-gw finds
-        # "auth gateway"): the words' rule, no embedding.
-        same = [
-            c
-            for c in candidates
-            if compare_words(spelled, spelled_out(c.normalized, abbreviations)) == "same"
-        ]
-    return min(same, key=lambda c: c.entity_id).entity_id if same else None
-
-
-def spelling_variants(
-    name: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS
-) -> frozenset[str]:
-    """The ways people spell ``name``, as normalized forms (:func:`normalize_entity`), for
-    the read side to match on (a filter by entity, a keyword query): joined and spaced
-    (``auth gw``, ``authgw``), a leading article dropped, each word spelled out or
-    shortened by the table (``billing svc`` / ``billing service``), trailing component
-    words dropped (``ci pipeline`` → ``ci``), the acronym of a name of two or more words
-    (``continuous integration`` → ``ci``). Recall-minded: merging entities stays with
-    :func:`resolve_subject`, precision first."""
-    normalized = normalize_entity(name)
-    if not normalized:
-        return frozenset()
-    shorter = {long: short for short, long in abbreviations.items() if " " not in long}
-    words = normalized.split(" ")
-    if len(words) > 1 and words[0] in _ARTICLES:
-        words = words[1:]
-    full = tuple(spelled_out(" ".join(words), abbreviations))
-    forms = {tuple(words), full, tuple(shorter.get(w, w) for w in full)}
-    for form in list(forms):
-        cut = list(form)
-        while len(cut) > 1 and cut[-1] in COMPONENT_WORDS:
-            cut.pop()
-            forms.add(tuple(cut))
-    if len(full) >= 2 and not set(full) & COMPONENT_WORDS and all(w[:1].isalpha() for w in full):
-        forms.add(("".join(w[0] for w in full),))
-    out = {normalized}
-    for form in forms:
-        out |= {" ".join(form), "".join(form)}
-    return frozenset(f for f in out if f)
-
-
 def objects_agree(a: str, b: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS) -> bool:
     """Whether two objects name one thing by their words: the same spelled-out form, once
     leading kind words (:data:`OBJECT_KIND_WORDS`: ``team Nova`` / ``Nova``) are dropped."""
@@ -844,121 +620,3 @@ def _same_numbers(left: str, right: str) -> bool:
 
 def _same_word(a: str, b: str) -> bool:
     return is_typo(a, b) or is_product_suffix([a], [b])
-
-
-def loosely_named(
-    name: str,
-    candidates: Sequence[Candidate],
-    abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS,
-) -> list[str]:
-    """The entities a reader's name for a thing may mean when :func:`find_entity` finds
-    none, the way people name things in a filter ("cart Redis", "Postgres primary"), by id.
-
-    Both names are normalized (case, ``-``, ``_``, ``.`` and spaces alike) and spelled out
-    (:func:`spelled_out`). An entity matches when *every* word of the name matches one of
-    its words: the same word (3 points), one a prefix of the other, the shorter of three
-    letters or more (``cart``/``carts``, 2 points), or one an abbreviation of the other
-    (:func:`_abbreviates`: ``pg``/``postgres``, ``es``/``elasticsearch``, 1 point); the
-    entity may have more words (``tokio`` means ``tokio runtime``, ``CDN`` ``cdn-edge``).
-    If no entity matches, the name's trailing component words (:data:`COMPONENT_WORDS`:
-    "Elasticsearch *cluster*", "US *cluster*") are dropped and the words tried again. Of the
-    matches, only those whose weakest word scores best are kept, so "US cluster" means
-    ``prod-us-2`` (``us`` exactly), not ``user-profile-svc`` (``us`` as an abbreviation),
-    and "Redis" means every ``redis-*`` entity alike. This only reads: nothing is merged,
-    and a fact's subject is still resolved by :func:`resolve_subject`."""
-    words = spelled_out(normalize_entity(name), abbreviations)
-    if not words:
-        return []
-    forms = [(c.entity_id, spelled_out(c.normalized, abbreviations)) for c in candidates]
-    tries = [words]
-    core = list(words)
-    while len(core) > 1 and core[-1] in COMPONENT_WORDS:
-        core.pop()
-    if core != words:
-        tries.append(core)
-    for wanted in tries:
-        scored: dict[str, int] = {}
-        for entity_id, theirs in forms:
-            score = min(max((_word_match(w, t) for t in theirs), default=0) for w in wanted)
-            if score > 0:
-                scored[entity_id] = max(score, scored.get(entity_id, 0))
-        if scored:
-            best = max(scored.values())
-            return sorted(e for e, s in scored.items() if s == best)
-    return []
-
-
-def _word_match(a: str, b: str) -> int:
-    """How well one word of a reader's name matches one word of an entity's (see
-    :func:`loosely_named`): 3 the same, 2 a prefix, 1 an abbreviation, 0 none."""
-    if a == b:
-        return 3
-    short, long = sorted((a, b), key=len)
-    if len(short) >= 3 and long.startswith(short):
-        return 2
-    return 1 if _abbreviates(short, long) else 0
-
-
-def _abbreviates(short: str, long: str) -> bool:
-    """Whether ``short`` is the kind of clipping people write for ``long``: two to four
-    letters, the same first letter, the rest of its letters in ``long`` in order, and
-    ``long`` at least twice as long (``pg``/``postgres``, ``es``/``elasticsearch``).
-    Words with digits never abbreviate (``v2`` is not ``version``)."""
-    if not (2 <= len(short) <= 4 and short.isalpha() and long.isalpha()):
-        return False
-    if len(long) < 2 * len(short) or short[0] != long[0]:
-        return False
-    rest = iter(long[1:])
-    return all(letter in rest for letter in short[1:])
-
-
-_QUERY_WORD = re.compile(r"[^\W_]+")
-_JOINS: Final = ("-", "")
-"""How a name's words are written as one token: hyphenated (``cart-svc``), run together."""
-
-
-def query_spellings(
-    query: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS
-) -> list[str]:
-    """Other spellings of what a question says, for the keyword leg's query side (a memory's
-    own text is indexed as written): each word or phrase the table shortens or spells out,
-    in its other form (``service`` → ``svc``, ``k8s`` → ``kubernetes``, ``command line`` →
-    ``cli``); and two or three neighbouring words written as one name, hyphenated and run
-    together, as they are and with those forms swapped in (``cart service`` → ``cart-svc``,
-    ``cartsvc``, ``cart-service``). In the question's order, without repeats, none equal to
-    a word or phrase of the question itself."""
-    # The keyword leg's own stop words, read when first asked: importing ``ferrex.models``
-    # with this module would load SQLite and NumPy into every pure decision.
-    from ferrex.models.sparse import ENGLISH_STOP_WORDS
-
-    words = _QUERY_WORD.findall(query.casefold())
-    shorter: dict[str, list[str]] = {}
-    for short, long in abbreviations.items():
-        shorter.setdefault(long, []).append(short)
-    other: dict[int, tuple[int, list[str]]] = {}
-    """Where a word or phrase starts: how many words it spans and its other forms."""
-    for start in range(len(words)):
-        for span in (3, 2, 1):
-            if len(words) - start < span:
-                continue
-            phrase = " ".join(words[start : start + span])
-            forms = [f for f in [abbreviations.get(phrase, ""), *shorter.get(phrase, ())]
-                     if f and f != phrase]  # fmt: skip
-            if forms:
-                other[start] = (span, forms)
-                break
-    out: dict[str, None] = {}
-    for start in sorted(other):
-        out.update(dict.fromkeys(other[start][1]))
-    for start in range(len(words)):
-        for span in (2, 3):
-            window = words[start : start + span]
-            if len(window) < span or any(w in ENGLISH_STOP_WORDS for w in window):
-                continue
-            one = [other.get(start + i, (0, [w])) for i, w in enumerate(window)]
-            swapped_in = [f[0] if n == 1 else w for w, (n, f) in zip(window, one, strict=True)]
-            for form in [window] if swapped_in == window else [window, swapped_in]:
-                for join in _JOINS:
-                    out[join.join(w.replace(" ", join) for w in form)] = None
-    said = set(words) | {" ".join(words[i : i + n]) for n in (2, 3) for i in range(len(words))}
-    return [s for s in out if s not in said]

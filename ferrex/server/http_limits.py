@@ -20,6 +20,13 @@ traceback. Here:
   rest, so no flood of one error can fill the disk.
 
 A request that is running (its head and body in) is never timed out: a slow recall is work.
+
+Why a subclass of uvicorn's ``H11Protocol`` (a private class): uvicorn's own options
+(``timeout_keep_alive``, ``limit_concurrency``) neither time a slow request head (0.55's
+keep-alive timer starts only after a response; nothing times a new connection) nor cap
+connections per client, and ``limit_concurrency`` answers 503 after accepting, so a flood of
+slow connections still holds every descriptor. ``tests/e2e/test_mcp_http_limits.py`` holds
+what the subclass adds.
 """
 
 from __future__ import annotations

@@ -40,8 +40,9 @@ from starlette.responses import JSONResponse
 from ferrex import __version__
 from ferrex.errors import FerrexError, UsageError
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, MAX_IMPORTANCE, MIN_IMPORTANCE
-from ferrex.rules.memory_input import DEFAULT_LIMITS, SUPERSEDES_CHARS
+from ferrex.rules.memory_input import DEFAULT_LIMITS
 from ferrex.rules.spelling import did_you_mean
+from ferrex.rules.store_fields import SUPERSEDES_CHARS
 from ferrex.server import answers
 from ferrex.server.caller import Caller, error_document
 from ferrex.server.hub import Hub

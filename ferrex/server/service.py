@@ -32,8 +32,8 @@ from ferrex.read.seen import Sight, brief, one_line
 from ferrex.rules.entities import Candidate
 from ferrex.rules.lifecycle import check_importance, marks_doc
 from ferrex.rules.memory_input import REQUEST_KEY_PREFIX, StoreRequest, is_request_key
+from ferrex.rules.name_lookup import find_entity
 from ferrex.rules.spelling import did_you_mean
-from ferrex.rules.subjects import find_entity
 from ferrex.server.answers import recall_text
 from ferrex.server.caller import Caller as Caller
 from ferrex.server.caller import error_document as error_document

@@ -1,5 +1,6 @@
 """What a dump carries (``ferrex.porting.dump``): entities merged or not, spellings as
-recorded, possible conflicts as their events recorded them, differing pairs and folds."""
+recorded, possible conflicts as their events recorded them, entities said to differ, facts
+said to both hold, and folds."""
 
 from __future__ import annotations
 
@@ -66,6 +67,19 @@ class ExportReads(Reads):
             for n, e, o in self.db.execute(
                 f"SELECT namespace, entity_id, other_id FROM entity_differs {where} "
                 "ORDER BY entity_id, other_id",
+                args,
+            )
+        ]
+
+    def facts_differing(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
+        """Every pair of facts said to both hold: (namespace, memory, other), by ids, the
+        pair sorted."""
+        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
+        return [
+            (str(n), str(m), str(o))
+            for n, m, o in self.db.execute(
+                f"SELECT namespace, memory_id, other_id FROM fact_differs {where} "
+                "ORDER BY memory_id, other_id",
                 args,
             )
         ]

@@ -17,9 +17,10 @@ from openapi_spec_validator import validate
 from starlette.routing import Route
 
 from ferrex.errors import UsageError
-from ferrex.rules.memory_input import SUPERSEDES_CHARS
-from ferrex.server.dashboard.api import KILL_BEFORE_KEY_SAVED, openapi_document
+from ferrex.rules.store_fields import SUPERSEDES_CHARS
 from ferrex.server.dashboard.edge import STATUS, status_of
+from ferrex.server.dashboard.keys import KILL_BEFORE_KEY_SAVED
+from ferrex.server.dashboard.openapi import openapi_document
 from ferrex.server.dashboard.schemas import for_generators
 from ferrex.server.dashboard.web import Dashboard
 from ferrex.server.mcp_server import build_server, tool_inputs

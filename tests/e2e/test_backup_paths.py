@@ -122,6 +122,7 @@ def test_every_ordinary_path_backs_up_whole_and_backs_up_the_same_again(tmp_path
     ok(home, "forget", ids["gone"])
     before = home_rows(home)
     assert before["folds"] and before["possible_conflicts"] and before["entity_differs"]
+    assert before["fact_differs"], "the confirm's differs_from is a pair a backup keeps"
     assert {(c["memory_id"], c["other_id"]) for c in before["possible_conflicts"]} == {
         (ids["nova"], next(m["memory_id"] for m in before["memories"]
                            if m["object"] == "team Atlas"))

@@ -247,6 +247,18 @@ def test_a_dump_of_format_2_still_imports(tmp_path: Path) -> None:
     assert home_rows(fresh) == replayed
 
 
+def test_a_dump_of_format_3_still_imports(tmp_path: Path) -> None:
+    """``golden/dump-v3.jsonl`` is ``export jsonl`` of ``golden/home-v1`` by the code of
+    format 3 (before ``facts_differ`` lines), as main wrote it at 45a3e5e."""
+    fresh = tmp_path / "restored"
+    code, out, err = run(fresh, "import", str(GOLDEN / "dump-v3.jsonl"), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["counts"] == {"stored": 15}, (err, doc["lines"])
+    old = tmp_path / "old"
+    shutil.copytree(GOLDEN / "home-v1", old)
+    assert home_rows(fresh) == home_rows(old)
+
+
 def test_importing_into_a_non_empty_home_merges(tmp_path: Path) -> None:
     home, other = tmp_path / "home", tmp_path / "other"
     mine = stored(home, "--content", "Backups now go to the new NAS", "--entity", "NAS")

@@ -217,7 +217,7 @@ def test_the_first_chunk_is_embedded_while_the_rest_are_validated(
     """An import of more than one chunk hands its first chunk's texts to the model as soon
     as they are validated (on ``ferrex-embed-first``), before the later lines are; the
     pipeline then finds them cached and stores what it stored before."""
-    from ferrex.write import writer as writer_module
+    from ferrex.write import pipeline
 
     app = App(home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder)
     try:
@@ -225,21 +225,21 @@ def test_the_first_chunk_is_embedded_while_the_rest_are_validated(
         requests = [StoreRequest(content=f"{_note(i)} (first chunk test)") for i in range(10)]
         requests[1] = StoreRequest(content="")  # invalid: not in the first chunk's texts
         validated: list[str] = []
-        real_validate = writer_module.validate
+        real_validate = pipeline.validate
 
         def counted(request: StoreRequest, *args: Any, **kwargs: Any) -> Any:
             validated.append(request.content or "")
             return real_validate(request, *args, **kwargs)
 
-        monkeypatch.setattr(writer_module, "validate", counted)
+        monkeypatch.setattr(pipeline, "validate", counted)
         started: list[int] = []
-        ahead = writer._embedding_ahead
+        ahead = pipeline.StorePipeline._embedding_ahead
 
-        def starting(valid: Any) -> Any:
+        def starting(self: pipeline.StorePipeline, valid: Any) -> Any:
             started.append(len(validated))
-            return ahead(valid)
+            return ahead(self, valid)
 
-        monkeypatch.setattr(writer, "_embedding_ahead", starting)
+        monkeypatch.setattr(pipeline.StorePipeline, "_embedding_ahead", starting)
         calls: list[tuple[str, list[str]]] = []
         embed_many = shared_embedder.embed_many
 

@@ -21,7 +21,7 @@ from tests.e2e.mcp_helpers import call, stdio_client
 
 NEAREST_WHEN_NOTHING = 2
 SHOWN_AT_LEAST = 3
-HIDDEN_BELOW = 0.1
+HIDDEN_BELOW = 0.01
 
 
 def _last_tuesday(now: datetime) -> datetime:
@@ -147,7 +147,7 @@ def test_the_issues_questions_find_their_memory_and_an_unrelated_one_gets_the_ve
             head = text.splitlines()[0]
             assert "nothing relevant" in head and "min_relevance: 0 shows them" in head
             assert len(everything["results"]) == 5, "min_relevance 0 keeps the nearest five"
-            assert doc["hidden"]["irrelevant"] == 5 - len(doc["results"])
+            assert doc["hidden"].get("irrelevant", 0) == 5 - len(doc["results"])
 
     anyio.run(main)
 
@@ -162,5 +162,52 @@ def test_near_misses_get_the_verdict(tmp_path: Path) -> None:
                 assert doc["nothing_relevant"] is True, (question, top)
                 assert len(doc["results"]) >= NEAREST_WHEN_NOTHING, question
                 assert "nothing relevant" in text.splitlines()[0], question
+
+    anyio.run(main)
+
+
+CONVERSATION = (
+    "Maya: I finally booked the flight to Lisbon for the design conference.",
+    "Tom: Nice! When do you leave?",
+    "Maya: Tuesday morning, six o'clock, ugh.",
+    "Tom: That's brutal. Are you presenting this year?",
+    "Maya: Yes, a talk about accessible color palettes.",
+    "Tom: I remember you practicing it at the studio last month.",
+    "Maya: The slides still need a lot of polish though.",
+    "Tom: My sister lives in Porto, she could show you around.",
+    "Maya: That would be lovely, I might take the train up on Friday.",
+    "Tom: I'll text her tonight.",
+    "Maya: My cat is staying with my neighbour while I'm away.",
+    "Tom: The grey one who knocks plants off shelves?",
+    "Maya: That's him, Biscuit, a tiny menace.",
+)
+REPLY = "Tom: The grey one who knocks plants off shelves?"
+
+
+def test_a_reply_that_shares_no_word_with_the_question_is_not_hidden(tmp_path: Path) -> None:
+    """Issue 44, "hide only what cannot be the answer": the turn that answers "what colour
+    is Maya's cat?" is a reply that names neither Maya nor the cat, ranked 4th and scored
+    below the relevance the trim once hid (0.1). A default recall shows it, as an
+    untrimmed one does; it hides only what scores below ``HIDDEN_BELOW``."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            ids = {}
+            for line in CONVERSATION:
+                ids[str((await call(client, "store", {"content": line}))["id"])] = line
+            question = "What colour is Maya's cat?"
+            every, _ = await _recall(client, {"query": question, "min_relevance": 0})
+            shown = [ids[r["id"]] for r in every["results"]]
+            assert REPLY in shown, shown
+            reply = every["results"][shown.index(REPLY)]
+            assert shown.index(REPLY) >= SHOWN_AT_LEAST, "past the rows a trim never hides"
+            assert HIDDEN_BELOW <= reply["relevance"] < 0.1, reply["relevance"]
+            doc, _ = await _recall(client, {"query": question})
+            assert REPLY in [ids[r["id"]] for r in doc["results"]]
+            assert [r["id"] for r in doc["results"]] == [
+                r["id"]
+                for i, r in enumerate(every["results"])
+                if i < SHOWN_AT_LEAST or r["relevance"] >= HIDDEN_BELOW
+            ]
 
     anyio.run(main)

@@ -23,8 +23,10 @@ from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from ferrex.ownership import Endpoint
-from ferrex.server import hub as hub_module
-from ferrex.server.hub import Hub, PortLimits, recv_frame, send_frame, versions
+from ferrex.server import hub_peer
+from ferrex.server.frames import recv_frame, send_frame, versions
+from ferrex.server.hub import Hub
+from ferrex.server.hub_port import PortLimits
 from ferrex.server.service import Caller
 
 
@@ -166,7 +168,7 @@ def test_a_peer_whose_kept_connection_the_owner_closed_gets_its_answer(
         if path != "dropped_by_the_peer":
             remote._keep_for = 3600.0  # as if the owner's timeout were far away
         if path == "sent_again":
-            monkeypatch.setattr(hub_module, "_still_open", lambda sock: True)
+            monkeypatch.setattr(hub_peer, "_still_open", lambda sock: True)
         time.sleep(1.2)  # the owner closes the kept connection after 0.4 s idle
         ownership = owner._ownership
         assert ownership is not None

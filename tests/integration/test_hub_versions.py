@@ -13,7 +13,8 @@ from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
 from ferrex.models import Embedder
 from ferrex.ownership import Endpoint
-from ferrex.server.hub import PROTOCOL, Hub, recv_frame, send_frame
+from ferrex.server.frames import PROTOCOL, recv_frame, send_frame
+from ferrex.server.hub import Hub
 from ferrex.server.service import Caller
 from journal import FORMAT_VERSION
 
@@ -57,14 +58,15 @@ def test_a_peer_of_another_version_gets_a_coded_error(
 
 def test_the_peer_raises_the_owners_version_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a peer rebuilds from the owner's answer keeps the code (framing level)."""
-    from ferrex.server import hub
+    from ferrex.server import hub_peer, hub_port
+    from ferrex.server.caller import error_document
 
-    monkeypatch.setattr(hub, "PROTOCOL", PROTOCOL + 7)
-    mismatch = hub.version_mismatch(
+    monkeypatch.setattr(hub_port, "PROTOCOL", PROTOCOL + 7)
+    mismatch = hub_port.version_mismatch(
         {"ferrex": __version__, "protocol": PROTOCOL, "journal": FORMAT_VERSION}
     )
     assert mismatch is not None
-    rebuilt = hub.error_from_document(hub.error_document(mismatch))
+    rebuilt = hub_peer.error_from_document(error_document(mismatch))
     assert isinstance(rebuilt, FerrexError) and rebuilt.code == "version_mismatch"
     assert f"hub protocol {PROTOCOL + 7}" in rebuilt.message
     assert f"hub protocol {PROTOCOL}, journal" in rebuilt.message

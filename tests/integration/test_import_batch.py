@@ -23,6 +23,7 @@ from ferrex.config import load
 from ferrex.errors import FerrexError
 from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest
+from ferrex.write import pipeline
 from ferrex.write import writer as writer_module
 from ferrex.write.writer import StoreResult
 from projections.vectors import Hit, VectorFilter
@@ -72,10 +73,11 @@ def _near_requests() -> list[StoreRequest]:
 def _deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ids from a counter rather than the OS's randomness, so two homes can be compared."""
     counter = itertools.count()
-    monkeypatch.setattr(
-        writer_module, "new_id",
-        lambda prefix, now: ids.new_id(prefix, now, random=lambda n: next(counter).to_bytes(n)),
-    )  # fmt: skip
+    for module in (writer_module, pipeline):  # the writer's commands, and the stores
+        monkeypatch.setattr(
+            module, "new_id",
+            lambda prefix, now: ids.new_id(prefix, now, random=lambda n: next(counter).to_bytes(n)),
+        )  # fmt: skip
 
 
 def _clock() -> Iterator[datetime]:

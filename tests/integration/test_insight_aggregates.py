@@ -15,19 +15,15 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ferrex.read.insight import (
-    RARELY_RECALLED,
-    Attention,
-    _contradictions,
-    _contradictions_of_facts,
-    _reasons,
-    clock_bound,
+from ferrex.read.conflicts import (
     contradictions,
+    contradictions_of_facts,
+    listed_contradictions,
     possible_conflicts,
-    reflect,
-    stats,
     subject_entities,
 )
+from ferrex.read.insight import Attention, _reasons, reflect, stats
+from ferrex.read.labels import RARELY_RECALLED, clock_bound
 from ferrex.read.seen import Sight, one_line
 from ferrex.rules.assess import Assessed, assess, eviction_candidate, text_bytes
 from ferrex.rules.eviction import eviction_reason
@@ -549,9 +545,9 @@ def test_contradictions_counted_per_subject_key_are_those_of_every_fact(
             rm.apply(records)
             for agent, namespace, at, listed in views:
                 sight = Sight(agent, (BASE + timedelta(days=at)).timestamp())
-                every = _contradictions_of_facts(rm, sight, namespace)
+                every = contradictions_of_facts(rm, sight, namespace)
                 with rm.snapshot():
-                    found = _contradictions(rm, sight, namespace, listed)
+                    found = listed_contradictions(rm, sight, namespace, listed)
                 assert found == (every[:listed], len(every))
         finally:
             rm.close()

@@ -15,7 +15,8 @@ from typing import Any
 import apsw
 import pytest
 
-from ferrex.read.insight import scoring, stats
+from ferrex.read.insight import stats
+from ferrex.read.labels import scoring
 from ferrex.read.seen import Sight
 from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.subjects import object_form

@@ -19,6 +19,7 @@ from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
 from ferrex.models import Embedder
+from ferrex.rules.relevance import HIDDEN_BELOW, NEAREST_WHEN_NOTHING, SHOWN_AT_LEAST
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_server import FerrexMCP, build_server
 from ferrex.server.service import Caller, Service
@@ -30,6 +31,7 @@ TOOLS_CHARS = 6000
 TOOLS_TOKENS = 2575
 RECALL_CHARS = 2000
 RECALL_TOKENS = 600
+UNRELATED = "What is the Wi-Fi password in the Berlin office?"
 
 
 @pytest.fixture(scope="module")
@@ -127,18 +129,32 @@ def test_a_default_recall_leaves_out_the_irrelevant_and_says_how_to_see_them(
     served: tuple[FerrexMCP, App],
 ) -> None:
     server, _ = served
+    # An answerable question: past the first three, only what is surely no answer goes
+    # (relevance.trim); the rows labelled none above that line are shown (issue 44).
     full = _recall(server, {**RECALL, "min_relevance": 0}).structured_content
-    trimmed = _recall(server, RECALL)
-    doc, text = trimmed.structured_content, trimmed.content[0].text  # type: ignore[union-attr]
-    assert full is not None and doc is not None
-    relevant = [r["id"] for r in full["results"] if r["relevance_label"] != "none"]
-    assert [r["id"] for r in doc["results"]] == relevant
-    left_out = len(full["results"]) - len(relevant)
+    trimmed = _recall(server, RECALL).structured_content
+    assert full is not None and trimmed is not None
+    assert [r["id"] for r in trimmed["results"]] == [
+        r["id"]
+        for i, r in enumerate(full["results"])
+        if i < SHOWN_AT_LEAST or r["relevance"] >= HIDDEN_BELOW
+    ]
+    # A question nothing stored answers: the nearest two, the rest left out and counted.
+    asked = {"query": UNRELATED}
+    full = _recall(server, {**asked, "min_relevance": 0}).structured_content
+    result = _recall(server, asked)
+    doc, text = result.structured_content, result.content[0].text  # type: ignore[union-attr]
+    assert full is not None and doc is not None and doc["nothing_relevant"]
+    shown = [
+        r["id"]
+        for i, r in enumerate(full["results"])
+        if i < NEAREST_WHEN_NOTHING or r["relevance"] >= HIDDEN_BELOW
+    ]
+    assert [r["id"] for r in doc["results"]] == shown
+    left_out = len(full["results"]) - len(shown)
     assert left_out > 0 and doc["hidden"]["irrelevant"] == left_out
-    assert text.splitlines()[0].endswith(
-        f"{left_out} irrelevant left out (min_relevance: 0 shows them)"
-    )
-    assert len(text) < len(_recall(server, {**RECALL, "min_relevance": 0}).content[0].text)  # type: ignore[union-attr]
+    assert f"{left_out} irrelevant left out (min_relevance: 0 shows them)" in text.splitlines()[0]
+    assert len(text) < len(_recall(server, {**asked, "min_relevance": 0}).content[0].text)  # type: ignore[union-attr]
 
 
 def test_max_tokens_is_checked(served: tuple[FerrexMCP, App]) -> None:

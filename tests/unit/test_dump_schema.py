@@ -109,5 +109,7 @@ def test_a_carried_enumeration_takes_exactly_the_catalogue_values() -> None:
 
 
 def test_flag_kinds_are_the_flag_line_types() -> None:
-    assert {dump.POSSIBLE, dump.DIFFER} == set(values(dump.LINES["flag"], "type"))
+    assert {dump.POSSIBLE, dump.DIFFER, dump.FACTS_DIFFER} == set(
+        values(dump.LINES["flag"], "type")
+    )
     assert get_type_hints(dump.RestoredFlag)["kind"] == get_type_hints(FlagLine)["type"]

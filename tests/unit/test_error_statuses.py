@@ -33,8 +33,8 @@ from ferrex.errors import (
     from_journal_error,
 )
 from ferrex.server.caller import error_document
-from ferrex.server.dashboard.api import openapi_document
 from ferrex.server.dashboard.edge import ERRORS, RETRY_AFTER_SECONDS, ErrorStatus, status_of
+from ferrex.server.dashboard.openapi import openapi_document
 from ferrex.server.dashboard.web import Dashboard
 from ferrex.server.mcp_server import build_server, tool_inputs
 from journal.errors import JournalDamaged, JournalError
@@ -207,7 +207,7 @@ def test_each_operation_documents_the_statuses_of_its_codes(
 #: failure is raised as the class of its code.
 FREE_CODES = {
     ("ferrex/errors.py", "JournalFailure"): "a journal code newer than ferrex's classes, kept",
-    ("ferrex/server/hub.py", "cls"): "rebuilds the error another process reported by its "
+    ("ferrex/server/hub_peer.py", "cls"): "rebuilds the error another process reported by its "
     "kind and code (the code may be one this version does not know)",
     ("ferrex/hooks/lean.py", "FerrexError"): "the lean hook rebuilds an owner's error the "
     "same way, without importing the hub",

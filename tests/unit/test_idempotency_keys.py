@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ferrex.server.dashboard.api import IdempotencyKeys, KeyReused
+from ferrex.errors import KeyReused
+from ferrex.server.dashboard.keys import IdempotencyKeys
 
 
 def test_a_key_runs_its_work_once_and_replays_the_answer() -> None:

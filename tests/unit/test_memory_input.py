@@ -16,9 +16,9 @@ from ferrex.rules.memory_input import (
     StoreRequest,
     ValidStore,
     detect_type,
-    parse_time,
     validate,
 )
+from ferrex.rules.store_fields import parse_time
 
 TRIPLE: dict[str, Any] = {"subject": "api", "predicate": "depends on", "object": "tokio"}
 PROCEDURE: dict[str, Any] = {"name": "deploy", "steps": ("build", "ship")}

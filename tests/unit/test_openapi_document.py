@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from openapi_spec_validator import validate
 
-from ferrex.server.dashboard.api import openapi_document
+from ferrex.server.dashboard.openapi import openapi_document
 from ferrex.server.mcp_server import build_server, tool_inputs
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ferrex.write.measures import Pending, StoreMeasures, cosine
-from ferrex.write.writer import embedding_units
+from ferrex.write.pipeline import embedding_units
 
 
 def test_cosines_with_every_pending_vector_in_the_order_added() -> None:

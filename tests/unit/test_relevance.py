@@ -14,6 +14,7 @@ from ferrex.rules.relevance import (
     ANSWER_INPUTS,
     ANSWER_MODEL,
     DEFAULT_MODEL,
+    HIDDEN_BELOW,
     NEAREST_WHEN_NOTHING,
     PIECE_CREDIT,
     RANK_DEPTH,
@@ -290,6 +291,15 @@ def test_trim_keeps_the_nearest_two_and_any_doubtful_one_when_nothing_is_relevan
     assert trim([0.1, 0.1, 0.1, 0.3, 0.1], MODEL) == [0, 1, 3]
     assert trim([0.1], MODEL) == [0]
     assert trim([], MODEL) == []
+
+
+def test_a_default_recall_hides_only_what_scores_below_one_percent() -> None:
+    # Issue 44: a reply ranked 4th that shares no word with the question scores about 0.05
+    # and was hidden below the old line (0.1); the line is now where no train or validation
+    # answer lies below it (HIDDEN_BELOW).
+    assert DEFAULT_MODEL.hidden_below == HIDDEN_BELOW == 0.01
+    assert trim([0.95, 0.8, 0.7, 0.05, 0.009]) == [0, 1, 2, 3]
+    assert trim([0.3, 0.2, 0.1, 0.05, 0.009]) == [0, 1, 2, 3]
 
 
 def test_a_hiding_line_above_weak_is_refused() -> None:

@@ -11,19 +11,15 @@ from ferrex.core.decide import decide_entity
 from ferrex.core.settings import StoreSettings, build_abbreviations
 from ferrex.errors import Refused, UsageError
 from ferrex.rules.entities import Candidate, normalize_entity
+from ferrex.rules.name_lookup import find_entity, loosely_named, spelling_variants
+from ferrex.rules.short_forms import abbreviation_map, formed_alike, spelled_out
 from ferrex.rules.subjects import (
     RELATED_LIMIT,
-    abbreviation_map,
     compare_words,
-    find_entity,
-    formed_alike,
-    loosely_named,
     names_alike,
     objects_agree,
     resolve_subject,
     same_slot_words,
-    spelled_out,
-    spelling_variants,
     subject_outcome,
     word_twins,
 )
@@ -348,7 +344,7 @@ def test_spelling_variants_for_the_read_side() -> None:
 
 
 def test_query_spellings_give_the_other_forms_of_a_questions_names() -> None:
-    from ferrex.rules.subjects import query_spellings
+    from ferrex.rules.name_lookup import query_spellings
 
     cart = query_spellings("how slow is the cart service?")
     assert {"svc", "cart-svc", "cartsvc", "cart-service"} <= set(cart)

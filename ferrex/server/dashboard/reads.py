@@ -42,7 +42,7 @@ from ferrex.app import App
 from ferrex.errors import FerrexError, Forbidden, NotFound, UsageError, from_journal_error
 from ferrex.read.seen import Sight, brief, one_line
 from ferrex.rules.entities import Candidate
-from ferrex.rules.subjects import find_entity
+from ferrex.rules.name_lookup import find_entity
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from journal.errors import JournalError

@@ -43,8 +43,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ferrex.errors import FerrexError, TooManyStreams, UsageError
-from ferrex.server.dashboard.api import CHANGES_QUERY, INTERNAL, check_query, principal_of
+from ferrex.server.dashboard.api import INTERNAL, principal_of
 from ferrex.server.dashboard.edge import HEADERS, Gate, error_body, error_headers, status_of
+from ferrex.server.dashboard.params import CHANGES_QUERY, check_query
 from ferrex.server.service import Caller
 
 #: Seconds between two reads of the journal while a stream has caught up.

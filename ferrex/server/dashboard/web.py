@@ -53,19 +53,7 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex.errors import FerrexError, UsageError
 from ferrex.server.dashboard import pages
-from ferrex.server.dashboard.api import (
-    ENTITIES_QUERY,
-    INTERNAL,
-    LIST_QUERY,
-    REFLECT_QUERY,
-    SEARCH_QUERY,
-    STATS_QUERY,
-    TAGS_QUERY,
-    Param,
-    WriteApi,
-    check_query,
-    not_found_json,
-)
+from ferrex.server.dashboard.api import INTERNAL, WriteApi, not_found_json
 from ferrex.server.dashboard.edge import (
     HEADERS,
     Forbidden,
@@ -73,6 +61,16 @@ from ferrex.server.dashboard.edge import (
     error_body,
     error_headers,
     status_of,
+)
+from ferrex.server.dashboard.params import (
+    ENTITIES_QUERY,
+    LIST_QUERY,
+    REFLECT_QUERY,
+    SEARCH_QUERY,
+    STATS_QUERY,
+    TAGS_QUERY,
+    Param,
+    check_query,
 )
 from ferrex.server.dashboard.stream import STREAMS_PER_PRINCIPAL, ChangeStream, Streams
 from ferrex.server.hub import Hub

@@ -1,0 +1,118 @@
+"""What the ``/api/v1`` routes take: the limits of a body, and each route's query parameters
+(:class:`Param`, one spec per route: :func:`check_query` checks a request against it and the
+OpenAPI document, :mod:`ferrex.server.dashboard.openapi`, describes it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+
+from ferrex.errors import UsageError
+from ferrex.rules.spelling import did_you_mean
+from ferrex.rules.store_fields import CONTEXT_DEPTH
+
+#: The largest request body taken (bytes); a batch of many long memories fits.
+MAX_BODY = 4 * 1024 * 1024
+#: The most memories one ``POST /api/v1/memories`` batch may hold.
+MAX_BATCH = 100
+#: How deep a body's arrays and objects may nest: a batch's frame (body, list, item) around
+#: a context nested as deep as the store takes, and a margin, so that a context too deep is
+#: the store's own refusal, naming where.
+MAX_DEPTH = CONTEXT_DEPTH + 8
+
+
+@dataclass(frozen=True)
+class Param:
+    """One query parameter a route takes: checked by :func:`check_query`, described in the
+    OpenAPI document, from this one spec."""
+
+    name: str
+    schema: dict[str, Any]
+    description: str
+    required: bool = False
+
+    def openapi(self, where: str = "query") -> dict[str, Any]:
+        return {"name": self.name, "in": where, "required": self.required,
+                "schema": self.schema, "description": self.description}  # fmt: skip
+
+
+TEXT: dict[str, Any] = {"type": "string"}
+_TEXTS: dict[str, Any] = {"type": "array", "items": TEXT}
+FLAG: dict[str, Any] = {"type": "boolean"}
+
+#: ``GET /api/v1/recall`` (the dashboard's search): its names are the search form's fields.
+SEARCH_QUERY = (
+    Param("q", {"type": "string", "minLength": 1}, "The words to look for.", required=True),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "How many (10)."),
+    Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
+    Param("entities", _TEXTS, "Only memories about these (repeated or comma-separated)."),
+    Param("min_relevance", {"type": "number", "minimum": 0, "maximum": 1}, "Cut-off."),
+    *(Param(n, TEXT, f"The recall tool's {n}.")
+      for n in ("as_of", "after", "before", "namespace", "strategy")),
+    *(Param(n, FLAG, f"The recall tool's {n}: true or false.")
+      for n in ("include_stale", "include_invalidated")),
+)  # fmt: skip
+ENTITIES_QUERY = (
+    Param("name", TEXT, "One entity (any spelling)."),
+    Param("prefix", TEXT, "Entities whose names start so."),
+    Param("offset", {"type": "integer", "minimum": 0}, "Skip this many."),
+)
+STATS_QUERY = (Param("namespace", TEXT, "One namespace."),)
+#: ``GET /api/v1/memories``: a page of the memories the caller sees, filtered and sorted.
+LIST_QUERY = (
+    Param("cursor", TEXT, "next_cursor of the page before, unchanged."),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 200}, "How many (50)."),
+    Param("sort", {"enum": ["-created", "created", "-valid_from", "valid_from"]},
+          "By when stored (created) or when true (valid_from); - first: newest first "
+          "(default -created)."),
+    Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
+    Param("namespace", TEXT, "One namespace (default: every namespace)."),
+    Param("entity", TEXT, "Only memories about this entity (any spelling)."),
+    Param("source", TEXT, "Only memories with this source, exactly."),
+    Param("visibility", {"enum": ["private", "shared"]}, "Only private or only shared ones."),
+    Param("state", {"enum": ["current", "superseded", "all"]},
+          "current (default): not superseded; superseded; or all."),
+    Param("after", {"type": "string", "format": "date-time"}, "Event time at or after."),
+    Param("before", {"type": "string", "format": "date-time"}, "Event time before."),
+    Param("tag", _TEXTS, "Only memories with this tag (a value of their context's tags "
+          "list); repeated: every one of them."),
+    Param("context", _TEXTS, "KEY:VALUE: only memories whose context's top-level KEY is "
+          "VALUE or a list holding it; repeated: every one of them."),
+)  # fmt: skip
+#: ``GET /api/v1/tags``: the values of one context key, with counts.
+TAGS_QUERY = (
+    Param("key", TEXT, "The context key whose values are counted (tags)."),
+    Param("namespace", TEXT, "One namespace (default: every namespace)."),
+    Param("state", {"enum": ["current", "superseded", "all"]},
+          "Over current memories (default), superseded ones, or all."),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "How many (100)."),
+)  # fmt: skip
+REFLECT_QUERY = (
+    Param("namespace", TEXT, "One namespace (default: every namespace)."),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per section (10)."),
+)
+#: ``GET /api/v1/changes``: where the change stream starts, and whether it ends when idle.
+CHANGES_QUERY = (
+    Param("after", {"type": "integer", "minimum": 0},
+          "Start after this journal position (Last-Event-ID, when sent, wins); "
+          "without either, only what comes next."),
+    Param("until_idle", FLAG, "End the stream once it has caught up: true or false."),
+)  # fmt: skip
+FORGET_QUERY = (Param("cascade", FLAG, "Also drop entities no longer mentioned: true or false."),)
+
+
+def check_query(request: Request, params: tuple[Param, ...]) -> None:
+    """Refuse (``invalid_input``) a query parameter the route does not take, as a POST body
+    refuses an unknown field, and a boolean other than ``true`` or ``false``."""
+    known = {p.name: p for p in params}
+    for name, value in request.query_params.multi_items():
+        param = known.get(name)
+        if param is None:
+            takes = ", ".join(known) or "no query parameters"
+            raise UsageError(f"unknown query parameter {name!r}{did_you_mean(name, list(known))}",
+                             hint=f"{request.url.path} takes {takes}")  # fmt: skip
+        if param.schema.get("type") == "boolean" and value not in ("true", "false"):
+            raise UsageError(f"{name} must be true or false, got {value!r}",
+                             hint=f"send {name}=true, or leave it out for false")  # fmt: skip
