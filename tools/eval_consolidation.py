@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from ferrex.app import App  # noqa: E402
 from ferrex.config import load  # noqa: E402
-from ferrex.core.decide import Folding  # noqa: E402
+from ferrex.core.decide.consolidate import Folding  # noqa: E402
 from ferrex.read.recall import Reader, RecallRequest  # noqa: E402
 from ferrex.rules.consolidation import sentences  # noqa: E402
 from projections.rows import Memory  # noqa: E402

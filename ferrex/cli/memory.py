@@ -39,7 +39,7 @@ from ferrex.cli.home import reads_home
 from ferrex.cli.progress import progress
 from ferrex.cli.projections import index_after, index_option
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
-from ferrex.core.decide import NEW_MEMORY
+from ferrex.core.decide.store import NEW_MEMORY
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import BackendUnavailable, FerrexError, NotFound, Refused, UsageError
 from ferrex.porting import chats

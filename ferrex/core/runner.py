@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass, field, is_dataclass, replace
+from typing import TypeVar
 
 from ferrex.errors import FerrexError
 from journal import Event, JournalBackend
@@ -38,6 +38,7 @@ log = logging.getLogger("ferrex")
 
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S")
 
 APPLY_WARNING = (
     "stored in the journal, but a projection could not be updated ({error}); it will be "
@@ -47,18 +48,31 @@ APPLY_WARNING = (
 
 @dataclass
 class Batch:
-    """What the decisions of one chunk share: the overlay view, and scratch space for the
-    caller (the writer keeps the vectors of the chunk's pending stores there)."""
+    """What the decisions of one chunk share: the overlay view, and what a caller keeps for
+    the chunk (:meth:`state`: the writer keeps the vectors of the chunk's pending stores)."""
 
     view: Overlay
-    scratch: dict[str, Any] = field(default_factory=dict)
+    _states: dict[type[object], object] = field(default_factory=dict, init=False, repr=False)
+
+    def state(self, kind: type[S]) -> S:
+        """The chunk's one value of ``kind``, made by ``kind()`` the first time it is asked
+        for; a new chunk starts with none."""
+        found = self._states.get(kind)
+        if isinstance(found, kind):
+            return found
+        made = kind()
+        self._states[kind] = made
+        return made
 
 
 Decide = Callable[[T, Batch], Decision[R]]
+"""A command's decision: one item and its chunk's :class:`Batch` in, the events and the
+answer (``R``) out, or a :class:`~ferrex.errors.FerrexError` raised."""
 
 
-class CommandRunner(Generic[T, R]):
-    """Runs commands over one journal and its projections (see the module docstring)."""
+class CommandRunner:
+    """Runs commands over one journal and its projections (see the module docstring); each
+    run is typed by its items (``T``) and its answers (``R``)."""
 
     def __init__(
         self,
@@ -90,7 +104,8 @@ class CommandRunner(Generic[T, R]):
             part = items[start : start + chunk]
             if prepare is not None:
                 prepare(part)
-            outcomes += self._run_chunk(part, decide)
+            done: list[R | FerrexError] = self._run_chunk(part, decide)
+            outcomes += done
             if progress is not None:
                 progress(len(outcomes), len(items))
         return outcomes
@@ -142,11 +157,16 @@ class CommandRunner(Generic[T, R]):
         return None
 
 
-def _answered(result: Any, position: int, warning: str | None) -> Any:
-    changes: dict[str, Any] = {"position": position}
+def _answered(result: R, position: int, warning: str | None) -> R:
+    """``result`` with its record's ``position`` and the ``warning``, when it is a dataclass
+    with those fields; else as it is."""
+    if not is_dataclass(result) or isinstance(result, type):
+        return result  # e.g. the ids an access flush wrote
+    changes: dict[str, object] = {"position": position}
     if warning is not None:
-        changes["warnings"] = (*getattr(result, "warnings", ()), warning)
+        earlier: tuple[str, ...] = getattr(result, "warnings", ())
+        changes["warnings"] = (*earlier, warning)
     try:
         return replace(result, **changes)
-    except TypeError:  # a result that carries neither (e.g. the ids an access flush wrote)
+    except TypeError:  # a dataclass without those fields (a settle's result)
         return result

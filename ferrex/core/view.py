@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EpisodeTail:
-    """The last memory of an agent's derived episodes (see ``decide.episode_of``)."""
+    """The last memory of an agent's derived episodes (see ``decide.store.episode_of``)."""
 
     episode: str
     index: int

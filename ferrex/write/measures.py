@@ -1,5 +1,5 @@
 """What the writer measures for a store's decision, when the decision asks
-(:class:`ferrex.core.decide.Measures`): cosines of short texts, the nearest memories by
+(:class:`ferrex.core.decide.shared.Measures`): cosines of short texts, the nearest memories by
 dense vector, and the vectors of a chunk's pending stores, which later stores of the chunk
 are compared with."""
 
@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-from ferrex.core.decide import neighbour_floor
+from ferrex.core.decide.copies import neighbour_floor
 from ferrex.core.settings import StoreSettings
 from ferrex.rules.memory_input import ValidStore
 from projections.replay import Projections
 from projections.vectors import VectorFilter
 
-__all__ = ["Pending", "StoreMeasures", "cosine", "nearest"]
+__all__ = ["ChunkVectors", "Pending", "StoreMeasures", "cosine", "nearest"]
 
 
 def cosine(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> float:
@@ -61,8 +63,19 @@ class Pending:
         return [(self.ids[i], v) for i, v in zip(kept.tolist(), values[kept].tolist(), strict=True)]
 
 
+@dataclass
+class ChunkVectors:
+    """What the stores of one chunk keep between their decisions (the writer's
+    ``Batch.state``): the vectors of its pending stores, the committed nearest memories by
+    store index, and the vectors read ahead for those queries, by store index."""
+
+    pending: Pending = field(default_factory=Pending)
+    nearest: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
+    ahead: dict[int, NDArray[np.float32]] = field(default_factory=dict)
+
+
 class StoreMeasures:
-    """What one store's decision asks to measure (:class:`ferrex.core.decide.Measures`),
+    """What one store's decision asks to measure (:class:`ferrex.core.decide.shared.Measures`),
     each measured once however often it is asked: cosines of short texts by the embedding
     model (``embed_many``; its cache keeps each text's vector), the nearest memories by
     ``nearest`` (Qdrant and the chunk's pending vectors), taken at the first ask."""

@@ -18,9 +18,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from ferrex.core.decide import StoreResult, decide_store, neighbour_floor, store_text
+import numpy as np
+from numpy.typing import NDArray
+
+from ferrex.core.decide import Decision
+from ferrex.core.decide.copies import neighbour_floor
+from ferrex.core.decide.store import StoreResult, decide_store, store_text
 from ferrex.core.runner import Batch, CommandRunner
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import FerrexError
@@ -30,7 +35,7 @@ from ferrex.models.remote import ServerDown
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
 from ferrex.rules.predicates import normalize_predicate
-from ferrex.write.measures import Pending, StoreMeasures, nearest
+from ferrex.write.measures import ChunkVectors, StoreMeasures, nearest
 from projections.documents import subject_key
 from projections.replay import Projections
 
@@ -43,9 +48,6 @@ log = logging.getLogger("ferrex")
 EMBED_CHUNKS = 4
 #: A store that waited this long for the embedding model to load says so in its warnings.
 WAIT_WORTH_SAYING = 0.1
-_VECTORS = "vectors"  # Batch.scratch key: the vectors of the chunk's pending stores
-_NEAREST = "nearest"  # Batch.scratch key: the committed nearest memories, by store index
-_AHEAD = "ahead"  # Batch.scratch key: vectors read for the nearest queries, by store index
 
 
 class _Inline:
@@ -71,7 +73,7 @@ class StorePipeline:
 
     def __init__(
         self,
-        runner: CommandRunner[Any, Any],
+        runner: CommandRunner,
         projections: Projections,
         embedder: Embedder,
         settings: StoreSettings,
@@ -192,7 +194,7 @@ class StorePipeline:
         multi_valued: bool,
         chunk: int,
         report: Callable[[int], None],
-    ) -> list[Any]:
+    ) -> list[StoreResult | FerrexError]:
         """Decide, append and apply ``items`` chunk by chunk, one outcome each, in order.
 
         Chunk by chunk, so that when the embeddings server goes away part way (a chunk's
@@ -203,7 +205,7 @@ class StorePipeline:
         waits for the writer; a few chunks at a time (:func:`embedding_units`), so that
         the encoder's batches of similar length are padded less."""
 
-        def decide(item: tuple[int, Sequence[ValidStore]], batch: Batch) -> Any:
+        def decide(item: tuple[int, Sequence[ValidStore]], batch: Batch) -> Decision[StoreResult]:
             return self._decide(item, batch, multi_valued)
 
         parts = [items[start : start + chunk] for start in range(0, len(items), chunk)]
@@ -216,7 +218,7 @@ class StorePipeline:
             also = [t for n in unit for v in parts[n] for t in self._ahead(v, multi_valued)]
             self.embedder.embed_many(texts + also)
 
-        decided: list[Any] = []
+        decided: list[StoreResult | FerrexError] = []
         # One chunk (a single store) has nothing to overlap: no thread for it.
         pool = _Inline() if len(parts) == 1 else ThreadPoolExecutor(1, "ferrex-embed")
         try:
@@ -233,7 +235,8 @@ class StorePipeline:
                         if following[n] + 1 < len(units):
                             ahead = pool.submit(prepare, units[following[n] + 1])
                     at = [(i, part) for i in range(len(part))]
-                    decided += self._runner.run(at, decide, chunk=chunk, progress=reported)
+                    done = self._runner.run(at, decide, chunk=chunk, progress=reported)
+                    decided += done
                 except ServerDown as exc:
                     log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)
                     decided += [exc] * (len(items) - start)
@@ -281,14 +284,15 @@ class StorePipeline:
 
     def _decide(
         self, item: tuple[int, Sequence[ValidStore]], batch: Batch, multi_valued: bool
-    ) -> Any:
+    ) -> Decision[StoreResult]:
         """Decide the store at ``item = (i, chunk)``; what it asks to measure (the only I/O)
         is measured then."""
         i, part = item
         valid = part[i]
-        ahead: dict[int, Any] = batch.scratch.setdefault(_AHEAD, {})
+        kept = batch.state(ChunkVectors)
+        ahead = kept.ahead
         vector = ahead.pop(i) if i in ahead else self.embedder.embed(store_text(valid))
-        pending: Pending = batch.scratch.setdefault(_VECTORS, Pending())
+        pending = kept.pending
         floor = neighbour_floor(self.settings)
 
         def neighbours() -> list[tuple[str, float]]:
@@ -310,18 +314,19 @@ class StorePipeline:
         return decision
 
     def _committed_nearest(
-        self, item: tuple[int, Sequence[ValidStore]], batch: Batch, vector: Any
+        self, item: tuple[int, Sequence[ValidStore]], batch: Batch, vector: NDArray[np.float32]
     ) -> list[tuple[str, float]]:
         """The nearest committed memories of the store at ``item = (i, chunk)``, whose vector
         is ``vector``. Qdrant does not change while a chunk is decided (its records are
         applied after the append), so the first store that asks asks for itself and every
         later store of the chunk in one batch of queries; the later ones find their answer,
-        and their vector, kept in the batch's scratch."""
+        and their vector, kept for the chunk (``Batch.state``)."""
         i, part = item
-        found: dict[int, list[tuple[str, float]]] = batch.scratch.setdefault(_NEAREST, {})
+        kept = batch.state(ChunkVectors)
+        found = kept.nearest
         if i not in found:
             later = self.embedder.embed_many([store_text(v) for v in part[i + 1 :]])
-            batch.scratch.setdefault(_AHEAD, {}).update(enumerate(later, start=i + 1))
+            kept.ahead.update(enumerate(later, start=i + 1))
             vectors = [vector, *later]
             answers = nearest(self.projections, list(zip(part[i:], vectors, strict=True)),
                               self.settings)  # fmt: skip
@@ -361,7 +366,9 @@ def embedding_units(chunks: int, most: int = EMBED_CHUNKS) -> list[range]:
     return [range(0, 1), *middle, range(chunks - 1, chunks)]
 
 
-def _noted(outcome: Any, valid: ValidStore, wait_note: tuple[str, ...]) -> Any:
+def _noted(
+    outcome: StoreResult | FerrexError, valid: ValidStore, wait_note: tuple[str, ...]
+) -> StoreResult | FerrexError:
     """A store's outcome with what the caller should hear beside it: the wait for the
     model, and the likely secrets redacted before it was stored."""
     if wait_note and isinstance(outcome, StoreResult):

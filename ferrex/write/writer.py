@@ -17,35 +17,34 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
-from ferrex.core.decide import (
+from ferrex.core.decide import Decision
+from ferrex.core.decide.consolidate import (
     ConsolidateResult,
-    Decision,
-    EntityAction,
-    EntityResult,
     Folding,
+    UnfoldResult,
+    consolidation_groups,
+    decide_consolidate,
+    decide_refold,
+    decide_unfold,
+)
+from ferrex.core.decide.entities import EntityAction, EntityResult, ResolvedEntity, decide_entity
+from ferrex.core.decide.forget import (
     ForgetResult,
     MarkResult,
-    ResolvedEntity,
     SettleResult,
-    StoreResult,
-    UnfoldResult,
     ValidateResult,
     confirmable,
-    consolidation_groups,
     decide_access,
-    decide_consolidate,
-    decide_entity,
     decide_eviction,
     decide_expiry,
     decide_forget,
     decide_mark,
-    decide_refold,
     decide_settle,
-    decide_unfold,
     decide_validate,
 )
+from ferrex.core.decide.store import StoreResult
 from ferrex.core.runner import Batch, CommandRunner, Decide
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import FerrexError, UsageError
@@ -93,9 +92,7 @@ class Writer:
         self.embedder = embedder
         self.settings = settings or StoreSettings()
         self.clock = clock
-        self._runner: CommandRunner[Any, Any] = CommandRunner(
-            journal, projections, before_write=before_write
-        )
+        self._runner = CommandRunner(journal, projections, before_write=before_write)
 
     def new_id(self, prefix: str) -> str:
         return new_id(prefix, self.clock())
@@ -103,7 +100,7 @@ class Writer:
     # -- store ------------------------------------------------------------------------------
 
     def store(self, request: StoreRequest, *, multi_valued: bool = False) -> StoreResult:
-        """Store one memory (see :mod:`ferrex.core.decide` for the rules).
+        """Store one memory (see :mod:`ferrex.core.decide.store` for the rules).
 
         ``multi_valued``: a fact that may hold alongside others for the same subject and
         predicate (several owners, several dependencies); no conflict resolution.
@@ -193,7 +190,7 @@ class Writer:
         self, ids: Sequence[str], shown: Iterable[str], *, caller: str | None = None
     ) -> ValidateResult:
         """Confirm memories a recall showed the caller (``validate_ids``): ids it did not
-        show are refused (:func:`ferrex.core.decide.confirmable`), nothing written."""
+        show are refused (:func:`ferrex.core.decide.forget.confirmable`), nothing written."""
         return self.validate_memories(confirmable(ids, shown), caller=caller)
 
     def mark(
@@ -224,7 +221,8 @@ class Writer:
         caller: str | None = None,
     ) -> SettleResult:
         """Settle possible conflicts from the facts confirmed (:func:`ferrex.core.decide.
-        decide_settle`): pairs that both hold, or the one fact a confirmed fact replaces."""
+        forget.decide_settle`): pairs that both hold, or the one fact a confirmed fact
+        replaces."""
         result: SettleResult = self._runner.run_one(
             ids,
             lambda i, batch: decide_settle(
@@ -244,7 +242,7 @@ class Writer:
         caller: str | None = None,
     ) -> EntityResult:
         """Merge two entities, split a wrongly merged spelling off one, or say two differ
-        (:func:`ferrex.core.decide.decide_entity`): one journal event."""
+        (:func:`ferrex.core.decide.entities.decide_entity`): one journal event."""
         ns = namespace or self.settings.default_namespace
         result: EntityResult = self._runner.run_one(
             None,
@@ -259,7 +257,7 @@ class Writer:
         """Forget the memories whose time to live has run out (the owner runs it
         periodically: ``ferrex.server.hub``)."""
 
-        def decide(_: None, batch: Batch) -> Any:
+        def decide(_: None, batch: Batch) -> Decision[ForgetResult]:
             now = self.clock()
             due = self.projections.read_model.expiring(by=now.timestamp())
             return self._refolded(decide_expiry(due, now=now), batch)
@@ -285,9 +283,9 @@ class Writer:
         return ids
 
     def enforce_budget(self, budget: int) -> ForgetResult | None:
-        """Evict what the budget cannot hold (see :func:`ferrex.core.decide.decide_eviction`)."""
+        """Evict what the budget cannot hold (:func:`ferrex.core.decide.forget.decide_eviction`)."""
 
-        def decide(_: None, batch: Batch) -> Any:
+        def decide(_: None, batch: Batch) -> Decision[ForgetResult]:
             return self._refolded(
                 decide_eviction(
                     self.projections.read_model.memories(),
@@ -305,8 +303,8 @@ class Writer:
 
     def _refolded(self, decision: Decision[ForgetResult], batch: Batch) -> Decision[ForgetResult]:
         """A forget's decision with what it does to consolidation summaries after it
-        (:func:`~ferrex.core.decide.decide_refold`): a forgotten source's sentences leave
-        its summary's text in the same record."""
+        (:func:`~ferrex.core.decide.consolidate.decide_refold`): a forgotten source's
+        sentences leave its summary's text in the same record."""
         gone = decision.result.forgotten
         if not gone:
             return decision
@@ -328,7 +326,8 @@ class Writer:
     def consolidation_groups(
         self, *, older_than_days: float, namespace: str | None = None, agent_id: str | None = None
     ) -> list[tuple[str, list[Memory]]]:
-        """The groups a consolidation would fold now (see ``decide.consolidation_groups``)."""
+        """The groups a consolidation would fold now
+        (``decide.consolidate.consolidation_groups``)."""
         created_before = _cutoff(self.clock(), older_than_days)
         self.projections.catch_up()
         found = self.projections.read_model.decisions.foldable(
@@ -388,7 +387,7 @@ class Writer:
                 planned += d.result.summaries
             return ConsolidateResult(tuple(planned), dry_run=True)
 
-        def decide(item: tuple[str, Sequence[Memory]], batch: Batch) -> Any:
+        def decide(item: tuple[str, Sequence[Memory]], batch: Batch) -> Decision[ConsolidateResult]:
             key, members = item
             current = [m for m in (batch.view.memory(x.memory_id) for x in members) if m]
             return decide_consolidate(
@@ -412,7 +411,7 @@ class Writer:
     def unfold(self, summary_id: str) -> UnfoldResult:
         """Undo one consolidation: its memories back in recall, the summary forgotten."""
 
-        def decide(sid: str, batch: Batch) -> Any:
+        def decide(sid: str, batch: Batch) -> Decision[UnfoldResult]:
             return decide_unfold(sid, batch.view, self.projections.read_model.folded(sid))
 
         result: UnfoldResult = self._runner.run_one(summary_id, decide)
@@ -423,7 +422,7 @@ class Writer:
         forgotten meanwhile, is passed over); any other refusal is raised, and what was
         undone before it stays undone."""
 
-        def decide(sid: str, batch: Batch) -> Any:
+        def decide(sid: str, batch: Batch) -> Decision[UnfoldResult]:
             return decide_unfold(sid, batch.view, self.projections.read_model.folded(sid))
 
         done: list[UnfoldResult] = []

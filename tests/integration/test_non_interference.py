@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 
 from ferrex.app import App
 from ferrex.config import load as load_config
-from ferrex.core.decide import NEW_MEMORY
+from ferrex.core.decide.store import NEW_MEMORY
 from ferrex.errors import FerrexError
 from ferrex.models import Embedder
 from ferrex.server.hub import Hub

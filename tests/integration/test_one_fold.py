@@ -135,7 +135,8 @@ def test_the_overlay_answers_what_the_read_model_answers(commands: list[list[Eve
 
 def test_the_pure_decisions_load_no_sqlite() -> None:
     """``ferrex.core`` decides over rows (``projections.rows``), never over the read model."""
-    probe = "import sys, ferrex.core.decide, ferrex.core.view; print('apsw' in sys.modules)"
+    families = "ferrex.core.decide.store, ferrex.core.decide.forget, ferrex.core.decide.consolidate"
+    probe = f"import sys, {families}, ferrex.core.view; print('apsw' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferrex.core.decide import (
+from ferrex.core.decide.consolidate import (
     SESSION_GAP_SECONDS,
     consolidation_groups,
     decide_consolidate,

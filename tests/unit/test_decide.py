@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from ferrex.core.decide import (
+from ferrex.core.decide.forget import (
     confirmable,
     decide_access,
     decide_eviction,
@@ -23,11 +23,9 @@ from ferrex.core.decide import (
     decide_forget,
     decide_mark,
     decide_settle,
-    decide_store,
     decide_validate,
-    episode_of,
-    looks_like_turn,
 )
+from ferrex.core.decide.store import decide_store, episode_of, looks_like_turn
 from ferrex.core.settings import StoreSettings
 from ferrex.core.view import EpisodeTail, Overlay
 from ferrex.errors import Refused, UsageError

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ferrex.config import load as load_config
-from ferrex.core.decide import decide_entity
+from ferrex.core.decide.entities import decide_entity
 from ferrex.core.settings import StoreSettings, build_abbreviations
 from ferrex.errors import Refused, UsageError
 from ferrex.rules.entities import Candidate, normalize_entity

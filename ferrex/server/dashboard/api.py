@@ -62,7 +62,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ferrex.core.decide import NEW_MEMORY
+from ferrex.core.decide.store import NEW_MEMORY
 from ferrex.errors import FerrexError, Internal, MethodNotAllowed, NotFound, Refused, UsageError
 from ferrex.rules.memory_input import REQUEST_KEY_PREFIX
 from ferrex.server.dashboard.edge import (

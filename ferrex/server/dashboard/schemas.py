@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from ferrex.core.decide import StoreStatus
+from ferrex.core.decide.store import StoreStatus
 
 REF = "#/components/schemas/"
 

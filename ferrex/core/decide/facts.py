@@ -1,0 +1,513 @@
+"""A store's fact: the relation it fills and what becomes of the facts already there (step
+3 of a store, :mod:`ferrex.core.decide.store`).
+
+The predicate is normalized (:mod:`ferrex.rules.predicates`),
+matched against the subject's known predicates (typos only). The subject's current
+single-valued facts under *other* predicates are weighed by :mod:`ferrex.rules.slots`
+(object kinds, head words, sibling predicates, the cosine of the two facts' phrases):
+a sure match is replaced like a fact of the same relation; a possible one is left
+standing and flagged (``facts.possible_conflict``, reason ``relation``), and the answer
+names it (``possible_conflict_with``) with the one line that settles it (``confirm``
+with ``supersedes`` or ``differs_from``: :func:`ferrex.core.decide.forget.decide_settle`).
+A plainly plural fact (:func:`ferrex.rules.slots.plural_fact`, or two objects each scoped
+to its own purpose) is stored as multi-valued; the answer names the values it was kept beside
+(``kept_beside``) and how to replace one instead, and one stored under a wording that
+does not read as plural (``maintained by`` beside ``maintainer``) is flagged.
+"The subject's" facts are those of every spelling of its entity the scope may use. The
+active single-valued facts of the same relation are compared by object
+(:mod:`ferrex.rules.dedup`; objects that agree, ``team Nova`` / ``Nova``, are the
+same): the same object again is a *duplicate* (the old fact is re-validated, nothing
+new stored), a different object *supersedes* it, an unclear one is refused as
+``conflict_ambiguous``.
+**Time is bitemporal** (:func:`starts_after`): a fact without ``valid_from`` began at
+some unknown moment at or before it was learned, and of two facts the one that began
+later is current. Two dated facts are ordered by their dates, whatever order they were
+learned in; between a dated and an undated one, or two undated ones, the one learned
+later is current unless a date proves otherwise (an older fact dated after the new,
+undated one was learned). The fact it replaces ends at the new one's ``valid_from`` when
+given, else when it was learned, so ``as_of`` in between answers the old value. A fact
+that began before an active one (a late report of history) is stored already ended by
+it, at that one's start, with status ``stored_as_history`` and a ``history_reason``, and
+ends nothing.
+Multi-valued facts (``multi_valued``) never conflict: they sit beside each other. A
+later single-valued store states the one current value: it replaces them (a different
+object) or confirms one (the same object), and its answer says which it replaced
+(``replaced_multi_valued``). Active facts of the same relation on a subject that is
+*possibly* the same, with an object that does not agree, or of a relation that may
+fill the same slot, are left standing and named in a ``facts.possible_conflict`` event
+(the answer's ``possible_conflict``). A fact replaced as its slot's new value is named
+in the answer (``replaced_note``) with how to keep both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import replace as replaced
+from datetime import datetime
+from typing import Any, Final
+
+from ferrex.errors import ConflictAmbiguous
+from ferrex.rules.dedup import classify_object_change
+from ferrex.rules.entities import normalize_entity, resolve_entity
+from ferrex.rules.lifecycle import expired
+from ferrex.rules.memory_input import ValidStore
+from ferrex.rules.predicates import match_known, normalize_predicate
+from ferrex.rules.short_forms import spelled_out
+from ferrex.rules.slots import (
+    SlotMatch,
+    content_words,
+    fact_phrase,
+    kinds_clash,
+    plural_fact,
+    slot_candidate,
+    slot_match,
+    value_fallback,
+    value_predicate,
+)
+from ferrex.rules.subjects import objects_agree, same_slot_words
+from ferrex.rules.visibility import in_scope
+from journal import FactsPossiblyConflicting, MemoryBody
+from projections.documents import subject_key
+from projections.rows import RELATION, Memory
+
+from ..settings import StoreSettings
+from ..view import View
+from .entities import Named, Subject, scoped_candidates
+from .shared import Measures, Who, body_of, cosines_with
+
+
+def _facts_of(view: View, who: Who, keys: Sequence[str]) -> list[Memory]:
+    found = {m.memory_id: m for key in keys for m in view.subject_facts(who.namespace, key)}
+    return [found[k] for k in sorted(found)]
+
+
+def normalized_predicate(
+    valid: ValidStore, view: View, who: Who, settings: StoreSettings, keys: Sequence[str] = ()
+) -> str:
+    """The fact's predicate in the form its relation is stored under: normalized, then a
+    typo of one of the subject's known predicates corrected to it."""
+    assert valid.subject is not None and valid.predicate is not None
+    normalized = normalize_predicate(valid.predicate, settings.synonyms_for(who.namespace))
+    known = sorted(
+        {
+            m.predicate_normalized
+            for m in _facts_of(view, who, keys or (subject_key(valid.subject),))
+            if m.predicate_normalized and who.sees(m)
+        }
+    )
+    if normalized in known:
+        return normalized
+    return match_known(normalized, known, settings.predicate_fuzzy) or normalized
+
+
+def _same_relation(view: View, who: Who, keys: Sequence[str], predicate: str) -> list[Memory]:
+    found = {
+        m.memory_id: m
+        for key in keys
+        for m in view.active_facts(who.namespace, key, predicate)
+        if m.object and who.sees(m)
+    }
+    return [found[k] for k in sorted(found)]
+
+
+def _other_relations(view: View, who: Who, keys: Sequence[str], predicate: str) -> list[Memory]:
+    """The subject's active single-valued facts the caller sees under other predicates."""
+    return [
+        m
+        for m in _facts_of(view, who, keys)
+        if m.t_invalid is None
+        and not m.multi_valued
+        and m.predicate_normalized
+        and m.predicate_normalized != predicate
+        and who.sees(m)
+    ]
+
+
+def _other_slots(
+    valid: ValidStore,
+    view: View,
+    who: Who,
+    keys: Sequence[str],
+    predicate: str,
+    measures: Measures,
+    now: datetime,
+) -> list[tuple[Memory, SlotMatch]]:
+    """The subject's current single-valued facts under other predicates that the new fact
+    may fill the slot of (:func:`ferrex.rules.slots.slot_match`: object kinds, head words,
+    the cosine of the two facts' phrases), each with how sure that is."""
+    assert valid.object is not None
+    return _slot_matches(valid.object, predicate, [
+        m for m in _other_relations(view, who, keys, predicate)
+        if m.object and not expired(m.expires_at, now.timestamp())
+    ], measures)  # fmt: skip
+
+
+def _slot_matches(
+    obj: str, predicate: str, others: Sequence[Memory], measures: Measures
+) -> list[tuple[Memory, SlotMatch]]:
+    """:func:`ferrex.rules.slots.slot_match` of a fact against each of ``others``; the phrase
+    cosines asked in one batch, only for the pairs the guards allow."""
+    allowed = [
+        m
+        for m in others
+        if m.object is not None
+        and slot_candidate(predicate, obj, str(m.predicate_normalized), m.object)
+    ]
+    if not allowed:
+        return []
+    mine = fact_phrase(predicate, obj)
+    theirs = [fact_phrase(str(m.predicate_normalized), str(m.object)) for m in allowed]
+    found: list[tuple[Memory, SlotMatch]] = []
+    scores = cosines_with(measures, mine, theirs)
+    for m, score in zip(allowed, scores, strict=True):
+        match = slot_match(predicate, obj, str(m.predicate_normalized), str(m.object), score)
+        if match is not None:
+            found.append((m, match))
+    best = None if found else value_fallback(predicate, scores)
+    if best is not None:
+        found.append((allowed[best], SlotMatch("possible", "the closest slot to a bare value",
+                                               scores[best])))  # fmt: skip
+    return found
+
+
+def _may_replace(who: Who, old: Memory) -> bool:
+    """Whether a fact found to fill the same slot is replaced, not flagged: only one the
+    store may change and that is not pinned (a pinned fact yields to ``supersedes`` only)."""
+    return who.may_change(old) and not old.pinned
+
+
+@dataclass(frozen=True)
+class FactPlan:
+    """What a fact's rules decided beside storing it: the facts it replaces, a newer fact
+    that ends it at once (back-dated history), and possible conflicts to flag."""
+
+    body: MemoryBody
+    superseded: tuple[str, ...] = ()
+    replaced_multi: tuple[str, ...] = ()
+    successor: Memory | None = None
+    possible: tuple[FactsPossiblyConflicting, ...] = ()
+
+
+def a_current_value(
+    valid: ValidStore,
+    view: View,
+    who: Who,
+    named: Named,
+    settings: StoreSettings,
+    rule: Callable[[str, str], bool],
+) -> bool:
+    """Whether ``rule(new object, current object)`` holds for a current value of the new
+    fact's relation: its subject's active facts under its predicate that the caller sees
+    (``slots.scoped_apart``: each value scoped to a purpose of its own;
+    ``slots.versions_of_one``: the same named thing at another version)."""
+    if valid.object is None or valid.predicate is None:
+        return False
+    keys = named.subject.keys
+    predicate = normalized_predicate(valid, view, who, settings, keys)
+    current = _same_relation(view, who, keys, predicate)
+    return any(rule(valid.object, str(m.object)) for m in current)
+
+
+def plural_beside(
+    valid: ValidStore,
+    view: View,
+    who: Who,
+    subject: Subject,
+    fact: FactPlan,
+    memory_id: str,
+    *,
+    flag: bool,
+) -> tuple[list[Memory], FactPlan]:
+    """The current values of a plainly plural relation a new value is kept beside (named in
+    the answer, so the agent can say it replaces one instead). One stored as a single value
+    under a wording that does not read as plural (``maintained by`` beside ``maintainer``)
+    is flagged too: the two wordings disagree on whether the relation holds many values."""
+    assert subject.entity is not None
+    predicate = str(fact.body.predicate_normalized)
+    beside = [m for m in _same_relation(view, who, subject.keys, predicate)
+              if m.memory_id != memory_id and m.object != valid.object]  # fmt: skip
+    single = [m for m in beside if not m.multi_valued
+              and not plural_fact(str(m.subject), str(m.predicate), str(m.object))]  # fmt: skip
+    if not single or not flag:
+        return beside, fact
+    entity_id = subject.entity.entity_id
+    flagged = FactsPossiblyConflicting(
+        memory_id=memory_id, namespace=who.namespace,
+        others=tuple(m.memory_id for m in single), entity_id=entity_id,
+        other_entity_id=entity_id, reason=RELATION, score=1.0,
+    )  # fmt: skip
+    return beside, replaced(fact, possible=(*fact.possible, flagged))
+
+
+def plan_fact(
+    valid: ValidStore,
+    view: View,
+    who: Who,
+    subject: Subject,
+    measures: Measures,
+    settings: StoreSettings,
+    *,
+    now: datetime,
+    memory_id: str,
+    multi_valued: bool,
+    crossing: Memory | None,
+) -> FactPlan | Memory:
+    """A fact's relation: its predicate normalized, then (unless it supersedes explicitly
+    or is multi-valued) the active facts of the same relation it repeats (that fact is
+    returned) or replaces, and the possible conflicts on subjects possibly the same."""
+    predicate = normalized_predicate(valid, view, who, settings, subject.keys)
+    body = replace_body(body_of(valid), predicate_normalized=predicate)
+    if valid.supersedes is not None or multi_valued:
+        return FactPlan(body)
+    # An expired fact is gone the moment it expires: it neither repeats nor conflicts (the
+    # sweep forgets it soon after).
+    actives = [
+        m
+        for m in _same_relation(view, who, subject.keys, predicate)
+        if not expired(m.expires_at, now.timestamp())
+        and (crossing is None or m.memory_id != crossing.memory_id)
+    ]
+    agree = _agree(view, who)
+    outcome = _fact_conflicts(valid, actives, measures, settings, agree)
+    if isinstance(outcome, Memory):
+        return outcome
+    # Facts under other predicates that may fill this slot: the sure ones are replaced like
+    # the same relation's, the others flagged below (never left as two silent answers).
+    slots = _other_slots(valid, view, who, subject.keys, predicate, measures, now)
+    # Two slots that each look sure are one too many: which one it fills is the agent's call.
+    sure = [m for m, found in slots if found.outcome == "same" and _may_replace(who, m)]
+    sure = sure if len([f for _, f in slots if f.outcome == "same"]) == 1 else []
+    outcome = [*outcome, *sure]
+    # A back-dated fact older than an active one is history, not the new truth: it is stored
+    # already ended, where the newer fact began. Only by a fact all its readers see: ended by
+    # one some cannot see, it would show them a trace of it. A later fact they cannot see is
+    # left standing.
+    later = [m for m in outcome if starts_after(m, valid.t_valid, now)]
+    successor = min((m for m in later if who.all_readers_see(m)),
+                    key=lambda m: (m.t_valid, m.memory_id), default=None)  # fmt: skip
+    taken = {m.memory_id for m in later}
+    # A fact stored as history ends nothing: a fact still standing beside its successor is
+    # not for a report of the past to hide.
+    replaced = [] if successor is not None else [m for m in outcome if m.memory_id not in taken]
+    _refuse_replacing_pinned(valid, replaced)
+    # A private fact leaves shared ones standing (the agent then sees both, flagged as a
+    # contradiction): what it keeps to itself changes nothing others see.
+    superseded = tuple(m.memory_id for m in replaced if who.may_change(m))
+    possible = _possible_conflicts(valid, view, who, subject, predicate, memory_id, now,
+                                   measures, settings)  # fmt: skip
+    assert valid.object is not None
+    maybe = [(m, f) for m, f in slots if m not in sure and not agree(valid.object, str(m.object))]
+    if maybe and subject.entity is not None:
+        entity_id = subject.entity.entity_id
+        possible.append(FactsPossiblyConflicting(
+            memory_id=memory_id, namespace=who.namespace,
+            others=tuple(m.memory_id for m, _ in maybe), entity_id=entity_id,
+            other_entity_id=entity_id, reason=RELATION,
+            score=round(max(f.score for _, f in maybe), 6),
+        ))  # fmt: skip
+    return FactPlan(
+        body,
+        superseded=superseded,
+        replaced_multi=tuple(m.memory_id for m in outcome
+                             if m.multi_valued and m.memory_id in superseded),
+        successor=successor,
+        possible=tuple(possible),
+    )  # fmt: skip
+
+
+def replace_body(body: MemoryBody, **changes: Any) -> MemoryBody:
+    fields = {name: getattr(body, name) for name in body.__struct_fields__}
+    return MemoryBody(**{**fields, **changes})
+
+
+def starts_after(old: Memory, start: datetime | None, now: datetime) -> bool:
+    """Whether the fact ``old`` is current over a new fact of its relation learned ``now``
+    with ``start`` (its ``valid_from``; None: not given). Time is bitemporal: a fact without
+    a given start began at some unknown moment at or before it was learned. Of two facts,
+    the one that began later is current; the learned order decides when the starts cannot
+    be ordered. So ``old`` stays current only when its start was given and is after the new
+    one's start, or, the new one undated, after ``now``, the latest its unknown start can
+    be: two dated facts by their dates whatever order they were learned in, an undated old
+    fact never (its start may be any time before it was learned, so no date proves the new
+    one began before it), and an undated new fact only when ``old`` is dated after now."""
+    return old.valid_from_given and old.t_valid > (start or now).timestamp()
+
+
+def _fact_conflicts(
+    valid: ValidStore,
+    actives: Sequence[Memory],
+    measures: Measures,
+    settings: StoreSettings,
+    agree: Callable[[str, str], bool] | None = None,
+) -> Memory | list[Memory]:
+    """The existing same fact (a duplicate), or the active facts the new one replaces.
+
+    Objects that ``agree`` (one entity, or the same words: ``team Nova`` and ``Nova``) are
+    the same fact. Raises ``conflict_ambiguous`` when an object is neither clearly the same
+    nor clearly different."""
+    assert valid.object is not None
+    replaced: list[Memory] = []
+    for old in actives:
+        assert old.object is not None
+        if agree is not None and agree(valid.object, old.object):
+            return old
+        (similarity,) = cosines_with(measures, valid.object, [old.object])
+        change = classify_object_change(
+            valid.object,
+            old.object,
+            similarity,
+            duplicate=settings.conflict_duplicate,
+            different=settings.conflict_different,
+        )
+        if change == "duplicate":
+            return old
+        if change == "ambiguous":
+            raise ConflictAmbiguous(
+                f"{valid.subject} {valid.predicate} {valid.object!r} may or may not replace "
+                f"{old.memory_id} ({old.subject} {old.predicate} {old.object!r}); "
+                f"object similarity {similarity:.2f}",
+                hint=f"pass supersedes={old.memory_id} to replace it, or store it as a "
+                "multi-valued fact to keep both",
+                details={"ids": [old.memory_id], "similarity": round(similarity, 4)},
+            )
+        replaced.append(old)
+    return replaced
+
+
+def _refuse_replacing_pinned(valid: ValidStore, replaced: Sequence[Memory]) -> None:
+    """A pinned fact yields to an explicit supersede only: a new object for its relation is
+    refused (naming it) rather than replacing it silently."""
+    pinned = sorted((m for m in replaced if m.pinned), key=lambda m: m.memory_id)
+    if not pinned:
+        return
+    old = pinned[0]
+    raise ConflictAmbiguous(
+        f"{valid.subject} {valid.predicate} {valid.object!r} would replace the pinned fact "
+        f"{old.memory_id} ({old.subject} {old.predicate} {old.object!r})",
+        hint=f"pass supersedes={old.memory_id} to replace it, or multi_valued=true to keep both",
+        details={"ids": [m.memory_id for m in pinned], "pinned": True},
+    )
+
+
+def _agree(view: View, who: Who) -> Callable[[str, str], bool]:
+    """Whether two objects name one thing: the same words (``team Nova`` / ``Nova``), or
+    one known entity by the entity rules (no embedding)."""
+    candidates = scoped_candidates(view, who)
+
+    def agree(a: str, b: str) -> bool:
+        if objects_agree(a, b):
+            return True
+        left = resolve_entity(a, candidates).entity_id
+        return left is not None and left == resolve_entity(b, candidates).entity_id
+
+    return agree
+
+
+def _possible_conflicts(
+    valid: ValidStore,
+    view: View,
+    who: Who,
+    subject: Subject,
+    predicate: str,
+    memory_id: str,
+    now: datetime,
+    measures: Measures,
+    settings: StoreSettings,
+) -> list[FactsPossiblyConflicting]:
+    """For each entity the subject is possibly the same as: its active single-valued facts
+    of the same relation, or of one that may fill the same slot (:func:`_slot_matches`, or
+    a word moved between subject and predicate), whose object disagrees; for each entity
+    that only shares a word with it (:attr:`ferrex.rules.subjects.SubjectResolution.
+    related`), those that name the same slot in other words (:func:`ferrex.rules.subjects.
+    same_slot_words`). Nothing is superseded; both are flagged."""
+    assert valid.object is not None and valid.subject is not None
+    if subject.entity is None:
+        return []
+    agree = _agree(view, who)
+    obj = valid.object
+    abbreviations = settings.abbreviations_for(who.namespace)
+    mine = _slot_words(valid.subject, predicate, abbreviations)
+
+    # The spellings of every entity weighed, in one pass over the namespace's spellings.
+    weighed = {p.entity_id for p in subject.possible} | set(subject.related)
+    spelt: dict[str, set[str]] = {}
+    if weighed:
+        scope = who.scope
+        for s in view.spellings(who.namespace):
+            if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id, s.viewers):
+                spelt.setdefault(s.entity_id, set()).add(s.normalized)
+
+    def current_of(entity_id: str) -> list[Memory]:
+        keys = sorted(spelt.get(entity_id, ()))
+        return [
+            m
+            for m in _facts_of(view, who, keys)
+            if m.t_invalid is None
+            and who.sees(m)
+            and not m.multi_valued
+            and not expired(m.expires_at, now.timestamp())
+            and m.object is not None
+            and m.predicate_normalized
+            and not agree(obj, m.object)
+        ]
+
+    def moved(m: Memory) -> bool:
+        """A word moved between subject and predicate (:func:`same_slot_words`)."""
+        theirs = _slot_words(str(m.subject), str(m.predicate_normalized), abbreviations)
+        return not kinds_clash(obj, str(m.object)) and same_slot_words(*mine, *theirs)
+
+    out: list[FactsPossiblyConflicting] = []
+    for possible in subject.possible:
+        current = current_of(possible.entity_id)
+        same = [m for m in current if m.predicate_normalized == predicate]
+        slots = _slot_matches(valid.object, predicate, [m for m in current if m not in same],
+                              measures)  # fmt: skip
+        matched = {m.memory_id for m, _ in slots}
+        matched |= {m.memory_id for m in current if m not in same and moved(m)}
+        # Two flags: one of the same relation (gone once the subjects are one entity, a
+        # contradiction proper then) and one of relations possibly the same (kept).
+        for others, reason in (([m.memory_id for m in same], possible.reason),
+                               (sorted(matched), RELATION)):  # fmt: skip
+            if others:
+                out.append(
+                    FactsPossiblyConflicting(
+                        memory_id=memory_id,
+                        namespace=who.namespace,
+                        others=tuple(sorted(others)),
+                        entity_id=subject.entity.entity_id,
+                        other_entity_id=possible.entity_id,
+                        reason=reason,
+                        score=possible.score,
+                    )
+                )
+    # Entities that only share a word with the subject: flagged where a fact of theirs
+    # names the same slot in other words (a word moved between subject and predicate).
+    for entity_id in subject.related:
+        others = sorted(m.memory_id for m in current_of(entity_id) if moved(m))
+        if others:
+            out.append(
+                FactsPossiblyConflicting(
+                    memory_id=memory_id, namespace=who.namespace, others=tuple(others),
+                    entity_id=subject.entity.entity_id, other_entity_id=entity_id,
+                    reason=SLOT_WORDS, score=1.0,
+                )
+            )  # fmt: skip
+    return out
+
+
+#: The reason of a possible conflict found by :func:`ferrex.rules.subjects.same_slot_words`
+#: between subjects that only share a word.
+SLOT_WORDS: Final = "slot words"
+
+
+def _slot_words(
+    subject: str, predicate: str, abbreviations: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """A fact's subject spelled out and its predicate's content words (none for a
+    predicate that only states a value), as :func:`ferrex.rules.subjects.same_slot_words`
+    compares them."""
+    words = spelled_out(normalize_entity(subject), abbreviations)
+    if value_predicate(predicate):
+        return words, []
+    return words, [w for part in content_words(predicate) for w in spelled_out(part, abbreviations)]

@@ -1,0 +1,373 @@
+"""The decisions over memories that exist: forget (:func:`decide_forget`, dropping the
+entities no memory names any more), confirm (:func:`decide_validate`; a possible conflict
+settled, :func:`decide_settle`), the lifecycle marks (:func:`decide_mark`), expiry
+(:func:`decide_expiry`), recall hits journaled (:func:`decide_access`) and eviction under a
+budget (:func:`decide_eviction`). Ids the caller cannot see, or that expired, are not
+found, exactly like ids that do not exist."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ferrex.errors import UsageError
+from ferrex.rules.assess import assess, eviction_candidate, text_bytes
+from ferrex.rules.eviction import eviction_plan
+from ferrex.rules.freshness import StalenessParams
+from ferrex.rules.lifecycle import check_importance, check_pinned, expired
+from ferrex.rules.visibility import Mention, after_forget, sees
+from ferrex.times import rfc3339
+from journal import (
+    Access,
+    Event,
+    FactsDiffer,
+    KeptEntity,
+    MemoriesAccessed,
+    MemoriesForgotten,
+    MemoriesValidated,
+    MemoryMarked,
+    MemorySuperseded,
+)
+from journal.events import ValidationSource
+from projections.rows import Memory
+
+from ..view import View
+from . import Decision
+from .shared import Who, answer_doc, checked_ids, supersedable
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    forgotten: tuple[str, ...]
+    not_found: tuple[str, ...]
+    dropped_entities: tuple[str, ...]
+    position: int | None
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return answer_doc(self)
+
+
+@dataclass(frozen=True)
+class ValidateResult:
+    validated: tuple[str, ...]
+    not_found: tuple[str, ...]
+    position: int | None
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return answer_doc(self)
+
+
+@dataclass(frozen=True)
+class MarkResult:
+    marked: tuple[str, ...]
+    not_found: tuple[str, ...]
+    position: int | None
+    warnings: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return answer_doc(self)
+
+
+def confirmable(asked: Sequence[str], shown: Iterable[str]) -> list[str]:
+    """The ids a recall's caller confirms as correct (``validate_ids``), which must all be
+    ids that recall showed it: a usage error naming the others, and nothing validated."""
+    returned = set(shown)
+    foreign = [i for i in asked if i not in returned]
+    if foreign:
+        raise UsageError(
+            f"validate_ids must be ids this recall returned; not returned: "
+            f"{', '.join(foreign[:5])}",
+            hint="confirm only memories you were shown; recall them first",
+        )
+    return list(asked)
+
+
+def decide_forget(
+    ids: Sequence[str], view: View, *, cascade: bool = False, caller: str | None = None
+) -> Decision[ForgetResult]:
+    """Forget the memories ``caller`` may see among ``ids``; the others are not found.
+
+    ``cascade``: also drop the entities the forgotten memories named, per viewer
+    (:func:`ferrex.rules.visibility.after_forget`): gone for everyone when no remaining
+    memory names them, kept only for the agents whose private memories still do when no
+    memory everyone sees names them any more. The answer's ``dropped_entities`` are those
+    gone for ``caller``, so it is the same whether or not others' private memories exist."""
+    wanted_ids = checked_ids(ids)
+    found = [m for m in (view.memory(i) for i in wanted_ids) if m is not None]
+    found = [m for m in found if sees(caller, m.agent_id, m.visibility)]
+    found_ids = {m.memory_id for m in found}
+    not_found = tuple(i for i in wanted_ids if i not in found_ids)
+    if not found:
+        return Decision((), ForgetResult((), not_found, (), None))
+    by_namespace: dict[str, list[Memory]] = {}
+    for memory in sorted(found, key=lambda m: m.memory_id):
+        by_namespace.setdefault(memory.namespace, []).append(memory)
+    events: list[Event] = []
+    all_dropped: list[str] = []
+    for namespace, memories in sorted(by_namespace.items()):
+        dropped: list[str] = []
+        kept: list[KeptEntity] = []
+        if cascade:
+            seen_by = {s.entity_id: s.viewers for s in view.spellings(namespace)}
+            for entity_id in sorted({e for m in memories for e in m.entity_ids}):
+                if entity_id not in seen_by:
+                    continue  # dropped already
+                fate = after_forget(
+                    seen_by[entity_id],
+                    [(m.agent_id, m.visibility) for m in memories if entity_id in m.entity_ids],
+                    _mentions(view, entity_id, found_ids),
+                )
+                if fate.dropped:
+                    dropped.append(entity_id)
+                elif fate.kept_for is not None:
+                    kept.append(KeptEntity(entity_id, fate.kept_for))
+        all_dropped += dropped
+        all_dropped += [
+            k.entity_id for k in kept if caller is not None and caller not in k.agent_ids
+        ]
+        events.append(
+            MemoriesForgotten(
+                memory_ids=tuple(m.memory_id for m in memories),
+                namespace=namespace,
+                reason="request",
+                dropped_entity_ids=tuple(dropped),
+                kept_entities=tuple(kept),
+            )
+        )
+    order = tuple(i for i in wanted_ids if i in found_ids)
+    return Decision(tuple(events), ForgetResult(order, not_found, tuple(all_dropped), None))
+
+
+def _mentions(view: View, entity_id: str, leaving: set[str]) -> list[Mention]:
+    """The memories still naming ``entity_id`` once ``leaving`` are gone, as visibility
+    sees them."""
+    found = (view.memory(i) for i in view.linked(entity_id) if i not in leaving)
+    return [(m.agent_id, m.visibility) for m in found if m is not None]
+
+
+def decide_validate(
+    ids: Sequence[str],
+    view: View,
+    *,
+    now: datetime,
+    source: ValidationSource = "agent",
+    caller: str | None = None,
+) -> Decision[ValidateResult]:
+    """Mark the memories ``caller`` may see among ``ids`` as confirmed correct ``now``."""
+    wanted_ids = checked_ids(ids)
+    at = now.timestamp()
+    found = {
+        m.memory_id
+        for m in (view.memory(i) for i in wanted_ids)
+        if m is not None
+        and sees(caller, m.agent_id, m.visibility)
+        and not expired(m.expires_at, at)  # gone the moment it expired
+    }
+    ok = tuple(i for i in wanted_ids if i in found)
+    missing = tuple(i for i in wanted_ids if i not in found)
+    if not ok:
+        return Decision((), ValidateResult((), missing, None))
+    events = (MemoriesValidated(memory_ids=ok, at=now, source=source),)
+    return Decision(events, ValidateResult(ok, missing, None))
+
+
+@dataclass(frozen=True)
+class SettleResult:
+    """How flagged facts were settled by a confirm: pairs said to both hold (``differ``),
+    facts ended by the confirmed one (``superseded``), and ids not found."""
+
+    differ: tuple[tuple[str, str], ...]
+    superseded: tuple[str, ...]
+    not_found: tuple[str, ...]
+
+
+def decide_settle(
+    ids: Sequence[str],
+    view: View,
+    *,
+    now: datetime,
+    differs_from: Sequence[str] = (),
+    supersedes: str | None = None,
+    caller: str | None = None,
+) -> Decision[SettleResult]:
+    """An agent settles a possible conflict from the fact it confirms: ``differs_from``
+    (each of ``ids`` and each of those both hold: ``facts.differ``, the flag goes) or
+    ``supersedes`` (the one confirmed fact replaces it: ``memory.superseded``, as an
+    explicit supersede). Ids the caller cannot see, or that expired, are not found, exactly
+    like ids that do not exist; a pair across namespaces is a usage error."""
+    wanted = checked_ids(ids)
+    others = checked_ids(differs_from) if differs_from else []
+    at = now.timestamp()
+
+    def visible(memory_id: str) -> Memory | None:
+        m = view.memory(memory_id)
+        ok = m is not None and sees(caller, m.agent_id, m.visibility)
+        return m if ok and m is not None and not expired(m.expires_at, at) else None
+
+    found = {i: m for i in dict.fromkeys([*wanted, *others]) if (m := visible(i)) is not None}
+    missing = tuple(i for i in dict.fromkeys([*wanted, *others]) if i not in found)
+    events: list[Event] = []
+    pairs: list[tuple[str, str]] = []
+    for memory_id in (i for i in wanted if i in found):
+        for other in (o for o in others if o in found and o != memory_id):
+            if found[memory_id].namespace != found[other].namespace:
+                raise UsageError(
+                    f"{memory_id} and {other} are in different namespaces",
+                    hint="facts of different namespaces are never flagged against each other",
+                )
+            pairs.append((memory_id, other))
+            events.append(FactsDiffer(memory_id=memory_id, other_id=other,
+                                      namespace=found[memory_id].namespace,
+                                      agent_id=caller))  # fmt: skip
+    ended: tuple[str, ...] = ()
+    if supersedes is not None:
+        if len(wanted) != 1 or wanted[0] not in found:
+            raise UsageError(
+                "supersedes takes exactly one confirmed fact: the one that replaces it",
+                hint="confirm ids=[NEW] supersedes=OLD",
+            )
+        new = found[wanted[0]]
+        who = Who(new.namespace, caller, "private" if new.visibility == "private" else "shared")
+        old = supersedable(supersedes, new.namespace, view, who, now)
+        t_invalid = datetime.fromtimestamp(max(new.t_valid, old.t_valid), UTC)
+        events.append(MemorySuperseded(memory_id=old.memory_id, namespace=new.namespace,
+                                       t_invalid=t_invalid, superseded_by=new.memory_id,
+                                       reason="explicit"))  # fmt: skip
+        ended = (old.memory_id,)
+    return Decision(tuple(events), SettleResult(tuple(pairs), ended, missing))
+
+
+def decide_mark(
+    ids: Sequence[str],
+    view: View,
+    *,
+    now: datetime,
+    importance: object = None,
+    pinned: object = None,
+    caller: str | None = None,
+) -> Decision[MarkResult]:
+    """Set the lifecycle marks of the memories ``caller`` may see among ``ids`` (None: that
+    mark unchanged). Pinning a memory that expires keeps it: its expiry is cleared. A memory
+    that has expired counts as not found, like one already swept."""
+    wanted_ids = checked_ids(ids)
+    if importance is None and pinned is None:
+        raise UsageError("say what to mark: importance, pinned or both")
+    level = None if importance is None else check_importance(importance)
+    pin = None if pinned is None else check_pinned(pinned)
+    at = now.timestamp()
+    found = [
+        m
+        for m in (view.memory(i) for i in wanted_ids)
+        if m is not None
+        and sees(caller, m.agent_id, m.visibility)
+        and not expired(m.expires_at, at)
+    ]
+    found_ids = {m.memory_id for m in found}
+    missing = tuple(i for i in wanted_ids if i not in found_ids)
+    events: list[Event] = []
+    for m in found:
+        new_pin = m.pinned if pin is None else pin
+        new_level = m.importance if level is None else level
+        expires = (
+            None if new_pin or m.expires_at is None else datetime.fromtimestamp(m.expires_at, UTC)
+        )
+        if (new_pin, new_level, expires is None) == (m.pinned, m.importance, m.expires_at is None):
+            continue  # nothing changes: nothing to journal
+        events.append(
+            MemoryMarked(
+                memory_id=m.memory_id,
+                namespace=m.namespace,
+                importance=new_level,
+                pinned=new_pin,
+                expires_at=expires,
+            )
+        )
+    marked = tuple(i for i in wanted_ids if i in found_ids)
+    return Decision(tuple(events), MarkResult(marked, missing, None))
+
+
+def decide_expiry(memories: Sequence[Memory], *, now: datetime) -> Decision[ForgetResult]:
+    """Forget (reason ``expired``) the memories among ``memories`` whose ``expires_at`` has
+    passed at ``now``; each forget's ``details`` say when it expired. The caller passes the
+    memories that have an expiry (``ReadModel.expiring``); the time is the sweep's, and the
+    events carry it, so a replay repeats the outcome without a clock."""
+    at = now.timestamp()
+    due = sorted(
+        (m for m in memories if not m.pinned and expired(m.expires_at, at)),
+        key=lambda m: m.memory_id,
+    )
+    if not due:
+        return Decision((), ForgetResult((), (), (), None))
+    events: list[Event] = []
+    for namespace in sorted({m.namespace for m in due}):
+        group = [m for m in due if m.namespace == namespace]
+        events.append(
+            MemoriesForgotten(
+                memory_ids=tuple(m.memory_id for m in group),
+                namespace=namespace,
+                reason="expired",
+                details=tuple(f"expired at {rfc3339(m.expires_at)}" for m in group),
+            )
+        )
+    return Decision(tuple(events), ForgetResult(tuple(m.memory_id for m in due), (), (), None))
+
+
+def decide_access(
+    pending: Mapping[str, tuple[int, datetime]], view: View
+) -> Decision[tuple[str, ...]]:
+    """Journal recall hits of memories that still exist (one forgotten since its recall is
+    dropped); the answer is the ids journaled."""
+    accesses = tuple(
+        Access(memory_id, last, count)
+        for memory_id, (count, last) in sorted(pending.items())
+        if view.memory(memory_id) is not None
+    )
+    if not accesses:
+        return Decision((), ())
+    return Decision((MemoriesAccessed(accesses=accesses),), tuple(a.memory_id for a in accesses))
+
+
+def decide_eviction(
+    memories: Sequence[Memory],
+    *,
+    budget: int,
+    now: datetime,
+    staleness: Callable[[str], StalenessParams],
+) -> Decision[ForgetResult]:
+    """Forget (reason ``eviction``) what ``budget`` bytes of memory text cannot hold, in the
+    priority of :mod:`ferrex.rules.eviction`; active facts and procedures are never evicted.
+    ``staleness(namespace)`` is the configured staleness, as recall and reflect use it."""
+    sizes = {m.memory_id: text_bytes(m) for m in memories}
+    over = sum(sizes.values()) - budget
+    empty: Decision[ForgetResult] = Decision((), ForgetResult((), (), (), None))
+    if over <= 0:
+        return empty
+    at = now.timestamp()
+    by_namespace: dict[str, list[Memory]] = {}
+    for memory in memories:
+        by_namespace.setdefault(memory.namespace, []).append(memory)
+    candidates = [
+        eviction_candidate(a, sizes[a.memory.memory_id])
+        for namespace, group in sorted(by_namespace.items())
+        for a in assess(group, at, staleness(namespace))
+    ]
+    plan = eviction_plan(candidates, over, at)
+    if not plan:
+        return empty
+    by_id = {m.memory_id: m for m in memories}
+    events: list[Event] = []
+    for namespace in sorted({by_id[mid].namespace for mid, _ in plan}):
+        chosen = [(mid, why) for mid, why in plan if by_id[mid].namespace == namespace]
+        events.append(
+            MemoriesForgotten(
+                memory_ids=tuple(mid for mid, _ in chosen),
+                namespace=namespace,
+                reason="eviction",
+                details=tuple(why for _, why in chosen),
+            )
+        )
+    return Decision(tuple(events), ForgetResult(tuple(mid for mid, _ in plan), (), (), None))
