@@ -13,7 +13,7 @@ each has one meaning in all three. The others are read-model rules alone, writte
 - *the oldest clock* (:data:`CLOCK`): the earliest of the times a memory's staleness counts
   from, as the ``memories_clock`` index keys it;
 - *foldable* (:data:`FOLDABLE`): the episodic memories consolidation may fold. It is not
-  ``ferrex.core.decide.foldable`` word for word: the SQL also leaves out summaries (a
+  ``ferrex.core.decide.consolidate.foldable`` word for word: the SQL also leaves out summaries (a
   memory that folds others) and keeps a memory whose text is empty but not NULL, where the
   Python rule asks for non-empty text and cannot see the folds.
 """
@@ -92,4 +92,4 @@ FOLDABLE: Final = (
     "AND content IS NOT NULL AND memory_id NOT IN (SELECT summary_id FROM folds)"
 )
 """The episodic memories consolidation may fold, learned at any time (see the module's note
-on how it differs from ``ferrex.core.decide.foldable``)."""
+on how it differs from ``ferrex.core.decide.consolidate.foldable``)."""
