@@ -59,9 +59,10 @@ if TYPE_CHECKING:
     from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult
     from ferrex.write.writer import Writer
     from projections.indexing import ApartBuild
+    from projections.readmodel.projector import Rules
     from projections.replay import Progress, Projections
     from projections.sidecar import Sidecar
-    from projections.sqlite import ReadModel, Rules
+    from projections.sqlite import ReadModel
     from projections.vector_sink import Encoders
 
 REPLAY_NEEDED = "replay-needed"
@@ -75,7 +76,7 @@ log = logging.getLogger("ferrex")
 @contextmanager
 def translated() -> Iterator[None]:
     """Third-party and lower-layer errors become ferrex errors once, here."""
-    from projections.sqlite import ReadModelError, ReadModelFull
+    from projections.readmodel.store import ReadModelError, ReadModelFull
 
     try:
         yield
@@ -111,7 +112,7 @@ def build_rules(config: Config) -> Rules:
     from ferrex.core.settings import build_synonyms
     from ferrex.rules.predicates import normalize_predicate
     from ferrex.rules.subjects import object_form
-    from projections.sqlite import Rules
+    from projections.readmodel.projector import Rules
 
     base, namespaces = build_synonyms(config)
     identity = hashlib.sha256(

@@ -47,7 +47,10 @@ from journal import Journal, JournalBackend, MemoryStored, Record
 from journal.files import replace_durably
 from projections.documents import memory_text
 from projections.gate import Gate
-from projections.sqlite import NO_RULES, SCHEMA_VERSION, ReadModel, ReadModelError, Rules
+from projections.readmodel.projector import NO_RULES, Rules
+from projections.readmodel.schema import SCHEMA_VERSION
+from projections.readmodel.store import ReadModelError
+from projections.sqlite import ReadModel
 from projections.vector_sink import Collections, Encoders, VectorSink
 from projections.vectors import SparseVector, VectorBackend, VectorStoreError
 

@@ -2,7 +2,7 @@
 
 Pure values (no apsw, no qdrant), so the write side's pure decisions (``ferrex.core``) and
 the one fold of events (:mod:`projections.fold`) can use them without loading SQLite.
-:mod:`projections.sqlite` fills them from its tables.
+:mod:`projections.readmodel` fills them from its tables.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, assert_never
+from typing import Any, Final, Protocol, assert_never
 
 DENSE = "dense"
 """Name of the dense vector in every collection."""
@@ -148,6 +148,19 @@ class Either:
 Clause = AnyOf | Range | Unset | Either
 
 
+CURRENT: Final = Unset("t_invalid")
+"""The rule *current*: not superseded nor invalidated (``t_invalid`` unset)."""
+
+
+def visible(agent_id: str) -> Clause:
+    """The rule *visible* (``ferrex.rules.visibility.sees``) for an agent that is not the
+    operator (who sees everything, and needs no clause): shared, of no agent, or its own.
+    ``projections.readmodel.predicates`` renders the same spec to SQL."""
+    return Either(
+        (AnyOf("visibility", ("shared",)), Unset("agent_id"), AnyOf("agent_id", (agent_id,)))
+    )
+
+
 def filter_clauses(flt: VectorFilter) -> list[Clause]:
     """The conditions, all of which a point must meet to pass ``flt``.
 
@@ -169,17 +182,9 @@ def filter_clauses(flt: VectorFilter) -> list[Clause]:
         clauses.append(Range("t_valid", lte=flt.valid_at))
         clauses.append(Either((Unset("t_invalid"), Range("t_invalid", gt=flt.valid_at))))
     if flt.only_valid:
-        clauses.append(Unset("t_invalid"))
+        clauses.append(CURRENT)
     if flt.agent_id is not None:
-        clauses.append(
-            Either(
-                (
-                    AnyOf("visibility", ("shared",)),
-                    Unset("agent_id"),
-                    AnyOf("agent_id", (flt.agent_id,)),
-                )
-            )
-        )
+        clauses.append(visible(flt.agent_id))
     return clauses
 
 

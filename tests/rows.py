@@ -7,7 +7,8 @@ from typing import Any
 
 from ferrex.app import App
 from ferrex.config import load
-from projections.sqlite import TABLES, ReadModel
+from projections.readmodel.schema import TABLES
+from projections.sqlite import ReadModel
 
 NOT_RESTORED: dict[str, tuple[str, ...]] = {
     "memories": ("position",),

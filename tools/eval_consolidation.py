@@ -47,7 +47,7 @@ from ferrex.config import load
 from ferrex.core.decide.consolidate import Folding
 from ferrex.read.recall import Reader, RecallRequest
 from ferrex.rules.consolidation import sentences
-from projections.sqlite import Memory
+from projections.rows import Memory
 from tools import harness
 from tools.eval_retrieval import (
     DATA,

@@ -60,7 +60,7 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ("decision (with the nearest query)", "write/pipeline.py", "_decide"),
     ("journal append (with the fsync)", "journal/log.py", "append_batch"),
     ("catching up, before and after (projections, flush)", "projections/replay.py", "catch_up"),
-    ("SQLite projection", "projections/sqlite.py", "apply"),
+    ("SQLite projection", "projections/readmodel/projector.py", "apply"),
     ("Qdrant projection (points, payloads)", "projections/vector_sink.py", "apply"),
     ("in all", "write/writer.py", "store"),
 )

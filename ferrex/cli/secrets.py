@@ -23,7 +23,7 @@ from ferrex.cli.render import echo_table
 from ferrex.rules.memory_input import ValidStore, secrets_in
 from ferrex.rules.secrets import redact
 from journal.events import MemoryType, Visibility
-from projections.sqlite import Memory
+from projections.rows import Memory
 
 PURGE = (
     "to remove one for good: `ferrex forget ID`, then `ferrex journal compact` (the journal "

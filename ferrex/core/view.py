@@ -88,7 +88,7 @@ class ReadModelView:
 
     def active_facts(self, namespace: str, key: str, predicate: str) -> list[Memory]:
         def ask() -> list[Memory]:
-            return self._rm.active_facts(namespace, key, predicate)
+            return self._rm.decisions.active_facts(namespace, key, predicate)
 
         return list(self._once(("active", namespace, key, predicate), ask))
 
@@ -100,13 +100,16 @@ class ReadModelView:
     def procedures(self, namespace: str, name: str) -> list[Memory]:
         return list(
             self._once(
-                ("procedures", namespace, name), lambda: self._rm.procedures(namespace, name)
+                ("procedures", namespace, name),
+                lambda: self._rm.decisions.procedures(namespace, name),
             )
         )
 
     def imported(self, namespace: str, key: str) -> list[Memory]:
         return list(
-            self._once(("imported", namespace, key), lambda: self._rm.imported(namespace, key))
+            self._once(
+                ("imported", namespace, key), lambda: self._rm.decisions.imported(namespace, key)
+            )
         )
 
     def spellings(self, namespace: str) -> list[Spelling]:
@@ -118,18 +121,22 @@ class ReadModelView:
         )
 
     def entities_differ(self, a: str, b: str) -> bool:
-        return bool(self._once(("differ", *sorted((a, b))), lambda: self._rm.entities_differ(a, b)))
+        return bool(
+            self._once(
+                ("differ", *sorted((a, b))), lambda: self._rm.decisions.entities_differ(a, b)
+            )
+        )
 
     def facts_differ(self, a: str, b: str) -> bool:
         key = ("facts differ", *sorted((a, b)))
-        return bool(self._once(key, lambda: self._rm.facts_differ(a, b)))
+        return bool(self._once(key, lambda: self._rm.decisions.facts_differ(a, b)))
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
     ) -> EpisodeTail | None:
         m: Memory | None = self._once(
             ("tail", namespace, agent_id, visibility),
-            lambda: self._rm.episode_tail(namespace, agent_id, visibility),
+            lambda: self._rm.decisions.episode_tail(namespace, agent_id, visibility),
         )
         if m is None or m.episode is None:
             return None

@@ -113,7 +113,8 @@ from journal.events import (
     Visibility,
 )
 from journal.events import AliasMatch as AliasMatchKind
-from projections.sqlite import AliasMatch, Entity, Memory, ReadModel
+from projections.rows import AliasMatch, Entity, Memory
+from projections.sqlite import ReadModel
 
 FIELDS: Final = keys(MemoryLine)
 """Every key a memory's dump line may have, in the order it is written."""
@@ -346,7 +347,7 @@ def dumped_entities(
     agents a cascading forget kept it for (``ReadModel.entity_rows``): those a
     dumped memory names, and those no memory names; not those only memories left out name
     (superseded ones with ``current_only``, redacted ones)."""
-    entities = read_model.entity_rows(namespace)
+    entities = read_model.export.entity_rows(namespace)
     dumped = {m.memory_id for m in memories}
     named: dict[str, bool] = {}
     for entity_id, memory_id in read_model.links([e.entity_id for e, _, _ in entities]):
@@ -368,18 +369,18 @@ def dumped_flags(
         FlagLine(id=c.memory_id, type=POSSIBLE, namespace=namespaces[c.memory_id],
                  other_id=c.other_id, entity_id=c.entity_id, other_entity_id=c.other_entity_id,
                  reason=c.reason, score=c.score)
-        for c in read_model.possible_conflict_rows(namespace)
+        for c in read_model.export.possible_conflict_rows(namespace)
         if c.memory_id in namespaces and c.other_id in namespaces
     ]  # fmt: skip
     flags += [
         FlagLine(id=first, type=FACTS_DIFFER, namespace=ns, other_id=other)
-        for ns, first, other in read_model.facts_differing(namespace)
+        for ns, first, other in read_model.export.facts_differing(namespace)
         if first in namespaces and other in namespaces
     ]
     dumped = {e.entity_id for e, _, _ in entities}
     flags += [
         FlagLine(id=first, type=DIFFER, namespace=ns, other_id=other)
-        for ns, first, other in read_model.differing(namespace)
+        for ns, first, other in read_model.export.differing(namespace)
         if first in dumped and other in dumped
     ]
     return flags
@@ -392,7 +393,7 @@ def dumped_folds(
     into it and when (their ``t_invalid``, the summary's event time if none still says so)."""
     dumped = {m.memory_id: m for m in memories}
     folded: dict[tuple[str, str], list[str]] = {}
-    for ns, summary, memory in read_model.fold_rows(namespace):
+    for ns, summary, memory in read_model.export.fold_rows(namespace):
         if summary in dumped and memory in dumped:
             folded.setdefault((ns, summary), []).append(memory)
     lines: list[FoldLine] = []
@@ -541,7 +542,7 @@ def write_dump(
     )
     entities = dumped_entities(read_model, memories, namespace)
     spellings: dict[str, list[AliasMatch]] = {}
-    for spelling in read_model.spelling_rows(namespace):
+    for spelling in read_model.export.spelling_rows(namespace):
         spellings.setdefault(spelling.entity_id, []).append(spelling)
     for entity, merged_into, kept_for in entities:
         own = spellings.get(entity.entity_id, ())

@@ -14,7 +14,7 @@ from typing import Any
 
 from ferrex.rules.dates import Period
 from ferrex.times import rfc3339
-from projections.sqlite import Memory
+from projections.rows import Memory
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,9 @@ from ferrex.rules.predicates import match_known
 from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees
 from projections.documents import subject_key
-from projections.rows import RELATION
-from projections.sqlite import FactRow, FactSubject, Memory, ReadModel
+from projections.readmodel.insight import FactRow, FactSubject
+from projections.rows import RELATION, Memory
+from projections.sqlite import ReadModel
 
 SubjectOf = Mapping[tuple[str, str], str]
 """(namespace, normalized spelling) → the entity it names, as the caller sees spellings."""
@@ -173,14 +174,14 @@ def listed_contradictions(
 ) -> tuple[list[dict[str, Any]], int]:
     """The first ``listed`` :func:`contradictions` of the facts the caller sees, and how
     many there are, from the read model's counts of facts per subject key
-    (``ReadModel.fact_subjects``): a subject (as an entity) and predicate (as fuzzy-matched
+    (``InsightReads.fact_subjects``): a subject (as an entity) and predicate (as fuzzy-matched
     among all the subject's predicates) contradicts when its facts' least and greatest
     object forms differ. A subject of one key whose predicates are each their own canonical
     one has as many as SQL counted; only the other subjects (spelt by several keys, or with
-    a typo of another predicate) are counted from their groups (``ReadModel.fact_groups``),
+    a typo of another predicate) are counted from their groups (``InsightReads.fact_groups``),
     and only the facts of the listed ones' subjects are read. When the read model keeps no
     forms, from every fact (:func:`contradictions_of_facts`)."""
-    keyed = rm.fact_subjects(namespace, sight.now, sight.agent_id)
+    keyed = rm.insight.fact_subjects(namespace, sight.now, sight.agent_id)
     if keyed is None:
         every = contradictions_of_facts(rm, sight, namespace)
         return every[:listed], len(every)
@@ -201,7 +202,7 @@ def listed_contradictions(
             merged.append(s)
     if merged:
         wanted = sorted((k.namespace, k.subject_key) for s in merged for k in keys_of[s])
-        groups = rm.fact_groups(namespace, sight.now, sight.agent_id, wanted)
+        groups = rm.insight.fact_groups(namespace, sight.now, sight.agent_id, wanted)
         if groups is None:  # never within one snapshot (fact_subjects saw every form)
             every = contradictions_of_facts(rm, sight, namespace)
             return every[:listed], len(every)
@@ -234,7 +235,7 @@ def listed_contradictions(
     # with the first ``listed`` of all.
     wanted = sorted((k.namespace, k.subject_key) for s in chosen for k in keys_of[s])
     facts = [
-        f for f in rm.single_facts(namespace, sight.now, wanted)
+        f for f in rm.insight.single_facts(namespace, sight.now, wanted)
         if sees(sight.agent_id, f.agent_id, f.visibility)
     ]  # fmt: skip
     canonical = {s: _canonical_of(keys_of[s]) for s in chosen}
@@ -263,11 +264,11 @@ def contradictions_of_facts(
     rm: ReadModel, sight: Sight, namespace: str | None
 ) -> list[dict[str, Any]]:
     """:func:`contradictions` of the facts the caller sees (the fields they read, in one
-    scan: ``ReadModel.single_facts``), grouping only the facts of a subject (as an entity)
+    scan: ``InsightReads.single_facts``), grouping only the facts of a subject (as an entity)
     and predicate (as fuzzy-matched among all the subject's predicates) with at least two
     of them: a group needs two."""
     facts = [
-        f for f in rm.single_facts(namespace, sight.now)
+        f for f in rm.insight.single_facts(namespace, sight.now)
         if sees(sight.agent_id, f.agent_id, f.visibility)
     ]  # fmt: skip
     if not facts:

@@ -24,7 +24,8 @@ from ferrex.rules.eviction import eviction_reason
 from ferrex.rules.freshness import DAY, StalenessConfig
 from ferrex.rules.visibility import sees
 from ferrex.times import rfc3339
-from projections.sqlite import Memory, MemoryCount, ReadModel
+from projections.rows import Memory, MemoryCount
+from projections.sqlite import ReadModel
 
 
 def directory_bytes(path: Path) -> int:
@@ -92,7 +93,7 @@ def tally(rm: ReadModel, sight: Sight, namespace: str | None) -> Tally:
     the memories expired but not swept yet (few, and indexed by ``expires_at``)."""
     total = superseded = expiring = 0
     by_type: dict[str, int] = defaultdict(int)
-    for c in rm.memory_counts(namespace):
+    for c in rm.insight.memory_counts(namespace):
         if not sees(sight.agent_id, c.agent_id, c.visibility):
             continue
         if c.active:
@@ -146,12 +147,12 @@ def attention(
     after = unvalidated_after_days * DAY
     unvalidated_count = sum(
         n
-        for agent_id, visibility, n in rm.unvalidated_counts(namespace, now, after)
+        for agent_id, visibility, n in rm.insight.unvalidated_counts(namespace, now, after)
         if sees(sight.agent_id, agent_id, visibility)
     )
     unvalidated: list[Memory] = []
     if listed > 0:
-        for m in rm.unvalidated(namespace, now, after):
+        for m in rm.insight.unvalidated(namespace, now, after):
             if sight.sees(m):
                 unvalidated.append(m)
                 if len(unvalidated) >= listed:
@@ -160,7 +161,7 @@ def attention(
         rm,
         [
             m
-            for m in sight.shown(rm.by_ids(rm.conflicting_ids()))
+            for m in sight.shown(rm.by_ids(rm.insight.conflicting_ids()))
             if m.t_invalid is None and (namespace is None or m.namespace == namespace)
         ],
     )
@@ -189,13 +190,13 @@ def stats(
     of what ``sight`` sees (visible, unexpired: ``ferrex.read.seen``). From the read model's
     aggregates (``memory_counts``, :func:`attention`), never every memory."""
     with rm.snapshot():
-        counts = rm.memory_counts(namespace)
+        counts = rm.insight.memory_counts(namespace)
         seen = tally(rm, sight, namespace)
         needs = attention(rm, sight, staleness_of, namespace=namespace, counts=counts, listed=0,
                           conflicts_listed=10 if detailed else 0)  # fmt: skip
         latest: list[Memory] = []
         if recent > 0:
-            for m in rm.latest_active(namespace):
+            for m in rm.insight.latest_active(namespace):
                 if sight.sees(m):
                     latest.append(m)
                     if len(latest) >= recent:
@@ -241,7 +242,8 @@ def reflect(
     now = sight.now
     with rm.snapshot():
         needs = attention(
-            rm, sight, staleness_of, namespace=namespace, counts=rm.memory_counts(namespace),
+            rm, sight, staleness_of, namespace=namespace,
+            counts=rm.insight.memory_counts(namespace),
             unvalidated_after_days=unvalidated_after_days, listed=limit,
         )  # fmt: skip
         # Dormant: no memory the caller sees names it with an event time of the last
@@ -250,7 +252,9 @@ def reflect(
         after = dormant_after_days * DAY
         used = {
             entity_id
-            for entity_id, agent_id, visibility in rm.entities_used_since(namespace, now, after)
+            for entity_id, agent_id, visibility in rm.insight.entities_used_since(
+                namespace, now, after
+            )
             if sees(sight.agent_id, agent_id, visibility)
         }
         unused = [e for e in sight.entities(rm, namespace) if e.entity_id not in used]
@@ -259,7 +263,9 @@ def reflect(
         last_use: dict[str, float] = {}
         if listed:
             ids = [e.entity_id for e in listed]
-            for entity_id, agent_id, visibility, t_valid in rm.entity_last_use(namespace, now, ids):
+            for entity_id, agent_id, visibility, t_valid in rm.insight.entity_last_use(
+                namespace, now, ids
+            ):
                 if sees(sight.agent_id, agent_id, visibility):
                     last_use[entity_id] = max(last_use.get(entity_id, 0.0), t_valid)
         dormant = [

@@ -17,7 +17,8 @@ from ferrex.read.seen import Sight
 from ferrex.rules.assess import Assessed, assess
 from ferrex.rules.freshness import DAY, StalenessConfig, StalenessParams
 from ferrex.rules.visibility import sees
-from projections.sqlite import LabelQuery, ReadModel, Scoring
+from projections.readmodel.insight import LabelQuery, Scoring
+from projections.sqlite import ReadModel
 
 RARELY_RECALLED: Final = 3
 """A forget candidate has been recalled fewer times than this."""
@@ -30,7 +31,7 @@ _SCORE_MARGIN: Final = 1e-9
 def clock_bound(
     params: StalenessParams, memory_type: str, now: float, score: float | None = None
 ) -> float:
-    """An oldest clock (see ``projections.sqlite._AGGREGATES``) from which on a memory of
+    """An oldest clock (see ``projections.readmodel.predicates.CLOCK``) from which on a memory of
     this type cannot be aging or stale at ``now``: only memories clocked before it need
     assessing. ``inf`` when no age rules a memory out.
 
@@ -149,7 +150,7 @@ def count_labels(
         before = clock_bound(params, memory_type, now)
         query = LabelQuery(ns, memory_type, scoring(params, memory_type), before, now, skip)
         unsure: list[str] = []
-        for c in rm.label_counts(query, rarely_below=RARELY_RECALLED):
+        for c in rm.insight.label_counts(query, rarely_below=RARELY_RECALLED):
             unsure += c.unsure
             if sees(sight.agent_id, c.agent_id, c.visibility):
                 labels.count(c.band, c.rarely, c.n)
@@ -160,7 +161,7 @@ def count_labels(
         # Only those clocked long enough ago to be aging, hits counted (most memories just
         # recalled are recent): the others are fresh, the rest of the count.
         last_hits = {memory_id: last for memory_id, (_, last) in sight.pending.items()}
-        aged = rm.clocked_before([kind.query for kind in plans], last_hits)
+        aged = rm.insight.clocked_before([kind.query for kind in plans], last_hits)
         hit = [
             m for m in sight.shown(rm.by_ids(aged))
             if m.t_invalid is None and (m.namespace, m.type) in kinds
@@ -211,23 +212,25 @@ def _list_candidates(
         # The highest scores are usually among the oldest clocked: when the oldest hold
         # enough of the band, only the memories clocked before any that score as high as
         # the least of those (less the margins) are read.
-        oldest = rm.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
+        oldest = rm.insight.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
                                oldest=_OLDEST * first)  # fmt: skip
         if len(oldest) >= first:
             low = max(scores[0], sorted((s for _, s, _ in oldest), reverse=True)[first - 1]
                       - 2 * margin)  # fmt: skip
             cut = min(query.before, clock_bound(kind.params, query.type, query.now, low))
-            rows = rm.most_stale(replace(query, before=cut), caller=caller,
+            rows = rm.insight.most_stale(replace(query, before=cut), caller=caller,
                                  scores=(low, scores[1]), rarely_below=rarely)  # fmt: skip
             return rows, low
-        rows = rm.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
+        rows = rm.insight.most_stale(query, caller=caller, scores=scores, rarely_below=rarely,
                              limit=first + _SLACK)  # fmt: skip
         if len(rows) < first + _SLACK:
             return rows, -math.inf
         if rows[-1][1] < rows[first - 1][1] - 2 * margin:
             return rows, rows[-1][1]
         low = max(scores[0], rows[first - 1][1] - 2 * margin)
-        rows = rm.most_stale(query, caller=caller, scores=(low, scores[1]), rarely_below=rarely)
+        rows = rm.insight.most_stale(
+            query, caller=caller, scores=(low, scores[1]), rarely_below=rarely
+        )
         return rows, low
 
     def covered(rows: list[tuple[str, float, int]], above: float) -> bool:

@@ -149,7 +149,7 @@ from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
 from projections.replay import Projections
-from projections.sqlite import Memory
+from projections.rows import Memory
 from projections.vectors import Hit, SparseVector, VectorFilter, filter_clauses, passes
 
 log = logging.getLogger(__name__)
@@ -907,7 +907,7 @@ class Reader:
             return []
         found: list[str] = []
         rm = self.projections.read_model
-        for side in rm.episode_neighbours(memory, reach, agent_id=agent_id):
+        for side in rm.recall.episode_neighbours(memory, reach, agent_id=agent_id):
             previous = memory.t_valid
             for memory_id, t_valid in side:
                 if memory.source and abs(t_valid - previous) > gap:
@@ -949,7 +949,7 @@ class Reader:
             )
         else:
             result["content"] = memory.content
-            folds = self.projections.read_model.fold_counts([memory.memory_id])
+            folds = self.projections.read_model.recall.fold_counts([memory.memory_id])
             if folds:  # a consolidation summary: what it stands for, and where they are
                 result["summary_of"] = summary_of(memory.memory_id, folds[memory.memory_id])
         if memory.t_invalid is not None:
@@ -1014,7 +1014,7 @@ class Reader:
         """Every spelling (normalized) of the entities ``key`` spells, that the caller sees."""
         spellings = [
             s
-            for s in self.projections.read_model.entity_spellings(namespace, key)
+            for s in self.projections.read_model.recall.entity_spellings(namespace, key)
             if sees_scope(sight.agent_id, s.agent_id, s.viewers)
         ]
         entities = {s.entity_id for s in spellings if s.normalized == key}
@@ -1078,7 +1078,7 @@ class Reader:
                 unknown.append(name)
                 continue
             # Memories stored before a merge name the merged entity by its old id.
-            for one in rm.merged_ids(meant):
+            for one in rm.recall.merged_ids(meant):
                 if one not in found:
                     found.append(one)
         return tuple(found), unknown

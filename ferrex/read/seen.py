@@ -29,7 +29,8 @@ from ferrex.rules.lifecycle import expired
 from ferrex.rules.visibility import sees, sees_scope
 from ferrex.times import rfc3339
 from projections.documents import memory_text
-from projections.sqlite import Entity, Memory, ReadModel, Spelling
+from projections.rows import Entity, Memory, Spelling
+from projections.sqlite import ReadModel
 
 CHAIN: Final = 50
 """The most versions a history walks each way from the memory asked about."""
@@ -139,7 +140,7 @@ class Sight:
                 self.memories(rm, folded), key=lambda m: (m.t_valid, m.position), reverse=True
             )[:CHAIN]
         while folded == [] and len(older) < CHAIN:
-            before = self.shown(rm.replaced_by(current.memory_id))
+            before = self.shown(rm.recall.replaced_by(current.memory_id))
             if current.supersedes:
                 before += self.memories(rm, [current.supersedes])
             before = [m for m in before if m.memory_id not in chain]

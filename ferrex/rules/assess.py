@@ -13,7 +13,7 @@ from ferrex.rules.freshness import FreshnessInput, StalenessParams, staleness
 from projections.documents import memory_text
 
 if TYPE_CHECKING:
-    from projections.sqlite import Memory
+    from projections.rows import Memory
 
 
 @dataclass(frozen=True)

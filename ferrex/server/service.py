@@ -39,7 +39,8 @@ from ferrex.server.caller import Caller as Caller
 from ferrex.server.caller import error_document as error_document
 from ferrex.times import rfc3339
 from projections.gate import Gate
-from projections.sqlite import Memory, ReadModel
+from projections.rows import Memory
+from projections.sqlite import ReadModel
 
 if TYPE_CHECKING:
     from ferrex.write.writer import Writer

@@ -54,7 +54,7 @@ from ferrex.rules.memory_input import StoreRequest
 from ferrex.write.pipeline import StorePipeline, holding_sync
 from journal import JournalBackend
 from projections.replay import Projections
-from projections.sqlite import Memory
+from projections.rows import Memory
 
 __all__ = [
     "ForgetResult",
@@ -309,7 +309,7 @@ class Writer:
         if not gone:
             return decision
         rm = self.projections.read_model
-        touched = set(rm.folded_into(gone).values()) | {i for i in gone if rm.folded(i)}
+        touched = set(rm.decisions.folded_into(gone).values()) | {i for i in gone if rm.folded(i)}
         if not touched:
             return decision
         extra = decide_refold(
@@ -330,7 +330,7 @@ class Writer:
         (``decide.consolidate.consolidation_groups``)."""
         created_before = _cutoff(self.clock(), older_than_days)
         self.projections.catch_up()
-        found = self.projections.read_model.foldable(
+        found = self.projections.read_model.decisions.foldable(
             created_before=created_before, namespace=namespace, agent_id=agent_id
         )
         return consolidation_groups(found, created_before=created_before)

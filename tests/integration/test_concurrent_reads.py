@@ -294,10 +294,10 @@ def test_many_threads_share_a_read_model_file(tmp_path: Path, shared_embedder: E
         for t in threads:
             t.join(60)
         assert counts == [1] * 6
-        assert len(rm._readers) == 6
+        assert len(rm.store._readers) == 6
     finally:
         service.close()
-    assert not rm._readers
+    assert not rm.store._readers
 
 
 def test_try_exclusive_takes_the_writer_lock_only_when_it_is_free(tmp_path: Path) -> None:

@@ -208,7 +208,7 @@ def test_forgetting_a_source_takes_its_sentences_out_of_the_summary(world: World
 
     world.writer.forget([old[3]])
     assert rm.get(folding.summary_id) is None
-    (again,) = rm.folded_into([old[0]]).values()
+    (again,) = rm.decisions.folded_into([old[0]]).values()
     assert again != folding.summary_id
     summary = rm.get(again)
     assert summary is not None and summary.content

@@ -655,7 +655,7 @@ def test_a_dumped_entity_the_home_already_holds_merges_into_it(
     # its subject's entity first (a fact's subject is an entity), then the one it names
     assert new_fact.entity_ids[1:] == (mine.entity_id,)
     assert entity_names(rm)[new_fact.entity_ids[0]] == "api-server"
-    spellings = {a.alias for a in rm.alias_matches([mine.entity_id])}
+    spellings = {a.alias for a in rm.dashboard.alias_matches([mine.entity_id])}
     assert spellings == {"tokio", "tokio runtime"}, "the dumped spelling joins the entity"
     carol = next(e for e in rm.entities() if e.name == "Carol")
     assert carol.agent_id == "agent-7", "a private entity keeps its scope"

@@ -73,7 +73,7 @@ def test_read_model_and_its_wal_are_private(tmp_path: Path, umask_022: None) -> 
     path = tmp_path / "home" / "readmodel-1.sqlite"
     model = ReadModel.open(path)
     try:
-        model.set_meta("x", "1")
+        model.store.set_meta("x", "1")
         # SQLite creates -wal and -shm with the database file's mode.
         wal = Path(f"{path}-wal")
         assert wal.exists()
@@ -87,7 +87,7 @@ def test_the_read_model_writes_no_temporary_files(tmp_path: Path) -> None:
     # (or $TMPDIR), outside the private home; the writer keeps them in memory.
     model = ReadModel.open(tmp_path / "home" / "readmodel-1.sqlite")
     try:
-        assert model._primary.pragma("temp_store") == 2  # MEMORY
+        assert model.store._primary.pragma("temp_store") == 2  # MEMORY
     finally:
         model.close()
 

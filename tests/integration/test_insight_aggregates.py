@@ -47,7 +47,9 @@ from journal import (
     Record,
 )
 from projections.documents import subject_key
-from projections.sqlite import NO_RULES, Memory, ReadModel, Rules
+from projections.readmodel.projector import NO_RULES, Rules
+from projections.rows import Memory
+from projections.sqlite import ReadModel
 
 FORMS = Rules(identity="objects", object_form=object_form)
 """The read model keeping object forms, as the live projection does (``build_rules``)."""
@@ -349,7 +351,7 @@ def test_aggregates_answer_what_every_memory_answered(
         rm = ReadModel.open(Path(tmp) / "rm.sqlite", rules=FORMS if forms else NO_RULES)
         try:
             rm.apply(records)
-            assert rm.fact_groups(None, 0.0, None) is not None or not forms
+            assert rm.insight.fact_groups(None, 0.0, None) is not None or not forms
             for config, agent, namespace, at, limit, hits in views:
                 now = (BASE + timedelta(days=at)).timestamp()
                 pending = {k: (n, t.timestamp()) for k, (n, t) in hits.items()}

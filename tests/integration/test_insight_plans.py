@@ -22,7 +22,9 @@ from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees
 from journal import Event, MemoriesValidated, MemoryBody, MemoryMarked, MemoryStored, Record
-from projections.sqlite import NO_RULES, LabelQuery, ReadModel, Rules
+from projections.readmodel.insight import LabelQuery
+from projections.readmodel.projector import NO_RULES, Rules
+from projections.sqlite import ReadModel
 from tests.strategies import T0
 
 DAY = 86_400.0
@@ -95,7 +97,7 @@ def test_the_never_validated_count_reads_a_covering_index(
 ) -> None:
     rm = _home(tmp_path / "rm.sqlite")
     now = (T0 + timedelta(days=day)).timestamp()
-    counts, plans = _plans(rm, lambda: rm.unvalidated_counts(namespace, now, 30 * DAY))
+    counts, plans = _plans(rm, lambda: rm.insight.unvalidated_counts(namespace, now, 30 * DAY))
     # The two ends of the never-validated store times (day 1: m0 is validated; day 39),
     # then the side of the bound (day - 30) that spans less: past day 20, the kept count less two
     # index ranges, the recent ones (store times, read from the covering index) and the
@@ -128,7 +130,7 @@ def test_the_never_validated_pages_follow_the_same_index(
 ) -> None:
     rm = _home(tmp_path / "rm.sqlite")
     now = (T0 + timedelta(days=60)).timestamp()
-    listed, plans = _plans(rm, lambda: list(rm.unvalidated(namespace, now, 30 * DAY)))
+    listed, plans = _plans(rm, lambda: list(rm.insight.unvalidated(namespace, now, 30 * DAY)))
     assert plans and all("INDEX memories_unvalidated_scoped" in plan for plan in plans), plans
     assert "TEMP B-TREE" not in " ".join(plans)  # read in the index's order, no sort
     assert [m.created_at for m in listed] == sorted(m.created_at for m in listed)
@@ -179,14 +181,14 @@ def test_the_fact_groups_read_a_covering_index_in_its_order(
 ) -> None:
     rm = _facts(tmp_path / "rm.sqlite", FORMS)
     now = T0.timestamp()
-    groups, plans = _plans(rm, lambda: rm.fact_groups(namespace, now, caller))
+    groups, plans = _plans(rm, lambda: rm.insight.fact_groups(namespace, now, caller))
     assert len(plans) == 1, plans
     assert "COVERING INDEX memories_single_facts" in plans[0], plans
     assert "TEMP B-TREE" not in plans[0], plans  # grouped in the index's order, no sort
     assert groups
     # The same counts and forms as the facts read one by one.
     expected: dict[tuple[str, str, str], list[str]] = {}
-    for f in rm.single_facts(namespace, now):
+    for f in rm.insight.single_facts(namespace, now):
         if sees(caller, f.agent_id, f.visibility):
             key = (f.namespace, f.subject_key, str(f.predicate_normalized))
             expected.setdefault(key, []).append(object_form(f.object or ""))
@@ -209,8 +211,8 @@ def test_a_file_without_object_forms_is_answered_from_its_facts(tmp_path: Path) 
     reopened = ReadModel.open(path)
     columns = {str(row[1]) for row in reopened.db.execute("PRAGMA table_info(memories)")}
     assert "object_form" in columns
-    assert reopened.fact_groups(None, T0.timestamp(), None) is None
-    assert kept.fact_groups(None, T0.timestamp(), None)
+    assert reopened.insight.fact_groups(None, T0.timestamp(), None) is None
+    assert kept.insight.fact_groups(None, T0.timestamp(), None)
     for caller in (None, "alice"):
         sight = Sight(caller, T0.timestamp())
         answers = [
@@ -232,12 +234,12 @@ def test_the_fact_subjects_read_the_same_covering_index(
     groups disagree, as the groups themselves say; a file without forms answers None."""
     rm = _facts(tmp_path / "rm.sqlite", FORMS)
     now = T0.timestamp()
-    keyed, plans = _plans(rm, lambda: rm.fact_subjects(namespace, now, caller))
+    keyed, plans = _plans(rm, lambda: rm.insight.fact_subjects(namespace, now, caller))
     assert len(plans) == 1, plans
     assert "COVERING INDEX memories_single_facts" in plans[0], plans
     assert keyed
     expected: dict[tuple[str, str], tuple[set[str], int]] = {}
-    for g in rm.fact_groups(namespace, now, caller) or ():
+    for g in rm.insight.fact_groups(namespace, now, caller) or ():
         predicates, n = expected.setdefault((g.namespace, g.subject_key), (set(), 0))
         predicates.add(g.predicate_normalized)
         expected[(g.namespace, g.subject_key)] = (
@@ -247,7 +249,7 @@ def test_the_fact_subjects_read_the_same_covering_index(
     assert any(n for _, n in expected.values())
     rm.close()
     bare = _facts(tmp_path / "bare.sqlite", NO_RULES)
-    assert bare.fact_subjects(namespace, now, caller) is None
+    assert bare.insight.fact_subjects(namespace, now, caller) is None
     bare.close()
 
 
@@ -270,7 +272,7 @@ def test_memories_with_pending_hits_are_looked_up_by_id_and_clocked_with_the_hit
         "gone": day(1),  # no such memory
     }
     other = replace(query, namespace="other", before=(T0 + timedelta(days=1.5)).timestamp())
-    found, plans = _plans(rm, lambda: rm.clocked_before([query, other], hits))
+    found, plans = _plans(rm, lambda: rm.insight.clocked_before([query, other], hits))
     assert found == ["m2", "m3", "m33"]
     assert len(plans) == 1 and "SCAN memories" not in plans[0], plans
     assert "SEARCH m USING INDEX sqlite_autoindex_memories_1 (memory_id=?)" in plans[0], plans

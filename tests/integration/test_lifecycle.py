@@ -140,9 +140,9 @@ def test_an_expired_memory_is_hidden_at_once_and_the_sweep_forgets_it(world: Wor
     assert world.writer.sweep_expired().forgotten == ()  # nothing twice
 
     # A replay reads no clock: the sweep's event carries its outcome.
-    before = rm.dump()
+    before = rm.maintenance.dump()
     world.writer.projections.rebuild()
-    assert world.writer.projections.read_model.dump() == before
+    assert world.writer.projections.read_model.maintenance.dump() == before
 
 
 def test_marks_survive_a_rebuild_and_a_dump_and_restore(
@@ -154,10 +154,10 @@ def test_marks_survive_a_rebuild_and_a_dump_and_restore(
     plain = world.writer.store(note("Search indexes rebuild nightly"))
     world.writer.mark([scratch.id], importance=0.3)
     rm = world.writer.projections.read_model
-    before = rm.dump()
+    before = rm.maintenance.dump()
     world.writer.projections.rebuild()
     rm = world.writer.projections.read_model
-    assert rm.dump() == before
+    assert rm.maintenance.dump() == before
     row = rm.get(pinned.id)
     assert row is not None and (row.pinned, row.importance, row.expires_at) == (True, 0.8, None)
 

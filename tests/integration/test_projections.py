@@ -36,9 +36,10 @@ from journal import (
 )
 from projections import replay
 from projections.qdrant_edge import EdgeBackend
+from projections.readmodel.projector import Rules
+from projections.readmodel.store import ReadModelError
 from projections.reconcile import reconcile
 from projections.replay import HOME_TAG, POINTER, QDRANT, Projections, read_pointer, splits
-from projections.sqlite import ReadModelError, Rules
 from projections.vector_sink import Encoders, alias_point_id, point_id
 from projections.vectors import SparseVector, VectorFilter, VectorPoint
 from tests.integration.test_read_model import interacting
@@ -62,7 +63,7 @@ def snapshot(p: Projections) -> Snapshot:
                 sparse.indices,
                 [round(x, 5) for x in sparse.values],
             )
-    return p.read_model.dump(), points
+    return p.read_model.maintenance.dump(), points
 
 
 @pytest.fixture

@@ -191,9 +191,11 @@ def test_incremental_application_with_restarts_equals_a_rebuild(
         incremental = ReadModel.open(root / "incremental.sqlite")
         rebuilt = ReadModel.open(root / "rebuilt.sqlite")
         rebuilt.apply(records)
-        assert incremental.dump() == rebuilt.dump()
-        assert incremental.dump()["memory_counts"] == recount(incremental)
-        assert incremental.dump()["unvalidated_counts"] == recount_unvalidated(incremental)
+        assert incremental.maintenance.dump() == rebuilt.maintenance.dump()
+        assert incremental.maintenance.dump()["memory_counts"] == recount(incremental)
+        assert incremental.maintenance.dump()["unvalidated_counts"] == recount_unvalidated(
+            incremental
+        )
         incremental.close()
         rebuilt.close()
 
@@ -241,10 +243,10 @@ def test_memory_counts_follow_every_change_of_a_memory(tmp_path: Path) -> None:
     seen = []
     for record in records:
         model.apply([record])
-        assert model.dump()["memory_counts"] == recount(model)
-        assert model.dump()["unvalidated_counts"] == recount_unvalidated(model)
+        assert model.maintenance.dump()["memory_counts"] == recount(model)
+        assert model.maintenance.dump()["unvalidated_counts"] == recount_unvalidated(model)
         seen.append([(c.agent_id, c.visibility, c.active, c.expiring, c.n)
-                     for c in model.memory_counts("acme")])  # fmt: skip
+                     for c in model.insight.memory_counts("acme")])  # fmt: skip
     assert seen == [
         [(None, "shared", True, False, 1), ("alice", "private", True, False, 1)],
         [("alice", "private", True, False, 1), ("bob", "shared", True, False, 1)],
@@ -257,8 +259,8 @@ def test_memory_counts_follow_every_change_of_a_memory(tmp_path: Path) -> None:
     model.db.execute("DROP TABLE unvalidated_counts")
     model.close()
     reopened = ReadModel.open(path)
-    assert reopened.dump()["memory_counts"] == recount(reopened) != []
-    assert reopened.dump()["unvalidated_counts"] == recount_unvalidated(reopened) != []
+    assert reopened.maintenance.dump()["memory_counts"] == recount(reopened) != []
+    assert reopened.maintenance.dump()["unvalidated_counts"] == recount_unvalidated(reopened) != []
     reopened.close()
 
 

@@ -20,7 +20,7 @@ one of these shapes:
   of the three packages (by its last name), unless the span is a configuration key
   (``journal.url``, from ``ferrex.config.KEYS``), an event type (``memory.stored``, from
   ``journal.events.KNOWN_TAGS``) or a read-model ``table.column`` (``entities.merged_into``,
-  the tables ``projections/sqlite.py`` creates).
+  the tables ``projections/readmodel/schema.py`` creates).
 
 A symbol is defined by a top-level ``def``, ``class``, assignment or import (a re-export) of
 the module; a further ``.name`` is looked up in that class. Anything else in backticks (a
@@ -172,7 +172,7 @@ def _members(node: ast.ClassDef) -> set[str]:
 @cache
 def _not_symbols() -> frozenset[str]:
     """Dotted names that are configuration keys, event types or read-model columns."""
-    tables = set(_TABLE.findall((ROOT / "projections" / "sqlite.py").read_text()))
+    tables = set(_TABLE.findall((ROOT / "projections" / "readmodel" / "schema.py").read_text()))
     return frozenset({key.name for key in KEYS} | set(KNOWN_TAGS)) | frozenset(
         f"table:{t}" for t in tables
     )

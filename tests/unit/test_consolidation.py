@@ -40,7 +40,7 @@ from journal import (
     MemoryStored,
 )
 from journal.events import EpisodeRef
-from projections.sqlite import Memory
+from projections.rows import Memory
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 OLD = (NOW - timedelta(days=60)).timestamp()

@@ -46,7 +46,7 @@ from journal import (
     MemorySuperseded,
 )
 from journal.events import KeptEntity
-from projections.sqlite import Memory, Spelling
+from projections.rows import Memory, Spelling
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 SETTINGS = StoreSettings()

@@ -55,7 +55,7 @@ def test_the_checker_sees_a_wrong_import(tmp_path: Path) -> None:
 
 #: The adapters that own a storage library: nothing else may import it.
 OWNERS = {
-    "apsw": ("projections/sqlite.py", "ferrex/models/"),  # the read model; the embedding cache
+    "apsw": ("projections/readmodel/", "ferrex/models/"),  # the read model; the embedding cache
     "qdrant_edge": ("projections/qdrant_edge.py",),
     "qdrant_client": ("projections/qdrant_server.py",),
     "psycopg": ("journal/postgres.py",),  # the journal on PostgreSQL

@@ -42,7 +42,9 @@ from journal import (
     MemorySuperseded,
     Record,
 )
-from projections.sqlite import LabelQuery, ReadModel, Rules
+from projections.readmodel.insight import LabelQuery
+from projections.readmodel.projector import Rules
+from projections.sqlite import ReadModel
 from tests.integration.test_insight_aggregates import old_reflect, old_stats
 from tools import harness
 
@@ -155,7 +157,7 @@ def main() -> None:
             old_enough = sum(
                 c.n
                 for t in ("episodic", "semantic", "procedural")
-                for c in rm.label_counts(
+                for c in rm.insight.label_counts(
                     LabelQuery("default", t, scoring(config.base, t),
                                clock_bound(config.base, t, now), now),
                     rarely_below=RARELY_RECALLED,

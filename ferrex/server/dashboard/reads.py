@@ -49,7 +49,8 @@ from journal.errors import JournalError
 from journal.events import tag_of
 from journal.record import to_builtins
 from journal.verify import VerifyReport
-from projections.sqlite import Memory, ReadModel
+from projections.rows import Memory
+from projections.sqlite import ReadModel
 
 VIEWS = ("history", "entity", "entities", "memories", "tags", "changes", "journal", "verify")
 #: Memories an entity page lists per page, and the most it reads to draw the graph.
@@ -125,7 +126,7 @@ def _memories(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
         candidates = [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings]
         found = find_entity(_text(args["entity"], "entity"), candidates)
         entity_ids = [found] if found else []
-    rows = ctx.rm.memory_page(
+    rows = ctx.rm.dashboard.memory_page(
         agent_id=ctx.agent_id, now=ctx.sight.now, namespace=namespace,
         types=tuple(args.get("types") or ()), source=args.get("source"),
         entity_ids=entity_ids, visibility=args.get("visibility"), state=state,
@@ -191,7 +192,7 @@ def _changes(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
         raise from_journal_error(exc) from exc
     ids = list(dict.fromkeys(i for _, _, touched in found for i, _ in touched))
     seen = {m.memory_id for m in ctx.sight.memories(ctx.rm, ids)}
-    seen |= ctx.rm.forgotten_seen([i for i in ids if i not in seen], ctx.agent_id)
+    seen |= ctx.rm.dashboard.forgotten_seen([i for i in ids if i not in seen], ctx.agent_id)
     changes = []
     for at, when, touched in found:
         memories = [{"id": i, "change": c} for i, c in dict.fromkeys(touched) if i in seen]
@@ -255,7 +256,7 @@ def _tags(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
     namespace = args.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         raise UsageError("namespace must be text")
-    values = ctx.rm.context_values(key, agent_id=ctx.agent_id, now=ctx.sight.now,
+    values = ctx.rm.dashboard.context_values(key, agent_id=ctx.agent_id, now=ctx.sight.now,
                                    namespace=namespace, state=state, limit=limit + 1)  # fmt: skip
     return {
         "key": key,
@@ -350,7 +351,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
         )
     aliases = [
         {"alias": a.alias, "match": a.match, "score": round(a.score, 4)}
-        for a in ctx.rm.alias_matches([found])
+        for a in ctx.rm.dashboard.alias_matches([found])
         if sees_scope(ctx.agent_id, a.agent_id, a.viewers)
     ]
     together: Counter[str] = Counter()
