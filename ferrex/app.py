@@ -56,7 +56,9 @@ if TYPE_CHECKING:
     from ferrex.models import Embedder, EmbeddingCache
     from ferrex.models.remote import RemoteSettings
     from ferrex.models.rerank import RerankStage
-    from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult
+    from ferrex.read.access import AccessLog
+    from ferrex.read.recall import Reader
+    from ferrex.read.request import RecallRequest, RecallResult
     from ferrex.write.writer import Writer
     from projections.indexing import ApartBuild
     from projections.readmodel.projector import Rules
@@ -204,7 +206,7 @@ class App:
         """The recall hits counted and not yet journaled (made at the first use)."""
         with self._access_lock:
             if self._access is None:
-                from ferrex.read.recall import AccessLog
+                from ferrex.read.access import AccessLog
 
                 self._access = AccessLog()
             return self._access
@@ -516,7 +518,8 @@ class App:
     def reader(self) -> Reader:
         """The query side: recall (hits are counted in the access log)."""
         if self._reader is None:
-            from ferrex.read.recall import Reader, RecallSettings
+            from ferrex.read.recall import Reader
+            from ferrex.read.request import RecallSettings
 
             settings = RecallSettings.from_config(self.config)
             self._reader = Reader(

@@ -25,6 +25,7 @@ asserted.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -44,7 +45,9 @@ def _worker(tree: Path, home: Path) -> None:
     sys.path.insert(0, str(tree))
     from ferrex.app import App
     from ferrex.config import load
-    from ferrex.read.recall import RecallRequest
+
+    # the name recall.py holds in every tree (imported there since read/request.py)
+    RecallRequest = importlib.import_module("ferrex.read.recall").RecallRequest
     from ferrex.rules.memory_input import StoreRequest
 
     app = App(home=home, config=load(home, env={}))

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ferrex.app import App
 from ferrex.config import load
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from projections.indexing import ApartBuild
 from projections.qdrant_edge import EdgeBackend

@@ -26,7 +26,7 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.models.late import LateInteraction, TokenCache
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from tools import harness
 from tools.bench_recall import build
 

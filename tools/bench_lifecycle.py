@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ferrex.app import App
 from ferrex.config import load
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from tools import harness
 from tools.bench_recall import text

@@ -62,7 +62,7 @@ from ferrex.models import Embedder
 from ferrex.models.choice import BUNDLED_DIM, choose_embedding_model
 from ferrex.models.identity import ModelIdentity
 from ferrex.models.loading import LoadedModel, local_source
-from ferrex.read.recall import Legs, RecallRequest
+from ferrex.read.request import Legs, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from journal import Event, MemoryStored
 from projections.documents import memory_text

@@ -25,7 +25,8 @@ from typing import NamedTuple
 from ferrex.app import App
 from ferrex.config import load
 from ferrex.models.rerank import choose_reranker, load_reranker
-from ferrex.read.recall import QueryCache, RecallRequest
+from ferrex.read.access import QueryCache
+from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from tools import harness
 from tools.bench_journal import WORDS

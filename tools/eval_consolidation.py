@@ -45,7 +45,8 @@ from typing import Any
 from ferrex.app import App
 from ferrex.config import load
 from ferrex.core.decide.consolidate import Folding
-from ferrex.read.recall import Reader, RecallRequest
+from ferrex.read.recall import Reader
+from ferrex.read.request import RecallRequest
 from ferrex.rules.consolidation import sentences
 from projections.rows import Memory
 from tools import harness

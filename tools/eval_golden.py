@@ -37,7 +37,7 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.errors import FerrexError, Refused
 from ferrex.models import Embedder
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.store_fields import parse_time
 from ferrex.write.writer import StoreResult

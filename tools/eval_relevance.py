@@ -63,7 +63,7 @@ import numpy as np
 
 from ferrex.app import App
 from ferrex.config import load
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from ferrex.rules.relevance import DEFAULT_MODEL, Evidence, Model
 from ferrex.rules.store_fields import parse_time
 from ferrex.server.answers import recall_text

@@ -89,14 +89,9 @@ from ferrex.config import load
 from ferrex.errors import FerrexError
 from ferrex.models.late import LateInteraction
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
-from ferrex.read.recall import (
-    STRATEGIES,
-    AccessLog,
-    Legs,
-    Reader,
-    RecallRequest,
-    Strategy,
-)
+from ferrex.read.access import AccessLog
+from ferrex.read.recall import Reader
+from ferrex.read.request import STRATEGIES, Legs, RecallRequest, Strategy
 from ferrex.rules.memory_input import StoreRequest
 from tools import harness
 from tools.harness import ROOT

@@ -41,7 +41,7 @@ what a default recall judges; ``python -m tools.eval_retrieval --modes trimmed``
 recall itself.
 
 ``collect --depth 30`` keeps an answerable question's whole pool (the first
-:data:`ferrex.read.recall.POOL` of an untrimmed recall), each row with its explain document
+:data:`ferrex.read.request.POOL` of an untrimmed recall), each row with its explain document
 (the stages' scores) and its text; ``rank`` then fits a linear ranker over the pool
 (:data:`RANK_INPUTS`, pointwise or pairwise logistic) on the train splits, chooses its form
 and L2 on validation (R@10) and prints R@5, R@10 and any@5 before and after for every set and
@@ -74,7 +74,7 @@ import numpy as np
 
 from ferrex.app import App
 from ferrex.config import load
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from ferrex.rules import relevance
 from ferrex.rules.relevance import AnswerModel, Evidence, Model
 from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds
@@ -273,7 +273,7 @@ def collect(
 ) -> None:
     """Append the rows of ``sets`` to ``out/rows.jsonl``; ``depth``: how many results an
     answerable LoCoMo or LongMemEval question's rows hold (:data:`LIMIT` to learn a trim; the
-    pool, :data:`ferrex.read.recall.POOL`, to learn an order: then each row also carries
+    pool, :data:`ferrex.read.request.POOL`, to learn an order: then each row also carries
     the explain document and the memory's text)."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / "rows.jsonl").open("a", encoding="utf-8") as sink:

@@ -9,7 +9,7 @@ import click
 from ferrex.app import App, build_rules
 from ferrex.config import KEYS
 from ferrex.core.settings import build_synonyms
-from ferrex.read.recall import RecallSettings
+from ferrex.read.request import RecallSettings
 from journal.postgres import redacted
 
 

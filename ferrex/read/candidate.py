@@ -54,7 +54,7 @@ class Candidate:
     top_guard: bool = False
     """First by the top guard, not by its score."""
     deep: bool = False
-    """Beyond the pool (:data:`ferrex.read.recall.POOL`): reached only by a longer answer,
+    """Beyond the pool (:data:`ferrex.read.request.POOL`): reached only by a longer answer,
     ranked after every pooled candidate and lending no episode context."""
 
     @property

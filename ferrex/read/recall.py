@@ -91,24 +91,30 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
-import unicodedata
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, tzinfo
-from typing import Any, Final, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Final
 
 import numpy as np
 
-from ferrex.config import Config, staleness_config
-from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.models.rerank import RerankStage
-from ferrex.models.sparse import SPELLING_WEIGHT, Bm25Encoder, tokens
+from ferrex.models.sparse import Bm25Encoder
+from ferrex.read.access import AccessLog, QueryCache
 from ferrex.read.candidate import Candidate
+from ferrex.read.judgement import Judgement, Terms, evidence_of, filters_given, relevance_of
+from ferrex.read.request import (
+    POOL,
+    STRATEGY_WEIGHTS,
+    Legs,
+    RecallRequest,
+    RecallResult,
+    RecallSettings,
+    Weights,
+    check_request,
+)
 from ferrex.read.seen import Sight, unexpired
 from ferrex.rules import relevance
 from ferrex.rules.assess import freshness_input
@@ -116,7 +122,6 @@ from ferrex.rules.consolidation import summary_of
 from ferrex.rules.dates import Period, when
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.freshness import (
-    StalenessConfig,
     StalenessParams,
     boosted,
     freshness,
@@ -124,7 +129,6 @@ from ferrex.rules.freshness import (
     staleness,
 )
 from ferrex.rules.fusion import (
-    NOTE_CONTEXT_SHARE,
     Leg,
     adaptive_dense_share,
     bm25_confidence,
@@ -133,8 +137,7 @@ from ferrex.rules.fusion import (
     keep_top,
     lend_to_neighbours,
 )
-from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT, importance_factor, marks_doc
-from ferrex.rules.memory_input import MEMORY_TYPES
+from ferrex.rules.lifecycle import importance_factor, marks_doc
 from ferrex.rules.name_lookup import (
     find_entity,
     loosely_named,
@@ -154,326 +157,10 @@ from projections.vectors import Hit, SparseVector, VectorFilter, filter_clauses,
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 2000
-MAX_LIMIT = 100
-POOL: Final = 30
-"""How many of the fused ranking go through the later stages (episode context, rerank,
-boosts, the top guard) whatever the ``limit``, so that the first five of ``limit: 50`` are
-the results of ``limit: 5``. Each leg is normalised against its point at rank
-``RecallSettings.prefetch`` (:meth:`ferrex.rules.fusion.Leg.of`), not its last, so asking a
-leg deeper for a longer answer does not rescale it. A longer answer than the pool holds
-continues with the next ``limit`` of the fused ranking, boosted and ordered among
-themselves, after the pool (:attr:`Candidate.deep`). (Scaling the pool and the legs' floors
-with the limit, as recall once did, let a deeper pool bring a boosted memory into the top
-five of a longer answer only.)"""
-Legs = Literal["hybrid", "dense", "bm25"]
-LEGS: Final[tuple[Legs, ...]] = ("hybrid", "dense", "bm25")
-Strategy = Literal["balanced", "semantic", "lexical", "recent", "relational"]
-STRATEGIES: Final[tuple[Strategy, ...]] = ("balanced", "semantic", "lexical", "recent",
-                                           "relational")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Weights:
-    """How a strategy weighs recall's stages. No strategy switches a leg off: an
-    identifier query still finds its memory under ``semantic``."""
-
-    dense: float | None
-    """The dense leg's share of the fused score; None: ``RecallSettings.dense_weight``."""
-    recency: float = 1.0
-    """A multiplier of the recency boost's excess over 1."""
-    graph: float | None = None
-    """The entity graph leg's weight in fusion; None: ``RecallSettings.graph_weight``."""
-    guard: bool = False
-    """The top guard applies (``RecallSettings.top_guard``): the strategies that lean on
-    meaning, recency or the graph leave the first place to what they lift."""
-
-
-STRATEGY_WEIGHTS: Final[Mapping[str, Weights]] = {
-    "balanced": Weights(None, guard=True),
-    "semantic": Weights(0.7),
-    "lexical": Weights(0.15, guard=True),
-    "recent": Weights(None, recency=4.0),
-    "relational": Weights(None, graph=1.0),
-}
 _GRAPH_HOP: Final = 0.5
 """A memory one hop away (naming an entity co-mentioned with the query's) scores this much
 of one naming the query's entity itself."""
 _GRAPH_CO_ENTITIES: Final = 32
-
-
-@dataclass(frozen=True)
-class RecallRequest:
-    query: str
-    types: tuple[str, ...] = ()
-    entities: tuple[str, ...] = ()
-    namespace: str | None = None
-    limit: int = 5
-    include_stale: bool = False
-    include_invalidated: bool = False
-    as_of: datetime | str | None = None
-    after: datetime | str | None = None
-    before: datetime | str | None = None
-    explain: bool = False
-    agent_id: str | None = None
-    """Recall as this agent (shared, unowned and its own private memories); None: all."""
-    legs: Legs = "hybrid"
-    """Which retrieval legs rank the candidates: ``hybrid`` (dense and BM25 fused), or
-    ``dense`` or ``bm25`` alone (diagnostics, evaluation). Later stages are the same."""
-    strategy: Strategy = "balanced"
-    """How the stages are weighed (:data:`STRATEGY_WEIGHTS`): ``balanced`` (the default),
-    ``semantic`` (more dense), ``lexical`` (more BM25), ``recent`` (a stronger recency
-    boost), ``relational`` (memories naming the query's entities rise)."""
-    min_relevance: float | None = None
-    """Drop candidates whose relevance is below this (0 keeps every one, as the evaluation
-    tools ask). None, the default, trims (:func:`ferrex.rules.relevance.trim`): only what
-    the relevance model is confident is no answer is left out, past the first three (two,
-    with the verdict *nothing relevant*)."""
-    count_access: bool = True
-    """Whether the hits count as uses (the access log); a person browsing (the dashboard)
-    looks without using."""
-
-
-@dataclass(frozen=True)
-class RecallSettings:
-    default_namespace: str = "default"
-    default_limit: int = 5
-    prefetch: int = 40
-    """The rank of the point each leg is normalised against in fusion (its floor); a leg
-    returns more points for a long answer (four per result asked for), never fewer."""
-    rerank_pool: int = 20
-    dense_weight: float = 0.4
-    """The dense leg's share of the fused score; the BM25 leg has the rest."""
-    dense_adapt: float = 0.5
-    """How far the BM25 leg's confidence in its best memory lowers the dense share, per
-    query (:func:`ferrex.rules.fusion.adaptive_dense_share`; 0: a fixed share). Applies
-    to ``dense_weight``, not to a strategy that names its own share (``semantic``,
-    ``lexical``). Once notes lent no episode context, 0.5 rather than 1 raised
-    LongMemEval-S recall_any@5 and SciFact nDCG@10 and golden MRR, cost LoCoMo at most
-    0.006, and kept recall@1 at the BM25 leg's on LoCoMo's tuning halves
-    (``docs/bench/retrieval-issue26.md``)."""
-    graph_weight: float = 0.0
-    """The entity graph leg's weight in fusion beside the other two (0 under ``balanced``
-    unless set; a strategy may raise it)."""
-    context_share: float = 0.5
-    """How much of an episode's score its neighbours receive (0 turns episode context off),
-    for an episode that opens with a speaker's label (a line of a conversation)."""
-    note_context_share: float = NOTE_CONTEXT_SHARE
-    """The same for an episode without a speaker's label (a note, one speaker's message):
-    :func:`ferrex.rules.fusion.context_shares`."""
-    context_reach: int = 2
-    """Neighbours on each side of an episode that receive a share."""
-    context_gap: float = 1800.0
-    """Seconds between two consecutive episodes beyond which they are not neighbours."""
-    context_below_lender: bool = False
-    """A loan lifts a neighbour at most to just below the episode that lent it."""
-    date_boost: float = 0.5
-    """A memory whose event time falls in the period the query names ("on May 4, 2023",
-    "last week": :func:`ferrex.rules.dates.when`) has its score multiplied by 1 + this."""
-    importance_weight: float = IMPORTANCE_WEIGHT
-    """How far a memory's importance moves its score (``ferrex.rules.lifecycle``): the
-    factor is ``1 + weight · (importance - 0.5)``, 1 for an unmarked memory."""
-    form_boost: float = 0.3
-    """A memory that states a value of the kind the question's form asks for (*where does
-    the auth gateway run?*: a host name, :func:`ferrex.rules.slots.stated_kinds`) has its
-    score multiplied by 1 + this, over one that shares the question's verb only."""
-    spelling_weight: float = SPELLING_WEIGHT
-    """The BM25 leg's weight of a query token that only another spelling of the question's
-    words gives (:func:`ferrex.rules.subjects.query_spellings`: ``cart service`` also asks
-    for ``cart-svc``); 0: the question's own tokens alone."""
-    top_guard: bool = True
-    """The BM25 leg's best memory is ranked first (:func:`ferrex.rules.fusion.keep_top`)
-    under ``balanced`` and ``lexical``, hybrid legs only."""
-    staleness: StalenessConfig = field(default_factory=StalenessConfig)
-    """Staleness per namespace (``staleness.for_namespace(ns)``), as reflect and stats use it."""
-    time_zone: tzinfo = UTC
-    """The zone dates in questions are read in ("yesterday" is that zone's yesterday) when
-    the recall's ``as_of`` names no offset of its own (``recall.time_zone``)."""
-
-    @property
-    def lends_context(self) -> bool:
-        """Whether episode context is on: some episode lends its neighbours a share."""
-        return (self.context_share > 0 or self.note_context_share > 0) and self.context_reach > 0
-
-    @classmethod
-    def from_config(cls, config: Config) -> RecallSettings:
-        """The settings of ``config``, every value checked (errors name the key)."""
-        c = config
-        return cls(
-            default_namespace=c["store.default_namespace"],
-            default_limit=c["recall.limit"],
-            prefetch=max(30, c["recall.prefetch"]),
-            rerank_pool=c["recall.rerank_pool"],
-            dense_weight=_within(c, "recall.dense_weight", 0.0, 1.0),
-            dense_adapt=_within(c, "recall.dense_adapt", 0.0, 1.0),
-            graph_weight=_within(c, "recall.graph_weight", 0.0, 1.0),
-            context_share=_within(c, "recall.context_share", 0.0, 1.0),
-            note_context_share=_within(c, "recall.note_context_share", 0.0, 1.0),
-            context_reach=int(_within(c, "recall.context_reach", 0, 10)),
-            context_gap=_within(c, "recall.context_gap_seconds", 0.0, 30 * 86400.0),
-            top_guard=c["recall.top_guard"],
-            staleness=staleness_config(c),
-            time_zone=_zone(c, "recall.time_zone"),
-        )
-
-
-def _zone(config: Config, key: str) -> tzinfo:
-    name = str(config[key]).strip()
-    if name.upper() in ("UTC", "Z"):
-        return UTC
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise UsageError(
-            f"configuration key {key!r} names no known time zone: {name!r}",
-            hint=f"use an IANA name such as Europe/Berlin or America/New_York in "
-            f"{config.origin(key)}",
-        ) from exc
-
-
-def _within(config: Config, key: str, low: float, high: float) -> float:
-    value = float(config[key])
-    if not low <= value <= high:
-        raise UsageError(
-            f"configuration key {key!r} must be between {low:g} and {high:g}, got {value:g}",
-            hint=f"set it in {config.origin(key)}",
-        )
-    return value
-
-
-@dataclass(frozen=True)
-class RecallResult:
-    query: str
-    namespace: str
-    results: list[dict[str, Any]]
-    hidden: dict[str, int]
-    """How many candidates were held back, by reason (stale, superseded)."""
-    unknown_entities: list[str]
-    reranker: str
-    nothing_relevant: bool = False
-    """No returned result reaches the ``weak`` relevance label (or none is returned)."""
-    degraded: str | None = None
-    """Why the dense leg was left out (the embeddings server could not be reached): the
-    results come from the BM25 leg alone. Shown to the agent as ``warning``."""
-
-    def as_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "query": self.query,
-            "namespace": self.namespace,
-            "results": self.results,
-            "hidden": self.hidden,
-            "unknown_entities": self.unknown_entities,
-            "reranker": self.reranker,
-            "nothing_relevant": self.nothing_relevant,
-        }
-        if self.nothing_relevant:
-            doc["note"] = relevance.NOTE_NOTHING_RELEVANT
-        if self.degraded is not None:
-            doc["warning"] = self.degraded
-        return doc
-
-
-def _check(req: RecallRequest) -> None:
-    if not isinstance(req.query, str) or not req.query.strip():
-        raise UsageError("the query is empty", hint="say what to look for, in words")
-    if len(req.query) > MAX_QUERY_CHARS:
-        raise UsageError(
-            f"the query is {len(req.query)} characters; at most {MAX_QUERY_CHARS}",
-            hint="ask for one thing at a time",
-        )
-    if any(unicodedata.category(c) == "Cc" and c not in "\n\t" for c in req.query):
-        raise UsageError("the query contains control characters")
-    if isinstance(req.limit, bool) or not isinstance(req.limit, int):
-        raise UsageError("limit must be a whole number")
-    if not 1 <= req.limit <= MAX_LIMIT:
-        raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, got {req.limit}")
-    unknown = [t for t in req.types if t not in MEMORY_TYPES]
-    if unknown:
-        raise UsageError(
-            f"unknown memory type {', '.join(map(repr, unknown))}",
-            hint="types are episodic, semantic and procedural",
-        )
-    if any(not isinstance(e, str) or not e.strip() for e in req.entities):
-        raise UsageError("entity names must be non-empty text")
-    try:
-        if req.min_relevance is not None:
-            relevance.check_min_relevance(req.min_relevance)
-    except ValueError as exc:
-        weak = relevance.DEFAULT_MODEL.weak_from
-        raise UsageError(
-            str(exc), hint=f"0 keeps every result; {weak:g} drops those labelled none"
-        ) from exc
-    if req.legs not in LEGS:
-        raise UsageError(
-            f"unknown legs {req.legs!r}", hint="use hybrid (the default), dense or bm25"
-        )
-    if req.strategy not in STRATEGIES:
-        raise UsageError(
-            f"unknown strategy {req.strategy!r}",
-            hint="use balanced (the default), semantic, lexical, recent or relational",
-        )
-
-
-class QueryCache:
-    """Query vectors by text, least recently used first out (queries repeat a lot)."""
-
-    def __init__(self, embedder: Embedder, size: int = 512) -> None:
-        self.embedder = embedder
-        self.size = size
-        self._vectors: OrderedDict[str, np.ndarray[Any, Any]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def vector(self, text: str) -> np.ndarray[Any, Any]:
-        with self._lock:
-            if text in self._vectors:
-                self._vectors.move_to_end(text)
-                return self._vectors[text]
-        vector = self.embedder.embed_query(text)
-        with self._lock:
-            self._vectors[text] = vector
-            while len(self._vectors) > self.size:
-                self._vectors.popitem(last=False)
-        return vector
-
-
-class AccessLog:
-    """Recall hits waiting to be journaled; flushed in batches (timer, shutdown, CLI exit)."""
-
-    def __init__(self) -> None:
-        self._pending: dict[str, tuple[int, datetime]] = {}
-        self._lock = threading.Lock()
-
-    def record(self, memory_ids: Sequence[str], at: datetime) -> None:
-        with self._lock:
-            for memory_id in memory_ids:
-                count, last = self._pending.get(memory_id, (0, at))
-                self._pending[memory_id] = (count + 1, max(last, at))
-
-    def __len__(self) -> int:
-        return len(self._pending)
-
-    def snapshot(self) -> dict[str, tuple[int, float]]:
-        """The hits not journaled yet: memory id -> (count, last hit as float epoch seconds)."""
-        with self._lock:
-            return {mid: (n, last.timestamp()) for mid, (n, last) in self._pending.items()}
-
-    def flush(self, write: Callable[[Mapping[str, tuple[int, datetime]]], object]) -> int:
-        """Hand everything pending to ``write`` (the writer journals it as one
-        ``memories.accessed`` record); returns how many memories it covered. Kept for the
-        next flush if ``write`` fails."""
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        if not pending:
-            return 0
-        try:
-            write(pending)
-        except BaseException:
-            with self._lock:  # nothing acknowledged: keep them for the next flush
-                for memory_id, (count, last) in pending.items():
-                    old_count, old_last = self._pending.get(memory_id, (0, last))
-                    self._pending[memory_id] = (old_count + count, max(old_last, last))
-            raise
-        return len(pending)
 
 
 def _now() -> datetime:
@@ -528,7 +215,7 @@ class Reader:
         """The request checked and read: its times, the caller, the namespace, the entities
         it names (through their aliases), the filter every leg applies, the period the
         question names, and the sizes of the stages."""
-        _check(req)
+        check_request(req)
         as_of = parse_time(req.as_of, "as_of")
         after = parse_time(req.after, "after")
         before = parse_time(req.before, "before")
@@ -557,7 +244,9 @@ class Reader:
             unknown=unknown,
             strategy=STRATEGY_WEIGHTS[req.strategy],
             period=period,
-            terms=_Terms.of(req.query, period, _given(flt), req.entities if flt.entity_ids else ()),
+            terms=Terms.of(
+                req.query, period, filters_given(flt), req.entities if flt.entity_ids else ()
+            ),
             params=self.settings.staleness.for_namespace(namespace),
             prefetch=max(self.settings.prefetch, 30, req.limit * 4),
             pool=max(self.settings.rerank_pool, POOL),
@@ -705,7 +394,7 @@ class Reader:
 
     def _guarded(
         self,
-        terms: _Terms,
+        terms: Terms,
         legs: Mapping[str, Leg],
         scored: list[Candidate],
         lexical: Sequence[tuple[float, str]],
@@ -718,9 +407,9 @@ class Reader:
         if scored[0].memory_id == first:
             return scored
         dense = legs.get("dense")
-        fused_best = _relevance(terms, scored[0].memory, dense)
+        fused_best = relevance_of(terms, scored[0].memory, dense)
         challenger = next(c for c in scored if c.memory_id == first)
-        if _relevance(terms, challenger.memory, dense) < fused_best:
+        if relevance_of(terms, challenger.memory, dense) < fused_best:
             return scored
         guarded = keep_top(scored, lambda c: c.memory_id, first)
         guarded[0] = replace(guarded[0], top_guard=True)  # first by the guard, not its score
@@ -731,11 +420,11 @@ class Reader:
     def _judged(
         self,
         req: RecallRequest,
-        terms: _Terms,
+        terms: Terms,
         legs: Mapping[str, Leg],
         scored: Sequence[Candidate],
         hidden: dict[str, int],
-    ) -> list[tuple[Candidate, _Judgement]]:
+    ) -> list[tuple[Candidate, Judgement]]:
         """Each candidate with its relevance, in order, at most ``req.limit`` of them.
 
         An explicit ``min_relevance`` drops those below it (counted in
@@ -744,16 +433,16 @@ class Reader:
         is counted in ``hidden["irrelevant"]`` too, and ``min_relevance: 0`` shows it."""
         dense = legs.get("dense")
         cut = req.min_relevance
-        kept: list[tuple[Candidate, _Judgement]] = []
+        kept: list[tuple[Candidate, Judgement]] = []
         for item in scored:
             if (cut is None or cut <= 0) and len(kept) >= req.limit:
                 break
-            evidence = _evidence(terms, item.memory, dense, item, legs.get("bm25"))
+            evidence = evidence_of(terms, item.memory, dense, item, legs.get("bm25"))
             value = relevance.DEFAULT_MODEL.relevance(evidence)
             if cut is not None and value < cut:
                 hidden["irrelevant"] = hidden.get("irrelevant", 0) + 1
                 continue
-            judgement = _Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
+            judgement = Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
         if cut is None:
             keep = relevance.trim([j.value for _, j in kept])
@@ -765,7 +454,7 @@ class Reader:
     def _answer(
         self,
         q: _Query,
-        judged: Sequence[tuple[Candidate, _Judgement]],
+        judged: Sequence[tuple[Candidate, Judgement]],
         hidden: dict[str, int],
         degraded: str | None,
     ) -> RecallResult:
@@ -1052,9 +741,9 @@ class Reader:
         self, namespace: str, names: Sequence[str], sight: Sight
     ) -> tuple[tuple[str, ...], list[str]]:
         """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime"), else
-        by the ways people spell a name (:func:`ferrex.rules.subjects.spelling_variants`: a
+        by the ways people spell a name (:func:`ferrex.rules.name_lookup.spelling_variants`: a
         dropped word, an acronym) and the looser matches of
-        :func:`ferrex.rules.subjects.loosely_named` ("cart Redis" finds ``redis-carts``); a
+        :func:`ferrex.rules.name_lookup.loosely_named` ("cart Redis" finds ``redis-carts``); a
         name may mean several entities, the filter then admits the memories of any of them."""
         if not names:
             return (), []
@@ -1099,7 +788,7 @@ class _Query:
     strategy: Weights
     period: Period | None
     """The period the question names ("last week"), if any."""
-    terms: _Terms
+    terms: Terms
     params: StalenessParams
     prefetch: int
     """How many points each leg returns."""
@@ -1110,128 +799,6 @@ class _Query:
     asks: frozenset[str]
     """The kinds of value the question's form asks for (:func:`ferrex.rules.slots.asked_kinds`:
     *where* a host, *what version* a version); empty for most questions."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Judgement:
-    value: float
-    label: relevance.Label
-    evidence: relevance.Evidence
-
-    def chance(self) -> float:
-        """The chance the result holds an answer the results above it lack
-        (:class:`ferrex.rules.relevance.AnswerModel`; shown under explain, not used to trim)."""
-        return relevance.ANSWER_MODEL.chance(self.evidence, self.value)
-
-    def fields(self, explain: bool) -> dict[str, Any]:
-        """The result's relevance fields; with ``explain``, the evidence too."""
-        doc: dict[str, Any] = {"relevance": round(self.value, 4), "relevance_label": self.label}
-        if explain:
-            doc["relevance_evidence"] = {
-                "cosine": round(self.evidence.cosine, 6),
-                "coverage": round(self.evidence.coverage, 6),
-                "missing_named": self.evidence.missing_named,
-                "missing_name": self.evidence.missing_name,
-                "missing_attribute": self.evidence.missing_attribute,
-                "given": self.evidence.given,
-                "dense_rank": self.evidence.dense_rank,
-                "sparse_rank": self.evidence.sparse_rank,
-                "cosine_gap": round(self.evidence.cosine_gap, 6),
-                "bm25_share": round(self.evidence.bm25_share, 6),
-            }
-            doc["answer_chance"] = round(self.chance(), 4)
-        return doc
-
-
-@dataclass(frozen=True)
-class _Terms:
-    """What relevance reads of a query: its BM25 tokens, less the words of the period it
-    names, and that period (one term of its own, :func:`ferrex.rules.relevance.coverage`)."""
-
-    tokens: Sequence[str]
-    period: Period | None
-    names: frozenset[str] = frozenset()
-    """The tokens of the query's capitalised names (:func:`ferrex.rules.relevance.query_names`)."""
-    given: int = 0
-    """The explicit filters (an entity filter, an ``after``/``before`` window): terms every
-    ranked memory has (:func:`ferrex.rules.relevance.coverage`)."""
-
-    @classmethod
-    def of(
-        cls, query: str, period: Period | None, given: int = 0, filtered: Sequence[str] = ()
-    ) -> _Terms:
-        """``given``: the explicit filters; ``filtered``: the entity names the filter gave,
-        whose words in the question are the filter's term, not terms of their own (as a
-        period's words are the period's)."""
-        found = tokens(query)
-        names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
-        if period is not None:
-            found = relevance.without_phrase(found, tokens(period.phrase))
-        if period is None and not given:
-            return cls(found, None, names)
-        named = {t for name in filtered for t in tokens(name)}
-        kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
-        return cls(kept, period, names - named, given)
-
-    @property
-    def only_a_period(self) -> bool:
-        """The question asks for a period and nothing else ("what happened last week?")."""
-        return self.period is not None and not self.tokens
-
-
-def _evidence(
-    terms: _Terms,
-    memory: Memory,
-    dense: Leg | None,
-    candidate: Candidate | None = None,
-    sparse: Leg | None = None,
-) -> relevance.Evidence:
-    """The relevance evidence for ``memory``; with its ``candidate`` (and the BM25 leg), also
-    what the legs' rankings say of it: its ranks, its cosine's gap to the best, its share
-    of the best BM25 score."""
-    hit = None if dense is None else dense.best.get(memory.memory_id)
-    text = tokens(memory_text(memory.type, memory.body()))
-    # Below the leg's floor a memory counts as at the floor, as one the leg did not return:
-    # the same evidence however deep a longer answer asked the leg.
-    return relevance.evidence(
-        terms.tokens,
-        text,
-        None if hit is None or dense is None else max(hit.score, dense.floor),
-        None if dense is None else dense.floor,
-        None
-        if terms.period is None
-        else relevance.period_found(
-            terms.period.holds(memory.t_valid), tokens(terms.period.phrase), text
-        ),
-        terms.names,
-        terms.given,
-        (None, None) if candidate is None else (candidate.dense_rank, candidate.sparse_rank),
-        _best(dense),
-        0.0 if candidate is None or candidate.bm25 is None else _share(candidate.bm25, sparse),
-    )
-
-
-def _best(leg: Leg | None) -> float | None:
-    """The best score a leg returned (None: it returned nothing)."""
-    if leg is None or not leg.best:
-        return None
-    return max(hit.score for hit in leg.best.values())
-
-
-def _share(score: float, leg: Leg | None) -> float:
-    best = _best(leg)
-    return score / best if best is not None and best > 0 else 0.0
-
-
-def _relevance(terms: _Terms, memory: Memory, dense: Leg | None) -> float:
-    return relevance.DEFAULT_MODEL.relevance(_evidence(terms, memory, dense))
-
-
-def _given(flt: VectorFilter) -> int:
-    """The explicit filters a recall's caller gave that every ranked memory passes: the
-    entities (resolved) and the event-time window, one each."""
-    window = flt.t_valid_from is not None or flt.t_valid_to is not None
-    return int(bool(flt.entity_ids)) + int(window)
 
 
 def _payload(memory: Memory) -> dict[str, Any]:

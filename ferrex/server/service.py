@@ -27,7 +27,7 @@ from ferrex.config import Config, staleness_config
 from ferrex.errors import NotFound, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from ferrex.read.seen import Sight, brief, one_line
 from ferrex.rules.entities import Candidate
 from ferrex.rules.lifecycle import check_importance, marks_doc

@@ -121,7 +121,7 @@ def test_recall_hits_are_journaled_by_a_flush_and_at_close(home: Path) -> None:
     last ones, at close."""
     from ferrex.app import App
     from ferrex.config import load
-    from ferrex.read.recall import RecallRequest
+    from ferrex.read.request import RecallRequest
 
     app = App(home=home, config=load(home, env={}))
     try:

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from ferrex.app import App
 from ferrex.cli import cli
 from ferrex.config import load
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from journal import Event, Journal, MemoryStored
 from journal.events import EVENT_TYPES, AliasMatch
 from projections.replay import read_pointer

@@ -20,7 +20,9 @@ from ferrex.config import load
 from ferrex.errors import Refused, UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
-from ferrex.read.recall import AccessLog, Reader, RecallRequest
+from ferrex.read.access import AccessLog
+from ferrex.read.recall import Reader
+from ferrex.read.request import RecallRequest
 from ferrex.read.seen import Sight
 from ferrex.rules.consolidation import sentences
 from ferrex.rules.memory_input import StoreRequest

@@ -15,7 +15,7 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.errors import FerrexError
 from ferrex.models import Embedder
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.server.hub import Hub
 from ferrex.server.service import Caller

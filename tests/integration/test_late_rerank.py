@@ -11,7 +11,9 @@ import pytest
 from ferrex.models import Embedder
 from ferrex.models.late import LateInteraction, load_late
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
-from ferrex.read.recall import AccessLog, Reader, RecallRequest
+from ferrex.read.access import AccessLog
+from ferrex.read.recall import Reader
+from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal

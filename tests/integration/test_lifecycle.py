@@ -22,7 +22,9 @@ from ferrex.models.rerank import RerankStage, choose_reranker
 from ferrex.porting.dump import write_dump
 from ferrex.porting.dump_read import is_header, parse_line
 from ferrex.porting.restore import restore_many
-from ferrex.read.recall import AccessLog, Reader, RecallRequest
+from ferrex.read.access import AccessLog
+from ferrex.read.recall import Reader
+from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.write.writer import StoreSettings, Writer
 from journal import Journal

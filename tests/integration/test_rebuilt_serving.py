@@ -14,7 +14,7 @@ from ferrex import heap
 from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.models import Embedder
-from ferrex.read.recall import RecallRequest
+from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from projections.qdrant_edge import EdgeBackend
 from projections.replay import read_pointer, write_pointer

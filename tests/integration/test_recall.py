@@ -13,8 +13,10 @@ import pytest
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
+from ferrex.read.access import AccessLog
 from ferrex.read.candidate import Candidate
-from ferrex.read.recall import AccessLog, Reader, RecallRequest
+from ferrex.read.recall import Reader
+from ferrex.read.request import RecallRequest
 from ferrex.rules.dates import Period
 from ferrex.rules.fusion import NOTE_CONTEXT_SHARE
 from ferrex.rules.memory_input import StoreRequest

@@ -12,7 +12,8 @@ import pytest
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.rerank import RerankStage, choose_reranker
-from ferrex.read.recall import Reader, RecallRequest
+from ferrex.read.recall import Reader
+from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.relevance import (
     HIDDEN_BELOW,

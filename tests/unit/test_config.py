@@ -90,7 +90,7 @@ def test_staleness_errors_name_the_key(tmp_path: Path, text: str, message: str) 
 
 
 def test_recall_fusion_keys_reach_the_settings_and_are_checked(tmp_path: Path) -> None:
-    from ferrex.read.recall import RecallSettings
+    from ferrex.read.request import RecallSettings
 
     (tmp_path / "ferrex.toml").write_text("[recall]\ndense_adapt = 0.75\ngraph_weight = 0.25\n")
     settings = RecallSettings.from_config(load(tmp_path, env={}))
@@ -109,7 +109,7 @@ def test_recall_fusion_keys_reach_the_settings_and_are_checked(tmp_path: Path) -
 def test_the_recall_time_zone_is_a_known_zone(tmp_path: Path) -> None:
     from zoneinfo import ZoneInfo
 
-    from ferrex.read.recall import RecallSettings
+    from ferrex.read.request import RecallSettings
 
     (tmp_path / "ferrex.toml").write_text('[recall]\ntime_zone = "Asia/Tokyo"\n')
     assert RecallSettings.from_config(load(tmp_path, env={})).time_zone == ZoneInfo("Asia/Tokyo")

@@ -1,0 +1,142 @@
+"""How recall judges a result: the question's terms, the evidence a memory offers (the legs'
+scores and ranks, coverage of the question's words and names) and the relevance and label
+the calibrated model gives it (:mod:`ferrex.rules.relevance`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ferrex.models.sparse import tokens
+from ferrex.read.candidate import Candidate
+from ferrex.rules import relevance
+from ferrex.rules.dates import Period
+from ferrex.rules.fusion import (
+    Leg,
+)
+from projections.documents import memory_text
+from projections.rows import Memory
+from projections.vectors import VectorFilter
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    value: float
+    label: relevance.Label
+    evidence: relevance.Evidence
+
+    def chance(self) -> float:
+        """The chance the result holds an answer the results above it lack
+        (:class:`ferrex.rules.relevance.AnswerModel`; shown under explain, not used to trim)."""
+        return relevance.ANSWER_MODEL.chance(self.evidence, self.value)
+
+    def fields(self, explain: bool) -> dict[str, Any]:
+        """The result's relevance fields; with ``explain``, the evidence too."""
+        doc: dict[str, Any] = {"relevance": round(self.value, 4), "relevance_label": self.label}
+        if explain:
+            doc["relevance_evidence"] = {
+                "cosine": round(self.evidence.cosine, 6),
+                "coverage": round(self.evidence.coverage, 6),
+                "missing_named": self.evidence.missing_named,
+                "missing_name": self.evidence.missing_name,
+                "missing_attribute": self.evidence.missing_attribute,
+                "given": self.evidence.given,
+                "dense_rank": self.evidence.dense_rank,
+                "sparse_rank": self.evidence.sparse_rank,
+                "cosine_gap": round(self.evidence.cosine_gap, 6),
+                "bm25_share": round(self.evidence.bm25_share, 6),
+            }
+            doc["answer_chance"] = round(self.chance(), 4)
+        return doc
+
+
+@dataclass(frozen=True)
+class Terms:
+    """What relevance reads of a query: its BM25 tokens, less the words of the period it
+    names, and that period (one term of its own, :func:`ferrex.rules.relevance.coverage`)."""
+
+    tokens: Sequence[str]
+    period: Period | None
+    names: frozenset[str] = frozenset()
+    """The tokens of the query's capitalised names (:func:`ferrex.rules.relevance.query_names`)."""
+    given: int = 0
+    """The explicit filters (an entity filter, an ``after``/``before`` window): terms every
+    ranked memory has (:func:`ferrex.rules.relevance.coverage`)."""
+
+    @classmethod
+    def of(
+        cls, query: str, period: Period | None, given: int = 0, filtered: Sequence[str] = ()
+    ) -> Terms:
+        """``given``: the explicit filters; ``filtered``: the entity names the filter gave,
+        whose words in the question are the filter's term, not terms of their own (as a
+        period's words are the period's)."""
+        found = tokens(query)
+        names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
+        if period is not None:
+            found = relevance.without_phrase(found, tokens(period.phrase))
+        if period is None and not given:
+            return cls(found, None, names)
+        named = {t for name in filtered for t in tokens(name)}
+        kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
+        return cls(kept, period, names - named, given)
+
+    @property
+    def only_a_period(self) -> bool:
+        """The question asks for a period and nothing else ("what happened last week?")."""
+        return self.period is not None and not self.tokens
+
+
+def evidence_of(
+    terms: Terms,
+    memory: Memory,
+    dense: Leg | None,
+    candidate: Candidate | None = None,
+    sparse: Leg | None = None,
+) -> relevance.Evidence:
+    """The relevance evidence for ``memory``; with its ``candidate`` (and the BM25 leg), also
+    what the legs' rankings say of it: its ranks, its cosine's gap to the best, its share
+    of the best BM25 score."""
+    hit = None if dense is None else dense.best.get(memory.memory_id)
+    text = tokens(memory_text(memory.type, memory.body()))
+    # Below the leg's floor a memory counts as at the floor, as one the leg did not return:
+    # the same evidence however deep a longer answer asked the leg.
+    return relevance.evidence(
+        terms.tokens,
+        text,
+        None if hit is None or dense is None else max(hit.score, dense.floor),
+        None if dense is None else dense.floor,
+        None
+        if terms.period is None
+        else relevance.period_found(
+            terms.period.holds(memory.t_valid), tokens(terms.period.phrase), text
+        ),
+        terms.names,
+        terms.given,
+        (None, None) if candidate is None else (candidate.dense_rank, candidate.sparse_rank),
+        best_of(dense),
+        0.0 if candidate is None or candidate.bm25 is None else share_of(candidate.bm25, sparse),
+    )
+
+
+def best_of(leg: Leg | None) -> float | None:
+    """The best score a leg returned (None: it returned nothing)."""
+    if leg is None or not leg.best:
+        return None
+    return max(hit.score for hit in leg.best.values())
+
+
+def share_of(score: float, leg: Leg | None) -> float:
+    best = best_of(leg)
+    return score / best if best is not None and best > 0 else 0.0
+
+
+def relevance_of(terms: Terms, memory: Memory, dense: Leg | None) -> float:
+    return relevance.DEFAULT_MODEL.relevance(evidence_of(terms, memory, dense))
+
+
+def filters_given(flt: VectorFilter) -> int:
+    """The explicit filters a recall's caller gave that every ranked memory passes: the
+    entities (resolved) and the event-time window, one each."""
+    window = flt.t_valid_from is not None or flt.t_valid_to is not None
+    return int(bool(flt.entity_ids)) + int(window)
