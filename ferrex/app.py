@@ -58,8 +58,9 @@ if TYPE_CHECKING:
     from ferrex.models.rerank import RerankStage
     from ferrex.read.recall import AccessLog, Reader, RecallRequest, RecallResult
     from ferrex.write.writer import Writer
+    from projections.applying import Progress
     from projections.indexing import ApartBuild
-    from projections.replay import Progress, Projections
+    from projections.replay import Projections
     from projections.sidecar import Sidecar
     from projections.sqlite import ReadModel, Rules
     from projections.vector_sink import Encoders
@@ -299,7 +300,7 @@ class App:
         if self._embedder is None:
             from ferrex.models import Embedder
             from ferrex.models.remote import recorded_identity
-            from projections.replay import read_pointer
+            from projections.generations import read_pointer
 
             live = read_pointer(self.home)
             self._embedder = Embedder.from_env(
@@ -327,7 +328,7 @@ class App:
         tiers, ``small-float`` -> ``small`` on an upgrade) the projections are rebuilt as
         before, from the journal, saying so."""
         from ferrex.models.remote import PREFIX, mismatch_error, recorded_identity
-        from projections.replay import read_pointer
+        from projections.generations import read_pointer
 
         embedder = self.embedder()
         live = read_pointer(self.home)
@@ -451,7 +452,7 @@ class App:
             raise read_only_error(self.home, "repair the journal")
         if self._projections is not None or self._journal is not None:
             raise RuntimeError("repair_journal runs before the journal is opened")
-        from projections.replay import read_pointer
+        from projections.generations import read_pointer
 
         self._require_ownership()
         built = read_pointer(self.home) is not None
@@ -469,7 +470,7 @@ class App:
         """A read model of the journal as it stands now, built at ``path`` from the journal
         alone (``projections.replay.read_model_at``): no vectors and no owner lock, so a
         process may read it while a server owns the stores. The caller closes it."""
-        from projections.replay import read_model_at
+        from projections.generations import read_model_at
 
         journal = self.journal()
         with translated():
@@ -554,13 +555,14 @@ class App:
     def index_beside(self) -> list[str]:
         """A server's background index: build the vector indexes its embedded collections
         are due (:meth:`VectorBackend.unindexed`) on copies, in a child process, while this
-        one serves, and switch them in (:meth:`Projections.index_beside`); the collections
+        one serves, and switch them in (:mod:`projections.index_beside`); the collections
         switched in. Nothing for a Qdrant server (it indexes by itself) or a read-only home.
         A copy that would leave less than ``storage.reserve_bytes`` free is not made."""
         if self.read_only:
             return []
         projections = self.projections()
         backend = self.backend()
+        from projections.index_beside import index_beside
         from projections.indexing import ApartBuild
         from projections.qdrant_edge import EdgeBackend
 
@@ -578,7 +580,7 @@ class App:
             check_copy_room(self.home, reserve, [backend.root / name for name in names])
 
         with translated():
-            return projections.index_beside(build, before_copy=room)
+            return index_beside(projections, build, before_copy=room)
 
     def cancel_indexing(self) -> None:
         """Kill a background index build in progress and refuse new ones (before closing)."""

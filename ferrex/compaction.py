@@ -44,7 +44,7 @@ from journal.files import private_opener
 from journal.segment import fsync_dir
 from journal.verify import VerifyReport
 from projections.documents import memory_text, procedure_windows, text_parts
-from projections.replay import read_pointer
+from projections.generations import read_pointer
 from projections.sqlite import ReadModelError
 from projections.vectors import VectorStoreError
 

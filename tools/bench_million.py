@@ -69,7 +69,7 @@ from ferrex.read.recall import Legs, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from journal import Event, MemoryStored
 from projections.documents import memory_text
-from projections.replay import read_pointer
+from projections.generations import read_pointer
 from tools import quiet
 from tools.bench_replay import (
     EPISODES,

@@ -16,7 +16,7 @@ from ferrex.porting.gitverify import AgainstReport, verify_against
 from journal import JournalError, to_builtins
 from journal.events import KNOWN_TAGS
 from journal.verify import VerifyReport
-from projections.replay import read_pointer
+from projections.generations import read_pointer
 
 
 @click.group()
