@@ -47,7 +47,7 @@ from journal import (
 )
 from journal.errors import JournalUnavailable
 from journal.files import create_private_file, fsync_dir
-from projections.vectors import VectorBackend, VectorStoreError
+from projections.vectors import EmbeddedVectors, VectorBackend, VectorStoreError
 
 # What opens models, SQLite and the vector store is imported where it is first opened: the
 # bare ``ferrex`` (an MCP client's stdio server) builds an App before it answers
@@ -546,15 +546,15 @@ class App:
         wait for it: for maintenance, when the data directory is this process's alone."""
         projections = self.projections()
         backend = self.backend()
+        names = (projections.live.memories, projections.live.entities)
+        if not isinstance(backend, EmbeddedVectors):
+            return dict.fromkeys(names, False)  # a Qdrant server indexes by itself
         with translated():
-            return {
-                name: backend.optimize(name)
-                for name in (projections.live.memories, projections.live.entities)
-            }
+            return {name: backend.optimize(name) for name in names}
 
     def index_beside(self) -> list[str]:
         """A server's background index: build the vector indexes its embedded collections
-        are due (:meth:`VectorBackend.unindexed`) on copies, in a child process, while this
+        are due (:meth:`EmbeddedVectors.unindexed`) on copies, in a child process, while this
         one serves, and switch them in (:mod:`projections.index_beside`); the collections
         switched in. Nothing for a Qdrant server (it indexes by itself) or a read-only home.
         A copy that would leave less than ``storage.reserve_bytes`` free is not made."""

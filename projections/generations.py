@@ -200,7 +200,7 @@ def build(
     if splits(journal, encoders):
         sink = VectorSink(backend, collections, encoders)
         sink.ensure()
-        with backend.bulk(live.memories), backend.bulk(live.entities):
+        with sink.bulk():
             apply_split(journal, home / live.sqlite, rules, sink, progress)
     else:
         read_model = ReadModel.open(home / live.sqlite, rules=rules)
@@ -209,7 +209,7 @@ def build(
             sink.ensure()
             # One flush at the end instead of one per batch: an interrupted build is
             # discarded (the pointer still names the old generation), never resumed.
-            with backend.bulk(live.memories), backend.bulk(live.entities):
+            with sink.bulk():
                 apply_all(journal, read_model, sink, after=0, progress=progress)
         finally:
             read_model.close()
@@ -219,8 +219,7 @@ def build(
         # Not after a first build: a new home's first store then left more free space
         # after its process ended than before (tests/e2e/test_disk_full.py), not yet
         # understood.
-        backend.release(live.memories)
-        backend.release(live.entities)
+        sink.release()
     write_pointer(home, live)
     if old is not None and old.generation != live.generation:
         remove_sqlite(home / old.sqlite)

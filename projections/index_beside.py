@@ -36,6 +36,7 @@ from journal import Record
 from projections.generations import Live, base, drop_copies
 from projections.replay import Projections
 from projections.vector_sink import Collections, VectorSink
+from projections.vectors import EmbeddedVectors
 
 log = logging.getLogger("ferrex.projections")
 
@@ -60,21 +61,25 @@ def index_beside(
     *,
     before_copy: Callable[[list[str]], None] | None = None,
 ) -> list[str]:
-    """Index the live vector collections that :meth:`VectorBackend.unindexed` says are due,
+    """Index the live vector collections that :meth:`EmbeddedVectors.unindexed` says are due,
     on copies, while these go on serving; then switch the copies in (the steps: the module's
     docstring). Returns the collections switched in (none: nothing was due, or the build
     changed nothing).
 
     ``build(names)`` builds the indexes of the copies (in another process: see
     :mod:`projections.indexing`) and says which changed; ``before_copy(names)`` may refuse
-    the copies by raising (ferrex checks its free-space reserve)."""
+    the copies by raising (ferrex checks its free-space reserve). Nothing for a server,
+    which indexes by itself (it is no :class:`EmbeddedVectors`)."""
+    backend = projections.backend
+    if not isinstance(backend, EmbeddedVectors):
+        return []
     with projections.gate.shared():  # a read: stores and recalls go on
         live = projections.live
-        due = [n for n in (live.memories, live.entities) if _index_due(projections, n)]
+        due = [n for n in (live.memories, live.entities) if _index_due(backend, n)]
     if not due:
         return []
     began = time.perf_counter()
-    copied_at = _copy(projections, live, before_copy)
+    copied_at = _copy(projections, backend, live, before_copy)
     if copied_at is None:
         return []
     at, copies = copied_at
@@ -120,17 +125,20 @@ def index_beside(
     return list(copies.values())
 
 
-def _index_due(projections: Projections, name: str) -> bool:
+def _index_due(backend: EmbeddedVectors, name: str) -> bool:
     """Whether ``name`` has vectors worth indexing: a segment's worth that ``optimize``
-    would index (:meth:`VectorBackend.unindexed`), and at least :data:`INDEX_SHARE` of its
+    would index (:meth:`EmbeddedVectors.unindexed`), and at least :data:`INDEX_SHARE` of its
     points, since each build copies the whole collection (3 GB at a million memories,
     seconds during which calls wait) to index what came since the last one."""
-    unindexed = projections.backend.unindexed(name)
-    return unindexed > 0 and unindexed >= INDEX_SHARE * projections.backend.count(name)
+    unindexed = backend.unindexed(name)
+    return unindexed > 0 and unindexed >= INDEX_SHARE * backend.count(name)
 
 
 def _copy(
-    projections: Projections, live: Live, before_copy: Callable[[list[str]], None] | None
+    projections: Projections,
+    backend: EmbeddedVectors,
+    live: Live,
+    before_copy: Callable[[list[str]], None] | None,
 ) -> tuple[int, dict[str, str]] | None:
     """Step 1: both live collections copied under the gate, and the vector position they
     hold; (that position, each collection's copy), or None when the projections are in an
@@ -149,7 +157,7 @@ def _copy(
         }
         try:
             for name, copy in copies.items():
-                projections.backend.copy_collection(name, copy)
+                backend.copy_collection(name, copy)
         except BaseException:
             drop_copies(projections.backend, live)
             raise

@@ -49,7 +49,7 @@ crash loses from the vectors is re-applied from the checkpoint."""
 
 RELEASE_RECORDS = 5_000
 """A :meth:`Projections.holding_sync` block (an import) that applied at least this many
-records ends by releasing the vector collections (:meth:`VectorBackend.release`): Qdrant
+records ends by releasing the vector collections (:meth:`EmbeddedVectors.release`): Qdrant
 Edge answers filtered queries slower on points added by this process while their shard stays
 open (9k points added to a shard of 1k loaded: the filtered dense leg 4.0-4.4 ms against
 2.6-3.3 once loaded again; 800 added to 9.2k: no difference, NOISY)."""
@@ -302,8 +302,7 @@ class Projections:
                 if not self._holding:
                     self.sync()
                     if self._qdrant_applied - self._held_from >= RELEASE_RECORDS:
-                        self.backend.release(self.live.memories)
-                        self.backend.release(self.live.entities)
+                        self.sink.release()
 
     @property
     def qdrant_position(self) -> int:
