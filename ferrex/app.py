@@ -248,7 +248,8 @@ class App:
             url = self.journal_url
             with translated():
                 if url is not None:
-                    from journal.postgres import PostgresJournal, is_url
+                    from journal.pg_connect import is_url
+                    from journal.postgres import PostgresJournal
 
                     if not is_url(url):
                         raise UsageError(
@@ -672,7 +673,8 @@ class App:
 def open_journal_at(location: str) -> JournalBackend:
     """Open (creating if needed) another journal than the home's, for ``ferrex journal copy``:
     a ``postgresql://`` URL, or a directory of files."""
-    from journal.postgres import PostgresJournal, is_url
+    from journal.pg_connect import is_url
+    from journal.postgres import PostgresJournal
 
     if is_url(location):
         return PostgresJournal.open(location)
