@@ -47,7 +47,7 @@ from journal import (
 )
 from journal.errors import JournalUnavailable
 from journal.files import create_private_file, fsync_dir
-from projections.vectors import VectorBackend, VectorStoreError
+from projections.vectors import EmbeddedVectors, VectorBackend, VectorStoreError
 
 # What opens models, SQLite and the vector store is imported where it is first opened: the
 # bare ``ferrex`` (an MCP client's stdio server) builds an App before it answers
@@ -60,9 +60,10 @@ if TYPE_CHECKING:
     from ferrex.read.recall import Reader
     from ferrex.read.request import RecallRequest, RecallResult
     from ferrex.write.writer import Writer
+    from projections.applying import Progress
     from projections.indexing import ApartBuild
     from projections.readmodel.projector import Rules
-    from projections.replay import Progress, Projections
+    from projections.replay import Projections
     from projections.sidecar import Sidecar
     from projections.sqlite import ReadModel
     from projections.vector_sink import Encoders
@@ -250,7 +251,8 @@ class App:
             url = self.journal_url
             with translated():
                 if url is not None:
-                    from journal.postgres import PostgresJournal, is_url
+                    from journal.pg_connect import is_url
+                    from journal.postgres import PostgresJournal
 
                     if not is_url(url):
                         raise UsageError(
@@ -302,7 +304,7 @@ class App:
         if self._embedder is None:
             from ferrex.models import Embedder
             from ferrex.models.remote import recorded_identity
-            from projections.replay import read_pointer
+            from projections.generations import read_pointer
 
             live = read_pointer(self.home)
             self._embedder = Embedder.from_env(
@@ -330,7 +332,7 @@ class App:
         tiers, ``small-float`` -> ``small`` on an upgrade) the projections are rebuilt as
         before, from the journal, saying so."""
         from ferrex.models.remote import PREFIX, mismatch_error, recorded_identity
-        from projections.replay import read_pointer
+        from projections.generations import read_pointer
 
         embedder = self.embedder()
         live = read_pointer(self.home)
@@ -454,7 +456,7 @@ class App:
             raise read_only_error(self.home, "repair the journal")
         if self._projections is not None or self._journal is not None:
             raise RuntimeError("repair_journal runs before the journal is opened")
-        from projections.replay import read_pointer
+        from projections.generations import read_pointer
 
         self._require_ownership()
         built = read_pointer(self.home) is not None
@@ -470,9 +472,9 @@ class App:
 
     def journal_read_model(self, path: Path, progress: Progress | None = None) -> ReadModel:
         """A read model of the journal as it stands now, built at ``path`` from the journal
-        alone (``projections.replay.read_model_at``): no vectors and no owner lock, so a
+        alone (``projections.generations.read_model_at``): no vectors and no owner lock, so a
         process may read it while a server owns the stores. The caller closes it."""
-        from projections.replay import read_model_at
+        from projections.generations import read_model_at
 
         journal = self.journal()
         with translated():
@@ -549,22 +551,23 @@ class App:
         wait for it: for maintenance, when the data directory is this process's alone."""
         projections = self.projections()
         backend = self.backend()
+        names = (projections.live.memories, projections.live.entities)
+        if not isinstance(backend, EmbeddedVectors):
+            return dict.fromkeys(names, False)  # a Qdrant server indexes by itself
         with translated():
-            return {
-                name: backend.optimize(name)
-                for name in (projections.live.memories, projections.live.entities)
-            }
+            return {name: backend.optimize(name) for name in names}
 
     def index_beside(self) -> list[str]:
         """A server's background index: build the vector indexes its embedded collections
-        are due (:meth:`VectorBackend.unindexed`) on copies, in a child process, while this
-        one serves, and switch them in (:meth:`Projections.index_beside`); the collections
+        are due (:meth:`EmbeddedVectors.unindexed`) on copies, in a child process, while this
+        one serves, and switch them in (:mod:`projections.index_beside`); the collections
         switched in. Nothing for a Qdrant server (it indexes by itself) or a read-only home.
         A copy that would leave less than ``storage.reserve_bytes`` free is not made."""
         if self.read_only:
             return []
         projections = self.projections()
         backend = self.backend()
+        from projections.index_beside import index_beside
         from projections.indexing import ApartBuild
         from projections.qdrant_edge import EdgeBackend
 
@@ -582,7 +585,7 @@ class App:
             check_copy_room(self.home, reserve, [backend.root / name for name in names])
 
         with translated():
-            return projections.index_beside(build, before_copy=room)
+            return index_beside(projections, build, before_copy=room)
 
     def cancel_indexing(self) -> None:
         """Kill a background index build in progress and refuse new ones (before closing)."""
@@ -674,7 +677,8 @@ class App:
 def open_journal_at(location: str) -> JournalBackend:
     """Open (creating if needed) another journal than the home's, for ``ferrex journal copy``:
     a ``postgresql://`` URL, or a directory of files."""
-    from journal.postgres import PostgresJournal, is_url
+    from journal.pg_connect import is_url
+    from journal.postgres import PostgresJournal
 
     if is_url(location):
         return PostgresJournal.open(location)

@@ -44,8 +44,8 @@ from journal.files import private_opener
 from journal.segment import fsync_dir
 from journal.verify import VerifyReport
 from projections.documents import memory_text, procedure_windows, text_parts
+from projections.generations import read_pointer
 from projections.readmodel.store import ReadModelError
-from projections.replay import read_pointer
 from projections.vectors import VectorStoreError
 
 log = logging.getLogger("ferrex")

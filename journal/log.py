@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import msgspec
-
 from journal.compact import compact as compact_segments
 from journal.errors import (
     EncodeError,
@@ -49,19 +47,14 @@ from journal.errors import (
 from journal.events import Event
 from journal.files import make_private_dir, open_private, private_opener
 from journal.manifest import load_gaps
+from journal.reader import REPAIR_HINT, SegmentReader, read_from
 from journal.record import (
     FORMAT_VERSION,
-    FRAME,
-    FRAME_SIZE,
     GENESIS_HASH,
-    MAX_PART,
-    Decoded,
     FrameInfo,
     Record,
     check_frame,
     continuing_frame,
-    decode_frames,
-    decode_record,
     decode_recorded_at,
     encode_record,
     frame_version,
@@ -72,7 +65,6 @@ from journal.segment import (
     HEADER_SIZE,
     SEALING_SUFFIX,
     fsync_dir,
-    header_problem,
     list_segments,
     scan_frames,
     segment_header,
@@ -85,7 +77,6 @@ log = logging.getLogger("journal")
 
 DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024
 LOCK_NAME = "LOCK"
-_REPAIR_HINT = "run `ferrex journal verify` for details; `ferrex journal repair` sets it aside"
 
 
 @dataclass(frozen=True)
@@ -124,24 +115,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _decode(
-    path: Path,
-    data: bytes,
-    start: int,
-    expected: int,
-    after: int,
-    gaps: frozenset[int],
-    hashes: bool,
-) -> Decoded:
-    try:
-        return decode_frames(data, start, expected, after=after, gaps=gaps, hashes=hashes)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise JournalFormatError(
-            f"{path.name}: a record passed its checksum but cannot be decoded: {exc}",
-            hint="was it written by a newer, incompatible ferrex?",
-        ) from exc
-
-
 def _open_lock(directory: Path) -> int:
     """The writer lock's descriptor. On a read-only file system no one can append, so a read
     descriptor (of the lock file, or of the directory when there is none) serves to read."""
@@ -152,14 +125,6 @@ def _open_lock(directory: Path) -> int:
             raise
     lock = directory / LOCK_NAME
     return os.open(lock, os.O_RDONLY) if lock.exists() else os.open(directory, os.O_RDONLY)
-
-
-def _read_from(path: Path, offset: int) -> tuple[bytes, int]:
-    """The file's bytes from ``offset`` on, and the file's size."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        f.seek(offset)
-        return f.read(), size
 
 
 def _damaged(damage: Damage) -> JournalError:
@@ -185,7 +150,7 @@ def _damaged(damage: Damage) -> JournalError:
             f"({damage.reason}), and valid records follow it"
         )
     return JournalDamaged(
-        message, segment=path, offset=damage.offset, position=damage.position, hint=_REPAIR_HINT
+        message, segment=path, offset=damage.offset, position=damage.position, hint=REPAIR_HINT
     )
 
 
@@ -213,9 +178,7 @@ class Journal:
         self._lock_fd: int | None = None
         self._fd: int | None = None
         self._fd_path: Path | None = None
-        self._gaps: frozenset[int] = frozenset()
-        self._cursor: tuple[int, Path, int] | None = None
-        """(position, segment, offset of that record's frame): where ``read`` resumes."""
+        self._reader = SegmentReader(directory)
         self.torn_tails: list[TornTail] = []
         """What open (or a later append) cut as torn tails, for reporting."""
         self._newest_version = 0
@@ -249,7 +212,7 @@ class Journal:
         try:
             journal._lock_fd = _open_lock(path)
             with journal._thread_lock, journal._locked():
-                journal._gaps = load_gaps(path)
+                journal._reader.gaps = load_gaps(path)
                 journal._advance(from_start=True)
                 journal._refuse_if_too_new()
         except BaseException:
@@ -284,28 +247,9 @@ class Journal:
         return self._newest_version
 
     def first(self) -> Record | None:
-        """The first record, with its hash; None when the journal is empty.
-
-        Read from the first frame alone (an export names a journal by its first record;
-        decoding the whole first segment for it would cost a second per 100,000 records).
-        """
-        segments = list_segments(self.directory)
-        if segments:
-            with open(segments[0][1], "rb") as f:
-                data = f.read(HEADER_SIZE + FRAME_SIZE)
-                if len(data) == HEADER_SIZE + FRAME_SIZE and header_problem(data) is None:
-                    payload_len = FRAME.unpack_from(data, HEADER_SIZE)[3]
-                    data += f.read(min(payload_len, MAX_PART))
-                    info = check_frame(data, HEADER_SIZE, len(data))
-                    if not isinstance(info, str):
-                        try:
-                            return decode_record(data, info)
-                        except (ValueError, msgspec.DecodeError, msgspec.ValidationError):
-                            pass  # the reader below says what is wrong with it
-        # An unusual first segment (being created, torn): let the reader decide.
-        for record in self.read(hashes=True):
-            return record
-        return None
+        """The first record, with its hash; None when the journal is empty
+        (:meth:`SegmentReader.first`)."""
+        return self._reader.first()
 
     def verify(self, *, decode: bool = True) -> VerifyReport:
         """Verify the journal's files (:func:`journal.verify.verify`): reads only, so it also
@@ -471,7 +415,7 @@ class Journal:
                     offset=0,
                     hint="a segment file is missing from the journal directory",
                 )
-            return SegmentWalk(segments, gaps=self._gaps)
+            return SegmentWalk(segments, gaps=self._reader.gaps)
         firsts = [first for first, _ in segments]
         start_index = bisect.bisect_left(firsts, tail.first)
         if start_index >= len(segments) or segments[start_index][0] != tail.first:
@@ -486,7 +430,7 @@ class Journal:
         resume = None if tail.last is None else self._resume(segments[start_index][1], tail)
         return SegmentWalk(
             segments,
-            gaps=self._gaps,
+            gaps=self._reader.gaps,
             start_index=start_index,
             expected=tail.position + 1,
             prev_hash=tail.hash,
@@ -502,7 +446,7 @@ class Journal:
         Otherwise the record is found again by its position, and must have the same hash.
         """
         assert tail.last is not None
-        data, _ = _read_from(path, tail.last)
+        data, _ = read_from(path, tail.last)
         info = check_frame(data, 0, len(data))
         if (
             not isinstance(info, str)
@@ -510,8 +454,8 @@ class Journal:
             and record_hash(info.position, info.prev_hash, head_bytes(data, info)) == tail.hash
         ):
             return Resumed(data, tail.last, info.length)
-        data, size = _read_from(path, 0)
-        scan = scan_frames(data, HEADER_SIZE, tail.first, gaps=self._gaps)
+        data, size = read_from(path, 0)
+        scan = scan_frames(data, HEADER_SIZE, tail.first, gaps=self._reader.gaps)
         for info in scan.frames:
             if info.position == tail.position:
                 if record_hash(info.position, info.prev_hash, head_bytes(data, info)) != tail.hash:
@@ -523,7 +467,7 @@ class Journal:
             segment=path,
             offset=tail.last,
             position=tail.position,
-            hint=_REPAIR_HINT,
+            hint=REPAIR_HINT,
         )
 
     def _set_aside(
@@ -650,30 +594,8 @@ class Journal:
 
     def frames(self, after: int = 0) -> Iterator[tuple[int, bytes]]:
         """(position, frame bytes) of the complete records after ``after``, as stored (for
-        ``ferrex journal copy``, which moves records without re-encoding them). No lock."""
-        segments = list_segments(self.directory)
-        firsts = [first for first, _ in segments]
-        index = max(bisect.bisect_right(firsts, after + 1) - 1, 0)
-        for i in range(index, len(segments)):
-            first, path = segments[i]
-            is_last = i == len(segments) - 1
-            data = path.read_bytes()
-            problem = header_problem(data)
-            if problem is not None:
-                if is_last:
-                    return
-                raise JournalFormatError(f"{path.name}: {problem}")
-            scan = scan_frames(data, HEADER_SIZE, first, gaps=self._gaps)
-            for info in scan.frames:
-                if info.position > after:
-                    yield info.position, data[info.offset : info.offset + info.length]
-            if scan.bad_offset is not None and not is_last:
-                raise JournalDamaged(
-                    f"{path.name}: damaged record at offset {scan.bad_offset} ({scan.reason})",
-                    segment=path,
-                    offset=scan.bad_offset,
-                    hint=_REPAIR_HINT,
-                )
+        ``ferrex journal copy``); no lock (:meth:`SegmentReader.frames`)."""
+        return self._reader.frames(after)
 
     def _write(self, path: Path, created: bool, data: bytes) -> None:
         if created:
@@ -731,55 +653,9 @@ class Journal:
     # -- reading ----------------------------------------------------------------------------
 
     def read(self, after: int = 0, *, hashes: bool = False) -> Iterator[Record]:
-        """Records with position > ``after``, in order, as far as they are complete now.
-
-        Takes no lock: safe while other processes append. Raises JournalDamaged for a bad
-        record that has valid records after it. ``hashes=True`` also computes each record's
-        chain hash (``Record.hash``), which costs about a fifth of the read time.
-        """
-        segments = list_segments(self.directory)
-        if not segments:
-            return
-        firsts = [first for first, _ in segments]
-        index = max(bisect.bisect_right(firsts, after + 1) - 1, 0)
-        for i in range(index, len(segments)):
-            first, path = segments[i]
-            is_last = i == len(segments) - 1
-            found: Decoded | None = None
-            cursor = self._cursor
-            if cursor is not None and cursor[1] == path and cursor[0] <= after:
-                # Sequential readers (projections, followers) resume at the last record they
-                # read instead of re-reading the segment: ``base`` is the file offset of
-                # data[0]. If that record is not there any more, the segment was compacted
-                # since: read it from its start.
-                base = cursor[2]
-                data, _ = _read_from(path, base)
-                found = _decode(path, data, 0, cursor[0], after, self._gaps, hashes)
-                if found.last is None:
-                    found = None
-            if found is None:
-                base = 0
-                data, _ = _read_from(path, 0)
-                problem = header_problem(data)
-                if problem is not None:
-                    if is_last:
-                        return  # a segment being created right now
-                    raise JournalFormatError(f"{path.name}: {problem}")
-                found = _decode(path, data, HEADER_SIZE, first, after, self._gaps, hashes)
-            if found.last is not None and found.last_position is not None:
-                # also when nothing was new: a caught-up reader must not rescan the segment
-                self._cursor = (found.last_position, path, base + found.last)
-            yield from found.records
-            if found.bad_offset is not None:
-                if is_last:
-                    return  # incomplete bytes at the very end: an append in progress
-                raise JournalDamaged(
-                    f"{path.name}: damaged record at offset {base + found.bad_offset} "
-                    f"({found.reason})",
-                    segment=path,
-                    offset=base + found.bad_offset,
-                    hint=_REPAIR_HINT,
-                )
+        """Records with position > ``after``, in order, as far as they are complete now; no
+        lock (:meth:`SegmentReader.read`)."""
+        return self._reader.read(after, hashes=hashes)
 
     def follow(
         self, after: int = 0, *, stop: threading.Event, poll_ms: int = 1000

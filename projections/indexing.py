@@ -4,7 +4,7 @@ Edge's ``optimize`` holds the GIL and its shard for the whole build (seconds at 
 memories, minutes at 1M): a server that ran it would answer nothing meanwhile. So a
 server builds the indexes of *copies* of its collections in a child process, at a lower
 priority, while it goes on serving the live ones, and switches the copies in after
-(:meth:`projections.replay.Projections.index_beside`). The child is this module run as
+(:mod:`projections.index_beside`). The child is this module run as
 ``python -m projections.indexing [--indexing-threshold-kb=N] ROOT NAME...``: it opens each
 named shard under ROOT (taking its lock, as any process does), optimizes it, closes it, and
 prints one JSON line, ``{"changed": {name: bool}}``.

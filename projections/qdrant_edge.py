@@ -29,7 +29,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import json
 import os
@@ -45,6 +44,7 @@ from typing import Any, assert_never
 import qdrant_edge as edge
 
 from journal.files import make_private_dir, open_private
+from projections.file_holes import copy_keeping_holes
 from projections.vectors import (
     DENSE,
     FLOAT_FIELDS,
@@ -427,7 +427,7 @@ class EdgeBackend:
         try:
             with _translated(f"copy {name!r} to {to!r}"):
                 try:
-                    shutil.copytree(source, target, copy_function=_copy_keeping_holes)
+                    shutil.copytree(source, target, copy_function=copy_keeping_holes)
                 except BaseException:
                     shutil.rmtree(target, ignore_errors=True)
                     raise
@@ -452,7 +452,7 @@ class EdgeBackend:
         ``t_invalid``) took 3.8-4.0 ms on the filled shard, 1.9-2.4 loaded; unfiltered,
         1.6-1.8 either way: the filtering (Edge's payload indexes as updates left them, it
         seems), not the vector search.
-        So a rebuild releases what it built (``projections.replay``)."""
+        So a rebuild releases what it built (``projections.generations``)."""
         with self._guard:
             held = self._open.pop(name, None)
             self._dirty.discard(name)
@@ -633,44 +633,6 @@ class EdgeBackend:
 
     def _lock_path(self, name: str) -> Path:
         return self.root / f"{name}.lock"
-
-
-def _copy_keeping_holes(src: str, dst: str) -> str:
-    """A file copied with its holes left holes (``shutil.copytree``'s copy function).
-
-    Edge's growing files are mostly holes: a plain copy allocates them all (an entities
-    shard of 1 MB on the disk, 121 MB long, took 153 MB copied). The data regions are found
-    with ``SEEK_DATA``/``SEEK_HOLE``; where the system has no such thing, every byte is
-    copied."""
-    block = 1 << 20
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        size = os.fstat(fin.fileno()).st_size
-        regions: list[tuple[int, int]] = []
-        offset = 0
-        try:
-            while offset < size:
-                try:
-                    start = os.lseek(fin.fileno(), offset, os.SEEK_DATA)
-                except OSError as exc:
-                    if exc.errno == errno.ENXIO:
-                        break  # nothing but a hole after offset
-                    raise
-                end = os.lseek(fin.fileno(), start, os.SEEK_HOLE)
-                regions.append((start, end))
-                offset = end
-        except (AttributeError, OSError):  # no SEEK_DATA here: all of it
-            regions = [(0, size)]
-        for start, end in regions:
-            at = start
-            while at < end:
-                chunk = os.pread(fin.fileno(), min(block, end - at), at)
-                if not chunk:
-                    break
-                os.pwrite(fout.fileno(), chunk, at)
-                at += len(chunk)
-        fout.truncate(size)
-    shutil.copymode(src, dst)
-    return dst
 
 
 def _point(p: VectorPoint) -> edge.Point:

@@ -21,7 +21,6 @@ import contextlib
 import os
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any, assert_never
 
 from qdrant_client import QdrantClient
@@ -73,17 +72,6 @@ def _translated(what: str) -> Iterator[None]:
 
 class ClientBackend:
     """Collections in a Qdrant server (``url``) or in qdrant-client's local mode (``path``)."""
-
-    @contextmanager
-    def bulk(self, name: str, *, flush: bool = True) -> Iterator[None]:
-        # Every write already waits for the server's acknowledgement; nothing to defer.
-        yield
-
-    def sync(self, name: str) -> None:
-        pass  # writes are acknowledged by the server one by one
-
-    def release(self, name: str) -> None:
-        pass  # the server holds the collection; this process keeps only a connection
 
     def __init__(
         self,
@@ -277,19 +265,6 @@ class ClientBackend:
         return self._query_leg(name, _sparse(sparse), SPARSE, flt, limit)
 
     # -- maintenance -------------------------------------------------------------------
-
-    def optimize(self, name: str) -> bool:
-        # A server runs its optimizers by itself, and local mode has no index to build.
-        return False
-
-    def unindexed(self, name: str) -> int:
-        return 0  # the server indexes by itself (local mode has no index at all)
-
-    def copy_collection(self, name: str, to: str) -> None:
-        raise VectorStoreError(
-            f"cannot copy {name!r}: ferrex copies collections only in embedded Qdrant Edge"
-            " (a Qdrant server builds its indexes by itself)"
-        )
 
     def close(self) -> None:
         self._client.close()

@@ -17,15 +17,9 @@ from typing import Any, assert_never
 from journal import MemoryStored, Record
 from journal.backend import JournalBackend
 from projections import fold
-from projections.replay import (
-    BATCH,
-    QDRANT,
-    Projections,
-    chunks,
-    read_model_at,
-    read_pointer,
-    remove_sqlite,
-)
+from projections.applying import BATCH, QDRANT, chunks
+from projections.generations import read_model_at, read_pointer, remove_sqlite
+from projections.replay import Projections
 from projections.sqlite import ReadModel
 from projections.vector_sink import alias_point_id
 

@@ -19,16 +19,17 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, assert_never
 
 from journal import MemoryStored, Record
 from projections import fold
 from projections.documents import memory_text, procedure_parts, text_parts
-from projections.vectors import SparseVector, VectorBackend, VectorPoint
+from projections.vectors import EmbeddedVectors, SparseVector, VectorBackend, VectorPoint
 
 _POINT_NAMESPACE = uuid.UUID("6f1c2d0e-8b7a-4c3e-9d51-2a7e4b8f0c11")
 
@@ -114,6 +115,12 @@ class VectorSink:
     """The last episodic memory seen of each episode (namespace, episode key) as its id
     and its text cut to ``context_chars``: the next turn of that episode is embedded
     with it."""
+    _embedded: EmbeddedVectors | None = field(default=None, init=False, repr=False)
+    """The backend when it runs in this process (:class:`EmbeddedVectors`), asked once: a
+    server has no write to defer, no collection to release."""
+
+    def __post_init__(self) -> None:
+        self._embedded = self.backend if isinstance(self.backend, EmbeddedVectors) else None
 
     def ensure(self) -> None:
         self.backend.ensure_collection(self.collections.memories, self.encoders.dim)
@@ -125,25 +132,43 @@ class VectorSink:
         With ``durable`` the batch is durable when this returns, with one flush per
         collection written rather than one per write; without, at the next :meth:`sync`.
         """
-        with (
-            self.backend.bulk(self.collections.memories, flush=durable),
-            self.backend.bulk(self.collections.entities, flush=durable),
-        ):
+        with self.bulk(flush=durable):
             self._apply(records)
 
     def apply_changes(self, changes: Iterable[tuple[int, fold.Change]]) -> None:
         """Apply the fold's changes (each with the position of its record) in order, durably:
         what ``reconcile --fix`` replays for the points it found wrong, the changes of the
         memories and spellings they hold and nothing else."""
-        with (
-            self.backend.bulk(self.collections.memories, flush=True),
-            self.backend.bulk(self.collections.entities, flush=True),
-        ):
+        with self.bulk(flush=True):
             self._apply_changes(changes)
 
+    @contextlib.contextmanager
+    def bulk(self, *, flush: bool = True) -> Iterator[None]:
+        """Writes to both collections inside need not be durable one by one: an embedded
+        backend makes them durable together when the block ends, or with ``flush=False`` at
+        the next :meth:`sync` (:meth:`EmbeddedVectors.bulk`); a server acknowledges each."""
+        backend = self._embedded
+        if backend is None:
+            yield
+            return
+        with (
+            backend.bulk(self.collections.memories, flush=flush),
+            backend.bulk(self.collections.entities, flush=flush),
+        ):
+            yield
+
     def sync(self) -> None:
-        self.backend.sync(self.collections.memories)
-        self.backend.sync(self.collections.entities)
+        """Make every write to both collections so far durable (a server's already are)."""
+        if self._embedded is not None:
+            self._embedded.sync(self.collections.memories)
+            self._embedded.sync(self.collections.entities)
+
+    def release(self) -> None:
+        """Let an embedded backend close both collections, their writes made durable first
+        (:meth:`EmbeddedVectors.release`); a server holds them itself."""
+        if self._embedded is not None:
+            self._embedded.release(self.collections.memories)
+            self._embedded.release(self.collections.entities)
 
     def _apply(self, records: Sequence[Record]) -> None:
         self._apply_changes(

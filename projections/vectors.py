@@ -2,8 +2,9 @@
 
 Two real backends implement it (DESIGN.md section 6): Qdrant Edge in-process
 (``projections.qdrant_edge``) and qdrant-client against a server or its local mode
-(``projections.qdrant_server``). This module is plain data and pure functions, so importing
-it loads no Qdrant code.
+(``projections.qdrant_server``). What only the embedded engine does (writes made durable when
+told, collections released, indexes built when told) is apart, :class:`EmbeddedVectors`.
+This module is plain data and pure functions, so importing it loads no Qdrant code.
 
 Invariants every backend keeps:
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, assert_never
+from typing import Any, Final, Protocol, assert_never, runtime_checkable
 
 DENSE = "dense"
 """Name of the dense vector in every collection."""
@@ -369,6 +370,20 @@ class VectorBackend(Protocol):
         """The sparse leg alone (BM25 weights times IDF), in ``(-score, id)`` order."""
         ...
 
+    def close(self) -> None:
+        """Release the store; the backend is unusable afterwards."""
+        ...
+
+
+@runtime_checkable
+class EmbeddedVectors(VectorBackend, Protocol):
+    """What only an engine in this process (Qdrant Edge) does, beside :class:`VectorBackend`:
+    writes made durable when told (:meth:`bulk`, :meth:`sync`), collections held open
+    (:meth:`release`), and indexes built when told, on copies if need be (:meth:`optimize`,
+    :meth:`unindexed`, :meth:`copy_collection`). A server acknowledges every write, holds
+    its collections and indexes by itself, so it has none of these; callers ask
+    ``isinstance(backend, EmbeddedVectors)``."""
+
     def optimize(self, name: str) -> bool:
         """Build indexes now; True if anything was rebuilt. May block for a long time."""
         ...
@@ -376,13 +391,12 @@ class VectorBackend(Protocol):
     def unindexed(self, name: str) -> int:
         """How many dense vectors of ``name`` a search compares one by one that
         :meth:`optimize` would index now; 0 when it would index none (too few for the
-        backend's threshold, or a backend that indexes by itself)."""
+        backend's threshold)."""
         ...
 
     def copy_collection(self, name: str, to: str) -> None:
         """Copy collection ``name`` (its writes made durable first) as a new collection
-        ``to``; the caller keeps writes to ``name`` out meanwhile. Raises
-        :class:`VectorStoreError` where the backend cannot (a server indexes by itself)."""
+        ``to``; the caller keeps writes to ``name`` out meanwhile."""
         ...
 
     def bulk(self, name: str, *, flush: bool = True) -> AbstractContextManager[None]:
@@ -400,9 +414,5 @@ class VectorBackend(Protocol):
         """Let go of what this process holds open for ``name``, its writes made durable
         first; the next use opens it again, as a new process would. A rebuild calls it on
         the collections it built (an embedded store serves a collection it has just
-        filled slower than one it opens from its files). Nothing to do for a server."""
-        ...
-
-    def close(self) -> None:
-        """Release the store; the backend is unusable afterwards."""
+        filled slower than one it opens from its files)."""
         ...

@@ -214,10 +214,9 @@ def optimize(home: Path) -> float:
     """What ``ferrex optimize`` does: build the HNSW indexes of both live collections."""
     app = App(home=home, config=load(home, env={}))
     try:
-        live = app.projections().live
+        app.projections()
         started = time.perf_counter()
-        for name in (live.memories, live.entities):
-            app.backend().optimize(name)
+        app.index_vectors()
         return time.perf_counter() - started
     finally:
         app.close()

@@ -6,7 +6,7 @@ A home whose memories came one store at a time (or an old import) has no vector 
 every dense search compares the query with every vector. A server now indexes such a home
 by itself (``Service.index_due`` every ``qdrant.index_every_seconds``): it copies the due
 collections, a child process indexes the copies while the server serves the live ones, and
-the copies catch up and are switched in (``Projections.index_beside``). This tool opens a
+the copies catch up and are switched in (``projections.index_beside``). This tool opens a
 copy of ``--home`` as a server does (model and stores warm), then sends recalls of new query
 texts and stores of new episodic memories, alternating, in three phases: before the index,
 while it is built (until the switch), and after. It prints each phase's wall p50 / p95 /
@@ -34,6 +34,7 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
+from projections.index_beside import index_beside
 from projections.indexing import ApartBuild
 from projections.qdrant_edge import EdgeBackend
 from tools import harness
@@ -135,7 +136,7 @@ def main() -> None:
             def index() -> None:
                 began = time.perf_counter()
                 try:
-                    outcome.append(projections.index_beside(build_apart))
+                    outcome.append(index_beside(projections, build_apart))
                 except Exception as exc:  # printed below
                     outcome.append(exc)
                 outcome.append(time.perf_counter() - began)

@@ -66,7 +66,7 @@ from ferrex.read.request import Legs, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from journal import Event, MemoryStored
 from projections.documents import memory_text
-from projections.replay import read_pointer
+from projections.generations import read_pointer
 from tools import harness
 from tools.bench_replay import (
     EPISODES,

@@ -55,8 +55,9 @@ from journal import (
 )
 from journal.events import MemoryType
 from projections.documents import memory_text, procedure_parts
+from projections.generations import Live, read_pointer
 from projections.qdrant_edge import EdgeBackend
-from projections.replay import Live, Projections, read_pointer
+from projections.replay import Projections
 from projections.sqlite import ReadModel
 from projections.vector_sink import Encoders, VectorSink
 from tools import harness

@@ -10,7 +10,7 @@ from ferrex.app import App, build_rules
 from ferrex.config import KEYS
 from ferrex.core.settings import build_synonyms
 from ferrex.read.request import RecallSettings
-from journal.postgres import redacted
+from journal.pg_connect import redacted
 
 
 @click.group("config")

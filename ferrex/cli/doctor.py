@@ -35,8 +35,8 @@ from ferrex.models.remote import recorded_identity
 from ferrex.models.rerank import RERANKER_ENV, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.server.hub import owner_status
-from journal.postgres import redacted
-from projections.replay import read_pointer
+from journal.pg_connect import redacted
+from projections.generations import read_pointer
 
 _TEST_TEXT = "ferrex doctor: the deploy of INC-90312 moved to v2.3.1 on Friday."
 _TEST_QUERY = "when was INC-90312 deployed?"

@@ -16,7 +16,7 @@ from ferrex.porting.gitverify import AgainstReport, verify_against
 from journal import JournalError, to_builtins
 from journal.events import KNOWN_TAGS
 from journal.verify import VerifyReport
-from projections.replay import read_pointer
+from projections.generations import read_pointer
 
 
 @click.group()
@@ -405,7 +405,7 @@ def copy_cmd(app: App, to: str, as_json: bool) -> None:
     """
     from ferrex.cli.progress import progress
     from journal.copy import copy
-    from journal.postgres import is_url
+    from journal.pg_connect import is_url
 
     if app.journal_url is None:
         _journal_dir(app)

@@ -19,8 +19,8 @@ from ferrex.cli import cli
 from ferrex.models import Embedder, text_key
 from journal import Journal, MemoriesForgotten
 from journal.segment import list_segments
+from projections.generations import read_pointer
 from projections.qdrant_edge import EdgeBackend
-from projections.replay import read_pointer
 from tests.strategies import stored
 
 EPISODE = "Zanzibar-quokka-7731 is the vault passphrase for the staging cluster"

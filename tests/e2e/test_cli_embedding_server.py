@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 from ferrex.cli import cli
 from ferrex.models import Embedder
-from projections.replay import read_pointer
+from projections.generations import read_pointer
 from tests.embedding_server import EmbeddingServer
 
 KEY = "sk-e2e-9f3Kq-never-print-me"

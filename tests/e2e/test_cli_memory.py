@@ -12,7 +12,7 @@ from ferrex.app import App
 from ferrex.cli import cli
 from ferrex.cli import projections as projections_cli
 from ferrex.errors import BackendUnavailable
-from projections.replay import read_pointer
+from projections.generations import read_pointer
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from ferrex.cli import cli
 from ferrex.cli import projections as projections_cli
 from journal import EntityCreated, Journal, MemoryBody, MemoryStored, MemorySuperseded
-from projections.replay import read_pointer
+from projections.generations import read_pointer
 from tests.strategies import T0
 
 

@@ -32,7 +32,7 @@ from ferrex.config import load
 from ferrex.read.request import RecallRequest
 from journal import Event, Journal, MemoryStored
 from journal.events import EVENT_TYPES, AliasMatch
-from projections.replay import read_pointer
+from projections.generations import read_pointer
 from tests.dumps import comparable
 from tests.rows import read_model_rows
 from tests.strategies import RECORDED, home_histories

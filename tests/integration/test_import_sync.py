@@ -16,8 +16,8 @@ from ferrex.config import load
 from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.write.writer import StoreResult
-from projections import replay
-from projections.replay import QDRANT
+from projections import flush_thread
+from projections.applying import QDRANT
 from tests.integration.test_projections import snapshot
 from tests.integration.test_vector_sync import durable_within, flushes_of
 
@@ -33,7 +33,7 @@ def test_an_import_flushes_the_vectors_once_at_its_end(
     tmp_path: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Outside an import every catch-up would now have a flush follow at once (on its thread).
-    monkeypatch.setattr(replay, "SYNC_SECONDS", 0.0)
+    monkeypatch.setattr(flush_thread, "SYNC_SECONDS", 0.0)
     app = App(home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder)
     try:
         writer = app.writer()

@@ -1,5 +1,5 @@
 """A server indexes its embedded vector collections on copies, in a child process, while it
-goes on serving, and switches the copies in (``Projections.index_beside``). Nothing stored
+goes on serving, and switches the copies in (``index_beside``). Nothing stored
 meanwhile is lost, a failure anywhere leaves the live collections serving, and what it
 leaves behind is cleared."""
 
@@ -20,10 +20,12 @@ from ferrex.rules.memory_input import StoreRequest
 from ferrex.server.hub import Hub
 from ferrex.server.service import Caller
 from projections import replay
+from projections.applying import QDRANT
+from projections.generations import Live, read_pointer
+from projections.index_beside import index_beside
 from projections.indexing import ApartBuild
 from projections.qdrant_edge import EdgeBackend
 from projections.reconcile import reconcile
-from projections.replay import QDRANT, read_pointer
 from projections.vectors import VectorStoreError
 
 NOTES = [
@@ -89,7 +91,7 @@ def test_the_copies_are_indexed_apart_and_switched_in_with_what_was_stored_meanw
         f"deploy {n} of the {NOTES[n % len(NOTES)].split()[3]} service went out" for n in range(40)
     ]
 
-    switched = projections.index_beside(storing_during(app, [*more, late]))
+    switched = index_beside(projections, storing_during(app, [*more, late]))
 
     live = projections.live
     assert switched and live.memories in switched and live.memories != old.memories
@@ -109,7 +111,7 @@ def test_the_copies_are_indexed_apart_and_switched_in_with_what_was_stored_meanw
 def test_a_restart_serves_the_switched_copy_and_a_rebuild_clears_it(
     tmp_path: Path, app: App, shared_embedder: Embedder
 ) -> None:
-    switched = app.projections().index_beside(storing_during(app, []))
+    switched = index_beside(app.projections(), storing_during(app, []))
     assert switched
     app.close()
     again = App(home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder)
@@ -133,7 +135,7 @@ def test_a_failed_build_leaves_the_live_collections_serving_and_no_copy(app: App
         raise VectorStoreError("the index builder was killed")
 
     with pytest.raises(VectorStoreError, match="killed"):
-        projections.index_beside(failing)
+        index_beside(projections, failing)
     assert projections.live == old == read_pointer(app.home)
     assert set(qdrant_dirs(app)) == {old.memories, old.entities}
     assert late in found(app, "how many nodes does the search cluster have")
@@ -149,7 +151,7 @@ def test_a_build_that_changes_nothing_switches_nothing_in_and_leaves_no_copy(app
         built.append(names)
         return dict.fromkeys(names, False)
 
-    assert projections.index_beside(unchanged) == []
+    assert index_beside(projections, unchanged) == []
     assert len(built) == 1 and set(qdrant_dirs(app)) == {old.memories, old.entities}
     assert projections.live == old == read_pointer(app.home)
     assert reconcile(projections).clean
@@ -162,12 +164,12 @@ def test_a_failure_at_the_switch_puts_everything_back(
     old = projections.live
     late = "the gateway certificate now renews every sixty days"
 
-    def no_pointer(home: Path, live: replay.Live) -> None:
+    def no_pointer(home: Path, live: Live) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(replay, "write_pointer", no_pointer)
     with pytest.raises(OSError, match="No space"):
-        projections.index_beside(storing_during(app, [late]))
+        index_beside(projections, storing_during(app, [late]))
     monkeypatch.undo()
     assert projections.live == old == read_pointer(app.home)
     assert set(qdrant_dirs(app)) == {old.memories, old.entities}
@@ -175,20 +177,20 @@ def test_a_failure_at_the_switch_puts_everything_back(
     assert late in found(app, "gateway certificate renewal")
     assert reconcile(projections).clean
     # And the next try succeeds.
-    assert projections.index_beside(storing_during(app, []))
+    assert index_beside(projections, storing_during(app, []))
 
 
 def test_a_collection_is_copied_again_only_for_a_share_of_new_vectors(app: App) -> None:
     projections = app.projections()
-    assert projections.index_beside(storing_during(app, []))
+    assert index_beside(projections, storing_during(app, []))
     indexed = projections.live
     app.writer().store(StoreRequest(content="the ledger nightly job now starts at 02:00"))
     # One new vector of 31: a segment's worth at this threshold, under 5% of the points.
     assert app.backend().unindexed(indexed.memories) == 1
-    assert projections.index_beside(storing_during(app, [])) == []
+    assert index_beside(projections, storing_during(app, [])) == []
     assert projections.live == indexed
     app.writer().store(StoreRequest(content="the gateway rate limit was raised to 900 rps"))
-    assert projections.index_beside(storing_during(app, []))  # two of 32: over 5%
+    assert index_beside(projections, storing_during(app, []))  # two of 32: over 5%
     assert projections.live != indexed
 
 
@@ -198,7 +200,7 @@ def test_a_copy_left_by_a_crash_is_removed_by_the_next_run(app: App) -> None:
     stray = f"{live.memories}_0badc0de"
     backend.copy_collection(live.memories, stray)
     assert stray in qdrant_dirs(app)
-    projections.index_beside(storing_during(app, []))
+    index_beside(projections, storing_during(app, []))
     assert stray not in qdrant_dirs(app)
 
 
@@ -215,7 +217,7 @@ def test_nothing_is_copied_when_no_collection_is_due(
         def never(names: list[str]) -> dict[str, bool]:
             raise AssertionError("nothing was due")
 
-        assert app.projections().index_beside(never) == []
+        assert index_beside(app.projections(), never) == []
         assert app.index_beside() == []
         assert qdrant_dirs(app) == before
     finally:

@@ -216,7 +216,7 @@ def test_a_caught_up_reader_resumes_at_the_head_instead_of_rescanning(tmp_path: 
     reader = Journal.open(tmp_path / "j")
     try:
         assert list(reader.read(after=head)) == []
-        cursor = reader._cursor
+        cursor = reader._reader._cursor
         assert cursor is not None and cursor[0] == head and cursor[2] > 0
         with Journal.open(tmp_path / "j") as other:
             other.append([stored(99)])

@@ -34,12 +34,15 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
-from projections import replay
+from projections import replay, split_rebuild
+from projections.applying import QDRANT
+from projections.generations import HOME_TAG, POINTER, read_pointer, write_pointer
 from projections.qdrant_edge import EdgeBackend
 from projections.readmodel.projector import Rules
 from projections.readmodel.store import ReadModelError
 from projections.reconcile import reconcile
-from projections.replay import HOME_TAG, POINTER, QDRANT, Projections, read_pointer, splits
+from projections.replay import Projections
+from projections.split_rebuild import splits
 from projections.vector_sink import Encoders, alias_point_id, point_id
 from projections.vectors import SparseVector, VectorFilter, VectorPoint
 from tests.integration.test_read_model import interacting
@@ -126,12 +129,12 @@ def test_incremental_with_restarts_equals_a_rebuild(
 @contextlib.contextmanager
 def split_rebuilds() -> Iterator[None]:
     """Rebuilds of any size apply the read model in a child process (``apply_split``)."""
-    was = replay.SPLIT_RECORDS
-    replay.SPLIT_RECORDS = 0
+    was = split_rebuild.SPLIT_RECORDS
+    split_rebuild.SPLIT_RECORDS = 0
     try:
         yield
     finally:
-        replay.SPLIT_RECORDS = was
+        split_rebuild.SPLIT_RECORDS = was
 
 
 def _recipe_encoders(encoders: Encoders, embedder: Embedder) -> Encoders:
@@ -407,7 +410,7 @@ def test_a_rebuild_leaves_no_shard_open_that_a_new_process_would_not_hold(
     live = read_pointer(home)
     assert live is not None
     older = msgspec.structs.replace(live, schema_version=live.schema_version - 1)
-    replay.write_pointer(home, older)
+    write_pointer(home, older)
     p = Projections.open(home, journal, backend, encoders)
     assert p.live.generation == live.generation + 1
     assert backend.open_collections() == []

@@ -16,8 +16,8 @@ from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
+from projections.generations import read_pointer, write_pointer
 from projections.qdrant_edge import EdgeBackend
-from projections.replay import read_pointer, write_pointer
 
 
 def _serve(home: Path, embedder: Embedder) -> tuple[int, list[str], list[str], str]:

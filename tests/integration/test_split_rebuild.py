@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 
 from journal import Journal
+from projections.applying import BATCH
+from projections.generations import read_pointer
 from projections.qdrant_edge import EdgeBackend
 from projections.reconcile import reconcile
-from projections.replay import BATCH, Projections, read_pointer
+from projections.replay import Projections
 from projections.vector_sink import Encoders
 from tests.integration.test_projections import memory
 
@@ -27,12 +29,12 @@ REBUILD_AND_DIE = textwrap.dedent(
     from ferrex.app import build_encoders
     from ferrex.models import Embedder, choose_embedding_model
     from journal import Journal
-    from projections import replay
+    from projections import replay, split_rebuild
     from projections.qdrant_edge import EdgeBackend
 
     home, model_home = Path(sys.argv[1]), Path(sys.argv[2])
     encoders = build_encoders(Embedder(model_home, choose_embedding_model("small", {})))
-    replay.SPLIT_RECORDS = 0
+    split_rebuild.SPLIT_RECORDS = 0
 
     def die(done, total):
         # The forked child of this rebuild, then this process, killed without a word.

@@ -30,6 +30,7 @@ import pytest
 from projections.qdrant_edge import EdgeBackend
 from projections.qdrant_server import ClientBackend
 from projections.vectors import (
+    EmbeddedVectors,
     Hit,
     SparseVector,
     StoreLocked,
@@ -140,6 +141,26 @@ def loaded(backend: VectorBackend) -> VectorBackend:
     return backend
 
 
+@pytest.fixture
+def edge_loaded(tmp_path: Path) -> Iterator[EdgeBackend]:
+    """The embedded backend with the rows: what only it does (:class:`EmbeddedVectors`)."""
+    store = EdgeBackend(tmp_path / "qdrant", indexing_threshold_kb=1)
+    store.ensure_collection(NAME, DIM)
+    store.upsert(NAME, [r.point() for r in ROWS])
+    yield store
+    store.close()
+
+
+def test_only_the_embedded_backend_has_the_embedded_capabilities(backend: VectorBackend) -> None:
+    """A server acknowledges every write, holds its collections and indexes by itself: the
+    client backend has none of :class:`EmbeddedVectors`' methods (no no-op, no refusal), and
+    callers ask which a backend is."""
+    embedded = isinstance(backend, EdgeBackend)
+    assert isinstance(backend, EmbeddedVectors) == embedded
+    for method in ("bulk", "sync", "release", "optimize", "unindexed", "copy_collection"):
+        assert hasattr(backend, method) == embedded, method
+
+
 def ns(hits: list[Hit]) -> list[int]:
     return [uuid.UUID(h.id).int for h in hits]
 
@@ -240,21 +261,20 @@ def test_drop_collection(loaded: VectorBackend) -> None:
     assert loaded.count(NAME) == 0
 
 
-def test_a_released_collection_answers_as_before_from_its_files(loaded: VectorBackend) -> None:
+def test_a_released_collection_answers_as_before_from_its_files(edge_loaded: EdgeBackend) -> None:
     """``release`` (after a rebuild): the same points and answers after, also when called
     inside a bulk block; the next use opens the collection again."""
+    loaded = edge_loaded
     with loaded.bulk(NAME):
         loaded.delete(NAME, [pid(7)])
         before = loaded.query_hybrid(NAME, E0, sparse(t7=1.0), VectorFilter(), 10, 5)
         loaded.release(NAME)  # inside the block too: nothing waits for its end
     loaded.release(NAME)
     loaded.release("never-opened")  # nothing open: nothing to do
-    if isinstance(loaded, EdgeBackend):
-        assert loaded.open_collections() == []
+    assert loaded.open_collections() == []
     assert loaded.count(NAME) == len(ROWS) - 1
     assert loaded.query_hybrid(NAME, E0, sparse(t7=1.0), VectorFilter(), 10, 5) == before
-    if isinstance(loaded, EdgeBackend):
-        assert loaded.open_collections() == [NAME]
+    assert loaded.open_collections() == [NAME]
 
 
 def test_bad_input_becomes_a_vector_store_error(loaded: VectorBackend) -> None:
@@ -563,7 +583,8 @@ def test_both_backends_rank_alike(tmp_path: Path) -> None:
 # -- optimize, reopen, processes ---------------------------------------------------------
 
 
-def test_optimize_keeps_every_answer(loaded: VectorBackend) -> None:
+def test_optimize_keeps_every_answer(edge_loaded: EdgeBackend) -> None:
+    loaded = edge_loaded
     # Enough vectors to pass the indexing threshold; filtered out of every query below.
     filler = [
         VectorPoint(pid(1000 + i), unit((i % DIM, 1), (4, 0.5)), sparse(t5000=1.0), {
@@ -580,8 +601,7 @@ def test_optimize_keeps_every_answer(loaded: VectorBackend) -> None:
         ),
     ]
     before = [q() for q in queries]
-    rebuilt = loaded.optimize(NAME)
-    assert rebuilt == isinstance(loaded, EdgeBackend)  # the server client leaves it to Qdrant
+    assert loaded.optimize(NAME)
     after = [q() for q in queries]
     assert [ns(h) for h in after] == [ns(h) for h in before]
     for hits_after, hits_before in zip(after, before, strict=True):
@@ -635,13 +655,9 @@ def test_edge_counts_the_dense_vectors_optimize_would_index(tmp_path: Path) -> N
 
 
 def test_edge_copies_a_collection_that_answers_alike_and_lives_apart(
-    loaded: VectorBackend,
+    edge_loaded: EdgeBackend,
 ) -> None:
-    if not isinstance(loaded, EdgeBackend):
-        assert loaded.unindexed(NAME) == 0  # a server indexes by itself
-        with pytest.raises(VectorStoreError, match="Edge"):
-            loaded.copy_collection(NAME, "copy_1")
-        return
+    loaded = edge_loaded
     loaded.copy_collection(NAME, "copy_1")
     assert {NAME, "copy_1"} <= set(loaded.collections())
 
@@ -808,16 +824,16 @@ def test_client_says_plainly_when_no_server_listens() -> None:
     assert str(caught.value) == f"cannot connect to Qdrant at {url} — is it running?"
 
 
-def test_bulk_writes_are_queryable_inside_and_durable_after(
-    backend: VectorBackend, tmp_path: Path
-) -> None:
+def test_bulk_writes_are_queryable_inside_and_durable_after(tmp_path: Path) -> None:
+    backend = make("edge", tmp_path)
+    assert isinstance(backend, EdgeBackend)
     backend.ensure_collection(NAME, DIM)
     with backend.bulk(NAME):
         backend.upsert(NAME, [r.point() for r in ROWS])
         backend.set_payload(NAME, ["m1"], {"t_invalid": 1.0})
         assert backend.count(NAME) == len(ROWS)
     backend.close()
-    again = make("edge" if isinstance(backend, EdgeBackend) else "client", tmp_path)
+    again = make("edge", tmp_path)
     try:
         assert again.count(NAME) == len(ROWS)
         assert again.retrieve(NAME, [pid(1)])[pid(1)][2]["t_invalid"] == 1.0

@@ -14,8 +14,9 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest
-from projections import replay
-from projections.replay import QDRANT, Projections
+from projections import flush_thread
+from projections.applying import QDRANT
+from projections.replay import Projections
 
 
 def durable_within(projections: Projections, position: int, seconds: float) -> bool:
@@ -44,7 +45,7 @@ def flushes_of(projections: Projections) -> list[str]:
 def test_a_store_returns_before_the_flush_which_follows_on_its_own_thread(
     tmp_path: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(replay, "SYNC_SECONDS", 0.05)
+    monkeypatch.setattr(flush_thread, "SYNC_SECONDS", 0.05)
     app = App(home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder)
     try:
         writer, projections = app.writer(), app.projections()
@@ -64,12 +65,12 @@ def test_a_store_returns_before_the_flush_which_follows_on_its_own_thread(
 def test_closing_makes_the_writes_durable_and_cancels_the_pending_flush(
     tmp_path: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(replay, "SYNC_SECONDS", 60.0)
+    monkeypatch.setattr(flush_thread, "SYNC_SECONDS", 60.0)
     app = App(home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder)
     writer, projections = app.writer(), app.projections()
     position = writer.store(StoreRequest(content="the nightly ETL writes to the lake")).position
     assert projections.read_model.checkpoint(QDRANT) < position  # not flushed on its path
-    pending = projections._later
+    pending = projections._flush_timer.pending
     assert pending is not None and pending.is_alive()
     flushes = flushes_of(projections)
     app.close()
@@ -86,7 +87,7 @@ def test_closing_makes_the_writes_durable_and_cancels_the_pending_flush(
 def test_a_flush_due_inside_an_import_waits_for_the_import_s_end(
     tmp_path: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(replay, "SYNC_SECONDS", 0.0)
+    monkeypatch.setattr(flush_thread, "SYNC_SECONDS", 0.0)
     app = App(home=tmp_path, config=load(tmp_path, None), _embedder=shared_embedder)
     try:
         writer, projections = app.writer(), app.projections()
@@ -95,7 +96,7 @@ def test_a_flush_due_inside_an_import_waits_for_the_import_s_end(
         flushes = flushes_of(projections)
         with projections.holding_sync():
             writer.store(StoreRequest(content="the on-call phone is in the second drawer"))
-            projections._sync_later()  # as a catch-up outside the block would have
+            projections._flush_timer.request()  # as a catch-up outside the block would have
             time.sleep(0.3)
             assert flushes == []  # the scheduled flush found the block open
         assert len(flushes) == 1  # the block's end

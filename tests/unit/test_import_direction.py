@@ -58,7 +58,7 @@ OWNERS = {
     "apsw": ("projections/readmodel/", "ferrex/models/"),  # the read model; the embedding cache
     "qdrant_edge": ("projections/qdrant_edge.py",),
     "qdrant_client": ("projections/qdrant_server.py",),
-    "psycopg": ("journal/postgres.py",),  # the journal on PostgreSQL
+    "psycopg": ("journal/postgres.py", "journal/pg_connect.py"),  # the journal on PostgreSQL
 }
 #: Where SQL may be written inside ferrex/: the embedding cache (its own small SQLite file).
 SQL_ALLOWED = ("ferrex/models/",)
