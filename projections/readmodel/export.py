@@ -61,38 +61,29 @@ class ExportReads(Reads):
 
     def differing(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
         """Every pair of entities said to differ: (namespace, entity, other), by ids."""
-        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
-        return [
-            (str(n), str(e), str(o))
-            for n, e, o in self.db.execute(
-                f"SELECT namespace, entity_id, other_id FROM entity_differs {where} "
-                "ORDER BY entity_id, other_id",
-                args,
-            )
-        ]
+        return self._id_pairs("entity_differs", "entity_id", "other_id", namespace)
 
     def facts_differing(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
         """Every pair of facts said to both hold: (namespace, memory, other), by ids, the
         pair sorted."""
-        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
-        return [
-            (str(n), str(m), str(o))
-            for n, m, o in self.db.execute(
-                f"SELECT namespace, memory_id, other_id FROM fact_differs {where} "
-                "ORDER BY memory_id, other_id",
-                args,
-            )
-        ]
+        return self._id_pairs("fact_differs", "memory_id", "other_id", namespace)
 
     def fold_rows(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
         """Every memory folded into a summary: (namespace, summary, memory), by ids; what a
         dump carries of the consolidations."""
+        return self._id_pairs("folds", "summary_id", "memory_id", namespace)
+
+    def _id_pairs(
+        self, table: str, first: str, second: str, namespace: str | None
+    ) -> list[tuple[str, str, str]]:
+        """(namespace, first, second) of every row of ``table`` (of ``namespace`` when one is
+        given), ordered by the two ids."""
         where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
         return [
-            (str(n), str(s), str(m))
-            for n, s, m in self.db.execute(
-                f"SELECT namespace, summary_id, memory_id FROM folds {where} "
-                "ORDER BY summary_id, memory_id",
+            (str(n), str(a), str(b))
+            for n, a, b in self.db.execute(
+                f"SELECT namespace, {first}, {second} FROM {table} {where} "
+                f"ORDER BY {first}, {second}",
                 args,
             )
         ]
