@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from ferrex.app import App
@@ -232,12 +233,15 @@ def test_a_dump_written_before_the_format_had_a_header_still_imports(tmp_path: P
     assert home_rows(again) == home_rows(old), "a home of the old code backs up whole, folds too"
 
 
-def test_a_dump_of_format_2_still_imports(tmp_path: Path) -> None:
-    """``golden/dump-v2.jsonl`` is ``export jsonl`` of ``golden/home-v1`` by the code of
-    format 2, which wrote ``valid_from_given`` only where ``created_at`` would misread it:
-    four of its memories were stored with their start and say nothing of it."""
+@pytest.mark.parametrize("dump", ["dump-v2.jsonl", "dump-v3.jsonl"])
+def test_a_dump_of_an_older_format_still_imports(dump: str, tmp_path: Path) -> None:
+    """``golden/dump-v2.jsonl`` and ``dump-v3.jsonl`` are ``export jsonl`` of
+    ``golden/home-v1`` by the code of formats 2 and 3 (3 as main wrote it at 45a3e5e, before
+    ``facts_differ`` lines). Format 2 wrote ``valid_from_given`` only where ``created_at``
+    would misread it: four of its memories were stored with their start and say nothing of
+    it."""
     fresh = tmp_path / "restored"
-    code, out, err = run(fresh, "import", str(GOLDEN / "dump-v2.jsonl"), "--json")
+    code, out, err = run(fresh, "import", str(GOLDEN / dump), "--json")
     doc = json.loads(out)
     assert code == 0 and doc["counts"] == {"stored": 15}, (err, doc["lines"])
     old = tmp_path / "old"
@@ -245,18 +249,6 @@ def test_a_dump_of_format_2_still_imports(tmp_path: Path) -> None:
     replayed = home_rows(old)
     assert sum(m["valid_from_given"] for m in replayed["memories"]) == 4
     assert home_rows(fresh) == replayed
-
-
-def test_a_dump_of_format_3_still_imports(tmp_path: Path) -> None:
-    """``golden/dump-v3.jsonl`` is ``export jsonl`` of ``golden/home-v1`` by the code of
-    format 3 (before ``facts_differ`` lines), as main wrote it at 45a3e5e."""
-    fresh = tmp_path / "restored"
-    code, out, err = run(fresh, "import", str(GOLDEN / "dump-v3.jsonl"), "--json")
-    doc = json.loads(out)
-    assert code == 0 and doc["counts"] == {"stored": 15}, (err, doc["lines"])
-    old = tmp_path / "old"
-    shutil.copytree(GOLDEN / "home-v1", old)
-    assert home_rows(fresh) == home_rows(old)
 
 
 def test_importing_into_a_non_empty_home_merges(tmp_path: Path) -> None:
