@@ -361,22 +361,24 @@ def dumped_flags(
     entities: Sequence[tuple[Entity, str | None, tuple[str, ...]]],
     namespace: str | None,
 ) -> list[FlagLine]:
-    """The possible conflicts between dumped facts, the pairs of dumped facts said to both
-    hold and the differences between dumped entities, as dump lines (after the memories they
-    name)."""
+    """The pairs of dumped facts said to both hold, the possible conflicts between dumped
+    facts and the differences between dumped entities, as dump lines (after the memories they
+    name). The pairs come first: a restore journals each line as its event, and a
+    ``facts.differ`` clears the pair's possible conflict, so a conflict the home holds beside
+    the pair (flagged after it was settled) comes back only when journaled after it."""
     namespaces = {m.memory_id: m.namespace for m in memories}
     flags = [
+        FlagLine(id=first, type=FACTS_DIFFER, namespace=ns, other_id=other)
+        for ns, first, other in read_model.export.facts_differing(namespace)
+        if first in namespaces and other in namespaces
+    ]
+    flags += [
         FlagLine(id=c.memory_id, type=POSSIBLE, namespace=namespaces[c.memory_id],
                  other_id=c.other_id, entity_id=c.entity_id, other_entity_id=c.other_entity_id,
                  reason=c.reason, score=c.score)
         for c in read_model.export.possible_conflict_rows(namespace)
         if c.memory_id in namespaces and c.other_id in namespaces
     ]  # fmt: skip
-    flags += [
-        FlagLine(id=first, type=FACTS_DIFFER, namespace=ns, other_id=other)
-        for ns, first, other in read_model.export.facts_differing(namespace)
-        if first in namespaces and other in namespaces
-    ]
     dumped = {e.entity_id for e, _, _ in entities}
     flags += [
         FlagLine(id=first, type=DIFFER, namespace=ns, other_id=other)

@@ -18,19 +18,20 @@ from __future__ import annotations
 
 import json
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, get_args
 
 import apsw
 from click.testing import CliRunner
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from ferrex.app import App
 from ferrex.cli import cli
 from ferrex.config import load
 from ferrex.read.request import RecallRequest
-from journal import Event, Journal, MemoryStored
+from journal import Event, FactsDiffer, FactsPossiblyConflicting, Journal, MemoryBody, MemoryStored
 from journal.events import EVENT_TYPES, AliasMatch
 from projections.generations import read_pointer
 from tests.dumps import comparable
@@ -70,9 +71,28 @@ def looked_at(home: Path) -> tuple[dict[str, list[dict[str, Any]]], list[list[st
         app.close()
 
 
+def _fact(memory_id: str, obj: str) -> MemoryStored:
+    body = MemoryBody(subject="api server", predicate="deployed to", object=obj)
+    return MemoryStored(memory_id=memory_id, namespace="default", memory_type="semantic",
+                        t_valid=datetime(2026, 2, 10, tzinfo=UTC), body=body)  # fmt: skip
+
+
+#: A pair settled as both holding, then flagged again: the home holds both rows, so the dump's
+#: facts_differ line must be restored before the flag it would otherwise clear.
+FLAGGED_AFTER_SETTLED = [
+    [_fact("mem_0001", "eu cluster")],
+    [_fact("mem_0002", "us cluster")],
+    [FactsDiffer(memory_id="mem_0001", other_id="mem_0002", namespace="default")],
+    [FactsPossiblyConflicting(memory_id="mem_0002", namespace="default", others=("mem_0001",),
+                              entity_id="ent_x", other_entity_id="ent_y", reason="head word",
+                              score=1.0)],
+]  # fmt: skip
+
+
 @settings(max_examples=6, deadline=None, phases=UNSHRUNK,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
 @given(home_histories())
+@example(FLAGGED_AFTER_SETTLED)
 def test_export_then_import_gives_back_the_same_home(commands: list[list[Event]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         source = written(Path(tmp) / "home", commands)
