@@ -209,11 +209,11 @@ def _refusal(error: str, line_type: type[Line], where: str, what: str) -> UsageE
     if inner is not line_type:
         what = f"each of {listed or key}"
     field = _FIELD.search(message)
+    keys_of = ", ".join(f.name for f in msgspec.structs.fields(inner))
     if message.startswith("Object contains unknown field") and field:
-        keys_of = ", ".join(f.name for f in msgspec.structs.fields(inner))
         return UsageError(f"unknown field {field[1]!r} in {place}", hint=f"{what} has: {keys_of}")
     if message.startswith("Object missing required field") and field:
-        return UsageError(f"{place} has no {field[1]}", hint=f"{what} has a {field[1]}")
+        return UsageError(f"{place} has no {field[1]}", hint=f"{what} has: {keys_of}")
     if message.startswith("Invalid enum value") and key:
         return UsageError(f"{key} in {place} must be one of {', '.join(values(owner, key))}")
     expected = _EXPECTED.match(message)
