@@ -17,7 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import (
+    NoSuchElementException,
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service as DriverService
 from selenium.webdriver.common.by import By
@@ -84,9 +88,20 @@ def texts(driver: WebDriver, css: str) -> list[str]:
 def shown(driver: WebDriver, by: str, value: str, text: str) -> None:
     """Waits (polls, up to a minute) until the element shows ``text``: a form's submit does
     not always wait for the page it loads, and the old page's elements go stale meanwhile."""
+
+    def showing(d: WebDriver) -> bool:
+        try:
+            return text in d.find_element(by, value).text
+        except WebDriverException as exc:
+            # chromium's way of saying stale: the element was found in the old page, which
+            # the new one replaced before its text was read
+            if "does not belong to the document" in str(exc.msg):
+                return False
+            raise
+
     WebDriverWait(
         driver, 60, ignored_exceptions=[NoSuchElementException, StaleElementReferenceException]
-    ).until(lambda d: text in d.find_element(by, value).text)
+    ).until(showing)
 
 
 def test_search_then_memory_then_history(browser: WebDriver, served: Served, home: Home) -> None:
