@@ -67,7 +67,10 @@ _ID = re.compile(r"\b(mem|ent)_[0-9A-Z]{26}\b")
 #: they are set (a time set in one home and not in the other is a difference: a memory
 #: shown as validated because of an invisible one, say), not their values.
 _ASIDE = {
-    "score", "explain", "similarity", "staleness", "position", "event_time", "invalidated_at",
+    # bm25_share (under explain) is a BM25 score's share and answer_chance is read from it:
+    # BM25's IDF counts every stored text, so they move a little (docs/security.md)
+    "score", "bm25_share", "answer_chance",
+    "explain", "similarity", "staleness", "position", "event_time", "invalidated_at",
     "last_validated", "last_accessed", "last_referenced", "age_days", "created_at",
     "t_valid", "t_invalid", "expires_at", "next_cursor", "recorded_at",
 }  # fmt: skip
