@@ -39,7 +39,7 @@ from ferrex.hooks.lean import (
     log_run,
     paused_file,
     paused_projects,
-    prompt_request,
+    prompt_hook,
 )
 from ferrex.projects import project_root
 from journal.files import make_private_dir, replace_durably
@@ -308,12 +308,7 @@ def _brief(run: _Hooked) -> str:
 def _prompt(run: _Hooked) -> str:
     """What the lean path does (:mod:`ferrex.hooks.lean`), through the hub: this runs when
     no server answered it, and with the hook's ``FERREX_HOOK_LEAN=0``."""
-    from ferrex.hooks.context import prompt_context
-
-    request = prompt_request(run.given.prompt)
-    if request is None:
-        return ""
-    return prompt_context(run.call("recall", request), count=None)
+    return prompt_hook(lambda tool, args: run.call(tool, dict(args)), run.given.prompt)
 
 
 def _capture(run: _Hooked) -> str:

@@ -6,14 +6,15 @@ its cost is felt on each one. The full command (``ferrex ... hook prompt`` throu
 anything: most of its time when a server runs. So the console script (:mod:`ferrex.entry`)
 hands that one command here first. With a server running on the data directory (its
 endpoint file, ``<home>/run/owner.json``), this reads the configuration, asks the owner for
-recall over one connection of the hub's wire format (:mod:`ferrex.server.frames`: the
-hello with the token, then one call as the hook's caller) and prints the context, loading
-none of the stores' code, no model and no tokenizer: recall's ``max_tokens``
-(:data:`ferrex.hooks.context.RECALL_TOKENS`) is counted by the owner with the bundled
-tokenizer. When no owner answers (no endpoint, a refused or closed connection) it does
-nothing and says so, and the full command runs instead (it elects, and with no server owns
-the data directory for its run). Either way the same request is made and the same context
-printed (:func:`prompt_request`, :func:`ferrex.hooks.context.prompt_context`).
+recall over a connection of the hub's wire format (:mod:`ferrex.server.frames`: the
+hello with the token, then one call as the hook's caller): once with the evidence the hook
+judges the prompt by, and when that says inject, once more for the lines, cut to
+recall's ``max_tokens`` (:data:`ferrex.hooks.context.RECALL_TOKENS`), which the owner
+counts with the bundled tokenizer. It prints the context, loading none of the stores' code,
+no model and no tokenizer. When no owner answers (no endpoint, a refused or closed
+connection) it does nothing and says so, and the full command runs instead (it elects, and
+with no server owns the data directory for its run). Either way the same requests are made
+and the same context printed (:func:`prompt_hook`).
 
 The hooks' namespace (:func:`hook_namespace`), pause list (:func:`paused_projects`) and log
 line (:func:`log_run`) live here too, so that both paths share them.
@@ -26,7 +27,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -36,7 +37,6 @@ from ferrex.projects import project_namespace, project_root
 if TYPE_CHECKING:
     from ferrex.config import Config
 
-PROMPT_RESULTS: Final = 3
 PROMPT_QUERY_CHARS: Final = 2000
 PROMPT_DEADLINE: Final = 8.0
 """Seconds the prompt hook may work (below the client's timeout, ``claude_code.HOOKS``)."""
@@ -77,16 +77,47 @@ def hook_namespace(config: Config, namespace_flag: str | None, cwd: str | None) 
 
 
 def prompt_request(prompt: str | None) -> dict[str, Any] | None:
-    """The recall the prompt hook asks for ``prompt`` (None: nothing to ask): the prompt as
-    the conversation has it (ferrex's own context and the client's reminders cut out),
-    at most :data:`PROMPT_QUERY_CHARS` of it, the first :data:`PROMPT_RESULTS` results cut
-    to :data:`~ferrex.hooks.context.RECALL_TOKENS` by the owner's tokenizer."""
-    from ferrex.hooks.context import RECALL_TOKENS, conversation_text
+    """The recall the prompt hook judges ``prompt`` by (None: nothing to ask): the prompt as
+    the conversation has it (ferrex's own context and the client's reminders cut out), at
+    most :data:`PROMPT_QUERY_CHARS` of it; the first
+    :data:`~ferrex.hooks.context.PROMPT_CANDIDATES` results whatever their label, with the
+    evidence (``explain``) that :func:`ferrex.hooks.context.worth_injecting` reads; not
+    counted as uses (the recall that is injected is)."""
+    from ferrex.hooks.context import PROMPT_CANDIDATES, conversation_text
 
     query = conversation_text(prompt or "")[:PROMPT_QUERY_CHARS].strip()
     if not query:
         return None
-    return {"query": query, "limit": PROMPT_RESULTS, "max_tokens": RECALL_TOKENS}
+    return {"query": query, "limit": PROMPT_CANDIDATES, "min_relevance": 0, "explain": True,
+            "count_access": False}  # fmt: skip
+
+
+def context_request(judged: Mapping[str, Any]) -> dict[str, Any]:
+    """The recall whose answer the prompt hook injects, once :func:`prompt_request`'s was
+    judged worth it: the same query and results, without the evidence, cut by the owner's
+    tokenizer to :data:`~ferrex.hooks.context.RECALL_TOKENS` (so that neither path loads a
+    tokenizer of its own), counted as uses."""
+    from ferrex.hooks.context import PROMPT_CANDIDATES, RECALL_TOKENS
+
+    return {"query": judged["query"], "limit": PROMPT_CANDIDATES, "min_relevance": 0,
+            "max_tokens": RECALL_TOKENS}  # fmt: skip
+
+
+Call = Callable[[str, Mapping[str, Any]], Mapping[str, Any]]
+"""One tool call to the stores: the tool's name and arguments in, its answer out."""
+
+
+def prompt_hook(call: Call, prompt: str | None) -> str:
+    """What the prompt hook injects for ``prompt``, through ``call`` (both paths run this):
+    nothing unless one of the results of :func:`prompt_request` is relevant enough to the
+    prompt (:func:`ferrex.hooks.context.worth_injecting`), else the lines of
+    :func:`context_request`'s answer."""
+    from ferrex.hooks.context import prompt_context, worth_injecting
+
+    request = prompt_request(prompt)
+    if request is None or not worth_injecting(call("recall", request)):
+        return ""
+    return prompt_context(call("recall", context_request(request)), count=None)
 
 
 def log_run(
@@ -199,7 +230,6 @@ def _context(
     started: float,
 ) -> str:
     from ferrex.config import load
-    from ferrex.hooks.context import prompt_context
 
     flags: dict[str, Any] = {key: options.get(key) for key in
                              ("store.agent_id", "store.default_namespace",
@@ -208,13 +238,13 @@ def _context(
     config = load(home, Path(config_file) if config_file else None, flags=flags)
     namespace_flag = flags["store.default_namespace"]
     namespace = hook_namespace(config, namespace_flag, given.cwd or _cwd_if_no_flag())
-    request = prompt_request(given.prompt)
-    if request is None:
-        return ""
     caller = {"agent_id": config["store.agent_id"], "namespace": namespace,
               "visibility": config["store.default_visibility"]}  # fmt: skip
-    found = _call(endpoint, "recall", request, caller, started + PROMPT_DEADLINE)
-    return prompt_context(found, count=None)
+
+    def call(tool: str, args: Mapping[str, Any]) -> Mapping[str, Any]:
+        return _call(endpoint, tool, args, caller, started + PROMPT_DEADLINE)
+
+    return prompt_hook(call, given.prompt)
 
 
 def _cwd_if_no_flag() -> str | None:

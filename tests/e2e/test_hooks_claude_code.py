@@ -197,6 +197,41 @@ def test_each_hook_as_claude_code_runs_it(tmp_path: Path, with_server: bool) -> 
     assert any("[redacted:" in t for t in texts)
 
 
+@pytest.mark.parametrize("with_server", [True, False], ids=["server", "no-server"])
+def test_a_task_about_a_stored_thing_gets_its_memory_and_an_unrelated_one_nothing(
+    tmp_path: Path, with_server: bool
+) -> None:
+    """A prompt is most often a task, not a question, and pastes what no memory holds (an
+    exit code and a class name here): recall's calibrated label, which reads a question,
+    calls the memory about the pod it names no answer ("nothing relevant"), and the hook
+    injected nothing (it fails so on the code before).
+    The hook judges by the memory's closeness to the prompt (``prompt_relevance``); a
+    coding question about nothing stored still gets nothing."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    stored = subprocess.run(
+        [FERREX, "--home", str(home), *AGENT, "store", "--json", "--content",
+         "catalog-svc pods were OOM-killed during the nightly reindex; the reindex now "
+         "streams products in batches of 500 and the memory limit is 2Gi"],
+        capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert stored.returncode == 0, stored.stderr
+    memory = json.loads(stored.stdout)["id"]
+    argv = installed_commands(home, project, tmp_path)["UserPromptSubmit"]
+    common = {"session_id": SESSION, "transcript_path": str(tmp_path / "t.jsonl"),
+              "cwd": str(project), "hook_event_name": "UserPromptSubmit"}  # fmt: skip
+    with maybe_server(home, with_server):
+        task = (
+            "catalog-svc pod keeps restarting during the reindex, exit code 137 from CatalogIndexer"
+        )
+        code, out, _ = run_hook(argv, {**common, "prompt": task})
+        assert code == 0 and out, "the memory about the task's pod was not injected"
+        shown = context_of(out, "UserPromptSubmit")
+        assert memory in shown and " none " not in shown  # recall's label is left out
+        code, out, _ = run_hook(argv, {
+            **common, "prompt": "js function that chunks an array into groups of n"})  # fmt: skip
+        assert (code, out) == (0, "")
+
+
 def test_a_failing_hook_exits_0_with_nothing_and_a_log_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

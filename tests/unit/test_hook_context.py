@@ -31,15 +31,37 @@ def test_ferrex_context_is_cut_out_even_unclosed() -> None:
     assert context.without_ours(text) == "before  after"
 
 
-def test_nothing_relevant_injects_nothing_and_results_fit_the_budget() -> None:
-    hit = {"id": "mem_1", "type": "episodic", "content": "x " * 500,
+def test_results_fit_the_budget_without_recalls_label() -> None:
+    hit = {"id": "mem_1", "type": "episodic", "content": "x " * 500, "relevance_label": "none",
            "freshness": {"label": "fresh", "age_days": 1}}  # fmt: skip
-    assert prompt_context({"results": [hit], "nothing_relevant": True}) == ""
     assert prompt_context({"results": []}) == ""
     shown = prompt_context({"results": [hit] * 10})
-    assert "mem_1" in shown and -(-len(shown) // 4) <= PROMPT_TOKENS
+    assert "mem_1" in shown and -(-len(shown) // 4) <= PROMPT_TOKENS and " none " not in shown
     words = prompt_context({"results": [hit] * 10}, count=lambda t: len(t.split()))
     assert len(words.split()) <= PROMPT_TOKENS and words.count("mem_1") < 10
+
+
+def _judged(cosine: float, coverage: float, **missing: float) -> dict[str, object]:
+    return {"id": "mem_1", "relevance_label": "none", "relevance_evidence": {
+        "cosine": cosine, "coverage": coverage, "missing_named": 0.0, "missing_name": 0.0,
+        "missing_attribute": 0.0, **missing}}  # fmt: skip
+
+
+def test_a_prompt_is_judged_by_closeness_not_by_a_questions_named_specifics() -> None:
+    """A task that pastes an exit code and a class name no memory holds: recall's model
+    (the penalties for a question's specifics) says no answer; the hook injects. Far from
+    every memory, or with no evidence at all, it injects nothing."""
+    pasted = _judged(0.65, 0.33, missing_named=1.0, missing_name=1.0)
+    from ferrex.rules import relevance
+
+    evidence = relevance.Evidence(0.65, 0.33, 1.0, 1.0)
+    assert relevance.DEFAULT_MODEL.label(relevance.DEFAULT_MODEL.relevance(evidence)) == "none"
+    assert context.prompt_relevance(pasted) >= context.INJECT_FROM
+    assert context.worth_injecting({"results": [_judged(0.2, 0.1), pasted]})
+    assert not context.worth_injecting({"results": [_judged(0.3, 0.2)] * 3})
+    assert not context.worth_injecting({"results": [{"id": "mem_1"}]})  # no evidence
+    beyond = [_judged(0.2, 0.1)] * context.PROMPT_CANDIDATES + [pasted]
+    assert not context.worth_injecting({"results": beyond})
 
 
 def test_a_brief_fits_its_budget_and_an_empty_memory_gives_none() -> None:
