@@ -107,6 +107,10 @@ _STORE_ANSWER = {
                   "Idempotency-Key whose answer was lost: only the id is known."},
     "note": _TEXT,
 }
+_CHANGE = {"enum": ["stored", "superseded", "forgotten", "confirmed", "marked", "consolidated",
+                    "unfolded"]}
+_CHANGED_MEMORY = _object({"id": _TEXT, "change": _CHANGE})
+_TAG_COUNT = _object({"value": _TEXT, "count": _INT})
 _STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "
            "already ended by a fact that began later (superseded_by, history_reason)."}
 
@@ -284,31 +288,14 @@ ANSWERS: dict[str, dict[str, Any]] = {
         },
     ),
     "TagCounts": _object(
-        {"key": _TEXT, "tags": _list(_object({"value": _TEXT, "count": _INT})), "more": _FLAG},
+        {"key": _TEXT, "tags": _list(_TAG_COUNT), "more": _FLAG},
         description="The values of one context key (tags), most held first.",
     ),
     "ChangeEvent": _object(
         {
             "position": _INT,
             "recorded_at": _TIME,
-            "memories": _list(
-                _object(
-                    {
-                        "id": _TEXT,
-                        "change": {
-                            "enum": [
-                                "stored",
-                                "superseded",
-                                "forgotten",
-                                "confirmed",
-                                "marked",
-                                "consolidated",
-                                "unfolded",
-                            ]
-                        },
-                    }
-                )
-            ),
+            "memories": _list(_CHANGED_MEMORY),
         },
         description="The data of one `change` event of the change stream (its id: position).",
     ),
@@ -316,6 +303,20 @@ ANSWERS: dict[str, dict[str, Any]] = {
         {"openapi": _TEXT, "info": {"type": "object"}, "paths": {"type": "object"}},
         {"servers": _list({"type": "object"}), "components": {"type": "object"}},
     ),
+}
+
+#: Parts of the answers the SDKs give a name of their own (``python -m tools.sdk_types``
+#: names each wherever it appears: an enum by its values, an object by its schema); naming
+#: one changes nothing in the document.
+PARTS: dict[str, dict[str, Any]] = {
+    "MemoryType": _TYPE,
+    "Visibility": _VISIBILITY,
+    "Brief": _object(_BRIEF),
+    "AttentionCounts": _ATTENTION,
+    "Conflict": _CONFLICT,
+    "Change": _CHANGE,
+    "ChangedMemory": _CHANGED_MEMORY,
+    "TagCount": _TAG_COUNT,
 }
 
 # fmt: on
