@@ -29,6 +29,13 @@ from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.request import RecallRequest
 from ferrex.read.seen import Sight, brief, one_line
+from ferrex.rules.arguments import (
+    DEFAULT_STRATEGY,
+    MAX_MAX_TOKENS,
+    MAX_REFLECT_LIMIT,
+    MIN_MAX_TOKENS,
+    REFLECT_LIMIT,
+)
 from ferrex.rules.entities import Candidate
 from ferrex.rules.lifecycle import check_importance, marks_doc
 from ferrex.rules.memory_input import REQUEST_KEY_PREFIX, StoreRequest, is_request_key
@@ -259,14 +266,14 @@ class Service:
             before=_optional_text(args.get("before"), "before"),
             explain=_flag(args.get("explain", False), "explain"),
             agent_id=caller.agent_id,
-            strategy=_optional_text(args.get("strategy"), "strategy") or "balanced",  # type: ignore[arg-type]
+            strategy=_optional_text(args.get("strategy"), "strategy") or DEFAULT_STRATEGY,  # type: ignore[arg-type]
             min_relevance=args.get("min_relevance"),
             # Not in the tool's schema: the dashboard's searches are not uses.
             count_access=_flag(args.get("count_access", True), "count_access"),
         )
         max_tokens = args.get("max_tokens")
         if max_tokens is not None:
-            max_tokens = _whole(max_tokens, "max_tokens", 50, 100_000)
+            max_tokens = _whole(max_tokens, "max_tokens", MIN_MAX_TOKENS, MAX_MAX_TOKENS)
         # validate_ids stays for the CLI's --validate; the MCP tool confirms with `confirm`.
         validate = _texts(args.get("validate_ids", []), "validate_ids")
         doc = self.app.recall(request, validate).as_dict()
@@ -437,7 +444,7 @@ class Service:
 
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)
-        limit = _whole(args.get("limit", 10), "limit", 1, 100)
+        limit = _whole(args.get("limit", REFLECT_LIMIT), "limit", 1, MAX_REFLECT_LIMIT)
         return reflect(
             self._read_model(),
             self._sight(caller),

@@ -5,13 +5,26 @@ OpenAPI document, :mod:`ferrex.server.dashboard.openapi`, describes it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from starlette.requests import Request
 
 from ferrex.errors import UsageError
+from ferrex.rules.arguments import (
+    MAX_RECALL_LIMIT,
+    MAX_REFLECT_LIMIT,
+    PAGE_LIMIT,
+    PAGE_MAX,
+    REFLECT_LIMIT,
+    SEARCH_LIMIT,
+    SORTS,
+    STATES,
+    TAGS_LIMIT,
+    TAGS_MAX,
+)
 from ferrex.rules.spelling import did_you_mean
 from ferrex.rules.store_fields import CONTEXT_DEPTH
+from journal.events import Visibility
 
 #: The largest request body taken (bytes); a batch of many long memories fits.
 MAX_BODY = 4 * 1024 * 1024
@@ -45,7 +58,8 @@ FLAG: dict[str, Any] = {"type": "boolean"}
 #: ``GET /api/v1/recall`` (the dashboard's search): its names are the search form's fields.
 SEARCH_QUERY = (
     Param("q", {"type": "string", "minLength": 1}, "The words to look for.", required=True),
-    Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "How many (10)."),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT},
+          f"How many ({SEARCH_LIMIT})."),
     Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
     Param("entities", _TEXTS, "Only memories about these (repeated or comma-separated)."),
     Param("min_relevance", {"type": "number", "minimum": 0, "maximum": 1}, "Cut-off."),
@@ -63,16 +77,17 @@ STATS_QUERY = (Param("namespace", TEXT, "One namespace."),)
 #: ``GET /api/v1/memories``: a page of the memories the caller sees, filtered and sorted.
 LIST_QUERY = (
     Param("cursor", TEXT, "next_cursor of the page before, unchanged."),
-    Param("limit", {"type": "integer", "minimum": 1, "maximum": 200}, "How many (50)."),
-    Param("sort", {"enum": ["-created", "created", "-valid_from", "valid_from"]},
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": PAGE_MAX},
+          f"How many ({PAGE_LIMIT})."),
+    Param("sort", {"enum": list(SORTS)},
           "By when stored (created) or when true (valid_from); - first: newest first "
           "(default -created)."),
     Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
     Param("namespace", TEXT, "One namespace (default: every namespace)."),
     Param("entity", TEXT, "Only memories about this entity (any spelling)."),
     Param("source", TEXT, "Only memories with this source, exactly."),
-    Param("visibility", {"enum": ["private", "shared"]}, "Only private or only shared ones."),
-    Param("state", {"enum": ["current", "superseded", "all"]},
+    Param("visibility", {"enum": list(get_args(Visibility))}, "Only private or only shared ones."),
+    Param("state", {"enum": list(STATES)},
           "current (default): not superseded; superseded; or all."),
     Param("after", {"type": "string", "format": "date-time"}, "Event time at or after."),
     Param("before", {"type": "string", "format": "date-time"}, "Event time before."),
@@ -85,13 +100,18 @@ LIST_QUERY = (
 TAGS_QUERY = (
     Param("key", TEXT, "The context key whose values are counted (tags)."),
     Param("namespace", TEXT, "One namespace (default: every namespace)."),
-    Param("state", {"enum": ["current", "superseded", "all"]},
+    Param("state", {"enum": list(STATES)},
           "Over current memories (default), superseded ones, or all."),
-    Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "How many (100)."),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": TAGS_MAX},
+          f"How many ({TAGS_LIMIT})."),
 )  # fmt: skip
 REFLECT_QUERY = (
     Param("namespace", TEXT, "One namespace (default: every namespace)."),
-    Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per section (10)."),
+    Param(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": MAX_REFLECT_LIMIT},
+        f"Items per section ({REFLECT_LIMIT}).",
+    ),
 )
 #: ``GET /api/v1/changes``: where the change stream starts, and whether it ends when idle.
 CHANGES_QUERY = (

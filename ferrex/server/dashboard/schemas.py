@@ -22,6 +22,8 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from ferrex.core.decide.store import StoreStatus
+from ferrex.server.dashboard.reads import CHANGE_NAMES
+from journal.events import MemoryType, Visibility
 
 REF = "#/components/schemas/"
 
@@ -33,8 +35,8 @@ _FLAG: dict[str, Any] = {"type": "boolean"}
 _TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
 _MAYBE_TIME: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
 _MAYBE_TEXT: dict[str, Any] = {"type": ["string", "null"]}
-_TYPE: dict[str, Any] = {"enum": ["episodic", "semantic", "procedural"]}
-_VISIBILITY: dict[str, Any] = {"enum": ["private", "shared"]}
+_TYPE: dict[str, Any] = {"enum": list(get_args(MemoryType))}
+_VISIBILITY: dict[str, Any] = {"enum": list(get_args(Visibility))}
 _COUNTS: dict[str, Any] = {"type": "object", "additionalProperties": _INT}
 
 
@@ -107,8 +109,7 @@ _STORE_ANSWER = {
                   "Idempotency-Key whose answer was lost: only the id is known."},
     "note": _TEXT,
 }
-_CHANGE = {"enum": ["stored", "superseded", "forgotten", "confirmed", "marked", "consolidated",
-                    "unfolded"]}
+_CHANGE = {"enum": list(dict.fromkeys(CHANGE_NAMES.values()))}
 _CHANGED_MEMORY = _object({"id": _TEXT, "change": _CHANGE})
 _TAG_COUNT = _object({"value": _TEXT, "count": _INT})
 _STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "

@@ -52,6 +52,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 
 from ferrex.errors import FerrexError, UsageError
+from ferrex.rules.arguments import SEARCH_LIMIT
 from ferrex.server.dashboard import pages
 from ferrex.server.dashboard.api import INTERNAL, WriteApi, not_found_json
 from ferrex.server.dashboard.edge import (
@@ -592,7 +593,7 @@ def recall_args(params: Mapping[str, Any]) -> dict[str, Any]:
         "query": params["q"],
         "explain": True,
         "count_access": False,
-        "limit": _int(params.get("limit") or "10", "limit"),
+        "limit": _int(params.get("limit") or str(SEARCH_LIMIT), "limit"),
     }
     if params.get("types"):
         args["types"] = list(params["types"])
