@@ -7,7 +7,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ferrex.config import Config, staleness_config
@@ -209,6 +209,30 @@ def _within(config: Config, key: str, low: float, high: float) -> float:
     return value
 
 
+class Truncated(TypedDict):
+    """What a ``max_tokens`` cut left out."""
+
+    max_tokens: int
+    omitted: int
+
+
+class RecallAnswer(TypedDict):
+    """The recall tool's answer (:meth:`RecallResult.as_dict`; ``truncated`` added by a
+    ``max_tokens`` cut). The HTTP API's ``RecallAnswer`` schema is read from this type
+    (:func:`ferrex.server.dashboard.schemas.typed`), so the two cannot part."""
+
+    query: str
+    namespace: str
+    results: list[dict[str, Any]]
+    hidden: dict[str, int]
+    unknown_entities: list[str]
+    reranker: str
+    nothing_relevant: bool
+    note: NotRequired[str]
+    warning: NotRequired[str]
+    truncated: NotRequired[Truncated]
+
+
 @dataclass(frozen=True)
 class RecallResult:
     query: str
@@ -224,8 +248,8 @@ class RecallResult:
     """Why the dense leg was left out (the embeddings server could not be reached): the
     results come from the BM25 leg alone. Shown to the agent as ``warning``."""
 
-    def as_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
+    def as_dict(self) -> RecallAnswer:
+        doc: RecallAnswer = {
             "query": self.query,
             "namespace": self.namespace,
             "results": self.results,

@@ -27,7 +27,7 @@ from ferrex.config import Config, staleness_config
 from ferrex.errors import NotFound, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
-from ferrex.read.request import RecallRequest
+from ferrex.read.request import RecallAnswer, RecallRequest
 from ferrex.read.seen import Sight, brief, one_line
 from ferrex.rules.arguments import (
     DEFAULT_STRATEGY,
@@ -279,16 +279,16 @@ class Service:
         doc = self.app.recall(request, validate).as_dict()
         if max_tokens is not None:
             doc = self._fit(doc, max_tokens)
-        return doc
+        return {**doc}
 
-    def _fit(self, doc: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    def _fit(self, doc: RecallAnswer, max_tokens: int) -> RecallAnswer:
         """The answer cut to ``max_tokens`` tokens of its text (best results kept, in order),
         saying how many were cut; the first result is kept even if alone it is longer."""
         count = self.app.embedder().model().count_tokens
         results = list(doc["results"])
 
         def tokens(kept: int) -> int:
-            trial = {**doc, "results": results[:kept]}
+            trial: RecallAnswer = {**doc, "results": results[:kept]}
             if kept < len(results):
                 trial["truncated"] = {"max_tokens": max_tokens, "omitted": len(results) - kept}
             measured = count(recall_text(trial))
