@@ -38,13 +38,20 @@ MAX_DEPTH = CONTEXT_DEPTH + 8
 
 @dataclass(frozen=True)
 class Param:
-    """One query parameter a route takes: checked by :func:`check_query`, described in the
-    OpenAPI document, from this one spec."""
+    """One query parameter a route takes: checked by :func:`check_query`, decoded into the
+    route's arguments by :func:`query_args`, described in the OpenAPI document, from this
+    one spec."""
 
     name: str
     schema: dict[str, Any]
     description: str
     required: bool = False
+    arg: str | None = None
+    """The argument it becomes (None: its own name)."""
+    split: bool = False
+    """A list whose values may also be comma-separated (``types=a,b``)."""
+    keep_empty: bool = False
+    """Text sent empty is passed on (to be refused where it is read), not left out."""
 
     def openapi(self, where: str = "query") -> dict[str, Any]:
         return {"name": self.name, "in": where, "required": self.required,
@@ -82,7 +89,7 @@ LIST_QUERY = (
     Param("sort", {"enum": list(SORTS)},
           "By when stored (created) or when true (valid_from); - first: newest first "
           "(default -created)."),
-    Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
+    Param("types", _TEXTS, "Only these kinds (repeated or comma-separated).", split=True),
     Param("namespace", TEXT, "One namespace (default: every namespace)."),
     Param("entity", TEXT, "Only memories about this entity (any spelling)."),
     Param("source", TEXT, "Only memories with this source, exactly."),
@@ -92,16 +99,16 @@ LIST_QUERY = (
     Param("after", {"type": "string", "format": "date-time"}, "Event time at or after."),
     Param("before", {"type": "string", "format": "date-time"}, "Event time before."),
     Param("tag", _TEXTS, "Only memories with this tag (a value of their context's tags "
-          "list); repeated: every one of them."),
+          "list); repeated: every one of them.", arg="tags"),
     Param("context", _TEXTS, "KEY:VALUE: only memories whose context's top-level KEY is "
           "VALUE or a list holding it; repeated: every one of them."),
 )  # fmt: skip
 #: ``GET /api/v1/tags``: the values of one context key, with counts.
 TAGS_QUERY = (
-    Param("key", TEXT, "The context key whose values are counted (tags)."),
-    Param("namespace", TEXT, "One namespace (default: every namespace)."),
+    Param("key", TEXT, "The context key whose values are counted (tags).", keep_empty=True),
+    Param("namespace", TEXT, "One namespace (default: every namespace).", keep_empty=True),
     Param("state", {"enum": list(STATES)},
-          "Over current memories (default), superseded ones, or all."),
+          "Over current memories (default), superseded ones, or all.", keep_empty=True),
     Param("limit", {"type": "integer", "minimum": 1, "maximum": TAGS_MAX},
           f"How many ({TAGS_LIMIT})."),
 )  # fmt: skip
@@ -136,3 +143,35 @@ def check_query(request: Request, params: tuple[Param, ...]) -> None:
         if param.schema.get("type") == "boolean" and value not in ("true", "false"):
             raise UsageError(f"{name} must be true or false, got {value!r}",
                              hint=f"send {name}=true, or leave it out for false")  # fmt: skip
+
+
+def query_args(request: Request, params: tuple[Param, ...]) -> dict[str, Any]:
+    """The arguments ``params`` decode from a request's query (after :func:`check_query`):
+    a whole number as one (``invalid_input`` if it is not, empty too), a list from its
+    repeated (or, ``split``, comma-separated) values, text as sent; empty text and an empty
+    list are left out unless the parameter says ``keep_empty``."""
+    q = request.query_params
+    args: dict[str, Any] = {}
+    for param in params:
+        kind = param.schema.get("type")
+        if kind == "array":
+            values = q.getlist(param.name)
+            if param.split:
+                values = [t.strip() for v in values for t in v.split(",") if t.strip()]
+            if values:
+                args[param.arg or param.name] = values
+        elif param.name not in q:
+            continue
+        elif kind == "integer":
+            args[param.arg or param.name] = whole(q[param.name], param.name)
+        elif q[param.name] or param.keep_empty:
+            args[param.arg or param.name] = q[param.name]
+    return args
+
+
+def whole(text: str, name: str) -> int:
+    """A query parameter's whole number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a whole number, got {text!r}") from None
