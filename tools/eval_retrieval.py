@@ -91,7 +91,8 @@ from ferrex.models.late import LateInteraction
 from ferrex.models.rerank import RerankStage, choose_reranker, load_reranker
 from ferrex.read.access import AccessLog
 from ferrex.read.recall import Reader
-from ferrex.read.request import STRATEGIES, Legs, RecallRequest, Strategy
+from ferrex.read.request import Legs, RecallRequest
+from ferrex.rules.arguments import STRATEGIES, Strategy
 from ferrex.rules.memory_input import StoreRequest
 from tools import harness
 from tools.harness import ROOT

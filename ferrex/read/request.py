@@ -7,13 +7,21 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ferrex.config import Config, staleness_config
 from ferrex.errors import UsageError
 from ferrex.models.sparse import SPELLING_WEIGHT
 from ferrex.rules import relevance
+from ferrex.rules.arguments import (
+    DEFAULT_STRATEGY,
+    MAX_QUERY_CHARS,
+    MAX_RECALL_LIMIT,
+    RECALL_LIMIT,
+    STRATEGIES,
+    Strategy,
+)
 from ferrex.rules.freshness import (
     StalenessConfig,
 )
@@ -23,8 +31,6 @@ from ferrex.rules.fusion import (
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT
 from ferrex.rules.memory_input import MEMORY_TYPES
 
-MAX_QUERY_CHARS = 2000
-MAX_LIMIT = 100
 POOL: Final = 30
 """How many of the fused ranking go through the later stages (episode context, rerank,
 boosts, the top guard) whatever the ``limit``, so that the first five of ``limit: 50`` are
@@ -37,9 +43,6 @@ with the limit, as recall once did, let a deeper pool bring a boosted memory int
 five of a longer answer only.)"""
 Legs = Literal["hybrid", "dense", "bm25"]
 LEGS: Final[tuple[Legs, ...]] = ("hybrid", "dense", "bm25")
-Strategy = Literal["balanced", "semantic", "lexical", "recent", "relational"]
-STRATEGIES: Final[tuple[Strategy, ...]] = ("balanced", "semantic", "lexical", "recent",
-                                           "relational")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class RecallRequest:
     types: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
     namespace: str | None = None
-    limit: int = 5
+    limit: int = RECALL_LIMIT
     include_stale: bool = False
     include_invalidated: bool = False
     as_of: datetime | str | None = None
@@ -85,7 +88,7 @@ class RecallRequest:
     legs: Legs = "hybrid"
     """Which retrieval legs rank the candidates: ``hybrid`` (dense and BM25 fused), or
     ``dense`` or ``bm25`` alone (diagnostics, evaluation). Later stages are the same."""
-    strategy: Strategy = "balanced"
+    strategy: Strategy = DEFAULT_STRATEGY
     """How the stages are weighed (:data:`STRATEGY_WEIGHTS`): ``balanced`` (the default),
     ``semantic`` (more dense), ``lexical`` (more BM25), ``recent`` (a stronger recency
     boost), ``relational`` (memories naming the query's entities rise)."""
@@ -102,7 +105,7 @@ class RecallRequest:
 @dataclass(frozen=True)
 class RecallSettings:
     default_namespace: str = "default"
-    default_limit: int = 5
+    default_limit: int = RECALL_LIMIT
     prefetch: int = 40
     """The rank of the point each leg is normalised against in fusion (its floor); a leg
     returns more points for a long answer (four per result asked for), never fewer."""
@@ -206,6 +209,30 @@ def _within(config: Config, key: str, low: float, high: float) -> float:
     return value
 
 
+class Truncated(TypedDict):
+    """What a ``max_tokens`` cut left out."""
+
+    max_tokens: int
+    omitted: int
+
+
+class RecallAnswer(TypedDict):
+    """The recall tool's answer (:meth:`RecallResult.as_dict`; ``truncated`` added by a
+    ``max_tokens`` cut). The HTTP API's ``RecallAnswer`` schema is read from this type
+    (:func:`ferrex.server.dashboard.schemas.typed`), so the two cannot part."""
+
+    query: str
+    namespace: str
+    results: list[dict[str, Any]]
+    hidden: dict[str, int]
+    unknown_entities: list[str]
+    reranker: str
+    nothing_relevant: bool
+    note: NotRequired[str]
+    warning: NotRequired[str]
+    truncated: NotRequired[Truncated]
+
+
 @dataclass(frozen=True)
 class RecallResult:
     query: str
@@ -221,8 +248,8 @@ class RecallResult:
     """Why the dense leg was left out (the embeddings server could not be reached): the
     results come from the BM25 leg alone. Shown to the agent as ``warning``."""
 
-    def as_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
+    def as_dict(self) -> RecallAnswer:
+        doc: RecallAnswer = {
             "query": self.query,
             "namespace": self.namespace,
             "results": self.results,
@@ -250,8 +277,8 @@ def check_request(req: RecallRequest) -> None:
         raise UsageError("the query contains control characters")
     if isinstance(req.limit, bool) or not isinstance(req.limit, int):
         raise UsageError("limit must be a whole number")
-    if not 1 <= req.limit <= MAX_LIMIT:
-        raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, got {req.limit}")
+    if not 1 <= req.limit <= MAX_RECALL_LIMIT:
+        raise UsageError(f"limit must be between 1 and {MAX_RECALL_LIMIT}, got {req.limit}")
     unknown = [t for t in req.types if t not in MEMORY_TYPES]
     if unknown:
         raise UsageError(

@@ -23,7 +23,7 @@ import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final
 from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -39,6 +39,21 @@ from starlette.responses import JSONResponse
 
 from ferrex import __version__
 from ferrex.errors import FerrexError, UsageError
+from ferrex.rules.arguments import (
+    DEFAULT_STRATEGY,
+    MAX_CONFIRM_IDS,
+    MAX_FORGET_IDS,
+    MAX_MAX_TOKENS,
+    MAX_QUERY_CHARS,
+    MAX_RECALL_ENTITIES,
+    MAX_RECALL_LIMIT,
+    MAX_REFLECT_LIMIT,
+    MAX_TIME_CHARS,
+    MIN_MAX_TOKENS,
+    RECALL_LIMIT,
+    REFLECT_LIMIT,
+    Strategy,
+)
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, MAX_IMPORTANCE, MIN_IMPORTANCE
 from ferrex.rules.memory_input import DEFAULT_LIMITS
 from ferrex.rules.spelling import did_you_mean
@@ -48,6 +63,7 @@ from ferrex.server.caller import Caller, error_document
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import Grant, TokenTable
 from ferrex.server.mcp_resources import add_resources_and_prompts
+from journal.events import MemoryType, Visibility
 
 log = logging.getLogger("ferrex.mcp")
 
@@ -70,14 +86,13 @@ ferrex is your long-term memory; it outlives this conversation.
 Each recalled memory carries a freshness label: fresh, aging, stale (old and unused: verify
 before relying on it) or superseded (replaced by a newer memory)."""
 
-MemoryType = Literal["episodic", "semantic", "procedural"]
 _L = DEFAULT_LIMITS
 Content = Annotated[str, Field(max_length=_L.content_chars)]
 Field500 = Annotated[str, Field(max_length=_L.field_chars)]
 Step = Annotated[str, Field(max_length=_L.step_chars)]
 ShortText = Annotated[str, Field(min_length=1, max_length=_L.field_chars)]
 Namespace = Annotated[str, Field(min_length=1, max_length=_L.namespace_chars)]
-IsoTime = Annotated[str, Field(max_length=64)]
+IsoTime = Annotated[str, Field(max_length=MAX_TIME_CHARS)]
 NamespaceArg = Namespace | None  # omitted: the server's default namespace
 MemoryIdArg = Annotated[str, Field(min_length=1, max_length=SUPERSEDES_CHARS)]
 Importance = Annotated[float, Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)]
@@ -466,7 +481,7 @@ def _add_store(server: FerrexMCP, call: _Call) -> None:
             Field(description="When it became true (ISO 8601)."),
         ] = None,
         visibility: Annotated[
-            Literal["private", "shared"] | None,
+            Visibility | None,
             Field(description=VISIBILITY_DOCS["private"]),
         ] = None,
         namespace: NamespaceArg = None,
@@ -493,12 +508,15 @@ def _add_store(server: FerrexMCP, call: _Call) -> None:
 def _add_recall(server: FerrexMCP, call: _Call) -> None:
     @server.tool(description=RECALL_DOC, annotations=_reads())
     def recall(
-        query: Annotated[str, Field(min_length=1, max_length=2000)],
-        limit: Annotated[int, Field(ge=1, le=100)] = 5,
+        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+        limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = RECALL_LIMIT,
         types: list[MemoryType] | None = None,
         entities: Annotated[
             list[ShortText] | None,
-            Field(description="Only memories about these (any spelling).", max_length=20),
+            Field(
+                description="Only memories about these (any spelling).",
+                max_length=MAX_RECALL_ENTITIES,
+            ),
         ] = None,
         include_stale: bool = False,
         include_invalidated: Annotated[bool, Field(description="Superseded too.")] = False,
@@ -506,14 +524,14 @@ def _add_recall(server: FerrexMCP, call: _Call) -> None:
         after: IsoTime | None = None,
         before: IsoTime | None = None,
         max_tokens: Annotated[
-            int | None, Field(ge=50, le=100_000, description="Cut the answer to fit.")
+            int | None,
+            Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS, description="Cut the answer to fit."),
         ] = None,
         explain: bool = False,
         namespace: NamespaceArg = None,
         strategy: Annotated[
-            Literal["balanced", "semantic", "lexical", "recent", "relational"],
-            Field(description="Favour meaning, words, recency or entities."),
-        ] = "balanced",
+            Strategy, Field(description="Favour meaning, words, recency or entities.")
+        ] = DEFAULT_STRATEGY,
         min_relevance: Annotated[
             float | None, Field(ge=0, le=1, description="Unset: drop irrelevant; 0: keep all.")
         ] = None,
@@ -533,7 +551,7 @@ def _add_marks(server: FerrexMCP, call: _Call) -> None:
 
     @server.tool(description=CONFIRM_DOC, annotations=_writes(idempotent=True))
     def confirm(
-        ids: Annotated[list[ShortText], Field(min_length=1, max_length=100)],
+        ids: Annotated[list[ShortText], Field(min_length=1, max_length=MAX_CONFIRM_IDS)],
         pinned: bool | None = None,
         importance: Importance | None = None,
         differs_from: MemoryIdArg | None = None,
@@ -552,7 +570,7 @@ def _add_marks(server: FerrexMCP, call: _Call) -> None:
 
     @server.tool(description=FORGET_DOC, annotations=_writes(idempotent=True, destructive=True))
     def forget(
-        ids: Annotated[list[ShortText], Field(min_length=1, max_length=1000)],
+        ids: Annotated[list[ShortText], Field(min_length=1, max_length=MAX_FORGET_IDS)],
         cascade: Annotated[
             bool, Field(description="Also drop entities no longer mentioned.")
         ] = False,
@@ -565,7 +583,9 @@ def _add_overviews(server: FerrexMCP, call: _Call) -> None:
 
     @server.tool(description=REFLECT_DOC, annotations=_reads())
     def reflect(
-        limit: Annotated[int, Field(ge=1, le=100, description="Items per section.")] = 10,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_REFLECT_LIMIT, description="Items per section.")
+        ] = REFLECT_LIMIT,
         namespace: NamespaceArg = None,
     ) -> CallToolResult:
         return call("reflect", {"limit": limit, "namespace": namespace})

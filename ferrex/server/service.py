@@ -27,8 +27,15 @@ from ferrex.config import Config, staleness_config
 from ferrex.errors import NotFound, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
-from ferrex.read.request import RecallRequest
+from ferrex.read.request import RecallAnswer, RecallRequest
 from ferrex.read.seen import Sight, brief, one_line
+from ferrex.rules.arguments import (
+    DEFAULT_STRATEGY,
+    MAX_MAX_TOKENS,
+    MAX_REFLECT_LIMIT,
+    MIN_MAX_TOKENS,
+    REFLECT_LIMIT,
+)
 from ferrex.rules.entities import Candidate
 from ferrex.rules.lifecycle import check_importance, marks_doc
 from ferrex.rules.memory_input import REQUEST_KEY_PREFIX, StoreRequest, is_request_key
@@ -259,29 +266,29 @@ class Service:
             before=_optional_text(args.get("before"), "before"),
             explain=_flag(args.get("explain", False), "explain"),
             agent_id=caller.agent_id,
-            strategy=_optional_text(args.get("strategy"), "strategy") or "balanced",  # type: ignore[arg-type]
+            strategy=_optional_text(args.get("strategy"), "strategy") or DEFAULT_STRATEGY,  # type: ignore[arg-type]
             min_relevance=args.get("min_relevance"),
             # Not in the tool's schema: the dashboard's searches are not uses.
             count_access=_flag(args.get("count_access", True), "count_access"),
         )
         max_tokens = args.get("max_tokens")
         if max_tokens is not None:
-            max_tokens = _whole(max_tokens, "max_tokens", 50, 100_000)
+            max_tokens = _whole(max_tokens, "max_tokens", MIN_MAX_TOKENS, MAX_MAX_TOKENS)
         # validate_ids stays for the CLI's --validate; the MCP tool confirms with `confirm`.
         validate = _texts(args.get("validate_ids", []), "validate_ids")
         doc = self.app.recall(request, validate).as_dict()
         if max_tokens is not None:
             doc = self._fit(doc, max_tokens)
-        return doc
+        return {**doc}
 
-    def _fit(self, doc: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    def _fit(self, doc: RecallAnswer, max_tokens: int) -> RecallAnswer:
         """The answer cut to ``max_tokens`` tokens of its text (best results kept, in order),
         saying how many were cut; the first result is kept even if alone it is longer."""
         count = self.app.embedder().model().count_tokens
         results = list(doc["results"])
 
         def tokens(kept: int) -> int:
-            trial = {**doc, "results": results[:kept]}
+            trial: RecallAnswer = {**doc, "results": results[:kept]}
             if kept < len(results):
                 trial["truncated"] = {"max_tokens": max_tokens, "omitted": len(results) - kept}
             measured = count(recall_text(trial))
@@ -437,7 +444,7 @@ class Service:
 
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)
-        limit = _whole(args.get("limit", 10), "limit", 1, 100)
+        limit = _whole(args.get("limit", REFLECT_LIMIT), "limit", 1, MAX_REFLECT_LIMIT)
         return reflect(
             self._read_model(),
             self._sight(caller),

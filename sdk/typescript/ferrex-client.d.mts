@@ -1,10 +1,13 @@
-// Types of ferrex-client.mjs. The argument types follow the MCP tools' input schemas, which
-// the server publishes at /api/v1/openapi.json (the server checks them exactly).
+// Types of ferrex-client.mjs. The request and answer types are generated from the schemas the
+// server publishes at /api/v1/openapi.json (the MCP tools' input schemas, which the server checks
+// exactly, and the answers' schemas); the client's own options and classes are written here.
 
-export type MemoryType = "episodic" | "semantic" | "procedural";
+// <generated> by `python -m tools.sdk_types` from the server's schemas; edit those.
 
-/** The store tool's arguments: content (an event), subject/predicate/object (a fact), or
- * name/steps (a procedure). */
+/** Any answer's other fields (a later server may add some). */
+export type Answer = Record<string, unknown>;
+
+/** The store tool's arguments. */
 export interface StoreArguments {
   content?: string;
   subject?: string;
@@ -14,61 +17,154 @@ export interface StoreArguments {
   steps?: string[];
   conditions?: string[];
   type?: MemoryType;
+  /** What it is about (any spelling). */
   entities?: string[];
+  /** Id of the memory this replaces. */
   supersedes?: string;
+  /** Keeps the other values too. Default: false. */
   multi_valued?: boolean;
+  /** Keep a long event whole. Default: false. */
   split_long?: boolean;
+  /** Origin; memory:ID cites a memory. */
   source?: string;
   context?: Record<string, unknown>;
+  /** Default: 1.0. */
   confidence?: number;
+  /** When it became true (ISO 8601). */
   valid_from?: string;
-  visibility?: "private" | "shared";
+  /** Unset: private (this agent only); shared: every agent. */
+  visibility?: Visibility;
   namespace?: string;
+  /** Default: 0.5. */
   importance?: number;
+  /** Never stale or evicted. Default: false. */
   pinned?: boolean;
+  /** Forget it after N seconds, or 90s, 2h, 7d. */
   ttl?: number | string;
 }
 
 /** The recall tool's arguments besides the query. */
 export interface RecallOptions {
+  /** Default: 5. */
   limit?: number;
   types?: MemoryType[];
+  /** Only memories about these (any spelling). */
   entities?: string[];
+  /** Default: false. */
   include_stale?: boolean;
+  /** Superseded too. Default: false. */
   include_invalidated?: boolean;
+  /** What was valid then. */
   as_of?: string;
   after?: string;
   before?: string;
+  /** Cut the answer to fit. */
   max_tokens?: number;
+  /** Default: false. */
   explain?: boolean;
   namespace?: string;
+  /** Favour meaning, words, recency or entities. Default: 'balanced'. */
   strategy?: "balanced" | "semantic" | "lexical" | "recent" | "relational";
+  /** Unset: drop irrelevant; 0: keep all. */
   min_relevance?: number;
 }
 
-export interface WriteOptions {
-  /** Sent as Idempotency-Key (default: a random UUID per call, the same on each retry). */
-  idempotencyKey?: string;
+/** The query of GET /api/v1/memories (a page of memories). */
+export interface ListOptions {
+  /** next_cursor of the page before, unchanged. */
+  cursor?: string;
+  /** How many (50). */
+  limit?: number;
+  /**
+   * By when stored (created) or when true (valid_from); - first: newest first (default -created).
+   */
+  sort?: "-created" | "created" | "-valid_from" | "valid_from";
+  /** Only these kinds (repeated or comma-separated). */
+  types?: string[];
+  /** One namespace (default: every namespace). */
+  namespace?: string;
+  /** Only memories about this entity (any spelling). */
+  entity?: string;
+  /** Only memories with this source, exactly. */
+  source?: string;
+  /** Only private or only shared ones. */
+  visibility?: Visibility;
+  /** current (default): not superseded; superseded; or all. */
+  state?: "current" | "superseded" | "all";
+  /** Event time at or after. */
+  after?: string;
+  /** Event time before. */
+  before?: string;
+  /**
+   * Only memories with this tag (a value of their context's tags list); repeated: every one of
+   * them.
+   */
+  tag?: string[];
+  /**
+   * KEY:VALUE: only memories whose context's top-level KEY is VALUE or a list holding it; repeated:
+   * every one of them.
+   */
+  context?: string[];
 }
 
-export interface ClientOptions {
-  /** Milliseconds before one attempt is abandoned (60000). */
-  timeout?: number;
-  /** Attempts after the first when the connection fails or the server answers 503 (2). */
-  retries?: number;
-  /** Milliseconds before the first retry, doubled each time (500). */
-  backoff?: number;
-  /** Another fetch implementation (the global one by default). */
-  fetch?: typeof fetch;
-  /** Send the token over plain http:// to a host that is not this machine (false). */
-  allowInsecureHttp?: boolean;
+export type MemoryType = "episodic" | "semantic" | "procedural";
+
+export type Visibility = "private" | "shared";
+
+export interface Brief extends Answer {
+  id: string;
+  type: MemoryType;
+  event_time: string;
+  t_invalid: string | null;
+  created_at: string;
+  /** The memory on one line (at most 200 characters). */
+  summary: string;
 }
 
-/** Any answer's other fields (a later server may add some). */
-export type Answer = Record<string, unknown>;
+/** How many memories need attention, by reason. */
+export interface AttentionCounts extends Answer {
+  stale: number;
+  aging: number;
+  unvalidated: number;
+  conflicts: number;
+  possible_conflicts: number;
+  forget_candidates: number;
+}
+
+export interface Conflict extends Answer {
+  namespace: string;
+  facts: Array<{ id: string }>;
+  subject?: string | null;
+  predicate?: string | null;
+  reason?: string;
+  what_to_do?: string;
+}
+
+export type Change =
+  | "stored"
+  | "superseded"
+  | "forgotten"
+  | "confirmed"
+  | "marked"
+  | "consolidated"
+  | "unfolded";
+
+export interface ChangedMemory extends Answer {
+  id: string;
+  change: Change;
+}
+
+export interface TagCount extends Answer {
+  value: string;
+  count: number;
+}
 
 export interface StoreAnswer extends Answer {
-  status: string;
+  /**
+   * stored_as_history: stored already ended by a fact that began later (superseded_by,
+   * history_reason).
+   */
+  status: "duplicate" | "stored" | "stored_as_history";
   id: string;
   type?: MemoryType;
   namespace?: string;
@@ -79,17 +175,51 @@ export interface StoreAnswer extends Answer {
   version?: number;
   superseded_by?: string;
   history_reason?: string;
-  /** Answered from an earlier request with the same Idempotency-Key whose answer was lost. */
+  /**
+   * Answered from an earlier request with the same Idempotency-Key whose answer was lost: only the
+   * id is known.
+   */
   recovered?: boolean;
+  note?: string;
+}
+
+/** The store answer of one item, or its error (a refused or invalid item). */
+export interface BatchItem extends Answer {
+  index: number;
+  /**
+   * stored_as_history: stored already ended by a fact that began later (superseded_by,
+   * history_reason).
+   */
+  status?: "duplicate" | "stored" | "stored_as_history";
+  id?: string;
+  type?: MemoryType;
+  namespace?: string;
+  entities?: unknown[];
+  superseded?: string[];
+  validated?: string[];
+  position?: number;
+  version?: number;
+  superseded_by?: string;
+  history_reason?: string;
+  /**
+   * Answered from an earlier request with the same Idempotency-Key whose answer was lost: only the
+   * id is known.
+   */
+  recovered?: boolean;
+  note?: string;
+  error?: ErrorDocument;
 }
 
 export interface BatchAnswer extends Answer {
-  /** One per memory, in order: the store answer, or {index, error} for a refused one. */
-  results: Array<(StoreAnswer & { index: number }) | { index: number; error: ErrorDocument }>;
+  results: BatchItem[];
   stored: number;
   failed: number;
 }
 
+/**
+ * One memory found; its own fields are those it has (content, or subject/predicate/object, or
+ * name/steps).
+ */
 export interface RecallHit extends Answer {
   id: string;
   type: MemoryType;
@@ -102,9 +232,25 @@ export interface RecallHit extends Answer {
   object?: string;
   name?: string;
   steps?: string[];
+  conditions?: string[];
+  version?: number;
+  source?: string;
+  context?: Record<string, unknown>;
+  freshness?: Record<string, unknown>;
+  t_invalid?: string | null;
+  superseded_by?: string | null;
+  contradiction?: boolean;
   relevance?: number;
   relevance_label?: string;
+  relevance_evidence?: Record<string, unknown>;
+  /** With explain: how it was scored. */
   explain?: Record<string, unknown>;
+  /** Shown only when pinned. */
+  pinned?: boolean;
+  /** Shown only when not 0.5. */
+  importance?: number;
+  /** Shown only when it expires. */
+  expires_at?: string;
 }
 
 export interface RecallAnswer extends Answer {
@@ -134,62 +280,58 @@ export interface ForgetAnswer extends Answer {
   position?: number;
 }
 
-export interface ListOptions {
-  cursor?: string;
-  limit?: number;
-  sort?: "-created" | "created" | "-valid_from" | "valid_from";
-  types?: MemoryType[];
-  namespace?: string;
-  entity?: string;
-  source?: string;
-  visibility?: "private" | "shared";
-  state?: "current" | "superseded" | "all";
-  after?: string;
-  before?: string;
-  /** Memories holding every one of these in their context's tags. */
-  tag?: string[];
-  /** KEY:VALUE, each: the context's top-level KEY is VALUE or a list holding it. */
-  context?: string[];
-}
-
-/** A memory as lists show it. */
-export interface Brief {
+export interface ListedMemory extends Answer {
   id: string;
   type: MemoryType;
   event_time: string;
   t_invalid: string | null;
   created_at: string;
+  /** The memory on one line (at most 200 characters). */
   summary: string;
-}
-
-export interface ListedMemory extends Brief {
   namespace: string;
-  visibility: "private" | "shared";
+  visibility: Visibility;
   source: string | null;
   superseded_by: string | null;
 }
 
 export interface MemoryPage extends Answer {
   memories: ListedMemory[];
+  /** Pass as cursor for the next page; null: the last. */
   next_cursor: string | null;
 }
 
-export interface MemoryDetail extends Brief, Answer {
+export interface MemoryDetail extends Answer {
+  id: string;
+  type: MemoryType;
+  event_time: string;
+  t_invalid: string | null;
+  created_at: string;
+  /** The memory on one line (at most 200 characters). */
+  summary: string;
   namespace: string;
-  visibility: "private" | "shared";
+  visibility: Visibility;
   entities: string[];
+  /** The memory's own fields, those it has. */
   body: Record<string, unknown>;
   confidence: number;
   access_count: number;
   last_accessed: string | null;
   last_validated: string | null;
-  history: Array<{ id: string; t_valid: string; t_invalid: string | null; summary: string }>;
+  history: Array<{
+    id: string;
+    t_valid: string;
+    t_invalid: string | null;
+    summary: string;
+  }>;
+  /** Shown only when pinned. */
   pinned?: boolean;
+  /** Shown only when not 0.5. */
   importance?: number;
+  /** Shown only when it expires. */
   expires_at?: string;
 }
 
-export interface MemoryVersion {
+export interface MemoryVersion extends Answer {
   id: string;
   type: MemoryType;
   summary: string;
@@ -210,6 +352,7 @@ export interface History extends Answer {
   versions: MemoryVersion[];
 }
 
+/** The entity names the caller may see (no name given). */
 export interface EntityNames extends Answer {
   namespace: string;
   prefix: string;
@@ -218,6 +361,7 @@ export interface EntityNames extends Answer {
   total: number;
 }
 
+/** One entity (name given): its spellings, memories and neighbours. */
 export interface Entity extends Answer {
   namespace: string;
   name: string;
@@ -232,51 +376,146 @@ export interface Entity extends Answer {
   };
 }
 
-export interface AttentionCounts {
-  stale: number;
-  aging: number;
-  unvalidated: number;
-  conflicts: number;
-  possible_conflicts: number;
-  forget_candidates: number;
-}
-
 export interface Stats extends Answer {
   namespace: string;
   total: number;
   recent: Array<{ id: string; type: MemoryType; summary: string }>;
+  /** How many memories need attention, by reason. */
   needs_attention: AttentionCounts;
   expiring: number;
   by_type: Record<string, number>;
   staleness?: Record<string, number>;
+  conflicts?: Conflict[];
+  possible_conflicts?: Conflict[];
   entities?: number;
+  journal?: Record<string, unknown>;
+  storage_bytes?: Record<string, number>;
+  models?: Record<string, unknown>;
 }
 
 export interface Reflect extends Answer {
   namespace: string;
+  /** How many memories need attention, by reason. */
   counts: AttentionCounts;
-  stale: Array<{ id: string; summary: string; staleness: number; reasons: string[] }>;
+  stale: Array<{
+    id: string;
+    summary: string;
+    staleness: number;
+    reasons: string[];
+  }>;
   unvalidated: Array<{ id: string; summary: string; age_days: number }>;
-  contradictions: Answer[];
-  possible_conflicts: Answer[];
-  forget_candidates: Array<{ id: string; summary: string; access_count: number; label: string }>;
-  dormant_entities: Array<{ id: string; name: string; last_referenced?: string | null }>;
+  contradictions: Conflict[];
+  possible_conflicts: Conflict[];
+  forget_candidates: Array<{
+    id: string;
+    summary: string;
+    access_count: number;
+    last_accessed: string | null;
+    label: string;
+    eviction?: unknown;
+  }>;
+  dormant_entities: Array<{
+    id: string;
+    name: string;
+    last_referenced?: string | null;
+  }>;
 }
 
+/** The values of one context key (tags), most held first. */
 export interface TagCounts extends Answer {
   key: string;
-  tags: Array<{ value: string; count: number }>;
+  tags: TagCount[];
   more: boolean;
 }
 
-export type Change =
-  | "stored" | "superseded" | "forgotten" | "confirmed" | "marked" | "consolidated" | "unfolded";
-
-/** One record of the change stream (its journal position is the event's id). */
-export interface ChangeEvent {
+/** The data of one `change` event of the change stream (its id: position). */
+export interface ChangeEvent extends Answer {
   position: number;
   recorded_at: string;
-  memories: Array<{ id: string; change: Change }>;
+  memories: ChangedMemory[];
+}
+
+export interface ErrorDocument extends Answer {
+  /** The family of the error. */
+  kind:
+    | "BackendUnavailable"
+    | "FerrexError"
+    | "Forbidden"
+    | "JournalFailure"
+    | "KeyReused"
+    | "ModelUnavailable"
+    | "ReadOnlyHome"
+    | "Refused"
+    | "StorageFull"
+    | "TooManyStreams"
+    | "Unauthorized"
+    | "UsageError";
+  /** Stable; see the table. */
+  code:
+    | "already_superseded"
+    | "backend_unavailable"
+    | "busy"
+    | "conflict_ambiguous"
+    | "duplicate"
+    | "error"
+    | "export_ahead"
+    | "export_dirty"
+    | "export_diverged"
+    | "export_foreign"
+    | "export_invalid"
+    | "export_target"
+    | "forbidden"
+    | "git_failed"
+    | "git_unavailable"
+    | "hello_refused"
+    | "idempotency_key_reused"
+    | "internal"
+    | "invalid_input"
+    | "journal"
+    | "journal.connect"
+    | "journal.damaged"
+    | "journal.encode"
+    | "journal.error"
+    | "journal.format"
+    | "journal.too_new"
+    | "journal.unavailable"
+    | "method_not_allowed"
+    | "model_bad_response"
+    | "model_mismatch"
+    | "model_unauthorized"
+    | "model_unavailable"
+    | "no_home"
+    | "not_found"
+    | "read_only"
+    | "refused"
+    | "secret_refused"
+    | "storage_full"
+    | "too_many_streams"
+    | "unauthorized"
+    | "version_mismatch";
+  message: string;
+  /** What to do about it. */
+  hint?: string | null;
+}
+
+// </generated>
+
+export interface WriteOptions {
+  /** Sent as Idempotency-Key (default: a random UUID per call, the same on each retry). */
+  idempotencyKey?: string;
+}
+
+export interface ClientOptions {
+  /** Milliseconds before one attempt is abandoned (60000). */
+  timeout?: number;
+  /** Attempts after the first when the connection fails or the server answers 503 (2). */
+  retries?: number;
+  /** Milliseconds before the first retry, doubled each time (500). */
+  backoff?: number;
+  /** Another fetch implementation (the global one by default). */
+  fetch?: typeof fetch;
+  /** Send the token over plain http:// to a host that is not this machine (false). */
+  allowInsecureHttp?: boolean;
 }
 
 export interface ChangesOptions {
@@ -289,13 +528,6 @@ export interface ChangesOptions {
   reconnect?: boolean;
   /** Aborting it ends the stream. */
   signal?: AbortSignal;
-}
-
-export interface ErrorDocument {
-  code: string;
-  message: string;
-  hint?: string | null;
-  [detail: string]: unknown;
 }
 
 /** An error answer of the server, or a connection that kept failing

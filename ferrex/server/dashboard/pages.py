@@ -15,8 +15,9 @@ from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
-MEMORY_TYPES = ("episodic", "semantic", "procedural")
-STRATEGIES = ("balanced", "semantic", "lexical", "recent", "relational")
+from ferrex.rules.arguments import STRATEGIES
+from ferrex.rules.memory_input import MEMORY_TYPES
+
 #: The per-hit scores drawn as bars: explain key → label.
 SIGNALS = (
     ("dense", "dense"),

@@ -5,13 +5,26 @@ OpenAPI document, :mod:`ferrex.server.dashboard.openapi`, describes it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from starlette.requests import Request
 
 from ferrex.errors import UsageError
+from ferrex.rules.arguments import (
+    MAX_RECALL_LIMIT,
+    MAX_REFLECT_LIMIT,
+    PAGE_LIMIT,
+    PAGE_MAX,
+    REFLECT_LIMIT,
+    SEARCH_LIMIT,
+    SORTS,
+    STATES,
+    TAGS_LIMIT,
+    TAGS_MAX,
+)
 from ferrex.rules.spelling import did_you_mean
 from ferrex.rules.store_fields import CONTEXT_DEPTH
+from journal.events import Visibility
 
 #: The largest request body taken (bytes); a batch of many long memories fits.
 MAX_BODY = 4 * 1024 * 1024
@@ -25,13 +38,20 @@ MAX_DEPTH = CONTEXT_DEPTH + 8
 
 @dataclass(frozen=True)
 class Param:
-    """One query parameter a route takes: checked by :func:`check_query`, described in the
-    OpenAPI document, from this one spec."""
+    """One query parameter a route takes: checked by :func:`check_query`, decoded into the
+    route's arguments by :func:`query_args`, described in the OpenAPI document, from this
+    one spec."""
 
     name: str
     schema: dict[str, Any]
     description: str
     required: bool = False
+    arg: str | None = None
+    """The argument it becomes (None: its own name)."""
+    split: bool = False
+    """A list whose values may also be comma-separated (``types=a,b``)."""
+    keep_empty: bool = False
+    """Text sent empty is passed on (to be refused where it is read), not left out."""
 
     def openapi(self, where: str = "query") -> dict[str, Any]:
         return {"name": self.name, "in": where, "required": self.required,
@@ -45,7 +65,8 @@ FLAG: dict[str, Any] = {"type": "boolean"}
 #: ``GET /api/v1/recall`` (the dashboard's search): its names are the search form's fields.
 SEARCH_QUERY = (
     Param("q", {"type": "string", "minLength": 1}, "The words to look for.", required=True),
-    Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "How many (10)."),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": MAX_RECALL_LIMIT},
+          f"How many ({SEARCH_LIMIT})."),
     Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
     Param("entities", _TEXTS, "Only memories about these (repeated or comma-separated)."),
     Param("min_relevance", {"type": "number", "minimum": 0, "maximum": 1}, "Cut-off."),
@@ -63,35 +84,41 @@ STATS_QUERY = (Param("namespace", TEXT, "One namespace."),)
 #: ``GET /api/v1/memories``: a page of the memories the caller sees, filtered and sorted.
 LIST_QUERY = (
     Param("cursor", TEXT, "next_cursor of the page before, unchanged."),
-    Param("limit", {"type": "integer", "minimum": 1, "maximum": 200}, "How many (50)."),
-    Param("sort", {"enum": ["-created", "created", "-valid_from", "valid_from"]},
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": PAGE_MAX},
+          f"How many ({PAGE_LIMIT})."),
+    Param("sort", {"enum": list(SORTS)},
           "By when stored (created) or when true (valid_from); - first: newest first "
           "(default -created)."),
-    Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
+    Param("types", _TEXTS, "Only these kinds (repeated or comma-separated).", split=True),
     Param("namespace", TEXT, "One namespace (default: every namespace)."),
     Param("entity", TEXT, "Only memories about this entity (any spelling)."),
     Param("source", TEXT, "Only memories with this source, exactly."),
-    Param("visibility", {"enum": ["private", "shared"]}, "Only private or only shared ones."),
-    Param("state", {"enum": ["current", "superseded", "all"]},
+    Param("visibility", {"enum": list(get_args(Visibility))}, "Only private or only shared ones."),
+    Param("state", {"enum": list(STATES)},
           "current (default): not superseded; superseded; or all."),
     Param("after", {"type": "string", "format": "date-time"}, "Event time at or after."),
     Param("before", {"type": "string", "format": "date-time"}, "Event time before."),
     Param("tag", _TEXTS, "Only memories with this tag (a value of their context's tags "
-          "list); repeated: every one of them."),
+          "list); repeated: every one of them.", arg="tags"),
     Param("context", _TEXTS, "KEY:VALUE: only memories whose context's top-level KEY is "
           "VALUE or a list holding it; repeated: every one of them."),
 )  # fmt: skip
 #: ``GET /api/v1/tags``: the values of one context key, with counts.
 TAGS_QUERY = (
-    Param("key", TEXT, "The context key whose values are counted (tags)."),
-    Param("namespace", TEXT, "One namespace (default: every namespace)."),
-    Param("state", {"enum": ["current", "superseded", "all"]},
-          "Over current memories (default), superseded ones, or all."),
-    Param("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "How many (100)."),
+    Param("key", TEXT, "The context key whose values are counted (tags).", keep_empty=True),
+    Param("namespace", TEXT, "One namespace (default: every namespace).", keep_empty=True),
+    Param("state", {"enum": list(STATES)},
+          "Over current memories (default), superseded ones, or all.", keep_empty=True),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": TAGS_MAX},
+          f"How many ({TAGS_LIMIT})."),
 )  # fmt: skip
 REFLECT_QUERY = (
     Param("namespace", TEXT, "One namespace (default: every namespace)."),
-    Param("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Items per section (10)."),
+    Param(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": MAX_REFLECT_LIMIT},
+        f"Items per section ({REFLECT_LIMIT}).",
+    ),
 )
 #: ``GET /api/v1/changes``: where the change stream starts, and whether it ends when idle.
 CHANGES_QUERY = (
@@ -116,3 +143,35 @@ def check_query(request: Request, params: tuple[Param, ...]) -> None:
         if param.schema.get("type") == "boolean" and value not in ("true", "false"):
             raise UsageError(f"{name} must be true or false, got {value!r}",
                              hint=f"send {name}=true, or leave it out for false")  # fmt: skip
+
+
+def query_args(request: Request, params: tuple[Param, ...]) -> dict[str, Any]:
+    """The arguments ``params`` decode from a request's query (after :func:`check_query`):
+    a whole number as one (``invalid_input`` if it is not, empty too), a list from its
+    repeated (or, ``split``, comma-separated) values, text as sent; empty text and an empty
+    list are left out unless the parameter says ``keep_empty``."""
+    q = request.query_params
+    args: dict[str, Any] = {}
+    for param in params:
+        kind = param.schema.get("type")
+        if kind == "array":
+            values = q.getlist(param.name)
+            if param.split:
+                values = [t.strip() for v in values for t in v.split(",") if t.strip()]
+            if values:
+                args[param.arg or param.name] = values
+        elif param.name not in q:
+            continue
+        elif kind == "integer":
+            args[param.arg or param.name] = whole(q[param.name], param.name)
+        elif q[param.name] or param.keep_empty:
+            args[param.arg or param.name] = q[param.name]
+    return args
+
+
+def whole(text: str, name: str) -> int:
+    """A query parameter's whole number."""
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a whole number, got {text!r}") from None

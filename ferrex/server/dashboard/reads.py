@@ -41,6 +41,7 @@ from typing import Any
 from ferrex.app import App
 from ferrex.errors import FerrexError, Forbidden, NotFound, UsageError, from_journal_error
 from ferrex.read.seen import Sight, brief, one_line
+from ferrex.rules.arguments import PAGE_LIMIT, PAGE_MAX, SORTS, STATES, TAGS_LIMIT, TAGS_MAX
 from ferrex.rules.entities import Candidate
 from ferrex.rules.name_lookup import find_entity
 from ferrex.rules.visibility import sees_scope
@@ -103,12 +104,6 @@ def answer(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
     if view == "verify":
         return _verify(ctx)
     raise UsageError(f"unknown dashboard view {view!r}", hint=f"views: {', '.join(VIEWS)}")
-
-
-PAGE_LIMIT = 50
-PAGE_MAX = 200
-SORTS = ("-created", "created", "-valid_from", "valid_from")
-STATES = ("current", "superseded", "all")
 
 
 def _memories(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,8 +207,6 @@ def _memory_ids(event: Any) -> tuple[str, ...]:
 
 #: The context key whose values are a memory's tags.
 TAGS_KEY = "tags"
-TAGS_LIMIT = 100
-TAGS_MAX = 1000
 
 
 def _context_key(value: object, name: str) -> str:

@@ -19,9 +19,14 @@ schemas, every route and the optional fields too.
 
 from __future__ import annotations
 
-from typing import Any, get_args
+import types
+from collections.abc import Mapping
+from typing import Any, Literal, NotRequired, get_args, get_origin, get_type_hints, is_typeddict
 
 from ferrex.core.decide.store import StoreStatus
+from ferrex.read.request import RecallAnswer
+from ferrex.server.dashboard.reads import CHANGE_NAMES
+from journal.events import MemoryType, Visibility
 
 REF = "#/components/schemas/"
 
@@ -33,8 +38,8 @@ _FLAG: dict[str, Any] = {"type": "boolean"}
 _TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
 _MAYBE_TIME: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
 _MAYBE_TEXT: dict[str, Any] = {"type": ["string", "null"]}
-_TYPE: dict[str, Any] = {"enum": ["episodic", "semantic", "procedural"]}
-_VISIBILITY: dict[str, Any] = {"enum": ["private", "shared"]}
+_TYPE: dict[str, Any] = {"enum": list(get_args(MemoryType))}
+_VISIBILITY: dict[str, Any] = {"enum": list(get_args(Visibility))}
 _COUNTS: dict[str, Any] = {"type": "object", "additionalProperties": _INT}
 
 
@@ -56,6 +61,43 @@ def _object(
 
 def _list(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": "array", "items": item}
+
+
+def typed(kind: type, fields: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The schema of the TypedDict ``kind`` (the type the answer is built as): its required
+    keys required, the others optional, each field's type as JSON Schema unless ``fields``
+    gives a field's schema (a part still described by hand here)."""
+    required: dict[str, Any] = {}
+    optional: dict[str, Any] = {}
+    # NotRequired read from the hints: a TypedDict of a module with postponed annotations
+    # counts every key in its __required_keys__ (Python 3.11).
+    for name, hint in get_type_hints(kind, include_extras=True).items():
+        given = get_origin(hint) is NotRequired
+        bare = get_args(hint)[0] if given else hint
+        schema = fields[name] if fields and name in fields else _schema_of(bare)
+        (optional if given else required)[name] = schema
+    return _object(required, optional)
+
+
+def _schema_of(hint: object) -> dict[str, Any]:
+    """A field's Python type as JSON Schema (the kinds the typed answers use)."""
+    simple: dict[object, dict[str, Any]] = {str: _TEXT, int: _INT, float: _NUMBER, bool: _FLAG}
+    if hint in simple:
+        return simple[hint]
+    if isinstance(hint, type) and is_typeddict(hint):
+        return typed(hint)
+    origin, args = get_origin(hint), get_args(hint)
+    if origin is list:
+        return _list(_schema_of(args[0]))
+    if origin is dict and args[0] is str:
+        return {"type": "object", "additionalProperties": _schema_of(args[1])}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin is types.UnionType and type(None) in args:
+        (one,) = [a for a in args if a is not type(None)]
+        inner = _schema_of(one)
+        return {**inner, "type": [inner["type"], "null"]}
+    raise TypeError(f"no JSON Schema for {hint!r} in a typed answer")
 
 
 # fmt: off
@@ -107,6 +149,9 @@ _STORE_ANSWER = {
                   "Idempotency-Key whose answer was lost: only the id is known."},
     "note": _TEXT,
 }
+_CHANGE = {"enum": list(dict.fromkeys(CHANGE_NAMES.values()))}
+_CHANGED_MEMORY = _object({"id": _TEXT, "change": _CHANGE})
+_TAG_COUNT = _object({"value": _TEXT, "count": _INT})
 _STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "
            "already ended by a fact that began later (superseded_by, history_reason)."}
 
@@ -147,22 +192,7 @@ ANSWERS: dict[str, dict[str, Any]] = {
         "One memory found; its own fields are those it has (content, or subject/predicate/"
         "object, or name/steps).",
     ),
-    "RecallAnswer": _object(
-        {
-            "query": _TEXT,
-            "namespace": _TEXT,
-            "results": _list(ref("RecallHit")),
-            "hidden": _COUNTS,
-            "unknown_entities": _TEXTS,
-            "reranker": _TEXT,
-            "nothing_relevant": _FLAG,
-        },
-        {
-            "note": _TEXT,
-            "warning": _TEXT,
-            "truncated": _object({"max_tokens": _INT, "omitted": _INT}),
-        },
-    ),
+    "RecallAnswer": typed(RecallAnswer, {"results": _list(ref("RecallHit"))}),
     "ConfirmAnswer": _object(
         {"validated": _TEXTS, "not_found": _TEXTS}, {"marked": _TEXTS, "position": _INT}
     ),
@@ -284,31 +314,14 @@ ANSWERS: dict[str, dict[str, Any]] = {
         },
     ),
     "TagCounts": _object(
-        {"key": _TEXT, "tags": _list(_object({"value": _TEXT, "count": _INT})), "more": _FLAG},
+        {"key": _TEXT, "tags": _list(_TAG_COUNT), "more": _FLAG},
         description="The values of one context key (tags), most held first.",
     ),
     "ChangeEvent": _object(
         {
             "position": _INT,
             "recorded_at": _TIME,
-            "memories": _list(
-                _object(
-                    {
-                        "id": _TEXT,
-                        "change": {
-                            "enum": [
-                                "stored",
-                                "superseded",
-                                "forgotten",
-                                "confirmed",
-                                "marked",
-                                "consolidated",
-                                "unfolded",
-                            ]
-                        },
-                    }
-                )
-            ),
+            "memories": _list(_CHANGED_MEMORY),
         },
         description="The data of one `change` event of the change stream (its id: position).",
     ),
@@ -316,6 +329,20 @@ ANSWERS: dict[str, dict[str, Any]] = {
         {"openapi": _TEXT, "info": {"type": "object"}, "paths": {"type": "object"}},
         {"servers": _list({"type": "object"}), "components": {"type": "object"}},
     ),
+}
+
+#: Parts of the answers the SDKs give a name of their own (``python -m tools.sdk_types``
+#: names each wherever it appears: an enum by its values, an object by its schema); naming
+#: one changes nothing in the document.
+PARTS: dict[str, dict[str, Any]] = {
+    "MemoryType": _TYPE,
+    "Visibility": _VISIBILITY,
+    "Brief": _object(_BRIEF),
+    "AttentionCounts": _ATTENTION,
+    "Conflict": _CONFLICT,
+    "Change": _CHANGE,
+    "ChangedMemory": _CHANGED_MEMORY,
+    "TagCount": _TAG_COUNT,
 }
 
 # fmt: on

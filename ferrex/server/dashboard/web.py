@@ -52,6 +52,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 
 from ferrex.errors import FerrexError, UsageError
+from ferrex.rules.arguments import SEARCH_LIMIT
 from ferrex.server.dashboard import pages
 from ferrex.server.dashboard.api import INTERNAL, WriteApi, not_found_json
 from ferrex.server.dashboard.edge import (
@@ -71,6 +72,8 @@ from ferrex.server.dashboard.params import (
     TAGS_QUERY,
     Param,
     check_query,
+    query_args,
+    whole,
 )
 from ferrex.server.dashboard.stream import STREAMS_PER_PRINCIPAL, ChangeStream, Streams
 from ferrex.server.hub import Hub
@@ -475,45 +478,17 @@ class Dashboard:
         )
 
     def api_stats(self, request: Request, caller: Caller) -> dict[str, Any]:
-        args: dict[str, Any] = {"detailed": True}
-        if request.query_params.get("namespace"):
-            args["namespace"] = request.query_params["namespace"]
-        return self._call("stats", args, caller)
+        return self._call("stats", {"detailed": True, **query_args(request, STATS_QUERY)}, caller)
 
     def api_reflect(self, request: Request, caller: Caller) -> dict[str, Any]:
-        q = request.query_params
-        args: dict[str, Any] = {"limit": _int(q["limit"], "limit")} if "limit" in q else {}
-        if q.get("namespace"):
-            args["namespace"] = q["namespace"]
-        return self._call("reflect", args, caller)
+        return self._call("reflect", query_args(request, REFLECT_QUERY), caller)
 
     def api_memories(self, request: Request, caller: Caller) -> dict[str, Any]:
-        q = request.query_params
-        args: dict[str, Any] = {"view": "memories"}
-        for name in ("cursor", "sort", "namespace", "entity", "source", "visibility", "state",
-                     "after", "before"):  # fmt: skip
-            if q.get(name):
-                args[name] = q[name]
-        if "limit" in q:
-            args["limit"] = _int(q["limit"], "limit")
-        types = [t.strip() for v in q.getlist("types") for t in v.split(",") if t.strip()]
-        if types:
-            args["types"] = types
-        if q.getlist("tag"):
-            args["tags"] = q.getlist("tag")
-        if q.getlist("context"):
-            args["context"] = q.getlist("context")
+        args = {"view": "memories", **query_args(request, LIST_QUERY)}
         return self._call("dashboard", args, caller)
 
     def api_tags(self, request: Request, caller: Caller) -> dict[str, Any]:
-        q = request.query_params
-        args: dict[str, Any] = {"view": "tags"}
-        for name in ("key", "namespace", "state"):
-            if name in q:
-                args[name] = q[name]
-        if "limit" in q:
-            args["limit"] = _int(q["limit"], "limit")
-        return self._call("dashboard", args, caller)
+        return self._call("dashboard", {"view": "tags", **query_args(request, TAGS_QUERY)}, caller)
 
     def same_origin(self, request: Request) -> None:
         origin = request.headers.get("origin")
@@ -592,7 +567,7 @@ def recall_args(params: Mapping[str, Any]) -> dict[str, Any]:
         "query": params["q"],
         "explain": True,
         "count_access": False,
-        "limit": _int(params.get("limit") or "10", "limit"),
+        "limit": whole(params.get("limit") or str(SEARCH_LIMIT), "limit"),
     }
     if params.get("types"):
         args["types"] = list(params["types"])
@@ -609,13 +584,6 @@ def recall_args(params: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
-def _int(text: str, name: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a whole number, got {text!r}") from None
-
-
 def _float(text: str, name: str) -> float:
     try:
         return float(text)
@@ -624,7 +592,7 @@ def _float(text: str, name: str) -> float:
 
 
 def _offset(request: Request) -> int:
-    return _int(request.query_params.get("offset", "0") or "0", "offset")
+    return whole(request.query_params.get("offset", "0") or "0", "offset")
 
 
 def origin_of(url: str) -> str:

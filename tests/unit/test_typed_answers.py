@@ -1,0 +1,140 @@
+"""One typed source for an answer and its schema: ``schemas.typed`` reads the OpenAPI schema
+of an answer from the TypedDict the answer is built as (``read/request.RecallAnswer``, which
+``RecallResult.as_dict`` returns and mypy checks), and one place for each argument's limits
+(``rules/arguments.py``), which the MCP tools' schemas and the API's parameters show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, NotRequired, TypedDict
+
+import pytest
+
+from ferrex.read.request import RecallAnswer, RecallResult
+from ferrex.rules import arguments
+from ferrex.server.dashboard.params import LIST_QUERY, REFLECT_QUERY, SEARCH_QUERY, TAGS_QUERY
+from ferrex.server.dashboard.schemas import ANSWERS, typed
+from ferrex.server.mcp_server import build_server, tool_inputs
+from tools.sdk_types import published
+
+
+class _Part(TypedDict):
+    count: int
+
+
+class _Answer(TypedDict):
+    name: str
+    share: float
+    seen: bool
+    tags: list[str]
+    counts: dict[str, int]
+    kind: Literal["a", "b"]
+    ended: str | None
+    part: _Part
+    note: NotRequired[str]
+
+
+def test_a_typed_dict_gives_its_schema() -> None:
+    schema = typed(_Answer, {"tags": {"type": "array", "items": {"$ref": "#/x"}}})
+    assert schema["required"] == ["name", "share", "seen", "tags", "counts", "kind", "ended",
+                                  "part"]  # fmt: skip
+    assert schema["properties"] == {
+        "name": {"type": "string"},
+        "share": {"type": "number"},
+        "seen": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"$ref": "#/x"}},
+        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "kind": {"enum": ["a", "b"]},
+        "ended": {"type": ["string", "null"]},
+        "part": {"type": "object", "required": ["count"],
+                 "properties": {"count": {"type": "integer"}}},
+        "note": {"type": "string"},
+    }  # fmt: skip
+
+
+def test_a_type_with_no_schema_is_refused() -> None:
+    class Odd(TypedDict):
+        when: set[str]
+
+    with pytest.raises(TypeError, match="no JSON Schema"):
+        typed(Odd)
+
+
+def test_the_recall_answer_schema_is_its_type() -> None:
+    """A field the answer gains (in its TypedDict, which as_dict must then fill) is in the
+    document; the optional ones are those the type says may be missing."""
+    schema = ANSWERS["RecallAnswer"]
+    assert list(schema["properties"]) == list(RecallAnswer.__annotations__)
+    assert schema["required"] == ["query", "namespace", "results", "hidden",
+                                  "unknown_entities", "reranker", "nothing_relevant"]  # fmt: skip
+    assert schema["properties"]["truncated"]["required"] == ["max_tokens", "omitted"]
+    answer = RecallResult("q", "default", [], {}, [], "none", nothing_relevant=True).as_dict()
+    assert set(answer) <= set(schema["properties"])
+    assert set(schema["required"]) <= set(answer)
+
+
+def _property(tool: dict[str, Any], name: str) -> dict[str, Any]:
+    found: dict[str, Any] = tool["properties"][name]
+    return found
+
+
+def test_the_tools_and_the_api_show_the_limits_written_once() -> None:
+    document = published()
+    schemas = document["components"]["schemas"]
+    recall = schemas["RecallArguments"]
+    assert _property(recall, "query")["maxLength"] == arguments.MAX_QUERY_CHARS
+    assert _property(recall, "limit")["maximum"] == arguments.MAX_RECALL_LIMIT
+    assert _property(recall, "entities")["maxItems"] == arguments.MAX_RECALL_ENTITIES
+    assert _property(recall, "max_tokens")["minimum"] == arguments.MIN_MAX_TOKENS
+    assert _property(recall, "max_tokens")["maximum"] == arguments.MAX_MAX_TOKENS
+    assert _property(recall, "strategy")["enum"] == list(arguments.STRATEGIES)
+    assert _property(schemas["ConfirmArguments"], "ids")["maxItems"] == arguments.MAX_CONFIRM_IDS
+    tools = tool_inputs(build_server(_hub()))
+    assert _property(tools["forget"].schema, "ids")["maxItems"] == arguments.MAX_FORGET_IDS
+    reflect = tools["reflect"].schema
+    assert _property(reflect, "limit")["maximum"] == arguments.MAX_REFLECT_LIMIT
+    limits = {
+        "search": (SEARCH_QUERY, arguments.MAX_RECALL_LIMIT),
+        "list": (LIST_QUERY, arguments.PAGE_MAX),
+        "tags": (TAGS_QUERY, arguments.TAGS_MAX),
+        "reflect": (REFLECT_QUERY, arguments.MAX_REFLECT_LIMIT),
+    }
+    for route, (params, most) in limits.items():
+        (limit,) = [p for p in params if p.name == "limit"]
+        assert limit.schema["maximum"] == most, route
+    (sort,) = [p for p in LIST_QUERY if p.name == "sort"]
+    assert sort.schema["enum"] == list(arguments.SORTS)
+
+
+def _hub() -> Any:
+    from ferrex.server.caller import Caller
+    from ferrex.server.hub import Hub
+
+    def closed() -> Any:
+        raise AssertionError("nothing is opened")
+
+    return Hub(Path("/nonexistent/ferrex-home"), closed, Caller())
+
+
+def _request(query: str) -> Any:
+    from starlette.requests import Request
+
+    return Request({"type": "http", "method": "GET", "path": "/api/v1/memories",
+                    "query_string": query.encode(), "headers": []})  # fmt: skip
+
+
+def test_a_query_is_decoded_by_its_routes_spec() -> None:
+    from ferrex.errors import UsageError
+    from ferrex.server.dashboard.params import query_args
+
+    args = query_args(
+        _request("types=episodic,%20semantic&types=procedural&tag=a&tag=b&limit=7&sort=&cursor=c"),
+        LIST_QUERY,
+    )
+    assert args == {"cursor": "c", "limit": 7, "types": ["episodic", "semantic", "procedural"],
+                    "tags": ["a", "b"]}  # fmt: skip
+    # the tags route passes an empty key on, to be refused where it is read
+    assert query_args(_request("key=&namespace=x"), TAGS_QUERY) == {"key": "", "namespace": "x"}
+    assert query_args(_request("namespace="), REFLECT_QUERY) == {}
+    with pytest.raises(UsageError, match=r"^limit must be a whole number, got ''$"):
+        query_args(_request("limit="), REFLECT_QUERY)
