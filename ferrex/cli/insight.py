@@ -11,6 +11,7 @@ from ferrex.app import App
 from ferrex.cli.home import reads_home
 from ferrex.cli.render import echo_pairs, echo_table, flatten, scalar
 from ferrex.cli.through import OVERVIEW_NAMESPACE_HELP, agent_option, call_tool
+from ferrex.rules import arguments
 
 
 @click.command("stats")
@@ -62,7 +63,12 @@ def stats_cmd(
 @click.command("reflect")
 @click.option("--namespace", help=OVERVIEW_NAMESPACE_HELP)
 @agent_option
-@click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, arguments.MAX_REFLECT_LIMIT),
+    default=arguments.REFLECT_LIMIT,
+    show_default=True,
+)
 @reads_home
 def reflect_cmd(
     app: App, namespace: str | None, agent_id: str | None, limit: int, as_json: bool

@@ -10,6 +10,7 @@ from ferrex.app import App
 from ferrex.cli.home import reads_home
 from ferrex.cli.render import flatten
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, call_tool
+from ferrex.rules import arguments
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 
@@ -18,7 +19,11 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.argument("query")
 @click.option("--type", "types", type=MEMORY_TYPES, multiple=True, help="Only these types.")
 @click.option("--entity", "entities", multiple=True, help="Only memories about this entity.")
-@click.option("--limit", type=click.IntRange(1, 100), help="How many results (default 5).")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, arguments.MAX_RECALL_LIMIT),
+    help=f"How many results (default {arguments.RECALL_LIMIT}).",
+)
 @click.option("--include-stale", is_flag=True, help="Also show memories labelled stale.")
 @click.option("--include-invalidated", is_flag=True, help="Also show superseded memories.")
 @click.option("--as-of", help="What was valid at this time (ISO 8601), superseded since or not.")
@@ -29,8 +34,8 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.option("--explain", is_flag=True, help="Show the score of every stage.")
 @click.option(
     "--strategy",
-    type=click.Choice(["balanced", "semantic", "lexical", "recent", "relational"]),
-    default="balanced",
+    type=click.Choice(arguments.STRATEGIES),
+    default=arguments.DEFAULT_STRATEGY,
     show_default=True,
     help="How to weigh the evidence (no strategy switches a leg off).",
 )

@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ferrex.hooks.claude_code import HookInput
 from ferrex.projects import project_namespace, project_root
+from ferrex.rules import arguments
 
 if TYPE_CHECKING:
     from ferrex.config import Config
 
-PROMPT_QUERY_CHARS: Final = 2000
+PROMPT_QUERY_CHARS: Final = arguments.MAX_QUERY_CHARS
 PROMPT_DEADLINE: Final = 8.0
 """Seconds the prompt hook may work (below the client's timeout, ``claude_code.HOOKS``)."""
 
