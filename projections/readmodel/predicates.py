@@ -12,18 +12,25 @@ each has one meaning in all three. The others are read-model rules alone, writte
 - *a single fact* (:data:`SINGLE_FACT`): the facts that may contradict one another;
 - *the oldest clock* (:data:`CLOCK`): the earliest of the times a memory's staleness counts
   from, as the ``memories_clock`` index keys it;
-- *foldable* (:data:`FOLDABLE`): the episodic memories consolidation may fold. It is not
-  ``ferrex.core.decide.consolidate.foldable`` word for word: the SQL also leaves out summaries (a
-  memory that folds others) and keeps a memory whose text is empty but not NULL, where the
-  Python rule asks for non-empty text and cannot see the folds.
+- *foldable* (:func:`foldable_rule`): the episodic memories consolidation may fold, a spec
+  of clauses (the vector filter's, and the row-only :class:`Flag`, :class:`Filled` and
+  :class:`NotASummary`) that :data:`FOLDABLE` renders to SQL (:func:`row_sql`) and
+  ``ferrex.core.decide.consolidate.foldable`` reads in Python (:func:`row_holds`); whether a
+  memory is a summary (it folds others: the ``folds`` table) is a fact the Python caller
+  passes in, as a row does not carry it.
 """
 
 from __future__ import annotations
 
-from typing import Final, assert_never
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, assert_never
 
 from projections.vectors import CURRENT as CURRENT_SPEC
-from projections.vectors import AnyOf, Clause, Either, Range, Unset, visible
+from projections.vectors import AnyOf, Clause, Either, Range, Unset, passes, visible
+
+if TYPE_CHECKING:
+    from projections.rows import Memory
 
 _BOUND: Final = "\x00bound"
 """A spec's value bound at run time: rendered as the caller's placeholder."""
@@ -87,9 +94,118 @@ CLOCK: Final = (
 )
 """The oldest clock of a memory, spelt exactly as ``memories_clock`` indexes it."""
 
-FOLDABLE: Final = (
-    f"type='episodic' AND {CURRENT} AND pinned=0 AND expires_at IS NULL AND redacted=0 "
-    "AND content IS NOT NULL AND memory_id NOT IN (SELECT summary_id FROM folds)"
-)
-"""The episodic memories consolidation may fold, learned at any time (see the module's note
-on how it differs from ``ferrex.core.decide.consolidate.foldable``)."""
+
+# --- Rules of read-model rows: the vector filter's clauses and three a point has no field for
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """The 0/1 column ``key`` is ``value`` (a row's bool field)."""
+
+    key: str
+    value: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Filled:
+    """The text column ``key`` is set and not empty."""
+
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotASummary:
+    """The memory folds no others (no ``folds`` row names it the summary). A row does not
+    carry this: in Python the caller says whether the memory is a summary."""
+
+
+RowClause = Clause | Flag | Filled | NotASummary
+
+
+def row_sql(clauses: Sequence[RowClause], *, table: str = "", bound: str = "?") -> str:
+    """SQL true of a ``memories`` row that meets every one of ``clauses`` (a range's bounds
+    rendered as the placeholder ``bound``, bound at run time in the clauses' order)."""
+    return " AND ".join(_row_sql(c, table, bound) for c in clauses)
+
+
+def _row_sql(clause: RowClause, table: str, bound: str) -> str:
+    match clause:
+        case Flag(key, value):
+            return f"{table}{key}={int(value)}"
+        case Filled(key):
+            return f"{table}{key} IS NOT NULL AND {table}{key} != ''"
+        case NotASummary():
+            return f"{table}memory_id NOT IN (SELECT summary_id FROM folds)"
+        case AnyOf() | Unset() | Range() | Either():
+            return to_sql(clause, table=table, bound=bound)
+    assert_never(clause)
+
+
+def row_holds(clauses: Sequence[RowClause], row: Memory, *, summary: bool) -> bool:
+    """Whether ``row`` meets every one of ``clauses``, read as :func:`row_sql` reads them
+    (``summary``: whether the memory folds others, which the row does not say). For many
+    rows, :func:`row_test` reads the clauses once."""
+    return row_test(clauses)(row, summary)
+
+
+def row_test(clauses: Sequence[RowClause]) -> Callable[[Memory, bool], bool]:
+    """:func:`row_holds` of ``clauses`` as one function of a row and whether it is a
+    summary, the clauses read once: the vector filter's as ``projections.vectors.passes``
+    reads a payload, the row-only ones here."""
+    point = tuple(c for c in clauses if isinstance(c, AnyOf | Unset | Range | Either))
+    flags = tuple((c.key, c.value) for c in clauses if isinstance(c, Flag))
+    filled = tuple(c.key for c in clauses if isinstance(c, Filled))
+    no_summary = any(isinstance(c, NotASummary) for c in clauses)
+
+    def test(row: Memory, summary: bool) -> bool:
+        return (
+            not (no_summary and summary)
+            and all(bool(getattr(row, key)) is value for key, value in flags)
+            and all(getattr(row, key) for key in filled)
+            and passes(point, _Fields(row))
+        )
+
+    return test
+
+
+class _Fields(Mapping[str, Any]):
+    """A row's fields as the payload :func:`projections.vectors.passes` reads."""
+
+    __slots__ = ("_row",)
+
+    def __init__(self, row: Memory) -> None:
+        self._row = row
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return getattr(self._row, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(vars(self._row))
+
+    def __len__(self) -> int:
+        return len(vars(self._row))
+
+
+def foldable_rule(created_before: float) -> tuple[RowClause, ...]:
+    """The rule *foldable*: an episodic memory consolidation may fold. Current, not pinned,
+    with no expiry, its text there (neither purged nor empty), not a summary itself (a
+    summary is not folded again), learned (``created_at``, when ferrex recorded it, never its
+    event time) before ``created_before``."""
+    return (
+        AnyOf("type", ("episodic",)),
+        CURRENT_SPEC,
+        Flag("pinned", False),
+        Unset("expires_at"),
+        Flag("redacted", False),
+        Filled("content"),
+        NotASummary(),
+        Range("created_at", lt=created_before),
+    )
+
+
+FOLDABLE: Final = row_sql(foldable_rule(0.0))
+"""SQL true of a memory consolidation may fold (:func:`foldable_rule`), unqualified; the
+learned-before bound is its one placeholder."""
