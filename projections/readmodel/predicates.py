@@ -10,8 +10,11 @@ each has one meaning in all three. The others are read-model rules alone, writte
 - *current* (:data:`CURRENT`): rendered from ``vectors.CURRENT``;
 - *unexpired* (:func:`unexpired`): no expiry, or one after the time bound;
 - *a single fact* (:data:`SINGLE_FACT`): the facts that may contradict one another;
-- *the oldest clock* (:data:`CLOCK`): the earliest of the times a memory's staleness counts
-  from, as the ``memories_clock`` index keys it;
+- *stale* (:data:`STALENESS_CLOCKS`): the terms of the staleness score, which
+  ``ferrex.rules.freshness.staleness`` reads in Python (:func:`clock_start`) and
+  :data:`STALENESS_SCORE` renders to SQL, with :data:`CLOCK`, the earliest of a memory's
+  clocks, as the ``memories_clock`` index keys it. The SQL score is exact to a few units
+  in the last place; the label near a threshold is always Python's (``readmodel.insight``);
 - *foldable* (:func:`foldable_rule`): the episodic memories consolidation may fold, a spec
   of clauses (the vector filter's, and the row-only :class:`Flag`, :class:`Filled` and
   :class:`NotASummary`) that :data:`FOLDABLE` renders to SQL (:func:`row_sql`) and
@@ -88,11 +91,80 @@ SINGLE_FACT: Final = (
 """The facts that may contradict one another (current, single-valued, with a subject and a
 predicate), spelt exactly as ``memories_single_facts`` is restricted."""
 
-CLOCK: Final = (
-    "min(max(t_valid, created_at), coalesce(last_accessed, created_at), "
-    "coalesce(last_validated, created_at))"
+# --- The rule *stale*: the terms of the staleness score, and its clocks ---------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """One of the staleness score's clocks, named as its component (``age``, ``access``,
+    ``validation``): it started at ``column``, or at ``fallback`` where that is unset; with
+    ``later``, at the later of the two (both always set)."""
+
+    name: str
+    column: str
+    fallback: str = "created_at"
+    later: bool = False
+
+
+STALENESS_CLOCKS: Final = (
+    Clock("age", "t_valid", later=True),
+    Clock("access", "last_accessed"),
+    Clock("validation", "last_validated"),
 )
-"""The oldest clock of a memory, spelt exactly as ``memories_clock`` indexes it."""
+"""The clocks of ``ferrex.rules.freshness.staleness``, in the order its score sums their
+components: the age clock starts when ferrex learned the memory (its event time, or the
+store if that came later), the access and validation clocks at the last recall hit and the
+last confirmation, or the store when there was none. The score's last term counts uses
+(:data:`USES`). Python reads them with :func:`clock_start`, SQL with :func:`clock_sql`
+(:data:`CLOCK`, :data:`STALENESS_SCORE`)."""
+
+USES: Final = "access_count"
+"""The column of the score's count component (how often the memory was recalled)."""
+
+
+def clock_start(clock: Clock, row: object) -> float:
+    """When ``clock`` started for ``row`` (a read-model row or anything with its fields)."""
+    at: float | None = getattr(row, clock.column)
+    fallback: float = getattr(row, clock.fallback)
+    if at is None:
+        return fallback
+    return max(at, fallback) if clock.later else at
+
+
+def clock_sql(clock: Clock, table: str = "") -> str:
+    """SQL of when ``clock`` started (``table``: the columns' qualifier)."""
+    op = "max" if clock.later else "coalesce"
+    return f"{op}({table}{clock.column}, {table}{clock.fallback})"
+
+
+CLOCK: Final = "min(" + ", ".join(clock_sql(c) for c in STALENESS_CLOCKS) + ")"
+"""The oldest clock of a memory, spelt exactly as ``memories_clock`` indexes it (a file's
+index keeps the text it was made with: this must render
+``min(max(t_valid, created_at), coalesce(last_accessed, created_at),
+coalesce(last_validated, created_at))``)."""
+
+
+def _decay_sql(clock: Clock) -> str:
+    return (f":w_{clock.name} * (1.0 - pow(2.0, -max(0.0, :now - {clock_sql(clock)}) "
+            f"/ :h_{clock.name}))")  # fmt: skip
+
+
+STALENESS_SCORE: Final = (
+    "min(1.0, max(0.0, "
+    + " + ".join(
+        [_decay_sql(c) for c in STALENESS_CLOCKS]
+        + [f":w_count * (1.0 - min(1.0, ln(1 + max(0, {USES})) / :ln_saturation))"]
+    )
+    + "))"
+)
+"""The staleness score of ``ferrex.rules.freshness.staleness`` as SQLite computes it, from
+the same terms in the same order of operations: per clock, its weight times
+``1 - 2^(-max(0, now - start) / half-life)``, then the count's weight times
+``1 - min(1, ln(1 + uses) / ln(1 + saturation))``, clamped to [0, 1]. Its parameters are
+bound by name (``readmodel.insight.Scoring.bindings``). SQLite's ``pow`` and ``ln`` may
+differ from Python's ``exp2`` and ``log1p`` in the last bits: this score only sorts the
+memories into sure bands and an unsure one near each threshold, whose memories Python
+assesses (see ``readmodel.insight``); it never decides a label Python would not give."""
 
 
 # --- Rules of read-model rows: the vector filter's clauses and three a point has no field for
