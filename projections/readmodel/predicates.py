@@ -1,4 +1,5 @@
-"""The read model's rule predicates, each written once and rendered to SQL here.
+"""The read model's rule predicates, each written once: rendered to SQL here, read in Python
+by the rule's own module from the same spec.
 
 The rules a vector filter also states are specs in the filter's own clauses
 (``projections.vectors``: ``vectors.visible``, ``vectors.CURRENT``), which Qdrant reads
@@ -18,7 +19,7 @@ each has one meaning in all three. The others are read-model rules alone, writte
 - *foldable* (:func:`foldable_rule`): the episodic memories consolidation may fold, a spec
   of clauses (the vector filter's, and the row-only :class:`Flag`, :class:`Filled` and
   :class:`NotASummary`) that :data:`FOLDABLE` renders to SQL (:func:`row_sql`) and
-  ``ferrex.core.decide.consolidate.foldable`` reads in Python (:func:`row_holds`); whether a
+  ``ferrex.core.decide.consolidate.foldable`` reads in Python (:func:`row_test`); whether a
   memory is a summary (it folds others: the ``folds`` table) is a fact the Python caller
   passes in, as a row does not carry it.
 """
@@ -213,17 +214,11 @@ def _row_sql(clause: RowClause, table: str, bound: str) -> str:
     assert_never(clause)
 
 
-def row_holds(clauses: Sequence[RowClause], row: Memory, *, summary: bool) -> bool:
-    """Whether ``row`` meets every one of ``clauses``, read as :func:`row_sql` reads them
-    (``summary``: whether the memory folds others, which the row does not say). For many
-    rows, :func:`row_test` reads the clauses once."""
-    return row_test(clauses)(row, summary)
-
-
 def row_test(clauses: Sequence[RowClause]) -> Callable[[Memory, bool], bool]:
-    """:func:`row_holds` of ``clauses`` as one function of a row and whether it is a
-    summary, the clauses read once: the vector filter's as ``projections.vectors.passes``
-    reads a payload, the row-only ones here."""
+    """Whether a row meets every one of ``clauses``, read as :func:`row_sql` reads them, as
+    one function of the row and whether it is a summary (it folds others, which the row
+    does not say); the clauses read once: the vector filter's as
+    ``projections.vectors.passes`` reads a payload, the row-only ones here."""
     point = tuple(c for c in clauses if isinstance(c, AnyOf | Unset | Range | Either))
     flags = tuple((c.key, c.value) for c in clauses if isinstance(c, Flag))
     filled = tuple(c.key for c in clauses if isinstance(c, Filled))

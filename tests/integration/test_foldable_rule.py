@@ -111,8 +111,8 @@ def test_sql_and_python_agree_with_the_rule_on_every_case(read_model: ReadModel)
     summaries = read_model.decisions.summaries_among(sorted(rows))
     assert summaries == {case for case, *c in CASES if c[-2]}
     listed = {m.memory_id for m in read_model.decisions.foldable(created_before=CUTOFF)}
-    in_python = {i for i, m in rows.items()
-                 if foldable(m, created_before=CUTOFF, summary=i in summaries)}  # fmt: skip
+    may_fold = foldable(CUTOFF)
+    in_python = {i for i, m in rows.items() if may_fold(m, i in summaries)}
     expected = {case for case, *c in CASES if _expected(*c)}
     assert len(expected) == 1  # the one episodic, current, plain, old text of the table
     assert listed == expected
@@ -125,7 +125,7 @@ def test_an_empty_text_and_a_summary_are_not_folded(read_model: ReadModel, case:
     (row,) = read_model.by_ids([case])
     summary = bool(read_model.decisions.summaries_among([case]))
     assert summary == ("sum" in case)
-    assert not foldable(row, created_before=CUTOFF, summary=summary)
+    assert not foldable(CUTOFF)(row, summary)
     assert case not in {m.memory_id for m in read_model.decisions.foldable(created_before=CUTOFF)}
 
 

@@ -5,7 +5,7 @@ undone (:func:`decide_unfold`), and what a forget does to the summaries it touch
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,7 +24,7 @@ from journal import (
     MemoryStored,
 )
 from journal.events import EpisodeRef, Visibility
-from projections.readmodel.predicates import foldable_rule, row_holds, row_test
+from projections.readmodel.predicates import foldable_rule, row_test
 from projections.rows import Memory
 
 from ..view import View
@@ -90,14 +90,15 @@ class UnfoldResult:
         return doc
 
 
-def foldable(memory: Memory, *, created_before: float, summary: bool) -> bool:
-    """Whether consolidation may fold ``memory`` (``summary``: whether it folds others, which
-    the row does not say): the rule *foldable*, ``projections.readmodel.predicates.
-    foldable_rule``, the spec the read model's listing is rendered from too. An episodic
-    memory still valid, learned (``created_at``, when ferrex recorded it, not its event time)
-    before ``created_before``, not pinned, without an expiry, its text there and not empty,
-    not a summary (a summary is not folded again)."""
-    return row_holds(foldable_rule(created_before), memory, summary=summary)
+def foldable(created_before: float) -> Callable[[Memory, bool], bool]:
+    """Whether consolidation may fold a memory, given whether it is a summary (it folds
+    others, which the row does not say): the rule *foldable*,
+    ``projections.readmodel.predicates.foldable_rule``, read once, the spec the read model's
+    listing is rendered from too. An episodic memory still valid, learned (``created_at``,
+    when ferrex recorded it, not its event time) before ``created_before``, not pinned,
+    without an expiry, its text there and not empty, not a summary (a summary is not folded
+    again)."""
+    return row_test(foldable_rule(created_before))
 
 
 def _group_key(memory: Memory) -> str | None:
@@ -136,7 +137,7 @@ def consolidation_groups(
     (:func:`_by_entities`: observations of different entities imported from one file are
     not one story)."""
     groups: dict[tuple[str, str, str, str], list[Memory]] = {}
-    may_fold = row_test(foldable_rule(created_before))
+    may_fold = foldable(created_before)
     for m in memories:
         key = _group_key(m)
         if key is None or not may_fold(m, m.memory_id in summaries):
@@ -283,7 +284,7 @@ def decide_consolidate(
     ``summaries``) are left out; fewer than two
     left, or a summary that would drop nothing (every turn states something), nothing is
     written."""
-    may_fold = row_test(foldable_rule(created_before))
+    may_fold = foldable(created_before)
     kept = [m for m in members if may_fold(m, m.memory_id in summaries)]
     if len(kept) < 2:
         return Decision((), ConsolidateResult(()))
