@@ -23,6 +23,7 @@ from projections.readmodel.predicates import (
     SINGLE_FACT,
     STALENESS_SCORE,
     current,
+    oldest_clock,
     seen_by,
     unexpired,
 )
@@ -50,6 +51,9 @@ _LABELLED = (
     f"AND pinned=0 AND {unexpired(':now')} "
     "AND memory_id NOT IN (SELECT value FROM json_each(:skip))"
 )
+
+# The oldest clock of a memory (``m``) with a recall hit not journaled yet (``h.value``).
+_PENDING_CLOCK = oldest_clock("m.", hit="h.value")
 
 
 @dataclass(frozen=True)
@@ -210,10 +214,7 @@ class InsightReads(Reads):
                 "CROSS JOIN memories AS m ON m.memory_id = h.key "
                 "CROSS JOIN json_each(:bounds) AS b "
                 "WHERE b.value ->> 0 = m.namespace AND b.value ->> 1 = m.type "
-                "AND m.t_invalid IS NULL AND min(max(m.t_valid, m.created_at), "
-                "CASE WHEN m.last_accessed IS NULL THEN h.value "
-                "ELSE max(m.last_accessed, h.value) END, "
-                "coalesce(m.last_validated, m.created_at)) < b.value ->> 2 ORDER BY 1",
+                f"AND m.t_invalid IS NULL AND {_PENDING_CLOCK} < b.value ->> 2 ORDER BY 1",
                 {"hits": json.dumps(dict(last_hits)), "bounds": json.dumps(bounds)},
             )
         ]

@@ -99,17 +99,19 @@ predicate), spelt exactly as ``memories_single_facts`` is restricted."""
 class Clock:
     """One of the staleness score's clocks, named as its component (``age``, ``access``,
     ``validation``): it started at ``column``, or at ``fallback`` where that is unset; with
-    ``later``, at the later of the two (both always set)."""
+    ``later``, at the later of the two (both always set). ``hit``: a recall hit restarts it
+    (``column`` is when the last one was)."""
 
     name: str
     column: str
     fallback: str = "created_at"
     later: bool = False
+    hit: bool = False
 
 
 STALENESS_CLOCKS: Final = (
     Clock("age", "t_valid", later=True),
-    Clock("access", "last_accessed"),
+    Clock("access", "last_accessed", hit=True),
     Clock("validation", "last_validated"),
 )
 """The clocks of ``ferrex.rules.freshness.staleness``, in the order its score sums their
@@ -138,7 +140,22 @@ def clock_sql(clock: Clock, table: str = "") -> str:
     return f"{op}({table}{clock.column}, {table}{clock.fallback})"
 
 
-CLOCK: Final = "min(" + ", ".join(clock_sql(c) for c in STALENESS_CLOCKS) + ")"
+def oldest_clock(table: str = "", *, hit: str | None = None) -> str:
+    """SQL of a memory's oldest clock, the earliest start of its :data:`STALENESS_CLOCKS`
+    (``table``: the columns' qualifier); with ``hit``, the SQL time of a recall hit not
+    journaled yet, counted as the journal will count it (``ferrex.read.seen.with_pending``):
+    the clocks a hit restarts start at the later of their last hit and this one."""
+    starts = []
+    for clock in STALENESS_CLOCKS:
+        if clock.hit and hit is not None:
+            last = f"{table}{clock.column}"
+            starts.append(f"CASE WHEN {last} IS NULL THEN {hit} ELSE max({last}, {hit}) END")
+        else:
+            starts.append(clock_sql(clock, table))
+    return "min(" + ", ".join(starts) + ")"
+
+
+CLOCK: Final = oldest_clock()
 """The oldest clock of a memory, spelt exactly as ``memories_clock`` indexes it (a file's
 index keeps the text it was made with: this must render
 ``min(max(t_valid, created_at), coalesce(last_accessed, created_at),
