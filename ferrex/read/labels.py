@@ -4,6 +4,13 @@ Counted in SQL from each memory's staleness score (:func:`scoring`, over only th
 clocked long enough ago to be aging: :func:`clock_bound`), with Python assessing exactly the
 memories whose score is too near a threshold, those with pending recall hits, and every
 memory that may be among the first of reflect's lists (:func:`count_labels`).
+
+The rule *stale* is Python's (``ferrex.rules.freshness.staleness``); the SQL score is
+rendered from the same terms (``projections.readmodel.predicates.STALENESS_SCORE``) and only
+sorts memories: it labels a memory only where it is further than :data:`_UNSURE` from a
+threshold, and the clock bound leaves out only memories that cannot be aging, so no label
+differs from Python's (``tests/integration/test_stale_rule.py`` holds this for generated
+times and settings).
 """
 
 from __future__ import annotations

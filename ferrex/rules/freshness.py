@@ -28,7 +28,9 @@ the days between are still aging, because a memory that is no longer aging but n
 has no other label to take. ``superseded`` is the label whenever ``t_invalid <= now``.
 
 **The score behind them.** Staleness is a score in [0, 1] (1 = stale), the weighted sum of
-four components in [0, 1], which orders memories and explains a label::
+four components in [0, 1], which orders memories and explains a label (its terms, the three
+clocks then the count, are ``projections.readmodel.predicates.STALENESS_CLOCKS``, which the
+read model renders to SQL too, ``STALENESS_SCORE``)::
 
     age         1 - 2^(-(now - max(t_valid, created_at)) / age half-life)
     access      1 - 2^(-(now - last_accessed, or created_at if never) / access half-life)
@@ -72,12 +74,14 @@ is an old-style score threshold and is refused with a hint.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any, Final, Literal
 
 from ferrex.errors import UsageError
 from ferrex.times import rfc3339
+from projections.readmodel.predicates import STALENESS_CLOCKS, clock_start
 
 DAY: Final = 86_400.0
 
@@ -197,6 +201,12 @@ class StalenessWeights:
                 hint="give at least one of weights.age, weights.access, weights.validation",
             )
 
+    @cached_property
+    def in_order(self) -> tuple[float, ...]:
+        """The weights in the order of the score's components: the clocks of
+        ``STALENESS_CLOCKS``, then the count."""
+        return (*(getattr(self, c.name) for c in STALENESS_CLOCKS), self.count)
+
 
 def _check_days(name: str, days: float) -> None:
     if not (math.isfinite(days) and days >= 0):
@@ -243,42 +253,34 @@ class TypeStaleness:
         _check_score("aging_score", self.aging_score)
         _check_score("stale_score", self.stale_score)
 
-    def half_lives(self) -> tuple[float, float, float]:
-        """The age, access and validation half-lives in days."""
-        return (
-            self.stale if self.age_half_life_days is None else self.age_half_life_days,
-            self.stale if self.access_half_life_days is None else self.access_half_life_days,
-            self.stale
-            if self.validation_half_life_days is None
-            else self.validation_half_life_days,
-        )
+    def half_lives(self) -> tuple[float, ...]:
+        """The clocks' half-lives in days, in the order of ``STALENESS_CLOCKS`` (age, access,
+        validation)."""
+        return self._half_lives
+
+    @cached_property
+    def _half_lives(self) -> tuple[float, ...]:  # read once: staleness asks for every memory
+        given = (getattr(self, f"{c.name}_half_life_days") for c in STALENESS_CLOCKS)
+        return tuple(self.stale if days is None else days for days in given)
 
 
 def _components(
-    rules: TypeStaleness,
-    count_saturation: int,
-    since_learned: float,
-    since_accessed: float,
-    since_validated: float,
-    access_count: int,
+    rules: TypeStaleness, count_saturation: int, since: Sequence[float], access_count: int
 ) -> dict[str, float]:
-    age_h, access_h, validation_h = rules.half_lives()
+    """The score's components: one per clock of ``STALENESS_CLOCKS`` (``since``: how long
+    ago each started, in their order), then the count."""
+    components: dict[str, float] = {}
+    for clock, elapsed, half_life in zip(STALENESS_CLOCKS, since, rules.half_lives(), strict=True):
+        components[clock.name] = _decay(elapsed, half_life)
     uses = math.log1p(max(0, access_count)) / math.log1p(count_saturation)
-    return {
-        "age": _decay(since_learned, age_h),
-        "access": _decay(since_accessed, access_h),
-        "validation": _decay(since_validated, validation_h),
-        "count": 1.0 - min(1.0, uses),
-    }
+    components["count"] = 1.0 - min(1.0, uses)
+    return components
 
 
 def _weighted(weights: StalenessWeights, components: Mapping[str, float]) -> float:
-    score = (
-        weights.age * components["age"]
-        + weights.access * components["access"]
-        + weights.validation * components["validation"]
-        + weights.count * components["count"]
-    )
+    score = 0.0
+    for weight, value in zip(weights.in_order, components.values(), strict=True):
+        score += weight * value  # in order, as SQL adds them (not sum(): 3.12+ compensates)
     # The weights may sum to 1 within a tolerance; keep the promise of [0, 1] exactly.
     return min(1.0, max(0.0, score))
 
@@ -324,9 +326,8 @@ class StalenessParams:
     def untouched_score(self, memory_type: str, age_seconds: float) -> float:
         """The score of a memory ``age_seconds`` after it was stored, never touched since."""
         rules = self.for_type(memory_type)
-        components = _components(
-            rules, self.count_saturation, age_seconds, age_seconds, age_seconds, 0
-        )
+        since = [age_seconds] * len(STALENESS_CLOCKS)
+        components = _components(rules, self.count_saturation, since, 0)
         return _weighted(self.weights, components)
 
     def thresholds(self, memory_type: str) -> tuple[float, float]:
@@ -375,16 +376,8 @@ def staleness(
 ) -> Staleness:
     """The staleness of ``m`` at ``now`` (see the module docstring for the formula)."""
     rules = params.for_type(m.type)
-    accessed = m.last_accessed if m.last_accessed is not None else m.created_at
-    validated = m.last_validated if m.last_validated is not None else m.created_at
-    components = _components(
-        rules,
-        params.count_saturation,
-        now - max(m.t_valid, m.created_at),
-        now - accessed,
-        now - validated,
-        m.access_count,
-    )
+    since = [now - clock_start(clock, m) for clock in STALENESS_CLOCKS]
+    components = _components(rules, params.count_saturation, since, m.access_count)
     score = _weighted(params.weights, components)
     aging, stale = params.thresholds(m.type)
     label: StalenessLabel

@@ -330,10 +330,12 @@ class Writer:
         (``decide.consolidate.consolidation_groups``)."""
         created_before = _cutoff(self.clock(), older_than_days)
         self.projections.catch_up()
-        found = self.projections.read_model.decisions.foldable(
+        reads = self.projections.read_model.decisions
+        found = reads.foldable(
             created_before=created_before, namespace=namespace, agent_id=agent_id
         )
-        return consolidation_groups(found, created_before=created_before)
+        summaries = reads.summaries_among([m.memory_id for m in found])
+        return consolidation_groups(found, created_before=created_before, summaries=summaries)
 
     def consolidate_due(self, *, older_than_days: float) -> int:
         """:meth:`consolidate` everything folded by ``older_than_days`` if there is any
@@ -381,8 +383,10 @@ class Writer:
             planned: list[Folding] = []
             for n, (key, members) in enumerate(groups):
                 d = decide_consolidate(
-                    key, members, created_before=created_before, now=self.clock(),
-                    summary_id=f"(summary {n + 1})", keep_ratio=ratio, unit=unit,
+                    key, members, created_before=created_before,
+                    summaries=self._summaries(members),
+                    now=self.clock(), summary_id=f"(summary {n + 1})", keep_ratio=ratio,
+                    unit=unit,
                 )  # fmt: skip
                 planned += d.result.summaries
             return ConsolidateResult(tuple(planned), dry_run=True)
@@ -391,8 +395,9 @@ class Writer:
             key, members = item
             current = [m for m in (batch.view.memory(x.memory_id) for x in members) if m]
             return decide_consolidate(
-                key, current, created_before=created_before, now=self.clock(),
-                summary_id=self.new_id("mem"), keep_ratio=ratio, unit=unit,
+                key, current, created_before=created_before,
+                summaries=self._summaries(current),
+                now=self.clock(), summary_id=self.new_id("mem"), keep_ratio=ratio, unit=unit,
             )  # fmt: skip
 
         outcomes = self._runner.run(list(groups), decide, chunk=64)
@@ -407,6 +412,12 @@ class Writer:
             if outcome.position is not None:
                 position = outcome.position
         return ConsolidateResult(tuple(made), position, tuple(warnings))
+
+    def _summaries(self, members: Sequence[Memory]) -> frozenset[str]:
+        """Those of ``members`` that are consolidation summaries (the rule *foldable* needs
+        the fact; a row does not carry it)."""
+        reads = self.projections.read_model.decisions
+        return reads.summaries_among([m.memory_id for m in members])
 
     def unfold(self, summary_id: str) -> UnfoldResult:
         """Undo one consolidation: its memories back in recall, the summary forgotten."""

@@ -4,6 +4,7 @@ tail of an agent's episode, what consolidation may fold and what is folded where
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,10 +76,11 @@ class DecisionReads(Reads):
     ) -> list[Memory]:
         """Episodic memories consolidation may fold: valid, learned before
         ``created_before`` (the read model's ``created_at``, when the journal recorded
-        them, never their event time), not pinned, with no expiry, text not purged, not a
-        summary themselves (``predicates.FOLDABLE``); of one namespace and one agent when
-        given. In episode order."""
-        sql = f"SELECT * FROM memories WHERE {FOLDABLE} AND created_at<?"
+        them, never their event time), not pinned, with no expiry, text neither purged nor
+        empty, not a summary themselves (the rule ``predicates.foldable_rule``, rendered as
+        ``predicates.FOLDABLE``); of one namespace and one agent when given. In episode
+        order."""
+        sql = f"SELECT * FROM memories WHERE {FOLDABLE}"
         args: list[Any] = [created_before]
         if namespace is not None:
             sql += " AND namespace=?"
@@ -88,6 +90,19 @@ class DecisionReads(Reads):
             args.append(agent_id)
         sql += " ORDER BY namespace, t_valid, episode_index, position, memory_id"
         return self._where(sql, args)
+
+    def summaries_among(self, memory_ids: Sequence[str]) -> frozenset[str]:
+        """Those of ``memory_ids`` that are consolidation summaries (fold other memories)."""
+        if not memory_ids:
+            return frozenset()
+        return frozenset(
+            str(s)
+            for (s,) in self.db.execute(
+                "SELECT DISTINCT summary_id FROM folds "
+                "WHERE summary_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(memory_ids)),),
+            )
+        )
 
     def folded_into(self, memory_ids: Sequence[str]) -> dict[str, str]:
         """For each of ``memory_ids`` folded into a summary: that summary's id."""

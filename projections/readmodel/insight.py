@@ -21,27 +21,20 @@ from projections.readmodel.predicates import (
     CLOCK,
     CURRENT,
     SINGLE_FACT,
+    STALENESS_SCORE,
     current,
+    oldest_clock,
     seen_by,
     unexpired,
 )
 from projections.readmodel.reads import PAGE, Reads, optional_text
 from projections.rows import Memory, MemoryCount
 
-# The staleness score of ``ferrex.rules.freshness`` (``staleness``), term for term and in the
-# same order of operations, as SQLite's math functions compute it (the parameters come from
-# :class:`Scoring`). It may differ from Python's in the last bits (``pow(2, x)`` against
-# ``exp2(x)``), so insight only trusts the label it gives a memory whose score is further
-# than ``:margin`` from a threshold, and assesses the others in Python.
-_SCORE = (
-    "min(1.0, max(0.0, "
-    ":w_age * (1.0 - pow(2.0, -max(0.0, :now - max(t_valid, created_at)) / :h_age)) + "
-    ":w_access * (1.0 - pow(2.0, -max(0.0, :now - coalesce(last_accessed, created_at)) "
-    "/ :h_access)) + "
-    ":w_validation * (1.0 - pow(2.0, -max(0.0, :now - coalesce(last_validated, created_at)) "
-    "/ :h_validation)) + "
-    ":w_count * (1.0 - min(1.0, ln(1 + max(0, access_count)) / :ln_saturation))))"
-)
+# The bands the staleness score (``predicates.STALENESS_SCORE``, rendered from the terms
+# ``ferrex.rules.freshness.staleness`` reads) sorts memories into: a score further than
+# ``:margin`` from a threshold (far above the few units in the last place SQLite's ``pow`` and
+# ``ln`` may differ from Python's) gives the label Python would; a score nearer is ``unsure``,
+# and those memories are assessed in Python, so every label is Python's.
 _BAND = (
     "CASE WHEN s >= :stale + :margin THEN 'stale' WHEN s >= :stale - :margin THEN 'unsure' "
     "WHEN s >= :aging + :margin THEN 'aging' WHEN s >= :aging - :margin THEN 'unsure' "
@@ -58,6 +51,9 @@ _LABELLED = (
     f"AND pinned=0 AND {unexpired(':now')} "
     "AND memory_id NOT IN (SELECT value FROM json_each(:skip))"
 )
+
+# The oldest clock of a memory (``m``) with a recall hit not journaled yet (``h.value``).
+_PENDING_CLOCK = oldest_clock("m.", hit="h.value")
 
 
 @dataclass(frozen=True)
@@ -190,8 +186,9 @@ class InsightReads(Reads):
                 f"SELECT agent_id, visibility, band, rarely, count(*), CASE band WHEN 'unsure' "
                 f"THEN json_group_array(memory_id) END FROM (SELECT agent_id, visibility, "
                 f"memory_id, access_count < :rarely AS rarely, {_BAND} AS band FROM (SELECT "
-                f"agent_id, visibility, memory_id, access_count, {_SCORE} AS s FROM memories "
-                f"WHERE {_LABELLED}{_APART})) GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
+                f"agent_id, visibility, memory_id, access_count, {STALENESS_SCORE} AS s "
+                f"FROM memories WHERE {_LABELLED}{_APART})) "
+                "GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
                 args,
             )
         ]  # fmt: skip
@@ -217,10 +214,7 @@ class InsightReads(Reads):
                 "CROSS JOIN memories AS m ON m.memory_id = h.key "
                 "CROSS JOIN json_each(:bounds) AS b "
                 "WHERE b.value ->> 0 = m.namespace AND b.value ->> 1 = m.type "
-                "AND m.t_invalid IS NULL AND min(max(m.t_valid, m.created_at), "
-                "CASE WHEN m.last_accessed IS NULL THEN h.value "
-                "ELSE max(m.last_accessed, h.value) END, "
-                "coalesce(m.last_validated, m.created_at)) < b.value ->> 2 ORDER BY 1",
+                f"AND m.t_invalid IS NULL AND {_PENDING_CLOCK} < b.value ->> 2 ORDER BY 1",
                 {"hits": json.dumps(dict(last_hits)), "bounds": json.dumps(bounds)},
             )
         ]
@@ -252,7 +246,7 @@ class InsightReads(Reads):
             (str(m), float(score), int(n))
             for m, score, n in self.db.execute(
                 f"SELECT memory_id, s, access_count FROM (SELECT memory_id, access_count, "
-                f"{_SCORE} AS s, {CLOCK} AS clock FROM memories "
+                f"{STALENESS_SCORE} AS s, {CLOCK} AS clock FROM memories "
                 f"WHERE {_LABELLED}{seen}{rarely}{first}) WHERE s >= :low AND s < :high "
                 f"ORDER BY {order}{cut}",
                 args,

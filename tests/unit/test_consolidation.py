@@ -155,7 +155,7 @@ def test_groups_are_per_source_and_agent_and_skip_what_may_not_fold() -> None:
         row(17, "Alice's private aside.", visibility="private"),
         row(18, "Another private aside.", visibility="private"),
     ]
-    groups = consolidation_groups(memories, created_before=CUTOFF)
+    groups = consolidation_groups(memories, created_before=CUTOFF, summaries=frozenset())
     assert [(key, [m.memory_id for m in ms]) for key, ms in groups] == [
         ("source:chat-1", ["m17", "m18"]),  # alice's private ones apart from her shared
         ("source:chat-1", ["m0", "m1", "m2", "m3", "m4"]),
@@ -170,7 +170,13 @@ def test_a_summary_carries_entities_importance_and_the_sources() -> None:
     members = chat()
     members[2] = replace(members[2], importance=0.9)
     d = decide_consolidate(
-        "source:chat-1", members, created_before=CUTOFF, now=NOW, summary_id="s1", keep_ratio=0.5
+        "source:chat-1",
+        members,
+        created_before=CUTOFF,
+        summaries=frozenset(),
+        now=NOW,
+        summary_id="s1",
+        keep_ratio=0.5,
     )
     stored, marked, folded = d.events
     assert isinstance(stored, MemoryStored) and isinstance(marked, MemoryMarked)
@@ -196,7 +202,13 @@ def test_one_private_source_makes_the_summary_private() -> None:
     members = chat()
     members[3] = replace(members[3], visibility="private")
     d = decide_consolidate(
-        "source:chat-1", members, created_before=CUTOFF, now=NOW, summary_id="s1", keep_ratio=0.5
+        "source:chat-1",
+        members,
+        created_before=CUTOFF,
+        summaries=frozenset(),
+        now=NOW,
+        summary_id="s1",
+        keep_ratio=0.5,
     )
     stored = d.events[0]
     assert isinstance(stored, MemoryStored) and stored.visibility == "private"
@@ -207,7 +219,13 @@ def test_pinned_and_young_memories_are_never_folded() -> None:
     members[0] = replace(members[0], pinned=True)
     members[1] = replace(members[1], created_at=NOW.timestamp())
     d = decide_consolidate(
-        "source:chat-1", members, created_before=CUTOFF, now=NOW, summary_id="s1", keep_ratio=1.0
+        "source:chat-1",
+        members,
+        created_before=CUTOFF,
+        summaries=frozenset(),
+        now=NOW,
+        summary_id="s1",
+        keep_ratio=1.0,
     )
     folded = d.events[-1]
     assert isinstance(folded, MemoriesConsolidated)
@@ -215,8 +233,8 @@ def test_pinned_and_young_memories_are_never_folded() -> None:
     assert {f.memory_id for f in folded.folds} <= {"m2", "m3", "m4", "m5"}
     # fewer than two left: nothing at all
     lone = decide_consolidate(
-        "source:chat-1", members[:3], created_before=CUTOFF, now=NOW, summary_id="s1",
-        keep_ratio=1.0,
+        "source:chat-1", members[:3], created_before=CUTOFF, summaries=frozenset(), now=NOW,
+        summary_id="s1", keep_ratio=1.0,
     )  # fmt: skip
     assert lone.events == () and lone.result.summaries == ()
 
@@ -226,8 +244,8 @@ def test_sources_of_two_agents_are_refused() -> None:
     members[1] = replace(members[1], agent_id="bob")
     with pytest.raises(Refused, match="one agent"):
         decide_consolidate(
-            "source:chat-1", members, created_before=CUTOFF, now=NOW, summary_id="s1",
-            keep_ratio=0.5,
+            "source:chat-1", members, created_before=CUTOFF, summaries=frozenset(), now=NOW,
+            summary_id="s1", keep_ratio=0.5,
         )  # fmt: skip
 
 
@@ -245,7 +263,13 @@ class Rows:
 def _folded_state() -> tuple[Overlay, list[Memory]]:
     members = chat()
     d = decide_consolidate(
-        "source:chat-1", members, created_before=CUTOFF, now=NOW, summary_id="s1", keep_ratio=0.5
+        "source:chat-1",
+        members,
+        created_before=CUTOFF,
+        summaries=frozenset(),
+        now=NOW,
+        summary_id="s1",
+        keep_ratio=0.5,
     )
     view = Overlay(Rows(members))  # type: ignore[arg-type]
     view.apply(d.events)
@@ -379,8 +403,8 @@ def test_a_memory_stored_about_an_entity_states_something() -> None:
 
 def test_a_group_where_every_turn_states_something_is_left_alone() -> None:
     d = decide_consolidate(
-        "source:chat-1", chat()[:5], created_before=CUTOFF, now=NOW, summary_id="s1",
-        keep_ratio=0.5,
+        "source:chat-1", chat()[:5], created_before=CUTOFF, summaries=frozenset(), now=NOW,
+        summary_id="s1", keep_ratio=0.5,
     )  # fmt: skip
     assert d.events == () and d.result.summaries == ()
 
@@ -407,17 +431,17 @@ def _at(i: int, minutes: float, entities: tuple[str, ...] = ()) -> Memory:
 def test_a_group_never_spans_a_long_pause_nor_disjoint_entities() -> None:
     gap = SESSION_GAP_SECONDS / 60
     sessions = [_at(0, 0), _at(1, 5), _at(2, 5 + gap + 1), _at(3, 10 + gap)]
-    groups = consolidation_groups(sessions, created_before=CUTOFF)
+    groups = consolidation_groups(sessions, created_before=CUTOFF, summaries=frozenset())
     assert [[m.memory_id for m in ms] for _, ms in groups] == [["m0", "m1"], ["m2", "m3"]]
     # observations of three entities from one memory-server file, and two that name two
     observations = [
         *(_at(i, 0, (e,)) for i, e in enumerate(("alice", "bob", "alice"))),
         _at(3, 0, ("bob", "carol")), _at(4, 0, ("carol",)), _at(5, 0, ("bob",)),
     ]  # fmt: skip
-    groups = consolidation_groups(observations, created_before=CUTOFF)
+    groups = consolidation_groups(observations, created_before=CUTOFF, summaries=frozenset())
     assert [[m.memory_id for m in ms] for _, ms in groups] == [["m0", "m2"], ["m1", "m3", "m5"]]
     for _, members in groups:
         assert all(set(a.entity_ids) & set(b.entity_ids) for a in members for b in members)
     plain_and_named = [_at(0, 0), _at(1, 1, ("orca",)), _at(2, 2), _at(3, 3, ("orca",))]
-    groups = consolidation_groups(plain_and_named, created_before=CUTOFF)
+    groups = consolidation_groups(plain_and_named, created_before=CUTOFF, summaries=frozenset())
     assert [[m.memory_id for m in ms] for _, ms in groups] == [["m0", "m2"], ["m1", "m3"]]

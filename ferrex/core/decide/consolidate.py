@@ -5,7 +5,7 @@ undone (:func:`decide_unfold`), and what a forget does to the summaries it touch
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +24,7 @@ from journal import (
     MemoryStored,
 )
 from journal.events import EpisodeRef, Visibility
+from projections.readmodel.predicates import foldable_rule, row_test
 from projections.rows import Memory
 
 from ..view import View
@@ -89,19 +90,15 @@ class UnfoldResult:
         return doc
 
 
-def foldable(memory: Memory, *, created_before: float) -> bool:
-    """Whether consolidation may fold ``memory``: an episodic memory still valid, learned
-    (``created_at``, when ferrex recorded it, not its event time) before
-    ``created_before``, not pinned, without an expiry, its text still there."""
-    return (
-        memory.type == "episodic"
-        and memory.t_invalid is None
-        and not memory.pinned
-        and memory.expires_at is None
-        and not memory.redacted
-        and bool(memory.content)
-        and memory.created_at < created_before
-    )
+def foldable(created_before: float) -> Callable[[Memory, bool], bool]:
+    """Whether consolidation may fold a memory, given whether it is a summary (it folds
+    others, which the row does not say): the rule *foldable*,
+    ``projections.readmodel.predicates.foldable_rule``, read once, the spec the read model's
+    listing is rendered from too. An episodic memory still valid, learned (``created_at``,
+    when ferrex recorded it, not its event time) before ``created_before``, not pinned,
+    without an expiry, its text there and not empty, not a summary (a summary is not folded
+    again)."""
+    return row_test(foldable_rule(created_before))
 
 
 def _group_key(memory: Memory) -> str | None:
@@ -123,11 +120,16 @@ ends a session: each session is folded apart."""
 
 
 def consolidation_groups(
-    memories: Sequence[Memory], *, created_before: float, min_size: int = 2
+    memories: Sequence[Memory],
+    *,
+    created_before: float,
+    summaries: Set[str],
+    min_size: int = 2,
 ) -> list[tuple[str, list[Memory]]]:
     """The groups consolidation folds, each into one summary: the :func:`foldable` memories
-    of one namespace, one agent, one visibility and one source (or one derived episode), at
-    least ``min_size`` of them, in episode order; groups ordered by namespace, agent, key and
+    (``summaries``: the ids among them of memories that fold others) of one namespace, one
+    agent, one visibility and one source (or one derived episode), at least ``min_size`` of
+    them, in episode order; groups ordered by namespace, agent, key and
     visibility. (Per visibility: an agent's shared memories folded with its private ones
     would make a private summary, and what others could see would vanish from their view.)
     Within one source, a group never spans a pause of more than ``SESSION_GAP_SECONDS``
@@ -135,9 +137,10 @@ def consolidation_groups(
     (:func:`_by_entities`: observations of different entities imported from one file are
     not one story)."""
     groups: dict[tuple[str, str, str, str], list[Memory]] = {}
+    may_fold = foldable(created_before)
     for m in memories:
         key = _group_key(m)
-        if key is None or not foldable(m, created_before=created_before):
+        if key is None or not may_fold(m, m.memory_id in summaries):
             continue
         groups.setdefault((m.namespace, m.agent_id or "", key, m.visibility), []).append(m)
     return [
@@ -266,6 +269,7 @@ def decide_consolidate(
     members: Sequence[Memory],
     *,
     created_before: float,
+    summaries: Set[str],
     now: datetime,
     summary_id: str,
     keep_ratio: float,
@@ -276,10 +280,12 @@ def decide_consolidate(
     group, with the sources' entities, the highest importance among them, shared only when
     every source is; the sources become invalid at ``now`` with the summary as what
     replaced them (``memories.consolidated``). Members that may no longer be folded (pinned,
-    expiring, younger than ``created_before``, already folded) are left out; fewer than two
+    expiring, younger than ``created_before``, already folded, a summary: one of
+    ``summaries``) are left out; fewer than two
     left, or a summary that would drop nothing (every turn states something), nothing is
     written."""
-    kept = [m for m in members if foldable(m, created_before=created_before)]
+    may_fold = foldable(created_before)
+    kept = [m for m in members if may_fold(m, m.memory_id in summaries)]
     if len(kept) < 2:
         return Decision((), ConsolidateResult(()))
     events, folding = _fold_events(
