@@ -399,8 +399,11 @@ def freshness(
 ) -> dict[str, Any]:
     """The freshness block of a recall result: ages in days, times in RFC 3339 UTC."""
     result = staleness(m, now, params)
+    days = max(0.0, now - m.t_valid) / DAY
     return {
-        "age_days": round(max(0.0, now - m.t_valid) / DAY, 2),
+        # Hundredths of a day from a day on; under a day finer (about 9 s), so the short age
+        # an answer shows ("7m", "3h") is not off by up to 14 minutes.
+        "age_days": round(days, 2 if days >= 1 else 4),
         "last_accessed": rfc3339(m.last_accessed),
         "last_validated": rfc3339(m.last_validated),
         "access_count": m.access_count,

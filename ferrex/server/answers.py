@@ -63,6 +63,8 @@ def recall_line(result: Mapping[str, Any]) -> str:
     flags = []
     if result.get("contradiction"):
         flags.append("contradicted")
+    if result.get("possible_conflict"):
+        flags.append(f"may conflict with {', '.join(map(str, result['possible_conflict']))}")
     if result.get("superseded_by"):
         flags.append(f"superseded by {result['superseded_by']}")
     if result.get("pinned"):

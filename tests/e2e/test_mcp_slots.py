@@ -57,6 +57,13 @@ def test_five_wordings_of_where_it_runs_leave_no_silent_second_answer(tmp_path: 
             hosts_now = [r for r in current.values() if r["object"].startswith("k8s-node")]
             assert len(hosts_now) >= 2
             assert all(r.get("possible_conflict") for r in hosts_now), hosts_now
+            # ... in the text a client shows too, naming the other fact.
+            shown = await client.call_tool("recall", {"query": "which node hosts auth gateway",
+                                                      "types": ["semantic"], "limit": 20})  # fmt: skip
+            lines = {ln.split(" ", 1)[0]: ln for ln in shown.content[0].text.splitlines()[1:]}  # type: ignore[union-attr]
+            for r in hosts_now:
+                others = ", ".join(r["possible_conflict"])
+                assert f"may conflict with {others}" in lines[r["id"]], lines[r["id"]]
             reflect = await call(client, "reflect", {})
             count = reflect["counts"]["possible_conflicts"]
             assert count >= 1 and reflect["possible_conflicts"][0]["what_to_do"].startswith("if ")

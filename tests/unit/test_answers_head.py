@@ -31,3 +31,13 @@ def test_the_verdict_and_the_left_out_count_go_together() -> None:
         "1 memory; 1 stale hidden (include_stale); 4 irrelevant left out (min_relevance: 0 "
         "shows them); nothing relevant: ..."
     )
+
+
+def test_a_result_that_may_conflict_names_the_other_fact_in_its_line() -> None:
+    result = {"id": "mem_b", "type": "semantic", "subject": "api gateway",
+              "predicate": "is deployed on", "object": "node-15",
+              "contradiction": False, "possible_conflict": ["mem_a", "mem_c"]}  # fmt: skip
+    line = recall_text({"results": [result]}).splitlines()[1]
+    assert line.endswith("[may conflict with mem_a, mem_c]"), line
+    del result["possible_conflict"]
+    assert "conflict" not in recall_text({"results": [result]})

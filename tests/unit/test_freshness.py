@@ -593,3 +593,14 @@ def test_staleness_never_falls_as_the_event_time_recedes(
 @given(m=memories(), later_by=st.floats(min_value=0.0, max_value=20 * YEAR))
 def test_staleness_never_falls_as_time_passes(m: FreshnessInput, later_by: float) -> None:
     assert staleness(m, NOW + later_by).score >= staleness(m, NOW).score
+
+
+def test_an_age_under_a_day_is_kept_fine_enough_for_minutes() -> None:
+    """7.7 minutes is 0.0053 days: at hundredths it was 0.01 (14.4 minutes) and showed as
+    "14m"; 6.7 minutes rounded to 0 and showed as "now"."""
+    from ferrex.server.answers import age
+
+    for minutes, shown in ((7.7, "7m"), (6.7, "6m"), (90, "1h"), (0.5, "now")):
+        memory = untouched("episodic", minutes * 60)
+        assert age(freshness(memory, NOW)["age_days"]) == shown, minutes
+    assert freshness(untouched("episodic", 3.456 * DAY), NOW)["age_days"] == 3.46
