@@ -89,16 +89,13 @@ class StorePipeline:
         self,
         requests: Sequence[StoreRequest],
         *,
-        multi_valued: bool = False,
-        chunk: int = 256,
-        progress: Callable[[int, int], None] | None = None,
+        multi_valued: bool,
+        chunk: int,
+        progress: Callable[[int, int], None] | None,
     ) -> list[StoreResult | FerrexError]:
-        """One outcome per request, in order (the budget is the writer's to enforce after).
-
-        Each chunk is decided under one writer lock (later requests see earlier ones of the
-        same chunk) and appended as one group commit; texts are embedded in batches first.
-        A refused request does not stop the others.
-        """
+        """One outcome per request, in order: :meth:`Writer.store_many
+        <ferrex.write.writer.Writer.store_many>` but for the budget, which is the writer's to
+        enforce after (its arguments, their defaults and what they do are said there)."""
         # The first chunk's texts go to the model while the rest are validated.
         early: list[threading.Thread] = []
         first = (chunk, lambda valid: early.append(self._embedding_ahead(valid)))
