@@ -161,26 +161,28 @@ def _walk(home: Path, *, tighten: bool) -> Modes:
     open_dirs: dict[str, bool] = {str(home): bool(home_mode & _REACH)}
     for top, dirs, files in os.walk(home):
         reachable = open_dirs.pop(top, False)
-        for name in dirs:
-            path = Path(top, name)
-            try:
-                info = os.lstat(path)
-            except FileNotFoundError:
-                continue
+        for path, info in _still_there(top, dirs):
             mode = stat.S_IMODE(info.st_mode)
             visit(path, mode, True, reachable)
             open_dirs[str(path)] = reachable and bool(mode & _REACH)
-        for name in files:
-            path = Path(top, name)
-            try:
-                info = os.lstat(path)
-            except FileNotFoundError:
-                continue
+        for path, info in _still_there(top, files):
             if stat.S_ISLNK(info.st_mode):
                 continue  # chmod would follow it out of the home
             visit(path, stat.S_IMODE(info.st_mode), False, reachable)
     return Modes(home_mode, counts["loose"], counts["exposed"], counts["tightened"],
                  counts["failed"], read_only)  # fmt: skip
+
+
+def _still_there(top: str, names: list[str]) -> Iterator[tuple[Path, os.stat_result]]:
+    """Each of ``names`` in ``top`` with its ``lstat``, leaving out those gone since the
+    walk listed them."""
+    for name in names:
+        path = Path(top, name)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        yield path, info
 
 
 def _is_read_only(path: Path) -> bool:

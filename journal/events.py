@@ -32,13 +32,19 @@ reading every old record as undated was not an option, and the window errs towar
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
 
 UtcTime = Annotated[datetime, msgspec.Meta(tz=True)]
 """A timezone-aware datetime. msgpack carries it as a timestamp (UTC)."""
+
+
+def utc_now() -> datetime:
+    """The wall clock in UTC: the default clock of whatever stamps events or records."""
+    return datetime.now(UTC)
+
 
 MemoryType = Literal["episodic", "semantic", "procedural"]
 Visibility = Literal["private", "shared"]

@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from journal.compact import compact as compact_segments
@@ -44,7 +44,7 @@ from journal.errors import (
     JournalFormatError,
     JournalTooNew,
 )
-from journal.events import Event
+from journal.events import Event, utc_now
 from journal.files import make_private_dir, open_private, private_opener
 from journal.manifest import load_gaps
 from journal.reader import REPAIR_HINT, SegmentReader, read_from
@@ -111,10 +111,6 @@ class _Tail:
     """Offset of the record at ``position`` in this segment; None if it holds no record yet."""
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _open_lock(directory: Path) -> int:
     """The writer lock's descriptor. On a read-only file system no one can append, so a read
     descriptor (of the lock file, or of the directory when there is none) serves to read."""
@@ -162,7 +158,7 @@ class Journal:
         directory: Path,
         *,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-        clock: Callable[[], datetime] = _now,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.directory = directory
         self.where = str(directory)
@@ -193,7 +189,7 @@ class Journal:
         directory: str | os.PathLike[str],
         *,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-        clock: Callable[[], datetime] = _now,
+        clock: Callable[[], datetime] = utc_now,
     ) -> Journal:
         """Open (creating if needed) and recover the journal in ``directory``.
 

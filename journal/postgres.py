@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,7 @@ from journal.errors import (
     JournalTooNew,
     JournalUnavailable,
 )
-from journal.events import Event, MemoriesForgotten
+from journal.events import Event, MemoriesForgotten, utc_now
 from journal.log import Head
 from journal.pg_connect import REFUSED, connect, connect_error, display, driver, first_line
 from journal.pg_verify import verify_rows
@@ -110,10 +110,6 @@ LABEL = Path(RECORDS)
 """What a JournalDamaged from this backend names as its 'segment'."""
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class PostgresJournal:
     """A hash-chained log of records in PostgreSQL (see the module docstring)."""
 
@@ -135,7 +131,7 @@ class PostgresJournal:
     # -- opening ----------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, url: str, *, clock: Callable[[], datetime] = _now) -> PostgresJournal:
+    def open(cls, url: str, *, clock: Callable[[], datetime] = utc_now) -> PostgresJournal:
         """Connect, create the schema in an empty database (or check it), read the head."""
         conn = connect(url)
         journal = cls(url, conn, clock)

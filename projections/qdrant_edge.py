@@ -51,22 +51,23 @@ from projections.vectors import (
     KEYWORD_FIELDS,
     RRF_K,
     SPARSE,
-    TIE_SLACK,
     AnyOf,
     Clause,
     Either,
     Hit,
     Range,
     SparseVector,
+    Stored,
     StoreLocked,
     Unset,
     VectorFilter,
     VectorPoint,
     VectorStoreError,
-    engine_threshold,
+    dense_batch,
     filter_clauses,
-    settle_batch,
+    hits_of,
     settle_ties,
+    stored,
 )
 
 _CONFIG_FILE = "edge_config.json"  # written by Edge in every shard directory it creates
@@ -246,27 +247,13 @@ class EdgeBackend:
             if offset is None:
                 return
 
-    def retrieve(
-        self, name: str, ids: Sequence[str]
-    ) -> dict[str, tuple[list[float], SparseVector, dict[str, Any]]]:
+    def retrieve(self, name: str, ids: Sequence[str]) -> dict[str, Stored]:
         if not ids:
             return {}
         shard = self._shard(name)
         with _translated(f"retrieve points from {name!r}"):
             records = shard.retrieve(list(ids), with_payload=True, with_vector=True)
-        found = {}
-        for record in records:
-            vectors = record.vector
-            named: dict[str, object] = dict(vectors) if isinstance(vectors, dict) else {}
-            dense, sparse = named.get(DENSE), named.get(SPARSE)
-            found[str(record.id)] = (
-                [float(x) for x in dense] if isinstance(dense, list) else [],
-                _from_edge_sparse(sparse)
-                if isinstance(sparse, edge.SparseVector)
-                else SparseVector((), ()),
-                dict(record.payload or {}),
-            )
-        return found
+        return {str(r.id): stored(r.vector, r.payload, _from_edge_sparse) for r in records}
 
     def query_hybrid(
         self,
@@ -298,7 +285,7 @@ class EdgeBackend:
             rrf: Any = edge.Fusion.Rrf(k=RRF_K)
             request = edge.QueryRequest(limit=n, prefetches=legs, query=rrf, with_payload=True)
             with _translated(f"run a hybrid query on {name!r}"):
-                return _hits(shard.query(request))
+                return hits_of(shard.query(request))
 
         return settle_ties(fetch, limit, most=2 * prefetch)
 
@@ -328,24 +315,24 @@ class EdgeBackend:
         *,
         at_least: float | None = None,
     ) -> list[list[Hit]]:
-        if not queries or limit <= 0:
-            return [[] for _ in queries]
-        shard = self._shard(name)
-        want = limit + TIE_SLACK
-        threshold = engine_threshold(at_least)
-        # The search parameters of query_dense: after optimize, without them the batch would
-        # walk the graph with Edge's default ef and answer unlike each query alone.
-        requests = [
-            edge.QueryRequest(limit=want, query=edge.Query.Nearest(list(dense), using=DENSE),
-                              filter=_filter(flt), params=_DENSE_SEARCH, with_payload=True,
-                              score_threshold=threshold)
-            for dense, flt in queries
-        ]  # fmt: skip
-        with _translated(f"query {name!r}"):
-            answers = shard.query_batch(edge.QueryBatchRequest(requests))
-        return settle_batch(
-            queries, [_hits(p) for p in answers], limit,
-            lambda dense, flt: self.query_dense(name, dense, flt, limit), at_least,
+
+        def ask(want: int, threshold: float | None) -> list[list[Hit]]:
+            shard = self._shard(name)
+            # The search parameters of query_dense: after optimize, without them the batch
+            # would walk the graph with Edge's default ef and answer unlike each query alone.
+            requests = [
+                edge.QueryRequest(limit=want, query=edge.Query.Nearest(list(dense), using=DENSE),
+                                  filter=_filter(flt), params=_DENSE_SEARCH, with_payload=True,
+                                  score_threshold=threshold)
+                for dense, flt in queries
+            ]  # fmt: skip
+            with _translated(f"query {name!r}"):
+                answers = shard.query_batch(edge.QueryBatchRequest(requests))
+            return [hits_of(p) for p in answers]
+
+        return dense_batch(
+            queries, limit, at_least, ask,
+            lambda dense, flt: self.query_dense(name, dense, flt, limit),
         )  # fmt: skip
 
     def query_sparse(
@@ -495,7 +482,7 @@ class EdgeBackend:
                                         with_payload=rounds[0] == 0)  # fmt: skip
             rounds[0] += 1
             with _translated(f"query {name!r}"):
-                return _hits(shard.query(request))
+                return hits_of(shard.query(request))
 
         hits = settle_ties(fetch, limit, most=None)
         if rounds[0] == 1 or not hits:
@@ -648,12 +635,10 @@ def _to_edge_sparse(v: SparseVector) -> edge.SparseVector:
     return edge.SparseVector(list(v.indices), list(v.values))
 
 
-def _from_edge_sparse(v: edge.SparseVector) -> SparseVector:
+def _from_edge_sparse(v: object) -> SparseVector | None:
+    if not isinstance(v, edge.SparseVector):
+        return None
     return SparseVector(tuple(int(i) for i in v.indices), tuple(float(x) for x in v.values))
-
-
-def _hits(points: list[edge.ScoredPoint]) -> list[Hit]:
-    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
 
 
 def _of_memories(memory_ids: Sequence[str]) -> edge.Filter:

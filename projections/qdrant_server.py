@@ -33,23 +33,24 @@ from projections.vectors import (
     KEYWORD_FIELDS,
     RRF_K,
     SPARSE,
-    TIE_SLACK,
     AnyOf,
     Clause,
     Either,
     Hit,
     Range,
     SparseVector,
+    Stored,
     StoreLocked,
     StoreUnreachable,
     Unset,
     VectorFilter,
     VectorPoint,
     VectorStoreError,
-    engine_threshold,
+    dense_batch,
     filter_clauses,
-    settle_batch,
+    hits_of,
     settle_ties,
+    stored,
 )
 
 CONNECT_TIMEOUT_S = 3
@@ -180,27 +181,12 @@ class ClientBackend:
             if offset is None:
                 return
 
-    def retrieve(
-        self, name: str, ids: Sequence[str]
-    ) -> dict[str, tuple[list[float], SparseVector, dict[str, Any]]]:
+    def retrieve(self, name: str, ids: Sequence[str]) -> dict[str, Stored]:
         if not ids:
             return {}
         with _translated(f"retrieve points from {name!r}"):
             records = self._client.retrieve(name, list(ids), with_payload=True, with_vectors=True)
-        found = {}
-        for record in records:
-            named: dict[str, object] = (
-                dict(record.vector) if isinstance(record.vector, dict) else {}
-            )
-            dense, sparse = named.get(DENSE), named.get(SPARSE)
-            found[str(record.id)] = (
-                [float(x) for x in dense] if isinstance(dense, list) else [],
-                SparseVector(tuple(sparse.indices), tuple(float(x) for x in sparse.values))
-                if isinstance(sparse, qm.SparseVector)
-                else SparseVector((), ()),
-                dict(record.payload or {}),
-            )
-        return found
+        return {str(r.id): stored(r.vector, r.payload, _from_sparse) for r in records}
 
     def query_hybrid(
         self,
@@ -226,7 +212,7 @@ class ClientBackend:
                     limit=n,
                     with_payload=True,
                 )
-            return _hits(response.points)
+            return hits_of(response.points)
 
         return settle_ties(fetch, limit, most=2 * prefetch)
 
@@ -243,20 +229,20 @@ class ClientBackend:
         *,
         at_least: float | None = None,
     ) -> list[list[Hit]]:
-        if not queries or limit <= 0:
-            return [[] for _ in queries]
-        want = limit + TIE_SLACK
-        threshold = engine_threshold(at_least)
-        requests = [
-            qm.QueryRequest(query=list(dense), using=DENSE, filter=_filter(flt), limit=want,
-                            with_payload=True, score_threshold=threshold)
-            for dense, flt in queries
-        ]  # fmt: skip
-        with _translated(f"query {name!r}"):
-            answers = self._client.query_batch_points(name, requests=requests)
-        return settle_batch(
-            queries, [_hits(a.points) for a in answers], limit,
-            lambda dense, flt: self.query_dense(name, dense, flt, limit), at_least,
+
+        def ask(want: int, threshold: float | None) -> list[list[Hit]]:
+            requests = [
+                qm.QueryRequest(query=list(dense), using=DENSE, filter=_filter(flt), limit=want,
+                                with_payload=True, score_threshold=threshold)
+                for dense, flt in queries
+            ]  # fmt: skip
+            with _translated(f"query {name!r}"):
+                answers = self._client.query_batch_points(name, requests=requests)
+            return [hits_of(a.points) for a in answers]
+
+        return dense_batch(
+            queries, limit, at_least, ask,
+            lambda dense, flt: self.query_dense(name, dense, flt, limit),
         )  # fmt: skip
 
     def query_sparse(
@@ -286,7 +272,7 @@ class ClientBackend:
                 response = self._client.query_points(
                     name, query=query, using=using, query_filter=where, limit=n, with_payload=True
                 )
-            return _hits(response.points)
+            return hits_of(response.points)
 
         return settle_ties(fetch, limit, most=None)
 
@@ -334,8 +320,10 @@ def _sparse(v: SparseVector) -> qm.SparseVector:
     return qm.SparseVector(indices=list(v.indices), values=[float(x) for x in v.values])
 
 
-def _hits(points: list[qm.ScoredPoint]) -> list[Hit]:
-    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+def _from_sparse(v: object) -> SparseVector | None:
+    if not isinstance(v, qm.SparseVector):
+        return None
+    return SparseVector(tuple(v.indices), tuple(float(x) for x in v.values))
 
 
 def _of_memories(memory_ids: Sequence[str]) -> qm.Filter:

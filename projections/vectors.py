@@ -27,7 +27,7 @@ Errors::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, assert_never, runtime_checkable
@@ -84,6 +84,45 @@ class Hit:
     id: str
     score: float
     payload: dict[str, Any]
+
+
+Stored = tuple[list[float], SparseVector, dict[str, Any]]
+"""A point as :meth:`VectorBackend.retrieve` gives it: dense vector, sparse vector, payload."""
+
+
+class Scored(Protocol):
+    """A scored point as either engine answers a query."""
+
+    @property
+    def id(self) -> object: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def payload(self) -> Mapping[str, Any] | None: ...
+
+
+def hits_of(points: Iterable[Scored]) -> list[Hit]:
+    """An engine's scored points as hits, in the engine's order."""
+    return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in points]
+
+
+def stored(
+    vector: object,
+    payload: Mapping[str, Any] | None,
+    sparse_of: Callable[[object], SparseVector | None],
+) -> Stored:
+    """A retrieved point as :data:`Stored`, from its named vectors as the engine gives them
+    (``vector``: a dict by name, else none) and its payload; ``sparse_of`` reads the engine's
+    sparse vector (None: not one). A vector missing comes back empty."""
+    named: dict[str, object] = dict(vector) if isinstance(vector, dict) else {}
+    dense, sparse = named.get(DENSE), sparse_of(named.get(SPARSE))
+    return (
+        [float(x) for x in dense] if isinstance(dense, list) else [],
+        sparse if sparse is not None else SparseVector((), ()),
+        dict(payload or {}),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +309,22 @@ def settle_batch(
     return found
 
 
+def dense_batch(
+    queries: Sequence[tuple[Sequence[float], VectorFilter]],
+    limit: int,
+    at_least: float | None,
+    ask: Callable[[int, float | None], Sequence[Sequence[Hit]]],
+    alone: Callable[[Sequence[float], VectorFilter], list[Hit]],
+) -> list[list[Hit]]:
+    """:meth:`VectorBackend.query_dense_batch` over an engine that answers the whole batch
+    in one call, ``ask(want, threshold)`` (each query's best ``want``, those above the
+    engine's ``threshold``), settled by :func:`settle_batch` (``alone``: one query alone)."""
+    if not queries or limit <= 0:
+        return [[] for _ in queries]
+    answers = ask(limit + TIE_SLACK, engine_threshold(at_least))
+    return settle_batch(queries, answers, limit, alone, at_least)
+
+
 def engine_threshold(at_least: float | None) -> float | None:
     """The score threshold a batch of dense queries (:meth:`VectorBackend.query_dense_batch`)
     asks the engine for when its caller wants hits of ``at_least``: lower by
@@ -321,9 +376,7 @@ class VectorBackend(Protocol):
         """Every point's id and payload, in id order."""
         ...
 
-    def retrieve(
-        self, name: str, ids: Sequence[str]
-    ) -> dict[str, tuple[list[float], SparseVector, dict[str, Any]]]:
+    def retrieve(self, name: str, ids: Sequence[str]) -> dict[str, Stored]:
         """Dense vector, sparse vector and payload of the points found among ``ids``.
 
         Dense vectors come back as stored: cosine collections keep them normalized.

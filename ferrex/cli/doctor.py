@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import click
 import numpy as np
@@ -101,22 +102,49 @@ def _qdrant(app: App) -> dict[str, Any]:
 _NOT_LOADED = "not loaded (--quick)"
 
 
+class _Choice(Protocol):
+    @property
+    def setting(self) -> str: ...
+
+
+_C = TypeVar("_C", bound=_Choice)
+
+
+def _chosen(
+    app: App,
+    key: str,
+    env: str,
+    choose: Callable[[str | None, Mapping[str, str]], _C],
+    failures: list[FerrexError],
+) -> tuple[dict[str, Any], _C | None]:
+    """A model's section as far as its setting goes (the config key ``key``, else the
+    environment variable ``env``), and the model it chooses; None when the setting is
+    invalid (a failure, the section says so)."""
+    section: dict[str, Any] = {"setting_from": f"{key} in ferrex.toml, or {env}"}
+    try:
+        choice = choose(app.config[key], {})
+    except FerrexError as exc:
+        return _failed(section, "invalid", exc, failures), None
+    section.update(configured=choice.setting, origin=app.config.origin(key))
+    return section, choice
+
+
+def _failed(
+    section: dict[str, Any], status: str, exc: FerrexError, failures: list[FerrexError]
+) -> dict[str, Any]:
+    """A model's section that ends at ``exc`` (counted among the failures)."""
+    failures.append(exc)
+    return {**section, "status": status, "error": exc.message, "hint": exc.hint}
+
+
 def _dense(
     app: App, allow_download: bool, failures: list[FerrexError], quick: bool = False
 ) -> dict[str, Any]:
     home = app.home
-    section: dict[str, Any] = {"setting_from": f"models.dense in ferrex.toml, or {MODEL_ENV}"}
-    try:
-        choice = choose_embedding_model(app.config["models.dense"], {})
-    except FerrexError as exc:
-        failures.append(exc)
-        return {**section, "status": "invalid", "error": exc.message, "hint": exc.hint}
-    section.update(
-        configured=choice.setting,
-        origin=app.config.origin("models.dense"),
-        kind=choice.kind,
-        model=choice.model_name,
-    )
+    section, choice = _chosen(app, "models.dense", MODEL_ENV, choose_embedding_model, failures)
+    if choice is None:
+        return section
+    section.update(kind=choice.kind, model=choice.model_name)
     remote = remote_settings(app.config)
     if choice.kind == "remote":
         section["server"] = {
@@ -147,8 +175,7 @@ def _dense(
         vector = embedder.embed(_TEST_TEXT)
         embed_ms = (time.perf_counter() - started) * 1000.0
     except FerrexError as exc:
-        failures.append(exc)
-        return {**section, "status": "unavailable", "error": exc.message, "hint": exc.hint}
+        return _failed(section, "unavailable", exc, failures)
     finally:
         embedder.close()
     identity = loaded.identity
@@ -205,17 +232,10 @@ def _reranker(
     app: App, allow_download: bool, failures: list[FerrexError], quick: bool = False
 ) -> dict[str, Any]:
     home = app.home
-    section: dict[str, Any] = {"setting_from": f"models.reranker in ferrex.toml, or {RERANKER_ENV}"}
-    try:
-        choice = choose_reranker(app.config["models.reranker"], {})
-    except FerrexError as exc:
-        failures.append(exc)
-        return {**section, "status": "invalid", "error": exc.message, "hint": exc.hint}
-    section.update(
-        configured=choice.setting,
-        origin=app.config.origin("models.reranker"),
-        model=choice.model_name,
-    )
+    section, choice = _chosen(app, "models.reranker", RERANKER_ENV, choose_reranker, failures)
+    if choice is None:
+        return section
+    section["model"] = choice.model_name
     if quick:
         section["status"] = _NOT_LOADED if choice.model_name else "off"
         return section

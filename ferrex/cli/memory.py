@@ -28,7 +28,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -306,8 +306,9 @@ def import_(
     report names its kind, field and position, never the secret.
     """
     reached = _Reached()
+    options = _ImportOptions(file_format, assistant, split_chars, secrets, index, as_json)
     try:
-        _import(app, file, file_format, assistant, split_chars, secrets, index, as_json, reached)
+        _import(app, file, options, reached)
     except KeyboardInterrupt:  # Ctrl-C: what was written stays, a re-run resumes
         click.echo(reached.interrupted(), err=True)
         raise click.exceptions.Exit(INTERRUPTED) from None
@@ -355,45 +356,47 @@ class _Reached:
         )
 
 
-def _import(
-    app: App,
-    file: str,
-    file_format: str,
-    assistant: str | None,
-    split_chars: int | None,
-    secrets: str | None,
-    index: bool,
-    as_json: bool,
-    reached: _Reached,
-) -> None:
+@dataclass(frozen=True)
+class _ImportOptions:
+    """The options of ``ferrex import`` (see its help), as the command was given them."""
+
+    file_format: str
+    assistant: str | None
+    split_chars: int | None
+    secrets: str | None
+    index: bool
+    as_json: bool
+
+
+def _import(app: App, file: str, options: _ImportOptions, reached: _Reached) -> None:
     text = sys.stdin.read() if file == "-" else _read(Path(file))
     # The model loads on its own thread while the file is parsed and the home opened; the
     # load ends before the command does, whatever ends it (never in the interpreter's exit).
     embedder = app.embedder()
     embedder.load_in_background()
     click.get_current_context().call_on_close(embedder.join_loader)
-    export = chat_export(text, file_format)
-    if export is None and (assistant is not None or split_chars is not None):
+    export = chat_export(text, options.file_format)
+    if export is None and (options.assistant is not None or options.split_chars is not None):
         raise UsageError(
             "--assistant and --split-chars apply to claude and chatgpt exports only",
             hint="pass --format claude or --format chatgpt",
         )
     if export is not None:
-        _import_chats(app, export[0], export[1], assistant, split_chars, secrets, index, as_json,
-                      reached)  # fmt: skip
+        _import_chats(app, export[0], export[1], options, reached)
         return
     parsed, unreadable = json_lines(text)
+    file_format, as_json = options.file_format, options.as_json
     if file_format == "auto":
         file_format = detect(parsed[0][1]) if parsed else "store"
     writer = app.writer()
-    secrets = secrets_mode(writer, secrets)
+    secrets = secrets_mode(writer, options.secrets)
     with reached.progress("importing", "lines", quiet=as_json) as update:
         outcomes = import_lines(
             writer, parsed, file_format, update,
             agent_id=app.config["store.agent_id"], unreadable=unreadable,
         )  # fmt: skip
     counts = counted(outcomes)
-    indexed = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), index, as_json)
+    indexed = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), options.index, as_json)
     with_secrets = secrets_report(outcomes)
     if as_json:
         click.echo(json.dumps({"format": file_format, "counts": counts, "secrets": with_secrets,
@@ -430,15 +433,7 @@ def _read(path: Path) -> str:
 
 
 def _import_chats(
-    app: App,
-    fmt: chats.ChatFormat,
-    doc: Any,
-    assistant: str | None,
-    split_chars: int | None,
-    secrets: str | None,
-    index: bool,
-    as_json: bool,
-    reached: _Reached,
+    app: App, fmt: chats.ChatFormat, doc: Any, options: _ImportOptions, reached: _Reached
 ) -> None:
     """A Claude or ChatGPT export: parsed whole first (a file of the wrong shape is refused
     before anything is written; a conversation of the wrong shape is left out and reported
@@ -447,18 +442,18 @@ def _import_chats(
     parsed = chats.parse(
         doc,
         fmt,
-        assistant=cast(chats.AssistantMode, assistant or "split"),
-        split_chars=split_chars or chats.DEFAULT_SPLIT_CHARS,
+        assistant=cast(chats.AssistantMode, options.assistant or "split"),
+        split_chars=options.split_chars or chats.DEFAULT_SPLIT_CHARS,
         content_chars=StoreSettings.from_config(app.config).limits.content_chars,
     )
     writer = app.writer()
-    secrets = secrets_mode(writer, secrets)
+    secrets = secrets_mode(writer, options.secrets)
     with reached.progress("importing", "memories") as update:
         summary = import_chats(writer, fmt, parsed, update, agent_id=app.config["store.agent_id"])
     counts: dict[str, int] = summary["counts"]
-    summary["indexed"] = index_after(app, sum(counts.get(s, 0) for s in NEW_MEMORY), index,
-                                     as_json)  # fmt: skip
-    if as_json:
+    new = sum(counts.get(s, 0) for s in NEW_MEMORY)
+    summary["indexed"] = index_after(app, new, options.index, options.as_json)
+    if options.as_json:
         click.echo(json.dumps(summary))
     else:
         _echo_chats(summary, secrets)

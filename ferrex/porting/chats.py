@@ -408,15 +408,23 @@ def _chatgpt_path(tree: Mapping[str, _Node], current: Any, where: str) -> list[s
         raise UsageError(f"{where}: current_node is {_kind(current)}, not a node id")
     if current not in tree:
         raise UsageError(f"{where}: current_node {current!r} is not a node of its mapping")
+    parents = {node_id: node.parent for node_id, node in tree.items()}
+    return _down_to(current, parents, f"{where}: its mapping's parents form a cycle")
+
+
+def _down_to(leaf: str, parents: Mapping[str, object], cycle: str) -> list[str]:
+    """The ids from the root down to ``leaf``, found going up from it through ``parents``
+    until an id it does not hold (a root's parent, or none); UsageError ``cycle`` (the id
+    named) where the parents loop."""
     path: list[str] = []
     on_path: set[str] = set()
-    node: str | None = current
-    while node is not None and node in tree:
+    node: object = leaf
+    while isinstance(node, str) and node in parents:
         if node in on_path:
-            raise UsageError(f"{where}: its mapping's parents form a cycle at {node!r}")
+            raise UsageError(f"{cycle} at {node!r}")
         on_path.add(node)
         path.append(node)
-        node = tree[node].parent
+        node = parents[node]
     path.reverse()
     return path
 
@@ -540,18 +548,9 @@ def _claude_path(links: list[tuple[str, object]], leaf: Any, where: str) -> list
         raise UsageError(f"{where}: current_leaf_message_uuid is {_kind(leaf)}, not a uuid")
     if leaf not in index:
         raise UsageError(f"{where}: current_leaf_message_uuid {leaf!r} names no message")
-    chain: list[int] = []
-    on_chain: set[int] = set()
-    node: object = leaf
-    while isinstance(node, str) and node in index:
-        i = index[node]
-        if i in on_chain:
-            raise UsageError(f"{where}: its messages' parents form a cycle at {node!r}")
-        on_chain.add(i)
-        chain.append(i)
-        node = links[i][1]
-    chain.reverse()
-    return chain
+    parents = dict(links)
+    cycle = f"{where}: its messages' parents form a cycle"
+    return [index[uuid] for uuid in _down_to(leaf, parents, cycle)]
 
 
 def _claude_text(raw: Mapping[str, Any], out: ChatParse) -> str:

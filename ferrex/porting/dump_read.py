@@ -11,6 +11,7 @@ stored once). The format (:mod:`ferrex.porting.dump`) is described there.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ferrex.core.decide.restore import (
@@ -115,27 +116,35 @@ def is_dump_line(raw: Mapping[str, Any]) -> bool:
     return "id" in raw or is_header(raw)
 
 
+@dataclass(frozen=True)
+class MemoryChecks:
+    """How a dump's memory lines are checked (:func:`parse_line`): against ``limits``,
+    ``count_tokens`` and ``window`` as a store is, ``secrets`` what a likely secret in the
+    text does (``ferrex import --secrets``), ``dump_format`` the format the dump's header
+    named (1 without one: how a line without ``valid_from_given`` reads)."""
+
+    limits: Limits = DEFAULT_LIMITS
+    count_tokens: Callable[[str], int | None] | None = None
+    window: int | None = None
+    secrets: SecretsMode = "refuse"
+    dump_format: int = FORMAT
+
+
+DEFAULT_CHECKS: Final = MemoryChecks()
+
+
 def parse_dump_line(
-    raw: Mapping[str, Any],
-    where: str,
-    limits: Limits = DEFAULT_LIMITS,
-    *,
-    count_tokens: Callable[[str], int | None] | None = None,
-    window: int | None = None,
-    secrets: SecretsMode = "refuse",
-    dump_format: int = FORMAT,
+    raw: Mapping[str, Any], where: str, checks: MemoryChecks = DEFAULT_CHECKS
 ) -> Restored | RestoredEntity | RestoredFlag | RestoredFold:
-    """Check one parsed dump line, an entity's, a memory's, a flag's or a consolidation's
-    (``secrets``: what a likely secret in a memory's text does, ``dump_format``: the format
-    its header named, 1 without one; :func:`parse_line`)."""
+    """Check one parsed dump line, an entity's, a memory's (``checks``), a flag's or a
+    consolidation's."""
     if raw.get("type") == ENTITY:
         return parse_entity_line(raw, where)
     if raw.get("type") == CONSOLIDATION:
         return parse_fold_line(raw, where)
     if raw.get("type") in (POSSIBLE, DIFFER, FACTS_DIFFER):
         return parse_flag_line(raw, where)
-    return parse_line(raw, where, limits, count_tokens=count_tokens, window=window,
-                      secrets=secrets, dump_format=dump_format)  # fmt: skip
+    return parse_line(raw, where, checks)
 
 
 def parse_entity_line(raw: Mapping[str, Any], where: str) -> RestoredEntity:
@@ -179,18 +188,10 @@ def _alias(line: AliasLine, where: str) -> RestoredAlias:
 
 
 def parse_line(
-    raw: Mapping[str, Any],
-    where: str,
-    limits: Limits = DEFAULT_LIMITS,
-    *,
-    count_tokens: Callable[[str], int | None] | None = None,
-    window: int | None = None,
-    secrets: SecretsMode = "refuse",
-    dump_format: int = FORMAT,
+    raw: Mapping[str, Any], where: str, checks: MemoryChecks = DEFAULT_CHECKS
 ) -> Restored:
-    """Check one parsed dump line; raise UsageError naming ``where`` and the field.
-    ``secrets``: what a likely secret in its text does (``ferrex import --secrets``);
-    ``dump_format``: the dump's format (how a line without ``valid_from_given`` reads)."""
+    """Check one parsed dump line of a memory as ``checks`` say; raise UsageError naming
+    ``where`` and the field."""
     line = decode(raw, MemoryLine, where, "a dump line")
     if not plausible_id(line.id):
         raise UsageError(f"id in {where} is not a memory id", hint="ids come from a dump")
@@ -202,10 +203,10 @@ def parse_line(
         # and is embedded in parts again, whatever this home's model reads (split_long).
         valid = validate(
             StoreRequest(valid_from=line.t_valid, split_long=True, **fields),
-            limits,
-            count_tokens=count_tokens,
-            window=window,
-            secrets=secrets,
+            checks.limits,
+            count_tokens=checks.count_tokens,
+            window=checks.window,
+            secrets=checks.secrets,
         )
     except UsageError as exc:
         raise exc.reworded(f"{where}: {exc.message}", details=exc.details) from exc
@@ -246,7 +247,7 @@ def parse_line(
     if not all(plausible_id(e) for e in entity_ids):
         raise UsageError(f"entity_ids in {where} must be a list of entity ids")
     given = line.valid_from_given
-    if given is None and dump_format >= GIVEN_SAID:
+    if given is None and checks.dump_format >= GIVEN_SAID:
         given = False
     if given is None:
         assert valid.t_valid is not None  # checked above: a dump line has t_valid

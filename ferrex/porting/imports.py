@@ -22,7 +22,13 @@ from typing import Any, cast
 from ferrex.core.decide.restore import Item, Restored
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting import chats
-from ferrex.porting.dump_read import is_dump_line, is_header, parse_dump_line, parse_header
+from ferrex.porting.dump_read import (
+    MemoryChecks,
+    is_dump_line,
+    is_header,
+    parse_dump_line,
+    parse_header,
+)
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
 from ferrex.rules.memory_input import StoreRequest
@@ -297,14 +303,13 @@ def _import_dump(
     model = writer.embedder.model()
     outcomes: list[dict[str, Any]] = []
     items: list[tuple[int, Item]] = []
+    checks = MemoryChecks(
+        writer.settings.limits, model.count_tokens, model.window, writer.settings.secrets,
+        dump_format,
+    )  # fmt: skip
     for number, raw in parsed:
         try:
-            items.append(
-                (number, parse_dump_line(raw, f"line {number}", writer.settings.limits,
-                                         count_tokens=model.count_tokens, window=model.window,
-                                         secrets=writer.settings.secrets,
-                                         dump_format=dump_format))
-            )  # fmt: skip
+            items.append((number, parse_dump_line(raw, f"line {number}", checks)))
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))
     results = restore_many(writer, [item for _, item in items], progress=update)

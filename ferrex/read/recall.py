@@ -93,7 +93,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
 import numpy as np
@@ -150,6 +150,7 @@ from ferrex.rules.store_fields import offset_of, parse_time
 from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
+from journal.events import utc_now
 from projections.documents import memory_text
 from projections.replay import Projections
 from projections.rows import Memory
@@ -163,10 +164,6 @@ of one naming the query's entity itself."""
 _GRAPH_CO_ENTITIES: Final = 32
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class Reader:
     """Recall over the live projections."""
 
@@ -177,7 +174,7 @@ class Reader:
         reranker: RerankStage,
         settings: RecallSettings | None = None,
         access: AccessLog | None = None,
-        clock: Callable[[], datetime] = _now,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.projections = projections
         self.queries = QueryCache(embedder)

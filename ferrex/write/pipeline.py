@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TypeVar
 
@@ -67,38 +67,28 @@ class _Inline:
         return None
 
 
+@dataclass(frozen=True, eq=False)
 class StorePipeline:
     """One :meth:`~ferrex.write.writer.Writer.store_many` call, over the writer's runner,
     projections, model, settings and clock as they are when it starts."""
 
-    def __init__(
-        self,
-        runner: CommandRunner,
-        projections: Projections,
-        embedder: Embedder,
-        settings: StoreSettings,
-        clock: Callable[[], datetime],
-    ) -> None:
-        self._runner = runner
-        self.projections = projections
-        self.embedder = embedder
-        self.settings = settings
-        self.clock = clock
+    runner: CommandRunner
+    projections: Projections
+    embedder: Embedder
+    settings: StoreSettings
+    clock: Callable[[], datetime]
 
     def store_many(
         self,
         requests: Sequence[StoreRequest],
         *,
-        multi_valued: bool = False,
-        chunk: int = 256,
-        progress: Callable[[int, int], None] | None = None,
+        multi_valued: bool,
+        chunk: int,
+        progress: Callable[[int, int], None] | None,
     ) -> list[StoreResult | FerrexError]:
-        """One outcome per request, in order (the budget is the writer's to enforce after).
-
-        Each chunk is decided under one writer lock (later requests see earlier ones of the
-        same chunk) and appended as one group commit; texts are embedded in batches first.
-        A refused request does not stop the others.
-        """
+        """One outcome per request, in order: :meth:`Writer.store_many
+        <ferrex.write.writer.Writer.store_many>` but for the budget, which is the writer's to
+        enforce after (its arguments, their defaults and what they do are said there)."""
         # The first chunk's texts go to the model while the rest are validated.
         early: list[threading.Thread] = []
         first = (chunk, lambda valid: early.append(self._embedding_ahead(valid)))
@@ -235,7 +225,7 @@ class StorePipeline:
                         if following[n] + 1 < len(units):
                             ahead = pool.submit(prepare, units[following[n] + 1])
                     at = [(i, part) for i in range(len(part))]
-                    done = self._runner.run(at, decide, chunk=chunk, progress=reported)
+                    done = self.runner.run(at, decide, chunk=chunk, progress=reported)
                     decided += done
                 except ServerDown as exc:
                     log.warning("stores stopped after %d of %d: %s", start, len(items), exc.message)

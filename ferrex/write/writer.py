@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal, TypeVar
 
 from ferrex.core.decide import Decision
@@ -53,6 +53,7 @@ from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.write.pipeline import StorePipeline, holding_sync
 from journal import JournalBackend
+from journal.events import utc_now
 from projections.replay import Projections
 from projections.rows import Memory
 
@@ -71,10 +72,6 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 class Writer:
     """The command side over one journal and its projections."""
 
@@ -84,7 +81,7 @@ class Writer:
         projections: Projections,
         embedder: Embedder,
         settings: StoreSettings | None = None,
-        clock: Clock = _now,
+        clock: Clock = utc_now,
         before_write: Callable[[], None] | None = None,
     ) -> None:
         self.journal = journal

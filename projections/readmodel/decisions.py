@@ -43,23 +43,18 @@ class DecisionReads(Reads):
 
     def entities_differ(self, a: str, b: str) -> bool:
         """Whether the two entities were said to differ (or split apart)."""
-        first, second = sorted((a, b))
-        return (
-            self.db.execute(
-                "SELECT 1 FROM entity_differs WHERE entity_id=? AND other_id=?", (first, second)
-            ).fetchone()
-            is not None
-        )
+        return self._pair_recorded("entity_differs", "entity_id", a, b)
 
     def facts_differ(self, a: str, b: str) -> bool:
         """Whether the two facts were said to both hold (``facts.differ``)."""
-        first, second = sorted((a, b))
-        return (
-            self.db.execute(
-                "SELECT 1 FROM fact_differs WHERE memory_id=? AND other_id=?", (first, second)
-            ).fetchone()
-            is not None
-        )
+        return self._pair_recorded("fact_differs", "memory_id", a, b)
+
+    def _pair_recorded(self, table: str, first: str, a: str, b: str) -> bool:
+        """Whether ``table`` holds the pair of ``a`` and ``b``, kept sorted: the smaller id
+        in column ``first``, the other in ``other_id``."""
+        low, high = sorted((a, b))
+        sql = f"SELECT 1 FROM {table} WHERE {first}=? AND other_id=?"
+        return self.db.execute(sql, (low, high)).fetchone() is not None
 
     def episode_tail(self, namespace: str, agent_id: str | None, visibility: str) -> Memory | None:
         """The last memory of ``agent_id``'s derived episodes in ``namespace`` with
@@ -106,13 +101,5 @@ class DecisionReads(Reads):
 
     def folded_into(self, memory_ids: Sequence[str]) -> dict[str, str]:
         """For each of ``memory_ids`` folded into a summary: that summary's id."""
-        if not memory_ids:
-            return {}
-        return {
-            str(m): str(s)
-            for m, s in self.db.execute(
-                f"SELECT memory_id, summary_id FROM folds WHERE memory_id IN "
-                f"({','.join('?' * len(memory_ids))})",
-                list(memory_ids),
-            )
-        }
+        rows = self._in("SELECT memory_id, summary_id FROM folds", "memory_id", memory_ids)
+        return {str(m): str(s) for m, s in rows}

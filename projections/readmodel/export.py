@@ -4,8 +4,29 @@ said to both hold, and folds."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Final
+
+import apsw
+
 from projections.readmodel.reads import Reads, optional_text
 from projections.rows import AliasMatch, Entity, PossibleConflict
+
+_DUMPED: Final[Mapping[str, tuple[str, str]]] = {
+    "entities": (
+        "entity_id, namespace, name, agent_id, normalized, kind, merged_into",
+        "merged_into IS NOT NULL, entity_id",
+    ),
+    "aliases": ("entity_id, alias, match, score, agent_id, normalized", "entity_id, alias"),
+    "possible_conflicts": (
+        "memory_id, other_id, entity_id, other_entity_id, reason, score",
+        "memory_id, other_id",
+    ),
+    "entity_differs": ("namespace, entity_id, other_id", "entity_id, other_id"),
+    "fact_differs": ("namespace, memory_id, other_id", "memory_id, other_id"),
+    "folds": ("namespace, summary_id, memory_id", "summary_id, memory_id"),
+}
+"""What a dump reads of each table: its columns, and the order of its rows."""
 
 
 class ExportReads(Reads):
@@ -17,7 +38,6 @@ class ExportReads(Reads):
         """Every entity, merged ones too, each with the entity it was merged into (None: not
         merged) and the agents a cascade kept it for (empty: not kept for some only),
         unmerged ones first, by id: what a dump carries."""
-        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
         kept = self._kept_for(namespace or None)
         return [
             (
@@ -25,65 +45,47 @@ class ExportReads(Reads):
                 optional_text(into),
                 tuple(sorted(kept.get(str(e), ()))),
             )
-            for e, ns, n, g, z, k, into in self.db.execute(
-                "SELECT entity_id, namespace, name, agent_id, normalized, kind, merged_into "
-                f"FROM entities {where} ORDER BY merged_into IS NOT NULL, entity_id",
-                args,
-            )
+            for e, ns, n, g, z, k, into in self._rows("entities", namespace)
         ]
 
     def spelling_rows(self, namespace: str | None = None) -> list[AliasMatch]:
         """Every spelling as recorded, under the entity it was recorded for (not the one
         that entity was merged into), by entity and alias: what a dump carries."""
-        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
         return [
             AliasMatch(str(e), str(a), str(m), float(s), optional_text(g), str(n))
-            for e, a, m, s, g, n in self.db.execute(
-                "SELECT entity_id, alias, match, score, agent_id, normalized FROM aliases "
-                f"{where} ORDER BY entity_id, alias",
-                args,
-            )
+            for e, a, m, s, g, n in self._rows("aliases", namespace)
         ]
 
     def possible_conflict_rows(self, namespace: str | None = None) -> list[PossibleConflict]:
         """The possible conflicts as their events recorded them (one row a pair and
         direction, merged or differing entities included), by memory and other: what a dump
         carries."""
-        where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
         return [
             PossibleConflict(str(m), str(o), str(e), str(f), str(r), float(c))
-            for m, o, e, f, r, c in self.db.execute(
-                "SELECT memory_id, other_id, entity_id, other_entity_id, reason, score FROM "
-                f"possible_conflicts {where} ORDER BY memory_id, other_id",
-                args,
-            )
+            for m, o, e, f, r, c in self._rows("possible_conflicts", namespace)
         ]
 
     def differing(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
         """Every pair of entities said to differ: (namespace, entity, other), by ids."""
-        return self._id_pairs("entity_differs", "entity_id", "other_id", namespace)
+        return self._id_pairs("entity_differs", namespace)
 
     def facts_differing(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
         """Every pair of facts said to both hold: (namespace, memory, other), by ids, the
         pair sorted."""
-        return self._id_pairs("fact_differs", "memory_id", "other_id", namespace)
+        return self._id_pairs("fact_differs", namespace)
 
     def fold_rows(self, namespace: str | None = None) -> list[tuple[str, str, str]]:
         """Every memory folded into a summary: (namespace, summary, memory), by ids; what a
         dump carries of the consolidations."""
-        return self._id_pairs("folds", "summary_id", "memory_id", namespace)
+        return self._id_pairs("folds", namespace)
 
-    def _id_pairs(
-        self, table: str, first: str, second: str, namespace: str | None
-    ) -> list[tuple[str, str, str]]:
-        """(namespace, first, second) of every row of ``table`` (of ``namespace`` when one is
-        given), ordered by the two ids."""
+    def _id_pairs(self, table: str, namespace: str | None) -> list[tuple[str, str, str]]:
+        """(namespace, first id, second id) of every row of ``table``, ordered by the two."""
+        return [(str(n), str(a), str(b)) for n, a, b in self._rows(table, namespace)]
+
+    def _rows(self, table: str, namespace: str | None) -> apsw.Cursor:
+        """The rows of ``table`` (of ``namespace`` when one is given) as a dump reads them
+        (:data:`_DUMPED`)."""
+        columns, order = _DUMPED[table]
         where, args = ("WHERE namespace=?", (namespace,)) if namespace else ("", ())
-        return [
-            (str(n), str(a), str(b))
-            for n, a, b in self.db.execute(
-                f"SELECT namespace, {first}, {second} FROM {table} {where} "
-                f"ORDER BY {first}, {second}",
-                args,
-            )
-        ]
+        return self.db.execute(f"SELECT {columns} FROM {table} {where} ORDER BY {order}", args)

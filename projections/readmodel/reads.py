@@ -10,7 +10,7 @@ entities, their spellings and links, facts of a subject, folds, expiries and con
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import apsw
@@ -202,16 +202,11 @@ class Reads:
         """The pairs ``select`` reads, grouped by their first column: of the ``ids`` (on
         column ``key``), else of a ``namespace`` (through the join ``in_namespace``), else
         all of them."""
-        if ids is not None:
-            if not ids:
-                return {}
-            rows = self.db.execute(
-                f"{select} WHERE {key} IN ({','.join('?' * len(ids))}){order}", list(ids)
-            )
-        elif namespace is not None:
+        rows: Iterable[tuple[Any, ...]]
+        if ids is None and namespace is not None:
             rows = self.db.execute(f"{select} {in_namespace}{order}", (namespace,))
         else:
-            rows = self.db.execute(f"{select}{order}")
+            rows = self._in(select, key, ids, order)
         found: dict[str, list[str]] = {}
         for a, b in rows:
             found.setdefault(str(a), []).append(str(b))
@@ -241,31 +236,25 @@ class Reads:
 
     def entity_names(self, entity_ids: Sequence[str] | None = None) -> dict[str, str]:
         """Entity id → name, for the given ids (every entity when None)."""
-        if entity_ids is None:
-            rows = self.db.execute("SELECT entity_id, name FROM entities")
-        elif not entity_ids:
-            return {}
-        else:
-            rows = self.db.execute(
-                f"SELECT entity_id, name FROM entities WHERE entity_id IN "
-                f"({','.join('?' * len(entity_ids))})",
-                list(entity_ids),
-            )
+        rows = self._in("SELECT entity_id, name FROM entities", "entity_id", entity_ids)
         return {str(e): str(n) for e, n in rows}
 
     def links(self, entity_ids: Sequence[str] | None = None) -> list[tuple[str, str]]:
         """(entity id, memory id) pairs, for the given entities (every link when None)."""
-        if entity_ids is None:
-            rows = self.db.execute("SELECT entity_id, memory_id FROM memory_entities")
-        elif not entity_ids:
-            return []
-        else:
-            rows = self.db.execute(
-                f"SELECT entity_id, memory_id FROM memory_entities WHERE entity_id IN "
-                f"({','.join('?' * len(entity_ids))})",
-                list(entity_ids),
-            )
+        rows = self._in("SELECT entity_id, memory_id FROM memory_entities", "entity_id", entity_ids)
         return sorted((str(e), str(m)) for e, m in rows)
+
+    def _in(
+        self, select: str, key: str, ids: Sequence[str] | None, then: str = ""
+    ) -> Iterable[tuple[Any, ...]]:
+        """The rows of ``select`` whose column ``key`` is one of ``ids`` (none when there are
+        none; all of them when ``ids`` is None), ``then`` (a GROUP BY, an ORDER BY) applied."""
+        if ids is None:
+            return self.db.execute(f"{select}{then}")
+        if not ids:
+            return ()
+        marks = ",".join("?" * len(ids))
+        return self.db.execute(f"{select} WHERE {key} IN ({marks}){then}", list(ids))
 
     def entity_links(
         self,

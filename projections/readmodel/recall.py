@@ -100,13 +100,6 @@ class RecallReads(Reads):
 
     def fold_counts(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """For each of ``memory_ids`` that is a summary: how many memories it folds."""
-        if not memory_ids:
-            return {}
-        return {
-            str(s): int(n)
-            for s, n in self.db.execute(
-                f"SELECT summary_id, count(*) FROM folds WHERE summary_id IN "
-                f"({','.join('?' * len(memory_ids))}) GROUP BY summary_id",
-                list(memory_ids),
-            )
-        }
+        select = "SELECT summary_id, count(*) FROM folds"
+        rows = self._in(select, "summary_id", memory_ids, " GROUP BY summary_id")
+        return {str(s): int(n) for s, n in rows}

@@ -20,7 +20,7 @@ from ferrex.core.decide.restore import RestoredEntity
 from ferrex.errors import BackendUnavailable, JournalFailure, UsageError
 from ferrex.models import Embedder
 from ferrex.porting.dump import dump_line, entity_names, live_memories, write_dump
-from ferrex.porting.dump_read import parse_dump_line, parse_line
+from ferrex.porting.dump_read import MemoryChecks, parse_dump_line, parse_line
 from ferrex.porting.gitexport import export_git
 from ferrex.porting.gitverify import verify_against
 from ferrex.porting.memory_server import graph_items
@@ -440,12 +440,13 @@ def test_a_dump_line_says_whether_its_start_was_given_or_its_times_do() -> None:
     for unsaid in (line, learned_then, learned_later):
         assert not parse_line(unsaid, "line 1").valid_from_given
     # a line of an older dump without it is read by its times
-    assert parse_line(line, "line 1", dump_format=2).valid_from_given  # no created_at: given
-    assert not parse_line(learned_then, "line 1", dump_format=2).valid_from_given
-    assert parse_line(learned_later, "line 1", dump_format=1).valid_from_given
+    two, one = MemoryChecks(dump_format=2), MemoryChecks(dump_format=1)
+    assert parse_line(line, "line 1", two).valid_from_given  # no created_at: given
+    assert not parse_line(learned_then, "line 1", two).valid_from_given
+    assert parse_line(learned_later, "line 1", one).valid_from_given
     said = {**learned_then, "valid_from_given": True}
     assert parse_line(said, "line 1").valid_from_given
-    assert parse_line(said, "line 1", dump_format=2).valid_from_given
+    assert parse_line(said, "line 1", two).valid_from_given
     with pytest.raises(UsageError, match="valid_from_given"):
         parse_line({**line, "valid_from_given": "yes"}, "line 1")
 

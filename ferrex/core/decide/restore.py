@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
 
+import msgspec
+
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from ferrex.rules.memory_input import ValidStore
@@ -59,6 +61,7 @@ from journal.events import EpisodeRef
 from ..settings import StoreSettings
 from ..view import View
 from . import Decision, NewId
+from .shared import body_of
 
 FlagKind = Literal["possible_conflict", "entities_differ", "facts_differ"]
 """The kinds of flag line: a possible conflict between two facts, two entities said to
@@ -381,19 +384,10 @@ def _entity(
 
 
 def restored_body(item: Restored, predicate_normalized: str | None) -> MemoryBody:
-    v = item.valid
-    return MemoryBody(
-        content=v.content,
-        subject=v.subject,
-        predicate=v.predicate,
-        object=v.object,
-        predicate_normalized=predicate_normalized,
-        procedure_name=v.name,
-        conditions=v.conditions,
-        steps=v.steps,
-        source=v.source,
-        context=v.context,
-        import_key=item.import_key,
+    """The body a stored memory of the same text would get (``body_of``), with the dumped
+    normalized predicate and the import line the dumped memory came from."""
+    return msgspec.structs.replace(
+        body_of(item.valid), predicate_normalized=predicate_normalized, import_key=item.import_key
     )
 
 
