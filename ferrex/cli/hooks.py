@@ -53,8 +53,22 @@ the client for it, ``claude_code.HOOKS``)."""
 # -- where things are ------------------------------------------------------------------------
 
 
-def _paused(app: App) -> list[str]:
-    return paused_projects(app.home)
+def _paused(home: Path) -> list[str]:
+    return paused_projects(home)
+
+
+def _hook_homes(app: App, root: Path) -> list[Path]:
+    """The data directories whose hooks run in project ``root``: those its installed hooks
+    name (``--home``, the project's settings and the user's), else this command's own. A
+    hook reads the pause from the home it runs against, so a pause goes there, whatever
+    home the shell that pauses has."""
+    named: list[str] = []
+    for path in (_settings_path(str(root), False), _settings_path(None, True)):
+        try:
+            named += claude_code.homes_named(_read_settings(path))
+        except UsageError:
+            continue  # an unreadable settings file installs nothing here
+    return [Path(h) for h in dict.fromkeys(named)] or [app.home]
 
 
 def _settings_path(project: str | None, user: bool) -> Path:
@@ -194,7 +208,12 @@ def status(app: App, project: str | None, as_json: bool) -> None:
     """Where ferrex's hooks are installed and whether this project pauses them."""
     root = project_root(Path(project or "."))
     places = {"project": _settings_path(str(root), False), "user": _settings_path(None, True)}
-    doc: dict[str, Any] = {"project": str(root), "paused": str(root) in _paused(app)}
+    homes = _hook_homes(app, root)
+    doc: dict[str, Any] = {
+        "project": str(root),
+        "paused": any(str(root) in _paused(home) for home in homes),
+        "homes": [str(home) for home in homes],
+    }
     for name, path in places.items():
         try:
             found = claude_code.installed(_read_settings(path))
@@ -204,18 +223,27 @@ def status(app: App, project: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
-    click.echo(f"project {root}: {'paused' if doc['paused'] else 'active'}")
+    click.echo(f"project {root}: {'paused' if doc['paused'] else 'active'}"
+               f" (data directory {', '.join(doc['homes'])})")  # fmt: skip
     for name in places:
         events = ", ".join(doc[name]["hooks"]) or "none"
         click.echo(f"{name} settings {doc[name]['settings']}: {events}")
 
 
 def _set_paused(app: App, project: str | None, paused: bool) -> None:
-    root = str(project_root(Path(project or ".")))
-    listed = [p for p in _paused(app) if p != root] + ([root] if paused else [])
-    make_private_dir(paused_file(app.home).parent)
-    replace_durably(paused_file(app.home), (json.dumps(sorted(listed), indent=2) + "\n").encode())
-    click.echo(f"ferrex hooks {'paused' if paused else 'resumed'} for {root}")
+    root = project_root(Path(project or "."))
+    for home in _hook_homes(app, root):
+        if not home.is_dir():
+            raise UsageError(
+                f"the data directory {home} does not exist; nothing was changed",
+                hint="pass the --home the hooks were installed with: ferrex --home DIR hooks ...",
+            )
+        listed = [p for p in _paused(home) if p != str(root)] + ([str(root)] if paused else [])
+        make_private_dir(paused_file(home).parent)
+        replace_durably(paused_file(home), (json.dumps(sorted(listed), indent=2) + "\n").encode())
+        click.echo(
+            f"ferrex hooks {'paused' if paused else 'resumed'} for {root} (data directory {home})"
+        )
 
 
 @hooks.command()
@@ -352,7 +380,7 @@ def _run(app: App, name: str, work: Callable[[_Hooked], str]) -> None:
             if not app.home.is_dir():
                 outcome["error"] = f"no data directory {app.home}"
                 return
-            if given.cwd and str(project_root(Path(given.cwd))) in _paused(app):
+            if given.cwd and str(project_root(Path(given.cwd))) in _paused(app.home):
                 outcome["paused"] = True
                 return
             run = _Hooked(app, given, namespace_flag)

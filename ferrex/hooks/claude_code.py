@@ -133,6 +133,21 @@ def installed(settings: Mapping[str, Any]) -> dict[str, list[str]]:
     return found
 
 
+def homes_named(settings: Mapping[str, Any]) -> list[str]:
+    """The data directories (``--home``) that ferrex's hooks in ``settings`` run against, in
+    the order first met: where ``ferrex hooks pause`` must say so for them to hear it."""
+    homes: dict[str, None] = {}
+    for commands in installed(settings).values():
+        for text in commands:
+            words = shlex.split(text)
+            for at, word in enumerate(words[:-2]):
+                if word == "--home" and at + 1 < len(words) - 2:
+                    homes[words[at + 1]] = None
+                elif word.startswith("--home="):
+                    homes[word.removeprefix("--home=")] = None
+    return list(homes)
+
+
 @dataclass(frozen=True)
 class HookInput:
     """What a hook was told on stdin (fields of the wrong kind read as absent)."""

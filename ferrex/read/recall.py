@@ -98,6 +98,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.models.rerank import RerankStage
@@ -216,6 +217,12 @@ class Reader:
         as_of = parse_time(req.as_of, "as_of")
         after = parse_time(req.after, "after")
         before = parse_time(req.before, "before")
+        if after is not None and before is not None and after >= before:
+            raise UsageError(
+                f"the window is empty: after ({req.after}) is not earlier than "
+                f"before ({req.before})",
+                hint="after is the earliest event time to include, before the time to stop at",
+            )
         now = self.clock()
         sight = Sight(req.agent_id, now.timestamp())
         namespace = req.namespace or self.settings.default_namespace

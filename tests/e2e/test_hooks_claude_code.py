@@ -275,6 +275,32 @@ def test_a_paused_project_gets_nothing(tmp_path: Path) -> None:
     assert context_of(run_hook(argv["SessionStart"], doc)[1], "SessionStart")
 
 
+def test_pause_reaches_the_home_the_hooks_were_installed_with(tmp_path: Path) -> None:
+    """A shell whose ferrex has another home (no --home, no FERREX_HOME) still pauses,
+    reports and resumes the hooks of the project's own data directory, and creates no
+    other home."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    subprocess.run([FERREX, "--home", str(home), *AGENT, "store", "--content",
+                    "The billing service deploys on Fridays"], check=True, timeout=300)  # fmt: skip
+    argv = installed_commands(home, project, tmp_path)
+    doc = {"hook_event_name": "SessionStart", "cwd": str(project), "session_id": SESSION}
+    env = {k: v for k, v in os.environ.items() if k != "FERREX_HOME"} | {"HOME": str(tmp_path)}
+
+    def hooks(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([FERREX, "hooks", *args, "--project", str(project)], env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+
+    paused = hooks("pause")
+    assert paused.returncode == 0 and str(home) in paused.stdout, paused.stderr
+    assert run_hook(argv["SessionStart"], doc)[:2] == (0, "")
+    found = json.loads(hooks("status", "--json").stdout)
+    assert found["paused"] is True and found["homes"] == [str(home)]
+    assert hooks("resume").returncode == 0
+    assert context_of(run_hook(argv["SessionStart"], doc)[1], "SessionStart")
+    assert not (tmp_path / ".ferrex").exists()
+
+
 OTHER_SETTINGS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(npm test:*)"]},
     "hooks": {

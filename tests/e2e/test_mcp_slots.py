@@ -58,9 +58,10 @@ def test_five_wordings_of_where_it_runs_leave_no_silent_second_answer(tmp_path: 
             assert len(hosts_now) >= 2
             assert all(r.get("possible_conflict") for r in hosts_now), hosts_now
             # ... in the text a client shows too, naming the other fact.
-            shown = await client.call_tool("recall", {"query": "which node hosts auth gateway",
-                                                      "types": ["semantic"], "limit": 20})  # fmt: skip
-            lines = {ln.split(" ", 1)[0]: ln for ln in shown.content[0].text.splitlines()[1:]}  # type: ignore[union-attr]
+            asked = {"query": "which node hosts auth gateway", "types": ["semantic"], "limit": 20}
+            shown = await client.call_tool("recall", asked)
+            text = shown.content[0].text  # type: ignore[union-attr]
+            lines = {ln.split(" ", 1)[0]: ln for ln in text.splitlines()[1:]}
             for r in hosts_now:
                 others = ", ".join(r["possible_conflict"])
                 assert f"may conflict with {others}" in lines[r["id"]], lines[r["id"]]

@@ -601,3 +601,15 @@ def test_the_keyword_leg_asks_for_other_spellings_of_the_questions_words(world: 
     # Off (0): the question's own tokens alone, and the other service's note wins.
     world.reader.settings = replace(world.reader.settings, spelling_weight=0.0)
     assert world.ids("cart service latency", legs="bm25")[0] != short.id
+
+
+@pytest.mark.parametrize(
+    ("after", "before"),
+    [("2026-12-04", "2026-12-03"), ("2026-12-03T10:00:00Z", "2026-12-03T10:00:00Z")],
+)
+def test_an_empty_time_window_is_a_clear_error(world: World, after: str, before: str) -> None:
+    """``after`` at or past ``before`` can hold nothing: said, not answered with no memories."""
+    request_ = RecallRequest(query="what changed", after=after, before=before)
+    with pytest.raises(UsageError, match="window is empty") as refused:
+        world.reader.recall(request_)
+    assert refused.value.hint and "before" in refused.value.hint
