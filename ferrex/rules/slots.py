@@ -562,3 +562,16 @@ def stated_kinds(text: str, predicate: str | None = None, obj: str | None = None
 def answers_form(question_kinds: frozenset[str], stated: set[str]) -> bool:
     """Whether a memory states a value of a kind the question's form asks for."""
     return bool(question_kinds & stated)
+
+
+def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
+    """Whether a fact is told as news of a change, by the agent's own wording in time: a
+    start it gives (``valid_from``: the fact began then, so something else may have ended),
+    a word of change in its predicate (``moved to``, ``upgraded to``: :data:`CHANGE_WORDS`)
+    or in the note stored with it (``migrated off Vercel this morning``). Such a fact is
+    weighed against the facts of subjects that only *may* be its own
+    (:func:`ferrex.rules.subjects.news_alike`) and flagged, never superseding."""
+    if dated or any(w in CHANGE_WORDS for w in predicate.split("_")):
+        return True
+    words = re.findall(r"[a-z]+", (content or "").casefold())
+    return any(w in CHANGE_WORDS for w in words)

@@ -17,6 +17,7 @@ from ferrex.rules.slots import (
     slot_candidate,
     slot_match,
     slot_words,
+    told_as_news,
     value_fallback,
     versions_of_one,
 )
@@ -237,3 +238,21 @@ def test_a_questions_form_asks_for_a_kind_of_value() -> None:
     where = asked_kinds("where does the auth gateway run?")
     assert answers_form(where, stated_kinds("auth gateway runs on k8s-node-07"))
     assert not answers_form(where, stated_kinds("auth gateway runs version 1.9.0"))
+
+
+@pytest.mark.parametrize(
+    ("predicate", "content", "dated", "news"),
+    [
+        ("owner", None, True, True),  # a start given
+        ("moved_to", None, False, True),  # a word of change in the predicate
+        ("hosted_on", "we switched hosts on Monday", False, True),  # in the note
+        ("hosted_on", "Migrated off the old VPS", False, True),
+        ("owner", None, False, False),
+        ("hosted_on", "the host for the marketing pages", False, False),
+        ("hosted_on", "", False, False),
+    ],
+)
+def test_told_as_news_reads_a_start_or_a_word_of_change(
+    predicate: str, content: str | None, dated: bool, news: bool
+) -> None:
+    assert told_as_news(predicate, content, dated=dated) is news
