@@ -622,3 +622,19 @@ def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
         return True
     words = re.findall(r"[a-z]+", (content or "").casefold())
     return any(w in CHANGE_WORDS for w in words)
+
+
+def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) -> bool:
+    """Whether the note stored with a new fact names another fact's object (``reorg: growth
+    squad split`` names ``growth squad``; ``dropped redis for sessions`` names ``Redis 6 on
+    ElastiCache``): a word of four letters or more of that object, other than the
+    ``besides`` words (the subjects' own), is a word of the note. A fact whose note names
+    the value it replaces is told as news of a change to that fact."""
+    words = set(re.findall(r"[a-z][a-z0-9]+", (content or "").casefold()))
+    if not words:
+        return False
+    skip = {w.casefold() for w in besides}
+    own = re.findall(r"[a-z][a-z0-9]+", obj.casefold())
+    return any(
+        len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own
+    )

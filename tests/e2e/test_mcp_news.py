@@ -41,6 +41,12 @@ def test_news_under_a_new_name_is_flagged_and_siblings_are_not(tmp_path: Path) -
                                content="switched off Memcached last sprint")  # fmt: skip
             assert moved["possible_conflict"] == [cache["id"]], moved
 
+            # A note that names the value it replaces tells of the change too.
+            squad = await fact("pricing page", "owned by", "growth squad")
+            reorg = await fact("Pricing UI", "owner", "monetization crew",
+                               content="reorg: the growth squad split up")  # fmt: skip
+            assert reorg["possible_conflict"] == [squad["id"]], reorg
+
             # Without a word of change or a date the new name says nothing of a change.
             plain = await fact("invoice page", "owned by", "billing squad")
             quiet = await fact("Invoice UI", "owner", "ledger crew")

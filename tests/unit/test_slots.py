@@ -10,6 +10,7 @@ from ferrex.rules.slots import (
     SURE_PHRASE,
     VALUE_FLOOR,
     may_share_slot,
+    note_names,
     object_kind,
     placed_alike,
     plural_fact,
@@ -284,3 +285,13 @@ def test_a_re_word_shares_its_head_and_one_head_may_take_a_preposition_on_one_si
     old = ("license", "GPL-3.0")
     assert slot_match("relicensed_to", "Apache-2.0", *old, 0.3) is not None
     assert slot_match("deployed_on", "emqx-cluster", "runs_on", "mosquitto box", 0.3) is not None
+
+
+def test_note_names_another_facts_value_by_a_word_of_its_own() -> None:
+    assert note_names("reorg: growth squad split", "growth squad")
+    assert note_names("dropped redis for sessions", "Redis 6 on ElastiCache")
+    assert not note_names("OOMKilled twice yesterday", "512Mi")
+    assert not note_names(None, "growth squad")
+    # The subjects' own words name no value.
+    assert not note_names("the billing page moved", "billing squad", besides=["billing", "page"])
+    assert not note_names("the new api is out", "the api")  # short and function words

@@ -59,6 +59,7 @@ from ferrex.rules.slots import (
     content_words,
     fact_phrase,
     kinds_clash,
+    note_names,
     one_kind,
     plural_fact,
     same_head,
@@ -464,9 +465,19 @@ def _possible_conflicts(
     # fact of a subject possibly or only maybe its own (:func:`_news_slots`).
     # It counts only for a subject named for the first time (no current fact of its own
     # yet): a name already holding facts of its own is a thing of its own.
-    news = told_as_news(predicate, valid.content, dated=valid.t_valid is not None) and not any(
-        m.t_invalid is None and who.sees(m) for m in _facts_of(view, who, subject.keys)
-    )
+    # A note that names another fact's value (``dropped redis``) tells of a change to it.
+    fresh = not any(m.t_invalid is None and who.sees(m) for m in _facts_of(view, who, subject.keys))
+    news = fresh and told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
+    besides = [*mine[0], *valid.subject.casefold().split()]
+
+    def news_of(current: Sequence[Memory]) -> list[Memory]:
+        if news:
+            return _news_slots(predicate, obj, current)
+        if not fresh or not valid.content:
+            return []
+        return [m for m in current if not kinds_clash(obj, str(m.object))
+                and note_names(valid.content, str(m.object), besides=besides)]  # fmt: skip
+
     out: list[FactsPossiblyConflicting] = []
     for possible in subject.possible:
         current = current_of(possible.entity_id)
@@ -475,8 +486,8 @@ def _possible_conflicts(
                               measures)  # fmt: skip
         matched = {m.memory_id for m, _ in slots}
         matched |= {m.memory_id for m in current if m not in same and moved(m)}
-        if news and not matched:
-            matched = {m.memory_id for m in _news_slots(predicate, obj, current) if m not in same}
+        if not matched:
+            matched = {m.memory_id for m in news_of(current) if m not in same}
         # Two flags: one of the same relation (gone once the subjects are one entity, a
         # contradiction proper then) and one of relations possibly the same (kept).
         for others, reason in (([m.memory_id for m in same], possible.reason),
@@ -499,9 +510,9 @@ def _possible_conflicts(
     for entity_id in subject.related:
         current = current_of(entity_id)
         others, reason = sorted(m.memory_id for m in current if moved(m)), SLOT_WORDS
-        if not others and news and any(news_alike(mine[0], spelled_out(key, abbreviations))
-                                       for key in sorted(spelt.get(entity_id, ()))):  # fmt: skip
-            others, reason = sorted(m.memory_id for m in _news_slots(predicate, obj, current)), NEWS
+        if not others and fresh and any(news_alike(mine[0], spelled_out(key, abbreviations))
+                                        for key in sorted(spelt.get(entity_id, ()))):  # fmt: skip
+            others, reason = sorted(m.memory_id for m in news_of(current)), NEWS
         if others:
             out.append(
                 FactsPossiblyConflicting(
