@@ -2,7 +2,7 @@
 
     python -m tools.eval_fact_changes [--half tuning|held-out|both] [--show N] [--only OUTCOME]
                                       [--json] [--limit N] [--set FILE]
-    python -m tools.eval_fact_changes --unrelated N [--seed S] [--json]
+    python -m tools.eval_fact_changes --unrelated N [--seed S] [--dated] [--json]
 
 Each scenario of ``golden_set/fact_changes.jsonl`` (its format and time rule are in
 ``golden_set/fact_changes.md``) is stored step by step through one ``ferrex`` stdio server on
@@ -673,9 +673,14 @@ def unrelated_facts(n: int, seed: int) -> list[tuple[str, str, str]]:
     return facts
 
 
-async def run_unrelated(client: Client, n: int, seed: int) -> dict[str, Any]:
+async def run_unrelated(
+    client: Client, n: int, seed: int, *, dated: bool = False
+) -> dict[str, Any]:
     namespace = "unrelated"
     facts = unrelated_facts(n, seed)
+    # With ``dated``, every fact is told with a start (``valid_from``, 1 to 400 days ago):
+    # an agent that dates everything it stores, so a date is no news of a change.
+    days = random.Random(seed + 1)
     statuses: Counter[str] = Counter()
     flagged: dict[frozenset[str], set[str]] = {}
     superseding = similar = 0
@@ -683,6 +688,8 @@ async def run_unrelated(client: Client, n: int, seed: int) -> dict[str, Any]:
     stored: dict[str, tuple[str, str, str]] = {}
     for i, (subject, predicate, obj) in enumerate(facts, 1):
         args = {"subject": subject, "predicate": predicate, "object": obj, "namespace": namespace}
+        if dated:
+            args["valid_from"] = iso(datetime.now(UTC) - timedelta(days=days.randint(1, 400)))
         is_error, answer = await call(client, "store", args)
         done = store_outcome(i, is_error, answer)
         statuses[done.status] += 1
@@ -708,6 +715,7 @@ async def run_unrelated(client: Client, n: int, seed: int) -> dict[str, Any]:
     named = sorted({i for pair in flagged for i in pair})
     return {
         "stores": n,
+        "dated": dated,
         "subjects": len({f[0] for f in facts}),
         "predicates": len({f[1] for f in facts}),
         "statuses": dict(statuses),
@@ -777,6 +785,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=7, help="the unrelated facts' seed")
     parser.add_argument(
+        "--dated",
+        action="store_true",
+        help="with --unrelated: every fact stored with a valid_from (a date is no news then)",
+    )
+    parser.add_argument(
         "--one-subject",
         action="store_true",
         help="diagnostic: every step under its scenario's first subject (the slot side alone)",
@@ -791,7 +804,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             async def unrelated() -> dict[str, Any]:
                 async with server(home) as client:
-                    return await run_unrelated(client, args.unrelated, args.seed)
+                    return await run_unrelated(client, args.unrelated, args.seed, dated=args.dated)
 
             doc = anyio.run(unrelated)
             doc["seconds"] = time.monotonic() - began
@@ -844,7 +857,8 @@ def print_unrelated(doc: dict[str, Any], as_json: bool) -> None:
         print(json.dumps(doc, indent=1))
         return
     print(
-        f"# unrelated facts: {doc['stores']} stores in one namespace, {doc['subjects']} "
+        f"# unrelated facts{' (dated)' if doc['dated'] else ''}: {doc['stores']} stores in "
+        f"one namespace, {doc['subjects']} "
         f"subjects, {doc['predicates']} predicates, head {head()}, {doc['seconds']:.0f} s"
     )
     print(f"store statuses: {', '.join(f'{k} {v}' for k, v in sorted(doc['statuses'].items()))}")

@@ -186,6 +186,11 @@ def may_share_slot(left: str, right: str) -> bool:
     placed_left, placed_right = _placed(left), _placed(right)
     if placed_left == placed_right:
         return True
+    # One head word, a preposition on one side only (``capped_at`` / ``monthly_spend_cap``):
+    # no other preposition, so not the guard's "same root, another direction".
+    preps = (_prepositions(left), _prepositions(right))
+    if same_head(left, right) and not all(preps) and any(preps) and "by" not in preps[0] + preps[1]:
+        return True
     return may_reword(placed_left, placed_right)
 
 
@@ -193,7 +198,16 @@ def same_head(left: str, right: str) -> bool:
     """Whether two normalized predicates share a content word's root (``hosted_at``/
     ``host``/``hosting``)."""
     a, b = content_words(left), content_words(right)
-    return any(_root(x) == _root(y) for x in a for y in b)
+    return any(_heads(x) & _heads(y) for x in a for y in b)
+
+
+def _heads(word: str) -> set[str]:
+    """A word's root, and for a long word that starts with ``re`` the root of the rest too
+    (``relicensed`` / ``license``, ``rehosted`` / ``hosting``: the same act again)."""
+    roots = {_root(word)}
+    if word.startswith("re") and len(word) >= 8:
+        roots.add(_root(word[2:]))
+    return roots
 
 
 def kinds_clash(left: str, right: str) -> bool:
@@ -329,7 +343,40 @@ def slot_match(
     preps = (_prepositions(new_predicate), _prepositions(old_predicate))
     if same_head(new_predicate, old_predicate) and (preps[0] == preps[1] or not all(preps)):
         return SlotMatch("possible", "the same head word", phrase_cosine)
+    if placed_alike(new_predicate, old_predicate):
+        return SlotMatch("possible", "both place the subject", phrase_cosine)
     return None
+
+
+def placed_alike(left: str, right: str) -> bool:
+    """Whether two normalized predicates each place the subject on or at something with one
+    verb (``runs_on`` / ``deployed_on`` / ``is_hosted_at``, ``stationed_at`` /
+    ``located_at``): where a thing runs, lives or is kept is one slot, whatever the verb.
+    ``in`` and ``to`` are left out: ``in`` places in time or a language as often as in a
+    place (``founded in 2019``, ``written in Go``), ``to`` names a target. Siblings
+    (``reads_features_from`` / ``reads_labels_from``) and relations of many values
+    (``depends_on``) are not placed. (From the unmerged branch ``h-facts``, without its
+    embedding of facts in context.)"""
+    a, b = _placing(left), _placing(right)
+    if a is None or b is None or sibling_predicates(left, right):
+        return False
+    return a in _ON_AT and b in _ON_AT
+
+
+_ON_AT: Final = frozenset({"on", "at", "upon", "onto"})
+
+
+def _placing(predicate: str) -> str | None:
+    """The placing preposition of a predicate made of one verb and that preposition (the
+    verb inflected: ``runs``, ``hosted``, ``lives``, ``written``); None otherwise."""
+    words = [w for w in predicate.split("_") if w and w not in FUNCTION_WORDS]
+    if len(words) != 2 or words[1] not in PLACE_PREPOSITIONS:
+        return None
+    verb = words[0]
+    if verb in PREPOSITIONS or verb in VALUE_WORDS or _root(verb) in _PLURAL_ROOTS:
+        return None
+    inflected = verb.endswith(("ed", "en", "ing")) or _plain_plural(verb) or verb.endswith("es")
+    return words[1] if inflected and not verb.endswith(("ss", "us", "is")) else None
 
 
 # -- plural relations ----------------------------------------------------------------------
@@ -562,3 +609,32 @@ def stated_kinds(text: str, predicate: str | None = None, obj: str | None = None
 def answers_form(question_kinds: frozenset[str], stated: set[str]) -> bool:
     """Whether a memory states a value of a kind the question's form asks for."""
     return bool(question_kinds & stated)
+
+
+def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
+    """Whether a fact is told as news of a change, by the agent's own wording in time: a
+    start it gives (``valid_from``: the fact began then, so something else may have ended),
+    a word of change in its predicate (``moved to``, ``upgraded to``: :data:`CHANGE_WORDS`)
+    or in the note stored with it (``migrated off Vercel this morning``). Such a fact is
+    weighed against the facts of subjects that only *may* be its own
+    (:func:`ferrex.rules.subjects.news_alike`) and flagged, never superseding."""
+    if dated or any(w in CHANGE_WORDS for w in predicate.split("_")):
+        return True
+    words = re.findall(r"[a-z]+", (content or "").casefold())
+    return any(w in CHANGE_WORDS for w in words)
+
+
+def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) -> bool:
+    """Whether the note stored with a new fact names another fact's object (``reorg: growth
+    squad split`` names ``growth squad``; ``dropped redis for sessions`` names ``Redis 6 on
+    ElastiCache``): a word of four letters or more of that object, other than the
+    ``besides`` words (the subjects' own), is a word of the note. A fact whose note names
+    the value it replaces is told as news of a change to that fact."""
+    words = set(re.findall(r"[a-z][a-z0-9]+", (content or "").casefold()))
+    if not words:
+        return False
+    skip = {w.casefold() for w in besides}
+    own = re.findall(r"[a-z][a-z0-9]+", obj.casefold())
+    return any(
+        len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own
+    )

@@ -620,3 +620,23 @@ def _same_numbers(left: str, right: str) -> bool:
 
 def _same_word(a: str, b: str) -> bool:
     return is_typo(a, b) or is_product_suffix([a], [b])
+
+
+def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
+    """Whether two spelled-out names that share a distinctive word may name one thing when
+    a fact about one is told as news of a change (:func:`ferrex.rules.slots.told_as_news`):
+    ``billing page``/``Billing UI``, ``session store``/``sessions``. Weaker than
+    :func:`names_alike`, so only a flag follows, and only for a fact told as news.
+
+    The shared words must be in front of two different heads (the last words), neither of
+    them a kind word (:data:`COMPONENT_WORDS`). Hard negatives stay apart: one head with
+    two words in front (``staging db``/``production db``, ``exports consumer``/``pricing
+    consumer``: siblings), two kinds of one thing (``billing api``/``billing database``),
+    different numbers (``T3``/``T4``, ``v1``/``v2``)."""
+    a, b = name_words(left), name_words(right)
+    if not a or not b or _numbers(a) != _numbers(b):
+        return False
+    if word_twins(a[-1], b[-1]) or _kind_word(a[-1]) or _kind_word(b[-1]):
+        return False
+    _, _, shared = _pair_words(a, b)
+    return any(not _kind_word(w) for w in shared)

@@ -6,7 +6,8 @@ of a shared one: ``billing-svc`` of ``billing service``) carries alice's scope. 
 resolve through it, supersede by it, be flagged by it (contradictions, possible conflicts),
 count or list it. The machinery is :mod:`tests.integration.test_non_interference`'s (two real
 homes, one where alice acted, bob's answers compared); this file adds the generators that
-make alice and bob spell subjects the ways agents do, and the surfaces that show subjects.
+make alice and bob spell subjects the ways agents do (with notes that tell of a change), and
+the surfaces that show subjects.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from tests.integration.test_non_interference import Canon, Home, homes  # noqa: 
 SUBJECTS = [
     "billing service", "billing-svc", "billing svc", "billing", "billing database",
     "staging database", "staging db", "production db", "k8s cluster", "kubernetes cluster",
-    "auth gateway", "auth-gw", "authentication gateway",
+    "auth gateway", "auth-gw", "authentication gateway", "billing page", "Billing UI",
 ]  # fmt: skip
+#: Notes that tell of a change (a word of change, the old value named): news under a new name
+#: is flagged against a subject sharing a modifier (``billing page`` / ``Billing UI``).
+NOTES = [None, "moved off team Nova last week", "reorg: Atlas split up"]
 #: Wordings of one relation (where it runs) that only the slot rules put together.
 PREDICATES = ["owner", "is owned by", "hosted on", "version", "runs on", "lives on", "host"]
 OBJECTS = ["team Atlas", "Nova", "team Nova", "pg-stage-02", "pg-stage-03", "1.29", "1.30",
@@ -39,6 +43,9 @@ def _fact(draw: st.DrawFn, visibility: str | None) -> dict[str, Any]:
         "predicate": draw(st.sampled_from(PREDICATES)),
         "object": draw(st.sampled_from(OBJECTS)),
     }
+    note = draw(st.sampled_from(NOTES))
+    if note is not None:
+        args["content"] = note
     if visibility is not None:
         args["visibility"] = visibility
     return args

@@ -10,13 +10,17 @@ from ferrex.rules.slots import (
     SURE_PHRASE,
     VALUE_FLOOR,
     may_share_slot,
+    note_names,
     object_kind,
+    placed_alike,
     plural_fact,
     plural_relation,
+    same_head,
     scoped_apart,
     slot_candidate,
     slot_match,
     slot_words,
+    told_as_news,
     value_fallback,
     versions_of_one,
 )
@@ -237,3 +241,57 @@ def test_a_questions_form_asks_for_a_kind_of_value() -> None:
     where = asked_kinds("where does the auth gateway run?")
     assert answers_form(where, stated_kinds("auth gateway runs on k8s-node-07"))
     assert not answers_form(where, stated_kinds("auth gateway runs version 1.9.0"))
+
+
+@pytest.mark.parametrize(
+    ("predicate", "content", "dated", "news"),
+    [
+        ("owner", None, True, True),  # a start given
+        ("moved_to", None, False, True),  # a word of change in the predicate
+        ("hosted_on", "we switched hosts on Monday", False, True),  # in the note
+        ("hosted_on", "Migrated off the old VPS", False, True),
+        ("owner", None, False, False),
+        ("hosted_on", "the host for the marketing pages", False, False),
+        ("hosted_on", "", False, False),
+    ],
+)
+def test_told_as_news_reads_a_start_or_a_word_of_change(
+    predicate: str, content: str | None, dated: bool, news: bool
+) -> None:
+    assert told_as_news(predicate, content, dated=dated) is news
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "placed"),
+    [
+        ("runs_on", "deployed_on", True),
+        ("is_hosted_at", "lives_on", True),
+        ("stationed_at", "located_at", True),
+        ("written_in", "runs_on", False),  # in: a language as often as a place
+        ("founded_in", "located_in", False),
+        ("depends_on", "runs_on", False),  # many values
+        ("reads_features_from", "reads_labels_from", False),
+    ],
+)
+def test_placed_alike_is_one_verb_placing_on_or_at(left: str, right: str, placed: bool) -> None:
+    assert placed_alike(left, right) is placed
+
+
+def test_a_re_word_shares_its_head_and_one_head_may_take_a_preposition_on_one_side() -> None:
+    assert same_head("relicensed_to", "license") and same_head("rehosted_on", "hosting")
+    assert not same_head("reports_to", "ports")  # a short re- word is a word of its own
+    assert may_share_slot("capped_at", "monthly_spend_cap")
+    assert not may_share_slot("owned_by", "owner_of")  # by gives a direction
+    old = ("license", "GPL-3.0")
+    assert slot_match("relicensed_to", "Apache-2.0", *old, 0.3) is not None
+    assert slot_match("deployed_on", "emqx-cluster", "runs_on", "mosquitto box", 0.3) is not None
+
+
+def test_note_names_another_facts_value_by_a_word_of_its_own() -> None:
+    assert note_names("reorg: growth squad split", "growth squad")
+    assert note_names("dropped redis for sessions", "Redis 6 on ElastiCache")
+    assert not note_names("OOMKilled twice yesterday", "512Mi")
+    assert not note_names(None, "growth squad")
+    # The subjects' own words name no value.
+    assert not note_names("the billing page moved", "billing squad", besides=["billing", "page"])
+    assert not note_names("the new api is out", "the api")  # short and function words

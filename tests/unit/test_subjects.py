@@ -17,6 +17,7 @@ from ferrex.rules.subjects import (
     RELATED_LIMIT,
     compare_words,
     names_alike,
+    news_alike,
     objects_agree,
     resolve_subject,
     same_slot_words,
@@ -508,3 +509,24 @@ def test_a_word_moved_into_the_subject_flags_a_related_entity() -> None:
     assert flag.others == (ttl.result.id,) and flag.reason == "slot words"
     unrelated = store(view, fact("vault audit device", "is", "file"), cosine=0.1)
     assert unrelated.result.possible_conflict == ()
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "alike"),
+    [
+        ("billing page", "Billing UI", True),  # one modifier, two heads of no kind
+        ("session store", "sessions", True),
+        ("the checkout page", "checkout screen", True),
+        ("exports consumer", "pricing consumer", False),  # one head: siblings
+        ("staging db", "production db", False),
+        ("billing api", "billing database", False),  # two kinds of one thing
+        ("billing page", "billing service", False),
+        ("T3 firmware", "T4 firmware", False),  # numbers differ
+        ("api v1 docs", "api v2 guide", False),
+        ("billing page", "invoice screen", False),  # no word shared
+    ],
+)
+def test_news_alike_pairs_one_modifier_before_two_heads(left: str, right: str, alike: bool) -> None:
+    words = [spelled_out(normalize_entity(n)) for n in (left, right)]
+    assert news_alike(*words) is alike
+    assert news_alike(*reversed(words)) is alike

@@ -59,13 +59,17 @@ from ferrex.rules.slots import (
     content_words,
     fact_phrase,
     kinds_clash,
+    note_names,
+    one_kind,
     plural_fact,
+    same_head,
     slot_candidate,
     slot_match,
+    told_as_news,
     value_fallback,
     value_predicate,
 )
-from ferrex.rules.subjects import objects_agree, same_slot_words
+from ferrex.rules.subjects import news_alike, objects_agree, same_slot_words
 from ferrex.rules.visibility import in_scope
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
@@ -457,6 +461,23 @@ def _possible_conflicts(
         theirs = _slot_words(str(m.subject), str(m.predicate_normalized), abbreviations)
         return not kinds_clash(obj, str(m.object)) and same_slot_words(*mine, *theirs)
 
+    # A fact told as news of a change (:func:`ferrex.rules.slots.told_as_news`) may change a
+    # fact of a subject possibly or only maybe its own (:func:`_news_slots`).
+    # It counts only for a subject named for the first time (no current fact of its own
+    # yet): a name already holding facts of its own is a thing of its own.
+    # A note that names another fact's value (``dropped redis``) tells of a change to it.
+    fresh = not any(m.t_invalid is None and who.sees(m) for m in _facts_of(view, who, subject.keys))
+    news = fresh and told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
+    besides = [*mine[0], *valid.subject.casefold().split()]
+
+    def news_of(current: Sequence[Memory]) -> list[Memory]:
+        if news:
+            return _news_slots(predicate, obj, current)
+        if not fresh or not valid.content:
+            return []
+        return [m for m in current if not kinds_clash(obj, str(m.object))
+                and note_names(valid.content, str(m.object), besides=besides)]  # fmt: skip
+
     out: list[FactsPossiblyConflicting] = []
     for possible in subject.possible:
         current = current_of(possible.entity_id)
@@ -465,6 +486,8 @@ def _possible_conflicts(
                               measures)  # fmt: skip
         matched = {m.memory_id for m, _ in slots}
         matched |= {m.memory_id for m in current if m not in same and moved(m)}
+        if not matched:
+            matched = {m.memory_id for m in news_of(current) if m not in same}
         # Two flags: one of the same relation (gone once the subjects are one entity, a
         # contradiction proper then) and one of relations possibly the same (kept).
         for others, reason in (([m.memory_id for m in same], possible.reason),
@@ -482,15 +505,20 @@ def _possible_conflicts(
                     )
                 )
     # Entities that only share a word with the subject: flagged where a fact of theirs
-    # names the same slot in other words (a word moved between subject and predicate).
+    # names the same slot in other words (a word moved between subject and predicate), or,
+    # for news, one that may fill its slot on a name that may be the same (news_alike).
     for entity_id in subject.related:
-        others = sorted(m.memory_id for m in current_of(entity_id) if moved(m))
+        current = current_of(entity_id)
+        others, reason = sorted(m.memory_id for m in current if moved(m)), SLOT_WORDS
+        if not others and fresh and any(news_alike(mine[0], spelled_out(key, abbreviations))
+                                        for key in sorted(spelt.get(entity_id, ()))):  # fmt: skip
+            others, reason = sorted(m.memory_id for m in news_of(current)), NEWS
         if others:
             out.append(
                 FactsPossiblyConflicting(
                     memory_id=memory_id, namespace=who.namespace, others=tuple(others),
                     entity_id=subject.entity.entity_id, other_entity_id=entity_id,
-                    reason=SLOT_WORDS, score=1.0,
+                    reason=reason, score=1.0,
                 )
             )  # fmt: skip
     return out
@@ -499,6 +527,10 @@ def _possible_conflicts(
 #: The reason of a possible conflict found by :func:`ferrex.rules.subjects.same_slot_words`
 #: between subjects that only share a word.
 SLOT_WORDS: Final = "slot words"
+#: The reason of a possible conflict between a fact told as news of a change
+#: (:func:`ferrex.rules.slots.told_as_news`) and a fact of a subject that may be its own
+#: (:func:`ferrex.rules.subjects.news_alike`).
+NEWS: Final = "news"
 
 
 def _slot_words(
@@ -511,3 +543,25 @@ def _slot_words(
     if value_predicate(predicate):
         return words, []
     return words, [w for part in content_words(predicate) for w in spelled_out(part, abbreviations)]
+
+
+def _news_slots(predicate: str, obj: str, current: Sequence[Memory]) -> list[Memory]:
+    """Of a subject's current facts, those a fact told as news may change (weighed without
+    an embedding): the same relation; else those whose relation may be the same
+    (:func:`ferrex.rules.slots.slot_candidate`) with an object of one kind or a predicate
+    of one head word; else, on a subject known by that one fact alone, that fact when its
+    relation may be the same."""
+    same = [m for m in current if m.predicate_normalized == predicate]
+    if same:
+        return same
+    allowed = [
+        m
+        for m in current
+        if slot_candidate(predicate, obj, str(m.predicate_normalized), str(m.object))
+    ]
+    close = [
+        m
+        for m in allowed
+        if one_kind(obj, str(m.object)) or same_head(predicate, str(m.predicate_normalized))
+    ]
+    return close or (allowed if len(current) == 1 else [])
