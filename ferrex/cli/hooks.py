@@ -107,15 +107,31 @@ def _read_settings(path: Path) -> dict[str, Any]:
 
 
 def _write_settings(path: Path, doc: dict[str, Any]) -> Path | None:
-    """Write ``doc`` to ``path`` (whole or not at all); the file it replaces is kept beside
-    it as ``NAME.ferrex-backup``, which is returned."""
-    backup = None
+    """Write ``doc`` to ``path`` (whole or not at all, with the replaced file's permissions);
+    the file it replaces is kept beside it (:func:`_backup`), whose path is returned."""
+    backup, mode = None, None
     if path.exists():
-        backup = path.with_name(path.name + ".ferrex-backup")
-        shutil.copy2(path, backup)
+        backup = _backup(path)
+        mode = path.stat().st_mode & 0o777
     path.parent.mkdir(parents=True, exist_ok=True)
     replace_durably(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
+    if mode is not None:
+        path.chmod(mode)
     return backup
+
+
+def _backup(path: Path) -> Path:
+    """A copy of ``path`` as ``NAME.ferrex-backup``, or ``NAME.ferrex-backup.N`` when that
+    exists: a backup is never overwritten, so the user's own file before a first install
+    survives a second install or an uninstall. A copy the same as the newest is not made."""
+    taken = [path.with_name(path.name + ".ferrex-backup")]
+    while taken[-1].exists():
+        taken.append(path.with_name(f"{path.name}.ferrex-backup.{len(taken)}"))
+    newest = taken[-2] if len(taken) > 1 else None
+    if newest is not None and newest.read_bytes() == path.read_bytes():
+        return newest
+    shutil.copy2(path, taken[-1])
+    return taken[-1]
 
 
 # -- ferrex hooks ----------------------------------------------------------------------------
@@ -159,7 +175,8 @@ def install(
 ) -> None:
     """Write ferrex's hooks into CLIENT's settings: a project's .claude/settings.local.json
     (not committed: no file of the project changes) or, with --user, ~/.claude/settings.json.
-    Other settings and hooks are kept; the file replaced is kept as NAME.ferrex-backup."""
+    Other settings and hooks are kept; the file replaced is kept as NAME.ferrex-backup
+    (or NAME.ferrex-backup.N: a backup is never overwritten)."""
     path = _settings_path(project, user)
     base = [_ferrex_executable(), "--home", str(app.home), "--agent-id", agent_id,
             "--default-visibility", default_visibility]  # fmt: skip

@@ -132,6 +132,8 @@ def log_run(
         result = "failed: " + str(outcome["error"])
     elif outcome.get("paused"):
         result = "paused"
+    elif name == "capture":  # it adds no context; what it kept is in the note
+        result = "captured"
     else:
         result = "context" if outcome.get("context") else "nothing"
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

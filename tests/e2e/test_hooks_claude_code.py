@@ -174,8 +174,8 @@ def test_each_hook_as_claude_code_runs_it(tmp_path: Path, with_server: bool) -> 
         ["session-start", "context"],
         ["prompt", "context"],
         ["prompt", "nothing"],
-        ["capture", "nothing"],
-        ["capture", "nothing"],
+        ["capture", "captured"],
+        ["capture", "captured"],
     ]
     # with a server the prompt hook took the lean path (no stores' code, one call to the
     # owner); without one, the full command (it owned the data directory for its run)
@@ -320,6 +320,7 @@ def test_install_and_uninstall_round_trip_a_settings_file_with_other_hooks(
     settings = project / ".claude" / "settings.local.json"
     settings.parent.mkdir(parents=True)
     settings.write_text(json.dumps(OTHER_SETTINGS, indent=4))
+    settings.chmod(0o644)
     original = settings.read_bytes()
 
     def hooks(*args: str) -> subprocess.CompletedProcess[str]:
@@ -341,6 +342,11 @@ def test_install_and_uninstall_round_trip_a_settings_file_with_other_hooks(
     assert json.loads(settings.read_text()) == installed
     assert hooks("uninstall").returncode == 0
     assert json.loads(settings.read_text()) == OTHER_SETTINGS  # as it was, value for value
+    assert settings.stat().st_mode & 0o777 == 0o644  # its permissions kept
+    # The user's own file before the first install is still there after two installs and
+    # an uninstall; each later state is kept beside it, never over it.
+    backups = sorted(settings.parent.glob("settings.local.json.ferrex-backup*"))
+    assert backups[0].read_bytes() == original and len(backups) == 2, backups
     again = hooks("uninstall")
     assert again.returncode == 0 and "no ferrex hooks" in again.stdout
     settings.write_text("{broken")
