@@ -155,13 +155,14 @@ def build_encoders(embedder: Embedder, context_chars: int = 0) -> Encoders:
     """
     from ferrex.models.sparse import Bm25Encoder
     from ferrex.rules.fusion import opens_with_speaker
+    from projections.documents import TEXT_RECIPE
     from projections.vector_sink import Encoders
 
     identity = embedder.identity
     bm25 = Bm25Encoder()
     context = f"+ctx{context_chars}" if context_chars else ""
     return Encoders(
-        identity=f"{identity.key}+{bm25.identity}{context}",
+        identity=f"{identity.key}+{bm25.identity}{context}+{TEXT_RECIPE}",
         dim=identity.dim,
         dense=embedder.embed_many,
         sparse=bm25.encode_document,

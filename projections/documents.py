@@ -4,7 +4,10 @@ The text a memory is found by is derived from its event alone (no clock, no conf
 rebuild indexes exactly what the incremental projection indexed:
 
 - episodic: the content;
-- semantic: the content when given, else ``subject predicate object``;
+- semantic: ``subject predicate object``, after the content when one is given (``content
+  (subject predicate object)``): a fact is found by what it states even when its note words
+  it otherwise ("who owns the ledger?" finds ``ledger owner Erin`` noted "Erin took over
+  the ledger service");
 - procedural: the name, the conditions and the steps, one per line. A procedure longer
   than the embedding window is split into *parts* on step boundaries by the caller (the
   part texts come from :func:`procedure_parts`), each part one vector of the same memory.
@@ -19,8 +22,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
+from typing import Final
 
 from journal import MemoryBody
+
+TEXT_RECIPE: Final = "text2"
+"""Names what :func:`memory_text` indexes, in a generation's encoders identity, so a change of
+it rebuilds (re-embeds) the projections once, on the first start after the upgrade. ``text2``:
+a semantic memory's triple is indexed with its content (it was the content alone)."""
 
 _SEPARATORS = re.compile(r"[\s\-_.]+")
 # A sentence ends at . ! ? (optionally closed by a quote or bracket) before white space, or
@@ -39,8 +48,9 @@ def subject_key(subject: str) -> str:
 
 def memory_text(memory_type: str, body: MemoryBody) -> str:
     """The whole searchable text of a memory."""
-    if memory_type == "semantic" and not body.content:
-        return " ".join(p for p in (body.subject, body.predicate, body.object) if p)
+    if memory_type == "semantic":
+        fact = " ".join(p for p in (body.subject, body.predicate, body.object) if p)
+        return f"{body.content} ({fact})" if body.content and fact else body.content or fact
     if memory_type == "procedural":
         return "\n".join(_procedure_header(body) + _procedure_steps(body))
     return body.content or ""

@@ -141,3 +141,28 @@ def test_time_is_bitemporal_a_dated_change_is_current_and_a_late_report_is_histo
 
     anyio.run(main)
     assert ferrex(home, "journal", "verify").returncode == 0
+
+
+def test_a_fact_with_a_note_is_found_by_what_it_states(tmp_path: Path) -> None:
+    """A fact's note may word it otherwise ("took over" for owner): the fact is still found,
+    ranked and shown by its subject, relation and value, not by the note alone."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home, "--agent-id", "planner") as client:
+            erin = await call(client, "store", {
+                "subject": "ledger", "predicate": "owner", "object": "Erin",
+                "content": "Erin took over the ledger service in November."})  # fmt: skip
+            await call(
+                client, "store", {"subject": "orbit", "predicate": "owner", "object": "Dana"}
+            )
+            await call(client, "store", {"subject": "ledger", "predicate": "database",
+                                         "object": "Postgres 16"})  # fmt: skip
+            for query in ("who owns the ledger?", "ledger owner"):
+                found = await call(client, "recall", {"query": query, "limit": 3})
+                assert found["results"][0]["id"] == erin["id"], (query, found["results"])
+            brief = await call(client, "stats", {})
+            (shown,) = [m["summary"] for m in brief["recent"] if m["id"] == erin["id"]]
+            assert "ledger owner Erin" in shown, shown
+
+    anyio.run(main)
