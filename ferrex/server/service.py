@@ -24,6 +24,7 @@ from urllib.parse import unquote
 
 from ferrex.app import App, translated
 from ferrex.config import Config, staleness_config
+from ferrex.core.decide.forget import ConfirmAnswer
 from ferrex.errors import NotFound, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
@@ -321,7 +322,7 @@ class Service:
         differs_from = _texts([given] if isinstance(given, str) else given, "differs_from")
         supersedes = _optional_text(args.get("supersedes"), "supersedes")
         # Another agent's private memory is reported exactly like one that does not exist.
-        doc = writer.validate_memories(list(ids), caller=caller.agent_id).as_dict()
+        doc: ConfirmAnswer = writer.validate_memories(list(ids), caller=caller.agent_id).as_dict()
         if differs_from or supersedes is not None:
             settled = writer.settle(ids, differs_from=differs_from, supersedes=supersedes,
                                     caller=caller.agent_id)  # fmt: skip
@@ -338,7 +339,7 @@ class Service:
                 doc["position"] = marked.position
             if marked.warnings:
                 doc["warnings"] = [*doc.get("warnings", []), *marked.warnings]
-        return doc
+        return {**doc}
 
     def _forget(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         ids = _texts(args.get("ids", []), "ids")
@@ -347,7 +348,7 @@ class Service:
         cascade = _flag(args.get("cascade", False), "cascade")
         # Another agent's private memory is reported exactly like one that does not exist.
         result = self.app.writer().forget(ids, cascade=cascade, caller=caller.agent_id)
-        return result.as_dict()
+        return {**result.as_dict()}
 
     def _entity_command(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         action = args.get("action")

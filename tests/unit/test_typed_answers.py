@@ -138,3 +138,29 @@ def test_a_query_is_decoded_by_its_routes_spec() -> None:
     assert query_args(_request("namespace="), REFLECT_QUERY) == {}
     with pytest.raises(UsageError, match=r"^limit must be a whole number, got ''$"):
         query_args(_request("limit="), REFLECT_QUERY)
+
+
+def test_what_the_document_leaves_unsaid_is_named_and_cannot_go_stale() -> None:
+    schema = typed(_Answer, {"ended": {"type": "string"}}, optional=("ended",),
+                   hidden=("counts", "note"))  # fmt: skip
+    assert "counts" not in schema["properties"] and "note" not in schema["properties"]
+    assert schema["required"] == ["name", "share", "seen", "tags", "kind", "part"]
+    assert list(schema["properties"])[-1] == "ended"
+    assert schema["properties"]["ended"] == {"type": "string"}
+    with pytest.raises(TypeError, match="_Answer has no field gone"):
+        typed(_Answer, hidden=("gone",))
+    with pytest.raises(TypeError, match="_Answer has no field gone"):
+        typed(_Answer, {"gone": {}})
+
+
+def test_the_forget_and_confirm_answers_are_their_types() -> None:
+    from ferrex.core.decide.forget import ForgetResult, ValidateResult
+
+    forget = ForgetResult(("mem_a",), ("mem_b",), (), 7, ("late",)).as_dict()
+    assert forget == {"forgotten": ["mem_a"], "not_found": ["mem_b"], "dropped_entities": [],
+                      "position": 7, "warnings": ["late"]}  # fmt: skip
+    assert ValidateResult((), ("mem_b",), None).as_dict() == {
+        "validated": [], "not_found": ["mem_b"], "position": None}  # fmt: skip
+    assert ANSWERS["ForgetAnswer"]["required"] == ["forgotten", "not_found", "dropped_entities"]
+    assert list(ANSWERS["ConfirmAnswer"]["properties"]) == [
+        "validated", "not_found", "marked", "position"]  # fmt: skip

@@ -23,6 +23,7 @@ import types
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, get_args, get_origin, get_type_hints, is_typeddict
 
+from ferrex.core.decide.forget import ConfirmAnswer, ForgetAnswer
 from ferrex.core.decide.store import StoreStatus
 from ferrex.read.request import RecallAnswer
 from ferrex.server.dashboard.reads import CHANGE_NAMES
@@ -63,20 +64,38 @@ def _list(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": "array", "items": item}
 
 
-def typed(kind: type, fields: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def typed(
+    kind: type,
+    fields: Mapping[str, dict[str, Any]] | None = None,
+    *,
+    optional: tuple[str, ...] = (),
+    hidden: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """The schema of the TypedDict ``kind`` (the type the answer is built as): its required
     keys required, the others optional, each field's type as JSON Schema unless ``fields``
-    gives a field's schema (a part still described by hand here)."""
+    gives a field's schema (a part still described by hand here).
+
+    Where the published document says less than the type (kept so, for now: the document
+    and the SDK types generated from it stay as they are), the call says so by name:
+    ``optional`` keys the answer always has but the document shows as optional, ``hidden``
+    keys the answer may have but the document does not name (objects stay open, so they
+    are still allowed). A name that is not a key of ``kind`` is refused, so none goes stale."""
+    hints = get_type_hints(kind, include_extras=True)
+    unknown = sorted({*(fields or {}), *optional, *hidden} - set(hints))
+    if unknown:
+        raise TypeError(f"{kind.__name__} has no field {', '.join(unknown)}")
     required: dict[str, Any] = {}
-    optional: dict[str, Any] = {}
+    shown_optional: dict[str, Any] = {}
     # NotRequired read from the hints: a TypedDict of a module with postponed annotations
     # counts every key in its __required_keys__ (Python 3.11).
-    for name, hint in get_type_hints(kind, include_extras=True).items():
+    for name, hint in hints.items():
+        if name in hidden:
+            continue
         given = get_origin(hint) is NotRequired
         bare = get_args(hint)[0] if given else hint
         schema = fields[name] if fields and name in fields else _schema_of(bare)
-        (optional if given else required)[name] = schema
-    return _object(required, optional)
+        (shown_optional if given or name in optional else required)[name] = schema
+    return _object(required, shown_optional)
 
 
 def _schema_of(hint: object) -> dict[str, Any]:
@@ -193,13 +212,12 @@ ANSWERS: dict[str, dict[str, Any]] = {
         "object, or name/steps).",
     ),
     "RecallAnswer": typed(RecallAnswer, {"results": _list(ref("RecallHit"))}),
-    "ConfirmAnswer": _object(
-        {"validated": _TEXTS, "not_found": _TEXTS}, {"marked": _TEXTS, "position": _INT}
-    ),
-    "ForgetAnswer": _object(
-        {"forgotten": _TEXTS, "not_found": _TEXTS, "dropped_entities": _list({})},
-        {"position": _INT},
-    ),
+    # The document says less than the answers: position may be null (nothing written), and
+    # warnings, differ and superseded are not named; dropped_entities' items are not typed.
+    "ConfirmAnswer": typed(ConfirmAnswer, {"position": _INT}, optional=("position",),
+                           hidden=("warnings", "differ", "superseded")),
+    "ForgetAnswer": typed(ForgetAnswer, {"dropped_entities": _list({}), "position": _INT},
+                          optional=("position",), hidden=("warnings",)),
     "MemoryDetail": _object(
         {
             **_BRIEF,
