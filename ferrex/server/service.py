@@ -245,7 +245,7 @@ class Service:
         if caller.agent_id is not None:
             fields.setdefault("visibility", caller.visibility)
         request = StoreRequest(**fields, agent_id=caller.agent_id, import_key=request_key)
-        return self.app.writer().store(request, multi_valued=multi_valued).as_dict()
+        return {**self.app.writer().store(request, multi_valued=multi_valued).as_dict()}
 
     def _recall(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         query = args.get("query")

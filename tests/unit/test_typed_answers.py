@@ -164,3 +164,13 @@ def test_the_forget_and_confirm_answers_are_their_types() -> None:
     assert ANSWERS["ForgetAnswer"]["required"] == ["forgotten", "not_found", "dropped_entities"]
     assert list(ANSWERS["ConfirmAnswer"]["properties"]) == [
         "validated", "not_found", "marked", "position"]  # fmt: skip
+
+
+def test_the_store_answer_schema_is_its_type() -> None:
+    from ferrex.core.decide.store import StoreAnswer
+
+    schema = ANSWERS["StoreAnswer"]
+    assert schema["required"] == ["status", "id"]
+    assert set(schema["properties"]) < set(StoreAnswer.__annotations__)
+    batch_item = ANSWERS["StoreBatchItem"]["properties"]
+    assert list(batch_item) == ["index", *schema["properties"], "error"]

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, get_args, get_origin, get_type_hints, is_typeddict
 
 from ferrex.core.decide.forget import ConfirmAnswer, ForgetAnswer
-from ferrex.core.decide.store import StoreStatus
+from ferrex.core.decide.store import StoreAnswer, StoreStatus
 from ferrex.read.request import RecallAnswer
 from ferrex.server.dashboard.reads import CHANGE_NAMES
 from journal.events import MemoryType, Visibility
@@ -154,32 +154,30 @@ _CONFLICT = _object(
 )
 _LISTED = {**_BRIEF, "namespace": _TEXT, "visibility": _VISIBILITY, "source": _MAYBE_TEXT,
            "superseded_by": _MAYBE_TEXT}
-_STORE_ANSWER = {
-    "type": _TYPE,
-    "namespace": _TEXT,
-    "entities": _list({}),
-    "superseded": _TEXTS,
-    "validated": _TEXTS,
-    "position": _INT,
-    "version": _INT,
-    "superseded_by": _TEXT,
-    "history_reason": _TEXT,
-    "recovered": {**_FLAG, "description": "Answered from an earlier request with the same "
-                  "Idempotency-Key whose answer was lost: only the id is known."},
-    "note": _TEXT,
-}
 _CHANGE = {"enum": list(dict.fromkeys(CHANGE_NAMES.values()))}
 _CHANGED_MEMORY = _object({"id": _TEXT, "change": _CHANGE})
 _TAG_COUNT = _object({"value": _TEXT, "count": _INT})
 _STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "
            "already ended by a fact that began later (superseded_by, history_reason)."}
 
+# The document says less than the answers: status and type are named enums, entities'
+# items are not typed, and the notes of a fact's slot, the marks and warnings are not named.
+_STORE = typed(
+    StoreAnswer,
+    {"status": _STATUS, "type": _TYPE, "entities": _list({}),
+     "recovered": {**_FLAG, "description": "Answered from an earlier request with the same "
+                   "Idempotency-Key whose answer was lost: only the id is known."}},
+    hidden=("pinned", "importance", "expires_at", "multi_valued", "replaced_multi_valued",
+            "possible_conflict", "possible_conflict_with", "possible_conflict_note",
+            "replaced_note", "kept_beside", "plural_note", "similar", "warnings", "redacted"),
+)
+
 #: The answer schemas, by component name.
 ANSWERS: dict[str, dict[str, Any]] = {
-    "StoreAnswer": _object({"status": _STATUS, "id": _TEXT}, _STORE_ANSWER),
+    "StoreAnswer": _STORE,
     "StoreBatchItem": _object(
         {"index": _INT},
-        {"status": _STATUS, "id": _TEXT, **_STORE_ANSWER, "error": ref("ErrorBody")},
+        {**_STORE["properties"], "error": ref("ErrorBody")},
         "The store answer of one item, or its error (a refused or invalid item).",
     ),
     "StoreBatchAnswer": _object(
