@@ -446,13 +446,14 @@ class Service:
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)
         limit = _whole(args.get("limit", REFLECT_LIMIT), "limit", 1, MAX_REFLECT_LIMIT)
-        return reflect(
+        doc = reflect(
             self._read_model(),
             self._sight(caller),
             staleness_config(self.app.config),
             namespace=namespace,
             limit=limit,
         )
+        return {**doc}
 
     def _stats(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)
@@ -466,12 +467,13 @@ class Service:
         )
         if detailed:
             health = self._health()
-            if caller.agent_id is not None:
-                # Journal positions and storage sizes count every agent's writes, private
-                # ones included: only the operator sees them.
-                health = {"models": health["models"]}
-            doc.update(health)
-        return doc
+            # Journal positions and storage sizes count every agent's writes, private ones
+            # included: only the operator sees them.
+            if caller.agent_id is None:
+                doc["journal"] = health["journal"]
+                doc["storage_bytes"] = health["storage_bytes"]
+            doc["models"] = health["models"]
+        return {**doc}
 
     # -- the resources ----------------------------------------------------------------------
 

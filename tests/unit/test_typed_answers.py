@@ -15,6 +15,7 @@ from ferrex.rules import arguments
 from ferrex.server.dashboard.params import LIST_QUERY, REFLECT_QUERY, SEARCH_QUERY, TAGS_QUERY
 from ferrex.server.dashboard.schemas import ANSWERS, typed
 from ferrex.server.mcp_server import build_server, tool_inputs
+from ferrex.times import Rfc3339
 from tools.sdk_types import published
 
 
@@ -174,3 +175,38 @@ def test_the_store_answer_schema_is_its_type() -> None:
     assert set(schema["properties"]) < set(StoreAnswer.__annotations__)
     batch_item = ANSWERS["StoreBatchItem"]["properties"]
     assert list(batch_item) == ["index", *schema["properties"], "error"]
+
+
+class _Timed(TypedDict):
+    at: Rfc3339
+    seen: Rfc3339 | None
+    doc: dict[str, Any]
+    extra: NotRequired[int]
+
+
+def test_times_documents_and_conditions_have_their_schemas() -> None:
+    schema = typed(_Timed, required=("extra",), description="When.")
+    assert schema == {
+        "type": "object", "description": "When.", "required": ["at", "seen", "doc", "extra"],
+        "properties": {
+            "at": {"type": "string", "format": "date-time"},
+            "seen": {"type": ["string", "null"], "format": "date-time"},
+            "doc": {"type": "object"},
+            "extra": {"type": "integer"},
+        },
+    }  # fmt: skip
+
+
+def test_the_stats_and_reflect_schemas_are_their_types() -> None:
+    from ferrex.read.insight import ReflectAnswer, StatsAnswer
+
+    stats = ANSWERS["Stats"]
+    assert list(stats["properties"]) == list(StatsAnswer.__annotations__)
+    assert stats["required"] == ["namespace", "total", "recent", "needs_attention", "expiring",
+                                 "by_type"]  # fmt: skip
+    reflect = ANSWERS["Reflect"]
+    assert list(reflect["properties"]) == list(ReflectAnswer.__annotations__)
+    assert reflect["required"] == list(ReflectAnswer.__annotations__)
+    candidate = reflect["properties"]["forget_candidates"]["items"]
+    assert candidate["properties"]["last_accessed"]["format"] == "date-time"
+    assert "eviction" not in candidate["required"]

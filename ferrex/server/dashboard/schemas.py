@@ -21,10 +21,28 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from typing import Any, Literal, NotRequired, get_args, get_origin, get_type_hints, is_typeddict
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 from ferrex.core.decide.forget import ConfirmAnswer, ForgetAnswer
 from ferrex.core.decide.store import StoreAnswer, StoreStatus
+from ferrex.read.insight import (
+    AttentionCounts,
+    DormantEntity,
+    ForgetCandidate,
+    RecentMemory,
+    ReflectAnswer,
+    StatsAnswer,
+)
 from ferrex.read.request import RecallAnswer
 from ferrex.server.dashboard.reads import CHANGE_NAMES
 from journal.events import MemoryType, Visibility
@@ -70,6 +88,8 @@ def typed(
     *,
     optional: tuple[str, ...] = (),
     hidden: tuple[str, ...] = (),
+    required: tuple[str, ...] = (),
+    description: str = "",
 ) -> dict[str, Any]:
     """The schema of the TypedDict ``kind`` (the type the answer is built as): its required
     keys required, the others optional, each field's type as JSON Schema unless ``fields``
@@ -79,12 +99,14 @@ def typed(
     and the SDK types generated from it stay as they are), the call says so by name:
     ``optional`` keys the answer always has but the document shows as optional, ``hidden``
     keys the answer may have but the document does not name (objects stay open, so they
-    are still allowed). A name that is not a key of ``kind`` is refused, so none goes stale."""
+    are still allowed), ``required`` keys an answer may lack but those the document
+    describes always have. A name that is not a key of ``kind`` is refused, so none goes
+    stale."""
     hints = get_type_hints(kind, include_extras=True)
-    unknown = sorted({*(fields or {}), *optional, *hidden} - set(hints))
+    unknown = sorted({*(fields or {}), *optional, *hidden, *required} - set(hints))
     if unknown:
         raise TypeError(f"{kind.__name__} has no field {', '.join(unknown)}")
-    required: dict[str, Any] = {}
+    always: dict[str, Any] = {}
     shown_optional: dict[str, Any] = {}
     # NotRequired read from the hints: a TypedDict of a module with postponed annotations
     # counts every key in its __required_keys__ (Python 3.11).
@@ -94,8 +116,12 @@ def typed(
         given = get_origin(hint) is NotRequired
         bare = get_args(hint)[0] if given else hint
         schema = fields[name] if fields and name in fields else _schema_of(bare)
-        (shown_optional if given or name in optional else required)[name] = schema
-    return _object(required, shown_optional)
+        maybe = (given and name not in required) or name in optional
+        (shown_optional if maybe else always)[name] = schema
+    return _object(always, shown_optional, description)
+
+
+_FORMATS = ("date-time",)
 
 
 def _schema_of(hint: object) -> dict[str, Any]:
@@ -106,13 +132,18 @@ def _schema_of(hint: object) -> dict[str, Any]:
     if isinstance(hint, type) and is_typeddict(hint):
         return typed(hint)
     origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:  # a time (ferrex.times.Rfc3339): text of a format
+        known = [m for m in getattr(hint, "__metadata__", ()) if m in _FORMATS]
+        return {**_schema_of(args[0]), **({"format": known[0]} if known else {})}
     if origin is list:
         return _list(_schema_of(args[0]))
     if origin is dict and args[0] is str:
+        if args[1] is Any:  # a document of its own (explain, a model's identity)
+            return {"type": "object"}
         return {"type": "object", "additionalProperties": _schema_of(args[1])}
     if origin is Literal:
         return {"enum": list(args)}
-    if origin is types.UnionType and type(None) in args:
+    if origin in (types.UnionType, Union) and type(None) in args:
         (one,) = [a for a in args if a is not type(None)]
         inner = _schema_of(one)
         return {**inner, "type": [inner["type"], "null"]}
@@ -133,20 +164,7 @@ _MARKS = {
     "importance": {**_NUMBER, "description": "Shown only when not 0.5."},
     "expires_at": {**_TIME, "description": "Shown only when it expires."},
 }
-_ATTENTION = _object(
-    {
-        n: _INT
-        for n in (
-            "stale",
-            "aging",
-            "unvalidated",
-            "conflicts",
-            "possible_conflicts",
-            "forget_candidates",
-        )
-    },
-    description="How many memories need attention, by reason.",
-)
+_ATTENTION = typed(AttentionCounts, description=AttentionCounts.__doc__ or "")
 _CONFLICT = _object(
     {"namespace": _TEXT, "facts": _list({"type": "object", "required": ["id"],
                                          "properties": {"id": _TEXT}})},
@@ -273,51 +291,24 @@ ANSWERS: dict[str, dict[str, Any]] = {
         },
         description="One entity (name given): its spellings, memories and neighbours.",
     ),
-    "Stats": _object(
-        {
-            "namespace": _TEXT,
-            "total": _INT,
-            "recent": _list(_object({"id": _TEXT, "type": _TYPE, "summary": _TEXT})),
-            "needs_attention": _ATTENTION,
-            "expiring": _INT,
-            "by_type": _COUNTS,
-        },
-        {
-            "staleness": _COUNTS,
-            "conflicts": _list(_CONFLICT),
-            "possible_conflicts": _list(_CONFLICT),
-            "entities": _INT,
-            "journal": {"type": "object"},
-            "storage_bytes": _COUNTS,
-            "models": {"type": "object"},
-        },
+    # The document says less than the answers: namespace may be null (the operator's, no
+    # namespace given) and eviction too; the parts conflicts.py lists and the attention
+    # counts (with their description) are described here. The HTTP API always asks for
+    # detailed stats, so by_type is there.
+    "Stats": typed(
+        StatsAnswer,
+        {"namespace": _TEXT, "recent": _list(typed(RecentMemory, {"type": _TYPE})),
+         "needs_attention": _ATTENTION,
+         "conflicts": _list(_CONFLICT), "possible_conflicts": _list(_CONFLICT)},
+        required=("by_type",),
     ),
-    "Reflect": _object(
-        {
-            "namespace": _TEXT,
-            "counts": _ATTENTION,
-            "stale": _list(
-                _object({"id": _TEXT, "summary": _TEXT, "staleness": _NUMBER, "reasons": _TEXTS})
-            ),
-            "unvalidated": _list(_object({"id": _TEXT, "summary": _TEXT, "age_days": _NUMBER})),
-            "contradictions": _list(_CONFLICT),
-            "possible_conflicts": _list(_CONFLICT),
-            "forget_candidates": _list(
-                _object(
-                    {
-                        "id": _TEXT,
-                        "summary": _TEXT,
-                        "access_count": _INT,
-                        "last_accessed": _MAYBE_TIME,
-                        "label": _TEXT,
-                    },
-                    {"eviction": {}},
-                )
-            ),
-            "dormant_entities": _list(
-                _object({"id": _TEXT, "name": _TEXT}, {"last_referenced": _MAYBE_TIME})
-            ),
-        },
+    "Reflect": typed(
+        ReflectAnswer,
+        {"namespace": _TEXT, "counts": _ATTENTION, "contradictions": _list(_CONFLICT),
+         "possible_conflicts": _list(_CONFLICT),
+         "forget_candidates": _list(typed(ForgetCandidate, {"eviction": {}},
+                                          optional=("eviction",))),
+         "dormant_entities": _list(typed(DormantEntity, optional=("last_referenced",)))},
     ),
     "ListedMemory": _object(_LISTED),
     "MemoryPage": _object(
