@@ -210,3 +210,14 @@ def test_the_stats_and_reflect_schemas_are_their_types() -> None:
     candidate = reflect["properties"]["forget_candidates"]["items"]
     assert candidate["properties"]["last_accessed"]["format"] == "date-time"
     assert "eviction" not in candidate["required"]
+
+
+def test_the_recall_hit_schema_is_its_type() -> None:
+    from ferrex.read.request import RecallHit
+
+    hit = ANSWERS["RecallHit"]
+    assert hit["required"] == ["id", "type", "score", "entities", "event_time"]
+    named = [k for k in RecallHit.__annotations__ if k in hit["properties"]]
+    assert list(hit["properties"]) == named
+    assert hit["properties"]["event_time"] == {"type": "string", "format": "date-time"}
+    assert "invalidated_at" not in hit["properties"]

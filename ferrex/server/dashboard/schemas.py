@@ -43,7 +43,7 @@ from ferrex.read.insight import (
     ReflectAnswer,
     StatsAnswer,
 )
-from ferrex.read.request import RecallAnswer
+from ferrex.read.request import RecallAnswer, RecallHit
 from ferrex.server.dashboard.reads import CHANGE_NAMES
 from journal.events import MemoryType, Visibility
 
@@ -201,31 +201,21 @@ ANSWERS: dict[str, dict[str, Any]] = {
     "StoreBatchAnswer": _object(
         {"results": _list(ref("StoreBatchItem")), "stored": _INT, "failed": _INT}
     ),
-    "RecallHit": _object(
-        {"id": _TEXT, "type": _TYPE, "score": _NUMBER, "entities": _TEXTS, "event_time": _TIME},
-        {
-            "content": _TEXT,
-            "subject": _TEXT,
-            "predicate": _TEXT,
-            "object": _TEXT,
-            "name": _TEXT,
-            "steps": _TEXTS,
-            "conditions": _TEXTS,
-            "version": _INT,
-            "source": _TEXT,
-            "context": {"type": "object"},
-            "freshness": {"type": "object"},
-            "t_invalid": _MAYBE_TIME,
-            "superseded_by": _MAYBE_TEXT,
-            "contradiction": _FLAG,
-            "relevance": _NUMBER,
-            "relevance_label": _TEXT,
-            "relevance_evidence": {"type": "object"},
-            "explain": {"type": "object", "description": "With explain: how it was scored."},
-            **_MARKS,
-        },
-        "One memory found; its own fields are those it has (content, or subject/predicate/"
-        "object, or name/steps).",
+    # The document says less than the answers: type is the enum, a field of a memory's type
+    # is never null there, freshness is always sent, the marks and explain are described,
+    # and the parts only some results have (contradicts, a summary's summary_of, a
+    # superseded one's invalidated_at, explain's answer_chance) are not named.
+    "RecallHit": typed(
+        RecallHit,
+        {"type": _TYPE, "content": _TEXT, "subject": _TEXT, "predicate": _TEXT,
+         "object": _TEXT, "name": _TEXT, "version": _INT, "relevance_label": _TEXT,
+         "explain": {"type": "object", "description": "With explain: how it was scored."},
+         **_MARKS},
+        optional=("freshness",),
+        hidden=("contradicts", "possible_conflict", "summary_of", "invalidated_at",
+                "answer_chance"),
+        description="One memory found; its own fields are those it has (content, or subject/"
+        "predicate/object, or name/steps).",
     ),
     "RecallAnswer": typed(RecallAnswer, {"results": _list(ref("RecallHit"))}),
     # The document says less than the answers: position may be null (nothing written), and
