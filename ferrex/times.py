@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import overload
+from typing import Annotated, overload
+
+#: A time in a typed answer: the text :func:`rfc3339` gives (its schema says date-time).
+Rfc3339 = Annotated[str, "date-time"]
 
 
 @overload

@@ -78,7 +78,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -489,7 +489,7 @@ def short_modes(reader: Reader, kinds: Sequence[str]) -> list[Mode]:
 
 
 def answer_tokens(
-    count: Callable[[str], int | None], results: Sequence[dict[str, Any]]
+    count: Callable[[str], int | None], results: Sequence[Mapping[str, Any]]
 ) -> int | None:
     """The results an agent reads, as compact JSON, in tokens (None: no tokenizer)."""
     return count(json.dumps(list(results), separators=(",", ":"), ensure_ascii=False))

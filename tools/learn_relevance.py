@@ -65,7 +65,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -117,7 +117,7 @@ def _evidence(doc: dict[str, Any]) -> Evidence:
     )
 
 
-def _shown(result: dict[str, Any]) -> dict[str, Any]:
+def _shown(result: Mapping[str, Any]) -> dict[str, Any]:
     # A result as a default recall shows it: without explain and its evidence.
     return {k: v for k, v in result.items() if k not in ("explain", "relevance_evidence")}
 
@@ -147,7 +147,7 @@ def _rows(
     return rows
 
 
-def _text(result: dict[str, Any]) -> str:
+def _text(result: Mapping[str, Any]) -> str:
     parts = [result.get(k) for k in ("subject", "predicate", "object", "content", "name")]
     return " ".join(str(p) for p in parts if p)
 

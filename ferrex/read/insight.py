@@ -14,16 +14,16 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ferrex.read.conflicts import listed_contradictions, possible_conflicts
 from ferrex.read.labels import RARELY_RECALLED, count_labels
 from ferrex.read.seen import Sight, one_line
 from ferrex.rules.assess import Assessed, eviction_candidate, text_bytes
-from ferrex.rules.eviction import eviction_reason
+from ferrex.rules.eviction import EvictionReason, eviction_reason
 from ferrex.rules.freshness import DAY, StalenessConfig
 from ferrex.rules.visibility import sees
-from ferrex.times import rfc3339
+from ferrex.times import Rfc3339, rfc3339
 from projections.rows import Memory, MemoryCount
 from projections.sqlite import ReadModel
 
@@ -35,6 +35,85 @@ def directory_bytes(path: Path) -> int:
     if not path.exists():
         return 0
     return sum(p.stat().st_blocks * 512 for p in path.rglob("*") if p.is_file())
+
+
+class AttentionCounts(TypedDict):
+    """How many memories need attention, by reason."""
+
+    stale: int
+    aging: int
+    unvalidated: int
+    conflicts: int
+    possible_conflicts: int
+    forget_candidates: int
+
+
+class RecentMemory(TypedDict):
+    id: str
+    type: str
+    summary: str
+
+
+class StatsAnswer(TypedDict):
+    """The stats tool's answer (:func:`stats`): the totals, and with ``detailed`` (what the
+    HTTP API always asks) the rest; the service adds the journal and storage sizes (the
+    operator only) and the models. The HTTP API's ``Stats`` schema is read from it."""
+
+    namespace: str | None
+    total: int
+    recent: list[RecentMemory]
+    needs_attention: AttentionCounts
+    expiring: int
+    by_type: NotRequired[dict[str, int]]
+    staleness: NotRequired[dict[str, int]]
+    conflicts: NotRequired[list[dict[str, Any]]]
+    possible_conflicts: NotRequired[list[dict[str, Any]]]
+    entities: NotRequired[int]
+    journal: NotRequired[dict[str, Any]]
+    storage_bytes: NotRequired[dict[str, int]]
+    models: NotRequired[dict[str, Any]]
+
+
+class StaleMemory(TypedDict):
+    id: str
+    summary: str
+    staleness: float
+    reasons: list[str]
+
+
+class UnvalidatedMemory(TypedDict):
+    id: str
+    summary: str
+    age_days: float
+
+
+class ForgetCandidate(TypedDict):
+    id: str
+    summary: str
+    access_count: int
+    last_accessed: Rfc3339 | None
+    label: str
+    eviction: EvictionReason | None
+
+
+class DormantEntity(TypedDict):
+    id: str
+    name: str
+    last_referenced: Rfc3339 | None
+
+
+class ReflectAnswer(TypedDict):
+    """The reflect tool's answer (:func:`reflect`); the HTTP API's ``Reflect`` schema is
+    read from it."""
+
+    namespace: str | None
+    counts: AttentionCounts
+    stale: list[StaleMemory]
+    unvalidated: list[UnvalidatedMemory]
+    contradictions: list[dict[str, Any]]
+    possible_conflicts: list[dict[str, Any]]
+    forget_candidates: list[ForgetCandidate]
+    dormant_entities: list[DormantEntity]
 
 
 @dataclass(frozen=True)
@@ -66,7 +145,7 @@ class Attention:
     forget_count: int
     contradiction_count: int
 
-    def counts(self) -> dict[str, int]:
+    def counts(self) -> AttentionCounts:
         return {
             "stale": self.stale_count,
             "aging": self.aging_count,
@@ -185,7 +264,7 @@ def stats(
     namespace: str | None,
     detailed: bool,
     recent: int = 3,
-) -> dict[str, Any]:
+) -> StatsAnswer:
     """What an agent reads first: totals, the latest memories, the counts of :class:`Attention`;
     of what ``sight`` sees (visible, unexpired: ``ferrex.read.seen``). From the read model's
     aggregates (``memory_counts``, :func:`attention`), never every memory."""
@@ -201,7 +280,7 @@ def stats(
                     latest.append(m)
                     if len(latest) >= recent:
                         break
-        doc: dict[str, Any] = {
+        doc: StatsAnswer = {
             "namespace": namespace,
             "total": seen.total,
             "recent": [{"id": m.memory_id, "type": m.type, "summary": one_line(m)} for m in latest],
@@ -215,16 +294,14 @@ def stats(
                 "fresh": seen.total - needs.aging_count - needs.stale_count,
                 "stale": needs.stale_count,
             }
-            doc.update(
-                by_type=seen.by_type,
-                staleness={
-                    **{k: n for k, n in labels.items() if n},
-                    "superseded": seen.superseded,
-                },
-                conflicts=needs.contradictions[:10],
-                possible_conflicts=needs.possible_conflicts[:10],
-                entities=len(sight.entities(rm, namespace)),
-            )
+            doc["by_type"] = seen.by_type
+            doc["staleness"] = {
+                **{k: n for k, n in labels.items() if n},
+                "superseded": seen.superseded,
+            }
+            doc["conflicts"] = needs.contradictions[:10]
+            doc["possible_conflicts"] = needs.possible_conflicts[:10]
+            doc["entities"] = len(sight.entities(rm, namespace))
     return doc
 
 
@@ -237,7 +314,7 @@ def reflect(
     limit: int = 10,
     unvalidated_after_days: float = 30.0,
     dormant_after_days: float = 90.0,
-) -> dict[str, Any]:
+) -> ReflectAnswer:
     """What needs attention, listed (``limit`` each) with the same counts as :func:`stats`."""
     now = sight.now
     with rm.snapshot():
@@ -268,7 +345,7 @@ def reflect(
             ):
                 if sees(sight.agent_id, agent_id, visibility):
                     last_use[entity_id] = max(last_use.get(entity_id, 0.0), t_valid)
-        dormant = [
+        dormant: list[DormantEntity] = [
             {"id": e.entity_id, "name": e.name,
              "last_referenced": rfc3339(last_use.get(e.entity_id))}
             for e in listed

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ferrex.models.sparse import tokens
 from ferrex.read.candidate import Candidate
@@ -20,6 +20,15 @@ from projections.rows import Memory
 from projections.vectors import VectorFilter
 
 
+class Relevance(TypedDict):
+    """A recall result's relevance fields (:meth:`Judgement.fields`)."""
+
+    relevance: float
+    relevance_label: relevance.Label
+    relevance_evidence: NotRequired[dict[str, Any]]
+    answer_chance: NotRequired[float]
+
+
 @dataclass(frozen=True, slots=True)
 class Judgement:
     value: float
@@ -31,9 +40,9 @@ class Judgement:
         (:class:`ferrex.rules.relevance.AnswerModel`; shown under explain, not used to trim)."""
         return relevance.ANSWER_MODEL.chance(self.evidence, self.value)
 
-    def fields(self, explain: bool) -> dict[str, Any]:
+    def fields(self, explain: bool) -> Relevance:
         """The result's relevance fields; with ``explain``, the evidence too."""
-        doc: dict[str, Any] = {"relevance": round(self.value, 4), "relevance_label": self.label}
+        doc: Relevance = {"relevance": round(self.value, 4), "relevance_label": self.label}
         if explain:
             doc["relevance_evidence"] = {
                 "cosine": round(self.evidence.cosine, 6),

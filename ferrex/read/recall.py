@@ -110,6 +110,7 @@ from ferrex.read.request import (
     POOL,
     STRATEGY_WEIGHTS,
     Legs,
+    RecallHit,
     RecallRequest,
     RecallResult,
     RecallSettings,
@@ -466,12 +467,12 @@ class Reader:
         caller asked), counted as accesses unless the caller only looks."""
         req = q.req
         top = judged[: req.limit]
-        results = []
+        results: list[RecallHit] = []
         for candidate, judgement in top:
             result = self._result(candidate.memory, candidate.score, q.now, q.params, q.sight)
             if req.explain:
                 result["explain"] = candidate.explain(req.legs, req.strategy, q.period)
-            results.append(result | judgement.fields(req.explain))
+            results.append({**result, **judgement.fields(req.explain)})
         if req.count_access:
             self.access.record([c.memory_id for c, _ in top], q.now)
         verdict = relevance.nothing_relevant([j.label for _, j in top])
@@ -611,10 +612,10 @@ class Reader:
 
     def _result(
         self, memory: Memory, score: float, now: datetime, params: StalenessParams, sight: Sight
-    ) -> dict[str, Any]:
+    ) -> RecallHit:
         """A result's document, without its explain and relevance fields."""
         names = self.projections.read_model.entity_names(memory.entity_ids)
-        result: dict[str, Any] = {
+        result: RecallHit = {
             "id": memory.memory_id,
             "type": memory.type,
             "score": round(score, 6),
@@ -623,7 +624,9 @@ class Reader:
             "freshness": freshness(freshness_input(memory), now.timestamp(), params),
         }
         if memory.type == "semantic":
-            result.update(subject=memory.subject, predicate=memory.predicate, object=memory.object)
+            result.update(
+                {"subject": memory.subject, "predicate": memory.predicate, "object": memory.object}
+            )
             if memory.content:
                 result["content"] = memory.content
             contradicts = self._contradicted(memory, sight)
@@ -635,10 +638,12 @@ class Reader:
                 result["possible_conflict"] = possible
         elif memory.type == "procedural":
             result.update(
-                name=memory.procedure_name,
-                version=memory.procedure_version,
-                conditions=list(memory.conditions),
-                steps=list(memory.steps),
+                {
+                    "name": memory.procedure_name,
+                    "version": memory.procedure_version,
+                    "conditions": list(memory.conditions),
+                    "steps": list(memory.steps),
+                }
             )
         else:
             result["content"] = memory.content
@@ -648,8 +653,7 @@ class Reader:
         if memory.t_invalid is not None:
             result["invalidated_at"] = rfc3339(memory.t_invalid)
             result["superseded_by"] = memory.superseded_by
-        result.update(marks_doc(memory.importance, memory.pinned, memory.expires_at))
-        return result
+        return {**result, **marks_doc(memory.importance, memory.pinned, memory.expires_at)}
 
     def _contradicted(self, memory: Memory, sight: Sight) -> list[str]:
         """The other active single-valued facts the caller may see that disagree (empty:

@@ -30,6 +30,7 @@ from ferrex.rules.fusion import (
 )
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT
 from ferrex.rules.memory_input import MEMORY_TYPES
+from ferrex.times import Rfc3339
 
 POOL: Final = 30
 """How many of the fused ranking go through the later stages (episode context, rerank,
@@ -216,6 +217,45 @@ class Truncated(TypedDict):
     omitted: int
 
 
+class RecallHit(TypedDict):
+    """One memory a recall found (:meth:`Reader._result`, then its relevance, explain and
+    marks); its own fields are those of its type. The HTTP API's ``RecallHit`` schema is
+    read from it. ``source``, ``context`` and ``t_invalid`` are documented there but never
+    sent (a superseded result says ``invalidated_at``): the document is kept as it was."""
+
+    id: str
+    type: str
+    score: float
+    entities: list[str]
+    event_time: Rfc3339
+    content: NotRequired[str | None]
+    subject: NotRequired[str | None]
+    predicate: NotRequired[str | None]
+    object: NotRequired[str | None]
+    name: NotRequired[str | None]
+    steps: NotRequired[list[str]]
+    conditions: NotRequired[list[str]]
+    version: NotRequired[int | None]
+    source: NotRequired[str]
+    context: NotRequired[dict[str, Any]]
+    freshness: dict[str, Any]
+    t_invalid: NotRequired[Rfc3339 | None]
+    superseded_by: NotRequired[str | None]
+    contradiction: NotRequired[bool]
+    relevance: NotRequired[float]
+    relevance_label: NotRequired[relevance.Label]
+    relevance_evidence: NotRequired[dict[str, Any]]
+    explain: NotRequired[dict[str, Any]]
+    pinned: NotRequired[bool]
+    importance: NotRequired[float]
+    expires_at: NotRequired[str]
+    contradicts: NotRequired[list[str]]
+    possible_conflict: NotRequired[list[str]]
+    summary_of: NotRequired[str]
+    invalidated_at: NotRequired[Rfc3339]
+    answer_chance: NotRequired[float]
+
+
 class RecallAnswer(TypedDict):
     """The recall tool's answer (:meth:`RecallResult.as_dict`; ``truncated`` added by a
     ``max_tokens`` cut). The HTTP API's ``RecallAnswer`` schema is read from this type
@@ -223,7 +263,7 @@ class RecallAnswer(TypedDict):
 
     query: str
     namespace: str
-    results: list[dict[str, Any]]
+    results: list[RecallHit]
     hidden: dict[str, int]
     unknown_entities: list[str]
     reranker: str
@@ -237,7 +277,7 @@ class RecallAnswer(TypedDict):
 class RecallResult:
     query: str
     namespace: str
-    results: list[dict[str, Any]]
+    results: list[RecallHit]
     hidden: dict[str, int]
     """How many candidates were held back, by reason (stale, superseded)."""
     unknown_entities: list[str]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Any, Final
+from typing import Final, NotRequired, TypedDict
 
 from ferrex.errors import UsageError
 from ferrex.times import rfc3339
@@ -113,12 +113,18 @@ def expired(expires_at: float | None, now: float) -> bool:
     return expires_at is not None and expires_at <= now
 
 
-def marks_doc(
-    importance: float, pinned: bool, expires_at: datetime | float | None
-) -> dict[str, Any]:
+class Marks(TypedDict):
+    """A memory's marks in an answer (:func:`marks_doc`): each only when not at its default."""
+
+    pinned: NotRequired[bool]
+    importance: NotRequired[float]
+    expires_at: NotRequired[str]
+
+
+def marks_doc(importance: float, pinned: bool, expires_at: datetime | float | None) -> Marks:
     """A memory's marks as answers show them: only those not at their default (importance
     0.5, not pinned, no expiry), so the answer about an unmarked memory is unchanged."""
-    doc: dict[str, Any] = {}
+    doc: Marks = {}
     if pinned:
         doc["pinned"] = True
     if importance != DEFAULT_IMPORTANCE:

@@ -24,6 +24,7 @@ from urllib.parse import unquote
 
 from ferrex.app import App, translated
 from ferrex.config import Config, staleness_config
+from ferrex.core.decide.forget import ConfirmAnswer
 from ferrex.errors import NotFound, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
@@ -244,7 +245,7 @@ class Service:
         if caller.agent_id is not None:
             fields.setdefault("visibility", caller.visibility)
         request = StoreRequest(**fields, agent_id=caller.agent_id, import_key=request_key)
-        return self.app.writer().store(request, multi_valued=multi_valued).as_dict()
+        return {**self.app.writer().store(request, multi_valued=multi_valued).as_dict()}
 
     def _recall(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         query = args.get("query")
@@ -321,7 +322,7 @@ class Service:
         differs_from = _texts([given] if isinstance(given, str) else given, "differs_from")
         supersedes = _optional_text(args.get("supersedes"), "supersedes")
         # Another agent's private memory is reported exactly like one that does not exist.
-        doc = writer.validate_memories(list(ids), caller=caller.agent_id).as_dict()
+        doc: ConfirmAnswer = writer.validate_memories(list(ids), caller=caller.agent_id).as_dict()
         if differs_from or supersedes is not None:
             settled = writer.settle(ids, differs_from=differs_from, supersedes=supersedes,
                                     caller=caller.agent_id)  # fmt: skip
@@ -338,7 +339,7 @@ class Service:
                 doc["position"] = marked.position
             if marked.warnings:
                 doc["warnings"] = [*doc.get("warnings", []), *marked.warnings]
-        return doc
+        return {**doc}
 
     def _forget(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         ids = _texts(args.get("ids", []), "ids")
@@ -347,7 +348,7 @@ class Service:
         cascade = _flag(args.get("cascade", False), "cascade")
         # Another agent's private memory is reported exactly like one that does not exist.
         result = self.app.writer().forget(ids, cascade=cascade, caller=caller.agent_id)
-        return result.as_dict()
+        return {**result.as_dict()}
 
     def _entity_command(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         action = args.get("action")
@@ -445,13 +446,14 @@ class Service:
     def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)
         limit = _whole(args.get("limit", REFLECT_LIMIT), "limit", 1, MAX_REFLECT_LIMIT)
-        return reflect(
+        doc = reflect(
             self._read_model(),
             self._sight(caller),
             staleness_config(self.app.config),
             namespace=namespace,
             limit=limit,
         )
+        return {**doc}
 
     def _stats(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
         namespace = _namespace(args, caller)
@@ -465,12 +467,13 @@ class Service:
         )
         if detailed:
             health = self._health()
-            if caller.agent_id is not None:
-                # Journal positions and storage sizes count every agent's writes, private
-                # ones included: only the operator sees them.
-                health = {"models": health["models"]}
-            doc.update(health)
-        return doc
+            # Journal positions and storage sizes count every agent's writes, private ones
+            # included: only the operator sees them.
+            if caller.agent_id is None:
+                doc["journal"] = health["journal"]
+                doc["storage_bytes"] = health["storage_bytes"]
+            doc["models"] = health["models"]
+        return {**doc}
 
     # -- the resources ----------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from ferrex.rules import arguments
 from ferrex.server.dashboard.params import LIST_QUERY, REFLECT_QUERY, SEARCH_QUERY, TAGS_QUERY
 from ferrex.server.dashboard.schemas import ANSWERS, typed
 from ferrex.server.mcp_server import build_server, tool_inputs
+from ferrex.times import Rfc3339
 from tools.sdk_types import published
 
 
@@ -138,3 +139,85 @@ def test_a_query_is_decoded_by_its_routes_spec() -> None:
     assert query_args(_request("namespace="), REFLECT_QUERY) == {}
     with pytest.raises(UsageError, match=r"^limit must be a whole number, got ''$"):
         query_args(_request("limit="), REFLECT_QUERY)
+
+
+def test_what_the_document_leaves_unsaid_is_named_and_cannot_go_stale() -> None:
+    schema = typed(_Answer, {"ended": {"type": "string"}}, optional=("ended",),
+                   hidden=("counts", "note"))  # fmt: skip
+    assert "counts" not in schema["properties"] and "note" not in schema["properties"]
+    assert schema["required"] == ["name", "share", "seen", "tags", "kind", "part"]
+    assert list(schema["properties"])[-1] == "ended"
+    assert schema["properties"]["ended"] == {"type": "string"}
+    with pytest.raises(TypeError, match="_Answer has no field gone"):
+        typed(_Answer, hidden=("gone",))
+    with pytest.raises(TypeError, match="_Answer has no field gone"):
+        typed(_Answer, {"gone": {}})
+
+
+def test_the_forget_and_confirm_answers_are_their_types() -> None:
+    from ferrex.core.decide.forget import ForgetResult, ValidateResult
+
+    forget = ForgetResult(("mem_a",), ("mem_b",), (), 7, ("late",)).as_dict()
+    assert forget == {"forgotten": ["mem_a"], "not_found": ["mem_b"], "dropped_entities": [],
+                      "position": 7, "warnings": ["late"]}  # fmt: skip
+    assert ValidateResult((), ("mem_b",), None).as_dict() == {
+        "validated": [], "not_found": ["mem_b"], "position": None}  # fmt: skip
+    assert ANSWERS["ForgetAnswer"]["required"] == ["forgotten", "not_found", "dropped_entities"]
+    assert list(ANSWERS["ConfirmAnswer"]["properties"]) == [
+        "validated", "not_found", "marked", "position"]  # fmt: skip
+
+
+def test_the_store_answer_schema_is_its_type() -> None:
+    from ferrex.core.decide.store import StoreAnswer
+
+    schema = ANSWERS["StoreAnswer"]
+    assert schema["required"] == ["status", "id"]
+    assert set(schema["properties"]) < set(StoreAnswer.__annotations__)
+    batch_item = ANSWERS["StoreBatchItem"]["properties"]
+    assert list(batch_item) == ["index", *schema["properties"], "error"]
+
+
+class _Timed(TypedDict):
+    at: Rfc3339
+    seen: Rfc3339 | None
+    doc: dict[str, Any]
+    extra: NotRequired[int]
+
+
+def test_times_documents_and_conditions_have_their_schemas() -> None:
+    schema = typed(_Timed, required=("extra",), description="When.")
+    assert schema == {
+        "type": "object", "description": "When.", "required": ["at", "seen", "doc", "extra"],
+        "properties": {
+            "at": {"type": "string", "format": "date-time"},
+            "seen": {"type": ["string", "null"], "format": "date-time"},
+            "doc": {"type": "object"},
+            "extra": {"type": "integer"},
+        },
+    }  # fmt: skip
+
+
+def test_the_stats_and_reflect_schemas_are_their_types() -> None:
+    from ferrex.read.insight import ReflectAnswer, StatsAnswer
+
+    stats = ANSWERS["Stats"]
+    assert list(stats["properties"]) == list(StatsAnswer.__annotations__)
+    assert stats["required"] == ["namespace", "total", "recent", "needs_attention", "expiring",
+                                 "by_type"]  # fmt: skip
+    reflect = ANSWERS["Reflect"]
+    assert list(reflect["properties"]) == list(ReflectAnswer.__annotations__)
+    assert reflect["required"] == list(ReflectAnswer.__annotations__)
+    candidate = reflect["properties"]["forget_candidates"]["items"]
+    assert candidate["properties"]["last_accessed"]["format"] == "date-time"
+    assert "eviction" not in candidate["required"]
+
+
+def test_the_recall_hit_schema_is_its_type() -> None:
+    from ferrex.read.request import RecallHit
+
+    hit = ANSWERS["RecallHit"]
+    assert hit["required"] == ["id", "type", "score", "entities", "event_time"]
+    named = [k for k in RecallHit.__annotations__ if k in hit["properties"]]
+    assert list(hit["properties"]) == named
+    assert hit["properties"]["event_time"] == {"type": "string", "format": "date-time"}
+    assert "invalidated_at" not in hit["properties"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ferrex.errors import UsageError
 from ferrex.rules.assess import assess, eviction_candidate, text_bytes
@@ -38,6 +38,18 @@ from . import Decision
 from .shared import Who, answer_doc, checked_ids, supersedable
 
 
+class ForgetAnswer(TypedDict):
+    """The forget tool's answer (:meth:`ForgetResult.as_dict`); the HTTP API's
+    ``ForgetAnswer`` schema is read from it (``server/dashboard/schemas.typed``)."""
+
+    forgotten: list[str]
+    not_found: list[str]
+    dropped_entities: list[str]
+    position: int | None
+    """None: nothing was written (none of the ids was found)."""
+    warnings: NotRequired[list[str]]
+
+
 @dataclass(frozen=True)
 class ForgetResult:
     forgotten: tuple[str, ...]
@@ -46,8 +58,31 @@ class ForgetResult:
     position: int | None
     warnings: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
-        return answer_doc(self)
+    def as_dict(self) -> ForgetAnswer:
+        doc: ForgetAnswer = {
+            "forgotten": list(self.forgotten),
+            "not_found": list(self.not_found),
+            "dropped_entities": list(self.dropped_entities),
+            "position": self.position,
+        }
+        if self.warnings:
+            doc["warnings"] = list(self.warnings)
+        return doc
+
+
+class ConfirmAnswer(TypedDict):
+    """The confirm tool's answer: :meth:`ValidateResult.as_dict`, to which the service adds
+    what a confirm settled (``differ``, ``superseded``) and marked (``marked``, the mark's
+    ``position`` and warnings). The HTTP API's ``ConfirmAnswer`` schema is read from it."""
+
+    validated: list[str]
+    not_found: list[str]
+    marked: NotRequired[list[str]]
+    position: int | None
+    """None: nothing was written (none of the ids was found)."""
+    warnings: NotRequired[list[str]]
+    differ: NotRequired[list[list[str]]]
+    superseded: NotRequired[list[str]]
 
 
 @dataclass(frozen=True)
@@ -57,8 +92,15 @@ class ValidateResult:
     position: int | None
     warnings: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
-        return answer_doc(self)
+    def as_dict(self) -> ConfirmAnswer:
+        doc: ConfirmAnswer = {
+            "validated": list(self.validated),
+            "not_found": list(self.not_found),
+            "position": self.position,
+        }
+        if self.warnings:
+            doc["warnings"] = list(self.warnings)
+        return doc
 
 
 @dataclass(frozen=True)

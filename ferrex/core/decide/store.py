@@ -53,11 +53,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import replace as replaced
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from ferrex.ids import plausible_id
 from ferrex.rules.fusion import opens_with_speaker
-from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, marks_doc
+from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, Marks, marks_doc
 from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.slots import plural_fact, scoped_apart, versions_of_one
 from journal import (
@@ -87,6 +87,38 @@ StoreStatus = Literal["stored", "stored_as_history", "duplicate"]
 
 NEW_MEMORY: frozenset[str] = frozenset({"stored", "stored_as_history"})
 """The statuses of a store that wrote a new memory (the rest: ``duplicate``)."""
+
+
+class StoreAnswer(Marks):
+    """The store tool's answer (:meth:`StoreResult.as_dict`; the HTTP API's answer of a
+    store whose first answer was lost has only ``status``, ``id``, ``recovered`` and
+    ``note``). The HTTP API's ``StoreAnswer`` schema is read from it
+    (``server/dashboard/schemas.typed``); the marks (:class:`Marks`) only when set."""
+
+    status: StoreStatus
+    id: str
+    type: NotRequired[str]
+    namespace: NotRequired[str]
+    entities: NotRequired[list[dict[str, Any]]]
+    superseded: NotRequired[list[str]]
+    validated: NotRequired[list[str]]
+    position: NotRequired[int]
+    version: NotRequired[int]
+    superseded_by: NotRequired[str]
+    history_reason: NotRequired[str]
+    recovered: NotRequired[bool]
+    note: NotRequired[str]
+    multi_valued: NotRequired[bool]
+    replaced_multi_valued: NotRequired[list[str]]
+    possible_conflict: NotRequired[list[str]]
+    possible_conflict_with: NotRequired[list[dict[str, str]]]
+    possible_conflict_note: NotRequired[str]
+    replaced_note: NotRequired[str]
+    kept_beside: NotRequired[list[dict[str, str]]]
+    plural_note: NotRequired[str]
+    similar: NotRequired[dict[str, Any]]
+    warnings: NotRequired[list[str]]
+    redacted: NotRequired[list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -139,8 +171,8 @@ class StoreResult:
         """Whether a new memory was written (:data:`NEW_MEMORY`)."""
         return self.status in NEW_MEMORY
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
+    def as_dict(self) -> StoreAnswer:
+        doc: StoreAnswer = {
             "status": self.status,
             "id": self.id,
             "type": self.type,
@@ -149,45 +181,36 @@ class StoreResult:
             "superseded": list(self.superseded),
             "validated": list(self.validated),
             "position": self.position,
-            **({"version": self.version} if self.version is not None else {}),
-            **({"superseded_by": self.superseded_by} if self.superseded_by else {}),
-            **({"history_reason": self.history_reason} if self.history_reason else {}),
-            **({"multi_valued": True} if self.multi_valued else {}),
-            **marks_doc(self.importance, self.pinned, self.expires_at),
-            **(
-                {
-                    "replaced_multi_valued": list(self.replaced_multi_valued),
-                    "note": replaced_multi_note(len(self.replaced_multi_valued)),
-                }
-                if self.replaced_multi_valued
-                else {}
-            ),
-            **(
-                {
-                    "possible_conflict": list(self.possible_conflict),
-                    "possible_conflict_with": [f.as_dict() for f in self.flagged],
-                    "possible_conflict_note": flag_note(self.id, self.flagged),
-                }
-                if self.possible_conflict
-                else {}
-            ),
-            **({"replaced_note": replaced_note(self.replaced)} if self.replaced else {}),
-            **(
-                {
-                    **(
-                        {"kept_beside": [f.as_dict() for f in self.kept_beside]}
-                        if self.kept_beside
-                        else {}
-                    ),
-                    "plural_note": plural_note(self.id, self.kept_beside),
-                }
-                if self.plural
-                else {}
-            ),
-            **({"similar": self.similar.as_dict()} if self.similar is not None else {}),
-            **({"warnings": list(self.warnings)} if self.warnings else {}),
-            **({"redacted": [dict(r) for r in self.redacted]} if self.redacted else {}),
         }
+        if self.version is not None:
+            doc["version"] = self.version
+        if self.superseded_by:
+            doc["superseded_by"] = self.superseded_by
+        if self.history_reason:
+            doc["history_reason"] = self.history_reason
+        if self.multi_valued:
+            doc["multi_valued"] = True
+        doc = {**doc, **marks_doc(self.importance, self.pinned, self.expires_at)}
+        if self.replaced_multi_valued:
+            doc["replaced_multi_valued"] = list(self.replaced_multi_valued)
+            doc["note"] = replaced_multi_note(len(self.replaced_multi_valued))
+        if self.possible_conflict:
+            doc["possible_conflict"] = list(self.possible_conflict)
+            doc["possible_conflict_with"] = [f.as_dict() for f in self.flagged]
+            doc["possible_conflict_note"] = flag_note(self.id, self.flagged)
+        if self.replaced:
+            doc["replaced_note"] = replaced_note(self.replaced)
+        if self.plural:
+            if self.kept_beside:
+                doc["kept_beside"] = [f.as_dict() for f in self.kept_beside]
+            doc["plural_note"] = plural_note(self.id, self.kept_beside)
+        if self.similar is not None:
+            doc["similar"] = self.similar.as_dict()
+        if self.warnings:
+            doc["warnings"] = list(self.warnings)
+        if self.redacted:
+            doc["redacted"] = [dict(r) for r in self.redacted]
+        return doc
 
 
 def _who(valid: ValidStore, settings: StoreSettings) -> Who:

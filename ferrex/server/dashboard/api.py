@@ -62,7 +62,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ferrex.core.decide.store import NEW_MEMORY
+from ferrex.core.decide.store import NEW_MEMORY, StoreAnswer
 from ferrex.errors import FerrexError, Internal, MethodNotAllowed, NotFound, Refused, UsageError
 from ferrex.rules.memory_input import REQUEST_KEY_PREFIX
 from ferrex.server.dashboard.edge import (
@@ -188,9 +188,11 @@ class WriteApi:
             ids = exc.details.get("ids")
             if exc.code != "duplicate" or not exc.details.get("imported") or not ids:
                 raise
-            return {"status": "stored", "id": ids[0], "recovered": True,
-                    "note": "stored by the first request with this Idempotency-Key, whose "
-                    "answer was lost; only the id is known now"}  # fmt: skip
+            recovered: StoreAnswer = {
+                "status": "stored", "id": ids[0], "recovered": True,
+                "note": "stored by the first request with this Idempotency-Key, whose "
+                "answer was lost; only the id is known now"}  # fmt: skip
+            return {**recovered}
 
     # -- the handlers ---------------------------------------------------------------------------
 

@@ -21,10 +21,29 @@ from __future__ import annotations
 
 import types
 from collections.abc import Mapping
-from typing import Any, Literal, NotRequired, get_args, get_origin, get_type_hints, is_typeddict
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
-from ferrex.core.decide.store import StoreStatus
-from ferrex.read.request import RecallAnswer
+from ferrex.core.decide.forget import ConfirmAnswer, ForgetAnswer
+from ferrex.core.decide.store import StoreAnswer, StoreStatus
+from ferrex.read.insight import (
+    AttentionCounts,
+    DormantEntity,
+    ForgetCandidate,
+    RecentMemory,
+    ReflectAnswer,
+    StatsAnswer,
+)
+from ferrex.read.request import RecallAnswer, RecallHit
 from ferrex.server.dashboard.reads import CHANGE_NAMES
 from journal.events import MemoryType, Visibility
 
@@ -63,20 +82,46 @@ def _list(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": "array", "items": item}
 
 
-def typed(kind: type, fields: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def typed(
+    kind: type,
+    fields: Mapping[str, dict[str, Any]] | None = None,
+    *,
+    optional: tuple[str, ...] = (),
+    hidden: tuple[str, ...] = (),
+    required: tuple[str, ...] = (),
+    description: str = "",
+) -> dict[str, Any]:
     """The schema of the TypedDict ``kind`` (the type the answer is built as): its required
     keys required, the others optional, each field's type as JSON Schema unless ``fields``
-    gives a field's schema (a part still described by hand here)."""
-    required: dict[str, Any] = {}
-    optional: dict[str, Any] = {}
+    gives a field's schema (a part still described by hand here).
+
+    Where the published document says less than the type (kept so, for now: the document
+    and the SDK types generated from it stay as they are), the call says so by name:
+    ``optional`` keys the answer always has but the document shows as optional, ``hidden``
+    keys the answer may have but the document does not name (objects stay open, so they
+    are still allowed), ``required`` keys an answer may lack but those the document
+    describes always have. A name that is not a key of ``kind`` is refused, so none goes
+    stale."""
+    hints = get_type_hints(kind, include_extras=True)
+    unknown = sorted({*(fields or {}), *optional, *hidden, *required} - set(hints))
+    if unknown:
+        raise TypeError(f"{kind.__name__} has no field {', '.join(unknown)}")
+    always: dict[str, Any] = {}
+    shown_optional: dict[str, Any] = {}
     # NotRequired read from the hints: a TypedDict of a module with postponed annotations
     # counts every key in its __required_keys__ (Python 3.11).
-    for name, hint in get_type_hints(kind, include_extras=True).items():
+    for name, hint in hints.items():
+        if name in hidden:
+            continue
         given = get_origin(hint) is NotRequired
         bare = get_args(hint)[0] if given else hint
         schema = fields[name] if fields and name in fields else _schema_of(bare)
-        (optional if given else required)[name] = schema
-    return _object(required, optional)
+        maybe = (given and name not in required) or name in optional
+        (shown_optional if maybe else always)[name] = schema
+    return _object(always, shown_optional, description)
+
+
+_FORMATS = ("date-time",)
 
 
 def _schema_of(hint: object) -> dict[str, Any]:
@@ -87,13 +132,18 @@ def _schema_of(hint: object) -> dict[str, Any]:
     if isinstance(hint, type) and is_typeddict(hint):
         return typed(hint)
     origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:  # a time (ferrex.times.Rfc3339): text of a format
+        known = [m for m in getattr(hint, "__metadata__", ()) if m in _FORMATS]
+        return {**_schema_of(args[0]), **({"format": known[0]} if known else {})}
     if origin is list:
         return _list(_schema_of(args[0]))
     if origin is dict and args[0] is str:
+        if args[1] is Any:  # a document of its own (explain, a model's identity)
+            return {"type": "object"}
         return {"type": "object", "additionalProperties": _schema_of(args[1])}
     if origin is Literal:
         return {"enum": list(args)}
-    if origin is types.UnionType and type(None) in args:
+    if origin in (types.UnionType, Union) and type(None) in args:
         (one,) = [a for a in args if a is not type(None)]
         inner = _schema_of(one)
         return {**inner, "type": [inner["type"], "null"]}
@@ -114,20 +164,7 @@ _MARKS = {
     "importance": {**_NUMBER, "description": "Shown only when not 0.5."},
     "expires_at": {**_TIME, "description": "Shown only when it expires."},
 }
-_ATTENTION = _object(
-    {
-        n: _INT
-        for n in (
-            "stale",
-            "aging",
-            "unvalidated",
-            "conflicts",
-            "possible_conflicts",
-            "forget_candidates",
-        )
-    },
-    description="How many memories need attention, by reason.",
-)
+_ATTENTION = typed(AttentionCounts, description=AttentionCounts.__doc__ or "")
 _CONFLICT = _object(
     {"namespace": _TEXT, "facts": _list({"type": "object", "required": ["id"],
                                          "properties": {"id": _TEXT}})},
@@ -135,71 +172,58 @@ _CONFLICT = _object(
 )
 _LISTED = {**_BRIEF, "namespace": _TEXT, "visibility": _VISIBILITY, "source": _MAYBE_TEXT,
            "superseded_by": _MAYBE_TEXT}
-_STORE_ANSWER = {
-    "type": _TYPE,
-    "namespace": _TEXT,
-    "entities": _list({}),
-    "superseded": _TEXTS,
-    "validated": _TEXTS,
-    "position": _INT,
-    "version": _INT,
-    "superseded_by": _TEXT,
-    "history_reason": _TEXT,
-    "recovered": {**_FLAG, "description": "Answered from an earlier request with the same "
-                  "Idempotency-Key whose answer was lost: only the id is known."},
-    "note": _TEXT,
-}
 _CHANGE = {"enum": list(dict.fromkeys(CHANGE_NAMES.values()))}
 _CHANGED_MEMORY = _object({"id": _TEXT, "change": _CHANGE})
 _TAG_COUNT = _object({"value": _TEXT, "count": _INT})
 _STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "
            "already ended by a fact that began later (superseded_by, history_reason)."}
 
+# The document says less than the answers: status and type are named enums, entities'
+# items are not typed, and the notes of a fact's slot, the marks and warnings are not named.
+_STORE = typed(
+    StoreAnswer,
+    {"status": _STATUS, "type": _TYPE, "entities": _list({}),
+     "recovered": {**_FLAG, "description": "Answered from an earlier request with the same "
+                   "Idempotency-Key whose answer was lost: only the id is known."}},
+    hidden=("pinned", "importance", "expires_at", "multi_valued", "replaced_multi_valued",
+            "possible_conflict", "possible_conflict_with", "possible_conflict_note",
+            "replaced_note", "kept_beside", "plural_note", "similar", "warnings", "redacted"),
+)
+
 #: The answer schemas, by component name.
 ANSWERS: dict[str, dict[str, Any]] = {
-    "StoreAnswer": _object({"status": _STATUS, "id": _TEXT}, _STORE_ANSWER),
+    "StoreAnswer": _STORE,
     "StoreBatchItem": _object(
         {"index": _INT},
-        {"status": _STATUS, "id": _TEXT, **_STORE_ANSWER, "error": ref("ErrorBody")},
+        {**_STORE["properties"], "error": ref("ErrorBody")},
         "The store answer of one item, or its error (a refused or invalid item).",
     ),
     "StoreBatchAnswer": _object(
         {"results": _list(ref("StoreBatchItem")), "stored": _INT, "failed": _INT}
     ),
-    "RecallHit": _object(
-        {"id": _TEXT, "type": _TYPE, "score": _NUMBER, "entities": _TEXTS, "event_time": _TIME},
-        {
-            "content": _TEXT,
-            "subject": _TEXT,
-            "predicate": _TEXT,
-            "object": _TEXT,
-            "name": _TEXT,
-            "steps": _TEXTS,
-            "conditions": _TEXTS,
-            "version": _INT,
-            "source": _TEXT,
-            "context": {"type": "object"},
-            "freshness": {"type": "object"},
-            "t_invalid": _MAYBE_TIME,
-            "superseded_by": _MAYBE_TEXT,
-            "contradiction": _FLAG,
-            "relevance": _NUMBER,
-            "relevance_label": _TEXT,
-            "relevance_evidence": {"type": "object"},
-            "explain": {"type": "object", "description": "With explain: how it was scored."},
-            **_MARKS,
-        },
-        "One memory found; its own fields are those it has (content, or subject/predicate/"
-        "object, or name/steps).",
+    # The document says less than the answers: type is the enum, a field of a memory's type
+    # is never null there, freshness is always sent, the marks and explain are described,
+    # and the parts only some results have (contradicts, a summary's summary_of, a
+    # superseded one's invalidated_at, explain's answer_chance) are not named.
+    "RecallHit": typed(
+        RecallHit,
+        {"type": _TYPE, "content": _TEXT, "subject": _TEXT, "predicate": _TEXT,
+         "object": _TEXT, "name": _TEXT, "version": _INT, "relevance_label": _TEXT,
+         "explain": {"type": "object", "description": "With explain: how it was scored."},
+         **_MARKS},
+        optional=("freshness",),
+        hidden=("contradicts", "possible_conflict", "summary_of", "invalidated_at",
+                "answer_chance"),
+        description="One memory found; its own fields are those it has (content, or subject/"
+        "predicate/object, or name/steps).",
     ),
     "RecallAnswer": typed(RecallAnswer, {"results": _list(ref("RecallHit"))}),
-    "ConfirmAnswer": _object(
-        {"validated": _TEXTS, "not_found": _TEXTS}, {"marked": _TEXTS, "position": _INT}
-    ),
-    "ForgetAnswer": _object(
-        {"forgotten": _TEXTS, "not_found": _TEXTS, "dropped_entities": _list({})},
-        {"position": _INT},
-    ),
+    # The document says less than the answers: position may be null (nothing written), and
+    # warnings, differ and superseded are not named; dropped_entities' items are not typed.
+    "ConfirmAnswer": typed(ConfirmAnswer, {"position": _INT}, optional=("position",),
+                           hidden=("warnings", "differ", "superseded")),
+    "ForgetAnswer": typed(ForgetAnswer, {"dropped_entities": _list({}), "position": _INT},
+                          optional=("position",), hidden=("warnings",)),
     "MemoryDetail": _object(
         {
             **_BRIEF,
@@ -257,51 +281,24 @@ ANSWERS: dict[str, dict[str, Any]] = {
         },
         description="One entity (name given): its spellings, memories and neighbours.",
     ),
-    "Stats": _object(
-        {
-            "namespace": _TEXT,
-            "total": _INT,
-            "recent": _list(_object({"id": _TEXT, "type": _TYPE, "summary": _TEXT})),
-            "needs_attention": _ATTENTION,
-            "expiring": _INT,
-            "by_type": _COUNTS,
-        },
-        {
-            "staleness": _COUNTS,
-            "conflicts": _list(_CONFLICT),
-            "possible_conflicts": _list(_CONFLICT),
-            "entities": _INT,
-            "journal": {"type": "object"},
-            "storage_bytes": _COUNTS,
-            "models": {"type": "object"},
-        },
+    # The document says less than the answers: namespace may be null (the operator's, no
+    # namespace given) and eviction too; the parts conflicts.py lists and the attention
+    # counts (with their description) are described here. The HTTP API always asks for
+    # detailed stats, so by_type is there.
+    "Stats": typed(
+        StatsAnswer,
+        {"namespace": _TEXT, "recent": _list(typed(RecentMemory, {"type": _TYPE})),
+         "needs_attention": _ATTENTION,
+         "conflicts": _list(_CONFLICT), "possible_conflicts": _list(_CONFLICT)},
+        required=("by_type",),
     ),
-    "Reflect": _object(
-        {
-            "namespace": _TEXT,
-            "counts": _ATTENTION,
-            "stale": _list(
-                _object({"id": _TEXT, "summary": _TEXT, "staleness": _NUMBER, "reasons": _TEXTS})
-            ),
-            "unvalidated": _list(_object({"id": _TEXT, "summary": _TEXT, "age_days": _NUMBER})),
-            "contradictions": _list(_CONFLICT),
-            "possible_conflicts": _list(_CONFLICT),
-            "forget_candidates": _list(
-                _object(
-                    {
-                        "id": _TEXT,
-                        "summary": _TEXT,
-                        "access_count": _INT,
-                        "last_accessed": _MAYBE_TIME,
-                        "label": _TEXT,
-                    },
-                    {"eviction": {}},
-                )
-            ),
-            "dormant_entities": _list(
-                _object({"id": _TEXT, "name": _TEXT}, {"last_referenced": _MAYBE_TIME})
-            ),
-        },
+    "Reflect": typed(
+        ReflectAnswer,
+        {"namespace": _TEXT, "counts": _ATTENTION, "contradictions": _list(_CONFLICT),
+         "possible_conflicts": _list(_CONFLICT),
+         "forget_candidates": _list(typed(ForgetCandidate, {"eviction": {}},
+                                          optional=("eviction",))),
+         "dormant_entities": _list(typed(DormantEntity, optional=("last_referenced",)))},
     ),
     "ListedMemory": _object(_LISTED),
     "MemoryPage": _object(
