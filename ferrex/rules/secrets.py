@@ -74,6 +74,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from typing import Final, Literal
 
 from ferrex.rules.secret_fold import Finding, fold_disguises, join_broken_tokens
@@ -139,22 +140,45 @@ def find_secrets(text: str) -> list[Finding]:
 
 
 def find_in_named_value(name: str, value: str) -> list[Finding]:
-    """The likely secrets in ``value``, a structured field's value under the key ``name``
-    (a context's ``{"db_password": "…"}``): those :func:`find_secrets` finds, or else the
-    whole value when ``name`` names a secret and the value looks like one."""
+    """The likely secrets in ``value``, a structured field's value under the name ``name``
+    (a context's ``{"db_password": "…"}``, a fact's object under its predicate
+    ``"password"``): those :func:`find_secrets` finds, or else the whole value when ``name``
+    names a secret (:func:`_secret_name`) and the value looks like one: a single token (a
+    value with a space in it says something about the secret: "see 1Password", "12
+    characters minimum") that passes the test of a value after that name."""
     found = find_secrets(value)
     if found:
         return found
-    named = _NAME.fullmatch(fold_disguises(name).text)
+    rule = _secret_name(name)
     folded = fold_disguises(value)
     stripped = folded.text.strip()
-    if named is None or not stripped:
+    if rule is None or not stripped or any(c.isspace() for c in stripped):
         return []
-    rule = next(g for g, _, _ in _NAMED_KINDS if named.group(g) is not None)
     if not _assigned_secret(stripped, rule):
         return []
     start = len(folded.text) - len(folded.text.lstrip())
     return [folded.source_span(Finding(_KIND_OF[rule], start, start + len(stripped)))]
+
+
+# Words a predicate may end with after the secret's name ("password for", "api key is").
+_TRAILING_WORDS: Final = frozenset({"for", "of", "is", "was", "are", "to", "on"})
+
+
+def _secret_name(name: str) -> str | None:
+    """The rule of the secret ``name`` names, if it does: a key (``db_password``,
+    ``accessToken``) or words whose last one or two are a secret's name ("password", "has
+    password", "db password", "API key", "login credentials"); not words that go on after
+    it ("password policy", "token lifetime")."""
+    folded = fold_disguises(name).text.strip()
+    words = re.findall(r"[A-Za-z0-9_.-]+", folded)
+    while words and words[-1].lower() in _TRAILING_WORDS:
+        words.pop()
+    tries = [folded] + ["_".join(words[-n:]) for n in (2, 1) if len(words) >= n]
+    for candidate in tries:
+        named = _NAME.fullmatch(candidate)
+        if named is not None:
+            return next(g for g, _, _ in _NAMED_KINDS if named.group(g) is not None)
+    return None
 
 
 def redact(text: str, findings: list[Finding] | None = None) -> str:
@@ -289,7 +313,11 @@ _AWS_SECRET_ALONE = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0
 # (rule, kind, name): the rule is which test the value must pass (:func:`_assigned_secret`),
 # the kind is what a finding is reported as.
 _NAMED_KINDS: Final[tuple[tuple[str, str, str], ...]] = (
-    ("password", "password", r"pass(?:word|wd|phrase)|pwd|pw|credentials?|(?<=[_.-])pass"),
+    (
+        "password",
+        "password",
+        r"pass(?:word|wd|phrase)|pwd|pw|credentials?|creds?|(?<=[_.-])pass",
+    ),
     ("pin", "password", r"pin(?:[_-]?code)?|passcode"),
     ("api_key", "api_key", r"api[_-]?key|apikey|access[_-]?key"),
     ("secret", "secret", r"secret(?:[_-]?key)?"),
@@ -315,15 +343,34 @@ _NAMED = re.compile(
 _BEARER = re.compile(r"(?<![A-Za-z0-9])Bearer[ \t]+(?P<value>[A-Za-z0-9._~+/-]{16,512}=*)")
 _BASIC = re.compile(r"(?<![A-Za-z0-9])Basic[ \t]+(?P<value>[A-Za-z0-9+/]{12,512}={0,2})")
 
-# A password said in prose: a noun (password, passphrase, passcode, pw, PIN), what it is
-# for ("for the admin account"), a copula ("is", "was", "'s"), an adverb ("now"), then one
-# token, quoted or not, which must look like a password, not a word (:func:`_said_secret`):
-# "the password is stored in vault" says where it is.
+# A credential said in prose: its noun (password, passwd, passphrase, passcode, pw, PIN, API
+# key, secret, token, creds), what it is for ("for the admin account"), a copula ("is",
+# "was", "'s") or a colon, an adverb ("now"), then one token, quoted or not, which must look
+# like a password, not a word (:func:`_said_secret`): "the password is stored in vault" says
+# where it is. The other words of the sentence are the thing it is for ("the staging
+# database password for orbit is …").
+_SAID_NOUN = (
+    r"(?:(?P<pin>pin(?:[ -]?code)?|passcode)|(?P<password>pass(?:word|wd|phrase)|pwd?|creds?)"
+    r"|(?P<api_key>api[ _-]?key|access[ _-]key)|(?P<secret>(?:client[ _-])?secret(?:[ _-]key)?)"
+    r"|(?P<token>(?:access[ _-]|api[ _-]|auth[ _-]|bearer[ _-])?token))"
+)
+_SAID_FOR = r"(?:[ \t]+(?:for|of|to|on)[ \t]+[^.,;:!?\n]{1,40}?)?"
 _SAID = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?:(?P<pin>pin(?:[ -]?code)?|passcode)|pass(?:word|phrase)|pwd?)"
-    r"(?:[ \t]+(?:for|of|to|on)[ \t]+[^.,;:!?\n]{1,40}?)?"
-    r"(?:['\u2019]s|[ \t]+(?:is|was))[ \t]+(?:(?:now|still|just|currently|actually)[ \t]+)?"
-    r"(?P<quote>[\"'`\u2018\u201c]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
+    r"(?i)(?<![A-Za-z0-9_])"
+    + _SAID_NOUN
+    + _SAID_FOR
+    + r"(?:['\u2019]s[ \t]+|[ \t]+(?:is|was)[ \t]+|[ \t]*:(?!//)[ \t]*)"
+    r"(?:(?:now|still|just|currently|actually)[ \t]+)?"
+    r"(?P<quote>[\"'`\u2018\u201c(\[]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
+)
+# A login written as a pair: "orbit creds: orbit_app / …", "the VPN credentials
+# are alice@example.com / …", "username/password: admin/…"; the password is the second.
+_PAIR = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?:creds?|credentials|logins?|user(?:name)?[ \t]*/[ \t]*pass(?:word)?)"
+    + _SAID_FOR
+    + r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|are|was|were)[ \t]+)"
+    r"[^\s/:\"'`]{1,64}[ \t]*[/:][ \t]*"
+    r"(?P<quote>[\"'`\u2018\u201c(\[]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
 )
 _SAID_CHARS: Final = 6
 """The fewest characters of a password said in prose (a PIN's digits: :data:`_PIN`)."""
@@ -380,7 +427,12 @@ def _candidates(text: str) -> Iterator[Finding]:
             yield Finding("password", m.start("value"), m.end("value"))
     for m in _SAID.finditer(text):
         value = _said_value(m)
-        if _said_secret(value, pin=m.group("pin") is not None):
+        rule = next(g for g, _, _ in _NAMED_KINDS if m.groupdict().get(g) is not None)
+        if _said_secret(value, rule):
+            yield Finding(_KIND_OF[rule], m.start("value"), m.start("value") + len(value))
+    for m in _PAIR.finditer(text):
+        value = _said_value(m)
+        if _said_secret(value, "password"):
             yield Finding("password", m.start("value"), m.start("value") + len(value))
 
 
@@ -427,13 +479,14 @@ def _said_value(m: re.Match[str]) -> str:
     """The token a password said in prose is: up to its closing quote if quoted, without
     the punctuation that ends the sentence or the clause."""
     value = m.group("value")
-    closing = {"\u2018": "\u2019", "\u201c": "\u201d"}.get(m.group("quote"), m.group("quote"))
+    opening = m.group("quote")
+    closing = {"\u2018": "\u2019", "\u201c": "\u201d", "(": ")", "[": "]"}.get(opening, opening)
     if closing and closing in value:
         return value.split(closing, 1)[0]
     return value.rstrip(".,;:)").removesuffix("\u2019")
 
 
-def _said_secret(value: str, *, pin: bool) -> bool:
+def _said_secret(value: str, rule: str) -> bool:
     """Whether a token said to be a password looks like one, by its structure: a PIN's
     digits (after "pin" or "passcode"), a run of six or more digits, or six or more
     characters mixing letters with digits or symbols that are not a phrase
@@ -443,11 +496,18 @@ def _said_secret(value: str, *, pin: bool) -> bool:
     clean."""
     core = value.rstrip("!?")
     if core.isdigit():
-        return not _repeats(core) and (
-            _PIN.fullmatch(core) is not None if pin else _SAID_CHARS <= len(core) <= 64
+        return (
+            rule in ("pin", "password")
+            and not _repeats(core)
+            and (
+                _PIN.fullmatch(core) is not None
+                if rule == "pin"
+                else _SAID_CHARS <= len(core) <= 64
+            )
         )
     parts = _PARTS.findall(core)
-    if len(core) < _SAID_CHARS or not any(c.isalpha() for c in core):
+    least = _SAID_CHARS if rule in ("pin", "password") else MIN_VALUE_CHARS
+    if len(core) < least or not any(c.isalpha() for c in core):
         return False
     if len(parts) == 1 and parts[0].isalpha():  # a word, quoted or starred
         return False
@@ -466,11 +526,33 @@ def _phrase(value: str) -> bool:
     """Whether ``value`` reads as words, numbers and technical names joined (``SHA-256``,
     ``base64``, ``2FA-protected``, ``sha256(salt+pw)``) rather than a password: each part
     a word, a short number or a technical name, or any part a lower-case word of four
-    letters or more beside others (``…-encoded``, ``…-based``)."""
+    letters or more beside others (``…-encoded``, ``…-based``). A value with a made-up
+    part (:func:`_glued`) is none, whatever words are glued to it
+    (``Tr0ub4dor&3-staging``)."""
     parts = _PARTS.findall(value)
+    if _glued(value, parts):
+        return False
     if len(parts) > 1 and any(p.isalpha() and p.islower() and len(p) >= 4 for p in parts):
         return True
     return all(_WORDY_PART.fullmatch(p) or _TECHNICAL.fullmatch(p) for p in parts)
+
+
+# A symbol inside a run of letters and digits, as people put one in a password
+# (``Tr0ub4dor&3``, ``Pl4net#Nine``); not ``@`` (an address), ``+``, ``-``, ``_``, ``.``.
+_INNER_SYMBOL = re.compile(r"[A-Za-z0-9][!#$%^&*~][A-Za-z0-9]")
+_GLUED_SWITCHES: Final = 4
+"""How many switches between letters and digits make a part made up (``Tr0ub4dor``,
+``s3cr3t``): a word and a number (``base64url``, ``utf8mb4``, ``x86``) switch fewer times."""
+
+
+def _glued(value: str, parts: list[str]) -> bool:
+    """Whether ``value`` holds a made-up part: a symbol inside letters and digits, or a part
+    switching between letters and digits :data:`_GLUED_SWITCHES` times or more."""
+    if _INNER_SYMBOL.search(value):
+        return True
+    return any(
+        sum(a.isdigit() != b.isdigit() for a, b in pairwise(p)) >= _GLUED_SWITCHES for p in parts
+    )
 
 
 def _mixed(kind: str, token: str) -> bool:
