@@ -27,8 +27,10 @@ on one field):
 **Shapes** (``golden_set/secret_shapes.jsonl``): one or more made-up secrets of each shape
 an issue reported as passing (provider tokens, keyword-value pairs, an AWS secret without
 ``=``, a token as a namespace or a context key, tokens disguised by zero-width, fullwidth,
-homoglyph or percent-encoded characters or an inner newline, passwords in prose), each
-line naming its shape and the kinds it must be found as; the report counts them by shape.
+homoglyph or percent-encoded characters or an inner newline, passwords in prose, a
+credential named by its keyword in prose, a ``creds: user / password`` pair, a fact whose
+predicate names a credential), each line naming its shape and the kinds it must be found
+as; the report counts them by shape.
 
 Findings on the real sets are false positives unless listed in :data:`REVIEWED` (a real
 credential someone pasted into a conversation, checked by hand). Nothing prints a secret: a

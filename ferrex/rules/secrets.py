@@ -42,8 +42,16 @@ leak it. Kinds, and the shape each is recognised by:
   character, and not a reference to one kept elsewhere (``${VAR}``, ``<token>``,
   ``os.environ["X"]``, ``DB_PASSWORD``); after ``pin`` or ``passcode``, four digits or more
   are one too (a card's PIN), fewer are a board's pin number (``Pin(pin=13)``);
-- ``password`` said in prose: "the password is …", "my password's …", "pw is …", when the
-  token looks like a password (``hunter2``), not a word ("the password is stored in vault").
+- a credential said in prose: "the password is …", "my password's …", "pw is …", "the
+  staging database password for orbit is …", "password for the orbit db: …", "the API key
+  for billing is …", "the deploy token is …" (``password``, ``api_key``, ``secret``,
+  ``token`` by the noun), when the token looks like one (``hunter2``; words glued to a
+  made-up part, ``Tr0ub4dor&3-staging``), not a word or words joined ("the password is
+  stored in vault", "the token for CI is scoped to …", "2FA-protected"); a login written as
+  a pair, "orbit creds: orbit_app / …" (the second is the password);
+- a fact's object under a predicate naming a credential ("password", "db password", "API
+  key") when it is one token that passes the test of a value after that name
+  (:func:`find_in_named_value`), not "rotated", "in vault" or "12 characters minimum".
 
 Disguises are undone before the shapes read a text (:mod:`ferrex.rules.secret_fold`:
 :func:`fold_disguises`, :func:`join_broken_tokens`):
@@ -53,7 +61,8 @@ split by a newline. The text stored is never the folded one; a finding's span is
 secret is in the text as sent, disguise included, so redaction removes all of it.
 
 Out of reach, by design or for want of a shape: a secret that is a dictionary word or a
-phrase ("the password is swordfish"), a value after a name this module does not know
+phrase ("the password is swordfish"), a value after its name with no copula or colon
+("password Tr0ub4dor…"), a value after a name this module does not know
 (``mysql -p…``, ``--key …``), secrets spelled out, base64-encoded (but for ``Basic``),
 escaped (``\\u005f``, ``&#95;``) or split by anything but one newline, providers without a
 fixed prefix (a bare 40-character AWS secret far from its key id, a Twilio or Datadog key),
