@@ -23,6 +23,9 @@ NAMED = (
     ("the API key for the billing sandbox is Zq81vLm2Xp0aRt", "api_key", "Zq81vLm2Xp0aRt"),
     ("jenkins secret for the webhook: aP3xQ9zL7mWv", "secret", "aP3xQ9zL7mWv"),
     ("the deploy token is 7fGh2KqLmN9pRs, valid until March", "token", "7fGh2KqLmN9pRs"),
+    ("staging password (orbit): Tr0ub4dor&3x", "password", "Tr0ub4dor&3x"),
+    ("orbit password - Tr0ub4dor&3x", "password", "Tr0ub4dor&3x"),
+    ("the password for orbit = Tr0ub4dor&3x", "password", "Tr0ub4dor&3x"),
 )
 
 ABOUT = (
@@ -47,6 +50,10 @@ ABOUT = (
     "the token is v2 of the format",
     "passwords for 2024: see the runbook",
     "the secret to good tests is small-fixtures-first",
+    "password (optional): leave blank",
+    "token - a unit of text the model reads",
+    "the password manager is 1Password",
+    "password for orbit - see the vault entry",
 )
 
 
@@ -65,20 +72,23 @@ def test_text_about_credentials_is_no_secret(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("predicate", "value", "kind"),
+    ("predicate", "value", "kind", "secret"),
     [
-        ("password", "Tr0ub4dor&3x", "password"),
-        ("has password", "hunter2x!", "password"),
-        ("db password", "Tr0ub4dor&3-staging", "password"),
-        ("api key", "Zq81vLm2Xp0aRt", "api_key"),
-        ("Login Credentials", "Tr0ub4dor&3x", "password"),
+        ("password", "Tr0ub4dor&3x", "password", "Tr0ub4dor&3x"),
+        ("has password", "hunter2x!", "password", "hunter2x!"),
+        ("db password", "Tr0ub4dor&3-staging", "password", "Tr0ub4dor&3-staging"),
+        ("api key", "Zq81vLm2Xp0aRt", "api_key", "Zq81vLm2Xp0aRt"),
+        ("Login Credentials", "Tr0ub4dor&3x", "password", "Tr0ub4dor&3x"),
+        # A value with more words is read as if written after the name, in prose.
+        ("credentials", "orbit_app / Tr0ub4dor&3x", "password", "Tr0ub4dor&3x"),
+        ("password", "Tr0ub4dor&3x (staging)", "password", "Tr0ub4dor&3x"),
     ],
 )
 def test_a_facts_object_is_a_secret_when_its_predicate_names_one_and_it_looks_like_one(
-    predicate: str, value: str, kind: str
+    predicate: str, value: str, kind: str, secret: str
 ) -> None:
     found = find_in_named_value(predicate, value)
-    assert [(f.kind, f.start, f.end) for f in found] == [(kind, 0, len(value))]
+    assert [(f.kind, value[f.start : f.end]) for f in found] == [(kind, secret)]
 
 
 @pytest.mark.parametrize(
@@ -94,6 +104,8 @@ def test_a_facts_object_is_a_secret_when_its_predicate_names_one_and_it_looks_li
         ("token lifetime", "30d"),
         ("reset password", "every 90 days"),
         ("owner", "Tr0ub4dor&3x"),
+        ("credentials", "orbit_app / see vault"),
+        ("password", "same as staging"),
     ],
 )
 def test_a_facts_object_that_says_about_a_credential_is_no_secret(
