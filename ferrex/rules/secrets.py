@@ -161,12 +161,35 @@ def find_in_named_value(name: str, value: str) -> list[Finding]:
     rule = _secret_name(name)
     folded = fold_disguises(value)
     stripped = folded.text.strip()
-    if rule is None or not stripped or any(c.isspace() for c in stripped):
+    if rule is None or not stripped:
         return []
+    if any(c.isspace() for c in stripped):
+        return _said_after(rule, value)
     if not _assigned_secret(stripped, rule):
         return []
     start = len(folded.text) - len(folded.text.lstrip())
     return [folded.source_span(Finding(_KIND_OF[rule], start, start + len(stripped)))]
+
+
+# What a value of words under a secret's name is read after (:func:`_said_after`).
+_SAID_LEAD: Final = {
+    "password": "credentials: ",
+    "pin": "pin: ",
+    "api_key": "api key: ",
+    "secret": "secret: ",
+    "token": "token: ",
+}
+
+
+def _said_after(rule: str, value: str) -> list[Finding]:
+    """The likely secrets in ``value``, words under a secret's name, read as prose after
+    that name ("credentials: orbit_app / …", "password: … (staging)"), placed in ``value``."""
+    lead = _SAID_LEAD[rule]
+    return [
+        Finding(f.kind, f.start - len(lead), f.end - len(lead))
+        for f in find_secrets(lead + value)
+        if f.start >= len(lead)
+    ]
 
 
 # Words a predicate may end with after the secret's name ("password for", "api key is").
@@ -353,22 +376,28 @@ _BEARER = re.compile(r"(?<![A-Za-z0-9])Bearer[ \t]+(?P<value>[A-Za-z0-9._~+/-]{1
 _BASIC = re.compile(r"(?<![A-Za-z0-9])Basic[ \t]+(?P<value>[A-Za-z0-9+/]{12,512}={0,2})")
 
 # A credential said in prose: its noun (password, passwd, passphrase, passcode, pw, PIN, API
-# key, secret, token, creds), what it is for ("for the admin account"), a copula ("is",
-# "was", "'s") or a colon, an adverb ("now"), then one token, quoted or not, which must look
-# like a password, not a word (:func:`_said_secret`): "the password is stored in vault" says
-# where it is. The other words of the sentence are the thing it is for ("the staging
-# database password for orbit is …").
+# key, secret, token, creds), what it is for ("for the admin account", "(staging)"), a copula
+# ("is", "was", "'s"), a dash, or a colon or ``=`` after what it is for (right after the
+# noun they are an assignment: :data:`_NAMED`), an adverb ("now"), then one token, quoted or
+# not, which must look like a password, not a word (:func:`_said_secret`): "the password is
+# stored in vault" says where it is. The other words of the sentence are the thing it is
+# for ("the staging database password for orbit is …").
 _SAID_NOUN = (
-    r"(?:(?P<pin>pin(?:[ -]?code)?|passcode)|(?P<password>pass(?:word|wd|phrase)|pwd?|creds?)"
+    r"(?:(?P<pin>pin(?:[ -]?code)?|passcode)"
+    r"|(?P<password>pass(?:word|wd|phrase)|pwd?|cred(?:s|entials?)?)"
     r"|(?P<api_key>api[ _-]?key|access[ _-]key)|(?P<secret>(?:client[ _-])?secret(?:[ _-]key)?)"
     r"|(?P<token>(?:access[ _-]|api[ _-]|auth[ _-]|bearer[ _-])?token))"
 )
-_SAID_FOR = r"(?:[ \t]+(?:for|of|to|on)[ \t]+[^.,;:!?\n]{1,40}?)?"
+_SAID_FOR = (
+    r"(?P<what>(?:[ \t]+(?:for|of|to|on)[ \t]+[^.,;:!?\n]{1,40}?)?"
+    r"(?:[ \t]*\([^()\n]{1,40}\))?)"
+)
 _SAID = re.compile(
     r"(?i)(?<![A-Za-z0-9_])"
     + _SAID_NOUN
     + _SAID_FOR
-    + r"(?:['\u2019]s[ \t]+|[ \t]+(?:is|was)[ \t]+|[ \t]*:(?!//)[ \t]*)"
+    + r"(?:['\u2019]s[ \t]+|[ \t]+(?:is|was)[ \t]+|(?P<assign>[ \t]*[:=](?!//)[ \t]*)"
+    r"|[ \t]+(?:-|\u2013|\u2014|->|=>|\u2192)[ \t]+)"
     r"(?:(?:now|still|just|currently|actually)[ \t]+)?"
     r"(?P<quote>[\"'`\u2018\u201c(\[]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
 )
@@ -435,6 +464,8 @@ def _candidates(text: str) -> Iterator[Finding]:
         if _basic_credentials(m.group("value")):
             yield Finding("password", m.start("value"), m.end("value"))
     for m in _SAID.finditer(text):
+        if m.group("assign") and not m.group("what"):
+            continue  # ``password: …`` and ``token = …``: the assignment's rule (_NAMED)
         value = _said_value(m)
         rule = next(g for g, _, _ in _NAMED_KINDS if m.groupdict().get(g) is not None)
         if _said_secret(value, rule):
@@ -520,7 +551,14 @@ def _said_secret(value: str, rule: str) -> bool:
         return False
     if len(parts) == 1 and parts[0].isalpha():  # a word, quoted or starred
         return False
-    return _classes(value) >= 2 and not _phrase(core) and not _assigned_reference(value)
+    # A call is code (``cookieStore.get(``): a reference when what is called is one.
+    called = value.split("(", 1)[0]
+    return (
+        _classes(value) >= 2
+        and not _phrase(core)
+        and not _assigned_reference(value)
+        and not (called and _assigned_reference(called))
+    )
 
 
 # Technical names that end in a number: an encoding, a hash, a protocol, a key size.

@@ -54,6 +54,8 @@ ABOUT = (
     "token - a unit of text the model reads",
     "the password manager is 1Password",
     "password for orbit - see the vault entry",
+    "const token = cookieStore.get('session')?.value;",
+    "return { token: cookieStore.get('t'), secret: getSecret(env) };",
 )
 
 
