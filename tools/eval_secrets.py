@@ -39,7 +39,7 @@ finding is shown as its set, place, field, kind and character position.
 The entropy section measures the threshold of the ``password=``/``token=`` rule: the Shannon
 entropy of every value written after a secret's name, in the planted secrets, the planted
 clean lines and the real sets, and how many of each pass
-:func:`ferrex.rules.secrets.looks_random`; then the same counts with the floor's factor
+:func:`ferrex.rules.secret_values.looks_random`; then the same counts with the floor's factor
 swept from 0.5 to 1.0, beside how many distinct words of 8 or more characters of the real
 sets would pass (why the test is applied only after a secret's name).
 """
@@ -58,12 +58,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from ferrex.rules.memory_input import Limits, StoreRequest, secrets_in, validate
+from ferrex.rules.secret_values import entropy_floor, looks_random, shannon_entropy
 from ferrex.rules.secrets import (
     assigned_values,
-    entropy_floor,
     find_secrets,
-    looks_random,
-    shannon_entropy,
 )
 from tools.harness import ROOT
 
