@@ -27,8 +27,10 @@ on one field):
 **Shapes** (``golden_set/secret_shapes.jsonl``): one or more made-up secrets of each shape
 an issue reported as passing (provider tokens, keyword-value pairs, an AWS secret without
 ``=``, a token as a namespace or a context key, tokens disguised by zero-width, fullwidth,
-homoglyph or percent-encoded characters or an inner newline, passwords in prose), each
-line naming its shape and the kinds it must be found as; the report counts them by shape.
+homoglyph or percent-encoded characters or an inner newline, passwords in prose, a
+credential named by its keyword in prose, a ``creds: user / password`` pair, a fact whose
+predicate names a credential), each line naming its shape and the kinds it must be found
+as; the report counts them by shape.
 
 Findings on the real sets are false positives unless listed in :data:`REVIEWED` (a real
 credential someone pasted into a conversation, checked by hand). Nothing prints a secret: a
@@ -37,7 +39,7 @@ finding is shown as its set, place, field, kind and character position.
 The entropy section measures the threshold of the ``password=``/``token=`` rule: the Shannon
 entropy of every value written after a secret's name, in the planted secrets, the planted
 clean lines and the real sets, and how many of each pass
-:func:`ferrex.rules.secrets.looks_random`; then the same counts with the floor's factor
+:func:`ferrex.rules.secret_values.looks_random`; then the same counts with the floor's factor
 swept from 0.5 to 1.0, beside how many distinct words of 8 or more characters of the real
 sets would pass (why the test is applied only after a secret's name).
 """
@@ -56,12 +58,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from ferrex.rules.memory_input import Limits, StoreRequest, secrets_in, validate
+from ferrex.rules.secret_values import entropy_floor, looks_random, shannon_entropy
 from ferrex.rules.secrets import (
     assigned_values,
-    entropy_floor,
     find_secrets,
-    looks_random,
-    shannon_entropy,
 )
 from tools.harness import ROOT
 

@@ -385,7 +385,8 @@ def _scanned(valid: ValidStore) -> list[tuple[str, str, list[Finding]]]:
     for field in _TEXT_FIELDS:
         value = getattr(valid, field)
         if value is not None:
-            texts.append((field, value, None))
+            # A fact's object is the value of its predicate ("password": "…").
+            texts.append((field, value, valid.predicate if field == "object" else None))
     for field in ("conditions", "steps", "entities"):
         texts.extend((f"{field}[{i}]", v, None) for i, v in enumerate(getattr(valid, field)))
     if valid.context is not None:

@@ -36,14 +36,23 @@ leak it. Kinds, and the shape each is recognised by:
   ``***``, ``<password>`` or ``${DB_PASS}`` is not one);
 - ``password``, ``secret``, ``token``, ``api_key``: the value right after such a name and
   ``=`` or ``:`` (``password=…``, ``pw: …``, ``credentials: …``, ``"api_key": "…"``,
-  ``Authorization: Bearer …``) when it looks random: at least :data:`MIN_VALUE_CHARS`
-  characters (:data:`MIN_PASSWORD_CHARS` after a password's name) of two or more classes
-  (lower, upper, digit, symbol), Shannon entropy of at least :func:`entropy_floor` bits per
+  ``Authorization: Bearer …``) when it looks random
+  (:func:`~ferrex.rules.secret_values.looks_random`): at least ``MIN_VALUE_CHARS``
+  characters (``MIN_PASSWORD_CHARS`` after a password's name) of two or more classes
+  (lower, upper, digit, symbol), Shannon entropy of at least ``entropy_floor`` bits per
   character, and not a reference to one kept elsewhere (``${VAR}``, ``<token>``,
   ``os.environ["X"]``, ``DB_PASSWORD``); after ``pin`` or ``passcode``, four digits or more
   are one too (a card's PIN), fewer are a board's pin number (``Pin(pin=13)``);
-- ``password`` said in prose: "the password is …", "my password's …", "pw is …", when the
-  token looks like a password (``hunter2``), not a word ("the password is stored in vault").
+- a credential said in prose: "the password is …", "my password's …", "pw is …", "the
+  staging database password for orbit is …", "password for the orbit db: …", "the API key
+  for billing is …", "the deploy token is …" (``password``, ``api_key``, ``secret``,
+  ``token`` by the noun), when the token looks like one (``hunter2``; words glued to a
+  made-up part, ``Tr0ub4dor&3-staging``), not a word or words joined ("the password is
+  stored in vault", "the token for CI is scoped to …", "2FA-protected"); a login written as
+  a pair, "orbit creds: orbit_app / …" (the second is the password);
+- a fact's object under a predicate naming a credential ("password", "db password", "API
+  key") when it is one token that passes the test of a value after that name
+  (:func:`find_in_named_value`), not "rotated", "in vault" or "12 characters minimum".
 
 Disguises are undone before the shapes read a text (:mod:`ferrex.rules.secret_fold`:
 :func:`fold_disguises`, :func:`join_broken_tokens`):
@@ -53,7 +62,8 @@ split by a newline. The text stored is never the folded one; a finding's span is
 secret is in the text as sent, disguise included, so redaction removes all of it.
 
 Out of reach, by design or for want of a shape: a secret that is a dictionary word or a
-phrase ("the password is swordfish"), a value after a name this module does not know
+phrase ("the password is swordfish"), a value after its name with no copula or colon
+("password Tr0ub4dor…"), a value after a name this module does not know
 (``mysql -p…``, ``--key …``), secrets spelled out, base64-encoded (but for ``Basic``),
 escaped (``\\u005f``, ``&#95;``) or split by anything but one newline, providers without a
 fixed prefix (a bare 40-character AWS secret far from its key id, a Twilio or Datadog key),
@@ -70,49 +80,28 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import re
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Final, Literal
 
 from ferrex.rules.secret_fold import Finding, fold_disguises, join_broken_tokens
+from ferrex.rules.secret_values import (
+    assigned_secret,
+    classes,
+    looks_random,
+    placeholder,
+    repeats,
+    said_secret,
+    wordy,
+)
 
 SecretsMode = Literal["refuse", "redact", "allow"]
 SECRETS_MODES: Final[tuple[SecretsMode, ...]] = ("refuse", "redact", "allow")
-
-MIN_VALUE_CHARS: Final = 8
-"""A value after ``token=`` (or ``secret=``, ``api_key=``) shorter than this is not treated
-as a likely secret."""
-MIN_PASSWORD_CHARS: Final = 6
-"""Nor one after ``password=`` shorter than this: people choose passwords (``hunter2``), and
-what keeps words and names out is the rest of :func:`looks_random`, not the length."""
-MAX_VALUE_CHARS: Final = 512
 
 
 def marker(kind: str) -> str:
     """What a redacted secret of ``kind`` is replaced with."""
     return f"[redacted:{kind}]"
-
-
-def shannon_entropy(text: str) -> float:
-    """Shannon entropy of ``text``'s characters, in bits per character (0 for "")."""
-    if not text:
-        return 0.0
-    counts = Counter(text)
-    total = len(text)
-    return -sum(n / total * math.log2(n / total) for n in counts.values())
-
-
-def entropy_floor(length: int) -> float:
-    """The entropy (bits per character) a value of ``length`` characters needs to count as
-    random: 80 % of the most its length allows (``log2(length)``), capped at 3.0.
-
-    A random value of *n* characters drawn from 60 or more symbols has nearly ``log2(n)``
-    bits per character while n is small (few repeats), and 4 to 6 once it is long; words,
-    repeated digits and patterns stay well below (measured by ``tools/eval_secrets.py``).
-    """
-    return min(3.0, 0.8 * math.log2(max(length, 2)))
 
 
 def find_secrets(text: str) -> list[Finding]:
@@ -139,22 +128,68 @@ def find_secrets(text: str) -> list[Finding]:
 
 
 def find_in_named_value(name: str, value: str) -> list[Finding]:
-    """The likely secrets in ``value``, a structured field's value under the key ``name``
-    (a context's ``{"db_password": "…"}``): those :func:`find_secrets` finds, or else the
-    whole value when ``name`` names a secret and the value looks like one."""
+    """The likely secrets in ``value``, a structured field's value under the name ``name``
+    (a context's ``{"db_password": "…"}``, a fact's object under its predicate
+    ``"password"``): those :func:`find_secrets` finds, or else the whole value when ``name``
+    names a secret (:func:`_secret_name`) and the value looks like one: a single token (a
+    value with a space in it says something about the secret: "see 1Password", "12
+    characters minimum") that passes the test of a value after that name."""
     found = find_secrets(value)
     if found:
         return found
-    named = _NAME.fullmatch(fold_disguises(name).text)
+    rule = _secret_name(name)
     folded = fold_disguises(value)
     stripped = folded.text.strip()
-    if named is None or not stripped:
+    if rule is None or not stripped:
         return []
-    rule = next(g for g, _, _ in _NAMED_KINDS if named.group(g) is not None)
-    if not _assigned_secret(stripped, rule):
+    if any(c.isspace() for c in stripped):
+        return _said_after(rule, value)
+    if not assigned_secret(stripped, rule):
         return []
     start = len(folded.text) - len(folded.text.lstrip())
     return [folded.source_span(Finding(_KIND_OF[rule], start, start + len(stripped)))]
+
+
+# What a value of words under a secret's name is read after (:func:`_said_after`).
+_SAID_LEAD: Final = {
+    "password": "credentials: ",
+    "pin": "pin: ",
+    "api_key": "api key: ",
+    "secret": "secret: ",
+    "token": "token: ",
+}
+
+
+def _said_after(rule: str, value: str) -> list[Finding]:
+    """The likely secrets in ``value``, words under a secret's name, read as prose after
+    that name ("credentials: orbit_app / …", "password: … (staging)"), placed in ``value``."""
+    lead = _SAID_LEAD[rule]
+    return [
+        Finding(f.kind, f.start - len(lead), f.end - len(lead))
+        for f in find_secrets(lead + value)
+        if f.start >= len(lead)
+    ]
+
+
+# Words a predicate may end with after the secret's name ("password for", "api key is").
+_TRAILING_WORDS: Final = frozenset({"for", "of", "is", "was", "are", "to", "on"})
+
+
+def _secret_name(name: str) -> str | None:
+    """The rule of the secret ``name`` names, if it does: a key (``db_password``,
+    ``accessToken``) or words whose last one or two are a secret's name ("password", "has
+    password", "db password", "API key", "login credentials"); not words that go on after
+    it ("password policy", "token lifetime")."""
+    folded = fold_disguises(name).text.strip()
+    words = re.findall(r"[A-Za-z0-9_.-]+", folded)
+    while words and words[-1].lower() in _TRAILING_WORDS:
+        words.pop()
+    tries = [folded] + ["_".join(words[-n:]) for n in (2, 1) if len(words) >= n]
+    for candidate in tries:
+        named = _NAME.fullmatch(candidate)
+        if named is not None:
+            return next(g for g, _, _ in _NAMED_KINDS if named.group(g) is not None)
+    return None
 
 
 def redact(text: str, findings: list[Finding] | None = None) -> str:
@@ -286,10 +321,14 @@ _AWS_SECRET_NEAR: Final = 200
 """How many characters either side of an access key id its secret key is looked for."""
 _AWS_SECRET_ALONE = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
-# (rule, kind, name): the rule is which test the value must pass (:func:`_assigned_secret`),
+# (rule, kind, name): the rule is which test the value must pass (:func:`assigned_secret`),
 # the kind is what a finding is reported as.
 _NAMED_KINDS: Final[tuple[tuple[str, str, str], ...]] = (
-    ("password", "password", r"pass(?:word|wd|phrase)|pwd|pw|credentials?|(?<=[_.-])pass"),
+    (
+        "password",
+        "password",
+        r"pass(?:word|wd|phrase)|pwd|pw|credentials?|creds?|(?<=[_.-])pass",
+    ),
     ("pin", "password", r"pin(?:[_-]?code)?|passcode"),
     ("api_key", "api_key", r"api[_-]?key|apikey|access[_-]?key"),
     ("secret", "secret", r"secret(?:[_-]?key)?"),
@@ -315,36 +354,41 @@ _NAMED = re.compile(
 _BEARER = re.compile(r"(?<![A-Za-z0-9])Bearer[ \t]+(?P<value>[A-Za-z0-9._~+/-]{16,512}=*)")
 _BASIC = re.compile(r"(?<![A-Za-z0-9])Basic[ \t]+(?P<value>[A-Za-z0-9+/]{12,512}={0,2})")
 
-# A password said in prose: a noun (password, passphrase, passcode, pw, PIN), what it is
-# for ("for the admin account"), a copula ("is", "was", "'s"), an adverb ("now"), then one
-# token, quoted or not, which must look like a password, not a word (:func:`_said_secret`):
-# "the password is stored in vault" says where it is.
+# A credential said in prose: its noun (password, passwd, passphrase, passcode, pw, PIN, API
+# key, secret, token, creds), what it is for ("for the admin account", "(staging)"), a copula
+# ("is", "was", "'s"), a dash, or a colon or ``=`` after what it is for (right after the
+# noun they are an assignment: :data:`_NAMED`), an adverb ("now"), then one token, quoted or
+# not, which must look like a password, not a word (:func:`said_secret`): "the password is
+# stored in vault" says where it is. The other words of the sentence are the thing it is
+# for ("the staging database password for orbit is …").
+_SAID_NOUN = (
+    r"(?:(?P<pin>pin(?:[ -]?code)?|passcode)"
+    r"|(?P<password>pass(?:word|wd|phrase)|pwd?|cred(?:s|entials?)?)"
+    r"|(?P<api_key>api[ _-]?key|access[ _-]key)|(?P<secret>(?:client[ _-])?secret(?:[ _-]key)?)"
+    r"|(?P<token>(?:access[ _-]|api[ _-]|auth[ _-]|bearer[ _-])?token))"
+)
+_SAID_FOR = (
+    r"(?P<what>(?:[ \t]+(?:for|of|to|on)[ \t]+[^.,;:!?\n]{1,40}?)?"
+    r"(?:[ \t]*\([^()\n]{1,40}\))?)"
+)
 _SAID = re.compile(
-    r"(?i)(?<![A-Za-z0-9_])(?:(?P<pin>pin(?:[ -]?code)?|passcode)|pass(?:word|phrase)|pwd?)"
-    r"(?:[ \t]+(?:for|of|to|on)[ \t]+[^.,;:!?\n]{1,40}?)?"
-    r"(?:['\u2019]s|[ \t]+(?:is|was))[ \t]+(?:(?:now|still|just|currently|actually)[ \t]+)?"
-    r"(?P<quote>[\"'`\u2018\u201c]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
+    r"(?i)(?<![A-Za-z0-9_])"
+    + _SAID_NOUN
+    + _SAID_FOR
+    + r"(?:['\u2019]s[ \t]+|[ \t]+(?:is|was)[ \t]+|(?P<assign>[ \t]*[:=](?!//)[ \t]*)"
+    r"|[ \t]+(?:-|\u2013|\u2014|->|=>|\u2192)[ \t]+)"
+    r"(?:(?:now|still|just|currently|actually)[ \t]+)?"
+    r"(?P<quote>[\"'`\u2018\u201c(\[]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
 )
-_SAID_CHARS: Final = 6
-"""The fewest characters of a password said in prose (a PIN's digits: :data:`_PIN`)."""
-# A PIN or a passcode of digits; shorter, a number after ``pin`` is a pin's number
-# (``Pin(pin=13)``, ``led_pin: 2``): boards have tens of pins, cards have 4-digit PINs.
-_PIN = re.compile(r"[0-9]{4,12}")
-
-_DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\.?")
-_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]+")
-_PLACEHOLDER = re.compile(
-    r"(?i)(?:[*x\u2022.#-]+|\$[A-Z0-9_]*|\$\{[^}]*\}|\{\{.*\}\}|<[^>]*>|%\(\w+\)s|\$\d\$.*|\$2[aby]?\$.*|\$argon2.*|%s?|"
-    r"your[_-].*|.*[_-]here|"
-    r"(?:redacted|changeme|example|placeholder|secret|password|passwd|pass|pwd|token|user|"
-    r"username|none|null|nil|empty|unset|hidden|masked|dummy|fake|todo|tbd)s?)"
+# A login written as a pair: "orbit creds: orbit_app / …", "the VPN credentials
+# are alice@example.com / …", "username/password: admin/…"; the password is the second.
+_PAIR = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?:creds?|credentials|logins?|user(?:name)?[ \t]*/[ \t]*pass(?:word)?)"
+    + _SAID_FOR
+    + r"(?:[ \t]*[:=][ \t]*|[ \t]+(?:is|are|was|were)[ \t]+)"
+    r"[^\s/:\"'`]{1,64}[ \t]*[/:][ \t]*"
+    r"(?P<quote>[\"'`\u2018\u201c(\[]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
 )
-# Words and short numbers joined by separators: ``ready-for-review``, ``see-vault-42``,
-# ``2fa-enabled``, ``summary-v2``.
-_WORDY_PART = re.compile(
-    r"[a-z]+|[A-Z][a-z]+|[A-Z]+|\d{1,4}|\d{1,2}[a-z]{1,3}|[A-Za-z]{1,3}\d{1,3}"
-)
-_WORD_SEPARATORS = re.compile(r"[-_./:]+")
 
 
 def _candidates(text: str) -> Iterator[Finding]:
@@ -363,24 +407,31 @@ def _candidates(text: str) -> Iterator[Finding]:
         if _jwt_header(m.group(1)):
             yield Finding("jwt", m.start(), m.end())
     for m in _URL_PASSWORD.finditer(text):
-        if not _placeholder(m.group("password")):
+        if not placeholder(m.group("password")):
             yield Finding("url_password", m.start("password"), m.end("password"))
     for m in _AWS_SECRET.finditer(text):
         if looks_random(m.group("value")):
             yield Finding("aws_secret_key", m.start("value"), m.end("value"))
     yield from _aws_secrets_near_key_ids(text)
     for rule, start, value in _assignments(text):
-        if _assigned_secret(value, rule):
+        if assigned_secret(value, rule):
             yield Finding(_KIND_OF[rule], start, start + len(value))
     for m in _BEARER.finditer(text):
-        if _assigned_secret(m.group("value"), "token"):
+        if assigned_secret(m.group("value"), "token"):
             yield Finding("token", m.start("value"), m.end("value"))
     for m in _BASIC.finditer(text):
         if _basic_credentials(m.group("value")):
             yield Finding("password", m.start("value"), m.end("value"))
     for m in _SAID.finditer(text):
+        if m.group("assign") and not m.group("what"):
+            continue  # ``password: …`` and ``token = …``: the assignment's rule (_NAMED)
         value = _said_value(m)
-        if _said_secret(value, pin=m.group("pin") is not None):
+        rule = next(g for g, _, _ in _NAMED_KINDS if m.groupdict().get(g) is not None)
+        if said_secret(value, rule):
+            yield Finding(_KIND_OF[rule], m.start("value"), m.start("value") + len(value))
+    for m in _PAIR.finditer(text):
+        value = _said_value(m)
+        if said_secret(value, "password"):
             yield Finding("password", m.start("value"), m.start("value") + len(value))
 
 
@@ -427,50 +478,11 @@ def _said_value(m: re.Match[str]) -> str:
     """The token a password said in prose is: up to its closing quote if quoted, without
     the punctuation that ends the sentence or the clause."""
     value = m.group("value")
-    closing = {"\u2018": "\u2019", "\u201c": "\u201d"}.get(m.group("quote"), m.group("quote"))
+    opening = m.group("quote")
+    closing = {"\u2018": "\u2019", "\u201c": "\u201d", "(": ")", "[": "]"}.get(opening, opening)
     if closing and closing in value:
         return value.split(closing, 1)[0]
     return value.rstrip(".,;:)").removesuffix("\u2019")
-
-
-def _said_secret(value: str, *, pin: bool) -> bool:
-    """Whether a token said to be a password looks like one, by its structure: a PIN's
-    digits (after "pin" or "passcode"), a run of six or more digits, or six or more
-    characters mixing letters with digits or symbols that are not a phrase
-    (:func:`_phrase`), a name (``DB_PASSWORD``, ``vault.prod``) or a placeholder. A word
-    alone ("stored", "required", "**redacted**") is never one: a password that is an
-    English word is out of reach, it reads like the sentences about passwords that must stay
-    clean."""
-    core = value.rstrip("!?")
-    if core.isdigit():
-        return not _repeats(core) and (
-            _PIN.fullmatch(core) is not None if pin else _SAID_CHARS <= len(core) <= 64
-        )
-    parts = _PARTS.findall(core)
-    if len(core) < _SAID_CHARS or not any(c.isalpha() for c in core):
-        return False
-    if len(parts) == 1 and parts[0].isalpha():  # a word, quoted or starred
-        return False
-    return _classes(value) >= 2 and not _phrase(core) and not _assigned_reference(value)
-
-
-# Technical names that end in a number: an encoding, a hash, a protocol, a key size.
-_TECHNICAL = re.compile(
-    r"(?i)(?:base|sha|md|utf|wpa|oauth|https?|ipv|x|pkcs|aes|rsa|argon|pbkdf|crc|tls|ssl|ed|v)"
-    r"[0-9]+[a-z]?"
-)
-_PARTS = re.compile(r"[A-Za-z0-9]+")
-
-
-def _phrase(value: str) -> bool:
-    """Whether ``value`` reads as words, numbers and technical names joined (``SHA-256``,
-    ``base64``, ``2FA-protected``, ``sha256(salt+pw)``) rather than a password: each part
-    a word, a short number or a technical name, or any part a lower-case word of four
-    letters or more beside others (``…-encoded``, ``…-based``)."""
-    parts = _PARTS.findall(value)
-    if len(parts) > 1 and any(p.isalpha() and p.islower() and len(p) >= 4 for p in parts):
-        return True
-    return all(_WORDY_PART.fullmatch(p) or _TECHNICAL.fullmatch(p) for p in parts)
 
 
 def _mixed(kind: str, token: str) -> bool:
@@ -488,7 +500,7 @@ def _mixed(kind: str, token: str) -> bool:
         return digits and any(c.islower() for c in body) and any(c.isupper() for c in body)
     if kind == "gitlab_token":
         alnum = "".join(c for c in body if c.isalnum())
-        return _classes(alnum) >= 2 and not _wordy(body) and not _repeats(body)
+        return classes(alnum) >= 2 and not wordy(body) and not repeats(body)
     if kind == "huggingface_token":
         fifth = len(body) / 5
         upper = sum(c.isupper() for c in body)
@@ -514,71 +526,3 @@ def _jwt_header(part: str) -> bool:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return False
     return isinstance(header, dict) and isinstance(header.get("alg"), str)
-
-
-def _placeholder(value: str) -> bool:
-    return _PLACEHOLDER.fullmatch(value) is not None
-
-
-def _classes(value: str) -> int:
-    return sum(
-        (
-            any(c.islower() for c in value),
-            any(c.isupper() for c in value),
-            any(c.isdigit() for c in value),
-            any(not c.isalnum() for c in value),
-        )
-    )
-
-
-def looks_random(
-    value: str, floor: Callable[[int], float] | None = None, *, min_chars: int = MIN_VALUE_CHARS
-) -> bool:
-    """Whether ``value`` is long, mixed and high-entropy enough to be a generated secret.
-
-    It needs ``min_chars`` to :data:`MAX_VALUE_CHARS` characters, a digit and two
-    classes of characters (or three classes), :func:`entropy_floor`, and must not be words
-    and short numbers joined by separators (``ready-for-review``, ``Summer-2024``) nor a
-    short unit repeated.
-    ``floor`` replaces :func:`entropy_floor` (the evaluation sweeps it).
-    """
-    floor = floor or entropy_floor
-    classes = _classes(value)
-    return (
-        min_chars <= len(value) <= MAX_VALUE_CHARS
-        and (classes >= 3 or (classes == 2 and any(c.isdigit() for c in value)))
-        and shannon_entropy(value) >= floor(len(value))
-        and not _wordy(value)
-        and not _repeats(value)
-    )
-
-
-def _repeats(value: str) -> bool:
-    """Whether ``value`` is a short unit repeated (``Ab1!Ab1!Ab1!``), however random the
-    unit: a pattern, not a generated secret."""
-    n = len(value)
-    return any(value == (value[:p] * (n // p + 1))[:n] for p in range(1, min(16, n // 2) + 1))
-
-
-def _wordy(value: str) -> bool:
-    parts = [p for p in _WORD_SEPARATORS.split(value) if p]
-    return bool(parts) and all(_WORDY_PART.fullmatch(p) for p in parts)
-
-
-def _assigned_secret(value: str, rule: str) -> bool:
-    """A value after a secret's name that is one, not a reference to where one is kept.
-    After ``pin`` or ``passcode``, :data:`_PIN`'s digits are one too."""
-    if _assigned_reference(value):
-        return False
-    if rule == "pin" and _PIN.fullmatch(value) and not _repeats(value):
-        return True
-    least = MIN_PASSWORD_CHARS if rule == "password" else MIN_VALUE_CHARS
-    return looks_random(value, min_chars=least)
-
-
-def _assigned_reference(value: str) -> bool:
-    """Whether ``value`` names where a secret is kept (a variable, ``${VAR}``, a dotted
-    path) or is a placeholder."""
-    # Markdown escapes its underscores (``process.env.API\\_KEY``): a reference still.
-    plain = value.replace("\\", "")
-    return bool(_placeholder(plain) or _ENV_NAME.fullmatch(plain) or _DOTTED_NAME.fullmatch(plain))

@@ -224,3 +224,77 @@ def test_a_token_as_a_namespace_a_context_key_or_in_disguise_stays_out_and_scan_
         ("default", "content"),
         ("default", "context.[redacted:github_token] (key)"),
     ]
+
+
+# Passwords as a new user wrote them (issue: stored as plain text), and text about passwords
+# that must be stored.
+NAMED_PASSWORDS = (
+    {"content": "The staging database password for orbit is Tr0ub4dor&3-staging, user orbit_app."},
+    {"content": "password for the orbit staging db: Tr0ub4dor&3x"},
+    {"content": "orbit creds: orbit_app / Tr0ub4dor&3x"},
+    {"subject": "orbit staging db", "predicate": "password", "object": "Tr0ub4dor&3x"},
+)
+ABOUT_PASSWORDS = (
+    {"content": "rotate the staging password every 90 days"},
+    {"content": "the password policy requires 12 characters"},
+    {"content": "password reset emails go through SES"},
+    {"content": "the orbit API uses a token bucket rate limiter"},
+    {"content": "set the API key in the env var ORBIT_KEY"},
+    {"content": "the secret is stored in Vault at secret/orbit/db"},
+    {"subject": "orbit staging db", "predicate": "password", "object": "see 1Password"},
+)
+
+
+def test_a_password_named_in_prose_a_creds_pair_or_a_fact_is_refused_and_text_about_them_stored(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+
+    async def storing() -> None:
+        async with stdio_client(home) as client:
+            await call(client, "store", {"content": "The release train leaves on Thursdays"})
+            head = journal_head(home)
+            where = (
+                "content at character 43",
+                "content at character 35",
+                "content at character 25",
+                "object at character 0",
+            )
+            for request, at in zip(NAMED_PASSWORDS, where, strict=True):
+                code, text = await error(client, "store", dict(request))
+                assert code == "secret_refused", request
+                assert f"a likely password in {at}" in text and "Tr0ub4dor" not in text
+            assert journal_head(home) == head, "a refused store writes nothing"
+            for request in ABOUT_PASSWORDS:
+                stored = await call(client, "store", dict(request))
+                assert stored["status"] == "stored", request
+                assert "redacted" not in stored
+
+    anyio.run(storing)
+    assert _anywhere(home, "Tr0ub4dor") == []
+
+    # Imported under redact, each value is replaced; stored under allow, scan finds them.
+    lines = tmp_path / "in.jsonl"
+    lines.write_text("\n".join(json.dumps(r) for r in NAMED_PASSWORDS + ABOUT_PASSWORDS) + "\n")
+    redacting = tmp_path / "redacting"
+    done = ferrex(redacting, "import", str(lines), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["secrets"] == {"lines": 4, "kinds": {"password": 4}}
+    assert _anywhere(redacting, "Tr0ub4dor") == [] and "Tr0ub4dor" not in done.stdout
+
+    allowing = tmp_path / "allowing"
+    allowing.mkdir()
+    (allowing / "ferrex.toml").write_text('[store]\nsecrets = "allow"\n')
+    assert ferrex(allowing, "import", str(lines)).returncode == 0
+    done = ferrex(allowing, "secrets", "scan", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "Tr0ub4dor" not in done.stdout
+    scan = json.loads(done.stdout)
+    assert scan["scanned"] == len(NAMED_PASSWORDS) + len(ABOUT_PASSWORDS)
+    assert sorted((f["field"], f["kind"], f["at"]) for f in scan["found"]) == [
+        ("content", "password", 25),
+        ("content", "password", 35),
+        ("content", "password", 43),
+        ("object", "password", 0),
+    ]

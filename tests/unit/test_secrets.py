@@ -16,14 +16,12 @@ from ferrex.config import load
 from ferrex.core.settings import StoreSettings
 from ferrex.errors import UsageError
 from ferrex.rules.memory_input import StoreRequest, secrets_in, validate
+from ferrex.rules.secret_values import entropy_floor, looks_random, shannon_entropy
 from ferrex.rules.secrets import (
-    entropy_floor,
     find_in_named_value,
     find_secrets,
-    looks_random,
     marker,
     redact,
-    shannon_entropy,
 )
 
 B62 = "Q7vK2mXp9LzR4tWc8NbY3hJf6GdS1aEu"  # 32 made-up characters, mixed like a real key
