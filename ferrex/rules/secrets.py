@@ -63,7 +63,8 @@ secret is in the text as sent, disguise included, so redaction removes all of it
 
 Out of reach, by design or for want of a shape: a secret that is a dictionary word or a
 phrase ("the password is swordfish"), a value after its name with no copula or colon
-("password Tr0ub4dor…"), a value after a name this module does not know
+unless it looks generated and mixes three classes of characters, a value after a name
+this module does not know
 (``mysql -p…``, ``--key …``), secrets spelled out, base64-encoded (but for ``Basic``),
 escaped (``\\u005f``, ``&#95;``) or split by anything but one newline, providers without a
 fixed prefix (a bare 40-character AWS secret far from its key id, a Twilio or Datadog key),
@@ -380,6 +381,15 @@ _SAID = re.compile(
     r"(?:(?:now|still|just|currently|actually)[ \t]+)?"
     r"(?P<quote>[\"'`\u2018\u201c(\[]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
 )
+# A password named and given with nothing between ("user deploybot, password" and a generated
+# string):
+# the value must pass the prose test, look generated (:func:`looks_random`) and mix three
+# classes of characters, which a word after the noun ("password reset", "password manager",
+# "the password argon2id hash") never does. The password nouns only: "token bucket", "secret sauce" are words.
+_SAID_BARE = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?:pass(?:word|wd|phrase)|pwd?)[ \t]+"
+    r"(?P<quote>[\"'`\u2018\u201c(\[]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
+)
 # A login written as a pair: "orbit creds: orbit_app / …", "the VPN credentials
 # are alice@example.com / …", "username/password: admin/…"; the password is the second.
 _PAIR = re.compile(
@@ -429,6 +439,10 @@ def _candidates(text: str) -> Iterator[Finding]:
         rule = next(g for g, _, _ in _NAMED_KINDS if m.groupdict().get(g) is not None)
         if said_secret(value, rule):
             yield Finding(_KIND_OF[rule], m.start("value"), m.start("value") + len(value))
+    for m in _SAID_BARE.finditer(text):
+        value = _said_value(m)
+        if said_secret(value, "password") and looks_random(value) and classes(value) >= 3:
+            yield Finding("password", m.start("value"), m.start("value") + len(value))
     for m in _PAIR.finditer(text):
         value = _said_value(m)
         if said_secret(value, "password"):

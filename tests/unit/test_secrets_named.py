@@ -114,3 +114,29 @@ def test_a_facts_object_that_says_about_a_credential_is_no_secret(
     predicate: str, value: str
 ) -> None:
     assert find_in_named_value(predicate, value) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Deploy keys for the payments repo: user deploybot, password Zq8!vR2#kLm9 please rotate",
+        "pw 8f3kQ2!x for the kiosk",
+        "set password Hunter2024 for the demo tenant",
+    ],
+)
+def test_a_generated_password_right_after_its_noun_is_caught(text: str) -> None:
+    assert find_secrets(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password argon2id hash is stored per user",
+        "password reset emails go through SES",
+        "password v2 migration lands Friday",
+        "password SHA-256 hashes are salted",
+        "passwords hashed with bcrypt2b",
+    ],
+)
+def test_a_word_after_the_password_noun_is_not_a_password(text: str) -> None:
+    assert find_secrets(text) == [], text
