@@ -62,6 +62,7 @@ def test_a_vague_question_naming_a_day_is_answered_by_that_days_memories(
                 "2026-12-08": {ids[t] for t, _ in DECEMBER_8},
                 "2026-12-07": {ids[t] for t, _ in DECEMBER_7},
                 "December 7": {ids[t] for t, _ in DECEMBER_7},
+                "7 to 8": {ids[t] for t, _ in (*DECEMBER_7, *DECEMBER_8)},
             }
             questions = (
                 ("what did we change yesterday?", "yesterday"),
@@ -70,6 +71,7 @@ def test_a_vague_question_naming_a_day_is_answered_by_that_days_memories(
                 ("what did we work on on 2026-12-07?", "2026-12-07"),
                 ("what were we working on on December 7?", "December 7"),
                 ("any issues yesterday?", "yesterday"),
+                ("what did we change between December 7 and December 8?", "7 to 8"),
             )
             others = set(ids.values())
             for question, day in questions:
