@@ -72,6 +72,10 @@ class Terms:
     given: int = 0
     """The explicit filters (an entity filter, an ``after``/``before`` window): terms every
     ranked memory has (:func:`ferrex.rules.relevance.coverage`)."""
+    period_given: bool = False
+    """The named period counts as one more explicit filter for a memory whose event time is
+    inside it: the question asks for little besides the period
+    (:func:`ferrex.rules.relevance.vague`: "what did we change yesterday?")."""
 
     @classmethod
     def of(
@@ -88,7 +92,7 @@ class Terms:
             return cls(found, None, names)
         named = {t for name in filtered for t in tokens(name)}
         kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
-        return cls(kept, period, names - named, given)
+        return cls(kept, period, names - named, given, period is not None and relevance.vague(kept))
 
     @property
     def only_a_period(self) -> bool:
@@ -108,6 +112,12 @@ def evidence_of(
     of the best BM25 score."""
     hit = None if dense is None else dense.best.get(memory.memory_id)
     text = tokens(memory_text(memory.type, memory.body()))
+    period = terms.period
+    holds = period is not None and period.holds(memory.t_valid)
+    # A period the question names, and little else, is a filter the memory passed when its
+    # event time is inside it: counted among the filters given (one term found, as it was
+    # one term found in the period), so it is evidence as an after/before window is.
+    as_filter = terms.period_given and holds
     # Below the leg's floor a memory counts as at the floor, as one the leg did not return:
     # the same evidence however deep a longer answer asked the leg.
     return relevance.evidence(
@@ -116,12 +126,10 @@ def evidence_of(
         None if hit is None or dense is None else max(hit.score, dense.floor),
         None if dense is None else dense.floor,
         None
-        if terms.period is None
-        else relevance.period_found(
-            terms.period.holds(memory.t_valid), tokens(terms.period.phrase), text
-        ),
+        if period is None or as_filter
+        else relevance.period_found(holds, tokens(period.phrase), text),
         terms.names,
-        terms.given,
+        terms.given + int(as_filter),
         (None, None) if candidate is None else (candidate.dense_rank, candidate.sparse_rank),
         best_of(dense),
         0.0 if candidate is None or candidate.bm25 is None else share_of(candidate.bm25, sparse),

@@ -6,7 +6,9 @@ the period it names out.
 before May); ``"last week"`` is the seven days before the Monday of ``now``'s week;
 ``"yesterday"``, ``"the day before yesterday"``, ``"today"``, ``"3 days ago"``, ``"two
 months ago"``, ``"last month"``, ``"earlier this month"``, ``"this year"``, ``"in 2023"``,
-``"2023-12-04"``, ``"4 Dec 2023"``, ``"early March"``, ``"late May 2023"`` work alike.
+``"2023-12-04"``, ``"4 Dec 2023"``, ``"early March"``, ``"late May 2023"`` work alike. A range
+of days is one period, the last day included: ``"between November 26 and November 30,
+2026"``, ``"November 17-18"``, ``"from Dec 28 to Jan 3"``, ``"2026-12-01 to 2026-12-03"``.
 
 Weekdays: ``"last Tuesday"``, ``"on Monday"``, ``"Friday morning"`` are the most recent such
 day *before* today (never today: "what did we decide on Monday?" asked on a Monday means a
@@ -74,7 +76,35 @@ _COUNT = (
 _WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")"
 _PART = r"(?:\s+(?:morning|afternoon|evening|night))?"
 
+
+def _on(i: int) -> str:
+    """A month and day, and maybe a year (groups ``month{i}``, ``day{i}``, ``year{i}``)."""
+    months = "|".join(sorted(_MONTHS, key=len, reverse=True))
+    return (
+        rf"(?P<month{i}>{months})\.?\s+(?P<day{i}>\d{{1,2}})(?:st|nd|rd|th)?"
+        rf"(?:,?\s+(?P<year{i}>(?:19|20)\d{{2}}))?"
+    )
+
+
+def _iso(i: int) -> str:
+    return rf"(?P<year{i}>\d{{4}})-(?P<month{i}>\d{{2}})-(?P<day{i}>\d{{2}})"
+
+
+_UNTIL = r"(?:and|to|until|till|through|thru)"
+_DASH = r"\s*[-\u2013\u2014]\s*"
+_LAST_DAY = r"(?P<day2>\d{1,2})(?:st|nd|rd|th)?(?:,?\s+(?P<year2>(?:19|20)\d{2}))?"
+_RANGES: Final = (
+    rf"(?:between|from)\s+{_on(1)}\s+{_UNTIL}\s+{_on(2)}",
+    rf"(?:between|from)\s+{_on(1)}\s+{_UNTIL}\s+{_LAST_DAY}",
+    rf"{_on(1)}(?:{_DASH}|\s+(?:to|until|till|through|thru)\s+){_on(2)}",
+    rf"{_on(1)}{_DASH}{_LAST_DAY}",
+    rf"(?:(?:between|from)\s+)?{_iso(1)}\s+{_UNTIL}\s+{_iso(2)}",
+)
+"""Two days and the days between ("between November 26 and November 30, 2026", "November
+17-18", "Dec 28 to Jan 3", "2026-12-01 to 2026-12-03"): more specific than either day."""
+
 _PATTERNS: Final = [
+    *(("range", re.compile(rf"\b{pattern}\b")) for pattern in _RANGES),
     ("iso", re.compile(r"\b(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})\b")),
     ("month_day", re.compile(rf"\b{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?\b")),
     ("day_month", re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?:,?\s+{_YEAR})?\b")),
@@ -147,6 +177,8 @@ _VERBS: Final = {"may", "march"}
 def _period(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
     zone = now.tzinfo or UTC
     today = now.date()
+    if kind == "range":
+        return _range(m, today, zone)
     if kind == "named":
         return _named(m.group("word"), today, zone)
     if kind == "before_yesterday":
@@ -202,6 +234,41 @@ def _period(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datet
     if not _valid(year, month, day):
         return _IMPOSSIBLE
     return _days(date(year, month, day), 1, zone)
+
+
+def _range(m: re.Match[str], today: date, zone: tzinfo) -> tuple[datetime, datetime] | None:
+    """From the first day to the last, both included ("between November 26 and November 30,
+    2026", "November 17-18", "2026-12-01 to 2026-12-03"). A year written once holds for
+    both ends; with none, the last day is the most recent such day (as for one day), and the
+    first day the one before it. None when the first day is after the last."""
+    parts = m.groupdict()
+
+    def month_of(text: str) -> int:
+        return int(text) if text.isdigit() else _MONTHS[text]
+
+    first_month = month_of(parts["month1"])
+    last_month = month_of(parts["month2"]) if parts.get("month2") else first_month
+    first_day, last_day = int(parts["day1"]), int(parts["day2"])
+    year_text = parts.get("year2") or parts.get("year1")
+    if year_text is None:
+        last_year = today.year
+        if (
+            _valid(last_year, last_month, last_day)
+            and date(last_year, last_month, last_day) > today
+        ):
+            last_year -= 1
+    else:
+        last_year = int(year_text)
+    if parts.get("year1"):
+        first_year = int(parts["year1"])
+    else:
+        first_year = last_year - (1 if first_month > last_month else 0)  # Dec 28 to Jan 3
+    if not (_valid(first_year, first_month, first_day) and _valid(last_year, last_month, last_day)):
+        return _IMPOSSIBLE
+    first, last = date(first_year, first_month, first_day), date(last_year, last_month, last_day)
+    if first > last:
+        return None
+    return _at(first, zone), _at(last + timedelta(days=1), zone)
 
 
 def _named(word: str, today: date, zone: tzinfo) -> tuple[datetime, datetime]:

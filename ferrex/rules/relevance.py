@@ -132,7 +132,8 @@ class Evidence:
     the memory does not state, else 0 (:func:`missing_attribute`)."""
     given: float = 0.0
     """How many explicit filters (entities, a time window) the memory passed to be ranked
-    at all (:func:`coverage`, :meth:`Model.relevance`)."""
+    at all, and the period a vague question names when its event time is inside it
+    (:func:`vague`; :func:`coverage`, :meth:`Model.relevance`)."""
     dense_rank: int | None = None
     """The memory's rank in the dense leg (1 is the best; None: the leg did not return it)."""
     sparse_rank: int | None = None
@@ -173,7 +174,9 @@ class Model:
         ``missing_*`` evidence all 0). The caller who filters on ``pg-primary`` and asks
         "what changed?" has said what the question is about; every memory the filter
         admits is about it, however few of the question's words it shares, and a recall
-        that answers it with *nothing relevant* would hide the answer."""
+        that answers it with *nothing relevant* would hide the answer. A period named in
+        a vague question ("what did we change yesterday?", :func:`vague`) is such a filter
+        for a memory whose event time is inside it (counted in ``given``)."""
         z = (
             self.cosine_weight * evidence.cosine
             + self.coverage_weight * evidence.coverage
@@ -523,6 +526,23 @@ PERIOD_FRAME: Final = frozenset(
 "anything new over the weekend?") or about what an explicit filter admits ("what happened
 to it?" with ``entities: [pg-primary]``): with a period or a filter named they ask for
 nothing of their own."""
+
+
+VAGUE_AT_MOST: Final = 1
+"""A question naming a period is vague when at most this many of its terms are left
+besides the period and its frame (:func:`vague`)."""
+
+
+def vague(query_tokens: Iterable[str]) -> bool:
+    """Whether a question naming a period asks for little besides it: at most
+    :data:`VAGUE_AT_MOST` terms left once the period's words and the words that frame it
+    (:data:`PERIOD_FRAME`) are taken out ("what did we *change* yesterday?", "what did we
+    *work* on on 2026-12-03?", "any *issues* last week?"). The period then says what the
+    question is about, as an ``after``/``before`` window does: it counts as an explicit
+    filter for a memory whose event time is inside it (``given``, :meth:`Model.relevance`),
+    and for no other. A question that names more ("what did we decide about the Kafka
+    partitions yesterday?") is judged by its words, the period one term among them."""
+    return len(set(query_tokens)) <= VAGUE_AT_MOST
 
 
 def period_found(holds: bool, phrase_tokens: Iterable[str], document_tokens: Iterable[str]) -> bool:

@@ -159,3 +159,41 @@ def test_this_and_last_season_in_january() -> None:
     assert span("this winter", january)[1:] == ("2023-12-01", "2024-03-01")
     assert span("last winter", january)[1:] == ("2022-12-01", "2023-03-01")
     assert span("this summer", january)[1:] == ("2024-06-01", "2024-09-01")
+
+
+# NOW is Wednesday 2024-03-13.
+@pytest.mark.parametrize(
+    ("question", "phrase", "start", "end"),
+    [
+        ("what broke between March 4 and March 6, 2024?", "between March 4 and March 6, 2024",
+         "2024-03-04", "2024-03-07"),
+        ("escalations on February 17\u201318, 2024", "February 17\u201318, 2024",
+         "2024-02-17", "2024-02-19"),
+        ("retros held on March 1-2", "March 1-2", "2024-03-01", "2024-03-03"),
+        ("load tests from Feb 28 to March 2", "from Feb 28 to March 2", "2024-02-28", "2024-03-03"),
+        ("between October 5 and 7", "between October 5 and 7", "2023-10-05", "2023-10-08"),
+        ("the freeze from Dec 28 to Jan 3", "from Dec 28 to Jan 3", "2023-12-28", "2024-01-04"),
+        ("November 28 - December 2, 2023", "November 28 - December 2, 2023",
+         "2023-11-28", "2023-12-03"),
+        ("between 2024-03-01 and 2024-03-03", "between 2024-03-01 and 2024-03-03",
+         "2024-03-01", "2024-03-04"),
+    ],
+)  # fmt: skip
+def test_a_range_of_days_is_one_period_from_the_first_to_the_last(
+    question: str, phrase: str, start: str, end: str
+) -> None:
+    assert span(question) == (phrase, start, end)
+
+
+@pytest.mark.parametrize(
+    ("question", "phrase"),
+    [
+        ("between May 5 and May 1", "May 5"),  # backwards: not a range, the first day
+        ("version 2.1 to 3", None),
+        ("pages 12-14", None),
+    ],
+)
+def test_what_is_not_a_range_of_days(question: str, phrase: str | None) -> None:
+    found = when(question, NOW)
+    assert (None if found is None else found.phrase) == phrase
+    assert when("between February 30 and March 2", NOW) is None  # an impossible day

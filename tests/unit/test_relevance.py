@@ -34,6 +34,7 @@ from ferrex.rules.relevance import (
     query_names,
     rank_depth,
     trim,
+    vague,
     without_phrase,
 )
 
@@ -381,3 +382,21 @@ def test_under_the_verdict_trim_reads_the_relevance_alone() -> None:
     answer = AnswerModel(kept_from=0.3)
     values = [0.4, 0.1, 0.3, 0.05, 0.1]  # none reaches weak (0.5): the verdict
     assert trim(values, MODEL, [0.0, 0.0, 0.0, 0.9, 0.0], answer) == trim(values, MODEL)
+
+
+def test_a_question_is_vague_when_at_most_one_term_is_left() -> None:
+    assert vague([]) and vague(["chang"]) and vague(["chang", "chang"])
+    assert not vague(["decid", "kafka"])
+
+
+def test_a_period_taken_as_a_filter_lifts_a_memory_the_period_term_left_none() -> None:
+    model = Model()
+    query = tokens("what did we change")  # the period's words taken out: "chang"
+    memory = tokens("Raised the rate limit of the public API to 200 requests per second.")
+    # The vague question's period as a filter the memory passed: at least weak.
+    inside = evidence(query, memory, 0.1, None, in_period=None, given=1)
+    assert model.label(model.relevance(inside)) != "none"
+    # As the period term it was before: one term of two found, no floor.
+    as_term = evidence(query, memory, 0.1, None, in_period=True)
+    assert model.label(model.relevance(as_term)) == "none"
+    assert inside.coverage == as_term.coverage
