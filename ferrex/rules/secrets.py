@@ -382,10 +382,10 @@ _SAID = re.compile(
     r"(?P<quote>[\"'`\u2018\u201c(\[]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
 )
 # A password named and given with nothing between ("user deploybot, password" and a generated
-# string):
-# the value must pass the prose test, look generated (:func:`looks_random`) and mix three
+# string): the value must pass the prose test, look generated (:func:`looks_random`) and mix three
 # classes of characters, which a word after the noun ("password reset", "password manager",
-# "the password argon2id hash") never does. The password nouns only: "token bucket", "secret sauce" are words.
+# "the password argon2id hash") never does. The password nouns only: "token bucket" and
+# "secret sauce" are words.
 _SAID_BARE = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?:pass(?:word|wd|phrase)|pwd?)[ \t]+"
     r"(?P<quote>[\"'`\u2018\u201c(\[]?)(?P<value>[^\s\"'`\u2019\u201d]{1,64})"
