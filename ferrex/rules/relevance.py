@@ -143,6 +143,10 @@ class Evidence:
     how far below the nearest memory of the store this one lies."""
     bm25_share: float = 0.0
     """The memory's BM25 score over the BM25 leg's best, in [0, 1] (0: not returned)."""
+    off_subject: float = 0.0
+    """1 when the memory cannot be about what the question asks (:func:`off_subject`): the
+    question names a thing the store knows and the memory is about another one, or only
+    names it; or the question names an identifier the store has never heard of, else 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +190,8 @@ class Model:
             + self.bias
         )
         value = _sigmoid(z)
+        if evidence.off_subject:
+            return min(value, OFF_SUBJECT_AT_MOST * self.weak_from)
         missing = evidence.missing_named or evidence.missing_name or evidence.missing_attribute
         if evidence.given and not missing:
             return max(value, self.weak_from)
@@ -197,6 +203,13 @@ class Model:
         if relevance >= self.weak_from:
             return "weak"
         return "none"
+
+
+OFF_SUBJECT_AT_MOST: Final = 0.9
+"""A memory that cannot be about what the question asks (``off_subject``,
+:func:`off_subject`) is relevant at most this share of ``weak_from``: labelled ``none``
+however much of the question's wording it shares, still shown (far above
+``hidden_below``), so a wrong call costs the label, never the row."""
 
 
 DEFAULT_MODEL: Final = Model()
@@ -575,6 +588,7 @@ def evidence(
     ranks: tuple[int | None, int | None] = (None, None),
     best_cosine: float | None = None,
     bm25_share: float = 0.0,
+    off: float = 0.0,
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
     cut-off (it scored no higher), else 0 (no dense leg); its coverage (with the period
@@ -599,6 +613,94 @@ def evidence(
         ranks[1],
         gap,
         max(0.0, min(1.0, bm25_share)),
+        off,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """A thing the question names that the store knows: an entity one of whose spellings
+    occurs in the question as whole words (``support gateway`` for ``support-gateway``)."""
+
+    entity_ids: frozenset[str]
+    """The entity and the ids it was known by before a merge."""
+    spellings: tuple[tuple[str, ...], ...]
+    """Every spelling of it the caller sees, as word sequences (normalized, separators as
+    spaces: ``("support", "gateway")``)."""
+    tokens: frozenset[str]
+    """The BM25 tokens of its spellings: the question's words that name it."""
+
+
+SPECIFIC_AT_LEAST: Final = 2
+"""A question asks for something specific of the thing it names when at least this many
+of its terms are left besides the thing's name, its period and the words that frame a
+question about one (:data:`PERIOD_FRAME`): "what is the *latency SLO* of the notification
+worker?" does, "what happened in OPS-1402?" does not (anything about OPS-1402 answers it)."""
+
+
+def names_subject(subject: Subject, entity_ids: Iterable[str], words: str) -> bool:
+    """Whether a memory is about ``subject``: linked to it, or its text (``words``: the
+    normalized text with separators as single spaces, padded with one space each side)
+    spells it."""
+    if subject.entity_ids & set(entity_ids):
+        return True
+    return any(f" {' '.join(spelling)} " in words for spelling in subject.spellings)
+
+
+def off_subject(
+    subjects: Sequence[Subject],
+    query_tokens: Iterable[str],
+    document_tokens: Iterable[str],
+    entity_ids: Iterable[str],
+    words: str,
+    unknown: bool = False,
+) -> float:
+    """1.0 when the memory cannot be about what the question asks, else 0.0:
+
+    - ``unknown``: the question names an identifier (with a digit: ``prod-eu-2``,
+      ``OPS-1433``) that no memory the recall may rank contains and no entity is spelled
+      as: the store has never heard of the thing asked about, so nothing in it answers;
+    - the question names things the store knows (``subjects``) and the memory is about
+      none of them (:func:`names_subject`): a memory about the auth gateway's login rate
+      limit does not answer for the support gateway's, however alike the rest reads (as
+      :func:`missing_named` for an identifier, here for a thing named in plain words);
+    - the memory is about the thing named but shares none of what the question asks of
+      it: at least :data:`SPECIFIC_AT_LEAST` terms besides the thing's name (and the
+      period's frame), none of them in the memory, nor a shortening of one
+      (:data:`SHORTENED_AT_LEAST`: "retro" for "retrospectives"). "What is the latency SLO of the fraud
+      scorer?" is not answered by the fraud scorer's review threshold: the question's
+      name matched, what it asks did not. A vague question about the thing ("what
+      happened in OPS-1402?") is answered by any memory about it, as under an entity
+      filter."""
+    if unknown:
+        return 1.0
+    if not subjects:
+        return 0.0
+    ids = set(entity_ids)
+    if not any(names_subject(s, ids, words) for s in subjects):
+        return 1.0
+    named = set().union(*(s.tokens for s in subjects))
+    asked = set(query_tokens) - named - PERIOD_FRAME
+    if len(asked) < SPECIFIC_AT_LEAST:
+        return 0.0
+    present = set(document_tokens)
+    return 0.0 if any(_shares_word(term, present) for term in asked) else 1.0
+
+
+SHORTENED_AT_LEAST: Final = 4
+"""A word and its shortening (``retro`` for ``retrospective``, ``config`` for
+``configuration``) count as one word when the shorter has at least this many letters."""
+
+
+def _shares_word(term: str, present: set[str]) -> bool:
+    """Whether ``term`` or a word it shortens or is shortened from is in ``present``."""
+    if term in present:
+        return True
+    return any(
+        len(short) >= SHORTENED_AT_LEAST and long.startswith(short)
+        for word in present
+        for short, long in ((word, term), (term, word))
+        if len(short) < len(long)
     )
 
 
