@@ -175,15 +175,35 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[relevance.
     for s in spellings:
         if s.normalized:
             by_entity.setdefault(s.entity_id, []).append(s)
+    forms_of = {
+        entity_id: {tuple(spaced_words(s.normalized).split()) for s in spelt} - {()}
+        for entity_id, spelt in by_entity.items()
+    }
+    words_of = {
+        entity_id: {w for form in forms for w in form if tokens(w)}
+        for entity_id, forms in forms_of.items()
+    }
     found: list[relevance.Subject] = []
     for entity_id, spelt in sorted(by_entity.items()):
-        forms = {tuple(spaced_words(s.normalized).split()) for s in spelt}
-        forms.discard(())
+        forms = forms_of[entity_id]
         if not any(f" {' '.join(form)} " in words and tokens(" ".join(form)) for form in forms):
             continue
         ids = {entity_id, *(s.recorded_under for s in spelt if s.recorded_under)}
         named = frozenset(t for form in forms for t in tokens(" ".join(form)))
-        found.append(relevance.Subject(frozenset(ids), tuple(sorted(forms)), named))
+        siblings = {
+            other for other, its in words_of.items()
+            if other != entity_id and its & words_of[entity_id]
+        }  # fmt: skip
+        sibling_forms = {form for other in siblings for form in forms_of[other]}
+        found.append(
+            relevance.Subject(
+                frozenset(ids),
+                tuple(sorted(forms)),
+                named,
+                frozenset(siblings),
+                tuple(sorted(sibling_forms - forms)),
+            )
+        )
     return found
 
 

@@ -629,6 +629,12 @@ class Subject:
     spaces: ``("support", "gateway")``)."""
     tokens: frozenset[str]
     """The BM25 tokens of its spellings: the question's words that name it."""
+    siblings: frozenset[str] = frozenset()
+    """The other entities the store knows whose spellings share a word with this one's
+    (``auth-gateway`` beside ``support-gateway``, ``search-api`` beside
+    ``search-indexer``): the things a memory about another one than asked is about."""
+    sibling_spellings: tuple[tuple[str, ...], ...] = ()
+    """Their spellings, as word sequences."""
 
 
 SPECIFIC_AT_LEAST: Final = 2
@@ -647,6 +653,13 @@ def names_subject(subject: Subject, entity_ids: Iterable[str], words: str) -> bo
     return any(f" {' '.join(spelling)} " in words for spelling in subject.spellings)
 
 
+def names_sibling(subject: Subject, entity_ids: Iterable[str], words: str) -> bool:
+    """Whether a memory is about one of ``subject``'s siblings (:attr:`Subject.siblings`)."""
+    if subject.siblings & set(entity_ids):
+        return True
+    return any(f" {' '.join(spelling)} " in words for spelling in subject.sibling_spellings)
+
+
 def off_subject(
     subjects: Sequence[Subject],
     query_tokens: Iterable[str],
@@ -661,15 +674,19 @@ def off_subject(
       ``OPS-1433``) that no memory the recall may rank contains and no entity is spelled
       as: the store has never heard of the thing asked about, so nothing in it answers;
     - the question names things the store knows (``subjects``) and the memory is about
-      none of them (:func:`names_subject`): a memory about the auth gateway's login rate
-      limit does not answer for the support gateway's, however alike the rest reads (as
-      :func:`missing_named` for an identifier, here for a thing named in plain words);
+      none of them (:func:`names_subject`) but about a sibling of one, another stored
+      thing spelt with one of its words (:func:`names_sibling`): a memory about the auth
+      gateway's login rate limit does not answer for the support gateway's, however
+      alike the rest reads (as :func:`missing_named` for an identifier, here for a thing
+      named in plain words). A memory that names neither may be about the thing under a
+      name the store has not linked to it ("k8s" asked, "Kubernetes" written): not
+      judged here;
     - the memory is about the thing named but shares none of what the question asks of
       it: at least :data:`SPECIFIC_AT_LEAST` terms besides the thing's name (and the
       period's frame), none of them in the memory, nor a shortening of one
-      (:data:`SHORTENED_AT_LEAST`: "retro" for "retrospectives"). "What is the latency SLO of the fraud
-      scorer?" is not answered by the fraud scorer's review threshold: the question's
-      name matched, what it asks did not. A vague question about the thing ("what
+      (:data:`SHORTENED_AT_LEAST`: "retro" for "retrospectives"). "What is the latency
+      SLO of the fraud scorer?" is not answered by the fraud scorer's review threshold:
+      the question's name matched, what it asks did not. A vague question about the thing ("what
       happened in OPS-1402?") is answered by any memory about it, as under an entity
       filter."""
     if unknown:
@@ -678,7 +695,7 @@ def off_subject(
         return 0.0
     ids = set(entity_ids)
     if not any(names_subject(s, ids, words) for s in subjects):
-        return 1.0
+        return 1.0 if any(names_sibling(s, ids, words) for s in subjects) else 0.0
     named = set().union(*(s.tokens for s in subjects))
     asked = set(query_tokens) - named - PERIOD_FRAME
     if len(asked) < SPECIFIC_AT_LEAST:
