@@ -36,6 +36,12 @@ is computed from the legs' *absolute* evidence instead, five numbers per result:
   orders database listen on" shares half its words with a memory about the orders database
   that gives no port; it is not answered by it.
 
+- ``off_subject``: 1 when the memory cannot be about what the question asks: it is about
+  a sibling of the stored thing the question names (``auth-gateway`` for "the support
+  gateway"), or only names that thing and shares nothing of what is asked of it, or the
+  question names an identifier the store has never heard of (:func:`off_subject`). Not a
+  weight: such a memory's relevance stays below ``weak`` (:data:`OFF_SUBJECT_AT_MOST`).
+
 None of them weights terms by IDF: IDF is a statistic of the whole collection (every
 agent's text, every namespace), so an IDF-weighted coverage would let one agent's private
 memories move the relevance another agent sees, and it would drift with the size of the
@@ -683,9 +689,10 @@ def off_subject(
       judged here;
     - the memory is about the thing named but shares none of what the question asks of
       it: at least :data:`SPECIFIC_AT_LEAST` terms besides the thing's name (and the
-      period's frame), none of them in the memory, nor a shortening of one
-      (:data:`SHORTENED_AT_LEAST`: "retro" for "retrospectives"). "What is the latency
-      SLO of the fraud scorer?" is not answered by the fraud scorer's review threshold:
+      period's frame and grammar words, :data:`GRAMMAR_TOKENS`), none of them in the
+      memory, nor a shortening of one (:data:`SHORTENED_AT_LEAST`: "retro" for
+      "retrospectives"). "What is the latency SLO of the fraud scorer?" is not answered
+      by the fraud scorer's review threshold:
       the question's name matched, what it asks did not. A vague question about the thing ("what
       happened in OPS-1402?") is answered by any memory about it, as under an entity
       filter."""
@@ -697,11 +704,22 @@ def off_subject(
     if not any(names_subject(s, ids, words) for s in subjects):
         return 1.0 if any(names_sibling(s, ids, words) for s in subjects) else 0.0
     named = set().union(*(s.tokens for s in subjects))
-    asked = set(query_tokens) - named - PERIOD_FRAME
+    asked = set(query_tokens) - named - PERIOD_FRAME - GRAMMAR_TOKENS
     if len(asked) < SPECIFIC_AT_LEAST:
         return 0.0
     present = set(document_tokens)
     return 0.0 if any(_shares_word(term, present) for term in asked) else 1.0
+
+
+GRAMMAR_TOKENS: Final = frozenset(
+    {
+        "per", "via", "within", "without", "across", "along", "among", "around", "toward",
+        "upon", "onto", "sinc", "besid", "near", "insid", "outsid", "everi",
+    }
+)  # fmt: skip
+"""Prepositions and quantifiers (BM25 stems) that the BM25 stop words keep: a closed
+class of grammar words, which say nothing of what a question asks ("attempts *per*
+minute" is not answered by "EUR 50 *per* ticket")."""
 
 
 SHORTENED_AT_LEAST: Final = 4

@@ -9,6 +9,10 @@ the stored ``prod-eu-1``), the login rate limit of the support gateway (only the
 gateway's is stored; the support gateway is stored for other things), the latency SLO of
 the fraud scorer (its review thresholds are stored, no SLO). The same questions about what
 is stored are answered, without the verdict, the right note labelled ``weak`` or better.
+
+Not judged (a known limit, so the notes here store no other service's SLO): a memory
+about another stored thing that shares no word with the one asked about (the payments
+API's latency SLO, asked for the fraud scorer's) still counts by its wording.
 """
 
 from __future__ import annotations
@@ -34,8 +38,6 @@ NOTES: tuple[tuple[str, tuple[str, ...]], ...] = (
      ("fraud-scorer",)),
     ("fraud-scorer is a Python FastAPI service; the model is XGBoost loaded at startup.",
      ("fraud-scorer",)),
-    ("search-api SLO: p95 latency under 150ms and 99.9% availability over 28 days.",
-     ("search-api",)),
     ("prod-eu-1 is the main GKE cluster in europe-west4; payments-api and cart-svc run there.",
      ("prod-eu-1", "payments-api", "cart-svc")),
     ("Ingrid upgraded prod-eu-1 to Kubernetes 1.31 node pool by node pool.",
@@ -59,7 +61,6 @@ STORED = (
     ("How many login attempts per minute does the auth gateway allow?", 0),
     ("What are the credit caps of the support gateway?", 3),
     ("What score does the fraud scorer hold for manual review?", 4),
-    ("What is the latency SLO of the search API?", 6),
 )
 """Questions about what is stored, with the note that answers them (by its index)."""
 
