@@ -11,7 +11,7 @@ from typing import Any, NotRequired, TypedDict
 
 from ferrex.models.sparse import tokens
 from ferrex.read.candidate import Candidate
-from ferrex.rules import relevance
+from ferrex.rules import asked, relevance
 from ferrex.rules.dates import Period
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.fusion import (
@@ -79,7 +79,7 @@ class Terms:
     """The named period counts as one more explicit filter for a memory whose event time is
     inside it: the question asks for little besides the period
     (:func:`ferrex.rules.relevance.vague`: "what did we change yesterday?")."""
-    subjects: tuple[relevance.Subject, ...] = ()
+    subjects: tuple[asked.Subject, ...] = ()
     """The things the question names that the store knows (:func:`subjects_named`)."""
     unknown: bool = False
     """The question names an identifier no memory the recall may rank contains and no
@@ -92,7 +92,7 @@ class Terms:
         period: Period | None,
         given: int = 0,
         filtered: Sequence[str] = (),
-        subjects: Sequence[relevance.Subject] = (),
+        subjects: Sequence[asked.Subject] = (),
         unknown: bool = False,
     ) -> Terms:
         """``given``: the explicit filters; ``filtered``: the entity names the filter gave,
@@ -151,7 +151,7 @@ def evidence_of(
         (None, None) if candidate is None else (candidate.dense_rank, candidate.sparse_rank),
         best_of(dense),
         0.0 if candidate is None or candidate.bm25 is None else share_of(candidate.bm25, sparse),
-        relevance.off_subject(
+        asked.off_subject(
             terms.subjects, terms.tokens, text, memory.entity_ids, spaced_words(body),
             terms.unknown,
         ) if terms.subjects or terms.unknown else 0.0,
@@ -166,7 +166,7 @@ def spaced_words(text: str) -> str:
     return f" {' '.join(spaced.split())} "
 
 
-def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[relevance.Subject]:
+def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subject]:
     """The things ``query`` names that the store knows: each entity one of whose spellings
     (``spellings``: those the caller sees) occurs in the question as whole words, with
     every spelling it has. A spelling that is a stop word alone names nothing."""
@@ -183,7 +183,7 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[relevance.
         entity_id: {w for form in forms for w in form if tokens(w)}
         for entity_id, forms in forms_of.items()
     }
-    found: list[relevance.Subject] = []
+    found: list[asked.Subject] = []
     for entity_id, spelt in sorted(by_entity.items()):
         forms = forms_of[entity_id]
         if not any(f" {' '.join(form)} " in words and tokens(" ".join(form)) for form in forms):
@@ -196,7 +196,7 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[relevance.
         }  # fmt: skip
         sibling_forms = {form for other in siblings for form in forms_of[other]}
         found.append(
-            relevance.Subject(
+            asked.Subject(
                 frozenset(ids),
                 tuple(sorted(forms)),
                 named,
@@ -222,12 +222,12 @@ def unknown_identifiers(
     """The identifiers the query asks about (:func:`identifiers_asked`) that no entity is
     spelled as and that ``held`` (a look-up of the BM25 index under the recall's filter)
     finds in no memory."""
-    asked = identifiers_asked(query)
-    if not asked:
+    wanted = identifiers_asked(query)
+    if not wanted:
         return []
     spelt = {t for s in spellings for t in tokens(s.normalized)}
     spelt |= {t for s in spellings for t in tokens(s.alias)}
-    return [t for t in asked if t not in spelt and not held(t)]
+    return [t for t in wanted if t not in spelt and not held(t)]
 
 
 def best_of(leg: Leg | None) -> float | None:

@@ -126,7 +126,7 @@ from ferrex.read.request import (
     check_request,
 )
 from ferrex.read.seen import Sight, unexpired
-from ferrex.rules import relevance
+from ferrex.rules import asked, relevance
 from ferrex.rules.assess import freshness_input
 from ferrex.rules.consolidation import summary_of
 from ferrex.rules.dates import Period, when
@@ -273,7 +273,7 @@ class Reader:
 
     def _known(
         self, query: str, namespace: str, sight: Sight, flt: VectorFilter
-    ) -> tuple[list[relevance.Subject], bool]:
+    ) -> tuple[list[asked.Subject], bool]:
         """What the store knows of the things the question names: the entities it spells
         (:func:`ferrex.read.judgement.subjects_named`), and whether it names an identifier
         no memory the filter admits holds (:func:`ferrex.read.judgement.unknown_identifiers`:
