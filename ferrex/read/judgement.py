@@ -217,12 +217,17 @@ def identifiers_asked(query: str) -> list[str]:
 
 
 def unknown_identifiers(
-    query: str, spellings: Iterable[Spelling], held: Callable[[str], bool]
+    query: str,
+    spellings: Iterable[Spelling],
+    held: Callable[[str], bool],
+    period: Period | None = None,
 ) -> list[str]:
     """The identifiers the query asks about (:func:`identifiers_asked`) that no entity is
     spelled as and that ``held`` (a look-up of the BM25 index under the recall's filter)
-    finds in no memory."""
-    wanted = identifiers_asked(query)
+    finds in no memory; not the words of the ``period`` it names (``2026-12-08`` is a
+    day, which a memory's event time answers for, not its text)."""
+    dated = set(tokens(period.phrase)) if period is not None else set()
+    wanted = [t for t in identifiers_asked(query) if t not in dated]
     if not wanted:
         return []
     spelt = {t for s in spellings for t in tokens(s.normalized)}

@@ -262,7 +262,7 @@ class Reader:
                 period,
                 filters_given(flt),
                 req.entities if flt.entity_ids else (),
-                *self._known(req.query, namespace, sight, flt),
+                *self._known(req.query, namespace, sight, flt, period),
             ),
             params=self.settings.staleness.for_namespace(namespace),
             prefetch=max(self.settings.prefetch, 30, req.limit * 4),
@@ -272,7 +272,7 @@ class Reader:
         )
 
     def _known(
-        self, query: str, namespace: str, sight: Sight, flt: VectorFilter
+        self, query: str, namespace: str, sight: Sight, flt: VectorFilter, period: Period | None
     ) -> tuple[list[asked.Subject], bool]:
         """What the store knows of the things the question names: the entities it spells
         (:func:`ferrex.read.judgement.subjects_named`), and whether it names an identifier
@@ -285,7 +285,7 @@ class Reader:
             sparse = SparseVector((token_index(identifier),), (1.0,))
             return bool(backend.query_sparse(name, sparse, flt, 1))
 
-        unknown = unknown_identifiers(query, spellings, held)
+        unknown = unknown_identifiers(query, spellings, held, period)
         return subjects_named(query, spellings), bool(unknown)
 
     def _fused(

@@ -145,3 +145,10 @@ def test_an_identifier_the_store_never_heard_of_is_off_subject_everywhere() -> N
     assert unknown_identifiers("what is redis-sess-02?", spelt, lambda _: False) != []
     memory = _about("prod-eu-1 is the main cluster")
     assert _off("Which services run in the prod-eu-2 cluster?", memory, unknown=True) == 1.0
+
+
+def test_a_date_the_question_names_is_its_period_not_an_unknown_identifier() -> None:
+    question = "what did we change on 2026-12-08?"
+    period = when(question, NOW)
+    assert identifiers_asked(question) == ["2026-12-08"]
+    assert unknown_identifiers(question, SPELLINGS, lambda _: False, period) == []
