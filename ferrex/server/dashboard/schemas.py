@@ -3,8 +3,10 @@
 Each route's 200 answer is a named schema here, so a generated client gets a type per
 answer, not a bare object. The rules they follow, for generators' sake:
 
-- ``required`` lists exactly what every answer of that kind carries; a field shown only
-  sometimes (a memory's marks, ``truncated``, ``warning``) is optional and never required;
+- an answer built as a TypedDict has that type's schema (:func:`typed`): ``required`` lists
+  exactly what every answer of that kind carries; a field shown only sometimes (a memory's
+  marks, ``truncated``, ``warning``) is optional and never required; a field that may be
+  None allows null;
 - no ``default`` anywhere (:func:`without_defaults`): openapi-typescript makes a property with
   a default a required one, which a request need not send;
 - objects stay open (no ``additionalProperties: false`` on answers): a later server may add
@@ -14,7 +16,8 @@ answer, not a bare object. The rules they follow, for generators' sake:
   object that can hold nothing.
 
 ``tests/e2e/test_api_typed.py`` checks real answers of a running server against these
-schemas, every route and the optional fields too.
+schemas, every route and the optional fields too, and again with every object closed: an
+answer's key the schema does not name, or a null it does not allow, fails it.
 """
 
 from __future__ import annotations
