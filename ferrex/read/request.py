@@ -220,8 +220,7 @@ class Truncated(TypedDict):
 class RecallHit(TypedDict):
     """One memory a recall found (:meth:`Reader._result`, then its relevance, explain and
     marks); its own fields are those of its type. The HTTP API's ``RecallHit`` schema is
-    read from it. ``source``, ``context`` and ``t_invalid`` are documented there but never
-    sent (a superseded result says ``invalidated_at``): the document is kept as it was."""
+    read from it (a superseded result says when it ended as ``invalidated_at``)."""
 
     id: str
     type: str
@@ -236,10 +235,7 @@ class RecallHit(TypedDict):
     steps: NotRequired[list[str]]
     conditions: NotRequired[list[str]]
     version: NotRequired[int | None]
-    source: NotRequired[str]
-    context: NotRequired[dict[str, Any]]
     freshness: dict[str, Any]
-    t_invalid: NotRequired[Rfc3339 | None]
     superseded_by: NotRequired[str | None]
     contradiction: NotRequired[bool]
     relevance: NotRequired[float]
