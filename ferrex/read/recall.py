@@ -106,6 +106,7 @@ from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.access import AccessLog, QueryCache
 from ferrex.read.candidate import Candidate
 from ferrex.read.judgement import Judgement, Terms, evidence_of, filters_given, relevance_of
+from ferrex.read.period import in_period_first, period_legs, period_parts
 from ferrex.read.request import (
     POOL,
     STRATEGY_WEIGHTS,
@@ -198,7 +199,7 @@ class Reader:
         if req.entities and not q.flt.entity_ids:
             return RecallResult(req.query, q.namespace, [], {}, q.unknown, self.reranker.status,
                                 nothing_relevant=True)  # fmt: skip
-        legs, degraded = self._legs(req, q.flt, q.prefetch)
+        legs, degraded = self._legs(req, q.flt, q.prefetch, q.period)
         # The embeddings server is down: the BM25 leg alone ranks, and the answer says so.
         mode: Legs = "bm25" if req.legs != "bm25" and "dense" not in legs else req.legs
         candidates = self._admit(q, legs, mode)
@@ -274,6 +275,8 @@ class Reader:
         else:
             share = strategy.dense
         parts, weights = [legs["dense"], legs["bm25"]], [share, 1.0 - share]
+        inside, inside_weights = period_parts(legs, share, s.period_weight)
+        parts, weights = parts + inside, weights + inside_weights
         named: dict[str, str] = {}
         via: dict[str, list[str]] = {}
         graph_share = s.graph_weight if strategy.graph is None else strategy.graph
@@ -290,6 +293,8 @@ class Reader:
         episode context they lend and the neighbours that join by it, as candidates; then
         the next ``limit`` of the ranking, marked ``deep`` (they go after the pool)."""
         ranking, named, via = self._fused(q, legs, mode)
+        if q.terms.period_first:  # the period's memories first, as a window would have them
+            ranking = in_period_first(ranking, legs)
         rm = self.projections.read_model
         wanted = ranking[: q.pool + q.req.limit]
         memories = {m.memory_id: m for m in rm.memories(memory_ids=[mid for mid, _ in wanted])}
@@ -390,7 +395,7 @@ class Reader:
         """The final order: a question that asks for a period and nothing else ("what
         happened last week?") has that period's memories first, in score order, and no
         words for the guard; otherwise the top guard, where it applies."""
-        if q.terms.only_a_period:
+        if q.terms.period_first:
             return sorted(scored, key=lambda c: (c.deep, not c.in_period))
         lexical = [(c.lexical, c.memory_id) for c in scored if c.lexical is not None and not c.deep]
         if mode == "hybrid" and self.settings.top_guard and q.strategy.guard and lexical:
@@ -488,15 +493,19 @@ class Reader:
         )
 
     def _legs(
-        self, req: RecallRequest, flt: VectorFilter, n: int
+        self, req: RecallRequest, flt: VectorFilter, n: int, period: Period | None = None
     ) -> tuple[dict[str, Leg], str | None]:
         """Each leg's best ``n`` points, as a ranking of memories; and, when the embeddings
-        server cannot be reached, the BM25 leg alone and a note saying so."""
+        server cannot be reached, the BM25 leg alone and a note saying so. A hybrid recall
+        whose question names a ``period`` also asks both legs inside it
+        (:mod:`ferrex.read.period`)."""
         degraded: str | None = None
         scale = self.settings.prefetch  # the floor's rank, whatever the depth asked for
         backend = self.projections.backend
         name = self.projections.live.memories
         legs: dict[str, Leg] = {}
+        dense: list[float] | None = None
+        sparse: SparseVector | None = None
         if req.legs in ("hybrid", "dense"):
             try:
                 dense = [float(x) for x in self.queries.vector(req.query)]
@@ -514,6 +523,9 @@ class Reader:
             query = self.bm25.encode_query(req.query, spellings, weight)
             sparse = SparseVector(query.indices, query.values)
             legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n, scale)
+        inside = period is not None and self.settings.period_weight > 0
+        if inside and period is not None and "dense" in legs and req.legs == "hybrid":
+            legs |= period_legs(backend, name, flt, period, dense, sparse, n, scale)
         return legs, degraded
 
     def _graph_leg(

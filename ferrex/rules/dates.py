@@ -162,9 +162,27 @@ def when(question: str, now: datetime) -> Period | None:
                 return None  # "February 30": not "some time in February"
             if period is not None:
                 start, end = period
-                phrase = question[match.start() : match.end()].strip()
-                return Period(phrase, start, end)
+                first, last = _with_its_name(question, match.start(), match.end())
+                return Period(question[first:last].strip(), start, end)
     return None
+
+
+_NAME_BEFORE: Final = re.compile(r"(?:^|(?<=\s))((?:[A-Z][\w'-]*\s+){0,2}[A-Z][\w'-]*),\s*$")
+_NAME_AFTER: Final = re.compile(r"^\s*\(((?:[A-Z][\w'-]*\s+){0,2}[A-Z][\w'-]*)\)")
+
+
+def _with_its_name(question: str, start: int, end: int) -> tuple[int, int]:
+    """The span of a date phrase with the name a question gives the day beside it, set off
+    as an appositive: capitalised words and a comma before it ("on *Black Friday,* November
+    27"), or in brackets after it ("on November 27 *(Black Friday)*"). The name is the
+    date's, not a term of the question's own."""
+    before = _NAME_BEFORE.search(question[:start])
+    if before is not None:
+        return before.start(1), end
+    after = _NAME_AFTER.match(question[end:])
+    if after is not None:
+        return start, end + after.end()
+    return start, end
 
 
 _IMPOSSIBLE: Final = (datetime.min.replace(tzinfo=UTC), datetime.min.replace(tzinfo=UTC))
