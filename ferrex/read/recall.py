@@ -504,8 +504,6 @@ class Reader:
         backend = self.projections.backend
         name = self.projections.live.memories
         legs: dict[str, Leg] = {}
-        dense: list[float] | None = None
-        sparse: SparseVector | None = None
         if req.legs in ("hybrid", "dense"):
             try:
                 dense = [float(x) for x in self.queries.vector(req.query)]
@@ -523,10 +521,28 @@ class Reader:
             query = self.bm25.encode_query(req.query, spellings, weight)
             sparse = SparseVector(query.indices, query.values)
             legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n, scale)
-        inside = period is not None and self.settings.period_weight > 0
-        if inside and period is not None and "dense" in legs and req.legs == "hybrid":
-            legs |= period_legs(backend, name, flt, period, dense, sparse, n, scale)
+        if period is not None and "dense" in legs and req.legs == "hybrid":
+            legs |= self._period_legs(req.query, period, flt, n)
         return legs, degraded
+
+    def _period_legs(
+        self, question: str, period: Period, flt: VectorFilter, n: int
+    ) -> dict[str, Leg]:
+        """Both legs asked inside the period the question names (:mod:`ferrex.read.period`),
+        for the question less the period's words: inside the period they tell no memory
+        from another."""
+        if self.settings.period_weight <= 0:
+            return {}
+        rest = " ".join(question.replace(period.phrase, " ").split())
+        try:
+            dense: list[float] | None = [float(x) for x in self.queries.vector(rest)]
+        except ServerDown:
+            dense = None
+        weight = self.settings.spelling_weight
+        query = self.bm25.encode_query(rest, query_spellings(rest) if weight > 0 else [], weight)
+        sparse = SparseVector(query.indices, query.values)
+        backend, name = self.projections.backend, self.projections.live.memories
+        return period_legs(backend, name, flt, period, dense, sparse, n, self.settings.prefetch)
 
     def _graph_leg(
         self, named: Mapping[str, str], flt: VectorFilter, n: int
