@@ -302,6 +302,8 @@ class Reader:
         lent: dict[str, tuple[str, float]] = {}
         if self.settings.lends_context:
             fused, lent = self._with_context(fused, memories, q.flt)
+            if q.terms.period_first:  # after the loans too
+                fused = in_period_first(fused, legs)
             fused = fused[: q.pool]
         pooled = {mid for mid, _ in fused}
         deep = [(mid, score) for mid, score in ranking[q.pool : q.pool + q.req.limit]

@@ -79,9 +79,7 @@ def test_what_happened_on_a_day_shows_that_days_memories(tmp_path: Path) -> None
                 "what happened on 2026-09-01?",
                 "What happened on Sep 1?",
             ):
-                doc = await call(
-                    client, "recall", {"query": question, "limit": 5, "as_of": AS_OF}
-                )
+                doc = await call(client, "recall", {"query": question, "limit": 5, "as_of": AS_OF})
                 shown = [r["id"] for r in doc["results"]]
                 assert doc["nothing_relevant"] is False, (question, doc)
                 assert set(shown[:3]) == day, (question, doc)
