@@ -276,7 +276,6 @@ class Reader:
             share = strategy.dense
         parts, weights = [legs["dense"], legs["bm25"]], [share, 1.0 - share]
         inside, inside_weights = period_parts(legs, share, s.period_weight)
-        parts, weights = parts + inside, weights + inside_weights
         named: dict[str, str] = {}
         via: dict[str, list[str]] = {}
         graph_share = s.graph_weight if strategy.graph is None else strategy.graph
@@ -286,15 +285,19 @@ class Reader:
                 legs["graph"], via = self._graph_leg(named, q.flt, q.prefetch)
                 parts.append(legs["graph"])
                 weights.append(graph_share)
-        return fuse(parts, weights), named, via
+        if inside and q.terms.period_first:
+            # The period is the question: its memories ranked by the period legs alone, as
+            # a window would rank them; the rest after them, as the whole-store legs do.
+            first = fuse(inside, [w / s.period_weight for w in inside_weights])
+            seen = {mid for mid, _ in first}
+            return first + [m for m in fuse(parts, weights) if m[0] not in seen], named, via
+        return fuse(parts + inside, weights + inside_weights), named, via
 
     def _admit(self, q: _Query, legs: dict[str, Leg], mode: Legs) -> list[Candidate]:
         """The best ``pool`` of the fused ranking that the read model holds, with the
         episode context they lend and the neighbours that join by it, as candidates; then
         the next ``limit`` of the ranking, marked ``deep`` (they go after the pool)."""
         ranking, named, via = self._fused(q, legs, mode)
-        if q.terms.period_first:  # the period's memories first, as a window would have them
-            ranking = in_period_first(ranking, legs)
         rm = self.projections.read_model
         wanted = ranking[: q.pool + q.req.limit]
         memories = {m.memory_id: m for m in rm.memories(memory_ids=[mid for mid, _ in wanted])}
@@ -302,7 +305,7 @@ class Reader:
         lent: dict[str, tuple[str, float]] = {}
         if self.settings.lends_context:
             fused, lent = self._with_context(fused, memories, q.flt)
-            if q.terms.period_first:  # after the loans too
+            if q.terms.period_first:  # the period's memories stay first after the loans
                 fused = in_period_first(fused, legs)
             fused = fused[: q.pool]
         pooled = {mid for mid, _ in fused}
