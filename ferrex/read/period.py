@@ -19,12 +19,13 @@ queries inside Qdrant, no more embedding.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
+from ferrex.models.remote import ServerDown
 from ferrex.rules.dates import Period
-from ferrex.rules.fusion import Leg
+from ferrex.rules.fusion import Leg, fuse
 from projections.vectors import SparseVector, VectorBackend, VectorFilter
 
 PERIOD_LEGS: Final = ("period_dense", "period_bm25")
@@ -44,27 +45,43 @@ def within(flt: VectorFilter, period: Period) -> VectorFilter | None:
     return replace(flt, t_valid_from=start, t_valid_to=end)
 
 
+def question_less_period(question: str, period: Period) -> str:
+    """The question without the words that name its period ("Which incidents occurred on
+    Black Friday, November 27?" → "Which incidents occurred on ?"): inside the period
+    those words tell no memory from another."""
+    return " ".join(question.replace(period.phrase, " ").split())
+
+
 def period_legs(
     backend: VectorBackend,
     collection: str,
     flt: VectorFilter,
     period: Period,
-    dense: Sequence[float] | None,
-    sparse: SparseVector | None,
+    question: str,
+    embed: Callable[[str], Sequence[float]],
+    encode: Callable[[str], SparseVector],
     n: int,
     scale: int,
 ) -> dict[str, Leg]:
-    """The dense leg (when the query has a vector) and the BM25 leg (when it has terms)
-    asked again inside ``period``: each its best ``n`` points as a ranking of memories,
-    normalised against its point at rank ``scale`` (:meth:`ferrex.rules.fusion.Leg.of`).
-    Empty when the period lies outside the caller's window."""
+    """The dense leg (unless the embeddings server is away) and the BM25 leg (when the
+    question has terms besides its period) asked again inside ``period`` for the
+    question less the period's words (``embed`` gives the query vector, ``encode`` the
+    BM25 query): each its best ``n`` points as a ranking of memories, normalised against
+    its point at rank ``scale`` (:meth:`ferrex.rules.fusion.Leg.of`). Empty when the period
+    lies outside the caller's window."""
     inside = within(flt, period)
     if inside is None:
         return {}
+    rest = question_less_period(question, period)
     legs: dict[str, Leg] = {}
-    if dense is not None:
+    try:
+        dense = embed(rest)
+    except ServerDown:
+        pass
+    else:
         legs["period_dense"] = Leg.of(backend.query_dense(collection, dense, inside, n), n, scale)
-    if sparse is not None and len(sparse.indices) > 0:
+    sparse = encode(rest)
+    if sparse.indices:
         hits = backend.query_sparse(collection, sparse, inside, n)
         legs["period_bm25"] = Leg.of(hits, n, scale)
     return legs
@@ -82,6 +99,22 @@ def period_parts(
             parts.append(legs[name])
             weights.append(weight * part)
     return parts, weights
+
+
+def period_ranking(
+    inside: Sequence[Leg],
+    inside_weights: Sequence[float],
+    weight: float,
+    parts: Sequence[Leg],
+    weights: Sequence[float],
+) -> list[tuple[str, float]]:
+    """The fused ranking for a question that asks for little besides its period: the
+    period legs' memories first, fused by those legs alone (their weights over ``weight``,
+    the dense/BM25 split of the whole-store legs), as a window would rank them; then the
+    rest as the whole-store legs (``parts``) rank them."""
+    first = fuse(inside, [w / weight for w in inside_weights])
+    seen = {memory_id for memory_id, _ in first}
+    return first + [item for item in fuse(parts, weights) if item[0] not in seen]
 
 
 def in_period_first(

@@ -106,7 +106,7 @@ from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.access import AccessLog, QueryCache
 from ferrex.read.candidate import Candidate
 from ferrex.read.judgement import Judgement, Terms, evidence_of, filters_given, relevance_of
-from ferrex.read.period import in_period_first, period_legs, period_parts
+from ferrex.read.period import in_period_first, period_legs, period_parts, period_ranking
 from ferrex.read.request import (
     POOL,
     STRATEGY_WEIGHTS,
@@ -285,12 +285,12 @@ class Reader:
                 legs["graph"], via = self._graph_leg(named, q.flt, q.prefetch)
                 parts.append(legs["graph"])
                 weights.append(graph_share)
-        if inside and q.terms.period_first:
-            # The period is the question: its memories ranked by the period legs alone, as
-            # a window would rank them; the rest after them, as the whole-store legs do.
-            first = fuse(inside, [w / s.period_weight for w in inside_weights])
-            seen = {mid for mid, _ in first}
-            return first + [m for m in fuse(parts, weights) if m[0] not in seen], named, via
+        if inside and q.terms.period_first:  # the period is the question: its memories first
+            return (
+                period_ranking(inside, inside_weights, s.period_weight, parts, weights),
+                named,
+                via,
+            )
         return fuse(parts + inside, weights + inside_weights), named, via
 
     def _admit(self, q: _Query, legs: dict[str, Leg], mode: Legs) -> list[Candidate]:
@@ -511,7 +511,7 @@ class Reader:
         legs: dict[str, Leg] = {}
         if req.legs in ("hybrid", "dense"):
             try:
-                dense = [float(x) for x in self.queries.vector(req.query)]
+                dense = self._vector(req.query)
             except ServerDown as exc:
                 log.warning("recall without the dense leg: %s", exc.message)
                 degraded = (
@@ -521,33 +521,24 @@ class Reader:
             else:
                 legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n, scale)
         if req.legs in ("hybrid", "bm25") or "dense" not in legs:
-            weight = self.settings.spelling_weight
-            spellings = query_spellings(req.query) if weight > 0 else []
-            query = self.bm25.encode_query(req.query, spellings, weight)
-            sparse = SparseVector(query.indices, query.values)
+            sparse = self._bm25_query(req.query)
             legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n, scale)
-        if period is not None and "dense" in legs and req.legs == "hybrid":
-            legs |= self._period_legs(req.query, period, flt, n)
+        hybrid = req.legs == "hybrid" and "dense" in legs  # the period legs are fused
+        if period is not None and self.settings.period_weight > 0 and hybrid:
+            legs |= period_legs(backend, name, flt, period, req.query, self._vector,
+                                self._bm25_query, n, scale)  # fmt: skip
         return legs, degraded
 
-    def _period_legs(
-        self, question: str, period: Period, flt: VectorFilter, n: int
-    ) -> dict[str, Leg]:
-        """Both legs asked inside the period the question names (:mod:`ferrex.read.period`),
-        for the question less the period's words: inside the period they tell no memory
-        from another."""
-        if self.settings.period_weight <= 0:
-            return {}
-        rest = " ".join(question.replace(period.phrase, " ").split())
-        try:
-            dense: list[float] | None = [float(x) for x in self.queries.vector(rest)]
-        except ServerDown:
-            dense = None
+    def _vector(self, text: str) -> list[float]:
+        return [float(x) for x in self.queries.vector(text)]
+
+    def _bm25_query(self, text: str) -> SparseVector:
+        """The BM25 query of ``text``, asking at ``spelling_weight`` for other spellings of
+        its words too."""
         weight = self.settings.spelling_weight
-        query = self.bm25.encode_query(rest, query_spellings(rest) if weight > 0 else [], weight)
-        sparse = SparseVector(query.indices, query.values)
-        backend, name = self.projections.backend, self.projections.live.memories
-        return period_legs(backend, name, flt, period, dense, sparse, n, self.settings.prefetch)
+        spellings = query_spellings(text) if weight > 0 else []
+        query = self.bm25.encode_query(text, spellings, weight)
+        return SparseVector(query.indices, query.values)
 
     def _graph_leg(
         self, named: Mapping[str, str], flt: VectorFilter, n: int

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ferrex.read.period import in_period_first, period_parts, within
+from ferrex.read.period import (
+    in_period_first,
+    period_parts,
+    period_ranking,
+    question_less_period,
+    within,
+)
 from ferrex.rules.dates import Period
 from ferrex.rules.fusion import Leg
 from projections.vectors import Hit, VectorFilter
@@ -46,3 +52,17 @@ def test_a_vague_question_ranks_what_the_period_legs_found_first_in_fused_order(
     legs = {"dense": leg("x", "y"), "period_dense": leg("a"), "period_bm25": leg("b")}
     assert in_period_first(ranking, legs) == [("b", 0.8), ("a", 0.2), ("x", 0.9), ("y", 0.7)]
     assert in_period_first(ranking, {"dense": leg("x")}) == ranking
+
+
+def test_the_period_legs_rank_the_period_first_and_the_rest_follows_the_whole_store() -> None:
+    whole = [leg("x", "a", "y"), leg("y")]
+    inside = [leg("a", "b")]
+    ranking = period_ranking(inside, [0.2], 0.5, whole, [0.4, 0.6])
+    assert [m for m, _ in ranking] == ["a", "b", "y", "x"]
+    assert ranking[0][1] == 0.4  # the period leg's own weight over the period weight, 0.4
+
+
+def test_the_period_legs_ask_for_the_question_without_its_period() -> None:
+    day = Period("Black Friday, November 27", DAY.start, DAY.end)
+    rest = question_less_period("Which incidents occurred on Black Friday, November 27?", day)
+    assert rest == "Which incidents occurred on ?"
