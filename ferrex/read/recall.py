@@ -46,7 +46,9 @@ and for ``relational`` a lift (a share of the best fused score) for candidates n
 entity the query names through the spellings the caller may see. **Dates in the
 question** (:func:`ferrex.rules.dates.when`, relative to ``as_of`` when given, else now)
 multiply the score of memories whose event time falls in the named period by
-``1 + date_boost``; ``explain`` shows the phrase.
+``1 + date_boost``; ``explain`` shows the phrase. Both legs are also asked inside the
+period (:mod:`ferrex.read.period`), so its memories are candidates however few words they
+share with the question.
 
 **The top guard** (``RecallSettings.top_guard``, under ``balanced`` and ``lexical``): fusion
 adds recall further down but used to lose the first place (LoCoMo recall@1 0.328 fused

@@ -9,6 +9,8 @@ months ago"``, ``"last month"``, ``"earlier this month"``, ``"this year"``, ``"i
 ``"2023-12-04"``, ``"4 Dec 2023"``, ``"early March"``, ``"late May 2023"`` work alike. A range
 of days is one period, the last day included: ``"between November 26 and November 30,
 2026"``, ``"November 17-18"``, ``"from Dec 28 to Jan 3"``, ``"2026-12-01 to 2026-12-03"``.
+A name set off beside a date is part of its phrase: ``"Black Friday, November 27"``,
+``"November 27 (Black Friday)"``.
 
 Weekdays: ``"last Tuesday"``, ``"on Monday"``, ``"Friday morning"`` are the most recent such
 day *before* today (never today: "what did we decide on Monday?" asked on a Monday means a
