@@ -100,11 +100,6 @@ class Terms:
         period's memories answer it first, as an ``after``/``before`` window's would."""
         return self.period_given
 
-    @property
-    def only_a_period(self) -> bool:
-        """The question asks for a period and nothing else ("what happened last week?")."""
-        return self.period is not None and not self.tokens
-
 
 def evidence_of(
     terms: Terms,
