@@ -139,6 +139,10 @@ class RecallSettings:
     date_boost: float = 0.5
     """A memory whose event time falls in the period the query names ("on May 4, 2023",
     "last week": :func:`ferrex.rules.dates.when`) has its score multiplied by 1 + this."""
+    period_weight: float = 0.5
+    """The weight in fusion of the legs asked again inside the period a question names
+    (:mod:`ferrex.read.period`), beside the whole-store legs' 1, split as theirs is; 0: no
+    period legs."""
     importance_weight: float = IMPORTANCE_WEIGHT
     """How far a memory's importance moves its score (``ferrex.rules.lifecycle``): the
     factor is ``1 + weight · (importance - 0.5)``, 1 for an unmarked memory."""
