@@ -112,9 +112,10 @@ class Terms:
         return cls(kept, period, names - named, given, vague, tuple(subjects), unknown)
 
     @property
-    def only_a_period(self) -> bool:
-        """The question asks for a period and nothing else ("what happened last week?")."""
-        return self.period is not None and not self.tokens
+    def period_first(self) -> bool:
+        """The question asks for a period and little else (:attr:`period_given`): that
+        period's memories answer it first, as an ``after``/``before`` window's would."""
+        return self.period_given
 
 
 def evidence_of(

@@ -46,7 +46,9 @@ and for ``relational`` a lift (a share of the best fused score) for candidates n
 entity the query names through the spellings the caller may see. **Dates in the
 question** (:func:`ferrex.rules.dates.when`, relative to ``as_of`` when given, else now)
 multiply the score of memories whose event time falls in the named period by
-``1 + date_boost``; ``explain`` shows the phrase.
+``1 + date_boost``; ``explain`` shows the phrase. Both legs are also asked inside the
+period (:mod:`ferrex.read.period`), so its memories are candidates however few words they
+share with the question.
 
 **The top guard** (``RecallSettings.top_guard``, under ``balanced`` and ``lexical``): fusion
 adds recall further down but used to lose the first place (LoCoMo recall@1 0.328 fused
@@ -114,6 +116,7 @@ from ferrex.read.judgement import (
     subjects_named,
     unknown_identifiers,
 )
+from ferrex.read.period import in_period_first, period_legs, period_parts, period_ranking
 from ferrex.read.request import (
     POOL,
     STRATEGY_WEIGHTS,
@@ -206,7 +209,7 @@ class Reader:
         if req.entities and not q.flt.entity_ids:
             return RecallResult(req.query, q.namespace, [], {}, q.unknown, self.reranker.status,
                                 nothing_relevant=True)  # fmt: skip
-        legs, degraded = self._legs(req, q.flt, q.prefetch)
+        legs, degraded = self._legs(req, q.flt, q.prefetch, q.period)
         # The embeddings server is down: the BM25 leg alone ranks, and the answer says so.
         mode: Legs = "bm25" if req.legs != "bm25" and "dense" not in legs else req.legs
         candidates = self._admit(q, legs, mode)
@@ -303,6 +306,7 @@ class Reader:
         else:
             share = strategy.dense
         parts, weights = [legs["dense"], legs["bm25"]], [share, 1.0 - share]
+        inside, inside_weights = period_parts(legs, share, s.period_weight)
         named: dict[str, str] = {}
         via: dict[str, list[str]] = {}
         graph_share = s.graph_weight if strategy.graph is None else strategy.graph
@@ -312,7 +316,13 @@ class Reader:
                 legs["graph"], via = self._graph_leg(named, q.flt, q.prefetch)
                 parts.append(legs["graph"])
                 weights.append(graph_share)
-        return fuse(parts, weights), named, via
+        if inside and q.terms.period_first:  # the period is the question: its memories first
+            return (
+                period_ranking(inside, inside_weights, s.period_weight, parts, weights),
+                named,
+                via,
+            )
+        return fuse(parts + inside, weights + inside_weights), named, via
 
     def _admit(self, q: _Query, legs: dict[str, Leg], mode: Legs) -> list[Candidate]:
         """The best ``pool`` of the fused ranking that the read model holds, with the
@@ -326,6 +336,8 @@ class Reader:
         lent: dict[str, tuple[str, float]] = {}
         if self.settings.lends_context:
             fused, lent = self._with_context(fused, memories, q.flt)
+            if q.terms.period_first:  # the period's memories stay first after the loans
+                fused = in_period_first(fused, legs)
             fused = fused[: q.pool]
         pooled = {mid for mid, _ in fused}
         deep = [(mid, score) for mid, score in ranking[q.pool : q.pool + q.req.limit]
@@ -419,7 +431,7 @@ class Reader:
         """The final order: a question that asks for a period and nothing else ("what
         happened last week?") has that period's memories first, in score order, and no
         words for the guard; otherwise the top guard, where it applies."""
-        if q.terms.only_a_period:
+        if q.terms.period_first:
             return sorted(scored, key=lambda c: (c.deep, not c.in_period))
         lexical = [(c.lexical, c.memory_id) for c in scored if c.lexical is not None and not c.deep]
         if mode == "hybrid" and self.settings.top_guard and q.strategy.guard and lexical:
@@ -517,10 +529,12 @@ class Reader:
         )
 
     def _legs(
-        self, req: RecallRequest, flt: VectorFilter, n: int
+        self, req: RecallRequest, flt: VectorFilter, n: int, period: Period | None = None
     ) -> tuple[dict[str, Leg], str | None]:
         """Each leg's best ``n`` points, as a ranking of memories; and, when the embeddings
-        server cannot be reached, the BM25 leg alone and a note saying so."""
+        server cannot be reached, the BM25 leg alone and a note saying so. A hybrid recall
+        whose question names a ``period`` also asks both legs inside it
+        (:mod:`ferrex.read.period`)."""
         degraded: str | None = None
         scale = self.settings.prefetch  # the floor's rank, whatever the depth asked for
         backend = self.projections.backend
@@ -528,7 +542,7 @@ class Reader:
         legs: dict[str, Leg] = {}
         if req.legs in ("hybrid", "dense"):
             try:
-                dense = [float(x) for x in self.queries.vector(req.query)]
+                dense = self._vector(req.query)
             except ServerDown as exc:
                 log.warning("recall without the dense leg: %s", exc.message)
                 degraded = (
@@ -538,12 +552,24 @@ class Reader:
             else:
                 legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n, scale)
         if req.legs in ("hybrid", "bm25") or "dense" not in legs:
-            weight = self.settings.spelling_weight
-            spellings = query_spellings(req.query) if weight > 0 else []
-            query = self.bm25.encode_query(req.query, spellings, weight)
-            sparse = SparseVector(query.indices, query.values)
+            sparse = self._bm25_query(req.query)
             legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n, scale)
+        hybrid = req.legs == "hybrid" and "dense" in legs  # the period legs are fused
+        if period is not None and self.settings.period_weight > 0 and hybrid:
+            legs |= period_legs(backend, name, flt, period, req.query, self._vector,
+                                self._bm25_query, n, scale)  # fmt: skip
         return legs, degraded
+
+    def _vector(self, text: str) -> list[float]:
+        return [float(x) for x in self.queries.vector(text)]
+
+    def _bm25_query(self, text: str) -> SparseVector:
+        """The BM25 query of ``text``, asking at ``spelling_weight`` for other spellings of
+        its words too."""
+        weight = self.settings.spelling_weight
+        spellings = query_spellings(text) if weight > 0 else []
+        query = self.bm25.encode_query(text, spellings, weight)
+        return SparseVector(query.indices, query.values)
 
     def _graph_leg(
         self, named: Mapping[str, str], flt: VectorFilter, n: int

@@ -139,6 +139,10 @@ class RecallSettings:
     date_boost: float = 0.5
     """A memory whose event time falls in the period the query names ("on May 4, 2023",
     "last week": :func:`ferrex.rules.dates.when`) has its score multiplied by 1 + this."""
+    period_weight: float = 0.5
+    """The weight in fusion of the legs asked again inside the period a question names
+    (:mod:`ferrex.read.period`), beside the whole-store legs' 1, split as theirs is; 0: no
+    period legs."""
     importance_weight: float = IMPORTANCE_WEIGHT
     """How far a memory's importance moves its score (``ferrex.rules.lifecycle``): the
     factor is ``1 + weight · (importance - 0.5)``, 1 for an unmarked memory."""
@@ -220,8 +224,7 @@ class Truncated(TypedDict):
 class RecallHit(TypedDict):
     """One memory a recall found (:meth:`Reader._result`, then its relevance, explain and
     marks); its own fields are those of its type. The HTTP API's ``RecallHit`` schema is
-    read from it. ``source``, ``context`` and ``t_invalid`` are documented there but never
-    sent (a superseded result says ``invalidated_at``): the document is kept as it was."""
+    read from it (a superseded result says when it ended as ``invalidated_at``)."""
 
     id: str
     type: str
@@ -236,10 +239,7 @@ class RecallHit(TypedDict):
     steps: NotRequired[list[str]]
     conditions: NotRequired[list[str]]
     version: NotRequired[int | None]
-    source: NotRequired[str]
-    context: NotRequired[dict[str, Any]]
     freshness: dict[str, Any]
-    t_invalid: NotRequired[Rfc3339 | None]
     superseded_by: NotRequired[str | None]
     contradiction: NotRequired[bool]
     relevance: NotRequired[float]

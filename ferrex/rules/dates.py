@@ -9,6 +9,8 @@ months ago"``, ``"last month"``, ``"earlier this month"``, ``"this year"``, ``"i
 ``"2023-12-04"``, ``"4 Dec 2023"``, ``"early March"``, ``"late May 2023"`` work alike. A range
 of days is one period, the last day included: ``"between November 26 and November 30,
 2026"``, ``"November 17-18"``, ``"from Dec 28 to Jan 3"``, ``"2026-12-01 to 2026-12-03"``.
+A name set off beside a date is part of its phrase: ``"Black Friday, November 27"``,
+``"November 27 (Black Friday)"``.
 
 Weekdays: ``"last Tuesday"``, ``"on Monday"``, ``"Friday morning"`` are the most recent such
 day *before* today (never today: "what did we decide on Monday?" asked on a Monday means a
@@ -162,9 +164,27 @@ def when(question: str, now: datetime) -> Period | None:
                 return None  # "February 30": not "some time in February"
             if period is not None:
                 start, end = period
-                phrase = question[match.start() : match.end()].strip()
-                return Period(phrase, start, end)
+                first, last = _with_its_name(question, match.start(), match.end())
+                return Period(question[first:last].strip(), start, end)
     return None
+
+
+_NAME_BEFORE: Final = re.compile(r"(?:^|(?<=\s))((?:[A-Z][\w'-]*\s+){0,2}[A-Z][\w'-]*),\s*$")
+_NAME_AFTER: Final = re.compile(r"^\s*\(((?:[A-Z][\w'-]*\s+){0,2}[A-Z][\w'-]*)\)")
+
+
+def _with_its_name(question: str, start: int, end: int) -> tuple[int, int]:
+    """The span of a date phrase with the name a question gives the day beside it, set off
+    as an appositive: capitalised words and a comma before it ("on *Black Friday,* November
+    27"), or in brackets after it ("on November 27 *(Black Friday)*"). The name is the
+    date's, not a term of the question's own."""
+    before = _NAME_BEFORE.search(question[:start])
+    if before is not None:
+        return before.start(1), end
+    after = _NAME_AFTER.match(question[end:])
+    if after is not None:
+        return start, end + after.end()
+    return start, end
 
 
 _IMPOSSIBLE: Final = (datetime.min.replace(tzinfo=UTC), datetime.min.replace(tzinfo=UTC))

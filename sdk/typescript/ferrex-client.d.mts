@@ -159,28 +159,95 @@ export interface TagCount extends Answer {
   count: number;
 }
 
+export interface EntityMatch extends Answer {
+  name: string;
+  entity_id: string;
+  /** exact, normalized, fuzzy, embedding, or new. */
+  match: string;
+  score: number;
+  /** The known spelling it matched, if any. */
+  matched: string | null;
+}
+
+export interface FlaggedFact extends Answer {
+  id: string;
+  fact: string;
+  reason: string;
+}
+
+export interface SimilarMemory extends Answer {
+  id: string;
+  similarity: number;
+  note: string;
+  /** Why a near copy is no duplicate. */
+  kept_because?: string;
+}
+
+export interface Redaction extends Answer {
+  field: string;
+  kind: string;
+  /** The secret's character position in the field's text. */
+  at: number;
+}
+
 export interface StoreAnswer extends Answer {
   /**
    * stored_as_history: stored already ended by a fact that began later (superseded_by,
    * history_reason).
    */
   status: "duplicate" | "stored" | "stored_as_history";
+  /** The new memory, or for a repeated fact the existing one (re-validated). */
   id: string;
+  /** Shown only when pinned. */
+  pinned?: boolean;
+  /** Shown only when not 0.5. */
+  importance?: number;
+  /** Shown only when it expires. */
+  expires_at?: string;
   type?: MemoryType;
   namespace?: string;
-  entities?: unknown[];
+  entities?: EntityMatch[];
+  /** The memories this one ended. */
   superseded?: string[];
+  /** The memories this store confirmed (a fact stored again). */
   validated?: string[];
+  /** The journal position of what was written. */
   position?: number;
+  /** A procedure's version number. */
   version?: number;
+  /** stored_as_history: the fact that ends this one. */
   superseded_by?: string;
+  /** stored_as_history: which fact is current, and since when. */
   history_reason?: string;
   /**
    * Answered from an earlier request with the same Idempotency-Key whose answer was lost: only the
    * id is known.
    */
   recovered?: boolean;
+  /** What to know about this store, in words. */
   note?: string;
+  /** Shown only when the fact was stored as one of several values. */
+  multi_valued?: boolean;
+  /** The multi-valued facts of the relation this one replaced. */
+  replaced_multi_valued?: string[];
+  /** Current facts that may fill the same slot with another value. */
+  possible_conflict?: string[];
+  /** Those facts, and why each was flagged. */
+  possible_conflict_with?: FlaggedFact[];
+  /** How to settle the first flagged fact. */
+  possible_conflict_note?: string;
+  /** Which current values this fact replaced. */
+  replaced_note?: string;
+  /** Facts of the relation kept beside this one (a plural relation). */
+  kept_beside?: FlaggedFact[];
+  /** Why this fact was kept beside the others. */
+  plural_note?: string;
+  /** The closest memory already stored, and how to replace it. */
+  similar?: SimilarMemory;
+  /** What the server warns about (the request was still served). */
+  warnings?: string[];
+  /** Secrets redacted from the stored text: where, and of what kind. */
+  redacted?: Redaction[];
 }
 
 /** The store answer of one item, or its error (a refused or invalid item). */
@@ -191,22 +258,58 @@ export interface BatchItem extends Answer {
    * history_reason).
    */
   status?: "duplicate" | "stored" | "stored_as_history";
+  /** The new memory, or for a repeated fact the existing one (re-validated). */
   id?: string;
+  /** Shown only when pinned. */
+  pinned?: boolean;
+  /** Shown only when not 0.5. */
+  importance?: number;
+  /** Shown only when it expires. */
+  expires_at?: string;
   type?: MemoryType;
   namespace?: string;
-  entities?: unknown[];
+  entities?: EntityMatch[];
+  /** The memories this one ended. */
   superseded?: string[];
+  /** The memories this store confirmed (a fact stored again). */
   validated?: string[];
+  /** The journal position of what was written. */
   position?: number;
+  /** A procedure's version number. */
   version?: number;
+  /** stored_as_history: the fact that ends this one. */
   superseded_by?: string;
+  /** stored_as_history: which fact is current, and since when. */
   history_reason?: string;
   /**
    * Answered from an earlier request with the same Idempotency-Key whose answer was lost: only the
    * id is known.
    */
   recovered?: boolean;
+  /** What to know about this store, in words. */
   note?: string;
+  /** Shown only when the fact was stored as one of several values. */
+  multi_valued?: boolean;
+  /** The multi-valued facts of the relation this one replaced. */
+  replaced_multi_valued?: string[];
+  /** Current facts that may fill the same slot with another value. */
+  possible_conflict?: string[];
+  /** Those facts, and why each was flagged. */
+  possible_conflict_with?: FlaggedFact[];
+  /** How to settle the first flagged fact. */
+  possible_conflict_note?: string;
+  /** Which current values this fact replaced. */
+  replaced_note?: string;
+  /** Facts of the relation kept beside this one (a plural relation). */
+  kept_beside?: FlaggedFact[];
+  /** Why this fact was kept beside the others. */
+  plural_note?: string;
+  /** The closest memory already stored, and how to replace it. */
+  similar?: SimilarMemory;
+  /** What the server warns about (the request was still served). */
+  warnings?: string[];
+  /** Secrets redacted from the stored text: where, and of what kind. */
+  redacted?: Redaction[];
   error?: ErrorDocument;
 }
 
@@ -217,31 +320,41 @@ export interface BatchAnswer extends Answer {
 }
 
 /**
- * One memory found; its own fields are those it has (content, or subject/predicate/object, or
- * name/steps).
+ * One memory found; its own fields are those of its type (content, or subject/predicate/object, or
+ * name/version/steps/conditions).
  */
 export interface RecallHit extends Answer {
   id: string;
   type: MemoryType;
+  /** The fused ranking score (higher: better; not a probability). */
   score: number;
   entities: string[];
   event_time: string;
-  content?: string;
-  subject?: string;
-  predicate?: string;
-  object?: string;
-  name?: string;
+  /** How current the memory is: its label and staleness. */
+  freshness: Record<string, unknown>;
+  /** An episode's text, or a fact's note (null: none). */
+  content?: string | null;
+  /** A fact's subject. */
+  subject?: string | null;
+  /** A fact's relation. */
+  predicate?: string | null;
+  /** A fact's value. */
+  object?: string | null;
+  /** A procedure's name. */
+  name?: string | null;
   steps?: string[];
   conditions?: string[];
-  version?: number;
-  source?: string;
-  context?: Record<string, unknown>;
-  freshness?: Record<string, unknown>;
-  t_invalid?: string | null;
+  /** A procedure's version. */
+  version?: number | null;
+  /** A superseded result: the memory that ended it (null: ended without one). */
   superseded_by?: string | null;
+  /** A fact: whether a current fact the caller sees disagrees. */
   contradiction?: boolean;
+  /** The calibrated chance that the memory answers the query. */
   relevance?: number;
-  relevance_label?: string;
+  /** relevance in words. */
+  relevance_label?: "strong" | "weak" | "none";
+  /** What the relevance was judged on. */
   relevance_evidence?: Record<string, unknown>;
   /** With explain: how it was scored. */
   explain?: Record<string, unknown>;
@@ -251,6 +364,16 @@ export interface RecallHit extends Answer {
   importance?: number;
   /** Shown only when it expires. */
   expires_at?: string;
+  /** Those disagreeing facts. */
+  contradicts?: string[];
+  /** Current facts that may fill the same slot with another value. */
+  possible_conflict?: string[];
+  /** A consolidation summary: what it stands for, in words. */
+  summary_of?: string;
+  /** A superseded result (include_invalidated): when it ended. */
+  invalidated_at?: string;
+  /** With explain: the relevance model's own estimate. */
+  answer_chance?: number;
 }
 
 export interface RecallAnswer extends Answer {
@@ -267,17 +390,33 @@ export interface RecallAnswer extends Answer {
 }
 
 export interface ConfirmAnswer extends Answer {
+  /** The memories confirmed. */
   validated: string[];
+  /** The ids not found (or not visible to the caller). */
   not_found: string[];
+  /** The journal position of what was written (null: nothing was). */
+  position: number | null;
+  /** With importance or pinned: the memories marked. */
   marked?: string[];
-  position?: number;
+  /** What the server warns about (the request was still served). */
+  warnings?: string[];
+  /** With differs_from: the pairs of memories now told apart. */
+  differ?: Array<string[]>;
+  /** With supersedes: the memories the confirmed one ended. */
+  superseded?: string[];
 }
 
 export interface ForgetAnswer extends Answer {
+  /** The memories forgotten. */
   forgotten: string[];
+  /** The ids not found (or not visible to the caller). */
   not_found: string[];
-  dropped_entities: unknown[];
-  position?: number;
+  /** Entities no memory names any more, dropped with them. */
+  dropped_entities: string[];
+  /** The journal position of what was written (null: nothing was). */
+  position: number | null;
+  /** What the server warns about (the request was still served). */
+  warnings?: string[];
 }
 
 export interface ListedMemory extends Answer {
@@ -377,24 +516,32 @@ export interface Entity extends Answer {
 }
 
 export interface Stats extends Answer {
-  namespace: string;
+  /** The namespace read (null: every namespace, the operator with none given). */
+  namespace: string | null;
   total: number;
   recent: Array<{ id: string; type: MemoryType; summary: string }>;
   /** How many memories need attention, by reason. */
   needs_attention: AttentionCounts;
   expiring: number;
-  by_type: Record<string, number>;
+  /** Memories by type (detailed stats: what the HTTP API always asks). */
+  by_type?: Record<string, number>;
+  /** Memories by freshness label (detailed stats). */
   staleness?: Record<string, number>;
   conflicts?: Conflict[];
   possible_conflicts?: Conflict[];
+  /** How many entities (detailed stats). */
   entities?: number;
+  /** The journal's size and position (the operator only). */
   journal?: Record<string, unknown>;
+  /** The storage sizes (the operator only). */
   storage_bytes?: Record<string, number>;
+  /** The embedding and relevance models in use. */
   models?: Record<string, unknown>;
 }
 
 export interface Reflect extends Answer {
-  namespace: string;
+  /** The namespace read (null: every namespace, the operator with none given). */
+  namespace: string | null;
   /** How many memories need attention, by reason. */
   counts: AttentionCounts;
   stale: Array<{
@@ -412,12 +559,14 @@ export interface Reflect extends Answer {
     access_count: number;
     last_accessed: string | null;
     label: string;
-    eviction?: unknown;
+    /** Why the memory may be evicted (null: not eligible). */
+    eviction: "superseded_past_retention" | "stale_unreferenced_episodic" | "stale_episodic" | null;
   }>;
   dormant_entities: Array<{
     id: string;
     name: string;
-    last_referenced?: string | null;
+    /** When a memory last named it (null: never). */
+    last_referenced: string | null;
   }>;
 }
 

@@ -197,3 +197,20 @@ def test_what_is_not_a_range_of_days(question: str, phrase: str | None) -> None:
     found = when(question, NOW)
     assert (None if found is None else found.phrase) == phrase
     assert when("between February 30 and March 2", NOW) is None  # an impossible day
+
+
+@pytest.mark.parametrize(
+    ("question", "phrase"),
+    [
+        ("Which incidents occurred on Black Friday, November 27, 2023?",
+         "Black Friday, November 27, 2023"),
+        ("what broke on November 24 (Black Friday)?", "November 24 (Black Friday)"),
+        ("Cyber Monday, Nov 27: what broke?", "Cyber Monday, Nov 27"),
+        # no comma or brackets: the capitalised words are the question's own
+        ("what did Priya ship on November 27?", "November 27"),
+        ("what did we do, on the 4th of December?", "4th of December"),
+    ],
+)  # fmt: skip
+def test_a_name_set_off_beside_a_date_is_the_dates(question: str, phrase: str) -> None:
+    found = when(question, NOW)
+    assert found is not None and found.phrase == phrase

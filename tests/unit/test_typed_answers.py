@@ -6,7 +6,7 @@ of an answer from the TypedDict the answer is built as (``read/request.RecallAns
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, get_origin, get_type_hints
 
 import pytest
 
@@ -141,40 +141,61 @@ def test_a_query_is_decoded_by_its_routes_spec() -> None:
         query_args(_request("limit="), REFLECT_QUERY)
 
 
-def test_what_the_document_leaves_unsaid_is_named_and_cannot_go_stale() -> None:
-    schema = typed(_Answer, {"ended": {"type": "string"}}, optional=("ended",),
-                   hidden=("counts", "note"))  # fmt: skip
-    assert "counts" not in schema["properties"] and "note" not in schema["properties"]
-    assert schema["required"] == ["name", "share", "seen", "tags", "kind", "part"]
-    assert list(schema["properties"])[-1] == "ended"
-    assert schema["properties"]["ended"] == {"type": "string"}
-    with pytest.raises(TypeError, match="_Answer has no field gone"):
-        typed(_Answer, hidden=("gone",))
-    with pytest.raises(TypeError, match="_Answer has no field gone"):
-        typed(_Answer, {"gone": {}})
+class _Loose(TypedDict):
+    kind: str | None
+    ended: Rfc3339 | None
+    where: dict[str, Any] | None
+    note: NotRequired[str]
+
+
+def test_a_closer_schema_or_a_description_keeps_the_types_null_and_cannot_go_stale() -> None:
+    schema = typed(_Loose, {"kind": {"enum": ["a", "b"]}, "where": {"$ref": "#/x"}},
+                   about={"note": "Shown when set.", "ended": "When it ended."})  # fmt: skip
+    assert schema["required"] == ["kind", "ended", "where"]
+    assert schema["properties"] == {
+        "kind": {"anyOf": [{"enum": ["a", "b"]}, {"type": "null"}]},
+        "ended": {"type": ["string", "null"], "format": "date-time",
+                  "description": "When it ended."},
+        "where": {"anyOf": [{"$ref": "#/x"}, {"type": "null"}]},
+        "note": {"type": "string", "description": "Shown when set."},
+    }  # fmt: skip
+    with pytest.raises(TypeError, match="_Loose has no field gone"):
+        typed(_Loose, about={"gone": "x"})
+    with pytest.raises(TypeError, match="_Loose has no field gone"):
+        typed(_Loose, {"gone": {}})
+
+
+def _names(schema: dict[str, Any], kind: type) -> None:
+    """``schema`` names every field of ``kind``, requiring exactly its required ones."""
+    hints = get_type_hints(kind, include_extras=True)
+    assert set(schema["properties"]) == set(hints)
+    assert schema["required"] == [n for n, h in hints.items() if get_origin(h) is not NotRequired]
 
 
 def test_the_forget_and_confirm_answers_are_their_types() -> None:
-    from ferrex.core.decide.forget import ForgetResult, ValidateResult
+    from ferrex.core.decide.forget import ConfirmAnswer, ForgetAnswer, ForgetResult, ValidateResult
 
     forget = ForgetResult(("mem_a",), ("mem_b",), (), 7, ("late",)).as_dict()
     assert forget == {"forgotten": ["mem_a"], "not_found": ["mem_b"], "dropped_entities": [],
                       "position": 7, "warnings": ["late"]}  # fmt: skip
     assert ValidateResult((), ("mem_b",), None).as_dict() == {
         "validated": [], "not_found": ["mem_b"], "position": None}  # fmt: skip
-    assert ANSWERS["ForgetAnswer"]["required"] == ["forgotten", "not_found", "dropped_entities"]
-    assert list(ANSWERS["ConfirmAnswer"]["properties"]) == [
-        "validated", "not_found", "marked", "position"]  # fmt: skip
+    _names(ANSWERS["ForgetAnswer"], ForgetAnswer)
+    _names(ANSWERS["ConfirmAnswer"], ConfirmAnswer)
+    for name in ("ForgetAnswer", "ConfirmAnswer"):  # null: nothing was written
+        assert ANSWERS[name]["properties"]["position"]["type"] == ["integer", "null"]
 
 
 def test_the_store_answer_schema_is_its_type() -> None:
     from ferrex.core.decide.store import StoreAnswer
 
     schema = ANSWERS["StoreAnswer"]
+    _names(schema, StoreAnswer)
     assert schema["required"] == ["status", "id"]
-    assert set(schema["properties"]) < set(StoreAnswer.__annotations__)
     batch_item = ANSWERS["StoreBatchItem"]["properties"]
     assert list(batch_item) == ["index", *schema["properties"], "error"]
+    redacted = schema["properties"]["redacted"]["items"]
+    assert redacted["required"] == ["field", "kind", "at"]
 
 
 class _Timed(TypedDict):
@@ -185,9 +206,9 @@ class _Timed(TypedDict):
 
 
 def test_times_documents_and_conditions_have_their_schemas() -> None:
-    schema = typed(_Timed, required=("extra",), description="When.")
+    schema = typed(_Timed, description="When.")
     assert schema == {
-        "type": "object", "description": "When.", "required": ["at", "seen", "doc", "extra"],
+        "type": "object", "description": "When.", "required": ["at", "seen", "doc"],
         "properties": {
             "at": {"type": "string", "format": "date-time"},
             "seen": {"type": ["string", "null"], "format": "date-time"},
@@ -198,26 +219,31 @@ def test_times_documents_and_conditions_have_their_schemas() -> None:
 
 
 def test_the_stats_and_reflect_schemas_are_their_types() -> None:
-    from ferrex.read.insight import ReflectAnswer, StatsAnswer
+    from ferrex.read.insight import DormantEntity, ForgetCandidate, ReflectAnswer, StatsAnswer
 
     stats = ANSWERS["Stats"]
-    assert list(stats["properties"]) == list(StatsAnswer.__annotations__)
-    assert stats["required"] == ["namespace", "total", "recent", "needs_attention", "expiring",
-                                 "by_type"]  # fmt: skip
+    _names(stats, StatsAnswer)
+    # the MCP tool's brief stats have no by_type; the HTTP API always asks detailed ones
+    assert "by_type" not in stats["required"]
     reflect = ANSWERS["Reflect"]
-    assert list(reflect["properties"]) == list(ReflectAnswer.__annotations__)
-    assert reflect["required"] == list(ReflectAnswer.__annotations__)
+    _names(reflect, ReflectAnswer)
+    for answer in (stats, reflect):  # null: the operator's, with no namespace given
+        assert answer["properties"]["namespace"]["type"] == ["string", "null"]
     candidate = reflect["properties"]["forget_candidates"]["items"]
+    _names(candidate, ForgetCandidate)
     assert candidate["properties"]["last_accessed"]["format"] == "date-time"
-    assert "eviction" not in candidate["required"]
+    assert {"type": "null"} in candidate["properties"]["eviction"]["anyOf"]
+    _names(reflect["properties"]["dormant_entities"]["items"], DormantEntity)
 
 
 def test_the_recall_hit_schema_is_its_type() -> None:
     from ferrex.read.request import RecallHit
 
     hit = ANSWERS["RecallHit"]
-    assert hit["required"] == ["id", "type", "score", "entities", "event_time"]
-    named = [k for k in RecallHit.__annotations__ if k in hit["properties"]]
-    assert list(hit["properties"]) == named
+    _names(hit, RecallHit)
+    assert hit["required"] == ["id", "type", "score", "entities", "event_time", "freshness"]
     assert hit["properties"]["event_time"] == {"type": "string", "format": "date-time"}
-    assert "invalidated_at" not in hit["properties"]
+    assert hit["properties"]["invalidated_at"]["format"] == "date-time"
+    for name in ("content", "subject", "predicate", "object", "name"):
+        assert hit["properties"][name]["type"] == ["string", "null"], name
+    assert not {"source", "context", "t_invalid"} & set(hit["properties"])

@@ -3,8 +3,10 @@
 Each route's 200 answer is a named schema here, so a generated client gets a type per
 answer, not a bare object. The rules they follow, for generators' sake:
 
-- ``required`` lists exactly what every answer of that kind carries; a field shown only
-  sometimes (a memory's marks, ``truncated``, ``warning``) is optional and never required;
+- an answer built as a TypedDict has that type's schema (:func:`typed`): ``required`` lists
+  exactly what every answer of that kind carries; a field shown only sometimes (a memory's
+  marks, ``truncated``, ``warning``) is optional and never required; a field that may be
+  None allows null;
 - no ``default`` anywhere (:func:`without_defaults`): openapi-typescript makes a property with
   a default a required one, which a request need not send;
 - objects stay open (no ``additionalProperties: false`` on answers): a later server may add
@@ -14,7 +16,8 @@ answer, not a bare object. The rules they follow, for generators' sake:
   object that can hold nothing.
 
 ``tests/e2e/test_api_typed.py`` checks real answers of a running server against these
-schemas, every route and the optional fields too.
+schemas, every route and the optional fields too, and again with every object closed: an
+answer's key the schema does not name, or a null it does not allow, fails it.
 """
 
 from __future__ import annotations
@@ -86,39 +89,53 @@ def typed(
     kind: type,
     fields: Mapping[str, dict[str, Any]] | None = None,
     *,
-    optional: tuple[str, ...] = (),
-    hidden: tuple[str, ...] = (),
-    required: tuple[str, ...] = (),
+    about: Mapping[str, str] | None = None,
     description: str = "",
 ) -> dict[str, Any]:
     """The schema of the TypedDict ``kind`` (the type the answer is built as): its required
-    keys required, the others optional, each field's type as JSON Schema unless ``fields``
-    gives a field's schema (a part still described by hand here).
-
-    Where the published document says less than the type (kept so, for now: the document
-    and the SDK types generated from it stay as they are), the call says so by name:
-    ``optional`` keys the answer always has but the document shows as optional, ``hidden``
-    keys the answer may have but the document does not name (objects stay open, so they
-    are still allowed), ``required`` keys an answer may lack but those the document
-    describes always have. A name that is not a key of ``kind`` is refused, so none goes
-    stale."""
+    keys required, the ``NotRequired`` ones optional, each field's type as JSON Schema, null
+    allowed where the type allows None. ``fields`` gives a field's schema more closely than
+    its type says (an enum for a ``str``, the items of a ``dict[str, Any]``), the schema of
+    its value: null is added where the type allows None; ``about`` describes a field. A name
+    that is not a key of ``kind`` is refused, so none goes stale."""
     hints = get_type_hints(kind, include_extras=True)
-    unknown = sorted({*(fields or {}), *optional, *hidden, *required} - set(hints))
+    unknown = sorted({*(fields or {}), *(about or {})} - set(hints))
     if unknown:
         raise TypeError(f"{kind.__name__} has no field {', '.join(unknown)}")
     always: dict[str, Any] = {}
-    shown_optional: dict[str, Any] = {}
+    maybe: dict[str, Any] = {}
     # NotRequired read from the hints: a TypedDict of a module with postponed annotations
     # counts every key in its __required_keys__ (Python 3.11).
     for name, hint in hints.items():
-        if name in hidden:
-            continue
         given = get_origin(hint) is NotRequired
         bare = get_args(hint)[0] if given else hint
-        schema = fields[name] if fields and name in fields else _schema_of(bare)
-        maybe = (given and name not in required) or name in optional
-        (shown_optional if maybe else always)[name] = schema
-    return _object(always, shown_optional, description)
+        if fields and name in fields:
+            schema = _nullable(fields[name]) if _allows_none(bare) else fields[name]
+        else:
+            schema = _schema_of(bare)
+        if about and name in about:
+            schema = {**schema, "description": about[name]}
+        (maybe if given else always)[name] = schema
+    return _object(always, maybe, description)
+
+
+def _allows_none(hint: object) -> bool:
+    if get_origin(hint) is Annotated:
+        return _allows_none(get_args(hint)[0])
+    return get_origin(hint) in (types.UnionType, Union) and type(None) in get_args(hint)
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` or null."""
+    kinds = schema.get("type")
+    if isinstance(kinds, str):
+        return {**schema, "type": [kinds, "null"]}
+    if isinstance(kinds, list):
+        return schema if "null" in kinds else {**schema, "type": [*kinds, "null"]}
+    if "enum" in schema and None in schema["enum"]:
+        return schema
+    # an enum, a reference or a schema of any value: one of it, or null
+    return {"anyOf": [schema, {"type": "null"}]} if schema else schema
 
 
 _FORMATS = ("date-time",)
@@ -145,8 +162,7 @@ def _schema_of(hint: object) -> dict[str, Any]:
         return {"enum": list(args)}
     if origin in (types.UnionType, Union) and type(None) in args:
         (one,) = [a for a in args if a is not type(None)]
-        inner = _schema_of(one)
-        return {**inner, "type": [inner["type"], "null"]}
+        return _nullable(_schema_of(one))
     raise TypeError(f"no JSON Schema for {hint!r} in a typed answer")
 
 
@@ -159,11 +175,17 @@ _BRIEF = {
     "created_at": _TIME,
     "summary": {**_TEXT, "description": "The memory on one line (at most 200 characters)."},
 }
+_MARKS_ABOUT = {
+    "pinned": "Shown only when pinned.",
+    "importance": "Shown only when not 0.5.",
+    "expires_at": "Shown only when it expires.",
+}
 _MARKS = {
     "pinned": {**_FLAG, "description": "Shown only when pinned."},
     "importance": {**_NUMBER, "description": "Shown only when not 0.5."},
     "expires_at": {**_TIME, "description": "Shown only when it expires."},
 }
+_NAMESPACE_ABOUT = "The namespace read (null: every namespace, the operator with none given)."
 _ATTENTION = typed(AttentionCounts, description=AttentionCounts.__doc__ or "")
 _CONFLICT = _object(
     {"namespace": _TEXT, "facts": _list({"type": "object", "required": ["id"],
@@ -178,16 +200,51 @@ _TAG_COUNT = _object({"value": _TEXT, "count": _INT})
 _STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "
            "already ended by a fact that began later (superseded_by, history_reason)."}
 
-# The document says less than the answers: status and type are named enums, entities'
-# items are not typed, and the notes of a fact's slot, the marks and warnings are not named.
+_FLAGGED = _object({"id": _TEXT, "fact": _TEXT, "reason": _TEXT})
+_ENTITY_MATCH = _object(
+    {"name": _TEXT, "entity_id": _TEXT,
+     "match": {**_TEXT, "description": "exact, normalized, fuzzy, embedding, or new."},
+     "score": _NUMBER,
+     "matched": {**_MAYBE_TEXT, "description": "The known spelling it matched, if any."}},
+)
+_SIMILAR = _object(
+    {"id": _TEXT, "similarity": _NUMBER, "note": _TEXT},
+    {"kept_because": {**_TEXT, "description": "Why a near copy is no duplicate."}},
+)
+_REDACTION = _object({"field": _TEXT, "kind": _TEXT, "at": {
+    **_INT, "description": "The secret's character position in the field's text."}})
+
+# Status and type are named enums; the parts of entities, similar and the flagged facts are
+# described here (their types are dict[str, Any]).
 _STORE = typed(
     StoreAnswer,
-    {"status": _STATUS, "type": _TYPE, "entities": _list({}),
-     "recovered": {**_FLAG, "description": "Answered from an earlier request with the same "
-                   "Idempotency-Key whose answer was lost: only the id is known."}},
-    hidden=("pinned", "importance", "expires_at", "multi_valued", "replaced_multi_valued",
-            "possible_conflict", "possible_conflict_with", "possible_conflict_note",
-            "replaced_note", "kept_beside", "plural_note", "similar", "warnings", "redacted"),
+    {"status": _STATUS, "type": _TYPE, "entities": _list(_ENTITY_MATCH),
+     "possible_conflict_with": _list(_FLAGGED), "kept_beside": _list(_FLAGGED),
+     "similar": _SIMILAR, "redacted": _list(_REDACTION)},
+    about={
+        **_MARKS_ABOUT,
+        "id": "The new memory, or for a repeated fact the existing one (re-validated).",
+        "superseded": "The memories this one ended.",
+        "validated": "The memories this store confirmed (a fact stored again).",
+        "position": "The journal position of what was written.",
+        "version": "A procedure's version number.",
+        "superseded_by": "stored_as_history: the fact that ends this one.",
+        "history_reason": "stored_as_history: which fact is current, and since when.",
+        "recovered": "Answered from an earlier request with the same Idempotency-Key whose "
+        "answer was lost: only the id is known.",
+        "note": "What to know about this store, in words.",
+        "multi_valued": "Shown only when the fact was stored as one of several values.",
+        "replaced_multi_valued": "The multi-valued facts of the relation this one replaced.",
+        "possible_conflict": "Current facts that may fill the same slot with another value.",
+        "possible_conflict_with": "Those facts, and why each was flagged.",
+        "possible_conflict_note": "How to settle the first flagged fact.",
+        "replaced_note": "Which current values this fact replaced.",
+        "kept_beside": "Facts of the relation kept beside this one (a plural relation).",
+        "plural_note": "Why this fact was kept beside the others.",
+        "similar": "The closest memory already stored, and how to replace it.",
+        "warnings": "What the server warns about (the request was still served).",
+        "redacted": "Secrets redacted from the stored text: where, and of what kind.",
+    },
 )
 
 #: The answer schemas, by component name.
@@ -201,29 +258,53 @@ ANSWERS: dict[str, dict[str, Any]] = {
     "StoreBatchAnswer": _object(
         {"results": _list(ref("StoreBatchItem")), "stored": _INT, "failed": _INT}
     ),
-    # The document says less than the answers: type is the enum, a field of a memory's type
-    # is never null there, freshness is always sent, the marks and explain are described,
-    # and the parts only some results have (contradicts, a summary's summary_of, a
-    # superseded one's invalidated_at, explain's answer_chance) are not named.
     "RecallHit": typed(
         RecallHit,
-        {"type": _TYPE, "content": _TEXT, "subject": _TEXT, "predicate": _TEXT,
-         "object": _TEXT, "name": _TEXT, "version": _INT, "relevance_label": _TEXT,
-         "explain": {"type": "object", "description": "With explain: how it was scored."},
-         **_MARKS},
-        optional=("freshness",),
-        hidden=("contradicts", "possible_conflict", "summary_of", "invalidated_at",
-                "answer_chance"),
-        description="One memory found; its own fields are those it has (content, or subject/"
-        "predicate/object, or name/steps).",
+        {"type": _TYPE, "expires_at": _TIME},
+        about={
+            **_MARKS_ABOUT,
+            "score": "The fused ranking score (higher: better; not a probability).",
+            "content": "An episode's text, or a fact's note (null: none).",
+            "subject": "A fact's subject.",
+            "predicate": "A fact's relation.",
+            "object": "A fact's value.",
+            "name": "A procedure's name.",
+            "version": "A procedure's version.",
+            "freshness": "How current the memory is: its label and staleness.",
+            "superseded_by": "A superseded result: the memory that ended it (null: ended "
+            "without one).",
+            "invalidated_at": "A superseded result (include_invalidated): when it ended.",
+            "contradiction": "A fact: whether a current fact the caller sees disagrees.",
+            "contradicts": "Those disagreeing facts.",
+            "possible_conflict": "Current facts that may fill the same slot with another "
+            "value.",
+            "summary_of": "A consolidation summary: what it stands for, in words.",
+            "relevance": "The calibrated chance that the memory answers the query.",
+            "relevance_label": "relevance in words.",
+            "relevance_evidence": "What the relevance was judged on.",
+            "explain": "With explain: how it was scored.",
+            "answer_chance": "With explain: the relevance model's own estimate.",
+        },
+        description="One memory found; its own fields are those of its type (content, or "
+        "subject/predicate/object, or name/version/steps/conditions).",
     ),
     "RecallAnswer": typed(RecallAnswer, {"results": _list(ref("RecallHit"))}),
-    # The document says less than the answers: position may be null (nothing written), and
-    # warnings, differ and superseded are not named; dropped_entities' items are not typed.
-    "ConfirmAnswer": typed(ConfirmAnswer, {"position": _INT}, optional=("position",),
-                           hidden=("warnings", "differ", "superseded")),
-    "ForgetAnswer": typed(ForgetAnswer, {"dropped_entities": _list({}), "position": _INT},
-                          optional=("position",), hidden=("warnings",)),
+    "ConfirmAnswer": typed(ConfirmAnswer, about={
+        "validated": "The memories confirmed.",
+        "not_found": "The ids not found (or not visible to the caller).",
+        "marked": "With importance or pinned: the memories marked.",
+        "position": "The journal position of what was written (null: nothing was).",
+        "warnings": "What the server warns about (the request was still served).",
+        "differ": "With differs_from: the pairs of memories now told apart.",
+        "superseded": "With supersedes: the memories the confirmed one ended.",
+    }),
+    "ForgetAnswer": typed(ForgetAnswer, about={
+        "forgotten": "The memories forgotten.",
+        "not_found": "The ids not found (or not visible to the caller).",
+        "dropped_entities": "Entities no memory names any more, dropped with them.",
+        "position": "The journal position of what was written (null: nothing was).",
+        "warnings": "What the server warns about (the request was still served).",
+    }),
     "MemoryDetail": _object(
         {
             **_BRIEF,
@@ -281,24 +362,32 @@ ANSWERS: dict[str, dict[str, Any]] = {
         },
         description="One entity (name given): its spellings, memories and neighbours.",
     ),
-    # The document says less than the answers: namespace may be null (the operator's, no
-    # namespace given) and eviction too; the parts conflicts.py lists and the attention
-    # counts (with their description) are described here. The HTTP API always asks for
-    # detailed stats, so by_type is there.
+    # The parts conflicts.py lists and the attention counts (with their description) are
+    # described here.
     "Stats": typed(
         StatsAnswer,
-        {"namespace": _TEXT, "recent": _list(typed(RecentMemory, {"type": _TYPE})),
+        {"recent": _list(typed(RecentMemory, {"type": _TYPE})),
          "needs_attention": _ATTENTION,
          "conflicts": _list(_CONFLICT), "possible_conflicts": _list(_CONFLICT)},
-        required=("by_type",),
+        about={
+            "namespace": _NAMESPACE_ABOUT,
+            "by_type": "Memories by type (detailed stats: what the HTTP API always asks).",
+            "staleness": "Memories by freshness label (detailed stats).",
+            "entities": "How many entities (detailed stats).",
+            "journal": "The journal's size and position (the operator only).",
+            "storage_bytes": "The storage sizes (the operator only).",
+            "models": "The embedding and relevance models in use.",
+        },
     ),
     "Reflect": typed(
         ReflectAnswer,
-        {"namespace": _TEXT, "counts": _ATTENTION, "contradictions": _list(_CONFLICT),
+        {"counts": _ATTENTION, "contradictions": _list(_CONFLICT),
          "possible_conflicts": _list(_CONFLICT),
-         "forget_candidates": _list(typed(ForgetCandidate, {"eviction": {}},
-                                          optional=("eviction",))),
-         "dormant_entities": _list(typed(DormantEntity, optional=("last_referenced",)))},
+         "forget_candidates": _list(typed(ForgetCandidate, about={
+             "eviction": "Why the memory may be evicted (null: not eligible)."})),
+         "dormant_entities": _list(typed(DormantEntity, about={
+             "last_referenced": "When a memory last named it (null: never)."}))},
+        about={"namespace": _NAMESPACE_ABOUT},
     ),
     "ListedMemory": _object(_LISTED),
     "MemoryPage": _object(
@@ -324,7 +413,8 @@ ANSWERS: dict[str, dict[str, Any]] = {
     ),
     "OpenApiDocument": _object(
         {"openapi": _TEXT, "info": {"type": "object"}, "paths": {"type": "object"}},
-        {"servers": _list({"type": "object"}), "components": {"type": "object"}},
+        {"servers": _list({"type": "object"}), "components": {"type": "object"},
+         "security": _list({"type": "object"})},
     ),
 }
 
@@ -340,6 +430,10 @@ PARTS: dict[str, dict[str, Any]] = {
     "Change": _CHANGE,
     "ChangedMemory": _CHANGED_MEMORY,
     "TagCount": _TAG_COUNT,
+    "EntityMatch": _ENTITY_MATCH,
+    "FlaggedFact": _FLAGGED,
+    "SimilarMemory": _SIMILAR,
+    "Redaction": _REDACTION,
 }
 
 # fmt: on

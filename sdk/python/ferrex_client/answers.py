@@ -60,24 +60,91 @@ class TagCount(TypedDict):
     count: int
 
 
+class EntityMatch(TypedDict):
+    name: str
+    entity_id: str
+    #: exact, normalized, fuzzy, embedding, or new.
+    match: str
+    score: float
+    #: The known spelling it matched, if any.
+    matched: str | None
+
+
+class FlaggedFact(TypedDict):
+    id: str
+    fact: str
+    reason: str
+
+
+class SimilarMemory(TypedDict):
+    id: str
+    similarity: float
+    note: str
+    #: Why a near copy is no duplicate.
+    kept_because: NotRequired[str]
+
+
+class Redaction(TypedDict):
+    field: str
+    kind: str
+    #: The secret's character position in the field's text.
+    at: int
+
+
 class StoreAnswer(TypedDict):
     #: stored_as_history: stored already ended by a fact that began later (superseded_by,
     #: history_reason).
     status: Literal["duplicate", "stored", "stored_as_history"]
+    #: The new memory, or for a repeated fact the existing one (re-validated).
     id: str
+    #: Shown only when pinned.
+    pinned: NotRequired[bool]
+    #: Shown only when not 0.5.
+    importance: NotRequired[float]
+    #: Shown only when it expires.
+    expires_at: NotRequired[str]
     type: NotRequired[MemoryType]
     namespace: NotRequired[str]
-    entities: NotRequired[list[Any]]
+    entities: NotRequired[list[EntityMatch]]
+    #: The memories this one ended.
     superseded: NotRequired[list[str]]
+    #: The memories this store confirmed (a fact stored again).
     validated: NotRequired[list[str]]
+    #: The journal position of what was written.
     position: NotRequired[int]
+    #: A procedure's version number.
     version: NotRequired[int]
+    #: stored_as_history: the fact that ends this one.
     superseded_by: NotRequired[str]
+    #: stored_as_history: which fact is current, and since when.
     history_reason: NotRequired[str]
     #: Answered from an earlier request with the same Idempotency-Key whose answer was lost: only
     #: the id is known.
     recovered: NotRequired[bool]
+    #: What to know about this store, in words.
     note: NotRequired[str]
+    #: Shown only when the fact was stored as one of several values.
+    multi_valued: NotRequired[bool]
+    #: The multi-valued facts of the relation this one replaced.
+    replaced_multi_valued: NotRequired[list[str]]
+    #: Current facts that may fill the same slot with another value.
+    possible_conflict: NotRequired[list[str]]
+    #: Those facts, and why each was flagged.
+    possible_conflict_with: NotRequired[list[FlaggedFact]]
+    #: How to settle the first flagged fact.
+    possible_conflict_note: NotRequired[str]
+    #: Which current values this fact replaced.
+    replaced_note: NotRequired[str]
+    #: Facts of the relation kept beside this one (a plural relation).
+    kept_beside: NotRequired[list[FlaggedFact]]
+    #: Why this fact was kept beside the others.
+    plural_note: NotRequired[str]
+    #: The closest memory already stored, and how to replace it.
+    similar: NotRequired[SimilarMemory]
+    #: What the server warns about (the request was still served).
+    warnings: NotRequired[list[str]]
+    #: Secrets redacted from the stored text: where, and of what kind.
+    redacted: NotRequired[list[Redaction]]
 
 
 class BatchItem(TypedDict):
@@ -87,20 +154,56 @@ class BatchItem(TypedDict):
     #: stored_as_history: stored already ended by a fact that began later (superseded_by,
     #: history_reason).
     status: NotRequired[Literal["duplicate", "stored", "stored_as_history"]]
+    #: The new memory, or for a repeated fact the existing one (re-validated).
     id: NotRequired[str]
+    #: Shown only when pinned.
+    pinned: NotRequired[bool]
+    #: Shown only when not 0.5.
+    importance: NotRequired[float]
+    #: Shown only when it expires.
+    expires_at: NotRequired[str]
     type: NotRequired[MemoryType]
     namespace: NotRequired[str]
-    entities: NotRequired[list[Any]]
+    entities: NotRequired[list[EntityMatch]]
+    #: The memories this one ended.
     superseded: NotRequired[list[str]]
+    #: The memories this store confirmed (a fact stored again).
     validated: NotRequired[list[str]]
+    #: The journal position of what was written.
     position: NotRequired[int]
+    #: A procedure's version number.
     version: NotRequired[int]
+    #: stored_as_history: the fact that ends this one.
     superseded_by: NotRequired[str]
+    #: stored_as_history: which fact is current, and since when.
     history_reason: NotRequired[str]
     #: Answered from an earlier request with the same Idempotency-Key whose answer was lost: only
     #: the id is known.
     recovered: NotRequired[bool]
+    #: What to know about this store, in words.
     note: NotRequired[str]
+    #: Shown only when the fact was stored as one of several values.
+    multi_valued: NotRequired[bool]
+    #: The multi-valued facts of the relation this one replaced.
+    replaced_multi_valued: NotRequired[list[str]]
+    #: Current facts that may fill the same slot with another value.
+    possible_conflict: NotRequired[list[str]]
+    #: Those facts, and why each was flagged.
+    possible_conflict_with: NotRequired[list[FlaggedFact]]
+    #: How to settle the first flagged fact.
+    possible_conflict_note: NotRequired[str]
+    #: Which current values this fact replaced.
+    replaced_note: NotRequired[str]
+    #: Facts of the relation kept beside this one (a plural relation).
+    kept_beside: NotRequired[list[FlaggedFact]]
+    #: Why this fact was kept beside the others.
+    plural_note: NotRequired[str]
+    #: The closest memory already stored, and how to replace it.
+    similar: NotRequired[SimilarMemory]
+    #: What the server warns about (the request was still served).
+    warnings: NotRequired[list[str]]
+    #: Secrets redacted from the stored text: where, and of what kind.
+    redacted: NotRequired[list[Redaction]]
     error: NotRequired[ErrorDocument]
 
 
@@ -111,30 +214,40 @@ class BatchAnswer(TypedDict):
 
 
 class RecallHit(TypedDict):
-    """One memory found; its own fields are those it has (content, or subject/predicate/object,
-    or name/steps)."""
+    """One memory found; its own fields are those of its type (content, or
+    subject/predicate/object, or name/version/steps/conditions)."""
 
     id: str
     type: MemoryType
+    #: The fused ranking score (higher: better; not a probability).
     score: float
     entities: list[str]
     event_time: str
-    content: NotRequired[str]
-    subject: NotRequired[str]
-    predicate: NotRequired[str]
-    object: NotRequired[str]
-    name: NotRequired[str]
+    #: How current the memory is: its label and staleness.
+    freshness: dict[str, Any]
+    #: An episode's text, or a fact's note (null: none).
+    content: NotRequired[str | None]
+    #: A fact's subject.
+    subject: NotRequired[str | None]
+    #: A fact's relation.
+    predicate: NotRequired[str | None]
+    #: A fact's value.
+    object: NotRequired[str | None]
+    #: A procedure's name.
+    name: NotRequired[str | None]
     steps: NotRequired[list[str]]
     conditions: NotRequired[list[str]]
-    version: NotRequired[int]
-    source: NotRequired[str]
-    context: NotRequired[dict[str, Any]]
-    freshness: NotRequired[dict[str, Any]]
-    t_invalid: NotRequired[str | None]
+    #: A procedure's version.
+    version: NotRequired[int | None]
+    #: A superseded result: the memory that ended it (null: ended without one).
     superseded_by: NotRequired[str | None]
+    #: A fact: whether a current fact the caller sees disagrees.
     contradiction: NotRequired[bool]
+    #: The calibrated chance that the memory answers the query.
     relevance: NotRequired[float]
-    relevance_label: NotRequired[str]
+    #: relevance in words.
+    relevance_label: NotRequired[Literal["strong", "weak", "none"]]
+    #: What the relevance was judged on.
     relevance_evidence: NotRequired[dict[str, Any]]
     #: With explain: how it was scored.
     explain: NotRequired[dict[str, Any]]
@@ -144,6 +257,16 @@ class RecallHit(TypedDict):
     importance: NotRequired[float]
     #: Shown only when it expires.
     expires_at: NotRequired[str]
+    #: Those disagreeing facts.
+    contradicts: NotRequired[list[str]]
+    #: Current facts that may fill the same slot with another value.
+    possible_conflict: NotRequired[list[str]]
+    #: A consolidation summary: what it stands for, in words.
+    summary_of: NotRequired[str]
+    #: A superseded result (include_invalidated): when it ended.
+    invalidated_at: NotRequired[str]
+    #: With explain: the relevance model's own estimate.
+    answer_chance: NotRequired[float]
 
 
 class RecallAnswerTruncated(TypedDict):
@@ -165,17 +288,33 @@ class RecallAnswer(TypedDict):
 
 
 class ConfirmAnswer(TypedDict):
+    #: The memories confirmed.
     validated: list[str]
+    #: The ids not found (or not visible to the caller).
     not_found: list[str]
+    #: The journal position of what was written (null: nothing was).
+    position: int | None
+    #: With importance or pinned: the memories marked.
     marked: NotRequired[list[str]]
-    position: NotRequired[int]
+    #: What the server warns about (the request was still served).
+    warnings: NotRequired[list[str]]
+    #: With differs_from: the pairs of memories now told apart.
+    differ: NotRequired[list[list[str]]]
+    #: With supersedes: the memories the confirmed one ended.
+    superseded: NotRequired[list[str]]
 
 
 class ForgetAnswer(TypedDict):
+    #: The memories forgotten.
     forgotten: list[str]
+    #: The ids not found (or not visible to the caller).
     not_found: list[str]
-    dropped_entities: list[Any]
-    position: NotRequired[int]
+    #: Entities no memory names any more, dropped with them.
+    dropped_entities: list[str]
+    #: The journal position of what was written (null: nothing was).
+    position: int | None
+    #: What the server warns about (the request was still served).
+    warnings: NotRequired[list[str]]
 
 
 class ListedMemory(TypedDict):
@@ -304,19 +443,26 @@ class StatsRecentItem(TypedDict):
 
 
 class Stats(TypedDict):
-    namespace: str
+    #: The namespace read (null: every namespace, the operator with none given).
+    namespace: str | None
     total: int
     recent: list[StatsRecentItem]
     #: How many memories need attention, by reason.
     needs_attention: AttentionCounts
     expiring: int
-    by_type: dict[str, int]
+    #: Memories by type (detailed stats: what the HTTP API always asks).
+    by_type: NotRequired[dict[str, int]]
+    #: Memories by freshness label (detailed stats).
     staleness: NotRequired[dict[str, int]]
     conflicts: NotRequired[list[Conflict]]
     possible_conflicts: NotRequired[list[Conflict]]
+    #: How many entities (detailed stats).
     entities: NotRequired[int]
+    #: The journal's size and position (the operator only).
     journal: NotRequired[dict[str, Any]]
+    #: The storage sizes (the operator only).
     storage_bytes: NotRequired[dict[str, int]]
+    #: The embedding and relevance models in use.
     models: NotRequired[dict[str, Any]]
 
 
@@ -339,17 +485,22 @@ class ReflectForgetCandidatesItem(TypedDict):
     access_count: int
     last_accessed: str | None
     label: str
-    eviction: NotRequired[Any]
+    #: Why the memory may be evicted (null: not eligible).
+    eviction: (
+        Literal["superseded_past_retention", "stale_unreferenced_episodic", "stale_episodic"] | None
+    )
 
 
 class ReflectDormantEntitiesItem(TypedDict):
     id: str
     name: str
-    last_referenced: NotRequired[str | None]
+    #: When a memory last named it (null: never).
+    last_referenced: str | None
 
 
 class Reflect(TypedDict):
-    namespace: str
+    #: The namespace read (null: every namespace, the operator with none given).
+    namespace: str | None
     #: How many memories need attention, by reason.
     counts: AttentionCounts
     stale: list[ReflectStaleItem]
