@@ -4,19 +4,21 @@ the calibrated model gives it (:mod:`ferrex.rules.relevance`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 from ferrex.models.sparse import tokens
 from ferrex.read.candidate import Candidate
-from ferrex.rules import relevance
+from ferrex.rules import asked, relevance
 from ferrex.rules.dates import Period
+from ferrex.rules.entities import normalize_entity
 from ferrex.rules.fusion import (
     Leg,
 )
 from projections.documents import memory_text
-from projections.rows import Memory
+from projections.rows import Memory, Spelling
 from projections.vectors import VectorFilter
 
 
@@ -55,6 +57,7 @@ class Judgement:
                 "sparse_rank": self.evidence.sparse_rank,
                 "cosine_gap": round(self.evidence.cosine_gap, 6),
                 "bm25_share": round(self.evidence.bm25_share, 6),
+                "off_subject": self.evidence.off_subject,
             }
             doc["answer_chance"] = round(self.chance(), 4)
         return doc
@@ -76,23 +79,37 @@ class Terms:
     """The named period counts as one more explicit filter for a memory whose event time is
     inside it: the question asks for little besides the period
     (:func:`ferrex.rules.relevance.vague`: "what did we change yesterday?")."""
+    subjects: tuple[asked.Subject, ...] = ()
+    """The things the question names that the store knows (:func:`subjects_named`)."""
+    unknown: bool = False
+    """The question names an identifier no memory the recall may rank contains and no
+    entity is spelled as (:func:`unknown_identifiers`)."""
 
     @classmethod
     def of(
-        cls, query: str, period: Period | None, given: int = 0, filtered: Sequence[str] = ()
+        cls,
+        query: str,
+        period: Period | None,
+        given: int = 0,
+        filtered: Sequence[str] = (),
+        subjects: Sequence[asked.Subject] = (),
+        unknown: bool = False,
     ) -> Terms:
         """``given``: the explicit filters; ``filtered``: the entity names the filter gave,
         whose words in the question are the filter's term, not terms of their own (as a
-        period's words are the period's)."""
+        period's words are the period's); ``subjects`` and ``unknown``: what the store
+        knows of the things the question names (:func:`subjects_named`,
+        :func:`unknown_identifiers`)."""
         found = tokens(query)
         names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
         if period is not None:
             found = relevance.without_phrase(found, tokens(period.phrase))
         if period is None and not given:
-            return cls(found, None, names)
+            return cls(found, None, names, subjects=tuple(subjects), unknown=unknown)
         named = {t for name in filtered for t in tokens(name)}
         kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
-        return cls(kept, period, names - named, given, period is not None and relevance.vague(kept))
+        vague = period is not None and relevance.vague(kept)
+        return cls(kept, period, names - named, given, vague, tuple(subjects), unknown)
 
     @property
     def period_first(self) -> bool:
@@ -112,7 +129,8 @@ def evidence_of(
     what the legs' rankings say of it: its ranks, its cosine's gap to the best, its share
     of the best BM25 score."""
     hit = None if dense is None else dense.best.get(memory.memory_id)
-    text = tokens(memory_text(memory.type, memory.body()))
+    body = memory_text(memory.type, memory.body())
+    text = tokens(body)
     period = terms.period
     holds = period is not None and period.holds(memory.t_valid)
     # A period the question names, and little else, is a filter the memory passed when its
@@ -134,7 +152,88 @@ def evidence_of(
         (None, None) if candidate is None else (candidate.dense_rank, candidate.sparse_rank),
         best_of(dense),
         0.0 if candidate is None or candidate.bm25 is None else share_of(candidate.bm25, sparse),
-    )
+        asked.off_subject(
+            terms.subjects, terms.tokens, text, memory.entity_ids, spaced_words(body),
+            terms.unknown,
+        ) if terms.subjects or terms.unknown else 0.0,
+    )  # fmt: skip
+
+
+def spaced_words(text: str) -> str:
+    """``text`` normalized as entity names are (:func:`ferrex.rules.entities.normalize_entity`),
+    punctuation and separators as single spaces, padded with a space each side: a spelling
+    occurs in it as ``" word word "``."""
+    spaced = re.sub(r"[^\w+#]+", " ", normalize_entity(text))
+    return f" {' '.join(spaced.split())} "
+
+
+def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subject]:
+    """The things ``query`` names that the store knows: each entity one of whose spellings
+    (``spellings``: those the caller sees) occurs in the question as whole words, with
+    every spelling it has. A spelling that is a stop word alone names nothing."""
+    words = spaced_words(query)
+    by_entity: dict[str, list[Spelling]] = {}
+    for s in spellings:
+        if s.normalized:
+            by_entity.setdefault(s.entity_id, []).append(s)
+    forms_of = {
+        entity_id: {tuple(spaced_words(s.normalized).split()) for s in spelt} - {()}
+        for entity_id, spelt in by_entity.items()
+    }
+    words_of = {
+        entity_id: {w for form in forms for w in form if tokens(w)}
+        for entity_id, forms in forms_of.items()
+    }
+    found: list[asked.Subject] = []
+    for entity_id, spelt in sorted(by_entity.items()):
+        forms = forms_of[entity_id]
+        if not any(f" {' '.join(form)} " in words and tokens(" ".join(form)) for form in forms):
+            continue
+        ids = {entity_id, *(s.recorded_under for s in spelt if s.recorded_under)}
+        named = frozenset(t for form in forms for t in tokens(" ".join(form)))
+        siblings = {
+            other for other, its in words_of.items()
+            if other != entity_id and its & words_of[entity_id]
+        }  # fmt: skip
+        sibling_forms = {form for other in siblings for form in forms_of[other]}
+        found.append(
+            asked.Subject(
+                frozenset(ids),
+                tuple(sorted(forms)),
+                named,
+                frozenset(siblings),
+                tuple(sorted(sibling_forms - forms)),
+            )
+        )
+    return found
+
+
+def identifiers_asked(query: str) -> list[str]:
+    """The query's identifiers that carry a digit (``prod-eu-2``, ``OPS-1433``, ``2.14.1``):
+    the names of one thing, which a store either holds or has never heard of."""
+    return [
+        t for t in dict.fromkeys(tokens(query))
+        if not t.isalnum() and any(c.isdigit() for c in t)
+    ]  # fmt: skip
+
+
+def unknown_identifiers(
+    query: str,
+    spellings: Iterable[Spelling],
+    held: Callable[[str], bool],
+    period: Period | None = None,
+) -> list[str]:
+    """The identifiers the query asks about (:func:`identifiers_asked`) that no entity is
+    spelled as and that ``held`` (a look-up of the BM25 index under the recall's filter)
+    finds in no memory; not the words of the ``period`` it names (``2026-12-08`` is a
+    day, which a memory's event time answers for, not its text)."""
+    dated = set(tokens(period.phrase)) if period is not None else set()
+    wanted = [t for t in identifiers_asked(query) if t not in dated]
+    if not wanted:
+        return []
+    spelt = {t for s in spellings for t in tokens(s.normalized)}
+    spelt |= {t for s in spellings for t in tokens(s.alias)}
+    return [t for t in wanted if t not in spelt and not held(t)]
 
 
 def best_of(leg: Leg | None) -> float | None:

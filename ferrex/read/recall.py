@@ -104,10 +104,18 @@ from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.models.rerank import RerankStage
-from ferrex.models.sparse import Bm25Encoder
+from ferrex.models.sparse import Bm25Encoder, token_index
 from ferrex.read.access import AccessLog, QueryCache
 from ferrex.read.candidate import Candidate
-from ferrex.read.judgement import Judgement, Terms, evidence_of, filters_given, relevance_of
+from ferrex.read.judgement import (
+    Judgement,
+    Terms,
+    evidence_of,
+    filters_given,
+    relevance_of,
+    subjects_named,
+    unknown_identifiers,
+)
 from ferrex.read.period import in_period_first, period_legs, period_parts, period_ranking
 from ferrex.read.request import (
     POOL,
@@ -121,7 +129,7 @@ from ferrex.read.request import (
     check_request,
 )
 from ferrex.read.seen import Sight, unexpired
-from ferrex.rules import relevance
+from ferrex.rules import asked, relevance
 from ferrex.rules.assess import freshness_input
 from ferrex.rules.consolidation import summary_of
 from ferrex.rules.dates import Period, when
@@ -253,7 +261,11 @@ class Reader:
             strategy=STRATEGY_WEIGHTS[req.strategy],
             period=period,
             terms=Terms.of(
-                req.query, period, filters_given(flt), req.entities if flt.entity_ids else ()
+                req.query,
+                period,
+                filters_given(flt),
+                req.entities if flt.entity_ids else (),
+                *self._known(req.query, namespace, sight, flt, period),
             ),
             params=self.settings.staleness.for_namespace(namespace),
             prefetch=max(self.settings.prefetch, 30, req.limit * 4),
@@ -261,6 +273,23 @@ class Reader:
             asks=asked_kinds(req.query),
             show_invalidated=req.include_invalidated or as_of is not None,
         )
+
+    def _known(
+        self, query: str, namespace: str, sight: Sight, flt: VectorFilter, period: Period | None
+    ) -> tuple[list[asked.Subject], bool]:
+        """What the store knows of the things the question names: the entities it spells
+        (:func:`ferrex.read.judgement.subjects_named`), and whether it names an identifier
+        no memory the filter admits holds (:func:`ferrex.read.judgement.unknown_identifiers`:
+        one BM25 look-up of the identifier alone, one point, per identifier asked)."""
+        spellings = sight.spellings(self.projections.read_model, namespace)
+        backend, name = self.projections.backend, self.projections.live.memories
+
+        def held(identifier: str) -> bool:
+            sparse = SparseVector((token_index(identifier),), (1.0,))
+            return bool(backend.query_sparse(name, sparse, flt, 1))
+
+        unknown = unknown_identifiers(query, spellings, held, period)
+        return subjects_named(query, spellings), bool(unknown)
 
     def _fused(
         self, q: _Query, legs: dict[str, Leg], mode: Legs

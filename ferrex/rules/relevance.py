@@ -36,6 +36,13 @@ is computed from the legs' *absolute* evidence instead, five numbers per result:
   orders database listen on" shares half its words with a memory about the orders database
   that gives no port; it is not answered by it.
 
+- ``off_subject``: 1 when the memory cannot be about what the question asks: it is about
+  a sibling of the stored thing the question names (``auth-gateway`` for "the support
+  gateway"), or only names that thing and shares nothing of what is asked of it, or the
+  question names an identifier the store has never heard of
+  (:func:`ferrex.rules.asked.off_subject`). Not a weight: such a memory's relevance stays
+  below ``weak`` (:data:`OFF_SUBJECT_AT_MOST`).
+
 None of them weights terms by IDF: IDF is a statistic of the whole collection (every
 agent's text, every namespace), so an IDF-weighted coverage would let one agent's private
 memories move the relevance another agent sees, and it would drift with the size of the
@@ -143,6 +150,11 @@ class Evidence:
     how far below the nearest memory of the store this one lies."""
     bm25_share: float = 0.0
     """The memory's BM25 score over the BM25 leg's best, in [0, 1] (0: not returned)."""
+    off_subject: float = 0.0
+    """1 when the memory cannot be about what the question asks
+    (:func:`ferrex.rules.asked.off_subject`): the question names a thing the store knows
+    and the memory is about another one, or only names it; or the question names an
+    identifier the store has never heard of, else 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +198,8 @@ class Model:
             + self.bias
         )
         value = _sigmoid(z)
+        if evidence.off_subject:
+            return min(value, OFF_SUBJECT_AT_MOST * self.weak_from)
         missing = evidence.missing_named or evidence.missing_name or evidence.missing_attribute
         if evidence.given and not missing:
             return max(value, self.weak_from)
@@ -197,6 +211,13 @@ class Model:
         if relevance >= self.weak_from:
             return "weak"
         return "none"
+
+
+OFF_SUBJECT_AT_MOST: Final = 0.9
+"""A memory that cannot be about what the question asks (``off_subject``,
+:func:`ferrex.rules.asked.off_subject`) is relevant at most this share of ``weak_from``:
+labelled ``none`` however much of the question's wording it shares, still shown (far
+above ``hidden_below``), so a wrong call costs the label, never the row."""
 
 
 DEFAULT_MODEL: Final = Model()
@@ -575,6 +596,7 @@ def evidence(
     ranks: tuple[int | None, int | None] = (None, None),
     best_cosine: float | None = None,
     bm25_share: float = 0.0,
+    off: float = 0.0,
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
     cut-off (it scored no higher), else 0 (no dense leg); its coverage (with the period
@@ -599,6 +621,7 @@ def evidence(
         ranks[1],
         gap,
         max(0.0, min(1.0, bm25_share)),
+        off,
     )
 
 

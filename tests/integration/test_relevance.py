@@ -86,6 +86,7 @@ def test_a_forgotten_topic_is_nothing_relevant(parts: tuple[Writer, Reader]) -> 
             "sparse_rank",
             "cosine_gap",
             "bm25_share",
+            "off_subject",
         }
         assert 0.0 <= r["answer_chance"] <= 1.0
         # the evidence's ranks are the legs' own, as explain shows them

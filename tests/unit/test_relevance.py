@@ -400,3 +400,12 @@ def test_a_period_taken_as_a_filter_lifts_a_memory_the_period_term_left_none() -
     as_term = evidence(query, memory, 0.1, None, in_period=True)
     assert model.label(model.relevance(as_term)) == "none"
     assert inside.coverage == as_term.coverage
+
+
+def test_off_subject_keeps_a_memory_below_weak_even_under_a_filter() -> None:
+    sure = Evidence(0.9, 1.0)
+    assert DEFAULT_MODEL.label(DEFAULT_MODEL.relevance(sure)) == "strong"
+    off = replace(sure, off_subject=1.0)
+    value = DEFAULT_MODEL.relevance(off)
+    assert DEFAULT_MODEL.label(value) == "none" and value > HIDDEN_BELOW  # shown, not hidden
+    assert DEFAULT_MODEL.relevance(replace(off, given=1.0)) == value  # no floor for it
