@@ -24,12 +24,17 @@ every tool reports p95 (and any other quantile) with; p50 is :func:`statistics.m
 **Temporary homes.** :func:`scratch` is a working directory removed at the end unless the
 caller keeps it; :func:`home_copy` a fresh copy of a built home, so a measurement never
 changes the home it was given.
+
+**Generated files.** :func:`write_or_check` is the command line of every tool that writes
+files from the code (``reference_docs``, ``sdk_types``): write them, or with ``--check`` say
+which are stale (``--diff``: how) and exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import difflib
 import math
 import os
 import shutil
@@ -192,3 +197,39 @@ def home_copy(home: Path, into: Path, name: str = "home") -> Path:
     copy = into / name
     shutil.copytree(home, copy, symlinks=True)
     return copy
+
+
+def write_or_check(
+    argv: Sequence[str] | None, description: str, files: Callable[[], dict[Path, str]], command: str
+) -> int:
+    """Write the generated ``files`` (path → text, computed once), or with ``--check`` print
+    each stale one (``--diff``: the difference) and return 1 if any is."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--check", action="store_true", help="only say which files are stale")
+    parser.add_argument("--diff", action="store_true", help="with --check: show the differences")
+    args = parser.parse_args(argv)
+    wanted = files()
+    if args.check:
+        out_of_date = stale(wanted)
+        for path in out_of_date:
+            print(f"{path.relative_to(ROOT)} is not up to date: python -m {command}")
+            if args.diff:
+                old = path.read_text(encoding="utf-8") if path.exists() else ""
+                print("".join(difflib.unified_diff(
+                    old.splitlines(True), wanted[path].splitlines(True), "committed", "generated"
+                )))  # fmt: skip
+        return 1 if out_of_date else 0
+    for path, text in wanted.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+def stale(files: dict[Path, str]) -> list[Path]:
+    """The generated files whose text on disk differs from ``files``."""
+    return [
+        path
+        for path, text in files.items()
+        if not path.exists() or path.read_text(encoding="utf-8") != text
+    ]

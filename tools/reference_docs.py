@@ -11,8 +11,6 @@ is not in the docs fails the suite until this command is run and the result comm
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 import click
 
 from ferrex.config import KEYS, Key
+from tools import harness
 from tools.harness import ROOT
 
 CLI_DOC = ROOT / "docs" / "reference" / "cli.md"
@@ -108,36 +107,8 @@ def expected() -> dict[Path, str]:
     return {CLI_DOC: cli_reference(), CONFIG_DOC: configuration_reference()}
 
 
-def stale() -> list[Path]:
-    """The generated files whose text differs from what the code gives now."""
-    return [
-        path
-        for path, text in expected().items()
-        if not path.exists() or path.read_text(encoding="utf-8") != text
-    ]
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only say which files are stale")
-    parser.add_argument("--diff", action="store_true", help="with --check: show the differences")
-    args = parser.parse_args(argv)
-    if args.check:
-        out_of_date = stale()
-        for path in out_of_date:
-            print(f"{path.relative_to(ROOT)} is not up to date: python -m tools.reference_docs")
-            if args.diff:
-                old = path.read_text(encoding="utf-8") if path.exists() else ""
-                new = expected()[path]
-                print("".join(difflib.unified_diff(
-                    old.splitlines(True), new.splitlines(True), "committed", "from the code"
-                )))  # fmt: skip
-        return 1 if out_of_date else 0
-    for path, text in expected().items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path.relative_to(ROOT)}")
-    return 0
+    return harness.write_or_check(argv, __doc__.splitlines()[0], expected, "tools.reference_docs")
 
 
 if __name__ == "__main__":

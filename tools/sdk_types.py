@@ -20,15 +20,13 @@ may add fields.
 
 from __future__ import annotations
 
-import argparse
-import difflib
 import json
 import keyword
 import subprocess
 import sys
 import sysconfig
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ from ferrex.server.dashboard.openapi import openapi_document
 from ferrex.server.dashboard.schemas import PARTS, for_generators
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_server import build_server, tool_inputs
+from tools import harness
 from tools.harness import ROOT
 
 TS_FILE = ROOT / "sdk" / "typescript" / "ferrex-client.d.mts"
@@ -438,35 +437,8 @@ def expected() -> dict[Path, str]:
     }
 
 
-def stale(found: Callable[[], dict[Path, str]] = expected) -> list[Path]:
-    """The generated files whose text differs from what the schemas give now."""
-    return [
-        path
-        for path, text in found().items()
-        if not path.exists() or path.read_text(encoding="utf-8") != text
-    ]
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only say which files are stale")
-    parser.add_argument("--diff", action="store_true", help="with --check: show the differences")
-    args = parser.parse_args(argv)
-    files = expected()
-    if args.check:
-        out_of_date = stale(lambda: files)
-        for path in out_of_date:
-            print(f"{path.relative_to(ROOT)} is not up to date: python -m tools.sdk_types")
-            if args.diff:
-                old = path.read_text(encoding="utf-8") if path.exists() else ""
-                print("".join(difflib.unified_diff(
-                    old.splitlines(True), files[path].splitlines(True), "committed", "generated"
-                )))  # fmt: skip
-        return 1 if out_of_date else 0
-    for path, text in files.items():
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path.relative_to(ROOT)}")
-    return 0
+    return harness.write_or_check(argv, __doc__.splitlines()[0], expected, "tools.sdk_types")
 
 
 if __name__ == "__main__":
