@@ -13,8 +13,9 @@ about a thing ("what did we decide about Kafka yesterday?") still finds the Kafk
 decision of the day before. The date boost and the guard stage
 (:meth:`ferrex.read.recall.Reader._ordered`) do the rest.
 
-Both searches reuse the query vector and the BM25 query of the whole-store legs: two more
-queries inside Qdrant, no more embedding.
+Both searches ask for the question less its period's words (:func:`question_less_period`):
+two more queries inside Qdrant and one more query embedding, for questions naming a period
+only.
 """
 
 from __future__ import annotations
