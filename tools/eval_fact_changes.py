@@ -1,7 +1,7 @@
 """Fact changes over the real MCP path: does the slot end with the right current answer?
 
     python -m tools.eval_fact_changes [--half tuning|held-out|both] [--show N] [--only OUTCOME]
-                                      [--json] [--limit N] [--set FILE]
+                                      [--json] [--limit N] [--set FILE] [--totals-only]
     python -m tools.eval_fact_changes --unrelated N [--seed S] [--dated] [--json]
 
 Each scenario of ``golden_set/fact_changes.jsonl`` (its format and time rule are in
@@ -36,6 +36,11 @@ Outcomes:
 The set is split by ``sha256(id)``'s first byte: even, tuning; odd, held-out. Rules are tuned
 on the tuning half only: the held-out half is reported as totals, never scenario by scenario
 nor by category (``--show`` and the per-category table are the tuning half's).
+
+``--set FILE`` reads another set of the same format (default ``golden_set/fact_changes.jsonl``).
+A set held out as a whole (``golden_set/fact_changes_fresh.jsonl``) is run with
+``--totals-only``: both halves are then reported as the held-out half always is, totals only
+(no per-category table, no scenario in ``--json``, no ``--show``).
 
 ``--unrelated N`` measures false flags instead: N facts of a made-up project (services and
 their databases, workers and front ends, people, tools; a seeded vocabulary) in one
@@ -761,7 +766,17 @@ async def run_scenarios(home: Path, scenarios: Sequence[Scenario]) -> tuple[list
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", type=Path, default=DEFAULT_SET, help="the scenarios (JSONL)")
+    parser.add_argument(
+        "--set",
+        type=Path,
+        default=DEFAULT_SET,
+        help=f"the scenarios (JSONL; default {DEFAULT_SET.relative_to(ROOT)})",
+    )
+    parser.add_argument(
+        "--totals-only",
+        action="store_true",
+        help="report every half as totals only (a set held out as a whole)",
+    )
     parser.add_argument("--half", choices=("tuning", "held-out", "both"), default="tuning")
     parser.add_argument(
         "--show",
@@ -795,6 +810,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="diagnostic: every step under its scenario's first subject (the slot side alone)",
     )
     args = parser.parse_args(argv)
+    if args.totals_only and args.show:
+        parser.error("--show lists scenarios; --totals-only reports totals only")
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ferrex-fact-changes-") as tmp:
         home = Path(tmp) / "home"
@@ -827,7 +844,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def report(args: argparse.Namespace, outcomes: list[Outcome], halves: list[Half],
            seconds: float) -> None:  # fmt: skip
     by_half = {h: [o for o in outcomes if o.scenario.half == h] for h in halves}
-    tuning = by_half.get("tuning", [])
+    # The tuning half is the only one shown by scenario and category, and not even it when the
+    # whole set is held out.
+    tuning = [] if args.totals_only else by_half.get("tuning", [])
     shown = [o for o in tuning if failing(o) and (not args.only or o.outcome == args.only)]
     if args.json:
         doc: dict[str, Any] = {"set": str(args.set), "head": head(), "seconds": seconds,
@@ -844,9 +863,10 @@ def report(args: argparse.Namespace, outcomes: list[Outcome], halves: list[Half]
         f"({seconds / max(len(outcomes), 1):.2f} s a scenario); {harness.load_line()}"
     )
     for h, mine in by_half.items():
+        detailed = h == "tuning" and not args.totals_only
         print_totals(h, totals(mine), seconds * len(mine) / max(len(outcomes), 1),
-                     details=h == "tuning")  # fmt: skip
-        if h == "tuning":
+                     details=detailed)  # fmt: skip
+        if detailed:
             print_categories(per_category(mine))
     for o in shown[: args.show]:
         show(o)

@@ -8,6 +8,7 @@ winner is wrong (ferrex keeps it as history), and two unrelated facts are a clea
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -15,7 +16,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tools.eval_fact_changes import DEFAULT_SET, half_of, load_set
+import pytest
+
+from tools.eval_fact_changes import (
+    DEFAULT_SET,
+    Outcome,
+    StoreOutcome,
+    half_of,
+    load_set,
+    main,
+    report,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,3 +89,56 @@ def test_the_set_splits_into_its_two_halves() -> None:
     assert sum(n for (h, _), n in halves.items() if h == "tuning") == 306
     assert halves[("held-out", "negative")] == 91
     assert half_of("fc-0004") == "tuning" and half_of("t-negative") == "held-out"
+
+
+def _outcomes(tmp_path: Path) -> list[Outcome]:
+    """Made-up outcomes (no server) of a small set read by ``load_set`` from a file: the
+    change in the tuning half wrong, the negative in the held-out half clean."""
+    version = {"subject": "ledger-api", "predicate": "version"}
+    lines = [
+        _scenario("t-resolved", "change", [{**version, "object": "1.2.0"},
+                                           {**version, "object": "1.3.0"}], ["1.3.0"]),
+        _scenario("t-negative", "negative", [
+            {"subject": "payments-api", "predicate": "log level", "object": "debug"},
+            {"subject": "Sven Olsen", "predicate": "timezone", "object": "CET"}],
+            ["debug", "CET"]),
+    ]  # fmt: skip
+    path = tmp_path / "set.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    outcomes = []
+    for scenario in load_set(path):
+        stores = [StoreOutcome(i, "stored", f"m{i}", {}) for i in range(len(scenario.steps))]
+        done = "clean" if scenario.kind == "negative" else "wrong"
+        outcomes.append(Outcome(scenario, stores, {}, {}, done, "made up"))
+    return outcomes
+
+
+@pytest.mark.parametrize("totals_only", [False, True])
+def test_totals_only_reports_no_scenario_nor_category(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], totals_only: bool
+) -> None:
+    outcomes = _outcomes(tmp_path)
+    assert {o.scenario.half for o in outcomes} == {"tuning", "held-out"}
+    args = argparse.Namespace(set=tmp_path / "set.jsonl", json=True, only=None, show=5,
+                              totals_only=totals_only)  # fmt: skip
+    report(args, outcomes, ["tuning", "held-out"], 1.0)
+    halves = json.loads(capsys.readouterr().out)["halves"]
+    assert halves["tuning"]["change"]["wrong"] == 1
+    assert halves["held-out"]["negative"]["clean"] == 1
+    listed = [key for h in halves.values() for key in ("outcomes", "per_category") if key in h]
+    assert listed == ([] if totals_only else ["outcomes", "per_category"])
+    args.json = False
+    report(args, outcomes, ["tuning", "held-out"], 1.0)
+    text = capsys.readouterr().out
+    assert "## tuning half" in text and "## held-out half" in text
+    assert ("| category |" in text) is not totals_only
+    assert ("### t-resolved" in text) is not totals_only  # the failing scenario, --show 5
+
+
+def test_totals_only_refuses_to_show_scenarios(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--set", str(tmp_path / "absent.jsonl"), "--totals-only", "--show", "3"])
+    assert stopped.value.code == 2
+    assert "--totals-only reports totals only" in capsys.readouterr().err
