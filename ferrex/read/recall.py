@@ -98,8 +98,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
-import numpy as np
-
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
@@ -116,6 +114,7 @@ from ferrex.read.judgement import (
     subjects_named,
     unknown_identifiers,
 )
+from ferrex.read.marks import contradicted, possible_conflict
 from ferrex.read.period import in_period_first, period_legs, period_parts, period_ranking
 from ferrex.read.request import (
     POOL,
@@ -157,11 +156,8 @@ from ferrex.rules.name_lookup import (
     query_spellings,
     spelling_variants,
 )
-from ferrex.rules.predicates import unplaced_neighbour
-from ferrex.rules.slots import answers_form, asked_kinds, may_share_slot, stated_kinds
+from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds
 from ferrex.rules.store_fields import offset_of, parse_time
-from ferrex.rules.subjects import object_form
-from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from journal.events import utc_now
 from projections.documents import memory_text
@@ -668,8 +664,10 @@ class Reader:
     def _result(
         self, memory: Memory, score: float, now: datetime, params: StalenessParams, sight: Sight
     ) -> RecallHit:
-        """A result's document, without its explain and relevance fields."""
-        names = self.projections.read_model.entity_names(memory.entity_ids)
+        """A result's document, without its explain and relevance fields; a fact's with its
+        marks (:mod:`ferrex.read.marks`)."""
+        rm = self.projections.read_model
+        names = rm.entity_names(memory.entity_ids)
         result: RecallHit = {
             "id": memory.memory_id,
             "type": memory.type,
@@ -684,11 +682,11 @@ class Reader:
             )
             if memory.content:
                 result["content"] = memory.content
-            contradicts = self._contradicted(memory, sight)
+            contradicts = contradicted(rm, memory, sight, self.queries)
             result["contradiction"] = bool(contradicts)
             if contradicts:
                 result["contradicts"] = contradicts
-            possible = self._possible_conflict(memory, sight)
+            possible = possible_conflict(rm, memory, sight)
             if possible:
                 result["possible_conflict"] = possible
         elif memory.type == "procedural":
@@ -702,92 +700,13 @@ class Reader:
             )
         else:
             result["content"] = memory.content
-            folds = self.projections.read_model.recall.fold_counts([memory.memory_id])
+            folds = rm.recall.fold_counts([memory.memory_id])
             if folds:  # a consolidation summary: what it stands for, and where they are
                 result["summary_of"] = summary_of(memory.memory_id, folds[memory.memory_id])
         if memory.t_invalid is not None:
             result["invalidated_at"] = rfc3339(memory.t_invalid)
             result["superseded_by"] = memory.superseded_by
         return {**result, **marks_doc(memory.importance, memory.pinned, memory.expires_at)}
-
-    def _contradicted(self, memory: Memory, sight: Sight) -> list[str]:
-        """The other active single-valued facts the caller may see that disagree (empty:
-        none): the same subject, however it is spelt (every spelling of the entity its
-        subject names, as the caller sees spellings), and the same predicate, or a
-        predicate of the subject that is probably this one in other words
-        (:func:`ferrex.rules.predicates.unplaced_neighbour`); objects that agree
-        (``team Nova`` / ``Nova``) do not. Multi-valued facts are never contradictions."""
-        if (
-            memory.t_invalid is not None
-            or memory.multi_valued
-            or not memory.predicate_normalized
-            or not memory.subject_key
-        ):
-            return []
-        rm = self.projections.read_model
-        facts = {
-            m.memory_id: m
-            for key in self._subject_keys(memory.namespace, memory.subject_key, sight)
-            for m in rm.subject_facts(memory.namespace, key)
-            if m.memory_id != memory.memory_id
-            and m.t_invalid is None
-            and not m.multi_valued
-            and m.predicate_normalized
-            and sight.sees(m)
-        }
-        mine = object_form(memory.object or "")
-        same = sorted(
-            i
-            for i, m in facts.items()
-            if m.predicate_normalized == memory.predicate_normalized
-            and object_form(m.object or "") != mine
-        )
-        if same:
-            return same
-        # Sibling predicates (daily cap / monthly cap) are two slots, whatever the phrases.
-        others = sorted(
-            {
-                str(m.predicate_normalized)
-                for m in facts.values()
-                if m.predicate_normalized != memory.predicate_normalized
-                and may_share_slot(memory.predicate_normalized, str(m.predicate_normalized))
-            }
-        )
-        found = (
-            unplaced_neighbour(memory.predicate_normalized, others, self._phrase_similarity)
-            if others
-            else None
-        )
-        if found is None:
-            return []
-        return sorted(i for i, m in facts.items() if m.predicate_normalized == found[0])
-
-    def _subject_keys(self, namespace: str, key: str, sight: Sight) -> list[str]:
-        """Every spelling (normalized) of the entities ``key`` spells, that the caller sees."""
-        spellings = [
-            s
-            for s in self.projections.read_model.recall.entity_spellings(namespace, key)
-            if sees_scope(sight.agent_id, s.agent_id, s.viewers)
-        ]
-        entities = {s.entity_id for s in spellings if s.normalized == key}
-        return sorted({key, *(s.normalized for s in spellings if s.entity_id in entities)})
-
-    def _possible_conflict(self, memory: Memory, sight: Sight) -> list[str]:
-        """The active facts the caller sees that the store kept beside this one because
-        their subjects are possibly the same (``facts.possible_conflict``)."""
-        if memory.t_invalid is not None:
-            return []
-        rm = self.projections.read_model
-        ids = sorted({c.other_id for c in rm.possible_conflicts([memory.memory_id])})
-        others = rm.memories(memory_ids=ids) if ids else []
-        return sorted(m.memory_id for m in others if m.t_invalid is None and sight.sees(m))
-
-    def _phrase_similarity(self, text: str, texts: Sequence[str]) -> list[float]:
-        try:
-            vector = self.queries.vector(text)
-            return [float(np.dot(vector, self.queries.vector(other))) for other in texts]
-        except ServerDown:  # no embeddings: only the same predicate counts (checked before)
-            return [0.0] * len(texts)
 
     def _named_entities(self, namespace: str, query: str, sight: Sight) -> dict[str, str]:
         """The entities the query names, by id (with the spelling found): every spelling
