@@ -92,7 +92,6 @@ and journaled in batches (``memories.accessed``), so a replay reproduces stalene
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -115,6 +114,7 @@ from ferrex.read.judgement import (
     unknown_identifiers,
 )
 from ferrex.read.marks import contradicted, possible_conflict
+from ferrex.read.names import filter_ids, named_entities
 from ferrex.read.period import in_period_first, period_legs, period_parts, period_ranking
 from ferrex.read.request import (
     POOL,
@@ -132,7 +132,6 @@ from ferrex.rules import asked, relevance
 from ferrex.rules.assess import freshness_input
 from ferrex.rules.consolidation import summary_of
 from ferrex.rules.dates import Period, when
-from ferrex.rules.entities import normalize_entity
 from ferrex.rules.freshness import (
     StalenessParams,
     boosted,
@@ -151,10 +150,7 @@ from ferrex.rules.fusion import (
 )
 from ferrex.rules.lifecycle import importance_factor, marks_doc
 from ferrex.rules.name_lookup import (
-    find_entity,
-    loosely_named,
     query_spellings,
-    spelling_variants,
 )
 from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds
 from ferrex.rules.store_fields import offset_of, parse_time
@@ -162,7 +158,7 @@ from ferrex.times import rfc3339
 from journal.events import utc_now
 from projections.documents import memory_text
 from projections.replay import Projections
-from projections.rows import Memory
+from projections.rows import Memory, Spelling
 from projections.vectors import Hit, SparseVector, VectorFilter, filter_clauses, passes
 
 log = logging.getLogger(__name__)
@@ -234,7 +230,8 @@ class Reader:
         now = self.clock()
         sight = Sight(req.agent_id, now.timestamp())
         namespace = req.namespace or self.settings.default_namespace
-        entity_ids, unknown = self._entity_ids(namespace, req.entities, sight)
+        spellings = sight.spellings(self.projections.read_model, namespace)
+        entity_ids, unknown = filter_ids(self.projections.read_model, req.entities, spellings)
         flt = VectorFilter(
             namespace=namespace,
             types=tuple(dict.fromkeys(req.types)),
@@ -252,6 +249,7 @@ class Reader:
             namespace=namespace,
             now=now,
             sight=sight,
+            spellings=spellings,
             flt=flt,
             unknown=unknown,
             strategy=STRATEGY_WEIGHTS[req.strategy],
@@ -261,7 +259,7 @@ class Reader:
                 period,
                 filters_given(flt),
                 req.entities if flt.entity_ids else (),
-                *self._known(req.query, namespace, sight, flt, period),
+                *self._known(req.query, spellings, flt, period),
             ),
             params=self.settings.staleness.for_namespace(namespace),
             prefetch=max(self.settings.prefetch, 30, req.limit * 4),
@@ -271,13 +269,12 @@ class Reader:
         )
 
     def _known(
-        self, query: str, namespace: str, sight: Sight, flt: VectorFilter, period: Period | None
+        self, query: str, spellings: Sequence[Spelling], flt: VectorFilter, period: Period | None
     ) -> tuple[list[asked.Subject], bool]:
         """What the store knows of the things the question names: the entities it spells
         (:func:`ferrex.read.judgement.subjects_named`), and whether it names an identifier
         no memory the filter admits holds (:func:`ferrex.read.judgement.unknown_identifiers`:
         one BM25 look-up of the identifier alone, one point, per identifier asked)."""
-        spellings = sight.spellings(self.projections.read_model, namespace)
         backend, name = self.projections.backend, self.projections.live.memories
 
         def held(identifier: str) -> bool:
@@ -307,7 +304,7 @@ class Reader:
         via: dict[str, list[str]] = {}
         graph_share = s.graph_weight if strategy.graph is None else strategy.graph
         if graph_share > 0:
-            named = self._named_entities(q.namespace, q.req.query, q.sight)
+            named = named_entities(q.req.query, q.spellings)
             if named:
                 legs["graph"], via = self._graph_leg(named, q.flt, q.prefetch)
                 parts.append(legs["graph"])
@@ -708,52 +705,6 @@ class Reader:
             result["superseded_by"] = memory.superseded_by
         return {**result, **marks_doc(memory.importance, memory.pinned, memory.expires_at)}
 
-    def _named_entities(self, namespace: str, query: str, sight: Sight) -> dict[str, str]:
-        """The entities the query names, by id (with the spelling found): every spelling
-        the caller may see whose normalized form occurs in the query as whole words."""
-        spaced = re.sub(r"[^\w+#]+", " ", normalize_entity(query))
-        words = f" {' '.join(spaced.split())} "
-        found: dict[str, str] = {}
-        for s in sight.spellings(self.projections.read_model, namespace):
-            if s.normalized and f" {s.normalized} " in words and s.entity_id not in found:
-                found[s.entity_id] = s.alias
-        return found
-
-    def _entity_ids(
-        self, namespace: str, names: Sequence[str], sight: Sight
-    ) -> tuple[tuple[str, ...], list[str]]:
-        """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime"), else
-        by the ways people spell a name (:func:`ferrex.rules.name_lookup.spelling_variants`: a
-        dropped word, an acronym) and the looser matches of
-        :func:`ferrex.rules.name_lookup.loosely_named` ("cart Redis" finds ``redis-carts``); a
-        name may mean several entities, the filter then admits the memories of any of them."""
-        if not names:
-            return (), []
-        candidates = sight.candidates(self.projections.read_model, namespace)
-        found: list[str] = []
-        unknown: list[str] = []
-        rm = self.projections.read_model
-        for name in names:
-            entity_id = find_entity(name, candidates)
-            meant: list[str] = []
-            if entity_id is not None:
-                meant = [entity_id]
-            else:
-                # Every entity spelt one of the ways people spell the name (a dropped
-                # component word, an acronym), and the looser matches of a name as a person
-                # writes it: a filter may be broad, a merge may not.
-                variants = spelling_variants(name)
-                meant = sorted({c.entity_id for c in candidates if c.normalized in variants})
-                meant += [e for e in loosely_named(name, candidates) if e not in meant]
-            if not meant:
-                unknown.append(name)
-                continue
-            # Memories stored before a merge name the merged entity by its old id.
-            for one in rm.recall.merged_ids(meant):
-                if one not in found:
-                    found.append(one)
-        return tuple(found), unknown
-
 
 @dataclass(frozen=True, slots=True)
 class _Query:
@@ -763,6 +714,10 @@ class _Query:
     namespace: str
     now: datetime
     sight: Sight
+    spellings: list[Spelling]
+    """The entity spellings the caller sees in the namespace, read once for the entity
+    filter, the subjects the question names and the entity graph leg
+    (:mod:`ferrex.read.names`)."""
     flt: VectorFilter
     """What every leg and every joining neighbour must pass."""
     unknown: list[str]
