@@ -28,17 +28,8 @@ Qdrant because Qdrant fuses *points*: a memory with several parts (a text longer
 model's window) would be scored as several half matches. Ties are broken by memory id, so
 every backend ranks alike.
 
-**Episode context** (:func:`lend_to_neighbours`): a conversation turn that holds an answer
-often shares no words with the question ("Sure, I'll send it tomorrow"), while the turn
-before it does. So every candidate episode lends half its fused score
-(``context_share``) to its neighbours: the episodic memories of the same namespace and the
-same ``source``, consecutive in event time, up to two on each side (``context_reach``) and
-at most 30 minutes apart step by step (``context_gap``). Episodes stored without a source
-have a *derived episode* instead (``ferrex.core.decide.episode_of``: one agent's
-consecutive episodic stores in a namespace, an import's lines in file order) and their
-neighbours are the episode's, in arrival order. A neighbour keeps its own score plus the
-largest loan, and joins the candidates if it was not one, provided the recall's filter
-admits it. Semantic and procedural memories have no neighbours.
+**Episode context** and the **entity graph leg** (:mod:`ferrex.read.reach`): memories reached
+through the read model, not the legs' search, admitted by the recall's own filter.
 
 **Strategies** (``RecallRequest.strategy``, :data:`STRATEGY_WEIGHTS`) reweigh the stages
 and never switch a leg off: the dense share of fusion, a multiplier of the recency boost,
@@ -95,7 +86,6 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final
 
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
@@ -116,6 +106,7 @@ from ferrex.read.judgement import (
 from ferrex.read.marks import contradicted, possible_conflict
 from ferrex.read.names import filter_ids, named_entities
 from ferrex.read.period import in_period_first, period_legs, period_parts, period_ranking
+from ferrex.read.reach import graph_leg, with_context
 from ferrex.read.request import (
     POOL,
     STRATEGY_WEIGHTS,
@@ -143,10 +134,8 @@ from ferrex.rules.fusion import (
     Leg,
     adaptive_dense_share,
     bm25_confidence,
-    context_shares,
     fuse,
     keep_top,
-    lend_to_neighbours,
 )
 from ferrex.rules.lifecycle import importance_factor, marks_doc
 from ferrex.rules.name_lookup import (
@@ -159,14 +148,9 @@ from journal.events import utc_now
 from projections.documents import memory_text
 from projections.replay import Projections
 from projections.rows import Memory, Spelling
-from projections.vectors import Hit, SparseVector, VectorFilter, filter_clauses, passes
+from projections.vectors import Hit, SparseVector, VectorFilter
 
 log = logging.getLogger(__name__)
-
-_GRAPH_HOP: Final = 0.5
-"""A memory one hop away (naming an entity co-mentioned with the query's) scores this much
-of one naming the query's entity itself."""
-_GRAPH_CO_ENTITIES: Final = 32
 
 
 class Reader:
@@ -306,7 +290,9 @@ class Reader:
         if graph_share > 0:
             named = named_entities(q.req.query, q.spellings)
             if named:
-                legs["graph"], via = self._graph_leg(named, q.flt, q.prefetch)
+                legs["graph"], via = graph_leg(
+                    self.projections.read_model, named, q.flt, q.prefetch
+                )
                 parts.append(legs["graph"])
                 weights.append(graph_share)
         if inside and q.terms.period_first:  # the period is the question: its memories first
@@ -328,7 +314,7 @@ class Reader:
         fused = [(mid, score) for mid, score in ranking[: q.pool] if mid in memories]
         lent: dict[str, tuple[str, float]] = {}
         if self.settings.lends_context:
-            fused, lent = self._with_context(fused, memories, q.flt)
+            fused, lent = with_context(rm, self.settings, fused, memories, q.flt)
             if q.terms.period_first:  # the period's memories stay first after the loans
                 fused = in_period_first(fused, legs)
             fused = fused[: q.pool]
@@ -564,100 +550,6 @@ class Reader:
         query = self.bm25.encode_query(text, spellings, weight)
         return SparseVector(query.indices, query.values)
 
-    def _graph_leg(
-        self, named: Mapping[str, str], flt: VectorFilter, n: int
-    ) -> tuple[Leg, dict[str, list[str]]]:
-        """The entity graph leg: memories the caller may see (under the recall's filter)
-        that name the query's entities (``named``, resolved through the caller's visible
-        spellings), scored by the share of those entities they name; and one hop out,
-        memories naming an entity co-mentioned with one of them in a memory the caller may
-        see, at :data:`_GRAPH_HOP` of that. Best ``n``, ties newest first; with, for each
-        memory, the names it was reached through (``co-mention`` marks the hop)."""
-        rm = self.projections.read_model
-        query_ids = sorted(named)
-        agent, valid, cap = flt.agent_id, flt.only_valid, 4 * n
-        direct: dict[str, set[str]] = {}
-        for memory_id, entity_id in rm.entity_links(
-            flt.namespace or "", query_ids, agent_id=agent, only_valid=valid, limit=cap
-        ):
-            direct.setdefault(memory_id, set()).add(entity_id)  # fmt: skip
-        rows = self._admitted(rm.memories(memory_ids=sorted(direct)), flt)
-        direct = {m.memory_id: direct[m.memory_id] for m in rows}
-        co: dict[str, set[str]] = {}
-        for memory in rows:
-            for entity_id in memory.entity_ids:
-                if entity_id not in named:
-                    co.setdefault(entity_id, set()).update(direct[memory.memory_id])
-        common = sorted(co, key=lambda e: (-len(co[e]), e))[:_GRAPH_CO_ENTITIES]
-        hop: dict[str, set[str]] = {}
-        for memory_id, entity_id in rm.entity_links(
-            flt.namespace or "", common, agent_id=agent, only_valid=valid, limit=cap
-        ):
-            if memory_id not in direct:
-                hop.setdefault(memory_id, set()).update(co[entity_id])  # fmt: skip
-        hop = {m.memory_id: hop[m.memory_id]
-               for m in self._admitted(rm.memories(memory_ids=sorted(hop)), flt)}  # fmt: skip
-        k = len(named)
-        scores = {m: len(e) / k for m, e in direct.items()}
-        scores |= {m: _GRAPH_HOP * len(e) / k for m, e in hop.items()}
-        best = sorted(scores, key=lambda m: (-scores[m], tuple(-ord(c) for c in m)))[:n]
-        hits = {m: Hit(m, scores[m], {"memory_id": m}) for m in best}
-        via = {m: sorted(named[e] for e in direct[m]) if m in direct
-               else [*sorted(named[e] for e in hop[m]), "co-mention"] for m in best}  # fmt: skip
-        return Leg(hits, 0.0), via
-
-    @staticmethod
-    def _admitted(memories: Sequence[Memory], flt: VectorFilter) -> list[Memory]:
-        """Those of ``memories`` the recall's filter admits (visibility, validity, types,
-        entities, times), judged on their read-model rows by the rule both vector backends
-        apply to a point's payload (:func:`projections.vectors.passes`; the payload is the
-        row's, as ``reconcile`` checks), instead of asking the backend once more."""
-        clauses = filter_clauses(flt)
-        return [m for m in memories if not m.redacted and passes(clauses, _payload(m))]
-
-    def _with_context(
-        self, fused: list[tuple[str, float]], memories: dict[str, Memory], flt: VectorFilter
-    ) -> tuple[list[tuple[str, float]], dict[str, tuple[str, float]]]:
-        """Episode context: every episode among the candidates lends a share of its score
-        to its neighbours (:func:`lend_to_neighbours`); neighbours that were not candidates
-        join, if the recall's filter admits them. Adds them to ``memories``. A lender whose
-        share is 0 (a note, by default) has its neighbours left unread."""
-        s = self.settings
-        texts = {mid: memory_text(memories[mid].type, memories[mid].body()) for mid, _ in fused}
-        shares = context_shares(texts, s.context_share, s.note_context_share)
-        neighbours = {
-            mid: self._neighbours(memories[mid], s.context_reach, s.context_gap, flt.agent_id)
-            for mid, _ in fused
-            if shares[mid] > 0
-        }
-        new = sorted({n for ns in neighbours.values() for n in ns} - memories.keys())
-        if new:
-            rows = self.projections.read_model.memories(memory_ids=new)
-            memories.update((m.memory_id, m) for m in self._admitted(rows, flt))
-            neighbours = {mid: [n for n in ns if n in memories] for mid, ns in neighbours.items()}
-        return lend_to_neighbours(fused, neighbours, s.context_share, s.context_below_lender,
-                                  shares)  # fmt: skip
-
-    def _neighbours(
-        self, memory: Memory, reach: int, gap: float, agent_id: str | None
-    ) -> list[str]:
-        """The episodes of ``memory``'s source (or derived episode) just before and after it
-        that the caller may see, nearest first, up to ``reach`` on each side; with a source,
-        each at most ``gap`` seconds from the one before it (a derived episode had its gap
-        applied when it was stored: ``ferrex.core.decide.episode_of``)."""
-        if memory.type != "episodic" or not (memory.source or memory.episode):
-            return []
-        found: list[str] = []
-        rm = self.projections.read_model
-        for side in rm.recall.episode_neighbours(memory, reach, agent_id=agent_id):
-            previous = memory.t_valid
-            for memory_id, t_valid in side:
-                if memory.source and abs(t_valid - previous) > gap:
-                    break
-                found.append(memory_id)
-                previous = t_valid
-        return found
-
     def _result(
         self, memory: Memory, score: float, now: datetime, params: StalenessParams, sight: Sight
     ) -> RecallHit:
@@ -736,20 +628,6 @@ class _Query:
     asks: frozenset[str]
     """The kinds of value the question's form asks for (:func:`ferrex.rules.slots.asked_kinds`:
     *where* a host, *what version* a version); empty for most questions."""
-
-
-def _payload(memory: Memory) -> dict[str, Any]:
-    """The payload the vector store holds for ``memory``'s points (what a filter reads)."""
-    return {
-        "memory_id": memory.memory_id,
-        "namespace": memory.namespace,
-        "type": memory.type,
-        "entity_ids": list(memory.entity_ids),
-        "t_valid": memory.t_valid,
-        "t_invalid": memory.t_invalid,
-        "agent_id": memory.agent_id,
-        "visibility": memory.visibility,
-    }
 
 
 def _ranks(ranking: dict[str, Hit]) -> dict[str, int]:
