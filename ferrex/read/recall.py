@@ -28,17 +28,8 @@ Qdrant because Qdrant fuses *points*: a memory with several parts (a text longer
 model's window) would be scored as several half matches. Ties are broken by memory id, so
 every backend ranks alike.
 
-**Episode context** (:func:`lend_to_neighbours`): a conversation turn that holds an answer
-often shares no words with the question ("Sure, I'll send it tomorrow"), while the turn
-before it does. So every candidate episode lends half its fused score
-(``context_share``) to its neighbours: the episodic memories of the same namespace and the
-same ``source``, consecutive in event time, up to two on each side (``context_reach``) and
-at most 30 minutes apart step by step (``context_gap``). Episodes stored without a source
-have a *derived episode* instead (``ferrex.core.decide.episode_of``: one agent's
-consecutive episodic stores in a namespace, an import's lines in file order) and their
-neighbours are the episode's, in arrival order. A neighbour keeps its own score plus the
-largest loan, and joins the candidates if it was not one, provided the recall's filter
-admits it. Semantic and procedural memories have no neighbours.
+**Episode context** and the **entity graph leg** (:mod:`ferrex.read.reach`): memories reached
+through the read model, not the legs' search, admitted by the recall's own filter.
 
 **Strategies** (``RecallRequest.strategy``, :data:`STRATEGY_WEIGHTS`) reweigh the stages
 and never switch a leg off: the dense share of fusion, a multiplier of the recency boost,
@@ -92,13 +83,9 @@ and journaled in batches (``memories.accessed``), so a replay reproduces stalene
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final
-
-import numpy as np
 
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
@@ -116,7 +103,10 @@ from ferrex.read.judgement import (
     subjects_named,
     unknown_identifiers,
 )
+from ferrex.read.marks import contradicted, possible_conflict
+from ferrex.read.names import filter_ids, named_entities
 from ferrex.read.period import in_period_first, period_legs, period_parts, period_ranking
+from ferrex.read.reach import graph_leg, with_context
 from ferrex.read.request import (
     POOL,
     STRATEGY_WEIGHTS,
@@ -133,7 +123,6 @@ from ferrex.rules import asked, relevance
 from ferrex.rules.assess import freshness_input
 from ferrex.rules.consolidation import summary_of
 from ferrex.rules.dates import Period, when
-from ferrex.rules.entities import normalize_entity
 from ferrex.rules.freshness import (
     StalenessParams,
     boosted,
@@ -145,36 +134,23 @@ from ferrex.rules.fusion import (
     Leg,
     adaptive_dense_share,
     bm25_confidence,
-    context_shares,
     fuse,
     keep_top,
-    lend_to_neighbours,
 )
 from ferrex.rules.lifecycle import importance_factor, marks_doc
 from ferrex.rules.name_lookup import (
-    find_entity,
-    loosely_named,
     query_spellings,
-    spelling_variants,
 )
-from ferrex.rules.predicates import unplaced_neighbour
-from ferrex.rules.slots import answers_form, asked_kinds, may_share_slot, stated_kinds
+from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds
 from ferrex.rules.store_fields import offset_of, parse_time
-from ferrex.rules.subjects import object_form
-from ferrex.rules.visibility import sees_scope
 from ferrex.times import rfc3339
 from journal.events import utc_now
 from projections.documents import memory_text
 from projections.replay import Projections
-from projections.rows import Memory
-from projections.vectors import Hit, SparseVector, VectorFilter, filter_clauses, passes
+from projections.rows import Memory, Spelling
+from projections.vectors import Hit, SparseVector, VectorFilter
 
 log = logging.getLogger(__name__)
-
-_GRAPH_HOP: Final = 0.5
-"""A memory one hop away (naming an entity co-mentioned with the query's) scores this much
-of one naming the query's entity itself."""
-_GRAPH_CO_ENTITIES: Final = 32
 
 
 class Reader:
@@ -238,7 +214,8 @@ class Reader:
         now = self.clock()
         sight = Sight(req.agent_id, now.timestamp())
         namespace = req.namespace or self.settings.default_namespace
-        entity_ids, unknown = self._entity_ids(namespace, req.entities, sight)
+        spellings = sight.spellings(self.projections.read_model, namespace)
+        entity_ids, unknown = filter_ids(self.projections.read_model, req.entities, spellings)
         flt = VectorFilter(
             namespace=namespace,
             types=tuple(dict.fromkeys(req.types)),
@@ -256,6 +233,7 @@ class Reader:
             namespace=namespace,
             now=now,
             sight=sight,
+            spellings=spellings,
             flt=flt,
             unknown=unknown,
             strategy=STRATEGY_WEIGHTS[req.strategy],
@@ -265,7 +243,7 @@ class Reader:
                 period,
                 filters_given(flt),
                 req.entities if flt.entity_ids else (),
-                *self._known(req.query, namespace, sight, flt, period),
+                *self._known(req.query, spellings, flt, period),
             ),
             params=self.settings.staleness.for_namespace(namespace),
             prefetch=max(self.settings.prefetch, 30, req.limit * 4),
@@ -275,13 +253,12 @@ class Reader:
         )
 
     def _known(
-        self, query: str, namespace: str, sight: Sight, flt: VectorFilter, period: Period | None
+        self, query: str, spellings: Sequence[Spelling], flt: VectorFilter, period: Period | None
     ) -> tuple[list[asked.Subject], bool]:
         """What the store knows of the things the question names: the entities it spells
         (:func:`ferrex.read.judgement.subjects_named`), and whether it names an identifier
         no memory the filter admits holds (:func:`ferrex.read.judgement.unknown_identifiers`:
         one BM25 look-up of the identifier alone, one point, per identifier asked)."""
-        spellings = sight.spellings(self.projections.read_model, namespace)
         backend, name = self.projections.backend, self.projections.live.memories
 
         def held(identifier: str) -> bool:
@@ -311,9 +288,11 @@ class Reader:
         via: dict[str, list[str]] = {}
         graph_share = s.graph_weight if strategy.graph is None else strategy.graph
         if graph_share > 0:
-            named = self._named_entities(q.namespace, q.req.query, q.sight)
+            named = named_entities(q.req.query, q.spellings)
             if named:
-                legs["graph"], via = self._graph_leg(named, q.flt, q.prefetch)
+                legs["graph"], via = graph_leg(
+                    self.projections.read_model, named, q.flt, q.prefetch
+                )
                 parts.append(legs["graph"])
                 weights.append(graph_share)
         if inside and q.terms.period_first:  # the period is the question: its memories first
@@ -335,7 +314,7 @@ class Reader:
         fused = [(mid, score) for mid, score in ranking[: q.pool] if mid in memories]
         lent: dict[str, tuple[str, float]] = {}
         if self.settings.lends_context:
-            fused, lent = self._with_context(fused, memories, q.flt)
+            fused, lent = with_context(rm, self.settings, fused, memories, q.flt)
             if q.terms.period_first:  # the period's memories stay first after the loans
                 fused = in_period_first(fused, legs)
             fused = fused[: q.pool]
@@ -571,105 +550,13 @@ class Reader:
         query = self.bm25.encode_query(text, spellings, weight)
         return SparseVector(query.indices, query.values)
 
-    def _graph_leg(
-        self, named: Mapping[str, str], flt: VectorFilter, n: int
-    ) -> tuple[Leg, dict[str, list[str]]]:
-        """The entity graph leg: memories the caller may see (under the recall's filter)
-        that name the query's entities (``named``, resolved through the caller's visible
-        spellings), scored by the share of those entities they name; and one hop out,
-        memories naming an entity co-mentioned with one of them in a memory the caller may
-        see, at :data:`_GRAPH_HOP` of that. Best ``n``, ties newest first; with, for each
-        memory, the names it was reached through (``co-mention`` marks the hop)."""
-        rm = self.projections.read_model
-        query_ids = sorted(named)
-        agent, valid, cap = flt.agent_id, flt.only_valid, 4 * n
-        direct: dict[str, set[str]] = {}
-        for memory_id, entity_id in rm.entity_links(
-            flt.namespace or "", query_ids, agent_id=agent, only_valid=valid, limit=cap
-        ):
-            direct.setdefault(memory_id, set()).add(entity_id)  # fmt: skip
-        rows = self._admitted(rm.memories(memory_ids=sorted(direct)), flt)
-        direct = {m.memory_id: direct[m.memory_id] for m in rows}
-        co: dict[str, set[str]] = {}
-        for memory in rows:
-            for entity_id in memory.entity_ids:
-                if entity_id not in named:
-                    co.setdefault(entity_id, set()).update(direct[memory.memory_id])
-        common = sorted(co, key=lambda e: (-len(co[e]), e))[:_GRAPH_CO_ENTITIES]
-        hop: dict[str, set[str]] = {}
-        for memory_id, entity_id in rm.entity_links(
-            flt.namespace or "", common, agent_id=agent, only_valid=valid, limit=cap
-        ):
-            if memory_id not in direct:
-                hop.setdefault(memory_id, set()).update(co[entity_id])  # fmt: skip
-        hop = {m.memory_id: hop[m.memory_id]
-               for m in self._admitted(rm.memories(memory_ids=sorted(hop)), flt)}  # fmt: skip
-        k = len(named)
-        scores = {m: len(e) / k for m, e in direct.items()}
-        scores |= {m: _GRAPH_HOP * len(e) / k for m, e in hop.items()}
-        best = sorted(scores, key=lambda m: (-scores[m], tuple(-ord(c) for c in m)))[:n]
-        hits = {m: Hit(m, scores[m], {"memory_id": m}) for m in best}
-        via = {m: sorted(named[e] for e in direct[m]) if m in direct
-               else [*sorted(named[e] for e in hop[m]), "co-mention"] for m in best}  # fmt: skip
-        return Leg(hits, 0.0), via
-
-    @staticmethod
-    def _admitted(memories: Sequence[Memory], flt: VectorFilter) -> list[Memory]:
-        """Those of ``memories`` the recall's filter admits (visibility, validity, types,
-        entities, times), judged on their read-model rows by the rule both vector backends
-        apply to a point's payload (:func:`projections.vectors.passes`; the payload is the
-        row's, as ``reconcile`` checks), instead of asking the backend once more."""
-        clauses = filter_clauses(flt)
-        return [m for m in memories if not m.redacted and passes(clauses, _payload(m))]
-
-    def _with_context(
-        self, fused: list[tuple[str, float]], memories: dict[str, Memory], flt: VectorFilter
-    ) -> tuple[list[tuple[str, float]], dict[str, tuple[str, float]]]:
-        """Episode context: every episode among the candidates lends a share of its score
-        to its neighbours (:func:`lend_to_neighbours`); neighbours that were not candidates
-        join, if the recall's filter admits them. Adds them to ``memories``. A lender whose
-        share is 0 (a note, by default) has its neighbours left unread."""
-        s = self.settings
-        texts = {mid: memory_text(memories[mid].type, memories[mid].body()) for mid, _ in fused}
-        shares = context_shares(texts, s.context_share, s.note_context_share)
-        neighbours = {
-            mid: self._neighbours(memories[mid], s.context_reach, s.context_gap, flt.agent_id)
-            for mid, _ in fused
-            if shares[mid] > 0
-        }
-        new = sorted({n for ns in neighbours.values() for n in ns} - memories.keys())
-        if new:
-            rows = self.projections.read_model.memories(memory_ids=new)
-            memories.update((m.memory_id, m) for m in self._admitted(rows, flt))
-            neighbours = {mid: [n for n in ns if n in memories] for mid, ns in neighbours.items()}
-        return lend_to_neighbours(fused, neighbours, s.context_share, s.context_below_lender,
-                                  shares)  # fmt: skip
-
-    def _neighbours(
-        self, memory: Memory, reach: int, gap: float, agent_id: str | None
-    ) -> list[str]:
-        """The episodes of ``memory``'s source (or derived episode) just before and after it
-        that the caller may see, nearest first, up to ``reach`` on each side; with a source,
-        each at most ``gap`` seconds from the one before it (a derived episode had its gap
-        applied when it was stored: ``ferrex.core.decide.episode_of``)."""
-        if memory.type != "episodic" or not (memory.source or memory.episode):
-            return []
-        found: list[str] = []
-        rm = self.projections.read_model
-        for side in rm.recall.episode_neighbours(memory, reach, agent_id=agent_id):
-            previous = memory.t_valid
-            for memory_id, t_valid in side:
-                if memory.source and abs(t_valid - previous) > gap:
-                    break
-                found.append(memory_id)
-                previous = t_valid
-        return found
-
     def _result(
         self, memory: Memory, score: float, now: datetime, params: StalenessParams, sight: Sight
     ) -> RecallHit:
-        """A result's document, without its explain and relevance fields."""
-        names = self.projections.read_model.entity_names(memory.entity_ids)
+        """A result's document, without its explain and relevance fields; a fact's with its
+        marks (:mod:`ferrex.read.marks`)."""
+        rm = self.projections.read_model
+        names = rm.entity_names(memory.entity_ids)
         result: RecallHit = {
             "id": memory.memory_id,
             "type": memory.type,
@@ -684,11 +571,11 @@ class Reader:
             )
             if memory.content:
                 result["content"] = memory.content
-            contradicts = self._contradicted(memory, sight)
+            contradicts = contradicted(rm, memory, sight, self.queries)
             result["contradiction"] = bool(contradicts)
             if contradicts:
                 result["contradicts"] = contradicts
-            possible = self._possible_conflict(memory, sight)
+            possible = possible_conflict(rm, memory, sight)
             if possible:
                 result["possible_conflict"] = possible
         elif memory.type == "procedural":
@@ -702,138 +589,13 @@ class Reader:
             )
         else:
             result["content"] = memory.content
-            folds = self.projections.read_model.recall.fold_counts([memory.memory_id])
+            folds = rm.recall.fold_counts([memory.memory_id])
             if folds:  # a consolidation summary: what it stands for, and where they are
                 result["summary_of"] = summary_of(memory.memory_id, folds[memory.memory_id])
         if memory.t_invalid is not None:
             result["invalidated_at"] = rfc3339(memory.t_invalid)
             result["superseded_by"] = memory.superseded_by
         return {**result, **marks_doc(memory.importance, memory.pinned, memory.expires_at)}
-
-    def _contradicted(self, memory: Memory, sight: Sight) -> list[str]:
-        """The other active single-valued facts the caller may see that disagree (empty:
-        none): the same subject, however it is spelt (every spelling of the entity its
-        subject names, as the caller sees spellings), and the same predicate, or a
-        predicate of the subject that is probably this one in other words
-        (:func:`ferrex.rules.predicates.unplaced_neighbour`); objects that agree
-        (``team Nova`` / ``Nova``) do not. Multi-valued facts are never contradictions."""
-        if (
-            memory.t_invalid is not None
-            or memory.multi_valued
-            or not memory.predicate_normalized
-            or not memory.subject_key
-        ):
-            return []
-        rm = self.projections.read_model
-        facts = {
-            m.memory_id: m
-            for key in self._subject_keys(memory.namespace, memory.subject_key, sight)
-            for m in rm.subject_facts(memory.namespace, key)
-            if m.memory_id != memory.memory_id
-            and m.t_invalid is None
-            and not m.multi_valued
-            and m.predicate_normalized
-            and sight.sees(m)
-        }
-        mine = object_form(memory.object or "")
-        same = sorted(
-            i
-            for i, m in facts.items()
-            if m.predicate_normalized == memory.predicate_normalized
-            and object_form(m.object or "") != mine
-        )
-        if same:
-            return same
-        # Sibling predicates (daily cap / monthly cap) are two slots, whatever the phrases.
-        others = sorted(
-            {
-                str(m.predicate_normalized)
-                for m in facts.values()
-                if m.predicate_normalized != memory.predicate_normalized
-                and may_share_slot(memory.predicate_normalized, str(m.predicate_normalized))
-            }
-        )
-        found = (
-            unplaced_neighbour(memory.predicate_normalized, others, self._phrase_similarity)
-            if others
-            else None
-        )
-        if found is None:
-            return []
-        return sorted(i for i, m in facts.items() if m.predicate_normalized == found[0])
-
-    def _subject_keys(self, namespace: str, key: str, sight: Sight) -> list[str]:
-        """Every spelling (normalized) of the entities ``key`` spells, that the caller sees."""
-        spellings = [
-            s
-            for s in self.projections.read_model.recall.entity_spellings(namespace, key)
-            if sees_scope(sight.agent_id, s.agent_id, s.viewers)
-        ]
-        entities = {s.entity_id for s in spellings if s.normalized == key}
-        return sorted({key, *(s.normalized for s in spellings if s.entity_id in entities)})
-
-    def _possible_conflict(self, memory: Memory, sight: Sight) -> list[str]:
-        """The active facts the caller sees that the store kept beside this one because
-        their subjects are possibly the same (``facts.possible_conflict``)."""
-        if memory.t_invalid is not None:
-            return []
-        rm = self.projections.read_model
-        ids = sorted({c.other_id for c in rm.possible_conflicts([memory.memory_id])})
-        others = rm.memories(memory_ids=ids) if ids else []
-        return sorted(m.memory_id for m in others if m.t_invalid is None and sight.sees(m))
-
-    def _phrase_similarity(self, text: str, texts: Sequence[str]) -> list[float]:
-        try:
-            vector = self.queries.vector(text)
-            return [float(np.dot(vector, self.queries.vector(other))) for other in texts]
-        except ServerDown:  # no embeddings: only the same predicate counts (checked before)
-            return [0.0] * len(texts)
-
-    def _named_entities(self, namespace: str, query: str, sight: Sight) -> dict[str, str]:
-        """The entities the query names, by id (with the spelling found): every spelling
-        the caller may see whose normalized form occurs in the query as whole words."""
-        spaced = re.sub(r"[^\w+#]+", " ", normalize_entity(query))
-        words = f" {' '.join(spaced.split())} "
-        found: dict[str, str] = {}
-        for s in sight.spellings(self.projections.read_model, namespace):
-            if s.normalized and f" {s.normalized} " in words and s.entity_id not in found:
-                found[s.entity_id] = s.alias
-        return found
-
-    def _entity_ids(
-        self, namespace: str, names: Sequence[str], sight: Sight
-    ) -> tuple[tuple[str, ...], list[str]]:
-        """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime"), else
-        by the ways people spell a name (:func:`ferrex.rules.name_lookup.spelling_variants`: a
-        dropped word, an acronym) and the looser matches of
-        :func:`ferrex.rules.name_lookup.loosely_named` ("cart Redis" finds ``redis-carts``); a
-        name may mean several entities, the filter then admits the memories of any of them."""
-        if not names:
-            return (), []
-        candidates = sight.candidates(self.projections.read_model, namespace)
-        found: list[str] = []
-        unknown: list[str] = []
-        rm = self.projections.read_model
-        for name in names:
-            entity_id = find_entity(name, candidates)
-            meant: list[str] = []
-            if entity_id is not None:
-                meant = [entity_id]
-            else:
-                # Every entity spelt one of the ways people spell the name (a dropped
-                # component word, an acronym), and the looser matches of a name as a person
-                # writes it: a filter may be broad, a merge may not.
-                variants = spelling_variants(name)
-                meant = sorted({c.entity_id for c in candidates if c.normalized in variants})
-                meant += [e for e in loosely_named(name, candidates) if e not in meant]
-            if not meant:
-                unknown.append(name)
-                continue
-            # Memories stored before a merge name the merged entity by its old id.
-            for one in rm.recall.merged_ids(meant):
-                if one not in found:
-                    found.append(one)
-        return tuple(found), unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -844,6 +606,10 @@ class _Query:
     namespace: str
     now: datetime
     sight: Sight
+    spellings: list[Spelling]
+    """The entity spellings the caller sees in the namespace, read once for the entity
+    filter, the subjects the question names and the entity graph leg
+    (:mod:`ferrex.read.names`)."""
     flt: VectorFilter
     """What every leg and every joining neighbour must pass."""
     unknown: list[str]
@@ -862,20 +628,6 @@ class _Query:
     asks: frozenset[str]
     """The kinds of value the question's form asks for (:func:`ferrex.rules.slots.asked_kinds`:
     *where* a host, *what version* a version); empty for most questions."""
-
-
-def _payload(memory: Memory) -> dict[str, Any]:
-    """The payload the vector store holds for ``memory``'s points (what a filter reads)."""
-    return {
-        "memory_id": memory.memory_id,
-        "namespace": memory.namespace,
-        "type": memory.type,
-        "entity_ids": list(memory.entity_ids),
-        "t_valid": memory.t_valid,
-        "t_invalid": memory.t_invalid,
-        "agent_id": memory.agent_id,
-        "visibility": memory.visibility,
-    }
 
 
 def _ranks(ranking: dict[str, Hit]) -> dict[str, int]:

@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ferrex.rules.entities import Candidate
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.visibility import sees, sees_scope
 from ferrex.times import rfc3339
@@ -116,12 +115,6 @@ class Sight:
             e
             for e in rm.entities(namespace)
             if sees_scope(self.agent_id, e.agent_id, e.viewers) and e.entity_id not in gone
-        ]
-
-    def candidates(self, rm: ReadModel, namespace: str) -> list[Candidate]:
-        """The caller's spellings as candidates for entity resolution."""
-        return [
-            Candidate(s.entity_id, s.alias, s.normalized) for s in self.spellings(rm, namespace)
         ]
 
     def history(self, rm: ReadModel, memory: Memory) -> list[Memory]:
