@@ -273,6 +273,19 @@ def decide_settle(
                 hint="confirm ids=[NEW] supersedes=OLD",
             )
         new = found[wanted[0]]
+        if supersedes == new.memory_id:
+            raise UsageError(
+                f"{new.memory_id} cannot supersede itself",
+                hint="confirm ids=[NEW] supersedes=OLD names two facts: the new one and the one "
+                "it replaces",
+            )
+        if new.t_invalid is not None:
+            raise UsageError(
+                f"{new.memory_id} is already superseded by {new.superseded_by}: a replaced "
+                "fact replaces nothing",
+                hint=f"confirm the current version, {new.superseded_by}, or store the value "
+                "again if it holds once more",
+            )
         who = Who(new.namespace, caller, "private" if new.visibility == "private" else "shared")
         old = supersedable(supersedes, new.namespace, view, who, now)
         t_invalid = datetime.fromtimestamp(max(new.t_valid, old.t_valid), UTC)
