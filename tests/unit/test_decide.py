@@ -1364,6 +1364,9 @@ def test_a_fact_settles_no_conflict_by_superseding_itself_or_from_the_past() -> 
     with pytest.raises(UsageError, match=f"already superseded by {new.result.id}"):
         decide_settle([old.result.id], view, now=NOW, supersedes=new.result.id)
     assert view.memory(new.result.id).t_invalid is None  # type: ignore[union-attr]
+    # Nor does a fact differ from itself: `ferrex differ X X` said nothing and exited 0.
+    with pytest.raises(UsageError, match="cannot differ from itself"):
+        decide_settle([new.result.id], view, now=NOW, differs_from=[new.result.id])
 
 
 def test_plural_values_kept_beside_are_named_and_a_disagreeing_wording_is_flagged() -> None:

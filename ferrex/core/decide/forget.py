@@ -243,6 +243,11 @@ def decide_settle(
     like ids that do not exist; a pair across namespaces is a usage error."""
     wanted = checked_ids(ids)
     others = checked_ids(differs_from) if differs_from else []
+    if others and set(others) == set(wanted) and len(wanted) == 1:
+        raise UsageError(
+            f"{wanted[0]} cannot differ from itself",
+            hint="confirm ids=[NEW] differs_from=OLD names two facts that both hold",
+        )
     at = now.timestamp()
 
     def visible(memory_id: str) -> Memory | None:
