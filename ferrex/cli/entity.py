@@ -14,6 +14,7 @@ import json
 import click
 
 from ferrex.app import App
+from ferrex.cli.home import existing_home
 from ferrex.cli.through import SCOPED_NAMESPACE_HELP, agent_option, call_tool
 
 
@@ -30,6 +31,7 @@ def _action(action: str, help_text: str, first: str, second: str) -> click.Comma
     @agent_option
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
     @click.pass_obj
+    @existing_home
     def command(
         app: App, /, namespace: str | None, agent_id: str | None, as_json: bool, **names: str
     ) -> None:

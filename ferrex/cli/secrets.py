@@ -19,6 +19,7 @@ from typing import Any, cast
 import click
 
 from ferrex.app import App
+from ferrex.cli.home import existing_home
 from ferrex.cli.render import echo_table
 from ferrex.rules.memory_input import ValidStore, secrets_in
 from ferrex.rules.secrets import redact
@@ -41,6 +42,7 @@ def secrets() -> None:
 @click.option("--namespace", help="Scan only this namespace (default: every one).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
+@existing_home
 def scan(app: App, namespace: str | None, as_json: bool) -> None:
     """List the stored memories whose text carries a likely secret: id, field, kind and
     position (never the secret itself), with how to purge them."""

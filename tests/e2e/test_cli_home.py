@@ -30,6 +30,12 @@ READING = [
     ("backfill", "normalized-predicates", "--dry-run"),
     ("forget", "mem_01M8SF119K22CPEBY61NS5BXV0"),
     ("mark", "mem_01M8SF119K22CPEBY61NS5BXV0", "--pin"),
+    ("differ", "mem_01M8SF119K22CPEBY61NS5BXV0", "mem_01M8SF119K22CPEBY61NS5BXV1"),
+    # These made the mistyped home (and a journal) and answered as from an empty one.
+    ("secrets", "scan"),
+    ("entity", "merge", "api-gateway", "api gw"),
+    ("entity", "split", "api-gateway", "api gw"),
+    ("entity", "differ", "api-gateway", "api gw"),
 ]
 
 

@@ -1350,6 +1350,25 @@ def test_an_agent_settles_a_possible_conflict_by_either_fact() -> None:
         decide_settle([mine.result.id], view, now=NOW, supersedes=old, caller="al")
 
 
+def test_a_fact_settles_no_conflict_by_superseding_itself_or_from_the_past() -> None:
+    """confirm ids=[X] supersedes=X ended X with X as its own successor, and a fact already
+    replaced could replace its own successor (each ended by the other): both leave the slot
+    with no current value. Both are refused and write nothing."""
+    view = FakeView()
+    old = store(view, fact("checkout service", "request timeout", "30 seconds"))
+    new = store(view, fact("checkout service", "request timeout", "45 seconds"),
+                new_id=lambda p: p + "_2")  # fmt: skip
+    assert new.result.superseded == (old.result.id,)
+    with pytest.raises(UsageError, match="cannot supersede itself"):
+        decide_settle([new.result.id], view, now=NOW, supersedes=new.result.id)
+    with pytest.raises(UsageError, match=f"already superseded by {new.result.id}"):
+        decide_settle([old.result.id], view, now=NOW, supersedes=new.result.id)
+    assert view.memory(new.result.id).t_invalid is None  # type: ignore[union-attr]
+    # Nor does a fact differ from itself: `ferrex differ X X` said nothing and exited 0.
+    with pytest.raises(UsageError, match="cannot differ from itself"):
+        decide_settle([new.result.id], view, now=NOW, differs_from=[new.result.id])
+
+
 def test_plural_values_kept_beside_are_named_and_a_disagreeing_wording_is_flagged() -> None:
     view = FakeView()
     first = store(view, fact("ledger-api", "depends on", "Postgres"))

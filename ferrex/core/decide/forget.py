@@ -243,6 +243,11 @@ def decide_settle(
     like ids that do not exist; a pair across namespaces is a usage error."""
     wanted = checked_ids(ids)
     others = checked_ids(differs_from) if differs_from else []
+    if others and set(others) == set(wanted) and len(wanted) == 1:
+        raise UsageError(
+            f"{wanted[0]} cannot differ from itself",
+            hint="confirm ids=[NEW] differs_from=OLD names two facts that both hold",
+        )
     at = now.timestamp()
 
     def visible(memory_id: str) -> Memory | None:
@@ -273,6 +278,19 @@ def decide_settle(
                 hint="confirm ids=[NEW] supersedes=OLD",
             )
         new = found[wanted[0]]
+        if supersedes == new.memory_id:
+            raise UsageError(
+                f"{new.memory_id} cannot supersede itself",
+                hint="confirm ids=[NEW] supersedes=OLD names two facts: the new one and the one "
+                "it replaces",
+            )
+        if new.t_invalid is not None:
+            raise UsageError(
+                f"{new.memory_id} is already superseded by {new.superseded_by}: a replaced "
+                "fact replaces nothing",
+                hint=f"confirm the current version, {new.superseded_by}, or store the value "
+                "again if it holds once more",
+            )
         who = Who(new.namespace, caller, "private" if new.visibility == "private" else "shared")
         old = supersedable(supersedes, new.namespace, view, who, now)
         t_invalid = datetime.fromtimestamp(max(new.t_valid, old.t_valid), UTC)
