@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Final, TypedDict
 
 from ferrex.rules.entities import Candidate
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.visibility import sees, sees_scope
-from ferrex.times import rfc3339
+from ferrex.times import Rfc3339, rfc3339
 from projections.documents import memory_text
 from projections.rows import Entity, Memory, Spelling
 from projections.sqlite import ReadModel
@@ -71,7 +71,19 @@ def one_line(m: Memory, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def brief(m: Memory) -> dict[str, Any]:
+class Brief(TypedDict):
+    """A memory as lists show it (:func:`brief`): id, type, event time, end of validity, when
+    stored, text. The HTTP API's ``Brief`` schema is read from it."""
+
+    id: str
+    type: str
+    event_time: Rfc3339
+    t_invalid: Rfc3339 | None
+    created_at: Rfc3339
+    summary: str
+
+
+def brief(m: Memory) -> Brief:
     """A memory as lists show it: id, type, event time, end of validity, when stored, text."""
     return {"id": m.memory_id, "type": m.type, "event_time": rfc3339(m.t_valid),
             "t_invalid": rfc3339(m.t_invalid), "created_at": rfc3339(m.created_at),

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import unquote
 
 from ferrex.app import App, translated
@@ -29,7 +29,7 @@ from ferrex.errors import NotFound, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.request import RecallAnswer, RecallRequest
-from ferrex.read.seen import Sight, brief, one_line
+from ferrex.read.seen import Brief, Sight, brief, one_line
 from ferrex.rules.arguments import (
     DEFAULT_STRATEGY,
     MAX_MAX_TOKENS,
@@ -38,14 +38,14 @@ from ferrex.rules.arguments import (
     REFLECT_LIMIT,
 )
 from ferrex.rules.entities import Candidate
-from ferrex.rules.lifecycle import check_importance, marks_doc
+from ferrex.rules.lifecycle import Marks, check_importance, marks_doc
 from ferrex.rules.memory_input import REQUEST_KEY_PREFIX, StoreRequest, is_request_key
 from ferrex.rules.name_lookup import find_entity
 from ferrex.rules.spelling import did_you_mean
 from ferrex.server.answers import recall_text
 from ferrex.server.caller import Caller as Caller
 from ferrex.server.caller import error_document as error_document
-from ferrex.times import rfc3339
+from ferrex.times import Rfc3339, rfc3339
 from projections.gate import Gate
 from projections.rows import Memory
 from projections.sqlite import ReadModel
@@ -491,7 +491,7 @@ class Service:
         if kind == "recent" and not rest:
             return self._recent(caller)
         if kind == "memory" and rest:
-            return self._memory(unquote(rest), caller)
+            return {**self._memory(unquote(rest), caller)}
         if kind == "entity" and rest:
             return self._entity(unquote(rest), caller)
         raise UsageError(f"unknown resource {uri!r}", hint=_RESOURCE_HINT)
@@ -510,7 +510,7 @@ class Service:
         latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:_RECENT]
         return {"namespace": namespace, "memories": [brief(m) for m in latest]}
 
-    def _memory(self, memory_id: str, caller: Caller) -> dict[str, Any]:
+    def _memory(self, memory_id: str, caller: Caller) -> MemoryDetail:
         """One memory with its versions (oldest first: ``Sight.history``) and its use."""
         rm = self._read_model()
         sight = self._sight(caller)
@@ -519,7 +519,7 @@ class Service:
             raise NotFound(f"no memory {memory_id!r}", hint="recall to find a memory's id")
         memory = found[0]
         names = rm.entity_names(memory.entity_ids)
-        doc = {
+        doc: MemoryDetail = {
             **brief(memory),
             "namespace": memory.namespace,
             "visibility": memory.visibility,
@@ -618,7 +618,33 @@ def _body(m: Memory) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v not in (None, [])}
 
 
-def _link(m: Memory) -> dict[str, Any]:
+class MemoryLink(TypedDict):
+    """One version of a memory as its detail lists it (:func:`_link`)."""
+
+    id: str
+    t_valid: Rfc3339
+    t_invalid: Rfc3339 | None
+    summary: str
+
+
+class MemoryDetail(Brief, Marks):
+    """One memory (the ``ferrex://memory/{id}`` resource, ``GET /api/v1/memory/{id}``):
+    :class:`~ferrex.read.seen.Brief` with its scope, names, own fields and use, its marks
+    (each only when set) and its versions. The HTTP API's ``MemoryDetail`` schema is read
+    from it."""
+
+    namespace: str
+    visibility: str
+    entities: list[str]
+    body: dict[str, Any]
+    confidence: float
+    access_count: int
+    last_accessed: Rfc3339 | None
+    last_validated: Rfc3339 | None
+    history: list[MemoryLink]
+
+
+def _link(m: Memory) -> MemoryLink:
     """One step of a supersede chain: when the memory held and what it said."""
     return {"id": m.memory_id, "t_valid": rfc3339(m.t_valid), "t_invalid": rfc3339(m.t_invalid),
             "summary": one_line(m, 200)}  # fmt: skip

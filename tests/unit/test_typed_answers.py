@@ -247,3 +247,38 @@ def test_the_recall_hit_schema_is_its_type() -> None:
     for name in ("content", "subject", "predicate", "object", "name"):
         assert hit["properties"][name]["type"] == ["string", "null"], name
     assert not {"source", "context", "t_invalid"} & set(hit["properties"])
+
+
+def test_the_dashboard_answers_are_their_types() -> None:
+    """The answers of the dashboard's reads, the memory resource and the document itself:
+    each schema names its type's fields, requiring exactly the required ones."""
+    from ferrex.read.seen import Brief
+    from ferrex.server.dashboard import reads
+    from ferrex.server.dashboard.schemas import PARTS, OpenApiDocument
+    from ferrex.server.service import MemoryDetail, MemoryLink
+
+    kinds: dict[str, type] = {
+        "MemoryDetail": MemoryDetail, "MemoryVersion": reads.MemoryVersion,
+        "MemoryHistory": reads.MemoryHistory, "EntityNames": reads.EntityNames,
+        "Entity": reads.EntityAnswer, "ListedMemory": reads.ListedMemory,
+        "MemoryPage": reads.MemoryPage, "TagCounts": reads.TagCounts,
+        "ChangeEvent": reads.ChangeEvent, "OpenApiDocument": OpenApiDocument,
+    }  # fmt: skip
+    for name, kind in kinds.items():
+        _names(ANSWERS[name], kind)
+    _names(PARTS["Brief"], Brief)
+    _names(PARTS["TagCount"], reads.TagCount)
+    _names(PARTS["ChangedMemory"], reads.ChangedMemory)
+    detail = ANSWERS["MemoryDetail"]
+    assert detail["required"][:6] == list(get_type_hints(Brief))
+    assert not {"pinned", "importance", "expires_at"} & set(detail["required"])
+    assert detail["properties"]["expires_at"]["format"] == "date-time"
+    assert detail["properties"]["type"] == PARTS["MemoryType"]
+    _names(detail["properties"]["history"]["items"], MemoryLink)
+    entity = ANSWERS["Entity"]["properties"]
+    assert entity["memories"]["items"] == PARTS["Brief"]
+    _names(entity["graph"], reads.Graph)
+    _names(entity["aliases"]["items"], reads.AliasMatch)
+    page = ANSWERS["MemoryPage"]["properties"]
+    assert page["next_cursor"]["type"] == ["string", "null"]
+    assert ANSWERS["ListedMemory"]["properties"]["visibility"] == PARTS["Visibility"]

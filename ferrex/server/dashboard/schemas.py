@@ -29,6 +29,7 @@ from typing import (
     Any,
     Literal,
     NotRequired,
+    TypedDict,
     Union,
     get_args,
     get_origin,
@@ -47,22 +48,33 @@ from ferrex.read.insight import (
     StatsAnswer,
 )
 from ferrex.read.request import RecallAnswer, RecallHit
-from ferrex.server.dashboard.reads import CHANGE_NAMES
+from ferrex.read.seen import Brief
+from ferrex.server.dashboard.reads import (
+    CHANGE_NAMES,
+    ChangedMemory,
+    ChangeEvent,
+    EntityAnswer,
+    EntityNames,
+    ListedMemory,
+    MemoryHistory,
+    MemoryPage,
+    MemoryVersion,
+    TagCount,
+    TagCounts,
+)
+from ferrex.server.service import MemoryDetail
 from journal.events import MemoryType, Visibility
 
 REF = "#/components/schemas/"
 
 _TEXT: dict[str, Any] = {"type": "string"}
-_TEXTS: dict[str, Any] = {"type": "array", "items": _TEXT}
 _INT: dict[str, Any] = {"type": "integer"}
 _NUMBER: dict[str, Any] = {"type": "number"}
 _FLAG: dict[str, Any] = {"type": "boolean"}
 _TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
-_MAYBE_TIME: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
 _MAYBE_TEXT: dict[str, Any] = {"type": ["string", "null"]}
 _TYPE: dict[str, Any] = {"enum": list(get_args(MemoryType))}
 _VISIBILITY: dict[str, Any] = {"enum": list(get_args(Visibility))}
-_COUNTS: dict[str, Any] = {"type": "object", "additionalProperties": _INT}
 
 
 def ref(name: str) -> dict[str, Any]:
@@ -166,24 +178,25 @@ def _schema_of(hint: object) -> dict[str, Any]:
     raise TypeError(f"no JSON Schema for {hint!r} in a typed answer")
 
 
+class OpenApiDocument(TypedDict):
+    """The OpenAPI document (:func:`ferrex.server.dashboard.openapi.openapi_document`): its
+    schema says only what a reader of any OpenAPI document may count on."""
+
+    openapi: str
+    info: dict[str, Any]
+    paths: dict[str, Any]
+    servers: NotRequired[list[dict[str, Any]]]
+    components: NotRequired[dict[str, Any]]
+    security: NotRequired[list[dict[str, Any]]]
+
+
 # fmt: off
-_BRIEF = {
-    "id": _TEXT,
-    "type": _TYPE,
-    "event_time": _TIME,
-    "t_invalid": _MAYBE_TIME,
-    "created_at": _TIME,
-    "summary": {**_TEXT, "description": "The memory on one line (at most 200 characters)."},
-}
+_BRIEF_ABOUT = {"summary": "The memory on one line (at most 200 characters)."}
+_BRIEF = typed(Brief, {"type": _TYPE}, about=_BRIEF_ABOUT)
 _MARKS_ABOUT = {
     "pinned": "Shown only when pinned.",
     "importance": "Shown only when not 0.5.",
     "expires_at": "Shown only when it expires.",
-}
-_MARKS = {
-    "pinned": {**_FLAG, "description": "Shown only when pinned."},
-    "importance": {**_NUMBER, "description": "Shown only when not 0.5."},
-    "expires_at": {**_TIME, "description": "Shown only when it expires."},
 }
 _NAMESPACE_ABOUT = "The namespace read (null: every namespace, the operator with none given)."
 _ATTENTION = typed(AttentionCounts, description=AttentionCounts.__doc__ or "")
@@ -192,11 +205,9 @@ _CONFLICT = _object(
                                          "properties": {"id": _TEXT}})},
     {"subject": _MAYBE_TEXT, "predicate": _MAYBE_TEXT, "reason": _TEXT, "what_to_do": _TEXT},
 )
-_LISTED = {**_BRIEF, "namespace": _TEXT, "visibility": _VISIBILITY, "source": _MAYBE_TEXT,
-           "superseded_by": _MAYBE_TEXT}
 _CHANGE = {"enum": list(dict.fromkeys(CHANGE_NAMES.values()))}
-_CHANGED_MEMORY = _object({"id": _TEXT, "change": _CHANGE})
-_TAG_COUNT = _object({"value": _TEXT, "count": _INT})
+_CHANGED_MEMORY = typed(ChangedMemory, {"change": _CHANGE})
+_TAG_COUNT = typed(TagCount)
 _STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "
            "already ended by a fact that began later (superseded_by, history_reason)."}
 
@@ -305,61 +316,20 @@ ANSWERS: dict[str, dict[str, Any]] = {
         "position": "The journal position of what was written (null: nothing was).",
         "warnings": "What the server warns about (the request was still served).",
     }),
-    "MemoryDetail": _object(
-        {
-            **_BRIEF,
-            "namespace": _TEXT,
-            "visibility": _VISIBILITY,
-            "entities": _TEXTS,
-            "body": {"type": "object", "description": "The memory's own fields, those it has."},
-            "confidence": _NUMBER,
-            "access_count": _INT,
-            "last_accessed": _MAYBE_TIME,
-            "last_validated": _MAYBE_TIME,
-            "history": _list(
-                _object({"id": _TEXT, "t_valid": _TIME, "t_invalid": _MAYBE_TIME, "summary": _TEXT})
-            ),
-        },
-        _MARKS,
+    "MemoryDetail": typed(
+        MemoryDetail,
+        {"type": _TYPE, "visibility": _VISIBILITY, "expires_at": _TIME},
+        about={**_BRIEF_ABOUT, **_MARKS_ABOUT,
+               "body": "The memory's own fields, those it has."},
     ),
-    "MemoryVersion": _object(
-        {
-            "id": _TEXT,
-            "type": _TYPE,
-            "summary": _TEXT,
-            "t_valid": _TIME,
-            "t_invalid": _MAYBE_TIME,
-            "created_at": _TIME,
-            "superseded_by": _MAYBE_TEXT,
-            "confidence": _NUMBER,
-            "access_count": _INT,
-            "last_accessed": _MAYBE_TIME,
-            "last_validated": _MAYBE_TIME,
-            "position": _INT,
-            "current": _FLAG,
-        }
+    "MemoryVersion": typed(MemoryVersion, {"type": _TYPE}),
+    "MemoryHistory": typed(MemoryHistory, {"versions": _list(ref("MemoryVersion"))}),
+    "EntityNames": typed(
+        EntityNames, description="The entity names the caller may see (no name given)."
     ),
-    "MemoryHistory": _object({"id": _TEXT, "versions": _list(ref("MemoryVersion"))}),
-    "EntityNames": _object(
-        {"namespace": _TEXT, "prefix": _TEXT, "names": _TEXTS, "offset": _INT, "total": _INT},
-        description="The entity names the caller may see (no name given).",
-    ),
-    "Entity": _object(
-        {
-            "namespace": _TEXT,
-            "name": _TEXT,
-            "aliases": _list(_object({"alias": _TEXT, "match": _TEXT, "score": _NUMBER})),
-            "memories": _list(_object(_BRIEF)),
-            "offset": _INT,
-            "more": _FLAG,
-            "graph": _object(
-                {
-                    "memories_read": _INT,
-                    "nodes": _list(_object({"name": _TEXT, "count": _INT})),
-                    "edges": _list(_object({"a": _TEXT, "b": _TEXT, "count": _INT})),
-                }
-            ),
-        },
+    "Entity": typed(
+        EntityAnswer,
+        {"memories": _list(_BRIEF)},
         description="One entity (name given): its spellings, memories and neighbours.",
     ),
     # The parts conflicts.py lists and the attention counts (with their description) are
@@ -389,33 +359,22 @@ ANSWERS: dict[str, dict[str, Any]] = {
              "last_referenced": "When a memory last named it (null: never)."}))},
         about={"namespace": _NAMESPACE_ABOUT},
     ),
-    "ListedMemory": _object(_LISTED),
-    "MemoryPage": _object(
-        {
-            "memories": _list(ref("ListedMemory")),
-            "next_cursor": {
-                **_MAYBE_TEXT,
-                "description": "Pass as cursor for the next page; null: the last.",
-            },
-        },
+    "ListedMemory": typed(ListedMemory, {"type": _TYPE, "visibility": _VISIBILITY},
+                          about=_BRIEF_ABOUT),
+    "MemoryPage": typed(
+        MemoryPage,
+        {"memories": _list(ref("ListedMemory"))},
+        about={"next_cursor": "Pass as cursor for the next page; null: the last."},
     ),
-    "TagCounts": _object(
-        {"key": _TEXT, "tags": _list(_TAG_COUNT), "more": _FLAG},
-        description="The values of one context key (tags), most held first.",
+    "TagCounts": typed(
+        TagCounts, description="The values of one context key (tags), most held first."
     ),
-    "ChangeEvent": _object(
-        {
-            "position": _INT,
-            "recorded_at": _TIME,
-            "memories": _list(_CHANGED_MEMORY),
-        },
+    "ChangeEvent": typed(
+        ChangeEvent,
+        {"memories": _list(_CHANGED_MEMORY)},
         description="The data of one `change` event of the change stream (its id: position).",
     ),
-    "OpenApiDocument": _object(
-        {"openapi": _TEXT, "info": {"type": "object"}, "paths": {"type": "object"}},
-        {"servers": _list({"type": "object"}), "components": {"type": "object"},
-         "security": _list({"type": "object"})},
-    ),
+    "OpenApiDocument": typed(OpenApiDocument),
 }
 
 #: Parts of the answers the SDKs give a name of their own (``python -m tools.sdk_types``
@@ -424,7 +383,7 @@ ANSWERS: dict[str, dict[str, Any]] = {
 PARTS: dict[str, dict[str, Any]] = {
     "MemoryType": _TYPE,
     "Visibility": _VISIBILITY,
-    "Brief": _object(_BRIEF),
+    "Brief": _BRIEF,
     "AttentionCounts": _ATTENTION,
     "Conflict": _CONFLICT,
     "Change": _CHANGE,
