@@ -282,3 +282,18 @@ def test_the_dashboard_answers_are_their_types() -> None:
     page = ANSWERS["MemoryPage"]["properties"]
     assert page["next_cursor"]["type"] == ["string", "null"]
     assert ANSWERS["ListedMemory"]["properties"]["visibility"] == PARTS["Visibility"]
+
+
+def test_the_conflicts_are_their_type() -> None:
+    """A contradiction's facts carry their values, a possible conflict's their subjects and
+    relations too: the schema names them (it named only the ids)."""
+    from ferrex.read.conflicts import Conflict, ConflictFact
+    from ferrex.server.dashboard.schemas import PARTS
+
+    conflict = PARTS["Conflict"]
+    _names(conflict, Conflict)
+    _names(conflict["properties"]["facts"]["items"], ConflictFact)
+    for answer, fields in (("Stats", ("conflicts", "possible_conflicts")),
+                           ("Reflect", ("contradictions", "possible_conflicts"))):  # fmt: skip
+        for field in fields:
+            assert ANSWERS[answer]["properties"][field]["items"] == conflict, (answer, field)

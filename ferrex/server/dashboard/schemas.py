@@ -39,6 +39,7 @@ from typing import (
 
 from ferrex.core.decide.forget import ConfirmAnswer, ForgetAnswer
 from ferrex.core.decide.store import StoreAnswer, StoreStatus
+from ferrex.read.conflicts import Conflict
 from ferrex.read.insight import (
     AttentionCounts,
     DormantEntity,
@@ -200,11 +201,12 @@ _MARKS_ABOUT = {
 }
 _NAMESPACE_ABOUT = "The namespace read (null: every namespace, the operator with none given)."
 _ATTENTION = typed(AttentionCounts, description=AttentionCounts.__doc__ or "")
-_CONFLICT = _object(
-    {"namespace": _TEXT, "facts": _list({"type": "object", "required": ["id"],
-                                         "properties": {"id": _TEXT}})},
-    {"subject": _MAYBE_TEXT, "predicate": _MAYBE_TEXT, "reason": _TEXT, "what_to_do": _TEXT},
-)
+_CONFLICT = typed(Conflict, about={
+    "subject": "A contradiction: the facts' subject.",
+    "predicate": "A contradiction: the relation the facts share.",
+    "reason": "A possible conflict: why the two facts may fill one slot.",
+    "what_to_do": "A possible conflict: how to settle it.",
+})
 _CHANGE = {"enum": list(dict.fromkeys(CHANGE_NAMES.values()))}
 _CHANGED_MEMORY = typed(ChangedMemory, {"change": _CHANGE})
 _TAG_COUNT = typed(TagCount)
@@ -332,8 +334,8 @@ ANSWERS: dict[str, dict[str, Any]] = {
         {"memories": _list(_BRIEF)},
         description="One entity (name given): its spellings, memories and neighbours.",
     ),
-    # The parts conflicts.py lists and the attention counts (with their description) are
-    # described here.
+    # The conflicts (their fields described) and the attention counts (with their
+    # description) are named here.
     "Stats": typed(
         StatsAnswer,
         {"recent": _list(typed(RecentMemory, {"type": _TYPE})),
