@@ -250,11 +250,12 @@ def test_the_recall_hit_schema_is_its_type() -> None:
 
 
 def test_the_dashboard_answers_are_their_types() -> None:
-    """The answers of the dashboard's reads, the memory resource and the document itself:
-    each schema names its type's fields, requiring exactly the required ones."""
+    """The answers of the dashboard's reads, the memory resource, a batch store and the
+    document itself: each schema names its type's fields, requiring exactly the required
+    ones."""
     from ferrex.read.seen import Brief
     from ferrex.server.dashboard import reads
-    from ferrex.server.dashboard.schemas import PARTS, OpenApiDocument
+    from ferrex.server.dashboard.schemas import PARTS, OpenApiDocument, StoreBatchAnswer
     from ferrex.server.service import MemoryDetail, MemoryLink
 
     kinds: dict[str, type] = {
@@ -263,6 +264,7 @@ def test_the_dashboard_answers_are_their_types() -> None:
         "Entity": reads.EntityAnswer, "ListedMemory": reads.ListedMemory,
         "MemoryPage": reads.MemoryPage, "TagCounts": reads.TagCounts,
         "ChangeEvent": reads.ChangeEvent, "OpenApiDocument": OpenApiDocument,
+        "StoreBatchAnswer": StoreBatchAnswer,
     }  # fmt: skip
     for name, kind in kinds.items():
         _names(ANSWERS[name], kind)

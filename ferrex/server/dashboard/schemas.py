@@ -191,6 +191,17 @@ class OpenApiDocument(TypedDict):
     security: NotRequired[list[dict[str, Any]]]
 
 
+class StoreBatchAnswer(TypedDict):
+    """A batch store's answer (:meth:`ferrex.server.dashboard.api.WriteApi.store`; here,
+    not beside it, as the API module imports this one): each item's store answer or error
+    (the ``StoreBatchItem`` schema: the store answer's fields, all optional, and ``error``),
+    how many were stored, how many failed."""
+
+    results: list[dict[str, Any]]
+    stored: int
+    failed: int
+
+
 # fmt: off
 _BRIEF_ABOUT = {"summary": "The memory on one line (at most 200 characters)."}
 _BRIEF = typed(Brief, {"type": _TYPE}, about=_BRIEF_ABOUT)
@@ -268,9 +279,7 @@ ANSWERS: dict[str, dict[str, Any]] = {
         {**_STORE["properties"], "error": ref("ErrorBody")},
         "The store answer of one item, or its error (a refused or invalid item).",
     ),
-    "StoreBatchAnswer": _object(
-        {"results": _list(ref("StoreBatchItem")), "stored": _INT, "failed": _INT}
-    ),
+    "StoreBatchAnswer": typed(StoreBatchAnswer, {"results": _list(ref("StoreBatchItem"))}),
     "RecallHit": typed(
         RecallHit,
         {"type": _TYPE, "expires_at": _TIME},
