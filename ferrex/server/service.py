@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ferrex.app import App, translated
@@ -29,7 +29,7 @@ from ferrex.errors import NotFound, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.request import RecallAnswer, RecallRequest
-from ferrex.read.seen import Brief, Sight, brief, one_line
+from ferrex.read.seen import MemoryDetail, MemoryLink, Sight, brief, one_line
 from ferrex.rules.arguments import (
     DEFAULT_STRATEGY,
     MAX_MAX_TOKENS,
@@ -38,14 +38,14 @@ from ferrex.rules.arguments import (
     REFLECT_LIMIT,
 )
 from ferrex.rules.entities import Candidate
-from ferrex.rules.lifecycle import Marks, check_importance, marks_doc
+from ferrex.rules.lifecycle import check_importance, marks_doc
 from ferrex.rules.memory_input import REQUEST_KEY_PREFIX, StoreRequest, is_request_key
 from ferrex.rules.name_lookup import find_entity
 from ferrex.rules.spelling import did_you_mean
 from ferrex.server.answers import recall_text
 from ferrex.server.caller import Caller as Caller
 from ferrex.server.caller import error_document as error_document
-from ferrex.times import Rfc3339, rfc3339
+from ferrex.times import rfc3339
 from projections.gate import Gate
 from projections.rows import Memory
 from projections.sqlite import ReadModel
@@ -616,32 +616,6 @@ def _body(m: Memory) -> dict[str, Any]:
         "context": m.context,
     }  # fmt: skip
     return {k: v for k, v in fields.items() if v not in (None, [])}
-
-
-class MemoryLink(TypedDict):
-    """One version of a memory as its detail lists it (:func:`_link`)."""
-
-    id: str
-    t_valid: Rfc3339
-    t_invalid: Rfc3339 | None
-    summary: str
-
-
-class MemoryDetail(Brief, Marks):
-    """One memory (the ``ferrex://memory/{id}`` resource, ``GET /api/v1/memory/{id}``):
-    :class:`~ferrex.read.seen.Brief` with its scope, names, own fields and use, its marks
-    (each only when set) and its versions. The HTTP API's ``MemoryDetail`` schema is read
-    from it."""
-
-    namespace: str
-    visibility: str
-    entities: list[str]
-    body: dict[str, Any]
-    confidence: float
-    access_count: int
-    last_accessed: Rfc3339 | None
-    last_validated: Rfc3339 | None
-    history: list[MemoryLink]
 
 
 def _link(m: Memory) -> MemoryLink:

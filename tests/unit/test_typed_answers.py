@@ -253,10 +253,9 @@ def test_the_dashboard_answers_are_their_types() -> None:
     """The answers of the dashboard's reads, the memory resource, a batch store and the
     document itself: each schema names its type's fields, requiring exactly the required
     ones."""
-    from ferrex.read.seen import Brief
+    from ferrex.read.seen import Brief, MemoryDetail, MemoryLink
     from ferrex.server.dashboard import reads
     from ferrex.server.dashboard.schemas import PARTS, OpenApiDocument, StoreBatchAnswer
-    from ferrex.server.service import MemoryDetail, MemoryLink
 
     kinds: dict[str, type] = {
         "MemoryDetail": MemoryDetail, "MemoryVersion": reads.MemoryVersion,

@@ -49,7 +49,7 @@ from ferrex.read.insight import (
     StatsAnswer,
 )
 from ferrex.read.request import RecallAnswer, RecallHit
-from ferrex.read.seen import Brief
+from ferrex.read.seen import Brief, MemoryDetail
 from ferrex.server.dashboard.reads import (
     CHANGE_NAMES,
     ChangedMemory,
@@ -63,7 +63,6 @@ from ferrex.server.dashboard.reads import (
     TagCount,
     TagCounts,
 )
-from ferrex.server.service import MemoryDetail
 from journal.events import MemoryType, Visibility
 
 REF = "#/components/schemas/"
