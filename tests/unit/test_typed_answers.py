@@ -298,3 +298,28 @@ def test_the_conflicts_are_their_type() -> None:
                            ("Reflect", ("contradictions", "possible_conflicts"))):  # fmt: skip
         for field in fields:
             assert ANSWERS[answer]["properties"][field]["items"] == conflict, (answer, field)
+
+
+def test_the_store_answers_parts_are_their_types() -> None:
+    """The entities, flagged facts, near copy and redactions of a store answer: each read
+    from the type its ``as_dict`` builds."""
+    from ferrex.core.decide.copies import SimilarAnswer, SimilarMemory
+    from ferrex.core.decide.entities import EntityMatch
+    from ferrex.core.decide.shared import FlaggedFact
+    from ferrex.rules.memory_input import Redaction
+    from ferrex.server.dashboard.schemas import PARTS
+
+    parts = {"EntityMatch": EntityMatch, "FlaggedFact": FlaggedFact,
+             "SimilarMemory": SimilarAnswer, "Redaction": Redaction}  # fmt: skip
+    for name, kind in parts.items():
+        _names(PARTS[name], kind)
+    store = ANSWERS["StoreAnswer"]["properties"]
+    assert store["entities"]["items"] == PARTS["EntityMatch"]
+    assert store["kept_beside"]["items"] == store["possible_conflict_with"]["items"]
+    assert {**store["similar"], "description": None} == {**PARTS["SimilarMemory"],
+                                                        "description": None}  # fmt: skip
+    # kept_because (shown only for a near copy) keeps its place before the note
+    near = SimilarMemory("mem_a", 0.912345, "another date").as_dict()
+    assert list(near) == ["id", "similarity", "kept_because", "note"]
+    assert near["similarity"] == 0.9123
+    assert list(SimilarMemory("mem_a", 0.5).as_dict()) == ["id", "similarity", "note"]

@@ -37,7 +37,10 @@ from typing import (
     is_typeddict,
 )
 
+from ferrex.core.decide.copies import SimilarAnswer
+from ferrex.core.decide.entities import EntityMatch
 from ferrex.core.decide.forget import ConfirmAnswer, ForgetAnswer
+from ferrex.core.decide.shared import FlaggedFact
 from ferrex.core.decide.store import StoreAnswer, StoreStatus
 from ferrex.read.conflicts import Conflict
 from ferrex.read.insight import (
@@ -50,6 +53,7 @@ from ferrex.read.insight import (
 )
 from ferrex.read.request import RecallAnswer, RecallHit
 from ferrex.read.seen import Brief, MemoryDetail
+from ferrex.rules.memory_input import Redaction
 from ferrex.server.dashboard.reads import (
     CHANGE_NAMES,
     ChangedMemory,
@@ -72,7 +76,6 @@ _INT: dict[str, Any] = {"type": "integer"}
 _NUMBER: dict[str, Any] = {"type": "number"}
 _FLAG: dict[str, Any] = {"type": "boolean"}
 _TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
-_MAYBE_TEXT: dict[str, Any] = {"type": ["string", "null"]}
 _TYPE: dict[str, Any] = {"enum": list(get_args(MemoryType))}
 _VISIBILITY: dict[str, Any] = {"enum": list(get_args(Visibility))}
 
@@ -223,22 +226,16 @@ _TAG_COUNT = typed(TagCount)
 _STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "
            "already ended by a fact that began later (superseded_by, history_reason)."}
 
-_FLAGGED = _object({"id": _TEXT, "fact": _TEXT, "reason": _TEXT})
-_ENTITY_MATCH = _object(
-    {"name": _TEXT, "entity_id": _TEXT,
-     "match": {**_TEXT, "description": "exact, normalized, fuzzy, embedding, or new."},
-     "score": _NUMBER,
-     "matched": {**_MAYBE_TEXT, "description": "The known spelling it matched, if any."}},
-)
-_SIMILAR = _object(
-    {"id": _TEXT, "similarity": _NUMBER, "note": _TEXT},
-    {"kept_because": {**_TEXT, "description": "Why a near copy is no duplicate."}},
-)
-_REDACTION = _object({"field": _TEXT, "kind": _TEXT, "at": {
-    **_INT, "description": "The secret's character position in the field's text."}})
+_FLAGGED = typed(FlaggedFact)
+_ENTITY_MATCH = typed(EntityMatch, about={
+    "match": "exact, normalized, fuzzy, embedding, or new.",
+    "matched": "The known spelling it matched, if any."})
+_SIMILAR = typed(SimilarAnswer, about={"kept_because": "Why a near copy is no duplicate."})
+_REDACTION = typed(Redaction, about={
+    "at": "The secret's character position in the field's text."})
 
-# Status and type are named enums; the parts of entities, similar and the flagged facts are
-# described here (their types are dict[str, Any]).
+# Status and type are named enums; the parts (entities, the flagged facts, similar, the
+# redactions) are named and described here.
 _STORE = typed(
     StoreAnswer,
     {"status": _STATUS, "type": _TYPE, "entities": _list(_ENTITY_MATCH),
