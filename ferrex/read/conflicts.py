@@ -15,7 +15,7 @@ import functools
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Final, NotRequired, TypedDict
 
 from ferrex.read.seen import Sight
 from ferrex.rules.predicates import match_known
@@ -25,6 +25,30 @@ from projections.documents import subject_key
 from projections.readmodel.insight import FactRow, FactSubject
 from projections.rows import RELATION, Memory
 from projections.sqlite import ReadModel
+
+
+class ConflictFact(TypedDict):
+    """One fact of a :class:`Conflict`: its id and value; of a possible conflict, its
+    subject and relation too."""
+
+    id: str
+    object: str | None
+    subject: NotRequired[str | None]
+    predicate: NotRequired[str | None]
+
+
+class Conflict(TypedDict):
+    """Facts that disagree (:func:`contradictions`: their subject and the relation they
+    share) or may (:func:`possible_conflicts`: why, and how to settle it), as stats and
+    reflect list them. The HTTP API's ``Conflict`` schema is read from it."""
+
+    namespace: str
+    facts: list[ConflictFact]
+    subject: NotRequired[str | None]
+    predicate: NotRequired[str]
+    reason: NotRequired[str]
+    what_to_do: NotRequired[str]
+
 
 SubjectOf = Mapping[tuple[str, str], str]
 """(namespace, normalized spelling) → the entity it names, as the caller sees spellings."""
@@ -64,7 +88,7 @@ def contradictions(
     memories: Sequence[Memory | FactRow],
     subject_of: SubjectOf | None = None,
     canonical_of: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Conflict]:
     """Active single-valued facts that disagree: same subject (the entity its spelling
     names in ``subject_of``, else the spelling) and predicate (fuzzy-matched), objects that
     do not agree. Multi-valued facts never contradict anything. ``canonical_of``: per
@@ -87,7 +111,7 @@ def contradictions(
                 key = keys[m.subject] = subject_key(m.subject)
             entity = (subject_of or {}).get((m.namespace, key))
             by_subject[(m.namespace, entity or key)].append(m)
-    found: list[dict[str, Any]] = []
+    found: list[Conflict] = []
     for (namespace, subject), facts in sorted(by_subject.items()):
         given = None if canonical_of is None else canonical_of.get((namespace, subject))
         canonical = (
@@ -123,13 +147,13 @@ def contradictions(
     return found
 
 
-def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[dict[str, Any]]:
+def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[Conflict]:
     """Pairs of active facts the store kept side by side because their subjects are
     *possibly* the same (``facts.possible_conflict``), both among ``active`` (so both
     visible to the caller), not since merged or said to differ; by ids."""
     by_id = {m.memory_id: m for m in active if m.type == "semantic"}
     seen: set[tuple[str, str]] = set()
-    out: list[dict[str, Any]] = []
+    out: list[Conflict] = []
     ids = sorted(by_id)
     # In chunks: SQLite refuses a query past 32,766 variables (each id is named twice).
     found = (c for at in range(0, len(ids), _IDS_PER_QUERY)
@@ -171,7 +195,7 @@ _IDS_PER_QUERY: Final = 8_000
 
 def listed_contradictions(
     rm: ReadModel, sight: Sight, namespace: str | None, listed: int
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[Conflict], int]:
     """The first ``listed`` :func:`contradictions` of the facts the caller sees, and how
     many there are, from the read model's counts of facts per subject key
     (``InsightReads.fact_subjects``): a subject (as an entity) and predicate (as fuzzy-matched
@@ -260,9 +284,7 @@ def _own_canonical(listed: str) -> bool:
     return all(p == q for p, q in _canonical(_predicates(listed)))
 
 
-def contradictions_of_facts(
-    rm: ReadModel, sight: Sight, namespace: str | None
-) -> list[dict[str, Any]]:
+def contradictions_of_facts(rm: ReadModel, sight: Sight, namespace: str | None) -> list[Conflict]:
     """:func:`contradictions` of the facts the caller sees (the fields they read, in one
     scan: ``InsightReads.single_facts``), grouping only the facts of a subject (as an entity)
     and predicate (as fuzzy-matched among all the subject's predicates) with at least two

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
-from ferrex.read.conflicts import listed_contradictions, possible_conflicts
+from ferrex.read.conflicts import Conflict, listed_contradictions, possible_conflicts
 from ferrex.read.labels import RARELY_RECALLED, count_labels
 from ferrex.read.seen import Sight, one_line
 from ferrex.rules.assess import Assessed, eviction_candidate, text_bytes
@@ -66,8 +66,8 @@ class StatsAnswer(TypedDict):
     expiring: int
     by_type: NotRequired[dict[str, int]]
     staleness: NotRequired[dict[str, int]]
-    conflicts: NotRequired[list[dict[str, Any]]]
-    possible_conflicts: NotRequired[list[dict[str, Any]]]
+    conflicts: NotRequired[list[Conflict]]
+    possible_conflicts: NotRequired[list[Conflict]]
     entities: NotRequired[int]
     journal: NotRequired[dict[str, Any]]
     storage_bytes: NotRequired[dict[str, int]]
@@ -110,8 +110,8 @@ class ReflectAnswer(TypedDict):
     counts: AttentionCounts
     stale: list[StaleMemory]
     unvalidated: list[UnvalidatedMemory]
-    contradictions: list[dict[str, Any]]
-    possible_conflicts: list[dict[str, Any]]
+    contradictions: list[Conflict]
+    possible_conflicts: list[Conflict]
     forget_candidates: list[ForgetCandidate]
     dormant_entities: list[DormantEntity]
 
@@ -136,9 +136,9 @@ class Attention:
 
     stale: list[Assessed]
     unvalidated: list[Memory]
-    contradictions: list[dict[str, Any]]
+    contradictions: list[Conflict]
     forget_candidates: list[Assessed]
-    possible_conflicts: list[dict[str, Any]]
+    possible_conflicts: list[Conflict]
     unvalidated_count: int
     stale_count: int
     aging_count: int

@@ -12,7 +12,8 @@ API all ask here, so a rule is spelled once:
 - **history** (:meth:`Sight.history`): a memory's versions, one walk for every surface, back
   through both kinds of replacement (an explicit ``supersedes`` and a fact's older value,
   which records only ``superseded_by``) and forward through ``superseded_by``;
-- **brief** (:func:`brief`): how a memory is listed.
+- **brief** (:func:`brief`): how a memory is listed (:class:`Brief`), and how one is shown
+  whole (:class:`MemoryDetail`, the typed answer the service's memory resource builds).
 
 A :class:`Sight` is one caller at one instant (and the recall hits not journaled yet, so a
 use counts at once); it reads through the read model's named queries only.
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
-from ferrex.rules.lifecycle import expired
+from ferrex.rules.lifecycle import Marks, expired
 from ferrex.rules.visibility import sees, sees_scope
-from ferrex.times import rfc3339
+from ferrex.times import Rfc3339, rfc3339
 from projections.documents import memory_text
 from projections.rows import Entity, Memory, Spelling
 from projections.sqlite import ReadModel
@@ -70,7 +71,45 @@ def one_line(m: Memory, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def brief(m: Memory) -> dict[str, Any]:
+class Brief(TypedDict):
+    """A memory as lists show it (:func:`brief`): id, type, event time, end of validity, when
+    stored, text. The HTTP API's ``Brief`` schema is read from it."""
+
+    id: str
+    type: str
+    event_time: Rfc3339
+    t_invalid: Rfc3339 | None
+    created_at: Rfc3339
+    summary: str
+
+
+class MemoryLink(TypedDict):
+    """One version of a memory as its detail lists it."""
+
+    id: str
+    t_valid: Rfc3339
+    t_invalid: Rfc3339 | None
+    summary: str
+
+
+class MemoryDetail(Brief, Marks):
+    """One memory as the ``ferrex://memory/{id}`` resource and ``GET /api/v1/memory/{id}``
+    show it (``Service._memory`` builds it): :class:`Brief` with its scope, names, own
+    fields and use, its marks (each only when set) and its versions. The HTTP API's
+    ``MemoryDetail`` schema is read from it."""
+
+    namespace: str
+    visibility: str
+    entities: list[str]
+    body: dict[str, Any]
+    confidence: float
+    access_count: int
+    last_accessed: Rfc3339 | None
+    last_validated: Rfc3339 | None
+    history: list[MemoryLink]
+
+
+def brief(m: Memory) -> Brief:
     """A memory as lists show it: id, type, event time, end of validity, when stored, text."""
     return {"id": m.memory_id, "type": m.type, "event_time": rfc3339(m.t_valid),
             "t_invalid": rfc3339(m.t_invalid), "created_at": rfc3339(m.created_at),

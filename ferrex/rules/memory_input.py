@@ -51,7 +51,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final, assert_never, cast, get_args
+from typing import Any, Final, TypedDict, assert_never, cast, get_args
 
 from ferrex.errors import SecretRefused
 from ferrex.rules.lifecycle import (
@@ -185,6 +185,14 @@ class ValidStore:
         return self.importance != DEFAULT_IMPORTANCE or self.pinned or self.ttl_seconds is not None
 
 
+class Redaction(TypedDict):
+    """A secret redacted from a stored field, as the store's answer names it."""
+
+    field: str
+    kind: str
+    at: int
+
+
 @dataclass(frozen=True, slots=True)
 class SecretFound:
     """A likely secret in a store request: the field, its kind and its character position
@@ -194,7 +202,7 @@ class SecretFound:
     kind: str
     at: int
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> Redaction:
         return {"field": self.field, "kind": self.kind, "at": self.at}
 
     def describe(self) -> str:

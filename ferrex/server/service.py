@@ -29,7 +29,7 @@ from ferrex.errors import NotFound, UsageError
 from ferrex.models.sparse import Bm25Encoder
 from ferrex.read.insight import directory_bytes, reflect, stats
 from ferrex.read.request import RecallAnswer, RecallRequest
-from ferrex.read.seen import Sight, brief, one_line
+from ferrex.read.seen import MemoryDetail, MemoryLink, Sight, brief, one_line
 from ferrex.rules.arguments import (
     DEFAULT_STRATEGY,
     MAX_MAX_TOKENS,
@@ -491,7 +491,7 @@ class Service:
         if kind == "recent" and not rest:
             return self._recent(caller)
         if kind == "memory" and rest:
-            return self._memory(unquote(rest), caller)
+            return {**self._memory(unquote(rest), caller)}
         if kind == "entity" and rest:
             return self._entity(unquote(rest), caller)
         raise UsageError(f"unknown resource {uri!r}", hint=_RESOURCE_HINT)
@@ -510,7 +510,7 @@ class Service:
         latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:_RECENT]
         return {"namespace": namespace, "memories": [brief(m) for m in latest]}
 
-    def _memory(self, memory_id: str, caller: Caller) -> dict[str, Any]:
+    def _memory(self, memory_id: str, caller: Caller) -> MemoryDetail:
         """One memory with its versions (oldest first: ``Sight.history``) and its use."""
         rm = self._read_model()
         sight = self._sight(caller)
@@ -519,7 +519,7 @@ class Service:
             raise NotFound(f"no memory {memory_id!r}", hint="recall to find a memory's id")
         memory = found[0]
         names = rm.entity_names(memory.entity_ids)
-        doc = {
+        doc: MemoryDetail = {
             **brief(memory),
             "namespace": memory.namespace,
             "visibility": memory.visibility,
@@ -618,7 +618,7 @@ def _body(m: Memory) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v not in (None, [])}
 
 
-def _link(m: Memory) -> dict[str, Any]:
+def _link(m: Memory) -> MemoryLink:
     """One step of a supersede chain: when the memory held and what it said."""
     return {"id": m.memory_id, "t_valid": rfc3339(m.t_valid), "t_invalid": rfc3339(m.t_invalid),
             "summary": one_line(m, 200)}  # fmt: skip

@@ -133,10 +133,19 @@ export interface AttentionCounts extends Answer {
 
 export interface Conflict extends Answer {
   namespace: string;
-  facts: Array<{ id: string }>;
+  facts: Array<{
+    id: string;
+    object: string | null;
+    subject?: string | null;
+    predicate?: string | null;
+  }>;
+  /** A contradiction: the facts' subject. */
   subject?: string | null;
-  predicate?: string | null;
+  /** A contradiction: the relation the facts share. */
+  predicate?: string;
+  /** A possible conflict: why the two facts may fill one slot. */
   reason?: string;
+  /** A possible conflict: how to settle it. */
   what_to_do?: string;
 }
 

@@ -6,7 +6,8 @@ Twice: as published (objects open, so a later server may add a field), and close
 (:func:`_closed`): no key the schema does not name and no null it does not allow, so the
 document says everything the server sends. The answers are driven to carry their optional
 parts (marks, a possible conflict, a plural relation, a redaction, a superseded result,
-explain, a confirm that wrote nothing, the operator's stats)."""
+explain, a confirm that wrote nothing, the operator's stats, a contradiction and a possible
+conflict in stats and reflect)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import httpx
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.e2e.api_helpers import ALICE, Server, serve_http
+from tests.e2e.api_helpers import ALICE, BOB, Server, serve_http
 
 # A GitHub token's shape (not a real one): redacted, not refused, with this config.
 GITHUB = "ghp_Q7vK2mXp9LzR4tWc8NbY3hJf6GdS1aEuAb12"
@@ -82,6 +83,9 @@ def driven(server: Server) -> Driven:
     assert "replaced_note" in hosts[1]
     flagged = fact("auth gateway", "is", "k8s-node-31")
     assert flagged["possible_conflict_with"] and flagged["possible_conflict_note"]
+    # Stats and reflect list the flagged pair (until a confirm below tells the two apart).
+    assert call("GET", "/api/v1/reflect")["possible_conflicts"]
+    assert call("GET", "/api/v1/stats")["possible_conflicts"]
     ledger = fact("ledger-api", "depends on", "Postgres")
     plural = fact("ledger-api", "depends on", "Redis")
     assert plural["kept_beside"] and plural["plural_note"]
@@ -122,9 +126,15 @@ def driven(server: Server) -> Driven:
     call("GET", "/api/v1/entities", params={"name": "Ana"})
     call("GET", "/api/v1/stats")
     call("GET", "/api/v1/reflect", params={"limit": 5})
+    # A shared fact and another agent's private one that disagrees: both stand (a private
+    # memory never supersedes a shared one), and the operator sees the contradiction.
+    fact("billing", "owned by", "payments team", visibility="shared")
+    call("POST", memories, token=BOB,
+         json={"subject": "billing", "predicate": "owner", "object": "platform team"})  # fmt: skip
     operator = call("GET", "/api/v1/stats", token=server.operator)
     assert {"journal", "storage_bytes", "models"} <= set(operator), operator
-    call("GET", "/api/v1/reflect", token=server.operator)
+    assert operator["conflicts"], operator
+    assert call("GET", "/api/v1/reflect", token=server.operator)["contradictions"]
     call("GET", memories, params={"limit": 2, "state": "all"})
     call("GET", "/api/v1/tags")
     call("DELETE", f"/api/v1/memories/{old['id']}", "/api/v1/memories/{id}",

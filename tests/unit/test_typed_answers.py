@@ -247,3 +247,79 @@ def test_the_recall_hit_schema_is_its_type() -> None:
     for name in ("content", "subject", "predicate", "object", "name"):
         assert hit["properties"][name]["type"] == ["string", "null"], name
     assert not {"source", "context", "t_invalid"} & set(hit["properties"])
+
+
+def test_the_dashboard_answers_are_their_types() -> None:
+    """The answers of the dashboard's reads, the memory resource, a batch store and the
+    document itself: each schema names its type's fields, requiring exactly the required
+    ones."""
+    from ferrex.read.seen import Brief, MemoryDetail, MemoryLink
+    from ferrex.server.dashboard import reads
+    from ferrex.server.dashboard.schemas import PARTS, OpenApiDocument, StoreBatchAnswer
+
+    kinds: dict[str, type] = {
+        "MemoryDetail": MemoryDetail, "MemoryVersion": reads.MemoryVersion,
+        "MemoryHistory": reads.MemoryHistory, "EntityNames": reads.EntityNames,
+        "Entity": reads.EntityAnswer, "ListedMemory": reads.ListedMemory,
+        "MemoryPage": reads.MemoryPage, "TagCounts": reads.TagCounts,
+        "ChangeEvent": reads.ChangeEvent, "OpenApiDocument": OpenApiDocument,
+        "StoreBatchAnswer": StoreBatchAnswer,
+    }  # fmt: skip
+    for name, kind in kinds.items():
+        _names(ANSWERS[name], kind)
+    _names(PARTS["Brief"], Brief)
+    _names(PARTS["TagCount"], reads.TagCount)
+    _names(PARTS["ChangedMemory"], reads.ChangedMemory)
+    detail = ANSWERS["MemoryDetail"]
+    assert detail["required"][:6] == list(get_type_hints(Brief))
+    assert not {"pinned", "importance", "expires_at"} & set(detail["required"])
+    assert detail["properties"]["expires_at"]["format"] == "date-time"
+    assert detail["properties"]["type"] == PARTS["MemoryType"]
+    _names(detail["properties"]["history"]["items"], MemoryLink)
+    entity = ANSWERS["Entity"]["properties"]
+    assert entity["memories"]["items"] == PARTS["Brief"]
+    _names(entity["graph"], reads.Graph)
+    _names(entity["aliases"]["items"], reads.AliasMatch)
+    page = ANSWERS["MemoryPage"]["properties"]
+    assert page["next_cursor"]["type"] == ["string", "null"]
+    assert ANSWERS["ListedMemory"]["properties"]["visibility"] == PARTS["Visibility"]
+
+
+def test_the_conflicts_are_their_type() -> None:
+    """A contradiction's facts carry their values, a possible conflict's their subjects and
+    relations too: the schema names them (it named only the ids)."""
+    from ferrex.read.conflicts import Conflict, ConflictFact
+    from ferrex.server.dashboard.schemas import PARTS
+
+    conflict = PARTS["Conflict"]
+    _names(conflict, Conflict)
+    _names(conflict["properties"]["facts"]["items"], ConflictFact)
+    for answer, fields in (("Stats", ("conflicts", "possible_conflicts")),
+                           ("Reflect", ("contradictions", "possible_conflicts"))):  # fmt: skip
+        for field in fields:
+            assert ANSWERS[answer]["properties"][field]["items"] == conflict, (answer, field)
+
+
+def test_the_store_answers_parts_are_their_types() -> None:
+    """The entities, flagged facts, near copy and redactions of a store answer: each read
+    from the type its ``as_dict`` builds."""
+    from ferrex.core.decide.copies import SimilarAnswer, SimilarMemory
+    from ferrex.core.decide.entities import EntityMatch
+    from ferrex.core.decide.shared import FlaggedFact
+    from ferrex.rules.memory_input import Redaction
+    from ferrex.server.dashboard.schemas import PARTS
+
+    parts = {"EntityMatch": EntityMatch, "FlaggedFact": FlaggedFact,
+             "SimilarMemory": SimilarAnswer, "Redaction": Redaction}  # fmt: skip
+    for name, kind in parts.items():
+        _names(PARTS[name], kind)
+    store = ANSWERS["StoreAnswer"]["properties"]
+    assert store["entities"]["items"] == PARTS["EntityMatch"]
+    assert store["kept_beside"]["items"] == store["possible_conflict_with"]["items"]
+    assert {**store["similar"], "description": None} == {**PARTS["SimilarMemory"],
+                                                        "description": None}  # fmt: skip
+    # kept_because (shown only for a near copy) keeps its place before the note
+    near = SimilarMemory("mem_a", 0.912345, "another date").as_dict()
+    assert list(near) == ["id", "similarity", "kept_because", "note"]
+    assert near["similarity"] == 0.9123
+    assert list(SimilarMemory("mem_a", 0.5).as_dict()) == ["id", "similarity", "note"]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from ferrex.errors import Duplicate
 from ferrex.rules.dedup import meaning_difference, near_copy, same_text
@@ -42,6 +42,15 @@ from .notes import similar_note
 from .shared import Measures, Who
 
 
+class SimilarAnswer(TypedDict):
+    """A :class:`SimilarMemory` as the store's answer names it."""
+
+    id: str
+    similarity: float
+    note: str
+    kept_because: NotRequired[str]
+
+
 @dataclass(frozen=True)
 class SimilarMemory:
     """A memory the new one is close to, named in the store's answer."""
@@ -51,13 +60,12 @@ class SimilarMemory:
     kept_because: str | None = None
     """Set when the similarity reached the duplicate threshold: why it is no duplicate."""
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "similarity": round(self.similarity, 4),
-            **({"kept_because": self.kept_because} if self.kept_because is not None else {}),
-            "note": similar_note(self.id, self.kept_because),
-        }
+    def as_dict(self) -> SimilarAnswer:
+        similarity, note = round(self.similarity, 4), similar_note(self.id, self.kept_because)
+        if self.kept_because is None:
+            return {"id": self.id, "similarity": similarity, "note": note}
+        return {"id": self.id, "similarity": similarity, "kept_because": self.kept_because,
+                "note": note}  # fmt: skip
 
 
 def refuse_imported(valid: ValidStore, key: str, view: View, who: Who) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from ferrex.errors import NotFound, UsageError
 from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resolve_entity
@@ -45,6 +45,16 @@ from .notes import SPLIT_HINT, merge_other_way
 from .shared import Measures, Who, answer_doc, cosines_with
 
 
+class EntityMatch(TypedDict):
+    """A :class:`ResolvedEntity` as the store's answer names it."""
+
+    name: str
+    entity_id: str
+    match: str
+    score: float
+    matched: str | None
+
+
 @dataclass(frozen=True)
 class ResolvedEntity:
     name: str
@@ -54,6 +64,10 @@ class ResolvedEntity:
     score: float
     matched: str | None
     """The known spelling it matched, if any."""
+
+    def as_dict(self) -> EntityMatch:
+        return {"name": self.name, "entity_id": self.entity_id, "match": self.match,
+                "score": self.score, "matched": self.matched}  # fmt: skip
 
 
 def _name_scores(measures: Measures) -> Callable[[str, Sequence[Candidate]], list[float]]:

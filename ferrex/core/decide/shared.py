@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypedDict
 
 from ferrex.errors import AlreadySuperseded, NotFound, UsageError
 from ferrex.ids import plausible_id
@@ -21,6 +21,14 @@ from projections.rows import Memory
 from ..view import View
 
 
+class FlaggedFact(TypedDict):
+    """A :class:`Flagged` fact as the store's answer names it."""
+
+    id: str
+    fact: str
+    reason: str
+
+
 @dataclass(frozen=True)
 class Flagged:
     """A current fact a store kept beside the new one, flagged as a possible conflict."""
@@ -29,7 +37,7 @@ class Flagged:
     fact: str
     reason: str
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> FlaggedFact:
         return {"id": self.id, "fact": self.fact, "reason": self.reason}
 
 

@@ -53,12 +53,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import replace as replaced
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, NotRequired
+from typing import Literal, NotRequired
 
 from ferrex.ids import plausible_id
 from ferrex.rules.fusion import opens_with_speaker
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, Marks, marks_doc
-from ferrex.rules.memory_input import ValidStore
+from ferrex.rules.memory_input import Redaction, ValidStore
 from ferrex.rules.slots import plural_fact, scoped_apart, versions_of_one
 from journal import (
     Event,
@@ -75,11 +75,11 @@ from projections.rows import Memory
 from ..settings import StoreSettings
 from ..view import EpisodeTail, View
 from . import Decision, NewId
-from .copies import SimilarMemory, refuse_duplicates, refuse_imported
-from .entities import Named, ResolvedEntity, name_entities
+from .copies import SimilarAnswer, SimilarMemory, refuse_duplicates, refuse_imported
+from .entities import EntityMatch, Named, ResolvedEntity, name_entities
 from .facts import FactPlan, a_current_value, plan_fact, plural_beside
 from .notes import flag_note, history_note, plural_note, replaced_multi_note, replaced_note
-from .shared import Flagged, Measures, Who, body_of, supersedable
+from .shared import Flagged, FlaggedFact, Measures, Who, body_of, supersedable
 
 StoreStatus = Literal["stored", "stored_as_history", "duplicate"]
 """What became of a store (see :class:`StoreResult`)."""
@@ -99,7 +99,7 @@ class StoreAnswer(Marks):
     id: str
     type: NotRequired[str]
     namespace: NotRequired[str]
-    entities: NotRequired[list[dict[str, Any]]]
+    entities: NotRequired[list[EntityMatch]]
     superseded: NotRequired[list[str]]
     validated: NotRequired[list[str]]
     position: NotRequired[int]
@@ -111,14 +111,14 @@ class StoreAnswer(Marks):
     multi_valued: NotRequired[bool]
     replaced_multi_valued: NotRequired[list[str]]
     possible_conflict: NotRequired[list[str]]
-    possible_conflict_with: NotRequired[list[dict[str, str]]]
+    possible_conflict_with: NotRequired[list[FlaggedFact]]
     possible_conflict_note: NotRequired[str]
     replaced_note: NotRequired[str]
-    kept_beside: NotRequired[list[dict[str, str]]]
+    kept_beside: NotRequired[list[FlaggedFact]]
     plural_note: NotRequired[str]
-    similar: NotRequired[dict[str, Any]]
+    similar: NotRequired[SimilarAnswer]
     warnings: NotRequired[list[str]]
-    redacted: NotRequired[list[dict[str, Any]]]
+    redacted: NotRequired[list[Redaction]]
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class StoreResult:
     similar: SimilarMemory | None = None
     """A near copy it was kept beside, or a close memory it may replace."""
     warnings: tuple[str, ...] = ()
-    redacted: tuple[dict[str, Any], ...] = ()
+    redacted: tuple[Redaction, ...] = ()
     """The likely secrets replaced by markers before it was stored (field, kind, at)."""
 
     @property
@@ -177,7 +177,7 @@ class StoreResult:
             "id": self.id,
             "type": self.type,
             "namespace": self.namespace,
-            "entities": [e.__dict__ for e in self.entities],
+            "entities": [e.as_dict() for e in self.entities],
             "superseded": list(self.superseded),
             "validated": list(self.validated),
             "position": self.position,
@@ -209,7 +209,7 @@ class StoreResult:
         if self.warnings:
             doc["warnings"] = list(self.warnings)
         if self.redacted:
-            doc["redacted"] = [dict(r) for r in self.redacted]
+            doc["redacted"] = [{**r} for r in self.redacted]
         return doc
 
 

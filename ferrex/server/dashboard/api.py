@@ -82,6 +82,7 @@ from ferrex.server.dashboard.params import (
     MAX_DEPTH,
     check_query,
 )
+from ferrex.server.dashboard.schemas import StoreBatchAnswer
 from ferrex.server.service import Caller
 
 if TYPE_CHECKING:
@@ -201,12 +202,12 @@ class WriteApi:
         key = request.headers.get("idempotency-key")
         request_key = None if key is None else _request_key(caller, key)
         if isinstance(payload, dict) and "memories" in payload:
-            return self._store_many(payload, caller, request_key)
+            return {**self._store_many(payload, caller, request_key)}
         return self._store_one(payload, caller, request_key)
 
     def _store_many(
         self, payload: dict[str, Any], caller: Caller, request_key: str | None
-    ) -> dict[str, Any]:
+    ) -> StoreBatchAnswer:
         """Each item stored by itself, in order, as the store tool would (a later item sees
         the earlier ones); a refused or invalid item is that item's outcome only."""
         items = payload["memories"]

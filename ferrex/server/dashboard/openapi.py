@@ -25,7 +25,7 @@ from ferrex.server.dashboard.params import (
     TEXT,
     Param,
 )
-from ferrex.server.dashboard.schemas import ANSWERS, for_generators, ref
+from ferrex.server.dashboard.schemas import ANSWERS, OpenApiDocument, for_generators, ref
 
 if TYPE_CHECKING:
     from ferrex.server.mcp_server import ToolInput
@@ -92,7 +92,7 @@ def error_table() -> str:
 def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
     """The OpenAPI 3.1 description of every ``/api/v1`` route; request schemas are the MCP
     tools' own input schemas (JSON Schema 2020-12, which OpenAPI 3.1 takes as it is)."""
-    return {
+    doc: OpenApiDocument = {
         "openapi": "3.1.0",
         "servers": [
             {
@@ -115,6 +115,7 @@ def openapi_document(tools: Mapping[str, ToolInput]) -> dict[str, Any]:
         },
         "security": [{"bearer": []}],
     }
+    return {**doc}
 
 
 def _paths() -> dict[str, Any]:

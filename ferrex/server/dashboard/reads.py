@@ -36,16 +36,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ferrex.app import App
 from ferrex.errors import FerrexError, Forbidden, NotFound, UsageError, from_journal_error
-from ferrex.read.seen import Sight, brief, one_line
+from ferrex.read.seen import Brief, Sight, brief, one_line
 from ferrex.rules.arguments import PAGE_LIMIT, PAGE_MAX, SORTS, STATES, TAGS_LIMIT, TAGS_MAX
 from ferrex.rules.entities import Candidate
 from ferrex.rules.name_lookup import find_entity
 from ferrex.rules.visibility import sees_scope
-from ferrex.times import rfc3339
+from ferrex.times import Rfc3339, rfc3339
 from journal.errors import JournalError
 from journal.events import tag_of
 from journal.record import to_builtins
@@ -77,36 +77,204 @@ class Context:
         return self.sight.agent_id
 
 
+# The answers of the views, each the type its view is built as (mypy checks the building
+# code against it). The HTTP API's answer schemas are read from them
+# (:func:`ferrex.server.dashboard.schemas.typed`), so each field is written once.
+
+
+class ListedMemory(Brief):
+    """One memory of a page of ``memories``."""
+
+    namespace: str
+    visibility: str
+    source: str | None
+    superseded_by: str | None
+
+
+class MemoryPage(TypedDict):
+    """``memories``: a page, and the cursor of the next (None: this is the last)."""
+
+    memories: list[ListedMemory]
+    next_cursor: str | None
+
+
+class ChangedMemory(TypedDict):
+    id: str
+    change: str
+
+
+class ChangeEvent(TypedDict):
+    """One journal record of ``changes``: its position, when, and the memories it changed."""
+
+    position: int
+    recorded_at: Rfc3339
+    memories: list[ChangedMemory]
+
+
+class Changes(TypedDict):
+    """``changes``: the records found, where the next read starts, and whether more wait."""
+
+    changes: list[ChangeEvent]
+    position: int
+    more: bool
+
+
+class TagCount(TypedDict):
+    value: str
+    count: int
+
+
+class TagCounts(TypedDict):
+    """``tags``: the values of one context key, most held first."""
+
+    key: str
+    tags: list[TagCount]
+    more: bool
+
+
+class MemoryVersion(TypedDict):
+    """One version of ``history``; ``current``: the memory asked about."""
+
+    id: str
+    type: str
+    summary: str
+    t_valid: Rfc3339
+    t_invalid: Rfc3339 | None
+    created_at: Rfc3339
+    superseded_by: str | None
+    confidence: float
+    access_count: int
+    last_accessed: Rfc3339 | None
+    last_validated: Rfc3339 | None
+    position: int
+    current: bool
+
+
+class MemoryHistory(TypedDict):
+    id: str
+    versions: list[MemoryVersion]
+
+
+class EntityNames(TypedDict):
+    """``entities``: the names the caller may see, a page at a time."""
+
+    namespace: str
+    prefix: str
+    names: list[str]
+    offset: int
+    total: int
+
+
+class AliasMatch(TypedDict):
+    alias: str
+    match: str
+    score: float
+
+
+class GraphNode(TypedDict):
+    name: str
+    count: int
+
+
+class GraphEdge(TypedDict):
+    a: str
+    b: str
+    count: int
+
+
+class Graph(TypedDict):
+    memories_read: int
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+class EntityAnswer(TypedDict):
+    """``entity``: one entity's spellings, memories (a page) and neighbours."""
+
+    namespace: str
+    name: str
+    aliases: list[AliasMatch]
+    memories: list[Brief]
+    offset: int
+    more: bool
+    graph: Graph
+
+
+class Verified(TypedDict):
+    """``verify``: the outcome of ``journal verify``."""
+
+    ok: bool
+    records: int
+    head_position: int
+    checked_at: Rfc3339
+    seconds: float
+    problem: str | None
+
+
+class JournalHead(TypedDict):
+    position: int
+    hash: str
+    recorded_at: Rfc3339 | None
+
+
+class JournalRecord(TypedDict):
+    position: int
+    recorded_at: Rfc3339
+    hash: str
+    events: list[dict[str, Any]]
+
+
+class GitExport(TypedDict):
+    """The git export's state: its resume point, or what is wrong with it (``error``)."""
+
+    directory: str
+    error: NotRequired[str]
+    position: NotRequired[int]
+    recorded_at: NotRequired[str]
+    commit: NotRequired[str | None]
+    behind: NotRequired[int]
+    current: NotRequired[bool]
+
+
+class JournalView(TypedDict):
+    """``journal``: the latest records, the head, the last verify and the git export."""
+
+    head: JournalHead
+    records: list[JournalRecord]
+    verify: Verified | None
+    git_export: GitExport | None
+
+
 # The outcome of the last verify, per journal (its directory, or its PostgreSQL URL; verify
 # reads the whole journal, so the journal view shows the last one and runs it only when asked).
-_VERIFIED: dict[Path | str, dict[str, Any]] = {}
+_VERIFIED: dict[Path | str, Verified] = {}
 
 
 def answer(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
     view = args.get("view")
     if view == "history":
-        return _history(ctx, _text(args.get("id"), "id"))
+        return {**_history(ctx, _text(args.get("id"), "id"))}
     if view == "entity":
-        return _entity(ctx, _text(args.get("name"), "name"), _offset(args))
+        return {**_entity(ctx, _text(args.get("name"), "name"), _offset(args))}
     if view == "entities":
         prefix = args.get("prefix", "")
         if not isinstance(prefix, str):
             raise UsageError("prefix must be text")
-        return _entities(ctx, prefix, _offset(args))
+        return {**_entities(ctx, prefix, _offset(args))}
     if view == "memories":
-        return _memories(ctx, args)
+        return {**_memories(ctx, args)}
     if view == "tags":
-        return _tags(ctx, args)
+        return {**_tags(ctx, args)}
     if view == "changes":
-        return _changes(ctx, args)
+        return {**_changes(ctx, args)}
     if view == "journal":
-        return _journal(ctx)
+        return {**_journal(ctx)}
     if view == "verify":
-        return _verify(ctx)
+        return {**_verify(ctx)}
     raise UsageError(f"unknown dashboard view {view!r}", hint=f"views: {', '.join(VIEWS)}")
 
 
-def _memories(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
+def _memories(ctx: Context, args: Mapping[str, Any]) -> MemoryPage:
     """A page of the memories the caller sees (``GET /api/v1/memories``), newest first unless
     ``sort`` says otherwise, and the cursor of the next page (None: this is the last)."""
     sort = _choice(args.get("sort", "-created"), SORTS, "sort")
@@ -156,7 +324,7 @@ CHANGE_NAMES = {
 }
 
 
-def _changes(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
+def _changes(ctx: Context, args: Mapping[str, Any]) -> Changes:
     """The records after ``after`` (None: from now on, nothing read) up to the read model's
     checkpoint, at most :data:`CHANGES_SCAN` of them, each with the memories it changed that
     the caller sees now, or could see before a forget took them; records with none are left
@@ -188,9 +356,11 @@ def _changes(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
     ids = list(dict.fromkeys(i for _, _, touched in found for i, _ in touched))
     seen = {m.memory_id for m in ctx.sight.memories(ctx.rm, ids)}
     seen |= ctx.rm.dashboard.forgotten_seen([i for i in ids if i not in seen], ctx.agent_id)
-    changes = []
+    changes: list[ChangeEvent] = []
     for at, when, touched in found:
-        memories = [{"id": i, "change": c} for i, c in dict.fromkeys(touched) if i in seen]
+        memories: list[ChangedMemory] = [
+            {"id": i, "change": c} for i, c in dict.fromkeys(touched) if i in seen
+        ]
         if memories:
             changes.append({"position": at, "recorded_at": when, "memories": memories})
     return {"changes": changes, "position": position, "more": position < head}
@@ -238,7 +408,7 @@ def _context_filters(args: Mapping[str, Any]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _tags(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
+def _tags(ctx: Context, args: Mapping[str, Any]) -> TagCounts:
     """The values of context key ``key`` (``tags``) over the memories the caller sees,
     ``state`` as the list's (current by default), with how many memories hold each."""
     key = _context_key(args.get("key", TAGS_KEY), "key")
@@ -295,7 +465,7 @@ def _cursor(value: object) -> tuple[float, str] | None:
         raise UsageError("cursor is not one this API gave", hint=hint) from exc
 
 
-def _history(ctx: Context, memory_id: str) -> dict[str, Any]:
+def _history(ctx: Context, memory_id: str) -> MemoryHistory:
     """The versions through ``memory_id``, oldest first (``Sight.history``, the walk the
     memory resource shows too)."""
     found = ctx.sight.memories(ctx.rm, [memory_id])
@@ -305,7 +475,7 @@ def _history(ctx: Context, memory_id: str) -> dict[str, Any]:
     return {"id": memory_id, "versions": versions}
 
 
-def _version(m: Memory, current: bool) -> dict[str, Any]:
+def _version(m: Memory, current: bool) -> MemoryVersion:
     return {"id": m.memory_id, "type": m.type, "summary": one_line(m, 200),
             "t_valid": rfc3339(m.t_valid), "t_invalid": rfc3339(m.t_invalid),
             "created_at": rfc3339(m.created_at), "superseded_by": m.superseded_by,
@@ -315,7 +485,7 @@ def _version(m: Memory, current: bool) -> dict[str, Any]:
             "current": current}  # fmt: skip
 
 
-def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
+def _entity(ctx: Context, name: str, offset: int) -> EntityAnswer:
     spellings = ctx.sight.spellings(ctx.rm, ctx.namespace)
     found = find_entity(name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings])
     visible_ids = {s.entity_id for s in spellings}
@@ -342,7 +512,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
             f"no entity {name!r} in {ctx.namespace}",
             hint="the entities page lists the names you can see",
         )
-    aliases = [
+    aliases: list[AliasMatch] = [
         {"alias": a.alias, "match": a.match, "score": round(a.score, 4)}
         for a in ctx.rm.dashboard.alias_matches([found])
         if sees_scope(ctx.agent_id, a.agent_id, a.viewers)
@@ -365,7 +535,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
     ranked = sorted(together, key=lambda i: (-together[i], name_of(i).lower(), name_of(i)))
     top = ranked[:GRAPH_NODES]
     kept = set(top)
-    edges = []
+    edges: list[GraphEdge] = []
     for (a, b), n in pairs.items():
         if a in kept and b in kept:
             first, second = sorted((name_of(a), name_of(b)))
@@ -387,7 +557,7 @@ def _entity(ctx: Context, name: str, offset: int) -> dict[str, Any]:
     }
 
 
-def _entities(ctx: Context, prefix: str, offset: int) -> dict[str, Any]:
+def _entities(ctx: Context, prefix: str, offset: int) -> EntityNames:
     wanted = prefix.strip().lower()
     spellings = ctx.sight.spellings(ctx.rm, ctx.namespace)
     ids = sorted({s.entity_id for s in spellings})
@@ -414,7 +584,7 @@ def _operator_only(ctx: Context, what: str) -> None:
         )
 
 
-def _journal(ctx: Context) -> dict[str, Any]:
+def _journal(ctx: Context) -> JournalView:
     _operator_only(ctx, "the journal")
     app = ctx.app
     try:
@@ -436,7 +606,7 @@ def _journal(ctx: Context) -> dict[str, Any]:
     }
 
 
-def _record(record: Any) -> dict[str, Any]:
+def _record(record: Any) -> JournalRecord:
     view = to_builtins(record)
     events = []
     for event in view["events"]:
@@ -459,7 +629,7 @@ def _verified(app: App) -> VerifyReport:
     return app.journal().verify()
 
 
-def _verify(ctx: Context) -> dict[str, Any]:
+def _verify(ctx: Context) -> Verified:
     _operator_only(ctx, "verifying the journal")
     started = time.monotonic()
     try:
@@ -467,7 +637,7 @@ def _verify(ctx: Context) -> dict[str, Any]:
     except JournalError as exc:
         raise from_journal_error(exc) from exc
     problem = report.problem
-    doc = {
+    doc: Verified = {
         "ok": report.ok,
         "records": report.records,
         "head_position": report.head_position,
@@ -481,7 +651,7 @@ def _verify(ctx: Context) -> dict[str, Any]:
     return doc
 
 
-def _git_export(app: App, head: int) -> dict[str, Any] | None:
+def _git_export(app: App, head: int) -> GitExport | None:
     """The configured export's resume point and whether it holds every record."""
     configured = app.config["dashboard.git_export"]
     if not configured:

@@ -29,6 +29,7 @@ from typing import (
     Any,
     Literal,
     NotRequired,
+    TypedDict,
     Union,
     get_args,
     get_origin,
@@ -36,8 +37,12 @@ from typing import (
     is_typeddict,
 )
 
+from ferrex.core.decide.copies import SimilarAnswer
+from ferrex.core.decide.entities import EntityMatch
 from ferrex.core.decide.forget import ConfirmAnswer, ForgetAnswer
+from ferrex.core.decide.shared import FlaggedFact
 from ferrex.core.decide.store import StoreAnswer, StoreStatus
+from ferrex.read.conflicts import Conflict
 from ferrex.read.insight import (
     AttentionCounts,
     DormantEntity,
@@ -47,22 +52,32 @@ from ferrex.read.insight import (
     StatsAnswer,
 )
 from ferrex.read.request import RecallAnswer, RecallHit
-from ferrex.server.dashboard.reads import CHANGE_NAMES
+from ferrex.read.seen import Brief, MemoryDetail
+from ferrex.rules.memory_input import Redaction
+from ferrex.server.dashboard.reads import (
+    CHANGE_NAMES,
+    ChangedMemory,
+    ChangeEvent,
+    EntityAnswer,
+    EntityNames,
+    ListedMemory,
+    MemoryHistory,
+    MemoryPage,
+    MemoryVersion,
+    TagCount,
+    TagCounts,
+)
 from journal.events import MemoryType, Visibility
 
 REF = "#/components/schemas/"
 
 _TEXT: dict[str, Any] = {"type": "string"}
-_TEXTS: dict[str, Any] = {"type": "array", "items": _TEXT}
 _INT: dict[str, Any] = {"type": "integer"}
 _NUMBER: dict[str, Any] = {"type": "number"}
 _FLAG: dict[str, Any] = {"type": "boolean"}
 _TIME: dict[str, Any] = {"type": "string", "format": "date-time"}
-_MAYBE_TIME: dict[str, Any] = {"type": ["string", "null"], "format": "date-time"}
-_MAYBE_TEXT: dict[str, Any] = {"type": ["string", "null"]}
 _TYPE: dict[str, Any] = {"enum": list(get_args(MemoryType))}
 _VISIBILITY: dict[str, Any] = {"enum": list(get_args(Visibility))}
-_COUNTS: dict[str, Any] = {"type": "object", "additionalProperties": _INT}
 
 
 def ref(name: str) -> dict[str, Any]:
@@ -166,56 +181,61 @@ def _schema_of(hint: object) -> dict[str, Any]:
     raise TypeError(f"no JSON Schema for {hint!r} in a typed answer")
 
 
+class OpenApiDocument(TypedDict):
+    """The OpenAPI document (:func:`ferrex.server.dashboard.openapi.openapi_document`): its
+    schema says only what a reader of any OpenAPI document may count on."""
+
+    openapi: str
+    info: dict[str, Any]
+    paths: dict[str, Any]
+    servers: NotRequired[list[dict[str, Any]]]
+    components: NotRequired[dict[str, Any]]
+    security: NotRequired[list[dict[str, Any]]]
+
+
+class StoreBatchAnswer(TypedDict):
+    """A batch store's answer (:meth:`ferrex.server.dashboard.api.WriteApi.store`; here,
+    not beside it, as the API module imports this one): each item's store answer or error
+    (the ``StoreBatchItem`` schema: the store answer's fields, all optional, and ``error``),
+    how many were stored, how many failed."""
+
+    results: list[dict[str, Any]]
+    stored: int
+    failed: int
+
+
 # fmt: off
-_BRIEF = {
-    "id": _TEXT,
-    "type": _TYPE,
-    "event_time": _TIME,
-    "t_invalid": _MAYBE_TIME,
-    "created_at": _TIME,
-    "summary": {**_TEXT, "description": "The memory on one line (at most 200 characters)."},
-}
+_BRIEF_ABOUT = {"summary": "The memory on one line (at most 200 characters)."}
+_BRIEF = typed(Brief, {"type": _TYPE}, about=_BRIEF_ABOUT)
 _MARKS_ABOUT = {
     "pinned": "Shown only when pinned.",
     "importance": "Shown only when not 0.5.",
     "expires_at": "Shown only when it expires.",
 }
-_MARKS = {
-    "pinned": {**_FLAG, "description": "Shown only when pinned."},
-    "importance": {**_NUMBER, "description": "Shown only when not 0.5."},
-    "expires_at": {**_TIME, "description": "Shown only when it expires."},
-}
 _NAMESPACE_ABOUT = "The namespace read (null: every namespace, the operator with none given)."
 _ATTENTION = typed(AttentionCounts, description=AttentionCounts.__doc__ or "")
-_CONFLICT = _object(
-    {"namespace": _TEXT, "facts": _list({"type": "object", "required": ["id"],
-                                         "properties": {"id": _TEXT}})},
-    {"subject": _MAYBE_TEXT, "predicate": _MAYBE_TEXT, "reason": _TEXT, "what_to_do": _TEXT},
-)
-_LISTED = {**_BRIEF, "namespace": _TEXT, "visibility": _VISIBILITY, "source": _MAYBE_TEXT,
-           "superseded_by": _MAYBE_TEXT}
+_CONFLICT = typed(Conflict, about={
+    "subject": "A contradiction: the facts' subject.",
+    "predicate": "A contradiction: the relation the facts share.",
+    "reason": "A possible conflict: why the two facts may fill one slot.",
+    "what_to_do": "A possible conflict: how to settle it.",
+})
 _CHANGE = {"enum": list(dict.fromkeys(CHANGE_NAMES.values()))}
-_CHANGED_MEMORY = _object({"id": _TEXT, "change": _CHANGE})
-_TAG_COUNT = _object({"value": _TEXT, "count": _INT})
+_CHANGED_MEMORY = typed(ChangedMemory, {"change": _CHANGE})
+_TAG_COUNT = typed(TagCount)
 _STATUS = {"enum": sorted(get_args(StoreStatus)), "description": "stored_as_history: stored "
            "already ended by a fact that began later (superseded_by, history_reason)."}
 
-_FLAGGED = _object({"id": _TEXT, "fact": _TEXT, "reason": _TEXT})
-_ENTITY_MATCH = _object(
-    {"name": _TEXT, "entity_id": _TEXT,
-     "match": {**_TEXT, "description": "exact, normalized, fuzzy, embedding, or new."},
-     "score": _NUMBER,
-     "matched": {**_MAYBE_TEXT, "description": "The known spelling it matched, if any."}},
-)
-_SIMILAR = _object(
-    {"id": _TEXT, "similarity": _NUMBER, "note": _TEXT},
-    {"kept_because": {**_TEXT, "description": "Why a near copy is no duplicate."}},
-)
-_REDACTION = _object({"field": _TEXT, "kind": _TEXT, "at": {
-    **_INT, "description": "The secret's character position in the field's text."}})
+_FLAGGED = typed(FlaggedFact)
+_ENTITY_MATCH = typed(EntityMatch, about={
+    "match": "exact, normalized, fuzzy, embedding, or new.",
+    "matched": "The known spelling it matched, if any."})
+_SIMILAR = typed(SimilarAnswer, about={"kept_because": "Why a near copy is no duplicate."})
+_REDACTION = typed(Redaction, about={
+    "at": "The secret's character position in the field's text."})
 
-# Status and type are named enums; the parts of entities, similar and the flagged facts are
-# described here (their types are dict[str, Any]).
+# Status and type are named enums; the parts (entities, the flagged facts, similar, the
+# redactions) are named and described here.
 _STORE = typed(
     StoreAnswer,
     {"status": _STATUS, "type": _TYPE, "entities": _list(_ENTITY_MATCH),
@@ -255,9 +275,7 @@ ANSWERS: dict[str, dict[str, Any]] = {
         {**_STORE["properties"], "error": ref("ErrorBody")},
         "The store answer of one item, or its error (a refused or invalid item).",
     ),
-    "StoreBatchAnswer": _object(
-        {"results": _list(ref("StoreBatchItem")), "stored": _INT, "failed": _INT}
-    ),
+    "StoreBatchAnswer": typed(StoreBatchAnswer, {"results": _list(ref("StoreBatchItem"))}),
     "RecallHit": typed(
         RecallHit,
         {"type": _TYPE, "expires_at": _TIME},
@@ -305,65 +323,24 @@ ANSWERS: dict[str, dict[str, Any]] = {
         "position": "The journal position of what was written (null: nothing was).",
         "warnings": "What the server warns about (the request was still served).",
     }),
-    "MemoryDetail": _object(
-        {
-            **_BRIEF,
-            "namespace": _TEXT,
-            "visibility": _VISIBILITY,
-            "entities": _TEXTS,
-            "body": {"type": "object", "description": "The memory's own fields, those it has."},
-            "confidence": _NUMBER,
-            "access_count": _INT,
-            "last_accessed": _MAYBE_TIME,
-            "last_validated": _MAYBE_TIME,
-            "history": _list(
-                _object({"id": _TEXT, "t_valid": _TIME, "t_invalid": _MAYBE_TIME, "summary": _TEXT})
-            ),
-        },
-        _MARKS,
+    "MemoryDetail": typed(
+        MemoryDetail,
+        {"type": _TYPE, "visibility": _VISIBILITY, "expires_at": _TIME},
+        about={**_BRIEF_ABOUT, **_MARKS_ABOUT,
+               "body": "The memory's own fields, those it has."},
     ),
-    "MemoryVersion": _object(
-        {
-            "id": _TEXT,
-            "type": _TYPE,
-            "summary": _TEXT,
-            "t_valid": _TIME,
-            "t_invalid": _MAYBE_TIME,
-            "created_at": _TIME,
-            "superseded_by": _MAYBE_TEXT,
-            "confidence": _NUMBER,
-            "access_count": _INT,
-            "last_accessed": _MAYBE_TIME,
-            "last_validated": _MAYBE_TIME,
-            "position": _INT,
-            "current": _FLAG,
-        }
+    "MemoryVersion": typed(MemoryVersion, {"type": _TYPE}),
+    "MemoryHistory": typed(MemoryHistory, {"versions": _list(ref("MemoryVersion"))}),
+    "EntityNames": typed(
+        EntityNames, description="The entity names the caller may see (no name given)."
     ),
-    "MemoryHistory": _object({"id": _TEXT, "versions": _list(ref("MemoryVersion"))}),
-    "EntityNames": _object(
-        {"namespace": _TEXT, "prefix": _TEXT, "names": _TEXTS, "offset": _INT, "total": _INT},
-        description="The entity names the caller may see (no name given).",
-    ),
-    "Entity": _object(
-        {
-            "namespace": _TEXT,
-            "name": _TEXT,
-            "aliases": _list(_object({"alias": _TEXT, "match": _TEXT, "score": _NUMBER})),
-            "memories": _list(_object(_BRIEF)),
-            "offset": _INT,
-            "more": _FLAG,
-            "graph": _object(
-                {
-                    "memories_read": _INT,
-                    "nodes": _list(_object({"name": _TEXT, "count": _INT})),
-                    "edges": _list(_object({"a": _TEXT, "b": _TEXT, "count": _INT})),
-                }
-            ),
-        },
+    "Entity": typed(
+        EntityAnswer,
+        {"memories": _list(_BRIEF)},
         description="One entity (name given): its spellings, memories and neighbours.",
     ),
-    # The parts conflicts.py lists and the attention counts (with their description) are
-    # described here.
+    # The conflicts (their fields described) and the attention counts (with their
+    # description) are named here.
     "Stats": typed(
         StatsAnswer,
         {"recent": _list(typed(RecentMemory, {"type": _TYPE})),
@@ -389,33 +366,22 @@ ANSWERS: dict[str, dict[str, Any]] = {
              "last_referenced": "When a memory last named it (null: never)."}))},
         about={"namespace": _NAMESPACE_ABOUT},
     ),
-    "ListedMemory": _object(_LISTED),
-    "MemoryPage": _object(
-        {
-            "memories": _list(ref("ListedMemory")),
-            "next_cursor": {
-                **_MAYBE_TEXT,
-                "description": "Pass as cursor for the next page; null: the last.",
-            },
-        },
+    "ListedMemory": typed(ListedMemory, {"type": _TYPE, "visibility": _VISIBILITY},
+                          about=_BRIEF_ABOUT),
+    "MemoryPage": typed(
+        MemoryPage,
+        {"memories": _list(ref("ListedMemory"))},
+        about={"next_cursor": "Pass as cursor for the next page; null: the last."},
     ),
-    "TagCounts": _object(
-        {"key": _TEXT, "tags": _list(_TAG_COUNT), "more": _FLAG},
-        description="The values of one context key (tags), most held first.",
+    "TagCounts": typed(
+        TagCounts, description="The values of one context key (tags), most held first."
     ),
-    "ChangeEvent": _object(
-        {
-            "position": _INT,
-            "recorded_at": _TIME,
-            "memories": _list(_CHANGED_MEMORY),
-        },
+    "ChangeEvent": typed(
+        ChangeEvent,
+        {"memories": _list(_CHANGED_MEMORY)},
         description="The data of one `change` event of the change stream (its id: position).",
     ),
-    "OpenApiDocument": _object(
-        {"openapi": _TEXT, "info": {"type": "object"}, "paths": {"type": "object"}},
-        {"servers": _list({"type": "object"}), "components": {"type": "object"},
-         "security": _list({"type": "object"})},
-    ),
+    "OpenApiDocument": typed(OpenApiDocument),
 }
 
 #: Parts of the answers the SDKs give a name of their own (``python -m tools.sdk_types``
@@ -424,7 +390,7 @@ ANSWERS: dict[str, dict[str, Any]] = {
 PARTS: dict[str, dict[str, Any]] = {
     "MemoryType": _TYPE,
     "Visibility": _VISIBILITY,
-    "Brief": _object(_BRIEF),
+    "Brief": _BRIEF,
     "AttentionCounts": _ATTENTION,
     "Conflict": _CONFLICT,
     "Change": _CHANGE,

@@ -39,14 +39,21 @@ class AttentionCounts(TypedDict):
 
 class ConflictFactsItem(TypedDict):
     id: str
+    object: str | None
+    subject: NotRequired[str | None]
+    predicate: NotRequired[str | None]
 
 
 class Conflict(TypedDict):
     namespace: str
     facts: list[ConflictFactsItem]
+    #: A contradiction: the facts' subject.
     subject: NotRequired[str | None]
-    predicate: NotRequired[str | None]
+    #: A contradiction: the relation the facts share.
+    predicate: NotRequired[str]
+    #: A possible conflict: why the two facts may fill one slot.
     reason: NotRequired[str]
+    #: A possible conflict: how to settle it.
     what_to_do: NotRequired[str]
 
 
