@@ -80,7 +80,7 @@ export interface ListOptions {
    */
   sort?: "-created" | "created" | "-valid_from" | "valid_from";
   /** Only these kinds (repeated or comma-separated). */
-  types?: string[];
+  types?: MemoryType[];
   /** One namespace (default: every namespace). */
   namespace?: string;
   /** Only memories about this entity (any spelling). */

@@ -88,8 +88,10 @@ def test_filters_and_privacy(server: Server) -> None:
 
 
 def test_bad_parameters_are_invalid_input(server: Server) -> None:
+    # A kind or a visibility no memory can have is named, not matched by nothing.
     for params in ({"cursor": "garbage"}, {"sort": "size"}, {"limit": "0"}, {"colour": "red"},
-                   {"after": "yesterday"}):  # fmt: skip
+                   {"after": "yesterday"}, {"types": "fact"}, {"types": "semantic,Semantic"},
+                   {"visibility": "public"}):  # fmt: skip
         answer = httpx.get(server.url + "/api/v1/memories", params=params, timeout=60,
                            headers={"Authorization": f"Bearer {BOB}"})  # fmt: skip
         assert answer.status_code == 400, (params, answer.text)

@@ -275,7 +275,9 @@ def test_a_batch_stores_every_good_item_and_reports_the_bad_one(server: Server) 
     assert doc["results"][3]["error"]["ids"] == [doc["results"][0]["id"]]
     assert (doc["stored"], doc["failed"]) == (2, 2)
     assert _total(server) == before + 2
-    _error(_post(server, "/api/v1/memories", ALICE, {"memories": []}), 400, "invalid_input")
+    empty = _error(_post(server, "/api/v1/memories", ALICE, {"memories": []}), 400,
+                   "invalid_input")  # fmt: skip
+    assert "at least one" in empty["hint"], empty  # not "send a longer list in several"
     _error(_post(server, "/api/v1/memories", ALICE, {"memories": [{"content": "a b"}],
                                                       "visibility": "shared"}),
            400, "invalid_input")  # fmt: skip

@@ -219,7 +219,8 @@ class WriteApi:
             )
         if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH:
             raise UsageError(f"memories must be a list of 1 to {MAX_BATCH} objects",
-                             hint="send a longer list in several requests")  # fmt: skip
+                             hint="send a longer list in several requests" if items
+                             else "send at least one memory")  # fmt: skip
         results: list[dict[str, Any]] = []
         for index, item in enumerate(items):
             try:

@@ -24,7 +24,7 @@ from ferrex.rules.arguments import (
 )
 from ferrex.rules.spelling import did_you_mean
 from ferrex.rules.store_fields import CONTEXT_DEPTH
-from journal.events import Visibility
+from journal.events import MemoryType, Visibility
 
 #: The largest request body taken (bytes); a batch of many long memories fits.
 MAX_BODY = 4 * 1024 * 1024
@@ -89,7 +89,8 @@ LIST_QUERY = (
     Param("sort", {"enum": list(SORTS)},
           "By when stored (created) or when true (valid_from); - first: newest first "
           "(default -created)."),
-    Param("types", _TEXTS, "Only these kinds (repeated or comma-separated).", split=True),
+    Param("types", {"type": "array", "items": {"enum": list(get_args(MemoryType))}},
+          "Only these kinds (repeated or comma-separated).", split=True),
     Param("namespace", TEXT, "One namespace (default: every namespace)."),
     Param("entity", TEXT, "Only memories about this entity (any spelling)."),
     Param("source", TEXT, "Only memories with this source, exactly."),

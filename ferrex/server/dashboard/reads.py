@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, get_args
 
 from ferrex.app import App
 from ferrex.errors import FerrexError, Forbidden, NotFound, UsageError, from_journal_error
@@ -47,7 +47,7 @@ from ferrex.rules.name_lookup import find_entity
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import Rfc3339, rfc3339
 from journal.errors import JournalError
-from journal.events import tag_of
+from journal.events import MemoryType, Visibility, tag_of
 from journal.record import to_builtins
 from journal.verify import VerifyReport
 from projections.rows import Memory
@@ -279,6 +279,12 @@ def _memories(ctx: Context, args: Mapping[str, Any]) -> MemoryPage:
     ``sort`` says otherwise, and the cursor of the next page (None: this is the last)."""
     sort = _choice(args.get("sort", "-created"), SORTS, "sort")
     state = _choice(args.get("state", "current"), STATES, "state")
+    # A kind or a visibility that no memory can have is a mistake to name, not a filter
+    # that matches nothing ("types=fact", "visibility=public").
+    types = tuple(_choice(t, get_args(MemoryType), "types") for t in args.get("types") or ())
+    visibility = args.get("visibility")
+    if visibility is not None:
+        visibility = _choice(visibility, get_args(Visibility), "visibility")
     limit = args.get("limit", PAGE_LIMIT)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
         raise UsageError(f"limit must be a whole number from 1 to {PAGE_MAX}")
@@ -291,8 +297,8 @@ def _memories(ctx: Context, args: Mapping[str, Any]) -> MemoryPage:
         entity_ids = [found] if found else []
     rows = ctx.rm.dashboard.memory_page(
         agent_id=ctx.agent_id, now=ctx.sight.now, namespace=namespace,
-        types=tuple(args.get("types") or ()), source=args.get("source"),
-        entity_ids=entity_ids, visibility=args.get("visibility"), state=state,
+        types=types, source=args.get("source"),
+        entity_ids=entity_ids, visibility=visibility, state=state,
         after=_when(args.get("after"), "after"), before=_when(args.get("before"), "before"),
         sort=sort, cursor=_cursor(args.get("cursor")), limit=limit + 1,
         context=_context_filters(args),
