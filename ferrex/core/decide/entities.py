@@ -386,7 +386,8 @@ def _split(
     if spelling is None:
         raise NotFound(
             f"{second!r} is not a spelling of the entity {first!r}",
-            hint="the entity resource lists its aliases",
+            hint="an entity's spellings are listed by the MCP resource ferrex://entity/NAME "
+            "and by GET /api/v1/entities?name=NAME",
             details={"name": second},
         )
     if all(s.normalized == normalized for s in spellings if s.entity_id == kept):
