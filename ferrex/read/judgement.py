@@ -84,6 +84,9 @@ class Terms:
     unknown: bool = False
     """The question names an identifier no memory the recall may rank contains and no
     entity is spelled as (:func:`unknown_identifiers`)."""
+    shapes: frozenset[str] = frozenset()
+    """The kinds of value with a shape the question's form asks for
+    (:func:`ferrex.rules.asked.asked_shapes`: a duration, a size, a version, a port)."""
 
     @classmethod
     def of(
@@ -104,12 +107,14 @@ class Terms:
         names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
         if period is not None:
             found = relevance.without_phrase(found, tokens(period.phrase))
+        shapes = asked.asked_shapes(query)
         if period is None and not given:
-            return cls(found, None, names, subjects=tuple(subjects), unknown=unknown)
+            return cls(found, None, names, subjects=tuple(subjects), unknown=unknown,
+                       shapes=shapes)  # fmt: skip
         named = {t for name in filtered for t in tokens(name)}
         kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
         vague = period is not None and relevance.vague(kept)
-        return cls(kept, period, names - named, given, vague, tuple(subjects), unknown)
+        return cls(kept, period, names - named, given, vague, tuple(subjects), unknown, shapes)
 
     @property
     def period_first(self) -> bool:
@@ -155,6 +160,7 @@ def evidence_of(
         asked.off_subject(
             terms.subjects, terms.tokens, text, memory.entity_ids, spaced_words(body),
             terms.unknown,
+            asked.states(terms.shapes, body, memory.predicate, memory.object),
         ) if terms.subjects or terms.unknown else 0.0,
     )  # fmt: skip
 
@@ -185,12 +191,15 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subj
         for entity_id, forms in forms_of.items()
     }
     found: list[asked.Subject] = []
+    asked_words = words.split()
     for entity_id, spelt in sorted(by_entity.items()):
         forms = forms_of[entity_id]
-        if not any(f" {' '.join(form)} " in words and tokens(" ".join(form)) for form in forms):
+        spoken = [w for form in forms for w in _spelt_in(form, words, asked_words) or ()]
+        if not spoken:
             continue
         ids = {entity_id, *(s.recorded_under for s in spelt if s.recorded_under)}
         named = frozenset(t for form in forms for t in tokens(" ".join(form)))
+        named |= frozenset(tokens(" ".join(spoken)))
         siblings = {
             other for other, its in words_of.items()
             if other != entity_id and its & words_of[entity_id]
@@ -206,6 +215,36 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subj
             )
         )
     return found
+
+
+def _spelt_in(form: tuple[str, ...], words: str, asked_words: Sequence[str]) -> list[str] | None:
+    """The question's words that spell ``form`` (a spelling's words), or None when they do
+    not: ``words`` (the question spaced as :func:`spaced_words` spaces it) holds it as
+    whole words; or, for a spelling of two words or more, as many adjacent words of
+    ``asked_words`` have the same BM25 tokens in any order ("the session Redis" for
+    ``redis-sessions``), or are each the same word or one a shortening of the other, one
+    at least the same ("the ledger database" for ``ledger-db``,
+    :func:`ferrex.rules.asked.shortens`). A spelling without a token (a stop word alone)
+    names nothing."""
+    own = tokens(" ".join(form))
+    if not own:
+        return None
+    if f" {' '.join(form)} " in words:
+        return list(form)
+    size = len(form)
+    if size < 2 or len(set(own)) < 2:
+        return None
+    wanted = set(own)
+    for i in range(len(asked_words) - size + 1):
+        window = asked_words[i : i + size]
+        if set(tokens(" ".join(window))) == wanted:
+            return list(window)
+        pairs = list(zip(form, window, strict=True))
+        if any(a == b for a, b in pairs) and all(
+            a == b or asked.shortens(a, b) or asked.shortens(b, a) for a, b in pairs
+        ):
+            return list(window)
+    return None
 
 
 def identifiers_asked(query: str) -> list[str]:

@@ -12,11 +12,13 @@ cannot be answered by the memory however much of its wording it shares
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from ferrex.rules.relevance import PERIOD_FRAME
+from ferrex.rules.slots import stated_kinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,49 @@ def names_subject(subject: Subject, entity_ids: Iterable[str], words: str) -> bo
     return any(f" {' '.join(spelling)} " in words for spelling in subject.spellings)
 
 
+def may_spell(subject: Subject, words: Sequence[str]) -> bool:
+    """Whether ``words`` (a memory's, normalized) may name ``subject`` in a spelling the
+    store has not linked to it: as many adjacent words as one of its spellings has, each
+    the same word or one a shortening of the other (:func:`shortens`: ``pg`` and
+    ``postgres``, ``notif`` and ``notification``, ``k8s`` and ``kubernetes``); or one word
+    that is the initials of a spelling of two words or more."""
+    for form in subject.spellings:
+        size = len(form)
+        initials = "".join(w[0] for w in form) if size >= 2 else ""
+        for i in range(len(words) - size + 1):
+            window = words[i : i + size]
+            if all(
+                a == b or shortens(a, b) or shortens(b, a)
+                for a, b in zip(form, window, strict=True)
+            ):
+                return True
+        if initials and initials in words:
+            return True
+    return False
+
+
+SHORT_AT_MOST: Final = 4
+"""A shortening made of some of a word's letters (``db`` of ``database``, ``svc`` of
+``service``) has at most this many letters; a longer one is a prefix (``notif``)."""
+
+
+def shortens(short: str, long: str) -> bool:
+    """Whether ``short`` may be a shortening of ``long``: the same first letter, fewer
+    letters, and either a prefix of it (at least two letters), a numeronym (``k8s``:
+    first letter, how many letters between, last letter), or at most
+    :data:`SHORT_AT_MOST` letters all found in it in order (``db``, ``svc``, ``gw``)."""
+    if len(short) < 2 or len(short) >= len(long) or short[0] != long[0]:
+        return False
+    if long.startswith(short):
+        return True
+    if short == f"{long[0]}{len(long) - 2}{long[-1]}":
+        return True
+    if len(short) > SHORT_AT_MOST or not short.isalpha() or not long.isalpha():
+        return False
+    rest = iter(long[1:])
+    return all(c in rest for c in short[1:])
+
+
 def names_sibling(subject: Subject, entity_ids: Iterable[str], words: str) -> bool:
     """Whether a memory is about one of ``subject``'s siblings (:attr:`Subject.siblings`)."""
     if subject.siblings & set(entity_ids):
@@ -69,6 +114,7 @@ def off_subject(
     entity_ids: Iterable[str],
     words: str,
     unknown: bool = False,
+    answers_form: bool = True,
 ) -> float:
     """1.0 when the memory cannot be about what the question asks, else 0.0:
 
@@ -98,12 +144,19 @@ def off_subject(
         return 0.0
     ids = set(entity_ids)
     if not any(names_subject(s, ids, words) for s in subjects):
-        return 1.0 if any(names_sibling(s, ids, words) for s in subjects) else 0.0
+        if any(names_sibling(s, ids, words) for s in subjects):
+            return 1.0
+        if not ids:
+            return 0.0
+        spoken = words.split()
+        return 0.0 if any(may_spell(s, spoken) for s in subjects) else 1.0
+    if not answers_form:
+        return 1.0
     named = set().union(*(s.tokens for s in subjects))
     asked = set(query_tokens) - named - PERIOD_FRAME - GRAMMAR_TOKENS
     if len(asked) < SPECIFIC_AT_LEAST:
         return 0.0
-    present = set(document_tokens)
+    present = set(document_tokens) - named
     return 0.0 if any(_shares_word(term, present) for term in asked) else 1.0
 
 
@@ -133,3 +186,71 @@ def _shares_word(term: str, present: set[str]) -> bool:
         for short, long in ((word, term), (term, word))
         if len(short) < len(long)
     )
+
+
+# --- What a question's form asks for, and whether a memory states a value of that kind ---
+
+_SHAPED_FORMS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
+    (re.compile(r"\bhow (?:long|often)\b"), "duration"),
+    (re.compile(r"\bhow (?:big|large|much (?:memory|ram|disk|space|storage))\b"), "size"),
+    (re.compile(r"\b(?:what|which) (?:\w+ )?versions?\b"), "version"),
+    (re.compile(r"\b(?:what|which) (?:\w+ )?ports?\b"), "port"),
+)
+"""Question forms that ask for a value with a shape of its own: *how long* or *how often*
+a duration or a frequency, *how big* or *how much memory* a size, *which version* a
+version, *which port* a port."""
+
+_UNSHAPED_FORMS: Final = re.compile(
+    r"\b(?:when|who|whom|whose|where|why)\b"
+    r"|\bhow (?:many|much)\b(?! (?:memory|ram|disk|space|storage))"
+)
+"""Forms whose answer may have no shape in a memory's text (a date is its event time, a
+person a plain name, a count a number word): a question that also asks one of them is
+not judged by its form."""
+
+
+def asked_shapes(question: str) -> frozenset[str]:
+    """The kinds of value with a shape (:data:`_SHAPED_FORMS`) that ``question``'s form asks
+    for; empty when it asks none, or also asks something whose answer may have no shape
+    (:data:`_UNSHAPED_FORMS`: "when did we upgrade Redis, and which version?")."""
+    low = question.casefold()
+    if _UNSHAPED_FORMS.search(low):
+        return frozenset()
+    return frozenset(kind for pattern, kind in _SHAPED_FORMS if pattern.search(low))
+
+
+_NUMBER: Final = (
+    r"(?:\d+(?:[.,]\d+)?|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|fifteen|twenty|thirty|forty|fifty|sixty|ninety|hundred|few|several)"
+)
+_SHAPES: Final[dict[str, re.Pattern[str]]] = {
+    "duration": re.compile(
+        rf"\b{_NUMBER}[\s-]*(?:ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|"
+        r"d|days?|w|wks?|weeks?|months?|y|yrs?|years?)\b"
+        r"|\b(?:hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually|"
+        r"every|each|once|twice|indefinitely|forever)\b"
+    ),
+    "size": re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:[kmgtp]i?b|[kmgt]i|bytes?)\b"),
+    "version": re.compile(r"\bv?\d+\.\d+(?:\.\d+)*\b|\bv\d+\b"),
+    "port": re.compile(
+        r"\bports?\s+:?\d{2,5}\b|[a-z\]][\w.-]*:\d{2,5}\b|\blisten(?:s|ing)?\s+on\s+:?\d{2,5}\b"
+    ),
+}
+"""How a memory's text states a value of each kind: a number (in digits or words) and a
+unit of time, or a frequency (*nightly*, *every*); a number and a unit of size; dotted
+digits or ``v`` and digits; a port after the word *port*, a host and a colon, or
+*listens on*."""
+
+
+def states(
+    kinds: frozenset[str], text: str, predicate: str | None = None, obj: str | None = None
+) -> bool:
+    """Whether a memory states a value of one of ``kinds`` (:func:`asked_shapes`): by the
+    shapes of :data:`_SHAPES` in its text or its fact's object, or as
+    :func:`ferrex.rules.slots.stated_kinds` reads them."""
+    if not kinds:
+        return True
+    low = " ".join(part for part in (text, predicate or "", obj or "") if part).casefold()
+    if any(_SHAPES[kind].search(low) for kind in kinds if kind in _SHAPES):
+        return True
+    return bool(kinds & stated_kinds(text, predicate, obj))
