@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
 
 from ferrex.models.sparse import tokens
 from ferrex.read.candidate import Candidate
@@ -144,14 +144,17 @@ def evidence_of(
     as_filter = terms.period_given and holds
     # Below the leg's floor a memory counts as at the floor, as one the leg did not return:
     # the same evidence however deep a longer answer asked the leg.
+    found = (
+        None
+        if period is None or as_filter
+        else relevance.period_found(holds, tokens(period.phrase), text)
+    )
     return relevance.evidence(
         terms.tokens,
         text,
         None if hit is None or dense is None else max(hit.score, dense.floor),
         None if dense is None else dense.floor,
-        None
-        if period is None or as_filter
-        else relevance.period_found(holds, tokens(period.phrase), text),
+        found,
         terms.names,
         terms.given + int(as_filter),
         (None, None) if candidate is None else (candidate.dense_rank, candidate.sparse_rank),
@@ -161,6 +164,7 @@ def evidence_of(
             terms.subjects, terms.tokens, text, memory.entity_ids, spaced_words(body),
             terms.unknown,
             asked.states(terms.shapes, body, memory.predicate, memory.object),
+            None if terms.period_given else found,
         ) if terms.subjects or terms.unknown else 0.0,
     )  # fmt: skip
 
@@ -176,8 +180,9 @@ def spaced_words(text: str) -> str:
 def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subject]:
     """The things ``query`` names that the store knows: each entity one of whose spellings
     (``spellings``: those the caller sees) occurs in the question as whole words, with
-    every spelling it has. A spelling that is a stop word alone names nothing."""
-    words = spaced_words(query)
+    every spelling it has (:func:`_spelt_in`). A spelling that is a stop word alone names
+    nothing."""
+    asked_words = _Asked(query)
     by_entity: dict[str, list[Spelling]] = {}
     for s in spellings:
         if s.normalized:
@@ -191,10 +196,9 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subj
         for entity_id, forms in forms_of.items()
     }
     found: list[asked.Subject] = []
-    asked_words = words.split()
     for entity_id, spelt in sorted(by_entity.items()):
         forms = forms_of[entity_id]
-        spoken = [w for form in forms for w in _spelt_in(form, words, asked_words) or ()]
+        spoken = [w for form in forms for w in _spelt_in(form, asked_words) or ()]
         if not spoken:
             continue
         ids = {entity_id, *(s.recorded_under for s in spelt if s.recorded_under)}
@@ -205,6 +209,7 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subj
             if other != entity_id and its & words_of[entity_id]
         }  # fmt: skip
         sibling_forms = {form for other in siblings for form in forms_of[other]}
+        follow = {w: frozenset(tokens(w)) for w in _following(forms, asked_words.words)}
         found.append(
             asked.Subject(
                 frozenset(ids),
@@ -212,32 +217,32 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subj
                 named,
                 frozenset(siblings),
                 tuple(sorted(sibling_forms - forms)),
+                tuple(sorted((w, t) for w, t in follow.items() if t)),
             )
         )
     return found
 
 
-def _spelt_in(form: tuple[str, ...], words: str, asked_words: Sequence[str]) -> list[str] | None:
+def _spelt_in(form: tuple[str, ...], asked_words: _Asked) -> list[str] | None:
     """The question's words that spell ``form`` (a spelling's words), or None when they do
-    not: ``words`` (the question spaced as :func:`spaced_words` spaces it) holds it as
-    whole words; or, for a spelling of two words or more, as many adjacent words of
-    ``asked_words`` have the same BM25 tokens in any order ("the session Redis" for
-    ``redis-sessions``), or are each the same word or one a shortening of the other, one
-    at least the same ("the ledger database" for ``ledger-db``,
+    not: the question (``asked_words``) holds it as whole words; or, for a spelling of two
+    words or more, as many adjacent words with the same BM25 tokens in any order ("the
+    session Redis" for ``redis-sessions``), or each the same word or one a shortening of
+    the other, one at least the same ("the ledger database" for ``ledger-db``,
     :func:`ferrex.rules.asked.shortens`). A spelling without a token (a stop word alone)
     names nothing."""
-    own = tokens(" ".join(form))
-    if not own:
-        return None
-    if f" {' '.join(form)} " in words:
-        return list(form)
+    if f" {' '.join(form)} " in asked_words.spaced:
+        return list(form) if tokens(" ".join(form)) else None
     size = len(form)
-    if size < 2 or len(set(own)) < 2:
+    if size < 2 or not any(w[:_STEM_AT_MOST] in asked_words.starts for w in form):
         return None
-    wanted = set(own)
-    for i in range(len(asked_words) - size + 1):
-        window = asked_words[i : i + size]
-        if set(tokens(" ".join(window))) == wanted:
+    own = set(tokens(" ".join(form)))
+    if len(own) < 2:
+        return None
+    words = asked_words.words
+    for i in range(len(words) - size + 1):
+        window = words[i : i + size]
+        if asked_words.tokens_of(i, size) == own:
             return list(window)
         pairs = list(zip(form, window, strict=True))
         if any(a == b for a, b in pairs) and all(
@@ -245,6 +250,40 @@ def _spelt_in(form: tuple[str, ...], words: str, asked_words: Sequence[str]) -> 
         ):
             return list(window)
     return None
+
+
+_STEM_AT_MOST: Final = 3
+"""A spelling may name a word of the question in another form (``sessions`` for
+``session``, ``db`` for ``database``) only when the two begin alike: this many letters."""
+
+
+class _Asked:
+    """A question's words, spaced (:func:`spaced_words`), with the BM25 tokens of its runs
+    of adjacent words worked out once each."""
+
+    def __init__(self, query: str) -> None:
+        self.spaced = spaced_words(query)
+        self.words = self.spaced.split()
+        self.starts = {w[:_STEM_AT_MOST] for w in self.words}
+        self._tokens: dict[tuple[int, int], set[str]] = {}
+
+    def tokens_of(self, start: int, size: int) -> set[str]:
+        key = (start, size)
+        if key not in self._tokens:
+            self._tokens[key] = set(tokens(" ".join(self.words[start : start + size])))
+        return self._tokens[key]
+
+
+def _following(forms: Iterable[tuple[str, ...]], asked_words: Sequence[str]) -> list[str]:
+    """The question's last word when a spelling of the thing comes right before it: the
+    noun that says what sort of thing it is ("the ClickHouse analytics *cluster*?"). In a
+    memory that follows the thing's name with the same word, that word is part of how both
+    name it (:attr:`ferrex.rules.asked.Subject.follow`)."""
+    return [
+        asked_words[-1]
+        for form in forms
+        if len(asked_words) > len(form) and tuple(asked_words[-len(form) - 1 : -1]) == form
+    ]
 
 
 def identifiers_asked(query: str) -> list[str]:

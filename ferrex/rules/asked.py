@@ -39,6 +39,11 @@ class Subject:
     ``search-indexer``): the things a memory about another one than asked is about."""
     sibling_spellings: tuple[tuple[str, ...], ...] = ()
     """Their spellings, as word sequences."""
+    follow: tuple[tuple[str, frozenset[str]], ...] = ()
+    """The question's last word when one of its spellings comes right before it, with its
+    BM25 tokens ("the ClickHouse analytics *cluster*?"): a memory that follows the thing's
+    name with the same word names it so too, and that word is not what the question asks
+    of it."""
 
 
 SPECIFIC_AT_LEAST: Final = 2
@@ -115,6 +120,7 @@ def off_subject(
     words: str,
     unknown: bool = False,
     answers_form: bool = True,
+    in_period: bool | None = None,
 ) -> float:
     """1.0 when the memory cannot be about what the question asks, else 0.0:
 
@@ -150,11 +156,23 @@ def off_subject(
             return 0.0
         spoken = words.split()
         return 0.0 if any(may_spell(s, spoken) for s in subjects) else 1.0
-    if not answers_form:
+    if not answers_form or in_period is False:
         return 1.0
     named = set().union(*(s.tokens for s in subjects))
     asked = set(query_tokens) - named - PERIOD_FRAME - GRAMMAR_TOKENS
     if len(asked) < SPECIFIC_AT_LEAST:
+        return 0.0
+    # A word that follows the thing's name in the question and in the memory alike is
+    # part of how both name it ("the ClickHouse analytics cluster"), not what is asked.
+    named |= {
+        t
+        for s in subjects
+        for word, its in s.follow
+        if any(f" {' '.join(form)} {word} " in words for form in s.spellings)
+        for t in its
+    }
+    asked -= named
+    if not asked:
         return 0.0
     present = set(document_tokens) - named
     return 0.0 if any(_shares_word(term, present) for term in asked) else 1.0
