@@ -3,11 +3,14 @@ of :mod:`ferrex.rules.relevance` (pure functions).
 
 A question names things (an entity the store knows, spelt in its words: "the support
 gateway" for ``support-gateway``; an identifier: ``prod-eu-2``) and asks something of them
-(their login rate limit, their latency SLO). A memory that is about another thing, or about
-the thing but not what is asked, or a question about a thing the store has never heard of,
-cannot be answered by the memory however much of its wording it shares
-(:func:`off_subject`). Recall gathers what the store knows of the named things
-(:func:`ferrex.read.judgement.subjects_named`, :func:`ferrex.read.judgement.unknown_identifiers`).
+(their login rate limit, their latency SLO); its form may ask for a value with a shape
+(*how long*, *how big*, *which version*, *which port*: :func:`asked_shapes`). A memory that
+is about another thing, or about the thing but not what is asked (none of the question's
+words, no value of the kind its form asks for, another day than the one it names), or a
+question about a thing the store has never heard of, cannot be answered by the memory
+however much of its wording it shares (:func:`off_subject`). Recall gathers what the store
+knows of the named things (:func:`ferrex.read.judgement.subjects_named`,
+:func:`ferrex.read.judgement.unknown_identifiers`).
 """
 
 from __future__ import annotations
@@ -132,18 +135,28 @@ def off_subject(
       thing spelt with one of its words (:func:`names_sibling`): a memory about the auth
       gateway's login rate limit does not answer for the support gateway's, however
       alike the rest reads (as :func:`missing_named` for an identifier, here for a thing
-      named in plain words). A memory that names neither may be about the thing under a
-      name the store has not linked to it ("k8s" asked, "Kubernetes" written): not
-      judged here;
+      named in plain words); or about neither but linked only to other stored things
+      (``entity_ids``) and with no words that may spell one of the things asked about
+      (:func:`may_spell`: "Postgres" for ``pg``): the search API's SLO does not answer
+      for the notification worker's. A memory linked to nothing that names neither may
+      be about the thing under a name the store has not linked: not judged here;
+    - the memory is about the thing named but states no value of the kind the
+      question's form asks for (``answers_form`` False, :func:`asked_shapes`,
+      :func:`states`: "how much memory may the session Redis use?" is not answered by
+      its maxclients), or its event time is outside the period the question names and
+      its text does not name it (``in_period`` False: the payments API's outage of
+      another day);
     - the memory is about the thing named but shares none of what the question asks of
       it: at least :data:`SPECIFIC_AT_LEAST` terms besides the thing's name (and the
       period's frame and grammar words, :data:`GRAMMAR_TOKENS`), none of them in the
       memory, nor a shortening of one (:data:`SHORTENED_AT_LEAST`: "retro" for
       "retrospectives"). "What is the latency SLO of the fraud scorer?" is not answered
       by the fraud scorer's review threshold:
-      the question's name matched, what it asks did not. A vague question about the thing ("what
-      happened in OPS-1402?") is answered by any memory about it, as under an entity
-      filter."""
+      the question's name matched, what it asks did not. The thing's name (in the
+      memory's words too) is not what is asked, nor the question's last word when the
+      memory also follows the name with it (:attr:`Subject.follow`: "the ClickHouse
+      analytics *cluster*"). A vague question about the thing ("what happened in
+      OPS-1402?") is answered by any memory about it, as under an entity filter."""
     if unknown:
         return 1.0
     if not subjects:
