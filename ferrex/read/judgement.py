@@ -4,6 +4,7 @@ the calibrated model gives it (:mod:`ferrex.rules.relevance`)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -188,11 +189,11 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subj
         if s.normalized:
             by_entity.setdefault(s.entity_id, []).append(s)
     forms_of = {
-        entity_id: {tuple(spaced_words(s.normalized).split()) for s in spelt} - {()}
+        entity_id: {_form_of(s.normalized) for s in spelt} - {()}
         for entity_id, spelt in by_entity.items()
     }
     words_of = {
-        entity_id: {w for form in forms for w in form if tokens(w)}
+        entity_id: {w for form in forms for w in form if _spelt_tokens(w)}
         for entity_id, forms in forms_of.items()
     }
     found: list[asked.Subject] = []
@@ -202,7 +203,7 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subj
         if not spoken:
             continue
         ids = {entity_id, *(s.recorded_under for s in spelt if s.recorded_under)}
-        named = frozenset(t for form in forms for t in tokens(" ".join(form)))
+        named = frozenset(t for form in forms for t in _spelt_tokens(" ".join(form)))
         named |= frozenset(tokens(" ".join(spoken)))
         siblings = {
             other for other, its in words_of.items()
@@ -223,6 +224,19 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subj
     return found
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _spelt_tokens(text: str) -> tuple[str, ...]:
+    """The BM25 tokens of a spelling or one of its words, worked out once: every recall
+    reads the store's spellings again."""
+    return tuple(tokens(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _form_of(normalized: str) -> tuple[str, ...]:
+    """A spelling's words, spaced as :func:`spaced_words` spaces a question's."""
+    return tuple(spaced_words(normalized).split())
+
+
 def _spelt_in(form: tuple[str, ...], asked_words: _Asked) -> list[str] | None:
     """The question's words that spell ``form`` (a spelling's words), or None when they do
     not: the question (``asked_words``) holds it as whole words; or, for a spelling of two
@@ -232,11 +246,11 @@ def _spelt_in(form: tuple[str, ...], asked_words: _Asked) -> list[str] | None:
     :func:`ferrex.rules.asked.shortens`). A spelling without a token (a stop word alone)
     names nothing."""
     if f" {' '.join(form)} " in asked_words.spaced:
-        return list(form) if tokens(" ".join(form)) else None
+        return list(form) if _spelt_tokens(" ".join(form)) else None
     size = len(form)
     if size < 2 or not any(w[:_STEM_AT_MOST] in asked_words.starts for w in form):
         return None
-    own = set(tokens(" ".join(form)))
+    own = set(_spelt_tokens(" ".join(form)))
     if len(own) < 2:
         return None
     words = asked_words.words
@@ -309,8 +323,8 @@ def unknown_identifiers(
     wanted = [t for t in identifiers_asked(query) if t not in dated]
     if not wanted:
         return []
-    spelt = {t for s in spellings for t in tokens(s.normalized)}
-    spelt |= {t for s in spellings for t in tokens(s.alias)}
+    spelt = {t for s in spellings for t in _spelt_tokens(s.normalized)}
+    spelt |= {t for s in spellings for t in _spelt_tokens(s.alias)}
     return [t for t in wanted if t not in spelt and not held(t)]
 
 
