@@ -245,6 +245,7 @@ def _rows(
             ev["missing_named"],
             ev.get("missing_name", 0.0),
             ev.get("missing_attribute", 0.0),
+            off_subject=ev.get("off_subject", 0.0),
         )
         rows.append(Row(key, key in expected, evidence))
     return tuple(rows)

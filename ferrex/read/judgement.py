@@ -4,10 +4,11 @@ the calibrated model gives it (:mod:`ferrex.rules.relevance`)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
 
 from ferrex.models.sparse import tokens
 from ferrex.read.candidate import Candidate
@@ -84,6 +85,9 @@ class Terms:
     unknown: bool = False
     """The question names an identifier no memory the recall may rank contains and no
     entity is spelled as (:func:`unknown_identifiers`)."""
+    shapes: frozenset[str] = frozenset()
+    """The kinds of value with a shape the question's form asks for
+    (:func:`ferrex.rules.asked.asked_shapes`: a duration, a size, a version, a port)."""
 
     @classmethod
     def of(
@@ -104,12 +108,14 @@ class Terms:
         names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
         if period is not None:
             found = relevance.without_phrase(found, tokens(period.phrase))
+        shapes = asked.asked_shapes(query)
         if period is None and not given:
-            return cls(found, None, names, subjects=tuple(subjects), unknown=unknown)
+            return cls(found, None, names, subjects=tuple(subjects), unknown=unknown,
+                       shapes=shapes)  # fmt: skip
         named = {t for name in filtered for t in tokens(name)}
         kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
         vague = period is not None and relevance.vague(kept)
-        return cls(kept, period, names - named, given, vague, tuple(subjects), unknown)
+        return cls(kept, period, names - named, given, vague, tuple(subjects), unknown, shapes)
 
     @property
     def period_first(self) -> bool:
@@ -139,14 +145,17 @@ def evidence_of(
     as_filter = terms.period_given and holds
     # Below the leg's floor a memory counts as at the floor, as one the leg did not return:
     # the same evidence however deep a longer answer asked the leg.
+    found = (
+        None
+        if period is None or as_filter
+        else relevance.period_found(holds, tokens(period.phrase), text)
+    )
     return relevance.evidence(
         terms.tokens,
         text,
         None if hit is None or dense is None else max(hit.score, dense.floor),
         None if dense is None else dense.floor,
-        None
-        if period is None or as_filter
-        else relevance.period_found(holds, tokens(period.phrase), text),
+        found,
         terms.names,
         terms.given + int(as_filter),
         (None, None) if candidate is None else (candidate.dense_rank, candidate.sparse_rank),
@@ -155,6 +164,8 @@ def evidence_of(
         asked.off_subject(
             terms.subjects, terms.tokens, text, memory.entity_ids, spaced_words(body),
             terms.unknown,
+            asked.states(terms.shapes, body, memory.predicate, memory.object),
+            None if terms.period_given else found,
         ) if terms.subjects or terms.unknown else 0.0,
     )  # fmt: skip
 
@@ -170,32 +181,36 @@ def spaced_words(text: str) -> str:
 def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subject]:
     """The things ``query`` names that the store knows: each entity one of whose spellings
     (``spellings``: those the caller sees) occurs in the question as whole words, with
-    every spelling it has. A spelling that is a stop word alone names nothing."""
-    words = spaced_words(query)
+    every spelling it has (:func:`_spelt_in`). A spelling that is a stop word alone names
+    nothing."""
+    asked_words = _Asked(query)
     by_entity: dict[str, list[Spelling]] = {}
     for s in spellings:
         if s.normalized:
             by_entity.setdefault(s.entity_id, []).append(s)
     forms_of = {
-        entity_id: {tuple(spaced_words(s.normalized).split()) for s in spelt} - {()}
+        entity_id: {_form_of(s.normalized) for s in spelt} - {()}
         for entity_id, spelt in by_entity.items()
     }
     words_of = {
-        entity_id: {w for form in forms for w in form if tokens(w)}
+        entity_id: {w for form in forms for w in form if _spelt_tokens(w)}
         for entity_id, forms in forms_of.items()
     }
     found: list[asked.Subject] = []
     for entity_id, spelt in sorted(by_entity.items()):
         forms = forms_of[entity_id]
-        if not any(f" {' '.join(form)} " in words and tokens(" ".join(form)) for form in forms):
+        spoken = [w for form in forms for w in _spelt_in(form, asked_words) or ()]
+        if not spoken:
             continue
         ids = {entity_id, *(s.recorded_under for s in spelt if s.recorded_under)}
-        named = frozenset(t for form in forms for t in tokens(" ".join(form)))
+        named = frozenset(t for form in forms for t in _spelt_tokens(" ".join(form)))
+        named |= frozenset(tokens(" ".join(spoken)))
         siblings = {
             other for other, its in words_of.items()
             if other != entity_id and its & words_of[entity_id]
         }  # fmt: skip
         sibling_forms = {form for other in siblings for form in forms_of[other]}
+        follow = {w: frozenset(tokens(w)) for w in _following(forms, asked_words.words)}
         found.append(
             asked.Subject(
                 frozenset(ids),
@@ -203,9 +218,86 @@ def subjects_named(query: str, spellings: Iterable[Spelling]) -> list[asked.Subj
                 named,
                 frozenset(siblings),
                 tuple(sorted(sibling_forms - forms)),
+                tuple(sorted((w, t) for w, t in follow.items() if t)),
             )
         )
     return found
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _spelt_tokens(text: str) -> tuple[str, ...]:
+    """The BM25 tokens of a spelling or one of its words, worked out once: every recall
+    reads the store's spellings again."""
+    return tuple(tokens(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _form_of(normalized: str) -> tuple[str, ...]:
+    """A spelling's words, spaced as :func:`spaced_words` spaces a question's."""
+    return tuple(spaced_words(normalized).split())
+
+
+def _spelt_in(form: tuple[str, ...], asked_words: _Asked) -> list[str] | None:
+    """The question's words that spell ``form`` (a spelling's words), or None when they do
+    not: the question (``asked_words``) holds it as whole words; or, for a spelling of two
+    words or more, as many adjacent words with the same BM25 tokens in any order ("the
+    session Redis" for ``redis-sessions``), or each the same word or one a shortening of
+    the other, one at least the same ("the ledger database" for ``ledger-db``,
+    :func:`ferrex.rules.asked.shortens`). A spelling without a token (a stop word alone)
+    names nothing."""
+    if f" {' '.join(form)} " in asked_words.spaced:
+        return list(form) if _spelt_tokens(" ".join(form)) else None
+    size = len(form)
+    if size < 2 or not any(w[:_STEM_AT_MOST] in asked_words.starts for w in form):
+        return None
+    own = set(_spelt_tokens(" ".join(form)))
+    if len(own) < 2:
+        return None
+    words = asked_words.words
+    for i in range(len(words) - size + 1):
+        window = words[i : i + size]
+        if asked_words.tokens_of(i, size) == own:
+            return list(window)
+        pairs = list(zip(form, window, strict=True))
+        if any(a == b for a, b in pairs) and all(
+            a == b or asked.shortens(a, b) or asked.shortens(b, a) for a, b in pairs
+        ):
+            return list(window)
+    return None
+
+
+_STEM_AT_MOST: Final = 3
+"""A spelling may name a word of the question in another form (``sessions`` for
+``session``, ``db`` for ``database``) only when the two begin alike: this many letters."""
+
+
+class _Asked:
+    """A question's words, spaced (:func:`spaced_words`), with the BM25 tokens of its runs
+    of adjacent words worked out once each."""
+
+    def __init__(self, query: str) -> None:
+        self.spaced = spaced_words(query)
+        self.words = self.spaced.split()
+        self.starts = {w[:_STEM_AT_MOST] for w in self.words}
+        self._tokens: dict[tuple[int, int], set[str]] = {}
+
+    def tokens_of(self, start: int, size: int) -> set[str]:
+        key = (start, size)
+        if key not in self._tokens:
+            self._tokens[key] = set(tokens(" ".join(self.words[start : start + size])))
+        return self._tokens[key]
+
+
+def _following(forms: Iterable[tuple[str, ...]], asked_words: Sequence[str]) -> list[str]:
+    """The question's last word when a spelling of the thing comes right before it: the
+    noun that says what sort of thing it is ("the ClickHouse analytics *cluster*?"). In a
+    memory that follows the thing's name with the same word, that word is part of how both
+    name it (:attr:`ferrex.rules.asked.Subject.follow`)."""
+    return [
+        asked_words[-1]
+        for form in forms
+        if len(asked_words) > len(form) and tuple(asked_words[-len(form) - 1 : -1]) == form
+    ]
 
 
 def identifiers_asked(query: str) -> list[str]:
@@ -231,8 +323,8 @@ def unknown_identifiers(
     wanted = [t for t in identifiers_asked(query) if t not in dated]
     if not wanted:
         return []
-    spelt = {t for s in spellings for t in tokens(s.normalized)}
-    spelt |= {t for s in spellings for t in tokens(s.alias)}
+    spelt = {t for s in spellings for t in _spelt_tokens(s.normalized)}
+    spelt |= {t for s in spellings for t in _spelt_tokens(s.alias)}
     return [t for t in wanted if t not in spelt and not held(t)]
 
 

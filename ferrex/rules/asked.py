@@ -3,20 +3,25 @@ of :mod:`ferrex.rules.relevance` (pure functions).
 
 A question names things (an entity the store knows, spelt in its words: "the support
 gateway" for ``support-gateway``; an identifier: ``prod-eu-2``) and asks something of them
-(their login rate limit, their latency SLO). A memory that is about another thing, or about
-the thing but not what is asked, or a question about a thing the store has never heard of,
-cannot be answered by the memory however much of its wording it shares
-(:func:`off_subject`). Recall gathers what the store knows of the named things
-(:func:`ferrex.read.judgement.subjects_named`, :func:`ferrex.read.judgement.unknown_identifiers`).
+(their login rate limit, their latency SLO); its form may ask for a value with a shape
+(*how long*, *how big*, *which version*, *which port*: :func:`asked_shapes`). A memory that
+is about another thing, or about the thing but not what is asked (none of the question's
+words, no value of the kind its form asks for, another day than the one it names), or a
+question about a thing the store has never heard of, cannot be answered by the memory
+however much of its wording it shares (:func:`off_subject`). Recall gathers what the store
+knows of the named things (:func:`ferrex.read.judgement.subjects_named`,
+:func:`ferrex.read.judgement.unknown_identifiers`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from ferrex.rules.relevance import PERIOD_FRAME
+from ferrex.rules.slots import stated_kinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +42,11 @@ class Subject:
     ``search-indexer``): the things a memory about another one than asked is about."""
     sibling_spellings: tuple[tuple[str, ...], ...] = ()
     """Their spellings, as word sequences."""
+    follow: tuple[tuple[str, frozenset[str]], ...] = ()
+    """The question's last word when one of its spellings comes right before it, with its
+    BM25 tokens ("the ClickHouse analytics *cluster*?"): a memory that follows the thing's
+    name with the same word names it so too, and that word is not what the question asks
+    of it."""
 
 
 SPECIFIC_AT_LEAST: Final = 2
@@ -55,6 +65,49 @@ def names_subject(subject: Subject, entity_ids: Iterable[str], words: str) -> bo
     return any(f" {' '.join(spelling)} " in words for spelling in subject.spellings)
 
 
+def may_spell(subject: Subject, words: Sequence[str]) -> bool:
+    """Whether ``words`` (a memory's, normalized) may name ``subject`` in a spelling the
+    store has not linked to it: as many adjacent words as one of its spellings has, each
+    the same word or one a shortening of the other (:func:`shortens`: ``pg`` and
+    ``postgres``, ``notif`` and ``notification``, ``k8s`` and ``kubernetes``); or one word
+    that is the initials of a spelling of two words or more."""
+    for form in subject.spellings:
+        size = len(form)
+        initials = "".join(w[0] for w in form) if size >= 2 else ""
+        for i in range(len(words) - size + 1):
+            window = words[i : i + size]
+            if all(
+                a == b or shortens(a, b) or shortens(b, a)
+                for a, b in zip(form, window, strict=True)
+            ):
+                return True
+        if initials and initials in words:
+            return True
+    return False
+
+
+SHORT_AT_MOST: Final = 4
+"""A shortening made of some of a word's letters (``db`` of ``database``, ``svc`` of
+``service``) has at most this many letters; a longer one is a prefix (``notif``)."""
+
+
+def shortens(short: str, long: str) -> bool:
+    """Whether ``short`` may be a shortening of ``long``: the same first letter, fewer
+    letters, and either a prefix of it (at least two letters), a numeronym (``k8s``:
+    first letter, how many letters between, last letter), or at most
+    :data:`SHORT_AT_MOST` letters all found in it in order (``db``, ``svc``, ``gw``)."""
+    if len(short) < 2 or len(short) >= len(long) or short[0] != long[0]:
+        return False
+    if long.startswith(short):
+        return True
+    if short == f"{long[0]}{len(long) - 2}{long[-1]}":
+        return True
+    if len(short) > SHORT_AT_MOST or not short.isalpha() or not long.isalpha():
+        return False
+    rest = iter(long[1:])
+    return all(c in rest for c in short[1:])
+
+
 def names_sibling(subject: Subject, entity_ids: Iterable[str], words: str) -> bool:
     """Whether a memory is about one of ``subject``'s siblings (:attr:`Subject.siblings`)."""
     if subject.siblings & set(entity_ids):
@@ -69,6 +122,8 @@ def off_subject(
     entity_ids: Iterable[str],
     words: str,
     unknown: bool = False,
+    answers_form: bool = True,
+    in_period: bool | None = None,
 ) -> float:
     """1.0 when the memory cannot be about what the question asks, else 0.0:
 
@@ -80,30 +135,59 @@ def off_subject(
       thing spelt with one of its words (:func:`names_sibling`): a memory about the auth
       gateway's login rate limit does not answer for the support gateway's, however
       alike the rest reads (as :func:`missing_named` for an identifier, here for a thing
-      named in plain words). A memory that names neither may be about the thing under a
-      name the store has not linked to it ("k8s" asked, "Kubernetes" written): not
-      judged here;
+      named in plain words); or about neither but linked only to other stored things
+      (``entity_ids``) and with no words that may spell one of the things asked about
+      (:func:`may_spell`: "Postgres" for ``pg``): the search API's SLO does not answer
+      for the notification worker's. A memory linked to nothing that names neither may
+      be about the thing under a name the store has not linked: not judged here;
+    - the memory is about the thing named but states no value of the kind the
+      question's form asks for (``answers_form`` False, :func:`asked_shapes`,
+      :func:`states`: "how much memory may the session Redis use?" is not answered by
+      its maxclients), or its event time is outside the period the question names and
+      its text does not name it (``in_period`` False: the payments API's outage of
+      another day);
     - the memory is about the thing named but shares none of what the question asks of
       it: at least :data:`SPECIFIC_AT_LEAST` terms besides the thing's name (and the
       period's frame and grammar words, :data:`GRAMMAR_TOKENS`), none of them in the
       memory, nor a shortening of one (:data:`SHORTENED_AT_LEAST`: "retro" for
       "retrospectives"). "What is the latency SLO of the fraud scorer?" is not answered
       by the fraud scorer's review threshold:
-      the question's name matched, what it asks did not. A vague question about the thing ("what
-      happened in OPS-1402?") is answered by any memory about it, as under an entity
-      filter."""
+      the question's name matched, what it asks did not. The thing's name (in the
+      memory's words too) is not what is asked, nor the question's last word when the
+      memory also follows the name with it (:attr:`Subject.follow`: "the ClickHouse
+      analytics *cluster*"). A vague question about the thing ("what happened in
+      OPS-1402?") is answered by any memory about it, as under an entity filter."""
     if unknown:
         return 1.0
     if not subjects:
         return 0.0
     ids = set(entity_ids)
     if not any(names_subject(s, ids, words) for s in subjects):
-        return 1.0 if any(names_sibling(s, ids, words) for s in subjects) else 0.0
+        if any(names_sibling(s, ids, words) for s in subjects):
+            return 1.0
+        if not ids:
+            return 0.0
+        spoken = words.split()
+        return 0.0 if any(may_spell(s, spoken) for s in subjects) else 1.0
+    if not answers_form or in_period is False:
+        return 1.0
     named = set().union(*(s.tokens for s in subjects))
     asked = set(query_tokens) - named - PERIOD_FRAME - GRAMMAR_TOKENS
     if len(asked) < SPECIFIC_AT_LEAST:
         return 0.0
-    present = set(document_tokens)
+    # A word that follows the thing's name in the question and in the memory alike is
+    # part of how both name it ("the ClickHouse analytics cluster"), not what is asked.
+    named |= {
+        t
+        for s in subjects
+        for word, its in s.follow
+        if any(f" {' '.join(form)} {word} " in words for form in s.spellings)
+        for t in its
+    }
+    asked -= named
+    if not asked:
+        return 0.0
+    present = set(document_tokens) - named
     return 0.0 if any(_shares_word(term, present) for term in asked) else 1.0
 
 
@@ -133,3 +217,71 @@ def _shares_word(term: str, present: set[str]) -> bool:
         for short, long in ((word, term), (term, word))
         if len(short) < len(long)
     )
+
+
+# --- What a question's form asks for, and whether a memory states a value of that kind ---
+
+_SHAPED_FORMS: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
+    (re.compile(r"\bhow (?:long|often)\b"), "duration"),
+    (re.compile(r"\bhow (?:big|large|much (?:memory|ram|disk|space|storage))\b"), "size"),
+    (re.compile(r"\b(?:what|which) (?:\w+ )?versions?\b"), "version"),
+    (re.compile(r"\b(?:what|which) (?:\w+ )?ports?\b"), "port"),
+)
+"""Question forms that ask for a value with a shape of its own: *how long* or *how often*
+a duration or a frequency, *how big* or *how much memory* a size, *which version* a
+version, *which port* a port."""
+
+_UNSHAPED_FORMS: Final = re.compile(
+    r"\b(?:when|who|whom|whose|where|why)\b"
+    r"|\bhow (?:many|much)\b(?! (?:memory|ram|disk|space|storage))"
+)
+"""Forms whose answer may have no shape in a memory's text (a date is its event time, a
+person a plain name, a count a number word): a question that also asks one of them is
+not judged by its form."""
+
+
+def asked_shapes(question: str) -> frozenset[str]:
+    """The kinds of value with a shape (:data:`_SHAPED_FORMS`) that ``question``'s form asks
+    for; empty when it asks none, or also asks something whose answer may have no shape
+    (:data:`_UNSHAPED_FORMS`: "when did we upgrade Redis, and which version?")."""
+    low = question.casefold()
+    if _UNSHAPED_FORMS.search(low):
+        return frozenset()
+    return frozenset(kind for pattern, kind in _SHAPED_FORMS if pattern.search(low))
+
+
+_NUMBER: Final = (
+    r"(?:\d+(?:[.,]\d+)?|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|fifteen|twenty|thirty|forty|fifty|sixty|ninety|hundred|few|several)"
+)
+_SHAPES: Final[dict[str, re.Pattern[str]]] = {
+    "duration": re.compile(
+        rf"\b{_NUMBER}[\s-]*(?:ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|"
+        r"d|days?|w|wks?|weeks?|months?|y|yrs?|years?)\b"
+        r"|\b(?:hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually|"
+        r"every|each|once|twice|indefinitely|forever)\b"
+    ),
+    "size": re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:[kmgtp]i?b|[kmgt]i|bytes?)\b"),
+    "version": re.compile(r"\bv?\d+\.\d+(?:\.\d+)*\b|\bv\d+\b"),
+    "port": re.compile(
+        r"\bports?\s+:?\d{2,5}\b|[a-z\]][\w.-]*:\d{2,5}\b|\blisten(?:s|ing)?\s+on\s+:?\d{2,5}\b"
+    ),
+}
+"""How a memory's text states a value of each kind: a number (in digits or words) and a
+unit of time, or a frequency (*nightly*, *every*); a number and a unit of size; dotted
+digits or ``v`` and digits; a port after the word *port*, a host and a colon, or
+*listens on*."""
+
+
+def states(
+    kinds: frozenset[str], text: str, predicate: str | None = None, obj: str | None = None
+) -> bool:
+    """Whether a memory states a value of one of ``kinds`` (:func:`asked_shapes`): by the
+    shapes of :data:`_SHAPES` in its text or its fact's object, or as
+    :func:`ferrex.rules.slots.stated_kinds` reads them."""
+    if not kinds:
+        return True
+    low = " ".join(part for part in (text, predicate or "", obj or "") if part).casefold()
+    if any(_SHAPES[kind].search(low) for kind in kinds if kind in _SHAPES):
+        return True
+    return bool(kinds & stated_kinds(text, predicate, obj))

@@ -38,8 +38,10 @@ is computed from the legs' *absolute* evidence instead, five numbers per result:
 
 - ``off_subject``: 1 when the memory cannot be about what the question asks: it is about
   a sibling of the stored thing the question names (``auth-gateway`` for "the support
-  gateway"), or only names that thing and shares nothing of what is asked of it, or the
-  question names an identifier the store has never heard of
+  gateway") or linked only to other stored things, or it is about that thing but shares
+  nothing of what is asked of it, states no value of the kind the question's form asks
+  for (*how long*, *how big*, *which version*, *which port*) or lies outside the period
+  the question names, or the question names an identifier the store has never heard of
   (:func:`ferrex.rules.asked.off_subject`). Not a weight: such a memory's relevance stays
   below ``weak`` (:data:`OFF_SUBJECT_AT_MOST`).
 
@@ -153,8 +155,9 @@ class Evidence:
     off_subject: float = 0.0
     """1 when the memory cannot be about what the question asks
     (:func:`ferrex.rules.asked.off_subject`): the question names a thing the store knows
-    and the memory is about another one, or only names it; or the question names an
-    identifier the store has never heard of, else 0."""
+    and the memory is about another one, or only names it, or states no value of the kind
+    asked, or lies outside the period asked about; or the question names an identifier
+    the store has never heard of, else 0."""
 
 
 @dataclass(frozen=True, slots=True)

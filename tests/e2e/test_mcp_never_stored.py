@@ -10,9 +10,17 @@ gateway's is stored; the support gateway is stored for other things), the latenc
 the fraud scorer (its review thresholds are stored, no SLO). The same questions about what
 is stored are answered, without the verdict, the right note labelled ``weak`` or better.
 
-Not judged (a known limit, so the notes here store no other service's SLO): a memory
-about another stored thing that shares no word with the one asked about (the payments
-API's latency SLO, asked for the fraud scorer's) still counts by its wording.
+Questions about a stored thing asking what no memory states get the verdict too
+(:func:`test_questions_asking_what_no_memory_states_get_nothing_relevant`): the
+notification worker's SLO when only the search API's is stored (a memory linked only to
+another stored thing is about it), the memory limit of "the session Redis"
+(``redis-sessions``, spelt in another order) when only its maxclients and version are, how
+often "the ledger database" (``ledger-db``) is backed up when only its hosts are, an outage
+on a day when the stored outage was on another.
+
+Not judged (a known limit): a memory linked to no stored thing that shares no word with
+the one asked about may name it in words the store has not linked, so it counts by its
+wording.
 """
 
 from __future__ import annotations
@@ -104,5 +112,66 @@ def test_explain_says_which_results_are_off_subject(tmp_path: Path) -> None:
             # The auth gateway's limit: about a sibling of the thing asked about.
             assert by_id[ids[0]]["relevance_evidence"]["off_subject"] == 1.0
             assert by_id[ids[0]]["relevance_label"] == "none"
+
+    anyio.run(main)
+
+
+SERVICE_NOTES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("notification-worker is a Node.js service consuming notif.outbound with 24 partitions.",
+     ("notification-worker",), "2026-09-02"),
+    ("notification-worker lag drained in 11 minutes after the Black Friday peak.",
+     ("notification-worker",), "2026-11-28"),
+    ("search-api SLO: p95 under 150ms and 99.9% availability over 28 days.",
+     ("search-api",), "2026-09-14"),
+    ("redis-sessions maxclients is 20000 since OPS-1470.", ("redis-sessions",), "2026-11-20"),
+    ("redis-sessions runs Redis 7.2 as a 3-shard cluster.", ("redis-sessions",), "2026-10-14"),
+    ("ledger-db runs on ledger-db-01 (primary) and ledger-db-02 (sync standby).",
+     ("ledger-db",), "2026-11-17"),
+    ("payments-api outage: root cause was the PSP's EU endpoint returning 503s for 9 minutes.",
+     ("payments-api",), "2026-09-11"),
+)  # fmt: skip
+"""A team's notes about its services, each linked to the service it is about, with the day
+it happened."""
+
+NOT_STATED = (
+    # The worker is stored, its SLO is not; another service's SLO is (linked to it).
+    "What is the latency SLO for the notification worker?",
+    "What's the notification worker's response-time objective?",
+    # Redis for sessions is stored (spelt in another order), no memory limit is.
+    "How much memory is the session Redis allowed to use?",
+    # The ledger database is stored (its shortening), how often it is backed up is not.
+    "How is the ledger database backed up, and how often?",
+    # An outage of the payments API is stored, on another day.
+    "What was the root cause of the payments-api outage on October 3, 2026?",
+)
+"""Questions about stored things, asking what no memory states (the answer: *nothing
+relevant*)."""
+
+STATED = (
+    ("What is the latency SLO of the search API?", 2),
+    ("What is the maxclients setting of redis-sessions?", 3),
+    ("Where does the ledger database run?", 5),
+    ("What was the root cause of the payments-api outage on September 11, 2026?", 6),
+)
+"""The same things asked for what is stored, with the note that answers (its index)."""
+
+
+def test_questions_asking_what_no_memory_states_get_nothing_relevant(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            ids: list[str] = []
+            for text, entities, day in SERVICE_NOTES:
+                args = {"content": text, "entities": list(entities),
+                        "valid_from": f"{day}T12:00:00Z"}  # fmt: skip
+                ids.append(str((await call(client, "store", args))["id"]))
+            for question in NOT_STATED:
+                doc = await call(client, "recall", {"query": question})
+                assert doc["nothing_relevant"] is True, (question, doc)
+                assert doc["results"], "the nearest memories are still shown"
+            for question, answer in STATED:
+                doc = await call(client, "recall", {"query": question})
+                assert doc["nothing_relevant"] is False, (question, doc)
+                labels = {r["id"]: r["relevance_label"] for r in doc["results"]}
+                assert labels.get(ids[answer]) in ("weak", "strong"), (question, doc)
 
     anyio.run(main)

@@ -152,3 +152,85 @@ def test_a_date_the_question_names_is_its_period_not_an_unknown_identifier() -> 
     period = when(question, NOW)
     assert identifiers_asked(question) == ["2026-12-08"]
     assert unknown_identifiers(question, SPELLINGS, lambda _: False, period) == []
+
+
+MORE_SPELLINGS = [
+    *SPELLINGS,
+    Spelling("ent-notif-worker", "notification-worker", "notification worker"),
+    Spelling("ent-search", "search-api", "search api"),
+    Spelling("ent-redis", "redis-sessions", "redis sessions"),
+    Spelling("ent-ledger", "ledger-db", "ledger db"),
+    Spelling("ent-ch", "clickhouse-analytics", "clickhouse analytics"),
+    Spelling("ent-pg", "pg", "pg"),
+    Spelling("ent-tide", "tidewater", "tidewater"),
+]
+
+
+def _off_more(question: str, memory: Memory) -> float:
+    subjects = subjects_named(question, MORE_SPELLINGS)
+    terms = Terms.of(question, when(question, NOW), subjects=subjects)
+    return evidence_of(terms, memory, None).off_subject
+
+
+def test_a_memory_linked_only_to_other_stored_things_is_about_them() -> None:
+    question = "What is the latency SLO for the notification worker?"
+    other = _about("search-api SLO: p95 < 150ms and 99.9% availability", "ent-search")
+    assert _off_more(question, other) == 1.0
+    own = _about("notification-worker SLO: p95 < 300ms", "ent-notif-worker")
+    assert _off_more(question, own) == 0.0
+    # Not linked to anything: it may name the thing in words the store has not linked.
+    assert _off_more(question, _about("search-api SLO: p95 < 150ms")) == 0.0
+    # Linked to another thing, but its words may spell the one asked about (a shortening).
+    restore = _about("restore the ledger Postgres from backup with pgbackrest", "ent-ledger")
+    assert _off_more("bring the pg database back from a backup", restore) == 0.0
+    notif = _about("notif worker SLO: p95 < 300ms", "ent-search")
+    assert _off_more(question, notif) == 0.0
+
+
+def test_a_spelling_in_another_order_or_with_a_shortening_names_the_thing() -> None:
+    redis = subjects_named("How much memory is the session Redis allowed to use?", MORE_SPELLINGS)
+    assert [s.entity_ids for s in redis] == [frozenset({"ent-redis"})]
+    ledger = subjects_named("How do we restore the ledger database?", MORE_SPELLINGS)
+    assert [s.entity_ids for s in ledger] == [frozenset({"ent-ledger"})]
+    # The question's own words for it are the name, not what is asked of it.
+    assert "databas" in ledger[0].tokens
+    assert subjects_named("What does the ledger team own?", MORE_SPELLINGS) == []
+
+
+def test_a_memory_about_the_thing_that_states_no_value_of_the_kind_asked_is_off() -> None:
+    question = "How much memory is the session Redis allowed to use?"
+    assert _off_more(question, _about("redis-sessions maxclients is 20000", "ent-redis")) == 1.0
+    sized = _about("redis-sessions memory capped at 8GB per shard", "ent-redis")
+    assert _off_more(question, sized) == 0.0
+    often = "How is the ledger database backed up, and how often?"
+    replica = _about("ledger-db runs on ledger-db-01 with a sync standby", "ent-ledger")
+    assert _off_more(often, replica) == 1.0
+    nightly = _about("ledger-db is backed up nightly with pgbackrest", "ent-ledger")
+    assert _off_more(often, nightly) == 0.0
+    port = "Which port does the notification worker listen on?"
+    busy = _about("notification-worker queue capacity raised to 20000 at 00:00", "ent-notif-worker")
+    assert _off_more(port, busy) == 1.0
+    listens = _about("notification-worker listens on port 8443", "ent-notif-worker")
+    assert _off_more(port, listens) == 0.0
+    # A question that also asks what may have no shape (when, who) is not judged by form.
+    when_too = "When did we last restore the ledger database, and how long did it take?"
+    assert _off_more(when_too, _about("ledger-db restore drill done", "ent-ledger")) == 0.0
+
+
+def test_a_memory_about_the_thing_outside_the_period_asked_about_is_off() -> None:
+    question = "What was the root cause of the notification worker outage on December 8?"
+    outside = _memory("notification-worker outage: root cause a full disk", 2)
+    inside = _memory("notification-worker outage: root cause a full disk", 8)
+    assert _off_more(question, replace(outside, entity_ids=("ent-notif-worker",))) == 1.0
+    assert _off_more(question, replace(inside, entity_ids=("ent-notif-worker",))) == 0.0
+
+
+def test_the_noun_after_the_name_that_ends_the_question_is_part_of_the_name() -> None:
+    question = "What is the backup schedule for the ClickHouse analytics cluster?"
+    grew = _about("clickhouse-analytics cluster grew from 3 to 5 shards", "ent-ch")
+    assert _off_more(question, grew) == 1.0
+    backups = _about("clickhouse-analytics cluster backups run nightly to S3", "ent-ch")
+    assert _off_more(question, backups) == 0.0
+    # Only where the memory follows the name with the same word: "logo" stays asked.
+    logo = _about("tidewater got a new logo from the brand agency", "ent-tide")
+    assert _off_more("who designed the tidewater logo", logo) == 0.0
