@@ -82,7 +82,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +93,7 @@ from ferrex.ownership import Endpoint, is_held, lock_path
 from ferrex.server.caller import Caller
 from ferrex.server.hub_peer import OwnerGone, Remote
 from ferrex.server.hub_port import GuardedService, Listener, PortLimits, ServiceClosed
+from ferrex.server.tool_calls import ToolRequest
 
 log = logging.getLogger("ferrex.hub")
 
@@ -275,9 +276,7 @@ class Hub:
         self._started = threading.Thread(target=run, name="ferrex-start", daemon=True)
         self._started.start()
 
-    def call(
-        self, tool: str, args: Mapping[str, Any], caller: Caller | None = None
-    ) -> dict[str, Any]:
+    def call(self, request: ToolRequest, caller: Caller | None = None) -> dict[str, Any]:
         """One tool call, as this process's agent (or ``caller``). Raises FerrexError."""
         who = caller or self.caller
         deadline = time.monotonic() + self.wait_seconds
@@ -285,8 +284,8 @@ class Hub:
             target = self._settle(deadline)
             try:
                 if isinstance(target, _Ownership):
-                    return target.service.call(tool, args, who)
-                answer = target.call(tool, args, who)
+                    return target.service.call(request, who)
+                answer = target.call(request, who)
                 self._warm_spare()
                 return answer
             except (OwnerGone, ServiceClosed) as exc:
