@@ -23,9 +23,10 @@ and one writer applying the journal to the projections keeps them simple, so:
   request (token and versions in every request) is read as a hello, so it too gets
   ``version_mismatch``, if it fits a hello's 4 KiB; a larger one gets ``hello_refused``, which
   names this version as well.
-- **Calls.** Then each tool call is one frame, ``{"tool", "args", "caller"}``; the answer is
-  ``{"ok": document}`` or ``{"error": {...}}`` carrying the ferrex error's kind, code,
-  message and hint. The owner runs every call through the same
+- **Calls.** Then each tool call is one frame, ``{"tool", "args", "caller"}`` (``args``: the
+  typed request as JSON, :func:`ferrex.server.tool_calls.encode`, decoded once by the owner's
+  port); the answer is ``{"ok": document}`` or ``{"error": {...}}`` carrying the ferrex
+  error's kind, code, message and hint. The owner runs every call through the same
   :class:`~ferrex.server.service.Service` as its own, so each agent sees every other's writes.
 - **Limits of the port** (:class:`~ferrex.server.hub_port.PortLimits`; any local process can
   connect, token or not). Until its hello is in, a connection costs the owner no thread and at
