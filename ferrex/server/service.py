@@ -36,7 +36,7 @@ from ferrex.rules.arguments import (
     MIN_MAX_TOKENS,
 )
 from ferrex.rules.entities import Candidate
-from ferrex.rules.lifecycle import check_importance, marks_doc
+from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, check_importance, marks_doc
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.name_lookup import find_entity
 from ferrex.server.answers import recall_text
@@ -218,16 +218,25 @@ class Service:
     # -- the tools ------------------------------------------------------------------------
 
     def _store(self, request: Store, caller: Caller) -> dict[str, Any]:
-        fields = request.args.given()
-        fields.setdefault("namespace", caller.namespace)
+        a = request.args
         # An agent's default visibility (store.default_visibility of the process the call came
         # through), so a forwarded store is shared or private as its client configured; the
         # operator's memories are everyone's (decide's rule), whatever the setting.
-        if caller.agent_id is not None:
-            fields.setdefault("visibility", caller.visibility)
-        # The HTTP API's request key or a capture's import key, journaled with the memory.
-        key = request.request_key or request.import_key
-        store = StoreRequest(**fields, agent_id=caller.agent_id, import_key=key)
+        visibility = a.visibility
+        if visibility is None and caller.agent_id is not None:
+            visibility = caller.visibility
+        store = StoreRequest(
+            type=a.type, content=a.content, subject=a.subject, predicate=a.predicate,
+            object=a.object, name=a.name, steps=a.steps or (), conditions=a.conditions or (),
+            entities=a.entities or (), supersedes=a.supersedes, source=a.source,
+            confidence=1.0 if a.confidence is None else a.confidence, context=a.context,
+            namespace=caller.namespace if a.namespace is None else a.namespace,
+            valid_from=a.valid_from, visibility=visibility, split_long=a.split_long or False,
+            importance=DEFAULT_IMPORTANCE if a.importance is None else a.importance,
+            pinned=a.pinned or False, ttl=a.ttl, agent_id=caller.agent_id,
+            # The HTTP API's request key or a capture's import key, journaled with the memory.
+            import_key=request.request_key or request.import_key,
+        )  # fmt: skip
         writer = self.app.writer()
         return {**writer.store(store, multi_valued=request.args.multi_valued).as_dict()}
 

@@ -62,11 +62,6 @@ class StoreArgs:
     ttl: int | str | None = None
     multi_valued: bool = False
 
-    def given(self) -> dict[str, Any]:
-        """The memory's fields given (not ``multi_valued``: the decision's, not the memory's)."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {k: v for k, v in values.items() if k != "multi_valued" and v is not None}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Store:
@@ -224,7 +219,7 @@ def encode(request: ToolRequest) -> dict[str, Any]:
             return _given(_plain(request))
 
 
-def _plain(value: Any) -> dict[str, Any]:
+def _plain(value: ToolRequest | StoreArgs | RecallArgs) -> dict[str, Any]:
     return {f.name: _json(getattr(value, f.name)) for f in fields(value)}
 
 
