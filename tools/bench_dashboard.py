@@ -33,6 +33,7 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 from tools import harness
 from tools.bench_journal import WORDS
 
@@ -220,7 +221,7 @@ def demo(home: Path) -> None:
     service = Service(app)
 
     def store(**args: Any) -> str:
-        return str(service.call("store", args, Caller())["id"])
+        return str(service.call(decode("store", args), Caller())["id"])
 
     try:
         store(subject="api-server", predicate="uses", object="tokio 1.32",
@@ -240,8 +241,8 @@ def demo(home: Path) -> None:
               entities=["billing-api", "Go"])  # fmt: skip
         store(content="INC-4417: api-server latency spike traced to the tokio blocking pool",
               entities=["api-server", "tokio", "INC-4417"])  # fmt: skip
-        service.call("confirm", {"ids": [new]}, Caller())
-        service.call("recall", {"query": "what does api-server use"}, Caller())
+        service.call(decode("confirm", {"ids": [new]}), Caller())
+        service.call(decode("recall", {"query": "what does api-server use"}), Caller())
     finally:
         app.flush_access()
         app.close()

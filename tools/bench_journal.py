@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ferrex.server.tool_calls import decode
 from journal import Journal, JournalBackend, MemoryBody, MemoryStored
 from journal.postgres import PostgresJournal
 from tools import harness
@@ -190,15 +191,15 @@ def cross_server(url: str, root: Path, stores: int) -> tuple[float, float]:
         services.append(Service(App(home=home, config=load(home, None))))
     a, b = services
     try:
-        a.call("stats", {}, caller)
-        b.call("stats", {}, caller)
+        a.call(decode("stats", {}), caller)
+        b.call(decode("stats", {}), caller)
         times = []
         for i in range(stores):
             content = f"server a noted deploy {i} of service-{i * 13} at {i % 24}:00"
-            a.call("store", {"content": content, "visibility": "shared"}, caller)
+            a.call(decode("store", {"content": content, "visibility": "shared"}), caller)
             began = time.perf_counter()
             while True:
-                found = b.call("recall", {"query": content, "limit": 3}, caller)
+                found = b.call(decode("recall", {"query": content, "limit": 3}), caller)
                 if any(r["content"] == content for r in found["results"]):
                     break
             times.append((time.perf_counter() - began) * 1000)

@@ -64,6 +64,7 @@ from ferrex.models.identity import ModelIdentity
 from ferrex.models.loading import LoadedModel, local_source
 from ferrex.read.request import Legs, RecallRequest
 from ferrex.rules.memory_input import StoreRequest
+from ferrex.server.tool_calls import decode
 from journal import Event, MemoryStored
 from projections.documents import memory_text
 from projections.generations import read_pointer
@@ -517,7 +518,7 @@ def phase_serve(
 
         def stats_call(detailed: bool) -> Callable[[], object]:
             args = {"detailed": True} if detailed else {}
-            return lambda: service.call("stats", args, operator)
+            return lambda: service.call(decode("stats", args), operator)
 
         def stats_calls() -> None:  # the two kinds alternate, so neither gets the warmer turn
             for _ in range(n_stats):

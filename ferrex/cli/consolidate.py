@@ -11,6 +11,7 @@ written then.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -20,6 +21,7 @@ from ferrex.cli.home import reads_home
 from ferrex.cli.progress import progress
 from ferrex.cli.through import agent_option, call_tool
 from ferrex.errors import UsageError
+from ferrex.server.tool_calls import Consolidate
 
 ROUND = 64
 """Summaries made or undone per call."""
@@ -89,7 +91,7 @@ def consolidate(
     if list_ or show is not None:
         _list(app, namespace, show, agent_id, as_json)
     elif undo is not None:
-        doc = call_tool(app, "consolidate", {"undo": undo}, agent_id=agent_id)
+        doc = call_tool(app, Consolidate(undo=undo), agent_id=agent_id)
         if as_json:
             click.echo(json.dumps(doc))
         else:
@@ -103,8 +105,8 @@ def consolidate(
 def _list(
     app: App, namespace: str | None, show: str | None, agent_id: str | None, as_json: bool
 ) -> None:
-    args: dict[str, Any] = {"list": True, "namespace": namespace, "summary_id": show}
-    doc = call_tool(app, "consolidate", args, agent_id=agent_id)
+    request = Consolidate(list=True, namespace=namespace, summary_id=show)
+    doc = call_tool(app, request, agent_id=agent_id)
     if as_json:
         click.echo(json.dumps(doc))
         return
@@ -123,15 +125,13 @@ def _list(
 
 
 def _undo_all(app: App, namespace: str | None, agent_id: str | None, as_json: bool) -> None:
-    listed = call_tool(
-        app, "consolidate", {"list": True, "namespace": namespace}, agent_id=agent_id
-    )
+    listed = call_tool(app, Consolidate(list=True, namespace=namespace), agent_id=agent_id)
     total = len(listed["summaries"])
     undone: list[dict[str, Any]] = []
     with progress("undoing", "summaries", quiet=as_json) as update:
         while len(undone) < total:
-            args = {"undo_all": True, "namespace": namespace, "limit": ROUND}
-            doc = call_tool(app, "consolidate", args, agent_id=agent_id)
+            request = Consolidate(undo_all=True, namespace=namespace, limit=ROUND)
+            doc = call_tool(app, request, agent_id=agent_id)
             undone += doc["undone"]
             update(len(undone), total)
             if not doc["undone"]:
@@ -153,8 +153,8 @@ def _fold(
     agent_id: str | None,
     as_json: bool,
 ) -> None:
-    args: dict[str, Any] = {"older_than_days": older_than, "namespace": namespace}
-    plan = call_tool(app, "consolidate", args | {"dry_run": True}, agent_id=agent_id)
+    fold = Consolidate(older_than_days=older_than, namespace=namespace)
+    plan = call_tool(app, replace(fold, dry_run=True), agent_id=agent_id)
     if dry_run:
         _report(plan, as_json)
         return
@@ -163,7 +163,7 @@ def _fold(
     with progress("folding", "summaries", quiet=as_json) as update:
         done = 0
         while done < total:
-            doc = call_tool(app, "consolidate", args | {"max_groups": ROUND}, agent_id=agent_id)
+            doc = call_tool(app, replace(fold, max_groups=ROUND), agent_id=agent_id)
             rounds.append(doc)
             done += len(doc["summaries"])
             update(done, total)

@@ -16,6 +16,7 @@ import click
 from ferrex.app import App
 from ferrex.cli.home import existing_home
 from ferrex.cli.through import SCOPED_NAMESPACE_HELP, agent_option, call_tool
+from ferrex.server.tool_calls import EntityCommand
 
 
 @click.group("entity")
@@ -35,13 +36,13 @@ def _action(action: str, help_text: str, first: str, second: str) -> click.Comma
     def command(
         app: App, /, namespace: str | None, agent_id: str | None, as_json: bool, **names: str
     ) -> None:
-        args = {
-            "action": action,
-            "first": names[first.lower()],
-            "second": names[second.lower()],
-            "namespace": namespace,
-        }
-        doc = call_tool(app, "entity", args, agent_id)
+        request = EntityCommand(
+            action=action,
+            first=names[first.lower()],
+            second=names[second.lower()],
+            namespace=namespace,
+        )
+        doc = call_tool(app, request, agent_id)
         if as_json:
             click.echo(json.dumps(doc))
             return

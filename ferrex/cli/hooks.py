@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -43,6 +43,9 @@ from ferrex.hooks.lean import (
 )
 from ferrex.projects import project_root
 from journal.files import make_private_dir, replace_durably
+
+if TYPE_CHECKING:
+    from ferrex.server.tool_calls import ToolRequest
 
 CLIENTS = click.Choice(["claude-code"])
 DEADLINES: Final = {"session-start": 12.0, "prompt": 8.0, "capture": 55.0}
@@ -325,8 +328,8 @@ class _Hooked:
         self.hub = Hub(app.home, lambda: app, self.caller, flush_every=None, sweep_every=None)
         self.note: str | None = None  # what the run did, for its log line
 
-    def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        return self.hub.call(tool, args, self.caller)
+    def call(self, request: ToolRequest) -> dict[str, Any]:
+        return self.hub.call(request, self.caller)
 
 
 def _token_count() -> Callable[[str], int]:
@@ -344,21 +347,27 @@ def _token_count() -> Callable[[str], int]:
 
 def _brief(run: _Hooked) -> str:
     from ferrex.hooks.context import ATTENTION_ITEMS, session_brief
+    from ferrex.server.tool_calls import ReadResource, Reflect
 
-    reflect = run.call("reflect", {"limit": ATTENTION_ITEMS, "namespace": run.namespace})
-    recent = run.call("resource", {"uri": "ferrex://recent"})
+    reflect = run.call(Reflect(limit=ATTENTION_ITEMS, namespace=run.namespace))
+    recent = run.call(ReadResource(uri="ferrex://recent"))
     return session_brief(run.namespace, reflect, recent, _token_count())
 
 
 def _prompt(run: _Hooked) -> str:
     """What the lean path does (:mod:`ferrex.hooks.lean`), through the hub: this runs when
     no server answered it, and with the hook's ``FERREX_HOOK_LEAN=0``."""
-    return prompt_hook(lambda tool, args: run.call(tool, dict(args)), run.given.prompt)
+    from ferrex.server.tool_calls import decode
+
+    # The lean path's requests are the JSON it sends the owner; here they are decoded as
+    # the owner's port would (ferrex.server.hub_port), once.
+    return prompt_hook(lambda tool, args: run.call(decode(tool, args)), run.given.prompt)
 
 
 def _capture(run: _Hooked) -> str:
     from ferrex.porting import transcripts
     from ferrex.rules.memory_input import validate
+    from ferrex.server.tool_calls import Store, StoreArgs
 
     if run.given.transcript_path is None:
         raise UsageError("no transcript_path in the hook's input")
@@ -369,12 +378,11 @@ def _capture(run: _Hooked) -> str:
         try:
             # The chat import's redaction, here, before the text leaves this process.
             valid = validate(request, secrets="redact")
-            args = {"type": "episodic", "content": valid.content, "source": valid.source,
-                    "context": valid.context, "split_long": True,
-                    "import_key": valid.import_key, "namespace": run.namespace}  # fmt: skip
-            if valid.t_valid is not None:
-                args["valid_from"] = valid.t_valid.isoformat()
-            run.call("store", args)
+            t_valid = None if valid.t_valid is None else valid.t_valid.isoformat()
+            args = StoreArgs(type="episodic", content=valid.content, source=valid.source,
+                             context=valid.context, split_long=True,
+                             namespace=run.namespace, valid_from=t_valid)  # fmt: skip
+            run.call(Store(args=args, import_key=valid.import_key))
             counts["stored"] += 1
         except FerrexError as exc:
             counts["already" if exc.code == "duplicate" else "refused"] += 1

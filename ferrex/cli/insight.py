@@ -12,6 +12,7 @@ from ferrex.cli.home import reads_home
 from ferrex.cli.render import echo_pairs, echo_table, flatten, scalar
 from ferrex.cli.through import OVERVIEW_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.rules import arguments
+from ferrex.server.tool_calls import Reflect, Stats
 
 
 @click.command("stats")
@@ -28,7 +29,7 @@ def stats_cmd(
     counts per type, the staleness distribution, conflicts, entities, storage sizes, the
     journal position and projection lag, and the models in use.
     """
-    doc = call_tool(app, "stats", {"namespace": namespace, "detailed": detailed}, agent_id)
+    doc = call_tool(app, Stats(namespace=namespace, detailed=detailed), agent_id)
     if as_json:
         click.echo(json.dumps(doc))
         return
@@ -75,7 +76,7 @@ def reflect_cmd(
 ) -> None:
     """What needs attention: stale and never-validated memories (with reasons), active
     contradictions, forget candidates (least used), and entities nobody mentions lately."""
-    doc = call_tool(app, "reflect", {"namespace": namespace, "limit": limit}, agent_id)
+    doc = call_tool(app, Reflect(namespace=namespace, limit=limit), agent_id)
     if as_json:
         click.echo(json.dumps(doc))
         return

@@ -28,7 +28,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -55,6 +55,8 @@ from ferrex.porting.imports import (
     secrets_report,
     store_request,
 )
+from ferrex.rules.memory_input import StoreRequest
+from ferrex.server.tool_calls import Confirm, Forget, Store, StoreArgs
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 
@@ -99,12 +101,9 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
     request = store_request(
         {k: v for k, v in fields.items() if v not in (None, ())}, where="options"
     )
-    args: dict[str, Any] = {"multi_valued": multi_valued}
-    for key, value in asdict(request).items():
-        if key != "agent_id" and value is not None and value is not False and value != ():
-            args[key] = list(value) if isinstance(value, tuple) else value
     try:
-        result = call_tool(app, "store", args, agent_id=request.agent_id)
+        result = call_tool(app, Store(args=_store_args(request, multi_valued)),
+                           agent_id=request.agent_id)  # fmt: skip
     except FerrexError as exc:
         if exc.hint and "split_long" in exc.hint:  # the tool's argument is this flag here
             exc.hint = exc.hint.replace("split_long", "--split-long")
@@ -140,7 +139,7 @@ def forget(
     Exits 7 (not_found) when any id names no memory this agent may forget; the others are
     forgotten all the same.
     """
-    doc = call_tool(app, "forget", {"ids": list(ids), "cascade": cascade}, agent_id=agent_id)
+    doc = call_tool(app, Forget(ids=ids, cascade=cascade), agent_id=agent_id)
     if as_json:
         click.echo(json.dumps(doc))
     else:
@@ -181,8 +180,8 @@ def mark(
     with a time to live keeps it: the expiry is cleared. Unknown ids are reported."""
     if importance is None and pinned is None:
         raise UsageError("say what to mark", hint="pass --importance, --pin or --unpin")
-    args: dict[str, Any] = {"ids": list(ids), "importance": importance, "pinned": pinned}
-    doc = call_tool(app, "confirm", args, agent_id=agent_id)
+    request = Confirm(ids=ids, importance=importance, pinned=pinned)
+    doc = call_tool(app, request, agent_id=agent_id)
     if as_json:
         click.echo(json.dumps(doc))
         return
@@ -203,8 +202,7 @@ def differ(
     """Say that facts both hold: MEMORY_ID does not replace any of OTHERS (a facts.differ
     event each); a possible conflict between them is cleared. Like the confirm tool with
     differs_from, it also confirms MEMORY_ID. Exits 7 (not_found) on an unknown id."""
-    args = {"ids": [memory_id], "differs_from": list(others)}
-    doc = call_tool(app, "confirm", args, agent_id=agent_id)
+    doc = call_tool(app, Confirm(ids=(memory_id,), differs_from=others), agent_id=agent_id)
     if as_json:
         click.echo(json.dumps(doc))
     else:
@@ -526,3 +524,17 @@ def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
     if summary["secrets"]["lines"]:
         done = "redacted" if secrets == "redact" else "skipped"
         click.echo(f"likely secrets in {summary['secrets']['lines']} messages, {done}")
+
+
+def _store_args(r: StoreRequest, multi_valued: bool) -> StoreArgs:
+    """The store tool's arguments from the options (an empty list or an unset flag: not
+    given, so the tool's defaults hold)."""
+    return StoreArgs(
+        type=r.type, content=r.content, subject=r.subject, predicate=r.predicate,
+        object=r.object, name=r.name, steps=r.steps or None,
+        conditions=r.conditions or None, entities=r.entities or None,
+        supersedes=r.supersedes, source=r.source, confidence=r.confidence, context=r.context,
+        namespace=r.namespace, valid_from=None if r.valid_from is None else str(r.valid_from),
+        visibility=r.visibility, split_long=r.split_long or None, importance=r.importance,
+        pinned=r.pinned or None, ttl=r.ttl, multi_valued=multi_valued,
+    )  # fmt: skip

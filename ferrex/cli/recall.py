@@ -11,6 +11,7 @@ from ferrex.cli.home import reads_home
 from ferrex.cli.render import flatten
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, call_tool
 from ferrex.rules import arguments
+from ferrex.server.tool_calls import Recall, RecallArgs
 
 MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 
@@ -79,15 +80,15 @@ def recall(
     superseded (hidden unless --include-invalidated or --as-of). A recall counts as an
     access of each result, never as a validation.
     """
-    args = {
-        "query": query, "types": list(types), "entities": list(entities),
-        "namespace": namespace, "limit": limit or app.config["recall.limit"],
-        "include_stale": include_stale, "include_invalidated": include_invalidated,
-        "as_of": as_of, "after": after, "before": before, "explain": explain,
-        "validate_ids": list(validate_ids), "strategy": strategy,
-        "min_relevance": min_relevance,
-    }  # fmt: skip
-    result = call_tool(app, "recall", args, agent_id=agent_id)
+    args = RecallArgs(
+        query=query, types=types, entities=entities,
+        namespace=namespace, limit=limit or app.config["recall.limit"],
+        include_stale=include_stale, include_invalidated=include_invalidated,
+        as_of=as_of, after=after, before=before, explain=explain, strategy=strategy,
+        min_relevance=min_relevance,
+    )  # fmt: skip
+    request = Recall(args=args, validate_ids=validate_ids)
+    result = call_tool(app, request, agent_id=agent_id)
     if as_json:
         click.echo(json.dumps(result))
         return

@@ -16,9 +16,10 @@ from ferrex.app import App
 
 if TYPE_CHECKING:
     from ferrex.server.hub import Hub
+    from ferrex.server.tool_calls import ToolRequest
 
 
-def call_tool(app: App, tool: str, args: dict[str, Any], agent_id: str | None = None) -> Any:
+def call_tool(app: App, request: ToolRequest, agent_id: str | None = None) -> dict[str, Any]:
     """One tool call as the configured agent (or ``agent_id``; neither: the operator)."""
     # Imported here: the commands that share this module's options but never call a tool
     # (``import`` among them) do without the server's modules (the tool service, recall,
@@ -36,7 +37,7 @@ def call_tool(app: App, tool: str, args: dict[str, Any], agent_id: str | None = 
     # stats and reflect without --namespace cover every namespace, as the operator expects
     caller = Caller(agent_id=agent_id or app.config["store.agent_id"],
                     visibility=app.config["store.default_visibility"])  # fmt: skip
-    return hub.call(tool, args, caller=caller)  # the service drops None (not given)
+    return hub.call(request, caller=caller)
 
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -23,9 +23,10 @@ and one writer applying the journal to the projections keeps them simple, so:
   request (token and versions in every request) is read as a hello, so it too gets
   ``version_mismatch``, if it fits a hello's 4 KiB; a larger one gets ``hello_refused``, which
   names this version as well.
-- **Calls.** Then each tool call is one frame, ``{"tool", "args", "caller"}``; the answer is
-  ``{"ok": document}`` or ``{"error": {...}}`` carrying the ferrex error's kind, code,
-  message and hint. The owner runs every call through the same
+- **Calls.** Then each tool call is one frame, ``{"tool", "args", "caller"}`` (``args``: the
+  typed request as JSON, :func:`ferrex.server.tool_calls.encode`, decoded once by the owner's
+  port); the answer is ``{"ok": document}`` or ``{"error": {...}}`` carrying the ferrex
+  error's kind, code, message and hint. The owner runs every call through the same
   :class:`~ferrex.server.service.Service` as its own, so each agent sees every other's writes.
 - **Limits of the port** (:class:`~ferrex.server.hub_port.PortLimits`; any local process can
   connect, token or not). Until its hello is in, a connection costs the owner no thread and at
@@ -82,7 +83,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,7 @@ from ferrex.ownership import Endpoint, is_held, lock_path
 from ferrex.server.caller import Caller
 from ferrex.server.hub_peer import OwnerGone, Remote
 from ferrex.server.hub_port import GuardedService, Listener, PortLimits, ServiceClosed
+from ferrex.server.tool_calls import ToolRequest
 
 log = logging.getLogger("ferrex.hub")
 
@@ -275,9 +277,7 @@ class Hub:
         self._started = threading.Thread(target=run, name="ferrex-start", daemon=True)
         self._started.start()
 
-    def call(
-        self, tool: str, args: Mapping[str, Any], caller: Caller | None = None
-    ) -> dict[str, Any]:
+    def call(self, request: ToolRequest, caller: Caller | None = None) -> dict[str, Any]:
         """One tool call, as this process's agent (or ``caller``). Raises FerrexError."""
         who = caller or self.caller
         deadline = time.monotonic() + self.wait_seconds
@@ -285,8 +285,8 @@ class Hub:
             target = self._settle(deadline)
             try:
                 if isinstance(target, _Ownership):
-                    return target.service.call(tool, args, who)
-                answer = target.call(tool, args, who)
+                    return target.service.call(request, who)
+                answer = target.call(request, who)
                 self._warm_spare()
                 return answer
             except (OwnerGone, ServiceClosed) as exc:

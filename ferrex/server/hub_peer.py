@@ -26,6 +26,7 @@ from ferrex.ownership import Endpoint
 from ferrex.server.caller import Caller
 from ferrex.server.frames import recv_frame, send_frame, versions
 from ferrex.server.hub_port import PortLimits
+from ferrex.server.tool_calls import ToolRequest, encode
 
 _IDLE_CONNECTIONS = 8  # a peer keeps this many connections to the owner open between calls
 _KINDS: dict[str, type[FerrexError]] = {
@@ -115,8 +116,8 @@ class Remote:
                 return sock
             sock.close()
 
-    def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-        request = {"tool": tool, "args": dict(args), "caller": caller.as_dict()}
+    def call(self, call: ToolRequest, caller: Caller) -> dict[str, Any]:
+        request = {"tool": call.tool, "args": encode(call), "caller": caller.as_dict()}
         sock = self._kept()
         kept = sock is not None
         while True:

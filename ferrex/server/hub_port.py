@@ -28,6 +28,7 @@ from ferrex.errors import FerrexError, HelloRefused, UsageError, VersionMismatch
 from ferrex.server.caller import Caller, error_document
 from ferrex.server.descriptors import descriptor_room, raise_descriptor_limit
 from ferrex.server.frames import HEADER, PROTOCOL, recv_frame, send_frame
+from ferrex.server.tool_calls import ToolRequest, decode
 from journal import FORMAT_VERSION
 
 if TYPE_CHECKING:
@@ -71,13 +72,13 @@ class GuardedService:
         self._busy = 0
         self._idle = threading.Condition(self._gate)
 
-    def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+    def call(self, request: ToolRequest, caller: Caller) -> dict[str, Any]:
         with self._gate:
             if self._closed:
                 raise ServiceClosed()
             self._busy += 1
         try:
-            return self.service.call(tool, args, caller)
+            return self.service.call(request, caller)
         finally:
             with self._gate:
                 self._busy -= 1
@@ -406,7 +407,9 @@ class Listener:
         if not isinstance(tool, str) or not isinstance(args, Mapping):
             return {"error": error_document(UsageError("a request needs a tool and arguments"))}
         try:
-            return {"ok": self.service.call(tool, args, Caller.from_dict(request.get("caller")))}
+            # Where a peer's call enters this process: decoded once, here.
+            call = decode(tool, args)
+            return {"ok": self.service.call(call, Caller.from_dict(request.get("caller")))}
         except ServiceClosed:
             return None
         except FerrexError as exc:

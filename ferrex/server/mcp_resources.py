@@ -28,6 +28,7 @@ from ferrex.errors import FerrexError
 from ferrex.server import answers
 from ferrex.server.caller import Caller
 from ferrex.server.hub import Hub
+from ferrex.server.tool_calls import ReadResource, Reflect, Stats, ToolRequest
 
 JSON = "application/json"
 
@@ -39,7 +40,7 @@ def add_resources_and_prompts(
 
     def read(uri: str) -> str:
         try:
-            doc = hub.call("resource", {"uri": uri}, caller.get())
+            doc = hub.call(ReadResource(uri=uri), caller.get())
         except FerrexError as exc:
             if exc.code == "not_found":
                 raise ResourceNotFoundError(exc.message) from exc
@@ -68,13 +69,13 @@ def add_resources_and_prompts(
     def entity(name: str) -> str:
         return read(f"ferrex://entity/{quote(name, safe='')}")
 
-    def tool(name: str, args: dict[str, Any]) -> dict[str, Any]:
-        return hub.call(name, args, caller.get())
+    def tool(request: ToolRequest) -> dict[str, Any]:
+        return hub.call(request, caller.get())
 
     @server.prompt(name="session-start", title="Start a session with memory",
                    description="What memory holds; how to use it here.")  # fmt: skip
     def session_start() -> str:
-        overview = answers.stats_text(tool("stats", {}))
+        overview = answers.stats_text(tool(Stats()))
         return (
             "You have a long-term memory (ferrex). What it holds now:\n"
             f"{overview}\n\n"
@@ -86,7 +87,7 @@ def add_resources_and_prompts(
     @server.prompt(name="memory-review", title="Review memory health",
                    description="Walk through reflect's findings and act on each.")  # fmt: skip
     def memory_review() -> str:
-        findings = answers.reflect_text(tool("reflect", {"limit": 10}))
+        findings = answers.reflect_text(tool(Reflect(limit=10)))
         return (
             "Review these findings of the memory's health, one at a time:\n"
             f"{findings}\n\n"

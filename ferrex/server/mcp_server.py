@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -63,6 +64,18 @@ from ferrex.server.caller import Caller, error_document
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import Grant, TokenTable
 from ferrex.server.mcp_resources import add_resources_and_prompts
+from ferrex.server.tool_calls import (
+    RESOURCES,
+    Confirm,
+    Forget,
+    Recall,
+    RecallArgs,
+    Reflect,
+    Stats,
+    Store,
+    StoreArgs,
+    ToolRequest,
+)
 from journal.events import MemoryType, Visibility
 
 log = logging.getLogger("ferrex.mcp")
@@ -202,8 +215,6 @@ async def _notify_changed(context: Any) -> None:
     (the SDK's bus; clients of earlier protocol versions are not subscribed, so none hear)."""
     if context is None:
         return
-    from ferrex.server.service import RESOURCES  # loaded by the write this follows
-
     try:
         for uri in RESOURCES:
             await context.notify_resource_updated(uri)
@@ -270,26 +281,30 @@ def _invalid_arguments(tool: str, exc: ValidationError, known: list[str]) -> dic
 @dataclass(frozen=True)
 class ToolInput:
     """One tool's input as the MCP server takes it: its JSON Schema (what ``tools/list``
-    shows) and the same strict check of a JSON object of arguments, for other doors to the
-    tools (the HTTP API) that must refuse exactly what the tool refuses."""
+    shows), the same strict argument model and the request built from what it accepted,
+    for other doors to the tools (the HTTP API) that must refuse exactly what the tool
+    refuses."""
 
     name: str
     description: str
     schema: dict[str, Any]
     model: type[ArgModelBase]
+    build: Callable[..., ToolRequest]
 
-    def check(self, args: object) -> None:
-        """Raise ``invalid_input`` (the tool's own message, hint and ``fields``) unless
-        ``args`` is an object of arguments the tool accepts."""
+    def decode(self, args: object) -> ToolRequest:
+        """The tool's request from a JSON object of arguments, or ``invalid_input`` (the
+        tool's own message, hint and ``fields``) unless the tool accepts them."""
         if not isinstance(args, dict):
             raise UsageError(f"the arguments of {self.name} must be a JSON object")
         try:
-            self.model.model_validate(args)
+            accepted = self.model.model_validate(args)
         except ValidationError as exc:
             known = sorted(self.schema.get("properties", {}))
             doc = _invalid_arguments(self.name, exc, known)
             raise UsageError(doc["message"], hint=doc["hint"],
                              details={"fields": doc["fields"]}) from None  # fmt: skip
+        # As the SDK calls a tool: its function with the model's fields, one level deep.
+        return self.build(**accepted.model_dump_one_level())
 
 
 def tool_inputs(server: MCPServer[Any]) -> dict[str, ToolInput]:
@@ -300,6 +315,7 @@ def tool_inputs(server: MCPServer[Any]) -> dict[str, ToolInput]:
             tool.description or "",
             copy.deepcopy(tool.parameters),
             tool.fn_metadata.arg_model,
+            _BUILDERS[tool.name][2],
         )
         for tool in server._tool_manager.list_tools()
     }
@@ -362,18 +378,17 @@ def build_server(hub: Hub, tokens: TokenTable | None = None) -> FerrexMCP:
     server = _new_server(hub, tokens)
     call = _calls_through(hub)
     _add_healthz(server)
-    _add_store(server, call)
-    _add_recall(server, call)
-    _add_marks(server, call)
-    _add_overviews(server, call)
+    _add_tools(server, call)
     _make_exact(server)
     _describe_visibility(server, hub.caller.visibility or "private")
     add_resources_and_prompts(server, hub, _caller)
     return server
 
 
-_Call = Callable[[str, dict[str, Any]], CallToolResult]
-"""A tool call handed to the hub: the tool's name and its arguments."""
+_T = TypeVar("_T")
+
+_Call = Callable[[ToolRequest], CallToolResult]
+"""A tool call handed to the hub: the tool's typed request."""
 
 
 def _new_server(hub: Hub, tokens: TokenTable | None) -> FerrexMCP:
@@ -398,11 +413,10 @@ def _calls_through(hub: Hub) -> _Call:
     """How a tool calls: through ``hub``, as the caller of the request in progress; the
     answer as its text rendering beside the structured document."""
 
-    def call(tool: str, args: dict[str, Any]) -> CallToolResult:
-        # None (an omitted argument) is dropped by the service
-        doc = hub.call(tool, args, _caller.get())
+    def call(request: ToolRequest) -> CallToolResult:
+        doc = hub.call(request, _caller.get())
         return CallToolResult(
-            content=[TextContent(type="text", text=answers.text(tool, doc))],
+            content=[TextContent(type="text", text=answers.text(request.tool, doc))],
             structured_content=doc,
         )
 
@@ -444,157 +458,164 @@ def _describe_visibility(server: FerrexMCP, default: str) -> None:
     tool.parameters["properties"]["visibility"]["description"] = VISIBILITY_DOCS[default]
 
 
-def _add_store(server: FerrexMCP, call: _Call) -> None:
-    @server.tool(description=STORE_DOC, annotations=_writes(idempotent=False))
-    def store(
-        content: Content | None = None,
-        subject: ShortText | None = None,
-        predicate: ShortText | None = None,
-        object: Field500 | None = None,
-        name: ShortText | None = None,
-        steps: Annotated[list[Step] | None, Field(max_length=_L.max_steps)] = None,
-        conditions: Annotated[list[Field500] | None, Field(max_length=_L.max_conditions)] = None,
-        type: MemoryType | None = None,
-        entities: Annotated[
-            list[ShortText] | None,
-            Field(
-                description="What it is about (any spelling).",
-                max_length=_L.max_entities,
-            ),
-        ] = None,
-        supersedes: Annotated[
-            MemoryIdArg | None, Field(description="Id of the memory this replaces.")
-        ] = None,
-        multi_valued: Annotated[bool, Field(description="Keeps the other values too.")] = False,
-        split_long: Annotated[
-            bool,
-            Field(description="Keep a long event whole."),
-        ] = False,
-        source: Annotated[
-            ShortText | None,
-            Field(description="Origin; memory:ID cites a memory."),
-        ] = None,
-        context: dict[str, Any] | None = None,
-        confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
-        valid_from: Annotated[
-            IsoTime | None,
-            Field(description="When it became true (ISO 8601)."),
-        ] = None,
-        visibility: Annotated[
-            Visibility | None,
-            Field(description=VISIBILITY_DOCS["private"]),
-        ] = None,
-        namespace: NamespaceArg = None,
-        importance: Importance = DEFAULT_IMPORTANCE,
-        pinned: Annotated[bool, Field(description="Never stale or evicted.")] = False,
-        ttl: Annotated[
-            int | str | None,
-            Field(description="Forget it after N seconds, or 90s, 2h, 7d."),
-        ] = None,
-    ) -> CallToolResult:
-        return call(
-            "store",
-            {"content": content, "subject": subject, "predicate": predicate, "object": object,
-             "name": name, "steps": steps, "conditions": conditions, "type": type,
-             "entities": entities, "supersedes": supersedes, "multi_valued": multi_valued,
-             "split_long": split_long,
-             "source": source, "context": context, "confidence": confidence,
-             "valid_from": valid_from,
-             "visibility": visibility, "namespace": namespace, "importance": importance,
-             "pinned": pinned, "ttl": ttl},
-        )  # fmt: skip
+def store(
+    content: Content | None = None,
+    subject: ShortText | None = None,
+    predicate: ShortText | None = None,
+    object: Field500 | None = None,
+    name: ShortText | None = None,
+    steps: Annotated[list[Step] | None, Field(max_length=_L.max_steps)] = None,
+    conditions: Annotated[list[Field500] | None, Field(max_length=_L.max_conditions)] = None,
+    type: MemoryType | None = None,
+    entities: Annotated[
+        list[ShortText] | None,
+        Field(
+            description="What it is about (any spelling).",
+            max_length=_L.max_entities,
+        ),
+    ] = None,
+    supersedes: Annotated[
+        MemoryIdArg | None, Field(description="Id of the memory this replaces.")
+    ] = None,
+    multi_valued: Annotated[bool, Field(description="Keeps the other values too.")] = False,
+    split_long: Annotated[
+        bool,
+        Field(description="Keep a long event whole."),
+    ] = False,
+    source: Annotated[
+        ShortText | None,
+        Field(description="Origin; memory:ID cites a memory."),
+    ] = None,
+    context: dict[str, Any] | None = None,
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
+    valid_from: Annotated[
+        IsoTime | None,
+        Field(description="When it became true (ISO 8601)."),
+    ] = None,
+    visibility: Annotated[
+        Visibility | None,
+        Field(description=VISIBILITY_DOCS["private"]),
+    ] = None,
+    namespace: NamespaceArg = None,
+    importance: Importance = DEFAULT_IMPORTANCE,
+    pinned: Annotated[bool, Field(description="Never stale or evicted.")] = False,
+    ttl: Annotated[
+        int | str | None,
+        Field(description="Forget it after N seconds, or 90s, 2h, 7d."),
+    ] = None,
+) -> Store:
+    return Store(args=StoreArgs(
+        content=content, subject=subject, predicate=predicate, object=object, name=name,
+        steps=_tuple(steps), conditions=_tuple(conditions), type=type,
+        entities=_tuple(entities), supersedes=supersedes, multi_valued=multi_valued,
+        split_long=split_long, source=source, context=context, confidence=confidence,
+        valid_from=valid_from, visibility=visibility, namespace=namespace,
+        importance=importance, pinned=pinned, ttl=ttl,
+    ))  # fmt: skip
 
 
-def _add_recall(server: FerrexMCP, call: _Call) -> None:
-    @server.tool(description=RECALL_DOC, annotations=_reads())
-    def recall(
-        query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
-        limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = RECALL_LIMIT,
-        types: list[MemoryType] | None = None,
-        entities: Annotated[
-            list[ShortText] | None,
-            Field(
-                description="Only memories about these (any spelling).",
-                max_length=MAX_RECALL_ENTITIES,
-            ),
-        ] = None,
-        include_stale: bool = False,
-        include_invalidated: Annotated[bool, Field(description="Superseded too.")] = False,
-        as_of: Annotated[IsoTime | None, Field(description="What was valid then.")] = None,
-        after: IsoTime | None = None,
-        before: IsoTime | None = None,
-        max_tokens: Annotated[
-            int | None,
-            Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS, description="Cut the answer to fit."),
-        ] = None,
-        explain: bool = False,
-        namespace: NamespaceArg = None,
-        strategy: Annotated[
-            Strategy, Field(description="Favour meaning, words, recency or entities.")
-        ] = DEFAULT_STRATEGY,
-        min_relevance: Annotated[
-            float | None, Field(ge=0, le=1, description="Unset: drop irrelevant; 0: keep all.")
-        ] = None,
-    ) -> CallToolResult:
-        return call(
-            "recall",
-            {"query": query, "limit": limit, "types": types, "entities": entities,
-             "include_stale": include_stale, "include_invalidated": include_invalidated,
-             "as_of": as_of, "after": after, "before": before, "max_tokens": max_tokens,
-             "explain": explain, "namespace": namespace, "strategy": strategy,
-             "min_relevance": min_relevance},
-        )  # fmt: skip
+def recall(
+    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+    limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = RECALL_LIMIT,
+    types: list[MemoryType] | None = None,
+    entities: Annotated[
+        list[ShortText] | None,
+        Field(
+            description="Only memories about these (any spelling).",
+            max_length=MAX_RECALL_ENTITIES,
+        ),
+    ] = None,
+    include_stale: bool = False,
+    include_invalidated: Annotated[bool, Field(description="Superseded too.")] = False,
+    as_of: Annotated[IsoTime | None, Field(description="What was valid then.")] = None,
+    after: IsoTime | None = None,
+    before: IsoTime | None = None,
+    max_tokens: Annotated[
+        int | None,
+        Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS, description="Cut the answer to fit."),
+    ] = None,
+    explain: bool = False,
+    namespace: NamespaceArg = None,
+    strategy: Annotated[
+        Strategy, Field(description="Favour meaning, words, recency or entities.")
+    ] = DEFAULT_STRATEGY,
+    min_relevance: Annotated[
+        float | None, Field(ge=0, le=1, description="Unset: drop irrelevant; 0: keep all.")
+    ] = None,
+) -> Recall:
+    return Recall(args=RecallArgs(
+        query=query, limit=limit, types=tuple(types or ()), entities=tuple(entities or ()),
+        include_stale=include_stale, include_invalidated=include_invalidated, as_of=as_of,
+        after=after, before=before, max_tokens=max_tokens, explain=explain,
+        namespace=namespace, strategy=strategy, min_relevance=min_relevance,
+    ))  # fmt: skip
 
 
-def _add_marks(server: FerrexMCP, call: _Call) -> None:
-    """``confirm`` and ``forget``: marks on memories the agent already has (by id)."""
-
-    @server.tool(description=CONFIRM_DOC, annotations=_writes(idempotent=True))
-    def confirm(
-        ids: Annotated[list[ShortText], Field(min_length=1, max_length=MAX_CONFIRM_IDS)],
-        pinned: bool | None = None,
-        importance: Importance | None = None,
-        differs_from: MemoryIdArg | None = None,
-        supersedes: MemoryIdArg | None = None,
-    ) -> CallToolResult:
-        return call(
-            "confirm",
-            {
-                "ids": ids,
-                "pinned": pinned,
-                "importance": importance,
-                "differs_from": differs_from,
-                "supersedes": supersedes,
-            },
-        )
-
-    @server.tool(description=FORGET_DOC, annotations=_writes(idempotent=True, destructive=True))
-    def forget(
-        ids: Annotated[list[ShortText], Field(min_length=1, max_length=MAX_FORGET_IDS)],
-        cascade: Annotated[
-            bool, Field(description="Also drop entities no longer mentioned.")
-        ] = False,
-    ) -> CallToolResult:
-        return call("forget", {"ids": ids, "cascade": cascade})
+def confirm(
+    ids: Annotated[list[ShortText], Field(min_length=1, max_length=MAX_CONFIRM_IDS)],
+    pinned: bool | None = None,
+    importance: Importance | None = None,
+    differs_from: MemoryIdArg | None = None,
+    supersedes: MemoryIdArg | None = None,
+) -> Confirm:
+    differs = () if differs_from is None else (differs_from,)
+    return Confirm(ids=tuple(ids), pinned=pinned, importance=importance,
+                   differs_from=differs, supersedes=supersedes)  # fmt: skip
 
 
-def _add_overviews(server: FerrexMCP, call: _Call) -> None:
-    """``reflect`` and ``stats``: what the memory holds and what needs care."""
+def forget(
+    ids: Annotated[list[ShortText], Field(min_length=1, max_length=MAX_FORGET_IDS)],
+    cascade: Annotated[bool, Field(description="Also drop entities no longer mentioned.")] = False,
+) -> Forget:
+    return Forget(ids=tuple(ids), cascade=cascade)
 
-    @server.tool(description=REFLECT_DOC, annotations=_reads())
-    def reflect(
-        limit: Annotated[
-            int, Field(ge=1, le=MAX_REFLECT_LIMIT, description="Items per section.")
-        ] = REFLECT_LIMIT,
-        namespace: NamespaceArg = None,
-    ) -> CallToolResult:
-        return call("reflect", {"limit": limit, "namespace": namespace})
 
-    @server.tool(description=STATS_DOC, annotations=_reads())
-    def stats(
-        detailed: Annotated[
-            bool, Field(description="By type and staleness; storage, models.")
-        ] = False,
-        namespace: NamespaceArg = None,
-    ) -> CallToolResult:
-        return call("stats", {"detailed": detailed, "namespace": namespace})
+def reflect(
+    limit: Annotated[
+        int, Field(ge=1, le=MAX_REFLECT_LIMIT, description="Items per section.")
+    ] = REFLECT_LIMIT,
+    namespace: NamespaceArg = None,
+) -> Reflect:
+    return Reflect(limit=limit, namespace=namespace)
+
+
+def stats(
+    detailed: Annotated[bool, Field(description="By type and staleness; storage, models.")] = False,
+    namespace: NamespaceArg = None,
+) -> Stats:
+    return Stats(detailed=detailed, namespace=namespace)
+
+
+def _tuple(given: list[_T] | None) -> tuple[_T, ...] | None:
+    return None if given is None else tuple(given)
+
+
+#: Each tool's request from its arguments: the signature is the tool's input (its schema),
+#: the body the typed request (:mod:`ferrex.server.tool_calls`) the service runs.
+_BUILDERS: Final[dict[str, tuple[str, ToolAnnotations, Callable[..., ToolRequest]]]] = {
+    "store": (STORE_DOC, _writes(idempotent=False), store),
+    "recall": (RECALL_DOC, _reads(), recall),
+    "confirm": (CONFIRM_DOC, _writes(idempotent=True), confirm),
+    "forget": (FORGET_DOC, _writes(idempotent=True, destructive=True), forget),
+    "reflect": (REFLECT_DOC, _reads(), reflect),
+    "stats": (STATS_DOC, _reads(), stats),
+}
+
+
+def _add_tools(server: FerrexMCP, call: _Call) -> None:
+    """The six tools: each takes its builder's arguments, builds its request, calls it."""
+    for name, (doc, hints, build) in _BUILDERS.items():
+        server.add_tool(_tool(build, call), name=name, description=doc, annotations=hints)
+
+
+def _tool(build: Callable[..., ToolRequest], call: _Call) -> Callable[..., CallToolResult]:
+    """A tool's function: ``build``'s signature (the SDK reads the input schema and the
+    argument model from it), answering with the call of the request ``build`` makes."""
+
+    def tool(**arguments: Any) -> CallToolResult:
+        return call(build(**arguments))
+
+    signature = inspect.signature(build, eval_str=True)
+    setattr(tool, "__signature__", signature.replace(return_annotation=CallToolResult))  # noqa: B010
+    tool.__name__ = build.__name__
+    return tool

@@ -1,10 +1,10 @@
 """The agent tools (store, recall, confirm, forget, reflect, stats) and resources over one App.
 
 This is the one place the tools' semantics live: the MCP server calls it in the process that
-owns the data directory, and other processes reach it through :mod:`ferrex.server.hub`. Arguments
-arrive as plain JSON values (already shaped by the MCP schema in the usual case, but a call
-over the local socket is checked again here), answers leave as JSON documents, and failures
-are :class:`FerrexError` with a stable code.
+owns the data directory, and other processes reach it through :mod:`ferrex.server.hub`. A call
+arrives as its typed request (:mod:`ferrex.server.tool_calls`: decoded once where it entered
+the process), answers leave as JSON documents, and failures are :class:`FerrexError` with a
+stable code.
 
 Who is asking matters: a :class:`Caller` carries the agent id and default namespace of the
 process the agent talks to. An agent sees shared memories, memories with no owner and its
@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 from ferrex.app import App, translated
@@ -35,16 +34,30 @@ from ferrex.rules.arguments import (
     MAX_MAX_TOKENS,
     MAX_REFLECT_LIMIT,
     MIN_MAX_TOKENS,
-    REFLECT_LIMIT,
 )
 from ferrex.rules.entities import Candidate
-from ferrex.rules.lifecycle import check_importance, marks_doc
-from ferrex.rules.memory_input import REQUEST_KEY_PREFIX, StoreRequest, is_request_key
+from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, check_importance, marks_doc
+from ferrex.rules.memory_input import StoreRequest
 from ferrex.rules.name_lookup import find_entity
-from ferrex.rules.spelling import did_you_mean
 from ferrex.server.answers import recall_text
 from ferrex.server.caller import Caller as Caller
 from ferrex.server.caller import error_document as error_document
+from ferrex.server.tool_calls import (
+    READ_ONLY,
+    RESOURCE_HINT,
+    Confirm,
+    Consolidate,
+    DashboardRead,
+    EntityCommand,
+    Forget,
+    ReadResource,
+    Recall,
+    Reflect,
+    Stats,
+    Store,
+    ToolRequest,
+    within,
+)
 from ferrex.times import rfc3339
 from projections.gate import Gate
 from projections.rows import Memory
@@ -53,22 +66,8 @@ from projections.sqlite import ReadModel
 if TYPE_CHECKING:
     from ferrex.write.writer import Writer
 
-TOOLS = ("store", "recall", "confirm", "forget", "reflect", "stats")
-READ_ONLY = frozenset({"recall", "reflect", "stats", "resource", "dashboard"})
-#: The resources every client may list; ``memory/{id}`` and ``entity/{name}`` are templates.
-RESOURCES = ("ferrex://stats", "ferrex://recent")
-RESOURCE_TEMPLATES = ("ferrex://memory/{id}", "ferrex://entity/{name}")
-_RESOURCE_HINT = f"resources: {', '.join(RESOURCES + RESOURCE_TEMPLATES)}"
 _RECENT = 10
-
-_STORE_FIELDS = frozenset(
-    {
-        "type", "content", "subject", "predicate", "object", "name", "steps", "conditions",
-        "entities", "supersedes", "source", "confidence", "context", "namespace",
-        "valid_from", "visibility", "split_long", "importance", "pinned", "ttl",
-    }
-)  # fmt: skip
-_LIST_FIELDS = frozenset({"steps", "conditions", "entities"})
+_ENTITY_ACTIONS: tuple[Literal["merge", "split", "differ"], ...] = ("merge", "split", "differ")
 
 
 class Service:
@@ -87,22 +86,6 @@ class Service:
         self._opening = threading.Lock()  # the App opens its parts lazily, once
         self._writes = threading.Lock()
         self._consolidated_at: float | None = None  # the last consolidation pass (monotonic)
-        self._tools: dict[str, Callable[[dict[str, Any], Caller], dict[str, Any]]] = {
-            "store": self._store,
-            "recall": self._recall,
-            "confirm": self._confirm,
-            "forget": self._forget,
-            "reflect": self._reflect,
-            "stats": self._stats,
-            # Not a tool: the resources' reads, routed like tools to the owning process.
-            "resource": lambda args, caller: self._resource(args.get("uri"), caller),
-            # Not a tool: the web dashboard's reads (ferrex.server.dashboard.reads).
-            "dashboard": self._dashboard,
-            # Not a tool: `ferrex entity merge|split|differ`, a write.
-            "entity": self._entity_command,
-            # Not a tool: `ferrex consolidate`, a write (a dry run writes nothing).
-            "consolidate": self._consolidate,
-        }
 
     def warm(self) -> None:
         """Open the journal, the projections and the models now rather than at the first call."""
@@ -182,102 +165,105 @@ class Service:
         with self._calls.exclusive():
             self.app.close()
 
-    def call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-        handler = self._tools.get(tool)
-        if handler is None:
-            raise UsageError(f"unknown tool {tool!r}", hint=f"tools: {', '.join(TOOLS)}")
-        if not isinstance(args, Mapping):
-            raise UsageError("tool arguments must be a JSON object")
-        clean = {k: v for k, v in args.items() if v is not None}
+    def call(self, request: ToolRequest, caller: Caller) -> dict[str, Any]:
+        """Run one call (its arguments' shapes already checked where it entered the process:
+        :mod:`ferrex.server.tool_calls`)."""
+        tool = request.tool
+        recall = isinstance(request, Recall)
+        confirms = isinstance(request, Recall) and bool(request.validate_ids)
         with self._calls.shared(), translated():
-            if tool not in READ_ONLY or clean.get("validate_ids"):
+            if tool not in READ_ONLY or confirms:
                 with self._writes:
                     with self._opening:
                         self.app.writer()
-                        if tool == "recall":  # a recall that confirms: App.recall reads too
+                        if recall:  # a recall that confirms: App.recall reads too
                             self.app.reader()
-                    return handler(clean, caller)
+                    return self._run(request, caller)
             with self._opening:
-                if tool == "recall":
+                if recall:
                     self.app.reader()
                 else:
                     self.app.projections()
-            if tool == "recall":  # the reader takes its own snapshot (Reader.recall)
-                return handler(clean, caller)
+            if recall:  # the reader takes its own snapshot (Reader.recall)
+                return self._run(request, caller)
             with self.app.projections().reading():
-                return handler(clean, caller)
+                return self._run(request, caller)
+
+    def _run(self, request: ToolRequest, caller: Caller) -> dict[str, Any]:
+        match request:
+            case Store():
+                return self._store(request, caller)
+            case Recall():
+                return self._recall(request, caller)
+            case Confirm():
+                return self._confirm(request, caller)
+            case Forget():
+                return self._forget(request, caller)
+            case Reflect():
+                return self._reflect(request, caller)
+            case Stats():
+                return self._stats(request, caller)
+            # Not tools: the resources' reads, routed like tools to the owning process; the
+            # web dashboard's reads (ferrex.server.dashboard.reads); `ferrex entity
+            # merge|split|differ` and `ferrex consolidate`, writes (a dry run writes nothing).
+            case ReadResource():
+                return self._resource(request.uri, caller)
+            case DashboardRead():
+                return self._dashboard(request, caller)
+            case EntityCommand():
+                return self._entity_command(request, caller)
+            case Consolidate():
+                return self._consolidate(request, caller)
 
     # -- the tools ------------------------------------------------------------------------
 
-    def _store(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        multi_valued = _flag(args.pop("multi_valued", False), "multi_valued")
-        # The HTTP API's Idempotency-Key (no tool argument: the MCP tool refuses it), kept in
-        # the memory's import key, so it is journaled with the store itself.
-        request_key = args.pop("request_key", None)
-        if request_key is not None and not is_request_key(request_key):
-            raise UsageError(f"request_key must start with {REQUEST_KEY_PREFIX!r}")
-        # A capture's import key (the hooks' transcript import, ferrex.porting.transcripts):
-        # no tool argument either (the MCP tool and the HTTP API refuse it); it makes a
-        # capture of the same message a refused duplicate, as `ferrex import` does.
-        import_key = args.pop("import_key", None)
-        if import_key is not None:
-            if not isinstance(import_key, str) or is_request_key(import_key) or request_key:
-                raise UsageError("import_key must be a string, not a request key")
-            request_key = import_key
-        unknown = sorted(set(args) - _STORE_FIELDS)
-        if unknown:
-            known = sorted(_STORE_FIELDS | {"multi_valued"})
-            raise UsageError(
-                f"unknown argument {unknown[0]!r} for store{did_you_mean(unknown[0], known)}",
-                hint=f"store takes: {', '.join(known)}",
-            )
-        fields: dict[str, Any] = {}
-        for key, value in args.items():
-            if key in _LIST_FIELDS:
-                value = _texts(value, key)
-            elif key in ("split_long", "pinned"):
-                value = _flag(value, key)
-            fields[key] = value
-        fields.setdefault("namespace", caller.namespace)
+    def _store(self, request: Store, caller: Caller) -> dict[str, Any]:
+        a = request.args
         # An agent's default visibility (store.default_visibility of the process the call came
         # through), so a forwarded store is shared or private as its client configured; the
         # operator's memories are everyone's (decide's rule), whatever the setting.
-        if caller.agent_id is not None:
-            fields.setdefault("visibility", caller.visibility)
-        request = StoreRequest(**fields, agent_id=caller.agent_id, import_key=request_key)
-        return {**self.app.writer().store(request, multi_valued=multi_valued).as_dict()}
+        visibility = a.visibility
+        if visibility is None and caller.agent_id is not None:
+            visibility = caller.visibility
+        store = StoreRequest(
+            type=a.type, content=a.content, subject=a.subject, predicate=a.predicate,
+            object=a.object, name=a.name, steps=a.steps or (), conditions=a.conditions or (),
+            entities=a.entities or (), supersedes=a.supersedes, source=a.source,
+            confidence=1.0 if a.confidence is None else a.confidence, context=a.context,
+            namespace=caller.namespace if a.namespace is None else a.namespace,
+            valid_from=a.valid_from, visibility=visibility, split_long=a.split_long or False,
+            importance=DEFAULT_IMPORTANCE if a.importance is None else a.importance,
+            pinned=a.pinned or False, ttl=a.ttl, agent_id=caller.agent_id,
+            # The HTTP API's request key or a capture's import key, journaled with the memory.
+            import_key=request.request_key or request.import_key,
+        )  # fmt: skip
+        writer = self.app.writer()
+        return {**writer.store(store, multi_valued=request.args.multi_valued).as_dict()}
 
-    def _recall(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        query = args.get("query")
-        if not isinstance(query, str):
-            raise UsageError("query is required: the words to look for")
-        limit = args.get("limit", self.app.config["recall.limit"])
+    def _recall(self, call: Recall, caller: Caller) -> dict[str, Any]:
+        args = call.args
+        limit = self.app.config["recall.limit"] if args.limit is None else args.limit
         request = RecallRequest(
-            query=query,
-            types=_texts(args.get("types", []), "types"),
-            entities=_texts(args.get("entities", []), "entities"),
-            namespace=_namespace(args, caller),
+            query=args.query,
+            types=args.types,
+            entities=args.entities,
+            namespace=args.namespace or caller.namespace,
             limit=limit,
-            include_stale=_flag(args.get("include_stale", False), "include_stale"),
-            include_invalidated=_flag(
-                args.get("include_invalidated", False), "include_invalidated"
-            ),
-            as_of=_optional_text(args.get("as_of"), "as_of"),
-            after=_optional_text(args.get("after"), "after"),
-            before=_optional_text(args.get("before"), "before"),
-            explain=_flag(args.get("explain", False), "explain"),
+            include_stale=args.include_stale,
+            include_invalidated=args.include_invalidated,
+            as_of=args.as_of,
+            after=args.after,
+            before=args.before,
+            explain=args.explain,
             agent_id=caller.agent_id,
-            strategy=_optional_text(args.get("strategy"), "strategy") or DEFAULT_STRATEGY,  # type: ignore[arg-type]
-            min_relevance=args.get("min_relevance"),
-            # Not in the tool's schema: the dashboard's searches are not uses.
-            count_access=_flag(args.get("count_access", True), "count_access"),
+            strategy=args.strategy or DEFAULT_STRATEGY,  # type: ignore[arg-type]
+            min_relevance=args.min_relevance,
+            count_access=call.count_access,
         )
-        max_tokens = args.get("max_tokens")
+        max_tokens = args.max_tokens
         if max_tokens is not None:
-            max_tokens = _whole(max_tokens, "max_tokens", MIN_MAX_TOKENS, MAX_MAX_TOKENS)
-        # validate_ids stays for the CLI's --validate; the MCP tool confirms with `confirm`.
-        validate = _texts(args.get("validate_ids", []), "validate_ids")
-        doc = self.app.recall(request, validate).as_dict()
+            max_tokens = within(max_tokens, "max_tokens", MIN_MAX_TOKENS, MAX_MAX_TOKENS)
+        doc = self.app.recall(request, call.validate_ids).as_dict()
         if max_tokens is not None:
             doc = self._fit(doc, max_tokens)
         return {**doc}
@@ -306,21 +292,16 @@ class Service:
             "truncated": {"max_tokens": max_tokens, "omitted": len(results) - kept},
         }
 
-    def _confirm(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        ids = _texts(args.get("ids", []), "ids")
+    def _confirm(self, request: Confirm, caller: Caller) -> dict[str, Any]:
+        ids = request.ids
         if not ids:
             raise UsageError("ids is required: the ids of the memories you confirmed")
-        importance, pinned = args.get("importance"), args.get("pinned")
-        if pinned is not None:
-            pinned = _flag(pinned, "pinned")
+        importance, pinned = request.importance, request.pinned
         writer = self.app.writer()
         if importance is not None or pinned is not None:
             # Checked before anything is written: bad marks confirm nothing either.
             check_importance(importance if importance is not None else 0.5)
-        # One fact (as the MCP tool takes it) or several (the CLI, the HTTP API).
-        given = args.get("differs_from", [])
-        differs_from = _texts([given] if isinstance(given, str) else given, "differs_from")
-        supersedes = _optional_text(args.get("supersedes"), "supersedes")
+        differs_from, supersedes = request.differs_from, request.supersedes
         # Another agent's private memory is reported exactly like one that does not exist.
         doc: ConfirmAnswer = writer.validate_memories(list(ids), caller=caller.agent_id).as_dict()
         if differs_from or supersedes is not None:
@@ -341,41 +322,42 @@ class Service:
                 doc["warnings"] = [*doc.get("warnings", []), *marked.warnings]
         return {**doc}
 
-    def _forget(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        ids = _texts(args.get("ids", []), "ids")
-        if not ids:
+    def _forget(self, request: Forget, caller: Caller) -> dict[str, Any]:
+        if not request.ids:
             raise UsageError("ids is required: the ids of the memories to forget")
-        cascade = _flag(args.get("cascade", False), "cascade")
         # Another agent's private memory is reported exactly like one that does not exist.
-        result = self.app.writer().forget(ids, cascade=cascade, caller=caller.agent_id)
+        result = self.app.writer().forget(
+            request.ids, cascade=request.cascade, caller=caller.agent_id
+        )
         return {**result.as_dict()}
 
-    def _entity_command(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        action = args.get("action")
-        first, second = args.get("first"), args.get("second")
-        if action not in ("merge", "split", "differ"):
-            raise UsageError(f"unknown entity action {action!r}", hint="merge, split or differ")
-        if not isinstance(first, str) or not isinstance(second, str) or not first or not second:
+    def _entity_command(self, request: EntityCommand, caller: Caller) -> dict[str, Any]:
+        first, second = request.first, request.second
+        action = next((a for a in _ENTITY_ACTIONS if a == request.action), None)
+        if action is None:
+            raise UsageError(
+                f"unknown entity action {request.action!r}", hint="merge, split or differ"
+            )
+        if not first or not second:
             raise UsageError("an entity action takes two names", hint="first and second")
+        namespace = request.namespace or caller.namespace
         result = self.app.writer().entity(
-            action, first, second, namespace=_namespace(args, caller), caller=caller.agent_id
+            action, first, second, namespace=namespace, caller=caller.agent_id
         )
         return result.as_dict()
 
-    def _consolidate(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    def _consolidate(self, request: Consolidate, caller: Caller) -> dict[str, Any]:
         """Fold old episodes (``older_than_days``, ``namespace``, ``dry_run``, at most
         ``max_groups`` summaries), undo one consolidation (``undo``: a summary's id) or up to
         ``limit`` of them (``undo_all``), or list the summaries (``list``; with
         ``summary_id``, that one and its sources' text). An agent sees, folds and undoes
         only its own."""
         writer = self.app.writer()
-        undo = args.get("undo")
-        namespace = _optional_text(args.get("namespace"), "namespace")
-        if _flag(args.get("list", False), "list"):
-            one = _optional_text(args.get("summary_id"), "summary_id")
-            return {"summaries": self._summaries(namespace, caller, one)}
-        if _flag(args.get("undo_all", False), "undo_all"):
-            limit = _whole(args.get("limit", 64), "limit", 1, 10_000)
+        undo, namespace = request.undo, request.namespace
+        if request.list:
+            return {"summaries": self._summaries(namespace, caller, request.summary_id)}
+        if request.undo_all:
+            limit = within(request.limit, "limit", 1, 10_000)
             ids = [s["summary_id"] for s in self._summaries(namespace, caller, None)]
             results = writer.unfold_many(ids[:limit])
             return {
@@ -384,14 +366,12 @@ class Service:
                 "left": max(len(ids) - limit, 0),
             }
         if undo is not None:
-            if not isinstance(undo, str):
-                raise UsageError("undo takes a summary's memory id")
             if caller.agent_id is not None:
                 summary = self.app.projections().read_model.get(undo)
                 if summary is not None and summary.agent_id != caller.agent_id:
                     raise NotFound(f"no consolidation summary {undo!r}")
             return writer.unfold(undo).as_dict()
-        days = args.get("older_than_days")
+        days = request.older_than_days
         if days is None:
             days = self.app.config["consolidation.after_days"]
         if isinstance(days, bool) or not isinstance(days, int | float):
@@ -399,13 +379,13 @@ class Service:
                 "give the age of what to fold, in days",
                 hint="--older-than DAYS, or set consolidation.after_days",
             )
-        most = args.get("max_groups")
+        most = request.max_groups
         return writer.consolidate(
             older_than_days=float(days),
             namespace=namespace,
             agent_id=caller.agent_id,
-            dry_run=_flag(args.get("dry_run", False), "dry_run"),
-            max_groups=None if most is None else _whole(most, "max_groups", 1, 10_000),
+            dry_run=request.dry_run,
+            max_groups=None if most is None else within(most, "max_groups", 1, 10_000),
         ).as_dict()
 
     def _summaries(
@@ -443,9 +423,9 @@ class Service:
             )
         return found
 
-    def _reflect(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        namespace = _namespace(args, caller)
-        limit = _whole(args.get("limit", REFLECT_LIMIT), "limit", 1, MAX_REFLECT_LIMIT)
+    def _reflect(self, request: Reflect, caller: Caller) -> dict[str, Any]:
+        namespace = request.namespace or caller.namespace
+        limit = within(request.limit, "limit", 1, MAX_REFLECT_LIMIT)
         doc = reflect(
             self._read_model(),
             self._sight(caller),
@@ -455,9 +435,9 @@ class Service:
         )
         return {**doc}
 
-    def _stats(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        namespace = _namespace(args, caller)
-        detailed = _flag(args.get("detailed", False), "detailed")
+    def _stats(self, request: Stats, caller: Caller) -> dict[str, Any]:
+        namespace = request.namespace or caller.namespace
+        detailed = request.detailed
         doc = stats(
             self._read_model(),
             self._sight(caller),
@@ -479,22 +459,22 @@ class Service:
 
     def resource(self, uri: str, caller: Caller) -> dict[str, Any]:
         """The document a resource URI names, as ``caller`` may see it (see RESOURCES)."""
-        return self.call("resource", {"uri": uri}, caller)
+        return self.call(ReadResource(uri=uri), caller)
 
-    def _resource(self, uri: object, caller: Caller) -> dict[str, Any]:
-        if not isinstance(uri, str) or not uri.startswith("ferrex://"):
-            raise UsageError("a resource URI starts with ferrex://", hint=_RESOURCE_HINT)
+    def _resource(self, uri: str, caller: Caller) -> dict[str, Any]:
+        if not uri.startswith("ferrex://"):
+            raise UsageError("a resource URI starts with ferrex://", hint=RESOURCE_HINT)
         path = uri.removeprefix("ferrex://")
         kind, _, rest = path.partition("/")
         if kind == "stats" and not rest:
-            return self._stats({}, caller)
+            return self._stats(Stats(), caller)
         if kind == "recent" and not rest:
             return self._recent(caller)
         if kind == "memory" and rest:
             return {**self._memory(unquote(rest), caller)}
         if kind == "entity" and rest:
             return self._entity(unquote(rest), caller)
-        raise UsageError(f"unknown resource {uri!r}", hint=_RESOURCE_HINT)
+        raise UsageError(f"unknown resource {uri!r}", hint=RESOURCE_HINT)
 
     def _sight(self, caller: Caller) -> Sight:
         """What ``caller`` may see now (``ferrex.read.seen``), recall hits not yet journaled
@@ -503,7 +483,7 @@ class Service:
 
     def _recent(self, caller: Caller) -> dict[str, Any]:
         """The latest active memories of the caller's namespace, newest first."""
-        namespace = _namespace({}, caller) or self.app.config["store.default_namespace"]
+        namespace = caller.namespace or self.app.config["store.default_namespace"]
         rm = self._read_model()
         seen = self._sight(caller).shown(rm.memories(namespace=namespace))
         active = [m for m in seen if m.t_invalid is None]
@@ -536,7 +516,7 @@ class Service:
 
     def _entity(self, name: str, caller: Caller) -> dict[str, Any]:
         """What is known about an entity (any of its spellings the caller may see)."""
-        namespace = _namespace({}, caller) or self.app.config["store.default_namespace"]
+        namespace = caller.namespace or self.app.config["store.default_namespace"]
         rm = self._read_model()
         sight = self._sight(caller)
         spellings = sight.spellings(rm, namespace)
@@ -559,14 +539,15 @@ class Service:
             "memories": [brief(m) for m in memories],
         }
 
-    def _dashboard(self, args: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    def _dashboard(self, request: DashboardRead, caller: Caller) -> dict[str, Any]:
         from ferrex.server.dashboard.reads import Context, answer
 
-        namespace = _namespace(args, caller) or self.app.config["store.default_namespace"]
+        given = _optional_text(request.query.get("namespace"), "namespace")
+        namespace = given or caller.namespace or self.app.config["store.default_namespace"]
         context = Context(
             app=self.app, rm=self._read_model(), sight=self._sight(caller), namespace=namespace
         )
-        return answer(context, args)
+        return answer(context, request.query)
 
     def _health(self) -> dict[str, Any]:
         """Journal position, projection lag, storage sizes and the models in use."""
@@ -628,55 +609,9 @@ def _now() -> float:
     return datetime.now(UTC).timestamp()
 
 
-def _namespace(args: Mapping[str, Any], caller: Caller) -> str | None:
-    """The namespace a call names, else the caller's default (None: the configured one)."""
-    return _optional_text(args.get("namespace"), "namespace") or caller.namespace
-
-
-def _flag(value: object, name: str) -> bool:
-    """A JSON boolean; the text "true" is not one."""
-    if not isinstance(value, bool):
-        raise UsageError(f"{name} must be true or false, got {_kind(value)}")
-    return value
-
-
-def _whole(value: object, name: str, low: int, high: int) -> int:
-    """A JSON integer in [low, high]; a boolean, a float or the text "5" is not one."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise UsageError(f"{name} must be a whole number, got {_kind(value)}")
-    if not low <= value <= high:
-        raise UsageError(f"{name} must be between {low} and {high}, got {value}")
-    return value
-
-
-def _kind(value: object) -> str:
-    """The JSON kind of a value, for an error message (the value itself may be private)."""
-    match value:
-        case bool():
-            return "a boolean"
-        case int() | float():
-            return "a number"
-        case str():
-            return "text"
-        case list() | tuple():
-            return "a list"
-        case None:
-            return "null"
-        case _:
-            return "an object"
-
-
 def _optional_text(value: object, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise UsageError(f"{name} must be text")
     return value
-
-
-def _texts(value: object, name: str) -> tuple[str, ...]:
-    if isinstance(value, str) or not isinstance(value, list | tuple):
-        raise UsageError(f"{name} must be a list of strings")
-    if not all(isinstance(v, str) for v in value):
-        raise UsageError(f"every item of {name} must be a string")
-    return tuple(value)

@@ -18,6 +18,7 @@ from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from ferrex.server.mcp_auth import token_hash
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 from tests.e2e.mcp_helpers import FERREX
 
 ALICE, BOB = "alice-dashboard-secret", "bob-dashboard-secret"
@@ -48,7 +49,7 @@ def populate(home: Path, embedder: Embedder) -> Home:
     made = Home(home)
 
     def store(key: str, agent: str | None, **args: Any) -> None:
-        answer = service.call("store", args, Caller(agent_id=agent))
+        answer = service.call(decode("store", args), Caller(agent_id=agent))
         assert answer["status"] == "stored", answer
         made.ids[key] = answer["id"]
 
@@ -68,7 +69,7 @@ def populate(home: Path, embedder: Embedder) -> Home:
               "rotates on Fridays; ask Zanzibar-Seven", entities=["Zanzibar-Seven"])  # fmt: skip
         store("scratch", None, content="Scratch idea: try a bigger connection pool for "
               "billing-api next quarter", entities=["billing-api"])  # fmt: skip
-        service.call("confirm", {"ids": [made.ids["new"]]}, Caller())
+        service.call(decode("confirm", {"ids": [made.ids["new"]]}), Caller())
     finally:
         app.flush_access()
         app.close()

@@ -388,9 +388,9 @@ def test_the_schemas_bound_what_the_server_takes() -> None:
         importance = tools[tool].schema["properties"]["importance"]
         assert (importance["minimum"], importance["maximum"]) == (0, 1), tool
     with pytest.raises(UsageError):
-        tools["store"].check({"content": "x", "supersedes": "m" * (SUPERSEDES_CHARS + 1)})
+        tools["store"].decode({"content": "x", "supersedes": "m" * (SUPERSEDES_CHARS + 1)})
     with pytest.raises(UsageError):
-        tools["confirm"].check({"ids": ["m"], "importance": 7})
+        tools["confirm"].decode({"ids": ["m"], "importance": 7})
 
 
 def test_query_booleans_are_true_or_false_and_unknown_parameters_refused(

@@ -22,6 +22,7 @@ from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from ferrex.server.mcp_auth import token_hash
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 from tests.e2e.dashboard_helpers import (
     ALICE,
     BOB,
@@ -481,7 +482,10 @@ def test_the_journal_check_verifies_the_journal_in_use(
     assert app.claim()
     try:
         for text in ("The release train leaves on Thursdays", "Nadia owns the billing-api"):
-            assert Service(app).call("store", {"content": text}, Caller())["status"] == "stored"
+            assert (
+                Service(app).call(decode("store", {"content": text}), Caller())["status"]
+                == "stored"
+            )
     finally:
         app.close()
     with ferrex_ui(home) as served:

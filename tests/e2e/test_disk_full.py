@@ -142,17 +142,18 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.errors import FerrexError
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 
 home = Path(sys.argv[1])
 service = Service(App(home=home, config=load(home)))
 caller = Caller()
-service.call("store", {"content": "The staging cluster restarts on Fridays"}, caller)
-service.call("recall", {"query": "staging cluster"}, caller)
+service.call(decode("store", {"content": "The staging cluster restarts on Fridays"}), caller)
+service.call(decode("recall", {"query": "staging cluster"}), caller)
 print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
     tool, args = json.loads(line)
     try:
-        answer = {"ok": service.call(tool, args, caller)}
+        answer = {"ok": service.call(decode(tool, args), caller)}
     except FerrexError as exc:
         answer = {"error": exc.code}
     except Exception as exc:

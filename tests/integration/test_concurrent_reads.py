@@ -25,6 +25,7 @@ from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 from projections.gate import Gate, GateMisuse
 
 OPERATOR = Caller()
@@ -95,9 +96,9 @@ def test_readers_never_see_a_supersede_half_applied(
         try:
             for value in values:
                 service.call(
-                    "store",
+                    decode("store",
                     {"subject": "billing-api", "predicate": "uses", "object": value,
-                     "namespace": namespace},
+                     "namespace": namespace}),
                     OPERATOR,
                 )  # fmt: skip
                 written[0] += 1
@@ -112,9 +113,9 @@ def test_readers_never_see_a_supersede_half_applied(
                 before = written[0]
                 if which % 3 == 0:
                     found = service.call(
-                        "recall",
+                        decode("recall",
                         {"query": "what database does billing-api use", "namespace": namespace,
-                         "include_invalidated": True, "limit": 20},
+                         "include_invalidated": True, "limit": 20}),
                         OPERATOR,
                     )  # fmt: skip
                     rows = [
@@ -127,13 +128,13 @@ def test_readers_never_see_a_supersede_half_applied(
                     if before:
                         assert len(live) == 1, f"no current fact after a store: {rows}"
                 elif which % 3 == 1:
-                    stats = service.call("stats", {"namespace": namespace}, OPERATOR)
+                    stats = service.call(decode("stats", {"namespace": namespace}), OPERATOR)
                     if before:  # active memories: the chain's one current fact
                         assert stats["total"] == 1, stats
                     _check_chain(_chain_state(service, namespace), before)
                 else:
                     _check_chain(_chain_state(service, namespace), before)
-                    service.call("reflect", {"namespace": namespace}, OPERATOR)
+                    service.call(decode("reflect", {"namespace": namespace}), OPERATOR)
                 checks[0] += 1
         except BaseException as exc:
             failures.append(exc)
@@ -155,8 +156,8 @@ def test_a_snapshot_keeps_its_state_while_another_thread_applies(service: Servic
     """A read transaction sees one committed state; the next one sees the new records."""
     namespace = f"snap-{next(_NAMESPACES)}"
     rm = service.app.projections().read_model
-    service.call("store", {"content": "The first note of the snapshot test", "namespace":
-                           namespace}, OPERATOR)  # fmt: skip
+    service.call(decode("store", {"content": "The first note of the snapshot test", "namespace":
+                           namespace}), OPERATOR)  # fmt: skip
     inside = threading.Event()
     stored = threading.Event()
     seen: list[int] = []
@@ -173,8 +174,8 @@ def test_a_snapshot_keeps_its_state_while_another_thread_applies(service: Servic
     t = threading.Thread(target=reader)
     t.start()
     assert inside.wait(60)
-    service.call("store", {"content": "A second, unrelated note about the office plants",
-                           "namespace": namespace}, OPERATOR)  # fmt: skip
+    service.call(decode("store", {"content": "A second, unrelated note about the office plants",
+                           "namespace": namespace}), OPERATOR)  # fmt: skip
     stored.set()
     t.join(120)
     assert seen == [1, 1, 2]
@@ -201,7 +202,7 @@ def test_reads_answer_while_the_writer_lock_is_held(service: Service) -> None:
             ("reflect", {}),
             ("resource", {"uri": "ferrex://recent"}),
         ):
-            service.call(tool, args, OPERATOR)
+            service.call(decode(tool, args), OPERATOR)
             answered.append(tool)
 
     holder = threading.Thread(target=hold)
@@ -280,7 +281,7 @@ def test_many_threads_share_a_read_model_file(tmp_path: Path, shared_embedder: E
     app = App(home=tmp_path, config=load_config(tmp_path, None), _embedder=shared_embedder)
     service = Service(app)
     try:
-        service.call("store", {"content": "A note every reader thread counts"}, OPERATOR)
+        service.call(decode("store", {"content": "A note every reader thread counts"}), OPERATOR)
         rm = app.projections().read_model
         counts: list[int] = []
 

@@ -20,6 +20,7 @@ from ferrex.models import Embedder, choose_embedding_model
 from ferrex.models import remote as remote_module
 from ferrex.models.remote import PROBE_TEXT, RemoteSettings, ServerDown, fingerprint
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 from tests.embedding_server import EmbeddingServer
 
 AGENT = Caller(agent_id="agent-e")
@@ -277,7 +278,7 @@ def test_while_the_server_hangs_recall_waits_once_then_goes_straight_to_bm25(
     try:
         for content in ("The VPN certificate expires on 2027-01-15",
                         "Deploys are frozen during the holiday week"):  # fmt: skip
-            assert service.call("store", {"content": content}, AGENT)["status"] == "stored"
+            assert service.call(decode("store", {"content": content}), AGENT)["status"] == "stored"
     finally:
         service.close()
     server.mode = "hang"
@@ -286,7 +287,7 @@ def test_while_the_server_hangs_recall_waits_once_then_goes_straight_to_bm25(
         waits = []
         for _ in range(3):
             started = time.monotonic()
-            doc = service.call("recall", {"query": "VPN certificate"}, AGENT)
+            doc = service.call(decode("recall", {"query": "VPN certificate"}), AGENT)
             waits.append(time.monotonic() - started)
             assert doc["results"][0]["content"].startswith("The VPN certificate")
             assert "keyword (BM25) matching alone" in doc["warning"]
@@ -295,7 +296,7 @@ def test_while_the_server_hangs_recall_waits_once_then_goes_straight_to_bm25(
         head = service.app.journal().refresh().position
         started = time.monotonic()
         with pytest.raises(BackendUnavailable) as refused:
-            service.call("store", {"content": "Something new while it hangs"}, AGENT)
+            service.call(decode("store", {"content": "Something new while it hangs"}), AGENT)
         assert time.monotonic() - started < 0.5
         assert refused.value.code == "backend_unavailable"
         assert "retry in" in str(refused.value.hint)
@@ -314,7 +315,9 @@ def test_numbers_no_float_holds_are_refused_on_store_and_recall(
     )
     service = _service(home)
     try:
-        first = service.call("store", {"content": "The VPN certificate expires soon"}, AGENT)
+        first = service.call(
+            decode("store", {"content": "The VPN certificate expires soon"}), AGENT
+        )
         assert first["status"] == "stored"
         head = service.app.journal().refresh().position
         for mode, tool, args in [
@@ -324,7 +327,7 @@ def test_numbers_no_float_holds_are_refused_on_store_and_recall(
         ]:
             server.mode = mode  # type: ignore[assignment]
             with pytest.raises(ModelUnavailable) as caught:
-                service.call(tool, args, AGENT)
+                service.call(decode(tool, args), AGENT)
             assert caught.value.code == "model_bad_response", (mode, tool)
         assert service.app.journal().refresh().position == head  # nothing stored
     finally:

@@ -19,6 +19,7 @@ from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from ferrex.server.hub import Hub
 from ferrex.server.service import Caller
+from ferrex.server.tool_calls import decode
 
 
 def test_the_expiry_sweep_goes_on_after_an_os_error(
@@ -29,8 +30,8 @@ def test_the_expiry_sweep_goes_on_after_an_os_error(
                                   _embedder=shared_embedder),
                 Caller(), flush_every=None, sweep_every=0.2)  # fmt: skip
     try:
-        stored = owner.call("store", {"content": "Scratch: the canary run 7 is in progress",
-                                      "ttl": "1s"})  # fmt: skip
+        stored = owner.call(decode("store", {"content": "Scratch: the canary run 7 is in progress",
+                                      "ttl": "1s"}))  # fmt: skip
         ownership = owner._ownership
         assert ownership is not None
         service = ownership.service.service
@@ -61,6 +62,8 @@ def test_the_expiry_sweep_goes_on_after_an_os_error(
         assert not service.app.projections().read_model.expiring(by=time.time() + 10**6)
         threads = {t.name for t in threading.enumerate()}
         assert "ferrex-expiry" in threads
-        assert stored["id"] not in json.dumps(owner.call("recall", {"query": "canary run 7"}))
+        assert stored["id"] not in json.dumps(
+            owner.call(decode("recall", {"query": "canary run 7"}))
+        )
     finally:
         owner.close()

@@ -28,6 +28,7 @@ from ferrex.server.frames import recv_frame, send_frame, versions
 from ferrex.server.hub import Hub
 from ferrex.server.hub_port import PortLimits
 from ferrex.server.service import Caller
+from ferrex.server.tool_calls import decode
 
 
 def _hub(home: Path, embedder: Embedder, **kwargs: Any) -> Hub:
@@ -43,7 +44,7 @@ def owner(tmp_path: Path, shared_embedder: Embedder) -> Iterator[Hub]:
     home = tmp_path / "home"
     hub = _hub(home, shared_embedder)
     try:
-        assert hub.call("stats", {})["total"] == 0 and hub.role == "owner"
+        assert hub.call(decode("stats", {}))["total"] == 0 and hub.role == "owner"
         yield hub
     finally:
         hub.close()
@@ -128,12 +129,12 @@ def test_silent_connections_beyond_the_cap_are_closed_while_a_peer_is_served(
     peer = _hub(home, shared_embedder)
     silent: list[socket.socket] = []
     try:
-        owner.call("store", {"content": "The build farm moved to the rack in room 4"})
+        owner.call(decode("store", {"content": "The build farm moved to the rack in room 4"}))
         endpoint = _endpoint(owner)
         for _ in range(300):
             silent.append(socket.create_connection(("127.0.0.1", endpoint.port), timeout=10))
         began = time.monotonic()
-        assert peer.call("stats", {})["total"] == 1 and peer.role == "peer"
+        assert peer.call(decode("stats", {}))["total"] == 1 and peer.role == "peer"
         assert time.monotonic() - began < 5
         time.sleep(0.5)
         closed = sum(_closed_within(sock, 0.05) for sock in silent)
@@ -161,8 +162,8 @@ def test_a_peer_whose_kept_connection_the_owner_closed_gets_its_answer(
     owner = _hub(home, shared_embedder, limits=PortLimits(idle_seconds=0.4))
     peer = _hub(home, shared_embedder)
     try:
-        owner.call("store", {"content": "Deploys to prod-west need two approvals"})
-        assert peer.call("stats", {})["total"] == 1 and peer.role == "peer"
+        owner.call(decode("store", {"content": "Deploys to prod-west need two approvals"}))
+        assert peer.call(decode("stats", {}))["total"] == 1 and peer.role == "peer"
         remote = peer._remote
         assert remote is not None
         if path != "dropped_by_the_peer":
@@ -174,7 +175,7 @@ def test_a_peer_whose_kept_connection_the_owner_closed_gets_its_answer(
         assert ownership is not None
         assert ownership.listener.counts["idle_closed"] >= 1
         for _ in range(3):
-            found = peer.call("recall", {"query": "prod-west deploy approvals"})
+            found = peer.call(decode("recall", {"query": "prod-west deploy approvals"}))
             assert found["results"] and peer.role == "peer"
             time.sleep(0.6)
         assert peer._remote is remote  # never taken for the owner gone

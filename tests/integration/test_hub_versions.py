@@ -16,6 +16,7 @@ from ferrex.ownership import Endpoint
 from ferrex.server.frames import PROTOCOL, recv_frame, send_frame
 from ferrex.server.hub import Hub
 from ferrex.server.service import Caller
+from ferrex.server.tool_calls import decode
 from journal import FORMAT_VERSION
 
 
@@ -30,9 +31,9 @@ def test_a_peer_of_another_version_gets_a_coded_error(
     owner = Hub(home, open_app, Caller(), flush_every=None)
     peer = Hub(home, open_app, Caller(), flush_every=None)
     try:
-        assert owner.call("stats", {})["total"] == 0
+        assert owner.call(decode("stats", {}))["total"] == 0
         assert owner.role == "owner"
-        assert peer.call("stats", {})["total"] == 0  # same version: served
+        assert peer.call(decode("stats", {}))["total"] == 0  # same version: served
         assert peer.role == "peer"
         endpoint = Endpoint.read(home)
         assert endpoint is not None

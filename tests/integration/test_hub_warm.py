@@ -10,6 +10,7 @@ from ferrex.config import load as load_config
 from ferrex.models import Embedder
 from ferrex.server.hub import Hub
 from ferrex.server.service import Caller
+from ferrex.server.tool_calls import decode
 
 
 def test_a_called_peer_takes_over_with_the_models_it_warmed(
@@ -30,10 +31,10 @@ def test_a_called_peer_takes_over_with_the_models_it_warmed(
     cold_config = load_config(home, None, flags={"server.warm_peers": False})
     cold = Hub(home, lambda: App(home=home, config=cold_config), Caller(), flush_every=None)
     try:
-        stored = owner.call("store", {"content": "The release train leaves every Tuesday"})
+        stored = owner.call(decode("store", {"content": "The release train leaves every Tuesday"}))
         assert owner.role == "owner"
-        assert peer.call("stats", {})["total"] == 1 and peer.role == "peer"
-        assert cold.call("stats", {})["total"] == 1 and cold.role == "peer"
+        assert peer.call(decode("stats", {}))["total"] == 1 and peer.role == "peer"
+        assert cold.call(decode("stats", {}))["total"] == 1 and cold.role == "peer"
         deadline = time.monotonic() + 300
         while peer._spare is None and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -43,7 +44,7 @@ def test_a_called_peer_takes_over_with_the_models_it_warmed(
         assert idle._spare is None and not idle._warming  # never called: nothing loaded
         assert cold._spare is None  # server.warm_peers = false: called, nothing loaded
         owner.close()
-        found = peer.call("recall", {"query": "when does the release train leave"})
+        found = peer.call(decode("recall", {"query": "when does the release train leave"}))
         assert peer.role == "owner"
         assert peer._ownership is not None and peer._ownership.service.service.app is spare
         assert found["results"][0]["id"] == stored["id"]

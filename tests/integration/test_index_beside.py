@@ -19,6 +19,7 @@ from ferrex.read.request import RecallRequest
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.server.hub import Hub
 from ferrex.server.service import Caller
+from ferrex.server.tool_calls import decode
 from projections import replay
 from projections.applying import QDRANT
 from projections.generations import Live, read_pointer
@@ -265,16 +266,16 @@ def test_a_serving_owner_indexes_by_itself_and_answers_meanwhile(
     hub = Hub(home, lambda: eager_app(home, shared_embedder), Caller(), flush_every=None,
               index_every=0.2)  # fmt: skip
     try:
-        first = hub.call("store", {"content": NOTES[0]})["id"]
+        first = hub.call(decode("store", {"content": NOTES[0]}))["id"]
         before = read_pointer(home)
         assert before is not None
         deadline = time.monotonic() + 120
         while read_pointer(home) == before and time.monotonic() < deadline:
-            assert hub.call("recall", {"query": NOTES[0]})["results"][0]["id"] == first
+            assert hub.call(decode("recall", {"query": NOTES[0]}))["results"][0]["id"] == first
             time.sleep(0.05)
         after = read_pointer(home)
         assert after is not None and after.memories.startswith(before.memories + "_")
-        assert hub.call("recall", {"query": NOTES[0]})["results"][0]["id"] == first
+        assert hub.call(decode("recall", {"query": NOTES[0]}))["results"][0]["id"] == first
     finally:
         hub.close()
 
@@ -284,7 +285,7 @@ def test_a_hub_without_index_every_never_indexes(tmp_path: Path, shared_embedder
     app = eager_app(home, shared_embedder)
     hub = Hub(home, lambda: app, Caller(), flush_every=None)  # as a CLI command owns
     try:
-        hub.call("store", {"content": NOTES[1]})
+        hub.call(decode("store", {"content": NOTES[1]}))
         before = read_pointer(home)
         time.sleep(1.0)
         assert read_pointer(home) == before
@@ -307,7 +308,7 @@ def test_a_failing_index_is_tried_less_and_less_often(
     app = App(home=home, config=load(home, None), _embedder=shared_embedder)
     hub = Hub(home, lambda: app, Caller(), flush_every=None, index_every=0.05)
     try:
-        hub.call("stats", {})
+        hub.call(decode("stats", {}))
         time.sleep(1.6)
     finally:
         hub.close()

@@ -12,6 +12,7 @@ import pytest
 from ferrex.app import App
 from ferrex.config import load
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 
 RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 OPERATOR = Caller()
@@ -40,12 +41,12 @@ def service(tmp_path: Path) -> Iterator[Service]:
 
 
 def store(service: Service, **fields: object) -> str:
-    return str(service.call("store", fields, OPERATOR)["id"])
+    return str(service.call(decode("store", fields), OPERATOR)["id"])
 
 
 def attention(service: Service) -> tuple[dict[str, int], dict[str, object]]:
-    stats = service.call("stats", {}, OPERATOR)
-    reflect = service.call("reflect", {"limit": 1}, OPERATOR)
+    stats = service.call(decode("stats", {}), OPERATOR)
+    reflect = service.call(decode("reflect", {"limit": 1}), OPERATOR)
     assert stats["needs_attention"] == reflect["counts"], "stats and reflect disagree"
     return stats["needs_attention"], reflect
 
@@ -59,8 +60,8 @@ def test_stats_and_reflect_agree_and_count_pending_recalls(service: Service) -> 
     # never supersedes a shared one), so the operator sees a contradiction. Multi-valued
     # facts never contradict.
     store(service, subject="billing", predicate="owned by", object="payments team")
-    service.call("store", {"subject": "billing", "predicate": "owner", "object": "platform team"},
-                 Caller(agent_id="ops-bot"))  # fmt: skip
+    owner = {"subject": "billing", "predicate": "owner", "object": "platform team"}
+    service.call(decode("store", owner), Caller(agent_id="ops-bot"))
     store(service, subject="search", predicate="uses", object="redis", multi_valued=True)
     store(service, subject="search", predicate="depends on", object="kafka", multi_valued=True)
 
@@ -69,10 +70,10 @@ def test_stats_and_reflect_agree_and_count_pending_recalls(service: Service) -> 
     assert counts == {"stale": 0, "aging": 2, "unvalidated": 0, "conflicts": 1,
                       "possible_conflicts": 0, "forget_candidates": 2}  # fmt: skip
     assert len(reflect["forget_candidates"]) == 1  # type: ignore[arg-type]  # limit 1, count 2
-    detailed = service.call("stats", {"detailed": True}, OPERATOR)
+    detailed = service.call(decode("stats", {"detailed": True}), OPERATOR)
     assert detailed["staleness"] == {"aging": 2, "fresh": 5, "superseded": 0}
 
-    found = service.call("recall", {"query": "on-call rota Tuesdays", "limit": 1}, OPERATOR)
+    found = service.call(decode("recall", {"query": "on-call rota Tuesdays", "limit": 1}), OPERATOR)
     assert [r["id"] for r in found["results"]] == [rota]
     assert len(service.app.access) == 1, "the hit is still pending, not journaled"
 
@@ -92,15 +93,17 @@ def test_every_time_in_an_answer_is_rfc3339_utc_in_seconds(service: Service) -> 
                  valid_from="2026-03-02")  # fmt: skip
     store(service, content="An old note about the pager", entities=["pager"],
           valid_from="2020-01-01T10:11:12.345+02:00")  # fmt: skip
-    first = service.call("recall", {"query": "on-call rota", "limit": 1}, OPERATOR)
-    service.call("recall", {"query": "on-call rota", "validate_ids": [rota], "limit": 1},
+    first = service.call(decode("recall", {"query": "on-call rota", "limit": 1}), OPERATOR)
+    service.call(decode("recall", {"query": "on-call rota", "validate_ids": [rota], "limit": 1}),
                  OPERATOR)  # fmt: skip
     service.flush_access()
-    again = service.call("recall", {"query": "on-call rota", "limit": 1}, OPERATOR)["results"][0]
+    again = service.call(decode("recall", {"query": "on-call rota", "limit": 1}), OPERATOR)[
+        "results"
+    ][0]
     assert first["results"][0]["event_time"] == "2026-03-02T00:00:00Z"
     fresh = again["freshness"]
     assert RFC3339.fullmatch(fresh["last_accessed"]) and RFC3339.fullmatch(fresh["last_validated"])
-    reflect = service.call("reflect", {}, OPERATOR)
+    reflect = service.call(decode("reflect", {}), OPERATOR)
     dormant = {d["name"]: d["last_referenced"] for d in reflect["dormant_entities"]}
     assert dormant["pager"] == "2020-01-01T08:11:12Z"
     assert all(RFC3339.fullmatch(t) for t in dormant.values())
@@ -112,7 +115,9 @@ def test_dates_alone_bound_a_recall_at_midnight_utc(service: Service) -> None:
     note = store(service, content="The staging cluster moved region", valid_from="2026-11-20")
 
     def ids(**bounds: str) -> list[str]:
-        doc = service.call("recall", {"query": "staging cluster region", **bounds}, OPERATOR)
+        doc = service.call(
+            decode("recall", {"query": "staging cluster region", **bounds}), OPERATOR
+        )
         return [r["id"] for r in doc["results"]]
 
     assert ids(after="2026-11-20") == [note]

@@ -21,6 +21,7 @@ from ferrex.models import Embedder
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_server import FerrexMCP, build_server
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 
 
 @pytest.fixture(scope="module")
@@ -118,11 +119,11 @@ def test_a_call_from_another_process_is_checked_as_exactly(
     _, app = served
     service = Service(app)
     with pytest.raises(UsageError) as unknown:
-        service.call("store", {"contnet": "The build cache lives on cache-01"}, Caller())
+        service.call(decode("store", {"contnet": "The build cache lives on cache-01"}), Caller())
     assert "'contnet'" in unknown.value.message and "did you mean content?" in unknown.value.message
     with pytest.raises(UsageError) as flag:
-        service.call("stats", {"detailed": "true"}, Caller())
+        service.call(decode("stats", {"detailed": "true"}), Caller())
     assert "detailed must be true or false, got text" in flag.value.message
     with pytest.raises(UsageError) as number:
-        service.call("reflect", {"limit": "5"}, Caller())
+        service.call(decode("reflect", {"limit": "5"}), Caller())
     assert "limit must be a whole number, got text" in number.value.message

@@ -26,6 +26,7 @@ from ferrex.models import Embedder
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_server import FerrexMCP, build_server
 from ferrex.server.service import Caller
+from ferrex.server.tool_calls import decode
 
 KNOWN_CODES = {"invalid_input", "duplicate", "conflict_ambiguous", "not_found", "refused"}
 
@@ -104,8 +105,8 @@ def served(
         return {t.name: t.input_schema for t in await server.list_tools()}
 
     tools = anyio.run(schemas)
-    hub.call("store", {"content": "Seed memory: the fuzz target stores the build cache on "
-                       "disk cache-01"})  # fmt: skip
+    hub.call(decode("store", {"content": "Seed memory: the fuzz target stores the build cache on "
+                       "disk cache-01"}))  # fmt: skip
     yield server, app, tools
     hub.close()
 

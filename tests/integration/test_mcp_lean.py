@@ -23,6 +23,7 @@ from ferrex.rules.relevance import HIDDEN_BELOW, NEAREST_WHEN_NOTHING, SHOWN_AT_
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_server import FerrexMCP, build_server
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 from tools.bench_tokens import MEMORIES, RECALL
 
 TOOLS_CHARS = 6000
@@ -42,7 +43,7 @@ def served(
     app = App(home=home, config=load_config(home, None), _embedder=shared_embedder)
     hub = Hub(home, lambda: app, Caller(), flush_every=None)
     for memory in MEMORIES:
-        hub.call("store", memory)
+        hub.call(decode("store", memory))
     yield build_server(hub), app
     hub.close()
 
@@ -161,7 +162,7 @@ def test_max_tokens_is_checked(served: tuple[FerrexMCP, App]) -> None:
     _, app = served
     service = Service(app)
     with pytest.raises(FerrexError) as refused:
-        service.call("recall", {"query": "backup", "max_tokens": 10}, Caller())
+        service.call(decode("recall", {"query": "backup", "max_tokens": 10}), Caller())
     assert refused.value.code == "invalid_input"
 
 
@@ -201,8 +202,10 @@ def test_an_invisible_memory_reads_like_a_missing_one(served: tuple[FerrexMCP, A
     service = Service(app)
     alice, bob = Caller(agent_id="alice"), Caller(agent_id="bob")
     secret = service.call(
-        "store",
-        {"content": "Alice's private note on the Zorblax rollout", "entities": ["Zorblax"]},
+        decode(
+            "store",
+            {"content": "Alice's private note on the Zorblax rollout", "entities": ["Zorblax"]},
+        ),
         alice,
     )["id"]
     assert service.resource(f"ferrex://memory/{secret}", alice)["id"] == secret

@@ -50,6 +50,7 @@ from ferrex.errors import FerrexError
 from ferrex.models import Embedder
 from ferrex.server.hub import Hub
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 
 # A small shared vocabulary, so that alice's private calls collide with bob's on subjects,
 # predicates, entity names, procedure names and sources.
@@ -504,7 +505,7 @@ class Home:
             real = {"uri": real["uri"].replace("{id}", real.pop("id"))}
         try:
             agent = None if who == "operator" else who
-            answer = self.peer.call(tool, real, Caller(agent_id=agent, namespace=namespace))
+            answer = self.peer.call(decode(tool, real), Caller(agent_id=agent, namespace=namespace))
         except FerrexError as exc:
             return {"error": exc.code, "message": exc.message}
         if tool == "store" and answer.get("status") in NEW_MEMORY:
@@ -567,10 +568,10 @@ def homes(
         app = opened()
         owner = Hub(home, lambda app=app: app, Caller.from_config(app.config), flush_every=None,
                     sweep_every=None)  # fmt: skip
-        owner.call("stats", {})  # elected: this hub's process owns the stores
+        owner.call(decode("stats", {}))  # elected: this hub's process owns the stores
         assert owner.role == "owner"
         peer = Hub(home, opened, Caller(), flush_every=None, sweep_every=None)
-        peer.call("stats", {})
+        peer.call(decode("stats", {}))
         assert peer.role == "peer"
         service = owner._ownership.service.service  # type: ignore[union-attr]
         made.append((Home(service, peer), owner))
@@ -854,7 +855,7 @@ def test_a_cascade_leaves_the_entity_to_the_agent_whose_private_memory_names_it(
 
     def call(who: str | None, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         real = home.resolve(args, home.stored["alice"])
-        return home.service.call(tool, real, Caller(agent_id=who, namespace=ns))
+        return home.service.call(decode(tool, real), Caller(agent_id=who, namespace=ns))
 
     shared = call("bob", "store", {"content": "Osprey Gateway runbook 1", "visibility": "shared",
                                    "entities": ["Osprey Gateway"]})  # fmt: skip

@@ -18,6 +18,7 @@ from ferrex.errors import Refused
 from ferrex.porting.dump_read import parse_line
 from ferrex.porting.restore import restore_many
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 
 OPERATOR, ALICE = Caller(), Caller(agent_id="alice")
 
@@ -33,17 +34,17 @@ def service(tmp_path: Path) -> Iterator[Service]:
 
 
 def store(service: Service, caller: Caller = OPERATOR, **fields: object) -> dict[str, Any]:
-    answer = service.call("store", fields, caller)
+    answer = service.call(decode("store", fields), caller)
     assert answer["status"] == "stored", answer
     return answer
 
 
 def resource(service: Service, uri: str, caller: Caller = OPERATOR) -> dict[str, Any]:
-    return service.call("resource", {"uri": uri}, caller)
+    return service.call(decode("resource", {"uri": uri}), caller)
 
 
 def dashboard(service: Service, caller: Caller = OPERATOR, **args: object) -> dict[str, Any]:
-    return service.call("dashboard", args, caller)
+    return service.call(decode("dashboard", args), caller)
 
 
 def test_one_history_walk_shows_an_automatic_supersede_from_either_end(service: Service) -> None:
@@ -104,12 +105,14 @@ def test_an_expired_memory_is_hidden_on_every_surface(service: Service) -> None:
         return doc
 
     for caller in (OPERATOR, ALICE):
-        recall = read(service.call("recall", {"query": "ghost-printer repaired floor 3"}, caller))
+        recall = read(
+            service.call(decode("recall", {"query": "ghost-printer repaired floor 3"}), caller)
+        )
         assert kept["id"] in {r["id"] for r in recall["results"]} or recall["results"] == []
         assert gone not in {r["id"] for r in recall["results"]}
-        stats = read(service.call("stats", {"detailed": True}, caller))
+        stats = read(service.call(decode("stats", {"detailed": True}), caller))
         assert (stats["total"], stats["expiring"], stats["entities"]) == (1, 0, 1)
-        read(service.call("reflect", {}, caller))
+        read(service.call(decode("reflect", {}), caller))
         recent = read(resource(service, "ferrex://recent", caller))
         assert [m["id"] for m in recent["memories"]] == [kept["id"]]
         for uri in (f"ferrex://memory/{gone}", "ferrex://entity/ghost-printer"):
@@ -129,7 +132,9 @@ def test_an_expired_memory_is_hidden_on_every_surface(service: Service) -> None:
         assert [m["id"] for m in printer["memories"]] == [kept["id"]]
         text = json.dumps(everything).replace("ghost-printer repaired floor 3", "…")
         assert gone not in text and "ghost" not in text, "not even the expired memory's name"
-    filtered = service.call("recall", {"query": "printer", "entities": ["ghost-printer"]}, OPERATOR)
+    filtered = service.call(
+        decode("recall", {"query": "printer", "entities": ["ghost-printer"]}), OPERATOR
+    )
     assert filtered["results"] == [], "an entity only an expired memory names is unknown"
 
 
@@ -140,8 +145,8 @@ def test_an_expired_fact_contradicts_nothing(service: Service) -> None:
     restore_many(service.app.writer(), [parse_line(line, "line 1")])
     new = store(service, subject="billing-db", predicate="runs on", object="PostgreSQL 16")
     assert new["superseded"] == [], "an expired fact is gone: nothing to supersede"
-    found = service.call("recall", {"query": "what does billing-db run on"}, OPERATOR)
+    found = service.call(decode("recall", {"query": "what does billing-db run on"}), OPERATOR)
     (result,) = [r for r in found["results"] if r["id"] == new["id"]]
     assert result["contradiction"] is False
     assert "mem_expired_fact" not in {r["id"] for r in found["results"]}
-    assert service.call("reflect", {}, OPERATOR)["contradictions"] == []
+    assert service.call(decode("reflect", {}), OPERATOR)["contradictions"] == []

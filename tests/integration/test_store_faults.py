@@ -13,6 +13,7 @@ from ferrex.config import load
 from ferrex.errors import BackendUnavailable
 from ferrex.models import Embedder
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 
 AGENT = Caller(agent_id="agent-x")
 
@@ -27,7 +28,7 @@ def home(tmp_path: Path) -> Path:
 
 
 def _recalled(service: Service, query: str) -> list[str]:
-    doc = service.call("recall", {"query": query, "limit": 20}, AGENT)
+    doc = service.call(decode("recall", {"query": query, "limit": 20}), AGENT)
     return [r["content"] for r in doc["results"]]
 
 
@@ -35,11 +36,11 @@ def test_deleting_the_vector_store_under_a_running_service_loses_nothing(
     home: Path, shared_embedder: Embedder
 ) -> None:
     service = _service(home, shared_embedder)
-    service.call("store", {"content": "The cache warms up at 06:00"}, AGENT)
+    service.call(decode("store", {"content": "The cache warms up at 06:00"}), AGENT)
     shutil.rmtree(home / "qdrant")
     acked = []
     for i in range(3):
-        doc = service.call("store", {"content": f"Deploy window number {i} is on Thursday"},
+        doc = service.call(decode("store", {"content": f"Deploy window number {i} is on Thursday"}),
                            AGENT)  # fmt: skip
         assert doc["status"] == "stored"
         acked.append(doc["id"])
@@ -57,7 +58,7 @@ def test_an_apply_failure_after_the_append_is_a_warning_not_a_failure(
     home: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     service = _service(home, shared_embedder)
-    service.call("stats", {}, AGENT)  # open the stores
+    service.call(decode("stats", {}), AGENT)  # open the stores
     projections = service.app.projections()
     real = projections.catch_up
     journal = service.app.journal()
@@ -69,7 +70,7 @@ def test_an_apply_failure_after_the_append_is_a_warning_not_a_failure(
         return real()
 
     monkeypatch.setattr(projections, "catch_up", failing_after_append)
-    doc = service.call("store", {"content": "The release train leaves at noon"}, AGENT)
+    doc = service.call(decode("store", {"content": "The release train leaves at noon"}), AGENT)
     assert doc["status"] == "stored" and doc["warnings"]
     assert "stored in the journal" in doc["warnings"][0]
     assert journal.refresh().position == before + 1
@@ -82,7 +83,7 @@ def test_a_backend_failure_before_the_append_is_a_coded_error_and_writes_nothing
     home: Path, shared_embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     service = _service(home, shared_embedder)
-    service.call("stats", {}, AGENT)
+    service.call(decode("stats", {}), AGENT)
     projections = service.app.projections()
     journal = service.app.journal()
     before = journal.refresh().position
@@ -95,7 +96,7 @@ def test_a_backend_failure_before_the_append_is_a_coded_error_and_writes_nothing
 
     monkeypatch.setattr(backend, "query_dense_batch", broken)
     with pytest.raises(BackendUnavailable) as caught:
-        service.call("store", {"content": "A note that cannot be deduplicated now"}, AGENT)
+        service.call(decode("store", {"content": "A note that cannot be deduplicated now"}), AGENT)
     assert caught.value.code == "backend_unavailable"
     assert journal.refresh().position == before
     service.close()

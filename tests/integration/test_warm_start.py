@@ -17,6 +17,7 @@ from ferrex.models import Embedder
 from ferrex.rules.memory_input import StoreRequest
 from ferrex.server.caller import Caller
 from ferrex.server.service import Service
+from ferrex.server.tool_calls import decode
 from projections.qdrant_edge import EdgeBackend
 
 
@@ -119,9 +120,9 @@ def test_the_expiry_sweep_waits_for_the_warm_up_of_a_new_home(
         for thread in threads.values():
             thread.join(120)
         assert errors == {}
-        stored = service.call("store", {"content": "The canteen opens at half past eight"},
+        stored = service.call(decode("store", {"content": "The canteen opens at half past eight"}),
                               Caller(agent_id="a"))  # fmt: skip
-        found = service.call("recall", {"query": "when does the canteen open"}, Caller("a"))
+        found = service.call(decode("recall", {"query": "when does the canteen open"}), Caller("a"))
         assert [r["id"] for r in found["results"]][:1] == [stored["id"]]
         live = app.projections().live
         assert {live.memories, live.entities} <= set(backend.collections())

@@ -14,6 +14,7 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.models import Embedder
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 from journal.postgres import PostgresJournal
 from projections.documents import subject_key
 
@@ -39,21 +40,25 @@ def servers(tmp_path: Path, pg_url: str, shared_embedder: Embedder) -> Any:
 
 
 def _recalled(service: Service, query: str, caller: Caller) -> set[str]:
-    doc = service.call("recall", {"query": query, "limit": 20}, caller)
+    doc = service.call(decode("recall", {"query": query, "limit": 20}), caller)
     return {r["content"] for r in doc["results"]}
 
 
 def test_each_server_recalls_the_others_memories(servers: tuple[Service, Service]) -> None:
     a, b = servers
     stored = a.call(
-        "store", {"content": "The api server deploys on Fridays", "visibility": "shared"}, ALICE
+        decode("store", {"content": "The api server deploys on Fridays", "visibility": "shared"}),
+        ALICE,
     )
     assert stored["status"] == "stored"
     assert "The api server deploys on Fridays" in _recalled(b, "when does the api deploy", BOB)
-    b.call("store", {"content": "Postgres migrations run at 03:00", "visibility": "shared"}, BOB)
+    b.call(
+        decode("store", {"content": "Postgres migrations run at 03:00", "visibility": "shared"}),
+        BOB,
+    )
     assert "Postgres migrations run at 03:00" in _recalled(a, "postgres migrations", ALICE)
     # a private memory stays private across servers too
-    b.call("store", {"content": "Bob's locker code is 4471", "visibility": "private"}, BOB)
+    b.call(decode("store", {"content": "Bob's locker code is 4471", "visibility": "private"}), BOB)
     assert "Bob's locker code is 4471" not in _recalled(a, "locker code", ALICE)
     assert "Bob's locker code is 4471" in _recalled(a, "locker code", BOB)
 
@@ -68,9 +73,9 @@ def test_concurrent_stores_on_both_servers_keep_one_chain(
         try:
             for i in range(8):
                 service.call(
-                    "store",
+                    decode("store",
                     {"content": f"{who} noted incident INC-{i} on host-{who}-{i * 7}",
-                     "visibility": "shared"},
+                     "visibility": "shared"}),
                     ALICE,
                 )  # fmt: skip
         except BaseException as exc:
@@ -100,9 +105,9 @@ def test_conflicting_facts_at_once_resolve_the_same_way_on_both(
     def fact(service: Service, name: str, obj: str) -> None:
         start.wait()
         results[name] = service.call(
-            "store",
+            decode("store",
             {"subject": "checkout-service", "predicate": "uses", "object": obj,
-             "visibility": "shared"},
+             "visibility": "shared"}),
             ALICE,
         )  # fmt: skip
 
@@ -119,7 +124,7 @@ def test_conflicting_facts_at_once_resolve_the_same_way_on_both(
     assert len(ids) == 2 and len(superseded) == 1, results  # the second replaced the first
 
     def facts(service: Service) -> list[tuple[str, float | None, str | None]]:
-        service.call("recall", {"query": "checkout-service"}, ALICE)  # catches up
+        service.call(decode("recall", {"query": "checkout-service"}), ALICE)  # catches up
         model = service.app.projections().read_model
         return [
             (m.memory_id, m.t_invalid, m.superseded_by)

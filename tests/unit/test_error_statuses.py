@@ -109,7 +109,7 @@ class _FailingHub:
     def __init__(self) -> None:
         self.error: BaseException = RuntimeError("unset")
 
-    def call(self, tool: str, args: Any, caller: Any) -> Any:
+    def call(self, request: Any, caller: Any) -> Any:
         raise self.error
 
 

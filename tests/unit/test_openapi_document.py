@@ -27,7 +27,7 @@ class _NoHub:
         agent_id = None
         visibility = None
 
-    def call(self, tool: str, args: Any, caller: Any) -> Any:
+    def call(self, request: Any, caller: Any) -> Any:
         raise AssertionError("nothing is called")
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from ferrex.app import App
 from ferrex.config import load
 from ferrex.server.service import Caller, Service
+from ferrex.server.tool_calls import decode
 
 WORDS = (
     "deploy",
@@ -78,15 +79,22 @@ def main() -> None:
             service = Service(App(home=home, config=load(home, None)))
             try:
                 for text in bob_texts:
-                    service.call("store", {"content": text, "visibility": "shared"}, bob)
+                    service.call(decode("store", {"content": text, "visibility": "shared"}), bob)
                 if with_alice:
                     for text in alice_texts:
-                        service.call("store", {"content": text}, alice)
+                        service.call(decode("store", {"content": text}), alice)
                 runs = []
                 for query in queries:
                     doc: dict[str, Any] = service.call(
-                        "recall",
-                        {"query": query, "limit": 100, "include_stale": True, "min_relevance": 0},
+                        decode(
+                            "recall",
+                            {
+                                "query": query,
+                                "limit": 100,
+                                "include_stale": True,
+                                "min_relevance": 0,
+                            },
+                        ),
                         bob,
                     )
                     runs.append([(r["content"], float(r["score"])) for r in doc["results"]])

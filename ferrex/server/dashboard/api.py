@@ -4,9 +4,10 @@
 /api/v1/recall``, ``DELETE /api/v1/memories/{id}`` (forget, ``?cascade=true``) and ``POST
 /api/v1/confirm`` call the MCP tools of the same names through the hub, as the caller the
 request's token grants, so answers, error codes and privacy are the tools' own. Arguments are
-checked by the tool's own strict argument model (:class:`~ferrex.server.mcp_server.ToolInput`)
-before the call: an unknown field, a wrong type or a value out of range is the same
-``invalid_input`` the MCP tool answers, and nothing is written.
+decoded by the tool's own strict argument model into its typed request
+(:class:`~ferrex.server.mcp_server.ToolInput`) before the call: an unknown field, a wrong
+type or a value out of range is the same ``invalid_input`` the MCP tool answers, and nothing
+is written.
 
 Who may call them:
 
@@ -55,6 +56,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
@@ -84,6 +86,7 @@ from ferrex.server.dashboard.params import (
 )
 from ferrex.server.dashboard.schemas import StoreBatchAnswer
 from ferrex.server.service import Caller
+from ferrex.server.tool_calls import Store
 
 if TYPE_CHECKING:
     from ferrex.server.mcp_server import ToolInput
@@ -173,8 +176,8 @@ class WriteApi:
             return _error(INTERNAL)
 
     def _tool(self, tool: str, args: Any, caller: Caller) -> dict[str, Any]:
-        self.tools[tool].check(args)
-        return self.dashboard.hub.call(tool, args, caller)
+        """The tool's answer to a body of arguments, decoded once by its own argument model."""
+        return self.dashboard.hub.call(self.tools[tool].decode(args), caller)
 
     def _store_one(self, args: Any, caller: Caller, request_key: str | None) -> dict[str, Any]:
         """The store tool's answer; with ``request_key`` (the request had an Idempotency-Key)
@@ -182,9 +185,10 @@ class WriteApi:
         lost: the process died before the key was saved) is answered as stored again."""
         if request_key is None:
             return self._tool("store", args, caller)
-        self.tools["store"].check(args)
+        store = self.tools["store"].decode(args)
+        assert isinstance(store, Store)
         try:
-            return self.dashboard.hub.call("store", {**args, "request_key": request_key}, caller)
+            return self.dashboard.hub.call(replace(store, request_key=request_key), caller)
         except Refused as exc:
             ids = exc.details.get("ids")
             if exc.code != "duplicate" or not exc.details.get("imported") or not ids:

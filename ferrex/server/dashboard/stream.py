@@ -47,6 +47,7 @@ from ferrex.server.dashboard.api import INTERNAL, principal_of
 from ferrex.server.dashboard.edge import HEADERS, Gate, error_body, error_headers, status_of
 from ferrex.server.dashboard.params import CHANGES_QUERY, check_query
 from ferrex.server.service import Caller
+from ferrex.server.tool_calls import DashboardRead
 
 #: Seconds between two reads of the journal while a stream has caught up.
 POLL_SECONDS = 0.5
@@ -105,7 +106,8 @@ class ChangeStream:
         self.streams = streams
 
     def _read(self, caller: Caller, after: int | None) -> dict[str, Any]:
-        return self.dashboard.hub.call("dashboard", {"view": "changes", "after": after}, caller)
+        query = {"view": "changes"} if after is None else {"view": "changes", "after": after}
+        return self.dashboard.hub.call(DashboardRead(query=query), caller)
 
     async def endpoint(self, request: Request) -> Response:
         try:

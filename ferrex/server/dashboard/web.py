@@ -79,6 +79,7 @@ from ferrex.server.dashboard.stream import STREAMS_PER_PRINCIPAL, ChangeStream, 
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import TokenTable
 from ferrex.server.service import Caller, error_document
+from ferrex.server.tool_calls import decode
 
 if TYPE_CHECKING:
     from ferrex.server.mcp_server import ToolInput
@@ -296,7 +297,8 @@ class Dashboard:
         return response
 
     def _call(self, tool: str, args: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-        return self.hub.call(tool, dict(args), caller)
+        """A page's call: the arguments its query and form gave, decoded once, here."""
+        return self.hub.call(decode(tool, args), caller)
 
     # -- pages ------------------------------------------------------------------------------
 
