@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
+from ferrex.rules.short_forms import acronym_of
 from projections.rows import RELATION as RELATION
 
 #: Phrase cosine (bundled model) at or above which two facts of one object kind fill one slot.
@@ -671,7 +672,8 @@ def distinctive_value(words: Sequence[str]) -> bool:
 
 def restated(new: str, old: str) -> bool:
     """Whether two objects state one value in other words: equal once case, spaces and
-    punctuation are dropped (``RevC`` / ``rev C``, ``40MB`` / ``40 MB``), or the one's
+    punctuation are dropped (``RevC`` / ``rev C``, ``40MB`` / ``40 MB``), the one the
+    initials of the other's words (``OSC`` / ``Open Source Collective``), or the one's
     words found in a row inside the other's with at most :data:`RESTATED_EXTRA_WORDS`
     around them (``115200`` / ``115200 baud``); the value distinctive
     (:func:`distinctive_value`) and never of two known kinds (:func:`kinds_clash`)."""
@@ -685,6 +687,8 @@ def restated(new: str, old: str) -> bool:
         return False
     if "".join(short) == "".join(long):
         return True
+    if len(short) == 1 and short[0].isalpha() and acronym_of(short[0], long):
+        return True  # OSC / Open Source Collective
     if len(long) - len(short) > RESTATED_EXTRA_WORDS:
         return False
     n = len(short)

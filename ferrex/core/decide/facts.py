@@ -70,7 +70,7 @@ from ferrex.rules.slots import (
     value_fallback,
     value_predicate,
 )
-from ferrex.rules.subjects import news_alike, objects_agree, same_slot_words
+from ferrex.rules.subjects import news_alike, objects_agree, parts_of_one, same_slot_words
 from ferrex.rules.visibility import in_scope
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
@@ -473,12 +473,17 @@ def _possible_conflicts(
     def current_of(entity_id: str) -> list[Memory]:
         return [m for m in standing(entity_id) if not agree(obj, str(m.object))]
 
-    def restating(entity_id: str, flagged: Sequence[FactsPossiblyConflicting]) -> list[str]:
+    def restating(
+        entity_id: str, flagged: Sequence[FactsPossiblyConflicting], *, related: bool
+    ) -> list[str]:
         """The entity's facts under another predicate that state the new value in other
-        words (:func:`ferrex.rules.slots.restated`), not flagged already."""
+        words (:func:`ferrex.rules.slots.restated`), not flagged already. For an entity
+        that only shares a word, not under a predicate of one head word with the new one
+        (``schedule`` / ``backup schedule``): each of two things has its own."""
         named = {o for f in flagged for o in f.others}
         return sorted(m.memory_id for m in standing(entity_id)
                       if m.predicate_normalized != predicate and m.memory_id not in named
+                      and not (related and same_head(predicate, str(m.predicate_normalized)))
                       and restated(obj, str(m.object)))  # fmt: skip
 
     def moved(m: Memory) -> bool:
@@ -546,14 +551,18 @@ def _possible_conflicts(
                     reason=reason, score=1.0,
                 )
             )  # fmt: skip
-    # A fact of an entity possibly the same that states the new value under another
-    # predicate: the one fact restated under another name (flagged, never merged). Not for
-    # entities that only share a word: two parts of one thing share values (``payments api
-    # | database | DynamoDB`` / ``payments db | engine | DynamoDB``), and 1,000 unrelated
-    # facts flagged 1.3 per 100 stores with them.
-    for possible in subject.possible:
-        entity_id = possible.entity_id
-        again = restating(entity_id, out)
+    # A fact of an entity possibly the same, or sharing a word, that states the new value
+    # under another predicate: the one fact restated under another name (flagged, never
+    # merged). Not the same predicate (siblings share values: ``staging db | engine |
+    # Postgres 16`` / ``prod db | engine | Postgres 16``), nor two parts of one thing
+    # (:func:`ferrex.rules.subjects.parts_of_one`: ``payments api | database | DynamoDB``
+    # / ``payments db | engine | DynamoDB``).
+    for entity_id in dict.fromkeys([*(p.entity_id for p in subject.possible), *subject.related]):
+        related = entity_id not in {p.entity_id for p in subject.possible}
+        if related and any(parts_of_one(mine[0], spelled_out(key, abbreviations))
+                           for key in sorted(spelt.get(entity_id, ()))):  # fmt: skip
+            continue
+        again = restating(entity_id, out, related=related)
         if again:
             out.append(
                 FactsPossiblyConflicting(
