@@ -302,7 +302,12 @@ def plan_fact(
     possible = _possible_conflicts(valid, view, who, subject, predicate, memory_id, now,
                                    measures, settings)  # fmt: skip
     assert valid.object is not None
-    maybe = [(m, f) for m, f in slots if m not in sure and not agree(valid.object, str(m.object))]
+    # A slot that may be the same holding the same value (agreeing objects, or the value in
+    # other words) is a restatement, named as one below; the others may be a change.
+    obj = valid.object
+    again = [m for m, _ in slots if m not in sure
+             and (agree(obj, str(m.object)) or restated(obj, str(m.object)))]  # fmt: skip
+    maybe = [(m, f) for m, f in slots if m not in sure and m not in again]
     if maybe and subject.entity is not None:
         entity_id = subject.entity.entity_id
         possible.append(FactsPossiblyConflicting(
@@ -311,13 +316,15 @@ def plan_fact(
             other_entity_id=entity_id, reason=RELATION,
             score=round(max(f.score for _, f in maybe), 6),
         ))  # fmt: skip
-    # The same value under another predicate of the subject: the one fact restated in other
-    # words, or two slots that hold one value. Flagged, never replaced (nothing is lost).
-    taken = {m.memory_id for m in sure} | {m.memory_id for m, _ in maybe}
-    again = [m for m in _other_relations(view, who, subject.keys, predicate)
-             if m.memory_id not in taken and m.object is not None
-             and not expired(m.expires_at, now.timestamp())
-             and restated(valid.object, m.object)]  # fmt: skip
+    # The same value under another predicate of the subject (in a slot that may be the same,
+    # or by the value alone: :func:`ferrex.rules.slots.restated`): the one fact restated in
+    # other words, or two slots that hold one value. Flagged, never replaced (no value is
+    # lost either way; which it is, is the agent's call).
+    taken = {m.memory_id for m, _ in slots}
+    again += [m for m in _other_relations(view, who, subject.keys, predicate)
+              if m.memory_id not in taken and m.object is not None
+              and not expired(m.expires_at, now.timestamp())
+              and restated(obj, m.object)]  # fmt: skip
     if again and subject.entity is not None:
         entity_id = subject.entity.entity_id
         possible.append(FactsPossiblyConflicting(
