@@ -129,23 +129,16 @@ def _other_relations(view: View, who: Who, keys: Sequence[str], predicate: str) 
     ]
 
 
-def _other_slots(
-    valid: ValidStore,
-    view: View,
-    who: Who,
-    keys: Sequence[str],
-    predicate: str,
-    measures: Measures,
-    now: datetime,
-) -> list[tuple[Memory, SlotMatch]]:
-    """The subject's current single-valued facts under other predicates that the new fact
-    may fill the slot of (:func:`ferrex.rules.slots.slot_match`: object kinds, head words,
-    the cosine of the two facts' phrases), each with how sure that is."""
-    assert valid.object is not None
-    return _slot_matches(valid.object, predicate, [
-        m for m in _other_relations(view, who, keys, predicate)
+def _other_current(
+    view: View, who: Who, keys: Sequence[str], predicate: str, now: datetime
+) -> list[Memory]:
+    """The subject's current single-valued facts under other predicates, with an object
+    and not expired: those a new fact may fill the slot of, or restate."""
+    return [
+        m
+        for m in _other_relations(view, who, keys, predicate)
         if m.object and not expired(m.expires_at, now.timestamp())
-    ], measures)  # fmt: skip
+    ]
 
 
 def _slot_matches(
@@ -277,9 +270,13 @@ def plan_fact(
     outcome = _fact_conflicts(valid, actives, measures, settings, agree)
     if isinstance(outcome, Memory):
         return outcome
-    # Facts under other predicates that may fill this slot: the sure ones are replaced like
-    # the same relation's, the others flagged below (never left as two silent answers).
-    slots = _other_slots(valid, view, who, subject.keys, predicate, measures, now)
+    # Facts under other predicates that may fill this slot (:func:`ferrex.rules.slots.
+    # slot_match`: object kinds, head words, the cosine of the two facts' phrases): the sure
+    # ones are replaced like the same relation's, the others flagged below (never left as
+    # two silent answers).
+    assert valid.object is not None
+    others = _other_current(view, who, subject.keys, predicate, now)
+    slots = _slot_matches(valid.object, predicate, others, measures)
     # Two slots that each look sure are one too many: which one it fills is the agent's call.
     sure = [m for m, found in slots if found.outcome == "same" and _may_replace(who, m)]
     sure = sure if len([f for _, f in slots if f.outcome == "same"]) == 1 else []
@@ -321,10 +318,8 @@ def plan_fact(
     # other words, or two slots that hold one value. Flagged, never replaced (no value is
     # lost either way; which it is, is the agent's call).
     taken = {m.memory_id for m, _ in slots}
-    again += [m for m in _other_relations(view, who, subject.keys, predicate)
-              if m.memory_id not in taken and m.object is not None
-              and not expired(m.expires_at, now.timestamp())
-              and restated(obj, m.object)]  # fmt: skip
+    again += [m for m in others
+              if m.memory_id not in taken and restated(obj, str(m.object))]  # fmt: skip
     if again and subject.entity is not None:
         entity_id = subject.entity.entity_id
         possible.append(FactsPossiblyConflicting(
@@ -464,7 +459,14 @@ def _possible_conflicts(
             if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id, s.viewers):
                 spelt.setdefault(s.entity_id, set()).add(s.normalized)
 
+    read: dict[str, list[Memory]] = {}
+
     def standing(entity_id: str) -> list[Memory]:
+        if entity_id not in read:
+            read[entity_id] = read_standing(entity_id)
+        return read[entity_id]
+
+    def read_standing(entity_id: str) -> list[Memory]:
         keys = sorted(spelt.get(entity_id, ()))
         return [
             m
