@@ -170,6 +170,10 @@ class Entity:
 #: The reason of a possible conflict between two facts of *one* subject whose predicates may
 #: name one relation (``runs on`` / ``is hosted at``): kept when the two entities are one.
 RELATION: Final = "relation"
+#: The reason of a possible conflict between two facts under two predicates that state one
+#: value in other words (``baud rate | 115200`` / ``speed | 115200 baud``): kept, like
+#: :data:`RELATION`, when the two entities are one.
+RESTATES: Final = "restates"
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
+from ferrex.rules.short_forms import acronym_of
 from projections.rows import RELATION as RELATION
 
 #: Phrase cosine (bundled model) at or above which two facts of one object kind fill one slot.
@@ -638,3 +639,57 @@ def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) ->
     return any(
         len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own
     )
+
+
+# --- A value restated ------------------------------------------------------------------------
+
+#: At most this many words around the value in the longer wording of it (``115200`` /
+#: ``115200 baud``, ``0.9.0`` / ``hollowctl v0.9.0``, ``Production/Stable`` / ``Development
+#: Status :: 5 - Production/Stable``): more, and the longer one says something else too.
+RESTATED_EXTRA_WORDS: Final = 3
+#: Values that many slots of one thing take at once (a flag, a switch): never a restatement
+#: by themselves.
+_COMMON_VALUES: Final = frozenset(
+    {"true", "false", "yes", "no", "on", "off", "none", "null", "enabled", "disabled", "n/a"}
+)
+_VALUE_WORDS_RE = re.compile(r"[a-z0-9]+(?:\.[a-z0-9]+)*")
+
+
+def value_words(text: str) -> list[str]:
+    """An object's words as a value compares them: case-folded runs of letters and digits
+    (a dotted version kept whole), a ``v`` before a version dropped (``v0.9.0``)."""
+    words = _VALUE_WORDS_RE.findall(text.casefold())
+    return [w[1:] if re.fullmatch(r"v\d+(?:\.\d+)+", w) else w for w in words]
+
+
+def distinctive_value(words: Sequence[str]) -> bool:
+    """Whether a value is rare enough that two slots of one thing seldom hold it by chance:
+    three letters or digits at least (``115200``, ``lax``; ``5`` is a count, a retry
+    limit, a replica number at once) and not a flag word (:data:`_COMMON_VALUES`)."""
+    joined = "".join(words)
+    return len(joined) >= 3 and joined not in _COMMON_VALUES
+
+
+def restated(new: str, old: str) -> bool:
+    """Whether two objects state one value in other words: equal once case, spaces and
+    punctuation are dropped (``RevC`` / ``rev C``, ``40MB`` / ``40 MB``), the one the
+    initials of the other's words (``OSC`` / ``Open Source Collective``), or the one's
+    words found in a row inside the other's with at most :data:`RESTATED_EXTRA_WORDS`
+    around them (``115200`` / ``115200 baud``); the value distinctive
+    (:func:`distinctive_value`) and never of two known kinds (:func:`kinds_clash`)."""
+    if kinds_clash(new, old):
+        return False
+    a, b = value_words(new), value_words(old)
+    if not a or not b:
+        return False
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    if not distinctive_value(short):
+        return False
+    if "".join(short) == "".join(long):
+        return True
+    if len(short) == 1 and short[0].isalpha() and acronym_of(short[0], long):
+        return True  # OSC / Open Source Collective
+    if len(long) - len(short) > RESTATED_EXTRA_WORDS:
+        return False
+    n = len(short)
+    return any(long[i : i + n] == short for i in range(len(long) - n + 1))

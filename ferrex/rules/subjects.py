@@ -326,6 +326,17 @@ def _initial_of(letter: str, word: str) -> bool:
     return letter.isalpha() and len(word) >= 3 and word.isalpha() and word[0] == letter
 
 
+def parts_of_one(left: Sequence[str], right: Sequence[str]) -> bool:
+    """Whether two spelled-out names name two parts of one thing: each ends in a kind word
+    (:data:`COMPONENT_WORDS`) and the two differ (``payments api`` / ``payments database``,
+    ``fraud service`` / ``fraud web app``). Such parts share values (the api's database is
+    the database's engine) without either restating the other."""
+    a, b = name_words(left), name_words(right)
+    if not a or not b:
+        return False
+    return _kind_word(a[-1]) and _kind_word(b[-1]) and not word_twins(a[-1], b[-1])
+
+
 def _kind_word(word: str) -> bool:
     """A word of :data:`COMPONENT_WORDS`, or its plural."""
     return word in COMPONENT_WORDS or (word.endswith("s") and word[:-1] in COMPONENT_WORDS)

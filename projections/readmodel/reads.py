@@ -18,7 +18,7 @@ import apsw
 from journal.events import given_by_time
 from projections.readmodel.predicates import current, seen_by
 from projections.readmodel.store import Store
-from projections.rows import RELATION, Entity, Memory, PossibleConflict, Spelling, viewers
+from projections.rows import RELATION, RESTATES, Entity, Memory, PossibleConflict, Spelling, viewers
 
 CHUNK = 5_000
 """The most ids one ``IN (...)`` query of :meth:`Reads.by_ids` names."""
@@ -332,7 +332,8 @@ class Reads:
         out: dict[tuple[str, str], PossibleConflict] = {}
         for m, o, e, oe, r, sc in rows:
             # Subjects merged: a contradiction proper, unless the relations differed.
-            if (e == oe and r != RELATION) or tuple(sorted((str(e), str(oe)))) in differ:
+            merged = e == oe and r not in (RELATION, RESTATES)
+            if merged or tuple(sorted((str(e), str(oe)))) in differ:
                 continue
             out.setdefault(
                 (str(m), str(o)),

@@ -15,6 +15,7 @@ from ferrex.rules.slots import (
     placed_alike,
     plural_fact,
     plural_relation,
+    restated,
     same_head,
     scoped_apart,
     slot_candidate,
@@ -295,3 +296,25 @@ def test_note_names_another_facts_value_by_a_word_of_its_own() -> None:
     # The subjects' own words name no value.
     assert not note_names("the billing page moved", "billing squad", besides=["billing", "page"])
     assert not note_names("the new api is out", "the api")  # short and function words
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "same"),
+    [
+        ("57600 baud", "57600", True),  # the value with its unit
+        ("rev B", "RevB", True),  # spacing and case
+        ("#rel-eng-alerts", "rel eng alerts", True),  # punctuation
+        ("lumenctl v1.4.2", "1.4.2", True),  # a version with its name and a v
+        ("OCE", "Open Collective Europe", True),  # the initials of the words
+        ("Herengracht 40", "Herengracht 40, Utrecht", True),  # one word more
+        ("8", "8", False),  # a count: many slots of one thing hold it
+        ("true", "True", False),  # a flag word
+        ("1.4.2", "1.4.20", False),
+        ("eu-west-1", "eu-west-1, eu-west-2, eu-central-1, us-east-1", False),  # many more
+        ("30s", "30 days", False),  # two kinds
+        ("Postgres 16", "Postgres 15", False),
+    ],
+)
+def test_a_value_restated_in_other_words(new: str, old: str, same: bool) -> None:
+    assert restated(new, old) is same
+    assert restated(old, new) is same

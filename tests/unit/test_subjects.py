@@ -19,6 +19,7 @@ from ferrex.rules.subjects import (
     names_alike,
     news_alike,
     objects_agree,
+    parts_of_one,
     resolve_subject,
     same_slot_words,
     subject_outcome,
@@ -530,3 +531,14 @@ def test_news_alike_pairs_one_modifier_before_two_heads(left: str, right: str, a
     words = [spelled_out(normalize_entity(n)) for n in (left, right)]
     assert news_alike(*words) is alike
     assert news_alike(*reversed(words)) is alike
+
+
+def test_two_parts_of_one_thing_end_in_two_kind_words() -> None:
+    def parts(a: str, b: str) -> bool:
+        return parts_of_one(spelled_out(a), spelled_out(b))
+
+    assert parts("invoices api", "invoices db")
+    assert parts("fraud service", "fraud web app")
+    assert not parts("invoices api", "invoices API")  # one kind word
+    assert not parts("debug uart", "UART console")  # no kind word
+    assert not parts("Android APK", "APK size")

@@ -62,6 +62,7 @@ from ferrex.rules.slots import (
     note_names,
     one_kind,
     plural_fact,
+    restated,
     same_head,
     slot_candidate,
     slot_match,
@@ -69,11 +70,11 @@ from ferrex.rules.slots import (
     value_fallback,
     value_predicate,
 )
-from ferrex.rules.subjects import news_alike, objects_agree, same_slot_words
+from ferrex.rules.subjects import news_alike, objects_agree, parts_of_one, same_slot_words
 from ferrex.rules.visibility import in_scope
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
-from projections.rows import RELATION, Memory
+from projections.rows import RELATION, RESTATES, Memory
 
 from ..settings import StoreSettings
 from ..view import View
@@ -128,23 +129,16 @@ def _other_relations(view: View, who: Who, keys: Sequence[str], predicate: str) 
     ]
 
 
-def _other_slots(
-    valid: ValidStore,
-    view: View,
-    who: Who,
-    keys: Sequence[str],
-    predicate: str,
-    measures: Measures,
-    now: datetime,
-) -> list[tuple[Memory, SlotMatch]]:
-    """The subject's current single-valued facts under other predicates that the new fact
-    may fill the slot of (:func:`ferrex.rules.slots.slot_match`: object kinds, head words,
-    the cosine of the two facts' phrases), each with how sure that is."""
-    assert valid.object is not None
-    return _slot_matches(valid.object, predicate, [
-        m for m in _other_relations(view, who, keys, predicate)
+def _other_current(
+    view: View, who: Who, keys: Sequence[str], predicate: str, now: datetime
+) -> list[Memory]:
+    """The subject's current single-valued facts under other predicates, with an object
+    and not expired: those a new fact may fill the slot of, or restate."""
+    return [
+        m
+        for m in _other_relations(view, who, keys, predicate)
         if m.object and not expired(m.expires_at, now.timestamp())
-    ], measures)  # fmt: skip
+    ]
 
 
 def _slot_matches(
@@ -276,9 +270,13 @@ def plan_fact(
     outcome = _fact_conflicts(valid, actives, measures, settings, agree)
     if isinstance(outcome, Memory):
         return outcome
-    # Facts under other predicates that may fill this slot: the sure ones are replaced like
-    # the same relation's, the others flagged below (never left as two silent answers).
-    slots = _other_slots(valid, view, who, subject.keys, predicate, measures, now)
+    # Facts under other predicates that may fill this slot (:func:`ferrex.rules.slots.
+    # slot_match`: object kinds, head words, the cosine of the two facts' phrases): the sure
+    # ones are replaced like the same relation's, the others flagged below (never left as
+    # two silent answers).
+    assert valid.object is not None
+    others = _other_current(view, who, subject.keys, predicate, now)
+    slots = _slot_matches(valid.object, predicate, others, measures)
     # Two slots that each look sure are one too many: which one it fills is the agent's call.
     sure = [m for m, found in slots if found.outcome == "same" and _may_replace(who, m)]
     sure = sure if len([f for _, f in slots if f.outcome == "same"]) == 1 else []
@@ -301,7 +299,12 @@ def plan_fact(
     possible = _possible_conflicts(valid, view, who, subject, predicate, memory_id, now,
                                    measures, settings)  # fmt: skip
     assert valid.object is not None
-    maybe = [(m, f) for m, f in slots if m not in sure and not agree(valid.object, str(m.object))]
+    # A slot that may be the same holding the same value (agreeing objects, or the value in
+    # other words) is a restatement, named as one below; the others may be a change.
+    obj = valid.object
+    again = [m for m, _ in slots if m not in sure
+             and (agree(obj, str(m.object)) or restated(obj, str(m.object)))]  # fmt: skip
+    maybe = [(m, f) for m, f in slots if m not in sure and m not in again]
     if maybe and subject.entity is not None:
         entity_id = subject.entity.entity_id
         possible.append(FactsPossiblyConflicting(
@@ -309,6 +312,20 @@ def plan_fact(
             others=tuple(m.memory_id for m, _ in maybe), entity_id=entity_id,
             other_entity_id=entity_id, reason=RELATION,
             score=round(max(f.score for _, f in maybe), 6),
+        ))  # fmt: skip
+    # The same value under another predicate of the subject (in a slot that may be the same,
+    # or by the value alone: :func:`ferrex.rules.slots.restated`): the one fact restated in
+    # other words, or two slots that hold one value. Flagged, never replaced (no value is
+    # lost either way; which it is, is the agent's call).
+    taken = {m.memory_id for m, _ in slots}
+    again += [m for m in others
+              if m.memory_id not in taken and restated(obj, str(m.object))]  # fmt: skip
+    if again and subject.entity is not None:
+        entity_id = subject.entity.entity_id
+        possible.append(FactsPossiblyConflicting(
+            memory_id=memory_id, namespace=who.namespace,
+            others=tuple(m.memory_id for m in again), entity_id=entity_id,
+            other_entity_id=entity_id, reason=RESTATES, score=1.0,
         ))  # fmt: skip
     return FactPlan(
         body,
@@ -442,7 +459,14 @@ def _possible_conflicts(
             if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id, s.viewers):
                 spelt.setdefault(s.entity_id, set()).add(s.normalized)
 
-    def current_of(entity_id: str) -> list[Memory]:
+    read: dict[str, list[Memory]] = {}
+
+    def standing(entity_id: str) -> list[Memory]:
+        if entity_id not in read:
+            read[entity_id] = read_standing(entity_id)
+        return read[entity_id]
+
+    def read_standing(entity_id: str) -> list[Memory]:
         keys = sorted(spelt.get(entity_id, ()))
         return [
             m
@@ -453,8 +477,23 @@ def _possible_conflicts(
             and not expired(m.expires_at, now.timestamp())
             and m.object is not None
             and m.predicate_normalized
-            and not agree(obj, m.object)
         ]
+
+    def current_of(entity_id: str) -> list[Memory]:
+        return [m for m in standing(entity_id) if not agree(obj, str(m.object))]
+
+    def restating(
+        entity_id: str, flagged: Sequence[FactsPossiblyConflicting], *, related: bool
+    ) -> list[str]:
+        """The entity's facts under another predicate that state the new value in other
+        words (:func:`ferrex.rules.slots.restated`), not flagged already. For an entity
+        that only shares a word, not under a predicate of one head word with the new one
+        (``schedule`` / ``backup schedule``): each of two things has its own."""
+        named = {o for f in flagged for o in f.others}
+        return sorted(m.memory_id for m in standing(entity_id)
+                      if m.predicate_normalized != predicate and m.memory_id not in named
+                      and not (related and same_head(predicate, str(m.predicate_normalized)))
+                      and restated(obj, str(m.object)))  # fmt: skip
 
     def moved(m: Memory) -> bool:
         """A word moved between subject and predicate (:func:`same_slot_words`)."""
@@ -519,6 +558,26 @@ def _possible_conflicts(
                     memory_id=memory_id, namespace=who.namespace, others=tuple(others),
                     entity_id=subject.entity.entity_id, other_entity_id=entity_id,
                     reason=reason, score=1.0,
+                )
+            )  # fmt: skip
+    # A fact of an entity possibly the same, or sharing a word, that states the new value
+    # under another predicate: the one fact restated under another name (flagged, never
+    # merged). Not the same predicate (siblings share values: ``staging db | engine |
+    # Postgres 16`` / ``prod db | engine | Postgres 16``), nor two parts of one thing
+    # (:func:`ferrex.rules.subjects.parts_of_one`: ``payments api | database | DynamoDB``
+    # / ``payments db | engine | DynamoDB``).
+    for entity_id in dict.fromkeys([*(p.entity_id for p in subject.possible), *subject.related]):
+        related = entity_id not in {p.entity_id for p in subject.possible}
+        if related and any(parts_of_one(mine[0], spelled_out(key, abbreviations))
+                           for key in sorted(spelt.get(entity_id, ()))):  # fmt: skip
+            continue
+        again = restating(entity_id, out, related=related)
+        if again:
+            out.append(
+                FactsPossiblyConflicting(
+                    memory_id=memory_id, namespace=who.namespace, others=tuple(again),
+                    entity_id=subject.entity.entity_id, other_entity_id=entity_id,
+                    reason=RESTATES, score=1.0,
                 )
             )  # fmt: skip
     return out

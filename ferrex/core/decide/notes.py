@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from ferrex.times import rfc3339
-from projections.rows import RELATION, Memory
+from projections.rows import RELATION, RESTATES, Memory
 
 from .shared import Flagged
 
@@ -28,7 +28,13 @@ def flag_note(new: str, flagged: Sequence[Flagged]) -> str:
         return ""
     first = flagged[0]
     more = f" (and {len(flagged) - 1} more)" if len(flagged) > 1 else ""
-    also = "" if first.reason == RELATION else " (or `ferrex entity merge`/`differ`)"
+    also = "" if first.reason in (RELATION, RESTATES) else " (or `ferrex entity merge`/`differ`)"
+    if first.reason == RESTATES:
+        return (
+            f"restates {first.id} ({first.fact}){more}, its value under another predicate: "
+            f"if it is that fact in other words, confirm ids=[{new}] supersedes={first.id}; "
+            f"if both hold, confirm ids=[{new}] differs_from={first.id}"
+        )
     return (
         f"may replace {first.id} ({first.fact}){more}: if it does, confirm ids=[{new}] "
         f"supersedes={first.id}; if both hold, confirm ids=[{new}] differs_from={first.id}"
