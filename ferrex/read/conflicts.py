@@ -173,17 +173,22 @@ def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[Conflict]:
                      "object": f.object}
                     for f in facts
                 ],
-                "what_to_do": settle_hint(facts[1].memory_id, facts[0].memory_id, c.reason),
+                "what_to_do": settle_hint(
+                    facts[1].memory_id,
+                    facts[0].memory_id,
+                    one_subject=c.reason == RELATION
+                    or subject_key(facts[0].subject or "") == subject_key(facts[1].subject or ""),
+                ),
             }
         )  # fmt: skip
     return sorted(out, key=lambda d: [f["id"] for f in d["facts"]])
 
 
-def settle_hint(newer: str, older: str, reason: str) -> str:
+def settle_hint(newer: str, older: str, *, one_subject: bool) -> str:
     """The one line that tells an agent how to settle a possible conflict between two facts:
-    the newer replaces the older, or both hold (and, for subjects possibly one thing, the
-    entity commands)."""
-    entities = "" if reason == RELATION else "; or `ferrex entity merge`/`differ` the subjects"
+    the newer replaces the older, or both hold (and, for two subjects possibly one thing, the
+    entity commands; not for two relations or a restated value of one subject)."""
+    entities = "" if one_subject else "; or `ferrex entity merge`/`differ` the subjects"
     return (
         f"if {newer} replaces {older}: confirm ids=[{newer}] supersedes={older}; "
         f"if both hold: confirm ids=[{newer}] differs_from={older}{entities}"

@@ -73,5 +73,13 @@ def test_a_value_restated_in_other_words_is_flagged_and_shared_values_are_not(
             for first, second in ((baud, speed), (cap, ceiling), (host, sponsor)):
                 assert found.get(frozenset((first["id"], second["id"]))) == "restates", found
             assert reflect["counts"]["possible_conflicts"] == 3, reflect["counts"]
+            # What to do: the entity commands only where the two subjects differ.
+            todo = {
+                frozenset(f["id"] for f in group["facts"]): group["what_to_do"]
+                for group in reflect["possible_conflicts"]
+            }
+            for first, second in ((baud, speed), (cap, ceiling)):
+                assert "entity merge" not in todo[frozenset((first["id"], second["id"]))]
+            assert "entity merge" in todo[frozenset((host["id"], sponsor["id"]))]
 
     anyio.run(main)
