@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ferrex.app import build_encoders
 from ferrex.models import Embedder, choose_embedding_model
 from ferrex.models.identity import CACHE_ENV
+from ferrex.parts import build_encoders
 from projections.vector_sink import Encoders
 
 

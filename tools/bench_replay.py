@@ -43,8 +43,8 @@ from typing import Any
 
 import ferrex.models.embedder as embedder_module
 import projections.qdrant_edge as edge_module
-from ferrex.app import build_encoders
 from ferrex.models import Embedder, EmbeddingCache, LoadedModel, cache_path
+from ferrex.parts import build_encoders
 from journal import (
     EntityCreated,
     Event,

@@ -6,9 +6,10 @@ import json
 
 import click
 
-from ferrex.app import App, build_rules
+from ferrex.app import App
 from ferrex.config import KEYS
 from ferrex.core.settings import build_synonyms
+from ferrex.parts import build_rules
 from ferrex.read.request import RecallSettings
 from journal.pg_connect import redacted
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 import click
 import numpy as np
 
-from ferrex.app import App, remote_settings
+from ferrex.app import App
 from ferrex.errors import FerrexError
 from ferrex.home_safety import free_bytes, inspect_modes
 from ferrex.models import (
@@ -35,6 +35,7 @@ from ferrex.models.identity import ModelIdentity, shared_models_dir
 from ferrex.models.remote import recorded_identity
 from ferrex.models.rerank import RERANKER_ENV, choose_reranker, load_reranker
 from ferrex.models.sparse import Bm25Encoder
+from ferrex.parts import remote_settings
 from ferrex.server.hub import owner_status
 from journal.pg_connect import redacted
 from projections.generations import read_pointer

@@ -230,7 +230,7 @@ def normalized_predicates(app: App, dry_run: bool, as_json: bool) -> None:
     would change. (Any command also rebuilds when it finds the rules changed; the dry run
     is the way to look first.)
     """
-    from ferrex.app import build_rules
+    from ferrex.parts import build_rules
     from projections.reconcile import predicate_drift
 
     rules = build_rules(app.config)

@@ -561,7 +561,7 @@ def _error_detail(exc: urllib.error.HTTPError) -> str:
 
 def recorded_identity(encoders: str) -> ModelIdentity | None:
     """The dense model's identity inside a generation's encoders identity
-    (``name|dim|file_sha256[|variant]+bm25…``, see :func:`ferrex.app.build_encoders`), or
+    (``name|dim|file_sha256[|variant]+bm25…``, see :func:`ferrex.parts.build_encoders`), or
     None."""
     name, _, rest = encoders.partition("|")
     dim, _, rest = rest.partition("|")

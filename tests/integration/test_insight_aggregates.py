@@ -52,7 +52,8 @@ from projections.rows import Memory
 from projections.sqlite import ReadModel
 
 FORMS = Rules(identity="objects", object_form=object_form)
-"""The read model keeping object forms, as the live projection does (``build_rules``)."""
+"""The read model keeping object forms, as the live projection does
+(``ferrex.parts.build_rules``)."""
 
 # --- the old path: every memory read and assessed in Python (the oracle) -------------------
 

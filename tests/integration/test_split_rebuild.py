@@ -26,7 +26,7 @@ REBUILD_AND_DIE = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from ferrex.app import build_encoders
+    from ferrex.parts import build_encoders
     from ferrex.models import Embedder, choose_embedding_model
     from journal import Journal
     from projections import replay, split_rebuild

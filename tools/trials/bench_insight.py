@@ -52,7 +52,7 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
 AGENTS = [None, "alice", "bob", "carol"]
 PREDICATES = ["uses", "owns", "runs on", "depends on", "lives in"]
 RULES = Rules("objects", object_form=object_form)
-"""The read model keeps object forms, as the live one does (``ferrex.app.build_rules``)."""
+"""The read model keeps object forms, as the live one does (``ferrex.parts.build_rules``)."""
 
 
 def build(path: Path, count: int, age_days: int, seed: int) -> None:
