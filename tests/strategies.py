@@ -220,6 +220,9 @@ class Made:
     memories: dict[str, str] = field(default_factory=dict)  # memory id ever stored → namespace
     superseded_by: dict[str, str] = field(default_factory=dict)  # memory → what replaced it
     entity_ids: set[str] = field(default_factory=set)  # every entity id ever made
+    # (namespace, normalized spelling) → the entity it was recorded under; merges keep it
+    spellings: dict[tuple[str, str], str] = field(default_factory=dict)
+    merged_into: dict[str, str] = field(default_factory=dict)  # entity merged away → into
 
 
 def plausible(commands: list[list[Event]], made: Made | None = None) -> list[list[Event]]:
@@ -227,7 +230,9 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
     superseded or marked in another namespace than its own; an
     entity id made twice (created, or split onto, even after it was merged away or dropped:
     decisions draw fresh ids), a spelling, merge or split of an entity not there (or merged
-    away), a merge into itself, a cascade keeping a
+    away), a merge into itself, a split of a spelling the entity does not have (and a split's
+    ``spelling_entity_id`` set as decide sets it: the entity a merged-in spelling was recorded
+    under), a cascade keeping a
     private entity for others; an unfold giving back a memory its summary no longer holds
     (decide's ``_still_folded``: the read model keeps it replaced, the vectors would not)."""
     made = Made() if made is None else made
@@ -251,8 +256,11 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
                 case EntityCreated():
                     live[event.entity_id] = event.agent_id
                     made.entity_ids.add(event.entity_id)
+                    made.spellings[(event.namespace, event.normalized)] = event.entity_id
                 case EntityAliasAdded() if event.entity_id not in live:
                     continue
+                case EntityAliasAdded():
+                    made.spellings[(event.namespace, event.normalized)] = event.entity_id
                 case EntitiesMerged() if (
                     event.entity_id == event.into
                     or event.entity_id not in live
@@ -261,11 +269,22 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
                     continue
                 case EntitiesMerged():
                     del live[event.entity_id]
+                    made.merged_into[event.entity_id] = event.into
                 case EntitySplit() if (
-                    event.entity_id not in live or event.new_entity_id in made.entity_ids
+                    event.entity_id not in live
+                    or event.new_entity_id in made.entity_ids
+                    or _owner(made, event.namespace, event.normalized) != event.entity_id
                 ):
-                    continue
+                    continue  # decide splits off only a spelling the entity has
                 case EntitySplit():
+                    # As decide writes it: the entity the spelling was recorded under, when
+                    # that is one merged into the entity split (its point is keyed so).
+                    recorded = made.spellings[(event.namespace, event.normalized)]
+                    event = msgspec.structs.replace(
+                        event,
+                        spelling_entity_id=None if recorded == event.entity_id else recorded,
+                    )
+                    made.spellings[(event.namespace, event.normalized)] = event.new_entity_id
                     live[event.new_entity_id] = event.entity_agent_id
                     made.entity_ids.add(event.new_entity_id)
                 case MemoryStored():
@@ -300,6 +319,17 @@ def plausible(commands: list[list[Event]], made: Made | None = None) -> list[lis
         if out:
             kept.append(out)
     return kept
+
+
+def _owner(made: Made, namespace: str, normalized: str) -> str | None:
+    """The entity a spelling belongs to now: the one it was recorded under, or the entity
+    that one was merged into (through every merge); None for a spelling never made."""
+    entity = made.spellings.get((namespace, normalized))
+    seen: set[str] = set()
+    while entity is not None and entity in made.merged_into and entity not in seen:
+        seen.add(entity)
+        entity = made.merged_into[entity]
+    return entity
 
 
 # -- whole homes: plausible histories a store could have written ------------------------------
