@@ -625,6 +625,32 @@ def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
     return any(w in CHANGE_WORDS for w in words)
 
 
+def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, dated: bool) -> bool:
+    """Whether a new value of a subject's relation surely replaces a current one of the same
+    relation (single-valued, another object), rather than standing beside it. Sure when the
+    relation holds one value at a time by the objects' shape (two values of a kind a thing
+    has one of, :data:`SINGLE_KINDS`, or two quantities or counts: ``30`` / ``50 nodes``),
+    or when the new fact is told as news of a change (:func:`told_as_news`: a start given,
+    a word of change in its predicate or note). Two names (``Leeds`` / ``Lisbon``, two tables, two
+    languages, two host names) stated without either are as likely one value more of a
+    relation of many (offices, inputs, languages, cluster nodes) as a change: both are
+    kept and flagged, the agent settles which."""
+    if _one_at_a_time(obj) and _one_at_a_time(old):
+        return True
+    return told_as_news(predicate, content, dated=dated)
+
+
+def _one_at_a_time(obj: str) -> bool:
+    return object_kind(obj) in SINGLE_KINDS or bool(_COUNT.match(obj.strip()))
+
+
+# A quantity, or a count of things in one word (``50 nodes``, ``2 approvals``; not an
+# ordinal, ``2nd floor``).
+_COUNT = re.compile(
+    r"^[~<>=]*\d[\d.,_]*(?!st\b|nd\b|rd\b|th\b)\s*[a-z%]{0,3}(?:\s+[a-z]+)?$", re.IGNORECASE
+)
+
+
 def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) -> bool:
     """Whether the note stored with a new fact names another fact's object (``reorg: growth
     squad split`` names ``growth squad``; ``dropped redis for sessions`` names ``Redis 6 on
