@@ -192,7 +192,6 @@ def test_a_changed_fact_supersedes_the_old_one() -> None:
     assert [(e.memory_id, e.reason) for e in superseded] == [(first.result.id, "conflict")]
 
 
-
 def test_a_second_name_told_plainly_stands_beside_the_first_flagged() -> None:
     """Without a start, a word of change or values a thing has one of, a second value of
     one relation may be one more (offices, input tables) as well as a change: nothing is
@@ -214,6 +213,7 @@ def test_a_second_name_told_plainly_stands_beside_the_first_flagged() -> None:
                              valid_from="2026-12-01T08:00:00Z"),
                   new_id=lambda p: f"{p}_news")  # fmt: skip
     assert set(third.result.superseded) == {first.result.id, second.result.id}
+
 
 def test_the_same_fact_again_is_a_duplicate_that_revalidates() -> None:
     view = FakeView()
