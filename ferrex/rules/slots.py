@@ -630,14 +630,17 @@ def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, d
     relation (single-valued, another object), rather than standing beside it. Sure when the
     relation holds one value at a time by the objects' shape (two values of a kind a thing
     has one of, :data:`SINGLE_KINDS`; two quantities or counts, ``30`` / ``50 nodes``; one
-    named thing at two versions, :func:`versions_of_one`), or when the new fact is told as
-    news of a change (:func:`told_as_news`: a start given, a word of change in its
-    predicate or note). Two names (``Leeds`` / ``Lisbon``, two tables, two languages, two
-    host names) stated without either are as likely one value more of a relation of many
-    (offices, inputs, languages, cluster nodes) as a change: both are kept and flagged, and
-    the agent settles which."""
+    named thing at two versions, :func:`versions_of_one`), between two people or teams (a
+    relation of many people is plural by its words: :func:`plural_fact`), or when the new
+    fact is told as news of a change (:func:`told_as_news`: a start given, a word of change
+    in its predicate or note). Two names (``Leeds`` / ``Lisbon``, two tables, two
+    languages, two host names) stated without either are as likely one value more of a
+    relation of many (offices, inputs, languages, cluster nodes) as a change: both are kept
+    and flagged, and the agent settles which."""
     if (_one_at_a_time(obj) and _one_at_a_time(old)) or versions_of_one(obj, old):
         return True
+    if object_kind(obj) == "party" == object_kind(old):
+        return True  # the relation's plural roles (members, reviewers) are plural_fact's
     return told_as_news(predicate, content, dated=dated)
 
 

@@ -329,6 +329,7 @@ def test_a_value_restated_in_other_words(new: str, old: str, same: bool) -> None
         ("version", "3.1.0", "2.9", None, False),  # a kind a thing has one of
         ("timeout", "45s", "30 s", None, False),
         ("uses", "django 5", "django 4", None, False),  # one thing at two versions
+        ("owned_by", "team Lumen", "@kira.o", None, False),  # two people or teams
         ("deployed_in", "Frankfurt", "Dublin", None, True),  # a start given
         ("moved_to", "Frankfurt", "Dublin", None, False),  # a word of change
         ("deployed_in", "Frankfurt", "Dublin", "migrated off Dublin last week", False),
