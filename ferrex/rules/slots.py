@@ -625,6 +625,47 @@ def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
     return any(w in CHANGE_WORDS for w in words)
 
 
+def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, dated: bool) -> bool:
+    """Whether a new value of a subject's relation surely replaces a current one of the same
+    relation (single-valued, another object), rather than standing beside it. Sure when the
+    relation holds one value at a time by the objects' shape (two values of a kind a thing
+    has one of, :data:`SINGLE_KINDS`, or times of day; two quantities or counts, ``30`` /
+    ``50 nodes``; one named thing at two versions, :func:`versions_of_one`), between two
+    people or teams (a relation of many people is plural by its words: :func:`plural_fact`),
+    or when the new fact is told as news of a change (:func:`told_as_news`: a start given,
+    a word of change in its predicate or note). Two names (``Leeds`` / ``Lisbon``, two tables, two
+    languages, two host names) stated without either are as likely one value more of a
+    relation of many (offices, inputs, languages, cluster nodes) as a change: both are kept
+    and flagged, and the agent settles which."""
+    if (_one_at_a_time(obj) and _one_at_a_time(old)) or versions_of_one(obj, old):
+        return True
+    if _party(obj) and _party(old) and "party" in (object_kind(obj), object_kind(old)):
+        return True  # the relation's plural roles (members, reviewers) are plural_fact's
+    return told_as_news(predicate, content, dated=dated)
+
+
+def _party(obj: str) -> bool:
+    """A person or team (:func:`object_kind`), or a bare capitalised name beside one
+    (``Nova`` beside ``team Atlas``)."""
+    return object_kind(obj) == "party" or bool(_NAME_WORD.match(obj.strip()))
+
+
+def _one_at_a_time(obj: str) -> bool:
+    text = obj.strip()
+    return object_kind(text) in SINGLE_KINDS or bool(_COUNT.match(text) or _CLOCK.match(text))
+
+
+# A time of day (``02:00 UTC``, ``9:30 pm``): like a date, one at a time.
+_CLOCK = re.compile(r"^\d{1,2}:\d{2}(?::\d{2})?\s*(?:[ap]\.?m\.?|[a-z]{2,4})?$", re.IGNORECASE)
+
+
+# A quantity, or a count of things in one word (``50 nodes``, ``2 approvals``; not an
+# ordinal, ``2nd floor``).
+_COUNT = re.compile(
+    r"^[~<>=]*\d[\d.,_]*(?!st\b|nd\b|rd\b|th\b)\s*[a-z%]{0,3}(?:\s+[a-z]+)?$", re.IGNORECASE
+)
+
+
 def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) -> bool:
     """Whether the note stored with a new fact names another fact's object (``reorg: growth
     squad split`` names ``growth squad``; ``dropped redis for sessions`` names ``Redis 6 on

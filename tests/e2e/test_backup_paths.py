@@ -85,7 +85,8 @@ def mcp_stores(home: Path) -> dict[str, str]:
                                                      "differs_from": nova["id"]})  # fmt: skip
             assert settled["differ"] == [[dba["id"], nova["id"]]], settled
             old = await fact("payments repository", "deployed to", "eu-west-1")
-            new = await fact("payments repo", "deployed to", "eu-central-1")
+            new = await fact("payments repo", "deployed to", "eu-central-1",
+                             valid_from="2026-03-01")  # fmt: skip
             assert new["superseded"] == [old["id"]]
             assert new["entities"][0]["match"] == "abbreviation"
             await fact("api server", "depends on", "tokio", multi_valued=True)

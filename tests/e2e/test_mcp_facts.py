@@ -42,7 +42,7 @@ def test_reworded_facts_keep_one_current_answer_and_the_history(tmp_path: Path) 
             assert again["status"] == "duplicate" and again["id"] == bob["id"]
 
             postgres = await fact("uses", "PostgreSQL 15")
-            cockroach = await fact("depends on", "CockroachDB 23.2")
+            cockroach = await fact("depends on", "CockroachDB 23.2", valid_from="2026-06-01")
             assert cockroach["superseded"] == [postgres["id"]]
 
             # The inverse relation is another fact: it replaces nothing.
@@ -136,7 +136,7 @@ def test_time_is_bitemporal_a_dated_change_is_current_and_a_late_report_is_histo
             assert gcp["status"] == "stored" and gcp["superseded"] == [aws["id"]]
             assert list(await recall("billing-db hosted on", as_of="2026-05-01")) == [aws["id"]]
             assert list(await recall("billing-db hosted on", as_of="2026-10-01")) == [gcp["id"]]
-            azure = await fact("billing-db", "hosted on", "Azure")
+            azure = await fact("billing-db", "hosted on", "Azure", content="migrated off GCP")
             assert azure["status"] == "stored" and azure["superseded"] == [gcp["id"]]
 
     anyio.run(main)

@@ -102,7 +102,10 @@ def test_spellings_of_one_subject_and_a_plural_relation(tmp_path: Path) -> None:
 
             one = await fact("pg primary", "host", "db-1")
             two = await fact("Postgres primary", "host", "db-2")
-            assert two["superseded"] == [one["id"]]
+            # One entity; two host names told plainly may be a move or a second node: both
+            # stand, flagged against each other (a start or a word of change would replace).
+            assert two["entities"][0]["entity_id"] == one["entities"][0]["entity_id"]
+            assert two["superseded"] == [] and two["possible_conflict"] == [one["id"]]
             replica = await fact("pg replica", "host", "db-9")
             assert replica["superseded"] == [] and "possible_conflict" not in replica
 
@@ -117,7 +120,9 @@ def test_spellings_of_one_subject_and_a_plural_relation(tmp_path: Path) -> None:
             ci = [await fact(s, "runs on", o) for s, o in names]
             for later in ci[1:]:
                 assert later["superseded"] or later.get("possible_conflict"), later
-            assert ci[3]["superseded"] == [ci[0]["id"]], "the CI pipeline is CI pipeline"
+            # The CI pipeline is CI pipeline: one entity, its two hosts told plainly flagged.
+            assert ci[3]["entities"][0]["entity_id"] == ci[0]["entities"][0]["entity_id"]
+            assert ci[0]["id"] in ci[3]["possible_conflict"], ci[3]
 
             # The read side spells names the same ways: a filter by any of them finds them.
             by_filter = await call(client, "recall", {
@@ -141,15 +146,15 @@ def test_spellings_of_one_subject_and_a_plural_relation(tmp_path: Path) -> None:
 
             # Two facts that both hold: the operator says so, the flag goes.
             gitlab = ci[4]["id"]
-            (buildkite, circle) = ci[4]["possible_conflict"]
-            assert {buildkite, circle} == {ci[2]["id"], ci[3]["id"]}
+            buildkite, circle = ci[2]["id"], ci[3]["id"]
+            assert {buildkite, circle} <= set(ci[4]["possible_conflict"])
             said = ferrex(home, "differ", gitlab, buildkite, "--json")
             assert said.returncode == 0, said.stderr
             assert json.loads(said.stdout)["differ"] == [[gitlab, buildkite]]
             after = _current(await call(client, "recall", {
                 "query": "continuous integration CI runs on", "types": ["semantic"],
                 "limit": 30}))  # fmt: skip
-            assert after[gitlab]["possible_conflict"] == [circle], "the other flag stays"
+            assert circle in after[gitlab]["possible_conflict"], "the other flag stays"
             assert gitlab not in after[buildkite].get("possible_conflict", [])
             missing = ferrex(home, "differ", gitlab, "mem_nope")
             assert missing.returncode == 7

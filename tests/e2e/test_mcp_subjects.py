@@ -56,7 +56,10 @@ def test_one_subject_however_spelt_has_one_current_answer(tmp_path: Path) -> Non
             # staging database / staging db; k8s cluster / kubernetes cluster.
             host2 = await fact("staging database", "hosted on", "pg-stage-02")
             host3 = await fact("staging db", "hosted on", "pg-stage-03")
-            assert host3["superseded"] == [host2["id"]]
+            # One subject; two host names told plainly may be a move or a second node:
+            # both stand, flagged against each other.
+            assert host3["entities"][0]["entity_id"] == host2["entities"][0]["entity_id"]
+            assert host3["superseded"] == [] and host3["possible_conflict"] == [host2["id"]]
             v129 = await fact("k8s cluster", "version", "1.29")
             v130 = await fact("kubernetes cluster", "version", "1.30")
             assert v130["superseded"] == [v129["id"]]
@@ -66,7 +69,8 @@ def test_one_subject_however_spelt_has_one_current_answer(tmp_path: Path) -> Non
             marcus = await fact("Payments Service", "owner", "Marcus Oyelaran")
             assert marcus["superseded"] == [lena["id"]]
             eu = await fact("prod env", "located in", "eu-west-1")
-            us = await fact("production environment", "location", "us-east-1")
+            us = await fact("production environment", "location", "us-east-1",
+                            valid_from="2026-03-01")  # fmt: skip
             assert us["superseded"] == [eu["id"]]
 
             # Hard negatives: siblings and versions change nothing, flag nothing.
@@ -85,7 +89,7 @@ def test_one_subject_however_spelt_has_one_current_answer(tmp_path: Path) -> Non
             assert v1["id"] != v2["id"]
 
             hosts = await _recall(client, "what is the staging db hosted on?")
-            assert host3["id"] in hosts and host2["id"] not in hosts
+            assert host3["id"] in hosts and host2["id"] in hosts, "both stand, flagged"
 
             # Every surface that finds entities finds the subject by any spelling.
             for name in ("billing-svc", "billing service", "k8s", "kubernetes cluster"):
@@ -103,12 +107,15 @@ def test_one_subject_however_spelt_has_one_current_answer(tmp_path: Path) -> Non
             by_filter = await _recall(client, "version", entities=["kubernetes cluster"])
             assert v130["id"] in by_filter and ns["id"] not in by_filter
 
-            # No contradiction: every change superseded its older value; the one possible
-            # conflict is the bare "billing" against the billing database.
+            # One contradiction: the staging db's two hosts told plainly (flagged, kept); every
+            # other change superseded its older value. The bare "billing" against the billing
+            # database is a possible conflict.
             reflect = await call(client, "reflect", {})
-            assert reflect["counts"]["conflicts"] == 0, reflect["contradictions"]
-            (possible,) = reflect["possible_conflicts"]
-            assert {f["id"] for f in possible["facts"]} == {nova["id"], dba["id"]}
+            assert reflect["counts"]["conflicts"] == 1, reflect["contradictions"]
+            (both,) = reflect["contradictions"]
+            assert {f["id"] for f in both["facts"]} == {host2["id"], host3["id"]}
+            possible = [{f["id"] for f in p["facts"]} for p in reflect["possible_conflicts"]]
+            assert {nova["id"], dba["id"]} in possible, possible
 
     anyio.run(main)
     assert ferrex(home, "journal", "verify").returncode == 0
@@ -218,7 +225,8 @@ def test_a_subject_named_in_other_words_is_never_a_silent_second_answer(tmp_path
             # A product name standing for its kind: the Postgres primary, the primary db.
             one = await fact("pg primary", "host", "db-1")
             two = await fact("Postgres primary", "host", "db-2")
-            assert two["superseded"] == [one["id"]]
+            flagged(two, one)  # one subject; two host names told plainly
+            assert two["entities"][0]["entity_id"] == one["entities"][0]["entity_id"]
             three = await fact("primary database", "host", "db-3")
             flagged(three, two)
             assert three["entities"][0]["entity_id"] != two["entities"][0]["entity_id"]

@@ -94,11 +94,12 @@ def test_readers_never_see_a_supersede_half_applied(
 
     def write() -> None:
         try:
-            for value in values:
+            # Each a change told with its start (a plain second name may be one value more).
+            for day, value in enumerate(values, 1):
                 service.call(
                     decode("store",
                     {"subject": "billing-api", "predicate": "uses", "object": value,
-                     "namespace": namespace}),
+                     "namespace": namespace, "valid_from": f"2026-01-{day:02d}T00:00:00Z"}),
                     OPERATOR,
                 )  # fmt: skip
                 written[0] += 1

@@ -439,7 +439,8 @@ def test_a_store_runs_the_model_before_the_writer_lock_not_under_it(
     assert first.status == "stored"
     assert [under for _, under in runs] == [False] and subject in runs[0][0]
     runs.clear()
-    second = writer.store(fact(subject, "runs on", f"host 9 of run {run}"))
+    second = writer.store(fact(subject, "runs on", f"host 9 of run {run}",
+                               valid_from="2026-01-01T00:00:00Z"))  # fmt: skip
     assert second.status == "stored" and second.superseded == (first.id,)
     assert [under for _, under in runs] == [False]
     assert {f"host 9 of run {run}", f"host 3 of run {run}"} <= set(runs[0][0])

@@ -179,14 +179,40 @@ def store(view: FakeView, valid: object, similar: Similar | None = None, **kw: o
 def test_a_changed_fact_supersedes_the_old_one() -> None:
     view = FakeView()
     first = store(view, fact("payments-api", "uses", "PostgreSQL 15"), new_id=ids())
+    # Told as news of a change: it began this morning.
     second = store(
-        view, fact("payments-api", "is using", "CockroachDB"), new_id=lambda p: f"{p}_new"
+        view,
+        fact("payments-api", "is using", "CockroachDB", valid_from="2026-12-01T08:00:00Z"),
+        new_id=lambda p: f"{p}_new",
     )
     assert second.result.superseded == (first.result.id,)
     old = view.memory(first.result.id)
     assert old is not None and old.superseded_by == second.result.id
     superseded = [e for e in second.events if isinstance(e, MemorySuperseded)]
     assert [(e.memory_id, e.reason) for e in superseded] == [(first.result.id, "conflict")]
+
+
+def test_a_second_name_told_plainly_stands_beside_the_first_flagged() -> None:
+    """Without a start, a word of change or values a thing has one of, a second value of
+    one relation may be one more (offices, input tables) as well as a change: nothing is
+    superseded, both are flagged, and the answer says how to settle it."""
+    view = FakeView()
+    first = store(view, fact("Quillmark", "has a studio in", "Porto"), new_id=ids())
+    second = store(view, fact("Quillmark", "has a studio in", "Tallinn"),
+                   new_id=lambda p: f"{p}_new")  # fmt: skip
+    assert second.result.superseded == ()
+    old = view.memory(first.result.id)
+    assert old is not None and old.t_invalid is None
+    (flag,) = [e for e in second.events if isinstance(e, FactsPossiblyConflicting)]
+    assert flag.others == (first.result.id,) and flag.reason == "relation"
+    answer = second.result.as_dict()
+    assert answer["possible_conflict"] == [first.result.id]
+    assert f"supersedes={first.result.id}" in answer["possible_conflict_note"]
+    # The same told as news (a start given) replaces it.
+    third = store(view, fact("Quillmark", "has a studio in", "Riga",
+                             valid_from="2026-12-01T08:00:00Z"),
+                  new_id=lambda p: f"{p}_news")  # fmt: skip
+    assert set(third.result.superseded) == {first.result.id, second.result.id}
 
 
 def test_the_same_fact_again_is_a_duplicate_that_revalidates() -> None:
@@ -1187,7 +1213,8 @@ def test_a_pinned_fact_yields_to_an_explicit_supersede_but_not_to_a_conflict() -
     view = FakeView()
     pinned = store(view, fact("billing", "uses", "PostgreSQL 15", pinned=True))
     with pytest.raises(Refused) as caught:
-        store(view, fact("billing", "uses", "CockroachDB"), new_id=lambda p: f"{p}_new")
+        store(view, fact("billing", "uses", "CockroachDB", valid_from="2026-12-01T08:00:00Z"),
+              new_id=lambda p: f"{p}_new")  # fmt: skip
     assert caught.value.code == "conflict_ambiguous"
     assert caught.value.details["ids"] == [pinned.result.id] and caught.value.details["pinned"]
     assert f"supersedes={pinned.result.id}" in (caught.value.hint or "")

@@ -15,6 +15,7 @@ from ferrex.rules.slots import (
     placed_alike,
     plural_fact,
     plural_relation,
+    replaces_value,
     restated,
     same_head,
     scoped_apart,
@@ -318,3 +319,40 @@ def test_note_names_another_facts_value_by_a_word_of_its_own() -> None:
 def test_a_value_restated_in_other_words(new: str, old: str, same: bool) -> None:
     assert restated(new, old) is same
     assert restated(old, new) is same
+
+
+@pytest.mark.parametrize(
+    ("predicate", "new", "old", "content", "dated"),
+    [
+        ("max_replicas", "12", "8", None, False),  # two quantities
+        ("max_replicas", "12 pods", "8", None, False),  # a count in one word
+        ("version", "3.1.0", "2.9", None, False),  # a kind a thing has one of
+        ("timeout", "45s", "30 s", None, False),
+        ("uses", "django 5", "django 4", None, False),  # one thing at two versions
+        ("owned_by", "team Lumen", "@kira.o", None, False),  # two people or teams
+        ("deployed_in", "Frankfurt", "Dublin", None, True),  # a start given
+        ("moved_to", "Frankfurt", "Dublin", None, False),  # a word of change
+        ("deployed_in", "Frankfurt", "Dublin", "migrated off Dublin last week", False),
+    ],
+)
+def test_a_value_surely_replaces_one_of_its_relation_with_evidence(
+    predicate: str, new: str, old: str, content: str | None, dated: bool
+) -> None:
+    assert replaces_value(predicate, new, old, content, dated=dated)
+
+
+@pytest.mark.parametrize(
+    ("predicate", "new", "old"),
+    [
+        ("deployed_in", "Frankfurt", "Dublin"),  # two places: offices, regions, markets
+        ("reads_from", "invoices", "payments"),  # two inputs
+        ("translated_into", "Korean", "Dutch"),  # two languages
+        ("runs_on", "edge-node-4.corp.example", "edge-node-3.corp.example"),  # two nodes
+        ("floor", "2nd floor", "4th floor"),  # ordinals are no quantities
+    ],
+)
+def test_a_second_name_of_one_relation_told_plainly_is_no_sure_replacement(
+    predicate: str, new: str, old: str
+) -> None:
+    assert not replaces_value(predicate, new, old, None, dated=False)
+    assert not replaces_value(predicate, new, old, "noted while reading the config", dated=False)

@@ -229,7 +229,7 @@ def test_a_facts_subject_becomes_an_entity_and_a_spelling_its_alias() -> None:
     (stored,) = [e for e in first.events if isinstance(e, MemoryStored)]
     subject = first.result.entities[0]
     assert subject.match == "new" and stored.entity_ids == (subject.entity_id,)
-    second = store(view, fact("billing-svc", "owner", "Nova"))
+    second = store(view, fact("billing-svc", "owner", "Nova", valid_from="2026-12-01T08:00:00Z"))
     (alias,) = [e for e in second.events if isinstance(e, EntityAliasAdded)]
     assert alias.entity_id == subject.entity_id and alias.match == "abbreviation"
     assert second.result.superseded == (first.result.id,)
@@ -242,7 +242,8 @@ def test_a_private_subject_spelling_stays_private() -> None:
     (alias,) = [e for e in mine.events if isinstance(e, EntityAliasAdded)]
     assert alias.agent_id == "alice"
     assert mine.result.superseded == (), "a private fact changes nothing shared"
-    bob = store(view, fact("billing-svc", "owner", "Zed", agent_id="bob", visibility="shared"))
+    bob = store(view, fact("billing-svc", "owner", "Zed", agent_id="bob", visibility="shared",
+                          valid_from="2026-12-01T08:00:00Z"))  # fmt: skip
     assert bob.result.superseded != ()  # bob resolves by the words, not alice's alias
     (bob_alias,) = [e for e in bob.events if isinstance(e, EntityAliasAdded)]
     assert bob_alias.agent_id is None
@@ -256,7 +257,8 @@ def test_a_possible_subject_keeps_both_and_flags_them() -> None:
     (flag,) = [e for e in nova.events if isinstance(e, FactsPossiblyConflicting)]
     assert flag.others == (atlas.result.id,) and flag.reason == "head word"
     assert nova.result.as_dict()["possible_conflict"] == [atlas.result.id]
-    agree = store(view, fact("billing", "owner", "Atlas"), cosine=0.1)
+    changed = fact("billing", "owner", "Atlas", valid_from="2026-12-01T08:00:00Z")
+    agree = store(view, changed, cosine=0.1)
     assert agree.result.superseded == (nova.result.id,)
     assert not [e for e in agree.events if isinstance(e, FactsPossiblyConflicting)], (
         "Atlas agrees with team Atlas: no possible conflict"
@@ -270,7 +272,7 @@ def test_entities_said_to_differ_raise_no_possible_conflict() -> None:
     assert first.result.possible_conflict
     a, b = (s.entity_id for s in view.spellings("default"))
     view.differ.add(tuple(sorted((a, b))))
-    again = store(view, fact("checkout", "owner", "Cy"))
+    again = store(view, fact("checkout", "owner", "Cy", valid_from="2026-12-01T08:00:00Z"))
     assert again.result.possible_conflict == ()
 
 

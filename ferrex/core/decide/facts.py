@@ -62,6 +62,7 @@ from ferrex.rules.slots import (
     note_names,
     one_kind,
     plural_fact,
+    replaces_value,
     restated,
     same_head,
     slot_candidate,
@@ -270,6 +271,12 @@ def plan_fact(
     outcome = _fact_conflicts(valid, actives, measures, settings, agree)
     if isinstance(outcome, Memory):
         return outcome
+    # Another value of the relation replaces a current one only where that is sure
+    # (:func:`ferrex.rules.slots.replaces_value`); otherwise both stand, flagged below.
+    doubtful = [m for m in outcome if not m.multi_valued and not replaces_value(
+        predicate, str(valid.object), str(m.object), valid.content,
+        dated=valid.t_valid is not None)]  # fmt: skip
+    outcome = [m for m in outcome if m not in doubtful]
     # Facts under other predicates that may fill this slot (:func:`ferrex.rules.slots.
     # slot_match`: object kinds, head words, the cosine of the two facts' phrases): the sure
     # ones are replaced like the same relation's, the others flagged below (never left as
@@ -305,6 +312,9 @@ def plan_fact(
     again = [m for m, _ in slots if m not in sure
              and (agree(obj, str(m.object)) or restated(obj, str(m.object)))]  # fmt: skip
     maybe = [(m, f) for m, f in slots if m not in sure and m not in again]
+    again += [m for m in doubtful if restated(obj, str(m.object))]
+    maybe += [(m, SlotMatch("possible", "another value of its relation", 1.0))
+              for m in doubtful if m not in again]  # fmt: skip
     if maybe and subject.entity is not None:
         entity_id = subject.entity.entity_id
         possible.append(FactsPossiblyConflicting(
