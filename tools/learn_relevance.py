@@ -76,8 +76,8 @@ from ferrex.app import App
 from ferrex.config import load
 from ferrex.read.request import RecallRequest
 from ferrex.rules import relevance
+from ferrex.rules.asked import answers_form, asked_kinds, stated_kinds
 from ferrex.rules.relevance import AnswerModel, Evidence, Model
-from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds
 from tools import eval_relevance
 from tools.eval_golden import DEFAULT_SET, load_set
 from tools.eval_retrieval import (
@@ -501,7 +501,7 @@ RANK_INPUTS: Final = (
 answer model's inputs (text evidence, the legs' ranks and scores, the relevance), its fused
 score over the pool's best, the episode context it was lent (share of the best, and whether
 any), whether it states a value of the kind the question's form asks for
-(:func:`ferrex.rules.slots.answers_form`), and its boost (recency, date, form)."""
+(:func:`ferrex.rules.asked.answers_form`), and its boost (recency, date, form)."""
 
 
 @dataclass(frozen=True)

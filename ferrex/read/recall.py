@@ -141,7 +141,6 @@ from ferrex.rules.lifecycle import importance_factor, marks_doc
 from ferrex.rules.name_lookup import (
     query_spellings,
 )
-from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds
 from ferrex.rules.store_fields import offset_of, parse_time
 from ferrex.times import rfc3339
 from journal.events import utc_now
@@ -248,7 +247,7 @@ class Reader:
             params=self.settings.staleness.for_namespace(namespace),
             prefetch=max(self.settings.prefetch, 30, req.limit * 4),
             pool=max(self.settings.rerank_pool, POOL),
-            asks=asked_kinds(req.query),
+            asks=asked.asked_kinds(req.query),
             show_invalidated=req.include_invalidated or as_of is not None,
         )
 
@@ -389,7 +388,9 @@ class Reader:
             boost *= 1.0 + self.settings.date_boost
         if q.asks and self.settings.form_boost > 0:
             text = memory_text(memory.type, memory.body())
-            if answers_form(q.asks, stated_kinds(text, memory.predicate, memory.object)):
+            if asked.answers_form(
+                q.asks, asked.stated_kinds(text, memory.predicate, memory.object)
+            ):
                 boost *= 1.0 + self.settings.form_boost
         weight = importance_factor(memory.importance, self.settings.importance_weight)
         base = candidate.fused if candidate.rerank is None else candidate.rerank
@@ -626,7 +627,7 @@ class _Query:
     show_invalidated: bool
     """Superseded memories are shown (``include_invalidated``, or an ``as_of`` view)."""
     asks: frozenset[str]
-    """The kinds of value the question's form asks for (:func:`ferrex.rules.slots.asked_kinds`:
+    """The kinds of value the question's form asks for (:func:`ferrex.rules.asked.asked_kinds`:
     *where* a host, *what version* a version); empty for most questions."""
 
 

@@ -148,7 +148,7 @@ class RecallSettings:
     factor is ``1 + weight · (importance - 0.5)``, 1 for an unmarked memory."""
     form_boost: float = 0.3
     """A memory that states a value of the kind the question's form asks for (*where does
-    the auth gateway run?*: a host name, :func:`ferrex.rules.slots.stated_kinds`) has its
+    the auth gateway run?*: a host name, :func:`ferrex.rules.asked.stated_kinds`) has its
     score multiplied by 1 + this, over one that shares the question's verb only."""
     spelling_weight: float = SPELLING_WEIGHT
     """The BM25 leg's weight of a query token that only another spelling of the question's

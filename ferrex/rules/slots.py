@@ -553,65 +553,6 @@ _PLURAL_NOUN_ROOTS: Final = frozenset(_root(w) for w in PLURAL_NOUNS)
 _BARE_NOUNS: Final = frozenset({"support", "call", "import"})
 
 
-# --- What a question asks for, and what a memory states (ranking that reads the question) ---
-
-_ASKS: Final[tuple[tuple[re.Pattern[str], frozenset[ObjectKind]], ...]] = (
-    (re.compile(r"\b(?:what|which) (?:\w+ )?versions?\b|\bversions? of\b"),
-     frozenset({"version"})),
-    (re.compile(r"\bwhere(?:'s)?\b"), frozenset({"host", "url"})),
-    (re.compile(r"\bwho(?:se|m|'s)?\b"), frozenset({"party"})),
-    (re.compile(r"\bwhen\b|\b(?:what|which) (?:date|day)\b"), frozenset({"date"})),
-    (re.compile(r"\bhow (?:long|often)\b"), frozenset({"duration"})),
-    (re.compile(r"\bhow (?:big|large|much (?:memory|disk|space|storage))\b"),
-     frozenset({"size"})),
-)  # fmt: skip
-"""A question's form and the kinds of value that answer it: *what version* a version,
-*where* a host or an address, *who* a person or a team, *when* a date, *how long* or *how
-often* a duration, *how big* a size. The form that comes first in the question counts."""
-
-_VALUE_TOKEN = re.compile(r"[^\s,;()\[\]{}<>\"'`]+")
-_MAY_BE_VALUE = re.compile(r"\d|@|\w\.\w")
-
-
-def asked_kinds(question: str) -> frozenset[ObjectKind]:
-    """The kinds of value (:func:`object_kind`) that answer ``question`` by its form (see
-    :data:`_ASKS`); empty when its form asks for none (*why*, *what happened*)."""
-    low = question.casefold()
-    found = [(m.start(), kinds) for pattern, kinds in _ASKS if (m := pattern.search(low))]
-    return min(found, key=lambda item: item[0])[1] if found else frozenset()
-
-
-def stated_kinds(text: str, predicate: str | None = None, obj: str | None = None) -> set[str]:
-    """The kinds of value a memory states: its object's (a fact), and those of the words of
-    its text that are values by their shape alone (a host name, a version, a URL, a date, a
-    handle; a number with its unit as two words, ``30 s``). A fact whose predicate places
-    its subject (``runs on``, ``hosted at``, ``lives in``) states where, whatever its object."""
-    kinds: set[str] = set()
-    if obj:
-        kind = object_kind(obj)
-        if kind is not None:
-            kinds.add(kind)
-    if predicate and predicate.replace(" ", "_").split("_")[-1] in PLACE_PREPOSITIONS:
-        kinds.add("host")
-    words = [w.rstrip(".:!?") for w in _VALUE_TOKEN.findall(text)]
-    for i, word in enumerate(words):
-        if not (_MAY_BE_VALUE.search(word)):
-            continue  # every kind but a name has a digit, a dot inside, ``@`` or ``://``
-        kind = object_kind(word)
-        if kind is None and i + 1 < len(words) and word[:1].isdigit():
-            kind = object_kind(f"{word} {words[i + 1]}")  # a number and its unit
-        if kind == "party" and not word.startswith("@"):
-            continue  # a capitalised word of a text is no name by its shape alone
-        if kind is not None:
-            kinds.add(kind)
-    return kinds
-
-
-def answers_form(question_kinds: frozenset[str], stated: set[str]) -> bool:
-    """Whether a memory states a value of a kind the question's form asks for."""
-    return bool(question_kinds & stated)
-
-
 def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
     """Whether a fact is told as news of a change, by the agent's own wording in time: a
     start it gives (``valid_from``: the fact began then, so something else may have ended),

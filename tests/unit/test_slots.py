@@ -224,7 +224,7 @@ def test_one_named_thing_at_two_versions_is_a_change_not_two_values() -> None:
 
 
 def test_a_questions_form_asks_for_a_kind_of_value() -> None:
-    from ferrex.rules.slots import answers_form, asked_kinds, stated_kinds
+    from ferrex.rules.asked import answers_form, asked_kinds, stated_kinds
 
     assert asked_kinds("where does the auth gateway run?") == {"host", "url"}
     assert asked_kinds("What version does the auth gateway run?") == {"version"}
