@@ -56,6 +56,7 @@ from ferrex.server.tool_calls import (
     Stats,
     Store,
     ToolRequest,
+    optional_text,
     within,
 )
 from ferrex.times import rfc3339
@@ -542,7 +543,7 @@ class Service:
     def _dashboard(self, request: DashboardRead, caller: Caller) -> dict[str, Any]:
         from ferrex.server.dashboard.reads import Context, answer
 
-        given = _optional_text(request.query.get("namespace"), "namespace")
+        given = optional_text(request.query.get("namespace"), "namespace")
         namespace = given or caller.namespace or self.app.config["store.default_namespace"]
         context = Context(
             app=self.app, rm=self._read_model(), sight=self._sight(caller), namespace=namespace
@@ -607,11 +608,3 @@ def _link(m: Memory) -> MemoryLink:
 
 def _now() -> float:
     return datetime.now(UTC).timestamp()
-
-
-def _optional_text(value: object, name: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise UsageError(f"{name} must be text")
-    return value

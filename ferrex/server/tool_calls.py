@@ -276,14 +276,14 @@ def _recall(args: dict[str, Any]) -> Recall:
         raise UsageError("query is required: the words to look for")
     types = _texts(args.get("types", []), "types")
     entities = _texts(args.get("entities", []), "entities")
-    namespace = _optional_text(args.get("namespace"), "namespace")
+    namespace = optional_text(args.get("namespace"), "namespace")
     include_stale = _flag(args.get("include_stale", False), "include_stale")
     include_invalidated = _flag(args.get("include_invalidated", False), "include_invalidated")
-    as_of = _optional_text(args.get("as_of"), "as_of")
-    after = _optional_text(args.get("after"), "after")
-    before = _optional_text(args.get("before"), "before")
+    as_of = optional_text(args.get("as_of"), "as_of")
+    after = optional_text(args.get("after"), "after")
+    before = optional_text(args.get("before"), "before")
     explain = _flag(args.get("explain", False), "explain")
-    strategy = _optional_text(args.get("strategy"), "strategy")
+    strategy = optional_text(args.get("strategy"), "strategy")
     count_access = _flag(args.get("count_access", True), "count_access")
     max_tokens = args.get("max_tokens")
     if max_tokens is not None:
@@ -307,7 +307,7 @@ def _confirm(args: dict[str, Any]) -> Confirm:
     # One fact (as the MCP tool takes it) or several (the CLI, the HTTP API).
     given = args.get("differs_from", [])
     differs_from = _texts([given] if isinstance(given, str) else given, "differs_from")
-    supersedes = _optional_text(args.get("supersedes"), "supersedes")
+    supersedes = optional_text(args.get("supersedes"), "supersedes")
     # importance goes on as sent: check_importance judges it (its kind too).
     return Confirm(ids=ids, pinned=pinned, importance=args.get("importance"),
                    differs_from=differs_from, supersedes=supersedes)  # fmt: skip
@@ -319,12 +319,12 @@ def _forget(args: dict[str, Any]) -> Forget:
 
 
 def _reflect(args: dict[str, Any]) -> Reflect:
-    namespace = _optional_text(args.get("namespace"), "namespace")
+    namespace = optional_text(args.get("namespace"), "namespace")
     return Reflect(limit=whole(args.get("limit", REFLECT_LIMIT), "limit"), namespace=namespace)
 
 
 def _stats(args: dict[str, Any]) -> Stats:
-    namespace = _optional_text(args.get("namespace"), "namespace")
+    namespace = optional_text(args.get("namespace"), "namespace")
     return Stats(detailed=_flag(args.get("detailed", False), "detailed"), namespace=namespace)
 
 
@@ -346,16 +346,16 @@ def _entity(args: dict[str, Any]) -> EntityCommand:
     first, second = args.get("first"), args.get("second")
     if not isinstance(first, str) or not isinstance(second, str):
         raise UsageError("an entity action takes two names", hint="first and second")
-    namespace = _optional_text(args.get("namespace"), "namespace")
+    namespace = optional_text(args.get("namespace"), "namespace")
     return EntityCommand(action=action, first=first, second=second, namespace=namespace)
 
 
 def _consolidate(args: dict[str, Any]) -> Consolidate:
     # In the order the service read them (an argument a path does not read is not checked).
     undo = args.get("undo")
-    namespace = _optional_text(args.get("namespace"), "namespace")
+    namespace = optional_text(args.get("namespace"), "namespace")
     if _flag(args.get("list", False), "list"):
-        summary_id = _optional_text(args.get("summary_id"), "summary_id")
+        summary_id = optional_text(args.get("summary_id"), "summary_id")
         return Consolidate(list=True, summary_id=summary_id, namespace=namespace)
     if _flag(args.get("undo_all", False), "undo_all"):
         limit = whole(args.get("limit", 64), "limit")
@@ -426,7 +426,8 @@ def _kind(value: object) -> str:
             return "an object"
 
 
-def _optional_text(value: object, name: str) -> str | None:
+def optional_text(value: object, name: str) -> str | None:
+    """``value`` as text, or None when absent; anything else is ``invalid_input``."""
     if value is None:
         return None
     if not isinstance(value, str):
