@@ -19,7 +19,7 @@ from ferrex.app import App
 from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
 from ferrex.errors import UsageError
-from ferrex.porting.dump import write_dump, write_dump_file
+from ferrex.porting.dump import check_dump_target, write_dump, write_dump_file
 from ferrex.porting.gitexport import export_git
 
 
@@ -117,6 +117,8 @@ def jsonl_cmd(
             "--include-invalidated and --current-only contradict each other",
             hint="history is included by default; drop --include-invalidated",
         )
+    if file != "-":
+        check_dump_target(Path(file))  # before the journal is read, which may take minutes
     _require_journal(app)
     with (
         tempfile.TemporaryDirectory(prefix=".export-", dir=_scratch_dir(app)) as scratch,

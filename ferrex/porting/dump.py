@@ -561,6 +561,18 @@ def write_dump(
     return DumpResult(len(memories), len(entities), invalidated, redacted, position, len(folds))
 
 
+def check_dump_target(path: Path) -> None:
+    """Refuse (``invalid_input``) a dump file that cannot be written: a directory, or one in a
+    directory that does not exist; checked before the journal is read, not after."""
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory", hint="give a file name for the dump")
+    if not path.parent.is_dir():
+        raise UsageError(
+            f"cannot write {path}: {path.parent} is not a directory",
+            hint="create the directory first",
+        )
+
+
 def write_dump_file(
     read_model: ReadModel,
     path: Path,
@@ -570,13 +582,7 @@ def write_dump_file(
     progress: Callable[[int, int], None] | None = None,
 ) -> DumpResult:
     """Write the dump to ``path`` atomically: a reader sees the old file or the whole new one."""
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory", hint="give a file name for the dump")
-    if not path.parent.is_dir():
-        raise UsageError(
-            f"cannot write {path}: {path.parent} is not a directory",
-            hint="create the directory first",
-        )
+    check_dump_target(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:

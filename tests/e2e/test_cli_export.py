@@ -246,6 +246,24 @@ def test_dump_bad_input(home: Path, tmp_path: Path) -> None:
     assert code == 2 and "unknown field 'id'" in out, "a dump is not store requests"
 
 
+def test_a_dump_to_a_missing_directory_is_refused_before_the_journal_is_opened(
+    tmp_path: Path,
+) -> None:
+    # A journal whose first record is torn: opening it would cut the tail (and keep it in
+    # a .corrupt file), so its bytes show whether the export opened it before refusing.
+    home = tmp_path / "home"
+    code, _, _ = run(home, "store", "--content", "The staging cluster moved to the new rack")
+    assert code == 0
+    segment = next((home / "journal").glob("*.seg"))
+    torn = bytearray(segment.read_bytes())
+    torn[20:40] = b"x" * 20
+    segment.write_bytes(bytes(torn))
+    code, _, err = run(home, "export", "jsonl", str(tmp_path / "nowhere" / "dump.jsonl"))
+    assert code == 2 and "not a directory" in err, err
+    assert segment.read_bytes() == bytes(torn), "the journal was opened (and repaired)"
+    assert not list((home / "journal").glob("*.corrupt*"))
+
+
 # -- import memory-server -------------------------------------------------------------------
 
 
