@@ -4,9 +4,11 @@
 names, through the spellings the caller sees) and predicate (fuzzy-matched among the
 subject's predicates) whose objects differ: :func:`contradictions` groups given facts,
 :func:`listed_contradictions` counts them all from the read model's aggregates and reads
-only the facts of the first ones listed. *Possible conflicts* are the pairs the store kept
-side by side (``facts.possible_conflict``): :func:`possible_conflicts`, each with the line
-that says how to settle it (:func:`settle_hint`).
+only the facts of the first ones listed. A group whose every two values the agent said both
+hold (``facts.differ``, :func:`settled_pairs`) is settled, not a contradiction. *Possible
+conflicts* are the pairs the store kept side by side (``facts.possible_conflict``):
+:func:`possible_conflicts`, each with the line that says how to settle it
+(:func:`settle_hint`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Final, NotRequired, TypedDict
 
 from ferrex.read.seen import Sight
@@ -88,12 +90,15 @@ def contradictions(
     memories: Sequence[Memory | FactRow],
     subject_of: SubjectOf | None = None,
     canonical_of: Mapping[tuple[str, str], Mapping[str, str]] | None = None,
+    settled: Collection[frozenset[str]] = frozenset(),
 ) -> list[Conflict]:
     """Active single-valued facts that disagree: same subject (the entity its spelling
     names in ``subject_of``, else the spelling) and predicate (fuzzy-matched), objects that
     do not agree. Multi-valued facts never contradict anything. ``canonical_of``: per
     subject (namespace, entity or spelling), the :func:`canonical_predicates` of all its
-    facts, when ``memories`` are only some of them; else computed from ``memories``."""
+    facts, when ``memories`` are only some of them; else computed from ``memories``.
+    ``settled``: pairs of facts said to both hold (:func:`settled_pairs`); a group whose
+    every two disagreeing facts are such a pair is no contradiction."""
     by_subject: dict[tuple[str, str], list[Memory | FactRow]] = defaultdict(list)
     # Many facts share a subject or an object: each spelling is normalized once.
     keys: dict[str, str] = {}
@@ -132,7 +137,7 @@ def contradictions(
                 if form is None:
                     form = forms[text] = object_form(text)
                 objects.add(form)
-            if len(objects) > 1:
+            if len(objects) > 1 and not _settled(group, forms, settled):
                 found.append(
                     {
                         "namespace": namespace,
@@ -145,6 +150,26 @@ def contradictions(
                     }
                 )  # fmt: skip
     return found
+
+
+def settled_pairs(rm: ReadModel, namespace: str | None) -> frozenset[frozenset[str]]:
+    """The pairs of facts said to both hold (``facts.differ``), of ``namespace`` (None:
+    all)."""
+    return frozenset(frozenset((a, b)) for _, a, b in rm.export.facts_differing(namespace))
+
+
+def _settled(
+    group: Sequence[Memory | FactRow], forms: Mapping[str, str], settled: Collection[frozenset[str]]
+) -> bool:
+    """Whether every two facts of ``group`` whose objects disagree were said to both hold."""
+    if not settled:
+        return False
+    return all(
+        frozenset((f.memory_id, g.memory_id)) in settled
+        for i, f in enumerate(group)
+        for g in group[i + 1 :]
+        if forms[f.object or ""] != forms[g.object or ""]
+    )
 
 
 def possible_conflicts(rm: ReadModel, active: list[Memory]) -> list[Conflict]:
@@ -223,7 +248,11 @@ def listed_contradictions(
                 ].append(k)  # fmt: skip
     counts: dict[tuple[str, str], int] = {}
     merged: list[tuple[str, str]] = []  # subjects whose groups are merged, counted below
+    settled = settled_pairs(rm, namespace)
+    recount = _settled_subjects(rm, settled, subject_of, keys_of) if settled else set()
     for s, keys in keys_of.items():
+        if s in recount:
+            continue  # counted from its facts below: a settled pair is no contradiction
         if len(keys) == 1 and _own_canonical(keys[0].predicates):
             if keys[0].disagreeing:
                 counts[s] = keys[0].disagreeing
@@ -248,6 +277,16 @@ def listed_contradictions(
         for (s, _), (least, greatest) in forms.items():
             if least != greatest:
                 counts[s] = counts.get(s, 0) + 1
+    if recount:
+        wanted = sorted((k.namespace, k.subject_key) for s in recount for k in keys_of[s])
+        facts = [
+            f for f in rm.insight.single_facts(namespace, sight.now, wanted)
+            if sees(sight.agent_id, f.agent_id, f.visibility)
+        ]  # fmt: skip
+        canonical = {s: _canonical_of(keys_of[s]) for s in recount}
+        for c in contradictions(facts, subject_of, canonical, settled):
+            s = (c["namespace"], _subject_of_conflict(c, facts, subject_of))
+            counts[s] = counts.get(s, 0) + 1
     total = sum(counts.values())
     # In the order contradictions lists them, by (namespace, subject) then predicate: the
     # first ``listed`` are those of the first subjects with any.
@@ -268,7 +307,31 @@ def listed_contradictions(
         if sees(sight.agent_id, f.agent_id, f.visibility)
     ]  # fmt: skip
     canonical = {s: _canonical_of(keys_of[s]) for s in chosen}
-    return contradictions(facts, subject_of, canonical)[:listed], total
+    return contradictions(facts, subject_of, canonical, settled)[:listed], total
+
+
+def _settled_subjects(
+    rm: ReadModel,
+    settled: frozenset[frozenset[str]],
+    subject_of: SubjectOf,
+    keys_of: Mapping[tuple[str, str], Sequence[FactSubject]],
+) -> set[tuple[str, str]]:
+    """The subjects (namespace, entity or key) of the facts of ``settled`` pairs that the
+    caller's counts hold: those whose groups are counted from their facts."""
+    ids = sorted({i for pair in settled for i in pair})
+    subjects = {
+        (m.namespace, subject_of.get((m.namespace, m.subject_key)) or m.subject_key)
+        for m in rm.memories(memory_ids=ids)
+        if m.subject_key
+    }
+    return subjects & set(keys_of)
+
+
+def _subject_of_conflict(c: Conflict, facts: Sequence[FactRow], subject_of: SubjectOf) -> str:
+    """The subject (entity or key) a conflict of :func:`contradictions` groups its facts by."""
+    first = c["facts"][0]["id"]
+    row = next(f for f in facts if f.memory_id == first)
+    return subject_of.get((row.namespace, row.subject_key)) or row.subject_key
 
 
 def _canonical_of(keys: Sequence[FactSubject]) -> dict[str, str]:
@@ -322,5 +385,5 @@ def contradictions_of_facts(rm: ReadModel, sight: Sight, namespace: str | None) 
     }  # fmt: skip
     return contradictions(
         [f for f in facts if (f.namespace, f.subject_key, f.predicate_normalized) in chosen],
-        subject_of, canonical_of,
+        subject_of, canonical_of, settled_pairs(rm, namespace),
     )  # fmt: skip

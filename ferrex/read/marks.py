@@ -30,7 +30,8 @@ def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCach
     predicate of the subject that is probably this one in other words
     (:func:`ferrex.rules.predicates.unplaced_neighbour`, the phrases compared by the query
     vectors of ``queries``); objects that agree (``team Nova`` / ``Nova``) do not.
-    Multi-valued facts are never contradictions."""
+    Multi-valued facts are never contradictions, nor a fact the agent said holds beside
+    this one (``facts.differ``)."""
     if (
         memory.t_invalid is not None
         or memory.multi_valued
@@ -56,7 +57,7 @@ def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCach
         and object_form(m.object or "") != mine
     )
     if same:
-        return same
+        return [i for i in same if not rm.decisions.facts_differ(memory.memory_id, i)]
     # Sibling predicates (daily cap / monthly cap) are two slots, whatever the phrases.
     others = sorted(
         {
@@ -73,7 +74,11 @@ def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCach
     found = unplaced_neighbour(memory.predicate_normalized, others, similarity) if others else None
     if found is None:
         return []
-    return sorted(i for i, m in facts.items() if m.predicate_normalized == found[0])
+    return sorted(
+        i
+        for i, m in facts.items()
+        if m.predicate_normalized == found[0] and not rm.decisions.facts_differ(memory.memory_id, i)
+    )
 
 
 def possible_conflict(rm: ReadModel, memory: Memory, sight: Sight) -> list[str]:

@@ -50,8 +50,9 @@ def test_a_second_value_told_plainly_is_kept_and_flagged_and_news_replaces(
                 current = {r["id"] for r in found["results"] if not r.get("superseded_by")}
                 assert {first["id"], second["id"]} <= current, subject
 
-            # The agent says both hold: the possible-conflict flag goes, both stay. (Recall
-            # still marks two current values of one relation as a contradiction: read-side.)
+            # The agent says both hold: the possible-conflict flag goes, both stay, and the
+            # two are no contradiction any more: not in recall's marks, not in reflect.
+            before = await call(client, "reflect", {"limit": 50})
             dutch = await fact("Orchard reader", "translated into", "Dutch")
             korean = await fact("Orchard reader", "translated into", "Korean")
             assert dutch["status"] == korean["status"] == "duplicate"
@@ -63,6 +64,16 @@ def test_a_second_value_told_plainly_is_kept_and_flagged_and_news_replaces(
             marks = {r["id"]: r for r in found["results"]}
             for a, b in ((korean["id"], dutch["id"]), (dutch["id"], korean["id"])):
                 assert b not in marks[a].get("possible_conflict", []), str(marks[a])
+                assert b not in marks[a].get("contradicts", []), str(marks[a])
+            after = await call(client, "reflect", {"limit": 50})
+            pair = {korean["id"], dutch["id"]}
+
+            def listed(doc: dict[str, Any]) -> list[set[str]]:
+                return [{f["id"] for f in c["facts"]} for c in doc["contradictions"]]
+
+            assert pair in listed(before), before["contradictions"]
+            assert pair not in listed(after), after["contradictions"]
+            assert after["counts"]["conflicts"] == before["counts"]["conflicts"] - 1, after
 
             # Told as news, the same kind of relation is replaced: a start given, or a note
             # that says it changed.
