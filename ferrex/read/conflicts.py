@@ -279,10 +279,7 @@ def listed_contradictions(
                 counts[s] = counts.get(s, 0) + 1
     if recount:
         wanted = sorted((k.namespace, k.subject_key) for s in recount for k in keys_of[s])
-        facts = [
-            f for f in rm.insight.single_facts(namespace, sight.now, wanted)
-            if sees(sight.agent_id, f.agent_id, f.visibility)
-        ]  # fmt: skip
+        facts = _seen_facts(rm, sight, namespace, wanted)
         canonical = {s: _canonical_of(keys_of[s]) for s in recount}
         for c in contradictions(facts, subject_of, canonical, settled):
             s = (c["namespace"], _subject_of_conflict(c, facts, subject_of))
@@ -302,12 +299,23 @@ def listed_contradictions(
     # The listed ones' subjects' facts: their contradictions, in the same order, begin
     # with the first ``listed`` of all.
     wanted = sorted((k.namespace, k.subject_key) for s in chosen for k in keys_of[s])
-    facts = [
-        f for f in rm.insight.single_facts(namespace, sight.now, wanted)
-        if sees(sight.agent_id, f.agent_id, f.visibility)
-    ]  # fmt: skip
+    facts = _seen_facts(rm, sight, namespace, wanted)
     canonical = {s: _canonical_of(keys_of[s]) for s in chosen}
     return contradictions(facts, subject_of, canonical, settled)[:listed], total
+
+
+def _seen_facts(
+    rm: ReadModel,
+    sight: Sight,
+    namespace: str | None,
+    subjects: Sequence[tuple[str, str]] | None = None,
+) -> list[FactRow]:
+    """The active single-valued facts the caller sees (of ``subjects``: namespace and
+    subject key, when given)."""
+    return [
+        f for f in rm.insight.single_facts(namespace, sight.now, subjects)
+        if sees(sight.agent_id, f.agent_id, f.visibility)
+    ]  # fmt: skip
 
 
 def _settled_subjects(
@@ -357,10 +365,7 @@ def contradictions_of_facts(rm: ReadModel, sight: Sight, namespace: str | None) 
     scan: ``InsightReads.single_facts``), grouping only the facts of a subject (as an entity)
     and predicate (as fuzzy-matched among all the subject's predicates) with at least two
     of them: a group needs two."""
-    facts = [
-        f for f in rm.insight.single_facts(namespace, sight.now)
-        if sees(sight.agent_id, f.agent_id, f.visibility)
-    ]  # fmt: skip
+    facts = _seen_facts(rm, sight, namespace)
     if not facts:
         return []
     rows: dict[tuple[str, str, str], int] = defaultdict(int)
