@@ -113,9 +113,7 @@ Importance = Annotated[float, Field(ge=MIN_IMPORTANCE, le=MAX_IMPORTANCE)]
 STORE_DOC = """\
 One memory per thing learned, standing alone (name the project, people, versions, \
 dates). Its fields set its kind:
-- fact: subject+predicate+object; a new value of a relation replaces the old when the change \
-is sure (a version, number, date, person, or given valid_from), else both are flagged: the \
-answer says how to settle it; multi_valued keeps both;
+- fact: subject+predicate+object; a new value replaces the old if sure, else both are flagged;
 - event: content;
 - procedure: name+steps; the same name again is a new version.
 A near-copy is refused with its id: pass supersedes=ID."""

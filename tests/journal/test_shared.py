@@ -106,14 +106,15 @@ def test_conflicting_facts_at_once_resolve_the_same_way_on_both(
         start.wait()
         results[name] = service.call(
             decode("store",
-            {"subject": "checkout-service", "predicate": "uses", "object": obj,
+            {"subject": "checkout-service", "predicate": "postgres version", "object": obj,
              "visibility": "shared"}),
             ALICE,
         )  # fmt: skip
 
     threads = [
-        threading.Thread(target=fact, args=(a, "a", "PostgreSQL 15")),
-        threading.Thread(target=fact, args=(b, "b", "CockroachDB 23.2")),
+        # Two versions: a value a thing has one of, so the second surely replaces the first.
+        threading.Thread(target=fact, args=(a, "a", "15.4")),
+        threading.Thread(target=fact, args=(b, "b", "16.2")),
     ]
     for t in threads:
         t.start()
