@@ -10,12 +10,12 @@ already holds facts, another agent's private fact).
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from tests.e2e.mcp_helpers import call, stdio_client
+from tests.e2e.mcp_helpers import call, stdio_client, store_fact
 
 
 def test_news_under_a_new_name_is_flagged_and_siblings_are_not(tmp_path: Path) -> None:
@@ -24,10 +24,7 @@ def test_news_under_a_new_name_is_flagged_and_siblings_are_not(tmp_path: Path) -
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str, **more: Any) -> dict[str, Any]:
-                args = {"subject": subject, "predicate": predicate, "object": obj, **more}
-                return await call(client, "store", args)
+            fact = partial(store_fact, client)
 
             # A dated change under a new name: flagged against the old name's fact, with
             # the line that settles it; nothing replaced.

@@ -10,12 +10,13 @@ be equal.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from tests.e2e.mcp_helpers import call, stdio_client
+from tests.e2e.mcp_helpers import call, stdio_client, store_fact
 
 
 def test_a_value_restated_in_other_words_is_flagged_and_shared_values_are_not(
@@ -25,10 +26,7 @@ def test_a_value_restated_in_other_words_is_flagged_and_shared_values_are_not(
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str) -> dict[str, Any]:
-                args = {"subject": subject, "predicate": predicate, "object": obj}
-                return await call(client, "store", args)
+            fact = partial(store_fact, client)
 
             async def restates(first: dict[str, Any], second: dict[str, Any]) -> None:
                 assert second["status"] == "stored" and second["superseded"] == [], second

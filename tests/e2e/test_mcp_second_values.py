@@ -11,12 +11,13 @@ with values a thing has one of (a count, a version), still replaces.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from tests.e2e.mcp_helpers import call, ferrex, stdio_client
+from tests.e2e.mcp_helpers import call, ferrex, stdio_client, store_fact
 
 
 def test_a_second_value_told_plainly_is_kept_and_flagged_and_news_replaces(
@@ -26,10 +27,7 @@ def test_a_second_value_told_plainly_is_kept_and_flagged_and_news_replaces(
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str, **more: Any) -> dict[str, Any]:
-                args = {"subject": subject, "predicate": predicate, "object": obj, **more}
-                return await call(client, "store", args)
+            fact = partial(store_fact, client)
 
             plainly = [
                 ("Orchard reader", "translated into", "Dutch", "Korean"),

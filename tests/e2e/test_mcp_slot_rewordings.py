@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from tests.e2e.mcp_helpers import call, ferrex, stdio_client
+from tests.e2e.mcp_helpers import call, ferrex, stdio_client, store_fact
 
 
 def _current(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -31,10 +32,7 @@ def test_rewordings_resolve_plural_values_stay_and_every_answer_says_what_to_do(
 
     async def main() -> None:
         async with stdio_client(home) as client:
-
-            async def fact(subject: str, predicate: str, obj: str, **more: Any) -> dict[str, Any]:
-                args = {"subject": subject, "predicate": predicate, "object": obj, **more}
-                return await call(client, "store", args)
+            fact = partial(store_fact, client)
 
             # Where it runs, in wordings of our own: each replaces the one before it.
             hosts = [("runs on", "bw-node-3"), ("is hosted on", "bw-node-8"),
