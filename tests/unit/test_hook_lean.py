@@ -39,7 +39,7 @@ def test_the_lean_path_loads_none_of_the_stores_code() -> None:
         "'store.default_visibility': 'shared'})\n"
         "heavy = ['click', 'ferrex.app', 'ferrex.server.hub', 'msgspec', 'journal.log',"
         " 'journal.events', 'onnxruntime', 'tokenizers', 'numpy', 'apsw', 'ferrex.cli',"
-        " 'ferrex.rules.memory_input', 'ferrex.rules.secrets']\n"
+        " 'ferrex.rules.memory_input', 'ferrex.rules.secrets', 'projections.vectors']\n"
         "print(' '.join(m for m in heavy if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
