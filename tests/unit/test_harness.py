@@ -154,3 +154,12 @@ def test_no_tool_takes_a_percentile_by_hand() -> None:
     found = [p.name for p in tools if p.name != "harness.py" and by_hand.search(p.read_text())]
     assert found == []
     assert by_hand.search("ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]")
+
+
+def test_no_tool_edits_sys_path_but_the_ab_worker() -> None:
+    """Tools run as modules of the ``tools`` package (issue 46: 35 of them edited ``sys.path``);
+    ``bench_ab``'s worker puts the tree it measures first, which is that tool's point."""
+    edits = re.compile(r"sys\.path\.(insert|append|extend)\(|sys\.path\s*(\[[^\]]*\])?\s*[+]?=[^=]")
+    tools = sorted((ROOT / "tools").rglob("*.py"))
+    found = [str(p.relative_to(ROOT)) for p in tools if edits.search(p.read_text())]
+    assert found == ["tools/bench_ab.py"]
