@@ -133,13 +133,12 @@ def test_every_default_written_beside_a_key_is_the_keys(tmp_path: Path) -> None:
     from ferrex.rules.consolidation import DEFAULT_KEEP_RATIO
     from ferrex.rules.dedup import NEAR_THRESHOLD
     from ferrex.server.dashboard.stream import STREAMS_PER_PRINCIPAL
-    from ferrex.server.http_limits import Limits
 
     defaults = load(tmp_path / "none", env={})
     assert StoreSettings.from_config(defaults) == StoreSettings()
     assert RecallSettings.from_config(defaults) == RecallSettings()
     key = {k.name: k.default for k in KEYS}
-    remote, limits = RemoteSettings(), Limits()
+    remote = RemoteSettings()
     repeated = {
         "models.embedding_url": remote.url,
         "models.embedding_key_env": remote.key_env,
@@ -148,10 +147,6 @@ def test_every_default_written_beside_a_key_is_the_keys(tmp_path: Path) -> None:
         "models.embedding_input_type": remote.input_type,
         "models.embedding_timeout": remote.timeout,
         "models.embedding_batch": remote.batch,
-        "server.header_timeout": limits.header_timeout,
-        "server.body_timeout": limits.body_timeout,
-        "server.max_connections": limits.max_connections,
-        "server.max_connections_per_client": limits.max_per_client,
         "server.max_streams_per_principal": STREAMS_PER_PRINCIPAL,
         "recall.rerank_pool": DEFAULT_POOL,
         "recall.late_weight": DEFAULT_WEIGHT,
