@@ -118,7 +118,7 @@ def _series(home: Path, runs: int, transcript: Path) -> dict[str, list[float]]:
 def _report(mode: str, series: dict[str, list[float]]) -> None:
     for hook, times in series.items():
         warm = sorted(times[1:])
-        p95 = warm[min(len(warm) - 1, round(0.95 * (len(warm) - 1)))]
+        p95 = harness.percentile(warm, 0.95)
         cpu = CPU.pop(hook, [])[1:]
         print(
             f"{mode:10} {hook:14} cold {times[0] * 1000:7.0f} ms   warm p50 "

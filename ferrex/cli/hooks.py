@@ -357,11 +357,7 @@ def _brief(run: _Hooked) -> str:
 def _prompt(run: _Hooked) -> str:
     """What the lean path does (:mod:`ferrex.hooks.lean`), through the hub: this runs when
     no server answered it, and with the hook's ``FERREX_HOOK_LEAN=0``."""
-    from ferrex.server.tool_calls import decode
-
-    # The lean path's requests are the JSON it sends the owner; here they are decoded as
-    # the owner's port would (ferrex.server.hub_port), once.
-    return prompt_hook(lambda tool, args: run.call(decode(tool, args)), run.given.prompt)
+    return prompt_hook(run.call, run.given.prompt)
 
 
 def _capture(run: _Hooked) -> str:

@@ -42,6 +42,19 @@ MAX_REFLECT_LIMIT: Final = 100
 MAX_CONFIRM_IDS: Final = 100
 MAX_FORGET_IDS: Final = 1000
 
+# the HTTP API's writes
+
+REQUEST_KEY_PREFIX: Final = "request "
+"""How the import key of a store the HTTP API made with an ``Idempotency-Key`` starts (a
+hash of who sent it and the key follows): journaled with the memory, so a retry after a
+crash finds it. Unlike two import lines, two such keys do not make two events."""
+
+
+def is_request_key(key: str | None) -> bool:
+    """Whether an import key is an HTTP request's (not a line of ``ferrex import``)."""
+    return key is not None and key.startswith(REQUEST_KEY_PREFIX)
+
+
 # the HTTP API's reads
 
 #: ``GET /api/v1/memories``: a page's size unless asked, the largest, the orders and states.

@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from projections.vectors import Hit
+if TYPE_CHECKING:  # annotations only: the configuration imports this module's defaults
+    from projections.vectors import Hit
 
 T = TypeVar("T")
 

@@ -235,15 +235,6 @@ DEFAULT_LIMITS: Final = Limits()
 IMPORT_KEY_CHARS = 500
 """The longest import key: a store line's is about 40 characters; a chat message's holds
 two ids of at most 100 characters each, JSON-quoted (``porting.chats.import_key``)."""
-REQUEST_KEY_PREFIX: Final = "request "
-"""How the import key of a store the HTTP API made with an ``Idempotency-Key`` starts (a
-hash of who sent it and the key follows): journaled with the memory, so a retry after a
-crash finds it. Unlike two import lines, two such keys do not make two events."""
-
-
-def is_request_key(key: str | None) -> bool:
-    """Whether an import key is an HTTP request's (not a line of ``ferrex import``)."""
-    return key is not None and key.startswith(REQUEST_KEY_PREFIX)
 
 
 def validate(

@@ -55,10 +55,13 @@ _FEW = 100  # fewer connections than this, for the descriptor limit, is worth a 
 
 @dataclass(frozen=True)
 class Limits:
-    header_timeout: float = 10.0
-    body_timeout: float = 30.0
-    max_connections: int = 1000
-    max_per_client: int = 100
+    """The ``server.*`` keys of the HTTP edge; their defaults are the configuration's
+    (:func:`from_config`), written there alone."""
+
+    header_timeout: float
+    body_timeout: float
+    max_connections: int
+    max_per_client: int
 
     @classmethod
     def from_config(cls, config: Any) -> Limits:

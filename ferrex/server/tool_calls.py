@@ -27,8 +27,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from ferrex.errors import UsageError
-from ferrex.rules.arguments import REFLECT_LIMIT
-from ferrex.rules.memory_input import REQUEST_KEY_PREFIX, is_request_key
+from ferrex.rules.arguments import REFLECT_LIMIT, REQUEST_KEY_PREFIX, is_request_key
 from ferrex.rules.spelling import did_you_mean
 
 #: The tools an agent calls (the MCP tools, the HTTP API's writes and recall).

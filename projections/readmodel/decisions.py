@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from projections.readmodel.predicates import FOLDABLE
+from projections.readmodel.predicates import CURRENT, FOLDABLE
 from projections.readmodel.reads import Reads
 from projections.rows import Memory
 
@@ -21,7 +21,7 @@ class DecisionReads(Reads):
         normalized predicate, by id."""
         return self._where(
             "SELECT * FROM memories WHERE namespace=? AND subject_key=? "
-            "AND predicate_normalized=? AND t_invalid IS NULL AND type='semantic' "
+            f"AND predicate_normalized=? AND {CURRENT} AND type='semantic' "
             "ORDER BY memory_id",
             (namespace, key, predicate),
         )

@@ -214,7 +214,7 @@ class InsightReads(Reads):
                 "CROSS JOIN memories AS m ON m.memory_id = h.key "
                 "CROSS JOIN json_each(:bounds) AS b "
                 "WHERE b.value ->> 0 = m.namespace AND b.value ->> 1 = m.type "
-                f"AND m.t_invalid IS NULL AND {_PENDING_CLOCK} < b.value ->> 2 ORDER BY 1",
+                f"AND {current('m.')} AND {_PENDING_CLOCK} < b.value ->> 2 ORDER BY 1",
                 {"hits": json.dumps(dict(last_hits)), "bounds": json.dumps(bounds)},
             )
         ]
@@ -265,9 +265,9 @@ class InsightReads(Reads):
         wider than any rounding) and those expired by ``now``. The same count either way;
         the cost follows the fewer."""
         earliest, latest = self.db.execute(
-            "SELECT (SELECT min(created_at) FROM memories WHERE t_invalid IS NULL "
+            f"SELECT (SELECT min(created_at) FROM memories WHERE {CURRENT} "
             "AND last_validated IS NULL), (SELECT max(created_at) FROM memories "
-            "WHERE t_invalid IS NULL AND last_validated IS NULL)"
+            f"WHERE {CURRENT} AND last_validated IS NULL)"
         ).fetchone() or (None, None)
         if earliest is None or latest is None:
             return []
@@ -304,7 +304,7 @@ class InsightReads(Reads):
         )
         for test, bound in zip(less, ([now - after_seconds - 1.0], [now]), strict=True):
             for a, v, n in self.db.execute(
-                "SELECT agent_id, visibility, count(*) FROM memories WHERE t_invalid IS NULL "
+                f"SELECT agent_id, visibility, count(*) FROM memories WHERE {CURRENT} "
                 f"AND last_validated IS NULL AND {test}{ns} GROUP BY 1, 2",
                 [*bound, now, after_seconds, *args],
             ):
@@ -359,7 +359,7 @@ class InsightReads(Reads):
                 else " AND (created_at < ? OR (created_at = ? AND memory_id > ?))"
             )
             rows = self._where(
-                f"SELECT * FROM memories WHERE t_invalid IS NULL{ns}{after} "
+                f"SELECT * FROM memories WHERE {CURRENT}{ns}{after} "
                 f"ORDER BY created_at DESC, memory_id LIMIT {PAGE}",
                 [*args, *(() if last is None else (last[0], last[0], last[1]))],
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import apsw
 
-from projections.readmodel.predicates import CLOCK, SINGLE_FACT
+from projections.readmodel.predicates import CLOCK, CURRENT, SINGLE_FACT, current
 
 SCHEMA_VERSION = 12
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
@@ -155,7 +155,7 @@ def _counted(row: str, step: int) -> str:
         return (
             f"INSERT INTO memory_counts VALUES ({row}.namespace, {row}.type, "
             f"coalesce({row}.agent_id, ''), {row}.agent_id IS NOT NULL, {row}.visibility, "
-            f"{row}.t_invalid IS NULL, {row}.expires_at IS NOT NULL, 1) "
+            f"{current(f'{row}.')}, {row}.expires_at IS NOT NULL, 1) "
             "ON CONFLICT (namespace, type, owner, owned, visibility, active, expiring) "
             "DO UPDATE SET n = n + 1;"
         )
@@ -163,7 +163,7 @@ def _counted(row: str, step: int) -> str:
         f"UPDATE memory_counts SET n = n - 1 WHERE namespace = {row}.namespace "
         f"AND type = {row}.type AND owner = coalesce({row}.agent_id, '') "
         f"AND owned = ({row}.agent_id IS NOT NULL) AND visibility = {row}.visibility "
-        f"AND active = ({row}.t_invalid IS NULL) AND expiring = ({row}.expires_at IS NOT NULL); "
+        f"AND active = ({current(f'{row}.')}) AND expiring = ({row}.expires_at IS NOT NULL); "
         "DELETE FROM memory_counts WHERE n <= 0;"
     )
 
@@ -223,13 +223,13 @@ AFTER UPDATE OF namespace, type, agent_id, visibility, t_invalid, expires_at ON 
     {_counted("new", +1)}
 END;
 CREATE INDEX IF NOT EXISTS memories_clock ON memories (namespace, type, {CLOCK})
-    WHERE t_invalid IS NULL;
+    WHERE {CURRENT};
 DROP INDEX IF EXISTS memories_unvalidated;
 CREATE INDEX IF NOT EXISTS memories_unvalidated_scoped ON memories (created_at, memory_id,
     namespace, agent_id, visibility, expires_at, t_invalid, last_validated)
-    WHERE t_invalid IS NULL AND last_validated IS NULL;
+    WHERE {CURRENT} AND last_validated IS NULL;
 CREATE INDEX IF NOT EXISTS memories_latest ON memories (created_at DESC, memory_id)
-    WHERE t_invalid IS NULL;
+    WHERE {CURRENT};
 CREATE INDEX IF NOT EXISTS memories_single_facts ON memories (namespace, subject_key,
     predicate_normalized, object_form, agent_id, visibility, expires_at, type, t_invalid,
     multi_valued, subject) WHERE {SINGLE_FACT};
@@ -239,7 +239,7 @@ CREATE INDEX IF NOT EXISTS memories_single_facts ON memories (namespace, subject
 def _unvalidated_triggers() -> str:
     """The ``unvalidated_counts`` table and its triggers: a row of ``memories`` counts while
     active and never validated; an update counts its old row out and its new row in."""
-    counted = "{0}.t_invalid IS NULL AND {0}.last_validated IS NULL"
+    counted = current("{0}.") + " AND {0}.last_validated IS NULL"
     into = (
         "INSERT INTO unvalidated_counts VALUES (new.namespace, coalesce(new.agent_id, ''), "
         "new.agent_id IS NOT NULL, new.visibility, 1) "
@@ -325,14 +325,14 @@ def _add_aggregates(db: apsw.Connection) -> None:
     if counts:
         db.execute(
             "INSERT INTO memory_counts SELECT namespace, type, coalesce(agent_id, ''), "
-            "agent_id IS NOT NULL, visibility, t_invalid IS NULL, expires_at IS NOT NULL, "
+            f"agent_id IS NOT NULL, visibility, {CURRENT}, expires_at IS NOT NULL, "
             "count(*) FROM memories GROUP BY 1, 2, 3, 4, 5, 6, 7"
         )
     if unvalidated:
         db.execute(
             "INSERT INTO unvalidated_counts SELECT namespace, coalesce(agent_id, ''), "
             "agent_id IS NOT NULL, visibility, count(*) FROM memories "
-            "WHERE t_invalid IS NULL AND last_validated IS NULL GROUP BY 1, 2, 3, 4"
+            f"WHERE {CURRENT} AND last_validated IS NULL GROUP BY 1, 2, 3, 4"
         )
 
 

@@ -1,4 +1,4 @@
-"""Every shell command shown in README.md's and docs/*.md's code blocks runs here.
+"""Every shell command shown in the code blocks of README.md and the pages under docs/ runs here.
 
 A command is one line of a ``sh``/``bash``/``shell``/``console`` block (a line ending in ``\\``
 continues on the next), its ``# comment`` removed. How it runs:
@@ -40,7 +40,8 @@ from tests.e2e.api_helpers import ALICE, serve_http
 from tools.bench_chat_import import chatgpt_export, claude_export
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+#: The README and every page under docs/ (the benchmark logs' commands too).
+DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
 FERREX = str(Path(sys.executable).with_name("ferrex"))
 SHELL_FENCES = frozenset({"sh", "bash", "shell", "console"})
 

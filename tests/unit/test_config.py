@@ -119,3 +119,38 @@ def test_the_recall_time_zone_is_a_known_zone(tmp_path: Path) -> None:
     assert RecallSettings.from_config(load(tmp_path, env={"FERREX_TIME_ZONE": "utc"})) == (
         RecallSettings()
     )
+
+
+def test_every_default_written_beside_a_key_is_the_keys(tmp_path: Path) -> None:
+    """A default that a settings class or a module repeats from :data:`ferrex.config.KEYS`
+    (for callers that build it without a configuration: tests, tools) is the key's, so the
+    two cannot drift: the store's and recall's settings as a whole, and the others by name."""
+    from ferrex.core.settings import StoreSettings
+    from ferrex.models.late import DEFAULT_WEIGHT
+    from ferrex.models.remote import RemoteSettings
+    from ferrex.models.rerank import DEFAULT_POOL
+    from ferrex.read.request import RecallSettings
+    from ferrex.rules.consolidation import DEFAULT_KEEP_RATIO
+    from ferrex.rules.dedup import NEAR_THRESHOLD
+    from ferrex.server.dashboard.stream import STREAMS_PER_PRINCIPAL
+
+    defaults = load(tmp_path / "none", env={})
+    assert StoreSettings.from_config(defaults) == StoreSettings()
+    assert RecallSettings.from_config(defaults) == RecallSettings()
+    key = {k.name: k.default for k in KEYS}
+    remote = RemoteSettings()
+    repeated = {
+        "models.embedding_url": remote.url,
+        "models.embedding_key_env": remote.key_env,
+        "models.query_prefix": remote.query_prefix,
+        "models.passage_prefix": remote.passage_prefix,
+        "models.embedding_input_type": remote.input_type,
+        "models.embedding_timeout": remote.timeout,
+        "models.embedding_batch": remote.batch,
+        "server.max_streams_per_principal": STREAMS_PER_PRINCIPAL,
+        "recall.rerank_pool": DEFAULT_POOL,
+        "recall.late_weight": DEFAULT_WEIGHT,
+        "store.near_threshold": NEAR_THRESHOLD,
+        "consolidation.keep_ratio": DEFAULT_KEEP_RATIO,
+    }
+    assert {name: key[name] for name in repeated} == repeated

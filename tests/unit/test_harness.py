@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,21 @@ def test_a_home_copy_is_a_copy_with_links_kept_and_a_missing_home_is_refused(
     assert (home / "journal" / "00000001.seg").read_bytes() == b"records"
     with pytest.raises(SystemExit, match="no home at"):
         harness.home_copy(tmp_path / "missing", into)
+
+
+def test_no_tool_takes_a_percentile_by_hand() -> None:
+    """Percentiles come from :func:`tools.harness.percentile` (issue 46: written five times)."""
+    by_hand = re.compile(r"\[\s*(min\(|max\(|int\(|round\()?[^\]]*0\.\d+ \* \(?len\(")
+    tools = sorted((ROOT / "tools").rglob("*.py"))
+    found = [p.name for p in tools if p.name != "harness.py" and by_hand.search(p.read_text())]
+    assert found == []
+    assert by_hand.search("ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]")
+
+
+def test_no_tool_edits_sys_path_but_the_ab_worker() -> None:
+    """Tools run as modules of the ``tools`` package (issue 46: 35 of them edited ``sys.path``);
+    ``bench_ab``'s worker puts the tree it measures first, which is that tool's point."""
+    edits = re.compile(r"sys\.path\.(insert|append|extend)\(|sys\.path\s*(\[[^\]]*\])?\s*[+]?=[^=]")
+    tools = sorted((ROOT / "tools").rglob("*.py"))
+    found = [str(p.relative_to(ROOT)) for p in tools if edits.search(p.read_text())]
+    assert found == ["tools/bench_ab.py"]

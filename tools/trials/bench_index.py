@@ -49,9 +49,8 @@ app.close()
 
 
 def _ms(samples: list[float]) -> str:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-    return f"p50 {statistics.median(ordered):.2f} / p95 {p95:.2f} ms"
+    p95 = harness.percentile(samples, 0.95)
+    return f"p50 {statistics.median(samples):.2f} / p95 {p95:.2f} ms"
 
 
 def main() -> None:

@@ -30,9 +30,10 @@ from datetime import datetime
 from typing import NotRequired, TypedDict
 
 from ferrex.errors import Duplicate
+from ferrex.rules.arguments import is_request_key
 from ferrex.rules.dedup import meaning_difference, near_copy, same_text
 from ferrex.rules.lifecycle import expired
-from ferrex.rules.memory_input import ValidStore, is_request_key
+from ferrex.rules.memory_input import ValidStore
 from projections.documents import memory_text
 from projections.rows import Memory
 

@@ -41,7 +41,7 @@ first is still running waits for its answer. The serving process keeps the keys
 principal's requests push out one's keys) in memory and in
 ``<home>/run/api-idempotency.jsonl``, so a retry after a restart is answered too. A keyed store
 also journals a hash of principal and key with the memory (its import key,
-:data:`~ferrex.rules.memory_input.REQUEST_KEY_PREFIX`): when the process died after the write
+:data:`~ferrex.rules.arguments.REQUEST_KEY_PREFIX`): when the process died after the write
 and before the key was saved, the retry finds that memory and is answered ``stored`` with its
 id (``recovered: true``, ``Idempotent-Replayed: true``), not 409. A forget or confirm journals
 no key: retried after such a crash it runs again (a forget of what it already forgot answers
@@ -66,7 +66,7 @@ from starlette.routing import BaseRoute, Route
 
 from ferrex.core.decide.store import NEW_MEMORY, StoreAnswer
 from ferrex.errors import FerrexError, Internal, MethodNotAllowed, NotFound, Refused, UsageError
-from ferrex.rules.memory_input import REQUEST_KEY_PREFIX
+from ferrex.rules.arguments import REQUEST_KEY_PREFIX
 from ferrex.server.dashboard.edge import (
     HEADERS,
     Gate,
