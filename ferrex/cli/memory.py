@@ -136,6 +136,8 @@ def forget(
     """Remove memories from recall and from every projection.
 
     The journal keeps the event for audit; `ferrex journal compact` purges the text too.
+    A memory that a forgotten one had replaced (a fact's older value) is current again, and
+    said so; forget it too to leave the slot empty.
     Exits 7 (not_found) when any id names no memory this agent may forget; the others are
     forgotten all the same.
     """
@@ -145,6 +147,8 @@ def forget(
     else:
         for memory_id in doc["forgotten"]:
             click.echo(f"forgot {memory_id}")
+        for again in doc.get("current_again", []):
+            click.echo(again["note"])
     _refuse_missing(doc["not_found"], "forget", len(doc["forgotten"]))
 
 
