@@ -203,7 +203,8 @@ CARRIED: Final[Mapping[type[Event], str]] = {
     ),
     EntitySplit: (
         "the new entity's line (its spelling, match operator), an entities_differ line, the "
-        "relinks as entity_ids of memory lines"
+        "relinks as entity_ids of memory lines; restored as the split again when the dump "
+        "holds the merged entity that lost the spelling"
     ),
     EntitiesDiffer: "an entities_differ line",
     FactsDiffer: (
