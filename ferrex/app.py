@@ -159,7 +159,9 @@ class App:
             self._owner_fd = try_lock(self.home)
         return self._owner_fd is not None
 
-    def _require_ownership(self) -> None:
+    def require_ownership(self) -> None:
+        """Refused (``busy``) while another process owns the stores: a command that opens
+        them itself (an import) asks before it loads a model, so the refusal comes at once."""
         if self.claim():
             return
         endpoint = Endpoint.read(self.home)
@@ -282,7 +284,7 @@ class App:
 
     def backend(self) -> VectorBackend:
         if self._backend is None:
-            self._require_ownership()
+            self.require_ownership()
             try:
                 url = self.config["qdrant.url"]
                 binary = self.config["qdrant.binary"]
@@ -392,7 +394,7 @@ class App:
             raise RuntimeError("repair_journal runs before the journal is opened")
         from projections.generations import read_pointer
 
-        self._require_ownership()
+        self.require_ownership()
         built = read_pointer(self.home) is not None
         marker = self.home / REPLAY_NEEDED
         with translated():

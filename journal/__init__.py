@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from journal.events import (
         Access,
         AnyEvent,
+        CurrentAgain,
         EntitiesDiffer,
         EntitiesMerged,
         EntityAliasAdded,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 _WHERE: dict[str, str] = {
     "Access": "journal.events",
     "AnyEvent": "journal.events",
+    "CurrentAgain": "journal.events",
     "EncodeError": "journal.errors",
     "EntitiesDiffer": "journal.events",
     "EntitiesMerged": "journal.events",
@@ -129,6 +131,7 @@ __all__ = [
     "FORMAT_VERSION",
     "Access",
     "AnyEvent",
+    "CurrentAgain",
     "EncodeError",
     "EntitiesDiffer",
     "EntitiesMerged",

@@ -187,6 +187,14 @@ class KeptEntity(msgspec.Struct, frozen=True, array_like=True, gc=False):
     agent_ids: tuple[str, ...]
 
 
+class CurrentAgain(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """A memory valid again: the forgotten ``replaced_by`` had superseded it, so with that one
+    gone it is current (its ``t_invalid`` and ``superseded_by`` cleared)."""
+
+    memory_id: str
+    replaced_by: str
+
+
 class MemoriesForgotten(Event, tag="memories.forgotten", frozen=True):
     """Memories removed from every projection. ``dropped_entity_ids``: links no longer used."""
 
@@ -198,6 +206,8 @@ class MemoriesForgotten(Event, tag="memories.forgotten", frozen=True):
     """Per memory, why (for evictions: which rule of the budget chose it); may be empty."""
     kept_entities: tuple[KeptEntity, ...] = ()
     """Entities a cascade took from everyone but some agents (``ferrex.rules.visibility``)."""
+    current_again: tuple[CurrentAgain, ...] = ()
+    """The memories a forgotten one had replaced, valid again (a request's forget only)."""
 
 
 class MemoriesValidated(Event, tag="memories.validated", frozen=True):

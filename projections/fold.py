@@ -52,7 +52,8 @@ class Invalidated:
 
 @dataclass(frozen=True, slots=True)
 class Revalidated:
-    """Valid again, if the summary ``summary_id`` is still what superseded it (an unfold)."""
+    """Valid again, if ``summary_id`` is still what superseded it (an unfold's summary, or a
+    forgotten memory that had replaced it)."""
 
     memory_id: str
     summary_id: str
@@ -224,6 +225,7 @@ def changes(event: ev.AnyEvent) -> tuple[Change, ...]:
                 Forgot(event.memory_ids),
                 *((DropEntities(event.dropped_entity_ids),) if event.dropped_entity_ids else ()),
                 *(KeptFor(k.entity_id, k.agent_ids) for k in event.kept_entities),
+                *(Revalidated(c.memory_id, c.replaced_by) for c in event.current_again),
             )
         case ev.MemoriesValidated():
             at = event.at.timestamp()

@@ -136,6 +136,8 @@ def forget(
     """Remove memories from recall and from every projection.
 
     The journal keeps the event for audit; `ferrex journal compact` purges the text too.
+    A memory that a forgotten one had replaced (a fact's older value) is current again, and
+    said so; forget it too to leave the slot empty.
     Exits 7 (not_found) when any id names no memory this agent may forget; the others are
     forgotten all the same.
     """
@@ -145,20 +147,25 @@ def forget(
     else:
         for memory_id in doc["forgotten"]:
             click.echo(f"forgot {memory_id}")
-    missing = list(doc["not_found"])
-    if missing:
-        raise NotFound(
-            f"no memory {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''} to forget"
-            + _others(len(doc["forgotten"])),
-            hint="`ferrex recall` or `ferrex export jsonl -` lists the memories' ids",
-            details={"not_found": missing},
-        )
+        for again in doc.get("current_again", []):
+            click.echo(again["note"])
+    _refuse_missing(doc["not_found"], "forget", len(doc["forgotten"]))
 
 
-def _others(forgotten: int) -> str:
-    if not forgotten:
-        return ""
-    return " (1 other forgotten)" if forgotten == 1 else f" ({forgotten} others forgotten)"
+def _refuse_missing(missing: list[str], verb: str, done: int) -> None:
+    """``not_found`` (exit 7) when any id named no memory, saying how many others were
+    ``verb``-ed all the same (an unknown id is a typo the caller should hear about)."""
+    if not missing:
+        return
+    others = ""
+    if done:
+        past = "forgotten" if verb == "forget" else f"{verb}ed"
+        others = f" (1 other {past})" if done == 1 else f" ({done} others {past})"
+    raise NotFound(
+        f"no memory {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''} to {verb}" + others,
+        hint="`ferrex recall` or `ferrex export jsonl -` lists the memories' ids",
+        details={"not_found": list(missing)},
+    )
 
 
 @click.command()
@@ -177,18 +184,18 @@ def mark(
 ) -> None:
     """Set the importance of memories, or pin or unpin them (a memory.marked event);
     like the confirm tool with those arguments, it also confirms them. Pinning a memory
-    with a time to live keeps it: the expiry is cleared. Unknown ids are reported."""
+    with a time to live keeps it: the expiry is cleared. Exits 7 (not_found) when any id
+    names no memory this agent may mark; the others are marked all the same."""
     if importance is None and pinned is None:
         raise UsageError("say what to mark", hint="pass --importance, --pin or --unpin")
     request = Confirm(ids=ids, importance=importance, pinned=pinned)
     doc = call_tool(app, request, agent_id=agent_id)
     if as_json:
         click.echo(json.dumps(doc))
-        return
-    for memory_id in doc.get("marked", []):
-        click.echo(f"marked {memory_id}")
-    for memory_id in doc["not_found"]:
-        click.echo(f"not found: {memory_id}")
+    else:
+        for memory_id in doc.get("marked", []):
+            click.echo(f"marked {memory_id}")
+    _refuse_missing(doc["not_found"], "mark", len(doc.get("marked", [])))
 
 
 @click.command()
@@ -368,6 +375,7 @@ class _ImportOptions:
 
 def _import(app: App, file: str, options: _ImportOptions, reached: _Reached) -> None:
     text = sys.stdin.read() if file == "-" else _read(Path(file))
+    app.require_ownership()  # busy is said at once, not after "loading model…"
     # The model loads on its own thread while the file is parsed and the home opened; the
     # load ends before the command does, whatever ends it (never in the interpreter's exit).
     embedder = app.embedder()

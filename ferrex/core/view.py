@@ -56,6 +56,8 @@ class View(Protocol):
 
     def linked(self, entity_id: str) -> list[str]: ...
 
+    def has_entity(self, entity_id: str) -> bool: ...
+
     def entities_differ(self, a: str, b: str) -> bool: ...
 
     def facts_differ(self, a: str, b: str) -> bool: ...
@@ -114,6 +116,13 @@ class ReadModelView:
 
     def spellings(self, namespace: str) -> list[Spelling]:
         return list(self._once(("spellings", namespace), lambda: self._rm.spellings(namespace)))
+
+    def has_entity(self, entity_id: str) -> bool:
+        """Whether the entity exists, merged or not, with or without spellings."""
+        found: bool = self._once(
+            ("entity", entity_id), lambda: bool(self._rm.entity_names([entity_id]))
+        )
+        return found
 
     def linked(self, entity_id: str) -> list[str]:
         return list(
@@ -378,6 +387,11 @@ class Overlay:
         if not self._merged_into and not self._kept:  # nothing reported otherwise
             return found
         return [self._reported(s) for s in found]
+
+    def has_entity(self, entity_id: str) -> bool:
+        if entity_id in self._scopes:  # made in this batch (again, after a drop)
+            return True
+        return entity_id not in self._dropped and self._base.has_entity(entity_id)
 
     def linked(self, entity_id: str) -> list[str]:
         ids = {m for m in self._base.linked(entity_id) if self.memory(m) is not None}

@@ -88,6 +88,7 @@ from ferrex.porting.lines import (
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
 from journal.events import (
     Access,
+    CurrentAgain,
     EntitiesDiffer,
     EntitiesMerged,
     EntityAliasAdded,
@@ -188,7 +189,8 @@ CARRIED: Final[Mapping[type[Event], str]] = {
     MemorySuperseded: "t_invalid and superseded_by of the memory's line",
     MemoriesForgotten: (
         "nothing of a forgotten memory (gone from the read model); the entities a cascade "
-        "dropped are not dumped, those it kept for some agents carry kept_for"
+        "dropped are not dumped, those it kept for some agents carry kept_for; a memory "
+        "it made current again is dumped valid (no t_invalid, no superseded_by)"
     ),
     MemoriesValidated: "last_validated of each memory's line (restored as source operator)",
     MemoriesAccessed: "access_count and last_accessed of each memory's line",
@@ -201,7 +203,8 @@ CARRIED: Final[Mapping[type[Event], str]] = {
     ),
     EntitySplit: (
         "the new entity's line (its spelling, match operator), an entities_differ line, the "
-        "relinks as entity_ids of memory lines"
+        "relinks as entity_ids of memory lines; restored as the split again when the dump "
+        "holds the merged entity that lost the spelling"
     ),
     EntitiesDiffer: "an entities_differ line",
     FactsDiffer: (
@@ -244,9 +247,10 @@ EVENT_KEYS: Final[Mapping[type[msgspec.Struct], Mapping[str, str | None]]] = {
     },
     MemoriesForgotten: {
         "memory_ids": None, "namespace": None, "reason": None, "dropped_entity_ids": None,
-        "details": None, "kept_entities": "entity.kept_for",
+        "details": None, "kept_entities": "entity.kept_for", "current_again": "memory.t_invalid",
     },
     KeptEntity: {"entity_id": "entity.id", "agent_ids": "entity.kept_for"},
+    CurrentAgain: {"memory_id": "memory.id", "replaced_by": "memory.superseded_by"},
     MemoriesValidated: {"memory_ids": "memory.id", "at": "memory.last_validated", "source": None},
     MemoriesAccessed: {"accesses": "memory.access_count"},
     Access: {

@@ -8,7 +8,7 @@ path like every store (:meth:`ferrex.write.writer.Writer.run`, :mod:`ferrex.core
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ferrex.core.decide import Decision
 from ferrex.core.decide.restore import (
@@ -23,6 +23,7 @@ from ferrex.core.decide.restore import (
     decide_restore,
     decide_restored_entity,
     restored_body,
+    split_off,
 )
 from ferrex.core.runner import Batch
 from ferrex.write.writer import Writer
@@ -39,6 +40,8 @@ def restore_many(
     """Restore every item not already present; one outcome per item, in order."""
 
     dumped = {i.entity_id: i for i in items if isinstance(i, RestoredEntity)}
+    order = _history_order(items, dumped)
+    items = [items[k] for k in order]
     memories = {i.memory_id: i for i in items if isinstance(i, Restored)}
     folded = {m: i.summary_id for i in items if isinstance(i, RestoredFold) for m in i.memory_ids}
     fresh: set[str] = set()
@@ -68,8 +71,27 @@ def restore_many(
         return decided
 
     outcomes = writer.run(items, decide, texts=texts, chunk=chunk, progress=progress)
-    restored = [o for o in outcomes if isinstance(o, Restore)]
-    assert len(restored) == len(items)  # a restore decision never refuses
+    ran = [o for o in outcomes if isinstance(o, Restore)]
+    assert len(ran) == len(items)  # a restore decision never refuses
+    restored = [done for _, done in sorted(zip(order, ran, strict=True), key=lambda p: p[0])]
     if writer.settings.budget_bytes is not None and any(r.status == "stored" for r in restored):
         writer.enforce_budget(writer.settings.budget_bytes)
     return restored
+
+
+def _history_order(items: Sequence[Item], dumped: Mapping[str, RestoredEntity]) -> list[int]:
+    """The order the items are restored in (indexes into ``items``): the dump's, but for an
+    entity split off a merged one (:func:`ferrex.core.decide.restore.split_off`), restored
+    after the merged entities, as it happened (the merge, then the split), and before the
+    entities merged into it. The entity lines come first in a dump, so they stay before the
+    memories."""
+    split = {e for e, item in dumped.items() if split_off(item, dumped)}
+
+    def stage(item: Item) -> int:
+        if not isinstance(item, RestoredEntity):
+            return 4
+        if item.merged_into is None:
+            return 2 if item.entity_id in split else 0
+        return 3 if item.merged_into in split else 1
+
+    return sorted(range(len(items)), key=lambda k: stage(items[k]))

@@ -424,6 +424,8 @@ export interface ForgetAnswer extends Answer {
   dropped_entities: string[];
   /** The journal position of what was written (null: nothing was). */
   position: number | null;
+  /** The memories a forgotten one had replaced, valid again. */
+  current_again?: Array<{ id: string; replaced_by: string; note: string }>;
   /** What the server warns about (the request was still served). */
   warnings?: string[];
 }

@@ -176,3 +176,41 @@ def test_a_home_restored_long_after_its_stores_backs_up_the_same(tmp_path: Path)
     again = tmp_path / "again.jsonl"
     ok(fresh, "export", "jsonl", str(again))
     assert comparable(again) == comparable(dump)
+
+
+def test_an_entity_merged_then_split_off_again_backs_up_whole(tmp_path: Path) -> None:
+    """User trial: "invoicer" merged into "billing service", then split off again (a new
+    entity takes the spelling; the merged one keeps its id, merged, with no spelling). The
+    restored home lost the merged entity's line (its name matched the split-off entity, so
+    the line was skipped as already held); restored with its spelling, it would have made
+    "invoicer" name the billing service again. Now the restore journals the history as it
+    happened (created, merged, split) and both homes are the same, row by row."""
+    home = tmp_path / "home"
+    ok(home, "store", "--subject", "billing service", "--predicate", "runs on",
+       "--object", "kubernetes")  # fmt: skip
+    ok(home, "store", "--subject", "invoicer", "--predicate", "owned by",
+       "--object", "platform team")  # fmt: skip
+    merged = ok(home, "entity", "merge", "billing service", "invoicer")
+    ok(home, "entity", "split", "billing service", "invoicer")
+    before = home_rows(home)
+    assert any(e["merged_into"] for e in before["entities"]), "the merged entity stays"
+
+    dump = tmp_path / "backup.jsonl"
+    ok(home, "export", "jsonl", str(dump))
+    fresh = tmp_path / "restored"
+    doc = ok(fresh, "import", str(dump))
+    assert {line["status"] for line in doc["lines"]} == {"stored"}, doc["lines"]
+    assert home_rows(fresh) == before
+    again = tmp_path / "again.jsonl"
+    ok(fresh, "export", "jsonl", str(again))
+    assert comparable(again) == comparable(dump)
+
+    # Importing it again, into either home, adds nothing; "invoicer" is its own entity.
+    for target in (fresh, home):
+        assert {line["status"] for line in ok(target, "import", str(dump))["lines"]} == {"skipped"}
+    assert home_rows(fresh) == before
+    for target in (home, fresh):
+        stored = ok(target, "store", "--subject", "invoicer", "--predicate", "written in",
+                    "--object", "Go")  # fmt: skip
+        (entity,) = stored["entities"]
+        assert entity["entity_id"] != merged["entity"], stored

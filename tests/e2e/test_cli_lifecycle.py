@@ -45,11 +45,17 @@ def test_marks_from_the_command_line(tmp_path: Path) -> None:
         assert code == 2 and ("ttl" in err or "importance" in err), err
     code, _, err = run(home, "mark", kept["id"])
     assert code == 2 and "--importance" in err
+    # An id that names no memory (a typo) is refused like forget's, and nothing is written.
+    code, out, err = run(home, "mark", "mem_typo", "--pin")
+    assert code == 7 and "error [not_found]" in err and "mem_typo" in err, (out, err)
+    assert "marked" not in out
     assert journal_head(home) == head
 
-    # Pinning the scratch note keeps it: its expiry is cleared.
-    code, out, _ = run(home, "mark", scratch["id"], "mem_00000000000000000000000000", "--pin")
-    assert code == 0 and f"marked {scratch['id']}" in out and "not found: mem_0" in out
+    # Pinning the scratch note keeps it: its expiry is cleared. The unknown id beside it is
+    # refused (exit 7), the known one marked all the same, as forget does.
+    code, out, err = run(home, "mark", scratch["id"], "mem_00000000000000000000000000", "--pin")
+    assert code == 7 and f"marked {scratch['id']}" in out
+    assert "error [not_found]" in err and "mem_0" in err and "1 other marked" in err
     code, out, _ = run(home, "recall", "VPN", "--json")
     results = {r["id"]: r for r in json.loads(out)["results"]}
     assert results[scratch["id"]]["pinned"] is True and "expires_at" not in results[scratch["id"]]

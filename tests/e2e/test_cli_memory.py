@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,9 @@ from ferrex.app import App
 from ferrex.cli import cli
 from ferrex.cli import projections as projections_cli
 from ferrex.errors import BackendUnavailable
+from ferrex.ownership import try_lock
 from projections.generations import read_pointer
+from tests.e2e.mcp_helpers import FERREX
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +128,47 @@ def test_import_from_stdin_and_unreadable_file(home: Path, tmp_path: Path) -> No
     assert code == 0 and json.loads(out)["counts"] == {"stored": 1}
     code, _, err = run(home, "import", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "cannot read" in err
+
+
+def test_import_beside_an_owner_is_refused_before_the_model_loads(tmp_path: Path) -> None:
+    """Another process owns the stores: import says busy at once, in a terminal too, without
+    "loading model…" first (it loaded the model, then refused, then waited for the load)."""
+    home = tmp_path / "home"
+    code, _, err = run(home, "store", "--content", "Dana joined the SRE team in May")
+    assert code == 0, err
+    head = journal_head(home)
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text(json.dumps({"content": "Sam moved to the platform team"}) + "\n")
+    owner = try_lock(home)  # this test process owns the stores, as a running server would
+    assert owner is not None
+    leader, follower = pty.openpty()  # "loading model…" shows only on a terminal
+    try:
+        process = subprocess.run(
+            [FERREX, "--home", str(home), "import", str(lines)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=follower, timeout=300,
+        )  # fmt: skip
+        os.close(follower)
+        err = _drain(leader)
+    finally:
+        os.close(leader)
+        os.close(owner)
+    assert process.returncode == 5, err
+    assert "error [busy]" in err and "loading model" not in err, err
+    assert journal_head(home) == head
+
+
+def _drain(fd: int) -> str:
+    """What a finished process wrote to a pseudo-terminal (EIO once it is read out)."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
 
 
 def test_backfill_normalized_predicates(tmp_path: Path) -> None:

@@ -81,6 +81,9 @@ class _Set:
     def linked(self, entity_id: str) -> list[str]:
         return []
 
+    def has_entity(self, entity_id: str) -> bool:
+        return False
+
     def entities_differ(self, a: str, b: str) -> bool:
         return tuple(sorted((a, b))) in self.differ
 

@@ -21,6 +21,7 @@ from ferrex.rules.visibility import Mention, after_forget, sees
 from ferrex.times import rfc3339
 from journal import (
     Access,
+    CurrentAgain,
     Event,
     FactsDiffer,
     KeptEntity,
@@ -47,7 +48,17 @@ class ForgetAnswer(TypedDict):
     dropped_entities: list[str]
     position: int | None
     """None: nothing was written (none of the ids was found)."""
+    current_again: NotRequired[list[CurrentAgainAnswer]]
+    """The memories a forgotten one had replaced, current again (absent: none)."""
     warnings: NotRequired[list[str]]
+
+
+class CurrentAgainAnswer(TypedDict):
+    """A memory a forgotten one had replaced, valid again, and a sentence saying so."""
+
+    id: str
+    replaced_by: str
+    note: str
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,7 @@ class ForgetResult:
     dropped_entities: tuple[str, ...]
     position: int | None
     warnings: tuple[str, ...] = ()
+    current_again: tuple[CurrentAgainAnswer, ...] = ()
 
     def as_dict(self) -> ForgetAnswer:
         doc: ForgetAnswer = {
@@ -65,6 +77,8 @@ class ForgetResult:
             "dropped_entities": list(self.dropped_entities),
             "position": self.position,
         }
+        if self.current_again:
+            doc["current_again"] = list(self.current_again)
         if self.warnings:
             doc["warnings"] = list(self.warnings)
         return doc
@@ -137,7 +151,13 @@ def decide_forget(
     (:func:`ferrex.rules.visibility.after_forget`): gone for everyone when no remaining
     memory names them, kept only for the agents whose private memories still do when no
     memory everyone sees names them any more. The answer's ``dropped_entities`` are those
-    gone for ``caller``, so it is the same whether or not others' private memories exist."""
+    gone for ``caller``, so it is the same whether or not others' private memories exist.
+
+    A memory that a forgotten one had replaced (its ``superseded_by``) is current again
+    (``current_again`` of the event and the answer): forgetting the newer value says it should
+    not be believed, so the slot falls back to the value before it rather than to nothing.
+    Forgetting both (for privacy, say) forgets both; the answer names each memory made current
+    again, so a caller who wanted the slot empty forgets that one too."""
     wanted_ids = checked_ids(ids)
     found = [m for m in (view.memory(i) for i in wanted_ids) if m is not None]
     found = [m for m in found if sees(caller, m.agent_id, m.visibility)]
@@ -150,6 +170,7 @@ def decide_forget(
         by_namespace.setdefault(memory.namespace, []).append(memory)
     events: list[Event] = []
     all_dropped: list[str] = []
+    revived: list[CurrentAgainAnswer] = []
     for namespace, memories in sorted(by_namespace.items()):
         dropped: list[str] = []
         kept: list[KeptEntity] = []
@@ -171,6 +192,12 @@ def decide_forget(
         all_dropped += [
             k.entity_id for k in kept if caller is not None and caller not in k.agent_ids
         ]
+        again = _current_again(view, memories, found_ids)
+        revived += [
+            _current_again_answer(older, newer)
+            for older, newer in again
+            if sees(caller, older.agent_id, older.visibility)
+        ]
         events.append(
             MemoriesForgotten(
                 memory_ids=tuple(m.memory_id for m in memories),
@@ -178,10 +205,54 @@ def decide_forget(
                 reason="request",
                 dropped_entity_ids=tuple(dropped),
                 kept_entities=tuple(kept),
+                current_again=tuple(CurrentAgain(o.memory_id, n.memory_id) for o, n in again),
             )
         )
     order = tuple(i for i in wanted_ids if i in found_ids)
-    return Decision(tuple(events), ForgetResult(order, not_found, tuple(all_dropped), None))
+    result = ForgetResult(order, not_found, tuple(all_dropped), None, current_again=tuple(revived))
+    return Decision(tuple(events), result)
+
+
+def _current_again(
+    view: View, forgotten: Sequence[Memory], leaving: set[str]
+) -> list[tuple[Memory, Memory]]:
+    """The memories (each with the forgotten one that had replaced it) that forgetting
+    ``forgotten`` makes current again: superseded by one of them, not forgotten themselves.
+    They are looked for where a replacement lives: the memory a store named in ``supersedes``,
+    the facts of the same subject (a slot's older value, or one a confirm superseded) and the
+    versions of the same procedure. A summary's sources are not among them (undoing a
+    consolidation is ``consolidate --undo``)."""
+    by_id = {m.memory_id: m for m in forgotten}
+    found: dict[str, tuple[Memory, Memory]] = {}
+    for newer in forgotten:
+        candidates: list[Memory] = []
+        if newer.supersedes is not None and (named := view.memory(newer.supersedes)) is not None:
+            candidates.append(named)
+        if newer.type == "semantic" and newer.subject_key is not None:
+            candidates += view.subject_facts(newer.namespace, newer.subject_key)
+        if newer.type == "procedural" and newer.procedure_name:
+            candidates += view.procedures(newer.namespace, newer.procedure_name)
+        for older in candidates:
+            if older.superseded_by == newer.memory_id and older.memory_id not in leaving:
+                found[older.memory_id] = (older, by_id[newer.memory_id])
+    return [found[k] for k in sorted(found)]
+
+
+def _current_again_answer(older: Memory, newer: Memory) -> CurrentAgainAnswer:
+    return {
+        "id": older.memory_id,
+        "replaced_by": newer.memory_id,
+        "note": f"{_said(older)} is current again ({newer.memory_id}, which had replaced it, "
+        "is forgotten)",
+    }
+
+
+def _said(memory: Memory) -> str:
+    """A memory as a person reads it in one line: a fact's triple, else its id."""
+    if memory.type == "semantic" and memory.subject and memory.predicate:
+        said = " ".join(p for p in (memory.subject, memory.predicate, memory.object) if p)
+        return f'"{said}" ({memory.memory_id})'
+    return memory.memory_id
 
 
 def _mentions(view: View, entity_id: str, leaving: set[str]) -> list[Mention]:

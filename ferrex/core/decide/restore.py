@@ -9,7 +9,9 @@ does not re-run dedup, conflict resolution or versioning: the dump records their
 
 Each entity line is one record: ``entity.created`` with the dumped id, scope and kind, and
 an ``entity.alias_added`` per other spelling (an entity the home already holds by id, or by
-the same spelling in the same scope, only gets the spellings it lacks).
+the same spelling in the same scope, only gets the spellings it lacks). An entity split off
+a merged one (:func:`split_off`) is journaled as that ``entity.split`` again, after the
+merged entity (``porting/restore`` orders them so), which loses the spelling as it did.
 Each memory is one record: its new entities (only for a line without ``entity_ids``),
 ``memory.stored`` with the dumped id, type, multi-valued flag, derived episode,
 t_valid, links, text and ``learned_at`` (the dumped ``created_at``), then
@@ -42,6 +44,7 @@ from journal import (
     EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    EntitySplit,
     Event,
     FactsDiffer,
     FactsPossiblyConflicting,
@@ -266,22 +269,30 @@ def decide_restored_entity(
     with that normalized spelling (then the dumped entity merges into it); either way the
     spellings it lacks are added."""
     namespace = item.namespace or settings.default_namespace
-    target = _entity_target(item, namespace, view)
+    dumped = entities or {}
+    target = _entity_target(item, namespace, view, dumped)
+    if target is None and view.has_entity(item.entity_id):
+        target = item.entity_id  # held already: merged, or left with no spelling by a split
     known = {(s.entity_id, s.normalized) for s in view.spellings(namespace)}
     events: list[Event] = []
     if target is None:
         target = item.entity_id
-        events.append(
-            EntityCreated(
-                entity_id=target,
-                namespace=namespace,
-                name=item.name,
-                normalized=item.normalized,
-                kind=item.kind,
-                agent_id=item.agent_id,
+        split = _split_off(item, namespace, view, dumped)
+        if split is not None:
+            events.append(split)
+            known = {(target, item.normalized)}  # the spelling the split gives it
+        else:
+            events.append(
+                EntityCreated(
+                    entity_id=target,
+                    namespace=namespace,
+                    name=item.name,
+                    normalized=item.normalized,
+                    kind=item.kind,
+                    agent_id=item.agent_id,
+                )
             )
-        )
-        known = set()  # every dumped spelling is journaled, even one replacing the name's
+            known = set()  # every dumped spelling is journaled, even one replacing the name's
     for alias in item.aliases:
         if (target, alias.normalized) in known:
             continue
@@ -297,8 +308,8 @@ def decide_restored_entity(
                 agent_id=alias.agent_id,
             )
         )
-    created = bool(events) and isinstance(events[0], EntityCreated)
-    into = _merged_into(item, namespace, view, entities or {})
+    created = bool(events) and isinstance(events[0], EntityCreated | EntitySplit)
+    into = _merged_into(item, namespace, view, dumped)
     if created and into is not None and into != target:
         events.append(EntitiesMerged(entity_id=target, into=into, namespace=namespace))
     if created and item.kept_for:
@@ -310,6 +321,43 @@ def decide_restored_entity(
     return Decision(tuple(events), Restore("stored" if created else "skipped", item.entity_id))
 
 
+def split_off(item: RestoredEntity, entities: Mapping[str, RestoredEntity]) -> bool:
+    """Whether a dumped entity looks split off a merged one: not merged itself, no kind, its
+    name spelled by the operator (what ``entity.split`` makes), and the dump holds a merged
+    entity of that spelling and scope (which lost it to the split)."""
+    spelled = RestoredAlias(item.name, item.normalized, "operator", 1.0, item.agent_id)
+    if item.merged_into is not None or item.kind is not None or spelled not in item.aliases:
+        return False
+    return any(
+        e.merged_into is not None
+        and (e.namespace, e.normalized, e.agent_id)
+        == (item.namespace, item.normalized, item.agent_id)
+        for e in entities.values()
+    )
+
+
+def _split_off(
+    item: RestoredEntity, namespace: str, view: View, entities: Mapping[str, RestoredEntity]
+) -> EntitySplit | None:
+    """The ``entity.split`` that made ``item`` (its history, journaled again), when the home
+    holds its spelling under a dumped entity merged into another: the merged entity loses the
+    spelling, as it did in the dumped home, instead of keeping one the dump says it lost.
+    None when the dump does not show such a split (the entity is then created)."""
+    if not split_off(item, entities):
+        return None
+    for s in view.spellings(namespace):
+        if (s.normalized, s.agent_id) != (item.normalized, item.agent_id):
+            continue
+        merged = entities.get(s.recorded_under or "")
+        if merged is not None and merged.merged_into is not None:
+            return EntitySplit(
+                entity_id=s.entity_id, new_entity_id=item.entity_id, namespace=namespace,
+                name=item.name, normalized=item.normalized, entity_agent_id=item.agent_id,
+                spelling_entity_id=s.recorded_under,
+            )  # fmt: skip
+    return None
+
+
 def _merged_into(
     item: RestoredEntity, namespace: str, view: View, entities: Mapping[str, RestoredEntity]
 ) -> str | None:
@@ -319,21 +367,28 @@ def _merged_into(
     if item.merged_into is None:
         return None
     dumped = entities.get(item.merged_into)
-    target = _entity_target(dumped, namespace, view) if dumped is not None else None
+    target = _entity_target(dumped, namespace, view, entities) if dumped is not None else None
     if target is None and any(s.entity_id == item.merged_into for s in view.spellings(namespace)):
         target = item.merged_into
     return target
 
 
-def _entity_target(item: RestoredEntity, namespace: str, view: View) -> str | None:
+def _entity_target(
+    item: RestoredEntity, namespace: str, view: View, dumped: Mapping[str, RestoredEntity]
+) -> str | None:
     """The entity of the home a dumped entity is (its id, or the same spelling in the same
-    scope), or None when it is new."""
+    scope), or None when it is new. A spelling of another of the dump's own entities is no
+    match: the dump says they are two (an entity merged, then its name split off again into
+    a new one, holds no spelling of its name; its line comes after the new one's)."""
     spellings = view.spellings(namespace)
     if any(s.entity_id == item.entity_id for s in spellings):
         return item.entity_id
     for spelling in spellings:
-        if spelling.normalized == item.normalized and spelling.agent_id == item.agent_id:
-            return spelling.entity_id
+        if spelling.normalized != item.normalized or spelling.agent_id != item.agent_id:
+            continue
+        if {spelling.entity_id, spelling.recorded_under} & (dumped.keys() - {item.entity_id}):
+            continue
+        return spelling.entity_id
     return None
 
 
@@ -348,7 +403,7 @@ def _linked(
     linked: list[str] = []
     for entity_id in item.entity_ids:
         dumped = entities.get(entity_id)
-        target = _entity_target(dumped, namespace, view) if dumped is not None else None
+        target = _entity_target(dumped, namespace, view, entities) if dumped is not None else None
         if target is None and entity_id in known:
             target = entity_id
         if target is None:

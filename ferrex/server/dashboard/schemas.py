@@ -320,6 +320,7 @@ ANSWERS: dict[str, dict[str, Any]] = {
         "forgotten": "The memories forgotten.",
         "not_found": "The ids not found (or not visible to the caller).",
         "dropped_entities": "Entities no memory names any more, dropped with them.",
+        "current_again": "The memories a forgotten one had replaced, valid again.",
         "position": "The journal position of what was written (null: nothing was).",
         "warnings": "What the server warns about (the request was still served).",
     }),

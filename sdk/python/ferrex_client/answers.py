@@ -311,6 +311,12 @@ class ConfirmAnswer(TypedDict):
     superseded: NotRequired[list[str]]
 
 
+class ForgetAnswerCurrentAgainItem(TypedDict):
+    id: str
+    replaced_by: str
+    note: str
+
+
 class ForgetAnswer(TypedDict):
     #: The memories forgotten.
     forgotten: list[str]
@@ -320,6 +326,8 @@ class ForgetAnswer(TypedDict):
     dropped_entities: list[str]
     #: The journal position of what was written (null: nothing was).
     position: int | None
+    #: The memories a forgotten one had replaced, valid again.
+    current_again: NotRequired[list[ForgetAnswerCurrentAgainItem]]
     #: What the server warns about (the request was still served).
     warnings: NotRequired[list[str]]
 
