@@ -72,6 +72,7 @@ from ferrex.server.dashboard.params import (
     TAGS_QUERY,
     Param,
     check_query,
+    number,
     query_args,
     whole,
 )
@@ -556,7 +557,7 @@ def recall_args(params: Mapping[str, Any]) -> dict[str, Any]:
     if params.get("entities"):
         args["entities"] = list(params["entities"])
     if params.get("min_relevance"):
-        args["min_relevance"] = _float(params["min_relevance"], "min_relevance")
+        args["min_relevance"] = number(params["min_relevance"], "min_relevance")
     for name in _TEXTS:
         if params.get(name):
             args[name] = params[name]
@@ -564,13 +565,6 @@ def recall_args(params: Mapping[str, Any]) -> dict[str, Any]:
         if params.get(name):
             args[name] = True
     return args
-
-
-def _float(text: str, name: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a number, got {text!r}") from None
 
 
 def _offset(request: Request) -> int:
