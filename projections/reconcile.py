@@ -21,7 +21,7 @@ from projections.applying import BATCH, QDRANT, chunks
 from projections.generations import read_model_at, read_pointer, remove_sqlite
 from projections.replay import Projections
 from projections.sqlite import ReadModel
-from projections.vector_sink import alias_point_id
+from projections.vector_sink import alias_point_id, payload_of
 
 
 @dataclass
@@ -150,14 +150,7 @@ def _compare(p: Projections) -> Drift:
             drift.orphan_points.append(pid)
             continue
         seen.add(memory.memory_id)
-        expected = {
-            "namespace": memory.namespace,
-            "type": memory.type,
-            "t_valid": memory.t_valid,
-            "t_invalid": memory.t_invalid,
-            "agent_id": memory.agent_id,
-            "visibility": memory.visibility,
-        }
+        expected = payload_of(memory)
         differs = any(payload.get(k) != expected[k] for k in _PAYLOAD_KEYS)
         differs |= sorted(payload.get("entity_ids") or []) != sorted(memory.entity_ids)
         if differs and memory.memory_id not in drift.stale_payloads:

@@ -73,15 +73,7 @@ class Projections:
         self.backend = backend
         self.encoders = encoders
         self.rules = rules
-        self.live = live
-        self.read_model = ReadModel.open(home / live.sqlite, rules=rules)
-        self.sink = VectorSink(
-            backend,
-            Collections(live.memories, live.entities),
-            encoders,
-            self.read_model.episode_before,
-        )
-        self._qdrant_applied = self.read_model.checkpoint(QDRANT)
+        self._attach(live)
         self._holding = 0  # open holding_sync blocks
         self._held_from = 0  # the vector position when the outermost one began
         self.gate = Gate()
@@ -173,16 +165,20 @@ class Projections:
         new = self._build_beside(old, progress)
         with self.gate.exclusive():
             self.read_model.close()
-            self.live = new
-            self.read_model = ReadModel.open(self.home / new.sqlite, rules=self.rules)
-            self.sink = VectorSink(
-                self.backend,
-                Collections(new.memories, new.entities),
-                self.encoders,
-                self.read_model.episode_before,
-            )
-            self._qdrant_applied = self.read_model.checkpoint(QDRANT)
+            self._attach(new)
         return new
+
+    def _attach(self, live: Live) -> None:
+        """Serve generation ``live``: its read model, and a sink into its collections."""
+        self.live = live
+        self.read_model = ReadModel.open(self.home / live.sqlite, rules=self.rules)
+        self.sink = VectorSink(
+            self.backend,
+            Collections(live.memories, live.entities),
+            self.encoders,
+            self.read_model.episode_before,
+        )
+        self._qdrant_applied = self.read_model.checkpoint(QDRANT)
 
     def _build_beside(self, old: Live, progress: Progress | None) -> Live:
         # The old read model stays open (and serving) until the switch.

@@ -29,6 +29,7 @@ from typing import Any, Protocol, assert_never
 from journal import MemoryStored, Record
 from projections import fold
 from projections.documents import memory_text, procedure_parts, text_parts
+from projections.rows import Memory
 from projections.vectors import EmbeddedVectors, SparseVector, VectorBackend, VectorPoint
 
 _POINT_NAMESPACE = uuid.UUID("6f1c2d0e-8b7a-4c3e-9d51-2a7e4b8f0c11")
@@ -268,16 +269,10 @@ class VectorSink:
             parts = text_parts(text, self.encoders.fits)
         if self.encoders.context_chars and len(parts) == 1:
             parts = [self._with_neighbour(event, text, position)]
-        base = {
-            "memory_id": event.memory_id,
-            "namespace": event.namespace,
-            "type": event.memory_type,
-            "entity_ids": list(dict.fromkeys(event.entity_ids)),
-            "t_valid": event.t_valid.timestamp(),
-            "t_invalid": None,
-            "agent_id": event.agent_id,
-            "visibility": event.visibility,
-        }
+        base = memory_payload(
+            event.memory_id, event.namespace, event.memory_type, event.entity_ids,
+            event.t_valid.timestamp(), None, event.agent_id, event.visibility,
+        )  # fmt: skip
         return [
             _Pending(point_id(event.memory_id, n), part, text if n == 0 else None,
                      base | {"step": n})
@@ -365,6 +360,39 @@ def with_context(text: str, before: str | None) -> str:
     if not before:
         return text
     return f"{text}\n{before}"
+
+
+def memory_payload(
+    memory_id: str,
+    namespace: str,
+    memory_type: str,
+    entity_ids: Iterable[str],
+    t_valid: float,
+    t_invalid: float | None,
+    agent_id: str | None,
+    visibility: str,
+) -> dict[str, Any]:
+    """The payload of a memory's points, what a vector filter reads
+    (``vectors.filter_clauses``): written by the sink from the stored event, given by
+    :func:`payload_of` from the read model's row."""
+    return {
+        "memory_id": memory_id,
+        "namespace": namespace,
+        "type": memory_type,
+        "entity_ids": list(dict.fromkeys(entity_ids)),
+        "t_valid": t_valid,
+        "t_invalid": t_invalid,
+        "agent_id": agent_id,
+        "visibility": visibility,
+    }
+
+
+def payload_of(memory: Memory) -> dict[str, Any]:
+    """:func:`memory_payload` of a read-model row: what its points hold now (recall's
+    context neighbours are admitted by it, reconcile checks the points against it)."""
+    m = memory
+    return memory_payload(m.memory_id, m.namespace, m.type, m.entity_ids, m.t_valid,
+                          m.t_invalid, m.agent_id, m.visibility)  # fmt: skip
 
 
 def _entity_payload(entity_id: str, namespace: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import sys
 import click
 
 from ferrex.app import App
+from ferrex.cli.flags import caller_flags, caller_options
 from ferrex.config import Config
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
@@ -102,21 +103,13 @@ class _Group(click.Group):
     help="Configuration file. Default: ferrex.toml in the data directory.",
 )
 @click.option("--qdrant-url", help="Use an external Qdrant server at this URL.")
-@click.option(
-    "--agent-id",
-    help="The agent every command speaks for: stamps stores, limits what is seen "
+@caller_options(
+    agent="The agent every command speaks for: stamps stores, limits what is seen "
     "(config store.agent_id, FERREX_AGENT_ID). Without one: the operator, who sees all. "
     "Each command's own --agent-id overrides it.",
-)
-@click.option(
-    "--namespace",
-    help="Default namespace (project) of stores and recalls (store.default_namespace). "
+    namespace="Default namespace (project) of stores and recalls (store.default_namespace). "
     "stats and reflect cover every namespace unless given their own --namespace.",
-)
-@click.option(
-    "--default-visibility",
-    type=click.Choice(["private", "shared"]),
-    help="Visibility of this agent's stores that name none (store.default_visibility, "
+    visibility="Visibility of this agent's stores that name none (store.default_visibility, "
     "FERREX_DEFAULT_VISIBILITY; default private): shared lets a person's other clients, each "
     "with its own --agent-id, see them.",
 )
@@ -142,12 +135,7 @@ def cli(
 
     _log_to_stderr(logging.INFO if verbose else logging.WARNING)
     resolved = resolve_home(home)
-    flags = {
-        "qdrant.url": qdrant_url,
-        "store.agent_id": agent_id,
-        "store.default_namespace": namespace,
-        "store.default_visibility": default_visibility,
-    }
+    flags = {"qdrant.url": qdrant_url, **caller_flags(agent_id, namespace, default_visibility)}
 
     def reload() -> Config:
         file = Path(config_file) if config_file else None

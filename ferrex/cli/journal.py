@@ -11,6 +11,7 @@ import click
 from ferrex.app import App, open_journal_at, translated
 from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
+from ferrex.cli.render import echo_either
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
 from ferrex.porting.gitverify import AgainstReport, verify_against
 from journal import JournalError, to_builtins
@@ -96,29 +97,27 @@ def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
     }
     if export is not None:
         doc["export"] = export.as_dict()
-    if as_json:
-        click.echo(json.dumps(doc))
-    else:
-        click.echo(
-            f"{report.records} records in {report.segments} segments, "
-            f"head {report.head_position} ({report.head_hash.hex()[:16]}…)"
+    lines = [
+        f"{report.records} records in {report.segments} segments, "
+        f"head {report.head_position} ({report.head_hash.hex()[:16]}…)"
+    ]
+    if report.torn_tail is not None:
+        t = report.torn_tail
+        lines.append(
+            f"note: {t.length} incomplete bytes at the end of {t.segment.name} "
+            f"(offset {t.offset}: {t.reason}); a write in progress, or a torn write that "
+            "the next open sets aside"
         )
-        if report.torn_tail is not None:
-            t = report.torn_tail
-            click.echo(
-                f"note: {t.length} incomplete bytes at the end of {t.segment.name} "
-                f"(offset {t.offset}: {t.reason}); a write in progress, or a torn write that "
-                "the next open sets aside"
-            )
-        if problem is not None:
-            click.echo(
-                f"DAMAGED: {problem.segment.name} offset {problem.offset}"
-                f" (position {problem.position}): {problem.kind}: {problem.reason}"
-            )
-        else:
-            click.echo("ok: framing, positions, hash chain and bodies verified")
-        if export is not None:
-            _echo_against(export)
+    if problem is not None:
+        lines.append(
+            f"DAMAGED: {problem.segment.name} offset {problem.offset}"
+            f" (position {problem.position}): {problem.kind}: {problem.reason}"
+        )
+    else:
+        lines.append("ok: framing, positions, hash chain and bodies verified")
+    if export is not None:
+        lines += _against_lines(export)
+    echo_either(doc, as_json, "\n".join(lines))
     if problem is not None or (export is not None and not export.ok):
         raise click.exceptions.Exit(JournalFailure.exit_code)
 
@@ -129,23 +128,23 @@ def _verified(app: App) -> VerifyReport:
     return app.journal_to_verify().verify()
 
 
-def _echo_against(export: AgainstReport) -> None:
+def _against_lines(export: AgainstReport) -> list[str]:
+    """What ``journal verify --against`` says of the export, a line each."""
     behind = max(0, export.journal_head - export.position)
     pending = f"; {behind} newer records not exported yet" if behind else ""
     if export.ok:
-        click.echo(
+        return [
             f"export {export.directory}: {export.checked} records match the journal "
             f"(up to position {export.position}){pending}"
-        )
-        return
-    click.echo(
+        ]
+    lines = [
         f"EXPORT MISMATCH: {export.directory}: {export.problem_count} problem"
         f"{'s' if export.problem_count != 1 else ''} in {export.checked} records checked"
-    )
-    for mismatch in export.problems[:20]:
-        click.echo(f"  {mismatch.kind}: {mismatch.describe()}")
+    ]
+    lines += [f"  {mismatch.kind}: {mismatch.describe()}" for mismatch in export.problems[:20]]
     if export.problem_count > 20:
-        click.echo(f"  … and {export.problem_count - 20} more (--json lists up to 100)")
+        lines.append(f"  … and {export.problem_count - 20} more (--json lists up to 100)")
+    return lines
 
 
 @journal.command("show")

@@ -119,19 +119,16 @@ def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
 
     drift = reconciled(app.projections(), fix=fix)
     doc = drift.as_dict(examples)
-    if as_json:
-        click.echo(json.dumps(doc))
-    else:
-        click.echo(
-            f"journal head {drift.journal_head}, read model at {drift.sqlite_checkpoint}, "
-            f"qdrant at {drift.qdrant_checkpoint} (lag {drift.lag})"
-        )
-        for kind in ("sqlite_rows", "missing_points", "orphan_points", "stale_payloads",
-                     "entity_drift"):  # fmt: skip
-            part = doc[kind]
-            if part["count"]:
-                click.echo(f"{kind}: {part['count']} (e.g. {', '.join(part['examples'])})")
-        click.echo("no drift" if drift.clean else "DRIFT found (run with --fix to repair)")
+    lines = [
+        f"journal head {drift.journal_head}, read model at {drift.sqlite_checkpoint}, "
+        f"qdrant at {drift.qdrant_checkpoint} (lag {drift.lag})",
+        *(f"{kind}: {doc[kind]['count']} (e.g. {', '.join(doc[kind]['examples'])})"
+          for kind in ("sqlite_rows", "missing_points", "orphan_points", "stale_payloads",
+                       "entity_drift")
+          if doc[kind]["count"]),
+        "no drift" if drift.clean else "DRIFT found (run with --fix to repair)",
+    ]  # fmt: skip
+    echo_either(doc, as_json, "\n".join(lines))
     if not drift.clean:
         raise click.exceptions.Exit(DRIFT_EXIT)
 

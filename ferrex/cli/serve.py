@@ -31,6 +31,7 @@ import click
 
 from ferrex import heap
 from ferrex.app import App
+from ferrex.cli.flags import caller_flags, caller_options
 from ferrex.config import Config
 from ferrex.errors import UsageError
 from ferrex.server.caller import Caller
@@ -346,20 +347,12 @@ def _exit_on_terminate() -> None:
     help="With --http: the session-based transport (server-to-client streams, resource "
     "update notifications) instead of the stateless default.",
 )
-@click.option(
-    "--agent-id",
-    help="The agent this server speaks for: stamps its stores, limits what it sees "
+@caller_options(
+    agent="The agent this server speaks for: stamps its stores, limits what it sees "
     "(same as `ferrex --agent-id`, store.agent_id, FERREX_AGENT_ID).",
-)
-@click.option(
-    "--namespace",
-    help="Default namespace of this server's calls (same as `ferrex --namespace`, "
+    namespace="Default namespace of this server's calls (same as `ferrex --namespace`, "
     "store.default_namespace, FERREX_NAMESPACE; default `default`).",
-)
-@click.option(
-    "--default-visibility",
-    type=click.Choice(["private", "shared"]),
-    help="Visibility of stores that name none (same as `ferrex --default-visibility`, "
+    visibility="Visibility of stores that name none (same as `ferrex --default-visibility`, "
     "store.default_visibility, FERREX_DEFAULT_VISIBILITY; default private).",
 )
 @click.pass_context
@@ -381,8 +374,7 @@ def serve(
     root = ctx.find_root()
     reload: Callable[[], Config] = root.meta["ferrex.reload_config"]
     flags: dict[str, str | None] = root.meta["ferrex.flags"]
-    given = {"store.agent_id": agent_id, "store.default_namespace": namespace,
-             "store.default_visibility": default_visibility}  # fmt: skip
+    given = caller_flags(agent_id, namespace, default_visibility)
     if any(value is not None for value in given.values()):
         flags.update({key: value for key, value in given.items() if value is not None})
         ctx.obj.reconfigure(reload())  # nothing is open yet; reloads keep these flags

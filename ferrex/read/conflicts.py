@@ -5,7 +5,7 @@ names, through the spellings the caller sees) and predicate (fuzzy-matched among
 subject's predicates) whose objects differ: :func:`contradictions` groups given facts,
 :func:`listed_contradictions` counts them all from the read model's aggregates and reads
 only the facts of the first ones listed. A group whose every two values the agent said both
-hold (``facts.differ``, :func:`settled_pairs`) is settled, not a contradiction. *Possible
+hold (``facts.differ``, ``InsightReads.settled_pairs``) is settled, not a contradiction. *Possible
 conflicts* are the pairs the store kept side by side (``facts.possible_conflict``):
 :func:`possible_conflicts`, each with the line that says how to settle it
 (:func:`settle_hint`).
@@ -97,7 +97,7 @@ def contradictions(
     do not agree. Multi-valued facts never contradict anything. ``canonical_of``: per
     subject (namespace, entity or spelling), the :func:`canonical_predicates` of all its
     facts, when ``memories`` are only some of them; else computed from ``memories``.
-    ``settled``: pairs of facts said to both hold (:func:`settled_pairs`); a group whose
+    ``settled``: pairs of facts said to both hold (``InsightReads.settled_pairs``); a group whose
     every two disagreeing facts are such a pair is no contradiction."""
     by_subject: dict[tuple[str, str], list[Memory | FactRow]] = defaultdict(list)
     # Many facts share a subject or an object: each spelling is normalized once.
@@ -150,12 +150,6 @@ def contradictions(
                     }
                 )  # fmt: skip
     return found
-
-
-def settled_pairs(rm: ReadModel, namespace: str | None) -> frozenset[frozenset[str]]:
-    """The pairs of facts said to both hold (``facts.differ``), of ``namespace`` (None:
-    all)."""
-    return frozenset(frozenset((a, b)) for _, a, b in rm.export.facts_differing(namespace))
 
 
 def _settled(
@@ -248,8 +242,10 @@ def listed_contradictions(
                 ].append(k)  # fmt: skip
     counts: dict[tuple[str, str], int] = {}
     merged: list[tuple[str, str]] = []  # subjects whose groups are merged, counted below
-    settled = settled_pairs(rm, namespace)
-    recount = _settled_subjects(rm, settled, subject_of, keys_of) if settled else set()
+    recount = {
+        (ns, subject_of.get((ns, key)) or key)
+        for ns, key in rm.insight.settled_subjects(namespace, sight.now)
+    } & set(keys_of)
     for s, keys in keys_of.items():
         if s in recount:
             continue  # counted from its facts below: a settled pair is no contradiction
@@ -281,7 +277,7 @@ def listed_contradictions(
         wanted = sorted((k.namespace, k.subject_key) for s in recount for k in keys_of[s])
         facts = _seen_facts(rm, sight, namespace, wanted)
         canonical = {s: _canonical_of(keys_of[s]) for s in recount}
-        for c in contradictions(facts, subject_of, canonical, settled):
+        for c in _unsettled_contradictions(rm, facts, subject_of, canonical):
             s = (c["namespace"], _subject_of_conflict(c, facts, subject_of))
             counts[s] = counts.get(s, 0) + 1
     total = sum(counts.values())
@@ -301,7 +297,7 @@ def listed_contradictions(
     wanted = sorted((k.namespace, k.subject_key) for s in chosen for k in keys_of[s])
     facts = _seen_facts(rm, sight, namespace, wanted)
     canonical = {s: _canonical_of(keys_of[s]) for s in chosen}
-    return contradictions(facts, subject_of, canonical, settled)[:listed], total
+    return _unsettled_contradictions(rm, facts, subject_of, canonical)[:listed], total
 
 
 def _seen_facts(
@@ -318,21 +314,16 @@ def _seen_facts(
     ]  # fmt: skip
 
 
-def _settled_subjects(
+def _unsettled_contradictions(
     rm: ReadModel,
-    settled: frozenset[frozenset[str]],
+    facts: Sequence[FactRow],
     subject_of: SubjectOf,
-    keys_of: Mapping[tuple[str, str], Sequence[FactSubject]],
-) -> set[tuple[str, str]]:
-    """The subjects (namespace, entity or key) of the facts of ``settled`` pairs that the
-    caller's counts hold: those whose groups are counted from their facts."""
-    ids = sorted({i for pair in settled for i in pair})
-    subjects = {
-        (m.namespace, subject_of.get((m.namespace, m.subject_key)) or m.subject_key)
-        for m in rm.memories(memory_ids=ids)
-        if m.subject_key
-    }
-    return subjects & set(keys_of)
+    canonical_of: Mapping[tuple[str, str], Mapping[str, str]],
+) -> list[Conflict]:
+    """:func:`contradictions` of ``facts``, but a group whose every two disagreeing facts
+    were said to both hold (``InsightReads.settled_pairs`` among them)."""
+    settled = rm.insight.settled_pairs([f.memory_id for f in facts])
+    return contradictions(facts, subject_of, canonical_of, settled)
 
 
 def _subject_of_conflict(c: Conflict, facts: Sequence[FactRow], subject_of: SubjectOf) -> str:
@@ -388,7 +379,5 @@ def contradictions_of_facts(rm: ReadModel, sight: Sight, namespace: str | None) 
         row for row in rows
         if per_group[(subject(row[0], row[1]), canonical_of[subject(row[0], row[1])][row[2]])] > 1
     }  # fmt: skip
-    return contradictions(
-        [f for f in facts if (f.namespace, f.subject_key, f.predicate_normalized) in chosen],
-        subject_of, canonical_of, settled_pairs(rm, namespace),
-    )  # fmt: skip
+    grouped = [f for f in facts if (f.namespace, f.subject_key, f.predicate_normalized) in chosen]
+    return _unsettled_contradictions(rm, grouped, subject_of, canonical_of)

@@ -57,7 +57,7 @@ def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCach
         and object_form(m.object or "") != mine
     )
     if same:
-        return [i for i in same if not rm.decisions.facts_differ(memory.memory_id, i)]
+        return _unsettled(rm, memory.memory_id, same)
     # Sibling predicates (daily cap / monthly cap) are two slots, whatever the phrases.
     others = sorted(
         {
@@ -74,11 +74,20 @@ def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCach
     found = unplaced_neighbour(memory.predicate_normalized, others, similarity) if others else None
     if found is None:
         return []
-    return sorted(
-        i
-        for i, m in facts.items()
-        if m.predicate_normalized == found[0] and not rm.decisions.facts_differ(memory.memory_id, i)
+    return _unsettled(
+        rm,
+        memory.memory_id,
+        sorted(i for i, m in facts.items() if m.predicate_normalized == found[0]),
     )
+
+
+def _unsettled(rm: ReadModel, memory_id: str, ids: list[str]) -> list[str]:
+    """``ids`` but those said to both hold beside ``memory_id`` (``facts.differ``, read by
+    ``InsightReads.settled_pairs`` as stats and reflect read it)."""
+    if not ids:
+        return []
+    settled = rm.insight.settled_pairs([memory_id, *ids])
+    return [i for i in ids if frozenset((memory_id, i)) not in settled]
 
 
 def possible_conflict(rm: ReadModel, memory: Memory, sight: Sight) -> list[str]:

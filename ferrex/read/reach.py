@@ -24,13 +24,14 @@ dense and BM25 legs (:meth:`ferrex.read.recall.Reader._fused`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from ferrex.read.request import RecallSettings
 from ferrex.rules.fusion import Leg, context_shares, lend_to_neighbours
 from projections.documents import memory_text
 from projections.rows import Memory
 from projections.sqlite import ReadModel
+from projections.vector_sink import payload_of
 from projections.vectors import Hit, VectorFilter, filter_clauses, passes
 
 GRAPH_HOP: Final = 0.5
@@ -87,7 +88,7 @@ def admitted(memories: Sequence[Memory], flt: VectorFilter) -> list[Memory]:
     apply to a point's payload (:func:`projections.vectors.passes`; the payload is the
     row's, as ``reconcile`` checks), instead of asking the backend once more."""
     clauses = filter_clauses(flt)
-    return [m for m in memories if not m.redacted and passes(clauses, _payload(m))]
+    return [m for m in memories if not m.redacted and passes(clauses, payload_of(m))]
 
 
 def with_context(
@@ -138,17 +139,3 @@ def _neighbours(
             found.append(memory_id)
             previous = t_valid
     return found
-
-
-def _payload(memory: Memory) -> dict[str, Any]:
-    """The payload the vector store holds for ``memory``'s points (what a filter reads)."""
-    return {
-        "memory_id": memory.memory_id,
-        "namespace": memory.namespace,
-        "type": memory.type,
-        "entity_ids": list(memory.entity_ids),
-        "t_valid": memory.t_valid,
-        "t_invalid": memory.t_invalid,
-        "agent_id": memory.agent_id,
-        "visibility": memory.visibility,
-    }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -467,6 +467,35 @@ class InsightReads(Reads):
             sql = "namespace=? AND " + sql
             args.insert(0, namespace)
         return sql, args
+
+    def settled_pairs(self, ids: Collection[str]) -> frozenset[frozenset[str]]:
+        """The pairs of facts among ``ids`` said to both hold (``facts.differ``): recall's
+        contradicts mark leaves each such pair out, stats and reflect a group of facts
+        whose every two that disagree are one."""
+        return frozenset(
+            frozenset((str(a), str(b)))
+            for a, b in self.db.execute(
+                "SELECT memory_id, other_id FROM fact_differs "
+                "WHERE memory_id IN (SELECT value FROM json_each(?1)) "
+                "AND other_id IN (SELECT value FROM json_each(?1))",
+                (json.dumps(sorted(set(ids))),),
+            )
+        )
+
+    def settled_subjects(self, namespace: str | None, now: float) -> set[tuple[str, str]]:
+        """(namespace, subject key) of the facts of :meth:`single_facts` (of every caller)
+        that are one of a pair said to both hold: the subjects whose contradictions stats
+        and reflect count from their facts rather than from :meth:`fact_subjects`."""
+        where, args = self._facts_where(namespace, now)
+        return {
+            (str(ns), str(key))
+            for ns, key in self.db.execute(
+                f"SELECT DISTINCT namespace, subject_key FROM memories WHERE {where} "
+                "AND memory_id IN (SELECT memory_id FROM fact_differs "
+                "UNION SELECT other_id FROM fact_differs)",
+                args,
+            )
+        }
 
     def conflicting_ids(self) -> list[str]:
         """Every memory named in a possible conflict, sorted."""

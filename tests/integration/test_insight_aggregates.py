@@ -36,6 +36,7 @@ from journal import (
     EntitiesMerged,
     EntityAliasAdded,
     EntityCreated,
+    FactsDiffer,
     FactsPossiblyConflicting,
     MemoriesAccessed,
     MemoriesForgotten,
@@ -515,10 +516,29 @@ SPELT: list[AnyEvent] = [
 """Spellings the facts' subjects name, before them: subjects of several keys."""
 
 
+def said_to_hold(stored: list[MemoryStored], picks: list[tuple[int, int]]) -> list[FactsDiffer]:
+    """Pairs of ``stored`` facts of one namespace, subject and predicate said to both hold
+    (each pick: a fact, and which of the others like it): a group whose every disagreeing
+    two are such pairs is no contradiction."""
+
+    def slot(m: MemoryStored) -> tuple[str, str | None, str | None]:
+        body = m.body or MemoryBody()
+        return (m.namespace, body.subject, body.predicate_normalized)
+
+    out: list[FactsDiffer] = []
+    for i, j in picks:
+        f = stored[i % len(stored)]
+        like = [g.memory_id for g in stored if g.memory_id != f.memory_id and slot(g) == slot(f)]
+        if like:
+            out.append(FactsDiffer(f.memory_id, like[j % len(like)], f.namespace))
+    return out
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     stored=st.lists(many_facts, min_size=1, max_size=40),
     later=st.lists(events, max_size=12),
+    settle=st.lists(st.tuples(st.integers(0, 39), st.integers(0, 3)), max_size=8),
     views=st.lists(
         st.tuples(
             agents, st.none() | namespaces, st.sampled_from([-30, 0, 45]), st.integers(0, 12)
@@ -530,15 +550,17 @@ SPELT: list[AnyEvent] = [
 def test_contradictions_counted_per_subject_key_are_those_of_every_fact(
     stored: list[MemoryStored],
     later: list[AnyEvent],
+    settle: list[tuple[int, int]],
     views: list[tuple[str | None, str | None, int, int]],
 ) -> None:
     """Counted per subject key in SQL (``fact_subjects``), the subjects of one key and no
     predicate typo taken as counted, the others merged from their groups: the same count
     and the same first ``listed`` contradictions as grouping every fact the caller sees,
-    with entity spellings, merges, supersedes, forgets, expiries and private facts."""
+    with entity spellings, merges, supersedes, forgets, expiries, private facts and pairs
+    said to both hold."""
     records = [
         Record(recorded_at=BASE + timedelta(minutes=i), events=(e,), position=i + 1)
-        for i, e in enumerate([*SPELT, *stored, *later])
+        for i, e in enumerate([*SPELT, *stored, *said_to_hold(stored, settle), *later])
     ]
     with tempfile.TemporaryDirectory() as tmp:
         rm = ReadModel.open(Path(tmp) / "rm.sqlite", rules=FORMS)

@@ -16,13 +16,13 @@ import os
 import signal
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ferrex.errors import KeyReused
+from ferrex.server.dashboard.owned import PerOwner
 from journal.files import make_private_dir, open_private, replace_durably
 
 log = logging.getLogger("ferrex.api")
@@ -47,7 +47,7 @@ Answer = tuple[int, dict[str, Any]]
 class _Entry:
     fingerprint: str
     expires: float  # wall-clock seconds (kept entries outlive the process)
-    principal: str  # a hash of who sent it: its keys are counted against its own cap
+    principal: str  # a hash of who sent it: its keys are counted against its own cap (owner)
     done: threading.Event = field(default_factory=threading.Event)
     answer: Answer | None = None
 
@@ -77,11 +77,10 @@ class IdempotencyKeys:
     ) -> None:
         self._lock = threading.Lock()
         self._file_lock = threading.Lock()
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self._of: dict[str, OrderedDict[str, None]] = {}  # principal → its names, oldest first
         self.seconds = seconds
         self.count = count
         self.total = max(total, count)
+        self._entries = PerOwner[_Entry](self.count, self.total)  # by name, oldest first
         self.path = path
         self._lines = 0
         if path is not None:
@@ -117,7 +116,7 @@ class IdempotencyKeys:
                 if kept:
                     entry.answer = answer
                 elif self._entries.get(name) is entry:
-                    self._drop(name)
+                    self._entries.drop(name)
             if kept:
                 self._append(name, entry)
             entry.done.set()
@@ -136,37 +135,15 @@ class IdempotencyKeys:
                     )
                 return entry, False
             entry = _Entry(fingerprint, now + self.seconds, who)
-            self._add(name, entry)
+            self._entries.put(name, who, entry)
             return entry, True
-
-    def _add(self, name: str, entry: _Entry) -> None:
-        """Keep ``entry``; drop its principal's oldest beyond :attr:`count`, and the oldest
-        of the principal holding the most beyond :attr:`total`."""
-        self._drop(name)
-        self._entries[name] = entry
-        mine = self._of.setdefault(entry.principal, OrderedDict())
-        mine[name] = None
-        while len(mine) > self.count:
-            self._drop(next(iter(mine)))
-        while len(self._entries) > self.total:
-            busiest = max(self._of.values(), key=len)
-            self._drop(next(iter(busiest)))
-
-    def _drop(self, name: str) -> None:
-        entry = self._entries.pop(name, None)
-        if entry is None:
-            return
-        names = self._of[entry.principal]
-        names.pop(name, None)
-        if not names:
-            del self._of[entry.principal]
 
     def _expire(self, now: float) -> None:
         while self._entries:
-            name, oldest = next(iter(self._entries.items()))
+            name, oldest = next(self._entries.items())
             if oldest.expires > now:
                 break
-            self._drop(name)
+            self._entries.drop(name)
 
     # -- the file ---------------------------------------------------------------------------
 
@@ -191,7 +168,7 @@ class IdempotencyKeys:
                 continue
             entry = _Entry(fingerprint, expires, who, answer=(status, doc))
             entry.done.set()
-            self._add(name, entry)
+            self._entries.put(name, who, entry)
         self._rewrite()
 
     def _append(self, name: str, entry: _Entry) -> None:

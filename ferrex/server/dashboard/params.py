@@ -4,8 +4,9 @@ OpenAPI document, :mod:`ferrex.server.dashboard.openapi`, describes it)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, TypeVar, get_args
 
 from starlette.requests import Request
 
@@ -34,6 +35,8 @@ MAX_BATCH = 100
 #: a context nested as deep as the store takes, and a margin, so that a context too deep is
 #: the store's own refusal, naming where.
 MAX_DEPTH = CONTEXT_DEPTH + 8
+
+N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,17 @@ def query_args(request: Request, params: tuple[Param, ...]) -> dict[str, Any]:
 
 def whole(text: str, name: str) -> int:
     """A query parameter's whole number."""
+    return _parsed(int, text, name, "a whole number")
+
+
+def number(text: str, name: str) -> float:
+    """A query parameter's number."""
+    return _parsed(float, text, name, "a number")
+
+
+def _parsed(parse: Callable[[str], N], text: str, name: str, what: str) -> N:
+    """``parse(text)``; text it cannot parse is ``invalid_input`` naming the parameter."""
     try:
-        return int(text)
+        return parse(text)
     except ValueError:
-        raise UsageError(f"{name} must be a whole number, got {text!r}") from None
+        raise UsageError(f"{name} must be {what}, got {text!r}") from None

@@ -40,7 +40,6 @@ import logging
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -63,6 +62,7 @@ from ferrex.server.dashboard.edge import (
     error_headers,
     status_of,
 )
+from ferrex.server.dashboard.owned import PerOwner
 from ferrex.server.dashboard.params import (
     ENTITIES_QUERY,
     LIST_QUERY,
@@ -72,6 +72,7 @@ from ferrex.server.dashboard.params import (
     TAGS_QUERY,
     Param,
     check_query,
+    number,
     query_args,
     whole,
 )
@@ -107,34 +108,14 @@ class Sessions:
         self, per_principal: int = SESSIONS_PER_PRINCIPAL, total: int = MAX_SESSIONS
     ) -> None:
         self._lock = threading.Lock()
-        self._by_id: OrderedDict[str, tuple[str, float]] = OrderedDict()
-        self._owner: dict[str, str] = {}  # session id → principal
-        self._of: dict[str, OrderedDict[str, None]] = {}  # principal → its ids, oldest first
-        self.per_principal = per_principal
-        self.total = total
+        # session id → (token, when it ends), of its principal
+        self._by_id = PerOwner[tuple[str, float]](per_principal, total)
 
     def open(self, token: str, principal: str = "") -> str:
         sid = secrets.token_urlsafe(32)
         with self._lock:
-            self._by_id[sid] = (token, time.monotonic() + SESSION_SECONDS)
-            self._owner[sid] = principal
-            mine = self._of.setdefault(principal, OrderedDict())
-            mine[sid] = None
-            while len(mine) > self.per_principal:
-                self._drop(next(iter(mine)))
-            while len(self._by_id) > self.total:
-                busiest = max(self._of.values(), key=len)
-                self._drop(next(iter(busiest)))
+            self._by_id.put(sid, principal, (token, time.monotonic() + SESSION_SECONDS))
         return sid
-
-    def _drop(self, sid: str) -> None:
-        self._by_id.pop(sid, None)
-        principal = self._owner.pop(sid, None)
-        if principal is not None:
-            ids = self._of[principal]
-            ids.pop(sid, None)
-            if not ids:
-                del self._of[principal]
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -145,7 +126,7 @@ class Sessions:
             if found is None:
                 return None
             if found[1] < time.monotonic():
-                self._drop(sid)
+                self._by_id.drop(sid)
                 return None
             return found[0]
 
@@ -576,7 +557,7 @@ def recall_args(params: Mapping[str, Any]) -> dict[str, Any]:
     if params.get("entities"):
         args["entities"] = list(params["entities"])
     if params.get("min_relevance"):
-        args["min_relevance"] = _float(params["min_relevance"], "min_relevance")
+        args["min_relevance"] = number(params["min_relevance"], "min_relevance")
     for name in _TEXTS:
         if params.get(name):
             args[name] = params[name]
@@ -584,13 +565,6 @@ def recall_args(params: Mapping[str, Any]) -> dict[str, Any]:
         if params.get(name):
             args[name] = True
     return args
-
-
-def _float(text: str, name: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a number, got {text!r}") from None
 
 
 def _offset(request: Request) -> int:
