@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 
 from ferrex.errors import UsageError
 from ferrex.home_safety import DEFAULT_RESERVE_BYTES
+from ferrex.rules.arguments import RECALL_LIMIT
+from ferrex.rules.dedup import NEAR_THRESHOLD
 from ferrex.rules.fusion import NOTE_CONTEXT_SHARE
 from journal.files import private_opener
 
@@ -105,7 +107,7 @@ KEYS: tuple[Key, ...] = (
         "vectors; see docs/bench/retrieval-issue26.md for what 300 gains and costs)"),
     Key("store.dedup_threshold", float, 0.95, None,
         "cosine similarity at or above which a new memory is refused as a duplicate"),
-    Key("store.near_threshold", float, 0.88, None,
+    Key("store.near_threshold", float, NEAR_THRESHOLD, None,
         "cosine similarity at or above which a stored memory's answer names the similar one "
         "(below store.dedup_threshold)"),
     Key("store.conflict_duplicate", float, 0.95, None,
@@ -136,7 +138,8 @@ KEYS: tuple[Key, ...] = (
         "best) or turn (whole episodes, so a kept turn is kept whole)"),
     Key("consolidation.every_seconds", int, 3600, None,
         "how often the owner looks for episodes to fold when consolidation.after_days is set"),
-    Key("recall.limit", int, 5, None, "results a recall returns when it asks for no number"),
+    Key("recall.limit", int, RECALL_LIMIT, None,
+        "results a recall returns when it asks for no number"),
     Key("recall.prefetch", int, 40, None,
         "candidates each leg (dense, BM25) contributes before fusion (at least 30)"),
     Key("recall.rerank_pool", int, 20, None, "top candidates the reranker re-scores"),
@@ -209,6 +212,13 @@ KEYS: tuple[Key, ...] = (
         "the `ferrex export git` directory whose state the dashboard's journal page shows"),
 )  # fmt: skip
 _BY_NAME = {key.name: key for key in KEYS}
+
+
+def default_of(name: str) -> Any:
+    """The default of key ``name``: the one place a settings class built without a
+    configuration (tests, tools) takes its field's default from, so each is written once."""
+    return _BY_NAME[name].default
+
 
 RESTART_KEYS: frozenset[str] = frozenset(
     {"models.dense", "models.reranker", "models.embedding_url", "models.embedding_key_env",

@@ -6,10 +6,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ferrex.config import Config, staleness_config
+from ferrex.config import Config, default_of, staleness_config
 from ferrex.errors import UsageError
 from ferrex.rules.consolidation import Unit
-from ferrex.rules.dedup import NEAR_THRESHOLD
 from ferrex.rules.freshness import StalenessConfig, StalenessParams
 from ferrex.rules.memory_input import DEFAULT_LIMITS, Limits
 from ferrex.rules.predicates import DEFAULT_SYNONYMS, merge_synonyms, synonym_map
@@ -63,23 +62,23 @@ def _per_namespace(
 class StoreSettings:
     """The thresholds and defaults the store rules use (from the configuration)."""
 
-    default_namespace: str = "default"
-    dedup_threshold: float = 0.95
-    near_threshold: float = NEAR_THRESHOLD
+    default_namespace: str = default_of("store.default_namespace")
+    dedup_threshold: float = default_of("store.dedup_threshold")
+    near_threshold: float = default_of("store.near_threshold")
     """At or above it (and below ``dedup_threshold``) a store is kept with a note naming the
     similar memory."""
-    conflict_duplicate: float = 0.95
-    conflict_different: float = 0.80
-    entity_fuzzy: float = 0.85
-    entity_embedding: float = 0.92
-    predicate_fuzzy: float = 0.85
+    conflict_duplicate: float = default_of("store.conflict_duplicate")
+    conflict_different: float = default_of("store.conflict_different")
+    entity_fuzzy: float = default_of("store.entity_fuzzy")
+    entity_embedding: float = default_of("store.entity_embedding")
+    predicate_fuzzy: float = default_of("store.predicate_fuzzy")
     synonyms: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SYNONYMS))
     namespace_synonyms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     abbreviations: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ABBREVIATIONS))
     """Per-word abbreviations of subjects (``ferrex.rules.subjects``)."""
     namespace_abbreviations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     limits: Limits = DEFAULT_LIMITS
-    budget_bytes: int | None = None
+    budget_bytes: int | None = default_of("store.budget_bytes")
     """Memory text beyond this is evicted after a store, in the documented priority."""
     staleness: StalenessConfig = field(default_factory=StalenessConfig)
     """The staleness the eviction priority uses: the one configuration recall, reflect and
@@ -89,12 +88,12 @@ class StoreSettings:
     next one continues the same derived episode."""
     episode_max_chars: int = 1000
     """Longer episodic texts are documents, not turns: they get no derived episode."""
-    secrets: SecretsMode = "refuse"
+    secrets: SecretsMode = default_of("store.secrets")
     """What a store whose text carries a likely secret does (:mod:`ferrex.rules.secrets`)."""
-    consolidation_keep_ratio: float = 0.8
-    consolidation_unit: Unit = "turn"
-    """What a summary selects: sentences, or whole episodes (``consolidation.unit``)."""
+    consolidation_keep_ratio: float = default_of("consolidation.keep_ratio")
     """The share of a group's text a consolidation summary keeps (``consolidation.keep_ratio``)."""
+    consolidation_unit: Unit = default_of("consolidation.unit")
+    """What a summary selects: sentences, or whole episodes (``consolidation.unit``)."""
 
     def staleness_for(self, namespace: str) -> StalenessParams:
         return self.staleness.for_namespace(namespace)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, Literal, NotRequired, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ferrex.config import Config, staleness_config
+from ferrex.config import Config, default_of, staleness_config
 from ferrex.errors import UsageError
 from ferrex.models.sparse import SPELLING_WEIGHT
 from ferrex.rules import relevance
@@ -24,9 +24,6 @@ from ferrex.rules.arguments import (
 )
 from ferrex.rules.freshness import (
     StalenessConfig,
-)
-from ferrex.rules.fusion import (
-    NOTE_CONTEXT_SHARE,
 )
 from ferrex.rules.lifecycle import IMPORTANCE_WEIGHT
 from ferrex.rules.memory_input import MEMORY_TYPES
@@ -105,15 +102,15 @@ class RecallRequest:
 
 @dataclass(frozen=True)
 class RecallSettings:
-    default_namespace: str = "default"
-    default_limit: int = RECALL_LIMIT
-    prefetch: int = 40
+    default_namespace: str = default_of("store.default_namespace")
+    default_limit: int = default_of("recall.limit")
+    prefetch: int = default_of("recall.prefetch")
     """The rank of the point each leg is normalised against in fusion (its floor); a leg
     returns more points for a long answer (four per result asked for), never fewer."""
-    rerank_pool: int = 20
-    dense_weight: float = 0.4
+    rerank_pool: int = default_of("recall.rerank_pool")
+    dense_weight: float = default_of("recall.dense_weight")
     """The dense leg's share of the fused score; the BM25 leg has the rest."""
-    dense_adapt: float = 0.5
+    dense_adapt: float = default_of("recall.dense_adapt")
     """How far the BM25 leg's confidence in its best memory lowers the dense share, per
     query (:func:`ferrex.rules.fusion.adaptive_dense_share`; 0: a fixed share). Applies
     to ``dense_weight``, not to a strategy that names its own share (``semantic``,
@@ -121,18 +118,18 @@ class RecallSettings:
     LongMemEval-S recall_any@5 and SciFact nDCG@10 and golden MRR, cost LoCoMo at most
     0.006, and kept recall@1 at the BM25 leg's on LoCoMo's tuning halves
     (``docs/bench/retrieval-issue26.md``)."""
-    graph_weight: float = 0.0
+    graph_weight: float = default_of("recall.graph_weight")
     """The entity graph leg's weight in fusion beside the other two (0 under ``balanced``
     unless set; a strategy may raise it)."""
-    context_share: float = 0.5
+    context_share: float = default_of("recall.context_share")
     """How much of an episode's score its neighbours receive (0 turns episode context off),
     for an episode that opens with a speaker's label (a line of a conversation)."""
-    note_context_share: float = NOTE_CONTEXT_SHARE
+    note_context_share: float = default_of("recall.note_context_share")
     """The same for an episode without a speaker's label (a note, one speaker's message):
     :func:`ferrex.rules.fusion.context_shares`."""
-    context_reach: int = 2
+    context_reach: int = default_of("recall.context_reach")
     """Neighbours on each side of an episode that receive a share."""
-    context_gap: float = 1800.0
+    context_gap: float = default_of("recall.context_gap_seconds")
     """Seconds between two consecutive episodes beyond which they are not neighbours."""
     context_below_lender: bool = False
     """A loan lifts a neighbour at most to just below the episode that lent it."""
@@ -154,7 +151,7 @@ class RecallSettings:
     """The BM25 leg's weight of a query token that only another spelling of the question's
     words gives (:func:`ferrex.rules.name_lookup.query_spellings`: ``cart service`` also asks
     for ``cart-svc``); 0: the question's own tokens alone."""
-    top_guard: bool = True
+    top_guard: bool = default_of("recall.top_guard")
     """The BM25 leg's best memory is ranked first (:func:`ferrex.rules.fusion.keep_top`)
     under ``balanced`` and ``lexical``, hybrid legs only."""
     staleness: StalenessConfig = field(default_factory=StalenessConfig)

@@ -124,14 +124,14 @@ def test_the_recall_time_zone_is_a_known_zone(tmp_path: Path) -> None:
 def test_every_default_written_beside_a_key_is_the_keys(tmp_path: Path) -> None:
     """A default that a settings class or a module repeats from :data:`ferrex.config.KEYS`
     (for callers that build it without a configuration: tests, tools) is the key's, so the
-    two cannot drift: the store's and recall's settings as a whole, and the others by name."""
+    two cannot drift: the store's and recall's settings as a whole (their fields read their
+    defaults from the key table, ``config.default_of``), and the others by name."""
     from ferrex.core.settings import StoreSettings
     from ferrex.models.late import DEFAULT_WEIGHT
     from ferrex.models.remote import RemoteSettings
     from ferrex.models.rerank import DEFAULT_POOL
     from ferrex.read.request import RecallSettings
     from ferrex.rules.consolidation import DEFAULT_KEEP_RATIO
-    from ferrex.rules.dedup import NEAR_THRESHOLD
     from ferrex.server.dashboard.stream import STREAMS_PER_PRINCIPAL
 
     defaults = load(tmp_path / "none", env={})
@@ -150,7 +150,6 @@ def test_every_default_written_beside_a_key_is_the_keys(tmp_path: Path) -> None:
         "server.max_streams_per_principal": STREAMS_PER_PRINCIPAL,
         "recall.rerank_pool": DEFAULT_POOL,
         "recall.late_weight": DEFAULT_WEIGHT,
-        "store.near_threshold": NEAR_THRESHOLD,
         "consolidation.keep_ratio": DEFAULT_KEEP_RATIO,
     }
     assert {name: key[name] for name in repeated} == repeated
