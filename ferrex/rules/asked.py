@@ -24,7 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ferrex.rules.relevance import PERIOD_FRAME
+from ferrex.models.sparse import word_tokens
+from ferrex.rules.relevance import PERIOD_FRAME, compound_forms, is_compound, states_term
 from ferrex.rules.slots import PLACE_PREPOSITIONS, ObjectKind, object_kind
 
 
@@ -122,7 +123,7 @@ def names_sibling(subject: Subject, entity_ids: Iterable[str], words: str) -> bo
 def off_subject(
     subjects: Sequence[Subject],
     query_tokens: Iterable[str],
-    document_tokens: Iterable[str],
+    document_tokens: Sequence[str],
     entity_ids: Iterable[str],
     words: str,
     unknown: bool = False,
@@ -177,6 +178,9 @@ def off_subject(
         return 1.0
     named = set().union(*(s.tokens for s in subjects))
     asked = set(query_tokens) - named - PERIOD_FRAME - GRAMMAR_TOKENS
+    # The question's spelling of the thing as one token ("cart-svc", "ADR-038" for the
+    # entity spelt "cart svc", "adr 038") names it as its words do: not what is asked.
+    asked -= {t for t in asked if not t.isalnum() and set(word_tokens(t)) <= named}
     if len(asked) < SPECIFIC_AT_LEAST:
         return 0.0
     # A word that follows the thing's name in the question and in the memory alike is
@@ -189,10 +193,17 @@ def off_subject(
         for t in its
     }
     asked -= named
+    # A compound asked for ("response-time") is one thing asked, its words part of it: a
+    # memory shares it when it states it in some spelling (two words, one, hyphenated).
+    compounds = {t for t in asked if is_compound(t)}
+    asked -= {w for t in compounds for w in compound_forms(t)[0]}
     if not asked:
         return 0.0
     present = set(document_tokens) - named
-    return 0.0 if any(_shares_word(term, present) for term in asked) else 1.0
+    return 0.0 if any(
+        states_term(term, document_tokens) if term in compounds else _shares_word(term, present)
+        for term in asked
+    ) else 1.0  # fmt: skip
 
 
 GRAMMAR_TOKENS: Final = frozenset(
