@@ -84,8 +84,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ferrex.models.sparse import word_tokens
-
 Label = Literal["strong", "weak", "none"]
 LABELS: Final[tuple[Label, ...]] = ("strong", "weak", "none")
 
@@ -394,6 +392,9 @@ def is_compound(token: str) -> bool:
 def compound_forms(token: str) -> tuple[tuple[str, ...], str]:
     """A compound's other spellings as BM25 tokens: its words apart (stop words dropped:
     ``sign-in`` is ``sign``) and run together (``signin``, stemmed as a word is)."""
+    # Imported here: the hooks' lean path reads this module's weights without the models.
+    from ferrex.models.sparse import word_tokens
+
     apart = tuple(word_tokens(token.replace("-", " ")))
     joined = word_tokens(token.replace("-", ""))
     return apart, joined[0] if joined else ""
