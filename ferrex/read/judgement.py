@@ -88,6 +88,9 @@ class Terms:
     shapes: frozenset[str] = frozenset()
     """The kinds of value with a shape the question's form asks for
     (:func:`ferrex.rules.asked.asked_shapes`: a duration, a size, a version, a port)."""
+    code: bool = False
+    """The question asks for a code (:func:`ferrex.rules.asked.asks_code`: "which status
+    code")."""
     plain: frozenset[str] = frozenset()
     """The question's compounds that name nothing the store knows, ordinary hyphenated
     words (``help-desk``, ``sign-in``; :func:`plain_compounds`)."""
@@ -114,14 +117,15 @@ class Terms:
         if period is not None:
             found = relevance.without_phrase(found, tokens(period.phrase))
         shapes = asked.asked_shapes(query)
+        code = asked.asks_code(query)
         if period is None and not given:
             return cls(found, None, names, subjects=tuple(subjects), unknown=unknown,
-                       shapes=shapes, plain=plain)  # fmt: skip
+                       shapes=shapes, code=code, plain=plain)  # fmt: skip
         named = {t for name in filtered for t in tokens(name)}
         kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
         vague = period is not None and relevance.vague(kept)
         return cls(kept, period, names - named, given, vague, tuple(subjects), unknown, shapes,
-                   plain - named)  # fmt: skip
+                   code, plain - named)  # fmt: skip
 
     @property
     def period_first(self) -> bool:
@@ -196,6 +200,7 @@ def evidence_of(
             terms.unknown,
             asked.states(terms.shapes, body, memory.predicate, memory.object),
             None if terms.period_given else found,
+            terms.code and asked.states_code(body),
         ) if terms.subjects or terms.unknown else 0.0,
         terms.plain,
     )  # fmt: skip
