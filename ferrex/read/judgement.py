@@ -88,7 +88,7 @@ class Terms:
     shapes: frozenset[str] = frozenset()
     """The kinds of value with a shape the question's form asks for
     (:func:`ferrex.rules.asked.asked_shapes`: a duration, a size, a version, a port)."""
-    code: bool = False
+    wants_code: bool = False
     """The question asks for a code (:func:`ferrex.rules.asked.asks_code`: "which status
     code")."""
     plain: frozenset[str] = frozenset()
@@ -120,7 +120,7 @@ class Terms:
         code = asked.asks_code(query)
         if period is None and not given:
             return cls(found, None, names, subjects=tuple(subjects), unknown=unknown,
-                       shapes=shapes, code=code, plain=plain)  # fmt: skip
+                       shapes=shapes, wants_code=code, plain=plain)  # fmt: skip
         named = {t for name in filtered for t in tokens(name)}
         kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
         vague = period is not None and relevance.vague(kept)
@@ -200,7 +200,7 @@ def evidence_of(
             terms.unknown,
             asked.states(terms.shapes, body, memory.predicate, memory.object),
             None if terms.period_given else found,
-            terms.code and asked.states_code(body),
+            terms.wants_code and asked.states_code(body),
         ) if terms.subjects or terms.unknown else 0.0,
         terms.plain,
     )  # fmt: skip
