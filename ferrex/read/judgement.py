@@ -88,6 +88,12 @@ class Terms:
     shapes: frozenset[str] = frozenset()
     """The kinds of value with a shape the question's form asks for
     (:func:`ferrex.rules.asked.asked_shapes`: a duration, a size, a version, a port)."""
+    wants_code: bool = False
+    """The question asks for a code (:func:`ferrex.rules.asked.asks_code`: "which status
+    code")."""
+    plain: frozenset[str] = frozenset()
+    """The question's compounds that name nothing the store knows, ordinary hyphenated
+    words (``help-desk``, ``sign-in``; :func:`plain_compounds`)."""
 
     @classmethod
     def of(
@@ -98,30 +104,58 @@ class Terms:
         filtered: Sequence[str] = (),
         subjects: Sequence[asked.Subject] = (),
         unknown: bool = False,
+        plain: frozenset[str] = frozenset(),
     ) -> Terms:
         """``given``: the explicit filters; ``filtered``: the entity names the filter gave,
         whose words in the question are the filter's term, not terms of their own (as a
         period's words are the period's); ``subjects`` and ``unknown``: what the store
         knows of the things the question names (:func:`subjects_named`,
-        :func:`unknown_identifiers`)."""
+        :func:`unknown_identifiers`); ``plain``: its compounds that are ordinary words
+        (:func:`plain_compounds`)."""
         found = tokens(query)
         names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
         if period is not None:
             found = relevance.without_phrase(found, tokens(period.phrase))
         shapes = asked.asked_shapes(query)
+        code = asked.asks_code(query)
         if period is None and not given:
             return cls(found, None, names, subjects=tuple(subjects), unknown=unknown,
-                       shapes=shapes)  # fmt: skip
+                       shapes=shapes, wants_code=code, plain=plain)  # fmt: skip
         named = {t for name in filtered for t in tokens(name)}
         kept = [t for t in found if t not in relevance.PERIOD_FRAME and t not in named]
         vague = period is not None and relevance.vague(kept)
-        return cls(kept, period, names - named, given, vague, tuple(subjects), unknown, shapes)
+        return cls(kept, period, names - named, given, vague, tuple(subjects), unknown, shapes,
+                   code, plain - named)  # fmt: skip
 
     @property
     def period_first(self) -> bool:
         """The question asks for a period and little else (:attr:`period_given`): that
         period's memories answer it first, as an ``after``/``before`` window's would."""
         return self.period_given
+
+
+def plain_compounds(query: str, spellings: Iterable[Spelling]) -> frozenset[str]:
+    """The query's hyphenated words of letters only (:func:`ferrex.rules.relevance.is_compound`)
+    that are ordinary words, not names (``help-desk``, ``sign-in``, ``read-only``): a memory
+    that lacks them lacks nothing the question names
+    (:func:`ferrex.rules.relevance.missing_named`). A compound is a name when it is built as
+    the store's names of two words or more are (``spellings``: its first word the first
+    word of one, ``redis-*``, or its last word the last word of one, ``*-gateway``,
+    ``*-svc``): ``media-gateway`` is a name of that family whether the store holds it or
+    not (and a question about it may ask about a thing never stored)."""
+    found = [t for t in dict.fromkeys(tokens(query)) if relevance.is_compound(t)]
+    if not found:
+        return frozenset()
+    leads: set[str] = set()
+    heads: set[str] = set()
+    for s in spellings:
+        words = _form_of(s.normalized)
+        if len(words) >= 2:
+            leads.add(words[0])
+            heads.add(words[-1])
+    return frozenset(
+        t for t in found if (parts := t.split("-"))[0] not in leads and parts[-1] not in heads
+    )
 
 
 def evidence_of(
@@ -166,7 +200,9 @@ def evidence_of(
             terms.unknown,
             asked.states(terms.shapes, body, memory.predicate, memory.object),
             None if terms.period_given else found,
+            terms.wants_code and asked.states_code(body),
         ) if terms.subjects or terms.unknown else 0.0,
+        terms.plain,
     )  # fmt: skip
 
 

@@ -99,6 +99,7 @@ from ferrex.read.judgement import (
     Terms,
     evidence_of,
     filters_given,
+    plain_compounds,
     relevance_of,
     subjects_named,
     unknown_identifiers,
@@ -253,7 +254,7 @@ class Reader:
 
     def _known(
         self, query: str, spellings: Sequence[Spelling], flt: VectorFilter, period: Period | None
-    ) -> tuple[list[asked.Subject], bool]:
+    ) -> tuple[list[asked.Subject], bool, frozenset[str]]:
         """What the store knows of the things the question names: the entities it spells
         (:func:`ferrex.read.judgement.subjects_named`), and whether it names an identifier
         no memory the filter admits holds (:func:`ferrex.read.judgement.unknown_identifiers`:
@@ -265,7 +266,7 @@ class Reader:
             return bool(backend.query_sparse(name, sparse, flt, 1))
 
         unknown = unknown_identifiers(query, spellings, held, period)
-        return subjects_named(query, spellings), bool(unknown)
+        return subjects_named(query, spellings), bool(unknown), plain_compounds(query, spellings)
 
     def _fused(
         self, q: _Query, legs: dict[str, Leg], mode: Legs

@@ -24,7 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ferrex.rules.relevance import PERIOD_FRAME
+from ferrex.models.sparse import word_tokens
+from ferrex.rules.relevance import PERIOD_FRAME, compound_forms, is_compound, states_term
 from ferrex.rules.slots import PLACE_PREPOSITIONS, ObjectKind, object_kind
 
 
@@ -122,12 +123,13 @@ def names_sibling(subject: Subject, entity_ids: Iterable[str], words: str) -> bo
 def off_subject(
     subjects: Sequence[Subject],
     query_tokens: Iterable[str],
-    document_tokens: Iterable[str],
+    document_tokens: Sequence[str],
     entity_ids: Iterable[str],
     words: str,
     unknown: bool = False,
     answers_form: bool = True,
     in_period: bool | None = None,
+    states_asked: bool = False,
 ) -> float:
     """1.0 when the memory cannot be about what the question asks, else 0.0:
 
@@ -159,8 +161,11 @@ def off_subject(
       the question's name matched, what it asks did not. The thing's name (in the
       memory's words too) is not what is asked, nor the question's last word when the
       memory also follows the name with it (:attr:`Subject.follow`: "the ClickHouse
-      analytics *cluster*"). A vague question about the thing ("what happened in
-      OPS-1402?") is answered by any memory about it, as under an entity filter."""
+      analytics *cluster*"). A memory that states a value of the kind the question asks
+      for (``states_asked``: a code for "which status code", :func:`asks_code`) shares
+      what is asked in the value's own shape ("answers 429"). A vague question about the
+      thing ("what happened in OPS-1402?") is answered by any memory about it, as under
+      an entity filter."""
     if unknown:
         return 1.0
     if not subjects:
@@ -177,6 +182,9 @@ def off_subject(
         return 1.0
     named = set().union(*(s.tokens for s in subjects))
     asked = set(query_tokens) - named - PERIOD_FRAME - GRAMMAR_TOKENS
+    # The question's spelling of the thing as one token ("cart-svc", "ADR-038" for the
+    # entity spelt "cart svc", "adr 038") names it as its words do: not what is asked.
+    asked -= {t for t in asked if not t.isalnum() and set(word_tokens(t)) <= named}
     if len(asked) < SPECIFIC_AT_LEAST:
         return 0.0
     # A word that follows the thing's name in the question and in the memory alike is
@@ -189,10 +197,17 @@ def off_subject(
         for t in its
     }
     asked -= named
-    if not asked:
+    # A compound asked for ("response-time") is one thing asked, its words part of it: a
+    # memory shares it when it states it in some spelling (two words, one, hyphenated).
+    compounds = {t for t in asked if is_compound(t)}
+    asked -= {w for t in compounds for w in compound_forms(t)[0]}
+    if not asked or states_asked:
         return 0.0
     present = set(document_tokens) - named
-    return 0.0 if any(_shares_word(term, present) for term in asked) else 1.0
+    return 0.0 if any(
+        states_term(term, document_tokens) if term in compounds else _shares_word(term, present)
+        for term in asked
+    ) else 1.0  # fmt: skip
 
 
 GRAMMAR_TOKENS: Final = frozenset(
@@ -289,6 +304,31 @@ def states(
     if any(_SHAPES[kind].search(low) for kind in kinds if kind in _SHAPES):
         return True
     return bool(kinds & stated_kinds(text, predicate, obj))
+
+
+_ASKS_CODE: Final = re.compile(r"\b(?:status|error|exit|response|return|http|reason)\s+codes?\b")
+"""A question asking for a code: a status code, an error code, an exit code."""
+
+_CODE: Final = re.compile(
+    r"(?<![\w.:/-])[1-5]\d\d(?![\w.:/-])"  # an HTTP status: 429, 503
+    r"|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b"  # a constant: ERR_CART_LOCKED, E_TIMEOUT
+    r"|\b[A-Z]{1,5}-?\d{2,}\b"  # a coded error: E1234, ERR-42
+)
+"""How a memory's text states a code, in its own case: a status of three digits standing
+alone (not part of a version, an address or a time), a constant in capitals joined by
+underscores, or capitals and digits."""
+
+
+def asks_code(question: str) -> bool:
+    """Whether ``question`` asks for a code (:data:`_ASKS_CODE`: "which status code",
+    "what error code")."""
+    return bool(_ASKS_CODE.search(question.casefold()))
+
+
+def states_code(text: str) -> bool:
+    """Whether a memory's text states a code (:data:`_CODE`): "answers 429",
+    "ERR_CART_LOCKED is returned"."""
+    return bool(_CODE.search(text))
 
 
 # --- What a question asks for, and what a memory states (ranking that reads the question) ---

@@ -353,7 +353,10 @@ def _is_specific(token: str) -> bool:
 
 
 def missing_named(
-    query_tokens: Iterable[str], document_tokens: Iterable[str], in_period: bool | None = None
+    query_tokens: Iterable[str],
+    document_tokens: Sequence[str],
+    in_period: bool | None = None,
+    plain: Iterable[str] = (),
 ) -> float:
     """1.0 when the query names something specific that the document lacks, else 0.0: an
     identifier, a number (two digits or more), or a period the memory's event time is
@@ -361,14 +364,57 @@ def missing_named(
     of are part of it, not identifiers of their own: ``INC-7722`` is missing from a memory
     about ``INC-7721`` although both have ``inc``. Someone asking for a thing by its name,
     number or day is not answered by a memory about another one, however alike the rest
-    reads."""
+    reads.
+
+    ``plain``: the query's compounds (:func:`is_compound`) that name nothing the store
+    knows (``help-desk``, ``sign-in``, ``on-call``: ordinary hyphenated words): words,
+    not identifiers, so not specific. A compound that is specific is stated by a memory
+    that writes it as two words or one (:func:`states_term`)."""
     if in_period is False:
         return 1.0
-    terms = set(query_tokens)
+    terms = set(query_tokens) - set(plain)
     identifiers = {t for t in terms if _is_identifier(t)}
     absorbed = set().union(*(_pieces(i) for i in identifiers)) if identifiers else set()
     specific = {t for t in terms - absorbed if _is_specific(t)}
-    return 1.0 if specific - set(document_tokens) else 0.0
+    return 1.0 if any(not states_term(t, document_tokens) for t in specific) else 0.0
+
+
+def is_compound(token: str) -> bool:
+    """Whether a BM25 identifier token is a hyphenated word of letters only (``help-desk``,
+    ``sign-in``, ``read-only``, ``support-gateway``): no digit, underscore, dot, slash or
+    other joiner, which make a name of one thing (``prod-eu-2``, ``max_retries``,
+    ``config.toml``). Prose writes such a word as two words or as one as readily
+    (``help desk``, ``signin``)."""
+    parts = token.split("-")
+    return len(parts) >= 2 and all(p.isalpha() for p in parts)
+
+
+def compound_forms(token: str) -> tuple[tuple[str, ...], str]:
+    """A compound's other spellings as BM25 tokens: its words apart (stop words dropped:
+    ``sign-in`` is ``sign``) and run together (``signin``, stemmed as a word is)."""
+    # Imported here: the hooks' lean path reads this module's weights without the models.
+    from ferrex.models.sparse import word_tokens
+
+    apart = tuple(word_tokens(token.replace("-", " ")))
+    joined = word_tokens(token.replace("-", ""))
+    return apart, joined[0] if joined else ""
+
+
+def states_term(term: str, document_tokens: Iterable[str]) -> bool:
+    """Whether a document states a query term: has its token; for a compound
+    (:func:`is_compound`), also its words in a row (at least two of them: ``help desk``)
+    or run together (``helpdesk``), as the document's tokens are ordered (its words, in
+    the order written, before its identifiers)."""
+    seq = list(document_tokens)
+    if term in seq:
+        return True
+    if not is_compound(term):
+        return False
+    apart, joined = compound_forms(term)
+    if joined and joined in seq:
+        return True
+    size = len(apart)
+    return size >= 2 and any(tuple(seq[i : i + size]) == apart for i in range(len(seq) - size + 1))
 
 
 _NUMBER_WORDS: Final = frozenset(
@@ -505,7 +551,7 @@ def _pieces(identifier: str) -> set[str]:
 
 def coverage(
     query_tokens: Iterable[str],
-    document_tokens: Iterable[str],
+    document_tokens: Sequence[str],
     in_period: bool | None = None,
     given: int = 0,
 ) -> float:
@@ -524,7 +570,10 @@ def coverage(
     ``after``/``before`` window), each one more term, found in every memory the recall
     ranks, since only memories that pass the filters are ranked at all. "What changed?"
     with the filter ``pg-primary`` asks what changed *to pg-primary*; a memory linked to it
-    has half of that question before any word matches."""
+    has half of that question before any word matches.
+
+    An identifier a memory writes in another spelling (``help desk`` for ``help-desk``,
+    :func:`states_term`) is found."""
     terms = set(query_tokens)
     dated = (0 if in_period is None else 1) + given
     if not terms and not dated:
@@ -536,7 +585,7 @@ def coverage(
     words = terms - identifiers - absorbed
     found = float(len(words & present)) + (1.0 if in_period else 0.0) + given
     for identifier, parts in pieces.items():
-        if identifier in present:
+        if identifier in present or states_term(identifier, document_tokens):
             found += 1.0
         elif parts:
             found += PIECE_CREDIT * len(parts & present) / len(parts)
@@ -600,6 +649,7 @@ def evidence(
     best_cosine: float | None = None,
     bm25_share: float = 0.0,
     off: float = 0.0,
+    plain: Iterable[str] = (),
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
     cut-off (it scored no higher), else 0 (no dense leg); its coverage (with the period
@@ -608,7 +658,9 @@ def evidence(
     :func:`query_names`; :func:`missing_name`); ``given``: the explicit filters, terms
     every ranked memory has (:func:`coverage`); ``ranks``: its dense and BM25 ranks;
     ``best_cosine``: the dense leg's best cosine (the gap to it is evidence); ``bm25_share``:
-    its BM25 score over the leg's best."""
+    its BM25 score over the leg's best; ``plain``: the query's compounds that are ordinary
+    words (:func:`missing_named`)."""
+    plain = frozenset(plain)
     if cosine is None:
         cosine = dense_floor if dense_floor is not None else 0.0
     cosine = max(-1.0, min(1.0, cosine))
@@ -616,7 +668,7 @@ def evidence(
     return Evidence(
         cosine,
         coverage(query_tokens, document_tokens, in_period, given),
-        missing_named(query_tokens, document_tokens, in_period),
+        missing_named(query_tokens, document_tokens, in_period, plain),
         missing_name(names, document_tokens),
         missing_attribute(query_tokens, document_tokens),
         given,

@@ -10,6 +10,7 @@ from ferrex.read.judgement import (
     Terms,
     evidence_of,
     identifiers_asked,
+    plain_compounds,
     subjects_named,
     unknown_identifiers,
 )
@@ -234,3 +235,28 @@ def test_the_noun_after_the_name_that_ends_the_question_is_part_of_the_name() ->
     # Only where the memory follows the name with the same word: "logo" stays asked.
     logo = _about("tidewater got a new logo from the brand agency", "ent-tide")
     assert _off_more("who designed the tidewater logo", logo) == 0.0
+
+
+def test_a_hyphenated_plain_word_is_no_name_unless_built_like_the_stores() -> None:
+    plain = plain_compounds("Can a help-desk agent reset a sign-in lockout?", SPELLINGS)
+    assert plain == frozenset({"help-desk", "sign-in"})
+    # Built as the store's names are (``*-gateway``, ``fraud-*``): a name, stored or not.
+    assert plain_compounds("What does the media-gateway log?", SPELLINGS) == frozenset()
+    assert plain_compounds("Is fraud-rules deployed?", SPELLINGS) == frozenset()
+    assert plain_compounds("What does support-gateway log?", SPELLINGS) == frozenset()
+
+
+def test_a_plain_compound_a_memory_lacks_is_not_missing() -> None:
+    question = "How many sign-in attempts per minute does auth-gateway allow?"
+    subjects = subjects_named(question, SPELLINGS)
+    terms = Terms.of(question, None, subjects=subjects, plain=plain_compounds(question, SPELLINGS))
+    memory = _about("auth-gateway login rate limit: 10 attempts per IP per minute.", "ent-auth")
+    assert evidence_of(terms, memory, None).missing_named == 0.0
+    assert evidence_of(Terms.of(question, None), memory, None).missing_named == 1.0
+
+
+def test_the_questions_one_token_spelling_of_the_thing_is_not_what_it_asks() -> None:
+    # "auth-gateway" spells the entity "auth gateway": what is asked is the SLO alone.
+    memory = _about("auth-gateway rotates its signing key every month.", "ent-auth")
+    assert _off("What is the latency SLO of auth-gateway?", memory) == 1.0
+    assert _off("What does auth-gateway do?", memory) == 0.0

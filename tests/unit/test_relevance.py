@@ -26,6 +26,7 @@ from ferrex.rules.relevance import (
     coverage,
     evidence,
     inputs,
+    is_compound,
     missing_attribute,
     missing_name,
     missing_named,
@@ -33,6 +34,7 @@ from ferrex.rules.relevance import (
     period_found,
     query_names,
     rank_depth,
+    states_term,
     trim,
     vague,
     without_phrase,
@@ -409,3 +411,23 @@ def test_off_subject_keeps_a_memory_below_weak_even_under_a_filter() -> None:
     value = DEFAULT_MODEL.relevance(off)
     assert DEFAULT_MODEL.label(value) == "none" and value > HIDDEN_BELOW  # shown, not hidden
     assert DEFAULT_MODEL.relevance(replace(off, given=1.0)) == value  # no floor for it
+
+
+def test_a_compound_is_a_hyphenated_word_of_letters_only() -> None:
+    assert is_compound("help-desk") and is_compound("read-only")
+    assert not is_compound("prod-eu-2") and not is_compound("max_retries")
+    assert not is_compound("config.toml") and not is_compound("desk")
+
+
+def test_a_memory_states_a_compound_as_two_words_or_one() -> None:
+    for text in ("the help desk answers", "the helpdesk answers", "the help-desk answers"):
+        assert states_term("help-desk", tokens(text)), text
+    assert states_term("on-call", tokens("payments oncall rotation"))
+    assert not states_term("help-desk", tokens("the desk needs help"))
+    assert not states_term("prod-eu-2", tokens("prod eu 2"))
+    # Stated, so found: not missing, and one whole term of the coverage.
+    query = tokens("help-desk hours")
+    assert missing_named(query, tokens("help desk hours: 8 to 20")) == 0.0
+    assert coverage(query, tokens("help desk hours: 8 to 20")) == 1.0
+    assert missing_named(query, tokens("support hours: 8 to 20")) == 1.0
+    assert missing_named(query, tokens("support hours"), plain={"help-desk"}) == 0.0
