@@ -201,6 +201,7 @@ def evidence_of(
             asked.states(terms.shapes, body, memory.predicate, memory.object),
             None if terms.period_given else found,
             terms.wants_code and asked.states_code(body),
+            asked.relation_named(terms.tokens, memory.predicate_normalized),
         ) if terms.subjects or terms.unknown else 0.0,
         terms.plain,
     )  # fmt: skip

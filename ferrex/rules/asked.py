@@ -22,9 +22,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Final
 
-from ferrex.models.sparse import word_tokens
+from ferrex.models.sparse import tokens, word_tokens
+from ferrex.rules.predicates import DEFAULT_SYNONYM_GROUPS
 from ferrex.rules.relevance import PERIOD_FRAME, compound_forms, is_compound, states_term
 from ferrex.rules.slots import PLACE_PREPOSITIONS, ObjectKind, object_kind
 
@@ -130,6 +132,7 @@ def off_subject(
     answers_form: bool = True,
     in_period: bool | None = None,
     states_asked: bool = False,
+    relation: frozenset[str] = frozenset(),
 ) -> float:
     """1.0 when the memory cannot be about what the question asks, else 0.0:
 
@@ -163,7 +166,9 @@ def off_subject(
       memory also follows the name with it (:attr:`Subject.follow`: "the ClickHouse
       analytics *cluster*"). A memory that states a value of the kind the question asks
       for (``states_asked``: a code for "which status code", :func:`asks_code`) shares
-      what is asked in the value's own shape ("answers 429"). A vague question about the
+      what is asked in the value's own shape ("answers 429"), and a fact whose relation the
+      question words and asks nothing more of (``relation``, :func:`relation_named`) states
+      it in the relation's own wording. A vague question about the
       thing ("what happened in OPS-1402?") is answered by any memory about it, as under
       an entity filter."""
     if unknown:
@@ -201,13 +206,34 @@ def off_subject(
     # memory shares it when it states it in some spelling (two words, one, hyphenated).
     compounds = {t for t in asked if is_compound(t)}
     asked -= {w for t in compounds for w in compound_forms(t)[0]}
-    if not asked or states_asked:
+    # A fact whose relation the question words, and asks nothing besides ("which
+    # programming language is it built with?" of ``written in``), states what is asked.
+    if not asked or states_asked or not asked - relation:
         return 0.0
     present = set(document_tokens) - named
     return 0.0 if any(
         states_term(term, document_tokens) if term in compounds else _shares_word(term, present)
         for term in asked
     ) else 1.0  # fmt: skip
+
+
+def relation_named(query_tokens: Iterable[str], predicate_normalized: str | None) -> frozenset[str]:
+    """The question's tokens that word the relation a fact states, in any of its built-in
+    wordings (:data:`ferrex.rules.predicates.DEFAULT_SYNONYM_GROUPS`): "which programming
+    language is ferrex built with?" words what ``ferrex | written in | Go`` states, though
+    they share no word but the name. A wording of stop words alone ("is") words nothing."""
+    if not predicate_normalized:
+        return frozenset()
+    asked = set(query_tokens)
+    named = [wording for wording in _wordings(predicate_normalized) if wording <= asked]
+    return frozenset().union(*named)
+
+
+@cache
+def _wordings(canonical: str) -> tuple[frozenset[str], ...]:
+    """The BM25 tokens of each wording of relation ``canonical`` (its own name too)."""
+    phrases = (canonical.replace("_", " "), *DEFAULT_SYNONYM_GROUPS.get(canonical, ()))
+    return tuple(frozenset(t) for t in map(tokens, phrases) if t)
 
 
 GRAMMAR_TOKENS: Final = frozenset(

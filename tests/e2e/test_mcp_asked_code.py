@@ -49,3 +49,38 @@ def test_a_code_asked_for_is_stated_in_its_own_shape(tmp_path: Path) -> None:
             assert doc["nothing_relevant"] is True, doc
 
     anyio.run(main)
+
+
+def test_a_fact_is_asked_for_by_a_wording_of_its_relation(tmp_path: Path) -> None:
+    """ "Which programming language is the ledger worker built with?" shares no word with
+    ``ledger worker | written in | Go`` but the name: the question names the fact's relation
+    in another of its wordings, so the fact answers and is shown without the verdict (it was
+    labelled none, with *nothing relevant*)."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            fact = await call(
+                client,
+                "store",
+                {"subject": "ledger worker", "predicate": "written in", "object": "Go"},
+            )
+            await call(
+                client,
+                "store",
+                {"content": "The ledger worker runs nightly at 02:00 UTC.",
+                 "entities": ["ledger worker"]},
+            )  # fmt: skip
+            asked = "Which programming language is the ledger worker built with?"
+            doc = await call(client, "recall", {"query": asked, "limit": 5})
+            assert doc["nothing_relevant"] is False, doc
+            shown = {r["id"]: r for r in doc["results"]}
+            assert str(fact["id"]) in shown, doc
+            assert shown[str(fact["id"])]["relevance_label"] != "none", doc
+            # What the fact does not state is still not asked of it.
+            never = "Which on-call rotation pages for the ledger worker's failures?"
+            doc = await call(client, "recall", {"query": never, "limit": 5})
+            assert str(fact["id"]) not in {
+                r["id"] for r in doc["results"] if r["relevance_label"] != "none"
+            }, doc
+
+    anyio.run(main)

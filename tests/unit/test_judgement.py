@@ -260,3 +260,30 @@ def test_the_questions_one_token_spelling_of_the_thing_is_not_what_it_asks() -> 
     memory = _about("auth-gateway rotates its signing key every month.", "ent-auth")
     assert _off("What is the latency SLO of auth-gateway?", memory) == 1.0
     assert _off("What does auth-gateway do?", memory) == 0.0
+
+
+def test_a_question_naming_a_facts_relation_in_another_wording_asks_what_it_states() -> None:
+    from ferrex.models.sparse import tokens
+    from ferrex.rules.asked import relation_named
+
+    asked = tokens("Which programming language is ferrex built with?")
+    assert relation_named(asked, "built_with") == {"program", "languag", "built"}
+    assert relation_named(tokens("who maintains the billing api?"), "owned_by") == {"maintain"}
+    # A wording of stop words alone ("is") words no relation; no relation, nothing worded.
+    assert not relation_named(tokens("what is the latency SLO of the fraud scorer?"), "is_a")
+    assert not relation_named(tokens("which language is ferrex written in?"), None)
+
+
+def test_a_fact_whose_relation_is_all_the_question_asks_is_on_subject() -> None:
+    # The fact's text is what a fact embeds; its relation is ``built_with``.
+    fact = replace(
+        _about("fraud-scorer written in Go", "ent-fraud"), predicate_normalized="built_with"
+    )
+    assert _off("Which programming language is the fraud scorer built with?", fact) == 0.0
+    unnamed = replace(fact, predicate_normalized=None)  # no relation known: not worded
+    assert _off("Which programming language is the fraud scorer built with?", unnamed) == 1.0
+    # Asked more than the relation ("favourite *football team*"): not answered by wording.
+    likes = replace(
+        _about("fraud-scorer prefers tabs", "ent-fraud"), predicate_normalized="prefers"
+    )
+    assert _off("What is the fraud scorer's favourite football team?", likes) == 1.0
