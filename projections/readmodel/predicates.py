@@ -8,7 +8,8 @@ each has one meaning in all three. The others are read-model rules alone, writte
 
 - *visible* (:func:`seen_by`): ``ferrex.rules.visibility.sees`` for a caller that is not the
   operator, rendered from ``vectors.visible``;
-- *current* (:data:`CURRENT`): rendered from ``vectors.CURRENT``;
+- *current* (:data:`CURRENT`): rendered from ``vectors.CURRENT``, which :func:`is_current`
+  reads in Python;
 - *unexpired* (:func:`unexpired`): no expiry, or one after the time bound;
 - *a single fact* (:data:`SINGLE_FACT`): the facts that may contradict one another;
 - *stale* (:data:`STALENESS_CLOCKS`): the terms of the staleness score, which
@@ -78,6 +79,18 @@ def current(table: str = "") -> str:
 
 CURRENT: Final = current()
 """SQL true of a current memory, unqualified."""
+
+
+def holds(clause: Clause, row: Memory) -> bool:
+    """Whether ``row`` meets the vector filter's ``clause``: the spec read in Python as
+    ``projections.vectors.passes`` reads a point's payload, for a caller holding the row."""
+    return passes((clause,), _Fields(row))
+
+
+def is_current(row: Memory) -> bool:
+    """Whether ``row`` is a current memory (not superseded nor invalidated): the rule
+    *current* in Python, read from the spec :data:`CURRENT` renders to SQL."""
+    return holds(CURRENT_SPEC, row)
 
 
 def unexpired(param: str = "?", table: str = "") -> str:
