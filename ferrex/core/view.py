@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, assert_never, cast
 
 from journal import AnyEvent, Event
 from projections import fold
+from projections.readmodel.predicates import is_current
 from projections.rows import Memory, Spelling, viewers
 
 if TYPE_CHECKING:
@@ -337,7 +338,7 @@ class Overlay:
                 and m.type == "semantic"
                 and m.subject_key == key
                 and m.predicate_normalized == predicate
-                and m.t_invalid is None
+                and is_current(m)
             )
 
         return self._merged(self._base.active_facts(namespace, key, predicate), keep)

@@ -10,8 +10,9 @@ line is cut to :data:`LINE_CHARS` characters; 200 cut a third result on the prom
 tuning half). A memory id is about 20 of them. Lines are dropped whole, least important
 first; a line is cut to :data:`LINE_CHARS` characters first.
 
-Everything injected sits between :data:`OPEN` and :data:`CLOSE`, so that a capture of the
-session leaves it out (:func:`without_ours`, which :mod:`ferrex.porting.transcripts` applies).
+Everything injected sits between ``OPEN`` and ``CLOSE`` (:mod:`ferrex.rules.conversation`), so
+that a capture of the session leaves it out (``conversation.without_ours``, which
+:mod:`ferrex.porting.transcripts` applies).
 This module imports nothing heavy: the prompt hook's lean path (:mod:`ferrex.hooks.lean`)
 loads it without the stores' code.
 """
@@ -20,29 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ferrex.rules import relevance
+from ferrex.rules.conversation import CLOSE, OPEN
 from ferrex.server.answers import recall_line
-
-OPEN: Final = "<ferrex-memory>"
-CLOSE: Final = "</ferrex-memory>"
-_OURS: Final = re.compile(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.S)
-_REMINDERS: Final = re.compile(r"<system-reminder>.*?(?:</system-reminder>|\Z)", re.S)
-
-
-def without_ours(text: str) -> str:
-    """``text`` without the context ferrex's hooks injected (an unclosed block to the end)."""
-    return _OURS.sub("", text).strip()
-
-
-def conversation_text(text: str) -> str:
-    """What of a message's text is the conversation: not ferrex's context, not the
-    ``<system-reminder>`` blocks the client adds to a turn."""
-    return _REMINDERS.sub("", without_ours(text)).strip()
-
 
 BRIEF_TOKENS: Final = 300
 PROMPT_TOKENS: Final = 250

@@ -85,7 +85,8 @@ def prompt_request(prompt: str | None) -> Recall | None:
     :data:`~ferrex.hooks.context.PROMPT_CANDIDATES` results whatever their label, with the
     evidence (``explain``) that :func:`ferrex.hooks.context.worth_injecting` reads; not
     counted as uses (the recall that is injected is)."""
-    from ferrex.hooks.context import PROMPT_CANDIDATES, conversation_text
+    from ferrex.hooks.context import PROMPT_CANDIDATES
+    from ferrex.rules.conversation import conversation_text
     from ferrex.server.tool_calls import Recall, RecallArgs
 
     query = conversation_text(prompt or "")[:PROMPT_QUERY_CHARS].strip()

@@ -114,6 +114,7 @@ from journal.events import (
     Visibility,
 )
 from journal.events import AliasMatch as AliasMatchKind
+from projections.readmodel.predicates import is_current
 from projections.rows import AliasMatch, Entity, Memory
 from projections.sqlite import ReadModel
 
@@ -332,7 +333,7 @@ def live_memories(
 ) -> tuple[list[Memory], int]:
     """The memories to dump, in journal order, and how many were left out as redacted."""
     memories = read_model.memories(namespace=namespace)
-    kept = [m for m in memories if not m.redacted and (include_invalidated or m.t_invalid is None)]
+    kept = [m for m in memories if not m.redacted and (include_invalidated or is_current(m))]
     kept.sort(key=lambda m: (m.position, m.memory_id))
     redacted = sum(1 for m in memories if m.redacted)
     return kept, redacted

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ferrex.hooks.context import conversation_text
 from ferrex.porting.chats import import_key, split_text
+from ferrex.rules.conversation import conversation_text
 from ferrex.rules.memory_input import StoreRequest
 
 FORMAT: Final = "claude-code"

@@ -25,6 +25,7 @@ from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees
 from projections.documents import subject_key
 from projections.readmodel.insight import FactRow, FactSubject
+from projections.readmodel.predicates import is_current
 from projections.rows import RELATION, Memory
 from projections.sqlite import ReadModel
 
@@ -106,7 +107,7 @@ def contradictions(
     for m in memories:
         if (
             m.type == "semantic"
-            and m.t_invalid is None
+            and is_current(m)
             and not m.multi_valued
             and m.subject
             and m.predicate_normalized

@@ -24,6 +24,7 @@ from ferrex.rules.eviction import EvictionReason, eviction_reason
 from ferrex.rules.freshness import DAY, StalenessConfig
 from ferrex.rules.visibility import sees
 from ferrex.times import Rfc3339, rfc3339
+from projections.readmodel.predicates import is_current
 from projections.rows import Memory, MemoryCount
 from projections.sqlite import ReadModel
 
@@ -186,7 +187,7 @@ def tally(rm: ReadModel, sight: Sight, namespace: str | None) -> Tally:
             continue
         if not sees(sight.agent_id, m.agent_id, m.visibility):
             continue
-        if m.t_invalid is None:
+        if is_current(m):
             total -= 1
             by_type[m.type] -= 1
             expiring -= 1
@@ -241,7 +242,7 @@ def attention(
         [
             m
             for m in sight.shown(rm.by_ids(rm.insight.conflicting_ids()))
-            if m.t_invalid is None and (namespace is None or m.namespace == namespace)
+            if is_current(m) and (namespace is None or m.namespace == namespace)
         ],
     )
     found, contradiction_count = listed_contradictions(

@@ -25,6 +25,7 @@ from ferrex.rules.assess import Assessed, assess
 from ferrex.rules.freshness import DAY, StalenessConfig, StalenessParams
 from ferrex.rules.visibility import sees
 from projections.readmodel.insight import LabelQuery, Scoring
+from projections.readmodel.predicates import is_current
 from projections.sqlite import ReadModel
 
 RARELY_RECALLED: Final = 3
@@ -171,7 +172,7 @@ def count_labels(
         aged = rm.insight.clocked_before([kind.query for kind in plans], last_hits)
         hit = [
             m for m in sight.shown(rm.by_ids(aged))
-            if m.t_invalid is None and (m.namespace, m.type) in kinds
+            if is_current(m) and (m.namespace, m.type) in kinds
             and (namespace is None or m.namespace == namespace)
         ]  # fmt: skip
         for ns in sorted({m.namespace for m in hit}):

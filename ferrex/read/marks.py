@@ -19,6 +19,7 @@ from ferrex.rules.predicates import unplaced_neighbour
 from ferrex.rules.slots import may_share_slot
 from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees_scope
+from projections.readmodel.predicates import is_current
 from projections.rows import Memory
 from projections.sqlite import ReadModel
 
@@ -44,7 +45,7 @@ def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCach
         for key in _subject_keys(rm, memory.namespace, memory.subject_key, sight)
         for m in rm.subject_facts(memory.namespace, key)
         if m.memory_id != memory.memory_id
-        and m.t_invalid is None
+        and is_current(m)
         and not m.multi_valued
         and m.predicate_normalized
         and sight.sees(m)
@@ -97,7 +98,7 @@ def possible_conflict(rm: ReadModel, memory: Memory, sight: Sight) -> list[str]:
         return []
     ids = sorted({c.other_id for c in rm.possible_conflicts([memory.memory_id])})
     others = rm.memories(memory_ids=ids) if ids else []
-    return sorted(m.memory_id for m in others if m.t_invalid is None and sight.sees(m))
+    return sorted(m.memory_id for m in others if is_current(m) and sight.sees(m))
 
 
 def _subject_keys(rm: ReadModel, namespace: str, key: str, sight: Sight) -> list[str]:

@@ -61,6 +61,7 @@ from ferrex.server.tool_calls import (
 )
 from ferrex.times import rfc3339
 from projections.gate import Gate
+from projections.readmodel.predicates import is_current
 from projections.rows import Memory
 from projections.sqlite import ReadModel
 
@@ -487,7 +488,7 @@ class Service:
         namespace = caller.namespace or self.app.config["store.default_namespace"]
         rm = self._read_model()
         seen = self._sight(caller).shown(rm.memories(namespace=namespace))
-        active = [m for m in seen if m.t_invalid is None]
+        active = [m for m in seen if is_current(m)]
         latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:_RECENT]
         return {"namespace": namespace, "memories": [brief(m) for m in latest]}
 
@@ -527,7 +528,7 @@ class Service:
         )
         names = rm.entity_names([entity_id]) if entity_id else {}
         memory_ids = [m for e, m in rm.links([entity_id])] if entity_id else []
-        memories = [m for m in sight.memories(rm, memory_ids) if m.t_invalid is None]
+        memories = [m for m in sight.memories(rm, memory_ids) if is_current(m)]
         if entity_id is None or entity_id not in names or not memories:
             # An entity only memories the caller may not see (or none) name is unknown.
             raise NotFound(f"no entity {name!r} in {namespace}",

@@ -37,6 +37,7 @@ from ferrex.rules.memory_input import StoreRequest, ValidStore, validate
 from ferrex.rules.predicates import normalize_predicate
 from ferrex.write.measures import ChunkVectors, StoreMeasures, nearest
 from projections.documents import subject_key
+from projections.readmodel.predicates import is_current
 from projections.replay import Projections
 
 A = TypeVar("A")
@@ -267,7 +268,7 @@ class StorePipeline:
             others = [
                 m.object
                 for m in facts
-                if m.t_invalid is None and m.predicate_normalized == predicate and m.object
+                if is_current(m) and m.predicate_normalized == predicate and m.object
             ]
             ahead += [valid.object, *others] if others else []  # fmt: skip
         return ahead

@@ -8,7 +8,8 @@ each has one meaning in all three. The others are read-model rules alone, writte
 
 - *visible* (:func:`seen_by`): ``ferrex.rules.visibility.sees`` for a caller that is not the
   operator, rendered from ``vectors.visible``;
-- *current* (:data:`CURRENT`): rendered from ``vectors.CURRENT``;
+- *current* (:data:`CURRENT`): rendered from ``vectors.CURRENT``, which :func:`is_current`
+  reads in Python;
 - *unexpired* (:func:`unexpired`): no expiry, or one after the time bound;
 - *a single fact* (:data:`SINGLE_FACT`): the facts that may contradict one another;
 - *stale* (:data:`STALENESS_CLOCKS`): the terms of the staleness score, which
@@ -28,13 +29,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, assert_never
+from typing import TYPE_CHECKING, Any, Final, Protocol, assert_never
 
 from projections.vectors import CURRENT as CURRENT_SPEC
 from projections.vectors import AnyOf, Clause, Either, Range, Unset, passes, visible
 
 if TYPE_CHECKING:
     from projections.rows import Memory
+
+
+class Row(Protocol):
+    """What the Python reading of a rule looks at: a memory row, or a narrower row of the
+    same fields (``InsightReads.single_facts``' ``FactRow``); a field the rule names that the
+    row lacks reads as absent."""
+
+    @property
+    def t_invalid(self) -> float | None: ...
+
 
 _BOUND: Final = "\x00bound"
 """A spec's value bound at run time: rendered as the caller's placeholder."""
@@ -78,6 +89,18 @@ def current(table: str = "") -> str:
 
 CURRENT: Final = current()
 """SQL true of a current memory, unqualified."""
+
+
+def holds(clause: Clause, row: Row) -> bool:
+    """Whether ``row`` meets the vector filter's ``clause``: the spec read in Python as
+    ``projections.vectors.passes`` reads a point's payload, for a caller holding the row."""
+    return passes((clause,), _Fields(row))
+
+
+def is_current(row: Row) -> bool:
+    """Whether ``row`` is a current memory (not superseded nor invalidated): the rule
+    *current* in Python, read from the spec :data:`CURRENT` renders to SQL."""
+    return holds(CURRENT_SPEC, row)
 
 
 def unexpired(param: str = "?", table: str = "") -> str:
@@ -257,7 +280,7 @@ class _Fields(Mapping[str, Any]):
 
     __slots__ = ("_row",)
 
-    def __init__(self, row: Memory) -> None:
+    def __init__(self, row: Row) -> None:
         self._row = row
 
     def __getitem__(self, key: str) -> Any:

@@ -9,6 +9,7 @@ from ferrex.hooks import context
 from ferrex.hooks.claude_code import installed, with_ours, without_ours
 from ferrex.hooks.context import BRIEF_TOKENS, PROMPT_TOKENS, prompt_context, session_brief
 from ferrex.porting import transcripts
+from ferrex.rules import conversation
 
 
 def _line(uuid: str, content: object, kind: str = "user") -> str:
@@ -28,7 +29,7 @@ def test_a_transcript_keys_each_message_by_session_and_uuid_and_cuts_long_ones()
 
 def test_ferrex_context_is_cut_out_even_unclosed() -> None:
     text = "before <ferrex-memory>\nx\n</ferrex-memory> after <ferrex-memory> never closed"
-    assert context.without_ours(text) == "before  after"
+    assert conversation.without_ours(text) == "before  after"
 
 
 def test_results_fit_the_budget_without_recalls_label() -> None:

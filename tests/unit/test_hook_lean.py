@@ -6,8 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from ferrex.hooks.context import CLOSE, OPEN, PROMPT_HEAD, WRAP_TOKENS
+from ferrex.hooks.context import PROMPT_HEAD, WRAP_TOKENS
 from ferrex.hooks.lean import prompt_options
+from ferrex.rules.conversation import CLOSE, OPEN
 
 
 def test_only_hook_prompt_with_known_options_takes_the_lean_path() -> None:

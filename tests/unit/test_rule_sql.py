@@ -59,3 +59,63 @@ def test_the_search_sees_each_rule_as_the_predicates_render_it() -> None:
     assert RESTATED["current"].search(CURRENT)
     assert RESTATED["visible"].search(seen_by())
     assert RESTATED["unexpired"].search(unexpired())
+
+
+# --- The rule *current* in Python: read from the spec (``predicates.is_current``) -----------
+
+CURRENT_BY_HAND = {
+    # path: how many hand-written ``….t_invalid is None`` it still holds, each to become
+    # ``is_current(m)`` (these files were other helpers' when the rule got its Python
+    # rendering): remove an entry once its file reads the rule from the spec
+    "ferrex/core/decide/facts.py": 3,
+}
+
+
+def _guards_its_value(test: ast.Compare, parents: dict[int, ast.AST]) -> bool:
+    """Whether ``x.t_invalid is None`` is the test of ``a if … else b`` where a branch reads
+    ``x.t_invalid`` itself (a None check before using the value, not the rule)."""
+    parent = parents.get(id(test))
+    if not isinstance(parent, ast.IfExp) or parent.test is not test:
+        return False
+    wanted = ast.dump(test.left)
+    return any(ast.dump(n) == wanted for b in (parent.body, parent.orelse) for n in ast.walk(b))
+
+
+def current_by_hand(path: Path) -> list[int]:
+    """The lines of ``path`` that test ``<row>.t_invalid is None`` in Python (the rule
+    *current* written by hand)."""
+    tree = ast.parse(path.read_text(), str(path))
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare)
+        and isinstance(node.left, ast.Attribute)
+        and node.left.attr == "t_invalid"
+        and [type(op) for op in node.ops] == [ast.Is]
+        and isinstance(node.comparators[0], ast.Constant)
+        and node.comparators[0].value is None
+        and not _guards_its_value(node, parents)
+    )
+
+
+def test_no_python_outside_the_predicates_writes_the_current_rule_by_hand() -> None:
+    found = {
+        str(path.relative_to(ROOT)): len(lines)
+        for package in ("ferrex", "projections", "journal")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if str(path.relative_to(ROOT)) != HOME
+        if (lines := current_by_hand(path))
+    }
+    assert found == CURRENT_BY_HAND, "use projections.readmodel.predicates.is_current"
+
+
+def test_the_python_search_sees_the_rule_by_hand_and_not_a_value_guard(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "a = [m for m in rows if m.t_invalid is None]\n"
+        "b = None if m.t_invalid is None else iso(m.t_invalid)\n"
+        "c = m.t_invalid is not None\n"
+        "d = is_current(m)\n"
+    )
+    assert current_by_hand(sample) == [1]

@@ -143,14 +143,14 @@ def test_a_query_is_decoded_by_its_routes_spec() -> None:
 
 def test_the_search_forms_numbers_are_read_as_the_routes_are() -> None:
     from ferrex.errors import UsageError
-    from ferrex.server.dashboard.web import recall_args
+    from ferrex.server.dashboard.web import recall_request
 
-    args = recall_args({"q": "x", "limit": "3", "min_relevance": "0.5"})
-    assert (args["limit"], args["min_relevance"]) == (3, 0.5)
+    args = recall_request({"q": "x", "limit": "3", "min_relevance": "0.5"}).args
+    assert (args.limit, args.min_relevance) == (3, 0.5)
     with pytest.raises(UsageError, match=r"^min_relevance must be a number, got 'high'$"):
-        recall_args({"q": "x", "min_relevance": "high"})
+        recall_request({"q": "x", "min_relevance": "high"})
     with pytest.raises(UsageError, match=r"^limit must be a whole number, got '2.5'$"):
-        recall_args({"q": "x", "limit": "2.5"})
+        recall_request({"q": "x", "limit": "2.5"})
 
 
 class _Loose(TypedDict):

@@ -36,6 +36,7 @@ from journal import (
 )
 from journal.events import AliasMatch
 from projections.documents import subject_key
+from projections.readmodel.predicates import is_current
 from projections.rows import RELATION, Memory, Spelling
 
 from ..settings import StoreSettings
@@ -330,7 +331,7 @@ def _merged_slots(
         found = (view.memory(i) for i in view.linked(entity_id))
         return [
             m for m in found
-            if m is not None and m.type == "semantic" and m.t_invalid is None
+            if m is not None and m.type == "semantic" and is_current(m)
             and not m.multi_valued and m.object and m.predicate_normalized
             and m.entity_ids[:1] == (entity_id,) and sees(caller, m.agent_id, m.visibility)
         ]  # fmt: skip

@@ -70,6 +70,7 @@ from journal import (
 )
 from journal.events import EpisodeRef, SupersedeReason
 from projections.documents import memory_text
+from projections.readmodel.predicates import is_current
 from projections.rows import Memory
 
 from ..settings import StoreSettings
@@ -351,7 +352,7 @@ def _plan_procedure(valid: ValidStore, view: View, who: Who) -> _Versions:
     version = 1 + max(
         (m.procedure_version or 0 for m in previous if who.all_readers_see(m)), default=0
     )
-    current = tuple(m.memory_id for m in previous if m.t_invalid is None and who.may_change(m))
+    current = tuple(m.memory_id for m in previous if is_current(m) and who.may_change(m))
     return _Versions(version, current)
 
 

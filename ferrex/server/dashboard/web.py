@@ -80,7 +80,7 @@ from ferrex.server.dashboard.stream import STREAMS_PER_PRINCIPAL, ChangeStream, 
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_auth import TokenTable
 from ferrex.server.service import Caller, error_document
-from ferrex.server.tool_calls import decode
+from ferrex.server.tool_calls import Recall, RecallArgs, decode
 
 if TYPE_CHECKING:
     from ferrex.server.mcp_server import ToolInput
@@ -310,7 +310,7 @@ class Dashboard:
         if not params.get("q"):
             return pages.search_page(params, None, None, who)
         try:
-            doc = self._call("recall", recall_args(params), caller)
+            doc = self.hub.call(recall_request(params), caller)
         except FerrexError as exc:
             return pages.search_page(params, None, error_document(exc), who)
         return pages.search_page(params, doc, None, who)
@@ -438,7 +438,7 @@ class Dashboard:
         params = search_params(request)
         if not params.get("q"):
             raise UsageError("q is required: the words to look for")
-        return self._call("recall", recall_args(params), caller)
+        return self.hub.call(recall_request(params), caller)
 
     def api_memory(self, request: Request, caller: Caller) -> dict[str, Any]:
         return self._memory(request.path_params["memory_id"], caller)
@@ -543,28 +543,34 @@ def search_params(request: Request) -> dict[str, Any]:
     return params
 
 
-def recall_args(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The recall tool's arguments for the search form's fields: always explained, and not
-    counted as a use (a person looking is not an agent relying on a memory)."""
-    args: dict[str, Any] = {
-        "query": params["q"],
-        "explain": True,
-        "count_access": False,
-        "limit": whole(params.get("limit") or str(SEARCH_LIMIT), "limit"),
-    }
-    if params.get("types"):
-        args["types"] = list(params["types"])
-    if params.get("entities"):
-        args["entities"] = list(params["entities"])
-    if params.get("min_relevance"):
-        args["min_relevance"] = number(params["min_relevance"], "min_relevance")
-    for name in _TEXTS:
-        if params.get(name):
-            args[name] = params[name]
-    for name in _FLAGS:
-        if params.get(name):
-            args[name] = True
-    return args
+def recall_request(params: Mapping[str, Any]) -> Recall:
+    """The recall request for the search form's fields: always explained, and not counted as
+    a use (a person looking is not an agent relying on a memory)."""
+
+    def text(name: str) -> str | None:
+        given: str = params.get(name) or ""
+        return given or None
+
+    def flag(name: str) -> bool:
+        return bool(params.get(name))
+
+    relevance = params.get("min_relevance")
+    args = RecallArgs(
+        query=params["q"],
+        explain=True,
+        limit=whole(params.get("limit") or str(SEARCH_LIMIT), "limit"),
+        types=tuple(params.get("types") or ()),
+        entities=tuple(params.get("entities") or ()),
+        min_relevance=number(relevance, "min_relevance") if relevance else None,
+        as_of=text("as_of"),
+        after=text("after"),
+        before=text("before"),
+        namespace=text("namespace"),
+        strategy=text("strategy"),
+        include_stale=flag("include_stale"),
+        include_invalidated=flag("include_invalidated"),
+    )
+    return Recall(args=args, count_access=False)
 
 
 def _offset(request: Request) -> int:
