@@ -29,10 +29,10 @@ is computed from the legs' *absolute* evidence instead, five numbers per result:
   a name asked for and absent says the memory is about something else. It has a weight of
   its own, smaller than ``missing_named``'s: a capital is weaker evidence than an identifier
   (a paraphrase may say "HTTPS" where the memory says "TLS").
-- ``missing_attribute``: 1 when the query asks for an attribute (:data:`ATTRIBUTES`: a port,
-  a version, a password, an owner, a manager, a time zone, a region, a host, "how many"...)
-  that the memory states neither by name nor by a value of its shape (a port is a number,
-  a version digits joined by dots), else 0 (:func:`missing_attribute`). "Which port does the
+- ``missing_attribute``: 1 when the query asks for an attribute (a port, a version, a
+  password, an owner, a manager, a time zone, a region, a host, "how many"...) that the
+  memory states neither by name nor by a value of its shape (a port is a number, a version
+  digits joined by dots), else 0 (:mod:`ferrex.rules.attributes`). "Which port does the
   orders database listen on" shares half its words with a memory about the orders database
   that gives no port; it is not answered by it.
 
@@ -80,9 +80,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from ferrex.rules.attributes import missing_attribute
 
 Label = Literal["strong", "weak", "none"]
 LABELS: Final[tuple[Label, ...]] = ("strong", "weak", "none")
@@ -415,103 +417,6 @@ def states_term(term: str, document_tokens: Iterable[str]) -> bool:
         return True
     size = len(apart)
     return size >= 2 and any(tuple(seq[i : i + size]) == apart for i in range(len(seq) - size + 1))
-
-
-_NUMBER_WORDS: Final = frozenset(
-    {
-        "one",
-        "two",
-        "three",
-        "four",
-        "five",
-        "six",
-        "seven",
-        "eight",
-        "nine",
-        "ten",
-        "dozen",
-        "hundr",
-    }
-)
-
-
-def _is_number(token: str) -> bool:
-    return token.isdigit() or token in _NUMBER_WORDS
-
-
-def _is_port(token: str) -> bool:
-    # 80, 5432, 8080: not "01" (the suffix of a name like redis-sess-01)
-    return token.isdigit() and 2 <= len(token) <= 5 and token[0] != "0" and int(token) <= 65535
-
-
-def _is_version(token: str) -> bool:
-    # "7.2", "1.29", "3.4.0", "v2.9.0": digits joined by dots (an identifier token); or a
-    # major version alone, "16" in "PostgreSQL 14 to 16", "v3": at most three digits (a port
-    # or a count of four or more digits is not read as one)
-    if "." in token:
-        return any(c.isdigit() for c in token) and "/" not in token
-    digits = token[1:] if token.startswith("v") else token
-    return 0 < len(digits) <= 3 and digits.isdigit()
-
-
-def _is_domain(token: str) -> bool:
-    # "api.juniper.shop", "grafana.internal": letters on both sides of a dot
-    parts = token.split(".")
-    return len(parts) >= 2 and all(any(c.isalpha() for c in p) for p in parts[:2])
-
-
-def _is_region(token: str) -> bool:
-    # "eu-west-1", "us-east-2"
-    parts = token.split("-")
-    return len(parts) == 3 and parts[0].isalpha() and parts[1].isalpha() and parts[2].isdigit()
-
-
-ATTRIBUTES: Final[dict[str, tuple[frozenset[str], Callable[[str], bool] | None]]] = {
-    "port": (frozenset({"port"}), _is_port),
-    "version": (frozenset({"version"}), _is_version),
-    "password": (frozenset({"password", "secret", "credenti"}), None),
-    "secret": (frozenset({"password", "secret", "credenti"}), None),
-    "credenti": (frozenset({"password", "secret", "credenti"}), None),
-    "owner": (frozenset({"owner", "own", "lead", "maintain"}), None),
-    "manag": (frozenset({"manag", "report"}), None),
-    "birthday": (frozenset({"birthday", "born"}), None),
-    "timezon": (frozenset({"timezon", "zone"}), None),
-    "region": (frozenset({"region"}), _is_region),
-    "host": (frozenset({"host", "hostnam"}), _is_domain),
-    "hostnam": (frozenset({"host", "hostnam"}), _is_domain),
-    "url": (frozenset({"url", "link"}), _is_domain),
-    "budget": (frozenset({"budget"}), None),
-    "retent": (frozenset({"retent", "kept", "keep"}), None),
-    "shard": (frozenset({"shard"}), None),
-    "replica": (frozenset({"replica"}), None),
-    "long": (frozenset({"second", "minut", "hour", "day", "week", "month", "year", "ms"}), None),
-    "mani": (frozenset(), _is_number),
-    "much": (frozenset(), _is_number),
-}
-"""Attributes a question asks for (BM25 stems: "port", "version", "password", "owner",
-"manager", "time zone", "region", "host", "retention", "how many", "how long"...), each
-with the words and the shape of a value that state it in a memory: a port is a number of
-two to five digits, a version digits joined by dots, a host a dotted name, "how many" and
-"how much" a number, "how long" a unit of time. Kept to attributes whose value has a name
-or a shape; "what", "how" and "why" ask for no attribute of their own."""
-
-
-def missing_attribute(query_tokens: Iterable[str], document_tokens: Iterable[str]) -> float:
-    """1.0 when the query asks for an attribute (:data:`ATTRIBUTES`) that the document
-    states neither by name nor by a value of its shape, else 0.0: "which port does the
-    orders database listen on" is not answered by a memory about the orders database that
-    gives no port, however much of the rest it shares."""
-    present = set(document_tokens)
-    for term in set(query_tokens):
-        if term not in ATTRIBUTES:
-            continue
-        words, shape = ATTRIBUTES[term]
-        if present & words:
-            continue
-        if shape is not None and any(shape(t) for t in present):
-            continue
-        return 1.0
-    return 0.0
 
 
 CALENDAR_WORDS: Final = frozenset(
