@@ -115,6 +115,37 @@ COMPONENT_WORDS: Final[frozenset[str]] = frozenset(
     }
 )
 
+#: Words that name another instance of a thing, not the thing said more fully: an
+#: environment other than the main one (``MQTT broker (dev)``, ``prod-eu-canary cluster``),
+#: a region, a copy or an alternate (``PHI backups``, ``read replica``, ``fallback``), an
+#: add-on made for it (``Terraform AWS provider``, ``redis driver``). A name extended by one
+#: is a sibling of the bare name (different), never possibly the same; the same word on
+#: both sides pairs as usual (``staging db``/``staging database``). Not ``production`` or
+#: ``live``: a bare name usually means the main instance, so ``prod payments db`` may still
+#: be ``payments db``. Spelled-out and short forms both (a bracketed ``(dev)`` is not
+#: spelled out).
+INSTANCE_WORDS: Final[frozenset[str]] = frozenset(
+    # environments other than the main one
+    # (not ``test`` or ``qa``: an A/B test, a QA lab are things of their own; not
+    # ``nightly``: a schedule as often as a build channel)
+    {"dev", "development", "stg", "staging", "stage", "uat", "sandbox", "preview"}
+    | {"canary", "local", "demo", "beta", "alpha", "preprod"}
+    # regions
+    | {"eu", "us", "uk", "emea", "apac", "latam"}
+    # copies and alternates
+    | {"backup", "backups", "replica", "replicas", "mirror", "mirrors", "fallback", "standby"}
+    | {"secondary", "failover", "shadow", "fork", "mock", "stub", "snapshot", "snapshots"}
+    # add-ons made for another thing (not ``client``, ``plugin``, ``extension``: as often
+    # what the thing itself is, ``Starfall game client``, ``Rust extension (speedups)``)
+    | {"provider", "providers", "sdk", "driver", "exporter", "bindings"}
+)
+
+
+def instance_word(word: str) -> bool:
+    """Whether a word (brackets aside: ``(dev)``) is one of :data:`INSTANCE_WORDS`."""
+    return word.strip("()[]{}") in INSTANCE_WORDS
+
+
 #: At most this many words added to a whole name (``status page`` / ``public status page``)
 #: leave the two *possibly* the same: a fact about either is flagged against the other.
 QUALIFIERS_DROPPED: Final = 2
@@ -180,6 +211,8 @@ def _compare_spelled(left: Sequence[str], right: Sequence[str]) -> Outcome | Non
     if shared and extra:
         if any(_DIGITS.search(w) for w in extra):
             return "different"  # api / api v2
+        if any(instance_word(w) for w in extra):
+            return "different"  # another instance: MQTT broker / MQTT broker (dev)
         shorter, longer = (left, right) if only_right else (right, left)
         if list(longer[: len(shorter)]) == list(shorter) and all(
             w in COMPONENT_WORDS for w in longer[len(shorter) :]
@@ -273,7 +306,7 @@ def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     if len(b) < len(a):
         a, b = b, a
     only_a, only_b, shared = _pair_words(a, b)
-    if all(_kind_word(w) for w in shared):
+    if all(_kind_word(w) for w in shared) or any(instance_word(w) for w in only_a + only_b):
         return False
     if not only_a or not only_b:
         # Words in front keep the head (``remote config key onboarding_variant``); words
@@ -566,6 +599,8 @@ def same_slot_words(
             predicate,
         )
     for word in extra:
+        if instance_word(word):
+            return False  # another instance: prod-eu cluster / prod-eu-canary cluster
         at = words.index(word)
         if at < head - 1 or (at < head and _kind_word(word)):
             continue  # a word in front of the subject's head, or a kind word
@@ -649,5 +684,7 @@ def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
         return False
     if word_twins(a[-1], b[-1]) or _kind_word(a[-1]) or _kind_word(b[-1]):
         return False
-    _, _, shared = _pair_words(a, b)
+    only_a, only_b, shared = _pair_words(a, b)
+    if any(instance_word(w) for w in only_a + only_b):
+        return False  # another instance of it: MQTT broker / MQTT broker (dev)
     return any(not _kind_word(w) for w in shared)
