@@ -179,11 +179,11 @@ def sibling_predicates(left: str, right: str) -> bool:
 
 def may_share_slot(left: str, right: str) -> bool:
     """Whether two different normalized predicates may name one relation: the guard of
-    :func:`ferrex.rules.predicates.may_reword` (with placing prepositions as one) and not
-    siblings."""
+    :func:`ferrex.rules.predicates.may_reword` (with placing prepositions as one), not
+    siblings, not :func:`relations_apart`."""
     if left == right:
         return True
-    if sibling_predicates(left, right) or same_count(left, right):
+    if sibling_predicates(left, right) or same_count(left, right) or relations_apart(left, right):
         return False
     placed_left, placed_right = _placed(left), _placed(right)
     if placed_left == placed_right:

@@ -4,9 +4,10 @@ A real server on stdio, the SDK's client, the bundled model. Scenarios of our ow
 apart from the scenario sets: a name extended by a word naming another environment, copy
 or add-on of the thing (``(staging)``, ``-preview``, ``replica``, ``exporter``), and a
 predicate naming another role of the value (``backup embedding model``) or a relation not
-in force yet (``will move to``). On ``main`` each second fact was flagged as a possible
-conflict with the first (a false flag the agent had to settle); both must stay current,
-unflagged, nothing superseded. A name extended by a plain descriptive word is still
+in force yet (``to be migrated to``, ``next provider``). On ``main`` each second fact was
+flagged as a possible conflict with the first (a false flag the agent had to settle); both
+must stay current, unflagged (in the store's answer and in recall's marks), nothing
+superseded. A name extended by a plain descriptive word is still
 flagged (the control).
 """
 
@@ -30,8 +31,10 @@ APART = [
      "Prometheus node exporter", "version", "1.7.0"),
     ("search api", "embedding model", "text-embedding-3-small",
      "search api", "backup embedding model", "bge-small-en"),
-    ("billing", "uses", "Chargebee",
-     "billing", "will move to", "Paddle"),
+    ("docs site", "hosted on", "Netlify",
+     "docs site", "to be migrated to", "Cloudflare Pages"),
+    ("status page", "provider", "Statuspage",
+     "status page", "next provider", "Instatus"),
 ]  # fmt: skip
 
 
@@ -47,9 +50,14 @@ def test_another_instance_or_a_non_competing_value_is_not_flagged(tmp_path: Path
                     wrong.append(f"{other} | {other_predicate}: {second}")
                 asked = {"query": f"{subject} {predicate}", "types": ["semantic"], "limit": 20}
                 found = await call(client, "recall", asked)
-                current = {r["id"] for r in found["results"] if not r.get("superseded_by")}
+                current = {r["id"]: r for r in found["results"] if not r.get("superseded_by")}
                 if first["id"] not in current:
                     wrong.append(f"{subject} | {predicate} is no longer current")
+                    continue
+                marked = current[first["id"]]
+                if second["id"] in [*marked.get("possible_conflict", []),
+                                    *marked.get("contradicts", [])]:  # fmt: skip
+                    wrong.append(f"recall marks {subject} | {predicate}: {marked}")
             assert wrong == [], "\n".join(wrong)
 
             # The control: a plain descriptive word added keeps the two possibly one thing.
