@@ -15,6 +15,7 @@ from ferrex.rules.slots import (
     placed_alike,
     plural_fact,
     plural_relation,
+    relations_apart,
     replaces_value,
     restated,
     same_head,
@@ -356,3 +357,25 @@ def test_a_second_name_of_one_relation_told_plainly_is_no_sure_replacement(
 ) -> None:
     assert not replaces_value(predicate, new, old, None, dated=False)
     assert not replaces_value(predicate, new, old, "noted while reading the config", dated=False)
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "apart"),
+    [
+        ("llm", "fallback_llm", True),  # another role of the value
+        ("database_host", "standby_database_host", True),
+        ("uses", "to_be_replaced_by", True),  # a relation not in force yet
+        ("hosted_on", "will_move_to", True),
+        ("provider", "next_provider", True),
+        ("runs_on", "hosted_at", False),
+        ("llm", "model", False),
+        ("plan", "tier", False),  # a pricing plan is no plan for the future
+        ("fallback_llm", "fallback_model", False),  # both of one role: the usual rules
+    ],
+)
+def test_relations_whose_values_do_not_compete(left: str, right: str, apart: bool) -> None:
+    assert relations_apart(left, right) is apart
+    assert relations_apart(right, left) is apart
+    if apart:
+        assert not slot_candidate(left, "gpt-4o", right, "claude-3")
+        assert not may_share_slot(left, right)
