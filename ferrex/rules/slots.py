@@ -204,12 +204,21 @@ def same_head(left: str, right: str) -> bool:
 
 
 def _heads(word: str) -> set[str]:
-    """A word's root, and for a long word that starts with ``re`` the root of the rest too
-    (``relicensed`` / ``license``, ``rehosted`` / ``hosting``: the same act again)."""
+    """A word's root, for a long word that starts with ``re`` the root of the rest too
+    (``relicensed`` / ``license``, ``rehosted`` / ``hosting``: the same act again), and
+    for a long word its first :data:`_STEM` letters."""
     roots = {_root(word)}
     if word.startswith("re") and len(word) >= 8:
         roots.add(_root(word[2:]))
+    if len(word) >= _STEM:
+        # A long stem shared whatever the ending (``concurrent`` / ``concurrency``,
+        # ``configured`` / ``configuration``): one word in two forms.
+        roots.add("~" + word[:_STEM])
     return roots
+
+
+#: Letters two long words must share at their start to be one word in two forms.
+_STEM: Final = 8
 
 
 def kinds_clash(left: str, right: str) -> bool:

@@ -449,8 +449,8 @@ def resolve_subject(
     normalized = normalize_entity(name)
     if not normalized:
         return SubjectResolution(NEW, ())
-    words = spelled_out(normalized, abbreviations)
-    spelled = {c: spelled_out(c.normalized, abbreviations) for c in candidates}
+    words = in_digits(spelled_out(normalized, abbreviations))
+    spelled = {c: in_digits(spelled_out(c.normalized, abbreviations)) for c in candidates}
     verdicts = {c: compare_words(words, spelled[c]) for c in candidates}
     heads = {c.entity_id for c in candidates if verdicts[c] == "possible"}
     # Names the words keep apart that may still name one thing (never merged: flagged).
@@ -653,6 +653,38 @@ def _best(
 ) -> Resolution:
     winner = min(found, key=lambda c: c.entity_id)
     return Resolution(kind, winner.entity_id, 1.0, winner.name)
+
+
+#: Numbers people write in words inside a name (``season three`` / ``Season 3``).
+NUMBER_WORDS: Final[Mapping[str, str]] = {
+    w: str(n)
+    for n, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+}
+
+
+def in_digits(words: Sequence[str]) -> list[str]:
+    """A name's words with a number written as a word put in digits (``season three`` →
+    ``season 3``), so the numbers of two spellings compare; a name of that one word alone
+    is left as it is (``One`` may be a product)."""
+    if len(words) < 2:
+        return list(words)
+    return [NUMBER_WORDS.get(w, w) for w in words]
 
 
 def _numbers(words: Sequence[str]) -> list[str]:

@@ -67,3 +67,29 @@ def test_another_instance_or_a_non_competing_value_is_not_flagged(tmp_path: Path
             assert second["possible_conflict"] == [first["id"]], second
 
     anyio.run(main)
+
+
+def test_a_number_in_words_and_a_word_in_two_forms_name_one_slot(tmp_path: Path) -> None:
+    """``sprint four`` is ``Sprint 4``: a dated change of its status replaces the old one
+    (on ``main`` the two names were two things, both current, silent). ``max concurrent
+    resizes`` / ``concurrency``, ``authentication`` / ``authenticates with`` share a long
+    stem: the second value is flagged against the first (on ``main``, silent)."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            old = await store_fact(client, "Sprint 4", "status", "planning")
+            new = await store_fact(client, "sprint four", "status", "in progress",
+                                   valid_from="2026-01-05T09:00:00Z")  # fmt: skip
+            assert new["superseded"] == [old["id"]], new
+
+            for subject, before, after in (
+                ("image pipeline", ("max concurrent resizes", "4"), ("concurrency", "12")),
+                ("mail relay", ("authentication", "SASL PLAIN"),
+                 ("authenticates with", "OAuth2 tokens")),
+            ):  # fmt: skip
+                first = await store_fact(client, subject, *before)
+                second = await store_fact(client, subject, *after)
+                assert second["superseded"] == [], second
+                assert second["possible_conflict"] == [first["id"]], second
+
+    anyio.run(main)

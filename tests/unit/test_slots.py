@@ -379,3 +379,12 @@ def test_relations_whose_values_do_not_compete(left: str, right: str, apart: boo
     if apart:
         assert not slot_candidate(left, "gpt-4o", right, "claude-3")
         assert not may_share_slot(left, right)
+
+
+def test_two_forms_of_one_long_word_share_a_head() -> None:
+    assert same_head("max_concurrent_jobs", "concurrency")
+    assert same_head("max_parallel_builds", "parallelism")
+    assert same_head("configured_with", "configuration")
+    # Long words that only start alike are two words.
+    assert not same_head("conversion_rate", "conversation_model")
+    assert not same_head("permission_set", "permanent_address")

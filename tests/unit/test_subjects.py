@@ -90,6 +90,9 @@ def test_abbreviations_are_spelled_out_per_word() -> None:
         ("webpack", "webpack sdk", "different"),
         ("checkout", "checkout emea", "different"),
         ("orders db", "prod orders db", "possible"),  # the main instance named
+        # A number written as a word is the number.
+        ("sprint four", "Sprint 4", "same"),
+        ("phase two rollout", "phase 3 rollout", "different"),
     ],
 )
 def test_three_outcomes_by_the_words(a: str, b: str, outcome: str) -> None:
