@@ -62,7 +62,7 @@ from typing import Final, Literal
 
 from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
 from ferrex.rules.short_forms import acronym_of
-from ferrex.rules.subjects import instance_word
+from ferrex.rules.subjects_apart import relations_apart
 from projections.rows import RELATION as RELATION
 
 #: Phrase cosine (bundled model) at or above which two facts of one object kind fill one slot.
@@ -263,36 +263,6 @@ def slot_candidate(
     if slot_words(new_predicate) == slot_words(old_predicate):
         return True  # one slot named, a word of change beside it (moved to team / team)
     return may_share_slot(new_predicate, old_predicate)
-
-
-def relations_apart(left: str, right: str) -> bool:
-    """Whether two normalized predicates name relations whose values do not compete, by
-    their words: one is the other with a word naming another instance or role of the
-    value (:data:`ferrex.rules.subjects.INSTANCE_WORDS`: ``fallback_llm`` / ``llm``,
-    ``backup_provider`` / ``provider``), or one names a relation not in force yet
-    (:func:`future_relation`: ``to_be_replaced_by``, ``will_move_to``, ``planned_db``): the
-    current value and the planned one both hold."""
-    if future_relation(left) != future_relation(right):
-        return True
-    a, b = set(content_words(left)), set(content_words(right))
-    extra = (a - b) or (b - a)
-    return bool(a & b) and (a <= b or b <= a) and any(instance_word(w) for w in extra)
-
-
-#: Words that put a relation in the future: planned, not yet in force.
-FUTURE_WORDS: Final[frozenset[str]] = frozenset(
-    {"will", "planned", "planning", "upcoming", "future", "proposed", "next"}
-)
-
-
-def future_relation(predicate: str) -> bool:
-    """Whether a normalized predicate names a relation not in force yet: a word of
-    :data:`FUTURE_WORDS` or an infinitive at its start (``to_be_replaced_by``,
-    ``going_to_use``)."""
-    words = [w for w in predicate.split("_") if w]
-    if any(w in FUTURE_WORDS for w in words):
-        return True
-    return words[:2] == ["to", "be"] or words[:2] == ["going", "to"]
 
 
 #: Words of a predicate that states a value without naming the slot it fills: a copula

@@ -77,6 +77,7 @@ from ferrex.rules.short_forms import (
     formed_alike,
     spelled_out,
 )
+from ferrex.rules.subjects_apart import in_digits, instance_word
 
 #: Trailing words that name a part or a kind of deployment of a thing: ``billing`` may mean
 #: ``billing service`` (possibly the same), but ``billing service`` is not ``billing
@@ -114,37 +115,6 @@ COMPONENT_WORDS: Final[frozenset[str]] = frozenset(
         "engine",
     }
 )
-
-#: Words that name another instance of a thing, not the thing said more fully: an
-#: environment other than the main one (``MQTT broker (dev)``, ``prod-eu-canary cluster``),
-#: a region, a copy or an alternate (``PHI backups``, ``read replica``, ``fallback``), an
-#: add-on made for it (``Terraform AWS provider``, ``redis driver``). A name extended by one
-#: is a sibling of the bare name (different), never possibly the same; the same word on
-#: both sides pairs as usual (``staging db``/``staging database``). Not ``production`` or
-#: ``live``: a bare name usually means the main instance, so ``prod payments db`` may still
-#: be ``payments db``. Spelled-out and short forms both (a bracketed ``(dev)`` is not
-#: spelled out).
-INSTANCE_WORDS: Final[frozenset[str]] = frozenset(
-    # environments other than the main one
-    # (not ``test`` or ``qa``: an A/B test, a QA lab are things of their own; not
-    # ``nightly``: a schedule as often as a build channel)
-    {"dev", "development", "stg", "staging", "stage", "uat", "sandbox", "preview"}
-    | {"canary", "local", "demo", "beta", "alpha", "preprod"}
-    # regions
-    | {"eu", "us", "uk", "emea", "apac", "latam"}
-    # copies and alternates
-    | {"backup", "backups", "replica", "replicas", "mirror", "mirrors", "fallback", "standby"}
-    | {"secondary", "failover", "shadow", "fork", "mock", "stub", "snapshot", "snapshots"}
-    # add-ons made for another thing (not ``client``, ``plugin``, ``extension``: as often
-    # what the thing itself is, ``Starfall game client``, ``Rust extension (speedups)``)
-    | {"provider", "providers", "sdk", "driver", "exporter", "bindings"}
-)
-
-
-def instance_word(word: str) -> bool:
-    """Whether a word (brackets aside: ``(dev)``) is one of :data:`INSTANCE_WORDS`."""
-    return word.strip("()[]{}") in INSTANCE_WORDS
-
 
 #: At most this many words added to a whole name (``status page`` / ``public status page``)
 #: leave the two *possibly* the same: a fact about either is flagged against the other.
@@ -653,38 +623,6 @@ def _best(
 ) -> Resolution:
     winner = min(found, key=lambda c: c.entity_id)
     return Resolution(kind, winner.entity_id, 1.0, winner.name)
-
-
-#: Numbers people write in words inside a name (``season three`` / ``Season 3``).
-NUMBER_WORDS: Final[Mapping[str, str]] = {
-    w: str(n)
-    for n, w in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-        ]
-    )
-}
-
-
-def in_digits(words: Sequence[str]) -> list[str]:
-    """A name's words with a number written as a word put in digits (``season three`` →
-    ``season 3``), so the numbers of two spellings compare; a name of that one word alone
-    is left as it is (``One`` may be a product)."""
-    if len(words) < 2:
-        return list(words)
-    return [NUMBER_WORDS.get(w, w) for w in words]
 
 
 def _numbers(words: Sequence[str]) -> list[str]:

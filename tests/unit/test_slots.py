@@ -15,7 +15,6 @@ from ferrex.rules.slots import (
     placed_alike,
     plural_fact,
     plural_relation,
-    relations_apart,
     replaces_value,
     restated,
     same_head,
@@ -27,6 +26,7 @@ from ferrex.rules.slots import (
     value_fallback,
     versions_of_one,
 )
+from ferrex.rules.subjects_apart import relations_apart
 
 
 @pytest.mark.parametrize(
