@@ -62,6 +62,7 @@ from typing import Final, Literal
 
 from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
 from ferrex.rules.short_forms import acronym_of
+from ferrex.rules.subjects_apart import relations_apart
 from projections.rows import RELATION as RELATION
 
 #: Phrase cosine (bundled model) at or above which two facts of one object kind fill one slot.
@@ -178,11 +179,11 @@ def sibling_predicates(left: str, right: str) -> bool:
 
 def may_share_slot(left: str, right: str) -> bool:
     """Whether two different normalized predicates may name one relation: the guard of
-    :func:`ferrex.rules.predicates.may_reword` (with placing prepositions as one) and not
-    siblings."""
+    :func:`ferrex.rules.predicates.may_reword` (with placing prepositions as one), not
+    siblings, not :func:`relations_apart`."""
     if left == right:
         return True
-    if sibling_predicates(left, right) or same_count(left, right):
+    if sibling_predicates(left, right) or same_count(left, right) or relations_apart(left, right):
         return False
     placed_left, placed_right = _placed(left), _placed(right)
     if placed_left == placed_right:
@@ -203,12 +204,21 @@ def same_head(left: str, right: str) -> bool:
 
 
 def _heads(word: str) -> set[str]:
-    """A word's root, and for a long word that starts with ``re`` the root of the rest too
-    (``relicensed`` / ``license``, ``rehosted`` / ``hosting``: the same act again)."""
+    """A word's root, for a long word that starts with ``re`` the root of the rest too
+    (``relicensed`` / ``license``, ``rehosted`` / ``hosting``: the same act again), and
+    for a long word its first :data:`_STEM` letters."""
     roots = {_root(word)}
     if word.startswith("re") and len(word) >= 8:
         roots.add(_root(word[2:]))
+    if len(word) >= _STEM:
+        # A long stem shared whatever the ending (``concurrent`` / ``concurrency``,
+        # ``configured`` / ``configuration``): one word in two forms.
+        roots.add("~" + word[:_STEM])
     return roots
+
+
+#: Letters two long words must share at their start to be one word in two forms.
+_STEM: Final = 8
 
 
 def kinds_clash(left: str, right: str) -> bool:
@@ -246,7 +256,7 @@ def slot_candidate(
     """Whether a current fact may be weighed at all (only those get a phrase cosine)."""
     if not new_predicate or not old_predicate or new_predicate == old_predicate:
         return False
-    if kinds_clash(new_object, old_object):
+    if kinds_clash(new_object, old_object) or relations_apart(new_predicate, old_predicate):
         return False
     if value_predicate(new_predicate) or value_predicate(old_predicate):
         return True  # it names no slot: the subject and the object say which

@@ -77,6 +77,7 @@ from ferrex.rules.short_forms import (
     formed_alike,
     spelled_out,
 )
+from ferrex.rules.subjects_apart import in_digits, instance_word
 
 #: Trailing words that name a part or a kind of deployment of a thing: ``billing`` may mean
 #: ``billing service`` (possibly the same), but ``billing service`` is not ``billing
@@ -180,6 +181,8 @@ def _compare_spelled(left: Sequence[str], right: Sequence[str]) -> Outcome | Non
     if shared and extra:
         if any(_DIGITS.search(w) for w in extra):
             return "different"  # api / api v2
+        if any(instance_word(w) for w in extra):
+            return "different"  # another instance: MQTT broker / MQTT broker (dev)
         shorter, longer = (left, right) if only_right else (right, left)
         if list(longer[: len(shorter)]) == list(shorter) and all(
             w in COMPONENT_WORDS for w in longer[len(shorter) :]
@@ -273,7 +276,7 @@ def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     if len(b) < len(a):
         a, b = b, a
     only_a, only_b, shared = _pair_words(a, b)
-    if all(_kind_word(w) for w in shared):
+    if all(_kind_word(w) for w in shared) or any(instance_word(w) for w in only_a + only_b):
         return False
     if not only_a or not only_b:
         # Words in front keep the head (``remote config key onboarding_variant``); words
@@ -416,8 +419,8 @@ def resolve_subject(
     normalized = normalize_entity(name)
     if not normalized:
         return SubjectResolution(NEW, ())
-    words = spelled_out(normalized, abbreviations)
-    spelled = {c: spelled_out(c.normalized, abbreviations) for c in candidates}
+    words = in_digits(spelled_out(normalized, abbreviations))
+    spelled = {c: in_digits(spelled_out(c.normalized, abbreviations)) for c in candidates}
     verdicts = {c: compare_words(words, spelled[c]) for c in candidates}
     heads = {c.entity_id for c in candidates if verdicts[c] == "possible"}
     # Names the words keep apart that may still name one thing (never merged: flagged).
@@ -566,6 +569,8 @@ def same_slot_words(
             predicate,
         )
     for word in extra:
+        if instance_word(word):
+            return False  # another instance: prod-eu cluster / prod-eu-canary cluster
         at = words.index(word)
         if at < head - 1 or (at < head and _kind_word(word)):
             continue  # a word in front of the subject's head, or a kind word
@@ -649,5 +654,7 @@ def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
         return False
     if word_twins(a[-1], b[-1]) or _kind_word(a[-1]) or _kind_word(b[-1]):
         return False
-    _, _, shared = _pair_words(a, b)
+    only_a, only_b, shared = _pair_words(a, b)
+    if any(instance_word(w) for w in only_a + only_b):
+        return False  # another instance of it: MQTT broker / MQTT broker (dev)
     return any(not _kind_word(w) for w in shared)

@@ -26,6 +26,7 @@ from ferrex.rules.slots import (
     value_fallback,
     versions_of_one,
 )
+from ferrex.rules.subjects_apart import relations_apart
 
 
 @pytest.mark.parametrize(
@@ -356,3 +357,34 @@ def test_a_second_name_of_one_relation_told_plainly_is_no_sure_replacement(
 ) -> None:
     assert not replaces_value(predicate, new, old, None, dated=False)
     assert not replaces_value(predicate, new, old, "noted while reading the config", dated=False)
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "apart"),
+    [
+        ("llm", "fallback_llm", True),  # another role of the value
+        ("database_host", "standby_database_host", True),
+        ("uses", "to_be_replaced_by", True),  # a relation not in force yet
+        ("hosted_on", "will_move_to", True),
+        ("provider", "next_provider", True),
+        ("runs_on", "hosted_at", False),
+        ("llm", "model", False),
+        ("plan", "tier", False),  # a pricing plan is no plan for the future
+        ("fallback_llm", "fallback_model", False),  # both of one role: the usual rules
+    ],
+)
+def test_relations_whose_values_do_not_compete(left: str, right: str, apart: bool) -> None:
+    assert relations_apart(left, right) is apart
+    assert relations_apart(right, left) is apart
+    if apart:
+        assert not slot_candidate(left, "gpt-4o", right, "claude-3")
+        assert not may_share_slot(left, right)
+
+
+def test_two_forms_of_one_long_word_share_a_head() -> None:
+    assert same_head("max_concurrent_jobs", "concurrency")
+    assert same_head("max_parallel_builds", "parallelism")
+    assert same_head("configured_with", "configuration")
+    # Long words that only start alike are two words.
+    assert not same_head("conversion_rate", "conversation_model")
+    assert not same_head("permission_set", "permanent_address")

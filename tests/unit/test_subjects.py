@@ -81,6 +81,18 @@ def test_abbreviations_are_spelled_out_per_word() -> None:
         ("k8s cluster", "k8s namespace", "different"),
         ("api v1", "api v2", "different"),
         ("api", "api v2", "different"),
+        # A word naming another instance of the thing: an environment, a region, a copy, an
+        # add-on made for it. The bare name means the main one, so never possibly the same.
+        ("image resizer", "image resizer (sandbox)", "different"),
+        ("ingest-us gateway", "ingest-us-preview gateway", "different"),
+        ("search index", "search index snapshots", "different"),
+        ("orders db", "orders db replica", "different"),
+        ("webpack", "webpack sdk", "different"),
+        ("checkout", "checkout emea", "different"),
+        ("orders db", "prod orders db", "possible"),  # the main instance named
+        # A number written as a word is the number.
+        ("sprint four", "Sprint 4", "same"),
+        ("phase two rollout", "phase 3 rollout", "different"),
     ],
 )
 def test_three_outcomes_by_the_words(a: str, b: str, outcome: str) -> None:

@@ -317,12 +317,9 @@ def plan_fact(
               for m in doubtful if m not in again]  # fmt: skip
     if maybe and subject.entity is not None:
         entity_id = subject.entity.entity_id
-        possible.append(FactsPossiblyConflicting(
-            memory_id=memory_id, namespace=who.namespace,
-            others=tuple(m.memory_id for m, _ in maybe), entity_id=entity_id,
-            other_entity_id=entity_id, reason=RELATION,
-            score=round(max(f.score for _, f in maybe), 6),
-        ))  # fmt: skip
+        score = round(max(f.score for _, f in maybe), 6)
+        ids = [m.memory_id for m, _ in maybe]
+        possible.append(_flag(memory_id, who, ids, entity_id, entity_id, RELATION, score))
     # The same value under another predicate of the subject (in a slot that may be the same,
     # or by the value alone: :func:`ferrex.rules.slots.restated`): the one fact restated in
     # other words, or two slots that hold one value. Flagged, never replaced (no value is
@@ -332,11 +329,8 @@ def plan_fact(
               if m.memory_id not in taken and restated(obj, str(m.object))]  # fmt: skip
     if again and subject.entity is not None:
         entity_id = subject.entity.entity_id
-        possible.append(FactsPossiblyConflicting(
-            memory_id=memory_id, namespace=who.namespace,
-            others=tuple(m.memory_id for m in again), entity_id=entity_id,
-            other_entity_id=entity_id, reason=RESTATES, score=1.0,
-        ))  # fmt: skip
+        possible.append(_flag(memory_id, who, [m.memory_id for m in again], entity_id,
+                              entity_id, RESTATES))  # fmt: skip
     return FactPlan(
         body,
         superseded=superseded,
@@ -435,6 +429,23 @@ def _agree(view: View, who: Who) -> Callable[[str, str], bool]:
     return agree
 
 
+def _flag(
+    memory_id: str,
+    who: Who,
+    others: Sequence[str],
+    entity_id: str,
+    other_entity_id: str,
+    reason: str,
+    score: float = 1.0,
+) -> FactsPossiblyConflicting:
+    """A ``facts.possible_conflict`` of the new fact against ``others`` (their entity
+    ``other_entity_id``), for ``reason``."""
+    return FactsPossiblyConflicting(
+        memory_id=memory_id, namespace=who.namespace, others=tuple(others),
+        entity_id=entity_id, other_entity_id=other_entity_id, reason=reason, score=score,
+    )  # fmt: skip
+
+
 def _possible_conflicts(
     valid: ValidStore,
     view: View,
@@ -455,142 +466,192 @@ def _possible_conflicts(
     assert valid.object is not None and valid.subject is not None
     if subject.entity is None:
         return []
-    agree = _agree(view, who)
-    obj = valid.object
-    abbreviations = settings.abbreviations_for(who.namespace)
-    mine = _slot_words(valid.subject, predicate, abbreviations)
+    weighing = _Weighing.of(valid, view, who, subject, predicate, memory_id, now, settings)
+    out = weighing.possible_flags(measures)
+    out += weighing.related_flags()
+    out += weighing.restating_flags(out)
+    return out
 
-    # The spellings of every entity weighed, in one pass over the namespace's spellings.
-    weighed = {p.entity_id for p in subject.possible} | set(subject.related)
-    spelt: dict[str, set[str]] = {}
-    if weighed:
-        scope = who.scope
-        for s in view.spellings(who.namespace):
-            if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id, s.viewers):
-                spelt.setdefault(s.entity_id, set()).add(s.normalized)
 
-    read: dict[str, list[Memory]] = {}
+@dataclass
+class _Weighing:
+    """The other entities :func:`_possible_conflicts` weighs a new fact against: their
+    spellings, their standing facts (read once each), and how the new fact is told."""
 
-    def standing(entity_id: str) -> list[Memory]:
-        if entity_id not in read:
-            read[entity_id] = read_standing(entity_id)
-        return read[entity_id]
+    valid: ValidStore
+    view: View
+    who: Who
+    subject: Subject
+    entity_id: str
+    predicate: str
+    memory_id: str
+    now: datetime
+    agree: Callable[[str, str], bool]
+    obj: str
+    abbreviations: Mapping[str, str]
+    mine: tuple[list[str], list[str]]
+    spelt: dict[str, set[str]]
+    fresh: bool
+    news: bool
+    besides: list[str]
+    read: dict[str, list[Memory]]
 
-    def read_standing(entity_id: str) -> list[Memory]:
-        keys = sorted(spelt.get(entity_id, ()))
-        return [
-            m
-            for m in _facts_of(view, who, keys)
-            if m.t_invalid is None
-            and who.sees(m)
-            and not m.multi_valued
-            and not expired(m.expires_at, now.timestamp())
-            and m.object is not None
-            and m.predicate_normalized
-        ]
+    @classmethod
+    def of(
+        cls,
+        valid: ValidStore,
+        view: View,
+        who: Who,
+        subject: Subject,
+        predicate: str,
+        memory_id: str,
+        now: datetime,
+        settings: StoreSettings,
+    ) -> _Weighing:
+        assert valid.object is not None and valid.subject is not None
+        assert subject.entity is not None
+        agree = _agree(view, who)
+        abbreviations = settings.abbreviations_for(who.namespace)
+        mine = _slot_words(valid.subject, predicate, abbreviations)
+        # The spellings of every entity weighed, in one pass over the namespace's spellings.
+        weighed = {p.entity_id for p in subject.possible} | set(subject.related)
+        spelt: dict[str, set[str]] = {}
+        if weighed:
+            scope = who.scope
+            for s in view.spellings(who.namespace):
+                if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id,
+                                                                        s.viewers):  # fmt: skip
+                    spelt.setdefault(s.entity_id, set()).add(s.normalized)
+        # A fact told as news of a change (:func:`ferrex.rules.slots.told_as_news`) may
+        # change a fact of a subject possibly or only maybe its own (:func:`_news_slots`).
+        # It counts only for a subject named for the first time (no current fact of its own
+        # yet): a name already holding facts of its own is a thing of its own.
+        # A note that names another fact's value (``dropped redis``) tells of a change to it.
+        fresh = not any(m.t_invalid is None and who.sees(m)
+                        for m in _facts_of(view, who, subject.keys))  # fmt: skip
+        news = fresh and told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
+        besides = [*mine[0], *valid.subject.casefold().split()]
+        return cls(valid, view, who, subject, subject.entity.entity_id, predicate, memory_id,
+                   now, agree, valid.object, abbreviations, mine, spelt, fresh, news,
+                   besides, {})  # fmt: skip
 
-    def current_of(entity_id: str) -> list[Memory]:
-        return [m for m in standing(entity_id) if not agree(obj, str(m.object))]
+    def standing(self, entity_id: str) -> list[Memory]:
+        """The entity's active single-valued facts the caller sees, with an object."""
+        if entity_id not in self.read:
+            keys = sorted(self.spelt.get(entity_id, ()))
+            who, now = self.who, self.now.timestamp()
+            self.read[entity_id] = [
+                m
+                for m in _facts_of(self.view, who, keys)
+                if m.t_invalid is None
+                and who.sees(m)
+                and not m.multi_valued
+                and not expired(m.expires_at, now)
+                and m.object is not None
+                and m.predicate_normalized
+            ]
+        return self.read[entity_id]
+
+    def current_of(self, entity_id: str) -> list[Memory]:
+        return [m for m in self.standing(entity_id) if not self.agree(self.obj, str(m.object))]
+
+    def moved(self, m: Memory) -> bool:
+        """A word moved between subject and predicate (:func:`same_slot_words`)."""
+        theirs = _slot_words(str(m.subject), str(m.predicate_normalized), self.abbreviations)
+        return not kinds_clash(self.obj, str(m.object)) and same_slot_words(*self.mine, *theirs)
+
+    def news_of(self, current: Sequence[Memory]) -> list[Memory]:
+        if self.news:
+            return _news_slots(self.predicate, self.obj, current)
+        if not self.fresh or not self.valid.content:
+            return []
+        return [m for m in current if not kinds_clash(self.obj, str(m.object))
+                and note_names(self.valid.content, str(m.object),
+                               besides=self.besides)]  # fmt: skip
+
+    def flag(self, others: Sequence[str], other_entity_id: str, reason: str,
+             score: float = 1.0) -> FactsPossiblyConflicting:  # fmt: skip
+        return _flag(self.memory_id, self.who, others, self.entity_id, other_entity_id,
+                     reason, score)  # fmt: skip
+
+    def possible_flags(self, measures: Measures) -> list[FactsPossiblyConflicting]:
+        """The flags against each entity the subject is possibly the same as."""
+        out: list[FactsPossiblyConflicting] = []
+        for possible in self.subject.possible:
+            current = self.current_of(possible.entity_id)
+            same = [m for m in current if m.predicate_normalized == self.predicate]
+            slots = _slot_matches(self.obj, self.predicate, [m for m in current if m not in same],
+                                  measures)  # fmt: skip
+            matched = {m.memory_id for m, _ in slots}
+            matched |= {m.memory_id for m in current if m not in same and self.moved(m)}
+            if not matched:
+                matched = {m.memory_id for m in self.news_of(current) if m not in same}
+            # Two flags: one of the same relation (gone once the subjects are one entity, a
+            # contradiction proper then) and one of relations possibly the same (kept).
+            for others, reason in (([m.memory_id for m in same], possible.reason),
+                                   (sorted(matched), RELATION)):  # fmt: skip
+                if others:
+                    out.append(self.flag(sorted(others), possible.entity_id, reason,
+                                         possible.score))  # fmt: skip
+        return out
+
+    def related_flags(self) -> list[FactsPossiblyConflicting]:
+        """Entities that only share a word with the subject: flagged where a fact of theirs
+        names the same slot in other words (a word moved between subject and predicate), or,
+        for news, one that may fill its slot on a name that may be the same (news_alike)."""
+        out: list[FactsPossiblyConflicting] = []
+        for entity_id in self.subject.related:
+            current = self.current_of(entity_id)
+            others, reason = sorted(m.memory_id for m in current if self.moved(m)), SLOT_WORDS
+            if (
+                not others
+                and self.fresh
+                and any(
+                    news_alike(self.mine[0], spelled_out(key, self.abbreviations))
+                    for key in sorted(self.spelt.get(entity_id, ()))
+                )
+            ):
+                others, reason = sorted(m.memory_id for m in self.news_of(current)), NEWS
+            if others:
+                out.append(self.flag(others, entity_id, reason))
+        return out
+
+    def restating_flags(
+        self, flagged: Sequence[FactsPossiblyConflicting]
+    ) -> list[FactsPossiblyConflicting]:
+        """A fact of an entity possibly the same, or sharing a word, that states the new
+        value under another predicate: the one fact restated under another name (flagged,
+        never merged). Not the same predicate (siblings share values: ``staging db | engine
+        | Postgres 16`` / ``prod db | engine | Postgres 16``), nor two parts of one thing
+        (:func:`ferrex.rules.subjects.parts_of_one`: ``payments api | database | DynamoDB``
+        / ``payments db | engine | DynamoDB``)."""
+        subject = self.subject
+        possible = {p.entity_id for p in subject.possible}
+        out: list[FactsPossiblyConflicting] = []
+        for entity_id in dict.fromkeys([*(p.entity_id for p in subject.possible),
+                                        *subject.related]):  # fmt: skip
+            related = entity_id not in possible
+            if related and any(parts_of_one(self.mine[0], spelled_out(key, self.abbreviations))
+                               for key in sorted(self.spelt.get(entity_id, ()))):  # fmt: skip
+                continue
+            again = self.restating(entity_id, [*flagged, *out], related=related)
+            if again:
+                out.append(self.flag(again, entity_id, RESTATES))
+        return out
 
     def restating(
-        entity_id: str, flagged: Sequence[FactsPossiblyConflicting], *, related: bool
+        self, entity_id: str, flagged: Sequence[FactsPossiblyConflicting], *, related: bool
     ) -> list[str]:
         """The entity's facts under another predicate that state the new value in other
         words (:func:`ferrex.rules.slots.restated`), not flagged already. For an entity
         that only shares a word, not under a predicate of one head word with the new one
         (``schedule`` / ``backup schedule``): each of two things has its own."""
         named = {o for f in flagged for o in f.others}
-        return sorted(m.memory_id for m in standing(entity_id)
+        predicate = self.predicate
+        return sorted(m.memory_id for m in self.standing(entity_id)
                       if m.predicate_normalized != predicate and m.memory_id not in named
                       and not (related and same_head(predicate, str(m.predicate_normalized)))
-                      and restated(obj, str(m.object)))  # fmt: skip
-
-    def moved(m: Memory) -> bool:
-        """A word moved between subject and predicate (:func:`same_slot_words`)."""
-        theirs = _slot_words(str(m.subject), str(m.predicate_normalized), abbreviations)
-        return not kinds_clash(obj, str(m.object)) and same_slot_words(*mine, *theirs)
-
-    # A fact told as news of a change (:func:`ferrex.rules.slots.told_as_news`) may change a
-    # fact of a subject possibly or only maybe its own (:func:`_news_slots`).
-    # It counts only for a subject named for the first time (no current fact of its own
-    # yet): a name already holding facts of its own is a thing of its own.
-    # A note that names another fact's value (``dropped redis``) tells of a change to it.
-    fresh = not any(m.t_invalid is None and who.sees(m) for m in _facts_of(view, who, subject.keys))
-    news = fresh and told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
-    besides = [*mine[0], *valid.subject.casefold().split()]
-
-    def news_of(current: Sequence[Memory]) -> list[Memory]:
-        if news:
-            return _news_slots(predicate, obj, current)
-        if not fresh or not valid.content:
-            return []
-        return [m for m in current if not kinds_clash(obj, str(m.object))
-                and note_names(valid.content, str(m.object), besides=besides)]  # fmt: skip
-
-    out: list[FactsPossiblyConflicting] = []
-    for possible in subject.possible:
-        current = current_of(possible.entity_id)
-        same = [m for m in current if m.predicate_normalized == predicate]
-        slots = _slot_matches(valid.object, predicate, [m for m in current if m not in same],
-                              measures)  # fmt: skip
-        matched = {m.memory_id for m, _ in slots}
-        matched |= {m.memory_id for m in current if m not in same and moved(m)}
-        if not matched:
-            matched = {m.memory_id for m in news_of(current) if m not in same}
-        # Two flags: one of the same relation (gone once the subjects are one entity, a
-        # contradiction proper then) and one of relations possibly the same (kept).
-        for others, reason in (([m.memory_id for m in same], possible.reason),
-                               (sorted(matched), RELATION)):  # fmt: skip
-            if others:
-                out.append(
-                    FactsPossiblyConflicting(
-                        memory_id=memory_id,
-                        namespace=who.namespace,
-                        others=tuple(sorted(others)),
-                        entity_id=subject.entity.entity_id,
-                        other_entity_id=possible.entity_id,
-                        reason=reason,
-                        score=possible.score,
-                    )
-                )
-    # Entities that only share a word with the subject: flagged where a fact of theirs
-    # names the same slot in other words (a word moved between subject and predicate), or,
-    # for news, one that may fill its slot on a name that may be the same (news_alike).
-    for entity_id in subject.related:
-        current = current_of(entity_id)
-        others, reason = sorted(m.memory_id for m in current if moved(m)), SLOT_WORDS
-        if not others and fresh and any(news_alike(mine[0], spelled_out(key, abbreviations))
-                                        for key in sorted(spelt.get(entity_id, ()))):  # fmt: skip
-            others, reason = sorted(m.memory_id for m in news_of(current)), NEWS
-        if others:
-            out.append(
-                FactsPossiblyConflicting(
-                    memory_id=memory_id, namespace=who.namespace, others=tuple(others),
-                    entity_id=subject.entity.entity_id, other_entity_id=entity_id,
-                    reason=reason, score=1.0,
-                )
-            )  # fmt: skip
-    # A fact of an entity possibly the same, or sharing a word, that states the new value
-    # under another predicate: the one fact restated under another name (flagged, never
-    # merged). Not the same predicate (siblings share values: ``staging db | engine |
-    # Postgres 16`` / ``prod db | engine | Postgres 16``), nor two parts of one thing
-    # (:func:`ferrex.rules.subjects.parts_of_one`: ``payments api | database | DynamoDB``
-    # / ``payments db | engine | DynamoDB``).
-    for entity_id in dict.fromkeys([*(p.entity_id for p in subject.possible), *subject.related]):
-        related = entity_id not in {p.entity_id for p in subject.possible}
-        if related and any(parts_of_one(mine[0], spelled_out(key, abbreviations))
-                           for key in sorted(spelt.get(entity_id, ()))):  # fmt: skip
-            continue
-        again = restating(entity_id, out, related=related)
-        if again:
-            out.append(
-                FactsPossiblyConflicting(
-                    memory_id=memory_id, namespace=who.namespace, others=tuple(again),
-                    entity_id=subject.entity.entity_id, other_entity_id=entity_id,
-                    reason=RESTATES, score=1.0,
-                )
-            )  # fmt: skip
-    return out
+                      and restated(self.obj, str(m.object)))  # fmt: skip
 
 
 #: The reason of a possible conflict found by :func:`ferrex.rules.subjects.same_slot_words`

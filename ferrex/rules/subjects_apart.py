@@ -1,0 +1,97 @@
+"""What keeps two names or two relations apart although their words overlap, and numbers
+written as words (used by :mod:`ferrex.rules.subjects` and :mod:`ferrex.rules.slots`).
+
+- **Another instance** (:data:`INSTANCE_WORDS`): a name extended by a word naming another
+  environment, region, copy or add-on of the thing (``MQTT broker (dev)``, ``PHI backups``,
+  ``Terraform AWS provider``) names a sibling of the bare name, never possibly the same.
+- **Relations apart** (:func:`relations_apart`): a predicate naming another role of the value
+  (``fallback LLM`` / ``LLM``) or a relation not in force yet (``to be replaced by``,
+  ``will move to``): its value does not compete with the current one.
+- **Numbers in words** (:func:`in_digits`): ``season three`` is ``Season 3``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS
+
+#: Words that name another instance of a thing, not the thing said more fully: an
+#: environment other than the main one (``MQTT broker (dev)``, ``prod-eu-canary cluster``),
+#: a region, a copy or an alternate (``PHI backups``, ``read replica``, ``fallback``), an
+#: add-on made for it (``Terraform AWS provider``, ``redis driver``). A name extended by one
+#: is a sibling of the bare name (different), never possibly the same; the same word on
+#: both sides pairs as usual (``staging db``/``staging database``). Not ``production`` or
+#: ``live``: a bare name usually means the main instance, so ``prod payments db`` may still
+#: be ``payments db``. Spelled-out and short forms both (a bracketed ``(dev)`` is not
+#: spelled out).
+INSTANCE_WORDS: Final[frozenset[str]] = frozenset(
+    # environments other than the main one
+    # (not ``test`` or ``qa``: an A/B test, a QA lab are things of their own; not
+    # ``nightly``: a schedule as often as a build channel)
+    {"dev", "development", "stg", "staging", "stage", "uat", "sandbox", "preview"}
+    | {"canary", "local", "demo", "beta", "alpha", "preprod"}
+    # regions
+    | {"eu", "us", "uk", "emea", "apac", "latam"}
+    # copies and alternates
+    | {"backup", "backups", "replica", "replicas", "mirror", "mirrors", "fallback", "standby"}
+    | {"secondary", "failover", "shadow", "fork", "mock", "stub", "snapshot", "snapshots"}
+    # add-ons made for another thing (not ``client``, ``plugin``, ``extension``: as often
+    # what the thing itself is, ``Starfall game client``, ``Rust extension (speedups)``)
+    | {"provider", "providers", "sdk", "driver", "exporter", "bindings"}
+)
+
+
+def instance_word(word: str) -> bool:
+    """Whether a word (brackets aside: ``(dev)``) is one of :data:`INSTANCE_WORDS`."""
+    return word.strip("()[]{}") in INSTANCE_WORDS
+
+
+def relations_apart(left: str, right: str) -> bool:
+    """Whether two normalized predicates name relations whose values do not compete, by
+    their words: one is the other with a word naming another instance or role of the
+    value (:data:`INSTANCE_WORDS`: ``fallback_llm`` / ``llm``,
+    ``backup_provider`` / ``provider``), or one names a relation not in force yet
+    (:func:`future_relation`: ``to_be_replaced_by``, ``will_move_to``, ``planned_db``): the
+    current value and the planned one both hold."""
+    if future_relation(left) != future_relation(right):
+        return True
+    a, b = _content(left), _content(right)
+    extra = (a - b) or (b - a)
+    return bool(a & b) and (a <= b or b <= a) and any(instance_word(w) for w in extra)
+
+
+#: Words that put a relation in the future: planned, not yet in force.
+FUTURE_WORDS: Final[frozenset[str]] = frozenset(
+    {"will", "planned", "planning", "upcoming", "future", "proposed", "next"}
+)
+
+
+def future_relation(predicate: str) -> bool:
+    """Whether a normalized predicate names a relation not in force yet: a word of
+    :data:`FUTURE_WORDS` or an infinitive at its start (``to_be_replaced_by``,
+    ``going_to_use``)."""
+    words = [w for w in predicate.split("_") if w]
+    if any(w in FUTURE_WORDS for w in words):
+        return True
+    return words[:2] == ["to", "be"] or words[:2] == ["going", "to"]
+
+
+_NUMBERS: Final = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                   "nine", "ten", "eleven", "twelve")  # fmt: skip
+#: Numbers people write in words inside a name (``season three`` / ``Season 3``).
+NUMBER_WORDS: Final[Mapping[str, str]] = {w: str(n) for n, w in enumerate(_NUMBERS)}
+
+
+def in_digits(words: Sequence[str]) -> list[str]:
+    """A name's words with a number written as a word put in digits (``season three`` →
+    ``season 3``), so the numbers of two spellings compare; a name of that one word alone
+    is left as it is (``One`` may be a product)."""
+    if len(words) < 2:
+        return list(words)
+    return [NUMBER_WORDS.get(w, w) for w in words]
+
+
+def _content(predicate: str) -> set[str]:
+    return {w for w in predicate.split("_") if w and w not in FUNCTION_WORDS | PREPOSITIONS}
