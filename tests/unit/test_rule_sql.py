@@ -63,12 +63,9 @@ def test_the_search_sees_each_rule_as_the_predicates_render_it() -> None:
 
 # --- The rule *current* in Python: read from the spec (``predicates.is_current``) -----------
 
-CURRENT_BY_HAND = {
-    # path: how many hand-written ``….t_invalid is None`` it still holds, each to become
-    # ``is_current(m)`` (these files were other helpers' when the rule got its Python
-    # rendering): remove an entry once its file reads the rule from the spec
-    "ferrex/core/decide/facts.py": 3,
-}
+CURRENT_BY_HAND: dict[str, int] = {}
+"""Files (path → count) still writing ``….t_invalid is None`` by hand: none now; a new one
+fails the check below until it reads ``is_current``."""
 
 
 def _guards_its_value(test: ast.Compare, parents: dict[int, ast.AST]) -> bool:

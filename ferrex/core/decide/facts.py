@@ -75,6 +75,7 @@ from ferrex.rules.subjects import news_alike, objects_agree, parts_of_one, same_
 from ferrex.rules.visibility import in_scope
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
+from projections.readmodel.predicates import is_current
 from projections.rows import RELATION, RESTATES, Memory
 
 from ..settings import StoreSettings
@@ -122,7 +123,7 @@ def _other_relations(view: View, who: Who, keys: Sequence[str], predicate: str) 
     return [
         m
         for m in _facts_of(view, who, keys)
-        if m.t_invalid is None
+        if is_current(m)
         and not m.multi_valued
         and m.predicate_normalized
         and m.predicate_normalized != predicate
@@ -527,7 +528,7 @@ class _Weighing:
         # It counts only for a subject named for the first time (no current fact of its own
         # yet): a name already holding facts of its own is a thing of its own.
         # A note that names another fact's value (``dropped redis``) tells of a change to it.
-        fresh = not any(m.t_invalid is None and who.sees(m)
+        fresh = not any(is_current(m) and who.sees(m)
                         for m in _facts_of(view, who, subject.keys))  # fmt: skip
         news = fresh and told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
         besides = [*mine[0], *valid.subject.casefold().split()]
@@ -543,7 +544,7 @@ class _Weighing:
             self.read[entity_id] = [
                 m
                 for m in _facts_of(self.view, who, keys)
-                if m.t_invalid is None
+                if is_current(m)
                 and who.sees(m)
                 and not m.multi_valued
                 and not expired(m.expires_at, now)
