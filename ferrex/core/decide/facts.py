@@ -304,8 +304,13 @@ def plan_fact(
     # A private fact leaves shared ones standing (the agent then sees both, flagged as a
     # contradiction): what it keeps to itself changes nothing others see.
     superseded = tuple(m.memory_id for m in replaced if who.may_change(m))
-    possible = _possible_conflicts(valid, view, who, subject, predicate, memory_id, now,
-                                   measures, settings)  # fmt: skip
+    possible = (
+        []
+        if subject.entity is None
+        else _Weighing.of(valid, view, who, subject, predicate, memory_id, now, settings).flags(
+            measures
+        )
+    )
     assert valid.object is not None
     # A slot that may be the same holding the same value (agreeing objects, or the value in
     # other words) is a restatement, named as one below; the others may be a change.
@@ -447,37 +452,10 @@ def _flag(
     )  # fmt: skip
 
 
-def _possible_conflicts(
-    valid: ValidStore,
-    view: View,
-    who: Who,
-    subject: Subject,
-    predicate: str,
-    memory_id: str,
-    now: datetime,
-    measures: Measures,
-    settings: StoreSettings,
-) -> list[FactsPossiblyConflicting]:
-    """For each entity the subject is possibly the same as: its active single-valued facts
-    of the same relation, or of one that may fill the same slot (:func:`_slot_matches`, or
-    a word moved between subject and predicate), whose object disagrees; for each entity
-    that only shares a word with it (:attr:`ferrex.rules.subjects.SubjectResolution.
-    related`), those that name the same slot in other words (:func:`ferrex.rules.subjects.
-    same_slot_words`). Nothing is superseded; both are flagged."""
-    assert valid.object is not None and valid.subject is not None
-    if subject.entity is None:
-        return []
-    weighing = _Weighing.of(valid, view, who, subject, predicate, memory_id, now, settings)
-    out = weighing.possible_flags(measures)
-    out += weighing.related_flags()
-    out += weighing.restating_flags(out)
-    return out
-
-
 @dataclass
 class _Weighing:
-    """The other entities :func:`_possible_conflicts` weighs a new fact against: their
-    spellings, their standing facts (read once each), and how the new fact is told."""
+    """The other entities a new fact is weighed against for possible conflicts (:meth:`flags`):
+    their spellings, their standing facts (read once each), and how the new fact is told."""
 
     valid: ValidStore
     view: View
@@ -535,6 +513,19 @@ class _Weighing:
         return cls(valid, view, who, subject, subject.entity.entity_id, predicate, memory_id,
                    now, agree, valid.object, abbreviations, mine, spelt, fresh, news,
                    besides, {})  # fmt: skip
+
+    def flags(self, measures: Measures) -> list[FactsPossiblyConflicting]:
+        """For each entity the subject is possibly the same as: its active single-valued
+        facts of the same relation, or of one that may fill the same slot
+        (:func:`_slot_matches`, or a word moved between subject and predicate), whose object
+        disagrees; for each entity that only shares a word with it
+        (:attr:`ferrex.rules.subjects.SubjectResolution.related`), those that name the same
+        slot in other words (:func:`ferrex.rules.subjects.same_slot_words`). Nothing is
+        superseded; both are flagged."""
+        out = self.possible_flags(measures)
+        out += self.related_flags()
+        out += self.restating_flags(out)
+        return out
 
     def standing(self, entity_id: str) -> list[Memory]:
         """The entity's active single-valued facts the caller sees, with an object."""
