@@ -12,13 +12,13 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.e2e import npm_helpers
 from tests.e2e.mcp_helpers import (
     FERREX,
     call,
     error,
     ferrex,
     http_client,
-    inspector_cli,
     journal_head,
     stdio_client,
 )
@@ -196,7 +196,7 @@ def test_bad_http_address_is_a_usage_error(tmp_path: Path) -> None:
 def test_third_party_client_mcp_inspector(tmp_path: Path) -> None:
     """The MCP Inspector's CLI (a Node.js client) lists the tools, stores and recalls."""
     home = tmp_path / "home"
-    inspector = inspector_cli()
+    inspector = npm_helpers.inspector()
 
     def run(*args: str) -> dict[str, object]:
         done = subprocess.run(
