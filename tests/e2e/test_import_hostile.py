@@ -354,6 +354,15 @@ def _messages(n: int) -> list[tuple[str, str]]:
              f"tiles of pattern {i * 7919 % 10007}.") for i in range(n)]  # fmt: skip
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the import's process before it starts: SIGINT does what it does to a command typed
+    at a terminal. A test run started in the background by a non-interactive shell (``pytest
+    &`` in a script, or CI's runner) ignores SIGINT and SIGQUIT, and an ignored signal stays
+    ignored through exec: the import would never see the Ctrl-C this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_says_how_far_the_import_got_and_a_rerun_resumes(tmp_path: Path) -> None:
     """Before: click's `Aborted!`, exit 1, nothing said. Now: exit 130, how many were
     written, and that the same command resumes; it then stores each message once."""
@@ -368,6 +377,7 @@ def test_ctrl_c_says_how_far_the_import_got_and_a_rerun_resumes(tmp_path: Path) 
         process = subprocess.Popen(
             [FERREX, "--home", str(home), "import", str(export), "--json"],
             stdout=subprocess.PIPE, stderr=follower, text=True,
+            preexec_fn=_ctrl_c_as_at_a_terminal,
         )  # fmt: skip
         os.close(follower)
         deadline = time.monotonic() + 600
