@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,3 +47,29 @@ def shared_embedder(model_home: Path) -> Iterator[Embedder]:
 def encoders(shared_embedder: Embedder) -> Encoders:
     """The real encoders, as the composition root builds them."""
     return build_encoders(shared_embedder)
+
+
+def _sigint_disposition() -> tuple[object, bool, bool]:
+    """How this process treats SIGINT: Python's handler, and whether the calling thread
+    ignores or blocks it at the C level (what a child started now inherits through exec)."""
+    proc = Path("/proc/thread-self/status")
+    status = proc.read_text().splitlines() if proc.exists() else []
+    bits = {k: int(v, 16) for k, _, v in (line.partition(":\t") for line in status)
+            if k in ("SigIgn", "SigBlk")}  # fmt: skip
+    mask = 1 << (signal.SIGINT - 1)
+    return (
+        signal.getsignal(signal.SIGINT),
+        bool(bits.get("SigIgn", 0) & mask),
+        bool(bits.get("SigBlk", 0) & mask),
+    )
+
+
+@pytest.fixture(autouse=True)
+def sigint_kept() -> Iterator[None]:
+    """No test leaves SIGINT ignored, blocked or handled otherwise than it found it: an
+    ignored or blocked SIGINT survives exec, so every later child of this worker (the
+    Ctrl-C test's import, say) would not stop on Ctrl-C."""
+    before = _sigint_disposition()
+    yield
+    after = _sigint_disposition()
+    assert after == before, f"SIGINT (handler, ignored, blocked) was {before}, left {after}"

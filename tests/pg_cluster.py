@@ -1,6 +1,7 @@
 """A throwaway PostgreSQL 15 cluster for tests: ``initdb`` in a temporary directory as the
 ``postgres`` OS user (PostgreSQL refuses to run as root), ``pg_ctl start`` on a free loopback
-port, a fresh database per test, ``pg_ctl stop`` at the end of the session."""
+port, a fresh database per test, ``pg_ctl stop`` at the end of the session. Each test worker
+(pytest-xdist) starts its own cluster, in its own directory on its own port."""
 
 from __future__ import annotations
 
@@ -46,8 +47,13 @@ def _os_user() -> pwd.struct_passwd | None:
     try:
         return pwd.getpwnam(USER)
     except KeyError:
-        subprocess.run(["useradd", "--system", "--no-create-home", USER], check=True)
+        # Parallel test workers may each find it missing: whichever adds it, all then use it.
+        done = subprocess.run(["useradd", "--system", "--no-create-home", USER],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+    try:
         return pwd.getpwnam(USER)
+    except KeyError:
+        raise RuntimeError(f"cannot add the {USER} user: {done.stderr.strip()}") from None
 
 
 @dataclass

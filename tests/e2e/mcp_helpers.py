@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -71,25 +69,6 @@ def journal_head(home: Path) -> int:
     done = ferrex(home, "journal", "verify", "--json")
     assert done.returncode == 0, done.stderr
     return int(json.loads(done.stdout)["head_position"])
-
-
-def inspector_cli() -> Path:
-    """The MCP Inspector CLI (npm, version 0.15.0), installed once into a cache directory."""
-    npm = shutil.which("npm")
-    if npm is None:
-        raise RuntimeError("npm is not installed; the inspector test needs Node.js 20 and npm")
-    cache = Path(
-        os.environ.get("FERREX_TEST_CACHE", Path.home() / ".cache" / "ferrex-tests")
-    ).joinpath("inspector-0.15.0")
-    binary = cache / "node_modules" / ".bin" / "mcp-inspector"
-    if not binary.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(cache),
-             "@modelcontextprotocol/inspector@0.15.0"],
-            check=True, capture_output=True, timeout=600,
-        )  # fmt: skip
-    return binary
 
 
 @asynccontextmanager

@@ -354,6 +354,15 @@ def _messages(n: int) -> list[tuple[str, str]]:
              f"tiles of pattern {i * 7919 % 10007}.") for i in range(n)]  # fmt: skip
 
 
+def _ctrl_c_as_at_a_terminal() -> None:
+    """In the import's process before it starts: SIGINT does what it does to a command typed
+    at a terminal. A test run started in the background by a non-interactive shell (``pytest
+    &`` in a script, or CI's runner) ignores SIGINT and SIGQUIT, and an ignored signal stays
+    ignored through exec: the import would never see the Ctrl-C this test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def test_ctrl_c_says_how_far_the_import_got_and_a_rerun_resumes(tmp_path: Path) -> None:
     """Before: click's `Aborted!`, exit 1, nothing said. Now: exit 130, how many were
     written, and that the same command resumes; it then stores each message once."""
@@ -368,6 +377,7 @@ def test_ctrl_c_says_how_far_the_import_got_and_a_rerun_resumes(tmp_path: Path) 
         process = subprocess.Popen(
             [FERREX, "--home", str(home), "import", str(export), "--json"],
             stdout=subprocess.PIPE, stderr=follower, text=True,
+            preexec_fn=_ctrl_c_as_at_a_terminal,
         )  # fmt: skip
         os.close(follower)
         deadline = time.monotonic() + 600
@@ -378,6 +388,10 @@ def test_ctrl_c_says_how_far_the_import_got_and_a_rerun_resumes(tmp_path: Path) 
             if done and done[-1] > 0:
                 break
         assert done and 0 < done[-1] < count, shown
+        # How the import treats SIGINT (ignored, blocked, caught), for a failure's message:
+        # a parallel full run once saw it finish with exit 0 (an inherited disposition?).
+        status = Path(f"/proc/{process.pid}/status").read_text().splitlines()
+        dispositions = [line for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt"))]
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=600)
         while select.select([leader], [], [], 0.5)[0]:
@@ -393,7 +407,7 @@ def test_ctrl_c_says_how_far_the_import_got_and_a_rerun_resumes(tmp_path: Path) 
         if process is not None and process.poll() is None:  # the test failed part way
             process.kill()
             process.wait()
-    assert process is not None and process.returncode == 130, (out, shown)
+    assert process is not None and process.returncode == 130, (dispositions, out, shown[-2000:])
     said = shown.decode().replace("\r", "\n")
     match = re.search(r"interrupted: ([\d,]+) of 3,000 memories were written or skipped", said)
     assert match, said

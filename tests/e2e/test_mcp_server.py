@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -12,13 +13,13 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.e2e import npm_helpers
 from tests.e2e.mcp_helpers import (
     FERREX,
     call,
     error,
     ferrex,
     http_client,
-    inspector_cli,
     journal_head,
     stdio_client,
 )
@@ -160,7 +161,7 @@ def test_http_transport(tmp_path: Path) -> None:
     )  # fmt: skip
     try:
         _wait_for_port(port, server)
-        token = (home / "run" / "http.token").read_text().strip()
+        token = _token(home / "run" / "http.token")
 
         async def main() -> None:
             async with http_client(f"http://127.0.0.1:{port}/mcp", token) as c:
@@ -196,7 +197,7 @@ def test_bad_http_address_is_a_usage_error(tmp_path: Path) -> None:
 def test_third_party_client_mcp_inspector(tmp_path: Path) -> None:
     """The MCP Inspector's CLI (a Node.js client) lists the tools, stores and recalls."""
     home = tmp_path / "home"
-    inspector = inspector_cli()
+    inspector = npm_helpers.inspector()
 
     def run(*args: str) -> dict[str, object]:
         done = subprocess.run(
@@ -226,6 +227,18 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _token(path: Path, timeout: float = 60) -> str:
+    """The server's token once it is written: the server listens (and a connection succeeds)
+    before it makes the token file, so under load the file can still be absent or empty."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(FileNotFoundError):
+            if token := path.read_text().strip():
+                return token
+        time.sleep(0.1)
+    pytest.fail(f"{path} was not written")
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[str], timeout: float = 60) -> None:
