@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+
+from projections.vectors import Clause, passes, visible
 
 Mention = tuple[str | None, str]
 """A memory naming an entity, as visibility sees it: (owning agent, visibility)."""
@@ -25,8 +28,18 @@ Mention = tuple[str | None, str]
 
 def sees(caller: str | None, owner: str | None, visibility: str) -> bool:
     """Whether ``caller`` (an agent id; None: the operator) may see a memory owned by
-    ``owner`` with ``visibility``."""
-    return caller is None or visibility == "shared" or owner is None or owner == caller
+    ``owner`` with ``visibility``: the rule *visible* read from its spec
+    (:func:`projections.vectors.visible`), which the read model's SQL and the vector
+    filters render too; the operator needs no clause."""
+    if caller is None:
+        return True
+    return passes((_visible(caller),), {"visibility": visibility, "agent_id": owner})
+
+
+@lru_cache(maxsize=1024)
+def _visible(caller: str) -> Clause:
+    """The rule's clause for one agent, built once (recall asks it for every row)."""
+    return visible(caller)
 
 
 def scope_of(owner: str | None, visibility: str) -> str | None:

@@ -98,7 +98,8 @@ def test_sql_and_python_let_an_agent_see_the_same_rows(
     memories: list[tuple[str | None, Visibility]], caller: str
 ) -> None:
     """The rule *visible* too: ``predicates.seen_by`` (SQL, from ``vectors.visible``) and
-    ``ferrex.rules.visibility.sees`` (Python) agree for an agent that is not the operator."""
+    ``ferrex.rules.visibility.sees`` (Python, reading the same spec) agree for an agent that
+    is not the operator."""
     events: list[AnyEvent] = [
         MemoryStored(memory_id=f"m{n}", namespace="ns", memory_type="episodic", t_valid=BASE,
                      agent_id=owner, visibility=scope,
