@@ -24,6 +24,7 @@ from ferrex.cli.render import echo_table
 from ferrex.rules.memory_input import ValidStore, secrets_in
 from ferrex.rules.secrets import redact
 from journal.events import MemoryType, Visibility
+from projections.readmodel.predicates import is_current
 from projections.rows import Memory
 
 PURGE = (
@@ -59,7 +60,7 @@ def scan(app: App, namespace: str | None, as_json: bool) -> None:
                     # A namespace can be what carries the secret: shown redacted.
                     "namespace": redact(memory.namespace),
                     "type": memory.type,
-                    **({"superseded": True} if memory.t_invalid is not None else {}),
+                    **({"superseded": True} if not is_current(memory) else {}),
                     **secret.as_dict(),
                 }
             )

@@ -562,7 +562,7 @@ def write_dump(
     folds = dumped_folds(read_model, memories, namespace)
     for line in [*dumped_flags(read_model, memories, entities, namespace), *folds]:
         out.write(encode(line) + b"\n")
-    invalidated = sum(1 for m in memories if m.t_invalid is not None)
+    invalidated = sum(1 for m in memories if not is_current(m))
     return DumpResult(len(memories), len(entities), invalidated, redacted, position, len(folds))
 
 

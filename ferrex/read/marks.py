@@ -34,7 +34,7 @@ def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCach
     Multi-valued facts are never contradictions, nor a fact the agent said holds beside
     this one (``facts.differ``)."""
     if (
-        memory.t_invalid is not None
+        not is_current(memory)
         or memory.multi_valued
         or not memory.predicate_normalized
         or not memory.subject_key
@@ -94,7 +94,7 @@ def _unsettled(rm: ReadModel, memory_id: str, ids: list[str]) -> list[str]:
 def possible_conflict(rm: ReadModel, memory: Memory, sight: Sight) -> list[str]:
     """The active facts the caller sees that the store kept beside this one because
     their subjects are possibly the same (``facts.possible_conflict``)."""
-    if memory.t_invalid is not None:
+    if not is_current(memory):
         return []
     ids = sorted({c.other_id for c in rm.possible_conflicts([memory.memory_id])})
     others = rm.memories(memory_ids=ids) if ids else []

@@ -64,23 +64,27 @@ def test_the_search_sees_each_rule_as_the_predicates_render_it() -> None:
 # --- The rule *current* in Python: read from the spec (``predicates.is_current``) -----------
 
 CURRENT_BY_HAND: dict[str, int] = {}
-"""Files (path → count) still writing ``….t_invalid is None`` by hand: none now; a new one
-fails the check below until it reads ``is_current``."""
+"""Files (path → count) still writing ``….t_invalid is None`` (or ``is not None``) by hand:
+none now; a new one fails the check below until it reads ``is_current``."""
 
 
 def _guards_its_value(test: ast.Compare, parents: dict[int, ast.AST]) -> bool:
-    """Whether ``x.t_invalid is None`` is the test of ``a if … else b`` where a branch reads
-    ``x.t_invalid`` itself (a None check before using the value, not the rule)."""
-    parent = parents.get(id(test))
-    if not isinstance(parent, ast.IfExp) or parent.test is not test:
-        return False
+    """Whether ``x.t_invalid is [not] None`` guards a use of the value: the test of an
+    ``if`` (statement or expression), alone or in an ``and``/``or``, where ``x.t_invalid``
+    is read again (``… if x.t_invalid is None else iso(x.t_invalid)``; ``if x.t_invalid is
+    not None and x.t_invalid <= now``): a None check before using the value, not the rule."""
+    node: ast.AST = test
+    parent = parents.get(id(node))
+    while isinstance(parent, ast.BoolOp | ast.UnaryOp):
+        node, parent = parent, parents.get(id(parent))
+    scope = parent if isinstance(parent, ast.If | ast.IfExp) and parent.test is node else node
     wanted = ast.dump(test.left)
-    return any(ast.dump(n) == wanted for b in (parent.body, parent.orelse) for n in ast.walk(b))
+    return sum(ast.dump(n) == wanted for n in ast.walk(scope)) > 1
 
 
 def current_by_hand(path: Path) -> list[int]:
-    """The lines of ``path`` that test ``<row>.t_invalid is None`` in Python (the rule
-    *current* written by hand)."""
+    """The lines of ``path`` that test ``<row>.t_invalid is [not] None`` in Python (the
+    rule *current* written by hand)."""
     tree = ast.parse(path.read_text(), str(path))
     parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     return sorted(
@@ -89,7 +93,7 @@ def current_by_hand(path: Path) -> list[int]:
         if isinstance(node, ast.Compare)
         and isinstance(node.left, ast.Attribute)
         and node.left.attr == "t_invalid"
-        and [type(op) for op in node.ops] == [ast.Is]
+        and [type(op) for op in node.ops] in ([ast.Is], [ast.IsNot])
         and isinstance(node.comparators[0], ast.Constant)
         and node.comparators[0].value is None
         and not _guards_its_value(node, parents)
@@ -114,5 +118,11 @@ def test_the_python_search_sees_the_rule_by_hand_and_not_a_value_guard(tmp_path:
         "b = None if m.t_invalid is None else iso(m.t_invalid)\n"
         "c = m.t_invalid is not None\n"
         "d = is_current(m)\n"
+        "if m.t_invalid is not None and m.t_invalid <= now:\n"
+        "    pass\n"
+        "if m.t_invalid is not None:\n"
+        "    at = m.t_invalid\n"
+        "if m.t_invalid is not None or m.multi_valued:\n"
+        "    pass\n"
     )
-    assert current_by_hand(sample) == [1]
+    assert current_by_hand(sample) == [1, 3, 9]

@@ -35,6 +35,7 @@ from ferrex.rules.dedup import meaning_difference, near_copy, same_text
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
 from projections.documents import memory_text
+from projections.readmodel.predicates import is_current
 from projections.rows import Memory
 
 from ..settings import StoreSettings
@@ -156,7 +157,7 @@ def refuse_duplicates(
         old = view.memory(memory_id)
         if (
             old is None
-            or old.t_invalid is not None
+            or not is_current(old)
             or expired(old.expires_at, now.timestamp())
             or old.namespace != who.namespace
             or old.type != valid.type

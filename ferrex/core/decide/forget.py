@@ -32,6 +32,7 @@ from journal import (
     MemorySuperseded,
 )
 from journal.events import ValidationSource
+from projections.readmodel.predicates import is_current
 from projections.rows import Memory
 
 from ..view import View
@@ -355,7 +356,7 @@ def decide_settle(
                 hint="confirm ids=[NEW] supersedes=OLD names two facts: the new one and the one "
                 "it replaces",
             )
-        if new.t_invalid is not None:
+        if not is_current(new):
             raise UsageError(
                 f"{new.memory_id} is already superseded by {new.superseded_by}: a replaced "
                 "fact replaces nothing",

@@ -16,6 +16,7 @@ from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.visibility import all_readers_see, may_change, scope_of, sees
 from journal import MemoryBody
+from projections.readmodel.predicates import is_current
 from projections.rows import Memory
 
 from ..view import View
@@ -130,7 +131,7 @@ def supersedable(memory_id: str, namespace: str, view: View, who: Who, now: date
             "private memory never changes what other agents see",
             hint='store the replacement with visibility "shared"',
         )
-    if old.t_invalid is not None:
+    if not is_current(old):
         raise AlreadySuperseded(
             f"{memory_id} is already superseded by {old.superseded_by}",
             hint=f"supersede the current version, {old.superseded_by}, instead",
