@@ -104,6 +104,22 @@ def mcp_stores(home: Path) -> dict[str, str]:
     return ids
 
 
+def backed_up_whole(home: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """Export ``home``, import the dump into a fresh home, and check the fresh home holds the
+    same rows and backs up the same again; (the fresh home, the dump)."""
+    before = home_rows(home)
+    dump = tmp_path / "backup.jsonl"
+    ok(home, "export", "jsonl", str(dump))
+    fresh = tmp_path / "restored"
+    doc = ok(fresh, "import", str(dump))
+    assert {line["status"] for line in doc["lines"]} == {"stored"}, doc["lines"]
+    assert home_rows(fresh) == before
+    again = tmp_path / "again.jsonl"
+    ok(fresh, "export", "jsonl", str(again))
+    assert comparable(again) == comparable(dump)
+    return fresh, dump
+
+
 def test_every_ordinary_path_backs_up_whole_and_backs_up_the_same_again(tmp_path: Path) -> None:
     home = tmp_path / "home"
     ids = mcp_stores(home)
@@ -132,15 +148,7 @@ def test_every_ordinary_path_backs_up_whole_and_backs_up_the_same_again(tmp_path
     assert marked[ids["pinned"]]["pinned"] and marked[ids["scratch"]]["expires_at"]
     assert sum(1 for m in before["memories"] if m["import_key"]) == 4, "the chat's keys"
 
-    dump = tmp_path / "backup.jsonl"
-    ok(home, "export", "jsonl", str(dump))
-    fresh = tmp_path / "restored"
-    doc = ok(fresh, "import", str(dump))
-    assert {line["status"] for line in doc["lines"]} == {"stored"}, doc["lines"]
-    assert home_rows(fresh) == before
-    again = tmp_path / "again.jsonl"
-    ok(fresh, "export", "jsonl", str(again))
-    assert comparable(again) == comparable(dump)
+    fresh, _ = backed_up_whole(home, tmp_path)
 
     # the restored home works as the first: the chat is imported already, and its fold undone
     assert ok(fresh, "import", str(chats))["counts"] == {"skipped": 4}
@@ -168,14 +176,7 @@ def test_a_home_restored_long_after_its_stores_backs_up_the_same(tmp_path: Path)
                          valid_from_given=True,
                          body=MemoryBody(content="The release went out at 9:00.")),
         ]])  # fmt: skip
-    dump = tmp_path / "backup.jsonl"
-    ok(home, "export", "jsonl", str(dump))
-    fresh = tmp_path / "restored"
-    ok(fresh, "import", str(dump))
-    assert home_rows(fresh) == home_rows(home)
-    again = tmp_path / "again.jsonl"
-    ok(fresh, "export", "jsonl", str(again))
-    assert comparable(again) == comparable(dump)
+    backed_up_whole(home, tmp_path)
 
 
 def test_an_entity_merged_then_split_off_again_backs_up_whole(tmp_path: Path) -> None:
@@ -195,15 +196,7 @@ def test_an_entity_merged_then_split_off_again_backs_up_whole(tmp_path: Path) ->
     before = home_rows(home)
     assert any(e["merged_into"] for e in before["entities"]), "the merged entity stays"
 
-    dump = tmp_path / "backup.jsonl"
-    ok(home, "export", "jsonl", str(dump))
-    fresh = tmp_path / "restored"
-    doc = ok(fresh, "import", str(dump))
-    assert {line["status"] for line in doc["lines"]} == {"stored"}, doc["lines"]
-    assert home_rows(fresh) == before
-    again = tmp_path / "again.jsonl"
-    ok(fresh, "export", "jsonl", str(again))
-    assert comparable(again) == comparable(dump)
+    fresh, dump = backed_up_whole(home, tmp_path)
 
     # Importing it again, into either home, adds nothing; "invoicer" is its own entity.
     for target in (fresh, home):
