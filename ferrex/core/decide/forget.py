@@ -37,6 +37,7 @@ from projections.rows import Memory
 
 from ..view import View
 from . import Decision
+from .notes import current_again_note
 from .shared import Who, answer_doc, checked_ids, supersedable
 
 
@@ -243,17 +244,8 @@ def _current_again_answer(older: Memory, newer: Memory) -> CurrentAgainAnswer:
     return {
         "id": older.memory_id,
         "replaced_by": newer.memory_id,
-        "note": f"{_said(older)} is current again ({newer.memory_id}, which had replaced it, "
-        "is forgotten)",
+        "note": current_again_note(older, newer.memory_id),
     }
-
-
-def _said(memory: Memory) -> str:
-    """A memory as a person reads it in one line: a fact's triple, else its id."""
-    if memory.type == "semantic" and memory.subject and memory.predicate:
-        said = " ".join(p for p in (memory.subject, memory.predicate, memory.object) if p)
-        return f'"{said}" ({memory.memory_id})'
-    return memory.memory_id
 
 
 def _mentions(view: View, entity_id: str, leaving: set[str]) -> list[Mention]:

@@ -115,3 +115,13 @@ def merge_other_way(shared: str, private: str) -> str:
 
 UNFOLD_HINT = "`ferrex consolidate --dry-run` and recall show summaries; their ids start mem_"
 """Told to a caller undoing a consolidation that does not exist."""
+
+
+def current_again_note(older: Memory, forgotten: str) -> str:
+    """What a forget says of a memory that the forgotten one had replaced: current again,
+    named as a person reads it (a fact by its triple, else by its id)."""
+    said = older.memory_id
+    if older.type == "semantic" and older.subject and older.predicate:
+        fact = " ".join(p for p in (older.subject, older.predicate, older.object) if p)
+        said = f'"{fact}" ({older.memory_id})'
+    return f"{said} is current again ({forgotten}, which had replaced it, is forgotten)"
