@@ -8,7 +8,7 @@ path like every store (:meth:`ferrex.write.writer.Writer.run`, :mod:`ferrex.core
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from ferrex.core.decide import Decision
 from ferrex.core.decide.restore import (
@@ -23,7 +23,7 @@ from ferrex.core.decide.restore import (
     decide_restore,
     decide_restored_entity,
     restored_body,
-    split_off,
+    split_offs,
 )
 from ferrex.core.runner import Batch
 from ferrex.write.writer import Writer
@@ -40,7 +40,8 @@ def restore_many(
     """Restore every item not already present; one outcome per item, in order."""
 
     dumped = {i.entity_id: i for i in items if isinstance(i, RestoredEntity)}
-    order = _history_order(items, dumped)
+    split = split_offs(dumped)
+    order = _history_order(items, split)
     items = [items[k] for k in order]
     memories = {i.memory_id: i for i in items if isinstance(i, Restored)}
     folded = {m: i.summary_id for i in items if isinstance(i, RestoredFold) for m in i.memory_ids}
@@ -59,7 +60,7 @@ def restore_many(
             return decide_fold(item, batch.view, fresh, memories)
         if isinstance(item, RestoredEntity):
             decided = decide_restored_entity(
-                item, batch.view, settings=writer.settings, entities=dumped
+                item, batch.view, settings=writer.settings, entities=dumped, split_ids=split
             )
         else:
             decided = decide_restore(
@@ -79,13 +80,12 @@ def restore_many(
     return restored
 
 
-def _history_order(items: Sequence[Item], dumped: Mapping[str, RestoredEntity]) -> list[int]:
+def _history_order(items: Sequence[Item], split: Collection[str]) -> list[int]:
     """The order the items are restored in (indexes into ``items``): the dump's, but for an
-    entity split off a merged one (:func:`ferrex.core.decide.restore.split_off`), restored
-    after the merged entities, as it happened (the merge, then the split), and before the
-    entities merged into it. The entity lines come first in a dump, so they stay before the
-    memories."""
-    split = {e for e, item in dumped.items() if split_off(item, dumped)}
+    entity split off a merged one (``split``: :func:`ferrex.core.decide.restore.split_offs`),
+    restored after the merged entities, as it happened (the merge, then the split), and
+    before the entities merged into it. The entity lines come first in a dump, so they stay
+    before the memories."""
 
     def stage(item: Item) -> int:
         if not isinstance(item, RestoredEntity):

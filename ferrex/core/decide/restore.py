@@ -10,7 +10,7 @@ does not re-run dedup, conflict resolution or versioning: the dump records their
 Each entity line is one record: ``entity.created`` with the dumped id, scope and kind, and
 an ``entity.alias_added`` per other spelling (an entity the home already holds by id, or by
 the same spelling in the same scope, only gets the spellings it lacks). An entity split off
-a merged one (:func:`split_off`) is journaled as that ``entity.split`` again, after the
+a merged one (:func:`split_offs`) is journaled as that ``entity.split`` again, after the
 merged entity (``porting/restore`` orders them so), which loses the spelling as it did.
 Each memory is one record: its new entities (only for a line without ``entity_ids``),
 ``memory.stored`` with the dumped id, type, multi-valued flag, derived episode,
@@ -26,7 +26,7 @@ events only beside something this restore journaled.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Literal
@@ -260,10 +260,13 @@ def decide_restored_entity(
     *,
     settings: StoreSettings,
     entities: Mapping[str, RestoredEntity] | None = None,
+    split_ids: Collection[str] | None = None,
 ) -> Decision[Restore]:
     """The events that journal one dumped entity as it was, with its id, scope and spellings,
     and, for one the dump shows merged, its ``entities.merged`` into the entity that took it
-    (``entities``: the dump's entity lines by id; the one it merged into comes first).
+    (``entities``: the dump's entity lines by id; the one it merged into comes first;
+    ``split_ids``: their :func:`split_offs`, when the caller has it: a whole dump's restore
+    finds them once).
 
     Skipped when the home already holds that id, or an entity of that namespace and scope
     with that normalized spelling (then the dumped entity merges into it); either way the
@@ -277,7 +280,9 @@ def decide_restored_entity(
     events: list[Event] = []
     if target is None:
         target = item.entity_id
-        split = _split_off(item, namespace, view, dumped)
+        split = _split_off(
+            item, namespace, view, dumped, split_offs(dumped) if split_ids is None else split_ids
+        )
         if split is not None:
             events.append(split)
             known = {(target, item.normalized)}  # the spelling the split gives it
@@ -321,29 +326,38 @@ def decide_restored_entity(
     return Decision(tuple(events), Restore("stored" if created else "skipped", item.entity_id))
 
 
-def split_off(item: RestoredEntity, entities: Mapping[str, RestoredEntity]) -> bool:
-    """Whether a dumped entity looks split off a merged one: not merged itself, no kind, its
-    name spelled by the operator (what ``entity.split`` makes), and the dump holds a merged
-    entity of that spelling and scope (which lost it to the split)."""
-    spelled = RestoredAlias(item.name, item.normalized, "operator", 1.0, item.agent_id)
-    if item.merged_into is not None or item.kind is not None or spelled not in item.aliases:
-        return False
-    return any(
-        e.merged_into is not None
-        and (e.namespace, e.normalized, e.agent_id)
-        == (item.namespace, item.normalized, item.agent_id)
+def split_offs(entities: Mapping[str, RestoredEntity]) -> frozenset[str]:
+    """The dumped entities that look split off a merged one: not merged themselves, no kind,
+    their name spelled by the operator (what ``entity.split`` makes), and the dump holds a
+    merged entity of that spelling and scope (which lost it to the split). One pass over the
+    dump's entities, whatever their number."""
+    merged = {
+        (e.namespace, e.normalized, e.agent_id)
         for e in entities.values()
+        if e.merged_into is not None
+    }
+    return frozenset(
+        e.entity_id
+        for e in entities.values()
+        if e.merged_into is None
+        and e.kind is None
+        and (e.namespace, e.normalized, e.agent_id) in merged
+        and RestoredAlias(e.name, e.normalized, "operator", 1.0, e.agent_id) in e.aliases
     )
 
 
 def _split_off(
-    item: RestoredEntity, namespace: str, view: View, entities: Mapping[str, RestoredEntity]
+    item: RestoredEntity,
+    namespace: str,
+    view: View,
+    entities: Mapping[str, RestoredEntity],
+    split: Collection[str],
 ) -> EntitySplit | None:
     """The ``entity.split`` that made ``item`` (its history, journaled again), when the home
     holds its spelling under a dumped entity merged into another: the merged entity loses the
     spelling, as it did in the dumped home, instead of keeping one the dump says it lost.
     None when the dump does not show such a split (the entity is then created)."""
-    if not split_off(item, entities):
+    if item.entity_id not in split:
         return None
     for s in view.spellings(namespace):
         if (s.normalized, s.agent_id) != (item.normalized, item.agent_id):
@@ -386,7 +400,10 @@ def _entity_target(
     for spelling in spellings:
         if spelling.normalized != item.normalized or spelling.agent_id != item.agent_id:
             continue
-        if {spelling.entity_id, spelling.recorded_under} & (dumped.keys() - {item.entity_id}):
+        if any(
+            other in dumped and other != item.entity_id
+            for other in (spelling.entity_id, spelling.recorded_under)
+        ):
             continue
         return spelling.entity_id
     return None
