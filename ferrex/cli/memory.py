@@ -25,11 +25,14 @@ import is idempotent by its keys, running the same command again resumes it.
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any, cast
 
 import click
@@ -301,8 +304,9 @@ def import_(
     text changed since is skipped and reported. A conversation not of the export's shape
     is left out and reported (exit 2); the others are imported.
 
-    Ctrl-C stops an import (exit 130) and says how far it got: what was written stays,
-    and running the same command again resumes, skipping what is imported already.
+    Ctrl-C stops an import (exit 130) once the chunk being written is whole (a second
+    Ctrl-C stops at once) and says how far it got: what was written stays, and running the
+    same command again resumes, skipping what is imported already.
 
     All formats are written in group commits with batched embedding. Reports the outcome
     of every line; exits 5 if lines could not be stored (the embeddings server went away:
@@ -325,26 +329,58 @@ INTERRUPTED = 130
 
 class _Reached:
     """How far an import got: the last count its progress reported (each chunk's, once the
-    chunk is written), for what Ctrl-C prints."""
+    chunk is written), for what Ctrl-C prints.
+
+    While lines are written, a first Ctrl-C stops the import at the next chunk's end, where
+    no lock is held and no write is half done: a KeyboardInterrupt raised anywhere (inside a
+    journal append, between a lock's acquire and its release) could leave a lock taken that
+    the exit then waits on for ever. A second Ctrl-C stops at once."""
 
     def __init__(self) -> None:
         self.done = 0
         self.total = 0
         self.unit = "lines"
+        self.stopping = False
 
     @contextmanager
     def progress(
         self, label: str, unit: str, *, quiet: bool = False
     ) -> Iterator[Callable[[int, int], None]]:
-        """:func:`ferrex.cli.progress.progress`, its counts also kept here."""
+        """:func:`ferrex.cli.progress.progress`, its counts also kept here; Ctrl-C taken at
+        the chunks' ends meanwhile."""
         self.unit = unit
-        with progress(label, unit, quiet=quiet) as update:
+        with progress(label, unit, quiet=quiet) as update, self._ctrl_c_between_chunks():
 
             def counted(done: int, total: int) -> None:
                 self.done, self.total = done, total
                 update(done, total)
+                if self.stopping:  # this chunk is written: a safe place to stop
+                    raise KeyboardInterrupt
 
             yield counted
+
+    @contextmanager
+    def _ctrl_c_between_chunks(self) -> Iterator[None]:
+        """SIGINT asks for a stop at the next chunk's end (a second one stops at once).
+        Only where Python's own handler is in place: an inherited ``SIG_IGN`` (a job started
+        with ``&``, ``nohup``) is left as it is, and off the main thread nothing changes."""
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        ):
+            yield
+            return
+
+        def asked(_signum: int, _frame: FrameType | None) -> None:
+            if self.stopping:
+                raise KeyboardInterrupt
+            self.stopping = True
+
+        signal.signal(signal.SIGINT, asked)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def interrupted(self) -> str:
         if not self.done:
