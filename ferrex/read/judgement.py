@@ -59,6 +59,8 @@ class Judgement:
                 "cosine_gap": round(self.evidence.cosine_gap, 6),
                 "bm25_share": round(self.evidence.bm25_share, 6),
                 "off_subject": self.evidence.off_subject,
+                "floor": round(self.evidence.floor, 6),
+                "runner_up": round(self.evidence.runner_up, 6),
             }
             doc["answer_chance"] = round(self.chance(), 4)
         return doc
@@ -204,6 +206,7 @@ def evidence_of(
             asked.relation_named(terms.tokens, memory.predicate_normalized),
         ) if terms.subjects or terms.unknown else 0.0,
         terms.plain,
+        runner_up(dense, memory.memory_id),
     )  # fmt: skip
 
 
@@ -370,6 +373,14 @@ def best_of(leg: Leg | None) -> float | None:
     if leg is None or not leg.best:
         return None
     return max(hit.score for hit in leg.best.values())
+
+
+def runner_up(leg: Leg | None, memory_id: str) -> float | None:
+    """The best score ``leg`` gave a memory other than ``memory_id`` (None: none)."""
+    if leg is None:
+        return None
+    scores = [hit.score for other, hit in leg.best.items() if other != memory_id]
+    return max(scores) if scores else None
 
 
 def share_of(score: float, leg: Leg | None) -> float:

@@ -74,6 +74,15 @@ ranks, the gap to the best cosine, its share of the best BM25 score): the inputs
 relevance, of :class:`AnswerModel`, learned by ``tools/learn_relevance.py`` from LoCoMo's
 and the golden set's questions (train / validation / test: ``tools/splits.py``) and shown
 under ``explain`` as ``answer_chance``. It does not trim a default recall yet (see there).
+
+Two more numbers place a result's cosine in its store (shown under ``explain``, read by
+``tools/learn_relevance.py verdict``, a learned *nothing relevant*; neither the relevance
+nor the verdict uses them yet): ``floor``, the cosine at the dense leg's cut-off (what a
+memory of this store that is not about the question scores against it, a per-store
+calibration), and ``runner_up``, the best cosine of any other memory (how far the result
+stands out of its neighbourhood). On the rows of the public sets and the agent-notes
+workload's tuning half neither separated a near miss (a stored thing, asked of what was
+never stored) from a paraphrase's answer: near misses score higher on both.
 """
 
 from __future__ import annotations
@@ -160,6 +169,18 @@ class Evidence:
     and the memory is about another one, or only names it, or states no value of the kind
     asked, or lies outside the period asked about; or the question names an identifier
     the store has never heard of, else 0."""
+    floor: float = 0.0
+    """The dense leg's cut-off for this question (the cosine of the memory it ranks at the
+    ``recall.prefetch`` depth; 0 when it returned fewer or did not run): what a memory of
+    this store that is not about the question scores against it, so ``cosine - floor`` is
+    the memory's margin over the store's own background, a per-store calibration of the
+    cosine."""
+    runner_up: float = 0.0
+    """The best cosine the dense leg gave any other memory (0 when it returned no other):
+    ``cosine - runner_up`` is how far this memory stands out of its neighbourhood, positive
+    only for the dense leg's first. A question about something stored usually has one
+    memory well ahead; a near miss (a thing stored, asked of what was never stored) has
+    a neighbourhood of memories about the thing, alike to the question and to each other."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -555,6 +576,7 @@ def evidence(
     bm25_share: float = 0.0,
     off: float = 0.0,
     plain: Iterable[str] = (),
+    runner_up: float | None = None,
 ) -> Evidence:
     """The evidence for one memory: its cosine if the dense leg returned it, else the leg's
     cut-off (it scored no higher), else 0 (no dense leg); its coverage (with the period
@@ -570,6 +592,7 @@ def evidence(
         cosine = dense_floor if dense_floor is not None else 0.0
     cosine = max(-1.0, min(1.0, cosine))
     gap = 0.0 if best_cosine is None else max(0.0, best_cosine - cosine)
+    floor = 0.0 if dense_floor is None else max(-1.0, min(1.0, dense_floor))
     return Evidence(
         cosine,
         coverage(query_tokens, document_tokens, in_period, given),
@@ -582,6 +605,8 @@ def evidence(
         gap,
         max(0.0, min(1.0, bm25_share)),
         off,
+        floor,
+        0.0 if runner_up is None else max(-1.0, min(1.0, runner_up)),
     )
 
 

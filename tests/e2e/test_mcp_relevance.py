@@ -211,3 +211,34 @@ def test_a_reply_that_shares_no_word_with_the_question_is_not_hidden(tmp_path: P
             ]
 
     anyio.run(main)
+
+
+def test_explain_places_each_cosine_in_its_store(tmp_path: Path) -> None:
+    """Issue 44, "unanswerable that generalises": an explained recall shows, beside each
+    result's cosine, the dense leg's floor (what a memory of this store that is not about
+    the question scores) and the runner-up (the best cosine of any other memory), the
+    per-store calibration a learned verdict reads (``tools/learn_relevance.py verdict``).
+    The answer to a reworded question stands out of its neighbours; none of the others
+    does."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            ids = await _store_all(client)
+            question = "in which datastore are the login sessions of users kept nowadays?"
+            doc, _ = await _recall(client, {"query": question, "explain": True,
+                                            "min_relevance": 0, "limit": 8})  # fmt: skip
+            first = doc["results"][0]
+            assert first["id"] in ids["sessions"], first
+            evidence = {r["id"]: r["relevance_evidence"] for r in doc["results"]}
+            top = evidence[first["id"]]
+            assert top["dense_rank"] == 1
+            assert top["runner_up"] < top["cosine"], top
+            returned = [e for e in evidence.values() if e["dense_rank"] is not None]
+            assert len(returned) >= 2
+            for e in returned:
+                assert e["floor"] <= e["cosine"]
+                if e is not top:
+                    assert e["runner_up"] == top["cosine"] and e["cosine"] <= e["runner_up"]
+            assert max(e["cosine"] for e in returned if e is not top) == top["runner_up"]
+
+    anyio.run(main)

@@ -87,11 +87,22 @@ def test_a_forgotten_topic_is_nothing_relevant(parts: tuple[Writer, Reader]) -> 
             "cosine_gap",
             "bm25_share",
             "off_subject",
+            "floor",
+            "runner_up",
         }
         assert 0.0 <= r["answer_chance"] <= 1.0
         # the evidence's ranks are the legs' own, as explain shows them
         assert r["relevance_evidence"]["dense_rank"] == r["explain"]["dense_rank"]
         assert r["relevance_evidence"]["sparse_rank"] == r["explain"]["sparse_rank"]
+    # the runner-up of the dense leg's first is the second's cosine, and the first's cosine
+    # is every other result's runner-up; every returned cosine is at least the floor
+    every = reader.recall(RecallRequest(QUERY, explain=True, min_relevance=0.0))
+    explained = [r["relevance_evidence"] for r in every.results]
+    by_rank = {e["dense_rank"]: e for e in explained if e["dense_rank"] is not None}
+    first, second = by_rank[1], by_rank[2]
+    assert first["runner_up"] == second["cosine"] <= first["cosine"]
+    assert all(e["runner_up"] == first["cosine"] for rank, e in by_rank.items() if rank != 1)
+    assert all(e["floor"] <= e["cosine"] for e in by_rank.values())
 
 
 def test_min_relevance_drops_and_counts_what_falls_below(parts: tuple[Writer, Reader]) -> None:

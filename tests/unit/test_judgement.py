@@ -11,12 +11,15 @@ from ferrex.read.judgement import (
     evidence_of,
     identifiers_asked,
     plain_compounds,
+    runner_up,
     subjects_named,
     unknown_identifiers,
 )
 from ferrex.rules.dates import when
+from ferrex.rules.fusion import Leg
 from ferrex.rules.relevance import DEFAULT_MODEL
 from projections.rows import Memory, Spelling
+from projections.vectors import Hit
 
 NOW = datetime(2026, 12, 9, 18, 0, tzinfo=UTC)
 """A Wednesday evening: yesterday is Tuesday 8 December."""
@@ -287,3 +290,26 @@ def test_a_fact_whose_relation_is_all_the_question_asks_is_on_subject() -> None:
         _about("fraud-scorer prefers tabs", "ent-fraud"), predicate_normalized="prefers"
     )
     assert _off("What is the fraud scorer's favourite football team?", likes) == 1.0
+
+
+def _leg(scores: dict[str, float], floor: float) -> Leg:
+    return Leg({m: Hit(f"p-{m}", v, {"memory_id": m}) for m, v in scores.items()}, floor)
+
+
+def test_the_runner_up_is_the_best_cosine_of_any_other_memory() -> None:
+    leg = _leg({"mem-8": 0.71, "mem-9": 0.52, "mem-7": 0.40}, 0.25)
+    assert runner_up(leg, "mem-8") == 0.52
+    assert runner_up(leg, "mem-9") == 0.71
+    assert runner_up(leg, "mem-1") == 0.71  # a memory the leg did not return
+    assert runner_up(_leg({"mem-8": 0.71}, 0.0), "mem-8") is None
+    assert runner_up(None, "mem-8") is None
+
+
+def test_the_evidence_of_a_memory_carries_its_legs_floor_and_runner_up() -> None:
+    memory = _memory("Deployed the checkout service to the new cluster.", 8)
+    leg = _leg({"mem-8": 0.71, "mem-9": 0.52}, 0.25)
+    terms = Terms.of("what did we deploy?", None)
+    e = evidence_of(terms, memory, leg)
+    assert (e.cosine, e.floor, e.runner_up) == (0.71, 0.25, 0.52)
+    other = evidence_of(terms, replace(memory, memory_id="mem-3"), leg)
+    assert (other.cosine, other.floor, other.runner_up) == (0.25, 0.25, 0.71)

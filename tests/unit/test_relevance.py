@@ -354,6 +354,23 @@ def test_evidence_carries_the_ranks_the_gap_to_the_best_cosine_and_the_bm25_shar
     assert evidence(["port"], [], 0.8, 0.2, best_cosine=0.75).cosine_gap == 0.0
 
 
+def test_evidence_places_the_cosine_in_its_store_by_the_floor_and_the_runner_up() -> None:
+    e = evidence(["port"], ["port"], 0.62, 0.31, runner_up=0.48)
+    assert e.floor == pytest.approx(0.31) and e.runner_up == pytest.approx(0.48)
+    assert e.cosine - e.runner_up == pytest.approx(0.14)  # it stands out of its neighbours
+    # without a dense leg, or alone in it, both are 0; out-of-range values are clamped
+    alone = evidence(["port"], ["port"], None, None)
+    assert (alone.floor, alone.runner_up) == (0.0, 0.0)
+    assert evidence(["port"], [], 0.5, -3.0, runner_up=2.0).floor == -1.0
+    assert evidence(["port"], [], 0.5, -3.0, runner_up=2.0).runner_up == 1.0
+
+
+def test_the_floor_and_the_runner_up_change_neither_the_relevance_nor_the_label() -> None:
+    e = evidence(["port"], ["port"], 0.62, 0.31, runner_up=0.48)
+    plain = replace(e, floor=0.0, runner_up=0.0)
+    assert DEFAULT_MODEL.relevance(e) == DEFAULT_MODEL.relevance(plain)
+
+
 def test_the_answer_model_reads_every_input_and_doubts_a_memory_far_below_the_nearest() -> None:
     near = Evidence(0.5, 0.6, dense_rank=4, sparse_rank=4, cosine_gap=0.01, bm25_share=0.5)
     far = replace(near, cosine_gap=0.15)
