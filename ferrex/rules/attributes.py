@@ -4,7 +4,7 @@ evidence (:mod:`ferrex.rules.relevance`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final
 
 _NUMBER_WORDS: Final = frozenset(
@@ -86,14 +86,37 @@ two to five digits, a version digits joined by dots, a host a dotted name, "how 
 or a shape; "what", "how" and "why" ask for no attribute of their own."""
 
 
-def missing_attribute(query_tokens: Iterable[str], document_tokens: Iterable[str]) -> float:
+_COUNTED_UNITS: Final = frozenset(
+    {"time", "day", "week", "month", "year", "hour", "minut", "night"}
+)
+"""Stems of what "how many" counts when it counts occurrences or time between events."""
+
+_TOTALS: Final = frozenset({"total", "altogeth", "combin", "across", "far"})
+"""Stems that make "how many"/"how much" a sum ("in total", "so far", "across")."""
+
+
+def counted_across_memories(query_tokens: Sequence[str]) -> bool:
+    """Whether a "how many"/"how much" question asks for a number worked out from several
+    memories rather than stated in one: occurrences or time between events ("how many
+    times…", "how many days ago…", "how many weeks passed between…") or a sum ("… in
+    total", "… so far"). Each memory then holds one event or one date, no number, and
+    still answers part of the question."""
+    for i, term in enumerate(query_tokens):
+        if term == "mani" and i + 1 < len(query_tokens) and query_tokens[i + 1] in _COUNTED_UNITS:
+            return True
+    return bool({"mani", "much"} & set(query_tokens)) and bool(_TOTALS & set(query_tokens))
+
+
+def missing_attribute(query_tokens: Sequence[str], document_tokens: Iterable[str]) -> float:
     """1.0 when the query asks for an attribute (:data:`ATTRIBUTES`) that the document
     states neither by name nor by a value of its shape, else 0.0: "which port does the
     orders database listen on" is not answered by a memory about the orders database that
-    gives no port, however much of the rest it shares."""
+    gives no port, however much of the rest it shares. A count worked out across memories
+    (:func:`counted_across_memories`) is not asked of any one of them."""
     present = set(document_tokens)
+    counted = counted_across_memories(query_tokens)
     for term in set(query_tokens):
-        if term not in ATTRIBUTES:
+        if term not in ATTRIBUTES or (counted and term in ("mani", "much")):
             continue
         words, shape = ATTRIBUTES[term]
         if present & words:

@@ -242,3 +242,41 @@ def test_explain_places_each_cosine_in_its_store(tmp_path: Path) -> None:
             assert max(e["cosine"] for e in returned if e is not top) == top["runner_up"]
 
     anyio.run(main)
+
+
+DIARY = (
+    ("user: Went bouldering at the Castle climbing centre with Priya, my fingers hurt.",
+     "2026-11-07T18:00:00Z"),
+    ("user: Back at the climbing wall after work, finally sent the orange route.",
+     "2026-11-14T19:00:00Z"),
+    ("user: Took my nephew to the climbing gym for his birthday.", "2026-11-28T11:00:00Z"),
+    ("user: Booked a pottery class for December with my sister.", "2026-11-20T10:00:00Z"),
+    ("user: Finished reading Piranesi on the train.", "2026-11-22T10:00:00Z"),
+)  # fmt: skip
+COUNTS = (
+    "how many times did I go climbing in November?",
+    "how many days ago was my nephew's birthday climbing trip?",
+    "how many climbing sessions have I done in total?",
+)
+
+
+def test_a_count_over_several_memories_is_not_told_nothing_relevant(tmp_path: Path) -> None:
+    """A "how many times / days ago / in total" question is answered by adding up or dating
+    events, each memory one of them and none stating a number: the memories are shown
+    without the *nothing relevant* verdict (before, every one lacked the number the
+    question asks and the verdict came)."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            climbs = set()
+            for text, at in DIARY:
+                done = await call(client, "store", {"content": text, "valid_from": at})
+                if "climbing" in text or "bouldering" in text:
+                    climbs.add(str(done["id"]))
+            for question in COUNTS:
+                doc, text = await _recall(client, {"query": question})
+                assert doc["nothing_relevant"] is False, (question, doc["results"][:2])
+                assert doc["results"][0]["id"] in climbs, (question, doc["results"][0])
+                assert "nothing relevant" not in text.splitlines()[0], question
+
+    anyio.run(main)

@@ -448,3 +448,17 @@ def test_a_memory_states_a_compound_as_two_words_or_one() -> None:
     assert coverage(query, tokens("help desk hours: 8 to 20")) == 1.0
     assert missing_named(query, tokens("support hours: 8 to 20")) == 1.0
     assert missing_named(query, tokens("support hours"), plain={"help-desk"}) == 0.0
+
+
+def test_a_count_worked_out_across_memories_is_not_asked_of_one() -> None:
+    """"how many times", "how many days ago", "… in total": each memory holds one event or
+    one date and answers part of it; a count a thing has is still asked of a memory."""
+    outing = "went bouldering at the Castle climbing centre with Priya on Saturday"
+    assert attribute("how many times did I go climbing this month", outing) == 0.0
+    assert attribute("how many weeks ago was the bouldering trip with Priya", outing) == 0.0
+    assert attribute("how much have I spent on climbing in total", outing) == 0.0
+    assert attribute("how many climbing gyms have I tried so far", outing) == 0.0
+    # a count one memory states
+    assert attribute("how many replicas does the search cluster run", "search runs on k8s") == 1.0
+    assert attribute("how much disk does the search cluster have", "search runs on k8s") == 1.0
+    assert attribute("how many replicas does the search cluster run", "3 replicas") == 0.0
