@@ -392,8 +392,8 @@ class _Reached:
             )
         return (
             f"interrupted: {self.done:,} of {self.total:,} {self.unit} were written or skipped "
-            "before Ctrl-C, and stay; run the same command again to resume (what is imported "
-            "already is skipped)"
+            "by the time the import stopped, and stay; run the same command again to resume "
+            "(what is imported already is skipped)"
         )
 
 
