@@ -343,6 +343,14 @@ def slot_match(
     # history); one told as a change (``upgraded to``, ``set to``, ``now``) may be.
     if alike and phrase_cosine >= sure_at and not bare_value(new_predicate):
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
+    # Two values a thing holds one of at a time, of one shape (two durations, two counts),
+    # under one head word (``timeout`` / ``request timeout``, ``concurrency`` / ``max
+    # concurrent jobs``) or told as a change that names no slot (``upgraded to 1.29``
+    # beside ``Kubernetes version 1.27``): one slot (siblings never reach here).
+    if not bare_value(new_predicate) and one_value_kind(new_object, old_object) and (
+        same_head(new_predicate, old_predicate) or value_predicate(new_predicate)
+    ):
+        return SlotMatch("same", "one value at a time, one head word or a change", 1.0)
     if phrase_cosine >= POSSIBLE_PHRASE:
         return SlotMatch("possible", "phrases alike", phrase_cosine)
     if vague and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE):
@@ -357,6 +365,17 @@ def slot_match(
     if placed_alike(new_predicate, old_predicate):
         return SlotMatch("possible", "both place the subject", phrase_cosine)
     return None
+
+
+def one_value_kind(left: str, right: str) -> bool:
+    """Whether two objects are values of one shape a thing holds one of at a time: one kind
+    of :data:`SINGLE_KINDS` (two versions, two durations), or two bare quantities (``20`` /
+    ``40``, ``50 nodes``)."""
+    kind = object_kind(left)
+    if kind is not None:
+        return kind in SINGLE_KINDS and kind == object_kind(right)
+    return object_kind(right) is None and bool(_COUNT.match(left.strip()) and
+                                               _COUNT.match(right.strip()))  # fmt: skip
 
 
 def placed_alike(left: str, right: str) -> bool:
@@ -592,7 +611,26 @@ def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, d
         return True
     if _party(obj) and _party(old) and "party" in (object_kind(obj), object_kind(old)):
         return True  # the relation's plural roles (members, reviewers) are plural_fact's
-    return told_as_news(predicate, content, dated=dated)
+    return single_slot(predicate) or told_as_news(predicate, content, dated=dated)
+
+
+#: Nouns of an attribute a thing has one value of at a time, whatever the value's shape
+#: (``status``: ``active`` then ``retired``; ``license``; ``cadence``): the last content
+#: word of a predicate naming one (:func:`single_slot`). General words, not a set's names;
+#: not ``region`` or ``language`` (a service runs in many, a person speaks many).
+SINGLE_SLOT_NOUNS: Final[frozenset[str]] = frozenset(
+    {"status", "state", "phase", "stage", "version", "cadence", "frequency", "schedule"}
+    | {"interval", "timeout", "ttl", "retention", "size", "limit", "quota", "capacity"}
+    | {"threshold", "provider", "vendor", "engine", "license", "url", "location", "runtime"}
+)
+
+
+def single_slot(predicate: str) -> bool:
+    """Whether a normalized predicate names an attribute of one value at a time: its last
+    content word one of :data:`SINGLE_SLOT_NOUNS` as written (``status``, ``review_status``,
+    ``request_timeout``; not ``statuses``), with no word of a plural relation before it."""
+    words = content_words(predicate)
+    return bool(words) and words[-1] in SINGLE_SLOT_NOUNS and not plural_relation(predicate)
 
 
 def _party(obj: str) -> bool:

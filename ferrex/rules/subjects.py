@@ -658,3 +658,40 @@ def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     if any(instance_word(w) for w in only_a + only_b):
         return False  # another instance of it: MQTT broker / MQTT broker (dev)
     return any(not _kind_word(w) for w in shared)
+
+
+#: Words in front of a name that set one thing apart from another of its kind (``legacy
+#: orders db`` is not ``orders db``): a name extended by one is never :func:`close_names`.
+CONTRAST_WORDS: Final[frozenset[str]] = frozenset(
+    {"old", "legacy", "new", "next", "previous", "former", "archived", "deprecated"}
+    | {"internal", "external", "public", "private", "primary", "secondary", "read", "write"}
+    | {"test", "temporary", "temp", "experimental", "other", "second", "third"}
+)
+
+
+def close_names(left: Sequence[str], right: Sequence[str]) -> bool:
+    """Whether two spelled-out names that are possibly the same (:func:`compare_words`'s
+    ``possible``, :func:`names_alike`) name one thing closely enough for a change told of one
+    to replace the other's value: once words in two forms are paired (:func:`word_twins`:
+    ``access review``/``access reviews``), the shorter name's words are all in the longer,
+    the longer adds at most :data:`QUALIFIERS_DROPPED` words, none after its last shared
+    word but a kind word (:data:`COMPONENT_WORDS`: ``bastion``/``bastion service``; not
+    ``PHI``/``PHI backups``, ``Terraform``/``Terraform AWS provider``, whose last word is a
+    head of its own), none naming another instance (:data:`INSTANCE_WORDS`), a number or a
+    contrast (:data:`CONTRAST_WORDS`: ``legacy``, ``internal``), and a shared word that is
+    not a kind word (``churn model``/``churn prediction model``, ``VPN``/``corporate VPN``)."""
+    a, b = name_words(left), name_words(right)
+    if not a or not b or _numbers(a) != _numbers(b):
+        return False
+    if len(b) < len(a):
+        a, b = b, a
+    only_a, only_b, shared = _pair_words(a, b)
+    if only_a or not shared or all(_kind_word(w) for w in shared):
+        return False
+    if len(only_b) > QUALIFIERS_DROPPED:
+        return False
+    if any(instance_word(w) or _DIGITS.search(w) or w in CONTRAST_WORDS for w in only_b):
+        return False
+    joined = _joined(b, a)
+    last = max((i for i, w in enumerate(joined) if w not in only_b), default=-1)
+    return all(_kind_word(w) for w in joined[last + 1 :])

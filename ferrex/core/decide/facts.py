@@ -42,10 +42,12 @@ in the answer (``replaced_note``) with how to keep both.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from dataclasses import replace as replaced
 from datetime import datetime
 from typing import Any, Final
+
+import msgspec
 
 from ferrex.errors import ConflictAmbiguous
 from ferrex.rules.dedup import classify_object_change
@@ -71,7 +73,13 @@ from ferrex.rules.slots import (
     value_fallback,
     value_predicate,
 )
-from ferrex.rules.subjects import news_alike, objects_agree, parts_of_one, same_slot_words
+from ferrex.rules.subjects import (
+    close_names,
+    news_alike,
+    objects_agree,
+    parts_of_one,
+    same_slot_words,
+)
 from ferrex.rules.visibility import in_scope
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
@@ -288,7 +296,16 @@ def plan_fact(
     # Two slots that each look sure are one too many: which one it fills is the agent's call.
     sure = [m for m, found in slots if found.outcome == "same" and _may_replace(who, m)]
     sure = sure if len([f for _, f in slots if f.outcome == "same"]) == 1 else []
-    outcome = [*outcome, *sure]
+    # A subject possibly the same whose name is close to this one's (:func:`ferrex.rules.
+    # subjects.close_names`: ``VPN`` / ``corporate VPN``): its one value of this slot that
+    # is surely replaced is, like the subject's own (the rest are flagged below).
+    weighing = (
+        None
+        if subject.entity is None
+        else _Weighing.of(valid, view, who, subject, predicate, memory_id, now, settings)
+    )
+    close = [] if weighing is None else weighing.close_replaced(measures)
+    outcome = [*outcome, *sure, *close]
     # A back-dated fact older than an active one is history, not the new truth: it is stored
     # already ended, where the newer fact began. Only by a fact all its readers see: ended by
     # one some cannot see, it would show them a trace of it. A later fact they cannot see is
@@ -304,13 +321,7 @@ def plan_fact(
     # A private fact leaves shared ones standing (the agent then sees both, flagged as a
     # contradiction): what it keeps to itself changes nothing others see.
     superseded = tuple(m.memory_id for m in replaced if who.may_change(m))
-    possible = (
-        []
-        if subject.entity is None
-        else _Weighing.of(valid, view, who, subject, predicate, memory_id, now, settings).flags(
-            measures
-        )
-    )
+    possible = [] if weighing is None else weighing.flags(measures)
     assert valid.object is not None
     # A slot that may be the same holding the same value (agreeing objects, or the value in
     # other words) is a restatement, named as one below; the others may be a change.
@@ -474,6 +485,8 @@ class _Weighing:
     news: bool
     besides: list[str]
     read: dict[str, list[Memory]]
+    slotted: dict[str, list[tuple[Memory, SlotMatch]]] = field(default_factory=dict)
+    replacing: set[str] = field(default_factory=set)
 
     @classmethod
     def of(
@@ -525,7 +538,50 @@ class _Weighing:
         out = self.possible_flags(measures)
         out += self.related_flags()
         out += self.restating_flags(out)
-        return out
+        # A fact replaced as this slot's value (:meth:`close_replaced`) is no conflict.
+        if not self.replacing:
+            return out
+        kept = [msgspec.structs.replace(f, others=tuple(o for o in f.others
+                                                        if o not in self.replacing))
+                for f in out]  # fmt: skip
+        return [f for f in kept if f.others]
+
+    def slots_of(self, entity_id: str, measures: Measures) -> list[tuple[Memory, SlotMatch]]:
+        """:func:`_slot_matches` of the new fact against the entity's current facts under
+        other predicates (asked once per entity)."""
+        if entity_id not in self.slotted:
+            current = self.current_of(entity_id)
+            others = [m for m in current if m.predicate_normalized != self.predicate]
+            self.slotted[entity_id] = _slot_matches(self.obj, self.predicate, others, measures)
+        return self.slotted[entity_id]
+
+    def close_replaced(self, measures: Measures) -> list[Memory]:
+        """The one current fact of a subject possibly the same, by a close name
+        (:func:`ferrex.rules.subjects.close_names`, not an embedding), that the new fact
+        surely replaces: of its relation with a value that surely replaces it
+        (:func:`ferrex.rules.slots.replaces_value`), or of a slot surely the same
+        (:func:`ferrex.rules.slots.slot_match`). None when more than one is found: which
+        one it replaces is then the agent's call (both flagged)."""
+        dated = self.valid.t_valid is not None
+        found: list[Memory] = []
+        for possible in self.subject.possible:
+            if possible.reason == "embedding" or not self.close(possible.entity_id):
+                continue
+            found += [m for m in self.current_of(possible.entity_id)
+                      if m.predicate_normalized == self.predicate
+                      and replaces_value(self.predicate, self.obj, str(m.object),
+                                         self.valid.content, dated=dated)]  # fmt: skip
+            found += [m for m, f in self.slots_of(possible.entity_id, measures)
+                      if f.outcome == "same"]  # fmt: skip
+        if len(found) != 1 or not _may_replace(self.who, found[0]):
+            return []
+        self.replacing = {found[0].memory_id}
+        return found
+
+    def close(self, entity_id: str) -> bool:
+        """Whether one of the entity's spellings is a close name of the subject."""
+        return any(close_names(self.mine[0], spelled_out(key, self.abbreviations))
+                   for key in sorted(self.spelt.get(entity_id, ())))  # fmt: skip
 
     def standing(self, entity_id: str) -> list[Memory]:
         """The entity's active single-valued facts the caller sees, with an object."""
@@ -572,8 +628,7 @@ class _Weighing:
         for possible in self.subject.possible:
             current = self.current_of(possible.entity_id)
             same = [m for m in current if m.predicate_normalized == self.predicate]
-            slots = _slot_matches(self.obj, self.predicate, [m for m in current if m not in same],
-                                  measures)  # fmt: skip
+            slots = self.slots_of(possible.entity_id, measures)
             matched = {m.memory_id for m, _ in slots}
             matched |= {m.memory_id for m in current if m not in same and self.moved(m)}
             if not matched:
