@@ -347,8 +347,10 @@ def slot_match(
     # under one head word (``timeout`` / ``request timeout``, ``concurrency`` / ``max
     # concurrent jobs``) or told as a change that names no slot (``upgraded to 1.29``
     # beside ``Kubernetes version 1.27``): one slot (siblings never reach here).
-    if not bare_value(new_predicate) and one_value_kind(new_object, old_object) and (
-        same_head(new_predicate, old_predicate) or value_predicate(new_predicate)
+    if (
+        not bare_value(new_predicate)
+        and one_value_kind(new_object, old_object)
+        and (same_head(new_predicate, old_predicate) or value_predicate(new_predicate))
     ):
         return SlotMatch("same", "one value at a time, one head word or a change", 1.0)
     if phrase_cosine >= POSSIBLE_PHRASE:
