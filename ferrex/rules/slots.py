@@ -272,6 +272,7 @@ VALUE_WORDS: Final[frozenset[str]] = frozenset(
     {"now", "currently", "current", "value", "set", "changed", "switched", "moved", "raised"}
     | {"reduced", "lowered", "increased", "decreased", "upgraded", "downgraded", "bumped"}
     | {"migrated", "updated", "became", "becomes", "replaced", "rolled", "back", "tuned"}
+    | {"relocated"}
 )
 
 
@@ -353,6 +354,15 @@ def slot_match(
         and (same_head(new_predicate, old_predicate) or value_predicate(new_predicate))
     ):
         return SlotMatch("same", "one value at a time, one head word or a change", 1.0)
+    if told_change(new_predicate) and object_kind(new_object) == object_kind(old_object):
+        # A change that names no slot, beside the one slot it can change: a move beside
+        # where the subject is placed (``moved to`` / ``runs on``, ``stored in``), a new
+        # value beside one of a one-value attribute (``migrated to`` / ``provider``), a
+        # value now beside the one it was (``is now`` / ``is``).
+        if moved(new_predicate) and _placing(old_predicate) is not None:
+            return SlotMatch("same", "a move beside where it is placed", 1.0)
+        if single_slot(old_predicate) or (value_predicate(old_predicate) and alike):
+            return SlotMatch("same", "a change beside a one-value slot", 1.0)
     if phrase_cosine >= POSSIBLE_PHRASE:
         return SlotMatch("possible", "phrases alike", phrase_cosine)
     if vague and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE):
@@ -367,6 +377,24 @@ def slot_match(
     if placed_alike(new_predicate, old_predicate):
         return SlotMatch("possible", "both place the subject", phrase_cosine)
     return None
+
+
+def told_change(predicate: str) -> bool:
+    """Whether a normalized predicate only tells of a change to a value (``moved_to``,
+    ``migrated_to``, ``is_now``, ``switched_to``): :func:`value_predicate` with a word of
+    :data:`CHANGE_WORDS`."""
+    return value_predicate(predicate) and not bare_value(predicate)
+
+
+#: Words of a change of place: ``moved to``, ``migrated to``, ``relocated to``.
+MOVE_WORDS: Final[frozenset[str]] = frozenset({"moved", "migrated", "relocated"})
+
+
+def moved(predicate: str) -> bool:
+    """Whether a normalized predicate tells of a move to a new place (``moved_to``,
+    ``migrated_to``, ``now_moved_to``)."""
+    words = predicate.split("_")
+    return told_change(predicate) and "to" in words and any(w in MOVE_WORDS for w in words)
 
 
 def one_value_kind(left: str, right: str) -> bool:

@@ -694,4 +694,13 @@ def close_names(left: Sequence[str], right: Sequence[str]) -> bool:
         return False
     joined = _joined(b, a)
     last = max((i for i, w in enumerate(joined) if w not in only_b), default=-1)
-    return all(_kind_word(w) for w in joined[last + 1 :])
+    return all(_kind_word(w) or w in THING_WORDS for w in joined[last + 1 :])
+
+
+#: Trailing words that say what a thing is as deployed or built, not which thing (``bastion``
+#: / ``bastion host``, ``Grafana`` / ``Grafana instance``): like :data:`COMPONENT_WORDS` for
+#: :func:`close_names` alone.
+THING_WORDS: Final[frozenset[str]] = frozenset(
+    {"host", "instance", "bucket", "box", "machine", "vm", "feature", "integration"}
+    | {"setup", "deployment", "process", "program", "product", "tooling", "codebase"}
+)
