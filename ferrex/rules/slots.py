@@ -61,7 +61,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
-from ferrex.rules.short_forms import acronym_of
+from ferrex.rules.short_forms import abbreviates, acronym_of
 from ferrex.rules.subjects_apart import relations_apart
 from projections.rows import RELATION as RELATION
 
@@ -652,6 +652,7 @@ SINGLE_SLOT_NOUNS: Final[frozenset[str]] = frozenset(
     {"status", "state", "phase", "stage", "version", "cadence", "frequency", "schedule"}
     | {"interval", "timeout", "ttl", "retention", "size", "limit", "quota", "capacity"}
     | {"threshold", "provider", "vendor", "engine", "license", "url", "location", "runtime"}
+    | {"id", "role", "title"}
 )
 
 
@@ -737,8 +738,14 @@ def restated(new: str, old: str) -> bool:
     words found in a row inside the other's with at most :data:`RESTATED_EXTRA_WORDS`
     around them (``115200`` / ``115200 baud``); the value distinctive
     (:func:`distinctive_value`) and never of two known kinds (:func:`kinds_clash`)."""
+    place = _address(new)
+    if place is not None and place == _address(old):
+        return True  # bi.example.io / https://bi.example.io/
     if kinds_clash(new, old):
         return False
+    seconds = _seconds(new)
+    if seconds is not None and seconds == _seconds(old):
+        return True  # 30 days / 30d, 15 minutes / 15 min, 300 seconds / 5 min
     a, b = value_words(new), value_words(old)
     if not a or not b:
         return False
@@ -747,9 +754,52 @@ def restated(new: str, old: str) -> bool:
         return False
     if "".join(short) == "".join(long):
         return True
+    if len(short) == len(long) and _words_shortened(short, long):
+        return True  # IT Ops / IT Operations
     if len(short) == 1 and short[0].isalpha() and acronym_of(short[0], long):
         return True  # OSC / Open Source Collective
     if len(long) - len(short) > RESTATED_EXTRA_WORDS:
         return False
     n = len(short)
     return any(long[i : i + n] == short for i in range(len(long) - n + 1))
+
+
+def _address(text: str) -> str | None:
+    """A host name or URL without its scheme, a leading ``www.`` and a trailing slash, for
+    :func:`restated` (``https://bi.example.io/`` is ``bi.example.io``); None for another
+    kind of value."""
+    if object_kind(text) not in ("url", "host"):
+        return None
+    low = text.strip().strip("`'\"").casefold()
+    low = re.sub(r"^[a-z][a-z0-9+.-]*://", "", low)
+    low = low.removeprefix("www.").rstrip("/")
+    return low or None
+
+
+_SECONDS_PER: Final[dict[str, float]] = {
+    "ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
+    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+    "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+    "w": 604800, "wk": 604800, "wks": 604800, "week": 604800, "weeks": 604800,
+}  # fmt: skip
+_SPAN = re.compile(r"^(?:every\s+)?(\d+(?:\.\d+)?)\s*([a-z]+)$")
+
+
+def _seconds(text: str) -> float | None:
+    """A duration's length in seconds, by its unit (``30d``, ``15 min``, ``300 seconds``);
+    None for anything else (months and years vary in length: never equal by this)."""
+    found = _SPAN.match(text.strip().casefold())
+    if found is None or found.group(2) not in _SECONDS_PER:
+        return None
+    return float(found.group(1)) * _SECONDS_PER[found.group(2)]
+
+
+def _words_shortened(short: Sequence[str], long: Sequence[str]) -> bool:
+    """Whether two values of as many words say the same words, some shortened in one as
+    people shorten them (``IT Ops`` / ``IT Operations``: :func:`ferrex.rules.short_forms.
+    abbreviates`), with at least one word written alike."""
+    pairs = list(zip(short, long, strict=True))
+    same = [x == y for x, y in pairs]
+    return any(same) and all(x == y or abbreviates(x, y) or abbreviates(y, x) for x, y in pairs)
