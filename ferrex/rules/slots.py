@@ -262,7 +262,57 @@ def slot_candidate(
         return True  # it names no slot: the subject and the object say which
     if slot_words(new_predicate) == slot_words(old_predicate):
         return True  # one slot named, a word of change beside it (moved to team / team)
+    if telling_kind(new_object, old_object) and not (
+        sibling_predicates(new_predicate, old_predicate) or same_count(new_predicate, old_predicate)
+    ):
+        return True  # two addresses, two versions, two schedules: weighed whatever the words
     return may_share_slot(new_predicate, old_predicate)
+
+
+#: Kinds of value plain enough that two of them under two relations of one subject may be
+#: one slot in other words (``stored in s3://a`` / ``location gs://b``), flagged: URLs with
+#: their scheme (not bare host names: a node, a region and a repository look alike). Not
+#: people or teams (one person is owner, on call and reviewer at once), nor measures
+#: (a chip's flash and RAM, a product's cost and price, two scores of one evaluation).
+TELLING_KINDS: Final[frozenset[str]] = frozenset({"url"})
+
+
+def telling_kind(left: str, right: str) -> bool:
+    """Whether two objects are of one kind of :data:`TELLING_KINDS` (two URLs), or both schedules
+    (:func:`schedule_value`: ``quarterly`` / ``monthly``, ``at 01:00 UTC`` / ``0 5 * * *``)."""
+    kind = object_kind(left)
+    if kind is not None and kind in TELLING_KINDS and kind == object_kind(right):
+        return True
+    return schedule_value(left) and schedule_value(right)
+
+
+#: Words that say how often something happens.
+CADENCE_WORDS: Final[frozenset[str]] = frozenset(
+    {"hourly", "daily", "nightly", "weekly", "biweekly", "fortnightly", "monthly"}
+    | {"quarterly", "yearly", "annually", "weekdays", "weekends", "continuously"}
+)
+_WEEKDAY = re.compile(
+    r"\b(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?s?\b", re.IGNORECASE
+)
+_CRON = re.compile(r"^(?:[\d*/,-]+\s+){4}[\d*/,a-z-]+$", re.IGNORECASE)
+_TIME_OF_DAY = re.compile(r"\b\d{1,2}(?::\d{2}|\s*[ap]m)\b", re.IGNORECASE)
+_EVERY = re.compile(r"^every\b", re.IGNORECASE)
+
+
+def schedule_value(text: str) -> bool:
+    """Whether an object says when or how often something happens: a cadence word
+    (:data:`CADENCE_WORDS`), a cron expression, ``every ...``, a weekday or a time of day."""
+    low = text.strip().casefold()
+    if not low or len(low.split()) > 8:
+        return False
+    words = set(re.findall(r"[a-z]+", low))
+    return bool(
+        words & CADENCE_WORDS
+        or _CRON.match(low)
+        or _EVERY.match(low)
+        or _WEEKDAY.search(low)
+        or _TIME_OF_DAY.search(low)
+    )
 
 
 #: Words of a predicate that states a value without naming the slot it fills: a copula
@@ -376,6 +426,8 @@ def slot_match(
         return SlotMatch("possible", "the same head word", phrase_cosine)
     if placed_alike(new_predicate, old_predicate):
         return SlotMatch("possible", "both place the subject", phrase_cosine)
+    if telling_kind(new_object, old_object):
+        return SlotMatch("possible", "two values of one plain kind", phrase_cosine)
     return None
 
 
