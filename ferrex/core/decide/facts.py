@@ -282,9 +282,13 @@ def plan_fact(
         return outcome
     # Another value of the relation replaces a current one only where that is sure
     # (:func:`ferrex.rules.slots.replaces_value`); otherwise both stand, flagged below.
-    doubtful = [m for m in outcome if not m.multi_valued and not replaces_value(
-        predicate, str(valid.object), str(m.object), valid.content,
-        dated=valid.t_valid is not None)]  # fmt: skip
+    # The same value in other words (``90d`` / ``90 days``, ``infra ops`` / ``infra
+    # operations``: :func:`ferrex.rules.slots.restated`) is no doubt: the new wording
+    # replaces the old one, no value lost.
+    doubtful = [m for m in outcome if not m.multi_valued
+                and not restated(str(valid.object), str(m.object)) and not replaces_value(
+                    predicate, str(valid.object), str(m.object), valid.content,
+                    dated=valid.t_valid is not None)]  # fmt: skip
     outcome = [m for m in outcome if m not in doubtful]
     # Facts under other predicates that may fill this slot (:func:`ferrex.rules.slots.
     # slot_match`: object kinds, head words, the cosine of the two facts' phrases): the sure
@@ -329,7 +333,6 @@ def plan_fact(
     again = [m for m, _ in slots if m not in sure
              and (agree(obj, str(m.object)) or restated(obj, str(m.object)))]  # fmt: skip
     maybe = [(m, f) for m, f in slots if m not in sure and m not in again]
-    again += [m for m in doubtful if restated(obj, str(m.object))]
     maybe += [(m, SlotMatch("possible", "another value of its relation", 1.0))
               for m in doubtful if m not in again]  # fmt: skip
     if maybe and subject.entity is not None:
