@@ -61,7 +61,6 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
-from ferrex.rules.short_forms import abbreviates, acronym_of
 from ferrex.rules.subjects_apart import relations_apart
 from projections.rows import RELATION as RELATION
 
@@ -118,7 +117,7 @@ _EMAIL = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
 _TEAM_WORDS: Final = frozenset(
     {"team", "squad", "guild", "crew", "tribe", "chapter", "department", "dept", "org"}
 )
-_NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?$")
+NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?$")
 
 
 def object_kind(text: str) -> ObjectKind | None:
@@ -157,7 +156,7 @@ def object_kind(text: str) -> ObjectKind | None:
     if any(w.strip("-") in _TEAM_WORDS for w in words) or re.match(r"^team[-_]", low):
         return "party"
     names = raw.split()
-    if 2 <= len(names) <= 3 and all(_NAME_WORD.match(w) for w in names):
+    if 2 <= len(names) <= 3 and all(NAME_WORD.match(w) for w in names):
         return "party"
     return None
 
@@ -456,8 +455,8 @@ def one_value_kind(left: str, right: str) -> bool:
     kind = object_kind(left)
     if kind is not None:
         return kind in SINGLE_KINDS and kind == object_kind(right)
-    return object_kind(right) is None and bool(_COUNT.match(left.strip()) and
-                                               _COUNT.match(right.strip()))  # fmt: skip
+    return object_kind(right) is None and bool(COUNT.match(left.strip()) and
+                                               COUNT.match(right.strip()))  # fmt: skip
 
 
 def placed_alike(left: str, right: str) -> bool:
@@ -664,38 +663,6 @@ _PLURAL_NOUN_ROOTS: Final = frozenset(_root(w) for w in PLURAL_NOUNS)
 _BARE_NOUNS: Final = frozenset({"support", "call", "import"})
 
 
-def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
-    """Whether a fact is told as news of a change, by the agent's own wording in time: a
-    start it gives (``valid_from``: the fact began then, so something else may have ended),
-    a word of change in its predicate (``moved to``, ``upgraded to``: :data:`CHANGE_WORDS`)
-    or in the note stored with it (``migrated off Vercel this morning``). Such a fact is
-    weighed against the facts of subjects that only *may* be its own
-    (:func:`ferrex.rules.subjects.news_alike`) and flagged, never superseding."""
-    if dated or any(w in CHANGE_WORDS for w in predicate.split("_")):
-        return True
-    words = re.findall(r"[a-z]+", (content or "").casefold())
-    return any(w in CHANGE_WORDS for w in words)
-
-
-def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, dated: bool) -> bool:
-    """Whether a new value of a subject's relation surely replaces a current one of the same
-    relation (single-valued, another object), rather than standing beside it. Sure when the
-    relation holds one value at a time by the objects' shape (two values of a kind a thing
-    has one of, :data:`SINGLE_KINDS`, or times of day; two quantities or counts, ``30`` /
-    ``50 nodes``; one named thing at two versions, :func:`versions_of_one`), between two
-    people or teams (a relation of many people is plural by its words: :func:`plural_fact`),
-    or when the new fact is told as news of a change (:func:`told_as_news`: a start given,
-    a word of change in its predicate or note). Two names (``Leeds`` / ``Lisbon``, two tables, two
-    languages, two host names) stated without either are as likely one value more of a
-    relation of many (offices, inputs, languages, cluster nodes) as a change: both are kept
-    and flagged, and the agent settles which."""
-    if (_one_at_a_time(obj) and _one_at_a_time(old)) or versions_of_one(obj, old):
-        return True
-    if _party(obj) and _party(old) and "party" in (object_kind(obj), object_kind(old)):
-        return True  # the relation's plural roles (members, reviewers) are plural_fact's
-    return single_slot(predicate) or told_as_news(predicate, content, dated=dated)
-
-
 #: Nouns of an attribute a thing has one value of at a time, whatever the value's shape
 #: (``status``: ``active`` then ``retired``; ``license``; ``cadence``): the last content
 #: word of a predicate naming one (:func:`single_slot`). General words, not a set's names;
@@ -716,142 +683,8 @@ def single_slot(predicate: str) -> bool:
     return bool(words) and words[-1] in SINGLE_SLOT_NOUNS and not plural_relation(predicate)
 
 
-def _party(obj: str) -> bool:
-    """A person or team (:func:`object_kind`), or a bare capitalised name beside one
-    (``Nova`` beside ``team Atlas``)."""
-    return object_kind(obj) == "party" or bool(_NAME_WORD.match(obj.strip()))
-
-
-def _one_at_a_time(obj: str) -> bool:
-    text = obj.strip()
-    return object_kind(text) in SINGLE_KINDS or bool(_COUNT.match(text) or _CLOCK.match(text))
-
-
-# A time of day (``02:00 UTC``, ``9:30 pm``): like a date, one at a time.
-_CLOCK = re.compile(r"^\d{1,2}:\d{2}(?::\d{2})?\s*(?:[ap]\.?m\.?|[a-z]{2,4})?$", re.IGNORECASE)
-
-
 # A quantity, or a count of things in one word (``50 nodes``, ``2 approvals``; not an
 # ordinal, ``2nd floor``).
-_COUNT = re.compile(
+COUNT = re.compile(
     r"^[~<>=]*\d[\d.,_]*(?!st\b|nd\b|rd\b|th\b)\s*[a-z%]{0,3}(?:\s+[a-z]+)?$", re.IGNORECASE
 )
-
-
-def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) -> bool:
-    """Whether the note stored with a new fact names another fact's object (``reorg: growth
-    squad split`` names ``growth squad``; ``dropped redis for sessions`` names ``Redis 6 on
-    ElastiCache``): a word of four letters or more of that object, other than the
-    ``besides`` words (the subjects' own), is a word of the note. A fact whose note names
-    the value it replaces is told as news of a change to that fact."""
-    words = set(re.findall(r"[a-z][a-z0-9]+", (content or "").casefold()))
-    if not words:
-        return False
-    skip = {w.casefold() for w in besides}
-    own = re.findall(r"[a-z][a-z0-9]+", obj.casefold())
-    return any(
-        len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own
-    )
-
-
-# --- A value restated ------------------------------------------------------------------------
-
-#: At most this many words around the value in the longer wording of it (``115200`` /
-#: ``115200 baud``, ``0.9.0`` / ``hollowctl v0.9.0``, ``Production/Stable`` / ``Development
-#: Status :: 5 - Production/Stable``): more, and the longer one says something else too.
-RESTATED_EXTRA_WORDS: Final = 3
-#: Values that many slots of one thing take at once (a flag, a switch): never a restatement
-#: by themselves.
-_COMMON_VALUES: Final = frozenset(
-    {"true", "false", "yes", "no", "on", "off", "none", "null", "enabled", "disabled", "n/a"}
-)
-_VALUE_WORDS_RE = re.compile(r"[a-z0-9]+(?:\.[a-z0-9]+)*")
-
-
-def value_words(text: str) -> list[str]:
-    """An object's words as a value compares them: case-folded runs of letters and digits
-    (a dotted version kept whole), a ``v`` before a version dropped (``v0.9.0``)."""
-    words = _VALUE_WORDS_RE.findall(text.casefold())
-    return [w[1:] if re.fullmatch(r"v\d+(?:\.\d+)+", w) else w for w in words]
-
-
-def distinctive_value(words: Sequence[str]) -> bool:
-    """Whether a value is rare enough that two slots of one thing seldom hold it by chance:
-    three letters or digits at least (``115200``, ``lax``; ``5`` is a count, a retry
-    limit, a replica number at once) and not a flag word (:data:`_COMMON_VALUES`)."""
-    joined = "".join(words)
-    return len(joined) >= 3 and joined not in _COMMON_VALUES
-
-
-def restated(new: str, old: str) -> bool:
-    """Whether two objects state one value in other words: equal once case, spaces and
-    punctuation are dropped (``RevC`` / ``rev C``, ``40MB`` / ``40 MB``), the one the
-    initials of the other's words (``OSC`` / ``Open Source Collective``), or the one's
-    words found in a row inside the other's with at most :data:`RESTATED_EXTRA_WORDS`
-    around them (``115200`` / ``115200 baud``); the value distinctive
-    (:func:`distinctive_value`) and never of two known kinds (:func:`kinds_clash`)."""
-    place = _address(new)
-    if place is not None and place == _address(old):
-        return True  # bi.example.io / https://bi.example.io/
-    if kinds_clash(new, old):
-        return False
-    seconds = _seconds(new)
-    if seconds is not None and seconds == _seconds(old):
-        return True  # 30 days / 30d, 15 minutes / 15 min, 300 seconds / 5 min
-    a, b = value_words(new), value_words(old)
-    if not a or not b:
-        return False
-    short, long = (a, b) if len(a) <= len(b) else (b, a)
-    if not distinctive_value(short):
-        return False
-    if "".join(short) == "".join(long):
-        return True
-    if len(short) == len(long) and _words_shortened(short, long):
-        return True  # IT Ops / IT Operations
-    if len(short) == 1 and short[0].isalpha() and acronym_of(short[0], long):
-        return True  # OSC / Open Source Collective
-    if len(long) - len(short) > RESTATED_EXTRA_WORDS:
-        return False
-    n = len(short)
-    return any(long[i : i + n] == short for i in range(len(long) - n + 1))
-
-
-def _address(text: str) -> str | None:
-    """A host name or URL without its scheme, a leading ``www.`` and a trailing slash, for
-    :func:`restated` (``https://bi.example.io/`` is ``bi.example.io``); None for another
-    kind of value."""
-    if object_kind(text) not in ("url", "host"):
-        return None
-    low = text.strip().strip("`'\"").casefold()
-    low = re.sub(r"^[a-z][a-z0-9+.-]*://", "", low)
-    low = low.removeprefix("www.").rstrip("/")
-    return low or None
-
-
-_SECONDS_PER: Final[dict[str, float]] = {
-    "ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
-    "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-    "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-    "w": 604800, "wk": 604800, "wks": 604800, "week": 604800, "weeks": 604800,
-}  # fmt: skip
-_SPAN = re.compile(r"^(?:every\s+)?(\d+(?:\.\d+)?)\s*([a-z]+)$")
-
-
-def _seconds(text: str) -> float | None:
-    """A duration's length in seconds, by its unit (``30d``, ``15 min``, ``300 seconds``);
-    None for anything else (months and years vary in length: never equal by this)."""
-    found = _SPAN.match(text.strip().casefold())
-    if found is None or found.group(2) not in _SECONDS_PER:
-        return None
-    return float(found.group(1)) * _SECONDS_PER[found.group(2)]
-
-
-def _words_shortened(short: Sequence[str], long: Sequence[str]) -> bool:
-    """Whether two values of as many words say the same words, some shortened in one as
-    people shorten them (``IT Ops`` / ``IT Operations``: :func:`ferrex.rules.short_forms.
-    abbreviates`), with at least one word written alike."""
-    pairs = list(zip(short, long, strict=True))
-    same = [x == y for x, y in pairs]
-    return any(same) and all(x == y or abbreviates(x, y) or abbreviates(y, x) for x, y in pairs)

@@ -77,7 +77,7 @@ from ferrex.rules.short_forms import (
     formed_alike,
     spelled_out,
 )
-from ferrex.rules.subjects_apart import in_digits, instance_word
+from ferrex.rules.subjects_apart import CONTRAST_WORDS, THING_WORDS, in_digits, instance_word
 
 #: Trailing words that name a part or a kind of deployment of a thing: ``billing`` may mean
 #: ``billing service`` (possibly the same), but ``billing service`` is not ``billing
@@ -640,7 +640,7 @@ def _same_word(a: str, b: str) -> bool:
 
 def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     """Whether two spelled-out names that share a distinctive word may name one thing when
-    a fact about one is told as news of a change (:func:`ferrex.rules.slots.told_as_news`):
+    a fact about one is told as news of a change (:func:`ferrex.rules.value_changes.told_as_news`):
     ``billing page``/``Billing UI``, ``session store``/``sessions``. Weaker than
     :func:`names_alike`, so only a flag follows, and only for a fact told as news.
 
@@ -660,24 +660,17 @@ def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     return any(not _kind_word(w) for w in shared)
 
 
-#: Words in front of a name that set one thing apart from another of its kind (``legacy
-#: orders db`` is not ``orders db``): a name extended by one is never :func:`close_names`.
-CONTRAST_WORDS: Final[frozenset[str]] = frozenset(
-    {"old", "legacy", "new", "next", "previous", "former", "archived", "deprecated"}
-    | {"internal", "external", "public", "private", "primary", "secondary", "read", "write"}
-    | {"test", "temporary", "temp", "experimental", "other", "second", "third"}
-)
-
-
-def close_names(left: Sequence[str], right: Sequence[str]) -> bool:
+def close_names(left: Sequence[str], right: Sequence[str], *, parts: bool = False) -> bool:
     """Whether two spelled-out names that are possibly the same (:func:`compare_words`'s
     ``possible``, :func:`names_alike`) name one thing closely enough for a change told of one
     to replace the other's value: once words in two forms are paired (:func:`word_twins`:
     ``access review``/``access reviews``), the shorter name's words are all in the longer,
     the longer adds at most :data:`QUALIFIERS_DROPPED` words, none after its last shared
-    word but a kind word (:data:`COMPONENT_WORDS`: ``bastion``/``bastion service``; not
-    ``PHI``/``PHI backups``, ``Terraform``/``Terraform AWS provider``, whose last word is a
-    head of its own), none naming another instance (:data:`INSTANCE_WORDS`), a number or a
+    word but a word of what a thing is as deployed (:data:`THING_WORDS`: ``bastion``/
+    ``bastion host``; not ``PHI``/``PHI backups``, ``Terraform``/``Terraform AWS provider``,
+    whose last word is a head of its own; a kind word, ``billing``/``billing service``, only
+    with ``parts``, when the fact is told as news: a bare head may as well be ``billing
+    database``), none naming another instance (:data:`INSTANCE_WORDS`), a number or a
     contrast (:data:`CONTRAST_WORDS`: ``legacy``, ``internal``), and a shared word that is
     not a kind word (``churn model``/``churn prediction model``, ``VPN``/``corporate VPN``)."""
     a, b = name_words(left), name_words(right)
@@ -694,13 +687,4 @@ def close_names(left: Sequence[str], right: Sequence[str]) -> bool:
         return False
     joined = _joined(b, a)
     last = max((i for i, w in enumerate(joined) if w not in only_b), default=-1)
-    return all(_kind_word(w) or w in THING_WORDS for w in joined[last + 1 :])
-
-
-#: Trailing words that say what a thing is as deployed or built, not which thing (``bastion``
-#: / ``bastion host``, ``Grafana`` / ``Grafana instance``): like :data:`COMPONENT_WORDS` for
-#: :func:`close_names` alone.
-THING_WORDS: Final[frozenset[str]] = frozenset(
-    {"host", "instance", "bucket", "box", "machine", "vm", "feature", "integration"}
-    | {"setup", "deployment", "process", "program", "product", "tooling", "codebase"}
-)
+    return all(w in THING_WORDS or (parts and _kind_word(w)) for w in joined[last + 1 :])

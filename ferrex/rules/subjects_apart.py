@@ -43,6 +43,24 @@ INSTANCE_WORDS: Final[frozenset[str]] = frozenset(
 )
 
 
+#: Words in front of a name that set one thing apart from another of its kind (``legacy
+#: orders db`` is not ``orders db``): a name extended by one is never
+#: :func:`ferrex.rules.subjects.close_names`.
+CONTRAST_WORDS: Final[frozenset[str]] = frozenset(
+    {"old", "legacy", "new", "next", "previous", "former", "archived", "deprecated"}
+    | {"internal", "external", "public", "private", "primary", "secondary", "read", "write"}
+    | {"test", "temporary", "temp", "experimental", "other", "second", "third"}
+)
+
+#: Trailing words that say what a thing is as deployed or built, not which thing or which
+#: part of it (``bastion`` / ``bastion host``, ``Grafana`` / ``Grafana instance``), for
+#: :func:`ferrex.rules.subjects.close_names` alone.
+THING_WORDS: Final[frozenset[str]] = frozenset(
+    {"host", "instance", "bucket", "box", "machine", "vm", "feature", "integration"}
+    | {"setup", "deployment", "process", "program", "product", "tooling", "codebase"}
+)
+
+
 def instance_word(word: str) -> bool:
     """Whether a word (brackets aside: ``(dev)``) is one of :data:`INSTANCE_WORDS`."""
     return word.strip("()[]{}") in INSTANCE_WORDS
