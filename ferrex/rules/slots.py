@@ -321,7 +321,9 @@ VALUE_WORDS: Final[frozenset[str]] = frozenset(
     {"now", "currently", "current", "value", "set", "changed", "switched", "moved", "raised"}
     | {"reduced", "lowered", "increased", "decreased", "upgraded", "downgraded", "bumped"}
     | {"migrated", "updated", "became", "becomes", "replaced", "rolled", "back", "tuned"}
-    | {"relocated"}
+    # A value done again (a new size, name, licence, place, owner): the act names the change.
+    | {"relocated", "resized", "renamed", "rescheduled", "relicensed", "rebranded"}
+    | {"reassigned", "repointed", "retargeted", "restored", "promoted"}
 )
 
 
@@ -403,6 +405,15 @@ def slot_match(
         and (same_head(new_predicate, old_predicate) or value_predicate(new_predicate))
     ):
         return SlotMatch("same", "one value at a time, one head word or a change", 1.0)
+    # Two schedules, one of them the value of a one-value attribute (``cadence``,
+    # ``schedule``, ``interval``): when a thing happens is one slot (``happens quarterly``).
+    if (
+        not bare_value(new_predicate)
+        and schedule_value(new_object)
+        and schedule_value(old_object)
+        and (single_slot(new_predicate) or single_slot(old_predicate))
+    ):
+        return SlotMatch("same", "two schedules, one a one-value attribute", 1.0)
     if told_change(new_predicate) and object_kind(new_object) == object_kind(old_object):
         # A change that names no slot, beside the one slot it can change: a move beside
         # where the subject is placed (``moved to`` / ``runs on``, ``stored in``), a new

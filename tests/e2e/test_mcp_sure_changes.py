@@ -9,7 +9,8 @@ A real server on stdio, the SDK's client, the bundled model. Wordings of our own
   backups``) or a contrast (``legacy``) is never replaced;
 - one subject, two wordings of one slot: a status told twice, a change verb beside the one
   value of its kind (``upgraded to`` beside ``Elasticsearch version``), one head word with two
-  counts (``parallelism`` / ``max parallel uploads``), a move beside where it is placed;
+  counts (``parallelism`` / ``max parallel uploads``), a move beside where it is placed, a
+  value done again (``resized to`` / ``size``), two schedules of one cadence;
 - two relations with two schedules or two URLs: flagged, not silent;
 - the same value in another form (``90 days`` / ``90d``, an address with its scheme):
   flagged as a restatement, not left as two silent answers.
@@ -66,6 +67,14 @@ def test_sure_changes_replace_across_close_names_and_wordings(tmp_path: Path) ->
             dyno = await fact("status dashboard", "runs on", "an old Heroku dyno")
             render = await fact("status dashboard", "moved to", "Render web service")
             await replaces(dyno, render)
+            # A value done again names its slot (resized to / size); two schedules, one of a
+            # one-value attribute (happens / cadence).
+            small = await fact("runner pool", "size", "small")
+            xlarge = await fact("runner pool", "resized to", "xlarge")
+            await replaces(small, xlarge)
+            weekly = await fact("backup verification", "happens", "weekly")
+            daily = await fact("backup verification", "cadence", "daily")
+            await replaces(weekly, daily)
 
     anyio.run(main)
     assert ferrex(home, "journal", "verify").returncode == 0
@@ -109,8 +118,8 @@ def test_schedules_urls_and_restated_values_are_flagged_not_silent(tmp_path: Pat
                 return str(second["possible_conflict_note"])
 
             # Two relations, two schedules: possibly one slot.
-            weekly = await fact("backup verification", "happens", "weekly")
-            daily = await fact("backup verification", "cadence", "daily")
+            weekly = await fact("report mailer", "goes out", "weekly")
+            daily = await fact("report mailer", "is sent", "daily at 07:00")
             await flagged(weekly, daily)
             cron = await fact("invoice sweep", "kicks off", "at 04:30 UTC")
             cron2 = await fact("invoice sweep", "crontab", "15 6 * * *")
