@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
+from ferrex.rules.schedules import schedule_value
 from ferrex.rules.subjects_apart import relations_apart
 from projections.rows import RELATION as RELATION
 
@@ -283,35 +284,6 @@ def telling_kind(left: str, right: str) -> bool:
     if kind is not None and kind in TELLING_KINDS and kind == object_kind(right):
         return True
     return schedule_value(left) and schedule_value(right)
-
-
-#: Words that say how often something happens.
-CADENCE_WORDS: Final[frozenset[str]] = frozenset(
-    {"hourly", "daily", "nightly", "weekly", "biweekly", "fortnightly", "monthly"}
-    | {"quarterly", "yearly", "annually", "weekdays", "weekends", "continuously"}
-)
-_WEEKDAY = re.compile(
-    r"\b(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?s?\b", re.IGNORECASE
-)
-_CRON = re.compile(r"^(?:[\d*/,-]+\s+){4}[\d*/,a-z-]+$", re.IGNORECASE)
-_TIME_OF_DAY = re.compile(r"\b\d{1,2}(?::\d{2}|\s*[ap]m)\b", re.IGNORECASE)
-_EVERY = re.compile(r"^every\b", re.IGNORECASE)
-
-
-def schedule_value(text: str) -> bool:
-    """Whether an object says when or how often something happens: a cadence word
-    (:data:`CADENCE_WORDS`), a cron expression, ``every ...``, a weekday or a time of day."""
-    low = text.strip().casefold()
-    if not low or len(low.split()) > 8:
-        return False
-    words = set(re.findall(r"[a-z]+", low))
-    return bool(
-        words & CADENCE_WORDS
-        or _CRON.match(low)
-        or _EVERY.match(low)
-        or _WEEKDAY.search(low)
-        or _TIME_OF_DAY.search(low)
-    )
 
 
 #: Words of a predicate that states a value without naming the slot it fills: a copula

@@ -1,0 +1,37 @@
+"""When something happens, as an object says it (:func:`schedule_value`): ``quarterly``,
+``every 15 minutes``, ``0 5 * * *``, ``Mondays 08:00``, ``at 01:00 UTC``. Two schedules under
+two relations of one subject may be one slot (:func:`ferrex.rules.slots.slot_match`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+#: Words that say how often something happens.
+CADENCE_WORDS: Final[frozenset[str]] = frozenset(
+    {"hourly", "daily", "nightly", "weekly", "biweekly", "fortnightly", "monthly"}
+    | {"quarterly", "yearly", "annually", "weekdays", "weekends", "continuously"}
+)
+_WEEKDAY = re.compile(
+    r"\b(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day)?s?\b", re.IGNORECASE
+)
+_CRON = re.compile(r"^(?:[\d*/,-]+\s+){4}[\d*/,a-z-]+$", re.IGNORECASE)
+_TIME_OF_DAY = re.compile(r"\b\d{1,2}(?::\d{2}|\s*[ap]m)\b", re.IGNORECASE)
+_EVERY = re.compile(r"^every\b", re.IGNORECASE)
+
+
+def schedule_value(text: str) -> bool:
+    """Whether an object says when or how often something happens: a cadence word
+    (:data:`CADENCE_WORDS`), a cron expression, ``every ...``, a weekday or a time of day."""
+    low = text.strip().casefold()
+    if not low or len(low.split()) > 8:
+        return False
+    words = set(re.findall(r"[a-z]+", low))
+    return bool(
+        words & CADENCE_WORDS
+        or _CRON.match(low)
+        or _EVERY.match(low)
+        or _WEEKDAY.search(low)
+        or _TIME_OF_DAY.search(low)
+    )
