@@ -264,6 +264,11 @@ def plan_fact(
     # A private fact leaves shared ones standing (the agent then sees both, flagged as a
     # contradiction): what it keeps to itself changes nothing others see.
     superseded = tuple(m.memory_id for m in replaced if who.may_change(m))
+    if weighing is not None:
+        # The close subject's fact it replaces, or that ends it (stored as history), is no
+        # possible conflict of it; one left standing for another reason still is.
+        ended = {successor.memory_id} if successor is not None else set()
+        weighing.replacing = {m.memory_id for m in close} & (set(superseded) | ended)
     possible = [] if weighing is None else weighing.flags(measures)
     assert valid.object is not None
     # A slot that may be the same holding the same value (agreeing objects, or the value in

@@ -234,7 +234,6 @@ class Weighing:
                       if f.outcome == "same"]  # fmt: skip
         if len(found) != 1 or not may_replace(self.who, found[0]):
             return []
-        self.replacing = {found[0].memory_id}
         return found
 
     def close(self, entity_id: str) -> bool:
