@@ -113,3 +113,30 @@ def in_digits(words: Sequence[str]) -> list[str]:
 
 def _content(predicate: str) -> set[str]:
     return {w for w in predicate.split("_") if w and w not in FUNCTION_WORDS | PREPOSITIONS}
+
+
+#: Words of a predicate that name what a person is at work (``role``, ``title``): where a
+#: person's first name and full name are one subject (:func:`first_name_of`).
+PERSON_SLOT_WORDS: Final[frozenset[str]] = frozenset(
+    {"role", "title", "position", "level", "seniority", "team", "manager", "employment"}
+)
+
+
+def first_name_of(name: str, other: Sequence[str]) -> bool:
+    """Whether ``name`` as written and the normalized words ``other`` are a person's first
+    name and full name: one of them a single capitalised word (``Maria``), the other two or
+    three words of letters that begin with it (``maria lopez``). Only a hint: it counts for a
+    relation of :data:`PERSON_SLOT_WORDS` alone (``Grafana`` / ``Grafana Cloud`` is a product
+    and its hosted service)."""
+    words = name.split()
+    if not words or not all(w[:1].isupper() and w.isalpha() for w in words):
+        return False
+    mine = [w.casefold() for w in words]
+    theirs = list(other)
+    short, long = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
+    return (
+        len(short) == 1
+        and 2 <= len(long) <= 3
+        and all(w.isalpha() for w in long)
+        and long[0] == short[0]
+    )

@@ -52,6 +52,11 @@ def test_sure_changes_replace_across_close_names_and_wordings(tmp_path: Path) ->
             done = await fact("quota audits", "status", "completed")
             await replaces(weekly, done)
 
+            # A first name for a full name, for what a person is at work.
+            staff = await fact("Tomasz Wrona", "role", "staff engineer")
+            em = await fact("Tomasz", "role", "engineering manager")
+            await replaces(staff, em)
+
             # One subject: a status again, a change verb beside the one version it holds,
             # one head word with two counts, a move beside where it runs.
             draft = await fact("docs portal", "status", "draft")
@@ -95,6 +100,8 @@ def test_names_with_a_head_or_a_contrast_of_their_own_are_never_replaced(
                  "eu-south-2"),
                 ("Nomad", "Nomad autoscaler plugin", "version", "1.8.4", "0.4.3"),
                 ("orders queue", "legacy orders queue", "status", "active", "draining"),
+                # A first word of a name, not a person's relation: a product and its service.
+                ("Harbor", "Harbor Satellite", "version", "2.9.1", "0.4.0"),
             ]  # fmt: skip
             for subject, other, predicate, first_value, second_value in pairs:
                 first = await fact(subject, predicate, first_value)

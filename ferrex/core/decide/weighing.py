@@ -40,6 +40,7 @@ from ferrex.rules.subjects import (
     parts_of_one,
     same_slot_words,
 )
+from ferrex.rules.subjects_apart import PERSON_SLOT_WORDS, first_name_of
 from ferrex.rules.value_changes import note_names, replaces_value, told_as_news
 from ferrex.rules.visibility import in_scope
 from journal import FactsPossiblyConflicting
@@ -224,17 +225,29 @@ class Weighing:
         dated = self.valid.t_valid is not None
         found: list[Memory] = []
         for possible in self.subject.possible:
-            if possible.reason == "embedding" or not self.close(possible.entity_id):
+            if possible.reason == "embedding":
                 continue
-            found += [m for m in self.current_of(possible.entity_id)
-                      if m.predicate_normalized == self.predicate
-                      and replaces_value(self.predicate, self.obj, str(m.object),
-                                         self.valid.content, dated=dated)]  # fmt: skip
-            found += [m for m, f in self.slots_of(possible.entity_id, measures)
-                      if f.outcome == "same"]  # fmt: skip
+            person = self.person(possible.entity_id)
+            if not person and not self.close(possible.entity_id):
+                continue
+            same = [m for m in self.current_of(possible.entity_id)
+                    if m.predicate_normalized == self.predicate
+                    and replaces_value(self.predicate, self.obj, str(m.object),
+                                       self.valid.content, dated=dated)]  # fmt: skip
+            same += [m for m, f in self.slots_of(possible.entity_id, measures)
+                     if f.outcome == "same"]  # fmt: skip
+            # A first name for a full name: for what a person is at work alone.
+            found += [m for m in same if not person or _person_slot(self.predicate)
+                      or _person_slot(str(m.predicate_normalized))]  # fmt: skip
         if len(found) != 1 or not may_replace(self.who, found[0]):
             return []
         return found
+
+    def person(self, entity_id: str) -> bool:
+        """Whether the subject and one of the entity's spellings are a person's first name
+        and full name (:func:`ferrex.rules.subjects_apart.first_name_of`)."""
+        return any(first_name_of(str(self.valid.subject), key.split())
+                   for key in sorted(self.spelt.get(entity_id, ())))  # fmt: skip
 
     def close(self, entity_id: str) -> bool:
         """Whether one of the entity's spellings is a close name of the subject; a name and
@@ -403,3 +416,7 @@ def _news_slots(predicate: str, obj: str, current: Sequence[Memory]) -> list[Mem
         if one_kind(obj, str(m.object)) or same_head(predicate, str(m.predicate_normalized))
     ]
     return close or (allowed if len(current) == 1 else [])
+
+
+def _person_slot(predicate: str) -> bool:
+    return any(w in PERSON_SLOT_WORDS for w in predicate.split("_"))
