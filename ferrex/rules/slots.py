@@ -203,6 +203,27 @@ def same_head(left: str, right: str) -> bool:
     return any(_heads(x) & _heads(y) for x in a for y in b)
 
 
+def reworded_slot(left: str, right: str) -> bool:
+    """Whether two normalized predicates name one slot in other words: the same content
+    words by root, or a word of one in another form of the other's (``concurrency`` /
+    ``max_concurrent_jobs``, ``parallelism`` / ``max_parallel_uploads``: a long stem shared,
+    the words not the same). A word added in front of the same noun is not enough
+    (``version`` / ``python_version``, ``timeout`` / ``idle_timeout``)."""
+    a, b = content_words(left), content_words(right)
+    if a and {_root(w) for w in a} == {_root(w) for w in b}:
+        return True
+    return any(x != y and len(x) >= _STEM and len(y) >= _STEM and x[:_STEM] == y[:_STEM]
+               for x in a for y in b)  # fmt: skip
+
+
+def added_modifier(left: str, right: str) -> bool:
+    """Whether one normalized predicate is the other with words added (``version`` /
+    ``python_version``, ``timeout`` / ``idle_timeout``): maybe another thing's value of one
+    kind, never sure (:func:`reworded_slot` aside)."""
+    a, b = {_root(w) for w in content_words(left)}, {_root(w) for w in content_words(right)}
+    return a != b and bool(a) and bool(b) and (a < b or b < a) and not reworded_slot(left, right)
+
+
 def _heads(word: str) -> set[str]:
     """A word's root, for a long word that starts with ``re`` the root of the rest too
     (``relicensed`` / ``license``, ``rehosted`` / ``hosting``: the same act again), and
@@ -365,16 +386,22 @@ def slot_match(
     sure_at = SURE_PARTY_PHRASE if kind == "party" else SURE_PHRASE
     # A bare value (``is``, ``was``) is never sure of its slot (``was 0.72.10`` may be
     # history); one told as a change (``upgraded to``, ``set to``, ``now``) may be.
-    if alike and phrase_cosine >= sure_at and not bare_value(new_predicate):
+    if (
+        alike
+        and phrase_cosine >= sure_at
+        and not bare_value(new_predicate)
+        and not added_modifier(new_predicate, old_predicate)
+    ):
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
     # Two values a thing holds one of at a time, of one shape (two durations, two counts),
-    # under one head word (``timeout`` / ``request timeout``, ``concurrency`` / ``max
-    # concurrent jobs``) or told as a change that names no slot (``upgraded to 1.29``
-    # beside ``Kubernetes version 1.27``): one slot (siblings never reach here).
+    # under one slot noun in other forms (``concurrency`` / ``max concurrent jobs``, the
+    # same words reordered) or told as a change that names no slot (``upgraded to 1.29``
+    # beside ``Kubernetes version 1.27``): one slot (siblings never reach here). Not a word
+    # added in front of the same noun (``version`` / ``python version``: another thing's).
     if (
         not bare_value(new_predicate)
         and one_value_kind(new_object, old_object)
-        and (same_head(new_predicate, old_predicate) or value_predicate(new_predicate))
+        and (reworded_slot(new_predicate, old_predicate) or value_predicate(new_predicate))
     ):
         return SlotMatch("same", "one value at a time, one head word or a change", 1.0)
     # Two schedules, one of them the value of a one-value attribute (``cadence``,

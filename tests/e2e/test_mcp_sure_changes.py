@@ -108,6 +108,14 @@ def test_names_with_a_head_or_a_contrast_of_their_own_are_never_replaced(
                 second = await fact(other, predicate, second_value,
                                     valid_from="2026-01-10T00:00:00Z")  # fmt: skip
                 assert second["superseded"] == [], f"{other} hid {first['id']}: {second}"
+            # One subject, a word in front of the same noun: another thing's version.
+            for subject, first_pair, second_pair in (
+                ("billing api", ("version", "2.3.1"), ("python version", "3.11.4")),
+                ("sync worker", ("timeout", "30s"), ("idle timeout", "5 min")),
+            ):
+                first = await fact(subject, *first_pair)
+                second = await fact(subject, *second_pair)
+                assert second["superseded"] == [], f"{second_pair} hid {first['id']}: {second}"
 
     anyio.run(main)
 
