@@ -221,7 +221,14 @@ def added_modifier(left: str, right: str) -> bool:
     ``python_version``, ``timeout`` / ``idle_timeout``): maybe another thing's value of one
     kind, never sure (:func:`reworded_slot` aside)."""
     a, b = {_root(w) for w in content_words(left)}, {_root(w) for w in content_words(right)}
-    return a != b and bool(a) and bool(b) and (a < b or b < a) and not reworded_slot(left, right)
+    if a == b or not a or not b or not (a < b or b < a) or reworded_slot(left, right):
+        return False
+    # A word of the value's state (``running version``, ``current owner``) is no thing.
+    added = {w for w in content_words(left) + content_words(right) if _root(w) in a ^ b}
+    return not all(w.endswith(("ing", "ed")) or w in _STATE_WORDS for w in added)
+
+
+_STATE_WORDS: Final = frozenset({"current", "latest", "live", "actual", "active", "default"})
 
 
 def _heads(word: str) -> set[str]:
@@ -290,11 +297,9 @@ def slot_candidate(
     return may_share_slot(new_predicate, old_predicate)
 
 
-#: Kinds of value plain enough that two of them under two relations of one subject may be
-#: one slot in other words (``stored in s3://a`` / ``location gs://b``), flagged: URLs with
-#: their scheme (not bare host names: a node, a region and a repository look alike). Not
-#: people or teams (one person is owner, on call and reviewer at once), nor measures
-#: (a chip's flash and RAM, a product's cost and price, two scores of one evaluation).
+#: Kinds of value two of which under two relations of one subject may be one slot (flagged):
+#: URLs with a scheme. Not host names (a node, a region, a repository look alike), people
+#: (owner and on call at once) or measures (flash and RAM, cost and price).
 TELLING_KINDS: Final[frozenset[str]] = frozenset({"url"})
 
 
@@ -393,19 +398,16 @@ def slot_match(
         and not added_modifier(new_predicate, old_predicate)
     ):
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
-    # Two values a thing holds one of at a time, of one shape (two durations, two counts),
-    # under one slot noun in other forms (``concurrency`` / ``max concurrent jobs``, the
-    # same words reordered) or told as a change that names no slot (``upgraded to 1.29``
-    # beside ``Kubernetes version 1.27``): one slot (siblings never reach here). Not a word
-    # added in front of the same noun (``version`` / ``python version``: another thing's).
+    # Two values of one shape a thing holds one of at a time, under one slot noun in other
+    # forms (``concurrency`` / ``max concurrent jobs``) or told as a change naming no slot
+    # (``upgraded to 1.29`` beside ``Kubernetes version 1.27``): one slot.
     if (
         not bare_value(new_predicate)
         and one_value_kind(new_object, old_object)
         and (reworded_slot(new_predicate, old_predicate) or value_predicate(new_predicate))
     ):
         return SlotMatch("same", "one value at a time, one head word or a change", 1.0)
-    # Two schedules, one of them the value of a one-value attribute (``cadence``,
-    # ``schedule``, ``interval``): when a thing happens is one slot (``happens quarterly``).
+    # Two schedules, one of a one-value attribute (``happens`` / ``cadence``): one slot.
     if (
         not bare_value(new_predicate)
         and schedule_value(new_object)
@@ -414,10 +416,9 @@ def slot_match(
     ):
         return SlotMatch("same", "two schedules, one a one-value attribute", 1.0)
     if told_change(new_predicate) and object_kind(new_object) == object_kind(old_object):
-        # A change that names no slot, beside the one slot it can change: a move beside
-        # where the subject is placed (``moved to`` / ``runs on``, ``stored in``), a new
-        # value beside one of a one-value attribute (``migrated to`` / ``provider``), a
-        # value now beside the one it was (``is now`` / ``is``).
+        # A change naming no slot beside the one it can change: a move beside a place
+        # (``moved to`` / ``runs on``), a one-value attribute (``migrated to`` / ``provider``),
+        # a value stated without a slot (``is now`` / ``is``).
         if moved(new_predicate) and _placing(old_predicate) is not None:
             return SlotMatch("same", "a move beside where it is placed", 1.0)
         if single_slot(old_predicate) or (value_predicate(old_predicate) and alike):
@@ -673,10 +674,8 @@ _PLURAL_NOUN_ROOTS: Final = frozenset(_root(w) for w in PLURAL_NOUNS)
 _BARE_NOUNS: Final = frozenset({"support", "call", "import"})
 
 
-#: Nouns of an attribute a thing has one value of at a time, whatever the value's shape
-#: (``status``: ``active`` then ``retired``; ``license``; ``cadence``): the last content
-#: word of a predicate naming one (:func:`single_slot`). General words, not a set's names;
-#: not ``region`` or ``language`` (a service runs in many, a person speaks many).
+#: Nouns of an attribute of one value at a time whatever its shape (``status``, ``license``,
+#: ``cadence``; :func:`single_slot`). Not ``region`` or ``language`` (many at once).
 SINGLE_SLOT_NOUNS: Final[frozenset[str]] = frozenset(
     {"status", "state", "phase", "stage", "version", "cadence", "frequency", "schedule"}
     | {"interval", "timeout", "ttl", "retention", "size", "limit", "quota", "capacity"}
