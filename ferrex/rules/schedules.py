@@ -1,6 +1,6 @@
 """When something happens, as an object says it (:func:`schedule_value`): ``quarterly``,
 ``every 15 minutes``, ``0 5 * * *``, ``Mondays 08:00``, ``at 01:00 UTC``. Two schedules under
-two relations of one subject may be one slot (:func:`ferrex.rules.slots.slot_match`).
+two relations of one subject may be one slot (:func:`ferrex.rules.slot_outcomes.slot_match`).
 """
 
 from __future__ import annotations

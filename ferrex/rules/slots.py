@@ -33,24 +33,25 @@ against its hard negatives and 1,000 unrelated facts):
 
 - ``same`` (the store supersedes the old fact): objects of one known kind and a phrase
   cosine of at least :data:`SURE_PHRASE` (:data:`SURE_PARTY_PHRASE` for two people or
-  teams), unless the new predicate is a bare value (``is``, ``was``: :func:`bare_value`);
-  or the slot's own words beside a word of change (``team`` / ``moved to team``:
-  :func:`slot_words`). When more than one current fact looks sure, none is replaced: all
-  are flagged;
-- ``possible`` (both are kept and flagged, ``facts.possible_conflict`` with reason
-  ``relation``): a phrase cosine of at least :data:`POSSIBLE_PHRASE`; a predicate that
-  names no slot (``is``, ``set to``, ``upgraded to``) with one kind of object or a cosine
-  of at least :data:`POSSIBLE_VALUE_PHRASE`, and failing all of these, the subject's
-  closest fact to it (:func:`value_fallback`); or the same head word;
+  teams), unless the new predicate is a bare value (``is``, ``was``: :func:`bare_value`) or
+  adds a word in front (:func:`added_modifier`); the slot's own words beside a word of
+  change (``team`` / ``moved to team``: :func:`slot_words`); two values of one shape held
+  one at a time under one slot noun in other forms (:func:`reworded_slot`) or beside a
+  change naming no slot (``upgraded to``); a move beside a place, a change beside a
+  one-value attribute (:func:`single_slot`); two schedules beside a cadence; a new place
+  told as news. When more than one current fact looks sure, none is replaced: all flagged;
+- ``possible`` (both kept and flagged, ``facts.possible_conflict``, reason ``relation``): a
+  phrase cosine of at least :data:`POSSIBLE_PHRASE`; a predicate naming no slot with one
+  kind of object or a cosine of at least :data:`POSSIBLE_VALUE_PHRASE`, else the subject's
+  closest fact (:func:`value_fallback`); the same head word; two URLs or two schedules;
 - ``None``: different slots.
 
-:func:`plural_fact` says when a fact is one value of many, kept beside the others rather
-than put in their place: a plural relation (:func:`plural_relation`: a plural noun,
-``members``, ``supported regions``; a head word of many, ``member``, ``node``,
-``depends on``, ``ships to``, ``maintainer``), a plural subject placed (``Kafka brokers |
-run on``), never a quantity (``max retries | 5``) or a kind a thing has one of (a version,
-a date). :func:`scoped_apart` says when two objects each name their own purpose
-(``PlayFab for economy`` / ``EOS for lobbies``): both hold.
+:func:`plural_fact` says when a fact is one value of many, kept beside the others: a
+plural relation (:func:`plural_relation`: ``members``, ``supported regions``, ``member``,
+``node``, ``depends on``, ``ships to``, ``maintainer``), a plural subject placed (``Kafka
+brokers | run on``), never a quantity or a kind a thing has one of (a version, a date).
+:func:`scoped_apart`: two objects each for its own purpose (``PlayFab for economy`` /
+``EOS for lobbies``) both hold.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ def may_share_slot(left: str, right: str) -> bool:
         return True
     # One head word, a preposition on one side only (``capped_at`` / ``monthly_spend_cap``):
     # no other preposition, so not the guard's "same root, another direction".
-    preps = (_prepositions(left), _prepositions(right))
+    preps = (prepositions_in(left), prepositions_in(right))
     if same_head(left, right) and not all(preps) and any(preps) and "by" not in preps[0] + preps[1]:
         return True
     return may_reword(placed_left, placed_right)
@@ -373,103 +374,6 @@ def value_predicate(predicate: str) -> bool:
     return all(w in VALUE_WORDS or w in FUNCTION_WORDS for w in words)
 
 
-def slot_match(
-    new_predicate: str, new_object: str, old_predicate: str, old_object: str, phrase_cosine: float
-) -> SlotMatch | None:
-    """The outcome for a pair :func:`slot_candidate` allowed, given the cosine of their
-    :func:`fact_phrase` (see the module docstring)."""
-    kind = object_kind(new_object)
-    alike = one_kind(new_object, old_object)
-    # A change word beside the slot's own noun names that slot (``team`` / ``moved to team``,
-    # ``owner`` / ``changed owner to``).
-    core = slot_words(new_predicate)
-    if core and core == slot_words(old_predicate) and not kinds_clash(new_object, old_object):
-        return SlotMatch("same", "one slot named, with a word of change", 1.0)
-    # A predicate that names no slot (``is``, ``set to``) says which by its value and the
-    # subject's other facts: flagged against them.
-    vague = value_predicate(new_predicate) or value_predicate(old_predicate)
-    sure_at = SURE_PARTY_PHRASE if kind == "party" else SURE_PHRASE
-    # A bare value (``is``, ``was``) is never sure of its slot (``was 0.72.10`` may be
-    # history); one told as a change (``upgraded to``, ``set to``, ``now``) may be.
-    if (
-        alike
-        and phrase_cosine >= sure_at
-        and not bare_value(new_predicate)
-        and not added_modifier(new_predicate, old_predicate)
-    ):
-        return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
-    # Two values of one shape a thing holds one of at a time, under one slot noun in other
-    # forms (``concurrency`` / ``max concurrent jobs``) or told as a change naming no slot
-    # (``upgraded to 1.29`` beside ``Kubernetes version 1.27``): one slot.
-    if (
-        not bare_value(new_predicate)
-        and one_value_kind(new_object, old_object)
-        and (reworded_slot(new_predicate, old_predicate) or value_predicate(new_predicate))
-    ):
-        return SlotMatch("same", "one value at a time, one head word or a change", 1.0)
-    # Two schedules, one of a one-value attribute (``happens`` / ``cadence``): one slot.
-    if (
-        not bare_value(new_predicate)
-        and schedule_value(new_object)
-        and schedule_value(old_object)
-        and (single_slot(new_predicate) or single_slot(old_predicate))
-    ):
-        return SlotMatch("same", "two schedules, one a one-value attribute", 1.0)
-    if told_change(new_predicate) and object_kind(new_object) == object_kind(old_object):
-        # A change naming no slot beside the one it can change: a move beside a place
-        # (``moved to`` / ``runs on``), a one-value attribute (``migrated to`` / ``provider``),
-        # a value stated without a slot (``is now`` / ``is``).
-        if moved(new_predicate) and _placing(old_predicate) is not None:
-            return SlotMatch("same", "a move beside where it is placed", 1.0)
-        if single_slot(old_predicate) or (value_predicate(old_predicate) and alike):
-            return SlotMatch("same", "a change beside a one-value slot", 1.0)
-    if phrase_cosine >= POSSIBLE_PHRASE:
-        return SlotMatch("possible", "phrases alike", phrase_cosine)
-    if vague and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE):
-        return SlotMatch("possible", "a value of no named slot", phrase_cosine)
-    if value_predicate(new_predicate) and value_predicate(old_predicate):
-        return SlotMatch("possible", "two values of no named slot", phrase_cosine)
-    # One head word with other prepositions (reports to / reports on) is left to the score;
-    # a preposition on one side only is no other one (capped at / spend cap).
-    preps = (_prepositions(new_predicate), _prepositions(old_predicate))
-    if same_head(new_predicate, old_predicate) and (preps[0] == preps[1] or not all(preps)):
-        return SlotMatch("possible", "the same head word", phrase_cosine)
-    if placed_alike(new_predicate, old_predicate):
-        return SlotMatch("possible", "both place the subject", phrase_cosine)
-    if telling_kind(new_object, old_object):
-        return SlotMatch("possible", "two values of one plain kind", phrase_cosine)
-    return None
-
-
-def told_change(predicate: str) -> bool:
-    """Whether a normalized predicate only tells of a change to a value (``moved_to``,
-    ``migrated_to``, ``is_now``, ``switched_to``): :func:`value_predicate` with a word of
-    :data:`CHANGE_WORDS`."""
-    return value_predicate(predicate) and not bare_value(predicate)
-
-
-#: Words of a change of place: ``moved to``, ``migrated to``, ``relocated to``.
-MOVE_WORDS: Final[frozenset[str]] = frozenset({"moved", "migrated", "relocated"})
-
-
-def moved(predicate: str) -> bool:
-    """Whether a normalized predicate tells of a move to a new place (``moved_to``,
-    ``migrated_to``, ``now_moved_to``)."""
-    words = predicate.split("_")
-    return told_change(predicate) and "to" in words and any(w in MOVE_WORDS for w in words)
-
-
-def one_value_kind(left: str, right: str) -> bool:
-    """Whether two objects are values of one shape a thing holds one of at a time: one kind
-    of :data:`SINGLE_KINDS` (two versions, two durations), or two bare quantities (``20`` /
-    ``40``, ``50 nodes``)."""
-    kind = object_kind(left)
-    if kind is not None:
-        return kind in SINGLE_KINDS and kind == object_kind(right)
-    return object_kind(right) is None and bool(COUNT.match(left.strip()) and
-                                               COUNT.match(right.strip()))  # fmt: skip
-
-
 def placed_alike(left: str, right: str) -> bool:
     """Whether two normalized predicates each place the subject on or at something with one
     verb (``runs_on`` / ``deployed_on`` / ``is_hosted_at``, ``stationed_at`` /
@@ -479,7 +383,7 @@ def placed_alike(left: str, right: str) -> bool:
     (``reads_features_from`` / ``reads_labels_from``) and relations of many values
     (``depends_on``) are not placed. (From the unmerged branch ``h-facts``, without its
     embedding of facts in context.)"""
-    a, b = _placing(left), _placing(right)
+    a, b = placing_preposition(left), placing_preposition(right)
     if a is None or b is None or sibling_predicates(left, right):
         return False
     return a in _ON_AT and b in _ON_AT
@@ -488,7 +392,7 @@ def placed_alike(left: str, right: str) -> bool:
 _ON_AT: Final = frozenset({"on", "at", "upon", "onto"})
 
 
-def _placing(predicate: str) -> str | None:
+def placing_preposition(predicate: str) -> str | None:
     """The placing preposition of a predicate made of one verb and that preposition (the
     verb inflected: ``runs``, ``hosted``, ``lives``, ``written``); None otherwise."""
     words = [w for w in predicate.split("_") if w and w not in FUNCTION_WORDS]
@@ -654,7 +558,7 @@ def _root(word: str) -> str:
     return word.rstrip("e") if len(word) > 3 else word
 
 
-def _prepositions(predicate: str) -> list[str]:
+def prepositions_in(predicate: str) -> list[str]:
     return [w for w in predicate.split("_") if w in PREPOSITIONS]
 
 

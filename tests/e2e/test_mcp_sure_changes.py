@@ -74,6 +74,11 @@ def test_sure_changes_replace_across_close_names_and_wordings(tmp_path: Path) ->
             await replaces(dyno, render)
             # A value done again names its slot (resized to / size); two schedules, one of a
             # one-value attribute (happens / cadence).
+            # A new place told as news (a start given) beside where it ran.
+            pi = await fact("mqtt bridge", "runs on", "a Raspberry Pi in the lab")
+            k3s = await fact("mqtt bridge", "deployed on", "the shared k3s cluster",
+                             valid_from="2026-02-10T00:00:00Z")  # fmt: skip
+            await replaces(pi, k3s)
             small = await fact("runner pool", "size", "small")
             xlarge = await fact("runner pool", "resized to", "xlarge")
             await replaces(small, xlarge)

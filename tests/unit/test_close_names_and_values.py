@@ -9,7 +9,8 @@ from ferrex.rules.entities import normalize_entity
 from ferrex.rules.restatements import restated
 from ferrex.rules.schedules import schedule_value
 from ferrex.rules.short_forms import spelled_out
-from ferrex.rules.slots import single_slot, slot_match
+from ferrex.rules.slot_outcomes import slot_match
+from ferrex.rules.slots import single_slot
 from ferrex.rules.subjects import close_names
 from ferrex.rules.subjects_apart import first_name_of, in_digits
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ferrex.rules.restatements import restated
+from ferrex.rules.slot_outcomes import slot_match
 from ferrex.rules.slots import (
     POSSIBLE_PHRASE,
     SURE_PARTY_PHRASE,
@@ -18,7 +19,6 @@ from ferrex.rules.slots import (
     same_head,
     scoped_apart,
     slot_candidate,
-    slot_match,
     slot_words,
     value_fallback,
     versions_of_one,

@@ -57,7 +57,7 @@ from ferrex.rules.slots import (
     SlotMatch,
     plural_fact,
 )
-from ferrex.rules.value_changes import replaces_value
+from ferrex.rules.value_changes import replaces_value, told_as_news
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
 from projections.readmodel.predicates import is_current
@@ -235,7 +235,8 @@ def plan_fact(
     # two silent answers).
     assert valid.object is not None
     others = _other_current(view, who, subject.keys, predicate, now)
-    slots = slot_matches(valid.object, predicate, others, measures)
+    told = told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
+    slots = slot_matches(valid.object, predicate, others, measures, news=told)
     # Two slots that each look sure are one too many: which one it fills is the agent's call.
     sure = [m for m, found in slots if found.outcome == "same" and may_replace(who, m)]
     sure = sure if len([f for _, f in slots if f.outcome == "same"]) == 1 else []

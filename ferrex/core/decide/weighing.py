@@ -21,6 +21,7 @@ from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.restatements import restated
 from ferrex.rules.short_forms import spelled_out
+from ferrex.rules.slot_outcomes import slot_match
 from ferrex.rules.slots import (
     SlotMatch,
     content_words,
@@ -29,7 +30,6 @@ from ferrex.rules.slots import (
     one_kind,
     same_head,
     slot_candidate,
-    slot_match,
     value_fallback,
     value_predicate,
 )
@@ -59,10 +59,11 @@ def facts_of(view: View, who: Who, keys: Sequence[str]) -> list[Memory]:
 
 
 def slot_matches(
-    obj: str, predicate: str, others: Sequence[Memory], measures: Measures
+    obj: str, predicate: str, others: Sequence[Memory], measures: Measures, *, news: bool = False
 ) -> list[tuple[Memory, SlotMatch]]:
-    """:func:`ferrex.rules.slots.slot_match` of a fact against each of ``others``; the phrase
-    cosines asked in one batch, only for the pairs the guards allow."""
+    """:func:`ferrex.rules.slot_outcomes.slot_match` of a fact (``news``: told as news of a change)
+    against each of ``others``; the phrase cosines asked in one batch, only for the pairs the
+    guards allow."""
     allowed = [
         m
         for m in others
@@ -76,7 +77,8 @@ def slot_matches(
     found: list[tuple[Memory, SlotMatch]] = []
     scores = cosines_with(measures, mine, theirs)
     for m, score in zip(allowed, scores, strict=True):
-        match = slot_match(predicate, obj, str(m.predicate_normalized), str(m.object), score)
+        match = slot_match(predicate, obj, str(m.predicate_normalized), str(m.object), score,
+                           news=news)  # fmt: skip
         if match is not None:
             found.append((m, match))
     best = None if found else value_fallback(predicate, scores)
@@ -212,7 +214,10 @@ class Weighing:
         if entity_id not in self.slotted:
             current = self.current_of(entity_id)
             others = [m for m in current if m.predicate_normalized != self.predicate]
-            self.slotted[entity_id] = slot_matches(self.obj, self.predicate, others, measures)
+            told = told_as_news(self.predicate, self.valid.content,
+                                dated=self.valid.t_valid is not None)  # fmt: skip
+            self.slotted[entity_id] = slot_matches(self.obj, self.predicate, others, measures,
+                                                   news=told)  # fmt: skip
         return self.slotted[entity_id]
 
     def close_replaced(self, measures: Measures) -> list[Memory]:
@@ -220,7 +225,7 @@ class Weighing:
         (:func:`ferrex.rules.subjects.close_names`, not an embedding), that the new fact
         surely replaces: of its relation with a value that surely replaces it
         (:func:`ferrex.rules.value_changes.replaces_value`), or of a slot surely the same
-        (:func:`ferrex.rules.slots.slot_match`). None when more than one is found: which
+        (:func:`ferrex.rules.slot_outcomes.slot_match`). None when more than one is found: which
         one it replaces is then the agent's call (both flagged)."""
         dated = self.valid.t_valid is not None
         found: list[Memory] = []
