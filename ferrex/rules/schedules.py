@@ -35,3 +35,22 @@ def schedule_value(text: str) -> bool:
         or _WEEKDAY.search(low)
         or _TIME_OF_DAY.search(low)
     )
+
+
+def same_timing(left: str, right: str) -> bool:
+    """Whether two schedules say the same part of when: both how often (a cadence word,
+    ``every ...``, a weekday, a cron line) or both a time of day. ``daily`` and ``at 02:00``
+    are two facts of one job (how often, and when), not one value said twice."""
+    return bool(_timing(left) & _timing(right))
+
+
+def _timing(text: str) -> set[str]:
+    low = text.strip().casefold()
+    parts = set()
+    if set(re.findall(r"[a-z]+", low)) & CADENCE_WORDS or _EVERY.match(low) or _CRON.match(low):
+        parts.add("often")
+    if _WEEKDAY.search(low) or _CRON.match(low):
+        parts.add("often")
+    if _TIME_OF_DAY.search(low) or _CRON.match(low):
+        parts.add("time")
+    return parts

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ferrex.rules.schedules import schedule_value
+from ferrex.rules.schedules import same_timing, schedule_value
 from ferrex.rules.slots import (
     COUNT,
     POSSIBLE_PHRASE,
@@ -79,6 +79,7 @@ def slot_match(
         not bare_value(new_predicate)
         and schedule_value(new_object)
         and schedule_value(old_object)
+        and same_timing(new_object, old_object)
         and (single_slot(new_predicate) or single_slot(old_predicate))
     ):
         return SlotMatch("same", "two schedules, one a one-value attribute", 1.0)
@@ -88,8 +89,11 @@ def slot_match(
         # a value stated without a slot (``is now`` / ``is``).
         if moved(new_predicate) and placing_preposition(old_predicate) is not None:
             return SlotMatch("same", "a move beside where it is placed", 1.0)
-        if single_slot(old_predicate) or (value_predicate(old_predicate) and alike):
-            return SlotMatch("same", "a change beside a one-value slot", 1.0)
+        # The two phrases not far apart: a change that names no slot must read as this one
+        # (``migrated to Entra ID`` / ``provider Okta``, not ``status beta``).
+        one_value = single_slot(old_predicate) or (value_predicate(old_predicate) and alike)
+        if one_value and phrase_cosine >= POSSIBLE_VALUE_PHRASE:
+            return SlotMatch("same", "a change beside a one-value slot", phrase_cosine)
     if phrase_cosine >= POSSIBLE_PHRASE:
         return SlotMatch("possible", "phrases alike", phrase_cosine)
     if vague and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE):

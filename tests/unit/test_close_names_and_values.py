@@ -81,10 +81,15 @@ def test_sure_slots_by_head_word_change_verb_and_schedule() -> None:
     assert upgraded is not None and upgraded.outcome == "same"
     moved = slot_match("moved_to", "Render", "runs_on", "Heroku", 0.1)
     assert moved is not None and moved.outcome == "same"
-    resized = slot_match("resized_to", "LARGE", "size", "MEDIUM", 0.1)
+    resized = slot_match("resized_to", "LARGE", "size", "MEDIUM", 0.5)
     assert resized is not None and resized.outcome == "same"
+    status = slot_match("migrated_to", "EKS", "status", "beta", 0.1)
+    assert status is None or status.outcome == "possible", "a change must read as the slot"
     cadence = slot_match("cadence", "monthly", "happens", "quarterly", 0.1)
     assert cadence is not None and cadence.outcome == "same"
+    # How often and at what time are two facts of one job.
+    when = slot_match("schedule", "at 02:00 UTC", "cadence", "daily", 0.1)
+    assert when is None or when.outcome == "possible"
     # Siblings never, a bare value never sure, two schedules of no one-value slot flagged.
     # A word in front of the same noun names another thing's value: not sure.
     python = slot_match("python_version", "3.11.4", "version", "2.3.1", 0.1)

@@ -121,9 +121,12 @@ def test_a_predicate_that_names_no_slot_is_weighed_by_its_object() -> None:
     # A value of one kind stated without a slot: possible however far apart the phrases.
     stated = slot_match("is_a", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
     assert stated is not None and stated.why == "a value of no named slot"
-    # Told as a move beside the one value of a one-value attribute (a url): that slot, sure.
-    moved = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
+    # Told as a move beside the one value of a one-value attribute (a url), the phrases not
+    # far apart: that slot, sure; far apart, only possible.
+    moved = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.5)
     assert moved is not None and moved.outcome == "same"
+    far = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
+    assert far is not None and far.outcome == "possible"
     # Two statements of no slot ("is 16 A100", "now 32 H100") fill the one the subject names.
     both = slot_match("now", "32 H100", "is_a", "16 A100", 0.1)
     assert both is not None and both.outcome == "possible"
