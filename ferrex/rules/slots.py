@@ -33,24 +33,25 @@ against its hard negatives and 1,000 unrelated facts):
 
 - ``same`` (the store supersedes the old fact): objects of one known kind and a phrase
   cosine of at least :data:`SURE_PHRASE` (:data:`SURE_PARTY_PHRASE` for two people or
-  teams), unless the new predicate is a bare value (``is``, ``was``: :func:`bare_value`);
-  or the slot's own words beside a word of change (``team`` / ``moved to team``:
-  :func:`slot_words`). When more than one current fact looks sure, none is replaced: all
-  are flagged;
-- ``possible`` (both are kept and flagged, ``facts.possible_conflict`` with reason
-  ``relation``): a phrase cosine of at least :data:`POSSIBLE_PHRASE`; a predicate that
-  names no slot (``is``, ``set to``, ``upgraded to``) with one kind of object or a cosine
-  of at least :data:`POSSIBLE_VALUE_PHRASE`, and failing all of these, the subject's
-  closest fact to it (:func:`value_fallback`); or the same head word;
+  teams), unless the new predicate is a bare value (``is``, ``was``: :func:`bare_value`) or
+  adds a word in front (:func:`added_modifier`); the slot's own words beside a word of
+  change (``team`` / ``moved to team``: :func:`slot_words`); two values of one shape held
+  one at a time under one slot noun in other forms (:func:`reworded_slot`) or beside a
+  change naming no slot (``upgraded to``); a move beside a place, a change beside a
+  one-value attribute (:func:`single_slot`); two schedules beside a cadence; a new place
+  told as news. When more than one current fact looks sure, none is replaced: all flagged;
+- ``possible`` (both kept and flagged, ``facts.possible_conflict``, reason ``relation``): a
+  phrase cosine of at least :data:`POSSIBLE_PHRASE`; a predicate naming no slot with one
+  kind of object or a cosine of at least :data:`POSSIBLE_VALUE_PHRASE`, else the subject's
+  closest fact (:func:`value_fallback`); the same head word; two URLs or two schedules;
 - ``None``: different slots.
 
-:func:`plural_fact` says when a fact is one value of many, kept beside the others rather
-than put in their place: a plural relation (:func:`plural_relation`: a plural noun,
-``members``, ``supported regions``; a head word of many, ``member``, ``node``,
-``depends on``, ``ships to``, ``maintainer``), a plural subject placed (``Kafka brokers |
-run on``), never a quantity (``max retries | 5``) or a kind a thing has one of (a version,
-a date). :func:`scoped_apart` says when two objects each name their own purpose
-(``PlayFab for economy`` / ``EOS for lobbies``): both hold.
+:func:`plural_fact` says when a fact is one value of many, kept beside the others: a
+plural relation (:func:`plural_relation`: ``members``, ``supported regions``, ``member``,
+``node``, ``depends on``, ``ships to``, ``maintainer``), a plural subject placed (``Kafka
+brokers | run on``), never a quantity or a kind a thing has one of (a version, a date).
+:func:`scoped_apart`: two objects each for its own purpose (``PlayFab for economy`` /
+``EOS for lobbies``) both hold.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
-from ferrex.rules.short_forms import acronym_of
+from ferrex.rules.schedules import schedule_value
 from ferrex.rules.subjects_apart import relations_apart
 from projections.rows import RELATION as RELATION
 
@@ -118,7 +119,7 @@ _EMAIL = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
 _TEAM_WORDS: Final = frozenset(
     {"team", "squad", "guild", "crew", "tribe", "chapter", "department", "dept", "org"}
 )
-_NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?$")
+NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?$")
 
 
 def object_kind(text: str) -> ObjectKind | None:
@@ -157,7 +158,7 @@ def object_kind(text: str) -> ObjectKind | None:
     if any(w.strip("-") in _TEAM_WORDS for w in words) or re.match(r"^team[-_]", low):
         return "party"
     names = raw.split()
-    if 2 <= len(names) <= 3 and all(_NAME_WORD.match(w) for w in names):
+    if 2 <= len(names) <= 3 and all(NAME_WORD.match(w) for w in names):
         return "party"
     return None
 
@@ -190,7 +191,7 @@ def may_share_slot(left: str, right: str) -> bool:
         return True
     # One head word, a preposition on one side only (``capped_at`` / ``monthly_spend_cap``):
     # no other preposition, so not the guard's "same root, another direction".
-    preps = (_prepositions(left), _prepositions(right))
+    preps = (prepositions_in(left), prepositions_in(right))
     if same_head(left, right) and not all(preps) and any(preps) and "by" not in preps[0] + preps[1]:
         return True
     return may_reword(placed_left, placed_right)
@@ -201,6 +202,34 @@ def same_head(left: str, right: str) -> bool:
     ``host``/``hosting``)."""
     a, b = content_words(left), content_words(right)
     return any(_heads(x) & _heads(y) for x in a for y in b)
+
+
+def reworded_slot(left: str, right: str) -> bool:
+    """Whether two normalized predicates name one slot in other words: the same content
+    words by root, or a word of one in another form of the other's (``concurrency`` /
+    ``max_concurrent_jobs``, ``parallelism`` / ``max_parallel_uploads``: a long stem shared,
+    the words not the same). A word added in front of the same noun is not enough
+    (``version`` / ``python_version``, ``timeout`` / ``idle_timeout``)."""
+    a, b = content_words(left), content_words(right)
+    if a and {_root(w) for w in a} == {_root(w) for w in b}:
+        return True
+    return any(x != y and len(x) >= _STEM and len(y) >= _STEM and x[:_STEM] == y[:_STEM]
+               for x in a for y in b)  # fmt: skip
+
+
+def added_modifier(left: str, right: str) -> bool:
+    """Whether one normalized predicate is the other with words added (``version`` /
+    ``python_version``, ``timeout`` / ``idle_timeout``): maybe another thing's value of one
+    kind, never sure (:func:`reworded_slot` aside)."""
+    a, b = {_root(w) for w in content_words(left)}, {_root(w) for w in content_words(right)}
+    if a == b or not a or not b or not (a < b or b < a) or reworded_slot(left, right):
+        return False
+    # A word of the value's state (``running version``, ``current owner``) is no thing.
+    added = {w for w in content_words(left) + content_words(right) if _root(w) in a ^ b}
+    return not all(w.endswith(("ing", "ed")) or w in _STATE_WORDS for w in added)
+
+
+_STATE_WORDS: Final = frozenset({"current", "latest", "live", "actual", "active", "default"})
 
 
 def _heads(word: str) -> set[str]:
@@ -262,7 +291,26 @@ def slot_candidate(
         return True  # it names no slot: the subject and the object say which
     if slot_words(new_predicate) == slot_words(old_predicate):
         return True  # one slot named, a word of change beside it (moved to team / team)
+    if telling_kind(new_object, old_object) and not (
+        sibling_predicates(new_predicate, old_predicate) or same_count(new_predicate, old_predicate)
+    ):
+        return True  # two addresses, two versions, two schedules: weighed whatever the words
     return may_share_slot(new_predicate, old_predicate)
+
+
+#: Kinds of value two of which under two relations of one subject may be one slot (flagged):
+#: URLs with a scheme. Not host names (a node, a region, a repository look alike), people
+#: (owner and on call at once) or measures (flash and RAM, cost and price).
+TELLING_KINDS: Final[frozenset[str]] = frozenset({"url"})
+
+
+def telling_kind(left: str, right: str) -> bool:
+    """Whether two objects are of one kind of :data:`TELLING_KINDS` (two URLs), or both schedules
+    (:func:`schedule_value`: ``quarterly`` / ``monthly``, ``at 01:00 UTC`` / ``0 5 * * *``)."""
+    kind = object_kind(left)
+    if kind is not None and kind in TELLING_KINDS and kind == object_kind(right):
+        return True
+    return schedule_value(left) and schedule_value(right)
 
 
 #: Words of a predicate that states a value without naming the slot it fills: a copula
@@ -272,6 +320,9 @@ VALUE_WORDS: Final[frozenset[str]] = frozenset(
     {"now", "currently", "current", "value", "set", "changed", "switched", "moved", "raised"}
     | {"reduced", "lowered", "increased", "decreased", "upgraded", "downgraded", "bumped"}
     | {"migrated", "updated", "became", "becomes", "replaced", "rolled", "back", "tuned"}
+    # A value done again (a new size, name, licence, place, owner): the act names the change.
+    | {"relocated", "resized", "renamed", "rescheduled", "relicensed", "rebranded"}
+    | {"reassigned", "repointed", "retargeted", "restored", "promoted"}
 )
 
 
@@ -323,42 +374,6 @@ def value_predicate(predicate: str) -> bool:
     return all(w in VALUE_WORDS or w in FUNCTION_WORDS for w in words)
 
 
-def slot_match(
-    new_predicate: str, new_object: str, old_predicate: str, old_object: str, phrase_cosine: float
-) -> SlotMatch | None:
-    """The outcome for a pair :func:`slot_candidate` allowed, given the cosine of their
-    :func:`fact_phrase` (see the module docstring)."""
-    kind = object_kind(new_object)
-    alike = one_kind(new_object, old_object)
-    # A change word beside the slot's own noun names that slot (``team`` / ``moved to team``,
-    # ``owner`` / ``changed owner to``).
-    core = slot_words(new_predicate)
-    if core and core == slot_words(old_predicate) and not kinds_clash(new_object, old_object):
-        return SlotMatch("same", "one slot named, with a word of change", 1.0)
-    # A predicate that names no slot (``is``, ``set to``) says which by its value and the
-    # subject's other facts: flagged against them.
-    vague = value_predicate(new_predicate) or value_predicate(old_predicate)
-    sure_at = SURE_PARTY_PHRASE if kind == "party" else SURE_PHRASE
-    # A bare value (``is``, ``was``) is never sure of its slot (``was 0.72.10`` may be
-    # history); one told as a change (``upgraded to``, ``set to``, ``now``) may be.
-    if alike and phrase_cosine >= sure_at and not bare_value(new_predicate):
-        return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
-    if phrase_cosine >= POSSIBLE_PHRASE:
-        return SlotMatch("possible", "phrases alike", phrase_cosine)
-    if vague and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE):
-        return SlotMatch("possible", "a value of no named slot", phrase_cosine)
-    if value_predicate(new_predicate) and value_predicate(old_predicate):
-        return SlotMatch("possible", "two values of no named slot", phrase_cosine)
-    # One head word with other prepositions (reports to / reports on) is left to the score;
-    # a preposition on one side only is no other one (capped at / spend cap).
-    preps = (_prepositions(new_predicate), _prepositions(old_predicate))
-    if same_head(new_predicate, old_predicate) and (preps[0] == preps[1] or not all(preps)):
-        return SlotMatch("possible", "the same head word", phrase_cosine)
-    if placed_alike(new_predicate, old_predicate):
-        return SlotMatch("possible", "both place the subject", phrase_cosine)
-    return None
-
-
 def placed_alike(left: str, right: str) -> bool:
     """Whether two normalized predicates each place the subject on or at something with one
     verb (``runs_on`` / ``deployed_on`` / ``is_hosted_at``, ``stationed_at`` /
@@ -368,7 +383,7 @@ def placed_alike(left: str, right: str) -> bool:
     (``reads_features_from`` / ``reads_labels_from``) and relations of many values
     (``depends_on``) are not placed. (From the unmerged branch ``h-facts``, without its
     embedding of facts in context.)"""
-    a, b = _placing(left), _placing(right)
+    a, b = placing_preposition(left), placing_preposition(right)
     if a is None or b is None or sibling_predicates(left, right):
         return False
     return a in _ON_AT and b in _ON_AT
@@ -377,7 +392,7 @@ def placed_alike(left: str, right: str) -> bool:
 _ON_AT: Final = frozenset({"on", "at", "upon", "onto"})
 
 
-def _placing(predicate: str) -> str | None:
+def placing_preposition(predicate: str) -> str | None:
     """The placing preposition of a predicate made of one verb and that preposition (the
     verb inflected: ``runs``, ``hosted``, ``lives``, ``written``); None otherwise."""
     words = [w for w in predicate.split("_") if w and w not in FUNCTION_WORDS]
@@ -543,7 +558,7 @@ def _root(word: str) -> str:
     return word.rstrip("e") if len(word) > 3 else word
 
 
-def _prepositions(predicate: str) -> list[str]:
+def prepositions_in(predicate: str) -> list[str]:
     return [w for w in predicate.split("_") if w in PREPOSITIONS]
 
 
@@ -563,125 +578,26 @@ _PLURAL_NOUN_ROOTS: Final = frozenset(_root(w) for w in PLURAL_NOUNS)
 _BARE_NOUNS: Final = frozenset({"support", "call", "import"})
 
 
-def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
-    """Whether a fact is told as news of a change, by the agent's own wording in time: a
-    start it gives (``valid_from``: the fact began then, so something else may have ended),
-    a word of change in its predicate (``moved to``, ``upgraded to``: :data:`CHANGE_WORDS`)
-    or in the note stored with it (``migrated off Vercel this morning``). Such a fact is
-    weighed against the facts of subjects that only *may* be its own
-    (:func:`ferrex.rules.subjects.news_alike`) and flagged, never superseding."""
-    if dated or any(w in CHANGE_WORDS for w in predicate.split("_")):
-        return True
-    words = re.findall(r"[a-z]+", (content or "").casefold())
-    return any(w in CHANGE_WORDS for w in words)
+#: Nouns of an attribute of one value at a time whatever its shape (``status``, ``license``,
+#: ``cadence``; :func:`single_slot`). Not ``region`` or ``language`` (many at once).
+SINGLE_SLOT_NOUNS: Final[frozenset[str]] = frozenset(
+    {"status", "state", "phase", "stage", "version", "cadence", "frequency", "schedule"}
+    | {"interval", "timeout", "ttl", "retention", "size", "limit", "quota", "capacity"}
+    | {"threshold", "provider", "vendor", "engine", "license", "url", "location", "runtime"}
+    | {"id", "role", "title"}
+)
 
 
-def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, dated: bool) -> bool:
-    """Whether a new value of a subject's relation surely replaces a current one of the same
-    relation (single-valued, another object), rather than standing beside it. Sure when the
-    relation holds one value at a time by the objects' shape (two values of a kind a thing
-    has one of, :data:`SINGLE_KINDS`, or times of day; two quantities or counts, ``30`` /
-    ``50 nodes``; one named thing at two versions, :func:`versions_of_one`), between two
-    people or teams (a relation of many people is plural by its words: :func:`plural_fact`),
-    or when the new fact is told as news of a change (:func:`told_as_news`: a start given,
-    a word of change in its predicate or note). Two names (``Leeds`` / ``Lisbon``, two tables, two
-    languages, two host names) stated without either are as likely one value more of a
-    relation of many (offices, inputs, languages, cluster nodes) as a change: both are kept
-    and flagged, and the agent settles which."""
-    if (_one_at_a_time(obj) and _one_at_a_time(old)) or versions_of_one(obj, old):
-        return True
-    if _party(obj) and _party(old) and "party" in (object_kind(obj), object_kind(old)):
-        return True  # the relation's plural roles (members, reviewers) are plural_fact's
-    return told_as_news(predicate, content, dated=dated)
-
-
-def _party(obj: str) -> bool:
-    """A person or team (:func:`object_kind`), or a bare capitalised name beside one
-    (``Nova`` beside ``team Atlas``)."""
-    return object_kind(obj) == "party" or bool(_NAME_WORD.match(obj.strip()))
-
-
-def _one_at_a_time(obj: str) -> bool:
-    text = obj.strip()
-    return object_kind(text) in SINGLE_KINDS or bool(_COUNT.match(text) or _CLOCK.match(text))
-
-
-# A time of day (``02:00 UTC``, ``9:30 pm``): like a date, one at a time.
-_CLOCK = re.compile(r"^\d{1,2}:\d{2}(?::\d{2})?\s*(?:[ap]\.?m\.?|[a-z]{2,4})?$", re.IGNORECASE)
+def single_slot(predicate: str) -> bool:
+    """Whether a normalized predicate names an attribute of one value at a time: its last
+    content word one of :data:`SINGLE_SLOT_NOUNS` as written (``status``, ``review_status``,
+    ``request_timeout``; not ``statuses``), with no word of a plural relation before it."""
+    words = content_words(predicate)
+    return bool(words) and words[-1] in SINGLE_SLOT_NOUNS and not plural_relation(predicate)
 
 
 # A quantity, or a count of things in one word (``50 nodes``, ``2 approvals``; not an
 # ordinal, ``2nd floor``).
-_COUNT = re.compile(
+COUNT = re.compile(
     r"^[~<>=]*\d[\d.,_]*(?!st\b|nd\b|rd\b|th\b)\s*[a-z%]{0,3}(?:\s+[a-z]+)?$", re.IGNORECASE
 )
-
-
-def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) -> bool:
-    """Whether the note stored with a new fact names another fact's object (``reorg: growth
-    squad split`` names ``growth squad``; ``dropped redis for sessions`` names ``Redis 6 on
-    ElastiCache``): a word of four letters or more of that object, other than the
-    ``besides`` words (the subjects' own), is a word of the note. A fact whose note names
-    the value it replaces is told as news of a change to that fact."""
-    words = set(re.findall(r"[a-z][a-z0-9]+", (content or "").casefold()))
-    if not words:
-        return False
-    skip = {w.casefold() for w in besides}
-    own = re.findall(r"[a-z][a-z0-9]+", obj.casefold())
-    return any(
-        len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own
-    )
-
-
-# --- A value restated ------------------------------------------------------------------------
-
-#: At most this many words around the value in the longer wording of it (``115200`` /
-#: ``115200 baud``, ``0.9.0`` / ``hollowctl v0.9.0``, ``Production/Stable`` / ``Development
-#: Status :: 5 - Production/Stable``): more, and the longer one says something else too.
-RESTATED_EXTRA_WORDS: Final = 3
-#: Values that many slots of one thing take at once (a flag, a switch): never a restatement
-#: by themselves.
-_COMMON_VALUES: Final = frozenset(
-    {"true", "false", "yes", "no", "on", "off", "none", "null", "enabled", "disabled", "n/a"}
-)
-_VALUE_WORDS_RE = re.compile(r"[a-z0-9]+(?:\.[a-z0-9]+)*")
-
-
-def value_words(text: str) -> list[str]:
-    """An object's words as a value compares them: case-folded runs of letters and digits
-    (a dotted version kept whole), a ``v`` before a version dropped (``v0.9.0``)."""
-    words = _VALUE_WORDS_RE.findall(text.casefold())
-    return [w[1:] if re.fullmatch(r"v\d+(?:\.\d+)+", w) else w for w in words]
-
-
-def distinctive_value(words: Sequence[str]) -> bool:
-    """Whether a value is rare enough that two slots of one thing seldom hold it by chance:
-    three letters or digits at least (``115200``, ``lax``; ``5`` is a count, a retry
-    limit, a replica number at once) and not a flag word (:data:`_COMMON_VALUES`)."""
-    joined = "".join(words)
-    return len(joined) >= 3 and joined not in _COMMON_VALUES
-
-
-def restated(new: str, old: str) -> bool:
-    """Whether two objects state one value in other words: equal once case, spaces and
-    punctuation are dropped (``RevC`` / ``rev C``, ``40MB`` / ``40 MB``), the one the
-    initials of the other's words (``OSC`` / ``Open Source Collective``), or the one's
-    words found in a row inside the other's with at most :data:`RESTATED_EXTRA_WORDS`
-    around them (``115200`` / ``115200 baud``); the value distinctive
-    (:func:`distinctive_value`) and never of two known kinds (:func:`kinds_clash`)."""
-    if kinds_clash(new, old):
-        return False
-    a, b = value_words(new), value_words(old)
-    if not a or not b:
-        return False
-    short, long = (a, b) if len(a) <= len(b) else (b, a)
-    if not distinctive_value(short):
-        return False
-    if "".join(short) == "".join(long):
-        return True
-    if len(short) == 1 and short[0].isalpha() and acronym_of(short[0], long):
-        return True  # OSC / Open Source Collective
-    if len(long) - len(short) > RESTATED_EXTRA_WORDS:
-        return False
-    n = len(short)
-    return any(long[i : i + n] == short for i in range(len(long) - n + 1))

@@ -77,7 +77,7 @@ from ferrex.rules.short_forms import (
     formed_alike,
     spelled_out,
 )
-from ferrex.rules.subjects_apart import in_digits, instance_word
+from ferrex.rules.subjects_apart import CONTRAST_WORDS, THING_WORDS, in_digits, instance_word
 
 #: Trailing words that name a part or a kind of deployment of a thing: ``billing`` may mean
 #: ``billing service`` (possibly the same), but ``billing service`` is not ``billing
@@ -640,7 +640,7 @@ def _same_word(a: str, b: str) -> bool:
 
 def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     """Whether two spelled-out names that share a distinctive word may name one thing when
-    a fact about one is told as news of a change (:func:`ferrex.rules.slots.told_as_news`):
+    a fact about one is told as news of a change (:func:`ferrex.rules.value_changes.told_as_news`):
     ``billing page``/``Billing UI``, ``session store``/``sessions``. Weaker than
     :func:`names_alike`, so only a flag follows, and only for a fact told as news.
 
@@ -658,3 +658,33 @@ def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     if any(instance_word(w) for w in only_a + only_b):
         return False  # another instance of it: MQTT broker / MQTT broker (dev)
     return any(not _kind_word(w) for w in shared)
+
+
+def close_names(left: Sequence[str], right: Sequence[str], *, parts: bool = False) -> bool:
+    """Whether two spelled-out names that are possibly the same (:func:`compare_words`'s
+    ``possible``, :func:`names_alike`) name one thing closely enough for a change told of one
+    to replace the other's value: once words in two forms are paired (:func:`word_twins`:
+    ``access review``/``access reviews``), the shorter name's words are all in the longer,
+    the longer adds at most :data:`QUALIFIERS_DROPPED` words, none after its last shared
+    word but a word of what a thing is as deployed (:data:`THING_WORDS`: ``bastion``/
+    ``bastion host``; not ``PHI``/``PHI backups``, ``Terraform``/``Terraform AWS provider``,
+    whose last word is a head of its own; a kind word, ``billing``/``billing service``, only
+    with ``parts``, when the fact is told as news: a bare head may as well be ``billing
+    database``), none naming another instance (:data:`INSTANCE_WORDS`), a number or a
+    contrast (:data:`CONTRAST_WORDS`: ``legacy``, ``internal``), and a shared word that is
+    not a kind word (``churn model``/``churn prediction model``, ``VPN``/``corporate VPN``)."""
+    a, b = name_words(left), name_words(right)
+    if not a or not b or _numbers(a) != _numbers(b):
+        return False
+    if len(b) < len(a):
+        a, b = b, a
+    only_a, only_b, shared = _pair_words(a, b)
+    if only_a or not shared or all(_kind_word(w) for w in shared):
+        return False
+    if len(only_b) > QUALIFIERS_DROPPED:
+        return False
+    if any(instance_word(w) or _DIGITS.search(w) or w in CONTRAST_WORDS for w in only_b):
+        return False
+    joined = _joined(b, a)
+    last = max((i for i, w in enumerate(joined) if w not in only_b), default=-1)
+    return all(w in THING_WORDS or (parts and _kind_word(w)) for w in joined[last + 1 :])

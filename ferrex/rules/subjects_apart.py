@@ -43,6 +43,24 @@ INSTANCE_WORDS: Final[frozenset[str]] = frozenset(
 )
 
 
+#: Words in front of a name that set one thing apart from another of its kind (``legacy
+#: orders db`` is not ``orders db``): a name extended by one is never
+#: :func:`ferrex.rules.subjects.close_names`.
+CONTRAST_WORDS: Final[frozenset[str]] = frozenset(
+    {"old", "legacy", "new", "next", "previous", "former", "archived", "deprecated"}
+    | {"internal", "external", "public", "private", "primary", "secondary", "read", "write"}
+    | {"test", "temporary", "temp", "experimental", "other", "second", "third"}
+)
+
+#: Trailing words that say what a thing is as deployed or built, not which thing or which
+#: part of it (``bastion`` / ``bastion host``, ``Grafana`` / ``Grafana instance``), for
+#: :func:`ferrex.rules.subjects.close_names` alone.
+THING_WORDS: Final[frozenset[str]] = frozenset(
+    {"host", "instance", "bucket", "box", "machine", "vm", "feature", "integration"}
+    | {"setup", "deployment", "process", "program", "product", "tooling", "codebase"}
+)
+
+
 def instance_word(word: str) -> bool:
     """Whether a word (brackets aside: ``(dev)``) is one of :data:`INSTANCE_WORDS`."""
     return word.strip("()[]{}") in INSTANCE_WORDS
@@ -95,3 +113,30 @@ def in_digits(words: Sequence[str]) -> list[str]:
 
 def _content(predicate: str) -> set[str]:
     return {w for w in predicate.split("_") if w and w not in FUNCTION_WORDS | PREPOSITIONS}
+
+
+#: Words of a predicate that name what a person is at work (``role``, ``title``): where a
+#: person's first name and full name are one subject (:func:`first_name_of`).
+PERSON_SLOT_WORDS: Final[frozenset[str]] = frozenset(
+    {"role", "title", "position", "level", "seniority", "team", "manager", "employment"}
+)
+
+
+def first_name_of(name: str, other: Sequence[str]) -> bool:
+    """Whether ``name`` as written and the normalized words ``other`` are a person's first
+    name and full name: one of them a single capitalised word (``Maria``), the other two or
+    three words of letters that begin with it (``maria lopez``). Only a hint: it counts for a
+    relation of :data:`PERSON_SLOT_WORDS` alone (``Grafana`` / ``Grafana Cloud`` is a product
+    and its hosted service)."""
+    words = name.split()
+    if not words or not all(w[:1].isupper() and w.isalpha() for w in words):
+        return False
+    mine = [w.casefold() for w in words]
+    theirs = list(other)
+    short, long = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
+    return (
+        len(short) == 1
+        and 2 <= len(long) <= 3
+        and all(w.isalpha() for w in long)
+        and long[0] == short[0]
+    )

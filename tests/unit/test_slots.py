@@ -4,29 +4,27 @@ from __future__ import annotations
 
 import pytest
 
+from ferrex.rules.restatements import restated
+from ferrex.rules.slot_outcomes import slot_match
 from ferrex.rules.slots import (
     POSSIBLE_PHRASE,
     SURE_PARTY_PHRASE,
     SURE_PHRASE,
     VALUE_FLOOR,
     may_share_slot,
-    note_names,
     object_kind,
     placed_alike,
     plural_fact,
     plural_relation,
-    replaces_value,
-    restated,
     same_head,
     scoped_apart,
     slot_candidate,
-    slot_match,
     slot_words,
-    told_as_news,
     value_fallback,
     versions_of_one,
 )
 from ferrex.rules.subjects_apart import relations_apart
+from ferrex.rules.value_changes import note_names, replaces_value, told_as_news
 
 
 @pytest.mark.parametrize(
@@ -121,8 +119,14 @@ def test_a_predicate_that_names_no_slot_is_weighed_by_its_object() -> None:
     was = slot_match("was", "0.72.10", "version", "0.74.5", 0.99)
     assert was is not None and was.outcome == "possible"
     # A value of one kind stated without a slot: possible however far apart the phrases.
-    moved = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
-    assert moved is not None and moved.why == "a value of no named slot"
+    stated = slot_match("is_a", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
+    assert stated is not None and stated.why == "a value of no named slot"
+    # Told as a move beside the one value of a one-value attribute (a url), the phrases not
+    # far apart: that slot, sure; far apart, only possible.
+    moved = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.5)
+    assert moved is not None and moved.outcome == "same"
+    far = slot_match("moved_to", "notebooks.ml.internal", "url", "jupyter.ml.internal", 0.1)
+    assert far is not None and far.outcome == "possible"
     # Two statements of no slot ("is 16 A100", "now 32 H100") fill the one the subject names.
     both = slot_match("now", "32 H100", "is_a", "16 A100", 0.1)
     assert both is not None and both.outcome == "possible"

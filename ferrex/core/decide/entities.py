@@ -323,7 +323,7 @@ def _merged_slots(
 ) -> list[FactsPossiblyConflicting]:
     """Facts of two entities just merged that may fill one slot under different predicates
     (same predicates are a contradiction proper, which readers find): flagged, by the
-    structural evidence alone (:func:`ferrex.rules.slots.slot_match` without a phrase
+    structural evidence alone (:func:`ferrex.rules.slot_outcomes.slot_match` without a phrase
     cosine: one object kind, or one head word). Only facts the caller sees, and never a
     pair already said to both hold (``facts.differ``)."""
 

@@ -1,0 +1,427 @@
+"""A new fact weighed against the facts of other subjects it may be about (step 3 of a store,
+beside :mod:`ferrex.core.decide.facts`): the reads both share (a subject's facts, the slot
+matches of a fact against them, whether two objects agree) and :class:`Weighing`, which
+finds, for each entity the subject is possibly the same as or shares a word with, the facts a
+new one may conflict with (flagged ``facts.possible_conflict``), restate (flagged
+``restates``), or surely replace (:meth:`Weighing.close_replaced`: a close name,
+:func:`ferrex.rules.subjects.close_names`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final
+
+import msgspec
+
+from ferrex.rules.entities import normalize_entity, resolve_entity
+from ferrex.rules.lifecycle import expired
+from ferrex.rules.memory_input import ValidStore
+from ferrex.rules.restatements import restated
+from ferrex.rules.short_forms import spelled_out
+from ferrex.rules.slot_outcomes import slot_match
+from ferrex.rules.slots import (
+    SlotMatch,
+    content_words,
+    fact_phrase,
+    kinds_clash,
+    one_kind,
+    same_head,
+    slot_candidate,
+    value_fallback,
+    value_predicate,
+)
+from ferrex.rules.subjects import (
+    close_names,
+    news_alike,
+    objects_agree,
+    parts_of_one,
+    same_slot_words,
+)
+from ferrex.rules.subjects_apart import PERSON_SLOT_WORDS, first_name_of
+from ferrex.rules.value_changes import note_names, replaces_value, told_as_news
+from ferrex.rules.visibility import in_scope
+from journal import FactsPossiblyConflicting
+from projections.readmodel.predicates import is_current
+from projections.rows import RELATION, RESTATES, Memory
+
+from ..settings import StoreSettings
+from ..view import View
+from .entities import Subject, scoped_candidates
+from .shared import Measures, Who, cosines_with
+
+
+def facts_of(view: View, who: Who, keys: Sequence[str]) -> list[Memory]:
+    found = {m.memory_id: m for key in keys for m in view.subject_facts(who.namespace, key)}
+    return [found[k] for k in sorted(found)]
+
+
+def slot_matches(
+    obj: str, predicate: str, others: Sequence[Memory], measures: Measures, *, news: bool = False
+) -> list[tuple[Memory, SlotMatch]]:
+    """:func:`ferrex.rules.slot_outcomes.slot_match` of a fact (``news``: told as news of a change)
+    against each of ``others``; the phrase cosines asked in one batch, only for the pairs the
+    guards allow."""
+    allowed = [
+        m
+        for m in others
+        if m.object is not None
+        and slot_candidate(predicate, obj, str(m.predicate_normalized), m.object)
+    ]
+    if not allowed:
+        return []
+    mine = fact_phrase(predicate, obj)
+    theirs = [fact_phrase(str(m.predicate_normalized), str(m.object)) for m in allowed]
+    found: list[tuple[Memory, SlotMatch]] = []
+    scores = cosines_with(measures, mine, theirs)
+    for m, score in zip(allowed, scores, strict=True):
+        match = slot_match(predicate, obj, str(m.predicate_normalized), str(m.object), score,
+                           news=news)  # fmt: skip
+        if match is not None:
+            found.append((m, match))
+    best = None if found else value_fallback(predicate, scores)
+    if best is not None:
+        found.append((allowed[best], SlotMatch("possible", "the closest slot to a bare value",
+                                               scores[best])))  # fmt: skip
+    return found
+
+
+def may_replace(who: Who, old: Memory) -> bool:
+    """Whether a fact found to fill the same slot is replaced, not flagged: only one the
+    store may change and that is not pinned (a pinned fact yields to ``supersedes`` only)."""
+    return who.may_change(old) and not old.pinned
+
+
+def agree_with(view: View, who: Who) -> Callable[[str, str], bool]:
+    """Whether two objects name one thing: the same words (``team Nova`` / ``Nova``), or
+    one known entity by the entity rules (no embedding)."""
+    candidates = scoped_candidates(view, who)
+
+    def agree(a: str, b: str) -> bool:
+        if objects_agree(a, b):
+            return True
+        left = resolve_entity(a, candidates).entity_id
+        return left is not None and left == resolve_entity(b, candidates).entity_id
+
+    return agree
+
+
+def flag_of(
+    memory_id: str,
+    who: Who,
+    others: Sequence[str],
+    entity_id: str,
+    other_entity_id: str,
+    reason: str,
+    score: float = 1.0,
+) -> FactsPossiblyConflicting:
+    """A ``facts.possible_conflict`` of the new fact against ``others`` (their entity
+    ``other_entity_id``), for ``reason``."""
+    return FactsPossiblyConflicting(
+        memory_id=memory_id, namespace=who.namespace, others=tuple(others),
+        entity_id=entity_id, other_entity_id=other_entity_id, reason=reason, score=score,
+    )  # fmt: skip
+
+
+@dataclass
+class Weighing:
+    """The other entities a new fact is weighed against for possible conflicts (:meth:`flags`):
+    their spellings, their standing facts (read once each), and how the new fact is told."""
+
+    valid: ValidStore
+    view: View
+    who: Who
+    subject: Subject
+    entity_id: str
+    predicate: str
+    memory_id: str
+    now: datetime
+    agree: Callable[[str, str], bool]
+    obj: str
+    abbreviations: Mapping[str, str]
+    mine: tuple[list[str], list[str]]
+    spelt: dict[str, set[str]]
+    fresh: bool
+    news: bool
+    besides: list[str]
+    read: dict[str, list[Memory]]
+    slotted: dict[str, list[tuple[Memory, SlotMatch]]] = field(default_factory=dict)
+    replacing: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(
+        cls,
+        valid: ValidStore,
+        view: View,
+        who: Who,
+        subject: Subject,
+        predicate: str,
+        memory_id: str,
+        now: datetime,
+        settings: StoreSettings,
+    ) -> Weighing:
+        assert valid.object is not None and valid.subject is not None
+        assert subject.entity is not None
+        agree = agree_with(view, who)
+        abbreviations = settings.abbreviations_for(who.namespace)
+        mine = _slot_words(valid.subject, predicate, abbreviations)
+        # The spellings of every entity weighed, in one pass over the namespace's spellings.
+        weighed = {p.entity_id for p in subject.possible} | set(subject.related)
+        spelt: dict[str, set[str]] = {}
+        if weighed:
+            scope = who.scope
+            for s in view.spellings(who.namespace):
+                if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id,
+                                                                        s.viewers):  # fmt: skip
+                    spelt.setdefault(s.entity_id, set()).add(s.normalized)
+        # A fact told as news of a change (:func:`ferrex.rules.value_changes.told_as_news`) may
+        # change a fact of a subject possibly or only maybe its own (:func:`_news_slots`).
+        # It counts only for a subject named for the first time (no current fact of its own
+        # yet): a name already holding facts of its own is a thing of its own.
+        # A note that names another fact's value (``dropped redis``) tells of a change to it.
+        fresh = not any(is_current(m) and who.sees(m)
+                        for m in facts_of(view, who, subject.keys))  # fmt: skip
+        news = fresh and told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
+        besides = [*mine[0], *valid.subject.casefold().split()]
+        return cls(valid, view, who, subject, subject.entity.entity_id, predicate, memory_id,
+                   now, agree, valid.object, abbreviations, mine, spelt, fresh, news,
+                   besides, {})  # fmt: skip
+
+    def flags(self, measures: Measures) -> list[FactsPossiblyConflicting]:
+        """For each entity the subject is possibly the same as: its active single-valued
+        facts of the same relation, or of one that may fill the same slot
+        (:func:`slot_matches`, or a word moved between subject and predicate), whose object
+        disagrees; for each entity that only shares a word with it
+        (:attr:`ferrex.rules.subjects.SubjectResolution.related`), those that name the same
+        slot in other words (:func:`ferrex.rules.subjects.same_slot_words`). Nothing is
+        superseded; both are flagged."""
+        out = self.possible_flags(measures)
+        out += self.related_flags()
+        out += self.restating_flags(out)
+        # A fact replaced as this slot's value (:meth:`close_replaced`) is no conflict.
+        if not self.replacing:
+            return out
+        kept = [msgspec.structs.replace(f, others=tuple(o for o in f.others
+                                                        if o not in self.replacing))
+                for f in out]  # fmt: skip
+        return [f for f in kept if f.others]
+
+    def slots_of(self, entity_id: str, measures: Measures) -> list[tuple[Memory, SlotMatch]]:
+        """:func:`slot_matches` of the new fact against the entity's current facts under
+        other predicates (asked once per entity)."""
+        if entity_id not in self.slotted:
+            current = self.current_of(entity_id)
+            others = [m for m in current if m.predicate_normalized != self.predicate]
+            told = told_as_news(self.predicate, self.valid.content,
+                                dated=self.valid.t_valid is not None)  # fmt: skip
+            self.slotted[entity_id] = slot_matches(self.obj, self.predicate, others, measures,
+                                                   news=told)  # fmt: skip
+        return self.slotted[entity_id]
+
+    def close_replaced(self, measures: Measures) -> list[Memory]:
+        """The one current fact of a subject possibly the same, by a close name
+        (:func:`ferrex.rules.subjects.close_names`, not an embedding), that the new fact
+        surely replaces: of its relation with a value that surely replaces it
+        (:func:`ferrex.rules.value_changes.replaces_value`), or of a slot surely the same
+        (:func:`ferrex.rules.slot_outcomes.slot_match`). None when more than one is found: which
+        one it replaces is then the agent's call (both flagged)."""
+        dated = self.valid.t_valid is not None
+        found: list[Memory] = []
+        for possible in self.subject.possible:
+            if possible.reason == "embedding":
+                continue
+            person = self.person(possible.entity_id)
+            if not person and not self.close(possible.entity_id):
+                continue
+            same = [m for m in self.current_of(possible.entity_id)
+                    if m.predicate_normalized == self.predicate
+                    and replaces_value(self.predicate, self.obj, str(m.object),
+                                       self.valid.content, dated=dated)]  # fmt: skip
+            same += [m for m, f in self.slots_of(possible.entity_id, measures)
+                     if f.outcome == "same"]  # fmt: skip
+            # A first name for a full name: for what a person is at work alone.
+            found += [m for m in same if not person or _person_slot(self.predicate)
+                      or _person_slot(str(m.predicate_normalized))]  # fmt: skip
+        if len(found) != 1 or not may_replace(self.who, found[0]):
+            return []
+        return found
+
+    def person(self, entity_id: str) -> bool:
+        """Whether the subject and one of the entity's spellings are a person's first name
+        and full name (:func:`ferrex.rules.subjects_apart.first_name_of`)."""
+        return any(first_name_of(str(self.valid.subject), key.split())
+                   for key in sorted(self.spelt.get(entity_id, ())))  # fmt: skip
+
+    def close(self, entity_id: str) -> bool:
+        """Whether one of the entity's spellings is a close name of the subject; a name and
+        its part (``Kafka`` / ``Kafka cluster``) only for a fact told as news."""
+        valid = self.valid
+        told = told_as_news(self.predicate, valid.content, dated=valid.t_valid is not None)
+        return any(close_names(self.mine[0], spelled_out(key, self.abbreviations), parts=told)
+                   for key in sorted(self.spelt.get(entity_id, ())))  # fmt: skip
+
+    def standing(self, entity_id: str) -> list[Memory]:
+        """The entity's active single-valued facts the caller sees, with an object."""
+        if entity_id not in self.read:
+            keys = sorted(self.spelt.get(entity_id, ()))
+            who, now = self.who, self.now.timestamp()
+            self.read[entity_id] = [
+                m
+                for m in facts_of(self.view, who, keys)
+                if is_current(m)
+                and who.sees(m)
+                and not m.multi_valued
+                and not expired(m.expires_at, now)
+                and m.object is not None
+                and m.predicate_normalized
+            ]
+        return self.read[entity_id]
+
+    def current_of(self, entity_id: str) -> list[Memory]:
+        return [m for m in self.standing(entity_id) if not self.agree(self.obj, str(m.object))]
+
+    def moved(self, m: Memory) -> bool:
+        """A word moved between subject and predicate (:func:`same_slot_words`)."""
+        theirs = _slot_words(str(m.subject), str(m.predicate_normalized), self.abbreviations)
+        return not kinds_clash(self.obj, str(m.object)) and same_slot_words(*self.mine, *theirs)
+
+    def news_of(self, current: Sequence[Memory]) -> list[Memory]:
+        if self.news:
+            return _news_slots(self.predicate, self.obj, current)
+        if not self.fresh or not self.valid.content:
+            return []
+        return [m for m in current if not kinds_clash(self.obj, str(m.object))
+                and note_names(self.valid.content, str(m.object),
+                               besides=self.besides)]  # fmt: skip
+
+    def flag(self, others: Sequence[str], other_entity_id: str, reason: str,
+             score: float = 1.0) -> FactsPossiblyConflicting:  # fmt: skip
+        return flag_of(self.memory_id, self.who, others, self.entity_id, other_entity_id,
+                     reason, score)  # fmt: skip
+
+    def possible_flags(self, measures: Measures) -> list[FactsPossiblyConflicting]:
+        """The flags against each entity the subject is possibly the same as."""
+        out: list[FactsPossiblyConflicting] = []
+        for possible in self.subject.possible:
+            current = self.current_of(possible.entity_id)
+            same = [m for m in current if m.predicate_normalized == self.predicate]
+            slots = self.slots_of(possible.entity_id, measures)
+            matched = {m.memory_id for m, _ in slots}
+            matched |= {m.memory_id for m in current if m not in same and self.moved(m)}
+            if not matched:
+                matched = {m.memory_id for m in self.news_of(current) if m not in same}
+            # Two flags: one of the same relation (gone once the subjects are one entity, a
+            # contradiction proper then) and one of relations possibly the same (kept).
+            for others, reason in (([m.memory_id for m in same], possible.reason),
+                                   (sorted(matched), RELATION)):  # fmt: skip
+                if others:
+                    out.append(self.flag(sorted(others), possible.entity_id, reason,
+                                         possible.score))  # fmt: skip
+        return out
+
+    def related_flags(self) -> list[FactsPossiblyConflicting]:
+        """Entities that only share a word with the subject: flagged where a fact of theirs
+        names the same slot in other words (a word moved between subject and predicate), or,
+        for news, one that may fill its slot on a name that may be the same (news_alike)."""
+        out: list[FactsPossiblyConflicting] = []
+        for entity_id in self.subject.related:
+            current = self.current_of(entity_id)
+            others, reason = sorted(m.memory_id for m in current if self.moved(m)), SLOT_WORDS
+            if (
+                not others
+                and self.fresh
+                and any(
+                    news_alike(self.mine[0], spelled_out(key, self.abbreviations))
+                    for key in sorted(self.spelt.get(entity_id, ()))
+                )
+            ):
+                others, reason = sorted(m.memory_id for m in self.news_of(current)), NEWS
+            if others:
+                out.append(self.flag(others, entity_id, reason))
+        return out
+
+    def restating_flags(
+        self, flagged: Sequence[FactsPossiblyConflicting]
+    ) -> list[FactsPossiblyConflicting]:
+        """A fact of an entity possibly the same, or sharing a word, that states the new
+        value under another predicate: the one fact restated under another name (flagged,
+        never merged). Not the same predicate (siblings share values: ``staging db | engine
+        | Postgres 16`` / ``prod db | engine | Postgres 16``), nor two parts of one thing
+        (:func:`ferrex.rules.subjects.parts_of_one`: ``payments api | database | DynamoDB``
+        / ``payments db | engine | DynamoDB``)."""
+        subject = self.subject
+        possible = {p.entity_id for p in subject.possible}
+        out: list[FactsPossiblyConflicting] = []
+        for entity_id in dict.fromkeys([*(p.entity_id for p in subject.possible),
+                                        *subject.related]):  # fmt: skip
+            related = entity_id not in possible
+            if related and any(parts_of_one(self.mine[0], spelled_out(key, self.abbreviations))
+                               for key in sorted(self.spelt.get(entity_id, ()))):  # fmt: skip
+                continue
+            again = self.restating(entity_id, [*flagged, *out], related=related)
+            if again:
+                out.append(self.flag(again, entity_id, RESTATES))
+        return out
+
+    def restating(
+        self, entity_id: str, flagged: Sequence[FactsPossiblyConflicting], *, related: bool
+    ) -> list[str]:
+        """The entity's facts under another predicate that state the new value in other
+        words (:func:`ferrex.rules.restatements.restated`), not flagged already. For an entity
+        that only shares a word, not under a predicate of one head word with the new one
+        (``schedule`` / ``backup schedule``): each of two things has its own."""
+        named = {o for f in flagged for o in f.others}
+        predicate = self.predicate
+        return sorted(m.memory_id for m in self.standing(entity_id)
+                      if m.predicate_normalized != predicate and m.memory_id not in named
+                      and not (related and same_head(predicate, str(m.predicate_normalized)))
+                      and restated(self.obj, str(m.object)))  # fmt: skip
+
+
+#: The reason of a possible conflict found by :func:`ferrex.rules.subjects.same_slot_words`
+#: between subjects that only share a word.
+SLOT_WORDS: Final = "slot words"
+#: The reason of a possible conflict between a fact told as news of a change
+#: (:func:`ferrex.rules.value_changes.told_as_news`) and a fact of a subject that may be its own
+#: (:func:`ferrex.rules.subjects.news_alike`).
+NEWS: Final = "news"
+
+
+def _slot_words(
+    subject: str, predicate: str, abbreviations: Mapping[str, str]
+) -> tuple[list[str], list[str]]:
+    """A fact's subject spelled out and its predicate's content words (none for a
+    predicate that only states a value), as :func:`ferrex.rules.subjects.same_slot_words`
+    compares them."""
+    words = spelled_out(normalize_entity(subject), abbreviations)
+    if value_predicate(predicate):
+        return words, []
+    return words, [w for part in content_words(predicate) for w in spelled_out(part, abbreviations)]
+
+
+def _news_slots(predicate: str, obj: str, current: Sequence[Memory]) -> list[Memory]:
+    """Of a subject's current facts, those a fact told as news may change (weighed without
+    an embedding): the same relation; else those whose relation may be the same
+    (:func:`ferrex.rules.slots.slot_candidate`) with an object of one kind or a predicate
+    of one head word; else, on a subject known by that one fact alone, that fact when its
+    relation may be the same."""
+    same = [m for m in current if m.predicate_normalized == predicate]
+    if same:
+        return same
+    allowed = [
+        m
+        for m in current
+        if slot_candidate(predicate, obj, str(m.predicate_normalized), str(m.object))
+    ]
+    close = [
+        m
+        for m in allowed
+        if one_kind(obj, str(m.object)) or same_head(predicate, str(m.predicate_normalized))
+    ]
+    return close or (allowed if len(current) == 1 else [])
+
+
+def _person_slot(predicate: str) -> bool:
+    return any(w in PERSON_SLOT_WORDS for w in predicate.split("_"))

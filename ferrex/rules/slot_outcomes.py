@@ -1,0 +1,141 @@
+"""The outcome of a new fact against a current one under another predicate of its subject
+(:func:`slot_match`): ``same`` (the store supersedes it), ``possible`` (both kept, flagged) or
+None; the evidence and its order are :mod:`ferrex.rules.slots`'s module docstring.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ferrex.rules.schedules import same_timing, schedule_value
+from ferrex.rules.slots import (
+    COUNT,
+    POSSIBLE_PHRASE,
+    POSSIBLE_VALUE_PHRASE,
+    SINGLE_KINDS,
+    SURE_PARTY_PHRASE,
+    SURE_PHRASE,
+    SlotMatch,
+    added_modifier,
+    bare_value,
+    kinds_clash,
+    object_kind,
+    one_kind,
+    placed_alike,
+    placing_preposition,
+    prepositions_in,
+    reworded_slot,
+    same_head,
+    single_slot,
+    slot_words,
+    telling_kind,
+    value_predicate,
+)
+
+
+def slot_match(
+    new_predicate: str,
+    new_object: str,
+    old_predicate: str,
+    old_object: str,
+    phrase_cosine: float,
+    *,
+    news: bool = False,
+) -> SlotMatch | None:
+    """The outcome for a pair :func:`slot_candidate` allowed, given the cosine of their
+    :func:`fact_phrase` (see the module docstring); a new fact told as ``news`` of a change
+    placing the subject anew is sure of a place (``deployed on`` / ``runs on``)."""
+    kind = object_kind(new_object)
+    alike = one_kind(new_object, old_object)
+    # A change word beside the slot's own noun names that slot (``team`` / ``moved to team``,
+    # ``owner`` / ``changed owner to``).
+    core = slot_words(new_predicate)
+    if core and core == slot_words(old_predicate) and not kinds_clash(new_object, old_object):
+        return SlotMatch("same", "one slot named, with a word of change", 1.0)
+    # A predicate that names no slot (``is``, ``set to``) says which by its value and the
+    # subject's other facts: flagged against them.
+    vague = value_predicate(new_predicate) or value_predicate(old_predicate)
+    sure_at = SURE_PARTY_PHRASE if kind == "party" else SURE_PHRASE
+    # A bare value (``is``, ``was``) is never sure of its slot (``was 0.72.10`` may be
+    # history); one told as a change (``upgraded to``, ``set to``, ``now``) may be.
+    if (
+        alike
+        and phrase_cosine >= sure_at
+        and not bare_value(new_predicate)
+        and not added_modifier(new_predicate, old_predicate)
+    ):
+        return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
+    # Two values of one shape a thing holds one of at a time, under one slot noun in other
+    # forms (``concurrency`` / ``max concurrent jobs``) or told as a change naming no slot
+    # (``upgraded to 1.29`` beside ``Kubernetes version 1.27``): one slot.
+    if (
+        not bare_value(new_predicate)
+        and one_value_kind(new_object, old_object)
+        and (reworded_slot(new_predicate, old_predicate) or value_predicate(new_predicate))
+    ):
+        return SlotMatch("same", "one value at a time, one head word or a change", 1.0)
+    # Two schedules, one of a one-value attribute (``happens`` / ``cadence``): one slot.
+    if (
+        not bare_value(new_predicate)
+        and schedule_value(new_object)
+        and schedule_value(old_object)
+        and same_timing(new_object, old_object)
+        and (single_slot(new_predicate) or single_slot(old_predicate))
+    ):
+        return SlotMatch("same", "two schedules, one a one-value attribute", 1.0)
+    if told_change(new_predicate) and object_kind(new_object) == object_kind(old_object):
+        # A change naming no slot beside the one it can change: a move beside a place
+        # (``moved to`` / ``runs on``), a one-value attribute (``migrated to`` / ``provider``),
+        # a value stated without a slot (``is now`` / ``is``).
+        if moved(new_predicate) and placing_preposition(old_predicate) is not None:
+            return SlotMatch("same", "a move beside where it is placed", 1.0)
+        # The two phrases not far apart: a change that names no slot must read as this one
+        # (``migrated to Entra ID`` / ``provider Okta``, not ``status beta``).
+        one_value = single_slot(old_predicate) or (value_predicate(old_predicate) and alike)
+        if one_value and phrase_cosine >= POSSIBLE_VALUE_PHRASE:
+            return SlotMatch("same", "a change beside a one-value slot", phrase_cosine)
+    if phrase_cosine >= POSSIBLE_PHRASE:
+        return SlotMatch("possible", "phrases alike", phrase_cosine)
+    if vague and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE):
+        return SlotMatch("possible", "a value of no named slot", phrase_cosine)
+    if value_predicate(new_predicate) and value_predicate(old_predicate):
+        return SlotMatch("possible", "two values of no named slot", phrase_cosine)
+    # One head word with other prepositions (reports to / reports on) is left to the score;
+    # a preposition on one side only is no other one (capped at / spend cap).
+    preps = (prepositions_in(new_predicate), prepositions_in(old_predicate))
+    if same_head(new_predicate, old_predicate) and (preps[0] == preps[1] or not all(preps)):
+        return SlotMatch("possible", "the same head word", phrase_cosine)
+    if placed_alike(new_predicate, old_predicate):
+        return SlotMatch("same" if news else "possible", "both place the subject", phrase_cosine)
+    if telling_kind(new_object, old_object):
+        return SlotMatch("possible", "two values of one plain kind", phrase_cosine)
+    return None
+
+
+def told_change(predicate: str) -> bool:
+    """Whether a normalized predicate only tells of a change to a value (``moved_to``,
+    ``migrated_to``, ``is_now``, ``switched_to``): :func:`value_predicate` with a word of
+    :data:`CHANGE_WORDS`."""
+    return value_predicate(predicate) and not bare_value(predicate)
+
+
+#: Words of a change of place: ``moved to``, ``migrated to``, ``relocated to``.
+MOVE_WORDS: Final[frozenset[str]] = frozenset({"moved", "migrated", "relocated"})
+
+
+def moved(predicate: str) -> bool:
+    """Whether a normalized predicate tells of a move to a new place (``moved_to``,
+    ``migrated_to``, ``now_moved_to``)."""
+    words = predicate.split("_")
+    return told_change(predicate) and "to" in words and any(w in MOVE_WORDS for w in words)
+
+
+def one_value_kind(left: str, right: str) -> bool:
+    """Whether two objects are values of one shape a thing holds one of at a time: one kind
+    of :data:`SINGLE_KINDS` (two versions, two durations), or two bare quantities (``20`` /
+    ``40``, ``50 nodes``)."""
+    kind = object_kind(left)
+    if kind is not None:
+        return kind in SINGLE_KINDS and kind == object_kind(right)
+    return object_kind(right) is None and bool(COUNT.match(left.strip()) and
+                                               COUNT.match(right.strip()))  # fmt: skip

@@ -1,0 +1,86 @@
+"""Whether a new value of a relation surely replaces the current one (:func:`replaces_value`),
+and how a fact is told as news of a change (:func:`told_as_news`, :func:`note_names`).
+
+The shapes and words these read are :mod:`ferrex.rules.slots`'s: values a thing has one of at a
+time (a version, a duration, a time of day, a count), two people or teams, a one-value
+attribute (:func:`ferrex.rules.slots.single_slot`), a word of change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ferrex.rules.predicates import FUNCTION_WORDS
+from ferrex.rules.slots import (
+    CHANGE_WORDS,
+    COUNT,
+    NAME_WORD,
+    SINGLE_KINDS,
+    object_kind,
+    single_slot,
+    versions_of_one,
+)
+
+
+def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
+    """Whether a fact is told as news of a change, by the agent's own wording in time: a
+    start it gives (``valid_from``: the fact began then, so something else may have ended),
+    a word of change in its predicate (``moved to``, ``upgraded to``: :data:`CHANGE_WORDS`)
+    or in the note stored with it (``migrated off Vercel this morning``). Such a fact is
+    weighed against the facts of subjects that only *may* be its own
+    (:func:`ferrex.rules.subjects.news_alike`) and flagged, never superseding."""
+    if dated or any(w in CHANGE_WORDS for w in predicate.split("_")):
+        return True
+    words = re.findall(r"[a-z]+", (content or "").casefold())
+    return any(w in CHANGE_WORDS for w in words)
+
+
+def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, dated: bool) -> bool:
+    """Whether a new value of a subject's relation surely replaces a current one of the same
+    relation (single-valued, another object), rather than standing beside it. Sure when the
+    relation holds one value at a time by the objects' shape (two values of a kind a thing
+    has one of, :data:`SINGLE_KINDS`, or times of day; two quantities or counts, ``30`` /
+    ``50 nodes``; one named thing at two versions, :func:`versions_of_one`), between two
+    people or teams (a relation of many people is plural by its words: :func:`plural_fact`),
+    or when the new fact is told as news of a change (:func:`told_as_news`: a start given,
+    a word of change in its predicate or note). Two names (``Leeds`` / ``Lisbon``, two tables, two
+    languages, two host names) stated without either are as likely one value more of a
+    relation of many (offices, inputs, languages, cluster nodes) as a change: both are kept
+    and flagged, and the agent settles which."""
+    if (_one_at_a_time(obj) and _one_at_a_time(old)) or versions_of_one(obj, old):
+        return True
+    if _party(obj) and _party(old) and "party" in (object_kind(obj), object_kind(old)):
+        return True  # the relation's plural roles (members, reviewers) are plural_fact's
+    return single_slot(predicate) or told_as_news(predicate, content, dated=dated)
+
+
+def _party(obj: str) -> bool:
+    """A person or team (:func:`object_kind`), or a bare capitalised name beside one
+    (``Nova`` beside ``team Atlas``)."""
+    return object_kind(obj) == "party" or bool(NAME_WORD.match(obj.strip()))
+
+
+def _one_at_a_time(obj: str) -> bool:
+    text = obj.strip()
+    return object_kind(text) in SINGLE_KINDS or bool(COUNT.match(text) or _CLOCK.match(text))
+
+
+# A time of day (``02:00 UTC``, ``9:30 pm``): like a date, one at a time.
+_CLOCK = re.compile(r"^\d{1,2}:\d{2}(?::\d{2})?\s*(?:[ap]\.?m\.?|[a-z]{2,4})?$", re.IGNORECASE)
+
+
+def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) -> bool:
+    """Whether the note stored with a new fact names another fact's object (``reorg: growth
+    squad split`` names ``growth squad``; ``dropped redis for sessions`` names ``Redis 6 on
+    ElastiCache``): a word of four letters or more of that object, other than the
+    ``besides`` words (the subjects' own), is a word of the note. A fact whose note names
+    the value it replaces is told as news of a change to that fact."""
+    words = set(re.findall(r"[a-z][a-z0-9]+", (content or "").casefold()))
+    if not words:
+        return False
+    skip = {w.casefold() for w in besides}
+    own = re.findall(r"[a-z][a-z0-9]+", obj.casefold())
+    return any(
+        len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own
+    )

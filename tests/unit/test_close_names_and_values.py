@@ -1,0 +1,112 @@
+"""Issue 43, the evidence a sure change combines: close names of one subject, one-value
+attributes, schedules, values restated in another form (pure rules, no store)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ferrex.rules.entities import normalize_entity
+from ferrex.rules.restatements import restated
+from ferrex.rules.schedules import schedule_value
+from ferrex.rules.short_forms import spelled_out
+from ferrex.rules.slot_outcomes import slot_match
+from ferrex.rules.slots import single_slot
+from ferrex.rules.subjects import close_names
+from ferrex.rules.subjects_apart import first_name_of, in_digits
+
+
+def words(name: str) -> list[str]:
+    return in_digits(spelled_out(normalize_entity(name)))
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "close"),
+    [
+        ("VPN", "the corporate VPN", True),  # a modifier in front, the head kept
+        ("churn model", "churn prediction model", True),
+        ("access review", "access reviews", True),  # a plural
+        ("bastion", "bastion host", True),  # what the thing is as deployed
+        ("PHI", "PHI backups", False),  # a head of its own (and another instance)
+        ("Terraform", "Terraform AWS provider", False),
+        ("chat", "chat messages", False),
+        ("orders db", "legacy orders database", False),  # a contrast word
+        ("database", "orders database", False),  # only a kind word shared
+        ("billing", "billing service", False),  # a part, unless told as news
+        ("api v1", "public api v1", False),
+    ],
+)
+def test_close_names_keep_the_head_and_add_no_head_of_their_own(
+    left: str, right: str, close: bool
+) -> None:
+    assert close_names(words(left), words(right)) is close
+    assert close_names(words(right), words(left)) is close
+
+
+def test_a_part_is_close_only_for_news() -> None:
+    assert close_names(words("Kafka"), words("kafka cluster"), parts=True)
+    assert not close_names(words("Kafka"), words("kafka cluster"))
+
+
+def test_a_first_name_is_a_full_name_only_as_written_by_a_person() -> None:
+    assert first_name_of("Maria", ["maria", "lopez"])
+    assert first_name_of("Maria Lopez", ["maria"])
+    assert not first_name_of("maria", ["maria", "lopez"]), "not written as a name"
+    assert not first_name_of("Maria", ["mario", "lopez"])
+    assert not first_name_of("Maria", ["maria", "lopez", "de", "la", "cruz"])
+
+
+@pytest.mark.parametrize(
+    ("predicate", "single"),
+    [("status", True), ("review_status", True), ("request_timeout", True), ("license", True),
+     ("region", False), ("statuses", False), ("depends_on", False), ("supported_regions", False)],
+)  # fmt: skip
+def test_a_one_value_attribute_is_read_from_its_last_noun(predicate: str, single: bool) -> None:
+    assert single_slot(predicate) is single
+
+
+@pytest.mark.parametrize(
+    ("text", "schedule"),
+    [("quarterly", True), ("every 15 minutes", True), ("0 5 * * *", True),
+     ("Mondays 08:00", True), ("at 01:00 UTC", True), ("2027-01-05", False),
+     ("Redis", False), ("s3://bucket", False)],
+)  # fmt: skip
+def test_a_schedule_is_read_from_its_shape(text: str, schedule: bool) -> None:
+    assert schedule_value(text) is schedule
+
+
+def test_sure_slots_by_head_word_change_verb_and_schedule() -> None:
+    counts = slot_match("concurrency", "40", "max_concurrent_jobs", "20", 0.1)
+    assert counts is not None and counts.outcome == "same"
+    upgraded = slot_match("upgraded_to", "1.29", "kubernetes_version", "1.27", 0.1)
+    assert upgraded is not None and upgraded.outcome == "same"
+    moved = slot_match("moved_to", "Render", "runs_on", "Heroku", 0.1)
+    assert moved is not None and moved.outcome == "same"
+    resized = slot_match("resized_to", "LARGE", "size", "MEDIUM", 0.5)
+    assert resized is not None and resized.outcome == "same"
+    status = slot_match("migrated_to", "EKS", "status", "beta", 0.1)
+    assert status is None or status.outcome == "possible", "a change must read as the slot"
+    cadence = slot_match("cadence", "monthly", "happens", "quarterly", 0.1)
+    assert cadence is not None and cadence.outcome == "same"
+    # How often and at what time are two facts of one job.
+    when = slot_match("schedule", "at 02:00 UTC", "cadence", "daily", 0.1)
+    assert when is None or when.outcome == "possible"
+    # Siblings never, a bare value never sure, two schedules of no one-value slot flagged.
+    # A word in front of the same noun names another thing's value: not sure.
+    python = slot_match("python_version", "3.11.4", "version", "2.3.1", 0.1)
+    assert python is None or python.outcome == "possible"
+    bare = slot_match("is_a", "5", "max", "4", 0.1)
+    assert bare is None or bare.outcome == "possible"
+    sent = slot_match("is_sent", "daily", "goes_out", "weekly", 0.1)
+    assert sent is not None and sent.outcome == "possible"
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "same"),
+    [("30d", "30 days", True), ("15 min", "15 minutes", True), ("5 min", "300 seconds", True),
+     ("https://bi.example.io/", "bi.example.io", True), ("IT Operations", "IT Ops", True),
+     ("30s", "60s", False), ("12 months", "1 year", False),
+     ("https://a.example.io", "b.example.io", False),
+     ("IT Ops", "HR Ops", False)],
+)  # fmt: skip
+def test_a_value_in_another_form_is_restated(new: str, old: str, same: bool) -> None:
+    assert restated(new, old) is same
