@@ -451,7 +451,7 @@ def test_a_memory_states_a_compound_as_two_words_or_one() -> None:
 
 
 def test_a_count_worked_out_across_memories_is_not_asked_of_one() -> None:
-    """"how many times", "how many days ago", "… in total": each memory holds one event or
+    """ "how many times", "how many days ago", "… in total": each memory holds one event or
     one date and answers part of it; a count a thing has is still asked of a memory."""
     outing = "went bouldering at the Castle climbing centre with Priya on Saturday"
     assert attribute("how many times did I go climbing this month", outing) == 0.0
