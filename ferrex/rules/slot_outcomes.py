@@ -18,6 +18,7 @@ from ferrex.rules.slots import (
     SlotMatch,
     added_modifier,
     bare_value,
+    content_words,
     kinds_clash,
     object_kind,
     one_kind,
@@ -75,12 +76,16 @@ def slot_match(
     ):
         return SlotMatch("same", "one value at a time, one head word or a change", 1.0)
     # Two schedules, one of a one-value attribute (``happens`` / ``cadence``): one slot.
+    # The other must say only when the subject happens, not name an event of its own
+    # (``code freeze every Thursday`` beside ``cadence weekly`` is another schedule).
     if (
         not bare_value(new_predicate)
         and schedule_value(new_object)
         and schedule_value(old_object)
         and same_timing(new_object, old_object)
         and (single_slot(new_predicate) or single_slot(old_predicate))
+        and timing_predicate(new_predicate)
+        and timing_predicate(old_predicate)
     ):
         return SlotMatch("same", "two schedules, one a one-value attribute", 1.0)
     if told_change(new_predicate) and object_kind(new_object) == object_kind(old_object):
@@ -110,6 +115,17 @@ def slot_match(
     if telling_kind(new_object, old_object):
         return SlotMatch("possible", "two values of one plain kind", phrase_cosine)
     return None
+
+
+def timing_predicate(predicate: str) -> bool:
+    """Whether a normalized predicate says no more than when or how often its subject
+    happens: a one-value attribute (``cadence``, ``schedule``), a value alone (``is``,
+    ``now``), or one inflected verb (``runs``, ``happens``, ``scheduled``, ``runs_at``).
+    ``code_freeze`` or ``standup`` name an event of their own, with a schedule of its own."""
+    if single_slot(predicate) or value_predicate(predicate):
+        return True
+    words = content_words(predicate)
+    return len(words) == 1 and words[0].endswith(("s", "ed"))
 
 
 def told_change(predicate: str) -> bool:

@@ -117,6 +117,8 @@ def test_names_with_a_head_or_a_contrast_of_their_own_are_never_replaced(
             for subject, first_pair, second_pair in (
                 ("billing api", ("version", "2.3.1"), ("python version", "3.11.4")),
                 ("sync worker", ("timeout", "30s"), ("idle timeout", "5 min")),
+                # an event of its own with a schedule of its own beside the subject's cadence
+                ("mobile release train", ("cadence", "biweekly"), ("code freeze", "every Monday")),
             ):
                 first = await fact(subject, *first_pair)
                 second = await fact(subject, *second_pair)

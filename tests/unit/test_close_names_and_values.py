@@ -9,7 +9,7 @@ from ferrex.rules.entities import normalize_entity
 from ferrex.rules.restatements import restated
 from ferrex.rules.schedules import schedule_value
 from ferrex.rules.short_forms import spelled_out
-from ferrex.rules.slot_outcomes import slot_match
+from ferrex.rules.slot_outcomes import slot_match, timing_predicate
 from ferrex.rules.slots import single_slot
 from ferrex.rules.subjects import close_names
 from ferrex.rules.subjects_apart import first_name_of, in_digits
@@ -110,3 +110,12 @@ def test_sure_slots_by_head_word_change_verb_and_schedule() -> None:
 )  # fmt: skip
 def test_a_value_in_another_form_is_restated(new: str, old: str, same: bool) -> None:
     assert restated(new, old) is same
+
+
+def test_a_schedule_of_an_event_of_its_own_is_not_the_subjects_cadence() -> None:
+    assert timing_predicate("cadence") and timing_predicate("runs_at")
+    assert timing_predicate("happens") and not timing_predicate("code_freeze")
+    same = slot_match("happens", "weekly", "cadence", "every two weeks", 0.5)
+    assert same is not None and same.outcome == "same"
+    other = slot_match("code_freeze", "every Thursday", "cadence", "weekly", 0.5)
+    assert other is None or other.outcome != "same"
