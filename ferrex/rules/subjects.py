@@ -660,7 +660,13 @@ def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
     return any(not _kind_word(w) for w in shared)
 
 
-def close_names(left: Sequence[str], right: Sequence[str], *, parts: bool = False) -> bool:
+def close_names(
+    left: Sequence[str],
+    right: Sequence[str],
+    *,
+    parts: bool = False,
+    named: frozenset[str] = frozenset(),
+) -> bool:
     """Whether two spelled-out names that are possibly the same (:func:`compare_words`'s
     ``possible``, :func:`names_alike`) name one thing closely enough for a change told of one
     to replace the other's value: once words in two forms are paired (:func:`word_twins`:
@@ -672,7 +678,10 @@ def close_names(left: Sequence[str], right: Sequence[str], *, parts: bool = Fals
     with ``parts``, when the fact is told as news: a bare head may as well be ``billing
     database``), none naming another instance (:data:`INSTANCE_WORDS`), a number or a
     contrast (:data:`CONTRAST_WORDS`: ``legacy``, ``internal``), and a shared word that is
-    not a kind word (``churn model``/``churn prediction model``, ``VPN``/``corporate VPN``)."""
+    not a kind word (``churn model``/``churn prediction model``, ``VPN``/``corporate VPN``).
+    A name of one word with words put in front is close only when it is written as a name
+    (``named``: words written with a capital letter): ``Vault``/``HashiCorp Vault``, not
+    ``cache``/``session cache``, whose added word names a kind of cache."""
     a, b = name_words(left), name_words(right)
     if not a or not b or _numbers(a) != _numbers(b):
         return False
@@ -687,4 +696,8 @@ def close_names(left: Sequence[str], right: Sequence[str], *, parts: bool = Fals
         return False
     joined = _joined(b, a)
     last = max((i for i, w in enumerate(joined) if w not in only_b), default=-1)
+    # A word put in front of a common noun names a kind of it (``session cache``, ``image
+    # worker``, ``admin frontend``), not the same thing said in full.
+    if len(a) == 1 and a[0] not in named and any(w in only_b for w in joined[:last]):
+        return False
     return all(w in THING_WORDS or (parts and _kind_word(w)) for w in joined[last + 1 :])

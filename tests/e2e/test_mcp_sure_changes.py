@@ -107,6 +107,9 @@ def test_names_with_a_head_or_a_contrast_of_their_own_are_never_replaced(
                 ("orders queue", "legacy orders queue", "status", "active", "draining"),
                 # A first word of a name, not a person's relation: a product and its service.
                 ("Harbor", "Harbor Satellite", "version", "2.9.1", "0.4.0"),
+                # A common noun with a word in front: a kind of it, not the thing in full.
+                ("cache", "session cache", "eviction policy", "allkeys-lru", "volatile-ttl"),
+                ("scheduler", "job scheduler", "status", "healthy", "degraded"),
             ]  # fmt: skip
             for subject, other, predicate, first_value, second_value in pairs:
                 first = await fact(subject, predicate, first_value)

@@ -38,8 +38,30 @@ def words(name: str) -> list[str]:
 def test_close_names_keep_the_head_and_add_no_head_of_their_own(
     left: str, right: str, close: bool
 ) -> None:
-    assert close_names(words(left), words(right)) is close
-    assert close_names(words(right), words(left)) is close
+    named = capitalised(left, right)
+    assert close_names(words(left), words(right), named=named) is close
+    assert close_names(words(right), words(left), named=named) is close
+
+
+def capitalised(*names: str) -> frozenset[str]:
+    return frozenset(w.casefold() for n in names for w in n.split() if w != w.casefold())
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "close"),
+    [
+        ("Vault", "HashiCorp Vault", True),  # a name of one word, written as a name
+        ("cache", "session cache", False),  # a common noun: the word in front names a kind
+        ("worker", "image worker", False),
+        ("vpn", "the corporate vpn", False),  # not written as a name
+    ],
+)
+def test_a_word_in_front_of_one_word_is_close_only_for_a_name(
+    left: str, right: str, close: bool
+) -> None:
+    named = capitalised(left, right)
+    assert close_names(words(left), words(right), named=named) is close
+    assert close_names(words(right), words(left), named=named) is close
 
 
 def test_a_part_is_close_only_for_news() -> None:

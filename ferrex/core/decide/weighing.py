@@ -147,6 +147,9 @@ class Weighing:
     news: bool
     besides: list[str]
     read: dict[str, list[Memory]]
+    named: frozenset[str] = frozenset()
+    """Words written with a capital letter (``Vault``, ``MDM``) in the subject or a spelling
+    of an entity weighed, casefolded: names, not common nouns (:func:`close_names`)."""
     slotted: dict[str, list[tuple[Memory, SlotMatch]]] = field(default_factory=dict)
     replacing: set[str] = field(default_factory=set)
 
@@ -170,12 +173,14 @@ class Weighing:
         # The spellings of every entity weighed, in one pass over the namespace's spellings.
         weighed = {p.entity_id for p in subject.possible} | set(subject.related)
         spelt: dict[str, set[str]] = {}
+        named = set(_capitalised(valid.subject))
         if weighed:
             scope = who.scope
             for s in view.spellings(who.namespace):
                 if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id,
                                                                         s.viewers):  # fmt: skip
                     spelt.setdefault(s.entity_id, set()).add(s.normalized)
+                    named.update(_capitalised(s.alias))
         # A fact told as news of a change (:func:`ferrex.rules.value_changes.told_as_news`) may
         # change a fact of a subject possibly or only maybe its own (:func:`_news_slots`).
         # It counts only for a subject named for the first time (no current fact of its own
@@ -187,7 +192,7 @@ class Weighing:
         besides = [*mine[0], *valid.subject.casefold().split()]
         return cls(valid, view, who, subject, subject.entity.entity_id, predicate, memory_id,
                    now, agree, valid.object, abbreviations, mine, spelt, fresh, news,
-                   besides, {})  # fmt: skip
+                   besides, {}, frozenset(named))  # fmt: skip
 
     def flags(self, measures: Measures) -> list[FactsPossiblyConflicting]:
         """For each entity the subject is possibly the same as: its active single-valued
@@ -259,7 +264,8 @@ class Weighing:
         its part (``Kafka`` / ``Kafka cluster``) only for a fact told as news."""
         valid = self.valid
         told = told_as_news(self.predicate, valid.content, dated=valid.t_valid is not None)
-        return any(close_names(self.mine[0], spelled_out(key, self.abbreviations), parts=told)
+        return any(close_names(self.mine[0], spelled_out(key, self.abbreviations), parts=told,
+                               named=self.named)
                    for key in sorted(self.spelt.get(entity_id, ())))  # fmt: skip
 
     def standing(self, entity_id: str) -> list[Memory]:
@@ -425,3 +431,8 @@ def _news_slots(predicate: str, obj: str, current: Sequence[Memory]) -> list[Mem
 
 def _person_slot(predicate: str) -> bool:
     return any(w in PERSON_SLOT_WORDS for w in predicate.split("_"))
+
+
+def _capitalised(name: str) -> list[str]:
+    """The words of a name written with a capital letter anywhere, casefolded."""
+    return [w.casefold() for w in name.split() if any(c.isupper() for c in w)]
