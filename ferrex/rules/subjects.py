@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -661,11 +661,7 @@ def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:
 
 
 def close_names(
-    left: Sequence[str],
-    right: Sequence[str],
-    *,
-    parts: bool = False,
-    named: frozenset[str] = frozenset(),
+    left: Sequence[str], right: Sequence[str], *, parts: bool = False, named: Collection[str] = ()
 ) -> bool:
     """Whether two spelled-out names that are possibly the same (:func:`compare_words`'s
     ``possible``, :func:`names_alike`) name one thing closely enough for a change told of one
@@ -696,8 +692,6 @@ def close_names(
         return False
     joined = _joined(b, a)
     last = max((i for i, w in enumerate(joined) if w not in only_b), default=-1)
-    # A word put in front of a common noun names a kind of it (``session cache``, ``image
-    # worker``, ``admin frontend``), not the same thing said in full.
     if len(a) == 1 and a[0] not in named and any(w in only_b for w in joined[:last]):
         return False
     return all(w in THING_WORDS or (parts and _kind_word(w)) for w in joined[last + 1 :])
