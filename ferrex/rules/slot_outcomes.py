@@ -111,7 +111,11 @@ def slot_match(
     if same_head(new_predicate, old_predicate) and (preps[0] == preps[1] or not all(preps)):
         return SlotMatch("possible", "the same head word", phrase_cosine)
     if placed_alike(new_predicate, old_predicate):
-        return SlotMatch("same" if news else "possible", "both place the subject", phrase_cosine)
+        # Sure only told as news, and each verb one that places the thing itself (``runs
+        # on``, ``deployed on``); ``caches on S3`` places its cache, not what ``runs on
+        # GitHub Actions`` says.
+        sure = news and places_itself(new_predicate) and places_itself(old_predicate)
+        return SlotMatch("same" if sure else "possible", "both place the subject", phrase_cosine)
     if telling_kind(new_object, old_object):
         return SlotMatch("possible", "two values of one plain kind", phrase_cosine)
     return None
@@ -126,6 +130,24 @@ def timing_predicate(predicate: str) -> bool:
         return True
     words = content_words(predicate)
     return len(words) == 1 and words[0].endswith(("s", "ed"))
+
+
+#: Verbs that say where a thing itself is: where it runs, is deployed, hosted, served,
+#: installed, lives or sits (in their inflected forms, as :func:`placing_preposition` reads
+#: them).
+PLACING_VERBS: Final[frozenset[str]] = frozenset(
+    {"runs", "running", "deployed", "hosted", "served", "installed", "lives", "living"}
+    | {"located", "stationed", "based", "sits", "resides", "kept", "housed"}
+)
+
+
+def places_itself(predicate: str) -> bool:
+    """Whether a normalized predicate of one verb and a placing preposition says where its
+    subject itself is (:data:`PLACING_VERBS`: ``runs_on``, ``is_hosted_at``), not where
+    something of it goes (``caches_on``, ``logs_to``)."""
+    return placing_preposition(predicate) is not None and any(
+        w in PLACING_VERBS for w in predicate.split("_")
+    )
 
 
 def told_change(predicate: str) -> bool:

@@ -122,9 +122,11 @@ def test_names_with_a_head_or_a_contrast_of_their_own_are_never_replaced(
                 ("sync worker", ("timeout", "30s"), ("idle timeout", "5 min")),
                 # an event of its own with a schedule of its own beside the subject's cadence
                 ("mobile release train", ("cadence", "biweekly"), ("code freeze", "every Monday")),
+                # something else placed on something, told with a date: not where it runs
+                ("build pipeline", ("runs on", "Buildkite"), ("caches on", "R2")),
             ):
                 first = await fact(subject, *first_pair)
-                second = await fact(subject, *second_pair)
+                second = await fact(subject, *second_pair, valid_from="2026-01-10T00:00:00Z")
                 assert second["superseded"] == [], f"{second_pair} hid {first['id']}: {second}"
 
     anyio.run(main)

@@ -9,7 +9,7 @@ from ferrex.rules.entities import normalize_entity
 from ferrex.rules.restatements import restated
 from ferrex.rules.schedules import schedule_value
 from ferrex.rules.short_forms import spelled_out
-from ferrex.rules.slot_outcomes import slot_match, timing_predicate
+from ferrex.rules.slot_outcomes import places_itself, slot_match, timing_predicate
 from ferrex.rules.slots import single_slot
 from ferrex.rules.subjects import close_names
 from ferrex.rules.subjects_apart import first_name_of, in_digits
@@ -141,3 +141,12 @@ def test_a_schedule_of_an_event_of_its_own_is_not_the_subjects_cadence() -> None
     assert same is not None and same.outcome == "same"
     other = slot_match("code_freeze", "every Thursday", "cadence", "weekly", 0.5)
     assert other is None or other.outcome != "same"
+
+
+def test_only_a_verb_that_places_the_thing_itself_is_sure_of_where_it_runs() -> None:
+    assert places_itself("runs_on") and places_itself("deployed_on")
+    assert not places_itself("caches_on") and not places_itself("logs_to")
+    moved = slot_match("deployed_on", "the k3s cluster", "runs_on", "a Pi", 0.2, news=True)
+    assert moved is not None and moved.outcome == "same"
+    cache = slot_match("caches_on", "S3", "runs_on", "GitHub Actions", 0.2, news=True)
+    assert cache is not None and cache.outcome == "possible"
