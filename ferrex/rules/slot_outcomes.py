@@ -124,12 +124,20 @@ def slot_match(
 def timing_predicate(predicate: str) -> bool:
     """Whether a normalized predicate says no more than when or how often its subject
     happens: a one-value attribute (``cadence``, ``schedule``), a value alone (``is``,
-    ``now``), or one inflected verb (``runs``, ``happens``, ``scheduled``, ``runs_at``).
-    ``code_freeze`` or ``standup`` name an event of their own, with a schedule of its own."""
+    ``now``), or a verb of happening alone (:data:`HAPPENING_VERBS`: ``runs``, ``happens``,
+    ``scheduled``, ``runs_at``). ``code_freeze``, ``standup`` or ``deploys`` name an event or
+    an activity of their own, with a schedule of its own."""
     if single_slot(predicate) or value_predicate(predicate):
         return True
     words = content_words(predicate)
-    return len(words) == 1 and words[0].endswith(("s", "ed"))
+    return len(words) == 1 and words[0] in HAPPENING_VERBS
+
+
+#: Verbs that say only that the subject happens (when is the object): ``runs``, ``happens``.
+HAPPENING_VERBS: Final[frozenset[str]] = frozenset(
+    {"runs", "run", "happens", "occurs", "recurs", "repeats", "scheduled", "fires", "held"}
+    | {"meets", "executes", "executed", "triggered", "starts", "kicks"}
+)
 
 
 #: Verbs that say where a thing itself is: where it runs, is deployed, hosted, served,

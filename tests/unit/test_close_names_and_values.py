@@ -137,6 +137,7 @@ def test_a_value_in_another_form_is_restated(new: str, old: str, same: bool) -> 
 def test_a_schedule_of_an_event_of_its_own_is_not_the_subjects_cadence() -> None:
     assert timing_predicate("cadence") and timing_predicate("runs_at")
     assert timing_predicate("happens") and not timing_predicate("code_freeze")
+    assert not timing_predicate("deploys")  # an activity of its own, not the subject's cadence
     same = slot_match("happens", "weekly", "cadence", "every two weeks", 0.5)
     assert same is not None and same.outcome == "same"
     other = slot_match("code_freeze", "every Thursday", "cadence", "weekly", 0.5)
