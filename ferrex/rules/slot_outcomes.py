@@ -59,11 +59,14 @@ def slot_match(
     sure_at = SURE_PARTY_PHRASE if kind == "party" else SURE_PHRASE
     # A bare value (``is``, ``was``) is never sure of its slot (``was 0.72.10`` may be
     # history); one told as a change (``upgraded to``, ``set to``, ``now``) may be.
+    # Two attributes named by two nouns of no shared root (``timeout`` / ``duration``) may
+    # hold values of one kind at once: read alike, they are possible, not sure.
     if (
         alike
         and phrase_cosine >= sure_at
         and not bare_value(new_predicate)
         and not added_modifier(new_predicate, old_predicate)
+        and not two_attributes(new_predicate, old_predicate)
     ):
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
     # Two values of one shape a thing holds one of at a time, under one slot noun in other
@@ -156,6 +159,28 @@ def places_itself(predicate: str) -> bool:
     return placing_preposition(predicate) is not None and any(
         w in PLACING_VERBS for w in predicate.split("_")
     )
+
+
+def two_attributes(new_predicate: str, old_predicate: str) -> bool:
+    """Whether two normalized predicates are two attribute nouns that share no root
+    (``timeout`` / ``duration``, ``retention`` / ``batch_size``): neither places the
+    subject, tells a change (``deployed``, ``upgraded_to``) or states a value alone."""
+    return not (
+        same_head(new_predicate, old_predicate)
+        or _participle(new_predicate)
+        or _participle(old_predicate)
+        or placing_preposition(new_predicate) is not None
+        or placing_preposition(old_predicate) is not None
+        or value_predicate(new_predicate)
+        or value_predicate(old_predicate)
+        or prepositions_in(new_predicate)
+        or prepositions_in(old_predicate)
+    )
+
+
+def _participle(predicate: str) -> bool:
+    words = content_words(predicate)
+    return bool(words) and words[-1].endswith("ed") and not words[-1].endswith("eed")
 
 
 def told_change(predicate: str) -> bool:

@@ -124,6 +124,8 @@ def test_names_with_a_head_or_a_contrast_of_their_own_are_never_replaced(
                 ("mobile release train", ("cadence", "biweekly"), ("code freeze", "every Monday")),
                 # something else placed on something, told with a date: not where it runs
                 ("build pipeline", ("runs on", "Buildkite"), ("caches on", "R2")),
+                # two attributes of one kind of value, read alike: both hold at once
+                ("release build", ("duration", "25 min"), ("timeout", "45 min")),
             ):
                 first = await fact(subject, *first_pair)
                 second = await fact(subject, *second_pair, valid_from="2026-01-10T00:00:00Z")

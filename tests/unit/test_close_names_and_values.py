@@ -9,7 +9,12 @@ from ferrex.rules.entities import normalize_entity
 from ferrex.rules.restatements import restated
 from ferrex.rules.schedules import schedule_value
 from ferrex.rules.short_forms import spelled_out
-from ferrex.rules.slot_outcomes import places_itself, slot_match, timing_predicate
+from ferrex.rules.slot_outcomes import (
+    places_itself,
+    slot_match,
+    timing_predicate,
+    two_attributes,
+)
 from ferrex.rules.slots import single_slot
 from ferrex.rules.subjects import close_names
 from ferrex.rules.subjects_apart import first_name_of, in_digits
@@ -151,3 +156,10 @@ def test_only_a_verb_that_places_the_thing_itself_is_sure_of_where_it_runs() -> 
     assert moved is not None and moved.outcome == "same"
     cache = slot_match("caches_on", "S3", "runs_on", "GitHub Actions", 0.2, news=True)
     assert cache is not None and cache.outcome == "possible"
+
+
+def test_two_attribute_nouns_read_alike_are_possible_not_sure() -> None:
+    assert two_attributes("timeout", "duration") and two_attributes("retention", "batch_size")
+    assert not two_attributes("deployed", "version") and not two_attributes("runs_on", "host")
+    found = slot_match("timeout", "60 min", "duration", "40 min", 0.8)
+    assert found is not None and found.outcome == "possible"
