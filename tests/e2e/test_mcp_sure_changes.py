@@ -130,6 +130,12 @@ def test_names_with_a_head_or_a_contrast_of_their_own_are_never_replaced(
                 first = await fact(subject, *first_pair)
                 second = await fact(subject, *second_pair, valid_from="2026-01-10T00:00:00Z")
                 assert second["superseded"] == [], f"{second_pair} hid {first['id']}: {second}"
+            # A first name two known people share is neither one's for sure.
+            await fact("Ines Duarte", "team", "payments")
+            ines = await fact("Ines", "title", "staff engineer")
+            other = await fact("Ines Moreau", "title", "designer",
+                               valid_from="2026-01-10T00:00:00Z")  # fmt: skip
+            assert other["superseded"] == [], f"Ines Moreau hid {ines['id']}: {other}"
 
     anyio.run(main)
 

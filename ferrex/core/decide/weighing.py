@@ -255,9 +255,24 @@ class Weighing:
 
     def person(self, entity_id: str) -> bool:
         """Whether the subject and one of the entity's spellings are a person's first name
-        and full name (:func:`ferrex.rules.subjects_apart.first_name_of`)."""
-        return any(first_name_of(str(self.valid.subject), key.split())
-                   for key in sorted(self.spelt.get(entity_id, ())))  # fmt: skip
+        and full name (:func:`ferrex.rules.subjects_apart.first_name_of`), and no other full
+        name known here begins with that first name (``Dana`` beside ``Dana Whitfield`` is
+        not ``Dana Kim``'s)."""
+        keys = [k for k in sorted(self.spelt.get(entity_id, ()))
+                if first_name_of(str(self.valid.subject), k.split())]  # fmt: skip
+        if not keys:
+            return False
+        mine = " ".join(str(self.valid.subject).casefold().split())
+        full = {mine, *(k for k in keys if len(k.split()) > 1)}
+        first = min(mine, keys[0], key=lambda n: len(n.split())).split()[0]
+        scope = self.who.scope  # another agent's private names change nothing here
+        return not any(
+            in_scope(scope, s.agent_id, s.viewers)
+            and s.normalized.split()[:1] == [first]
+            and len(s.normalized.split()) > 1
+            and s.normalized not in full
+            for s in self.view.spellings(self.who.namespace)
+        )
 
     def close(self, entity_id: str) -> bool:
         """Whether one of the entity's spellings is a close name of the subject; a name and
