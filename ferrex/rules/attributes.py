@@ -5,6 +5,7 @@ evidence (:mod:`ferrex.rules.relevance`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from itertools import pairwise
 from typing import Final
 
 _NUMBER_WORDS: Final = frozenset(
@@ -101,10 +102,11 @@ def counted_across_memories(query_tokens: Sequence[str]) -> bool:
     times…", "how many days ago…", "how many weeks passed between…") or a sum ("… in
     total", "… so far"). Each memory then holds one event or one date, no number, and
     still answers part of the question."""
-    for i, term in enumerate(query_tokens):
-        if term == "mani" and i + 1 < len(query_tokens) and query_tokens[i + 1] in _COUNTED_UNITS:
-            return True
-    return bool({"mani", "much"} & set(query_tokens)) and bool(_TOTALS & set(query_tokens))
+    pairs = pairwise(query_tokens)
+    if any(term == "mani" and unit in _COUNTED_UNITS for term, unit in pairs):
+        return True
+    terms = set(query_tokens)
+    return bool({"mani", "much"} & terms) and bool(_TOTALS & terms)
 
 
 def missing_attribute(query_tokens: Sequence[str], document_tokens: Iterable[str]) -> float:

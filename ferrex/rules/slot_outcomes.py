@@ -164,13 +164,12 @@ def places_itself(predicate: str) -> bool:
 def two_attributes(new_predicate: str, old_predicate: str) -> bool:
     """Whether two normalized predicates are two attribute nouns that share no root
     (``timeout`` / ``duration``, ``retention`` / ``batch_size``): neither places the
-    subject, tells a change (``deployed``, ``upgraded_to``) or states a value alone."""
+    subject (a preposition: ``runs_on``), tells a change (``deployed``, ``upgraded_to``)
+    or states a value alone."""
     return not (
         same_head(new_predicate, old_predicate)
         or _participle(new_predicate)
         or _participle(old_predicate)
-        or placing_preposition(new_predicate) is not None
-        or placing_preposition(old_predicate) is not None
         or value_predicate(new_predicate)
         or value_predicate(old_predicate)
         or prepositions_in(new_predicate)

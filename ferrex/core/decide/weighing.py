@@ -262,9 +262,8 @@ class Weighing:
                 if first_name_of(str(self.valid.subject), k.split())]  # fmt: skip
         if not keys:
             return False
-        mine = " ".join(str(self.valid.subject).casefold().split())
-        full = {mine, *(k for k in keys if len(k.split()) > 1)}
-        first = min(mine, keys[0], key=lambda n: len(n.split())).split()[0]
+        full = {*self.subject.keys, *(k for k in keys if len(k.split()) > 1)}
+        first = keys[0].split()[0]  # the first name, one word of both (first_name_of)
         scope = self.who.scope  # another agent's private names change nothing here
         return not any(
             in_scope(scope, s.agent_id, s.viewers)
