@@ -43,13 +43,16 @@ def words(name: str) -> list[str]:
 def test_close_names_keep_the_head_and_add_no_head_of_their_own(
     left: str, right: str, close: bool
 ) -> None:
-    named = capitalised(left, right)
-    assert close_names(words(left), words(right), named=named) is close
+    assert close_both_ways(left, right) is close
+
+
+def close_both_ways(left: str, right: str) -> bool:
+    """``close_names`` of the two, either way round (the same answer), with the words either
+    writes with a capital letter as ``named``."""
+    named = frozenset(w.casefold() for n in (left, right) for w in n.split() if w != w.casefold())
+    close = close_names(words(left), words(right), named=named)
     assert close_names(words(right), words(left), named=named) is close
-
-
-def capitalised(*names: str) -> frozenset[str]:
-    return frozenset(w.casefold() for n in names for w in n.split() if w != w.casefold())
+    return close
 
 
 @pytest.mark.parametrize(
@@ -64,9 +67,7 @@ def capitalised(*names: str) -> frozenset[str]:
 def test_a_word_in_front_of_one_word_is_close_only_for_a_name(
     left: str, right: str, close: bool
 ) -> None:
-    named = capitalised(left, right)
-    assert close_names(words(left), words(right), named=named) is close
-    assert close_names(words(right), words(left), named=named) is close
+    assert close_both_ways(left, right) is close
 
 
 def test_a_part_is_close_only_for_news() -> None:
