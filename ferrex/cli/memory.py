@@ -80,7 +80,11 @@ MEMORY_TYPES = click.Choice(["episodic", "semantic", "procedural"])
 @click.option("--confidence", type=float, default=1.0, show_default=True, help="0 to 1.")
 @click.option("--context", help="A JSON object of extra context.")
 @click.option("--namespace", help=SCOPED_NAMESPACE_HELP)
-@click.option("--valid-from", help="When it became true (ISO 8601), for back-dated memories.")
+@click.option(
+    "--valid-from",
+    help="When it became true (ISO 8601), for back-dated memories; not in the future for a "
+    "fact or a procedure.",
+)
 @click.option(
     "--split-long",
     is_flag=True,

@@ -253,6 +253,29 @@ def parse_time(value: object, name: str = "valid_from") -> datetime | None:
         raise input_error(f"{name} {value!s} is out of range", f"write it like {example}") from exc
 
 
+AHEAD_ALLOWED: Final = 600.0
+"""Seconds a fact's ``valid_from`` may lie past the server's clock: two machines' clocks
+disagree by that much, a plan does not."""
+
+
+def check_not_ahead(memory_type: str, valid_from: datetime | None, now: datetime) -> None:
+    """Refuse a fact or a procedure that ``valid_from`` starts in the future.
+
+    A new value of a fact (a new version of a procedure) ends the old one where it starts,
+    and ferrex has no scheduled changes: a start ahead of the clock would answer the new
+    value today. An event in the future (a meeting planned) replaces nothing and is kept."""
+    if memory_type == "episodic" or valid_from is None:
+        return
+    if (valid_from - now).total_seconds() <= AHEAD_ALLOWED:
+        return
+    what = "fact" if memory_type == "semantic" else "procedure"
+    raise input_error(
+        f"valid_from {valid_from.isoformat().replace('+00:00', 'Z')} is in the future: "
+        f"a {what} is stored when it becomes true",
+        "store it when it happens, or store the plan as an event (type episodic) meanwhile",
+    )
+
+
 def quoted(value: object, width: int = 80) -> str:
     """``repr(value)`` cut to ``width`` characters, for quoting bad input in a message."""
     try:

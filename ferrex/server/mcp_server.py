@@ -490,7 +490,7 @@ def store(
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
     valid_from: Annotated[
         IsoTime | None,
-        Field(description="When it became true (ISO 8601)."),
+        Field(description="When it became true (ISO 8601); for a fact, not in the future."),
     ] = None,
     visibility: Annotated[
         Visibility | None,

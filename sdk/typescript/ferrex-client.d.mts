@@ -30,7 +30,7 @@ export interface StoreArguments {
   context?: Record<string, unknown>;
   /** Default: 1.0. */
   confidence?: number;
-  /** When it became true (ISO 8601). */
+  /** When it became true (ISO 8601); for a fact, not in the future. */
   valid_from?: string;
   /** Unset: private (this agent only); shared: every agent. */
   visibility?: Visibility;

@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from tests.e2e.mcp_helpers import call, ferrex, stdio_client
+from tests.e2e.mcp_helpers import call, error, ferrex, stdio_client, store_fact
 
 
 def _facts(doc: dict[str, Any], subject: str) -> dict[str, dict[str, Any]]:
@@ -141,6 +141,31 @@ def test_time_is_bitemporal_a_dated_change_is_current_and_a_late_report_is_histo
 
     anyio.run(main)
     assert ferrex(home, "journal", "verify").returncode == 0
+
+
+def test_a_planned_change_is_refused_as_a_fact_and_kept_as_an_event(tmp_path: Path) -> None:
+    """An agent records next week's upgrade as a fact dated then: refused, with a hint, and
+    today's version stays the one current answer; the plan stored as an event is kept."""
+    home = tmp_path / "home"
+    next_week = (datetime.now(UTC) + timedelta(days=7)).date().isoformat()
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            today = await store_fact(client, "payments api", "runtime", "Java 17")
+            code, text = await error(client, "store", {
+                "subject": "payments api", "predicate": "runtime", "object": "Java 21",
+                "valid_from": next_week})  # fmt: skip
+            assert code == "invalid_input"
+            assert "in the future" in text and next_week in text and "episodic" in text
+            doc = await call(client, "recall", {"query": "payments api runtime"})
+            facts = _facts(doc, "payments api")
+            assert list(facts) == [today["id"]] and "invalidated_at" not in facts[today["id"]]
+            plan = await call(client, "store", {
+                "content": "Planned: the payments api moves to Java 21 in the maintenance window",
+                "valid_from": next_week})  # fmt: skip
+            assert plan["status"] == "stored"
+
+    anyio.run(main)
 
 
 def test_a_fact_with_a_note_is_found_by_what_it_states(tmp_path: Path) -> None:

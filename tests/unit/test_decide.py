@@ -314,14 +314,39 @@ def test_an_undated_fact_learned_after_a_dated_one_is_current_unless_that_one_st
     undated = store(view, fact("orbit-db", "version", "16.1"), new_id=lambda p: f"{p}_2")
     assert undated.result.status == "stored" and undated.result.superseded == (dated.result.id,)
     assert _ended_at(view, dated.result.id) == NOW  # when the undated one was learned
-    # A fact dated after now (a scheduled change) began after anything known today.
+    # A fact dated after the undated one was learned (here by a clock set back: a fact
+    # dated ahead of the clock is refused) began after anything known then.
     view = FakeView()
-    scheduled = store(view, fact("orbit-db", "version", "17.0", valid_from="2027-01-01T00:00:00Z"))
+    scheduled = store(view, fact("orbit-db", "version", "17.0", valid_from="2027-01-01T00:00:00Z"),
+                      now=datetime(2027, 1, 2, tzinfo=UTC))  # fmt: skip
     today = store(view, fact("orbit-db", "version", "16.1"), new_id=lambda p: f"{p}_2")
     assert today.result.status == "stored_as_history"
     assert today.result.superseded_by == scheduled.result.id and today.result.superseded == ()
     assert "undated" in today.result.as_dict()["history_reason"]
     assert _ended_at(view, scheduled.result.id) is None
+
+
+def test_a_fact_or_procedure_dated_ahead_of_the_clock_is_refused_and_an_event_kept() -> None:
+    """ferrex has no scheduled changes: a fact starting tomorrow would end today's value
+    today. Ten minutes ahead is clock skew, not a plan."""
+    view = FakeView()
+    old = store(view, fact("orbit-db", "version", "15.4"))
+    for valid in (
+        fact("orbit-db", "version", "16.1", valid_from="2026-12-02T00:00:00Z"),
+        validate(StoreRequest(name="deploy", steps=["tag", "push"], valid_from="2026-12-03")),
+    ):
+        with pytest.raises(UsageError) as caught:
+            store(view, valid, new_id=lambda p: f"{p}_2")
+        assert "is in the future" in caught.value.message
+        assert "2026-12-0" in caught.value.message and caught.value.hint
+    assert _ended_at(view, old.result.id) is None  # nothing was written
+    skewed = store(view, fact("orbit-db", "version", "16.1",
+                              valid_from=(NOW + timedelta(minutes=9)).isoformat()),
+                   new_id=lambda p: f"{p}_3")  # fmt: skip
+    assert skewed.result.status == "stored"
+    planned = store(view, note("the orbit-db upgrade window", valid_from="2026-12-20"),
+                    new_id=lambda p: f"{p}_4")  # fmt: skip
+    assert planned.result.status == "stored"
 
 
 def test_an_undated_fact_after_an_undated_one_is_current() -> None:

@@ -60,6 +60,7 @@ from ferrex.rules.fusion import opens_with_speaker
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, Marks, marks_doc
 from ferrex.rules.memory_input import Redaction, ValidStore
 from ferrex.rules.slots import plural_fact, scoped_apart, versions_of_one
+from ferrex.rules.store_fields import check_not_ahead
 from journal import (
     Event,
     FactsPossiblyConflicting,
@@ -256,6 +257,7 @@ def decide_store(
     :class:`FerrexError` (nothing to write) when the rules refuse it. ``measures`` is asked
     only for what the rules reach."""
     who = _who(valid, settings)
+    check_not_ahead(valid.type, valid.t_valid, now)
     if valid.import_key is not None:
         refuse_imported(valid, valid.import_key, view, who)
     # A second value of a plainly plural relation (members, speaks) is one more value, not
