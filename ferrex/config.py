@@ -149,6 +149,9 @@ KEYS: tuple[Key, ...] = (
         "the dense leg's share of the fused score, 0 to 1 (BM25 gets the rest)"),
     Key("recall.dense_adapt", float, 0.5, None,
         "how far BM25's confidence in its best memory lowers the dense share, 0 to 1 (0: off)"),
+    Key("recall.dense_lift", float, 0.5, None,
+        "how far the dense share rises when BM25's best memory holds few of the question's "
+        "terms, 0 to 1 (0: off)"),
     Key("recall.graph_weight", float, 0.0, None,
         "the entity graph leg's weight in fusion under balanced, 0 to 1 (0: off)"),
     Key("recall.top_guard", bool, True, None,

@@ -806,7 +806,7 @@ NO_CONTEXT: _NoContext = {"context_share": 0.0, "note_context_share": 0.0}
 _SETTINGS: dict[str, Callable[[str], Any]] = {
     "dense_weight": float, "context_share": float, "note_context_share": float,
     "context_reach": int,
-    "context_gap": float, "prefetch": int, "dense_adapt": float,
+    "context_gap": float, "prefetch": int, "dense_adapt": float, "dense_lift": float,
     "graph_weight": float, "date_boost": float, "spelling_weight": float,
     "form_boost": float,
     "context_below_lender": lambda v: v.lower() in ("1", "true", "yes"),

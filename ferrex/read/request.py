@@ -118,6 +118,9 @@ class RecallSettings:
     LongMemEval-S recall_any@5 and SciFact nDCG@10 and golden MRR, cost LoCoMo at most
     0.006, and kept recall@1 at the BM25 leg's on LoCoMo's tuning halves
     (``docs/bench/retrieval-issue26.md``)."""
+    dense_lift: float = default_of("recall.dense_lift")
+    """How far the dense share rises when the BM25 leg's best memory holds few of the
+    question's terms (:func:`ferrex.rules.fusion.lifted_dense_share`; 0: no rise)."""
     graph_weight: float = default_of("recall.graph_weight")
     """The entity graph leg's weight in fusion beside the other two (0 under ``balanced``
     unless set; a strategy may raise it)."""
@@ -176,6 +179,7 @@ class RecallSettings:
             rerank_pool=c["recall.rerank_pool"],
             dense_weight=_within(c, "recall.dense_weight", 0.0, 1.0),
             dense_adapt=_within(c, "recall.dense_adapt", 0.0, 1.0),
+            dense_lift=_within(c, "recall.dense_lift", 0.0, 1.0),
             graph_weight=_within(c, "recall.graph_weight", 0.0, 1.0),
             context_share=_within(c, "recall.context_share", 0.0, 1.0),
             note_context_share=_within(c, "recall.note_context_share", 0.0, 1.0),

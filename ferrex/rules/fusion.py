@@ -112,6 +112,21 @@ def adaptive_dense_share(base: float, confidence: float, pull: float) -> float:
     return base * (1.0 - pull * confidence)
 
 
+HELD_HALF = 0.5
+"""The share of the question's terms below which the BM25 leg's best is a partial match."""
+
+
+def lifted_dense_share(share: float, held: float, lift: float) -> float:
+    """The dense share raised toward 1 by ``lift`` times how little of the question the
+    BM25 leg's best memory holds (``held``, the share of the question's terms it has):
+    words that a question shares with no memory but in passing (a paraphrase) do not
+    outvote meaning."""
+    if not (0.0 <= share <= 1.0 and 0.0 <= held <= 1.0 and 0.0 <= lift <= 1.0):
+        raise ValueError(f"share {share}, held {held}, lift {lift}: each in [0, 1]")
+    short = max(0.0, 1.0 - held / HELD_HALF)
+    return share + lift * short * (1.0 - share)
+
+
 def lend_to_neighbours(
     fused: Sequence[tuple[str, float]],
     neighbours: Mapping[str, Sequence[str]],

@@ -138,3 +138,53 @@ def test_a_note_about_the_thing_asked_beats_one_that_shares_its_words(tmp_path: 
                     assert doc["nothing_relevant"] is False, question
 
     anyio.run(main)
+
+
+TEAM_NOTES = (
+    "audit-log-svc keeps audit events 400 days in Loki, plus a WORM copy in GCS for 7 years.",
+    "webhook-dispatcher retries failed merchant webhooks with backoff for 48h, then parks them.",
+    "image-resizer only serves widths 80, 160, 320, 640, 1280 and 1920 to protect the CDN cache.",
+    "pg-primary fails over to pg-replica-1 via Patroni after 30s unreachable.",
+    "Postmortem OPS-1449: three support agents saw the wrong customer records for an hour.",
+    "Grafana home dashboard now loads in 2s after Hugo added recording rules.",
+    "DNS records for search-api in prod-us-2 were finally created after OPS-1438.",
+    "Loyalty tier is recalculated on every order.delivered event since Nov 13.",
+    "Deploy of checkout-engine 5.2 requested by Priya for Thursday.",
+    "The payments team keeps their runbooks in the wiki under /payments/runbooks.",
+    "Customers can now request account deletion from the profile page.",
+    "Kafka consumer lag alert threshold raised to 50k messages for search-indexer.",
+    "export-worker writes CSVs to a bucket with a 7 day lifecycle rule.",
+    "The security team rotated the Vault root token on Monday.",
+    "tax-calc is owned by Beatriz; no on-call, issues go to #fin-eng.",
+    "Admin panel actions of support agents are shown in the support-gateway timeline.",
+    "Record retention for chat transcripts is decided by legal, not engineering.",
+    "The merchant portal lets shops replay parked webhooks by hand.",
+)
+
+
+def test_a_plain_words_question_finds_the_jargon_note_over_one_sharing_a_word(
+    tmp_path: Path,
+) -> None:
+    """Notes in a team's jargon, and others that share a word of the question in passing
+    ("records", "requested", "actions"): when the keyword leg's best holds under half the
+    question, meaning weighs more, and the note meant ranks near the top."""
+
+    async def rank(client: Client, question: str, says: str) -> int:
+        doc = await call(client, "recall", {"query": question, "min_relevance": 0})
+        found = [i for i, r in enumerate(doc["results"]) if says in r["content"]]
+        assert found, (question, doc["results"])
+        return found[0]
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            for note in TEAM_NOTES:
+                await call(client, "store", {"content": note})
+            sizes = "Which picture sizes can be requested from the thumbnail service?"
+            assert await rank(client, sizes, "image-resizer") == 0
+            kept = "For how long are records of admin and security-relevant actions retained?"
+            assert await rank(client, kept, "audit-log-svc") <= 2
+            # A question in the notes' own words keeps its exact match first.
+            assert await rank(client, "What was OPS-1449?", "OPS-1449") == 0
+            assert await rank(client, "pg-primary failover", "pg-primary") == 0
+
+    anyio.run(main)

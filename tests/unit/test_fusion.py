@@ -14,6 +14,7 @@ from ferrex.rules.fusion import (
     fuse,
     keep_top,
     lend_to_neighbours,
+    lifted_dense_share,
     normalized,
     opens_with_speaker,
 )
@@ -190,6 +191,24 @@ def test_a_sure_bm25_leg_keeps_its_top_under_adaptive_fusion() -> None:
     assert fixed[0][0] == "near"
     share = adaptive_dense_share(0.6, bm25_confidence([9.0, 1.0, 0.5]), 1.0)
     assert fuse([dense, bm25], (share, 1 - share))[0][0] == "exact"
+
+
+def test_the_dense_share_rises_only_when_the_lexical_best_holds_under_half_the_question() -> None:
+    assert lifted_dense_share(0.4, 0.5, 1.0) == pytest.approx(0.4)  # half: a real match
+    assert lifted_dense_share(0.4, 0.9, 1.0) == pytest.approx(0.4)
+    assert lifted_dense_share(0.4, 0.25, 0.5) == pytest.approx(0.4 + 0.5 * 0.5 * 0.6)
+    assert lifted_dense_share(0.4, 0.0, 1.0) == pytest.approx(1.0)
+    assert lifted_dense_share(0.4, 0.1, 0.0) == pytest.approx(0.4)  # off
+    # A note the words of a paraphrase miss, which the dense leg ranks first, is no longer
+    # outranked by one that shares a word of the question in passing.
+    bm25 = leg(("passing", 4.0), ("other", 3.0), ("far", 0.5))
+    dense = leg(("meant", 0.62), ("other", 0.40), ("passing", 0.30), ("far", 0.2), asked=4)
+    assert fuse([dense, bm25], (0.4, 0.6))[0][0] != "meant"
+    share = lifted_dense_share(0.4, 0.2, 0.5)
+    assert fuse([dense, bm25], (share, 1 - share))[0][0] == "meant"
+    for bad in ((1.2, 0.5, 0.5), (0.4, -0.1, 0.5), (0.4, 0.5, 1.5)):
+        with pytest.raises(ValueError):
+            lifted_dense_share(*bad)
 
 
 def test_a_loan_below_the_lender_never_lifts_a_neighbour_above_it() -> None:
