@@ -477,7 +477,7 @@ def store(
     supersedes: Annotated[
         MemoryIdArg | None, Field(description="Id of the memory this replaces.")
     ] = None,
-    multi_valued: Annotated[bool, Field(description="Keeps the other values too.")] = False,
+    multi_valued: Annotated[bool, Field(description="Keeps other values too.")] = False,
     split_long: Annotated[
         bool,
         Field(description="Keep a long event whole."),
@@ -490,7 +490,7 @@ def store(
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] = 1.0,
     valid_from: Annotated[
         IsoTime | None,
-        Field(description="When it became true (ISO 8601); for a fact, not in the future."),
+        Field(description="When it became true (ISO 8601, past)."),
     ] = None,
     visibility: Annotated[
         Visibility | None,

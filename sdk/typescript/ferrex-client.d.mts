@@ -21,7 +21,7 @@ export interface StoreArguments {
   entities?: string[];
   /** Id of the memory this replaces. */
   supersedes?: string;
-  /** Keeps the other values too. Default: false. */
+  /** Keeps other values too. Default: false. */
   multi_valued?: boolean;
   /** Keep a long event whole. Default: false. */
   split_long?: boolean;
@@ -30,7 +30,7 @@ export interface StoreArguments {
   context?: Record<string, unknown>;
   /** Default: 1.0. */
   confidence?: number;
-  /** When it became true (ISO 8601); for a fact, not in the future. */
+  /** When it became true (ISO 8601, past). */
   valid_from?: string;
   /** Unset: private (this agent only); shared: every agent. */
   visibility?: Visibility;
