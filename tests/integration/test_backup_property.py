@@ -31,7 +31,18 @@ from ferrex.app import App
 from ferrex.cli import cli
 from ferrex.config import load
 from ferrex.read.request import RecallRequest
-from journal import Event, FactsDiffer, FactsPossiblyConflicting, Journal, MemoryBody, MemoryStored
+from journal import (
+    EntitiesMerged,
+    EntityAliasAdded,
+    EntityCreated,
+    EntitySplit,
+    Event,
+    FactsDiffer,
+    FactsPossiblyConflicting,
+    Journal,
+    MemoryBody,
+    MemoryStored,
+)
 from journal.events import EVENT_TYPES, AliasMatch
 from projections.generations import read_pointer
 from tests.dumps import comparable
@@ -88,11 +99,26 @@ FLAGGED_AFTER_SETTLED = [
                               score=1.0)],
 ]  # fmt: skip
 
+#: A spelling split off an entity, then merged into a third: the split's difference between
+#: the first two stands, and must be restored though one of them is merged (a history
+#: hypothesis drew once: the dump's entities_differ line was skipped).
+SPLIT_THEN_MERGED = [
+    [EntityCreated(entity_id="ent_0001", namespace="default", name="tokio", normalized="tokio")],
+    [EntityAliasAdded(entity_id="ent_0001", namespace="default", alias="tokio runtime",
+                      normalized="tokio runtime", match="embedding", score=0.93)],
+    [_fact("mem_0002", "eu cluster")],
+    [EntitySplit(entity_id="ent_0001", new_entity_id="ent_0003", namespace="default",
+                 name="tokio runtime", normalized="tokio runtime")],
+    [EntityCreated(entity_id="ent_0004", namespace="default", name="carol", normalized="carol")],
+    [EntitiesMerged(entity_id="ent_0003", into="ent_0004", namespace="default")],
+]  # fmt: skip
+
 
 @settings(max_examples=6, deadline=None, phases=UNSHRUNK,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
 @given(home_histories())
 @example(FLAGGED_AFTER_SETTLED)
+@example(SPLIT_THEN_MERGED)
 def test_export_then_import_gives_back_the_same_home(commands: list[list[Event]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         source = written(Path(tmp) / "home", commands)

@@ -217,8 +217,9 @@ def decide_flag(item: RestoredFlag, view: View, fresh: set[str]) -> Decision[Res
             reason=item.reason, score=item.score,
         )  # fmt: skip
     else:
-        names = {s.entity_id for s in view.spellings(item.namespace)}
-        there = item.first in names and item.other in names
+        # Either may have been merged since (a split-off entity merged into a third): the
+        # difference stands in the home all the same, so it is restored.
+        there = view.has_entity(item.first) and view.has_entity(item.other)
         event = EntitiesDiffer(entity_id=item.first, other_id=item.other, namespace=item.namespace)
     if not there or not ({item.first, item.other} & fresh):
         return Decision((), Restore("skipped", item.first))
