@@ -19,7 +19,9 @@ from ferrex.rules.slots import (
     added_modifier,
     bare_value,
     content_words,
+    counts_of_two,
     kinds_clash,
+    names_apart,
     object_kind,
     one_kind,
     placed_alike,
@@ -45,7 +47,30 @@ def slot_match(
 ) -> SlotMatch | None:
     """The outcome for a pair :func:`slot_candidate` allowed, given the cosine of their
     :func:`fact_phrase` (see the module docstring); a new fact told as ``news`` of a change
-    placing the subject anew is sure of a place (``deployed on`` / ``runs on``)."""
+    placing the subject anew is sure of a place (``deployed on`` / ``runs on``).
+
+    Two values that name two things are never sure of one slot, only possible: versions of
+    two named things (``python version 3.11`` / ``upgraded to Django 5.0``:
+    :func:`ferrex.rules.slots.names_apart`) or counts of two things (``2 GPUs`` / ``64
+    cores``: :func:`ferrex.rules.slots.counts_of_two`)."""
+    match = _slot_match(new_predicate, new_object, old_predicate, old_object, phrase_cosine,
+                        news=news)  # fmt: skip
+    two_things = names_apart(new_predicate, new_object, old_predicate, old_object)
+    two_things = two_things or counts_of_two(new_object, old_object)
+    if match is not None and match.outcome == "same" and two_things:
+        return SlotMatch("possible", f"{match.why}; the values name two things", match.score)
+    return match
+
+
+def _slot_match(
+    new_predicate: str,
+    new_object: str,
+    old_predicate: str,
+    old_object: str,
+    phrase_cosine: float,
+    *,
+    news: bool,
+) -> SlotMatch | None:
     kind = object_kind(new_object)
     alike = one_kind(new_object, old_object)
     # A change word beside the slot's own noun names that slot (``team`` / ``moved to team``,
@@ -61,12 +86,17 @@ def slot_match(
     # history); one told as a change (``upgraded to``, ``set to``, ``now``) may be.
     # Two attributes named by two nouns of no shared root (``timeout`` / ``duration``) may
     # hold values of one kind at once: read alike, they are possible, not sure.
+    # A verb placing something of the subject (``replicated to``, ``cached at``) beside one
+    # placing the subject itself names another thing's place (:func:`placed_apart`); two
+    # dates under verbs of no shared head (``launched`` / ``deprecated on``) date two events.
     if (
         alike
         and phrase_cosine >= sure_at
         and not bare_value(new_predicate)
         and not added_modifier(new_predicate, old_predicate)
         and not two_attributes(new_predicate, old_predicate)
+        and not placed_apart(new_predicate, old_predicate)
+        and not (kind == "date" and not same_head(new_predicate, old_predicate))
     ):
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
     # Two values of one shape a thing holds one of at a time, under one slot noun in other
@@ -95,7 +125,13 @@ def slot_match(
         # A change naming no slot beside the one it can change: a move beside a place
         # (``moved to`` / ``runs on``), a one-value attribute (``migrated to`` / ``provider``),
         # a value stated without a slot (``is now`` / ``is``).
-        if moved(new_predicate) and placing_preposition(old_predicate) is not None:
+        # Not a move of something else it has (``migrated to Docusaurus`` beside ``hosted
+        # on Netlify``): two places of one known kind, or the phrases not far apart.
+        if (
+            moved(new_predicate)
+            and placing_preposition(old_predicate) is not None
+            and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE)
+        ):
             return SlotMatch("same", "a move beside where it is placed", 1.0)
         # The two phrases not far apart: a change that names no slot must read as this one
         # (``migrated to Entra ID`` / ``provider Okta``, not ``status beta``).
@@ -158,6 +194,22 @@ def places_itself(predicate: str) -> bool:
     something of it goes (``caches_on``, ``logs_to``)."""
     return placing_preposition(predicate) is not None and any(
         w in PLACING_VERBS for w in predicate.split("_")
+    )
+
+
+def places_part(predicate: str) -> bool:
+    """Whether a normalized predicate of one verb and a placing preposition places something
+    of its subject, not the subject itself (``replicated_to``, ``cached_at``, ``writes_to``:
+    :func:`places_itself` fails)."""
+    return placing_preposition(predicate) is not None and not places_itself(predicate)
+
+
+def placed_apart(new_predicate: str, old_predicate: str) -> bool:
+    """Whether one predicate places the subject itself (``hosted_on``) and the other
+    something of it (``replicated_to``, ``cached_at``: :func:`places_part`). A value held at
+    a level (``throttled_at``) beside a noun (``rate_limit``) is neither."""
+    return (places_itself(new_predicate) and places_part(old_predicate)) or (
+        places_itself(old_predicate) and places_part(new_predicate)
     )
 
 

@@ -431,6 +431,10 @@ PLURAL_HEADS: Final[frozenset[str]] = frozenset(
         "publish",
         "expose",
         "connect",
+        # Acts many people do to one thing (a PR reviewed, a design approved by several);
+        # plural only inflected (``review status``, ``approval threshold`` are one value).
+        "review",
+        "approve",
     }
 )
 
@@ -490,12 +494,23 @@ def _plain_plural(word: str) -> bool:
 
 
 def plural_fact(subject: str, predicate: str, obj: str) -> bool:
-    """Whether a fact is one value of many: a plural relation (:func:`plural_relation`) or
-    a plural subject placed (:func:`plural_subject`), unless its object is of a kind a thing
-    has one of at a time (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``)."""
-    if object_kind(obj) in SINGLE_KINDS or _QUANTITY.match(obj.strip()):
+    """Whether a fact is one value of many: a plural relation (:func:`plural_relation`,
+    :func:`reciprocal_relation`), a relation of a range of versions (:func:`range_relation`)
+    or a plural subject placed (:func:`plural_subject`), unless its object is of a kind a
+    thing has one of at a time (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``) and
+    names no thing (``react 18.2.0`` is one of many a thing depends on)."""
+    if _QUANTITY.match(obj.strip()):
         return False
-    return plural_relation(predicate) or plural_subject(subject, predicate)
+    # A named thing at its version (``react 18.2.0``, ``iOS 16``) is one of many things a
+    # plural relation holds (``depends on``), and one of many versions a relation of a range
+    # holds (``supports``, ``tests on``: :func:`range_relation`).
+    named = version_name(obj) is not None
+    if range_relation(predicate) and (named or object_kind(obj) in (None, "version")):
+        return True
+    if object_kind(obj) in SINGLE_KINDS and not named:
+        return False
+    return (plural_relation(predicate) or reciprocal_relation(predicate)
+            or plural_subject(subject, predicate))  # fmt: skip
 
 
 # A number, maybe with a short unit or a multiplier (5, 50, 4k, 1.5x): a quantity, one value.
@@ -575,7 +590,7 @@ _MEASURES: Final = frozenset(
 _PLURAL_NOUN_ROOTS: Final = frozenset(_root(w) for w in PLURAL_NOUNS)
 # Heads that are also nouns of one value as written bare (``support tier``, ``call
 # schedule``, ``import path``): plural only inflected (``supports``, ``supported``, ``calls``).
-_BARE_NOUNS: Final = frozenset({"support", "call", "import"})
+_BARE_NOUNS: Final = frozenset({"support", "call", "import", "review", "approve"})
 
 
 #: Nouns of an attribute of one value at a time whatever its shape (``status``, ``license``,
@@ -601,3 +616,76 @@ def single_slot(predicate: str) -> bool:
 COUNT = re.compile(
     r"^[~<>=]*\d[\d.,_]*(?!st\b|nd\b|rd\b|th\b)\s*[a-z%]{0,3}(?:\s+[a-z]+)?$", re.IGNORECASE
 )
+
+
+#: Roots of relations that hold over a range of versions at once: what a thing supports,
+#: is compatible with, is tested on or certified for (``supports iOS 16`` and ``iOS 17``).
+_RANGE_ROOTS: Final = frozenset({"support", "compatibl", "compatible", "test", "certifi"})
+
+
+def range_relation(predicate: str) -> bool:
+    """Whether a predicate (as written or normalized) names a relation that holds for many
+    versions of one thing at once (:data:`_RANGE_ROOTS`: ``supports``, ``compatible with``,
+    ``tests on``, ``tested against``): inflected or followed by a preposition, not a noun
+    of one value (``support tier``, ``test command``)."""
+    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
+    if not content or len(content) > 2:
+        return False
+    head = content[0]
+    if _root(head) not in _RANGE_ROOTS and head not in _RANGE_ROOTS:
+        return False
+    return head not in ("support", "test") or any(w in PREPOSITIONS for w in words)
+
+
+def reciprocal_relation(predicate: str) -> bool:
+    """Whether a predicate names a relation a person has with many others at once: a verb
+    of working together with ``with`` (``works with``, ``pairs with``, ``collaborates
+    with``)."""
+    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
+    return (
+        "with" in words
+        and len(content) == 1
+        and _root(content[0]) in {"work", "pair", "collaborat", "partner", "cooperat"}
+    )
+
+
+def version_name(obj: str) -> str | None:
+    """The name of a named version (``Django 5.0`` → ``django``, ``react@18`` → ``react``),
+    None for a bare version (``5.0``) or anything else."""
+    found = _NAMED_VERSION.match(obj.strip())
+    return None if found is None else found.group(1).casefold()
+
+
+def names_apart(new_predicate: str, new_object: str, old_predicate: str, old_object: str) -> bool:
+    """Whether one fact's value names a thing (``Django 5.0``, ``React 18.3.1``) that the
+    other fact names nowhere while naming something (``python_version | 3.11``,
+    ``node_version | 20.11.0``): the versions of two things, never surely one slot. A
+    value naming no thing (``upgraded_to | 8.15.1``) or a fact naming nothing but a change
+    (``upgraded_to``) is not apart."""
+    sides = ((new_object, old_predicate, old_object), (old_object, new_predicate, new_object))
+    for obj, other_predicate, other_object in sides:
+        name = version_name(obj)
+        if name is None:
+            continue
+        theirs = {w for w in content_words(other_predicate) if w not in VALUE_WORDS}
+        other_name = version_name(other_object)
+        if other_name is not None:
+            theirs |= set(other_name.split())
+        if theirs and not set(name.split()) & theirs:
+            return True
+    return False
+
+
+def counts_of_two(left: str, right: str) -> bool:
+    """Whether two counts count two different things (``2 GPUs`` / ``64 cores``): each a
+    number followed by a noun of three letters or more, the nouns of other roots. A bare
+    number, a unit (``4k``) or the same noun (``30 nodes`` / ``50 nodes``) is one count."""
+    a, b = _COUNTED.match(left.strip()), _COUNTED.match(right.strip())
+    if a is None or b is None:
+        return False
+    return _root(a.group(1).casefold()) != _root(b.group(1).casefold())
+
+
+_COUNTED = re.compile(r"^[~<>=]*\d[\d.,_]*\s*[a-z%]{0,3}\s+([a-z]{3,})$", re.IGNORECASE)

@@ -17,8 +17,11 @@ from ferrex.rules.slots import (
     COUNT,
     NAME_WORD,
     SINGLE_KINDS,
+    counts_of_two,
     object_kind,
+    range_relation,
     single_slot,
+    version_name,
     versions_of_one,
 )
 
@@ -48,11 +51,24 @@ def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, d
     languages, two host names) stated without either are as likely one value more of a
     relation of many (offices, inputs, languages, cluster nodes) as a change: both are kept
     and flagged, and the agent settles which."""
-    if (_one_at_a_time(obj) and _one_at_a_time(old)) or versions_of_one(obj, old):
+    # Two named things (``react 18.2.0`` / ``vite 5.0.10``), two counts of two things (``2
+    # GPUs`` / ``64 cores``) or two versions of a relation of a range (``supports iOS 16``)
+    # are no one value at a time.
+    two_things = (version_names_differ(obj, old) or counts_of_two(obj, old)
+                  or range_relation(predicate))  # fmt: skip
+    if not two_things and ((_one_at_a_time(obj) and _one_at_a_time(old))
+                           or versions_of_one(obj, old)):  # fmt: skip
         return True
     if _party(obj) and _party(old) and "party" in (object_kind(obj), object_kind(old)):
         return True  # the relation's plural roles (members, reviewers) are plural_fact's
     return single_slot(predicate) or told_as_news(predicate, content, dated=dated)
+
+
+def version_names_differ(obj: str, old: str) -> bool:
+    """Whether two objects are versions of two named things (``react 18.2.0`` / ``vite
+    5.0.10``)."""
+    a, b = version_name(obj), version_name(old)
+    return a is not None and b is not None and a != b
 
 
 def _party(obj: str) -> bool:
