@@ -11,11 +11,15 @@ from ferrex.rules.slots import (
     SURE_PARTY_PHRASE,
     SURE_PHRASE,
     VALUE_FLOOR,
+    counts_of_two,
     may_share_slot,
+    names_apart,
     object_kind,
     placed_alike,
     plural_fact,
     plural_relation,
+    range_relation,
+    reciprocal_relation,
     same_head,
     scoped_apart,
     slot_candidate,
@@ -392,3 +396,62 @@ def test_two_forms_of_one_long_word_share_a_head() -> None:
     # Long words that only start alike are two words.
     assert not same_head("conversion_rate", "conversation_model")
     assert not same_head("permission_set", "permanent_address")
+
+
+def test_values_that_name_two_things_are_never_surely_one_slot() -> None:
+    # A version naming a thing the other fact does not name: two things' versions.
+    assert names_apart("upgraded_to", "Django 5.0", "python_version", "3.11")
+    assert names_apart("bumped_to", "React 18.3.1", "node_version", "20.11.0")
+    assert not names_apart("upgraded_to", "Kubernetes 1.29", "kubernetes_version", "1.28")
+    assert not names_apart("upgraded_to", "8.15.1", "elasticsearch_version", "8.11.3")
+    assert not names_apart("bumped_to", "3.12", "runtime", "Python 3.11")
+    assert counts_of_two("2 GPUs", "64 cores")
+    assert not counts_of_two("30 nodes", "50 nodes")
+    assert not counts_of_two("30", "50 nodes")
+    assert not counts_of_two("2 approvals", "1 approval")
+    # sure by every other rule, possible only
+    found = slot_match("upgraded_to", "Django 5.0", "python_version", "3.11", 0.9)
+    assert found is not None and found.outcome == "possible"
+    found = slot_match("upgraded_to", "8.15.1", "elasticsearch_version", "8.11.3", 0.9)
+    assert found is not None and found.outcome == "same"
+    # the same relation: two named things, two counts of two things
+    assert not replaces_value("depends_on", "vite 5.0.10", "react 18.2.0", None, dated=False)
+    assert replaces_value("depends_on", "react 19.0.0", "react 18.2.0", None, dated=False)
+    assert not replaces_value("has", "64 cores", "2 GPUs", None, dated=False)
+    assert replaces_value("max_nodes", "50 nodes", "30 nodes", None, dated=False)
+
+
+def test_a_range_of_versions_and_the_acts_of_many_people_are_plural() -> None:
+    assert range_relation("supports") and range_relation("tests on")
+    assert range_relation("compatible with") and range_relation("tested against")
+    assert not range_relation("support tier") and not range_relation("test command")
+    assert plural_fact("mobile app", "supports", "iOS 16")
+    assert plural_fact("sdk", "tests on", "Python 3.11")
+    assert not plural_fact("sdk", "supported until", "2027-01-01")
+    assert not replaces_value("tests_on", "Python 3.12", "Python 3.11", None, dated=False)
+    # a thing depends on many named things, each at its version
+    assert plural_fact("frontend", "depends on", "react 18.2.0")
+    assert plural_relation("reviewed by") and plural_relation("approved by")
+    assert not plural_relation("review status") and not plural_relation("approval threshold")
+    assert reciprocal_relation("works with") and not reciprocal_relation("works at")
+    assert plural_fact("Priya Nair", "works with", "Marco Rossi")
+
+
+def test_a_part_placed_and_two_events_dated_are_not_the_things_place_or_date() -> None:
+    # hosted on / replicated to: the second places its replica, not the database
+    found = slot_match("replicated_to", "db-host-02", "hosted_on", "db-host-01", 0.9)
+    assert found is not None and found.outcome == "possible"
+    found = slot_match("is_hosted_at", "db-host-02", "hosted_on", "db-host-01", 0.9)
+    assert found is not None and found.outcome == "same"
+    # a level (throttled at) beside a noun is neither placing
+    found = slot_match("throttled_at", "600 req/min", "rate_limit", "300 req/min", 0.9)
+    assert found is not None and found.outcome == "same"
+    found = slot_match("deprecated_on", "2027-01-01", "launched", "2025-06-01", 0.9)
+    assert found is None or found.outcome == "possible"
+    found = slot_match("deadline", "2026-12-17", "deadline_is", "2026-12-10", 0.9)
+    assert found is not None and found.outcome == "same"
+    # a migration to a tool, far from where it is hosted: not a move of the thing
+    found = slot_match("migrated_to", "Docusaurus", "hosted_on", "Netlify", 0.3)
+    assert found is None or found.outcome == "possible"
+    found = slot_match("moved_to", "Render web service", "runs_on", "a Heroku dyno", 0.5)
+    assert found is not None and found.outcome == "same"
