@@ -125,12 +125,17 @@ def _slot_match(
         # A change naming no slot beside the one it can change: a move beside a place
         # (``moved to`` / ``runs on``), a one-value attribute (``migrated to`` / ``provider``),
         # a value stated without a slot (``is now`` / ``is``).
-        # Not a move of something else it has (``migrated to Docusaurus`` beside ``hosted
-        # on Netlify``): two places of one known kind, or the phrases not far apart.
+        # ``moved``/``relocated`` tell of a place; ``migrated`` as often of a tool or a
+        # language (``migrated to Docusaurus`` beside ``hosted on Netlify``): a migration
+        # only to a place of one known kind, or told in phrases not far apart.
         if (
             moved(new_predicate)
             and placing_preposition(old_predicate) is not None
-            and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE)
+            and (
+                "migrated" not in new_predicate.split("_")
+                or alike
+                or phrase_cosine >= POSSIBLE_VALUE_PHRASE
+            )
         ):
             return SlotMatch("same", "a move beside where it is placed", 1.0)
         # The two phrases not far apart: a change that names no slot must read as this one
@@ -184,7 +189,8 @@ HAPPENING_VERBS: Final[frozenset[str]] = frozenset(
 #: them).
 PLACING_VERBS: Final[frozenset[str]] = frozenset(
     {"runs", "running", "deployed", "hosted", "served", "installed", "lives", "living"}
-    | {"located", "stationed", "based", "sits", "resides", "kept", "housed"}
+    | {"located", "stationed", "based", "sits", "resides", "kept", "housed", "situated"}
+    | {"positioned", "colocated", "homed", "parked", "placed", "operating", "operates"}
 )
 
 

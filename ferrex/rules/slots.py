@@ -495,19 +495,22 @@ def _plain_plural(word: str) -> bool:
 
 def plural_fact(subject: str, predicate: str, obj: str) -> bool:
     """Whether a fact is one value of many: a plural relation (:func:`plural_relation`,
-    :func:`reciprocal_relation`), a relation of a range of versions (:func:`range_relation`)
-    or a plural subject placed (:func:`plural_subject`), unless its object is of a kind a
-    thing has one of at a time (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``) and
-    names no thing (``react 18.2.0`` is one of many a thing depends on)."""
+    :func:`reciprocal_relation`), a relation of a range of versions (:func:`range_relation`),
+    one event of many (``had an incident on``) or a plural subject placed
+    (:func:`plural_subject`), unless its object is of a kind a thing has one of at a time
+    (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``)."""
     if _QUANTITY.match(obj.strip()):
         return False
-    # A named thing at its version (``react 18.2.0``, ``iOS 16``) is one of many things a
-    # plural relation holds (``depends on``), and one of many versions a relation of a range
-    # holds (``supports``, ``tests on``: :func:`range_relation`).
-    named = version_name(obj) is not None
-    if range_relation(predicate) and (named or object_kind(obj) in (None, "version")):
+    # A version (``iOS 16``, ``Python 3.11``) is one of many a relation of a range holds
+    # (``supports``, ``tests on``: :func:`range_relation`).
+    if range_relation(predicate) and object_kind(obj) in (None, "version"):
         return True
-    if object_kind(obj) in SINGLE_KINDS and not named:
+    # One event of many told in the past with an indefinite article (``had an incident
+    # on``, ``had a release on``): another date is one more event, not a new date of it.
+    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    if words[:1] == ["had"] and words[1:2] in (["a"], ["an"]) and len(words) > 2:
+        return True
+    if object_kind(obj) in SINGLE_KINDS:
         return False
     return (plural_relation(predicate) or reciprocal_relation(predicate)
             or plural_subject(subject, predicate))  # fmt: skip

@@ -5,8 +5,8 @@ A real server on stdio, the SDK's client, the bundled model. Probes of our own
 things on one subject, two libraries a thing depends on, counts of two things, versions of
 a range (what a thing supports, is tested on, is compatible with), the acts of many people
 (reviewed, approved, works with), a part placed beside the thing itself, the dates of two
-events, a migration to a tool beside where the thing is hosted. Each pair in a namespace of
-its own; both values stay current.
+events (or of two events of one kind), a migration to a tool beside where the thing is
+hosted. Each pair in a namespace of its own; both values stay current.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ PAIRS = [
     # a part placed beside the thing; two events' dates; a tool beside a host
     ("orders db", ("hosted on", "db-host-01"), ("replicated to", "db-host-02")),
     ("v1 api", ("launched", "2025-06-01"), ("deprecated on", "2027-01-01")),
+    ("payments api", ("had an incident on", "2026-01-05"), ("had an incident on", "2026-01-19")),
     ("docs site", ("hosted on", "Netlify"), ("migrated to", "Docusaurus")),
 ]
 

@@ -429,12 +429,13 @@ def test_a_range_of_versions_and_the_acts_of_many_people_are_plural() -> None:
     assert plural_fact("sdk", "tests on", "Python 3.11")
     assert not plural_fact("sdk", "supported until", "2027-01-01")
     assert not replaces_value("tests_on", "Python 3.12", "Python 3.11", None, dated=False)
-    # a thing depends on many named things, each at its version
-    assert plural_fact("frontend", "depends on", "react 18.2.0")
     assert plural_relation("reviewed by") and plural_relation("approved by")
     assert not plural_relation("review status") and not plural_relation("approval threshold")
     assert reciprocal_relation("works with") and not reciprocal_relation("works at")
     assert plural_fact("Priya Nair", "works with", "Marco Rossi")
+    # one event of many told in the past: another date is another event
+    assert plural_fact("payments api", "had an incident on", "2026-01-05")
+    assert not plural_fact("payments api", "launch date", "2026-01-05")
 
 
 def test_a_part_placed_and_two_events_dated_are_not_the_things_place_or_date() -> None:
@@ -453,5 +454,5 @@ def test_a_part_placed_and_two_events_dated_are_not_the_things_place_or_date() -
     # a migration to a tool, far from where it is hosted: not a move of the thing
     found = slot_match("migrated_to", "Docusaurus", "hosted_on", "Netlify", 0.3)
     assert found is None or found.outcome == "possible"
-    found = slot_match("moved_to", "Render web service", "runs_on", "a Heroku dyno", 0.5)
+    found = slot_match("moved_to", "Render web service", "runs_on", "a Heroku dyno", 0.1)
     assert found is not None and found.outcome == "same"
