@@ -7,14 +7,17 @@ from __future__ import annotations
 
 from typing import Final
 
+from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS
 from ferrex.rules.schedules import same_timing, schedule_value
 from ferrex.rules.slots import (
     COUNT,
+    PLACE_PREPOSITIONS,
     POSSIBLE_PHRASE,
     POSSIBLE_VALUE_PHRASE,
     SINGLE_KINDS,
     SURE_PARTY_PHRASE,
     SURE_PHRASE,
+    VALUE_WORDS,
     SlotMatch,
     added_modifier,
     bare_value,
@@ -143,6 +146,10 @@ def _slot_match(
         one_value = single_slot(old_predicate) or (value_predicate(old_predicate) and alike)
         if one_value and phrase_cosine >= POSSIBLE_VALUE_PHRASE:
             return SlotMatch("same", "a change beside a one-value slot", phrase_cosine)
+    # A part of the subject named and placed (``database on``, ``logs in``) beside where the
+    # subject itself is placed (``runs on``): two things' places, however alike the phrases.
+    if part_placed(new_predicate, old_predicate) or part_placed(old_predicate, new_predicate):
+        return None
     if phrase_cosine >= POSSIBLE_PHRASE:
         return SlotMatch("possible", "phrases alike", phrase_cosine)
     if vague and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE):
@@ -152,7 +159,18 @@ def _slot_match(
     # One head word with other prepositions (reports to / reports on) is left to the score;
     # a preposition on one side only is no other one (capped at / spend cap).
     preps = (prepositions_in(new_predicate), prepositions_in(old_predicate))
-    if same_head(new_predicate, old_predicate) and (preps[0] == preps[1] or not all(preps)):
+    # A word put in front of the other's noun names a kind of it (``status`` / ``compliance
+    # status``): the same head only where the values read alike too.
+    if (
+        same_head(new_predicate, old_predicate)
+        and (preps[0] == preps[1] or not all(preps))
+        and not (
+            added_modifier(new_predicate, old_predicate)
+            and two_nouns(new_predicate, old_predicate)
+            and not alike
+            and phrase_cosine < POSSIBLE_VALUE_PHRASE
+        )
+    ):
         return SlotMatch("possible", "the same head word", phrase_cosine)
     if placed_alike(new_predicate, old_predicate):
         # Sure only told as news, and each verb one that places the thing itself (``runs
@@ -191,6 +209,7 @@ PLACING_VERBS: Final[frozenset[str]] = frozenset(
     {"runs", "running", "deployed", "hosted", "served", "installed", "lives", "living"}
     | {"located", "stationed", "based", "sits", "resides", "kept", "housed", "situated"}
     | {"positioned", "colocated", "homed", "parked", "placed", "operating", "operates"}
+    | {"run", "live", "sit", "reside", "deploy", "host"}
 )
 
 
@@ -210,6 +229,21 @@ def places_part(predicate: str) -> bool:
     return placing_preposition(predicate) is not None and not places_itself(predicate)
 
 
+def part_placed(predicate: str, other: str) -> bool:
+    """Whether a normalized predicate is a noun naming a part of its subject and a placing
+    preposition (``database_on``, ``storage_in``: one singular content word, not a verb
+    form) while the other places the subject itself (``runs_on``: :func:`places_itself`)."""
+    words = [w for w in predicate.split("_") if w and w not in FUNCTION_WORDS]
+    if len(words) != 2 or words[1] not in PLACE_PREPOSITIONS or not places_itself(other):
+        return False
+    if same_head(predicate, other):  # ``run_on`` / ``runs_on``: one verb in two forms
+        return False
+    noun = words[0]
+    # A word in ``s`` may be a verb of the subject's own (``caches on``): singular nouns only.
+    verb_form = noun.endswith(("ed", "en", "ing", "s")) or noun in PLACING_VERBS
+    return not verb_form and noun not in VALUE_WORDS and noun not in PREPOSITIONS
+
+
 def placed_apart(new_predicate: str, old_predicate: str) -> bool:
     """Whether one predicate places the subject itself (``hosted_on``) and the other
     something of it (``replicated_to``, ``cached_at``: :func:`places_part`). A value held at
@@ -219,20 +253,25 @@ def placed_apart(new_predicate: str, old_predicate: str) -> bool:
     )
 
 
-def two_attributes(new_predicate: str, old_predicate: str) -> bool:
-    """Whether two normalized predicates are two attribute nouns that share no root
-    (``timeout`` / ``duration``, ``retention`` / ``batch_size``): neither places the
-    subject (a preposition: ``runs_on``), tells a change (``deployed``, ``upgraded_to``)
-    or states a value alone."""
+def two_nouns(new_predicate: str, old_predicate: str) -> bool:
+    """Whether two normalized predicates are both attribute nouns: neither a verb form
+    (``capped_at``, ``deployed``), a preposition nor a value alone."""
     return not (
-        same_head(new_predicate, old_predicate)
-        or _participle(new_predicate)
+        _participle(new_predicate)
         or _participle(old_predicate)
         or value_predicate(new_predicate)
         or value_predicate(old_predicate)
         or prepositions_in(new_predicate)
         or prepositions_in(old_predicate)
     )
+
+
+def two_attributes(new_predicate: str, old_predicate: str) -> bool:
+    """Whether two normalized predicates are two attribute nouns that share no root
+    (``timeout`` / ``duration``, ``retention`` / ``batch_size``): neither places the
+    subject (a preposition: ``runs_on``), tells a change (``deployed``, ``upgraded_to``)
+    or states a value alone."""
+    return two_nouns(new_predicate, old_predicate) and not same_head(new_predicate, old_predicate)
 
 
 def _participle(predicate: str) -> bool:

@@ -562,7 +562,9 @@ def plural_subject(subject: str, predicate: str) -> bool:
 def _plural_noun(word: str) -> bool:
     # Verbs in the third person end in s too (runs, hosts, uses): a plural noun is told apart
     # only by endings verbs rarely have.
-    return len(word) > 4 and word.endswith(("ers", "ors", "ies", "ions", "ages", "ags", "ics"))
+    return len(word) > 4 and word.endswith(
+        ("ers", "ors", "ies", "ions", "ages", "ags", "ics", "ices")
+    )
 
 
 def _root(word: str) -> str:

@@ -83,3 +83,30 @@ def test_sure_changes_still_replace(tmp_path: Path) -> None:
                 assert second["superseded"] == [first["id"]], (subject, second)
 
     anyio.run(main)
+
+
+def test_two_things_of_one_subject_are_not_flagged(tmp_path: Path) -> None:
+    """No possible conflict without evidence of one slot: a part of the subject placed
+    beside where the subject runs, a kind of status named by a word in front with a value
+    unlike the status's, a plural noun of places."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        flagged: list[str] = []
+        async with stdio_client(home) as client:
+            for number, (subject, first_pair, second_pair) in enumerate([
+                ("billing api", ("runs on", "Fly.io app billing-prod"),
+                 ("database on", "Neon project billing-db")),
+                ("payroll portal", ("status", "live"),
+                 ("security review status", "pen test report filed with vendor")),
+                ("Acme", ("offices", "Leeds"), ("offices", "Lisbon")),
+            ]):  # fmt: skip
+                namespace = f"apart-{number}"
+                await store_fact(client, subject, *first_pair, namespace=namespace)
+                second = await store_fact(client, subject, *second_pair, namespace=namespace)
+                assert second["status"] == "stored" and not second.get("superseded"), second
+                if second.get("possible_conflict"):
+                    flagged.append(f"{subject}: {first_pair} / {second_pair}")
+        assert flagged == []
+
+    anyio.run(main)

@@ -456,3 +456,18 @@ def test_a_part_placed_and_two_events_dated_are_not_the_things_place_or_date() -
     assert found is None or found.outcome == "possible"
     found = slot_match("moved_to", "Render web service", "runs_on", "a Heroku dyno", 0.1)
     assert found is not None and found.outcome == "same"
+
+
+def test_a_part_placed_or_a_kind_of_an_attribute_is_no_possible_slot() -> None:
+    from ferrex.rules.slot_outcomes import part_placed
+
+    assert part_placed("database_on", "runs_on") and part_placed("storage_in", "deployed_in")
+    assert not part_placed("caches_on", "runs_on"), "maybe a verb of its own"
+    assert not part_placed("run_on", "runs_on"), "one verb in two forms"
+    assert not part_placed("hosted_on", "runs_on") and not part_placed("lives_on", "runs_on")
+    assert slot_match("database_on", "Azure SQL db-1", "runs_on", "App Service app-1", 0.8) is None
+    # a word in front names a kind of status; the values read apart
+    assert slot_match("compliance_status", "BAA signed", "status", "live", 0.3) is None
+    found = slot_match("compliance_status", "BAA signed", "status", "live", 0.5)
+    assert found is not None and found.outcome == "possible"
+    assert plural_relation("offices in") and plural_relation("services")
