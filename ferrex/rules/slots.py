@@ -44,12 +44,23 @@ against its hard negatives and 1,000 unrelated facts):
   phrase cosine of at least :data:`POSSIBLE_PHRASE`; a predicate naming no slot with one
   kind of object or a cosine of at least :data:`POSSIBLE_VALUE_PHRASE`, else the subject's
   closest fact (:func:`value_fallback`); the same head word; two URLs or two schedules;
-- ``None``: different slots.
+- ``None``: different slots (also a part of the subject placed beside where it runs,
+  ``database on`` / ``runs on``, and a kind of an attribute named by a word in front with
+  values that read apart, ``status`` / ``compliance status``).
+
+Two values that name two things are never sure, whatever else agrees: versions of two named
+things (:func:`names_apart`: ``python version 3.11`` / ``upgraded to Django 5.0``), counts
+of two things (:func:`counts_of_two`: ``2 GPUs`` / ``64 cores``), a part placed beside the
+thing itself (``replicated to`` / ``hosted on``), the dates of two events (``launched`` /
+``deprecated on``). The probes written to find such joins are ``tools/fact_probes.jsonl``.
 
 :func:`plural_fact` says when a fact is one value of many, kept beside the others: a
 plural relation (:func:`plural_relation`: ``members``, ``supported regions``, ``member``,
-``node``, ``depends on``, ``ships to``, ``maintainer``), a plural subject placed (``Kafka
-brokers | run on``), never a quantity or a kind a thing has one of (a version, a date).
+``node``, ``depends on``, ``ships to``, ``maintainer``, ``reviewed by``), a relation of a
+range of versions (:func:`range_relation`: ``supports``, ``tests on``, ``compatible
+with``), one with others (:func:`reciprocal_relation`: ``works with``), a past event of many
+(``had an incident on``), a plural subject placed (``Kafka brokers | run on``), never a
+quantity or a kind a thing has one of (a version, a date) outside a range.
 :func:`scoped_apart`: two objects each for its own purpose (``PlayFab for economy`` /
 ``EOS for lobbies``) both hold.
 """
