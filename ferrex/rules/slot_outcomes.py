@@ -22,9 +22,7 @@ from ferrex.rules.slots import (
     added_modifier,
     bare_value,
     content_words,
-    counts_of_two,
     kinds_clash,
-    names_apart,
     object_kind,
     one_kind,
     placed_alike,
@@ -37,6 +35,7 @@ from ferrex.rules.slots import (
     telling_kind,
     value_predicate,
 )
+from ferrex.rules.value_changes import counts_of_two, names_apart
 
 
 def slot_match(
@@ -54,8 +53,8 @@ def slot_match(
 
     Two values that name two things are never sure of one slot, only possible: versions of
     two named things (``python version 3.11`` / ``upgraded to Django 5.0``:
-    :func:`ferrex.rules.slots.names_apart`) or counts of two things (``2 GPUs`` / ``64
-    cores``: :func:`ferrex.rules.slots.counts_of_two`)."""
+    :func:`ferrex.rules.value_changes.names_apart`) or counts of two things (``2 GPUs`` / ``64
+    cores``: :func:`ferrex.rules.value_changes.counts_of_two`)."""
     match = _slot_match(new_predicate, new_object, old_predicate, old_object, phrase_cosine,
                         news=news)  # fmt: skip
     two_things = names_apart(new_predicate, new_object, old_predicate, old_object)

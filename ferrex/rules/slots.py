@@ -48,11 +48,12 @@ against its hard negatives and 1,000 unrelated facts):
   ``database on`` / ``runs on``, and a kind of an attribute named by a word in front with
   values that read apart, ``status`` / ``compliance status``).
 
-Two values that name two things are never sure, whatever else agrees: versions of two named
-things (:func:`names_apart`: ``python version 3.11`` / ``upgraded to Django 5.0``), counts
-of two things (:func:`counts_of_two`: ``2 GPUs`` / ``64 cores``), a part placed beside the
-thing itself (``replicated to`` / ``hosted on``), the dates of two events (``launched`` /
-``deprecated on``). The probes written to find such joins are ``tools/fact_probes.jsonl``.
+Two values that name two things are never sure, whatever else agrees
+(:mod:`ferrex.rules.value_changes`): versions of two named things (``python version 3.11``
+/ ``upgraded to Django 5.0``), counts of two things (``2 GPUs`` / ``64 cores``), a part
+placed beside the thing itself (``replicated to`` / ``hosted on``), the dates of two
+events (``launched`` / ``deprecated on``). The probes written to find such joins are
+``tools/fact_probes.jsonl``.
 
 :func:`plural_fact` says when a fact is one value of many, kept beside the others: a
 plural relation (:func:`plural_relation`: ``members``, ``supported regions``, ``member``,
@@ -672,36 +673,3 @@ def version_name(obj: str) -> str | None:
     None for a bare version (``5.0``) or anything else."""
     found = _NAMED_VERSION.match(obj.strip())
     return None if found is None else found.group(1).casefold()
-
-
-def names_apart(new_predicate: str, new_object: str, old_predicate: str, old_object: str) -> bool:
-    """Whether one fact's value names a thing (``Django 5.0``, ``React 18.3.1``) that the
-    other fact names nowhere while naming something (``python_version | 3.11``,
-    ``node_version | 20.11.0``): the versions of two things, never surely one slot. A
-    value naming no thing (``upgraded_to | 8.15.1``) or a fact naming nothing but a change
-    (``upgraded_to``) is not apart."""
-    sides = ((new_object, old_predicate, old_object), (old_object, new_predicate, new_object))
-    for obj, other_predicate, other_object in sides:
-        name = version_name(obj)
-        if name is None:
-            continue
-        theirs = {w for w in content_words(other_predicate) if w not in VALUE_WORDS}
-        other_name = version_name(other_object)
-        if other_name is not None:
-            theirs |= set(other_name.split())
-        if theirs and not set(name.split()) & theirs:
-            return True
-    return False
-
-
-def counts_of_two(left: str, right: str) -> bool:
-    """Whether two counts count two different things (``2 GPUs`` / ``64 cores``): each a
-    number followed by a noun of three letters or more, the nouns of other roots. A bare
-    number, a unit (``4k``) or the same noun (``30 nodes`` / ``50 nodes``) is one count."""
-    a, b = _COUNTED.match(left.strip()), _COUNTED.match(right.strip())
-    if a is None or b is None:
-        return False
-    return _root(a.group(1).casefold()) != _root(b.group(1).casefold())
-
-
-_COUNTED = re.compile(r"^[~<>=]*\d[\d.,_]*\s*[a-z%]{0,3}\s+([a-z]{3,})$", re.IGNORECASE)

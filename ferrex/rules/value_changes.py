@@ -17,9 +17,11 @@ from ferrex.rules.slots import (
     COUNT,
     NAME_WORD,
     SINGLE_KINDS,
-    counts_of_two,
+    VALUE_WORDS,
+    content_words,
     object_kind,
     range_relation,
+    same_head,
     single_slot,
     version_name,
     versions_of_one,
@@ -100,3 +102,36 @@ def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) ->
     return any(
         len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own
     )
+
+
+def names_apart(new_predicate: str, new_object: str, old_predicate: str, old_object: str) -> bool:
+    """Whether one fact's value names a thing (``Django 5.0``, ``React 18.3.1``) that the
+    other fact names nowhere while naming something (``python_version | 3.11``,
+    ``node_version | 20.11.0``): the versions of two things, never surely one slot. A
+    value naming no thing (``upgraded_to | 8.15.1``) or a fact naming nothing but a change
+    (``upgraded_to``) is not apart."""
+    sides = ((new_object, old_predicate, old_object), (old_object, new_predicate, new_object))
+    for obj, other_predicate, other_object in sides:
+        name = version_name(obj)
+        if name is None:
+            continue
+        theirs = {w for w in content_words(other_predicate) if w not in VALUE_WORDS}
+        other_name = version_name(other_object)
+        if other_name is not None:
+            theirs |= set(other_name.split())
+        if theirs and not set(name.split()) & theirs:
+            return True
+    return False
+
+
+def counts_of_two(left: str, right: str) -> bool:
+    """Whether two counts count two different things (``2 GPUs`` / ``64 cores``): each a
+    number followed by a noun of three letters or more, the nouns of other roots. A bare
+    number, a unit (``4k``) or the same noun (``30 nodes`` / ``50 nodes``) is one count."""
+    a, b = _COUNTED.match(left.strip()), _COUNTED.match(right.strip())
+    if a is None or b is None:
+        return False
+    return not same_head(a.group(1).casefold(), b.group(1).casefold())
+
+
+_COUNTED = re.compile(r"^[~<>=]*\d[\d.,_]*\s*[a-z%]{0,3}\s+([a-z]{3,})$", re.IGNORECASE)

@@ -58,6 +58,14 @@ def test_facts_of_two_things_are_never_replaced(tmp_path: Path) -> None:
                                                          "namespace": namespace})  # fmt: skip
                 ids = {r["id"] for r in recalled["results"]}
                 assert {first["id"], second["id"]} <= ids, (subject, recalled)
+            # A unit of people within another (a word before the unit word), told with a start.
+            data = await store_fact(client, "data team", "manager", "Karen Wu", namespace="units")
+            platform = await store_fact(
+                client, "data platform team", "manager", "Omar Haddad",
+                namespace="units", valid_from="2026-01-10T00:00:00Z",
+            )  # fmt: skip
+            if platform.get("superseded"):
+                hidden.append(f"data platform team hid {data['id']}")
         assert hidden == []
 
     anyio.run(main)

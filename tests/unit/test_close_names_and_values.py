@@ -168,3 +168,11 @@ def test_two_attribute_nouns_read_alike_are_possible_not_sure() -> None:
     assert not two_attributes("deployed", "version") and not two_attributes("runs_on", "host")
     found = slot_match("timeout", "60 min", "duration", "40 min", 0.8)
     assert found is not None and found.outcome == "possible"
+
+
+def test_a_unit_of_people_within_another_is_no_close_name() -> None:
+    from ferrex.rules.subjects import close_names
+
+    assert not close_names(["data", "team"], ["data", "platform", "team"])
+    assert not close_names(["growth", "squad"], ["growth", "checkout", "squad"], parts=True)
+    assert close_names(["churn", "model"], ["churn", "prediction", "model"])

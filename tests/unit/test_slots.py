@@ -11,9 +11,7 @@ from ferrex.rules.slots import (
     SURE_PARTY_PHRASE,
     SURE_PHRASE,
     VALUE_FLOOR,
-    counts_of_two,
     may_share_slot,
-    names_apart,
     object_kind,
     placed_alike,
     plural_fact,
@@ -28,7 +26,13 @@ from ferrex.rules.slots import (
     versions_of_one,
 )
 from ferrex.rules.subjects_apart import relations_apart
-from ferrex.rules.value_changes import note_names, replaces_value, told_as_news
+from ferrex.rules.value_changes import (
+    counts_of_two,
+    names_apart,
+    note_names,
+    replaces_value,
+    told_as_news,
+)
 
 
 @pytest.mark.parametrize(
