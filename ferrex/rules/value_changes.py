@@ -124,6 +124,11 @@ def names_apart(new_predicate: str, new_object: str, old_predicate: str, old_obj
     return False
 
 
+def counted(obj: str) -> bool:
+    """Whether an object is a count of something named (``12 workers``)."""
+    return _COUNTED.match(obj.strip()) is not None
+
+
 def counts_of_two(left: str, right: str) -> bool:
     """Whether two counts count two different things (``2 GPUs`` / ``64 cores``): each a
     number followed by a noun of three letters or more, the nouns of other roots. A bare

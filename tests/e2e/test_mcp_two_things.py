@@ -96,7 +96,7 @@ def test_sure_changes_still_replace(tmp_path: Path) -> None:
 def test_two_things_of_one_subject_are_not_flagged(tmp_path: Path) -> None:
     """No possible conflict without evidence of one slot: a part of the subject placed
     beside where the subject runs, a kind of status named by a word in front with a value
-    unlike the status's, a plural noun of places."""
+    unlike the status's, a plural noun of places, counts of two things."""
     home = tmp_path / "home"
 
     async def main() -> None:
@@ -108,12 +108,18 @@ def test_two_things_of_one_subject_are_not_flagged(tmp_path: Path) -> None:
                 ("payroll portal", ("status", "live"),
                  ("security review status", "pen test report filed with vendor")),
                 ("Acme", ("offices", "Leeds"), ("offices", "Lisbon")),
+                # counts of two things: both hold, kept beside each other
+                ("batch cluster", ("has", "3 masters"), ("has", "12 workers")),
             ]):  # fmt: skip
                 namespace = f"apart-{number}"
                 await store_fact(client, subject, *first_pair, namespace=namespace)
                 second = await store_fact(client, subject, *second_pair, namespace=namespace)
                 assert second["status"] == "stored" and not second.get("superseded"), second
-                if second.get("possible_conflict"):
+                recalled = await call(client, "recall", {"query": subject,
+                                                         "namespace": namespace})  # fmt: skip
+                marked = [r for r in recalled["results"]
+                          if r.get("contradicts") or r.get("possible_conflict")]  # fmt: skip
+                if second.get("possible_conflict") or marked:
                     flagged.append(f"{subject}: {first_pair} / {second_pair}")
         assert flagged == []
 

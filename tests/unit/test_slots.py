@@ -27,6 +27,7 @@ from ferrex.rules.slots import (
 )
 from ferrex.rules.subjects_apart import relations_apart
 from ferrex.rules.value_changes import (
+    counted,
     counts_of_two,
     names_apart,
     note_names,
@@ -413,6 +414,7 @@ def test_values_that_name_two_things_are_never_surely_one_slot() -> None:
     assert not counts_of_two("30 nodes", "50 nodes")
     assert not counts_of_two("30", "50 nodes")
     assert not counts_of_two("2 approvals", "1 approval")
+    assert counted("12 workers") and not counted("12") and not counted("4k")
     # sure by every other rule, possible only
     found = slot_match("upgraded_to", "Django 5.0", "python_version", "3.11", 0.9)
     assert found is not None and found.outcome == "possible"

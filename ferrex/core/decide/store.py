@@ -61,6 +61,7 @@ from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, Marks, marks_doc
 from ferrex.rules.memory_input import Redaction, ValidStore
 from ferrex.rules.slots import plural_fact, range_relation, scoped_apart, versions_of_one
 from ferrex.rules.store_fields import check_not_ahead
+from ferrex.rules.value_changes import counted, counts_of_two
 from journal import (
     Event,
     FactsPossiblyConflicting,
@@ -281,6 +282,11 @@ def decide_store(
     scoped = (not plural and valid.type == "semantic" and not multi_valued
               and valid.supersedes is None and " for " in (valid.object or "")
               and a_current_value(valid, view, who, named, settings, scoped_apart))  # fmt: skip
+    # Counts of two things (``has 3 masters`` / ``has 12 workers``) both hold too.
+    scoped = scoped or (not plural and valid.type == "semantic" and not multi_valued
+                        and valid.supersedes is None and counted(valid.object or "")
+                        and a_current_value(valid, view, who, named, settings,
+                                            counts_of_two))  # fmt: skip
     plural = plural or scoped
     multi_valued = multi_valued or plural
     supersede = _Supersede()
