@@ -267,10 +267,29 @@ def two_nouns(new_predicate: str, old_predicate: str) -> bool:
 
 def two_attributes(new_predicate: str, old_predicate: str) -> bool:
     """Whether two normalized predicates are two attribute nouns that share no root
-    (``timeout`` / ``duration``, ``retention`` / ``batch_size``): neither places the
+    (``timeout`` / ``duration``, ``retention`` / ``batch_size``, ``raised_cache_size_to`` /
+    ``memory_limit``: the words of a change dropped first): neither places the
     subject (a preposition: ``runs_on``), tells a change (``deployed``, ``upgraded_to``)
     or states a value alone."""
-    return two_nouns(new_predicate, old_predicate) and not same_head(new_predicate, old_predicate)
+    new, old = _attribute(new_predicate), _attribute(old_predicate)
+    return two_nouns(new, old) and not same_head(new, old)
+
+
+def _attribute(predicate: str) -> str:
+    """A normalized predicate's attribute noun with the words of a change around it dropped,
+    when what is left names a one-value attribute (``raised_cache_size_to`` →
+    ``cache_size``: :func:`ferrex.rules.slots.single_slot`); else the predicate itself
+    (``minor_upgraded_to``, ``now_runs_on``)."""
+    parts = [w for w in predicate.split("_") if w]
+    if not any(w in VALUE_WORDS for w in parts):
+        return predicate
+    words = [w for w in parts if w not in VALUE_WORDS]
+    while words and words[-1] in PREPOSITIONS:
+        words.pop()
+    while words and words[0] in PREPOSITIONS:
+        words.pop(0)
+    noun = "_".join(words)
+    return noun if noun and single_slot(noun) else predicate
 
 
 def _participle(predicate: str) -> bool:

@@ -37,6 +37,8 @@ PAIRS = [
     ("v1 api", ("launched", "2025-06-01"), ("deprecated on", "2027-01-01")),
     ("payments api", ("had an incident on", "2026-01-05"), ("had an incident on", "2026-01-19")),
     ("docs site", ("hosted on", "Netlify"), ("migrated to", "Docusaurus")),
+    # a change naming an attribute of its own beside another attribute of one kind
+    ("render worker", ("memory limit", "2Gi"), ("raised cache size to", "512Mi")),
 ]
 
 

@@ -176,3 +176,11 @@ def test_a_unit_of_people_within_another_is_no_close_name() -> None:
     assert not close_names(["data", "team"], ["data", "platform", "team"])
     assert not close_names(["growth", "squad"], ["growth", "checkout", "squad"], parts=True)
     assert close_names(["churn", "model"], ["churn", "prediction", "model"])
+
+
+def test_a_change_naming_its_own_attribute_is_another_attribute() -> None:
+    assert two_attributes("raised_cache_size_to", "memory_limit")
+    assert not two_attributes("minor_upgraded_to", "version"), "no attribute named"
+    assert not two_attributes("upgraded_to", "version")
+    found = slot_match("raised_cache_size_to", "512Mi", "memory_limit", "2Gi", 0.8)
+    assert found is not None and found.outcome == "possible"
