@@ -35,7 +35,7 @@ from ferrex.rules.slots import (
     telling_kind,
     value_predicate,
 )
-from ferrex.rules.value_changes import counts_of_two, names_apart
+from ferrex.rules.value_changes import count_named_apart, counts_of_two, names_apart
 
 
 def slot_match(
@@ -59,6 +59,8 @@ def slot_match(
                         news=news)  # fmt: skip
     two_things = names_apart(new_predicate, new_object, old_predicate, old_object)
     two_things = two_things or counts_of_two(new_object, old_object)
+    two_things = two_things or count_named_apart(new_predicate, new_object, old_predicate,
+                                                 old_object)  # fmt: skip
     if match is not None and match.outcome == "same" and two_things:
         return SlotMatch("possible", f"{match.why}; the values name two things", match.score)
     return match
@@ -245,10 +247,18 @@ def part_placed(predicate: str, other: str) -> bool:
 
 def placed_apart(new_predicate: str, old_predicate: str) -> bool:
     """Whether one predicate places the subject itself (``hosted_on``) and the other
-    something of it (``replicated_to``, ``cached_at``: :func:`places_part`). A value held at
-    a level (``throttled_at``) beside a noun (``rate_limit``) is neither."""
-    return (places_itself(new_predicate) and places_part(old_predicate)) or (
+    something of it (``replicated_to``, ``cached_at``: :func:`places_part`), or both are
+    verbs of other acts placed (``stored_in`` / ``processed_in``: two heads, not both
+    placing the subject itself). A value held at a level (``throttled_at``) beside a noun
+    (``rate_limit``) is neither."""
+    if (places_itself(new_predicate) and places_part(old_predicate)) or (
         places_itself(old_predicate) and places_part(new_predicate)
+    ):
+        return True
+    return (
+        places_part(new_predicate)
+        and places_part(old_predicate)
+        and not same_head(new_predicate, old_predicate)
     )
 
 

@@ -23,6 +23,7 @@ from ferrex.rules.slots import (
     range_relation,
     same_head,
     single_slot,
+    value_predicate,
     version_name,
     versions_of_one,
 )
@@ -137,6 +138,22 @@ def counts_of_two(left: str, right: str) -> bool:
     if a is None or b is None:
         return False
     return not same_head(a.group(1).casefold(), b.group(1).casefold())
+
+
+def count_named_apart(
+    new_predicate: str, new_object: str, old_predicate: str, old_object: str
+) -> bool:
+    """Whether a count told with a predicate naming no slot (``increased_to | 8 workers``)
+    counts a thing the other fact's slot does not name (``batch_size | 500``): its noun
+    shares no root with the other predicate's words."""
+    for predicate, obj, other in ((new_predicate, new_object, old_predicate),
+                                  (old_predicate, old_object, new_predicate)):  # fmt: skip
+        found = _COUNTED.match(obj.strip())
+        if found is None or not value_predicate(predicate):
+            continue
+        if content_words(other) and not same_head(found.group(1).casefold(), other):
+            return True
+    return False
 
 
 _COUNTED = re.compile(r"^[~<>=]*\d[\d.,_]*\s*[a-z%]{0,3}\s+([a-z]{3,})$", re.IGNORECASE)

@@ -39,6 +39,9 @@ PAIRS = [
     ("docs site", ("hosted on", "Netlify"), ("migrated to", "Docusaurus")),
     # a change naming an attribute of its own beside another attribute of one kind
     ("render worker", ("memory limit", "2Gi"), ("raised cache size to", "512Mi")),
+    # a count of a thing the other slot does not name; two acts placed
+    ("ingest pipeline", ("batch size", "500"), ("increased to", "8 workers")),
+    ("EU user data", ("stored in", "eu-west-1"), ("processed in", "eu-central-1")),
 ]
 
 

@@ -184,3 +184,17 @@ def test_a_change_naming_its_own_attribute_is_another_attribute() -> None:
     assert not two_attributes("upgraded_to", "version")
     found = slot_match("raised_cache_size_to", "512Mi", "memory_limit", "2Gi", 0.8)
     assert found is not None and found.outcome == "possible"
+
+
+def test_a_count_of_another_thing_and_two_acts_placed_are_not_sure() -> None:
+    from ferrex.rules.value_changes import count_named_apart
+
+    assert count_named_apart("increased_to", "8 workers", "batch_size", "500")
+    assert not count_named_apart("increased_to", "8 workers", "workers", "4")
+    assert not count_named_apart("max_nodes", "50 nodes", "max_size", "50")
+    found = slot_match("increased_to", "8 workers", "batch_size", "500", 0.8)
+    assert found is not None and found.outcome == "possible"
+    found = slot_match("processed_in", "eu-central-1", "stored_in", "eu-west-1", 0.8)
+    assert found is not None and found.outcome == "possible"
+    found = slot_match("is_hosted_at", "db-2", "runs_on", "db-1", 0.8)
+    assert found is not None and found.outcome == "same"
