@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Final
 
 from ferrex.rules.predicates import FUNCTION_WORDS
 from ferrex.rules.slots import (
@@ -58,13 +59,59 @@ def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, d
     # GPUs`` / ``64 cores``) or two versions of a relation of a range (``supports iOS 16``)
     # are no one value at a time.
     two_things = (version_names_differ(obj, old) or counts_of_two(obj, old)
-                  or range_relation(predicate))  # fmt: skip
+                  or range_relation(predicate) or per_apart(obj, old))  # fmt: skip
     if not two_things and ((_one_at_a_time(obj) and _one_at_a_time(old))
                            or versions_of_one(obj, old)):  # fmt: skip
         return True
-    if _party(obj) and _party(old) and "party" in (object_kind(obj), object_kind(old)):
+    # Two people or teams: sure only where the relation is a role one holds at a time
+    # (``owner``, ``led by``, ``manager``, ``on call``); people use, share, attend, build,
+    # request or sign off one thing many at a time (``used by``, ``signed off by``).
+    if (
+        _party(obj)
+        and _party(old)
+        and "party" in (object_kind(obj), object_kind(old))
+        and one_holder(predicate)
+    ):
         return True  # the relation's plural roles (members, reviewers) are plural_fact's
     return single_slot(predicate) or told_as_news(predicate, content, dated=dated)
+
+
+def one_holder(predicate: str) -> bool:
+    """Whether a normalized predicate names a role one person or team holds at a time: a
+    word of :data:`ONE_HOLDER_WORDS` or starting with one of :data:`ONE_HOLDER_ROOTS`
+    (``owner``, ``owned_by``, ``maintained_by``, ``tech_lead``, ``reports_to``,
+    ``assigned_to``), ``on call``, or a one-value attribute
+    (:func:`ferrex.rules.slots.single_slot`)."""
+    words = predicate.split("_")
+    if single_slot(predicate) or ("on" in words and "call" in words) or "oncall" in words:
+        return True
+    return any(w in ONE_HOLDER_WORDS or w.startswith(ONE_HOLDER_ROOTS)
+               for w in content_words(predicate))  # fmt: skip
+
+
+#: Starts of words naming a role one person or team holds at a time (``owner``,
+#: ``managed``, ``maintainer`` as written is :data:`ferrex.rules.slots.PLURAL_ROLES`').
+ONE_HOLDER_ROOTS: Final = (
+    "own", "lead", "manag", "maintain", "responsib", "assign", "captain", "chair",
+    "steward", "supervis", "administ", "escalat", "director", "custodian", "belong",
+)  # fmt: skip
+#: Whole words naming such a role.
+ONE_HOLDER_WORDS: Final = frozenset(
+    {"led", "head", "headed", "reports", "reporting", "dri", "pm", "em", "vp", "cto", "ceo"}
+    | {"team", "admin", "contact", "boss", "handled", "run", "driver", "keeper", "approver"}
+)
+
+
+def per_apart(obj: str, old: str) -> bool:
+    """Whether two amounts of money are per two different units (``$10/month`` /
+    ``$100/year``): two prices, both may hold."""
+    if object_kind(obj) != "money" or object_kind(old) != "money":
+        return False
+    a, b = _PER.search(obj.casefold()), _PER.search(old.casefold())
+    return a is not None and b is not None and a.group(1) != b.group(1)
+
+
+_PER = re.compile(r"(?:/|\bper\s+|\ba\s+)\s*([a-z]+)\s*$")
 
 
 def version_names_differ(obj: str, old: str) -> bool:

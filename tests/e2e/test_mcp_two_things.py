@@ -42,6 +42,11 @@ PAIRS = [
     # a count of a thing the other slot does not name; two acts placed
     ("ingest pipeline", ("batch size", "500"), ("increased to", "8 workers")),
     ("EU user data", ("stored in", "eu-west-1"), ("processed in", "eu-central-1")),
+    # people and teams who use, sign off or attend one thing many at a time; two prices
+    ("design system", ("used by", "team Web"), ("used by", "team Mobile")),
+    ("proposal", ("signed off by", "Karen Wu"), ("signed off by", "Omar Haddad")),
+    ("postmortem", ("attended by", "Ana Silva"), ("attended by", "Ben Ode")),
+    ("pro plan", ("price", "$10/month"), ("price", "$100/year")),
 ]
 
 

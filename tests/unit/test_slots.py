@@ -477,3 +477,19 @@ def test_a_part_placed_or_a_kind_of_an_attribute_is_no_possible_slot() -> None:
     found = slot_match("compliance_status", "BAA signed", "status", "live", 0.5)
     assert found is not None and found.outcome == "possible"
     assert plural_relation("offices in") and plural_relation("services")
+
+
+def test_two_people_replace_one_another_only_in_a_role_one_holds() -> None:
+    from ferrex.rules.value_changes import one_holder, per_apart
+
+    for predicate in ("owner", "owned_by", "maintained_by", "tech_lead", "reports_to",
+                      "on_call", "manager", "assigned_to", "point_of_contact"):  # fmt: skip
+        assert one_holder(predicate), predicate
+    for predicate in ("used_by", "signed_off_by", "attended_by", "reported_by", "email"):
+        assert not one_holder(predicate), predicate
+    assert replaces_value("owner", "team Heron", "team Falcon", None, dated=False)
+    assert not replaces_value("used_by", "team Mobile", "team Web", None, dated=False)
+    assert replaces_value("used_by", "team Mobile", "team Web", None, dated=True), "news"
+    assert per_apart("$10/month", "$100/year") and not per_apart("$10/month", "$12/month")
+    assert not replaces_value("price", "$100/year", "$10/month", None, dated=False)
+    assert replaces_value("price", "$12/month", "$10/month", None, dated=False)
