@@ -42,6 +42,10 @@ A set held out as a whole (``golden_set/fact_changes_fresh.jsonl``) is run with
 ``--totals-only``: both halves are then reported as the held-out half always is, totals only
 (no per-category table, no scenario in ``--json``, no ``--show``).
 
+``--open`` reads a set of one's own that is not blind (``tools/fact_probes.jsonl``: probes
+written against the rules, to find what they wrongly join): every scenario is reported and
+shown as the tuning half is.
+
 ``--unrelated N`` measures false flags instead: N facts of a made-up project (services and
 their databases, workers and front ends, people, tools; a seeded vocabulary) in one
 namespace, every subject+predicate slot distinct, so any flag, supersede or refusal is a
@@ -106,10 +110,12 @@ class Scenario:
     expect_current: tuple[str, ...]
     equivalent: tuple[str, ...]
     note: str
+    open: bool = False
+    """A set of one's own, not blind (``--open``): every scenario is reported as tuning."""
 
     @property
     def half(self) -> Half:
-        return half_of(self.id)
+        return "tuning" if self.open else half_of(self.id)
 
 
 def half_of(scenario_id: str) -> Half:
@@ -779,6 +785,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--half", choices=("tuning", "held-out", "both"), default="tuning")
     parser.add_argument(
+        "--open",
+        action="store_true",
+        help="a set of one's own, not blind (tools/fact_probes.jsonl): every scenario is "
+        "reported and shown as the tuning half",
+    )
+    parser.add_argument(
         "--show",
         type=int,
         default=0,
@@ -828,6 +840,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_unrelated(doc, args.json)
             return 0
         scenarios = load_set(args.set)
+        if args.open:
+            if args.totals_only:
+                parser.error("--open shows every scenario; --totals-only shows none")
+            scenarios = [replace(s, open=True) for s in scenarios]
         halves: list[Half] = ["tuning", "held-out"] if args.half == "both" else [args.half]
         chosen = [s for s in scenarios if s.half in halves]
         if args.limit is not None:

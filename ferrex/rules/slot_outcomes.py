@@ -7,14 +7,17 @@ from __future__ import annotations
 
 from typing import Final
 
+from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS
 from ferrex.rules.schedules import same_timing, schedule_value
 from ferrex.rules.slots import (
     COUNT,
+    PLACE_PREPOSITIONS,
     POSSIBLE_PHRASE,
     POSSIBLE_VALUE_PHRASE,
     SINGLE_KINDS,
     SURE_PARTY_PHRASE,
     SURE_PHRASE,
+    VALUE_WORDS,
     SlotMatch,
     added_modifier,
     bare_value,
@@ -32,6 +35,7 @@ from ferrex.rules.slots import (
     telling_kind,
     value_predicate,
 )
+from ferrex.rules.value_changes import count_named_apart, counts_of_two, names_apart
 
 
 def slot_match(
@@ -45,7 +49,32 @@ def slot_match(
 ) -> SlotMatch | None:
     """The outcome for a pair :func:`slot_candidate` allowed, given the cosine of their
     :func:`fact_phrase` (see the module docstring); a new fact told as ``news`` of a change
-    placing the subject anew is sure of a place (``deployed on`` / ``runs on``)."""
+    placing the subject anew is sure of a place (``deployed on`` / ``runs on``).
+
+    Two values that name two things are never sure of one slot, only possible: versions of
+    two named things (``python version 3.11`` / ``upgraded to Django 5.0``:
+    :func:`ferrex.rules.value_changes.names_apart`) or counts of two things (``2 GPUs`` / ``64
+    cores``: :func:`ferrex.rules.value_changes.counts_of_two`)."""
+    match = _slot_match(new_predicate, new_object, old_predicate, old_object, phrase_cosine,
+                        news=news)  # fmt: skip
+    two_things = names_apart(new_predicate, new_object, old_predicate, old_object)
+    two_things = two_things or counts_of_two(new_object, old_object)
+    two_things = two_things or count_named_apart(new_predicate, new_object, old_predicate,
+                                                 old_object)  # fmt: skip
+    if match is not None and match.outcome == "same" and two_things:
+        return SlotMatch("possible", f"{match.why}; the values name two things", match.score)
+    return match
+
+
+def _slot_match(
+    new_predicate: str,
+    new_object: str,
+    old_predicate: str,
+    old_object: str,
+    phrase_cosine: float,
+    *,
+    news: bool,
+) -> SlotMatch | None:
     kind = object_kind(new_object)
     alike = one_kind(new_object, old_object)
     # A change word beside the slot's own noun names that slot (``team`` / ``moved to team``,
@@ -61,12 +90,17 @@ def slot_match(
     # history); one told as a change (``upgraded to``, ``set to``, ``now``) may be.
     # Two attributes named by two nouns of no shared root (``timeout`` / ``duration``) may
     # hold values of one kind at once: read alike, they are possible, not sure.
+    # A verb placing something of the subject (``replicated to``, ``cached at``) beside one
+    # placing the subject itself names another thing's place (:func:`placed_apart`); two
+    # dates under verbs of no shared head (``launched`` / ``deprecated on``) date two events.
     if (
         alike
         and phrase_cosine >= sure_at
         and not bare_value(new_predicate)
         and not added_modifier(new_predicate, old_predicate)
         and not two_attributes(new_predicate, old_predicate)
+        and not placed_apart(new_predicate, old_predicate)
+        and not (kind == "date" and not same_head(new_predicate, old_predicate))
     ):
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
     # Two values of one shape a thing holds one of at a time, under one slot noun in other
@@ -95,13 +129,28 @@ def slot_match(
         # A change naming no slot beside the one it can change: a move beside a place
         # (``moved to`` / ``runs on``), a one-value attribute (``migrated to`` / ``provider``),
         # a value stated without a slot (``is now`` / ``is``).
-        if moved(new_predicate) and placing_preposition(old_predicate) is not None:
+        # ``moved``/``relocated`` tell of a place; ``migrated`` as often of a tool or a
+        # language (``migrated to Docusaurus`` beside ``hosted on Netlify``): a migration
+        # only to a place of one known kind, or told in phrases not far apart.
+        if (
+            moved(new_predicate)
+            and placing_preposition(old_predicate) is not None
+            and (
+                "migrated" not in new_predicate.split("_")
+                or alike
+                or phrase_cosine >= POSSIBLE_VALUE_PHRASE
+            )
+        ):
             return SlotMatch("same", "a move beside where it is placed", 1.0)
         # The two phrases not far apart: a change that names no slot must read as this one
         # (``migrated to Entra ID`` / ``provider Okta``, not ``status beta``).
         one_value = single_slot(old_predicate) or (value_predicate(old_predicate) and alike)
         if one_value and phrase_cosine >= POSSIBLE_VALUE_PHRASE:
             return SlotMatch("same", "a change beside a one-value slot", phrase_cosine)
+    # A part of the subject named and placed (``database on``, ``logs in``) beside where the
+    # subject itself is placed (``runs on``): two things' places, however alike the phrases.
+    if part_placed(new_predicate, old_predicate) or part_placed(old_predicate, new_predicate):
+        return None
     if phrase_cosine >= POSSIBLE_PHRASE:
         return SlotMatch("possible", "phrases alike", phrase_cosine)
     if vague and (alike or phrase_cosine >= POSSIBLE_VALUE_PHRASE):
@@ -111,7 +160,18 @@ def slot_match(
     # One head word with other prepositions (reports to / reports on) is left to the score;
     # a preposition on one side only is no other one (capped at / spend cap).
     preps = (prepositions_in(new_predicate), prepositions_in(old_predicate))
-    if same_head(new_predicate, old_predicate) and (preps[0] == preps[1] or not all(preps)):
+    # A word put in front of the other's noun names a kind of it (``status`` / ``compliance
+    # status``): the same head only where the values read alike too.
+    if (
+        same_head(new_predicate, old_predicate)
+        and (preps[0] == preps[1] or not all(preps))
+        and not (
+            added_modifier(new_predicate, old_predicate)
+            and two_nouns(new_predicate, old_predicate)
+            and not alike
+            and phrase_cosine < POSSIBLE_VALUE_PHRASE
+        )
+    ):
         return SlotMatch("possible", "the same head word", phrase_cosine)
     if placed_alike(new_predicate, old_predicate):
         # Sure only told as news, and each verb one that places the thing itself (``runs
@@ -148,7 +208,9 @@ HAPPENING_VERBS: Final[frozenset[str]] = frozenset(
 #: them).
 PLACING_VERBS: Final[frozenset[str]] = frozenset(
     {"runs", "running", "deployed", "hosted", "served", "installed", "lives", "living"}
-    | {"located", "stationed", "based", "sits", "resides", "kept", "housed"}
+    | {"located", "stationed", "based", "sits", "resides", "kept", "housed", "situated"}
+    | {"positioned", "colocated", "homed", "parked", "placed", "operating", "operates"}
+    | {"run", "live", "sit", "reside", "deploy", "host"}
 )
 
 
@@ -161,20 +223,83 @@ def places_itself(predicate: str) -> bool:
     )
 
 
-def two_attributes(new_predicate: str, old_predicate: str) -> bool:
-    """Whether two normalized predicates are two attribute nouns that share no root
-    (``timeout`` / ``duration``, ``retention`` / ``batch_size``): neither places the
-    subject (a preposition: ``runs_on``), tells a change (``deployed``, ``upgraded_to``)
-    or states a value alone."""
+def places_part(predicate: str) -> bool:
+    """Whether a normalized predicate of one verb and a placing preposition places something
+    of its subject, not the subject itself (``replicated_to``, ``cached_at``, ``writes_to``:
+    :func:`places_itself` fails)."""
+    return placing_preposition(predicate) is not None and not places_itself(predicate)
+
+
+def part_placed(predicate: str, other: str) -> bool:
+    """Whether a normalized predicate is a noun naming a part of its subject and a placing
+    preposition (``database_on``, ``storage_in``: one singular content word, not a verb
+    form) while the other places the subject itself (``runs_on``: :func:`places_itself`)."""
+    words = [w for w in predicate.split("_") if w and w not in FUNCTION_WORDS]
+    if len(words) != 2 or words[1] not in PLACE_PREPOSITIONS or not places_itself(other):
+        return False
+    if same_head(predicate, other):  # ``run_on`` / ``runs_on``: one verb in two forms
+        return False
+    noun = words[0]
+    # A word in ``s`` may be a verb of the subject's own (``caches on``): singular nouns only.
+    verb_form = noun.endswith(("ed", "en", "ing", "s")) or noun in PLACING_VERBS
+    return not verb_form and noun not in VALUE_WORDS and noun not in PREPOSITIONS
+
+
+def placed_apart(new_predicate: str, old_predicate: str) -> bool:
+    """Whether one predicate places the subject itself (``hosted_on``) and the other
+    something of it (``replicated_to``, ``cached_at``: :func:`places_part`), or both are
+    verbs of other acts placed (``stored_in`` / ``processed_in``: two heads, not both
+    placing the subject itself). A value held at a level (``throttled_at``) beside a noun
+    (``rate_limit``) is neither."""
+    if (places_itself(new_predicate) and places_part(old_predicate)) or (
+        places_itself(old_predicate) and places_part(new_predicate)
+    ):
+        return True
+    return (
+        places_part(new_predicate)
+        and places_part(old_predicate)
+        and not same_head(new_predicate, old_predicate)
+    )
+
+
+def two_nouns(new_predicate: str, old_predicate: str) -> bool:
+    """Whether two normalized predicates are both attribute nouns: neither a verb form
+    (``capped_at``, ``deployed``), a preposition nor a value alone."""
     return not (
-        same_head(new_predicate, old_predicate)
-        or _participle(new_predicate)
+        _participle(new_predicate)
         or _participle(old_predicate)
         or value_predicate(new_predicate)
         or value_predicate(old_predicate)
         or prepositions_in(new_predicate)
         or prepositions_in(old_predicate)
     )
+
+
+def two_attributes(new_predicate: str, old_predicate: str) -> bool:
+    """Whether two normalized predicates are two attribute nouns that share no root
+    (``timeout`` / ``duration``, ``retention`` / ``batch_size``, ``raised_cache_size_to`` /
+    ``memory_limit``: the words of a change dropped first): neither places the
+    subject (a preposition: ``runs_on``), tells a change (``deployed``, ``upgraded_to``)
+    or states a value alone."""
+    new, old = _attribute(new_predicate), _attribute(old_predicate)
+    return two_nouns(new, old) and not same_head(new, old)
+
+
+def _attribute(predicate: str) -> str:
+    """A normalized predicate's attribute noun with the words of a change around it dropped,
+    when what is left names a one-value attribute (``raised_cache_size_to`` →
+    ``cache_size``: :func:`ferrex.rules.slots.single_slot`); else the predicate itself
+    (``minor_upgraded_to``, ``now_runs_on``)."""
+    parts = [w for w in predicate.split("_") if w]
+    if not any(w in VALUE_WORDS for w in parts):
+        return predicate
+    words = [w for w in parts if w not in VALUE_WORDS]
+    while words and words[-1] in PREPOSITIONS:
+        words.pop()
+    while words and words[0] in PREPOSITIONS:
+        words.pop(0)
+    noun = "_".join(words)
+    return noun if noun and single_slot(noun) else predicate
 
 
 def _participle(predicate: str) -> bool:

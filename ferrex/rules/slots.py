@@ -44,12 +44,24 @@ against its hard negatives and 1,000 unrelated facts):
   phrase cosine of at least :data:`POSSIBLE_PHRASE`; a predicate naming no slot with one
   kind of object or a cosine of at least :data:`POSSIBLE_VALUE_PHRASE`, else the subject's
   closest fact (:func:`value_fallback`); the same head word; two URLs or two schedules;
-- ``None``: different slots.
+- ``None``: different slots (also a part of the subject placed beside where it runs,
+  ``database on`` / ``runs on``, and a kind of an attribute named by a word in front with
+  values that read apart, ``status`` / ``compliance status``).
+
+Two values that name two things are never sure, whatever else agrees
+(:mod:`ferrex.rules.value_changes`): versions of two named things (``python version 3.11``
+/ ``upgraded to Django 5.0``), counts of two things (``2 GPUs`` / ``64 cores``), a part
+placed beside the thing itself (``replicated to`` / ``hosted on``), the dates of two
+events (``launched`` / ``deprecated on``). The probes written to find such joins are
+``tools/fact_probes.jsonl``.
 
 :func:`plural_fact` says when a fact is one value of many, kept beside the others: a
 plural relation (:func:`plural_relation`: ``members``, ``supported regions``, ``member``,
-``node``, ``depends on``, ``ships to``, ``maintainer``), a plural subject placed (``Kafka
-brokers | run on``), never a quantity or a kind a thing has one of (a version, a date).
+``node``, ``depends on``, ``ships to``, ``maintainer``, ``reviewed by``), a relation of a
+range of versions (:func:`range_relation`: ``supports``, ``tests on``, ``compatible
+with``), one with others (:func:`reciprocal_relation`: ``works with``), a past event of many
+(``had an incident on``), a plural subject placed (``Kafka brokers | run on``), never a
+quantity or a kind a thing has one of (a version, a date) outside a range.
 :func:`scoped_apart`: two objects each for its own purpose (``PlayFab for economy`` /
 ``EOS for lobbies``) both hold.
 """
@@ -431,6 +443,10 @@ PLURAL_HEADS: Final[frozenset[str]] = frozenset(
         "publish",
         "expose",
         "connect",
+        # Acts many people do to one thing (a PR reviewed, a design approved by several);
+        # plural only inflected (``review status``, ``approval threshold`` are one value).
+        "review",
+        "approve",
     }
 )
 
@@ -490,12 +506,26 @@ def _plain_plural(word: str) -> bool:
 
 
 def plural_fact(subject: str, predicate: str, obj: str) -> bool:
-    """Whether a fact is one value of many: a plural relation (:func:`plural_relation`) or
-    a plural subject placed (:func:`plural_subject`), unless its object is of a kind a thing
-    has one of at a time (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``)."""
-    if object_kind(obj) in SINGLE_KINDS or _QUANTITY.match(obj.strip()):
+    """Whether a fact is one value of many: a plural relation (:func:`plural_relation`,
+    :func:`reciprocal_relation`), a relation of a range of versions (:func:`range_relation`),
+    one event of many (``had an incident on``) or a plural subject placed
+    (:func:`plural_subject`), unless its object is of a kind a thing has one of at a time
+    (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``)."""
+    if _QUANTITY.match(obj.strip()):
         return False
-    return plural_relation(predicate) or plural_subject(subject, predicate)
+    # A version (``iOS 16``, ``Python 3.11``) is one of many a relation of a range holds
+    # (``supports``, ``tests on``: :func:`range_relation`).
+    if range_relation(predicate) and object_kind(obj) in (None, "version"):
+        return True
+    # One event of many told in the past with an indefinite article (``had an incident
+    # on``, ``had a release on``): another date is one more event, not a new date of it.
+    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    if words[:1] == ["had"] and words[1:2] in (["a"], ["an"]) and len(words) > 2:
+        return True
+    if object_kind(obj) in SINGLE_KINDS:
+        return False
+    return (plural_relation(predicate) or reciprocal_relation(predicate)
+            or plural_subject(subject, predicate))  # fmt: skip
 
 
 # A number, maybe with a short unit or a multiplier (5, 50, 4k, 1.5x): a quantity, one value.
@@ -544,7 +574,9 @@ def plural_subject(subject: str, predicate: str) -> bool:
 def _plural_noun(word: str) -> bool:
     # Verbs in the third person end in s too (runs, hosts, uses): a plural noun is told apart
     # only by endings verbs rarely have.
-    return len(word) > 4 and word.endswith(("ers", "ors", "ies", "ions", "ages", "ags", "ics"))
+    return len(word) > 4 and word.endswith(
+        ("ers", "ors", "ies", "ions", "ages", "ags", "ics", "ices")
+    )
 
 
 def _root(word: str) -> str:
@@ -575,7 +607,7 @@ _MEASURES: Final = frozenset(
 _PLURAL_NOUN_ROOTS: Final = frozenset(_root(w) for w in PLURAL_NOUNS)
 # Heads that are also nouns of one value as written bare (``support tier``, ``call
 # schedule``, ``import path``): plural only inflected (``supports``, ``supported``, ``calls``).
-_BARE_NOUNS: Final = frozenset({"support", "call", "import"})
+_BARE_NOUNS: Final = frozenset({"support", "call", "import", "review", "approve"})
 
 
 #: Nouns of an attribute of one value at a time whatever its shape (``status``, ``license``,
@@ -601,3 +633,43 @@ def single_slot(predicate: str) -> bool:
 COUNT = re.compile(
     r"^[~<>=]*\d[\d.,_]*(?!st\b|nd\b|rd\b|th\b)\s*[a-z%]{0,3}(?:\s+[a-z]+)?$", re.IGNORECASE
 )
+
+
+#: Roots of relations that hold over a range of versions at once: what a thing supports,
+#: is compatible with, is tested on or certified for (``supports iOS 16`` and ``iOS 17``).
+_RANGE_ROOTS: Final = frozenset({"support", "compatibl", "compatible", "test", "certifi"})
+
+
+def range_relation(predicate: str) -> bool:
+    """Whether a predicate (as written or normalized) names a relation that holds for many
+    versions of one thing at once (:data:`_RANGE_ROOTS`: ``supports``, ``compatible with``,
+    ``tests on``, ``tested against``): inflected or followed by a preposition, not a noun
+    of one value (``support tier``, ``test command``)."""
+    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
+    if not content or len(content) > 2:
+        return False
+    head = content[0]
+    if _root(head) not in _RANGE_ROOTS and head not in _RANGE_ROOTS:
+        return False
+    return head not in ("support", "test") or any(w in PREPOSITIONS for w in words)
+
+
+def reciprocal_relation(predicate: str) -> bool:
+    """Whether a predicate names a relation a person has with many others at once: a verb
+    of working together with ``with`` (``works with``, ``pairs with``, ``collaborates
+    with``)."""
+    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
+    return (
+        "with" in words
+        and len(content) == 1
+        and _root(content[0]) in {"work", "pair", "collaborat", "partner", "cooperat"}
+    )
+
+
+def version_name(obj: str) -> str | None:
+    """The name of a named version (``Django 5.0`` → ``django``, ``react@18`` → ``react``),
+    None for a bare version (``5.0``) or anything else."""
+    found = _NAMED_VERSION.match(obj.strip())
+    return None if found is None else found.group(1).casefold()

@@ -77,7 +77,7 @@ from ferrex.rules.short_forms import (
     formed_alike,
     spelled_out,
 )
-from ferrex.rules.subjects_apart import CONTRAST_WORDS, THING_WORDS, in_digits, instance_word
+from ferrex.rules.subjects_apart import THING_WORDS, added_apart, in_digits, instance_word
 
 #: Trailing words that name a part or a kind of deployment of a thing: ``billing`` may mean
 #: ``billing service`` (possibly the same), but ``billing service`` is not ``billing
@@ -673,7 +673,8 @@ def close_names(
     whose last word is a head of its own; a kind word, ``billing``/``billing service``, only
     with ``parts``, when the fact is told as news: a bare head may as well be ``billing
     database``), none naming another instance (:data:`INSTANCE_WORDS`), a number or a
-    contrast (:data:`CONTRAST_WORDS`: ``legacy``, ``internal``), and a shared word that is
+    contrast (``legacy``, ``internal``) or a unit within (:func:`added_apart`), and a shared
+    word that is
     not a kind word (``churn model``/``churn prediction model``, ``VPN``/``corporate VPN``).
     A name of one word with words put in front is close only when it is written as a name
     (``named``: words written with a capital letter): ``Vault``/``HashiCorp Vault``, not
@@ -688,7 +689,7 @@ def close_names(
         return False
     if len(only_b) > QUALIFIERS_DROPPED:
         return False
-    if any(instance_word(w) or _DIGITS.search(w) or w in CONTRAST_WORDS for w in only_b):
+    if any(_DIGITS.search(w) for w in only_b) or added_apart(only_b, a, b):
         return False
     joined = _joined(b, a)
     last = max((i for i, w in enumerate(joined) if w not in only_b), default=-1)

@@ -61,6 +61,25 @@ THING_WORDS: Final[frozenset[str]] = frozenset(
 )
 
 
+#: Words that name a unit of people (``data team``, ``growth squad``). Units nest: a word
+#: added to a unit's name before its unit word names a unit within it (``data platform
+#: team`` is not ``data team``), for :func:`ferrex.rules.subjects.close_names`.
+UNIT_WORDS: Final[frozenset[str]] = frozenset(
+    {"team", "squad", "guild", "crew", "tribe", "chapter", "department", "dept", "org"}
+    | {"division", "group", "unit", "pod"}
+)
+
+
+def added_apart(added: Sequence[str], shorter: Sequence[str], longer: Sequence[str]) -> bool:
+    """Whether the words a longer name adds to a shorter one set it apart: one naming
+    another instance (:data:`INSTANCE_WORDS`) or a contrast (:data:`CONTRAST_WORDS`), or any
+    word added to a unit of people's name before its unit word (:data:`UNIT_WORDS`: ``data
+    platform team`` is a unit within ``data team``)."""
+    if any(instance_word(w) or w in CONTRAST_WORDS for w in added):
+        return True
+    return bool(added and shorter) and shorter[-1] in UNIT_WORDS and longer[-1:] == [shorter[-1]]
+
+
 def instance_word(word: str) -> bool:
     """Whether a word (brackets aside: ``(dev)``) is one of :data:`INSTANCE_WORDS`."""
     return word.strip("()[]{}") in INSTANCE_WORDS

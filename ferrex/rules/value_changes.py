@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Final
 
 from ferrex.rules.predicates import FUNCTION_WORDS
 from ferrex.rules.slots import (
@@ -17,8 +18,14 @@ from ferrex.rules.slots import (
     COUNT,
     NAME_WORD,
     SINGLE_KINDS,
+    VALUE_WORDS,
+    content_words,
     object_kind,
+    range_relation,
+    same_head,
     single_slot,
+    value_predicate,
+    version_name,
     versions_of_one,
 )
 
@@ -48,11 +55,70 @@ def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, d
     languages, two host names) stated without either are as likely one value more of a
     relation of many (offices, inputs, languages, cluster nodes) as a change: both are kept
     and flagged, and the agent settles which."""
-    if (_one_at_a_time(obj) and _one_at_a_time(old)) or versions_of_one(obj, old):
+    # Two named things (``react 18.2.0`` / ``vite 5.0.10``), two counts of two things (``2
+    # GPUs`` / ``64 cores``) or two versions of a relation of a range (``supports iOS 16``)
+    # are no one value at a time.
+    two_things = (version_names_differ(obj, old) or counts_of_two(obj, old)
+                  or range_relation(predicate) or per_apart(obj, old))  # fmt: skip
+    if not two_things and ((_one_at_a_time(obj) and _one_at_a_time(old))
+                           or versions_of_one(obj, old)):  # fmt: skip
         return True
-    if _party(obj) and _party(old) and "party" in (object_kind(obj), object_kind(old)):
+    # Two people or teams: sure only where the relation is a role one holds at a time
+    # (``owner``, ``led by``, ``manager``, ``on call``); people use, share, attend, build,
+    # request or sign off one thing many at a time (``used by``, ``signed off by``).
+    if (
+        _party(obj)
+        and _party(old)
+        and "party" in (object_kind(obj), object_kind(old))
+        and one_holder(predicate)
+    ):
         return True  # the relation's plural roles (members, reviewers) are plural_fact's
     return single_slot(predicate) or told_as_news(predicate, content, dated=dated)
+
+
+def one_holder(predicate: str) -> bool:
+    """Whether a normalized predicate names a role one person or team holds at a time: a
+    word of :data:`ONE_HOLDER_WORDS` or starting with one of :data:`ONE_HOLDER_ROOTS`
+    (``owner``, ``owned_by``, ``maintained_by``, ``tech_lead``, ``reports_to``,
+    ``assigned_to``), ``on call``, or a one-value attribute
+    (:func:`ferrex.rules.slots.single_slot`)."""
+    words = predicate.split("_")
+    if single_slot(predicate) or ("on" in words and "call" in words) or "oncall" in words:
+        return True
+    return any(w in ONE_HOLDER_WORDS or w.startswith(ONE_HOLDER_ROOTS)
+               for w in content_words(predicate))  # fmt: skip
+
+
+#: Starts of words naming a role one person or team holds at a time (``owner``,
+#: ``managed``, ``maintainer`` as written is :data:`ferrex.rules.slots.PLURAL_ROLES`').
+ONE_HOLDER_ROOTS: Final = (
+    "own", "lead", "manag", "maintain", "responsib", "assign", "captain", "chair",
+    "steward", "supervis", "administ", "escalat", "director", "custodian", "belong",
+)  # fmt: skip
+#: Whole words naming such a role.
+ONE_HOLDER_WORDS: Final = frozenset(
+    {"led", "head", "headed", "reports", "reporting", "dri", "pm", "em", "vp", "cto", "ceo"}
+    | {"team", "admin", "contact", "boss", "handled", "run", "driver", "keeper", "approver"}
+)
+
+
+def per_apart(obj: str, old: str) -> bool:
+    """Whether two amounts of money are per two different units (``$10/month`` /
+    ``$100/year``): two prices, both may hold."""
+    if object_kind(obj) != "money" or object_kind(old) != "money":
+        return False
+    a, b = _PER.search(obj.casefold()), _PER.search(old.casefold())
+    return a is not None and b is not None and a.group(1) != b.group(1)
+
+
+_PER = re.compile(r"(?:/|\bper\s+|\ba\s+)\s*([a-z]+)\s*$")
+
+
+def version_names_differ(obj: str, old: str) -> bool:
+    """Whether two objects are versions of two named things (``react 18.2.0`` / ``vite
+    5.0.10``)."""
+    a, b = version_name(obj), version_name(old)
+    return a is not None and b is not None and a != b
 
 
 def _party(obj: str) -> bool:
@@ -84,3 +150,57 @@ def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) ->
     return any(
         len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own
     )
+
+
+def names_apart(new_predicate: str, new_object: str, old_predicate: str, old_object: str) -> bool:
+    """Whether one fact's value names a thing (``Django 5.0``, ``React 18.3.1``) that the
+    other fact names nowhere while naming something (``python_version | 3.11``,
+    ``node_version | 20.11.0``): the versions of two things, never surely one slot. A
+    value naming no thing (``upgraded_to | 8.15.1``) or a fact naming nothing but a change
+    (``upgraded_to``) is not apart."""
+    sides = ((new_object, old_predicate, old_object), (old_object, new_predicate, new_object))
+    for obj, other_predicate, other_object in sides:
+        name = version_name(obj)
+        if name is None:
+            continue
+        theirs = {w for w in content_words(other_predicate) if w not in VALUE_WORDS}
+        other_name = version_name(other_object)
+        if other_name is not None:
+            theirs |= set(other_name.split())
+        if theirs and not set(name.split()) & theirs:
+            return True
+    return False
+
+
+def counted(obj: str) -> bool:
+    """Whether an object is a count of something named (``12 workers``)."""
+    return _COUNTED.match(obj.strip()) is not None
+
+
+def counts_of_two(left: str, right: str) -> bool:
+    """Whether two counts count two different things (``2 GPUs`` / ``64 cores``): each a
+    number followed by a noun of three letters or more, the nouns of other roots. A bare
+    number, a unit (``4k``) or the same noun (``30 nodes`` / ``50 nodes``) is one count."""
+    a, b = _COUNTED.match(left.strip()), _COUNTED.match(right.strip())
+    if a is None or b is None:
+        return False
+    return not same_head(a.group(1).casefold(), b.group(1).casefold())
+
+
+def count_named_apart(
+    new_predicate: str, new_object: str, old_predicate: str, old_object: str
+) -> bool:
+    """Whether a count told with a predicate naming no slot (``increased_to | 8 workers``)
+    counts a thing the other fact's slot does not name (``batch_size | 500``): its noun
+    shares no root with the other predicate's words."""
+    for predicate, obj, other in ((new_predicate, new_object, old_predicate),
+                                  (old_predicate, old_object, new_predicate)):  # fmt: skip
+        found = _COUNTED.match(obj.strip())
+        if found is None or not value_predicate(predicate):
+            continue
+        if content_words(other) and not same_head(found.group(1).casefold(), other):
+            return True
+    return False
+
+
+_COUNTED = re.compile(r"^[~<>=]*\d[\d.,_]*\s*[a-z%]{0,3}\s+([a-z]{3,})$", re.IGNORECASE)

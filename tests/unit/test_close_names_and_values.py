@@ -109,6 +109,10 @@ def test_sure_slots_by_head_word_change_verb_and_schedule() -> None:
     assert upgraded is not None and upgraded.outcome == "same"
     moved = slot_match("moved_to", "Render", "runs_on", "Heroku", 0.1)
     assert moved is not None and moved.outcome == "same"
+    # a migration far from where it is placed (migrated to Docusaurus / hosted on Netlify)
+    # may be of something else it has (a tool, a language): not sure
+    moved = slot_match("migrated_to", "Docusaurus", "hosted_on", "Netlify", 0.1)
+    assert moved is None or moved.outcome == "possible"
     resized = slot_match("resized_to", "LARGE", "size", "MEDIUM", 0.5)
     assert resized is not None and resized.outcome == "same"
     status = slot_match("migrated_to", "EKS", "status", "beta", 0.1)
@@ -164,3 +168,33 @@ def test_two_attribute_nouns_read_alike_are_possible_not_sure() -> None:
     assert not two_attributes("deployed", "version") and not two_attributes("runs_on", "host")
     found = slot_match("timeout", "60 min", "duration", "40 min", 0.8)
     assert found is not None and found.outcome == "possible"
+
+
+def test_a_unit_of_people_within_another_is_no_close_name() -> None:
+    from ferrex.rules.subjects import close_names
+
+    assert not close_names(["data", "team"], ["data", "platform", "team"])
+    assert not close_names(["growth", "squad"], ["growth", "checkout", "squad"], parts=True)
+    assert close_names(["churn", "model"], ["churn", "prediction", "model"])
+
+
+def test_a_change_naming_its_own_attribute_is_another_attribute() -> None:
+    assert two_attributes("raised_cache_size_to", "memory_limit")
+    assert not two_attributes("minor_upgraded_to", "version"), "no attribute named"
+    assert not two_attributes("upgraded_to", "version")
+    found = slot_match("raised_cache_size_to", "512Mi", "memory_limit", "2Gi", 0.8)
+    assert found is not None and found.outcome == "possible"
+
+
+def test_a_count_of_another_thing_and_two_acts_placed_are_not_sure() -> None:
+    from ferrex.rules.value_changes import count_named_apart
+
+    assert count_named_apart("increased_to", "8 workers", "batch_size", "500")
+    assert not count_named_apart("increased_to", "8 workers", "workers", "4")
+    assert not count_named_apart("max_nodes", "50 nodes", "max_size", "50")
+    found = slot_match("increased_to", "8 workers", "batch_size", "500", 0.8)
+    assert found is not None and found.outcome == "possible"
+    found = slot_match("processed_in", "eu-central-1", "stored_in", "eu-west-1", 0.8)
+    assert found is not None and found.outcome == "possible"
+    found = slot_match("is_hosted_at", "db-2", "runs_on", "db-1", 0.8)
+    assert found is not None and found.outcome == "same"

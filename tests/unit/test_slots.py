@@ -16,6 +16,8 @@ from ferrex.rules.slots import (
     placed_alike,
     plural_fact,
     plural_relation,
+    range_relation,
+    reciprocal_relation,
     same_head,
     scoped_apart,
     slot_candidate,
@@ -24,7 +26,14 @@ from ferrex.rules.slots import (
     versions_of_one,
 )
 from ferrex.rules.subjects_apart import relations_apart
-from ferrex.rules.value_changes import note_names, replaces_value, told_as_news
+from ferrex.rules.value_changes import (
+    counted,
+    counts_of_two,
+    names_apart,
+    note_names,
+    replaces_value,
+    told_as_news,
+)
 
 
 @pytest.mark.parametrize(
@@ -392,3 +401,95 @@ def test_two_forms_of_one_long_word_share_a_head() -> None:
     # Long words that only start alike are two words.
     assert not same_head("conversion_rate", "conversation_model")
     assert not same_head("permission_set", "permanent_address")
+
+
+def test_values_that_name_two_things_are_never_surely_one_slot() -> None:
+    # A version naming a thing the other fact does not name: two things' versions.
+    assert names_apart("upgraded_to", "Django 5.0", "python_version", "3.11")
+    assert names_apart("bumped_to", "React 18.3.1", "node_version", "20.11.0")
+    assert not names_apart("upgraded_to", "Kubernetes 1.29", "kubernetes_version", "1.28")
+    assert not names_apart("upgraded_to", "8.15.1", "elasticsearch_version", "8.11.3")
+    assert not names_apart("bumped_to", "3.12", "runtime", "Python 3.11")
+    assert counts_of_two("2 GPUs", "64 cores")
+    assert not counts_of_two("30 nodes", "50 nodes")
+    assert not counts_of_two("30", "50 nodes")
+    assert not counts_of_two("2 approvals", "1 approval")
+    assert counted("12 workers") and not counted("12") and not counted("4k")
+    # sure by every other rule, possible only
+    found = slot_match("upgraded_to", "Django 5.0", "python_version", "3.11", 0.9)
+    assert found is not None and found.outcome == "possible"
+    found = slot_match("upgraded_to", "8.15.1", "elasticsearch_version", "8.11.3", 0.9)
+    assert found is not None and found.outcome == "same"
+    # the same relation: two named things, two counts of two things
+    assert not replaces_value("depends_on", "vite 5.0.10", "react 18.2.0", None, dated=False)
+    assert replaces_value("depends_on", "react 19.0.0", "react 18.2.0", None, dated=False)
+    assert not replaces_value("has", "64 cores", "2 GPUs", None, dated=False)
+    assert replaces_value("max_nodes", "50 nodes", "30 nodes", None, dated=False)
+
+
+def test_a_range_of_versions_and_the_acts_of_many_people_are_plural() -> None:
+    assert range_relation("supports") and range_relation("tests on")
+    assert range_relation("compatible with") and range_relation("tested against")
+    assert not range_relation("support tier") and not range_relation("test command")
+    assert plural_fact("mobile app", "supports", "iOS 16")
+    assert plural_fact("sdk", "tests on", "Python 3.11")
+    assert not plural_fact("sdk", "supported until", "2027-01-01")
+    assert not replaces_value("tests_on", "Python 3.12", "Python 3.11", None, dated=False)
+    assert plural_relation("reviewed by") and plural_relation("approved by")
+    assert not plural_relation("review status") and not plural_relation("approval threshold")
+    assert reciprocal_relation("works with") and not reciprocal_relation("works at")
+    assert plural_fact("Priya Nair", "works with", "Marco Rossi")
+    # one event of many told in the past: another date is another event
+    assert plural_fact("payments api", "had an incident on", "2026-01-05")
+    assert not plural_fact("payments api", "launch date", "2026-01-05")
+
+
+def test_a_part_placed_and_two_events_dated_are_not_the_things_place_or_date() -> None:
+    # hosted on / replicated to: the second places its replica, not the database
+    found = slot_match("replicated_to", "db-host-02", "hosted_on", "db-host-01", 0.9)
+    assert found is not None and found.outcome == "possible"
+    found = slot_match("is_hosted_at", "db-host-02", "hosted_on", "db-host-01", 0.9)
+    assert found is not None and found.outcome == "same"
+    # a level (throttled at) beside a noun is neither placing
+    found = slot_match("throttled_at", "600 req/min", "rate_limit", "300 req/min", 0.9)
+    assert found is not None and found.outcome == "same"
+    found = slot_match("deprecated_on", "2027-01-01", "launched", "2025-06-01", 0.9)
+    assert found is None or found.outcome == "possible"
+    found = slot_match("deadline", "2026-12-17", "deadline_is", "2026-12-10", 0.9)
+    assert found is not None and found.outcome == "same"
+    # a migration to a tool, far from where it is hosted: not a move of the thing
+    found = slot_match("migrated_to", "Docusaurus", "hosted_on", "Netlify", 0.3)
+    assert found is None or found.outcome == "possible"
+    found = slot_match("moved_to", "Render web service", "runs_on", "a Heroku dyno", 0.1)
+    assert found is not None and found.outcome == "same"
+
+
+def test_a_part_placed_or_a_kind_of_an_attribute_is_no_possible_slot() -> None:
+    from ferrex.rules.slot_outcomes import part_placed
+
+    assert part_placed("database_on", "runs_on") and part_placed("storage_in", "deployed_in")
+    assert not part_placed("caches_on", "runs_on"), "maybe a verb of its own"
+    assert not part_placed("run_on", "runs_on"), "one verb in two forms"
+    assert not part_placed("hosted_on", "runs_on") and not part_placed("lives_on", "runs_on")
+    assert slot_match("database_on", "Azure SQL db-1", "runs_on", "App Service app-1", 0.8) is None
+    # a word in front names a kind of status; the values read apart
+    assert slot_match("compliance_status", "BAA signed", "status", "live", 0.3) is None
+    found = slot_match("compliance_status", "BAA signed", "status", "live", 0.5)
+    assert found is not None and found.outcome == "possible"
+    assert plural_relation("offices in") and plural_relation("services")
+
+
+def test_two_people_replace_one_another_only_in_a_role_one_holds() -> None:
+    from ferrex.rules.value_changes import one_holder, per_apart
+
+    for predicate in ("owner", "owned_by", "maintained_by", "tech_lead", "reports_to",
+                      "on_call", "manager", "assigned_to", "point_of_contact"):  # fmt: skip
+        assert one_holder(predicate), predicate
+    for predicate in ("used_by", "signed_off_by", "attended_by", "reported_by", "email"):
+        assert not one_holder(predicate), predicate
+    assert replaces_value("owner", "team Heron", "team Falcon", None, dated=False)
+    assert not replaces_value("used_by", "team Mobile", "team Web", None, dated=False)
+    assert replaces_value("used_by", "team Mobile", "team Web", None, dated=True), "news"
+    assert per_apart("$10/month", "$100/year") and not per_apart("$10/month", "$12/month")
+    assert not replaces_value("price", "$100/year", "$10/month", None, dated=False)
+    assert replaces_value("price", "$12/month", "$10/month", None, dated=False)

@@ -59,8 +59,9 @@ from ferrex.ids import plausible_id
 from ferrex.rules.fusion import opens_with_speaker
 from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, Marks, marks_doc
 from ferrex.rules.memory_input import Redaction, ValidStore
-from ferrex.rules.slots import plural_fact, scoped_apart, versions_of_one
+from ferrex.rules.slots import plural_fact, range_relation, scoped_apart, versions_of_one
 from ferrex.rules.store_fields import check_not_ahead
+from ferrex.rules.value_changes import counted, counts_of_two
 from journal import (
     Event,
     FactsPossiblyConflicting,
@@ -270,11 +271,22 @@ def decide_store(
     named = name_entities(valid, view, who, measures, settings, new_id)
     # Two values each scoped to its own purpose (``PlayFab for economy`` / ``EOS for
     # lobbies``) both hold: one more value too.
-    if plural and a_current_value(valid, view, who, named, settings, versions_of_one):
-        plural = False  # react 18 → react 19: one thing at another version, a change
+    if (
+        plural
+        and not range_relation(valid.predicate or "")
+        and a_current_value(valid, view, who, named, settings, versions_of_one)
+    ):
+        # react 18 → react 19: one thing at another version, a change (not iOS 16 → iOS 17
+        # under ``supports``: a range holds both)
+        plural = False
     scoped = (not plural and valid.type == "semantic" and not multi_valued
               and valid.supersedes is None and " for " in (valid.object or "")
               and a_current_value(valid, view, who, named, settings, scoped_apart))  # fmt: skip
+    # Counts of two things (``has 3 masters`` / ``has 12 workers``) both hold too.
+    scoped = scoped or (not plural and valid.type == "semantic" and not multi_valued
+                        and valid.supersedes is None and counted(valid.object or "")
+                        and a_current_value(valid, view, who, named, settings,
+                                            counts_of_two))  # fmt: skip
     plural = plural or scoped
     multi_valued = multi_valued or plural
     supersede = _Supersede()
