@@ -31,6 +31,7 @@ DEFAULT_ABBREVIATIONS: Final[Mapping[str, str]] = MappingProxyType(
         "kube": "kubernetes",
         "repo": "repository",
         "repos": "repositories",
+        "docs": "documentation",
         "env": "environment",
         "envs": "environments",
         "prod": "production",

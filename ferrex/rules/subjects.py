@@ -225,7 +225,8 @@ def word_twins(a: str, b: str) -> bool:
     letters or more (``tokenizer``/``tokenization``, ``invoice``/``invoicing``; not
     ``product``/``production``, where one is the whole of the other), a short form people
     make (:func:`abbreviates`) or a word's whole consonant skeleton (``fct``/``fact``), a
-    typo of a long word or a product suffix."""
+    compound ending in a kind word (:data:`COMPONENT_WORDS`: ``site``/``website``,
+    ``service``/``microservice``), a typo of a long word or a product suffix."""
     if a == b:
         return True
     if _DIGITS.search(a) or _DIGITS.search(b):
@@ -240,6 +241,8 @@ def word_twins(a: str, b: str) -> bool:
         return True
     if len(short) >= 3 and short == "".join(c for c in long if c not in "aeiou"):
         return True  # a whole consonant skeleton: fct/fact
+    if long.endswith(short) and _kind_word(short) and len(long) - len(short) >= 3:
+        return True  # a compound of a kind word is that kind: site/website, app/webapp
     return abbreviates(short, long) or _same_word(a, b)
 
 

@@ -68,6 +68,7 @@ def test_abbreviations_are_spelled_out_per_word() -> None:
     ("a", "b", "outcome"),
     [
         ("billing service", "billing-svc", "same"),
+        ("docs site", "documentation site", "same"),
         ("staging database", "staging db", "same"),
         ("k8s cluster", "kubernetes cluster", "same"),
         ("kubernetes cluster", "kuberentes cluster", "same"),
@@ -403,6 +404,7 @@ def _words(name: str) -> list[str]:
         ("orders api keep-alive", "orders-api"),  # one word written as two
         ("CI", "continuous integration"),
         ("the CI pipeline", "continuous integration"),
+        ("marketing site", "marketing website"),  # a compound of the kind word
     ],
 )
 def test_names_possibly_the_same(a: str, b: str) -> None:
@@ -437,6 +439,7 @@ def test_names_possibly_the_same(a: str, b: str) -> None:
         ("device lab", "QA device lab Warsaw east"),  # the head not kept, too many words
         ("product", "production"),  # one word the whole of the other
         ("wiki", "engineering handbook"),
+        ("staging site", "production website"),  # a compound's kind word, a sibling still
     ],
 )
 def test_hard_negatives_stay_apart(a: str, b: str) -> None:
@@ -447,11 +450,13 @@ def test_hard_negatives_stay_apart(a: str, b: str) -> None:
 def test_word_twins() -> None:
     same = [("log", "logs"), ("policy", "policies"), ("tokenizer", "tokenization"),
             ("matchmaker", "matchmaking"), ("invoice", "invoicing"), ("gw", "gateway"),
-            ("fct", "fact")]  # fmt: skip
+            ("fct", "fact"), ("site", "website"), ("service", "microservice")]  # fmt: skip
     for a, b in same:
         assert word_twins(a, b) and word_twins(b, a), (a, b)
+    # line, hook: no kind word, so a compound ending in one is a word of its own
     apart = [("product", "production"), ("v1", "v2"), ("i", "ii"), ("web", "webhook"),
-             ("us", "use"), ("stage", "staging"), ("api", "apis2")]  # fmt: skip
+             ("us", "use"), ("stage", "staging"), ("api", "apis2"),
+             ("line", "pipeline"), ("hook", "webhook")]  # fmt: skip
     for a, b in apart:
         assert not word_twins(a, b), (a, b)
 
