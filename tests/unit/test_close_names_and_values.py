@@ -18,6 +18,7 @@ from ferrex.rules.slot_outcomes import (
 from ferrex.rules.slots import single_slot
 from ferrex.rules.subjects import close_names
 from ferrex.rules.subjects_apart import first_name_of, in_digits
+from tests.outcomes import outcome
 
 
 def words(name: str) -> list[str]:
@@ -109,10 +110,6 @@ def test_sure_slots_by_head_word_change_verb_and_schedule() -> None:
     assert upgraded is not None and upgraded.outcome == "same"
     moved = slot_match("moved_to", "Render", "runs_on", "Heroku", 0.1)
     assert moved is not None and moved.outcome == "same"
-    # a migration far from where it is placed (migrated to Docusaurus / hosted on Netlify)
-    # may be of something else it has (a tool, a language): not sure
-    moved = slot_match("migrated_to", "Docusaurus", "hosted_on", "Netlify", 0.1)
-    assert moved is None or moved.outcome == "possible"
     resized = slot_match("resized_to", "LARGE", "size", "MEDIUM", 0.5)
     assert resized is not None and resized.outcome == "same"
     status = slot_match("migrated_to", "EKS", "status", "beta", 0.1)
@@ -182,8 +179,7 @@ def test_a_change_naming_its_own_attribute_is_another_attribute() -> None:
     assert two_attributes("raised_cache_size_to", "memory_limit")
     assert not two_attributes("minor_upgraded_to", "version"), "no attribute named"
     assert not two_attributes("upgraded_to", "version")
-    found = slot_match("raised_cache_size_to", "512Mi", "memory_limit", "2Gi", 0.8)
-    assert found is not None and found.outcome == "possible"
+    assert outcome("raised_cache_size_to", "512Mi", "memory_limit", "2Gi", 0.8) == "possible"
 
 
 def test_a_count_of_another_thing_and_two_acts_placed_are_not_sure() -> None:
@@ -192,9 +188,6 @@ def test_a_count_of_another_thing_and_two_acts_placed_are_not_sure() -> None:
     assert count_named_apart("increased_to", "8 workers", "batch_size", "500")
     assert not count_named_apart("increased_to", "8 workers", "workers", "4")
     assert not count_named_apart("max_nodes", "50 nodes", "max_size", "50")
-    found = slot_match("increased_to", "8 workers", "batch_size", "500", 0.8)
-    assert found is not None and found.outcome == "possible"
-    found = slot_match("processed_in", "eu-central-1", "stored_in", "eu-west-1", 0.8)
-    assert found is not None and found.outcome == "possible"
-    found = slot_match("is_hosted_at", "db-2", "runs_on", "db-1", 0.8)
-    assert found is not None and found.outcome == "same"
+    assert outcome("increased_to", "8 workers", "batch_size", "500", 0.8) == "possible"
+    assert outcome("processed_in", "eu-central-1", "stored_in", "eu-west-1", 0.8) == "possible"
+    assert outcome("is_hosted_at", "db-2", "runs_on", "db-1", 0.8) == "same"
