@@ -224,9 +224,8 @@ def word_twins(a: str, b: str) -> bool:
     plural (``log``/``logs``, ``policy``/``policies``), another ending on one stem of five
     letters or more (``tokenizer``/``tokenization``, ``invoice``/``invoicing``; not
     ``product``/``production``, where one is the whole of the other), a short form people
-    make (:func:`abbreviates`) or a word's whole consonant skeleton (``fct``/``fact``), a
-    compound ending in a kind word (:data:`COMPONENT_WORDS`: ``site``/``website``,
-    ``service``/``microservice``), a typo of a long word or a product suffix."""
+    make (:func:`abbreviates`), a word's whole consonant skeleton (``fct``/``fact``), a kind
+    word in a compound (``site``/``website``), a typo of a long word or a product suffix."""
     if a == b:
         return True
     if _DIGITS.search(a) or _DIGITS.search(b):
