@@ -40,14 +40,18 @@ def _serve(home: Path, *extra: str) -> Iterator[tuple[str, str]]:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
+        # /healthz answers once uvicorn runs, after the token file is made (the port itself
+        # accepts connections before that: a connection alone raced the file under load).
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+        while True:
             assert server.poll() is None, server.communicate()[1]
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
         token = (home / "run" / "http.token").read_text().strip()
         yield f"http://127.0.0.1:{port}/mcp", token
     finally:
