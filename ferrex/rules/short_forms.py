@@ -101,7 +101,10 @@ def spelled_out(
     normalized: str, abbreviations: Mapping[str, str] = DEFAULT_ABBREVIATIONS
 ) -> list[str]:
     """The words of a normalized name with abbreviations spelled out, a leading article
-    dropped: ``the billing svc`` → ``["billing", "service"]``."""
+    dropped: ``the billing svc`` → ``["billing", "service"]``. A name written inverted round
+    one comma is read in its usual order (``tech lead, video platform`` → ``video platform
+    tech lead``), a legal form after the comma aside (``acme, inc``)."""
+    normalized = uninverted(normalized)
     whole = abbreviations.get(normalized)
     words = (whole if whole is not None else normalized).split(" ")
     if len(words) > 1 and words[0] in ARTICLES:
@@ -113,6 +116,17 @@ def spelled_out(
     while len(out) > 1 and out[-1] in _LEGAL_FORMS:
         out.pop()
     return out
+
+
+def uninverted(normalized: str) -> str:
+    """``head, tail`` as ``tail head`` (one comma, both sides words, the tail no legal form);
+    any other name as it is."""
+    head, comma, tail = normalized.partition(", ")
+    if not comma or not head.strip() or not tail.strip() or "," in tail:
+        return normalized
+    if tail.strip(" .") in _LEGAL_FORMS:
+        return normalized
+    return f"{tail.strip()} {head.strip()}"
 
 
 def abbreviates(short: str, long: str) -> bool:

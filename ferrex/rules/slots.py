@@ -182,8 +182,10 @@ def content_words(predicate: str) -> list[str]:
 
 def sibling_predicates(left: str, right: str) -> bool:
     """Whether two normalized predicates name two slots of one thing: they share a content
-    word and each has a content word the other lacks (``max_retries``/``max_connections``)."""
-    a, b = content_words(left), content_words(right)
+    word and each has a content word the other lacks (``max_retries``/``max_connections``);
+    a word of change is none of the slot's (``per_user_limit_raised_to``/``rate_limit``)."""
+    a = [w for w in content_words(left) if w not in VALUE_WORDS]
+    b = [w for w in content_words(right) if w not in VALUE_WORDS]
     shared = [w for w in a if any(_root(w) == _root(x) for x in b)]
     only_a = [w for w in a if all(_root(w) != _root(x) for x in b)]
     only_b = [w for w in b if all(_root(w) != _root(x) for x in a)]

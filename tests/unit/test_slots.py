@@ -20,6 +20,7 @@ from ferrex.rules.slots import (
     reciprocal_relation,
     same_head,
     scoped_apart,
+    sibling_predicates,
     slot_candidate,
     slot_words,
     value_fallback,
@@ -488,3 +489,12 @@ def test_two_people_replace_one_another_only_in_a_role_one_holds() -> None:
     assert per_apart("$10/month", "$100/year") and not per_apart("$10/month", "$12/month")
     assert not replaces_value("price", "$100/year", "$10/month", None, dated=False)
     assert replaces_value("price", "$12/month", "$10/month", None, dated=False)
+
+
+def test_a_word_of_change_is_no_word_of_a_sibling_slot() -> None:
+    # per-user limit raised to / rate limit per user: one slot, the change said beside it
+    assert not sibling_predicates("per_user_limit_raised_to", "rate_limit_per_user")
+    assert slot_candidate("per_user_limit_raised_to", "120 req/min", "rate_limit_per_user",
+                          "60 req/min")  # fmt: skip
+    assert sibling_predicates("max_retries", "max_connections")
+    assert sibling_predicates("memory_request_raised_to", "memory_limit"), "request, limit"

@@ -59,6 +59,8 @@ def _candidate(entity_id: str, name: str) -> Candidate:
 
 def test_abbreviations_are_spelled_out_per_word() -> None:
     assert spelled_out("the billing svc") == ["billing", "service"]
+    assert spelled_out("tech lead, video platform") == ["video", "platform", "tech", "lead"]
+    assert spelled_out("acme, inc") == ["acme,"], "a legal form is no inverted name"
     assert spelled_out("k8s prod cluster") == ["kubernetes", "production", "cluster"]
     assert spelled_out("acme inc") == ["acme"]
     assert spelled_out("e2e tests") == ["end", "to", "end", "tests"]
@@ -69,6 +71,7 @@ def test_abbreviations_are_spelled_out_per_word() -> None:
     [
         ("billing service", "billing-svc", "same"),
         ("docs site", "documentation site", "same"),
+        ("tech lead, video platform", "video platform tech lead", "same"),  # inverted
         ("staging database", "staging db", "same"),
         ("k8s cluster", "kubernetes cluster", "same"),
         ("kubernetes cluster", "kuberentes cluster", "same"),
