@@ -43,6 +43,20 @@ def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
     return any(w in CHANGE_WORDS for w in words)
 
 
+def told_as_past(predicate: str) -> bool:
+    """Whether a normalized predicate says its value no longer holds: ``used_to_use``,
+    ``previously_provided_by``, ``formerly_hosted_on``, ``former_owner``. Such a fact is
+    history beside the subject's fact of that slot that began after it."""
+    words = predicate.split("_")
+    if any(w in PAST_WORDS for w in words):
+        return True
+    return any(words[i : i + 2] == ["used", "to"] for i in range(len(words) - 1))
+
+
+#: Words that put a relation in the past (``previously``, ``formerly``, ``former``).
+PAST_WORDS: Final = frozenset({"previously", "formerly", "former", "earlier"})
+
+
 def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, dated: bool) -> bool:
     """Whether a new value of a subject's relation surely replaces a current one of the same
     relation (single-valued, another object), rather than standing beside it. Sure when the

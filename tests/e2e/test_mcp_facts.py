@@ -168,6 +168,33 @@ def test_a_planned_change_is_refused_as_a_fact_and_kept_as_an_event(tmp_path: Pa
     anyio.run(main)
 
 
+def test_a_fact_told_as_past_is_history_beside_the_fact_after_it(tmp_path: Path) -> None:
+    """ "We used to use Kinesis" beside the message bus the team has used since: the old value
+    is stored as history of that fact, ended where it began; told as past beside a fact of
+    unknown start, it is only flagged, and never replaces it."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            kafka = await store_fact(client, "ingest pipeline", "message bus", "Kafka",
+                                     valid_from="2026-11-20")  # fmt: skip
+            kinesis = await store_fact(client, "ingest pipeline", "used to use",
+                                       "Amazon Kinesis", valid_from="2025-02-01")  # fmt: skip
+            assert kinesis["status"] == "stored_as_history", kinesis
+            assert kinesis["superseded_by"] == kafka["id"] and kinesis["superseded"] == []
+            doc = await call(client, "recall", {"query": "ingest pipeline message bus",
+                                                "types": ["semantic"]})  # fmt: skip
+            assert list(_facts(doc, "ingest pipeline")) == [kafka["id"]]
+            # no start given for the current fact: flagged, nothing replaced either way
+            geo = await store_fact(client, "fleet telematics", "provider", "TrakLine")
+            old = await store_fact(client, "fleet telematics", "previously provided by",
+                                   "GeoPulse", valid_from="2024-06-01")  # fmt: skip
+            assert old["status"] == "stored" and old["superseded"] == []
+            assert old["possible_conflict"] == [geo["id"]]
+
+    anyio.run(main)
+
+
 def test_a_fact_with_a_note_is_found_by_what_it_states(tmp_path: Path) -> None:
     """A fact's note may word it otherwise ("took over" for owner): the fact is still found,
     ranked and shown by its subject, relation and value, not by the note alone."""

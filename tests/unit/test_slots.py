@@ -498,3 +498,13 @@ def test_a_word_of_change_is_no_word_of_a_sibling_slot() -> None:
                           "60 req/min")  # fmt: skip
     assert sibling_predicates("max_retries", "max_connections")
     assert sibling_predicates("memory_request_raised_to", "memory_limit"), "request, limit"
+
+
+def test_a_relation_told_as_past() -> None:
+    from ferrex.rules.value_changes import told_as_past
+
+    for past in ("used_to_use", "previously_provided_by", "formerly_hosted_on", "former_owner",
+                 "we_used_to_run_on"):  # fmt: skip
+        assert told_as_past(past), past
+    for present in ("used_by", "depends_on", "refused_to", "caused_to", "provider"):
+        assert not told_as_past(present), present

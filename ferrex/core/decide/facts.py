@@ -67,7 +67,15 @@ from ..settings import StoreSettings
 from ..view import View
 from .entities import Named, Subject
 from .shared import Measures, Who, body_of, cosines_with
-from .weighing import Weighing, agree_with, facts_of, flag_of, may_replace, slot_matches
+from .weighing import (
+    TOLD_AS_PAST,
+    Weighing,
+    agree_with,
+    facts_of,
+    flag_of,
+    may_replace,
+    slot_matches,
+)
 
 
 def normalized_predicate(
@@ -249,7 +257,11 @@ def plan_fact(
         else Weighing.of(valid, view, who, subject, predicate, memory_id, now, settings)
     )
     close = [] if weighing is None else weighing.close_replaced(measures)
-    outcome = [*outcome, *sure, *close]
+    # A fact told as past (``used to use``) beside the subject's fact that began after it is
+    # that fact's history, ended where it began; one that did not begin after is only flagged.
+    past = [m for m, found in slots
+            if found.why == TOLD_AS_PAST and starts_after(m, valid.t_valid, now)]  # fmt: skip
+    outcome = [*outcome, *sure, *close, *past]
     # A back-dated fact older than an active one is history, not the new truth: it is stored
     # already ended, where the newer fact began. Only by a fact all its readers see: ended by
     # one some cannot see, it would show them a trace of it. A later fact they cannot see is
@@ -277,7 +289,7 @@ def plan_fact(
     obj = valid.object
     again = [m for m, _ in slots if m not in sure
              and (agree(obj, str(m.object)) or restated(obj, str(m.object)))]  # fmt: skip
-    maybe = [(m, f) for m, f in slots if m not in sure and m not in again]
+    maybe = [(m, f) for m, f in slots if m not in sure and m not in again and m not in past]
     maybe += [(m, SlotMatch("possible", "another value of its relation", 1.0))
               for m in doubtful if m not in again]  # fmt: skip
     if maybe and subject.entity is not None:

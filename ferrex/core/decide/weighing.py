@@ -23,6 +23,7 @@ from ferrex.rules.restatements import restated
 from ferrex.rules.short_forms import spelled_out
 from ferrex.rules.slot_outcomes import slot_match
 from ferrex.rules.slots import (
+    VALUE_FLOOR,
     SlotMatch,
     content_words,
     fact_phrase,
@@ -40,8 +41,8 @@ from ferrex.rules.subjects import (
     parts_of_one,
     same_slot_words,
 )
-from ferrex.rules.subjects_apart import PERSON_SLOT_WORDS, first_name_of
-from ferrex.rules.value_changes import note_names, replaces_value, told_as_news
+from ferrex.rules.subjects_apart import PERSON_SLOT_WORDS, first_name_of, relations_apart
+from ferrex.rules.value_changes import note_names, replaces_value, told_as_news, told_as_past
 from ferrex.rules.visibility import in_scope
 from journal import FactsPossiblyConflicting
 from projections.readmodel.predicates import is_current
@@ -70,9 +71,9 @@ def slot_matches(
         if m.object is not None
         and slot_candidate(predicate, obj, str(m.predicate_normalized), m.object)
     ]
-    if not allowed:
-        return []
     mine = fact_phrase(predicate, obj)
+    if not allowed:
+        return _past_slot(obj, predicate, mine, others, measures) if told_as_past(predicate) else []
     theirs = [fact_phrase(str(m.predicate_normalized), str(m.object)) for m in allowed]
     found: list[tuple[Memory, SlotMatch]] = []
     scores = cosines_with(measures, mine, theirs)
@@ -85,7 +86,32 @@ def slot_matches(
     if best is not None:
         found.append((allowed[best], SlotMatch("possible", "the closest slot to a bare value",
                                                scores[best])))  # fmt: skip
+    elif not found and told_as_past(predicate):
+        found += _past_slot(obj, predicate, mine, others, measures)
     return found
+
+
+#: Why a fact told as past (:func:`ferrex.rules.value_changes.told_as_past`) was matched.
+TOLD_AS_PAST: Final = "told as past, beside the closest current fact"
+
+
+def _past_slot(
+    obj: str, predicate: str, phrase: str, others: Sequence[Memory], measures: Measures
+) -> list[tuple[Memory, SlotMatch]]:
+    """For a fact told as past that matched no slot of its subject: the current fact it most
+    likely came before (the highest phrase cosine, at least :data:`VALUE_FLOOR`, of the facts
+    under other predicates whose values do not clash with it), as a possible match."""
+    pool = [m for m in others if m.object is not None
+            and str(m.predicate_normalized) != predicate and not kinds_clash(obj, str(m.object))
+            and not relations_apart(predicate, str(m.predicate_normalized))]  # fmt: skip
+    if not pool:
+        return []
+    texts = [fact_phrase(str(m.predicate_normalized), str(m.object)) for m in pool]
+    scores = cosines_with(measures, phrase, texts)
+    best = max(range(len(pool)), key=lambda i: scores[i])
+    if scores[best] < VALUE_FLOOR:
+        return []
+    return [(pool[best], SlotMatch("possible", TOLD_AS_PAST, scores[best]))]
 
 
 def may_replace(who: Who, old: Memory) -> bool:
