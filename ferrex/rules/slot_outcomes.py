@@ -57,11 +57,13 @@ def slot_match(
     cores``: :func:`ferrex.rules.value_changes.counts_of_two`)."""
     match = _slot_match(new_predicate, new_object, old_predicate, old_object, phrase_cosine,
                         news=news)  # fmt: skip
-    two_things = names_apart(new_predicate, new_object, old_predicate, old_object)
-    two_things = two_things or counts_of_two(new_object, old_object)
-    two_things = two_things or count_named_apart(new_predicate, new_object, old_predicate,
-                                                 old_object)  # fmt: skip
-    if match is not None and match.outcome == "same" and two_things:
+    if match is None or match.outcome != "same":
+        return match
+    if (
+        names_apart(new_predicate, new_object, old_predicate, old_object)
+        or counts_of_two(new_object, old_object)
+        or count_named_apart(new_predicate, new_object, old_predicate, old_object)
+    ):
         return SlotMatch("possible", f"{match.why}; the values name two things", match.score)
     return match
 

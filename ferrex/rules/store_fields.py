@@ -18,6 +18,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, cast
 
 from ferrex.errors import UsageError
+from ferrex.times import rfc3339
 
 SUPERSEDES_CHARS: Final = 64
 CONTEXT_DEPTH: Final = 32
@@ -270,7 +271,7 @@ def check_not_ahead(memory_type: str, valid_from: datetime | None, now: datetime
         return
     what = "fact" if memory_type == "semantic" else "procedure"
     raise input_error(
-        f"valid_from {valid_from.isoformat().replace('+00:00', 'Z')} is in the future: "
+        f"valid_from {rfc3339(valid_from)} is in the future: "
         f"a {what} is stored when it becomes true",
         "store it when it happens, or store the plan as an event (type episodic) meanwhile",
     )

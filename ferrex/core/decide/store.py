@@ -279,14 +279,14 @@ def decide_store(
         # react 18 → react 19: one thing at another version, a change (not iOS 16 → iOS 17
         # under ``supports``: a range holds both)
         plural = False
-    scoped = (not plural and valid.type == "semantic" and not multi_valued
-              and valid.supersedes is None and " for " in (valid.object or "")
-              and a_current_value(valid, view, who, named, settings, scoped_apart))  # fmt: skip
     # Counts of two things (``has 3 masters`` / ``has 12 workers``) both hold too.
-    scoped = scoped or (not plural and valid.type == "semantic" and not multi_valued
-                        and valid.supersedes is None and counted(valid.object or "")
-                        and a_current_value(valid, view, who, named, settings,
-                                            counts_of_two))  # fmt: skip
+    obj = valid.object or ""
+    single = (not plural and valid.type == "semantic" and not multi_valued
+              and valid.supersedes is None)  # fmt: skip
+    scoped = single and (
+        (" for " in obj and a_current_value(valid, view, who, named, settings, scoped_apart))
+        or (counted(obj) and a_current_value(valid, view, who, named, settings, counts_of_two))
+    )
     plural = plural or scoped
     multi_valued = multi_valued or plural
     supersede = _Supersede()

@@ -72,8 +72,6 @@ def slot_matches(
         and slot_candidate(predicate, obj, str(m.predicate_normalized), m.object)
     ]
     mine = fact_phrase(predicate, obj)
-    if not allowed:
-        return _past_slot(obj, predicate, mine, others, measures) if told_as_past(predicate) else []
     theirs = [fact_phrase(str(m.predicate_normalized), str(m.object)) for m in allowed]
     found: list[tuple[Memory, SlotMatch]] = []
     scores = cosines_with(measures, mine, theirs)
