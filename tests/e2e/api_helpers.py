@@ -6,16 +6,14 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from tests.e2e.dashboard_helpers import ALICE, BOB, operator_token, write_tokens
 from tests.e2e.mcp_helpers import FERREX
+from tests.healthz import stderr_of, wait_healthy
 
 __all__ = ["ALICE", "BOB", "Server", "serve_http"]
 
@@ -62,17 +60,8 @@ def serve_http(
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(process.stderr.read() if process.stderr else "exited")
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        wait_healthy(process, url, timeout=120,
+                     output=lambda: stderr_of(process) if process.stderr else "exited")  # fmt: skip
         yield Server(home, url, "" if open_loopback else operator_token(home), process)
     finally:
         process.terminate()

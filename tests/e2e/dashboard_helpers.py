@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 from ferrex.app import App
 from ferrex.config import load as load_config
@@ -20,6 +17,7 @@ from ferrex.server.mcp_auth import token_hash
 from ferrex.server.service import Caller, Service
 from ferrex.server.tool_calls import decode
 from tests.e2e.mcp_helpers import FERREX
+from tests.healthz import wait_healthy
 
 ALICE, BOB = "alice-dashboard-secret", "bob-dashboard-secret"
 
@@ -98,16 +96,8 @@ def ferrex_ui(home: Path) -> Iterator[Served]:
         line = process.stdout.readline().strip()
         assert line.startswith("http://127.0.0.1:"), line + _stderr(process)
         base = line.split("/?", 1)[0].rstrip("/")
-        deadline = time.monotonic() + 90
-        while True:
-            assert process.poll() is None, _stderr(process)
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the dashboard did not start"
-            time.sleep(0.1)
+        wait_healthy(process, base, timeout=90, what="the dashboard",
+                     output=lambda: _stderr(process))  # fmt: skip
         yield Served(base, line, process)
     finally:
         process.terminate()

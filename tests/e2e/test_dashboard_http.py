@@ -34,6 +34,7 @@ from tests.e2e.dashboard_helpers import (
     write_tokens,
 )
 from tests.e2e.mcp_helpers import FERREX
+from tests.healthz import wait_healthy
 
 
 @pytest.fixture(scope="module")
@@ -262,16 +263,7 @@ def test_serve_http_serves_the_dashboard_and_a_revoked_token_ends_its_session(
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert server.poll() is None
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        wait_healthy(server, base, timeout=90)
         assert httpx.get(f"{base}/mcp", timeout=10).status_code == 401  # /mcp as before
         login = httpx.get(f"{base}/?token={BOB}", timeout=60)
         assert login.status_code == 303

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.e2e.mcp_helpers import FERREX, call, http_client
+from tests.healthz import wait_healthy
 
 
 def _free_port() -> int:
@@ -49,16 +50,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        assert server.poll() is None, server.stderr.read() if server.stderr else ""
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.1)
+    wait_healthy(server, url)
     try:
         yield home, url
     finally:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from tests.e2e.mcp_helpers import FERREX
+from tests.healthz import wait_healthy
 
 
 @pytest.fixture(scope="module")
@@ -25,16 +25,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        assert server.poll() is None, server.stderr.read() if server.stderr else ""
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.1)
+    wait_healthy(server, url)
     token = (home / "run" / "http.token").read_text().strip()
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json",
                "Accept": "application/json, text/event-stream",

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.e2e.mcp_helpers import FERREX
+from tests.healthz import wait_healthy
 
 
 def _free_port() -> int:
@@ -48,16 +49,7 @@ def _serving(
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        wait_healthy(server, base, timeout=120, output=log.read_text)
         yield base, (home / "run" / "http.token").read_text().strip()
     finally:
         server.terminate()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import httpx
 import pytest
 
 from tests.e2e.mcp_helpers import FERREX, call, ferrex, http_client
+from tests.healthz import wait_healthy
 
 _INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -40,18 +40,8 @@ def _serve(home: Path, *extra: str) -> Iterator[tuple[str, str]]:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        # /healthz answers once uvicorn runs, after the token file is made (the port itself
-        # accepts connections before that: a connection alone raced the file under load).
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, server.communicate()[1]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        wait_healthy(server, f"http://127.0.0.1:{port}", timeout=120,
+                     output=lambda: server.communicate()[1])  # fmt: skip
         token = (home / "run" / "http.token").read_text().strip()
         yield f"http://127.0.0.1:{port}/mcp", token
     finally:

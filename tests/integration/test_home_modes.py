@@ -19,6 +19,7 @@ from ferrex.cli import cli
 from ferrex.home_safety import inspect_modes, secure_home, tighten
 from journal import Journal, MemoryStored
 from projections.sqlite import ReadModel
+from tests.healthz import wait_healthy
 
 
 @pytest.fixture
@@ -240,9 +241,6 @@ def test_a_new_home_served_over_http_is_0700_from_its_first_directory(tmp_path: 
     import socket
     import subprocess
     import sys
-    import time
-
-    import httpx
 
     home, record = tmp_path / "new-home", tmp_path / "mkdirs.txt"
     with socket.socket() as s:
@@ -254,16 +252,7 @@ def test_a_new_home_served_over_http_is_0700_from_its_first_directory(tmp_path: 
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, server.stderr.read() if server.stderr else ""
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        wait_healthy(server, f"http://127.0.0.1:{port}")
     finally:
         server.terminate()
         server.communicate(timeout=30)
