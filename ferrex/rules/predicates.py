@@ -56,6 +56,10 @@ but not sufficient; the two forms must also be one of:
   ``depnds_on`` → ``depends_on`` (0.977) passes; ``created_by`` → ``created_at`` fails on
   ``by``/``at``; ``parent_of`` → ``part_of`` fails (two edits).
 
+A relation spelled with a short form or in another word order (:func:`spelled_alike`:
+``mem limit``, ``max conns``, ``cfg file``, ``latency budget p99``) is placed by
+:func:`match_known` on the one known predicate of its subject it spells alike.
+
 A count written two ways (:func:`same_count`) is one relation too, placed by
 :func:`match_known` against the subject's known predicates: ``replica count``,
 ``replicas count``, ``number of replicas``, ``num replicas`` and, beside one of those, the bare
@@ -91,6 +95,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import OSA, JaroWinkler
 
 from ferrex.errors import UsageError
+from ferrex.rules.short_forms import DEFAULT_ABBREVIATIONS, abbreviates
 
 #: The shortest word a one-edit typo may be corrected in (see the module docstring).
 TYPO_MIN_WORD: Final = 6
@@ -339,8 +344,9 @@ def match_known(
     """The known predicate ``normalized`` is a typo of, or None.
 
     ``normalized`` itself if it is known; then a known predicate that is the same count
-    (:func:`same_count`: ``replicas`` and ``replica_count``), the alphabetically first.
-    Otherwise the known predicate with the highest
+    (:func:`same_count`: ``replicas`` and ``replica_count``), the alphabetically first;
+    then the one known predicate spelled alike (:func:`spelled_alike`: ``mem_limit`` and
+    ``memory_limit``; none when two are). Otherwise the known predicate with the highest
     Jaro-Winkler similarity strictly above ``threshold`` that also passes the typo rule of the
     module docstring; ties go to the alphabetically first. None when nothing qualifies.
     """
@@ -349,6 +355,9 @@ def match_known(
     counts = sorted(candidate for candidate in known if same_count(normalized, candidate))
     if counts:
         return counts[0]
+    alike = [candidate for candidate in known if spelled_alike(normalized, candidate)]
+    if len(alike) == 1:
+        return alike[0]
     best: tuple[float, str] | None = None
     for candidate in known:
         score = JaroWinkler.normalized_similarity(normalized, candidate)
@@ -438,6 +447,50 @@ def _typo_of_known(normalized: str, known: Iterable[str]) -> str | None:
         if best is None or (-score, candidate) < (-best[0], best[1]):
             best = (score, candidate)
     return None if best is None else best[1]
+
+
+def spelled_alike(left: str, right: str) -> bool:
+    """Whether two normalized predicates are one relation spelled two ways: the same words
+    once short forms are spelled out (the table's, ``cfg``/``config``, or one people make,
+    a clipped word or a consonant skeleton: ``mem``/``memory``, ``conns``/``connections``,
+    ``dest``/``destination``), in any order (``p99_latency_budget``/``latency_budget_p99``),
+    with at least one word the same as written (the rest of the relation vouches for the
+    short form). A word spelled out by the table alone needs no such word (``env`` /
+    ``environment``). Never two different relations: every word of each side must be
+    paired, so ``max_input_tokens``/``max_output_tokens`` or ``min_replicas``/
+    ``max_replicas`` are not alike."""
+    if left == right or not left or not right:
+        return False
+    a = [w for part in left.split("_") for w in DEFAULT_ABBREVIATIONS.get(part, part).split()]
+    b = [w for part in right.split("_") for w in DEFAULT_ABBREVIATIONS.get(part, part).split()]
+    if len(a) != len(b):
+        return False
+    if sorted(a) == sorted(b):
+        return True
+    vouched = bool(set(left.split("_")) & set(right.split("_")))
+    rest = [w for w in b if w not in a]
+    unpaired = [w for w in a if w not in b]
+    if not vouched or len(rest) != len(unpaired):
+        return False
+    for word in unpaired:
+        twin = next((w for w in rest if _short_of(word, w) or _short_of(w, word)), None)
+        if twin is None:
+            return False
+        rest.remove(twin)
+    return True
+
+
+def one_relation(left: str, right: str) -> bool:
+    """Two normalized predicates of one relation: the same, or spelled alike."""
+    return left == right or spelled_alike(left, right)
+
+
+def _short_of(short: str, long: str) -> bool:
+    """``short`` a short form of ``long`` (:func:`ferrex.rules.short_forms.abbreviates`), a
+    plural one of a plural (``conns``/``connections``) too."""
+    if abbreviates(short, long):
+        return True
+    return _plural(short) and _plural(long) and abbreviates(short[:-1], long[:-1])
 
 
 def _typo_of(left: str, right: str) -> bool:

@@ -218,3 +218,34 @@ def test_a_fact_with_a_note_is_found_by_what_it_states(tmp_path: Path) -> None:
             assert "ledger owner Erin" in shown, shown
 
     anyio.run(main)
+
+
+def test_a_relation_written_with_a_short_form_is_one_relation(tmp_path: Path) -> None:
+    """An agent writes a relation in full one day and clipped the next (``mem limit``,
+    ``max conns``, ``req timeout``) or in another order: one relation, so the new value replaces
+    the old one. Two relations that only share words (``CPU request`` / ``CPU limit``) stay
+    two current answers."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            for subject, first, second, old, new in (
+                ("ledger-worker pods", "memory limit", "mem limit", "768Mi", "2Gi"),
+                ("orders replica db", "max connections", "max conns", "150", "300"),
+                ("reconciler", "request timeout", "req timeout", "30s", "12s"),
+                ("quote api", "p95 latency target", "latency target p95", "120ms", "90ms"),
+            ):
+                before = await store_fact(client, subject, first, old)
+                after = await store_fact(client, subject, second, new)
+                assert after["superseded"] == [before["id"]], (subject, after)
+                doc = await call(client, "recall", {"query": f"{subject} {first}",
+                                                    "types": ["semantic"]})  # fmt: skip
+                assert list(_facts(doc, subject)) == [after["id"]], (subject, doc)
+            request = await store_fact(client, "render pods", "CPU request", "2")
+            limit = await store_fact(client, "render pods", "CPU limit", "4")
+            assert limit["superseded"] == [], limit
+            doc = await call(client, "recall", {"query": "render pods CPU",
+                                                "types": ["semantic"]})  # fmt: skip
+            assert set(_facts(doc, "render pods")) == {request["id"], limit["id"]}
+
+    anyio.run(main)

@@ -22,6 +22,7 @@ from ferrex.rules.predicates import (
     predicate_shape,
     predicate_wording,
     same_count,
+    spelled_alike,
     synonym_map,
     unplaced_neighbour,
 )
@@ -321,6 +322,53 @@ def test_ties_go_to_the_alphabetically_first() -> None:
 def test_nothing_known_matches_nothing() -> None:
     assert match_known("depends_on", []) is None
     assert match_known("", ["depends_on"]) is None
+
+
+@pytest.mark.parametrize(
+    ("new", "known"),
+    [
+        ("mem limit", "memory limit"),  # a clipped word
+        ("max conns", "max connections"),  # clipped, in the plural
+        ("cfg file", "config file"),  # the table's short form
+        ("dest bucket", "destination bucket"),
+        ("TLS cert expiry", "TLS certificate expiry"),
+        ("latency budget p99", "p99 latency budget"),  # another order
+        ("env", "environment"),  # the table alone, nothing else to vouch
+    ],
+)
+def test_a_relation_spelled_with_a_short_form_is_placed_on_the_known_one(
+    new: str, known: str
+) -> None:
+    assert match_known(normalize_predicate(new), [normalize_predicate(known)]) == (
+        normalize_predicate(known)
+    )
+    assert match_known(normalize_predicate(known), [normalize_predicate(new)]) == (
+        normalize_predicate(new)
+    )
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("max input tokens", "max output tokens"),
+        ("min replicas", "max replicas"),
+        ("CPU request", "CPU limit"),
+        ("host", "key store host"),
+        ("firmware version", "bootloader version"),
+        ("max retries", "max idle connections"),
+        ("request timeout", "idle connection timeout"),
+    ],
+)
+def test_two_relations_are_never_spelled_alike(left: str, right: str) -> None:
+    assert not spelled_alike(normalize_predicate(left), normalize_predicate(right))
+    assert match_known(normalize_predicate(left), [normalize_predicate(right)]) is None
+
+
+def test_a_short_form_of_two_known_relations_places_on_neither() -> None:
+    known = ["authentication_provider", "authorization_provider"]
+    assert spelled_alike("auth_provider", known[0]) and spelled_alike("auth_provider", known[1])
+    assert match_known("auth_provider", known) is None
+    assert match_known("auth_provider", known[:1]) == known[0]
 
 
 # --- properties -----------------------------------------------------------------------------

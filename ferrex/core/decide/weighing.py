@@ -19,6 +19,7 @@ import msgspec
 from ferrex.rules.entities import normalize_entity, resolve_entity
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
+from ferrex.rules.predicates import one_relation
 from ferrex.rules.restatements import restated
 from ferrex.rules.short_forms import spelled_out
 from ferrex.rules.slot_outcomes import slot_match
@@ -242,7 +243,7 @@ class Weighing:
         other predicates (asked once per entity)."""
         if entity_id not in self.slotted:
             current = self.current_of(entity_id)
-            others = [m for m in current if m.predicate_normalized != self.predicate]
+            others = [m for m in current if not self.one_relation(m)]
             told = told_as_news(self.predicate, self.valid.content,
                                 dated=self.valid.t_valid is not None)  # fmt: skip
             self.slotted[entity_id] = slot_matches(self.obj, self.predicate, others, measures,
@@ -265,7 +266,7 @@ class Weighing:
             if not person and not self.close(possible.entity_id):
                 continue
             same = [m for m in self.current_of(possible.entity_id)
-                    if m.predicate_normalized == self.predicate
+                    if self.one_relation(m)
                     and replaces_value(self.predicate, self.obj, str(m.object),
                                        self.valid.content, dated=dated)]  # fmt: skip
             same += [m for m, f in self.slots_of(possible.entity_id, measures)
@@ -276,6 +277,13 @@ class Weighing:
         if len(found) != 1 or not may_replace(self.who, found[0]):
             return []
         return found
+
+    def one_relation(self, m: Memory) -> bool:
+        """Whether a fact of another subject is of the new fact's relation: its predicate, or
+        one spelled alike (:func:`ferrex.rules.predicates.spelled_alike`: ``mem limit`` /
+        ``memory limit``). A subject's own predicates are placed so when stored; another
+        subject's are not its known ones."""
+        return one_relation(self.predicate, str(m.predicate_normalized))
 
     def person(self, entity_id: str) -> bool:
         """Whether the subject and one of the entity's spellings are a person's first name
@@ -350,7 +358,7 @@ class Weighing:
         out: list[FactsPossiblyConflicting] = []
         for possible in self.subject.possible:
             current = self.current_of(possible.entity_id)
-            same = [m for m in current if m.predicate_normalized == self.predicate]
+            same = [m for m in current if self.one_relation(m)]
             slots = self.slots_of(possible.entity_id, measures)
             matched = {m.memory_id for m, _ in slots}
             matched |= {m.memory_id for m in current if m not in same and self.moved(m)}
@@ -451,7 +459,7 @@ def _news_slots(predicate: str, obj: str, current: Sequence[Memory]) -> list[Mem
     (:func:`ferrex.rules.slots.slot_candidate`) with an object of one kind or a predicate
     of one head word; else, on a subject known by that one fact alone, that fact when its
     relation may be the same."""
-    same = [m for m in current if m.predicate_normalized == predicate]
+    same = [m for m in current if one_relation(predicate, str(m.predicate_normalized))]
     if same:
         return same
     allowed = [
