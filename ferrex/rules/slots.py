@@ -213,9 +213,19 @@ def may_share_slot(left: str, right: str) -> bool:
 
 def same_head(left: str, right: str) -> bool:
     """Whether two normalized predicates share a content word's root (``hosted_at``/
-    ``host``/``hosting``)."""
+    ``host``/``hosting``). What follows ``per`` is the unit a value is counted by, not the
+    head: ``worker_threads_per_replica`` shares no head with ``replicas`` (unless both count
+    by a unit)."""
     a, b = content_words(left), content_words(right)
+    if ("per" in left.split("_")) != ("per" in right.split("_")):
+        a, b = content_words(_before_per(left)), content_words(_before_per(right))
     return any(_heads(x) & _heads(y) for x in a for y in b)
+
+
+def _before_per(predicate: str) -> str:
+    """A normalized predicate's words before ``per`` (all of them without one)."""
+    words = predicate.split("_")
+    return "_".join(words[: words.index("per")]) if "per" in words else predicate
 
 
 def reworded_slot(left: str, right: str) -> bool:

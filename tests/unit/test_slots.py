@@ -295,6 +295,14 @@ def test_placed_alike_is_one_verb_placing_on_or_at(left: str, right: str, placed
     assert placed_alike(left, right) is placed
 
 
+def test_the_unit_after_per_is_not_the_head_of_a_count() -> None:
+    # Threads per replica are counted by replica; they are not the replicas.
+    assert not same_head("worker_threads_per_replica", "replicas")
+    assert slot_match("worker_threads_per_replica", "8", "replicas", "6", 0.5) is None
+    assert same_head("requests_per_second", "request_limit")  # the head before per
+    assert same_head("rate_limit_per_user", "per_user_limit")  # both count by a unit
+
+
 def test_a_re_word_shares_its_head_and_one_head_may_take_a_preposition_on_one_side() -> None:
     assert same_head("relicensed_to", "license") and same_head("rehosted_on", "hosting")
     assert not same_head("reports_to", "ports")  # a short re- word is a word of its own
