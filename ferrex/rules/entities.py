@@ -208,7 +208,7 @@ def resolve_entity(
         for score, candidate in zip(scores, candidates, strict=True)
         if math.isfinite(score)
         and score > embedding_threshold
-        and _same_numbers(normalized, candidate.normalized)
+        and same_numbers(normalized, candidate.normalized)
     ]
     return _best("embedding", close) if close else NEW
 
@@ -224,7 +224,7 @@ def _without_article(normalized: str) -> str:
 
 
 def _fuzzy_guard(left: str, right: str) -> bool:
-    if not _same_numbers(left, right):
+    if not same_numbers(left, right):
         return False
     if is_typo(left, right):
         return True
@@ -253,7 +253,8 @@ def is_product_suffix(left: list[str], right: list[str]) -> bool:
     return attached and (suffix == "sql" or (suffix == "ql" and base.endswith("s")))
 
 
-def _same_numbers(left: str, right: str) -> bool:
+def same_numbers(left: str, right: str) -> bool:
+    """Whether two names carry the same runs of digits, or one carries none."""
     left_numbers, right_numbers = _DIGIT_RUNS.findall(left), _DIGIT_RUNS.findall(right)
     return not left_numbers or not right_numbers or left_numbers == right_numbers
 

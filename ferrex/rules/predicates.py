@@ -57,8 +57,9 @@ but not sufficient; the two forms must also be one of:
   ``by``/``at``; ``parent_of`` → ``part_of`` fails (two edits).
 
 A relation spelled with a short form or in another word order (:func:`spelled_alike`:
-``mem limit``, ``max conns``, ``cfg file``, ``latency budget p99``) is placed by
-:func:`match_known` on the one known predicate of its subject it spells alike.
+``mem limit``, ``max conns``, ``cfg file``, ``latency budget p99``), or named by the role
+noun of its agent phrase (:func:`agent_noun_of`: ``issuer`` / ``issued by``), is placed by
+:func:`match_known` on the one known predicate of its subject it is alike.
 
 A count written two ways (:func:`same_count`) is one relation too, placed by
 :func:`match_known` against the subject's known predicates: ``replica count``,
@@ -345,17 +346,18 @@ def match_known(
 
     ``normalized`` itself if it is known; then a known predicate that is the same count
     (:func:`same_count`: ``replicas`` and ``replica_count``), the alphabetically first;
-    then the one known predicate spelled alike (:func:`spelled_alike`: ``mem_limit`` and
-    ``memory_limit``; none when two are). Otherwise the known predicate with the highest
-    Jaro-Winkler similarity strictly above ``threshold`` that also passes the typo rule of the
-    module docstring; ties go to the alphabetically first. None when nothing qualifies.
+    then the one known predicate spelled alike or named by its role noun
+    (:func:`one_relation`: ``mem_limit`` and ``memory_limit``, ``issuer`` and ``issued_by``;
+    none when two are). Otherwise the known predicate with the highest Jaro-Winkler
+    similarity strictly above ``threshold`` that also passes the typo rule of the module
+    docstring; ties go to the alphabetically first. None when nothing qualifies.
     """
     if normalized in known:
         return normalized
     counts = sorted(candidate for candidate in known if same_count(normalized, candidate))
     if counts:
         return counts[0]
-    alike = [candidate for candidate in known if spelled_alike(normalized, candidate)]
+    alike = [candidate for candidate in known if one_relation(normalized, candidate)]
     if len(alike) == 1:
         return alike[0]
     best: tuple[float, str] | None = None
@@ -481,8 +483,33 @@ def spelled_alike(left: str, right: str) -> bool:
 
 
 def one_relation(left: str, right: str) -> bool:
-    """Two normalized predicates of one relation: the same, or spelled alike."""
-    return left == right or spelled_alike(left, right)
+    """Two normalized predicates of one relation: the same, spelled alike, or a role noun
+    and its agent phrase (:func:`agent_noun_of`)."""
+    return (left == right or spelled_alike(left, right) or agent_noun_of(left, right)
+            or agent_noun_of(right, left))  # fmt: skip
+
+
+def agent_noun_of(noun: str, phrase: str) -> bool:
+    """Whether a one-word predicate names the role of the one who does what a ``<verb>ed
+    by`` phrase says: ``issuer`` / ``issued_by``, ``provider`` / ``provided_by``,
+    ``operator`` / ``operated_by``, ``lead`` / ``led_by``. Both say the object does it to
+    the subject (a role noun names the object's role: ``X | issuer | Y``), so they are one
+    relation. A noun with words in front (``tech lead``) names one role of several."""
+    words = phrase.split("_")
+    if "_" in noun or len(words) != 2 or words[1] != "by":
+        return False
+    done = words[0]
+    if _IRREGULAR_AGENTS.get(noun) == done:
+        return True
+    stems = {noun[:-2]} if noun.endswith(("er", "or")) else set()
+    stems |= {noun[:-1]} if noun.endswith("er") else set()
+    made = {done[:-2]} if done.endswith("ed") else set()
+    made |= {done[:-1]} if done.endswith("d") else set()
+    return any(len(stem) >= 3 for stem in stems & made)
+
+
+#: Role nouns whose verb is irregular, and that verb's participle.
+_IRREGULAR_AGENTS: Final = MappingProxyType({"lead": "led", "leader": "led"})
 
 
 def _short_of(short: str, long: str) -> bool:

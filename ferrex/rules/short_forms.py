@@ -134,12 +134,16 @@ def abbreviates(short: str, long: str) -> bool:
     fast path aside): a clipped word, cut before a vowel (``auth``/``authentication``,
     ``prod``/``production``; not ``web``/``webhook``, a word of its own plus another), or a
     consonant skeleton that keeps the first letter (``gw``/``gateway``, ``pg``/``postgres``,
-    ``svc``/``service``, ``mgr``/``manager``). No digits, and the long word is clearly
-    longer."""
+    ``svc``/``service``, ``mgr``/``manager``), each also in the plural (``certs``/
+    ``certificates``). No digits, and the long word is clearly longer."""
     if not short.isalpha() or not long.isalpha() or len(long) < len(short) + 3:
         return False
     if short in AMBIGUOUS_SHORT_FORMS:
         return False
+    # A clipped word in the plural, of a plural (``certs``/``certificates``): clipped from a
+    # stem of four letters or more, so ``logs`` is never ``logistics``.
+    if short[-1] == "s" == long[-1] and len(short) >= 5 and abbreviates(short[:-1], long[:-1]):
+        return True
     if len(short) >= 3 and long.startswith(short):
         # Clipped well short of the word: "product" is no short form of "production".
         return long[len(short)] in _VOWELS and 2 * len(short) <= len(long) + 1

@@ -64,10 +64,9 @@ from ferrex.rules.entities import (
     NEW,
     Candidate,
     Resolution,
-    is_product_suffix,
-    is_typo,
     normalize_entity,
     resolve_entity,
+    same_numbers,
 )
 from ferrex.rules.predicates import PREPOSITIONS
 from ferrex.rules.short_forms import (
@@ -77,7 +76,13 @@ from ferrex.rules.short_forms import (
     formed_alike,
     spelled_out,
 )
-from ferrex.rules.subjects_apart import THING_WORDS, added_apart, in_digits, instance_word
+from ferrex.rules.subjects_apart import (
+    THING_WORDS,
+    added_apart,
+    in_digits,
+    instance_word,
+    same_word,
+)
 
 #: Trailing words that name a part or a kind of deployment of a thing: ``billing`` may mean
 #: ``billing service`` (possibly the same), but ``billing service`` is not ``billing
@@ -168,7 +173,7 @@ def _compare_spelled(left: Sequence[str], right: Sequence[str]) -> Outcome | Non
     only_right = [w for w in right if w not in left]
     # A word swapped for its typo or its product-suffixed form is the same word.
     for word in list(only_left):
-        twin = next((w for w in only_right if _same_word(word, w)), None)
+        twin = next((w for w in only_right if same_word(word, w)), None)
         if twin is not None:
             only_left.remove(word)
             only_right.remove(twin)
@@ -242,7 +247,7 @@ def word_twins(a: str, b: str) -> bool:
         return True  # a whole consonant skeleton: fct/fact
     if long.endswith(short) and _kind_word(short) and len(long) - len(short) >= 3:
         return True  # a compound of a kind word is that kind: site/website, app/webapp
-    return abbreviates(short, long) or _same_word(a, b)
+    return abbreviates(short, long) or same_word(a, b)
 
 
 def names_alike(left: Sequence[str], right: Sequence[str]) -> bool:
@@ -469,7 +474,7 @@ def resolve_subject(
     near: list[Possible] = []
     for raw, c in zip(scores, scored, strict=True):
         score = float(raw)
-        if not math.isfinite(score) or not _same_numbers(normalized, c.normalized):
+        if not math.isfinite(score) or not same_numbers(normalized, c.normalized):
             continue
         if score > embedding_threshold:
             if best is None or (-score, c.entity_id) < (-best[0], best[1].entity_id):
@@ -629,15 +634,6 @@ def _best(
 
 def _numbers(words: Sequence[str]) -> list[str]:
     return _DIGIT_RUNS.findall(" ".join(words))
-
-
-def _same_numbers(left: str, right: str) -> bool:
-    a, b = _DIGIT_RUNS.findall(left), _DIGIT_RUNS.findall(right)
-    return not a or not b or a == b
-
-
-def _same_word(a: str, b: str) -> bool:
-    return is_typo(a, b) or is_product_suffix([a], [b])
 
 
 def news_alike(left: Sequence[str], right: Sequence[str]) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from ferrex.rules.entities import is_product_suffix, is_typo
 from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS
 
 #: Words that name another instance of a thing, not the thing said more fully: an
@@ -68,6 +69,17 @@ UNIT_WORDS: Final[frozenset[str]] = frozenset(
     {"team", "squad", "guild", "crew", "tribe", "chapter", "department", "dept", "org"}
     | {"division", "group", "unit", "pod"}
 )
+
+
+#: Words people use for one working team interchangeably (``checkout squad`` / ``checkout
+#: team``); not ``org``, ``guild`` or ``department``, which hold several teams.
+TEAM_WORDS: Final[frozenset[str]] = frozenset({"team", "squad", "crew"})
+
+
+def same_word(a: str, b: str) -> bool:
+    """Whether two words of two names are one word: a typo (``kuberentes``), a product
+    suffix (``postgres``/``postgresql``), or two words for one team (:data:`TEAM_WORDS`)."""
+    return is_typo(a, b) or is_product_suffix([a], [b]) or {a, b} <= TEAM_WORDS
 
 
 def added_apart(added: Sequence[str], shorter: Sequence[str], longer: Sequence[str]) -> bool:

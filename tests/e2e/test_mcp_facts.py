@@ -249,3 +249,23 @@ def test_a_relation_written_with_a_short_form_is_one_relation(tmp_path: Path) ->
             assert set(_facts(doc, "render pods")) == {request["id"], limit["id"]}
 
     anyio.run(main)
+
+
+def test_a_role_noun_and_a_clipped_plural_or_squad_name_one_slot(tmp_path: Path) -> None:
+    """``issuer`` is who a fact ``issued by`` names, ``certs`` are the ``certificates`` and a
+    squad is the team: a new lead replaces the old one, a new issuer is at least flagged
+    beside the old one, never two silent answers."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            old = await store_fact(client, "payments squad", "led by", "Ana Souza")
+            new = await store_fact(client, "Payments team", "lead", "Bilal Haddad")
+            assert new["superseded"] == [old["id"]], new
+            first = await store_fact(client, "SSO certificates", "issued by", "Sectigo")
+            then = await store_fact(client, "SSO certs", "issuer", "ZeroSSL",
+                                    valid_from="2026-11-30")  # fmt: skip
+            named = [c["id"] for c in then.get("possible_conflict_with", [])]
+            assert then["superseded"] == [first["id"]] or named == [first["id"]], then
+
+    anyio.run(main)

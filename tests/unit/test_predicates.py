@@ -371,6 +371,28 @@ def test_a_short_form_of_two_known_relations_places_on_neither() -> None:
     assert match_known("auth_provider", known[:1]) == known[0]
 
 
+@pytest.mark.parametrize(
+    ("noun", "phrase"),
+    [("issuer", "issued by"), ("provider", "provided by"), ("operator", "operated by"),
+     ("publisher", "published by"), ("lead", "led by")],
+)  # fmt: skip
+def test_a_role_noun_is_the_relation_of_its_agent_phrase(noun: str, phrase: str) -> None:
+    assert match_known(normalize_predicate(noun), [normalize_predicate(phrase)]) == (
+        normalize_predicate(phrase)
+    )
+    assert match_known(normalize_predicate(phrase), [normalize_predicate(noun)]) == noun
+
+
+@pytest.mark.parametrize(
+    ("noun", "phrase"),
+    [("order", "ordered by"), ("filter", "filtered by"), ("tech lead", "led by")],
+)
+def test_a_noun_that_is_no_agent_or_names_one_role_of_several_is_not(
+    noun: str, phrase: str
+) -> None:
+    assert match_known(normalize_predicate(noun), [normalize_predicate(phrase)]) is None
+
+
 # --- properties -----------------------------------------------------------------------------
 
 _predicates = (

@@ -114,6 +114,8 @@ def test_three_outcomes_by_the_words(a: str, b: str, outcome: str) -> None:
         ("T4 fw", "T4 firmware", "same"),
         ("continuous integration pipeline", "CI pipeline", "same"),
         ("Amazon Web Services", "AWS", "same"),
+        ("TLS certs", "TLS certificates", "same"),  # clipped, in the plural
+        ("checkout squad", "Checkout team", "same"),  # two words for one team
         # Nothing else agrees: only possibly the same.
         ("auth-gw", "authentication gateway", "possible"),
         ("continuous integration", "CI", "possible"),
@@ -124,6 +126,9 @@ def test_three_outcomes_by_the_words(a: str, b: str, outcome: str) -> None:
         ("ns record", "namespace record", "different"),
         ("staging gw", "production gateway", "different"),
         ("gw v1", "gateway v2", "different"),
+        ("logs bucket", "logistics bucket", "different"),  # a stem under four letters
+        ("data team", "data org", "different"),  # an org holds teams
+        ("checkout team", "checkout guild", "different"),
     ],
 )
 def test_short_forms_people_make_are_tried_where_the_rest_agrees(
