@@ -415,6 +415,7 @@ class _ImportOptions:
 
 def _import(app: App, file: str, options: _ImportOptions, reached: _Reached) -> None:
     text = sys.stdin.read() if file == "-" else _read(Path(file))
+    text = text.removeprefix("\ufeff")  # UTF-8 "with BOM", as some editors save it
     app.require_ownership()  # busy is said at once, not after "loading model…"
     # The model loads on its own thread while the file is parsed and the home opened; the
     # load ends before the command does, whatever ends it (never in the interpreter's exit).
