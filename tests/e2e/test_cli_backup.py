@@ -310,3 +310,20 @@ def test_a_file_saved_with_a_byte_order_mark_imports_whole(tmp_path: Path) -> No
         result.stdout,
         result.stderr,
     )
+
+
+def test_the_export_help_says_what_a_restore_gives_back(tmp_path: Path) -> None:
+    """The help said a memory's created_at "becomes the time of the import"; a restore keeps
+    it (as ``import --help``, the README and docs/operations.md say): only the journal
+    positions and the entities' creation times are the import's."""
+    home = tmp_path / "home"
+    memory_id = stored(home, "--content", "The VPN config moved to the infra repository")
+    time.sleep(0.01)
+    fresh, _ = restored(home, tmp_path / "restore")
+    (before,) = [m for m in home_rows(home)["memories"] if m["memory_id"] == memory_id]
+    (after,) = [m for m in home_rows(fresh)["memories"] if m["memory_id"] == memory_id]
+    assert after["created_at"] == before["created_at"]
+    code, out, _ = run(home, "export", "jsonl", "--help")
+    words = " ".join(out.split())
+    assert code == 0 and "becomes the time of the import" not in words, words
+    assert "created_at" in words and "entities' creation times" in words, words
