@@ -105,7 +105,8 @@ def jsonl_cmd(
     keeps its id, type, text, entities (by name and id), namespace, agent, visibility,
     source, confidence, times, supersede links, marks, multi-valued flag, derived episode
     and import key, so `ferrex import FILE` into an empty home restores them with their ids
-    and times (all but created_at, which becomes the time of the import).
+    and times, created_at (when this home learned each) included; only the journal
+    positions and the entities' creation times are the import's.
 
     It reads the journal, not the stores, so it runs while servers use the home.
     """

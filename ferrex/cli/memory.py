@@ -105,6 +105,8 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
     new id, or with --json the whole outcome (resolved entities, superseded ids, position).
     """
     multi_valued = bool(fields.pop("multi_valued"))
+    if fields["context"] is not None:
+        fields["context"] = _context(fields["context"])
     request = store_request(
         {k: v for k, v in fields.items() if v not in (None, ())}, where="options"
     )
@@ -415,6 +417,7 @@ class _ImportOptions:
 
 def _import(app: App, file: str, options: _ImportOptions, reached: _Reached) -> None:
     text = sys.stdin.read() if file == "-" else _read(Path(file))
+    text = text.removeprefix("\ufeff")  # UTF-8 "with BOM", as some editors save it
     app.require_ownership()  # busy is said at once, not after "loading model…"
     # The model loads on its own thread while the file is parsed and the home opened; the
     # load ends before the command does, whatever ends it (never in the interpreter's exit).
@@ -467,6 +470,17 @@ def _echo_lines(
         done = "redacted" if secrets == "redact" else "skipped"
         summary += f"; likely secrets in {secret_lines} lines, {done}"
     click.echo(summary)
+
+
+def _context(text: str) -> Any:
+    """The value of ``--context``: JSON (the store checks that it is an object)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"--context is not JSON: {exc}",
+            hint="""give a JSON object, for example --context '{"ticket": "INC-1"}'""",
+        ) from exc
 
 
 def _read(path: Path) -> str:

@@ -98,6 +98,32 @@ def test_bad_parameters_are_invalid_input(server: Server) -> None:
         assert answer.json()["error"]["code"] == "invalid_input"
 
 
+def test_a_cursor_is_refused_under_another_sort(server: Server) -> None:
+    # A cursor of a list by event time, sent back with the default sort (newest stored first),
+    # gave an empty last page: every memory seemed listed when none of the rest was.
+    first = _get_or_post(server, "GET", "/api/v1/memories", BOB, limit=2, sort="valid_from")
+    assert first["next_cursor"] is not None
+    for sort in ("-created", "created", "-valid_from"):
+        answer = httpx.get(server.url + "/api/v1/memories", timeout=60,
+                           params={"limit": 2, "sort": sort, "cursor": first["next_cursor"]},
+                           headers={"Authorization": f"Bearer {BOB}"})  # fmt: skip
+        assert answer.status_code == 400, (sort, answer.text)
+        error = answer.json()["error"]
+        assert error["code"] == "invalid_input" and "sort=valid_from" in error["message"], error
+        assert "cursor" in error["hint"], error
+    # The same sort goes on where the first page ended.
+    pages = [first["memories"]]
+    cursor = first["next_cursor"]
+    while cursor is not None:
+        doc = _get_or_post(server, "GET", "/api/v1/memories", BOB, limit=2, sort="valid_from",
+                           cursor=cursor)  # fmt: skip
+        pages.append(doc["memories"])
+        cursor = doc["next_cursor"]
+    listed = [m["id"] for p in pages for m in p]
+    assert listed == [m["id"] for p in _all_pages(server, BOB, sort="valid_from") for m in p]
+    assert len(listed) == 8
+
+
 def test_reflect_over_the_api(server: Server) -> None:
     doc = _get_or_post(server, "GET", "/api/v1/reflect", BOB, limit=2)
     assert set(doc) >= {"counts", "stale", "unvalidated", "contradictions"}

@@ -109,6 +109,24 @@ def test_bad_input_is_the_tools_invalid_input_and_stores_nothing(server: Server)
     assert _total(server) == before
 
 
+def test_a_wrong_token_is_told_apart_from_none(server: Server) -> None:
+    # A script that sends a token with a typo in it was told "this dashboard needs a token":
+    # it had sent one, and it was not asking the dashboard.
+    body = {"query": "nightly backup"}
+    wrong = _error(_post(server, "/api/v1/recall", "typo-token", body), 401, "unauthorized")
+    assert "not known" in wrong["message"] and "dashboard" not in wrong["message"], wrong
+    assert "run/http.token" in wrong["hint"] and "[[auth.tokens]]" in wrong["hint"], wrong
+    for path in ("/api/v1/stats", "/api/v1/memories?limit=1"):
+        listed = _error(_send(server, "GET", path, "typo-token"), 401, "unauthorized")
+        assert "not known" in listed["message"], listed
+    none = _error(_post(server, "/api/v1/recall", None, body), 401, "unauthorized")
+    assert "needs a bearer token" in none["message"] and "dashboard" not in none["message"]
+    assert "Authorization: Bearer" in none["hint"] and "run/http.token" in none["hint"], none
+    # The dashboard's pages still tell a browser how to sign in.
+    page = httpx.get(server.url + "/", timeout=60)
+    assert page.status_code == 401 and "ferrex ui" in page.text
+
+
 def test_tokens_decide_who_writes(server: Server) -> None:
     body = {"content": "Token check: the nightly backup runs at 02:00 UTC"}
     _error(_post(server, "/api/v1/memories", None, body), 401, "unauthorized")

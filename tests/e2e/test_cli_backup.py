@@ -281,3 +281,49 @@ def test_a_dump_of_a_newer_format_is_refused_whole(tmp_path: Path) -> None:
     code, _, err = run(home, "import", str(dump))
     assert code == 2 and f"format {FORMAT + 1}, newer than this ferrex reads" in err
     assert not (home / "journal").exists() or head(home) == 0, "nothing written"
+
+
+def test_a_file_saved_with_a_byte_order_mark_imports_whole(tmp_path: Path) -> None:
+    """An editor that saves UTF-8 "with BOM" (Notepad, PowerShell 5's Out-File) puts U+FEFF
+    before the first line: that line was "not JSON" (exit 2), so a dump lost its header
+    and with it the check of its format, and a file of store lines its first memory."""
+    home = tmp_path / "home"
+    stored(home, "--subject", "ledger-api", "--predicate", "runs on", "--object", "postgres 15")
+    stored(home, "--content", "The staging cluster was rebuilt on 2026-11-30")
+    dump = tmp_path / "backup.jsonl"
+    assert run(home, "export", "jsonl", str(dump))[0] == 0
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + dump.read_bytes())
+    fresh = tmp_path / "restored"
+    code, out, err = run(fresh, "import", str(marked), "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["format"] == "dump" and doc["counts"] == {"stored": 3}, (err, doc)
+    assert home_rows(fresh) == home_rows(home)
+    future = tmp_path / "future.jsonl"
+    header = {"type": "ferrex_dump", "format": FORMAT + 1, "journal_position": 3}
+    future.write_text("\ufeff" + json.dumps(header) + "\n", encoding="utf-8")
+    code, _, err = run(tmp_path / "other", "import", str(future))
+    assert code == 2 and "newer than this ferrex reads" in err, err
+    lines = '\ufeff{"content": "Deploys freeze on Fridays after 15:00"}\n'
+    result = CliRunner().invoke(cli, ["--home", str(fresh), "import", "-", "--json"], input=lines)
+    assert result.exit_code == 0 and json.loads(result.stdout)["counts"] == {"stored": 1}, (
+        result.stdout,
+        result.stderr,
+    )
+
+
+def test_the_export_help_says_what_a_restore_gives_back(tmp_path: Path) -> None:
+    """The help said a memory's created_at "becomes the time of the import"; a restore keeps
+    it (as ``import --help``, the README and docs/operations.md say): only the journal
+    positions and the entities' creation times are the import's."""
+    home = tmp_path / "home"
+    memory_id = stored(home, "--content", "The VPN config moved to the infra repository")
+    time.sleep(0.01)
+    fresh, _ = restored(home, tmp_path / "restore")
+    (before,) = [m for m in home_rows(home)["memories"] if m["memory_id"] == memory_id]
+    (after,) = [m for m in home_rows(fresh)["memories"] if m["memory_id"] == memory_id]
+    assert after["created_at"] == before["created_at"]
+    code, out, _ = run(home, "export", "jsonl", "--help")
+    words = " ".join(out.split())
+    assert code == 0 and "becomes the time of the import" not in words, words
+    assert "created_at" in words and "entities' creation times" in words, words

@@ -74,6 +74,20 @@ def test_store_bad_input_exits_2_and_writes_nothing(home: Path) -> None:
     assert (journal_head(home) if (home / "journal").exists() else 0) == head
 
 
+def test_a_context_that_is_not_json_names_the_option(home: Path) -> None:
+    # It said "context in options is not JSON", with no word of what to write instead.
+    code, _, err = run(home, "store", "--content", "ok", "--context", "{ticket: INC-1}")
+    assert code == 2 and "error [invalid_input]: --context is not JSON" in err, err
+    assert "in options" not in err and """--context '{"ticket": "INC-1"}'""" in err, err
+    code, out, err = run(home, "store", "--content", "Paged for INC-7: disk full on db-2",
+                         "--context", '{"ticket": "INC-7"}', "--json")  # fmt: skip
+    assert code == 0, err
+    memory_id = json.loads(out)["id"]
+    code, out, _ = run(home, "export", "jsonl", "-")
+    dumped = [json.loads(line) for line in out.splitlines()]
+    assert [d["context"] for d in dumped if d.get("id") == memory_id] == [{"ticket": "INC-7"}]
+
+
 def test_forget(home: Path) -> None:
     code, out, _ = run(home, "store", "--content", "Carol is on call this week", "--json")
     memory_id = json.loads(out)["id"]

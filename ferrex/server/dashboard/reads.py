@@ -300,18 +300,18 @@ def _memories(ctx: Context, args: Mapping[str, Any]) -> MemoryPage:
         types=types, source=args.get("source"),
         entity_ids=entity_ids, visibility=visibility, state=state,
         after=_when(args.get("after"), "after"), before=_when(args.get("before"), "before"),
-        sort=sort, cursor=_cursor(args.get("cursor")), limit=limit + 1,
+        sort=sort, cursor=_cursor(args.get("cursor"), sort), limit=limit + 1,
         context=_context_filters(args),
     )  # fmt: skip
     more = len(rows) > limit
     page = ctx.sight.shown(rows[:limit])
     column = "created_at" if sort.lstrip("-") == "created" else "t_valid"
-    last = rows[limit - 1] if more else None
+    after_last = _encode_cursor(rows[limit - 1], column, sort) if more else None
     return {
         "memories": [{**brief(m), "namespace": m.namespace, "source": m.source,
                       "visibility": m.visibility, "superseded_by": m.superseded_by}
                      for m in page],
-        "next_cursor": _encode_cursor(getattr(last, column), last.memory_id) if last else None,
+        "next_cursor": after_last,
     }  # fmt: skip
 
 
@@ -450,25 +450,30 @@ def _when(value: object, name: str) -> float | None:
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
 
 
-def _encode_cursor(value: float, memory_id: str) -> str:
-    raw = json.dumps([value, memory_id], separators=(",", ":")).encode()
+def _encode_cursor(last: Memory, column: str, sort: str) -> str:
+    raw = json.dumps([getattr(last, column), last.memory_id, sort], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _cursor(value: object) -> tuple[float, str] | None:
-    """The position a cursor names; ``invalid_input`` for one this API did not give."""
+def _cursor(value: object, sort: str) -> tuple[float, str] | None:
+    """The position a cursor names; ``invalid_input`` for one this API did not give, or one
+    of a list in another order (a cursor from before cursors named their sort is taken)."""
     if value is None:
         return None
+    hint, text = "pass next_cursor of the page before, unchanged", str(value)
     try:
-        text = str(value)
         decoded = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-        position, memory_id = decoded
-        if isinstance(position, bool) or not isinstance(position, int | float):
+        position, memory_id, *rest = decoded
+        if isinstance(position, bool) or not isinstance(position, int | float) or len(rest) > 1:
             raise ValueError(position)
-        return float(position), str(memory_id)
     except (ValueError, TypeError) as exc:
-        hint = "pass next_cursor of the page before, unchanged"
         raise UsageError("cursor is not one this API gave", hint=hint) from exc
+    if rest and rest[0] != sort:
+        raise UsageError(
+            f"cursor is of the list with sort={rest[0]}, not sort={sort}",
+            hint=f"{hint}, with the same sort; leave cursor out to start the list again",
+        )
+    return float(position), str(memory_id)
 
 
 def _history(ctx: Context, memory_id: str) -> MemoryHistory:

@@ -235,10 +235,7 @@ class Dashboard:
             token = self.sessions.token(request.cookies[COOKIE])
         grant = self.tokens.lookup(token) if token else None
         if grant is None:
-            raise Unauthorized(
-                "this dashboard needs a token",
-                hint="open the URL `ferrex ui` prints, or send Authorization: Bearer <token>",
-            )
+            raise _refused(request, presented=bearer)
         caller = Caller(agent_id=grant.agent, namespace=namespace,
                         visibility=self.hub.caller.visibility)  # fmt: skip
         return caller, bearer
@@ -615,6 +612,27 @@ def _address(text: str) -> str:
         return str(ipaddress.ip_address(text))
     except ValueError:
         return text
+
+
+def _refused(request: Request, *, presented: bool) -> Unauthorized:
+    """Why a request has no caller: a bearer token no entry knows, or no token at all (an API
+    client is told to send one, a browser how to sign in)."""
+    where = "the operator's is run/http.token in the data directory"
+    if presented:
+        return Unauthorized(
+            "this bearer token is not known (mistyped, or revoked)",
+            hint=f"send a token the server knows: {where}, an agent's is one that "
+            "[[auth.tokens]] in ferrex.toml names by its sha256",
+        )
+    if request.url.path.startswith("/api/"):
+        return Unauthorized(
+            "this API needs a bearer token",
+            hint=f"send Authorization: Bearer <token>; {where}",
+        )
+    return Unauthorized(
+        "this dashboard needs a token",
+        hint="open the URL `ferrex ui` prints, or send Authorization: Bearer <token>",
+    )
 
 
 def _who(caller: Caller) -> str:
