@@ -1,8 +1,9 @@
 """``ferrex hooks`` (install ferrex's hooks into a client's settings, pause them per project)
-and ``ferrex hook`` (what the client runs at each event). The clients are Claude Code and
-Gemini CLI (:mod:`ferrex.hooks.claude_code`, :mod:`ferrex.hooks.gemini_cli`), whose command
-hooks share one shape (:mod:`ferrex.hooks.command_hooks`); only a transcript's format differs,
-which ``ferrex hook capture --client`` names.
+and ``ferrex hook`` (what the client runs at each event). The clients are Claude Code, Gemini
+CLI and Codex CLI (:mod:`ferrex.hooks.claude_code`, :mod:`ferrex.hooks.gemini_cli`,
+:mod:`ferrex.hooks.codex_cli`: the brief and prompt hooks only), whose command hooks share one
+shape (:mod:`ferrex.hooks.command_hooks`); only a transcript's format differs, which
+``ferrex hook capture --client`` names.
 
 A hook never blocks or breaks the client: whatever happens (a failure, a data directory that
 is not there, a deadline passed), it exits 0, prints nothing unless it has context to add,
@@ -35,7 +36,7 @@ import click
 
 from ferrex.app import App
 from ferrex.errors import FerrexError, UsageError
-from ferrex.hooks import claude_code, command_hooks, gemini_cli
+from ferrex.hooks import claude_code, codex_cli, command_hooks, gemini_cli
 from ferrex.hooks.command_hooks import Client, HookInput
 from ferrex.hooks.lean import (
     hook_namespace,
@@ -50,8 +51,12 @@ from journal.files import make_private_dir, replace_durably
 if TYPE_CHECKING:
     from ferrex.server.tool_calls import ToolRequest
 
-_CLIENTS: Final = {client.name: client for client in (claude_code.CLIENT, gemini_cli.CLIENT)}
+_CLIENTS: Final = {
+    client.name: client for client in (claude_code.CLIENT, gemini_cli.CLIENT, codex_cli.CLIENT)
+}
 CLIENTS = click.Choice(list(_CLIENTS))
+TRANSCRIPTS = click.Choice([claude_code.CLIENT.name, gemini_cli.NAME])
+"""The clients whose transcripts ``ferrex hook capture`` reads (Codex CLI's is not documented)."""
 DEADLINES: Final = {"session-start": 12.0, "prompt": 8.0, "capture": 55.0}
 """Seconds a hook may work before it gives up and exits 0 (below the timeout install gives
 the client for it: ``claude_code.HOOKS``, ``gemini_cli.HOOKS``)."""
@@ -181,10 +186,11 @@ def install(
     dry_run: bool,
 ) -> None:
     """Write ferrex's hooks into CLIENT's settings: a project's .claude/settings.local.json
-    (claude-code; not committed: no file of the project changes) or .gemini/settings.json
-    (gemini-cli), or with --user the same under your home (~/.claude/settings.json,
-    ~/.gemini/settings.json). Other settings and hooks are kept; the file replaced is kept
-    as NAME.ferrex-backup (or NAME.ferrex-backup.N: a backup is never overwritten)."""
+    (claude-code; not committed: no file of the project changes), .gemini/settings.json
+    (gemini-cli) or .codex/hooks.json (codex-cli), or with --user the same under your home
+    (~/.claude/settings.json, ~/.gemini/settings.json, ~/.codex/hooks.json). Other settings
+    and hooks are kept; the file replaced is kept as NAME.ferrex-backup (or
+    NAME.ferrex-backup.N: a backup is never overwritten)."""
     chosen = _CLIENTS[client]
     path = _settings_path(project, user, chosen)
     base = [_ferrex_executable(), "--home", str(app.home), "--agent-id", agent_id or client,
@@ -316,7 +322,7 @@ def prompt(app: App) -> None:
 
 
 @hook.command()
-@click.option("--client", type=CLIENTS, default="claude-code", show_default=True,
+@click.option("--client", type=TRANSCRIPTS, default="claude-code", show_default=True,
               help="Whose transcript format transcript_path is in.")  # fmt: skip
 @click.pass_obj
 def capture(app: App, client: str) -> None:

@@ -2,8 +2,9 @@
 and written by ``ferrex/cli/hooks.py``): the settings entries ferrex adds and finds, the JSON a
 hook reads on stdin and the JSON that adds context on stdout.
 
-Claude Code (:mod:`ferrex.hooks.claude_code`) and Gemini CLI (:mod:`ferrex.hooks.gemini_cli`)
-document the same shapes, each module citing its own client's documentation:
+Claude Code (:mod:`ferrex.hooks.claude_code`), Gemini CLI (:mod:`ferrex.hooks.gemini_cli`) and
+Codex CLI (:mod:`ferrex.hooks.codex_cli`) take the same shapes, each module citing where its
+client says so:
 
 - settings hold ``{"hooks": {EVENT: [{"matcher": "...", "hooks": [{"type": "command",
   "command": "...", "timeout": N}]}]}}`` (``matcher`` left out: every source or trigger;
