@@ -1,5 +1,9 @@
 """``ferrex hooks`` (install ferrex's hooks into a client's settings, pause them per project)
-and ``ferrex hook`` (what the client runs at each event).
+and ``ferrex hook`` (what the client runs at each event). The clients are Claude Code, Gemini
+CLI and Codex CLI (:mod:`ferrex.hooks.claude_code`, :mod:`ferrex.hooks.gemini_cli`,
+:mod:`ferrex.hooks.codex_cli`: the brief and prompt hooks only), whose command hooks share one
+shape (:mod:`ferrex.hooks.command_hooks`); only a transcript's format differs, which
+``ferrex hook capture --client`` names.
 
 A hook never blocks or breaks the client: whatever happens (a failure, a data directory that
 is not there, a deadline passed), it exits 0, prints nothing unless it has context to add,
@@ -32,8 +36,8 @@ import click
 
 from ferrex.app import App
 from ferrex.errors import FerrexError, UsageError
-from ferrex.hooks import claude_code
-from ferrex.hooks.claude_code import HookInput
+from ferrex.hooks import claude_code, codex_cli, command_hooks, gemini_cli
+from ferrex.hooks.command_hooks import Client, HookInput
 from ferrex.hooks.lean import (
     hook_namespace,
     log_run,
@@ -47,10 +51,15 @@ from journal.files import make_private_dir, replace_durably
 if TYPE_CHECKING:
     from ferrex.server.tool_calls import ToolRequest
 
-CLIENTS = click.Choice(["claude-code"])
+_CLIENTS: Final = {
+    client.name: client for client in (claude_code.CLIENT, gemini_cli.CLIENT, codex_cli.CLIENT)
+}
+CLIENTS = click.Choice(list(_CLIENTS))
+TRANSCRIPTS = click.Choice([claude_code.CLIENT.name, gemini_cli.NAME])
+"""The clients whose transcripts ``ferrex hook capture`` reads (Codex CLI's is not documented)."""
 DEADLINES: Final = {"session-start": 12.0, "prompt": 8.0, "capture": 55.0}
 """Seconds a hook may work before it gives up and exits 0 (below the timeout install gives
-the client for it, ``claude_code.HOOKS``)."""
+the client for it: ``claude_code.HOOKS``, ``gemini_cli.HOOKS``)."""
 
 
 # -- where things are ------------------------------------------------------------------------
@@ -66,20 +75,21 @@ def _hook_homes(app: App, root: Path) -> list[Path]:
     hook reads the pause from the home it runs against, so a pause goes there, whatever
     home the shell that pauses has."""
     named: list[str] = []
-    for path in (_settings_path(str(root), False), _settings_path(None, True)):
-        try:
-            named += claude_code.homes_named(_read_settings(path))
-        except UsageError:
-            continue  # an unreadable settings file installs nothing here
+    for client in _CLIENTS.values():
+        for path in (_settings_path(str(root), False, client), _settings_path(None, True, client)):
+            try:
+                named += command_hooks.homes_named(_read_settings(path))
+            except UsageError:
+                continue  # an unreadable settings file installs nothing here
     return [Path(h) for h in dict.fromkeys(named)] or [app.home]
 
 
-def _settings_path(project: str | None, user: bool) -> Path:
+def _settings_path(project: str | None, user: bool, client: Client) -> Path:
     if user:
         if project is not None:
             raise UsageError("--user and --project name two places", hint="give one")
-        return Path.home() / ".claude" / "settings.json"
-    return project_root(Path(project or ".")) / ".claude" / "settings.local.json"
+        return Path.home() / client.user
+    return project_root(Path(project or ".")) / client.project
 
 
 def _ferrex_executable() -> str:
@@ -157,9 +167,8 @@ _project_option = click.option(
 @hooks.command()
 @click.argument("client", type=CLIENTS)
 @_project_option
-@click.option("--user", is_flag=True, help="Every project of this user (~/.claude/settings.json).")
-@click.option("--agent-id", default="claude-code", show_default=True,
-              help="The client's agent id: the one its MCP entry gives ferrex.")  # fmt: skip
+@click.option("--user", is_flag=True, help="Every project of this user (the settings under ~).")
+@click.option("--agent-id", help="The agent id its MCP entry gives ferrex (default: CLIENT).")
 @click.option("--namespace", help="The namespace its MCP entry gives ferrex, if it gives one.")
 @click.option("--default-visibility", type=click.Choice(["private", "shared"]),
               default="shared", show_default=True,
@@ -171,22 +180,25 @@ def install(
     client: str,
     project: str | None,
     user: bool,
-    agent_id: str,
+    agent_id: str | None,
     namespace: str | None,
     default_visibility: str,
     dry_run: bool,
 ) -> None:
     """Write ferrex's hooks into CLIENT's settings: a project's .claude/settings.local.json
-    (not committed: no file of the project changes) or, with --user, ~/.claude/settings.json.
-    Other settings and hooks are kept; the file replaced is kept as NAME.ferrex-backup
-    (or NAME.ferrex-backup.N: a backup is never overwritten)."""
-    path = _settings_path(project, user)
-    base = [_ferrex_executable(), "--home", str(app.home), "--agent-id", agent_id,
+    (claude-code; not committed: no file of the project changes), .gemini/settings.json
+    (gemini-cli) or .codex/hooks.json (codex-cli), or with --user the same under your home
+    (~/.claude/settings.json, ~/.gemini/settings.json, ~/.codex/hooks.json). Other settings
+    and hooks are kept; the file replaced is kept as NAME.ferrex-backup (or
+    NAME.ferrex-backup.N: a backup is never overwritten)."""
+    chosen = _CLIENTS[client]
+    path = _settings_path(project, user, chosen)
+    base = [_ferrex_executable(), "--home", str(app.home), "--agent-id", agent_id or client,
             "--default-visibility", default_visibility]  # fmt: skip
     if namespace:
         base += ["--namespace", namespace]
     try:
-        doc = claude_code.with_ours(_read_settings(path), base)
+        doc = command_hooks.with_ours(_read_settings(path), base, chosen)
     except ValueError as exc:
         raise UsageError(f"{path}: {exc}; nothing was changed") from exc
     if dry_run:
@@ -202,13 +214,13 @@ def install(
 @hooks.command()
 @click.argument("client", type=CLIENTS)
 @_project_option
-@click.option("--user", is_flag=True, help="From ~/.claude/settings.json.")
+@click.option("--user", is_flag=True, help="From the user's settings (under ~).")
 @click.option("--dry-run", is_flag=True, help="Print the settings it would write; write nothing.")
 def uninstall(client: str, project: str | None, user: bool, dry_run: bool) -> None:
     """Remove ferrex's hooks from CLIENT's settings; everything else stays as it is."""
-    path = _settings_path(project, user)
+    path = _settings_path(project, user, _CLIENTS[client])
     before = _read_settings(path)
-    doc = claude_code.without_ours(before)
+    doc = command_hooks.without_ours(before)
     if dry_run:
         click.echo(f"# would write {path}")
         click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
@@ -221,13 +233,17 @@ def uninstall(client: str, project: str | None, user: bool, dry_run: bool) -> No
 
 
 @hooks.command()
+@click.argument("client", type=CLIENTS, default="claude-code")
 @_project_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
-def status(app: App, project: str | None, as_json: bool) -> None:
-    """Where ferrex's hooks are installed and whether this project pauses them."""
+def status(app: App, client: str, project: str | None, as_json: bool) -> None:
+    """Where ferrex's hooks are installed in CLIENT's settings (default: claude-code) and
+    whether this project pauses them (for every client)."""
     root = project_root(Path(project or "."))
-    places = {"project": _settings_path(str(root), False), "user": _settings_path(None, True)}
+    chosen = _CLIENTS[client]
+    places = {"project": _settings_path(str(root), False, chosen),
+              "user": _settings_path(None, True, chosen)}  # fmt: skip
     homes = _hook_homes(app, root)
     doc: dict[str, Any] = {
         "project": str(root),
@@ -236,7 +252,7 @@ def status(app: App, project: str | None, as_json: bool) -> None:
     }
     for name, path in places.items():
         try:
-            found = claude_code.installed(_read_settings(path))
+            found = command_hooks.installed(_read_settings(path))
         except UsageError as exc:
             found = {"error": [exc.message]}
         doc[name] = {"settings": str(path), "hooks": found}
@@ -306,10 +322,12 @@ def prompt(app: App) -> None:
 
 
 @hook.command()
+@click.option("--client", type=TRANSCRIPTS, default="claude-code", show_default=True,
+              help="Whose transcript format transcript_path is in.")  # fmt: skip
 @click.pass_obj
-def capture(app: App) -> None:
+def capture(app: App, client: str) -> None:
     """Keep the session's conversation (its transcript) as episodes, once per message."""
-    _run(app, "capture", _capture)
+    _run(app, "capture", lambda run: _capture(run, client))
 
 
 class _Hooked:
@@ -360,15 +378,16 @@ def _prompt(run: _Hooked) -> str:
     return prompt_hook(run.call, run.given.prompt)
 
 
-def _capture(run: _Hooked) -> str:
-    from ferrex.porting import transcripts
+def _capture(run: _Hooked, client: str) -> str:
+    from ferrex.porting import gemini_sessions, transcripts
     from ferrex.rules.memory_input import validate
     from ferrex.server.tool_calls import Store, StoreArgs
 
     if run.given.transcript_path is None:
         raise UsageError("no transcript_path in the hook's input")
     text = Path(run.given.transcript_path).read_text(encoding="utf-8", errors="replace")
-    parsed = transcripts.parse(text, run.given.session_id)
+    reader = gemini_sessions if client == gemini_cli.NAME else transcripts
+    parsed = reader.parse(text, run.given.session_id)
     counts = {"stored": 0, "already": 0, "refused": 0}
     for request in parsed.requests:
         try:
@@ -421,7 +440,7 @@ def _run(app: App, name: str, work: Callable[[_Hooked], str]) -> None:
         event = outcome.get("event") or (
             "SessionStart" if name == "session-start" else "UserPromptSubmit"
         )
-        document = claude_code.context_output(event, context)
+        document = command_hooks.context_output(event, context)
         sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
     sys.stdout.flush()
     run = outcome.get("run")

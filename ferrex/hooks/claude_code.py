@@ -1,5 +1,5 @@
-"""Claude Code's hooks, as ferrex uses them: the settings entries and the hooks' input and
-output (pure: files are read and written by ``ferrex/cli/hooks.py``).
+"""Claude Code's hooks, as ferrex uses them: the events, the settings files, and the input
+and output (read and written as :mod:`ferrex.hooks.command_hooks` says; pure).
 
 What of Claude Code's hooks format this relies on:
 
@@ -15,29 +15,15 @@ What of Claude Code's hooks format this relies on:
   TEXT}}`` on stdout adds TEXT to the model's context (SessionStart, UserPromptSubmit);
   exit 0 with nothing on stdout changes nothing.
 
-An entry is ferrex's when its command runs a ``ferrex`` executable's ``hook`` subcommand
-(:func:`is_ours`); install replaces ferrex's entries and keeps every other one as it is;
-uninstall removes ferrex's entries only.
+The transcript's format is read by :mod:`ferrex.porting.transcripts`.
 """
 
 from __future__ import annotations
 
-import copy
-import shlex
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any, Final
+from typing import Final
 
-
-@dataclass(frozen=True)
-class HookSpec:
-    """One event's hook: the ``ferrex hook`` subcommand it runs and how long it may take."""
-
-    event: str
-    subcommand: str
-    timeout: int
-
+from ferrex.hooks.command_hooks import Client, HookSpec
 
 HOOKS: Final = (
     HookSpec("SessionStart", "session-start", 15),
@@ -45,131 +31,11 @@ HOOKS: Final = (
     HookSpec("PreCompact", "capture", 60),
     HookSpec("SessionEnd", "capture", 60),
 )
-SUBCOMMANDS: Final = frozenset(h.subcommand for h in HOOKS)
+"""Timeouts in seconds, Claude Code's unit."""
 
-
-def command(base: Sequence[str], spec: HookSpec) -> str:
-    """The shell command of ``spec``'s hook: ``base`` (the ferrex executable and its global
-    options) then ``hook SUBCOMMAND``, each word quoted."""
-    return shlex.join([*base, "hook", spec.subcommand])
-
-
-def is_ours(entry: object) -> bool:
-    """Whether a hook entry runs ``ferrex ... hook SUBCOMMAND``."""
-    if not isinstance(entry, Mapping) or entry.get("type") != "command":
-        return False
-    text = entry.get("command")
-    if not isinstance(text, str):
-        return False
-    try:
-        words = shlex.split(text)
-    except ValueError:
-        return False
-    return (
-        len(words) >= 3
-        and PurePath(words[0]).name == "ferrex"
-        and words[-2] == "hook"
-        and words[-1] in SUBCOMMANDS
-    )
-
-
-def without_ours(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` with ferrex's hook entries removed (a group left empty goes, an event
-    left with no group goes, ``hooks`` left empty goes); everything else as it was."""
-    out = copy.deepcopy(dict(settings))
-    hooks = out.get("hooks")
-    if not isinstance(hooks, dict):
-        return out
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept = []
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(inner, list) or not any(is_ours(e) for e in inner):
-                kept.append(group)
-                continue
-            rest = [e for e in inner if not is_ours(e)]
-            if rest:
-                kept.append({**group, "hooks": rest})
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
-    if not hooks:
-        del out["hooks"]
-    return out
-
-
-def with_ours(settings: Mapping[str, Any], base: Sequence[str]) -> dict[str, Any]:
-    """``settings`` with ferrex's hooks (replacing any earlier ones of ferrex's), appended
-    after the entries already there."""
-    out = without_ours(settings)
-    hooks = out.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise ValueError("the settings' hooks is not an object")
-    for spec in HOOKS:
-        groups = hooks.setdefault(spec.event, [])
-        if not isinstance(groups, list):
-            raise ValueError(f"the settings' hooks.{spec.event} is not a list")
-        entry = {"type": "command", "command": command(base, spec), "timeout": spec.timeout}
-        groups.append({"hooks": [entry]})
-    return out
-
-
-def installed(settings: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Event → the commands of ferrex's hooks in ``settings``."""
-    found: dict[str, list[str]] = {}
-    hooks = settings.get("hooks")
-    if not isinstance(hooks, Mapping):
-        return found
-    for event, groups in hooks.items():
-        for group in groups if isinstance(groups, list) else []:
-            inner = group.get("hooks") if isinstance(group, Mapping) else None
-            for entry in inner if isinstance(inner, list) else []:
-                if is_ours(entry):
-                    found.setdefault(str(event), []).append(str(entry["command"]))
-    return found
-
-
-def homes_named(settings: Mapping[str, Any]) -> list[str]:
-    """The data directories (``--home``) that ferrex's hooks in ``settings`` run against, in
-    the order first met: where ``ferrex hooks pause`` must say so for them to hear it."""
-    homes: dict[str, None] = {}
-    for commands in installed(settings).values():
-        for text in commands:
-            words = shlex.split(text)
-            for at, word in enumerate(words[:-2]):
-                if word == "--home" and at + 1 < len(words) - 2:
-                    homes[words[at + 1]] = None
-                elif word.startswith("--home="):
-                    homes[word.removeprefix("--home=")] = None
-    return list(homes)
-
-
-@dataclass(frozen=True)
-class HookInput:
-    """What a hook was told on stdin (fields of the wrong kind read as absent)."""
-
-    event: str | None
-    session_id: str | None
-    transcript_path: str | None
-    cwd: str | None
-    prompt: str | None
-
-    @classmethod
-    def from_json(cls, raw: object) -> HookInput:
-        doc = raw if isinstance(raw, Mapping) else {}
-
-        def text(key: str) -> str | None:
-            value = doc.get(key)
-            return value if isinstance(value, str) and value else None
-
-        return cls(text("hook_event_name"), text("session_id"), text("transcript_path"),
-                   text("cwd"), text("prompt"))  # fmt: skip
-
-
-def context_output(event: str, text: str) -> dict[str, Any]:
-    """The stdout document that adds ``text`` to the model's context."""
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+CLIENT: Final = Client(
+    "claude-code",
+    HOOKS,
+    project=PurePath(".claude", "settings.local.json"),
+    user=PurePath(".claude", "settings.json"),
+)

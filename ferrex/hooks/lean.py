@@ -1,20 +1,20 @@
 """The prompt hook's lean path, and what the hooks share that loads nothing heavy.
 
-Claude Code runs the ``UserPromptSubmit`` hook before every prompt reaches the model, so
-its cost is felt on each one. The full command (``ferrex ... hook prompt`` through
-:mod:`ferrex.cli.hooks`) loads click, the composition root and the hub before it can ask
-anything: most of its time when a server runs. So the console script (:mod:`ferrex.entry`)
-hands that one command here first. With a server running on the data directory (its
-endpoint file, ``<home>/run/owner.json``), this reads the configuration, asks the owner for
-recall over a connection of the hub's wire format (:mod:`ferrex.server.frames`: the
-hello with the token, then one call as the hook's caller): once with the evidence the hook
-judges the prompt by, and when that says inject, once more for the lines, cut to
-recall's ``max_tokens`` (:data:`ferrex.hooks.context.RECALL_TOKENS`), which the owner
-counts with the bundled tokenizer. It prints the context, loading none of the stores' code,
-no model and no tokenizer. When no owner answers (no endpoint, a refused or closed
-connection) it does nothing and says so, and the full command runs instead (it elects, and
-with no server owns the data directory for its run). Either way the same requests are made
-and the same context printed (:func:`prompt_hook`).
+Claude Code runs the ``UserPromptSubmit`` hook (Gemini CLI its ``BeforeAgent`` hook) before
+every prompt reaches the model, so its cost is felt on each one. The full command (``ferrex
+... hook prompt`` through :mod:`ferrex.cli.hooks`) loads click, the composition root and the
+hub before it can ask anything: most of its time when a server runs. So the console script
+(:mod:`ferrex.entry`) hands that one command here first. With a server running on the data
+directory (its endpoint file, ``<home>/run/owner.json``), this reads the configuration, asks
+the owner for recall over a connection of the hub's wire format
+(:mod:`ferrex.server.frames`: the hello with the token, then one call as the hook's caller):
+once with the evidence the hook judges the prompt by, and when that says inject, once more
+for the lines, cut to recall's ``max_tokens`` (:data:`ferrex.hooks.context.RECALL_TOKENS`),
+which the owner counts with the bundled tokenizer. It prints the context, loading none of
+the stores' code, no model and no tokenizer. When no owner answers (no endpoint, a refused
+or closed connection) it does nothing and says so, and the full command runs instead (it
+elects, and with no server owns the data directory for its run). Either way the same
+requests are made and the same context printed (:func:`prompt_hook`).
 
 The hooks' namespace (:func:`hook_namespace`), pause list (:func:`paused_projects`) and log
 line (:func:`log_run`) live here too, so that both paths share them.
@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ferrex.hooks.claude_code import HookInput
+from ferrex.hooks.command_hooks import HookInput
 from ferrex.projects import project_namespace, project_root
 from ferrex.rules import arguments
 
@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
 PROMPT_QUERY_CHARS: Final = arguments.MAX_QUERY_CHARS
 PROMPT_DEADLINE: Final = 8.0
-"""Seconds the prompt hook may work (below the client's timeout, ``claude_code.HOOKS``)."""
+"""Seconds the prompt hook may work (below the clients' timeouts: ``claude_code.HOOKS``,
+``gemini_cli.HOOKS``)."""
 
 _VALUED: Final = {
     "--home": "home",
@@ -210,7 +211,7 @@ def prompt(options: Mapping[str, str], stdin_text: str) -> bool:
         outcome["error"] = _described(exc)
     context = outcome.get("context")
     if context:
-        from ferrex.hooks.claude_code import context_output
+        from ferrex.hooks.command_hooks import context_output
 
         document = context_output(outcome.get("event") or "UserPromptSubmit", context)
         sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")

@@ -324,8 +324,8 @@ class _Shape:
 def import_key(fmt: str, conversation: str, message: str) -> str:
     """A message's import key: its conversation's id and its own, JSON-quoted (an id may
     hold spaces or the word ``message``; quoted, no two pairs of ids give one key). ``fmt``
-    is an export's format, or ``claude-code`` for a session transcript
-    (:mod:`ferrex.porting.transcripts`)."""
+    is an export's format, or the client of a session transcript: ``claude-code``
+    (:mod:`ferrex.porting.transcripts`), ``gemini-cli`` (:mod:`ferrex.porting.gemini_sessions`)."""
     quoted = [json.dumps(x, ensure_ascii=False) for x in (conversation, message)]
     return f"{fmt} conversation {quoted[0]} message {quoted[1]}"
 

@@ -88,7 +88,7 @@ def _line(line: dict[str, Any], out: Transcript) -> None:
         out.skip("sidechain")
         return
     uuid, session = line.get("uuid"), line.get("sessionId") or out.session
-    if not _an_id(uuid) or not _an_id(session):
+    if not an_id(uuid) or not an_id(session):
         out.skip("no_id")
         return
     message = line.get("message")
@@ -103,23 +103,33 @@ def _line(line: dict[str, Any], out: Transcript) -> None:
     if _COMMAND.match(raw):  # a slash command and its output, not talk
         out.skip("command")
         return
-    text = conversation_text(raw)
+    add_message(out, FORMAT, str(session), str(uuid), speaker, conversation_text(raw),
+                line.get("timestamp"))  # fmt: skip
+
+
+def add_message(
+    out: Transcript, fmt: str, session: str, message: str, speaker: str, text: str, when: Any
+) -> None:
+    """The requests of one message's ``text`` (already the conversation's alone), said by
+    ``speaker`` (``user`` or ``assistant``) at ``when`` (ISO 8601, else no time), keyed by
+    (``fmt``, ``session``, ``message``); an empty text is counted and left out. Every
+    client's transcript reader ends here, so their memories read alike."""
     if not text:
         out.skip("empty_message")
         return
     label = f"{speaker}: "
     limit = PART_CHARS if speaker == "assistant" else CONTENT_CHARS - len(label)
     parts = split_text(text, limit) if len(text) > limit else [text]
-    key = import_key(FORMAT, str(session), str(uuid))
+    key = import_key(fmt, session, message)
     for i, part in enumerate(parts, start=1):
         numbered = f" part {i}/{len(parts)}" if len(parts) > 1 else ""
         out.requests.append(
             StoreRequest(
                 type="episodic",
                 content=label + part,
-                source=f"{FORMAT}: session [{session}]",
-                valid_from=_time(line.get("timestamp")),
-                context={"import": FORMAT, "session": session, "message": uuid},
+                source=f"{fmt}: session [{session}]",
+                valid_from=_time(when),
+                context={"import": fmt, "session": session, "message": message},
                 split_long=True,
                 import_key=key + numbered,
             )
@@ -147,7 +157,7 @@ def _text(content: Any, out: Transcript) -> str:
     return "\n\n".join(t for t in texts if t)
 
 
-def _an_id(value: Any) -> bool:
+def an_id(value: Any) -> bool:
     return isinstance(value, str) and 0 < len(value.strip()) <= 100 and value.isprintable()
 
 

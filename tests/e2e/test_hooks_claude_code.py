@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +17,9 @@ from mcp import Client
 
 from ferrex.cli.hooks import _token_count
 from ferrex.hooks.context import BRIEF_TOKENS, PROMPT_TOKENS
-from tests.e2e.mcp_helpers import FERREX, call, owner_pid, server_params, stdio_client
+from tests.e2e import hook_helpers
+from tests.e2e.hook_helpers import context_of, maybe_server, run_hook
+from tests.e2e.mcp_helpers import FERREX, call, owner_pid, server_params
 
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
 SESSION = "5f1c9a52-6d0e-4c43-9a43-0c9fd1c0ab01"
@@ -66,62 +65,9 @@ def write_transcript(path: Path) -> list[dict[str, Any]]:
 
 def installed_commands(home: Path, project: Path, tmp: Path) -> dict[str, list[str]]:
     """Install into ``project`` with ferrex's own command; the argv of each event's hook."""
-    done = subprocess.run(
-        [FERREX, "--home", str(home), "hooks", "install", "claude-code", "--project",
-         str(project)], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "HOME": str(tmp)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
-    return {
-        event: shlex.split(groups[-1]["hooks"][0]["command"])
-        for event, groups in settings["hooks"].items()
-    }
-
-
-def run_hook(argv: list[str], doc: dict[str, Any]) -> tuple[int, str, float]:
-    import time
-
-    started = time.monotonic()
-    done = subprocess.run(argv, input=json.dumps(doc), capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
-    return done.returncode, done.stdout, time.monotonic() - started
-
-
-def context_of(stdout: str, event: str) -> str:
-    doc = json.loads(stdout)
-    assert doc["hookSpecificOutput"]["hookEventName"] == event
-    return str(doc["hookSpecificOutput"]["additionalContext"])
-
-
-@contextmanager
-def maybe_server(home: Path, with_server: bool) -> Iterator[Callable[[], int | None]]:
-    """With a server: an MCP stdio server (the README's Claude Code entry) running on
-    ``home`` while the block runs; yields a function giving the owner's pid."""
-    if not with_server:
-        yield lambda: None
-        return
-    import threading
-
-    stop = threading.Event()
-    up = threading.Event()
-
-    async def serve() -> None:
-        async with stdio_client(home, *AGENT) as client:
-            await call(client, "stats", {})  # elected and open
-            up.set()
-            while not stop.is_set():
-                await anyio.sleep(0.05)
-
-    thread = threading.Thread(target=lambda: anyio.run(serve), daemon=True)
-    thread.start()
-    assert up.wait(120), "the server did not start"
-    server = owner_pid(home)
-    try:
-        yield lambda: server
-    finally:
-        stop.set()
-        thread.join(60)
+    return hook_helpers.installed_commands(
+        home, project, tmp, "claude-code", ".claude/settings.local.json"
+    )
 
 
 @pytest.mark.parametrize("with_server", [True, False], ids=["server", "no-server"])
@@ -142,7 +88,7 @@ def test_each_hook_as_claude_code_runs_it(tmp_path: Path, with_server: bool) -> 
     common = {"session_id": SESSION, "transcript_path": str(transcript),
               "cwd": str(project / "src")}  # fmt: skip
 
-    with maybe_server(home, with_server) as owner:
+    with maybe_server(home, with_server, *AGENT) as owner:
         code, out, _ = run_hook(
             argv["SessionStart"], {**common, "hook_event_name": "SessionStart", "source": "startup"}
         )
@@ -219,7 +165,7 @@ def test_a_task_about_a_stored_thing_gets_its_memory_and_an_unrelated_one_nothin
     argv = installed_commands(home, project, tmp_path)["UserPromptSubmit"]
     common = {"session_id": SESSION, "transcript_path": str(tmp_path / "t.jsonl"),
               "cwd": str(project), "hook_event_name": "UserPromptSubmit"}  # fmt: skip
-    with maybe_server(home, with_server):
+    with maybe_server(home, with_server, *AGENT):
         task = (
             "catalog-svc pod keeps restarting during the reindex, exit code 137 from CatalogIndexer"
         )

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from ferrex.hooks import context
-from ferrex.hooks.claude_code import installed, with_ours, without_ours
+from ferrex.hooks.claude_code import CLIENT
+from ferrex.hooks.command_hooks import installed, with_ours, without_ours
 from ferrex.hooks.context import BRIEF_TOKENS, PROMPT_TOKENS, prompt_context, session_brief
 from ferrex.porting import transcripts
 from ferrex.rules import conversation
@@ -79,7 +80,7 @@ def test_a_brief_fits_its_budget_and_an_empty_memory_gives_none() -> None:
 
 def test_settings_merge_keeps_other_hooks_and_finds_only_ferrex_ones() -> None:
     other = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}
-    merged = with_ours(other, ["/venv/bin/ferrex", "--home", "/h b"])
+    merged = with_ours(other, ["/venv/bin/ferrex", "--home", "/h b"], CLIENT)
     assert set(installed(merged)) == {"SessionStart", "UserPromptSubmit", "PreCompact",
                                       "SessionEnd"}  # fmt: skip
     command = "/venv/bin/ferrex --home '/h b' hook session-start"
