@@ -111,3 +111,28 @@ def test_ferrex_forget_says_the_older_value_is_current_again(tmp_path: Path) -> 
     assert "current_again" not in doc
     done = ferrex(home, "recall", "where does billing-api deploy to", "--json")
     assert not [r for r in json.loads(done.stdout)["results"] if r.get("subject") == "billing-api"]
+
+
+def test_forgetting_a_newer_value_under_another_spelling_makes_the_older_current(
+    tmp_path: Path,
+) -> None:
+    """The newer value was stored under another spelling of the subject and set to replace
+    the older one with ``confirm``; forgetting it makes the older one current again all the
+    same (a user trial found the slot left empty)."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            older = await store_fact(client, "invoice service", "database", "MySQL 5.7")
+            newer = await store_fact(client, "the invoice service", "uses database",
+                                     "MySQL 8.0")  # fmt: skip
+            await call(client, "confirm", {"ids": [newer["id"]], "supersedes": older["id"]})
+            gone = await call(client, "forget", {"ids": [newer["id"]]})
+            (again,) = gone["current_again"]
+            assert again["id"] == older["id"] and again["replaced_by"] == newer["id"]
+            found = await call(client, "recall", {"query": "invoice service database",
+                                                  "types": ["semantic"]})  # fmt: skip
+            hit = _hit(found, older["id"])
+            assert hit is not None and not hit.get("superseded_by"), found
+
+    anyio.run(main)

@@ -221,7 +221,8 @@ def _current_again(
     """The memories (each with the forgotten one that had replaced it) that forgetting
     ``forgotten`` makes current again: superseded by one of them, not forgotten themselves.
     They are looked for where a replacement lives: the memory a store named in ``supersedes``,
-    the facts of the same subject (a slot's older value, or one a confirm superseded) and the
+    the facts of the same subject under any of its spellings (a slot's older value, or one a
+    confirm superseded) and the
     versions of the same procedure. A summary's sources are not among them (undoing a
     consolidation is ``consolidate --undo``)."""
     by_id = {m.memory_id: m for m in forgotten}
@@ -231,13 +232,23 @@ def _current_again(
         if newer.supersedes is not None and (named := view.memory(newer.supersedes)) is not None:
             candidates.append(named)
         if newer.type == "semantic" and newer.subject_key is not None:
-            candidates += view.subject_facts(newer.namespace, newer.subject_key)
+            for key in _spellings_of(view, newer.namespace, newer.subject_key):
+                candidates += view.subject_facts(newer.namespace, key)
         if newer.type == "procedural" and newer.procedure_name:
             candidates += view.procedures(newer.namespace, newer.procedure_name)
         for older in candidates:
             if older.superseded_by == newer.memory_id and older.memory_id not in leaving:
                 found[older.memory_id] = (older, by_id[newer.memory_id])
     return [found[k] for k in sorted(found)]
+
+
+def _spellings_of(view: View, namespace: str, key: str) -> list[str]:
+    """A subject's key and every other spelling of the entities spelled so: a fact that
+    replaced another may name its subject otherwise (``the ledger service`` / ``ledger
+    service``)."""
+    spellings = view.spellings(namespace)
+    entities = {s.entity_id for s in spellings if s.normalized == key}
+    return sorted({key} | {s.normalized for s in spellings if s.entity_id in entities})
 
 
 def _current_again_answer(older: Memory, newer: Memory) -> CurrentAgainAnswer:
