@@ -113,7 +113,7 @@ def test_recall_validate_marks_results_confirmed(home: Path) -> None:
     assert json.loads(out)["results"][0]["freshness"]["last_validated"] is not None
     code, _, err = run(home, "recall", "staging cluster region", "--limit", "1",
                        "--validate", "mem_NOT_RETURNED")  # fmt: skip
-    assert code == 2 and "not returned" in err
+    assert code == 2 and "not returned" in err and "--validate" in err
 
 
 def test_recall_hits_are_journaled_by_a_flush_and_at_close(home: Path) -> None:

@@ -137,7 +137,8 @@ def confirmable(asked: Sequence[str], shown: Iterable[str]) -> list[str]:
     foreign = [i for i in asked if i not in returned]
     if foreign:
         raise UsageError(
-            f"validate_ids must be ids this recall returned; not returned: "
+            f"the ids to confirm (validate_ids; --validate on the command line) must be ids "
+            f"this recall returned; not returned: "
             f"{', '.join(foreign[:5])}",
             hint="confirm only memories you were shown; recall them first",
         )
