@@ -269,3 +269,32 @@ def test_a_role_noun_and_a_clipped_plural_or_squad_name_one_slot(tmp_path: Path)
             assert then["superseded"] == [first["id"]] or named == [first["id"]], then
 
     anyio.run(main)
+
+
+def test_a_value_dated_before_a_replaced_one_is_history_of_its_relation(tmp_path: Path) -> None:
+    """A relation's value was replaced under another wording of the subject (PostgreSQL 14
+    by 16); then a value older than 14 is reported: it is history, ended where 14 began,
+    never a second current value beside 16 (a user trial found both current)."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            v14 = await store_fact(client, "quota service", "database", "PostgreSQL 14",
+                                   valid_from="2026-11-01")  # fmt: skip
+            v16 = await store_fact(client, "the quota service", "uses database",
+                                   "PostgreSQL 16", valid_from="2026-12-03")  # fmt: skip
+            await call(client, "confirm", {"ids": [v16["id"]], "supersedes": v14["id"]})
+            v12 = await store_fact(client, "quota service", "database", "PostgreSQL 12",
+                                   valid_from="2025-01-01")  # fmt: skip
+            assert v12["status"] == "stored_as_history", v12
+            assert v12["superseded_by"] == v14["id"] and v12["superseded"] == [], v12
+            doc = await call(client, "recall", {"query": "quota service database",
+                                                "types": ["semantic"]})  # fmt: skip
+            current = [r["id"] for r in doc["results"] if not r.get("superseded_by")]
+            assert v16["id"] in current and v12["id"] not in current, doc
+            then = await call(client, "recall", {"query": "quota service database",
+                                                 "types": ["semantic"],
+                                                 "as_of": "2025-06-01"})  # fmt: skip
+            assert [r["id"] for r in then["results"]] == [v12["id"]], then
+
+    anyio.run(main)

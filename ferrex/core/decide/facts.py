@@ -269,6 +269,10 @@ def plan_fact(
     later = [m for m in outcome if starts_after(m, valid.t_valid, now)]
     successor = min((m for m in later if who.all_readers_see(m)),
                     key=lambda m: (m.t_valid, m.memory_id), default=None)  # fmt: skip
+    if successor is None and valid.t_valid is not None:
+        # Its relation's history may hold a value dated after it, replaced since: then it
+        # was over when that value began, whatever holds now.
+        successor = _later_history(view, who, subject.keys, predicate, valid.t_valid, now)
     taken = {m.memory_id for m in later}
     # A fact stored as history ends nothing: a fact still standing beside its successor is
     # not for a report of the past to hide.
@@ -316,6 +320,18 @@ def plan_fact(
         successor=successor,
         possible=tuple(possible),
     )  # fmt: skip
+
+
+def _later_history(
+    view: View, who: Who, keys: Sequence[str], predicate: str, start: datetime, now: datetime
+) -> Memory | None:
+    """The earliest fact of the relation, no longer current, whose given start is after
+    ``start`` (:func:`starts_after`), seen by everyone who sees the new fact."""
+    history = [m for m in facts_of(view, who, keys)
+               if m.predicate_normalized == predicate and m.object is not None
+               and not is_current(m) and starts_after(m, start, now)
+               and who.sees(m) and who.all_readers_see(m)]  # fmt: skip
+    return min(history, key=lambda m: (m.t_valid, m.memory_id), default=None)
 
 
 def replace_body(body: MemoryBody, **changes: Any) -> MemoryBody:
