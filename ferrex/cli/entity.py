@@ -21,7 +21,10 @@ from ferrex.server.tool_calls import EntityCommand
 
 @click.group("entity")
 def entity() -> None:
-    """Merge entities, split a wrongly merged spelling off one, or say two differ."""
+    """Merge entities, split a wrongly merged spelling off one, or say two differ.
+
+    Name an entity by any of its spellings (a fact's subject, an entity a memory names) or
+    by its id (ent_..., as a store's --json answer gives it)."""
 
 
 def _action(action: str, help_text: str, first: str, second: str) -> click.Command:

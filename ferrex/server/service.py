@@ -532,7 +532,7 @@ class Service:
         if entity_id is None or entity_id not in names or not memories:
             # An entity only memories the caller may not see (or none) name is unknown.
             raise NotFound(f"no entity {name!r} in {namespace}",
-                           hint="stats or recall show the entities memories name")  # fmt: skip
+                           hint="name it as a memory does (a fact's subject)")  # fmt: skip
         memories.sort(key=lambda m: (-m.t_valid, m.memory_id))
         return {
             "namespace": namespace,

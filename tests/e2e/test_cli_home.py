@@ -93,3 +93,21 @@ def test_a_store_makes_a_new_home_and_forgetting_an_unknown_id_fails(tmp_path: P
     assert json.loads(out)["total"] == 0
     code, out, err = run(home, "forget", kept)
     assert code == 7  # already forgotten: nothing to forget
+
+
+def test_entity_commands_take_an_entity_id_as_well_as_a_name(tmp_path: Path) -> None:
+    """A store answers the ids of the entities it resolved; ``entity merge`` takes them (it
+    said "no entity 'ent_…'" for an id it had just given), and an unknown name's hint says
+    how to name one."""
+    home = tmp_path / "home"
+    ids = []
+    for subject, owner in (("search svc", "team Atlas"), ("search api", "team Nova")):
+        code, out, err = run(home, "store", "--subject", subject, "--predicate", "owned by",
+                             "--object", owner, "--json")  # fmt: skip
+        assert code == 0, err
+        ids.append(next(e["entity_id"] for e in json.loads(out)["entities"]
+                        if e["name"] == subject))  # fmt: skip
+    code, out, err = run(home, "entity", "merge", ids[0], ids[1], "--json")
+    assert code == 0, err
+    code, out, err = run(home, "entity", "differ", "search proxy", ids[0])
+    assert code == 7 and "by its id" in err, err

@@ -357,12 +357,16 @@ def _merged_slots(
 
 
 def _entity_named(name: str, spellings: Sequence[Spelling], namespace: str) -> str:
-    """The entity a caller's ``name`` is, through the spellings it sees; ``not_found``."""
+    """The entity a caller's ``name`` is, through the spellings it sees, or the entity of
+    that id (``ent_...``) when it has one the caller sees; ``not_found``."""
+    if any(s.entity_id == name for s in spellings):
+        return name
     found = find_entity(name, [Candidate(s.entity_id, s.alias, s.normalized) for s in spellings])
     if found is None:
         raise NotFound(
             f"no entity {name!r} in {namespace}",
-            hint="stats or recall show the entities memories name",
+            hint="name it as a memory does (a fact's subject, an entity of recall's results, "
+            "the ferrex://entity/{name} resource), or by its id; mind --namespace",
             details={"name": name},
         )
     return found
