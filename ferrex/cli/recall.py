@@ -105,6 +105,8 @@ def recall(
         else:
             text = item["content"]
         flags = " CONTRADICTED" if item.get("contradiction") else ""
+        if item.get("possible_conflict"):
+            flags += f", may conflict with {', '.join(item['possible_conflict'])}"
         flags += ", pinned" if item.get("pinned") else ""
         flags += f", importance {item['importance']:g}" if "importance" in item else ""
         flags += f", expires {item['expires_at']}" if item.get("expires_at") else ""

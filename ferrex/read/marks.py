@@ -15,7 +15,7 @@ import numpy as np
 from ferrex.models.remote import ServerDown
 from ferrex.read.access import QueryCache
 from ferrex.read.seen import Sight
-from ferrex.rules.predicates import unplaced_neighbour
+from ferrex.rules.predicates import one_relation, unplaced_neighbour
 from ferrex.rules.slots import may_share_slot
 from ferrex.rules.subjects import object_form
 from ferrex.rules.visibility import sees_scope
@@ -24,13 +24,16 @@ from projections.rows import Memory
 from projections.sqlite import ReadModel
 
 
-def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCache) -> list[str]:
-    """The other active single-valued facts the caller may see that disagree (empty:
-    none): the same subject, however it is spelt (every spelling of the entity its
-    subject names, as the caller sees spellings), and the same predicate, or a
-    predicate of the subject that is probably this one in other words
-    (:func:`ferrex.rules.predicates.unplaced_neighbour`, the phrases compared by the query
-    vectors of ``queries``); objects that agree (``team Nova`` / ``Nova``) do not.
+def contradicted(
+    rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCache
+) -> tuple[list[str], list[str]]:
+    """The other active single-valued facts the caller may see that disagree, as
+    (contradictions, possible ones): the same subject, however it is spelt (every spelling
+    of the entity its subject names, as the caller sees spellings), and the same predicate
+    (as stats and reflect count contradictions: one spelled alike, ``match_known``, is the
+    same), or else, only possibly, a predicate of the subject that is probably this one in
+    other words (:func:`ferrex.rules.predicates.unplaced_neighbour`, the phrases compared by
+    the query vectors of ``queries``); objects that agree (``team Nova`` / ``Nova``) do not.
     Multi-valued facts are never contradictions, nor a fact the agent said holds beside
     this one (``facts.differ``)."""
     if (
@@ -39,7 +42,7 @@ def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCach
         or not memory.predicate_normalized
         or not memory.subject_key
     ):
-        return []
+        return [], []
     facts = {
         m.memory_id: m
         for key in _subject_keys(rm, memory.namespace, memory.subject_key, sight)
@@ -51,31 +54,32 @@ def contradicted(rm: ReadModel, memory: Memory, sight: Sight, queries: QueryCach
         and sight.sees(m)
     }
     mine = object_form(memory.object or "")
+    predicate = memory.predicate_normalized
     same = sorted(
         i
         for i, m in facts.items()
-        if m.predicate_normalized == memory.predicate_normalized
+        if one_relation(predicate, str(m.predicate_normalized))
         and object_form(m.object or "") != mine
     )
     if same:
-        return _unsettled(rm, memory.memory_id, same)
+        return _unsettled(rm, memory.memory_id, same), []
     # Sibling predicates (daily cap / monthly cap) are two slots, whatever the phrases.
     others = sorted(
         {
             str(m.predicate_normalized)
             for m in facts.values()
-            if m.predicate_normalized != memory.predicate_normalized
-            and may_share_slot(memory.predicate_normalized, str(m.predicate_normalized))
+            if m.predicate_normalized != predicate
+            and may_share_slot(predicate, str(m.predicate_normalized))
         }
     )
 
     def similarity(text: str, texts: Sequence[str]) -> list[float]:
         return _phrase_similarity(queries, text, texts)
 
-    found = unplaced_neighbour(memory.predicate_normalized, others, similarity) if others else None
+    found = unplaced_neighbour(predicate, others, similarity) if others else None
     if found is None:
-        return []
-    return _unsettled(
+        return [], []
+    return [], _unsettled(
         rm,
         memory.memory_id,
         sorted(i for i, m in facts.items() if m.predicate_normalized == found[0]),

@@ -592,11 +592,11 @@ class Reader:
             )
             if memory.content:
                 result["content"] = memory.content
-            contradicts = contradicted(rm, memory, sight, self.queries)
+            contradicts, maybe = contradicted(rm, memory, sight, self.queries)
             result["contradiction"] = bool(contradicts)
             if contradicts:
                 result["contradicts"] = contradicts
-            possible = possible_conflict(rm, memory, sight)
+            possible = sorted({*possible_conflict(rm, memory, sight), *maybe})
             if possible:
                 result["possible_conflict"] = possible
         elif memory.type == "procedural":

@@ -111,3 +111,25 @@ def test_entity_commands_take_an_entity_id_as_well_as_a_name(tmp_path: Path) -> 
     assert code == 0, err
     code, out, err = run(home, "entity", "differ", "search proxy", ids[0])
     assert code == 7 and "by its id" in err, err
+
+
+def test_recall_and_reflect_name_a_possible_conflict_alike(tmp_path: Path) -> None:
+    """Two facts that only may conflict (another wording of the relation) are shown as such
+    by recall, the way reflect counts them; recall called them contradicted while reflect
+    said no contradictions (a user trial)."""
+    home = tmp_path / "home"
+    for subject, predicate, obj in (
+        ("billing service", "database", "PostgreSQL 14"),
+        ("the billing service", "uses database", "PostgreSQL 16"),
+    ):
+        code, _, err = run(home, "store", "--subject", subject, "--predicate", predicate,
+                           "--object", obj)  # fmt: skip
+        assert code == 0, err
+    code, out, err = run(home, "recall", "billing service database")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if "PostgreSQL" in line]
+    assert len(lines) == 2 and all("may conflict with mem_" in line for line in lines), out
+    assert "CONTRADICTED" not in out
+    code, out, err = run(home, "reflect", "--json")
+    attention = json.loads(out)
+    assert attention["contradictions"] == [] and len(attention["possible_conflicts"]) == 1, out
