@@ -28,7 +28,7 @@ from typing import Final
 from ferrex.models.sparse import tokens, word_tokens
 from ferrex.rules.predicates import DEFAULT_SYNONYM_GROUPS
 from ferrex.rules.relevance import PERIOD_FRAME, compound_forms, is_compound, states_term
-from ferrex.rules.slots import PLACE_PREPOSITIONS, ObjectKind, object_kind
+from ferrex.rules.slots import PLACE_PREPOSITIONS, ObjectKind, named_version, object_kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +386,8 @@ def asked_kinds(question: str) -> frozenset[ObjectKind]:
 
 
 def stated_kinds(text: str, predicate: str | None = None, obj: str | None = None) -> set[str]:
-    """The kinds of value a memory states: its object's (a fact), and those of the words of
+    """The kinds of value a memory states: its object's (a fact; a thing at a whole version
+    is a version), and those of the words of
     its text that are values by their shape alone (a host name, a version, a URL, a date, a
     handle; a number with its unit as two words, ``30 s``). A fact whose predicate places
     its subject (``runs on``, ``hosted at``, ``lives in``) states where, whatever its object."""
@@ -395,6 +396,8 @@ def stated_kinds(text: str, predicate: str | None = None, obj: str | None = None
         kind = object_kind(obj)
         if kind is not None:
             kinds.add(kind)
+        elif named_version(obj):
+            kinds.add("version")  # a thing at a whole version: PostgreSQL 16
     if predicate and predicate.replace(" ", "_").split("_")[-1] in PLACE_PREPOSITIONS:
         kinds.add("host")
     words = [w.rstrip(".:!?") for w in _VALUE_TOKEN.findall(text)]

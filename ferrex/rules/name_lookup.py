@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from ferrex.rules.entities import Candidate, normalize_entity, resolve_entity
+from ferrex.rules.entities import Candidate, is_product_suffix, normalize_entity, resolve_entity
 from ferrex.rules.short_forms import ARTICLES, DEFAULT_ABBREVIATIONS, spelled_out
 from ferrex.rules.subjects import COMPONENT_WORDS, compare_words
 
@@ -146,6 +146,18 @@ def _abbreviates(short: str, long: str) -> bool:
     return all(letter in rest for letter in short[1:])
 
 
+def product_forms(word: str) -> list[str]:
+    """A product's name with its suffix added or taken off (:func:`ferrex.rules.entities.
+    is_product_suffix`): ``postgres`` → ``postgresql``, ``postgresql`` → ``postgres``,
+    ``mongo`` → ``mongodb``, ``nodejs`` → ``node``. ``js`` is only taken off: a plain word
+    before it (``next``, ``express``) is too often meant as a word."""
+    if not word.isalpha():
+        return []
+    added = [word + ("ql" if word.endswith("s") else "sql"), word + "db"]
+    taken = [word[: -len(end)] for end in ("sql", "ql", "db", "js") if word.endswith(end)]
+    return [f for f in [*added, *taken] if f != word and is_product_suffix([word], [f])]
+
+
 _QUERY_WORD = re.compile(r"[^\W_]+")
 _JOINS: Final = ("-", "")
 """How a name's words are written as one token: hyphenated (``cart-svc``), run together."""
@@ -159,8 +171,9 @@ def query_spellings(
     in its other form (``service`` → ``svc``, ``k8s`` → ``kubernetes``, ``command line`` →
     ``cli``); and two or three neighbouring words written as one name, hyphenated and run
     together, as they are and with those forms swapped in (``cart service`` → ``cart-svc``,
-    ``cartsvc``, ``cart-service``). In the question's order, without repeats, none equal to
-    a word or phrase of the question itself."""
+    ``cartsvc``, ``cart-service``); and a product's name with or without its suffix
+    (:func:`product_forms`: ``postgres`` → ``postgresql``). In the question's order, without
+    repeats, none equal to a word or phrase of the question itself."""
     # The keyword leg's own stop words, read when first asked: importing ``ferrex.models``
     # with this module would load SQLite and NumPy into every pure decision.
     from ferrex.models.sparse import ENGLISH_STOP_WORDS
@@ -184,6 +197,9 @@ def query_spellings(
     out: dict[str, None] = {}
     for start in sorted(other):
         out.update(dict.fromkeys(other[start][1]))
+    for word in words:
+        if word not in ENGLISH_STOP_WORDS:
+            out.update(dict.fromkeys(product_forms(word)))
     for start in range(len(words)):
         for span in (2, 3):
             window = words[start : start + span]

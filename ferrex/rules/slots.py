@@ -569,6 +569,12 @@ def versions_of_one(left: str, right: str) -> bool:
     return a.group(1).casefold() == b.group(1).casefold() and a.group(2) != b.group(2)
 
 
+def named_version(text: str) -> bool:
+    """Whether a value is a named thing at a version (``PostgreSQL 16``, ``react@18``,
+    ``Java 21``): a name, then a number alone, the whole value."""
+    return _NAMED_VERSION.match(text.strip()) is not None
+
+
 _NAMED_VERSION = re.compile(
     r"^([A-Za-z][\w.+-]*?(?:\s+[A-Za-z][\w+-]*)*)(?:\s+|@)v?(\d+(?:\.\d+)*)$"
 )

@@ -188,3 +188,30 @@ def test_a_plain_words_question_finds_the_jargon_note_over_one_sharing_a_word(
             assert await rank(client, "pg-primary failover", "pg-primary") == 0
 
     anyio.run(main)
+
+
+def test_a_version_question_finds_a_product_at_a_whole_version(tmp_path: Path) -> None:
+    """ "Which Postgres version …" of facts that say ``PostgreSQL 16``: the facts are
+    answers (a thing at a whole version states a version, and the keyword leg reads
+    Postgres as PostgreSQL), shown in the first five and never told "nothing relevant",
+    beside a CI note that shares the question's words (a user trial saw the verdict)."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            for args in (
+                {"subject": "invoicing service", "predicate": "database",
+                 "object": "PostgreSQL 15"},
+                {"content": "CI for invoicing-service runs the integration suite against a "
+                 "Postgres container on every push; one flaky test quarantined."},
+                {"content": "Deployed invoicing-service 3.2 to production at noon."},
+                {"subject": "invoicing service", "predicate": "runs on",
+                 "object": "k8s-node-09"},
+            ):  # fmt: skip
+                await call(client, "store", args)
+            doc = await call(client, "recall", {
+                "query": "what Postgres version is invoicing-service on?"})  # fmt: skip
+            assert not doc.get("nothing_relevant"), doc
+            hit = next(r for r in doc["results"] if r.get("object") == "PostgreSQL 15")
+            assert hit["relevance_label"] != "none", doc
+
+    anyio.run(main)

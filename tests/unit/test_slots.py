@@ -295,6 +295,16 @@ def test_placed_alike_is_one_verb_placing_on_or_at(left: str, right: str, placed
     assert placed_alike(left, right) is placed
 
 
+def test_a_thing_at_a_whole_version_states_a_version() -> None:
+    from ferrex.rules.asked import asked_shapes, stated_kinds, states
+
+    asked = asked_shapes("which Postgres version does the billing service use?")
+    assert asked == frozenset({"version"})
+    assert states(asked, "", "uses database", "PostgreSQL 16")
+    assert "version" in stated_kinds("", "runtime", "Java 21")
+    assert not states(asked, "", "owned by", "payments team")
+
+
 def test_the_unit_after_per_is_not_the_head_of_a_count() -> None:
     # Threads per replica are counted by replica; they are not the replicas.
     assert not same_head("worker_threads_per_replica", "replicas")

@@ -383,6 +383,16 @@ def test_query_spellings_give_the_other_forms_of_a_questions_names() -> None:
     assert query_spellings("") == [] and query_spellings("why?") == []
 
 
+def test_query_spellings_give_a_products_name_with_and_without_its_suffix() -> None:
+    from ferrex.rules.name_lookup import product_forms, query_spellings
+
+    assert "postgresql" in query_spellings("which Postgres version does billing run?")
+    assert "postgres" in query_spellings("is PostgreSQL 16 out?")
+    assert "mongodb" in product_forms("mongo") and "node" in product_forms("nodejs")
+    assert "nextjs" not in product_forms("next"), "a plain word before js stays a word"
+    assert not any(s.startswith("which") for s in query_spellings("which db?"))
+
+
 # -- names possibly the same, by evidence that generalises (issue 43) --------------------
 
 
