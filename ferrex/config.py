@@ -156,6 +156,8 @@ KEYS: tuple[Key, ...] = (
         "the entity graph leg's weight in fusion under balanced, 0 to 1 (0: off)"),
     Key("recall.top_guard", bool, True, None,
         "the BM25 leg's best memory is ranked first (balanced and lexical strategies)"),
+    Key("recall.label_order", bool, True, None,
+        "within the first five results, those judged answers (strong) before the rest"),
     Key("recall.context_share", float, 0.5, None,
         "share of an episode's score lent to its neighbouring episodes, 0 to 1 (0: off), "
         "by a turn that opens with a speaker's label (\"Sam: ...\")"),

@@ -811,6 +811,7 @@ _SETTINGS: dict[str, Callable[[str], Any]] = {
     "form_boost": float,
     "context_below_lender": lambda v: v.lower() in ("1", "true", "yes"),
     "top_guard": lambda v: v.lower() in ("1", "true", "yes"),
+    "label_order": lambda v: v.lower() in ("1", "true", "yes"),
 }  # fmt: skip
 
 

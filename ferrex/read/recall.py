@@ -91,6 +91,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Final
 
 from ferrex.errors import UsageError
 from ferrex.models import Embedder
@@ -476,12 +477,18 @@ class Reader:
         An explicit ``min_relevance`` drops those below it (counted in
         ``hidden["irrelevant"]``; at 0 nothing is dropped). Without one, the first
         ``req.limit`` are trimmed (:func:`ferrex.rules.relevance.trim`): what is left out
-        is counted in ``hidden["irrelevant"]`` too, and ``min_relevance: 0`` shows it."""
+        is counted in ``hidden["irrelevant"]`` too, and ``min_relevance: 0`` shows it.
+        With ``recall.label_order``, the first :data:`ORDER_WINDOW` are judged whatever the
+        limit and those labelled ``strong`` go first among them."""
         dense = legs.get("dense")
         cut = req.min_relevance
+        ordered = self.settings.label_order
+        # The window is judged whole whatever the limit, so the first five are the same at
+        # every limit.
+        judge = max(req.limit, ORDER_WINDOW) if ordered else req.limit
         kept: list[tuple[Candidate, Judgement]] = []
         for item in scored:
-            if (cut is None or cut <= 0) and len(kept) >= req.limit:
+            if (cut is None or cut <= 0) and len(kept) >= judge:
                 break
             evidence = evidence_of(terms, item.memory, dense, item, legs.get("bm25"))
             value = relevance.DEFAULT_MODEL.relevance(evidence)
@@ -490,6 +497,11 @@ class Reader:
                 continue
             judgement = Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
+        if ordered:
+            window = sorted(kept[:ORDER_WINDOW], key=lambda k: _TIERS[k[1].label])
+            kept = [*window, *kept[ORDER_WINDOW:]]
+            if cut is None or cut <= 0:
+                kept = kept[: req.limit]
         if cut is None:
             keep = relevance.trim([j.value for _, j in kept])
             if len(keep) < len(kept):
@@ -657,3 +669,10 @@ def _ranks(ranking: dict[str, Hit]) -> dict[str, int]:
 
 def _hit_score(hit: Hit | None) -> float | None:
     return None if hit is None else hit.score
+
+
+#: How many of the first results ``recall.label_order`` orders by their label: the answers
+#: (``strong``) first. Weak and none keep their order: putting weak above none lowered
+#: SciFact's nDCG@10 (.721 → .720).
+ORDER_WINDOW: Final = 5
+_TIERS: Final = {"strong": 0, "weak": 1, "none": 1}

@@ -215,3 +215,37 @@ def test_a_version_question_finds_a_product_at_a_whole_version(tmp_path: Path) -
             assert hit["relevance_label"] != "none", doc
 
     anyio.run(main)
+
+
+def test_an_answer_is_never_shown_below_a_row_judged_no_answer(tmp_path: Path) -> None:
+    """A CI note shares the question's words and leads the fused ranking; the facts that
+    answer it, labelled strong, go first among the first five; the first five are the same
+    at limit 5 and limit 50, and at limit 2 they begin the same."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            for args in (
+                {"subject": "payroll service", "predicate": "database",
+                 "object": "PostgreSQL 14"},
+                {"subject": "the payroll service", "predicate": "uses database",
+                 "object": "PostgreSQL 16"},
+                {"content": "CI for payroll-service now runs the integration suite against a "
+                 "Postgres container on every push; flaky test_tax_rounding quarantined."},
+                {"content": "Deployed payroll-service 2.14 to production at 16:00."},
+                {"subject": "payroll service", "predicate": "runs on", "object": "k8s-node-04"},
+            ):  # fmt: skip
+                await call(client, "store", args)
+            question = "which Postgres version does payroll-service run on"
+            rows = {}
+            for limit in (2, 5, 50):
+                doc = await call(client, "recall", {"query": question, "limit": limit,
+                                                    "min_relevance": 0})  # fmt: skip
+                rows[limit] = doc["results"]
+            labels = [r["relevance_label"] for r in rows[5]]
+            strong = [i for i, label in enumerate(labels) if label == "strong"]
+            assert strong and strong == list(range(len(strong))), labels
+            assert {rows[5][i]["object"] for i in strong} >= {"PostgreSQL 16", "PostgreSQL 14"}
+            assert [r["id"] for r in rows[50][:5]] == [r["id"] for r in rows[5]]
+            assert [r["id"] for r in rows[2]] == [r["id"] for r in rows[5][:2]]
+
+    anyio.run(main)

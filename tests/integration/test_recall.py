@@ -459,6 +459,8 @@ def test_the_graph_leg_finds_memories_naming_the_querys_entity_without_its_words
     both = world.writer.store(note("alerts moved", entities=["Grafana", "Prometheus"]))
     hop = world.writer.store(note("retention set to ninety days", entities=["Prometheus"]))
     query = "Grafana?"
+    # The graph leg's order (not the labels' order within the first five).
+    world.reader.settings = replace(world.reader.settings, label_order=False)
     result = world.reader.recall(
         RecallRequest(min_relevance=0.0, query=query, limit=10, strategy="relational", explain=True)
     )
@@ -499,7 +501,9 @@ def test_the_top_guard_keeps_the_lexical_best_first(world: World) -> None:
     for i in range(6):
         world.writer.store(note(f"Weekly sync {i}: discussed roadmap item number {i * 7}"))
     # A neighbour that receives its lender's whole score outranks the lender once fused.
-    world.reader.settings = replace(world.reader.settings, context_share=1.0, top_guard=False)
+    # The fused order and the guard alone (not the labels' order within the first five).
+    world.reader.settings = replace(world.reader.settings, context_share=1.0, top_guard=False,
+                                    label_order=False)  # fmt: skip
     ask = RecallRequest(query="what time is the standup", limit=3, explain=True)
     unguarded = world.reader.recall(ask).results
     assert [r["id"] for r in unguarded[:2]] == [answer.id, asked.id]
