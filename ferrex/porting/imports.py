@@ -23,6 +23,7 @@ from ferrex.core.decide.restore import Item, Restored
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting import chats
 from ferrex.porting.dump_read import (
+    THIS_LINE,
     MemoryChecks,
     is_dump_line,
     is_header,
@@ -75,7 +76,7 @@ def store_request(raw: dict[str, Any], *, where: str) -> StoreRequest:
     try:
         return StoreRequest(**fields)
     except TypeError as exc:  # a value of the wrong kind for a dataclass field
-        raise UsageError(f"invalid {where}: {exc}") from exc
+        raise UsageError(f"a value of the wrong kind in {where}: {exc}") from exc
 
 
 SAME_TEXT = 0.9999
@@ -239,7 +240,7 @@ def _import_requests(
     requests: list[tuple[int, StoreRequest, bool]] = []
     for number, raw in parsed:
         try:
-            request = store_request(raw, where=f"line {number}")
+            request = store_request(raw, where=THIS_LINE)
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))
             continue
@@ -309,7 +310,7 @@ def _import_dump(
     )  # fmt: skip
     for number, raw in parsed:
         try:
-            items.append((number, parse_dump_line(raw, f"line {number}", checks)))
+            items.append((number, parse_dump_line(raw, THIS_LINE, checks)))
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))
     results = restore_many(writer, [item for _, item in items], progress=update)
