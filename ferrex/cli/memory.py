@@ -49,6 +49,7 @@ from ferrex.porting import chats
 from ferrex.porting.imports import (
     IMPORT_SECRETS,
     chat_export,
+    check_format,
     counted,
     detect,
     import_chats,
@@ -437,6 +438,7 @@ def _import(app: App, file: str, options: _ImportOptions, reached: _Reached) -> 
     file_format, as_json = options.file_format, options.as_json
     if file_format == "auto":
         file_format = detect(parsed[0][1]) if parsed else "store"
+    check_format(parsed, file_format)
     writer = app.writer()
     secrets = secrets_mode(writer, options.secrets)
     with reached.progress("importing", "lines", quiet=as_json) as update:

@@ -223,6 +223,17 @@ def detect(first: dict[str, Any]) -> str:
     return "store"
 
 
+def check_format(parsed: list[tuple[int, dict[str, Any]]], file_format: str) -> None:
+    """Refuse a dump read as store requests (``--format store``) before anything is written:
+    its header and every memory would each be an unknown field's error."""
+    if file_format == "store" and parsed and is_header(parsed[0][1]):
+        raise UsageError(
+            f"the file looks like a dump (`ferrex export jsonl`), not store requests: line "
+            f"{parsed[0][0]} is a dump's header",
+            hint="import it with --format dump (or without --format: auto tells them apart)",
+        )
+
+
 def _invalid(number: int, error: FerrexError, **extra: Any) -> dict[str, Any]:
     return {"line": number, **extra, "status": "invalid", **error.as_dict()}
 

@@ -361,3 +361,21 @@ def test_an_import_error_names_its_line_once_and_the_field_as_the_file_spells_it
     code, out, _ = run(tmp_path / "home", "import", str(store))
     (reported,) = [line for line in out.splitlines() if line.startswith("line ")]
     assert code == 2 and "unknown field 'colour'" in reported and reported.count("line 2") == 1
+
+
+def test_a_dump_imported_as_store_lines_is_refused_with_the_format_to_use(
+    tmp_path: Path,
+) -> None:
+    """``import --format store`` of a dump answered ``unknown field 'format'`` for its header
+    and ``unknown field 'id'`` for every memory, with no word of what the file was."""
+    home = tmp_path / "home"
+    stored(home, "--content", "The staging cluster was rebuilt on 2026-11-30")
+    dump = tmp_path / "backup.jsonl"
+    assert run(home, "export", "jsonl", str(dump))[0] == 0
+    fresh = tmp_path / "fresh"
+    code, out, err = run(fresh, "import", "--format", "store", str(dump))
+    assert code == 2 and "unknown field" not in out + err, (out, err)
+    assert "looks like a dump" in err and "--format dump" in err, err
+    assert not (fresh / "journal").exists() or head(fresh) == 0, "nothing written"
+    code, out, err = run(fresh, "import", "--format", "dump", str(dump), "--json")
+    assert code == 0 and json.loads(out)["counts"] == {"stored": 1}, (out, err)
