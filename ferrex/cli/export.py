@@ -18,6 +18,7 @@ import click
 from ferrex.app import App
 from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
+from ferrex.cli.render import count_of
 from ferrex.errors import UsageError
 from ferrex.porting.dump import check_dump_target, write_dump, write_dump_file
 from ferrex.porting.gitexport import export_git
@@ -58,14 +59,14 @@ def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
         return
     verb = "rewrote" if rewrite else "exported"
     click.echo(
-        f"{verb} positions {s.first}..{s.last} ({s.records} records) in "
-        f"{len(result.commits)} commit{'s' if len(result.commits) != 1 else ''}, "
+        f"{verb} positions {s.first}..{s.last} ({count_of(s.records, 'record')}) in "
+        f"{count_of(len(result.commits), 'commit')}, "
         f"head {result.commits[-1][:12]}"
     )
     click.echo(
         f"{s.stored} stored, {s.superseded} superseded, "
         f"{s.folds() + ', ' if s.folds() else ''}{s.forgotten} forgotten, "
-        f"{s.validated} validated ({s.redacted} bodies redacted)"
+        f"{s.validated} validated ({count_of(s.redacted, 'body', 'bodies')} redacted)"
     )
     if result.still_reachable:
         click.echo(
@@ -146,7 +147,8 @@ def jsonl_cmd(
     note = "" if current_only else f", {result.invalidated} of them invalidated"
     skipped = f"; {result.redacted} redacted memories left out" if result.redacted else ""
     click.echo(
-        f"exported {result.memories} memories and {result.entities} entities to "
+        f"exported {count_of(result.memories, 'memory', 'memories')} and "
+        f"{count_of(result.entities, 'entity', 'entities')} to "
         f"{'stdout' if file == '-' else file} at journal position {result.journal_position}"
         f"{note}{skipped}",
         err=file == "-",
