@@ -48,6 +48,7 @@ def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
     journal. Check an export with `ferrex journal verify --against DIR`.
     """
     _require_journal(app)
+    _whole_home(app)
     with progress("exporting", "records") as update:
         result = export_git(app.journal(), directory.absolute(), rewrite=rewrite, progress=update)
     if as_json:
@@ -122,6 +123,7 @@ def jsonl_cmd(
     if file != "-":
         check_dump_target(Path(file))  # before the journal is read, which may take minutes
     _require_journal(app)
+    _whole_home(app)
     with (
         tempfile.TemporaryDirectory(prefix=".export-", dir=_scratch_dir(app)) as scratch,
         progress("reading", "records") as read_update,
@@ -152,6 +154,21 @@ def jsonl_cmd(
         f"{'stdout' if file == '-' else file} at journal position {result.journal_position}"
         f"{note}{skipped}",
         err=file == "-",
+    )
+
+
+def _whole_home(app: App) -> None:
+    """Say on stderr that the agent id in force (``--agent-id``, store.agent_id) narrows no
+    export: a backup or an audit holds every agent's memories, so that it restores the home."""
+    agent = app.config["store.agent_id"]
+    if agent is None:
+        return
+    origin = app.config.origin("store.agent_id")
+    click.echo(
+        f"note: --agent-id does not limit an export ({agent!r}, from "
+        f"{'the flag' if origin == 'flag' else origin}): it holds every agent's memories, "
+        "a copy of the whole home",
+        err=True,
     )
 
 
