@@ -325,7 +325,8 @@ def _note_strays(home: Path, outcome: Outcome) -> None:
     outcome.strays = sorted(str(p.relative_to(home)) for p in strays)
     if outcome.strays:
         outcome.notes.append(
-            f"{len(outcome.strays)} files of projections that are not live may still hold "
+            f"{len(outcome.strays)} {'file' if len(outcome.strays) == 1 else 'files'} of "
+            "projections that are not live may still hold "
             "forgotten text (a rebuild that failed, or one running now): "
             f"{', '.join(outcome.strays)}; delete them when no ferrex process is rebuilding"
         )

@@ -105,7 +105,8 @@ class _Group(click.Group):
 @click.option("--qdrant-url", help="Use an external Qdrant server at this URL.")
 @caller_options(
     agent="The agent every command speaks for: stamps stores, limits what is seen "
-    "(config store.agent_id, FERREX_AGENT_ID). Without one: the operator, who sees all. "
+    "(config store.agent_id, FERREX_AGENT_ID; an export is of the whole home). Without one: "
+    "the operator, who sees all. "
     "Each command's own --agent-id overrides it.",
     namespace="Default namespace (project) of stores and recalls (store.default_namespace). "
     "stats and reflect cover every namespace unless given their own --namespace.",

@@ -19,6 +19,7 @@ import click
 from ferrex.app import App
 from ferrex.cli.home import reads_home
 from ferrex.cli.progress import progress
+from ferrex.cli.render import count_of
 from ferrex.cli.through import agent_option, call_tool
 from ferrex.errors import UsageError
 from ferrex.server.tool_calls import Consolidate
@@ -95,7 +96,8 @@ def consolidate(
         if as_json:
             click.echo(json.dumps(doc))
         else:
-            click.echo(f"undid {doc['summary_id']}: {len(doc['restored'])} memories back in recall")
+            back = count_of(len(doc["restored"]), "memory", "memories")
+            click.echo(f"undid {doc['summary_id']}: {back} back in recall")
     elif undo_all:
         _undo_all(app, namespace, agent_id, as_json)
     else:
@@ -111,9 +113,10 @@ def _list(
         click.echo(json.dumps(doc))
         return
     for s in doc["summaries"]:
+        folded = count_of(len(s["memory_ids"]), "memory", "memories")
         click.echo(
-            f"{s['summary_id']}  {len(s['memory_ids'])} memories of {s['group']} "
-            f"({s['namespace']}), {s['chars']} characters, {s['visibility']}"
+            f"{s['summary_id']}  {folded} of {s['group']} ({s['namespace']}), "
+            f"{count_of(s['chars'], 'character')}, {s['visibility']}"
         )
         if show is None:
             continue
@@ -140,7 +143,8 @@ def _undo_all(app: App, namespace: str | None, agent_id: str | None, as_json: bo
     if as_json:
         click.echo(json.dumps({"undone": undone, "restored": restored}))
     elif undone:
-        click.echo(f"undid {len(undone)} summaries: {restored} memories back in recall")
+        summaries = count_of(len(undone), "summary", "summaries")
+        click.echo(f"undid {summaries}: {count_of(restored, 'memory', 'memories')} back in recall")
     else:
         click.echo("no summaries to undo")
 
@@ -190,14 +194,16 @@ def _report(doc: dict[str, Any], as_json: bool) -> None:
         return
     verb = "would fold" if doc["dry_run"] else "folded"
     for s in doc["summaries"]:
+        folded = count_of(len(s["memory_ids"]), "memory", "memories")
         click.echo(
-            f"{verb} {len(s['memory_ids'])} memories of {s['group']} ({s['namespace']}) into "
-            f"{s['summary_id']}: {s['source_chars']} → {s['chars']} characters, {s['visibility']}"
+            f"{verb} {folded} of {s['group']} ({s['namespace']}) into {s['summary_id']}: "
+            f"{s['source_chars']} → {count_of(s['chars'], 'character')}, {s['visibility']}"
         )
     if not doc["summaries"]:
         click.echo("nothing to fold")
     elif doc["source_chars"]:
         click.echo(
-            f"{verb} {doc['folded']} memories into {len(doc['summaries'])} summaries: "
-            f"{doc['source_chars']} → {doc['chars']} characters"
+            f"{verb} {count_of(doc['folded'], 'memory', 'memories')} into "
+            f"{count_of(len(doc['summaries']), 'summary', 'summaries')}: "
+            f"{doc['source_chars']} → {count_of(doc['chars'], 'character')}"
         )

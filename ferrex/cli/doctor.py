@@ -19,6 +19,7 @@ import click
 import numpy as np
 
 from ferrex.app import App
+from ferrex.cli.render import count_of
 from ferrex.errors import FerrexError
 from ferrex.home_safety import free_bytes, inspect_modes
 from ferrex.models import (
@@ -285,7 +286,11 @@ def _print_text(report: dict[str, Any]) -> None:
         click.echo("           not created yet (it will be mode 0700)")
     else:
         others = perms["accessible_to_others"]
-        state = "private" if not others else f"{others} entries group/other-accessible"
+        state = (
+            "private"
+            if not others
+            else f"{count_of(others, 'entry', 'entries')} group/other-accessible"
+        )
         ro = ", read-only file system" if perms["read_only"] else ""
         click.echo(f"           mode {perms['home_mode']}, {state}{ro}; "
                    f"{perms['free_bytes'] // (1024 * 1024)} MiB free "
@@ -349,5 +354,7 @@ def _print_text(report: dict[str, Any]) -> None:
     if "source" in reranker:
         click.echo(f"           source  {reranker['source']}")
     cache = report["embedding_cache"]
-    entries = "not created yet" if cache["entries"] is None else f"{cache['entries']} vectors"
+    entries = (
+        "not created yet" if cache["entries"] is None else count_of(cache["entries"], "vector")
+    )
     click.echo(f"cache      {cache['path']}  {entries}")

@@ -18,6 +18,7 @@ import click
 from ferrex.app import App
 from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
+from ferrex.cli.render import count_of
 from ferrex.errors import UsageError
 from ferrex.porting.dump import check_dump_target, write_dump, write_dump_file
 from ferrex.porting.gitexport import export_git
@@ -47,6 +48,7 @@ def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
     journal. Check an export with `ferrex journal verify --against DIR`.
     """
     _require_journal(app)
+    _whole_home(app)
     with progress("exporting", "records") as update:
         result = export_git(app.journal(), directory.absolute(), rewrite=rewrite, progress=update)
     if as_json:
@@ -58,14 +60,14 @@ def git_cmd(app: App, directory: Path, rewrite: bool, as_json: bool) -> None:
         return
     verb = "rewrote" if rewrite else "exported"
     click.echo(
-        f"{verb} positions {s.first}..{s.last} ({s.records} records) in "
-        f"{len(result.commits)} commit{'s' if len(result.commits) != 1 else ''}, "
+        f"{verb} positions {s.first}..{s.last} ({count_of(s.records, 'record')}) in "
+        f"{count_of(len(result.commits), 'commit')}, "
         f"head {result.commits[-1][:12]}"
     )
     click.echo(
         f"{s.stored} stored, {s.superseded} superseded, "
         f"{s.folds() + ', ' if s.folds() else ''}{s.forgotten} forgotten, "
-        f"{s.validated} validated ({s.redacted} bodies redacted)"
+        f"{s.validated} validated ({count_of(s.redacted, 'body', 'bodies')} redacted)"
     )
     if result.still_reachable:
         click.echo(
@@ -121,6 +123,7 @@ def jsonl_cmd(
     if file != "-":
         check_dump_target(Path(file))  # before the journal is read, which may take minutes
     _require_journal(app)
+    _whole_home(app)
     with (
         tempfile.TemporaryDirectory(prefix=".export-", dir=_scratch_dir(app)) as scratch,
         progress("reading", "records") as read_update,
@@ -146,10 +149,26 @@ def jsonl_cmd(
     note = "" if current_only else f", {result.invalidated} of them invalidated"
     skipped = f"; {result.redacted} redacted memories left out" if result.redacted else ""
     click.echo(
-        f"exported {result.memories} memories and {result.entities} entities to "
+        f"exported {count_of(result.memories, 'memory', 'memories')} and "
+        f"{count_of(result.entities, 'entity', 'entities')} to "
         f"{'stdout' if file == '-' else file} at journal position {result.journal_position}"
         f"{note}{skipped}",
         err=file == "-",
+    )
+
+
+def _whole_home(app: App) -> None:
+    """Say on stderr that the agent id in force (``--agent-id``, store.agent_id) narrows no
+    export: a backup or an audit holds every agent's memories, so that it restores the home."""
+    agent = app.config["store.agent_id"]
+    if agent is None:
+        return
+    origin = app.config.origin("store.agent_id")
+    click.echo(
+        f"note: --agent-id does not limit an export ({agent!r}, from "
+        f"{'the flag' if origin == 'flag' else origin}): it holds every agent's memories, "
+        "a copy of the whole home",
+        err=True,
     )
 
 

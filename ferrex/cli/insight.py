@@ -9,7 +9,7 @@ import click
 
 from ferrex.app import App
 from ferrex.cli.home import reads_home
-from ferrex.cli.render import echo_pairs, echo_table, flatten, scalar
+from ferrex.cli.render import count_of, echo_pairs, echo_table, flatten, scalar
 from ferrex.cli.through import OVERVIEW_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.rules import arguments
 from ferrex.server.tool_calls import Reflect, Stats
@@ -34,10 +34,11 @@ def stats_cmd(
         click.echo(json.dumps(doc))
         return
     attention = doc["needs_attention"]
+    total = count_of(doc["total"], "memory", "memories")
     click.echo(
-        f"{doc['total']} memories; needs attention: {attention['stale']} stale, "
-        f"{attention['conflicts']} conflicts, "
-        f"{attention.get('possible_conflicts', 0)} possible conflicts, "
+        f"{total}; needs attention: {attention['stale']} stale, "
+        f"{count_of(attention['conflicts'], 'conflict')}, "
+        f"{count_of(attention.get('possible_conflicts', 0), 'possible conflict')}, "
         f"{attention['unvalidated']} never validated"
         + (f"; {doc['expiring']} expiring" if doc.get("expiring") else "")
     )

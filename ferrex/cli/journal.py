@@ -11,7 +11,7 @@ import click
 from ferrex.app import App, open_journal_at, translated
 from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
-from ferrex.cli.render import echo_either
+from ferrex.cli.render import count_of, echo_either
 from ferrex.errors import JournalFailure, UsageError, from_journal_error
 from ferrex.porting.gitverify import AgainstReport, verify_against
 from journal import JournalError, to_builtins
@@ -98,7 +98,7 @@ def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
     if export is not None:
         doc["export"] = export.as_dict()
     lines = [
-        f"{report.records} records in {report.segments} segments, "
+        f"{count_of(report.records, 'record')} in {count_of(report.segments, 'segment')}, "
         f"head {report.head_position} ({report.head_hash.hex()[:16]}…)"
     ]
     if report.torn_tail is not None:
@@ -134,12 +134,13 @@ def _against_lines(export: AgainstReport) -> list[str]:
     pending = f"; {behind} newer records not exported yet" if behind else ""
     if export.ok:
         return [
-            f"export {export.directory}: {export.checked} records match the journal "
+            f"export {export.directory}: {count_of(export.checked, 'record')} "
+            f"{'matches' if export.checked == 1 else 'match'} the journal "
             f"(up to position {export.position}){pending}"
         ]
     lines = [
-        f"EXPORT MISMATCH: {export.directory}: {export.problem_count} problem"
-        f"{'s' if export.problem_count != 1 else ''} in {export.checked} records checked"
+        f"EXPORT MISMATCH: {export.directory}: {count_of(export.problem_count, 'problem')} "
+        f"in {count_of(export.checked, 'record')} checked"
     ]
     lines += [f"  {mismatch.kind}: {mismatch.describe()}" for mismatch in export.problems[:20]]
     if export.problem_count > 20:
@@ -225,7 +226,7 @@ def repair_cmd(app: App, apply: bool) -> None:
     )
     verb = "set aside" if apply else "would set aside"
     click.echo(
-        f"{verb}: {entry.segment} offset {entry.offset}, {entry.length} bytes "
+        f"{verb}: {entry.segment} offset {entry.offset}, {count_of(entry.length, 'byte')} "
         f"({entry.reason}); lost: {lost}; the journal resumes at position "
         f"{entry.resume_position}"
     )
@@ -357,7 +358,7 @@ def _compact_shared(app: App, dry_run: bool, as_json: bool) -> None:
         if as_json:
             click.echo(json.dumps({"dry_run": True, "would_redact_positions": positions}))
         else:
-            click.echo(f"would redact forgotten bodies in {len(positions)} records")
+            click.echo(f"would redact forgotten bodies in {count_of(len(positions), 'record')}")
             click.echo("dry run: nothing changed")
         return
     try:
@@ -373,7 +374,7 @@ def _compact_shared(app: App, dry_run: bool, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(doc))
     else:
-        click.echo(f"redacted forgotten bodies in {changed} records of {journal.where}")
+        click.echo(f"redacted forgotten bodies in {count_of(changed, 'record')} of {journal.where}")
         click.echo(
             f"verify: {'ok' if check.ok else 'FAILED'}, head {check.head_position}, "
             f"{check.redacted_bodies} redacted bodies"
@@ -434,7 +435,7 @@ def copy_cmd(app: App, to: str, as_json: bool) -> None:
         click.echo(json.dumps(doc))
     else:
         resumed = f" (resumed after position {report.resumed_at})" if report.resumed_at else ""
-        click.echo(f"copied {report.copied} records to {where}{resumed}")
+        click.echo(f"copied {count_of(report.copied, 'record')} to {where}{resumed}")
         click.echo(
             f"verified: both heads are position {report.head_position} "
             f"({report.head_hash.hex()[:16]}…)"
@@ -447,17 +448,21 @@ def _compact_lines(doc: dict[str, Any]) -> list[str]:
     positions = ", ".join(str(r["position"]) for r in redacted[:20])
     more = f" and {len(redacted) - 20} more" if len(redacted) > 20 else ""
     lines = [
-        f"{doc['forgotten_memories']} forgotten memories in the journal; "
+        f"{count_of(doc['forgotten_memories'], 'forgotten memory', 'forgotten memories')} in "
+        "the journal; "
         f"{doc['already_redacted']} already redacted"
     ]
     if redacted:
         verb = "would redact" if would else "redacted"
-        lines.append(f"{verb} {len(redacted)} bodies at positions {positions}{more}")
+        at = "position" if len(redacted) == 1 else "positions"
+        lines.append(
+            f"{verb} {count_of(len(redacted), 'body', 'bodies')} at {at} {positions}{more}"
+        )
     segments = doc["segments_to_rewrite"] if would else [s["segment"] for s in doc[
         "segments_rewritten"]]  # fmt: skip
     if segments:
         verb = "would rewrite" if would else "rewrote"
-        lines.append(f"{verb} {len(segments)} segments: {', '.join(segments)}")
+        lines.append(f"{verb} {count_of(len(segments), 'segment')}: {', '.join(segments)}")
     if doc["sealed"]:
         lines.append(f"sealed the active segment; appends continue in {doc['sealed']}")
     if doc["would_seal"]:
@@ -471,8 +476,12 @@ def _compact_lines(doc: dict[str, Any]) -> list[str]:
     cache = doc["cache"]
     if cache["texts"]:
         lines.append(
-            f"embedding cache: {cache['texts']} text hashes "
-            + ("to look up" if would else f"looked up, {cache['rows_deleted']} vectors deleted")
+            f"embedding cache: {count_of(cache['texts'], 'text hash', 'text hashes')} "
+            + (
+                "to look up"
+                if would
+                else f"looked up, {count_of(cache['rows_deleted'], 'vector')} deleted"
+            )
         )
     state = doc["projections"]["state"]
     if state == "rebuilt":

@@ -41,6 +41,7 @@ from ferrex.app import App
 from ferrex.cli.home import reads_home
 from ferrex.cli.progress import progress
 from ferrex.cli.projections import index_after, index_option
+from ferrex.cli.render import count_of
 from ferrex.cli.through import AGENT_HELP, SCOPED_NAMESPACE_HELP, agent_option, call_tool
 from ferrex.core.decide.store import NEW_MEMORY
 from ferrex.core.settings import StoreSettings
@@ -49,6 +50,7 @@ from ferrex.porting import chats
 from ferrex.porting.imports import (
     IMPORT_SECRETS,
     chat_export,
+    check_format,
     counted,
     detect,
     import_chats,
@@ -437,6 +439,7 @@ def _import(app: App, file: str, options: _ImportOptions, reached: _Reached) -> 
     file_format, as_json = options.file_format, options.as_json
     if file_format == "auto":
         file_format = detect(parsed[0][1]) if parsed else "store"
+    check_format(parsed, file_format)
     writer = app.writer()
     secrets = secrets_mode(writer, options.secrets)
     with reached.progress("importing", "lines", quiet=as_json) as update:
@@ -468,7 +471,7 @@ def _echo_lines(
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty"
     if secret_lines:
         done = "redacted" if secrets == "redact" else "skipped"
-        summary += f"; likely secrets in {secret_lines} lines, {done}"
+        summary += f"; likely secrets in {count_of(secret_lines, 'line')}, {done}"
     click.echo(summary)
 
 
@@ -556,7 +559,7 @@ def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
     """The text report of a chat import: the items not stored, then what was stored and
     what was skipped, by reason."""
     outcomes: list[dict[str, Any]] = summary["items"]
-    _echo_unavailable(outcomes, lambda first, n: f"{n} messages", "messages")
+    _echo_unavailable(outcomes, lambda first, n: count_of(n, "message"), "messages")
     for bad in summary["invalid"]:
         named = f" ({bad['conversation_id']})" if "conversation_id" in bad else ""
         click.echo(f"conversation {bad['conversation']}{named}: not imported, invalid "
@@ -573,8 +576,8 @@ def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
     counts: dict[str, int] = summary["counts"]
     untimed = summary["untimed"]
     click.echo(
-        f"{summary['format']}: {summary['conversations']} conversations, "
-        f"{summary['messages']} messages"
+        f"{summary['format']}: {count_of(summary['conversations'], 'conversation')}, "
+        f"{count_of(summary['messages'], 'message')}"
         + (f" ({untimed} without a time of their own)" if untimed else "")
     )
     click.echo(
@@ -585,7 +588,7 @@ def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
             f"{n} {reason}" for reason, n in summary["skipped"].items()))  # fmt: skip
     if summary["secrets"]["lines"]:
         done = "redacted" if secrets == "redact" else "skipped"
-        click.echo(f"likely secrets in {summary['secrets']['lines']} messages, {done}")
+        click.echo(f"likely secrets in {count_of(summary['secrets']['lines'], 'message')}, {done}")
 
 
 def _store_args(r: StoreRequest, multi_valued: bool) -> StoreArgs:

@@ -15,7 +15,7 @@ import click
 from ferrex.app import App
 from ferrex.cli.home import existing_home, reads_home
 from ferrex.cli.progress import progress
-from ferrex.cli.render import echo_either
+from ferrex.cli.render import count_of, echo_either
 from ferrex.config import set_in_file
 from ferrex.errors import FerrexError
 
@@ -96,8 +96,8 @@ def replay(app: App, index: bool, as_json: bool) -> None:
     doc["indexed"] = index_after(app, memories, index, as_json)
     echo_either(
         doc, as_json,
-        f"replayed {records} records ({memories} memories) into generation "
-        f"{live.generation} in {seconds:.1f} s",
+        f"replayed {count_of(records, 'record')} ({count_of(memories, 'memory', 'memories')}) "
+        f"into generation {live.generation} in {seconds:.1f} s",
     )  # fmt: skip
 
 
@@ -248,4 +248,4 @@ def normalized_predicates(app: App, dry_run: bool, as_json: bool) -> None:
             f"{change['before']} -> {change['after']}"
         )
     verb = "would change" if dry_run else "changed"
-    click.echo(f"{len(changes)} fact(s) {verb}")
+    click.echo(f"{count_of(len(changes), 'fact')} {verb}")

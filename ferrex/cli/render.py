@@ -28,6 +28,12 @@ def scalar(value: Any) -> str:
     return str(value)
 
 
+def count_of(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun agreeing: ``1 memory``, ``2 memories`` (``plural``: when it is not
+    the noun and an s)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def flatten(doc: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     """Nested mappings as (dotted key, value) pairs, in order."""
     pairs: list[tuple[str, str]] = []

@@ -20,7 +20,7 @@ import click
 
 from ferrex.app import App
 from ferrex.cli.home import existing_home
-from ferrex.cli.render import echo_table
+from ferrex.cli.render import count_of, echo_table
 from ferrex.rules.memory_input import ValidStore, secrets_in
 from ferrex.rules.secrets import redact
 from journal.events import MemoryType, Visibility
@@ -70,10 +70,12 @@ def scan(app: App, namespace: str | None, as_json: bool) -> None:
         click.echo(json.dumps(doc))
         return
     if not found:
-        click.echo(f"no likely secrets in {len(memories)} memories")
+        click.echo(f"no likely secrets in {count_of(len(memories), 'memory', 'memories')}")
         return
     echo_table(found, ("id", "namespace", "field", "kind", "at"), indent=0)
-    click.echo(f"{len(ids)} of {len(memories)} memories carry likely secrets; {PURGE}")
+    carry = "carries" if len(ids) == 1 else "carry"
+    scanned = count_of(len(memories), "memory", "memories")
+    click.echo(f"{len(ids)} of {scanned} {carry} likely secrets; {PURGE}")
 
 
 def _as_store(memory: Memory, names: dict[str, str]) -> ValidStore:

@@ -42,6 +42,15 @@ from ferrex.rules.secrets import SecretsMode
 from ferrex.rules.store_fields import parse_time
 from journal.events import EpisodeRef, given_by_time
 
+THIS_LINE: Final = "this line"
+"""The ``where`` of a line whose report names its number already (``ferrex import``'s): its
+errors then say no place before a field's own message (``t_valid 'soon' is not ...``)."""
+
+
+def placed(message: str, where: str) -> str:
+    """A lower layer's ``message`` about one field, told at ``where``."""
+    return message if where == THIS_LINE else f"{where}: {message}"
+
 
 def parse_header(raw: Mapping[str, Any], where: str) -> DumpHeader:
     """Check a header line: a format this code reads, or a refusal naming it."""
@@ -76,7 +85,7 @@ def parse_fold_line(raw: Mapping[str, Any], where: str) -> RestoredFold:
     try:
         at = parse_time(line.at, "at")
     except UsageError as exc:
-        raise exc.reworded(f"{where}: {exc.message}") from exc
+        raise exc.reworded(placed(exc.message, where)) from exc
     assert at is not None  # a consolidation line's at is a required key
     return RestoredFold(line.id, namespace, line.memory_ids, at)
 
@@ -198,32 +207,33 @@ def parse_line(
     fields: dict[str, Any] = {
         k: v for k in (*_STORE_FIELDS, *_LISTS) if (v := getattr(line, k)) is not None
     }
-    try:
-        # A dumped memory was stored once: a text longer than the window was kept whole then
-        # and is embedded in parts again, whatever this home's model reads (split_long).
-        valid = validate(
-            StoreRequest(valid_from=line.t_valid, split_long=True, **fields),
-            checks.limits,
-            count_tokens=checks.count_tokens,
-            window=checks.window,
-            secrets=checks.secrets,
-        )
-    except UsageError as exc:
-        raise exc.reworded(f"{where}: {exc.message}", details=exc.details) from exc
-    superseded_by = line.superseded_by
-    if superseded_by is not None and not plausible_id(superseded_by):
-        raise UsageError(f"superseded_by in {where} is not a memory id")
-    version = _at_least(line.version, "version", where, minimum=1)
-    if version is not None and valid.type != "procedural":
-        raise UsageError(f"version in {where} is only for procedural memories")
-    try:
+    try:  # each time named as the dump spells it (a store's valid_from is its t_valid)
+        t_valid = parse_time(line.t_valid, "t_valid")
         t_invalid = parse_time(line.t_invalid, "t_invalid")
         last_validated = parse_time(line.last_validated, "last_validated")
         last_accessed = parse_time(line.last_accessed, "last_accessed")
         expires_at = parse_time(line.expires_at, "expires_at")
         created_at = parse_time(line.created_at, "created_at")
     except UsageError as exc:
-        raise exc.reworded(f"{where}: {exc.message}") from exc
+        raise exc.reworded(placed(exc.message, where)) from exc
+    try:
+        # A dumped memory was stored once: a text longer than the window was kept whole then
+        # and is embedded in parts again, whatever this home's model reads (split_long).
+        valid = validate(
+            StoreRequest(valid_from=t_valid, split_long=True, **fields),
+            checks.limits,
+            count_tokens=checks.count_tokens,
+            window=checks.window,
+            secrets=checks.secrets,
+        )
+    except UsageError as exc:
+        raise exc.reworded(placed(exc.message, where), details=exc.details) from exc
+    superseded_by = line.superseded_by
+    if superseded_by is not None and not plausible_id(superseded_by):
+        raise UsageError(f"superseded_by in {where} is not a memory id")
+    version = _at_least(line.version, "version", where, minimum=1)
+    if version is not None and valid.type != "procedural":
+        raise UsageError(f"version in {where} is only for procedural memories")
     if superseded_by is not None and t_invalid is None:
         raise UsageError(f"{where} has superseded_by but no t_invalid")
     if expires_at is not None and valid.pinned:

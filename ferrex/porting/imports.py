@@ -23,6 +23,7 @@ from ferrex.core.decide.restore import Item, Restored
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
 from ferrex.porting import chats
 from ferrex.porting.dump_read import (
+    THIS_LINE,
     MemoryChecks,
     is_dump_line,
     is_header,
@@ -75,7 +76,7 @@ def store_request(raw: dict[str, Any], *, where: str) -> StoreRequest:
     try:
         return StoreRequest(**fields)
     except TypeError as exc:  # a value of the wrong kind for a dataclass field
-        raise UsageError(f"invalid {where}: {exc}") from exc
+        raise UsageError(f"a value of the wrong kind in {where}: {exc}") from exc
 
 
 SAME_TEXT = 0.9999
@@ -222,6 +223,17 @@ def detect(first: dict[str, Any]) -> str:
     return "store"
 
 
+def check_format(parsed: list[tuple[int, dict[str, Any]]], file_format: str) -> None:
+    """Refuse a dump read as store requests (``--format store``) before anything is written:
+    its header and every memory would each be an unknown field's error."""
+    if file_format == "store" and parsed and is_header(parsed[0][1]):
+        raise UsageError(
+            f"the file looks like a dump (`ferrex export jsonl`), not store requests: line "
+            f"{parsed[0][0]} is a dump's header",
+            hint="import it with --format dump (or without --format: auto tells them apart)",
+        )
+
+
 def _invalid(number: int, error: FerrexError, **extra: Any) -> dict[str, Any]:
     return {"line": number, **extra, "status": "invalid", **error.as_dict()}
 
@@ -239,7 +251,7 @@ def _import_requests(
     requests: list[tuple[int, StoreRequest, bool]] = []
     for number, raw in parsed:
         try:
-            request = store_request(raw, where=f"line {number}")
+            request = store_request(raw, where=THIS_LINE)
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))
             continue
@@ -309,7 +321,7 @@ def _import_dump(
     )  # fmt: skip
     for number, raw in parsed:
         try:
-            items.append((number, parse_dump_line(raw, f"line {number}", checks)))
+            items.append((number, parse_dump_line(raw, THIS_LINE, checks)))
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))
     results = restore_many(writer, [item for _, item in items], progress=update)

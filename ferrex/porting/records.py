@@ -234,7 +234,8 @@ class Summary:
         or nothing when there were none (a message without them reads as it always did)."""
         parts = []
         if self.folded:
-            parts.append(f"{self.folded} folded into {self.summaries} summaries")
+            into = "summary" if self.summaries == 1 else "summaries"
+            parts.append(f"{self.folded} folded into {self.summaries} {into}")
         if self.unfolded:
             parts.append(f"{self.unfolded} unfolded")
         return ", ".join(parts)

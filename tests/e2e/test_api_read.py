@@ -175,3 +175,27 @@ def test_bad_tag_and_context_filters_are_refused(
                        headers={"Authorization": f"Bearer {BOB}"}, timeout=60)  # fmt: skip
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["code"] == "invalid_input"
+
+
+def test_a_time_without_a_timezone_is_refused_as_the_tools_refuse_it(server: Server) -> None:
+    """``GET /api/v1/memories?after=2026-11-03T00:00:00`` read the time as UTC while recall
+    (the tools, the CLI, ``POST /api/v1/recall``) refuses it: ferrex guesses no timezone."""
+    headers = {"Authorization": f"Bearer {BOB}"}
+    for name in ("after", "before"):
+        naive = {name: "2026-11-03T00:00:00"}
+        listed = httpx.get(server.url + "/api/v1/memories", params=naive, headers=headers,
+                           timeout=60)  # fmt: skip
+        recalled = httpx.post(server.url + "/api/v1/recall", json={"query": "ledger", **naive},
+                              headers=headers, timeout=60)  # fmt: skip
+        assert listed.status_code == recalled.status_code == 400, (listed.text, recalled.text)
+        error = listed.json()["error"]
+        assert error == recalled.json()["error"], (error, recalled.text)
+        assert error["code"] == "invalid_input"
+        assert error["message"] == f"{name} 2026-11-03T00:00:00 has no timezone", error
+    # an offset, a Z or a date alone (that day at 00:00 UTC) still reads, as one time
+    pages = [
+        _get_or_post(server, "GET", "/api/v1/memories", BOB, after=when)["memories"]
+        for when in ("2026-11-03T00:00:00Z", "2026-11-03T01:00:00+01:00", "2026-11-03")
+    ]
+    assert pages[0] and pages[0] == pages[1] == pages[2], pages
+    assert all(m["event_time"] >= "2026-11-03" for m in pages[0]), pages[0]

@@ -327,3 +327,55 @@ def test_the_export_help_says_what_a_restore_gives_back(tmp_path: Path) -> None:
     words = " ".join(out.split())
     assert code == 0 and "becomes the time of the import" not in words, words
     assert "created_at" in words and "entities' creation times" in words, words
+
+
+def test_an_import_error_names_its_line_once_and_the_field_as_the_file_spells_it(
+    tmp_path: Path,
+) -> None:
+    """A user trial read ``line 2: invalid [invalid_input] line 2: valid_from 'soon' is not an
+    ISO 8601 time`` for a dump line: the line twice, and a field the dump has no such name
+    for (its start is ``t_valid``). A store line's unknown field named its line twice too."""
+    good = {"id": "mem_01M95WD2PADDVHNFGY5YT70SMA", "type": "episodic", "content": "Kept",
+            "t_valid": "2026-01-01T00:00:00Z"}  # fmt: skip
+    lines = [
+        {"type": "ferrex_dump", "format": FORMAT, "journal_position": 3},
+        {**good, "id": "mem_01M95WD2PADDVHNFGY5YT70SMB", "t_valid": "soon"},
+        {**good, "id": "mem_01M95WD2PADDVHNFGY5YT70SMC", "t_valid": "2026-01-01T10:00:00"},
+        {**good, "id": "mem_01M95WD2PADDVHNFGY5YT70SMD", "confidence": "high"},
+        {**good, "id": "mem_01M95WD2PADDVHNFGY5YT70SME", "t_invalid": "later"},
+        {**good, "id": "mem_01M95WD2PADDVHNFGY5YT70SMF", "type": "semantic"},
+    ]
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, out, _ = run(tmp_path / "home", "import", str(dump))
+    reported = [line for line in out.splitlines() if line.startswith("line ")]
+    assert code == 2 and len(reported) == 5, out
+    for number, line in enumerate(reported, start=2):
+        assert line.startswith(f"line {number}: invalid [invalid_input] "), line
+        assert line.count(f"line {number}") == 1, line
+        assert "valid_from" not in line, line
+    assert "t_valid 'soon' is not an ISO 8601 time" in reported[0], reported
+    assert "t_valid 2026-01-01T10:00:00 has no timezone" in reported[1], reported
+    store = tmp_path / "store.jsonl"
+    store.write_text('{"content": "ok"}\n{"content": "ok too", "colour": "blue"}\n')
+    code, out, _ = run(tmp_path / "home", "import", str(store))
+    (reported,) = [line for line in out.splitlines() if line.startswith("line ")]
+    assert code == 2 and "unknown field 'colour'" in reported and reported.count("line 2") == 1
+
+
+def test_a_dump_imported_as_store_lines_is_refused_with_the_format_to_use(
+    tmp_path: Path,
+) -> None:
+    """``import --format store`` of a dump answered ``unknown field 'format'`` for its header
+    and ``unknown field 'id'`` for every memory, with no word of what the file was."""
+    home = tmp_path / "home"
+    stored(home, "--content", "The staging cluster was rebuilt on 2026-11-30")
+    dump = tmp_path / "backup.jsonl"
+    assert run(home, "export", "jsonl", str(dump))[0] == 0
+    fresh = tmp_path / "fresh"
+    code, out, err = run(fresh, "import", "--format", "store", str(dump))
+    assert code == 2 and "unknown field" not in out + err, (out, err)
+    assert "looks like a dump" in err and "--format dump" in err, err
+    assert not (fresh / "journal").exists() or head(fresh) == 0, "nothing written"
+    code, out, err = run(fresh, "import", "--format", "dump", str(dump), "--json")
+    assert code == 0 and json.loads(out)["counts"] == {"stored": 1}, (out, err)

@@ -114,7 +114,7 @@ def test_claude_export_user_turns_only_and_the_text_report(tmp_path: Path) -> No
     code, out, err = run(home, "import", str(export), "--assistant", "skip")
     assert code == 0, err
     assert out.splitlines() == [
-        "claude: 1 conversations, 4 messages",
+        "claude: 1 conversation, 4 messages",
         "2 stored",
         "skipped: 1 assistant_turn, 1 attachment, 1 empty_message, 1 tool_call",
     ]

@@ -243,12 +243,12 @@ def test_git_export_counts_folded_memories(tmp_path: Path) -> None:
     repo = tmp_path / "audit"
     code, out, err = run(home, "export", "git", str(repo))
     assert code == 0, err
-    assert "4 folded into 1 summaries" in out
+    assert "4 folded into 1 summary" in out
     import subprocess
 
     message = subprocess.run(
         ["git", "-C", str(repo), "log", "-1", "--format=%B"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    assert "4 folded into 1 summaries" in message.splitlines()[0]
-    assert "Folded:     4 folded into 1 summaries" in message
+    assert "4 folded into 1 summary" in message.splitlines()[0]
+    assert "Folded:     4 folded into 1 summary" in message

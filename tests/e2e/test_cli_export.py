@@ -241,7 +241,8 @@ def test_dump_bad_input(home: Path, tmp_path: Path) -> None:
                        "--json")  # fmt: skip
     doc = json.loads(out)
     assert code == 2 and [line["status"] for line in doc["lines"]] == ["stored", "invalid"]
-    assert "line 2" in doc["lines"][1]["message"] and "timezone" in doc["lines"][1]["message"]
+    assert doc["lines"][1]["line"] == 2, "the outcome names its line; its message need not"
+    assert doc["lines"][1]["message"] == "t_valid 2026-01-01T00:00:00 has no timezone"
     code, out, _ = run(target, "import", str(tmp_path / "d.jsonl"), "--format", "store")
     assert code == 2 and "unknown field 'id'" in out, "a dump is not store requests"
 
@@ -341,3 +342,25 @@ def test_rewrite_after_journal_compact_purges_the_export(tmp_path: Path) -> None
     assert code == 0 and len(json.loads(out)["commits"]) == 1
     tree = git(fresh, "rev-parse", "HEAD^{tree}")
     assert tree == git(audit, "rev-parse", "HEAD^{tree}"), "same files, whatever the batches"
+
+
+def test_an_agent_id_does_not_limit_a_backup_and_the_export_says_so(tmp_path: Path) -> None:
+    """``ferrex --agent-id alice export jsonl -`` wrote every agent's memories while the global
+    flag's help says it limits what is seen. A backup stays whole (a dump short of the other
+    agents' memories would restore a smaller home); the export says so on stderr."""
+    home = tmp_path / "home"
+    for agent, text in (("alice", "Alice's private note on the VPN rollout"),
+                        ("bob", "Bob's private note on the billing migration")):  # fmt: skip
+        code, _, err = run(home, "--agent-id", agent, "store", "--content", text,
+                           "--visibility", "private")  # fmt: skip
+        assert code == 0, err
+    code, out, err = run(home, "--agent-id", "alice", "export", "jsonl", "-")
+    dumped = [json.loads(line) for line in out.splitlines()[1:]]
+    assert code == 0 and {m["agent_id"] for m in dumped} == {"alice", "bob"}, out
+    assert "--agent-id does not limit an export" in err and "every agent's" in err, err
+    code, out, err = run(home, "export", "jsonl", str(tmp_path / "all.jsonl"))
+    assert code == 0 and "--agent-id" not in err + out, (out, err)
+    code, _, err = run(home, "--agent-id", "alice", "export", "git", str(tmp_path / "audit"))
+    assert code == 0 and "--agent-id does not limit an export" in err, err
+    code, out, _ = run(home, "--help")
+    assert "an export is of the whole home" in " ".join(out.split()), out

@@ -155,3 +155,31 @@ def test_the_split_long_hint_names_a_flag_that_exists(tmp_path: Path) -> None:
     code, out, err = run(tmp_path, "store", "--content", long_text, "--split-long", "--json")
     assert code == 0, err
     assert json.loads(out)["status"] == "stored"
+
+
+def test_counts_agree_with_their_nouns_in_text_and_json_is_unchanged(tmp_path: Path) -> None:
+    """A user trial read "1 possible conflicts", "1 memories", "1 records in 1 segments":
+    one of a thing is singular in text; --json keeps its keys and numbers."""
+    home = tmp_path / "home"
+    for subject, predicate, obj in (
+        ("billing service", "database", "PostgreSQL 14"),
+        ("the billing service", "uses database", "PostgreSQL 16"),
+    ):
+        code, _, err = run(home, "store", "--subject", subject, "--predicate", predicate,
+                           "--object", obj)  # fmt: skip
+        assert code == 0, err
+    code, out, err = run(home, "stats")
+    assert code == 0 and "2 memories;" in out and "1 possible conflict," in out, (out, err)
+    code, out, _ = run(home, "stats", "--json")
+    assert json.loads(out)["needs_attention"]["possible_conflicts"] == 1, out
+    one = tmp_path / "one"
+    code, _, err = run(one, "store", "--content", "The staging cluster was rebuilt on Monday")
+    assert code == 0, err
+    code, out, _ = run(one, "stats")
+    assert out.startswith("1 memory;") and "1 memories" not in out, out
+    code, out, _ = run(one, "journal", "verify")
+    assert out.startswith("1 record in 1 segment,"), out
+    code, out, err = run(one, "export", "jsonl", str(tmp_path / "one.jsonl"))
+    assert code == 0 and out.startswith("exported 1 memory and 0 entities to "), (out, err)
+    code, out, _ = run(one, "export", "jsonl", str(tmp_path / "two.jsonl"), "--json")
+    assert json.loads(out)["memories"] == 1, out

@@ -158,7 +158,7 @@ def test_import_redacts_or_skips_with_a_report_and_scan_finds_what_allow_stored(
     done = ferrex(allowing, "journal", "compact")
     assert done.returncode == 0, done.stderr
     done = ferrex(allowing, "secrets", "scan")
-    assert done.returncode == 0 and "no likely secrets in 1 memories" in done.stdout
+    assert done.returncode == 0 and "no likely secrets in 1 memory" in done.stdout
     assert _anywhere(allowing / "journal", AWS_KEY) == []
 
 

@@ -91,7 +91,7 @@ def test_repair_and_compact_on_postgres(tmp_path: Path, pg_url: str) -> None:
     code, out, _ = run(pg_home, "journal", "compact", "--dry-run", "--json")
     assert code == 0 and json.loads(out)["would_redact_positions"] == [2]
     code, out, _ = run(pg_home, "journal", "compact")
-    assert code == 0 and "redacted forgotten bodies in 1 records" in out
+    assert code == 0 and "redacted forgotten bodies in 1 record" in out
     assert "ferrex replay" in out  # what each server must do with its own projections
     code, out, _ = run(pg_home, "journal", "verify", "--json")
     assert code == 0 and json.loads(out)["redacted_bodies"] == 1

@@ -34,7 +34,6 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, get_args
 
@@ -44,6 +43,7 @@ from ferrex.read.seen import Brief, Sight, brief, one_line
 from ferrex.rules.arguments import PAGE_LIMIT, PAGE_MAX, SORTS, STATES, TAGS_LIMIT, TAGS_MAX
 from ferrex.rules.entities import Candidate
 from ferrex.rules.name_lookup import find_entity
+from ferrex.rules.store_fields import parse_time
 from ferrex.rules.visibility import sees_scope
 from ferrex.times import Rfc3339, rfc3339
 from journal.errors import JournalError
@@ -441,13 +441,9 @@ def _choice(value: object, allowed: tuple[str, ...], name: str) -> str:
 
 
 def _when(value: object, name: str) -> float | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(str(value))
-    except ValueError as exc:
-        raise UsageError(f"{name} must be an ISO 8601 time, got {value!r}") from exc
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    """A time of the query, read as the tools read one (a time without a timezone refused)."""
+    parsed = parse_time(value, name)
+    return None if parsed is None else parsed.timestamp()
 
 
 def _encode_cursor(last: Memory, column: str, sort: str) -> str:
