@@ -467,8 +467,31 @@ def query_names(query: str) -> list[str]:
 def missing_name(names: Iterable[str], document_tokens: Iterable[str]) -> float:
     """1.0 when a token of the query's capitalised names (:func:`query_names`) does not occur
     in the document, else 0.0: a question naming Android is not answered by a memory that
-    never says Android, however much of the rest it shares."""
-    return 1.0 if set(names) - set(document_tokens) else 0.0
+    never says Android, however much of the rest it shares. A product's name is there with
+    or without its suffix (``Postgres`` in a memory saying ``PostgreSQL``: :func:`_bases`)."""
+    document = _bases(document_tokens)
+    return 1.0 if any(not _bases([n]) & document for n in names) else 0.0
+
+
+def _bases(found: Iterable[str]) -> set[str]:
+    """Tokens with the token of each one's name before a product suffix
+    (:func:`ferrex.rules.entities.is_product_suffix`: ``postgresql`` also ``postgr``, the
+    token of ``postgres``; ``mongodb`` also ``mongo``)."""
+    # Read when first asked: the prompt hook's lean path loads this module without the
+    # journal's types (entities) or the stemmer.
+    from ferrex.models.sparse import word_tokens
+    from ferrex.rules.entities import is_product_suffix
+
+    out = set(found)
+    for token in list(out):
+        for end in _SUFFIXES:
+            base = token[: -len(end)]
+            if token.endswith(end) and base.isalpha() and is_product_suffix([base], [token]):
+                out.update(word_tokens(base))
+    return out
+
+
+_SUFFIXES: Final = ("sql", "ql", "db", "js")
 
 
 def _pieces(identifier: str) -> set[str]:

@@ -249,3 +249,28 @@ def test_an_answer_is_never_shown_below_a_row_judged_no_answer(tmp_path: Path) -
             assert [r["id"] for r in rows[2]] == [r["id"] for r in rows[5][:2]]
 
     anyio.run(main)
+
+
+def test_a_product_named_without_its_suffix_is_named_by_the_memory(tmp_path: Path) -> None:
+    """The question says Postgres, the facts PostgreSQL: they name what is asked, so they
+    are answers (strong) and come first, above a CI note that says Postgres."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            for args in (
+                {"subject": "ledger api", "predicate": "database", "object": "PostgreSQL 15"},
+                {"subject": "the ledger api", "predicate": "uses database",
+                 "object": "PostgreSQL 16"},
+                {"content": "CI for ledger-api runs the integration suite against a Postgres "
+                 "container on every push; one flaky test quarantined."},
+                {"content": "Deployed ledger-api 4.1 to production before lunch."},
+                {"subject": "ledger api", "predicate": "runs on", "object": "k8s-node-11"},
+            ):  # fmt: skip
+                await call(client, "store", args)
+            doc = await call(client, "recall", {
+                "query": "what Postgres version does ledger-api run on?"})  # fmt: skip
+            first = doc["results"][:2]
+            assert {r.get("object") for r in first} == {"PostgreSQL 15", "PostgreSQL 16"}, doc
+            assert [r["relevance_label"] for r in first] == ["strong", "strong"], doc
+
+    anyio.run(main)

@@ -223,6 +223,14 @@ def test_a_name_the_memory_lacks_is_missing() -> None:
     assert missing_name((), memory) == 0.0
 
 
+def test_a_product_is_named_with_or_without_its_suffix() -> None:
+    facts = tokens("ledger api uses database PostgreSQL 16; sessions in MongoDB")
+    assert missing_name(name_tokens("which Postgres version does it run?"), facts) == 0.0
+    assert missing_name(name_tokens("is Mongo sharded?"), facts) == 0.0
+    assert missing_name(name_tokens("does it use PostgreSQL?"), tokens("we run postgres")) == 0.0
+    assert missing_name(name_tokens("is Java 21 supported?"), tokens("javascript sdk")) == 1.0
+
+
 def test_a_missing_name_lowers_relevance() -> None:
     assert DEFAULT_MODEL.name_weight < 0
     assert DEFAULT_MODEL.relevance(Evidence(0.45, 0.6, 0.0, 1.0)) < DEFAULT_MODEL.relevance(
