@@ -387,10 +387,10 @@ def asked_kinds(question: str) -> frozenset[ObjectKind]:
 
 def stated_kinds(text: str, predicate: str | None = None, obj: str | None = None) -> set[str]:
     """The kinds of value a memory states: its object's (a fact; a thing at a whole version
-    is a version), and those of the words of
-    its text that are values by their shape alone (a host name, a version, a URL, a date, a
-    handle; a number with its unit as two words, ``30 s``). A fact whose predicate places
-    its subject (``runs on``, ``hosted at``, ``lives in``) states where, whatever its object."""
+    is a version), and those of the words of its text that are values by their shape alone
+    (a host name, a version, a URL, a date, a handle; a number with its unit as two words,
+    ``30 s``). A fact whose predicate places its subject (``runs on``, ``hosted at``,
+    ``lives in``) states where, whatever its object."""
     kinds: set[str] = set()
     if obj:
         kind = object_kind(obj)

@@ -253,6 +253,18 @@ def is_product_suffix(left: list[str], right: list[str]) -> bool:
     return attached and (suffix == "sql" or (suffix == "ql" and base.endswith("s")))
 
 
+def product_bases(word: str) -> list[str]:
+    """The product names ``word`` is with its suffix on (:func:`is_product_suffix`):
+    ``postgresql`` → ``postgres`` (and ``postgre``), ``mongodb`` → ``mongo``, ``nodejs`` →
+    ``node``; none for a word of no suffix."""
+    bases = [word[: -len(end)] for end in _SUFFIX_ENDINGS if word.endswith(end)]
+    return [b for b in bases if b.isalpha() and is_product_suffix([b], [word])]
+
+
+#: The endings :func:`is_product_suffix` takes (``ql``: ``sql`` after a name's final ``s``).
+_SUFFIX_ENDINGS: Final = ("sql", "ql", "db", "js")
+
+
 def same_numbers(left: str, right: str) -> bool:
     """Whether two names carry the same runs of digits, or one carries none."""
     left_numbers, right_numbers = _DIGIT_RUNS.findall(left), _DIGIT_RUNS.findall(right)

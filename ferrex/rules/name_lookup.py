@@ -13,7 +13,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from ferrex.rules.entities import Candidate, is_product_suffix, normalize_entity, resolve_entity
+from ferrex.rules.entities import (
+    Candidate,
+    is_product_suffix,
+    normalize_entity,
+    product_bases,
+    resolve_entity,
+)
 from ferrex.rules.short_forms import ARTICLES, DEFAULT_ABBREVIATIONS, spelled_out
 from ferrex.rules.subjects import COMPONENT_WORDS, compare_words
 
@@ -154,8 +160,7 @@ def product_forms(word: str) -> list[str]:
     if not word.isalpha():
         return []
     added = [word + ("ql" if word.endswith("s") else "sql"), word + "db"]
-    taken = [word[: -len(end)] for end in ("sql", "ql", "db", "js") if word.endswith(end)]
-    return [f for f in [*added, *taken] if f != word and is_product_suffix([word], [f])]
+    return [f for f in added if is_product_suffix([word], [f])] + product_bases(word)
 
 
 _QUERY_WORD = re.compile(r"[^\W_]+")

@@ -475,23 +475,18 @@ def missing_name(names: Iterable[str], document_tokens: Iterable[str]) -> float:
 
 def _bases(found: Iterable[str]) -> set[str]:
     """Tokens with the token of each one's name before a product suffix
-    (:func:`ferrex.rules.entities.is_product_suffix`: ``postgresql`` also ``postgr``, the
+    (:func:`ferrex.rules.entities.product_bases`: ``postgresql`` also ``postgr``, the
     token of ``postgres``; ``mongodb`` also ``mongo``)."""
     # Read when first asked: the prompt hook's lean path loads this module without the
     # journal's types (entities) or the stemmer.
     from ferrex.models.sparse import word_tokens
-    from ferrex.rules.entities import is_product_suffix
+    from ferrex.rules.entities import product_bases
 
     out = set(found)
     for token in list(out):
-        for end in _SUFFIXES:
-            base = token[: -len(end)]
-            if token.endswith(end) and base.isalpha() and is_product_suffix([base], [token]):
-                out.update(word_tokens(base))
+        for base in product_bases(token):
+            out.update(word_tokens(base))
     return out
-
-
-_SUFFIXES: Final = ("sql", "ql", "db", "js")
 
 
 def _pieces(identifier: str) -> set[str]:
