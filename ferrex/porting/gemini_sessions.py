@@ -39,7 +39,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ferrex.porting.transcripts import Transcript, add_message, an_id
+from ferrex.porting.transcripts import Transcript, add_message, an_id, json_objects
 from ferrex.rules.conversation import conversation_text
 
 FORMAT: Final = "gemini-cli"
@@ -92,21 +92,7 @@ def _records(text: str, out: Transcript) -> list[dict[str, Any]]:
     if isinstance(whole, dict):
         out.lines = 1
         return [whole]
-    records = []
-    for raw in text.splitlines():
-        if not raw.strip():
-            continue
-        out.lines += 1
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError):
-            out.skip("not_json")
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            out.skip("not_a_message")
-    return records
+    return list(json_objects(text, out))
 
 
 def _rewind(messages: dict[str, dict[str, Any]], to: str) -> None:

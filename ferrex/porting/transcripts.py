@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -64,6 +65,18 @@ def parse(text: str, session: str | None = None) -> Transcript:
     """The store requests of a transcript's JSON Lines (``session``: the hook's session id,
     used when a line names none)."""
     out = Transcript(session=session)
+    for line in json_objects(text, out):
+        if line.get("type") not in _SPEAKERS:
+            out.skip("not_a_message")
+            continue
+        _line(line, out)
+    return out
+
+
+def json_objects(text: str, out: Transcript) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a file of JSON Lines, each line that is not blank counted in
+    ``out.lines``; one that is not JSON is skipped as ``not_json``, another value than an
+    object as ``not_a_message``."""
     for raw in text.splitlines():
         if not raw.strip():
             continue
@@ -73,11 +86,10 @@ def parse(text: str, session: str | None = None) -> Transcript:
         except (json.JSONDecodeError, RecursionError):
             out.skip("not_json")
             continue
-        if not isinstance(line, dict) or line.get("type") not in _SPEAKERS:
+        if isinstance(line, dict):
+            yield line
+        else:
             out.skip("not_a_message")
-            continue
-        _line(line, out)
-    return out
 
 
 def _line(line: dict[str, Any], out: Transcript) -> None:
