@@ -1,12 +1,14 @@
 """A second value of one relation over MCP stdio: replaced only on evidence that the relation
-holds one value at a time, otherwise kept beside the first and flagged.
+holds one value at a time; otherwise kept beside the first, named, and flagged unless the
+agent wrote the relation in the very words of the first.
 
 A real server on stdio, the SDK's client, the bundled model. Scenarios of our own: a
 relation of many values that no word list names (languages a product is translated into,
 tables a job pulls from, the nodes a cache runs on, the cities a company has a warehouse
-in), each told plainly, must keep both values current (on ``main`` the second replaced the
-first, hiding a true fact); the same relation told as news (a start, a note of change), or
-with values a thing has one of (a count, a version), still replaces.
+in), each told plainly in the same words twice, must keep both values current and say so
+(``kept_beside``, no flag: an agent tells a change as one); told in other words, the two
+are flagged for the agent to settle; the same relation told as news (a start, a note of
+change), or with values a thing has one of (a count, a version), still replaces.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import anyio
 from tests.e2e.mcp_helpers import call, ferrex, stdio_client, store_fact
 
 
-def test_a_second_value_told_plainly_is_kept_and_flagged_and_news_replaces(
+def test_a_second_value_told_plainly_is_kept_and_named_other_words_flagged_news_replaces(
     tmp_path: Path,
 ) -> None:
     home = tmp_path / "home"
@@ -37,34 +39,51 @@ def test_a_second_value_told_plainly_is_kept_and_flagged_and_news_replaces(
             ]
             for subject, predicate, first_value, second_value in plainly:
                 first = await fact(subject, predicate, first_value)
-                second = await fact(subject, predicate, second_value)
+                # The relation in the same words (an auxiliary aside): one value more.
+                second = await fact(subject, f"is {predicate}", second_value)
                 assert second["status"] == "stored", second
                 assert second["superseded"] == [], f"{subject}: {second_value} hid {first_value}"
-                assert second["possible_conflict"] == [first["id"]], second
-                note = second["possible_conflict_note"]
-                assert f"supersedes={first['id']}" in note and f"differs_from={first['id']}" in note
+                assert "possible_conflict" not in second, second
+                assert second["multi_valued"] is True, second
+                assert [f["id"] for f in second["kept_beside"]] == [first["id"]], second
+                assert f"supersedes={first['id']}" in second["plural_note"], second
                 asked = {"query": f"{subject} {predicate}", "types": ["semantic"], "limit": 20}
                 found = await call(client, "recall", asked)
-                current = {r["id"] for r in found["results"] if not r.get("superseded_by")}
-                assert {first["id"], second["id"]} <= current, subject
+                current = {r["id"]: r for r in found["results"] if not r.get("superseded_by")}
+                assert {first["id"], second["id"]} <= set(current), subject
+                for mine in (first["id"], second["id"]):
+                    assert not current[mine].get("contradicts"), current[mine]
+                    assert not current[mine].get("possible_conflict"), current[mine]
+
+            # A value told as news of a name possibly the same replaces none of the values
+            # kept beside each other: which one, if any, is the agent's call.
+            news = await fact("Orchard reader app", "translated into", "Portuguese",
+                              valid_from="2026-11-01")  # fmt: skip
+            assert news["superseded"] == [], news
+
+            # The relation in other words (``based in`` / ``located in``): kept and flagged,
+            # the answer says how to settle it.
+            ghent = await fact("Ferngrove HQ", "based in", "Ghent")
+            tartu = await fact("Ferngrove HQ", "located in", "Tartu")
+            assert tartu["superseded"] == [], tartu
+            assert tartu["possible_conflict"] == [ghent["id"]], tartu
+            note = tartu["possible_conflict_note"]
+            assert f"supersedes={ghent['id']}" in note and f"differs_from={ghent['id']}" in note
 
             # The agent says both hold: the possible-conflict flag goes, both stay, and the
             # two are no contradiction any more: not in recall's marks, not in reflect.
             before = await call(client, "reflect", {"limit": 50})
-            dutch = await fact("Orchard reader", "translated into", "Dutch")
-            korean = await fact("Orchard reader", "translated into", "Korean")
-            assert dutch["status"] == korean["status"] == "duplicate"
-            settled = await call(client, "confirm", {"ids": [korean["id"]],
-                                                     "differs_from": dutch["id"]})  # fmt: skip
+            settled = await call(client, "confirm", {"ids": [tartu["id"]],
+                                                     "differs_from": ghent["id"]})  # fmt: skip
             assert settled, settled
-            found = await call(client, "recall", {"query": "Orchard reader translated into",
+            found = await call(client, "recall", {"query": "Ferngrove HQ located in",
                                                   "types": ["semantic"], "limit": 20})  # fmt: skip
             marks = {r["id"]: r for r in found["results"]}
-            for a, b in ((korean["id"], dutch["id"]), (dutch["id"], korean["id"])):
+            for a, b in ((tartu["id"], ghent["id"]), (ghent["id"], tartu["id"])):
                 assert b not in marks[a].get("possible_conflict", []), str(marks[a])
                 assert b not in marks[a].get("contradicts", []), str(marks[a])
             after = await call(client, "reflect", {"limit": 50})
-            pair = {korean["id"], dutch["id"]}
+            pair = {tartu["id"], ghent["id"]}
 
             def listed(doc: dict[str, Any]) -> list[set[str]]:
                 return [{f["id"] for f in c["facts"]} for c in doc["contradictions"]]

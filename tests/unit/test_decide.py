@@ -195,10 +195,12 @@ def test_a_changed_fact_supersedes_the_old_one() -> None:
     assert [(e.memory_id, e.reason) for e in superseded] == [(first.result.id, "conflict")]
 
 
-def test_a_second_name_told_plainly_stands_beside_the_first_flagged() -> None:
+def test_a_second_name_told_plainly_stands_beside_the_first_named_or_flagged() -> None:
     """Without a start, a word of change or values a thing has one of, a second value of
     one relation may be one more (offices, input tables) as well as a change: nothing is
-    superseded, both are flagged, and the answer says how to settle it."""
+    superseded. Told in the very words of the first, it is kept beside it as one value
+    more and named; in other words (the subject spelt otherwise), both are flagged and the
+    answer says how to settle it."""
     view = FakeView()
     first = store(view, fact("Quillmark", "has a studio in", "Porto"), new_id=ids())
     second = store(view, fact("Quillmark", "has a studio in", "Tallinn"),
@@ -206,16 +208,25 @@ def test_a_second_name_told_plainly_stands_beside_the_first_flagged() -> None:
     assert second.result.superseded == ()
     old = view.memory(first.result.id)
     assert old is not None and old.t_invalid is None
-    (flag,) = [e for e in second.events if isinstance(e, FactsPossiblyConflicting)]
-    assert flag.others == (first.result.id,) and flag.reason == "relation"
-    answer = second.result.as_dict()
-    assert answer["possible_conflict"] == [first.result.id]
+    assert not [e for e in second.events if isinstance(e, FactsPossiblyConflicting)]
+    kept = second.result.as_dict()
+    assert kept["multi_valued"] is True and kept["kept_beside"][0]["id"] == first.result.id
+    assert f"supersedes={first.result.id}" in kept["plural_note"]
+    # The subject written otherwise: flagged against both values, neither replaced.
+    other = store(view, fact("quillmark", "has a studio in", "Riga"),
+                  new_id=lambda p: f"{p}_other")  # fmt: skip
+    assert other.result.superseded == ()
+    (flag,) = [e for e in other.events if isinstance(e, FactsPossiblyConflicting)]
+    both = {first.result.id, second.result.id}
+    assert set(flag.others) == both and flag.reason == "relation"
+    answer = other.result.as_dict()
+    assert set(answer["possible_conflict"]) == both
     assert f"supersedes={first.result.id}" in answer["possible_conflict_note"]
-    # The same told as news (a start given) replaces it.
-    third = store(view, fact("Quillmark", "has a studio in", "Riga",
+    # The same told as news (a start given) replaces them.
+    third = store(view, fact("Quillmark", "has a studio in", "Vilnius",
                              valid_from="2026-12-01T08:00:00Z"),
                   new_id=lambda p: f"{p}_news")  # fmt: skip
-    assert set(third.result.superseded) == {first.result.id, second.result.id}
+    assert set(third.result.superseded) == {first.result.id, second.result.id, other.result.id}
 
 
 def test_the_same_fact_again_is_a_duplicate_that_revalidates() -> None:

@@ -9,8 +9,9 @@ a sure match is replaced like a fact of the same relation; a possible one is lef
 standing and flagged (``facts.possible_conflict``, reason ``relation``), and the answer
 names it (``possible_conflict_with``) with the one line that settles it (``confirm``
 with ``supersedes`` or ``differs_from``: :func:`ferrex.core.decide.forget.decide_settle`).
-A plainly plural fact (:func:`ferrex.rules.slots.plural_fact`, or two objects each scoped
-to its own purpose) is stored as multi-valued; the answer names the values it was kept beside
+A plainly plural fact (:func:`ferrex.rules.slots.plural_fact`, two objects each scoped
+to its own purpose, or a value told plainly in the very words of the current ones:
+:func:`repeats_wording`) is stored as multi-valued; the answer names the values it was kept beside
 (``kept_beside``) and how to replace one instead, and one stored under a wording that
 does not read as plural (``maintained by`` beside ``maintainer``) is flagged.
 "The subject's" facts are those of every spelling of its entity the scope may use. The
@@ -32,7 +33,8 @@ ends nothing.
 Multi-valued facts (``multi_valued``) never conflict: they sit beside each other. A
 later single-valued store states the one current value: it replaces them (a different
 object) or confirms one (the same object), and its answer says which it replaced
-(``replaced_multi_valued``). Active facts of the same relation on a subject that is
+(``replaced_multi_valued``); where a single-valued value beside them is only flagged, they
+are flagged with it, none replaced. Active facts of the same relation on a subject that is
 *possibly* the same, with an object that does not agree, or of a relation that may
 fill the same slot, are left standing and named in a ``facts.possible_conflict`` event
 (the answer's ``possible_conflict``). A fact replaced as its slot's new value is named
@@ -41,6 +43,7 @@ in the answer (``replaced_note``) with how to keep both.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as replaced
@@ -51,7 +54,7 @@ from ferrex.errors import ConflictAmbiguous
 from ferrex.rules.dedup import classify_object_change
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
-from ferrex.rules.predicates import match_known, normalize_predicate
+from ferrex.rules.predicates import FUNCTION_WORDS, match_known, normalize_predicate
 from ferrex.rules.restatements import restated
 from ferrex.rules.slots import (
     SlotMatch,
@@ -164,6 +167,56 @@ def a_current_value(
     return any(rule(valid.object, str(m.object)) for m in current)
 
 
+def repeats_wording(
+    valid: ValidStore,
+    view: View,
+    who: Who,
+    named: Named,
+    measures: Measures,
+    settings: StoreSettings,
+) -> bool:
+    """Whether a new value, told with no start and no word of change, is stated in the very
+    words of the current values of its relation, subject and predicate alike (``revenue
+    DAG | reads from | orders``, then ``revenue DAG | reads from | refunds``), each a clearly
+    different value (:func:`ferrex.rules.dedup.classify_object_change`) that it does not
+    surely replace (:func:`ferrex.rules.value_changes.replaces_value`): one value more of a
+    relation of many, kept beside them and named, not flagged. An agent tells a change as
+    one (a ``valid_from``, ``moved to``, a note of it). A fact worded otherwise is weighed
+    as before: the subject written another way, even in case or by an article (``ci`` /
+    ``CI``, ``CI pipeline`` / ``the CI pipeline``: told apart, the two statements may be a
+    correction), or another predicate than the same with an auxiliary (``is hosted on``)."""
+    if valid.object is None or valid.predicate is None or valid.t_valid is not None:
+        return False
+    predicate = normalized_predicate(valid, view, who, settings, named.subject.keys)
+    if told_as_news(predicate, valid.content, dated=False):
+        return False
+    agree = agree_with(view, who)
+    others = [m for m in _same_relation(view, who, named.subject.keys, predicate)
+              if not agree(valid.object, str(m.object))]  # fmt: skip
+    if not others or any(
+        _wording(str(m.predicate)) != _wording(valid.predicate)
+        or " ".join(str(m.subject).split()) != " ".join(str(valid.subject).split())
+        or restated(valid.object, str(m.object))
+        or replaces_value(predicate, valid.object, str(m.object), None, dated=False)
+        for m in others
+    ):
+        return False
+    cosines = cosines_with(measures, valid.object, [str(m.object) for m in others])
+    return all(
+        classify_object_change(
+            valid.object, str(m.object), cosine,
+            duplicate=settings.conflict_duplicate, different=settings.conflict_different,
+        ) == "supersede"
+        for m, cosine in zip(others, cosines, strict=True)
+    )  # fmt: skip
+
+
+def _wording(words: str) -> list[str]:
+    """A predicate's words as written, auxiliaries and articles aside (``is hosted on`` is
+    ``hosted on``), not normalized: ``lives on`` is not ``hosted on``."""
+    return [w for w in re.split(r"[\W_]+", words.casefold()) if w and w not in FUNCTION_WORDS]
+
+
 def plural_beside(
     valid: ValidStore,
     view: View,
@@ -236,6 +289,11 @@ def plan_fact(
                 and not restated(str(valid.object), str(m.object)) and not replaces_value(
                     predicate, str(valid.object), str(m.object), valid.content,
                     dated=valid.t_valid is not None)]  # fmt: skip
+    if doubtful:
+        # Values kept beside one it may not replace (a relation of many) are replaced no
+        # more surely: flagged with it, not some replaced and some left standing.
+        doubtful += [m for m in outcome if m.multi_valued
+                     and not restated(str(valid.object), str(m.object))]  # fmt: skip
     outcome = [m for m in outcome if m not in doubtful]
     # Facts under other predicates that may fill this slot (:func:`ferrex.rules.slots.
     # slot_match`: object kinds, head words, the cosine of the two facts' phrases): the sure

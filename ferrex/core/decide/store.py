@@ -80,7 +80,7 @@ from ..view import EpisodeTail, View
 from . import Decision, NewId
 from .copies import SimilarAnswer, SimilarMemory, refuse_duplicates, refuse_imported
 from .entities import EntityMatch, Named, ResolvedEntity, name_entities
-from .facts import FactPlan, a_current_value, plan_fact, plural_beside
+from .facts import FactPlan, a_current_value, plan_fact, plural_beside, repeats_wording
 from .notes import flag_note, history_note, plural_note, replaced_multi_note, replaced_note
 from .shared import Flagged, FlaggedFact, Measures, Who, body_of, supersedable
 
@@ -287,7 +287,11 @@ def decide_store(
         (" for " in obj and a_current_value(valid, view, who, named, settings, scoped_apart))
         or (counted(obj) and a_current_value(valid, view, who, named, settings, counts_of_two))
     )
-    plural = plural or scoped
+    # The relation in the very words of its current values, no word of change: one more.
+    repeated = (
+        single and not scoped and repeats_wording(valid, view, who, named, measures, settings)
+    )
+    plural = plural or scoped or repeated
     multi_valued = multi_valued or plural
     supersede = _Supersede()
     if valid.supersedes is not None:
@@ -318,7 +322,7 @@ def decide_store(
     beside: list[Memory] = []
     if plural and named.subject.entity is not None:
         beside, fact = plural_beside(valid, view, who, named.subject, fact, memory_id,
-                                      flag=not scoped)  # fmt: skip
+                                      flag=not (scoped or repeated))  # fmt: skip
     episode = _plan_episode(valid, view, who, memory_id, now, settings)
     decided = _stored(valid, view, who, memory_id, now, named, supersede, fact, versions,
                       episode, close, multi_valued=multi_valued)  # fmt: skip

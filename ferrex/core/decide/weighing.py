@@ -265,6 +265,8 @@ class Weighing:
             person = self.person(possible.entity_id)
             if not person and not self.close(possible.entity_id):
                 continue
+            if self.many_values(possible.entity_id):
+                continue  # one value of several its relation holds: not the one it replaces
             same = [m for m in self.current_of(possible.entity_id)
                     if self.one_relation(m)
                     and replaces_value(self.predicate, self.obj, str(m.object),
@@ -277,6 +279,14 @@ class Weighing:
         if len(found) != 1 or not may_replace(self.who, found[0]):
             return []
         return found
+
+    def many_values(self, entity_id: str) -> bool:
+        """Whether the entity's relation of the new fact holds a current value kept beside
+        others (multi-valued): the relation holds many, and a value told as news of a
+        subject only possibly the same replaces none of them surely."""
+        keys = sorted(self.spelt.get(entity_id, ()))
+        return any(m.multi_valued and is_current(m) and self.who.sees(m) and self.one_relation(m)
+                   for m in facts_of(self.view, self.who, keys))  # fmt: skip
 
     def one_relation(self, m: Memory) -> bool:
         """Whether a fact of another subject is of the new fact's relation: its predicate, or
