@@ -132,6 +132,10 @@ def store(app: App, /, as_json: bool, **fields: Any) -> None:
         superseded = result["superseded"]
         extra = f", superseded {', '.join(superseded)}" if superseded else ""
         click.echo(f"{result['id']} ({result['type']}{extra})")
+        # What the store did beside storing, and how to settle it, as the agent is told.
+        for key in ("possible_conflict_note", "replaced_note", "plural_note", "note"):
+            if key in result:
+                click.echo(f"note: {result[key]}", err=True)
         if "similar" in result:
             click.echo(f"note: {result['similar']['note']}", err=True)
 

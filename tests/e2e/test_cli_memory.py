@@ -60,6 +60,26 @@ def test_a_late_report_of_an_older_value_is_stored_as_history_and_says_so(home: 
     assert err.startswith("note: valid from 2026-06-01") and "stays current" in err
 
 
+def test_a_plain_store_says_what_it_flagged_kept_or_replaced(home: Path) -> None:
+    # It printed the id alone: a possible conflict, a value kept beside another or one
+    # replaced was told to an agent, not to someone at the terminal.
+    def fact(subject: str, predicate: str, obj: str, *more: str) -> tuple[str, str]:
+        code, out, err = run(home, "store", "--subject", subject, "--predicate", predicate,
+                             "--object", obj, *more)  # fmt: skip
+        assert code == 0, err
+        return out.split()[0], err
+
+    ghent, _ = fact("Brightwater HQ", "based in", "Ghent")
+    _, err = fact("Brightwater HQ", "located in", "Tartu")
+    assert err.startswith("note: ") and f"supersedes={ghent}" in err and "differs_from" in err
+    orders, _ = fact("settlement DAG", "reads from", "orders")
+    _, err = fact("settlement DAG", "reads from", "refunds")
+    assert f"kept beside {orders}" in err, err
+    old, _ = fact("settlement DAG", "schedule", "02:00 UTC")
+    _, err = fact("settlement DAG", "schedule", "03:30 UTC")
+    assert err.startswith("note: ") and old in err, err
+
+
 def test_store_bad_input_exits_2_and_writes_nothing(home: Path) -> None:
     head = journal_head(home) if (home / "journal").exists() else 0
     for args in (
