@@ -482,6 +482,12 @@ def spelled_alike(left: str, right: str) -> bool:
     return True
 
 
+def as_worded(predicate: str) -> list[str]:
+    """A predicate's words as the agent wrote them, auxiliaries and articles aside (``is
+    hosted on`` is ``hosted on``), not normalized: ``lives on`` is not ``hosted on``."""
+    return [w for w in re.split(r"[\W_]+", predicate.casefold()) if w and w not in FUNCTION_WORDS]
+
+
 def one_relation(left: str, right: str) -> bool:
     """Two normalized predicates of one relation: the same, spelled alike, or a role noun
     and its agent phrase (:func:`agent_noun_of`)."""

@@ -222,11 +222,36 @@ def test_a_second_name_told_plainly_stands_beside_the_first_named_or_flagged() -
     answer = other.result.as_dict()
     assert set(answer["possible_conflict"]) == both
     assert f"supersedes={first.result.id}" in answer["possible_conflict_note"]
-    # The same told as news (a start given) replaces them.
+    # The same told as news (a start given, a note of change) replaces them.
     third = store(view, fact("Quillmark", "has a studio in", "Vilnius",
-                             valid_from="2026-12-01T08:00:00Z"),
+                             valid_from="2026-12-01T08:00:00Z",
+                             content="moved every studio to Vilnius"),
                   new_id=lambda p: f"{p}_news")  # fmt: skip
     assert set(third.result.superseded) == {first.result.id, second.result.id, other.result.id}
+
+
+def test_a_start_alone_adds_one_more_value_to_a_relation_that_holds_many() -> None:
+    """A start tells a change of one value; beside values kept beside each other it tells
+    when one more began: kept beside them, nothing replaced, nothing flagged."""
+    view = FakeView()
+    first = store(view, fact("Quillmark", "has a studio in", "Porto"), new_id=ids())
+    second = store(view, fact("Quillmark", "has a studio in", "Tallinn"),
+                   new_id=lambda p: f"{p}_2")  # fmt: skip
+    assert second.result.multi_valued
+    dated = store(view, fact("Quillmark", "has a studio in", "Riga",
+                             valid_from="2026-12-01T08:00:00Z"),
+                  new_id=lambda p: f"{p}_3")  # fmt: skip
+    assert dated.result.superseded == () and dated.result.multi_valued
+    assert not [e for e in dated.events if isinstance(e, FactsPossiblyConflicting)]
+    assert {f["id"] for f in dated.result.as_dict()["kept_beside"]} == {
+        first.result.id,
+        second.result.id,
+    }
+    # Beside one value only, a start is news of a change: it replaces it.
+    one = store(view, fact("Quillmark", "hq in", "Porto"), new_id=lambda p: f"{p}_4")
+    moved = store(view, fact("Quillmark", "hq in", "Lisbon", valid_from="2026-12-01T08:00:00Z"),
+                  new_id=lambda p: f"{p}_5")  # fmt: skip
+    assert moved.result.superseded == (one.result.id,)
 
 
 def test_the_same_fact_again_is_a_duplicate_that_revalidates() -> None:

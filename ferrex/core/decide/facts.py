@@ -43,7 +43,6 @@ in the answer (``replaced_note``) with how to keep both.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as replaced
@@ -54,7 +53,7 @@ from ferrex.errors import ConflictAmbiguous
 from ferrex.rules.dedup import classify_object_change
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
-from ferrex.rules.predicates import FUNCTION_WORDS, match_known, normalize_predicate
+from ferrex.rules.predicates import as_worded, match_known, normalize_predicate
 from ferrex.rules.restatements import restated
 from ferrex.rules.slots import (
     SlotMatch,
@@ -185,7 +184,7 @@ def repeats_wording(
     as before: the subject written another way, even in case or by an article (``ci`` /
     ``CI``, ``CI pipeline`` / ``the CI pipeline``: told apart, the two statements may be a
     correction), or another predicate than the same with an auxiliary (``is hosted on``)."""
-    if valid.object is None or valid.predicate is None or valid.t_valid is not None:
+    if valid.object is None or valid.predicate is None:
         return False
     predicate = normalized_predicate(valid, view, who, settings, named.subject.keys)
     if told_as_news(predicate, valid.content, dated=False):
@@ -193,8 +192,12 @@ def repeats_wording(
     agree = agree_with(view, who)
     others = [m for m in _same_relation(view, who, named.subject.keys, predicate)
               if not agree(valid.object, str(m.object))]  # fmt: skip
+    # A start alone tells a change of one value, not of a relation that holds many already
+    # (values kept beside each other): there it is when this one more began.
+    if valid.t_valid is not None and not any(m.multi_valued for m in others):
+        return False
     if not others or any(
-        _wording(str(m.predicate)) != _wording(valid.predicate)
+        as_worded(str(m.predicate)) != as_worded(valid.predicate)
         or " ".join(str(m.subject).split()) != " ".join(str(valid.subject).split())
         or restated(valid.object, str(m.object))
         or replaces_value(predicate, valid.object, str(m.object), None, dated=False)
@@ -209,12 +212,6 @@ def repeats_wording(
         ) == "supersede"
         for m, cosine in zip(others, cosines, strict=True)
     )  # fmt: skip
-
-
-def _wording(words: str) -> list[str]:
-    """A predicate's words as written, auxiliaries and articles aside (``is hosted on`` is
-    ``hosted on``), not normalized: ``lives on`` is not ``hosted on``."""
-    return [w for w in re.split(r"[\W_]+", words.casefold()) if w and w not in FUNCTION_WORDS]
 
 
 def plural_beside(

@@ -19,7 +19,7 @@ import msgspec
 from ferrex.rules.entities import normalize_entity, resolve_entity
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
-from ferrex.rules.predicates import one_relation
+from ferrex.rules.predicates import as_worded, one_relation
 from ferrex.rules.restatements import restated
 from ferrex.rules.short_forms import spelled_out
 from ferrex.rules.slot_outcomes import slot_match
@@ -288,6 +288,19 @@ class Weighing:
         return any(m.multi_valued and is_current(m) and self.who.sees(m) and self.one_relation(m)
                    for m in facts_of(self.view, self.who, keys))  # fmt: skip
 
+    def one_more(self, entity_id: str, same: Sequence[Memory]) -> bool:
+        """Whether the new fact is one value more of a relation of many of an entity
+        possibly its subject: the relation holds values kept beside each other there
+        (:meth:`many_values`), the new fact words it as they do (``hosted on`` for
+        ``hosted on``) and tells no change in words (a start alone is when the one more
+        began). Whether the two names are one thing or two, it then conflicts with none."""
+        wording = as_worded(str(self.valid.predicate))
+        return (
+            self.many_values(entity_id)
+            and not told_as_news(self.predicate, self.valid.content, dated=False)
+            and all(as_worded(str(m.predicate)) == wording for m in same)
+        )
+
     def one_relation(self, m: Memory) -> bool:
         """Whether a fact of another subject is of the new fact's relation: its predicate, or
         one spelled alike (:func:`ferrex.rules.predicates.spelled_alike`: ``mem limit`` /
@@ -369,6 +382,8 @@ class Weighing:
         for possible in self.subject.possible:
             current = self.current_of(possible.entity_id)
             same = [m for m in current if self.one_relation(m)]
+            # One value more of a relation of many, on either name: no conflict.
+            more = bool(same) and self.one_more(possible.entity_id, same)
             slots = self.slots_of(possible.entity_id, measures)
             matched = {m.memory_id for m, _ in slots}
             matched |= {m.memory_id for m in current if m not in same and self.moved(m)}
@@ -376,7 +391,7 @@ class Weighing:
                 matched = {m.memory_id for m in self.news_of(current) if m not in same}
             # Two flags: one of the same relation (gone once the subjects are one entity, a
             # contradiction proper then) and one of relations possibly the same (kept).
-            for others, reason in (([m.memory_id for m in same], possible.reason),
+            for others, reason in (([] if more else [m.memory_id for m in same], possible.reason),
                                    (sorted(matched), RELATION)):  # fmt: skip
                 if others:
                     out.append(self.flag(sorted(others), possible.entity_id, reason,
