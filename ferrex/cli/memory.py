@@ -568,10 +568,8 @@ def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
     what was skipped, by reason."""
     outcomes: list[dict[str, Any]] = summary["items"]
     _echo_unavailable(outcomes, lambda first, n: count_of(n, "message"), "messages")
-    for bad in summary["invalid"]:
-        named = f" ({bad['conversation_id']})" if "conversation_id" in bad else ""
-        click.echo(f"conversation {bad['conversation']}{named}: not imported, invalid "
-                   f"[{bad['code']}] {bad['message']}")  # fmt: skip
+    for bad in summary["invalid"]:  # the message names the conversation (number and id)
+        click.echo(f"not imported: invalid [{bad['code']}] {bad['message']}")
     for o in outcomes:
         what = f"conversation {o['conversation_id']} message {o['message_id']}"
         what += f" part {o['part']}" if "part" in o else ""
