@@ -25,8 +25,8 @@ def main() -> None:
 
 
 def _lean_options(argv: list[str]) -> dict[str, str] | None:
-    if argv[-2:] != ["hook", "prompt"] or os.environ.get("FERREX_HOOK_LEAN") == "0":
-        return None
+    if "prompt" not in argv[-3:] or os.environ.get("FERREX_HOOK_LEAN") == "0":
+        return None  # (``hook prompt``, maybe ``--client NAME`` after it: read exactly there)
     from ferrex.hooks.lean import prompt_options
 
     return prompt_options(argv)

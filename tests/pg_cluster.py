@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -16,6 +15,8 @@ from itertools import count
 from pathlib import Path
 
 import psycopg
+
+from tests.ports import free_port
 
 BIN_DIRS = (Path("/usr/lib/postgresql/15/bin"), Path("/usr/local/bin"))
 USER = "postgres"
@@ -30,13 +31,6 @@ def binary(name: str) -> Path:
     if found is None:
         raise RuntimeError(f"PostgreSQL's {name} is not installed (looked in {BIN_DIRS})")
     return Path(found)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _os_user() -> pwd.struct_passwd | None:
@@ -79,7 +73,7 @@ class Cluster:
         if user is not None:
             os.chown(root, user.pw_uid, user.pw_gid)
             os.chown(pwfile, user.pw_uid, user.pw_gid)
-        cluster = cls(data, _free_port(), user)
+        cluster = cls(data, free_port(), user)
         cluster._run(
             binary("initdb"), "-D", data, "-U", USER, "--auth=scram-sha-256",
             f"--pwfile={pwfile}", "--encoding=UTF8", "--no-instructions",

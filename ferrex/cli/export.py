@@ -146,13 +146,17 @@ def jsonl_cmd(
     if as_json:
         click.echo(json.dumps({"file": file, **result.as_dict()}))
         return
-    note = "" if current_only else f", {result.invalidated} of them invalidated"
-    skipped = f"; {result.redacted} redacted memories left out" if result.redacted else ""
+    # Which of the memories are invalidated (superseded history), said only when some are.
+    invalidated = f" ({result.invalidated} invalidated)" if result.invalidated else ""
+    skipped = ""
+    if result.redacted:
+        left_out = count_of(result.redacted, "redacted memory", "redacted memories")
+        skipped = f"; {left_out} left out"
     click.echo(
-        f"exported {count_of(result.memories, 'memory', 'memories')} and "
+        f"exported {count_of(result.memories, 'memory', 'memories')}{invalidated} and "
         f"{count_of(result.entities, 'entity', 'entities')} to "
         f"{'stdout' if file == '-' else file} at journal position {result.journal_position}"
-        f"{note}{skipped}",
+        f"{skipped}",
         err=file == "-",
     )
 

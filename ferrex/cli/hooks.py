@@ -6,9 +6,10 @@ shape (:mod:`ferrex.hooks.command_hooks`); only a transcript's format differs, w
 ``ferrex hook capture --client`` names.
 
 A hook never blocks or breaks the client: whatever happens (a failure, a data directory that
-is not there, a deadline passed), it exits 0, prints nothing unless it has context to add,
-and writes one line to ``<home>/logs/hooks.log`` (each run's event, outcome and time; to
-stderr when the data directory does not exist, which a hook never creates). It speaks for
+is not there, a deadline passed), it exits 0, prints nothing unless it has context to add
+(``{}`` for Gemini CLI, which would show stderr otherwise: ``--client gemini-cli``), and writes
+one line to ``<home>/logs/hooks.log`` (each run's event, outcome and time; to stderr when the
+data directory does not exist, which a hook never creates, except for Gemini CLI). It speaks for
 the agent and namespace its command names, which install copies from the client's MCP entry
 (``--agent-id``, ``--default-visibility``, ``--namespace``), and reaches the stores through
 the hub, as the CLI does: through the server when one runs, never taking its lock; with none,
@@ -36,13 +37,16 @@ import click
 
 from ferrex.app import App
 from ferrex.errors import FerrexError, UsageError
-from ferrex.hooks import claude_code, codex_cli, command_hooks, gemini_cli
+from ferrex.hooks import claude_code, command_hooks, gemini_cli
 from ferrex.hooks.command_hooks import Client, HookInput
 from ferrex.hooks.lean import (
+    CLIENTS,
+    DEFAULT_CLIENT,
     hook_namespace,
     log_run,
     paused_file,
     paused_projects,
+    print_outcome,
     prompt_hook,
 )
 from ferrex.projects import project_root
@@ -51,10 +55,7 @@ from journal.files import make_private_dir, replace_durably
 if TYPE_CHECKING:
     from ferrex.server.tool_calls import ToolRequest
 
-_CLIENTS: Final = {
-    client.name: client for client in (claude_code.CLIENT, gemini_cli.CLIENT, codex_cli.CLIENT)
-}
-CLIENTS = click.Choice(list(_CLIENTS))
+CLIENT_NAMES = click.Choice(list(CLIENTS))
 TRANSCRIPTS = click.Choice([claude_code.CLIENT.name, gemini_cli.NAME])
 """The clients whose transcripts ``ferrex hook capture`` reads (Codex CLI's is not documented)."""
 DEADLINES: Final = {"session-start": 12.0, "prompt": 8.0, "capture": 55.0}
@@ -75,7 +76,7 @@ def _hook_homes(app: App, root: Path) -> list[Path]:
     hook reads the pause from the home it runs against, so a pause goes there, whatever
     home the shell that pauses has."""
     named: list[str] = []
-    for client in _CLIENTS.values():
+    for client in CLIENTS.values():
         for path in (_settings_path(str(root), False, client), _settings_path(None, True, client)):
             try:
                 named += command_hooks.homes_named(_read_settings(path))
@@ -165,7 +166,7 @@ _project_option = click.option(
 
 
 @hooks.command()
-@click.argument("client", type=CLIENTS)
+@click.argument("client", type=CLIENT_NAMES)
 @_project_option
 @click.option("--user", is_flag=True, help="Every project of this user (the settings under ~).")
 @click.option("--agent-id", help="The agent id its MCP entry gives ferrex (default: CLIENT).")
@@ -191,7 +192,7 @@ def install(
     (~/.claude/settings.json, ~/.gemini/settings.json, ~/.codex/hooks.json). Other settings
     and hooks are kept; the file replaced is kept as NAME.ferrex-backup (or
     NAME.ferrex-backup.N: a backup is never overwritten)."""
-    chosen = _CLIENTS[client]
+    chosen = CLIENTS[client]
     path = _settings_path(project, user, chosen)
     base = [_ferrex_executable(), "--home", str(app.home), "--agent-id", agent_id or client,
             "--default-visibility", default_visibility]  # fmt: skip
@@ -212,13 +213,13 @@ def install(
 
 
 @hooks.command()
-@click.argument("client", type=CLIENTS)
+@click.argument("client", type=CLIENT_NAMES)
 @_project_option
 @click.option("--user", is_flag=True, help="From the user's settings (under ~).")
 @click.option("--dry-run", is_flag=True, help="Print the settings it would write; write nothing.")
 def uninstall(client: str, project: str | None, user: bool, dry_run: bool) -> None:
     """Remove ferrex's hooks from CLIENT's settings; everything else stays as it is."""
-    path = _settings_path(project, user, _CLIENTS[client])
+    path = _settings_path(project, user, CLIENTS[client])
     before = _read_settings(path)
     doc = command_hooks.without_ours(before)
     if dry_run:
@@ -233,7 +234,7 @@ def uninstall(client: str, project: str | None, user: bool, dry_run: bool) -> No
 
 
 @hooks.command()
-@click.argument("client", type=CLIENTS, default="claude-code")
+@click.argument("client", type=CLIENT_NAMES, default="claude-code")
 @_project_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.pass_obj
@@ -241,7 +242,7 @@ def status(app: App, client: str, project: str | None, as_json: bool) -> None:
     """Where ferrex's hooks are installed in CLIENT's settings (default: claude-code) and
     whether this project pauses them (for every client)."""
     root = project_root(Path(project or "."))
-    chosen = _CLIENTS[client]
+    chosen = CLIENTS[client]
     places = {"project": _settings_path(str(root), False, chosen),
               "user": _settings_path(None, True, chosen)}  # fmt: skip
     homes = _hook_homes(app, root)
@@ -307,27 +308,37 @@ def hook() -> None:
     to add on stdout, exit 0 whatever happens."""
 
 
+_client_option = click.option(
+    "--client", type=CLIENT_NAMES, default=DEFAULT_CLIENT, show_default=True,
+    help="The client that runs the hook (gemini-cli: {} on stdout when there is nothing to "
+    "add, nothing on stderr).",
+)  # fmt: skip
+
+
 @hook.command("session-start")
+@_client_option
 @click.pass_obj
-def session_start(app: App) -> None:
+def session_start(app: App, client: str) -> None:
     """A brief for the session: what needs attention, current facts, recent memories."""
-    _run(app, "session-start", _brief)
+    _run(app, "session-start", _brief, client)
 
 
 @hook.command()
+@_client_option
 @click.pass_obj
-def prompt(app: App) -> None:
+def prompt(app: App, client: str) -> None:
     """The memories recall judges relevant to the prompt, with their ids (nothing if none)."""
-    _run(app, "prompt", _prompt)
+    _run(app, "prompt", _prompt, client)
 
 
 @hook.command()
-@click.option("--client", type=TRANSCRIPTS, default="claude-code", show_default=True,
-              help="Whose transcript format transcript_path is in.")  # fmt: skip
+@click.option("--client", type=TRANSCRIPTS, default=DEFAULT_CLIENT, show_default=True,
+              help="Whose transcript format transcript_path is in (and, as for the other "
+              "hooks, whose stdout rules it keeps).")  # fmt: skip
 @click.pass_obj
 def capture(app: App, client: str) -> None:
     """Keep the session's conversation (its transcript) as episodes, once per message."""
-    _run(app, "capture", lambda run: _capture(run, client))
+    _run(app, "capture", lambda run: _capture(run, client), client)
 
 
 class _Hooked:
@@ -405,9 +416,10 @@ def _capture(run: _Hooked, client: str) -> str:
     return ""
 
 
-def _run(app: App, name: str, work: Callable[[_Hooked], str]) -> None:
+def _run(app: App, name: str, work: Callable[[_Hooked], str], client: str) -> None:
     """Run one hook within its deadline; print its context, if any, as the client's JSON
-    document; exit 0 whatever happened."""
+    document (``{}`` when there is none, for a client that reads stderr then); exit 0
+    whatever happened."""
     started = time.monotonic()
     outcome: dict[str, Any] = {}
     flags = click.get_current_context().find_root().meta.get("ferrex.flags") or {}
@@ -436,13 +448,11 @@ def _run(app: App, name: str, work: Callable[[_Hooked], str]) -> None:
     worker.join(DEADLINES[name])
     done = not worker.is_alive()
     context = outcome.get("context") if done else None
-    if context:
-        event = outcome.get("event") or (
-            "SessionStart" if name == "session-start" else "UserPromptSubmit"
-        )
-        document = command_hooks.context_output(event, context)
-        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+    event = outcome.get("event") or (
+        "SessionStart" if name == "session-start" else "UserPromptSubmit"
+    )
+    chosen = CLIENTS[client]
+    print_outcome(chosen, event, context)
     run = outcome.get("run")
     if done and run is not None:
         try:
@@ -452,11 +462,9 @@ def _run(app: App, name: str, work: Callable[[_Hooked], str]) -> None:
             outcome.setdefault("error", f"closing: {type(exc).__name__}: {exc}")
     if not done:
         outcome["error"] = f"gave up after {DEADLINES[name]:g} s"
-    _log(app, name, outcome, time.monotonic() - started, getattr(run, "note", None))
+    seconds = time.monotonic() - started
+    log_run(app.home, name, outcome, seconds, getattr(run, "note", None),
+            stderr=not chosen.json_always)  # fmt: skip
     # Nothing of this process is needed any more; a model thread or a stuck call must not
     # keep the client waiting in the interpreter's teardown.
     os._exit(0)
-
-
-def _log(app: App, name: str, outcome: dict[str, Any], seconds: float, note: str | None) -> None:
-    log_run(app.home, name, outcome, seconds, note)

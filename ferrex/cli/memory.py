@@ -351,17 +351,18 @@ class _Reached:
     def __init__(self) -> None:
         self.done = 0
         self.total = 0
-        self.unit = "lines"
+        self.noun, self.plural = "line", "lines"
         self.stopping = False
 
     @contextmanager
     def progress(
-        self, label: str, unit: str, *, quiet: bool = False
+        self, label: str, noun: str, plural: str | None = None, *, quiet: bool = False
     ) -> Iterator[Callable[[int, int], None]]:
         """:func:`ferrex.cli.progress.progress`, its counts also kept here; Ctrl-C taken at
-        the chunks' ends meanwhile."""
-        self.unit = unit
-        with progress(label, unit, quiet=quiet) as update, self._ctrl_c_between_chunks():
+        the chunks' ends meanwhile. ``noun`` is what is counted, one of them (``plural``: when
+        it is not the noun and an s)."""
+        self.noun, self.plural = noun, plural or noun + "s"
+        with progress(label, self.plural, quiet=quiet) as update, self._ctrl_c_between_chunks():
 
             def counted(done: int, total: int) -> None:
                 self.done, self.total = done, total
@@ -398,14 +399,21 @@ class _Reached:
         if not self.done:
             return "interrupted: nothing was written yet; run the same command to import the file"
         if self.done >= self.total:  # during the index build that follows a large import
-            return (
-                f"interrupted: all {self.total:,} {self.unit} were written or skipped, and "
-                "stay; the vector indexes were not built: `ferrex optimize` builds them"
+            every = (
+                f"the one {self.noun} was written or skipped, and stays"
+                if self.total == 1
+                else f"all {self.total:,} {self.plural} were written or skipped, and stay"
             )
+            return (
+                f"interrupted: {every}; the vector indexes were not built: `ferrex optimize` "
+                "builds them"
+            )
+        one = self.done == 1
         return (
-            f"interrupted: {self.done:,} of {self.total:,} {self.unit} were written or skipped "
-            "by the time the import stopped, and stay; run the same command again to resume "
-            "(what is imported already is skipped)"
+            f"interrupted: {self.done:,} of {self.total:,} {self.plural} "
+            f"{'was' if one else 'were'} written or skipped by the time the import stopped, "
+            f"and {'stays' if one else 'stay'}; run the same command again to resume (what is "
+            "imported already is skipped)"
         )
 
 
@@ -446,7 +454,7 @@ def _import(app: App, file: str, options: _ImportOptions, reached: _Reached) -> 
     check_format(parsed, file_format)
     writer = app.writer()
     secrets = secrets_mode(writer, options.secrets)
-    with reached.progress("importing", "lines", quiet=as_json) as update:
+    with reached.progress("importing", "line", quiet=as_json) as update:
         outcomes = import_lines(
             writer, parsed, file_format, update,
             agent_id=app.config["store.agent_id"], unreadable=unreadable,
@@ -515,7 +523,7 @@ def _import_chats(
     )
     writer = app.writer()
     secrets = secrets_mode(writer, options.secrets)
-    with reached.progress("importing", "memories") as update:
+    with reached.progress("importing", "memory", "memories") as update:
         summary = import_chats(writer, fmt, parsed, update, agent_id=app.config["store.agent_id"])
     counts: dict[str, int] = summary["counts"]
     new = sum(counts.get(s, 0) for s in NEW_MEMORY)
@@ -564,10 +572,8 @@ def _echo_chats(summary: dict[str, Any], secrets: str) -> None:
     what was skipped, by reason."""
     outcomes: list[dict[str, Any]] = summary["items"]
     _echo_unavailable(outcomes, lambda first, n: count_of(n, "message"), "messages")
-    for bad in summary["invalid"]:
-        named = f" ({bad['conversation_id']})" if "conversation_id" in bad else ""
-        click.echo(f"conversation {bad['conversation']}{named}: not imported, invalid "
-                   f"[{bad['code']}] {bad['message']}")  # fmt: skip
+    for bad in summary["invalid"]:  # the message names the conversation (number and id)
+        click.echo(f"not imported: invalid [{bad['code']}] {bad['message']}")
     for o in outcomes:
         what = f"conversation {o['conversation_id']} message {o['message_id']}"
         what += f" part {o['part']}" if "part" in o else ""

@@ -12,7 +12,8 @@ client says so:
 - a hook gets one JSON object on stdin with ``session_id``, ``transcript_path``, ``cwd``,
   ``hook_event_name``, and ``prompt`` for the prompt's event (:class:`HookInput`);
 - exit 0 with ``{"hookSpecificOutput": {"hookEventName": EVENT, "additionalContext":
-  TEXT}}`` on stdout adds TEXT to the model's context (:func:`context_output`).
+  TEXT}}`` on stdout adds TEXT to the model's context (:func:`context_output`); a client
+  that reads stderr when stdout is empty gets ``{}`` instead of nothing (``Client.json_always``).
 
 An entry is ferrex's when its command runs a ``ferrex`` executable's ``hook`` subcommand
 (:func:`is_ours`), whichever client's: install replaces ferrex's entries and keeps every other
@@ -31,7 +32,8 @@ from typing import Any, Final
 SUBCOMMANDS: Final = frozenset({"session-start", "prompt", "capture"})
 """The ``ferrex hook`` subcommands a client's settings may run."""
 CLIENT_OPTION: Final = "--client"
-"""The option ``ferrex hook capture`` takes to read another client's transcript."""
+"""The option a ``ferrex hook`` subcommand takes to name the client that runs it: whose
+transcript ``capture`` reads, whose rules for stdout and stderr the hook keeps."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,10 @@ class Client:
     hooks: tuple[HookSpec, ...]
     project: PurePath
     user: PurePath
+    json_always: bool = False
+    """Whether its hooks print a JSON object on stdout whatever happens (``{}``: nothing to
+    add) and never write stderr: a client that shows a hook's stderr to its user when
+    stdout is empty (Gemini CLI)."""
 
 
 def command(base: Sequence[str], spec: HookSpec) -> str:
@@ -65,7 +71,7 @@ def command(base: Sequence[str], spec: HookSpec) -> str:
 
 
 def is_ours(entry: object) -> bool:
-    """Whether a hook entry runs ``ferrex ... hook SUBCOMMAND`` (``capture`` with or without
+    """Whether a hook entry runs ``ferrex ... hook SUBCOMMAND`` (with or without
     ``--client NAME``)."""
     if not isinstance(entry, Mapping) or entry.get("type") != "command":
         return False
@@ -76,7 +82,7 @@ def is_ours(entry: object) -> bool:
         words = shlex.split(text)
     except ValueError:
         return False
-    if len(words) >= 5 and words[-2] == CLIENT_OPTION and words[-3] == "capture":
+    if len(words) >= 5 and words[-2] == CLIENT_OPTION:
         words = words[:-2]
     return (
         len(words) >= 3

@@ -26,8 +26,10 @@ What of Gemini CLI's hooks this relies on, as its repository documents and imple
   the history's first turn, for ``BeforeAgent`` as a part after this turn's prompt. Exit 2
   blocks the turn, any other exit code is a warning; nothing on stdout changes nothing, but
   text on stderr then is read as the output (non-JSON: shown to the user as a
-  ``systemMessage``), so a hook of ferrex's writes to stderr only when its data directory
-  is missing.
+  ``systemMessage``). So each of ferrex's hooks here runs with ``--client gemini-cli`` and
+  keeps ``json_always``: ``{}`` on stdout when it has nothing to add (paused, nothing
+  relevant, a failure, no data directory), nothing on stderr; what went wrong is in
+  ferrex's hook log.
 
 The session file's format is read by :mod:`ferrex.porting.gemini_sessions`.
 """
@@ -40,13 +42,13 @@ from typing import Final
 from ferrex.hooks.command_hooks import CLIENT_OPTION, Client, HookSpec
 
 NAME: Final = "gemini-cli"
-_CAPTURE: Final = (CLIENT_OPTION, NAME)
+_CLIENT: Final = (CLIENT_OPTION, NAME)
 
 HOOKS: Final = (
-    HookSpec("SessionStart", "session-start", 15_000, name="ferrex-session-start"),
-    HookSpec("BeforeAgent", "prompt", 10_000, name="ferrex-prompt"),
-    HookSpec("PreCompress", "capture", 60_000, _CAPTURE, name="ferrex-capture"),
-    HookSpec("SessionEnd", "capture", 60_000, _CAPTURE, name="ferrex-capture"),
+    HookSpec("SessionStart", "session-start", 15_000, _CLIENT, name="ferrex-session-start"),
+    HookSpec("BeforeAgent", "prompt", 10_000, _CLIENT, name="ferrex-prompt"),
+    HookSpec("PreCompress", "capture", 60_000, _CLIENT, name="ferrex-capture"),
+    HookSpec("SessionEnd", "capture", 60_000, _CLIENT, name="ferrex-capture"),
 )
 """Timeouts in milliseconds, Gemini CLI's unit."""
 
@@ -55,4 +57,5 @@ CLIENT: Final = Client(
     HOOKS,
     project=PurePath(".gemini", "settings.json"),
     user=PurePath(".gemini", "settings.json"),
+    json_always=True,
 )

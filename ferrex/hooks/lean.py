@@ -16,8 +16,9 @@ or closed connection) it does nothing and says so, and the full command runs ins
 elects, and with no server owns the data directory for its run). Either way the same
 requests are made and the same context printed (:func:`prompt_hook`).
 
-The hooks' namespace (:func:`hook_namespace`), pause list (:func:`paused_projects`) and log
-line (:func:`log_run`) live here too, so that both paths share them.
+The clients (:data:`CLIENTS`), the hooks' namespace (:func:`hook_namespace`), pause list
+(:func:`paused_projects`), output (:func:`print_outcome`) and log line (:func:`log_run`) live
+here too, so that both paths share them.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ferrex.hooks.command_hooks import HookInput
+from ferrex.hooks import claude_code, codex_cli, gemini_cli
+from ferrex.hooks.command_hooks import CLIENT_OPTION, Client, HookInput, context_output
 from ferrex.projects import project_namespace, project_root
 from ferrex.rules import arguments
 
@@ -54,6 +56,11 @@ _VALUED: Final = {
 
 
 # -- shared by both paths --------------------------------------------------------------------
+
+CLIENTS: Final = {c.name: c for c in (claude_code.CLIENT, gemini_cli.CLIENT, codex_cli.CLIENT)}
+"""The clients whose hooks ferrex installs, by name (``--client``'s values)."""
+DEFAULT_CLIENT: Final = claude_code.CLIENT.name
+"""The client a hook run without ``--client`` keeps the rules of."""
 
 
 def paused_file(home: Path) -> Path:
@@ -131,11 +138,28 @@ def prompt_hook(call: Call, prompt: str | None) -> str:
     return prompt_context(call(context_request(request)), count=None)
 
 
+def print_outcome(client: Client, event: str, context: str | None) -> None:
+    """What a hook prints on stdout: the document that adds ``context``; else nothing, or
+    ``{}`` for a client that reads stderr when stdout is empty (``Client.json_always``)."""
+    if context:
+        sys.stdout.write(json.dumps(context_output(event, context), ensure_ascii=False) + "\n")
+    elif client.json_always:
+        sys.stdout.write("{}\n")
+    sys.stdout.flush()
+
+
 def log_run(
-    home: Path, name: str, outcome: Mapping[str, Any], seconds: float, note: str | None
+    home: Path,
+    name: str,
+    outcome: Mapping[str, Any],
+    seconds: float,
+    note: str | None,
+    *,
+    stderr: bool = True,
 ) -> None:
     """One line in ``<home>/logs/hooks.log``: when, which hook, what it did, how long (to
-    stderr when the data directory is not there: a hook never creates it)."""
+    stderr when the data directory is not there, since a hook never creates it, unless
+    ``stderr`` is False: a client that shows a hook's stderr to its user)."""
     from journal.files import make_private_dir, private_opener
 
     if "error" in outcome:
@@ -156,7 +180,8 @@ def log_run(
         with open(logs / "hooks.log", "a", opener=private_opener) as f:
             f.write(line.replace("\n", " ") + "\n")
     except OSError:
-        sys.stderr.write(f"ferrex hook: {line}\n")
+        if stderr:
+            sys.stderr.write(f"ferrex hook: {line}\n")
 
 
 # -- the lean path ---------------------------------------------------------------------------
@@ -165,12 +190,18 @@ def log_run(
 def prompt_options(argv: Sequence[str]) -> dict[str, str] | None:
     """The global options of ``argv`` when it is exactly ``[OPTIONS] hook prompt`` with
     options this path understands (``--home``, ``--config``, ``--agent-id``, ``--namespace``,
-    ``--default-visibility``, each with its value as the next word or after ``=``); None
-    for any other command line, which the full command handles."""
+    ``--default-visibility``, each with its value as the next word or after ``=``), and
+    ``--client NAME`` after it as install writes it (``client``); None for any other
+    command line, which the full command handles."""
+    out: dict[str, str] = {}
+    if len(argv) >= 4 and argv[-2] == CLIENT_OPTION:
+        if argv[-1] not in CLIENTS:
+            return None
+        out["client"] = argv[-1]
+        argv = argv[:-2]
     if len(argv) < 2 or list(argv[-2:]) != ["hook", "prompt"]:
         return None
     words = list(argv[:-2])
-    out: dict[str, str] = {}
     while words:
         word = words.pop(0)
         name, eq, value = word.partition("=")
@@ -209,14 +240,10 @@ def prompt(options: Mapping[str, str], stdin_text: str) -> bool:
         return False
     except Exception as exc:  # a hook must never break the client: logged, not raised
         outcome["error"] = _described(exc)
-    context = outcome.get("context")
-    if context:
-        from ferrex.hooks.command_hooks import context_output
-
-        document = context_output(outcome.get("event") or "UserPromptSubmit", context)
-        sys.stdout.write(json.dumps(document, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-    log_run(home, "prompt", outcome, time.monotonic() - started, "lean")
+    client = CLIENTS[options.get("client", DEFAULT_CLIENT)]
+    print_outcome(client, outcome.get("event") or "UserPromptSubmit", outcome.get("context"))
+    seconds = time.monotonic() - started
+    log_run(home, "prompt", outcome, seconds, "lean", stderr=not client.json_always)
     return True
 
 

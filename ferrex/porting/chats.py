@@ -163,6 +163,7 @@ class InvalidConversation:
     conversation: str | None
     """Its id, when it has one that reads as an id."""
     error: UsageError
+    """Why, its message naming the conversation once: ``conversation 2 (ID) has no ...``."""
 
 
 def detect(doc: Any) -> ChatFormat | None:
@@ -218,10 +219,12 @@ def parse(
     out = ChatParse(fmt)
     shape = _Shape(fmt, assistant, split_chars, content_chars)
     for index, conversation in enumerate(conversations, start=1):
+        cid = _conversation_id(conversation)
+        where = f"conversation {index}" + (f" ({cid})" if cid else "")
         try:
-            out.add(_conversation(conversation, f"conversation {index}", shape))
-        except UsageError as exc:
-            out.invalid.append(InvalidConversation(index, _conversation_id(conversation), exc))
+            out.add(_conversation(conversation, where, shape))
+        except UsageError as exc:  # its message names it: place in the file, and id
+            out.invalid.append(InvalidConversation(index, cid, exc))
     if out.invalid and not out.conversations:
         raise out.invalid[0].error  # not one conversation of the format: not its export
     return out

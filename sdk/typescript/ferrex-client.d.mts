@@ -91,9 +91,15 @@ export interface ListOptions {
   visibility?: Visibility;
   /** current (default): not superseded; superseded; or all. */
   state?: "current" | "superseded" | "all";
-  /** Event time at or after. */
+  /**
+   * Event time at or after: ISO 8601 with a timezone (2024-05-01T09:00:00Z, +02:00), or a date
+   * alone (00:00 UTC); a time without a timezone is refused.
+   */
   after?: string;
-  /** Event time before. */
+  /**
+   * Event time before: ISO 8601 with a timezone (2024-05-01T09:00:00Z, +02:00), or a date alone
+   * (00:00 UTC); a time without a timezone is refused.
+   */
   before?: string;
   /**
    * Only memories with this tag (a value of their context's tags list); repeated: every one of

@@ -4,7 +4,6 @@ loopback port, with alice's and bob's tokens beside the operator's token file.""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +13,7 @@ from pathlib import Path
 from tests.e2e.dashboard_helpers import ALICE, BOB, operator_token, write_tokens
 from tests.e2e.mcp_helpers import FERREX
 from tests.healthz import stderr_of, wait_healthy
+from tests.ports import free_port
 
 __all__ = ["ALICE", "BOB", "Server", "serve_http"]
 
@@ -24,12 +24,6 @@ class Server:
     url: str
     operator: str
     process: subprocess.Popen[str]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager
@@ -52,7 +46,7 @@ def serve_http(
     if config:
         path = home / "ferrex.toml"
         path.write_text(config + "\n" + path.read_text())
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

@@ -198,4 +198,12 @@ def test_a_time_without_a_timezone_is_refused_as_the_tools_refuse_it(server: Ser
         for when in ("2026-11-03T00:00:00Z", "2026-11-03T01:00:00+01:00", "2026-11-03")
     ]
     assert pages[0] and pages[0] == pages[1] == pages[2], pages
+    # and the OpenAPI document the server publishes says so, where a client generator reads it
+    document = httpx.get(server.url + "/api/v1/openapi.json", timeout=60).json()
+    for path in ("/api/v1/memories", "/api/v1/recall"):
+        described = {p["name"]: p["description"]
+                     for p in document["paths"][path]["get"]["parameters"]}  # fmt: skip
+        for name in ("after", "before"):
+            assert "with a timezone" in described[name], (path, name, described[name])
+            assert "without a timezone is refused" in described[name], (path, name)
     assert all(m["event_time"] >= "2026-11-03" for m in pages[0]), pages[0]

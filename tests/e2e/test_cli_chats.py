@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -161,14 +162,21 @@ def test_bad_files_are_refused_and_nothing_is_written(tmp_path: Path) -> None:
     # One conversation of the wrong shape among good ones is left out and reported, as a
     # bad line is; the others are imported.
     mixed = write(tmp_path / "mixed.json", [claude_linear("k", "n", [("human", "hi")]),
-                                            {"uuid": "k2", "chat_messages": "oops"}])  # fmt: skip
+                                            {"uuid": "k2", "chat_messages": "oops"},
+                                            claude_linear("k3", "m", [("human", "yo")]),
+                                            ["not", "a", "conversation"]])  # fmt: skip
     code, out, err = run(home, "import", str(mixed), "--format", "claude")
     assert code == 2, err
-    assert (
-        "conversation 2 (k2): not imported, invalid [invalid_input] conversation 2 has no "
-        "chat_messages list" in out
-    )
-    assert "1 invalid, 1 stored" in out
+    reported = [line for line in out.splitlines() if line.startswith("not imported")]
+    assert reported == [
+        "not imported: invalid [invalid_input] conversation 2 (k2) has no chat_messages list "
+        "(Claude's messages)",
+        "not imported: invalid [invalid_input] conversation 4 is an array, not a conversation "
+        "object",
+    ], out
+    for line in reported:  # each conversation once, named once
+        assert len(re.findall(r"conversation \d", line)) == 1, line
+    assert "claude: 2 conversations, 2 messages" in out and "2 invalid, 2 stored" in out
 
 
 def test_a_likely_secret_in_a_message_is_redacted_and_reported(tmp_path: Path) -> None:

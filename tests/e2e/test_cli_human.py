@@ -181,5 +181,14 @@ def test_counts_agree_with_their_nouns_in_text_and_json_is_unchanged(tmp_path: P
     assert out.startswith("1 record in 1 segment,"), out
     code, out, err = run(one, "export", "jsonl", str(tmp_path / "one.jsonl"))
     assert code == 0 and out.startswith("exported 1 memory and 0 entities to "), (out, err)
+    assert "invalidated" not in out and "of them" not in out, out  # not "0 of them invalidated"
     code, out, _ = run(one, "export", "jsonl", str(tmp_path / "two.jsonl"), "--json")
     assert json.loads(out)["memories"] == 1, out
+    code, out, _ = run(one, "recall", "staging cluster", "--json")
+    first = json.loads(out)["results"][0]["id"]
+    code, _, err = run(one, "store", "--content", "The staging cluster was rebuilt on Tuesday",
+                       "--supersedes", first)  # fmt: skip
+    assert code == 0, err
+    code, out, err = run(one, "export", "jsonl", str(tmp_path / "three.jsonl"))
+    assert code == 0, err
+    assert out.startswith("exported 2 memories (1 invalidated) and 0 entities to "), out

@@ -2,7 +2,8 @@
 writes into ``.gemini/settings.json``, its JSON input on stdin (the fields
 ``hookEventHandler.createBaseInput`` sends, and each event's own), a session file in the
 client's JSON Lines recording format on disk; the exit code, stdout and stderr checked
-(Gemini CLI reads stderr as the output when stdout is empty). Each hook runs against a
+(Gemini CLI reads stderr as the output when stdout is empty, and shows it to the user: so a
+hook with nothing to add prints ``{}`` and nothing on stderr). Each hook runs against a
 running MCP server and against none, as the Claude Code hooks' tests do."""
 
 from __future__ import annotations
@@ -72,6 +73,13 @@ def _base(event: str, common: dict[str, Any]) -> dict[str, Any]:
     return {**common, "hook_event_name": event, "timestamp": "2026-12-01T10:00:05.000Z"}
 
 
+def nothing_added(ran: tuple[int, str, str]) -> bool:
+    """A run that adds nothing and shows the user nothing: exit 0, an empty JSON object on
+    stdout (not nothing, or Gemini CLI reads stderr), stderr empty."""
+    code, out, err = ran
+    return code == 0 and err == "" and json.loads(out) == {}
+
+
 @pytest.mark.parametrize("with_server", [True, False], ids=["server", "no-server"])
 def test_each_hook_as_gemini_cli_runs_it(tmp_path: Path, with_server: bool) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
@@ -103,11 +111,11 @@ def test_each_hook_as_gemini_cli_runs_it(tmp_path: Path, with_server: bool) -> N
         assert memory in context_of(out, "BeforeAgent")
         assert _token_count()(context_of(out, "BeforeAgent")) <= PROMPT_TOKENS
         unrelated = {**prompt, "prompt": "What is the capital city of Mongolia?"}
-        assert run_hook(argv["BeforeAgent"], unrelated) == (0, "", "")  # nothing relevant
+        assert nothing_added(run_hook(argv["BeforeAgent"], unrelated))  # nothing relevant
         compress = {**_base("PreCompress", common), "trigger": "auto"}
-        assert run_hook(argv["PreCompress"], compress) == (0, "", "")
+        assert nothing_added(run_hook(argv["PreCompress"], compress))
         end = {**_base("SessionEnd", common), "reason": "exit"}
-        assert run_hook(argv["SessionEnd"], end) == (0, "", "")
+        assert nothing_added(run_hook(argv["SessionEnd"], end))
         if with_server:
             assert owner() == owner_pid(home)  # the server stayed the owner throughout
 
@@ -153,11 +161,32 @@ def test_bad_input_exits_0_with_nothing_and_a_log_line(tmp_path: Path) -> None:
                          "transcript_path": ""}),  # Gemini CLI recording nothing
         ("BeforeAgent", "not json at all"),
     ):  # fmt: skip
-        assert run_hook(argv[event], doc) == (0, "", ""), event
+        assert nothing_added(run_hook(argv[event], doc)), event
     log = (home / "logs" / "hooks.log").read_text().splitlines()
     assert "capture failed: FileNotFoundError" in log[0]
     assert "capture failed:" in log[1] and "no transcript_path" in log[1]
     assert "prompt failed: JSONDecodeError" in log[2]
+
+
+def test_a_data_directory_that_is_not_there_shows_the_user_nothing(tmp_path: Path) -> None:
+    """Each hook run against a data directory that does not exist (moved, a typo in --home):
+    before, nothing on stdout and a line on stderr, which Gemini CLI showed the user; now
+    ``{}`` and an empty stderr, and the directory is still not created."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    argv = installed_commands(home, project, tmp_path)
+    nowhere = tmp_path / "nowhere"
+    common = {"session_id": SESSION, "cwd": str(project),
+              "transcript_path": str(tmp_path / "missing.jsonl")}  # fmt: skip
+    for event, more in (("SessionStart", {"source": "startup"}),
+                        ("BeforeAgent", {"prompt": "Which branch does billing deploy from?"}),
+                        ("PreCompress", {"trigger": "auto"}),
+                        ("SessionEnd", {"reason": "exit"})):  # fmt: skip
+        command = [str(nowhere) if word == str(home) else word for word in argv[event]]
+        assert str(nowhere) in command, command
+        ran = run_hook(command, {**_base(event, common), **more})
+        assert nothing_added(ran), (event, ran)
+    assert not nowhere.exists()
 
 
 OTHER_SETTINGS: dict[str, Any] = {
@@ -205,7 +234,7 @@ def test_install_and_uninstall_round_trip_a_settings_file_with_other_hooks(
     ours = prompts[1]["hooks"][0]
     assert ours["name"] == "ferrex-prompt" and ours["timeout"] == 10000
     assert ours["command"].endswith(
-        " --agent-id gemini-cli --default-visibility shared hook prompt"
+        " --agent-id gemini-cli --default-visibility shared hook prompt --client gemini-cli"
     )
     assert "token" not in settings.read_text().lower()
     status = json.loads(hooks("status", "--json").stdout)
@@ -239,7 +268,7 @@ def test_a_paused_project_gets_nothing_from_gemini_hooks(tmp_path: Path) -> None
     paused = subprocess.run([FERREX, "hooks", "pause", "--project", str(project)], env=env,
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert paused.returncode == 0 and str(home) in paused.stdout, paused.stderr
-    assert run_hook(argv["SessionStart"], doc) == (0, "", "")
+    assert nothing_added(run_hook(argv["SessionStart"], doc))
     subprocess.run([FERREX, "hooks", "resume", "--project", str(project)], env=env, check=True,
                    timeout=60)  # fmt: skip
     assert context_of(run_hook(argv["SessionStart"], doc)[1], "SessionStart")

@@ -159,7 +159,8 @@ def test_a_malformed_conversation_is_reported_and_the_others_import(
     # The text report names it too; running it again stores nothing more.
     code, out, _ = run(home, "import", str(export))
     assert code == 2
-    assert "conversation 2 (bad): not imported, invalid [invalid_input] conversation 2" in out
+    assert "not imported: invalid [invalid_input] conversation 2 (bad)" in out
+    assert out.count("conversation 2") == 1, out  # said once
     assert says in out and "1 invalid, 1 skipped" in out
 
 
@@ -201,7 +202,7 @@ def test_a_file_of_malformed_conversations_only_is_refused_whole(tmp_path: Path)
     bad = claude_branching()
     _claude_parent_object(bad)
     code, _, err = run(home, "import", str(write(tmp_path / "c.json", [bad])))
-    assert code == 2 and "error [invalid_input]: conversation 1: message 2's" in err, err
+    assert code == 2 and "error [invalid_input]: conversation 1 (bad): message 2's" in err, err
     assert head(home) == position
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import stat
 import subprocess
 import time
@@ -17,12 +16,7 @@ import pytest
 
 from tests.e2e.mcp_helpers import FERREX, call, http_client
 from tests.healthz import wait_healthy
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import free_port
 
 
 def _sha(token: str) -> str:
@@ -44,7 +38,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     home = tmp_path / "home"
     home.mkdir()
     _write_tokens(home, [("alice-secret", "alice"), ("bob-secret", "bob")])
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -151,7 +145,7 @@ def test_open_loopback_serves_without_a_token_only_when_asked(tmp_path: Path) ->
     home = tmp_path / "home"
     home.mkdir()
     (home / "ferrex.toml").write_text("[auth]\nopen_loopback = true\n")
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -20,12 +20,7 @@ import pytest
 
 from tests.e2e.mcp_helpers import FERREX
 from tests.healthz import wait_healthy
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.ports import free_port
 
 
 @contextlib.contextmanager
@@ -36,7 +31,7 @@ def _serving(
     home.mkdir(parents=True, exist_ok=True)
     if config:
         (home / "ferrex.toml").write_text(config)
-    port = _free_port()
+    port = free_port()
 
     def limit() -> None:
         if nofile is not None:

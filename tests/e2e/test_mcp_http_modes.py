@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.mcp_helpers import FERREX, call, ferrex, http_client
 from tests.healthz import wait_healthy
+from tests.ports import free_port
 
 _INIT = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -27,14 +28,8 @@ _INIT = {
 _HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(home: Path, *extra: str) -> Iterator[tuple[str, str]]:
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}", *extra],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

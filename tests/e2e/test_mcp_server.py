@@ -23,6 +23,7 @@ from tests.e2e.mcp_helpers import (
     journal_head,
     stdio_client,
 )
+from tests.ports import free_port
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "mcp_tools.json"
 
@@ -154,7 +155,7 @@ def test_every_error_path_is_a_tool_error_with_a_code(tmp_path: Path) -> None:
 
 def test_http_transport(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [FERREX, "--home", str(home), "serve", "--http", f"127.0.0.1:{port}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -219,14 +220,6 @@ def test_third_party_client_mcp_inspector(tmp_path: Path) -> None:
                 "--tool-arg", "query=where are the api-server dashboards")  # fmt: skip
     assert found["structuredContent"]["results"][0]["id"] == memory_id  # type: ignore[index]
     assert journal_head(home) == 2  # the store, then the recall's access, flushed at exit
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _token(path: Path, timeout: float = 60) -> str:

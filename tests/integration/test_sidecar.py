@@ -8,7 +8,6 @@ real Qdrant binary is verified where one is installed.
 
 from __future__ import annotations
 
-import socket
 import stat
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from projections.sidecar import PID_FILE, Sidecar, _alive
 from projections.vectors import StoreUnreachable
+from tests.ports import free_port
 
 STAND_IN = """#!{python}
 import http.server, os
@@ -31,12 +31,6 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def make_binary(path: Path, body: str) -> Path:

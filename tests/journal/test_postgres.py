@@ -88,9 +88,9 @@ def test_a_missing_database_is_named(pg_cluster: Cluster) -> None:
 
 
 def test_nothing_listening_is_unavailable(pg_cluster: Cluster) -> None:
-    from tests.pg_cluster import _free_port
+    from tests.ports import free_port
 
-    url = f"postgresql://postgres:x@127.0.0.1:{_free_port()}/postgres"
+    url = f"postgresql://postgres:x@127.0.0.1:{free_port()}/postgres"
     with pytest.raises(JournalUnavailable, match="cannot reach PostgreSQL"):
         PostgresJournal.open(url)
     with pytest.raises(BackendUnavailable) as info, translated():

@@ -18,6 +18,12 @@ def test_only_hook_prompt_with_known_options_takes_the_lean_path() -> None:
                        "store.default_visibility": "shared",
                        "store.default_namespace": "ns"}  # fmt: skip
     assert prompt_options(["hook", "prompt"]) == {}
+    # Gemini CLI's hook names its client after the subcommand, as install writes it
+    assert prompt_options(["--home", "/h", "hook", "prompt", "--client", "gemini-cli"]) == {
+        "home": "/h", "client": "gemini-cli"}  # fmt: skip
+    for argv in (["hook", "prompt", "--client", "vim"], ["hook", "prompt", "--client"],
+                 ["hook", "capture", "--client", "gemini-cli"]):  # fmt: skip
+        assert prompt_options(argv) is None, argv
     for argv in (["hook", "capture"], ["--verbose", "hook", "prompt"], ["--home", "hook",
                  "prompt"][:2], ["--qdrant-url", "x", "hook", "prompt"], ["prompt"]):  # fmt: skip
         assert prompt_options(argv) is None, argv

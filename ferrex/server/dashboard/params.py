@@ -62,6 +62,9 @@ class Param:
 
 
 TEXT: dict[str, Any] = {"type": "string"}
+#: How a time of the query is written: the server refuses one without a timezone.
+_TIME_FORM = ("ISO 8601 with a timezone (2024-05-01T09:00:00Z, +02:00), or a date alone "
+              "(00:00 UTC); a time without a timezone is refused")  # fmt: skip
 _TEXTS: dict[str, Any] = {"type": "array", "items": TEXT}
 FLAG: dict[str, Any] = {"type": "boolean"}
 
@@ -73,8 +76,9 @@ SEARCH_QUERY = (
     Param("types", _TEXTS, "Only these kinds (repeated or comma-separated)."),
     Param("entities", _TEXTS, "Only memories about these (repeated or comma-separated)."),
     Param("min_relevance", {"type": "number", "minimum": 0, "maximum": 1}, "Cut-off."),
-    *(Param(n, TEXT, f"The recall tool's {n}.")
-      for n in ("as_of", "after", "before", "namespace", "strategy")),
+    *(Param(n, TEXT, f"The recall tool's {n}: {_TIME_FORM}.")
+      for n in ("as_of", "after", "before")),
+    *(Param(n, TEXT, f"The recall tool's {n}.") for n in ("namespace", "strategy")),
     *(Param(n, FLAG, f"The recall tool's {n}: true or false.")
       for n in ("include_stale", "include_invalidated")),
 )  # fmt: skip
@@ -100,8 +104,9 @@ LIST_QUERY = (
     Param("visibility", {"enum": list(get_args(Visibility))}, "Only private or only shared ones."),
     Param("state", {"enum": list(STATES)},
           "current (default): not superseded; superseded; or all."),
-    Param("after", {"type": "string", "format": "date-time"}, "Event time at or after."),
-    Param("before", {"type": "string", "format": "date-time"}, "Event time before."),
+    Param("after", {"type": "string", "format": "date-time"},
+          f"Event time at or after: {_TIME_FORM}."),
+    Param("before", {"type": "string", "format": "date-time"}, f"Event time before: {_TIME_FORM}."),
     Param("tag", _TEXTS, "Only memories with this tag (a value of their context's tags "
           "list); repeated: every one of them.", arg="tags"),
     Param("context", _TEXTS, "KEY:VALUE: only memories whose context's top-level KEY is "
