@@ -488,6 +488,30 @@ def as_worded(predicate: str) -> list[str]:
     return [w for w in re.split(r"[\W_]+", predicate.casefold()) if w and w not in FUNCTION_WORDS]
 
 
+def relational(predicate: str) -> bool:
+    """Whether a predicate as written relates its subject to its object by a verb or a
+    preposition (``reads from``, ``hosted on``, ``calls``, ``emits events``, ``affected``)
+    rather than naming an attribute of it (``log level``, ``AWS region``, ``default
+    branch``, ``status``): a relation may hold many values at once; an attribute names the
+    one value the subject has. A verb is told by its form alone: a first word in the third
+    person (``-s``, not a noun's ``-ss``, ``-us``, ``-is``, ``-os``, ``-as``) or in ``-ed``
+    (not ``-eed``: ``speed``, ``feed``)."""
+    words = as_worded(predicate)
+    if not words:
+        return False
+    if any(w in PREPOSITIONS for w in words):
+        return True
+    first = words[0]
+    if len(first) > 4 and first.endswith("ed") and not first.endswith("eed"):
+        return True
+    return len(first) > 3 and first.endswith("s") and not first.endswith(_NOUN_ENDINGS_IN_S)
+
+
+#: Endings of a word in ``-s`` that is no verb in the third person (``address``, ``status``,
+#: ``analysis``, ``kudos``, ``alias``), for :func:`relational`.
+_NOUN_ENDINGS_IN_S: Final = ("ss", "us", "is", "os", "as")
+
+
 def one_relation(left: str, right: str) -> bool:
     """Two normalized predicates of one relation: the same, spelled alike, or a role noun
     and its agent phrase (:func:`agent_noun_of`)."""

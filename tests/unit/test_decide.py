@@ -230,6 +230,25 @@ def test_a_second_name_told_plainly_stands_beside_the_first_named_or_flagged() -
     assert set(third.result.superseded) == {first.result.id, second.result.id, other.result.id}
 
 
+def test_an_attribute_or_a_role_told_twice_in_the_same_words_is_flagged() -> None:
+    """An attribute names the one value a thing has (``log level``), a role is held by one
+    (``owned by``): a second value in the same words may be a change, so both are flagged,
+    neither kept beside the other as one more."""
+    view = FakeView()
+    for predicate, first_value, second_value in (
+        ("log level", "DEBUG", "INFO"),
+        ("owned by", "platform-team", "data-infra-team"),
+    ):
+        first = store(view, fact("ingest worker", predicate, first_value),
+                      new_id=lambda p, v=first_value: f"{p}_{v}")  # fmt: skip
+        second = store(view, fact("ingest worker", predicate, second_value),
+                       new_id=lambda p, v=second_value: f"{p}_{v}")  # fmt: skip
+        assert not second.result.multi_valued, predicate
+        if not second.result.superseded:
+            (flag,) = [e for e in second.events if isinstance(e, FactsPossiblyConflicting)]
+            assert flag.others == (first.result.id,), predicate
+
+
 def test_a_start_alone_adds_one_more_value_to_a_relation_that_holds_many() -> None:
     """A start tells a change of one value; beside values kept beside each other it tells
     when one more began: kept beside them, nothing replaced, nothing flagged."""

@@ -14,6 +14,7 @@ from ferrex.rules.predicates import (
     DEFAULT_SYNONYM_GROUPS,
     DEFAULT_SYNONYMS,
     PREDICATE_EMBEDDING_THRESHOLD,
+    as_worded,
     match_known,
     may_reword,
     merge_synonyms,
@@ -21,6 +22,7 @@ from ferrex.rules.predicates import (
     predicate_phrase,
     predicate_shape,
     predicate_wording,
+    relational,
     same_count,
     spelled_alike,
     synonym_map,
@@ -556,3 +558,32 @@ def test_a_count_and_its_member_are_never_rewordings() -> None:
     assert not may_reword("replica_count", "replica")
     assert not may_reword("replica", "number_of_replicas")
     assert may_reword("node_count", "cluster_size")  # another noun: the score decides
+
+
+@pytest.mark.parametrize(
+    ("predicate", "expected"),
+    [
+        ("reads from", True),
+        ("is hosted on", True),
+        ("calls payment gateway", True),
+        ("emits events", True),
+        ("affected", True),
+        ("uses", True),
+        ("log level", False),
+        ("AWS region", False),
+        ("default branch", False),
+        ("status", False),
+        ("address", False),
+        ("speed limit", False),
+        ("has", False),
+    ],
+)
+def test_a_relation_by_verb_or_preposition_is_told_from_an_attribute(
+    predicate: str, expected: bool
+) -> None:
+    assert relational(predicate) is expected
+
+
+def test_a_predicate_as_worded_drops_auxiliaries_and_nothing_else() -> None:
+    assert as_worded("is hosted on") == as_worded("Hosted_on") == ["hosted", "on"]
+    assert as_worded("lives on") != as_worded("hosted on")

@@ -53,13 +53,13 @@ from ferrex.errors import ConflictAmbiguous
 from ferrex.rules.dedup import classify_object_change
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
-from ferrex.rules.predicates import as_worded, match_known, normalize_predicate
+from ferrex.rules.predicates import as_worded, match_known, normalize_predicate, relational
 from ferrex.rules.restatements import restated
 from ferrex.rules.slots import (
     SlotMatch,
     plural_fact,
 )
-from ferrex.rules.value_changes import replaces_value, told_as_news
+from ferrex.rules.value_changes import one_holder, replaces_value, told_as_news
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
 from projections.readmodel.predicates import is_current
@@ -174,7 +174,10 @@ def repeats_wording(
     measures: Measures,
     settings: StoreSettings,
 ) -> bool:
-    """Whether a new value, told with no start and no word of change, is stated in the very
+    """Whether a new value, told with no start and no word of change, of a relation that may
+    hold many values (its predicate a verb or a preposition, :func:`ferrex.rules.predicates.
+    relational`, not an attribute such as ``log level``, nor a role one holds,
+    :func:`ferrex.rules.value_changes.one_holder`), is stated in the very
     words of the current values of its relation, subject and predicate alike (``revenue
     DAG | reads from | orders``, then ``revenue DAG | reads from | refunds``), each a clearly
     different value (:func:`ferrex.rules.dedup.classify_object_change`) that it does not
@@ -184,10 +187,10 @@ def repeats_wording(
     as before: the subject written another way, even in case or by an article (``ci`` /
     ``CI``, ``CI pipeline`` / ``the CI pipeline``: told apart, the two statements may be a
     correction), or another predicate than the same with an auxiliary (``is hosted on``)."""
-    if valid.object is None or valid.predicate is None:
+    if valid.object is None or valid.predicate is None or not relational(valid.predicate):
         return False
     predicate = normalized_predicate(valid, view, who, settings, named.subject.keys)
-    if told_as_news(predicate, valid.content, dated=False):
+    if one_holder(predicate) or told_as_news(predicate, valid.content, dated=False):
         return False
     agree = agree_with(view, who)
     others = [m for m in _same_relation(view, who, named.subject.keys, predicate)
