@@ -507,6 +507,18 @@ def relational(predicate: str) -> bool:
     return len(first) > 3 and first.endswith("s") and not first.endswith(_NOUN_ENDINGS_IN_S)
 
 
+def placing(predicate: str) -> bool:
+    """Whether a predicate as written places its subject (its last preposition ``in``,
+    ``on``, ``at``, ``to``: ``runs on``, ``lives in``, ``deployed to``, ``happens on``): a
+    thing is usually in one place at a time, though some are in many (``available in``),
+    so a second place told plainly may as well be a move. Not ``into`` (``translated
+    into``), ``from``, ``by``, ``with``."""
+    found = [w for w in as_worded(predicate) if w in PREPOSITIONS]
+    return bool(found) and found[-1] in _PLACES
+
+
+_PLACES: Final = frozenset({"in", "on", "at", "to", "onto", "upon"})
+
 #: Endings of a word in ``-s`` that is no verb in the third person (``address``, ``status``,
 #: ``analysis``, ``kudos``, ``alias``), for :func:`relational`.
 _NOUN_ENDINGS_IN_S: Final = ("ss", "us", "is", "os", "as")

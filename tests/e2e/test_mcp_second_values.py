@@ -34,8 +34,13 @@ def test_a_second_value_told_plainly_is_kept_and_named_other_words_flagged_news_
             plainly = [
                 ("Orchard reader", "translated into", "Dutch", "Korean"),
                 ("nightly-settlement job", "pulls from", "ledger_entries", "chargebacks"),
-                ("kestrel cache", "hosted on", "kestrel-a.corp.example", "kestrel-b.corp.example"),
-                ("Ferngrove", "has a warehouse in", "Ghent", "Tartu"),
+                (
+                    "kestrel cache",
+                    "replicates from",
+                    "kestrel-a.corp.example",
+                    "kestrel-b.corp.example",
+                ),
+                ("Ferngrove", "buys pallets from", "Ghent Pallet Co", "Tartu Timber"),
             ]
             for subject, predicate, first_value, second_value in plainly:
                 first = await fact(subject, predicate, first_value)
@@ -60,6 +65,18 @@ def test_a_second_value_told_plainly_is_kept_and_named_other_words_flagged_news_
             news = await fact("Orchard reader app", "translated into", "Portuguese",
                               valid_from="2026-11-01")  # fmt: skip
             assert news["superseded"] == [] and "possible_conflict" not in news, news
+
+            # A place told twice plainly may be a move (``hosted on``), an attribute names one
+            # value (``log level``): both kept and flagged, not one more.
+            for subject, predicate, first_value, second_value in (
+                ("kestrel cache", "hosted on", "kestrel-a.corp.example", "kestrel-b.corp.example"),
+                ("Ferngrove", "has a warehouse in", "Leuven", "Narva"),
+                ("kestrel cache", "log level", "DEBUG", "WARN"),
+            ):
+                first = await fact(subject, predicate, first_value)
+                second = await fact(subject, predicate, second_value)
+                assert second["superseded"] == [] and "kept_beside" not in second, second
+                assert second["possible_conflict"] == [first["id"]], second
 
             # The relation in other words (``based in`` / ``located in``): kept and flagged,
             # the answer says how to settle it.

@@ -202,8 +202,8 @@ def test_a_second_name_told_plainly_stands_beside_the_first_named_or_flagged() -
     more and named; in other words (the subject spelt otherwise), both are flagged and the
     answer says how to settle it."""
     view = FakeView()
-    first = store(view, fact("Quillmark", "has a studio in", "Porto"), new_id=ids())
-    second = store(view, fact("Quillmark", "has a studio in", "Tallinn"),
+    first = store(view, fact("Quillmark", "sources oak from", "Porto"), new_id=ids())
+    second = store(view, fact("Quillmark", "sources oak from", "Tallinn"),
                    new_id=lambda p: f"{p}_new")  # fmt: skip
     assert second.result.superseded == ()
     old = view.memory(first.result.id)
@@ -213,7 +213,7 @@ def test_a_second_name_told_plainly_stands_beside_the_first_named_or_flagged() -
     assert kept["multi_valued"] is True and kept["kept_beside"][0]["id"] == first.result.id
     assert f"supersedes={first.result.id}" in kept["plural_note"]
     # The subject written otherwise: flagged against both values, neither replaced.
-    other = store(view, fact("quillmark", "has a studio in", "Riga"),
+    other = store(view, fact("quillmark", "sources oak from", "Riga"),
                   new_id=lambda p: f"{p}_other")  # fmt: skip
     assert other.result.superseded == ()
     (flag,) = [e for e in other.events if isinstance(e, FactsPossiblyConflicting)]
@@ -223,21 +223,22 @@ def test_a_second_name_told_plainly_stands_beside_the_first_named_or_flagged() -
     assert set(answer["possible_conflict"]) == both
     assert f"supersedes={first.result.id}" in answer["possible_conflict_note"]
     # The same told as news (a start given, a note of change) replaces them.
-    third = store(view, fact("Quillmark", "has a studio in", "Vilnius",
+    third = store(view, fact("Quillmark", "sources oak from", "Vilnius",
                              valid_from="2026-12-01T08:00:00Z",
-                             content="moved every studio to Vilnius"),
+                             content="moved all oak sourcing to Vilnius"),
                   new_id=lambda p: f"{p}_news")  # fmt: skip
     assert set(third.result.superseded) == {first.result.id, second.result.id, other.result.id}
 
 
-def test_an_attribute_or_a_role_told_twice_in_the_same_words_is_flagged() -> None:
+def test_an_attribute_a_role_or_a_place_told_twice_in_the_same_words_is_flagged() -> None:
     """An attribute names the one value a thing has (``log level``), a role is held by one
-    (``owned by``): a second value in the same words may be a change, so both are flagged,
-    neither kept beside the other as one more."""
+    (``owned by``), a thing is mostly in one place (``runs on``): a second value in the
+    same words may be a change, so both are flagged, neither kept beside the other."""
     view = FakeView()
     for predicate, first_value, second_value in (
         ("log level", "DEBUG", "INFO"),
         ("owned by", "platform-team", "data-infra-team"),
+        ("runs on", "node-7", "node-12"),
     ):
         first = store(view, fact("ingest worker", predicate, first_value),
                       new_id=lambda p, v=first_value: f"{p}_{v}")  # fmt: skip
@@ -253,11 +254,11 @@ def test_a_start_alone_adds_one_more_value_to_a_relation_that_holds_many() -> No
     """A start tells a change of one value; beside values kept beside each other it tells
     when one more began: kept beside them, nothing replaced, nothing flagged."""
     view = FakeView()
-    first = store(view, fact("Quillmark", "has a studio in", "Porto"), new_id=ids())
-    second = store(view, fact("Quillmark", "has a studio in", "Tallinn"),
+    first = store(view, fact("Quillmark", "sources oak from", "Porto"), new_id=ids())
+    second = store(view, fact("Quillmark", "sources oak from", "Tallinn"),
                    new_id=lambda p: f"{p}_2")  # fmt: skip
     assert second.result.multi_valued
-    dated = store(view, fact("Quillmark", "has a studio in", "Riga",
+    dated = store(view, fact("Quillmark", "sources oak from", "Riga",
                              valid_from="2026-12-01T08:00:00Z"),
                   new_id=lambda p: f"{p}_3")  # fmt: skip
     assert dated.result.superseded == () and dated.result.multi_valued

@@ -19,6 +19,7 @@ from ferrex.rules.predicates import (
     may_reword,
     merge_synonyms,
     normalize_predicate,
+    placing,
     predicate_phrase,
     predicate_shape,
     predicate_wording,
@@ -587,3 +588,8 @@ def test_a_relation_by_verb_or_preposition_is_told_from_an_attribute(
 def test_a_predicate_as_worded_drops_auxiliaries_and_nothing_else() -> None:
     assert as_worded("is hosted on") == as_worded("Hosted_on") == ["hosted", "on"]
     assert as_worded("lives on") != as_worded("hosted on")
+
+
+def test_a_place_is_told_by_the_last_preposition() -> None:
+    assert all(placing(p) for p in ("runs on", "lives in", "is deployed to", "has depot in"))
+    assert not any(placing(p) for p in ("translated into", "reads from", "used by", "log level"))

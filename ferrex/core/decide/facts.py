@@ -53,7 +53,7 @@ from ferrex.errors import ConflictAmbiguous
 from ferrex.rules.dedup import classify_object_change
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
-from ferrex.rules.predicates import as_worded, match_known, normalize_predicate, relational
+from ferrex.rules.predicates import as_worded, match_known, normalize_predicate, placing, relational
 from ferrex.rules.restatements import restated
 from ferrex.rules.slots import (
     SlotMatch,
@@ -195,9 +195,12 @@ def repeats_wording(
     agree = agree_with(view, who)
     others = [m for m in _same_relation(view, who, named.subject.keys, predicate)
               if not agree(valid.object, str(m.object))]  # fmt: skip
-    # A start alone tells a change of one value, not of a relation that holds many already
-    # (values kept beside each other): there it is when this one more began.
-    if valid.t_valid is not None and not any(m.multi_valued for m in others):
+    # A start alone tells a change of one value, and a place told plainly may be a move:
+    # neither where the relation holds many already (values kept beside each other), where
+    # it says when, or where, this one more is.
+    if not any(m.multi_valued for m in others) and (
+        valid.t_valid is not None or placing(valid.predicate)
+    ):
         return False
     if not others or any(
         as_worded(str(m.predicate)) != as_worded(valid.predicate)
