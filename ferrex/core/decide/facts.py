@@ -177,7 +177,9 @@ def repeats_wording(
     """Whether a new value, told with no start and no word of change, of a relation that may
     hold many values (its predicate a verb or a preposition, :func:`ferrex.rules.predicates.
     relational`, not an attribute such as ``log level``, nor a role one holds,
-    :func:`ferrex.rules.value_changes.one_holder`), is stated in the very
+    :func:`ferrex.rules.value_changes.one_holder`, nor a place, where a second value may be
+    a move, :func:`ferrex.rules.predicates.placing`, unless it holds many already), is
+    stated in the very
     words of the current values of its relation, subject and predicate alike (``revenue
     DAG | reads from | orders``, then ``revenue DAG | reads from | refunds``), each a clearly
     different value (:func:`ferrex.rules.dedup.classify_object_change`) that it does not
