@@ -26,9 +26,9 @@ from functools import cache
 from typing import Final
 
 from ferrex.models.sparse import tokens, word_tokens
-from ferrex.rules.predicates import DEFAULT_SYNONYM_GROUPS
+from ferrex.rules.predicates import DEFAULT_SYNONYM_GROUPS, PLACE_PREPOSITIONS
 from ferrex.rules.relevance import PERIOD_FRAME, compound_forms, is_compound, states_term
-from ferrex.rules.slots import PLACE_PREPOSITIONS, ObjectKind, named_version, object_kind
+from ferrex.rules.slots import ObjectKind, named_version, object_kind
 
 
 @dataclass(frozen=True, slots=True)

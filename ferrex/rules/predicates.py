@@ -220,6 +220,12 @@ PREPOSITIONS: Final[frozenset[str]] = frozenset(
     {"in", "on", "at", "by", "of", "to", "for", "from", "with", "into", "onto", "upon", "as"}
 )
 
+#: Prepositions that place a thing (``runs on``, ``hosted at``, ``deployed to``): one relation
+#: may take any of them. The others give a direction and must agree.
+PLACE_PREPOSITIONS: Final[frozenset[str]] = frozenset(
+    {"on", "at", "in", "to", "into", "onto", "upon"}
+)
+
 _NEGATIONS: Final[frozenset[str]] = frozenset({"not", "no", "never", "non", "without"})
 
 _CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -514,10 +520,8 @@ def placing(predicate: str) -> bool:
     so a second place told plainly may as well be a move. Not ``into`` (``translated
     into``), ``from``, ``by``, ``with``."""
     found = [w for w in as_worded(predicate) if w in PREPOSITIONS]
-    return bool(found) and found[-1] in _PLACES
+    return bool(found) and found[-1] in PLACE_PREPOSITIONS and found[-1] != "into"
 
-
-_PLACES: Final = frozenset({"in", "on", "at", "to", "onto", "upon"})
 
 #: Endings of a word in ``-s`` that is no verb in the third person (``address``, ``status``,
 #: ``analysis``, ``kudos``, ``alias``), for :func:`relational`.

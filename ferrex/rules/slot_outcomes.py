@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS
+from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS, PREPOSITIONS
 from ferrex.rules.schedules import same_timing, schedule_value
 from ferrex.rules.slots import (
     COUNT,
-    PLACE_PREPOSITIONS,
     POSSIBLE_PHRASE,
     POSSIBLE_VALUE_PHRASE,
     SINGLE_KINDS,

@@ -73,7 +73,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ferrex.rules.predicates import FUNCTION_WORDS, PREPOSITIONS, may_reword, same_count
+from ferrex.rules.predicates import (
+    FUNCTION_WORDS,
+    PLACE_PREPOSITIONS,
+    PREPOSITIONS,
+    may_reword,
+    same_count,
+)
 from ferrex.rules.schedules import schedule_value
 from ferrex.rules.subjects_apart import relations_apart
 from projections.rows import RELATION as RELATION
@@ -92,11 +98,6 @@ POSSIBLE_PHRASE: Final = 0.60
 #: ``raised to``: :func:`value_predicate`) may fill the slot of another: such a predicate
 #: always fills *some* slot of its subject, so the bar is lower.
 POSSIBLE_VALUE_PHRASE: Final = 0.40
-#: Prepositions that place a thing (``runs on``, ``hosted at``, ``deployed to``): one relation
-#: may take any of them. The others give a direction and must agree.
-PLACE_PREPOSITIONS: Final[frozenset[str]] = frozenset(
-    {"on", "at", "in", "to", "into", "onto", "upon"}
-)
 
 ObjectKind = Literal[
     "host", "version", "duration", "size", "rate", "money", "percent", "url", "party", "date"
