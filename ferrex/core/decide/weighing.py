@@ -177,6 +177,8 @@ class Weighing:
     of an entity weighed, casefolded: names, not common nouns (:func:`close_names`)."""
     slotted: dict[str, list[tuple[Memory, SlotMatch]]] = field(default_factory=dict)
     replacing: set[str] = field(default_factory=set)
+    many: dict[str, bool] = field(default_factory=dict)
+    """:meth:`many_values` of each entity asked (read once per store)."""
 
     @classmethod
     def of(
@@ -284,9 +286,13 @@ class Weighing:
         """Whether the entity's relation of the new fact holds a current value kept beside
         others (multi-valued): the relation holds many, and a value told as news of a
         subject only possibly the same replaces none of them surely."""
-        keys = sorted(self.spelt.get(entity_id, ()))
-        return any(m.multi_valued and is_current(m) and self.who.sees(m) and self.one_relation(m)
-                   for m in facts_of(self.view, self.who, keys))  # fmt: skip
+        if entity_id not in self.many:
+            keys = sorted(self.spelt.get(entity_id, ()))
+            self.many[entity_id] = any(
+                m.multi_valued and is_current(m) and self.who.sees(m) and self.one_relation(m)
+                for m in facts_of(self.view, self.who, keys)
+            )
+        return self.many[entity_id]
 
     def one_more(self, entity_id: str, same: Sequence[Memory]) -> bool:
         """Whether the new fact is one value more of a relation of many of an entity
