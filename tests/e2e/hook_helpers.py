@@ -77,3 +77,35 @@ def maybe_server(home: Path, with_server: bool, *agent: str) -> Iterator[Callabl
     finally:
         stop.set()
         thread.join(60)
+
+
+def project_with_a_memory(tmp: Path, *agent: str) -> tuple[Path, Path, str]:
+    """A data directory (``tmp/home``) holding one note about the billing service's deploys,
+    stored by the CLI with ``agent``'s options, and a project beside it (``tmp/project``, a
+    git tree): the two paths and the note's id."""
+    home, project = tmp / "home", tmp / "project"
+    (project / ".git").mkdir(parents=True)
+    stored = subprocess.run(
+        [FERREX, "--home", str(home), *agent, "store", "--json", "--content",
+         "The billing service deploys from the release-7 branch on Fridays"],
+        capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert stored.returncode == 0, stored.stderr
+    return home, project, str(json.loads(stored.stdout)["id"])
+
+
+def captured_session_log(home: Path, with_server: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Check ``hooks.log`` after a session of a client with capture: the brief, a prompt
+    with context and one with nothing (both on the lean path with a server: no stores' code,
+    one call to the owner; without one the full command, owning the data directory for its
+    run), then two captures. The two captures' outcomes."""
+    log = (home / "logs" / "hooks.log").read_text().splitlines()
+    assert [line.split()[1:3] for line in log] == [
+        ["session-start", "context"],
+        ["prompt", "context"],
+        ["prompt", "nothing"],
+        ["capture", "captured"],
+        ["capture", "captured"],
+    ]
+    assert [line.endswith(" lean") for line in log[1:3]] == [with_server] * 2
+    first, second = (json.loads(line.split(" ", 4)[4]) for line in log[3:5])
+    return first, second

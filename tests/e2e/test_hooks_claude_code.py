@@ -18,7 +18,13 @@ from mcp import Client
 from ferrex.cli.hooks import _token_count
 from ferrex.hooks.context import BRIEF_TOKENS, PROMPT_TOKENS
 from tests.e2e import hook_helpers
-from tests.e2e.hook_helpers import context_of, maybe_server, run_hook
+from tests.e2e.hook_helpers import (
+    captured_session_log,
+    context_of,
+    maybe_server,
+    project_with_a_memory,
+    run_hook,
+)
 from tests.e2e.mcp_helpers import FERREX, call, owner_pid, server_params
 
 AGENT = ["--agent-id", "claude-code", "--default-visibility", "shared"]
@@ -72,15 +78,8 @@ def installed_commands(home: Path, project: Path, tmp: Path) -> dict[str, list[s
 
 @pytest.mark.parametrize("with_server", [True, False], ids=["server", "no-server"])
 def test_each_hook_as_claude_code_runs_it(tmp_path: Path, with_server: bool) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
+    home, project, memory = project_with_a_memory(tmp_path, *AGENT)
     (project / "src").mkdir()
-    stored = subprocess.run(
-        [FERREX, "--home", str(home), *AGENT, "store", "--json", "--content",
-         "The billing service deploys from the release-7 branch on Fridays"],
-        capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert stored.returncode == 0, stored.stderr
-    memory = json.loads(stored.stdout)["id"]
     argv = installed_commands(home, project, tmp_path)
     assert set(argv) == {"SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"}
     transcript = tmp_path / "transcript.jsonl"
@@ -115,18 +114,7 @@ def test_each_hook_as_claude_code_runs_it(tmp_path: Path, with_server: bool) -> 
         if with_server:
             assert owner() == owner_pid(home)  # the server stayed the owner throughout
 
-    log = (home / "logs" / "hooks.log").read_text().splitlines()
-    assert [line.split()[1:3] for line in log] == [
-        ["session-start", "context"],
-        ["prompt", "context"],
-        ["prompt", "nothing"],
-        ["capture", "captured"],
-        ["capture", "captured"],
-    ]
-    # with a server the prompt hook took the lean path (no stores' code, one call to the
-    # owner); without one, the full command (it owned the data directory for its run)
-    assert [line.endswith(" lean") for line in log[1:3]] == [with_server] * 2
-    first, second = (json.loads(line.split(" ", 4)[4]) for line in log[3:5])
+    first, second = captured_session_log(home, with_server)
     assert first["stored"] == 3 and first["refused"] == 0
     assert first["skipped"] == {"not_a_message": 1, "non_text_part": 1, "tool_call": 1,
                                 "tool_result": 1, "empty_message": 1, "meta": 1,

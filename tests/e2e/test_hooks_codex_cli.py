@@ -16,7 +16,7 @@ import pytest
 from ferrex.cli.hooks import _token_count
 from ferrex.hooks.context import BRIEF_TOKENS, PROMPT_TOKENS
 from tests.e2e import hook_helpers
-from tests.e2e.hook_helpers import context_of, maybe_server, run_hook
+from tests.e2e.hook_helpers import context_of, maybe_server, project_with_a_memory, run_hook
 from tests.e2e.mcp_helpers import FERREX, owner_pid
 
 AGENT = ["--agent-id", "codex-cli", "--default-visibility", "shared"]
@@ -38,14 +38,7 @@ def _input(event: str, project: Path, **extra: Any) -> dict[str, Any]:
 def test_the_brief_and_the_prompt_hook_as_codex_cli_runs_them(
     tmp_path: Path, with_server: bool
 ) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    (project / ".git").mkdir(parents=True)
-    stored = subprocess.run(
-        [FERREX, "--home", str(home), *AGENT, "store", "--json", "--content",
-         "The billing service deploys from the release-7 branch on Fridays"],
-        capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert stored.returncode == 0, stored.stderr
-    memory = json.loads(stored.stdout)["id"]
+    home, project, memory = project_with_a_memory(tmp_path, *AGENT)
     argv = installed_commands(home, project, tmp_path)
     assert set(argv) == {"SessionStart", "UserPromptSubmit"}  # no capture: see codex_cli
 
