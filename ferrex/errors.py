@@ -241,7 +241,7 @@ class Duplicate(Refused):
 class ConflictAmbiguous(Refused):
     code = "conflict_ambiguous"
     http_status = 409
-    meaning = "it contradicts several memories"
+    meaning = "it would replace a pinned fact (its id in `ids`); pass `supersedes` to replace it"
 
 
 class AlreadySuperseded(Refused):

@@ -1,7 +1,7 @@
 """A team's notes through ferrex's real import and MCP recall: what an agent is shown.
 
     python -m tools.eval_agent_notes [--half tuning|held-out|both] [--show N] [--json]
-        [--notes FILE] [--questions FILE] [--keep DIR]
+        [--notes FILE] [--questions FILE] [--keep DIR] [--setting KEY=VALUE ...]
 
 The workload is ``golden_set/agent_notes/`` (its README: 1,040 notes of a fictional team,
 260 questions of five kinds). Nothing runs in-process but the token counter:
@@ -37,6 +37,10 @@ whoever tunes never sees its questions; ``--show N`` prints up to N misses of th
 an unanswerable one without the verdict) with the answer notes, where an explained recall
 (30 deep, untrimmed) ranks them (fused, dense and BM25 ranks, relevance), and what was shown.
 
+``--setting KEY=VALUE`` (repeatable) writes a configuration key (``ferrex config show``
+lists them; the value in TOML: ``recall.dense_lift=0.8``, ``recall.top_guard=false``) into
+the home's ``ferrex.toml`` before the import, so a setting is compared on the same path.
+
 Recall's recency boost counts from the day the evaluation runs (the notes end on
 2026-12-04), and recalls count as accesses, as they do for an agent: neither changes which
 memories match. The FERREX_* environment is not passed on (the numbers are the defaults').
@@ -55,6 +59,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +70,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CallToolResult
 
+from ferrex.config import CONFIG_NAME, KEYS
 from ferrex.models import Embedder
 from ferrex.models.choice import choose_embedding_model
 from tools import harness
@@ -139,6 +145,23 @@ def _named_id(outcome: Mapping[str, Any]) -> str | None:
     conflicting fact)."""
     named = [outcome.get("id"), *(outcome.get("ids") or ())]
     return next((m for m in named if isinstance(m, str) and m.startswith("mem_")), None)
+
+
+def config_text(items: Sequence[str]) -> str:
+    """The home's ``ferrex.toml`` for ``--setting KEY=VALUE`` items: every key one of
+    :data:`ferrex.config.KEYS`, every value TOML (checked as the server will read it)."""
+    known = {key.name for key in KEYS}
+    lines = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name not in known:
+            raise SystemExit(f"--setting {item!r}: need KEY=VALUE, a key of ferrex.config.KEYS")
+        try:
+            tomllib.loads(f"x = {value}")
+        except tomllib.TOMLDecodeError as exc:
+            raise SystemExit(f"--setting {item!r}: the value is not TOML ({exc})") from exc
+        lines.append(f"{name} = {value}\n")
+    return "".join(lines)
 
 
 def run_import(
@@ -554,7 +577,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--keep", type=Path, metavar="DIR", help="build the home here (new or empty) and keep it"
     )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a configuration key for the home (the value in TOML); repeatable",
+    )
     args = parser.parse_args(argv)
+    settings = config_text(args.setting)
     started = time.monotonic()
     notes = _load(args.notes)
     by_id = {n["id"]: n for n in notes}
@@ -568,6 +599,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         home = args.keep if args.keep is not None else work / "home"
         if home.exists() and any(home.iterdir()):
             raise SystemExit(f"--keep {home}: not empty")
+        if settings:
+            home.mkdir(parents=True, exist_ok=True)
+            (home / CONFIG_NAME).write_text(settings, "utf-8")
         print(f"importing {len(notes)} notes into {home}", file=sys.stderr)
         imported = run_import(ferrex, home, notes, env, work)
         print(f"  {imported.counts} in {imported.seconds} s", file=sys.stderr)

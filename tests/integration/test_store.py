@@ -191,19 +191,23 @@ def test_different_identifiers_are_different_facts(
     assert writer.projections.read_model.db.execute("SELECT count(*) FROM memories").get == 4
 
 
-def test_an_ambiguous_object_asks_for_supersedes(writer: Writer) -> None:
+def test_an_ambiguous_object_is_stored_beside_the_old_one_and_flagged(writer: Writer) -> None:
     # Thresholds from the configuration: everything short of identical is ambiguous here.
     writer.settings = replace(writer.settings, conflict_duplicate=0.9999, conflict_different=0.0)
     first = writer.store(fact("billing", "owned by", "the payments team"))
-    with pytest.raises(Refused) as caught:
-        writer.store(fact("billing", "owned by", "the platform team"))
-    assert caught.value.code == "conflict_ambiguous"
-    assert caught.value.details["ids"] == [first.id]
-    # Stored explicitly as multi-valued, both stay active (reflect reports them).
-    both = writer.store(fact("billing", "owned by", "the platform team"), multi_valued=True)
+    second = writer.store(fact("billing", "owned by", "the platform team"))
+    # Nothing the agent said is lost, nothing replaced: both stand, flagged, and the answer
+    # names the other with the line that settles it.
+    assert second.status == "stored" and second.superseded == ()
+    assert second.possible_conflict == (first.id,)
+    assert f"supersedes={first.id}" in second.as_dict()["possible_conflict_note"]
     rm = writer.projections.read_model
-    assert both.superseded == ()
     assert rm.get(first.id).t_invalid is None  # type: ignore[union-attr]
+    assert rm.get(second.id).t_invalid is None  # type: ignore[union-attr]
+    # The same value in other words is no doubt: the new wording replaces the old one.
+    version = writer.store(fact("billing", "version", "v2.4.0"))
+    again = writer.store(fact("billing", "version", "2.4.0"))
+    assert again.superseded == (version.id,) and again.possible_conflict == ()
 
 
 def test_unrelated_predicates_do_not_conflict(writer: Writer) -> None:

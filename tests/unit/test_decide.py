@@ -282,13 +282,16 @@ def test_the_same_fact_again_is_a_duplicate_that_revalidates() -> None:
     assert [type(e) for e in again.events] == [MemoriesValidated]
 
 
-def test_an_unclear_object_is_refused_as_ambiguous() -> None:
+def test_an_unclear_object_is_kept_beside_the_old_one_and_flagged() -> None:
     view = FakeView()
     first = store(view, fact("api", "hosted on", "the EU cluster"))
-    with pytest.raises(Refused) as caught:
-        store(view, fact("api", "hosted on", "EU cloud"), cosine=0.9, new_id=lambda p: p + "_2")
-    assert caught.value.code == "conflict_ambiguous"
-    assert caught.value.details["ids"] == [first.result.id]
+    second = store(
+        view, fact("api", "hosted on", "EU cloud"), cosine=0.9, new_id=lambda p: p + "_2"
+    )
+    assert second.result.status == "stored" and second.result.superseded == ()
+    assert second.result.possible_conflict == (first.result.id,)
+    still = view.memory(first.result.id)
+    assert still is not None and still.t_invalid is None
 
 
 def test_a_back_dated_fact_is_kept_as_history_ended_by_the_newer_one() -> None:

@@ -18,8 +18,8 @@ does not read as plural (``maintained by`` beside ``maintainer``) is flagged.
 active single-valued facts of the same relation are compared by object
 (:mod:`ferrex.rules.dedup`; objects that agree, ``team Nova`` / ``Nova``, are the
 same): the same object again is a *duplicate* (the old fact is re-validated, nothing
-new stored), a different object *supersedes* it, an unclear one is refused as
-``conflict_ambiguous``.
+new stored), a different object *supersedes* it where that is sure, and an unclear one
+(too alike to tell) stands beside it, both flagged, unless it is the value in other words.
 **Time is bitemporal** (:func:`starts_after`): a fact without ``valid_from`` began at
 some unknown moment at or before it was learned, and of two facts the one that began
 later is current. Two dated facts are ordered by their dates, whatever order they were
@@ -282,18 +282,21 @@ def plan_fact(
         and (crossing is None or m.memory_id != crossing.memory_id)
     ]
     agree = agree_with(view, who)
-    outcome = _fact_conflicts(valid, actives, measures, settings, agree)
-    if isinstance(outcome, Memory):
-        return outcome
+    found = _fact_conflicts(valid, actives, measures, settings, agree)
+    if isinstance(found, Memory):
+        return found
+    outcome, unclear = found
     # Another value of the relation replaces a current one only where that is sure
-    # (:func:`ferrex.rules.value_changes.replaces_value`); otherwise both stand, flagged below.
-    # The same value in other words (``90d`` / ``90 days``, ``infra ops`` / ``infra
+    # (:func:`ferrex.rules.value_changes.replaces_value`), never when the objects are too
+    # alike to tell (``unclear``); otherwise both stand, flagged below. The same value in
+    # other words (``90d`` / ``90 days``, ``v2.4.0`` / ``2.4.0``, ``infra ops`` / ``infra
     # operations``: :func:`ferrex.rules.restatements.restated`) is no doubt: the new wording
     # replaces the old one, no value lost.
     doubtful = [m for m in outcome if not m.multi_valued
-                and not restated(str(valid.object), str(m.object)) and not replaces_value(
-                    predicate, str(valid.object), str(m.object), valid.content,
-                    dated=valid.t_valid is not None)]  # fmt: skip
+                and not restated(str(valid.object), str(m.object)) and (
+                    m.memory_id in unclear or not replaces_value(
+                        predicate, str(valid.object), str(m.object), valid.content,
+                        dated=valid.t_valid is not None))]  # fmt: skip
     if doubtful:
         # Values kept beside one it may not replace (a relation of many) are replaced no
         # more surely: flagged with it, not some replaced and some left standing.
@@ -421,14 +424,19 @@ def _fact_conflicts(
     measures: Measures,
     settings: StoreSettings,
     agree: Callable[[str, str], bool] | None = None,
-) -> Memory | list[Memory]:
-    """The existing same fact (a duplicate), or the active facts the new one replaces.
+) -> Memory | tuple[list[Memory], set[str]]:
+    """The existing same fact (a duplicate), or the active facts with another object, and
+    the ids of those whose object is neither clearly the same nor clearly different (the
+    object cosine between ``conflict_different`` and ``conflict_duplicate``: ``Tom Becker``
+    / ``Thomas Becker``). Those are no sure change: :func:`plan_fact` keeps them standing
+    and flags them, as it does a value it may not replace, rather than refuse the store
+    and lose what the agent said.
 
     Objects that ``agree`` (one entity, or the same words: ``team Nova`` and ``Nova``) are
-    the same fact. Raises ``conflict_ambiguous`` when an object is neither clearly the same
-    nor clearly different."""
+    the same fact."""
     assert valid.object is not None
     replaced: list[Memory] = []
+    unclear: set[str] = set()
     for old in actives:
         assert old.object is not None
         if agree is not None and agree(valid.object, old.object):
@@ -444,16 +452,9 @@ def _fact_conflicts(
         if change == "duplicate":
             return old
         if change == "ambiguous":
-            raise ConflictAmbiguous(
-                f"{valid.subject} {valid.predicate} {valid.object!r} may or may not replace "
-                f"{old.memory_id} ({old.subject} {old.predicate} {old.object!r}); "
-                f"object similarity {similarity:.2f}",
-                hint=f"pass supersedes={old.memory_id} to replace it, or store it as a "
-                "multi-valued fact to keep both",
-                details={"ids": [old.memory_id], "similarity": round(similarity, 4)},
-            )
+            unclear.add(old.memory_id)
         replaced.append(old)
-    return replaced
+    return replaced, unclear
 
 
 def _refuse_replacing_pinned(valid: ValidStore, replaced: Sequence[Memory]) -> None:
