@@ -201,6 +201,16 @@ _UNITS: Final = {
     "x": "x", "times": "x", "k": "k", "thousand": "k", "million": "m", "billion": "bn",
 }  # fmt: skip
 """Unit spellings after a number, folded to one name each."""
+_MEASURES: Final = frozenset(
+    {"ms", "s", "min", "h", "d", "wk", "mo", "yr", "b", "kb", "mb", "gb", "tb"}
+)
+
+
+def measure_unit(word: str) -> bool:
+    """Whether a word is a unit of time or size (``minutes``, ``days``, ``GB``): a number
+    with it is a quantity (``30 minutes`` is ``1800 seconds``), not a count of things."""
+    return _UNITS.get(word.casefold()) in _MEASURES
+
 
 _CARDINALS: Final = {
     word: str(value)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from ferrex.rules.dedup import measure_unit
 from ferrex.rules.predicates import FUNCTION_WORDS
 from ferrex.rules.slots import (
     CHANGE_WORDS,
@@ -194,9 +195,11 @@ def counted(obj: str) -> bool:
 def counts_of_two(left: str, right: str) -> bool:
     """Whether two counts count two different things (``2 GPUs`` / ``64 cores``): each a
     number followed by a noun of three letters or more, the nouns of other roots. A bare
-    number, a unit (``4k``) or the same noun (``30 nodes`` / ``50 nodes``) is one count."""
+    number, a unit (``4k``) or the same noun (``30 nodes`` / ``50 nodes``) is one count,
+    and a unit of time or size (``30 minutes`` / ``1800 seconds``) counts no thing at all
+    (:func:`ferrex.rules.dedup.measure_unit`)."""
     a, b = _COUNTED.match(left.strip()), _COUNTED.match(right.strip())
-    if a is None or b is None:
+    if a is None or b is None or measure_unit(a.group(1)) or measure_unit(b.group(1)):
         return False
     return not same_head(a.group(1).casefold(), b.group(1).casefold())
 

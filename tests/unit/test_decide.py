@@ -282,6 +282,21 @@ def test_the_same_fact_again_is_a_duplicate_that_revalidates() -> None:
     assert [type(e) for e in again.events] == [MemoriesValidated]
 
 
+def test_a_quantity_in_other_units_is_the_value_restated_not_a_second_count() -> None:
+    view = FakeView()
+    first = store(view, fact("checkout-web", "session timeout", "30 minutes"))
+    again = store(view, fact("checkout-web", "session timeout", "1800 seconds"),
+                  new_id=lambda p: f"{p}_2")  # fmt: skip
+    # Not kept beside it as a count of another thing: the new wording replaces it.
+    assert again.result.superseded == (first.result.id,)
+    assert again.result.kept_beside == () and again.result.possible_conflict == ()
+    # Counts of two things still both hold.
+    gpus = store(view, fact("trainer", "has", "2 GPUs"), new_id=lambda p: f"{p}_3")
+    cores = store(view, fact("trainer", "has", "64 cores"), new_id=lambda p: f"{p}_4")
+    kept = [k.id for k in cores.result.kept_beside]
+    assert cores.result.superseded == () and kept == [gpus.result.id]
+
+
 def test_an_unclear_object_is_kept_beside_the_old_one_and_flagged() -> None:
     view = FakeView()
     first = store(view, fact("api", "hosted on", "the EU cluster"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ferrex.rules.dedup import measure_unit
 from ferrex.rules.restatements import restated
 from ferrex.rules.slot_outcomes import slot_match
 from ferrex.rules.slots import (
@@ -434,6 +435,11 @@ def test_values_that_name_two_things_are_never_surely_one_slot() -> None:
     assert not counts_of_two("30 nodes", "50 nodes")
     assert not counts_of_two("30", "50 nodes")
     assert not counts_of_two("2 approvals", "1 approval")
+    # a unit of time or size counts no thing: one quantity in two units, or a change
+    assert not counts_of_two("30 minutes", "1800 seconds")
+    assert not counts_of_two("500 GB", "2 TB")
+    assert not counts_of_two("3 days", "12 workers")
+    assert measure_unit("minutes") and measure_unit("GB") and not measure_unit("workers")
     assert counted("12 workers") and not counted("12") and not counted("4k")
     # sure by every other rule, possible only
     found = slot_match("upgraded_to", "Django 5.0", "python_version", "3.11", 0.9)
