@@ -187,6 +187,22 @@ def names_apart(new_predicate: str, new_object: str, old_predicate: str, old_obj
     return False
 
 
+def suffixed_versions(left: str, right: str) -> bool:
+    """Whether two values are one name with another version written onto it
+    (``payment-gateway-v1`` / ``payment-gateway-v2``, ``api_v2`` / ``api_v3``): the same stem,
+    then ``v`` and different numbers. No plain second value: under a plainly plural
+    relation (``calls``) it is a change, as ``react 18`` / ``react 19`` is, and replaces the
+    old version, the answer saying how to keep both; elsewhere it is not sure enough to
+    replace by itself (a service may call two versions while it moves), and is flagged."""
+    a, b = _SUFFIXED.match(left.strip()), _SUFFIXED.match(right.strip())
+    if a is None or b is None:
+        return False
+    return a.group(1).casefold() == b.group(1).casefold() and a.group(2) != b.group(2)
+
+
+_SUFFIXED = re.compile(r"^([A-Za-z][\w.-]*?[A-Za-z])[-_ ]v(\d+(?:\.\d+)*)$", re.IGNORECASE)
+
+
 def counted(obj: str) -> bool:
     """Whether an object is a count of something named (``12 workers``)."""
     return _COUNTED.match(obj.strip()) is not None

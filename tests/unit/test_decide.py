@@ -297,6 +297,23 @@ def test_a_quantity_in_other_units_is_the_value_restated_not_a_second_count() ->
     assert cores.result.superseded == () and kept == [gpus.result.id]
 
 
+def test_a_name_at_another_version_is_no_plain_second_value() -> None:
+    view = FakeView()
+    # Under a plainly plural relation, one name at another version is a change.
+    first = store(view, fact("checkout", "calls", "payment-gateway-v1"))
+    second = store(view, fact("checkout", "calls", "payment-gateway-v2"), new_id=lambda p: p + "_2")
+    assert second.result.superseded == (first.result.id,) and second.result.kept_beside == ()
+    # Told again in the same words of a relation of one value, it is flagged, not kept beside.
+    old = store(view, fact("report job", "reads from", "orders-api-v1"), new_id=lambda p: p + "_3")
+    new = store(view, fact("report job", "reads from", "orders-api-v2"), new_id=lambda p: p + "_4")
+    assert new.result.kept_beside == () and new.result.superseded == ()
+    assert new.result.possible_conflict == (old.result.id,)
+    # Two other names in those words are still one value more.
+    a = store(view, fact("export job", "reads from", "orders-api"), new_id=lambda p: p + "_5")
+    b = store(view, fact("export job", "reads from", "refunds-api"), new_id=lambda p: p + "_6")
+    assert [k.id for k in b.result.kept_beside] == [a.result.id]
+
+
 def test_an_unclear_object_is_kept_beside_the_old_one_and_flagged() -> None:
     view = FakeView()
     first = store(view, fact("api", "hosted on", "the EU cluster"))

@@ -34,6 +34,7 @@ from ferrex.rules.value_changes import (
     names_apart,
     note_names,
     replaces_value,
+    suffixed_versions,
     told_as_news,
 )
 from tests.outcomes import outcome
@@ -440,6 +441,12 @@ def test_values_that_name_two_things_are_never_surely_one_slot() -> None:
     assert not counts_of_two("500 GB", "2 TB")
     assert not counts_of_two("3 days", "12 workers")
     assert measure_unit("minutes") and measure_unit("GB") and not measure_unit("workers")
+    # one name with another version written onto it
+    assert suffixed_versions("payment-gateway-v1", "payment-gateway-v2")
+    assert suffixed_versions("api_v2", "API_v3") and suffixed_versions("orders v1", "orders-v1.1")
+    assert not suffixed_versions("kafka-b1", "kafka-b2")  # not a version
+    assert not suffixed_versions("search-v2", "billing-v2")  # two names
+    assert not suffixed_versions("orders-v1", "orders-v1") and not suffixed_versions("v1", "v2")
     assert counted("12 workers") and not counted("12") and not counted("4k")
     # sure by every other rule, possible only
     found = slot_match("upgraded_to", "Django 5.0", "python_version", "3.11", 0.9)

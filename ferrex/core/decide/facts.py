@@ -59,7 +59,7 @@ from ferrex.rules.slots import (
     SlotMatch,
     plural_fact,
 )
-from ferrex.rules.value_changes import one_holder, replaces_value, told_as_news
+from ferrex.rules.value_changes import one_holder, replaces_value, suffixed_versions, told_as_news
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
 from projections.readmodel.predicates import is_current
@@ -183,7 +183,9 @@ def repeats_wording(
     words of the current values of its relation, subject and predicate alike (``revenue
     DAG | reads from | orders``, then ``revenue DAG | reads from | refunds``), each a clearly
     different value (:func:`ferrex.rules.dedup.classify_object_change`) that it does not
-    surely replace (:func:`ferrex.rules.value_changes.replaces_value`): one value more of a
+    surely replace (:func:`ferrex.rules.value_changes.replaces_value`) and that is not the
+    same name at another version (``payment-gateway-v1`` / ``-v2``,
+    :func:`ferrex.rules.value_changes.suffixed_versions`, flagged): one value more of a
     relation of many, kept beside them and named, not flagged. An agent tells a change as
     one (a ``valid_from``, ``moved to``, a note of it). A fact worded otherwise is weighed
     as before: the subject written another way, even in case or by an article (``ci`` /
@@ -209,6 +211,7 @@ def repeats_wording(
         or " ".join(str(m.subject).split()) != " ".join(str(valid.subject).split())
         or restated(valid.object, str(m.object))
         or replaces_value(predicate, valid.object, str(m.object), None, dated=False)
+        or suffixed_versions(valid.object, str(m.object))
         for m in others
     ):
         return False

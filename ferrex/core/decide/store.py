@@ -61,7 +61,7 @@ from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, Marks, marks_doc
 from ferrex.rules.memory_input import Redaction, ValidStore
 from ferrex.rules.slots import plural_fact, range_relation, scoped_apart, versions_of_one
 from ferrex.rules.store_fields import check_not_ahead
-from ferrex.rules.value_changes import counted, counts_of_two
+from ferrex.rules.value_changes import counted, counts_of_two, suffixed_versions
 from journal import (
     Event,
     FactsPossiblyConflicting,
@@ -274,10 +274,11 @@ def decide_store(
     if (
         plural
         and not range_relation(valid.predicate or "")
-        and a_current_value(valid, view, who, named, settings, versions_of_one)
+        and a_current_value(valid, view, who, named, settings, _one_at_two_versions)
     ):
         # react 18 → react 19: one thing at another version, a change (not iOS 16 → iOS 17
-        # under ``supports``: a range holds both)
+        # under ``supports``: a range holds both); payment-gateway-v1 → -v2 may be one,
+        # flagged (:func:`ferrex.rules.value_changes.suffixed_versions`)
         plural = False
     # Counts of two things (``has 3 masters`` / ``has 12 workers``) both hold too.
     obj = valid.object or ""
@@ -579,3 +580,7 @@ def _cited(source: str | None) -> str | None:
         cited = source.removeprefix("memory:").strip()
         return cited if plausible_id(cited) else None
     return None
+
+
+def _one_at_two_versions(new: str, old: str) -> bool:
+    return versions_of_one(new, old) or suffixed_versions(new, old)
