@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ferrex.rules.dedup import measure_unit
-from ferrex.rules.predicates import FUNCTION_WORDS
+from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS
 from ferrex.rules.slots import (
     CHANGE_WORDS,
     COUNT,
@@ -201,6 +201,28 @@ def suffixed_versions(left: str, right: str) -> bool:
 
 
 _SUFFIXED = re.compile(r"^([A-Za-z][\w.-]*?[A-Za-z])[-_ ]v(\d+(?:\.\d+)*)$", re.IGNORECASE)
+
+
+def one_of_many_held(predicate: str, obj: str) -> bool:
+    """Whether a predicate says the subject holds one of several things of a kind, placed or
+    set up (``has depot in``, ``has a PoP in``, ``has extension installed``): ``has`` and a
+    noun, then a place preposition or a participle. Another value is one more such thing, not
+    a move. Not a thing one has one of (``has HQ in``, ``has its main office in``), nor a
+    value of a kind held one at a time (:data:`ferrex.rules.slots.SINGLE_KINDS`: a version)."""
+    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    if len(words) < 3 or words[0] not in ("has", "have") or _ONE_HELD & set(words):
+        return False
+    if object_kind(obj) in SINGLE_KINDS:
+        return False
+    nouns = [w for w in words[1:-1] if w not in ("a", "an", "some", "several", "many")]
+    last = words[-1]
+    return 1 <= len(nouns) <= 2 and (last in PLACE_PREPOSITIONS or last.endswith("ed"))
+
+
+_ONE_HELD: Final = frozenset(
+    {"its", "their", "his", "her", "main", "primary", "head", "headquarters", "hq", "home",
+     "registered", "only", "default", "current", "one"}
+)  # fmt: skip
 
 
 def counted(obj: str) -> bool:

@@ -314,6 +314,19 @@ def test_a_name_at_another_version_is_no_plain_second_value() -> None:
     assert [k.id for k in b.result.kept_beside] == [a.result.id]
 
 
+def test_one_more_of_several_things_held_is_kept_beside() -> None:
+    view = FakeView()
+    first = store(view, fact("Brennmoor", "has depot in", "Duisburg"))
+    second = store(view, fact("Brennmoor", "has depot in", "Rotterdam"), new_id=lambda p: p + "_2")
+    assert second.result.superseded == () and second.result.possible_conflict == ()
+    assert [k.id for k in second.result.kept_beside] == [first.result.id]
+    # One headquarters: a second city is weighed as a change (flagged or replaced).
+    hq = store(view, fact("Brennmoor", "has HQ in", "Hamburg"), new_id=lambda p: p + "_3")
+    moved = store(view, fact("Brennmoor", "has HQ in", "Bremen"), new_id=lambda p: p + "_4")
+    assert moved.result.kept_beside == ()
+    assert hq.result.id in (*moved.result.superseded, *moved.result.possible_conflict)
+
+
 def test_an_unclear_object_is_kept_beside_the_old_one_and_flagged() -> None:
     view = FakeView()
     first = store(view, fact("api", "hosted on", "the EU cluster"))

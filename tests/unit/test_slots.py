@@ -33,6 +33,7 @@ from ferrex.rules.value_changes import (
     counts_of_two,
     names_apart,
     note_names,
+    one_of_many_held,
     replaces_value,
     suffixed_versions,
     told_as_news,
@@ -441,6 +442,14 @@ def test_values_that_name_two_things_are_never_surely_one_slot() -> None:
     assert not counts_of_two("500 GB", "2 TB")
     assert not counts_of_two("3 days", "12 workers")
     assert measure_unit("minutes") and measure_unit("GB") and not measure_unit("workers")
+    # one of several things held, placed or set up
+    assert one_of_many_held("has depot in", "Duisburg")
+    assert one_of_many_held("has a PoP in", "Singapore")
+    assert one_of_many_held("has extension installed", "postgis")
+    assert not one_of_many_held("has HQ in", "Lisbon")
+    assert not one_of_many_held("has its main office in", "Porto")
+    assert not one_of_many_held("has version installed", "3.11")  # a version: one at a time
+    assert not one_of_many_held("has owner", "Dana") and not one_of_many_held("hosted on", "x")
     # one name with another version written onto it
     assert suffixed_versions("payment-gateway-v1", "payment-gateway-v2")
     assert suffixed_versions("api_v2", "API_v3") and suffixed_versions("orders v1", "orders-v1.1")

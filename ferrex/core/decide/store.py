@@ -61,7 +61,12 @@ from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, Marks, marks_doc
 from ferrex.rules.memory_input import Redaction, ValidStore
 from ferrex.rules.slots import plural_fact, range_relation, scoped_apart, versions_of_one
 from ferrex.rules.store_fields import check_not_ahead
-from ferrex.rules.value_changes import counted, counts_of_two, suffixed_versions
+from ferrex.rules.value_changes import (
+    counted,
+    counts_of_two,
+    one_of_many_held,
+    suffixed_versions,
+)
 from journal import (
     Event,
     FactsPossiblyConflicting,
@@ -265,8 +270,8 @@ def decide_store(
     # a replacement: kept beside the others, and the answer says so.
     plural = (valid.type == "semantic" and not multi_valued and valid.supersedes is None
               and valid.predicate is not None
-              and plural_fact(valid.subject or "", valid.predicate,
-                              valid.object or ""))  # fmt: skip
+              and (plural_fact(valid.subject or "", valid.predicate, valid.object or "")
+                   or one_of_many_held(valid.predicate, valid.object or "")))  # fmt: skip
     memory_id = new_id("mem")
     named = name_entities(valid, view, who, measures, settings, new_id)
     # Two values each scoped to its own purpose (``PlayFab for economy`` / ``EOS for
