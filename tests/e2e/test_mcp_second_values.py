@@ -70,13 +70,20 @@ def test_a_second_value_told_plainly_is_kept_and_named_other_words_flagged_news_
             # value (``log level``): both kept and flagged, not one more.
             for subject, predicate, first_value, second_value in (
                 ("kestrel cache", "hosted on", "kestrel-a.corp.example", "kestrel-b.corp.example"),
-                ("Ferngrove", "has a warehouse in", "Leuven", "Narva"),
+                ("quarry build farm", "runs in", "Leuven", "Narva"),
                 ("kestrel cache", "log level", "DEBUG", "WARN"),
             ):
                 first = await fact(subject, predicate, first_value)
                 second = await fact(subject, predicate, second_value)
                 assert second["superseded"] == [] and "kept_beside" not in second, second
                 assert second["possible_conflict"] == [first["id"]], second
+
+            # One of several things held and placed (``has a warehouse in``): one more, kept
+            # beside and named, no flag.
+            leuven = await fact("Ferngrove", "has a warehouse in", "Leuven")
+            narva = await fact("Ferngrove", "has a warehouse in", "Narva")
+            assert narva["superseded"] == [] and "possible_conflict" not in narva, narva
+            assert [k["id"] for k in narva["kept_beside"]] == [leuven["id"]], narva
 
             # The relation in other words (``based in`` / ``located in``): kept and flagged,
             # the answer says how to settle it.
