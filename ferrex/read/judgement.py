@@ -18,7 +18,7 @@ from ferrex.rules.entities import normalize_entity
 from ferrex.rules.fusion import (
     Leg,
 )
-from projections.documents import memory_text
+from projections.documents import memory_text, subject_key
 from projections.rows import Memory, Spelling
 from projections.vectors import VectorFilter
 
@@ -397,3 +397,28 @@ def filters_given(flt: VectorFilter) -> int:
     entities (resolved) and the event-time window, one each."""
     window = flt.t_valid_from is not None or flt.t_valid_to is not None
     return int(bool(flt.entity_ids)) + int(window)
+
+
+def beside_answers(
+    judged: Sequence[tuple[Candidate, Judgement]],
+) -> list[tuple[Candidate, Judgement]]:
+    """``judged`` with each value kept beside another of its relation (two facts of one
+    subject and predicate, both multi-valued: ``edge-cache has PoP in Frankfurt`` and ``… in
+    Singapore``) labelled at least ``weak`` when that other one is: a question one of them
+    answers ("where are the edge cache's PoPs?"), the others answer as much, whatever words
+    each was stored with. The relevance rises to the model's ``weak_from``, so the verdict
+    and trimming read it as they read any ``weak`` result."""
+
+    def slot(memory: Memory) -> tuple[str, str, str] | None:
+        if memory.type != "semantic" or not memory.multi_valued or not memory.predicate_normalized:
+            return None
+        return memory.namespace, subject_key(memory.subject or ""), memory.predicate_normalized
+
+    answered = {slot(c.memory) for c, j in judged if j.label != "none"} - {None}
+    lifted: list[tuple[Candidate, Judgement]] = []
+    for candidate, judgement in judged:
+        if judgement.label == "none" and slot(candidate.memory) in answered:
+            floor = relevance.DEFAULT_MODEL.weak_from
+            judgement = Judgement(floor, relevance.DEFAULT_MODEL.label(floor), judgement.evidence)
+        lifted.append((candidate, judgement))
+    return lifted

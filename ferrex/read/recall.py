@@ -103,6 +103,7 @@ from ferrex.read.candidate import Candidate
 from ferrex.read.judgement import (
     Judgement,
     Terms,
+    beside_answers,
     evidence_of,
     filters_given,
     plain_compounds,
@@ -497,6 +498,7 @@ class Reader:
                 continue
             judgement = Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
+        kept = beside_answers(kept)
         if ordered:
             window = sorted(kept[:ORDER_WINDOW], key=lambda k: _TIERS[k[1].label])
             kept = [*window, *kept[ORDER_WINDOW:]]

@@ -1,0 +1,38 @@
+"""Values kept beside each other answer together over MCP stdio: a question that one value of
+a relation of many answers is answered by the others too, however each was worded.
+
+A real server on stdio, the SDK's client, the bundled model. The first point of presence is
+stored with the words an agent asks in ("point of presence"), the second with the short
+form ("PoP"): by its own words the second scores as no answer, yet it is one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+
+from tests.e2e.mcp_helpers import call, stdio_client, store_fact
+
+
+def test_a_value_kept_beside_an_answer_is_labelled_an_answer_too(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            said = "lantern-cdn has a point of presence in Frankfurt"
+            first = await store_fact(client, "lantern-cdn", "has PoP in", "Frankfurt", content=said)
+            said = "lantern-cdn got a PoP in Singapore"
+            second = await store_fact(
+                client, "lantern-cdn", "has PoP in", "Singapore", content=said
+            )
+            assert [k["id"] for k in second["kept_beside"]] == [first["id"]], second
+            other = await store_fact(client, "lantern-cdn", "owned by", "edge team")
+            found = await call(client, "recall", {
+                "query": "Where does lantern-cdn have points of presence?", "min_relevance": 0,
+            })  # fmt: skip
+            labels = {r["id"]: r["relevance_label"] for r in found["results"]}
+            assert labels[first["id"]] != "none", found
+            assert labels[second["id"]] != "none", found
+            # Another relation of the subject gains nothing from it.
+            assert labels.get(other["id"], "none") == "none", found
+
+    anyio.run(main)
