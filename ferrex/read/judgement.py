@@ -18,7 +18,7 @@ from ferrex.rules.entities import normalize_entity
 from ferrex.rules.fusion import (
     Leg,
 )
-from projections.documents import memory_text, subject_key
+from projections.documents import memory_text
 from projections.rows import Memory, Spelling
 from projections.vectors import VectorFilter
 
@@ -410,9 +410,10 @@ def beside_answers(
     and trimming read it as they read any ``weak`` result."""
 
     def slot(memory: Memory) -> tuple[str, str, str] | None:
-        if memory.type != "semantic" or not memory.multi_valued or not memory.predicate_normalized:
+        key, predicate = memory.subject_key, memory.predicate_normalized
+        if memory.type != "semantic" or not memory.multi_valued or not key or not predicate:
             return None
-        return memory.namespace, subject_key(memory.subject or ""), memory.predicate_normalized
+        return memory.namespace, key, predicate
 
     answered = {slot(c.memory) for c, j in judged if j.label != "none"} - {None}
     lifted: list[tuple[Candidate, Judgement]] = []
