@@ -2,7 +2,7 @@
 
     python -m tools.eval_fact_changes [--half tuning|held-out|both] [--show N] [--only OUTCOME]
                                       [--json] [--limit N] [--set FILE] [--totals-only]
-    python -m tools.eval_fact_changes --unrelated N [--seed S] [--dated] [--json]
+    python -m tools.eval_fact_changes --unrelated N [--seed S] [--dated | --dated-share P] [--json]
 
 Each scenario of ``golden_set/fact_changes.jsonl`` (its format and time rule are in
 ``golden_set/fact_changes.md``) is stored step by step through one ``ferrex`` stdio server on
@@ -684,14 +684,14 @@ def unrelated_facts(n: int, seed: int) -> list[tuple[str, str, str]]:
     return facts
 
 
-async def run_unrelated(
-    client: Client, n: int, seed: int, *, dated: bool = False
-) -> dict[str, Any]:
+async def run_unrelated(client: Client, n: int, seed: int, *, dated: float = 0.0) -> dict[str, Any]:
     namespace = "unrelated"
     facts = unrelated_facts(n, seed)
-    # With ``dated``, every fact is told with a start (``valid_from``, 1 to 400 days ago):
-    # an agent that dates everything it stores, so a date is no news of a change.
+    # ``dated`` is the share of facts told with a start (``valid_from``, 1 to 400 days ago).
+    # All of them: an agent that dates everything it stores, so a date is no news of a
+    # change. Some: an agent that dates what it knows the start of, beside undated facts.
     days = random.Random(seed + 1)
+    some = random.Random(seed + 2)
     statuses: Counter[str] = Counter()
     flagged: dict[frozenset[str], set[str]] = {}
     superseding = similar = 0
@@ -699,7 +699,7 @@ async def run_unrelated(
     stored: dict[str, tuple[str, str, str]] = {}
     for i, (subject, predicate, obj) in enumerate(facts, 1):
         args = {"subject": subject, "predicate": predicate, "object": obj, "namespace": namespace}
-        if dated:
+        if dated >= 1.0 or (dated > 0.0 and some.random() < dated):
             args["valid_from"] = iso(datetime.now(UTC) - timedelta(days=days.randint(1, 400)))
         is_error, answer = await call(client, "store", args)
         done = store_outcome(i, is_error, answer)
@@ -817,6 +817,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="with --unrelated: every fact stored with a valid_from (a date is no news then)",
     )
     parser.add_argument(
+        "--dated-share",
+        type=float,
+        metavar="P",
+        help="with --unrelated: a share P (0 to 1) of the facts stored with a valid_from, the "
+        "rest undated",
+    )
+    parser.add_argument(
         "--one-subject",
         action="store_true",
         help="diagnostic: every step under its scenario's first subject (the slot side alone)",
@@ -830,10 +837,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.unrelated is not None:
             if args.unrelated < 1:
                 parser.error("--unrelated needs a positive count")
+            if args.dated_share is not None and not 0.0 <= args.dated_share <= 1.0:
+                parser.error("--dated-share is a share from 0 to 1")
+            if args.dated and args.dated_share is not None:
+                parser.error("--dated is --dated-share 1: give one of them")
+            share = 1.0 if args.dated else args.dated_share or 0.0
 
             async def unrelated() -> dict[str, Any]:
                 async with server(home) as client:
-                    return await run_unrelated(client, args.unrelated, args.seed, dated=args.dated)
+                    return await run_unrelated(client, args.unrelated, args.seed, dated=share)
 
             doc = anyio.run(unrelated)
             doc["seconds"] = time.monotonic() - began
@@ -888,12 +900,18 @@ def report(args: argparse.Namespace, outcomes: list[Outcome], halves: list[Half]
         show(o)
 
 
+def _dated_label(share: float) -> str:
+    if share >= 1.0:
+        return " (dated)"
+    return f" ({share:.0%} dated)" if share > 0.0 else ""
+
+
 def print_unrelated(doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(doc, indent=1))
         return
     print(
-        f"# unrelated facts{' (dated)' if doc['dated'] else ''}: {doc['stores']} stores in "
+        f"# unrelated facts{_dated_label(doc['dated'])}: {doc['stores']} stores in "
         f"one namespace, {doc['subjects']} "
         f"subjects, {doc['predicates']} predicates, head {head()}, {doc['seconds']:.0f} s"
     )

@@ -142,3 +142,19 @@ def test_totals_only_refuses_to_show_scenarios(
         main(["--set", str(tmp_path / "absent.jsonl"), "--totals-only", "--show", "3"])
     assert stopped.value.code == 2
     assert "--totals-only reports totals only" in capsys.readouterr().err
+
+
+def test_unrelated_facts_with_a_share_dated(tmp_path: Path) -> None:
+    """``--dated-share`` stores that share of the unrelated facts with a start; a share out of
+    range, or beside ``--dated``, is a usage error that runs nothing."""
+    run = [sys.executable, "-m", "tools.eval_fact_changes", "--unrelated", "30"]
+    for bad in (["--dated-share", "1.5"], ["--dated-share", "0.5", "--dated"]):
+        done = subprocess.run([*run, *bad], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert done.returncode == 2 and "--dated" in done.stderr, (bad, done.stderr)
+        assert "unrelated" not in done.stdout
+    done = subprocess.run([*run, "--dated-share", "0.5", "--json"], capture_output=True,
+                          text=True, timeout=240, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["dated"] == 0.5 and doc["stores"] == 30
+    assert sum(doc["statuses"].values()) == 30
