@@ -10,6 +10,7 @@ from typing import Final
 from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS, PREPOSITIONS
 from ferrex.rules.schedules import same_timing, schedule_value
 from ferrex.rules.slots import (
+    CHANGE_WORDS,
     COUNT,
     POSSIBLE_PHRASE,
     POSSIBLE_VALUE_PHRASE,
@@ -335,3 +336,24 @@ def one_value_kind(left: str, right: str) -> bool:
         return kind in SINGLE_KINDS and kind == object_kind(right)
     return object_kind(right) is None and bool(COUNT.match(left.strip()) and
                                                COUNT.match(right.strip()))  # fmt: skip
+
+
+#: Words that tie a named thing to the subject without naming it (``its sdk``, ``our logs``).
+POSSESSIVES: Final[frozenset[str]] = frozenset({"its", "their", "our", "his", "her", "my"})
+
+
+def news_apart(new_predicate: str, old_predicate: str) -> bool:
+    """Whether a fact told as news of a change, matched to no slot of its subject, is still
+    surely not news of the other fact's slot: both predicates name attributes of their own
+    (:func:`two_nouns`: ``retry delay`` / ``timeout``, ``product owner`` / ``tech lead``), one
+    places something of the subject and the other the subject itself (:func:`placed_apart`),
+    or the change names a thing of the subject that the other does not (``logs moved to``,
+    ``upgraded its sdk to`` beside ``runs on``, ``version``: a part changed, not the slot)."""
+    if two_nouns(new_predicate, old_predicate) or placed_apart(new_predicate, old_predicate):
+        return True
+    words = content_words(new_predicate)
+    if not any(w in CHANGE_WORDS for w in words):
+        return False
+    named = [w for w in words if w not in CHANGE_WORDS and w not in POSSESSIVES]
+    theirs = content_words(old_predicate)
+    return bool(named) and not any(w[:4] == t[:4] for w in named for t in theirs)

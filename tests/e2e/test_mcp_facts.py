@@ -298,3 +298,31 @@ def test_a_value_dated_before_a_replaced_one_is_history_of_its_relation(tmp_path
             assert [r["id"] for r in then["results"]] == [v12["id"]], then
 
     anyio.run(main)
+
+
+def test_a_change_told_in_words_is_flagged_beside_the_fact_it_may_change(tmp_path: Path) -> None:
+    """A change said in words ("we migrated it off Netlify") under a relation worded as no
+    other is flagged against the subject's closest fact, never left as a second silent
+    answer; a change of a part of the subject ("backups moved to") leaves the subject's own
+    slots alone."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            netlify = await store_fact(client, "search frontend", "served from", "Netlify")
+            render = await store_fact(client, "search frontend", "deploys to", "Render",
+                                      content="We migrated the search frontend off Netlify "
+                                      "last sprint.")  # fmt: skip
+            assert render["status"] == "stored" and render["superseded"] == []
+            assert render["possible_conflict"] == [netlify["id"]], render
+            doc = await call(client, "reflect", {"limit": 10})
+            flagged = {f["id"] for g in doc["possible_conflicts"] for f in g["facts"]}
+            assert flagged == {netlify["id"], render["id"]}, doc["possible_conflicts"]
+
+            host = await store_fact(client, "ledger worker", "runs on", "worker-vm-04")
+            backups = await store_fact(client, "ledger worker", "backups moved to",
+                                       "s3://ledger-dumps")  # fmt: skip
+            assert backups["status"] == "stored", backups
+            assert host["id"] not in backups.get("possible_conflict", []), backups
+
+    anyio.run(main)

@@ -548,3 +548,25 @@ def test_a_relation_told_as_past() -> None:
         assert told_as_past(past), past
     for present in ("used_by", "depends_on", "refused_to", "caused_to", "provider"):
         assert not told_as_past(present), present
+
+
+def test_a_change_in_words_is_apart_from_slots_it_leaves_alone() -> None:
+    from ferrex.rules.slot_outcomes import news_apart
+
+    # a part of the subject changed, two attributes of their own, a part placed
+    for new, old in [
+        ("logs_moved_to", "runs_on"),
+        ("upgraded_its_sdk_to", "version"),
+        ("moved_its_database_to", "deployed_on"),
+        ("retry_delay", "timeout"),
+        ("cached_at", "hosted_on"),
+    ]:
+        assert news_apart(new, old), (new, old)
+    # the change may be of the other's slot: flagged, the agent settles it
+    for new, old in [
+        ("go_toolchain_upgraded_to", "go_version"),
+        ("deploys_to", "served_from"),
+        ("migrated_to", "engine"),
+        ("led_by", "tech_lead"),
+    ]:
+        assert not news_apart(new, old), (new, old)
