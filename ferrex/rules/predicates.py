@@ -488,10 +488,16 @@ def spelled_alike(left: str, right: str) -> bool:
     return True
 
 
+def phrase_words(text: str) -> list[str]:
+    """A phrase's casefolded words, split at anything not a letter or a digit (``Runs_On``,
+    ``runs-on``: ``["runs", "on"]``)."""
+    return [w for w in re.split(r"[\W_]+", text.casefold()) if w]
+
+
 def as_worded(predicate: str) -> list[str]:
     """A predicate's words as the agent wrote them, auxiliaries and articles aside (``is
     hosted on`` is ``hosted on``), not normalized: ``lives on`` is not ``hosted on``."""
-    return [w for w in re.split(r"[\W_]+", predicate.casefold()) if w and w not in FUNCTION_WORDS]
+    return [w for w in phrase_words(predicate) if w not in FUNCTION_WORDS]
 
 
 def relational(predicate: str) -> bool:

@@ -78,6 +78,7 @@ from ferrex.rules.predicates import (
     PLACE_PREPOSITIONS,
     PREPOSITIONS,
     may_reword,
+    phrase_words,
     same_count,
 )
 from ferrex.rules.schedules import schedule_value
@@ -489,7 +490,7 @@ def plural_relation(predicate: str) -> bool:
     names a relation of many values: its last content word a plural noun (``members``,
     ``regions``, ``maintainers``), or a head word of :data:`PLURAL_HEADS` (``member``,
     ``speaks``). Counts (``replicas count``, ``number of nodes``) are single values."""
-    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    words = phrase_words(predicate)
     content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
     if not content or any(w in _MEASURES for w in content):
         return False
@@ -532,7 +533,7 @@ def plural_fact(subject: str, predicate: str, obj: str) -> bool:
         return True
     # One event of many told in the past with an indefinite article (``had an incident
     # on``, ``had a release on``): another date is one more event, not a new date of it.
-    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    words = phrase_words(predicate)
     if words[:1] == ["had"] and words[1:2] in (["a"], ["an"]) and len(words) > 2:
         return True
     if object_kind(obj) in SINGLE_KINDS:
@@ -585,8 +586,8 @@ def plural_subject(subject: str, predicate: str) -> bool:
     """Whether a fact places a plural subject (``Kafka brokers | run on | kafka-1``): each
     of several things has its own place, so a second value is one more, not a move. The
     subject's last word a plural noun and the predicate holding a placing preposition."""
-    words = [w for w in re.split(r"[\W_]+", subject.casefold()) if w]
-    preds = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    words = phrase_words(subject)
+    preds = phrase_words(predicate)
     return bool(words) and _plural_noun(words[-1]) and any(p in PLACE_PREPOSITIONS for p in preds)
 
 
@@ -664,7 +665,7 @@ def range_relation(predicate: str) -> bool:
     versions of one thing at once (:data:`_RANGE_ROOTS`: ``supports``, ``compatible with``,
     ``tests on``, ``tested against``): inflected or followed by a preposition, not a noun
     of one value (``support tier``, ``test command``)."""
-    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    words = phrase_words(predicate)
     content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
     if not content or len(content) > 2:
         return False
@@ -678,7 +679,7 @@ def reciprocal_relation(predicate: str) -> bool:
     """Whether a predicate names a relation a person has with many others at once: a verb
     of working together with ``with`` (``works with``, ``pairs with``, ``collaborates
     with``)."""
-    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    words = phrase_words(predicate)
     content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
     return (
         "with" in words

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ferrex.rules.dedup import measure_unit
-from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS
+from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS, phrase_words
 from ferrex.rules.slots import (
     CHANGE_WORDS,
     COUNT,
@@ -209,7 +209,7 @@ def one_of_many_held(predicate: str, obj: str) -> bool:
     noun, then a place preposition or a participle. Another value is one more such thing, not
     a move. Not a thing one has one of (``has HQ in``, ``has its main office in``), nor a
     value of a kind held one at a time (:data:`ferrex.rules.slots.SINGLE_KINDS`: a version)."""
-    words = [w for w in re.split(r"[\W_]+", predicate.casefold()) if w]
+    words = phrase_words(predicate)
     if len(words) < 3 or words[0] not in ("has", "have") or _ONE_HELD & set(words):
         return False
     if object_kind(obj) in SINGLE_KINDS:
