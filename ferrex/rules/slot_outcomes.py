@@ -5,6 +5,7 @@ None; the evidence and its order are :mod:`ferrex.rules.slots`'s module docstrin
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Final
 
 from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS, PREPOSITIONS
@@ -347,13 +348,25 @@ def news_apart(new_predicate: str, old_predicate: str) -> bool:
     surely not news of the other fact's slot: both predicates name attributes of their own
     (:func:`two_nouns`: ``retry delay`` / ``timeout``, ``product owner`` / ``tech lead``), one
     places something of the subject and the other the subject itself (:func:`placed_apart`),
-    or the change names a thing of the subject that the other does not (``logs moved to``,
-    ``upgraded its sdk to`` beside ``runs on``, ``version``: a part changed, not the slot)."""
+    or the change names a thing of the subject (:func:`changed_part`) that the other does not
+    (``logs moved to``, ``upgraded its sdk to`` beside ``runs on``, ``version``)."""
     if two_nouns(new_predicate, old_predicate) or placed_apart(new_predicate, old_predicate):
         return True
-    words = content_words(new_predicate)
-    if not any(w in CHANGE_WORDS for w in words):
-        return False
-    named = [w for w in words if w not in CHANGE_WORDS and w not in POSSESSIVES]
+    named = changed_part(new_predicate)
     theirs = content_words(old_predicate)
     return bool(named) and not any(w[:4] == t[:4] for w in named for t in theirs)
+
+
+def changed_part(predicate: str) -> list[str]:
+    """The words naming what a change told in a normalized predicate changed, when that is
+    a thing of its subject rather than the subject: the words in front of its first word of
+    change (``logs_moved_to``, ``go_toolchain_upgraded_to``) and a word after a possessive
+    (``upgraded_its_sdk_to``). None for a change of the subject itself (``switched_over_to``,
+    ``now_triggered_from``, ``migrated_to``)."""
+    words = content_words(predicate)
+    first = next((i for i, w in enumerate(words) if w in CHANGE_WORDS), None)
+    if first is None:
+        return []
+    named = [w for w in words[:first] if w not in VALUE_WORDS]
+    named += [w for prior, w in pairwise(words) if prior in POSSESSIVES]
+    return named

@@ -319,6 +319,11 @@ def test_a_change_told_in_words_is_flagged_beside_the_fact_it_may_change(tmp_pat
             flagged = {f["id"] for g in doc["possible_conflicts"] for f in g["facts"]}
             assert flagged == {netlify["id"], render["id"]}, doc["possible_conflicts"]
 
+            bugsnag = await store_fact(client, "mobile crash tracking", "tool", "Bugsnag")
+            sentry = await store_fact(client, "mobile crash tracking", "switched over to",
+                                      "Sentry")  # fmt: skip
+            assert sentry["possible_conflict"] == [bugsnag["id"]], sentry
+
             host = await store_fact(client, "ledger worker", "runs on", "worker-vm-04")
             backups = await store_fact(client, "ledger worker", "backups moved to",
                                        "s3://ledger-dumps")  # fmt: skip

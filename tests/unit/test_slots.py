@@ -560,6 +560,7 @@ def test_a_change_in_words_is_apart_from_slots_it_leaves_alone() -> None:
         ("moved_its_database_to", "deployed_on"),
         ("retry_delay", "timeout"),
         ("cached_at", "hosted_on"),
+        ("cache_moved_to", "runs_on"),
     ]:
         assert news_apart(new, old), (new, old)
     # the change may be of the other's slot: flagged, the agent settles it
@@ -568,5 +569,7 @@ def test_a_change_in_words_is_apart_from_slots_it_leaves_alone() -> None:
         ("deploys_to", "served_from"),
         ("migrated_to", "engine"),
         ("led_by", "tech_lead"),
+        ("switched_over_to", "tool"),
+        ("now_triggered_from", "scheduled_on"),
     ]:
         assert not news_apart(new, old), (new, old)
