@@ -349,6 +349,10 @@ VALUE_WORDS: Final[frozenset[str]] = frozenset(
     # A value done again (a new size, name, licence, place, owner): the act names the change.
     | {"relocated", "resized", "renamed", "rescheduled", "relicensed", "rebranded"}
     | {"reassigned", "repointed", "retargeted", "restored", "promoted"}
+    | {"rewritten", "rebuilt", "rehosted", "replatformed", "reverted"}
+    # A value passed on or made into another: a new holder, language, form or amount.
+    | {"handed", "transferred", "ported", "converted", "swapped", "transitioned", "shifted"}
+    | {"scaled", "adjusted", "extended", "shortened", "doubled", "halved"}
 )
 
 

@@ -323,6 +323,9 @@ def test_a_change_told_in_words_is_flagged_beside_the_fact_it_may_change(tmp_pat
             sentry = await store_fact(client, "mobile crash tracking", "switched over to",
                                       "Sentry")  # fmt: skip
             assert sentry["possible_conflict"] == [bugsnag["id"]], sentry
+            node = await store_fact(client, "image resizer", "language", "Node.js")
+            rust = await store_fact(client, "image resizer", "rewritten in", "Rust")
+            assert rust["possible_conflict"] == [node["id"]], rust
 
             host = await store_fact(client, "ledger worker", "runs on", "worker-vm-04")
             backups = await store_fact(client, "ledger worker", "backups moved to",

@@ -573,3 +573,13 @@ def test_a_change_in_words_is_apart_from_slots_it_leaves_alone() -> None:
         ("now_triggered_from", "scheduled_on"),
     ]:
         assert not news_apart(new, old), (new, old)
+
+
+def test_verbs_that_pass_a_value_on_tell_a_change() -> None:
+    from ferrex.rules.slots import value_predicate
+    from ferrex.rules.value_changes import told_as_news
+
+    for predicate in ("rewritten_in", "handed_over_to", "scaled_to", "ported_to", "transferred_to"):
+        assert told_as_news(predicate, None, dated=False), predicate
+    assert value_predicate("scaled_to") and value_predicate("transferred_to")
+    assert not told_as_news("written_in", None, dated=False)
