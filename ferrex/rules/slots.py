@@ -350,9 +350,11 @@ VALUE_WORDS: Final[frozenset[str]] = frozenset(
     | {"relocated", "resized", "renamed", "rescheduled", "relicensed", "rebranded"}
     | {"reassigned", "repointed", "retargeted", "restored", "promoted"}
     | {"rewritten", "rebuilt", "rehosted", "replatformed", "reverted"}
-    # A value passed on or made into another: a new holder, language, form or amount.
-    | {"handed", "transferred", "ported", "converted", "swapped", "transitioned", "shifted"}
-    | {"scaled", "adjusted", "extended", "shortened", "doubled", "halved"}
+    # A value passed on or made into another: a new holder, language or form. Not
+    # ``extended`` or ``ported``: as often one value more (``ported to Switch``, ``extended
+    # to eu-west-1``) as a new one; nor ``scaled`` or ``doubled``, which change an amount
+    # without naming which (``scaled to 3`` beside ``replicas`` and ``max replicas``).
+    | {"handed", "transferred", "converted", "swapped", "transitioned", "shifted"}
 )
 
 
