@@ -226,9 +226,9 @@ def name_words(words: Sequence[str]) -> list[str]:
 
 def word_twins(a: str, b: str) -> bool:
     """Whether two words are one word in two forms, as people write a name: the same, a
-    plural (``log``/``logs``, ``policy``/``policies``), another ending on one stem of five
-    letters or more (``tokenizer``/``tokenization``, ``invoice``/``invoicing``; not
-    ``product``/``production``, where one is the whole of the other), a short form people
+    plural (``log``/``logs``), another ending on one stem of five letters or more
+    (``tokenizer``/``tokenization``; not ``product``/``production``, one the whole of the
+    other, but for its ``-ing`` form: ``log``/``logging``), a short form people
     make (:func:`abbreviates`), a word's whole consonant skeleton (``fct``/``fact``), a kind
     word in a compound (``site``/``website``), a typo of a long word or a product suffix."""
     if a == b:
@@ -242,6 +242,10 @@ def word_twins(a: str, b: str) -> bool:
     while stem < len(short) and short[stem] == long[stem]:
         stem += 1
     if stem >= 5 and short[stem:] and {short[stem:], long[stem:]} <= _FORM_ENDINGS:
+        return True
+    # A thing and its doing: monitor/monitoring, log/logging (a doubled consonant); not with a
+    # silent e dropped, where the doing is as often a word of its own (stage/staging).
+    if len(short) >= 3 and long in (short + "ing", short + short[-1] + "ing"):
         return True
     if len(short) >= 3 and short == "".join(c for c in long if c not in "aeiou"):
         return True  # a whole consonant skeleton: fct/fact

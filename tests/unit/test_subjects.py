@@ -468,13 +468,14 @@ def test_hard_negatives_stay_apart(a: str, b: str) -> None:
 def test_word_twins() -> None:
     same = [("log", "logs"), ("policy", "policies"), ("tokenizer", "tokenization"),
             ("matchmaker", "matchmaking"), ("invoice", "invoicing"), ("gw", "gateway"),
-            ("fct", "fact"), ("site", "website"), ("service", "microservice")]  # fmt: skip
+            ("fct", "fact"), ("site", "website"), ("service", "microservice"),
+            ("log", "logging"), ("monitor", "monitoring"), ("stream", "streaming")]  # fmt: skip
     for a, b in same:
         assert word_twins(a, b) and word_twins(b, a), (a, b)
     # line, hook: no kind word, so a compound ending in one is a word of its own
     apart = [("product", "production"), ("v1", "v2"), ("i", "ii"), ("web", "webhook"),
              ("us", "use"), ("stage", "staging"), ("api", "apis2"),
-             ("line", "pipeline"), ("hook", "webhook")]  # fmt: skip
+             ("line", "pipeline"), ("hook", "webhook"), ("index", "indexer")]  # fmt: skip
     for a, b in apart:
         assert not word_twins(a, b), (a, b)
 
