@@ -5,7 +5,8 @@ new wording of it (no doubt, no value lost); under another relation of a subject
 the same, it is flagged ``restates``. The forms: the same letters and digits once case, spaces
 and punctuation are dropped (``RevC`` / ``rev C``), initials (``OSC`` / ``Open Source
 Collective``), the value inside a longer wording of it (``115200`` / ``115200 baud``), a
-duration in other units (``30 days`` / ``30d``, ``300 seconds`` / ``5 min``), an address with
+duration in other units (``30 days`` / ``30d``, ``300 seconds`` / ``5 min``, ``hourly`` /
+``1 hour``), an amount in other units (``512Mi`` / ``0.5Gi``, ``4096`` / ``4k``), an address with
 or without its scheme (``bi.example.io`` / ``https://bi.example.io/``), words shortened as
 people shorten them (``IT Ops`` / ``IT Operations``).
 """
@@ -60,7 +61,9 @@ def restated(new: str, old: str) -> bool:
         return False
     seconds = _seconds(new)
     if seconds is not None and seconds == _seconds(old):
-        return True  # 30 days / 30d, 15 minutes / 15 min, 300 seconds / 5 min
+        return True  # 30 days / 30d, 15 minutes / 15 min, 300 seconds / 5 min, hourly / 1 hour
+    if _same_amount(new, old):
+        return True  # 512Mi / 0.5Gi, 1024 MB / 1 GB, 4096 / 4k tokens
     a, b = value_words(new), value_words(old)
     if not a or not b:
         return False
@@ -102,13 +105,56 @@ _SECONDS_PER: Final[dict[str, float]] = {
 _SPAN = re.compile(r"^(?:every\s+)?(\d+(?:\.\d+)?)\s*([a-z]+)$")
 
 
+#: A period named by one word, as often as a length (``hourly`` / ``every hour``).
+_PERIOD_WORDS: Final[dict[str, float]] = {
+    "hourly": 3600, "daily": 86400, "nightly": 86400, "weekly": 604800, "fortnightly": 1209600,
+}  # fmt: skip
+
+
 def _seconds(text: str) -> float | None:
-    """A duration's length in seconds, by its unit (``30d``, ``15 min``, ``300 seconds``);
-    None for anything else (months and years vary in length: never equal by this)."""
-    found = _SPAN.match(text.strip().casefold())
+    """A duration's length in seconds, by its unit (``30d``, ``15 min``, ``300 seconds``,
+    ``every hour``) or a word naming its period (``hourly``, ``daily``); None for anything
+    else (months and years vary in length: never equal by this)."""
+    low = text.strip().casefold()
+    if low in _PERIOD_WORDS:
+        return _PERIOD_WORDS[low]
+    found = _SPAN.match(low.replace("every ", "every 1 ", 1) if _BARE_EVERY.match(low) else low)
     if found is None or found.group(2) not in _SECONDS_PER:
         return None
     return float(found.group(1)) * _SECONDS_PER[found.group(2)]
+
+
+_BARE_EVERY: Final = re.compile(r"^every\s+[a-z]+$")
+
+#: Size units by their power of the base: a ``k``, ``M``, ``G`` or ``T`` with or without the
+#: ``i`` of a binary unit and a ``B`` (``Mi``, ``MiB``, ``MB``, ``mb``), or a bare ``k`` of a
+#: count (``4k tokens``).
+_SIZE_POWERS: Final[dict[str, int]] = {"k": 1, "m": 2, "g": 3, "t": 4}
+_AMOUNT = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt])?(i)?(b|bytes)?(?:\s+[a-z]+)?$")
+
+
+def _same_amount(new: str, old: str) -> bool:
+    """Whether two amounts, one at least with a size or thousands unit (:func:`_amounts`),
+    may stand for one number (``512Mi`` / ``0.5Gi``, ``4096`` / ``4k tokens``). Two plain
+    numbers are left to the words (a bare ``5`` is no restatement of another ``5``)."""
+    (a, unit_a), (b, unit_b) = _amounts(new), _amounts(old)
+    return (unit_a or unit_b) and bool(a & b)
+
+
+def _amounts(text: str) -> tuple[set[int], bool]:
+    """The whole numbers an amount may stand for, and whether it has a unit: a plain number
+    (``4096``), or one with a size or thousands unit read both ways people mean it, by 1000
+    and by 1024 (``4k`` is 4000 or 4096; ``512Mi`` and ``0.5Gi`` both 536870912), with at
+    most one word after it (``4k tokens``). Empty for anything else."""
+    found = _AMOUNT.match(text.strip().casefold())
+    if found is None:
+        return set(), False
+    number, prefix, binary, byte = found.groups()
+    value = float(number)
+    if prefix is None:
+        return ({int(value)} if value.is_integer() and not byte else set()), False
+    bases = (1024,) if binary else (1000, 1024)
+    return {round(value * base ** _SIZE_POWERS[prefix]) for base in bases}, True
 
 
 def _words_shortened(short: Sequence[str], long: Sequence[str]) -> bool:

@@ -44,6 +44,10 @@ def test_a_value_restated_in_other_words_is_flagged_and_shared_values_are_not(
             cap = await fact("release bot", "slack channel", "#rel-eng-alerts")
             ceiling = await fact("release bot", "posts to", "rel eng alerts")
             await restates(cap, ceiling)
+            # One subject, an amount in another unit: the same memory limit.
+            limit = await fact("render worker", "memory limit", "512Mi")
+            half = await fact("render worker", "max memory", "0.5Gi")
+            await restates(limit, half)
             # A name possibly the same (a head word), the value as its initials.
             host = await fact("lumen", "fiscal host", "Open Collective Europe")
             sponsor = await fact("lumen funding", "fiscal sponsor", "OCE")
@@ -68,9 +72,10 @@ def test_a_value_restated_in_other_words_is_flagged_and_shared_values_are_not(
                 frozenset(f["id"] for f in group["facts"]): group["reason"]
                 for group in reflect["possible_conflicts"]
             }
-            for first, second in ((baud, speed), (cap, ceiling), (host, sponsor)):
+            pairs = ((baud, speed), (cap, ceiling), (limit, half), (host, sponsor))
+            for first, second in pairs:
                 assert found.get(frozenset((first["id"], second["id"]))) == "restates", found
-            assert reflect["counts"]["possible_conflicts"] == 3, reflect["counts"]
+            assert reflect["counts"]["possible_conflicts"] == 4, reflect["counts"]
             # What to do: the entity commands only where the two subjects differ.
             todo = {
                 frozenset(f["id"] for f in group["facts"]): group["what_to_do"]

@@ -133,7 +133,11 @@ def test_sure_slots_by_head_word_change_verb_and_schedule() -> None:
     ("new", "old", "same"),
     [("30d", "30 days", True), ("15 min", "15 minutes", True), ("5 min", "300 seconds", True),
      ("https://bi.example.io/", "bi.example.io", True), ("IT Operations", "IT Ops", True),
-     ("30s", "60s", False), ("12 months", "1 year", False),
+     ("hourly", "1 hour", True), ("every day", "daily", True), ("512Mi", "0.5Gi", True),
+     ("1 GB", "1024 MB", True), ("4k tokens", "4096", True), ("2000 MB", "2 GB", True),
+     ("30s", "60s", False), ("12 months", "1 year", False), ("8", "8", False),
+     ("64 GB", "64", False), ("4k", "4100", False), ("1Gi", "1000Mi", False),
+     ("weekly", "daily", False),
      ("https://a.example.io", "b.example.io", False),
      ("IT Ops", "HR Ops", False)],
 )  # fmt: skip
