@@ -6,7 +6,8 @@ the same, it is flagged ``restates``. The forms: the same letters and digits onc
 and punctuation are dropped (``RevC`` / ``rev C``), initials (``OSC`` / ``Open Source
 Collective``), the value inside a longer wording of it (``115200`` / ``115200 baud``), a
 duration in other units (``30 days`` / ``30d``, ``300 seconds`` / ``5 min``, ``hourly`` /
-``1 hour``), an amount in other units (``512Mi`` / ``0.5Gi``, ``4096`` / ``4k``), an address with
+``1 hour``), an amount in other units (``512Mi`` / ``0.5Gi``, ``4096`` / ``4k``), a weekly
+schedule in another form (``Thu 6-8am UTC`` / ``Thursday 06:00-08:00 UTC``), an address with
 or without its scheme (``bi.example.io`` / ``https://bi.example.io/``), words shortened as
 people shorten them (``IT Ops`` / ``IT Operations``).
 """
@@ -17,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from ferrex.rules.schedules import same_schedule
 from ferrex.rules.short_forms import abbreviates, acronym_of
 from ferrex.rules.slots import kinds_clash, object_kind
 
@@ -64,6 +66,8 @@ def restated(new: str, old: str) -> bool:
         return True  # 30 days / 30d, 15 minutes / 15 min, 300 seconds / 5 min, hourly / 1 hour
     if _same_amount(new, old):
         return True  # 512Mi / 0.5Gi, 1024 MB / 1 GB, 4096 / 4k tokens
+    if same_schedule(new, old):
+        return True  # Thursday 06:00-08:00 UTC / Thu 6-8am UTC, 0 7 * * 2 / Tuesdays 07:00
     a, b = value_words(new), value_words(old)
     if not a or not b:
         return False

@@ -48,6 +48,10 @@ def test_a_value_restated_in_other_words_is_flagged_and_shared_values_are_not(
             limit = await fact("render worker", "memory limit", "512Mi")
             half = await fact("render worker", "max memory", "0.5Gi")
             await restates(limit, half)
+            # One subject, a weekly window written two ways under two relations.
+            window = await fact("ops maintenance", "window", "Thursday 06:00-08:00 UTC")
+            every = await fact("ops maintenance", "happens every", "Thu 6-8am UTC")
+            await restates(window, every)
             # A name possibly the same (a head word), the value as its initials.
             host = await fact("lumen", "fiscal host", "Open Collective Europe")
             sponsor = await fact("lumen funding", "fiscal sponsor", "OCE")
@@ -72,10 +76,10 @@ def test_a_value_restated_in_other_words_is_flagged_and_shared_values_are_not(
                 frozenset(f["id"] for f in group["facts"]): group["reason"]
                 for group in reflect["possible_conflicts"]
             }
-            pairs = ((baud, speed), (cap, ceiling), (limit, half), (host, sponsor))
+            pairs = ((baud, speed), (cap, ceiling), (limit, half), (window, every), (host, sponsor))
             for first, second in pairs:
                 assert found.get(frozenset((first["id"], second["id"]))) == "restates", found
-            assert reflect["counts"]["possible_conflicts"] == 4, reflect["counts"]
+            assert reflect["counts"]["possible_conflicts"] == 5, reflect["counts"]
             # What to do: the entity commands only where the two subjects differ.
             todo = {
                 frozenset(f["id"] for f in group["facts"]): group["what_to_do"]

@@ -137,7 +137,9 @@ def test_sure_slots_by_head_word_change_verb_and_schedule() -> None:
      ("1 GB", "1024 MB", True), ("4k tokens", "4096", True), ("2000 MB", "2 GB", True),
      ("30s", "60s", False), ("12 months", "1 year", False), ("8", "8", False),
      ("64 GB", "64", False), ("4k", "4100", False), ("1Gi", "1000Mi", False),
-     ("weekly", "daily", False),
+     ("weekly", "daily", False), ("Thu 6-8am UTC", "Thursday 06:00-08:00 UTC", True),
+     ("0 7 * * 2", "Tuesdays 07:00", True), ("Mondays 08:00 UTC", "0 7 * * 2", False),
+     ("Sun 3am CET", "Sunday 03:00 UTC", False), ("Mon 10:00", "Tue 10am", False),
      ("https://a.example.io", "b.example.io", False),
      ("IT Ops", "HR Ops", False)],
 )  # fmt: skip

@@ -585,3 +585,19 @@ def test_verbs_that_pass_a_value_on_tell_a_change() -> None:
     # one value more as often as a new one, or an amount of no named slot: no word of change
     for predicate in ("written_in", "ported_to", "extended_to", "scaled_to"):
         assert not told_as_news(predicate, None, dated=False), predicate
+
+
+def test_a_weekly_schedule_in_one_form() -> None:
+    from ferrex.rules.schedules import schedule_form
+
+    assert schedule_form("Tue/Thu 10:00") == schedule_form("Tuesday and Thursday 10am")
+    assert schedule_form("0 9 * * 1-5") == (
+        frozenset({"mon", "tue", "wed", "thu", "fri"}),
+        ("09:00",),
+        frozenset(),
+    )
+    every_day = (frozenset[str](), ("09:30",), frozenset[str]())
+    assert schedule_form("daily at 9:30") == schedule_form("30 9 * * *") == every_day
+    # more than a week's schedule, or no clock at all
+    for text in ("every 2 weeks", "monthly at 02:00", "0 2 1 * *", "port 8080", "3 replicas"):
+        assert schedule_form(text) is None, text
