@@ -36,9 +36,21 @@ _VALUE_WORDS_RE = re.compile(r"[a-z0-9]+(?:\.[a-z0-9]+)*")
 
 def value_words(text: str) -> list[str]:
     """An object's words as a value compares them: case-folded runs of letters and digits
-    (a dotted version kept whole), a ``v`` before a version dropped (``v0.9.0``)."""
-    words = _VALUE_WORDS_RE.findall(text.casefold())
-    return [w[1:] if re.fullmatch(r"v\d+(?:\.\d+)+", w) else w for w in words]
+    (a dotted version kept whole), a ``v`` before a version dropped (``v0.9.0``), a name
+    glued to its dotted version parted from it (``UE5.4``, ``python3.11``)."""
+    words: list[str] = []
+    for w in _VALUE_WORDS_RE.findall(text.casefold()):
+        glued = _GLUED_VERSION.fullmatch(w)
+        if glued is None:
+            words.append(w)
+        elif glued.group(1) != "v":
+            words += [glued.group(1), glued.group(2)]
+        else:
+            words.append(glued.group(2))
+    return words
+
+
+_GLUED_VERSION = re.compile(r"([a-z]+)(\d+(?:\.\d+)+)")
 
 
 def distinctive_value(words: Sequence[str]) -> bool:

@@ -118,8 +118,8 @@ _MONEY = re.compile(r"^(?:[$€£¥]\s*\d[\d,.]*[km]?|\d[\d,.]*\s*(?:usd|eur|gbp
 _PERCENT = re.compile(rf"^{_UNIT_NUMBER}(?:%|percent)$")
 _VERSION = re.compile(
     r"^(?:[a-z][\w+-]*\s+)?v?\d+(?:\.\d+){1,3}(?:[-+.]?[a-z][\w.]*)?$|^v\d+$"
-    # A name and its dotted version in one token: gpl-3.0, python-3.11 (no host name).
-    r"|^[a-z][a-z+]*-v?\d+(?:\.\d+)+$"
+    # A name and its dotted version in one token: gpl-3.0, python-3.11, ue5.4 (no host name).
+    r"|^[a-z][a-z+]*-?v?\d+(?:\.\d+)+$"
 )
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[t ][\d:]+z?)?$")
 _URL = re.compile(r"^(?:https?|s3|gs|ftp)://\S+$")

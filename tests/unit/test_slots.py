@@ -601,3 +601,12 @@ def test_a_weekly_schedule_in_one_form() -> None:
     # more than a week's schedule, or no clock at all
     for text in ("every 2 weeks", "monthly at 02:00", "0 2 1 * *", "port 8080", "3 replicas"):
         assert schedule_form(text) is None, text
+
+
+def test_a_name_glued_to_its_dotted_version_is_a_version_not_a_host() -> None:
+    from ferrex.rules.slots import object_kind
+
+    for text in ("UE5.4", "python3.11", "go1.22", "gpl-3.0"):
+        assert object_kind(text) == "version", text
+    for text in ("db1.internal", "bff-1.fitpulse.net", "k8s-node-07", "ch-01.dp.internal"):
+        assert object_kind(text) == "host", text
