@@ -186,7 +186,42 @@ def formed_alike(
             twin = next((w for w in other if w not in one and abbreviates(word, w)), None)
             if twin is not None:
                 one[i], found = twin, True
+                continue
+            # Initials with a compound word's second part (``dwh``: data ware-house) vouch
+            # for nothing by themselves: the split is a guess.
+            span = _compound_span(word, other, one)
+            if span is not None:
+                one[i : i + 1] = span
+                found = True
     return (a, b, vouched) if found else None
+
+
+def _compound_span(word: str, other: Sequence[str], one: Sequence[str]) -> list[str] | None:
+    """The words of ``other`` (none of them in ``one``) whose initials, one of them with the
+    initial of its second part, spell ``word`` (three letters or more): ``dwh`` of ``data
+    warehouse`` (``ware`` + ``house``). A second part starts three letters or more into its
+    word and leaves three or more."""
+    if len(word) < 3 or not word.isalpha():
+        return None
+    for size in range(2, len(word)):
+        for at in range(len(other) - size + 1):
+            span = list(other[at : at + size])
+            if not set(span) & set(one) and _spelled_by_parts(word, span):
+                return span
+    return None
+
+
+def _spelled_by_parts(word: str, span: Sequence[str]) -> bool:
+    """Whether ``word`` is each word's initial in turn, exactly one word giving two letters
+    (its initial, then the initial of its second part: :func:`_compound_span`)."""
+    if len(word) != len(span) + 1 or any(not w.isalpha() for w in span):
+        return False
+    for k, w in enumerate(span):
+        if word[:k] + word[k + 2 :] != "".join(x[0] for x in [*span[:k], *span[k + 1 :]]):
+            continue
+        if word[k] == w[0] and any(w[p] == word[k + 1] for p in range(3, len(w) - 2)):
+            return True
+    return False
 
 
 def _acronym_span(word: str, other: Sequence[str], one: Sequence[str]) -> list[str] | None:

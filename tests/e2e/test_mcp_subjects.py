@@ -252,6 +252,9 @@ def test_a_subject_named_in_other_words_is_never_a_silent_second_answer(tmp_path
             assert logs["superseded"] == [year["id"]], logs
             vpc = await fact("card tokenization service", "runs in", "vpc-pci-1")
             flagged(await fact("tokenizer", "runs in", "vpc-pci-2"), vpc)
+            # Initials with a compound's second part (data ware-house): possibly one.
+            redshift = await fact("the data warehouse", "platform", "Redshift")
+            flagged(await fact("DWH", "platform", "Snowflake"), redshift)
             # A thing and its doing (log / logging): possibly one, flagged.
             datadog = await fact("log pipeline", "backend", "Datadog")
             flagged(await fact("logging pipeline", "backend", "Grafana Loki"), datadog)

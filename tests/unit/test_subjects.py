@@ -480,6 +480,14 @@ def test_word_twins() -> None:
         assert not word_twins(a, b), (a, b)
 
 
+def test_an_acronym_with_a_compound_words_second_part_is_only_possible() -> None:
+    for name, short in [("data warehouse", "DWH"), ("github actions", "GHA")]:
+        assert subject_outcome(short, name) == "possible", (name, short)
+    # the part must start three letters in and leave three: no "u" of "supply" for PSU
+    for name, short in [("power supply", "PSU"), ("dog walker", "DWH")]:
+        assert subject_outcome(short, name) == "different", (name, short)
+
+
 def test_an_acronym_is_tried_before_one_words_skeleton() -> None:
     formed = formed_alike(["starfall", "cm"], ["community", "manager"])
     assert formed is not None and formed[0] == ["starfall", "community", "manager"]
