@@ -201,13 +201,13 @@ def _compound_span(word: str, other: Sequence[str], one: Sequence[str]) -> list[
     initial of its second part, spell ``word`` (three letters or more): ``dwh`` of ``data
     warehouse`` (``ware`` + ``house``). A second part starts three letters or more into its
     word and leaves three or more."""
-    if len(word) < 3 or not word.isalpha():
+    size = len(word) - 1  # one letter a word, and one word two letters
+    if size < 2 or size > len(other) or not word.isalpha():
         return None
-    for size in range(2, len(word)):
-        for at in range(len(other) - size + 1):
-            span = list(other[at : at + size])
-            if not set(span) & set(one) and _spelled_by_parts(word, span):
-                return span
+    for at in range(len(other) - size + 1):
+        span = list(other[at : at + size])
+        if span[0][:1] == word[0] and not set(span) & set(one) and _spelled_by_parts(word, span):
+            return span
     return None
 
 
