@@ -198,11 +198,11 @@ def formed_alike(
 
 def _compound_span(word: str, other: Sequence[str], one: Sequence[str]) -> list[str] | None:
     """The words of ``other`` (none of them in ``one``) whose initials, one of them with the
-    initial of its second part, spell ``word`` (three letters or more): ``dwh`` of ``data
+    initial of its second part, spell ``word`` (three to six letters): ``dwh`` of ``data
     warehouse`` (``ware`` + ``house``). A second part starts three letters or more into its
     word and leaves three or more."""
     size = len(word) - 1  # one letter a word, and one word two letters
-    if size < 2 or size > len(other) or not word.isalpha():
+    if size < 2 or size > min(len(other), 5) or not word.isalpha():
         return None
     for at in range(len(other) - size + 1):
         span = list(other[at : at + size])
