@@ -118,6 +118,7 @@ COMPONENT_WORDS: Final[frozenset[str]] = frozenset(
         "website",
         "portal",
         "engine",
+        "bot",
     }
 )
 
@@ -243,8 +244,7 @@ def word_twins(a: str, b: str) -> bool:
         stem += 1
     if stem >= 5 and short[stem:] and {short[stem:], long[stem:]} <= _FORM_ENDINGS:
         return True
-    # A thing and its doing: monitor/monitoring, log/logging (a doubled consonant); not with a
-    # silent e dropped, where the doing is as often a word of its own (stage/staging).
+    # A thing and its doing (monitor/monitoring, log/logging); not stage/staging (silent e).
     if len(short) >= 3 and long in (short + "ing", short + short[-1] + "ing"):
         return True
     if len(short) >= 3 and short == "".join(c for c in long if c not in "aeiou"):
