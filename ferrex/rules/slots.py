@@ -350,10 +350,9 @@ VALUE_WORDS: Final[frozenset[str]] = frozenset(
     | {"relocated", "resized", "renamed", "rescheduled", "relicensed", "rebranded"}
     | {"reassigned", "repointed", "retargeted", "restored", "promoted"}
     | {"rewritten", "rebuilt", "rehosted", "replatformed", "reverted"}
-    # A value passed on or made into another: a new holder, language or form. Not
-    # ``extended`` or ``ported``: as often one value more (``ported to Switch``, ``extended
-    # to eu-west-1``) as a new one; nor ``scaled`` or ``doubled``, which change an amount
-    # without naming which (``scaled to 3`` beside ``replicas`` and ``max replicas``).
+    # A value passed on or made into another (holder, language, form). Not ``ported``,
+    # ``extended``: as often one value more (``ported to Switch``); nor ``scaled``,
+    # ``doubled``: an amount of no named slot (``scaled to 3`` beside ``max replicas``).
     | {"handed", "transferred", "converted", "swapped", "transitioned", "shifted"}
 )
 
