@@ -12,6 +12,7 @@ subjects is :mod:`ferrex.rules.subjects`'s rule.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Final
 
@@ -129,6 +130,7 @@ def uninverted(normalized: str) -> str:
     return f"{tail.strip()} {head.strip()}"
 
 
+@lru_cache(maxsize=1 << 16)
 def abbreviates(short: str, long: str) -> bool:
     """Whether ``short`` is a short form people make of the word ``long`` (the table's
     fast path aside): a clipped word, cut before a vowel (``auth``/``authentication``,

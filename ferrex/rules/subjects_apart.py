@@ -13,6 +13,7 @@ written as words (used by :mod:`ferrex.rules.subjects` and :mod:`ferrex.rules.sl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import Final
 
 from ferrex.rules.entities import is_product_suffix, is_typo
@@ -76,6 +77,7 @@ UNIT_WORDS: Final[frozenset[str]] = frozenset(
 TEAM_WORDS: Final[frozenset[str]] = frozenset({"team", "squad", "crew"})
 
 
+@lru_cache(maxsize=1 << 16)
 def same_word(a: str, b: str) -> bool:
     """Whether two words of two names are one word: a typo (``kuberentes``), a product
     suffix (``postgres``/``postgresql``), or two words for one team (:data:`TEAM_WORDS`)."""
