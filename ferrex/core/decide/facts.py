@@ -312,8 +312,9 @@ def plan_fact(
     # two silent answers).
     assert valid.object is not None
     others = _other_current(view, who, subject.keys, predicate, now)
-    told = told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
+    # Told as news in words (the predicate or the note), or by a start alone.
     worded = told_as_news(predicate, valid.content, dated=False)
+    told = worded or valid.t_valid is not None
     slots = slot_matches(valid.object, predicate, others, measures, news=told, worded=worded)
     # Two slots that each look sure are one too many: which one it fills is the agent's call.
     sure = [m for m, found in slots if found.outcome == "same" and may_replace(who, m)]

@@ -296,9 +296,8 @@ class Weighing:
         if entity_id not in self.slotted:
             current = self.current_of(entity_id)
             others = [m for m in current if not self.one_relation(m)]
-            told = told_as_news(self.predicate, self.valid.content,
-                                dated=self.valid.t_valid is not None)  # fmt: skip
             worded = told_as_news(self.predicate, self.valid.content, dated=False)
+            told = worded or self.valid.t_valid is not None
             self.slotted[entity_id] = slot_matches(self.obj, self.predicate, others, measures,
                                                    news=told, worded=worded)  # fmt: skip
         return self.slotted[entity_id]
