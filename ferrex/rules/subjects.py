@@ -204,11 +204,11 @@ def _compare_spelled(left: Sequence[str], right: Sequence[str]) -> Outcome | Non
 #: Leading words that say whose a thing is, not which: ``our BIC`` is ``BIC``.
 _DETERMINERS: Final = ARTICLES | frozenset({"our", "my", "your", "their", "its", "this"})
 
-#: Endings a word takes in another form of itself (``tokenizer``/``tokenization``,
-#: ``invoice``/``invoicing``, ``matchmaker``/``matchmaking``), for :func:`word_twins`.
+#: Endings of a word's other forms (``tokenizer``/``tokenization``, ``invoice``/``invoicing``,
+#: ``notifier``/``notification``), for :func:`word_twins`.
 _FORM_ENDINGS: Final = frozenset(
     {"", "e", "er", "ers", "or", "ors", "ing", "ion", "ions", "ation", "ations", "ed", "es"}
-    | {"s", "ment", "ments", "iation", "ization", "ize", "ise", "ic"}
+    | {"s", "ment", "ments", "iation", "ization", "ize", "ise", "ic", "cation", "cations"}
 )
 _BRACKETS: Final = str.maketrans("", "", "()[]{}")
 

@@ -470,7 +470,8 @@ def test_word_twins() -> None:
             ("matchmaker", "matchmaking"), ("invoice", "invoicing"), ("gw", "gateway"),
             ("fct", "fact"), ("site", "website"), ("service", "microservice"),
             ("log", "logging"), ("monitor", "monitoring"), ("stream", "streaming"),
-            ("bot", "chatbot")]  # fmt: skip
+            ("bot", "chatbot"), ("notifier", "notification"),
+            ("verifier", "verification")]  # fmt: skip
     for a, b in same:
         assert word_twins(a, b) and word_twins(b, a), (a, b)
     # line, hook: no kind word, so a compound ending in one is a word of its own
