@@ -114,7 +114,7 @@ class Terms:
         knows of the things the question names (:func:`subjects_named`,
         :func:`unknown_identifiers`); ``plain``: its compounds that are ordinary words
         (:func:`plain_compounds`)."""
-        found = tokens(query)
+        found = tokens(relevance.without_now(query))
         names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
         if period is not None:
             found = relevance.without_phrase(found, tokens(period.phrase))

@@ -147,8 +147,10 @@ def off_subject(
       named in plain words); or about neither but linked only to other stored things
       (``entity_ids``) and with no words that may spell one of the things asked about
       (:func:`may_spell`: "Postgres" for ``pg``): the search API's SLO does not answer
-      for the notification worker's. A memory linked to nothing that names neither may
-      be about the thing under a name the store has not linked: not judged here;
+      for the notification worker's. Never a memory that holds an identifier the
+      question names (:func:`states_identifier`). A memory linked to nothing that names
+      neither may be about the thing under a name the store has not linked: not judged
+      here;
     - the memory is about the thing named but states no value of the kind the
       question's form asks for (``answers_form`` False, :func:`asked_shapes`,
       :func:`states`: "how much memory may the session Redis use?" is not answered by
@@ -175,8 +177,11 @@ def off_subject(
         return 1.0
     if not subjects:
         return 0.0
+    query_tokens = tuple(query_tokens)
     ids = set(entity_ids)
     if not any(names_subject(s, ids, words) for s in subjects):
+        if states_identifier(query_tokens, document_tokens):
+            return 0.0
         if any(names_sibling(s, ids, words) for s in subjects):
             return 1.0
         if not ids:
@@ -234,6 +239,15 @@ def _wordings(canonical: str) -> tuple[frozenset[str], ...]:
     """The BM25 tokens of each wording of relation ``canonical`` (its own name too)."""
     phrases = (canonical.replace("_", " "), *DEFAULT_SYNONYM_GROUPS.get(canonical, ()))
     return tuple(frozenset(t) for t in map(tokens, phrases) if t)
+
+
+def states_identifier(query_tokens: Iterable[str], document_tokens: Sequence[str]) -> bool:
+    """Whether the memory holds an identifier the question names (a name with a digit or
+    a joiner other than a hyphen between letters: ``pg-billing-02``, ``max_retries``; not
+    ``help-desk``): "is the billing db still on pg-billing-02?" asks of the memory that
+    says ``pg-billing-02``, whichever stored thing it is linked to."""
+    held = set(document_tokens)
+    return any(not t.isalnum() and not is_compound(t) and t in held for t in query_tokens)
 
 
 GRAMMAR_TOKENS: Final = frozenset(

@@ -14,7 +14,8 @@ is computed from the legs' *absolute* evidence instead, five numbers per result:
   its words, found when the memory's event time falls inside it or its text names the
   period in the question's words ("in October" in a review stored in November;
   :func:`period_found`); with a period named, words that only frame the question
-  (:data:`PERIOD_FRAME`: "what *happened* …") are not terms.
+  (:data:`PERIOD_FRAME`: "what *happened* …") are not terms, nor ever the words that
+  place a question in the present (:data:`NOW_WORDS`: "these days", "currently").
 - ``missing_named``: 1 when the query names something specific the memory lacks (an
   identifier, a number, or a period the memory is outside; :func:`missing_named`), else 0.
   Coverage alone gives ``INC-7722`` half credit on a memory about ``INC-7721`` and lets
@@ -543,6 +544,17 @@ PERIOD_FRAME: Final = frozenset(
 "anything new over the weekend?") or about what an explicit filter admits ("what happened
 to it?" with ``entities: [pg-primary]``): with a period or a filter named they ask for
 nothing of their own."""
+
+
+_NOW: Final = "these days|nowadays|currently|presently|right now|at the moment|at present|still"
+NOW_WORDS: Final = re.compile(rf"\b(?:{_NOW}|as of now|anymore)\b", re.I)
+"""Words that place a question in the present ("where does it run *these days*?", "is it
+*still* on 15?"): a memory of the current state never says them (:func:`without_now`)."""
+
+
+def without_now(query: str) -> str:
+    """The query less the words that only place it in the present (:data:`NOW_WORDS`)."""
+    return NOW_WORDS.sub(" ", query)
 
 
 VAGUE_AT_MOST: Final = 1

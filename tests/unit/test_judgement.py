@@ -116,6 +116,30 @@ def test_a_memory_about_a_sibling_of_the_thing_asked_about_is_off_subject() -> N
     assert DEFAULT_MODEL.label(value) == "none"
 
 
+def test_a_memory_holding_the_identifier_asked_about_is_never_a_siblings() -> None:
+    # Linked to the auth gateway, but it holds the host the question names: about it.
+    question = "is the support gateway still on gw-edge-07?"
+    host = _about("auth gateway and its twin run on gw-edge-07", "ent-auth")
+    assert _off(question, host) == 0.0
+    assert _off("is the support gateway still on the edge hosts?", host) == 1.0
+    # A hyphenated word is no identifier: it names nothing of its own.
+    assert _off("which help-desk tool does the support gateway page?",
+                _about("auth gateway pages the help-desk rota", "ent-auth")) == 1.0  # fmt: skip
+
+
+def test_words_placing_a_question_in_the_present_are_no_terms() -> None:
+    plain = Terms.of("where does the billing database run?", None)
+    for question in ("where does the billing database run these days?",
+                     "where does the billing database currently run?",
+                     "where does the billing database run right now?",
+                     "where does the billing database still run nowadays?"):  # fmt: skip
+        assert Terms.of(question, None).tokens == plain.tokens, question
+    memory = _memory("billing database migrated to the Aurora cluster billing-aurora-1", 2)
+    found = evidence_of(Terms.of("where does the billing database run these days?", None),
+                        memory, None)  # fmt: skip
+    assert found.coverage == evidence_of(plain, memory, None).coverage
+
+
 def test_a_memory_naming_neither_the_thing_nor_a_sibling_is_not_judged() -> None:
     # "k8s" asked, "Kubernetes" written: the store has not linked them; not off subject.
     memory = _about("prod-eu-1 was upgraded to Kubernetes 1.31", "ent-kube")
