@@ -6,7 +6,9 @@ the period it names out.
 before May); ``"last week"`` is the seven days before the Monday of ``now``'s week;
 ``"yesterday"``, ``"the day before yesterday"``, ``"today"``, ``"3 days ago"``, ``"two
 months ago"``, ``"last month"``, ``"earlier this month"``, ``"this year"``, ``"in 2023"``,
-``"2023-12-04"``, ``"4 Dec 2023"``, ``"early March"``, ``"late May 2023"`` work alike. A range
+``"2023-12-04"``, ``"4 Dec 2023"``, ``"early March"``, ``"late May 2023"`` work alike; ``"the
+last two weeks"``, ``"past 3 days"``, ``"the last few days"`` (three), ``"last 48 hours"`` are
+the span that ends with today (from that many hours before ``now``). A range
 of days is one period, the last day included: ``"between November 26 and November 30,
 2026"``, ``"November 17-18"``, ``"from Dec 28 to Jan 3"``, ``"2026-12-01 to 2026-12-03"``.
 A name set off beside a date is part of its phrase: ``"Black Friday, November 27"``,
@@ -75,6 +77,7 @@ _COUNT = (
     r"(?P<n>\d+|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten"
     r"|eleven|twelve)"
 )
+_SPAN_COUNT = _COUNT.replace("(?P<n>", r"(?P<n>(?:a\s+)?few|", 1)
 _WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")"
 _PART = r"(?:\s+(?:morning|afternoon|evening|night))?"
 
@@ -112,6 +115,13 @@ _PATTERNS: Final = [
     ("day_month", re.compile(rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?:,?\s+{_YEAR})?\b")),
     ("before_yesterday", re.compile(r"\b(?:the\s+)?day\s+before\s+yesterday\b")),
     ("ago", re.compile(rf"\b{_COUNT}\s+(?P<unit>day|week|month|year)s?\s+ago\b")),
+    (
+        "span",
+        re.compile(
+            rf"\b(?:the\s+)?(?:last|past|previous)\s+{_SPAN_COUNT}\s+"
+            r"(?P<unit>hour|day|week|month|year)s?\b(?!\s+(?:of|in|before|after)\b)"
+        ),
+    ),
     ("weekday", re.compile(rf"\b(?:(?P<which>last|this|past|on)\s+)?{_WEEKDAY}{_PART}\b")),
     ("earlier", re.compile(r"\b(?:earlier|so far)\s+this\s+(?P<unit>week|month|year)\b")),
     ("weekend", re.compile(r"\b(?:over|during|at|on)\s+the\s+weekend\b")),
@@ -205,6 +215,8 @@ def _period(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datet
         return _days(today - timedelta(days=2), 1, zone)
     if kind == "ago":
         return _ago(m, today, zone)
+    if kind == "span":
+        return _span(m, now, zone)
     if kind == "weekday":
         return _weekday(m.group("which"), _WEEKDAYS[m.group("weekday")], today, zone)
     if kind == "earlier":
@@ -334,6 +346,22 @@ def _ago(m: re.Match[str], today: date, zone: tzinfo) -> tuple[datetime, datetim
         return _days(today - timedelta(days=days), 1, zone)
     # "two weeks ago": the week around that day
     return _days(today - timedelta(days=days + 3), 7, zone)
+
+
+_SPAN_DAYS: Final = {"day": 1, "week": 7, "month": 30, "year": 365}
+"""Days in each unit of a span ("the past month" is thirty days, as "past month" is)."""
+
+
+def _span(m: re.Match[str], now: datetime, zone: tzinfo) -> tuple[datetime, datetime]:
+    """The last ``n`` units up to the end of today ("the last two weeks": the fourteen days
+    ending today; "the last 48 hours": from 48 hours before ``now``)."""
+    raw = m.group("n")
+    n = int(raw) if raw.isdigit() else 3 if raw.endswith("few") else _NUMBERS[raw]
+    today = now.date()
+    end = _at(today + timedelta(days=1), zone)
+    if m.group("unit") == "hour":
+        return now - timedelta(hours=n), end
+    return end - timedelta(days=n * _SPAN_DAYS[m.group("unit")]), end
 
 
 def _weekday(

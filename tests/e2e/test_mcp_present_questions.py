@@ -1,4 +1,5 @@
-"""Questions about the present and a subject named in another form of its word, over MCP.
+"""Questions about the present and the last days, and a subject named in another form of
+its word, over MCP.
 
 A real server on stdio, the SDK's client, the bundled model; wording of our own, as an agent
 would put it. "Where does the billing database run these days?" is answered by the fact that
@@ -6,6 +7,7 @@ says where it moved (the words that place a question in the present are no terms
 lacks); a question that names a host is answered by the memory holding that host, whichever
 stored thing it is linked to; and a retry limit told of the "notification fan-out worker"
 is flagged beside the "notifier worker"'s (notifier and notification are one word's forms).
+"What changed in the last two weeks?" is a period: what happened in it answers.
 """
 
 from __future__ import annotations
@@ -61,5 +63,30 @@ def test_present_questions_and_a_worker_named_by_another_form(tmp_path: Path) ->
             # Another worker of another word keeps its own limit, unflagged.
             other = await fact("invoice worker", "retry limit", "3")
             assert "possible_conflict" not in other and other["superseded"] == [], other
+
+    anyio.run(main)
+
+
+def test_the_last_two_weeks_is_a_period_of_its_own(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+
+            async def store(content: str, days: int) -> str:
+                doc = await call(client, "store", {"content": content, "valid_from": _ago(days)})
+                return str(doc["id"])
+
+            crash = await store("Fixed the Android 14 crash on launch by targeting SDK 34", 3)
+            gradle = await store("Moved the Android build from Gradle 7.6 to 8.5", 12)
+            old = await store("Set up the Play Console internal testing track", 40)
+            for query in ("what changed in the last two weeks?",
+                          "anything new over the past 14 days?"):  # fmt: skip
+                doc = await call(client, "recall", {"query": query, "limit": 3})
+                assert not doc["nothing_relevant"], (query, doc)
+                labels = {r["id"]: r["relevance_label"] for r in doc["results"]}
+                assert labels.get(crash) not in (None, "none"), (query, labels)
+                assert labels.get(gradle) not in (None, "none"), (query, labels)
+                assert labels.get(old, "none") == "none", (query, labels)
 
     anyio.run(main)

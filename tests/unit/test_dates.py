@@ -214,3 +214,32 @@ def test_what_is_not_a_range_of_days(question: str, phrase: str | None) -> None:
 def test_a_name_set_off_beside_a_date_is_the_dates(question: str, phrase: str) -> None:
     found = when(question, NOW)
     assert found is not None and found.phrase == phrase
+
+
+@pytest.mark.parametrize(
+    ("question", "phrase", "start"),
+    [
+        ("what changed in the last two weeks?", "the last two weeks", "2024-02-29"),
+        ("incidents over the past 3 days", "the past 3 days", "2024-03-11"),
+        ("anything new in the last few days?", "the last few days", "2024-03-11"),
+        ("deploys in the previous couple of weeks", "the previous couple of weeks", "2024-02-29"),
+        ("what did we decide in the past 2 months", "the past 2 months", "2024-01-14"),
+    ],
+)
+def test_the_last_n_units_is_the_span_that_ends_with_today(
+    question: str, phrase: str, start: str
+) -> None:
+    assert span(question) == (phrase, start, "2024-03-14")
+
+
+def test_the_last_n_hours_begins_that_many_hours_before_now() -> None:
+    found = when("what broke in the last 48 hours?", NOW)
+    assert found is not None and found.phrase == "the last 48 hours"
+    assert found.start == NOW - timedelta(hours=48)
+    assert found.end == datetime(2024, 3, 14, tzinfo=UTC)
+    # A count of things is no span, and "a few days ago" is no day we can name.
+    assert when("the last two releases", NOW) is None
+    assert when("what did we fix a few days ago?", NOW) is None
+    # The last weeks of a month named are in that month, not the last weeks up to today.
+    assert span("Where was Dave in the last two weeks of August 2023?") == (
+        "of August 2023", "2023-08-01", "2023-09-01")  # fmt: skip
