@@ -8,7 +8,10 @@ before May); ``"last week"`` is the seven days before the Monday of ``now``'s we
 months ago"``, ``"last month"``, ``"earlier this month"``, ``"this year"``, ``"in 2023"``,
 ``"2023-12-04"``, ``"4 Dec 2023"``, ``"early March"``, ``"late May 2023"`` work alike; ``"the
 last two weeks"``, ``"past 3 days"``, ``"the last few days"`` (three), ``"last 48 hours"`` are
-the span that ends with today (from that many hours before ``now``). A range
+the span that ends with today (from that many hours before ``now``). ``"Q3"``, ``"Q1 2025"``,
+``"this quarter"``, ``"last quarter"`` are calendar quarters. A date after ``since`` runs to
+the end of today (``"since Monday"``, ``"since 2023"``), after ``after`` from its end to the
+end of today, after ``before`` from the earliest time up to its start. A range
 of days is one period, the last day included: ``"between November 26 and November 30,
 2026"``, ``"November 17-18"``, ``"from Dec 28 to Jan 3"``, ``"2026-12-01 to 2026-12-03"``.
 A name set off beside a date is part of its phrase: ``"Black Friday, November 27"``,
@@ -126,6 +129,13 @@ _PATTERNS: Final = [
     ("earlier", re.compile(r"\b(?:earlier|so far)\s+this\s+(?P<unit>week|month|year)\b")),
     ("weekend", re.compile(r"\b(?:over|during|at|on)\s+the\s+weekend\b")),
     (
+        "quarter",
+        re.compile(
+            r"\b(?:(?P<which>this|last|past|previous)\s+quarter|q(?P<q>[1-4])"
+            rf"(?:,?\s+{_YEAR})?)\b"
+        ),
+    ),
+    (
         "named",
         re.compile(
             r"\b(?P<word>yesterday|today|tonight|this morning|"
@@ -173,10 +183,39 @@ def when(question: str, now: datetime) -> Period | None:
             if period is _IMPOSSIBLE:
                 return None  # "February 30": not "some time in February"
             if period is not None:
-                start, end = period
                 first, last = _with_its_name(question, match.start(), match.end())
+                lead = _LEAD.search(text[:first])
+                if lead is not None and not _COUNTED.search(text[: lead.start()]):
+                    start, end = _opened(lead.group(1), period, now)
+                    first = lead.start(1)
+                elif match.group(0).startswith("since"):  # "since 2023"
+                    start, end = _opened("since", period, now)
+                else:
+                    start, end = period
                 return Period(question[first:last].strip(), start, end)
     return None
+
+
+_LEAD: Final = re.compile(r"\b(since|after|before)\s+$")
+_COUNTED: Final = re.compile(r"(?:days?|weeks?|weekend|months?|years?|night|morning)\s+$")
+"""A word before a date that opens its period: "*since* Monday" runs to the end of today,
+"*after* November 20" from the day after to the end of today, "*before* December 1" from
+the earliest time up to it. Not after a unit ("the Sunday before July 24", "two weeks
+after May 3": a day counted from the date, not every day on that side of it)."""
+_EARLIEST: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _opened(
+    word: str, period: tuple[datetime, datetime], now: datetime
+) -> tuple[datetime, datetime]:
+    """The period a date names opened by the word before it (:data:`_LEAD`)."""
+    start, end = period
+    if word == "before":
+        return _EARLIEST, start
+    later = _at(now.date() + timedelta(days=1), now.tzinfo or UTC)
+    if word == "since":
+        return start, max(end, later)
+    return (end, later) if end < later else period
 
 
 _NAME_BEFORE: Final = re.compile(r"(?:^|(?<=\s))((?:[A-Z][\w'-]*\s+){0,2}[A-Z][\w'-]*),\s*$")
@@ -231,6 +270,8 @@ def _period(kind: str, m: re.Match[str], now: datetime) -> tuple[datetime, datet
         return _days(saturday, 2, zone)
     if kind == "season":
         return _season(m, today, zone)
+    if kind == "quarter":
+        return _quarter(m, today, zone)
     if kind == "year":
         year = int(m.group("year"))
         return _at(date(year, 1, 1), zone), _at(date(year + 1, 1, 1), zone)
@@ -389,6 +430,30 @@ def _season(m: re.Match[str], today: date, zone: tzinfo) -> tuple[datetime, date
         year = today.year if today.month >= first_month else today.year - 1
     start = _season_start(year, first_month)
     return _at(start, zone), _at(_season_end(year, first_month), zone)
+
+
+def _quarter(m: re.Match[str], today: date, zone: tzinfo) -> tuple[datetime, datetime]:
+    """A calendar quarter: "Q3 2025"; "Q3" the most recent one that has begun; "this
+    quarter" the one ``today`` is in, "last"/"previous quarter" the one before; "the past
+    quarter" the 91 days that end with today (as "past month" is thirty)."""
+    current = (today.month - 1) // 3
+    which = m.group("which")
+    if which == "past":
+        return _days(today - timedelta(days=90), 91, zone)
+    if which is not None:
+        index = today.year * 4 + current - (0 if which == "this" else 1)
+    elif m.group("year") is not None:
+        index = int(m.group("year")) * 4 + int(m.group("q")) - 1
+    else:
+        q = int(m.group("q")) - 1
+        index = today.year * 4 + q - (0 if q <= current else 4)
+    first = date(index // 4, index % 4 * 3 + 1, 1)
+    return _at(first, zone), _at(_months_after(first, 3), zone)
+
+
+def _months_after(first: date, months: int) -> date:
+    index = first.year * 12 + first.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
 
 
 def _season_start(year: int, first_month: int) -> date:

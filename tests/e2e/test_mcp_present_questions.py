@@ -7,7 +7,8 @@ says where it moved (the words that place a question in the present are no terms
 lacks); a question that names a host is answered by the memory holding that host, whichever
 stored thing it is linked to; and a retry limit told of the "notification fan-out worker"
 is flagged beside the "notifier worker"'s (notifier and notification are one word's forms).
-"What changed in the last two weeks?" is a period: what happened in it answers.
+"What changed in the last two weeks?" and "since December 2" are periods: what happened in
+them answers.
 """
 
 from __future__ import annotations
@@ -88,5 +89,12 @@ def test_the_last_two_weeks_is_a_period_of_its_own(tmp_path: Path) -> None:
                 assert labels.get(crash) not in (None, "none"), (query, labels)
                 assert labels.get(gradle) not in (None, "none"), (query, labels)
                 assert labels.get(old, "none") == "none", (query, labels)
+            # "since" a date runs to today: the crash fix is in it, the Gradle move is not.
+            day = datetime.now(UTC) - timedelta(days=5)
+            query = f"what did we change since {day:%B} {day.day}?"
+            doc = await call(client, "recall", {"query": query, "limit": 3})
+            labels = {r["id"]: r["relevance_label"] for r in doc["results"]}
+            assert not doc["nothing_relevant"] and labels[crash] != "none", (query, labels)
+            assert labels.get(gradle, "none") == "none", (query, labels)
 
     anyio.run(main)

@@ -243,3 +243,29 @@ def test_the_last_n_hours_begins_that_many_hours_before_now() -> None:
     # The last weeks of a month named are in that month, not the last weeks up to today.
     assert span("Where was Dave in the last two weeks of August 2023?") == (
         "of August 2023", "2023-08-01", "2023-09-01")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("question", "phrase", "start", "end"),
+    [
+        ("what changed since Monday?", "since Monday", "2024-03-11", "2024-03-14"),
+        ("what did we ship since March 1?", "since March 1", "2024-03-01", "2024-03-14"),
+        ("anything new since last week?", "since last week", "2024-03-04", "2024-03-14"),
+        ("every incident since 2023", "since 2023", "2023-01-01", "2024-03-14"),
+        ("what changed after March 8?", "after March 8", "2024-03-09", "2024-03-14"),
+        ("what did we decide before March 1", "before March 1", "1970-01-01", "2024-03-01"),
+        ("what did we ship this quarter?", "this quarter", "2024-01-01", "2024-04-01"),
+        ("goals of last quarter", "last quarter", "2023-10-01", "2024-01-01"),
+        ("what did we decide in Q3?", "Q3", "2023-07-01", "2023-10-01"),  # the last Q3 begun
+        ("the Q1 2022 roadmap", "Q1 2022", "2022-01-01", "2022-04-01"),
+    ],
+)
+def test_since_after_before_and_quarters(question: str, phrase: str, start: str, end: str) -> None:
+    assert span(question) == (phrase, start, end)
+    # "the day before yesterday" is a day of its own, and "since the outage on March 8" is
+    # that day: "since" opens only the date it stands before.
+    assert span("the day before yesterday")[1:] == ("2024-03-11", "2024-03-12")
+    assert span("since the outage on March 8")[1:] == ("2024-03-08", "2024-03-09")
+    # A day counted from a date is no side of it: the date is still what is named.
+    assert span("the Sunday before March 10")[1:] == ("2024-03-10", "2024-03-11")
+    assert span("two weeks after March 1")[1:] == ("2024-03-01", "2024-03-02")
