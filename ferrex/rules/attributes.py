@@ -4,6 +4,7 @@ evidence (:mod:`ferrex.rules.relevance`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from itertools import pairwise
 from typing import Final
@@ -51,6 +52,14 @@ def _is_domain(token: str) -> bool:
     return len(parts) >= 2 and all(any(c.isalpha() for c in p) for p in parts[:2])
 
 
+_DURATION: Final = re.compile(r"\d+(?:\.\d+)?(?:ms|s|secs?|m|mins?|h|hrs?|d|w|wks?|mos?|y|yrs?)")
+
+
+def _is_duration(token: str) -> bool:
+    # "3h", "45min", "500ms", "1.5h", "2d": a number written with its unit of time
+    return _DURATION.fullmatch(token) is not None
+
+
 def _is_region(token: str) -> bool:
     # "eu-west-1", "us-east-2"
     parts = token.split("-")
@@ -75,7 +84,10 @@ ATTRIBUTES: Final[dict[str, tuple[frozenset[str], Callable[[str], bool] | None]]
     "retent": (frozenset({"retent", "kept", "keep"}), None),
     "shard": (frozenset({"shard"}), None),
     "replica": (frozenset({"replica"}), None),
-    "long": (frozenset({"second", "minut", "hour", "day", "week", "month", "year", "ms"}), None),
+    "long": (
+        frozenset({"second", "minut", "hour", "day", "week", "month", "year", "ms"}),
+        _is_duration,
+    ),
     "mani": (frozenset(), _is_number),
     "much": (frozenset(), _is_number),
 }
@@ -83,8 +95,9 @@ ATTRIBUTES: Final[dict[str, tuple[frozenset[str], Callable[[str], bool] | None]]
 "manager", "time zone", "region", "host", "retention", "how many", "how long"...), each
 with the words and the shape of a value that state it in a memory: a port is a number of
 two to five digits, a version digits joined by dots, a host a dotted name, "how many" and
-"how much" a number, "how long" a unit of time. Kept to attributes whose value has a name
-or a shape; "what", "how" and "why" ask for no attribute of their own."""
+"how much" a number, "how long" a unit of time (a word, or glued to its number: ``3h``).
+Kept to attributes whose value has a name or a shape; "what", "how" and "why" ask for no
+attribute of their own."""
 
 
 _COUNTED_UNITS: Final = frozenset(

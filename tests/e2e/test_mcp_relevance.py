@@ -280,3 +280,25 @@ def test_a_count_over_several_memories_is_not_told_nothing_relevant(tmp_path: Pa
                 assert "nothing relevant" not in text.splitlines()[0], question
 
     anyio.run(main)
+
+
+def test_a_duration_written_with_its_unit_answers_how_long(tmp_path: Path) -> None:
+    """A memory that says "took 3h" states how long something took, as "three hours"
+    does: "how long did the catalog reindex take?" is answered by it, not told *nothing
+    relevant*."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            reindex = "Reindexed the product catalog after the synonym dictionary change; took 3h"
+            took = await call(client, "store", {"content": reindex})
+            for line in (
+                "OpenSearch cluster upgraded to 2.13 over the weekend",
+                "Search API p99 went from 180ms to 95ms with the request cache on",
+            ):
+                await call(client, "store", {"content": line})
+            doc, _ = await _recall(client, {"query": "how long did the catalog reindex take?"})
+            assert not doc["nothing_relevant"], doc
+            first = doc["results"][0]
+            assert first["id"] == took["id"] and first["relevance_label"] != "none", first
+
+    anyio.run(main)

@@ -263,6 +263,11 @@ def test_an_attribute_the_memory_does_not_state_is_missing() -> None:
     assert attribute("which host serves the API", "the API is served at api.juniper.shop") == 0.0
     assert attribute("how long does Sentry keep error events", "errors go to Sentry") == 1.0
     assert attribute("how long are backups kept", "backups are kept for 14 days") == 0.0
+    # a number glued to its unit of time states a duration; a bare number or size does not
+    for took in ("the reindex took 3h", "reindex: 45min", "reindex took 1.5h", "took 500ms"):
+        assert attribute("how long does a reindex take", took) == 0.0, took
+    for took in ("the reindex ran on 3 nodes", "the reindex index is 3gb"):
+        assert attribute("how long does a reindex take", took) == 1.0, took
     # no attribute asked: nothing is missing
     assert attribute("why did we drop LaunchDarkly", "flags moved to Unleash") == 0.0
 
