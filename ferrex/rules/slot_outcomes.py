@@ -150,6 +150,10 @@ def _slot_match(
         one_value = single_slot(old_predicate) or (value_predicate(old_predicate) and alike)
         if one_value and phrase_cosine >= POSSIBLE_VALUE_PHRASE:
             return SlotMatch("same", "a change beside a one-value slot", phrase_cosine)
+        # Neither names a slot and the values are of one kind: ``now`` beside ``is`` says
+        # the one value the subject has changed, however unlike the two values read.
+        if value_predicate(new_predicate) and value_predicate(old_predicate) and alike:
+            return SlotMatch("same", "a change of a value no slot names", 1.0)
     # A part of the subject named and placed (``database on``, ``logs in``) beside where the
     # subject itself is placed (``runs on``): two things' places, however alike the phrases.
     if part_placed(new_predicate, old_predicate) or part_placed(old_predicate, new_predicate):

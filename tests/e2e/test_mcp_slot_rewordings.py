@@ -102,3 +102,21 @@ def test_rewordings_resolve_plural_values_stay_and_every_answer_says_what_to_do(
 
     anyio.run(main)
     assert ferrex(home, "journal", "verify").returncode == 0
+
+
+def test_a_role_told_as_now_someone_else_replaces_its_holder(tmp_path: Path) -> None:
+    """``is`` then ``now``: neither names a slot, both hold a person, the second is told as a
+    change with its date; the role has one holder, so the first is replaced. An attribute
+    named beside it replaces nothing."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            fact = partial(store_fact, client)
+            week_ago = (datetime.now(UTC) - timedelta(days=7)).isoformat()
+            first = await fact("release captain", "is", "Jonas Weber")
+            now = await fact("Release Captain", "now", "Amara Okoye", valid_from=week_ago)
+            assert now["superseded"] == [first["id"]], now
+            place = await fact("release captain", "time zone", "Europe/Berlin")
+            assert place["superseded"] == [] and "possible_conflict" not in place, place
+
+    anyio.run(main)

@@ -204,6 +204,18 @@ def test_a_value_without_its_slot_is_never_sure() -> None:
     assert match is not None and match.outcome == "possible"
 
 
+def test_a_value_told_as_changed_beside_a_value_of_its_kind_is_its_slot() -> None:
+    # "liaison is Hannah Brecht", then "liaison now Femi Adeyemo": two names read unalike,
+    # but neither predicate names a slot, so the change is of the one value.
+    match = slot_match("now", "Femi Adeyemo", "is", "Hannah Brecht", 0.2)
+    assert match is not None and match.outcome == "same"
+    # Not told as a change, or values of two kinds: flagged at most.
+    match = slot_match("is", "Femi Adeyemo", "is", "Hannah Brecht", 0.2)
+    assert match is None or match.outcome == "possible"
+    match = slot_match("now", "eu-west-1", "is", "Hannah Brecht", 0.2)
+    assert match is None or match.outcome == "possible"
+
+
 def test_plural_facts_by_relation_subject_and_object() -> None:
     for predicate, obj in [("members", "Ann"), ("depends on", "Redis"), ("emits event", "a.b"),
                            ("supported currency", "EUR"), ("ships to", "Austria"),
