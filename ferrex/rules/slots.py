@@ -95,9 +95,8 @@ SURE_PHRASE: Final = 0.60
 SURE_PARTY_PHRASE: Final = 0.70
 #: Phrase cosine at or above which two facts may fill one slot, whatever their objects.
 POSSIBLE_PHRASE: Final = 0.60
-#: Phrase cosine at or above which a fact whose predicate names no slot (``is``, ``set to``,
-#: ``raised to``: :func:`value_predicate`) may fill the slot of another: such a predicate
-#: always fills *some* slot of its subject, so the bar is lower.
+#: Phrase cosine at or above which a fact whose predicate names no slot (``is``, ``raised to``:
+#: :func:`value_predicate`) may fill another's slot: it fills *some* slot, so the bar is lower.
 POSSIBLE_VALUE_PHRASE: Final = 0.40
 
 ObjectKind = Literal[
@@ -462,10 +461,11 @@ PLURAL_HEADS: Final[frozenset[str]] = frozenset(
         "publish",
         "expose",
         "connect",
-        # Acts many people do to one thing (a PR reviewed, a design approved by several);
-        # plural only inflected (``review status``, ``approval threshold`` are one value).
+        # Acts done to one thing many times (a PR reviewed by several, a product launched in
+        # many markets); plural only inflected (``review status``, ``launch date``: one value).
         "review",
         "approve",
+        "launch",
     }
 )
 
@@ -632,7 +632,7 @@ _MEASURES: Final = frozenset(
 _PLURAL_NOUN_ROOTS: Final = frozenset(_root(w) for w in PLURAL_NOUNS)
 # Heads that are also nouns of one value as written bare (``support tier``, ``call
 # schedule``, ``import path``): plural only inflected (``supports``, ``supported``, ``calls``).
-_BARE_NOUNS: Final = frozenset({"support", "call", "import", "review", "approve"})
+_BARE_NOUNS: Final = frozenset({"support", "call", "import", "review", "approve", "launch"})
 
 
 #: Nouns of an attribute of one value at a time whatever its shape (``status``, ``license``,

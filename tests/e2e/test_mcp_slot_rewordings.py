@@ -107,7 +107,7 @@ def test_rewordings_resolve_plural_values_stay_and_every_answer_says_what_to_do(
 def test_a_role_told_as_now_someone_else_replaces_its_holder(tmp_path: Path) -> None:
     """``is`` then ``now``: neither names a slot, both hold a person, the second is told as a
     change with its date; the role has one holder, so the first is replaced. An attribute
-    named beside it replaces nothing."""
+    named beside it replaces nothing, nor does a second market a product is launched in."""
 
     async def main() -> None:
         async with stdio_client(tmp_path / "home") as client:
@@ -118,5 +118,9 @@ def test_a_role_told_as_now_someone_else_replaces_its_holder(tmp_path: Path) -> 
             assert now["superseded"] == [first["id"]], now
             place = await fact("release captain", "time zone", "Europe/Berlin")
             assert place["superseded"] == [] and "possible_conflict" not in place, place
+            # A product launched in one market, then in another: both hold.
+            await fact("Tidewell Stays", "launched in", "Portugal")
+            greece = await fact("Tidewell Stays", "launched in", "Greece", valid_from=week_ago)
+            assert greece["superseded"] == [] and "possible_conflict" not in greece, greece
 
     anyio.run(main)

@@ -220,14 +220,16 @@ def test_plural_facts_by_relation_subject_and_object() -> None:
     for predicate, obj in [("members", "Ann"), ("depends on", "Redis"), ("emits event", "a.b"),
                            ("supported currency", "EUR"), ("ships to", "Austria"),
                            ("sold in", "Canada"), ("node", "crdb-2"), ("maintainer", "@grace"),
-                           ("called by", "recs-api"), ("speaks", "Dutch")]:  # fmt: skip
+                           ("called by", "recs-api"), ("speaks", "Dutch"),
+                           ("launched in", "Greece")]:  # fmt: skip
         assert plural_fact("x", predicate, obj), predicate
     assert plural_fact("Kafka brokers", "run on", "kafka-2"), "a plural subject placed"
     for predicate, obj in [("max retries", "5"), ("max connections", "50"),
                            ("supported until", "2027-01-01"), ("node version", "20.11"),
                            ("shipped from", "Berlin"), ("support tier", "gold"),
                            ("maintained by", "Lucia"), ("runs on", "k8s-node-07"),
-                           ("node count", "3"), ("replicas", "4")]:  # fmt: skip
+                           ("node count", "3"), ("replicas", "4"),
+                           ("launch date", "2026-05-01")]:  # fmt: skip
         assert not plural_fact("x", predicate, obj), predicate
     assert not plural_fact("legacy Pig jobs", "status", "decommissioned")
 
