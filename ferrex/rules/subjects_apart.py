@@ -103,14 +103,25 @@ def relations_apart(left: str, right: str) -> bool:
     """Whether two normalized predicates name relations whose values do not compete, by
     their words: one is the other with a word naming another instance or role of the
     value (:data:`INSTANCE_WORDS`: ``fallback_llm`` / ``llm``,
-    ``backup_provider`` / ``provider``), or one names a relation not in force yet
+    ``backup_provider`` / ``provider``), each names an instance of its own (``prod`` /
+    ``canary``, ``primary`` / ``reporting_replica``), or one names a relation not in force yet
     (:func:`future_relation`: ``to_be_replaced_by``, ``will_move_to``, ``planned_db``): the
     current value and the planned one both hold."""
     if future_relation(left) != future_relation(right):
         return True
     a, b = _content(left), _content(right)
+    if a - b and b - a and _instance_named(a - b) and _instance_named(b - a):
+        return True  # two instances: prod / canary, primary / reporting replica
     extra = (a - b) or (b - a)
     return bool(a & b) and (a <= b or b <= a) and any(instance_word(w) for w in extra)
+
+
+#: Words that name an instance by its place among its kind, beside :data:`INSTANCE_WORDS`.
+_RANKS: Final = frozenset({"prod", "production", "live", "main", "primary", "secondary"})
+
+
+def _instance_named(words: set[str]) -> bool:
+    return any(instance_word(w) or w in _RANKS for w in words)
 
 
 #: Words that put a relation in the future: planned, not yet in force.

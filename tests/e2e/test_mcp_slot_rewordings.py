@@ -107,7 +107,8 @@ def test_rewordings_resolve_plural_values_stay_and_every_answer_says_what_to_do(
 def test_a_role_told_as_now_someone_else_replaces_its_holder(tmp_path: Path) -> None:
     """``is`` then ``now``: neither names a slot, both hold a person, the second is told as a
     change with its date; the role has one holder, so the first is replaced. An attribute
-    named beside it replaces nothing, nor does a second market a product is launched in."""
+    named beside it replaces nothing, nor does a second market a product is launched in, nor
+    a host of another instance (``prod`` / ``canary``)."""
 
     async def main() -> None:
         async with stdio_client(tmp_path / "home") as client:
@@ -122,5 +123,9 @@ def test_a_role_told_as_now_someone_else_replaces_its_holder(tmp_path: Path) -> 
             await fact("Tidewell Stays", "launched in", "Portugal")
             greece = await fact("Tidewell Stays", "launched in", "Greece", valid_from=week_ago)
             assert greece["superseded"] == [] and "possible_conflict" not in greece, greece
+            # Two instances named by the predicates: the prod host and the canary host.
+            await fact("pricing engine", "prod", "tw-price-01")
+            canary = await fact("pricing engine", "canary", "tw-price-05")
+            assert canary["superseded"] == [] and "possible_conflict" not in canary, canary
 
     anyio.run(main)

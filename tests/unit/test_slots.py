@@ -421,6 +421,11 @@ def test_a_second_name_of_one_relation_told_plainly_is_no_sure_replacement(
         ("llm", "model", False),
         ("plan", "tier", False),  # a pricing plan is no plan for the future
         ("fallback_llm", "fallback_model", False),  # both of one role: the usual rules
+        ("prod", "canary", True),  # each names an instance of its own
+        ("primary", "reporting_replica", True),
+        ("prod_url", "staging_url", True),
+        ("old_host", "new_host", False),  # a change told as old and new, not two instances
+        ("prod_host", "host", False),  # the bare name is the main one
     ],
 )
 def test_relations_whose_values_do_not_compete(left: str, right: str, apart: bool) -> None:
