@@ -167,6 +167,29 @@ def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) ->
     )
 
 
+_FROM_TO: Final = re.compile(
+    r"\bfrom\b(?P<old>.+?)(?:\bto\b|\binto\b|->|\u2192|=>)(?P<new>.+)", re.I
+)
+_ARROW: Final = re.compile(r"(?P<old>.+?)(?:->|\u2192|=>)(?P<new>.+)")
+
+
+def note_tells_change(content: str | None, new_object: str, old_object: str) -> bool:
+    """Whether the note stored with a new fact tells the change from another fact's value to
+    its own: the old value named between ``from`` and ``to`` (or before an arrow) and the new
+    one after it ("moved checkout events from RabbitMQ to Kafka", "RabbitMQ -> Kafka"), each
+    named as :func:`note_names` reads a name. A note that names both values in another order
+    ("SQS replaced the Redis-based queue") tells no more than that both are in play."""
+    for pattern in (_FROM_TO, _ARROW):
+        found = pattern.search(content or "")
+        if (
+            found is not None
+            and note_names(found.group("old"), old_object)
+            and note_names(found.group("new"), new_object)
+        ):
+            return True
+    return False
+
+
 def names_apart(new_predicate: str, new_object: str, old_predicate: str, old_object: str) -> bool:
     """Whether one fact's value names a thing (``Django 5.0``, ``React 18.3.1``) that the
     other fact names nowhere while naming something (``python_version | 3.11``,

@@ -129,3 +129,26 @@ def test_a_role_told_as_now_someone_else_replaces_its_holder(tmp_path: Path) -> 
             assert canary["superseded"] == [] and "possible_conflict" not in canary, canary
 
     anyio.run(main)
+
+
+def test_a_note_telling_the_change_from_the_old_value_replaces_it(tmp_path: Path) -> None:
+    """``message broker | RabbitMQ`` then ``migrated to | Kafka`` with a note "moved the
+    checkout events from RabbitMQ to Kafka": the note tells the change from that value, so
+    the broker is replaced, not left beside it; a note naming both values in another order
+    leaves the old one flagged, not replaced."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            fact = partial(store_fact, client)
+            month_ago = (datetime.now(UTC) - timedelta(days=30)).isoformat()
+            broker = await fact("checkout-api", "message broker", "RabbitMQ")
+            note = "moved the checkout events from RabbitMQ to Kafka"
+            kafka = await fact("checkout api", "migrated to", "Kafka", valid_from=month_ago,
+                               content=note)  # fmt: skip
+            assert kafka["superseded"] == [broker["id"]], kafka
+            cache = await fact("cart-api", "cache", "Redis")
+            sqs = await fact("cart api", "switched to", "SQS", valid_from=month_ago,
+                             content="SQS replaced the Redis-based job queue")  # fmt: skip
+            assert sqs["superseded"] == [] and cache["id"] not in sqs["superseded"], sqs
+
+    anyio.run(main)

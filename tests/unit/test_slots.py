@@ -33,6 +33,7 @@ from ferrex.rules.value_changes import (
     counts_of_two,
     names_apart,
     note_names,
+    note_tells_change,
     one_of_many_held,
     replaces_value,
     suffixed_versions,
@@ -348,6 +349,16 @@ def test_note_names_another_facts_value_by_a_word_of_its_own() -> None:
     # The subjects' own words name no value.
     assert not note_names("the billing page moved", "billing squad", besides=["billing", "page"])
     assert not note_names("the new api is out", "the api")  # short and function words
+
+
+def test_a_note_tells_a_change_from_one_value_to_another_in_that_order() -> None:
+    assert note_tells_change("moved checkout events from RabbitMQ to Kafka", "Kafka", "RabbitMQ")
+    assert note_tells_change("RabbitMQ -> Kafka for checkout events", "Kafka", "RabbitMQ")
+    assert note_tells_change("switched from Sendgrid into Amazon SES", "Amazon SES", "SendGrid")
+    # Both named in another order, or the other way round: no change told from the old one.
+    assert not note_tells_change("SQS replaced the Redis-based queue", "SQS", "Redis")
+    assert not note_tells_change("moved from Kafka to RabbitMQ", "Kafka", "RabbitMQ")
+    assert not note_tells_change(None, "Kafka", "RabbitMQ")
 
 
 @pytest.mark.parametrize(
