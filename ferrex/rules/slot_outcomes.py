@@ -85,6 +85,10 @@ def _slot_match(
     core = slot_words(new_predicate)
     if core and core == slot_words(old_predicate) and not kinds_clash(new_object, old_object):
         return SlotMatch("same", "one slot named, with a word of change", 1.0)
+    if changed_in_other_form(new_predicate, old_predicate) and not kinds_clash(
+        new_object, old_object
+    ):
+        return SlotMatch("same", "one slot in another form, with a word of change", 1.0)
     # A predicate that names no slot (``is``, ``set to``) says which by its value and the
     # subject's other facts: flagged against them.
     vague = value_predicate(new_predicate) or value_predicate(old_predicate)
@@ -189,6 +193,23 @@ def _slot_match(
     if telling_kind(new_object, old_object):
         return SlotMatch("possible", "two values of one plain kind", phrase_cosine)
     return None
+
+
+def changed_in_other_form(new_predicate: str, old_predicate: str) -> bool:
+    """Whether a predicate is a word of change beside the other's slot in another form of its
+    words (``moved_hosting_to`` / ``hosted_on``, ``changed_owner_to`` / ``owned_by``): the
+    words left once the words of change go are the other's by root
+    (:func:`ferrex.rules.slots.reworded_slot`), none added in front (``moved_backup_host_to``
+    names a backup's host, not ``host``)."""
+    words = new_predicate.split("_")
+    if not any(w in VALUE_WORDS for w in words):
+        return False
+    bare = "_".join(w for w in words if w not in VALUE_WORDS)
+    return (
+        bool(content_words(bare))
+        and reworded_slot(bare, old_predicate)
+        and not added_modifier(bare, old_predicate)
+    )
 
 
 def timing_predicate(predicate: str) -> bool:

@@ -134,8 +134,8 @@ def test_a_role_told_as_now_someone_else_replaces_its_holder(tmp_path: Path) -> 
 def test_a_note_telling_the_change_from_the_old_value_replaces_it(tmp_path: Path) -> None:
     """``message broker | RabbitMQ`` then ``migrated to | Kafka`` with a note "moved the
     checkout events from RabbitMQ to Kafka": the note tells the change from that value, so
-    the broker is replaced, not left beside it; a note naming both values in another order
-    leaves the old one flagged, not replaced."""
+    the broker is replaced, not left beside it, as is ``hosted on`` by ``moved hosting to``;
+    a note naming both values in another order leaves the old one flagged, not replaced."""
 
     async def main() -> None:
         async with stdio_client(tmp_path / "home") as client:
@@ -146,6 +146,11 @@ def test_a_note_telling_the_change_from_the_old_value_replaces_it(tmp_path: Path
             kafka = await fact("checkout api", "migrated to", "Kafka", valid_from=month_ago,
                                content=note)  # fmt: skip
             assert kafka["superseded"] == [broker["id"]], kafka
+            # The slot named again in another form beside a word of change: replaced.
+            vercel = await fact("web frontend", "hosted on", "Vercel")
+            pages = await fact("web-frontend", "moved hosting to", "Cloudflare Pages",
+                               valid_from=month_ago)  # fmt: skip
+            assert pages["superseded"] == [vercel["id"]], pages
             cache = await fact("cart-api", "cache", "Redis")
             sqs = await fact("cart api", "switched to", "SQS", valid_from=month_ago,
                              content="SQS replaced the Redis-based job queue")  # fmt: skip

@@ -205,6 +205,18 @@ def test_a_value_without_its_slot_is_never_sure() -> None:
     assert match is not None and match.outcome == "possible"
 
 
+def test_a_word_of_change_beside_the_slot_in_another_form_is_that_slot() -> None:
+    for new, old in [("moved_hosting_to", "hosted_on"), ("changed_owner_to", "owned_by"),
+                     ("switched_logging_to", "logs")]:  # fmt: skip
+        match = slot_match(new, "Cloudflare Pages", old, "Vercel", 0.2)
+        assert match is not None and match.outcome == "same", (new, old)
+    # Words put in front name another thing's slot; no word of change, no sure slot.
+    match = slot_match("moved_backup_host_to", "bk-2", "host", "web-1", 0.2)
+    assert match is None or match.outcome == "possible"
+    match = slot_match("hosting", "Cloudflare Pages", "hosted_on", "Vercel", 0.2)
+    assert match is None or match.outcome == "possible"
+
+
 def test_a_value_told_as_changed_beside_a_value_of_its_kind_is_its_slot() -> None:
     # "liaison is Hannah Brecht", then "liaison now Femi Adeyemo": two names read unalike,
     # but neither predicate names a slot, so the change is of the one value.
