@@ -151,6 +151,12 @@ def test_a_note_telling_the_change_from_the_old_value_replaces_it(tmp_path: Path
             pages = await fact("web-frontend", "moved hosting to", "Cloudflare Pages",
                                valid_from=month_ago)  # fmt: skip
             assert pages["superseded"] == [vercel["id"]], pages
+            # A close name told as news, with such a note: replaced too.
+            engine = await fact("search", "engine", "Elasticsearch 7.17")
+            note = "from Elasticsearch to OpenSearch after the license change"
+            opensearch = await fact("search cluster", "migrated to", "OpenSearch 2.11",
+                                    valid_from=month_ago, content=note)  # fmt: skip
+            assert opensearch["superseded"] == [engine["id"]], opensearch
             cache = await fact("cart-api", "cache", "Redis")
             sqs = await fact("cart api", "switched to", "SQS", valid_from=month_ago,
                              content="SQS replaced the Redis-based job queue")  # fmt: skip

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as replaced
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from ferrex.errors import ConflictAmbiguous
 from ferrex.rules.dedup import classify_object_change
@@ -59,13 +59,7 @@ from ferrex.rules.slots import (
     SlotMatch,
     plural_fact,
 )
-from ferrex.rules.value_changes import (
-    note_tells_change,
-    one_holder,
-    replaces_value,
-    suffixed_versions,
-    told_as_news,
-)
+from ferrex.rules.value_changes import one_holder, replaces_value, suffixed_versions, told_as_news
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
 from projections.readmodel.predicates import is_current
@@ -126,11 +120,6 @@ def _other_relations(view: View, who: Who, keys: Sequence[str], predicate: str) 
         and m.predicate_normalized != predicate
         and who.sees(m)
     ]
-
-
-#: Why a possible slot was made sure by the note (:func:`ferrex.rules.value_changes.
-#: note_tells_change`).
-NOTE_FROM_TO: Final = "the note tells the change from its value"
 
 
 def _other_current(
@@ -326,12 +315,8 @@ def plan_fact(
     # Told as news in words (the predicate or the note), or by a start alone.
     worded = told_as_news(predicate, valid.content, dated=False)
     told = worded or valid.t_valid is not None
-    slots = slot_matches(valid.object, predicate, others, measures, news=told, worded=worded)
-    # A note that tells the change from a value to this one ("moved the events from RabbitMQ
-    # to Kafka") makes the slot that may hold the old value sure.
-    slots = [(m, SlotMatch("same", NOTE_FROM_TO, 1.0)) if found.outcome == "possible" and worded
-             and note_tells_change(valid.content, valid.object, str(m.object)) else (m, found)
-             for m, found in slots]  # fmt: skip
+    slots = slot_matches(valid.object, predicate, others, measures, news=told, worded=worded,
+                         note=valid.content)  # fmt: skip
     # Two slots that each look sure are one too many: which one it fills is the agent's call.
     sure = [m for m, found in slots if found.outcome == "same" and may_replace(who, m)]
     sure = sure if len([f for _, f in slots if f.outcome == "same"]) == 1 else []

@@ -43,7 +43,13 @@ from ferrex.rules.subjects import (
     same_slot_words,
 )
 from ferrex.rules.subjects_apart import PERSON_SLOT_WORDS, first_name_of, relations_apart
-from ferrex.rules.value_changes import note_names, replaces_value, told_as_news, told_as_past
+from ferrex.rules.value_changes import (
+    note_names,
+    note_tells_change,
+    replaces_value,
+    told_as_news,
+    told_as_past,
+)
 from ferrex.rules.visibility import in_scope
 from journal import FactsPossiblyConflicting
 from projections.readmodel.predicates import is_current
@@ -68,12 +74,16 @@ def slot_matches(
     *,
     news: bool = False,
     worded: bool = False,
+    note: str | None = None,
 ) -> list[tuple[Memory, SlotMatch]]:
     """:func:`ferrex.rules.slot_outcomes.slot_match` of a fact (``news``: told as news of a change;
     ``worded``: in its words, not by a start alone) against each of ``others``; the phrase
     cosines asked in one batch, only for the pairs the guards allow. A fact told in words as a
     change that matched no slot is flagged against the fact it most likely changed
-    (:func:`_changed_slot`)."""
+    (:func:`_changed_slot`). A ``note`` that tells the change from a value to this one
+    ("moved the events from RabbitMQ to Kafka":
+    :func:`ferrex.rules.value_changes.note_tells_change`) makes a possible slot holding the
+    old value sure."""
     allowed = [
         m
         for m in others
@@ -97,11 +107,19 @@ def slot_matches(
         found += _past_slot(obj, predicate, mine, others, measures)
     elif not found and worded:
         found += _changed_slot(obj, predicate, mine, others, measures)
-    return found
+    if not worded or not note:
+        return found
+    return [(m, SlotMatch("same", NOTE_FROM_TO, 1.0)) if match.outcome == "possible"
+            and note_tells_change(note, obj, str(m.object)) else (m, match)
+            for m, match in found]  # fmt: skip
 
 
 #: Why a fact told as past (:func:`ferrex.rules.value_changes.told_as_past`) was matched.
 TOLD_AS_PAST: Final = "told as past, beside the closest current fact"
+
+#: Why a possible slot was made sure by the note (:func:`ferrex.rules.value_changes.
+#: note_tells_change`).
+NOTE_FROM_TO: Final = "the note tells the change from its value"
 
 #: Why a fact told in words as a change was matched (:func:`_changed_slot`).
 TOLD_AS_NEWS: Final = "told as a change, beside the closest current fact"
@@ -299,7 +317,8 @@ class Weighing:
             worded = told_as_news(self.predicate, self.valid.content, dated=False)
             told = worded or self.valid.t_valid is not None
             self.slotted[entity_id] = slot_matches(self.obj, self.predicate, others, measures,
-                                                   news=told, worded=worded)  # fmt: skip
+                                                   news=told, worded=worded,
+                                                   note=self.valid.content)  # fmt: skip
         return self.slotted[entity_id]
 
     def close_replaced(self, measures: Measures) -> list[Memory]:
