@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ferrex.read.judgement import spaced_words
-from ferrex.rules.entities import Candidate
+from ferrex.rules.entities import Candidate, normalize_entity
 from ferrex.rules.name_lookup import find_entity, loosely_named, spelling_variants
+from ferrex.rules.short_forms import spelled_out
 from projections.rows import Spelling
 from projections.sqlite import ReadModel
 
@@ -21,7 +22,9 @@ from projections.sqlite import ReadModel
 def filter_ids(
     rm: ReadModel, names: Sequence[str], spellings: Sequence[Spelling]
 ) -> tuple[tuple[str, ...], list[str]]:
-    """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime"), else
+    """Entity ids for the names, through aliases ("tokio" finds "Tokio runtime") with the
+    entities spelt the same once short forms are spelled out ("cart service" finds
+    ``cart-svc`` too), else
     by the ways people spell a name (:func:`ferrex.rules.name_lookup.spelling_variants`: a
     dropped word, an acronym) and the looser matches of
     :func:`ferrex.rules.name_lookup.loosely_named` ("cart Redis" finds ``redis-carts``); a
@@ -36,7 +39,12 @@ def filter_ids(
         entity_id = find_entity(name, candidates)
         meant: list[str] = []
         if entity_id is not None:
-            meant = [entity_id]
+            # And every entity spelt the same once short forms are spelled out (``cart-svc``
+            # beside ``cart service``): one thing the store may keep as two entities.
+            full = spelled_out(normalize_entity(name))
+            meant = [entity_id, *sorted({c.entity_id for c in candidates
+                                         if c.entity_id != entity_id
+                                         and spelled_out(c.normalized) == full})]  # fmt: skip
         else:
             # Every entity spelt one of the ways people spell the name (a dropped
             # component word, an acronym), and the looser matches of a name as a person

@@ -5,7 +5,8 @@ question naming a period ("what changed last week?", "what did we work on on Dec
 shows every memory of that period without the *nothing relevant* verdict; an ``after``
 window makes "what changed?" answerable by every memory inside it; an entity filter makes
 "what happened to it?" answerable by that entity's memories, also when the filter names the
-entity by part of its name (``tokio`` for ``tokio runtime``). The clock is fixed by
+entity by part of its name (``tokio`` for ``tokio runtime``) or with its short forms
+(``cart service`` for ``cart-svc``). The clock is fixed by
 ``as_of`` so that "last week" is always the same week.
 """
 
@@ -102,5 +103,27 @@ def test_an_entity_filter_answers_a_vague_question_about_it(tmp_path: Path) -> N
                 assert doc["unknown_entities"] == [], question
                 assert shown == {ids[TOKIO[0]]}, (question, doc)
                 assert doc["nothing_relevant"] is False, question
+
+    anyio.run(main)
+
+
+def test_an_entity_filter_admits_the_entity_spelt_with_its_short_forms(tmp_path: Path) -> None:
+    """Two memories name the cart service as ``cart-svc`` and as ``cart service``: the store
+    keeps two entities (an ``entities`` name is merged more carefully than a subject), but
+    a filter by either spelling admits both memories."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            retries = await call(client, "store", {
+                "content": "cart-svc now retries inventory lookups twice with 200ms backoff",
+                "entities": ["cart-svc"]})  # fmt: skip
+            latency = await call(client, "store", {
+                "content": "Cart service p95 latency regressed to 450ms after the promo launch",
+                "entities": ["cart service"]})  # fmt: skip
+            both = {retries["id"], latency["id"]}
+            for name in ("cart service", "cart-svc", "Cart Svc"):
+                shown, doc = await _answers(client, {"query": "what changed?", "entities": [name]})
+                assert shown == both, (name, doc)
+                assert doc["nothing_relevant"] is False, name
 
     anyio.run(main)
