@@ -173,12 +173,30 @@ _FROM_TO: Final = re.compile(
 _ARROW: Final = re.compile(r"(?P<old>.+?)(?:->|\u2192|=>)(?P<new>.+)")
 
 
+_LEFT: Final = re.compile(
+    r"\b(?:moved off|migrated off|switched off|off of|away from|left|dropped|ditched|retired|"
+    r"replaced|sunset|decommissioned)\s+(?:(?:the|our|an?|its|their|old)\s+){0,2}(?P<old>[^\s,;.]+)",
+    re.I,
+)
+
+
+def _left(content: str | None, old_object: str) -> bool:
+    """Whether the word right after a word of leaving (an article aside) is a word of the
+    old value as written: ``dropped Zendesk``, not ``replaced the Redis-based queue``."""
+    words = {w.casefold() for w in re.findall(r"[\w.+-]+", old_object) if len(w) >= 3}
+    return any(m.group("old").casefold() in words for m in _LEFT.finditer(content or ""))
+
+
 def note_tells_change(content: str | None, new_object: str, old_object: str) -> bool:
     """Whether the note stored with a new fact tells the change from another fact's value to
     its own: the old value named between ``from`` and ``to`` (or before an arrow) and the new
     one after it ("moved checkout events from RabbitMQ to Kafka", "RabbitMQ -> Kafka"), each
-    named as :func:`note_names` reads a name. A note that names both values in another order
-    ("SQS replaced the Redis-based queue") tells no more than that both are in play."""
+    named as :func:`note_names` reads a name, or the old value named in the few words after
+    a word of leaving it ("moved off Fargate", "we dropped Zendesk", "replaced Airflow with
+    Dagster"). A note that names both values in another order ("SQS replaced the
+    Redis-based queue") tells no more than that both are in play."""
+    if _left(content, old_object):
+        return True
     for pattern in (_FROM_TO, _ARROW):
         found = pattern.search(content or "")
         if (

@@ -157,6 +157,15 @@ def test_a_note_telling_the_change_from_the_old_value_replaces_it(tmp_path: Path
             opensearch = await fact("search cluster", "migrated to", "OpenSearch 2.11",
                                     valid_from=month_ago, content=note)  # fmt: skip
             assert opensearch["superseded"] == [engine["id"]], opensearch
+            # No word of change, no slot named alike, but the note tells the change.
+            cdn = await fact("image service", "CDN", "CloudFront")
+            fastly = await fact("image-svc", "served via", "Fastly", valid_from=month_ago,
+                                content="CloudFront -> Fastly")  # fmt: skip
+            assert fastly["superseded"] == [cdn["id"]], fastly
+            zendesk = await fact("support desk", "tool", "Zendesk")
+            intercom = await fact("support-desk", "runs on", "Intercom", valid_from=month_ago,
+                                  content="we dropped Zendesk this sprint")  # fmt: skip
+            assert intercom["superseded"] == [zendesk["id"]], intercom
             cache = await fact("cart-api", "cache", "Redis")
             sqs = await fact("cart api", "switched to", "SQS", valid_from=month_ago,
                              content="SQS replaced the Redis-based job queue")  # fmt: skip

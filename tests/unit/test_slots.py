@@ -371,6 +371,11 @@ def test_a_note_tells_a_change_from_one_value_to_another_in_that_order() -> None
     assert not note_tells_change("SQS replaced the Redis-based queue", "SQS", "Redis")
     assert not note_tells_change("moved from Kafka to RabbitMQ", "Kafka", "RabbitMQ")
     assert not note_tells_change(None, "Kafka", "RabbitMQ")
+    # The old value right after a word of leaving it, an article or two aside.
+    assert note_tells_change("moved off Fargate to the shared EKS cluster", "EKS", "ECS Fargate")
+    assert note_tells_change("we dropped Zendesk", "Intercom", "Zendesk")
+    assert note_tells_change("we left the old Jenkins box", "GitHub Actions", "Jenkins")
+    assert not note_tells_change("left it at 30s", "10s", "30s")
 
 
 @pytest.mark.parametrize(

@@ -81,9 +81,9 @@ def slot_matches(
     cosines asked in one batch, only for the pairs the guards allow. A fact told in words as a
     change that matched no slot is flagged against the fact it most likely changed
     (:func:`_changed_slot`). A ``note`` that tells the change from a value to this one
-    ("moved the events from RabbitMQ to Kafka":
-    :func:`ferrex.rules.value_changes.note_tells_change`) makes a possible slot holding the
-    old value sure."""
+    ("moved the events from RabbitMQ to Kafka", "CloudFront -> Fastly":
+    :func:`ferrex.rules.value_changes.note_tells_change`) makes the one fact holding the old
+    value the slot, sure."""
     allowed = [
         m
         for m in others
@@ -107,11 +107,13 @@ def slot_matches(
         found += _past_slot(obj, predicate, mine, others, measures)
     elif not found and worded:
         found += _changed_slot(obj, predicate, mine, others, measures)
-    if not worded or not note:
+    # The one fact whose value the note tells the change from is the slot, matched or not.
+    told = [m for m in others if m.object is not None and not kinds_clash(obj, m.object)
+            and note_tells_change(note, obj, str(m.object))]  # fmt: skip
+    if len(told) != 1:
         return found
-    return [(m, SlotMatch("same", NOTE_FROM_TO, 1.0)) if match.outcome == "possible"
-            and note_tells_change(note, obj, str(m.object)) else (m, match)
-            for m, match in found]  # fmt: skip
+    return [*((m, f) for m, f in found if m is not told[0]),
+            (told[0], SlotMatch("same", NOTE_FROM_TO, 1.0))]  # fmt: skip
 
 
 #: Why a fact told as past (:func:`ferrex.rules.value_changes.told_as_past`) was matched.
