@@ -13,6 +13,7 @@ from typing import Any, Final, NotRequired, TypedDict
 from ferrex.models.sparse import tokens
 from ferrex.read.candidate import Candidate
 from ferrex.rules import asked, relevance
+from ferrex.rules.attributes import short_version
 from ferrex.rules.dates import Period
 from ferrex.rules.entities import normalize_entity
 from ferrex.rules.fusion import (
@@ -114,7 +115,7 @@ class Terms:
         knows of the things the question names (:func:`subjects_named`,
         :func:`unknown_identifiers`); ``plain``: its compounds that are ordinary words
         (:func:`plain_compounds`)."""
-        found = tokens(relevance.without_now(query))
+        found = tokens(asked.without_now(query))
         names = frozenset(t for word in relevance.query_names(query) for t in tokens(word))
         if period is not None:
             found = relevance.without_phrase(found, tokens(period.phrase))
@@ -357,7 +358,8 @@ def unknown_identifiers(
 ) -> list[str]:
     """The identifiers the query asks about (:func:`identifiers_asked`) that no entity is
     spelled as and that ``held`` (a look-up of the BM25 index under the recall's filter)
-    finds in no memory; not the words of the ``period`` it names (``2026-12-08`` is a
+    finds in no memory, a version of two numbers in no longer form either (:data:`PATCHES_PROBED`);
+    not the words of the ``period`` it names (``2026-12-08`` is a
     day, which a memory's event time answers for, not its text)."""
     dated = set(tokens(period.phrase)) if period is not None else set()
     wanted = [t for t in identifiers_asked(query) if t not in dated]
@@ -365,7 +367,18 @@ def unknown_identifiers(
         return []
     spelt = {t for s in spellings for t in _spelt_tokens(s.normalized)}
     spelt |= {t for s in spellings for t in _spelt_tokens(s.alias)}
-    return [t for t in wanted if t not in spelt and not held(t)]
+    return [t for t in wanted if t not in spelt and not held(t) and not _held_longer(t, held)]
+
+
+PATCHES_PROBED: Final = 20
+"""A version of two numbers asked (``7.2``) is held when a memory holds it with a third
+number up to this (``7.2.0`` to ``7.2.20``): what a store of ``7.2.4`` has heard of."""
+
+
+def _held_longer(identifier: str, held: Callable[[str], bool]) -> bool:
+    if not short_version(identifier):
+        return False
+    return any(held(f"{identifier}.{patch}") for patch in range(PATCHES_PROBED + 1))
 
 
 def best_of(leg: Leg | None) -> float | None:

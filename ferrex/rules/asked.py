@@ -241,6 +241,17 @@ def _wordings(canonical: str) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(t) for t in map(tokens, phrases) if t)
 
 
+_NOW: Final = "these days|nowadays|currently|presently|right now|at the moment|at present|still"
+NOW_WORDS: Final = re.compile(rf"\b(?:{_NOW}|as of now|anymore)\b", re.I)
+"""Words that place a question in the present ("where does it run *these days*?", "is it
+*still* on 15?"): a memory of the current state never says them (:func:`without_now`)."""
+
+
+def without_now(query: str) -> str:
+    """The query less the words that only place it in the present (:data:`NOW_WORDS`)."""
+    return NOW_WORDS.sub(" ", query)
+
+
 def states_identifier(query_tokens: Iterable[str], document_tokens: Sequence[str]) -> bool:
     """Whether the memory holds an identifier the question names (a name with a digit or
     a joiner other than a hyphen between letters: ``pg-billing-02``, ``max_retries``; not

@@ -60,6 +60,15 @@ def _is_duration(token: str) -> bool:
     return _DURATION.fullmatch(token) is not None
 
 
+_SHORT_VERSION: Final = re.compile(r"v?\d+\.\d+")
+
+
+def short_version(token: str) -> bool:
+    """Whether a token is a version of two numbers (``7.2``, ``v3.11``): one a longer
+    version (``7.2.4``) states too."""
+    return _SHORT_VERSION.fullmatch(token) is not None
+
+
 def _is_region(token: str) -> bool:
     # "eu-west-1", "us-east-2"
     parts = token.split("-")

@@ -15,7 +15,7 @@ is computed from the legs' *absolute* evidence instead, five numbers per result:
   period in the question's words ("in October" in a review stored in November;
   :func:`period_found`); with a period named, words that only frame the question
   (:data:`PERIOD_FRAME`: "what *happened* …") are not terms, nor ever the words that
-  place a question in the present (:data:`NOW_WORDS`: "these days", "currently").
+  place a question in the present (:data:`ferrex.rules.asked.NOW_WORDS`: "these days").
 - ``missing_named``: 1 when the query names something specific the memory lacks (an
   identifier, a number, or a period the memory is outside; :func:`missing_named`), else 0.
   Coverage alone gives ``INC-7722`` half credit on a memory about ``INC-7721`` and lets
@@ -94,7 +94,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ferrex.rules.attributes import missing_attribute
+from ferrex.rules.attributes import missing_attribute, short_version
 
 Label = Literal["strong", "weak", "none"]
 LABELS: Final[tuple[Label, ...]] = ("strong", "weak", "none")
@@ -425,13 +425,16 @@ def compound_forms(token: str) -> tuple[tuple[str, ...], str]:
 
 
 def states_term(term: str, document_tokens: Iterable[str]) -> bool:
-    """Whether a document states a query term: has its token; for a compound
+    """Whether a document states a query term: has its token (a version of two numbers,
+    :func:`ferrex.rules.attributes.short_version`, also one of its longer versions); for a compound
     (:func:`is_compound`), also its words in a row (at least two of them: ``help desk``)
     or run together (``helpdesk``), as the document's tokens are ordered (its words, in
     the order written, before its identifiers)."""
     seq = list(document_tokens)
     if term in seq:
         return True
+    if short_version(term):  # "7.2" is stated by "7.2.4"
+        return any(t.lstrip("v").startswith(term.lstrip("v") + ".") for t in seq)
     if not is_compound(term):
         return False
     apart, joined = compound_forms(term)
@@ -544,17 +547,6 @@ PERIOD_FRAME: Final = frozenset(
 "anything new over the weekend?") or about what an explicit filter admits ("what happened
 to it?" with ``entities: [pg-primary]``): with a period or a filter named they ask for
 nothing of their own."""
-
-
-_NOW: Final = "these days|nowadays|currently|presently|right now|at the moment|at present|still"
-NOW_WORDS: Final = re.compile(rf"\b(?:{_NOW}|as of now|anymore)\b", re.I)
-"""Words that place a question in the present ("where does it run *these days*?", "is it
-*still* on 15?"): a memory of the current state never says them (:func:`without_now`)."""
-
-
-def without_now(query: str) -> str:
-    """The query less the words that only place it in the present (:data:`NOW_WORDS`)."""
-    return NOW_WORDS.sub(" ", query)
 
 
 VAGUE_AT_MOST: Final = 1

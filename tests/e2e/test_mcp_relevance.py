@@ -302,3 +302,27 @@ def test_a_duration_written_with_its_unit_answers_how_long(tmp_path: Path) -> No
             assert first["id"] == took["id"] and first["relevance_label"] != "none", first
 
     anyio.run(main)
+
+
+def test_a_version_asked_in_two_numbers_is_answered_by_its_longer_form(tmp_path: Path) -> None:
+    """ "Why are we stuck on redis 7.2?" is about the memory that pins Redis to 7.2.4: the
+    store has heard of 7.2, so no *nothing relevant*; a version it holds in no form
+    (Kubernetes 1.31 beside 1.29) still gets the verdict."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            pinned = await call(client, "store", {
+                "content": "Redis is pinned to 7.2.4 because 7.4 changed the license"})  # fmt: skip
+            for line in (
+                "The shop-prod Kubernetes cluster was upgraded to 1.29",
+                "Grafana dashboards are provisioned from infra/grafana via the sidecar",
+            ):
+                await call(client, "store", {"content": line})  # fmt: skip
+            doc, _ = await _recall(client, {"query": "why are we stuck on redis 7.2?"})
+            assert not doc["nothing_relevant"], doc
+            first = doc["results"][0]
+            assert first["id"] == pinned["id"] and first["relevance_label"] != "none", first
+            doc, _ = await _recall(client, {"query": "when do we upgrade Kubernetes to 1.31?"})
+            assert doc["nothing_relevant"], doc
+
+    anyio.run(main)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from ferrex.models.sparse import tokens
 from ferrex.read.judgement import (
     Terms,
     evidence_of,
@@ -17,7 +18,7 @@ from ferrex.read.judgement import (
 )
 from ferrex.rules.dates import when
 from ferrex.rules.fusion import Leg
-from ferrex.rules.relevance import DEFAULT_MODEL
+from ferrex.rules.relevance import DEFAULT_MODEL, states_term
 from projections.rows import Memory, Spelling
 from projections.vectors import Hit
 
@@ -173,6 +174,16 @@ def test_an_identifier_the_store_never_heard_of_is_off_subject_everywhere() -> N
     assert unknown_identifiers("what is redis-sess-02?", spelt, lambda _: False) != []
     memory = _about("prod-eu-1 is the main cluster")
     assert _off("Which services run in the prod-eu-2 cluster?", memory, unknown=True) == 1.0
+
+
+def test_a_version_of_two_numbers_is_known_and_stated_by_a_longer_one() -> None:
+    held = {"7.2.4"}
+    assert unknown_identifiers("why are we on redis 7.2?", SPELLINGS, held.__contains__) == []
+    assert unknown_identifiers("upgrade redis to 7.4?", SPELLINGS, held.__contains__) == ["7.4"]
+    assert unknown_identifiers("is it 7.2.5?", SPELLINGS, held.__contains__) == ["7.2.5"]
+    pinned = tokens("Redis is pinned to 7.2.4 because 7.4 changed the license")
+    assert states_term("7.2", pinned) and states_term("v7.2", pinned)
+    assert not states_term("7.24", pinned) and not states_term("2.4", pinned)
 
 
 def test_a_date_the_question_names_is_its_period_not_an_unknown_identifier() -> None:
