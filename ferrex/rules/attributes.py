@@ -69,6 +69,35 @@ def short_version(token: str) -> bool:
     return _SHORT_VERSION.fullmatch(token) is not None
 
 
+_GLUED: Final = re.compile(r"(\d+(?:\.\d+)?)([a-z]+)")
+_UNIT_WORDS: Final = {
+    "s": "second", "sec": "second", "secs": "second", "m": "minut", "min": "minut",
+    "mins": "minut", "h": "hour", "hr": "hour", "hrs": "hour", "d": "day", "w": "week",
+    "wk": "week", "wks": "week", "ms": "ms", "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb",
+}  # fmt: skip
+"""Units written glued to a number (``350s``, ``16MB``) and the BM25 stem of their word."""
+
+
+def same_amount(term: str, document_tokens: Sequence[str]) -> bool:
+    """Whether a document states an amount the query writes glued to its unit (``350s``,
+    ``16MB``) with a space or the unit's word (``350 seconds``, ``16 MB``), or one the query
+    writes as a bare number (``350``) glued to a unit."""
+    seq = list(document_tokens)
+    glued = _GLUED.fullmatch(term)
+    if glued is not None:
+        number, unit = glued.groups()
+        word = _UNIT_WORDS.get(unit)
+        return word is not None and any(a == number and b == word for a, b in pairwise(seq))
+    if not term.isdigit():
+        return False
+    return any(
+        (found := _GLUED.fullmatch(t)) is not None
+        and found.group(1) == term
+        and found.group(2) in _UNIT_WORDS
+        for t in seq
+    )
+
+
 def _is_region(token: str) -> bool:
     # "eu-west-1", "us-east-2"
     parts = token.split("-")

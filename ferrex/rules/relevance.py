@@ -94,7 +94,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ferrex.rules.attributes import missing_attribute, short_version
+from ferrex.rules.attributes import missing_attribute, same_amount, short_version
 
 Label = Literal["strong", "weak", "none"]
 LABELS: Final[tuple[Label, ...]] = ("strong", "weak", "none")
@@ -435,6 +435,8 @@ def states_term(term: str, document_tokens: Iterable[str]) -> bool:
         return True
     if short_version(term):  # "7.2" is stated by "7.2.4"
         return any(t.lstrip("v").startswith(term.lstrip("v") + ".") for t in seq)
+    if same_amount(term, seq):  # "350s" is stated by "350 seconds"
+        return True
     if not is_compound(term):
         return False
     apart, joined = compound_forms(term)

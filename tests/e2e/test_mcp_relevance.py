@@ -326,3 +326,20 @@ def test_a_version_asked_in_two_numbers_is_answered_by_its_longer_form(tmp_path:
             assert doc["nothing_relevant"], doc
 
     anyio.run(main)
+
+
+def test_an_amount_asked_with_its_unit_glued_is_the_one_written_out(tmp_path: Path) -> None:
+    """ "Why is the LB idle timeout 350s?" asks of the memory that says "350 seconds"."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            timeout = await call(client, "store", {"content": (
+                "The load balancer idle timeout is 350 seconds to match the websocket "
+                "keepalive")})  # fmt: skip
+            await call(client, "store", {"content": "Deploys to prod need two approvals"})
+            doc, _ = await _recall(client, {"query": "why is the LB idle timeout 350s?"})
+            assert not doc["nothing_relevant"], doc
+            first = doc["results"][0]
+            assert first["id"] == timeout["id"] and first["relevance_label"] != "none", first
+
+    anyio.run(main)

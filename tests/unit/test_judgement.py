@@ -186,6 +186,14 @@ def test_a_version_of_two_numbers_is_known_and_stated_by_a_longer_one() -> None:
     assert not states_term("7.24", pinned) and not states_term("2.4", pinned)
 
 
+def test_an_amount_glued_to_its_unit_is_the_amount_and_its_word() -> None:
+    timeout = tokens("The load balancer idle timeout is 350 seconds, uploads up to 16 MB")
+    assert states_term("350s", timeout) and states_term("16mb", timeout)
+    assert not states_term("350m", timeout) and not states_term("35s", timeout)
+    assert states_term("350", tokens("a 350s idle timeout"))
+    assert not states_term("350", tokens("a 350x zoom"))  # no unit of ours
+
+
 def test_a_date_the_question_names_is_its_period_not_an_unknown_identifier() -> None:
     question = "what did we change on 2026-12-08?"
     period = when(question, NOW)
