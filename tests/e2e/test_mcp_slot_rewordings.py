@@ -172,3 +172,30 @@ def test_a_note_telling_the_change_from_the_old_value_replaces_it(tmp_path: Path
             assert sqs["superseded"] == [] and cache["id"] not in sqs["superseded"], sqs
 
     anyio.run(main)
+
+
+def test_a_value_told_with_was_and_dated_before_the_current_one_is_its_history(
+    tmp_path: Path,
+) -> None:
+    """``version | Postgres 16`` (ten days ago), then ``was on | Postgres 14`` dated a year
+    back: a late report of what it was, stored already ended, one current answer."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            fact = partial(store_fact, client)
+
+            def ago(days: int) -> str:
+                return (datetime.now(UTC) - timedelta(days=days)).isoformat()
+
+            pg16 = await fact("orders db", "version", "Postgres 16", valid_from=ago(10))
+            pg14 = await fact("orders-db", "was on", "Postgres 14", valid_from=ago(300),
+                              content="before the upgrade last year")  # fmt: skip
+            assert pg14["superseded"] == [] and "possible_conflict" not in pg14, pg14
+            args = {"query": "orders db postgres version", "types": ["semantic"], "limit": 10}
+            current = _current(await call(client, "recall", args))
+            assert pg16["id"] in current and pg14["id"] not in current, current
+            args["include_invalidated"] = True
+            every = {r["id"] for r in (await call(client, "recall", args))["results"]}
+            assert pg14["id"] in every, "kept as history"
+
+    anyio.run(main)

@@ -59,7 +59,13 @@ from ferrex.rules.slots import (
     SlotMatch,
     plural_fact,
 )
-from ferrex.rules.value_changes import one_holder, replaces_value, suffixed_versions, told_as_news
+from ferrex.rules.value_changes import (
+    one_holder,
+    replaces_value,
+    suffixed_versions,
+    told_as_news,
+    told_as_past,
+)
 from journal import FactsPossiblyConflicting, MemoryBody
 from projections.documents import subject_key
 from projections.readmodel.predicates import is_current
@@ -331,8 +337,11 @@ def plan_fact(
     close = [] if weighing is None else weighing.close_replaced(measures)
     # A fact told as past (``used to use``) beside the subject's fact that began after it is
     # that fact's history, ended where it began; one that did not begin after is only flagged.
-    past = [m for m, found in slots
-            if found.why == TOLD_AS_PAST and starts_after(m, valid.t_valid, now)]  # fmt: skip
+    # So is a value told with ``was`` (or as past) in a slot that may be the same, dated
+    # before that fact began: a late report of what it was, which replaces nothing.
+    before = told_as_past(predicate) or bool({"was", "were"} & set(predicate.split("_")))
+    past = [m for m, found in slots if (found.why == TOLD_AS_PAST or before)
+            and starts_after(m, valid.t_valid, now)]  # fmt: skip
     outcome = [*outcome, *sure, *close, *past]
     # A back-dated fact older than an active one is history, not the new truth: it is stored
     # already ended, where the newer fact began. Only by a fact all its readers see: ended by
