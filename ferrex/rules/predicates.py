@@ -535,10 +535,10 @@ _NOUN_ENDINGS_IN_S: Final = ("ss", "us", "is", "os", "as")
 
 
 def one_relation(left: str, right: str) -> bool:
-    """Two normalized predicates of one relation: the same, spelled alike, or a role noun
-    and its agent phrase (:func:`agent_noun_of`)."""
-    return (left == right or spelled_alike(left, right) or agent_noun_of(left, right)
-            or agent_noun_of(right, left))  # fmt: skip
+    """Two normalized predicates of one relation: the same, spelled alike, one count two ways
+    (``nodes`` / ``node_count``), or a role noun and its agent phrase (:func:`agent_noun_of`)."""
+    return (left == right or spelled_alike(left, right) or same_count(left, right)
+            or agent_noun_of(left, right) or agent_noun_of(right, left))  # fmt: skip
 
 
 def agent_noun_of(noun: str, phrase: str) -> bool:

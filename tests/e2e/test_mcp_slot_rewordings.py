@@ -119,6 +119,11 @@ def test_a_role_told_as_now_someone_else_replaces_its_holder(tmp_path: Path) -> 
             assert now["superseded"] == [first["id"]], now
             place = await fact("release captain", "time zone", "Europe/Berlin")
             assert place["superseded"] == [] and "possible_conflict" not in place, place
+            # One count written two ways, under a close name told as news: replaced.
+            twelve = await fact("prod k8s cluster", "node count", "12")
+            nodes = await fact("production cluster", "nodes", "18", valid_from=week_ago,
+                               content="scaled up for black friday")  # fmt: skip
+            assert nodes["superseded"] == [twelve["id"]], nodes
             # A product launched in one market, then in another: both hold.
             await fact("Tidewell Stays", "launched in", "Portugal")
             greece = await fact("Tidewell Stays", "launched in", "Greece", valid_from=week_ago)

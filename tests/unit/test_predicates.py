@@ -19,6 +19,7 @@ from ferrex.rules.predicates import (
     may_reword,
     merge_synonyms,
     normalize_predicate,
+    one_relation,
     placing,
     predicate_phrase,
     predicate_shape,
@@ -553,6 +554,8 @@ def test_a_count_is_one_relation_however_written(left: str, right: str, same: bo
     assert same_count(a, b) is same
     assert same_count(b, a) is same
     assert (match_known(a, [b]) == b) is same or a == b
+    # Between two subjects too (a subject's own predicates are placed by match_known).
+    assert one_relation(a, b) is same or a == b
 
 
 def test_a_count_and_its_member_are_never_rewordings() -> None:
