@@ -128,8 +128,11 @@ def _slot_match(
         and schedule_value(old_object)
         and same_timing(new_object, old_object)
         and (single_slot(new_predicate) or single_slot(old_predicate))
-        and timing_predicate(new_predicate)
-        and timing_predicate(old_predicate)
+        and (
+            (timing_predicate(new_predicate) and timing_predicate(old_predicate))
+            or event_of(new_predicate, old_predicate)
+            or event_of(old_predicate, new_predicate)
+        )
     ):
         return SlotMatch("same", "two schedules, one a one-value attribute", 1.0)
     if told_change(new_predicate) and object_kind(new_object) == object_kind(old_object):
@@ -209,6 +212,19 @@ def changed_in_other_form(new_predicate: str, old_predicate: str) -> bool:
         bool(content_words(bare))
         and reworded_slot(bare, old_predicate)
         and not added_modifier(bare, old_predicate)
+    )
+
+
+def event_of(verb: str, attribute: str) -> bool:
+    """Whether a predicate of one word names the event a one-value attribute times
+    (``retrained`` / ``retraining_cadence``, ``runs`` / ``run_schedule``): the verb's
+    root is a word of the attribute's."""
+    words = content_words(verb)
+    return (
+        len(words) == 1
+        and single_slot(attribute)
+        and not single_slot(verb)
+        and same_head(verb, attribute)
     )
 
 

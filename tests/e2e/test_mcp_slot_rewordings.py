@@ -124,6 +124,10 @@ def test_a_role_told_as_now_someone_else_replaces_its_holder(tmp_path: Path) -> 
             nodes = await fact("production cluster", "nodes", "18", valid_from=week_ago,
                                content="scaled up for black friday")  # fmt: skip
             assert nodes["superseded"] == [twelve["id"]], nodes
+            # The event told by its verb, then its cadence: one schedule, replaced.
+            weekly = await fact("recommendation model", "retrained", "weekly")
+            daily = await fact("recommendation model", "retraining cadence", "daily")
+            assert daily["superseded"] == [weekly["id"]], daily
             # A product launched in one market, then in another: both hold.
             await fact("Tidewell Stays", "launched in", "Portugal")
             greece = await fact("Tidewell Stays", "launched in", "Greece", valid_from=week_ago)

@@ -205,6 +205,14 @@ def test_a_value_without_its_slot_is_never_sure() -> None:
     assert match is not None and match.outcome == "possible"
 
 
+def test_a_verb_and_the_cadence_of_its_event_are_one_schedule() -> None:
+    match = slot_match("retraining_cadence", "daily", "retrained", "weekly", 0.3)
+    assert match is not None and match.outcome == "same"
+    # Two attributes of one event (a window and a cadence) are not one.
+    match = slot_match("deploy_window", "Tuesdays", "deploy_cadence", "weekly", 0.3)
+    assert match is None or match.outcome == "possible"
+
+
 def test_a_word_of_change_beside_the_slot_in_another_form_is_that_slot() -> None:
     for new, old in [("moved_hosting_to", "hosted_on"), ("changed_owner_to", "owned_by"),
                      ("switched_logging_to", "logs")]:  # fmt: skip
