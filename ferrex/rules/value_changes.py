@@ -54,8 +54,10 @@ def told_as_past(predicate: str) -> bool:
     return any(words[i : i + 2] == ["used", "to"] for i in range(len(words) - 1))
 
 
-#: Words that put a relation in the past (``previously``, ``formerly``, ``former``).
-PAST_WORDS: Final = frozenset({"previously", "formerly", "former", "earlier"})
+#: Words that put a relation in the past (``previously``, ``formerly``, ``originally``).
+PAST_WORDS: Final = frozenset(
+    {"previously", "formerly", "former", "earlier", "originally", "initially"}
+)
 
 
 def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, dated: bool) -> bool:

@@ -599,7 +599,7 @@ def test_a_relation_told_as_past() -> None:
     from ferrex.rules.value_changes import told_as_past
 
     for past in ("used_to_use", "previously_provided_by", "formerly_hosted_on", "former_owner",
-                 "we_used_to_run_on"):  # fmt: skip
+                 "we_used_to_run_on", "originally_hosted_on", "initially_set_to"):  # fmt: skip
         assert told_as_past(past), past
     for present in ("used_by", "depends_on", "refused_to", "caused_to", "provider"):
         assert not told_as_past(present), present
