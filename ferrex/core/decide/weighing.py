@@ -119,8 +119,8 @@ def slot_matches(
 #: Why a fact told as past (:func:`ferrex.rules.value_changes.told_as_past`) was matched.
 TOLD_AS_PAST: Final = "told as past, beside the closest current fact"
 
-#: Why a possible slot was made sure by the note (:func:`ferrex.rules.value_changes.
-#: note_tells_change`).
+#: Why a fact is the slot by the note that tells the change from its value
+#: (:func:`ferrex.rules.value_changes.note_tells_change`).
 NOTE_FROM_TO: Final = "the note tells the change from its value"
 
 #: Why a fact told in words as a change was matched (:func:`_changed_slot`).
