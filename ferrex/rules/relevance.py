@@ -473,10 +473,18 @@ def query_names(query: str) -> list[str]:
 def missing_name(names: Iterable[str], document_tokens: Iterable[str]) -> float:
     """1.0 when a token of the query's capitalised names (:func:`query_names`) does not occur
     in the document, else 0.0: a question naming Android is not answered by a memory that
-    never says Android, however much of the rest it shares. A product's name is there with
-    or without its suffix (``Postgres`` in a memory saying ``PostgreSQL``: :func:`_bases`)."""
-    document = _bases(document_tokens)
-    return 1.0 if any(not _bases([n]) & document for n in names) else 0.0
+    never says Android. A product's name is there with or without its suffix (``Postgres`` /
+    ``PostgreSQL``: :func:`_bases`), an acronym as its words in a row (``LB``: load balancer)."""
+    seq = list(document_tokens)
+    document = _bases(seq)
+    return (
+        1.0 if any(not _bases([n]) & document and not _initials_in(n, seq) for n in names) else 0.0
+    )
+
+
+def _initials_in(name: str, seq: Sequence[str]) -> bool:
+    k = len(name)
+    return k > 1 and any("".join(w[:1] for w in seq[i : i + k]) == name for i in range(len(seq)))
 
 
 def _bases(found: Iterable[str]) -> set[str]:

@@ -223,6 +223,15 @@ def test_a_name_the_memory_lacks_is_missing() -> None:
     assert missing_name((), memory) == 0.0
 
 
+def test_an_acronym_is_named_by_its_words_in_a_row() -> None:
+    timeout = tokens("The load balancer idle timeout is 350 seconds")
+    assert missing_name(name_tokens("what is the LB idle timeout?"), timeout) == 0.0
+    assert missing_name(name_tokens("who approved it, the CFO?"),
+                        tokens("the chief financial officer signed off")) == 0.0  # fmt: skip
+    # The letters must begin words in a row: not "TV" beside "the video" or scattered words.
+    assert missing_name(name_tokens("what is the TV idle timeout?"), timeout) == 1.0
+
+
 def test_a_product_is_named_with_or_without_its_suffix() -> None:
     facts = tokens("ledger api uses database PostgreSQL 16; sessions in MongoDB")
     assert missing_name(name_tokens("which Postgres version does it run?"), facts) == 0.0
