@@ -104,6 +104,15 @@ def shown(driver: WebDriver, by: str, value: str, text: str) -> None:
     ).until(showing)
 
 
+def opened(driver: WebDriver, url: str) -> None:
+    """Loads ``url`` and waits (up to a minute) for its search box: at full-suite load a
+    page was once read before its form was there."""
+    driver.get(url)
+    WebDriverWait(
+        driver, 60, ignored_exceptions=[NoSuchElementException, StaleElementReferenceException]
+    ).until(lambda d: d.find_elements(By.ID, "q"))
+
+
 def test_search_then_memory_then_history(browser: WebDriver, served: Served, home: Home) -> None:
     browser.get(served.login_url)
     # The token was traded for a cookie the page's scripts cannot read, and left the URL.
@@ -154,7 +163,7 @@ def test_search_then_memory_then_history(browser: WebDriver, served: Served, hom
 
 def test_a_shared_url_opens_the_same_search(browser: WebDriver, served: Served) -> None:
     browser.get(served.login_url)
-    browser.get(served.base + "/?q=api-server&types=procedural")
+    opened(browser, served.base + "/?q=api-server&types=procedural")
     assert browser.find_element(By.ID, "q").get_attribute("value") == "api-server"
     boxes = {b.get_attribute("value"): b.is_selected()
              for b in browser.find_elements(By.NAME, "types")}  # fmt: skip
@@ -244,8 +253,9 @@ def test_a_home_of_10k_memories(
         driver = chromium(tmp_path / "profile")
         try:
             driver.get(served.login_url)
-            driver.get(
-                served.base + "/?q=which+runtime+does+it+use&types=semantic&entities=service-7"
+            opened(
+                driver,
+                served.base + "/?q=which+runtime+does+it+use&types=semantic&entities=service-7",
             )
             hits = driver.find_elements(By.CSS_SELECTOR, ".hit")
             # It once found none at CI load, cause unknown: the page says what recall answered.
