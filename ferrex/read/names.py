@@ -10,6 +10,7 @@ The subjects the question names, for relevance, are read from the same spellings
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ferrex.read.judgement import spaced_words
 from ferrex.rules.entities import Candidate, normalize_entity
@@ -41,10 +42,10 @@ def filter_ids(
         if entity_id is not None:
             # And every entity spelt the same once short forms are spelled out (``cart-svc``
             # beside ``cart service``): one thing the store may keep as two entities.
-            full = spelled_out(normalize_entity(name))
+            full = _spelled(normalize_entity(name))
             meant = [entity_id, *sorted({c.entity_id for c in candidates
                                          if c.entity_id != entity_id
-                                         and spelled_out(c.normalized) == full})]  # fmt: skip
+                                         and _spelled(c.normalized) == full})]  # fmt: skip
         else:
             # Every entity spelt one of the ways people spell the name (a dropped
             # component word, an acronym), and the looser matches of a name as a person
@@ -60,6 +61,13 @@ def filter_ids(
             if one not in found:
                 found.append(one)
     return tuple(found), unknown
+
+
+@lru_cache(maxsize=1 << 16)
+def _spelled(normalized: str) -> tuple[str, ...]:
+    """A spelling's words with short forms spelled out, remembered: every filtered recall
+    reads the namespace's spellings again (about 13 ms for 5,000 spellings uncached)."""
+    return tuple(spelled_out(normalized))
 
 
 def named_entities(query: str, spellings: Sequence[Spelling]) -> dict[str, str]:
