@@ -107,6 +107,8 @@ def slot_matches(
         found += _past_slot(obj, predicate, mine, others, measures)
     elif not found and worded:
         found += _changed_slot(obj, predicate, mine, others, measures)
+    if not note:
+        return found
     # The one fact whose value the note tells the change from is the slot, matched or not.
     told = [m for m in others if m.object is not None and not kinds_clash(obj, m.object)
             and note_tells_change(note, obj, str(m.object))]  # fmt: skip
