@@ -358,8 +358,8 @@ def unknown_identifiers(
 ) -> list[str]:
     """The identifiers the query asks about (:func:`identifiers_asked`) that no entity is
     spelled as and that ``held`` (a look-up of the BM25 index under the recall's filter)
-    finds in no memory, a version of two numbers in no longer form either (:data:`PATCHES_PROBED`);
-    not the words of the ``period`` it names (``2026-12-08`` is a
+    finds in no memory, a version of two numbers in no longer form either
+    (:data:`PATCHES_PROBED`); not the words of the ``period`` it names (``2026-12-08`` is a
     day, which a memory's event time answers for, not its text)."""
     dated = set(tokens(period.phrase)) if period is not None else set()
     wanted = [t for t in identifiers_asked(query) if t not in dated]
