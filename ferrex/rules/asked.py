@@ -13,7 +13,7 @@ knows of the named things (:func:`ferrex.read.judgement.subjects_named`,
 :func:`ferrex.read.judgement.unknown_identifiers`).
 
 Ranking reads the question's form too: the kinds of value it asks for
-(:func:`asked_kinds`, the kinds of :func:`ferrex.rules.slots.object_kind`) against those a
+(:func:`asked_kinds`, the kinds of :func:`ferrex.rules.kinds.object_kind`) against those a
 memory states (:func:`stated_kinds`), a boost for a memory that answers the form.
 """
 
@@ -26,9 +26,12 @@ from functools import cache
 from typing import Final
 
 from ferrex.models.sparse import tokens, word_tokens
+from ferrex.rules.kinds import ObjectKind, object_kind
 from ferrex.rules.predicates import DEFAULT_SYNONYM_GROUPS, PLACE_PREPOSITIONS
 from ferrex.rules.relevance import PERIOD_FRAME, compound_forms, is_compound, states_term
-from ferrex.rules.slots import ObjectKind, named_version, object_kind
+from ferrex.rules.slots import (
+    named_version,
+)
 
 
 @dataclass(frozen=True, slots=True)

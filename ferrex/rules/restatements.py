@@ -18,9 +18,9 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from ferrex.rules.kinds import kinds_clash, object_kind
 from ferrex.rules.schedules import same_schedule
 from ferrex.rules.short_forms import abbreviates, acronym_of
-from ferrex.rules.slots import kinds_clash, object_kind
 
 #: At most this many words around the value in the longer wording of it (``115200`` /
 #: ``115200 baud``, ``0.9.0`` / ``hollowctl v0.9.0``, ``Production/Stable`` / ``Development

@@ -8,6 +8,7 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Final
 
+from ferrex.rules.kinds import kinds_clash, object_kind, one_kind
 from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS, PREPOSITIONS
 from ferrex.rules.schedules import same_timing, schedule_value
 from ferrex.rules.slots import (
@@ -23,9 +24,6 @@ from ferrex.rules.slots import (
     added_modifier,
     bare_value,
     content_words,
-    kinds_clash,
-    object_kind,
-    one_kind,
     placed_alike,
     placing_preposition,
     prepositions_in,

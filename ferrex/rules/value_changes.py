@@ -13,15 +13,14 @@ from collections.abc import Sequence
 from typing import Final
 
 from ferrex.rules.dedup import measure_unit
+from ferrex.rules.kinds import NAME_WORD, object_kind
 from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS, phrase_words
 from ferrex.rules.slots import (
     CHANGE_WORDS,
     COUNT,
-    NAME_WORD,
     SINGLE_KINDS,
     VALUE_WORDS,
     content_words,
-    object_kind,
     range_relation,
     same_head,
     single_slot,

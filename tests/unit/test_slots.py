@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ferrex.rules.dedup import measure_unit
+from ferrex.rules.kinds import object_kind
 from ferrex.rules.restatements import restated
 from ferrex.rules.slot_outcomes import slot_match
 from ferrex.rules.slots import (
@@ -13,7 +14,6 @@ from ferrex.rules.slots import (
     SURE_PHRASE,
     VALUE_FLOOR,
     may_share_slot,
-    object_kind,
     placed_alike,
     plural_fact,
     plural_relation,

@@ -17,6 +17,7 @@ from typing import Final
 import msgspec
 
 from ferrex.rules.entities import normalize_entity, resolve_entity
+from ferrex.rules.kinds import kinds_clash, one_kind
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.predicates import as_worded, one_relation
@@ -28,8 +29,6 @@ from ferrex.rules.slots import (
     SlotMatch,
     content_words,
     fact_phrase,
-    kinds_clash,
-    one_kind,
     same_head,
     slot_candidate,
     value_fallback,

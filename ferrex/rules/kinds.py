@@ -1,0 +1,98 @@
+"""The kind of value a fact's object is, when its shape says so plainly
+(:func:`object_kind`: a host name, a version, a duration, a person or team...), and whether
+two objects are of one kind or of two (:func:`one_kind`, :func:`kinds_clash`): evidence
+:mod:`ferrex.rules.slots` weighs for whether two facts fill one slot.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, Literal
+
+ObjectKind = Literal[
+    "host", "version", "duration", "size", "rate", "money", "percent", "url", "party", "date"
+]
+
+_UNIT_NUMBER = r"(?:\d+(?:[.,]\d+)*)\s*"
+_DURATION = re.compile(
+    rf"^(?:every\s+)?{_UNIT_NUMBER}(?:ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|"
+    r"hours?|d|days?|w|wks?|weeks?|months?|y|yrs?|years?)$"
+)
+_SIZE = re.compile(rf"^{_UNIT_NUMBER}(?:b|bytes?|kb|kib|ki|mb|mib|mi|gb|gib|gi|tb|tib|ti|pb)$")
+_RATE = re.compile(
+    rf"^{_UNIT_NUMBER}(?:rps|qps|tps|(?:req(?:uest)?s?|messages|msgs|calls|ops|events)?\s*"
+    r"(?:/|per\s+)\s*(?:s|sec|second|min|minute|h|hour|day))\b"
+)
+_MONEY = re.compile(r"^(?:[$€£¥]\s*\d[\d,.]*[km]?|\d[\d,.]*\s*(?:usd|eur|gbp|chf))\b")
+_PERCENT = re.compile(rf"^{_UNIT_NUMBER}(?:%|percent)$")
+_VERSION = re.compile(
+    r"^(?:[a-z][\w+-]*\s+)?v?\d+(?:\.\d+){1,3}(?:[-+.]?[a-z][\w.]*)?$|^v\d+$"
+    # A name and its dotted version in one token: gpl-3.0, python-3.11, ue5.4 (no host name).
+    r"|^[a-z][a-z+]*-?v?\d+(?:\.\d+)+$"
+)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[t ][\d:]+z?)?$")
+_URL = re.compile(r"^(?:https?|s3|gs|ftp)://\S+$")
+_IP = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?$")
+# A machine's name: one token of letters and digits joined by hyphens or dots, holding a
+# digit (k8s-node-07, pg-prod-1) or ending in a domain (bff-1.fitpulse.net).
+_HOSTNAME = re.compile(r"^(?=[^ ]*\d)[a-z][a-z0-9]*(?:[-.][a-z0-9]+)+$")
+_DOMAIN = re.compile(r"^(?:[a-z0-9-]+\.)+[a-z]{2,}(?::\d+)?(?:/\S*)?$")
+_HANDLE = re.compile(r"^@[\w.-]+(?:/[\w.-]+)?$")
+_EMAIL = re.compile(r"^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$")
+_TEAM_WORDS: Final = frozenset(
+    {"team", "squad", "guild", "crew", "tribe", "chapter", "department", "dept", "org"}
+)
+NAME_WORD = re.compile(r"^[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?$")
+
+
+def object_kind(text: str) -> ObjectKind | None:
+    """The kind of value an object is, when its shape says so plainly; None otherwise.
+
+    ``party`` is a person or a team (ownership moves between them): an ``@handle``, an email
+    address, a name of two or three capitalised words, or words holding ``team``, ``squad``...
+    """
+    raw = text.strip().strip("`'\"")
+    low = raw.casefold()
+    if not low:
+        return None
+    if _URL.match(low):
+        return "url"
+    if _EMAIL.match(low) or _HANDLE.match(low):
+        return "party"
+    if _DATE.match(low):
+        return "date"
+    if _PERCENT.match(low):
+        return "percent"
+    if _MONEY.match(low):
+        return "money"
+    if _RATE.match(low):
+        return "rate"
+    if _DURATION.match(low):
+        return "duration"
+    if _SIZE.match(low):
+        return "size"
+    if _IP.match(low):
+        return "host"
+    if _VERSION.match(low):
+        return "version"
+    if _HOSTNAME.match(low) or _DOMAIN.match(low):
+        return "host"
+    words = re.split(r"[\s_]+", low)
+    if any(w.strip("-") in _TEAM_WORDS for w in words) or re.match(r"^team[-_]", low):
+        return "party"
+    names = raw.split()
+    if 2 <= len(names) <= 3 and all(NAME_WORD.match(w) for w in names):
+        return "party"
+    return None
+
+
+def kinds_clash(left: str, right: str) -> bool:
+    """Whether two objects are values of two different known kinds (a version, a duration)."""
+    a, b = object_kind(left), object_kind(right)
+    return a is not None and b is not None and a != b
+
+
+def one_kind(left: str, right: str) -> bool:
+    """Whether two objects are values of one known kind (two host names, two versions)."""
+    kind = object_kind(left)
+    return kind is not None and kind == object_kind(right)
