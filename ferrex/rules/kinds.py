@@ -80,16 +80,26 @@ def object_kind(text: str) -> ObjectKind | None:
     words = re.split(r"[\s_]+", low)
     if any(w.strip("-") in _TEAM_WORDS for w in words) or re.match(r"^team[-_]", low):
         return "party"
-    names = raw.split()
-    if 2 <= len(names) <= 3 and all(NAME_WORD.match(w) for w in names):
+    if name_shaped(raw):
         return "party"
     return None
 
 
+def name_shaped(text: str) -> bool:
+    """Whether an object is two or three capitalised words (``Dana Whitfield``), read as a
+    person's name: a product's or a service's as often (``Grafana Cloud``)."""
+    names = text.strip().strip("`'\"").split()
+    return 2 <= len(names) <= 3 and all(NAME_WORD.match(w) for w in names)
+
+
 def kinds_clash(left: str, right: str) -> bool:
-    """Whether two objects are values of two different known kinds (a version, a duration)."""
+    """Whether two objects are values of two different known kinds (a version, a duration).
+    A name of capitalised words beside a host name is none: it may be a service the thing
+    now runs on (``host fl-graf-01`` / ``now on Grafana Cloud``)."""
     a, b = object_kind(left), object_kind(right)
-    return a is not None and b is not None and a != b
+    if a is None or b is None or a == b:
+        return False
+    return not ({a, b} == {"party", "host"} and (name_shaped(left) or name_shaped(right)))
 
 
 def one_kind(left: str, right: str) -> bool:

@@ -191,6 +191,8 @@ def _slot_match(
         # GitHub Actions`` says.
         sure = news and places_itself(new_predicate) and places_itself(old_predicate)
         return SlotMatch("same" if sure else "possible", "both place the subject", phrase_cosine)
+    if placed_to(new_predicate, old_predicate):
+        return SlotMatch("possible", "both place the subject, one by where it went", phrase_cosine)
     if telling_kind(new_object, old_object):
         return SlotMatch("possible", "two values of one plain kind", phrase_cosine)
     return None
@@ -262,6 +264,20 @@ def places_itself(predicate: str) -> bool:
     something of it goes (``caches_on``, ``logs_to``)."""
     return placing_preposition(predicate) is not None and any(
         w in PLACING_VERBS for w in predicate.split("_")
+    )
+
+
+def placed_to(new_predicate: str, old_predicate: str) -> bool:
+    """Whether two normalized predicates each place the subject itself
+    (:func:`places_itself`), one of them by where it went (``deployed to Vercel`` beside
+    ``hosted on Netlify``): maybe one slot, never surely (``to`` names a region or a cluster
+    as often as a host, which :func:`ferrex.rules.slots.placed_alike` leaves out)."""
+    found = {placing_preposition(new_predicate), placing_preposition(old_predicate)}
+    return (
+        "to" in found
+        and found <= {"to", "on", "at", "upon", "onto"}
+        and places_itself(new_predicate)
+        and places_itself(old_predicate)
     )
 
 

@@ -442,7 +442,8 @@ def plural_fact(subject: str, predicate: str, obj: str) -> bool:
     :func:`reciprocal_relation`), a relation of a range of versions (:func:`range_relation`),
     one event of many (``had an incident on``) or a plural subject placed
     (:func:`plural_subject`), unless its object is of a kind a thing has one of at a time
-    (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``)."""
+    (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``; a schedule of one verb: ``ships
+    weekly``, not ``cleanup runs weekly``)."""
     if _QUANTITY.match(obj.strip()):
         return False
     # A version (``iOS 16``, ``Python 3.11``) is one of many a relation of a range holds
@@ -454,7 +455,7 @@ def plural_fact(subject: str, predicate: str, obj: str) -> bool:
     words = phrase_words(predicate)
     if words[:1] == ["had"] and words[1:2] in (["a"], ["an"]) and len(words) > 2:
         return True
-    if object_kind(obj) in SINGLE_KINDS:
+    if object_kind(obj) in SINGLE_KINDS or (schedule_value(obj) and len(words) == 1):
         return False
     return (plural_relation(predicate) or reciprocal_relation(predicate)
             or plural_subject(subject, predicate))  # fmt: skip

@@ -109,7 +109,7 @@ def relations_apart(left: str, right: str) -> bool:
     current value and the planned one both hold."""
     if future_relation(left) != future_relation(right):
         return True
-    a, b = _content(left), _content(right)
+    a, b = _singular(_content(left)), _singular(_content(right))
     if a - b and b - a and _instance_named(a - b) and _instance_named(b - a):
         return True  # two instances: prod / canary, primary / reporting replica
     extra = (a - b) or (b - a)
@@ -153,6 +153,13 @@ def in_digits(words: Sequence[str]) -> list[str]:
     if len(words) < 2:
         return list(words)
     return [NUMBER_WORDS.get(w, w) for w in words]
+
+
+def _singular(words: set[str]) -> set[str]:
+    """Words with a plural ``s`` dropped, so one word in two numbers is one (``backups
+    kept for`` / ``backup retention`` name no two instances)."""
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+            for w in words}  # fmt: skip
 
 
 def _content(predicate: str) -> set[str]:

@@ -208,3 +208,35 @@ def test_a_value_told_with_was_and_dated_before_the_current_one_is_its_history(
             assert pg14["id"] in every, "kept as history"
 
     anyio.run(main)
+
+
+def test_a_move_told_in_other_words_is_flagged_beside_where_it_was(tmp_path: Path) -> None:
+    """Rewordings that used to leave two current answers in silence: a site ``hosted on``
+    one service then ``deployed to`` another, a host name then ``now on`` a service named in
+    capitalised words, a release ``cadence`` then ``ships`` on another schedule. Each is
+    flagged against the fact it may replace; ``cleanup runs weekly`` stays one event of many."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            fact = partial(store_fact, client)
+
+            def ago(days: int) -> str:
+                return (datetime.now(UTC) - timedelta(days=days)).isoformat()
+
+            netlify = await fact("handbook site", "hosted on", "Netlify")
+            vercel = await fact("handbook site", "deployed to", "Vercel", valid_from=ago(4))
+            assert vercel["possible_conflict"] == [netlify["id"]], vercel
+            vm = await fact("Metabase", "host", "mb-vm-02", valid_from=ago(40))
+            cloud = await fact("Metabase", "now on", "Metabase Cloud")
+            assert cloud["possible_conflict"] == [vm["id"]], cloud
+            biweekly = await fact("mobile release train", "cadence", "every two weeks")
+            weekly = await fact("mobile release train", "ships", "weekly", valid_from=ago(3))
+            assert weekly["possible_conflict"] == [biweekly["id"]], weekly
+            assert "multi_valued" not in weekly, "one schedule, not one more value"
+            # Another event of the subject on its own schedule: kept beside, not flagged.
+            nightly = await fact("build farm", "schedule", "nightly")
+            cleanup = await fact("build farm", "cleanup runs", "weekly")
+            assert "possible_conflict" not in cleanup, cleanup
+            assert nightly["id"] not in cleanup["superseded"]
+
+    anyio.run(main)

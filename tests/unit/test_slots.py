@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ferrex.rules.dedup import measure_unit
-from ferrex.rules.kinds import object_kind
+from ferrex.rules.kinds import kinds_clash, object_kind
 from ferrex.rules.restatements import restated
 from ferrex.rules.slot_outcomes import slot_match
 from ferrex.rules.slots import (
@@ -253,6 +253,37 @@ def test_plural_facts_by_relation_subject_and_object() -> None:
                            ("launch date", "2026-05-01")]:  # fmt: skip
         assert not plural_fact("x", predicate, obj), predicate
     assert not plural_fact("legacy Pig jobs", "status", "decommissioned")
+    # A schedule of one verb is when the subject does it (one at a time); another event of
+    # the subject, named before its verb, is one of many.
+    assert not plural_fact("release train", "ships", "weekly")
+    assert not plural_fact("release train", "ships", "every two weeks")
+    assert plural_fact("release train", "ships", "mobile apps")
+    assert plural_fact("build farm", "cleanup runs", "weekly")
+
+
+def test_a_name_in_capitals_beside_a_host_may_be_where_it_runs() -> None:
+    assert not kinds_clash("Grafana Cloud", "fl-graf-01")
+    assert not kinds_clash("fl-graf-01", "Metabase Cloud")
+    assert kinds_clash("team nova", "fl-graf-01"), "a team is no place"
+    assert kinds_clash("@dana", "fl-graf-01")
+    assert kinds_clash("Dana Kim", "1.4.2"), "a name is no version"
+    found = slot_match("now_on", "Grafana Cloud", "host", "fl-graf-01", 0.45)
+    assert found is not None and found.outcome == "possible"
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "cosine"),
+    [("deployed_to", "hosted_on", 0.39), ("hosted_on", "deployed_to", 0.39),
+     ("deployed_to", "runs_on", 0.35), ("deployed_to", "deployed_on", 0.5)],
+)  # fmt: skip
+def test_placed_by_where_it_went_beside_where_it_is_is_possible_never_sure(
+    new: str, old: str, cosine: float
+) -> None:
+    for news in (False, True):
+        found = slot_match(new, "Vercel", old, "Netlify", cosine, news=news)
+        assert found is not None and found.outcome == "possible", (new, old, news)
+    # Something of the subject sent somewhere is not where the subject is.
+    assert slot_match("logs_to", "Loki", "runs_on", "k8s", 0.37) is None
 
 
 def test_objects_scoped_to_their_own_purposes_both_hold() -> None:
@@ -462,6 +493,8 @@ def test_a_second_name_of_one_relation_told_plainly_is_no_sure_replacement(
         ("prod_url", "staging_url", True),
         ("old_host", "new_host", False),  # a change told as old and new, not two instances
         ("prod_host", "host", False),  # the bare name is the main one
+        ("backups_kept_for", "backup_retention", False),  # one word in two numbers
+        ("replicas_in", "replica_region", False),
     ],
 )
 def test_relations_whose_values_do_not_compete(left: str, right: str, apart: bool) -> None:
