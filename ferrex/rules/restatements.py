@@ -5,11 +5,12 @@ new wording of it (no doubt, no value lost); under another relation of a subject
 the same, it is flagged ``restates``. The forms: the same letters and digits once case, spaces
 and punctuation are dropped (``RevC`` / ``rev C``), initials (``OSC`` / ``Open Source
 Collective``), the value inside a longer wording of it (``115200`` / ``115200 baud``), a
-duration in other units (``30 days`` / ``30d``, ``300 seconds`` / ``5 min``, ``hourly`` /
-``1 hour``), an amount in other units (``512Mi`` / ``0.5Gi``, ``4096`` / ``4k``), a weekly
-schedule in another form (``Thu 6-8am UTC`` / ``Thursday 06:00-08:00 UTC``), an address with
-or without its scheme (``bi.example.io`` / ``https://bi.example.io/``), words shortened as
-people shorten them (``IT Ops`` / ``IT Operations``).
+duration in other units or in words (``30 days`` / ``30d``, ``300 seconds`` / ``5 min``,
+``hourly`` / ``1 hour``, ``half an hour`` / ``30 minutes``), an amount in other units
+(``512Mi`` / ``0.5Gi``, ``4096`` / ``4k``), a weekly schedule in another form (``Thu 6-8am
+UTC`` / ``Thursday 06:00-08:00 UTC``), an address with or without its scheme
+(``bi.example.io`` / ``https://bi.example.io/``), words shortened as people shorten them
+(``IT Ops`` / ``IT Operations``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Final
 from ferrex.rules.kinds import kinds_clash, object_kind
 from ferrex.rules.schedules import same_schedule
 from ferrex.rules.short_forms import abbreviates, acronym_of
+from ferrex.rules.subjects_apart import NUMBER_WORDS
 
 #: At most this many words around the value in the longer wording of it (``115200`` /
 #: ``115200 baud``, ``0.9.0`` / ``hollowctl v0.9.0``, ``Production/Stable`` / ``Development
@@ -136,8 +138,37 @@ def _seconds(text: str) -> float | None:
         return _PERIOD_WORDS[low]
     found = _SPAN.match(low.replace("every ", "every 1 ", 1) if _BARE_EVERY.match(low) else low)
     if found is None or found.group(2) not in _SECONDS_PER:
-        return None
+        return _spoken_seconds(low.split())
     return float(found.group(1)) * _SECONDS_PER[found.group(2)]
+
+
+def _spoken_seconds(words: list[str]) -> float | None:
+    """A duration said in words (``half an hour``, ``an hour``, ``two weeks``, ``a day and
+    a half``, ``one and a half hours``) in seconds; None for anything else."""
+    if len(words) == 3 and words[0] == "half" and words[1] in ("a", "an"):
+        count, unit = 0.5, words[2]
+    elif len(words) == 5 and words[-3:] == ["and", "a", "half"]:
+        count, unit = _count(words[0]) + 0.5, words[1]  # a day and a half
+    elif len(words) == 5 and words[1:4] == ["and", "a", "half"]:
+        count, unit = _count(words[0]) + 0.5, words[4]  # one and a half hours
+    elif len(words) == 2:
+        count, unit = _count(words[0]), words[1]
+    else:
+        return None
+    # NaN: no count; a unit said in words is spelt out (``two h`` is no way to say it)
+    if count != count or unit not in _SECONDS_PER or len(unit) < 3:
+        return None
+    return count * _SECONDS_PER[unit]
+
+
+def _count(word: str) -> float:
+    """A count said as a word (``a``, ``an``, ``one``..``twelve``) or in digits; NaN for
+    anything else."""
+    if word in ("a", "an"):
+        return 1.0
+    if word in NUMBER_WORDS:
+        return float(NUMBER_WORDS[word])
+    return float(word) if word.replace(".", "", 1).isdigit() else float("nan")
 
 
 _BARE_EVERY: Final = re.compile(r"^every\s+[a-z]+$")

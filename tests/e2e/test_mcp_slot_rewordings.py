@@ -240,3 +240,21 @@ def test_a_move_told_in_other_words_is_flagged_beside_where_it_was(tmp_path: Pat
             assert nightly["id"] not in cleanup["superseded"]
 
     anyio.run(main)
+
+
+def test_a_duration_said_in_words_is_flagged_as_the_same_value_restated(tmp_path: Path) -> None:
+    """``30 minutes`` then ``half an hour`` under another wording of the slot (and of the
+    subject): the same value restated, flagged so the agent can keep one wording; nothing
+    replaced."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            fact = partial(store_fact, client)
+            first = await fact("checkout session", "timeout", "30 minutes")
+            again = await fact("checkout session", "expires after", "half an hour")
+            assert again["superseded"] == [] and again["possible_conflict"] == [first["id"]]
+            held = await fact("waitlist offer expiry", "is", "30 minutes")
+            worded = await fact("waitlist slot offers", "expire after", "half an hour")
+            assert worded["possible_conflict"] == [held["id"]], worded
+
+    anyio.run(main)

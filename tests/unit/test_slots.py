@@ -432,6 +432,12 @@ def test_a_note_tells_a_change_from_one_value_to_another_in_that_order() -> None
         ("eu-west-1", "eu-west-1, eu-west-2, eu-central-1, us-east-1", False),  # many more
         ("30s", "30 days", False),  # two kinds
         ("Postgres 16", "Postgres 15", False),
+        ("half an hour", "30 minutes", True),  # a duration said in words
+        ("a day and a half", "36 hours", True),
+        ("one and a half hours", "90 min", True),
+        ("two weeks", "14d", True),
+        ("an hour", "2 hours", False),
+        ("a few days", "3 days", False),  # no count said
     ],
 )
 def test_a_value_restated_in_other_words(new: str, old: str, same: bool) -> None:
