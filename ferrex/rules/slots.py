@@ -233,7 +233,21 @@ def slot_candidate(
         sibling_predicates(new_predicate, old_predicate) or same_count(new_predicate, old_predicate)
     ):
         return True  # two addresses, two versions, two schedules: weighed whatever the words
+    if counted_alike(new_predicate, old_predicate) and _NUMBER.match(new_object.strip()):
+        return _NUMBER.match(old_object.strip()) is not None  # prefetch 10 / prefetch count 50
     return may_share_slot(new_predicate, old_predicate)
+
+
+def counted_alike(left: str, right: str) -> bool:
+    """Whether one normalized predicate is the other with a word marking a count
+    (``prefetch`` / ``prefetch_count``, ``number_of_shards`` / ``shards``): with two bare
+    numbers for values, one count."""
+    a, b = left.split("_"), right.split("_")
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return long in ([*short, "count"], ["num", *short], ["number", "of", *short])
+
+
+_NUMBER: Final = re.compile(r"^\d+$")
 
 
 #: Kinds of value two of which under two relations of one subject may be one slot (flagged):

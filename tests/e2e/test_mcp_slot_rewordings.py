@@ -233,6 +233,10 @@ def test_a_move_told_in_other_words_is_flagged_beside_where_it_was(tmp_path: Pat
             weekly = await fact("mobile release train", "ships", "weekly", valid_from=ago(3))
             assert weekly["possible_conflict"] == [biweekly["id"]], weekly
             assert "multi_valued" not in weekly, "one schedule, not one more value"
+            # A count with and without the word that marks it, two numbers: one slot.
+            ten = await fact("orders consumer", "prefetch", "10")
+            fifty = await fact("orders consumers", "prefetch count", "50", valid_from=ago(1))
+            assert fifty["possible_conflict"] == [ten["id"]], fifty
             # Another event of the subject on its own schedule: kept beside, not flagged.
             nightly = await fact("build farm", "schedule", "nightly")
             cleanup = await fact("build farm", "cleanup runs", "weekly")

@@ -13,6 +13,7 @@ from ferrex.rules.slots import (
     SURE_PARTY_PHRASE,
     SURE_PHRASE,
     VALUE_FLOOR,
+    counted_alike,
     may_share_slot,
     placed_alike,
     plural_fact,
@@ -259,6 +260,17 @@ def test_plural_facts_by_relation_subject_and_object() -> None:
     assert not plural_fact("release train", "ships", "every two weeks")
     assert plural_fact("release train", "ships", "mobile apps")
     assert plural_fact("build farm", "cleanup runs", "weekly")
+
+
+def test_a_count_marked_or_bare_with_two_numbers_may_be_one_slot() -> None:
+    assert counted_alike("prefetch_count", "prefetch")
+    assert counted_alike("retry", "number_of_retry")
+    assert not counted_alike("prefetch_size", "prefetch")
+    assert slot_candidate("prefetch_count", "50", "prefetch", "10")
+    assert not slot_candidate("prefetch_count", "50", "prefetch", "on"), "not a count"
+    assert not slot_candidate("replica_count", "3", "replica", "db-2"), "a replica's name"
+    found = slot_match("prefetch_count", "50", "prefetch", "10", 0.79)
+    assert found is not None and found.outcome == "possible"
 
 
 def test_a_name_in_capitals_beside_a_host_may_be_where_it_runs() -> None:
