@@ -163,6 +163,28 @@ def acronym_of(short: str, words: Sequence[str]) -> bool:
     return len(words) >= 2 and len(short) == len(words) and short == "".join(w[0] for w in words)
 
 
+def initials_formed(short: str, words: Sequence[str]) -> bool:
+    """Whether ``short`` (three letters or more) is formed of the starts of ``words`` (two or
+    more) in order, each giving its first letter or its first two: the initials (``ttl`` of
+    ``time to live``, ``rps`` of ``requests per second``) or with a word's first two
+    (``idp`` of ``identity provider``)."""
+    if len(short) < 3 or len(words) < 2 or not short.isalpha():
+        return False
+    rest = [w for w in words if w]
+    return len(rest) == len(words) and _formed(short, rest)
+
+
+def _formed(short: str, words: Sequence[str]) -> bool:
+    if not words:
+        return not short
+    word = words[0]
+    return any(
+        short[:n] == word[:n] and len(word) >= n and _formed(short[n:], words[1:])
+        for n in (1, 2)
+        if len(short) >= n
+    )
+
+
 def formed_alike(
     left: Sequence[str], right: Sequence[str]
 ) -> tuple[list[str], list[str], bool] | None:

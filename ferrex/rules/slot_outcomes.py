@@ -11,6 +11,7 @@ from typing import Final
 from ferrex.rules.kinds import kinds_clash, object_kind, one_kind
 from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS, PREPOSITIONS
 from ferrex.rules.schedules import same_timing, schedule_value
+from ferrex.rules.short_forms import initials_formed
 from ferrex.rules.slots import (
     CHANGE_WORDS,
     COUNT,
@@ -87,6 +88,10 @@ def _slot_match(
         new_object, old_object
     ):
         return SlotMatch("same", "one slot in another form, with a word of change", 1.0)
+    # One slot named once by its initials (``idp`` / ``identity_provider``): sure only told
+    # as news, as a start or a word of change (initials may meet another phrase by chance).
+    if by_initials(new_predicate, old_predicate) and not kinds_clash(new_object, old_object):
+        return SlotMatch("same" if news else "possible", "one slot, once by its initials", 1.0)
     # A predicate that names no slot (``is``, ``set to``) says which by its value and the
     # subject's other facts: flagged against them.
     vague = value_predicate(new_predicate) or value_predicate(old_predicate)
@@ -196,6 +201,18 @@ def _slot_match(
     if telling_kind(new_object, old_object):
         return SlotMatch("possible", "two values of one plain kind", phrase_cosine)
     return None
+
+
+def by_initials(new_predicate: str, old_predicate: str) -> bool:
+    """Whether one normalized predicate is a single word formed of the other's starts
+    (:func:`ferrex.rules.short_forms.initials_formed`: ``ttl`` / ``time_to_live``), or
+    letters split where the agent wrote capitals (``IdP`` normalized ``id_p``)."""
+    a, b = new_predicate.split("_"), old_predicate.split("_")
+    for short, long in ((a, b), (b, a)):
+        token = "".join(short) if len(short) == 1 or all(len(w) <= 2 for w in short) else ""
+        if token and initials_formed(token, long):
+            return True
+    return False
 
 
 def changed_in_other_form(new_predicate: str, old_predicate: str) -> bool:

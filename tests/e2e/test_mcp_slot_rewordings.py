@@ -233,6 +233,14 @@ def test_a_move_told_in_other_words_is_flagged_beside_where_it_was(tmp_path: Pat
             weekly = await fact("mobile release train", "ships", "weekly", valid_from=ago(3))
             assert weekly["possible_conflict"] == [biweekly["id"]], weekly
             assert "multi_valued" not in weekly, "one schedule, not one more value"
+            # A slot named once by its initials, told as news: replaced; told plainly: flagged.
+            okta = await fact("partner portal", "IdP", "Okta")
+            entra = await fact("partner portal", "identity provider", "Entra ID",
+                               valid_from=ago(2))  # fmt: skip
+            assert entra["superseded"] == [okta["id"]], entra
+            ttl = await fact("session cache", "TTL", "15 minutes")
+            live = await fact("session cache", "time to live", "30 minutes")
+            assert live["possible_conflict"] == [ttl["id"]], live
             # A count with and without the word that marks it, two numbers: one slot.
             ten = await fact("orders consumer", "prefetch", "10")
             fifty = await fact("orders consumers", "prefetch count", "50", valid_from=ago(1))

@@ -7,6 +7,7 @@ import pytest
 from ferrex.rules.dedup import measure_unit
 from ferrex.rules.kinds import kinds_clash, object_kind
 from ferrex.rules.restatements import restated
+from ferrex.rules.short_forms import initials_formed
 from ferrex.rules.slot_outcomes import slot_match
 from ferrex.rules.slots import (
     POSSIBLE_PHRASE,
@@ -260,6 +261,29 @@ def test_plural_facts_by_relation_subject_and_object() -> None:
     assert not plural_fact("release train", "ships", "every two weeks")
     assert plural_fact("release train", "ships", "mobile apps")
     assert plural_fact("build farm", "cleanup runs", "weekly")
+
+
+@pytest.mark.parametrize(
+    ("short", "words", "formed"),
+    [("idp", "identity provider", True), ("ttl", "time to live", True),
+     ("rps", "requests per second", True), ("mfa", "multi factor auth", True),
+     ("ip", "identity provider", False), ("ipp", "identity provider", False),
+     ("cdn", "cache", False)],
+)  # fmt: skip
+def test_initials_formed_of_each_words_first_letter_or_two(
+    short: str, words: str, formed: bool
+) -> None:
+    assert initials_formed(short, words.split()) is formed
+
+
+def test_a_slot_named_once_by_its_initials_is_one_slot_sure_only_as_news() -> None:
+    for new, old in [("identity_provider", "idp"), ("id_p", "identity_provider"),
+                     ("time_to_live", "ttl")]:  # fmt: skip
+        quiet = slot_match(new, "Entra ID", old, "Okta", 0.3)
+        told = slot_match(new, "Entra ID", old, "Okta", 0.3, news=True)
+        assert quiet is not None and quiet.outcome == "possible", (new, old)
+        assert told is not None and told.outcome == "same", (new, old)
+    assert slot_match("time_to_live", "30 minutes", "ttl", "10.0.0.4", 0.3, news=True) is None
 
 
 def test_a_count_marked_or_bare_with_two_numbers_may_be_one_slot() -> None:
