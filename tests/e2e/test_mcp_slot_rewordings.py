@@ -270,3 +270,30 @@ def test_a_duration_said_in_words_is_flagged_as_the_same_value_restated(tmp_path
             assert worded["possible_conflict"] == [held["id"]], worded
 
     anyio.run(main)
+
+
+def test_a_member_told_in_the_singular_joins_the_members_told_in_the_plural(
+    tmp_path: Path,
+) -> None:
+    """``reporters | Aoife``, then ``reporter | Jamal``, then ``Reporter | Ines`` dated two
+    days back: three reporters, none replaced (each answer names those kept beside); a new
+    version of one name under the same words is not one more (replaced or flagged)."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            fact = partial(store_fact, client)
+            ago = (datetime.now(UTC) - timedelta(days=2)).isoformat()
+            aoife = await fact("politics desk", "reporters", "Aoife Brennan")
+            jamal = await fact("politics desk", "reporter", "Jamal Okoro")
+            ines = await fact("Politics desk", "reporter", "Ines Carvalho", valid_from=ago)
+            for kept in (jamal, ines):
+                assert kept["superseded"] == [] and kept["multi_valued"] is True, kept
+            assert aoife["id"] in {k["id"] for k in ines["kept_beside"]}
+            args = {"query": "politics desk reporters", "types": ["semantic"], "limit": 10}
+            current = _current(await call(client, "recall", args))
+            assert {aoife["id"], jamal["id"], ines["id"]} <= set(current), current
+            v1 = await fact("checkout", "calls payment gateway", "payment-gateway-v1")
+            v2 = await fact("checkout", "calls payment gateway", "payment-gateway-v2")
+            assert v1["id"] in [*v2.get("possible_conflict", []), *v2["superseded"]], v2
+
+    anyio.run(main)

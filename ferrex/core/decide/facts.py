@@ -231,6 +231,43 @@ def repeats_wording(
     )  # fmt: skip
 
 
+def one_of_them(
+    valid: ValidStore, view: View, who: Who, named: Named, settings: StoreSettings
+) -> bool:
+    """Whether a new value told with no word of change is worded as its relation's current
+    values, each kept beside the others, or so but for the number of its last word
+    (``politics desk | reporter | Jamal`` beside ``reporters | Aoife``, a relation of many):
+    one of them, one value more, unless it surely replaces one or is the same name at
+    another version (as for :func:`repeats_wording`, where a start alone is when one more
+    began)."""
+    if valid.object is None or valid.predicate is None:
+        return False
+    predicate = normalized_predicate(valid, view, who, settings, named.subject.keys)
+    if told_as_news(predicate, valid.content, dated=False):
+        return False
+    agree = agree_with(view, who)
+    others = [m for m in _same_relation(view, who, named.subject.keys, predicate)
+              if not agree(valid.object, str(m.object))]  # fmt: skip
+    mine = as_worded(valid.predicate)
+    return bool(others) and all(
+        m.multi_valued
+        and _in_other_number(as_worded(str(m.predicate)), mine)
+        and not restated(valid.object, str(m.object))
+        and not replaces_value(predicate, valid.object, str(m.object), None, dated=False)
+        and not suffixed_versions(valid.object, str(m.object))
+        for m in others
+    )
+
+
+def _in_other_number(left: Sequence[str], right: Sequence[str]) -> bool:
+    """Whether two wordings are the same, or differ only by a plural ending of their last
+    word."""
+    if not left or len(left) != len(right) or left[:-1] != right[:-1]:
+        return False
+    a, b = sorted((left[-1], right[-1]), key=len)
+    return b in (a, a + "s", a + "es")
+
+
 def plural_beside(
     valid: ValidStore,
     view: View,
