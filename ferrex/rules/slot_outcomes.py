@@ -92,6 +92,9 @@ def _slot_match(
     # as news, as a start or a word of change (initials may meet another phrase by chance).
     if by_initials(new_predicate, old_predicate) and not kinds_clash(new_object, old_object):
         return SlotMatch("same" if news else "possible", "one slot, once by its initials", 1.0)
+    # The slot and the one who provides it (``search`` / ``search_provider``): one slot.
+    if by_provider(new_predicate, old_predicate) and not kinds_clash(new_object, old_object):
+        return SlotMatch("same" if news else "possible", "one slot, once by its provider", 1.0)
     # A predicate that names no slot (``is``, ``set to``) says which by its value and the
     # subject's other facts: flagged against them.
     vague = value_predicate(new_predicate) or value_predicate(old_predicate)
@@ -213,6 +216,14 @@ def by_initials(new_predicate: str, old_predicate: str) -> bool:
         if token and initials_formed(token, long):
             return True
     return False
+
+
+def by_provider(new_predicate: str, old_predicate: str) -> bool:
+    """Whether one normalized predicate is the other with ``provider`` after it
+    (``search`` / ``search_provider``, ``email_providers`` / ``email``)."""
+    a, b = new_predicate.split("_"), old_predicate.split("_")
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return long in ([*short, "provider"], [*short, "providers"])
 
 
 def changed_in_other_form(new_predicate: str, old_predicate: str) -> bool:

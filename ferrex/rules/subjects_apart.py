@@ -113,7 +113,12 @@ def relations_apart(left: str, right: str) -> bool:
     if a - b and b - a and _instance_named(a - b) and _instance_named(b - a):
         return True  # two instances: prod / canary, primary / reporting replica
     extra = (a - b) or (b - a)
-    return bool(a & b) and (a <= b or b <= a) and any(instance_word(w) for w in extra)
+    return bool(a & b) and (a <= b or b <= a) and any(instance_word(w) for w in extra - _VALUE)
+
+
+#: Add-on words that, in a predicate, name the slot's value itself (``search`` / ``search
+#: provider``: the one who provides it), not another instance of it.
+_VALUE: Final = frozenset({"provider"})
 
 
 #: Words that name an instance by its place among its kind, beside :data:`INSTANCE_WORDS`.

@@ -241,6 +241,10 @@ def test_a_move_told_in_other_words_is_flagged_beside_where_it_was(tmp_path: Pat
             ttl = await fact("session cache", "TTL", "15 minutes")
             live = await fact("session cache", "time to live", "30 minutes")
             assert live["possible_conflict"] == [ttl["id"]], live
+            # A slot and the one who provides it: one slot.
+            algolia = await fact("docs", "search", "Algolia")
+            typesense = await fact("docs", "search provider", "Typesense", valid_from=ago(8))
+            assert typesense["superseded"] == [algolia["id"]], typesense
             # A count with and without the word that marks it, two numbers: one slot.
             ten = await fact("orders consumer", "prefetch", "10")
             fifty = await fact("orders consumers", "prefetch count", "50", valid_from=ago(1))

@@ -286,6 +286,14 @@ def test_a_slot_named_once_by_its_initials_is_one_slot_sure_only_as_news() -> No
     assert slot_match("time_to_live", "30 minutes", "ttl", "10.0.0.4", 0.3, news=True) is None
 
 
+def test_a_slot_and_the_one_who_provides_it_are_one_slot() -> None:
+    quiet = slot_match("search_provider", "Typesense", "search", "Algolia", 0.37)
+    told = slot_match("email", "Postmark", "email_providers", "SendGrid", 0.37, news=True)
+    assert quiet is not None and quiet.outcome == "possible"
+    assert told is not None and told.outcome == "same"
+    assert slot_match("search_provider_region", "eu", "search", "Algolia", 0.2) is None
+
+
 def test_a_count_marked_or_bare_with_two_numbers_may_be_one_slot() -> None:
     assert counted_alike("prefetch_count", "prefetch")
     assert counted_alike("retry", "number_of_retry")
@@ -536,6 +544,8 @@ def test_a_second_name_of_one_relation_told_plainly_is_no_sure_replacement(
         ("old_host", "new_host", False),  # a change told as old and new, not two instances
         ("prod_host", "host", False),  # the bare name is the main one
         ("backups_kept_for", "backup_retention", False),  # one word in two numbers
+        ("search_provider", "search", False),  # who provides it: the value, no add-on
+        ("metrics_exporter", "metrics", True),  # an add-on of its own
         ("replicas_in", "replica_region", False),
     ],
 )
