@@ -184,7 +184,8 @@ _LEFT: Final = re.compile(
 def _left(content: str | None, old_object: str) -> bool:
     """Whether the word right after a word of leaving (an article aside) is a word of the
     old value as written: ``dropped Zendesk``, not ``replaced the Redis-based queue``."""
-    words = {w.casefold() for w in re.findall(r"[\w.+-]+", old_object) if len(w) >= 3}
+    found = re.findall(r"[\w.+-]+", old_object) + re.findall(r"[\w+-]+", old_object)
+    words = {w.casefold() for w in found if len(w) >= 3}  # Moment.js, and Moment
     return any(m.group("old").casefold() in words for m in _LEFT.finditer(content or ""))
 
 

@@ -301,3 +301,31 @@ def test_a_member_told_in_the_singular_joins_the_members_told_in_the_plural(
             assert v1["id"] in [*v2.get("possible_conflict", []), *v2["superseded"]], v2
 
     anyio.run(main)
+
+
+def test_the_words_of_a_change_replace_the_one_value_they_name(tmp_path: Path) -> None:
+    """The old value named in the predicate (``replaced Moment.js with``) or the note
+    ("migrated off Redux"): that one value is replaced, a value kept beside it stays,
+    whether the relation holds one value or many."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            fact = partial(store_fact, client)
+            ago = (datetime.now(UTC) - timedelta(days=2)).isoformat()
+            moment = await fact("web app", "depends on", "Moment.js")
+            react = await fact("web app", "depends on", "React")
+            fns = await fact("web app", "replaced Moment.js with", "date-fns")
+            assert fns["superseded"] == [moment["id"]], fns
+            dates = await fact("storefront", "date library", "Moment.js")
+            luxon = await fact("storefront", "replaced Moment.js with", "Luxon")
+            assert luxon["superseded"] == [dates["id"]], luxon
+            redux = await fact("frontend", "uses", "Redux")
+            query = await fact("frontend", "uses", "React Query")
+            zustand = await fact("frontend", "uses", "Zustand", valid_from=ago,
+                                 content="migrated off Redux last sprint")  # fmt: skip
+            assert zustand["superseded"] == [redux["id"]], zustand
+            args = {"query": "frontend web app libraries", "types": ["semantic"], "limit": 20}
+            current = _current(await call(client, "recall", args))
+            assert {react["id"], query["id"], fns["id"], zustand["id"]} <= set(current)
+
+    anyio.run(main)

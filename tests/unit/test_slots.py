@@ -459,6 +459,9 @@ def test_a_note_tells_a_change_from_one_value_to_another_in_that_order() -> None
     assert note_tells_change("we dropped Zendesk", "Intercom", "Zendesk")
     assert note_tells_change("we left the old Jenkins box", "GitHub Actions", "Jenkins")
     assert not note_tells_change("left it at 30s", "10s", "30s")
+    # A dotted name is named by its first part too; a predicate may be such words.
+    assert note_tells_change("replaced Moment.js with", "date-fns", "Moment.js")
+    assert not note_tells_change("replaced Moment.js with", "date-fns", "Luxon")
 
 
 @pytest.mark.parametrize(

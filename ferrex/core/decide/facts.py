@@ -51,6 +51,7 @@ from typing import Any
 
 from ferrex.errors import ConflictAmbiguous
 from ferrex.rules.dedup import classify_object_change
+from ferrex.rules.kinds import kinds_clash
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.predicates import as_worded, match_known, normalize_predicate, placing, relational
@@ -60,6 +61,7 @@ from ferrex.rules.slots import (
     plural_fact,
 )
 from ferrex.rules.value_changes import (
+    note_tells_change,
     one_holder,
     replaces_value,
     suffixed_versions,
@@ -79,6 +81,7 @@ from .weighing import (
     TOLD_AS_PAST,
     Weighing,
     agree_with,
+    change_words,
     facts_of,
     flag_of,
     may_replace,
@@ -126,6 +129,25 @@ def _other_relations(view: View, who: Who, keys: Sequence[str], predicate: str) 
         and m.predicate_normalized != predicate
         and who.sees(m)
     ]
+
+
+def _told_from(
+    valid: ValidStore, view: View, who: Who, keys: Sequence[str], now: datetime
+) -> list[Memory]:
+    """The one current fact of the subject whose value the new fact's words tell the
+    change from (``replaced Moment.js with | date-fns``, a note "moved off Redux":
+    :func:`ferrex.rules.value_changes.note_tells_change`), of a kind the new value may
+    replace, single-valued or kept beside others (a relation of many): that value alone is
+    replaced; none when the words name more than one."""
+    obj, words = valid.object, change_words(valid)
+    if obj is None or words is None:
+        return []
+    told = [m for m in facts_of(view, who, keys)
+            if m.object and is_current(m) and who.sees(m)
+            and may_replace(who, m) and not expired(m.expires_at, now.timestamp())
+            and not kinds_clash(obj, str(m.object))
+            and note_tells_change(words, obj, str(m.object))]  # fmt: skip
+    return told if len(told) == 1 else []
 
 
 def _other_current(
@@ -359,7 +381,7 @@ def plan_fact(
     worded = told_as_news(predicate, valid.content, dated=False)
     told = worded or valid.t_valid is not None
     slots = slot_matches(valid.object, predicate, others, measures, news=told, worded=worded,
-                         note=valid.content)  # fmt: skip
+                         note=change_words(valid))  # fmt: skip
     # Two slots that each look sure are one too many: which one it fills is the agent's call.
     sure = [m for m, found in slots if found.outcome == "same" and may_replace(who, m)]
     sure = sure if len([f for _, f in slots if f.outcome == "same"]) == 1 else []
@@ -379,7 +401,15 @@ def plan_fact(
     before = told_as_past(predicate) or bool({"was", "were"} & set(predicate.split("_")))
     past = [m for m, found in slots if (found.why == TOLD_AS_PAST or before)
             and starts_after(m, valid.t_valid, now)]  # fmt: skip
+    # Of values kept beside each other, the one its words tell the change from is replaced,
+    # not every one.
+    told_from = _told_from(valid, view, who, subject.keys, now)
+    named_ids = {m.memory_id for m in told_from}
+    if told_from:
+        outcome = [m for m in outcome if not m.multi_valued or m.memory_id in named_ids]
     outcome = [*outcome, *sure, *close, *past]
+    taken_ids = {m.memory_id for m in outcome}
+    outcome += [m for m in told_from if m.memory_id not in taken_ids]
     # A back-dated fact older than an active one is history, not the new truth: it is stored
     # already ended, where the newer fact began. Only by a fact all its readers see: ended by
     # one some cannot see, it would show them a trace of it. A later fact they cannot see is

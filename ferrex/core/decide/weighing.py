@@ -184,6 +184,12 @@ def _closest_slot(
     return [(pool[best], SlotMatch("possible", why, scores[best]))]
 
 
+def change_words(valid: ValidStore) -> str | None:
+    """What a fact says of a change in words: its predicate as written and its note (the
+    old value may be named in either: ``replaced Moment.js with``, "moved off Redux")."""
+    return " ".join(x for x in (valid.predicate, valid.content) if x) or None
+
+
 def may_replace(who: Who, old: Memory) -> bool:
     """Whether a fact found to fill the same slot is replaced, not flagged: only one the
     store may change and that is not pinned (a pinned fact yields to ``supersedes`` only)."""
@@ -321,7 +327,7 @@ class Weighing:
             told = worded or self.valid.t_valid is not None
             self.slotted[entity_id] = slot_matches(self.obj, self.predicate, others, measures,
                                                    news=told, worded=worded,
-                                                   note=self.valid.content)  # fmt: skip
+                                                   note=change_words(self.valid))  # fmt: skip
         return self.slotted[entity_id]
 
     def close_replaced(self, measures: Measures) -> list[Memory]:
