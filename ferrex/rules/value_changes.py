@@ -34,13 +34,18 @@ def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
     """Whether a fact is told as news of a change, by the agent's own wording in time: a
     start it gives (``valid_from``: the fact began then, so something else may have ended),
     a word of change in its predicate (``moved to``, ``upgraded to``: :data:`CHANGE_WORDS`)
-    or in the note stored with it (``migrated off Vercel this morning``). Such a fact is
+    or in the note stored with it (``migrated off Vercel this morning``, or a noun of change:
+    ``migration finished``, :data:`CHANGE_NOUNS`). Such a fact is
     weighed against the facts of subjects that only *may* be its own
     (:func:`ferrex.rules.subjects.news_alike`) and flagged, never superseding."""
     if dated or any(w in CHANGE_WORDS for w in predicate.split("_")):
         return True
     words = re.findall(r"[a-z]+", (content or "").casefold())
-    return any(w in CHANGE_WORDS for w in words)
+    return any(w in CHANGE_WORDS or w in CHANGE_NOUNS for w in words)
+
+
+#: Nouns of a change a note may tell it by ("migration finished", "after the cutover").
+CHANGE_NOUNS: Final = frozenset({"migration", "cutover", "switchover", "changeover"})
 
 
 def told_as_past(predicate: str) -> bool:

@@ -324,6 +324,11 @@ def test_the_words_of_a_change_replace_the_one_value_they_name(tmp_path: Path) -
             zustand = await fact("frontend", "uses", "Zustand", valid_from=ago,
                                  content="migrated off Redux last sprint")  # fmt: skip
             assert zustand["superseded"] == [redux["id"]], zustand
+            # A noun of change in the note tells the change as well as a verb does.
+            bq = await fact("analytics warehouse", "lives in", "BigQuery project acme-prod")
+            snow = await fact("analytics warehouse", "lives in", "Snowflake account acme",
+                              content="BigQuery migration finished last week")  # fmt: skip
+            assert snow["superseded"] == [bq["id"]], snow
             args = {"query": "frontend web app libraries", "types": ["semantic"], "limit": 20}
             current = _current(await call(client, "recall", args))
             assert {react["id"], query["id"], fns["id"], zustand["id"]} <= set(current)

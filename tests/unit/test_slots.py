@@ -381,6 +381,9 @@ def test_a_questions_form_asks_for_a_kind_of_value() -> None:
         ("moved_to", None, False, True),  # a word of change in the predicate
         ("hosted_on", "we switched hosts on Monday", False, True),  # in the note
         ("hosted_on", "Migrated off the old VPS", False, True),
+        ("lives_in", "BigQuery migration finished", False, True),  # a noun of change
+        ("runs_on", "after the cutover to the new cluster", False, True),
+        ("lives_in", "the migrations folder of the repo", False, False),
         ("owner", None, False, False),
         ("hosted_on", "the host for the marketing pages", False, False),
         ("hosted_on", "", False, False),
