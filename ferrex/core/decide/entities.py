@@ -22,10 +22,7 @@ from ferrex.rules.entities import Candidate, Resolution, normalize_entity, resol
 from ferrex.rules.kinds import one_kind
 from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.name_lookup import find_entity
-from ferrex.rules.slots import (
-    same_head,
-    slot_candidate,
-)
+from ferrex.rules.slots import same_head, slot_candidate
 from ferrex.rules.subjects import Possible, objects_agree, resolve_subject
 from ferrex.rules.visibility import in_scope, sees, sees_scope
 from journal import (

@@ -118,22 +118,27 @@ def _same_relation(view: View, who: Who, keys: Sequence[str], predicate: str) ->
     return [found[k] for k in sorted(found)]
 
 
-def _other_relations(view: View, who: Who, keys: Sequence[str], predicate: str) -> list[Memory]:
-    """The subject's active single-valued facts the caller sees under other predicates."""
+def _current(view: View, who: Who, keys: Sequence[str], now: datetime) -> list[Memory]:
+    """The subject's current facts the caller sees, with an object and not expired (read
+    once per store: the slots a new fact may fill, and the value its words may name)."""
     return [
         m
         for m in facts_of(view, who, keys)
-        if is_current(m)
-        and not m.multi_valued
-        and m.predicate_normalized
-        and m.predicate_normalized != predicate
-        and who.sees(m)
+        if is_current(m) and who.sees(m) and m.object and not expired(m.expires_at, now.timestamp())
     ]
 
 
-def _told_from(
-    valid: ValidStore, view: View, who: Who, keys: Sequence[str], now: datetime
-) -> list[Memory]:
+def _other_current(current: Sequence[Memory], predicate: str) -> list[Memory]:
+    """Of the subject's current facts, the single-valued ones under other predicates: those
+    a new fact may fill the slot of, or restate."""
+    return [
+        m
+        for m in current
+        if not m.multi_valued and m.predicate_normalized and m.predicate_normalized != predicate
+    ]
+
+
+def _told_from(valid: ValidStore, who: Who, current: Sequence[Memory]) -> list[Memory]:
     """The one current fact of the subject whose value the new fact's words tell the
     change from (``replaced Moment.js with | date-fns``, a note "moved off Redux":
     :func:`ferrex.rules.value_changes.note_tells_change`), of a kind the new value may
@@ -142,24 +147,10 @@ def _told_from(
     obj, words = valid.object, change_words(valid)
     if obj is None or words is None:
         return []
-    told = [m for m in facts_of(view, who, keys)
-            if m.object and is_current(m) and who.sees(m)
-            and may_replace(who, m) and not expired(m.expires_at, now.timestamp())
-            and not kinds_clash(obj, str(m.object))
+    told = [m for m in current
+            if may_replace(who, m) and not kinds_clash(obj, str(m.object))
             and note_tells_change(words, obj, str(m.object))]  # fmt: skip
     return told if len(told) == 1 else []
-
-
-def _other_current(
-    view: View, who: Who, keys: Sequence[str], predicate: str, now: datetime
-) -> list[Memory]:
-    """The subject's current single-valued facts under other predicates, with an object
-    and not expired: those a new fact may fill the slot of, or restate."""
-    return [
-        m
-        for m in _other_relations(view, who, keys, predicate)
-        if m.object and not expired(m.expires_at, now.timestamp())
-    ]
 
 
 @dataclass(frozen=True)
@@ -202,31 +193,51 @@ def repeats_wording(
     measures: Measures,
     settings: StoreSettings,
 ) -> bool:
-    """Whether a new value, told with no start and no word of change, of a relation that may
-    hold many values (its predicate a verb or a preposition, :func:`ferrex.rules.predicates.
-    relational`, not an attribute such as ``log level``, nor a role one holds,
-    :func:`ferrex.rules.value_changes.one_holder`, nor a place, where a second value may be
-    a move, :func:`ferrex.rules.predicates.placing`, unless it holds many already), is
-    stated in the very
-    words of the current values of its relation, subject and predicate alike (``revenue
-    DAG | reads from | orders``, then ``revenue DAG | reads from | refunds``), each a clearly
-    different value (:func:`ferrex.rules.dedup.classify_object_change`) that it does not
-    surely replace (:func:`ferrex.rules.value_changes.replaces_value`) and that is not the
+    """Whether a new value told with no word of change is one value more of its relation,
+    kept beside the current ones and named, not flagged, when each current value is a
+    clearly other one that it does not surely replace
+    (:func:`ferrex.rules.value_changes.replaces_value`), does not restate, and is not the
     same name at another version (``payment-gateway-v1`` / ``-v2``,
-    :func:`ferrex.rules.value_changes.suffixed_versions`, flagged): one value more of a
-    relation of many, kept beside them and named, not flagged. An agent tells a change as
-    one (a ``valid_from``, ``moved to``, a note of it). A fact worded otherwise is weighed
-    as before: the subject written another way, even in case or by an article (``ci`` /
-    ``CI``, ``CI pipeline`` / ``the CI pipeline``: told apart, the two statements may be a
-    correction), or another predicate than the same with an auxiliary (``is hosted on``)."""
-    if valid.object is None or valid.predicate is None or not relational(valid.predicate):
+    :func:`ferrex.rules.value_changes.suffixed_versions`, flagged), and either:
+
+    - the current values are each kept beside the others and worded as the new one, or so
+      but for the number of its last word (``politics desk | reporter | Jamal`` beside
+      ``reporters | Aoife``): one of them (a start alone is then when one more began); or
+    - the relation may hold many values (its predicate a verb or a preposition,
+      :func:`ferrex.rules.predicates.relational`, not an attribute such as ``log level``,
+      nor a role one holds, :func:`ferrex.rules.value_changes.one_holder`, nor a place,
+      where a second value may be a move, :func:`ferrex.rules.predicates.placing`, unless
+      it holds many already, and no start given unless so), and the new value is stated in
+      the very words of the current ones, subject and predicate alike (``revenue DAG |
+      reads from | orders``, then ``revenue DAG | reads from | refunds``), each clearly
+      different (:func:`ferrex.rules.dedup.classify_object_change`).
+
+    An agent tells a change as one (a ``valid_from`` on a relation of one value, ``moved
+    to``, a note of it). A fact worded otherwise is weighed as before: the subject written
+    another way, even in case or by an article (``ci`` / ``CI``, ``CI pipeline`` / ``the CI
+    pipeline``: told apart, the two statements may be a correction), or another predicate
+    than the same with an auxiliary (``is hosted on``)."""
+    if valid.object is None or valid.predicate is None:
         return False
     predicate = normalized_predicate(valid, view, who, settings, named.subject.keys)
-    if one_holder(predicate) or told_as_news(predicate, valid.content, dated=False):
+    if told_as_news(predicate, valid.content, dated=False):
         return False
     agree = agree_with(view, who)
     others = [m for m in _same_relation(view, who, named.subject.keys, predicate)
               if not agree(valid.object, str(m.object))]  # fmt: skip
+    if not others or any(
+        restated(valid.object, str(m.object))
+        or replaces_value(predicate, valid.object, str(m.object), None, dated=False)
+        or suffixed_versions(valid.object, str(m.object))
+        for m in others
+    ):
+        return False
+    mine = as_worded(valid.predicate)
+    if all(m.multi_valued and _in_other_number(as_worded(str(m.predicate)), mine)
+           for m in others):  # fmt: skip
+        return True  # one of values kept beside each other
+    if not relational(valid.predicate) or one_holder(predicate):
+        return False
     # A start alone tells a change of one value, and a place told plainly may be a move:
     # neither where the relation holds many already (values kept beside each other), where
     # it says when, or where, this one more is.
@@ -234,12 +245,9 @@ def repeats_wording(
         valid.t_valid is not None or placing(valid.predicate)
     ):
         return False
-    if not others or any(
-        as_worded(str(m.predicate)) != as_worded(valid.predicate)
+    if any(
+        as_worded(str(m.predicate)) != mine
         or " ".join(str(m.subject).split()) != " ".join(str(valid.subject).split())
-        or restated(valid.object, str(m.object))
-        or replaces_value(predicate, valid.object, str(m.object), None, dated=False)
-        or suffixed_versions(valid.object, str(m.object))
         for m in others
     ):
         return False
@@ -251,34 +259,6 @@ def repeats_wording(
         ) == "supersede"
         for m, cosine in zip(others, cosines, strict=True)
     )  # fmt: skip
-
-
-def one_of_them(
-    valid: ValidStore, view: View, who: Who, named: Named, settings: StoreSettings
-) -> bool:
-    """Whether a new value told with no word of change is worded as its relation's current
-    values, each kept beside the others, or so but for the number of its last word
-    (``politics desk | reporter | Jamal`` beside ``reporters | Aoife``, a relation of many):
-    one of them, one value more, unless it surely replaces one or is the same name at
-    another version (as for :func:`repeats_wording`, where a start alone is when one more
-    began)."""
-    if valid.object is None or valid.predicate is None:
-        return False
-    predicate = normalized_predicate(valid, view, who, settings, named.subject.keys)
-    if told_as_news(predicate, valid.content, dated=False):
-        return False
-    agree = agree_with(view, who)
-    others = [m for m in _same_relation(view, who, named.subject.keys, predicate)
-              if not agree(valid.object, str(m.object))]  # fmt: skip
-    mine = as_worded(valid.predicate)
-    return bool(others) and all(
-        m.multi_valued
-        and _in_other_number(as_worded(str(m.predicate)), mine)
-        and not restated(valid.object, str(m.object))
-        and not replaces_value(predicate, valid.object, str(m.object), None, dated=False)
-        and not suffixed_versions(valid.object, str(m.object))
-        for m in others
-    )
 
 
 def _in_other_number(left: Sequence[str], right: Sequence[str]) -> bool:
@@ -376,7 +356,8 @@ def plan_fact(
     # ones are replaced like the same relation's, the others flagged below (never left as
     # two silent answers).
     assert valid.object is not None
-    others = _other_current(view, who, subject.keys, predicate, now)
+    current = _current(view, who, subject.keys, now)
+    others = _other_current(current, predicate)
     # Told as news in words (the predicate or the note), or by a start alone.
     worded = told_as_news(predicate, valid.content, dated=False)
     told = worded or valid.t_valid is not None
@@ -403,7 +384,7 @@ def plan_fact(
             and starts_after(m, valid.t_valid, now)]  # fmt: skip
     # Of values kept beside each other, the one its words tell the change from is replaced,
     # not every one.
-    told_from = _told_from(valid, view, who, subject.keys, now)
+    told_from = _told_from(valid, who, current)
     named_ids = {m.memory_id for m in told_from}
     if told_from:
         outcome = [m for m in outcome if not m.multi_valued or m.memory_id in named_ids]

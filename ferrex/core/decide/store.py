@@ -85,14 +85,7 @@ from ..view import EpisodeTail, View
 from . import Decision, NewId
 from .copies import SimilarAnswer, SimilarMemory, refuse_duplicates, refuse_imported
 from .entities import EntityMatch, Named, ResolvedEntity, name_entities
-from .facts import (
-    FactPlan,
-    a_current_value,
-    one_of_them,
-    plan_fact,
-    plural_beside,
-    repeats_wording,
-)
+from .facts import FactPlan, a_current_value, plan_fact, plural_beside, repeats_wording
 from .notes import flag_note, history_note, plural_note, replaced_multi_note, replaced_note
 from .shared import Flagged, FlaggedFact, Measures, Who, body_of, supersedable
 
@@ -303,12 +296,7 @@ def decide_store(
     # The relation in the very words of its current values (or but for the number of its
     # last word, where they are many), no word of change: one more.
     repeated = (
-        single
-        and not scoped
-        and (
-            repeats_wording(valid, view, who, named, measures, settings)
-            or one_of_them(valid, view, who, named, settings)
-        )
+        single and not scoped and repeats_wording(valid, view, who, named, measures, settings)
     )
     plural = plural or scoped or repeated
     multi_valued = multi_valued or plural
