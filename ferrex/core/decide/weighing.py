@@ -309,6 +309,8 @@ class Weighing:
         out = self.possible_flags(measures)
         out += self.related_flags()
         out += self.restating_flags(out)
+        if not out:
+            out = self.worded_news_flags()
         # A fact replaced as this slot's value (:meth:`close_replaced`) is no conflict.
         if not self.replacing:
             return out
@@ -502,6 +504,23 @@ class Weighing:
             if others:
                 out.append(self.flag(others, entity_id, reason))
         return out
+
+    def worded_news_flags(self) -> list[FactsPossiblyConflicting]:
+        """A fact of a subject named for the first time, told in words as news of a change
+        (``now deployed to``, ``raised to``, a note ``moved off Netlify``), that found nothing
+        else: the one fact of the entities sharing a word with it whose slot it may fill
+        (:func:`_news_slots`) is flagged; none when there are several to choose from."""
+        if not self.fresh or not told_as_news(self.predicate, self.valid.content, dated=False):
+            return []
+        found = [
+            (entity_id, m)
+            for entity_id in self.subject.related
+            for m in _news_slots(self.predicate, self.obj, self.current_of(entity_id))
+        ]
+        if len(found) != 1:
+            return []
+        entity_id, m = found[0]
+        return [self.flag([m.memory_id], entity_id, NEWS)]
 
     def restating_flags(
         self, flagged: Sequence[FactsPossiblyConflicting]

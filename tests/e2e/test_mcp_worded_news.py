@@ -1,0 +1,62 @@
+"""A change told in words under a name that only shares a word with the old one, over MCP
+stdio: the one fact it may change is flagged; with two to choose from, or told plainly,
+or on a name that holds facts of its own, nothing is.
+
+A real server on stdio, the SDK's client, the bundled model. Our own wording: a worker
+renamed a resizer, a feed renamed an importer, a report job with two candidate hosts.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import anyio
+
+from tests.e2e.mcp_helpers import call, stdio_client, store_fact
+
+
+def test_a_change_in_words_flags_the_one_fact_it_may_change(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            fact = partial(store_fact, client)
+
+            # Told as a change in its predicate, under a name with another head.
+            worker = await fact("thumbnail worker", "runs on", "batch-vm-02")
+            resizer = await fact("thumbnail resizer", "moved to", "Cloud Run service thumbs")
+            assert resizer["possible_conflict"] == [worker["id"]], resizer
+            assert resizer["superseded"] == []
+            # Told as a change in its note.
+            feed = await fact("partner price feed", "pulled every", "15 minutes")
+            note = "we raised the polling frequency after the outage"
+            importer = await fact("price importer", "interval", "5 minutes", content=note)
+            assert importer["possible_conflict"] == [feed["id"]], importer
+
+            # Told plainly: a name of its own, no change told.
+            await fact("invoice renderer", "runs on", "batch-vm-07")
+            plain = await fact("invoice mailer", "runs on", "batch-vm-09")
+            assert "possible_conflict" not in plain, plain
+            # Two facts it may change: which one is not for the server to guess.
+            await fact("nightly report job", "runs on", "cron-box-1")
+            await fact("weekly report job", "runs on", "cron-box-2")
+            two = await fact("report builder", "now runs on", "Airflow worker pool reports")
+            assert "possible_conflict" not in two, two
+            # A name that already holds a fact of its own is a thing of its own.
+            await fact("audio transcoder", "runs on", "gpu-node-3")
+            await fact("audio normalizer", "version", "2.3.1")
+            own = await fact("audio normalizer", "moved to", "gpu-node-5")
+            assert "possible_conflict" not in own, (own, own.get("possible_conflict_note"))
+
+        # Another agent's private fact is neither flagged nor named.
+        async with stdio_client(home, "--agent-id", "ops-bot") as ops:
+            args = {"subject": "backup uploader", "predicate": "runs on",
+                    "object": "vault-vm-1", "visibility": "private"}  # fmt: skip
+            hidden = await call(ops, "store", args)
+        async with stdio_client(home, "--agent-id", "web-bot") as web:
+            args = {"subject": "backup shipper", "predicate": "moved to", "object": "vault-vm-4"}
+            seen = await call(web, "store", args)
+        assert "possible_conflict" not in seen and hidden["id"] not in str(seen), seen
+
+    anyio.run(main)
