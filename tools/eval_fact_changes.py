@@ -2,7 +2,8 @@
 
     python -m tools.eval_fact_changes [--half tuning|held-out|both] [--show N] [--only OUTCOME]
                                       [--json] [--limit N] [--set FILE] [--totals-only]
-    python -m tools.eval_fact_changes --unrelated N [--seed S] [--dated | --dated-share P] [--json]
+    python -m tools.eval_fact_changes --unrelated N [--seed S] [--dated | --dated-share P]
+                                      [--worded-share P] [--json]
 
 Each scenario of ``golden_set/fact_changes.jsonl`` (its format and time rule are in
 ``golden_set/fact_changes.md``) is stored step by step through one ``ferrex`` stdio server on
@@ -684,14 +685,30 @@ def unrelated_facts(n: int, seed: int) -> list[tuple[str, str, str]]:
     return facts
 
 
-async def run_unrelated(client: Client, n: int, seed: int, *, dated: float = 0.0) -> dict[str, Any]:
+#: Notes telling of a change, stored with a share of the unrelated facts (``--worded-share``):
+#: each fact is still a slot of its own, so whatever such a note makes ferrex flag is false.
+CHANGE_NOTES: Final = (
+    "moved it over last week",
+    "we switched to this after the incident",
+    "changed in the last sprint",
+    "migrated during the cleanup",
+    "upgraded on Monday",
+)
+
+
+async def run_unrelated(
+    client: Client, n: int, seed: int, *, dated: float = 0.0, worded: float = 0.0
+) -> dict[str, Any]:
     namespace = "unrelated"
     facts = unrelated_facts(n, seed)
     # ``dated`` is the share of facts told with a start (``valid_from``, 1 to 400 days ago).
     # All of them: an agent that dates everything it stores, so a date is no news of a
     # change. Some: an agent that dates what it knows the start of, beside undated facts.
+    # ``worded`` is the share told with a note of change (:data:`CHANGE_NOTES`): news in
+    # words of a slot no other fact holds.
     days = random.Random(seed + 1)
     some = random.Random(seed + 2)
+    told = random.Random(seed + 3)
     statuses: Counter[str] = Counter()
     flagged: dict[frozenset[str], set[str]] = {}
     superseding = similar = 0
@@ -701,6 +718,8 @@ async def run_unrelated(client: Client, n: int, seed: int, *, dated: float = 0.0
         args = {"subject": subject, "predicate": predicate, "object": obj, "namespace": namespace}
         if dated >= 1.0 or (dated > 0.0 and some.random() < dated):
             args["valid_from"] = iso(datetime.now(UTC) - timedelta(days=days.randint(1, 400)))
+        if worded > 0.0 and told.random() < worded:
+            args["content"] = f"{subject} {predicate} {obj}: {told.choice(CHANGE_NOTES)}"
         is_error, answer = await call(client, "store", args)
         done = store_outcome(i, is_error, answer)
         statuses[done.status] += 1
@@ -727,6 +746,7 @@ async def run_unrelated(client: Client, n: int, seed: int, *, dated: float = 0.0
     return {
         "stores": n,
         "dated": dated,
+        "worded": worded,
         "subjects": len({f[0] for f in facts}),
         "predicates": len({f[1] for f in facts}),
         "statuses": dict(statuses),
@@ -824,6 +844,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rest undated",
     )
     parser.add_argument(
+        "--worded-share",
+        type=float,
+        metavar="P",
+        help="with --unrelated: a share P (0 to 1) of the facts stored with a note telling of "
+        "a change (news in words of a slot no other fact holds)",
+    )
+    parser.add_argument(
         "--one-subject",
         action="store_true",
         help="diagnostic: every step under its scenario's first subject (the slot side alone)",
@@ -842,10 +869,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.dated and args.dated_share is not None:
                 parser.error("--dated is --dated-share 1: give one of them")
             share = 1.0 if args.dated else args.dated_share or 0.0
+            worded = args.worded_share or 0.0
+            if not 0.0 <= worded <= 1.0:
+                parser.error("--worded-share is a share from 0 to 1")
 
             async def unrelated() -> dict[str, Any]:
                 async with server(home) as client:
-                    return await run_unrelated(client, args.unrelated, args.seed, dated=share)
+                    return await run_unrelated(client, args.unrelated, args.seed, dated=share,
+                                               worded=worded)  # fmt: skip
 
             doc = anyio.run(unrelated)
             doc["seconds"] = time.monotonic() - began
@@ -906,12 +937,17 @@ def _dated_label(share: float) -> str:
     return f" ({share:.0%} dated)" if share > 0.0 else ""
 
 
+def _worded_label(share: float) -> str:
+    return f" ({share:.0%} told as a change in words)" if share > 0.0 else ""
+
+
 def print_unrelated(doc: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print(json.dumps(doc, indent=1))
         return
     print(
-        f"# unrelated facts{_dated_label(doc['dated'])}: {doc['stores']} stores in "
+        f"# unrelated facts{_dated_label(doc['dated'])}{_worded_label(doc['worded'])}: "
+        f"{doc['stores']} stores in "
         f"one namespace, {doc['subjects']} "
         f"subjects, {doc['predicates']} predicates, head {head()}, {doc['seconds']:.0f} s"
     )
