@@ -106,3 +106,24 @@ def one_kind(left: str, right: str) -> bool:
     """Whether two objects are values of one known kind (two host names, two versions)."""
     kind = object_kind(left)
     return kind is not None and kind == object_kind(right)
+
+
+_BARE_NUMBER: Final = re.compile(r"^\d+(?:[.,]\d+)?$")
+
+
+def shapes_agree(left: str, right: str) -> bool:
+    """Whether two values may be one slot's before and after by their shapes alone: of one
+    known kind, or both of none (two names); a bare number only beside a number; a value of
+    a known kind beside one of none only for a person or team beside a name of capitalised
+    words (``Patient Access IT``). Weaker than :func:`one_kind`, stronger than no clash
+    (:func:`kinds_clash`): ``replicas 2`` beside ``owned by team Nova``, ``built with Java
+    21`` beside ``version 3.25.1`` disagree."""
+    a, b = object_kind(left), object_kind(right)
+    if a is not None and b is not None:
+        return a == b
+    if bool(_BARE_NUMBER.match(left.strip())) != bool(_BARE_NUMBER.match(right.strip())):
+        return False
+    if a is None and b is None:
+        return True
+    words = (right if a is not None else left).split()
+    return (a or b) == "party" and len(words) >= 2 and all(w[:1].isupper() for w in words)

@@ -60,3 +60,31 @@ def test_a_change_in_words_flags_the_one_fact_it_may_change(tmp_path: Path) -> N
         assert "possible_conflict" not in seen and hidden["id"] not in str(seen), seen
 
     anyio.run(main)
+
+
+def test_a_change_in_words_to_a_new_slot_flags_no_value_of_another_shape(
+    tmp_path: Path,
+) -> None:
+    """A change told in words that fits none of its subject's slots is flagged against the
+    closest one only when the two values may be one slot's before and after by their
+    shapes: a count is not a team, a port not a host."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            fact = partial(store_fact, client)
+            await fact("ledger service", "owned by", "team Orion")
+            scaled = await fact("ledger service", "replicas", "3",
+                                content="we changed this during the cleanup")  # fmt: skip
+            assert "possible_conflict" not in scaled, scaled
+            await fact("ledger service", "runs on", "ip-10-4-7-19")
+            port = await fact("ledger service", "listens on port", "9443",
+                              content="moved it over last week")  # fmt: skip
+            assert "possible_conflict" not in port, port
+            # Two values of one shape still are: a team beside a name in capitals.
+            owner = await fact("intake forms service", "owned by", "Patient Access IT")
+            now = await fact("intake forms service", "now maintained by",
+                             "Digital Front Door team")  # fmt: skip
+            assert now["possible_conflict"] == [owner["id"]], now
+
+    anyio.run(main)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ferrex.rules.dedup import measure_unit
-from ferrex.rules.kinds import kinds_clash, object_kind
+from ferrex.rules.kinds import kinds_clash, object_kind, shapes_agree
 from ferrex.rules.restatements import restated
 from ferrex.rules.short_forms import initials_formed
 from ferrex.rules.slot_outcomes import slot_match
@@ -756,3 +756,30 @@ def test_a_name_glued_to_its_dotted_version_is_a_version_not_a_host() -> None:
         assert object_kind(text) == "version", text
     for text in ("db1.internal", "bff-1.fitpulse.net", "k8s-node-07", "ch-01.dp.internal"):
         assert object_kind(text) == "host", text
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("2.4.1", "2.3.0"),  # one known kind
+        ("Unreal Engine 5.4", "Unity 2022 LTS"),  # two names of no known kind
+        ("12", "8"),  # two bare numbers
+        ("Digital Front Door team", "Patient Access IT"),  # a team beside a name in capitals
+    ],
+)
+def test_values_whose_shapes_agree(left: str, right: str) -> None:
+    assert shapes_agree(left, right) and shapes_agree(right, left)
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("2", "team Nova"),  # a count beside a team
+        ("50051", "ip-10-2-80-4"),  # a port beside a host
+        ("Java 21", "3.25.1"),  # a language beside a version
+        ("OpenTelemetry", "Chen Wei"),  # one word in capitals is no person
+        ("15s", "ecs cluster shipping-prod"),  # a duration beside a name
+    ],
+)
+def test_values_whose_shapes_disagree(left: str, right: str) -> None:
+    assert not shapes_agree(left, right) and not shapes_agree(right, left)

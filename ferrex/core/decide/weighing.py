@@ -17,7 +17,7 @@ from typing import Final
 import msgspec
 
 from ferrex.rules.entities import normalize_entity, resolve_entity
-from ferrex.rules.kinds import kinds_clash, one_kind
+from ferrex.rules.kinds import kinds_clash, one_kind, shapes_agree
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.predicates import as_worded, one_relation
@@ -149,12 +149,16 @@ def _changed_slot(
     a note saying so: :func:`ferrex.rules.value_changes.told_as_news` without its start) that
     matched no slot of its subject: the current fact it most likely changed
     (:func:`_closest_slot`, at least :data:`NEWS_FLOOR`), of those the change does not surely
-    leave alone (:func:`ferrex.rules.slot_outcomes.news_apart`), as a possible match. A change
+    leave alone (:func:`ferrex.rules.slot_outcomes.news_apart`) and whose value has the new
+    one's shape (:func:`ferrex.rules.kinds.shapes_agree`), as a possible match. Told so of
+    slots no other fact holds (``--worded-share 0.3``), the shapes cut false flags from 8.8
+    stores in 100 to 3.3, and no fact set's tuning or held-out figure moved. A change
     said in words changed something; which, the agent settles. A start alone
     (``valid_from``) is no such word: it says when a fact began, and with some facts dated
     among undated ones it flagged 7.4 unrelated stores in 100 (``tools.eval_fact_changes
     --unrelated 1000 --dated-share 0.3``), against 0.4 without."""
-    kept = [m for m in others if not news_apart(predicate, str(m.predicate_normalized))]
+    kept = [m for m in others if not news_apart(predicate, str(m.predicate_normalized))
+            and m.object is not None and shapes_agree(obj, str(m.object))]  # fmt: skip
     return _closest_slot(obj, predicate, phrase, kept, measures, NEWS_FLOOR, TOLD_AS_NEWS)
 
 
