@@ -115,7 +115,8 @@ def shapes_agree(left: str, right: str) -> bool:
     """Whether two values may be one slot's before and after by their shapes alone: of one
     known kind, or both of none (two names); a bare number only beside a number; a value of
     a known kind beside one of none only for a person or team beside a name of capitalised
-    words (``Patient Access IT``). Weaker than :func:`one_kind`, stronger than no clash
+    words (``Patient Access IT``), or a name at a version (``Godot 4.2``) beside a name
+    (``Unity 2021 LTS``). Weaker than :func:`one_kind`, stronger than no clash
     (:func:`kinds_clash`): ``replicas 2`` beside ``owned by team Nova``, ``built with Java
     21`` beside ``version 3.25.1`` disagree."""
     a, b = object_kind(left), object_kind(right)
@@ -125,5 +126,7 @@ def shapes_agree(left: str, right: str) -> bool:
         return False
     if a is None and b is None:
         return True
+    if (a or b) == "version" and left.strip()[:1].isalpha() and right.strip()[:1].isalpha():
+        return True  # a named thing at a version beside another name: Godot 4.2 / Unity LTS
     words = (right if a is not None else left).split()
     return (a or b) == "party" and len(words) >= 2 and all(w[:1].isupper() for w in words)

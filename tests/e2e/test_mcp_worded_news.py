@@ -81,6 +81,16 @@ def test_a_change_in_words_to_a_new_slot_flags_no_value_of_another_shape(
             port = await fact("ledger service", "listens on port", "9443",
                               content="moved it over last week")  # fmt: skip
             assert "possible_conflict" not in port, port
+            # Two names of no known kind need phrases closer than that.
+            await fact("ledger service", "written in", "Go")
+            queue = await fact("ledger service", "uses", "NATS",
+                               content="switched over last sprint")  # fmt: skip
+            assert "possible_conflict" not in queue, queue
+            # Two names whose phrases are close are: an engine beside what it is built with.
+            engine = await fact("arena client", "engine", "Unity 2021 LTS")
+            godot = await fact("arena client", "built with", "Godot 4.2",
+                               content="we moved the whole client over this quarter")  # fmt: skip
+            assert godot["possible_conflict"] == [engine["id"]], godot
             # Two values of one shape still are: a team beside a name in capitals.
             owner = await fact("intake forms service", "owned by", "Patient Access IT")
             now = await fact("intake forms service", "now maintained by",

@@ -765,6 +765,7 @@ def test_a_name_glued_to_its_dotted_version_is_a_version_not_a_host() -> None:
         ("Unreal Engine 5.4", "Unity 2022 LTS"),  # two names of no known kind
         ("12", "8"),  # two bare numbers
         ("Digital Front Door team", "Patient Access IT"),  # a team beside a name in capitals
+        ("Godot 4.2", "Unity 2021 LTS"),  # a name at a version beside a name
     ],
 )
 def test_values_whose_shapes_agree(left: str, right: str) -> None:
