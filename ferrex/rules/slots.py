@@ -518,9 +518,13 @@ _NAMED_VERSION = re.compile(
 def plural_subject(subject: str, predicate: str) -> bool:
     """Whether a fact places a plural subject (``Kafka brokers | run on | kafka-1``): each
     of several things has its own place, so a second value is one more, not a move. The
-    subject's last word a plural noun and the predicate holding a placing preposition."""
+    subject's last word a plural noun and the predicate holding a placing preposition, and
+    no word of change (``flags | now managed in``, ``runners | moved to``: where they all
+    are now, a change)."""
     words = phrase_words(subject)
     preds = phrase_words(predicate)
+    if any(p in CHANGE_WORDS for p in preds):
+        return False
     return bool(words) and _plural_noun(words[-1]) and any(p in PLACE_PREPOSITIONS for p in preds)
 
 

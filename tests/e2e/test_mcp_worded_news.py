@@ -34,6 +34,12 @@ def test_a_change_in_words_flags_the_one_fact_it_may_change(tmp_path: Path) -> N
             importer = await fact("price importer", "interval", "5 minutes", content=note)
             assert importer["possible_conflict"] == [feed["id"]], importer
 
+            # Things of a plural name placed anew in words of change: where they all are now,
+            # not one more place of many (flagged against what held them before).
+            flags = await fact("feature flags", "provider", "Unleash")
+            moved = await fact("flags", "now managed in", "Flagsmith")
+            assert moved["possible_conflict"] == [flags["id"]], moved
+            assert not moved.get("multi_valued"), moved
             # Told plainly: a name of its own, no change told.
             await fact("invoice renderer", "runs on", "batch-vm-07")
             plain = await fact("invoice mailer", "runs on", "batch-vm-09")

@@ -784,3 +784,10 @@ def test_values_whose_shapes_agree(left: str, right: str) -> None:
 )
 def test_values_whose_shapes_disagree(left: str, right: str) -> None:
     assert not shapes_agree(left, right) and not shapes_agree(right, left)
+
+
+def test_a_plural_subject_placed_anew_in_words_of_change_is_one_value() -> None:
+    assert plural_fact("Kafka brokers", "run on", "kafka-2"), "one more broker's place"
+    assert plural_fact("feature flags", "managed in", "Flagsmith")
+    assert not plural_fact("feature flags", "now managed in", "Flagsmith"), "where all are now"
+    assert not plural_fact("build runners", "moved to", "Buildkite hosted agents")
