@@ -495,17 +495,17 @@ def _related(
     words: Sequence[str], spelled: Mapping[Candidate, list[str]], known: Set[str | None]
 ) -> tuple[str, ...]:
     """The entities (not in ``known``) whose spellings share a distinctive word with
-    ``words`` or pair a short form with them (:attr:`SubjectResolution.related`)."""
-    mine = {w for w in name_words(words) if not _kind_word(w)}
-    if not mine:
+    ``words`` (a compound in one word or two, ``on call``/``oncall``, one word) or pair a
+    short form with them (:attr:`SubjectResolution.related`)."""
+    if all(_kind_word(w) for w in name_words(words)):
         return ()
     shared: dict[str, int] = {}
     for c, theirs in spelled.items():
         if c.entity_id in known:
             continue
-        named = name_words(theirs)
-        count = len(mine & set(named))
-        if not count and _may_pair(words, named) and formed_alike(words, theirs) is not None:
+        mine = {w for w in name_words(_joined(words, theirs)) if not _kind_word(w)}
+        count = len(mine & set(name_words(_joined(theirs, words))))
+        if not count and _may_pair(words, name_words(theirs)) and formed_alike(words, theirs):
             count = 1
         if count:
             shared[c.entity_id] = max(count, shared.get(c.entity_id, 0))

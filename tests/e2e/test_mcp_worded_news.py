@@ -40,6 +40,11 @@ def test_a_change_in_words_flags_the_one_fact_it_may_change(tmp_path: Path) -> N
             moved = await fact("flags", "now managed in", "Flagsmith")
             assert moved["possible_conflict"] == [flags["id"]], moved
             assert not moved.get("multi_valued"), moved
+            # A compound written as one word under the new name, as two under the old.
+            rota = await fact("on-call rotation", "length", "1 week")
+            shifts = await fact("oncall shifts", "last", "2 weeks",
+                                content="we changed it after the retro")  # fmt: skip
+            assert shifts["possible_conflict"] == [rota["id"]], shifts
             # Told plainly: a name of its own, no change told.
             await fact("invoice renderer", "runs on", "batch-vm-07")
             plain = await fact("invoice mailer", "runs on", "batch-vm-09")

@@ -535,6 +535,11 @@ def test_related_entities_share_a_distinctive_word_most_first_and_few() -> None:
     assert resolve_subject("DR region", known).related == ("e5",), "an acronym relates"
     many = [_candidate(f"e{i:02d}", f"search thing{i}") for i in range(30)]
     assert len(resolve_subject("search", many).related) == RELATED_LIMIT
+    # A compound written as one word or as two is one word.
+    compound = [_candidate("e6", "on call rotation"), _candidate("e7", "keep alive probe")]
+    assert resolve_subject("oncall shifts", compound).related == ("e6",)
+    assert resolve_subject("keepalive check", compound).related == ("e7",)
+    assert resolve_subject("alive check", compound).related == ("e7",), "a word as it is"
 
 
 def test_a_possible_name_flags_the_slot_and_supersedes_nothing() -> None:
