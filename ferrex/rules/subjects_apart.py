@@ -110,10 +110,45 @@ def relations_apart(left: str, right: str) -> bool:
     if future_relation(left) != future_relation(right):
         return True
     a, b = _singular(_content(left)), _singular(_content(right))
+    if _opposites(a - b, b - a):
+        return True  # the two ends of one span: starts / ends, opens at / closes at
     if a - b and b - a and _instance_named(a - b) and _instance_named(b - a):
         return True  # two instances: prod / canary, primary / reporting replica
     extra = (a - b) or (b - a)
     return bool(a & b) and (a <= b or b <= a) and any(instance_word(w) for w in extra - _VALUE)
+
+
+#: Pairs of words naming the two ends or the two ways of one thing, each a relation of its
+#: own (``starts`` / ``ends``, ``min replicas`` / ``max replicas``, ``inbound`` /
+#: ``outbound`` port): plain English opposites, not words of any one domain.
+OPPOSITES: Final = frozenset(
+    frozenset(pair)
+    for pair in (
+        ("start", "end"), ("begin", "end"), ("open", "close"), ("min", "max"),
+        ("minimum", "maximum"), ("first", "last"), ("upload", "download"),
+        ("inbound", "outbound"), ("ingress", "egress"), ("read", "write"),
+        ("send", "receive"), ("input", "output"), ("request", "response"),
+        ("lower", "upper"), ("floor", "ceiling"), ("login", "logout"), ("import", "export"),
+    )
+)  # fmt: skip
+
+
+def _opposites(left: set[str], right: set[str]) -> bool:
+    """Whether the words only one predicate has and the words only the other has are one
+    word each, opposites (:data:`OPPOSITES`), their endings aside (``starts``, ``opened``)."""
+    if len(left) != 1 or len(right) != 1:
+        return False
+    pairs = {frozenset((a, b)) for a in _forms(*left) for b in _forms(*right)}
+    return bool(pairs & OPPOSITES)
+
+
+def _forms(word: str) -> set[str]:
+    """The word and what it may be without an ending (``starts``, ``closed``, ``opening``)."""
+    out = {word}
+    for ending, back in (("s", ""), ("es", ""), ("d", ""), ("ed", ""), ("ing", ""), ("ing", "e")):
+        if len(word) - len(ending) >= 3 and word.endswith(ending):
+            out.add(word[: -len(ending)] + back)
+    return out
 
 
 #: Add-on words that, in a predicate, name the slot's value itself (``search`` / ``search

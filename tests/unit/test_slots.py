@@ -791,3 +791,20 @@ def test_a_plural_subject_placed_anew_in_words_of_change_is_one_value() -> None:
     assert plural_fact("feature flags", "managed in", "Flagsmith")
     assert not plural_fact("feature flags", "now managed in", "Flagsmith"), "where all are now"
     assert not plural_fact("build runners", "moved to", "Buildkite hosted agents")
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [("ends", "starts"), ("end_date", "start_date"), ("closes_at", "opens_at"),
+     ("min_replicas", "max_replicas"), ("inbound_port", "outbound_port"),
+     ("closing_time", "opening_time"), ("exports_to", "imports_from")],
+)  # fmt: skip
+def test_the_two_ends_of_one_span_are_two_relations(left: str, right: str) -> None:
+    assert relations_apart(left, right) and relations_apart(right, left)
+    assert not slot_candidate(left, "10:00", right, "09:00")
+
+
+def test_words_that_only_look_opposite_keep_one_relation() -> None:
+    assert not relations_apart("starts_at", "start_time"), "one end, two wordings"
+    assert not relations_apart("endpoint", "startpoint"), "one word each, not the pair"
+    assert not relations_apart("runs_on", "hosted_on")
