@@ -85,6 +85,7 @@ from .weighing import (
     facts_of,
     flag_of,
     may_replace,
+    own_words,
     slot_matches,
 )
 
@@ -362,7 +363,7 @@ def plan_fact(
     worded = told_as_news(predicate, valid.content, dated=False)
     told = worded or valid.t_valid is not None
     slots = slot_matches(valid.object, predicate, others, measures, news=told, worded=worded,
-                         note=change_words(valid))  # fmt: skip
+                         note=change_words(valid), besides=own_words(valid))  # fmt: skip
     # Two slots that each look sure are one too many: which one it fills is the agent's call.
     sure = [m for m, found in slots if found.outcome == "same" and may_replace(who, m)]
     sure = sure if len([f for _, f in slots if f.outcome == "same"]) == 1 else []

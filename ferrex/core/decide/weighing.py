@@ -9,6 +9,7 @@ new one may conflict with (flagged ``facts.possible_conflict``), restate (flagge
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,7 +21,7 @@ from ferrex.rules.entities import normalize_entity, resolve_entity
 from ferrex.rules.kinds import kinds_clash, object_kind, one_kind, shapes_agree
 from ferrex.rules.lifecycle import expired
 from ferrex.rules.memory_input import ValidStore
-from ferrex.rules.predicates import as_worded, one_relation
+from ferrex.rules.predicates import PREPOSITIONS, as_worded, one_relation
 from ferrex.rules.restatements import restated
 from ferrex.rules.short_forms import spelled_out
 from ferrex.rules.slot_outcomes import news_apart, slot_match
@@ -31,6 +32,7 @@ from ferrex.rules.slots import (
     fact_phrase,
     same_head,
     slot_candidate,
+    slot_words,
     value_fallback,
     value_predicate,
 )
@@ -74,6 +76,7 @@ def slot_matches(
     news: bool = False,
     worded: bool = False,
     note: str | None = None,
+    besides: Sequence[str] = (),
 ) -> list[tuple[Memory, SlotMatch]]:
     """:func:`ferrex.rules.slot_outcomes.slot_match` of a fact (``news``: told as news of a change;
     ``worded``: in its words, not by a start alone) against each of ``others``; the phrase
@@ -105,7 +108,7 @@ def slot_matches(
     elif not found and told_as_past(predicate):
         found += _past_slot(obj, predicate, mine, others, measures)
     elif not found and worded:
-        found += _changed_slot(obj, predicate, mine, others, measures)
+        found += _changed_slot(obj, predicate, mine, others, measures, note, besides)
     if not note:
         return found
     # The one fact whose value the note tells the change from is the slot, matched or not.
@@ -138,7 +141,9 @@ NEWS_FLOOR: Final = 0.30
 #: eval_fact_changes --unrelated 1000 --worded-share 0.3``) it cut false flags from 3.3
 #: stores in 100 to 1.5 (1.8 once a name at a version agrees with a name,
 #: :func:`ferrex.rules.kinds.shapes_agree`); no fact set's tuning or held-out figure moved
-#: (the tuning halves' changes it matches score 0.51 and 0.54).
+#: (the tuning halves' changes it matches score 0.51 and 0.54). Not for a predicate of
+#: words of change alone (``switched over to``: :func:`_names_no_slot`), nor for the fact
+#: whose value the note names.
 NAMES_NEWS_FLOOR: Final = 0.45
 
 
@@ -152,7 +157,13 @@ def _past_slot(
 
 
 def _changed_slot(
-    obj: str, predicate: str, phrase: str, others: Sequence[Memory], measures: Measures
+    obj: str,
+    predicate: str,
+    phrase: str,
+    others: Sequence[Memory],
+    measures: Measures,
+    note: str | None = None,
+    besides: Sequence[str] = (),
 ) -> list[tuple[Memory, SlotMatch]]:
     """For a fact told in words as a change (``migrated to``, ``now uses``, ``switched to``, or
     a note saying so: :func:`ferrex.rules.value_changes.told_as_news` without its start) that
@@ -165,12 +176,31 @@ def _changed_slot(
     said in words changed something; which, the agent settles. A start alone
     (``valid_from``) is no such word: it says when a fact began, and with some facts dated
     among undated ones it flagged 7.4 unrelated stores in 100 (``tools.eval_fact_changes
-    --unrelated 1000 --dated-share 0.3``), against 0.4 without."""
+    --unrelated 1000 --dated-share 0.3``), against 0.4 without. The one fact whose value
+    the words name (``note``: "we migrated it off Netlify"; not by a word of ``besides``, the
+    new fact's own subject and value) is that fact, however close."""
     kept = [m for m in others if not news_apart(predicate, str(m.predicate_normalized))
             and m.object is not None and shapes_agree(obj, str(m.object))]  # fmt: skip
+    named_in_note = [m for m in kept if note_names(note, str(m.object), besides=besides)]
+    if len(named_in_note) == 1:
+        m = named_in_note[0]
+        texts = [fact_phrase(str(m.predicate_normalized), str(m.object))]
+        return [(m, SlotMatch("possible", TOLD_AS_NEWS, cosines_with(measures, phrase, texts)[0]))]
     found = _closest_slot(obj, predicate, phrase, kept, measures, NEWS_FLOOR, TOLD_AS_NEWS)
     named = object_kind(obj) is None and all(object_kind(str(m.object)) is None for m, _ in found)
-    return [(m, f) for m, f in found if not named or f.score >= NAMES_NEWS_FLOOR]
+    return [(m, f) for m, f in found
+            if not named or _names_no_slot(predicate) or f.score >= NAMES_NEWS_FLOOR]  # fmt: skip
+
+
+#: Particles of a phrasal verb of change (``switched over to``, ``moved off``): no slot named.
+_PARTICLES: Final = frozenset({"over", "off", "up", "out", "away"})
+
+
+def _names_no_slot(predicate: str) -> bool:
+    """Whether a normalized predicate is words of change alone (``moved_to``,
+    ``switched_over_to``, ``rewritten_in``): it says a value changed, not which slot it
+    holds, so the closest fact is the slot it changed whatever the two values are."""
+    return all(w in PREPOSITIONS or w in _PARTICLES for w in slot_words(predicate))
 
 
 def _closest_slot(
@@ -203,6 +233,12 @@ def change_words(valid: ValidStore) -> str | None:
     """What a fact says of a change in words: its predicate as written and its note (the
     old value may be named in either: ``replaced Moment.js with``, "moved off Redux")."""
     return " ".join(x for x in (valid.predicate, valid.content) if x) or None
+
+
+def own_words(valid: ValidStore) -> list[str]:
+    """The words of a new fact's own subject and value, casefolded: a note naming them names
+    no other fact (:func:`ferrex.rules.value_changes.note_names`)."""
+    return re.findall(r"[a-z][a-z0-9]+", f"{valid.subject or ''} {valid.object or ''}".casefold())
 
 
 def may_replace(who: Who, old: Memory) -> bool:
@@ -344,7 +380,8 @@ class Weighing:
             told = worded or self.valid.t_valid is not None
             self.slotted[entity_id] = slot_matches(self.obj, self.predicate, others, measures,
                                                    news=told, worded=worded,
-                                                   note=change_words(self.valid))  # fmt: skip
+                                                   note=change_words(self.valid),
+                                                   besides=own_words(self.valid))  # fmt: skip
         return self.slotted[entity_id]
 
     def close_replaced(self, measures: Measures) -> list[Memory]:
