@@ -161,16 +161,24 @@ def note_names(content: str | None, obj: str, *, besides: Sequence[str] = ()) ->
     """Whether the note stored with a new fact names another fact's object (``reorg: growth
     squad split`` names ``growth squad``; ``dropped redis for sessions`` names ``Redis 6 on
     ElastiCache``): a word of four letters or more of that object, other than the
-    ``besides`` words (the subjects' own), is a word of the note. A fact whose note names
+    ``besides`` words (the subjects' own), is a word of the note, or a name of three
+    capitalised words is there by its initials (``FCM quota issues``). A fact whose note names
     the value it replaces is told as news of a change to that fact."""
     words = set(re.findall(r"[a-z][a-z0-9]+", (content or "").casefold()))
     if not words:
         return False
     skip = {w.casefold() for w in besides}
     own = re.findall(r"[a-z][a-z0-9]+", obj.casefold())
-    return any(
-        len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own
-    )
+    if any(len(w) >= 4 and w in words and w not in skip and w not in FUNCTION_WORDS for w in own):
+        return True
+    # A name of three capitalised words or more by its initials, in capitals (``FCM`` for
+    # ``Firebase Cloud Messaging``).
+    names = obj.split()
+    if len(names) < 3 or not all(w[:1].isupper() for w in names):
+        return False
+    initials = "".join(w[0] for w in names)
+    found = re.search(rf"\b{initials}\b", content or "")
+    return found is not None and initials.casefold() not in skip
 
 
 _FROM_TO: Final = re.compile(

@@ -102,6 +102,11 @@ def test_a_change_in_words_to_a_new_slot_flags_no_value_of_another_shape(
             godot = await fact("arena client", "built with", "Godot 4.2",
                                content="we moved the whole client over this quarter")  # fmt: skip
             assert godot["possible_conflict"] == [engine["id"]], godot
+            # A note that names a value (here by its initials) names that fact's slot.
+            fcm = await fact("ledger service", "sends push via", "Firebase Cloud Messaging")
+            push = await fact("ledger service", "push provider", "OneSignal",
+                              content="FCM quota issues all week")  # fmt: skip
+            assert push["possible_conflict"] == [fcm["id"]], push
             # Two values of one shape still are: a team beside a name in capitals.
             owner = await fact("intake forms service", "owned by", "Patient Access IT")
             now = await fact("intake forms service", "now maintained by",

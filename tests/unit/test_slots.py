@@ -808,3 +808,12 @@ def test_words_that_only_look_opposite_keep_one_relation() -> None:
     assert not relations_apart("starts_at", "start_time"), "one end, two wordings"
     assert not relations_apart("endpoint", "startpoint"), "one word each, not the pair"
     assert not relations_apart("runs_on", "hosted_on")
+
+
+def test_note_names_a_value_of_three_capitalised_words_by_its_initials() -> None:
+    assert note_names("FCM quota issues", "Firebase Cloud Messaging")
+    assert note_names("left GKE for cost", "Google Kubernetes Engine")
+    assert not note_names("fcm quota issues", "Firebase Cloud Messaging"), "in capitals only"
+    assert not note_names("CM quota issues", "Firebase Cloud Messaging")
+    assert not note_names("AB test", "Apple Business"), "two words are too few"
+    assert not note_names("FCM quota", "Firebase Cloud Messaging", besides=["fcm"])

@@ -109,6 +109,8 @@ def slot_matches(
         found += _past_slot(obj, predicate, mine, others, measures)
     elif not found and worded:
         found += _changed_slot(obj, predicate, mine, others, measures, note, besides)
+    elif not found and note:
+        found += _named_slot(obj, predicate, mine, others, measures, note, besides)
     if not note:
         return found
     # The one fact whose value the note tells the change from is the slot, matched or not.
@@ -181,15 +183,42 @@ def _changed_slot(
     new fact's own subject and value) is that fact, however close."""
     kept = [m for m in others if not news_apart(predicate, str(m.predicate_normalized))
             and m.object is not None and shapes_agree(obj, str(m.object))]  # fmt: skip
-    named_in_note = [m for m in kept if note_names(note, str(m.object), besides=besides)]
-    if len(named_in_note) == 1:
-        m = named_in_note[0]
-        texts = [fact_phrase(str(m.predicate_normalized), str(m.object))]
-        return [(m, SlotMatch("possible", TOLD_AS_NEWS, cosines_with(measures, phrase, texts)[0]))]
+    by_note = _named_slot(obj, predicate, phrase, others, measures, note, besides)
+    if by_note:
+        return by_note
     found = _closest_slot(obj, predicate, phrase, kept, measures, NEWS_FLOOR, TOLD_AS_NEWS)
     named = object_kind(obj) is None and all(object_kind(str(m.object)) is None for m, _ in found)
     return [(m, f) for m, f in found
             if not named or _names_no_slot(predicate) or f.score >= NAMES_NEWS_FLOOR]  # fmt: skip
+
+
+def _named_slot(
+    obj: str,
+    predicate: str,
+    phrase: str,
+    others: Sequence[Memory],
+    measures: Measures,
+    note: str | None,
+    besides: Sequence[str],
+) -> list[tuple[Memory, SlotMatch]]:
+    """The one fact of ``others`` (a relation not apart from the new one's, a value of no
+    other known kind) whose value the words name (:func:`ferrex.rules.value_changes.
+    note_names`, not by a word of ``besides``): ``push provider | OneSignal`` with a note "FCM quota
+    issues" beside ``sends push via | Firebase Cloud Messaging``, as a possible match; none
+    when they name several."""
+    named = [m for m in others if m.object is not None
+             and not relations_apart(predicate, str(m.predicate_normalized))
+             and not kinds_clash(obj, str(m.object))
+             and note_names(note, str(m.object), besides=besides)]  # fmt: skip
+    if len(named) != 1:
+        return []
+    m = named[0]
+    texts = [fact_phrase(str(m.predicate_normalized), str(m.object))]
+    return [(m, SlotMatch("possible", NOTE_NAMES, cosines_with(measures, phrase, texts)[0]))]
+
+
+#: Why a fact whose value the new fact's words name was matched (:func:`_named_slot`).
+NOTE_NAMES: Final = "the words name its value"
 
 
 #: Particles of a phrasal verb of change (``switched over to``, ``moved off``): no slot named.
