@@ -211,6 +211,7 @@ _FORM_ENDINGS: Final = frozenset(
     | {"s", "ment", "ments", "iation", "ization", "ize", "ise", "ic", "cation", "cations"}
 )
 _BRACKETS: Final = str.maketrans("", "", "()[]{}")
+_DOERS: Final = frozenset({"er", "ers", "or", "ors", "ing"})
 
 
 def name_words(words: Sequence[str]) -> list[str]:
@@ -227,11 +228,11 @@ def name_words(words: Sequence[str]) -> list[str]:
 
 def word_twins(a: str, b: str) -> bool:
     """Whether two words are one word in two forms, as people write a name: the same, a
-    plural (``log``/``logs``), another ending on one stem of five letters or more
-    (``tokenizer``/``tokenization``; not ``product``/``production``, one the whole of the
-    other, but for its ``-ing`` form: ``log``/``logging``), a short form people
-    make (:func:`abbreviates`), a word's whole consonant skeleton (``fct``/``fact``), a kind
-    word in a compound (``site``/``website``), a typo of a long word or a product suffix."""
+    plural (``log``/``logs``), two endings of one stem of five letters or more (``tokenizer``/
+    ``tokenization``; not ``product``/``production``, one the whole of the other, but for its
+    ``-ing``: ``log``/``logging``) or of four for a doer and a doing (``ranker``/``ranking``),
+    a short form people make (:func:`abbreviates`), a whole consonant skeleton (``fct``/
+    ``fact``), a kind word in a compound (``site``/``website``), a typo or a product suffix."""
     if a == b:
         return True
     if _DIGITS.search(a) or _DIGITS.search(b):
@@ -242,7 +243,8 @@ def word_twins(a: str, b: str) -> bool:
     stem = 0
     while stem < len(short) and short[stem] == long[stem]:
         stem += 1
-    if stem >= 5 and short[stem:] and {short[stem:], long[stem:]} <= _FORM_ENDINGS:
+    ends = {short[stem:], long[stem:]}
+    if (stem >= 5 and short[stem:] and ends <= _FORM_ENDINGS) or (stem == 4 and ends <= _DOERS):
         return True
     # A thing and its doing (monitor/monitoring, log/logging); not stage/staging (silent e).
     if len(short) >= 3 and long in (short + "ing", short + short[-1] + "ing"):
@@ -357,9 +359,8 @@ def _kind_word(word: str) -> bool:
 
 
 def _pair_words(a: Sequence[str], b: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
-    """The words of ``a`` and ``b`` left unpaired by :func:`word_twins` (a single letter of
-    one pairs with a word it begins in the other, once another word is paired), and the
-    paired words of ``a``."""
+    """The words of ``a`` and ``b`` left unpaired by :func:`word_twins` (a single letter of one
+    pairs with a word it begins in the other, once another is paired), and ``a``'s paired."""
     only_a, only_b, shared = _joined(a, b), _joined(b, a), []
     for word in list(only_a):
         twin = next((w for w in only_b if w == word), None) or next(
@@ -401,9 +402,8 @@ class SubjectResolution:
     possible: tuple[Possible, ...]
     related: tuple[str, ...] = ()
     """Other entities whose names share a distinctive word (or a short form) with the
-    subject, most shared first, at most :data:`RELATED_LIMIT`: not possibly the same by
-    the name alone, but a fact of theirs may name the same slot in other words
-    (:func:`same_slot_words`)."""
+    subject, most shared first, at most :data:`RELATED_LIMIT`: not possibly the same by the
+    name alone, but a fact of theirs may name the same slot in other words."""
 
 
 #: At most this many related entities are weighed per store (:attr:`SubjectResolution.

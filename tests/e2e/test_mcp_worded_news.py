@@ -45,6 +45,12 @@ def test_a_change_in_words_flags_the_one_fact_it_may_change(tmp_path: Path) -> N
             shifts = await fact("oncall shifts", "last", "2 weeks",
                                 content="we changed it after the retro")  # fmt: skip
             assert shifts["possible_conflict"] == [rota["id"]], shifts
+            # A doer and a doing of one short stem are one word: ranker / ranking.
+            model = await fact("scoring model", "version", "v7")
+            serving = await fact("scorer", "now serving", "v8")
+            assert serving["possible_conflict"] == [model["id"]] or serving["superseded"] == [
+                model["id"]
+            ], serving
             # Told plainly: a name of its own, no change told.
             await fact("invoice renderer", "runs on", "batch-vm-07")
             plain = await fact("invoice mailer", "runs on", "batch-vm-09")

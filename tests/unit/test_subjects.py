@@ -471,13 +471,15 @@ def test_word_twins() -> None:
             ("fct", "fact"), ("site", "website"), ("service", "microservice"),
             ("log", "logging"), ("monitor", "monitoring"), ("stream", "streaming"),
             ("bot", "chatbot"), ("notifier", "notification"),
-            ("verifier", "verification")]  # fmt: skip
+            ("verifier", "verification"), ("ranker", "ranking"), ("scorer", "scoring"),
+            ("editor", "editing")]  # fmt: skip
     for a, b in same:
         assert word_twins(a, b) and word_twins(b, a), (a, b)
     # line, hook: no kind word, so a compound ending in one is a word of its own
     apart = [("product", "production"), ("v1", "v2"), ("i", "ii"), ("web", "webhook"),
              ("us", "use"), ("stage", "staging"), ("api", "apis2"),
-             ("line", "pipeline"), ("hook", "webhook"), ("index", "indexer")]  # fmt: skip
+             ("line", "pipeline"), ("hook", "webhook"), ("index", "indexer"),
+             ("test", "tested"), ("poster", "post")]  # fmt: skip
     for a, b in apart:
         assert not word_twins(a, b), (a, b)
 
