@@ -119,4 +119,15 @@ def test_a_change_in_words_to_a_new_slot_flags_no_value_of_another_shape(
                              "Digital Front Door team")  # fmt: skip
             assert now["possible_conflict"] == [owner["id"]], now
 
+        # A note naming the value of another agent's private fact names nothing.
+        async with stdio_client(home, "--agent-id", "ops-bot") as ops:
+            args = {"subject": "pager relay", "predicate": "sends via", "object": "Twilio",
+                    "visibility": "private"}  # fmt: skip
+            hidden = await call(ops, "store", args)
+        async with stdio_client(home, "--agent-id", "web-bot") as web:
+            args = {"subject": "pager relay", "predicate": "sms provider", "object": "Vonage",
+                    "content": "Twilio outage again"}  # fmt: skip
+            seen = await call(web, "store", args)
+        assert "possible_conflict" not in seen and hidden["id"] not in str(seen), seen
+
     anyio.run(main)
