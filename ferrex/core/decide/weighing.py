@@ -181,15 +181,15 @@ def _changed_slot(
     --unrelated 1000 --dated-share 0.3``), against 0.4 without. The one fact whose value
     the words name (``note``: "we migrated it off Netlify"; not by a word of ``besides``, the
     new fact's own subject and value) is that fact, however close."""
-    kept = [m for m in others if not news_apart(predicate, str(m.predicate_normalized))
-            and m.object is not None and shapes_agree(obj, str(m.object))]  # fmt: skip
     by_note = _named_slot(obj, predicate, phrase, others, measures, note, besides)
     if by_note:
         return by_note
+    kept = [m for m in others if not news_apart(predicate, str(m.predicate_normalized))
+            and m.object is not None and shapes_agree(obj, str(m.object))]  # fmt: skip
     found = _closest_slot(obj, predicate, phrase, kept, measures, NEWS_FLOOR, TOLD_AS_NEWS)
-    named = object_kind(obj) is None and all(object_kind(str(m.object)) is None for m, _ in found)
+    names = object_kind(obj) is None and all(object_kind(str(m.object)) is None for m, _ in found)
     return [(m, f) for m, f in found
-            if not named or _names_no_slot(predicate) or f.score >= NAMES_NEWS_FLOOR]  # fmt: skip
+            if not names or _names_no_slot(predicate) or f.score >= NAMES_NEWS_FLOOR]  # fmt: skip
 
 
 def _named_slot(
