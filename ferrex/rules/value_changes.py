@@ -50,10 +50,10 @@ CHANGE_NOUNS: Final = frozenset({"migration", "cutover", "switchover", "changeov
 
 def told_as_past(predicate: str) -> bool:
     """Whether a normalized predicate says its value no longer holds: ``used_to_use``,
-    ``previously_provided_by``, ``formerly_hosted_on``, ``former_owner``. Such a fact is
-    history beside the subject's fact of that slot that began after it."""
+    ``previously_provided_by``, ``formerly_hosted_on``, ``former_owner``, ``ran_postgres``.
+    Such a fact is history beside the subject's fact of that slot that began after it."""
     words = predicate.split("_")
-    if any(w in PAST_WORDS for w in words):
+    if any(w in PAST_WORDS for w in words) or words[0] in PAST_VERBS:
         return True
     return any(words[i : i + 2] == ["used", "to"] for i in range(len(words) - 1))
 
@@ -62,6 +62,12 @@ def told_as_past(predicate: str) -> bool:
 PAST_WORDS: Final = frozenset(
     {"previously", "formerly", "former", "earlier", "originally", "initially"}
 )
+
+#: Verbs whose form says past and nothing else, opening a predicate (``ran_postgres``,
+#: ``ran_on``). Not the ``-ed`` forms: ``hosted_on``, ``owned_by`` are states that hold now.
+#: Not ``was``/``were``: they state a value, as ``is`` does
+#: (:func:`ferrex.rules.slots.value_predicate`).
+PAST_VERBS: Final = frozenset({"ran", "had", "lived"})
 
 
 def replaces_value(predicate: str, obj: str, old: str, content: str | None, *, dated: bool) -> bool:

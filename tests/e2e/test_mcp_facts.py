@@ -191,6 +191,13 @@ def test_a_fact_told_as_past_is_history_beside_the_fact_after_it(tmp_path: Path)
                                    "GeoPulse", valid_from="2024-06-01")  # fmt: skip
             assert old["status"] == "stored" and old["superseded"] == []
             assert old["possible_conflict"] == [geo["id"]]
+            # a verb whose form is past ("ran MySQL") under a name of the same database
+            mysql = await store_fact(client, "reporting-db", "MySQL version", "8.0.36",
+                                     valid_from="2026-10-02")  # fmt: skip
+            ran = await store_fact(client, "reporting database", "ran MySQL", "5.7.44",
+                                   valid_from="2025-08-15")  # fmt: skip
+            assert ran["status"] == "stored_as_history", ran
+            assert ran["superseded_by"] == mysql["id"] and ran["superseded"] == []
 
     anyio.run(main)
 

@@ -690,9 +690,11 @@ def test_a_relation_told_as_past() -> None:
     from ferrex.rules.value_changes import told_as_past
 
     for past in ("used_to_use", "previously_provided_by", "formerly_hosted_on", "former_owner",
-                 "we_used_to_run_on", "originally_hosted_on", "initially_set_to"):  # fmt: skip
+                 "we_used_to_run_on", "originally_hosted_on", "initially_set_to",
+                 "ran_postgres", "ran_on", "had_replicas"):  # fmt: skip
         assert told_as_past(past), past
-    for present in ("used_by", "depends_on", "refused_to", "caused_to", "provider"):
+    for present in ("used_by", "depends_on", "refused_to", "caused_to", "provider", "runs_on",
+                    "hosted_on", "owned_by", "was", "running_on", "random_seed"):  # fmt: skip
         assert not told_as_past(present), present
 
 
