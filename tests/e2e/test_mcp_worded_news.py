@@ -51,6 +51,14 @@ def test_a_change_in_words_flags_the_one_fact_it_may_change(tmp_path: Path) -> N
             assert serving["possible_conflict"] == [model["id"]] or serving["superseded"] == [
                 model["id"]
             ], serving
+            # Where things of a plural name are kept is one value of several, until a change
+            # told in words under a name possibly theirs: flagged, not replaced.
+            banners = await fact("banner images", "stored in", "s3://acme-banners-eu")
+            bucket = await fact("banner image bucket", "migrated to", "gs://acme-banners")
+            assert banners.get("multi_valued") and bucket["possible_conflict"] == [banners["id"]], (
+                bucket
+            )
+            assert bucket["superseded"] == [], bucket
             # Told plainly: a name of its own, no change told.
             await fact("invoice renderer", "runs on", "batch-vm-07")
             plain = await fact("invoice mailer", "runs on", "batch-vm-09")

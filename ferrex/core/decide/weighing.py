@@ -435,7 +435,7 @@ class Weighing:
                     and replaces_value(self.predicate, self.obj, str(m.object),
                                        self.valid.content, dated=dated)]  # fmt: skip
             same += [m for m, f in self.slots_of(possible.entity_id, measures)
-                     if f.outcome == "same"]  # fmt: skip
+                     if f.outcome == "same" and not m.multi_valued]  # fmt: skip
             # A first name for a full name: for what a person is at work alone.
             found += [m for m in same if not person or _person_slot(self.predicate)
                       or _person_slot(str(m.predicate_normalized))]  # fmt: skip
@@ -505,16 +505,19 @@ class Weighing:
                    for key in sorted(self.spelt.get(entity_id, ())))  # fmt: skip
 
     def standing(self, entity_id: str) -> list[Memory]:
-        """The entity's active single-valued facts the caller sees, with an object."""
+        """The entity's active single-valued facts the caller sees, with an object; for a
+        fact told in words as a change (``moved to``), its values kept beside others too
+        (``product images | stored in | s3://media``): a change said so may end one."""
         if entity_id not in self.read:
             keys = sorted(self.spelt.get(entity_id, ()))
             who, now = self.who, self.now.timestamp()
+            worded = told_as_news(self.predicate, self.valid.content, dated=False)
             self.read[entity_id] = [
                 m
                 for m in facts_of(self.view, who, keys)
                 if is_current(m)
                 and who.sees(m)
-                and not m.multi_valued
+                and (worded or not m.multi_valued)
                 and not expired(m.expires_at, now)
                 and m.object is not None
                 and m.predicate_normalized
