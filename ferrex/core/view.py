@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, assert_never, cast
 from journal import AnyEvent, Event
 from projections import fold
 from projections.readmodel.predicates import is_current
-from projections.rows import Memory, Spelling, viewers
+from projections.rows import RELATION, RESTATES, Memory, PossibleConflict, Spelling, viewers
 
 if TYPE_CHECKING:
     from projections.sqlite import ReadModel
@@ -62,6 +62,8 @@ class View(Protocol):
     def entities_differ(self, a: str, b: str) -> bool: ...
 
     def facts_differ(self, a: str, b: str) -> bool: ...
+
+    def flagged_with(self, memory_id: str) -> list[PossibleConflict]: ...
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
@@ -141,6 +143,16 @@ class ReadModelView:
         key = ("facts differ", *sorted((a, b)))
         return bool(self._once(key, lambda: self._rm.decisions.facts_differ(a, b)))
 
+    def flagged_with(self, memory_id: str) -> list[PossibleConflict]:
+        """The possible conflicts of one fact, seen from it, by other id (whoever sees them:
+        the caller filters)."""
+
+        def ask() -> list[PossibleConflict]:
+            found = self._rm.possible_conflicts([memory_id])
+            return sorted((c for c in found if c.memory_id == memory_id), key=lambda c: c.other_id)
+
+        return list(self._once(("flagged", memory_id), ask))
+
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str
     ) -> EpisodeTail | None:
@@ -182,6 +194,8 @@ class Overlay:
         self._differ: set[tuple[str, str]] = set()
         self._same: set[tuple[str, str]] = set()  # pairs a merge made one again
         self._facts_differ: set[tuple[str, str]] = set()  # facts said to both hold
+        self._flags: dict[str, dict[str, PossibleConflict]] = {}  # flagged in this batch
+        self._unflagged: set[tuple[str, str]] = set()  # the base's flags said to both hold
         self._forgot: set[str] = set()  # forgotten in this batch: the base's pairs are gone
 
     # -- applying ---------------------------------------------------------------------------
@@ -214,6 +228,8 @@ class Overlay:
                     # A forgotten fact's pairs go with it (the base's too).
                     self._forgot.add(memory_id)
                     self._facts_differ = {p for p in self._facts_differ if memory_id not in p}
+                    for other in self._flags.pop(memory_id, {}):
+                        self._flags.get(other, {}).pop(memory_id, None)
             case (
                 fold.Invalidated()
                 | fold.Revalidated()
@@ -242,8 +258,17 @@ class Overlay:
                 self._differ.add(_pair(change.entity_id, change.other_id))
             case fold.Unflagged():
                 self._facts_differ.add(_pair(change.memory_id, change.other_id))
-            case fold.Flagged() | fold.FoldedPair() | fold.Unfolded():
-                pass  # a store's flags and a summary's folds change no decision
+                self._unflagged.add(_pair(change.memory_id, change.other_id))
+                self._flags.get(change.memory_id, {}).pop(change.other_id, None)
+                self._flags.get(change.other_id, {}).pop(change.memory_id, None)
+            case fold.Flagged():
+                c = change.conflict
+                seen = PossibleConflict(c.other_id, c.memory_id, c.other_entity_id, c.entity_id,
+                                        c.reason, c.score)  # fmt: skip
+                for side in (c, seen):  # the latest flag of a pair, as the projection keeps
+                    self._flags.setdefault(side.memory_id, {})[side.other_id] = side
+            case fold.FoldedPair() | fold.Unfolded():
+                pass  # a summary's folds change no decision
             case _:
                 assert_never(change)
 
@@ -409,6 +434,26 @@ class Overlay:
         if _pair(a, b) in self._facts_differ:
             return True
         return not {a, b} & self._forgot and self._base.facts_differ(a, b)
+
+    def flagged_with(self, memory_id: str) -> list[PossibleConflict]:
+        """The base's flags and this batch's, less those forgotten with a fact or said to
+        both hold since, and those of subjects said to differ or merged (a contradiction
+        proper then, unless of two relations). A pair flagged twice reads as the later flag
+        here; the read model may report the earlier's reason (``Reads.possible_conflicts``),
+        never another pair."""
+        base = [] if memory_id in self._forgot else self._base.flagged_with(memory_id)
+        found = {c.other_id: c for c in base if c.other_id not in self._forgot
+                 and _pair(memory_id, c.other_id) not in self._unflagged}  # fmt: skip
+        found.update(self._flags.get(memory_id, {}))
+        kept = []
+        for other in sorted(found):
+            c = found[other]
+            mine = self._merged_into.get(c.entity_id, c.entity_id)
+            theirs = self._merged_into.get(c.other_entity_id, c.other_entity_id)
+            merged = mine == theirs and c.reason not in (RELATION, RESTATES)
+            if not merged and not self.entities_differ(mine, theirs):
+                kept.append(c)
+        return kept
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str

@@ -107,6 +107,8 @@ def _answers(view: Overlay | ReadModelView) -> dict[str, object]:
         "linked": {e: view.linked(e) for e in ENTITY_IDS},
         "differ": {(a, b): view.entities_differ(a, b) for a, b in combinations(ENTITY_IDS, 2)},
         "facts_differ": {(a, b): view.facts_differ(a, b) for a, b in combinations(MEMORY_IDS, 2)},
+        # the pairs a decision reads (a pair flagged twice may keep either flag's reason)
+        "flagged_with": {m: [c.other_id for c in view.flagged_with(m)] for m in MEMORY_IDS},
         "tails": {
             (ns, agent, vis): _tail(view.episode_tail(ns, agent, vis))
             for ns in ("a", "b")

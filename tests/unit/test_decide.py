@@ -46,7 +46,7 @@ from journal import (
     MemorySuperseded,
 )
 from journal.events import KeptEntity
-from projections.rows import Memory, Spelling
+from projections.rows import Memory, PossibleConflict, Spelling
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 SETTINGS = StoreSettings()
@@ -89,6 +89,9 @@ class _Set:
 
     def facts_differ(self, a: str, b: str) -> bool:
         return False
+
+    def flagged_with(self, memory_id: str) -> list[PossibleConflict]:
+        return []
 
     def episode_tail(
         self, namespace: str, agent_id: str | None, visibility: str

@@ -442,6 +442,9 @@ def plan_fact(
         entity_id = subject.entity.entity_id
         possible.append(flag_of(memory_id, who, [m.memory_id for m in again], entity_id,
                               entity_id, RESTATES))  # fmt: skip
+    if subject.entity is not None:
+        possible += _inherited(view, who, memory_id, subject.entity.entity_id, superseded,
+                               lambda other: agree(obj, other), possible, now)  # fmt: skip
     return FactPlan(
         body,
         superseded=superseded,
@@ -450,6 +453,44 @@ def plan_fact(
         successor=successor,
         possible=tuple(possible),
     )  # fmt: skip
+
+
+def _inherited(
+    view: View,
+    who: Who,
+    memory_id: str,
+    entity_id: str,
+    replaced: Sequence[str],
+    agrees: Callable[[str], bool],
+    flagged: Sequence[FactsPossiblyConflicting],
+    now: datetime,
+) -> list[FactsPossiblyConflicting]:
+    """A possible conflict is not settled by replacing one of its two facts: the new fact
+    stands where the replaced one stood, so it is flagged beside the other one (for the same
+    reason), while that one is current, seen by the caller and of another value, and the two
+    were not said to both hold. Otherwise a flagged pair ``reco widget | moved to | reco-2``
+    / ``recommendation widget | served from | reco-1`` would, once ``host | reco-3`` replaces
+    reco-1, leave two silent answers."""
+    named = {o for f in flagged for o in f.others} | set(replaced)
+    found: dict[tuple[str, str], list[str]] = {}
+    for old in replaced:
+        for c in view.flagged_with(old):
+            other = view.memory(c.other_id)
+            if (
+                other is None
+                or c.other_id in named
+                or other.object is None
+                or not is_current(other)
+                or not who.sees(other)
+                or expired(other.expires_at, now.timestamp())
+                or view.facts_differ(old, c.other_id)
+                or agrees(str(other.object))
+            ):
+                continue
+            named.add(c.other_id)
+            found.setdefault((c.other_entity_id, c.reason), []).append(c.other_id)
+    return [flag_of(memory_id, who, sorted(ids), entity_id, other_entity, reason)
+            for (other_entity, reason), ids in sorted(found.items())]  # fmt: skip
 
 
 def _later_history(
