@@ -600,10 +600,12 @@ def range_relation(predicate: str) -> bool:
     """Whether a predicate (as written or normalized) names a relation that holds for many
     versions of one thing at once (:data:`_RANGE_ROOTS`: ``supports``, ``compatible with``,
     ``tests on``, ``tested against``): inflected or followed by a preposition, not a noun
-    of one value (``support tier``, ``test command``)."""
+    of one value (``support tier``, ``test command``). A name split where its case changes
+    (``supports_i_pad_os``, ``supports_mac_os``: iPadOS, macOS) is one of at most three
+    content words, its one-letter pieces none."""
     words = phrase_words(predicate)
-    content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS]
-    if not content or len(content) > 2:
+    content = [w for w in words if w not in FUNCTION_WORDS | PREPOSITIONS and len(w) > 1]
+    if not content or len(content) > 3:
         return False
     head = content[0]
     if _root(head) not in _RANGE_ROOTS and head not in _RANGE_ROOTS:

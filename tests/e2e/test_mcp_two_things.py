@@ -26,6 +26,8 @@ PAIRS = [
     ("gpu box", ("has", "2 GPUs"), ("has", "64 cores")),
     # a range of versions at once
     ("mobile app", ("supports", "iOS 16"), ("supports", "iOS 17")),
+    ("watch companion", ("supports watchOS", "10"), ("supports watchOS", "11")),
+    ("tablet app", ("runs on iPadOS", "17"), ("supports iPadOS", "18")),
     ("sdk ci matrix", ("tests on", "Python 3.11"), ("tests on", "Python 3.12")),
     ("auth library", ("compatible with", "Django 4.2"), ("compatible with", "Django 5.0")),
     # acts many people do

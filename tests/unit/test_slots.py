@@ -619,6 +619,8 @@ def test_a_range_of_versions_and_the_acts_of_many_people_are_plural() -> None:
     assert range_relation("supports") and range_relation("tests on")
     assert range_relation("compatible with") and range_relation("tested against")
     assert not range_relation("support tier") and not range_relation("test command")
+    for split in ("supports_i_os", "supports_mac_os", "supports_i_pad_os", "tested_on_watch_os"):
+        assert range_relation(split), split
     assert plural_fact("mobile app", "supports", "iOS 16")
     assert plural_fact("sdk", "tests on", "Python 3.11")
     assert not plural_fact("sdk", "supported until", "2027-01-01")
