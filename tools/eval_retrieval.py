@@ -394,10 +394,17 @@ def longmemeval_haystacks(
 # -- running ---------------------------------------------------------------------------------
 
 
+HOME_CONFIG: list[str] = []
+"""The text of ``--home-config``, written as every evaluated data directory's ``ferrex.toml``
+(another embedding model, an embeddings server); empty: the defaults."""
+
+
 def prepare_home(home: Path, cache_home: Path) -> None:
     """Point ``home``'s model and cache directories at ``cache_home``'s, so that the
     assembled model and the embedding cache outlive the (temporary) data directory."""
     home.mkdir(parents=True, exist_ok=True)
+    if HOME_CONFIG:
+        (home / "ferrex.toml").write_text(HOME_CONFIG[0], encoding="utf-8")
     for name in ("models", "cache"):
         shared = cache_home / name
         shared.mkdir(parents=True, exist_ok=True)
@@ -898,8 +905,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="store.embed_context for every store of the run: characters of the turn before "
         "an episodic memory embedded with it (0: off; unset: the default)",
     )
+    parser.add_argument(
+        "--home-config",
+        type=Path,
+        default=None,
+        metavar="TOML",
+        help="a ferrex.toml for every evaluated data directory, e.g. [models] dense = "
+        '"openai:e5" with embedding_url set, to measure another embedding model (use a '
+        "--cache-home of its own)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.home_config is not None:
+        HOME_CONFIG[:] = [args.home_config.read_text(encoding="utf-8")]
     if args.embed_context is not None:
         STORE_ENV["FERREX_EMBED_CONTEXT"] = str(args.embed_context)
     overrides = dict(parse_setting(item) for item in args.setting)

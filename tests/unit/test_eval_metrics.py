@@ -132,3 +132,24 @@ def test_recall_any_at_five() -> None:
     s.add(["x", "x", "x", "x", "a"], {"a", "b"}, None)
     s.add(["x", "x", "x", "x", "x", "a"], {"a"}, None)
     assert s.mean()["recall_any@5"] == pytest.approx(0.5)
+
+
+def test_a_home_config_is_every_evaluated_home_s_configuration(tmp_path: Path) -> None:
+    """``--home-config`` measures another model: every data directory the run prepares
+    reads that file (and only then has one); the model and cache links stay shared."""
+    from ferrex.config import load
+    from tools import eval_retrieval
+
+    plain = tmp_path / "plain"
+    eval_retrieval.prepare_home(plain, tmp_path / "cache")
+    assert not (plain / "ferrex.toml").exists()
+    toml = '[models]\ndense = "openai:e5"\nembedding_url = "http://127.0.0.1:9/v1"\n'
+    eval_retrieval.HOME_CONFIG[:] = [toml]
+    try:
+        home = tmp_path / "home"
+        eval_retrieval.prepare_home(home, tmp_path / "cache")
+        config = load(home, env={})
+        assert config["models.dense"] == "openai:e5"
+        assert (home / "models").resolve() == (tmp_path / "cache" / "models").resolve()
+    finally:
+        eval_retrieval.HOME_CONFIG.clear()
