@@ -77,8 +77,8 @@ from ..settings import StoreSettings
 from ..view import View
 from .entities import Named, Subject
 from .shared import Measures, Who, body_of, cosines_with
+from .slot_search import TOLD_AS_PAST, slot_matches
 from .weighing import (
-    TOLD_AS_PAST,
     Weighing,
     agree_with,
     change_words,
@@ -86,7 +86,6 @@ from .weighing import (
     flag_of,
     may_replace,
     own_words,
-    slot_matches,
 )
 
 
