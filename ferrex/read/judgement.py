@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any, Final, NotRequired, TypedDict
 
@@ -414,13 +414,18 @@ def filters_given(flt: VectorFilter) -> int:
 
 def beside_answers(
     judged: Sequence[tuple[Candidate, Judgement]],
+    flagged: Mapping[str, Set[str]] | None = None,
 ) -> list[tuple[Candidate, Judgement]]:
     """``judged`` with each value kept beside another of its relation (two facts of one
     subject and predicate, both multi-valued: ``edge-cache has PoP in Frankfurt`` and ``… in
     Singapore``) labelled at least ``weak`` when that other one is: a question one of them
     answers ("where are the edge cache's PoPs?"), the others answer as much, whatever words
-    each was stored with. The relevance rises to the model's ``weak_from``, so the verdict
-    and trimming read it as they read any ``weak`` result."""
+    each was stored with. So is a fact flagged as possibly the same slot as an answer
+    among them (``flagged``: memory id -> the ids it is flagged with): until the agent
+    settles the flag, either may be the current answer (``nightly export job | moved to``
+    beside ``nightly exporter | host`` for "where does the nightly export run?"). The
+    relevance rises to the model's ``weak_from``, so the verdict and trimming read it as
+    they read any ``weak`` result."""
 
     def slot(memory: Memory) -> tuple[str, str, str] | None:
         key, predicate = memory.subject_key, memory.predicate_normalized
@@ -429,9 +434,13 @@ def beside_answers(
         return memory.namespace, key, predicate
 
     answered = {slot(c.memory) for c, j in judged if j.label != "none"} - {None}
+    answers = {c.memory.memory_id for c, j in judged if j.label != "none"}
+    flagged = flagged or {}
     lifted: list[tuple[Candidate, Judgement]] = []
     for candidate, judgement in judged:
-        if judgement.label == "none" and slot(candidate.memory) in answered:
+        beside = slot(candidate.memory) in answered
+        if judgement.label == "none" and (beside or flagged.get(candidate.memory.memory_id,
+                                                                 set()) & answers):  # fmt: skip
             floor = relevance.DEFAULT_MODEL.weak_from
             judgement = Judgement(floor, relevance.DEFAULT_MODEL.label(floor), judgement.evidence)
         lifted.append((candidate, judgement))

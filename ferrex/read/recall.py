@@ -465,6 +465,18 @@ class Reader:
 
     # --- Relevance (ferrex/rules/relevance.py): absolute evidence → relevance, label, cut ---
 
+    def _flagged(self, kept: Sequence[tuple[Candidate, Judgement]]) -> dict[str, set[str]]:
+        """Of the facts judged, each one's possible conflicts among the others (both seen by
+        the caller, being results): the pairs :func:`beside_answers` reads."""
+        ids = [c.memory.memory_id for c, _ in kept if c.memory.type == "semantic"]
+        if len(ids) < 2:
+            return {}
+        found: dict[str, set[str]] = {}
+        for c in self.projections.read_model.possible_conflicts(ids):
+            if c.memory_id in ids and c.other_id in ids:
+                found.setdefault(c.memory_id, set()).add(c.other_id)
+        return found
+
     def _judged(
         self,
         req: RecallRequest,
@@ -498,7 +510,7 @@ class Reader:
                 continue
             judgement = Judgement(value, relevance.DEFAULT_MODEL.label(value), evidence)
             kept.append((item, judgement))
-        kept = beside_answers(kept)
+        kept = beside_answers(kept, self._flagged(kept))
         if ordered:
             window = sorted(kept[:ORDER_WINDOW], key=lambda k: _TIERS[k[1].label])
             kept = [*window, *kept[ORDER_WINDOW:]]

@@ -36,3 +36,27 @@ def test_a_value_kept_beside_an_answer_is_labelled_an_answer_too(tmp_path: Path)
             assert labels.get(other["id"], "none") == "none", found
 
     anyio.run(main)
+
+
+def test_a_fact_flagged_beside_an_answer_is_labelled_an_answer_too(tmp_path: Path) -> None:
+    """Two facts flagged as possibly one slot: until the agent settles it, either may be
+    the current answer, so a question the one answers labels the other an answer too (here
+    stored in words of a move the question does not use). Another fact of the subject, not
+    flagged, gains nothing."""
+
+    async def main() -> None:
+        async with stdio_client(tmp_path / "home") as client:
+            first = await store_fact(client, "invoice renderer", "runs on", "pdf-vm-2.internal")
+            moved = await store_fact(client, "invoice render job", "relocated to",
+                                     "pdf-vm-7.internal")  # fmt: skip
+            assert moved["possible_conflict"] == [first["id"]], moved
+            other = await store_fact(client, "invoice renderer", "written in", "Kotlin")
+            found = await call(client, "recall", {
+                "query": "Which machine runs the invoice renderer?", "min_relevance": 0,
+            })  # fmt: skip
+            labels = {r["id"]: r["relevance_label"] for r in found["results"]}
+            assert labels[first["id"]] != "none", found
+            assert labels[moved["id"]] != "none", found
+            assert labels.get(other["id"], "none") == "none", found
+
+    anyio.run(main)

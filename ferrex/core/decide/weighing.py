@@ -1,9 +1,9 @@
 """A new fact weighed against the facts of other subjects it may be about (step 3 of a store,
-beside :mod:`ferrex.core.decide.facts`): the reads both share (a subject's facts, whether
-two objects agree; a fact's slot matches are :mod:`ferrex.core.decide.slot_search`'s) and
-:class:`Weighing`, which finds, for each entity the subject is possibly the same as or shares
-a word with, the facts a new one may conflict with (flagged ``facts.possible_conflict``), restate (flagged
-``restates``), or surely replace (:meth:`Weighing.close_replaced`: a close name,
+beside :mod:`ferrex.core.decide.facts`): the reads both share (a subject's facts, whether two
+objects agree; a fact's slot matches are :mod:`ferrex.core.decide.slot_search`'s) and
+:class:`Weighing`, which finds, for each entity the subject is possibly the same as or shares a
+word with, the facts a new one may conflict with (flagged ``facts.possible_conflict``), restate
+(flagged ``restates``), or surely replace (:meth:`Weighing.close_replaced`: a close name,
 :func:`ferrex.rules.subjects.close_names`).
 """
 
