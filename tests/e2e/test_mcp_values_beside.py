@@ -1,5 +1,6 @@
 """Values kept beside each other answer together over MCP stdio: a question that one value of
-a relation of many answers is answered by the others too, however each was worded.
+a relation of many answers is answered by the others too, however each was worded; so is a
+fact flagged as possibly the same slot as an answer.
 
 A real server on stdio, the SDK's client, the bundled model. The first point of presence is
 stored with the words an agent asks in ("point of presence"), the second with the short
@@ -9,10 +10,18 @@ form ("PoP"): by its own words the second scores as no answer, yet it is one.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anyio
+from mcp import Client
 
 from tests.e2e.mcp_helpers import call, stdio_client, store_fact
+
+
+async def labels_for(client: Client, query: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The untrimmed recall of ``query`` and each result's relevance label by id."""
+    found = await call(client, "recall", {"query": query, "min_relevance": 0})
+    return found, {r["id"]: r["relevance_label"] for r in found["results"]}
 
 
 def test_a_value_kept_beside_an_answer_is_labelled_an_answer_too(tmp_path: Path) -> None:
@@ -26,10 +35,8 @@ def test_a_value_kept_beside_an_answer_is_labelled_an_answer_too(tmp_path: Path)
             )
             assert [k["id"] for k in second["kept_beside"]] == [first["id"]], second
             other = await store_fact(client, "lantern-cdn", "owned by", "edge team")
-            found = await call(client, "recall", {
-                "query": "Where does lantern-cdn have points of presence?", "min_relevance": 0,
-            })  # fmt: skip
-            labels = {r["id"]: r["relevance_label"] for r in found["results"]}
+            query = "Where does lantern-cdn have points of presence?"
+            found, labels = await labels_for(client, query)
             assert labels[first["id"]] != "none", found
             assert labels[second["id"]] != "none", found
             # Another relation of the subject gains nothing from it.
@@ -51,10 +58,7 @@ def test_a_fact_flagged_beside_an_answer_is_labelled_an_answer_too(tmp_path: Pat
                                      "pdf-vm-7.internal")  # fmt: skip
             assert moved["possible_conflict"] == [first["id"]], moved
             other = await store_fact(client, "invoice renderer", "written in", "Kotlin")
-            found = await call(client, "recall", {
-                "query": "Which machine runs the invoice renderer?", "min_relevance": 0,
-            })  # fmt: skip
-            labels = {r["id"]: r["relevance_label"] for r in found["results"]}
+            found, labels = await labels_for(client, "Which machine runs the invoice renderer?")
             assert labels[first["id"]] != "none", found
             assert labels[moved["id"]] != "none", found
             assert labels.get(other["id"], "none") == "none", found
