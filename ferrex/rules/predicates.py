@@ -217,7 +217,7 @@ FUNCTION_WORDS: Final[frozenset[str]] = frozenset(
 
 #: Words that carry a relation's direction or argument, never its content.
 PREPOSITIONS: Final[frozenset[str]] = frozenset(
-    {"in", "on", "at", "by", "of", "to", "for", "from", "with", "into", "onto", "upon", "as"}
+    {"in", "on", "at", "by", "of", "to", "for", "from", "with", "into", "onto", "upon", "as", "via"}
 )
 
 #: Prepositions that place a thing (``runs on``, ``hosted at``, ``deployed to``): one relation

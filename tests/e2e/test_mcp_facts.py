@@ -341,3 +341,24 @@ def test_a_change_told_in_words_is_flagged_beside_the_fact_it_may_change(tmp_pat
             assert host["id"] not in backups.get("possible_conflict", []), backups
 
     anyio.run(main)
+
+
+def test_a_relation_named_by_via_alone_is_weighed_by_its_value(tmp_path: Path) -> None:
+    """``via`` says how, not which slot: ``mobile checkout | via | Adyen`` beside ``handled by
+    | Braintree`` is flagged as possibly that slot, as is ``page via`` beside ``paging tool``;
+    a fact of another relation beside a ``via`` one is not."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            braintree = await store_fact(client, "mobile checkout", "handled by", "Braintree")
+            adyen = await store_fact(client, "mobile checkout", "via", "Adyen")
+            assert adyen["possible_conflict"] == [braintree["id"]], adyen
+            pager = await store_fact(client, "order alerts", "paging tool", "PagerDuty")
+            page = await store_fact(client, "order alerts", "page via", "incident.io")
+            assert page["possible_conflict"] == [pager["id"]], page
+            await store_fact(client, "report mailer", "sends via", "SendGrid")
+            host = await store_fact(client, "report mailer", "runs on", "cron-box-4")
+            assert "possible_conflict" not in host and host["superseded"] == [], host
+
+    anyio.run(main)

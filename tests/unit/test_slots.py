@@ -737,6 +737,16 @@ def test_verbs_that_pass_a_value_on_tell_a_change() -> None:
         assert not told_as_news(predicate, None, dated=False), predicate
 
 
+def test_via_is_a_preposition() -> None:
+    """``via`` names no slot by itself (``IAP | via | RevenueCat`` is weighed by its value,
+    like ``is``), and in ``page_via`` it is the preposition beside the head word."""
+    from ferrex.rules.slots import prepositions_in, value_predicate
+
+    assert value_predicate("via")
+    assert prepositions_in("page_via") == ["via"] and prepositions_in("sent_via") == ["via"]
+    assert not value_predicate("sent_via")
+
+
 def test_a_weekly_schedule_in_one_form() -> None:
     from ferrex.rules.schedules import schedule_form
 
