@@ -468,11 +468,11 @@ class Reader:
     def _flagged(self, kept: Sequence[tuple[Candidate, Judgement]]) -> dict[str, set[str]]:
         """Of the facts judged, each one's possible conflicts among the others (both seen by
         the caller, being results): the pairs :func:`beside_answers` reads."""
-        ids = [c.memory.memory_id for c, _ in kept if c.memory.type == "semantic"]
+        ids = {c.memory.memory_id for c, _ in kept if c.memory.type == "semantic"}
         if len(ids) < 2:
             return {}
         found: dict[str, set[str]] = {}
-        for c in self.projections.read_model.possible_conflicts(ids):
+        for c in self.projections.read_model.possible_conflicts(sorted(ids)):
             if c.memory_id in ids and c.other_id in ids:
                 found.setdefault(c.memory_id, set()).add(c.other_id)
         return found

@@ -129,6 +129,11 @@ class Weighing:
     mine: tuple[list[str], list[str]]
     spelt: dict[str, set[str]]
     fresh: bool
+    told: bool
+    """Told as news of a change (:func:`ferrex.rules.value_changes.told_as_news`): in words,
+    or by a start given."""
+    worded: bool
+    """Told as news of a change in words (the predicate or the note), not by a start alone."""
     news: bool
     besides: list[str]
     read: dict[str, list[Memory]]
@@ -175,11 +180,12 @@ class Weighing:
         # A note that names another fact's value (``dropped redis``) tells of a change to it.
         fresh = not any(is_current(m) and who.sees(m)
                         for m in facts_of(view, who, subject.keys))  # fmt: skip
-        news = fresh and told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
+        told = told_as_news(predicate, valid.content, dated=valid.t_valid is not None)
+        worded = told_as_news(predicate, valid.content, dated=False)
         besides = [*mine[0], *valid.subject.casefold().split()]
         return cls(valid, view, who, subject, subject.entity.entity_id, predicate, memory_id,
-                   now, agree, valid.object, abbreviations, mine, spelt, fresh, news,
-                   besides, {}, frozenset(named))  # fmt: skip
+                   now, agree, valid.object, abbreviations, mine, spelt, fresh, told, worded,
+                   fresh and told, besides, {}, frozenset(named))  # fmt: skip
 
     def flags(self, measures: Measures) -> list[FactsPossiblyConflicting]:
         """For each entity the subject is possibly the same as: its active single-valued
@@ -208,10 +214,9 @@ class Weighing:
         if entity_id not in self.slotted:
             current = self.current_of(entity_id)
             others = [m for m in current if not self.one_relation(m)]
-            worded = told_as_news(self.predicate, self.valid.content, dated=False)
-            told = worded or self.valid.t_valid is not None
+            told = self.worded or self.valid.t_valid is not None
             self.slotted[entity_id] = slot_matches(self.obj, self.predicate, others, measures,
-                                                   news=told, worded=worded,
+                                                   news=told, worded=self.worded,
                                                    note=change_words(self.valid),
                                                    besides=own_words(self.valid))  # fmt: skip
         return self.slotted[entity_id]
@@ -267,7 +272,7 @@ class Weighing:
         wording = as_worded(str(self.valid.predicate))
         return (
             self.many_values(entity_id)
-            and not told_as_news(self.predicate, self.valid.content, dated=False)
+            and not self.worded
             and all(as_worded(str(m.predicate)) == wording for m in same)
         )
 
@@ -301,9 +306,7 @@ class Weighing:
     def close(self, entity_id: str) -> bool:
         """Whether one of the entity's spellings is a close name of the subject; a name and
         its part (``Kafka`` / ``Kafka cluster``) only for a fact told as news."""
-        valid = self.valid
-        told = told_as_news(self.predicate, valid.content, dated=valid.t_valid is not None)
-        return any(close_names(self.mine[0], spelled_out(key, self.abbreviations), parts=told,
+        return any(close_names(self.mine[0], spelled_out(key, self.abbreviations), parts=self.told,
                                named=self.named)
                    for key in sorted(self.spelt.get(entity_id, ())))  # fmt: skip
 
@@ -314,13 +317,12 @@ class Weighing:
         if entity_id not in self.read:
             keys = sorted(self.spelt.get(entity_id, ()))
             who, now = self.who, self.now.timestamp()
-            worded = told_as_news(self.predicate, self.valid.content, dated=False)
             self.read[entity_id] = [
                 m
                 for m in facts_of(self.view, who, keys)
                 if is_current(m)
                 and who.sees(m)
-                and (worded or not m.multi_valued)
+                and (self.worded or not m.multi_valued)
                 and not expired(m.expires_at, now)
                 and m.object is not None
                 and m.predicate_normalized
@@ -397,7 +399,7 @@ class Weighing:
         (``now deployed to``, ``raised to``, a note ``moved off Netlify``), that found nothing
         else: the one fact of the entities sharing a word with it whose slot it may fill
         (:func:`_news_slots`) is flagged; none when there are several to choose from."""
-        if not self.fresh or not told_as_news(self.predicate, self.valid.content, dated=False):
+        if not self.fresh or not self.worded:
             return []
         found = [
             (entity_id, m)
