@@ -917,7 +917,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.home_config is not None:
-        HOME_CONFIG[:] = [args.home_config.read_text(encoding="utf-8")]
+        try:
+            HOME_CONFIG[:] = [args.home_config.read_text(encoding="utf-8")]
+        except (OSError, UnicodeDecodeError) as exc:
+            parser.error(f"--home-config {args.home_config}: {exc}")
     if args.embed_context is not None:
         STORE_ENV["FERREX_EMBED_CONTEXT"] = str(args.embed_context)
     overrides = dict(parse_setting(item) for item in args.setting)

@@ -153,3 +153,15 @@ def test_a_home_config_is_every_evaluated_home_s_configuration(tmp_path: Path) -
         assert (home / "models").resolve() == (tmp_path / "cache" / "models").resolve()
     finally:
         eval_retrieval.HOME_CONFIG.clear()
+
+
+def test_a_home_config_that_cannot_be_read_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools import eval_retrieval
+
+    with pytest.raises(SystemExit) as stop:
+        eval_retrieval.main(["beir", "--home-config", str(tmp_path / "missing.toml")])
+    assert stop.value.code == 2
+    assert "--home-config" in capsys.readouterr().err
+    assert eval_retrieval.HOME_CONFIG == []
