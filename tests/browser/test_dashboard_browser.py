@@ -113,8 +113,16 @@ def opened(driver: WebDriver, url: str) -> None:
     ).until(lambda d: d.find_elements(By.ID, "q"))
 
 
+def signed_in(driver: WebDriver, url: str, who: str = "operator") -> None:
+    """Opens a sign-in URL and waits (up to a minute) for the page it redirects to: the token
+    is traded for a cookie and the URL loaded again, and a page read at once was once the one
+    before the redirect (no ``#who`` yet)."""
+    driver.get(url)
+    shown(driver, By.ID, "who", who)
+
+
 def test_search_then_memory_then_history(browser: WebDriver, served: Served, home: Home) -> None:
-    browser.get(served.login_url)
+    signed_in(browser, served.login_url)
     # The token was traded for a cookie the page's scripts cannot read, and left the URL.
     assert "token" not in browser.current_url
     (cookie,) = browser.get_cookies()
@@ -162,7 +170,7 @@ def test_search_then_memory_then_history(browser: WebDriver, served: Served, hom
 
 
 def test_a_shared_url_opens_the_same_search(browser: WebDriver, served: Served) -> None:
-    browser.get(served.login_url)
+    signed_in(browser, served.login_url)
     opened(browser, served.base + "/?q=api-server&types=procedural")
     assert browser.find_element(By.ID, "q").get_attribute("value") == "api-server"
     boxes = {b.get_attribute("value"): b.is_selected()
@@ -173,7 +181,7 @@ def test_a_shared_url_opens_the_same_search(browser: WebDriver, served: Served) 
 
 
 def test_entity_page_shows_spellings_and_the_graph(browser: WebDriver, served: Served) -> None:
-    browser.get(served.login_url)
+    signed_in(browser, served.login_url)
     browser.find_element(By.LINK_TEXT, "Entities").click()
     assert "api-server" in texts(browser, "#names a")
     browser.find_element(By.LINK_TEXT, "api-server").click()
@@ -193,7 +201,7 @@ def test_entity_page_shows_spellings_and_the_graph(browser: WebDriver, served: S
 
 
 def test_health_forget_asks_first(browser: WebDriver, served: Served, home: Home) -> None:
-    browser.get(served.login_url)
+    signed_in(browser, served.login_url)
     browser.find_element(By.LINK_TEXT, "Health").click()
     stats = browser.find_element(By.ID, "stats").text
     assert "memories" in stats
@@ -222,7 +230,7 @@ def test_health_forget_asks_first(browser: WebDriver, served: Served, home: Home
 def test_an_agents_dashboard_shows_only_its_view(
     browser: WebDriver, served: Served, home: Home
 ) -> None:
-    browser.get(f"{served.base}/?token={BOB}")
+    signed_in(browser, f"{served.base}/?token={BOB}", "agent bob")
     assert browser.find_element(By.ID, "who").text == "agent bob"
     browser.get(served.base + "/?q=staging+database+password")
     shown = browser.find_element(By.TAG_NAME, "main").text
@@ -252,7 +260,7 @@ def test_a_home_of_10k_memories(
     with ferrex_ui(home) as served:
         driver = chromium(tmp_path / "profile")
         try:
-            driver.get(served.login_url)
+            signed_in(driver, served.login_url)
             opened(
                 driver,
                 served.base + "/?q=which+runtime+does+it+use&types=semantic&entities=service-7",
