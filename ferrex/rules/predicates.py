@@ -10,12 +10,11 @@ same relation many ways (``uses``, ``depends-on``, ``dependsOn``, ``is dependent
    digits (space, ``-``, ``_``, ``.``, ``/``, punctuation) becomes one ``_``; leading and
    trailing ``_`` stripped. A shaped form the synonym map names is mapped at once (so a map
    may name ``is_a`` itself).
-2. **Wording** (:func:`predicate_wording`): copulas, auxiliaries and articles do not make a
-   relation (:data:`FUNCTION_WORDS`: ``is``, ``was``, ``been``, ``has``, ``does``, ``the``,
-   ...): leading ones are dropped while what remains still holds a content word, so
-   ``is owned by`` is ``owned by`` and ``has been using`` is ``using``, while a bare ``is``
-   (→ ``is_a``), ``has_a`` and ``is_in`` stay. Negations are content: ``does not use`` is
-   ``not_use``, never ``uses``.
+2. **Wording** (:func:`predicate_wording`): copulas, auxiliaries, articles and words telling
+   one value more (``also``) make no relation (:data:`FUNCTION_WORDS`): leading ones are dropped
+   while a content word remains (``is owned by`` → ``owned by``, ``is also deployed in`` →
+   ``deployed in``), while a bare ``is`` (→ ``is_a``), ``has_a`` and ``is_in`` stay. Negations
+   are content: ``does not use`` is ``not_use``, never ``uses``.
 3. **Synonyms**: the worded form is looked up in the synonym map (variant → canonical);
    failing that, a *typo* of a form the map names (the rule of :func:`match_known` below,
    ``maintianed by`` → ``owned_by``) maps to that form's canonical; otherwise the worded form
@@ -79,8 +78,7 @@ root whose prepositions differ (``created_by``/``created_at``, ``depends_on``/
 ``dependency_of``, ``located_in``/``location_of``). The threshold was chosen on the pair set
 with the bundled model: above every negative the guard lets through (``parent_of``/
 ``child_of`` 0.807), below the positives it can find (``situated_in``/``located_in`` 0.880,
-``invented_by``/``created_by`` 0.845). The bundled model finds few: most paraphrases it
-scores lower than some unrelated pair.
+``invented_by``/``created_by`` 0.845); most paraphrases score lower than some unrelated pair.
 """
 
 from __future__ import annotations
@@ -104,10 +102,9 @@ TYPO_MIN_WORD: Final = 6
 #: The Jaro-Winkler score a typo must beat (the default of :func:`match_known`).
 TYPO_THRESHOLD: Final = 0.85
 
-#: Canonical predicate → the other ways agents say it. Canonical forms are already shaped.
-#: Forms that step 2 (wording) reduces to a listed one are not listed: ``is owned by`` is
-#: ``owned by``, ``has version`` is ``version``. Role nouns name the object's role:
-#: ``X | owner | Y`` says Y owns X, so ``owner`` is ``owned_by``, and ``owner of`` is ``owns``.
+#: Canonical predicate → the other ways agents say it, already shaped; not forms that step 2
+#: reduces to a listed one (``is owned by``). Role nouns name the object's role: ``X | owner
+#: | Y`` says Y owns X, so ``owner`` is ``owned_by``, and ``owner of`` is ``owns``.
 DEFAULT_SYNONYM_GROUPS: Final[Mapping[str, tuple[str, ...]]] = {
     "depends_on": (
         "uses",
@@ -208,11 +205,14 @@ DEFAULT_SYNONYM_GROUPS: Final[Mapping[str, tuple[str, ...]]] = {
     "part_of": ("belongs to", "component of"),
 }
 
+#: Words telling that a value is one more beside those known (``also runs in``).
+ADDED_WORDS: Final[frozenset[str]] = frozenset({"also", "additionally"})
+
 #: Leading words that do not make a relation of their own (step 2 of the module docstring).
 FUNCTION_WORDS: Final[frozenset[str]] = frozenset(
     {"is", "are", "am", "was", "were", "be", "been", "being"}
-    | {"has", "have", "had", "having", "does", "do", "did"}
-    | {"the", "a", "an"}
+    | {"has", "have", "had", "having", "does", "do", "did", "the", "a", "an"}
+    | ADDED_WORDS
 )
 
 #: Words that carry a relation's direction or argument, never its content.

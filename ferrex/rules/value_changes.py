@@ -14,7 +14,7 @@ from typing import Final
 
 from ferrex.rules.dedup import measure_unit
 from ferrex.rules.kinds import NAME_WORD, object_kind
-from ferrex.rules.predicates import FUNCTION_WORDS, PLACE_PREPOSITIONS, phrase_words
+from ferrex.rules.predicates import ADDED_WORDS, FUNCTION_WORDS, PLACE_PREPOSITIONS, phrase_words
 from ferrex.rules.slots import (
     CHANGE_WORDS,
     COUNT,
@@ -56,6 +56,17 @@ def told_as_past(predicate: str) -> bool:
     if any(w in PAST_WORDS for w in words) or words[0] in PAST_VERBS:
         return True
     return any(words[i : i + 2] == ["used", "to"] for i in range(len(words) - 1))
+
+
+def told_as_added(predicate: str) -> bool:
+    """Whether a predicate as the agent wrote it tells a value one more beside those the
+    relation holds (``also accepts from``, ``is also deployed in``, ``additionally
+    supports``): the words of :data:`ferrex.rules.predicates.ADDED_WORDS`, which its
+    normalized form drops, and no word of change (``also moved to`` tells a change). Such a
+    value is kept beside the others, never a change of them."""
+    words = phrase_words(predicate)
+    return (any(w in ADDED_WORDS for w in words) and any(w not in FUNCTION_WORDS for w in words)
+            and not any(w in VALUE_WORDS or w in CHANGE_WORDS for w in words))  # fmt: skip
 
 
 #: Words that put a relation in the past (``previously``, ``formerly``, ``originally``).

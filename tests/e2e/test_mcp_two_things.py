@@ -136,3 +136,35 @@ def test_two_things_of_one_subject_are_not_flagged(tmp_path: Path) -> None:
         assert flagged == []
 
     anyio.run(main)
+
+
+def test_a_value_told_as_one_more_is_kept_beside_the_other(tmp_path: Path) -> None:
+    """``also`` (or ``additionally``) before the relation tells one value more: it is kept
+    beside the value known (the answer names it, with how to replace it instead), neither
+    replaced nor flagged, and recall shows both unmarked."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            for number, (subject, first_pair, second_pair) in enumerate([
+                ("payments-api", ("runs in", "us-east-1"), ("also runs in", "eu-west-1")),
+                ("intake service", ("accepts files from", "the SFTP drop"),
+                 ("additionally accepts files from", "S3 uploads")),
+                ("web app", ("uses", "React 18"), ("also uses", "React 19")),
+                ("checkout", ("is deployed in", "us-east-1"),
+                 ("is also deployed in", "ap-south-1")),
+            ]):  # fmt: skip
+                namespace = f"more-{number}"
+                first = await store_fact(client, subject, *first_pair, namespace=namespace)
+                second = await store_fact(client, subject, *second_pair, namespace=namespace)
+                assert second["status"] == "stored" and second.get("multi_valued"), second
+                assert not second["superseded"] and not second.get("possible_conflict"), second
+                assert [k["id"] for k in second["kept_beside"]] == [first["id"]], second
+                recalled = await call(client, "recall", {"query": subject,
+                                                         "namespace": namespace})  # fmt: skip
+                shown = {r["id"]: r for r in recalled["results"]}
+                assert {first["id"], second["id"]} <= shown.keys(), recalled
+                assert not any(r.get("contradicts") or r.get("possible_conflict")
+                               for r in shown.values()), recalled  # fmt: skip
+
+    anyio.run(main)

@@ -138,6 +138,10 @@ def test_inverse_relations_stay_apart(left: str, right: str) -> None:
         ("is being used by", "used_by"),
         ("does not use", "not_use"),  # a negation is content: never "uses"
         ("is blocking", "blocking"),  # in no group: the copula still goes
+        # one value more is told, the relation is the same
+        ("also runs on", "runs_on"),
+        ("is also deployed in", "deployed_in"),
+        ("additionally uses", "depends_on"),
     ],
 )
 def test_copulas_auxiliaries_and_articles_do_not_make_a_relation(
@@ -146,7 +150,9 @@ def test_copulas_auxiliaries_and_articles_do_not_make_a_relation(
     assert normalize_predicate(predicate) == canonical
 
 
-@pytest.mark.parametrize("shaped", ["is", "is_a", "has_a", "is_in", "the", "is_not", "has"])
+@pytest.mark.parametrize(
+    "shaped", ["is", "is_a", "has_a", "is_in", "the", "is_not", "has", "is_also"]
+)
 def test_a_function_word_stays_when_nothing_would_remain(shaped: str) -> None:
     assert predicate_wording(shaped) == shaped
 

@@ -700,6 +700,18 @@ def test_a_relation_told_as_past() -> None:
         assert not told_as_past(present), present
 
 
+def test_a_value_told_as_one_more() -> None:
+    from ferrex.rules.value_changes import told_as_added
+
+    for added in ("also runs in", "is also deployed in", "additionally accepts files from",
+                  "also_known_as", "Also serves"):  # fmt: skip
+        assert told_as_added(added), added
+    # no word of one more; only function words; one more told as a change
+    for other in ("runs in", "is also", "also moved to", "also now uses", "also switched to",
+                  "also migrated to", "Alsop version"):  # fmt: skip
+        assert not told_as_added(other), other
+
+
 def test_a_change_in_words_is_apart_from_slots_it_leaves_alone() -> None:
     from ferrex.rules.slot_outcomes import news_apart
 

@@ -66,6 +66,7 @@ from ferrex.rules.value_changes import (
     counts_of_two,
     one_of_many_held,
     suffixed_versions,
+    told_as_added,
 )
 from journal import (
     Event,
@@ -285,9 +286,12 @@ def decide_store(
         # under ``supports``: a range holds both); payment-gateway-v1 → -v2 may be one,
         # flagged (:func:`ferrex.rules.value_changes.suffixed_versions`)
         plural = False
+    # A value told as one more (``also runs in``) is kept beside the others, whatever they are.
+    added = (valid.type == "semantic" and valid.supersedes is None
+             and told_as_added(valid.predicate or ""))  # fmt: skip
     # Counts of two things (``has 3 masters`` / ``has 12 workers``) both hold too.
     obj = valid.object or ""
-    single = (not plural and valid.type == "semantic" and not multi_valued
+    single = (not plural and not added and valid.type == "semantic" and not multi_valued
               and valid.supersedes is None)  # fmt: skip
     scoped = single and (
         (" for " in obj and a_current_value(valid, view, who, named, settings, scoped_apart))
@@ -298,7 +302,7 @@ def decide_store(
     repeated = (
         single and not scoped and repeats_wording(valid, view, who, named, measures, settings)
     )
-    plural = plural or scoped or repeated
+    plural = plural or scoped or repeated or added
     multi_valued = multi_valued or plural
     supersede = _Supersede()
     if valid.supersedes is not None:
@@ -329,7 +333,7 @@ def decide_store(
     beside: list[Memory] = []
     if plural and named.subject.entity is not None:
         beside, fact = plural_beside(valid, view, who, named.subject, fact, memory_id,
-                                      flag=not (scoped or repeated))  # fmt: skip
+                                      flag=not (scoped or repeated or added))  # fmt: skip
     episode = _plan_episode(valid, view, who, memory_id, now, settings)
     decided = _stored(valid, view, who, memory_id, now, named, supersede, fact, versions,
                       episode, close, multi_valued=multi_valued)  # fmt: skip
