@@ -49,6 +49,8 @@ class View(Protocol):
 
     def subject_facts(self, namespace: str, key: str) -> list[Memory]: ...
 
+    def facts_holding(self, namespace: str, words: tuple[str, ...]) -> list[Memory]: ...
+
     def procedures(self, namespace: str, name: str) -> list[Memory]: ...
 
     def imported(self, namespace: str, key: str) -> list[Memory]: ...
@@ -101,6 +103,12 @@ class ReadModelView:
         return list(
             self._once(("subject", namespace, key), lambda: self._rm.subject_facts(namespace, key))
         )
+
+    def facts_holding(self, namespace: str, words: tuple[str, ...]) -> list[Memory]:
+        def ask() -> list[Memory]:
+            return self._rm.facts_holding(namespace, words)
+
+        return list(self._once(("holding", namespace, words), ask))
 
     def procedures(self, namespace: str, name: str) -> list[Memory]:
         return list(
@@ -373,6 +381,14 @@ class Overlay:
             return m.namespace == namespace and m.type == "semantic" and m.subject_key == key
 
         return self._merged(self._base.subject_facts(namespace, key), keep)
+
+    def facts_holding(self, namespace: str, words: tuple[str, ...]) -> list[Memory]:
+        def keep(m: Memory) -> bool:
+            held = str(m.object or "").casefold()
+            return (m.namespace == namespace and m.type == "semantic" and m.superseded_by is None
+                    and any(w.casefold() in held for w in words))  # fmt: skip
+
+        return self._merged(self._base.facts_holding(namespace, words), keep)
 
     def procedures(self, namespace: str, name: str) -> list[Memory]:
         def keep(m: Memory) -> bool:

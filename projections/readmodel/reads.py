@@ -150,6 +150,20 @@ class Reads:
             (namespace, key),
         )
 
+    def facts_holding(self, namespace: str, words: Sequence[str]) -> list[Memory]:
+        """The semantic facts of a namespace not superseded whose object holds one of
+        ``words`` (letters and digits, as a part of it, in any case), by id: the facts a
+        note naming a value may mean. None for no words."""
+        words = [w for w in words if w.isalnum()]
+        if not words:
+            return []
+        held = " OR ".join("object LIKE ?" for _ in words)
+        return self._where(
+            "SELECT * FROM memories WHERE namespace=? AND type='semantic' "
+            f"AND superseded_by IS NULL AND ({held}) ORDER BY memory_id",
+            (namespace, *(f"%{w}%" for w in words)),
+        )
+
     def spellings(self, namespace: str) -> list[Spelling]:
         """Every known spelling of every entity of a namespace, by normalized form. The
         spellings of an entity merged into another are that other's.

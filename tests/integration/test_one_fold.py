@@ -9,6 +9,7 @@ overlay has not got (0 there).
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -59,6 +60,7 @@ fields = st.fixed_dictionaries(
     optional={
         "subject": st.sampled_from(["Tokio", "tokio"]),
         "predicate": st.sampled_from(["uses", "is"]),
+        "object": st.sampled_from(["Redis 7", "redis cluster", "Kafka"]),
         "procedure_name": st.sampled_from(["deploy", "backup"]),
     },
 )
@@ -91,8 +93,12 @@ def _answers(view: Overlay | ReadModelView) -> dict[str, object]:
         for m in held
         if m.subject_key is not None and m.predicate_normalized is not None
     }
+    # a few words of the facts' values, as a note naming them would give them
+    words = tuple(sorted({w for m in held if m.object
+                          for w in re.findall(r"[a-z0-9]+", m.object.casefold())}))[:4]  # fmt: skip
     return {
         "memories": rows,
+        "facts_holding": {ns: [_row(m) for m in view.facts_holding(ns, words)] for ns in "ab"},
         "active_facts": {
             (ns, k, p): [_row(m) for m in view.active_facts(ns, k, p)] for ns, k, p in facts
         },

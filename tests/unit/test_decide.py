@@ -69,6 +69,9 @@ class _Set:
     def subject_facts(self, namespace: str, key: str) -> list[Memory]:
         return []
 
+    def facts_holding(self, namespace: str, words: tuple[str, ...]) -> list[Memory]:
+        return []
+
     def procedures(self, namespace: str, name: str) -> list[Memory]:
         return []
 

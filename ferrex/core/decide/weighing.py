@@ -27,6 +27,7 @@ from ferrex.rules.short_forms import spelled_out
 from ferrex.rules.slots import (
     SlotMatch,
     content_words,
+    fact_phrase,
     same_head,
     slot_candidate,
     value_predicate,
@@ -38,7 +39,7 @@ from ferrex.rules.subjects import (
     parts_of_one,
     same_slot_words,
 )
-from ferrex.rules.subjects_apart import PERSON_SLOT_WORDS, first_name_of
+from ferrex.rules.subjects_apart import PERSON_SLOT_WORDS, first_name_of, relations_apart
 from ferrex.rules.value_changes import (
     note_names,
     replaces_value,
@@ -52,8 +53,8 @@ from projections.rows import RELATION, RESTATES, Memory
 from ..settings import StoreSettings
 from ..view import View
 from .entities import Subject, scoped_candidates
-from .shared import Measures, Who
-from .slot_search import slot_matches
+from .shared import Measures, Who, cosines_with
+from .slot_search import NEWS_FLOOR, slot_matches
 
 
 def facts_of(view: View, who: Who, keys: Sequence[str]) -> list[Memory]:
@@ -199,7 +200,7 @@ class Weighing:
         out += self.related_flags()
         out += self.restating_flags(out)
         if not out:
-            out = self.worded_news_flags()
+            out = self.worded_news_flags() or self.noted_flags(measures)
         # A fact replaced as this slot's value (:meth:`close_replaced`) is no conflict.
         if not self.replacing:
             return out
@@ -411,6 +412,46 @@ class Weighing:
         entity_id, m = found[0]
         return [self.flag([m.memory_id], entity_id, NEWS)]
 
+    def noted_flags(self, measures: Measures) -> list[FactsPossiblyConflicting]:
+        """A fact of a subject named for the first time, told as news of a change (in words
+        or by its start) with a note, that found nothing else: the one current fact of the
+        namespace, of any subject, whose value the note names (:func:`ferrex.rules.
+        value_changes.note_names`, not by a word of the new fact's own subject, relation or value:
+        ``sessions | stored in | Postgres`` noted "dropped redis for sessions" beside
+        ``session store | backed by | Redis 6``), of a kind that does not clash with the new
+        value, a relation not apart from its and a phrase not far from its (the cosine of
+        :data:`~ferrex.core.decide.slot_search.NEWS_FLOOR`: a note may name a value in
+        passing), is flagged; none when the note names several. Of the fact sets' tuning
+        halves and probes, no negative has a note naming one fact's value."""
+        note = self.valid.content
+        if not self.fresh or not self.told or not note:
+            return []
+        # Words of its own subject, relation or value name no other fact's value.
+        besides = [*self.besides, *own_words(self.valid), *as_worded(str(self.valid.predicate))]
+        skip = {w.casefold() for w in besides}
+        words = tuple(sorted({w for w in re.findall(r"[a-z][a-z0-9]+", note.casefold())
+                              if len(w) >= 4 and w not in skip}))  # fmt: skip
+        now = self.now.timestamp()
+        found = [m for m in self.view.facts_holding(self.who.namespace, words)
+                 if is_current(m) and self.who.sees(m) and not expired(m.expires_at, now)
+                 and m.object is not None and m.subject_key not in self.subject.keys
+                 and not kinds_clash(self.obj, m.object)
+                 and not relations_apart(self.predicate, str(m.predicate_normalized))
+                 and note_names(note, m.object, besides=besides)]  # fmt: skip
+        if len(found) != 1:
+            return []
+        theirs = fact_phrase(str(found[0].predicate_normalized), str(found[0].object))
+        mine = fact_phrase(self.predicate, self.obj)
+        if cosines_with(measures, mine, [theirs])[0] < NEWS_FLOOR:
+            return []
+        scope = self.who.scope
+        owners = {s.entity_id for s in self.view.spellings(self.who.namespace)
+                  if s.normalized == found[0].subject_key
+                  and in_scope(scope, s.agent_id, s.viewers)}  # fmt: skip
+        if len(owners) != 1:
+            return []
+        return [self.flag([found[0].memory_id], owners.pop(), NOTED)]
+
     def restating_flags(
         self, flagged: Sequence[FactsPossiblyConflicting]
     ) -> list[FactsPossiblyConflicting]:
@@ -452,6 +493,9 @@ class Weighing:
 #: The reason of a possible conflict found by :func:`ferrex.rules.subjects.same_slot_words`
 #: between subjects that only share a word.
 SLOT_WORDS: Final = "slot words"
+#: The reason of a possible conflict between a fact told as news of a change and the fact
+#: of another subject whose value its note names (:meth:`Weighing.noted_flags`).
+NOTED: Final = "noted"
 #: The reason of a possible conflict between a fact told as news of a change
 #: (:func:`ferrex.rules.value_changes.told_as_news`) and a fact of a subject that may be its own
 #: (:func:`ferrex.rules.subjects.news_alike`).
