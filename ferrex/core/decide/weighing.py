@@ -428,9 +428,7 @@ class Weighing:
             return []
         # Words of its own subject, relation or value name no other fact's value.
         besides = [*self.besides, *own_words(self.valid), *as_worded(str(self.valid.predicate))]
-        skip = {w.casefold() for w in besides}
-        words = tuple(sorted({w for w in re.findall(r"[a-z][a-z0-9]+", note.casefold())
-                              if len(w) >= 4 and w not in skip}))  # fmt: skip
+        words = _note_words(note, {w.casefold() for w in besides})
         now = self.now.timestamp()
         found = [m for m in self.view.facts_holding(self.who.namespace, words)
                  if is_current(m) and self.who.sees(m) and not expired(m.expires_at, now)
@@ -493,6 +491,28 @@ class Weighing:
 #: The reason of a possible conflict found by :func:`ferrex.rules.subjects.same_slot_words`
 #: between subjects that only share a word.
 SLOT_WORDS: Final = "slot words"
+
+
+def _note_words(note: str, skip: set[str]) -> tuple[str, ...]:
+    """The words of a note a value it names may hold (:func:`ferrex.rules.value_changes.
+    note_names`: four letters or more, not of ``skip``), casefolded; of a long note, the
+    :data:`NOTE_WORDS` most like names: written with a capital or a digit, then the longest
+    (each is one more pattern the namespace's facts are matched against)."""
+    found: dict[str, bool] = {}
+    for word in re.findall(r"[A-Za-z][A-Za-z0-9]+", note):
+        low = word.casefold()
+        if len(low) >= 4 and low not in skip:
+            found[low] = found.get(low, False) or word != low or any(c.isdigit() for c in word)
+    kept = sorted(found, key=lambda w: (not found[w], -len(w), w))[:NOTE_WORDS]
+    return tuple(sorted(kept))
+
+
+#: The most words of a note :meth:`Weighing.noted_flags` looks for in the namespace's values:
+#: a change's note is a sentence; a long text's rarest-looking words are kept (at 10k facts,
+#: 20 words take SQLite 14 ms, 214 words 111 ms).
+NOTE_WORDS: Final = 12
+
+
 #: The reason of a possible conflict between a fact told as news of a change and the fact
 #: of another subject whose value its note names (:meth:`Weighing.noted_flags`).
 NOTED: Final = "noted"
