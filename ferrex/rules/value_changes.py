@@ -44,8 +44,13 @@ def told_as_news(predicate: str, content: str | None, *, dated: bool) -> bool:
     return any(w in CHANGE_WORDS or w in CHANGE_NOUNS for w in words)
 
 
-#: Nouns of a change a note may tell it by ("migration finished", "after the cutover").
-CHANGE_NOUNS: Final = frozenset({"migration", "cutover", "switchover", "changeover"})
+#: Nouns of a change a note may tell it by ("migration finished", "after the cutover",
+#: "region move done", "team rename"). Not ``change`` itself: a name as often (Change
+#: Healthcare) as a word of one, and "no change" says none.
+CHANGE_NOUNS: Final = frozenset(
+    {"migration", "cutover", "switchover", "changeover", "move", "switch", "rename", "upgrade"}
+    | {"reorg", "handover", "handoff", "replacement", "relocation", "rewrite", "swap"}
+)
 
 
 def told_as_past(predicate: str) -> bool:

@@ -34,6 +34,15 @@ def test_a_change_in_words_flags_the_one_fact_it_may_change(tmp_path: Path) -> N
             importer = await fact("price importer", "interval", "5 minutes", content=note)
             assert importer["possible_conflict"] == [feed["id"]], importer
 
+            # Told by a noun of change in its note: a move, a rewrite.
+            cache = await fact("main Redis cache", "region", "eu-west-1")
+            moved_cache = await fact("prod redis", "sits in", "eu-central-1",
+                                     content="the region move wrapped up on Friday")  # fmt: skip
+            assert moved_cache["possible_conflict"] == [cache["id"]], moved_cache
+            java = await fact("search service", "written in", "Java 17")
+            go = await fact("search svc", "written in", "Go", content="the rewrite shipped")
+            assert go["superseded"] == [java["id"]], go
+
             # Things of a plural name placed anew in words of change: where they all are now,
             # not one more place of many (flagged against what held them before).
             flags = await fact("feature flags", "provider", "Unleash")

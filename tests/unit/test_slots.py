@@ -383,6 +383,10 @@ def test_a_questions_form_asks_for_a_kind_of_value() -> None:
         ("hosted_on", "Migrated off the old VPS", False, True),
         ("lives_in", "BigQuery migration finished", False, True),  # a noun of change
         ("runs_on", "after the cutover to the new cluster", False, True),
+        ("sits_in", "the region move wrapped up on Friday", False, True),
+        ("owned_by", "after the reorg", False, True),
+        ("written_in", "the rewrite shipped last week", False, True),
+        ("provider", "after the Change Healthcare outage", False, False),  # a name, no noun
         ("lives_in", "the migrations folder of the repo", False, False),
         ("owner", None, False, False),
         ("hosted_on", "the host for the marketing pages", False, False),
