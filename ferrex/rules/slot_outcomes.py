@@ -5,6 +5,7 @@ None; the evidence and its order are :mod:`ferrex.rules.slots`'s module docstrin
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 from typing import Final
 
@@ -201,9 +202,48 @@ def _slot_match(
         return SlotMatch("same" if sure else "possible", "both place the subject", phrase_cosine)
     if placed_to(new_predicate, old_predicate):
         return SlotMatch("possible", "both place the subject, one by where it went", phrase_cosine)
+    if (
+        placed_by_attribute(new_predicate, old_predicate)
+        or placed_by_attribute(old_predicate, new_predicate)
+    ) and cloud_regions(new_object, old_object):
+        return SlotMatch("possible", "a region named beside a verb placing", phrase_cosine)
     if telling_kind(new_object, old_object):
         return SlotMatch("possible", "two values of one plain kind", phrase_cosine)
     return None
+
+
+_REGION: Final = re.compile(
+    r"\b[a-z]{2,}-(?:[a-z]+-)?(?:north|south|east|west|central|northeast|northwest|southeast"
+    r"|southwest)\d*(?:-\d+)?\b",
+    re.IGNORECASE,
+)
+
+
+def cloud_regions(left: str, right: str) -> bool:
+    """Whether both values name a cloud region (``us-east-1``, ``europe-west4``,
+    ``ap-southeast-2``): an area, a compass word, a number. A host or a cluster in it
+    (``k8s-node-07``, ``ecs cluster shipping-prod``) is another slot than its region."""
+    return bool(_REGION.search(left)) and bool(_REGION.search(right))
+
+
+#: Nouns of an attribute that says where a thing is (``region``, ``data residency region``).
+PLACE_NOUNS: Final[frozenset[str]] = frozenset({"region", "zone", "location", "datacenter"})
+
+
+def placed_by_attribute(attribute: str, verb: str) -> bool:
+    """Whether a normalized predicate names where its subject is as an attribute (its last
+    content word one of :data:`PLACE_NOUNS`: ``region``, ``bucket_region``) and the other
+    places the subject with a verb (``deployed_in``, ``stored_in``, ``lives_in``:
+    :func:`ferrex.rules.slots.placing_preposition`): with two regions for values
+    (:func:`cloud_regions`), maybe one slot, whatever their phrases' cosine (``region |
+    us-east-1`` beside ``deployed in | us-east-2`` reads 0.50)."""
+    return _place_noun(attribute) and placing_preposition(verb) is not None
+
+
+def _place_noun(predicate: str) -> bool:
+    """Whether a normalized predicate's last content word is one of :data:`PLACE_NOUNS`."""
+    words = content_words(predicate)
+    return bool(words) and words[-1] in PLACE_NOUNS
 
 
 def by_initials(new_predicate: str, old_predicate: str) -> bool:
@@ -335,10 +375,17 @@ def placed_apart(new_predicate: str, old_predicate: str) -> bool:
     """Whether one predicate places the subject itself (``hosted_on``) and the other
     something of it (``replicated_to``, ``cached_at``: :func:`places_part`), or both are
     verbs of other acts placed (``stored_in`` / ``processed_in``: two heads, not both
-    placing the subject itself). A value held at a level (``throttled_at``) beside a noun
-    (``rate_limit``) is neither."""
+    placing the subject itself), or something of it is placed beside an attribute naming
+    where the subject is (``replicated_to`` / ``region``). A value held at a level
+    (``throttled_at``) beside a noun (``rate_limit``) is neither."""
     if (places_itself(new_predicate) and places_part(old_predicate)) or (
         places_itself(old_predicate) and places_part(new_predicate)
+    ):
+        return True
+    # Something of the subject placed beside where the subject is (``replicated_to`` /
+    # ``region``): a replica's region is not the service's.
+    if (places_part(new_predicate) and _place_noun(old_predicate)) or (
+        places_part(old_predicate) and _place_noun(new_predicate)
     ):
         return True
     return (

@@ -168,3 +168,33 @@ def test_a_value_told_as_one_more_is_kept_beside_the_other(tmp_path: Path) -> No
                                for r in shown.values()), recalled  # fmt: skip
 
     anyio.run(main)
+
+
+def test_a_region_beside_a_verb_placing_the_subject(tmp_path: Path) -> None:
+    """A region named as an attribute and another by a verb placing the subject may be one
+    slot (flagged); a replica's region never replaces the subject's; a host in the region is
+    another slot (nothing flagged)."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            bucket = await store_fact(client, "analytics bucket", "data region", "europe-west1",
+                                      namespace="regions-1")  # fmt: skip
+            moved = await store_fact(client, "analytics bucket", "now lives in", "us-central1",
+                                     namespace="regions-1")  # fmt: skip
+            assert moved["possible_conflict"] == [bucket["id"]] or moved["superseded"] == [
+                bucket["id"]
+            ], moved
+            api = await store_fact(client, "orders api", "region", "us-east-1",
+                                   namespace="regions-2")  # fmt: skip
+            replica = await store_fact(client, "orders api", "replicated to", "us-west-2",
+                                       namespace="regions-2")  # fmt: skip
+            assert replica["superseded"] == [], replica
+            host = await store_fact(client, "orders api", "runs on", "k8s-node-07",
+                                    namespace="regions-2")  # fmt: skip
+            assert not host.get("possible_conflict") and host["superseded"] == [], host
+            shown = await call(client, "recall", {"query": "orders api region",
+                                                  "namespace": "regions-2"})  # fmt: skip
+            assert api["id"] in {r["id"] for r in shown["results"]}, shown
+
+    anyio.run(main)

@@ -704,6 +704,23 @@ def test_a_relation_told_as_past() -> None:
         assert not told_as_past(present), present
 
 
+def test_a_region_named_beside_a_verb_placing() -> None:
+    from ferrex.rules.slot_outcomes import cloud_regions, placed_apart, slot_match
+
+    assert cloud_regions("us-east-1", "europe-west4")
+    assert cloud_regions("Frankfurt (eu-central-1)", "ap-southeast-2")
+    assert not cloud_regions("us-east-1", "k8s-node-07"), "a host in a region"
+    assert not cloud_regions("ecs-node-3", "us-east-1")
+    # where the subject is, as an attribute and by a verb: possibly one slot, never surely
+    found = slot_match("stored_in", "europe-west4", "bucket_region", "us-central1", 0.42)
+    assert found is not None and found.outcome == "possible", found
+    assert slot_match("runs_on", "k8s-node-07", "region", "us-east-1", 0.40) is None
+    # a replica's region is not the service's: never replaced by it
+    assert placed_apart("replicated_to", "region")
+    found = slot_match("replicated_to", "us-west-2", "region", "us-east-1", 0.63)
+    assert found is not None and found.outcome == "possible", found
+
+
 def test_a_value_told_as_one_more() -> None:
     from ferrex.rules.value_changes import told_as_added
 
