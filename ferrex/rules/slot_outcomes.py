@@ -105,8 +105,9 @@ def _slot_match(
     # Two attributes named by two nouns of no shared root (``timeout`` / ``duration``) may
     # hold values of one kind at once: read alike, they are possible, not sure.
     # A verb placing something of the subject (``replicated to``, ``cached at``) beside one
-    # placing the subject itself names another thing's place (:func:`placed_apart`); two
-    # dates under verbs of no shared head (``launched`` / ``deprecated on``) date two events.
+    # placing the subject itself names another thing's place (:func:`placed_apart`), and so
+    # does a part named and placed (``replica on``: :func:`part_placed`); two dates under
+    # verbs of no shared head (``launched`` / ``deprecated on``) date two events.
     if (
         alike
         and phrase_cosine >= sure_at
@@ -114,6 +115,8 @@ def _slot_match(
         and not added_modifier(new_predicate, old_predicate)
         and not two_attributes(new_predicate, old_predicate)
         and not placed_apart(new_predicate, old_predicate)
+        and not part_placed(new_predicate, old_predicate)
+        and not part_placed(old_predicate, new_predicate)
         and not (kind == "date" and not same_head(new_predicate, old_predicate))
     ):
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
