@@ -402,12 +402,16 @@ HOME_CONFIG: list[str] = []
 def prepare_home(home: Path, cache_home: Path) -> None:
     """Point ``home``'s model and cache directories at ``cache_home``'s, so that the
     assembled model and the embedding cache outlive the (temporary) data directory."""
-    home.mkdir(parents=True, exist_ok=True)
+    # Private from the start, as ferrex makes a home: it would tighten (and warn of) any
+    # entry others could read, once per data directory.
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     if HOME_CONFIG:
-        (home / "ferrex.toml").write_text(HOME_CONFIG[0], encoding="utf-8")
+        config = home / "ferrex.toml"
+        config.write_text(HOME_CONFIG[0], encoding="utf-8")
+        config.chmod(0o600)
     for name in ("models", "cache"):
         shared = cache_home / name
-        shared.mkdir(parents=True, exist_ok=True)
+        shared.mkdir(mode=0o700, parents=True, exist_ok=True)
         link = home / name
         if not link.exists() and not link.is_symlink():
             link.symlink_to(shared, target_is_directory=True)

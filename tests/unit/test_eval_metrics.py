@@ -138,6 +138,7 @@ def test_a_home_config_is_every_evaluated_home_s_configuration(tmp_path: Path) -
     """``--home-config`` measures another model: every data directory the run prepares
     reads that file (and only then has one); the model and cache links stay shared."""
     from ferrex.config import load
+    from ferrex.home_safety import inspect_modes
     from tools import eval_retrieval
 
     plain = tmp_path / "plain"
@@ -151,6 +152,8 @@ def test_a_home_config_is_every_evaluated_home_s_configuration(tmp_path: Path) -
         config = load(home, env={})
         assert config["models.dense"] == "openai:e5"
         assert (home / "models").resolve() == (tmp_path / "cache" / "models").resolve()
+        # private from the start: ferrex finds nothing others could read to tighten
+        assert inspect_modes(home).exposed == 0 and inspect_modes(plain).exposed == 0
     finally:
         eval_retrieval.HOME_CONFIG.clear()
 
