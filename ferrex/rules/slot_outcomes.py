@@ -361,17 +361,18 @@ def places_part(predicate: str) -> bool:
 
 def part_placed(predicate: str, other: str) -> bool:
     """Whether a normalized predicate is a noun naming a part of its subject and a placing
-    preposition (``database_on``, ``storage_in``: one singular content word, not a verb
-    form) while the other places the subject itself (``runs_on``: :func:`places_itself`)."""
+    preposition (``database_on``, ``storage_in``, ``read_replica_on``: a singular noun for
+    its head, not a verb form, and no word of change) while the other places the subject
+    itself (``runs_on``: :func:`places_itself`)."""
     words = [w for w in predicate.split("_") if w and w not in FUNCTION_WORDS]
-    if len(words) != 2 or words[1] not in PLACE_PREPOSITIONS or not places_itself(other):
+    if len(words) < 2 or words[-1] not in PLACE_PREPOSITIONS or not places_itself(other):
         return False
     if same_head(predicate, other):  # ``run_on`` / ``runs_on``: one verb in two forms
         return False
-    noun = words[0]
+    noun = words[-2]
     # A word in ``s`` may be a verb of the subject's own (``caches on``): singular nouns only.
     verb_form = noun.endswith(("ed", "en", "ing", "s")) or noun in PLACING_VERBS
-    return not verb_form and noun not in VALUE_WORDS and noun not in PREPOSITIONS
+    return not verb_form and not any(w in VALUE_WORDS or w in PREPOSITIONS for w in words[:-1])
 
 
 def placed_apart(new_predicate: str, old_predicate: str) -> bool:

@@ -37,6 +37,7 @@ PAIRS = [
     # a part placed beside the thing; two events' dates; a tool beside a host
     ("orders db", ("hosted on", "db-host-01"), ("replicated to", "db-host-02")),
     ("billing db", ("hosted on", "db-host-07"), ("replica on", "db-host-08")),
+    ("ledger db", ("runs on", "db-host-11"), ("read replica on", "db-host-12")),
     ("v1 api", ("launched", "2025-06-01"), ("deprecated on", "2027-01-01")),
     ("payments api", ("had an incident on", "2026-01-05"), ("had an incident on", "2026-01-19")),
     ("docs site", ("hosted on", "Netlify"), ("migrated to", "Docusaurus")),
