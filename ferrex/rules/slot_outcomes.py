@@ -107,7 +107,8 @@ def _slot_match(
     # A verb placing something of the subject (``replicated to``, ``cached at``) beside one
     # placing the subject itself names another thing's place (:func:`placed_apart`), and so
     # does a part named and placed (``replica on``: :func:`part_placed`); two dates under
-    # verbs of no shared head (``launched`` / ``deprecated on``) date two events.
+    # verbs of no shared head (``launched`` / ``deprecated on``) date two events, and two
+    # verbs of no shared head with ``by`` (``owned by`` / ``used by``) name two acts.
     if (
         alike
         and phrase_cosine >= sure_at
@@ -118,6 +119,7 @@ def _slot_match(
         and not part_placed(new_predicate, old_predicate)
         and not part_placed(old_predicate, new_predicate)
         and not (kind == "date" and not same_head(new_predicate, old_predicate))
+        and not two_acts_by(new_predicate, old_predicate)
     ):
         return SlotMatch("same", f"two {kind} values, phrases alike", phrase_cosine)
     # Two values of one shape a thing holds one of at a time, under one slot noun in other
@@ -227,6 +229,15 @@ def cloud_regions(left: str, right: str) -> bool:
     ``ap-southeast-2``): an area, a compass word, a number. A host or a cluster in it
     (``k8s-node-07``, ``ecs cluster shipping-prod``) is another slot than its region."""
     return bool(_REGION.search(left)) and bool(_REGION.search(right))
+
+
+def two_acts_by(new_predicate: str, old_predicate: str) -> bool:
+    """Whether both normalized predicates name who does something (``owned_by``,
+    ``used_by``: a verb and ``by``) with verbs of no shared head: two acts, two people or
+    teams at once (the owner and a user, the author and the reviewer), however alike they
+    read."""
+    new, old = new_predicate.split("_"), old_predicate.split("_")
+    return new[-1:] == ["by"] == old[-1:] and not same_head(new_predicate, old_predicate)
 
 
 #: Nouns of an attribute that says where a thing is (``region``, ``data residency region``).

@@ -51,6 +51,8 @@ PAIRS = [
     ("proposal", ("signed off by", "Karen Wu"), ("signed off by", "Omar Haddad")),
     ("postmortem", ("attended by", "Ana Silva"), ("attended by", "Ben Ode")),
     ("pro plan", ("price", "$10/month"), ("price", "$100/year")),
+    # two acts by two teams: the one that keeps it and one that uses it
+    ("feature store", ("maintained by", "team Core"), ("used by", "team Edge")),
 ]
 
 

@@ -704,6 +704,16 @@ def test_a_relation_told_as_past() -> None:
         assert not told_as_past(present), present
 
 
+def test_two_acts_by_two_parties_are_never_surely_one_slot() -> None:
+    from ferrex.rules.slot_outcomes import slot_match, two_acts_by
+
+    assert two_acts_by("owned_by", "used_by") and two_acts_by("run_by", "owned_by")
+    assert not two_acts_by("reviewed_by", "reviewed_by"), "one verb"
+    assert not two_acts_by("owned_by", "owner"), "one side names no act by"
+    found = slot_match("used_by", "team Edge", "owned_by", "team Core", 0.70)
+    assert found is None or found.outcome == "possible", found
+
+
 def test_a_region_named_beside_a_verb_placing() -> None:
     from ferrex.rules.slot_outcomes import cloud_regions, placed_apart, slot_match
 
