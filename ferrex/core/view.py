@@ -383,6 +383,8 @@ class Overlay:
         return self._merged(self._base.subject_facts(namespace, key), keep)
 
     def facts_holding(self, namespace: str, words: tuple[str, ...]) -> list[Memory]:
+        words = tuple(w for w in words if w.isalnum())  # as ``Reads.facts_holding`` keeps them
+
         def keep(m: Memory) -> bool:
             held = str(m.object or "").casefold()
             return (m.namespace == namespace and m.type == "semantic" and m.superseded_by is None

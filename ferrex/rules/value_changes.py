@@ -67,11 +67,12 @@ def told_as_added(predicate: str) -> bool:
     """Whether a predicate as the agent wrote it tells a value one more beside those the
     relation holds (``also accepts from``, ``is also deployed in``, ``additionally
     supports``): the words of :data:`ferrex.rules.predicates.ADDED_WORDS`, which its
-    normalized form drops, and no word of change (``also moved to`` tells a change). Such a
+    normalized form drops, and no word stating a value anew (:data:`ferrex.rules.slots.
+    VALUE_WORDS`, the words of change among them: ``also moved to`` tells a change). Such a
     value is kept beside the others, never a change of them."""
     words = phrase_words(predicate)
     return (any(w in ADDED_WORDS for w in words) and any(w not in FUNCTION_WORDS for w in words)
-            and not any(w in VALUE_WORDS or w in CHANGE_WORDS for w in words))  # fmt: skip
+            and not any(w in VALUE_WORDS for w in words))  # fmt: skip
 
 
 #: Words that put a relation in the past (``previously``, ``formerly``, ``originally``).

@@ -493,6 +493,16 @@ class Weighing:
 SLOT_WORDS: Final = "slot words"
 
 
+#: The reason of a possible conflict between a fact told as news of a change and the fact
+#: of another subject whose value its note names (:meth:`Weighing.noted_flags`).
+NOTED: Final = "noted"
+
+#: The reason of a possible conflict between a fact told as news of a change
+#: (:func:`ferrex.rules.value_changes.told_as_news`) and a fact of a subject that may be its own
+#: (:func:`ferrex.rules.subjects.news_alike`).
+NEWS: Final = "news"
+
+
 def _note_words(note: str, skip: set[str]) -> tuple[str, ...]:
     """The words of a note a value it names may hold (:func:`ferrex.rules.value_changes.
     note_names`: four letters or more, not of ``skip``), casefolded; of a long note, the
@@ -511,15 +521,6 @@ def _note_words(note: str, skip: set[str]) -> tuple[str, ...]:
 #: a change's note is a sentence; a long text's rarest-looking words are kept (at 10k facts,
 #: 20 words take SQLite 14 ms, 214 words 111 ms).
 NOTE_WORDS: Final = 12
-
-
-#: The reason of a possible conflict between a fact told as news of a change and the fact
-#: of another subject whose value its note names (:meth:`Weighing.noted_flags`).
-NOTED: Final = "noted"
-#: The reason of a possible conflict between a fact told as news of a change
-#: (:func:`ferrex.rules.value_changes.told_as_news`) and a fact of a subject that may be its own
-#: (:func:`ferrex.rules.subjects.news_alike`).
-NEWS: Final = "news"
 
 
 def _slot_words(
