@@ -44,10 +44,11 @@ def test_a_change_in_words_flags_the_one_fact_it_may_change(tmp_path: Path) -> N
             assert go["superseded"] == [java["id"]], go
 
             # Things of a plural name placed anew in words of change: where they all are now,
-            # not one more place of many (flagged against what held them before).
+            # not one more place of many (what held them before, the one fact of a name
+            # possibly theirs, is replaced).
             flags = await fact("feature flags", "provider", "Unleash")
             moved = await fact("flags", "now managed in", "Flagsmith")
-            assert moved["possible_conflict"] == [flags["id"]], moved
+            assert moved["superseded"] == [flags["id"]], moved
             assert not moved.get("multi_valued"), moved
             # A compound written as one word under the new name, as two under the old.
             rota = await fact("on-call rotation", "length", "1 week")

@@ -441,6 +441,14 @@ def plan_fact(
         entity_id = subject.entity.entity_id
         possible.append(flag_of(memory_id, who, [m.memory_id for m in again], entity_id,
                               entity_id, RESTATES))  # fmt: skip
+    # A change told in words as news whose one flagged fact is of a name possibly the same,
+    # in a slot the slot rules match (:meth:`Weighing.told_replaced`), replaces it; its own
+    # open flags pass to the new fact below, like any replaced fact's.
+    told_over = None if weighing is None or superseded or successor is not None else (
+        weighing.told_replaced(possible, measures))  # fmt: skip
+    if told_over is not None and not starts_after(told_over, valid.t_valid, now):
+        superseded = (told_over.memory_id,)
+        possible = []
     if subject.entity is not None:
         possible += _inherited(view, who, memory_id, subject.entity.entity_id, superseded,
                                lambda other: agree(obj, other), possible, now)  # fmt: skip

@@ -252,6 +252,35 @@ class Weighing:
             return []
         return found
 
+    def told_replaced(
+        self, flags: Sequence[FactsPossiblyConflicting], measures: Measures
+    ) -> Memory | None:
+        """The one fact a change told in words as news surely replaces though its name is
+        another (``the data warehouse | migrated to | Snowflake`` beside ``warehouse | is |
+        Redshift``): every flag of the new fact names that one fact alone, of a subject
+        possibly the same by its words (not by an embedding alone), in the same relation or
+        a slot the slot rules match (:meth:`slots_of`, not the fallback for news), and the
+        fact is single-valued and the store may replace it. The agent said the value
+        changed, and there is one value it changed from. None otherwise (flagged: the
+        agent's call). Not for the subject's own facts: a change told of a name already
+        holding facts of other relations (``backend | upgraded to | Django 5.0`` beside
+        ``backend | python version | 3.11``) may be of any of them."""
+        if not self.worded:
+            return None
+        named = {o for f in flags for o in f.others}
+        by_words = {p.entity_id for p in self.subject.possible if p.reason != "embedding"}
+        if len(named) != 1 or any(f.reason not in (RELATION, "head word", "name")
+                                  or f.other_entity_id not in by_words for f in flags):  # fmt: skip
+            return None
+        old = self.view.memory(named.pop())
+        if old is None or old.multi_valued or not may_replace(self.who, old):
+            return None
+        if self.one_relation(old):
+            return old
+        slotted = {m.memory_id for f in flags for m, _ in self.slots_of(f.other_entity_id,
+                                                                         measures)}  # fmt: skip
+        return old if old.memory_id in slotted else None
+
     def many_values(self, entity_id: str) -> bool:
         """Whether the entity's relation of the new fact holds a current value kept beside
         others (multi-valued): the relation holds many, and a value told as news of a
