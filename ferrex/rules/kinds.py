@@ -50,6 +50,7 @@ def object_kind(text: str) -> ObjectKind | None:
 
     ``party`` is a person or a team (ownership moves between them): an ``@handle``, an email
     address, a name of two or three capitalised words, or words holding ``team``, ``squad``...
+    (``platform-team`` too).
     """
     raw = text.strip().strip("`'\"")
     low = raw.casefold()
@@ -78,7 +79,14 @@ def object_kind(text: str) -> ObjectKind | None:
     if _HOSTNAME.match(low) or _DOMAIN.match(low):
         return "host"
     words = re.split(r"[\s_]+", low)
-    if any(w.strip("-") in _TEAM_WORDS for w in words) or re.match(r"^team[-_]", low):
+    # A team named in one hyphenated word, the team word first or last: ``team-engage``,
+    # ``platform-team``, ``data-infra-squad``.
+    parts = low.split("-") if len(words) == 1 else []
+    if (
+        any(w.strip("-") in _TEAM_WORDS for w in words)
+        or re.match(r"^team[-_]", low)
+        or (len(parts) > 1 and parts[-1] in _TEAM_WORDS)
+    ):
         return "party"
     if name_shaped(raw):
         return "party"

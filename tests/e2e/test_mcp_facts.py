@@ -274,6 +274,10 @@ def test_a_role_noun_and_a_clipped_plural_or_squad_name_one_slot(tmp_path: Path)
                                     valid_from="2026-11-30")  # fmt: skip
             named = [c["id"] for c in then.get("possible_conflict_with", [])]
             assert then["superseded"] == [first["id"]] or named == [first["id"]], then
+            # A team named in one hyphenated word is a team: the new owner replaces the old.
+            core = await store_fact(client, "search api", "maintained by", "core-team")
+            infra = await store_fact(client, "search api", "maintained by", "search-infra-team")
+            assert infra["superseded"] == [core["id"]], infra
 
     anyio.run(main)
 

@@ -67,6 +67,9 @@ from tests.outcomes import outcome
         ("help@fitpulse.app", "party"),
         ("Ann Weller", "party"),
         ("monetization team", "party"),
+        ("team-engage", "party"),
+        ("data-infra-squad", "party"),  # a team in one hyphenated word, its team word last
+        ("red-team-tools", None),  # a team word inside a name is not a team
         ("2026-12-17", "date"),
         ("Vercel", None),
         ("nightly at 02:00 UTC", None),
@@ -508,6 +511,7 @@ def test_a_value_restated_in_other_words(new: str, old: str, same: bool) -> None
         ("timeout", "45s", "30 s", None, False),
         ("uses", "django 5", "django 4", None, False),  # one thing at two versions
         ("owned_by", "team Lumen", "@kira.o", None, False),  # two people or teams
+        ("maintained_by", "search-infra-team", "core-team", None, False),  # hyphenated
         ("deployed_in", "Frankfurt", "Dublin", None, True),  # a start given
         ("moved_to", "Frankfurt", "Dublin", None, False),  # a word of change
         ("deployed_in", "Frankfurt", "Dublin", "migrated off Dublin last week", False),
