@@ -47,6 +47,12 @@ def test_a_change_told_in_words_replaces_the_one_fact_of_a_name_possibly_the_sam
                 found = await call(client, "recall", asked)
                 ids = [r["id"] for r in found["results"]]
                 assert second["id"] in ids and first["id"] not in ids, found
+            # Two things after all: the note's way back keeps the old fact beside the new.
+            again = await store_fact(client, "metrics store", "is", "InfluxDB",
+                                     namespace="told-0", multi_valued=True)  # fmt: skip
+            assert again["status"] == "stored" and not again["superseded"], again
+            reflect = await call(client, "reflect", {"namespace": "told-0"})
+            assert not reflect["possible_conflicts"], reflect
 
     anyio.run(main)
 

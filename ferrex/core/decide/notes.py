@@ -86,7 +86,7 @@ def replaced_note(replaced: Sequence[Flagged]) -> str:
     first = replaced[0]
     more = f" (and {len(replaced) - 1} more)" if len(replaced) > 1 else ""
     return (
-        f"replaced {first.id} ({first.fact}){more}; if both hold, store that value again "
+        f"replaced {first.id} ({first.fact}){more}; if both hold, store that fact again "
         "with multi_valued=true"
     )
 
