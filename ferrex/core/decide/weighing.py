@@ -33,7 +33,9 @@ from ferrex.rules.slots import (
     value_predicate,
 )
 from ferrex.rules.subjects import (
+    COMPONENT_WORDS,
     close_names,
+    name_words,
     news_alike,
     objects_agree,
     parts_of_one,
@@ -274,6 +276,14 @@ class Weighing:
             return None
         old = self.view.memory(named.pop())
         if old is None or old.multi_valued or not may_replace(self.who, old):
+            return None
+        # A name the other's words begin, and more (``Kafka`` / ``Kafka Connect``, ``billing
+        # api`` / ``billing api client``), or two parts of one thing, names a part of it.
+        theirs = [spelled_out(key, self.abbreviations) for f in flags
+                  for key in sorted(self.spelt.get(f.other_entity_id, ()))]  # fmt: skip
+        mine = name_words(self.mine[0])
+        if any(_extends(mine, name_words(words)) or parts_of_one(self.mine[0], words)
+               for words in theirs):  # fmt: skip
             return None
         if self.one_relation(old):
             return old
@@ -562,6 +572,15 @@ def _slot_words(
     if value_predicate(predicate):
         return words, []
     return words, [w for part in content_words(predicate) for w in spelled_out(part, abbreviations)]
+
+
+def _extends(longer: Sequence[str], shorter: Sequence[str]) -> bool:
+    """Whether a name is another's words and more after them, not all kind words naming
+    the thing itself (:data:`ferrex.rules.subjects.COMPONENT_WORDS`: ``catalog sync job``
+    is the ``catalog sync``; ``Kafka Connect`` is a part of ``Kafka``)."""
+    added = longer[len(shorter) :]
+    return (len(longer) > len(shorter) and list(longer[: len(shorter)]) == list(shorter)
+            and not all(w in COMPONENT_WORDS for w in added))  # fmt: skip
 
 
 def _news_slots(predicate: str, obj: str, current: Sequence[Memory]) -> list[Memory]:
