@@ -266,7 +266,9 @@ class Weighing:
         changed, and there is one value it changed from. None otherwise (flagged: the
         agent's call). Not for the subject's own facts: a change told of a name already
         holding facts of other relations (``backend | upgraded to | Django 5.0`` beside
-        ``backend | python version | 3.11``) may be of any of them."""
+        ``backend | python version | 3.11``) may be of any of them; nor across a name that is
+        the other's and more, or two parts of one thing (:func:`_extends`, :func:`ferrex.rules.
+        subjects.parts_of_one`): a part's change is its own."""
         if not self.worded:
             return None
         named = {o for f in flags for o in f.others}
