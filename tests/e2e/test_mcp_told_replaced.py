@@ -76,11 +76,14 @@ def test_nothing_is_replaced_across_names_without_words_or_a_single_candidate(
             upgraded = await store_fact(client, "billing backend", "upgraded to", "Django 5.0",
                                         namespace="own")  # fmt: skip
             assert not upgraded["superseded"], upgraded
-            # A part of a named thing, named by its name and more: its own change.
+            # A part of a named thing, named by its name and more: its own change...
             for number, (old, new) in enumerate([
                 (("Kafka", "version", "3.6.1"), ("Kafka Connect", "upgraded to", "3.7.0")),
                 (("search", "runs on", "search-node-1"),
                  ("search proxy", "now runs on", "proxy-node-2")),
+                # ... or another of its kind, set apart by a word (internal, legacy, staging)
+                (("the billing api", "owner", "team Falcon"),
+                 ("the internal billing api", "ownership moved to", "team Heron")),
             ]):  # fmt: skip
                 whole = await store_fact(client, *old, namespace=f"part-{number}")
                 part = await store_fact(client, *new, namespace=f"part-{number}")

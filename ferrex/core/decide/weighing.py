@@ -41,7 +41,13 @@ from ferrex.rules.subjects import (
     parts_of_one,
     same_slot_words,
 )
-from ferrex.rules.subjects_apart import PERSON_SLOT_WORDS, first_name_of, relations_apart
+from ferrex.rules.subjects_apart import (
+    PERSON_SLOT_WORDS,
+    THING_WORDS,
+    added_apart,
+    first_name_of,
+    relations_apart,
+)
 from ferrex.rules.value_changes import (
     note_names,
     replaces_value,
@@ -285,7 +291,7 @@ class Weighing:
                   for key in sorted(self.spelt.get(f.other_entity_id, ()))]  # fmt: skip
         mine = name_words(self.mine[0])
         if any(_extends(mine, name_words(words)) or parts_of_one(self.mine[0], words)
-               for words in theirs):  # fmt: skip
+               or _set_apart(mine, name_words(words)) for words in theirs):  # fmt: skip
             return None
         if self.one_relation(old):
             return old
@@ -578,11 +584,20 @@ def _slot_words(
 
 def _extends(longer: Sequence[str], shorter: Sequence[str]) -> bool:
     """Whether a name is another's words and more after them, not all kind words naming
-    the thing itself (:data:`ferrex.rules.subjects.COMPONENT_WORDS`: ``catalog sync job``
-    is the ``catalog sync``; ``Kafka Connect`` is a part of ``Kafka``)."""
+    the thing itself (:data:`ferrex.rules.subjects.COMPONENT_WORDS`, :data:`ferrex.rules.
+    subjects_apart.THING_WORDS`: ``catalog sync job`` is the ``catalog sync``, ``grafana
+    instance`` is ``Grafana``; ``Kafka Connect`` is a part of ``Kafka``)."""
     added = longer[len(shorter) :]
     return (len(longer) > len(shorter) and list(longer[: len(shorter)]) == list(shorter)
-            and not all(w in COMPONENT_WORDS for w in added))  # fmt: skip
+            and not all(w in COMPONENT_WORDS or w in THING_WORDS for w in added))  # fmt: skip
+
+
+def _set_apart(left: Sequence[str], right: Sequence[str]) -> bool:
+    """Whether the words one name adds to the other set it apart (:func:`ferrex.rules.
+    subjects_apart.added_apart`: ``the api`` / ``the internal api``, another instance)."""
+    shorter, longer = sorted((list(left), list(right)), key=len)
+    added = [w for w in longer if w not in shorter]
+    return bool(added) and added_apart(added, shorter, longer)
 
 
 def _news_slots(predicate: str, obj: str, current: Sequence[Memory]) -> list[Memory]:
