@@ -81,6 +81,8 @@ def test_nothing_is_replaced_across_names_without_words_or_a_single_candidate(
                 (("Kafka", "version", "3.6.1"), ("Kafka Connect", "upgraded to", "3.7.0")),
                 (("search", "runs on", "search-node-1"),
                  ("search proxy", "now runs on", "proxy-node-2")),
+                (("payments service", "runs on", "k8s-prod"),
+                 ("payments service worker", "moved to", "k8s-batch")),
                 # ... or another of its kind, set apart by a word (internal, legacy, staging)
                 (("the billing api", "owner", "team Falcon"),
                  ("the internal billing api", "ownership moved to", "team Heron")),

@@ -353,10 +353,13 @@ class Weighing:
 
     def close(self, entity_id: str) -> bool:
         """Whether one of the entity's spellings is a close name of the subject; a name and
-        its part (``Kafka`` / ``Kafka cluster``) only for a fact told as news."""
-        return any(close_names(self.mine[0], spelled_out(key, self.abbreviations), parts=self.told,
-                               named=self.named)
-                   for key in sorted(self.spelt.get(entity_id, ())))  # fmt: skip
+        its part (``Kafka`` / ``Kafka cluster``) only for a fact told as news, and never two
+        parts of one thing (:func:`ferrex.rules.subjects.parts_of_one`: ``orders service`` /
+        ``orders service worker``)."""
+        return any(close_names(self.mine[0], words, parts=self.told, named=self.named)
+                   and not parts_of_one(self.mine[0], words)
+                   for key in sorted(self.spelt.get(entity_id, ()))
+                   for words in [spelled_out(key, self.abbreviations)])  # fmt: skip
 
     def standing(self, entity_id: str) -> list[Memory]:
         """The entity's active single-valued facts the caller sees, with an object; for a
