@@ -287,8 +287,7 @@ class Weighing:
             return None
         # A name the other's words begin, and more (``Kafka`` / ``Kafka Connect``, ``billing
         # api`` / ``billing api client``), or two parts of one thing, names a part of it.
-        theirs = [spelled_out(key, self.abbreviations) for f in flags
-                  for key in sorted(self.spelt.get(f.other_entity_id, ()))]  # fmt: skip
+        theirs = [words for f in flags for words in self.names_of(f.other_entity_id)]
         mine = name_words(self.mine[0])
         if any(_extends(mine, name_words(words)) or parts_of_one(self.mine[0], words)
                or _set_apart(mine, name_words(words)) for words in theirs):  # fmt: skip
@@ -358,8 +357,13 @@ class Weighing:
         ``orders service worker``)."""
         return any(close_names(self.mine[0], words, parts=self.told, named=self.named)
                    and not parts_of_one(self.mine[0], words)
-                   for key in sorted(self.spelt.get(entity_id, ()))
-                   for words in [spelled_out(key, self.abbreviations)])  # fmt: skip
+                   for words in self.names_of(entity_id))  # fmt: skip
+
+    def names_of(self, entity_id: str) -> list[list[str]]:
+        """The entity's spellings weighed, each spelled out (short forms in full), in the
+        order of their normalized forms."""
+        return [spelled_out(key, self.abbreviations)
+                for key in sorted(self.spelt.get(entity_id, ()))]  # fmt: skip
 
     def standing(self, entity_id: str) -> list[Memory]:
         """The entity's active single-valued facts the caller sees, with an object; for a
@@ -435,10 +439,7 @@ class Weighing:
             if (
                 not others
                 and self.fresh
-                and any(
-                    news_alike(self.mine[0], spelled_out(key, self.abbreviations))
-                    for key in sorted(self.spelt.get(entity_id, ()))
-                )
+                and any(news_alike(self.mine[0], words) for words in self.names_of(entity_id))
             ):
                 others, reason = sorted(m.memory_id for m in self.news_of(current)), NEWS
             if others:
@@ -515,8 +516,8 @@ class Weighing:
         for entity_id in dict.fromkeys([*(p.entity_id for p in subject.possible),
                                         *subject.related]):  # fmt: skip
             related = entity_id not in possible
-            if related and any(parts_of_one(self.mine[0], spelled_out(key, self.abbreviations))
-                               for key in sorted(self.spelt.get(entity_id, ()))):  # fmt: skip
+            if related and any(parts_of_one(self.mine[0], words)
+                               for words in self.names_of(entity_id)):  # fmt: skip
                 continue
             again = self.restating(entity_id, [*flagged, *out], related=related)
             if again:
