@@ -456,9 +456,8 @@ class Overlay:
     def flagged_with(self, memory_id: str) -> list[PossibleConflict]:
         """The base's flags and this batch's, less those forgotten with a fact or said to
         both hold since, and those of subjects said to differ or merged (a contradiction
-        proper then, unless of two relations). A pair flagged twice reads as the later flag
-        here; the read model may report the earlier's reason (``Reads.possible_conflicts``),
-        never another pair."""
+        proper then, unless of two relations). A pair flagged twice, from either side,
+        reads as the later flag, here as in the read model (one row a pair)."""
         base = [] if memory_id in self._forgot else self._base.flagged_with(memory_id)
         found = {c.other_id: c for c in base if c.other_id not in self._forgot
                  and _pair(memory_id, c.other_id) not in self._unflagged}  # fmt: skip

@@ -176,12 +176,18 @@ class Projector:
         match change:
             case fold.Flagged():
                 c = change.conflict
+                # One row a pair, the later flag's: a pair flagged again from its other
+                # side reads as that flag, as the overlay reads it (``Overlay.flagged_with``).
+                db.execute(
+                    "DELETE FROM possible_conflicts WHERE memory_id=? AND other_id=?",
+                    (c.other_id, c.memory_id),
+                )
                 db.execute(
                     "INSERT OR REPLACE INTO possible_conflicts (namespace, memory_id, "
                     "other_id, entity_id, other_entity_id, reason, score) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (change.namespace, c.memory_id, c.other_id, c.entity_id, c.other_entity_id,
-                     c.reason, c.score),
+                    (change.namespace, c.memory_id, c.other_id, self._into(c.entity_id),
+                     self._into(c.other_entity_id), c.reason, c.score),
                 )  # fmt: skip
             case fold.Differ():
                 first, second = sorted((change.entity_id, change.other_id))
@@ -267,6 +273,15 @@ class Projector:
             db.execute(
                 "DELETE FROM folds WHERE memory_id=? OR summary_id=?", (memory_id, memory_id)
             )
+
+    def _into(self, entity_id: str) -> str:
+        """The entity an entity was merged into (itself when it was not): a flag naming an
+        absorbed entity is kept under the one it went into, as a merge moves the rows
+        already there (:meth:`_merge`)."""
+        row = self.db.execute(
+            "SELECT merged_into FROM entities WHERE entity_id=?", (entity_id,)
+        ).fetchone()
+        return str(row[0]) if row is not None and row[0] is not None else entity_id
 
     def _merge(self, absorbed: str, into: str) -> None:
         # Spellings keep their rows (their vectors are keyed by them); the entity points on.

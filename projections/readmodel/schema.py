@@ -13,7 +13,7 @@ import apsw
 
 from projections.readmodel.predicates import CLOCK, CURRENT, SINGLE_FACT, current
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 """Bump when what ``apply`` derives changes: a mismatch at open triggers a rebuild (backfill)."""
 
 _SCHEMA = """

@@ -14,19 +14,23 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import replace
+from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
 
 import msgspec
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ferrex.core.view import EpisodeTail, Overlay, ReadModelView
 from journal import (
+    EntitiesMerged,
+    EntityCreated,
     Event,
+    FactsPossiblyConflicting,
     MemoryStored,
 )
-from journal.events import EpisodeRef
+from journal.events import EpisodeRef, MemoryBody
 from projections.rows import Memory, Spelling
 from projections.sqlite import ReadModel
 from tests.integration.test_read_model import interacting, journaled
@@ -124,8 +128,33 @@ def _answers(view: Overlay | ReadModelView) -> dict[str, object]:
     }
 
 
+def _note(memory_id: str) -> MemoryStored:
+    """A plain stored memory of namespace ``a``, for the examples below."""
+    start = datetime(2000, 1, 1, tzinfo=UTC)
+    return MemoryStored(memory_id=memory_id, namespace="a", memory_type="episodic",
+                        t_valid=start, body=MemoryBody(content="x"))  # fmt: skip
+
+
+def _flag(memory_id: str, other: str, entity: str, other_entity: str, reason: str) -> Event:
+    return FactsPossiblyConflicting(memory_id=memory_id, namespace="a", others=(other,),
+                                    entity_id=entity, other_entity_id=other_entity,
+                                    reason=reason)  # fmt: skip
+
+
+def _entity(entity_id: str) -> EntityCreated:
+    return EntityCreated(entity_id=entity_id, namespace="a", name="Tokio", normalized="tokio")
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(commands=commands)
+# A pair flagged again from its other side reads as the later flag in both (one row a pair):
+# here the later one is of one subject (merged), so neither side is flagged.
+@example(commands=[[_note("m0"), _note("m1"), _flag("m0", "m1", "e0", "e0", "relation")],
+                   [_flag("m1", "m0", "e0", "e0", "head word")]])  # fmt: skip
+# A flag naming an entity already merged away is of the entity it went into.
+@example(commands=[[_entity("e0"), _entity("e1"), _note("m0"), _note("m1")],
+                   [EntitiesMerged(entity_id="e0", into="e1", namespace="a"),
+                    _flag("m0", "m1", "e0", "e1", "head word")]])  # fmt: skip
 def test_the_overlay_answers_what_the_read_model_answers(commands: list[list[Event]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
