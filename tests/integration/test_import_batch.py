@@ -64,7 +64,7 @@ def _near_requests() -> list[StoreRequest]:
         "the invoice for the march sprint went to the vendor",
         "lunch with the design team is on thursday at one",  # cosine 0.93 to the second
         "the release train leaves friday at noon sharp",  # 0.92 to the third
-        "staging db moved to rack four monday",  # 0.95 to the first
+        "we moved the staging db to rack four monday",  # 0.93 to the first
         "the staging database moved to rack 5 on monday",  # 0.95, another rack
     ]
     return [StoreRequest(content=text) for text in said]
