@@ -154,6 +154,9 @@ KEYS: tuple[Key, ...] = (
         "terms, 0 to 1 (0: off)"),
     Key("recall.graph_weight", float, 0.0, None,
         "the entity graph leg's weight in fusion under balanced, 0 to 1 (0: off)"),
+    Key("recall.query_adapter", float, 0.0, None,
+        "how far the dense legs move a question's vector toward what answers questions, 0 to 1 "
+        "(0: off; a map fitted on chat conversations for the bundled model, unused by others)"),
     Key("recall.top_guard", bool, True, None,
         "the BM25 leg's best memory is ranked first (balanced and lexical strategies)"),
     Key("recall.label_order", bool, True, None,

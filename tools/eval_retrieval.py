@@ -823,6 +823,7 @@ _SETTINGS: dict[str, Callable[[str], Any]] = {
     "context_below_lender": lambda v: v.lower() in ("1", "true", "yes"),
     "top_guard": lambda v: v.lower() in ("1", "true", "yes"),
     "label_order": lambda v: v.lower() in ("1", "true", "yes"),
+    "query_adapter": float,
 }  # fmt: skip
 
 
@@ -885,7 +886,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="override a RecallSettings value for this run (dense_weight, dense_adapt, "
         "context_share, note_context_share, context_reach, context_gap, prefetch, "
-        "graph_weight, date_boost, context_below_lender, top_guard); repeatable",
+        "graph_weight, date_boost, context_below_lender, top_guard, query_adapter); repeatable",
     )
     parser.add_argument(
         "--variant",

@@ -7,21 +7,45 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from ferrex.models import Embedder
+from ferrex.models.query_adapter import QueryAdapter, adapter_for
+from ferrex.rules.fusion import Leg
+from projections.vectors import VectorBackend, VectorFilter
 
 
 class QueryCache:
     """Query vectors by text, least recently used first out (queries repeat a lot)."""
 
-    def __init__(self, embedder: Embedder, size: int = 512) -> None:
+    def __init__(self, embedder: Embedder, size: int = 512, *, adapt: float = 0.0) -> None:
         self.embedder = embedder
         self.size = size
         self._vectors: OrderedDict[str, np.ndarray[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
+        self._adapt = adapt
+        self._adapter: QueryAdapter | None = None
+        self._asked = False  # whether the embedder's model has an adapter is known
+
+    def adapted(self, text: str) -> np.ndarray[Any, Any] | None:
+        """The vector a dense leg searches with for the question ``text`` when the
+        embedder's model has a query adapter (:mod:`ferrex.models.query_adapter`) and
+        ``adapt`` (how far to move it, 0 to 1) is above 0: its vector (:meth:`vector`)
+        moved by it; else None, and the leg searches with its vector as it is (which is
+        also how two texts are compared, and what relevance reads)."""
+        if self._adapt <= 0:
+            return None
+        vector = self.vector(text)
+        if not self._asked:
+            self._adapter, self._asked = adapter_for(self.embedder.identity.key), True
+        return None if self._adapter is None else self._adapter(vector, self._adapt)
+
+    def searched(self, text: str) -> np.ndarray[Any, Any]:
+        """The vector a dense leg searches with for ``text``: adapted if it can be."""
+        moved = self.adapted(text)
+        return self.vector(text) if moved is None else moved
 
     def vector(self, text: str) -> np.ndarray[Any, Any]:
         with self._lock:
@@ -74,3 +98,32 @@ class AccessLog:
                     self._pending[memory_id] = (old_count + count, max(old_last, last))
             raise
         return len(pending)
+
+
+#: The leg beside an adapted dense leg that holds the plain query vector's cosines: the
+#: evidence relevance reads (its model was fitted on plain cosines), while the adapted leg
+#: ranks.
+COSINES: Final = "cosines"
+
+
+def dense_legs(
+    backend: VectorBackend,
+    collection: str,
+    queries: QueryCache,
+    question: str,
+    flt: VectorFilter,
+    n: int,
+    scale: int,
+) -> dict[str, Leg]:
+    """The dense leg of ``question`` (its best ``n`` points as a ranking of memories,
+    normalised against its point at rank ``scale``), searched with the adapted vector when
+    there is one; then also :data:`COSINES`, the same search with the plain vector, in one
+    call to the engine. Raises :class:`ferrex.models.remote.ServerDown` when the embeddings
+    server cannot be reached."""
+    plain = [float(x) for x in queries.vector(question)]
+    moved = queries.adapted(question)
+    if moved is None:
+        return {"dense": Leg.of(backend.query_dense(collection, plain, flt, n), n, scale)}
+    asked = [([float(x) for x in moved], flt), (plain, flt)]
+    ranked, compared = backend.query_dense_batch(collection, asked, n)
+    return {"dense": Leg.of(ranked, n, scale), COSINES: Leg.of(compared, n, scale)}

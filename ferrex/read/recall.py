@@ -98,7 +98,7 @@ from ferrex.models import Embedder
 from ferrex.models.remote import ServerDown
 from ferrex.models.rerank import RerankStage
 from ferrex.models.sparse import Bm25Encoder, token_index, tokens
-from ferrex.read.access import AccessLog, QueryCache
+from ferrex.read.access import COSINES, AccessLog, QueryCache, dense_legs
 from ferrex.read.candidate import Candidate
 from ferrex.read.judgement import (
     Judgement,
@@ -174,9 +174,9 @@ class Reader:
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.projections = projections
-        self.queries = QueryCache(embedder)
-        self.reranker = reranker
         self.settings = settings or RecallSettings()
+        self.queries = QueryCache(embedder, adapt=self.settings.query_adapter)
+        self.reranker = reranker
         self.access = access if access is not None else AccessLog()
         self.clock = clock
         self.bm25 = Bm25Encoder()
@@ -454,7 +454,7 @@ class Reader:
         first = min(lexical, key=lambda item: (-item[0], item[1]))[1]
         if scored[0].memory_id == first:
             return scored
-        dense = legs.get("dense")
+        dense = legs.get(COSINES, legs.get("dense"))
         fused_best = relevance_of(terms, scored[0].memory, dense)
         challenger = next(c for c in scored if c.memory_id == first)
         if relevance_of(terms, challenger.memory, dense) < fused_best:
@@ -493,7 +493,7 @@ class Reader:
         is counted in ``hidden["irrelevant"]`` too, and ``min_relevance: 0`` shows it.
         With ``recall.label_order``, the first :data:`ORDER_WINDOW` are judged whatever the
         limit and those labelled ``strong`` go first among them."""
-        dense = legs.get("dense")
+        dense = legs.get(COSINES, legs.get("dense"))
         cut = req.min_relevance
         ordered = self.settings.label_order
         # The window is judged whole whatever the limit, so the first five are the same at
@@ -568,15 +568,13 @@ class Reader:
         legs: dict[str, Leg] = {}
         if req.legs in ("hybrid", "dense"):
             try:
-                dense = self._vector(req.query)
+                legs |= dense_legs(backend, name, self.queries, req.query, flt, n, scale)
             except ServerDown as exc:
                 log.warning("recall without the dense leg: %s", exc.message)
                 degraded = (
                     f"{exc.message}: these results come from keyword (BM25) matching alone; "
                     "recall by meaning returns when the server answers"
                 )
-            else:
-                legs["dense"] = Leg.of(backend.query_dense(name, dense, flt, n), n, scale)
         if req.legs in ("hybrid", "bm25") or "dense" not in legs:
             sparse = self._bm25_query(req.query)
             legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n, scale)
@@ -587,7 +585,7 @@ class Reader:
         return legs, degraded
 
     def _vector(self, text: str) -> list[float]:
-        return [float(x) for x in self.queries.vector(text)]
+        return [float(x) for x in self.queries.searched(text)]
 
     def _bm25_query(self, text: str) -> SparseVector:
         """The BM25 query of ``text``, asking at ``spelling_weight`` for other spellings of

@@ -154,6 +154,10 @@ class RecallSettings:
     """The BM25 leg's weight of a query token that only another spelling of the question's
     words gives (:func:`ferrex.rules.name_lookup.query_spellings`: ``cart service`` also asks
     for ``cart-svc``); 0: the question's own tokens alone."""
+    query_adapter: float = default_of("recall.query_adapter")
+    """How far the dense legs move the question's vector by the bundled model's query
+    adapter (:mod:`ferrex.models.query_adapter`), 0 to 1; 0: they search with the vector as
+    embedded."""
     top_guard: bool = default_of("recall.top_guard")
     """The BM25 leg's best memory is ranked first (:func:`ferrex.rules.fusion.keep_top`)
     under ``balanced`` and ``lexical``, hybrid legs only."""
@@ -192,6 +196,7 @@ class RecallSettings:
             note_context_share=_within(c, "recall.note_context_share", 0.0, 1.0),
             context_reach=int(_within(c, "recall.context_reach", 0, 10)),
             context_gap=_within(c, "recall.context_gap_seconds", 0.0, 30 * 86400.0),
+            query_adapter=_within(c, "recall.query_adapter", 0.0, 1.0),
             top_guard=c["recall.top_guard"],
             label_order=c["recall.label_order"],
             staleness=staleness_config(c),

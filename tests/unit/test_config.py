@@ -104,6 +104,11 @@ def test_recall_fusion_keys_reach_the_settings_and_are_checked(tmp_path: Path) -
     (tmp_path / "ferrex.toml").write_text("[recall]\nnote_context_share = -0.1\n")
     with pytest.raises(UsageError, match=r"'recall\.note_context_share' must be between 0 and 1"):
         RecallSettings.from_config(load(tmp_path, env={}))
+    (tmp_path / "ferrex.toml").write_text("[recall]\nquery_adapter = 0.5\n")
+    assert RecallSettings.from_config(load(tmp_path, env={})).query_adapter == 0.5
+    (tmp_path / "ferrex.toml").write_text("[recall]\nquery_adapter = 2\n")
+    with pytest.raises(UsageError, match=r"'recall\.query_adapter' must be between 0 and 1"):
+        RecallSettings.from_config(load(tmp_path, env={}))
 
 
 def test_the_recall_time_zone_is_a_known_zone(tmp_path: Path) -> None:
