@@ -3,15 +3,16 @@
 A question and the note that answers it are worded differently ("when did she go to the
 support group?" / "I went to an LGBTQ support group yesterday"); the bundled model embeds
 both as it embeds any text. :class:`QueryAdapter` moves a recall's query vector ``q`` to
-``q W`` (then unit length), with ``W`` a 384 x 384 matrix fitted by ridge regression toward
-the identity: each training question's vector onto the mean vector of its evidence, less
-half the mean of the five closest memories that are not evidence, so that the map moves a
-question away from what merely looks like it as well as toward what answers it.
+``q W`` at full strength (then unit length), with ``W`` a 384 x 384 matrix fitted by ridge
+regression toward the identity: each training question's vector onto the mean vector of its
+evidence, less half the mean of the five closest memories that are not evidence, so that the
+map moves a question away from what merely looks like it as well as toward what answers it.
 ``tools/learn_query_adapter.py`` fits it on the *train* splits of LoCoMo and LongMemEval
-(:mod:`tools.splits`: about 1,000 questions with their evidence turns), chose its two
-constants on the validation splits, and ships it taken half the way (``W = I/2 + W_fit/2``:
-at full strength a team's notes, unlike chat turns, lost answers from the first five). The
-test splits and SciFact were not looked at in fitting.
+(:mod:`tools.splits`: about 1,000 questions with their evidence turns) and chose its two
+constants on the validation splits; the test splits and SciFact were not looked at in
+fitting. A recall moves its question a share ``s`` of the way (``recall.query_adapter``, 0
+to 1, 0 by default: off), ``q ((1 - s) I + s W)``: on a team's notes, unlike chat turns, the
+full map lost answers from the first five (``docs/guide.md``).
 
 Only query vectors move: memories keep the vectors they were stored with, so nothing is
 embedded again. The dense leg ranks with the moved vector; relevance (fitted on plain
@@ -19,7 +20,7 @@ cosines) reads the plain vector's cosines, asked of the engine in the same call
 (:func:`ferrex.read.access.dense_legs`). It is fitted to one model's vectors, so it applies
 only when the embedder is the model it was fitted with (the identity key in
 :data:`ADAPTER_FILE`'s header): a downloaded, local or remote model recalls with its own
-query vectors. ``recall.query_adapter = false`` turns it off.
+query vectors.
 """
 
 from __future__ import annotations

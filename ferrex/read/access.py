@@ -7,6 +7,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Final
 
 import numpy as np
@@ -26,26 +27,25 @@ class QueryCache:
         self._vectors: OrderedDict[str, np.ndarray[Any, Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._adapt = adapt
-        self._adapter: QueryAdapter | None = None
-        self._asked = False  # whether the embedder's model has an adapter is known
 
-    def adapted(self, text: str) -> np.ndarray[Any, Any] | None:
-        """The vector a dense leg searches with for the question ``text`` when the
-        embedder's model has a query adapter (:mod:`ferrex.models.query_adapter`) and
-        ``adapt`` (how far to move it, 0 to 1) is above 0: its vector (:meth:`vector`)
-        moved by it; else None, and the leg searches with its vector as it is (which is
-        also how two texts are compared, and what relevance reads)."""
-        if self._adapt <= 0:
-            return None
-        vector = self.vector(text)
-        if not self._asked:
-            self._adapter, self._asked = adapter_for(self.embedder.identity.key), True
-        return None if self._adapter is None else self._adapter(vector, self._adapt)
+    @cached_property
+    def _adapter(self) -> QueryAdapter | None:
+        """The query adapter of the embedder's model (:mod:`ferrex.models.query_adapter`),
+        when ``adapt`` (how far to move a question, 0 to 1) is above 0 and there is one."""
+        return adapter_for(self.embedder.identity.key) if self._adapt > 0 else None
+
+    def adapted(self, vector: np.ndarray[Any, Any]) -> np.ndarray[Any, Any] | None:
+        """A question's vector (:meth:`vector`) as a dense leg searches with it when there
+        is an adapter to move it; else None, and the leg searches with the vector as it is
+        (which is also how two texts are compared, and what relevance reads)."""
+        adapter = self._adapter
+        return None if adapter is None else adapter(vector, self._adapt)
 
     def searched(self, text: str) -> np.ndarray[Any, Any]:
         """The vector a dense leg searches with for ``text``: adapted if it can be."""
-        moved = self.adapted(text)
-        return self.vector(text) if moved is None else moved
+        vector = self.vector(text)
+        moved = self.adapted(vector)
+        return vector if moved is None else moved
 
     def vector(self, text: str) -> np.ndarray[Any, Any]:
         with self._lock:
@@ -120,8 +120,9 @@ def dense_legs(
     there is one; then also :data:`COSINES`, the same search with the plain vector, in one
     call to the engine. Raises :class:`ferrex.models.remote.ServerDown` when the embeddings
     server cannot be reached."""
-    plain = [float(x) for x in queries.vector(question)]
-    moved = queries.adapted(question)
+    vector = queries.vector(question)
+    plain = [float(x) for x in vector]
+    moved = queries.adapted(vector)
     if moved is None:
         return {"dense": Leg.of(backend.query_dense(collection, plain, flt, n), n, scale)}
     asked = [([float(x) for x in moved], flt), (plain, flt)]

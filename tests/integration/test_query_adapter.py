@@ -58,7 +58,7 @@ def test_the_dense_legs_search_with_the_moved_vector_only_when_asked(
     text = "which node does the auth gateway run on?"
     off, half, full = (QueryCache(shared_embedder, adapt=s) for s in (0.0, 0.5, 1.0))
     raw = off.vector(text)
-    assert off.adapted(text) is None and np.allclose(off.searched(text), raw)
+    assert off.adapted(raw) is None and np.allclose(off.searched(text), raw)
     adapter = adapter_for(shared_embedder.identity.key)
     assert adapter is not None
     moved = full.searched(text)
