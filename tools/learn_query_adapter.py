@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from ferrex.models import Embedder, choose_embedding_model
 from ferrex.models.query_adapter import ADAPTER_FILE, QueryAdapter, write_adapter
+from tools.eval_retrieval import normalize_evidence
 from tools.harness import ROOT
 from tools.splits import Split, locomo_split, longmemeval_split
 
@@ -57,13 +58,6 @@ class Question:
     split: Split
 
 
-def _dia(text: str) -> list[str]:
-    """LoCoMo evidence ids as the turns spell them (``D8:6; D9:17`` is two, ``D30:05``
-    is ``D30:5``)."""
-    found = re.findall(r"D(\d+):(\d+)", text)
-    return [f"D{int(a)}:{int(b)}" for a, b in found]
-
-
 def locomo(path: Path) -> tuple[list[str], list[str], list[tuple[str, list[int], set[int], Split]]]:
     """LoCoMo's turns (``Speaker: text``), its questions, and per question (text, haystack
     rows, evidence rows, split); adversarial questions and those without evidence left out."""
@@ -74,11 +68,16 @@ def locomo(path: Path) -> tuple[list[str], list[str], list[tuple[str, list[int],
         for key, session in conversation.items():
             if re.fullmatch(r"session_\d+", key):
                 for turn in session:
-                    rows.update(dict.fromkeys(_dia(turn["dia_id"]), len(turns)))
+                    rows.update(dict.fromkeys(normalize_evidence([turn["dia_id"]]), len(turns)))
                     turns.append(f"{turn['speaker']}: {turn['text']}")
         split = locomo_split(str(sample["sample_id"]))
         for qa in sample["qa"]:
-            evidence = {rows[d] for e in qa.get("evidence", []) for d in _dia(e) if d in rows}
+            evidence = {
+                rows[d]
+                for e in qa.get("evidence", [])
+                for d in normalize_evidence([e])
+                if d in rows
+            }
             if qa.get("category") != ADVERSARIAL and evidence:
                 asked.append((qa["question"], sorted(rows.values()), evidence, split))
     return turns, [q for q, *_ in asked], asked
