@@ -18,7 +18,10 @@ scores, ``0.4 · dense + 0.6 · bm25`` by default (``RecallSettings.dense_weight
 share lowered per query as the BM25 leg grows sure of its best, ``dense_adapt``): each leg
 is scaled so that its best candidate is 1 and its cut-off 0 (its point at rank
 ``RecallSettings.prefetch``, or 0 when it returned fewer, which is everything it scores;
-points below the cut-off get 0), and a memory a leg did not return gets 0 from it.
+points below the cut-off get 0), and a memory a leg did not return gets 0 from it. A BM25
+leg cut off with its best point tied with its cut-off (a word many memories hold alike) is
+left out of a hybrid recall: which of the tied points came back is the engine's choice and
+the depth's, so a shorter answer would not begin the longer one.
 Unlike RRF it keeps how far apart the scores are, so a leg that is sure of one memory is not
 outvoted by a memory both legs rank mediocre: on the public benchmarks
 (``tools/eval_retrieval.py``) RRF with k = 60 ranked below the better single leg on LoCoMo,
@@ -578,6 +581,11 @@ class Reader:
         if req.legs in ("hybrid", "bm25") or "dense" not in legs:
             sparse = self._bm25_query(req.query)
             legs["bm25"] = Leg.of(backend.query_sparse(name, sparse, flt, n), n, scale)
+            if legs["bm25"].flat and "dense" in legs:
+                # Its words hold alike in more memories than it returned: it cannot tell
+                # them apart, and a subset the engine chose (a deeper answer, another) must
+                # not outrank the rest. Meaning ranks them.
+                legs["bm25"] = Leg({}, 0.0)
         hybrid = req.legs == "hybrid" and "dense" in legs  # the period legs are fused
         if period is not None and self.settings.period_weight > 0 and hybrid:
             legs |= period_legs(backend, name, flt, period, req.query, self._vector,

@@ -51,6 +51,10 @@ class Leg:
     """The score of the last point when the leg was cut off at the number asked for (or of
     the point at the ``scale`` rank, :meth:`of`); when it returned fewer it returned every
     point it scores at all, so 0 (or that last score, if negative)."""
+    flat: bool = False
+    """Cut off with its best point no higher than its floor: every point it returned ties
+    with the cut-off (a word every memory holds alike), so which of the tied points came
+    back, and how many, is the engine's choice and the depth's, not evidence."""
 
     @classmethod
     def of(cls, hits: Sequence[Hit], asked: int, scale: int | None = None) -> Leg:
@@ -62,7 +66,8 @@ class Leg:
             return cls({}, 0.0)
         depth = asked if scale is None else min(scale, asked)
         if len(hits) >= depth:
-            return cls(best_part(hits), hits[depth - 1].score)
+            floor = hits[depth - 1].score
+            return cls(best_part(hits), floor, flat=hits[0].score <= floor)
         return cls(best_part(hits), min(hits[-1].score, 0.0))
 
 

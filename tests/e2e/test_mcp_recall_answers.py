@@ -78,6 +78,38 @@ def test_a_longer_answer_begins_with_the_shorter_one(tmp_path: Path) -> None:
     anyio.run(main)
 
 
+POOLS = ("redis", "postgres", "kafka", "nginx", "envoy", "consul", "vault", "etcd")
+SITES = ("frankfurt", "dublin", "oregon", "tokyo", "sydney", "virginia", "paris")
+
+
+def test_a_word_every_memory_holds_alike_does_not_choose_the_answer(tmp_path: Path) -> None:
+    """Sixty alarms of one length that hold "latency" once each: BM25 scores them all alike,
+    more of them than its leg returns, so which ones it returns is the engine's choice (and
+    differs with the depth asked for). Meaning ranks them instead, the same at every limit."""
+    home = tmp_path / "home"
+    lines = tmp_path / "alarms.jsonl"
+    alarms = [
+        {"type": "episodic",
+         "content": f"Alarm {100 + i}: latency on {POOLS[i % 8]} in {SITES[(i * 3) % 7]}.",
+         "valid_from": f"2026-10-{1 + i % 28:02d}T09:00:00Z"}
+        for i in range(60)
+    ]  # fmt: skip
+    lines.write_text("".join(json.dumps(x) + "\n" for x in alarms))
+    done = ferrex(home, "import", str(lines), "--json")
+    assert done.returncode == 0, done.stderr
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            for question in ("latency trouble with the message broker", "slow cache in Japan"):
+                args: dict[str, Any] = {"query": question, "min_relevance": 0}
+                short = await _ids(client, args | {"limit": 5})
+                long = await _ids(client, args | {"limit": 50})
+                assert len(short) == 5 and len(long) >= 50, question
+                assert short == long[:5], question
+
+    anyio.run(main)
+
+
 # --- A small team's notes: filters, spellings, what a default answer hides --------------
 
 TEAM = (
