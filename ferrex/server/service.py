@@ -304,11 +304,15 @@ class Service:
             # Checked before anything is written: bad marks confirm nothing either.
             check_importance(importance if importance is not None else 0.5)
         differs_from, supersedes = request.differs_from, request.supersedes
-        # Another agent's private memory is reported exactly like one that does not exist.
-        doc: ConfirmAnswer = writer.validate_memories(list(ids), caller=caller.agent_id).as_dict()
+        # Settled first: a settle refused (an unknown other fact, a supersede that cannot
+        # be) confirms nothing either.
+        settled = None
         if differs_from or supersedes is not None:
             settled = writer.settle(ids, differs_from=differs_from, supersedes=supersedes,
                                     caller=caller.agent_id)  # fmt: skip
+        # Another agent's private memory is reported exactly like one that does not exist.
+        doc: ConfirmAnswer = writer.validate_memories(list(ids), caller=caller.agent_id).as_dict()
+        if settled is not None:
             if differs_from:
                 doc["differ"] = [list(pair) for pair in settled.differ]
             if supersedes is not None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from tests.e2e.mcp_helpers import call, ferrex, stdio_client, store_fact
+from tests.e2e.mcp_helpers import call, error, ferrex, journal_head, stdio_client, store_fact
 
 
 def _current(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -227,3 +227,26 @@ def test_a_merge_does_not_flag_again_facts_said_to_both_hold(tmp_path: Path) -> 
     # The pair said to both hold is kept by the read model as a replay rebuilds it.
     drift = ferrex(home, "reconcile")
     assert drift.returncode == 0, drift.stdout + drift.stderr
+
+
+def test_a_confirm_naming_an_unknown_other_fact_confirms_nothing(tmp_path: Path) -> None:
+    """``differs_from`` (or ``supersedes``) naming no memory the agent can see is refused
+    whole: the fact in ``ids`` is not validated either, and the journal does not move."""
+    home = tmp_path / "home"
+
+    async def stored() -> str:
+        async with stdio_client(home) as client:
+            return str((await store_fact(client, "payments api", "runs on", "k8s-node-04"))["id"])
+
+    fact_id = anyio.run(stored)
+    head = journal_head(home)
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            for other in ("mem_01M9ZZZZZZZZZZZZZZZZZZZZZZ", "mem_01M9ZZZZZZZZZZZZZZZZZZZZZY"):
+                for arg in ("differs_from", "supersedes"):
+                    code, text = await error(client, "confirm", {"ids": [fact_id], arg: other})
+                    assert code == "not_found" and other in text, text
+
+    anyio.run(main)
+    assert journal_head(home) == head

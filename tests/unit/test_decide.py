@@ -28,7 +28,7 @@ from ferrex.core.decide.forget import (
 from ferrex.core.decide.store import decide_store, episode_of, looks_like_turn
 from ferrex.core.settings import StoreSettings
 from ferrex.core.view import EpisodeTail, Overlay
-from ferrex.errors import Refused, UsageError
+from ferrex.errors import NotFound, Refused, UsageError
 from ferrex.rules.freshness import DEFAULT_STALENESS
 from ferrex.rules.memory_input import StoreRequest, validate
 from ferrex.rules.slots import fact_phrase
@@ -1509,8 +1509,11 @@ def test_an_agent_settles_a_possible_conflict_by_either_fact() -> None:
     # Another agent's private fact is not found, and a private fact ends no shared one.
     mine = store(view, fact("office", "lies in", "Bonn", visibility="private", agent_id="al"),
                  new_id=lambda p: p + "_3")  # fmt: skip
-    hidden = decide_settle([new], view, now=NOW, differs_from=[mine.result.id], caller="bo")
-    assert hidden.events == () and hidden.result.not_found == (mine.result.id,)
+    # Named alone, it is refused like an id that never was: nothing to tell apart, and the
+    # confirm it came with writes nothing either.
+    for unseen in (mine.result.id, "mem_01M9ZZZZZZZZZZZZZZZZZZZZZZ"):
+        with pytest.raises(NotFound, match=f"differs_from names no memory you can see: {unseen}"):
+            decide_settle([new], view, now=NOW, differs_from=[unseen], caller="bo")
     with pytest.raises(UsageError):
         decide_settle([mine.result.id], view, now=NOW, supersedes=old, caller="al")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NotRequired, TypedDict
 
-from ferrex.errors import UsageError
+from ferrex.errors import NotFound, UsageError
 from ferrex.rules.assess import assess, eviction_candidate, text_bytes
 from ferrex.rules.eviction import eviction_plan
 from ferrex.rules.freshness import StalenessParams
@@ -333,6 +333,12 @@ def decide_settle(
 
     found = {i: m for i in dict.fromkeys([*wanted, *others]) if (m := visible(i)) is not None}
     missing = tuple(i for i in dict.fromkeys([*wanted, *others]) if i not in found)
+    if others and not any(o in found for o in others):
+        # Nothing to tell apart: the confirm it came with is refused whole, not half done.
+        raise NotFound(
+            f"differs_from names no memory you can see: {', '.join(others)}; nothing was confirmed",
+            hint="differs_from takes the id of the other fact (the possible_conflict named it)",
+        )
     events: list[Event] = []
     pairs: list[tuple[str, str]] = []
     for memory_id in (i for i in wanted if i in found):
