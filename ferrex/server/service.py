@@ -283,11 +283,15 @@ class Service:
             measured = count(recall_text(trial))
             return len(recall_text(trial)) // 4 if measured is None else measured
 
-        kept = len(results)
-        while kept > 1 and tokens(kept) > max_tokens:
-            kept -= 1
-        if kept == len(results):
+        if tokens(len(results)) <= max_tokens:
             return doc
+        # The most results that fit, by halving (more results never make the text shorter):
+        # a long answer is measured a dozen times, not once per result it drops.
+        fits, over = 1, len(results)
+        while over - fits > 1:
+            middle = (fits + over) // 2
+            fits, over = (middle, over) if tokens(middle) <= max_tokens else (fits, middle)
+        kept = fits
         return {
             **doc,
             "results": results[:kept],
