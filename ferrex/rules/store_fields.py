@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final, cast
@@ -42,6 +43,12 @@ def checked_text(field: str, value: object, limit: int, *, one_line: bool = Fals
     text = _NEWLINES.sub("\n", value).strip()
     if not text:
         raise input_error(f"{field} is empty", f"leave {field} out, or give it a value")
+    if all(c.isspace() or unicodedata.category(c) == "Cf" for c in text):
+        raise input_error(
+            f"{field} is empty: it holds only invisible characters (zero-width spaces, "
+            "joiners, marks of direction)",
+            f"leave {field} out, or give it a value",
+        )
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:

@@ -200,6 +200,9 @@ def test_valid_from_becomes_utc(valid_from: datetime | str | None, expected: dat
         ),
         # empty text
         ({"content": "   "}, "content is empty"),
+        ({"content": "\u200b\u200b\u200b"}, "content is empty: it holds only invisible"),
+        ({"content": "x", "entities": ("tokio", "\u2060\ufeff ")}, "entities[1] is empty"),
+        ({**TRIPLE, "subject": "\u200e\u200d"}, "subject is empty: it holds only invisible"),
         ({"content": "x", "source": ""}, "source is empty"),
         ({**TRIPLE, "predicate": " \n "}, "predicate is empty"),
         ({"content": "x", "entities": ("tokio", " ")}, "entities[1] is empty"),
