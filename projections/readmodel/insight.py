@@ -349,24 +349,24 @@ class InsightReads(Reads):
         return sql, args
 
     def latest_active(self, namespace: str | None) -> Iterator[Memory]:
-        """Active memories, latest stored first (then by id), a page at a time."""
+        """Active memories, latest stored first, a page at a time. Of one time (the lines of
+        one import batch share it) the later in the journal comes first: the batch's last
+        line, not the order of its random ids."""
         ns, args = ("", []) if namespace is None else (" AND namespace=?", [namespace])
-        last: tuple[float, str] | None = None
+        last: tuple[float, int] | None = None
         while True:
             after = (
-                ""
-                if last is None
-                else " AND (created_at < ? OR (created_at = ? AND memory_id > ?))"
+                "" if last is None else " AND (created_at < ? OR (created_at = ? AND position < ?))"
             )
             rows = self._where(
                 f"SELECT * FROM memories WHERE {CURRENT}{ns}{after} "
-                f"ORDER BY created_at DESC, memory_id LIMIT {PAGE}",
+                f"ORDER BY created_at DESC, position DESC LIMIT {PAGE}",
                 [*args, *(() if last is None else (last[0], last[0], last[1]))],
             )
             yield from rows
             if len(rows) < PAGE:
                 return
-            last = (rows[-1].created_at, rows[-1].memory_id)
+            last = (rows[-1].created_at, rows[-1].position)
 
     def single_facts(
         self,

@@ -85,6 +85,10 @@ def test_stats_and_reflect(home: Path) -> None:
     code, out, _ = run(home, "stats", "--json")
     brief = json.loads(out)
     assert code == 0 and brief["total"] == 7 and len(brief["recent"]) == 3
+    # One import stores its lines at one time: the latest are its last lines, the last first.
+    summaries = [r["summary"] for r in brief["recent"]]
+    assert "rotate webhook secret" in summaries[0], summaries
+    assert "kafka" in summaries[1] and "redis" in summaries[2], summaries
     assert brief["needs_attention"]["conflicts"] == 1
     assert len(out) < 1500, "the brief stats stay small enough for every conversation start"
     code, out, _ = run(home, "stats", "--detailed", "--json")
