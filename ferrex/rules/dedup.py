@@ -35,7 +35,9 @@ changes meaning, in this order, and names the first it finds (the store answer c
 - *identifiers* differ (above; a number glued to a unit, ``30s``, counts as the number);
 - *quantities*: a number with a different unit (``30 seconds`` / ``30 minutes``, ``10 am`` /
   ``10 pm``); unit spellings are folded (``s``, ``sec``, ``seconds``), and number words up to
-  twenty and the tens are read as numbers (``three retries`` = ``3 retries``);
+  twenty and the tens are read as numbers (``three retries`` = ``3 retries``); a quantity
+  whose number the other text writes with no unit is none (``returned 502s`` / ``returned
+  502 errors``: a plural, not seconds);
 - *dates*: weekday and month names, and the relative days (``today``, ``yesterday``, ...);
 - *negation*: a different count of negations (``not``, ``never``, ``no``, ``n't``, ``non-``,
   ``without``, ...), so "X is enabled" / "X is not enabled";
@@ -338,7 +340,7 @@ def meaning_difference(new_text: str, old_text: str) -> str | None:
     a, b = _Text(new_text), _Text(old_text)
     if a.identifiers != b.identifiers:
         return _differ("identifiers", a.identifiers, b.identifiers)
-    if a.quantities != b.quantities:
+    if _unit_differs(a, b) or _unit_differs(b, a):
         return _differ("quantities", set(a.quantities), set(b.quantities))
     if a.dates != b.dates:
         return _differ("dates", a.dates, b.dates)
@@ -361,6 +363,17 @@ def meaning_difference(new_text: str, old_text: str) -> str | None:
     if _reversed(a, b):
         return "the same named things in another order around a relation"
     return None
+
+
+def _unit_differs(a: _Text, b: _Text) -> bool:
+    """Whether ``a`` holds a quantity ``b`` lacks, other than one whose number ``b`` writes
+    bare, with no unit at all: ``returned 502s`` / ``returned 502 errors`` is one number (a
+    plural read as seconds), ``30 seconds`` / ``30 minutes`` two quantities."""
+    measured = {number for number, _ in b.quantities}
+    return any(
+        number not in b.words or number in measured
+        for number, unit in set(a.quantities) - set(b.quantities)
+    )
 
 
 def _differ(what: str, a: set[Any] | frozenset[Any], b: set[Any] | frozenset[Any]) -> str:

@@ -179,6 +179,7 @@ def test_identifiers_are_lowercase_tokens(text: str) -> None:
         ("Times out after 30 seconds", "Times out after 30 minutes", "quantities"),
         ("Rebuilt nightly at 2 am", "Rebuilt nightly at 2 pm", "quantities"),
         ("Uploads are limited to 25 MB", "Uploads are limited to 25 GB", "quantities"),
+        ("Times out after 30s", "Times out after 30 minutes", "quantities"),
         ("Incident INC-4512 was a TLS expiry", "Incident INC-4513 was a TLS expiry",
          "identifiers"),
         # Opposite words and other names.
@@ -224,6 +225,9 @@ def test_a_difference_of_meaning_is_found_and_named(new: str, old: str, why: str
         ("Retry three times", "Retry 3 times"),
         ("Times out after 30 seconds", "Times out after 30s"),
         ("Uploads are limited to 25 MB", "Uploads are limited to 25MB"),
+        # A plural of a number (HTTP statuses) is no unit: the number is the same.
+        ("The gateway returned 502s for forty minutes",
+         "The gateway returned 502 errors for 40 minutes"),
         ("The cache isn't enabled", "The cache is not enabled"),
         ("Caching is enabled for the catalogue", "Caching's enabled for the catalogue"),
         ("Ana: Thanks!", "Ana: thanks"),
