@@ -207,6 +207,40 @@ def test_a_possible_conflict_is_flagged_listed_and_cleared(tmp_path: Path) -> No
     assert drift.returncode == 0, drift.stdout + drift.stderr  # the split moved its point
 
 
+def test_a_split_settles_the_flags_its_spelling_had_as_one_subject(tmp_path: Path) -> None:
+    """Two facts flagged as one subject's (a short form resolved to the name) are told apart
+    by a split of that spelling: the subjects differ, so both hold; a flag with a third
+    subject stays."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            fact = partial(store_fact, client, visibility="shared")
+            owner = await fact("auth gateway", "owned by", "team Falcon")
+            keeper = await fact("auth-gw", "maintainer", "team Osprey")
+            assert keeper["entities"][0]["entity_id"] == owner["entities"][0]["entity_id"]
+            assert owner["id"] in keeper.get("possible_conflict", []), keeper
+            apart = await fact("gateway for auth", "owner", "team Heron")
+            before = await _recall(client, "auth gateway owner maintainer")
+            flags = {c["id"]: set(c.get("possible_conflict", [])) for c in before.values()}
+            assert owner["id"] in flags[keeper["id"]], flags
+
+            split = ferrex(home, "entity", "split", "auth gateway", "auth-gw", "--json")
+            assert split.returncode == 0, split.stdout + split.stderr
+            after = await _recall(client, "auth gateway owner maintainer")
+            assert owner["id"] not in after[keeper["id"]].get("possible_conflict", [])
+            assert keeper["id"] not in after[owner["id"]].get("possible_conflict", [])
+            left = {f["id"] for c in (await call(client, "reflect", {"limit": 20}))
+                    .get("possible_conflicts", []) for f in c["facts"]}  # fmt: skip
+            assert not {owner["id"], keeper["id"]} <= left, left
+            if apart["id"] in flags.get(owner["id"], set()):  # a flag of another subject stays
+                assert apart["id"] in after[owner["id"]].get("possible_conflict", [])
+
+    anyio.run(main)
+    drift = ferrex(home, "reconcile")
+    assert drift.returncode == 0, drift.stdout + drift.stderr
+
+
 def test_a_subject_named_in_other_words_is_never_a_silent_second_answer(tmp_path: Path) -> None:
     """Issue 43's subjects and rewordings of our own: a subject that resolves to another
     entity, but may be the same thing, has its fact flagged against the current fact of

@@ -32,6 +32,7 @@ from journal import (
     EntityCreated,
     EntitySplit,
     Event,
+    FactsDiffer,
     FactsPossiblyConflicting,
     Relink,
 )
@@ -418,4 +419,26 @@ def _split(
         relinked=_relinked(moved, kept, new_entity),
         agent_id=caller,
     )
-    return Decision((event,), EntityResult("split", kept, new_entity, namespace))
+    return Decision((event, *_told_apart(moved, kept, view, namespace, caller)),
+                    EntityResult("split", kept, new_entity, namespace))  # fmt: skip
+
+
+def _told_apart(
+    moved: Sequence[Memory], kept: str, view: View, namespace: str, caller: str | None
+) -> list[FactsDiffer]:
+    """The flags a split settles: each fact it moves and a fact left on the entity it split
+    from (both seen by the caller) were flagged as one subject's, and the split says the two
+    subjects differ, so both hold. Flags with the facts of any other subject stay."""
+    moved_ids = {m.memory_id for m in moved}
+    settled: list[FactsDiffer] = []
+    for m in moved:
+        for flag in view.flagged_with(m.memory_id):
+            other = view.memory(flag.other_id)
+            if (other is None or other.memory_id in moved_ids
+                    or kept not in other.entity_ids
+                    or not sees(caller, m.agent_id, m.visibility)
+                    or not sees(caller, other.agent_id, other.visibility)):  # fmt: skip
+                continue
+            settled.append(FactsDiffer(memory_id=m.memory_id, other_id=other.memory_id,
+                                       namespace=namespace, agent_id=caller))  # fmt: skip
+    return settled
