@@ -846,6 +846,15 @@ def test_an_embedding_match_adds_a_scoped_alias() -> None:
     assert aliases[0].match == "embedding" and aliases[0].agent_id is None
 
 
+def test_a_subject_named_again_among_the_entities_is_answered_once() -> None:
+    view = FakeView()
+    done = store(view, fact("Billing API", "owned by", "team Nova",
+                            entities=["billing api", "team Nova"]))  # fmt: skip
+    names = [(e.name, e.match) for e in done.result.entities]
+    assert [n for n, _ in names] == ["Billing API", "team Nova"], names
+    assert len({e.entity_id for e in done.result.entities}) == 2
+
+
 def test_citing_a_memory_validates_it_only_if_the_caller_sees_it() -> None:
     view = FakeView()
     secret = store(view, note("alice's secret", agent_id="alice"))

@@ -155,8 +155,11 @@ def name_entities(
         entity, made = _entity_or_spelling(
             name, found, None if spelled else _alias_match(found), who, new_id
         )
-        entities.append(entity)
         events += [made] if made is not None else []
+        # A name given twice (the subject again among the entities) is one entity, named once.
+        if not any(e.entity_id == entity.entity_id and normalize_entity(e.name) == normalized
+                   for e in entities):  # fmt: skip
+            entities.append(entity)
     return Named(tuple(entities), subject, tuple(events))
 
 
