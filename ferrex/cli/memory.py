@@ -28,6 +28,7 @@ import json
 import signal
 import sys
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -480,11 +481,24 @@ def _echo_lines(
             what = f" ({o['item']})" if "item" in o else ""
             click.echo(f"line {o['line']}{what}: {o['status']} [{o['code']}] {o['message']}")
         _echo_redacted(f"line {o['line']}", o)
-    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "empty"
+    summary = ", ".join(f"{n} {status}{_restored_kinds(outcomes, status)}"
+                        for status, n in sorted(counts.items())) or "empty"  # fmt: skip
     if secret_lines:
         done = "redacted" if secrets == "redact" else "skipped"
         summary += f"; likely secrets in {count_of(secret_lines, 'line')}, {done}"
     click.echo(summary)
+
+
+def _restored_kinds(outcomes: list[dict[str, Any]], status: str) -> str:
+    """What a dump's lines of one status held, when the lines are of several kinds
+    (`` (4 memories, 1 entity, 3 possible_conflict lines)``); empty for a file of one."""
+    kinds = Counter(o["what"] for o in outcomes if o["status"] == status and "what" in o)
+    if len(kinds) < 2:
+        return ""
+    named = {"memory": ("memory", "memories"), "entity": ("entity", "entities")}
+    order = sorted(kinds.items(), key=lambda k: (k[0] != "memory", k[0]))
+    parts = [count_of(n, *named.get(kind, (f"{kind} line", f"{kind} lines"))) for kind, n in order]
+    return f" ({', '.join(parts)})"
 
 
 def _context(text: str) -> Any:

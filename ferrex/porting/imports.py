@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from itertools import groupby
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from ferrex.core.decide.restore import Item, Restored
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
@@ -325,14 +325,27 @@ def _import_dump(
         except UsageError as exc:
             outcomes.append(_invalid(number, exc))
     results = restore_many(writer, [item for _, item in items], progress=update)
+    kinds = {number: dump_line_kind(raw) for number, raw in parsed}
     for (number, item), result in zip(items, results, strict=True):
         redacted = item.valid.redacted if isinstance(item, Restored) else ()
         outcomes.append(
-            {"line": number, "status": result.status, "id": result.id,
+            {"line": number, "status": result.status, "id": result.id, "what": kinds[number],
              **({"position": result.position} if result.position is not None else {}),
              **({"redacted": [s.as_dict() for s in redacted]} if redacted else {})}
         )  # fmt: skip
     return outcomes
+
+
+#: A dump's line types that hold a memory; the other lines hold an entity, a flag, a pair
+#: said to differ, a consolidation.
+_MEMORY_LINES: Final = frozenset({"semantic", "episodic", "procedural"})
+
+
+def dump_line_kind(raw: dict[str, Any]) -> str:
+    """What a dump's line restores, as its summary counts it: ``memory``, or the line's own
+    type (``entity``, ``possible_conflict``, ``entities_differ``...)."""
+    kind = str(raw.get("type", ""))
+    return "memory" if kind in _MEMORY_LINES else kind
 
 
 def _known(result: StoreResult | FerrexError) -> bool:

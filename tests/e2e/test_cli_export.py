@@ -213,6 +213,10 @@ def test_dump_round_trip(home: Path, tmp_path: Path) -> None:
     code, out, _ = run(empty, "import", str(dump), "--json")
     assert code == 0 and json.loads(out)["counts"] == {"skipped": len(every)}
     assert head_position(empty) == head, "importing the same dump again adds nothing"
+    # Told as a person reads it: the lines counted by what they restore.
+    code, out, _ = run(tmp_path / "told", "import", str(dump))
+    held = f"{len(every)} stored ({len(lines)} memories, {len(every) - len(lines)} entities)"
+    assert code == 0 and held in out, out
 
     live = proc(home, "export", "jsonl", "-", "--current-only")
     assert live.returncode == 0 and "exported" in live.stderr
