@@ -104,7 +104,13 @@ def replay(app: App, index: bool, as_json: bool) -> None:
 @click.command()
 @click.option("--fix", is_flag=True, help="Repair the drift by replaying what is affected.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.option("--examples", default=5, show_default=True, help="Example ids shown per kind.")
+@click.option(
+    "--examples",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Example ids shown per kind.",
+)
 @click.pass_obj
 @existing_home
 def reconcile(app: App, fix: bool, as_json: bool, examples: int) -> None:
