@@ -1,10 +1,12 @@
-"""``ferrex entity merge|split|differ``: correct entity resolution, as journal events.
+"""``ferrex entity list|show|merge|split|differ``: see entities and correct their resolution.
 
 A fact's subject is an entity; two facts conflict only when their subjects are one entity.
 When the resolver merged two things that differ (or kept apart two spellings of one), these
 commands say so: ``merge KEEP OTHER`` (OTHER is KEEP), ``split ENTITY SPELLING`` (that
 spelling of ENTITY is something else: it becomes an entity of its own, with the facts it is
-the subject of), ``differ A B`` (no possible conflicts between their facts).
+the subject of), ``differ A B`` (no possible conflicts between their facts). ``list [PREFIX]``
+and ``show NAME`` read what the dashboard's entity pages read: the names the caller may see,
+and one entity's spellings (how each was matched) and latest memories.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import click
 from ferrex.app import App
 from ferrex.cli.home import existing_home
 from ferrex.cli.through import SCOPED_NAMESPACE_HELP, agent_option, call_tool
-from ferrex.server.tool_calls import EntityCommand
+from ferrex.server.tool_calls import DashboardRead, EntityCommand
 
 
 @click.group("entity")
 def entity() -> None:
-    """Merge entities, split a wrongly merged spelling off one, or say two differ.
+    """List entities and show one; merge entities, split a wrongly merged spelling off one,
+    or say two differ.
 
     Name an entity by any of its spellings (a fact's subject, an entity a memory names) or
     by its id (ent_..., as a store's --json answer gives it)."""
@@ -83,3 +86,68 @@ entity.add_command(
         "B",
     )
 )
+
+
+def _read(app: App, agent_id: str | None, view: str, namespace: str | None,
+          **query: object) -> dict[str, object]:  # fmt: skip
+    wanted = {"view": view, **query, **({"namespace": namespace} if namespace else {})}
+    return call_tool(app, DashboardRead(query=wanted), agent_id)
+
+
+@entity.command("list")
+@click.argument("prefix", required=False, default="")
+@click.option("--namespace", help=SCOPED_NAMESPACE_HELP)
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Skip this many names: the next page starts where the last ended.")  # fmt: skip
+@agent_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+@existing_home
+def list_entities(
+    app: App, prefix: str, namespace: str | None, offset: int, agent_id: str | None,
+    as_json: bool,
+) -> None:  # fmt: skip
+    """The entity names you may see, alphabetically (those starting with PREFIX, in any
+    case), a hundred a page; `entity show NAME` shows one."""
+    doc = _read(app, agent_id, "entities", namespace, prefix=prefix, offset=offset)
+    if as_json:
+        click.echo(json.dumps(doc))
+        return
+    names = doc["names"]
+    assert isinstance(names, list) and isinstance(doc["total"], int)
+    for name in names:
+        click.echo(name)
+    shown = offset + len(names)
+    more = f"; --offset {shown} for the next page" if shown < doc["total"] else ""
+    click.echo(f"{len(names)} of {doc['total']} in {doc['namespace']}{more}", err=True)
+
+
+@entity.command("show")
+@click.argument("name")
+@click.option("--namespace", help=SCOPED_NAMESPACE_HELP)
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Skip this many of its memories (newest first).")  # fmt: skip
+@agent_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.pass_obj
+@existing_home
+def show_entity(
+    app: App, name: str, namespace: str | None, offset: int, agent_id: str | None,
+    as_json: bool,
+) -> None:  # fmt: skip
+    """One entity, named by any spelling or its id: its spellings (how each was matched) and
+    the memories that name it, newest first, a page at a time."""
+    doc = _read(app, agent_id, "entity", namespace, name=name, offset=offset)
+    if as_json:
+        click.echo(json.dumps(doc))
+        return
+    aliases = doc["aliases"]
+    memories = doc["memories"]
+    assert isinstance(aliases, list) and isinstance(memories, list)
+    click.echo(f"{doc['name']} ({doc['namespace']})")
+    for a in aliases:
+        click.echo(f"  spelling {a['alias']!r}: {a['match']} {a['score']:g}")
+    for m in memories:
+        click.echo(f"  {m['id']} {m['type']} {m['event_time'][:10]}: {m['summary']}")
+    if doc["more"]:
+        click.echo(f"more: --offset {offset + len(memories)}", err=True)

@@ -36,6 +36,8 @@ READING = [
     ("entity", "merge", "api-gateway", "api gw"),
     ("entity", "split", "api-gateway", "api gw"),
     ("entity", "differ", "api-gateway", "api gw"),
+    ("entity", "list"),
+    ("entity", "show", "api-gateway"),
 ]
 
 

@@ -141,3 +141,23 @@ def test_recall_hits_are_journaled_by_a_flush_and_at_close(home: Path) -> None:
     records = json.loads(out)
     assert code == 0
     assert [r["events"][0]["event"] for r in records] == ["memories.accessed"] * 2
+
+
+def test_entity_list_and_show(home: Path) -> None:
+    code, out, err = run(home, "entity", "list")
+    assert code == 0 and {"billing", "payments", "search"} <= set(out.split("\n"))
+    assert "in default" in err
+    code, out, _ = run(home, "entity", "list", "PAY")
+    assert code == 0 and out.split() == ["payments"]
+    code, out, _ = run(home, "entity", "show", "billing", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["name"] == "billing"
+    assert {m["summary"] for m in doc["memories"]} >= {"billing owned by payments team"}
+    # Another agent sees the shared fact, not ops-bot's private one.
+    code, out, _ = run(home, "entity", "show", "billing", "--agent-id", "someone", "--json")
+    assert code == 0 and len(json.loads(out)["memories"]) == 1
+    code, out, _ = run(home, "entity", "show", "billing")
+    assert code == 0 and out.startswith("billing (default)") and "spelling 'billing'" in out
+    code, _, err = run(home, "entity", "show", "no such thing")
+    assert code == 7 and "not_found" in err
+    assert run(home, "entity", "list", "--offset", "-1")[0] == 2
