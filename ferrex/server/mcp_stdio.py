@@ -12,6 +12,10 @@ answered as JSON-RPC asks, an error with ``"id": null``:
   when the line is longer than :data:`MAX_LINE_BYTES` (its bytes are dropped as they come,
   never held).
 
+A ``tools/call`` request whose ``arguments`` is not an object gets -32602 with its own id and
+a message that says so (the SDK's answer says only "Invalid request parameters"). Over HTTP
+the SDK's answer stands.
+
 The first such line is logged once, by kind, never its content (which may be private).
 Answers to bad lines go out in the order of the lines; the line after a bad one is read as
 if the bad one had never been there.
@@ -49,6 +53,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from mcp_types import (
+    INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
     ErrorData,
@@ -134,10 +139,12 @@ class BadLine:
     code: int
     message: str
     kind: str
+    request_id: str | int | None = None
+    """The id of a request read whole whose parameters are refused; None for a bad line."""
 
     def answer(self) -> SessionMessage:
         error = ErrorData(code=self.code, message=self.message)
-        return SessionMessage(JSONRPCError(jsonrpc="2.0", id=None, error=error))
+        return SessionMessage(JSONRPCError(jsonrpc="2.0", id=self.request_id, error=error))
 
 
 def read_frame(line: bytes | OverLong) -> SessionMessage | BadLine | None:
@@ -166,7 +173,23 @@ def read_frame(line: bytes | OverLong) -> SessionMessage | BadLine | None:
                        "not a message")  # fmt: skip
     if isinstance(message, JSONRPCNotification) and id_refused(pydantic_core.from_json(text)):
         return BadLine(INVALID_REQUEST, BAD_ID, "bad id")
+    if isinstance(message, JSONRPCRequest) and message.method == "tools/call":
+        given = (message.params or {}).get("arguments")
+        if given is not None and not isinstance(given, dict):
+            # The SDK answers "Invalid request parameters" and nothing more.
+            return BadLine(INVALID_PARAMS, "Invalid params: arguments must be an object of the "
+                           f"tool's named arguments, not {_json_kind(given)}", "bad arguments",
+                           message.id)  # fmt: skip
     return SessionMessage(message)
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, as its reader would name it."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "an array"
 
 
 BAD_ID = "Invalid Request: the id must be a string or an integer"
@@ -296,7 +319,7 @@ class _Reader:
             elif isinstance(frame, BadLine):
                 self.bad_lines += 1
                 if self.bad_lines == 1:
-                    log.warning("answered a line on stdin that is not a JSON-RPC message (%s); "
+                    log.warning("answered a line on stdin that could not be served (%s); "
                                 "further ones are answered without a log line",
                                 frame.kind)  # fmt: skip
                 await self.answers.send(frame.answer())

@@ -49,7 +49,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RawServer]:
         server.initialize()
         yield server
         assert server.close() == 0
-        assert server.stderr.count(b"not a JSON-RPC message") == 1, server.stderr  # logged once
+        logged = server.stderr.count(b"answered a line on stdin that could not be served")
+        assert logged == 1, server.stderr  # logged once
         assert b"hello" not in server.stderr and b"1.5" not in server.stderr  # never the line
     finally:
         server.kill()
@@ -127,3 +128,19 @@ def test_a_request_whose_id_is_not_a_string_or_integer_gets_invalid_request(
     assert answer["id"] is None and answer["error"]["code"] == -32600, answer
     assert "id" in answer["error"]["message"]
     assert served.answer() == {"jsonrpc": "2.0", "id": request_id, "result": {}}
+
+
+@pytest.mark.parametrize("given", [b'"notadict"', b"[1, 2]", b"7", b"true"])
+def test_a_tool_call_whose_arguments_are_not_an_object_is_told_so(
+    served: RawServer, given: bytes
+) -> None:
+    """The SDK's own answer was "Invalid request parameters" with nothing to go on."""
+    request_id = next(_ids)
+    bad = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"stats",' % request_id
+    served.write(bad + b'"arguments":' + given + b"}}\n")
+    answer = served.answer()
+    assert answer["id"] == request_id and answer["error"]["code"] == -32602, answer
+    assert "arguments must be an object" in answer["error"]["message"]
+    after = next(_ids)
+    served.write(ping(after))
+    assert served.answer() == {"jsonrpc": "2.0", "id": after, "result": {}}
