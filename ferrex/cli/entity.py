@@ -12,6 +12,8 @@ and one entity's spellings (how each was matched) and latest memories.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -94,15 +96,33 @@ def _read(app: App, agent_id: str | None, view: str, namespace: str | None,
     return call_tool(app, DashboardRead(query=wanted), agent_id)
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _a_read(skipped: str) -> Callable[[_F], _F]:
+    """The options of a read of entities (``skipped``: what ``--offset`` skips), then the
+    home it reads, which must exist."""
+
+    def wrap(command: _F) -> _F:
+        for option in (
+            existing_home,
+            click.pass_obj,
+            click.option("--json", "as_json", is_flag=True,
+                         help="Print one JSON document on stdout."),
+            agent_option,
+            click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
+                         help=f"Skip this many {skipped}."),
+            click.option("--namespace", help=SCOPED_NAMESPACE_HELP),
+        ):  # fmt: skip
+            command = cast(_F, option(command))
+        return command
+
+    return wrap
+
+
 @entity.command("list")
 @click.argument("prefix", required=False, default="")
-@click.option("--namespace", help=SCOPED_NAMESPACE_HELP)
-@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Skip this many names: the next page starts where the last ended.")  # fmt: skip
-@agent_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@_a_read("names: the next page starts where the last ended")
 def list_entities(
     app: App, prefix: str, namespace: str | None, offset: int, agent_id: str | None,
     as_json: bool,
@@ -124,13 +144,7 @@ def list_entities(
 
 @entity.command("show")
 @click.argument("name")
-@click.option("--namespace", help=SCOPED_NAMESPACE_HELP)
-@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Skip this many of its memories (newest first).")  # fmt: skip
-@agent_option
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.pass_obj
-@existing_home
+@_a_read("of its memories (newest first)")
 def show_entity(
     app: App, name: str, namespace: str | None, offset: int, agent_id: str | None,
     as_json: bool,
