@@ -136,6 +136,23 @@ def test_a_stream_shows_only_what_its_caller_sees_and_resumes_from_last_event_id
     assert [e.id for e in again] == [e.id for e in resumed]
 
 
+def test_a_stream_opened_at_the_head_says_where_it_starts_so_a_reconnect_misses_nothing(
+    server: Server,
+) -> None:
+    """A client that loses the connection before the first change reconnects from the
+    position the stream began at: the write made while it was away comes to it."""
+    # Read for less than the quiet heartbeat's 15 s: the first event comes at once.
+    with httpx.Client(timeout=httpx.Timeout(30, read=10)) as client, connect_sse(
+        client, "GET", server.url + CHANGES, headers=_auth(BOB)
+    ) as source:  # fmt: skip
+        first = next(e for e in source.iter_sse() if e.event != "message")  # not the retry
+    assert first.event == "heartbeat" and first.id.isdigit(), first
+    assert json.loads(first.data) == {"position": int(first.id)}
+    away = _store(server, ALICE, "written while bob's client was away: the VPN moved", "shared")
+    back = _replay(server, BOB, headers={"Last-Event-ID": first.id})
+    assert [c for e in back for c in _changes(e)] == [(away, "stored")]
+
+
 def _open(client: httpx.Client, url: str, token: str) -> httpx.Response:
     request = client.build_request("GET", url + CHANGES, headers=_auth(token))
     return client.send(request, stream=True)

@@ -12,9 +12,12 @@ routes, which apply the same rules again.
 
 Where it starts: after the position of ``Last-Event-ID`` (what an EventSource sends when it
 reconnects), else of ``?after=``, else at the journal's head now (only what comes next).
-When nothing has changed for :data:`HEARTBEAT_SECONDS` a ``heartbeat`` event carries the
-position read so far (as its ``id``), so a client that reconnects does not read the quiet
-records again and a proxy does not close a silent connection. ``?until_idle=true`` ends the
+A stream that opens with nothing to send sends a ``heartbeat`` at once, with the position it
+starts after (as its ``id``): a client that loses the connection before the first change
+resumes from there, so nothing written while it was away is skipped. When nothing has changed
+for :data:`HEARTBEAT_SECONDS` a ``heartbeat`` event carries the position read so far, so a
+client that reconnects does not read the quiet records again and a proxy does not close a
+silent connection. ``?until_idle=true`` ends the
 stream once it has caught up (a client that polls).
 
 Caps: each stream is an HTTP connection, so it counts against ``server.max_connections``
@@ -138,6 +141,12 @@ class ChangeStream:
     ) -> AsyncIterator[str]:
         try:
             yield f"retry: {RETRY_MS}\n\n"
+            if not doc["changes"] and not until_idle:
+                # Where it starts, at once: a client that reconnects before the first change
+                # resumes from here, not from the head then (which would skip what was
+                # written while it was away).
+                position = int(doc["position"])
+                yield _event("heartbeat", position, {"position": position})
             quiet_since = time.monotonic()
             while True:
                 for change in doc["changes"]:
