@@ -22,8 +22,10 @@ alike in recall:
 - ferrex's own context, which the hooks inject between ``context.OPEN`` and
   ``context.CLOSE`` (:mod:`ferrex.hooks.context`), is cut out of any text it shows up in,
   so a recalled memory is never stored again as talk;
-  so are the client's ``<system-reminder>`` blocks, and a line that is a slash command or
-  its output (``<command-name>``, ``<local-command-stdout>``) is left out.
+  so are the client's ``<system-reminder>`` blocks (and a tag left empty by the cut), and a
+  line that is a slash command, a shell command of ``!`` mode or their output
+  (``<command-name>``, ``<local-command-stdout>``, ``<bash-input>``, ``<bash-stdout>``...) or
+  the client's ``[Request interrupted by user]`` is left out.
 """
 
 from __future__ import annotations
@@ -40,7 +42,16 @@ from ferrex.rules.conversation import conversation_text
 from ferrex.rules.memory_input import StoreRequest
 
 FORMAT: Final = "claude-code"
-_COMMAND: Final = re.compile(r"\s*<(?:command-name|command-message|local-command-stdout)>")
+#: A line the client writes for a slash command or a shell command (``!`` mode) and their
+#: output: tool output in all but name, never talk.
+_COMMAND: Final = re.compile(
+    r"\s*<(?:command-name|command-message|local-command-stdout|local-command-stderr"
+    r"|bash-input|bash-stdout|bash-stderr)>"
+)
+#: What the client writes in the user's place when the user stops it.
+_INTERRUPTED: Final = re.compile(r"\s*\[Request interrupted by user[^\]]*\]\s*$")
+#: A tag left empty (its ferrex block cut out of it).
+_EMPTY_TAG: Final = re.compile(r"<([A-Za-z][\w-]*)>\s*</\1>")
 PART_CHARS: Final = 1000
 """Parts of a long text, as the chat import cuts an assistant message."""
 CONTENT_CHARS: Final = 8000
@@ -112,11 +123,14 @@ def _line(line: dict[str, Any], out: Transcript) -> None:
         out.skip("not_a_message")
         return
     raw = _text(message.get("content"), out)
-    if _COMMAND.match(raw):  # a slash command and its output, not talk
+    if _COMMAND.match(raw):  # a slash or shell command and its output, not talk
         out.skip("command")
         return
-    add_message(out, FORMAT, str(session), str(uuid), speaker, conversation_text(raw),
-                line.get("timestamp"))  # fmt: skip
+    if _INTERRUPTED.match(raw):
+        out.skip("interrupted")
+        return
+    text = _EMPTY_TAG.sub("", conversation_text(raw)).strip()
+    add_message(out, FORMAT, str(session), str(uuid), speaker, text, line.get("timestamp"))
 
 
 def add_message(

@@ -99,6 +99,27 @@ def test_reminders_and_slash_commands_are_not_conversation() -> None:
     assert parsed.skipped == {"command": 2}
 
 
+def test_shell_commands_interruptions_and_emptied_tags_are_not_conversation() -> None:
+    """``!`` mode's command and output (an .env printed there is tool output, whatever the
+    secret scan catches), the client's interruption marker, a tag emptied of ferrex's block."""
+    text = "\n".join([
+        _line("u1", "<bash-input>cat .env</bash-input>"),
+        _line("u2", "<bash-stdout>DATABASE_URL=postgres://app@db:5432/orbit</bash-stdout>"
+                    "<bash-stderr></bash-stderr>"),
+        _line("u3", "<local-command-stderr>Error: unknown command</local-command-stderr>"),
+        _line("u4", [{"type": "text", "text": "[Request interrupted by user for tool use]"}]),
+        _line("u5", "[Request interrupted by user]"),
+        _line("u6", "<user-prompt-submit-hook><ferrex-memory>\nmem_1 a note\n</ferrex-memory>"
+                    "</user-prompt-submit-hook>"),
+        _line("u7", "why did [Request interrupted by user] show up in the log?"),
+    ])  # fmt: skip
+    parsed = transcripts.parse(text)
+    assert [r.content for r in parsed.requests] == [
+        "user: why did [Request interrupted by user] show up in the log?"
+    ]
+    assert parsed.skipped == {"command": 3, "interrupted": 2, "empty_message": 1}
+
+
 def test_the_hooks_count_tokens_unpadded() -> None:
     from ferrex.cli.hooks import _token_count
 
