@@ -375,12 +375,19 @@ def _token_count() -> Callable[[str], int]:
 
 
 def _brief(run: _Hooked) -> str:
-    from ferrex.hooks.context import ATTENTION_ITEMS, session_brief
-    from ferrex.server.tool_calls import ReadResource, Reflect
+    from ferrex.hooks.context import ATTENTION_ITEMS, RECENT_ITEMS, session_brief
+    from ferrex.server.tool_calls import DashboardRead, ReadResource, Reflect
 
     reflect = run.call(Reflect(limit=ATTENTION_ITEMS, namespace=run.namespace))
     recent = run.call(ReadResource(uri="ferrex://recent"))
-    return session_brief(run.namespace, reflect, recent, _token_count())
+    # The current facts are read on their own: a captured session's turns are the latest
+    # memories and would leave none among the recent ones.
+    facts = run.call(DashboardRead(query={
+        "view": "memories", "types": ["semantic"], "state": "current",
+        "limit": RECENT_ITEMS, "namespace": run.namespace}))  # fmt: skip
+    latest = [m for m in recent.get("memories") or [] if m.get("type") != "semantic"]
+    memories = [*(facts.get("memories") or []), *latest]
+    return session_brief(run.namespace, reflect, {"memories": memories}, _token_count())
 
 
 def _prompt(run: _Hooked) -> str:

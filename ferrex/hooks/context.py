@@ -54,8 +54,9 @@ def session_brief(
     count: Count = estimate,
 ) -> str:
     """The session-start brief: what needs attention (reflect's findings), then the current
-    facts and recent memories (``ferrex://recent``); empty when the namespace holds nothing
-    the agent sees."""
+    facts and recent memories of ``recent["memories"]`` (the hook reads the latest current
+    facts on their own, beside ``ferrex://recent``'s other memories, so a captured session's
+    turns do not push them out); empty when the namespace holds nothing the agent sees."""
     memories = [m for m in recent.get("memories") or [] if isinstance(m, Mapping)]
     attention = _attention(reflect)
     if not memories and not attention:

@@ -131,6 +131,31 @@ def test_each_hook_as_claude_code_runs_it(tmp_path: Path, with_server: bool) -> 
     assert any("[redacted:" in t for t in texts)
 
 
+def test_the_brief_keeps_the_current_facts_after_a_long_captured_session(tmp_path: Path) -> None:
+    """A captured session's turns are the latest memories: the brief's current facts are
+    read on their own, not picked from the few latest memories."""
+    home, project, _ = project_with_a_memory(tmp_path, *AGENT)
+    fact = subprocess.run(
+        [FERREX, "--home", str(home), *AGENT, "store", "--json", "--subject", "api-server",
+         "--predicate", "uses", "--object", "tokio 1.38"],
+        capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert fact.returncode == 0, fact.stderr
+    fact_id = json.loads(fact.stdout)["id"]
+    argv = installed_commands(home, project, tmp_path)
+    transcript = tmp_path / "long.jsonl"
+    talk = [_line("user" if i % 2 == 0 else "assistant", f"m-{i}",
+                  f"Step {i} of moving the search indexer to the new queue, checked again")
+            for i in range(14)]  # fmt: skip
+    transcript.write_text("\n".join(json.dumps(x) for x in talk) + "\n")
+    common = {"session_id": SESSION, "transcript_path": str(transcript), "cwd": str(project)}
+    code, out, _ = run_hook(argv["PreCompact"], {**common, "hook_event_name": "PreCompact"})
+    assert (code, out) == (0, "")
+    code, out, _ = run_hook(argv["SessionStart"], {**common, "hook_event_name": "SessionStart"})
+    brief = context_of(out, "SessionStart")
+    assert code == 0 and "current facts:" in brief and fact_id in brief, brief
+    assert "recent:" in brief and _token_count()(brief) <= BRIEF_TOKENS
+
+
 @pytest.mark.parametrize("with_server", [True, False], ids=["server", "no-server"])
 def test_a_task_about_a_stored_thing_gets_its_memory_and_an_unrelated_one_nothing(
     tmp_path: Path, with_server: bool
