@@ -122,15 +122,18 @@ def _read_settings(path: Path) -> dict[str, Any]:
 
 def _write_settings(path: Path, doc: dict[str, Any]) -> Path | None:
     """Write ``doc`` to ``path`` (whole or not at all, with the replaced file's permissions);
-    the file it replaces is kept beside it (:func:`_backup`), whose path is returned."""
+    the file it replaces is kept beside it (:func:`_backup`), whose path is returned. A
+    ``path`` that is a symbolic link (settings kept with one's dotfiles) is written through:
+    the file it names changes, the link stays."""
     backup, mode = None, None
     if path.exists():
         backup = _backup(path)
         mode = path.stat().st_mode & 0o777
-    path.parent.mkdir(parents=True, exist_ok=True)
-    replace_durably(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
+    target = path.resolve() if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    replace_durably(target, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
     if mode is not None:
-        path.chmod(mode)
+        target.chmod(mode)
     return backup
 
 
@@ -191,7 +194,8 @@ def install(
     (gemini-cli) or .codex/hooks.json (codex-cli), or with --user the same under your home
     (~/.claude/settings.json, ~/.gemini/settings.json, ~/.codex/hooks.json). Other settings
     and hooks are kept; the file replaced is kept as NAME.ferrex-backup (or
-    NAME.ferrex-backup.N: a backup is never overwritten)."""
+    NAME.ferrex-backup.N: a backup is never overwritten); a settings file that is a symbolic
+    link is written through it."""
     chosen = CLIENTS[client]
     path = _settings_path(project, user, chosen)
     base = [_ferrex_executable(), "--home", str(app.home), "--agent-id", agent_id or client,
@@ -210,6 +214,10 @@ def install(
     click.echo(f"installed ferrex hooks for {client} in {path}")
     if backup is not None:
         click.echo(f"the previous file is kept as {backup}")
+    if not app.home.is_dir():
+        click.echo(f"warning: the data directory {app.home} does not exist yet: the hooks do "
+                   "nothing until it does (a store, an import or `ferrex serve` makes it); "
+                   "a mistyped --home? install again with the right one", err=True)  # fmt: skip
 
 
 @hooks.command()
@@ -250,6 +258,7 @@ def status(app: App, client: str, project: str | None, as_json: bool) -> None:
         "project": str(root),
         "paused": any(str(root) in _paused(home) for home in homes),
         "homes": [str(home) for home in homes],
+        "missing_homes": [str(home) for home in homes if not home.is_dir()],
     }
     for name, path in places.items():
         try:
@@ -260,8 +269,12 @@ def status(app: App, client: str, project: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
+    missing = [h for h in homes if not h.is_dir()]
     click.echo(f"project {root}: {'paused' if doc['paused'] else 'active'}"
                f" (data directory {', '.join(doc['homes'])})")  # fmt: skip
+    for home in missing:
+        click.echo(f"warning: the data directory {home} does not exist: the hooks that name "
+                   "it do nothing", err=True)  # fmt: skip
     for name in places:
         events = ", ".join(doc[name]["hooks"]) or "none"
         click.echo(f"{name} settings {doc[name]['settings']}: {events}")

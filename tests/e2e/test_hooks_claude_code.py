@@ -313,6 +313,34 @@ def test_install_and_uninstall_round_trip_a_settings_file_with_other_hooks(
     assert refused.returncode == 2 and settings.read_text() == "{broken"
 
 
+def test_a_linked_settings_file_is_written_through_and_a_missing_home_is_told(
+    tmp_path: Path,
+) -> None:
+    """Settings kept with one's dotfiles (the file a symbolic link) change where they live,
+    the link stays; installing for a data directory that does not exist says so."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    dotfiles = tmp_path / "dotfiles" / "claude.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(json.dumps(OTHER_SETTINGS))
+    settings = project / ".claude" / "settings.local.json"
+    settings.parent.mkdir(parents=True)
+    settings.symlink_to(dotfiles)
+
+    def hooks(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([FERREX, "--home", str(home), "hooks", *args, "--project",
+                               str(project)], capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+
+    done = hooks("install", "claude-code")
+    assert done.returncode == 0 and settings.is_symlink()
+    assert "hook prompt" in dotfiles.read_text()
+    assert f"the data directory {home} does not exist yet" in done.stderr
+    told = hooks("status", "claude-code", "--json")
+    assert told.returncode == 0 and json.loads(told.stdout)["missing_homes"] == [str(home)]
+    assert hooks("uninstall", "claude-code").returncode == 0 and settings.is_symlink()
+    assert json.loads(dotfiles.read_text()) == OTHER_SETTINGS
+
+
 def test_with_project_namespaces_the_server_and_the_hooks_share_the_project_namespace(
     tmp_path: Path,
 ) -> None:
