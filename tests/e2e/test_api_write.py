@@ -300,7 +300,11 @@ def test_a_batch_stores_every_good_item_and_reports_the_bad_one(server: Server) 
                                                       "visibility": "shared"}),
            400, "invalid_input")  # fmt: skip
     too_many = {"memories": [{"content": f"item {i}"} for i in range(101)]}
-    _error(_post(server, "/api/v1/memories", ALICE, too_many), 400, "invalid_input")
+    over = _error(_post(server, "/api/v1/memories", ALICE, too_many), 400, "invalid_input")
+    assert "not a list of 101" in over["message"] and "at most 100" in over["hint"], over
+    text = _error(_post(server, "/api/v1/memories", ALICE, {"memories": "x"}), 400,
+                  "invalid_input")  # fmt: skip
+    assert "not a str" in text["message"] and "a list of store arguments" in text["hint"], text
     assert _total(server) == before + 2
 
 

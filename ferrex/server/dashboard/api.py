@@ -222,9 +222,14 @@ class WriteApi:
                 hint="put each memory's arguments inside the list",
             )
         if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH:
-            raise UsageError(f"memories must be a list of 1 to {MAX_BATCH} objects",
-                             hint="send a longer list in several requests" if items
-                             else "send at least one memory")  # fmt: skip
+            given = (f"a list of {len(items)}" if isinstance(items, list)
+                     else f"a {type(items).__name__}")  # fmt: skip
+            hint = 'send {"memories": [{...}, ...]}: a list of store arguments'
+            if isinstance(items, list):
+                hint = f"split it into requests of at most {MAX_BATCH}" if items else (
+                    "send at least one memory")  # fmt: skip
+            raise UsageError(f"memories must be a list of 1 to {MAX_BATCH} objects, not {given}",
+                             hint=hint)  # fmt: skip
         results: list[dict[str, Any]] = []
         for index, item in enumerate(items):
             try:
