@@ -376,9 +376,12 @@ def test_unknown_api_paths_and_methods_are_json_errors(server: Server) -> None:
     missing = _send(server, "GET", "/api/v1/nothing", server.operator)
     assert "openapi" in _error(missing, 404, "not_found")["hint"]
     assert missing.headers["x-content-type-options"] == "nosniff"
-    _error(_send(server, "PUT", "/api/v1/memories", server.operator, {}), 405,
-           "method_not_allowed")  # fmt: skip
-    _error(_send(server, "GET", "/api/v1/confirm", server.operator), 405, "method_not_allowed")
+    put = _send(server, "PUT", "/api/v1/memories", server.operator, {})
+    _error(put, 405, "method_not_allowed")
+    assert set(put.headers["allow"].replace(" ", "").split(",")) >= {"GET", "POST"}, put.headers
+    confirm = _send(server, "GET", "/api/v1/confirm", server.operator)
+    _error(confirm, 405, "method_not_allowed")
+    assert "POST" in confirm.headers["allow"]
 
 
 def test_every_error_code_has_a_fitting_status() -> None:

@@ -291,8 +291,9 @@ class WriteApi:
         ]
 
 
-def not_found_json(request: Request, status: int) -> Response:
-    """Starlette's 404 and 405 under ``/api/``, as the API's error documents."""
+def not_found_json(request: Request, status: int, allow: str | None = None) -> Response:
+    """Starlette's 404 and 405 under ``/api/``, as the API's error documents; a 405 with the
+    ``Allow`` header of the methods the address takes."""
     hint = "see /api/v1/openapi.json"
     exc: FerrexError
     if status == 405:
@@ -300,7 +301,8 @@ def not_found_json(request: Request, status: int) -> Response:
     else:
         exc = NotFound(f"nothing is served at {request.url.path}", hint=hint)
     status, doc = _error(exc)
-    return JSONResponse(doc, status_code=status, headers=error_headers(status))
+    headers = error_headers(status) | ({"Allow": allow} if allow else {})
+    return JSONResponse(doc, status_code=status, headers=headers)
 
 
 def principal_of(caller: Caller) -> str:

@@ -483,15 +483,19 @@ class Dashboard:
     async def not_found(self, request: Request, exc: Exception) -> Response:
         """Starlette's own 404 and 405, as pages with the dashboard's headers."""
         status = exc.status_code if isinstance(exc, HTTPException) else 404
+        allow = _allowed(request) if status == 405 else None
         if request.url.path.startswith("/api/"):  # the API's clients read JSON errors
-            return not_found_json(request, status)
+            return not_found_json(request, status, allow)
         if status == 405:
             text = "this address does not take that method"
             page = pages.message_page("Method not allowed", text)
         else:
             status = 404
             page = pages.message_page("Not found", "nothing is served at this address")
-        return _html(page, status)
+        answer = _html(page, status)
+        if status == 405 and allow:
+            answer.headers["Allow"] = allow
+        return answer
 
     # -- the routes -------------------------------------------------------------------------
 
@@ -650,3 +654,15 @@ def _html(text: str, status: int = 200) -> HTMLResponse:
 def _error_page(exc: FerrexError, who: str) -> Response:
     doc = error_document(exc)
     return _html(pages.layout("Error", "", who, pages.error_box(doc)), status_of(exc.code))
+
+
+def _allowed(request: Request) -> str | None:
+    """The methods the address of a 405 takes, for its ``Allow`` header: of every route of
+    its path (Starlette's own header names only the first route's, and a path served by two,
+    ``GET`` and ``POST`` of ``/api/v1/memories``, takes both)."""
+    path = request.url.path
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.methods and route.path_regex.fullmatch(path):
+            methods |= route.methods
+    return ", ".join(sorted(methods)) or None
