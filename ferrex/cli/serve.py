@@ -200,7 +200,17 @@ def _serve_http(
     mode = "stateless" if stateless else "with sessions"
     click.echo(f"ferrex: serving MCP at http://{host}:{port}/mcp ({mode}) and the dashboard "
                f"at http://{host}:{port}/", err=True)  # fmt: skip
-    anyio.run(uvicorn.Server(served).serve, None if listening is None else [listening])
+    from ferrex.server.dashboard.stream import stop_streams
+
+    class _Server(uvicorn.Server):
+        """Told to stop, it ends the open change streams first: they would hold the graceful
+        shutdown up to its deadline."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            stop_streams()
+            super().handle_exit(sig, frame)
+
+    anyio.run(_Server(served).serve, None if listening is None else [listening])
 
 
 def _listen(host: str, port: int) -> socket.socket:

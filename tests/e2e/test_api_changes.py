@@ -10,6 +10,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -210,3 +211,16 @@ def test_bad_input_is_refused_before_any_stream(
                        headers=_auth(ALICE) | headers, timeout=30)  # fmt: skip
     assert answer.status_code == status, answer.text
     assert answer.json()["error"]["code"] == code
+
+
+def test_a_server_told_to_stop_ends_its_open_streams_first(tmp_path: Path) -> None:
+    """SIGTERM with a stream open: the stream ends (as a lost connection, which a client
+    resumes from), the process exits 0 and logs no cancelled task or traceback; it waited
+    out the graceful-shutdown deadline and cancelled the stream's task."""
+    with serve_http(tmp_path / "home") as served:
+        reader = Reader(served.url, BOB)
+        served.process.terminate()
+        _, err = served.process.communicate(timeout=60)
+        reader.close()
+        assert served.process.returncode == 0, err
+        assert "graceful shutdown exceeded" not in err and "Traceback" not in err, err

@@ -61,6 +61,17 @@ RETRY_MS = 2000
 #: The default cap of streams per principal (``server.max_streams_per_principal``).
 STREAMS_PER_PRINCIPAL = 4
 
+#: Set when the serving process is told to stop (:func:`stop_streams`): each open stream
+#: ends at its next poll, so the server's graceful shutdown does not wait out its deadline
+#: on them (and cancel them with a traceback). No ``error`` event: the server is not failing,
+#: and a client resumes from its last position once it is back.
+_STOPPING = threading.Event()
+
+
+def stop_streams() -> None:
+    """Tell every open change stream of this process to end (the server is stopping)."""
+    _STOPPING.set()
+
 
 class Streams:
     """The open change streams, counted per principal and in all."""
@@ -161,6 +172,8 @@ class ChangeStream:
                         yield _event("heartbeat", position, {"position": position})
                         quiet_since = time.monotonic()
                     await asyncio.sleep(POLL_SECONDS)
+                if _STOPPING.is_set():
+                    return  # ended as a lost connection is: the client resumes when back
                 try:
                     doc = await run_in_threadpool(self._read, caller, position)
                 except FerrexError as exc:
