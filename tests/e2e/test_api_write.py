@@ -441,6 +441,14 @@ def test_query_booleans_are_true_or_false_and_unknown_parameters_refused(
                  "/api/v1/entities?limit=3"):  # fmt: skip
         error = _error(_send(server, "GET", path, server.operator), 400, "invalid_input")
         assert "unknown query parameter" in error["message"], path
+    # One value given twice is refused (the last one used to win); a list may repeat.
+    for path in ("/api/v1/memories?limit=5&limit=6", "/api/v1/memories?state=current&state=all",
+                 f"{search}&namespace=a&namespace=b"):  # fmt: skip
+        error = _error(_send(server, "GET", path, server.operator), 400, "invalid_input")
+        assert "given twice" in error["message"], path
+    listed = _send(server, "GET", "/api/v1/memories?types=semantic&types=episodic",
+                   server.operator)  # fmt: skip
+    assert listed.status_code == 200, listed.text
 
 
 def test_bodies_nested_too_deep_or_not_utf8_are_json_400s(server: Server) -> None:

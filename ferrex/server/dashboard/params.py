@@ -141,14 +141,20 @@ FORGET_QUERY = (Param("cascade", FLAG, "Also drop entities no longer mentioned: 
 
 def check_query(request: Request, params: tuple[Param, ...]) -> None:
     """Refuse (``invalid_input``) a query parameter the route does not take, as a POST body
-    refuses an unknown field, and a boolean other than ``true`` or ``false``."""
+    refuses an unknown field, one of a single value given twice (``limit=5&limit=6``: which
+    one was meant?), and a boolean other than ``true`` or ``false``."""
     known = {p.name: p for p in params}
+    seen: set[str] = set()
     for name, value in request.query_params.multi_items():
         param = known.get(name)
         if param is None:
             takes = ", ".join(known) or "no query parameters"
             raise UsageError(f"unknown query parameter {name!r}{did_you_mean(name, list(known))}",
                              hint=f"{request.url.path} takes {takes}")  # fmt: skip
+        if name in seen and param.schema.get("type") != "array":
+            raise UsageError(f"query parameter {name!r} is given twice; it takes one value",
+                             hint=f"send {name} once")  # fmt: skip
+        seen.add(name)
         if param.schema.get("type") == "boolean" and value not in ("true", "false"):
             raise UsageError(f"{name} must be true or false, got {value!r}",
                              hint=f"send {name}=true, or leave it out for false")  # fmt: skip
