@@ -351,22 +351,25 @@ class InsightReads(Reads):
     def latest_active(self, namespace: str | None) -> Iterator[Memory]:
         """Active memories, latest stored first, a page at a time. Of one time (the lines of
         one import batch share it) the later in the journal comes first: the batch's last
-        line, not the order of its random ids."""
+        line, not the order of its random ids; within one journal record, by id."""
         ns, args = ("", []) if namespace is None else (" AND namespace=?", [namespace])
-        last: tuple[float, int] | None = None
+        last: tuple[float, int, str] | None = None
         while True:
             after = (
-                "" if last is None else " AND (created_at < ? OR (created_at = ? AND position < ?))"
+                ""
+                if last is None
+                else " AND (created_at < ? OR (created_at = ? AND (position < ? "
+                "OR (position = ? AND memory_id > ?))))"
             )
             rows = self._where(
                 f"SELECT * FROM memories WHERE {CURRENT}{ns}{after} "
-                f"ORDER BY created_at DESC, position DESC LIMIT {PAGE}",
-                [*args, *(() if last is None else (last[0], last[0], last[1]))],
+                f"ORDER BY created_at DESC, position DESC, memory_id LIMIT {PAGE}",
+                [*args, *(() if last is None else (last[0], last[0], last[1], last[1], last[2]))],
             )
             yield from rows
             if len(rows) < PAGE:
                 return
-            last = (rows[-1].created_at, rows[-1].position)
+            last = (rows[-1].created_at, rows[-1].position, rows[-1].memory_id)
 
     def single_facts(
         self,

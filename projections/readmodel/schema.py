@@ -229,8 +229,8 @@ CREATE INDEX IF NOT EXISTS memories_unvalidated_scoped ON memories (created_at, 
     namespace, agent_id, visibility, expires_at, t_invalid, last_validated)
     WHERE {CURRENT} AND last_validated IS NULL;
 DROP INDEX IF EXISTS memories_latest;
-CREATE INDEX IF NOT EXISTS memories_latest_stored ON memories (created_at DESC, position DESC)
-    WHERE {CURRENT};
+CREATE INDEX IF NOT EXISTS memories_latest_stored ON memories (created_at DESC, position DESC,
+    memory_id) WHERE {CURRENT};
 CREATE INDEX IF NOT EXISTS memories_single_facts ON memories (namespace, subject_key,
     predicate_normalized, object_form, agent_id, visibility, expires_at, type, t_invalid,
     multi_valued, subject) WHERE {SINGLE_FACT};

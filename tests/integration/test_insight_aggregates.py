@@ -104,7 +104,7 @@ def old_stats(
     memories = sight.shown(rm.memories(namespace=namespace))
     active = [m for m in memories if m.t_invalid is None]
     assessed, needs = _old_attention(rm, sight, active, now, staleness_of)
-    latest = sorted(active, key=lambda m: (-m.created_at, m.memory_id))[:3]
+    latest = sorted(active, key=lambda m: (-m.created_at, -m.position, m.memory_id))[:3]
     by_type: dict[str, int] = defaultdict(int)
     labels: dict[str, int] = defaultdict(int)
     for a in assessed:
