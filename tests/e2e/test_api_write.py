@@ -449,6 +449,8 @@ def test_query_booleans_are_true_or_false_and_unknown_parameters_refused(
     listed = _send(server, "GET", "/api/v1/memories?types=semantic&types=episodic",
                    server.operator)  # fmt: skip
     assert listed.status_code == 200, listed.text
+    both = _send(server, "GET", "/api/v1/entities?name=strict-svc&prefix=s", server.operator)
+    assert "name and prefix" in _error(both, 400, "invalid_input")["message"]
 
 
 def test_bodies_nested_too_deep_or_not_utf8_are_json_400s(server: Server) -> None:
@@ -470,6 +472,11 @@ def test_bodies_nested_too_deep_or_not_utf8_are_json_400s(server: Server) -> Non
                  text.encode("latin-1").replace(b"wiki.", b"wiki\xe9.")):  # fmt: skip
         assert "UTF" in _error(raw(body), 400, "invalid_input")["message"], body[:8]
     assert raw(b"\xef\xbb\xbf" + text.encode()).status_code == 200  # UTF-8, with a BOM
+    # A field named twice: which was meant? (A JSON reader keeps the last one silently.)
+    twice = b'{"content": "the wiki moved", "content": "the wiki stayed"}'
+    assert "'content' twice" in _error(raw(twice), 400, "invalid_input")["message"]
+    nested = b'{"content": "x", "context": {"ticket": "A-1", "ticket": "A-2"}}'
+    assert "'ticket' twice" in _error(raw(nested), 400, "invalid_input")["message"]
 
 
 def test_an_open_loopback_server_refuses_a_foreign_origin(tmp_path: Path) -> None:

@@ -364,7 +364,7 @@ def decode_json(raw: bytes) -> Any:
     deep = UsageError(f"the body nests deeper than {MAX_DEPTH} levels",
                       hint="no argument nests that deep; flatten the context")  # fmt: skip
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_once_each)
     except RecursionError:  # the decoder's own stack ran out, far beyond MAX_DEPTH
         raise deep from None
     except ValueError as exc:
@@ -372,6 +372,18 @@ def decode_json(raw: bytes) -> Any:
     if _depth(value) > MAX_DEPTH:
         raise deep
     return value
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose every name comes once: ``{"content": "x", "content": "y"}`` is
+    refused (which one was meant?), where a JSON reader keeps the last one silently."""
+    found: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in found:
+            raise UsageError(f"the body names {name!r} twice in one object",
+                             hint="send each field once")  # fmt: skip
+        found[name] = value
+    return found
 
 
 def _depth(value: Any) -> int:

@@ -448,6 +448,11 @@ class Dashboard:
     def api_entities(self, request: Request, caller: Caller) -> dict[str, Any]:
         name = request.query_params.get("name", "")
         offset = _offset(request)
+        if name.strip() and request.query_params.get("prefix", "").strip():
+            raise UsageError(
+                "name and prefix ask two things: one entity, or the names that start so",
+                hint="send name=NAME for one entity, or prefix=TEXT for a list of names",
+            )
         if name.strip():
             return self._call(
                 "dashboard", {"view": "entity", "name": name, "offset": offset}, caller
