@@ -269,10 +269,9 @@ def status(app: App, client: str, project: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
-    missing = [h for h in homes if not h.is_dir()]
     click.echo(f"project {root}: {'paused' if doc['paused'] else 'active'}"
                f" (data directory {', '.join(doc['homes'])})")  # fmt: skip
-    for home in missing:
+    for home in doc["missing_homes"]:
         click.echo(f"warning: the data directory {home} does not exist: the hooks that name "
                    "it do nothing", err=True)  # fmt: skip
     for name in places:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from itertools import groupby
-from typing import Any, Final, cast
+from typing import Any, cast
 
 from ferrex.core.decide.restore import Item, Restored
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
@@ -32,7 +32,7 @@ from ferrex.porting.dump_read import (
 )
 from ferrex.porting.memory_server import GraphItem, graph_items, is_graph_line
 from ferrex.porting.restore import restore_many
-from ferrex.rules.memory_input import StoreRequest
+from ferrex.rules.memory_input import MEMORY_TYPES, StoreRequest
 from ferrex.rules.secrets import SecretsMode
 from ferrex.write.writer import StoreResult, Writer
 
@@ -336,16 +336,11 @@ def _import_dump(
     return outcomes
 
 
-#: A dump's line types that hold a memory; the other lines hold an entity, a flag, a pair
-#: said to differ, a consolidation.
-_MEMORY_LINES: Final = frozenset({"semantic", "episodic", "procedural"})
-
-
 def dump_line_kind(raw: dict[str, Any]) -> str:
-    """What a dump's line restores, as its summary counts it: ``memory``, or the line's own
-    type (``entity``, ``possible_conflict``, ``entities_differ``...)."""
+    """What a dump's line restores, as its summary counts it: ``memory`` (a line of one of
+    the memory types), or the line's own type (``entity``, ``possible_conflict``...)."""
     kind = str(raw.get("type", ""))
-    return "memory" if kind in _MEMORY_LINES else kind
+    return "memory" if kind in MEMORY_TYPES else kind
 
 
 def _known(result: StoreResult | FerrexError) -> bool:
