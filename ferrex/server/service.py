@@ -292,6 +292,8 @@ class Service:
             middle = (fits + over) // 2
             fits, over = (middle, over) if tokens(middle) <= max_tokens else (fits, middle)
         kept = fits
+        if kept == len(results):  # one result, alone longer than max_tokens: nothing was cut
+            return doc
         return {
             **doc,
             "results": results[:kept],

@@ -19,6 +19,7 @@ from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
 from ferrex.models import Embedder
+from ferrex.rules.arguments import MIN_MAX_TOKENS
 from ferrex.rules.relevance import HIDDEN_BELOW, NEAREST_WHEN_NOTHING, SHOWN_AT_LEAST
 from ferrex.server.hub import Hub
 from ferrex.server.mcp_server import FerrexMCP, build_server
@@ -124,6 +125,18 @@ def test_max_tokens_cuts_the_worst_results_and_says_so(served: tuple[FerrexMCP, 
     assert kept == [r["id"] for r in full["results"]][: len(kept)]  # best first
     assert doc["truncated"]["omitted"] == len(full["results"]) - len(kept) > 0
     assert _tokens(app, text) <= 120 and "cut to fit max_tokens=120" in text
+
+
+def test_one_result_longer_than_max_tokens_is_kept_and_nothing_is_said_cut(
+    served: tuple[FerrexMCP, App],
+) -> None:
+    server, app = served
+    asked = {**RECALL, "limit": 1, "min_relevance": 0, "max_tokens": MIN_MAX_TOKENS}
+    result = _recall(server, asked)
+    doc = result.structured_content
+    assert doc is not None and len(doc["results"]) == 1
+    assert _tokens(app, result.content[0].text) > MIN_MAX_TOKENS  # type: ignore[union-attr]
+    assert "truncated" not in doc  # it said "0 more cut" before
 
 
 def test_a_default_recall_leaves_out_the_irrelevant_and_says_how_to_see_them(
