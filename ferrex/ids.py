@@ -14,6 +14,8 @@ from datetime import datetime
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ID_PATTERN = re.compile(r"^[a-z]{2,8}_[0-9A-HJKMNP-TV-Z]{26}$")
 MAX_ID_LENGTH = 64
+#: An id inside a text (``mem_01JD3…`` among words).
+ID_IN_TEXT = re.compile(r"\b[a-z]{2,8}_[0-9A-HJKMNP-TV-Z]{26}\b")
 
 
 def new_id(prefix: str, now: datetime, random: Callable[[int], bytes] = os.urandom) -> str:

@@ -18,6 +18,7 @@ from mcp_types import CallToolResult
 from ferrex.app import App
 from ferrex.config import load as load_config
 from ferrex.errors import FerrexError
+from ferrex.ids import ID_IN_TEXT
 from ferrex.models import Embedder
 from ferrex.rules.arguments import MIN_MAX_TOKENS
 from ferrex.rules.relevance import HIDDEN_BELOW, NEAREST_WHEN_NOTHING, SHOWN_AT_LEAST
@@ -137,6 +138,31 @@ def test_one_result_longer_than_max_tokens_is_kept_and_nothing_is_said_cut(
     assert doc is not None and len(doc["results"]) == 1
     assert _tokens(app, result.content[0].text) > MIN_MAX_TOKENS  # type: ignore[union-attr]
     assert "truncated" not in doc  # it said "0 more cut" before
+
+
+def test_what_max_tokens_cuts_does_not_depend_on_the_random_ids(
+    served: tuple[FerrexMCP, App],
+) -> None:
+    server, app = served
+    full = _recall(server, {**RECALL, "limit": 8, "min_relevance": 0}).structured_content
+    assert full is not None and len(full["results"]) == 8
+    raw = json.dumps(full)
+    ids = sorted(set(ID_IN_TEXT.findall(raw)))
+
+    def renamed(letters: str) -> Any:  # the same answer, its ids of other random letters
+        text = raw
+        for n, old in enumerate(ids):
+            text = text.replace(old, f"{old[:4]}{n:02d}{letters}")
+        return json.loads(text)
+
+    # In the model's tokenizer an id of one letter repeated is few tokens, this one many.
+    short, long = renamed("0" * 24), renamed("Q7XK9WZ3" * 3)
+    counts = app.embedder().model().count_tokens
+    assert counts(json.dumps(long)) > counts(json.dumps(short)) + 8 * 5  # type: ignore[operator]
+    service = Service(app)
+    for max_tokens in range(MIN_MAX_TOKENS, 600, 10):
+        kept = [len(service._fit(doc, max_tokens)["results"]) for doc in (short, long)]
+        assert kept[0] == kept[1], max_tokens
 
 
 def test_a_default_recall_leaves_out_the_irrelevant_and_says_how_to_see_them(
