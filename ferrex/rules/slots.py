@@ -469,10 +469,19 @@ def plural_fact(subject: str, predicate: str, obj: str) -> bool:
     words = phrase_words(predicate)
     if words[:1] == ["had"] and words[1:2] in (["a"], ["an"]) and len(words) > 2:
         return True
-    if object_kind(obj) in SINGLE_KINDS or (schedule_value(obj) and len(words) == 1):
+    if one_at_a_time(predicate, obj):
         return False
     return (plural_relation(predicate) or reciprocal_relation(predicate)
             or plural_subject(subject, predicate))  # fmt: skip
+
+
+def one_at_a_time(predicate: str, obj: str) -> bool:
+    """Whether a value is of a kind a thing has one of at a time, whatever its relation's
+    words (:data:`SINGLE_KINDS`: ``supported until 2027-01-01``), or a schedule told with one
+    verb (``runs nightly``, ``ships weekly``: a second schedule is a change of it)."""
+    return object_kind(obj) in SINGLE_KINDS or (
+        schedule_value(obj) and len(phrase_words(predicate)) == 1
+    )
 
 
 # A number, maybe with a short unit or a multiplier (5, 50, 4k, 1.5x): a quantity, one value.

@@ -320,6 +320,16 @@ def test_a_name_at_another_version_is_no_plain_second_value() -> None:
     assert [k.id for k in b.result.kept_beside] == [a.result.id]
 
 
+def test_a_second_schedule_in_the_same_words_is_no_value_more() -> None:
+    view = FakeView()
+    # A job runs on one schedule at a time: a second one told as the first is weighed as a
+    # change (it was kept beside the first as one value more, both current, no flag).
+    first = store(view, fact("index rebuild", "runs", "nightly"))
+    second = store(view, fact("index rebuild", "runs", "every Sunday"), new_id=lambda p: p + "_2")
+    assert second.result.kept_beside == ()
+    assert first.result.id in (*second.result.superseded, *second.result.possible_conflict)
+
+
 def test_one_more_of_several_things_held_is_kept_beside() -> None:
     view = FakeView()
     first = store(view, fact("Brennmoor", "has depot in", "Duisburg"))

@@ -58,6 +58,7 @@ from ferrex.rules.predicates import as_worded, match_known, normalize_predicate,
 from ferrex.rules.restatements import restated
 from ferrex.rules.slots import (
     SlotMatch,
+    one_at_a_time,
     plural_fact,
 )
 from ferrex.rules.value_changes import (
@@ -237,6 +238,9 @@ def repeats_wording(
            for m in others):  # fmt: skip
         return True  # one of values kept beside each other
     if not relational(valid.predicate) or one_holder(predicate):
+        return False
+    # ``rebuild | runs | nightly`` then ``… | runs | Sundays only``: one schedule at a time.
+    if one_at_a_time(valid.predicate, valid.object):
         return False
     # A start alone tells a change of one value, and a place told plainly may be a move:
     # neither where the relation holds many already (values kept beside each other), where
