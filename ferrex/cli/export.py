@@ -146,8 +146,13 @@ def jsonl_cmd(
     if as_json:
         click.echo(json.dumps({"file": file, **result.as_dict()}))
         return
-    # Which of the memories are invalidated (superseded history), said only when some are.
-    invalidated = f" ({result.invalidated} invalidated)" if result.invalidated else ""
+    # Which of the memories are invalidated (superseded history) or past their time to live
+    # (dumped, hidden and swept once restored), said only when some are.
+    said = [f"{result.invalidated} invalidated"] if result.invalidated else []
+    if result.expired:
+        whose = "its" if result.expired == 1 else "their"
+        said.append(f"{result.expired} past {whose} time to live")
+    invalidated = f" ({', '.join(said)})" if said else ""
     skipped = ""
     if result.redacted:
         left_out = count_of(result.redacted, "redacted memory", "redacted memories")

@@ -63,6 +63,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -85,7 +86,7 @@ from ferrex.porting.lines import (
     keys,
     values,
 )
-from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE
+from ferrex.rules.lifecycle import DEFAULT_IMPORTANCE, expired
 from journal.events import (
     Access,
     CurrentAgain,
@@ -522,11 +523,14 @@ class DumpResult:
     journal_position: int = 0
     """The journal position the dump is of (its header says so)."""
     consolidations: int = 0
+    expired: int = 0
+    """How many of them had outlived their time to live when dumped: dumped all the same (the
+    dump is of the journal, not of the clock), they are hidden and swept once restored."""
 
     def as_dict(self) -> dict[str, int]:
         return {"memories": self.memories, "entities": self.entities,
-                "invalidated": self.invalidated, "redacted_left_out": self.redacted,
-                "consolidations": self.consolidations,
+                "invalidated": self.invalidated, "expired": self.expired,
+                "redacted_left_out": self.redacted, "consolidations": self.consolidations,
                 "journal_position": self.journal_position}  # fmt: skip
 
 
@@ -563,7 +567,10 @@ def write_dump(
     for line in [*dumped_flags(read_model, memories, entities, namespace), *folds]:
         out.write(encode(line) + b"\n")
     invalidated = sum(1 for m in memories if not is_current(m))
-    return DumpResult(len(memories), len(entities), invalidated, redacted, position, len(folds))
+    now = time.time()
+    past_ttl = sum(1 for m in memories if expired(m.expires_at, now))
+    return DumpResult(len(memories), len(entities), invalidated, redacted, position, len(folds),
+                      past_ttl)  # fmt: skip
 
 
 def check_dump_target(path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -368,3 +369,21 @@ def test_an_agent_id_does_not_limit_a_backup_and_the_export_says_so(tmp_path: Pa
     assert code == 0 and "--agent-id does not limit an export" in err, err
     code, out, _ = run(home, "--help")
     assert "an export is of the whole home" in " ".join(out.split()), out
+
+
+def test_a_backup_says_how_many_of_its_memories_are_past_their_time_to_live(
+    tmp_path: Path,
+) -> None:
+    """A scratch note whose time to live ran out before the sweep is still in the journal: the
+    dump carries it (restored hidden, then swept) and says so, rather than counting it as one
+    of the memories a reader sees (``stats`` said 1 memory, the export "2 memories")."""
+    home = tmp_path / "home"
+    for args in (("--content", "Deploys frozen until the hotfix ships", "--ttl", "1s"),
+                 ("--content", "The api uses Postgres 16",)):  # fmt: skip
+        code, _, err = run(home, "store", *args)
+        assert code == 0, err
+    time.sleep(1.5)
+    code, out, _ = run(home, "export", "jsonl", str(tmp_path / "all.jsonl"))
+    assert code == 0 and "exported 2 memories (1 past its time to live)" in out, out
+    code, out, _ = run(home, "export", "jsonl", str(tmp_path / "all.jsonl"), "--json")
+    assert code == 0 and json.loads(out)["expired"] == 1, out
