@@ -84,7 +84,10 @@ def period_legs(
     sparse = encode(rest)
     if sparse.indices:
         hits = backend.query_sparse(collection, sparse, inside, n)
-        legs["period_bm25"] = Leg.of(hits, n, scale)
+        leg = Leg.of(hits, n, scale)
+        # Its words alike in more memories of the period than it returned: as for the
+        # whole-store leg, the engine's choice among them must not rank them; meaning does.
+        legs["period_bm25"] = Leg({}, 0.0) if leg.flat and "period_dense" in legs else leg
     return legs
 
 
