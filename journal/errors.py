@@ -2,6 +2,7 @@
 
 JournalError            root; ``code`` is stable, ``hint`` says what to do
 ├── JournalDamaged      a bad record with valid records after it, or a broken chain
+│   └── JournalBehind   the journal ends before a position its projections applied
 ├── JournalFormatError  a file that is not a ferrex journal segment (or a newer format)
 │   └── JournalTooNew   records (or a PostgreSQL schema) newer than this code: it will not write
 ├── EncodeError         an event that cannot be written (bad field values)
@@ -44,6 +45,28 @@ class JournalDamaged(JournalError):
         self.segment = segment
         self.offset = offset
         self.position = position
+
+
+class JournalBehind(JournalDamaged):
+    """The journal ends before a position its projections applied: records that were
+    appended, fsynced and acknowledged are missing (cut as a torn tail, or the journal was put
+    back from an older copy)."""
+
+    def __init__(self, applied: int, head: int) -> None:
+        missing = applied - head
+        super().__init__(
+            f"the journal ends at position {head}, but position {applied} was written and "
+            f"applied: {missing} acknowledged record{'s are' if missing > 1 else ' is'} missing "
+            "from it (cut as a torn tail, kept beside its segment as .corrupt-*, or the "
+            "journal was put back from an older copy)",
+            segment=Path(),
+            offset=0,
+            position=head + 1,
+            hint="put back the journal from a copy that holds them; to go on without them, "
+            "`ferrex replay` rebuilds everything from the journal as it is",
+        )
+        self.applied = applied
+        self.head = head
 
 
 class JournalFormatError(JournalError):

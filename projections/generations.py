@@ -19,6 +19,7 @@ import re
 import secrets
 from pathlib import Path
 
+import apsw
 import msgspec
 
 from journal import JournalBackend
@@ -26,7 +27,7 @@ from journal.files import replace_durably
 from projections.applying import BATCH, Progress, apply_all, chunks
 from projections.readmodel.projector import NO_RULES, Rules
 from projections.readmodel.schema import SCHEMA_VERSION
-from projections.readmodel.store import ReadModelError
+from projections.readmodel.store import SQLITE, ReadModelError
 from projections.split_rebuild import apply_split, splits
 from projections.sqlite import ReadModel
 from projections.vector_sink import Collections, Encoders, VectorSink
@@ -115,6 +116,25 @@ def read_pointer(home: Path) -> Live | None:
     except msgspec.DecodeError as exc:
         log.warning("projections: %s is unreadable (%s); rebuilding", path, exc)
         return None
+
+
+def applied_position(home: Path) -> int:
+    """The journal position the live read model has applied (0: none, or unreadable), read
+    without opening the projections: a journal that ends before it lost acknowledged
+    records (``ferrex journal verify`` says so)."""
+    live = read_pointer(home)
+    path = home / live.sqlite if live is not None else None
+    if path is None or not path.is_file():
+        return 0
+    try:
+        db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            row = db.execute("SELECT position FROM checkpoints WHERE name=?", (SQLITE,)).fetchone()
+        finally:
+            db.close()
+    except apsw.Error:
+        return 0
+    return int(row[0]) if row is not None else 0
 
 
 def write_pointer(home: Path, live: Live) -> None:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from journal import JournalBackend
+from journal.errors import JournalBehind
 from projections.applying import QDRANT, Progress, apply_all
 from projections.flush_thread import FlushTimer
 from projections.gate import Gate
@@ -130,16 +131,11 @@ class Projections:
         checkpoint = projections.read_model.checkpoint()
         head = journal.refresh().position
         if checkpoint > head:
+            # Records up to the checkpoint were appended, fsynced and applied: a journal that
+            # ends before it lost acknowledged records. Rebuilding from it would serve less
+            # and write new records at their positions; only the operator may accept that.
             projections.close()
-            log.warning(
-                "projections: checkpoint %d is ahead of the journal head %d; rebuilding",
-                checkpoint,
-                head,
-            )
-            if before_build is not None:
-                before_build(f"checkpoint {checkpoint} is ahead of the journal head {head}")
-            live = build(home, journal, backend, encoders, rules, live, progress)
-            projections = cls(home, journal, backend, encoders, live, rules)
+            raise JournalBehind(checkpoint, head)
         projections.catch_up(progress=progress)
         projections.sync()
         return projections

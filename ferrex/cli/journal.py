@@ -17,7 +17,7 @@ from ferrex.porting.gitverify import AgainstReport, verify_against
 from journal import JournalError, to_builtins
 from journal.events import KNOWN_TAGS
 from journal.verify import VerifyReport
-from projections.generations import read_pointer
+from projections.generations import applied_position, read_pointer
 
 
 @click.group()
@@ -52,11 +52,16 @@ def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
     """Check every record: framing, checksums, positions, the hash chain and memory bodies.
 
     Read-only: it changes nothing and can run while ferrex is serving. Exits 0 when the
-    journal is intact, 3 when it is damaged (the first problem is printed precisely).
+    journal is intact, 3 when it is damaged (the first problem is printed precisely) or
+    ends before a position the read model applied (acknowledged records missing).
     With --against DIR it also reads the journal as other commands do (opening it sets a
     torn tail aside) and exits 3 when the export differs from the journal: an edited,
     missing or extra record, named by file, line and position.
     """
+    # Positions the projections applied that the journal no longer holds: acknowledged
+    # records cut (a torn tail) or a journal put back from an older copy. Read before the
+    # journal, so a record a server appends and applies meanwhile is no false alarm.
+    applied = applied_position(app.home)
     try:
         report = _verified(app)
     except JournalError as exc:
@@ -108,17 +113,27 @@ def verify_cmd(app: App, against: Path | None, as_json: bool) -> None:
             f"(offset {t.offset}: {t.reason}); a write in progress, or a torn write that "
             "the next open sets aside"
         )
+    missing = applied > report.head_position and problem is None
+    if missing:
+        doc["ok"] = False
+        doc["missing"] = {"from": report.head_position + 1, "to": applied}
+        lines.append(
+            f"MISSING: positions {report.head_position + 1} to {applied} were written and "
+            "applied (the read model holds them) but the journal ends before them: "
+            "acknowledged records were cut or the journal was put back from an older copy; "
+            "put them back from a copy, or `ferrex replay` to go on without them"
+        )
     if problem is not None:
         lines.append(
             f"DAMAGED: {problem.segment.name} offset {problem.offset}"
             f" (position {problem.position}): {problem.kind}: {problem.reason}"
         )
-    else:
+    elif not missing:
         lines.append("ok: framing, positions, hash chain and bodies verified")
     if export is not None:
         lines += _against_lines(export)
     echo_either(doc, as_json, "\n".join(lines))
-    if problem is not None or (export is not None and not export.ok):
+    if problem is not None or missing or (export is not None and not export.ok):
         raise click.exceptions.Exit(JournalFailure.exit_code)
 
 

@@ -160,6 +160,39 @@ def test_a_repair_rebuilds_the_projections_so_the_lost_memory_is_served_no_more(
     assert reconciled.returncode == 0, reconciled.stdout + reconciled.stderr
 
 
+def test_a_cut_acknowledged_record_is_refused_not_rebuilt_away(tmp_path: Path) -> None:
+    """Three stores acknowledged, then the last record loses its last bytes: it reads as a
+    torn tail, which opening sets aside. The read model applied it, so it was acknowledged:
+    verify says it is missing and commands refuse, rather than rebuilding from the shorter
+    journal (the memory gone without a word, its position written again by the next record).
+    ``ferrex replay`` is the operator's way on without it."""
+    home = tmp_path / "served"
+    for text in TEXTS:
+        done = _ferrex(home, "store", "--content", text)
+        assert done.returncode == 0, done.stderr
+    _, seg = list_segments(home / "journal")[-1]
+    os.truncate(seg, seg.stat().st_size - 3)
+
+    verified = _ferrex(home, "journal", "verify", "--json")
+    doc = json.loads(verified.stdout)
+    assert verified.returncode == 3 and not doc["ok"] and doc["missing"] == {"from": 3, "to": 3}
+    for args in (("stats",), ("recall", "the last memory")):
+        refused = _ferrex(home, *args)
+        assert refused.returncode == 3, refused.stdout
+        assert "[journal.damaged]" in refused.stderr and "1 acknowledged record is missing" in (
+            refused.stderr
+        ), refused.stderr
+    kept = list(seg.parent.glob(f"{seg.name}.corrupt-*"))
+    assert len(kept) == 1 and b"last memory" in kept[0].read_bytes()
+
+    replayed = _ferrex(home, "replay")
+    assert replayed.returncode == 0, replayed.stderr
+    stats = _ferrex(home, "stats", "--json")
+    assert stats.returncode == 0 and json.loads(stats.stdout)["total"] == 2, stats.stderr
+    verified = _ferrex(home, "journal", "verify")
+    assert verified.returncode == 0 and "MISSING" not in verified.stdout
+
+
 def test_a_rebuild_a_repair_still_owes_happens_at_the_next_open(tmp_path: Path) -> None:
     """The journal was repaired but the rebuild did not run (the process died between the
     two): the replay-needed file makes the next command rebuild before it serves."""

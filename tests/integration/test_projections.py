@@ -34,6 +34,7 @@ from journal import (
     MemoryStored,
     MemorySuperseded,
 )
+from journal.errors import JournalBehind
 from projections import replay, split_rebuild
 from projections.applying import QDRANT
 from projections.generations import HOME_TAG, POINTER, read_pointer, write_pointer
@@ -349,11 +350,17 @@ def test_reconcile_detects_a_corrupted_checkpoint(
     assert "m3" in drift.sqlite_rows
     assert reconcile(p, fix=True).clean
     assert snapshot(p) == before
-    # A checkpoint beyond the journal belongs to another journal: rebuilt at start.
+    # A checkpoint beyond the journal: records it applied are missing from the journal (cut,
+    # or the journal put back from an older copy), so opening refuses rather than rebuild
+    # them away; a replay is the operator's way on without them.
     p.read_model.set_checkpoint("sqlite", head + 10)
     generation = p.live.generation
     p.close()
-    p = Projections.open(home, journal, backend, encoders)
+    with pytest.raises(JournalBehind) as behind:
+        Projections.open(home, journal, backend, encoders)
+    assert (behind.value.applied, behind.value.head) == (head + 10, head)
+    assert "10 acknowledged records are missing" in behind.value.message
+    p = Projections.replay(home, journal, backend, encoders)
     assert p.live.generation == generation + 1 and snapshot(p) == before
     p.close()
 
