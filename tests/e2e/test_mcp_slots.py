@@ -250,3 +250,30 @@ def test_a_confirm_naming_an_unknown_other_fact_confirms_nothing(tmp_path: Path)
 
     anyio.run(main)
     assert journal_head(home) == head
+
+
+def test_a_confirm_replacing_a_fact_with_an_event_is_refused(tmp_path: Path) -> None:
+    """Ids mixed up while settling a flag: an event confirmed as replacing a fact retired the
+    fact (recall then found no port). A confirm replaces a memory only with one of its kind;
+    nothing is written."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            fact = await store_fact(client, "auth gateway", "listens on port", "8443")
+            event = await client.call_tool(
+                "store", {"content": "Staging was flaky on Monday: the node pool ran out of IPs."}
+            )
+            assert event.structured_content is not None
+            event_id = event.structured_content["id"]
+            head = journal_head(home)
+            code, text = await error(
+                client, "confirm", {"ids": [event_id], "supersedes": fact["id"]}
+            )
+            assert code == "invalid_input" and "an event" in text and "a fact" in text, text
+            assert journal_head(home) == head
+            found = await client.call_tool("recall", {"query": "auth gateway port"})
+            assert found.structured_content is not None
+            assert fact["id"] in [r["id"] for r in found.structured_content["results"]]
+
+    anyio.run(main)

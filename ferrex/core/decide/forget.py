@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
 
 from ferrex.errors import NotFound, UsageError
 from ferrex.rules.assess import assess, eviction_candidate, text_bytes
@@ -375,12 +375,24 @@ def decide_settle(
             )
         who = Who(new.namespace, caller, "private" if new.visibility == "private" else "shared")
         old = supersedable(supersedes, new.namespace, view, who, now)
+        if old.type != new.type:
+            # Most likely ids mixed up while settling a flag: an event confirmed would retire
+            # a fact it may not even be about.
+            raise UsageError(
+                f"{new.memory_id} is {_A_TYPE[new.type]} and {old.memory_id} "
+                f"{_A_TYPE[old.type]}: a confirm replaces a memory only with one of its kind",
+                hint="check the ids (the possible_conflict named the pair); to replace it with "
+                "other text, store that with supersedes",
+            )
         t_invalid = datetime.fromtimestamp(max(new.t_valid, old.t_valid), UTC)
         events.append(MemorySuperseded(memory_id=old.memory_id, namespace=new.namespace,
                                        t_invalid=t_invalid, superseded_by=new.memory_id,
                                        reason="explicit"))  # fmt: skip
         ended = (old.memory_id,)
     return Decision(tuple(events), SettleResult(tuple(pairs), ended, missing))
+
+
+_A_TYPE: Final = {"episodic": "an event", "semantic": "a fact", "procedural": "a procedure"}
 
 
 def decide_mark(
