@@ -144,13 +144,14 @@ def list_entities(
 
 @entity.command("show")
 @click.argument("name")
-@_a_read("of its memories (newest first)")
+@_a_read("of its memories (the last stored first)")
 def show_entity(
     app: App, name: str, namespace: str | None, offset: int, agent_id: str | None,
     as_json: bool,
 ) -> None:  # fmt: skip
     """One entity, named by any spelling or its id: its spellings (how each was matched) and
-    the memories that name it, newest first, a page at a time."""
+    the memories that name it, the last stored first, a page at a time: each with the time it
+    tells of, and [ended DATE] when it was replaced or ended (--json: t_invalid)."""
     doc = _read(app, agent_id, "entity", namespace, name=name, offset=offset)
     if as_json:
         click.echo(json.dumps(doc))
@@ -162,6 +163,8 @@ def show_entity(
     for a in aliases:
         click.echo(f"  spelling {a['alias']!r}: {a['match']} {a['score']:g}")
     for m in memories:
-        click.echo(f"  {m['id']} {m['type']} {m['event_time'][:10]}: {m['summary']}")
+        # A replaced or ended fact says so: the entity's history is listed whole.
+        ended = f" [ended {m['t_invalid'][:10]}]" if m.get("t_invalid") else ""
+        click.echo(f"  {m['id']} {m['type']} {m['event_time'][:10]}{ended}: {m['summary']}")
     if doc["more"]:
         click.echo(f"more: --offset {offset + len(memories)}", err=True)

@@ -161,3 +161,22 @@ def test_entity_list_and_show(home: Path) -> None:
     code, _, err = run(home, "entity", "show", "no such thing")
     assert code == 7 and "not_found" in err
     assert run(home, "entity", "list", "--offset", "-1")[0] == 2
+
+
+def test_entity_show_marks_what_was_replaced(tmp_path: Path) -> None:
+    """The entity's history is listed whole; a replaced fact read as a current one (two
+    owners, two hosts) until its line said it ended."""
+    home = tmp_path / "home"
+    facts = (("auth gateway", "runs on", "vm-prod-07", None),
+             ("auth gateway", "runs on", "vm-prod-12", "moved the auth gateway to vm-prod-12"))  # fmt: skip
+    for subject, predicate, obj, note in facts:
+        extra = ("--content", f"Tomas {note}") if note else ()
+        code, _, err = run(home, "store", "--subject", subject, "--predicate", predicate,
+                           "--object", obj, *extra)  # fmt: skip
+        assert code == 0, err
+    code, out, _ = run(home, "entity", "show", "auth gateway")
+    lines = {line.split(": ", 1)[1]: line for line in out.splitlines() if "semantic" in line}
+    assert code == 0 and len(lines) == 2, out
+    old = lines["auth gateway runs on vm-prod-07"]
+    new = next(line for text, line in lines.items() if "vm-prod-12" in text)
+    assert "[ended " in old and "[ended" not in new, out
