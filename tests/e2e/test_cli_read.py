@@ -167,8 +167,9 @@ def test_entity_show_marks_what_was_replaced(tmp_path: Path) -> None:
     """The entity's history is listed whole; a replaced fact read as a current one (two
     owners, two hosts) until its line said it ended."""
     home = tmp_path / "home"
+    moved = "moved the auth gateway to vm-prod-12"
     facts = (("auth gateway", "runs on", "vm-prod-07", None),
-             ("auth gateway", "runs on", "vm-prod-12", "moved the auth gateway to vm-prod-12"))  # fmt: skip
+             ("auth gateway", "runs on", "vm-prod-12", moved))  # fmt: skip
     for subject, predicate, obj, note in facts:
         extra = ("--content", f"Tomas {note}") if note else ()
         code, _, err = run(home, "store", "--subject", subject, "--predicate", predicate,
