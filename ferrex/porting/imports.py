@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from itertools import groupby
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from ferrex.core.decide.restore import Item, Restored
 from ferrex.errors import BackendUnavailable, FerrexError, Refused, UsageError
@@ -391,7 +391,10 @@ def chat_export(text: str, file_format: str) -> tuple[chats.ChatFormat, Any] | N
     shape says which; a JSON array of another shape is refused (no JSON-lines file is one)."""
     if file_format in chats.FORMATS:
         return cast(chats.ChatFormat, file_format), chats.loads(text)
-    if file_format != "auto" or not text.lstrip().startswith(("[", "{")):
+    if not text.lstrip().startswith(("[", "{")):
+        return None
+    if file_format != "auto":
+        _refuse_an_export_as_lines(text, file_format)
         return None
     try:
         doc = json.loads(text)
@@ -412,3 +415,22 @@ def chat_export(text: str, file_format: str) -> tuple[chats.ChatFormat, Any] | N
             hint="pass --format claude or --format chatgpt; JSON lines need one object a line",
         )
     return None
+
+
+_EXPORTS: Final = {"claude": "Claude", "chatgpt": "ChatGPT"}
+
+
+def _refuse_an_export_as_lines(text: str, file_format: str) -> None:
+    """Refuse a Claude or ChatGPT export given a format of JSON lines (``--format dump``):
+    one clear error, not one per line of its pretty-printed JSON."""
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return  # JSON lines (the first object ends before the file does), or not JSON
+    fmt = chats.detect(doc)
+    if fmt is not None:
+        raise UsageError(
+            f"the file looks like a {_EXPORTS[fmt]} export (its conversations), not "
+            f"{file_format} lines",
+            hint=f"import it with --format {fmt} (or without --format: auto tells them apart)",
+        )

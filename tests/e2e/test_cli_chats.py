@@ -233,3 +233,21 @@ def test_an_embeddings_server_that_cannot_be_reached_stores_nothing(tmp_path: Pa
     code, _, err = run(home, "import", str(export))
     assert code == 5 and "backend_unavailable" in err, err
     assert head(home) == 0
+
+
+def test_an_export_given_a_format_of_lines_is_one_clear_error(tmp_path: Path) -> None:
+    """A pretty-printed conversations.json imported with --format dump (or store) answered
+    'not JSON' once per line of the file; it is one error naming the format to use."""
+    home = tmp_path / "home"
+    conv = claude_linear("k-2", "Auth gateway", [
+        ("human", "The auth gateway returns 502 after the deploy."),
+        ("assistant", "Check the upstream timeout in the ingress."),
+    ])  # fmt: skip
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps([conv], indent=2), encoding="utf-8")
+    for fmt in ("dump", "store"):
+        code, out, err = run(home, "import", str(export), "--format", fmt)
+        assert code == 2 and "not JSON" not in out + err, (out, err)
+        assert len(err.strip().splitlines()) == 2 and "looks like a Claude export" in err, err
+        assert "--format claude" in err, err
+    assert not (home / "journal").exists() or head(home) == 0, "nothing written"
