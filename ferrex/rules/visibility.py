@@ -59,6 +59,16 @@ def in_scope(
     return spelling_scope is None or spelling_scope == scope
 
 
+def own_private(
+    agent_id: str | None, spelling_scope: str | None, viewers: Collection[str] | None
+) -> bool:
+    """Whether a spelling is one of ``agent_id``'s own private ones (of an entity it still
+    sees): what a shared store of that agent weighs for possible conflicts beside the shared
+    spellings (flags naming its private facts, which only it sees), never resolves to."""
+    return (agent_id is not None and spelling_scope == agent_id
+            and (viewers is None or agent_id in viewers))  # fmt: skip
+
+
 def sees_scope(
     caller: str | None, spelling_scope: str | None, viewers: Collection[str] | None
 ) -> bool:

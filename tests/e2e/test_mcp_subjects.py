@@ -318,3 +318,38 @@ def test_a_subject_named_in_other_words_is_never_a_silent_second_answer(tmp_path
 
     anyio.run(main)
     assert ferrex(home, "journal", "verify").returncode == 0
+
+
+def test_a_shared_fact_spelt_otherwise_than_the_agents_private_one_is_flagged_to_it_alone(
+    tmp_path: Path,
+) -> None:
+    """An agent's private fact, then its shared one of the same subject in another spelling:
+    a shared store resolves among shared names only, so it was a new entity with two current
+    owners and no flag. The agent's own private spellings are weighed too: flagged, and the
+    flag, naming its private fact, is seen by it alone."""
+    home = tmp_path / "home"
+    question = "who owns the nightjar auth gateway"
+
+    async def alice() -> None:
+        async with stdio_client(home, "--agent-id", "alice") as client:
+            private = await store_fact(client, "Nightjar auth gateway", "owner", "Priya",
+                                       visibility="private")  # fmt: skip
+            shared = await store_fact(client, "nightjar auth-gw", "owned by", "Marcus",
+                                      visibility="shared")  # fmt: skip
+            assert shared["possible_conflict"] == [private["id"]], shared
+            found = await _recall(client, question)
+            assert found[shared["id"]]["possible_conflict"] == [private["id"]]
+            assert found[private["id"]]["possible_conflict"] == [shared["id"]]
+            stats = await call(client, "stats", {})
+            assert stats["needs_attention"]["possible_conflicts"] == 1, stats
+
+    async def bob() -> None:
+        async with stdio_client(home, "--agent-id", "bob") as client:
+            found = await _recall(client, question)
+            assert [r["object"] for r in found.values()] == ["Marcus"], found
+            assert all("possible_conflict" not in r for r in found.values()), found
+            stats = await call(client, "stats", {})
+            assert stats["needs_attention"]["possible_conflicts"] == 0, stats
+
+    anyio.run(alice)
+    anyio.run(bob)

@@ -24,7 +24,7 @@ from ferrex.rules.memory_input import ValidStore
 from ferrex.rules.name_lookup import find_entity
 from ferrex.rules.slots import same_head, slot_candidate
 from ferrex.rules.subjects import Possible, objects_agree, resolve_subject
-from ferrex.rules.visibility import in_scope, sees, sees_scope
+from ferrex.rules.visibility import in_scope, own_private, sees, sees_scope
 from journal import (
     EntitiesDiffer,
     EntitiesMerged,
@@ -225,7 +225,44 @@ def _resolve_subject(
                     not view.entities_differ(res.entity_id, r))  # fmt: skip
     entity, made = _entity_or_spelling(name, res, alias, who, new_id)
     keys = _subject_keys(view, who, name, res.entity_id)
+    possible += _own_private_possible(name, view, who, settings, res.entity_id, possible)
     return Subject(entity, keys, possible, related), made
+
+
+def _own_private_possible(
+    name: str,
+    view: View,
+    who: Who,
+    settings: StoreSettings,
+    resolved: str | None,
+    possible: Sequence[Possible],
+) -> tuple[Possible, ...]:
+    """For a shared store of an agent: the entities of its own private spellings the subject
+    names, or may name (``nightjar auth-gw`` shared after ``Nightjar auth gateway`` private).
+    A shared store never resolves to them (its entity and spellings are everyone's), but
+    its facts are weighed against theirs: two current answers the agent sees get a flag that
+    only it sees, since the flag names its private fact."""
+    if who.scope is not None or who.agent_id is None:
+        return ()
+    own = [Candidate(s.entity_id, s.alias, s.normalized)
+           for s in view.spellings(who.namespace)
+           if own_private(who.agent_id, s.agent_id, s.viewers)]  # fmt: skip
+    if not own:
+        return ()
+    found = resolve_subject(name, own, abbreviations=settings.abbreviations_for(who.namespace),
+                            fuzzy_threshold=settings.entity_fuzzy)  # fmt: skip
+    named = found.resolution
+    extra = [*([Possible(named.entity_id, "name", named.score)]
+               if named.entity_id is not None else []), *found.possible]  # fmt: skip
+    seen = {resolved, *(p.entity_id for p in possible)}
+    out: list[Possible] = []
+    for p in extra:
+        if p.entity_id in seen or (resolved is not None
+                                   and view.entities_differ(resolved, p.entity_id)):  # fmt: skip
+            continue
+        seen.add(p.entity_id)
+        out.append(p)
+    return tuple(out)
 
 
 def _alias_match(found: Resolution) -> Literal["fuzzy", "embedding"]:

@@ -53,7 +53,7 @@ from ferrex.rules.value_changes import (
     replaces_value,
     told_as_news,
 )
-from ferrex.rules.visibility import in_scope
+from ferrex.rules.visibility import in_scope, own_private
 from journal import FactsPossiblyConflicting
 from projections.readmodel.predicates import is_current
 from projections.rows import RELATION, RESTATES, Memory
@@ -178,8 +178,14 @@ class Weighing:
         if weighed:
             scope = who.scope
             for s in view.spellings(who.namespace):
-                if s.entity_id in weighed and s.normalized and in_scope(scope, s.agent_id,
-                                                                        s.viewers):  # fmt: skip
+                if (
+                    s.entity_id in weighed
+                    and s.normalized
+                    and (
+                        in_scope(scope, s.agent_id, s.viewers)
+                        or own_private(who.agent_id, s.agent_id, s.viewers)
+                    )
+                ):
                     spelt.setdefault(s.entity_id, set()).add(s.normalized)
                     named.update(_capitalised(s.alias))
         # A fact told as news of a change (:func:`ferrex.rules.value_changes.told_as_news`) may
