@@ -36,7 +36,7 @@ from projections.vectors import VectorBackend, VectorStoreError
 log = logging.getLogger("ferrex.projections")
 
 POINTER = "projections.json"
-VECTOR_VERSION = 2
+VECTOR_VERSION = 3
 """Bump when what the vector sink derives from events changes (payload, text, parts)."""
 
 

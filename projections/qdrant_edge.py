@@ -51,6 +51,7 @@ from projections.vectors import (
     KEYWORD_FIELDS,
     RRF_K,
     SPARSE,
+    All,
     AnyOf,
     Clause,
     Either,
@@ -665,5 +666,7 @@ def _condition(clause: Clause) -> edge.ConditionType:
             return edge.IsEmptyCondition(key)
         case Either(options):
             return edge.Filter(should=[_condition(o) for o in options])
+        case All(parts):
+            return edge.Filter(must=[_condition(o) for o in parts])
         case _:
             assert_never(clause)

@@ -33,6 +33,7 @@ from projections.vectors import (
     KEYWORD_FIELDS,
     RRF_K,
     SPARSE,
+    All,
     AnyOf,
     Clause,
     Either,
@@ -345,5 +346,7 @@ def _condition(clause: Clause) -> qm.Condition:
             return qm.IsEmptyCondition(is_empty=qm.PayloadField(key=key))
         case Either(options):
             return qm.Filter(should=[_condition(o) for o in options])
+        case All(parts):
+            return qm.Filter(must=[_condition(o) for o in parts])
         case _:
             assert_never(clause)

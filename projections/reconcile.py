@@ -216,9 +216,9 @@ def _alias_points(rm: ReadModel) -> dict[str, tuple[str, str, str]]:
 
 def _changes_of(
     records: Iterator[Record], memory_ids: set[str], spellings: set[tuple[str, str, str]]
-) -> Iterator[tuple[int, fold.Change]]:
+) -> Iterator[tuple[int, float, fold.Change]]:
     """The fold's changes to the given memories' points and the given spellings' points
-    (namespace, normalized, entity), each with its record's position, in journal order:
+    (namespace, normalized, entity), each with its record's position and time, in journal order:
     every change a projection applies to them (a fold, an unfold, a relink by a merge or a
     split) and none to any other point."""
     for record in records:
@@ -226,7 +226,7 @@ def _changes_of(
             for change in fold.changes(event):
                 kept = _concerning(change, memory_ids, spellings)
                 if kept is not None:
-                    yield record.position, kept
+                    yield record.position, record.recorded_at.timestamp(), kept
 
 
 def _concerning(

@@ -27,10 +27,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, assert_never
 
 from journal import MemoryStored, Record
+from journal.events import start_given
 from projections import fold
 from projections.documents import memory_text, procedure_parts, text_parts
 from projections.rows import Memory
-from projections.vectors import EmbeddedVectors, SparseVector, VectorBackend, VectorPoint
+from projections.vectors import (
+    START_UNKNOWN,
+    EmbeddedVectors,
+    SparseVector,
+    VectorBackend,
+    VectorPoint,
+)
 
 _POINT_NAMESPACE = uuid.UUID("6f1c2d0e-8b7a-4c3e-9d51-2a7e4b8f0c11")
 
@@ -136,7 +143,7 @@ class VectorSink:
         with self.bulk(flush=durable):
             self._apply(records)
 
-    def apply_changes(self, changes: Iterable[tuple[int, fold.Change]]) -> None:
+    def apply_changes(self, changes: Iterable[tuple[int, float, fold.Change]]) -> None:
         """Apply the fold's changes (each with the position of its record) in order, durably:
         what ``reconcile --fix`` replays for the points it found wrong, the changes of the
         memories and spellings they hold and nothing else."""
@@ -173,13 +180,13 @@ class VectorSink:
 
     def _apply(self, records: Sequence[Record]) -> None:
         self._apply_changes(
-            (record.position, change)
+            (record.position, record.recorded_at.timestamp(), change)
             for record in records
             for event in record.events
             for change in fold.changes(event)
         )
 
-    def _apply_changes(self, changes: Iterable[tuple[int, fold.Change]]) -> None:
+    def _apply_changes(self, changes: Iterable[tuple[int, float, fold.Change]]) -> None:
         pending: list[_Pending] = []
         entities: list[_Pending] = []
         # Invalidations wait for the upserts before them, so that a supersede does not cut
@@ -194,13 +201,13 @@ class VectorSink:
                 )
             invalidations.clear()
 
-        for position, change in changes:
+        for position, recorded_at, change in changes:
             match change:
                 case fold.PutMemory():
                     memory_id = change.event.memory_id
                     if any(m == memory_id for m, _ in invalidations):
                         flush_memories()  # stored again after its invalidation
-                    pending.extend(self._memory_points(change.event, position))
+                    pending.extend(self._memory_points(change.event, position, recorded_at))
                 case fold.Invalidated():
                     invalidations.append((change.memory_id, change.t_invalid))
                 case fold.Revalidated():
@@ -258,7 +265,9 @@ class VectorSink:
         flush_memories()
         self._flush(entities, self.collections.entities)
 
-    def _memory_points(self, event: MemoryStored, position: int) -> list[_Pending]:
+    def _memory_points(
+        self, event: MemoryStored, position: int, recorded_at: float
+    ) -> list[_Pending]:
         body = event.body
         if body is None:
             return []  # redacted: nothing left to index
@@ -272,6 +281,7 @@ class VectorSink:
         base = memory_payload(
             event.memory_id, event.namespace, event.memory_type, event.entity_ids,
             event.t_valid.timestamp(), None, event.agent_id, event.visibility,
+            start_given=start_given(event, recorded_at),
         )  # fmt: skip
         return [
             _Pending(point_id(event.memory_id, n), part, text if n == 0 else None,
@@ -371,11 +381,16 @@ def memory_payload(
     t_invalid: float | None,
     agent_id: str | None,
     visibility: str,
+    *,
+    start_given: bool = True,
 ) -> dict[str, Any]:
     """The payload of a memory's points, what a vector filter reads
     (``vectors.filter_clauses``): written by the sink from the stored event, given by
-    :func:`payload_of` from the read model's row."""
-    return {
+    :func:`payload_of` from the read model's row. A fact stored without ``valid_from`` has
+    ``start`` :data:`START_UNKNOWN` (an ``as_of`` before it was learned may still find it,
+    once it has ended)."""
+    start = {"start": START_UNKNOWN} if memory_type == "semantic" and not start_given else {}
+    return start | {
         "memory_id": memory_id,
         "namespace": namespace,
         "type": memory_type,
@@ -392,7 +407,8 @@ def payload_of(memory: Memory) -> dict[str, Any]:
     context neighbours are admitted by it, reconcile checks the points against it)."""
     m = memory
     return memory_payload(m.memory_id, m.namespace, m.type, m.entity_ids, m.t_valid,
-                          m.t_invalid, m.agent_id, m.visibility)  # fmt: skip
+                          m.t_invalid, m.agent_id, m.visibility,
+                          start_given=m.valid_from_given)  # fmt: skip
 
 
 def _entity_payload(entity_id: str, namespace: str) -> dict[str, Any]:

@@ -38,7 +38,7 @@ SPARSE = "bm25"
 """Name of the sparse vector in every collection."""
 RRF_K = 60
 """The RRF constant: score = sum over legs of 1 / (k + rank), rank counted from 0."""
-KEYWORD_FIELDS = ("namespace", "type", "entity_ids", "memory_id", "agent_id", "visibility")
+KEYWORD_FIELDS = ("namespace", "type", "entity_ids", "memory_id", "agent_id", "visibility", "start")
 FLOAT_FIELDS = ("t_valid", "t_invalid")
 TIE_SLACK = 8
 """How many hits beyond ``limit`` a query asks for first, to see whether a tie crosses the cut."""
@@ -142,7 +142,8 @@ class VectorFilter:
     t_valid_to: float | None = None
     """Exclusive upper bound on ``t_valid``."""
     valid_at: float | None = None
-    """As-of time x: ``t_valid <= x`` and ``t_invalid`` unset or ``> x``."""
+    """As-of time x: ``t_valid <= x`` (or a start unknown and ``t_invalid > x``), and
+    ``t_invalid`` unset or ``> x``."""
     only_valid: bool = False
     """Only points whose ``t_invalid`` is unset (null or absent)."""
     agent_id: str | None = None
@@ -185,7 +186,18 @@ class Either:
     options: tuple[Clause, ...]
 
 
-Clause = AnyOf | Range | Unset | Either
+@dataclass(frozen=True, slots=True)
+class All:
+    """Every one of the parts holds (inside an :class:`Either`)."""
+
+    parts: tuple[Clause, ...]
+
+
+Clause = AnyOf | Range | Unset | Either | All
+
+START_UNKNOWN: Final = "unknown"
+"""The payload's ``start`` of a fact stored without ``valid_from``: its ``t_valid`` is when it
+was learned, its start unknown, at or before then (``journal.events``)."""
 
 
 CURRENT: Final = Unset("t_invalid")
@@ -219,8 +231,12 @@ def filter_clauses(flt: VectorFilter) -> list[Clause]:
     if flt.t_valid_from is not None or flt.t_valid_to is not None:
         clauses.append(Range("t_valid", gte=flt.t_valid_from, lt=flt.t_valid_to))
     if flt.valid_at is not None:
-        clauses.append(Range("t_valid", lte=flt.valid_at))
-        clauses.append(Either((Unset("t_invalid"), Range("t_invalid", gt=flt.valid_at))))
+        # Begun by then; or a fact of an unknown start that ended after then: it held up to
+        # its end (a change dated this morning ends a fact learned only this afternoon).
+        ended_later = Range("t_invalid", gt=flt.valid_at)
+        clauses.append(Either((Range("t_valid", lte=flt.valid_at),
+                               All((AnyOf("start", (START_UNKNOWN,)), ended_later)))))  # fmt: skip
+        clauses.append(Either((Unset("t_invalid"), ended_later)))
     if flt.only_valid:
         clauses.append(CURRENT)
     if flt.agent_id is not None:
@@ -252,6 +268,8 @@ def _holds(clause: Clause, payload: Mapping[str, Any]) -> bool:
             return value is None or (isinstance(value, list | tuple) and not value)
         case Either(options):
             return any(_holds(option, payload) for option in options)
+        case All(parts):
+            return all(_holds(part, payload) for part in parts)
     assert_never(clause)
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, assert_never
 
 from projections.vectors import CURRENT as CURRENT_SPEC
-from projections.vectors import AnyOf, Clause, Either, Range, Unset, passes, visible
+from projections.vectors import All, AnyOf, Clause, Either, Range, Unset, passes, visible
 
 if TYPE_CHECKING:
     from projections.rows import Memory
@@ -68,6 +68,8 @@ def to_sql(clause: Clause, *, table: str = "", bound: str = "?") -> str:
             return " AND ".join(f"{table}{key} {op} {bound}" for op, v in ops if v is not None)
         case Either(options):
             return "(" + " OR ".join(to_sql(o, table=table, bound=bound) for o in options) + ")"
+        case All(parts):
+            return "(" + " AND ".join(to_sql(o, table=table, bound=bound) for o in parts) + ")"
     assert_never(clause)
 
 
@@ -249,7 +251,7 @@ def _row_sql(clause: RowClause, table: str, bound: str) -> str:
             return f"{table}{key} IS NOT NULL AND {table}{key} != ''"
         case NotASummary():
             return f"{table}memory_id NOT IN (SELECT summary_id FROM folds)"
-        case AnyOf() | Unset() | Range() | Either():
+        case AnyOf() | Unset() | Range() | Either() | All():
             return to_sql(clause, table=table, bound=bound)
     assert_never(clause)
 

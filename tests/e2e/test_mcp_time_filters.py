@@ -127,3 +127,40 @@ def test_an_entity_filter_admits_the_entity_spelt_with_its_short_forms(tmp_path:
                 assert doc["nothing_relevant"] is False, name
 
     anyio.run(main)
+
+
+def test_as_of_before_a_change_dated_before_the_old_fact_was_learned_finds_the_old_value(
+    tmp_path: Path,
+) -> None:
+    """The agent read the version (no date), then heard it was upgraded at a time before
+    that: the old fact ends at the change's date, before it was learned. Its start is
+    unknown, so an as_of before the change finds it (no as_of found it: it began, by its
+    t_valid, after it ended)."""
+    from datetime import UTC, datetime, timedelta
+
+    home = tmp_path / "home"
+    now = datetime.now(UTC)
+    upgraded = now - timedelta(hours=10)
+
+    def at(t: datetime) -> str:
+        return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            old = await call(client, "store", {"subject": "ledger service", "predicate": "version",
+                                               "object": "2.3.0"})  # fmt: skip
+            new = await call(client, "store", {
+                "subject": "ledger service", "predicate": "version", "object": "2.4.1",
+                "valid_from": at(upgraded), "content": "ledger was upgraded to 2.4.1 at dawn",
+            })  # fmt: skip
+            assert new["superseded"] == [old["id"]], new
+            asked = {"query": "ledger service version", "min_relevance": 0}
+            before, _ = await _answers(client, asked | {"as_of": at(upgraded - timedelta(hours=1))})
+            after, _ = await _answers(client, asked | {"as_of": at(now)})
+            doc = await call(client, "recall", asked)
+            current = {r["id"] for r in doc["results"]}
+            assert old["id"] in before and new["id"] not in before, before
+            assert new["id"] in after and old["id"] not in after, after
+            assert current == {new["id"]}, current
+
+    anyio.run(main)
