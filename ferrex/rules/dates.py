@@ -179,6 +179,8 @@ def when(question: str, now: datetime) -> Period | None:
     text = question.lower()
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(text):
+            if kind == "weekday" and _ANY_SUCH_DAY.search(text[: match.start()]):
+                continue  # "on a Friday", "every Monday", "it's Friday": no day past
             period = _period(kind, match, now)
             if period is _IMPOSSIBLE:
                 return None  # "February 30": not "some time in February"
@@ -196,6 +198,9 @@ def when(question: str, now: datetime) -> Period | None:
     return None
 
 
+_ANY_SUCH_DAY: Final = re.compile(r"\b(?:a|an|any|each|every|it['\u2019]s|it\s+is|today\s+is)\s+$")
+"""Words before a weekday that make it no day past: any such day ("deploy *on a* Friday",
+"*every* Monday") or today as the asker says it is ("*it's* Friday afternoon")."""
 _LEAD: Final = re.compile(r"\b(since|after|before)\s+$")
 _COUNTED: Final = re.compile(r"(?:days?|weeks?|weekend|months?|years?|night|morning)\s+$")
 """A word before a date that opens its period: "*since* Monday" runs to the end of today,

@@ -136,7 +136,17 @@ def test_phrasings_people_use(question: str, phrase: str, start: str, end: str) 
 
 @pytest.mark.parametrize(
     "question",
-    ["spring boot config", "the servers fall over under load", "Mondays are busy", "summer"],
+    [
+        "spring boot config",
+        "the servers fall over under load",
+        "Mondays are busy",
+        "summer",
+        # Any such day, or today as the asker says it is: no day past to search.
+        "can I deploy on a Friday?",
+        "every Monday we rotate the keys",
+        "it's Friday afternoon, can I ship it?",
+        "It is Tuesday, what is left to do?",
+    ],
 )
 def test_words_that_only_look_like_dates_name_no_period(question: str) -> None:
     assert when(question, NOW) is None
