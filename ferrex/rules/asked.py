@@ -354,6 +354,11 @@ def states(
     :func:`stated_kinds` reads them."""
     if not kinds:
         return True
+    # A fact whose relation is named by the kind asked for (``node version | 20 LTS`` for
+    # "which node version"): its object is that value, whatever its shape.
+    relation = set(re.split(r"[\s_.-]+", (predicate or "").casefold()))
+    if any(kind in relation or f"{kind}s" in relation for kind in kinds):
+        return True
     low = " ".join(part for part in (text, predicate or "", obj or "") if part).casefold()
     if any(_SHAPES[kind].search(low) for kind in kinds if kind in _SHAPES):
         return True

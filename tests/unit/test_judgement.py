@@ -16,6 +16,7 @@ from ferrex.read.judgement import (
     subjects_named,
     unknown_identifiers,
 )
+from ferrex.rules import asked
 from ferrex.rules.dates import when
 from ferrex.rules.fusion import Leg
 from ferrex.rules.relevance import DEFAULT_MODEL, states_term
@@ -262,6 +263,16 @@ def test_a_memory_about_the_thing_that_states_no_value_of_the_kind_asked_is_off(
     # A question that also asks what may have no shape (when, who) is not judged by form.
     when_too = "When did we last restore the ledger database, and how long did it take?"
     assert _off_more(when_too, _about("ledger-db restore drill done", "ent-ledger")) == 0.0
+
+
+def test_a_fact_whose_relation_names_the_kind_asked_states_a_value_of_it() -> None:
+    """``storefront | node version | 20 LTS`` answers "which node version" though "20 LTS" has
+    no version's shape: the relation says what its object is."""
+    version = frozenset({"version"})
+    text = "storefront node version 20 LTS"
+    assert asked.states(version, text, "node version", "20 LTS")
+    assert not asked.states(version, text, "node runtime", "20 LTS")
+    assert asked.states(frozenset({"port"}), "admin ui on 8443 (TLS)", "admin_ports", "8443 (TLS)")
 
 
 def test_a_memory_about_the_thing_outside_the_period_asked_about_is_off() -> None:
