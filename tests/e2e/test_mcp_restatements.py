@@ -90,3 +90,22 @@ def test_a_value_restated_in_other_words_is_flagged_and_shared_values_are_not(
             assert "entity merge" in todo[frozenset((host["id"], sponsor["id"]))]
 
     anyio.run(main)
+
+
+def test_a_value_replaced_does_not_pass_its_restatement_flag_on(tmp_path: Path) -> None:
+    """A flag says a fact restated another's value; when that value was replaced by a new
+    one, the flag was carried to it ("on-call primary Lena, may conflict with payments-gw
+    maintained by Rafael: restates"), though nothing restates Rafael any more."""
+    home = tmp_path / "home"
+
+    async def main() -> None:
+        async with stdio_client(home) as client:
+            fact = partial(store_fact, client)
+            await fact("payments-gw", "maintained by", "Rafael Ortiz")
+            rafael = await fact("payments", "on-call primary", "Rafael Ortiz")
+            assert rafael["possible_conflict_note"].startswith("restates "), rafael
+            lena = await fact("payments", "on-call primary", "Lena Hoffmann")
+            assert lena["superseded"] == [rafael["id"]], lena
+            assert "possible_conflict" not in lena, lena
+
+    anyio.run(main)

@@ -481,14 +481,17 @@ def _inherited(
     reason), while that one is current, seen by the caller and of another value, and the two
     were not said to both hold. Otherwise a flagged pair ``reco widget | moved to | reco-2``
     / ``recommendation widget | served from | reco-1`` would, once ``host | reco-3`` replaces
-    reco-1, leave two silent answers."""
+    reco-1, leave two silent answers. Not a flag that the old fact restated the other's value
+    (``restates``): a new value is no restatement of it (the on-call engineer replaced is no
+    longer the one a team page names)."""
     named = {o for f in flagged for o in f.others} | set(replaced)
     found: dict[tuple[str, str], list[str]] = {}
     for old in replaced:
         for c in view.flagged_with(old):
             other = view.memory(c.other_id)
             if (
-                other is None
+                c.reason == RESTATES
+                or other is None
                 or c.other_id in named
                 or other.object is None
                 or not is_current(other)
