@@ -19,7 +19,6 @@ import re
 import secrets
 from pathlib import Path
 
-import apsw
 import msgspec
 
 from journal import JournalBackend
@@ -27,7 +26,7 @@ from journal.files import replace_durably
 from projections.applying import BATCH, Progress, apply_all, chunks
 from projections.readmodel.projector import NO_RULES, Rules
 from projections.readmodel.schema import SCHEMA_VERSION
-from projections.readmodel.store import SQLITE, ReadModelError
+from projections.readmodel.store import ReadModelError, applied_at
 from projections.split_rebuild import apply_split, splits
 from projections.sqlite import ReadModel
 from projections.vector_sink import Collections, Encoders, VectorSink
@@ -123,18 +122,7 @@ def applied_position(home: Path) -> int:
     without opening the projections: a journal that ends before it lost acknowledged
     records (``ferrex journal verify`` says so)."""
     live = read_pointer(home)
-    path = home / live.sqlite if live is not None else None
-    if path is None or not path.is_file():
-        return 0
-    try:
-        db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-        try:
-            row = db.execute("SELECT position FROM checkpoints WHERE name=?", (SQLITE,)).fetchone()
-        finally:
-            db.close()
-    except apsw.Error:
-        return 0
-    return int(row[0]) if row is not None else 0
+    return 0 if live is None else applied_at(home / live.sqlite)
 
 
 def write_pointer(home: Path, live: Live) -> None:

@@ -194,6 +194,22 @@ class Store:
         )
 
 
+def applied_at(path: Path, name: str = SQLITE) -> int:
+    """The journal position a read model file has applied (0: none, or unreadable), read
+    without opening it for writing or running its migrations."""
+    if not path.is_file():
+        return 0
+    try:
+        db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            row = db.execute("SELECT position FROM checkpoints WHERE name=?", (name,)).fetchone()
+        finally:
+            db.close()
+    except apsw.Error:
+        return 0
+    return int(row[0]) if row is not None else 0
+
+
 @contextmanager
 def immediate(db: apsw.Connection) -> Iterator[None]:
     """A write transaction that takes the write lock up front (no upgrade deadlocks)."""
