@@ -186,6 +186,8 @@ def evidence_of(
         None
         if period is None or as_filter
         else relevance.period_found(holds, tokens(period.phrase), text)
+        # "last month" named by its month: a note of 3 December on November's bill.
+        or relevance.period_found(False, tokens(period.month_name() or ""), text)
     )
     return relevance.evidence(
         terms.tokens,

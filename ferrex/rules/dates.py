@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from typing import Final
 
+_MONTH_NAMES: Final = ("january", "february", "march", "april", "may", "june", "july",
+                       "august", "september", "october", "november", "december")  # fmt: skip
 _MONTHS: Final = {
     name: number
     for number, names in enumerate(
@@ -169,6 +171,14 @@ class Period:
 
     def holds(self, timestamp: float) -> bool:
         return self.start.timestamp() <= timestamp < self.end.timestamp()
+
+    def month_name(self) -> str | None:
+        """The name of the calendar month the period is, when it is one whole month ("last
+        month" in December is "november"): a text may name it so."""
+        start, end = self.start, self.end
+        months = (end.year * 12 + end.month) - (start.year * 12 + start.month)
+        whole = start.day == end.day == 1 and start.time() == end.time() and months == 1
+        return _MONTH_NAMES[start.month - 1] if whole else None
 
 
 def when(question: str, now: datetime) -> Period | None:

@@ -279,3 +279,16 @@ def test_since_after_before_and_quarters(question: str, phrase: str, start: str,
     # A day counted from a date is no side of it: the date is still what is named.
     assert span("the Sunday before March 10")[1:] == ("2024-03-10", "2024-03-11")
     assert span("two weeks after March 1")[1:] == ("2024-03-01", "2024-03-02")
+
+
+def test_a_period_of_one_whole_month_has_that_months_name() -> None:
+    """A note of early December on "the November bill" answers "last month" asked then: the
+    period's month name is what its text may say."""
+    now = datetime(2026, 12, 7, 23, 0, tzinfo=UTC)
+    month = when("why was the AWS bill so high last month?", now)
+    assert month is not None and month.month_name() == "november"
+    october = when("what happened in October?", now)
+    assert october is not None and october.month_name() == "october"
+    for question in ("what broke last week?", "what happened yesterday?", "anything in Q3?"):
+        period = when(question, now)
+        assert period is not None and period.month_name() is None, question
