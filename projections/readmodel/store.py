@@ -177,8 +177,7 @@ class Store:
         return int(self.meta("schema_version") or 0)
 
     def checkpoint(self, name: str = SQLITE) -> int:
-        value = self.db.execute("SELECT position FROM checkpoints WHERE name=?", (name,)).get
-        return int(value) if value is not None else 0
+        return _checkpoint(self.db, name)
 
     def set_checkpoint(self, name: str, position: int) -> None:
         """Record another sink's checkpoint (Qdrant's), after its write was acknowledged."""
@@ -202,12 +201,17 @@ def applied_at(path: Path, name: str = SQLITE) -> int:
     try:
         db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
         try:
-            row = db.execute("SELECT position FROM checkpoints WHERE name=?", (name,)).fetchone()
+            return _checkpoint(db, name)
         finally:
             db.close()
     except apsw.Error:
         return 0
-    return int(row[0]) if row is not None else 0
+
+
+def _checkpoint(db: apsw.Connection, name: str) -> int:
+    """The position a sink's checkpoint row names (0: none yet)."""
+    value = db.execute("SELECT position FROM checkpoints WHERE name=?", (name,)).get
+    return int(value) if value is not None else 0
 
 
 @contextmanager
